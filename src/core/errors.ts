@@ -1,0 +1,36 @@
+/**
+ * One error type for the whole router, with a closed set of codes. The HTTP edge maps each
+ * code to a status in one place (app/errors.ts); the pure core never thinks about HTTP.
+ */
+export type RouterErrorCode =
+  | "invalid_request" // a field is missing or malformed
+  | "payload_too_large"
+  | "unauthorized"
+  | "not_found"
+  | "no_endpoints" // no worker can take the request
+  | "all_workers_busy"
+  | "worker_not_found"
+  | "duplicate_request"
+  | "lora_no_capacity"
+  | "upstream_failed"
+  | "parent_block_not_found" // KV event errors, spec §1.3
+  | "block_not_found"
+  | "invalid_block_sequence"
+  | "unavailable" // a dependency (Redis, engine) cannot be reached
+  | "internal";
+
+export class RouterError extends Error {
+  override readonly name = "RouterError";
+  constructor(
+    readonly code: RouterErrorCode,
+    message: string,
+    /** The request field the error is about, when there is one. */
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+export function isRouterError(e: unknown): e is RouterError {
+  return e instanceof RouterError;
+}

@@ -1,0 +1,18 @@
+/**
+ * Overlap scores (spec §1.4): for each (worker, dp_rank), how many leading blocks of a
+ * request it already holds, plus the size of its part of the index (tie-breaker, §4.4).
+ */
+import type { WorkerKey } from "./ids.ts";
+
+export interface OverlapScores {
+  /** Matched prefix depth in blocks; workers with 0 are absent. */
+  readonly scores: Map<WorkerKey, number>;
+  /** Blocks each scored worker has in the index. */
+  readonly treeSizes: Map<WorkerKey, number>;
+  /** Per visited node, its recent-use count (only when frequency tracking is on). */
+  readonly frequencies: number[];
+}
+
+export function emptyOverlapScores(): OverlapScores {
+  return { scores: new Map(), treeSizes: new Map(), frequencies: [] };
+}
