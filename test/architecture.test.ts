@@ -1,0 +1,80 @@
+/**
+ * The pure core must run unchanged on Deno and edge runtimes, and stay deterministic under
+ * test: no runtime-specific imports, no globals that do I/O or read the clock.
+ */
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+
+const ROOT = join(import.meta.dir, "..");
+const PURE_DIRS = ["src/core", "src/indexer", "src/scheduler", "src/recovery", "src/lora"];
+const PURE_FILES = ["src/sessions/store.ts", "src/sessions/sticky.ts", "src/sessions/memory-store.ts"];
+
+/** What a pure module may not mention: runtime modules, I/O globals, wall clocks. */
+const FORBIDDEN: readonly [RegExp, string][] = [
+  [/from\s+["']node:/, "node:* import"],
+  [/require\(\s*["']node:/, "node:* require"],
+  [/from\s+["'](bun|bun:ffi|bun:sqlite)["']/, "bun module import"],
+  [/\bBun\./, "Bun.* global"],
+  [/from\s+["']hono(\/[^"']*)?["']/, "hono import"],
+  [/from\s+["']@upstash\/redis["']/, "redis import"],
+  [/from\s+["'](fs|path|os|net|child_process|http)["']/, "node builtin import"],
+  [/\bprocess\./, "process global"],
+  [/(?<![.\w])fetch\(/, "global fetch call (inject it instead)"],
+  [/\bDate\.now\(|\bperformance\.now\(|new Date\(\)/, "wall clock (pass time in)"],
+  [/\bMath\.random\(/, "Math.random (inject the rng)"],
+  [/\bsetTimeout\(|\bsetInterval\(/, "timer owned by a pure module (inject it)"],
+  [/from\s+["']\.\.\/(app|native|transfer|mocker|events|workers|metrics|config)\//, "import of an adapter folder"],
+];
+
+function tsFiles(dir: string): string[] {
+  let out: string[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    const p = join(dir, e);
+    if (statSync(p).isDirectory()) out = out.concat(tsFiles(p));
+    else if (p.endsWith(".ts")) out.push(p);
+  }
+  return out;
+}
+
+/** Strip comments so documentation may name what the code must not use. */
+function code(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`])\/\/.*$/gm, "$1");
+}
+
+const files = [...PURE_DIRS.flatMap((d) => tsFiles(join(ROOT, d))), ...PURE_FILES.map((f) => join(ROOT, f))].filter(
+  (f) => {
+    try {
+      return statSync(f).isFile();
+    } catch {
+      return false;
+    }
+  },
+);
+
+describe("architecture: pure folders import no runtime", () => {
+  test("the pure folders exist and hold code", () => {
+    expect(files.length).toBeGreaterThan(5);
+  });
+  for (const f of files) {
+    test(relative(ROOT, f), () => {
+      const src = code(readFileSync(f, "utf8"));
+      const hits = FORBIDDEN.filter(([re]) => re.test(src)).map(([, what]) => what);
+      expect(hits).toEqual([]);
+    });
+  }
+});
+
+describe("architecture: the checker itself", () => {
+  test("flags a runtime import and a clock read", () => {
+    const bad = code('import { x } from "node:fs";\nconst t = Date.now();\n// Bun.write is only mentioned in a comment\n');
+    const hits = FORBIDDEN.filter(([re]) => re.test(bad)).map(([, what]) => what);
+    expect(hits).toEqual(["node:* import", "wall clock (pass time in)"]);
+  });
+});
