@@ -30,3 +30,21 @@ export interface AffinityStore {
 
 /** Called once per expired engine-backed binding, so the engine's session can be closed. */
 export type OnExpire = (sessionId: string, binding: Binding) => void;
+
+/** How often stores sweep for expired bindings by default (Dynamo's REAPER_INTERVAL). */
+export const REAPER_INTERVAL_MS = 30_000;
+
+/**
+ * Time as a store sees it: a clock (ms) and a repeating timer. Injected, so tests drive
+ * both with a fake clock and pure stores own no timers.
+ */
+export interface StoreClock {
+  now(): number;
+  /** Call `fn` every `ms` milliseconds until the returned function is called. */
+  every(ms: number, fn: () => void): () => void;
+}
+
+/** Where stores report trouble that they absorb (an on-expire callback that threw, Redis down). */
+export interface StoreLogger {
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
