@@ -40,111 +40,108 @@ const K_SECRET_HEX =
 const K_SECRET = new Uint8Array(192);
 for (let i = 0; i < 192; i++) K_SECRET[i] = parseInt(K_SECRET_HEX.slice(2 * i, 2 * i + 2), 16);
 
-const P32_1 = 0x9e3779b1;
-const P32_2 = 0x85ebca77;
-const P32_3 = 0xc2b2ae3d;
+const P32_1 = 0x9e3779b1 | 0;
 const P64_1 = 0x9e3779b185ebca87n;
 const P64_2 = 0xc2b2ae3d27d4eb4fn;
 const P64_3 = 0x165667b19e3779f9n;
 const P64_4 = 0x85ebca77c2b2ae63n;
 const P64_5 = 0x27d4eb2f165667c5n;
-const P64_1_H = 0x9e3779b1, P64_1_L = 0x85ebca87;
-const P64_2_H = 0xc2b2ae3d, P64_2_L = 0x27d4eb4f;
-const P64_3_H = 0x165667b1, P64_3_L = 0x9e3779f9;
-const MX1_H = 0x16566791, MX1_L = 0x9e3779f9;
-const MX2_H = 0x9fb21c65, MX2_L = 0x1e98df25;
+// The same primes as int32 halves for the hot paths.
+const P64_1_H = 0x9e3779b1 | 0, P64_1_L = 0x85ebca87 | 0;
+const P64_2_H = 0xc2b2ae3d | 0, P64_2_L = 0x27d4eb4f;
+const P64_3_H = 0x165667b1, P64_3_L = 0x9e3779f9 | 0;
+const MX1_H = 0x16566791, MX1_L = 0x9e3779f9 | 0;
+const MX2_H = 0x9fb21c65 | 0, MX2_L = 0x1e98df25;
 
-/** Initial long-path accumulators as [hi, lo] pairs. */
-const INIT_ACC = new Uint32Array(16);
-[BigInt(P32_3), P64_1, P64_2, P64_3, P64_4, BigInt(P32_2), P64_5, BigInt(P32_1)].forEach((v, i) => {
+/** Initial long-path accumulators as [hi, lo] int32 pairs. */
+const INIT_ACC = new Int32Array(16);
+[0xc2b2ae3dn, P64_1, P64_2, P64_3, P64_4, 0x85ebca77n, P64_5, 0x9e3779b1n].forEach((v, i) => {
   INIT_ACC[2 * i] = Number(v >> 32n);
   INIT_ACC[2 * i + 1] = Number(v & 0xffffffffn);
 });
 
 // ---------------------------------------------------------------------------------------
-// 64-bit arithmetic on (hi, lo) uint32 pairs. Results land in rH/rL (module registers) so
-// no object is allocated per operation.
+// 64-bit arithmetic on (hi, lo) halves. Convention: every half is an int32 holding the bit
+// pattern (`| 0`, never `>>> 0`), so JIT compilers keep them in integer registers and never
+// see a value flip between int and double; unsigned views (`x >>> 0`) appear only inside
+// double-precision expressions. Results land in rH/rL (module registers), so no object is
+// allocated per operation.
+
+const SIGN = 1 << 31; // x ^ SIGN turns unsigned order into signed order (carry tests)
 
 let rH = 0;
 let rL = 0;
 
-/** 32x32 -> 64 unsigned product of a and b (both uint32). */
+/** 32x32 -> 64 unsigned product. */
 function mul32(a: number, b: number): void {
-  const lo = Math.imul(a, b) >>> 0;
-  // a*b as a double is within 2^11 of the exact product; (p - lo) / 2^32 is then within
-  // 2^-20 of the exact high word, so rounding recovers it.
-  rH = Math.round((a * b - lo) * INV32);
+  const lo = Math.imul(a, b);
+  // a * (b / 2^32) is the exact product / 2^32 to within 2^-21, so after removing the low
+  // word the high word is the nearest integer: truncate (x + 0.5).
+  rH = ((a >>> 0) * ((b >>> 0) * INV32) - (lo >>> 0) * INV32 + 0.5) | 0;
   rL = lo;
 }
 
 /** (aH:aL) * (bH:bL) mod 2^64. */
 function mul64(aH: number, aL: number, bH: number, bL: number): void {
   mul32(aL, bL);
-  rH = (rH + Math.imul(aL, bH) + Math.imul(aH, bL)) >>> 0;
+  rH = (rH + Math.imul(aL, bH) + Math.imul(aH, bL)) | 0;
 }
 
 /** XXH3_mul128_fold64: low ^ high halves of the 128-bit product. */
 function mul128Fold(aH: number, aL: number, bH: number, bL: number): void {
-  const llL = Math.imul(aL, bL) >>> 0;
-  const llH = Math.round((aL * bL - llL) * INV32);
-  const hlL = Math.imul(aH, bL) >>> 0;
-  const hlH = Math.round((aH * bL - hlL) * INV32);
-  const lhL = Math.imul(aL, bH) >>> 0;
-  const lhH = Math.round((aL * bH - lhL) * INV32);
-  const hhL = Math.imul(aH, bH) >>> 0;
-  const hhH = Math.round((aH * bH - hhL) * INV32);
-  const crossSum = llH + hlL + lhL; // < 3 * 2^32, exact
-  const crossL = crossSum >>> 0;
-  const crossH = lhH + (crossSum - crossL) * INV32;
-  const upSum = hlH + crossH + hhL;
-  const upL = upSum >>> 0;
-  const upH = (hhH + (upSum - upL) * INV32) >>> 0;
-  rH = (crossL ^ upH) >>> 0;
-  rL = (llL ^ upL) >>> 0;
+  const uaH = aH >>> 0, uaL = aL >>> 0, ubH = bH >>> 0, ubL = bL >>> 0;
+  const llL = Math.imul(aL, bL);
+  const llH = (uaL * (ubL * INV32) - (llL >>> 0) * INV32 + 0.5) | 0;
+  const hhL = Math.imul(aH, bH);
+  const hhH = (uaH * (ubH * INV32) - (hhL >>> 0) * INV32 + 0.5) | 0;
+  // Both cross products at once: x = aH*bL + aL*bH (65 bits) = xH * 2^32 + xL; the double
+  // sum is within 2^-18 of xH after removing xL.
+  const xL = (Math.imul(aH, bL) + Math.imul(aL, bH)) | 0;
+  const xH = Math.round(uaH * (ubL * INV32) + uaL * (ubH * INV32) - (xL >>> 0) * INV32);
+  const lowH = (llH + xL) | 0;
+  const u = (hhL >>> 0) + xH + ((lowH ^ SIGN) < (xL ^ SIGN) ? 1 : 0);
+  rH = lowH ^ ((hhH + Math.floor(u * INV32)) | 0);
+  rL = llL ^ (u | 0);
 }
 
 /** XXH3_avalanche on (h, l). */
 function avalanche(h: number, l: number): void {
-  l = (l ^ (h >>> 5)) >>> 0;
-  mul64(h, l, MX1_H, MX1_L);
-  rL = (rL ^ rH) >>> 0;
+  mul64(h, l ^ (h >>> 5), MX1_H, MX1_L);
+  rL ^= rH;
 }
 
 /** XXH64_avalanche on (h, l). */
 function avalanche64(h: number, l: number): void {
-  l = (l ^ (h >>> 1)) >>> 0;
-  mul64(h, l, P64_2_H, P64_2_L);
+  mul64(h, l ^ (h >>> 1), P64_2_H, P64_2_L);
   h = rH;
-  l = (rL ^ ((h << 3) | (rL >>> 29))) >>> 0;
-  h = (h ^ (h >>> 29)) >>> 0;
-  mul64(h, l, P64_3_H, P64_3_L);
-  rL = (rL ^ rH) >>> 0;
+  l = rL ^ ((h << 3) | (rL >>> 29));
+  mul64(h ^ (h >>> 29), l, P64_3_H, P64_3_L);
+  rL ^= rH;
 }
 
 /** XXH3_rrmxmx on (h, l) with input length len. */
 function rrmxmx(h: number, l: number, len: number): void {
-  // rotl64(h, 49) and rotl64(h, 24)
-  const r49H = (l << 17) | (h >>> 15);
-  const r49L = (h << 17) | (l >>> 15);
-  const r24H = (h << 24) | (l >>> 8);
-  const r24L = (l << 24) | (h >>> 8);
-  h = (h ^ r49H ^ r24H) >>> 0;
-  l = (l ^ r49L ^ r24L) >>> 0;
-  mul64(h, l, MX2_H, MX2_L);
+  // h ^= rotl64(h, 49) ^ rotl64(h, 24)
+  const nh = h ^ ((l << 17) | (h >>> 15)) ^ ((h << 24) | (l >>> 8));
+  const nl = l ^ ((h << 17) | (l >>> 15)) ^ ((l << 24) | (h >>> 8));
+  mul64(nh, nl, MX2_H, MX2_L);
   h = rH;
-  l = (rL ^ ((h >>> 3) + len)) >>> 0;
-  mul64(h, l, MX2_H, MX2_L);
+  mul64(h, rL ^ ((h >>> 3) + len), MX2_H, MX2_L);
   h = rH;
-  rL = (rL ^ ((h << 4) | (rL >>> 28))) >>> 0;
-  rH = (h ^ (h >>> 28)) >>> 0;
+  rL ^= (h << 4) | (rL >>> 28);
+  rH = h ^ (h >>> 28);
 }
 
 function bswap32(x: number): number {
-  return (((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24)) >>> 0;
+  return ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
 }
 
 function rd32(b: Uint8Array, o: number): number {
-  return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
+  return b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24);
+}
+
+function toBig(h: number, l: number): bigint {
+  return (BigInt(h >>> 0) << 32n) | BigInt(l >>> 0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -157,19 +154,19 @@ interface SeedCtx {
   readonly emptyH: number;
   readonly emptyL: number;
   /** Bit flips of the 1–3, 4–8 and 9–16 classes, as [hi, lo]. */
-  readonly bf13: Uint32Array;
-  readonly bf48: Uint32Array;
-  readonly bf916: Uint32Array; // [bf1H, bf1L, bf2H, bf2L]
+  readonly bf13: Int32Array;
+  readonly bf48: Int32Array;
+  readonly bf916: Int32Array; // [bf1H, bf1L, bf2H, bf2L]
   /**
    * mix16B keys at every byte offset o in 0..176: [aH, aL, bH, bL] at 4*o with
-   * a = secret64(o) + seed, b = secret64(o + 8) - seed.
+   * a = secret64(o) + seed, b = secret64(o + 8) - seed (the 17–240 byte classes).
    */
-  readonly mixKeys: Uint32Array;
-  /** Derived 192-byte secret of the long path as u32 words, [lo, hi] per u64 (LE order). */
-  readonly longKeys: Uint32Array;
-  /** Long-path keys for the last stripe (secret + 121) and the merge (secret + 11). */
-  readonly lastKeys: Uint32Array;
-  readonly mergeKeys: Uint32Array;
+  readonly mixKeys: Int32Array;
+  /** Long path: the derived 192-byte secret as u32 words in byte order ([lo, hi] per u64). */
+  readonly longKeys: Int32Array;
+  /** Long path: keys of the last stripe (secret + 121) and of the merge (secret + 11). */
+  readonly lastKeys: Int32Array;
+  readonly mergeKeys: Int32Array;
 }
 
 function secret64(s: Uint8Array, o: number): bigint {
@@ -178,11 +175,10 @@ function secret64(s: Uint8Array, o: number): bigint {
   return v;
 }
 
-function split(v: bigint, out: Uint32Array, at: number, hiFirst: boolean): void {
-  const h = Number((v >> 32n) & 0xffffffffn);
-  const l = Number(v & 0xffffffffn);
-  out[at] = hiFirst ? h : l;
-  out[at + 1] = hiFirst ? l : h;
+/** Writes v as [hi, lo] int32 halves at out[at]. */
+function split(v: bigint, out: Int32Array, at: number): void {
+  out[at] = Number((v >> 32n) & 0xffffffffn);
+  out[at + 1] = Number(v & 0xffffffffn);
 }
 
 function xxh64AvalancheBig(h: bigint): bigint {
@@ -197,19 +193,19 @@ function buildSeedCtx(seed: bigint): SeedCtx {
   const s = BigInt.asUintN(64, seed);
   const k = K_SECRET;
   const empty = xxh64AvalancheBig(s ^ secret64(k, 56) ^ secret64(k, 64));
-  const bf13 = new Uint32Array(2);
-  split((BigInt((rd32(k, 0) ^ rd32(k, 4)) >>> 0) + s) & M64, bf13, 0, true);
-  const lo32 = Number(s & 0xffffffffn);
-  const s48 = s ^ (BigInt(bswap32(lo32)) << 32n);
-  const bf48 = new Uint32Array(2);
-  split((secret64(k, 8) ^ secret64(k, 16)) - s48 & M64, bf48, 0, true);
-  const bf916 = new Uint32Array(4);
-  split((secret64(k, 24) ^ secret64(k, 32)) + s & M64, bf916, 0, true);
-  split((secret64(k, 40) ^ secret64(k, 48)) - s & M64, bf916, 2, true);
-  const mixKeys = new Uint32Array(177 * 4);
+  const bf13 = new Int32Array(2);
+  split((BigInt((rd32(k, 0) ^ rd32(k, 4)) >>> 0) + s) & M64, bf13, 0);
+  // 4–8 bytes: seed ^= swap32(lo32(seed)) << 32
+  const s48 = s ^ (BigInt(bswap32(Number(s & 0xffffffffn)) >>> 0) << 32n);
+  const bf48 = new Int32Array(2);
+  split(((secret64(k, 8) ^ secret64(k, 16)) - s48) & M64, bf48, 0);
+  const bf916 = new Int32Array(4);
+  split(((secret64(k, 24) ^ secret64(k, 32)) + s) & M64, bf916, 0);
+  split(((secret64(k, 40) ^ secret64(k, 48)) - s) & M64, bf916, 2);
+  const mixKeys = new Int32Array(177 * 4);
   for (let o = 0; o <= 176; o++) {
-    split((secret64(k, o) + s) & M64, mixKeys, 4 * o, true);
-    split((secret64(k, o + 8) - s) & M64, mixKeys, 4 * o + 2, true);
+    split((secret64(k, o) + s) & M64, mixKeys, 4 * o);
+    split((secret64(k, o + 8) - s) & M64, mixKeys, 4 * o + 2);
   }
   // Standard custom-secret init (XXH3_initCustomSecret): +seed on even u64s, -seed on odd.
   const custom = new Uint8Array(192);
@@ -221,15 +217,15 @@ function buildSeedCtx(seed: bigint): SeedCtx {
       custom[16 * i + 8 + j] = Number((b >> BigInt(8 * j)) & 0xffn);
     }
   }
-  const words = (from: number, n: number): Uint32Array => {
-    const w = new Uint32Array(n);
+  const words = (from: number, n: number): Int32Array => {
+    const w = new Int32Array(n);
     for (let i = 0; i < n; i++) w[i] = rd32(custom, from + 4 * i);
     return w;
   };
   return {
     seed: s,
-    emptyH: Number(empty >> 32n),
-    emptyL: Number(empty & 0xffffffffn),
+    emptyH: Number(empty >> 32n) | 0,
+    emptyL: Number(empty & 0xffffffffn) | 0,
     bf13,
     bf48,
     bf916,
@@ -243,7 +239,9 @@ function buildSeedCtx(seed: bigint): SeedCtx {
 const SEED_CACHE_SIZE = 16;
 const seedCache = new Map<bigint, SeedCtx>();
 let lastCtx: SeedCtx = buildSeedCtx(XXH3_SEED);
+seedCache.set(XXH3_SEED, lastCtx);
 
+/** The context for `seed`; the last few seeds (base, a handful of LoRAs) stay cached. */
 function seedCtx(seed: bigint): SeedCtx {
   if (lastCtx.seed === seed) return lastCtx;
   const s = BigInt.asUintN(64, seed);
@@ -256,19 +254,14 @@ function seedCtx(seed: bigint): SeedCtx {
   lastCtx = ctx;
   return ctx;
 }
-seedCache.set(XXH3_SEED, lastCtx);
 
 // ---------------------------------------------------------------------------------------
 // General short path (0..240 bytes) over a byte array.
 
-/** acc += mix16B(b[off + i ..], keys at secret offset o). acc lives in sums (see callers). */
-function mix16(b: Uint8Array, i: number, keys: Uint32Array, o: number): void {
+/** mix16B(b[i..i+16), keys at secret offset o); result in rH/rL. */
+function mix16(b: Uint8Array, i: number, keys: Int32Array, o: number): void {
   const k = 4 * o;
-  const aL = rd32(b, i) ^ keys[k + 1]!;
-  const aH = rd32(b, i + 4) ^ keys[k]!;
-  const bL = rd32(b, i + 8) ^ keys[k + 3]!;
-  const bH = rd32(b, i + 12) ^ keys[k + 2]!;
-  mul128Fold(aH >>> 0, aL >>> 0, bH >>> 0, bL >>> 0);
+  mul128Fold(rd32(b, i + 4) ^ keys[k]!, rd32(b, i) ^ keys[k + 1]!, rd32(b, i + 12) ^ keys[k + 2]!, rd32(b, i + 8) ^ keys[k + 3]!);
 }
 
 /** Hash b[off .. off+len) with len <= 240; result in rH/rL. */
@@ -276,132 +269,107 @@ function hashShort(b: Uint8Array, off: number, len: number, ctx: SeedCtx): void 
   if (len <= 16) {
     if (len > 8) {
       const f = ctx.bf916;
-      const inLoL = (rd32(b, off) ^ f[1]!) >>> 0;
-      const inLoH = (rd32(b, off + 4) ^ f[0]!) >>> 0;
-      const inHiL = (rd32(b, off + len - 8) ^ f[3]!) >>> 0;
-      const inHiH = (rd32(b, off + len - 4) ^ f[2]!) >>> 0;
+      const inLoL = rd32(b, off) ^ f[1]!, inLoH = rd32(b, off + 4) ^ f[0]!;
+      const inHiL = rd32(b, off + len - 8) ^ f[3]!, inHiH = rd32(b, off + len - 4) ^ f[2]!;
       mul128Fold(inLoH, inLoL, inHiH, inHiL);
       // len + swap64(inLo) + inHi + fold
-      const sL = len + bswap32(inLoH) + inHiL + rL;
-      const l = sL >>> 0;
-      const h = (bswap32(inLoL) + inHiH + rH + (sL - l) * INV32) >>> 0;
-      avalanche(h, l);
-      return;
-    }
-    if (len >= 4) {
-      const in1 = rd32(b, off);
-      const in2 = rd32(b, off + len - 4);
-      rrmxmx((in1 ^ ctx.bf48[0]!) >>> 0, (in2 ^ ctx.bf48[1]!) >>> 0, len);
-      return;
-    }
-    if (len > 0) {
+      const sL = len + (bswap32(inLoH) >>> 0) + (inHiL >>> 0) + (rL >>> 0);
+      avalanche((bswap32(inLoL) + inHiH + rH + Math.floor(sL * INV32)) | 0, sL | 0);
+    } else if (len >= 4) {
+      const f = ctx.bf48;
+      rrmxmx(rd32(b, off) ^ f[0]!, rd32(b, off + len - 4) ^ f[1]!, len);
+    } else if (len > 0) {
       const c1 = b[off]!, c2 = b[off + (len >> 1)]!, c3 = b[off + len - 1]!;
-      const combined = ((c1 << 16) | (c2 << 24) | c3 | (len << 8)) >>> 0;
-      avalanche64(ctx.bf13[0]!, (combined ^ ctx.bf13[1]!) >>> 0);
-      return;
+      const combined = (c1 << 16) | (c2 << 24) | c3 | (len << 8);
+      avalanche64(ctx.bf13[0]!, combined ^ ctx.bf13[1]!);
+    } else {
+      rH = ctx.emptyH;
+      rL = ctx.emptyL;
     }
-    rH = ctx.emptyH;
-    rL = ctx.emptyL;
     return;
   }
   const keys = ctx.mixKeys;
   mul64(0, len, P64_1_H, P64_1_L);
-  let accH = rH;
-  let accL = rL;
+  // Sum of 64-bit terms: hi halves wrap in int32, lo halves add up exactly as doubles.
+  let sH = rH, sL = rL >>> 0;
   if (len <= 128) {
-    let sH = accH, sL = accL;
     if (len > 32) {
       if (len > 64) {
         if (len > 96) {
-          mix16(b, off + 48, keys, 96); sH += rH; sL += rL;
-          mix16(b, off + len - 64, keys, 112); sH += rH; sL += rL;
+          mix16(b, off + 48, keys, 96); sH = (sH + rH) | 0; sL += rL >>> 0;
+          mix16(b, off + len - 64, keys, 112); sH = (sH + rH) | 0; sL += rL >>> 0;
         }
-        mix16(b, off + 32, keys, 64); sH += rH; sL += rL;
-        mix16(b, off + len - 48, keys, 80); sH += rH; sL += rL;
+        mix16(b, off + 32, keys, 64); sH = (sH + rH) | 0; sL += rL >>> 0;
+        mix16(b, off + len - 48, keys, 80); sH = (sH + rH) | 0; sL += rL >>> 0;
       }
-      mix16(b, off + 16, keys, 32); sH += rH; sL += rL;
-      mix16(b, off + len - 32, keys, 48); sH += rH; sL += rL;
+      mix16(b, off + 16, keys, 32); sH = (sH + rH) | 0; sL += rL >>> 0;
+      mix16(b, off + len - 32, keys, 48); sH = (sH + rH) | 0; sL += rL >>> 0;
     }
-    mix16(b, off, keys, 0); sH += rH; sL += rL;
-    mix16(b, off + len - 16, keys, 16); sH += rH; sL += rL;
-    const l = sL >>> 0;
-    avalanche((sH + (sL - l) * INV32) >>> 0, l);
+    mix16(b, off, keys, 0); sH = (sH + rH) | 0; sL += rL >>> 0;
+    mix16(b, off + len - 16, keys, 16); sH = (sH + rH) | 0; sL += rL >>> 0;
+    avalanche((sH + Math.floor(sL * INV32)) | 0, sL | 0);
     return;
   }
-  // 129..240
-  let sH = accH, sL = accL;
+  // 129..240: eight rounds, avalanche, then the remaining rounds and the last 16 bytes.
   for (let i = 0; i < 8; i++) {
     mix16(b, off + 16 * i, keys, 16 * i);
-    sH += rH;
-    sL += rL;
+    sH = (sH + rH) | 0;
+    sL += rL >>> 0;
   }
-  let l = sL >>> 0;
-  avalanche((sH + (sL - l) * INV32) >>> 0, l);
-  accH = rH;
-  accL = rL;
+  avalanche((sH + Math.floor(sL * INV32)) | 0, sL | 0);
+  sH = rH;
+  sL = rL >>> 0;
   mix16(b, off + len - 16, keys, 136 - 17);
-  let eH = rH, eL = rL;
+  sH = (sH + rH) | 0;
+  sL += rL >>> 0;
   const nbRounds = len >> 4;
   for (let i = 8; i < nbRounds; i++) {
     mix16(b, off + 16 * i, keys, 16 * (i - 8) + 3);
-    eH += rH;
-    eL += rL;
+    sH = (sH + rH) | 0;
+    sL += rL >>> 0;
   }
-  sL = accL + eL;
-  l = sL >>> 0;
-  avalanche((accH + eH + (sL - l) * INV32) >>> 0, l);
+  avalanche((sH + Math.floor(sL * INV32)) | 0, sL | 0);
 }
 
 // ---------------------------------------------------------------------------------------
 // Long path (> 240 bytes) over u32 words. w[base + j] holds bytes 4j..4j+3 (LE) of the
-// input; the last stripe (bytes len-64..len) is read from lastW[lastBase ..] because it may
-// not be word-aligned for general inputs.
+// input; the last stripe (bytes len-64..len) is read from lastW[lastBase ..] because it
+// need not be word-aligned for general inputs.
 
-const acc = new Uint32Array(16); // [hi, lo] per lane
+const acc = new Int32Array(16); // [hi, lo] per lane
 
 /** One 64-byte stripe: w[p..p+16) against keys[k..k+16). */
-function accumulate512(w: ArrayLike<number>, p: number, keys: Uint32Array, k: number): void {
+function accumulate512(w: Int32Array, p: number, keys: Int32Array, k: number): void {
   for (let i = 0; i < 8; i++) {
-    const dvL = w[p + 2 * i]! >>> 0;
-    const dvH = w[p + 2 * i + 1]! >>> 0;
-    const dkL = (dvL ^ keys[k + 2 * i]!) >>> 0;
-    const dkH = (dvH ^ keys[k + 2 * i + 1]!) >>> 0;
+    const dvL = w[p + 2 * i]!;
+    const dvH = w[p + 2 * i + 1]!;
+    const dkL = dvL ^ keys[k + 2 * i]!;
+    const dkH = dvH ^ keys[k + 2 * i + 1]!;
     // acc[i ^ 1] += dv
     const j = 2 * (i ^ 1);
-    let s = acc[j + 1]! + dvL;
-    let l = s >>> 0;
-    acc[j] = acc[j]! + dvH + (s - l) * INV32;
+    let l = (acc[j + 1]! + dvL) | 0;
+    acc[j] = (acc[j]! + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
     acc[j + 1] = l;
     // acc[i] += lo32(dk) * hi32(dk)
-    const pL = Math.imul(dkL, dkH) >>> 0;
-    const pH = Math.round((dkL * dkH - pL) * INV32);
-    s = acc[2 * i + 1]! + pL;
-    l = s >>> 0;
-    acc[2 * i] = acc[2 * i]! + pH + (s - l) * INV32;
+    const pL = Math.imul(dkL, dkH);
+    const pH = ((dkL >>> 0) * ((dkH >>> 0) * INV32) - (pL >>> 0) * INV32 + 0.5) | 0;
+    l = (acc[2 * i + 1]! + pL) | 0;
+    acc[2 * i] = (acc[2 * i]! + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
     acc[2 * i + 1] = l;
   }
 }
 
-/** XXH3_scrambleAcc with keys[k..k+16). */
-function scramble(keys: Uint32Array, k: number): void {
+/** XXH3_scrambleAcc with keys[k..k+16): acc = (acc ^ acc >> 47 ^ key) * PRIME32_1. */
+function scramble(keys: Int32Array, k: number): void {
   for (let i = 0; i < 8; i++) {
     const h = acc[2 * i]!;
-    const l = (acc[2 * i + 1]! ^ (h >>> 15) ^ keys[k + 2 * i]!) >>> 0;
-    const hk = (h ^ keys[k + 2 * i + 1]!) >>> 0;
-    mul32(l, P32_1);
-    acc[2 * i] = rH + Math.imul(hk, P32_1);
+    mul32(acc[2 * i + 1]! ^ (h >>> 15) ^ keys[k + 2 * i]!, P32_1);
+    acc[2 * i] = (rH + Math.imul(h ^ keys[k + 2 * i + 1]!, P32_1)) | 0;
     acc[2 * i + 1] = rL;
   }
 }
 
-function hashLongWords(
-  w: ArrayLike<number>,
-  base: number,
-  len: number,
-  lastW: ArrayLike<number>,
-  lastBase: number,
-  ctx: SeedCtx,
-): void {
+function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Array, lastBase: number, ctx: SeedCtx): void {
   acc.set(INIT_ACC);
   const keys = ctx.longKeys;
   const nbBlocks = Math.floor((len - 1) / 1024);
@@ -410,39 +378,33 @@ function hashLongWords(
     for (let s = 0; s < 16; s++, p += 16) accumulate512(w, p, keys, 2 * s);
     scramble(keys, 32);
   }
-  const nbStripes = ((len - 1 - 1024 * nbBlocks) / 64) | 0;
+  const nbStripes = Math.floor((len - 1 - 1024 * nbBlocks) / 64);
   for (let s = 0; s < nbStripes; s++, p += 16) accumulate512(w, p, keys, 2 * s);
   accumulate512(lastW, lastBase, ctx.lastKeys, 0);
   mergeAccs(len, ctx.mergeKeys);
 }
 
-function mergeAccs(len: number, mk: Uint32Array): void {
+function mergeAccs(len: number, mk: Int32Array): void {
   mul64(0, len, P64_1_H, P64_1_L);
-  let sH = rH, sL = rL;
+  let sH = rH, sL = rL >>> 0;
   for (let i = 0; i < 4; i++) {
-    const aL = (acc[4 * i + 1]! ^ mk[4 * i]!) >>> 0;
-    const aH = (acc[4 * i]! ^ mk[4 * i + 1]!) >>> 0;
-    const bL = (acc[4 * i + 3]! ^ mk[4 * i + 2]!) >>> 0;
-    const bH = (acc[4 * i + 2]! ^ mk[4 * i + 3]!) >>> 0;
-    mul128Fold(aH, aL, bH, bL);
-    sH += rH;
-    sL += rL;
+    mul128Fold(acc[4 * i]! ^ mk[4 * i + 1]!, acc[4 * i + 1]! ^ mk[4 * i]!, acc[4 * i + 2]! ^ mk[4 * i + 3]!, acc[4 * i + 3]! ^ mk[4 * i + 2]!);
+    sH = (sH + rH) | 0;
+    sL += rL >>> 0;
   }
-  const l = sL >>> 0;
-  avalanche((sH + (sL - l) * INV32) >>> 0, l);
+  avalanche((sH + Math.floor(sL * INV32)) | 0, sL | 0);
 }
 
 // ---------------------------------------------------------------------------------------
 // Public primitive
 
-let wordScratch = new Uint32Array(1024);
-const lastScratch = new Uint32Array(16);
+let wordScratch = new Int32Array(1024);
+const lastScratch = new Int32Array(16);
 
 /** XXH3_64bits_withSeed(data, seed): the full 64-bit XXH3, every length class. */
 export function xxh3_64(data: Uint8Array, seed: bigint = 0n): bigint {
-  const ctx = seedCtx(seed);
-  hashBytes(data, ctx);
-  return (BigInt(rH) << 32n) | BigInt(rL);
+  hashBytes(data, seedCtx(seed));
+  return toBig(rH, rL);
 }
 
 function hashBytes(data: Uint8Array, ctx: SeedCtx): void {
@@ -452,11 +414,11 @@ function hashBytes(data: Uint8Array, ctx: SeedCtx): void {
     return;
   }
   const nw = len >>> 2;
-  let w: Uint32Array;
+  let w: Int32Array;
   if (LE && (data.byteOffset & 3) === 0) {
-    w = new Uint32Array(data.buffer, data.byteOffset, nw);
+    w = new Int32Array(data.buffer, data.byteOffset, nw);
   } else {
-    if (wordScratch.length < nw) wordScratch = new Uint32Array(nw);
+    if (wordScratch.length < nw) wordScratch = new Int32Array(nw);
     w = wordScratch;
     for (let i = 0; i < nw; i++) w[i] = rd32(data, 4 * i);
   }
@@ -513,17 +475,19 @@ export const portableBatchHasher: BatchBlockHasher = (tokens, blockSize, seed) =
   const n = blockSize > 0 ? Math.floor(tokens.length / blockSize) : 0;
   const out = new BigUint64Array(n);
   if (n === 0) return out;
-  const out32 = new Uint32Array(out.buffer);
+  const out32 = new Int32Array(out.buffer);
   const ctx = seedCtx(seed);
+  // Token values are the u32 LE words of the block bytes: view them as int32.
+  const w = new Int32Array(tokens.buffer, tokens.byteOffset, n * blockSize);
   if (blockSize === 16) {
-    hashBlocks16(tokens, n, ctx, out32);
+    hashBlocks16(w, n, ctx, out32);
     return out;
   }
   const len = 4 * blockSize;
   if (len > 240) {
     for (let j = 0; j < n; j++) {
       const base = j * blockSize;
-      hashLongWords(tokens, base, len, tokens, base + blockSize - 16, ctx);
+      hashLongWords(w, base, len, w, base + blockSize - 16, ctx);
       out32[2 * j + LO] = rL;
       out32[2 * j + HI] = rH;
     }
@@ -544,9 +508,9 @@ function tokenBytes(tokens: Uint32Array, count: number): Uint8Array {
   const b = new Uint8Array(4 * count);
   for (let i = 0; i < count; i++) {
     const t = tokens[i]!;
-    b[4 * i] = t & 0xff;
-    b[4 * i + 1] = (t >>> 8) & 0xff;
-    b[4 * i + 2] = (t >>> 16) & 0xff;
+    b[4 * i] = t;
+    b[4 * i + 1] = t >>> 8;
+    b[4 * i + 2] = t >>> 16;
     b[4 * i + 3] = t >>> 24;
   }
   return b;
@@ -556,42 +520,31 @@ function tokenBytes(tokens: Uint32Array, count: number): Uint8Array {
  * Block size 16: 64 bytes, the 17–128 class with four mix16B rounds. Input offsets
  * 0, 16, 32, 48 use secret offsets 0, 32, 48, 16.
  */
-function hashBlocks16(tokens: Uint32Array, n: number, ctx: SeedCtx, out32: Uint32Array): void {
+function hashBlocks16(w: Int32Array, n: number, ctx: SeedCtx, out32: Int32Array): void {
   const k = ctx.mixKeys;
+  const a0H = k[0]!, a0L = k[1]!, b0H = k[2]!, b0L = k[3]!;
+  const a1H = k[128]!, a1L = k[129]!, b1H = k[130]!, b1L = k[131]!;
+  const a2H = k[192]!, a2L = k[193]!, b2H = k[194]!, b2L = k[195]!;
+  const a3H = k[64]!, a3L = k[65]!, b3H = k[66]!, b3L = k[67]!;
   mul64(0, 64, P64_1_H, P64_1_L);
-  const initH = rH, initL = rL;
-  const k0 = 0, k1 = 4 * 32, k2 = 4 * 48, k3 = 4 * 16;
+  const initH = rH, initL = rL >>> 0;
   for (let j = 0, t = 0; j < n; j++, t += 16) {
-    let sH = initH, sL = initL;
-    mul128Fold(
-      (tokens[t + 1]! ^ k[k0]!) >>> 0, (tokens[t]! ^ k[k0 + 1]!) >>> 0,
-      (tokens[t + 3]! ^ k[k0 + 2]!) >>> 0, (tokens[t + 2]! ^ k[k0 + 3]!) >>> 0);
-    sH += rH; sL += rL;
-    mul128Fold(
-      (tokens[t + 5]! ^ k[k1]!) >>> 0, (tokens[t + 4]! ^ k[k1 + 1]!) >>> 0,
-      (tokens[t + 7]! ^ k[k1 + 2]!) >>> 0, (tokens[t + 6]! ^ k[k1 + 3]!) >>> 0);
-    sH += rH; sL += rL;
-    mul128Fold(
-      (tokens[t + 9]! ^ k[k2]!) >>> 0, (tokens[t + 8]! ^ k[k2 + 1]!) >>> 0,
-      (tokens[t + 11]! ^ k[k2 + 2]!) >>> 0, (tokens[t + 10]! ^ k[k2 + 3]!) >>> 0);
-    sH += rH; sL += rL;
-    mul128Fold(
-      (tokens[t + 13]! ^ k[k3]!) >>> 0, (tokens[t + 12]! ^ k[k3 + 1]!) >>> 0,
-      (tokens[t + 15]! ^ k[k3 + 2]!) >>> 0, (tokens[t + 14]! ^ k[k3 + 3]!) >>> 0);
-    sH += rH; sL += rL;
-    const l = sL >>> 0;
-    avalanche((sH + (sL - l) * INV32) >>> 0, l);
+    mul128Fold(w[t + 1]! ^ a0H, w[t]! ^ a0L, w[t + 3]! ^ b0H, w[t + 2]! ^ b0L);
+    let sH = (initH + rH) | 0, sL = initL + (rL >>> 0);
+    mul128Fold(w[t + 5]! ^ a1H, w[t + 4]! ^ a1L, w[t + 7]! ^ b1H, w[t + 6]! ^ b1L);
+    sH = (sH + rH) | 0; sL += rL >>> 0;
+    mul128Fold(w[t + 9]! ^ a2H, w[t + 8]! ^ a2L, w[t + 11]! ^ b2H, w[t + 10]! ^ b2L);
+    sH = (sH + rH) | 0; sL += rL >>> 0;
+    mul128Fold(w[t + 13]! ^ a3H, w[t + 12]! ^ a3L, w[t + 15]! ^ b3H, w[t + 14]! ^ b3L);
+    sH = (sH + rH) | 0; sL += rL >>> 0;
+    avalanche((sH + Math.floor(sL * INV32)) | 0, sL | 0);
     out32[2 * j + LO] = rL;
     out32[2 * j + HI] = rH;
   }
 }
 
 /** LocalBlockHash per full block (spec §2.2), using the portable hasher. */
-export function computeBlockHashes(
-  tokens: ArrayLike<number>,
-  blockSize: number,
-  opts?: BlockHashOptions,
-): BigUint64Array {
+export function computeBlockHashes(tokens: ArrayLike<number>, blockSize: number, opts?: BlockHashOptions): BigUint64Array {
   return computeBlockHashesWith(portableBatchHasher, tokens, blockSize, opts);
 }
 
@@ -620,6 +573,7 @@ function hasMmObjects(mm: readonly (BlockExtraInfo | null | undefined)[], n: num
   return false;
 }
 
+/** Blocks with MM objects hash their token bytes followed by the sorted mm hashes (u64 LE). */
 function hashBlocksWithMm(
   tokens: Uint32Array,
   blockSize: number,
@@ -633,14 +587,13 @@ function hashBlocksWithMm(
   for (let i = 0; i < end; i++) {
     const objs = mm[i]?.mmObjects;
     if (objs === undefined || objs.length === 0) continue;
-    // Token bytes, then every mm_hash sorted ascending (unsigned) as u64 LE.
     const hashes = BigUint64Array.from(objs, (o) => BigInt.asUintN(64, o.mmHash)).sort();
     const bytes = new Uint8Array(4 * blockSize + 8 * hashes.length);
     bytes.set(tokenBytes(tokens.subarray(i * blockSize, (i + 1) * blockSize), blockSize));
     const dv = new DataView(bytes.buffer);
     for (let h = 0; h < hashes.length; h++) dv.setBigUint64(4 * blockSize + 8 * h, hashes[h]!, true);
     hashBytes(bytes, ctx);
-    out[i] = (BigInt(rH) << 32n) | BigInt(rL);
+    out[i] = toBig(rH, rL);
   }
   return out;
 }
@@ -648,28 +601,26 @@ function hashBlocksWithMm(
 // ---------------------------------------------------------------------------------------
 // Sequence hashes (spec §2.3)
 
-const CHAIN = buildSeedCtx(XXH3_SEED);
+const CHAIN_BF = buildSeedCtx(XXH3_SEED).bf916;
 
 /** seq[0] = block[0]; seq[i] = XXH3(u64le(seq[i-1]) ‖ u64le(block[i]), 1337). */
 export function computeSeqHashes(blockHashes: BigUint64Array): BigUint64Array {
   const n = blockHashes.length;
   const out = new BigUint64Array(n);
   if (n === 0) return out;
-  const in32 = new Uint32Array(blockHashes.buffer, blockHashes.byteOffset, 2 * n);
-  const out32 = new Uint32Array(out.buffer);
-  const f = CHAIN.bf916;
-  const b1H = f[0]!, b1L = f[1]!, b2H = f[2]!, b2L = f[3]!;
+  const in32 = new Int32Array(blockHashes.buffer, blockHashes.byteOffset, 2 * n);
+  const out32 = new Int32Array(out.buffer);
+  const b1H = CHAIN_BF[0]!, b1L = CHAIN_BF[1]!, b2H = CHAIN_BF[2]!, b2L = CHAIN_BF[3]!;
   let pH = in32[HI]!, pL = in32[LO]!;
   out32[LO] = pL;
   out32[HI] = pH;
   for (let i = 1; i < n; i++) {
-    // The 9–16 class with len = 16: inLo = prev ^ bf1, inHi = block ^ bf2.
-    const inLoH = (pH ^ b1H) >>> 0, inLoL = (pL ^ b1L) >>> 0;
-    const inHiH = (in32[2 * i + HI]! ^ b2H) >>> 0, inHiL = (in32[2 * i + LO]! ^ b2L) >>> 0;
+    // The 9–16 byte class with len = 16: inLo = prev ^ bf1, inHi = block ^ bf2.
+    const inLoH = pH ^ b1H, inLoL = pL ^ b1L;
+    const inHiH = in32[2 * i + HI]! ^ b2H, inHiL = in32[2 * i + LO]! ^ b2L;
     mul128Fold(inLoH, inLoL, inHiH, inHiL);
-    const sL = 16 + bswap32(inLoH) + inHiL + rL;
-    const l = sL >>> 0;
-    avalanche((bswap32(inLoL) + inHiH + rH + (sL - l) * INV32) >>> 0, l);
+    const sL = 16 + (bswap32(inLoH) >>> 0) + (inHiL >>> 0) + (rL >>> 0);
+    avalanche((bswap32(inLoL) + inHiH + rH + Math.floor(sL * INV32)) | 0, sL | 0);
     pH = rH;
     pL = rL;
     out32[2 * i + LO] = pL;
