@@ -1,0 +1,205 @@
+/**
+ * The simulated engine: dp ranks (each with its prefix cache, event log, FIFO admission
+ * and serialized prefill), the request lifecycle, LoRA adapters and sessions. It knows
+ * nothing of HTTP; time comes from an injected Clock, so tests can run it on virtual time.
+ *
+ * A request on a rank: wait for a running slot (max concurrency, FIFO) -> wait for the
+ * rank's single prefill lane -> pin its cached prefix -> prefill the uncached tokens ->
+ * store its blocks (KV events) -> first token -> one token per decode step, the step slowing
+ * with the number of decoding sequences -> release slot and pins.
+ */
+import { computeBlockHashes } from "../core/hashing.ts";
+import type { RouterEvent } from "../core/events.ts";
+import type { WorkerId } from "../core/ids.ts";
+import { engineBlockHashes } from "./engine-hash.ts";
+import { fakeTextOffset, fakeToken } from "./fake-text.ts";
+import { AbortedError, FifoSemaphore } from "./fifo.ts";
+import { LoraRegistry } from "./lora.ts";
+import type { MockerConfig } from "./options.ts";
+import { RankKv } from "./rank-kv.ts";
+import { SessionRegistry } from "./sessions.ts";
+import { decodeStepMs, prefillMs } from "./timing.ts";
+
+export interface Clock {
+  /** Monotonic milliseconds. */
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+/** Sleeps shorter than this are skipped (timers are ~1 ms coarse); the schedule is absolute, so no drift accumulates. */
+const MIN_SLEEP_MS = 1;
+
+export interface GenerateRequest {
+  readonly tokens: Uint32Array;
+  readonly maxTokens: number;
+  /** A loaded adapter, or undefined for the base model. */
+  readonly loraName?: string;
+  readonly dpRank: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface GenerateStart {
+  readonly dpRank: number;
+  readonly cachedTokens: number;
+  readonly promptTokens: number;
+}
+
+export interface TokenSink {
+  /** Prefill begins: the cached prefix is known. Called once, before any token. */
+  start(info: GenerateStart): void;
+  token(text: string, index: number): void;
+}
+
+export interface GenerateResult extends GenerateStart {
+  readonly completionTokens: number;
+  readonly text: string;
+}
+
+export interface RankState {
+  readonly kv: RankKv;
+  /** Running sequences (admitted), max concurrency permits. */
+  readonly slots: FifoSemaphore;
+  /** The one prefill lane. */
+  readonly prefill: FifoSemaphore;
+  decoding: number;
+}
+
+export interface EngineCounters {
+  requests: number;
+  aborted: number;
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+}
+
+export interface EngineDeps {
+  readonly config: MockerConfig;
+  readonly workerId: WorkerId;
+  readonly clock: Clock;
+  /** Every KV event, in id order per rank. */
+  readonly emit?: (event: RouterEvent) => void;
+}
+
+export class MockEngine {
+  readonly config: MockerConfig;
+  readonly workerId: WorkerId;
+  readonly ranks: RankState[];
+  readonly loras: LoraRegistry;
+  readonly sessions = new SessionRegistry();
+  readonly counters: EngineCounters = { requests: 0, aborted: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0 };
+  private readonly clock: Clock;
+  private nextRank = 0;
+
+  constructor(deps: EngineDeps) {
+    const c = deps.config;
+    this.config = c;
+    this.workerId = deps.workerId;
+    this.clock = deps.clock;
+    this.loras = new LoraRegistry(c.maxLoras, c.model, c.loras);
+    this.ranks = Array.from({ length: c.dpRanks }, (_, r) => ({
+      kv: new RankKv({ workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit }),
+      slots: new FifoSemaphore(c.maxConcurrency),
+      prefill: new FifoSemaphore(1),
+      decoding: 0,
+    }));
+  }
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** The requested rank if given (the router's choice), else round-robin. */
+  pickRank(requested?: number): number {
+    if (requested !== undefined) return requested;
+    const r = this.nextRank;
+    this.nextRank = (r + 1) % this.ranks.length;
+    return r;
+  }
+
+  /**
+   * Which adapter a request's `model` names: undefined for the base model (or no model),
+   * the name for a loaded adapter, null when the model is unknown (a 404, like vLLM).
+   */
+  resolveModel(model: string | undefined): string | undefined | null {
+    if (model === undefined || model === this.config.model) return undefined;
+    return this.loras.has(model) ? model : null;
+  }
+
+  /** Run one request to completion (or abort). Rejects with AbortedError on abort. */
+  async generate(req: GenerateRequest, sink: TokenSink): Promise<GenerateResult> {
+    const rank = this.ranks[req.dpRank];
+    if (rank === undefined) throw new RangeError(`dp rank ${req.dpRank} out of range 0..${this.ranks.length - 1}`);
+    const c = this.config;
+    const local = computeBlockHashes(req.tokens, c.blockSize, { loraName: req.loraName });
+    const hashes = engineBlockHashes(local);
+    const signal = req.signal;
+    this.counters.requests++;
+
+    let admitted = false;
+    let prefilling = false;
+    let decoding = false;
+    let lease: ReturnType<RankKv["begin"]> | undefined;
+    try {
+      await rank.slots.acquire(signal);
+      admitted = true;
+      await rank.prefill.acquire(signal);
+      prefilling = true;
+
+      lease = rank.kv.begin(hashes);
+      const cachedTokens = lease.cachedBlocks * c.blockSize;
+      const info: GenerateStart = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
+      this.counters.promptTokens += req.tokens.length;
+      this.counters.cachedTokens += cachedTokens;
+      sink.start(info);
+
+      const prefillDone = this.clock.now() + prefillMs(req.tokens.length - cachedTokens, c);
+      await this.sleepUntil(prefillDone);
+      rank.kv.commit(lease, hashes, local);
+      rank.prefill.release();
+      prefilling = false;
+      if (signal?.aborted) throw new AbortedError();
+
+      // The prefill step samples the first token; each decode step yields one more.
+      rank.decoding++;
+      decoding = true;
+      const offset = fakeTextOffset(c.seed, req.tokens);
+      let text = "";
+      let due = prefillDone;
+      for (let i = 0; i < req.maxTokens; i++) {
+        if (i > 0) {
+          due += decodeStepMs(rank.decoding, c);
+          await this.sleepUntil(due);
+          if (signal?.aborted) throw new AbortedError();
+        }
+        const t = fakeToken(offset, i);
+        text += t;
+        this.counters.completionTokens++;
+        sink.token(t, i);
+      }
+      return { ...info, completionTokens: req.maxTokens, text };
+    } catch (e) {
+      if (e instanceof AbortedError) this.counters.aborted++;
+      throw e;
+    } finally {
+      if (decoding) rank.decoding--;
+      if (prefilling) rank.prefill.release();
+      if (lease !== undefined) rank.kv.release(lease);
+      if (admitted) rank.slots.release();
+    }
+  }
+
+  private async sleepUntil(t: number): Promise<void> {
+    const wait = t - this.clock.now();
+    if (wait >= MIN_SLEEP_MS) await this.clock.sleep(wait);
+  }
+
+  /** Drop every cached block of one rank (or all), each emitting `Cleared`. */
+  clearCache(dpRank?: number): void {
+    for (const [r, rank] of this.ranks.entries()) if (dpRank === undefined || dpRank === r) rank.kv.clear();
+  }
+
+  /** Simulated restart of every rank: empty caches, event ids from 0. */
+  restartEvents(): void {
+    for (const rank of this.ranks) rank.kv.restart();
+  }
+}

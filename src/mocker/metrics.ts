@@ -1,0 +1,41 @@
+/**
+ * Prometheus text exposition of the simulated engine: request and token counters, queue
+ * depth, running sequences and cache usage per dp rank, KV event publishing. Read-only:
+ * it renders the engine's state, it does not keep any.
+ */
+import type { MockEngine } from "./engine.ts";
+import type { EventPublisher } from "./publisher.ts";
+
+type Sample = readonly [labels: string, value: number];
+
+function family(out: string[], name: string, type: "counter" | "gauge", help: string, samples: readonly Sample[]): void {
+  out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+  for (const [labels, value] of samples) out.push(`${name}${labels} ${value}`);
+}
+
+export function renderMetrics(engine: MockEngine, publisher?: EventPublisher): string {
+  const c = engine.counters;
+  const ranks = engine.ranks.map((r, i) => [`{dp_rank="${i}"}`, r] as const);
+  const out: string[] = [];
+  family(out, "mocker_requests_total", "counter", "Completion requests received.", [["", c.requests]]);
+  family(out, "mocker_requests_aborted_total", "counter", "Requests cancelled by the client before they finished.", [["", c.aborted]]);
+  family(out, "mocker_prompt_tokens_total", "counter", "Prompt tokens of requests that reached prefill.", [["", c.promptTokens]]);
+  family(out, "mocker_cached_tokens_total", "counter", "Prompt tokens served from the prefix cache.", [["", c.cachedTokens]]);
+  family(out, "mocker_completion_tokens_total", "counter", "Output tokens generated.", [["", c.completionTokens]]);
+  family(out, "mocker_queue_depth", "gauge", "Requests waiting for a running slot.", ranks.map(([l, r]) => [l, r.slots.waiting]));
+  family(out, "mocker_prefill_queue_depth", "gauge", "Admitted requests waiting for the prefill lane.", ranks.map(([l, r]) => [l, r.prefill.waiting]));
+  family(out, "mocker_running", "gauge", "Admitted (running) sequences.", ranks.map(([l, r]) => [l, r.slots.held]));
+  family(out, "mocker_decoding", "gauge", "Sequences in the decode phase.", ranks.map(([l, r]) => [l, r.decoding]));
+  family(out, "mocker_kv_blocks_used", "gauge", "Blocks held by the prefix cache.", ranks.map(([l, r]) => [l, r.kv.cache.size]));
+  family(out, "mocker_kv_blocks_pinned", "gauge", "Cached blocks in use by running requests.", ranks.map(([l, r]) => [l, r.kv.cache.pinnedCount]));
+  family(out, "mocker_kv_blocks_capacity", "gauge", "Prefix-cache capacity in blocks.", ranks.map(([l, r]) => [l, r.kv.cache.capacity]));
+  family(out, "mocker_kv_cache_usage", "gauge", "Fraction of the prefix cache in use.", ranks.map(([l, r]) => [l, r.kv.cache.size / r.kv.cache.capacity]));
+  family(out, "mocker_kv_events_total", "counter", "KV events emitted since the last restart.", ranks.map(([l, r]) => [l, Number(r.kv.log.nextEventId)]));
+  family(out, "mocker_loras_loaded", "gauge", "LoRA adapters loaded.", [["", engine.loras.list().length]]);
+  family(out, "mocker_sessions_open", "gauge", "Engine-backed sessions open.", [["", engine.sessions.openCount]]);
+  if (publisher !== undefined) {
+    family(out, "mocker_event_batches_sent_total", "counter", "KV event batches the router accepted.", [["", publisher.sentBatches]]);
+    family(out, "mocker_event_push_failures_total", "counter", "KV event batches dropped after a failed push.", [["", publisher.failedBatches]]);
+  }
+  return out.join("\n") + "\n";
+}

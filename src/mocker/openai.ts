@@ -1,0 +1,103 @@
+/**
+ * OpenAI-format bodies of the simulated engine: whole responses, SSE chunks, errors.
+ * Streaming writes one chunk per token, so each chunk is a precomputed prefix + the
+ * token's JSON string + a precomputed suffix, with no object built per token.
+ */
+
+export type ApiKind = "completions" | "chat";
+
+export interface Usage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly cachedTokens: number;
+}
+
+export function usageToWire(u: Usage): unknown {
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    total_tokens: u.promptTokens + u.completionTokens,
+    prompt_tokens_details: { cached_tokens: u.cachedTokens },
+  };
+}
+
+export function errorBody(message: string, type: string, code?: number): string {
+  return JSON.stringify({ error: { message, type, ...(code !== undefined ? { code } : {}) } });
+}
+
+export interface ResponseMeta {
+  readonly id: string;
+  /** Unix seconds. */
+  readonly created: number;
+  readonly model: string;
+}
+
+/** A non-streaming response. */
+export function completionResponse(kind: ApiKind, m: ResponseMeta, text: string, usage: Usage): string {
+  const choice =
+    kind === "chat"
+      ? { index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: "length" }
+      : { index: 0, text, logprobs: null, finish_reason: "length" };
+  return JSON.stringify({
+    id: m.id,
+    object: kind === "chat" ? "chat.completion" : "text_completion",
+    created: m.created,
+    model: m.model,
+    choices: [choice],
+    usage: usageToWire(usage),
+  });
+}
+
+const encoder = new TextEncoder();
+
+/** SSE chunks of one streaming response, as bytes ready to enqueue. */
+export class SseWriter {
+  private readonly head: string;
+  private readonly tokenOpen: string;
+  private readonly tokenClose: string;
+  private readonly tokenCloseLast: string;
+
+  constructor(
+    private readonly kind: ApiKind,
+    m: ResponseMeta,
+  ) {
+    const object = kind === "chat" ? "chat.completion.chunk" : "text_completion";
+    this.head = `data: {"id":${JSON.stringify(m.id)},"object":"${object}","created":${m.created},"model":${JSON.stringify(m.model)},"choices":[`;
+    if (kind === "chat") {
+      this.tokenOpen = `${this.head}{"index":0,"delta":{"content":`;
+      this.tokenClose = `},"logprobs":null,"finish_reason":null}]}\n\n`;
+      this.tokenCloseLast = `},"logprobs":null,"finish_reason":"length"}]}\n\n`;
+    } else {
+      this.tokenOpen = `${this.head}{"index":0,"text":`;
+      this.tokenClose = `,"logprobs":null,"finish_reason":null}]}\n\n`;
+      this.tokenCloseLast = `,"logprobs":null,"finish_reason":"length"}]}\n\n`;
+    }
+  }
+
+  /** Chat only: the first chunk announces the assistant role (as vLLM does). */
+  role(): Uint8Array {
+    return encoder.encode(`${this.head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n`);
+  }
+
+  token(text: string, last: boolean): Uint8Array {
+    return encoder.encode(this.tokenOpen + JSON.stringify(text) + (last ? this.tokenCloseLast : this.tokenClose));
+  }
+
+  /** The closing usage chunk (OpenAI's `stream_options.include_usage` shape: no choices). */
+  usage(u: Usage): Uint8Array {
+    return encoder.encode(`${this.head}],"usage":${JSON.stringify(usageToWire(u))}}\n\n`);
+  }
+
+  done(): Uint8Array {
+    return encoder.encode("data: [DONE]\n\n");
+  }
+
+  /** An error after the stream started (headers already sent). */
+  error(message: string, type: string): Uint8Array {
+    return encoder.encode(`data: ${errorBody(message, type)}\n\n`);
+  }
+
+  get isChat(): boolean {
+    return this.kind === "chat";
+  }
+}

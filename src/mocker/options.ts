@@ -1,0 +1,224 @@
+/**
+ * Options of the simulated engine: the programmatic shape (`MockerOptions`, every field
+ * optional), the defaults, validation into a complete `MockerConfig`, and the command-line
+ * flags of `switchyard mocker`. Pure: parsing only, no process access.
+ */
+import type { WorkerId } from "../core/ids.ts";
+import { DEFAULT_TIMING, type TimingModel } from "./timing.ts";
+
+export interface MockerOptions {
+  /** TCP port; 0 picks a free one. */
+  port?: number;
+  host?: string;
+  /** Default: workerIdFromUrl(own base URL), the id a router derives from that URL. */
+  workerId?: WorkerId;
+  dpRanks?: number;
+  /** Tokens per KV block. */
+  blockSize?: number;
+  /** Prefix-cache capacity in blocks, per dp rank. */
+  kvBlocks?: number;
+  /** Router base URL; KV events are POSTed to `${routerUrl}/v1/kv/events`. */
+  routerUrl?: string;
+  /** Bearer token sent to the router, and required by this engine's admin routes when set. */
+  adminToken?: string;
+  eventBatchMs?: number;
+  /** Divides every simulated duration (10 = ten times faster than the model). */
+  speedup?: number;
+  /** Sequences running at once per dp rank; more wait in a FIFO queue. */
+  maxConcurrency?: number;
+  /** LoRA slots (vLLM's --max-loras). */
+  maxLoras?: number;
+  /** Adapters loaded at start. */
+  loras?: string[];
+  prefillUsPerToken?: number;
+  prefillOverheadMs?: number;
+  decodeMsPerStep?: number;
+  decodeBatchFactor?: number;
+  /** Served base model name. */
+  model?: string;
+  /** Seeds the fake output text. */
+  seed?: number;
+  /** Events kept per dp rank for /kv/query replay (spec §1.7: 1024). */
+  eventBufferSize?: number;
+}
+
+/** Every option resolved; `workerId` and `routerUrl`/`adminToken` may still be absent. */
+export interface MockerConfig extends TimingModel {
+  port: number;
+  host: string;
+  workerId: WorkerId | undefined;
+  dpRanks: number;
+  blockSize: number;
+  kvBlocks: number;
+  routerUrl: string | undefined;
+  adminToken: string | undefined;
+  eventBatchMs: number;
+  maxConcurrency: number;
+  maxLoras: number;
+  loras: string[];
+  model: string;
+  seed: number;
+  eventBufferSize: number;
+}
+
+export const MOCKER_DEFAULTS = {
+  port: 0,
+  host: "127.0.0.1",
+  dpRanks: 1,
+  blockSize: 16,
+  kvBlocks: 16384,
+  eventBatchMs: 5,
+  maxConcurrency: 64,
+  maxLoras: 4,
+  model: "switchyard-sim",
+  seed: 0,
+  /** WORKER_KV_INDEXER_BUFFER_SIZE of Dynamo (spec §1.7). */
+  eventBufferSize: 1024,
+  ...DEFAULT_TIMING,
+} as const;
+
+export class MockerOptionsError extends Error {
+  override readonly name = "MockerOptionsError";
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid mocker options:\n  - ${problems.join("\n  - ")}`);
+  }
+}
+
+type NumKey = {
+  [K in keyof MockerConfig]: MockerConfig[K] extends number ? K : never;
+}[keyof MockerConfig];
+
+/** Numeric options: [key, flag, integer?, minimum]. */
+const NUMERIC: readonly [NumKey, string, boolean, number][] = [
+  ["port", "--port", true, 0],
+  ["dpRanks", "--dp-ranks", true, 1],
+  ["blockSize", "--block-size", true, 1],
+  ["kvBlocks", "--kv-blocks", true, 1],
+  ["eventBatchMs", "--event-batch-ms", false, 0],
+  ["speedup", "--speedup", false, Number.MIN_VALUE],
+  ["maxConcurrency", "--max-concurrency", true, 1],
+  ["maxLoras", "--max-loras", true, 0],
+  ["prefillUsPerToken", "--prefill-us-per-token", false, 0],
+  ["prefillOverheadMs", "--prefill-overhead-ms", false, 0],
+  ["decodeMsPerStep", "--decode-ms-per-step", false, 0],
+  ["decodeBatchFactor", "--decode-batch-factor", false, 0],
+  ["seed", "--seed", true, 0],
+  ["eventBufferSize", "--event-buffer-size", true, 1],
+];
+
+/** Fill defaults and check every field; throws one MockerOptionsError listing all problems. */
+export function resolveMockerOptions(opts: MockerOptions = {}): MockerConfig {
+  const cfg: MockerConfig = {
+    ...MOCKER_DEFAULTS,
+    workerId: opts.workerId,
+    routerUrl: opts.routerUrl,
+    adminToken: opts.adminToken,
+    loras: [],
+  };
+  const problems: string[] = [];
+  for (const [key, flag, integer, min] of NUMERIC) {
+    const value = (opts as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    if (typeof value !== "number" || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min) {
+      problems.push(`${flag}: must be ${integer ? "an integer" : "a number"} >= ${min === Number.MIN_VALUE ? "> 0" : min} (got ${String(value)})`);
+      continue;
+    }
+    cfg[key] = value;
+  }
+  if (cfg.port > 65535) problems.push(`--port: must be <= 65535 (got ${cfg.port})`);
+  if (opts.host !== undefined) {
+    if (opts.host === "") problems.push("--host: must not be empty");
+    else cfg.host = opts.host;
+  }
+  if (opts.model !== undefined) {
+    if (opts.model === "") problems.push("--model: must not be empty");
+    else cfg.model = opts.model;
+  }
+  if (opts.workerId !== undefined && (opts.workerId < 0n || opts.workerId >= 1n << 64n)) {
+    problems.push(`--worker-id: must be a u64 (got ${opts.workerId})`);
+  }
+  if (opts.routerUrl !== undefined) {
+    try {
+      new URL(opts.routerUrl);
+    } catch {
+      problems.push(`--router-url: not a URL (got "${opts.routerUrl}")`);
+    }
+  }
+  const loras = opts.loras ?? [];
+  if (loras.some((l) => l === "" || l === cfg.model)) problems.push("--lora: names must be non-empty and differ from --model");
+  if (new Set(loras).size > cfg.maxLoras) problems.push(`--lora: ${new Set(loras).size} adapters exceed --max-loras ${cfg.maxLoras}`);
+  cfg.loras = [...new Set(loras)];
+  if (problems.length > 0) throw new MockerOptionsError(problems);
+  return cfg;
+}
+
+const FLAG_TO_NUMERIC = new Map(NUMERIC.map(([key, flag]) => [flag, key]));
+const STRING_FLAGS: Record<string, "host" | "routerUrl" | "adminToken" | "model"> = {
+  "--host": "host",
+  "--router-url": "routerUrl",
+  "--admin-token": "adminToken",
+  "--model": "model",
+};
+
+export const MOCKER_USAGE = `usage: switchyard mocker [flags]
+  --port N                 listen port, 0 = a free one (default 0)
+  --host H                 listen address (default 127.0.0.1)
+  --worker-id ID           u64 worker id (default: derived from the base URL, like the router)
+  --dp-ranks N             data-parallel ranks (default 1)
+  --block-size N           tokens per KV block (default 16)
+  --kv-blocks N            prefix-cache blocks per dp rank (default 16384)
+  --router-url URL         push KV events to URL/v1/kv/events
+  --admin-token T          Bearer token for the router and this engine's admin routes
+  --event-batch-ms MS      KV event batching window (default 5)
+  --speedup X              divide all simulated durations by X (default 1)
+  --max-concurrency N      running sequences per dp rank; more queue FIFO (default 64)
+  --max-loras N            LoRA slots (default 4)
+  --lora NAME              adapter loaded at start (repeatable)
+  --prefill-us-per-token U prefill cost per uncached prompt token (default ${DEFAULT_TIMING.prefillUsPerToken})
+  --prefill-overhead-ms MS per-request prefill overhead (default ${DEFAULT_TIMING.prefillOverheadMs})
+  --decode-ms-per-step MS  decode step with one running sequence (default ${DEFAULT_TIMING.decodeMsPerStep})
+  --decode-batch-factor F  step slowdown per extra running sequence (default ${DEFAULT_TIMING.decodeBatchFactor})
+  --model NAME             served model name (default switchyard-sim)
+  --seed N                 seed of the fake output text (default 0)
+  --event-buffer-size N    KV events kept per dp rank for replay (default 1024)`;
+
+/** `--flag value` / `--flag=value` -> MockerOptions (values unchecked until resolve). */
+export function parseMockerArgs(argv: readonly string[]): MockerOptions {
+  const opts: MockerOptions = {};
+  const problems: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith("--")) {
+      problems.push(`unexpected argument "${arg}"`);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const flag = eq >= 0 ? arg.slice(0, eq) : arg;
+    let value = eq >= 0 ? arg.slice(eq + 1) : argv[i + 1];
+    if (eq < 0) {
+      if (value === undefined || value.startsWith("--")) {
+        problems.push(`${flag}: needs a value`);
+        continue;
+      }
+      i++;
+    }
+    value = value!;
+    const numKey = FLAG_TO_NUMERIC.get(flag);
+    if (numKey !== undefined) {
+      const n = value.trim() === "" ? NaN : Number(value);
+      if (Number.isNaN(n)) problems.push(`${flag}: not a number ("${value}")`);
+      else (opts as Record<string, unknown>)[numKey] = n;
+    } else if (flag in STRING_FLAGS) {
+      opts[STRING_FLAGS[flag]!] = value;
+    } else if (flag === "--worker-id") {
+      if (/^\d+$/.test(value)) opts.workerId = BigInt(value);
+      else problems.push(`--worker-id: must be a decimal u64 ("${value}")`);
+    } else if (flag === "--lora") {
+      (opts.loras ??= []).push(value);
+    } else {
+      problems.push(`${flag}: unknown flag`);
+    }
+  }
+  if (problems.length > 0) throw new MockerOptionsError(problems);
+  return opts;
+}

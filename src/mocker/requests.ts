@@ -1,0 +1,123 @@
+/**
+ * Validation of the simulated engine's request bodies. Each parser returns plain values or
+ * throws RouterError("invalid_request") naming the field; the HTTP edge maps that to a 400.
+ */
+import { RouterError } from "../core/errors.ts";
+import { chatPromptTokens, completionPromptTokens } from "../tokens/prompt.ts";
+import type { ApiKind } from "./openai.ts";
+
+export const DEFAULT_MAX_TOKENS = 16;
+/** Keeps a typo from occupying a slot for hours of simulated decode. */
+export const MAX_MAX_TOKENS = 1 << 20;
+
+export interface CompletionRequest {
+  readonly kind: ApiKind;
+  readonly tokens: Uint32Array;
+  readonly model: string | undefined;
+  readonly stream: boolean;
+  readonly maxTokens: number;
+  /** `nvext.session_control.session_id`, when the request runs inside a session. */
+  readonly sessionId: string | undefined;
+}
+
+function bad(field: string, message: string): never {
+  throw new RouterError("invalid_request", `${field}: ${message}`, field);
+}
+
+function asObject(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw new RouterError("invalid_request", "request body must be a JSON object");
+  }
+  return body as Record<string, unknown>;
+}
+
+function optionalString(b: Record<string, unknown>, field: string): string | undefined {
+  const v = b[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string") bad(field, "must be a string");
+  return v;
+}
+
+function maxTokensOf(b: Record<string, unknown>, kind: ApiKind): number {
+  const field = kind === "chat" && b.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
+  const v = b[field];
+  if (v === undefined || v === null) return DEFAULT_MAX_TOKENS;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > MAX_MAX_TOKENS) {
+    bad(field, `must be an integer in [1, ${MAX_MAX_TOKENS}]`);
+  }
+  return v;
+}
+
+export function parseCompletionRequest(kind: ApiKind, body: unknown): CompletionRequest {
+  const b = asObject(body);
+  let tokens: Uint32Array;
+  if (kind === "chat") {
+    if (b.messages === undefined) bad("messages", "is required");
+    tokens = chatPromptTokens(b.messages);
+  } else {
+    if (b.prompt === undefined) bad("prompt", "is required");
+    tokens = completionPromptTokens(b.prompt);
+  }
+  if (tokens.length === 0) bad(kind === "chat" ? "messages" : "prompt", "must not be empty");
+  const stream = b.stream;
+  if (stream !== undefined && stream !== null && typeof stream !== "boolean") bad("stream", "must be a boolean");
+  if (b.n !== undefined && b.n !== null && b.n !== 1) bad("n", "only n = 1 is supported");
+  const sc = (b.nvext as { session_control?: { session_id?: unknown } } | undefined)?.session_control;
+  return {
+    kind,
+    tokens,
+    model: optionalString(b, "model"),
+    stream: stream === true,
+    maxTokens: maxTokensOf(b, kind),
+    sessionId: typeof sc?.session_id === "string" ? sc.session_id : undefined,
+  };
+}
+
+export function parseLoadLora(body: unknown): { name: string; path: string } {
+  const b = asObject(body);
+  const name = optionalString(b, "lora_name");
+  if (name === undefined || name === "") bad("lora_name", "is required");
+  return { name, path: optionalString(b, "lora_path") ?? "" };
+}
+
+export function parseUnloadLora(body: unknown): { name: string } {
+  const b = asObject(body);
+  const name = optionalString(b, "lora_name");
+  if (name === undefined || name === "") bad("lora_name", "is required");
+  return { name };
+}
+
+export function parseSessionOpen(body: unknown, defaultTimeoutS: number): { sessionId: string; timeoutS: number } {
+  const b = asObject(body);
+  const sessionId = optionalString(b, "session_id");
+  if (sessionId === undefined || sessionId === "") bad("session_id", "is required");
+  const t = b.timeout;
+  if (t !== undefined && t !== null && (typeof t !== "number" || !Number.isFinite(t) || t <= 0)) {
+    bad("timeout", "must be a positive number of seconds");
+  }
+  return { sessionId, timeoutS: typeof t === "number" ? t : defaultTimeoutS };
+}
+
+export function parseSessionClose(body: unknown): { sessionId: string } {
+  const b = asObject(body);
+  const sessionId = optionalString(b, "session_id");
+  if (sessionId === undefined || sessionId === "") bad("session_id", "is required");
+  return { sessionId };
+}
+
+/** A u64 query parameter (decimal); undefined when absent or empty. */
+export function u64Param(params: URLSearchParams, name: string): bigint | undefined {
+  const v = params.get(name);
+  if (v === null || v === "") return undefined;
+  if (!/^\d+$/.test(v)) bad(name, "must be a decimal unsigned integer");
+  const n = BigInt(v);
+  if (n >= 1n << 64n) bad(name, "must fit in 64 bits");
+  return n;
+}
+
+/** A dp rank (query parameter or header) in [0, dpRanks); undefined when absent. */
+export function dpRankValue(raw: string | null, dpRanks: number, field: string): number | undefined {
+  if (raw === null || raw === "") return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) >= dpRanks) bad(field, `must be an integer in [0, ${dpRanks - 1}] (got "${raw}")`);
+  return Number(raw);
+}

@@ -1,0 +1,377 @@
+/**
+ * The HTTP edge of the simulated engine (Bun.serve): OpenAI completions/chat (streaming
+ * and not), engine info, the KV recovery query, admin routes, LoRA, sessions, metrics.
+ * Everything with logic lives in the modules it calls; this file only maps HTTP to them.
+ *
+ * @example
+ * const m = await startMocker({ port: 0, kvBlocks: 1024 });
+ * await fetch(`${m.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: "hi" }) });
+ * await m.stop();
+ */
+import { isRouterError } from "../core/errors.ts";
+import type { WorkerId } from "../core/ids.ts";
+import { stringifyBigint } from "../core/json.ts";
+import { workerIdFromUrl } from "../core/worker-id.ts";
+import { type Clock, type GenerateStart, MockEngine } from "./engine.ts";
+import { kvQueryToWire } from "./event-log.ts";
+import { AbortedError } from "./fifo.ts";
+import { renderMetrics } from "./metrics.ts";
+import { completionResponse, errorBody, type ApiKind, type ResponseMeta, SseWriter } from "./openai.ts";
+import { type MockerOptions, resolveMockerOptions } from "./options.ts";
+import { EventPublisher } from "./publisher.ts";
+import {
+  dpRankValue,
+  parseCompletionRequest,
+  parseLoadLora,
+  parseSessionClose,
+  parseSessionOpen,
+  parseUnloadLora,
+  u64Param,
+  type CompletionRequest,
+} from "./requests.ts";
+import { DEFAULT_SESSION_TIMEOUT_S } from "./sessions.ts";
+
+export interface StartMockerOptions extends MockerOptions {
+  /** Where to report push failures and the like (default: stderr, rate-limited). */
+  log?: (line: string) => void;
+  /** Injected for tests (default: global fetch). */
+  fetch?: typeof fetch;
+}
+
+export interface MockerHandle {
+  /** Base URL, e.g. http://127.0.0.1:40123 (no trailing slash). */
+  readonly url: string;
+  readonly port: number;
+  readonly workerId: WorkerId;
+  /** The engine itself, for in-process tests and embedding. */
+  readonly engine: MockEngine;
+  /** Push every pending KV event to the router now (no-op without --router-url). */
+  flushEvents(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The router's header naming the dp rank it chose. */
+export const DP_RANK_HEADER = "x-switchyard-dp-rank";
+export const CACHED_TOKENS_HEADER = "x-mocker-cached-tokens";
+
+const realClock: Clock = { now: () => performance.now(), sleep: (ms) => Bun.sleep(ms) };
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+function json(body: unknown, status = 200, headers?: Record<string, string>): Response {
+  return new Response(stringifyBigint(body), { status, headers: { ...JSON_HEADERS, ...headers } });
+}
+
+function error(status: number, message: string, type: string, headers?: Record<string, string>): Response {
+  return new Response(errorBody(message, type, status), { status, headers: { ...JSON_HEADERS, ...headers } });
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: string,
+  ) {
+    super(message);
+  }
+}
+
+async function readJson(req: Request): Promise<unknown> {
+  const text = await req.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, `request body is not valid JSON: ${text.slice(0, 80)}`, "invalid_request_error");
+  }
+}
+
+/** One line per 10 s at most, so a router that is down does not flood the log. */
+function rateLimited(log: (line: string) => void): (line: string) => void {
+  let last = -Infinity;
+  let suppressed = 0;
+  return (line) => {
+    const now = performance.now();
+    if (now - last < 10_000) {
+      suppressed++;
+      return;
+    }
+    last = now;
+    log(suppressed > 0 ? `${line} (+${suppressed} similar)` : line);
+    suppressed = 0;
+  };
+}
+
+export async function startMocker(opts: StartMockerOptions = {}): Promise<MockerHandle> {
+  const config = resolveMockerOptions(opts);
+  const log = opts.log ?? ((line: string) => console.error(`[mocker] ${line}`));
+  let publisher: EventPublisher | undefined;
+  let seq = 0;
+
+  const server = Bun.serve({
+    port: config.port,
+    hostname: config.host,
+    // Queued requests may wait long before their first byte; never cut them off.
+    idleTimeout: 0,
+    fetch: async (req) => {
+      try {
+        return await route(req);
+      } catch (e) {
+        if (e instanceof HttpError) return error(e.status, e.message, e.type);
+        if (isRouterError(e) && e.code === "invalid_request") return error(400, e.message, "invalid_request_error");
+        log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+        return error(500, e instanceof Error ? e.message : String(e), "internal_error");
+      }
+    },
+  });
+
+  const port = server.port!;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+  const workerId = config.workerId ?? workerIdFromUrl(url);
+  if (config.routerUrl !== undefined) {
+    publisher = new EventPublisher({
+      routerUrl: config.routerUrl,
+      adminToken: config.adminToken,
+      batchMs: config.eventBatchMs,
+      fetch: opts.fetch,
+      onError: rateLimited(log),
+    });
+  }
+  const pub = publisher;
+  const eng = new MockEngine({ config, workerId, clock: realClock, emit: pub ? (e) => pub.push(e) : undefined });
+
+  function requireAdmin(req: Request): void {
+    if (config.adminToken === undefined) return;
+    if (req.headers.get("authorization") !== `Bearer ${config.adminToken}`) {
+      throw new HttpError(401, "admin route: missing or wrong Bearer token", "unauthorized");
+    }
+  }
+
+  function meta(kind: ApiKind, model: string): ResponseMeta {
+    return { id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${workerId.toString(36)}-${++seq}`, created: Math.floor(Date.now() / 1000), model };
+  }
+
+  function responseHeaders(start: GenerateStart, streaming: boolean): Record<string, string> {
+    return {
+      "content-type": streaming ? "text/event-stream" : "application/json",
+      ...(streaming ? { "cache-control": "no-cache" } : {}),
+      [CACHED_TOKENS_HEADER]: String(start.cachedTokens),
+      "x-mocker-dp-rank": String(start.dpRank),
+      "x-mocker-worker-id": workerId.toString(),
+    };
+  }
+
+  async function completions(req: Request, kind: ApiKind): Promise<Response> {
+    const zero = { [CACHED_TOKENS_HEADER]: "0" };
+    let parsed: CompletionRequest;
+    let dpRank: number | undefined;
+    try {
+      parsed = parseCompletionRequest(kind, await readJson(req));
+      dpRank = dpRankValue(req.headers.get(DP_RANK_HEADER), eng.ranks.length, DP_RANK_HEADER);
+    } catch (e) {
+      if (e instanceof HttpError || isRouterError(e)) return error(400, e.message, "invalid_request_error", zero);
+      throw e;
+    }
+    const loraName = eng.resolveModel(parsed.model);
+    if (loraName === null) {
+      return error(404, `The model \`${parsed.model}\` does not exist.`, "NotFoundError", zero);
+    }
+    if (parsed.sessionId !== undefined) eng.sessions.touch(parsed.sessionId, Date.now());
+    const m = meta(kind, parsed.model ?? config.model);
+    const abort = new AbortController();
+    req.signal.addEventListener("abort", () => abort.abort(), { once: true });
+    const genReq = { tokens: parsed.tokens, maxTokens: parsed.maxTokens, loraName, dpRank: eng.pickRank(dpRank), signal: abort.signal };
+
+    if (!parsed.stream) {
+      try {
+        const r = await eng.generate(genReq, { start: () => {}, token: () => {} });
+        return new Response(completionResponse(kind, m, r.text, r), { headers: responseHeaders(r, false) });
+      } catch (e) {
+        if (e instanceof AbortedError) return error(499, "client closed the request", "aborted", zero);
+        throw e;
+      }
+    }
+
+    // Streaming: the response (and its headers) go out when prefill starts, once the cached
+    // prefix is known; tokens follow one chunk each.
+    const w = new SseWriter(kind, m);
+    return new Promise<Response>((resolve, reject) => {
+      let controller!: ReadableStreamDefaultController<Uint8Array>;
+      let open = true;
+      let responded = false;
+      const body = new ReadableStream<Uint8Array>({
+        start: (c) => {
+          controller = c;
+        },
+        cancel: () => {
+          open = false;
+          abort.abort();
+        },
+      });
+      const send = (chunk: Uint8Array) => {
+        if (!open) return;
+        try {
+          controller.enqueue(chunk);
+        } catch {
+          open = false;
+          abort.abort();
+        }
+      };
+      const close = () => {
+        if (!open) return;
+        open = false;
+        try {
+          controller.close();
+        } catch {
+          // already closed by the client
+        }
+      };
+      const last = parsed.maxTokens - 1;
+      eng
+        .generate(genReq, {
+          start: (s) => {
+            if (w.isChat) send(w.role());
+            responded = true;
+            resolve(new Response(body, { headers: responseHeaders(s, true) }));
+          },
+          token: (t, i) => send(w.token(t, i === last)),
+        })
+        .then(
+          (r) => {
+            send(w.usage(r));
+            send(w.done());
+            close();
+          },
+          (e) => {
+            if (!responded) {
+              if (e instanceof AbortedError) resolve(error(499, "client closed the request", "aborted", zero));
+              else reject(e);
+              return;
+            }
+            if (!(e instanceof AbortedError)) {
+              log(`stream failed: ${e instanceof Error ? e.message : String(e)}`);
+              send(w.error(e instanceof Error ? e.message : String(e), "internal_error"));
+            }
+            close();
+          },
+        );
+    });
+  }
+
+  function engineInfo(): unknown {
+    return {
+      worker_id: workerId.toString(),
+      dp_ranks: config.dpRanks,
+      block_size: config.blockSize,
+      kv_blocks: config.kvBlocks,
+      loras: eng.loras.list(),
+      max_loras: config.maxLoras,
+      model: config.model,
+      max_concurrency: config.maxConcurrency,
+    };
+  }
+
+  function models(): unknown {
+    const created = Math.floor(Date.now() / 1000);
+    const base = { id: config.model, object: "model", created, owned_by: "switchyard", root: config.model, parent: null };
+    const loras = eng.loras.list().map((id) => ({ id, object: "model", created, owned_by: "switchyard", root: id, parent: config.model }));
+    return { object: "list", data: [base, ...loras] };
+  }
+
+  function kvQuery(req: Request): Response {
+    const params = new URL(req.url).searchParams;
+    const rank = dpRankValue(params.get("dp_rank"), eng.ranks.length, "dp_rank") ?? 0;
+    const asked = u64Param(params, "worker_id");
+    if (asked !== undefined && asked !== workerId) {
+      throw new HttpError(400, `worker_id ${asked} is not this worker (${workerId})`, "invalid_request_error");
+    }
+    const r = eng.ranks[rank]!.kv.query(u64Param(params, "start_id"), u64Param(params, "end_id"));
+    return json(kvQueryToWire(r));
+  }
+
+  async function route(req: Request): Promise<Response> {
+    const path = new URL(req.url).pathname;
+    const method = req.method;
+    const key = `${method} ${path}`;
+    switch (key) {
+      case "POST /v1/completions":
+        return completions(req, "completions");
+      case "POST /v1/chat/completions":
+        return completions(req, "chat");
+      case "GET /health":
+        return json({ status: "ok" });
+      case "GET /v1/models":
+        return json(models());
+      case "GET /v1/engine/info":
+        return json(engineInfo());
+      case "GET /kv/query":
+        return kvQuery(req);
+      case "POST /kv/clear": {
+        requireAdmin(req);
+        const rank = dpRankValue(new URL(req.url).searchParams.get("dp_rank"), eng.ranks.length, "dp_rank");
+        eng.clearCache(rank);
+        return json({ status: "ok" });
+      }
+      case "POST /admin/restart-events":
+        requireAdmin(req);
+        eng.restartEvents();
+        return json({ status: "ok" });
+      case "POST /v1/load_lora_adapter": {
+        const { name, path: loraPath } = parseLoadLora(await readJson(req));
+        const r = eng.loras.load(name, loraPath);
+        return r.ok ? new Response(r.message) : error(r.status, r.message, r.status === 404 ? "NotFoundError" : "BadRequestError");
+      }
+      case "POST /v1/unload_lora_adapter": {
+        const { name } = parseUnloadLora(await readJson(req));
+        const r = eng.loras.unload(name);
+        return r.ok ? new Response(r.message) : error(r.status, r.message, r.status === 404 ? "NotFoundError" : "BadRequestError");
+      }
+      case "POST /v1/sessions/open": {
+        const { sessionId, timeoutS } = parseSessionOpen(await readJson(req), DEFAULT_SESSION_TIMEOUT_S);
+        eng.sessions.open(sessionId, timeoutS, Date.now());
+        return json({ status: "ok" });
+      }
+      case "POST /v1/sessions/close": {
+        const { sessionId } = parseSessionClose(await readJson(req));
+        eng.sessions.close(sessionId, Date.now());
+        return json({ status: "ok" });
+      }
+      case "GET /v1/sessions":
+        return json({ sessions: eng.sessions.list(Date.now()) });
+      case "GET /metrics":
+        return new Response(renderMetrics(eng, publisher), { headers: { "content-type": "text/plain; version=0.0.4" } });
+    }
+    const known = KNOWN_PATHS.has(path);
+    return error(known ? 405 : 404, known ? `method ${method} not allowed on ${path}` : `no route ${method} ${path}`, known ? "method_not_allowed" : "not_found");
+  }
+
+  return {
+    url,
+    port,
+    workerId,
+    engine: eng,
+    flushEvents: async () => {
+      await publisher?.flush();
+    },
+    stop: async () => {
+      await server.stop(true);
+      await publisher?.stop();
+    },
+  };
+}
+
+const KNOWN_PATHS = new Set([
+  "/v1/completions",
+  "/v1/chat/completions",
+  "/health",
+  "/v1/models",
+  "/v1/engine/info",
+  "/kv/query",
+  "/kv/clear",
+  "/admin/restart-events",
+  "/v1/load_lora_adapter",
+  "/v1/unload_lora_adapter",
+  "/v1/sessions/open",
+  "/v1/sessions/close",
+  "/v1/sessions",
+  "/metrics",
+]);
