@@ -1,0 +1,59 @@
+/**
+ * Scheduler settings (the routing half of Dynamo's `KvRouterConfig`, §4.1) and how a
+ * request's overrides resolve against them. Validation of user input is config/'s job;
+ * this only holds the shape and the defaults.
+ */
+import type { LoadMetric } from "./filters/load-guard.ts";
+import type { RouterConfigOverride } from "./types.ts";
+
+export interface SchedulerConfig {
+  /** Tokens per KV block. */
+  readonly blockSize: number;
+  /** Weight of prefill blocks against decode blocks in the kv cost (Dynamo default 1). */
+  readonly overlapScoreWeight: number;
+  /** 0 = always the cheapest; > 0 = softmax sampling over costs (§4.4). */
+  readonly temperature: number;
+  /**
+   * Busy filter (§4.3): a rank is busy when its active prefill tokens exceed
+   * threshold × max_num_batched_tokens. null = no busy filtering.
+   */
+  readonly busyThreshold: number | null;
+  /**
+   * Load guard: exclude candidates whose active load exceeds factor × the mean of the
+   * candidates' loads before costing. null = off (pure Dynamo). See filters/load-guard.ts.
+   */
+  readonly loadGuardFactor: number | null;
+  /**
+   * What the load guard measures: "requests" (active request count) or "blocks" (prefill
+   * tokens / bs + active blocks). The kv cost already balances blocks; cached requests are
+   * cheap in blocks, so piling shows up in request counts.
+   */
+  readonly loadGuardMetric: LoadMetric;
+  /** Cost per active request on a worker (queue-depth term); 0 = off (pure Dynamo). */
+  readonly activeRequestWeight: number;
+}
+
+export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
+  blockSize: 16,
+  overlapScoreWeight: 1,
+  temperature: 0,
+  busyThreshold: null,
+  loadGuardFactor: null,
+  loadGuardMetric: "requests",
+  activeRequestWeight: 0,
+};
+
+/** Engines that do not report max_num_batched_tokens are treated as having this many (never busy in practice). */
+export const DEFAULT_MAX_BATCHED_TOKENS = 10_000_000;
+
+export function schedulerConfig(partial: Partial<SchedulerConfig> = {}): SchedulerConfig {
+  return { ...DEFAULT_SCHEDULER_CONFIG, ...partial };
+}
+
+export function resolveOverlapWeight(config: SchedulerConfig, o: RouterConfigOverride | undefined): number {
+  return o?.overlapScoreWeight ?? config.overlapScoreWeight;
+}
+
+export function resolveTemperature(config: SchedulerConfig, o: RouterConfigOverride | undefined): number {
+  return o?.temperature ?? config.temperature;
+}

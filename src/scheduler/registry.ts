@@ -1,0 +1,64 @@
+/**
+ * Policy name → pipeline. Every policy starts with the same eligibility filters
+ * (allowed ids, health, busy when configured); they differ in costs and picker:
+ *   kv, approx    Dynamo cost (§4.4), min with tree-size/random ties or softmax by temperature;
+ *                 approx differs only in the indexer feeding it overlaps.
+ *                 Optional: load guard filter, active-requests cost (config; off by default).
+ *   least-loaded  active prefill + active blocks (cache ignored), min with random ties
+ *   round-robin   next in endpoint order
+ *   random        uniform draw
+ */
+import type { SchedulerConfig } from "./config.ts";
+import { activeLoadCost } from "./costs/active-load.ts";
+import { activeRequestsCost } from "./costs/active-requests.ts";
+import { dynamoKvCost } from "./costs/dynamo-kv.ts";
+import { allowedWorkerIds } from "./filters/allowed-worker-ids.ts";
+import { busyThreshold } from "./filters/busy-threshold.ts";
+import { healthy } from "./filters/healthy.ts";
+import { loadGuard } from "./filters/load-guard.ts";
+import { minCostPicker } from "./pickers/min-cost.ts";
+import { randomPicker } from "./pickers/random.ts";
+import { roundRobinPicker } from "./pickers/round-robin.ts";
+import { temperaturePicker } from "./pickers/temperature.ts";
+import type { Filter, Pipeline, WeightedCost } from "./types.ts";
+
+export const POLICY_NAMES = ["kv", "approx", "round-robin", "random", "least-loaded"] as const;
+export type PolicyName = (typeof POLICY_NAMES)[number];
+
+export function isPolicyName(name: string): name is PolicyName {
+  return (POLICY_NAMES as readonly string[]).includes(name);
+}
+
+function eligibility(config: SchedulerConfig): Filter[] {
+  const filters: Filter[] = [allowedWorkerIds, healthy];
+  if (config.busyThreshold !== null) filters.push(busyThreshold(config.busyThreshold));
+  return filters;
+}
+
+function kvPipeline(name: PolicyName, config: SchedulerConfig): Pipeline {
+  const filters = eligibility(config);
+  if (config.loadGuardFactor !== null) filters.push(loadGuard(config.loadGuardFactor, config.loadGuardMetric));
+  const costs: WeightedCost[] = [{ term: dynamoKvCost, weight: 1 }];
+  if (config.activeRequestWeight !== 0) costs.push({ term: activeRequestsCost, weight: config.activeRequestWeight });
+  return { name, filters, costs, picker: temperaturePicker };
+}
+
+/** A fresh pipeline (round-robin keeps its own counter, so build one per router). */
+export function createPipeline(name: PolicyName, config: SchedulerConfig): Pipeline {
+  switch (name) {
+    case "kv":
+    case "approx":
+      return kvPipeline(name, config);
+    case "least-loaded":
+      return {
+        name,
+        filters: eligibility(config),
+        costs: [{ term: activeLoadCost, weight: 1 }],
+        picker: minCostPicker({ treeSizeTieBreak: false }),
+      };
+    case "round-robin":
+      return { name, filters: eligibility(config), costs: [], picker: roundRobinPicker() };
+    case "random":
+      return { name, filters: eligibility(config), costs: [], picker: randomPicker };
+  }
+}
