@@ -1,0 +1,133 @@
+/**
+ * The edges of the radix tree: (parent node, local block hash) -> child node, in ONE
+ * open-addressing table for the whole tree instead of a Map per node.
+ *
+ * A per-node Map costs hundreds of bytes even when it holds one child (most nodes hold one);
+ * here an edge costs 16 bytes per slot, and a lookup during find-matches touches one cache
+ * line. Same probing / deletion / shrinking scheme as U64Map.
+ */
+import { mix3, pow2AtLeast } from "./hash-mix.ts";
+
+const EMPTY = -1;
+const MIN_CAPACITY = 8;
+
+export class ChildTable {
+  /** [parent, lo, hi, child] per slot; child EMPTY marks a free slot. */
+  private slots: Int32Array;
+  private mask: number;
+  private count = 0;
+
+  constructor(expected = 0) {
+    const cap = pow2AtLeast(Math.max(MIN_CAPACITY, Math.ceil(expected / 0.75) + 1));
+    this.slots = new Int32Array(cap * 4).fill(EMPTY);
+    this.mask = cap - 1;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Slots allocated (for memory accounting). */
+  get capacity(): number {
+    return this.mask + 1;
+  }
+
+  /** The child of `parent` keyed by (lo, hi), or -1. */
+  get(parent: number, lo: number, hi: number): number {
+    const s = this.slots;
+    const l = lo | 0;
+    const h = hi | 0;
+    let i = mix3(parent, l, h) & this.mask;
+    for (;;) {
+      const p = i << 2;
+      const v = s[p + 3]!;
+      if (v === EMPTY) return -1;
+      if (s[p + 1] === l && s[p + 2] === h && s[p] === parent) return v;
+      i = (i + 1) & this.mask;
+    }
+  }
+
+  /** Insert or overwrite the edge; child must be >= 0. */
+  set(parent: number, lo: number, hi: number, child: number): void {
+    if ((this.count + 1) * 4 > (this.mask + 1) * 3) this.resize((this.mask + 1) * 2);
+    const s = this.slots;
+    const l = lo | 0;
+    const h = hi | 0;
+    let i = mix3(parent, l, h) & this.mask;
+    for (;;) {
+      const p = i << 2;
+      if (s[p + 3] === EMPTY) {
+        s[p] = parent;
+        s[p + 1] = l;
+        s[p + 2] = h;
+        s[p + 3] = child;
+        this.count++;
+        return;
+      }
+      if (s[p + 1] === l && s[p + 2] === h && s[p] === parent) {
+        s[p + 3] = child;
+        return;
+      }
+      i = (i + 1) & this.mask;
+    }
+  }
+
+  /** Remove the edge; returns the child, or -1 when absent. */
+  delete(parent: number, lo: number, hi: number): number {
+    const s = this.slots;
+    const mask = this.mask;
+    const l = lo | 0;
+    const h = hi | 0;
+    let i = mix3(parent, l, h) & mask;
+    for (;;) {
+      const p = i << 2;
+      const v = s[p + 3]!;
+      if (v === EMPTY) return -1;
+      if (s[p + 1] === l && s[p + 2] === h && s[p] === parent) break;
+      i = (i + 1) & mask;
+    }
+    const old = s[(i << 2) + 3]!;
+    // Backward-shift: pull later members of the probe run into the hole.
+    let hole = i;
+    let j = i;
+    for (;;) {
+      j = (j + 1) & mask;
+      const q = j << 2;
+      if (s[q + 3] === EMPTY) break;
+      const home = mix3(s[q]!, s[q + 1]!, s[q + 2]!) & mask;
+      // Move j into the hole when its home is not in the cyclic range (hole, j].
+      const inRange = hole <= j ? home > hole && home <= j : home > hole || home <= j;
+      if (!inRange) {
+        const d = hole << 2;
+        s[d] = s[q]!;
+        s[d + 1] = s[q + 1]!;
+        s[d + 2] = s[q + 2]!;
+        s[d + 3] = s[q + 3]!;
+        hole = j;
+      }
+    }
+    s[(hole << 2) + 3] = EMPTY;
+    this.count--;
+    const cap = mask + 1;
+    if (cap > MIN_CAPACITY && this.count * 8 < cap) this.resize(cap / 2);
+    return old;
+  }
+
+  private resize(cap: number): void {
+    const old = this.slots;
+    this.slots = new Int32Array(cap * 4).fill(EMPTY);
+    this.mask = cap - 1;
+    const s = this.slots;
+    const mask = this.mask;
+    for (let p = 0; p < old.length; p += 4) {
+      if (old[p + 3] === EMPTY) continue;
+      let i = mix3(old[p]!, old[p + 1]!, old[p + 2]!) & mask;
+      while (s[(i << 2) + 3] !== EMPTY) i = (i + 1) & mask;
+      const d = i << 2;
+      s[d] = old[p]!;
+      s[d + 1] = old[p + 1]!;
+      s[d + 2] = old[p + 2]!;
+      s[d + 3] = old[p + 3]!;
+    }
+  }
+}
