@@ -65,7 +65,7 @@ function runStream(seed: number, steps: number): void {
         const t = pick(tokens);
         path = `${path}/${t}`;
         // Now and then a chain that names a block twice (self-reference): invalid_block.
-        const repeat = rnd() < 0.04 ? (blocks.length > 0 ? blocks[0]!.blockHash : parent) : null;
+        const repeat: bigint | null = rnd() < 0.04 ? (blocks.length > 0 ? blocks[0]!.blockHash : parent) : null;
         blocks.push({ tokensHash: t, blockHash: repeat ?? engineHash(worker, path) });
       }
       ev = storedEvent(BigInt(worker), eventId++, blocks, parent, dpRank);
