@@ -1,0 +1,45 @@
+/**
+ * The router's HTTP app (Hono, web standards only): OpenAI routes, admin routes behind
+ * adminAuth, /health and /metrics, errors in OpenAI's shape. It wires nothing: every part
+ * arrives in AppDeps from main.ts.
+ *
+ * @example
+ * const app = createApp(deps);
+ * Bun.serve({ port: 8080, fetch: (req, server) => app.fetch(req, { server }) });
+ */
+import { Hono } from "hono";
+import { PROMETHEUS_CONTENT_TYPE } from "../metrics/registry.ts";
+import { adminAuth } from "./auth.ts";
+import type { AppDeps } from "./deps.ts";
+import { errorResponse, toErrorResponse, classify } from "./errors.ts";
+import { adminRoutes } from "./routes/admin.ts";
+import { openAiRoutes } from "./routes/openai.ts";
+import { workerRoutes } from "./routes/workers.ts";
+
+/** Paths that need the admin token (or a loopback peer when no token is set). */
+export const ADMIN_PATHS = ["/v1/workers", "/v1/workers/*", "/v1/kv/*", "/v1/route", "/v1/route/*", "/debug/*"] as const;
+
+export function createApp(d: AppDeps): Hono {
+  const app = new Hono();
+  const auth = adminAuth(d.adminToken, d.peer);
+  for (const p of ADMIN_PATHS) app.use(p, auth);
+
+  app.get("/health", (c) => {
+    const workers = d.registry.list();
+    return c.json({ status: "ok", workers: workers.length, healthy_workers: workers.filter((w) => w.healthy).length });
+  });
+  app.get("/metrics", () => new Response(d.metrics.render(), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } }));
+
+  app.route("/", openAiRoutes(d));
+  app.route("/", workerRoutes(d));
+  app.route("/", adminRoutes(d));
+
+  app.notFound((c) => errorResponse(404, "not_found", `no route for ${c.req.method} ${c.req.path}`));
+  app.onError((e) => {
+    const c = classify(e);
+    if (c.status >= 500 && c.code === "internal") d.log.error(`unhandled error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    if (c.code !== "internal") d.metrics.routingErrors.inc([c.code]);
+    return toErrorResponse(e);
+  });
+  return app;
+}

@@ -1,0 +1,79 @@
+/**
+ * Request bodies: read with a size limit (413 before reading when content-length says so,
+ * or as soon as the bytes pass the limit), then JSON with a message naming what is wrong.
+ */
+import { RouterError } from "../core/errors.ts";
+import { parseJsonBigintSafe } from "../core/json.ts";
+
+export async function readBodyLimited(req: Request, maxBytes: number): Promise<Uint8Array> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && Number(declared) > maxBytes) {
+    throw new RouterError("payload_too_large", `request body is ${declared} bytes; the limit is ${maxBytes} (--max-body-bytes)`);
+  }
+  if (!req.body) return new Uint8Array(0);
+  if (declared !== null) {
+    const bytes = new Uint8Array(await req.arrayBuffer());
+    if (bytes.length > maxBytes) throw tooLarge(maxBytes);
+    return bytes;
+  }
+  // Chunked: stop reading once past the limit.
+  const reader = req.body.getReader();
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(maxBytes);
+    }
+    parts.push(value);
+  }
+  const out = new Uint8Array(total);
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+function tooLarge(maxBytes: number): RouterError {
+  return new RouterError("payload_too_large", `request body is larger than ${maxBytes} bytes (--max-body-bytes)`);
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+function decode(bytes: Uint8Array): string {
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw new RouterError("invalid_request", "request body is not valid UTF-8");
+  }
+}
+
+/** A JSON object body (plain JSON.parse). */
+export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
+  if (bytes.length === 0) throw new RouterError("invalid_request", "request body is empty; expected a JSON object");
+  let value: unknown;
+  try {
+    value = JSON.parse(decode(bytes));
+  } catch (e) {
+    throw new RouterError("invalid_request", `request body is not valid JSON: ${(e as Error).message}`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new RouterError("invalid_request", "request body must be a JSON object");
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Any JSON body whose long integers (u64 ids, hashes) must keep every bit. */
+export function parseJsonExact(bytes: Uint8Array): unknown {
+  if (bytes.length === 0) throw new RouterError("invalid_request", "request body is empty; expected JSON");
+  try {
+    return parseJsonBigintSafe(decode(bytes));
+  } catch (e) {
+    throw new RouterError("invalid_request", `request body is not valid JSON: ${(e as Error).message}`);
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * Everything the HTTP app needs, built by main.ts (the composition root) and passed to
+ * createApp. Tests build the same object around fakes or real parts.
+ */
+import type { RouterEvent } from "../core/events.ts";
+import type { WorkerId } from "../core/ids.ts";
+import type { IngestResult } from "../events/http-batch.ts";
+import type { KvIndex } from "../indexer/types.ts";
+import type { RouterMetrics } from "../metrics/names.ts";
+import type { LoadTracker } from "../scheduler/load-tracker.ts";
+import type { WorkerMembership } from "../workers/membership.ts";
+import type { WorkerRegistry } from "../workers/registry.ts";
+import type { PeerAddress } from "./auth.ts";
+import type { Logger } from "./log.ts";
+import type { ExternalLeases } from "./routing/external-leases.ts";
+import type { RoutingService } from "./routing/routing-service.ts";
+
+export interface AppDeps {
+  readonly maxBodyBytes: number;
+  readonly adminToken: string | undefined;
+  readonly maxRetries: number;
+  readonly registry: WorkerRegistry;
+  readonly membership: WorkerMembership;
+  /** Mark a worker unhealthy until its next good health check. */
+  readonly fence: (workerId: WorkerId, reason: string) => void;
+  readonly routing: RoutingService;
+  readonly leases: ExternalLeases;
+  readonly tracker: LoadTracker;
+  readonly index: KvIndex;
+  readonly metrics: RouterMetrics;
+  /** Feed live events (already validated) to the recovery core. */
+  readonly ingestEvents: (events: readonly RouterEvent[]) => IngestResult;
+  /** The LoRA adapter a request's `model` names, when the LoRA tracker knows it. */
+  readonly resolveLora: (model: unknown) => string | undefined;
+  /** The peer address of a request (Bun: server.requestIP). */
+  readonly peer: PeerAddress;
+  readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
+  /** Milliseconds (load decay, metrics). */
+  readonly now: () => number;
+  readonly log: Logger;
+}

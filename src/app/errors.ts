@@ -1,0 +1,60 @@
+/**
+ * The one place that turns errors into HTTP: RouterError codes -> status, and the OpenAI
+ * error body {"error":{"message","type","code","param"}}. Anything that is not a
+ * RouterError is an internal error (500) and its message is not leaked beyond one line.
+ */
+import { isRouterError, type RouterErrorCode } from "../core/errors.ts";
+
+export const STATUS_BY_CODE: Readonly<Record<RouterErrorCode, number>> = {
+  invalid_request: 400,
+  payload_too_large: 413,
+  unauthorized: 401,
+  not_found: 404,
+  no_endpoints: 503,
+  all_workers_busy: 503,
+  worker_not_found: 404,
+  duplicate_request: 409,
+  lora_no_capacity: 503,
+  upstream_failed: 502,
+  parent_block_not_found: 400,
+  block_not_found: 400,
+  invalid_block_sequence: 400,
+  unavailable: 503,
+  internal: 500,
+};
+
+/** OpenAI's `type` field: what kind of problem, from the status. */
+function openAiType(status: number): string {
+  if (status === 401) return "authentication_error";
+  if (status === 403) return "permission_error";
+  if (status === 404) return "not_found_error";
+  if (status === 413 || (status >= 400 && status < 500)) return "invalid_request_error";
+  if (status === 503) return "service_unavailable";
+  return "server_error";
+}
+
+/** An error response in OpenAI's shape. */
+export function errorResponse(status: number, code: string, message: string, param?: string): Response {
+  const body = { error: { message, type: openAiType(status), code, param: param ?? null } };
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
+}
+
+/** Status and code of any thrown value. */
+export function classify(e: unknown): { status: number; code: string; message: string; param?: string } {
+  if (isRouterError(e)) return { status: STATUS_BY_CODE[e.code], code: e.code, message: e.message, param: e.field };
+  const message = e instanceof Error ? e.message.split("\n")[0]! : String(e);
+  return { status: 500, code: "internal", message: `internal error: ${message}` };
+}
+
+export function toErrorResponse(e: unknown): Response {
+  const c = classify(e);
+  return errorResponse(c.status, c.code, c.message, c.param);
+}
+
+/** 403: the peer may not use admin endpoints at all (no token configured, not loopback). */
+export function forbidden(message: string): Response {
+  return errorResponse(403, "forbidden", message);
+}

@@ -1,0 +1,143 @@
+/**
+ * Forwards one OpenAI request to the worker the router chose and streams the answer back
+ * unchanged. A failure before the first byte (connection refused, reset, a 502/503/504, a
+ * body that breaks before its first chunk) frees the booking, fences that worker and
+ * routes again without it, up to `maxRetries` times; after the first byte, an upstream
+ * error reaches the client as a broken stream. The booking is released exactly once.
+ */
+import { RouterError } from "../../core/errors.ts";
+import type { WorkerId } from "../../core/ids.ts";
+import type { RouterMetrics } from "../../metrics/names.ts";
+import type { WorkerRegistry } from "../../workers/registry.ts";
+import type { RouteDecision, RoutingService } from "../routing/routing-service.ts";
+import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
+import { observeStream, type ChunkReader } from "./observe-stream.ts";
+
+export interface ForwardDeps {
+  readonly routing: RoutingService;
+  readonly registry: WorkerRegistry;
+  readonly fence: (workerId: WorkerId, reason: string) => void;
+  readonly metrics: RouterMetrics;
+  readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
+  readonly maxRetries: number;
+  readonly warn?: (message: string) => void;
+}
+
+export interface ForwardInput {
+  /** The client's request (headers, abort signal). */
+  readonly request: Request;
+  /** Upstream path, e.g. /v1/chat/completions. */
+  readonly path: string;
+  /** The body exactly as received; forwarded byte for byte. */
+  readonly body: Uint8Array;
+  readonly tokens: Uint32Array;
+  readonly loraName?: string;
+  readonly sessionId?: string;
+}
+
+/** Statuses that mean "this worker cannot serve now", not "this request is bad". */
+const RETRYABLE_STATUS = new Set([502, 503, 504]);
+
+export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Response> {
+  const requestId = d.routing.nextRequestId();
+  const exclude = new Set<WorkerId>();
+  const failures: string[] = [];
+  const signal = input.request.signal;
+  for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
+    let decision: RouteDecision;
+    try {
+      decision = await d.routing.route({ tokens: input.tokens, requestId, loraName: input.loraName, sessionId: input.sessionId, exclude });
+    } catch (e) {
+      // Every worker left failed this request: say so rather than "no workers".
+      if (failures.length > 0) throw upstreamFailed(failures);
+      throw e;
+    }
+    const { worker, lease } = decision;
+    const rec = d.registry.get(worker.workerId);
+    if (!rec) {
+      lease.free();
+      exclude.add(worker.workerId);
+      continue;
+    }
+    const started = performance.now();
+    let reason: string;
+    try {
+      const res = await d.fetch(rec.url + input.path, {
+        method: "POST",
+        headers: upstreamRequestHeaders(input.request.headers, worker.dpRank),
+        body: input.body,
+        signal,
+      });
+      if (!RETRYABLE_STATUS.has(res.status) || attempt === d.maxRetries) {
+        const reader: ChunkReader | undefined = res.body?.getReader();
+        // Read the first chunk before answering, so a body that breaks at once is retried.
+        const first = reader ? await reader.read() : undefined;
+        d.metrics.timeToFirstByte.observe([], (performance.now() - started) / 1000);
+        return respond(res, first, reader, decision, d);
+      }
+      reason = `HTTP ${res.status}`;
+      await res.body?.cancel().catch(() => {});
+    } catch (e) {
+      lease.free();
+      if (signal.aborted) {
+        d.metrics.requests.inc([String(worker.workerId), "client_cancelled"]);
+        throw new RouterError("invalid_request", "the client closed the request");
+      }
+      reason = (e as Error).message;
+      failAttempt(worker.workerId, rec.url, reason, failures, exclude, d);
+      continue;
+    }
+    lease.free();
+    failAttempt(worker.workerId, rec.url, reason, failures, exclude, d);
+  }
+  throw upstreamFailed(failures);
+}
+
+function failAttempt(
+  id: WorkerId,
+  url: string,
+  reason: string,
+  failures: string[],
+  exclude: Set<WorkerId>,
+  d: ForwardDeps,
+): void {
+  failures.push(`worker ${id} (${url}): ${reason}`);
+  exclude.add(id);
+  d.fence(id, reason);
+  d.metrics.upstreamFailures.inc([String(id)]);
+  d.warn?.(`upstream failure before the first byte, worker ${id} fenced: ${reason}`);
+}
+
+function upstreamFailed(failures: readonly string[]): RouterError {
+  return new RouterError("upstream_failed", `no worker could serve the request: ${failures.join("; ")}`);
+}
+
+function respond(
+  res: Response,
+  first: Awaited<ReturnType<ChunkReader["read"]>> | undefined,
+  reader: ChunkReader | undefined,
+  decision: RouteDecision,
+  d: ForwardDeps,
+): Response {
+  const { worker, lease } = decision;
+  const workerLabel = String(worker.workerId);
+  const headers = clientResponseHeaders(res.headers, {
+    [HEADER_WORKER]: workerLabel,
+    [HEADER_DP_RANK]: String(worker.dpRank),
+    [HEADER_OVERLAP]: String(decision.overlapBlocks),
+  });
+  const init = { status: res.status, statusText: res.statusText, headers };
+  if (!reader || !first || first.done) {
+    lease.free();
+    d.metrics.requests.inc([workerLabel, String(res.status)]);
+    return new Response(null, init);
+  }
+  const body = observeStream(first.value, reader, {
+    onTokens: (n) => lease.outputTokens(n),
+    onEnd: (how) => {
+      lease.free();
+      d.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : how === "error" ? "stream_error" : "client_cancelled"]);
+    },
+  });
+  return new Response(body, init);
+}

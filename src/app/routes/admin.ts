@@ -1,0 +1,67 @@
+/**
+ * Admin routes besides workers: POST /v1/kv/events (engine event batches into the
+ * recovery core), POST /v1/route and its prefill-done / free (routing for frontends that
+ * forward themselves), GET /debug/kv/dump (the index as events that rebuild it).
+ */
+import { Hono } from "hono";
+import * as v from "valibot";
+import { RouterError } from "../../core/errors.ts";
+import { describeIssues, routerEventToWire } from "../../core/events.ts";
+import { stringifyBigint } from "../../core/json.ts";
+import { parseEventBatch } from "../../events/http-batch.ts";
+import { parseJsonExact, readBodyLimited } from "../body.ts";
+import type { AppDeps } from "../deps.ts";
+
+const RouteBody = v.object({
+  tokens: v.pipe(
+    v.array(
+      v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(0, "must be >= 0"), v.maxValue(0xffffffff, "must fit in u32")),
+      "must be an array of token ids",
+    ),
+    v.minLength(1, "must not be empty"),
+  ),
+  lora: v.optional(v.nullable(v.string("must be a string"))),
+  session_id: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
+  request_id: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
+});
+
+function jsonResponse(text: string, status = 200): Response {
+  return new Response(text, { status, headers: { "content-type": "application/json" } });
+}
+
+export function adminRoutes(d: AppDeps): Hono {
+  const app = new Hono();
+
+  app.post("/v1/kv/events", async (c) => {
+    const events = parseEventBatch(parseJsonExact(await readBodyLimited(c.req.raw, d.maxBodyBytes)));
+    const { accepted, dropped } = d.ingestEvents(events);
+    return c.json({ accepted, dropped });
+  });
+
+  app.post("/v1/route", async (c) => {
+    const r = v.safeParse(RouteBody, parseJsonExact(await readBodyLimited(c.req.raw, d.maxBodyBytes)));
+    if (!r.success) throw new RouterError("invalid_request", `invalid route request: ${describeIssues(r.issues.slice(0, 5))}`);
+    const b = r.output;
+    const requestId = b.request_id ?? d.routing.nextRequestId();
+    const decision = await d.routing.route({
+      tokens: Uint32Array.from(b.tokens),
+      requestId,
+      loraName: b.lora ?? undefined,
+      sessionId: b.session_id ?? undefined,
+    });
+    d.leases.add(decision.lease);
+    return c.json({
+      request_id: requestId,
+      worker_id: decision.worker.workerId.toString(),
+      dp_rank: decision.worker.dpRank,
+      overlap_blocks: decision.overlapBlocks,
+    });
+  });
+
+  app.post("/v1/route/:request_id/prefill-done", (c) => c.json({ success: d.leases.prefillDone(c.req.param("request_id")) }));
+  app.post("/v1/route/:request_id/free", (c) => c.json({ success: d.leases.free(c.req.param("request_id")) }));
+
+  app.get("/debug/kv/dump", () => jsonResponse(stringifyBigint({ events: d.index.dump().map(routerEventToWire) })));
+
+  return app;
+}

@@ -1,0 +1,78 @@
+/**
+ * The OpenAI-compatible surface: POST /v1/completions and /v1/chat/completions (routed
+ * and proxied; bodies forwarded byte for byte), GET /v1/models (the union of the healthy
+ * workers' models).
+ */
+import { Hono } from "hono";
+import { RouterError } from "../../core/errors.ts";
+import { promptTokens } from "../../tokens/index.ts";
+import { parseJsonObject, readBodyLimited } from "../body.ts";
+import type { AppDeps } from "../deps.ts";
+import { SESSION_HEADERS } from "../proxy/headers.ts";
+import { forward } from "../proxy/forward.ts";
+
+const MODELS_TIMEOUT_MS = 2_000;
+
+function sessionIdOf(headers: Headers): string | undefined {
+  for (const name of SESSION_HEADERS) {
+    const v = headers.get(name);
+    if (v !== null && v.trim() !== "") return v.trim();
+  }
+  return undefined;
+}
+
+export function openAiRoutes(d: AppDeps): Hono {
+  const app = new Hono();
+  const forwardDeps = {
+    routing: d.routing,
+    registry: d.registry,
+    fence: d.fence,
+    metrics: d.metrics,
+    fetch: d.fetch,
+    maxRetries: d.maxRetries,
+    warn: (m: string) => d.log.warn(m),
+  };
+
+  const handle = (path: string) => async (c: { req: { raw: Request } }) => {
+    const req = c.req.raw;
+    const body = await readBodyLimited(req, d.maxBodyBytes);
+    const json = parseJsonObject(body);
+    if (json.model !== undefined && typeof json.model !== "string") {
+      throw new RouterError("invalid_request", "model: must be a string", "model");
+    }
+    if (json.stream !== undefined && typeof json.stream !== "boolean") {
+      throw new RouterError("invalid_request", "stream: must be a boolean", "stream");
+    }
+    const tokens = promptTokens(json);
+    return forward(
+      { request: req, path, body, tokens, loraName: d.resolveLora(json.model), sessionId: sessionIdOf(req.headers) },
+      forwardDeps,
+    );
+  };
+
+  app.post("/v1/completions", handle("/v1/completions"));
+  app.post("/v1/chat/completions", handle("/v1/chat/completions"));
+
+  app.get("/v1/models", async (c) => {
+    const healthy = d.registry.list().filter((w) => w.healthy);
+    if (healthy.length === 0) throw new RouterError("no_endpoints", "no healthy worker to ask for its models");
+    const answers = await Promise.all(
+      healthy.map((w) =>
+        d
+          .fetch(`${w.url}/v1/models`, { signal: AbortSignal.timeout(MODELS_TIMEOUT_MS) })
+          .then((r) => (r.ok ? (r.json() as Promise<{ data?: unknown[] }>) : undefined))
+          .catch(() => undefined),
+      ),
+    );
+    const byId = new Map<string, unknown>();
+    for (const a of answers) {
+      for (const m of a?.data ?? []) {
+        const id = (m as { id?: unknown }).id;
+        if (typeof id === "string" && !byId.has(id)) byId.set(id, m);
+      }
+    }
+    return c.json({ object: "list", data: [...byId.values()] });
+  });
+
+  return app;
+}

@@ -1,0 +1,74 @@
+/**
+ * Admin: GET /v1/workers (state and load of each worker), POST /v1/workers (register;
+ * the index is restored from the worker's /kv/query dump), DELETE /v1/workers/:id.
+ * Ids are u64: accepted as JSON numbers or decimal strings, always written as strings.
+ */
+import { Hono } from "hono";
+import * as v from "valibot";
+import { RouterError } from "../../core/errors.ts";
+import { describeIssues, U64Schema } from "../../core/events.ts";
+import { workerKey } from "../../core/ids.ts";
+import { parseJsonExact, readBodyLimited } from "../body.ts";
+import type { AppDeps } from "../deps.ts";
+
+const RegisterBody = v.object({
+  url: v.string("must be a string"),
+  id: v.optional(U64Schema),
+  dp_ranks: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(1, "must be >= 1"), v.maxValue(1024, "must be <= 1024"))),
+  block_size: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(1, "must be >= 1"))),
+});
+
+function parseId(raw: string): bigint {
+  const r = v.safeParse(U64Schema, raw);
+  if (!r.success) throw new RouterError("invalid_request", `worker id: ${describeIssues(r.issues)}`, "id");
+  return r.output;
+}
+
+export function workerRoutes(d: AppDeps): Hono {
+  const app = new Hono();
+
+  app.get("/v1/workers", (c) => {
+    const now = d.now();
+    const workers = d.registry.list().map((w) => {
+      let prefill = 0;
+      let decode = 0;
+      let cached = 0;
+      for (let r = 0; r < w.dpRanks; r++) {
+        const key = workerKey(w.id, r);
+        prefill += d.tracker.activeTokens(key, now);
+        decode += d.tracker.activeBlocks(key);
+        cached += d.index.workerSize(key);
+      }
+      return {
+        id: w.id.toString(),
+        url: w.url,
+        healthy: w.healthy,
+        ...(w.reason ? { reason: w.reason } : {}),
+        dp_ranks: w.dpRanks,
+        active_prefill_tokens: prefill,
+        active_decode_blocks: decode,
+        cached_blocks: cached,
+      };
+    });
+    return c.json({ workers });
+  });
+
+  app.post("/v1/workers", async (c) => {
+    const body = parseJsonExact(await readBodyLimited(c.req.raw, d.maxBodyBytes));
+    const r = v.safeParse(RegisterBody, body);
+    if (!r.success) throw new RouterError("invalid_request", `invalid worker registration: ${describeIssues(r.issues)}`);
+    const res = await d.membership.register({ url: r.output.url, id: r.output.id, dpRanks: r.output.dp_ranks, blockSize: r.output.block_size });
+    const w = res.worker;
+    return c.json(
+      { id: w.id.toString(), url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy, created: res.created, warnings: res.warnings },
+      res.created ? 201 : 200,
+    );
+  });
+
+  app.delete("/v1/workers/:id", (c) => {
+    const w = d.membership.remove(parseId(c.req.param("id")));
+    return c.json({ id: w.id.toString(), removed: true });
+  });
+
+  return app;
+}

@@ -1,0 +1,57 @@
+/**
+ * The load one routed request holds on its worker, from booking to release (spec §4.7
+ * RequestGuard): prefill done at the first token, one output block per block_size
+ * generated tokens, and free exactly once, whatever ends the request (finish, upstream
+ * error, client disconnect, retry elsewhere). Frontends that forward themselves drive the
+ * same lease through /v1/route/:id/prefill-done and /free.
+ */
+import type { LoadTracker } from "../../scheduler/load-tracker.ts";
+import type { Rng } from "../../scheduler/types.ts";
+
+export class RequestLease {
+  #prefillDone = false;
+  #freed = false;
+  /** Blocks the sequence spans so far: ceil((isl + output) / blockSize). */
+  #blocks: number;
+
+  constructor(
+    private readonly tracker: LoadTracker,
+    readonly requestId: string,
+    private readonly isl: number,
+    private readonly blockSize: number,
+    private readonly now: () => number,
+    private readonly rng: Rng,
+  ) {
+    this.#blocks = Math.ceil(isl / blockSize);
+  }
+
+  get freed(): boolean {
+    return this.#freed;
+  }
+
+  /** First token seen: the prompt is computed, its prefill load goes away. Idempotent. */
+  prefillDone(): void {
+    if (this.#prefillDone || this.#freed) return;
+    this.#prefillDone = true;
+    this.tracker.markPrefillCompleted(this.requestId, this.now());
+  }
+
+  /** `total` output tokens so far: add a block each time the sequence grows past one. */
+  outputTokens(total: number): void {
+    if (this.#freed) return;
+    this.prefillDone();
+    const blocks = Math.ceil((this.isl + total) / this.blockSize);
+    while (this.#blocks < blocks) {
+      this.#blocks++;
+      this.tracker.addOutputBlock(this.requestId, undefined, this.rng);
+    }
+  }
+
+  /** Release the booking. Only the first call does anything; returns whether it did. */
+  free(): boolean {
+    if (this.#freed) return false;
+    this.#freed = true;
+    this.tracker.free(this.requestId, this.now());
+    return true;
+  }
+}

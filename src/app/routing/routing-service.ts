@@ -1,0 +1,130 @@
+/**
+ * One routing decision and the load it books (spec §4.2, §4.7, §7): session binding if it
+ * is still alive, else hash -> match -> schedule; then book the request on the chosen
+ * (worker, dp_rank), record the decision in an approximate index, and bind the session.
+ * The lifecycle that follows (prefill done, output blocks, free) is in request-lease.ts.
+ * Web standards only: no Request/Response here, so the HTTP routes stay thin.
+ */
+import { computeBlockHashesWith, computeSeqHashes, type BatchBlockHasher } from "../../core/hashing.ts";
+import type { WorkerId, WorkerWithDpRank } from "../../core/ids.ts";
+import type { KvIndex } from "../../indexer/types.ts";
+import type { RouterMetrics } from "../../metrics/names.ts";
+import type { SchedulerConfig } from "../../scheduler/config.ts";
+import { endpoint } from "../../scheduler/endpoints.ts";
+import { findBestMatch } from "../../scheduler/find-best-match.ts";
+import type { LoadTracker } from "../../scheduler/load-tracker.ts";
+import type { Endpoint, Pipeline, Rng } from "../../scheduler/types.ts";
+import type { StickyRouter } from "../../sessions/sticky.ts";
+import type { WorkerRegistry } from "../../workers/registry.ts";
+import { RequestLease } from "./request-lease.ts";
+
+export interface RoutingDeps {
+  readonly registry: WorkerRegistry;
+  readonly index: KvIndex;
+  readonly tracker: LoadTracker;
+  readonly pipeline: Pipeline;
+  readonly scheduler: SchedulerConfig;
+  readonly hasher: BatchBlockHasher;
+  readonly sticky: StickyRouter;
+  readonly metrics: RouterMetrics;
+  /** Milliseconds, monotonic enough for load decay and TTLs. */
+  readonly now: () => number;
+  readonly rng: Rng;
+  /** Approximate mode: the index learns from the router's own decisions. */
+  readonly recordDecisions: boolean;
+  readonly sessionTtlMs: number;
+}
+
+export interface RouteInput {
+  readonly tokens: Uint32Array;
+  readonly requestId: string;
+  readonly loraName?: string;
+  readonly sessionId?: string;
+  /** Workers that already failed this request (retries). */
+  readonly exclude?: ReadonlySet<WorkerId>;
+}
+
+export interface RouteDecision {
+  readonly worker: WorkerWithDpRank;
+  readonly overlapBlocks: number;
+  /** True when a live session binding chose the worker. */
+  readonly sticky: boolean;
+  /** The booking; release it exactly once (lease.free()). */
+  readonly lease: RequestLease;
+}
+
+export class RoutingService {
+  #endpointsFor: readonly WorkerWithDpRank[] | undefined;
+  #endpoints: Endpoint[] = [];
+  #seq = 0;
+  readonly #prefix = `${Date.now().toString(36)}-`;
+
+  constructor(private readonly d: RoutingDeps) {}
+
+  /** A request id unique within this router's life, cheap to make. */
+  nextRequestId(): string {
+    return this.#prefix + (this.#seq++).toString(36);
+  }
+
+  /** Route and book. Throws RouterError (no_endpoints, duplicate_request, ...). */
+  async route(input: RouteInput): Promise<RouteDecision> {
+    const d = this.d;
+    const t0 = performance.now();
+    const bs = d.scheduler.blockSize;
+    const hashes = computeBlockHashesWith(d.hasher, input.tokens, bs, { loraName: input.loraName });
+    const seqHashes = computeSeqHashes(hashes);
+    const t1 = performance.now();
+    const overlaps = d.index.findMatches(hashes);
+    const t2 = performance.now();
+
+    const pinned = input.sessionId !== undefined ? await this.#liveBinding(input.sessionId, input.exclude) : undefined;
+    const t3 = performance.now();
+    const endpoints = pinned ? [endpoint(pinned.workerId, pinned.dpRank)] : this.#schedulable(input.exclude);
+    const now = d.now();
+    const sel = findBestMatch({
+      overlaps,
+      seqHashes,
+      isl: input.tokens.length,
+      endpoints,
+      tracker: d.tracker,
+      pipeline: d.pipeline,
+      config: d.scheduler,
+      now,
+      rng: d.rng,
+      requestId: input.requestId,
+      updateStates: true,
+      loraName: input.loraName,
+    });
+    if (d.recordDecisions) d.index.recordDecision(hashes, seqHashes, sel.worker, now);
+    const t4 = performance.now();
+
+    const m = d.metrics;
+    m.observePhase("hash", (t1 - t0) / 1000);
+    m.observePhase("match", (t2 - t1) / 1000);
+    m.observePhase("schedule", (t4 - t3) / 1000);
+    m.observePhase("total", (t4 - t0 - (t3 - t2)) / 1000);
+    m.overlapBlocks.observe([], sel.overlapBlocks);
+
+    if (input.sessionId !== undefined && !pinned) await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
+    const lease = new RequestLease(d.tracker, input.requestId, input.tokens.length, bs, d.now, d.rng);
+    return { worker: sel.worker, overlapBlocks: sel.overlapBlocks, sticky: pinned !== undefined, lease };
+  }
+
+  /** The session's (worker, rank) if it is bound, registered, healthy and not excluded (TTL slides). */
+  async #liveBinding(sessionId: string, exclude: ReadonlySet<WorkerId> | undefined): Promise<WorkerWithDpRank | undefined> {
+    const w = await this.d.sticky.resolve(sessionId);
+    if (w === undefined || exclude?.has(w.workerId)) return undefined;
+    return this.d.registry.isRoutable(w.workerId, w.dpRank) ? w : undefined;
+  }
+
+  /** Healthy endpoints, rebuilt only when membership or health changed. */
+  #schedulable(exclude: ReadonlySet<WorkerId> | undefined): readonly Endpoint[] {
+    const targets = this.d.registry.healthyTargets();
+    if (targets !== this.#endpointsFor) {
+      this.#endpoints = targets.map((t) => endpoint(t.workerId, t.dpRank));
+      this.#endpointsFor = targets;
+    }
+    if (exclude === undefined || exclude.size === 0) return this.#endpoints;
+    return this.#endpoints.filter((e) => !exclude.has(e.worker.workerId));
+  }
+}

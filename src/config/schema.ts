@@ -1,0 +1,165 @@
+/**
+ * Every option of `switchyard serve`, its default and its validation (valibot). The input
+ * is a raw object whose values may be strings (flags, env) or JSON values (config file);
+ * numbers given as strings are coerced here, so one schema serves all three sources.
+ */
+import * as v from "valibot";
+
+export const POLICIES = ["kv", "approx", "round-robin", "random", "least-loaded"] as const;
+export type PolicyName = (typeof POLICIES)[number];
+
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** One option: its config key, its flag, its env variables and a line of help. */
+export interface OptionSpec {
+  readonly key: keyof RawConfigShape;
+  readonly flag: string;
+  readonly env: readonly string[];
+  /** Repeatable flag (collects an array); env and file give a comma list or an array. */
+  readonly list?: boolean;
+  readonly help: string;
+}
+
+/** The shape before validation; every value is unknown. */
+export type RawConfigShape = Record<
+  | "port" | "host" | "worker" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
+  | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
+  | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup",
+  unknown
+>;
+
+export const OPTIONS: readonly OptionSpec[] = [
+  { key: "port", flag: "--port", env: ["SWITCHYARD_PORT", "PORT"], help: "listen port (default 8080; 0 = any free port)" },
+  { key: "host", flag: "--host", env: ["SWITCHYARD_HOST"], help: "listen address (default 0.0.0.0 with --admin-token, else 127.0.0.1)" },
+  { key: "worker", flag: "--worker", env: ["SWITCHYARD_WORKERS"], list: true, help: "engine base URL; repeatable (env: comma list)" },
+  { key: "engines", flag: "--engines", env: ["SWITCHYARD_ENGINES"], help: "start N embedded simulated engines in-process (default 0)" },
+  { key: "policy", flag: "--policy", env: ["SWITCHYARD_POLICY"], help: `routing policy: ${POLICIES.join("|")} (default kv)` },
+  { key: "blockSize", flag: "--block-size", env: ["SWITCHYARD_BLOCK_SIZE"], help: "KV block size in tokens (default 16)" },
+  { key: "overlapWeight", flag: "--overlap-weight", env: ["SWITCHYARD_OVERLAP_WEIGHT"], help: "weight of uncached prefill blocks in the cost (default 1)" },
+  { key: "temperature", flag: "--temperature", env: ["SWITCHYARD_TEMPERATURE"], help: "softmax temperature; 0 = always the cheapest (default 0)" },
+  { key: "sessionTtl", flag: "--session-ttl", env: ["SWITCHYARD_SESSION_TTL"], help: "sticky session sliding TTL, seconds (default 300)" },
+  { key: "adminToken", flag: "--admin-token", env: ["SWITCHYARD_ADMIN_TOKEN"], help: "bearer token for admin endpoints; without it they answer loopback only" },
+  { key: "healthInterval", flag: "--health-interval", env: ["SWITCHYARD_HEALTH_INTERVAL"], help: "seconds between worker health checks (default 2)" },
+  { key: "healthTimeout", flag: "--health-timeout", env: ["SWITCHYARD_HEALTH_TIMEOUT"], help: "seconds before a health check counts as failed (default 1)" },
+  { key: "maxBodyBytes", flag: "--max-body-bytes", env: ["SWITCHYARD_MAX_BODY_BYTES"], help: "largest accepted request body (default 16777216)" },
+  { key: "redis", flag: "--redis", env: ["SWITCHYARD_REDIS"], help: "session store URL: redis://, rediss:// or https:// (Upstash); default in-memory" },
+  { key: "maxRetries", flag: "--max-retries", env: ["SWITCHYARD_MAX_RETRIES"], help: "other workers tried when one fails before its first byte (default 2)" },
+  { key: "approxTtl", flag: "--approx-ttl", env: ["SWITCHYARD_APPROX_TTL"], help: "approx policy: seconds a routing decision stays in the index (default 120)" },
+  { key: "logLevel", flag: "--log-level", env: ["SWITCHYARD_LOG_LEVEL"], help: `${LOG_LEVELS.join("|")} (default info)` },
+  { key: "engineSpeedup", flag: "--engine-speedup", env: ["SWITCHYARD_ENGINE_SPEEDUP"], help: "time speed-up of embedded engines (default 1)" },
+];
+
+/** "12" -> 12 and " 1.5 " -> 1.5; anything else passes unchanged so the type check names it. */
+function coerceNumber(x: unknown): unknown {
+  if (typeof x === "string" && x.trim() !== "" && Number.isFinite(Number(x))) return Number(x);
+  return x;
+}
+
+const num = (what: string) => v.pipe(v.unknown(), v.transform(coerceNumber), v.number(`must be ${what}`));
+const int = (min: number, max: number) =>
+  v.pipe(num(`an integer in [${min}, ${max}]`), v.integer(`must be an integer in [${min}, ${max}]`), v.minValue(min, `must be >= ${min}`), v.maxValue(max, `must be <= ${max}`));
+const nonNegative = (what: string) => v.pipe(num(what), v.minValue(0, "must be >= 0"));
+const positive = (what: string) => v.pipe(num(what), v.gtValue(0, "must be > 0"));
+
+const httpUrl = v.pipe(
+  v.string("must be a URL string"),
+  v.check((s) => {
+    try {
+      const u = new URL(s);
+      return u.protocol === "http:" || u.protocol === "https:";
+    } catch {
+      return false;
+    }
+  }, "must be an http:// or https:// URL"),
+);
+
+const redisUrl = v.pipe(
+  v.string("must be a URL string"),
+  v.check((s) => {
+    try {
+      return ["redis:", "rediss:", "https:", "http:"].includes(new URL(s).protocol);
+    } catch {
+      return false;
+    }
+  }, "must be a redis://, rediss:// or https:// URL"),
+);
+
+/** "a,b" -> ["a","b"]; a single string -> [it]; arrays pass through. */
+function toList(x: unknown): unknown {
+  if (typeof x === "string") return x.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  return x;
+}
+
+export const ConfigSchema = v.object({
+  port: v.optional(int(0, 65535), 8080),
+  host: v.optional(v.pipe(v.string(), v.nonEmpty("must not be empty"))),
+  worker: v.optional(v.pipe(v.unknown(), v.transform(toList), v.array(httpUrl, "must be a list of URLs")), []),
+  engines: v.optional(int(0, 64), 0),
+  policy: v.optional(v.picklist(POLICIES, `must be one of ${POLICIES.join(", ")}`), "kv"),
+  blockSize: v.optional(int(1, 1 << 20), 16),
+  overlapWeight: v.optional(nonNegative("a number >= 0"), 1),
+  temperature: v.optional(nonNegative("a number >= 0"), 0),
+  sessionTtl: v.optional(positive("a number of seconds > 0"), 300),
+  adminToken: v.optional(v.pipe(v.string(), v.minLength(8, "must be at least 8 characters"))),
+  healthInterval: v.optional(positive("a number of seconds > 0"), 2),
+  healthTimeout: v.optional(positive("a number of seconds > 0"), 1),
+  maxBodyBytes: v.optional(int(1, 2 ** 31), 16 * 1024 * 1024),
+  redis: v.optional(redisUrl),
+  maxRetries: v.optional(int(0, 16), 2),
+  approxTtl: v.optional(positive("a number of seconds > 0"), 120),
+  logLevel: v.optional(v.picklist(LOG_LEVELS, `must be one of ${LOG_LEVELS.join(", ")}`), "info"),
+  engineSpeedup: v.optional(positive("a number > 0"), 1),
+});
+
+/** The validated configuration of `switchyard serve`. */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly workers: readonly string[];
+  readonly engines: number;
+  readonly policy: PolicyName;
+  readonly blockSize: number;
+  readonly overlapWeight: number;
+  readonly temperature: number;
+  /** Seconds. */
+  readonly sessionTtl: number;
+  readonly adminToken: string | undefined;
+  /** Seconds. */
+  readonly healthInterval: number;
+  /** Seconds. */
+  readonly healthTimeout: number;
+  readonly maxBodyBytes: number;
+  readonly redis: string | undefined;
+  readonly maxRetries: number;
+  /** Seconds. */
+  readonly approxTtl: number;
+  readonly logLevel: LogLevel;
+  readonly engineSpeedup: number;
+}
+
+/** Validated output -> Config, filling the defaults that depend on other fields. */
+export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
+  return {
+    port: o.port,
+    // Without a token the admin endpoints answer loopback peers only, so listening on
+    // every interface is the safe default only once a token protects them.
+    host: o.host ?? (o.adminToken ? "0.0.0.0" : "127.0.0.1"),
+    workers: o.worker,
+    engines: o.engines,
+    policy: o.policy,
+    blockSize: o.blockSize,
+    overlapWeight: o.overlapWeight,
+    temperature: o.temperature,
+    sessionTtl: o.sessionTtl,
+    adminToken: o.adminToken,
+    healthInterval: o.healthInterval,
+    healthTimeout: o.healthTimeout,
+    maxBodyBytes: o.maxBodyBytes,
+    redis: o.redis,
+    maxRetries: o.maxRetries,
+    approxTtl: o.approxTtl,
+    logLevel: o.logLevel,
+    engineSpeedup: o.engineSpeedup,
+  };
+}

@@ -1,0 +1,283 @@
+#!/usr/bin/env bun
+/**
+ * The composition root and the command line: `switchyard serve | mocker | transfer`.
+ * This is the only file that wires parts together: it loads the config, builds the
+ * index, scheduler, recovery driver, session store, worker membership and metrics,
+ * hands them to createApp and serves the app with Bun.
+ */
+import { createApp } from "./app/app.ts";
+import type { AppDeps } from "./app/deps.ts";
+import { createLogger, type Logger } from "./app/log.ts";
+import { ExternalLeases } from "./app/routing/external-leases.ts";
+import { RoutingService } from "./app/routing/routing-service.ts";
+import { ConfigError, loadConfig, serveUsage } from "./config/load.ts";
+import type { Config } from "./config/schema.ts";
+import { portableBatchHasher, type BatchBlockHasher } from "./core/hashing.ts";
+import { ingestEvents } from "./events/http-batch.ts";
+import { kvQueryClient } from "./events/kv-query-client.ts";
+import { createIndexer } from "./indexer/indexer.ts";
+import { LoraStateTracker } from "./lora/state-tracker.ts";
+import { bindCollectors } from "./metrics/collectors.ts";
+import { RouterMetrics } from "./metrics/names.ts";
+import { runMockerCli, startMocker, type MockerHandle } from "./mocker/index.ts";
+import { RecoveryDriver } from "./recovery/driver.ts";
+import { schedulerConfig } from "./scheduler/config.ts";
+import { LoadTracker } from "./scheduler/load-tracker.ts";
+import { createPipeline } from "./scheduler/registry.ts";
+import { MemoryAffinityStore } from "./sessions/memory-store.ts";
+import type { AffinityStore, StoreClock } from "./sessions/store.ts";
+import { StickyRouter } from "./sessions/sticky.ts";
+import { fetchEngineInfo } from "./workers/engine-info.ts";
+import { HealthChecker } from "./workers/health.ts";
+import { WorkerMembership } from "./workers/membership.ts";
+import { WorkerRegistry } from "./workers/registry.ts";
+
+const USAGE = `usage: switchyard <command> [flags]
+
+commands:
+  serve      the router: OpenAI-compatible proxy in front of engines (serve --help)
+  mocker     a simulated engine (mocker --help)
+  transfer   the KV block transfer agent (transfer --help)`;
+
+/** How often the approximate index drops expired decisions. */
+const APPROX_EXPIRE_EVERY_MS = 1_000;
+/** How often stale bookings (never freed, spec §4.5: 300 s) are swept. */
+const LOAD_EXPIRY_EVERY_MS = 30_000;
+/** Registration and recovery queries must not hang on a dead engine. */
+const ENGINE_QUERY_TIMEOUT_MS = 5_000;
+
+const clock: StoreClock = {
+  now: () => performance.now(),
+  every(ms, fn) {
+    const t = setInterval(fn, ms);
+    return () => clearInterval(t);
+  },
+};
+
+/** The hasher for request block hashes: the C library's when it is built, else TypeScript. */
+async function chooseHasher(log: Logger): Promise<BatchBlockHasher> {
+  return (await loadNativeHasher(log)) ?? portableBatchHasher;
+}
+
+async function loadNativeHasher(log: Logger): Promise<BatchBlockHasher | undefined> {
+  log.info("block hasher: portable TypeScript (native library not wired)");
+  return undefined;
+}
+
+/**
+ * THE seam for the session store: in-memory (this router only) by default; --redis is
+ * validated by the config but the Redis store is not wired yet, so it falls back loudly.
+ */
+function buildAffinityStore(config: Config, log: Logger): AffinityStore {
+  if (config.redis !== undefined) {
+    log.warn("--redis is not wired yet: sticky sessions use the in-memory store of this router", { redis: config.redis });
+  }
+  return new MemoryAffinityStore({ clock, logger: { warn: (m, f) => log.warn(m, f) } });
+}
+
+export interface RunningRouter {
+  readonly url: string;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** Build everything and serve; resolves once the server listens and start-up workers are registered. */
+export async function serve(config: Config, log: Logger): Promise<RunningRouter> {
+  const now = () => performance.now();
+  const metrics = new RouterMetrics();
+  const hasher = await chooseHasher(log);
+  const index = createIndexer(config.policy === "approx" ? "approximate" : "precise", {
+    prune: { ttlMs: config.approxTtl * 1000 },
+  });
+  const registry = new WorkerRegistry();
+  const tracker = new LoadTracker({ blockSize: config.blockSize });
+  const scheduler = schedulerConfig({
+    blockSize: config.blockSize,
+    overlapScoreWeight: config.overlapWeight,
+    temperature: config.temperature,
+  });
+  const pipeline = createPipeline(config.policy, scheduler);
+  const store = buildAffinityStore(config, log);
+  const sticky = new StickyRouter(store);
+  const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
+
+  const health = new HealthChecker({
+    registry,
+    intervalMs: config.healthInterval * 1000,
+    timeoutMs: config.healthTimeout * 1000,
+    onChange: (id, healthy, reason) =>
+      healthy ? log.info(`worker ${id} is healthy`) : log.warn(`worker ${id} is unhealthy`, { reason }),
+  });
+  const adminHeaders: Record<string, string> = config.adminToken ? { authorization: `Bearer ${config.adminToken}` } : {};
+  const recovery = new RecoveryDriver({
+    sink: index,
+    query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: adminHeaders }),
+    sleep: (ms) => Bun.sleep(ms),
+    onWarning: (m) => log.warn(m),
+  });
+  const membership = new WorkerMembership({
+    registry,
+    blockSize: config.blockSize,
+    load: tracker,
+    recovery,
+    lora,
+    engineInfo: (url) => fetchEngineInfo(url, ENGINE_QUERY_TIMEOUT_MS),
+    onAdded: (w) => {
+      log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
+      if (!w.healthy) void health.check(w.id);
+    },
+    onRemoved: (w) => {
+      health.forget(w.id);
+      log.info(`worker ${w.id} removed`, { url: w.url });
+    },
+    warn: (m) => log.warn(m),
+  });
+  const routing = new RoutingService({
+    registry,
+    index,
+    tracker,
+    pipeline,
+    scheduler,
+    hasher,
+    sticky,
+    metrics,
+    now,
+    rng: Math.random,
+    recordDecisions: config.policy === "approx",
+    sessionTtlMs: config.sessionTtl * 1000,
+  });
+  const leases = new ExternalLeases(tracker);
+  bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
+
+  let server: ReturnType<typeof Bun.serve> | undefined;
+  const deps: AppDeps = {
+    maxBodyBytes: config.maxBodyBytes,
+    adminToken: config.adminToken,
+    maxRetries: config.maxRetries,
+    registry,
+    membership,
+    fence: (id, reason) => health.fence(id, reason),
+    routing,
+    leases,
+    tracker,
+    index,
+    metrics,
+    ingestEvents: (events) =>
+      ingestEvents(events, {
+        isKnown: (w, r) => (registry.get(w)?.dpRanks ?? 0) > r,
+        onLiveEvent: (ev) => recovery.onLiveEvent(ev),
+        onDropped: (reason, n) => metrics.eventDropped(reason, n),
+      }),
+    resolveLora: (model) => (typeof model === "string" && lora.getLoadedWorkers(model).length > 0 ? model : undefined),
+    peer: (req) => server?.requestIP(req)?.address,
+    fetch: (url, init) => fetch(url, init),
+    now,
+    log,
+  };
+  const app = createApp(deps);
+  server = Bun.serve({
+    port: config.port,
+    hostname: config.host,
+    // Streams stay open as long as the engine generates; never cut them for idleness.
+    idleTimeout: 0,
+    // Our own limit answers 413 in OpenAI's shape; Bun's must not trip first.
+    maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
+    fetch: (req) => app.fetch(req),
+  });
+  const port = server.port!;
+  const url = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}`;
+
+  const mockers: MockerHandle[] = [];
+  for (let i = 0; i < config.engines; i++) {
+    mockers.push(
+      await startMocker({
+        port: 0,
+        host: "127.0.0.1",
+        blockSize: config.blockSize,
+        routerUrl: url,
+        adminToken: config.adminToken,
+        speedup: config.engineSpeedup,
+        seed: i + 1,
+        log: (line) => log.warn(`[engine ${i}] ${line}`),
+      }),
+    );
+  }
+  const startup = [...config.workers, ...mockers.map((m) => m.url)];
+  await Promise.all(
+    startup.map((u) =>
+      membership.register({ url: u }).catch((e) => log.error(`cannot register worker ${u}: ${(e as Error).message}`)),
+    ),
+  );
+  health.start();
+
+  const timers = [
+    setInterval(() => {
+      tracker.forceExpiry(now());
+      leases.sweep();
+    }, LOAD_EXPIRY_EVERY_MS),
+  ];
+  if (config.policy === "approx") timers.push(setInterval(() => index.expire(now()), APPROX_EXPIRE_EVERY_MS));
+
+  log.info(`switchyard listening on ${url}`, { policy: config.policy, workers: registry.size, block_size: config.blockSize });
+  return {
+    url,
+    port,
+    async stop() {
+      for (const t of timers) clearInterval(t);
+      health.stop();
+      server?.stop(true);
+      await Promise.all(mockers.map((m) => m.stop()));
+      await store.close();
+    },
+  };
+}
+
+async function runServe(argv: readonly string[]): Promise<void> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    console.log(serveUsage());
+    return;
+  }
+  let config: Config;
+  try {
+    config = loadConfig({ argv, env: process.env });
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`${e.message}\n\nrun \`switchyard serve --help\` for the list of flags`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  const log = createLogger(config.logLevel);
+  const router = await serve(config, log);
+  // One machine-readable line, so scripts and tests started with --port 0 find the router.
+  console.log(JSON.stringify({ url: router.url, port: router.port }));
+  let stopping = false;
+  const shutdown = () => {
+    if (stopping) return;
+    stopping = true;
+    router.stop().finally(() => process.exit(0));
+  };
+  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", shutdown);
+}
+
+export async function main(argv: readonly string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case "serve":
+      return runServe(rest);
+    case "mocker":
+      await runMockerCli(rest);
+      return;
+    case "help":
+    case "--help":
+    case "-h":
+      console.log(USAGE);
+      return;
+    default:
+      console.error(command === undefined ? USAGE : `unknown command "${command}"\n\n${USAGE}`);
+      process.exit(2);
+  }
+}
+
+if (import.meta.main) await main(process.argv.slice(2));

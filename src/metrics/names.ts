@@ -1,0 +1,59 @@
+/**
+ * The router's metrics: names, label sets and buckets. Everything that records a metric
+ * goes through RouterMetrics; RouterError codes are used as label values unchanged.
+ */
+import { MetricsRegistry, type Counter, type Gauge, type Histogram } from "./registry.ts";
+
+export const METRIC_PREFIX = "switchyard_";
+
+/** Routing phases timed per request (spec §4.2 steps), and their sum. */
+export type RoutingPhase = "hash" | "match" | "schedule" | "total";
+
+/** Why an event never reached the index. */
+export type EventDropReason = "unknown_worker" | "invalid";
+
+/** Seconds; routing work is microseconds to a few milliseconds. */
+const OVERHEAD_BUCKETS = [1e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2];
+const OVERLAP_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096];
+const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** Status label of a request: the HTTP status, or "aborted" when the client left. */
+export type RequestStatusLabel = string;
+
+export class RouterMetrics {
+  readonly registry = new MetricsRegistry();
+  readonly requests: Counter = this.registry.counter(
+    `${METRIC_PREFIX}requests_total`, "Proxied requests by worker and final status", ["worker", "status"]);
+  readonly routingErrors: Counter = this.registry.counter(
+    `${METRIC_PREFIX}routing_errors_total`, "Requests the router answered itself with an error, by code", ["code"]);
+  readonly upstreamFailures: Counter = this.registry.counter(
+    `${METRIC_PREFIX}upstream_failures_total`, "Upstream failures before the first byte (worker fenced, request retried)", ["worker"]);
+  readonly routingOverhead: Histogram = this.registry.histogram(
+    `${METRIC_PREFIX}routing_overhead_seconds`, "Time spent routing a request, per phase", ["phase"], OVERHEAD_BUCKETS);
+  readonly overlapBlocks: Histogram = this.registry.histogram(
+    `${METRIC_PREFIX}overlap_blocks`, "Cached prefix blocks on the chosen worker", [], OVERLAP_BUCKETS);
+  readonly timeToFirstByte: Histogram = this.registry.histogram(
+    `${METRIC_PREFIX}upstream_first_byte_seconds`, "Time from forwarding to the first upstream body byte", [], TTFT_BUCKETS);
+  readonly kvEventsApplied: Counter = this.registry.counter(
+    `${METRIC_PREFIX}kv_events_applied_total`, "KV events applied to the index by type and status", ["event_type", "status"]);
+  readonly kvEventsDropped: Counter = this.registry.counter(
+    `${METRIC_PREFIX}kv_events_dropped_total`, "KV events received but not applied, by reason", ["reason"]);
+  readonly indexBlocks: Gauge = this.registry.gauge(
+    `${METRIC_PREFIX}index_blocks`, "Blocks in the KV index (a block held by k workers counts k times)");
+  readonly activePrefillTokens: Gauge = this.registry.gauge(
+    `${METRIC_PREFIX}active_prefill_tokens`, "Prefill tokens of in-flight requests per worker", ["worker", "dp_rank"]);
+  readonly activeDecodeBlocks: Gauge = this.registry.gauge(
+    `${METRIC_PREFIX}active_decode_blocks`, "KV blocks of in-flight requests per worker", ["worker", "dp_rank"]);
+  readonly workerHealthy: Gauge = this.registry.gauge(
+    `${METRIC_PREFIX}worker_healthy`, "1 when the worker passed its last health check", ["worker"]);
+
+  observePhase(phase: RoutingPhase, seconds: number): void {
+    this.routingOverhead.observe([phase], seconds);
+  }
+  eventDropped(reason: EventDropReason, n = 1): void {
+    this.kvEventsDropped.inc([reason], n);
+  }
+  render(): string {
+    return this.registry.render();
+  }
+}

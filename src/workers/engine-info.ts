@@ -1,0 +1,50 @@
+/**
+ * GET {url}/v1/engine/info: what an engine says about itself at registration (worker id,
+ * dp ranks, block size, LoRA adapters). Engines that do not serve it are still usable;
+ * the caller then relies on what the registration request said.
+ */
+import * as v from "valibot";
+import { U64Schema } from "../core/events.ts";
+import { parseJsonBigintSafe } from "../core/json.ts";
+import type { WorkerId } from "../core/ids.ts";
+
+export interface EngineInfo {
+  readonly workerId?: WorkerId;
+  readonly dpRanks?: number;
+  readonly blockSize?: number;
+  readonly kvBlocks?: number;
+  readonly loras: readonly string[];
+  readonly maxLoras?: number;
+}
+
+const count = v.pipe(v.number(), v.integer(), v.minValue(0));
+
+const EngineInfoSchema = v.object({
+  worker_id: v.optional(U64Schema),
+  dp_ranks: v.optional(v.pipe(count, v.minValue(1))),
+  block_size: v.optional(v.pipe(count, v.minValue(1))),
+  kv_blocks: v.optional(count),
+  loras: v.optional(v.array(v.string()), []),
+  max_loras: v.optional(count),
+});
+
+export async function fetchEngineInfo(
+  url: string,
+  timeoutMs: number,
+  doFetch: (url: string, init: RequestInit) => Promise<Response> = fetch,
+): Promise<EngineInfo> {
+  const res = await doFetch(`${url}/v1/engine/info`, { signal: AbortSignal.timeout(timeoutMs) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`GET ${url}/v1/engine/info answered HTTP ${res.status}`);
+  const parsed = v.safeParse(EngineInfoSchema, parseJsonBigintSafe(text));
+  if (!parsed.success) throw new Error(`GET ${url}/v1/engine/info: unexpected body (${parsed.issues[0]?.message})`);
+  const o = parsed.output;
+  return {
+    workerId: o.worker_id,
+    dpRanks: o.dp_ranks,
+    blockSize: o.block_size,
+    kvBlocks: o.kv_blocks,
+    loras: o.loras,
+    maxLoras: o.max_loras,
+  };
+}

@@ -1,0 +1,123 @@
+/**
+ * Registering and removing workers, keeping every part that knows about workers in step:
+ * the registry (URL, ranks, health), the load tracker (slots), the recovery driver (which
+ * restores the worker's index from its /kv/query dump, and drops its blocks on removal) and
+ * the LoRA tracker (adapters it reports). It does not route and does not check health.
+ */
+import { RouterError } from "../core/errors.ts";
+import type { DpRank, WorkerId, WorkerWithDpRank } from "../core/ids.ts";
+import { normalizeWorkerUrl, workerIdFromUrl } from "../core/worker-id.ts";
+import type { EngineInfo } from "./engine-info.ts";
+import type { WorkerRecord, WorkerRegistry } from "./registry.ts";
+
+export interface RegisterInput {
+  readonly url: string;
+  readonly id?: WorkerId;
+  readonly dpRanks?: number;
+  readonly blockSize?: number;
+}
+
+export interface RegisterResult {
+  readonly worker: WorkerRecord;
+  /** False when the same worker was already registered (registration is idempotent). */
+  readonly created: boolean;
+  readonly warnings: readonly string[];
+}
+
+/** The parts membership keeps in step; each is a narrow view of a real component. */
+export interface MembershipDeps {
+  readonly registry: WorkerRegistry;
+  readonly blockSize: number;
+  readonly load: { updateWorkers(targets: Iterable<WorkerWithDpRank>): void };
+  readonly recovery: { addRank(workerId: WorkerId, dpRank: DpRank): void; removeWorker(workerId: WorkerId): void };
+  readonly lora?: {
+    handleMdcAddition(worker: WorkerWithDpRank, info: { name: string; maxGpuLoraCount?: number }): void;
+    handleWorkerRemoval(worker: WorkerWithDpRank): void;
+  };
+  /** Asks the engine about itself; a rejection registers the worker as not yet healthy. */
+  readonly engineInfo: (url: string) => Promise<EngineInfo>;
+  /** A worker was added or removed (health checker bookkeeping, logs). */
+  readonly onAdded?: (w: WorkerRecord) => void;
+  readonly onRemoved?: (w: WorkerRecord) => void;
+  readonly warn?: (message: string) => void;
+}
+
+export class WorkerMembership {
+  constructor(private readonly d: MembershipDeps) {}
+
+  async register(input: RegisterInput): Promise<RegisterResult> {
+    let url: string;
+    try {
+      url = normalizeWorkerUrl(input.url);
+      if (!/^https?:$/.test(new URL(url).protocol)) throw new Error("scheme");
+    } catch {
+      throw new RouterError("invalid_request", `url: must be an http:// or https:// URL (got ${JSON.stringify(input.url)})`, "url");
+    }
+    const id = input.id ?? workerIdFromUrl(url);
+    const known = this.#existing(id, url);
+    if (known) return { worker: known, created: false, warnings: [] };
+
+    const warnings: string[] = [];
+    let info: EngineInfo | undefined;
+    try {
+      info = await this.d.engineInfo(url);
+    } catch (e) {
+      warnings.push(`engine info unavailable (${(e as Error).message}); registered as unhealthy until a health check passes`);
+    }
+    const blockSize = input.blockSize ?? info?.blockSize;
+    if (blockSize !== undefined && blockSize !== this.d.blockSize) {
+      throw new RouterError(
+        "invalid_request",
+        `block_size: the worker uses ${blockSize}-token blocks but this router hashes ${this.d.blockSize}-token blocks (--block-size)`,
+        "block_size",
+      );
+    }
+    if (info?.workerId !== undefined && info.workerId !== id) {
+      warnings.push(
+        `the engine calls itself worker ${info.workerId} but is registered as ${id}; events it pushes under its own id will be dropped`,
+      );
+    }
+    // Another registration of the same id may have finished while we awaited.
+    const raced = this.#existing(id, url);
+    if (raced) return { worker: raced, created: false, warnings };
+
+    const dpRanks = input.dpRanks ?? info?.dpRanks ?? 1;
+    this.d.registry.add(id, url, dpRanks, info !== undefined);
+    const rec = this.d.registry.get(id)!;
+    this.#syncLoad();
+    for (let r = 0; r < dpRanks; r++) this.d.recovery.addRank(id, r);
+    if (info && this.d.lora) {
+      for (const name of info.loras) {
+        for (let r = 0; r < dpRanks; r++) this.d.lora.handleMdcAddition({ workerId: id, dpRank: r }, { name, maxGpuLoraCount: info.maxLoras });
+      }
+    }
+    for (const w of warnings) this.d.warn?.(`worker ${id} (${url}): ${w}`);
+    this.d.onAdded?.(rec);
+    return { worker: rec, created: true, warnings };
+  }
+
+  /** Remove a worker: its blocks leave the index and its in-flight bookings are freed. */
+  remove(id: WorkerId): WorkerRecord {
+    const rec = this.d.registry.remove(id);
+    if (!rec) throw new RouterError("worker_not_found", `worker ${id} is not registered`);
+    this.#syncLoad();
+    this.d.recovery.removeWorker(id);
+    if (this.d.lora) for (let r = 0; r < rec.dpRanks; r++) this.d.lora.handleWorkerRemoval({ workerId: id, dpRank: r });
+    this.d.onRemoved?.(rec);
+    return rec;
+  }
+
+  #existing(id: WorkerId, url: string): WorkerRecord | undefined {
+    const rec = this.d.registry.get(id);
+    if (rec === undefined) return undefined;
+    if (rec.url === url) return rec;
+    throw new RouterError("duplicate_request", `worker id ${id} is already registered for ${rec.url}`, "id");
+  }
+
+  /** The tracker keeps slots of every registered rank, healthy or not (load survives a fence). */
+  #syncLoad(): void {
+    const targets: WorkerWithDpRank[] = [];
+    for (const w of this.d.registry.list()) for (let r = 0; r < w.dpRanks; r++) targets.push({ workerId: w.id, dpRank: r });
+    this.d.load.updateWorkers(targets);
+  }
+}

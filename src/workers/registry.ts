@@ -1,0 +1,98 @@
+/**
+ * The workers this router sends requests to: id, base URL, data-parallel ranks, health.
+ * It knows nothing of the index or of load; membership.ts keeps those in step with it.
+ */
+import type { DpRank, WorkerId, WorkerWithDpRank } from "../core/ids.ts";
+
+export interface WorkerRecord {
+  readonly id: WorkerId;
+  /** Base URL without a trailing slash, e.g. http://10.0.0.5:8000 */
+  readonly url: string;
+  /** Ranks 0..dpRanks-1 are routable. */
+  readonly dpRanks: number;
+  healthy: boolean;
+  /** Why it is unhealthy (last failed check or fence), for /v1/workers and logs. */
+  reason: string | undefined;
+}
+
+export class WorkerRegistry {
+  readonly #byId = new Map<WorkerId, WorkerRecord>();
+  #targets: WorkerWithDpRank[] | undefined;
+  #healthyIds: Set<WorkerId> | undefined;
+
+  /** Adds a worker; returns false (and changes nothing) when the id is already registered. */
+  add(id: WorkerId, url: string, dpRanks: number, healthy = true): boolean {
+    if (this.#byId.has(id)) return false;
+    this.#byId.set(id, { id, url: url.replace(/\/+$/, ""), dpRanks, healthy, reason: healthy ? undefined : "not checked yet" });
+    this.#invalidate();
+    return true;
+  }
+
+  remove(id: WorkerId): WorkerRecord | undefined {
+    const rec = this.#byId.get(id);
+    if (rec) {
+      this.#byId.delete(id);
+      this.#invalidate();
+    }
+    return rec;
+  }
+
+  get(id: WorkerId): WorkerRecord | undefined {
+    return this.#byId.get(id);
+  }
+
+  has(id: WorkerId): boolean {
+    return this.#byId.has(id);
+  }
+
+  list(): WorkerRecord[] {
+    return [...this.#byId.values()];
+  }
+
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  /** Returns true when the health state changed. */
+  setHealthy(id: WorkerId, healthy: boolean, reason?: string): boolean {
+    const rec = this.#byId.get(id);
+    if (!rec) return false;
+    rec.reason = healthy ? undefined : (reason ?? "unhealthy");
+    if (rec.healthy === healthy) return false;
+    rec.healthy = healthy;
+    this.#invalidate();
+    return true;
+  }
+
+  /** Is this (worker, rank) registered, healthy and in range? */
+  isRoutable(id: WorkerId, dpRank: DpRank): boolean {
+    const rec = this.#byId.get(id);
+    return rec !== undefined && rec.healthy && dpRank >= 0 && dpRank < rec.dpRanks;
+  }
+
+  /** Every (worker, rank) of every healthy worker; cached until membership or health changes. */
+  healthyTargets(): readonly WorkerWithDpRank[] {
+    if (this.#targets === undefined) {
+      const out: WorkerWithDpRank[] = [];
+      for (const rec of this.#byId.values()) {
+        if (!rec.healthy) continue;
+        for (let r = 0; r < rec.dpRanks; r++) out.push({ workerId: rec.id, dpRank: r });
+      }
+      this.#targets = out;
+    }
+    return this.#targets;
+  }
+
+  /** Ids of healthy workers; cached like healthyTargets. */
+  healthyIds(): ReadonlySet<WorkerId> {
+    if (this.#healthyIds === undefined) {
+      this.#healthyIds = new Set([...this.#byId.values()].filter((r) => r.healthy).map((r) => r.id));
+    }
+    return this.#healthyIds;
+  }
+
+  #invalidate(): void {
+    this.#targets = undefined;
+    this.#healthyIds = undefined;
+  }
+}

@@ -1,0 +1,91 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigError, loadConfig } from "../../../src/config/load.ts";
+
+function problems(fn: () => unknown): readonly string[] {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("loadConfig", () => {
+  test("defaults: port 8080, kv policy, block size 16, loopback host without a token", () => {
+    const c = loadConfig({ argv: [], env: {} });
+    expect(c).toMatchObject({ port: 8080, policy: "kv", blockSize: 16, sessionTtl: 300, host: "127.0.0.1", engines: 0 });
+    expect(c.workers).toEqual([]);
+    expect(c.adminToken).toBeUndefined();
+  });
+
+  test("an admin token makes every interface the default host", () => {
+    expect(loadConfig({ argv: ["--admin-token", "s3cret-token"], env: {} }).host).toBe("0.0.0.0");
+    expect(loadConfig({ argv: ["--admin-token", "s3cret-token", "--host", "10.0.0.1"], env: {} }).host).toBe("10.0.0.1");
+  });
+
+  test("flags beat env, env beats the file; PORT is read too", () => {
+    const file = JSON.stringify({ port: 7000, "block-size": 32, policy: "random", workers: ["http://f:1"] });
+    const c = loadConfig({
+      argv: ["--config", "cfg.json", "--policy", "approx"],
+      env: { PORT: "7100", SWITCHYARD_POLICY: "least-loaded" },
+      readFile: () => file,
+    });
+    expect(c.port).toBe(7100);
+    expect(c.blockSize).toBe(32);
+    expect(c.policy).toBe("approx");
+    expect(c.workers).toEqual(["http://f:1"]);
+  });
+
+  test("--worker repeats; env takes a comma list; --flag=value works", () => {
+    expect(loadConfig({ argv: ["--worker", "http://a:1", "--worker=http://b:2"], env: {} }).workers).toEqual(["http://a:1", "http://b:2"]);
+    expect(loadConfig({ argv: [], env: { SWITCHYARD_WORKERS: "http://a:1, http://b:2" } }).workers).toEqual(["http://a:1", "http://b:2"]);
+  });
+
+  test("numbers given as strings are coerced, fractions allowed where they make sense", () => {
+    const c = loadConfig({ argv: ["--temperature", "0.5", "--health-interval", "0.25", "--overlap-weight", "2"], env: {} });
+    expect(c).toMatchObject({ temperature: 0.5, healthInterval: 0.25, overlapWeight: 2 });
+  });
+
+  test("every bad field is named in one error, with the value it got", () => {
+    const p = problems(() =>
+      loadConfig({
+        argv: ["--port", "99999", "--policy", "fastest", "--block-size", "1.5", "--worker", "ftp://x", "--bogus", "1", "--temperature", "-1"],
+        env: { SWITCHYARD_REDIS: "mysql://db" },
+      }),
+    );
+    const text = p.join("\n");
+    for (const needle of ["--port", "--policy", "--block-size", "--worker", "--bogus", "--temperature", "--redis"]) {
+      expect(text).toContain(needle);
+    }
+    expect(p.length).toBe(7);
+    expect(text).toContain('"fastest"');
+  });
+
+  test("the error message lists the problems one per line", () => {
+    try {
+      loadConfig({ argv: ["--port", "x", "--engines", "-1"], env: {} });
+      throw new Error("unreachable");
+    } catch (e) {
+      expect((e as Error).message).toMatch(/invalid configuration:\n  - --port.*\n  - --engines/);
+    }
+  });
+
+  test("a flag without a value, a stray argument and a bad config file are reported together", () => {
+    const p = problems(() => loadConfig({ argv: ["stray", "--config", "x.json", "--port"], env: {}, readFile: () => "{not json" }));
+    expect(p.some((x) => x.includes('"stray"'))).toBe(true);
+    expect(p.some((x) => x.includes("--port: needs a value"))).toBe(true);
+    expect(p.some((x) => x.includes("not valid JSON"))).toBe(true);
+  });
+
+  test("unknown fields in the config file are errors", () => {
+    const p = problems(() => loadConfig({ argv: ["--config", "c.json"], env: {}, readFile: () => '{"prot": 1}' }));
+    expect(p[0]).toContain('unknown field "prot"');
+  });
+
+  test("redis accepts redis://, rediss:// and https:// URLs", () => {
+    for (const u of ["redis://localhost:6379", "rediss://h:1", "https://x.upstash.io"]) {
+      expect(loadConfig({ argv: ["--redis", u], env: {} }).redis).toBe(u);
+    }
+  });
+});
