@@ -4,7 +4,7 @@
  * dump must replay into the reference's exact state. The seed is in the test name.
  */
 import { describe, expect, test } from "bun:test";
-import type { RouterEvent } from "../../../src/core/events.ts";
+import type { RouterEvent, StoredBlock } from "../../../src/core/events.ts";
 import { clearedEvent, removedEvent, storedEvent } from "../../../src/core/events.ts";
 import { RadixTree } from "../../../src/indexer/radix-tree.ts";
 import { scoresOf } from "./helpers.ts";
@@ -60,7 +60,7 @@ function runStream(seed: number, steps: number): void {
       const pr = rnd();
       if (pr < 0.6 && held.length > 0) [parent, path] = pick(held);
       else if (pr < 0.68) parent = hash64(`missing${step}`);
-      const blocks = [];
+      const blocks: StoredBlock[] = [];
       for (let n = 1 + Math.floor(rnd() * 4); n > 0; n--) {
         const t = pick(tokens);
         path = `${path}/${t}`;
