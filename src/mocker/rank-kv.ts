@@ -8,7 +8,7 @@
  */
 import type { KvCacheEventData, RouterEvent, StoredBlock } from "../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../core/ids.ts";
-import { type KvQueryResponse, RankEventLog } from "./event-log.ts";
+import { RankEventLog, type WorkerKvQueryResponse } from "./event-log.ts";
 import { PrefixCache } from "./prefix-cache.ts";
 
 export interface KvLease {
@@ -36,7 +36,7 @@ export class RankKv {
 
   constructor(o: RankKvOptions) {
     this.cache = new PrefixCache(o.capacity);
-    this.log = new RankEventLog(o.workerId, o.dpRank, o.bufferSize);
+    this.log = new RankEventLog(o.workerId, o.dpRank, () => this.dump(), o.bufferSize);
     this.emit = o.emit ?? (() => {});
   }
 
@@ -109,7 +109,8 @@ export class RankKv {
     }));
   }
 
-  query(startId: EventId | undefined, endId: EventId | undefined): KvQueryResponse {
-    return this.log.query(startId, endId, () => this.dump());
+  /** The recovery query of spec §3.8 for this rank. */
+  query(startId?: EventId, endId?: EventId): WorkerKvQueryResponse {
+    return this.log.query(startId, endId);
   }
 }

@@ -12,8 +12,8 @@ import { isRouterError } from "../core/errors.ts";
 import type { WorkerId } from "../core/ids.ts";
 import { stringifyBigint } from "../core/json.ts";
 import { workerIdFromUrl } from "../core/worker-id.ts";
+import { workerKvQueryResponseToWire } from "../recovery/wire.ts";
 import { type Clock, type GenerateStart, MockEngine } from "./engine.ts";
-import { kvQueryToWire } from "./event-log.ts";
 import { AbortedError } from "./fifo.ts";
 import { renderMetrics } from "./metrics.ts";
 import { completionResponse, errorBody, type ApiKind, type ResponseMeta, SseWriter } from "./openai.ts";
@@ -285,7 +285,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       throw new HttpError(400, `worker_id ${asked} is not this worker (${workerId})`, "invalid_request_error");
     }
     const r = eng.ranks[rank]!.kv.query(u64Param(params, "start_id"), u64Param(params, "end_id"));
-    return json(kvQueryToWire(r));
+    return json(workerKvQueryResponseToWire(r));
   }
 
   async function route(req: Request): Promise<Response> {

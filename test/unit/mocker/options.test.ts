@@ -1,0 +1,50 @@
+import { describe, expect, test } from "bun:test";
+import { MOCKER_DEFAULTS, MockerOptionsError, parseMockerArgs, resolveMockerOptions } from "../../../src/mocker/options.ts";
+
+function problems(fn: () => unknown): readonly string[] {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof MockerOptionsError) return e.problems;
+    throw e;
+  }
+  return [];
+}
+
+describe("mocker options", () => {
+  test("defaults match the documented engine", () => {
+    const c = resolveMockerOptions();
+    expect(c).toMatchObject({
+      port: 0, host: "127.0.0.1", dpRanks: 1, blockSize: 16, kvBlocks: 16384, eventBatchMs: 5, speedup: 1,
+      maxConcurrency: 64, maxLoras: 4, model: "switchyard-sim", eventBufferSize: 1024,
+    });
+    expect(c.workerId).toBeUndefined();
+    expect(c.prefillUsPerToken).toBe(MOCKER_DEFAULTS.prefillUsPerToken);
+  });
+
+  test("flags in both spellings become options", () => {
+    const o = parseMockerArgs([
+      "--port", "8001", "--dp-ranks=2", "--worker-id", "18446744073709551615", "--router-url", "http://r:1",
+      "--lora", "a", "--lora=b", "--speedup", "2.5", "--model", "m",
+    ]);
+    expect(o).toEqual({ port: 8001, dpRanks: 2, workerId: 18446744073709551615n, routerUrl: "http://r:1", loras: ["a", "b"], speedup: 2.5, model: "m" });
+    expect(resolveMockerOptions(o).loras).toEqual(["a", "b"]);
+  });
+
+  test("every bad flag is reported at once", () => {
+    expect(problems(() => parseMockerArgs(["--nope", "1", "--port", "x", "--worker-id", "-1", "stray", "--seed"]))).toEqual([
+      "--nope: unknown flag",
+      '--port: not a number ("x")',
+      '--worker-id: must be a decimal u64 ("-1")',
+      'unexpected argument "stray"',
+      "--seed: needs a value",
+    ]);
+    const p = problems(() => resolveMockerOptions({ blockSize: 0, speedup: 0, kvBlocks: 1.5, routerUrl: "::", maxLoras: 1, loras: ["a", "b"] }));
+    expect(p.length).toBe(5);
+    expect(p.join("\n")).toContain("--block-size");
+    expect(p.join("\n")).toContain("--speedup");
+    expect(p.join("\n")).toContain("--kv-blocks");
+    expect(p.join("\n")).toContain("--router-url");
+    expect(p.join("\n")).toContain("--max-loras");
+  });
+});
