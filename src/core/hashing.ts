@@ -1,17 +1,19 @@
 /**
  * Block and sequence hashes (spec §2): XXH3-64 with a 64-bit seed, in portable TypeScript.
  *
- * The router hashes every request (8k–128k tokens), so the hot paths avoid BigInt: a u64 is
- * a pair of uint32 numbers (hi, lo), 32x32->64 products use Math.imul for the low half and a
- * double-precision product for the high half, and BigInt appears only at the API boundary
- * (results are written as lo/hi halves into a BigUint64Array's buffer). Token blocks are
- * hashed straight from the token array: token i is bytes 4i..4i+3 little-endian, so a
- * 64-bit lane is (tok[2k] | tok[2k+1] << 32). Block sizes 16 (64 bytes, the 17–128 class)
- * and 512 (2048 bytes, the long class) have specialised paths; every other length goes
- * through the general code, which covers all XXH3 length classes.
+ * The router hashes every request (8k–128k tokens), so the hot paths avoid BigInt. A u64 is
+ * a pair of int32 halves (hi, lo); 32x32->64 products take the low word from Math.imul and
+ * the high word from a double-precision product (or 16-bit partial products in the long
+ * loop). BigInt appears only at the API boundary: results are written as lo/hi halves into
+ * a BigUint64Array's buffer. Token blocks are hashed straight from the token array (token
+ * i is bytes 4i..4i+3, little-endian), so no byte array is built. Block size 16 (64 bytes,
+ * the 17–128 class) has its own loop and the long class (> 240 bytes, e.g. block size 512)
+ * an unrolled one; every other length goes through general code that covers all XXH3
+ * length classes. Everything that depends on the seed (the derived secret of the long
+ * class included) is precomputed once per seed and cached.
  *
  * No I/O and nothing runtime-specific: this file runs on any JS engine. A native batch
- * hasher (bun:ffi) can be injected through `computeBlockHashesWith`.
+ * hasher (bun:ffi) is injected through `computeBlockHashesWith`.
  */
 
 /** Salt of every block hash and the seed of the sequence-hash chain (spec §2.1). */
@@ -87,6 +89,14 @@ function mul64(aH: number, aL: number, bH: number, bL: number): void {
   rH = (rH + Math.imul(aL, bH) + Math.imul(aH, bL)) | 0;
 }
 
+/** High word of the unsigned 32x32 product from 16-bit partial products (int32 ops only). */
+function mulHi16(a: number, b: number): number {
+  const al = a & 0xffff, ah = a >>> 16, bl = b & 0xffff, bh = b >>> 16;
+  const p1 = Math.imul(al, bh), p2 = Math.imul(ah, bl);
+  const mid = (Math.imul(al, bl) >>> 16) + (p1 & 0xffff) + (p2 & 0xffff);
+  return (Math.imul(ah, bh) + (p1 >>> 16) + (p2 >>> 16) + (mid >>> 16)) | 0;
+}
+
 /** XXH3_mul128_fold64: low ^ high halves of the 128-bit product. */
 function mul128Fold(aH: number, aL: number, bH: number, bL: number): void {
   const uaH = aH >>> 0, uaL = aL >>> 0, ubH = bH >>> 0, ubL = bL >>> 0;
@@ -138,6 +148,20 @@ function bswap32(x: number): number {
 
 function rd32(b: Uint8Array, o: number): number {
   return b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24);
+}
+
+/**
+ * The u32 at byte offset o of a little-endian word array (any alignment; the word after
+ * an unaligned read must exist, which holds whenever o + 4 <= the input length).
+ */
+function wd(w: Int32Array, o: number): number {
+  const i = o >> 2;
+  const sh = (o & 3) << 3;
+  return sh === 0 ? w[i]! : (w[i]! >>> sh) | (w[i + 1]! << (32 - sh));
+}
+
+function byteAt(w: Int32Array, o: number): number {
+  return (w[o >> 2]! >>> ((o & 3) << 3)) & 0xff;
 }
 
 function toBig(h: number, l: number): bigint {
@@ -256,30 +280,31 @@ function seedCtx(seed: bigint): SeedCtx {
 }
 
 // ---------------------------------------------------------------------------------------
-// General short path (0..240 bytes) over a byte array.
+// Short path (0..240 bytes) over little-endian u32 words: w holds the input bytes from
+// byte offset `off` (token blocks are always word-aligned; general inputs are copied).
 
-/** mix16B(b[i..i+16), keys at secret offset o); result in rH/rL. */
-function mix16(b: Uint8Array, i: number, keys: Int32Array, o: number): void {
+/** mix16B(bytes i..i+16, keys at secret offset o); result in rH/rL. */
+function mix16(w: Int32Array, i: number, keys: Int32Array, o: number): void {
   const k = 4 * o;
-  mul128Fold(rd32(b, i + 4) ^ keys[k]!, rd32(b, i) ^ keys[k + 1]!, rd32(b, i + 12) ^ keys[k + 2]!, rd32(b, i + 8) ^ keys[k + 3]!);
+  mul128Fold(wd(w, i + 4) ^ keys[k]!, wd(w, i) ^ keys[k + 1]!, wd(w, i + 12) ^ keys[k + 2]!, wd(w, i + 8) ^ keys[k + 3]!);
 }
 
-/** Hash b[off .. off+len) with len <= 240; result in rH/rL. */
-function hashShort(b: Uint8Array, off: number, len: number, ctx: SeedCtx): void {
+/** Hash bytes off .. off+len of w with len <= 240; result in rH/rL. */
+function hashShort(w: Int32Array, off: number, len: number, ctx: SeedCtx): void {
   if (len <= 16) {
     if (len > 8) {
       const f = ctx.bf916;
-      const inLoL = rd32(b, off) ^ f[1]!, inLoH = rd32(b, off + 4) ^ f[0]!;
-      const inHiL = rd32(b, off + len - 8) ^ f[3]!, inHiH = rd32(b, off + len - 4) ^ f[2]!;
+      const inLoL = wd(w, off) ^ f[1]!, inLoH = wd(w, off + 4) ^ f[0]!;
+      const inHiL = wd(w, off + len - 8) ^ f[3]!, inHiH = wd(w, off + len - 4) ^ f[2]!;
       mul128Fold(inLoH, inLoL, inHiH, inHiL);
       // len + swap64(inLo) + inHi + fold
       const sL = len + (bswap32(inLoH) >>> 0) + (inHiL >>> 0) + (rL >>> 0);
       avalanche((bswap32(inLoL) + inHiH + rH + Math.floor(sL * INV32)) | 0, sL | 0);
     } else if (len >= 4) {
       const f = ctx.bf48;
-      rrmxmx(rd32(b, off) ^ f[0]!, rd32(b, off + len - 4) ^ f[1]!, len);
+      rrmxmx(wd(w, off) ^ f[0]!, wd(w, off + len - 4) ^ f[1]!, len);
     } else if (len > 0) {
-      const c1 = b[off]!, c2 = b[off + (len >> 1)]!, c3 = b[off + len - 1]!;
+      const c1 = byteAt(w, off), c2 = byteAt(w, off + (len >> 1)), c3 = byteAt(w, off + len - 1);
       const combined = (c1 << 16) | (c2 << 24) | c3 | (len << 8);
       avalanche64(ctx.bf13[0]!, combined ^ ctx.bf13[1]!);
     } else {
@@ -296,35 +321,35 @@ function hashShort(b: Uint8Array, off: number, len: number, ctx: SeedCtx): void 
     if (len > 32) {
       if (len > 64) {
         if (len > 96) {
-          mix16(b, off + 48, keys, 96); sH = (sH + rH) | 0; sL += rL >>> 0;
-          mix16(b, off + len - 64, keys, 112); sH = (sH + rH) | 0; sL += rL >>> 0;
+          mix16(w, off + 48, keys, 96); sH = (sH + rH) | 0; sL += rL >>> 0;
+          mix16(w, off + len - 64, keys, 112); sH = (sH + rH) | 0; sL += rL >>> 0;
         }
-        mix16(b, off + 32, keys, 64); sH = (sH + rH) | 0; sL += rL >>> 0;
-        mix16(b, off + len - 48, keys, 80); sH = (sH + rH) | 0; sL += rL >>> 0;
+        mix16(w, off + 32, keys, 64); sH = (sH + rH) | 0; sL += rL >>> 0;
+        mix16(w, off + len - 48, keys, 80); sH = (sH + rH) | 0; sL += rL >>> 0;
       }
-      mix16(b, off + 16, keys, 32); sH = (sH + rH) | 0; sL += rL >>> 0;
-      mix16(b, off + len - 32, keys, 48); sH = (sH + rH) | 0; sL += rL >>> 0;
+      mix16(w, off + 16, keys, 32); sH = (sH + rH) | 0; sL += rL >>> 0;
+      mix16(w, off + len - 32, keys, 48); sH = (sH + rH) | 0; sL += rL >>> 0;
     }
-    mix16(b, off, keys, 0); sH = (sH + rH) | 0; sL += rL >>> 0;
-    mix16(b, off + len - 16, keys, 16); sH = (sH + rH) | 0; sL += rL >>> 0;
+    mix16(w, off, keys, 0); sH = (sH + rH) | 0; sL += rL >>> 0;
+    mix16(w, off + len - 16, keys, 16); sH = (sH + rH) | 0; sL += rL >>> 0;
     avalanche((sH + Math.floor(sL * INV32)) | 0, sL | 0);
     return;
   }
   // 129..240: eight rounds, avalanche, then the remaining rounds and the last 16 bytes.
   for (let i = 0; i < 8; i++) {
-    mix16(b, off + 16 * i, keys, 16 * i);
+    mix16(w, off + 16 * i, keys, 16 * i);
     sH = (sH + rH) | 0;
     sL += rL >>> 0;
   }
   avalanche((sH + Math.floor(sL * INV32)) | 0, sL | 0);
   sH = rH;
   sL = rL >>> 0;
-  mix16(b, off + len - 16, keys, 136 - 17);
+  mix16(w, off + len - 16, keys, 136 - 17);
   sH = (sH + rH) | 0;
   sL += rL >>> 0;
   const nbRounds = len >> 4;
   for (let i = 8; i < nbRounds; i++) {
-    mix16(b, off + 16 * i, keys, 16 * (i - 8) + 3);
+    mix16(w, off + 16 * i, keys, 16 * (i - 8) + 3);
     sH = (sH + rH) | 0;
     sL += rL >>> 0;
   }
@@ -336,51 +361,168 @@ function hashShort(b: Uint8Array, off: number, len: number, ctx: SeedCtx): void 
 // input; the last stripe (bytes len-64..len) is read from lastW[lastBase ..] because it
 // need not be word-aligned for general inputs.
 
-const acc = new Int32Array(16); // [hi, lo] per lane
+const acc = new Int32Array(16); // [hi, lo] per lane, handed to mergeAccs
 
-/** One 64-byte stripe: w[p..p+16) against keys[k..k+16). */
-function accumulate512(w: Int32Array, p: number, keys: Int32Array, k: number): void {
-  for (let i = 0; i < 8; i++) {
-    const dvL = w[p + 2 * i]!;
-    const dvH = w[p + 2 * i + 1]!;
-    const dkL = dvL ^ keys[k + 2 * i]!;
-    const dkH = dvH ^ keys[k + 2 * i + 1]!;
-    // acc[i ^ 1] += dv
-    const j = 2 * (i ^ 1);
-    let l = (acc[j + 1]! + dvL) | 0;
-    acc[j] = (acc[j]! + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
-    acc[j + 1] = l;
-    // acc[i] += lo32(dk) * hi32(dk)
-    const pL = Math.imul(dkL, dkH);
-    const pH = ((dkL >>> 0) * ((dkH >>> 0) * INV32) - (pL >>> 0) * INV32 + 0.5) | 0;
-    l = (acc[2 * i + 1]! + pL) | 0;
-    acc[2 * i] = (acc[2 * i]! + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
-    acc[2 * i + 1] = l;
-  }
-}
-
-/** XXH3_scrambleAcc with keys[k..k+16): acc = (acc ^ acc >> 47 ^ key) * PRIME32_1. */
-function scramble(keys: Int32Array, k: number): void {
-  for (let i = 0; i < 8; i++) {
-    const h = acc[2 * i]!;
-    mul32(acc[2 * i + 1]! ^ (h >>> 15) ^ keys[k + 2 * i]!, P32_1);
-    acc[2 * i] = (rH + Math.imul(h ^ keys[k + 2 * i + 1]!, P32_1)) | 0;
-    acc[2 * i + 1] = rL;
-  }
-}
-
+/**
+ * XXH3_hashLong_64b: stripes of 64 bytes accumulate into 8 lanes (acc[i ^ 1] += data,
+ * acc[i] += lo32(data ^ key) * hi32(data ^ key)); every 16 stripes (1024 bytes) the lanes
+ * are scrambled. The lanes live in local variables (unrolled by hand: this is the hot loop
+ * of large block sizes).
+ */
 function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Array, lastBase: number, ctx: SeedCtx): void {
-  acc.set(INIT_ACC);
   const keys = ctx.longKeys;
+  let a0h = INIT_ACC[0]!, a0l = INIT_ACC[1]!, a1h = INIT_ACC[2]!, a1l = INIT_ACC[3]!, a2h = INIT_ACC[4]!, a2l = INIT_ACC[5]!, a3h = INIT_ACC[6]!, a3l = INIT_ACC[7]!;
+  let a4h = INIT_ACC[8]!, a4l = INIT_ACC[9]!, a5h = INIT_ACC[10]!, a5l = INIT_ACC[11]!, a6h = INIT_ACC[12]!, a6l = INIT_ACC[13]!, a7h = INIT_ACC[14]!, a7l = INIT_ACC[15]!;
   const nbBlocks = Math.floor((len - 1) / 1024);
-  let p = base;
-  for (let n = 0; n < nbBlocks; n++) {
-    for (let s = 0; s < 16; s++, p += 16) accumulate512(w, p, keys, 2 * s);
-    scramble(keys, 32);
-  }
   const nbStripes = Math.floor((len - 1 - 1024 * nbBlocks) / 64);
-  for (let s = 0; s < nbStripes; s++, p += 16) accumulate512(w, p, keys, 2 * s);
-  accumulate512(lastW, lastBase, ctx.lastKeys, 0);
+  let p = base;
+  for (let n = 0; n <= nbBlocks; n++) {
+    const full = n < nbBlocks;
+    // The final round also takes the last stripe (bytes len-64..len, secret + 121).
+    const stripes = full ? 16 : nbStripes + 1;
+    for (let s = 0; s < stripes; s++) {
+      let src = w, q = p, key = keys, k = 2 * s;
+      if (!full && s === nbStripes) {
+        src = lastW;
+        q = lastBase;
+        key = ctx.lastKeys;
+        k = 0;
+      } else {
+        p += 16;
+      }
+      {
+        const dvL = src[q + 0]!, dvH = src[q + 1]!;
+        const dkL = dvL ^ key[k + 0]!, dkH = dvH ^ key[k + 1]!;
+        let l = (a1l + dvL) | 0;
+        a1h = (a1h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
+        a1l = l;
+        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
+        l = (a0l + pL) | 0;
+        a0h = (a0h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
+        a0l = l;
+      }
+      {
+        const dvL = src[q + 2]!, dvH = src[q + 3]!;
+        const dkL = dvL ^ key[k + 2]!, dkH = dvH ^ key[k + 3]!;
+        let l = (a0l + dvL) | 0;
+        a0h = (a0h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
+        a0l = l;
+        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
+        l = (a1l + pL) | 0;
+        a1h = (a1h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
+        a1l = l;
+      }
+      {
+        const dvL = src[q + 4]!, dvH = src[q + 5]!;
+        const dkL = dvL ^ key[k + 4]!, dkH = dvH ^ key[k + 5]!;
+        let l = (a3l + dvL) | 0;
+        a3h = (a3h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
+        a3l = l;
+        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
+        l = (a2l + pL) | 0;
+        a2h = (a2h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
+        a2l = l;
+      }
+      {
+        const dvL = src[q + 6]!, dvH = src[q + 7]!;
+        const dkL = dvL ^ key[k + 6]!, dkH = dvH ^ key[k + 7]!;
+        let l = (a2l + dvL) | 0;
+        a2h = (a2h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
+        a2l = l;
+        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
+        l = (a3l + pL) | 0;
+        a3h = (a3h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
+        a3l = l;
+      }
+      {
+        const dvL = src[q + 8]!, dvH = src[q + 9]!;
+        const dkL = dvL ^ key[k + 8]!, dkH = dvH ^ key[k + 9]!;
+        let l = (a5l + dvL) | 0;
+        a5h = (a5h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
+        a5l = l;
+        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
+        l = (a4l + pL) | 0;
+        a4h = (a4h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
+        a4l = l;
+      }
+      {
+        const dvL = src[q + 10]!, dvH = src[q + 11]!;
+        const dkL = dvL ^ key[k + 10]!, dkH = dvH ^ key[k + 11]!;
+        let l = (a4l + dvL) | 0;
+        a4h = (a4h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
+        a4l = l;
+        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
+        l = (a5l + pL) | 0;
+        a5h = (a5h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
+        a5l = l;
+      }
+      {
+        const dvL = src[q + 12]!, dvH = src[q + 13]!;
+        const dkL = dvL ^ key[k + 12]!, dkH = dvH ^ key[k + 13]!;
+        let l = (a7l + dvL) | 0;
+        a7h = (a7h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
+        a7l = l;
+        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
+        l = (a6l + pL) | 0;
+        a6h = (a6h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
+        a6l = l;
+      }
+      {
+        const dvL = src[q + 14]!, dvH = src[q + 15]!;
+        const dkL = dvL ^ key[k + 14]!, dkH = dvH ^ key[k + 15]!;
+        let l = (a6l + dvL) | 0;
+        a6h = (a6h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
+        a6l = l;
+        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
+        l = (a7l + pL) | 0;
+        a7h = (a7h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
+        a7l = l;
+      }
+    }
+    if (full) {
+      // XXH3_scrambleAcc: acc = (acc ^ acc >> 47 ^ key) * PRIME32_1, key = secret + 128.
+      mul32(a0l ^ (a0h >>> 15) ^ keys[32]!, P32_1);
+      a0h = (rH + Math.imul(a0h ^ keys[33]!, P32_1)) | 0;
+      a0l = rL;
+      mul32(a1l ^ (a1h >>> 15) ^ keys[34]!, P32_1);
+      a1h = (rH + Math.imul(a1h ^ keys[35]!, P32_1)) | 0;
+      a1l = rL;
+      mul32(a2l ^ (a2h >>> 15) ^ keys[36]!, P32_1);
+      a2h = (rH + Math.imul(a2h ^ keys[37]!, P32_1)) | 0;
+      a2l = rL;
+      mul32(a3l ^ (a3h >>> 15) ^ keys[38]!, P32_1);
+      a3h = (rH + Math.imul(a3h ^ keys[39]!, P32_1)) | 0;
+      a3l = rL;
+      mul32(a4l ^ (a4h >>> 15) ^ keys[40]!, P32_1);
+      a4h = (rH + Math.imul(a4h ^ keys[41]!, P32_1)) | 0;
+      a4l = rL;
+      mul32(a5l ^ (a5h >>> 15) ^ keys[42]!, P32_1);
+      a5h = (rH + Math.imul(a5h ^ keys[43]!, P32_1)) | 0;
+      a5l = rL;
+      mul32(a6l ^ (a6h >>> 15) ^ keys[44]!, P32_1);
+      a6h = (rH + Math.imul(a6h ^ keys[45]!, P32_1)) | 0;
+      a6l = rL;
+      mul32(a7l ^ (a7h >>> 15) ^ keys[46]!, P32_1);
+      a7h = (rH + Math.imul(a7h ^ keys[47]!, P32_1)) | 0;
+      a7l = rL;
+    }
+  }
+  acc[0] = a0h;
+  acc[1] = a0l;
+  acc[2] = a1h;
+  acc[3] = a1l;
+  acc[4] = a2h;
+  acc[5] = a2l;
+  acc[6] = a3h;
+  acc[7] = a3l;
+  acc[8] = a4h;
+  acc[9] = a4l;
+  acc[10] = a5h;
+  acc[11] = a5l;
+  acc[12] = a6h;
+  acc[13] = a6l;
+  acc[14] = a7h;
+  acc[15] = a7l;
   mergeAccs(len, ctx.mergeKeys);
 }
 
@@ -407,23 +549,40 @@ export function xxh3_64(data: Uint8Array, seed: bigint = 0n): bigint {
   return toBig(rH, rL);
 }
 
+/** General input: word-aligned LE view when possible, else a copy into scratch words. */
 function hashBytes(data: Uint8Array, ctx: SeedCtx): void {
   const len = data.length;
-  if (len <= 240) {
-    hashShort(data, 0, len, ctx);
-    return;
-  }
-  const nw = len >>> 2;
+  const nw = (len + 3) >>> 2;
   let w: Int32Array;
-  if (LE && (data.byteOffset & 3) === 0) {
+  if (LE && (data.byteOffset & 3) === 0 && (len & 3) === 0) {
     w = new Int32Array(data.buffer, data.byteOffset, nw);
   } else {
-    if (wordScratch.length < nw) wordScratch = new Int32Array(nw);
+    if (wordScratch.length < nw + 1) wordScratch = new Int32Array(nw + 1);
     w = wordScratch;
-    for (let i = 0; i < nw; i++) w[i] = rd32(data, 4 * i);
+    const full = len >>> 2;
+    for (let i = 0; i < full; i++) w[i] = rd32(data, 4 * i);
+    let tail = 0;
+    for (let i = len - 1; i >= 4 * full; i--) tail = (tail << 8) | data[i]!;
+    w[full] = tail;
   }
-  for (let i = 0; i < 16; i++) lastScratch[i] = rd32(data, len - 64 + 4 * i);
-  hashLongWords(w, 0, len, lastScratch, 0, ctx);
+  hashWords(w, 0, len, ctx);
+}
+
+/** Hash bytes off .. off+len of the LE word array w (off word-aligned); result in rH/rL. */
+function hashWords(w: Int32Array, off: number, len: number, ctx: SeedCtx): void {
+  if (len <= 240) {
+    hashShort(w, off, len, ctx);
+    return;
+  }
+  const base = off >> 2;
+  let lastBase = base + ((len - 64) >> 2);
+  let lastW = w;
+  if ((len & 3) !== 0) {
+    for (let i = 0; i < 16; i++) lastScratch[i] = wd(w, off + len - 64 + 4 * i);
+    lastW = lastScratch;
+    lastBase = 0;
+  }
+  hashLongWords(w, base, len, lastW, lastBase, ctx);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -493,28 +652,13 @@ export const portableBatchHasher: BatchBlockHasher = (tokens, blockSize, seed) =
     }
     return out;
   }
-  const bytes = tokenBytes(tokens, n * blockSize);
   for (let j = 0; j < n; j++) {
-    hashShort(bytes, j * len, len, ctx);
+    hashShort(w, j * len, len, ctx);
     out32[2 * j + LO] = rL;
     out32[2 * j + HI] = rH;
   }
   return out;
 };
-
-/** The tokens as LE bytes: a view on LE hosts, a copy otherwise. */
-function tokenBytes(tokens: Uint32Array, count: number): Uint8Array {
-  if (LE) return new Uint8Array(tokens.buffer, tokens.byteOffset, 4 * count);
-  const b = new Uint8Array(4 * count);
-  for (let i = 0; i < count; i++) {
-    const t = tokens[i]!;
-    b[4 * i] = t;
-    b[4 * i + 1] = t >>> 8;
-    b[4 * i + 2] = t >>> 16;
-    b[4 * i + 3] = t >>> 24;
-  }
-  return b;
-}
 
 /**
  * Block size 16: 64 bytes, the 17–128 class with four mix16B rounds. Input offsets
@@ -588,11 +732,13 @@ function hashBlocksWithMm(
     const objs = mm[i]?.mmObjects;
     if (objs === undefined || objs.length === 0) continue;
     const hashes = BigUint64Array.from(objs, (o) => BigInt.asUintN(64, o.mmHash)).sort();
-    const bytes = new Uint8Array(4 * blockSize + 8 * hashes.length);
-    bytes.set(tokenBytes(tokens.subarray(i * blockSize, (i + 1) * blockSize), blockSize));
-    const dv = new DataView(bytes.buffer);
-    for (let h = 0; h < hashes.length; h++) dv.setBigUint64(4 * blockSize + 8 * h, hashes[h]!, true);
-    hashBytes(bytes, ctx);
+    const words = new Int32Array(blockSize + 2 * hashes.length);
+    words.set(tokens.subarray(i * blockSize, (i + 1) * blockSize));
+    for (let h = 0; h < hashes.length; h++) {
+      words[blockSize + 2 * h] = Number(hashes[h]! & 0xffffffffn);
+      words[blockSize + 2 * h + 1] = Number(hashes[h]! >> 32n);
+    }
+    hashWords(words, 0, 4 * words.length, ctx);
     out[i] = toBig(rH, rL);
   }
   return out;
