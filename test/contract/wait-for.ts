@@ -2,7 +2,7 @@
 export async function waitFor(
   condition: () => boolean | Promise<boolean>,
   what: string,
-  { timeoutMs = 5_000, everyMs = 5 }: { timeoutMs?: number; everyMs?: number } = {},
+  { timeoutMs = 3_000, everyMs = 5 }: { timeoutMs?: number; everyMs?: number } = {},
 ): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
