@@ -1,0 +1,87 @@
+/**
+ * Real processes for integration tests: `bun src/main.ts <command> …` started from this
+ * checkout, its first stdout JSON line read as its address, stdout/stderr kept for failure
+ * messages, and every process stopped by PID. Also: a free port, and polling with a deadline.
+ */
+import type { Subprocess } from "bun";
+import { join } from "node:path";
+
+export const ROOT = join(import.meta.dir, "..", "..");
+export const MAIN = join(ROOT, "src", "main.ts");
+
+/** A TCP port nobody listens on right now (the OS picks it). */
+export function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
+/** Poll `cond` until it returns a truthy value or the deadline passes. */
+export async function until<T>(cond: () => T | Promise<T>, what: string | (() => string), deadlineMs = 10_000): Promise<NonNullable<T>> {
+  const end = performance.now() + deadlineMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await cond();
+      if (v) return v as NonNullable<T>;
+    } catch (e) {
+      last = e;
+    }
+    if (performance.now() > end) {
+      const label = typeof what === "string" ? what : what();
+      throw new Error(`timed out after ${deadlineMs} ms waiting for ${label}${last ? ` (last error: ${String(last)})` : ""}`);
+    }
+    await Bun.sleep(10);
+  }
+}
+
+export interface Proc {
+  readonly proc: Subprocess<"ignore", "pipe", "pipe">;
+  readonly pid: number;
+  /** The first JSON line the process printed on stdout. */
+  readonly info: Record<string, unknown>;
+  /** Everything it wrote so far (for failure messages). */
+  output(): string;
+  /** SIGTERM, then SIGKILL after a deadline; resolves when it exited. */
+  stop(): Promise<void>;
+}
+
+async function drain(stream: ReadableStream<Uint8Array>, sink: (s: string) => void): Promise<void> {
+  const dec = new TextDecoder();
+  for await (const chunk of stream) sink(dec.decode(chunk, { stream: true }));
+}
+
+/** Start `bun src/main.ts ...args` and wait for its JSON address line. */
+export async function startMain(args: readonly string[], deadlineMs = 15_000): Promise<Proc> {
+  const proc = Bun.spawn({ cmd: [process.execPath, MAIN, ...args], cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  let out = "";
+  let err = "";
+  void drain(proc.stdout, (s) => (out += s)).catch(() => {});
+  void drain(proc.stderr, (s) => (err += s)).catch(() => {});
+  const output = () => `--- stdout\n${out}\n--- stderr\n${err}`;
+  const stop = async () => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    proc.kill("SIGTERM");
+    const killed = await Promise.race([proc.exited.then(() => true), Bun.sleep(3_000).then(() => false)]);
+    if (!killed) {
+      proc.kill("SIGKILL");
+      await proc.exited;
+    }
+  };
+  const end = performance.now() + deadlineMs;
+  for (;;) {
+    const line = out.split("\n").find((l) => l.startsWith("{") && l.endsWith("}"));
+    if (line !== undefined) return { proc, pid: proc.pid, info: JSON.parse(line) as Record<string, unknown>, output, stop };
+    if (proc.exitCode !== null || performance.now() > end) {
+      await stop();
+      throw new Error(`${args[0]} did not print its address (exit code ${proc.exitCode})\n${output()}`);
+    }
+    await Bun.sleep(10);
+  }
+}
+
+/** Stop every process (in parallel); never throws. */
+export async function stopAll(procs: readonly (Proc | undefined)[]): Promise<void> {
+  await Promise.all(procs.map((p) => p?.stop().catch(() => {})));
+}
