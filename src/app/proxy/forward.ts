@@ -127,7 +127,7 @@ function respond(
     [HEADER_OVERLAP]: String(decision.overlapBlocks),
   });
   const init = { status: res.status, statusText: res.statusText, headers };
-  if (!reader || !first || first.done) {
+  if (!reader || !first || first.done || first.value === undefined) {
     lease.free();
     d.metrics.requests.inc([workerLabel, String(res.status)]);
     return new Response(null, init);

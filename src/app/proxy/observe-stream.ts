@@ -10,7 +10,7 @@ export type StreamEnd = "done" | "error" | "cancelled";
 
 /** The part of a stream reader this module uses (structural, so any runtime's reader fits). */
 export interface ChunkReader {
-  read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }>;
+  read(): Promise<{ done: boolean; value?: Uint8Array | undefined }>;
   cancel(reason?: unknown): Promise<void>;
 }
 
@@ -59,7 +59,7 @@ export function observeStream(
           controller.error(e);
           return;
         }
-        if (r.done) {
+        if (r.done || r.value === undefined) {
           if (counter.finish() > 0) hooks.onTokens?.(counter.events);
           end("done");
           controller.close();
