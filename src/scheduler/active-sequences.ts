@@ -42,6 +42,8 @@ export class ActiveSequences {
   readonly #requests = new Map<string, RequestState>();
   /** Requests whose prefill load is still booked, in admission order (Map keeps it). */
   readonly #prefilling = new Map<string, RequestState>();
+  /** The oldest entry of #prefilling (the one that decays), cached: activeTokens is hot. */
+  #front: RequestState | undefined;
   #prefillSum = 0;
   #lastExpiryCheck: number | undefined;
 
@@ -95,6 +97,7 @@ export class ActiveSequences {
     this.#requests.set(req.requestId, state);
     if (state.prefillTokens > 0) {
       this.#prefilling.set(req.requestId, state);
+      this.#front ??= state;
       this.#prefillSum += state.prefillTokens;
     }
     return expired;
@@ -106,6 +109,7 @@ export class ActiveSequences {
     if (!state) return;
     this.#prefilling.delete(requestId);
     this.#prefillSum -= state.prefillTokens;
+    if (state === this.#front) this.#front = this.#prefilling.values().next().value;
   }
 
   /** Release everything the request holds. Returns whether it was active. */
@@ -166,8 +170,8 @@ export class ActiveSequences {
    * sum − full₀ + ceil(full₀ · clamp(1 − elapsed₀/expected₀, 0, 1)).
    */
   activeTokens(now: number): number {
-    if (this.#prefilling.size === 0) return 0;
-    const front = this.#prefilling.values().next().value as RequestState;
+    const front = this.#front;
+    if (front === undefined) return 0;
     const full = front.prefillTokens;
     const expected = front.expectedPrefillMs;
     let remaining = full;

@@ -2,35 +2,60 @@
  * Reference-counted active blocks for every (worker, dp_rank) slot at once (spec §4.5
  * `unique_blocks` + `fractional_blocks`), in typed arrays.
  *
- * One table maps a sequence hash to a short doubly linked list of holder nodes, one node
- * per slot that holds the block, carrying that slot's refcount (how many of its requests
- * hold the block) and its optional fraction. Keeping all slots in one table is what makes
- * `countHeld` cheap: one probe per request block finds every slot holding it, instead of
- * one probe per block per slot (64 workers × 512 blocks).
+ * - An *entry* is one distinct sequence hash held by at least one slot. It carries a bitset
+ *   of the slots holding it, and its hash-table bucket carries a summary of that set:
+ *   the slot itself when one slot holds it, else −(number of holders).
+ * - A *holding* is one (entry, slot) pair: that slot's refcount (how many of its requests
+ *   hold the block) and optional fraction. Most blocks have one holder, so the first
+ *   holding lives inside the entry (handle ~entry, negative); further holders get a node
+ *   found through a second table keyed by (entry, slot) (handle = node id ≥ 0). That keeps
+ *   booking a prompt at about two random memory accesses per block.
+ *
+ * `countHeld` is the hot path (once per scheduling decision): one probe per request block
+ * finds every slot holding it through the bitset, and consecutive blocks with the same
+ * holder set (a shared system prompt, a conversation prefix: prefixes are held together)
+ * are counted as one run, so a prefix cached on all 64 workers costs 64 compares, not 4096
+ * increments; the bucket summary settles most compares without touching the bitsets.
+ * The result is exact for any input.
  */
 import { Hash64Table } from "./hash64-table.ts";
 
 const NONE = -1;
 
 export class BlockRefs {
-  readonly #heads = new Hash64Table(1024);
-  // Node pool (struct of arrays); free nodes are chained through #next.
-  #slot = new Int32Array(1024);
-  #ref = new Int32Array(1024);
-  #frac = new Float64Array(1024);
-  #prev = new Int32Array(1024);
-  #next = new Int32Array(1024);
-  #lo = new Uint32Array(1024);
-  #hi = new Uint32Array(1024);
+  /** (hash lo, hash hi) → entry; aux = holder summary (slot if one holder, else −holders). */
+  readonly #entryOf = new Hash64Table(1024);
+  /** (entry, slot) → node, for holders other than the entry's own. */
+  readonly #nodeOf = new Hash64Table(1024);
+  // Entries (struct of arrays); free entries are chained through #entHolders.
+  #entLo = new Uint32Array(1024);
+  #entHi = new Uint32Array(1024);
+  /** Slots holding the entry; doubles as the free-list link of a free entry. */
+  #entHolders = new Int32Array(1024);
+  /** `#words` u32 per entry: bit s = slot s holds it. */
+  #entBits = new Uint32Array(1024);
+  #words = 1;
+  /** The entry's own holding: its slot (NONE = vacant), refcount, fraction (NaN = none). */
+  #entSlot = new Int32Array(1024);
+  #entRef = new Int32Array(1024);
+  #entFrac = new Float64Array(1024);
+  #freeEntry = NONE;
+  #entHigh = 0;
+  #entries = 0;
+  // Nodes; free nodes are chained through #nodeRef.
+  #nodeEntry = new Int32Array(1024);
+  #nodeSlot = new Int32Array(1024);
+  #nodeRef = new Int32Array(1024);
+  #nodeFrac = new Float64Array(1024);
   #freeNode = NONE;
-  #used = 0;
-  #highWater = 0;
+  #nodeHigh = 0;
+  #holdings = 0;
   // Per slot: distinct blocks held, Σ(1 − frac) over its fractional blocks, and how many
   // of its blocks are fractional (to reset the sum exactly when none are left).
-  #unique = new Int32Array(8);
-  #deficit = new Float64Array(8);
-  #fracCount = new Int32Array(8);
-  #slotInUse = new Uint8Array(8);
+  #unique = new Int32Array(32);
+  #deficit = new Float64Array(32);
+  #fracCount = new Int32Array(32);
+  #slotInUse = new Uint8Array(32);
 
   /** Reserve a slot index for a new (worker, dp_rank). */
   newSlot(): number {
@@ -52,68 +77,121 @@ export class BlockRefs {
     this.#slotInUse[slot] = 0;
   }
 
-  /** Upper bound (exclusive) of slot indices handed out so far: size for per-slot scratch arrays. */
+  /** Upper bound (exclusive) of slot indices: the size for per-slot scratch arrays. */
   get slotCapacity(): number {
     return this.#slotInUse.length;
   }
 
-  /** Touch a block for a slot: refcount + 1, creating it at 1. Returns the node to release later. */
+  /** Touch a block for a slot: refcount + 1, creating it at 1. Returns the handle to release later. */
   acquire(slot: number, lo: number, hi: number): number {
-    const head = this.#heads.get(lo, hi);
-    for (let n = head; n !== NONE; n = this.#next[n]!) {
-      if (this.#slot[n] === slot) {
-        this.#ref[n]!++;
+    const spare = this.#freeEntry !== NONE ? this.#freeEntry : this.#entHigh;
+    let pos = this.#entryOf.findOrInsert(lo, hi, spare);
+    let e: number;
+    let handle: number;
+    if (pos < 0) {
+      pos = ~pos;
+      e = this.#allocEntry(lo, hi);
+      handle = this.#takeEntryHolding(e, slot);
+    } else {
+      e = this.#entryOf.valueAt(pos);
+      if ((this.#entBits[e * this.#words + (slot >>> 5)]! & (1 << (slot & 31))) !== 0) {
+        // Already held by this slot: one more reference.
+        if (this.#entSlot[e] === slot) {
+          this.#entRef[e]!++;
+          return ~e;
+        }
+        const n = this.#nodeOf.get(e, slot);
+        this.#nodeRef[n]!++;
         return n;
       }
+      if (this.#entSlot[e] === NONE) handle = this.#takeEntryHolding(e, slot);
+      else {
+        const n = this.#allocNode();
+        this.#nodeEntry[n] = e;
+        this.#nodeSlot[n] = slot;
+        this.#nodeRef[n] = 1;
+        this.#nodeFrac[n] = NaN;
+        this.#nodeOf.set(e, slot, n);
+        handle = n;
+      }
     }
-    const n = this.#allocNode();
-    this.#slot[n] = slot;
-    this.#ref[n] = 1;
-    this.#frac[n] = NaN;
-    this.#lo[n] = lo;
-    this.#hi[n] = hi;
-    this.#prev[n] = NONE;
-    this.#next[n] = head;
-    if (head !== NONE) this.#prev[head] = n;
-    this.#heads.set(lo, hi, n);
+    const holders = ++this.#entHolders[e]!;
+    this.#entBits[e * this.#words + (slot >>> 5)]! |= 1 << (slot & 31);
+    this.#entryOf.setAuxAt(pos, holders === 1 ? slot : -holders);
     this.#unique[slot]!++;
-    return n;
+    this.#holdings++;
+    return handle;
+  }
+
+  #takeEntryHolding(e: number, slot: number): number {
+    this.#entSlot[e] = slot;
+    this.#entRef[e] = 1;
+    this.#entFrac[e] = NaN;
+    return ~e;
   }
 
   /** Refcount − 1; at 0 the slot no longer holds the block (and its fraction goes). */
-  release(node: number): void {
-    if (--this.#ref[node]! > 0) return;
-    const slot = this.#slot[node]!;
+  release(handle: number): void {
+    let e: number;
+    let slot: number;
+    if (handle < 0) {
+      e = ~handle;
+      if (--this.#entRef[e]! > 0) return;
+      slot = this.#entSlot[e]!;
+      this.#clearFraction(handle, slot);
+      this.#entSlot[e] = NONE;
+    } else {
+      if (--this.#nodeRef[handle]! > 0) return;
+      slot = this.#nodeSlot[handle]!;
+      e = this.#nodeEntry[handle]!;
+      this.#clearFraction(handle, slot);
+      this.#nodeOf.delete(e, slot);
+      this.#nodeRef[handle] = this.#freeNode;
+      this.#freeNode = handle;
+    }
     this.#unique[slot]!--;
-    this.#clearFraction(node, slot);
-    const prev = this.#prev[node]!;
-    const next = this.#next[node]!;
-    if (next !== NONE) this.#prev[next] = prev;
-    if (prev !== NONE) this.#next[prev] = next;
-    else if (next !== NONE) this.#heads.set(this.#lo[node]!, this.#hi[node]!, next);
-    else this.#heads.delete(this.#lo[node]!, this.#hi[node]!);
-    this.#next[node] = this.#freeNode;
-    this.#freeNode = node;
-    this.#used--;
+    this.#holdings--;
+    this.#entBits[e * this.#words + (slot >>> 5)]! &= ~(1 << (slot & 31));
+    const holders = --this.#entHolders[e]!;
+    if (holders === 0) {
+      this.#entryOf.delete(this.#entLo[e]!, this.#entHi[e]!);
+      this.#entHolders[e] = this.#freeEntry;
+      this.#freeEntry = e;
+      this.#entries--;
+      return;
+    }
+    const pos = this.#entryOf.find(this.#entLo[e]!, this.#entHi[e]!);
+    this.#entryOf.setAuxAt(pos, holders === 1 ? this.#onlyHolder(e) : -holders);
   }
 
-  refCount(node: number): number {
-    return this.#ref[node]!;
+  #onlyHolder(e: number): number {
+    const W = this.#words;
+    for (let w = 0; w < W; w++) {
+      const word = this.#entBits[e * W + w]!;
+      if (word !== 0) return (w << 5) + 31 - Math.clz32(word & -word);
+    }
+    return NONE;
+  }
+
+  refCount(handle: number): number {
+    return handle < 0 ? this.#entRef[~handle]! : this.#nodeRef[handle]!;
   }
 
   /** Count the block as `fraction` of a block in its slot's active total (spec §4.5). */
-  setFraction(node: number, fraction: number): void {
-    const slot = this.#slot[node]!;
-    this.#clearFraction(node, slot);
-    this.#frac[node] = fraction;
+  setFraction(handle: number, fraction: number): void {
+    const slot = handle < 0 ? this.#entSlot[~handle]! : this.#nodeSlot[handle]!;
+    this.#clearFraction(handle, slot);
+    if (handle < 0) this.#entFrac[~handle] = fraction;
+    else this.#nodeFrac[handle] = fraction;
     this.#deficit[slot]! += 1 - fraction;
     this.#fracCount[slot]!++;
   }
 
-  #clearFraction(node: number, slot: number): void {
-    const f = this.#frac[node]!;
+  #clearFraction(handle: number, slot: number): void {
+    const f = handle < 0 ? this.#entFrac[~handle]! : this.#nodeFrac[handle]!;
     if (Number.isNaN(f)) return;
-    this.#frac[node] = NaN;
+    if (handle < 0) this.#entFrac[~handle] = NaN;
+    else this.#nodeFrac[handle] = NaN;
     if (--this.#fracCount[slot]! === 0) this.#deficit[slot] = 0;
     else this.#deficit[slot]! -= 1 - f;
   }
@@ -130,8 +208,8 @@ export class BlockRefs {
 
   /** Whether the slot holds the block. */
   holds(slot: number, lo: number, hi: number): boolean {
-    for (let n = this.#heads.get(lo, hi); n !== NONE; n = this.#next[n]!) if (this.#slot[n] === slot) return true;
-    return false;
+    const e = this.#entryOf.get(lo, hi);
+    return e !== NONE && (this.#entBits[e * this.#words + (slot >>> 5)]! & (1 << (slot & 31))) !== 0;
   }
 
   /**
@@ -139,44 +217,112 @@ export class BlockRefs {
    * u32Halves) it already holds. Duplicates in the input count each time, as in Dynamo.
    */
   countHeld(halves: Uint32Array, count: number, out: Int32Array): void {
-    const heads = this.#heads;
-    const next = this.#next;
-    const slotOf = this.#slot;
+    const entryOf = this.#entryOf;
+    const bits = this.#entBits;
+    const W = this.#words;
+    let run = NONE; // entry whose holder set the current run shares; NONE = nobody holds
+    let runAux = 0;
+    let runLen = 0;
     for (let i = 0; i < count; i++) {
-      for (let n = heads.get(halves[2 * i]!, halves[2 * i + 1]!); n !== NONE; n = next[n]!) out[slotOf[n]!]!++;
+      const pos = entryOf.find(halves[2 * i]!, halves[2 * i + 1]!);
+      const e = pos === NONE ? NONE : entryOf.valueAt(pos);
+      if (e === run) {
+        runLen++;
+        continue;
+      }
+      const aux = pos === NONE ? 0 : entryOf.auxAt(pos);
+      if (e !== NONE && run !== NONE && aux === runAux) {
+        // Same single holder, or the same number of holders: compare the sets.
+        let same = true;
+        if (aux < 0) {
+          for (let w = 0; w < W; w++) {
+            if (bits[e * W + w] !== bits[run * W + w]) {
+              same = false;
+              break;
+            }
+          }
+        }
+        if (same) {
+          runLen++;
+          continue;
+        }
+      }
+      if (run !== NONE) this.#addRun(run, runAux, runLen, out);
+      run = e;
+      runAux = aux;
+      runLen = 1;
+    }
+    if (run !== NONE) this.#addRun(run, runAux, runLen, out);
+  }
+
+  #addRun(entry: number, aux: number, runLen: number, out: Int32Array): void {
+    if (aux >= 0) {
+      out[aux]! += runLen;
+      return;
+    }
+    const W = this.#words;
+    for (let w = 0; w < W; w++) {
+      let word = this.#entBits[entry * W + w]!;
+      while (word !== 0) {
+        const low = word & -word;
+        out[(w << 5) + 31 - Math.clz32(low)]! += runLen;
+        word ^= low;
+      }
     }
   }
 
-  /** Live nodes (one per (block, slot) pair): for tests and memory accounting. */
+  /** Live (block, slot) holdings: for tests and memory accounting. */
   get liveNodes(): number {
-    return this.#used;
+    return this.#holdings;
   }
 
   /** Distinct hashes held by any slot. */
   get distinctBlocks(): number {
-    return this.#heads.size;
+    return this.#entries;
+  }
+
+  #allocEntry(lo: number, hi: number): number {
+    this.#entries++;
+    let e = this.#freeEntry;
+    if (e !== NONE) this.#freeEntry = this.#entHolders[e]!;
+    else {
+      e = this.#entHigh++;
+      if (e >= this.#entLo.length) this.#growEntries(this.#entLo.length * 2);
+    }
+    this.#entLo[e] = lo;
+    this.#entHi[e] = hi;
+    this.#entHolders[e] = 0;
+    this.#entSlot[e] = NONE;
+    for (let w = e * this.#words, end = w + this.#words; w < end; w++) this.#entBits[w] = 0;
+    return e;
   }
 
   #allocNode(): number {
-    this.#used++;
-    if (this.#freeNode !== NONE) {
-      const n = this.#freeNode;
-      this.#freeNode = this.#next[n]!;
-      return n;
+    const free = this.#freeNode;
+    if (free !== NONE) {
+      this.#freeNode = this.#nodeRef[free]!;
+      return free;
     }
-    const n = this.#highWater++;
-    if (n >= this.#slot.length) this.#growNodes(this.#slot.length * 2);
+    const n = this.#nodeHigh++;
+    if (n >= this.#nodeSlot.length) this.#growNodes(this.#nodeSlot.length * 2);
     return n;
   }
 
+  #growEntries(cap: number): void {
+    this.#entLo = grow(this.#entLo, new Uint32Array(cap));
+    this.#entHi = grow(this.#entHi, new Uint32Array(cap));
+    this.#entHolders = grow(this.#entHolders, new Int32Array(cap));
+    this.#entBits = grow(this.#entBits, new Uint32Array(cap * this.#words));
+    this.#entSlot = grow(this.#entSlot, new Int32Array(cap));
+    this.#entRef = grow(this.#entRef, new Int32Array(cap));
+    this.#entFrac = grow(this.#entFrac, new Float64Array(cap));
+  }
+
   #growNodes(cap: number): void {
-    this.#slot = grow(this.#slot, new Int32Array(cap));
-    this.#ref = grow(this.#ref, new Int32Array(cap));
-    this.#frac = grow(this.#frac, new Float64Array(cap));
-    this.#prev = grow(this.#prev, new Int32Array(cap));
-    this.#next = grow(this.#next, new Int32Array(cap));
-    this.#lo = grow(this.#lo, new Uint32Array(cap));
-    this.#hi = grow(this.#hi, new Uint32Array(cap));
+    this.#nodeEntry = grow(this.#nodeEntry, new Int32Array(cap));
+    this.#nodeSlot = grow(this.#nodeSlot, new Int32Array(cap));
+    this.#nodeRef = grow(this.#nodeRef, new Int32Array(cap));
+    this.#nodeFrac = grow(this.#nodeFrac, new Float64Array(cap));
   }
 
   #growSlots(cap: number): void {
@@ -184,6 +330,16 @@ export class BlockRefs {
     this.#deficit = grow(this.#deficit, new Float64Array(cap));
     this.#fracCount = grow(this.#fracCount, new Int32Array(cap));
     this.#slotInUse = grow(this.#slotInUse, new Uint8Array(cap));
+    // Re-stride the holder bitsets to one bit per possible slot.
+    const words = Math.ceil(cap / 32);
+    if (words > this.#words) {
+      const old = this.#entBits;
+      const oldW = this.#words;
+      const bits = new Uint32Array(this.#entLo.length * words);
+      for (let e = 0; e < this.#entHigh; e++) for (let w = 0; w < oldW; w++) bits[e * words + w] = old[e * oldW + w]!;
+      this.#entBits = bits;
+      this.#words = words;
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { BlockRefs } from "../../../src/scheduler/block-refs.ts";
 import { u32Halves } from "../../../src/scheduler/hash64-table.ts";
-import { seq } from "./helpers.ts";
+import { seededRng, seq } from "./helpers.ts";
 
 describe("BlockRefs", () => {
   test("a block held twice by one slot counts once and goes at the last release", () => {
@@ -62,6 +62,33 @@ describe("BlockRefs", () => {
     r.release(again);
   });
 
+  test("holders come and go in any order; fractions stay with their own slot", () => {
+    const r = new BlockRefs();
+    const [a, b, c] = [r.newSlot(), r.newSlot(), r.newSlot()];
+    const ha = r.acquire(a, 9, 9); // first holder
+    const hb = r.acquire(b, 9, 9); // second holder
+    r.setFraction(hb, 0.25);
+    r.setFraction(ha, 0.5);
+    expect([r.activeBlocks(a), r.activeBlocks(b)]).toEqual([Math.round(0.5), Math.round(0.25)]);
+    r.release(ha); // the first holder leaves while the second stays
+    expect(r.holds(a, 9, 9)).toBe(false);
+    expect(r.activeBlocks(a)).toBe(0);
+    const hc = r.acquire(c, 9, 9); // a new holder takes the vacant place
+    expect(r.refCount(hc)).toBe(1);
+    expect(r.activeBlocks(c)).toBe(1); // no fraction inherited from a
+    expect(r.acquire(b, 9, 9)).toBe(hb);
+    expect(r.refCount(hb)).toBe(2);
+    const out = new Int32Array(r.slotCapacity);
+    r.countHeld(u32Halves(seq(9n + (9n << 32n))), 1, out);
+    expect([out[a], out[b], out[c]]).toEqual([0, 1, 1]);
+    r.release(hb);
+    r.release(hb);
+    r.release(hc);
+    expect(r.distinctBlocks).toBe(0);
+    expect(r.liveNodes).toBe(0);
+    expect([r.activeBlocks(a), r.activeBlocks(b), r.activeBlocks(c)]).toEqual([0, 0, 0]);
+  });
+
   test("a slot can be released only when empty, and its index is reused", () => {
     const r = new BlockRefs();
     const s = r.newSlot();
@@ -83,5 +110,27 @@ describe("BlockRefs", () => {
     for (const n of nodes) r.release(n);
     expect(r.liveNodes).toBe(0);
     expect(r.distinctBlocks).toBe(0);
+  });
+
+  test("countHeld equals a per-slot scan with 70 slots (multi-word bitsets), runs and releases (seed 99)", () => {
+    const rng = seededRng(99);
+    const r = new BlockRefs();
+    const early = Array.from({ length: 10 }, () => r.newSlot());
+    const held: number[][] = []; // live nodes, to release some
+    for (let round = 0; round < 300; round++) {
+      if (round === 100) for (let i = 0; i < 60; i++) early.push(r.newSlot()); // grow past 64 slots mid-run
+      const slot = early[Math.floor(rng() * early.length)]!;
+      // Prefix-shaped holdings: a shared head (0..7) and per-slot tails.
+      const len = 1 + Math.floor(rng() * 12);
+      const nodes: number[] = [];
+      for (let h = 0; h < len; h++) nodes.push(r.acquire(slot, h < 8 ? h : 100 + Math.floor(rng() * 40), 0));
+      held.push(nodes);
+      if (rng() < 0.3) for (const n of held.splice(Math.floor(rng() * held.length), 1)[0]!) r.release(n);
+      const query = Array.from({ length: 16 }, (_, i) => (i < 8 ? i : 100 + Math.floor(rng() * 40)));
+      const q = seq(...query);
+      const out = new Int32Array(r.slotCapacity);
+      r.countHeld(u32Halves(q), q.length, out);
+      for (const s of early) expect(out[s]).toBe(query.filter((h) => r.holds(s, h, 0)).length);
+    }
   });
 });
