@@ -31,6 +31,8 @@ export interface SchedulerConfig {
   readonly loadGuardMetric: LoadMetric;
   /** Cost per active request on a worker (queue-depth term); 0 = off (pure Dynamo). */
   readonly activeRequestWeight: number;
+  /** Share of a shared-pool hit (beyond a worker's own prefix) credited as cached (§4.4); 0 = off. */
+  readonly sharedCacheMultiplier: number;
 }
 
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
@@ -41,6 +43,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   loadGuardFactor: null,
   loadGuardMetric: "requests",
   activeRequestWeight: 0,
+  sharedCacheMultiplier: 0,
 };
 
 /** Engines that do not report max_num_batched_tokens are treated as having this many (never busy in practice). */
@@ -56,4 +59,8 @@ export function resolveOverlapWeight(config: SchedulerConfig, o: RouterConfigOve
 
 export function resolveTemperature(config: SchedulerConfig, o: RouterConfigOverride | undefined): number {
   return o?.temperature ?? config.temperature;
+}
+
+export function resolveSharedCacheMultiplier(config: SchedulerConfig, o: RouterConfigOverride | undefined): number {
+  return o?.sharedCacheMultiplier ?? config.sharedCacheMultiplier;
 }

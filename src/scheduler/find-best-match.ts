@@ -9,9 +9,10 @@ import { RouterError } from "../core/errors.ts";
 import type { WorkerId } from "../core/ids.ts";
 import type { OverlapScores } from "../core/overlap.ts";
 import { buildCandidates } from "./candidates.ts";
-import { resolveOverlapWeight, resolveTemperature, type SchedulerConfig } from "./config.ts";
+import { resolveOverlapWeight, resolveSharedCacheMultiplier, resolveTemperature, type SchedulerConfig } from "./config.ts";
 import type { LoadTracker } from "./load-tracker.ts";
 import { runPipeline } from "./pipeline.ts";
+import type { SharedCacheHits } from "./shared-cache.ts";
 import type { Endpoint, Pipeline, RouterConfigOverride, Rng, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
 
 export interface FindBestMatchInput {
@@ -38,6 +39,8 @@ export interface FindBestMatchInput {
   readonly loraName?: string;
   /** Expected prefill duration, booked with the request so its prefill load decays. */
   readonly expectedPrefillMs?: number;
+  /** Blocks an external shared KV pool holds for this prompt (§1.9). */
+  readonly sharedCacheHits?: SharedCacheHits;
 }
 
 export function findBestMatch(input: FindBestMatchInput): Selection {
@@ -55,12 +58,14 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     overrides: input.overrides,
     expectedOutputTokens: input.expectedOutputTokens,
     loraName: input.loraName,
+    sharedCacheHits: input.sharedCacheHits,
   };
   const ctx: SchedulingContext = {
     request,
     blockSize: config.blockSize,
     overlapScoreWeight: resolveOverlapWeight(config, input.overrides),
     temperature: resolveTemperature(config, input.overrides),
+    sharedCacheMultiplier: resolveSharedCacheMultiplier(config, input.overrides),
     now: input.now,
     rng: input.rng,
   };

@@ -7,7 +7,7 @@
  * PURE: `now` is milliseconds, passed in; the output-block rng is passed in.
  */
 import { RouterError } from "../core/errors.ts";
-import { keyOf, type WorkerId, type WorkerKey, type WorkerWithDpRank } from "../core/ids.ts";
+import { keyOf, parseWorkerKey, type WorkerId, type WorkerKey, type WorkerWithDpRank } from "../core/ids.ts";
 import type { OverlapScores } from "../core/overlap.ts";
 import { ActiveSequences } from "./active-sequences.ts";
 import { BlockRefs } from "./block-refs.ts";
@@ -81,17 +81,26 @@ export class LoadTracker {
 
   // ------------------------------------------------------------ membership
 
-  /** Track exactly these slots: new ones start empty, remaining ones keep their state, the rest are dropped with their requests. */
-  updateWorkers(targets: Iterable<WorkerWithDpRank>): void {
+  /**
+   * Track exactly these slots (given as workers or "worker:rank" keys): new ones start
+   * empty, remaining ones keep their state, the rest are dropped with their requests.
+   */
+  updateWorkers(targets: Iterable<WorkerWithDpRank | WorkerKey>): void {
     const wanted = new Map<WorkerKey, WorkerWithDpRank>();
-    for (const w of targets) wanted.set(keyOf(w), w);
+    for (const t of targets) {
+      const w = typeof t === "string" ? parseWorkerKey(t) : t;
+      wanted.set(keyOf(w), w);
+    }
     for (const key of [...this.#slots.keys()]) if (!wanted.has(key)) this.#dropSlot(key);
     for (const [key, w] of wanted) this.#ensure(key, w);
   }
 
   /** Track these slots too (external routing); never removes. */
-  addWorkers(targets: Iterable<WorkerWithDpRank>): void {
-    for (const w of targets) this.#ensure(keyOf(w), w);
+  addWorkers(targets: Iterable<WorkerWithDpRank | WorkerKey>): void {
+    for (const t of targets) {
+      const w = typeof t === "string" ? parseWorkerKey(t) : t;
+      this.#ensure(keyOf(w), w);
+    }
   }
 
   /** Drop every dp rank of a worker, freeing its requests. */

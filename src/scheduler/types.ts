@@ -6,6 +6,7 @@
 import type { RouterErrorCode } from "../core/errors.ts";
 import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
 import type { OverlapScores } from "../core/overlap.ts";
+import type { SharedCacheHits } from "./shared-cache.ts";
 
 /** Uniform in [0, 1). Injected so tests and benches are deterministic. */
 export type Rng = () => number;
@@ -25,6 +26,7 @@ export interface Endpoint {
 export interface RouterConfigOverride {
   readonly overlapScoreWeight?: number;
   readonly temperature?: number;
+  readonly sharedCacheMultiplier?: number;
 }
 
 /** What the scheduler is asked to place. Hashing and indexing happened before. */
@@ -42,6 +44,8 @@ export interface SchedulingRequest {
   readonly overrides?: RouterConfigOverride;
   readonly expectedOutputTokens?: number;
   readonly loraName?: string;
+  /** Blocks an external shared KV pool holds for this prompt (§1.9), when there is one. */
+  readonly sharedCacheHits?: SharedCacheHits;
 }
 
 /** Everything a plugin may read for one decision. Typed, not a bag. */
@@ -52,6 +56,8 @@ export interface SchedulingContext {
   readonly overlapScoreWeight: number;
   /** override ?? config, resolved once. */
   readonly temperature: number;
+  /** override ?? config, resolved once; 0 = shared-pool hits earn nothing. */
+  readonly sharedCacheMultiplier: number;
   readonly now: number;
   readonly rng: Rng;
 }

@@ -149,6 +149,16 @@ describe("findBestMatch", () => {
     expect(tracker.workerOf("r")).toEqual(worker(7));
   });
 
+  test("shared-pool hits credit workers that lack the prefix (multiplier from config or override)", () => {
+    const { run } = setup(undefined, { sharedCacheMultiplier: 1 });
+    const hits = { ranges: [[0, 4]] as [number, number][] };
+    // Worker 1 caches 2 of 4 blocks itself; the pool holds all 4, so with full credit both
+    // would prefill nothing and worker 2 (no tree) wins on equal cost by the tree-size rule.
+    const o = overlapsOf({ [K1]: 2 }, { [K1]: 50, [K2]: 0 });
+    expect(run({ overlaps: o, sharedCacheHits: hits }).worker).toEqual(worker(2));
+    expect(run({ overlaps: o, sharedCacheHits: hits, overrides: { sharedCacheMultiplier: 0 } }).worker).toEqual(worker(1));
+  });
+
   test("data-parallel ranks are separate candidates", () => {
     const eps = endpointsOf([{ workerId: 4n, dpStart: 0, dpSize: 2 }]);
     expect(eps.map((e) => e.key)).toEqual(["4:0", "4:1"]);

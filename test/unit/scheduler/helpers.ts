@@ -41,6 +41,7 @@ export function context(partial: Partial<SchedulingContext> = {}): SchedulingCon
     blockSize: 16,
     overlapScoreWeight: 1,
     temperature: 0,
+    sharedCacheMultiplier: 0,
     now: 0,
     rng: seededRng(1),
     ...partial,

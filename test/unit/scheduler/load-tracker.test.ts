@@ -140,6 +140,14 @@ describe("LoadTracker: membership", () => {
     expect(t.heldBlockRefs).toBe(1);
   });
 
+  test("workers can be given as keys", () => {
+    const t = tracker();
+    t.addRequest({ requestId: "a", worker: W1, seqHashes: seq(1), isl: 4, overlap: 0 }, 0);
+    t.updateWorkers(new Set([K1, "5:2"]));
+    expect(t.workers()).toEqual([W1, worker(5, 2)]);
+    expect(t.hasRequest("a")).toBe(true);
+  });
+
   test("removeWorker drops every dp rank of the worker with its requests", () => {
     const t = tracker([worker(1, 0), worker(1, 1), W2]);
     t.addRequest({ requestId: "a", worker: worker(1, 1), seqHashes: seq(1), isl: 4, overlap: 0, loraName: "x" }, 0);
