@@ -3,10 +3,10 @@
  *
  * The router hashes every request (8k–128k tokens), so the hot paths avoid BigInt. A u64 is
  * a pair of int32 halves (hi, lo); 32x32->64 products take the low word from Math.imul and
- * the high word from a double-precision product (or 16-bit partial products in the long
- * loop). BigInt appears only at the API boundary: results are written as lo/hi halves into
- * a BigUint64Array's buffer. Token blocks are hashed straight from the token array (token
- * i is bytes 4i..4i+3, little-endian), so no byte array is built. Block size 16 (64 bytes,
+ * the high word from a double-precision product. BigInt appears only at the API boundary:
+ * results are written as lo/hi halves into a BigUint64Array's buffer. Token blocks are
+ * hashed straight from the token array (token i is bytes 4i..4i+3, little-endian), so no
+ * byte array is built. Block size 16 (64 bytes,
  * the 17–128 class) has its own loop and the long class (> 240 bytes, e.g. block size 512)
  * an unrolled one; every other length goes through general code that covers all XXH3
  * length classes. Everything that depends on the seed (the derived secret of the long
@@ -74,12 +74,19 @@ const SIGN = 1 << 31; // x ^ SIGN turns unsigned order into signed order (carry 
 let rH = 0;
 let rL = 0;
 
+/**
+ * High word of the unsigned 32x32 product of a and b, given lo = Math.imul(a, b).
+ * a * (b / 2^32) is the exact product / 2^32 to within 2^-21, so after removing the low
+ * word the high word is the nearest integer: truncate (x + 0.5).
+ */
+function mulHi(a: number, b: number, lo: number): number {
+  return ((a >>> 0) * ((b >>> 0) * INV32) - (lo >>> 0) * INV32 + 0.5) | 0;
+}
+
 /** 32x32 -> 64 unsigned product. */
 function mul32(a: number, b: number): void {
   const lo = Math.imul(a, b);
-  // a * (b / 2^32) is the exact product / 2^32 to within 2^-21, so after removing the low
-  // word the high word is the nearest integer: truncate (x + 0.5).
-  rH = ((a >>> 0) * ((b >>> 0) * INV32) - (lo >>> 0) * INV32 + 0.5) | 0;
+  rH = mulHi(a, b, lo);
   rL = lo;
 }
 
@@ -87,14 +94,6 @@ function mul32(a: number, b: number): void {
 function mul64(aH: number, aL: number, bH: number, bL: number): void {
   mul32(aL, bL);
   rH = (rH + Math.imul(aL, bH) + Math.imul(aH, bL)) | 0;
-}
-
-/** High word of the unsigned 32x32 product from 16-bit partial products (int32 ops only). */
-function mulHi16(a: number, b: number): number {
-  const al = a & 0xffff, ah = a >>> 16, bl = b & 0xffff, bh = b >>> 16;
-  const p1 = Math.imul(al, bh), p2 = Math.imul(ah, bl);
-  const mid = (Math.imul(al, bl) >>> 16) + (p1 & 0xffff) + (p2 & 0xffff);
-  return (Math.imul(ah, bh) + (p1 >>> 16) + (p2 >>> 16) + (mid >>> 16)) | 0;
 }
 
 /** XXH3_mul128_fold64: low ^ high halves of the 128-bit product. */
@@ -371,14 +370,21 @@ const acc = new Int32Array(16); // [hi, lo] per lane, handed to mergeAccs
  */
 function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Array, lastBase: number, ctx: SeedCtx): void {
   const keys = ctx.longKeys;
-  let a0h = INIT_ACC[0]!, a0l = INIT_ACC[1]!, a1h = INIT_ACC[2]!, a1l = INIT_ACC[3]!, a2h = INIT_ACC[4]!, a2l = INIT_ACC[5]!, a3h = INIT_ACC[6]!, a3l = INIT_ACC[7]!;
-  let a4h = INIT_ACC[8]!, a4l = INIT_ACC[9]!, a5h = INIT_ACC[10]!, a5l = INIT_ACC[11]!, a6h = INIT_ACC[12]!, a6l = INIT_ACC[13]!, a7h = INIT_ACC[14]!, a7l = INIT_ACC[15]!;
+  // Lane v = a_h * 2^32 + a_l, with a_l a running sum of signed lo words (exact as a
+  // double) and the sign bits folded into a_h; normalized before scrambles and the merge.
+  let a0h = (INIT_ACC[0]! + (INIT_ACC[1]! >>> 31)) | 0, a0l = INIT_ACC[1]!;
+  let a1h = (INIT_ACC[2]! + (INIT_ACC[3]! >>> 31)) | 0, a1l = INIT_ACC[3]!;
+  let a2h = (INIT_ACC[4]! + (INIT_ACC[5]! >>> 31)) | 0, a2l = INIT_ACC[5]!;
+  let a3h = (INIT_ACC[6]! + (INIT_ACC[7]! >>> 31)) | 0, a3l = INIT_ACC[7]!;
+  let a4h = (INIT_ACC[8]! + (INIT_ACC[9]! >>> 31)) | 0, a4l = INIT_ACC[9]!;
+  let a5h = (INIT_ACC[10]! + (INIT_ACC[11]! >>> 31)) | 0, a5l = INIT_ACC[11]!;
+  let a6h = (INIT_ACC[12]! + (INIT_ACC[13]! >>> 31)) | 0, a6l = INIT_ACC[13]!;
+  let a7h = (INIT_ACC[14]! + (INIT_ACC[15]! >>> 31)) | 0, a7l = INIT_ACC[15]!;
   const nbBlocks = Math.floor((len - 1) / 1024);
   const nbStripes = Math.floor((len - 1 - 1024 * nbBlocks) / 64);
   let p = base;
   for (let n = 0; n <= nbBlocks; n++) {
     const full = n < nbBlocks;
-    // The final round also takes the last stripe (bytes len-64..len, secret + 121).
     const stripes = full ? 16 : nbStripes + 1;
     for (let s = 0; s < stripes; s++) {
       let src = w, q = p, key = keys, k = 2 * s;
@@ -393,135 +399,150 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
       {
         const dvL = src[q + 0]!, dvH = src[q + 1]!;
         const dkL = dvL ^ key[k + 0]!, dkH = dvH ^ key[k + 1]!;
-        let l = (a1l + dvL) | 0;
-        a1h = (a1h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
-        a1l = l;
-        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
-        l = (a0l + pL) | 0;
-        a0h = (a0h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
-        a0l = l;
+        a1h = (a1h + dvH + (dvL >>> 31)) | 0;
+        a1l += dvL;
+        const pL = Math.imul(dkL, dkH);
+        a0h = (a0h + mulHi(dkL, dkH, pL) + (pL >>> 31)) | 0;
+        a0l += pL;
       }
       {
         const dvL = src[q + 2]!, dvH = src[q + 3]!;
         const dkL = dvL ^ key[k + 2]!, dkH = dvH ^ key[k + 3]!;
-        let l = (a0l + dvL) | 0;
-        a0h = (a0h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
-        a0l = l;
-        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
-        l = (a1l + pL) | 0;
-        a1h = (a1h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
-        a1l = l;
+        a0h = (a0h + dvH + (dvL >>> 31)) | 0;
+        a0l += dvL;
+        const pL = Math.imul(dkL, dkH);
+        a1h = (a1h + mulHi(dkL, dkH, pL) + (pL >>> 31)) | 0;
+        a1l += pL;
       }
       {
         const dvL = src[q + 4]!, dvH = src[q + 5]!;
         const dkL = dvL ^ key[k + 4]!, dkH = dvH ^ key[k + 5]!;
-        let l = (a3l + dvL) | 0;
-        a3h = (a3h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
-        a3l = l;
-        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
-        l = (a2l + pL) | 0;
-        a2h = (a2h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
-        a2l = l;
+        a3h = (a3h + dvH + (dvL >>> 31)) | 0;
+        a3l += dvL;
+        const pL = Math.imul(dkL, dkH);
+        a2h = (a2h + mulHi(dkL, dkH, pL) + (pL >>> 31)) | 0;
+        a2l += pL;
       }
       {
         const dvL = src[q + 6]!, dvH = src[q + 7]!;
         const dkL = dvL ^ key[k + 6]!, dkH = dvH ^ key[k + 7]!;
-        let l = (a2l + dvL) | 0;
-        a2h = (a2h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
-        a2l = l;
-        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
-        l = (a3l + pL) | 0;
-        a3h = (a3h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
-        a3l = l;
+        a2h = (a2h + dvH + (dvL >>> 31)) | 0;
+        a2l += dvL;
+        const pL = Math.imul(dkL, dkH);
+        a3h = (a3h + mulHi(dkL, dkH, pL) + (pL >>> 31)) | 0;
+        a3l += pL;
       }
       {
         const dvL = src[q + 8]!, dvH = src[q + 9]!;
         const dkL = dvL ^ key[k + 8]!, dkH = dvH ^ key[k + 9]!;
-        let l = (a5l + dvL) | 0;
-        a5h = (a5h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
-        a5l = l;
-        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
-        l = (a4l + pL) | 0;
-        a4h = (a4h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
-        a4l = l;
+        a5h = (a5h + dvH + (dvL >>> 31)) | 0;
+        a5l += dvL;
+        const pL = Math.imul(dkL, dkH);
+        a4h = (a4h + mulHi(dkL, dkH, pL) + (pL >>> 31)) | 0;
+        a4l += pL;
       }
       {
         const dvL = src[q + 10]!, dvH = src[q + 11]!;
         const dkL = dvL ^ key[k + 10]!, dkH = dvH ^ key[k + 11]!;
-        let l = (a4l + dvL) | 0;
-        a4h = (a4h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
-        a4l = l;
-        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
-        l = (a5l + pL) | 0;
-        a5h = (a5h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
-        a5l = l;
+        a4h = (a4h + dvH + (dvL >>> 31)) | 0;
+        a4l += dvL;
+        const pL = Math.imul(dkL, dkH);
+        a5h = (a5h + mulHi(dkL, dkH, pL) + (pL >>> 31)) | 0;
+        a5l += pL;
       }
       {
         const dvL = src[q + 12]!, dvH = src[q + 13]!;
         const dkL = dvL ^ key[k + 12]!, dkH = dvH ^ key[k + 13]!;
-        let l = (a7l + dvL) | 0;
-        a7h = (a7h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
-        a7l = l;
-        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
-        l = (a6l + pL) | 0;
-        a6h = (a6h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
-        a6l = l;
+        a7h = (a7h + dvH + (dvL >>> 31)) | 0;
+        a7l += dvL;
+        const pL = Math.imul(dkL, dkH);
+        a6h = (a6h + mulHi(dkL, dkH, pL) + (pL >>> 31)) | 0;
+        a6l += pL;
       }
       {
         const dvL = src[q + 14]!, dvH = src[q + 15]!;
         const dkL = dvL ^ key[k + 14]!, dkH = dvH ^ key[k + 15]!;
-        let l = (a6l + dvL) | 0;
-        a6h = (a6h + dvH + ((l ^ SIGN) < (dvL ^ SIGN) ? 1 : 0)) | 0;
-        a6l = l;
-        const pL = Math.imul(dkL, dkH), pH = mulHi16(dkL, dkH);
-        l = (a7l + pL) | 0;
-        a7h = (a7h + pH + ((l ^ SIGN) < (pL ^ SIGN) ? 1 : 0)) | 0;
-        a7l = l;
+        a6h = (a6h + dvH + (dvL >>> 31)) | 0;
+        a6l += dvL;
+        const pL = Math.imul(dkL, dkH);
+        a7h = (a7h + mulHi(dkL, dkH, pL) + (pL >>> 31)) | 0;
+        a7l += pL;
       }
     }
     if (full) {
-      // XXH3_scrambleAcc: acc = (acc ^ acc >> 47 ^ key) * PRIME32_1, key = secret + 128.
-      mul32(a0l ^ (a0h >>> 15) ^ keys[32]!, P32_1);
-      a0h = (rH + Math.imul(a0h ^ keys[33]!, P32_1)) | 0;
-      a0l = rL;
-      mul32(a1l ^ (a1h >>> 15) ^ keys[34]!, P32_1);
-      a1h = (rH + Math.imul(a1h ^ keys[35]!, P32_1)) | 0;
-      a1l = rL;
-      mul32(a2l ^ (a2h >>> 15) ^ keys[36]!, P32_1);
-      a2h = (rH + Math.imul(a2h ^ keys[37]!, P32_1)) | 0;
-      a2l = rL;
-      mul32(a3l ^ (a3h >>> 15) ^ keys[38]!, P32_1);
-      a3h = (rH + Math.imul(a3h ^ keys[39]!, P32_1)) | 0;
-      a3l = rL;
-      mul32(a4l ^ (a4h >>> 15) ^ keys[40]!, P32_1);
-      a4h = (rH + Math.imul(a4h ^ keys[41]!, P32_1)) | 0;
-      a4l = rL;
-      mul32(a5l ^ (a5h >>> 15) ^ keys[42]!, P32_1);
-      a5h = (rH + Math.imul(a5h ^ keys[43]!, P32_1)) | 0;
-      a5l = rL;
-      mul32(a6l ^ (a6h >>> 15) ^ keys[44]!, P32_1);
-      a6h = (rH + Math.imul(a6h ^ keys[45]!, P32_1)) | 0;
-      a6l = rL;
-      mul32(a7l ^ (a7h >>> 15) ^ keys[46]!, P32_1);
-      a7h = (rH + Math.imul(a7h ^ keys[47]!, P32_1)) | 0;
-      a7l = rL;
+      {
+        const h = (a0h + Math.floor(a0l * INV32)) | 0, l = a0l | 0;
+        mul32(l ^ (h >>> 15) ^ keys[32]!, P32_1);
+        const nh = (rH + Math.imul(h ^ keys[33]!, P32_1)) | 0;
+        a0h = (nh + (rL >>> 31)) | 0;
+        a0l = rL;
+      }
+      {
+        const h = (a1h + Math.floor(a1l * INV32)) | 0, l = a1l | 0;
+        mul32(l ^ (h >>> 15) ^ keys[34]!, P32_1);
+        const nh = (rH + Math.imul(h ^ keys[35]!, P32_1)) | 0;
+        a1h = (nh + (rL >>> 31)) | 0;
+        a1l = rL;
+      }
+      {
+        const h = (a2h + Math.floor(a2l * INV32)) | 0, l = a2l | 0;
+        mul32(l ^ (h >>> 15) ^ keys[36]!, P32_1);
+        const nh = (rH + Math.imul(h ^ keys[37]!, P32_1)) | 0;
+        a2h = (nh + (rL >>> 31)) | 0;
+        a2l = rL;
+      }
+      {
+        const h = (a3h + Math.floor(a3l * INV32)) | 0, l = a3l | 0;
+        mul32(l ^ (h >>> 15) ^ keys[38]!, P32_1);
+        const nh = (rH + Math.imul(h ^ keys[39]!, P32_1)) | 0;
+        a3h = (nh + (rL >>> 31)) | 0;
+        a3l = rL;
+      }
+      {
+        const h = (a4h + Math.floor(a4l * INV32)) | 0, l = a4l | 0;
+        mul32(l ^ (h >>> 15) ^ keys[40]!, P32_1);
+        const nh = (rH + Math.imul(h ^ keys[41]!, P32_1)) | 0;
+        a4h = (nh + (rL >>> 31)) | 0;
+        a4l = rL;
+      }
+      {
+        const h = (a5h + Math.floor(a5l * INV32)) | 0, l = a5l | 0;
+        mul32(l ^ (h >>> 15) ^ keys[42]!, P32_1);
+        const nh = (rH + Math.imul(h ^ keys[43]!, P32_1)) | 0;
+        a5h = (nh + (rL >>> 31)) | 0;
+        a5l = rL;
+      }
+      {
+        const h = (a6h + Math.floor(a6l * INV32)) | 0, l = a6l | 0;
+        mul32(l ^ (h >>> 15) ^ keys[44]!, P32_1);
+        const nh = (rH + Math.imul(h ^ keys[45]!, P32_1)) | 0;
+        a6h = (nh + (rL >>> 31)) | 0;
+        a6l = rL;
+      }
+      {
+        const h = (a7h + Math.floor(a7l * INV32)) | 0, l = a7l | 0;
+        mul32(l ^ (h >>> 15) ^ keys[46]!, P32_1);
+        const nh = (rH + Math.imul(h ^ keys[47]!, P32_1)) | 0;
+        a7h = (nh + (rL >>> 31)) | 0;
+        a7l = rL;
+      }
     }
   }
-  acc[0] = a0h;
+  acc[0] = a0h + Math.floor(a0l * INV32);
   acc[1] = a0l;
-  acc[2] = a1h;
+  acc[2] = a1h + Math.floor(a1l * INV32);
   acc[3] = a1l;
-  acc[4] = a2h;
+  acc[4] = a2h + Math.floor(a2l * INV32);
   acc[5] = a2l;
-  acc[6] = a3h;
+  acc[6] = a3h + Math.floor(a3l * INV32);
   acc[7] = a3l;
-  acc[8] = a4h;
+  acc[8] = a4h + Math.floor(a4l * INV32);
   acc[9] = a4l;
-  acc[10] = a5h;
+  acc[10] = a5h + Math.floor(a5l * INV32);
   acc[11] = a5l;
-  acc[12] = a6h;
+  acc[12] = a6h + Math.floor(a6l * INV32);
   acc[13] = a6l;
-  acc[14] = a7h;
+  acc[14] = a7h + Math.floor(a7l * INV32);
   acc[15] = a7l;
   mergeAccs(len, ctx.mergeKeys);
 }
