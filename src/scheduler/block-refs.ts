@@ -8,8 +8,10 @@
  * - A *holding* is one (entry, slot) pair: that slot's refcount (how many of its requests
  *   hold the block) and optional fraction. Most blocks have one holder, so the first
  *   holding lives inside the entry (handle ~entry, negative); further holders get a node
- *   found through a second table keyed by (entry, slot) (handle = node id ≥ 0). That keeps
- *   booking a prompt at about two random memory accesses per block.
+ *   found through a second table keyed by (entry, slot) (handle = node id ≥ 0).
+ * With a million blocks everything lives in DRAM, so the layout minimises cache lines
+ * touched: an entry is one interleaved record and a bucket one 16-byte slot, which keeps
+ * booking or releasing a block at about two cache misses.
  *
  * `countHeld` is the hot path (once per scheduling decision): one probe per request block
  * finds every slot holding it through the bitset, and consecutive blocks with the same
@@ -21,23 +23,30 @@
 import { Hash64Table } from "./hash64-table.ts";
 
 const NONE = -1;
+// Field offsets inside an entry record.
+const LO = 0;
+const HI = 1;
+/** Slots holding the entry; the free-list link while the entry is free. */
+const HOLDERS = 2;
+/** The entry's own holding: its slot (NONE = vacant) … */
+const SLOT = 3;
+/** … its refcount … */
+const REF = 4;
+/** … and whether it has a fraction (value in #entFrac). */
+const HAS_FRAC = 5;
+/** First word of the holder bitset: bit s of word w = slot 32w + s holds the block. */
+const BITS = 6;
 
 export class BlockRefs {
   /** (hash lo, hash hi) → entry; aux = holder summary (slot if one holder, else −holders). */
   readonly #entryOf = new Hash64Table(1024);
   /** (entry, slot) → node, for holders other than the entry's own. */
   readonly #nodeOf = new Hash64Table(1024);
-  // Entries (struct of arrays); free entries are chained through #entHolders.
-  #entLo = new Uint32Array(1024);
-  #entHi = new Uint32Array(1024);
-  /** Slots holding the entry; doubles as the free-list link of a free entry. */
-  #entHolders = new Int32Array(1024);
-  /** `#words` u32 per entry: bit s = slot s holds it. */
-  #entBits = new Uint32Array(1024);
   #words = 1;
-  /** The entry's own holding: its slot (NONE = vacant), refcount, fraction (NaN = none). */
-  #entSlot = new Int32Array(1024);
-  #entRef = new Int32Array(1024);
+  /** Int32 per entry record: BITS + words, rounded up to a power of two. */
+  #stride = 8;
+  #entCap = 1024;
+  #ent = new Int32Array(1024 * 8);
   #entFrac = new Float64Array(1024);
   #freeEntry = NONE;
   #entHigh = 0;
@@ -94,17 +103,18 @@ export class BlockRefs {
       handle = this.#takeEntryHolding(e, slot);
     } else {
       e = this.#entryOf.valueAt(pos);
-      if ((this.#entBits[e * this.#words + (slot >>> 5)]! & (1 << (slot & 31))) !== 0) {
+      const base = e * this.#stride;
+      if ((this.#ent[base + BITS + (slot >>> 5)]! & (1 << (slot & 31))) !== 0) {
         // Already held by this slot: one more reference.
-        if (this.#entSlot[e] === slot) {
-          this.#entRef[e]!++;
+        if (this.#ent[base + SLOT] === slot) {
+          this.#ent[base + REF]!++;
           return ~e;
         }
         const n = this.#nodeOf.get(e, slot);
         this.#nodeRef[n]!++;
         return n;
       }
-      if (this.#entSlot[e] === NONE) handle = this.#takeEntryHolding(e, slot);
+      if (this.#ent[base + SLOT] === NONE) handle = this.#takeEntryHolding(e, slot);
       else {
         const n = this.#allocNode();
         this.#nodeEntry[n] = e;
@@ -115,8 +125,10 @@ export class BlockRefs {
         handle = n;
       }
     }
-    const holders = ++this.#entHolders[e]!;
-    this.#entBits[e * this.#words + (slot >>> 5)]! |= 1 << (slot & 31);
+    const ent = this.#ent;
+    const base = e * this.#stride;
+    const holders = ++ent[base + HOLDERS]!;
+    ent[base + BITS + (slot >>> 5)]! |= 1 << (slot & 31);
     this.#entryOf.setAuxAt(pos, holders === 1 ? slot : -holders);
     this.#unique[slot]!++;
     this.#holdings++;
@@ -124,22 +136,25 @@ export class BlockRefs {
   }
 
   #takeEntryHolding(e: number, slot: number): number {
-    this.#entSlot[e] = slot;
-    this.#entRef[e] = 1;
-    this.#entFrac[e] = NaN;
+    const base = e * this.#stride;
+    this.#ent[base + SLOT] = slot;
+    this.#ent[base + REF] = 1;
+    this.#ent[base + HAS_FRAC] = 0;
     return ~e;
   }
 
   /** Refcount − 1; at 0 the slot no longer holds the block (and its fraction goes). */
   release(handle: number): void {
+    const ent = this.#ent;
+    const stride = this.#stride;
     let e: number;
     let slot: number;
     if (handle < 0) {
       e = ~handle;
-      if (--this.#entRef[e]! > 0) return;
-      slot = this.#entSlot[e]!;
+      if (--ent[e * stride + REF]! > 0) return;
+      slot = ent[e * stride + SLOT]!;
       this.#clearFraction(handle, slot);
-      this.#entSlot[e] = NONE;
+      ent[e * stride + SLOT] = NONE;
     } else {
       if (--this.#nodeRef[handle]! > 0) return;
       slot = this.#nodeSlot[handle]!;
@@ -151,47 +166,57 @@ export class BlockRefs {
     }
     this.#unique[slot]!--;
     this.#holdings--;
-    this.#entBits[e * this.#words + (slot >>> 5)]! &= ~(1 << (slot & 31));
-    const holders = --this.#entHolders[e]!;
+    const base = e * stride;
+    ent[base + BITS + (slot >>> 5)]! &= ~(1 << (slot & 31));
+    const holders = --ent[base + HOLDERS]!;
     if (holders === 0) {
-      this.#entryOf.delete(this.#entLo[e]!, this.#entHi[e]!);
-      this.#entHolders[e] = this.#freeEntry;
+      this.#entryOf.delete(ent[base + LO]!, ent[base + HI]!);
+      ent[base + HOLDERS] = this.#freeEntry;
       this.#freeEntry = e;
       this.#entries--;
       return;
     }
-    const pos = this.#entryOf.find(this.#entLo[e]!, this.#entHi[e]!);
+    const pos = this.#entryOf.find(ent[base + LO]!, ent[base + HI]!);
     this.#entryOf.setAuxAt(pos, holders === 1 ? this.#onlyHolder(e) : -holders);
   }
 
   #onlyHolder(e: number): number {
-    const W = this.#words;
-    for (let w = 0; w < W; w++) {
-      const word = this.#entBits[e * W + w]!;
+    const at = e * this.#stride + BITS;
+    for (let w = 0; w < this.#words; w++) {
+      const word = this.#ent[at + w]!;
       if (word !== 0) return (w << 5) + 31 - Math.clz32(word & -word);
     }
     return NONE;
   }
 
   refCount(handle: number): number {
-    return handle < 0 ? this.#entRef[~handle]! : this.#nodeRef[handle]!;
+    return handle < 0 ? this.#ent[~handle * this.#stride + REF]! : this.#nodeRef[handle]!;
   }
 
   /** Count the block as `fraction` of a block in its slot's active total (spec §4.5). */
   setFraction(handle: number, fraction: number): void {
-    const slot = handle < 0 ? this.#entSlot[~handle]! : this.#nodeSlot[handle]!;
+    const slot = handle < 0 ? this.#ent[~handle * this.#stride + SLOT]! : this.#nodeSlot[handle]!;
     this.#clearFraction(handle, slot);
-    if (handle < 0) this.#entFrac[~handle] = fraction;
-    else this.#nodeFrac[handle] = fraction;
+    if (handle < 0) {
+      this.#ent[~handle * this.#stride + HAS_FRAC] = 1;
+      this.#entFrac[~handle] = fraction;
+    } else this.#nodeFrac[handle] = fraction;
     this.#deficit[slot]! += 1 - fraction;
     this.#fracCount[slot]!++;
   }
 
   #clearFraction(handle: number, slot: number): void {
-    const f = handle < 0 ? this.#entFrac[~handle]! : this.#nodeFrac[handle]!;
-    if (Number.isNaN(f)) return;
-    if (handle < 0) this.#entFrac[~handle] = NaN;
-    else this.#nodeFrac[handle] = NaN;
+    let f: number;
+    if (handle < 0) {
+      const at = ~handle * this.#stride + HAS_FRAC;
+      if (this.#ent[at] === 0) return;
+      this.#ent[at] = 0;
+      f = this.#entFrac[~handle]!;
+    } else {
+      f = this.#nodeFrac[handle]!;
+      if (Number.isNaN(f)) return;
+      this.#nodeFrac[handle] = NaN;
+    }
     if (--this.#fracCount[slot]! === 0) this.#deficit[slot] = 0;
     else this.#deficit[slot]! -= 1 - f;
   }
@@ -209,7 +234,7 @@ export class BlockRefs {
   /** Whether the slot holds the block. */
   holds(slot: number, lo: number, hi: number): boolean {
     const e = this.#entryOf.get(lo, hi);
-    return e !== NONE && (this.#entBits[e * this.#words + (slot >>> 5)]! & (1 << (slot & 31))) !== 0;
+    return e !== NONE && (this.#ent[e * this.#stride + BITS + (slot >>> 5)]! & (1 << (slot & 31))) !== 0;
   }
 
   /**
@@ -218,7 +243,8 @@ export class BlockRefs {
    */
   countHeld(halves: Uint32Array, count: number, out: Int32Array): void {
     const entryOf = this.#entryOf;
-    const bits = this.#entBits;
+    const ent = this.#ent;
+    const stride = this.#stride;
     const W = this.#words;
     let run = NONE; // entry whose holder set the current run shares; NONE = nobody holds
     let runAux = 0;
@@ -235,8 +261,10 @@ export class BlockRefs {
         // Same single holder, or the same number of holders: compare the sets.
         let same = true;
         if (aux < 0) {
+          const a = e * stride + BITS;
+          const b = run * stride + BITS;
           for (let w = 0; w < W; w++) {
-            if (bits[e * W + w] !== bits[run * W + w]) {
+            if (ent[a + w] !== ent[b + w]) {
               same = false;
               break;
             }
@@ -260,9 +288,9 @@ export class BlockRefs {
       out[aux]! += runLen;
       return;
     }
-    const W = this.#words;
-    for (let w = 0; w < W; w++) {
-      let word = this.#entBits[entry * W + w]!;
+    const at = entry * this.#stride + BITS;
+    for (let w = 0; w < this.#words; w++) {
+      let word = this.#ent[at + w]!;
       while (word !== 0) {
         const low = word & -word;
         out[(w << 5) + 31 - Math.clz32(low)]! += runLen;
@@ -284,16 +312,18 @@ export class BlockRefs {
   #allocEntry(lo: number, hi: number): number {
     this.#entries++;
     let e = this.#freeEntry;
-    if (e !== NONE) this.#freeEntry = this.#entHolders[e]!;
+    if (e !== NONE) this.#freeEntry = this.#ent[e * this.#stride + HOLDERS]!;
     else {
       e = this.#entHigh++;
-      if (e >= this.#entLo.length) this.#growEntries(this.#entLo.length * 2);
+      if (e >= this.#entCap) this.#resizeEntries(this.#entCap * 2, this.#words);
     }
-    this.#entLo[e] = lo;
-    this.#entHi[e] = hi;
-    this.#entHolders[e] = 0;
-    this.#entSlot[e] = NONE;
-    for (let w = e * this.#words, end = w + this.#words; w < end; w++) this.#entBits[w] = 0;
+    const base = e * this.#stride;
+    const ent = this.#ent;
+    ent[base + LO] = lo;
+    ent[base + HI] = hi;
+    ent[base + HOLDERS] = 0;
+    ent[base + SLOT] = NONE;
+    for (let w = base + BITS, end = w + this.#words; w < end; w++) ent[w] = 0;
     return e;
   }
 
@@ -308,14 +338,20 @@ export class BlockRefs {
     return n;
   }
 
-  #growEntries(cap: number): void {
-    this.#entLo = grow(this.#entLo, new Uint32Array(cap));
-    this.#entHi = grow(this.#entHi, new Uint32Array(cap));
-    this.#entHolders = grow(this.#entHolders, new Int32Array(cap));
-    this.#entBits = grow(this.#entBits, new Uint32Array(cap * this.#words));
-    this.#entSlot = grow(this.#entSlot, new Int32Array(cap));
-    this.#entRef = grow(this.#entRef, new Int32Array(cap));
-    this.#entFrac = grow(this.#entFrac, new Float64Array(cap));
+  /** Reallocate entry records for `cap` entries and `words` bitset words each. */
+  #resizeEntries(cap: number, words: number): void {
+    let stride = 8;
+    while (stride < BITS + words) stride *= 2;
+    const old = this.#ent;
+    const oldStride = this.#stride;
+    const ent = new Int32Array(cap * stride);
+    const keep = BITS + this.#words;
+    for (let e = 0; e < this.#entHigh; e++) ent.set(old.subarray(e * oldStride, e * oldStride + keep), e * stride);
+    this.#ent = ent;
+    this.#stride = stride;
+    this.#words = words;
+    if (cap !== this.#entCap) this.#entFrac = grow(this.#entFrac, new Float64Array(cap));
+    this.#entCap = cap;
   }
 
   #growNodes(cap: number): void {
@@ -330,16 +366,8 @@ export class BlockRefs {
     this.#deficit = grow(this.#deficit, new Float64Array(cap));
     this.#fracCount = grow(this.#fracCount, new Int32Array(cap));
     this.#slotInUse = grow(this.#slotInUse, new Uint8Array(cap));
-    // Re-stride the holder bitsets to one bit per possible slot.
     const words = Math.ceil(cap / 32);
-    if (words > this.#words) {
-      const old = this.#entBits;
-      const oldW = this.#words;
-      const bits = new Uint32Array(this.#entLo.length * words);
-      for (let e = 0; e < this.#entHigh; e++) for (let w = 0; w < oldW; w++) bits[e * words + w] = old[e * oldW + w]!;
-      this.#entBits = bits;
-      this.#words = words;
-    }
+    if (words > this.#words) this.#resizeEntries(this.#entCap, words);
   }
 }
 
