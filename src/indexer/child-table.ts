@@ -1,10 +1,12 @@
 /**
- * The edges of the radix tree: (parent node, local block hash) -> child node, in ONE
+ * The edges of the radix tree: (parent node, child path hash) -> child node, in ONE
  * open-addressing table for the whole tree instead of a Map per node.
  *
  * A per-node Map costs hundreds of bytes even when it holds one child (most nodes hold one);
- * here an edge costs 16 bytes per slot, and a lookup during find-matches touches one cache
- * line. Same probing / deletion / shrinking scheme as U64Map.
+ * here an edge costs 16 bytes per slot. The slot is chosen from the child's path hash alone
+ * (see path-hash.ts), so callers can compute and pre-load (touch) the slots of many levels
+ * before walking them. Linear probing with backward-shift deletion (no tombstones; churn does
+ * not slow probes); the table shrinks when it empties.
  */
 import { mix3, pow2AtLeast } from "./hash-mix.ts";
 
@@ -12,8 +14,8 @@ const EMPTY = -1;
 const MIN_CAPACITY = 8;
 
 export class ChildTable {
-  /** [parent, lo, hi, child] per slot; child EMPTY marks a free slot. */
-  private slots: Int32Array;
+  /** [pathLo, pathHi, parent, child] per slot; child EMPTY marks a free slot. */
+  slots: Int32Array;
   private mask: number;
   private count = 0;
 
@@ -32,39 +34,41 @@ export class ChildTable {
     return this.mask + 1;
   }
 
-  /** The child of `parent` keyed by (lo, hi), or -1. */
+  /** Index into `slots` where the probe for this path starts (for pre-loading). */
+  home(lo: number, hi: number): number {
+    return (mix3(0, lo, hi) & this.mask) << 2;
+  }
+
+  /** The child of `parent` with path (lo, hi), or -1. */
   get(parent: number, lo: number, hi: number): number {
     const s = this.slots;
-    const l = lo | 0;
-    const h = hi | 0;
-    let i = mix3(parent, l, h) & this.mask;
+    const mask = this.mask;
+    let i = mix3(0, lo, hi) & mask;
     for (;;) {
       const p = i << 2;
       const v = s[p + 3]!;
       if (v === EMPTY) return -1;
-      if (s[p + 1] === l && s[p + 2] === h && s[p] === parent) return v;
-      i = (i + 1) & this.mask;
+      if (s[p] === lo && s[p + 1] === hi && s[p + 2] === parent) return v;
+      i = (i + 1) & mask;
     }
   }
 
-  /** Insert or overwrite the edge; child must be >= 0. */
+  /** Insert or overwrite the edge; child must be >= 0. lo/hi are int32. */
   set(parent: number, lo: number, hi: number, child: number): void {
     if ((this.count + 1) * 4 > (this.mask + 1) * 3) this.resize((this.mask + 1) * 2);
     const s = this.slots;
-    const l = lo | 0;
-    const h = hi | 0;
-    let i = mix3(parent, l, h) & this.mask;
+    let i = mix3(0, lo, hi) & this.mask;
     for (;;) {
       const p = i << 2;
       if (s[p + 3] === EMPTY) {
-        s[p] = parent;
-        s[p + 1] = l;
-        s[p + 2] = h;
+        s[p] = lo;
+        s[p + 1] = hi;
+        s[p + 2] = parent;
         s[p + 3] = child;
         this.count++;
         return;
       }
-      if (s[p + 1] === l && s[p + 2] === h && s[p] === parent) {
+      if (s[p] === lo && s[p + 1] === hi && s[p + 2] === parent) {
         s[p + 3] = child;
         return;
       }
@@ -76,14 +80,12 @@ export class ChildTable {
   delete(parent: number, lo: number, hi: number): number {
     const s = this.slots;
     const mask = this.mask;
-    const l = lo | 0;
-    const h = hi | 0;
-    let i = mix3(parent, l, h) & mask;
+    let i = mix3(0, lo, hi) & mask;
     for (;;) {
       const p = i << 2;
       const v = s[p + 3]!;
       if (v === EMPTY) return -1;
-      if (s[p + 1] === l && s[p + 2] === h && s[p] === parent) break;
+      if (s[p] === lo && s[p + 1] === hi && s[p + 2] === parent) break;
       i = (i + 1) & mask;
     }
     const old = s[(i << 2) + 3]!;
@@ -94,10 +96,10 @@ export class ChildTable {
       j = (j + 1) & mask;
       const q = j << 2;
       if (s[q + 3] === EMPTY) break;
-      const home = mix3(s[q]!, s[q + 1]!, s[q + 2]!) & mask;
-      // Move j into the hole when its home is not in the cyclic range (hole, j].
-      const inRange = hole <= j ? home > hole && home <= j : home > hole || home <= j;
-      if (!inRange) {
+      const home = mix3(0, s[q]!, s[q + 1]!) & mask;
+      // j stays when its home lies in the cyclic range (hole, j]; otherwise it fills the hole.
+      const stays = hole <= j ? home > hole && home <= j : home > hole || home <= j;
+      if (!stays) {
         const d = hole << 2;
         s[d] = s[q]!;
         s[d + 1] = s[q + 1]!;
@@ -121,7 +123,7 @@ export class ChildTable {
     const mask = this.mask;
     for (let p = 0; p < old.length; p += 4) {
       if (old[p + 3] === EMPTY) continue;
-      let i = mix3(old[p]!, old[p + 1]!, old[p + 2]!) & mask;
+      let i = mix3(0, old[p]!, old[p + 1]!) & mask;
       while (s[(i << 2) + 3] !== EMPTY) i = (i + 1) & mask;
       const d = i << 2;
       s[d] = old[p]!;

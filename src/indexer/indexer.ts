@@ -3,7 +3,7 @@
  * precise = RadixTree fed by engine events; approximate = ApproxIndex fed by the router's own
  * decisions with TTL/size pruning; none = overlap weight 0 (spec §3.6: Indexer::None).
  */
-import type { KvEventStatus } from "../core/events.ts";
+import type { KvEventStatus, RouterEvent } from "../core/events.ts";
 import type { OverlapScores } from "../core/overlap.ts";
 import { emptyOverlapScores } from "../core/overlap.ts";
 import { ApproxIndex } from "./approx.ts";
@@ -40,7 +40,7 @@ export class NoIndex implements KvIndex {
   }
   removeWorker(): void {}
   removeWorkerDpRank(): void {}
-  dump() {
+  dump(): RouterEvent[] {
     return [];
   }
   size(): number {

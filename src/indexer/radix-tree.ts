@@ -39,6 +39,7 @@ import type { OverlapScores } from "../core/overlap.ts";
 import { ChildTable } from "./child-table.ts";
 import { copyEventCounters, emptyEventCounters } from "./event-counters.ts";
 import { NodeStore, ROOT } from "./node-store.ts";
+import { childPath, PATH_OUT, ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
 import { dumpTree } from "./tree-dump.ts";
 import type { EventCounters, KvIndex } from "./types.ts";
 import { U64Map } from "./u64-map.ts";
@@ -48,6 +49,12 @@ import { WorkerSlots } from "./worker-slots.ts";
 
 /** Above this many blocks an event's duplicate check uses a hash set instead of pairs. */
 const PAIRWISE_CHECK_MAX = 32;
+/**
+ * find-matches walks the request in chunks of this many levels: it resolves the chunk's
+ * nodes, pre-loads their worker rows (independent loads overlap; a chain of dependent
+ * misses would not), then intersects the worker sets on cache-warm lines.
+ */
+const CHUNK = 16;
 
 export class RadixTree implements KvIndex {
   private readonly nodes = new NodeStore();
@@ -57,9 +64,14 @@ export class RadixTree implements KvIndex {
   /** Event blocks split to u32 halves: [lo, hi] per block. */
   private tokWords = new Uint32Array(64);
   private hashWords = new Uint32Array(64);
-  /** find-matches scratch: the active worker bitset, and the slots scored. */
-  private active = new Uint32Array(1);
+  /** Path hashes of a chain being stored: [lo, hi] per level. */
+  private pathWords = new Int32Array(64);
+  /** find-matches scratch: the chunk's nodes, the active worker bitset, the slots scored. */
+  private kids = new Int32Array(CHUNK);
+  private active = new Int32Array(1);
   private scored = new Int32Array(64);
+  /** Sum of pre-loaded words, kept so the loads cannot be optimised away. */
+  private sink = 0;
 
   // ------------------------------------------------------------------ events
 
@@ -119,48 +131,69 @@ export class RadixTree implements KvIndex {
     const n = localHashes.length;
     if (n === 0) return result;
     const v = wordsOf(localHashes);
-    const edges = this.edges;
-    const stride = this.nodes.stride;
-    const holders = this.nodes.holders;
-    if (this.active.length !== stride) this.active = new Uint32Array(stride);
+    const nodes = this.nodes;
+    const rows = nodes.rows;
+    const stride = nodes.rowStride;
+    const words = nodes.words;
+    if (this.active.length !== words) this.active = new Int32Array(words);
     const active = this.active;
-
-    let node = edges.get(ROOT, v[0]!, v[1]!);
-    if (node < 0) return result;
-    let any = 0;
-    for (let k = 0, base = node * stride; k < stride; k++) {
-      const word = holders[base + k]!;
-      active[k] = word;
-      any |= word;
-    }
-    if (any === 0) return result;
-
+    const kids = this.kids;
+    let sink = 0;
+    let cur = ROOT;
+    let lo = ROOT_PATH_LO;
+    let hi = ROOT_PATH_HI;
+    let depth = 0; // levels matched by the surviving workers
     let nScored = 0;
-    let depth = 1;
-    for (let i = 1; i < n; i++) {
-      const child = edges.get(node, v[2 * i]!, v[2 * i + 1]!);
-      if (child < 0) break;
-      const base = child * stride;
-      any = 0;
-      for (let k = 0; k < stride; k++) {
-        const a = active[k]!;
-        if (a === 0) continue;
-        const na = a & holders[base + k]!;
-        if (na !== a) {
-          // Workers in a but not in the child stop matching at `depth` blocks.
-          nScored = this.score(scores, k, a ^ na, depth, nScored);
-          active[k] = na;
-        }
-        any |= na;
+
+    walk: for (let base = 0; base < n; base += CHUNK) {
+      const m = Math.min(CHUNK, n - base);
+      let r = 0;
+      while (r < m) {
+        const i = base + r;
+        childPath(lo, hi, v[2 * i]!, v[2 * i + 1]!);
+        lo = PATH_OUT[0]!;
+        hi = PATH_OUT[1]!;
+        const c = this.findChild(cur, lo, hi);
+        if (c < 0) break;
+        kids[r++] = c;
+        cur = c;
       }
-      if (any === 0) break;
-      node = child;
-      depth = i + 1;
+      for (let j = 0; j < r; j++) sink += rows[kids[j]! * stride + 1]!;
+      for (let j = 0; j < r; j++) {
+        const row = kids[j]! * stride + 1;
+        let any = 0;
+        if (depth === 0) {
+          for (let k = 0; k < words; k++) {
+            const word = rows[row + k]!;
+            active[k] = word;
+            any |= word;
+          }
+        } else {
+          for (let k = 0; k < words; k++) {
+            const a = active[k]!;
+            if (a === 0) continue;
+            const na = a & rows[row + k]!;
+            if (na !== a) {
+              // Workers in `a` but not in this node stop matching at `depth` blocks.
+              nScored = this.score(scores, k, a ^ na, depth, nScored);
+              active[k] = na;
+            }
+            any |= na;
+          }
+        }
+        if (any === 0) break walk;
+        depth++;
+      }
+      if (r < m) break;
     }
-    for (let k = 0; k < stride; k++) {
-      const a = active[k]!;
-      if (a !== 0) nScored = this.score(scores, k, a, depth, nScored);
+    if (depth > 0) {
+      for (let k = 0; k < words; k++) {
+        const a = active[k]!;
+        if (a !== 0) nScored = this.score(scores, k, a, depth, nScored);
+        active[k] = 0;
+      }
     }
+    this.sink = sink;
     for (let j = 0; j < nScored; j++) {
       const slot = this.slots.bySlot[this.scored[j]!]!;
       treeSizes.set(slot.key, slot.blocks.size);
@@ -234,7 +267,7 @@ export class RadixTree implements KvIndex {
   /** The slot of a (worker, dp_rank), created when missing. */
   internSlot(workerId: WorkerId, dpRank: DpRank): WorkerSlot {
     const slot = this.slots.intern(workerId, dpRank);
-    if (slot.index >= this.nodes.stride * 32) this.nodes.ensureWorkers(this.slots.span);
+    if (slot.index >= this.nodes.words * 32) this.nodes.ensureWorkers(this.slots.span);
     return slot;
   }
 
@@ -275,8 +308,25 @@ export class RadixTree implements KvIndex {
       if (cur < 0) return "parent_block_not_found";
     }
     if (!distinctChain(hasParent, pLo, pHi, hash, n)) return "invalid_block";
+    // Path hashes of the chain; pre-load each block's lookup slot (random addresses, loaded
+    // in parallel here instead of one miss at a time below).
+    if (this.pathWords.length < 2 * n) this.pathWords = new Int32Array(2 * n);
+    const paths = this.pathWords;
+    const bs = slot.blocks.raw;
+    let lo = this.nodes.pathLo[cur]!;
+    let hi = this.nodes.pathHi[cur]!;
+    let sink = 0;
     for (let i = 0; i < n; i++) {
-      cur = this.storeBlock(slot, cur, tok[2 * i]!, tok[2 * i + 1]!, hash[2 * i]!, hash[2 * i + 1]!);
+      childPath(lo, hi, tok[2 * i]!, tok[2 * i + 1]!);
+      lo = PATH_OUT[0]!;
+      hi = PATH_OUT[1]!;
+      paths[2 * i] = lo;
+      paths[2 * i + 1] = hi;
+      sink += bs[slot.blocks.home(hash[2 * i]!, hash[2 * i + 1]!)]!;
+    }
+    this.sink = sink;
+    for (let i = 0; i < n; i++) {
+      cur = this.storeBlock(slot, cur, paths[2 * i]!, paths[2 * i + 1]!, hash[2 * i]!, hash[2 * i + 1]!);
     }
     return "ok";
   }
@@ -310,24 +360,24 @@ export class RadixTree implements KvIndex {
     return this.storeChain(slot, parentHash !== null, pLo, pHi, tok, hash, n);
   }
 
-  private storeBlock(slot: WorkerSlot, cur: number, tLo: number, tHi: number, hLo: number, hHi: number): number {
+  private storeBlock(slot: WorkerSlot, cur: number, pathLo: number, pathHi: number, hLo: number, hHi: number): number {
     const nodes = this.nodes;
-    let child = this.edges.get(cur, tLo, tHi);
+    let child = this.findChild(cur, pathLo, pathHi);
     if (child < 0) {
-      child = nodes.alloc(cur, tLo, tHi);
-      this.edges.set(cur, tLo, tHi, child);
+      child = nodes.alloc(cur, pathLo, pathHi);
+      if (nodes.child0[cur]! < 0) nodes.child0[cur] = child;
+      else this.edges.set(cur, pathLo, pathHi, child);
     }
-    const prev = slot.blocks.get(hLo, hHi);
+    const prev = slot.blocks.set(hLo, hHi, child);
     if (prev === child) return child; // a repeated store: nothing changes
     if (!nodes.addHolder(child, slot.index)) {
       // Already held under another hash: one more alias of the same node.
       const al = (slot.aliases ??= new Map());
       al.set(child, (al.get(child) ?? 0) + 1);
     }
-    // The hash named another node before: it moves here (after child is held, so the
-    // release below cannot free the path we are building).
+    // The hash named another node before: it moved here. Released after child is held, so
+    // freeing cannot reach the path being built.
     if (prev >= 0) this.releaseAlias(slot, prev);
-    slot.blocks.set(hLo, hHi, child);
     return child;
   }
 
@@ -356,12 +406,26 @@ export class RadixTree implements KvIndex {
     this.freeUnused(n);
   }
 
+  /** The child of `cur` with path (lo, hi), or -1: first child first, then the edge table. */
+  private findChild(cur: number, lo: number, hi: number): number {
+    const nodes = this.nodes;
+    const c0 = nodes.child0[cur]!;
+    if (c0 >= 0) {
+      if (nodes.pathLo[c0] === lo && nodes.pathHi[c0] === hi) return c0;
+      if (nodes.childCount[cur] === 1) return -1;
+    } else if (nodes.childCount[cur] === 0) {
+      return -1;
+    }
+    return this.edges.get(cur, lo, hi);
+  }
+
   /** Unlink and free n and then its ancestors while they are unheld and childless. */
   private freeUnused(n: number): void {
     const nodes = this.nodes;
-    while (n !== ROOT && nodes.holderCount[n] === 0 && nodes.childCount[n] === 0) {
+    while (n !== ROOT && nodes.holderCount(n) === 0 && nodes.childCount[n] === 0) {
       const p = nodes.parent[n]!;
-      this.edges.delete(p, nodes.tokLo[n]!, nodes.tokHi[n]!);
+      if (nodes.child0[p] === n) nodes.child0[p] = -1;
+      else this.edges.delete(p, nodes.pathLo[n]!, nodes.pathHi[n]!);
       nodes.free(n);
       n = p;
     }

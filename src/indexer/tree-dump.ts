@@ -18,6 +18,7 @@ import type { RouterEvent, StoredBlock } from "../core/events.ts";
 import { removedEvent, storedEvent } from "../core/events.ts";
 import type { NodeStore } from "./node-store.ts";
 import { ROOT } from "./node-store.ts";
+import { PATH_OUT, tokensOf } from "./path-hash.ts";
 import { join } from "./u64-split.ts";
 import type { WorkerSlot, WorkerSlots } from "./worker-slots.ts";
 
@@ -46,7 +47,7 @@ export function dumpTree(nodes: NodeStore, slots: WorkerSlots): RouterEvent[] {
 
     for (const e of order) {
       const n = node[e]!;
-      const block: StoredBlock = { blockHash: join(lo[e]!, hi[e]!), tokensHash: join(nodes.tokLo[n]!, nodes.tokHi[n]!) };
+      const block: StoredBlock = { blockHash: join(lo[e]!, hi[e]!), tokensHash: tokensHashOf(nodes, n) };
       // Path nodes between the nearest ancestor this worker holds (or the root) and n.
       const path: number[] = [];
       let p = nodes.parent[n]!;
@@ -61,7 +62,7 @@ export function dumpTree(nodes: NodeStore, slots: WorkerSlots): RouterEvent[] {
       }
       path.reverse();
       const synthetic = syntheticHashes(slot, path, nodes);
-      const blocks = path.map((q, i) => ({ blockHash: synthetic[i]!, tokensHash: join(nodes.tokLo[q]!, nodes.tokHi[q]!) }));
+      const blocks = path.map((q, i) => ({ blockHash: synthetic[i]!, tokensHash: tokensHashOf(nodes, q) }));
       blocks.push(block);
       events.push(storedEvent(slot.workerId, eventId++, blocks, parentHash, slot.dpRank));
       events.push(removedEvent(slot.workerId, eventId++, synthetic, slot.dpRank));
@@ -69,6 +70,12 @@ export function dumpTree(nodes: NodeStore, slots: WorkerSlots): RouterEvent[] {
     for (let i = 0; i < count; i++) entryOf[node[i]!] = -1;
   }
   return events;
+}
+
+function tokensHashOf(nodes: NodeStore, n: number): bigint {
+  const p = nodes.parent[n]!;
+  tokensOf(nodes.pathLo[p]!, nodes.pathHi[p]!, nodes.pathLo[n]!, nodes.pathHi[n]!);
+  return join(PATH_OUT[0]!, PATH_OUT[1]!);
 }
 
 /** Depth of every live node (root 0), -1 for free ids. */
@@ -94,8 +101,8 @@ function depths(nodes: NodeStore): Int32Array {
 function syntheticHashes(slot: WorkerSlot, path: readonly number[], nodes: NodeStore): bigint[] {
   const out: bigint[] = [];
   for (const q of path) {
-    let lo = (nodes.tokLo[q]! ^ 0x5bd1e995) >>> 0;
-    const hi = (nodes.tokHi[q]! ^ 0x27d4eb2f) >>> 0;
+    let lo = (nodes.pathLo[q]! ^ 0x5bd1e995) >>> 0;
+    const hi = (nodes.pathHi[q]! ^ 0x27d4eb2f) >>> 0;
     for (;;) {
       const h = join(lo, hi);
       if (slot.blocks.get(lo, hi) < 0 && !out.includes(h)) {

@@ -32,6 +32,16 @@ export class U64Map {
     return this.mask + 1;
   }
 
+  /** Index into the slot array where the probe for (lo, hi) starts (for pre-loading). */
+  home(lo: number, hi: number): number {
+    return (mix3(0, lo, hi) & this.mask) * 3;
+  }
+
+  /** The raw slot array (read it only to pre-load lines; it is replaced on resize). */
+  get raw(): Int32Array {
+    return this.slots;
+  }
+
   /** The value for (lo, hi), or -1. */
   get(lo: number, hi: number): number {
     const s = this.slots;
@@ -47,8 +57,8 @@ export class U64Map {
     }
   }
 
-  /** Insert or overwrite; value must be >= 0. */
-  set(lo: number, hi: number, value: number): void {
+  /** Insert or overwrite; value must be >= 0. Returns the previous value, or -1. */
+  set(lo: number, hi: number, value: number): number {
     if ((this.count + 1) * 4 > (this.mask + 1) * 3) this.resize((this.mask + 1) * 2);
     const s = this.slots;
     const l = lo | 0;
@@ -61,11 +71,12 @@ export class U64Map {
         s[p + 1] = h;
         s[p + 2] = value;
         this.count++;
-        return;
+        return -1;
       }
       if (s[p] === l && s[p + 1] === h) {
+        const old = s[p + 2]!;
         s[p + 2] = value;
-        return;
+        return old;
       }
       i = (i + 1) & this.mask;
     }
