@@ -42,18 +42,8 @@ export class Hash64Table {
 
   /** The value stored for the key, or -1. */
   get(lo: number, hi: number): number {
-    const b = this.#b;
-    const mask = this.#mask;
-    lo |= 0;
-    hi |= 0;
-    let i = this.#home(lo, hi);
-    for (;;) {
-      const at = i << 2;
-      const v = b[at + 2]!;
-      if (v === EMPTY) return EMPTY;
-      if (b[at] === lo && b[at + 1] === hi) return v;
-      i = (i + 1) & mask;
-    }
+    const pos = this.find(lo, hi);
+    return pos === EMPTY ? EMPTY : this.#b[(pos << 2) + 2]!;
   }
 
   /** The bucket position of the key, or -1. */
@@ -85,28 +75,10 @@ export class Hash64Table {
 
   /** Insert (aux 0) or overwrite the value (aux kept). `value` must be ≥ 0. Returns the bucket position. */
   set(lo: number, hi: number, value: number): number {
-    if ((this.#size + 1) * 2 > this.#mask + 1) this.#grow();
-    const b = this.#b;
-    const mask = this.#mask;
-    lo |= 0;
-    hi |= 0;
-    let i = this.#home(lo, hi);
-    for (;;) {
-      const at = i << 2;
-      if (b[at + 2] === EMPTY) {
-        b[at] = lo;
-        b[at + 1] = hi;
-        b[at + 2] = value;
-        b[at + 3] = 0;
-        this.#size++;
-        return i;
-      }
-      if (b[at] === lo && b[at + 1] === hi) {
-        b[at + 2] = value;
-        return i;
-      }
-      i = (i + 1) & mask;
-    }
+    const pos = this.findOrInsert(lo, hi, value);
+    if (pos < 0) return ~pos;
+    this.#b[(pos << 2) + 2] = value;
+    return pos;
   }
 
   /**
