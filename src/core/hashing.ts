@@ -6,11 +6,11 @@
  * the high word from a double-precision product. BigInt appears only at the API boundary:
  * results are written as lo/hi halves into a BigUint64Array's buffer. Token blocks are
  * hashed straight from the token array (token i is bytes 4i..4i+3, little-endian), so no
- * byte array is built. Block size 16 (64 bytes,
- * the 17–128 class) has its own loop and the long class (> 240 bytes, e.g. block size 512)
- * an unrolled one; every other length goes through general code that covers all XXH3
- * length classes. Everything that depends on the seed (the derived secret of the long
- * class included) is precomputed once per seed and cached.
+ * byte array is built. Block size 16 (64 bytes, the 17–128 class) has its own loop and
+ * the long class (> 240 bytes, e.g. block size 512) an unrolled one; every other length
+ * goes through general code that covers all XXH3 length classes. Everything that depends
+ * on the seed (the derived secret of the long class included) is precomputed once per seed
+ * and cached.
  *
  * No I/O and nothing runtime-specific: this file runs on any JS engine. A native batch
  * hasher (bun:ffi) is injected through `computeBlockHashesWith`.
