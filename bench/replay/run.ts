@@ -72,10 +72,14 @@ for (const p of ["oracle", "round-robin", "random"] as const) {
   offline[p] = { hit_rate: r.hitRate, hit_rate_vs_ideal: ideal ? r.hitRate / ideal : 0, load_max_over_mean: r.loadMaxOverMean };
 }
 
+let lastFilled = -1;
 function progress(policy: string, done: number, total: number, errors: number): void {
   if (a.quiet) return;
   const width = 30;
   const filled = Math.round((done / total) * width);
+  // Redraw on a terminal every time; into a pipe or log only when the bar grows.
+  if (!process.stderr.isTTY && filled === lastFilled && done !== total) return;
+  lastFilled = done === total ? -1 : filled;
   process.stderr.write(`\r${policy.padEnd(13)} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${done}/${total} errors ${errors}   `);
   if (done === total) process.stderr.write("\n");
 }
