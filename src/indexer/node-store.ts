@@ -1,34 +1,38 @@
 /**
- * The nodes of the radix tree as a struct of typed arrays, with a free list.
+ * The nodes of the radix tree: one interleaved Int32Array record per node, with a free list.
  *
- * A node is an int id. Per node: parent id, path hash (lo/hi; see path-hash.ts), number of
- * children, its first child (most nodes have exactly one: a chain needs no edge-table entry,
- * and a chain stored by one event has consecutive ids, so walking it reads memory in order),
- * and a row of `rowStride` int32s: [holderCount, bitset words…] where bit w of the bitset =
- * worker slot w holds the node (count and bits share a cache line). 20 + 4 * rowStride bytes
- * per node (28 B up to 32 workers, 32 B up to 64), no per-node object for the GC to trace.
+ * A node is an int id; its record is `stride` int32s at rec[id * stride]:
+ *   PARENT, PATH_LO, PATH_HI (path hash, see path-hash.ts), CHILDREN (count), CHILD0 (first
+ *   child, or -1), HOLDERS (count of workers; -1 marks a free id), then `words` bitset words
+ *   (bit w = worker slot w holds the node).
+ * Most nodes have exactly one child, kept in CHILD0, so a chain needs no edge-table entry;
+ * a chain stored by one event gets consecutive ids, so walking it reads memory in order; and
+ * everything a lookup step needs about a node sits in one 32-byte record (up to 64 workers),
+ * i.e. one cache line. No per-node object for the GC to trace.
  *
- * Node 0 is the root. A freed node has holderCount -1 and links the free list through
- * `parent`. Arrays are replaced when they grow: never cache them across an alloc().
+ * Node 0 is the root. Free ids are linked through PARENT. The array is replaced when it
+ * grows: never cache `rec` across an alloc().
  */
 import { ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
 
 export const ROOT = 0;
+export const PARENT = 0;
+export const PATH_LO = 1;
+export const PATH_HI = 2;
+export const CHILDREN = 3;
+export const CHILD0 = 4;
+export const HOLDERS = 5;
+/** Offset of the first bitset word. */
+export const BITS = 6;
+
 const INITIAL_CAPACITY = 1024;
 
 export class NodeStore {
-  parent!: Int32Array;
-  pathLo!: Int32Array;
-  pathHi!: Int32Array;
-  childCount!: Int32Array;
-  /** The child not in the edge table, or -1 (see RadixTree.findChild). */
-  child0!: Int32Array;
-  /** rowStride int32s per node: [holderCount (-1 = free id), bitset words…]. */
-  rows!: Int32Array;
-  /** Bitset words per row (32 worker slots each). */
+  rec!: Int32Array;
+  /** Bitset words per record (32 worker slots each). */
   words = 1;
-  /** words + 1. */
-  rowStride = 2;
+  /** BITS + words. */
+  stride = BITS + 1;
   /** Live nodes besides the root. */
   live = 0;
 
@@ -40,71 +44,79 @@ export class NodeStore {
     this.allocate(INITIAL_CAPACITY, 1);
   }
 
-  /** A new node under `parent` with path (lo, hi), held by nobody yet. */
+  /** A new node under `parent` with path (lo, hi), held by nobody, linked as CHILD0 if free. */
   alloc(parent: number, lo: number, hi: number): number {
     let n: number;
     if (this.freeHead >= 0) {
       n = this.freeHead;
-      this.freeHead = this.parent[n]!;
+      this.freeHead = this.rec[n * this.stride + PARENT]!;
     } else {
       if (this.nextUnused === this.capacity) this.grow(Math.ceil(this.capacity * 1.5));
       n = this.nextUnused++;
     }
-    this.parent[n] = parent;
-    this.pathLo[n] = lo;
-    this.pathHi[n] = hi;
-    this.rows[n * this.rowStride] = 0;
-    this.childCount[n] = 0;
-    this.child0[n] = -1;
-    this.childCount[parent]!++;
+    const rec = this.rec;
+    const r = n * this.stride;
+    rec[r + PARENT] = parent;
+    rec[r + PATH_LO] = lo;
+    rec[r + PATH_HI] = hi;
+    rec[r + CHILDREN] = 0;
+    rec[r + CHILD0] = -1;
+    rec[r + HOLDERS] = 0;
+    const p = parent * this.stride;
+    rec[p + CHILDREN]!++;
+    if (rec[p + CHILD0]! < 0) rec[p + CHILD0] = n;
     this.live++;
     return n;
   }
 
-  /** Return a node (held by nobody, childless; its bitset is already zero). */
+  /** Return a node (held by nobody, childless, bitset zero). The caller unlinked its edge. */
   free(n: number): void {
-    this.childCount[this.parent[n]!]!--;
-    this.rows[n * this.rowStride] = -1;
-    this.parent[n] = this.freeHead;
+    const rec = this.rec;
+    const r = n * this.stride;
+    const p = rec[r + PARENT]! * this.stride;
+    rec[p + CHILDREN]!--;
+    if (rec[p + CHILD0] === n) rec[p + CHILD0] = -1;
+    rec[r + HOLDERS] = -1;
+    rec[r + PARENT] = this.freeHead;
     this.freeHead = n;
     this.live--;
     // An empty tree gives its memory back (the leak test's "baseline").
     if (this.live === 0 && this.capacity > INITIAL_CAPACITY) this.allocate(INITIAL_CAPACITY, this.words);
   }
 
-  holderCount(n: number): number {
-    return this.rows[n * this.rowStride]!;
+  get(n: number, field: number): number {
+    return this.rec[n * this.stride + field]!;
   }
 
   isLive(n: number): boolean {
-    return n > 0 && n < this.nextUnused && this.rows[n * this.rowStride]! >= 0;
+    return n > 0 && n < this.nextUnused && this.rec[n * this.stride + HOLDERS]! >= 0;
   }
 
   hasHolder(n: number, w: number): boolean {
-    return (this.rows[n * this.rowStride + 1 + (w >>> 5)]! & (1 << (w & 31))) !== 0;
+    return (this.rec[n * this.stride + BITS + (w >>> 5)]! & (1 << (w & 31))) !== 0;
   }
 
   /** Set bit w of node n; false when it was already set. */
   addHolder(n: number, w: number): boolean {
-    const r = n * this.rowStride;
-    const i = r + 1 + (w >>> 5);
+    const r = n * this.stride;
+    const i = r + BITS + (w >>> 5);
     const bit = 1 << (w & 31);
-    const word = this.rows[i]!;
+    const word = this.rec[i]!;
     if ((word & bit) !== 0) return false;
-    this.rows[i] = word | bit;
-    this.rows[r]!++;
+    this.rec[i] = word | bit;
+    this.rec[r + HOLDERS]!++;
     return true;
   }
 
   /** Clear bit w of node n; false when it was not set. */
   removeHolder(n: number, w: number): boolean {
-    const r = n * this.rowStride;
-    const i = r + 1 + (w >>> 5);
+    const r = n * this.stride;
+    const i = r + BITS + (w >>> 5);
     const bit = 1 << (w & 31);
-    const word = this.rows[i]!;
+    const word = this.rec[i]!;
     if ((word & bit) === 0) return false;
-    this.rows[i] = word & ~bit;
-    this.rows[r]!--;
+    this.rec[i] = word & ~bit;
+    this.rec[r + HOLDERS]!--;
     return true;
   }
 
@@ -114,15 +126,15 @@ export class NodeStore {
     if (need <= this.words) return;
     let words = this.words;
     while (words < need) words *= 2;
-    const old = this.rows;
-    const oldStride = this.rowStride;
-    const stride = words + 1;
-    this.rows = new Int32Array(this.capacity * stride);
+    const old = this.rec;
+    const oldStride = this.stride;
+    const stride = BITS + words;
+    this.rec = new Int32Array(this.capacity * stride);
     for (let n = 0; n < this.nextUnused; n++) {
-      for (let k = 0; k < oldStride; k++) this.rows[n * stride + k] = old[n * oldStride + k]!;
+      for (let k = 0; k < oldStride; k++) this.rec[n * stride + k] = old[n * oldStride + k]!;
     }
     this.words = words;
-    this.rowStride = stride;
+    this.stride = stride;
   }
 
   /** One past the highest id ever handed out (iterate ids below this). */
@@ -130,39 +142,26 @@ export class NodeStore {
     return this.nextUnused;
   }
 
-  /** Bytes held by the node arrays. */
+  /** Bytes held by the node records. */
   bytes(): number {
-    return this.capacity * (5 * 4 + this.rowStride * 4);
+    return this.capacity * this.stride * 4;
   }
 
   private grow(capacity: number): void {
-    const more = (a: Int32Array, per = 1): Int32Array => {
-      const b = new Int32Array(capacity * per);
-      b.set(a);
-      return b;
-    };
-    this.parent = more(this.parent);
-    this.pathLo = more(this.pathLo);
-    this.pathHi = more(this.pathHi);
-    this.childCount = more(this.childCount);
-    this.child0 = more(this.child0);
-    this.rows = more(this.rows, this.rowStride);
+    const rec = new Int32Array(capacity * this.stride);
+    rec.set(this.rec);
+    this.rec = rec;
     this.capacity = capacity;
   }
 
   private allocate(capacity: number, words: number): void {
     this.capacity = capacity;
     this.words = words;
-    this.rowStride = words + 1;
-    this.parent = new Int32Array(capacity);
-    this.pathLo = new Int32Array(capacity);
-    this.pathHi = new Int32Array(capacity);
-    this.childCount = new Int32Array(capacity);
-    this.child0 = new Int32Array(capacity);
-    this.child0[0] = -1;
-    this.rows = new Int32Array(capacity * this.rowStride);
-    this.pathLo[0] = ROOT_PATH_LO;
-    this.pathHi[0] = ROOT_PATH_HI;
+    this.stride = BITS + words;
+    this.rec = new Int32Array(capacity * this.stride);
+    this.rec[PATH_LO] = ROOT_PATH_LO;
+    this.rec[PATH_HI] = ROOT_PATH_HI;
+    this.rec[CHILD0] = -1;
     this.nextUnused = 1;
     this.freeHead = -1;
     this.live = 0;

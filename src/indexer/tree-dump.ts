@@ -17,7 +17,7 @@
 import type { RouterEvent, StoredBlock } from "../core/events.ts";
 import { removedEvent, storedEvent } from "../core/events.ts";
 import type { NodeStore } from "./node-store.ts";
-import { ROOT } from "./node-store.ts";
+import { PARENT, PATH_HI, PATH_LO, ROOT } from "./node-store.ts";
 import { PATH_OUT, tokensOf } from "./path-hash.ts";
 import { join } from "./u64-split.ts";
 import type { WorkerSlot, WorkerSlots } from "./worker-slots.ts";
@@ -50,10 +50,10 @@ export function dumpTree(nodes: NodeStore, slots: WorkerSlots): RouterEvent[] {
       const block: StoredBlock = { blockHash: join(lo[e]!, hi[e]!), tokensHash: tokensHashOf(nodes, n) };
       // Path nodes between the nearest ancestor this worker holds (or the root) and n.
       const path: number[] = [];
-      let p = nodes.parent[n]!;
+      let p = nodes.get(n, PARENT);
       while (p !== ROOT && entryOf[p] === -1) {
         path.push(p);
-        p = nodes.parent[p]!;
+        p = nodes.get(p, PARENT);
       }
       const parentHash = p === ROOT ? null : join(lo[entryOf[p]!]!, hi[entryOf[p]!]!);
       if (path.length === 0) {
@@ -73,8 +73,8 @@ export function dumpTree(nodes: NodeStore, slots: WorkerSlots): RouterEvent[] {
 }
 
 function tokensHashOf(nodes: NodeStore, n: number): bigint {
-  const p = nodes.parent[n]!;
-  tokensOf(nodes.pathLo[p]!, nodes.pathHi[p]!, nodes.pathLo[n]!, nodes.pathHi[n]!);
+  const p = nodes.get(n, PARENT);
+  tokensOf(nodes.get(p, PATH_LO), nodes.get(p, PATH_HI), nodes.get(n, PATH_LO), nodes.get(n, PATH_HI));
   return join(PATH_OUT[0]!, PATH_OUT[1]!);
 }
 
@@ -89,7 +89,7 @@ function depths(nodes: NodeStore): Int32Array {
     let q = n;
     while (depth[q] === -1) {
       stack.push(q);
-      q = nodes.parent[q]!;
+      q = nodes.get(q, PARENT);
     }
     let d = depth[q]!;
     while (stack.length > 0) depth[stack.pop()!] = ++d;
@@ -101,8 +101,8 @@ function depths(nodes: NodeStore): Int32Array {
 function syntheticHashes(slot: WorkerSlot, path: readonly number[], nodes: NodeStore): bigint[] {
   const out: bigint[] = [];
   for (const q of path) {
-    let lo = (nodes.pathLo[q]! ^ 0x5bd1e995) >>> 0;
-    const hi = (nodes.pathHi[q]! ^ 0x27d4eb2f) >>> 0;
+    let lo = (nodes.get(q, PATH_LO) ^ 0x5bd1e995) >>> 0;
+    const hi = (nodes.get(q, PATH_HI) ^ 0x27d4eb2f) >>> 0;
     for (;;) {
       const h = join(lo, hi);
       if (slot.blocks.get(lo, hi) < 0 && !out.includes(h)) {

@@ -29,6 +29,8 @@ export class WorkerSlots {
   readonly bySlot: (WorkerSlot | undefined)[] = [];
   private readonly byId = new Map<WorkerId, Map<DpRank, WorkerSlot>>();
   private readonly free: number[] = [];
+  /** The last slot found: events come in runs from one worker, skip the bigint Map lookup. */
+  private last: WorkerSlot | undefined;
 
   /** The slot of (workerId, dpRank), or undefined. */
   find(workerId: WorkerId, dpRank: DpRank): WorkerSlot | undefined {
@@ -37,9 +39,11 @@ export class WorkerSlots {
 
   /** The slot of (workerId, dpRank), created when missing. */
   intern(workerId: WorkerId, dpRank: DpRank): WorkerSlot {
+    const last = this.last;
+    if (last !== undefined && last.workerId === workerId && last.dpRank === dpRank) return last;
     let ranks = this.byId.get(workerId);
     const found = ranks?.get(dpRank);
-    if (found) return found;
+    if (found) return (this.last = found);
     if (!ranks) {
       ranks = new Map();
       this.byId.set(workerId, ranks);
@@ -65,7 +69,7 @@ export class WorkerSlots {
     };
     this.bySlot[index] = slot;
     ranks.set(dpRank, slot);
-    return slot;
+    return (this.last = slot);
   }
 
   /** Every dp-rank slot of a worker. */
@@ -79,6 +83,7 @@ export class WorkerSlots {
     const ranks = this.byId.get(slot.workerId);
     if (!ranks || ranks.get(slot.dpRank) !== slot) return;
     ranks.delete(slot.dpRank);
+    if (this.last === slot) this.last = undefined;
     if (ranks.size === 0) this.byId.delete(slot.workerId);
     this.bySlot[slot.index] = undefined;
     this.free.push(slot.index);
