@@ -16,12 +16,15 @@ if ! echo '#include <xxhash.h>' | "$CC" -E -x c - >/dev/null 2>&1; then
 fi
 
 BIN="$OUT/native-tests"
-tmp=$(mktemp "$OUT/.native-tests.XXXXXX")
-"$CC" -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -pthread \
-  -fsanitize=address,undefined -fno-sanitize-recover=all \
-  -Wall -Wextra -Wno-unused-parameter -Werror \
-  -o "$tmp" ffi/src/*.c ffi/test/*.c -ldl
-mv -f "$tmp" "$BIN"
+# Rebuilt only when a source (or this script) is newer than the binary.
+if [ ! -f "$BIN" ] || [ -n "$(find ffi/src ffi/include ffi/test -newer "$BIN" 2>/dev/null | head -n 1)" ]; then
+  tmp=$(mktemp "$OUT/.native-tests.XXXXXX")
+  "$CC" -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -pthread \
+    -fsanitize=address,undefined -fno-sanitize-recover=all \
+    -Wall -Wextra -Wno-unused-parameter -Werror \
+    -o "$tmp" ffi/src/*.c ffi/test/*.c -ldl
+  mv -f "$tmp" "$BIN"
+fi
 
 # libcudart is opened (to learn there is no GPU); what it keeps for the process lifetime is
 # not ours to free, so LeakSanitizer is told to ignore it.
