@@ -13,7 +13,8 @@
  * Reports (targets from the indexer brief):
  *   (a) event apply rate, stored blocks/s (target ≥ 5M/s on one core); events are generated
  *       in small batches (~64 events) outside the timed region and applied right away, as a
- *       subscriber applies what it just decoded;
+ *       subscriber applies what it just decoded; once as RouterEvent objects (applyEvent) and
+ *       once as typed arrays (storeHashes, no bigint per block);
  *       also a steady-state churn (store new request + remove an old one) rate;
  *   (b) memory per (block, worker) entry: JS heap + array buffers (heapUsed, Bun counts typed
  *       arrays there) and RSS deltas around the build, after Bun.gc(true) (target ≤ 100 B);
@@ -163,8 +164,40 @@ function memory(): { heapUsed: number; rss: number } {
   return { heapUsed: m.heapUsed, rss: m.rss };
 }
 
-export async function runIndexBench(opts: { entries?: number } = {}): Promise<Record<string, unknown>> {
-  const target = opts.entries ?? 1_000_000;
+interface Built {
+  tree: RadixTree;
+  w: Workload;
+  holds: Set<number>[];
+  applyNs: number;
+  storedBlocks: number;
+  events: number;
+  heapBytes: number;
+  rssBytes: number;
+}
+
+/** A Stored event as typed arrays, the form an adapter decoding msgpack could hand over. */
+interface TypedStore {
+  workerId: bigint;
+  parent: bigint | null;
+  tokens: BigUint64Array;
+  hashes: BigUint64Array;
+}
+function typed(e: RouterEvent): TypedStore {
+  const d = e.event.data;
+  if (d.type !== "stored") throw new Error("stored events only");
+  return {
+    workerId: e.workerId,
+    parent: d.parentHash,
+    tokens: BigUint64Array.from(d.blocks.map((b) => b.tokensHash)),
+    hashes: BigUint64Array.from(d.blocks.map((b) => b.blockHash)),
+  };
+}
+
+/**
+ * Build the index from the seeded workload until `target` entries. `viaTyped`: hand events
+ * over as typed arrays (RadixTree.storeHashes) instead of RouterEvent objects.
+ */
+function build(target: number, viaTyped: boolean): Built {
   rng = 0x9e3779b9;
   const w: Workload = { families: makeFamilies(), samples: [], longDocs: [], history: [], keptBytes: 0 };
   for (let d = 0; d < LONG_DOCS; d++) w.longDocs.push(extend(EMPTY, Array.from({ length: LONG_BLOCKS }, randomHash)));
@@ -176,16 +209,28 @@ export async function runIndexBench(opts: { entries?: number } = {}): Promise<Re
   let storedBlocks = 0;
   let events = 0;
   const apply = (batch: RouterEvent[]) => {
-    const t0 = Bun.nanoseconds();
-    for (let i = 0; i < batch.length; i++) tree.applyEvent(batch[i]!);
-    applyNs += Bun.nanoseconds() - t0;
+    if (viaTyped) {
+      const stores = batch.map(typed);
+      const t0 = Bun.nanoseconds();
+      for (let i = 0; i < stores.length; i++) {
+        const s = stores[i]!;
+        tree.storeHashes(s.workerId, 0, s.parent, s.tokens, s.hashes);
+      }
+      applyNs += Bun.nanoseconds() - t0;
+    } else {
+      const t0 = Bun.nanoseconds();
+      for (let i = 0; i < batch.length; i++) tree.applyEvent(batch[i]!);
+      applyNs += Bun.nanoseconds() - t0;
+    }
     events += batch.length;
   };
   // Long documents first (3 workers each), then requests until the target size.
   for (let d = 0; d < LONG_DOCS; d++) {
-    const batch: RouterEvent[] = [];
-    for (let r = 0; r < 3; r++) storedBlocks += storeEvents((d * 11 + r * 5) % WORKERS, w.longDocs[d]!, 0, batch);
-    apply(batch);
+    for (let r = 0; r < 3; r++) {
+      const batch: RouterEvent[] = [];
+      storedBlocks += storeEvents((d * 11 + r * 5) % WORKERS, w.longDocs[d]!, 0, batch);
+      for (let i = 0; i < batch.length; i += 64) apply(batch.slice(i, i + 64));
+    }
   }
   while (tree.size() < target) {
     const batch: RouterEvent[] = [];
@@ -194,8 +239,25 @@ export async function runIndexBench(opts: { entries?: number } = {}): Promise<Re
     apply(batch);
   }
   const after = memory();
-  const keptBytes = w.keptBytes;
+  return {
+    tree,
+    w,
+    holds,
+    applyNs,
+    storedBlocks,
+    events,
+    heapBytes: after.heapUsed - before.heapUsed - w.keptBytes,
+    rssBytes: after.rss - before.rss - w.keptBytes,
+  };
+}
+
+export async function runIndexBench(opts: { entries?: number } = {}): Promise<Record<string, unknown>> {
+  const target = opts.entries ?? 1_000_000;
+  const { tree, w, holds, applyNs, storedBlocks, events, heapBytes, rssBytes } = build(target, false);
   const entries = tree.size();
+  const typedBuild = build(target, true); // same stream again, as typed arrays (rate only)
+  const typedNsPerBlock = typedBuild.applyNs / typedBuild.storedBlocks;
+  typedBuild.tree = new RadixTree();
 
   // Steady state: each new request's store is paired with the eviction of the oldest tail.
   let churnNs = 0;
@@ -240,12 +302,13 @@ export async function runIndexBench(opts: { entries?: number } = {}): Promise<Re
       storedBlocks,
       blocksPerSec: Math.round(storedBlocks / (applyNs / 1e9)),
       nsPerBlock: +(applyNs / storedBlocks).toFixed(1),
+      typedArraysBlocksPerSec: Math.round(1e9 / typedNsPerBlock),
       targetBlocksPerSec: 5_000_000,
       churnBlocksPerSec: Math.round(churnBlocks / (churnNs / 1e9)),
     },
     memory: {
-      bytesPerEntryHeap: +((after.heapUsed - before.heapUsed - keptBytes) / entries).toFixed(1),
-      bytesPerEntryRss: +((after.rss - before.rss - keptBytes) / entries).toFixed(1),
+      bytesPerEntryHeap: +(heapBytes / entries).toFixed(1),
+      bytesPerEntryRss: +(rssBytes / entries).toFixed(1),
       bytesPerEntryTypedArrays: +(tree.memoryBytes() / entries).toFixed(1),
       targetBytesPerEntry: 100,
     },
