@@ -1,0 +1,292 @@
+/**
+ * Active load shared between routers over Redis (Dynamo's replica sync, spec §1.6 / §4.6,
+ * with Redis in place of NATS). Each router publishes the add / prefill-done / free events
+ * of its LoadTracker and applies everyone else's, so every replica's scheduler sees the
+ * whole cluster's load.
+ *
+ * - Out: tracker.onLocalEvent → LocalMirror (for snapshots) + Outbox (batched, ordered,
+ *   seq-numbered, dropped with a counter while Redis is away).
+ * - In: transport → decode → PeerTable → tracker.applyRemote. A gap in an origin's seq, or
+ *   a first sight of an origin that has published before (this router started late, or
+ *   was cut off), asks that origin for a snapshot, which is then reconciled.
+ * - Liveness: a heartbeat every heartbeatMs (it carries the last seq, so trailing losses are
+ *   seen too); an origin silent for deadAfterMs has its requests freed here.
+ * Nothing here throws into the request path: the tracker hook only queues.
+ */
+import type { LoadTracker } from "../scheduler/load-tracker.ts";
+import type { ActiveSequenceEvent } from "../scheduler/sequence-events.ts";
+import { LocalMirror } from "./local-mirror.ts";
+import { Outbox } from "./outbox.ts";
+import { PeerTable } from "./peers.ts";
+import { openSyncTransport, type SyncTransport } from "./transport.ts";
+import { decodeMessage, originPrefix } from "./wire.ts";
+
+export const DEFAULT_SYNC_CHANNEL = "switchyard:active_sequences";
+/** Dynamo's MAX_REPLICA_BATCH_EVENTS. */
+export const MAX_REPLICA_BATCH_EVENTS = 256;
+
+/** Matches app/log.ts's Logger, so main.ts can pass its logger as is. */
+export interface SyncLogger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+export interface LoadSyncOptions {
+  /** redis://, rediss:// (pub/sub) or https:// (Upstash REST, a polled stream; needs `token`). */
+  readonly url: string;
+  readonly token?: string;
+  readonly tracker: LoadTracker;
+  /** Must equal tracker.routerId, and differ between routers (see randomRouterId). */
+  readonly routerId: bigint;
+  /** Milliseconds; the tracker's clock. Heartbeat ages are measured on it too. */
+  readonly now: () => number;
+  /** Pub/sub channel, or stream key (default "switchyard:active_sequences"). */
+  readonly channel?: string;
+  /** Default 1000. */
+  readonly heartbeatMs?: number;
+  /** An origin silent this long is presumed dead and its requests freed here (default 10000; at least 2 heartbeats). */
+  readonly deadAfterMs?: number;
+  /** Longest wait before a batch leaves (default 1). */
+  readonly batchMs?: number;
+  /** Events per message, 1–256 (default 256). */
+  readonly maxBatchEvents?: number;
+  /** A message is cut before this many characters (default 1 MiB); a bigger single event still goes alone. */
+  readonly maxMessageBytes?: number;
+  /** Events waiting to be sent, past which new ones are dropped (default 65536). */
+  readonly maxQueuedEvents?: number;
+  /** Stream reader pause between empty polls (https:// only, default 5). */
+  readonly pollMs?: number;
+  /** Stream length kept, approximately (https:// only, default 1000). */
+  readonly streamMaxLen?: number;
+  /** Per Redis command (default 1000). */
+  readonly commandTimeoutMs?: number;
+  readonly log?: SyncLogger;
+}
+
+export interface LoadSyncStats {
+  readonly transport: "pubsub" | "stream";
+  /** The receiving side is connected (subscribed, or the last poll answered). */
+  readonly receiving: boolean;
+  /** The last publish succeeded (true before the first). */
+  readonly publishing: boolean;
+  readonly publishedMessages: number;
+  readonly publishedEvents: number;
+  readonly droppedMessages: number;
+  readonly droppedEvents: number;
+  readonly queuedEvents: number;
+  readonly receivedMessages: number;
+  /** Messages that were not sync messages at all. */
+  readonly invalidMessages: number;
+  /** Events inside valid messages that were malformed or claimed another origin. */
+  readonly invalidEvents: number;
+  readonly peers: number;
+  /** Requests booked here on behalf of other routers. */
+  readonly remoteRequests: number;
+  /** This router's own live requests, as known to the snapshot mirror. */
+  readonly localRequests: number;
+  readonly gaps: number;
+  readonly resyncsSent: number;
+  readonly snapshotsSent: number;
+  readonly snapshotsApplied: number;
+  readonly heartbeats: number;
+  readonly expiredPeers: number;
+  readonly expiredRequests: number;
+  readonly restartedPeers: number;
+  readonly reconnects: number;
+  readonly receiveErrors: number;
+  /** Heartbeat ticks run so far (tests wait on it). */
+  readonly ticks: number;
+}
+
+export interface LoadSync {
+  /** Stop publishing and receiving. Own requests are not freed on the replicas (they expire there); remote load booked here is freed. */
+  stop(): Promise<void>;
+  stats(): LoadSyncStats;
+}
+
+/** A random u64 router id (Dynamo draws one per router too). */
+export function randomRouterId(): bigint {
+  return crypto.getRandomValues(new BigUint64Array(1))[0]!;
+}
+
+function randomEpoch(): string {
+  const b = crypto.getRandomValues(new Uint8Array(8));
+  let s = "";
+  for (const x of b) s += x.toString(16).padStart(2, "0");
+  return s;
+}
+
+/** Every this many heartbeats, ids the tracker dropped on its own are forgotten. */
+const PRUNE_EVERY_TICKS = 30;
+
+export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
+  const { tracker, routerId, now } = opts;
+  const heartbeatMs = opts.heartbeatMs ?? 1_000;
+  const deadAfterMs = opts.deadAfterMs ?? 10_000;
+  const maxBatchEvents = opts.maxBatchEvents ?? MAX_REPLICA_BATCH_EVENTS;
+  if (routerId !== tracker.routerId) {
+    throw new Error(`load sync router id ${routerId} differs from the tracker's (${tracker.routerId}); build the tracker with { routerId }`);
+  }
+  if (!(heartbeatMs > 0) || !(deadAfterMs >= 2 * heartbeatMs)) {
+    throw new Error(`load sync needs heartbeatMs > 0 and deadAfterMs >= 2 × heartbeatMs (got ${heartbeatMs}, ${deadAfterMs})`);
+  }
+  if (!(maxBatchEvents >= 1 && maxBatchEvents <= MAX_REPLICA_BATCH_EVENTS)) {
+    throw new Error(`load sync maxBatchEvents must be 1–${MAX_REPLICA_BATCH_EVENTS}, got ${maxBatchEvents}`);
+  }
+
+  const transport: SyncTransport = await openSyncTransport({
+    url: opts.url,
+    channel: opts.channel ?? DEFAULT_SYNC_CHANNEL,
+    token: opts.token,
+    commandTimeoutMs: opts.commandTimeoutMs ?? 1_000,
+    pollMs: opts.pollMs ?? 5,
+    streamMaxLen: opts.streamMaxLen ?? 1_000,
+  });
+  const log = opts.log;
+  const origin = { routerId, epoch: randomEpoch() };
+  const mirror = new LocalMirror();
+  const peers = new PeerTable(tracker, { deadAfterMs, resyncRetryMs: heartbeatMs });
+  let publishing = true;
+  const outbox = new Outbox({
+    origin,
+    publish: (payload) => transport.publish(payload),
+    snapshot: () => mirror.snapshot((id) => tracker.hasRequest(id)),
+    batchMs: opts.batchMs ?? 1,
+    maxBatchEvents,
+    maxMessageBytes: opts.maxMessageBytes ?? 1 << 20,
+    maxQueuedEvents: opts.maxQueuedEvents ?? 65_536,
+    onPublishResult: (error) => {
+      // Log the state change, not every dropped message.
+      if (error !== undefined && publishing) {
+        publishing = false;
+        log?.warn("load sync: cannot publish to Redis; dropping load events until it is back", { error: String(error) });
+      } else if (error === undefined && !publishing) {
+        publishing = true;
+        log?.info("load sync: publishing to Redis again");
+      }
+    },
+  });
+
+  let receivedMessages = 0;
+  let invalidMessages = 0;
+  let invalidEvents = 0;
+  let ticks = 0;
+
+  const previousHook = tracker.onLocalEvent;
+  const hook = (ev: ActiveSequenceEvent): void => {
+    previousHook?.(ev);
+    try {
+      mirror.record(ev);
+      outbox.push(ev);
+    } catch {
+      // Never into the request path; the peers' gap detection repairs what was not sent.
+    }
+  };
+  tracker.onLocalEvent = hook;
+
+  const own = originPrefix(routerId);
+  let running = true;
+  const onMessage = (payload: string): void => {
+    if (!running || payload.startsWith(own)) return; // stopped, or our own echo
+    receivedMessages++;
+    try {
+      const decoded = decodeMessage(payload);
+      if (!decoded) {
+        invalidMessages++;
+        return;
+      }
+      invalidEvents += decoded.invalidEvents;
+      const m = decoded.message;
+      if (m.kind === "resync") {
+        if (m.target === routerId) outbox.requestSnapshot();
+        return;
+      }
+      const t = now();
+      peers.receive(m, t);
+      for (const target of peers.resyncDue(t)) outbox.resync(target);
+    } catch (e) {
+      invalidMessages++;
+      log?.warn("load sync: could not apply a message", { error: String(e) });
+    }
+  };
+
+  await transport.start(onMessage);
+  // Announce ourselves at once: peers that see seq 0 know they have our whole history.
+  outbox.heartbeat();
+
+  let wasReceiving = transport.receiving;
+  if (!wasReceiving) log?.warn("load sync: Redis is not reachable yet; retrying in the background", { url: opts.url });
+  const timer = setInterval(() => {
+    try {
+      ticks++;
+      const t = now();
+      outbox.heartbeat();
+      const freedBefore = peers.counters.expiredRequests;
+      for (const id of peers.expireSilent(t)) {
+        log?.warn(`load sync: router ${id} silent for over ${deadAfterMs} ms; its requests were freed here`, {
+          freed: peers.counters.expiredRequests - freedBefore,
+        });
+      }
+      for (const target of peers.resyncDue(t)) outbox.resync(target);
+      if (ticks % PRUNE_EVERY_TICKS === 0) {
+        peers.prune();
+        mirror.prune((id) => tracker.hasRequest(id));
+      }
+      if (transport.receiving !== wasReceiving) {
+        wasReceiving = transport.receiving;
+        if (wasReceiving) log?.info("load sync: receiving from Redis again");
+        else log?.warn("load sync: lost the Redis subscription; peers' load goes stale until it is back");
+      }
+    } catch (e) {
+      log?.warn("load sync: heartbeat tick failed", { error: String(e) });
+    }
+  }, heartbeatMs);
+
+  let stopped: Promise<void> | undefined;
+  return {
+    stop() {
+      stopped ??= (async () => {
+        running = false;
+        clearInterval(timer);
+        if (tracker.onLocalEvent === hook) tracker.onLocalEvent = previousHook;
+        await outbox.drain();
+        outbox.close();
+        await transport.close();
+        // Remote load would no longer be kept fresh: drop it rather than let it leak.
+        peers.clear(now());
+      })();
+      return stopped;
+    },
+    stats(): LoadSyncStats {
+      const o = outbox.counters;
+      const p = peers.counters;
+      return {
+        transport: transport.kind,
+        receiving: transport.receiving,
+        publishing,
+        publishedMessages: o.messages,
+        publishedEvents: o.events,
+        droppedMessages: o.droppedMessages,
+        droppedEvents: o.droppedEvents,
+        queuedEvents: outbox.queued,
+        receivedMessages,
+        invalidMessages,
+        invalidEvents,
+        peers: peers.size,
+        remoteRequests: peers.remoteRequests,
+        localRequests: mirror.size,
+        gaps: p.gaps,
+        resyncsSent: o.resyncsSent,
+        snapshotsSent: o.snapshotsSent,
+        snapshotsApplied: p.snapshotsApplied,
+        heartbeats: o.heartbeats,
+        expiredPeers: p.expiredPeers,
+        expiredRequests: p.expiredRequests,
+        restartedPeers: p.restartedPeers,
+        reconnects: transport.counters.reconnects,
+        receiveErrors: transport.counters.receiveErrors,
+        ticks,
+      };
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * SyncTransport over RESP (redis://, rediss://): PUBLISH through the sessions' RESP
+ * connection (no offline queue, own reconnect with backoff, command timeout), messages in
+ * through a dedicated self-reconnecting subscriber. Bun only.
+ */
+import { openRedisConnection, type RedisConnection } from "../sessions/redis-client.ts";
+import { RespSubscriber } from "./resp-subscriber.ts";
+import type { SyncTransport, SyncTransportOptions, TransportCounters } from "./transport.ts";
+
+export class PubSubTransport implements SyncTransport {
+  readonly kind = "pubsub";
+  #subscriber: RespSubscriber | undefined;
+
+  private constructor(
+    readonly opts: SyncTransportOptions,
+    readonly conn: RedisConnection,
+  ) {}
+
+  static async open(opts: SyncTransportOptions): Promise<PubSubTransport> {
+    return new PubSubTransport(opts, await openRedisConnection(opts.url, { commandTimeoutMs: opts.commandTimeoutMs }));
+  }
+
+  get receiving(): boolean {
+    return this.#subscriber?.subscribed ?? false;
+  }
+
+  get counters(): TransportCounters {
+    return { reconnects: this.#subscriber?.reconnects ?? 0, receiveErrors: this.#subscriber?.errors ?? 0 };
+  }
+
+  async publish(payload: string): Promise<void> {
+    await this.conn.command(["PUBLISH", this.opts.channel, payload]);
+  }
+
+  start(onMessage: (payload: string) => void): Promise<void> {
+    this.#subscriber = new RespSubscriber(this.opts.url, this.opts.channel, this.opts.commandTimeoutMs, onMessage);
+    return this.#subscriber.start();
+  }
+
+  async close(): Promise<void> {
+    this.#subscriber?.close();
+    await this.conn.close();
+  }
+}
