@@ -5,7 +5,7 @@
  * index, scheduler, recovery driver, session store, worker membership and metrics,
  * hands them to createApp and serves the app with Bun.
  */
-import { createApp } from "./app/app.ts";
+import { createApp, createFastRoutes } from "./app/app.ts";
 import type { AppDeps } from "./app/deps.ts";
 import { createLogger, type Logger } from "./app/log.ts";
 import { ExternalLeases } from "./app/routing/external-leases.ts";
@@ -171,6 +171,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     resolveLora: (model) => (typeof model === "string" && lora.getLoadedWorkers(model).length > 0 ? model : undefined),
     peer: (req) => server?.requestIP(req)?.address,
     fetch: (url, init) => fetch(url, init),
+    directStreams: true,
     now,
     log,
   };
@@ -182,6 +183,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     idleTimeout: 0,
     // Our own limit answers 413 in OpenAI's shape; Bun's must not trip first.
     maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
+    // The proxied endpoints are matched natively; everything else goes through the app.
+    routes: createFastRoutes(deps),
     fetch: (req) => app.fetch(req),
   });
   const port = server.port!;

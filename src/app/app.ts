@@ -13,7 +13,7 @@ import { adminAuth } from "./auth.ts";
 import type { AppDeps } from "./deps.ts";
 import { errorResponse, toErrorResponse, classify } from "./errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
-import { openAiRoutes } from "./routes/openai.ts";
+import { completionHandlers, openAiRoutes, type RequestHandler } from "./routes/openai.ts";
 import { workerRoutes } from "./routes/workers.ts";
 
 /** Paths that need the admin token (or a loopback peer when no token is set). */
@@ -35,11 +35,24 @@ export function createApp(d: AppDeps): Hono {
   app.route("/", adminRoutes(d));
 
   app.notFound((c) => errorResponse(404, "not_found", `no route for ${c.req.method} ${c.req.path}`));
-  app.onError((e) => {
-    const c = classify(e);
-    if (c.status >= 500 && c.code === "internal") d.log.error(`unhandled error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-    if (c.code !== "internal") d.metrics.routingErrors.inc([c.code]);
-    return toErrorResponse(e);
-  });
+  app.onError((e) => answerError(d, e));
   return app;
+}
+
+/** Every error the app answers goes through here: counted, logged when unexpected, OpenAI-shaped. */
+function answerError(d: AppDeps, e: unknown): Response {
+  const c = classify(e);
+  if (c.code === "internal") d.log.error(`unhandled error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  d.metrics.routingErrors.inc([c.code]);
+  return toErrorResponse(e);
+}
+
+/**
+ * The hot endpoints as a Bun.serve `routes` table, so they skip the app's router: the same
+ * handlers and error answers as createApp's, for runtimes that match paths natively.
+ */
+export function createFastRoutes(d: AppDeps): Record<string, { POST: (req: Request) => Promise<Response> }> {
+  const h = completionHandlers(d);
+  const guard = (fn: RequestHandler) => (req: Request) => fn(req).catch((e: unknown) => answerError(d, e));
+  return { "/v1/completions": { POST: guard(h.completions) }, "/v1/chat/completions": { POST: guard(h.chat) } };
 }

@@ -35,6 +35,8 @@ export interface AppDeps {
   /** The peer address of a request (Bun: server.requestIP). */
   readonly peer: PeerAddress;
   readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
+  /** The runtime is Bun: stream response bodies through Bun's direct streams. */
+  readonly directStreams?: boolean;
   /** Milliseconds (load decay, metrics). */
   readonly now: () => number;
   readonly log: Logger;

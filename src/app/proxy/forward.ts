@@ -10,7 +10,7 @@ import type { WorkerId } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../metrics/names.ts";
 import type { WorkerRegistry } from "../../workers/registry.ts";
 import type { RouteDecision, RoutingService } from "../routing/routing-service.ts";
-import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
+import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream, type ChunkReader } from "./observe-stream.ts";
 
 export interface ForwardDeps {
@@ -20,6 +20,8 @@ export interface ForwardDeps {
   readonly metrics: RouterMetrics;
   readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
   readonly maxRetries: number;
+  /** Use Bun's direct streams for response bodies (see observe-stream.ts). */
+  readonly directStreams?: boolean;
   readonly warn?: (message: string) => void;
 }
 
@@ -121,11 +123,7 @@ function respond(
 ): Response {
   const { worker, lease } = decision;
   const workerLabel = String(worker.workerId);
-  const headers = clientResponseHeaders(res.headers, {
-    [HEADER_WORKER]: workerLabel,
-    [HEADER_DP_RANK]: String(worker.dpRank),
-    [HEADER_OVERLAP]: String(decision.overlapBlocks),
-  });
+  const headers = clientResponseHeaders(res.headers, workerLabel, worker.dpRank, decision.overlapBlocks);
   const init = { status: res.status, statusText: res.statusText, headers };
   if (!reader || !first || first.done || first.value === undefined) {
     lease.free();
@@ -138,6 +136,6 @@ function respond(
       lease.free();
       d.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : how === "error" ? "stream_error" : "client_cancelled"]);
     },
-  });
+  }, d.directStreams);
   return new Response(body, init);
 }

@@ -3,9 +3,12 @@
  * describe one connection and never cross a proxy; content-length is recomputed by the
  * runtime. Upstream is asked for an identity encoding, because the runtime's fetch would
  * decompress a gzip body while the header still said gzip.
+ *
+ * Hot path: upstream headers are a plain object (cheaper for fetch than a Headers built
+ * entry by entry), and response headers are a native copy with a few deletions.
  */
 
-const HOP_BY_HOP = new Set([
+const HOP_BY_HOP = [
   "connection",
   "keep-alive",
   "proxy-connection",
@@ -17,7 +20,8 @@ const HOP_BY_HOP = new Set([
   "upgrade",
   "host",
   "content-length",
-]);
+] as const;
+const HOP_BY_HOP_SET: ReadonlySet<string> = new Set(HOP_BY_HOP);
 
 /** Headers the router adds to every proxied response. */
 export const HEADER_WORKER = "x-switchyard-worker";
@@ -27,22 +31,22 @@ export const HEADER_OVERLAP = "x-switchyard-overlap-blocks";
 export const SESSION_HEADERS = ["x-session-id", "x-dynamo-session-id"] as const;
 
 /** Request headers to send upstream: the client's minus hop-by-hop, plus the dp rank. */
-export function upstreamRequestHeaders(incoming: Headers, dpRank: number): Headers {
-  const out = new Headers();
+export function upstreamRequestHeaders(incoming: Headers, dpRank: number): Record<string, string> {
+  const out: Record<string, string> = {};
   incoming.forEach((value, name) => {
-    if (!HOP_BY_HOP.has(name) && name !== "accept-encoding") out.set(name, value);
+    if (!HOP_BY_HOP_SET.has(name)) out[name] = value;
   });
-  out.set("accept-encoding", "identity");
-  out.set(HEADER_DP_RANK, String(dpRank));
+  out["accept-encoding"] = "identity";
+  out[HEADER_DP_RANK] = String(dpRank);
   return out;
 }
 
 /** Response headers to send the client: upstream's minus hop-by-hop, plus routing headers. */
-export function clientResponseHeaders(upstream: Headers, routing: Readonly<Record<string, string>>): Headers {
-  const out = new Headers();
-  upstream.forEach((value, name) => {
-    if (!HOP_BY_HOP.has(name)) out.set(name, value);
-  });
-  for (const [k, v] of Object.entries(routing)) out.set(k, v);
+export function clientResponseHeaders(upstream: Headers, worker: string, dpRank: number, overlapBlocks: number): Headers {
+  const out = new Headers(upstream);
+  for (const name of HOP_BY_HOP) if (out.has(name)) out.delete(name);
+  out.set(HEADER_WORKER, worker);
+  out.set(HEADER_DP_RANK, String(dpRank));
+  out.set(HEADER_OVERLAP, String(overlapBlocks));
   return out;
 }

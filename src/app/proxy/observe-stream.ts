@@ -1,8 +1,12 @@
 /**
  * Passes an upstream body to the client chunk by chunk, unchanged and unbuffered, while
- * counting SSE data events on the side. Reports the first token, every new token count,
- * and the end of the stream exactly once: "done" (upstream finished), "error" (upstream
- * broke mid-stream; the client sees the error) or "cancelled" (the client went away).
+ * counting SSE data events on the side. Reports every new token count, and the end of the
+ * stream exactly once: "done" (upstream finished), "error" (upstream broke mid-stream; the
+ * client's connection is broken too, so it cannot mistake a cut answer for a whole one) or
+ * "cancelled" (the client went away).
+ *
+ * Two stream flavours with the same behaviour: a standard pull stream (any runtime), and
+ * Bun's "direct" stream (write + flush straight into the socket; less per-chunk work).
  */
 import { SseDataCounter } from "./sse-counter.ts";
 
@@ -21,14 +25,23 @@ export interface StreamHooks {
   onEnd(how: StreamEnd, tokens: number): void;
 }
 
+/** Bun's direct stream controller (not in the web-standard typings). */
+interface DirectController {
+  write(chunk: Uint8Array): number | Promise<number>;
+  flush(): number | Promise<number>;
+  close(): void;
+}
+
 /**
  * @param first a chunk already read from `reader` (the router reads one before answering,
  *   so a failure before the first byte can still be retried elsewhere); may be undefined.
+ * @param direct use Bun's direct stream (only where the runtime is Bun).
  */
 export function observeStream(
   first: Uint8Array | undefined,
   reader: ChunkReader,
   hooks: StreamHooks,
+  direct = false,
 ): ReadableStream<Uint8Array> {
   const counter = new SseDataCounter();
   let ended = false;
@@ -40,7 +53,47 @@ export function observeStream(
   const see = (chunk: Uint8Array): void => {
     if (counter.push(chunk) > 0) hooks.onTokens?.(counter.events);
   };
+  const finish = (): void => {
+    if (counter.finish() > 0) hooks.onTokens?.(counter.events);
+    end("done");
+  };
+  const cancel = (reason: unknown): Promise<void> => {
+    end("cancelled");
+    return reader.cancel(reason).catch(() => {});
+  };
   let pending = first;
+
+  if (direct) {
+    const source = {
+      type: "direct",
+      async pull(controller: DirectController) {
+        try {
+          if (pending !== undefined) {
+            see(pending);
+            controller.write(pending);
+            pending = undefined;
+            await controller.flush();
+          }
+          for (;;) {
+            const r = await reader.read();
+            if (r.done || r.value === undefined) break;
+            see(r.value);
+            controller.write(r.value);
+            await controller.flush();
+          }
+        } catch (e) {
+          if (ended) return; // the client left; the read was cut short by our cancel
+          end("error");
+          throw e; // aborts the client's connection
+        }
+        finish();
+        controller.close();
+      },
+      cancel,
+    };
+    return new ReadableStream(source as unknown as ConstructorParameters<typeof ReadableStream<Uint8Array>>[0]);
+  }
+
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
@@ -60,18 +113,14 @@ export function observeStream(
           return;
         }
         if (r.done || r.value === undefined) {
-          if (counter.finish() > 0) hooks.onTokens?.(counter.events);
-          end("done");
+          finish();
           controller.close();
           return;
         }
         see(r.value);
         controller.enqueue(r.value);
       },
-      cancel(reason) {
-        end("cancelled");
-        return reader.cancel(reason).catch(() => {});
-      },
+      cancel,
     },
     // No read-ahead: a chunk is pulled from upstream only when the client took the last.
     { highWaterMark: 0 },

@@ -26,11 +26,11 @@ export class SseDataCounter {
     while (i < n) {
       const nl = chunk.indexOf(NL, i);
       const end = nl < 0 ? n : nl;
-      if (this.#headLen < HEAD && end > i) {
-        const take = Math.min(HEAD - this.#headLen, end - i);
-        this.#head.set(chunk.subarray(i, i + take), this.#headLen);
-        this.#headLen += take;
-      }
+      // At most HEAD bytes per line, copied one by one: cheaper than a subarray view.
+      const head = this.#head;
+      let len = this.#headLen;
+      for (let k = i; k < end && len < HEAD; k++) head[len++] = chunk[k]!;
+      this.#headLen = len;
       if (nl < 0) break;
       this.#endLine();
       i = nl + 1;

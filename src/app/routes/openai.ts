@@ -21,8 +21,11 @@ function sessionIdOf(headers: Headers): string | undefined {
   return undefined;
 }
 
-export function openAiRoutes(d: AppDeps): Hono {
-  const app = new Hono();
+/** A handler of a raw Request; throws RouterError for the app's error mapping. */
+export type RequestHandler = (req: Request) => Promise<Response>;
+
+/** The proxied endpoints as plain Request handlers (Hono routes them; Bun.serve may too). */
+export function completionHandlers(d: AppDeps): { completions: RequestHandler; chat: RequestHandler } {
   const forwardDeps = {
     routing: d.routing,
     registry: d.registry,
@@ -30,11 +33,11 @@ export function openAiRoutes(d: AppDeps): Hono {
     metrics: d.metrics,
     fetch: d.fetch,
     maxRetries: d.maxRetries,
+    directStreams: d.directStreams,
     warn: (m: string) => d.log.warn(m),
   };
 
-  const handle = (path: string) => async (c: { req: { raw: Request } }) => {
-    const req = c.req.raw;
+  const handle = (path: string) => async (req: Request) => {
     const body = await readBodyLimited(req, d.maxBodyBytes);
     const json = parseJsonObject(body);
     if (json.model !== undefined && typeof json.model !== "string") {
@@ -50,8 +53,14 @@ export function openAiRoutes(d: AppDeps): Hono {
     );
   };
 
-  app.post("/v1/completions", handle("/v1/completions"));
-  app.post("/v1/chat/completions", handle("/v1/chat/completions"));
+  return { completions: handle("/v1/completions"), chat: handle("/v1/chat/completions") };
+}
+
+export function openAiRoutes(d: AppDeps): Hono {
+  const app = new Hono();
+  const h = completionHandlers(d);
+  app.post("/v1/completions", (c) => h.completions(c.req.raw));
+  app.post("/v1/chat/completions", (c) => h.chat(c.req.raw));
 
   app.get("/v1/models", async (c) => {
     const healthy = d.registry.list().filter((w) => w.healthy);

@@ -71,3 +71,43 @@ describe("observeStream", () => {
     expect(upstreamCancelled).toBe(true);
   });
 });
+
+describe("observeStream, Bun direct flavour (served through Bun.serve)", () => {
+  async function serveObserved(upstream: ReadableStream<Uint8Array>, ends: StreamEnd[], totals: number[]) {
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () =>
+        new Response(
+          observeStream(undefined, upstream.getReader(), { onTokens: (n) => totals.push(n), onEnd: (how) => ends.push(how) }, true),
+        ),
+    });
+    return server;
+  }
+
+  test("bytes arrive unchanged and the end is reported once as done", async () => {
+    const ends: StreamEnd[] = [];
+    const totals: number[] = [];
+    const chunks = ['data: {"a":1}\n\n', 'data: {"a":2}\n\n', "data: [DONE]\n\n"];
+    const server = await serveObserved(source(chunks), ends, totals);
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${server.port}/`)).text();
+      expect(text).toBe(chunks.join(""));
+      expect(totals).toEqual([1, 2]);
+      expect(ends).toEqual(["done"]);
+    } finally {
+      server.stop(true);
+    }
+  });
+
+  test("an upstream error mid-stream breaks the client's connection and ends as error", async () => {
+    const ends: StreamEnd[] = [];
+    const server = await serveObserved(source(["data: {}\n\n"], 1), ends, []);
+    try {
+      await expect(fetch(`http://127.0.0.1:${server.port}/`).then((r) => r.text())).rejects.toThrow();
+      expect(ends).toEqual(["error"]);
+    } finally {
+      server.stop(true);
+    }
+  });
+});
