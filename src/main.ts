@@ -20,6 +20,8 @@ import { LoraStateTracker } from "./lora/state-tracker.ts";
 import { bindCollectors } from "./metrics/collectors.ts";
 import { RouterMetrics } from "./metrics/names.ts";
 import { runMockerCli, startMocker, type MockerHandle } from "./mocker/index.ts";
+import { createNativeBlockHasher } from "./native/hasher.ts";
+import { loadNativeLibrary } from "./native/library.ts";
 import { RecoveryDriver } from "./recovery/driver.ts";
 import { schedulerConfig } from "./scheduler/config.ts";
 import { LoadTracker } from "./scheduler/load-tracker.ts";
@@ -27,6 +29,8 @@ import { createPipeline } from "./scheduler/registry.ts";
 import { MemoryAffinityStore } from "./sessions/memory-store.ts";
 import type { AffinityStore, StoreClock } from "./sessions/store.ts";
 import { StickyRouter } from "./sessions/sticky.ts";
+import { runTransferAgent } from "./transfer/agent.ts";
+import { TRANSFER_AGENT_USAGE } from "./transfer/agent-options.ts";
 import { fetchEngineInfo } from "./workers/engine-info.ts";
 import { HealthChecker } from "./workers/health.ts";
 import { WorkerMembership } from "./workers/membership.ts";
@@ -54,14 +58,15 @@ const clock: StoreClock = {
   },
 };
 
-/** The hasher for request block hashes: the C library's when it is built, else TypeScript. */
-async function chooseHasher(log: Logger): Promise<BatchBlockHasher> {
-  return (await loadNativeHasher(log)) ?? portableBatchHasher;
-}
-
-async function loadNativeHasher(log: Logger): Promise<BatchBlockHasher | undefined> {
-  log.info("block hasher: portable TypeScript (native library not wired)");
-  return undefined;
+/** The hasher for request block hashes: the C library's when it loads, else TypeScript. */
+function chooseHasher(log: Logger): BatchBlockHasher {
+  const lib = loadNativeLibrary();
+  if (lib.ok) {
+    log.info("block hasher: native", { library: lib.library.path });
+    return createNativeBlockHasher(lib.library);
+  }
+  log.info(`block hasher: portable TypeScript (native library ${lib.reason})`, { detail: lib.message });
+  return portableBatchHasher;
 }
 
 /**
@@ -85,7 +90,7 @@ export interface RunningRouter {
 export async function serve(config: Config, log: Logger): Promise<RunningRouter> {
   const now = () => performance.now();
   const metrics = new RouterMetrics();
-  const hasher = await chooseHasher(log);
+  const hasher = chooseHasher(log);
   const index = createIndexer(config.policy === "approx" ? "approximate" : "precise", {
     prune: { ttlMs: config.approxTtl * 1000 },
   });
@@ -254,11 +259,32 @@ async function runServe(argv: readonly string[]): Promise<void> {
   const router = await serve(config, log);
   // One machine-readable line, so scripts and tests started with --port 0 find the router.
   console.log(JSON.stringify({ url: router.url, port: router.port }));
+  onShutdown(() => router.stop());
+}
+
+async function runTransfer(argv: readonly string[]): Promise<void> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    console.log(TRANSFER_AGENT_USAGE);
+    return;
+  }
+  let agent;
+  try {
+    agent = await runTransferAgent([...argv]);
+  } catch (e) {
+    console.error((e as Error).message);
+    process.exit(2);
+  }
+  console.log(JSON.stringify({ url: `http://127.0.0.1:${agent.port}`, port: agent.port }));
+  onShutdown(() => agent.stop());
+}
+
+/** Stop cleanly once on SIGINT/SIGTERM, then exit. */
+function onShutdown(stop: () => Promise<void>): void {
   let stopping = false;
   const shutdown = () => {
     if (stopping) return;
     stopping = true;
-    router.stop().finally(() => process.exit(0));
+    stop().finally(() => process.exit(0));
   };
   process.on("SIGINT", shutdown);
   process.on("SIGTERM", shutdown);
@@ -272,6 +298,8 @@ export async function main(argv: readonly string[]): Promise<void> {
     case "mocker":
       await runMockerCli(rest);
       return;
+    case "transfer":
+      return runTransfer(rest);
     case "help":
     case "--help":
     case "-h":

@@ -57,6 +57,14 @@ test("without an admin token, admin endpoints answer loopback clients", async ()
   expect(workers.every((w) => w.healthy)).toBe(true);
 });
 
+test("every command answers --help", () => {
+  for (const [cmd, needle] of [["serve", "--worker"], ["mocker", "--kv-blocks"], ["transfer", "switchyard transfer"]] as const) {
+    const r = Bun.spawnSync({ cmd: [process.execPath, MAIN, cmd, "--help"], cwd: ROOT });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.toString()).toContain(needle);
+  }
+});
+
 test("unknown commands and bad flags fail with a message", async () => {
   const unknown = Bun.spawnSync({ cmd: [process.execPath, MAIN, "frobnicate"], cwd: ROOT });
   expect(unknown.exitCode).toBe(2);
