@@ -174,6 +174,8 @@ int32_t sy_group_run_bcast(struct sy_group* g, const struct sy_pool* pool, const
 /* ---- jobs.c ------------------------------------------------------------------------------ */
 /* Queues run(ctx) on the job pool; done(ctx) always runs afterwards (release resources). */
 int32_t sy_job_submit(int32_t (*run)(void* ctx), void (*done)(void* ctx), void* ctx);
+/* A job that has already finished with `status` (work done inline by the submitter). */
+int32_t sy_job_finished(int32_t status);
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 /* Copies a (ptr, len) UTF-8 argument into a NUL-terminated heap string; checks length and NULs. */

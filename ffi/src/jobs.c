@@ -74,6 +74,22 @@ int32_t sy_job_submit(int32_t (*run)(void*), void (*fin)(void*), void* ctx) {
   return h;
 }
 
+int32_t sy_job_finished(int32_t status) {
+  struct sy_job* j = calloc(1, sizeof *j);
+  if (j == NULL) return sy_fail(SY_E_NOMEM, "out of memory");
+  j->obj.type = SY_OBJ_JOB;
+  j->obj.free_fn = job_free;
+  atomic_init(&j->obj.refs, 1); /* the table's only: no runner */
+  pthread_mutex_init(&j->mu, NULL);
+  pthread_cond_init(&j->cv, NULL);
+  j->done = true;
+  j->status = status;
+  if (status < 0) snprintf(j->msg, sizeof j->msg, "%s", sy_error_text());
+  int32_t h = sy_handle_insert(&j->obj);
+  if (h < 0) job_free(&j->obj);
+  return h;
+}
+
 int32_t sy_job_wait(int32_t job, int64_t timeout_us) {
   sy_clear_error();
   struct sy_job* j = (struct sy_job*)sy_handle_acquire(job, SY_OBJ_JOB);

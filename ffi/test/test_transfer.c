@@ -179,9 +179,10 @@ static void pools_closed_during_a_job_stay_alive_until_it_ends(void) {
   CHECK_EQ(sy_job_wait(job, -1), SY_OK);
 }
 
+/* Disk jobs always go to the job threads, so these 16 really overlap. */
 static void many_jobs_run_concurrently(void) {
-  int32_t h = pool_of(SY_POOL_HOST, 0, 64, "h");
-  int32_t d = pool_of(SY_POOL_DEVICE, SY_LAYOUT_LAYER_SEPARATE_OUTER, 64, "d");
+  int32_t h = pool_of(SY_POOL_HOST, SY_LAYOUT_LAYER_SEPARATE_OUTER, 64, "h");
+  int32_t d = pool_of(SY_POOL_DISK, 0, 64, "d");
   uint8_t buf[BLOCK], want[BLOCK];
   for (uint32_t b = 0; b < 64; b++) {
     fill_pattern(buf, BLOCK, 1000 + b);
@@ -224,7 +225,30 @@ static void io_errors_come_back_as_status(void) {
   sy_pool_destroy(disk), sy_pool_destroy(d);
 }
 
+/* Below 256 KiB a memory copy is done inside submit: the job is finished on return. */
+static void small_copies_finish_inside_submit(void) {
+  int32_t h = pool_of(SY_POOL_HOST, 0, 64, "h");
+  int32_t d = pool_of(SY_POOL_DEVICE, 0, 64, "d");
+  uint8_t in[BLOCK], out[BLOCK];
+  fill_pattern(in, BLOCK, 4);
+  CHECK_EQ(sy_pool_write_block(h, 9, in, BLOCK), SY_OK);
+  uint32_t one[2] = {9, 1};
+  int32_t job = sy_transfer_submit(h, d, one, sizeof one);
+  CHECK(job > 0);
+  CHECK_EQ(sy_job_wait(job, 0), SY_OK);
+  CHECK_EQ(sy_pool_read_block(d, 1, out, BLOCK), SY_OK);
+  CHECK(memcmp(in, out, BLOCK) == 0);
+  /* 40 blocks x 8 KiB = 320 KiB: queued; it still finishes */
+  uint32_t many[80];
+  for (uint32_t i = 0; i < 40; i++) many[2 * i] = i, many[2 * i + 1] = i;
+  job = sy_transfer_submit(h, d, many, sizeof many);
+  CHECK(job > 0);
+  CHECK_EQ(sy_job_wait(job, -1), SY_OK);
+  sy_pool_destroy(h), sy_pool_destroy(d);
+}
+
 void register_transfer_tests(void) {
+  add_test("transfer: small copies finish inside submit", small_copies_finish_inside_submit);
   add_test("transfer: every direction and layout round-trips", every_direction_and_layout_round_trips);
   add_test("transfer: large batches round-trip on the thread pools", large_batches_round_trip_on_the_thread_pools);
   add_test("transfer: big blocks split into parts", big_blocks_split_into_parts);
