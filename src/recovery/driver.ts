@@ -200,23 +200,40 @@ export class RecoveryDriver {
     w: WorkerId, r: DpRank, ws: WorkerState, rank: RankState, epoch: number, start: EventId | undefined,
   ): Promise<void> {
     let startId = start;
+    let stalls = 0;
     for (;;) {
       const resp = await this.queryWithRetry(w, r, ws, rank, epoch, startId);
       if (!this.isCurrent(w, r, ws, rank, epoch)) {
         this.counters.discarded += 1;
         return;
       }
-      if (resp === undefined) {
-        this.counters.failed += 1;
-        ws.finishFailedRecovery(r);
-        return;
-      }
+      if (resp === undefined) return this.giveUp(r, ws);
       this.applyResponse(w, r, ws, rank, resp);
       const next = this.drain(r, ws);
       if (next === undefined) return;
-      this.counters.gaps += 1;
+      if (startId !== undefined && next <= startId) {
+        // The answer did not reach the id we asked for (a worker answering from a stale
+        // state): back off like a failed query instead of asking again at once, forever.
+        this.warn(`replay from ${startId} of ${w}:${r} made no progress (attempt ${stalls + 1})`);
+        if (stalls >= this.maxRetries) return this.giveUp(r, ws);
+        this.counters.retries += 1;
+        await this.sleep(this.initialBackoffMs * 2 ** stalls);
+        stalls += 1;
+        if (!this.isCurrent(w, r, ws, rank, epoch)) {
+          this.counters.discarded += 1;
+          return;
+        }
+      } else {
+        stalls = 0;
+        this.counters.gaps += 1;
+      }
       startId = next;
     }
+  }
+
+  private giveUp(r: DpRank, ws: WorkerState): void {
+    this.counters.failed += 1;
+    ws.finishFailedRecovery(r);
   }
 
   /** A usable answer (events or dump), or undefined when the rank went stale or we gave up. */

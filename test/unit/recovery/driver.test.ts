@@ -351,3 +351,28 @@ describe("RecoveryDriver: barriers, restarts, removal", () => {
     expect(ids([ev, makeClearEvent(4)])).toEqual([3, 4]);
   });
 });
+
+describe("RecoveryDriver: a worker that answers from a stale state", () => {
+  test("replays that never reach the asked id back off and give up instead of looping", async () => {
+    const h = new Harness({ maxRetries: 3 });
+    const e = h.engine(W);
+    h.driver.addRank(W, 0);
+    await h.settle();
+    h.deliver(e.store(null, [1n]));
+    e.store(1n, [2n]); // lost
+    const third = e.store(2n, [3n]);
+    // The worker keeps answering "nothing new" for every replay.
+    h.answer = (c) => ({ kind: "events", events: [], lastEventId: c.start === undefined ? null : c.start - 1n });
+    h.deliver(third);
+    await h.settle();
+    expect(h.calls.filter((c) => c.start === 1n)).toHaveLength(4);
+    expect(h.sleeps).toEqual([200, 400, 800]);
+    expect(h.driver.stats()).toMatchObject({ failed: 1 });
+    expect(h.driver.isRecovering(W, 0)).toBe(false);
+    // A healthy answer later repairs the rank.
+    h.answer = undefined;
+    h.deliver(e.store(3n, [4n]));
+    await h.settle();
+    expect(h.index.of(W, 0)).toEqual([1n, 2n, 3n, 4n]);
+  });
+});
