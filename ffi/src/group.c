@@ -352,11 +352,13 @@ static int32_t move_round(struct cursor* c, uint8_t* window, uint64_t room, bool
 
 static int32_t shm_bcast(struct sy_group* g, const struct sy_pool* pool, const uint32_t* idx, size_t n) {
   struct shm_hdr* h = g->hdr;
+  if (pool->backend == SY_BACKEND_CUDA && sy_cuda_check(sy_rt()->cuda.SetDevice(sy_rt()->device), "cudaSetDevice") != SY_OK) {
+    atomic_store(&h->aborted, 1); /* the others would wait for this rank in vain */
+    return SY_E_CUDA;
+  }
   uint64_t op = ++g->ops;
   uint64_t total = (uint64_t)n * pool->g.block_bytes;
   struct cursor c = {pool, idx, n, 0, 0, 0};
-  if (pool->backend == SY_BACKEND_CUDA && sy_cuda_check(sy_rt()->cuda.SetDevice(sy_rt()->device), "cudaSetDevice") != SY_OK)
-    return SY_E_CUDA;
   uint64_t pos = 0;
   int32_t st = SY_OK;
   /* An empty broadcast still takes one (empty) round, so the ranks stay in step. */
@@ -389,6 +391,9 @@ static int32_t shm_bcast(struct sy_group* g, const struct sy_pool* pool, const u
       pos += len;
     }
   } while (pos < total);
+  /* A rank that fails mid-broadcast leaves the others out of step: fail them all now rather
+     than at their timeout. */
+  if (st != SY_OK) atomic_store(&h->aborted, 1);
   return st;
 }
 

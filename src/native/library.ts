@@ -120,13 +120,20 @@ function open(path: string): NativeLoadResult {
   } catch (e) {
     return { ok: false, reason: "load-failed", path, message: `cannot bind ${path}: ${(e as Error).message}` };
   }
-  const capabilities = symbols.sy_capabilities();
+  // The GPU probe (dlopen of libcudart, cudaGetDeviceCount) runs on first use of these
+  // getters, so a process that only hashes (the router) never pays for it.
   const library: NativeLibrary = {
     path,
     unsafeSymbols: symbols,
-    capabilities,
-    gpuUsable: (capabilities & SY_CAP_GPU) !== 0,
-    runtimeStatus: String(symbols.sy_runtime_status() ?? ""),
+    get capabilities() {
+      return symbols.sy_capabilities();
+    },
+    get gpuUsable() {
+      return (symbols.sy_capabilities() & SY_CAP_GPU) !== 0;
+    },
+    get runtimeStatus() {
+      return String(symbols.sy_runtime_status() ?? "");
+    },
     lastError: () => String(symbols.sy_last_error() ?? ""),
   };
   return { ok: true, library };

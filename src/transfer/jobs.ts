@@ -8,8 +8,8 @@ import { SY_PENDING } from "../native/ffi.ts";
 import type { NativeLibrary } from "../native/library.ts";
 import { fromStatus } from "./errors.ts";
 
-/** Blocking wait on the first poll: long enough for a few MiB of memcpy. */
-const FIRST_WAIT_US = 500;
+/** Blocking wait on the first poll: a job that is nearly done needs no timer at all. */
+const FIRST_WAIT_US = 100;
 /** Upper bound of the sleep between polls: bounds the latency added to long jobs. */
 const MAX_POLL_SLEEP_MS = 4;
 
