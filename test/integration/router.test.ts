@@ -44,11 +44,17 @@ afterAll(async () => {
 
 const admin = { authorization: `Bearer ${TOKEN}` };
 
-function complete(body: Record<string, unknown>, headers: Record<string, string> = {}, path = "/v1/completions"): Promise<Response> {
+function complete(
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+  path = "/v1/completions",
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(`${routerUrl}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify(body),
+    signal,
   });
 }
 
@@ -139,6 +145,16 @@ describe("routing", () => {
     // The clients leave mid-stream: their bookings are freed.
     await Promise.all(readers.map((r) => r.cancel()));
     await until(allIdle, "active load to return to 0 after the clients disconnected");
+  });
+
+  test("a client that leaves before the first byte leaks no load", async () => {
+    const ac = new AbortController();
+    // ~24k uncached tokens: about a second of simulated prefill before the engine answers.
+    const pending = complete({ prompt: prompt("leaver", 1500), max_tokens: 5, stream: true }, {}, "/v1/completions", ac.signal);
+    await until(async () => !(await allIdle()), "the request to be booked");
+    ac.abort();
+    await pending.catch(() => {});
+    await until(allIdle, "active load to return to 0 after the client left early");
   });
 
   test("the Dynamo session header is honoured too", async () => {
