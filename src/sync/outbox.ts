@@ -66,6 +66,7 @@ export class Outbox {
   #seq = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #pumping = false;
+  #kickQueued = false;
   #closed = false;
   readonly #idleWaiters: (() => void)[] = [];
 
@@ -88,9 +89,18 @@ export class Outbox {
       return;
     }
     this.#queue.push(ev);
-    if (this.#pumping) return; // the running pump takes it after the message in flight
-    if (this.#queue.length - this.#head >= this.opts.maxBatchEvents) this.#kick();
-    else this.#timer ??= setTimeout(() => this.#kick(), this.opts.batchMs);
+    if (this.#pumping || this.#kickQueued) return; // the pump takes it after the message in flight
+    if (this.opts.batchMs <= 0 || this.#queue.length - this.#head >= this.opts.maxBatchEvents) {
+      // Send soon, but not inside the caller's stack: encoding a batch is the pump's cost,
+      // not this request's. Events pushed by the same job still join this batch.
+      this.#kickQueued = true;
+      queueMicrotask(() => {
+        this.#kickQueued = false;
+        this.#kick();
+      });
+    } else {
+      this.#timer ??= setTimeout(() => this.#kick(), this.opts.batchMs);
+    }
   }
 
   heartbeat(): void {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { ActiveSequenceEvent } from "../../../src/scheduler/sequence-events.ts";
+import { stringifyBigint } from "../../../src/core/json.ts";
+import { activeSequenceEventToWire, type ActiveSequenceEvent } from "../../../src/scheduler/sequence-events.ts";
 import {
   decodeMessage,
   encodeEvent,
@@ -58,5 +59,36 @@ describe("sync wire envelope", () => {
     for (const junk of ["", "not json", "[]", `{"kind":"events"}`, `{"router_id":"1","epoch":"e","kind":"nope","seq":1}`, `{"router_id":"x","epoch":"e","kind":"heartbeat","seq":1}`, `{"router_id":"18446744073709551616","epoch":"e","kind":"heartbeat","seq":1}`, `{"router_id":"1","epoch":"e","kind":"heartbeat","seq":-1}`]) {
       expect(decodeMessage(junk)).toBeUndefined();
     }
+  });
+
+  test("the fast event writer gives exactly the scheduler's wire text", () => {
+    const variants: ActiveSequenceEvent[] = [
+      addEvent("plain"),
+      { ...addEvent('quo"te\\ ünï\n'), loraName: 'a "lora"' },
+      { ...addEvent("no-tokens"), data: { type: "add_request", tokenSequence: null, isl: 0, overlap: 0, expectedOutputTokens: null } },
+      { ...addEvent("empty"), data: { type: "add_request", tokenSequence: new BigUint64Array(0), isl: 1, overlap: 0, expectedOutputTokens: 0 } },
+      { ...addEvent("free"), data: { type: "free" } },
+      { ...addEvent("pf"), data: { type: "mark_prefill_completed" }, loraName: null },
+    ];
+    for (const e of variants) {
+      const text = encodeEvent(e);
+      expect(text).toBe(stringifyBigint(activeSequenceEventToWire(e)));
+      const d = decodeMessage(encodeEventsMessage({ routerId: e.routerId, epoch: "x" }, 1, [text]))!;
+      expect(d.message.kind === "events" && d.message.events[0]).toEqual(e);
+    }
+  });
+
+  test("sequence hashes out of u64 range or not integers make the event invalid", () => {
+    const base = JSON.parse(encodeEvent({ ...addEvent("t"), routerId: 3n, worker: { workerId: 1n, dpRank: 0 } })) as {
+      data: { AddRequest: { token_sequence: unknown[] } };
+    };
+    for (const bad of [-1, 1.5, "18446744073709551616", "12a", "", "0x10", null, true]) {
+      base.data.AddRequest.token_sequence = [1, bad];
+      const msg = `{"router_id":"3","epoch":"x","kind":"events","seq":1,"events":[${JSON.stringify(base)}]}`;
+      expect(decodeMessage(msg)!.invalidEvents).toBe(1);
+    }
+    base.data.AddRequest.token_sequence = [0, 9007199254740991, "18446744073709551615"];
+    const ok = decodeMessage(`{"router_id":"3","epoch":"x","kind":"events","seq":1,"events":[${JSON.stringify(base)}]}`)!.message;
+    expect(ok.kind === "events" && ok.events[0]!.data).toMatchObject({ tokenSequence: BigUint64Array.of(0n, 9007199254740991n, U64_MAX) });
   });
 });
