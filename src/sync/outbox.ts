@@ -58,8 +58,8 @@ export class Outbox {
   #head = 0;
   /** The queue head, already encoded, that did not fit in the previous message. */
   #carry: string | undefined;
-  /** Messages with their seq already assigned (snapshot parts): they go first, in order. */
-  readonly #ready: { payload: string; events: number }[] = [];
+  /** The snapshot being sent: its parts go before anything else, so their seqs are consecutive. */
+  #snapshot: { readonly events: readonly ActiveSequenceEvent[]; index: number; part: number } | undefined;
   readonly #resyncTargets = new Set<bigint>();
   #snapshotWanted = false;
   #heartbeatWanted = false;
@@ -172,8 +172,7 @@ export class Outbox {
 
   /** The next message to send, in priority order; undefined when there is nothing to send. */
   #next(): { payload: string; events: number } | undefined {
-    const ready = this.#ready.shift();
-    if (ready) return ready;
+    if (this.#snapshot) return this.#nextSnapshotPart(this.#snapshot);
     if (this.#carry !== undefined || this.#head < this.#queue.length) return this.#nextEvents();
     const [target] = this.#resyncTargets;
     if (target !== undefined) {
@@ -182,10 +181,13 @@ export class Outbox {
       return { payload: encodeResync(this.opts.origin, target), events: 0 };
     }
     if (this.#snapshotWanted) {
+      // Taken now, with every earlier event already sent: the snapshot is the state as of
+      // this point of our stream, and later events follow it. Parts are encoded one at a
+      // time, so a large snapshot never stalls the loop for longer than one message.
       this.#snapshotWanted = false;
-      this.#buildSnapshot();
       this.counters.snapshotsSent++;
-      return this.#ready.shift();
+      this.#snapshot = { events: this.opts.snapshot(), index: 0, part: 0 };
+      return this.#nextSnapshotPart(this.#snapshot);
     }
     if (this.#heartbeatWanted) {
       this.#heartbeatWanted = false;
@@ -193,6 +195,22 @@ export class Outbox {
       return { payload: encodeHeartbeat(this.opts.origin, this.#seq), events: 0 };
     }
     return undefined;
+  }
+
+  #nextSnapshotPart(s: { readonly events: readonly ActiveSequenceEvent[]; index: number; part: number }): { payload: string; events: number } {
+    const encoded: string[] = [];
+    let bytes = 0;
+    while (s.index < s.events.length && encoded.length < this.opts.maxBatchEvents) {
+      const text = this.#encode(s.events[s.index]!);
+      if (text !== undefined && encoded.length > 0 && bytes + text.length > this.opts.maxMessageBytes) break; // re-encoded next part
+      s.index++;
+      if (text === undefined) continue;
+      encoded.push(text);
+      bytes += text.length;
+    }
+    const last = s.index >= s.events.length;
+    if (last) this.#snapshot = undefined;
+    return { payload: encodeSnapshotMessage(this.opts.origin, ++this.#seq, s.part++, last, encoded), events: 0 };
   }
 
   #nextEvents(): { payload: string; events: number } | undefined {
@@ -235,29 +253,5 @@ export class Outbox {
       this.counters.unencodable++;
       return undefined;
     }
-  }
-
-  /** All parts, seq assigned now, so nothing else can come between them. */
-  #buildSnapshot(): void {
-    const chunks: string[][] = [[]];
-    let bytes = 0;
-    for (const ev of this.opts.snapshot()) {
-      const s = this.#encode(ev);
-      if (s === undefined) continue;
-      let chunk = chunks[chunks.length - 1]!;
-      if (chunk.length >= this.opts.maxBatchEvents || (chunk.length > 0 && bytes + s.length > this.opts.maxMessageBytes)) {
-        chunk = [];
-        chunks.push(chunk);
-        bytes = 0;
-      }
-      chunk.push(s);
-      bytes += s.length;
-    }
-    chunks.forEach((chunk, part) => {
-      this.#ready.push({
-        payload: encodeSnapshotMessage(this.opts.origin, ++this.#seq, part, chunks.length, chunk),
-        events: 0,
-      });
-    });
   }
 }

@@ -27,7 +27,6 @@ export interface PeerTableOptions {
 }
 
 interface Snapshot {
-  readonly parts: number;
   nextPart: number;
   readonly events: ActiveSequenceEvent[];
 }
@@ -147,8 +146,8 @@ export class PeerTable {
     const contiguous = msg.seq === p.lastSeq + 1;
     p.lastSeq = msg.seq;
     if (msg.part === 0) {
-      p.snapshot = { parts: msg.parts, nextPart: 0, events: [] };
-    } else if (!contiguous || !p.snapshot || p.snapshot.parts !== msg.parts || p.snapshot.nextPart !== msg.part) {
+      p.snapshot = { nextPart: 0, events: [] };
+    } else if (!contiguous || !p.snapshot || p.snapshot.nextPart !== msg.part) {
       // A part went missing: this snapshot is unusable; the next one will do.
       this.#gap(p);
       return;
@@ -156,7 +155,7 @@ export class PeerTable {
     const s = p.snapshot!;
     for (const ev of msg.events) s.events.push(ev);
     s.nextPart++;
-    if (s.nextPart < s.parts) return;
+    if (!msg.last) return;
     p.snapshot = undefined;
     this.#reconcile(p, s.events, now);
     p.incomplete = false;

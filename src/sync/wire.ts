@@ -2,7 +2,7 @@
  * The replica-sync envelope around Dynamo's ActiveSequenceEvent wire form (spec §1.6).
  * One Redis message is one JSON object:
  *   {"router_id":"17","epoch":"9f…","kind":"events","seq":42,"events":[<§1.6 event>, …]}
- *   {"router_id":"17","epoch":"9f…","kind":"snapshot","seq":43,"part":0,"parts":2,"events":[…]}
+ *   {"router_id":"17","epoch":"9f…","kind":"snapshot","seq":43,"part":0,"last":false,"events":[…]}
  *   {"router_id":"17","epoch":"9f…","kind":"heartbeat","seq":43}
  *   {"router_id":"21","epoch":"c0…","kind":"resync","target":"17"}
  * `router_id` comes first, as a string, so a router can drop its own messages (pub/sub
@@ -35,7 +35,8 @@ export type SyncMessage =
       readonly kind: "snapshot";
       readonly seq: number;
       readonly part: number;
-      readonly parts: number;
+      /** The snapshot's final part: apply it now. */
+      readonly last: boolean;
       readonly events: readonly ActiveSequenceEvent[];
     })
   | (Origin & { readonly kind: "heartbeat"; readonly seq: number })
@@ -67,8 +68,8 @@ export function encodeEventsMessage(o: Origin, seq: number, encodedEvents: reado
   return `${head(o, "events")},"seq":${seq},"events":[${encodedEvents.join(",")}]}`;
 }
 
-export function encodeSnapshotMessage(o: Origin, seq: number, part: number, parts: number, encodedEvents: readonly string[]): string {
-  return `${head(o, "snapshot")},"seq":${seq},"part":${part},"parts":${parts},"events":[${encodedEvents.join(",")}]}`;
+export function encodeSnapshotMessage(o: Origin, seq: number, part: number, last: boolean, encodedEvents: readonly string[]): string {
+  return `${head(o, "snapshot")},"seq":${seq},"part":${part},"last":${last},"events":[${encodedEvents.join(",")}]}`;
 }
 
 export function encodeHeartbeat(o: Origin, seq: number): string {
@@ -95,7 +96,7 @@ const Envelope = v.variant("kind", [
     epoch: v.string(),
     seq: SEQ,
     part: SEQ,
-    parts: v.pipe(v.number(), v.integer(), v.minValue(1)),
+    last: v.boolean(),
     events: v.array(v.unknown()),
   }),
   v.object({ kind: v.literal("heartbeat"), router_id: U64_STRING, epoch: v.string(), seq: SEQ }),
@@ -134,7 +135,7 @@ export function decodeMessage(text: string): Decoded | undefined {
   const message: SyncMessage =
     m.kind === "events"
       ? { ...origin, kind: "events", seq: m.seq, events }
-      : { ...origin, kind: "snapshot", seq: m.seq, part: m.part, parts: m.parts, events };
+      : { ...origin, kind: "snapshot", seq: m.seq, part: m.part, last: m.last, events };
   return { message, invalidEvents: invalid };
 }
 

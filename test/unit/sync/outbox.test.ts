@@ -113,7 +113,7 @@ describe("Outbox", () => {
     box.close();
   });
 
-  test("a snapshot is numbered parts with consecutive seqs; resync requests and heartbeats carry no events", async () => {
+  test("a snapshot is numbered parts with consecutive seqs, the last one flagged; resync requests and heartbeats carry no events", async () => {
     const sent: string[] = [];
     const live = Array.from({ length: 600 }, (_, i) => add(`s${i}`));
     const box = outbox(async (s) => void sent.push(s), { snapshot: () => live });
@@ -125,12 +125,37 @@ describe("Outbox", () => {
     const msgs = sent.map((s) => decodeMessage(s)!.message);
     expect(msgs.map((m) => m.kind)).toEqual(["events", "resync", "snapshot", "snapshot", "snapshot"]);
     const parts = msgs.filter((m) => m.kind === "snapshot");
-    expect(parts.map((m) => [m.seq, m.part, m.parts, m.events.length])).toEqual([
-      [2, 0, 3, 256],
-      [3, 1, 3, 256],
-      [4, 2, 3, 88],
+    expect(parts.map((m) => [m.seq, m.part, m.last, m.events.length])).toEqual([
+      [2, 0, false, 256],
+      [3, 1, false, 256],
+      [4, 2, true, 88],
     ]);
     expect(msgs[1]).toMatchObject({ kind: "resync", target: 77n });
     expect(box.counters.snapshotsSent).toBe(1);
+  });
+
+  test("events pushed while a snapshot is being sent follow its last part; an empty snapshot is one last part", async () => {
+    const p = manualPublisher();
+    const live = Array.from({ length: 300 }, (_, i) => add(`s${i}`));
+    const box = outbox(p.publish, { snapshot: () => live });
+    box.requestSnapshot();
+    expect(p.decoded(0)).toMatchObject({ kind: "snapshot", seq: 1, part: 0, last: false });
+    box.push(add("meanwhile"));
+    p.sent[0]!.settle(true);
+    await until(() => p.sent.length === 2, "part 1");
+    expect(p.decoded(1)).toMatchObject({ kind: "snapshot", seq: 2, part: 1, last: true });
+    p.sent[1]!.settle(true);
+    await until(() => p.sent.length === 3, "the event");
+    const ev = p.decoded(2);
+    expect(ev.kind === "events" && [ev.seq, ev.events[0]!.requestId]).toEqual([3, "meanwhile"]);
+    p.sent[2]!.settle(true);
+
+    const sent: string[] = [];
+    const empty = outbox(async (x) => void sent.push(x));
+    empty.requestSnapshot();
+    await empty.drain();
+    expect(sent.map((x) => decodeMessage(x)!.message)).toEqual([
+      { kind: "snapshot", routerId: origin.routerId, epoch: origin.epoch, seq: 1, part: 0, last: true, events: [] },
+    ]);
   });
 });

@@ -26,8 +26,8 @@ const prefilled = (id: string) => ev(id, { type: "mark_prefill_completed" });
 function events(seq: number, evs: ActiveSequenceEvent[], epoch = "e1"): Exclude<SyncMessage, { kind: "resync" }> {
   return { kind: "events", routerId: A, epoch, seq, events: evs };
 }
-function snapshot(seq: number, part: number, parts: number, evs: ActiveSequenceEvent[], epoch = "e1"): Exclude<SyncMessage, { kind: "resync" }> {
-  return { kind: "snapshot", routerId: A, epoch, seq, part, parts, events: evs };
+function snapshot(seq: number, part: number, last: boolean, evs: ActiveSequenceEvent[], epoch = "e1"): Exclude<SyncMessage, { kind: "resync" }> {
+  return { kind: "snapshot", routerId: A, epoch, seq, part, last, events: evs };
 }
 function heartbeat(seq: number, epoch = "e1"): Exclude<SyncMessage, { kind: "resync" }> {
   return { kind: "heartbeat", routerId: A, epoch, seq };
@@ -72,9 +72,9 @@ describe("PeerTable", () => {
   test("a snapshot (over several parts) makes the origin's requests exactly its content", () => {
     const { tracker, peers } = setup();
     peers.receive(events(4, [add("stale", 3), add("kept", 1)]), 0);
-    peers.receive(snapshot(5, 0, 2, [add("kept", 1), add("new", 2)]), 0);
+    peers.receive(snapshot(5, 0, false, [add("kept", 1), add("new", 2)]), 0);
     expect(tracker.hasRequest("stale")).toBe(true); // nothing changes before the last part
-    peers.receive(snapshot(6, 1, 2, [prefilled("new")]), 0);
+    peers.receive(snapshot(6, 1, true, [prefilled("new")]), 0);
     expect(peers.isComplete(A)).toBe(true);
     expect(peers.counters.snapshotsApplied).toBe(1);
     expect(new Set(peers.requestsOf(A))).toEqual(new Set(["kept", "new"]));
@@ -90,8 +90,8 @@ describe("PeerTable", () => {
   test("a snapshot with a missing part is discarded and asked for again", () => {
     const { tracker, peers } = setup();
     peers.receive(events(1, [add("old")]), 0);
-    peers.receive(snapshot(2, 0, 3, []), 0);
-    peers.receive(snapshot(4, 2, 3, []), 0); // part 1 (seq 3) lost
+    peers.receive(snapshot(2, 0, false, []), 0);
+    peers.receive(snapshot(4, 2, true, []), 0); // part 1 (seq 3) lost
     expect(peers.counters.snapshotsApplied).toBe(0);
     expect(tracker.hasRequest("old")).toBe(true);
     expect(peers.resyncDue(0)).toEqual([A]);

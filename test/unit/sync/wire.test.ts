@@ -35,13 +35,13 @@ describe("sync wire envelope", () => {
   });
 
   test("snapshot, heartbeat and resync round-trip", () => {
-    expect(decodeMessage(encodeSnapshotMessage(origin, 9, 1, 3, [encodeEvent(addEvent("s"))]))!.message).toEqual({
+    expect(decodeMessage(encodeSnapshotMessage(origin, 9, 1, true, [encodeEvent(addEvent("s"))]))!.message).toEqual({
       kind: "snapshot",
       routerId: U64_MAX,
       epoch: "0123abcd",
       seq: 9,
       part: 1,
-      parts: 3,
+      last: true,
       events: [addEvent("s")],
     });
     expect(decodeMessage(encodeHeartbeat(origin, 0))!.message).toEqual({ kind: "heartbeat", routerId: U64_MAX, epoch: "0123abcd", seq: 0 });
