@@ -1,0 +1,135 @@
+/**
+ * The router's app in-process, built from the real parts (index, scheduler, sessions,
+ * membership, routing) around a fake upstream `fetch`, so proxy behaviour is tested without
+ * sockets. Workers are registered directly in the registry (no engine info call).
+ */
+import { createApp } from "../../../src/app/app.ts";
+import type { AppDeps } from "../../../src/app/deps.ts";
+import { silentLogger } from "../../../src/app/log.ts";
+import { ExternalLeases } from "../../../src/app/routing/external-leases.ts";
+import { RoutingService } from "../../../src/app/routing/routing-service.ts";
+import { portableBatchHasher } from "../../../src/core/hashing.ts";
+import type { WorkerId } from "../../../src/core/ids.ts";
+import { ingestEvents } from "../../../src/events/http-batch.ts";
+import { createIndexer } from "../../../src/indexer/indexer.ts";
+import type { KvIndex } from "../../../src/indexer/types.ts";
+import { LoraStateTracker } from "../../../src/lora/state-tracker.ts";
+import { RouterMetrics } from "../../../src/metrics/names.ts";
+import { schedulerConfig } from "../../../src/scheduler/config.ts";
+import { LoadTracker } from "../../../src/scheduler/load-tracker.ts";
+import { createPipeline } from "../../../src/scheduler/registry.ts";
+import { MemoryAffinityStore } from "../../../src/sessions/memory-store.ts";
+import { StickyRouter } from "../../../src/sessions/sticky.ts";
+import { HealthChecker } from "../../../src/workers/health.ts";
+import { WorkerMembership } from "../../../src/workers/membership.ts";
+import { WorkerRegistry } from "../../../src/workers/registry.ts";
+import type { PolicyName } from "../../../src/config/schema.ts";
+
+export type FakeFetch = (url: string, init: RequestInit) => Promise<Response>;
+
+export interface Harness {
+  readonly app: ReturnType<typeof createApp>;
+  readonly deps: AppDeps;
+  readonly registry: WorkerRegistry;
+  readonly tracker: LoadTracker;
+  readonly index: KvIndex;
+  readonly metrics: RouterMetrics;
+  readonly lora: LoraStateTracker;
+  readonly health: HealthChecker;
+  /** Every upstream call: URL, headers and body bytes. */
+  readonly calls: { url: string; headers: Record<string, string>; body: Uint8Array }[];
+  request(path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
+  /** Σ active prefill tokens and decode blocks over every slot. */
+  activeLoad(): number;
+}
+
+export interface HarnessOptions {
+  readonly workers: readonly { id: WorkerId; url: string; dpRanks?: number }[];
+  readonly fetch: FakeFetch;
+  readonly policy?: PolicyName;
+  readonly adminToken?: string;
+  readonly peer?: string;
+  readonly maxRetries?: number;
+  readonly maxBodyBytes?: number;
+  readonly blockSize?: number;
+}
+
+export function harness(o: HarnessOptions): Harness {
+  const blockSize = o.blockSize ?? 4;
+  const policy = o.policy ?? "kv";
+  let clock = 0;
+  const now = () => clock++;
+  const metrics = new RouterMetrics();
+  const index = createIndexer(policy === "approx" ? "approximate" : "precise");
+  const registry = new WorkerRegistry();
+  const tracker = new LoadTracker({ blockSize });
+  const scheduler = schedulerConfig({ blockSize });
+  const lora = new LoraStateTracker();
+  const calls: Harness["calls"] = [];
+  const fetch: FakeFetch = async (url, init) => {
+    const headers = init.headers as Record<string, string>;
+    calls.push({ url, headers, body: init.body as Uint8Array });
+    return o.fetch(url, init);
+  };
+  const health = new HealthChecker({ registry, intervalMs: 1e9, timeoutMs: 1000, fetch: async () => new Response("ok") });
+  const membership = new WorkerMembership({
+    registry,
+    blockSize,
+    load: tracker,
+    recovery: { addRank() {}, removeWorker: (id) => index.removeWorker(id) },
+    lora,
+    engineInfo: async () => ({ loras: [] }),
+  });
+  const sticky = new StickyRouter(new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } }));
+  const routing = new RoutingService({
+    registry, index, tracker, pipeline: createPipeline(policy, scheduler), scheduler, hasher: portableBatchHasher, sticky, metrics,
+    now, rng: () => 0.5, recordDecisions: policy === "approx", sessionTtlMs: 60_000,
+  });
+  for (const w of o.workers) registry.add(w.id, w.url, w.dpRanks ?? 1);
+  tracker.updateWorkers(o.workers.flatMap((w) => Array.from({ length: w.dpRanks ?? 1 }, (_, r) => ({ workerId: w.id, dpRank: r }))));
+  const deps: AppDeps = {
+    maxBodyBytes: o.maxBodyBytes ?? 1 << 20,
+    adminToken: o.adminToken,
+    maxRetries: o.maxRetries ?? 2,
+    registry, membership, fence: (id, reason) => health.fence(id, reason), routing, leases: new ExternalLeases(tracker), tracker, index, metrics,
+    ingestEvents: (events) => ingestEvents(events, { isKnown: (w, r) => (registry.get(w)?.dpRanks ?? 0) > r, onLiveEvent: (ev) => index.applyEvent(ev) }),
+    resolveLora: (model) => (typeof model === "string" && lora.getLoadedWorkers(model).length > 0 ? model : undefined),
+    peer: () => o.peer ?? "127.0.0.1",
+    fetch,
+    now,
+    log: silentLogger,
+  };
+  const app = createApp(deps);
+  return {
+    app, deps, registry, tracker, index, metrics, lora, health, calls,
+    request(path, init = {}) {
+      const { json, ...rest } = init;
+      const body = json === undefined ? rest.body : JSON.stringify(json);
+      return Promise.resolve(app.fetch(new Request(`http://router${path}`, { method: json === undefined ? (rest.method ?? "GET") : "POST", ...rest, body })));
+    },
+    activeLoad() {
+      return tracker.loads(clock).reduce((a, l) => a + l.activePrefillTokens + l.activeDecodeBlocks, 0);
+    },
+  };
+}
+
+const enc = new TextEncoder();
+
+/** An engine-like SSE answer: `n` token events then [DONE], as separate chunks. */
+export function sseResponse(n: number, headers: Record<string, string> = {}): Response {
+  let i = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (i < n) c.enqueue(enc.encode(`data: {"choices":[{"text":"t${i++}"}]}\n\n`));
+      else {
+        c.enqueue(enc.encode("data: [DONE]\n\n"));
+        c.close();
+      }
+    },
+  });
+  return new Response(body, { headers: { "content-type": "text/event-stream", ...headers } });
+}
+
+export function jsonResponse(value: unknown, status = 200): Response {
+  return new Response(JSON.stringify(value), { status, headers: { "content-type": "application/json" } });
+}

@@ -1,0 +1,100 @@
+import { describe, expect, test } from "bun:test";
+import { RouterError } from "../../../src/core/errors.ts";
+import type { WorkerWithDpRank } from "../../../src/core/ids.ts";
+import { workerIdFromUrl } from "../../../src/core/worker-id.ts";
+import type { EngineInfo } from "../../../src/workers/engine-info.ts";
+import { WorkerMembership } from "../../../src/workers/membership.ts";
+import { WorkerRegistry } from "../../../src/workers/registry.ts";
+
+function setup(info: (url: string) => Promise<EngineInfo>) {
+  const registry = new WorkerRegistry();
+  const log: string[] = [];
+  let slots: WorkerWithDpRank[] = [];
+  const loras: string[] = [];
+  const m = new WorkerMembership({
+    registry,
+    blockSize: 16,
+    load: { updateWorkers: (t) => void (slots = [...t]) },
+    recovery: { addRank: (w, r) => log.push(`addRank ${w}:${r}`), removeWorker: (w) => log.push(`removeWorker ${w}`) },
+    lora: {
+      handleMdcAddition: (w, i) => loras.push(`${w.workerId}:${w.dpRank}:${i.name}`),
+      handleWorkerRemoval: (w) => loras.push(`-${w.workerId}:${w.dpRank}`),
+    },
+    engineInfo: info,
+  });
+  return { registry, m, log, slots: () => slots, loras };
+}
+
+async function rejects(p: Promise<unknown>): Promise<RouterError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof RouterError) return e;
+    throw e;
+  }
+  throw new Error("expected a RouterError");
+}
+
+describe("WorkerMembership", () => {
+  test("registering derives the id from the URL, takes dp ranks and adapters from the engine, and restores each rank", async () => {
+    const s = setup(async () => ({ dpRanks: 2, blockSize: 16, loras: ["a"], maxLoras: 2 }));
+    const res = await s.m.register({ url: "http://Engine:8000/" });
+    expect(res.created).toBe(true);
+    expect(res.worker.id).toBe(workerIdFromUrl("http://engine:8000"));
+    expect(res.worker.dpRanks).toBe(2);
+    expect(res.worker.healthy).toBe(true);
+    const id = res.worker.id;
+    expect(s.log).toEqual([`addRank ${id}:0`, `addRank ${id}:1`]);
+    expect(s.slots().length).toBe(2);
+    expect(s.loras).toEqual([`${id}:0:a`, `${id}:1:a`]);
+  });
+
+  test("registration is idempotent for the same URL and refuses a second URL for the same id", async () => {
+    const s = setup(async () => ({ loras: [] }));
+    await s.m.register({ url: "http://e:1", id: 5n });
+    const again = await s.m.register({ url: "http://e:1", id: 5n });
+    expect(again.created).toBe(false);
+    const e = await rejects(s.m.register({ url: "http://other:1", id: 5n }));
+    expect(e.code).toBe("duplicate_request");
+    expect(s.log.length).toBe(1);
+  });
+
+  test("a block size other than the router's is refused, naming the field", async () => {
+    const s = setup(async () => ({ blockSize: 32, loras: [] }));
+    const e = await rejects(s.m.register({ url: "http://e:1" }));
+    expect(e.code).toBe("invalid_request");
+    expect(e.field).toBe("block_size");
+    expect(s.registry.size).toBe(0);
+  });
+
+  test("an engine that cannot say who it is is registered unhealthy, with a warning", async () => {
+    const s = setup(async () => Promise.reject(new Error("ECONNREFUSED")));
+    const res = await s.m.register({ url: "http://e:1", dpRanks: 3 });
+    expect(res.worker.healthy).toBe(false);
+    expect(res.worker.dpRanks).toBe(3);
+    expect(res.warnings[0]).toContain("ECONNREFUSED");
+  });
+
+  test("an engine reporting another id gets a warning (its own events would be dropped)", async () => {
+    const s = setup(async () => ({ workerId: 42n, loras: [] }));
+    const res = await s.m.register({ url: "http://e:1" });
+    expect(res.warnings.some((w) => w.includes("42"))).toBe(true);
+  });
+
+  test("bad URLs are refused", async () => {
+    const s = setup(async () => ({ loras: [] }));
+    expect((await rejects(s.m.register({ url: "not a url" }))).field).toBe("url");
+    expect((await rejects(s.m.register({ url: "ftp://e:1" }))).field).toBe("url");
+  });
+
+  test("removing drops the worker everywhere; an unknown id is worker_not_found", async () => {
+    const s = setup(async () => ({ dpRanks: 2, loras: [] }));
+    const { worker } = await s.m.register({ url: "http://e:1" });
+    s.m.remove(worker.id);
+    expect(s.registry.size).toBe(0);
+    expect(s.slots()).toEqual([]);
+    expect(s.log.at(-1)).toBe(`removeWorker ${worker.id}`);
+    expect(s.loras).toEqual([`-${worker.id}:0`, `-${worker.id}:1`]);
+    expect(() => s.m.remove(worker.id)).toThrow("not registered");
+  });
+});
