@@ -178,6 +178,22 @@ for (const transport of ["resp", "rest"] as const) {
       expect(b.sync.stats().remoteRequests).toBe(0);
     });
 
+    test("starting while Redis is down does not fail; the routers sync once it is up", async () => {
+      await redis.stop();
+      // A clock that moves, so a resync request lost while B's publisher reconnects is asked again.
+      const t = () => performance.now();
+      const [a, b] = await pair(transport, t, { commandTimeoutMs: 300, deadAfterMs: 10_000 });
+      expect(b.sync.stats().receiving).toBe(false);
+      add(a, "early", 2, t()); // dropped: nowhere to publish
+      await redis.restart();
+      await until(() => a.sync.stats().publishing && b.sync.stats().receiving, "both routers to reach Redis", 15_000);
+      add(a, "later", 3, t());
+      await until(() => b.tracker.hasRequest("later"), "B to see A's add", 15_000);
+      // "early" was never published; B learns it from A's snapshot (A's seq ran ahead of B's view).
+      await until(() => b.tracker.hasRequest("early"), "B to get the dropped add from a snapshot", 15_000);
+      expect(b.tracker.activeBlocks(KEY)).toBe(5);
+    }, 30_000);
+
     test("Redis killed and restarted mid-run: nothing throws, propagation resumes, missed events are repaired", async () => {
       const [a, b] = await pair(transport, () => performance.now(), { deadAfterMs: 10_000, commandTimeoutMs: 300 });
       const t = () => performance.now();
