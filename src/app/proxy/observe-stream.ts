@@ -72,14 +72,15 @@ export function observeStream(
             see(pending);
             controller.write(pending);
             pending = undefined;
-            await controller.flush();
+            if (!counter.done) await controller.flush();
           }
           for (;;) {
             const r = await reader.read();
             if (r.done || r.value === undefined) break;
             see(r.value);
             controller.write(r.value);
-            await controller.flush();
+            // After [DONE] only the end of the stream follows: let close() send it all at once.
+            if (!counter.done) await controller.flush();
           }
         } catch (e) {
           if (ended) return; // the client left; the read was cut short by our cancel

@@ -15,6 +15,8 @@ const DONE = [91, 68, 79, 78, 69, 93]; // "[DONE]"
 export class SseDataCounter {
   /** Data events seen so far ([DONE] excluded). */
   events = 0;
+  /** A `data: [DONE]` line was seen: nothing meaningful follows. */
+  done = false;
   readonly #head = new Uint8Array(HEAD);
   #headLen = 0;
 
@@ -58,7 +60,10 @@ export class SseDataCounter {
     if (len - p === DONE.length) {
       let done = true;
       for (let k = 0; k < DONE.length; k++) if (h[p + k] !== DONE[k]) done = false;
-      if (done) return;
+      if (done) {
+        this.done = true;
+        return;
+      }
     }
     this.events++;
   }
