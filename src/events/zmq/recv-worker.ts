@@ -1,0 +1,205 @@
+/**
+ * The Worker that owns the ZeroMQ sockets of one vLLM publisher: a SUB on the live
+ * endpoint and, when configured, a DEALER on the replay endpoint (spec §8.1, §8.2).
+ *
+ * It blocks in zmq_msg_recv with a receive timeout (so it sees the stop flag), drains
+ * whatever else is queued without blocking, orders the batches by seq with the Sequencer
+ * (replaying gaps synchronously on the DEALER) and posts them to the main thread in
+ * hand-offs of up to maxBatch messages: one postMessage per message costs ~100 µs of
+ * scheduling, one per 512 amortizes it. When the main thread falls behind by maxInflight
+ * hand-offs the worker waits, so memory stays bounded and ZeroMQ's high-water mark
+ * (then vLLM's replay buffer) absorbs the burst instead.
+ *
+ * It decodes nothing: payloads go to the main thread as bytes.
+ */
+import { loadLibzmq, ZMQ_DEALER, ZMQ_DONTWAIT, ZMQ_RCVHWM, ZMQ_RCVTIMEO, ZMQ_SUB, ZMQ_SUBSCRIBE } from "./libzmq.ts";
+import { Sequencer, type SeqMessage, type SequencedMessage } from "./sequencer.ts";
+import {
+  CONTROL_INFLIGHT, CONTROL_STOP, FLAG_REPLAYED, FLAG_RESTART,
+  type WorkerBatch, type WorkerCounters, type WorkerStart, type WorkerToMain,
+} from "./worker-protocol.ts";
+import { stagedMessage, ZmqContext, type StagedMessage, type ZmqSocket } from "./zmq-socket.ts";
+
+declare const self: Worker;
+
+function post(msg: WorkerToMain, transfer?: ArrayBuffer[]): void {
+  self.postMessage(msg, transfer ?? []);
+}
+
+self.onmessage = (e: MessageEvent<WorkerStart>) => {
+  if (e.data?.type !== "start") return;
+  try {
+    run(e.data);
+  } catch (err) {
+    post({ type: "fatal", message: (err as Error).message });
+  }
+};
+
+/** Big-endian u64 of an 8-byte frame, as a number (exact below 2^53). */
+function seqOf(b: Uint8Array, at: number): number {
+  const hi = ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0;
+  const lo = ((b[at + 4]! << 24) | (b[at + 5]! << 16) | (b[at + 6]! << 8) | b[at + 7]!) >>> 0;
+  return hi * 4294967296 + lo;
+}
+
+function u64be(n: number): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, BigInt(n));
+  return out;
+}
+
+/** Accumulates delivered messages and posts them in hand-offs. */
+class HandOff {
+  private count = 0;
+  private seqs: Float64Array;
+  private flags: Uint8Array;
+  private lost: Float64Array;
+  private offsets: Uint32Array;
+  private bytes: Uint8Array;
+  private used = 0;
+
+  constructor(
+    private readonly max: number,
+    private readonly control: Int32Array,
+    private readonly maxInflight: number,
+    private readonly counters: () => WorkerCounters,
+  ) {
+    this.seqs = new Float64Array(max);
+    this.flags = new Uint8Array(max);
+    this.lost = new Float64Array(max);
+    this.offsets = new Uint32Array(max + 1);
+    this.bytes = new Uint8Array(1 << 18);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  add(m: SequencedMessage): void {
+    const n = m.payload.length;
+    if (this.used + n > this.bytes.length) {
+      let cap = this.bytes.length * 2;
+      while (cap < this.used + n) cap *= 2;
+      const bigger = new Uint8Array(cap);
+      bigger.set(this.bytes.subarray(0, this.used));
+      this.bytes = bigger;
+    }
+    this.bytes.set(m.payload, this.used);
+    const i = this.count++;
+    this.seqs[i] = m.seq;
+    this.flags[i] = (m.replayed ? FLAG_REPLAYED : 0) | (m.restart ? FLAG_RESTART : 0);
+    this.lost[i] = m.lostBefore;
+    this.offsets[i] = this.used;
+    this.used += n;
+    this.offsets[i + 1] = this.used;
+    if (this.count === this.max) this.flush();
+  }
+
+  flush(): void {
+    if (this.count === 0) return;
+    // Backpressure: wait (bounded) while the main thread is maxInflight hand-offs behind.
+    while (Atomics.load(this.control, CONTROL_INFLIGHT) >= this.maxInflight && Atomics.load(this.control, CONTROL_STOP) === 0) {
+      Atomics.wait(this.control, CONTROL_INFLIGHT, Atomics.load(this.control, CONTROL_INFLIGHT), 50);
+    }
+    Atomics.add(this.control, CONTROL_INFLIGHT, 1);
+    const c = this.count;
+    const msg: WorkerBatch = {
+      type: "batch",
+      count: c,
+      seqs: this.seqs.slice(0, c),
+      flags: this.flags.slice(0, c),
+      lost: this.lost.slice(0, c),
+      offsets: this.offsets.slice(0, c + 1),
+      bytes: this.bytes.subarray(0, this.used),
+      counters: this.counters(),
+    };
+    post(msg, [this.bytes.buffer as ArrayBuffer]);
+    this.bytes = new Uint8Array(Math.max(1 << 18, this.bytes.length));
+    this.count = 0;
+    this.used = 0;
+  }
+}
+
+function run(cfg: WorkerStart): void {
+  const lib = loadLibzmq(cfg.libzmqPath);
+  const control = new Int32Array(cfg.control);
+  const ctx = new ZmqContext(lib.symbols);
+  const sub = ctx.socket(ZMQ_SUB);
+  sub.setInt(ZMQ_RCVHWM, cfg.rcvHwm);
+  sub.setInt(ZMQ_RCVTIMEO, cfg.pollMs);
+  sub.setBytes(ZMQ_SUBSCRIBE, new TextEncoder().encode(cfg.topic));
+  sub.connect(cfg.endpoint);
+
+  let malformedFrames = 0;
+  let dealer: ZmqSocket | undefined;
+  const replayStaged = stagedMessage();
+
+  /** One replay request (spec §8.2): send ["", start]; read ["", seq, payload] until an empty payload. */
+  function* replay(start: number): Generator<SeqMessage> {
+    if (cfg.replayEndpoint === undefined) return;
+    if (dealer === undefined) {
+      dealer = ctx.socket(ZMQ_DEALER);
+      dealer.setInt(ZMQ_RCVTIMEO, cfg.replayTimeoutMs);
+      dealer.connect(cfg.replayEndpoint);
+    }
+    const d = dealer;
+    let finished = false;
+    try {
+      d.sendMultipart([new Uint8Array(0), u64be(start)]);
+      for (;;) {
+        if (Atomics.load(control, CONTROL_STOP) !== 0) return;
+        if (!d.recvMessage(replayStaged, 0)) {
+          post({ type: "log", level: "warn", message: `replay from seq ${start}: no answer within ${cfg.replayTimeoutMs} ms` });
+          return;
+        }
+        const m = replayStaged;
+        if (m.frames < 3 || m.lengths[1] !== 8) {
+          malformedFrames++;
+          continue;
+        }
+        if (m.lengths[2] === 0) {
+          finished = true;
+          return;
+        }
+        yield { seq: seqOf(m.bytes, m.offsets[1]!), payload: m.bytes.subarray(m.offsets[2]!, m.offsets[2]! + m.lengths[2]!) };
+      }
+    } finally {
+      // An unfinished answer would be read by the next request: drop the socket instead.
+      if (!finished) {
+        d.close();
+        dealer = undefined;
+      }
+    }
+  }
+
+  const sequencer = new Sequencer(cfg.replayEndpoint === undefined ? undefined : replay);
+  const counters = (): WorkerCounters => ({ ...sequencer.stats, malformedFrames });
+  const out = new HandOff(cfg.maxBatch, control, cfg.maxInflight, counters);
+  const deliver = (m: SequencedMessage) => out.add(m);
+  const live = stagedMessage();
+
+  const handle = (m: StagedMessage) => {
+    if (m.frames !== 3 || m.lengths[1] !== 8) {
+      malformedFrames++;
+      return;
+    }
+    const at = m.offsets[2]!;
+    sequencer.push({ seq: seqOf(m.bytes, m.offsets[1]!), payload: m.bytes.subarray(at, at + m.lengths[2]!) }, deliver);
+  };
+
+  post({ type: "ready", version: lib.version });
+  try {
+    while (Atomics.load(control, CONTROL_STOP) === 0) {
+      if (!sub.recvMessage(live, 0)) continue; // receive timeout: look at the stop flag again
+      handle(live);
+      while (out.size < cfg.maxBatch && sub.recvMessage(live, ZMQ_DONTWAIT)) handle(live);
+      out.flush();
+    }
+    out.flush();
+  } finally {
+    sub.close();
+    (dealer as ZmqSocket | undefined)?.close();
+    ctx.term();
+    post({ type: "stopped", counters: counters() });
+  }
+}
