@@ -2,7 +2,7 @@
  * The router's metrics: names, label sets and buckets. Everything that records a metric
  * goes through RouterMetrics; RouterError codes are used as label values unchanged.
  */
-import { MetricsRegistry, type Counter, type Gauge, type Histogram } from "./registry.ts";
+import { MetricsRegistry, type Counter, type Gauge, type Histogram, type HistogramSeries } from "./registry.ts";
 
 export const METRIC_PREFIX = "switchyard_";
 
@@ -47,9 +47,15 @@ export class RouterMetrics {
   readonly workerHealthy: Gauge = this.registry.gauge(
     `${METRIC_PREFIX}worker_healthy`, "1 when the worker passed its last health check", ["worker"]);
 
-  observePhase(phase: RoutingPhase, seconds: number): void {
-    this.routingOverhead.observe([phase], seconds);
-  }
+  /** Per-phase series resolved once: the routing path records four of them per request. */
+  readonly phases: Readonly<Record<RoutingPhase, HistogramSeries>> = {
+    hash: this.routingOverhead.series(["hash"]),
+    match: this.routingOverhead.series(["match"]),
+    schedule: this.routingOverhead.series(["schedule"]),
+    total: this.routingOverhead.series(["total"]),
+  };
+  readonly overlap: HistogramSeries = this.overlapBlocks.series([]);
+  readonly firstByte: HistogramSeries = this.timeToFirstByte.series([]);
   eventDropped(reason: EventDropReason, n = 1): void {
     this.kvEventsDropped.inc([reason], n);
   }

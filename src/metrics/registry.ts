@@ -101,20 +101,46 @@ export class Gauge extends Metric {
   }
 }
 
+interface Series {
+  readonly labels: LabelValues;
+  /** Per bucket, not cumulative; made cumulative when rendered. */
+  readonly counts: Float64Array;
+  sum: number;
+  count: number;
+}
+
+/** One label set of a histogram, resolved once so hot paths skip the label lookup. */
+export interface HistogramSeries {
+  observe(value: number): void;
+}
+
 export class Histogram extends Metric {
   readonly type = "histogram";
-  readonly #series = new Map<string, { labels: LabelValues; counts: Float64Array; sum: number; count: number }>();
+  readonly #series = new Map<string, Series>();
   constructor(name: string, help: string, labelNames: readonly string[], readonly buckets: readonly number[]) {
     super(name, help, labelNames);
   }
   observe(labels: LabelValues, value: number): void {
+    this.#record(this.#get(labels), value);
+  }
+  /** A handle on one label set (created now, so it shows in the output even before use). */
+  series(labels: LabelValues): HistogramSeries {
+    const s = this.#get(labels);
+    return { observe: (value) => this.#record(s, value) };
+  }
+  count(labels: LabelValues = []): number {
+    return this.#series.get(labels.join(SEP))?.count ?? 0;
+  }
+  #get(labels: LabelValues): Series {
     const key = labels.join(SEP);
     let s = this.#series.get(key);
     if (!s) {
       s = { labels: [...labels], counts: new Float64Array(this.buckets.length), sum: 0, count: 0 };
       this.#series.set(key, s);
     }
-    // Non-cumulative per bucket; made cumulative when rendered.
+    return s;
+  }
+  #record(s: Series, value: number): void {
     const b = this.buckets;
     for (let i = 0; i < b.length; i++) {
       if (value <= b[i]!) {
@@ -124,9 +150,6 @@ export class Histogram extends Metric {
     }
     s.sum += value;
     s.count++;
-  }
-  count(labels: LabelValues = []): number {
-    return this.#series.get(labels.join(SEP))?.count ?? 0;
   }
   samples(out: string[]): void {
     for (const s of this.#series.values()) {

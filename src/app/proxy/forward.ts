@@ -75,7 +75,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
         const reader: ChunkReader | undefined = res.body?.getReader();
         // Read the first chunk before answering, so a body that breaks at once is retried.
         const first = reader ? await reader.read() : undefined;
-        d.metrics.timeToFirstByte.observe([], (performance.now() - started) / 1000);
+        d.metrics.firstByte.observe((performance.now() - started) / 1000);
         return respond(res, first, reader, decision, d);
       }
       reason = `HTTP ${res.status}`;

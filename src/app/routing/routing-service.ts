@@ -99,11 +99,11 @@ export class RoutingService {
     const t4 = performance.now();
 
     const m = d.metrics;
-    m.observePhase("hash", (t1 - t0) / 1000);
-    m.observePhase("match", (t2 - t1) / 1000);
-    m.observePhase("schedule", (t4 - t3) / 1000);
-    m.observePhase("total", (t4 - t0 - (t3 - t2)) / 1000);
-    m.overlapBlocks.observe([], sel.overlapBlocks);
+    m.phases.hash.observe((t1 - t0) / 1000);
+    m.phases.match.observe((t2 - t1) / 1000);
+    m.phases.schedule.observe((t4 - t3) / 1000);
+    m.phases.total.observe((t4 - t0 - (t3 - t2)) / 1000);
+    m.overlap.observe(sel.overlapBlocks);
 
     if (input.sessionId !== undefined && !pinned) await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
     const lease = new RequestLease(d.tracker, input.requestId, input.tokens.length, bs, d.now, d.rng);
