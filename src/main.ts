@@ -80,6 +80,13 @@ function buildAffinityStore(config: Config, log: Logger): AffinityStore {
   return new MemoryAffinityStore({ clock, logger: { warn: (m, f) => log.warn(m, f) } });
 }
 
+/** An address clients on this machine can use for a listen address (wildcards -> loopback). */
+function reachableHost(host: string): string {
+  if (host === "0.0.0.0") return "127.0.0.1";
+  if (host === "::" || host === "[::]") return "[::1]";
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}
+
 export interface RunningRouter {
   readonly url: string;
   readonly port: number;
@@ -193,7 +200,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     fetch: (req) => app.fetch(req),
   });
   const port = server.port!;
-  const url = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}`;
+  const url = `http://${reachableHost(config.host)}:${port}`;
 
   const mockers: MockerHandle[] = [];
   for (let i = 0; i < config.engines; i++) {
