@@ -20,7 +20,8 @@ test when a subscription has arrived (no sleeps). A SUB peer cannot tell the two
 
 Control: one JSON command per line on stdin, one JSON reply per line on stdout. The first
 line printed is {"pub": endpoint, "replay": endpoint, "pid": n}.
-  {"cmd": "wait_subscriber", "timeout_ms": 5000}
+  {"cmd": "wait_subscriber", "timeout_ms": 5000, "subscribed": true}
+      waits until a subscription is present (or, with false, gone); replies with the state.
   {"cmd": "publish", "format": "array"|"map", "batches": [{"events": [...], "dp_rank": null, "send": true}]}
       send=false buffers the batch (replayable) without sending it: a lost message.
       Events are JSON objects {"type": "BlockStored", "block_hashes": [...], ...}; a hash is
@@ -133,8 +134,8 @@ class Publisher:
         for sock, _ in poller.poll(timeout_ms):
             if sock is self.pub:
                 msg = self.pub.recv()
-                if msg[:1] == b"\x01":
-                    self.subscribed = True
+                if msg[:1] in (b"\x00", b"\x01"):
+                    self.subscribed = msg[:1] == b"\x01"
             else:
                 self._service_replay()
 
@@ -214,8 +215,9 @@ def main():
             if name == "exit":
                 return
             if name == "wait_subscriber":
+                want = cmd.get("subscribed", True)
                 deadline = time.monotonic() + cmd.get("timeout_ms", 5000) / 1000
-                while not pub.subscribed and time.monotonic() < deadline:
+                while pub.subscribed != want and time.monotonic() < deadline:
                     pub.service(20)
                 reply = {"ok": name, "subscribed": pub.subscribed}
             elif name == "publish":

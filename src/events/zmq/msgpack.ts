@@ -61,6 +61,17 @@ function buildKindTable(): MsgpackKind[] {
 }
 
 const TWO32 = 4294967296;
+
+/** Strings up to this length are interned (direct-mapped table, last writer wins). */
+const INTERN_MAX_LEN = 24;
+const INTERN_SLOTS = 1024;
+const INTERN: (string | undefined)[] = new Array(INTERN_SLOTS);
+
+function sameAscii(s: string, bytes: Uint8Array, at: number, n: number): boolean {
+  if (s.length !== n) return false;
+  for (let i = 0; i < n; i++) if (s.charCodeAt(i) !== bytes[at + i]) return false;
+  return true;
+}
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 export class MsgpackReader {
@@ -163,19 +174,50 @@ export class MsgpackReader {
       case 0xcc: return BigInt(this.byte());
       case 0xcd: return BigInt(this.u16());
       case 0xce: return BigInt(this.u32());
-      case 0xcf: {
-        const hi = this.u32(), lo = this.u32();
-        return hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
-      }
+      // int64 has the same bits as its u64 reinterpretation.
+      case 0xcf: case 0xd3: return this.view.getBigUint64(this.take(8));
       case 0xd0: return BigInt.asUintN(64, BigInt(this.i8()));
       case 0xd1: return BigInt.asUintN(64, BigInt(this.i16()));
       case 0xd2: return BigInt.asUintN(64, BigInt(this.i32()));
-      case 0xd3: {
-        const hi = this.u32(), lo = this.u32();
-        return (BigInt(hi) << 32n) | BigInt(lo);
-      }
     }
     throw this.unexpected(b, "int");
+  }
+
+  /**
+   * An array of `n` ints in [0, 2^32) (the header already read) straight into `out`
+   * (token ids: no JS array, no number boxing). Returns false, having skipped the rest,
+   * if an element is not such an int; `out` then holds zeros in its place.
+   */
+  readU32Array(out: Uint32Array, n: number): boolean {
+    const bytes = this.bytes;
+    let ok = true;
+    for (let i = 0; i < n; i++) {
+      this.need(1);
+      const b = bytes[this.pos]!;
+      if (b <= 0x7f) {
+        out[i] = b;
+        this.pos++;
+      } else if (b === 0xcc) {
+        this.need(2);
+        out[i] = bytes[this.pos + 1]!;
+        this.pos += 2;
+      } else if (b === 0xcd) {
+        this.need(3);
+        out[i] = (bytes[this.pos + 1]! << 8) | bytes[this.pos + 2]!;
+        this.pos += 3;
+      } else if (b === 0xce) {
+        this.pos++;
+        out[i] = this.u32();
+      } else if (KIND[b] === "int") {
+        const v = this.readInt();
+        if (typeof v === "number" && v >= 0 && v <= 0xffffffff) out[i] = v;
+        else ok = false;
+      } else {
+        this.skip();
+        ok = false;
+      }
+    }
+    return ok;
   }
 
   /** A float, or an int read as a number. */
@@ -305,17 +347,26 @@ export class MsgpackReader {
     return { type, data: this.bytes.subarray(at, at + n) };
   }
 
-  /** Short ASCII strings (tags, field names) are built directly; TextDecoder for the rest. */
+  /**
+   * Short ASCII strings (tags, field names, media) repeat in every event: they come from a
+   * small intern table (one hash loop + one compare, no allocation); TextDecoder for the rest.
+   */
   private utf8(n: number): string {
     const at = this.take(n);
     const bytes = this.bytes;
-    if (n <= 32) {
-      let s = "";
+    if (n <= INTERN_MAX_LEN) {
+      let h = n;
       for (let i = at; i < at + n; i++) {
         const c = bytes[i]!;
         if (c >= 0x80) return utf8.decode(bytes.subarray(at, at + n));
-        s += String.fromCharCode(c);
+        h = (Math.imul(h, 31) + c) | 0;
       }
+      const slot = h & (INTERN_SLOTS - 1);
+      const cached = INTERN[slot];
+      if (cached !== undefined && sameAscii(cached, bytes, at, n)) return cached;
+      let s = "";
+      for (let i = at; i < at + n; i++) s += String.fromCharCode(bytes[i]!);
+      INTERN[slot] = s;
       return s;
     }
     return utf8.decode(bytes.subarray(at, at + n));

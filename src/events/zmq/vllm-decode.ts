@@ -339,36 +339,26 @@ function readHashList(r: MsgpackReader, ev: RawEvent): bigint[] {
 function readTokens(r: MsgpackReader, ev: RawEvent): Uint32Array {
   const n = r.readArrayHeader();
   if (n > 0 && r.peekKind() === "array") return readTokenPairs(r, n, ev);
-  const out = new Uint32Array(n);
-  for (let i = 0; i < n; i++) out[i] = readToken(r, ev);
+  // An explicit ArrayBuffer: the hasher views tokens.buffer, and materializing the buffer
+  // of a small engine-allocated typed array later costs more than the whole copy.
+  const out = new Uint32Array(new ArrayBuffer(4 * n));
+  if (!r.readU32Array(out, n)) ev.bad = true;
   return out;
 }
 
 function readTokenPairs(r: MsgpackReader, n: number, ev: RawEvent): Uint32Array {
   const out = new Uint32Array(n + 1);
+  const pair = new Uint32Array(2);
   for (let i = 0; i < n; i++) {
     if (r.peekKind() !== "array" || r.readArrayHeader() !== 2) {
       ev.bad = true;
       return out;
     }
-    out[i] = readToken(r, ev);
-    out[n] = readToken(r, ev);
+    if (!r.readU32Array(pair, 2)) ev.bad = true;
+    out[i] = pair[0]!;
+    out[n] = pair[1]!;
   }
   return out;
-}
-
-function readToken(r: MsgpackReader, ev: RawEvent): number {
-  if (r.peekKind() !== "int") {
-    r.skip();
-    ev.bad = true;
-    return 0;
-  }
-  const t = r.readInt();
-  if (typeof t !== "number" || t < 0 || t > 0xffffffff) {
-    ev.bad = true;
-    return 0;
-  }
-  return t;
 }
 
 function readNumberOr(r: MsgpackReader, fallback: number): number {
@@ -422,7 +412,7 @@ function toEventData(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounte
 
 /** GPU medium, KV group 0 / an indexed attention kind; counts what it rejects. */
 function onIndexedGpu(raw: RawEvent, c: VllmDecodeCounters): boolean {
-  if (raw.medium !== null && !GPU_MEDIA.has(raw.medium.toUpperCase())) {
+  if (raw.medium !== null && raw.medium !== "GPU" && !GPU_MEDIA.has(raw.medium.toUpperCase())) {
     c.otherMedium++;
     return false;
   }
@@ -457,7 +447,7 @@ function toStored(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounters)
     c.duplicateHash++;
     return undefined;
   }
-  const local = computeBlockHashesWith(opts.hasher ?? portableBatchHasher, tokens.subarray(0, n * bs), bs, {
+  const local = computeBlockHashesWith(opts.hasher ?? portableBatchHasher, tokens.length === n * bs ? tokens : tokens.subarray(0, n * bs), bs, {
     loraName: raw.loraName ?? undefined,
     mmInfos: mmInfosOf(raw.extraKeys, n),
   });
@@ -468,7 +458,15 @@ function toStored(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounters)
 }
 
 function hasDuplicate(hashes: readonly bigint[], n: number, parent: bigint | null): boolean {
-  if (n === 1) return parent !== null && hashes[0] === parent;
+  // Events are small (a few to a few dozen blocks): compare pairwise below 32, hash above.
+  if (n < 32) {
+    for (let i = 0; i < n; i++) {
+      const h = hashes[i]!;
+      if (h === parent) return true;
+      for (let j = 0; j < i; j++) if (hashes[j] === h) return true;
+    }
+    return false;
+  }
   const seen = new Set<bigint>();
   if (parent !== null) seen.add(parent);
   for (let i = 0; i < n; i++) {
