@@ -9,6 +9,7 @@ import { createApp, createFastRoutes } from "./app/app.ts";
 import type { AppDeps } from "./app/deps.ts";
 import { createLogger, type Logger } from "./app/log.ts";
 import { ExternalLeases } from "./app/routing/external-leases.ts";
+import { EVENT_BATCH_MIN_LIMIT_BYTES } from "./app/routes/admin.ts";
 import { RoutingService } from "./app/routing/routing-service.ts";
 import { ConfigError, loadConfig, serveUsage } from "./config/load.ts";
 import type { Config } from "./config/schema.ts";
@@ -193,8 +194,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     hostname: config.host,
     // Streams stay open as long as the engine generates; never cut them for idleness.
     idleTimeout: 0,
-    // Our own limit answers 413 in OpenAI's shape; Bun's must not trip first.
-    maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
+    // Our own limits answer 413 in OpenAI's shape; Bun's must not trip first.
+    maxRequestBodySize: Math.max(config.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES) + 1024 * 1024,
     // The proxied endpoints are matched natively; everything else goes through the app.
     routes: createFastRoutes(deps),
     fetch: (req) => app.fetch(req),

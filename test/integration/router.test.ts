@@ -4,10 +4,13 @@
  * push KV events to the router; the router restores each engine's index from /kv/query at
  * registration. Every process is stopped by PID in afterAll.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { parseWorkerKvQueryResponse } from "../../src/recovery/wire.ts";
 import { freePort, startMain, stopAll, until, type Proc } from "../support/processes.ts";
+
+// Real processes: starting them and polling their state takes longer than the 5 s default.
+setDefaultTimeout(30_000);
 
 const TOKEN = "integration-admin-token";
 const MAX_BODY = 65_536;

@@ -2,8 +2,11 @@
  * `bun src/main.ts serve --engines 2` (what `bun run start` runs): one process, two
  * embedded simulated engines, ready for curl. Also the command dispatch of main.ts.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { freePort, MAIN, ROOT, startMain, stopAll, until, type Proc } from "../support/processes.ts";
+
+// Real processes: starting them and polling their state takes longer than the 5 s default.
+setDefaultTimeout(30_000);
 
 let router: Proc | undefined;
 let url = "";

@@ -25,6 +25,14 @@ const RouteBody = v.object({
   request_id: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
 });
 
+/**
+ * Event batches come from engines, not clients, and one Stored event of a long prompt is
+ * large (a 128k-token prompt is ~8k blocks, ~0.6 MB of JSON). A batch refused for size is a
+ * gap the router only repairs at the engine's next event, so events get at least this limit
+ * whatever --max-body-bytes says about requests.
+ */
+export const EVENT_BATCH_MIN_LIMIT_BYTES = 64 * 1024 * 1024;
+
 function jsonResponse(text: string, status = 200): Response {
   return new Response(text, { status, headers: { "content-type": "application/json" } });
 }
@@ -33,7 +41,8 @@ export function adminRoutes(d: AppDeps): Hono {
   const app = new Hono();
 
   app.post("/v1/kv/events", async (c) => {
-    const events = parseEventBatch(parseJsonExact(await readBodyLimited(c.req.raw, d.maxBodyBytes)));
+    const limit = Math.max(d.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES);
+    const events = parseEventBatch(parseJsonExact(await readBodyLimited(c.req.raw, limit)));
     const { accepted, dropped } = d.ingestEvents(events);
     return c.json({ accepted, dropped });
   });

@@ -178,6 +178,16 @@ describe("events and the route protocol", () => {
     expect(h.index.size()).toBe(1);
   });
 
+  test("event batches may exceed --max-body-bytes (a long prompt's Stored event is large); requests may not", async () => {
+    const h = harness({ workers: [W1], fetch: ok, maxBodyBytes: 1024 });
+    const blocks = Array.from({ length: 200 }, (_, i) => ({ block_hash: i + 1, tokens_hash: 1000 + i }));
+    const batch = [{ worker_id: 11, event: { event_id: 0, data: { stored: { parent_hash: null, blocks } } } }];
+    const r = await h.request("/v1/kv/events", { json: batch });
+    expect(r.status).toBe(200);
+    expect(h.index.size()).toBe(200);
+    expect((await h.request("/v1/completions", { json: { prompt: "x".repeat(2000) } })).status).toBe(413);
+  });
+
   test("a malformed event batch gets 400 naming the field", async () => {
     const h = harness({ workers: [W1], fetch: ok });
     const r = await h.request("/v1/kv/events", { json: [{ worker_id: 1, event: { event_id: "abc", data: "cleared" } }] });
