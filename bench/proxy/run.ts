@@ -1,5 +1,5 @@
 /**
- * Proxy overhead (`bun run bench:proxy [--runs 5] [--seconds 5] [--connections 32]
+ * Proxy overhead (`bun run bench:proxy [--runs 5] [--seconds 5] [--connections 64]
  * [--max-tokens 16] [--json FILE]`): one simulated engine with zero simulated time (so the
  * proxy is the bottleneck), loaded with streaming completions by wrk three ways in the same
  * run: directly, through the router (policy kv, full hash/match/schedule per request) and
@@ -41,7 +41,7 @@ interface Options {
 }
 
 function parseArgs(argv: readonly string[]): Options {
-  const o: Options = { runs: 5, seconds: 5, connections: 32, threads: 1, maxTokens: 16, promptTokens: 1024, json: undefined };
+  const o: Options = { runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, json: undefined };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i]!, argv[i + 1]];
     if (value === undefined) throw new Error(`${flag}: needs a value`);

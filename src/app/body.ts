@@ -10,12 +10,13 @@ export async function readBodyLimited(req: Request, maxBytes: number): Promise<U
   if (declared !== null && Number(declared) > maxBytes) {
     throw new RouterError("payload_too_large", `request body is ${declared} bytes; the limit is ${maxBytes} (--max-body-bytes)`);
   }
-  if (!req.body) return new Uint8Array(0);
   if (declared !== null) {
+    // Read in one go; touching req.body would build a stream object for nothing.
     const bytes = new Uint8Array(await req.arrayBuffer());
     if (bytes.length > maxBytes) throw tooLarge(maxBytes);
     return bytes;
   }
+  if (!req.body) return new Uint8Array(0);
   // Chunked: stop reading once past the limit.
   const reader = req.body.getReader();
   const parts: Uint8Array[] = [];
