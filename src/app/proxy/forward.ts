@@ -81,10 +81,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       reason = `HTTP ${res.status}`;
       await res.body?.cancel().catch(() => {});
     } catch (e) {
-      lease.free();
       reason = (e as Error).message;
-      failAttempt(worker.workerId, rec.url, reason, failures, exclude, d);
-      continue;
     }
     lease.free();
     failAttempt(worker.workerId, rec.url, reason, failures, exclude, d);
