@@ -18,13 +18,17 @@ export function isLoopback(addr: string | undefined): boolean {
   return v4.startsWith("127.");
 }
 
+/** Compare without an early exit, so response time does not reveal a matching prefix. */
 function timingSafeEqual(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i % (x.length || 1)] ?? 0) ^ (y[i % (y.length || 1)] ?? 0);
+  const x = encoder.encode(a);
+  const y = encoder.encode(b);
+  if (x.length !== y.length) return false;
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i]! ^ y[i]!;
   return diff === 0;
 }
+
+const encoder = new TextEncoder();
 
 export function adminAuth(token: string | undefined, peer: PeerAddress): MiddlewareHandler {
   return async (c, next) => {
