@@ -108,6 +108,10 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     blockSize: config.blockSize,
     overlapScoreWeight: config.overlapWeight,
     temperature: config.temperature,
+    loadGuardFactor: config.loadGuard,
+    loadGuardMetric: config.loadGuardMetric,
+    activeRequestWeight: config.activeRequestWeight,
+    busyThreshold: config.busyThreshold,
   });
   const pipeline = createPipeline(config.policy, scheduler);
   const store = buildAffinityStore(config, log);

@@ -8,6 +8,8 @@ import * as v from "valibot";
 export const POLICIES = ["kv", "approx", "round-robin", "random", "least-loaded"] as const;
 export type PolicyName = (typeof POLICIES)[number];
 
+export const LOAD_METRICS = ["requests", "blocks"] as const;
+
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -25,7 +27,8 @@ export interface OptionSpec {
 export type RawConfigShape = Record<
   | "port" | "host" | "worker" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
   | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
-  | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup",
+  | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
+  | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold",
   unknown
 >;
 
@@ -47,6 +50,10 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "maxRetries", flag: "--max-retries", env: ["SWITCHYARD_MAX_RETRIES"], help: "other workers tried when one fails before its first byte (default 2)" },
   { key: "approxTtl", flag: "--approx-ttl", env: ["SWITCHYARD_APPROX_TTL"], help: "approx policy: seconds a routing decision stays in the index (default 120)" },
   { key: "logLevel", flag: "--log-level", env: ["SWITCHYARD_LOG_LEVEL"], help: `${LOG_LEVELS.join("|")} (default info)` },
+  { key: "loadGuard", flag: "--load-guard", env: ["SWITCHYARD_LOAD_GUARD"], help: "kv/approx: skip workers whose load exceeds FACTOR x the mean (e.g. 1.25); 0 = off (default 0)" },
+  { key: "loadGuardMetric", flag: "--load-guard-metric", env: ["SWITCHYARD_LOAD_GUARD_METRIC"], help: "what the load guard measures: requests|blocks (default requests)" },
+  { key: "activeRequestWeight", flag: "--active-request-weight", env: ["SWITCHYARD_ACTIVE_REQUEST_WEIGHT"], help: "kv/approx: extra cost per active request on a worker (default 0)" },
+  { key: "busyThreshold", flag: "--busy-threshold", env: ["SWITCHYARD_BUSY_THRESHOLD"], help: "skip ranks whose active prefill tokens exceed this fraction of max_num_batched_tokens (default off)" },
   { key: "engineSpeedup", flag: "--engine-speedup", env: ["SWITCHYARD_ENGINE_SPEEDUP"], help: "time speed-up of embedded engines (default 1)" },
 ];
 
@@ -110,6 +117,10 @@ export const ConfigSchema = v.object({
   approxTtl: v.optional(positive("a number of seconds > 0"), 120),
   logLevel: v.optional(v.picklist(LOG_LEVELS, `must be one of ${LOG_LEVELS.join(", ")}`), "info"),
   engineSpeedup: v.optional(positive("a number > 0"), 1),
+  loadGuard: v.optional(v.pipe(nonNegative("a number >= 0"), v.check((x) => x === 0 || x >= 1, "must be 0 (off) or >= 1")), 0),
+  loadGuardMetric: v.optional(v.picklist(LOAD_METRICS, `must be one of ${LOAD_METRICS.join(", ")}`), "requests"),
+  activeRequestWeight: v.optional(nonNegative("a number >= 0"), 0),
+  busyThreshold: v.optional(positive("a number > 0")),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -136,6 +147,12 @@ export interface Config {
   readonly approxTtl: number;
   readonly logLevel: LogLevel;
   readonly engineSpeedup: number;
+  /** Load guard factor; null = off. */
+  readonly loadGuard: number | null;
+  readonly loadGuardMetric: (typeof LOAD_METRICS)[number];
+  readonly activeRequestWeight: number;
+  /** null = no busy filtering. */
+  readonly busyThreshold: number | null;
 }
 
 /** Validated output -> Config, filling the defaults that depend on other fields. */
@@ -161,5 +178,9 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     approxTtl: o.approxTtl,
     logLevel: o.logLevel,
     engineSpeedup: o.engineSpeedup,
+    loadGuard: o.loadGuard === 0 ? null : o.loadGuard,
+    loadGuardMetric: o.loadGuardMetric,
+    activeRequestWeight: o.activeRequestWeight,
+    busyThreshold: o.busyThreshold ?? null,
   };
 }

@@ -88,4 +88,14 @@ describe("loadConfig", () => {
       expect(loadConfig({ argv: ["--redis", u], env: {} }).redis).toBe(u);
     }
   });
+
+  test("scheduler knobs: load guard off by default, on with a factor >= 1, bad values named", () => {
+    const d = loadConfig({ argv: [], env: {} });
+    expect(d).toMatchObject({ loadGuard: null, loadGuardMetric: "requests", activeRequestWeight: 0, busyThreshold: null });
+    const c = loadConfig({ argv: ["--load-guard", "1.25", "--load-guard-metric", "blocks", "--busy-threshold", "0.9"], env: {} });
+    expect(c).toMatchObject({ loadGuard: 1.25, loadGuardMetric: "blocks", busyThreshold: 0.9 });
+    const p = problems(() => loadConfig({ argv: ["--load-guard", "0.5", "--load-guard-metric", "tokens"], env: {} }));
+    expect(p.some((m) => m.includes("--load-guard") && m.includes(">= 1"))).toBe(true);
+    expect(p.some((m) => m.includes("--load-guard-metric"))).toBe(true);
+  });
 });
