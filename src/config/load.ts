@@ -7,7 +7,7 @@
  * const config = loadConfig({ argv: ["--port", "9000", "--worker", "http://127.0.0.1:8001"], env: {} });
  */
 import * as v from "valibot";
-import { ConfigSchema, finishConfig, OPTIONS, type Config, type OptionSpec } from "./schema.ts";
+import { ConfigSchema, crossFieldProblems, finishConfig, OPTIONS, type Config, type OptionSpec } from "./schema.ts";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -32,6 +32,13 @@ function label(o: OptionSpec): string {
   return `${o.flag} (${o.env.join(" / ")})`;
 }
 
+/** Config-file names of the repeatable options. */
+const PLURALS: Readonly<Record<string, string>> = {
+  workers: "worker",
+  zmqEndpoints: "zmqEndpoint",
+  zmqReplayEndpoints: "zmqReplayEndpoint",
+};
+
 function kebabToCamel(s: string): string {
   return s.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
 }
@@ -55,6 +62,12 @@ function parseFlags(argv: readonly string[]): ParsedFlags {
     const eq = arg.indexOf("=");
     const name = eq >= 0 ? arg.slice(0, eq) : arg;
     let value: string | undefined = eq >= 0 ? arg.slice(eq + 1) : undefined;
+    if (value === undefined && BY_FLAG.get(name)?.boolean) {
+      // A switch: `--lora-evict` alone is true; an explicit true/false after it is its value.
+      const next = argv[i + 1]?.toLowerCase();
+      if (next === "true" || next === "false") i++;
+      value = next === "false" ? "false" : "true";
+    }
     if (value === undefined) {
       const next = argv[i + 1];
       if (next === undefined || next.startsWith("--")) {
@@ -104,8 +117,9 @@ function readConfigFile(path: string, readFile: (p: string) => string, problems:
   }
   const out: Record<string, unknown> = {};
   for (const [k, val] of Object.entries(json)) {
-    // Accept "block-size", "blockSize" and, for the list, "workers".
-    const key = kebabToCamel(k) === "workers" ? "worker" : kebabToCamel(k);
+    // Accept "block-size", "blockSize" and, for lists, the plural ("workers", "zmq-endpoints").
+    const camel = kebabToCamel(k);
+    const key = PLURALS[camel] ?? camel;
     if (!BY_KEY.has(key)) problems.push(`--config ${path}: unknown field "${k}"`);
     else out[key] = val;
   }
@@ -136,7 +150,11 @@ export function loadConfig(src: LoadSources): Config {
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  return finishConfig(result.output as v.InferOutput<typeof ConfigSchema>);
+  const output = result.output as v.InferOutput<typeof ConfigSchema>;
+  const config = finishConfig(output);
+  const more = crossFieldProblems(config, output.zmqReplayEndpoint);
+  if (more.length > 0) throw new ConfigError(more);
+  return config;
 }
 
 function defaultReadFile(path: string): string {
@@ -147,6 +165,9 @@ function defaultReadFile(path: string): string {
 
 /** Help text for `switchyard serve --help`, built from the option table. */
 export function serveUsage(): string {
-  const rows = OPTIONS.map((o) => `  ${(o.flag + " " + (o.list ? "URL" : "X")).padEnd(24)} ${o.help}`);
+  const rows = OPTIONS.map((o) => {
+    const shown = o.boolean ? o.flag : `${o.flag} ${o.meta ?? (o.list ? "URL" : "X")}`;
+    return `  ${shown.padEnd(30)} ${o.help}`;
+  });
   return ["usage: switchyard serve [flags]", "", "flags (env SWITCHYARD_* too; --config FILE for JSON):", ...rows].join("\n");
 }

@@ -20,6 +20,10 @@ export interface OptionSpec {
   readonly env: readonly string[];
   /** Repeatable flag (collects an array); env and file give a comma list or an array. */
   readonly list?: boolean;
+  /** A switch: `--flag` alone means true; `--flag=false` (or `--flag false`) turns it off. */
+  readonly boolean?: boolean;
+  /** What the value looks like in `--help` (default X, or URL for lists). */
+  readonly meta?: string;
   readonly help: string;
 }
 
@@ -28,7 +32,8 @@ export type RawConfigShape = Record<
   | "port" | "host" | "worker" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
   | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
   | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
-  | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold",
+  | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold"
+  | "redisToken" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint",
   unknown
 >;
 
@@ -46,7 +51,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "healthInterval", flag: "--health-interval", env: ["SWITCHYARD_HEALTH_INTERVAL"], help: "seconds between worker health checks (default 2)" },
   { key: "healthTimeout", flag: "--health-timeout", env: ["SWITCHYARD_HEALTH_TIMEOUT"], help: "seconds before a health check counts as failed (default 1)" },
   { key: "maxBodyBytes", flag: "--max-body-bytes", env: ["SWITCHYARD_MAX_BODY_BYTES"], help: "largest accepted request body (default 16777216)" },
-  { key: "redis", flag: "--redis", env: ["SWITCHYARD_REDIS"], help: "session store URL: redis://, rediss:// or https:// (Upstash); default in-memory" },
+  { key: "redis", flag: "--redis", env: ["SWITCHYARD_REDIS_URL", "SWITCHYARD_REDIS"], meta: "URL", help: "shared Redis (sessions + active load): redis://, rediss:// or https:// (Upstash REST); default: in-memory, this router only" },
+  { key: "redisToken", flag: "--redis-token", env: ["SWITCHYARD_REDIS_TOKEN", "UPSTASH_REDIS_REST_TOKEN"], meta: "TOKEN", help: "Upstash REST token (needed when --redis is https://)" },
   { key: "maxRetries", flag: "--max-retries", env: ["SWITCHYARD_MAX_RETRIES"], help: "other workers tried when one fails before its first byte (default 2)" },
   { key: "approxTtl", flag: "--approx-ttl", env: ["SWITCHYARD_APPROX_TTL"], help: "approx policy: seconds a routing decision stays in the index (default 120)" },
   { key: "logLevel", flag: "--log-level", env: ["SWITCHYARD_LOG_LEVEL"], help: `${LOG_LEVELS.join("|")} (default info)` },
@@ -54,6 +60,11 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "loadGuardMetric", flag: "--load-guard-metric", env: ["SWITCHYARD_LOAD_GUARD_METRIC"], help: "what the load guard measures: requests|blocks (default requests)" },
   { key: "activeRequestWeight", flag: "--active-request-weight", env: ["SWITCHYARD_ACTIVE_REQUEST_WEIGHT"], help: "kv/approx: extra cost per active request on a worker (default 0)" },
   { key: "busyThreshold", flag: "--busy-threshold", env: ["SWITCHYARD_BUSY_THRESHOLD"], help: "skip ranks whose active prefill tokens exceed this fraction of max_num_batched_tokens (default off)" },
+  { key: "loraLoadOnDemand", flag: "--lora-load-on-demand", env: ["SWITCHYARD_LORA_LOAD_ON_DEMAND"], boolean: true, help: "treat a `model` no worker serves (not a base model) as a LoRA adapter and load it from --lora-path (default off)" },
+  { key: "loraPath", flag: "--lora-path", env: ["SWITCHYARD_LORA_PATH"], meta: "TEMPLATE", help: "lora_path sent to the engine when the router loads an adapter; {name} = the adapter (default {name})" },
+  { key: "loraEvict", flag: "--lora-evict", env: ["SWITCHYARD_LORA_EVICT"], boolean: true, help: "no free LoRA slot anywhere: unload the least recently used adapter instead of answering 503 (default off)" },
+  { key: "zmqEndpoint", flag: "--zmq-endpoint", env: ["SWITCHYARD_ZMQ_ENDPOINTS"], list: true, meta: "URL=tcp://H:P", help: "vLLM worker URL and its KV event PUB endpoint (rank 0); repeatable. Registers the worker, no /kv/query restore" },
+  { key: "zmqReplayEndpoint", flag: "--zmq-replay-endpoint", env: ["SWITCHYARD_ZMQ_REPLAY_ENDPOINTS"], list: true, meta: "URL=tcp://H:P", help: "that worker's KV event replay (ROUTER) endpoint; repeatable" },
   { key: "engineSpeedup", flag: "--engine-speedup", env: ["SWITCHYARD_ENGINE_SPEEDUP"], help: "time speed-up of embedded engines (default 1)" },
 ];
 
@@ -92,6 +103,64 @@ const redisUrl = v.pipe(
   }, "must be a redis://, rediss:// or https:// URL"),
 );
 
+/** "1", "true", "yes", "on" -> true; "0", "false", "no", "off" -> false; booleans pass through. */
+function coerceBoolean(x: unknown): unknown {
+  if (typeof x !== "string") return x;
+  const s = x.trim().toLowerCase();
+  if (["1", "true", "yes", "on"].includes(s)) return true;
+  if (["0", "false", "no", "off"].includes(s)) return false;
+  return x;
+}
+
+const bool = v.pipe(v.unknown(), v.transform(coerceBoolean), v.boolean("must be true or false"));
+
+/** vLLM's ZMQ endpoints: tcp://host:port, ipc://path or inproc://name. */
+const ZMQ_SCHEMES = ["tcp://", "ipc://", "inproc://"];
+
+/** One `WORKER_URL=ENDPOINT` pair. */
+export interface ZmqEndpointPair {
+  /** The worker's HTTP base URL (it is registered with it). */
+  readonly workerUrl: string;
+  /** Its rank-0 endpoint; rank r uses endpointForDpRank(endpoint, r). */
+  readonly endpoint: string;
+}
+
+/** "http://w:8000=tcp://w:5557" -> pair; the split is at the last "=" (endpoints have none). */
+export function parseZmqPair(s: string): ZmqEndpointPair | string {
+  const eq = s.lastIndexOf("=");
+  if (eq <= 0) return `must be WORKER_URL=tcp://host:port (got ${JSON.stringify(s)})`;
+  const workerUrl = s.slice(0, eq).trim();
+  const endpoint = s.slice(eq + 1).trim();
+  try {
+    const u = new URL(workerUrl);
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("scheme");
+  } catch {
+    return `worker URL must be http:// or https:// (got ${JSON.stringify(workerUrl)})`;
+  }
+  if (!ZMQ_SCHEMES.some((p) => endpoint.startsWith(p) && endpoint.length > p.length)) {
+    return `endpoint must be tcp://host:port, ipc://path or inproc://name (got ${JSON.stringify(endpoint)})`;
+  }
+  return { workerUrl, endpoint };
+}
+
+const zmqPairs = v.pipe(
+  v.unknown(),
+  v.transform(toList),
+  v.array(v.string("must be WORKER_URL=ENDPOINT"), "must be a list of WORKER_URL=ENDPOINT"),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const out: ZmqEndpointPair[] = [];
+    for (const item of dataset.value) {
+      const p = parseZmqPair(item);
+      if (typeof p === "string") {
+        addIssue({ message: p });
+        return NEVER;
+      }
+      out.push(p);
+    }
+    return out;
+  }),
+);
+
 /** "a,b" -> ["a","b"]; a single string -> [it]; arrays pass through. */
 function toList(x: unknown): unknown {
   if (typeof x === "string") return x.split(",").map((s) => s.trim()).filter((s) => s !== "");
@@ -121,6 +190,12 @@ export const ConfigSchema = v.object({
   loadGuardMetric: v.optional(v.picklist(LOAD_METRICS, `must be one of ${LOAD_METRICS.join(", ")}`), "requests"),
   activeRequestWeight: v.optional(nonNegative("a number >= 0"), 0),
   busyThreshold: v.optional(positive("a number > 0")),
+  redisToken: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
+  loraLoadOnDemand: v.optional(bool, false),
+  loraPath: v.optional(v.pipe(v.string("must be a string"), v.includes("{name}", "must contain {name}")), "{name}"),
+  loraEvict: v.optional(bool, false),
+  zmqEndpoint: v.optional(zmqPairs, []),
+  zmqReplayEndpoint: v.optional(zmqPairs, []),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -153,6 +228,21 @@ export interface Config {
   readonly activeRequestWeight: number;
   /** null = no busy filtering. */
   readonly busyThreshold: number | null;
+  /** Upstash REST token for an https:// --redis. */
+  readonly redisToken: string | undefined;
+  /** Unknown `model` names (not a worker's base model) are adapters to load from loraPath. */
+  readonly loraLoadOnDemand: boolean;
+  /** lora_path template for loads the router starts; `{name}` is replaced by the adapter. */
+  readonly loraPath: string;
+  /** No free slot: unload the least recently used adapter instead of refusing. */
+  readonly loraEvict: boolean;
+  /** vLLM workers fed by ZMQ KV events (registered at start, never restored from /kv/query). */
+  readonly zmqEndpoints: readonly ZmqWorker[];
+}
+
+/** A vLLM worker whose KV events come over ZMQ. */
+export interface ZmqWorker extends ZmqEndpointPair {
+  readonly replayEndpoint: string | undefined;
 }
 
 /** Validated output -> Config, filling the defaults that depend on other fields. */
@@ -182,5 +272,37 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     loadGuardMetric: o.loadGuardMetric,
     activeRequestWeight: o.activeRequestWeight,
     busyThreshold: o.busyThreshold ?? null,
+    redisToken: o.redisToken,
+    loraLoadOnDemand: o.loraLoadOnDemand,
+    loraPath: o.loraPath,
+    loraEvict: o.loraEvict,
+    zmqEndpoints: o.zmqEndpoint.map((p) => ({
+      ...p,
+      replayEndpoint: o.zmqReplayEndpoint.find((r) => sameWorkerUrl(r.workerUrl, p.workerUrl))?.endpoint,
+    })),
   };
+}
+
+function sameWorkerUrl(a: string, b: string): boolean {
+  return a.replace(/\/+$/, "").toLowerCase() === b.replace(/\/+$/, "").toLowerCase();
+}
+
+/** Problems between fields that the per-field schema cannot see. */
+export function crossFieldProblems(c: Config, replays: readonly ZmqEndpointPair[]): string[] {
+  const out: string[] = [];
+  if (c.redis !== undefined && /^https?:/i.test(c.redis) && c.redisToken === undefined) {
+    out.push("--redis-token (SWITCHYARD_REDIS_TOKEN / UPSTASH_REDIS_REST_TOKEN): needed for an https:// (Upstash REST) --redis URL");
+  }
+  for (const r of replays) {
+    if (!c.zmqEndpoints.some((z) => sameWorkerUrl(z.workerUrl, r.workerUrl))) {
+      out.push(`--zmq-replay-endpoint: ${r.workerUrl} has no --zmq-endpoint`);
+    }
+  }
+  const seen = new Set<string>();
+  for (const z of c.zmqEndpoints) {
+    const k = z.workerUrl.replace(/\/+$/, "").toLowerCase();
+    if (seen.has(k)) out.push(`--zmq-endpoint: ${z.workerUrl} is given twice`);
+    seen.add(k);
+  }
+  return out;
 }

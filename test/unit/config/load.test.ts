@@ -85,7 +85,7 @@ describe("loadConfig", () => {
 
   test("redis accepts redis://, rediss:// and https:// URLs", () => {
     for (const u of ["redis://localhost:6379", "rediss://h:1", "https://x.upstash.io"]) {
-      expect(loadConfig({ argv: ["--redis", u], env: {} }).redis).toBe(u);
+      expect(loadConfig({ argv: ["--redis", u, "--redis-token", "t"], env: {} }).redis).toBe(u);
     }
   });
 
@@ -97,5 +97,70 @@ describe("loadConfig", () => {
     const p = problems(() => loadConfig({ argv: ["--load-guard", "0.5", "--load-guard-metric", "tokens"], env: {} }));
     expect(p.some((m) => m.includes("--load-guard") && m.includes(">= 1"))).toBe(true);
     expect(p.some((m) => m.includes("--load-guard-metric"))).toBe(true);
+  });
+});
+
+describe("shared state, LoRA and ZMQ options", () => {
+  test("--redis also comes from SWITCHYARD_REDIS_URL (first) or SWITCHYARD_REDIS; the token from either token variable", () => {
+    expect(loadConfig({ argv: [], env: { SWITCHYARD_REDIS_URL: "redis://a:1", SWITCHYARD_REDIS: "redis://b:2" } }).redis).toBe("redis://a:1");
+    expect(loadConfig({ argv: [], env: { SWITCHYARD_REDIS: "redis://b:2" } }).redis).toBe("redis://b:2");
+    const up = loadConfig({ argv: ["--redis", "https://eu1.upstash.io"], env: { UPSTASH_REDIS_REST_TOKEN: "tok-1" } });
+    expect(up.redisToken).toBe("tok-1");
+    expect(loadConfig({ argv: ["--redis", "https://x", "--redis-token", "flag"], env: { SWITCHYARD_REDIS_TOKEN: "env" } }).redisToken).toBe("flag");
+    expect(loadConfig({ argv: [], env: {} }).redis).toBeUndefined();
+  });
+
+  test("an https:// Redis without a token is refused, naming both token variables", () => {
+    const p = problems(() => loadConfig({ argv: ["--redis", "https://eu1.upstash.io"], env: {} }));
+    expect(p).toHaveLength(1);
+    expect(p[0]).toContain("--redis-token");
+    expect(p[0]).toContain("UPSTASH_REDIS_REST_TOKEN");
+  });
+
+  test("switches: alone true, =false / false off, env words; default off", () => {
+    expect(loadConfig({ argv: [], env: {} })).toMatchObject({ loraEvict: false, loraLoadOnDemand: false, loraPath: "{name}" });
+    expect(loadConfig({ argv: ["--lora-evict"], env: {} }).loraEvict).toBe(true);
+    expect(loadConfig({ argv: ["--lora-evict", "--port", "1"], env: {} })).toMatchObject({ loraEvict: true, port: 1 });
+    expect(loadConfig({ argv: ["--lora-evict=false"], env: {} }).loraEvict).toBe(false);
+    expect(loadConfig({ argv: ["--lora-evict", "false"], env: { SWITCHYARD_LORA_EVICT: "yes" } }).loraEvict).toBe(false);
+    expect(loadConfig({ argv: [], env: { SWITCHYARD_LORA_LOAD_ON_DEMAND: "1" } }).loraLoadOnDemand).toBe(true);
+    expect(problems(() => loadConfig({ argv: [], env: { SWITCHYARD_LORA_EVICT: "maybe" } }))[0]).toContain("--lora-evict");
+  });
+
+  test("--lora-path must contain {name}", () => {
+    expect(loadConfig({ argv: ["--lora-path", "/models/{name}"], env: {} }).loraPath).toBe("/models/{name}");
+    expect(problems(() => loadConfig({ argv: ["--lora-path", "/models/x"], env: {} }))[0]).toContain("{name}");
+  });
+
+  test("--zmq-endpoint pairs a worker URL with its endpoint; the replay endpoint joins by URL", () => {
+    const c = loadConfig({
+      argv: [
+        "--zmq-endpoint", "http://10.0.0.5:8000=tcp://10.0.0.5:5557",
+        "--zmq-endpoint=http://10.0.0.6:8000/=tcp://10.0.0.6:5557",
+        "--zmq-replay-endpoint", "http://10.0.0.6:8000=tcp://10.0.0.6:5558",
+      ],
+      env: {},
+    });
+    expect(c.zmqEndpoints).toEqual([
+      { workerUrl: "http://10.0.0.5:8000", endpoint: "tcp://10.0.0.5:5557", replayEndpoint: undefined },
+      { workerUrl: "http://10.0.0.6:8000/", endpoint: "tcp://10.0.0.6:5557", replayEndpoint: "tcp://10.0.0.6:5558" },
+    ]);
+    const fromEnv = loadConfig({ argv: [], env: { SWITCHYARD_ZMQ_ENDPOINTS: "http://a:1=tcp://a:2,http://b:1=ipc:///tmp/b" } });
+    expect(fromEnv.zmqEndpoints.map((z) => z.endpoint)).toEqual(["tcp://a:2", "ipc:///tmp/b"]);
+    const fromFile = loadConfig({ argv: ["--config", "c.json"], env: {}, readFile: () => JSON.stringify({ "zmq-endpoints": ["http://a:1=tcp://a:2"] }) });
+    expect(fromFile.zmqEndpoints).toHaveLength(1);
+  });
+
+  test("bad ZMQ pairs, a replay endpoint without its worker and a worker given twice are named", () => {
+    expect(problems(() => loadConfig({ argv: ["--zmq-endpoint", "tcp://a:2"], env: {} }))[0]).toContain("--zmq-endpoint");
+    expect(problems(() => loadConfig({ argv: ["--zmq-endpoint", "http://a:1=http://a:2"], env: {} }))[0]).toContain("tcp://host:port");
+    const p = problems(() =>
+      loadConfig({
+        argv: ["--zmq-endpoint", "http://a:1=tcp://a:2", "--zmq-endpoint", "http://a:1=tcp://a:3", "--zmq-replay-endpoint", "http://b:1=tcp://b:3"],
+        env: {},
+      }),
+    );
+    expect(p.join("\n")).toContain("http://b:1 has no --zmq-endpoint");
+    expect(p.join("\n")).toContain("given twice");
   });
 });
