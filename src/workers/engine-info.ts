@@ -15,6 +15,8 @@ export interface EngineInfo {
   readonly kvBlocks?: number;
   readonly loras: readonly string[];
   readonly maxLoras?: number;
+  /** The base model it serves (requests naming it are not adapter requests). */
+  readonly model?: string;
 }
 
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
@@ -26,6 +28,7 @@ const EngineInfoSchema = v.object({
   kv_blocks: v.optional(count),
   loras: v.optional(v.array(v.string()), []),
   max_loras: v.optional(count),
+  model: v.optional(v.string()),
 });
 
 export async function fetchEngineInfo(
@@ -46,5 +49,6 @@ export async function fetchEngineInfo(
     kvBlocks: o.kv_blocks,
     loras: o.loras,
     maxLoras: o.max_loras,
+    model: o.model,
   };
 }

@@ -15,6 +15,17 @@ export interface RegisterInput {
   readonly id?: WorkerId;
   readonly dpRanks?: number;
   readonly blockSize?: number;
+  /** Adapters loaded on it (default: what its engine info says). */
+  readonly loras?: readonly string[];
+  /** Its LoRA slots (vLLM --max-loras; default: engine info). */
+  readonly maxLoras?: number;
+  /** Its base model (default: engine info). */
+  readonly model?: string;
+  /**
+   * Restore its part of the index from GET /kv/query (default true). False for workers
+   * whose events come from elsewhere (vLLM over ZMQ serves no /kv/query).
+   */
+  readonly restore?: boolean;
 }
 
 export interface RegisterResult {
@@ -33,6 +44,8 @@ export interface MembershipDeps {
   readonly lora?: {
     handleMdcAddition(worker: WorkerWithDpRank, info: { name: string; maxGpuLoraCount?: number }): void;
     handleWorkerRemoval(worker: WorkerWithDpRank): void;
+    /** Known capacity before any adapter is loaded, so the router can place the first one. */
+    setWorkerCapacity?(worker: WorkerWithDpRank, capacity: number): void;
   };
   /** Asks the engine about itself; a rejection registers the worker as not yet healthy. */
   readonly engineInfo: (url: string) => Promise<EngineInfo>;
@@ -82,15 +95,11 @@ export class WorkerMembership {
     if (raced) return { worker: raced, created: false, warnings };
 
     const dpRanks = input.dpRanks ?? info?.dpRanks ?? 1;
-    this.d.registry.add(id, url, dpRanks, info !== undefined);
+    this.d.registry.add(id, url, dpRanks, info !== undefined, input.model ?? info?.model);
     const rec = this.d.registry.get(id)!;
     this.#syncLoad();
-    for (let r = 0; r < dpRanks; r++) this.d.recovery.addRank(id, r);
-    if (info && this.d.lora) {
-      for (const name of info.loras) {
-        for (let r = 0; r < dpRanks; r++) this.d.lora.handleMdcAddition({ workerId: id, dpRank: r }, { name, maxGpuLoraCount: info.maxLoras });
-      }
-    }
+    if (input.restore !== false) for (let r = 0; r < dpRanks; r++) this.d.recovery.addRank(id, r);
+    this.#recordLoras(id, dpRanks, input.loras ?? info?.loras ?? [], input.maxLoras ?? info?.maxLoras);
     for (const w of warnings) this.d.warn?.(`worker ${id} (${url}): ${w}`);
     this.d.onAdded?.(rec);
     return { worker: rec, created: true, warnings };
@@ -105,6 +114,17 @@ export class WorkerMembership {
     if (this.d.lora) for (let r = 0; r < rec.dpRanks; r++) this.d.lora.handleWorkerRemoval({ workerId: id, dpRank: r });
     this.d.onRemoved?.(rec);
     return rec;
+  }
+
+  /** Adapters are engine-wide (vLLM loads one for every rank): record each on every rank. */
+  #recordLoras(id: WorkerId, dpRanks: number, loras: readonly string[], maxLoras: number | undefined): void {
+    const lora = this.d.lora;
+    if (!lora) return;
+    for (let r = 0; r < dpRanks; r++) {
+      const worker = { workerId: id, dpRank: r };
+      if (maxLoras !== undefined) lora.setWorkerCapacity?.(worker, maxLoras);
+      for (const name of loras) lora.handleMdcAddition(worker, { name, maxGpuLoraCount: maxLoras });
+    }
   }
 
   #existing(id: WorkerId, url: string): WorkerRecord | undefined {

@@ -13,6 +13,8 @@ export interface WorkerRecord {
   healthy: boolean;
   /** Why it is unhealthy (last failed check or fence), for /v1/workers and logs. */
   reason: string | undefined;
+  /** The base model it serves, when it said (engine info or registration). */
+  readonly model?: string;
 }
 
 export class WorkerRegistry {
@@ -21,9 +23,9 @@ export class WorkerRegistry {
   #healthyIds: Set<WorkerId> | undefined;
 
   /** Adds a worker; returns false (and changes nothing) when the id is already registered. */
-  add(id: WorkerId, url: string, dpRanks: number, healthy = true): boolean {
+  add(id: WorkerId, url: string, dpRanks: number, healthy = true, model?: string): boolean {
     if (this.#byId.has(id)) return false;
-    this.#byId.set(id, { id, url: url.replace(/\/+$/, ""), dpRanks, healthy, reason: healthy ? undefined : "not checked yet" });
+    this.#byId.set(id, { id, url: url.replace(/\/+$/, ""), dpRanks, healthy, reason: healthy ? undefined : "not checked yet", model });
     this.#invalidate();
     return true;
   }
@@ -81,6 +83,12 @@ export class WorkerRegistry {
       this.#targets = out;
     }
     return this.#targets;
+  }
+
+  /** Is `name` the base model of some registered worker? */
+  isBaseModel(name: string): boolean {
+    for (const rec of this.#byId.values()) if (rec.model === name) return true;
+    return false;
   }
 
   /** Ids of healthy workers; cached like healthyTargets. */

@@ -98,3 +98,42 @@ describe("WorkerMembership", () => {
     expect(() => s.m.remove(worker.id)).toThrow("not registered");
   });
 });
+
+describe("WorkerMembership: registration options", () => {
+  test("restore: false registers the worker without asking recovery for a /kv/query restore", async () => {
+    const s = setup(async () => ({ dpRanks: 2, loras: [] }));
+    const res = await s.m.register({ url: "http://vllm:8000", restore: false });
+    expect(res.created).toBe(true);
+    expect(s.log).toEqual([]);
+    expect(s.slots().length).toBe(2);
+    s.m.remove(res.worker.id);
+    expect(s.log).toEqual([`removeWorker ${res.worker.id}`]);
+  });
+
+  test("adapters, slots and base model from the registration body win over engine info; capacity is known without adapters", async () => {
+    const registry = new WorkerRegistry();
+    const caps: string[] = [];
+    const loras: string[] = [];
+    const m = new WorkerMembership({
+      registry,
+      blockSize: 16,
+      load: { updateWorkers() {} },
+      recovery: { addRank() {}, removeWorker() {} },
+      lora: {
+        handleMdcAddition: (w, i) => loras.push(`${w.dpRank}:${i.name}:${i.maxGpuLoraCount}`),
+        handleWorkerRemoval() {},
+        setWorkerCapacity: (w, c) => caps.push(`${w.dpRank}:${c}`),
+      },
+      engineInfo: async () => ({ loras: ["from-info"], maxLoras: 8, model: "info-model" }),
+    });
+    const a = await m.register({ url: "http://a:1", loras: ["mine"], maxLoras: 2, model: "base-a", dpRanks: 2 });
+    expect(caps).toEqual(["0:2", "1:2"]);
+    expect(loras).toEqual(["0:mine:2", "1:mine:2"]);
+    expect(a.worker.model).toBe("base-a");
+    const b = await m.register({ url: "http://b:1" });
+    expect(b.worker.model).toBe("info-model");
+    expect(loras).toContain("0:from-info:8");
+    expect(registry.isBaseModel("info-model")).toBe(true);
+    expect(registry.isBaseModel("mine")).toBe(false);
+  });
+});
