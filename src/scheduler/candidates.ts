@@ -3,6 +3,10 @@
  * OverlapScores) and its current and potential load (from the LoadTracker). For an
  * endpoint the tracker does not know, Dynamo's fallbacks apply: prefill = isl,
  * decode = floor(isl / blockSize), no active load.
+ *
+ * With `inflightOverlap`, a tracked endpoint's overlap is the longer of the index's and the
+ * prefix its in-flight requests hold: sequence hashes chain the whole prefix, so the
+ * request's blocks an endpoint holds are always a leading run of it.
  */
 import type { LoadTracker } from "./load-tracker.ts";
 import type { Candidate, Endpoint, SchedulingContext } from "./types.ts";
@@ -15,10 +19,11 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
   const out: Candidate[] = new Array(endpoints.length);
   for (let i = 0; i < endpoints.length; i++) {
     const e = endpoints[i]!;
-    const overlapBlocks = overlaps.scores.get(e.key) ?? 0;
+    const indexed = overlaps.scores.get(e.key) ?? 0;
     const treeSize = overlaps.treeSizes.get(e.key) ?? 0;
     const seqs = tracker.slotOf(e.key);
     if (seqs) {
+      const overlapBlocks = ctx.inflightOverlap ? Math.max(indexed, held[seqs.slot]!) : indexed;
       const activePrefillTokens = seqs.activeTokens(ctx.now);
       const activeDecodeBlocks = seqs.activeBlocks();
       out[i] = {
@@ -38,7 +43,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       out[i] = {
         endpoint: e,
         key: e.key,
-        overlapBlocks,
+        overlapBlocks: indexed,
         treeSize,
         tracked: false,
         prefillTokens: isl,

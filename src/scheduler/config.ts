@@ -33,6 +33,15 @@ export interface SchedulerConfig {
   readonly activeRequestWeight: number;
   /** Share of a shared-pool hit (beyond a worker's own prefix) credited as cached (§4.4); 0 = off. */
   readonly sharedCacheMultiplier: number;
+  /**
+   * Count a prompt prefix that requests in flight on a worker already carry as cached there,
+   * when it is longer than what the index knows. The index learns blocks only once the
+   * engine has stored them (prefill done, event delivered), so a burst of requests sharing
+   * a new prefix would otherwise scatter before the first one's blocks are indexed. Engines
+   * prefill one request at a time per rank, so a later request on the same rank does find
+   * those blocks. Off = Dynamo's reference formula exactly.
+   */
+  readonly inflightOverlap: boolean;
 }
 
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
@@ -44,6 +53,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   loadGuardMetric: "requests",
   activeRequestWeight: 0,
   sharedCacheMultiplier: 0,
+  inflightOverlap: false,
 };
 
 /** Engines that do not report max_num_batched_tokens are treated as having this many (never busy in practice). */

@@ -66,6 +66,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     overlapScoreWeight: resolveOverlapWeight(config, input.overrides),
     temperature: resolveTemperature(config, input.overrides),
     sharedCacheMultiplier: resolveSharedCacheMultiplier(config, input.overrides),
+    inflightOverlap: config.inflightOverlap,
     now: input.now,
     rng: input.rng,
   };

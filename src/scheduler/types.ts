@@ -58,6 +58,8 @@ export interface SchedulingContext {
   readonly temperature: number;
   /** override ?? config, resolved once; 0 = shared-pool hits earn nothing. */
   readonly sharedCacheMultiplier: number;
+  /** See SchedulerConfig.inflightOverlap. */
+  readonly inflightOverlap: boolean;
   readonly now: number;
   readonly rng: Rng;
 }

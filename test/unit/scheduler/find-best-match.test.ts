@@ -166,4 +166,25 @@ describe("findBestMatch", () => {
     const s = run({ overlaps: overlapsOf({ "4:1": 2 }), updateStates: true, requestId: "r" });
     expect(s.worker).toEqual(worker(4, 1));
   });
+
+  test("inflightOverlap: a prefix held by an in-flight request counts as cached on its worker", () => {
+    for (const inflightOverlap of [false, true]) {
+      const { run, tracker } = setup(undefined, { inflightOverlap, overlapScoreWeight: 4 });
+      const seq = chain(7, 8);
+      // A ran its prefill on worker 1, but its Stored event has not reached the index yet.
+      tracker.addRequest({ requestId: "a", worker: worker(1), seqHashes: seq, isl: 128, overlap: 0 }, 0);
+      tracker.markPrefillCompleted("a", 0);
+      // Worker 2 has the smaller tree, which wins Dynamo's ties.
+      const b = run({ seqHashes: seq, isl: 128, overlaps: overlapsOf({}, { [K1]: 100, [K2]: 50 }) });
+      if (inflightOverlap) {
+        // Worker 1: 0 new tokens + 8 active blocks = 8; worker 2: 4 × 8 prefill blocks + 8 = 40.
+        expect(b.worker).toEqual(worker(1));
+        expect(b.overlapBlocks).toBe(8);
+      } else {
+        // Dynamo: worker 1 = 4 × 8 prefill blocks + 8 active = 40 = worker 2's 4 × 8 + 8 new; tie → smaller tree.
+        expect(b.worker).toEqual(worker(2));
+        expect(b.overlapBlocks).toBe(0);
+      }
+    }
+  });
 });

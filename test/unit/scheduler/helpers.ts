@@ -42,6 +42,7 @@ export function context(partial: Partial<SchedulingContext> = {}): SchedulingCon
     overlapScoreWeight: 1,
     temperature: 0,
     sharedCacheMultiplier: 0,
+    inflightOverlap: false,
     now: 0,
     rng: seededRng(1),
     ...partial,
