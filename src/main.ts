@@ -6,6 +6,7 @@
  * hands them to createApp and serves the app with Bun.
  */
 import { createApp, createFastRoutes } from "./app/app.ts";
+import { bindClusterMetrics } from "./app/cluster-metrics.ts";
 import type { AppDeps } from "./app/deps.ts";
 import { createLogger, type Logger } from "./app/log.ts";
 import { ExternalLeases } from "./app/routing/external-leases.ts";
@@ -13,10 +14,15 @@ import { EVENT_BATCH_MIN_LIMIT_BYTES } from "./app/routes/admin.ts";
 import { RoutingService } from "./app/routing/routing-service.ts";
 import { ConfigError, loadConfig, serveUsage } from "./config/load.ts";
 import type { Config } from "./config/schema.ts";
+import type { RouterEvent } from "./core/events.ts";
 import { portableBatchHasher, type BatchBlockHasher } from "./core/hashing.ts";
 import { ingestEvents } from "./events/http-batch.ts";
 import { kvQueryClient } from "./events/kv-query-client.ts";
+import { endpointForDpRank } from "./events/zmq/endpoints.ts";
+import { startVllmKvSubscriber, type VllmKvSubscriber } from "./events/zmq/subscriber.ts";
 import { createIndexer } from "./indexer/indexer.ts";
+import type { KvIndex } from "./indexer/types.ts";
+import { AdapterLoader } from "./lora/adapter-loader.ts";
 import { LoraStateTracker } from "./lora/state-tracker.ts";
 import { bindCollectors } from "./metrics/collectors.ts";
 import { RouterMetrics } from "./metrics/names.ts";
@@ -28,11 +34,15 @@ import { schedulerConfig } from "./scheduler/config.ts";
 import { LoadTracker } from "./scheduler/load-tracker.ts";
 import { createPipeline } from "./scheduler/registry.ts";
 import { MemoryAffinityStore } from "./sessions/memory-store.ts";
-import type { AffinityStore, StoreClock } from "./sessions/store.ts";
+import { openRedisAffinityStore, type RedisStoreStats } from "./sessions/redis-store.ts";
+import type { AffinityStore, OnExpire, StoreClock } from "./sessions/store.ts";
 import { StickyRouter } from "./sessions/sticky.ts";
+import { randomRouterId, startLoadSync, type LoadSync } from "./sync/load-sync.ts";
 import { runTransferAgent } from "./transfer/agent.ts";
 import { TRANSFER_AGENT_USAGE } from "./transfer/agent-options.ts";
 import { fetchEngineInfo } from "./workers/engine-info.ts";
+import { engineLoraClient } from "./workers/engine-lora.ts";
+import { engineSessions } from "./workers/engine-sessions.ts";
 import { HealthChecker } from "./workers/health.ts";
 import { WorkerMembership } from "./workers/membership.ts";
 import { WorkerRegistry } from "./workers/registry.ts";
@@ -51,8 +61,9 @@ const LOAD_EXPIRY_EVERY_MS = 30_000;
 /** Registration and recovery queries must not hang on a dead engine. */
 const ENGINE_QUERY_TIMEOUT_MS = 5_000;
 
-const clock: StoreClock = {
-  now: () => performance.now(),
+/** The in-memory session store's clock: wall time, so /debug/sessions shows real expiries. */
+const wallClock: StoreClock = {
+  now: () => Date.now(),
   every(ms, fn) {
     const t = setInterval(fn, ms);
     return () => clearInterval(t);
@@ -70,15 +81,53 @@ function chooseHasher(log: Logger): BatchBlockHasher {
   return portableBatchHasher;
 }
 
+interface BuiltStore {
+  readonly store: AffinityStore;
+  /** Redis only: availability and failed calls, for /metrics. */
+  readonly stats?: () => RedisStoreStats;
+}
+
 /**
- * THE seam for the session store: in-memory (this router only) by default; --redis is
- * validated by the config but the Redis store is not wired yet, so it falls back loudly.
+ * THE seam for the session store: Redis (shared by every router; an expired engine-backed
+ * session is claimed by exactly one of them) with --redis, else in-memory (this router
+ * only). Redis being down at start is not an error: the store degrades and recovers.
  */
-function buildAffinityStore(config: Config, log: Logger): AffinityStore {
-  if (config.redis !== undefined) {
-    log.warn("--redis is not wired yet: sticky sessions use the in-memory store of this router", { redis: config.redis });
+async function buildAffinityStore(config: Config, log: Logger, onExpire: OnExpire): Promise<BuiltStore> {
+  const logger = { warn: (m: string, f?: Record<string, unknown>) => log.warn(m, f) };
+  const reaperIntervalMs = config.sessionReaperInterval * 1000;
+  if (config.redis === undefined) {
+    return { store: new MemoryAffinityStore({ clock: wallClock, onExpire, reaperIntervalMs, logger }) };
   }
-  return new MemoryAffinityStore({ clock, logger: { warn: (m, f) => log.warn(m, f) } });
+  const store = await openRedisAffinityStore({ url: config.redis, token: config.redisToken, onExpire, reaperIntervalMs, logger });
+  log.info("sticky sessions: shared Redis store", { redis: redactUrl(config.redis), available: store.stats().available });
+  return { store, stats: () => store.stats() };
+}
+
+/** A URL fit for logs: no password. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparseable URL)";
+  }
+}
+
+/** Apply a ZMQ subscriber's events (vLLM has no /kv/query, so no recovery driver in between). */
+function applyZmqEvents(index: KvIndex, isKnown: (w: bigint) => boolean, onUnknown: (n: number) => void) {
+  return (events: readonly RouterEvent[]): void => {
+    let unknown = 0;
+    for (const ev of events) {
+      if (!isKnown(ev.workerId)) {
+        unknown++; // removed through DELETE /v1/workers while its subscriber still runs
+        continue;
+      }
+      if (ev.event.data.type === "cleared") index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
+      else index.applyEvent(ev);
+    }
+    if (unknown > 0) onUnknown(unknown);
+  };
 }
 
 /** An address clients on this machine can use for a listen address (wildcards -> loopback). */
@@ -103,7 +152,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     prune: { ttlMs: config.approxTtl * 1000 },
   });
   const registry = new WorkerRegistry();
-  const tracker = new LoadTracker({ blockSize: config.blockSize });
+  // With Redis, routers share their active load; each needs its own id in those messages.
+  const routerId = config.redis !== undefined ? randomRouterId() : undefined;
+  const tracker = new LoadTracker({ blockSize: config.blockSize, routerId });
   const scheduler = schedulerConfig({
     blockSize: config.blockSize,
     overlapScoreWeight: config.overlapWeight,
@@ -112,11 +163,35 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     loadGuardMetric: config.loadGuardMetric,
     activeRequestWeight: config.activeRequestWeight,
     busyThreshold: config.busyThreshold,
+    inflightOverlap: config.inflightOverlap,
   });
   const pipeline = createPipeline(config.policy, scheduler);
-  const store = buildAffinityStore(config, log);
-  const sticky = new StickyRouter(store);
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
+  const adapters = new AdapterLoader({
+    tracker: lora,
+    engine: engineLoraClient(),
+    workers: () => registry.list().filter((w) => w.healthy),
+    loadOnDemand: config.loraLoadOnDemand,
+    isBaseModel: (name) => registry.isBaseModel(name),
+    pathTemplate: config.loraPath,
+    evict: config.loraEvict,
+    now,
+    log,
+  });
+  let clusterMetrics: ReturnType<typeof bindClusterMetrics> | undefined;
+  const sessions = engineSessions({
+    urlOf: (id) => registry.get(id)?.url,
+    timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
+    warn: (m) => log.warn(m),
+    onResult: (action, ok) => clusterMetrics?.engineSessionCalls.inc([action, ok ? "ok" : "error"]),
+  });
+  const { store, stats: storeStats } = await buildAffinityStore(config, log, (sessionId, binding) => {
+    // Exactly one router gets here per expired engine-backed session (Redis claim).
+    clusterMetrics?.sessionsExpired.inc();
+    log.info(`session ${sessionId} expired; closing it on worker ${binding.worker.workerId}`);
+    sessions.close(binding.worker.workerId, sessionId);
+  });
+  const sticky = new StickyRouter(store);
 
   const health = new HealthChecker({
     registry,
@@ -162,9 +237,17 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     rng: Math.random,
     recordDecisions: config.policy === "approx",
     sessionTtlMs: config.sessionTtl * 1000,
+    engineSessions: sessions,
   });
   const leases = new ExternalLeases(tracker);
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
+  let loadSync: LoadSync | undefined;
+  if (config.redis !== undefined && routerId !== undefined) {
+    loadSync = await startLoadSync({ url: config.redis, token: config.redisToken, tracker, routerId, now, log });
+    log.info("active load: shared with the other routers through Redis", { router_id: routerId.toString() });
+  }
+  const syncStats = loadSync && (() => loadSync.stats());
+  clusterMetrics = bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters });
 
   let server: ReturnType<typeof Bun.serve> | undefined;
   const deps: AppDeps = {
@@ -185,7 +268,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
         onLiveEvent: (ev) => recovery.onLiveEvent(ev),
         onDropped: (reason, n) => metrics.eventDropped(reason, n),
       }),
-    resolveLora: (model) => (typeof model === "string" && lora.getLoadedWorkers(model).length > 0 ? model : undefined),
+    lora: adapters,
+    peekSession: (id) => store.peek(id),
     peer: (req) => server?.requestIP(req)?.address,
     fetch: (url, init) => fetch(url, init),
     directStreams: true,
@@ -228,6 +312,31 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       membership.register({ url: u }).catch((e) => log.error(`cannot register worker ${u}: ${(e as Error).message}`)),
     ),
   );
+  const zmqSubs: VllmKvSubscriber[] = [];
+  const onZmqEvents = applyZmqEvents(index, (w) => registry.has(w), (n) => metrics.eventDropped("unknown_worker", n));
+  for (const z of config.zmqEndpoints) {
+    try {
+      // vLLM serves no /kv/query: its part of the index comes from its events only.
+      const { worker: w } = await membership.register({ url: z.workerUrl, restore: false });
+      for (let r = 0; r < w.dpRanks; r++) {
+        zmqSubs.push(
+          await startVllmKvSubscriber({
+            endpoint: endpointForDpRank(z.endpoint, r),
+            replayEndpoint: z.replayEndpoint !== undefined ? endpointForDpRank(z.replayEndpoint, r) : undefined,
+            workerId: w.id,
+            blockSize: config.blockSize,
+            dpRank: r,
+            hasher,
+            log,
+            onEvents: onZmqEvents,
+          }),
+        );
+      }
+      log.info(`worker ${w.id}: KV events over ZMQ`, { url: w.url, endpoint: z.endpoint, replay: z.replayEndpoint, dp_ranks: w.dpRanks });
+    } catch (e) {
+      log.error(`cannot subscribe to the KV events of ${z.workerUrl} at ${z.endpoint}: ${(e as Error).message}`);
+    }
+  }
   health.start();
 
   const timers = [
@@ -246,6 +355,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       for (const t of timers) clearInterval(t);
       health.stop();
       server?.stop(true);
+      await Promise.all(zmqSubs.map((z) => z.stop()));
+      await loadSync?.stop();
       await Promise.all(mockers.map((m) => m.stop()));
       await store.close();
     },

@@ -3,6 +3,7 @@
  * createApp. Tests build the same object around fakes or real parts.
  */
 import type { RouterEvent } from "../core/events.ts";
+import type { Binding } from "../sessions/store.ts";
 import type { WorkerId } from "../core/ids.ts";
 import type { IngestResult } from "../events/http-batch.ts";
 import type { KvIndex } from "../indexer/types.ts";
@@ -30,8 +31,10 @@ export interface AppDeps {
   readonly metrics: RouterMetrics;
   /** Feed live events (already validated) to the recovery core. */
   readonly ingestEvents: (events: readonly RouterEvent[]) => IngestResult;
-  /** The LoRA adapter a request's `model` names, when the LoRA tracker knows it. */
-  readonly resolveLora: (model: unknown) => string | undefined;
+  /** LoRA requests: which `model` is an adapter, and where it is (or gets) loaded. */
+  readonly lora: LoraRouting;
+  /** Read a session binding without sliding its TTL (GET /debug/sessions/:id). */
+  readonly peekSession?: (sessionId: string) => Promise<Binding | undefined>;
   /** The peer address of a request (Bun: server.requestIP). */
   readonly peer: PeerAddress;
   readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
@@ -40,4 +43,18 @@ export interface AppDeps {
   /** Milliseconds (load decay, metrics). */
   readonly now: () => number;
   readonly log: Logger;
+}
+
+/** LoRA adapters for the request path (lora/adapter-loader.ts's AdapterLoader is one). */
+export interface LoraRouting {
+  /** The adapter a request's `model` names; undefined: the base model (or a name passed through). */
+  adapterOf(model: unknown): string | undefined;
+  /** The workers holding `name`, loading it on one first when none does. Throws RouterError. */
+  ensure(name: string): Promise<ReadonlySet<WorkerId>>;
+  /** A request for `name` went to `worker` (LRU bookkeeping). */
+  used(name: string, worker: WorkerId): void;
+  /** `worker` answered that it does not have `name`: forget that it does. */
+  missing(name: string, worker: WorkerId): void;
+  /** Adapters a worker holds, as far as this router knows (GET /v1/workers). */
+  loadedOn(worker: WorkerId): readonly string[];
 }

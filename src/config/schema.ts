@@ -32,8 +32,8 @@ export type RawConfigShape = Record<
   | "port" | "host" | "worker" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
   | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
   | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
-  | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold"
-  | "redisToken" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint",
+  | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap"
+  | "redisToken" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint",
   unknown
 >;
 
@@ -47,6 +47,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "overlapWeight", flag: "--overlap-weight", env: ["SWITCHYARD_OVERLAP_WEIGHT"], help: "weight of uncached prefill blocks in the cost (default 1)" },
   { key: "temperature", flag: "--temperature", env: ["SWITCHYARD_TEMPERATURE"], help: "softmax temperature; 0 = always the cheapest (default 0)" },
   { key: "sessionTtl", flag: "--session-ttl", env: ["SWITCHYARD_SESSION_TTL"], help: "sticky session sliding TTL, seconds (default 300)" },
+  { key: "sessionReaperInterval", flag: "--session-reaper-interval", env: ["SWITCHYARD_SESSION_REAPER_INTERVAL"], help: "seconds between sweeps for expired sessions; an expired engine-backed session is closed on its engine (default 30)" },
   { key: "adminToken", flag: "--admin-token", env: ["SWITCHYARD_ADMIN_TOKEN"], help: "bearer token for admin endpoints; without it they answer loopback only" },
   { key: "healthInterval", flag: "--health-interval", env: ["SWITCHYARD_HEALTH_INTERVAL"], help: "seconds between worker health checks (default 2)" },
   { key: "healthTimeout", flag: "--health-timeout", env: ["SWITCHYARD_HEALTH_TIMEOUT"], help: "seconds before a health check counts as failed (default 1)" },
@@ -59,6 +60,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "loadGuard", flag: "--load-guard", env: ["SWITCHYARD_LOAD_GUARD"], help: "kv/approx: skip workers whose load exceeds FACTOR x the mean (e.g. 1.25); 0 = off (default 0)" },
   { key: "loadGuardMetric", flag: "--load-guard-metric", env: ["SWITCHYARD_LOAD_GUARD_METRIC"], help: "what the load guard measures: requests|blocks (default requests)" },
   { key: "activeRequestWeight", flag: "--active-request-weight", env: ["SWITCHYARD_ACTIVE_REQUEST_WEIGHT"], help: "kv/approx: extra cost per active request on a worker (default 0)" },
+  { key: "inflightOverlap", flag: "--inflight-overlap", env: ["SWITCHYARD_INFLIGHT_OVERLAP"], help: "kv/approx: count a prefix that in-flight requests on a worker hold as cached there: true|false (default false = Dynamo's formula)" },
   { key: "busyThreshold", flag: "--busy-threshold", env: ["SWITCHYARD_BUSY_THRESHOLD"], help: "skip ranks whose active prefill tokens exceed this fraction of max_num_batched_tokens (default off)" },
   { key: "loraLoadOnDemand", flag: "--lora-load-on-demand", env: ["SWITCHYARD_LORA_LOAD_ON_DEMAND"], boolean: true, help: "treat a `model` no worker serves (not a base model) as a LoRA adapter and load it from --lora-path (default off)" },
   { key: "loraPath", flag: "--lora-path", env: ["SWITCHYARD_LORA_PATH"], meta: "TEMPLATE", help: "lora_path sent to the engine when the router loads an adapter; {name} = the adapter (default {name})" },
@@ -177,6 +179,7 @@ export const ConfigSchema = v.object({
   overlapWeight: v.optional(nonNegative("a number >= 0"), 1),
   temperature: v.optional(nonNegative("a number >= 0"), 0),
   sessionTtl: v.optional(positive("a number of seconds > 0"), 300),
+  sessionReaperInterval: v.optional(positive("a number of seconds > 0"), 30),
   adminToken: v.optional(v.pipe(v.string(), v.minLength(8, "must be at least 8 characters"))),
   healthInterval: v.optional(positive("a number of seconds > 0"), 2),
   healthTimeout: v.optional(positive("a number of seconds > 0"), 1),
@@ -190,6 +193,7 @@ export const ConfigSchema = v.object({
   loadGuardMetric: v.optional(v.picklist(LOAD_METRICS, `must be one of ${LOAD_METRICS.join(", ")}`), "requests"),
   activeRequestWeight: v.optional(nonNegative("a number >= 0"), 0),
   busyThreshold: v.optional(positive("a number > 0")),
+  inflightOverlap: v.optional(bool, false),
   redisToken: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
   loraLoadOnDemand: v.optional(bool, false),
   loraPath: v.optional(v.pipe(v.string("must be a string"), v.includes("{name}", "must contain {name}")), "{name}"),
@@ -210,6 +214,8 @@ export interface Config {
   readonly temperature: number;
   /** Seconds. */
   readonly sessionTtl: number;
+  /** Seconds. */
+  readonly sessionReaperInterval: number;
   readonly adminToken: string | undefined;
   /** Seconds. */
   readonly healthInterval: number;
@@ -228,6 +234,7 @@ export interface Config {
   readonly activeRequestWeight: number;
   /** null = no busy filtering. */
   readonly busyThreshold: number | null;
+  readonly inflightOverlap: boolean;
   /** Upstash REST token for an https:// --redis. */
   readonly redisToken: string | undefined;
   /** Unknown `model` names (not a worker's base model) are adapters to load from loraPath. */
@@ -259,6 +266,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     overlapWeight: o.overlapWeight,
     temperature: o.temperature,
     sessionTtl: o.sessionTtl,
+    sessionReaperInterval: o.sessionReaperInterval,
     adminToken: o.adminToken,
     healthInterval: o.healthInterval,
     healthTimeout: o.healthTimeout,
@@ -272,6 +280,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     loadGuardMetric: o.loadGuardMetric,
     activeRequestWeight: o.activeRequestWeight,
     busyThreshold: o.busyThreshold ?? null,
+    inflightOverlap: o.inflightOverlap,
     redisToken: o.redisToken,
     loraLoadOnDemand: o.loraLoadOnDemand,
     loraPath: o.loraPath,

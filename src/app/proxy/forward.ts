@@ -10,6 +10,7 @@ import type { WorkerId } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../metrics/names.ts";
 import type { WorkerRegistry } from "../../workers/registry.ts";
 import type { RouteDecision, RoutingService } from "../routing/routing-service.ts";
+import type { SessionControl } from "../routing/session-control.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream, type ChunkReader } from "./observe-stream.ts";
 
@@ -35,6 +36,8 @@ export interface ForwardInput {
   readonly tokens: Uint32Array;
   readonly loraName?: string;
   readonly sessionId?: string;
+  readonly sessionControl?: SessionControl;
+  readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
 }
 
 /** Statuses that mean "this worker cannot serve now", not "this request is bad". */
@@ -47,7 +50,15 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
-      decision = await d.routing.route({ tokens: input.tokens, requestId, loraName: input.loraName, sessionId: input.sessionId, exclude });
+      decision = await d.routing.route({
+        tokens: input.tokens,
+        requestId,
+        loraName: input.loraName,
+        sessionId: input.sessionId,
+        sessionControl: input.sessionControl,
+        allowedWorkerIds: input.allowedWorkerIds,
+        exclude,
+      });
     } catch (e) {
       // Every worker left failed this request: say so rather than "no workers".
       if (failures.length > 0) throw upstreamFailed(failures);

@@ -1,7 +1,8 @@
 /**
  * Admin routes besides workers: POST /v1/kv/events (engine event batches into the
  * recovery core), POST /v1/route and its prefill-done / free (routing for frontends that
- * forward themselves), GET /debug/kv/dump (the index as events that rebuild it).
+ * forward themselves), GET /debug/kv/dump (the index as events that rebuild it),
+ * GET /debug/sessions/:id (a session binding, read without sliding its TTL).
  */
 import { Hono } from "hono";
 import * as v from "valibot";
@@ -71,6 +72,21 @@ export function adminRoutes(d: AppDeps): Hono {
   app.post("/v1/route/:request_id/free", (c) => c.json({ success: d.leases.free(c.req.param("request_id")) }));
 
   app.get("/debug/kv/dump", () => jsonResponse(stringifyBigint({ events: d.index.dump().map(routerEventToWire) })));
+
+  // A session's binding as the store holds it, without sliding its TTL (peek).
+  app.get("/debug/sessions/:id", async (c) => {
+    const id = c.req.param("id");
+    const b = d.peekSession ? await d.peekSession(id) : undefined;
+    if (!b) throw new RouterError("not_found", `session ${id} is not bound`);
+    return c.json({
+      session_id: id,
+      worker_id: b.worker.workerId.toString(),
+      dp_rank: b.worker.dpRank,
+      kind: b.kind,
+      ttl_ms: b.ttlMs,
+      expires_at_ms: b.expiresAt,
+    });
+  });
 
   return app;
 }

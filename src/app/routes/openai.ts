@@ -8,8 +8,9 @@ import { RouterError } from "../../core/errors.ts";
 import { promptTokens } from "../../tokens/index.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
-import { SESSION_HEADERS } from "../proxy/headers.ts";
-import { forward } from "../proxy/forward.ts";
+import { HEADER_WORKER, SESSION_HEADERS } from "../proxy/headers.ts";
+import { forward, type ForwardInput } from "../proxy/forward.ts";
+import { sessionControlOf } from "../routing/session-control.ts";
 
 const MODELS_TIMEOUT_MS = 2_000;
 
@@ -19,6 +20,11 @@ function sessionIdOf(headers: Headers): string | undefined {
     if (v !== null && v.trim() !== "") return v.trim();
   }
   return undefined;
+}
+
+function workerOf(res: Response): bigint | undefined {
+  const w = res.headers.get(HEADER_WORKER);
+  return w !== null && /^\d+$/.test(w) ? BigInt(w) : undefined;
 }
 
 /** A handler of a raw Request; throws RouterError for the app's error mapping. */
@@ -47,10 +53,34 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
       throw new RouterError("invalid_request", "stream: must be a boolean", "stream");
     }
     const tokens = promptTokens(json);
-    return forward(
-      { request: req, path, body, tokens, loraName: d.resolveLora(json.model), sessionId: sessionIdOf(req.headers) },
-      forwardDeps,
-    );
+    const sessionControl = sessionControlOf(json);
+    const input: ForwardInput = {
+      request: req,
+      path,
+      body,
+      tokens,
+      // nvext.session_control takes the place of the header session.
+      sessionId: sessionControl ? undefined : sessionIdOf(req.headers),
+      sessionControl,
+    };
+    const loraName = d.lora.adapterOf(json.model);
+    if (loraName === undefined) return forward(input, forwardDeps);
+    return forwardLora(input, loraName);
+  };
+
+  /** Only to workers holding the adapter (loaded first if none does); one retry if the engine lost it. */
+  const forwardLora = async (input: ForwardInput, loraName: string): Promise<Response> => {
+    let res = await forward({ ...input, loraName, allowedWorkerIds: await d.lora.ensure(loraName) }, forwardDeps);
+    let worker = workerOf(res);
+    if (res.status === 404 && worker !== undefined) {
+      // Another router unloaded it there (--lora-evict): forget it, place it again.
+      await res.body?.cancel().catch(() => {});
+      d.lora.missing(loraName, worker);
+      res = await forward({ ...input, loraName, allowedWorkerIds: await d.lora.ensure(loraName) }, forwardDeps);
+      worker = workerOf(res);
+    }
+    if (worker !== undefined && res.ok) d.lora.used(loraName, worker);
+    return res;
   };
 
   return { completions: handle("/v1/completions"), chat: handle("/v1/chat/completions") };

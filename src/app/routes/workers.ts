@@ -16,6 +16,9 @@ const RegisterBody = v.object({
   id: v.optional(U64Schema),
   dp_ranks: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(1, "must be >= 1"), v.maxValue(1024, "must be <= 1024"))),
   block_size: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(1, "must be >= 1"))),
+  loras: v.optional(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of adapter names")),
+  max_loras: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(0, "must be >= 0"))),
+  model: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
 });
 
 function parseId(raw: string): bigint {
@@ -48,6 +51,7 @@ export function workerRoutes(d: AppDeps): Hono {
         active_prefill_tokens: prefill,
         active_decode_blocks: decode,
         cached_blocks: cached,
+        loras: d.lora.loadedOn(w.id),
       };
     });
     return c.json({ workers });
@@ -57,7 +61,16 @@ export function workerRoutes(d: AppDeps): Hono {
     const body = parseJsonExact(await readBodyLimited(c.req.raw, d.maxBodyBytes));
     const r = v.safeParse(RegisterBody, body);
     if (!r.success) throw new RouterError("invalid_request", `invalid worker registration: ${describeIssues(r.issues)}`);
-    const res = await d.membership.register({ url: r.output.url, id: r.output.id, dpRanks: r.output.dp_ranks, blockSize: r.output.block_size });
+    const b = r.output;
+    const res = await d.membership.register({
+      url: b.url,
+      id: b.id,
+      dpRanks: b.dp_ranks,
+      blockSize: b.block_size,
+      loras: b.loras,
+      maxLoras: b.max_loras,
+      model: b.model,
+    });
     const w = res.worker;
     return c.json(
       { id: w.id.toString(), url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy, created: res.created, warnings: res.warnings },

@@ -11,6 +11,7 @@ import type { Rng } from "../../scheduler/types.ts";
 export class RequestLease {
   #prefillDone = false;
   #freed = false;
+  #afterFree: (() => void) | undefined;
   /** Blocks the sequence spans so far: ceil((isl + output) / blockSize). */
   #blocks: number;
 
@@ -52,6 +53,17 @@ export class RequestLease {
     if (this.#freed) return false;
     this.#freed = true;
     this.tracker.free(this.requestId, this.now());
+    const after = this.#afterFree;
+    if (after) {
+      this.#afterFree = undefined;
+      after();
+    }
     return true;
+  }
+
+  /** Run `fn` (must not throw) once the booking is released, e.g. a deferred session close. */
+  afterFree(fn: () => void): void {
+    if (this.#freed) fn();
+    else this.#afterFree = fn;
   }
 }

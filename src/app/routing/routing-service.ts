@@ -17,6 +17,7 @@ import type { Endpoint, Pipeline, Rng } from "../../scheduler/types.ts";
 import type { StickyRouter } from "../../sessions/sticky.ts";
 import type { WorkerRegistry } from "../../workers/registry.ts";
 import { RequestLease } from "./request-lease.ts";
+import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./session-control.ts";
 
 export interface RoutingDeps {
   readonly registry: WorkerRegistry;
@@ -33,6 +34,8 @@ export interface RoutingDeps {
   /** Approximate mode: the index learns from the router's own decisions. */
   readonly recordDecisions: boolean;
   readonly sessionTtlMs: number;
+  /** Opens / closes engine-backed sessions (nvext.session_control); without it they are refused. */
+  readonly engineSessions?: EngineSessionOps;
 }
 
 export interface RouteInput {
@@ -40,6 +43,10 @@ export interface RouteInput {
   readonly requestId: string;
   readonly loraName?: string;
   readonly sessionId?: string;
+  /** nvext.session_control: an engine-backed session turn (takes the place of sessionId). */
+  readonly sessionControl?: SessionControl;
+  /** Only these workers may serve it (a LoRA request: the workers holding the adapter). */
+  readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
   /** Workers that already failed this request (retries). */
   readonly exclude?: ReadonlySet<WorkerId>;
 }
@@ -77,7 +84,10 @@ export class RoutingService {
     const overlaps = d.index.findMatches(hashes);
     const t2 = performance.now();
 
-    const pinned = input.sessionId !== undefined ? await this.#liveBinding(input.sessionId, input.exclude) : undefined;
+    const sc = input.sessionControl;
+    const sessionId = sc?.sessionId ?? input.sessionId;
+    // Open and close turns only peek: the binding changes with this turn anyway.
+    const pinned = sessionId !== undefined ? await this.#liveBinding(sessionId, sc?.action === undefined, input) : undefined;
     const t3 = performance.now();
     const endpoints = pinned ? [endpoint(pinned.workerId, pinned.dpRank)] : this.#schedulable(input.exclude);
     const now = d.now();
@@ -94,6 +104,7 @@ export class RoutingService {
       requestId: input.requestId,
       updateStates: true,
       loraName: input.loraName,
+      allowedWorkerIds: input.allowedWorkerIds,
     });
     if (d.recordDecisions) d.index.recordDecision(hashes, seqHashes, sel.worker, now);
     const t4 = performance.now();
@@ -105,15 +116,17 @@ export class RoutingService {
     m.phases.total.observe((t4 - t0 - (t3 - t2)) / 1000);
     m.overlap.observe(sel.overlapBlocks);
 
-    if (input.sessionId !== undefined && !pinned) await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
     const lease = new RequestLease(d.tracker, input.requestId, input.tokens.length, bs, d.now, d.rng);
+    if (sc) await applySessionTurn(sc, sel.worker, lease, d.sticky, d.engineSessions);
+    else if (input.sessionId !== undefined && !pinned) await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
     return { worker: sel.worker, overlapBlocks: sel.overlapBlocks, sticky: pinned !== undefined, lease };
   }
 
-  /** The session's (worker, rank) if it is bound, registered, healthy and not excluded (TTL slides). */
-  async #liveBinding(sessionId: string, exclude: ReadonlySet<WorkerId> | undefined): Promise<WorkerWithDpRank | undefined> {
-    const w = await this.d.sticky.resolve(sessionId);
-    if (w === undefined || exclude?.has(w.workerId)) return undefined;
+  /** The session's (worker, rank) if it is bound, registered, healthy, allowed and not excluded (`slide`: TTL slides). */
+  async #liveBinding(sessionId: string, slide: boolean, input: RouteInput): Promise<WorkerWithDpRank | undefined> {
+    const w = slide ? await this.d.sticky.resolve(sessionId) : await this.d.sticky.peek(sessionId);
+    if (w === undefined || input.exclude?.has(w.workerId)) return undefined;
+    if (input.allowedWorkerIds && !input.allowedWorkerIds.has(w.workerId)) return undefined;
     return this.d.registry.isRoutable(w.workerId, w.dpRank) ? w : undefined;
   }
 

@@ -24,6 +24,9 @@ import { HealthChecker } from "../../../src/workers/health.ts";
 import { WorkerMembership } from "../../../src/workers/membership.ts";
 import { WorkerRegistry } from "../../../src/workers/registry.ts";
 import type { PolicyName } from "../../../src/config/schema.ts";
+import { AdapterLoader } from "../../../src/lora/adapter-loader.ts";
+import { engineLoraClient } from "../../../src/workers/engine-lora.ts";
+import { engineSessions } from "../../../src/workers/engine-sessions.ts";
 
 export type FakeFetch = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -35,6 +38,8 @@ export interface Harness {
   readonly index: KvIndex;
   readonly metrics: RouterMetrics;
   readonly lora: LoraStateTracker;
+  readonly loader: AdapterLoader;
+  readonly sticky: StickyRouter;
   readonly health: HealthChecker;
   /** Every upstream call: URL, headers and body bytes. */
   readonly calls: { url: string; headers: Record<string, string>; body: Uint8Array }[];
@@ -52,6 +57,11 @@ export interface HarnessOptions {
   readonly maxRetries?: number;
   readonly maxBodyBytes?: number;
   readonly blockSize?: number;
+  /** LoRA: adapters named by unknown models are loaded (default false), LRU eviction (default false). */
+  readonly loraLoadOnDemand?: boolean;
+  readonly loraEvict?: boolean;
+  /** Per worker: LoRA slots (default unknown). */
+  readonly maxLoras?: number;
 }
 
 export function harness(o: HarnessOptions): Harness {
@@ -80,12 +90,27 @@ export function harness(o: HarnessOptions): Harness {
     lora,
     engineInfo: async () => ({ loras: [] }),
   });
-  const sticky = new StickyRouter(new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } }));
+  const store = new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } });
+  const sticky = new StickyRouter(store);
+  const sessions = engineSessions({ urlOf: (id) => registry.get(id)?.url, fetch });
   const routing = new RoutingService({
     registry, index, tracker, pipeline: createPipeline(policy, scheduler), scheduler, hasher: portableBatchHasher, sticky, metrics,
-    now, rng: () => 0.5, recordDecisions: policy === "approx", sessionTtlMs: 60_000,
+    now, rng: () => 0.5, recordDecisions: policy === "approx", sessionTtlMs: 60_000, engineSessions: sessions,
   });
-  for (const w of o.workers) registry.add(w.id, w.url, w.dpRanks ?? 1);
+  const loader = new AdapterLoader({
+    tracker: lora,
+    engine: engineLoraClient({ fetch }),
+    workers: () => registry.list().filter((w) => w.healthy),
+    loadOnDemand: o.loraLoadOnDemand ?? false,
+    isBaseModel: (m) => registry.isBaseModel(m),
+    pathTemplate: "/loras/{name}",
+    evict: o.loraEvict ?? false,
+    now,
+  });
+  for (const w of o.workers) registry.add(w.id, w.url, w.dpRanks ?? 1, true, "base");
+  if (o.maxLoras !== undefined) {
+    for (const w of o.workers) for (let r = 0; r < (w.dpRanks ?? 1); r++) lora.setWorkerCapacity({ workerId: w.id, dpRank: r }, o.maxLoras);
+  }
   tracker.updateWorkers(o.workers.flatMap((w) => Array.from({ length: w.dpRanks ?? 1 }, (_, r) => ({ workerId: w.id, dpRank: r }))));
   const deps: AppDeps = {
     maxBodyBytes: o.maxBodyBytes ?? 1 << 20,
@@ -93,7 +118,8 @@ export function harness(o: HarnessOptions): Harness {
     maxRetries: o.maxRetries ?? 2,
     registry, membership, fence: (id, reason) => health.fence(id, reason), routing, leases: new ExternalLeases(tracker), tracker, index, metrics,
     ingestEvents: (events) => ingestEvents(events, { isKnown: (w, r) => (registry.get(w)?.dpRanks ?? 0) > r, onLiveEvent: (ev) => index.applyEvent(ev) }),
-    resolveLora: (model) => (typeof model === "string" && lora.getLoadedWorkers(model).length > 0 ? model : undefined),
+    lora: loader,
+    peekSession: (id) => store.peek(id),
     peer: () => o.peer ?? "127.0.0.1",
     fetch,
     now,
@@ -101,7 +127,7 @@ export function harness(o: HarnessOptions): Harness {
   };
   const app = createApp(deps);
   return {
-    app, deps, registry, tracker, index, metrics, lora, health, calls,
+    app, deps, registry, tracker, index, metrics, lora, loader, sticky, health, calls,
     request(path, init = {}) {
       const { json, ...rest } = init;
       const body = json === undefined ? rest.body : JSON.stringify(json);

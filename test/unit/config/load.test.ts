@@ -98,6 +98,13 @@ describe("loadConfig", () => {
     expect(p.some((m) => m.includes("--load-guard") && m.includes(">= 1"))).toBe(true);
     expect(p.some((m) => m.includes("--load-guard-metric"))).toBe(true);
   });
+
+  test("--inflight-overlap takes a boolean", () => {
+    expect(loadConfig({ argv: [], env: {} }).inflightOverlap).toBe(false);
+    expect(loadConfig({ argv: ["--inflight-overlap", "true"], env: {} }).inflightOverlap).toBe(true);
+    expect(loadConfig({ argv: [], env: { SWITCHYARD_INFLIGHT_OVERLAP: "false" } }).inflightOverlap).toBe(false);
+    expect(problems(() => loadConfig({ argv: ["--inflight-overlap", "maybe"], env: {} })).join()).toContain("--inflight-overlap");
+  });
 });
 
 describe("shared state, LoRA and ZMQ options", () => {
