@@ -111,6 +111,11 @@ export class AdapterLoader {
     this.o.tracker.recordUse(name, { workerId: worker, dpRank: 0 }, this.o.now());
   }
 
+  /** Adapters a worker holds, as far as this router knows. */
+  loadedOn(worker: WorkerId): readonly string[] {
+    return this.o.tracker.lorasOn({ workerId: worker, dpRank: 0 });
+  }
+
   /** The engine said it does not have `name` (another router unloaded it): forget it there. */
   missing(name: string, worker: WorkerId): void {
     const w = this.o.workers().find((x) => x.id === worker);
