@@ -120,6 +120,16 @@ SY_API const char* sy_runtime_status(void);
 SY_API size_t sy_hash_blocks(const uint32_t* tokens, size_t n_tokens, uint32_t block_size, uint64_t seed,
                       uint64_t* out, size_t out_cap);
 
+/*
+ * Rolling sequence hashes over n block hashes (spec §2.3): out[0] = blocks[0];
+ * out[i] = XXH3_64bits_withSeed(u64_le(out[i-1]) ‖ u64_le(blocks[i]), 1337). out may be
+ * blocks itself (in place); other overlaps are not allowed. Returns n; SIZE_MAX (and sets the
+ * error) when blocks or out is NULL while n > 0, or when out_cap < n; nothing is written then.
+ * Added after ABI version 1 without a version bump (no existing signature changed):
+ * bindings look it up separately and fall back to their own code when it is missing.
+ */
+SY_API size_t sy_hash_seq(const uint64_t* blocks, size_t n, uint64_t* out, size_t out_cap);
+
 /* ---- Pools ------------------------------------------------------------------------------- */
 /*
  * Creates a pool of num_blocks blocks. disk_path (UTF-8, path_len bytes, no NUL needed) is

@@ -1,4 +1,7 @@
-/* Batch block hashing (spec §2.2, no multimodal): one call hashes every full block. */
+/*
+ * Batch block hashing (spec §2.2, no multimodal): one call hashes every full block; and the
+ * rolling sequence hashes over those (spec §2.3), one call per prompt.
+ */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,5 +42,39 @@ size_t sy_hash_blocks(const uint32_t* tokens, size_t n_tokens, uint32_t block_si
   }
   free(buf);
 #endif
+  return n;
+}
+
+/* The chain seed of the sequence hashes: always 1337 (spec §2.3). */
+#define SY_SEQ_SEED 1337u
+
+static inline void put_u64_le(uint8_t* p, uint64_t v) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(p, &v, 8);
+#else
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+#endif
+}
+
+size_t sy_hash_seq(const uint64_t* blocks, size_t n, uint64_t* out, size_t out_cap) {
+  if (n == 0) return 0;
+  if (blocks == NULL) {
+    sy_fail(SY_E_INVALID, "blocks is NULL");
+    return SIZE_MAX;
+  }
+  if (out == NULL || out_cap < n) {
+    sy_fail(SY_E_INVALID, "output holds %zu hashes but %zu sequence hashes are needed", out == NULL ? 0 : out_cap, n);
+    return SIZE_MAX;
+  }
+  /* blocks[i] is read before out[i] is written, so out may be blocks itself. */
+  uint64_t prev = blocks[0];
+  out[0] = prev;
+  uint8_t buf[16];
+  for (size_t i = 1; i < n; i++) {
+    put_u64_le(buf, prev);
+    put_u64_le(buf + 8, blocks[i]);
+    prev = XXH3_64bits_withSeed(buf, sizeof buf, SY_SEQ_SEED);
+    out[i] = prev;
+  }
   return n;
 }

@@ -648,12 +648,40 @@ export interface BlockHashOptions {
 }
 
 /** Hashes floor(len / blockSize) blocks of `tokens` (u32 LE bytes) with `seed`, no MM. */
-export type BatchBlockHasher = (tokens: Uint32Array, blockSize: number, seed: bigint) => BigUint64Array;
+export type BatchBlockHasher = ((tokens: Uint32Array, blockSize: number, seed: bigint) => BigUint64Array) & {
+  /**
+   * The same implementation's sequence hasher, when it has one (the native library: one
+   * FFI call per prompt). Callers use `seqHasherOf(hasher)`.
+   */
+  readonly seqHasher?: SeqHasher;
+};
+
+/** Sequence hashes of block hashes (spec §2.3); every implementation agrees bit for bit with computeSeqHashes. */
+export type SeqHasher = (blockHashes: BigUint64Array) => BigUint64Array;
+
+/** The sequence hasher that goes with a block hasher: its own when it brings one, else the portable one. */
+export function seqHasherOf(hasher: BatchBlockHasher): SeqHasher {
+  return hasher.seqHasher ?? computeSeqHashes;
+}
+
+/** Sequence hashes through an injected implementation (native or portable). */
+export function computeSeqHashesWith(seqHasher: SeqHasher, blockHashes: BigUint64Array): BigUint64Array {
+  return seqHasher(blockHashes);
+}
+
+/**
+ * A u64 array over its own ArrayBuffer. A small typed array made with `new X(n)` has no
+ * ArrayBuffer until `.buffer` is first read, and that first read copies it into one; the
+ * hot paths read `.buffer` of every hash array (u32 views), so they start with one.
+ */
+export function newU64Array(n: number): BigUint64Array {
+  return new BigUint64Array(new ArrayBuffer(8 * n));
+}
 
 /** Portable (pure TypeScript) batch hasher. */
 export const portableBatchHasher: BatchBlockHasher = (tokens, blockSize, seed) => {
   const n = blockSize > 0 ? Math.floor(tokens.length / blockSize) : 0;
-  const out = new BigUint64Array(n);
+  const out = newU64Array(n);
   if (n === 0) return out;
   const out32 = new Int32Array(out.buffer);
   const ctx = seedCtx(seed);
@@ -773,7 +801,7 @@ const CHAIN_BF = buildSeedCtx(XXH3_SEED).bf916;
 /** seq[0] = block[0]; seq[i] = XXH3(u64le(seq[i-1]) ‖ u64le(block[i]), 1337). */
 export function computeSeqHashes(blockHashes: BigUint64Array): BigUint64Array {
   const n = blockHashes.length;
-  const out = new BigUint64Array(n);
+  const out = newU64Array(n);
   if (n === 0) return out;
   const in32 = new Int32Array(blockHashes.buffer, blockHashes.byteOffset, 2 * n);
   const out32 = new Int32Array(out.buffer);

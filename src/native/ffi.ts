@@ -86,6 +86,16 @@ export const SY_SYMBOLS = {
   sy_group_bcast_submit: { args: ["i32", "i32", "buffer", "buffer_length"], returns: "i32" },
 } as const satisfies Record<string, FFIFunction>;
 
+/**
+ * Functions added after ABI version 1 without a version bump (no existing signature
+ * changed). A library built before them lacks them, so they are bound on their own, and a
+ * binding that cannot find them falls back to portable code instead of refusing the library.
+ */
+export const SY_SEQ_SYMBOLS = {
+  // (blocks, n, out, out_cap) -> n, or SIZE_MAX on error; out may be blocks (in place)
+  sy_hash_seq: { args: ["buffer", "u64", "buffer", "u64"], returns: FFIType.u64_fast },
+} as const satisfies Record<string, FFIFunction>;
+
 /** The bound functions, as bun:ffi types them. */
 export type SwitchyardSymbols = Library<typeof SY_SYMBOLS>["symbols"];
 

@@ -5,12 +5,16 @@ import {
   computeBlockHashes,
   computeBlockHashesWith,
   computeSeqHashes,
+  computeSeqHashesWith,
   hashMmIdentifier,
+  newU64Array,
   loraSeed,
   padValueForMmHash,
   portableBatchHasher,
+  seqHasherOf,
   xxh3_64,
   type BatchBlockHasher,
+  type SeqHasher,
 } from "../../../src/core/hashing.ts";
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
@@ -138,6 +142,26 @@ describe("computeSeqHashes", () => {
   test("works on a subarray view", () => {
     const all = BigUint64Array.from([9n, 8n, 7n, 6n]);
     expect([...computeSeqHashes(all.subarray(1))]).toEqual([...computeSeqHashes(BigUint64Array.from([8n, 7n, 6n]))]);
+  });
+});
+
+describe("sequence hasher injection", () => {
+  test("seqHasherOf: a block hasher's own sequence hasher, else the portable one", () => {
+    expect(seqHasherOf(portableBatchHasher)).toBe(computeSeqHashes);
+    const own: SeqHasher = (b) => b.map((x) => x + 1n);
+    const withOwn: BatchBlockHasher = Object.assign((t: Uint32Array, bs: number, seed: bigint) => portableBatchHasher(t, bs, seed), {
+      seqHasher: own,
+    });
+    expect(seqHasherOf(withOwn)).toBe(own);
+    expect([...computeSeqHashesWith(own, BigUint64Array.from([1n, 2n]))]).toEqual([2n, 3n]);
+    expect([...computeSeqHashesWith(computeSeqHashes, BigUint64Array.from([5n]))]).toEqual([5n]);
+  });
+  test("results own their ArrayBuffer (u32 views need no copy)", () => {
+    const a = newU64Array(3);
+    expect(a.length).toBe(3);
+    expect(a.buffer.byteLength).toBe(24);
+    expect(computeSeqHashes(BigUint64Array.from([1n, 2n])).buffer.byteLength).toBe(16);
+    expect(portableBatchHasher(Uint32Array.from(range(8)), 4, XXH3_SEED).buffer.byteLength).toBe(16);
   });
 });
 

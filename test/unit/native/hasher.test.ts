@@ -1,6 +1,15 @@
 import { describe, expect, test } from "bun:test";
-import { computeBlockHashes, computeBlockHashesWith, loraSeed, portableBatchHasher, XXH3_SEED } from "../../../src/core/hashing.ts";
-import { createNativeBlockHasher } from "../../../src/native/hasher.ts";
+import {
+  computeBlockHashes,
+  computeBlockHashesWith,
+  computeSeqHashes,
+  computeSeqHashesWith,
+  loraSeed,
+  portableBatchHasher,
+  seqHasherOf,
+  XXH3_SEED,
+} from "../../../src/core/hashing.ts";
+import { createNativeBlockHasher, createNativeSeqHasher, loadNativeSeqHasher } from "../../../src/native/hasher.ts";
 import { nativeLibrary } from "./native-lib.ts";
 
 const native = createNativeBlockHasher(nativeLibrary());
@@ -55,5 +64,53 @@ describe("the native batch hasher", () => {
     expect(() => native(range(8), -1, XXH3_SEED)).toThrow(RangeError);
     expect(() => native(range(8), 1.5, XXH3_SEED)).toThrow(RangeError);
     expect(() => native(range(8), 2 ** 32, XXH3_SEED)).toThrow(RangeError);
+  });
+});
+
+describe("the native sequence hasher", () => {
+  const seq = createNativeSeqHasher(nativeLibrary())!;
+
+  test("is found in this build and travels with the block hasher", () => {
+    expect(seq).toBeFunction();
+    expect(native.seqHasher).toBe(seq);
+    expect(seqHasherOf(native)).toBe(seq);
+    expect(seqHasherOf(portableBatchHasher)).toBe(computeSeqHashes);
+    expect(loadNativeSeqHasher()).toBeFunction();
+  });
+
+  test("matches the spec §2.6 vectors; empty and single-block inputs", () => {
+    const blocks = native(range(8), 4, XXH3_SEED);
+    expect([...computeSeqHashesWith(seq, blocks)]).toEqual([9143094415614847814n, 9510318385840434533n]);
+    expect(seq(new BigUint64Array(0)).length).toBe(0);
+    expect([...seq(new BigUint64Array([42n]))]).toEqual([42n]);
+    // the input is not modified
+    expect([...blocks]).toEqual([9143094415614847814n, 12124091508212882195n]);
+  });
+
+  test("agrees bit for bit with the portable chain on random block hashes (lengths 1..600)", () => {
+    const SEED = 0x5eed_2611;
+    let x = SEED;
+    const rnd32 = () => {
+      x ^= x << 13;
+      x >>>= 0;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      return (x >>>= 0);
+    };
+    const lengths = [1, 2, 3, 16, 64, 65, 512, 600];
+    for (let k = 0; k < 40; k++) lengths.push(1 + (rnd32() % 300));
+    for (const n of lengths) {
+      const blocks = new BigUint64Array(n);
+      for (let i = 0; i < n; i++) blocks[i] = (BigInt(rnd32()) << 32n) | BigInt(rnd32());
+      // edge words: all ones, zero, sign bits
+      if (n > 2) blocks[1] = (1n << 64n) - 1n, blocks[2] = 0n;
+      expect(seq(blocks), `seed ${SEED}, n ${n}`).toEqual(computeSeqHashes(blocks));
+    }
+  });
+
+  test("works on a subarray view (offset into a larger buffer)", () => {
+    const all = native(range(400), 4, XXH3_SEED);
+    const view = all.subarray(5, 5 + 64);
+    expect(seq(view)).toEqual(computeSeqHashes(view));
   });
 });
