@@ -31,6 +31,8 @@ export interface SchedulerConfig {
   readonly loadGuardMetric: LoadMetric;
   /** Cost per active request on a worker (queue-depth term); 0 = off (pure Dynamo). */
   readonly activeRequestWeight: number;
+  /** Credit (negative cost) per cached prompt block, beyond the prefill it saves; 0 = off (pure Dynamo). */
+  readonly overlapCredit: number;
   /** Share of a shared-pool hit (beyond a worker's own prefix) credited as cached (§4.4); 0 = off. */
   readonly sharedCacheMultiplier: number;
   /**
@@ -52,6 +54,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   loadGuardFactor: null,
   loadGuardMetric: "requests",
   activeRequestWeight: 0,
+  overlapCredit: 0,
   sharedCacheMultiplier: 0,
   inflightOverlap: false,
 };

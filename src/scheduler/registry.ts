@@ -3,7 +3,7 @@
  * (allowed ids, health, busy when configured); they differ in costs and picker:
  *   kv, approx    Dynamo cost (§4.4), min with tree-size/random ties or softmax by temperature;
  *                 approx differs only in the indexer feeding it overlaps.
- *                 Optional: load guard filter, active-requests cost (config; off by default).
+ *                 Optional: load guard filter, active-requests cost, overlap credit (config; off by default).
  *   least-loaded  active prefill + active blocks (cache ignored), min with random ties
  *   round-robin   next in endpoint order
  *   random        uniform draw
@@ -12,6 +12,7 @@ import type { SchedulerConfig } from "./config.ts";
 import { activeLoadCost } from "./costs/active-load.ts";
 import { activeRequestsCost } from "./costs/active-requests.ts";
 import { dynamoKvCost } from "./costs/dynamo-kv.ts";
+import { overlapCreditCost } from "./costs/overlap-credit.ts";
 import { allowedWorkerIds } from "./filters/allowed-worker-ids.ts";
 import { busyThreshold } from "./filters/busy-threshold.ts";
 import { healthy } from "./filters/healthy.ts";
@@ -40,6 +41,7 @@ function kvPipeline(name: PolicyName, config: SchedulerConfig): Pipeline {
   if (config.loadGuardFactor !== null) filters.push(loadGuard(config.loadGuardFactor, config.loadGuardMetric));
   const costs: WeightedCost[] = [{ term: dynamoKvCost, weight: 1 }];
   if (config.activeRequestWeight !== 0) costs.push({ term: activeRequestsCost, weight: config.activeRequestWeight });
+  if (config.overlapCredit !== 0) costs.push({ term: overlapCreditCost, weight: config.overlapCredit });
   return { name, filters, costs, picker: temperaturePicker };
 }
 

@@ -187,4 +187,16 @@ describe("findBestMatch", () => {
       }
     }
   });
+
+  test("overlapCredit: a warm worker with a prefill queue wins over an idle cold one once cache is credited", () => {
+    for (const overlapCredit of [0, 2]) {
+      const { run, tracker } = setup(undefined, { overlapCredit });
+      // Worker 1 holds the 8-block prefix but is prefilling another 96-token request.
+      tracker.addRequest({ requestId: "busy", worker: worker(1), seqHashes: chain(3, 6), isl: 96, overlap: 0 }, 0);
+      const b = run({ seqHashes: chain(9, 10), isl: 160, overlaps: overlapsOf({ [K1]: 8 }) });
+      // Costs: worker 1 = (32 new + 96 queued)/16 = 8 prefill + (10 new + 6 active) decode = 24 − credit × 8;
+      //        worker 2 = 160/16 = 10 prefill + 10 new decode = 20.
+      expect(b.worker).toEqual(overlapCredit === 0 ? worker(2) : worker(1));
+    }
+  });
 });
