@@ -21,6 +21,7 @@ export class WorkerRegistry {
   readonly #byId = new Map<WorkerId, WorkerRecord>();
   #targets: WorkerWithDpRank[] | undefined;
   #healthyIds: Set<WorkerId> | undefined;
+  #models: Set<string> | undefined;
 
   /** Adds a worker; returns false (and changes nothing) when the id is already registered. */
   add(id: WorkerId, url: string, dpRanks: number, healthy = true, model?: string): boolean {
@@ -87,8 +88,11 @@ export class WorkerRegistry {
 
   /** Is `name` the base model of some registered worker? */
   isBaseModel(name: string): boolean {
-    for (const rec of this.#byId.values()) if (rec.model === name) return true;
-    return false;
+    if (this.#models === undefined) {
+      this.#models = new Set();
+      for (const rec of this.#byId.values()) if (rec.model !== undefined) this.#models.add(rec.model);
+    }
+    return this.#models.has(name);
   }
 
   /** Ids of healthy workers; cached like healthyTargets. */
@@ -102,5 +106,6 @@ export class WorkerRegistry {
   #invalidate(): void {
     this.#targets = undefined;
     this.#healthyIds = undefined;
+    this.#models = undefined;
   }
 }
