@@ -5,7 +5,7 @@
  * The lifecycle that follows (prefill done, output blocks, free) is in request-lease.ts.
  * Web standards only: no Request/Response here, so the HTTP routes stay thin.
  */
-import { computeBlockHashesWith, computeSeqHashes, type BatchBlockHasher } from "../../core/hashing.ts";
+import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../../core/hashing.ts";
 import type { WorkerId, WorkerWithDpRank } from "../../core/ids.ts";
 import type { KvIndex } from "../../indexer/types.ts";
 import type { RouterMetrics } from "../../metrics/names.ts";
@@ -25,6 +25,7 @@ export interface RoutingDeps {
   readonly tracker: LoadTracker;
   readonly pipeline: Pipeline;
   readonly scheduler: SchedulerConfig;
+  /** Block hasher; its sequence hasher (native when it brings one) is used too. */
   readonly hasher: BatchBlockHasher;
   readonly sticky: StickyRouter;
   readonly metrics: RouterMetrics;
@@ -65,8 +66,11 @@ export class RoutingService {
   #endpoints: Endpoint[] = [];
   #seq = 0;
   readonly #prefix = `${Date.now().toString(36)}-`;
+  readonly #seqHasher: SeqHasher;
 
-  constructor(private readonly d: RoutingDeps) {}
+  constructor(private readonly d: RoutingDeps) {
+    this.#seqHasher = seqHasherOf(d.hasher);
+  }
 
   /** A request id unique within this router's life, cheap to make. */
   nextRequestId(): string {
@@ -79,7 +83,7 @@ export class RoutingService {
     const t0 = performance.now();
     const bs = d.scheduler.blockSize;
     const hashes = computeBlockHashesWith(d.hasher, input.tokens, bs, { loraName: input.loraName });
-    const seqHashes = computeSeqHashes(hashes);
+    const seqHashes = this.#seqHasher(hashes);
     const t1 = performance.now();
     const overlaps = d.index.findMatches(hashes);
     const t2 = performance.now();
