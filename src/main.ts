@@ -164,6 +164,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     activeRequestWeight: config.activeRequestWeight,
     busyThreshold: config.busyThreshold,
     inflightOverlap: config.inflightOverlap,
+    overlapCredit: config.overlapCredit,
   });
   const pipeline = createPipeline(config.policy, scheduler);
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });

@@ -32,7 +32,7 @@ export type RawConfigShape = Record<
   | "port" | "host" | "worker" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
   | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
   | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
-  | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap"
+  | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap" | "overlapCredit"
   | "redisToken" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint",
   unknown
 >;
@@ -60,6 +60,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "loadGuard", flag: "--load-guard", env: ["SWITCHYARD_LOAD_GUARD"], help: "kv/approx: skip workers whose load exceeds FACTOR x the mean (e.g. 1.25); 0 = off (default 0)" },
   { key: "loadGuardMetric", flag: "--load-guard-metric", env: ["SWITCHYARD_LOAD_GUARD_METRIC"], help: "what the load guard measures: requests|blocks (default requests)" },
   { key: "activeRequestWeight", flag: "--active-request-weight", env: ["SWITCHYARD_ACTIVE_REQUEST_WEIGHT"], help: "kv/approx: extra cost per active request on a worker (default 0)" },
+  { key: "overlapCredit", flag: "--overlap-credit", env: ["SWITCHYARD_OVERLAP_CREDIT"], help: "kv/approx: credit per cached prompt block beyond the prefill it saves, so requests follow the cache (default 0 = Dynamo's formula)" },
   { key: "inflightOverlap", flag: "--inflight-overlap", env: ["SWITCHYARD_INFLIGHT_OVERLAP"], help: "kv/approx: count a prefix that in-flight requests on a worker hold as cached there: true|false (default false = Dynamo's formula)" },
   { key: "busyThreshold", flag: "--busy-threshold", env: ["SWITCHYARD_BUSY_THRESHOLD"], help: "skip ranks whose active prefill tokens exceed this fraction of max_num_batched_tokens (default off)" },
   { key: "loraLoadOnDemand", flag: "--lora-load-on-demand", env: ["SWITCHYARD_LORA_LOAD_ON_DEMAND"], boolean: true, help: "treat a `model` no worker serves (not a base model) as a LoRA adapter and load it from --lora-path (default off)" },
@@ -194,6 +195,7 @@ export const ConfigSchema = v.object({
   activeRequestWeight: v.optional(nonNegative("a number >= 0"), 0),
   busyThreshold: v.optional(positive("a number > 0")),
   inflightOverlap: v.optional(bool, false),
+  overlapCredit: v.optional(nonNegative("a number >= 0"), 0),
   redisToken: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
   loraLoadOnDemand: v.optional(bool, false),
   loraPath: v.optional(v.pipe(v.string("must be a string"), v.includes("{name}", "must contain {name}")), "{name}"),
@@ -235,6 +237,7 @@ export interface Config {
   /** null = no busy filtering. */
   readonly busyThreshold: number | null;
   readonly inflightOverlap: boolean;
+  readonly overlapCredit: number;
   /** Upstash REST token for an https:// --redis. */
   readonly redisToken: string | undefined;
   /** Unknown `model` names (not a worker's base model) are adapters to load from loraPath. */
@@ -281,6 +284,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     activeRequestWeight: o.activeRequestWeight,
     busyThreshold: o.busyThreshold ?? null,
     inflightOverlap: o.inflightOverlap,
+    overlapCredit: o.overlapCredit,
     redisToken: o.redisToken,
     loraLoadOnDemand: o.loraLoadOnDemand,
     loraPath: o.loraPath,
