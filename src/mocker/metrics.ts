@@ -1,6 +1,6 @@
 /**
  * Prometheus text exposition of the simulated engine: request and token counters, queue
- * depth, running sequences and cache usage per dp rank, KV event publishing. Read-only:
+ * depth, running sequences and cache usage per dp rank, KV event publishing (per router). Read-only:
  * it renders the engine's state, it does not keep any.
  */
 import type { MockEngine } from "./engine.ts";
@@ -13,7 +13,7 @@ function family(out: string[], name: string, type: "counter" | "gauge", help: st
   for (const [labels, value] of samples) out.push(`${name}${labels} ${value}`);
 }
 
-export function renderMetrics(engine: MockEngine, publisher?: EventPublisher): string {
+export function renderMetrics(engine: MockEngine, publishers: readonly EventPublisher[] = []): string {
   const c = engine.counters;
   const ranks = engine.ranks.map((r, i) => [`{dp_rank="${i}"}`, r] as const);
   const out: string[] = [];
@@ -33,9 +33,10 @@ export function renderMetrics(engine: MockEngine, publisher?: EventPublisher): s
   family(out, "mocker_kv_events_total", "counter", "KV events emitted since the last restart.", ranks.map(([l, r]) => [l, Number(r.kv.log.nextEventId)]));
   family(out, "mocker_loras_loaded", "gauge", "LoRA adapters loaded.", [["", engine.loras.list().length]]);
   family(out, "mocker_sessions_open", "gauge", "Engine-backed sessions open.", [["", engine.sessions.openCount]]);
-  if (publisher !== undefined) {
-    family(out, "mocker_event_batches_sent_total", "counter", "KV event batches the router accepted.", [["", publisher.sentBatches]]);
-    family(out, "mocker_event_push_failures_total", "counter", "KV event batches dropped after a failed push.", [["", publisher.failedBatches]]);
+  if (publishers.length > 0) {
+    const byRouter = (get: (p: EventPublisher) => number): Sample[] => publishers.map((p) => [`{router="${p.routerUrl}"}`, get(p)]);
+    family(out, "mocker_event_batches_sent_total", "counter", "KV event batches the router accepted.", byRouter((p) => p.sentBatches));
+    family(out, "mocker_event_push_failures_total", "counter", "KV event batches dropped after a failed push.", byRouter((p) => p.failedBatches));
   }
   return out.join("\n") + "\n";
 }

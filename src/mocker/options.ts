@@ -17,8 +17,13 @@ export interface MockerOptions {
   blockSize?: number;
   /** Prefix-cache capacity in blocks, per dp rank. */
   kvBlocks?: number;
-  /** Router base URL; KV events are POSTed to `${routerUrl}/v1/kv/events`. */
+  /** Router base URL; KV events are POSTed to `${routerUrl}/v1/kv/events`. Same as one entry of `routerUrls`. */
   routerUrl?: string;
+  /**
+   * Router base URLs (each entry may be a comma list): every router gets every KV event,
+   * through its own batch queue. Merged with `routerUrl`; duplicates are dropped.
+   */
+  routerUrls?: string[];
   /** Bearer token sent to the router, and required by this engine's admin routes when set. */
   adminToken?: string;
   eventBatchMs?: number;
@@ -42,7 +47,7 @@ export interface MockerOptions {
   eventBufferSize?: number;
 }
 
-/** Every option resolved; `workerId` and `routerUrl`/`adminToken` may still be absent. */
+/** Every option resolved; `workerId` and `adminToken` may still be absent, `routerUrls` empty. */
 export interface MockerConfig extends TimingModel {
   port: number;
   host: string;
@@ -50,7 +55,8 @@ export interface MockerConfig extends TimingModel {
   dpRanks: number;
   blockSize: number;
   kvBlocks: number;
-  routerUrl: string | undefined;
+  /** Where KV events go, in the order given, without trailing slashes or duplicates. */
+  routerUrls: string[];
   adminToken: string | undefined;
   eventBatchMs: number;
   maxConcurrency: number;
@@ -111,7 +117,7 @@ export function resolveMockerOptions(opts: MockerOptions = {}): MockerConfig {
   const cfg: MockerConfig = {
     ...MOCKER_DEFAULTS,
     workerId: opts.workerId,
-    routerUrl: opts.routerUrl,
+    routerUrls: [],
     adminToken: opts.adminToken,
     loras: [],
   };
@@ -137,13 +143,7 @@ export function resolveMockerOptions(opts: MockerOptions = {}): MockerConfig {
   if (opts.workerId !== undefined && (opts.workerId < 0n || opts.workerId >= 1n << 64n)) {
     problems.push(`--worker-id: must be a u64 (got ${opts.workerId})`);
   }
-  if (opts.routerUrl !== undefined) {
-    try {
-      new URL(opts.routerUrl);
-    } catch {
-      problems.push(`--router-url: not a URL (got "${opts.routerUrl}")`);
-    }
-  }
+  cfg.routerUrls = resolveRouterUrls(opts, problems);
   const loras = opts.loras ?? [];
   if (loras.some((l) => l === "" || l === cfg.model)) problems.push("--lora: names must be non-empty and differ from --model");
   if (new Set(loras).size > cfg.maxLoras) problems.push(`--lora: ${new Set(loras).size} adapters exceed --max-loras ${cfg.maxLoras}`);
@@ -152,10 +152,23 @@ export function resolveMockerOptions(opts: MockerOptions = {}): MockerConfig {
   return cfg;
 }
 
+/** `routerUrl` + `routerUrls`, comma lists split, each checked, trailing slashes and duplicates dropped. */
+function resolveRouterUrls(opts: MockerOptions, problems: string[]): string[] {
+  const raw = [...(opts.routerUrl !== undefined ? [opts.routerUrl] : []), ...(opts.routerUrls ?? [])];
+  const urls = new Set<string>();
+  for (const entry of raw) {
+    for (const part of entry.split(",")) {
+      const u = part.trim().replace(/\/+$/, "");
+      if (URL.canParse(u) && /^https?:$/.test(new URL(u).protocol)) urls.add(u);
+      else problems.push(`--router-url: not an http(s) URL (got "${part.trim()}")`);
+    }
+  }
+  return [...urls];
+}
+
 const FLAG_TO_NUMERIC = new Map(NUMERIC.map(([key, flag]) => [flag, key]));
-const STRING_FLAGS: Record<string, "host" | "routerUrl" | "adminToken" | "model"> = {
+const STRING_FLAGS: Record<string, "host" | "adminToken" | "model"> = {
   "--host": "host",
-  "--router-url": "routerUrl",
   "--admin-token": "adminToken",
   "--model": "model",
 };
@@ -167,7 +180,8 @@ export const MOCKER_USAGE = `usage: switchyard mocker [flags]
   --dp-ranks N             data-parallel ranks (default 1)
   --block-size N           tokens per KV block (default 16)
   --kv-blocks N            prefix-cache blocks per dp rank (default 16384)
-  --router-url URL         push KV events to URL/v1/kv/events
+  --router-url URL[,URL]   push KV events to URL/v1/kv/events (repeatable: every router
+                           gets every event, each through its own queue)
   --admin-token T          Bearer token for the router and this engine's admin routes
   --event-batch-ms MS      KV event batching window (default 5)
   --speedup X              divide all simulated durations by X (default 1)
@@ -213,6 +227,8 @@ export function parseMockerArgs(argv: readonly string[]): MockerOptions {
     } else if (flag === "--worker-id") {
       if (/^\d+$/.test(value)) opts.workerId = BigInt(value);
       else problems.push(`--worker-id: must be a decimal u64 ("${value}")`);
+    } else if (flag === "--router-url") {
+      (opts.routerUrls ??= []).push(value);
     } else if (flag === "--lora") {
       (opts.loras ??= []).push(value);
     } else {

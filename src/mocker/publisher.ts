@@ -4,6 +4,8 @@
  * One POST in flight at a time, so batches arrive in id order. A failed POST is dropped
  * and counted, never retried or waited on: requests must not depend on the router, and
  * the router recovers the gap through /kv/query (spec §5.3). `fetch` is injected.
+ * One publisher serves one router; an engine with several routers has one each (server.ts),
+ * so a slow or absent router never holds back the others' batches.
  */
 import { routerEventToWire, type RouterEvent } from "../core/events.ts";
 import { stringifyBigint } from "../core/json.ts";
@@ -28,6 +30,8 @@ export class EventPublisher {
   private inFlight: Promise<void> | undefined;
   private stopped = false;
   private readonly url: string;
+  /** The router's base URL (without trailing slashes), as in metrics labels. */
+  readonly routerUrl: string;
   private readonly doFetch: typeof fetch;
   private readonly headers: Record<string, string>;
   sentBatches = 0;
@@ -36,7 +40,8 @@ export class EventPublisher {
   droppedEvents = 0;
 
   constructor(private readonly o: PublisherOptions) {
-    this.url = `${o.routerUrl.replace(/\/+$/, "")}/v1/kv/events`;
+    this.routerUrl = o.routerUrl.replace(/\/+$/, "");
+    this.url = `${this.routerUrl}/v1/kv/events`;
     this.doFetch = o.fetch ?? fetch;
     this.headers = { "content-type": "application/json" };
     if (o.adminToken) this.headers.authorization = `Bearer ${o.adminToken}`;

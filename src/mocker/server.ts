@@ -9,6 +9,7 @@
  * await m.stop();
  */
 import { isRouterError } from "../core/errors.ts";
+import type { RouterEvent } from "../core/events.ts";
 import type { WorkerId } from "../core/ids.ts";
 import { stringifyBigint } from "../core/json.ts";
 import { workerIdFromUrl } from "../core/worker-id.ts";
@@ -45,7 +46,7 @@ export interface MockerHandle {
   readonly workerId: WorkerId;
   /** The engine itself, for in-process tests and embedding. */
   readonly engine: MockEngine;
-  /** Push every pending KV event to the router now (no-op without --router-url). */
+  /** Push every pending KV event to every router now (no-op without --router-url). */
   flushEvents(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -104,7 +105,9 @@ function rateLimited(log: (line: string) => void): (line: string) => void {
 export async function startMocker(opts: StartMockerOptions = {}): Promise<MockerHandle> {
   const config = resolveMockerOptions(opts);
   const log = opts.log ?? ((line: string) => console.error(`[mocker] ${line}`));
-  let publisher: EventPublisher | undefined;
+  // One publisher (own queue, own in-flight POST) per router: a slow or absent router
+  // delays only its own batches, and every router sees every event.
+  const publishers: EventPublisher[] = [];
   let seq = 0;
 
   const server = Bun.serve({
@@ -127,17 +130,26 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const port = server.port!;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   const workerId = config.workerId ?? workerIdFromUrl(url);
-  if (config.routerUrl !== undefined) {
-    publisher = new EventPublisher({
-      routerUrl: config.routerUrl,
-      adminToken: config.adminToken,
-      batchMs: config.eventBatchMs,
-      fetch: opts.fetch,
-      onError: rateLimited(log),
-    });
+  for (const routerUrl of config.routerUrls) {
+    publishers.push(
+      new EventPublisher({
+        routerUrl,
+        adminToken: config.adminToken,
+        batchMs: config.eventBatchMs,
+        fetch: opts.fetch,
+        onError: rateLimited(log),
+      }),
+    );
   }
-  const pub = publisher;
-  const eng = new MockEngine({ config, workerId, clock: realClock, emit: pub ? (e) => pub.push(e) : undefined });
+  const emit =
+    publishers.length === 0
+      ? undefined
+      : publishers.length === 1
+        ? (e: RouterEvent) => publishers[0]!.push(e)
+        : (e: RouterEvent) => {
+            for (const p of publishers) p.push(e);
+          };
+  const eng = new MockEngine({ config, workerId, clock: realClock, emit });
 
   function requireAdmin(req: Request): void {
     if (config.adminToken === undefined) return;
@@ -338,7 +350,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       case "GET /v1/sessions":
         return json({ sessions: eng.sessions.list(Date.now()) });
       case "GET /metrics":
-        return new Response(renderMetrics(eng, publisher), { headers: { "content-type": "text/plain; version=0.0.4" } });
+        return new Response(renderMetrics(eng, publishers), { headers: { "content-type": "text/plain; version=0.0.4" } });
     }
     const known = KNOWN_PATHS.has(path);
     return error(known ? 405 : 404, known ? `method ${method} not allowed on ${path}` : `no route ${method} ${path}`, known ? "method_not_allowed" : "not_found");
@@ -350,11 +362,11 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     workerId,
     engine: eng,
     flushEvents: async () => {
-      await publisher?.flush();
+      await Promise.all(publishers.map((p) => p.flush()));
     },
     stop: async () => {
       await server.stop(true);
-      await publisher?.stop();
+      await Promise.all(publishers.map((p) => p.stop()));
     },
   };
 }

@@ -6,8 +6,8 @@
  * engines' answers. Every process is stopped by PID in afterAll.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { freePort, stopAll, until, type Proc } from "../support/processes.ts";
-import { engineLoras, metric, prompt, send, startEngines, startRouter, urlOf, workers } from "./multi-router-cluster.ts";
+import { stopAll, until, type Proc } from "../support/processes.ts";
+import { engineLoras, freePorts, loopbackUrl, metric, prompt, send, startEngines, startRouter, urlOf, workers } from "./multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
 
@@ -20,11 +20,11 @@ let r2 = "";
 const engineById = new Map<string, string>();
 
 beforeAll(async () => {
-  const port1 = freePort();
-  engines = await startEngines(3, `http://127.0.0.1:${port1}`, ["--max-loras", "1"]);
+  const ports = freePorts(2);
+  engines = await startEngines(3, ports.map(loopbackUrl), ["--max-loras", "1"]);
   for (const e of engines) engineById.set(String(e.info.worker_id), urlOf(e));
   const onDemand = ["--lora-load-on-demand", "--lora-path", "/adapters/{name}"];
-  routers = await Promise.all([startRouter(engines, port1, onDemand), startRouter(engines, 0, onDemand)]);
+  routers = await Promise.all(ports.map((p) => startRouter(engines, p, onDemand)));
   [r1, r2] = routers.map(urlOf) as [string, string];
 });
 

@@ -353,3 +353,50 @@ describe("mocker in-process", () => {
     expect(engine.counters.aborted).toBe(1);
   });
 });
+
+describe("mocker with several routers", () => {
+  test("every router receives the same KV events; a hung router delays only its own queue", async () => {
+    const got: RouterEvent[][] = [[], [], []];
+    let release!: () => void;
+    const hung = new Promise<void>((r) => (release = r));
+    const collectors = got.map((events, i) =>
+      Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        fetch: async (req) => {
+          const batch = v.parse(RouterEventBatchSchema, parseJsonBigintSafe(await req.text()));
+          if (i === 2) await hung; // the third "router" holds every POST until released
+          events.push(...batch);
+          return new Response(null, { status: 204 });
+        },
+      }),
+    );
+    const urls = collectors.map((c) => `http://127.0.0.1:${c.port}`);
+    let e: MockerHandle | undefined;
+    try {
+      // Two as a comma list, one through the old single-URL option.
+      e = await startMocker({ log: () => {}, port: 0, routerUrl: urls[0], routerUrls: [`${urls[1]},${urls[2]}`], blockSize: 4, speedup: 50, eventBatchMs: 1 });
+      for (const p of ["alpha beta gamma delta epsilon", "alpha beta gamma delta zeta eta", "theta iota kappa lambda"]) {
+        const r = await fetch(`${e.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: p, max_tokens: 1 }) });
+        expect(r.status).toBe(200);
+        await r.text();
+      }
+      const emitted = () => Number(e!.engine.ranks[0]!.kv.log.nextEventId);
+      expect(emitted()).toBeGreaterThanOrEqual(3);
+      // The two live routers get everything while the third still hangs on its first POST.
+      await until(() => got[0]!.length === emitted() && got[1]!.length === emitted(), "both live routers to receive every event");
+      expect(got[2]!.length).toBe(0);
+      expect(got[1]).toEqual(got[0]!);
+      expect(got[0]!.map((x) => x.event.eventId)).toEqual(Array.from({ length: emitted() }, (_, i) => BigInt(i)));
+      release();
+      await e.flushEvents();
+      expect(got[2]).toEqual(got[0]!);
+      const metrics = await (await fetch(`${e.url}/metrics`)).text();
+      for (const u of urls) expect(metrics).toMatch(new RegExp(`^mocker_event_batches_sent_total\\{router="${u}"\\} [1-9]`, "m"));
+    } finally {
+      release();
+      await e?.stop();
+      for (const c of collectors) c.stop(true);
+    }
+  });
+});

@@ -3,17 +3,32 @@
  * processes (`bun src/main.ts mocker | serve`), and small readers of their HTTP state
  * (routing headers, /v1/workers, /metrics, the engines' /v1/sessions and /v1/engine/info).
  */
+import { parseJsonBigintSafe } from "../../src/core/json.ts";
+import { parseWorkerKvQueryResponse } from "../../src/recovery/wire.ts";
 import { startMain, type Proc } from "../support/processes.ts";
 
 export const BS = 16;
 
-/** `n` engines pushing KV events to `routerUrl` (one router only: the mocker has one target). */
-export async function startEngines(n: number, routerUrl: string, extra: readonly string[] = []): Promise<Proc[]> {
+/**
+ * `n` distinct free loopback ports, chosen before any router starts so the engines can be
+ * told every router's URL. All probes stay open until all are chosen, so no two repeat.
+ */
+export function freePorts(n: number): number[] {
+  const probes = Array.from({ length: n }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
+  const ports = probes.map((p) => p.port);
+  for (const p of probes) p.stop(true);
+  return ports;
+}
+
+export const loopbackUrl = (port: number): string => `http://127.0.0.1:${port}`;
+
+/** `n` engines pushing their KV events to every router in `routerUrls` (one `--router-url` each). */
+export async function startEngines(n: number, routerUrls: readonly string[], extra: readonly string[] = []): Promise<Proc[]> {
   return Promise.all(
     Array.from({ length: n }, (_, i) =>
       startMain([
-        "mocker", "--port", "0", "--router-url", routerUrl, "--event-batch-ms", "2", "--block-size", String(BS),
-        "--seed", String(i + 1), "--decode-ms-per-step", "8", ...extra,
+        "mocker", "--port", "0", ...routerUrls.flatMap((u) => ["--router-url", u]), "--event-batch-ms", "2",
+        "--block-size", String(BS), "--seed", String(i + 1), "--decode-ms-per-step", "8", ...extra,
       ]),
     ),
   );
@@ -117,4 +132,42 @@ export async function peekSession(routerUrl: string, id: string): Promise<{ work
   if (r.status === 404) return undefined;
   if (!r.ok) throw new Error(`GET /debug/sessions/${id}: HTTP ${r.status}`);
   return (await r.json()) as { worker_id: string; dp_rank: number; kind: string; ttl_ms: number; expires_at_ms: number };
+}
+
+/** One cached block as `worker/block_hash/tokens_hash`, comparable across engines and routers. */
+export type BlockKey = string;
+
+/** Every block the engines hold (dp rank 0), from their /kv/query tree dumps. */
+export async function engineBlocks(engineUrls: readonly string[], headers: Record<string, string> = {}): Promise<Set<BlockKey>> {
+  const out = new Set<BlockKey>();
+  for (const url of engineUrls) {
+    const resp = parseWorkerKvQueryResponse(await (await fetch(`${url}/kv/query?dp_rank=0`, { headers })).text());
+    if (resp.kind !== "tree_dump") throw new Error(`expected a tree dump from ${url}, got ${resp.kind}`);
+    for (const ev of resp.events) {
+      if (ev.event.data.type !== "stored") continue;
+      for (const b of ev.event.data.blocks) out.add(`${ev.workerId}/${b.blockHash}/${b.tokensHash}`);
+    }
+  }
+  return out;
+}
+
+/** Every block in a router's index, from its /debug/kv/dump. */
+export async function routerBlocks(routerUrl: string, headers: Record<string, string> = {}): Promise<Set<BlockKey>> {
+  const res = await fetch(`${routerUrl}/debug/kv/dump`, { headers });
+  if (!res.ok) throw new Error(`GET /debug/kv/dump: HTTP ${res.status}`);
+  const json = parseJsonBigintSafe(await res.text()) as {
+    events: { worker_id: string | number | bigint; event: { data: { stored?: { blocks: { block_hash: string | number | bigint; tokens_hash: string | number | bigint }[] } } } }[];
+  };
+  const out = new Set<BlockKey>();
+  for (const ev of json.events) {
+    for (const b of ev.event.data.stored?.blocks ?? []) out.add(`${BigInt(ev.worker_id)}/${BigInt(b.block_hash)}/${BigInt(b.tokens_hash)}`);
+  }
+  return out;
+}
+
+/** Whether two block sets are equal, and a one-line summary of how they differ (failure messages). */
+export function compareBlocks(engines: ReadonlySet<BlockKey>, router: ReadonlySet<BlockKey>): { same: boolean; detail: string } {
+  const missing = [...engines].filter((b) => !router.has(b)).length;
+  const extra = [...router].filter((b) => !engines.has(b)).length;
+  return { same: missing === 0 && extra === 0, detail: `engines ${engines.size} blocks, router ${router.size} (${missing} missing, ${extra} extra)` };
 }

@@ -5,9 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
-import { freePort, stopAll, until, type Proc } from "../support/processes.ts";
+import { stopAll, until, type Proc } from "../support/processes.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
-import { complete, engineSessions, peekSession, prompt, routing, send, startEngines, startRouter, urlOf, workers } from "./multi-router-cluster.ts";
+import {
+  complete, engineSessions, freePorts, loopbackUrl, peekSession, prompt, routing, send, startEngines, startRouter, urlOf, workers,
+} from "./multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
 
@@ -21,11 +23,11 @@ const engineById = new Map<string, string>();
 beforeAll(async () => {
   redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisPort: redis.port });
-  const port1 = freePort();
-  engines = await startEngines(3, `http://127.0.0.1:${port1}`);
+  const ports = freePorts(2);
+  engines = await startEngines(3, ports.map(loopbackUrl));
   for (const e of engines) engineById.set(String(e.info.worker_id), urlOf(e));
   const shared = ["--redis", bridge.url, "--redis-token", bridge.token, "--session-reaper-interval", "0.2"];
-  routers = await Promise.all([port1, 0].map((p) => startRouter(engines, p, shared)));
+  routers = await Promise.all(ports.map((p) => startRouter(engines, p, shared)));
   r = routers.map(urlOf);
 });
 

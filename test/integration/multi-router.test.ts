@@ -2,14 +2,16 @@
  * Several routers, one truth: three router processes share one real redis-server (started
  * here on a free loopback port) and the same three simulated engines. Sticky bindings,
  * engine-backed session expiry and active load are shared through Redis; worker ids agree
- * because every router derives them from the engine URL. Redis is killed and restarted
- * while requests flow. Every process is stopped by PID in afterAll.
+ * because every router derives them from the engine URL. Every engine pushes its KV events
+ * to all three routers, so each router's index follows the engines. Redis is killed and
+ * restarted while requests flow. Every process is stopped by PID in afterAll.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
-import { freePort, stopAll, until, type Proc } from "../support/processes.ts";
+import { stopAll, until, type Proc } from "../support/processes.ts";
 import {
-  complete, engineSessions, metric, peekSession, prompt, routing, send, startEngines, startRouter, urlOf, workers,
+  compareBlocks, complete, engineBlocks, engineSessions, freePorts, loopbackUrl, metric, peekSession, prompt, routerBlocks, routing, send,
+  startEngines, startRouter, urlOf, workers,
 } from "./multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
@@ -25,11 +27,12 @@ const engineById = new Map<string, string>(); // worker id -> engine URL
 
 beforeAll(async () => {
   redis = await startRedisServer();
-  const port1 = freePort();
-  engines = await startEngines(3, `http://127.0.0.1:${port1}`);
+  // Router ports first: every engine pushes its KV events to all three routers.
+  const ports = freePorts(3);
+  engines = await startEngines(3, ports.map(loopbackUrl));
   for (const e of engines) engineById.set(String(e.info.worker_id), urlOf(e));
   const shared = ["--redis", redis.url, "--session-ttl", String(SESSION_TTL_S), "--session-reaper-interval", "0.2"];
-  routers = await Promise.all([port1, 0, 0].map((p) => startRouter(engines, p, shared)));
+  routers = await Promise.all(ports.map((p) => startRouter(engines, p, shared)));
   r = routers.map(urlOf);
 });
 
@@ -51,6 +54,27 @@ describe("worker identity", () => {
     expect(ids[2]).toEqual(ids[0]!);
     expect(new Set(views[0]!.map((w) => w.id))).toEqual(new Set(engineById.keys()));
     for (const w of views[0]!) expect(w.url).toBe(engineById.get(w.id)!);
+  });
+});
+
+describe("KV index on every router", () => {
+  test("after requests through router 1 only, router 2's index matches the engines' caches (events reach every router)", async () => {
+    for (let i = 0; i < 6; i++) {
+      expect((await send(r[0]!, { prompt: prompt(`kv-${i}`, 3 + i), max_tokens: 1 })).status).toBe(200);
+    }
+    // Routers 2 and 3 saw none of these requests: only the engines' events tell them.
+    for (const i of [1, 2]) {
+      let detail = "";
+      await until(
+        async () => {
+          const [e, ri] = await Promise.all([engineBlocks([...engineById.values()]), routerBlocks(r[i]!)]);
+          const c = compareBlocks(e, ri);
+          detail = c.detail;
+          return e.size >= 3 + 4 + 5 + 6 + 7 + 8 && c.same;
+        },
+        () => `router ${i + 1}'s /debug/kv/dump to match the engines (${detail})\n${logs()}`,
+      );
+    }
   });
 });
 

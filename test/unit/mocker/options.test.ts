@@ -27,8 +27,20 @@ describe("mocker options", () => {
       "--port", "8001", "--dp-ranks=2", "--worker-id", "18446744073709551615", "--router-url", "http://r:1",
       "--lora", "a", "--lora=b", "--speedup", "2.5", "--model", "m",
     ]);
-    expect(o).toEqual({ port: 8001, dpRanks: 2, workerId: 18446744073709551615n, routerUrl: "http://r:1", loras: ["a", "b"], speedup: 2.5, model: "m" });
+    expect(o).toEqual({ port: 8001, dpRanks: 2, workerId: 18446744073709551615n, routerUrls: ["http://r:1"], loras: ["a", "b"], speedup: 2.5, model: "m" });
     expect(resolveMockerOptions(o).loras).toEqual(["a", "b"]);
+  });
+
+  test("--router-url is repeatable and takes comma lists; routerUrl still works; duplicates go", () => {
+    const o = parseMockerArgs(["--router-url", "http://r:1", "--router-url=http://r:2/,http://r:3", "--router-url", "http://r:1/"]);
+    expect(o.routerUrls).toEqual(["http://r:1", "http://r:2/,http://r:3", "http://r:1/"]);
+    expect(resolveMockerOptions(o).routerUrls).toEqual(["http://r:1", "http://r:2", "http://r:3"]);
+    expect(resolveMockerOptions({ routerUrl: "http://a:1", routerUrls: ["http://b:2, http://a:1"] }).routerUrls).toEqual(["http://a:1", "http://b:2"]);
+    expect(resolveMockerOptions().routerUrls).toEqual([]);
+    expect(problems(() => resolveMockerOptions({ routerUrls: ["http://ok:1,nope", "ftp://x"] }))).toEqual([
+      '--router-url: not an http(s) URL (got "nope")',
+      '--router-url: not an http(s) URL (got "ftp://x")',
+    ]);
   });
 
   test("every bad flag is reported at once", () => {
