@@ -50,7 +50,11 @@ export interface LoadTrackerOptions {
   readonly blockSize: number;
   /** This router's id in replica-sync events (default 0). */
   readonly routerId?: bigint;
-  /** Called after each local add / prefill-completed / free, e.g. to publish to replicas. Must not throw. */
+  /**
+   * Called after each local add / prefill-completed / free, e.g. to publish to replicas; a
+   * local request dropped by the 300 s expiry or with its slot (removeWorker, updateWorkers)
+   * is reported as a free too. Must not throw.
+   */
   readonly onLocalEvent?: (event: ActiveSequenceEvent) => void;
 }
 
@@ -70,6 +74,8 @@ export class LoadTracker {
   readonly #slots = new Map<WorkerKey, Slot>();
   readonly #requestSlot = new Map<string, Slot>();
   readonly #requestLora = new Map<string, string>();
+  /** Requests booked through applyRemote: their drops are the origin's to announce, not ours. */
+  readonly #remote = new Set<string>();
   #held = new Int32Array(0);
 
   constructor(opts: LoadTrackerOptions) {
@@ -128,8 +134,9 @@ export class LoadTracker {
   #dropSlot(key: WorkerKey): void {
     const slot = this.#slots.get(key);
     if (!slot) return;
-    for (const id of slot.seqs.requestIds()) this.#unmap(id);
+    const ids = [...slot.seqs.requestIds()];
     slot.seqs.clear();
+    for (const id of ids) this.#dropped(slot, id);
     this.#refs.releaseSlot(slot.seqs.slot);
     this.#slots.delete(key);
   }
@@ -137,6 +144,18 @@ export class LoadTracker {
   #unmap(requestId: string): void {
     this.#requestSlot.delete(requestId);
     this.#requestLora.delete(requestId);
+    this.#remote.delete(requestId);
+  }
+
+  /**
+   * A request the tracker let go of by itself (expiry, slot dropped; its load is already
+   * released): forget it and, when it was booked here, tell the replicas with a free.
+   */
+  #dropped(slot: Slot, requestId: string): void {
+    const local = !this.#remote.has(requestId);
+    const lora = this.#requestLora.get(requestId) ?? null;
+    this.#unmap(requestId);
+    if (local) this.#emit(requestId, slot.worker, lora, FREE);
   }
 
   // ------------------------------------------------------------ request lifecycle
@@ -164,7 +183,7 @@ export class LoadTracker {
     this.#requestSlot.set(req.requestId, slot);
     if (req.loraName !== undefined) this.#requestLora.set(req.requestId, req.loraName);
     const expired = slot.seqs.add(req, now) ?? [];
-    for (const id of expired) this.#unmap(id);
+    for (const id of expired) this.#dropped(slot, id);
     return expired;
   }
 
@@ -199,7 +218,7 @@ export class LoadTracker {
     const expired: string[] = [];
     for (const slot of this.#slots.values()) {
       for (const id of slot.seqs.forceExpiry(now)) {
-        this.#unmap(id);
+        this.#dropped(slot, id);
         expired.push(id);
       }
     }
@@ -222,6 +241,7 @@ export class LoadTracker {
     if (d.type === "add_request") {
       const slot = this.#slots.get(keyOf(ev.worker));
       if (!slot || this.#requestSlot.has(ev.requestId)) return false;
+      this.#remote.add(ev.requestId);
       this.#book(
         slot,
         {

@@ -223,6 +223,44 @@ describe("LoadTracker: replica sync seam (§1.6)", () => {
     expect(t.applyRemote({ ...base, requestId: "x", data: { type: "free" } }, 0)).toBe(false);
   });
 
+  test("local requests dropped by expiry or with their worker are reported as frees; remote ones are not", () => {
+    const events: ActiveSequenceEvent[] = [];
+    const t = new LoadTracker({ blockSize: 4, routerId: 5n, onLocalEvent: (e) => events.push(e) });
+    t.updateWorkers([W1, worker(2, 0), worker(2, 1), worker(3)]);
+    t.forceExpiry(0); // starts each slot's expiry clock
+    const remoteAdd = { type: "add_request", tokenSequence: seq(7), isl: 4, overlap: 0, expectedOutputTokens: null } as const;
+    t.addRequest({ requestId: "old", worker: W1, seqHashes: seq(1), isl: 4, overlap: 0, loraName: "l" }, 0);
+    t.applyRemote({ requestId: "old-remote", worker: W1, routerId: 1n, loraName: null, data: remoteAdd }, 0);
+    t.addRequest({ requestId: "on-2a", worker: worker(2, 0), seqHashes: seq(2), isl: 4, overlap: 0 }, 290_000);
+    t.addRequest({ requestId: "on-2b", worker: worker(2, 1), seqHashes: seq(3), isl: 4, overlap: 0 }, 290_000);
+    t.applyRemote({ requestId: "remote-2", worker: worker(2, 1), routerId: 1n, loraName: null, data: remoteAdd }, 290_000);
+    t.addRequest({ requestId: "stale-3", worker: worker(3), seqHashes: seq(4), isl: 4, overlap: 0 }, 0);
+    const frees = () => events.filter((e) => e.data.type === "free");
+
+    expect(t.forceExpiry(301_000).sort()).toEqual(["old", "old-remote", "stale-3"]);
+    expect(frees().map((e) => e.requestId).sort()).toEqual(["old", "stale-3"]);
+    const old = frees().find((e) => e.requestId === "old")!;
+    expect(old).toEqual({ requestId: "old", worker: W1, data: { type: "free" }, routerId: 5n, loraName: "l" });
+
+    events.length = 0;
+    t.removeWorker(2n);
+    expect(frees().map((e) => [e.requestId, e.worker])).toEqual([["on-2a", worker(2, 0)], ["on-2b", worker(2, 1)]]);
+    expect(t.hasRequest("remote-2")).toBe(false);
+
+    // Expiry found while booking (a slot's scan is due) is reported too, before the new add.
+    events.length = 0;
+    t.addRequest({ requestId: "late", worker: worker(3), seqHashes: seq(5), isl: 4, overlap: 0 }, 200_000);
+    t.addRequest({ requestId: "later", worker: worker(3), seqHashes: seq(6), isl: 4, overlap: 0 }, 600_000);
+    expect(events.map((e) => `${e.data.type}:${e.requestId}`)).toEqual(["add_request:late", "free:late", "add_request:later"]);
+
+    // Dropped through updateWorkers as well, and only once.
+    events.length = 0;
+    t.updateWorkers([W1]);
+    expect(frees().map((e) => e.requestId)).toEqual(["later"]);
+    expect(t.free("later", 0)).toBe(false); // already gone: no second free
+    expect(frees()).toHaveLength(1);
+  });
+
   test("remote events are not echoed to the local hook", () => {
     let echoed = 0;
     const t = new LoadTracker({ blockSize: 4, routerId: 2n, onLocalEvent: () => echoed++ });
