@@ -25,6 +25,7 @@ import {
   CONTROL_INFLIGHT, CONTROL_STOP, CONTROL_WORDS, FLAG_RESTART,
   type WorkerBatch, type WorkerCounters, type WorkerStart, type WorkerToMain,
 } from "./worker-protocol.ts";
+import { defaultRecvWorkerUrl } from "./worker-url.ts";
 
 export interface SubscriberLog {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -57,6 +58,11 @@ export interface VllmKvSubscriberOptions {
   readonly replayTimeoutMs?: number;
   /** Messages per hand-off from the worker (default 512). */
   readonly maxBatch?: number;
+  /**
+   * The receive worker's script (recv-worker.ts, or its bundled form). Default: found by
+   * worker-url.ts, next to this file from source or embedded in a compiled binary.
+   */
+  readonly recvWorkerUrl?: string | URL;
 }
 
 export interface VllmKvSubscriberStats extends WorkerCounters {
@@ -88,7 +94,7 @@ const DECODE_ERROR_LOG_EVERY = 1000;
 export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Promise<VllmKvSubscriber> {
   if (!(opts.blockSize > 0)) throw new Error(`blockSize must be > 0, got ${opts.blockSize}`);
   const control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4));
-  const worker = new Worker(new URL("./recv-worker.ts", import.meta.url).href);
+  const worker = new Worker(String(opts.recvWorkerUrl ?? defaultRecvWorkerUrl()));
   const decode = newVllmDecodeCounters();
   let workerCounters: WorkerCounters = {
     live: 0, replayed: 0, gaps: 0, lostBatches: 0, restarts: 0, replayRequests: 0, replayFailures: 0, lastSeq: -1, malformedFrames: 0,
