@@ -91,7 +91,8 @@ describe("loadConfig", () => {
 
   test("scheduler knobs: load guard off by default, on with a factor >= 1, bad values named", () => {
     const d = loadConfig({ argv: [], env: {} });
-    expect(d).toMatchObject({ loadGuard: null, loadGuardMetric: "requests", activeRequestWeight: 0, busyThreshold: null });
+    expect(d).toMatchObject({ loadGuard: null, loadGuardMetric: "requests", activeRequestWeight: 0, busyThreshold: null, overlapCredit: 32 });
+    expect(loadConfig({ argv: ["--overlap-credit", "0"], env: {} }).overlapCredit).toBe(0);
     const c = loadConfig({ argv: ["--load-guard", "1.25", "--load-guard-metric", "blocks", "--busy-threshold", "0.9"], env: {} });
     expect(c).toMatchObject({ loadGuard: 1.25, loadGuardMetric: "blocks", busyThreshold: 0.9 });
     const p = problems(() => loadConfig({ argv: ["--load-guard", "0.5", "--load-guard-metric", "tokens"], env: {} }));
