@@ -28,7 +28,7 @@ const { values: a } = parseArgs({
     seed: { type: "string", default: "1" },
     router: { type: "string" },
     "max-output-tokens": { type: "string", default: "32" },
-    "prefill-us-per-token": { type: "string", default: "150" },
+    "prefill-us-per-token": { type: "string", default: "200" },
     "decode-ms-per-step": { type: "string", default: "20" },
     "decode-batch-factor": { type: "string", default: "0.02" },
     "max-concurrency": { type: "string", default: "64" },
