@@ -1,16 +1,16 @@
 /**
  * The transfer backend contract: what every backend (CPU always; CUDA where a GPU is usable)
- * must do. Run it with runTransferBackendContract(name, makePool); backends.test.ts does.
+ * must do. Run it with runTransferBackendContract(name, makePool); transfer-backends.test.ts does.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TransferError } from "../../../src/transfer/errors.ts";
-import { BlockTransferHandler } from "../../../src/transfer/handler.ts";
-import type { NativePool } from "../../../src/transfer/pools.ts";
-import { LAYOUT_KINDS, type BlockLayout, type LayoutKind, type PoolKind } from "../../../src/transfer/types.ts";
-import { equalBytes, pattern } from "../native/native-lib.ts";
+import { TransferError } from "../../src/transfer/errors.ts";
+import { BlockTransferHandler } from "../../src/transfer/handler.ts";
+import type { NativePool } from "../../src/transfer/pools.ts";
+import { LAYOUT_KINDS, type BlockLayout, type LayoutKind, type PoolKind } from "../../src/transfer/types.ts";
+import { equalBytes, pattern } from "../unit/native/native-lib.ts";
 
 export type MakePool = (kind: PoolKind, numBlocks: number, layout: BlockLayout, diskPath?: string) => NativePool;
 

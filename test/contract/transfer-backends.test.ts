@@ -3,9 +3,9 @@
  * always; the CUDA path only where a GPU is usable (skipped otherwise, with the reason).
  */
 import { describe, expect, test } from "bun:test";
-import { NativePool, type PoolBackend } from "../../../src/transfer/pools.ts";
-import { nativeLibrary } from "../native/native-lib.ts";
-import { runTransferBackendContract, smallLayout } from "./backend-contract.ts";
+import { NativePool, type PoolBackend } from "../../src/transfer/pools.ts";
+import { nativeLibrary } from "../unit/native/native-lib.ts";
+import { runTransferBackendContract, smallLayout } from "./transfer-backend.contract.ts";
 
 const lib = nativeLibrary();
 
