@@ -13,6 +13,7 @@ import type { WorkerMembership } from "../workers/membership.ts";
 import type { WorkerRegistry } from "../workers/registry.ts";
 import type { PeerAddress } from "./auth.ts";
 import type { Logger } from "./log.ts";
+import type { UpstreamCall } from "./proxy/upstream.ts";
 import type { ExternalLeases } from "./routing/external-leases.ts";
 import type { RoutingService } from "./routing/routing-service.ts";
 
@@ -38,6 +39,8 @@ export interface AppDeps {
   /** The peer address of a request (Bun: server.requestIP). */
   readonly peer: PeerAddress;
   readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
+  /** The proxy's upstream client (main.ts: pooled sockets on Bun); without one, proxied requests use `fetch`. */
+  readonly upstream?: UpstreamCall;
   /** The runtime is Bun: stream response bodies through Bun's direct streams. */
   readonly directStreams?: boolean;
   /** Milliseconds (load decay, metrics). */

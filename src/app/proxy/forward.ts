@@ -13,6 +13,7 @@ import type { RouteDecision, RoutingService } from "../routing/routing-service.t
 import type { SessionControl } from "../routing/session-control.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream, type ChunkReader } from "./observe-stream.ts";
+import { fetchUpstream, type UpstreamCall, type UpstreamResponse } from "./upstream.ts";
 
 export interface ForwardDeps {
   readonly routing: RoutingService;
@@ -20,6 +21,8 @@ export interface ForwardDeps {
   readonly fence: (workerId: WorkerId, reason: string) => void;
   readonly metrics: RouterMetrics;
   readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
+  /** The upstream client; without one, requests go through `fetch`. */
+  readonly upstream?: UpstreamCall;
   readonly maxRetries: number;
   /** Use Bun's direct streams for response bodies (see observe-stream.ts). */
   readonly directStreams?: boolean;
@@ -74,16 +77,12 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     const started = performance.now();
     let reason: string;
     try {
-      const res = await d.fetch(rec.url + input.path, {
-        method: "POST",
+      const res = await upstreamOf(d)(rec.url, input.path, {
         headers: upstreamRequestHeaders(input.request.headers, worker.dpRank),
         body: input.body,
-        // No client abort signal here: wiring one costs more per request than it saves. A
-        // client that leaves before the first byte is noticed when its response is dropped
-        // (the stream is cancelled, the booking freed, the upstream request aborted).
       });
       if (!RETRYABLE_STATUS.has(res.status) || attempt === d.maxRetries) {
-        const reader: ChunkReader | undefined = res.body?.getReader();
+        const reader = res.body ?? undefined;
         // Read the first chunk before answering, so a body that breaks at once is retried.
         const first = reader ? await reader.read() : undefined;
         d.metrics.firstByte.observe((performance.now() - started) / 1000);
@@ -98,6 +97,16 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     failAttempt(worker.workerId, rec.url, reason, failures, exclude, d);
   }
   throw upstreamFailed(failures);
+}
+
+const fetchAdapters = new WeakMap<ForwardDeps["fetch"], UpstreamCall>();
+
+/** The deps' upstream client, or one over their fetch (made once per fetch function). */
+function upstreamOf(d: ForwardDeps): UpstreamCall {
+  if (d.upstream) return d.upstream;
+  let call = fetchAdapters.get(d.fetch);
+  if (call === undefined) fetchAdapters.set(d.fetch, (call = fetchUpstream(d.fetch)));
+  return call;
 }
 
 function failAttempt(
@@ -120,7 +129,7 @@ function upstreamFailed(failures: readonly string[]): RouterError {
 }
 
 function respond(
-  res: Response,
+  res: UpstreamResponse,
   first: Awaited<ReturnType<ChunkReader["read"]>> | undefined,
   reader: ChunkReader | undefined,
   decision: RouteDecision,

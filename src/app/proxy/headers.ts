@@ -4,8 +4,8 @@
  * runtime. Upstream is asked for an identity encoding, because the runtime's fetch would
  * decompress a gzip body while the header still said gzip.
  *
- * Hot path: upstream headers are a plain object (cheaper for fetch than a Headers built
- * entry by entry), and response headers are a native copy with a few deletions.
+ * Hot path: both directions are plain objects (cheaper to hand to fetch or Response than a
+ * Headers built entry by entry).
  */
 
 const HOP_BY_HOP = [
@@ -41,12 +41,37 @@ export function upstreamRequestHeaders(incoming: Headers, dpRank: number): Recor
   return out;
 }
 
-/** Response headers to send the client: upstream's minus hop-by-hop, plus routing headers. */
-export function clientResponseHeaders(upstream: Headers, worker: string, dpRank: number, overlapBlocks: number): Headers {
-  const out = new Headers(upstream);
-  for (const name of HOP_BY_HOP) if (out.has(name)) out.delete(name);
-  out.set(HEADER_WORKER, worker);
-  out.set(HEADER_DP_RANK, String(dpRank));
-  out.set(HEADER_OVERLAP, String(overlapBlocks));
+const ROUTING_HEADERS: ReadonlySet<string> = new Set([HEADER_WORKER, HEADER_DP_RANK, HEADER_OVERLAP]);
+
+/**
+ * Response headers to send the client: upstream's (flat [name, value, ...], names lower-case)
+ * minus hop-by-hop, plus the routing headers. A plain object, which Response takes more
+ * cheaply than a Headers; a list of pairs when a name repeats (set-cookie, ...).
+ */
+export function clientResponseHeaders(
+  upstream: readonly string[],
+  worker: string,
+  dpRank: number,
+  overlapBlocks: number,
+): Record<string, string> | [string, string][] {
+  // No prototype: any header name (even "__proto__") is just a key.
+  const out: Record<string, string> = Object.create(null);
+  let pairs: [string, string][] | undefined;
+  for (let i = 0; i < upstream.length; i += 2) {
+    const name = upstream[i]!;
+    if (HOP_BY_HOP_SET.has(name) || ROUTING_HEADERS.has(name)) continue;
+    if (pairs === undefined && name in out) pairs = Object.entries(out);
+    if (pairs !== undefined) pairs.push([name, upstream[i + 1]!]);
+    else out[name] = upstream[i + 1]!;
+  }
+  const dp = String(dpRank);
+  const overlap = String(overlapBlocks);
+  if (pairs !== undefined) {
+    pairs.push([HEADER_WORKER, worker], [HEADER_DP_RANK, dp], [HEADER_OVERLAP, overlap]);
+    return pairs;
+  }
+  out[HEADER_WORKER] = worker;
+  out[HEADER_DP_RANK] = dp;
+  out[HEADER_OVERLAP] = overlap;
   return out;
 }

@@ -38,6 +38,7 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
     fence: d.fence,
     metrics: d.metrics,
     fetch: d.fetch,
+    upstream: d.upstream,
     maxRetries: d.maxRetries,
     directStreams: d.directStreams,
     warn: (m: string) => d.log.warn(m),
