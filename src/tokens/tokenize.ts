@@ -6,9 +6,29 @@
 
 const encoder = new TextEncoder();
 
-/** UTF-8 bytes of `text`, each one a token id. */
+/** Strings up to this many UTF-16 units are encoded into a reused buffer (3 bytes per unit at most). */
+const SCRATCH_MAX_UNITS = 1 << 18;
+let scratch = new Uint8Array(3 * 4096);
+
+/**
+ * UTF-8 bytes of `text`, each one a token id. Hot path (every request): the bytes go into
+ * a reused buffer, then one plain loop widens them; no intermediate byte array, no
+ * `Uint32Array.from` (which walks its input generically).
+ */
 export function tokenizeText(text: string): Uint32Array {
-  return Uint32Array.from(encoder.encode(text));
+  let bytes: Uint8Array;
+  let n: number;
+  if (text.length <= SCRATCH_MAX_UNITS) {
+    if (scratch.length < 3 * text.length) scratch = new Uint8Array(3 * text.length);
+    bytes = scratch;
+    n = encoder.encodeInto(text, scratch).written;
+  } else {
+    bytes = encoder.encode(text);
+    n = bytes.length;
+  }
+  const out = new Uint32Array(n);
+  for (let i = 0; i < n; i++) out[i] = bytes[i]!;
+  return out;
 }
 
 export interface ChatMessage {

@@ -10,6 +10,26 @@ describe("tokenizeText", () => {
   test("is deterministic", () => {
     expect(tokenizeText("hello world")).toEqual(tokenizeText("hello world"));
   });
+  test("equals the UTF-8 encoding for any text: 4-byte characters, lone surrogates, long and very long strings", () => {
+    const samples = [
+      "plain ascii",
+      "mixed: é ü 中文 🚀 \u0000 end",
+      "lone surrogate \ud800 and \udc00",
+      "x".repeat(5000) + "é".repeat(3000), // grows the reused buffer
+      "short after long",
+      "🚀".repeat(70_000) + "y".repeat(200_000), // past the reused buffer's limit
+    ];
+    for (const text of samples) {
+      const want = Uint32Array.from(new TextEncoder().encode(text));
+      expect(tokenizeText(text), text.slice(0, 20)).toEqual(want);
+    }
+  });
+  test("results never share memory (the encoding buffer is reused between calls)", () => {
+    const a = tokenizeText("first prompt");
+    const b = tokenizeText("second");
+    expect(new TextDecoder().decode(Uint8Array.from(a))).toBe("first prompt");
+    expect(a.buffer).not.toBe(b.buffer);
+  });
 });
 
 describe("tokenizeChat", () => {
