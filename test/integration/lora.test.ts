@@ -78,9 +78,11 @@ describe("LoRA adapters loaded on demand", () => {
   test("a LoRA request never matches the base model's blocks of the same prompt, even on the same engine", async () => {
     const p = prompt("shared-prefix", 6);
     const pin = { "x-session-id": "lora-vs-base" };
+    // Counted before: the engine already caches earlier tests' blocks, which must not pass for these.
+    const cachedBefore = new Map((await workers(r1)).map((w) => [w.id, w.cached_blocks]));
     const sqlWorker = (await send(r1, { model: "sql", prompt: p, max_tokens: 1 }, pin)).worker;
-    await until(async () => (await cachedOn(sqlWorker)) >= 6, "the adapter's blocks in router 1's index");
-    const cachedAfterLora = await cachedOn(sqlWorker);
+    const cachedAfterLora = cachedBefore.get(sqlWorker)! + 6;
+    await until(async () => (await cachedOn(sqlWorker)) >= cachedAfterLora, "the adapter's blocks in router 1's index");
 
     // Same tokens, base model, same engine (the session pins it): nothing cached for it yet.
     const base = await send(r1, { model: BASE, prompt: p, max_tokens: 1 }, pin);
