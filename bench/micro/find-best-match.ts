@@ -22,6 +22,7 @@ import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
 import { createPipeline } from "../../src/scheduler/registry.ts";
 import { loadNativeBlockHasher } from "../../src/native/hasher.ts";
 import { worker } from "../../src/core/ids.ts";
+import { mulberry32 } from "../../test/support/prng.ts";
 
 const WORKERS = 64;
 const BS = 16;
@@ -107,8 +108,7 @@ function measure(world: World, hasher: BatchBlockHasher, queries: Uint32Array[],
   const config = schedulerConfig({ blockSize: BS });
   const pipeline = createPipeline("kv", config);
   const endpoints = endpointsOf(Array.from({ length: WORKERS }, (_, i) => ({ workerId: BigInt(i) })));
-  let r = 1;
-  const rng = () => ((r = (r * 1103515245 + 12345) >>> 0) / 4294967296);
+  const rng = mulberry32(1);
   const n = queries.length * rounds;
   const ph: Phases = { hash: new Float64Array(n), match: new Float64Array(n), schedule: new Float64Array(n), total: new Float64Array(n) };
   let i = 0;

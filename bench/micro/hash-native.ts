@@ -11,6 +11,9 @@
 import { portableBatchHasher, XXH3_SEED, type BatchBlockHasher } from "../../src/core/hashing.ts";
 import { createNativeBlockHasher } from "../../src/native/hasher.ts";
 import { loadNativeLibrary } from "../../src/native/library.ts";
+import { randomTokens } from "../../test/support/prng.ts";
+import { median } from "../replay/stats.ts";
+import { textTable } from "../support/text-table.ts";
 
 interface CaseResult {
   name: string;
@@ -22,23 +25,8 @@ interface CaseResult {
   tokensPerSec: number;
 }
 
-function makeTokens(n: number, seed = 12345): Uint32Array {
-  const t = new Uint32Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    t[i] = (x >>> 0) % 150_000;
-  }
-  return t;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
+/** Deterministic pseudo-random token ids (seeded xorshift32), vocabulary 150k. */
+const makeTokens = (n: number, seed = 12345): Uint32Array => randomTokens(n, 150_000, seed);
 
 function timeCase(hasher: CaseResult["hasher"], h: BatchBlockHasher, tokens: Uint32Array, bs: number): CaseResult {
   const fn = () => h(tokens, bs, XXH3_SEED);
@@ -88,10 +76,7 @@ function printTable(cases: CaseResult[]): void {
     const up = c.hasher === "native" && portable ? `${(portable.medianUs / c.medianUs).toFixed(1)}x` : "";
     return [c.name, c.medianUs.toFixed(2), c.minUs.toFixed(2), (c.tokensPerSec / 1e6).toFixed(1), up];
   });
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const fmt = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  console.log(fmt(head));
-  for (const r of rows) console.log(fmt(r));
+  console.log(textTable(head, rows));
 }
 
 if (import.meta.main) {

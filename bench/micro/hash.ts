@@ -10,6 +10,9 @@
  * tokens/s.
  */
 import { computeBlockHashes, computeSeqHashes, portableBatchHasher, XXH3_SEED } from "../../src/core/hashing.ts";
+import { randomTokens } from "../../test/support/prng.ts";
+import { median } from "../replay/stats.ts";
+import { textTable } from "../support/text-table.ts";
 
 interface CaseResult {
   name: string;
@@ -23,23 +26,7 @@ interface CaseResult {
 }
 
 /** Deterministic pseudo-random token ids (seeded xorshift32), vocabulary 150k. */
-function makeTokens(n: number, seed = 12345): Uint32Array {
-  const t = new Uint32Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    t[i] = (x >>> 0) % 150_000;
-  }
-  return t;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
+const makeTokens = (n: number, seed = 12345): Uint32Array => randomTokens(n, 150_000, seed);
 
 /** Times `fn` in batches of `inner` calls so short cases are not dominated by timer noise. */
 function timeCase(name: string, tokens: number, blockSize: number, blocks: number, fn: () => unknown): CaseResult {
@@ -107,10 +94,7 @@ function printTable(cases: CaseResult[]): void {
     c.minUs.toFixed(1),
     (c.tokensPerSec / 1e6).toFixed(1),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const fmt = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  console.log(fmt(head));
-  for (const r of rows) console.log(fmt(r));
+  console.log(textTable(head, rows));
 }
 
 if (import.meta.main) {

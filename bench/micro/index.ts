@@ -25,6 +25,7 @@
 import { storedEvent, removedEvent } from "../../src/core/events.ts";
 import type { RouterEvent, StoredBlock } from "../../src/core/events.ts";
 import { RadixTree } from "../../src/indexer/radix-tree.ts";
+import { xorshift32 } from "../../test/support/prng.ts";
 
 const WORKERS = 64;
 const EVENT_BLOCKS = 16;
@@ -36,13 +37,8 @@ const LONG_BLOCKS = 8192;
 
 // ---------------------------------------------------------------------------- hashes
 
-let rng = 0x9e3779b9;
-function rand32(): number {
-  rng ^= rng << 13;
-  rng ^= rng >>> 17;
-  rng ^= rng << 5;
-  return rng >>> 0;
-}
+const RNG_SEED = 0x9e3779b9;
+let rand32 = xorshift32(RNG_SEED);
 const B64 = new BigUint64Array(1);
 const B32 = new Uint32Array(B64.buffer);
 function randomHash(): bigint {
@@ -198,7 +194,7 @@ function typed(e: RouterEvent): TypedStore {
  * over as typed arrays (RadixTree.storeHashes) instead of RouterEvent objects.
  */
 function build(target: number, viaTyped: boolean): Built {
-  rng = 0x9e3779b9;
+  rand32 = xorshift32(RNG_SEED); // every build sees the same workload
   const w: Workload = { families: makeFamilies(), samples: [], longDocs: [], history: [], keptBytes: 0 };
   for (let d = 0; d < LONG_DOCS; d++) w.longDocs.push(extend(EMPTY, Array.from({ length: LONG_BLOCKS }, randomHash)));
   const holds = Array.from({ length: WORKERS }, () => new Set<number>());

@@ -24,7 +24,9 @@ import { endpointsOf } from "../../src/scheduler/endpoints.ts";
 import { findBestMatch } from "../../src/scheduler/find-best-match.ts";
 import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
 import { createPipeline, type PolicyName } from "../../src/scheduler/registry.ts";
-import type { Endpoint, Rng } from "../../src/scheduler/types.ts";
+import type { Endpoint } from "../../src/scheduler/types.ts";
+import { mulberry32 } from "../../test/support/prng.ts";
+import { textTable } from "../support/text-table.ts";
 
 const WORKERS = 64;
 const BLOCK_SIZE = 16;
@@ -45,18 +47,6 @@ interface CaseResult {
   maxUs: number;
   meanUs: number;
   bestBatchUs: number;
-}
-
-/** mulberry32: deterministic bench data. */
-function seededRng(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Distinct pseudo-random 64-bit "sequence hashes" for a labelled segment. */
@@ -93,7 +83,7 @@ function buildWorld(): World {
   const endpoints = endpointsOf(Array.from({ length: WORKERS }, (_, i) => ({ workerId: BigInt(1000 + i) })));
   const tracker = new LoadTracker({ blockSize: BLOCK_SIZE });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
-  const rng = seededRng(42);
+  const rng = mulberry32(42);
   const system = segment(1, SYSTEM_BLOCKS);
   const conversations: BigUint64Array[] = [];
   let n = 0;
@@ -168,7 +158,7 @@ function timeCalls(name: string, fn: (i: number) => void): CaseResult {
 function scheduleCase(world: World, policy: PolicyName, label: string, temperature = 0): CaseResult {
   const config = { ...world.config, temperature };
   const pipeline = createPipeline(policy, config);
-  const rng = seededRng(7);
+  const rng = mulberry32(7);
   const { tracker, endpoints, requests } = world;
   return timeCalls(label, (i) => {
     const r = requests[i % REQUEST_POOL]!;
@@ -180,7 +170,7 @@ function scheduleCase(world: World, policy: PolicyName, label: string, temperatu
 function lifecycleCase(world: World): CaseResult {
   const config = world.config;
   const pipeline = createPipeline("kv", config);
-  const rng = seededRng(9);
+  const rng = mulberry32(9);
   const { tracker, endpoints, requests } = world;
   const ids = Array.from({ length: WARMUP + SAMPLES }, (_, i) => `bench-${i}`);
   return timeCalls("kv schedule + book + prefill done + free", (i) => {
@@ -257,10 +247,7 @@ function printTable(cases: CaseResult[]): void {
     String(c.calls),
     ...[c.p50Us, c.p90Us, c.p99Us, c.maxUs, c.meanUs, c.bestBatchUs].map((x) => x.toFixed(1)),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const fmt = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  console.log(fmt(head));
-  for (const r of rows) console.log(fmt(r));
+  console.log(textTable(head, rows));
 }
 
 if (import.meta.main) {

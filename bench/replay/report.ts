@@ -1,4 +1,6 @@
 /** The replay's outputs: a plain table, the JSON shape scripts read, and an SVG plot. */
+import { textTable } from "../support/text-table.ts";
+
 export interface PolicyResult {
   hit_rate: number;
   hit_rate_vs_ideal: number;
@@ -36,7 +38,7 @@ const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
 export function formatTable(r: ReplayReport): string {
   const head = ["policy", "hit", "÷ideal", "ttft p50", "p90", "p99", "e2e p50", "p99", "out tok/s", "max/mean", "route µs p50", "p99", "reqs", "errors"];
-  const rows: string[][] = [head];
+  const rows: string[][] = [];
   for (const [name, p] of Object.entries(r.policies)) {
     rows.push([
       name, f(p.hit_rate, 3), f(p.hit_rate_vs_ideal, 3), f(p.ttft_ms.p50), f(p.ttft_ms.p90), f(p.ttft_ms.p99),
@@ -47,12 +49,9 @@ export function formatTable(r: ReplayReport): string {
   for (const [name, o] of Object.entries(r.offline)) {
     rows.push([`offline ${name}`, f(o.hit_rate, 3), f(o.hit_rate_vs_ideal, 3), "", "", "", "", "", "", f(o.load_max_over_mean, 2), "", "", "", ""]);
   }
-  const widths = head.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   return [
     `trace ${r.trace}: ${r.requests} requests, ${r.engines} engines × ${r.kv_blocks_per_engine} KV blocks of ${r.block_size} tokens, speedup ${r.speedup}×, unique blocks ${r.unique_blocks}, ideal hit rate ${f(r.ideal_hit_rate, 3)}`,
-    line(rows[0]!),
-    ...rows.slice(1).map(line),
+    textTable(head, rows),
   ].join("\n");
 }
 

@@ -11,8 +11,11 @@ export function summarize(values: readonly number[]): { p50: number; p90: number
   return { p50: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), mean };
 }
 
+/** The middle value; the mean of the two middle ones for an even count (NaN when empty). */
 export function median(values: readonly number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 50);
+  const s = [...values].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length === 0 ? NaN : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 /**

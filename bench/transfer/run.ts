@@ -20,6 +20,7 @@ import { join } from "node:path";
 import { loadNativeLibrary, type NativeLibrary } from "../../src/native/library.ts";
 import { NativePool } from "../../src/transfer/pools.ts";
 import type { BlockLayout } from "../../src/transfer/types.ts";
+import { median } from "../replay/stats.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const MIB = 1 << 20;
@@ -27,12 +28,6 @@ const MIB = 1 << 20;
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
   return i > 0 ? process.argv[i + 1] : undefined;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 function sh(cmd: string[], what: string): { stdout: string; stderr: string } {

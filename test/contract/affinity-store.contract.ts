@@ -13,8 +13,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { worker, type WorkerWithDpRank } from "../../src/core/ids.ts";
 import { StickyRouter } from "../../src/sessions/sticky.ts";
 import type { AffinityStore, Binding, OnExpire } from "../../src/sessions/store.ts";
+import { until } from "../support/processes.ts";
 import { FakeClock } from "./fake-clock.ts";
-import { waitFor } from "./wait-for.ts";
 
 export interface StoreUnderTest {
   readonly store: AffinityStore;
@@ -239,7 +239,7 @@ export function runAffinityStoreContract(name: string, makeStore: MakeStore): vo
       await h.store.put("router", worker(6, 0), 5 * S, "router-only");
       await h.advance(6 * S); // sweeps at +1 … +6 s; the one at +5 s finds both expired
 
-      await waitFor(() => closed.length > 0, "the timer-driven sweep to close the engine session");
+      await until(() => closed.length > 0, "the timer-driven sweep to close the engine session");
       expect(closedIds()).toEqual(["engine"]);
       expect(closed[0]![1].worker).toEqual(worker(5, 1));
     });

@@ -10,10 +10,10 @@ import { worker } from "../../src/core/ids.ts";
 import { openRedisConnection, type RedisConnection } from "../../src/sessions/redis-client.ts";
 import { RedisAffinityStore } from "../../src/sessions/redis-store.ts";
 import type { Binding, StoreLogger } from "../../src/sessions/store.ts";
+import { until } from "../support/processes.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
 import { runAffinityStoreContract, type MakeStore } from "./affinity-store.contract.ts";
-import { waitFor } from "./wait-for.ts";
 
 let server: RedisServer;
 let bridge: UpstashBridge;
@@ -87,7 +87,7 @@ describe("RedisAffinityStore on the wire", () => {
       const store = new RedisAffinityStore({ connection: await connect(transport), keyPrefix: freshPrefix(), reaperIntervalMs: 0, logger: silent });
       try {
         await store.put("s", worker(1, 1), 60_000, "router-only");
-        await waitFor(async () => (await store.get("s")) !== undefined, `a ${transport} store to read its binding`);
+        await until(async () => (await store.get("s")) !== undefined, `a ${transport} store to read its binding`);
         expect(await raw.command(["SCRIPT", "FLUSH"])).toBe("OK");
         expect((await store.get("s"))?.worker).toEqual(worker(1, 1));
         expect(store.stats().errors).toBe(0);
@@ -115,7 +115,7 @@ describe("RedisAffinityStore on the wire", () => {
       const b = await store.peek("e");
       expect(b?.expiresAt).toBeGreaterThanOrEqual(redisNow + 150);
       expect(b!.expiresAt).toBeLessThan(redisNow + 150 + 2_000);
-      await waitFor(() => closed.length === 1, "the reaper to close the session after 150 ms of Redis time");
+      await until(() => closed.length === 1, "the reaper to close the session after 150 ms of Redis time");
       expect(closed).toEqual(["e"]);
       expect(await store.peek("e")).toBeUndefined();
     } finally {
@@ -169,7 +169,7 @@ describe("several routers sharing one Redis", () => {
         }
       };
       await lookups();
-      await waitFor(() => closes.size === engine.size, `all ${engine.size} engine sessions to be closed`, { timeoutMs: 10_000 });
+      await until(() => closes.size === engine.size, `all ${engine.size} engine sessions to be closed`, 10_000);
       await Promise.all(routers.map((r) => r.reapExpired()));
       await lookups();
 
@@ -220,13 +220,14 @@ describe("Redis going away", () => {
 
       await server.restart(); // same port, empty: no persistence
       for (const s of stores) {
-        await waitFor(
+        await until(
           async () => {
             await s.put("after", worker(3, 1), 60_000, "engine-backed");
             return (await s.get("after"))?.worker.workerId === 3n;
           },
           "the store to bind and resolve again after Redis restarted",
-          { timeoutMs: 10_000, everyMs: 50 },
+          10_000,
+          50,
         );
         expect(s.stats().available).toBe(true);
       }

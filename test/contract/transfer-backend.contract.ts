@@ -11,6 +11,7 @@ import { BlockTransferHandler } from "../../src/transfer/handler.ts";
 import type { NativePool } from "../../src/transfer/pools.ts";
 import { LAYOUT_KINDS, type BlockLayout, type LayoutKind, type PoolKind } from "../../src/transfer/types.ts";
 import { equalBytes, pattern } from "../unit/native/native-lib.ts";
+import { rejectionOf } from "../support/errors.ts";
 
 export type MakePool = (kind: PoolKind, numBlocks: number, layout: BlockLayout, diskPath?: string) => NativePool;
 
@@ -33,15 +34,7 @@ const REFUSED: readonly [PoolKind, PoolKind][] = [
   ["disk", "disk"],
 ];
 
-async function rejection(p: Promise<unknown>): Promise<TransferError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(TransferError);
-    return e as TransferError;
-  }
-  throw new Error("expected a rejection");
-}
+const rejection = (p: Promise<unknown>): Promise<TransferError> => rejectionOf(TransferError, p);
 
 export function runTransferBackendContract(name: string, makePool: MakePool): void {
   describe(`transfer backend contract: ${name}`, () => {

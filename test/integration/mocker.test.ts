@@ -15,19 +15,11 @@ import { type MockerHandle, startMocker } from "../../src/mocker/server.ts";
 import { parseWorkerKvQueryResponse } from "../../src/recovery/wire.ts";
 import type { WorkerKvQueryResponse } from "../../src/recovery/types.ts";
 import { tokenizeText } from "../../src/tokens/tokenize.ts";
+import { until } from "../support/processes.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const BS = 4;
 const KV_BLOCKS = 24;
-
-/** Poll `cond` until it holds or the deadline passes (no sleeps as synchronisation). */
-async function until(cond: () => boolean | Promise<boolean>, what: string, deadlineMs = 5_000): Promise<void> {
-  const end = performance.now() + deadlineMs;
-  while (!(await cond())) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(5);
-  }
-}
 
 // ---------------------------------------------------------------- collector ("router")
 

@@ -1,24 +1,17 @@
 /**
- * Helpers for the multi-router integration tests: simulated engines and routers as real
- * processes (`bun src/main.ts mocker | serve`), and small readers of their HTTP state
- * (routing headers, /v1/workers, /metrics, the engines' /v1/sessions and /v1/engine/info).
+ * Helpers for the multi-router (and router) integration tests: simulated engines and
+ * routers as real processes (`bun src/main.ts mocker | serve`), and small readers of their
+ * HTTP state (routing headers, /v1/workers, /metrics, the engines' /v1/sessions and
+ * /v1/engine/info, the engines' cached blocks against a router's /debug/kv/dump).
  */
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { parseWorkerKvQueryResponse } from "../../src/recovery/wire.ts";
 import { startMain, type Proc } from "../support/processes.ts";
 
-export const BS = 16;
+/** Router ports are chosen before any router starts, so the engines can be told every router's URL. */
+export { freePorts } from "../support/processes.ts";
 
-/**
- * `n` distinct free loopback ports, chosen before any router starts so the engines can be
- * told every router's URL. All probes stay open until all are chosen, so no two repeat.
- */
-export function freePorts(n: number): number[] {
-  const probes = Array.from({ length: n }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
-  const ports = probes.map((p) => p.port);
-  for (const p of probes) p.stop(true);
-  return ports;
-}
+export const BS = 16;
 
 export const loopbackUrl = (port: number): string => `http://127.0.0.1:${port}`;
 

@@ -5,9 +5,8 @@
  * registration. Every process is stopped by PID in afterAll.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { parseJsonBigintSafe } from "../../src/core/json.ts";
-import { parseWorkerKvQueryResponse } from "../../src/recovery/wire.ts";
 import { freePort, startMain, stopAll, until, type Proc } from "../support/processes.ts";
+import { compareBlocks, engineBlocks, routerBlocks } from "./multi-router-cluster.ts";
 
 // Real processes: starting them and polling their state takes longer than the 5 s default.
 setDefaultTimeout(30_000);
@@ -211,36 +210,13 @@ describe("streaming", () => {
 
 describe("index", () => {
   test("/debug/kv/dump holds exactly what the engines hold", async () => {
-    type Block = string;
-    const engineBlocks = async (): Promise<Set<Block>> => {
-      const out = new Set<Block>();
-      for (const e of engines) {
-        const text = await (await fetch(`${e.info.url}/kv/query?dp_rank=0`, { headers: admin })).text();
-        const resp = parseWorkerKvQueryResponse(text);
-        if (resp.kind !== "tree_dump") throw new Error(`expected a tree dump, got ${resp.kind}`);
-        for (const ev of resp.events) {
-          if (ev.event.data.type !== "stored") continue;
-          for (const b of ev.event.data.blocks) out.add(`${ev.workerId}/${b.blockHash}/${b.tokensHash}`);
-        }
-      }
-      return out;
-    };
-    const routerBlocks = async (): Promise<Set<Block>> => {
-      const json = parseJsonBigintSafe(await (await fetch(`${routerUrl}/debug/kv/dump`, { headers: admin })).text()) as {
-        events: { worker_id: string | number; event: { data: { stored?: { blocks: { block_hash: string | number; tokens_hash: string | number }[] } } } }[];
-      };
-      const out = new Set<Block>();
-      for (const ev of json.events) {
-        for (const b of ev.event.data.stored?.blocks ?? []) out.add(`${BigInt(ev.worker_id)}/${BigInt(b.block_hash)}/${BigInt(b.tokens_hash)}`);
-      }
-      return out;
-    };
     let detail = "";
     await until(
       async () => {
-        const [e, r] = await Promise.all([engineBlocks(), routerBlocks()]);
-        detail = `engines ${e.size} blocks, router ${r.size}`;
-        return e.size > 0 && e.size === r.size && [...e].every((b) => r.has(b));
+        const [e, r] = await Promise.all([engineBlocks(engines.map((p) => String(p.info.url)), admin), routerBlocks(routerUrl, admin)]);
+        const c = compareBlocks(e, r);
+        detail = c.detail;
+        return e.size > 0 && c.same;
       },
       () => `the router's dump to match the engines' (${detail})`,
     );

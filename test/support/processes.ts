@@ -11,14 +11,27 @@ export const MAIN = join(ROOT, "src", "main.ts");
 
 /** A TCP port nobody listens on right now (the OS picks it). */
 export function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
+  return freePorts(1)[0]!;
 }
 
-/** Poll `cond` until it returns a truthy value or the deadline passes. */
-export async function until<T>(cond: () => T | Promise<T>, what: string | (() => string), deadlineMs = 10_000): Promise<NonNullable<T>> {
+/**
+ * `n` distinct loopback ports nobody listens on right now. All probes stay open until all
+ * are chosen, so no two repeat (e.g. routers' ports, chosen before the engines that need them).
+ */
+export function freePorts(n: number): number[] {
+  const probes = Array.from({ length: n }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
+  const ports = probes.map((p) => p.port);
+  for (const p of probes) p.stop(true);
+  return ports;
+}
+
+/** Poll `cond` every `everyMs` until it returns a truthy value or the deadline passes. */
+export async function until<T>(
+  cond: () => T | Promise<T>,
+  what: string | (() => string),
+  deadlineMs = 10_000,
+  everyMs = 10,
+): Promise<NonNullable<T>> {
   const end = performance.now() + deadlineMs;
   let last: unknown;
   for (;;) {
@@ -32,7 +45,7 @@ export async function until<T>(cond: () => T | Promise<T>, what: string | (() =>
       const label = typeof what === "string" ? what : what();
       throw new Error(`timed out after ${deadlineMs} ms waiting for ${label}${last ? ` (last error: ${String(last)})` : ""}`);
     }
-    await Bun.sleep(10);
+    await Bun.sleep(everyMs);
   }
 }
 

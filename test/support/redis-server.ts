@@ -5,6 +5,7 @@
  * must fail, not skip (CI installs it).
  */
 import { RedisClient, type Subprocess } from "bun";
+import { freePort } from "./processes.ts";
 
 export interface RedisServer {
   readonly port: number;
@@ -28,14 +29,6 @@ export function redisServerPath(): string {
     );
   }
   return path;
-}
-
-/** A TCP port nobody listens on right now (the OS picks it). */
-export function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
 }
 
 export async function startRedisServer(): Promise<RedisServer> {

@@ -1,15 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig } from "../../../src/config/load.ts";
+import { thrownBy } from "../../support/errors.ts";
 
-function problems(fn: () => unknown): readonly string[] {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof ConfigError) return e.problems;
-    throw e;
-  }
-  throw new Error("expected a ConfigError");
-}
+const problems = (fn: () => unknown): readonly string[] => thrownBy(ConfigError, fn).problems;
 
 describe("loadConfig", () => {
   test("defaults: port 8080, kv policy, block size 16, loopback host without a token", () => {

@@ -7,19 +7,9 @@ import { describe, expect, test } from "bun:test";
 import type { RouterEvent, StoredBlock } from "../../../src/core/events.ts";
 import { clearedEvent, removedEvent, storedEvent } from "../../../src/core/events.ts";
 import { RadixTree } from "../../../src/indexer/radix-tree.ts";
+import { mulberry32 } from "../../support/prng.ts";
 import { scoresOf } from "./helpers.ts";
 import { ReferenceIndex } from "./reference-index.ts";
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A 64-bit hash of a string (two FNV-1a lanes), so engine hashes use all 64 bits. */
 function hash64(s: string): bigint {

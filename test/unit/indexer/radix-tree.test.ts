@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { clearedEvent, removedEvent, storedEvent } from "../../../src/core/events.ts";
 import { RadixTree } from "../../../src/indexer/radix-tree.ts";
+import { lcgAnsiC } from "../../support/prng.ts";
 import { createRemoveEvent, createStoreEvent, q, scoresOf } from "./helpers.ts";
 
 function replay(events: ReturnType<RadixTree["dump"]>): RadixTree {
@@ -330,8 +331,7 @@ describe("RadixTree memory", () => {
 
   test("store/remove churn returns node count and typed-array memory to baseline", () => {
     const t = new RadixTree();
-    let seed = 12345;
-    const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    const rnd = lcgAnsiC(12345);
     t.applyEvent(createStoreEvent(99, 0, [1, 2, 3]));
     const baseNodes = t.nodeCount();
     const runChurn = () => {

@@ -5,11 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { ChildTable } from "../../../src/indexer/child-table.ts";
 import { U64Map } from "../../../src/indexer/u64-map.ts";
-
-function lcg(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
-}
+import { lcgNumericalRecipes as lcg } from "../../support/prng.ts";
 
 describe("U64Map", () => {
   test.each([1, 2, 3])("matches a Map under random churn (seed %d)", (seed) => {

@@ -3,6 +3,7 @@ import { RouterError } from "../../../src/core/errors.ts";
 import { AdapterLoader, type EngineAnswer, type LoraEngineClient, type LoraWorker } from "../../../src/lora/adapter-loader.ts";
 import { rankWorkers } from "../../../src/lora/placement.ts";
 import { LoraStateTracker } from "../../../src/lora/state-tracker.ts";
+import { rejectionOf } from "../../support/errors.ts";
 
 /** Engines as vLLM answers: slots, "already loaded" 400, unload 404; calls recorded. */
 class FakeEngines implements LoraEngineClient {
@@ -63,15 +64,7 @@ function setup(o: { n?: number; maxLoras?: number; evict?: boolean; loadOnDemand
   return { workers, engines, tracker, loader };
 }
 
-async function refusal(p: Promise<unknown>): Promise<RouterError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof RouterError) return e;
-    throw e;
-  }
-  throw new Error("expected a RouterError");
-}
+const refusal = (p: Promise<unknown>): Promise<RouterError> => rejectionOf(RouterError, p);
 
 describe("AdapterLoader", () => {
   test("adapterOf: a held adapter, or with load-on-demand any name that is not a base model", () => {

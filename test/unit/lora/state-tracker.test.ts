@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { keyOf, worker, type WorkerWithDpRank } from "../../../src/core/ids.ts";
 import { DEFAULT_MAX_GPU_LORA_COUNT, LoraStateTracker, type LoraInfo } from "../../../src/lora/state-tracker.ts";
+import { lcgAnsiC } from "../../support/prng.ts";
 
 const lora = (name: string, maxGpuLoraCount?: number): LoraInfo => ({ name, maxGpuLoraCount });
 const keys = (ws: readonly WorkerWithDpRank[]) => ws.map(keyOf).sort();
@@ -95,8 +96,7 @@ describe("LoraStateTracker (seed 000)", () => {
     // Port of the seed's 8-thread hammer: 8 async tasks interleave at every await, in an
     // order decided by a seeded generator, so a handler that yielded half-way would be caught.
     const seed = 0x5eed;
-    let state = seed;
-    const rng = () => ((state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    const rng = lcgAnsiC(seed);
     const tracker = new LoraStateTracker();
     const nWorkers = 8;
     const nLoras = 8;

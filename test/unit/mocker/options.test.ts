@@ -1,15 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { MOCKER_DEFAULTS, MockerOptionsError, parseMockerArgs, resolveMockerOptions } from "../../../src/mocker/options.ts";
+import { thrownBy } from "../../support/errors.ts";
 
-function problems(fn: () => unknown): readonly string[] {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof MockerOptionsError) return e.problems;
-    throw e;
-  }
-  return [];
-}
+const problems = (fn: () => unknown): readonly string[] => thrownBy(MockerOptionsError, fn).problems;
 
 describe("mocker options", () => {
   test("defaults match the documented engine", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { PrefixCache } from "../../../src/mocker/prefix-cache.ts";
+import { mulberry32 } from "../../support/prng.ts";
 
 const seq = (...xs: number[]) => BigUint64Array.from(xs.map(BigInt));
 /** tokens_hash stand-ins: 1000 + engine hash. */
@@ -120,14 +121,3 @@ describe("PrefixCache", () => {
     expect(() => c.release(u.slots, 1)).toThrow();
   });
 });
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

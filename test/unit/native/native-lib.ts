@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import { loadNativeLibrary, type NativeLibrary } from "../../../src/native/library.ts";
+import { xorshift32 } from "../../support/prng.ts";
 
 export const REPO_ROOT = join(import.meta.dir, "..", "..", "..");
 export const LIBRARY_PATH = join(REPO_ROOT, "ffi", "build", "libswitchyard.so");
@@ -24,15 +25,8 @@ export function nativeLibrary(): NativeLibrary {
 /** Deterministic bytes (xorshift32); the seed is in every assertion message that uses it. */
 export function pattern(bytes: number, seed: number): Uint8Array {
   const out = new Uint8Array(bytes);
-  let x = (Math.imul(seed, 2654435761) + 1) >>> 0 || 1;
-  for (let i = 0; i < bytes; i++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    out[i] = x & 0xff;
-  }
+  const next = xorshift32((Math.imul(seed, 2654435761) + 1) >>> 0);
+  for (let i = 0; i < bytes; i++) out[i] = next() & 0xff;
   return out;
 }
 

@@ -1,5 +1,4 @@
 import { describe, expect, test } from "bun:test";
-import { RouterError } from "../../../src/core/errors.ts";
 import { worker, workerKey } from "../../../src/core/ids.ts";
 import { schedulerConfig, type SchedulerConfig } from "../../../src/scheduler/config.ts";
 import { endpoint, endpointsOf } from "../../../src/scheduler/endpoints.ts";
@@ -7,6 +6,7 @@ import { findBestMatch, type FindBestMatchInput } from "../../../src/scheduler/f
 import { LoadTracker } from "../../../src/scheduler/load-tracker.ts";
 import { createPipeline } from "../../../src/scheduler/registry.ts";
 import type { Endpoint } from "../../../src/scheduler/types.ts";
+import { routerErrorCode as codeOf } from "../../support/errors.ts";
 import { chain, overlapsOf, seededRng } from "./helpers.ts";
 
 const BS = 16;
@@ -20,15 +20,6 @@ function setup(endpoints: Endpoint[] = endpointsOf([{ workerId: 1n }, { workerId
   const pipeline = createPipeline("kv", config);
   const base = { endpoints, tracker, pipeline, config, now: 0, rng: seededRng(1), updateStates: false, seqHashes: null, overlaps: overlapsOf(), isl: 64 };
   return { config, tracker, pipeline, run: (over: Partial<FindBestMatchInput> = {}) => findBestMatch({ ...base, ...over }) };
-}
-
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return e instanceof RouterError ? e.code : "not a RouterError";
-  }
-  return undefined;
 }
 
 describe("findBestMatch", () => {

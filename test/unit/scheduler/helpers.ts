@@ -1,20 +1,12 @@
 /** Test helpers for the scheduler suites: seeded rng, hash sequences, overlaps, contexts. */
 import { keyOf, type WorkerKey } from "../../../src/core/ids.ts";
 import type { OverlapScores } from "../../../src/core/overlap.ts";
-import type { Candidate, Endpoint, Rng, SchedulingContext, SchedulingRequest } from "../../../src/scheduler/types.ts";
+import type { Candidate, Endpoint, SchedulingContext, SchedulingRequest } from "../../../src/scheduler/types.ts";
 import { endpoint } from "../../../src/scheduler/endpoints.ts";
+import { mulberry32 as seededRng } from "../../support/prng.ts";
 
-/** mulberry32: small, fast, good enough for tests; same seed → same stream. */
-export function seededRng(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The shared seeded generator (test/support/prng.ts: mulberry32) under the name these suites use. */
+export { seededRng };
 
 export function seq(...hashes: (number | bigint)[]): BigUint64Array {
   return BigUint64Array.from(hashes.map((h) => BigInt(h)));

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { RouterError } from "../../../src/core/errors.ts";
 import { worker, workerKey } from "../../../src/core/ids.ts";
 import { LoadTracker } from "../../../src/scheduler/load-tracker.ts";
 import type { ActiveSequenceEvent } from "../../../src/scheduler/sequence-events.ts";
+import { routerErrorCode as codeOf } from "../../support/errors.ts";
 import { overlapsOf, seededRng, seq } from "./helpers.ts";
 
 const W1 = worker(1);
@@ -14,15 +14,6 @@ function tracker(workers = [W1, W2], blockSize = 4) {
   const t = new LoadTracker({ blockSize, routerId: 9n });
   t.updateWorkers(workers);
   return t;
-}
-
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return e instanceof RouterError ? e.code : "not a RouterError";
-  }
-  return undefined;
 }
 
 describe("LoadTracker: booking", () => {

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { RouterError } from "../../../src/core/errors.ts";
 import { runPipeline } from "../../../src/scheduler/pipeline.ts";
 import type { CostTerm, Filter, Pipeline } from "../../../src/scheduler/types.ts";
 import { minCostPicker } from "../../../src/scheduler/pickers/min-cost.ts";
+import { routerErrorCode as errorCode } from "../../support/errors.ts";
 import { candidate, context } from "./helpers.ts";
 
 const byId: CostTerm = { type: "by-id", cost: (_ctx, c) => Number(c.endpoint.worker.workerId) };
@@ -12,15 +12,6 @@ const dropAll: Filter = { type: "drop-all", whenEmpty: "lora_no_capacity", filte
 
 function pipeline(p: Partial<Pipeline>): Pipeline {
   return { name: "t", filters: [], costs: [{ term: byId, weight: 1 }], picker: minCostPicker(), ...p };
-}
-
-function errorCode(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return (e as RouterError).code;
-  }
-  return undefined;
 }
 
 describe("pipeline: filters → Σ weight·cost → picker", () => {

@@ -2,16 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { RouterError } from "../../../src/core/errors.ts";
 import { promptTokens } from "../../../src/tokens/prompt.ts";
 import { tokenizeChat, tokenizeText } from "../../../src/tokens/tokenize.ts";
+import { thrownBy } from "../../support/errors.ts";
 
-function errorOf(fn: () => unknown): RouterError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof RouterError) return e;
-    throw e;
-  }
-  throw new Error("expected a RouterError");
-}
+const errorOf = (fn: () => unknown): RouterError => thrownBy(RouterError, fn);
 
 describe("promptTokens for completions", () => {
   test("a string prompt is tokenized", () => {

@@ -2,19 +2,12 @@ import { describe, expect, test } from "bun:test";
 import { TransferError } from "../../../src/transfer/errors.ts";
 import { BlockTransferHandler } from "../../../src/transfer/handler.ts";
 import type { PoolKind, ScheduledTransfer, TransferMessage } from "../../../src/transfer/types.ts";
+import { rejectionOf } from "../../support/errors.ts";
 import { boom, FakeGroup, fakePools, Recorder } from "./fakes.ts";
 
 const pairsOf = (n: number) => Array.from({ length: n }, (_, i) => [i, 1000 - i] as const);
 
-async function rejection(p: Promise<unknown>): Promise<TransferError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(TransferError);
-    return e as TransferError;
-  }
-  throw new Error("expected a rejection");
-}
+const rejection = (p: Promise<unknown>): Promise<TransferError> => rejectionOf(TransferError, p);
 
 describe("sharded mode", () => {
   test("a request above the max batch size is split into full batches plus a remainder", async () => {

@@ -1,16 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { TransferError } from "../../../src/transfer/errors.ts";
 import { parseTransferRequest, parseWireRequest } from "../../../src/transfer/request.ts";
+import { thrownBy } from "../../support/errors.ts";
 
 function refused(value: unknown): string {
-  try {
-    parseTransferRequest(value);
-  } catch (e) {
-    expect(e).toBeInstanceOf(TransferError);
-    expect((e as TransferError).code).toBe("invalid-argument");
-    return (e as Error).message;
-  }
-  throw new Error("expected a refusal");
+  const e = thrownBy(TransferError, () => parseTransferRequest(value));
+  expect(e.code).toBe("invalid-argument");
+  return e.message;
 }
 
 describe("transfer request parsing", () => {

@@ -5,6 +5,7 @@ import { workerIdFromUrl } from "../../../src/core/worker-id.ts";
 import type { EngineInfo } from "../../../src/workers/engine-info.ts";
 import { WorkerMembership } from "../../../src/workers/membership.ts";
 import { WorkerRegistry } from "../../../src/workers/registry.ts";
+import { rejectionOf } from "../../support/errors.ts";
 
 function setup(info: (url: string) => Promise<EngineInfo>) {
   const registry = new WorkerRegistry();
@@ -25,15 +26,7 @@ function setup(info: (url: string) => Promise<EngineInfo>) {
   return { registry, m, log, slots: () => slots, loras };
 }
 
-async function rejects(p: Promise<unknown>): Promise<RouterError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof RouterError) return e;
-    throw e;
-  }
-  throw new Error("expected a RouterError");
-}
+const rejects = (p: Promise<unknown>): Promise<RouterError> => rejectionOf(RouterError, p);
 
 describe("WorkerMembership", () => {
   test("registering derives the id from the URL, takes dp ranks and adapters from the engine, and restores each rank", async () => {

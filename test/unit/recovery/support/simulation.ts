@@ -22,7 +22,7 @@ import type { IndexSink, RecoveryStats, WorkerKvQueryResponse } from "../../../.
 import type { ClearScope } from "../../../../src/recovery/worker-state.ts";
 import { FakeEngineRank } from "./fake-engine.ts";
 import { sorted } from "./model-index.ts";
-import { mulberry32, pick, randInt } from "./prng.ts";
+import { mulberry32, pick, randInt } from "../../../support/prng.ts";
 
 export const RESTART_MIN_LIFE = 30n;
 
