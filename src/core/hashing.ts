@@ -678,6 +678,37 @@ export function newU64Array(n: number): BigUint64Array {
   return new BigUint64Array(new ArrayBuffer(8 * n));
 }
 
+/**
+ * Hands out small u64 arrays carved from shared ArrayBuffers ("slabs"): a view costs a
+ * fraction of a fresh ArrayBuffer, which is allocated outside the JS heap and, made per
+ * request, also makes the collector run more often. An array keeps its whole slab alive,
+ * so slab arrays suit results that are used and dropped (a request's hashes); arrays above
+ * `maxPieceBytes` get their own buffer. Contents are unspecified (the caller fills them).
+ */
+export class U64Slab {
+  #slab: ArrayBuffer;
+  #off = 0;
+
+  constructor(
+    readonly slabBytes = 16 * 1024,
+    readonly maxPieceBytes = 2 * 1024,
+  ) {
+    this.#slab = new ArrayBuffer(slabBytes);
+  }
+
+  alloc(n: number): BigUint64Array {
+    const bytes = 8 * n;
+    if (bytes > this.maxPieceBytes) return newU64Array(n);
+    if (this.#off + bytes > this.slabBytes) {
+      this.#slab = new ArrayBuffer(this.slabBytes);
+      this.#off = 0;
+    }
+    const out = new BigUint64Array(this.#slab, this.#off, n);
+    this.#off += bytes;
+    return out;
+  }
+}
+
 /** Portable (pure TypeScript) batch hasher. */
 export const portableBatchHasher: BatchBlockHasher = (tokens, blockSize, seed) => {
   const n = blockSize > 0 ? Math.floor(tokens.length / blockSize) : 0;

@@ -5,6 +5,10 @@
  * and are ~50-100x faster on long prompts. Multimodal blocks are not their business:
  * computeBlockHashesWith() hashes those on the portable path.
  *
+ * Results of up to 256 hashes (4096 tokens at block size 16) are views into shared 16 KiB
+ * buffers (U64Slab), which is what makes them cheap on every request; a caller that keeps
+ * one for long (rather than reading it and dropping it) should keep a copy (`.slice()`).
+ *
  * @example
  * const r = loadNativeLibrary();
  * const hasher = r.ok ? createNativeBlockHasher(r.library) : portableBatchHasher;
@@ -12,7 +16,7 @@
  * const seq = seqHasherOf(hasher)(hashes);   // native when the library has sy_hash_seq
  */
 import { dlopen } from "bun:ffi";
-import { newU64Array, type BatchBlockHasher, type SeqHasher } from "../core/hashing.ts";
+import { U64Slab, type BatchBlockHasher, type SeqHasher } from "../core/hashing.ts";
 import { SY_SEQ_SYMBOLS } from "./ffi.ts";
 import { loadNativeLibrary, type NativeLibrary } from "./library.ts";
 
@@ -21,12 +25,13 @@ const U32_MAX = 0xffff_ffff;
 /** The block hasher; it carries the native sequence hasher when the library has one. */
 export function createNativeBlockHasher(lib: NativeLibrary): BatchBlockHasher {
   const hashBlocks = lib.unsafeSymbols.sy_hash_blocks;
+  const slab = new U64Slab();
   const hasher = (tokens: Uint32Array, blockSize: number, seed: bigint): BigUint64Array => {
     if (!Number.isInteger(blockSize) || blockSize < 0 || blockSize > U32_MAX) {
       throw new RangeError(`block size must be an integer in 0..${U32_MAX}, got ${blockSize}`);
     }
     const n = blockSize > 0 ? Math.floor(tokens.length / blockSize) : 0;
-    const out = newU64Array(n);
+    const out = slab.alloc(n);
     if (n === 0) return out;
     const got = hashBlocks(tokens, tokens.length, blockSize, BigInt.asUintN(64, seed), out, n);
     if (got !== n) throw new Error(`sy_hash_blocks failed: ${lib.lastError()}`);
@@ -48,9 +53,10 @@ export function createNativeSeqHasher(lib: NativeLibrary): SeqHasher | undefined
   try {
     // A second handle on the already-loaded library; never closed, like the first.
     const hashSeq = dlopen(lib.path, SY_SEQ_SYMBOLS).symbols.sy_hash_seq;
+    const slab = new U64Slab();
     seqHasher = (blocks) => {
       const n = blocks.length;
-      const out = newU64Array(n);
+      const out = slab.alloc(n);
       if (n === 0) return out;
       const got = hashSeq(blocks, n, out, n);
       if (got !== n) throw new Error(`sy_hash_seq failed: ${lib.lastError()}`);

@@ -8,6 +8,7 @@ import {
   computeSeqHashesWith,
   hashMmIdentifier,
   newU64Array,
+  U64Slab,
   loraSeed,
   padValueForMmHash,
   portableBatchHasher,
@@ -162,6 +163,20 @@ describe("sequence hasher injection", () => {
     expect(a.buffer.byteLength).toBe(24);
     expect(computeSeqHashes(BigUint64Array.from([1n, 2n])).buffer.byteLength).toBe(16);
     expect(portableBatchHasher(Uint32Array.from(range(8)), 4, XXH3_SEED).buffer.byteLength).toBe(16);
+  });
+});
+
+describe("U64Slab", () => {
+  test("pieces never overlap, a full slab is replaced, large arrays get their own buffer", () => {
+    const slab = new U64Slab(256, 64);
+    const pieces = Array.from({ length: 20 }, (_, i) => slab.alloc(1 + (i % 8)));
+    pieces.forEach((p, i) => p.fill(BigInt(i)));
+    pieces.forEach((p, i) => expect([...p].every((x) => x === BigInt(i)), `piece ${i}`).toBe(true));
+    expect(new Set(pieces.map((p) => p.buffer)).size).toBeGreaterThan(1);
+    for (const p of pieces) expect(p.buffer.byteLength).toBe(256);
+    const big = slab.alloc(9); // 72 bytes > 64
+    expect(big.buffer.byteLength).toBe(72);
+    expect(slab.alloc(0).length).toBe(0);
   });
 });
 

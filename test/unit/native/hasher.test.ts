@@ -60,6 +60,16 @@ describe("the native batch hasher", () => {
     expect(native(view, 16, XXH3_SEED)).toEqual(portableBatchHasher(view, 16, XXH3_SEED));
   });
 
+  test("results kept side by side stay intact (small ones share buffers)", () => {
+    const prompts = Array.from({ length: 300 }, (_, k) => Uint32Array.from({ length: 16 * (1 + (k % 40)) }, (_, i) => i * 7 + k));
+    const got = prompts.map((t) => native(t, 16, XXH3_SEED));
+    const seqs = got.map((b) => native.seqHasher!(b));
+    prompts.forEach((t, k) => {
+      expect(got[k], `prompt ${k}`).toEqual(portableBatchHasher(t, 16, XXH3_SEED));
+      expect(seqs[k], `prompt ${k}`).toEqual(computeSeqHashes(got[k]!));
+    });
+  });
+
   test("a bad block size is a RangeError, not a native call", () => {
     expect(() => native(range(8), -1, XXH3_SEED)).toThrow(RangeError);
     expect(() => native(range(8), 1.5, XXH3_SEED)).toThrow(RangeError);
