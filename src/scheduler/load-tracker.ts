@@ -61,6 +61,8 @@ export interface LoadTrackerOptions {
 interface Slot {
   readonly worker: WorkerWithDpRank;
   readonly seqs: ActiveSequences;
+  /** No longer tracked (a cached lookup must not return it). */
+  dropped: boolean;
 }
 
 const FREE: ActiveSequenceEventData = { type: "free" };
@@ -72,6 +74,8 @@ export class LoadTracker {
   onLocalEvent: ((event: ActiveSequenceEvent) => void) | undefined;
   readonly #refs = new BlockRefs();
   readonly #slots = new Map<WorkerKey, Slot>();
+  /** Slot by worker object: callers pass the same endpoint objects again and again, and this skips formatting the key. */
+  readonly #slotByWorker = new WeakMap<WorkerWithDpRank, Slot>();
   readonly #requestSlot = new Map<string, Slot>();
   readonly #requestLora = new Map<string, string>();
   /** Requests booked through applyRemote: their drops are the origin's to announce, not ours. */
@@ -125,7 +129,11 @@ export class LoadTracker {
   #ensure(key: WorkerKey, worker: WorkerWithDpRank): Slot {
     let slot = this.#slots.get(key);
     if (!slot) {
-      slot = { worker: { workerId: worker.workerId, dpRank: worker.dpRank }, seqs: new ActiveSequences(this.blockSize, this.#refs) };
+      slot = {
+        worker: { workerId: worker.workerId, dpRank: worker.dpRank },
+        seqs: new ActiveSequences(this.blockSize, this.#refs),
+        dropped: false,
+      };
       this.#slots.set(key, slot);
     }
     return slot;
@@ -139,6 +147,16 @@ export class LoadTracker {
     for (const id of ids) this.#dropped(slot, id);
     this.#refs.releaseSlot(slot.seqs.slot);
     this.#slots.delete(key);
+    slot.dropped = true;
+  }
+
+  /** The tracked slot of a worker, or undefined. */
+  #slotOf(w: WorkerWithDpRank): Slot | undefined {
+    const cached = this.#slotByWorker.get(w);
+    if (cached !== undefined && !cached.dropped) return cached;
+    const slot = this.#slots.get(keyOf(w));
+    if (slot !== undefined) this.#slotByWorker.set(w, slot);
+    return slot;
   }
 
   #unmap(requestId: string): void {
@@ -165,7 +183,7 @@ export class LoadTracker {
    * or `duplicate_request` (id already active). Returns the ids that expired meanwhile.
    */
   addRequest(req: TrackedRequest, now: number): string[] {
-    const slot = this.#slots.get(keyOf(req.worker));
+    const slot = this.#slotOf(req.worker);
     if (!slot) throw new RouterError("worker_not_found", `worker ${keyOf(req.worker)} is not tracked`);
     if (this.#requestSlot.has(req.requestId)) throw new RouterError("duplicate_request", `request ${req.requestId} is already active`);
     const expired = this.#book(slot, req, now);

@@ -131,6 +131,19 @@ describe("LoadTracker: membership", () => {
     expect(t.heldBlockRefs).toBe(1);
   });
 
+  test("the same worker object is booked on the live slot after its slot was dropped and made again", () => {
+    const t = tracker();
+    t.addRequest({ requestId: "a", worker: W1, seqHashes: seq(1), isl: 4, overlap: 0 }, 0);
+    t.updateWorkers([W2]); // W1's slot (the one cached for this object) goes
+    expect(() => t.addRequest({ requestId: "b", worker: W1, seqHashes: seq(1), isl: 4, overlap: 0 }, 0)).toThrow();
+    t.updateWorkers([W1, W2]); // a new slot for the same key
+    t.addRequest({ requestId: "c", worker: W1, seqHashes: seq(1, 2), isl: 8, overlap: 0 }, 0);
+    expect(t.activeBlocks(K1)).toBe(2);
+    expect(t.activeRequests(K1)).toBe(1);
+    expect(t.free("c", 0)).toBe(true);
+    expect(t.activeBlocks(K1)).toBe(0);
+  });
+
   test("workers can be given as keys", () => {
     const t = tracker();
     t.addRequest({ requestId: "a", worker: W1, seqHashes: seq(1), isl: 4, overlap: 0 }, 0);
