@@ -18,8 +18,7 @@
  * const res = await client.request("http://127.0.0.1:8000", "/v1/completions", { headers, body });
  */
 import type { Socket, SocketHandler } from "bun";
-import type { ChunkReader } from "../app/proxy/observe-stream.ts";
-import type { UpstreamCall, UpstreamRequestInit, UpstreamResponse } from "../app/proxy/upstream.ts";
+import type { UpstreamBody, UpstreamCall, UpstreamRequestInit, UpstreamResponse } from "../app/proxy/upstream.ts";
 import { Http1ParseError, Http1ResponseParser, type ParserSink, type ResponseHead } from "./http1-parser.ts";
 
 export interface SocketClientOptions {
@@ -242,7 +241,7 @@ function closed(conn: Conn, error: Error | undefined): void {
 }
 
 /** One request/answer on a connection; the answer's body reader once the head is in. */
-class Exchange implements ChunkReader, ParserSink {
+class Exchange implements UpstreamBody, ParserSink {
   readonly headPromise: Promise<UpstreamResponse>;
   #resolveHead!: (r: UpstreamResponse) => void;
   #rejectHead!: (e: Error) => void;
@@ -332,7 +331,11 @@ class Exchange implements ChunkReader, ParserSink {
     if (this.#sent) this.#detach();
   }
 
-  // ---- reader side (ChunkReader)
+  // ---- reader side (UpstreamBody)
+
+  get drained(): boolean {
+    return this.#ended && this.#queue.length === 0;
+  }
 
   read(): Promise<{ done: boolean; value?: Uint8Array }> {
     if (this.#queue.length > 0) return Promise.resolve({ done: false, value: this.#take() });

@@ -13,7 +13,8 @@ import type { RouteDecision, RoutingService } from "../routing/routing-service.t
 import type { SessionControl } from "../routing/session-control.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream, type ChunkReader } from "./observe-stream.ts";
-import { fetchUpstream, type UpstreamCall, type UpstreamResponse } from "./upstream.ts";
+import { SseDataCounter } from "./sse-counter.ts";
+import { fetchUpstream, type UpstreamBody, type UpstreamCall, type UpstreamResponse } from "./upstream.ts";
 
 export interface ForwardDeps {
   readonly routing: RoutingService;
@@ -131,7 +132,7 @@ function upstreamFailed(failures: readonly string[]): RouterError {
 function respond(
   res: UpstreamResponse,
   first: Awaited<ReturnType<ChunkReader["read"]>> | undefined,
-  reader: ChunkReader | undefined,
+  reader: UpstreamBody | undefined,
   decision: RouteDecision,
   d: ForwardDeps,
 ): Response {
@@ -143,6 +144,18 @@ function respond(
     lease.free();
     d.metrics.requests.inc([workerLabel, String(res.status)]);
     return new Response(null, init);
+  }
+  if (reader.drained === true) {
+    // The whole answer is already here (a non-streamed answer, or a fast engine): the
+    // engine is done with the request, so count its tokens, release the booking and
+    // answer the bytes at once, without a stream.
+    const counter = new SseDataCounter();
+    counter.push(first.value);
+    counter.finish();
+    if (counter.events > 0) lease.outputTokens(counter.events);
+    lease.free();
+    d.metrics.requests.inc([workerLabel, String(res.status)]);
+    return new Response(first.value, init);
   }
   const body = observeStream(first.value, reader, {
     onTokens: (n) => lease.outputTokens(n),

@@ -14,13 +14,23 @@ export interface UpstreamRequestInit {
   readonly body: Uint8Array;
 }
 
+/** An answer's body as it arrives. */
+export interface UpstreamBody extends ChunkReader {
+  /**
+   * True once the whole answer has arrived and been read: the next read() would say done.
+   * Lets the proxy answer a complete body at once instead of through a stream. Readers
+   * that cannot tell leave it undefined.
+   */
+  readonly drained?: boolean;
+}
+
 export interface UpstreamResponse {
   readonly status: number;
   readonly statusText: string;
   /** Header fields, flat: [name0, value0, name1, value1, ...], names lower-case. */
   readonly headers: readonly string[];
   /** The answer's bytes as they arrive; null when there is no body. cancel() drops the rest. */
-  readonly body: ChunkReader | null;
+  readonly body: UpstreamBody | null;
 }
 
 /**

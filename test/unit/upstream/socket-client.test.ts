@@ -118,6 +118,29 @@ describe("answers", () => {
     expect(await readAll(res.body)).toBe("data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n");
   });
 
+  test("drained: true once the whole answer has arrived and been read, not before", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const s = rawServer(async (sock, n) => {
+      if (n === 1) {
+        sock.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nwhole");
+        return;
+      }
+      sock.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\npart\r\n");
+      await gate;
+      sock.write("0\r\n\r\n");
+    });
+    const whole = await new SocketHttpClient({ maxIdlePerOrigin: 0 }).request(s.url, "/", post());
+    expect(dec.decode((await whole.body!.read()).value)).toBe("whole");
+    expect(whole.body!.drained).toBe(true);
+    const partial = await new SocketHttpClient().request(s.url, "/", post());
+    expect(dec.decode((await partial.body!.read()).value)).toBe("part");
+    expect(partial.body!.drained).toBe(false);
+    release();
+    expect(await partial.body!.read()).toEqual({ done: true });
+    expect(partial.body!.drained).toBe(true);
+  });
+
   test("the first chunk is readable before the server sent the rest", async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
