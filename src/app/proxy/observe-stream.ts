@@ -16,6 +16,12 @@ export type StreamEnd = "done" | "error" | "cancelled";
 export interface ChunkReader {
   read(): Promise<{ done: boolean; value?: Uint8Array | undefined }>;
   cancel(reason?: unknown): Promise<void>;
+  /**
+   * True once the whole body has arrived and been read (the next read() says done), so
+   * the stream can end right after the chunk just read, sending it with the end in one
+   * write. Readers that cannot tell leave it undefined.
+   */
+  readonly drained?: boolean;
 }
 
 export interface StreamHooks {
@@ -68,19 +74,23 @@ export function observeStream(
       type: "direct",
       async pull(controller: DirectController) {
         try {
+          let last = false;
           if (pending !== undefined) {
             see(pending);
             controller.write(pending);
             pending = undefined;
-            if (!counter.done) await controller.flush();
+            last = reader.drained === true;
+            if (!last && !counter.done) await controller.flush();
           }
-          for (;;) {
+          while (!last) {
             const r = await reader.read();
             if (r.done || r.value === undefined) break;
             see(r.value);
             controller.write(r.value);
-            // After [DONE] only the end of the stream follows: let close() send it all at once.
-            if (!counter.done) await controller.flush();
+            // The end came with this chunk, or only the end follows [DONE]: let close() send
+            // the tail and the end of the stream in one write.
+            last = reader.drained === true;
+            if (!last && !counter.done) await controller.flush();
           }
         } catch (e) {
           if (ended) return; // the client left; the read was cut short by our cancel
@@ -103,6 +113,10 @@ export function observeStream(
           pending = undefined;
           see(chunk);
           controller.enqueue(chunk);
+          if (reader.drained === true) {
+            finish();
+            controller.close();
+          }
           return;
         }
         let r: Awaited<ReturnType<ChunkReader["read"]>>;
@@ -120,6 +134,10 @@ export function observeStream(
         }
         see(r.value);
         controller.enqueue(r.value);
+        if (reader.drained === true) {
+          finish();
+          controller.close();
+        }
       },
       cancel,
     },

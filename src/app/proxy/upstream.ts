@@ -14,15 +14,11 @@ export interface UpstreamRequestInit {
   readonly body: Uint8Array;
 }
 
-/** An answer's body as it arrives. */
-export interface UpstreamBody extends ChunkReader {
-  /**
-   * True once the whole answer has arrived and been read: the next read() would say done.
-   * Lets the proxy answer a complete body at once instead of through a stream. Readers
-   * that cannot tell leave it undefined.
-   */
-  readonly drained?: boolean;
-}
+/**
+ * An answer's body as it arrives. `drained` (see ChunkReader) lets the proxy answer a body
+ * that is complete by its first read at once, instead of through a stream.
+ */
+export type UpstreamBody = ChunkReader;
 
 export interface UpstreamResponse {
   readonly status: number;

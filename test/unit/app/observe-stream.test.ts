@@ -111,3 +111,54 @@ describe("observeStream, Bun direct flavour (served through Bun.serve)", () => {
     }
   });
 });
+
+/** A reader over fixed chunks that says when it is drained and counts its reads. */
+function drainingReader(chunks: string[]) {
+  let i = 0;
+  return {
+    reads: 0,
+    get drained() {
+      return i >= chunks.length;
+    },
+    async read() {
+      this.reads++;
+      return i < chunks.length ? { done: false, value: enc(chunks[i++]!) } : { done: true };
+    },
+    async cancel() {},
+  };
+}
+
+describe("observeStream with a reader that knows it is drained", () => {
+  const chunks = ['data: {"a":1}\n\n', 'data: {"a":2}\n\ndata: [DONE]\n\n'];
+
+  test("pull flavour: ends right after the last chunk, without another read", async () => {
+    const reader = drainingReader(chunks);
+    const first = await reader.read();
+    const ends: [StreamEnd, number][] = [];
+    const out = observeStream(first.value, reader, { onEnd: (how, n) => ends.push([how, n]) });
+    const got = await readAll(out);
+    expect(got.map((b) => new TextDecoder().decode(b))).toEqual(chunks);
+    expect(reader.reads).toBe(2);
+    expect(ends).toEqual([["done", 2]]);
+  });
+
+  test("direct flavour: same bytes, one end, no read after the last chunk; also when the first chunk is the last", async () => {
+    for (const parts of [chunks, [chunks.join("")]]) {
+      const reader = drainingReader(parts);
+      const first = await reader.read();
+      const ends: [StreamEnd, number][] = [];
+      const server = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        fetch: () => new Response(observeStream(first.value, reader, { onEnd: (how, n) => ends.push([how, n]) }, true)),
+      });
+      try {
+        expect(await (await fetch(`http://127.0.0.1:${server.port}/`)).text()).toBe(chunks.join(""));
+        expect(reader.reads).toBe(parts.length);
+        expect(ends).toEqual([["done", 2]]);
+      } finally {
+        server.stop(true);
+      }
+    }
+  });
+});
