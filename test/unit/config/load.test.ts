@@ -94,7 +94,8 @@ describe("loadConfig", () => {
   });
 
   test("--inflight-overlap takes a boolean", () => {
-    expect(loadConfig({ argv: [], env: {} }).inflightOverlap).toBe(false);
+    expect(loadConfig({ argv: [], env: {} }).inflightOverlap).toBe(true);
+    expect(loadConfig({ argv: ["--inflight-overlap", "false"], env: {} }).inflightOverlap).toBe(false);
     expect(loadConfig({ argv: ["--inflight-overlap", "true"], env: {} }).inflightOverlap).toBe(true);
     expect(loadConfig({ argv: [], env: { SWITCHYARD_INFLIGHT_OVERLAP: "false" } }).inflightOverlap).toBe(false);
     expect(problems(() => loadConfig({ argv: ["--inflight-overlap", "maybe"], env: {} })).join()).toContain("--inflight-overlap");
