@@ -4,7 +4,7 @@
  * See bench/README.md for the timing model, the defaults and how they were chosen.
  */
 import { parseArgs } from "node:util";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { startCluster, type EngineTiming } from "./cluster.ts";
 import { idealHitRate, simulateOffline } from "./oracle.ts";
@@ -17,6 +17,7 @@ import { fullBlockIds, loadTrace, uniqueFullBlocks } from "./trace.ts";
 const ROOT = join(import.meta.dir, "..", "..");
 const { values: a } = parseArgs({
   options: {
+    // The Mooncake traces sit beside the checkout in the project's workspace; elsewhere pass --trace.
     trace: { type: "string", default: join(ROOT, "..", "shared", "traces", "conversation_trace.jsonl") },
     requests: { type: "string", default: "1000" },
     speedup: { type: "string", default: "20" },
@@ -46,6 +47,9 @@ const num = (name: keyof typeof a) => {
   return v;
 };
 
+if (!existsSync(a.trace!)) {
+  throw new Error(`trace ${a.trace} not found: pass --trace PATH (Mooncake JSONL; bench/replay/fixtures/synthetic-300.jsonl is a small one)`);
+}
 const trace = loadTrace(a.trace!, num("requests"));
 if (trace.length === 0) throw new Error(`no requests in ${a.trace}`);
 const engines = num("engines");

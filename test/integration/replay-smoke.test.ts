@@ -12,7 +12,8 @@ import { join } from "node:path";
 setDefaultTimeout(180_000);
 
 const ROOT = join(import.meta.dir, "..", "..");
-const TRACE = join(ROOT, "..", "shared", "traces", "synthetic_trace.jsonl");
+// The first 300 requests of Mooncake's synthetic_trace.jsonl, kept in the repo so CI's fresh clone has them.
+const TRACE = join(ROOT, "bench", "replay", "fixtures", "synthetic-300.jsonl");
 const dir = mkdtempSync(join(tmpdir(), "replay-smoke-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
