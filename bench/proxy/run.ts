@@ -1,9 +1,11 @@
 /**
  * Proxy overhead (`bun run bench:proxy [--runs 5] [--seconds 5] [--connections 64]
- * [--max-tokens 16] [--json FILE]`): one simulated engine with zero simulated time (so the
- * proxy is the bottleneck), loaded with streaming completions by wrk three ways in the same
- * run: directly, through the router (policy kv, full hash/match/schedule per request) and
- * through nginx as a plain reverse proxy. Runs are interleaved; medians are reported.
+ * [--max-tokens 16] [--prompt-tokens 1024] [--decode-ms 0] [--json FILE]`): one simulated
+ * engine with zero simulated time (so the proxy is the bottleneck), loaded with streaming
+ * completions by wrk three ways in the same run: directly, through the router (policy kv,
+ * full hash/match/schedule per request) and through nginx as a plain reverse proxy. Runs
+ * are interleaved; medians are reported. With zero decode time an answer reaches the proxy
+ * whole; `--decode-ms N` spaces the tokens N ms apart, so the streaming path is measured.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { freePort, startMain, stopAll, type Proc } from "../../test/support/processes.ts";
@@ -37,11 +39,13 @@ interface Options {
   threads: number;
   maxTokens: number;
   promptTokens: number;
+  /** Simulated decode time per output token (0: the whole answer at once; > 0: a real stream). */
+  decodeMs: number;
   json: string | undefined;
 }
 
 function parseArgs(argv: readonly string[]): Options {
-  const o: Options = { runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, json: undefined };
+  const o: Options = { runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, decodeMs: 0, json: undefined };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i]!, argv[i + 1]];
     if (value === undefined) throw new Error(`${flag}: needs a value`);
@@ -52,6 +56,7 @@ function parseArgs(argv: readonly string[]): Options {
       case "--threads": o.threads = Number(value); break;
       case "--max-tokens": o.maxTokens = Number(value); break;
       case "--prompt-tokens": o.promptTokens = Number(value); break;
+      case "--decode-ms": o.decodeMs = Number(value); break;
       case "--json": o.json = value; break;
       default: throw new Error(`unknown flag ${flag}`);
     }
@@ -109,7 +114,7 @@ async function main(): Promise<void> {
   let nginx: Nginx | undefined;
   try {
     engine = await startMain([
-      "mocker", "--port", "0", "--prefill-us-per-token", "0", "--prefill-overhead-ms", "0", "--decode-ms-per-step", "0",
+      "mocker", "--port", "0", "--prefill-us-per-token", "0", "--prefill-overhead-ms", "0", "--decode-ms-per-step", String(o.decodeMs),
       "--max-concurrency", "4096", "--kv-blocks", "65536",
     ]);
     const engineUrl = String(engine.info.url);
@@ -184,7 +189,8 @@ function fmtUs(x: number | undefined): string {
 }
 
 function printTable(rows: readonly Omit<Summary, "runs">[], r: Record<string, number>, o: Options): void {
-  console.log(`\nproxy overhead: streaming completions, ${o.promptTokens}-token prompt, ${o.maxTokens} tokens out, wrk -c${o.connections} -t${o.threads}, median of ${o.runs} x ${o.seconds} s`);
+  const decode = o.decodeMs > 0 ? `, ${o.decodeMs} ms per token` : "";
+  console.log(`\nproxy overhead: streaming completions, ${o.promptTokens}-token prompt, ${o.maxTokens} tokens out${decode}, wrk -c${o.connections} -t${o.threads}, median of ${o.runs} x ${o.seconds} s`);
   console.log("| target | req/s | p50 ms | p99 ms | proxy CPU µs/req | engine CPU µs/req | socket errors | non-2xx |");
   console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
   const us = (x: number | undefined) => (x === undefined ? "-" : x.toFixed(0));
