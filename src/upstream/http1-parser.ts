@@ -69,7 +69,12 @@ export class Http1ResponseParser {
     return this.#state === State.Done;
   }
 
-  /** Feed the next bytes of the connection. */
+  /**
+   * Feed the next bytes of the connection. The parser owns them from here on: the payload
+   * of consecutive chunks in one push is moved together inside `data` (over the framing
+   * between them) and handed on as one view, so a packet of many small chunks (SSE
+   * events) costs one view and no copy.
+   */
   push(data: Uint8Array): void {
     this.#bytesSeen += data.length;
     let buf = data;
@@ -77,6 +82,28 @@ export class Http1ResponseParser {
       buf = concat(this.#carry, data);
       this.#carry = undefined;
     }
+    try {
+      this.#run(buf);
+    } finally {
+      this.#flushBody();
+    }
+  }
+
+  // Chunk payload gathered in place during one push: bytes [#outStart, #outEnd) of #outBuf.
+  #outBuf: Uint8Array | undefined;
+  #outStart = 0;
+  #outEnd = 0;
+
+  #flushBody(): void {
+    const b = this.#outBuf;
+    if (b === undefined) return;
+    this.#outBuf = undefined;
+    if (this.#outEnd > this.#outStart) {
+      this.sink.body(this.#outStart === 0 && this.#outEnd === b.length ? b : b.subarray(this.#outStart, this.#outEnd));
+    }
+  }
+
+  #run(buf: Uint8Array): void {
     const n = buf.length;
     let i = 0;
     while (i < n) {
@@ -103,7 +130,14 @@ export class Http1ResponseParser {
         }
         case State.ChunkData: {
           const take = Math.min(this.#remaining, n - i);
-          this.sink.body(take === n && i === 0 ? buf : buf.subarray(i, i + take));
+          if (this.#outBuf === undefined) {
+            this.#outBuf = buf;
+            this.#outStart = this.#outEnd = i;
+          }
+          // Move this chunk's payload next to the previous one's (the framing in between is
+          // already parsed); write position <= read position, so nothing unread is overwritten.
+          if (this.#outEnd !== i) buf.copyWithin(this.#outEnd, i, i + take);
+          this.#outEnd += take;
           i += take;
           this.#remaining -= take;
           if (this.#remaining === 0) this.#state = State.ChunkDataCr;
@@ -161,7 +195,7 @@ export class Http1ResponseParser {
     );
   }
 
-  /** Keep the unfinished tail for the next push. */
+  /** Keep the unfinished tail for the next push (gathered payload before it is unaffected). */
   #keep(buf: Uint8Array, i: number, what: string): void {
     if (buf.length - i > MAX_HEAD_BYTES) throw new Http1ParseError(`${what} longer than ${MAX_HEAD_BYTES} bytes`);
     this.#carry = buf.slice(i);
@@ -188,6 +222,7 @@ export class Http1ResponseParser {
   /** The message is complete; bytes after it (no pipelining here) are an error, after the end is reported. */
   #finish(extraBytes: number): void {
     this.#state = State.Done;
+    this.#flushBody();
     this.sink.end();
     if (extraBytes > 0) throw new Http1ParseError("bytes after the end of the response");
   }

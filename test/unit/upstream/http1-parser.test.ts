@@ -68,6 +68,19 @@ describe("chunked answers", () => {
     expect(views[0]!.buffer).toBe(bytes.buffer);
   });
 
+  test("the chunks of one push come out as one view (payload moved together in place)", () => {
+    const events = Array.from({ length: 9 }, (_, i) => `data: {"t":${i}}\n\n`);
+    const wire = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + events.map((e) => `${e.length.toString(16)}\r\n${e}\r\n`).join("") + "0\r\n\r\n";
+    const bytes = enc.encode(wire);
+    const views: Uint8Array[] = [];
+    let ended = false;
+    new Http1ResponseParser({ head() {}, body: (c) => views.push(c), end: () => (ended = true) }).push(bytes);
+    expect(views.length).toBe(1);
+    expect(views[0]!.buffer).toBe(bytes.buffer);
+    expect(dec.decode(views[0])).toBe(events.join(""));
+    expect(ended).toBe(true);
+  });
+
   test("the last transfer coding decides: gzip then chunked is chunked; chunked then gzip runs until close", () => {
     const a = feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n");
     expect(a.body).toBe("ab");
