@@ -156,6 +156,14 @@ describe("answers", () => {
     expect(await readAll(res.body)).toBe("last");
   });
 
+  test("a large request body is written whole (partial writes continue on drain)", async () => {
+    const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: async (req) => new Response(String((await req.arrayBuffer()).byteLength)) });
+    stops.push(() => server.stop(true));
+    const big = new Uint8Array(12 << 20).fill(120);
+    const res = await new SocketHttpClient().request(`http://127.0.0.1:${server.port}`, "/", { headers: {}, body: big });
+    expect(await readAll(res.body)).toBe(String(big.length));
+  });
+
   test("a large answer read slowly arrives whole (the socket pauses and resumes)", async () => {
     const big = "x".repeat(3 << 20);
     const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(big) });
