@@ -82,10 +82,7 @@ export class ActiveSequences {
     const expired = this.forceExpiry(now);
     const seq = req.seqHashes;
     const promptNodes = new Int32Array(seq ? seq.length : 0);
-    if (seq && seq.length > 0) {
-      const halves = u32Halves(seq);
-      for (let i = 0; i < seq.length; i++) promptNodes[i] = this.refs.acquire(this.slot, halves[2 * i]!, halves[2 * i + 1]!);
-    }
+    if (seq && seq.length > 0) this.refs.acquireAll(this.slot, u32Halves(seq), seq.length, promptNodes);
     const prefillTokens = req.prefillTokens ?? this.newTokens(req.isl, req.overlap);
     const state: RequestState = {
       promptNodes,

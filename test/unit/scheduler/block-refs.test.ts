@@ -133,4 +133,39 @@ describe("BlockRefs", () => {
       for (const s of early) expect(out[s]).toBe(query.filter((h) => r.holds(s, h, 0)).length);
     }
   });
+
+  test("acquireAll books exactly like acquire one by one: same handles, refcounts and counts (seed 7)", () => {
+    const rng = seededRng(7);
+    const one = new BlockRefs();
+    const all = new BlockRefs();
+    const slotsA = Array.from({ length: 40 }, () => one.newSlot());
+    const slotsB = Array.from({ length: 40 }, () => all.newSlot());
+    expect(slotsB).toEqual(slotsA);
+    const liveA: number[][] = [];
+    const liveB: number[][] = [];
+    for (let round = 0; round < 400; round++) {
+      const slot = slotsA[Math.floor(rng() * slotsA.length)]!;
+      // Shared heads, duplicates inside one request, fresh tails; hashes with high bits set.
+      const len = 1 + Math.floor(rng() * 20);
+      const hashes = Array.from({ length: len }, (_, i) =>
+        i < 6 ? BigInt(i) : rng() < 0.2 ? 3n : (BigInt(Math.floor(rng() * 60)) << 33n) | 0x8000_0000n,
+      );
+      const q = seq(...hashes);
+      const want = hashes.map((h) => one.acquire(slot, Number(h & 0xffff_ffffn), Number(h >> 32n)));
+      const got = new Int32Array(len);
+      all.acquireAll(slot, u32Halves(q), len, got);
+      expect([...got], `round ${round}`).toEqual(want);
+      liveA.push(want);
+      liveB.push([...got]);
+      if (rng() < 0.4) {
+        const k = Math.floor(rng() * liveA.length);
+        for (const n of liveA.splice(k, 1)[0]!) one.release(n);
+        for (const n of liveB.splice(k, 1)[0]!) all.release(n);
+      }
+      expect(all.liveNodes).toBe(one.liveNodes);
+      expect(all.distinctBlocks).toBe(one.distinctBlocks);
+      expect(all.uniqueBlocks(slot)).toBe(one.uniqueBlocks(slot));
+      for (const n of got) expect(all.refCount(n)).toBe(one.refCount(n));
+    }
+  });
 });
