@@ -109,16 +109,16 @@ export class SocketHttpClient {
       if (this.#fallback) return this.#fallback(baseUrl, path, init);
       throw new Error(`unsupported upstream URL ${baseUrl} (only http:// without a fallback)`);
     }
-    const bytes = encodeRequest(origin.host, path, init);
+    checkHeaders(init.headers);
     const pooled = this.#takeIdle(origin);
     if (pooled !== undefined) {
       try {
-        return await send(pooled, bytes);
+        return await send(pooled, origin, path, init);
       } catch (e) {
         if (!(e instanceof StaleConnectionError)) throw e;
       }
     }
-    return send(await this.#connect(origin), bytes);
+    return send(await this.#connect(origin), origin, path, init);
   }
 
   /** Close every idle connection (in-flight ones finish). */
@@ -191,12 +191,17 @@ export class SocketHttpClient {
 }
 
 /** Start one request on a connection; resolves at the answer's head. */
-function send(conn: Conn, bytes: Uint8Array): Promise<UpstreamResponse> {
-  if (conn.closed || conn.socket === undefined) return Promise.reject(new StaleConnectionError("connection closed"));
+function send(conn: Conn, origin: Origin, path: string, init: UpstreamRequestInit): Promise<UpstreamResponse> {
+  const socket = conn.socket;
+  if (conn.closed || socket === undefined) return Promise.reject(new StaleConnectionError("connection closed"));
   const ex = new Exchange(conn);
   conn.exchange = ex;
-  conn.pending.push(bytes);
-  flushPending(conn);
+  // Encoded into a shared buffer and written at once; only what the socket did not take
+  // (rare: a full send buffer) is copied aside for the drain.
+  const bytes = encodeRequest(origin.host, path, init);
+  const n = socket.write(bytes);
+  if (n < bytes.length) conn.pending.push(bytes === scratch ? bytes.slice(Math.max(n, 0)) : bytes.subarray(Math.max(n, 0)));
+  else ex.requestSent();
   return ex.headPromise;
 }
 
@@ -424,28 +429,40 @@ const encoder = new TextEncoder();
 /** Request headers the client writes itself. */
 const OWN_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive"]);
 
-/** The request's bytes: `POST path HTTP/1.1`, host, content-length, the given headers, the body (one buffer, one write). */
+/** Requests up to this size are encoded into one reused buffer (the socket copies what it takes). */
+const SCRATCH_MAX = 256 * 1024;
+let scratchBuf = new Uint8Array(16 * 1024);
+/** The view of scratchBuf the last encodeRequest filled (compared by identity in send). */
+let scratch: Uint8Array = scratchBuf;
+
+/**
+ * The request's bytes: `POST path HTTP/1.1`, host, content-length, the given headers, the
+ * body, in one buffer for one write. Small requests reuse one buffer: valid until the next call.
+ */
 function encodeRequest(host: string, path: string, init: UpstreamRequestInit): Uint8Array {
   const body = init.body;
   let head = `POST ${path} HTTP/1.1\r\nhost: ${host}\r\ncontent-length: ${body.length}\r\n`;
   const headers = init.headers;
-  for (const name in headers) {
-    if (OWN_HEADERS.has(name)) continue;
-    const value = headers[name]!;
-    if (LINE_BREAK.test(value) || LINE_BREAK.test(name)) throw new Error(`header ${JSON.stringify(name)} contains a line break`);
-    head += `${name}: ${value}\r\n`;
-  }
+  for (const name in headers) if (!OWN_HEADERS.has(name)) head += `${name}: ${headers[name]}\r\n`;
   head += "\r\n";
+  const total = head.length + body.length;
+  let out: Uint8Array;
+  if (total <= SCRATCH_MAX) {
+    if (scratchBuf.length < total) scratchBuf = new Uint8Array(Math.min(SCRATCH_MAX, 2 * total));
+    out = scratch = scratchBuf.subarray(0, total);
+  } else out = new Uint8Array(total);
   if (NON_ASCII.test(head)) {
-    const out = new Uint8Array(head.length + body.length);
     for (let i = 0; i < head.length; i++) out[i] = head.charCodeAt(i) & 0xff; // latin-1 (RFC 9110 §5.5)
-    out.set(body, head.length);
-    return out;
-  }
-  const out = new Uint8Array(head.length + body.length);
-  encoder.encodeInto(head, out);
+  } else encoder.encodeInto(head, out);
   out.set(body, head.length);
   return out;
+}
+
+/** Refuse header names or values that would break the request's framing. */
+function checkHeaders(headers: Readonly<Record<string, string>>): void {
+  for (const name in headers) {
+    if (LINE_BREAK.test(headers[name]!) || LINE_BREAK.test(name)) throw new Error(`header ${JSON.stringify(name)} contains a line break`);
+  }
 }
 
 const LINE_BREAK = /[\r\n]/;
