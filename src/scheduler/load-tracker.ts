@@ -187,13 +187,16 @@ export class LoadTracker {
     if (!slot) throw new RouterError("worker_not_found", `worker ${keyOf(req.worker)} is not tracked`);
     if (this.#requestSlot.has(req.requestId)) throw new RouterError("duplicate_request", `request ${req.requestId} is already active`);
     const expired = this.#book(slot, req, now);
-    this.#emit(req.requestId, slot.worker, req.loraName ?? null, {
-      type: "add_request",
-      tokenSequence: req.seqHashes,
-      isl: req.isl,
-      overlap: req.overlap,
-      expectedOutputTokens: req.expectedOutputTokens ?? null,
-    });
+    // Without a listener (no replicas) the event is not even built.
+    if (this.onLocalEvent !== undefined) {
+      this.#emit(req.requestId, slot.worker, req.loraName ?? null, {
+        type: "add_request",
+        tokenSequence: req.seqHashes,
+        isl: req.isl,
+        overlap: req.overlap,
+        expectedOutputTokens: req.expectedOutputTokens ?? null,
+      });
+    }
     return expired;
   }
 
