@@ -33,7 +33,28 @@ for (const [name, run] of parts) {
   }
   console.log(`${name}: ${JSON.stringify(results[name])}`);
 }
+printSummary(results);
 if (values.json) writeFileSync(values.json, JSON.stringify(results, null, 2));
+
+/** The figures the issues set targets for, one line each (details in the JSON). */
+function printSummary(r: Record<string, any>): void {
+  const rows: [string, string, string][] = [];
+  const fmt = (x: unknown, d = 1) => (typeof x === "number" && Number.isFinite(x) ? x.toFixed(d) : "-");
+  const fbm = r["find-best-match"]?.latency_us;
+  for (const k of ["8k/native", "8k/portable", "128k/native", "128k/portable"]) {
+    const t = fbm?.[k]?.total;
+    if (t) rows.push([`hash+match+schedule ${k}, 64 workers, ${r["find-best-match"].indexed_entries} entries`, `p50 ${fmt(t.p50)} µs, p99 ${fmt(t.p99)} µs`, k.startsWith("8k") ? "p99 ≤ 100 µs" : ""]);
+  }
+  const idx = r.index;
+  if (idx?.apply) rows.push(["event apply, stored blocks/s (events of 16, 64 workers)", `${fmt(idx.apply.blocksPerSec / 1e6, 2)} M/s`, "≥ 5 M/s"]);
+  if (idx?.memory) rows.push(["bytes per (block, worker) entry at 1M", `${fmt(idx.memory.bytesPerEntryHeap)} B (heap + typed arrays)`, "≤ 100 B"]);
+  for (const c of (r["hash-native"]?.cases ?? []) as { name: string; medianUs: number; tokensPerSec: number }[]) {
+    rows.push([`hash ${c.name}`, `${fmt(c.medianUs, 2)} µs (${fmt(c.tokensPerSec / 1e6, 0)} Mtok/s)`, ""]);
+  }
+  const w = [0, 1, 2].map((i) => Math.max(...rows.map((x) => x[i].length)));
+  console.log("\nsummary");
+  for (const x of rows) console.log(`${x[0].padEnd(w[0]!)}  ${x[1].padEnd(w[1]!)}  ${x[2]}`);
+}
 
 function loadAverage(): number[] | null {
   try {
