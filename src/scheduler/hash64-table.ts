@@ -109,17 +109,10 @@ export class Hash64Table {
 
   /** Remove the key; returns whether it was present. */
   delete(lo: number, hi: number): boolean {
+    const i = this.find(lo, hi);
+    if (i === EMPTY) return false;
     const b = this.#b;
     const mask = this.#mask;
-    lo |= 0;
-    hi |= 0;
-    let i = this.#home(lo, hi);
-    for (;;) {
-      const at = i << 2;
-      if (b[at + 2] === EMPTY) return false;
-      if (b[at] === lo && b[at + 1] === hi) break;
-      i = (i + 1) & mask;
-    }
     // Backward shift: pull later members of the probe run into the hole when their home
     // does not lie cyclically in (hole, j].
     let hole = i;
