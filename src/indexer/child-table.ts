@@ -41,14 +41,19 @@ export class ChildTable {
 
   /** The child of `parent` with path (lo, hi), or -1. */
   get(parent: number, lo: number, hi: number): number {
+    const i = this.slotOf(parent, lo, hi);
+    return i < 0 ? -1 : this.slots[(i << 2) + 3]!;
+  }
+
+  /** The slot holding the edge, or -1: the one probe loop that get and delete share. */
+  private slotOf(parent: number, lo: number, hi: number): number {
     const s = this.slots;
     const mask = this.mask;
     let i = mix3(0, lo, hi) & mask;
     for (;;) {
       const p = i << 2;
-      const v = s[p + 3]!;
-      if (v === EMPTY) return -1;
-      if (s[p] === lo && s[p + 1] === hi && s[p + 2] === parent) return v;
+      if (s[p + 3] === EMPTY) return -1;
+      if (s[p] === lo && s[p + 1] === hi && s[p + 2] === parent) return i;
       i = (i + 1) & mask;
     }
   }
@@ -78,16 +83,10 @@ export class ChildTable {
 
   /** Remove the edge; returns the child, or -1 when absent. */
   delete(parent: number, lo: number, hi: number): number {
+    const i = this.slotOf(parent, lo, hi);
+    if (i < 0) return -1;
     const s = this.slots;
     const mask = this.mask;
-    let i = mix3(0, lo, hi) & mask;
-    for (;;) {
-      const p = i << 2;
-      const v = s[p + 3]!;
-      if (v === EMPTY) return -1;
-      if (s[p] === lo && s[p + 1] === hi && s[p + 2] === parent) break;
-      i = (i + 1) & mask;
-    }
     const old = s[(i << 2) + 3]!;
     // Backward-shift: pull later members of the probe run into the hole.
     let hole = i;

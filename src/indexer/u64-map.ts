@@ -44,16 +44,22 @@ export class U64Map {
 
   /** The value for (lo, hi), or -1. */
   get(lo: number, hi: number): number {
+    const i = this.slotOf(lo, hi);
+    return i < 0 ? -1 : this.slots[i * 3 + 2]!;
+  }
+
+  /** The slot holding (lo, hi), or -1: the one probe loop that get and delete share. */
+  private slotOf(lo: number, hi: number): number {
     const s = this.slots;
+    const mask = this.mask;
     const l = lo | 0;
     const h = hi | 0;
-    let i = mix3(0, l, h) & this.mask;
+    let i = mix3(0, l, h) & mask;
     for (;;) {
       const p = i * 3;
-      const v = s[p + 2]!;
-      if (v === EMPTY) return -1;
-      if (s[p] === l && s[p + 1] === h) return v;
-      i = (i + 1) & this.mask;
+      if (s[p + 2] === EMPTY) return -1;
+      if (s[p] === l && s[p + 1] === h) return i;
+      i = (i + 1) & mask;
     }
   }
 
@@ -84,18 +90,10 @@ export class U64Map {
 
   /** Remove (lo, hi); returns its value, or -1 when absent. */
   delete(lo: number, hi: number): number {
+    const i = this.slotOf(lo, hi);
+    if (i < 0) return -1;
     const s = this.slots;
     const mask = this.mask;
-    const l = lo | 0;
-    const h = hi | 0;
-    let i = mix3(0, l, h) & mask;
-    for (;;) {
-      const p = i * 3;
-      const v = s[p + 2]!;
-      if (v === EMPTY) return -1;
-      if (s[p] === l && s[p + 1] === h) break;
-      i = (i + 1) & mask;
-    }
     const old = s[i * 3 + 2]!;
     // Backward-shift: pull later members of the probe run into the hole.
     let hole = i;
