@@ -29,6 +29,8 @@ import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
 import { createPipeline } from "../../src/scheduler/registry.ts";
 import { loadNativeBlockHasher } from "../../src/native/hasher.ts";
 import { worker } from "../../src/core/ids.ts";
+import { xorshift32 } from "../../test/support/prng.ts";
+import { percentile } from "../replay/stats.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
 
 const WORKERS = 64;
@@ -36,13 +38,7 @@ const BS = 16;
 const PROMPT = 8192;
 const LONG = 131072;
 
-let seed = 0x2545f491;
-function rand32(): number {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  return seed >>> 0;
-}
+const rand32 = xorshift32(0x2545f491);
 function randomTokens(n: number): Uint32Array {
   const t = new Uint32Array(n);
   for (let i = 0; i < n; i++) t[i] = rand32() % 32000;
@@ -100,10 +96,6 @@ function buildWorld(entries: number): World {
   return { tree, tracker, families, docs, buildMs: performance.now() - t0 };
 }
 
-function pct(sorted: Float64Array, p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
 interface Phases {
   hash: Float64Array;
   match: Float64Array;
@@ -140,7 +132,7 @@ function measure(world: World, hasher: BatchBlockHasher, queries: Uint32Array[],
   const out: Record<string, { p50: number; p99: number }> = {};
   for (const [k, v] of Object.entries(ph) as [keyof Phases, Float64Array][]) {
     const s = v.slice(0, i).sort();
-    out[k] = { p50: pct(s, 50), p99: pct(s, 99) };
+    out[k] = { p50: percentile(s, 50), p99: percentile(s, 99) };
   }
   return out;
 }
