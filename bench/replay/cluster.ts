@@ -4,32 +4,20 @@
  */
 import { spawn, type Subprocess } from "bun";
 import { join } from "node:path";
+import { freePorts, until } from "../../test/support/processes.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const MAIN = join(ROOT, "src", "main.ts");
 
-export async function freePort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
-  const port = s.port!;
-  s.stop(true);
-  return port;
-}
-
+/** Resolves once `url`/health answers 2xx; fails at once if `proc` exits first. */
 export async function waitHealthy(url: string, deadlineMs = 20_000, proc?: Subprocess): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  let last = "";
-  while (Date.now() < end) {
-    if (proc && proc.exitCode !== null) throw new Error(`${url}: process exited with ${proc.exitCode}`);
-    try {
-      const r = await fetch(`${url}/health`);
-      if (r.ok) return;
-      last = `HTTP ${r.status}`;
-    } catch (e) {
-      last = String(e);
-    }
-    await Bun.sleep(50);
-  }
-  throw new Error(`${url} not healthy within ${deadlineMs} ms (${last})`);
+  const state = await until(
+    async () => (proc && proc.exitCode !== null ? "exited" : (await fetch(`${url}/health`)).ok && "healthy"),
+    `${url} to be healthy`,
+    deadlineMs,
+    50,
+  );
+  if (state === "exited") throw new Error(`${url}: process exited with ${proc!.exitCode}`);
 }
 
 export interface EngineTiming {
@@ -64,11 +52,12 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     await Promise.all(procs.map((p) => Promise.race([p.exited, Bun.sleep(3000).then(() => p.kill("SIGKILL"))])));
   };
   try {
-    const routerPort = await freePort();
+    // All ports at once, so no two repeat; engines need the router's before it starts.
+    const [routerPort, ...enginePorts] = freePorts(o.engines + 1);
     const routerUrl = `http://127.0.0.1:${routerPort}`;
     const engineUrls: string[] = [];
     for (let i = 0; i < o.engines; i++) {
-      const port = await freePort();
+      const port = enginePorts[i]!;
       const url = `http://127.0.0.1:${port}`;
       const p = spawn({
         cmd: [
