@@ -5,10 +5,13 @@
  */
 import * as v from "valibot";
 
-export const POLICIES = ["kv", "approx", "round-robin", "random", "least-loaded"] as const;
-export type PolicyName = (typeof POLICIES)[number];
+import { LOAD_METRICS, type LoadMetric } from "../scheduler/filters/load-guard.ts";
+import { POLICY_NAMES, type PolicyName } from "../scheduler/registry.ts";
 
-export const LOAD_METRICS = ["requests", "blocks"] as const;
+/** The scheduler's own lists, so a new policy or load metric needs no second edit here. */
+export const POLICIES = POLICY_NAMES;
+export type { PolicyName };
+
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -238,7 +241,7 @@ export interface Config {
   readonly engineSpeedup: number;
   /** Load guard factor; null = off. */
   readonly loadGuard: number | null;
-  readonly loadGuardMetric: (typeof LOAD_METRICS)[number];
+  readonly loadGuardMetric: LoadMetric;
   readonly activeRequestWeight: number;
   /** null = no busy filtering. */
   readonly busyThreshold: number | null;

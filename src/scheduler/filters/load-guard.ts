@@ -14,7 +14,8 @@
  */
 import type { Candidate, Filter, SchedulingContext } from "../types.ts";
 
-export type LoadMetric = "blocks" | "requests";
+export const LOAD_METRICS = ["requests", "blocks"] as const;
+export type LoadMetric = (typeof LOAD_METRICS)[number];
 
 /** The candidate's load now. */
 export function activeLoad(c: Candidate, blockSize: number, metric: LoadMetric): number {
