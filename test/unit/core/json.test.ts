@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { parseJsonBigintSafe, stringifyBigint } from "../../../src/core/json.ts";
+import { parseJsonBigintSafe, quoteLongIntegers, stringifyBigint, type ScanStats } from "../../../src/core/json.ts";
 
 describe("parseJsonBigintSafe", () => {
   test("keeps every bit of integers above 2^53", () => {
@@ -16,5 +16,50 @@ describe("parseJsonBigintSafe", () => {
   });
   test("stringifyBigint writes bigints as exact bare integers", () => {
     expect(stringifyBigint({ a: 18446744073709551615n, b: [1n, "x"] })).toBe('{"a":18446744073709551615,"b":[1,"x"]}');
+  });
+});
+
+describe("parseJsonBigintSafe on hostile input (issue 12: the old regex backtracked)", () => {
+  /** Characters the rewrite looked at; linear means a small constant times the length. */
+  function steps(text: string): number {
+    const stats: ScanStats = { steps: 0 };
+    quoteLongIntegers(text, stats);
+    return stats.steps;
+  }
+  const hostile: [string, (n: number) => string][] = [
+    ["a long number followed by a fraction", (n) => `{"n":${"7".repeat(n)}.5}`],
+    ["a long number followed by a letter", (n) => `{"n":${"7".repeat(n)}x`],
+    ["long digit runs split by dots", (n) => `[${"1234567890123456.".repeat(n / 17)}]`],
+    ["unterminated escaped quotes", (n) => `{"h":12345678901234567890,"a":` + '"\\"'.repeat(n / 3)],
+    ["backslash runs", (n) => `[12345678901234567890,"${"\\".repeat(n)}`],
+    ["quotes and digits alternating", (n) => `1234567890123456789"`.repeat(n / 20)],
+  ];
+  for (const [name, make] of hostile) {
+    test(`${name}: every character looked at about once`, () => {
+      for (const n of [6_000, 60_000]) {
+        const text = make(n);
+        expect(steps(text)).toBeLessThanOrEqual(text.length);
+      }
+    });
+  }
+  test("a 60k-digit integer comes back exact, as a decimal string", () => {
+    const digits = "9".repeat(60_000);
+    expect(parseJsonBigintSafe(`{"n":${digits}}`)).toEqual({ n: digits });
+    expect(parseJsonBigintSafe(`[-${digits}]`)).toEqual([`-${digits}`]);
+  });
+  test("a 60k-digit number with a fraction stays a number", () => {
+    expect((parseJsonBigintSafe(`{"n":${"9".repeat(60_000)}.5}`) as { n: unknown }).n).toBe(Infinity);
+  });
+  test("floats whose fraction or exponent has 16+ digits stay numbers", () => {
+    expect(parseJsonBigintSafe("[0.12345678901234567890, 1e1234567890123456789, -1.5E-12345678901234567]")).toEqual([
+      0.12345678901234568, Infinity, -0,
+    ]);
+  });
+  test("a long integer with a leading zero is invalid JSON, as JSON.parse says", () => {
+    expect(() => parseJsonBigintSafe("[01234567890123456789]")).toThrow();
+  });
+  test("invalid JSON throws instead of hanging", () => {
+    expect(() => parseJsonBigintSafe(`{"a":"${"\\".repeat(9)}12345678901234567890`)).toThrow();
+    expect(() => parseJsonBigintSafe(`-`)).toThrow();
   });
 });
