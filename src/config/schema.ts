@@ -36,7 +36,8 @@ export type RawConfigShape = Record<
   | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
   | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
   | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap" | "overlapCredit"
-  | "redisToken" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint",
+  | "redisToken" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
+  | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow",
   unknown
 >;
 
@@ -71,6 +72,11 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "loraEvict", flag: "--lora-evict", env: ["SWITCHYARD_LORA_EVICT"], boolean: true, help: "no free LoRA slot anywhere: unload the least recently used adapter instead of answering 503 (default off)" },
   { key: "zmqEndpoint", flag: "--zmq-endpoint", env: ["SWITCHYARD_ZMQ_ENDPOINTS"], list: true, meta: "URL=tcp://H:P", help: "vLLM worker URL and its KV event PUB endpoint (rank 0); repeatable. Registers the worker, no /kv/query restore" },
   { key: "zmqReplayEndpoint", flag: "--zmq-replay-endpoint", env: ["SWITCHYARD_ZMQ_REPLAY_ENDPOINTS"], list: true, meta: "URL=tcp://H:P", help: "that worker's KV event replay (ROUTER) endpoint; repeatable" },
+  { key: "maxSessions", flag: "--max-sessions", env: ["SWITCHYARD_MAX_SESSIONS"], help: "sticky sessions held in memory; past it the least recently used is dropped (default 100000)" },
+  { key: "maxSessionIdLength", flag: "--max-session-id-length", env: ["SWITCHYARD_MAX_SESSION_ID_LENGTH"], help: "longest session id accepted (X-Session-ID, session_control, /v1/route); longer: 400 (default 256)" },
+  { key: "loraAllow", flag: "--lora-allow", env: ["SWITCHYARD_LORA_ALLOW"], list: true, meta: "PATTERN", help: "adapter names the router may load or evict (* = any run of characters); repeatable; default: any valid name" },
+  { key: "engineToken", flag: "--engine-token", env: ["SWITCHYARD_ENGINE_TOKEN"], meta: "TOKEN", help: "bearer token the router sends to engines on its own calls (/kv/query); the admin token is never sent" },
+  { key: "workerAllow", flag: "--worker-allow", env: ["SWITCHYARD_WORKER_ALLOW"], list: true, meta: "PATTERN", help: "worker URLs POST /v1/workers may register (* = any run of characters, e.g. http://10.0.0.*:8000); repeatable; default: any" },
   { key: "engineSpeedup", flag: "--engine-speedup", env: ["SWITCHYARD_ENGINE_SPEEDUP"], help: "time speed-up of embedded engines (default 1)" },
 ];
 
@@ -211,6 +217,11 @@ export const ConfigSchema = v.object({
   loraEvict: v.optional(bool, false),
   zmqEndpoint: v.optional(zmqPairs, []),
   zmqReplayEndpoint: v.optional(zmqPairs, []),
+  maxSessions: v.optional(int(1, 2 ** 31), 100_000),
+  maxSessionIdLength: v.optional(int(1, 65_536), 256),
+  loraAllow: v.optional(v.pipe(v.unknown(), v.transform(toList), v.array(v.pipe(v.string(), v.nonEmpty("must not be empty")), "must be a list of name patterns")), []),
+  engineToken: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
+  workerAllow: v.optional(v.pipe(v.unknown(), v.transform(toList), v.array(v.pipe(v.string(), v.nonEmpty("must not be empty")), "must be a list of URL patterns")), []),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -257,6 +268,16 @@ export interface Config {
   readonly loraEvict: boolean;
   /** vLLM workers fed by ZMQ KV events (registered at start, never restored from /kv/query). */
   readonly zmqEndpoints: readonly ZmqWorker[];
+  /** Sticky bindings the in-memory store holds; the least recently used goes first. */
+  readonly maxSessions: number;
+  /** Longest session id accepted (characters). */
+  readonly maxSessionIdLength: number;
+  /** Adapter name patterns the router may load or evict; empty = any valid name. */
+  readonly loraAllow: readonly string[];
+  /** Bearer token for the router's own calls to engines (never the admin token). */
+  readonly engineToken: string | undefined;
+  /** URL patterns POST /v1/workers accepts; empty = any URL (but never this router's own). */
+  readonly workerAllow: readonly string[];
 }
 
 /** A vLLM worker whose KV events come over ZMQ. */
@@ -302,6 +323,11 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
       ...p,
       replayEndpoint: o.zmqReplayEndpoint.find((r) => sameWorkerUrl(r.workerUrl, p.workerUrl))?.endpoint,
     })),
+    maxSessions: o.maxSessions,
+    maxSessionIdLength: o.maxSessionIdLength,
+    loraAllow: o.loraAllow,
+    engineToken: o.engineToken,
+    workerAllow: o.workerAllow,
   };
 }
 
