@@ -85,6 +85,8 @@ function chooseHasher(log: Logger): BatchBlockHasher {
 
 interface BuiltStore {
   readonly store: AffinityStore;
+  /** In memory only: bindings held and dropped for --max-sessions, for /metrics. */
+  readonly memory?: () => { readonly held: number; readonly evicted: number };
   /** Redis only: availability and failed calls, for /metrics. */
   readonly stats?: () => RedisStoreStats;
 }
@@ -98,7 +100,8 @@ async function buildAffinityStore(config: Config, log: Logger, onExpire: OnExpir
   const logger = { warn: (m: string, f?: Record<string, unknown>) => log.warn(m, f) };
   const reaperIntervalMs = config.sessionReaperInterval * 1000;
   if (config.redis === undefined) {
-    return { store: new MemoryAffinityStore({ clock: wallClock, onExpire, reaperIntervalMs, logger }) };
+    const store = new MemoryAffinityStore({ clock: wallClock, onExpire, reaperIntervalMs, logger, maxSessions: config.maxSessions });
+    return { store, memory: () => ({ held: store.size, evicted: store.evicted }) };
   }
   const store = await openRedisAffinityStore({ url: config.redis, token: config.redisToken, onExpire, reaperIntervalMs, logger });
   log.info("sticky sessions: shared Redis store", { redis: redactUrl(config.redis), available: store.stats().available });
@@ -188,13 +191,13 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     warn: (m) => log.warn(m),
     onResult: (action, ok) => clusterMetrics?.engineSessionCalls.inc([action, ok ? "ok" : "error"]),
   });
-  const { store, stats: storeStats } = await buildAffinityStore(config, log, (sessionId, binding) => {
+  const { store, stats: storeStats, memory: memorySessions } = await buildAffinityStore(config, log, (sessionId, binding) => {
     // Exactly one router gets here per expired engine-backed session (Redis claim).
     clusterMetrics?.sessionsExpired.inc();
     log.info(`session ${sessionId} expired; closing it on worker ${binding.worker.workerId}`);
     sessions.close(binding.worker.workerId, sessionId);
   });
-  const sticky = new StickyRouter(store);
+  const sticky = new StickyRouter(store, { maxSessionIdLength: config.maxSessionIdLength });
 
   const health = new HealthChecker({
     registry,
@@ -250,7 +253,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     log.info("active load: shared with the other routers through Redis", { router_id: routerId.toString() });
   }
   const syncStats = loadSync && (() => loadSync.stats());
-  clusterMetrics = bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters });
+  clusterMetrics = bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters, memorySessions });
 
   let server: ReturnType<typeof Bun.serve> | undefined;
   // Proxied requests go over pooled sockets on this thread (Bun's fetch hands each request
@@ -258,6 +261,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const upstreamClient = new SocketHttpClient({ fallback: fetchUpstream((u, init) => fetch(u, init)) });
   const deps: AppDeps = {
     maxBodyBytes: config.maxBodyBytes,
+    maxSessionIdLength: config.maxSessionIdLength,
     adminToken: config.adminToken,
     maxRetries: config.maxRetries,
     registry,

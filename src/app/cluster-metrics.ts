@@ -14,6 +14,8 @@ export interface ClusterMetricSources {
   /** Load sync stats; absent without --redis. */
   readonly loadSync?: () => SyncFigures;
   readonly lora?: () => { readonly loads: number; readonly alreadyLoaded: number; readonly unloads: number; readonly noCapacity: number; readonly refusals: number };
+  /** The in-memory session store's size and evictions (--max-sessions); absent with Redis. */
+  readonly memorySessions?: () => { readonly held: number; readonly evicted: number };
 }
 
 export interface SyncFigures {
@@ -42,6 +44,12 @@ export function bindClusterMetrics(m: RouterMetrics, s: ClusterMetricSources): C
     .onCollect((g) => g.set([], (s.store?.().available ?? true) ? 1 : 0));
   const engineSessionCalls = r.counter(`${METRIC_PREFIX}engine_session_calls_total`, "Engine session opens and closes, by result", ["action", "result"]);
   const sessionsExpired = r.counter(`${METRIC_PREFIX}sessions_expired_total`, "Engine-backed sessions whose expiry this router claimed and closed");
+
+  const held = s.memorySessions;
+  if (held) {
+    r.gauge(`${METRIC_PREFIX}sessions`, "Sticky session bindings held in memory (expired ones not yet swept included)").onCollect((g) => g.set([], held().held));
+    r.counter(`${METRIC_PREFIX}sessions_evicted_total`, "Session bindings dropped, least recently used first, to stay within --max-sessions").onCollect((c) => c.set([], held().evicted));
+  }
 
   const sync = s.loadSync;
   if (sync) {

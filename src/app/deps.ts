@@ -19,6 +19,8 @@ import type { RoutingService } from "./routing/routing-service.ts";
 
 export interface AppDeps {
   readonly maxBodyBytes: number;
+  /** Longest session id a header may carry (--max-session-id-length); longer: 400 naming the header. */
+  readonly maxSessionIdLength?: number;
   readonly adminToken: string | undefined;
   readonly maxRetries: number;
   readonly registry: WorkerRegistry;

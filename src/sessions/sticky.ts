@@ -15,16 +15,49 @@ export const DEFAULT_SESSION_TIMEOUT_S = 300;
  */
 export const SESSION_TIMEOUT_FALLBACK_BUFFER_S = 30;
 
+/** Longest session id accepted by default (characters); UUIDs and the like are far shorter. */
+export const DEFAULT_MAX_SESSION_ID_LENGTH = 256;
+
+export interface StickyOptions {
+  /** Longest session id accepted (characters); longer ids are refused with a 400 naming `field`. */
+  readonly maxSessionIdLength?: number;
+}
+
 export class StickyRouter {
-  constructor(readonly store: AffinityStore) {}
+  readonly maxSessionIdLength: number;
+
+  constructor(
+    readonly store: AffinityStore,
+    opts: StickyOptions = {},
+  ) {
+    this.maxSessionIdLength = opts.maxSessionIdLength ?? DEFAULT_MAX_SESSION_ID_LENGTH;
+  }
+
+  /**
+   * Throws a 400 naming `field` when the id is longer than the limit. Clients choose
+   * session ids and every store keeps them as keys, so their length is bounded at every
+   * edge (the header, session_control, /v1/route); the methods below check again, for
+   * callers that did not.
+   */
+  checkSessionId(sessionId: string, field = "session_id"): void {
+    if (sessionId.length > this.maxSessionIdLength) {
+      throw new RouterError(
+        "invalid_request",
+        `${field}: session id is ${sessionId.length} characters; the limit is ${this.maxSessionIdLength} (--max-session-id-length)`,
+        field,
+      );
+    }
+  }
 
   /** The session's worker, sliding its TTL forward (a middle turn). */
   async resolve(sessionId: string): Promise<WorkerWithDpRank | undefined> {
+    this.checkSessionId(sessionId);
     return (await this.store.get(sessionId))?.worker;
   }
 
   /** The session's worker without extending it (open/close turns, until the engine agrees). */
   async peek(sessionId: string): Promise<WorkerWithDpRank | undefined> {
+    this.checkSessionId(sessionId);
     return (await this.store.peek(sessionId))?.worker;
   }
 
@@ -44,6 +77,7 @@ export class StickyRouter {
   }
 
   async #bind(sessionId: string, worker: WorkerWithDpRank, ttlMs: number, kind: AffinityKind): Promise<void> {
+    this.checkSessionId(sessionId);
     if (!(ttlMs > 0) || !Number.isFinite(ttlMs)) {
       throw new RouterError("invalid_request", `session timeout must be positive, got ${ttlMs} ms`, "session_control.timeout");
     }

@@ -14,10 +14,16 @@ import { sessionControlOf } from "../routing/session-control.ts";
 
 const MODELS_TIMEOUT_MS = 2_000;
 
-function sessionIdOf(headers: Headers): string | undefined {
+/** The session header's id; longer than `maxLength`: 400 naming the header (issue 12: ids are held as keys). */
+function sessionIdOf(headers: Headers, maxLength: number | undefined): string | undefined {
   for (const name of SESSION_HEADERS) {
     const v = headers.get(name);
-    if (v !== null && v.trim() !== "") return v.trim();
+    if (v === null || v.trim() === "") continue;
+    const id = v.trim();
+    if (maxLength !== undefined && id.length > maxLength) {
+      throw new RouterError("invalid_request", `${name}: session id is ${id.length} characters; the limit is ${maxLength} (--max-session-id-length)`, name);
+    }
+    return id;
   }
   return undefined;
 }
@@ -61,7 +67,7 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
       body,
       tokens,
       // nvext.session_control takes the place of the header session.
-      sessionId: sessionControl ? undefined : sessionIdOf(req.headers),
+      sessionId: sessionControl ? undefined : sessionIdOf(req.headers, d.maxSessionIdLength),
       sessionControl,
     };
     const loraName = d.lora.adapterOf(json.model);
