@@ -1,0 +1,81 @@
+/**
+ * loadEngineTokenizer: a model directory -> EngineTokenizer. Runtime-free: files come through
+ * `opts.readText`, and the native library only when the caller passes its factory
+ * (`opts.nativeEncoder`, from native-text-encoder.ts; ./bun.ts wires both on Bun). Checks
+ * the segment cache on a probe text with the real library before turning it on.
+ */
+import type { EngineTokenizer, ReadText, TextEncoderFactory, TokenizerImpl } from "./engine-tokenizer.ts";
+import { HfEngineTokenizer } from "./hf-engine-tokenizer.ts";
+import { loadModelFiles } from "./model-files.ts";
+import { createPureTextEncoder } from "./pure-text-encoder.ts";
+import { segmentPlan } from "./segment-cache.ts";
+
+export interface LoadTokenizerOptions {
+  /** "pure" (default here; any runtime) or "native" (needs `nativeEncoder`). */
+  impl?: TokenizerImpl;
+  /** Reads a file as text. Required: this folder does no I/O (./bun.ts passes Bun's). */
+  readText?: ReadText;
+  /** The native library's factory (native-text-encoder.ts), passed only where it can load. */
+  nativeEncoder?: TextEncoderFactory;
+  /** Segment cache bound, in token ids held (0 turns it off). Default 1 Mi ids (~4 MiB of ids). */
+  cacheTokens?: number;
+  /** Clock for the templates' strftime_now (ms since the epoch). */
+  now?: () => number;
+}
+
+export const DEFAULT_CACHE_TOKENS = 1 << 20;
+
+/** A text crossing every kind of piece boundary: words, spaces, newlines, CJK, digits, emoji. */
+function probeText(tokens: readonly string[]): string {
+  const words = ["Hello", " world", "\n\n", "  x", "你好", " 123", "😀 ", "\n", "a\tb ", ""];
+  let s = "";
+  tokens.slice(0, 8).forEach((t, i) => {
+    s += `${words[i % words.length]}${t}${words[(i + 3) % words.length]}`;
+  });
+  return `${s} end\n`;
+}
+
+function sameIds(a: Uint32Array, b: Uint32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOptions = {}): Promise<EngineTokenizer> {
+  const impl = opts.impl ?? "pure";
+  if (opts.readText === undefined) {
+    throw new Error("loadEngineTokenizer: no file reader; pass opts.readText (on Bun use loadEngineTokenizerOnBun from src/tokens/bun.ts)");
+  }
+  let factory: TextEncoderFactory;
+  if (impl === "native") {
+    if (opts.nativeEncoder === undefined) {
+      throw new Error('loadEngineTokenizer: impl "native" needs opts.nativeEncoder (native-text-encoder.ts; Bun/Node only)');
+    }
+    factory = opts.nativeEncoder;
+  } else if (impl === "pure") {
+    factory = createPureTextEncoder;
+  } else {
+    throw new Error(`loadEngineTokenizer: impl must be "native" or "pure" (got ${JSON.stringify(impl)})`);
+  }
+  const files = await loadModelFiles(dir, opts.readText);
+  let encoder;
+  try {
+    encoder = await factory(files.tokenizerJson, files.config, files.tokenizerJsonPath);
+  } catch (e) {
+    throw new Error(`${files.tokenizerJsonPath}: the ${impl} tokenizer library cannot load it (${(e as Error).message})`);
+  }
+  const plan = segmentPlan(files.tokenizer);
+  const tok = new HfEngineTokenizer(
+    files,
+    encoder,
+    typeof plan === "string" ? undefined : plan,
+    opts.cacheTokens ?? DEFAULT_CACHE_TOKENS,
+    opts.now ?? (() => Date.now()),
+  );
+  if (typeof plan !== "string" && tok.segmentCache) {
+    const probe = probeText([...plan.idOf.keys()]);
+    const whole = await encoder.encode(probe, false);
+    if (!sameIds(whole, await tok.encodeSegmented(probe, undefined))) tok.disableSegmentCache();
+  }
+  return tok;
+}

