@@ -24,6 +24,7 @@ import { startVllmKvSubscriber, type VllmKvSubscriber } from "./events/zmq/subsc
 import { createIndexer } from "./indexer/indexer.ts";
 import type { KvIndex } from "./indexer/types.ts";
 import { AdapterLoader } from "./lora/adapter-loader.ts";
+import { AdapterAllowlist } from "./lora/adapter-name.ts";
 import { LoraStateTracker } from "./lora/state-tracker.ts";
 import { bindCollectors } from "./metrics/collectors.ts";
 import { RouterMetrics } from "./metrics/names.ts";
@@ -181,6 +182,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     isBaseModel: (name) => registry.isBaseModel(name),
     pathTemplate: config.loraPath,
     evict: config.loraEvict,
+    allow: new AdapterAllowlist(config.loraAllow),
     now,
     log,
   });

@@ -10,6 +10,7 @@ export const STATUS_BY_CODE: Readonly<Record<RouterErrorCode, number>> = {
   payload_too_large: 413,
   unauthorized: 401,
   not_found: 404,
+  model_not_found: 404,
   no_endpoints: 503,
   all_workers_busy: 503,
   worker_not_found: 404,

@@ -7,6 +7,7 @@ export type RouterErrorCode =
   | "payload_too_large"
   | "unauthorized"
   | "not_found"
+  | "model_not_found" // no worker serves the request's `model` (OpenAI's 404 code)
   | "no_endpoints" // no worker can take the request
   | "all_workers_busy"
   | "worker_not_found"

@@ -11,10 +11,15 @@
  * adapter list before placing again. Concurrent first requests for one adapter on this
  * router share one load (single flight).
  *
+ * The router only loads names that are valid adapter names (adapter-name.ts: never a path
+ * that climbs) and on the allowlist when one is set, and only evicts adapters on that
+ * allowlist: a `model` comes from any client (issue 12).
+ *
  * PURE: engine calls, the worker list, the clock and the base-model test are injected.
  */
 import { RouterError } from "../core/errors.ts";
 import type { WorkerId, WorkerWithDpRank } from "../core/ids.ts";
+import { AdapterAllowlist, adapterNameProblem } from "./adapter-name.ts";
 import { lruEvictionCandidate, placeAdapter } from "./placement.ts";
 import type { LoraStateTracker } from "./state-tracker.ts";
 
@@ -51,6 +56,8 @@ export interface AdapterLoaderOptions {
   readonly pathTemplate: string;
   /** No free slot anywhere: unload the least recently used adapter instead of refusing. */
   readonly evict: boolean;
+  /** Names the router may load or evict (`--lora-allow`); absent or empty: any valid name. */
+  readonly allow?: AdapterAllowlist;
   /** Milliseconds (last use, for LRU). */
   readonly now: () => number;
   readonly log?: { info(message: string, fields?: Record<string, unknown>): void; warn(message: string, fields?: Record<string, unknown>): void };
@@ -77,17 +84,35 @@ export class AdapterLoader {
   readonly counters: AdapterLoaderCounters = { loads: 0, alreadyLoaded: 0, unloads: 0, noCapacity: 0, refusals: 0 };
   readonly #inflight = new Map<string, Promise<ReadonlySet<WorkerId>>>();
 
-  constructor(private readonly o: AdapterLoaderOptions) {}
+  readonly #allow: AdapterAllowlist;
+
+  constructor(private readonly o: AdapterLoaderOptions) {
+    this.#allow = o.allow ?? new AdapterAllowlist();
+  }
 
   /**
    * The adapter a request's `model` names, or undefined for the base model: a name some
-   * worker holds, or (load on demand) any other name that is no worker's base model.
+   * worker holds, or (load on demand) any other name that is no worker's base model. With
+   * load on demand, a name the router may not load is refused here: 400 when it is no
+   * valid adapter name, 404 when it is not on the allowlist (both naming `model`).
    */
   adapterOf(model: unknown): string | undefined {
     if (typeof model !== "string" || model === "") return undefined;
     if (this.o.tracker.getLoadedWorkers(model).length > 0) return model;
-    if (this.o.loadOnDemand && !this.o.isBaseModel(model)) return model;
-    return undefined;
+    if (!this.o.loadOnDemand || this.o.isBaseModel(model)) return undefined;
+    this.#checkLoadable(model);
+    return model;
+  }
+
+  /** Throws RouterError unless the router may ask an engine to load `name`. */
+  #checkLoadable(name: string): void {
+    const problem = adapterNameProblem(name);
+    if (problem !== undefined) {
+      throw new RouterError("invalid_request", `model: not a servable model, and as a LoRA adapter name it ${problem}`, "model");
+    }
+    if (!this.#allow.allows(name)) {
+      throw new RouterError("not_found", `model: "${name}" is not served by any worker and is not an adapter this router may load (--lora-allow)`, "model");
+    }
   }
 
   /**
@@ -129,6 +154,7 @@ export class AdapterLoader {
   }
 
   async #load(name: string): Promise<ReadonlySet<WorkerId>> {
+    this.#checkLoadable(name); // callers other than adapterOf get the same rules
     const refused = new Set<WorkerId>();
     // Each round either succeeds, or learns something (a worker's real adapter list, or a
     // worker that cannot take it); the bound only guards against engines that keep changing.
@@ -143,7 +169,9 @@ export class AdapterLoader {
 
       let target = placeAdapter(name, this.o.tracker, candidates);
       if (!target) {
-        const victim = this.o.evict ? lruEvictionCandidate(name, this.o.tracker, candidates) : undefined;
+        // Only adapters the router may manage are evicted; others were loaded by the operator.
+        const isPinned = (victimName: string) => !this.#allow.allows(victimName) || adapterNameProblem(victimName) !== undefined;
+        const victim = this.o.evict ? lruEvictionCandidate(name, this.o.tracker, candidates, { isPinned }) : undefined;
         if (!victim) throw this.#noCapacity(name, workers);
         const w = byId.get(victim.worker.workerId)!;
         const r = await this.o.engine.unload(w.url, victim.evict);

@@ -34,13 +34,29 @@ export interface RoutingDeps {
   readonly rng: Rng;
   /** Approximate mode: the index learns from the router's own decisions. */
   readonly recordDecisions: boolean;
+  /**
+   * The index of prompts the router cannot tokenize as the engine does (text for a model
+   * without a tokenizer): it learns only from this router's own decisions on such prompts,
+   * as SGLang's router does, and never mixes with the engines' events. Without it they use `index`.
+   */
+  readonly approxIndex?: KvIndex;
   readonly sessionTtlMs: number;
   /** Opens / closes engine-backed sessions (nvext.session_control); without it they are refused. */
   readonly engineSessions?: EngineSessionOps;
 }
 
+/** A prompt's block hashes, computed once per request and reused by its retries. */
+export interface PromptHashes {
+  readonly hashes: BigUint64Array;
+  readonly seqHashes: BigUint64Array;
+}
+
 export interface RouteInput {
   readonly tokens: Uint32Array;
+  /** The prompt's hashes from prepare() (retries reuse them); computed here when absent. */
+  readonly prepared?: PromptHashes;
+  /** The tokens are not the engine's (text without a tokenizer): match and learn in `approxIndex`. */
+  readonly approximate?: boolean;
   readonly requestId: string;
   readonly loraName?: string;
   readonly sessionId?: string;
@@ -77,15 +93,22 @@ export class RoutingService {
     return this.#prefix + (this.#seq++).toString(36);
   }
 
+  /** Hash a prompt once per request (block hashes + sequence hashes); pass the result to route(). */
+  prepare(tokens: Uint32Array, loraName: string | undefined): PromptHashes {
+    const hashes = computeBlockHashesWith(this.d.hasher, tokens, this.d.scheduler.blockSize, { loraName });
+    return { hashes, seqHashes: this.#seqHasher(hashes) };
+  }
+
   /** Route and book. Throws RouterError (no_endpoints, duplicate_request, ...). */
   async route(input: RouteInput): Promise<RouteDecision> {
     const d = this.d;
     const t0 = performance.now();
     const bs = d.scheduler.blockSize;
-    const hashes = computeBlockHashesWith(d.hasher, input.tokens, bs, { loraName: input.loraName });
-    const seqHashes = this.#seqHasher(hashes);
+    const { hashes, seqHashes } = input.prepared ?? this.prepare(input.tokens, input.loraName);
     const t1 = performance.now();
-    const overlaps = d.index.findMatches(hashes);
+    const approx = input.approximate === true && d.approxIndex !== undefined;
+    const index = approx ? d.approxIndex! : d.index;
+    const overlaps = index.findMatches(hashes);
     const t2 = performance.now();
 
     const sc = input.sessionControl;
@@ -110,7 +133,7 @@ export class RoutingService {
       loraName: input.loraName,
       allowedWorkerIds: input.allowedWorkerIds,
     });
-    if (d.recordDecisions) d.index.recordDecision(hashes, seqHashes, sel.worker, now);
+    if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
     const t4 = performance.now();
 
     const m = d.metrics;
