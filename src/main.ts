@@ -49,6 +49,7 @@ import { SocketHttpClient } from "./upstream/socket-client.ts";
 import { HealthChecker } from "./workers/health.ts";
 import { WorkerMembership } from "./workers/membership.ts";
 import { WorkerRegistry } from "./workers/registry.ts";
+import { fetchServedModels, ModelDirectory } from "./workers/models.ts";
 
 const USAGE = `usage: switchyard <command> [flags]
 
@@ -158,6 +159,10 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     prune: { ttlMs: config.approxTtl * 1000 },
   });
   const registry = new WorkerRegistry();
+  // Which models each worker serves (GET /v1/models at registration and every health check).
+  const models = new ModelDirectory();
+  // Text the router cannot tokenize as the engine does is routed on its own decisions, apart.
+  const approxIndex = config.policy === "approx" ? undefined : createIndexer("approximate", { prune: { ttlMs: config.approxTtl * 1000 } });
   // With Redis, routers share their active load; each needs its own id in those messages.
   const routerId = config.redis !== undefined ? randomRouterId() : undefined;
   const tracker = new LoadTracker({ blockSize: config.blockSize, routerId });
@@ -179,7 +184,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     engine: engineLoraClient(),
     workers: () => registry.list().filter((w) => w.healthy),
     loadOnDemand: config.loraLoadOnDemand,
-    isBaseModel: (name) => registry.isBaseModel(name),
+    isBaseModel: (name) => registry.isBaseModel(name) || models.isBase(name),
     pathTemplate: config.loraPath,
     evict: config.loraEvict,
     allow: new AdapterAllowlist(config.loraAllow),
@@ -207,6 +212,10 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     timeoutMs: config.healthTimeout * 1000,
     onChange: (id, healthy, reason) =>
       healthy ? log.info(`worker ${id} is healthy`) : log.warn(`worker ${id} is unhealthy`, { reason }),
+    afterHealthy: async (id, url, signal) => {
+      const served = await fetchServedModels(url, signal, (u, init) => fetch(u, init));
+      if (registry.has(id) && models.set(id, served)) log.info(`worker ${id} serves ${served.map((m) => m.id).join(", ")}`);
+    },
   });
   const adminHeaders: Record<string, string> = config.adminToken ? { authorization: `Bearer ${config.adminToken}` } : {};
   const recovery = new RecoveryDriver({
@@ -222,6 +231,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     recovery,
     lora,
     engineInfo: (url) => fetchEngineInfo(url, ENGINE_QUERY_TIMEOUT_MS),
+    models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), (u, init) => fetch(u, init)) },
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
       if (!w.healthy) void health.check(w.id);
@@ -244,6 +254,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     now,
     rng: Math.random,
     recordDecisions: config.policy === "approx",
+    approxIndex,
     sessionTtlMs: config.sessionTtl * 1000,
     engineSessions: sessions,
   });
@@ -281,6 +292,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
         onDropped: (reason, n) => metrics.eventDropped(reason, n),
       }),
     lora: adapters,
+    models,
     peekSession: (id) => store.peek(id),
     peer: (req) => server?.requestIP(req)?.address,
     fetch: (url, init) => fetch(url, init),
@@ -359,6 +371,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     }, LOAD_EXPIRY_EVERY_MS),
   ];
   if (config.policy === "approx") timers.push(setInterval(() => index.expire(now()), APPROX_EXPIRE_EVERY_MS));
+  if (approxIndex !== undefined) timers.push(setInterval(() => approxIndex.expire(now()), APPROX_EXPIRE_EVERY_MS));
 
   log.info(`switchyard listening on ${url}`, { policy: config.policy, workers: registry.size, block_size: config.blockSize });
   return {

@@ -14,6 +14,7 @@ import type { AppDeps } from "./deps.ts";
 import { errorResponse, toErrorResponse, classify } from "./errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { completionHandlers, openAiRoutes, type RequestHandler } from "./routes/openai.ts";
+import { passthroughRoutes } from "./routes/passthrough.ts";
 import { workerRoutes } from "./routes/workers.ts";
 
 /** Paths that need the admin token (or a loopback peer when no token is set). */
@@ -31,6 +32,7 @@ export function createApp(d: AppDeps): Hono {
   app.get("/metrics", () => new Response(d.metrics.render(), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } }));
 
   app.route("/", openAiRoutes(d));
+  app.route("/", passthroughRoutes(d));
   app.route("/", workerRoutes(d));
   app.route("/", adminRoutes(d));
 

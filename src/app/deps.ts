@@ -10,6 +10,7 @@ import type { KvIndex } from "../indexer/types.ts";
 import type { RouterMetrics } from "../metrics/names.ts";
 import type { LoadTracker } from "../scheduler/load-tracker.ts";
 import type { WorkerMembership } from "../workers/membership.ts";
+import type { ModelDirectory } from "../workers/models.ts";
 import type { WorkerRegistry } from "../workers/registry.ts";
 import type { PeerAddress } from "./auth.ts";
 import type { Logger } from "./log.ts";
@@ -36,6 +37,8 @@ export interface AppDeps {
   readonly ingestEvents: (events: readonly RouterEvent[]) => IngestResult;
   /** LoRA requests: which `model` is an adapter, and where it is (or gets) loaded. */
   readonly lora: LoraRouting;
+  /** Which models each worker serves (its GET /v1/models); without it every model goes to every worker. */
+  readonly models?: ModelDirectory;
   /** Read a session binding without sliding its TTL (GET /debug/sessions/:id). */
   readonly peekSession?: (sessionId: string) => Promise<Binding | undefined>;
   /** The peer address of a request (Bun: server.requestIP). */

@@ -70,6 +70,8 @@ export interface EngineCounters {
   promptTokens: number;
   cachedTokens: number;
   completionTokens: number;
+  /** Requests naming a model this engine does not serve (answered 404). */
+  unknownModel: number;
 }
 
 export interface EngineDeps {
@@ -86,7 +88,7 @@ export class MockEngine {
   readonly ranks: RankState[];
   readonly loras: LoraRegistry;
   readonly sessions = new SessionRegistry();
-  readonly counters: EngineCounters = { requests: 0, aborted: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0 };
+  readonly counters: EngineCounters = { requests: 0, aborted: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, unknownModel: 0 };
   private readonly clock: Clock;
   private nextRank = 0;
 
@@ -121,7 +123,7 @@ export class MockEngine {
    * the name for a loaded adapter, null when the model is unknown (a 404, like vLLM).
    */
   resolveModel(model: string | undefined): string | undefined | null {
-    if (model === undefined || model === this.config.model) return undefined;
+    if (model === undefined || this.config.models.includes(model)) return undefined;
     return this.loras.has(model) ? model : null;
   }
 

@@ -18,6 +18,7 @@ export function renderMetrics(engine: MockEngine, publishers: readonly EventPubl
   const ranks = engine.ranks.map((r, i) => [`{dp_rank="${i}"}`, r] as const);
   const out: string[] = [];
   family(out, "mocker_requests_total", "counter", "Completion requests received.", [["", c.requests]]);
+  family(out, "mocker_unknown_model_total", "counter", "Requests for a model this engine does not serve (404).", [["", c.unknownModel]]);
   family(out, "mocker_requests_aborted_total", "counter", "Requests cancelled by the client before they finished.", [["", c.aborted]]);
   family(out, "mocker_prompt_tokens_total", "counter", "Prompt tokens of requests that reached prefill.", [["", c.promptTokens]]);
   family(out, "mocker_cached_tokens_total", "counter", "Prompt tokens served from the prefix cache.", [["", c.cachedTokens]]);

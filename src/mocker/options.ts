@@ -39,8 +39,15 @@ export interface MockerOptions {
   prefillOverheadMs?: number;
   decodeMsPerStep?: number;
   decodeBatchFactor?: number;
-  /** Served base model name. */
+  /** Served base model name (the first one; requests without `model` use it). */
   model?: string;
+  /** More base models served besides `model` (a mixed-model test fleet on one engine). */
+  models?: string[];
+  /**
+   * A Hugging Face tokenizer directory (tokenizer.json + tokenizer_config.json): prompts are
+   * tokenized like vLLM, so KV events carry the model's token ids. Without it: one token per byte.
+   */
+  tokenizer?: string;
   /** Seeds the fake output text. */
   seed?: number;
   /** Events kept per dp rank for /kv/query replay (spec §1.7: 1024). */
@@ -63,6 +70,9 @@ export interface MockerConfig extends TimingModel {
   maxLoras: number;
   loras: string[];
   model: string;
+  /** Every served base model, `model` first, no duplicates. */
+  models: string[];
+  tokenizer: string | undefined;
   seed: number;
   eventBufferSize: number;
 }
@@ -120,6 +130,8 @@ export function resolveMockerOptions(opts: MockerOptions = {}): MockerConfig {
     routerUrls: [],
     adminToken: opts.adminToken,
     loras: [],
+    models: [],
+    tokenizer: undefined,
   };
   const problems: string[] = [];
   for (const [key, flag, integer, min] of NUMERIC) {
@@ -140,12 +152,19 @@ export function resolveMockerOptions(opts: MockerOptions = {}): MockerConfig {
     if (opts.model === "") problems.push("--model: must not be empty");
     else cfg.model = opts.model;
   }
+  const extra = (opts.models ?? []).flatMap((m) => m.split(",")).map((m) => m.trim());
+  if (extra.some((m) => m === "")) problems.push("--model: names must not be empty");
+  cfg.models = [...new Set([cfg.model, ...extra.filter((m) => m !== "")])];
+  if (opts.tokenizer !== undefined) {
+    if (opts.tokenizer === "") problems.push("--tokenizer: must not be empty");
+    else cfg.tokenizer = opts.tokenizer;
+  }
   if (opts.workerId !== undefined && (opts.workerId < 0n || opts.workerId >= 1n << 64n)) {
     problems.push(`--worker-id: must be a u64 (got ${opts.workerId})`);
   }
   cfg.routerUrls = resolveRouterUrls(opts, problems);
   const loras = opts.loras ?? [];
-  if (loras.some((l) => l === "" || l === cfg.model)) problems.push("--lora: names must be non-empty and differ from --model");
+  if (loras.some((l) => l === "" || cfg.models.includes(l))) problems.push("--lora: names must be non-empty and differ from every --model");
   if (new Set(loras).size > cfg.maxLoras) problems.push(`--lora: ${new Set(loras).size} adapters exceed --max-loras ${cfg.maxLoras}`);
   cfg.loras = [...new Set(loras)];
   if (problems.length > 0) throw new MockerOptionsError(problems);
@@ -167,10 +186,10 @@ function resolveRouterUrls(opts: MockerOptions, problems: string[]): string[] {
 }
 
 const FLAG_TO_NUMERIC = new Map(NUMERIC.map(([key, flag]) => [flag, key]));
-const STRING_FLAGS: Record<string, "host" | "adminToken" | "model"> = {
+const STRING_FLAGS: Record<string, "host" | "adminToken" | "tokenizer"> = {
   "--host": "host",
   "--admin-token": "adminToken",
-  "--model": "model",
+  "--tokenizer": "tokenizer",
 };
 
 export const MOCKER_USAGE = `usage: switchyard mocker [flags]
@@ -192,7 +211,10 @@ export const MOCKER_USAGE = `usage: switchyard mocker [flags]
   --prefill-overhead-ms MS per-request prefill overhead (default ${DEFAULT_TIMING.prefillOverheadMs})
   --decode-ms-per-step MS  decode step with one running sequence (default ${DEFAULT_TIMING.decodeMsPerStep})
   --decode-batch-factor F  step slowdown per extra running sequence (default ${DEFAULT_TIMING.decodeBatchFactor})
-  --model NAME             served model name (default switchyard-sim)
+  --model NAME[,NAME]      served base model name(s); repeatable, the first is the default
+                           (default switchyard-sim)
+  --tokenizer DIR          Hugging Face tokenizer directory: tokenize prompts like vLLM
+                           (default: one token per UTF-8 byte)
   --seed N                 seed of the fake output text (default 0)
   --event-buffer-size N    KV events kept per dp rank for replay (default 1024)`;
 
@@ -229,6 +251,11 @@ export function parseMockerArgs(argv: readonly string[]): MockerOptions {
       else problems.push(`--worker-id: must be a decimal u64 ("${value}")`);
     } else if (flag === "--router-url") {
       (opts.routerUrls ??= []).push(value);
+    } else if (flag === "--model") {
+      const [first, ...rest] = value.split(",");
+      if (opts.model === undefined) opts.model = first!;
+      else (opts.models ??= []).push(first!);
+      if (rest.length > 0) (opts.models ??= []).push(...rest);
     } else if (flag === "--lora") {
       (opts.loras ??= []).push(value);
     } else {

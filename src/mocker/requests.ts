@@ -13,6 +13,8 @@ export const MAX_MAX_TOKENS = 1 << 20;
 export interface CompletionRequest {
   readonly kind: ApiKind;
   readonly tokens: Uint32Array;
+  /** Every prompt of a completions batch (`tokens` is the first); one for chat. */
+  readonly prompts: readonly Uint32Array[];
   readonly model: string | undefined;
   readonly stream: boolean;
   readonly maxTokens: number;
@@ -48,17 +50,17 @@ function maxTokensOf(b: Record<string, unknown>, kind: ApiKind): number {
   return v;
 }
 
-export function parseCompletionRequest(kind: ApiKind, body: unknown): CompletionRequest {
+/**
+ * `prompts`: the body's prompts as the engine's tokenizer made them (mocker/tokenizer.ts);
+ * without them the prompt is tokenized here, one token per byte, and must be a single one.
+ */
+export function parseCompletionRequest(kind: ApiKind, body: unknown, prompts?: readonly Uint32Array[]): CompletionRequest {
   const b = asObject(body);
-  let tokens: Uint32Array;
-  if (kind === "chat") {
-    if (b.messages === undefined) bad("messages", "is required");
-    tokens = chatPromptTokens(b.messages);
-  } else {
-    if (b.prompt === undefined) bad("prompt", "is required");
-    tokens = completionPromptTokens(b.prompt);
-  }
-  if (tokens.length === 0) bad(kind === "chat" ? "messages" : "prompt", "must not be empty");
+  if (kind === "chat" && b.messages === undefined) bad("messages", "is required");
+  if (kind === "completions" && b.prompt === undefined) bad("prompt", "is required");
+  if (prompts === undefined) prompts = [kind === "chat" ? chatPromptTokens(b.messages) : completionPromptTokens(b.prompt)];
+  const tokens = prompts[0]!;
+  for (const p of prompts) if (p.length === 0) bad(kind === "chat" ? "messages" : "prompt", "must not be empty");
   const stream = b.stream;
   if (stream !== undefined && stream !== null && typeof stream !== "boolean") bad("stream", "must be a boolean");
   if (b.n !== undefined && b.n !== null && b.n !== 1) bad("n", "only n = 1 is supported");
@@ -66,6 +68,7 @@ export function parseCompletionRequest(kind: ApiKind, body: unknown): Completion
   return {
     kind,
     tokens,
+    prompts,
     model: optionalString(b, "model"),
     stream: stream === true,
     maxTokens: maxTokensOf(b, kind),

@@ -19,6 +19,7 @@ import { AbortedError } from "./fifo.ts";
 import { renderMetrics } from "./metrics.ts";
 import { completionResponse, errorBody, type ApiKind, type ResponseMeta, SseWriter } from "./openai.ts";
 import { type MockerOptions, resolveMockerOptions } from "./options.ts";
+import { nativeRoutes } from "./native-routes.ts";
 import { EventPublisher } from "./publisher.ts";
 import {
   dpRankValue,
@@ -31,6 +32,7 @@ import {
   type CompletionRequest,
 } from "./requests.ts";
 import { DEFAULT_SESSION_TIMEOUT_S } from "./sessions.ts";
+import { byteTokenizer, loadMockerTokenizer, type MockerTokenizer } from "./tokenizer.ts";
 
 export interface StartMockerOptions extends MockerOptions {
   /** Where to report push failures and the like (default: stderr, rate-limited). */
@@ -105,6 +107,8 @@ function rateLimited(log: (line: string) => void): (line: string) => void {
 export async function startMocker(opts: StartMockerOptions = {}): Promise<MockerHandle> {
   const config = resolveMockerOptions(opts);
   const log = opts.log ?? ((line: string) => console.error(`[mocker] ${line}`));
+  // Loaded once at start, never per request.
+  const tokenizer: MockerTokenizer = config.tokenizer !== undefined ? await loadMockerTokenizer(config.tokenizer) : byteTokenizer;
   // One publisher (own queue, own in-flight POST) per router: a slow or absent router
   // delays only its own batches, and every router sees every event.
   const publishers: EventPublisher[] = [];
@@ -177,16 +181,21 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     let parsed: CompletionRequest;
     let dpRank: number | undefined;
     try {
-      parsed = parseCompletionRequest(kind, await readJson(req));
+      const body = await readJson(req);
+      const b = body !== null && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+      const prompts =
+        b === undefined ? undefined
+        : kind === "chat" ? (b.messages === undefined ? undefined : [await tokenizer.chatPrompt(b)])
+        : b.prompt === undefined ? undefined : await tokenizer.completionPrompts(b.prompt);
+      parsed = parseCompletionRequest(kind, body, prompts);
       dpRank = dpRankValue(req.headers.get(DP_RANK_HEADER), eng.ranks.length, DP_RANK_HEADER);
     } catch (e) {
       if (e instanceof HttpError || isRouterError(e)) return error(400, e.message, "invalid_request_error", zero);
       throw e;
     }
     const loraName = eng.resolveModel(parsed.model);
-    if (loraName === null) {
-      return error(404, `The model \`${parsed.model}\` does not exist.`, "NotFoundError", zero);
-    }
+    if (loraName === null) return unknownModel(parsed.model!);
+    if (parsed.prompts.length > 1) return batch(req, parsed, loraName, dpRank);
     if (parsed.sessionId !== undefined) eng.sessions.touch(parsed.sessionId, Date.now());
     const m = meta(kind, parsed.model ?? config.model);
     const abort = new AbortController();
@@ -269,6 +278,42 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     });
   }
 
+  function unknownModel(model: string): Response {
+    eng.counters.unknownModel++;
+    return error(404, `The model \`${model}\` does not exist.`, "NotFoundError", { [CACHED_TOKENS_HEADER]: "0" });
+  }
+
+  /** A completions batch (several prompts): each one through the engine, one answer with a choice per prompt. */
+  async function batch(req: Request, parsed: CompletionRequest, loraName: string | undefined, dpRank: number | undefined): Promise<Response> {
+    if (parsed.stream) return error(400, "prompt: streaming a batch of prompts is not simulated", "invalid_request_error");
+    const rank = eng.pickRank(dpRank);
+    const results = await Promise.all(
+      parsed.prompts.map((tokens) => eng.generate({ tokens, maxTokens: parsed.maxTokens, loraName, dpRank: rank, signal: req.signal }, { start: () => {}, token: () => {} })),
+    );
+    const m = meta("completions", parsed.model ?? config.model);
+    const sum = (f: (r: (typeof results)[number]) => number) => results.reduce((a, r) => a + f(r), 0);
+    return json(
+      {
+        id: m.id, object: "text_completion", created: m.created, model: m.model,
+        choices: results.map((r, index) => ({ index, text: r.text, logprobs: null, finish_reason: "length" })),
+        usage: {
+          prompt_tokens: sum((r) => r.promptTokens), completion_tokens: sum((r) => r.completionTokens),
+          total_tokens: sum((r) => r.promptTokens + r.completionTokens), prompt_tokens_details: { cached_tokens: sum((r) => r.cachedTokens) },
+        },
+      },
+      200,
+      { [CACHED_TOKENS_HEADER]: String(sum((r) => r.cachedTokens)), "x-mocker-dp-rank": String(rank), "x-mocker-worker-id": workerId.toString() },
+    );
+  }
+
+  const native = nativeRoutes({
+    engine: eng,
+    tokenizer,
+    newId: (prefix) => `${prefix}-${workerId.toString(36)}-${++seq}`,
+    unknownModel,
+    dpRank: (req) => dpRankValue(req.headers.get(DP_RANK_HEADER), eng.ranks.length, DP_RANK_HEADER),
+  });
+
   function engineInfo(): unknown {
     return {
       worker_id: workerId.toString(),
@@ -278,15 +323,19 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       loras: eng.loras.list(),
       max_loras: config.maxLoras,
       model: config.model,
+      models: config.models,
+      tokenizer: tokenizer.source,
       max_concurrency: config.maxConcurrency,
     };
   }
 
   function models(): unknown {
     const created = Math.floor(Date.now() / 1000);
-    const base = { id: config.model, object: "model", created, owned_by: "switchyard", root: config.model, parent: null };
+    // vLLM's shape (serving_models.py show_available_models): base models with parent null,
+    // adapters with their base model as parent.
+    const bases = config.models.map((id) => ({ id, object: "model", created, owned_by: "switchyard", root: id, parent: null }));
     const loras = eng.loras.list().map((id) => ({ id, object: "model", created, owned_by: "switchyard", root: id, parent: config.model }));
-    return { object: "list", data: [base, ...loras] };
+    return { object: "list", data: [...bases, ...loras] };
   }
 
   function kvQuery(req: Request): Response {
@@ -352,7 +401,13 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       case "GET /metrics":
         return new Response(renderMetrics(eng, publishers), { headers: { "content-type": "text/plain; version=0.0.4" } });
     }
-    const known = KNOWN_PATHS.has(path);
+    const handler = native[path];
+    if (handler !== undefined && method === "POST") {
+      const body = await readJson(req);
+      if (body === null || typeof body !== "object" || Array.isArray(body)) throw new HttpError(400, "request body must be a JSON object", "invalid_request_error");
+      return handler(req, body as Record<string, unknown>);
+    }
+    const known = KNOWN_PATHS.has(path) || handler !== undefined;
     return error(known ? 405 : 404, known ? `method ${method} not allowed on ${path}` : `no route ${method} ${path}`, known ? "method_not_allowed" : "not_found");
   }
 

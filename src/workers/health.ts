@@ -13,6 +13,11 @@ export interface HealthCheckerOptions {
   readonly fetch?: (url: string, init: RequestInit) => Promise<Response>;
   /** Called when a worker changes state (logging, metrics). */
   readonly onChange?: (id: WorkerId, healthy: boolean, reason: string | undefined) => void;
+  /**
+   * After a good check, within the same timeout: re-read what the worker serves (its
+   * GET /v1/models, src/workers/models.ts). A failure here does not make the worker unhealthy.
+   */
+  readonly afterHealthy?: (id: WorkerId, url: string, signal: AbortSignal) => Promise<void>;
 }
 
 export class HealthChecker {
@@ -67,6 +72,9 @@ export class HealthChecker {
       this.#inflight.delete(id);
     }
     if (ok && (this.#fences.get(id) ?? 0) !== fenceAtStart) return false;
+    if (ok && this.#o.afterHealthy) {
+      await this.#o.afterHealthy(id, rec.url, AbortSignal.timeout(this.#o.timeoutMs)).catch(() => {});
+    }
     this.#set(id, ok, reason);
     return ok;
   }

@@ -8,6 +8,7 @@ import { RouterError } from "../core/errors.ts";
 import type { DpRank, WorkerId, WorkerWithDpRank } from "../core/ids.ts";
 import { normalizeWorkerUrl, workerIdFromUrl } from "../core/worker-id.ts";
 import type { EngineInfo } from "./engine-info.ts";
+import type { ModelDirectory, ServedModel } from "./models.ts";
 import type { WorkerRecord, WorkerRegistry } from "./registry.ts";
 
 export interface RegisterInput {
@@ -21,6 +22,8 @@ export interface RegisterInput {
   readonly maxLoras?: number;
   /** Its base model (default: engine info). */
   readonly model?: string;
+  /** Every base model it serves (default: what its GET /v1/models lists, adapters included). */
+  readonly models?: readonly string[];
   /**
    * Restore its part of the index from GET /kv/query (default true). False for workers
    * whose events come from elsewhere (vLLM over ZMQ serves no /kv/query).
@@ -49,6 +52,8 @@ export interface MembershipDeps {
   };
   /** Asks the engine about itself; a rejection registers the worker as not yet healthy. */
   readonly engineInfo: (url: string) => Promise<EngineInfo>;
+  /** Which models each worker serves, and how to ask an engine (GET /v1/models). */
+  readonly models?: { readonly directory: ModelDirectory; readonly fetch: (url: string) => Promise<ServedModel[]> };
   /** A worker was added or removed (health checker bookkeeping, logs). */
   readonly onAdded?: (w: WorkerRecord) => void;
   readonly onRemoved?: (w: WorkerRecord) => void;
@@ -72,11 +77,14 @@ export class WorkerMembership {
 
     const warnings: string[] = [];
     let info: EngineInfo | undefined;
+    // Asked together: a registration waits for the slower of the two, not their sum.
+    const served = input.models === undefined ? this.#servedModels(url) : Promise.resolve(input.models.map((id) => ({ id, parent: null })));
     try {
       info = await this.d.engineInfo(url);
     } catch (e) {
       warnings.push(`engine info unavailable (${(e as Error).message}); registered as unhealthy until a health check passes`);
     }
+    const models = await served;
     const blockSize = input.blockSize ?? info?.blockSize;
     if (blockSize !== undefined && blockSize !== this.d.blockSize) {
       throw new RouterError(
@@ -97,6 +105,7 @@ export class WorkerMembership {
     const dpRanks = input.dpRanks ?? info?.dpRanks ?? 1;
     this.d.registry.add(id, url, dpRanks, info !== undefined, input.model ?? info?.model);
     const rec = this.d.registry.get(id)!;
+    if (models !== undefined) this.d.models?.directory.set(id, models);
     this.#syncLoad();
     if (input.restore !== false) for (let r = 0; r < dpRanks; r++) this.d.recovery.addRank(id, r);
     this.#recordLoras(id, dpRanks, input.loras ?? info?.loras ?? [], input.maxLoras ?? info?.maxLoras);
@@ -111,9 +120,20 @@ export class WorkerMembership {
     if (!rec) throw new RouterError("worker_not_found", `worker ${id} is not registered`);
     this.#syncLoad();
     this.d.recovery.removeWorker(id);
+    this.d.models?.directory.remove(id);
     if (this.d.lora) for (let r = 0; r < rec.dpRanks; r++) this.d.lora.handleWorkerRemoval({ workerId: id, dpRank: r });
     this.d.onRemoved?.(rec);
     return rec;
+  }
+
+  /** The engine's model list, or undefined when it serves none (the worker may serve any model). */
+  async #servedModels(url: string): Promise<ServedModel[] | undefined> {
+    if (!this.d.models) return undefined;
+    try {
+      return await this.d.models.fetch(url);
+    } catch {
+      return undefined;
+    }
   }
 
   /** Adapters are engine-wide (vLLM loads one for every rank): record each on every rank. */

@@ -104,7 +104,7 @@ describe("mocker process", () => {
     const info = await (await fetch(`${url}/v1/engine/info`)).json();
     expect(info).toEqual({
       worker_id: workerId.toString(), dp_ranks: 2, block_size: BS, kv_blocks: KV_BLOCKS, loras: [], max_loras: 1,
-      model: "switchyard-sim", max_concurrency: 64,
+      model: "switchyard-sim", models: ["switchyard-sim"], tokenizer: "bytes", max_concurrency: 64,
     });
     expect(await (await fetch(`${url}/health`)).json()).toEqual({ status: "ok" });
   });
@@ -262,7 +262,7 @@ describe("mocker process", () => {
   });
 
   test("bad input is a 400 with an OpenAI error body", async () => {
-    for (const body of [{ prompt: ["a", "b"] }, { prompt: "x", max_tokens: -1 }, {}]) {
+    for (const body of [{ prompt: ["a", 5] }, { prompt: "x", max_tokens: -1 }, {}]) {
       const res = await post("/v1/completions", body);
       expect(res.status).toBe(400);
       const err = (await res.json()) as { error: { message: string; type: string } };

@@ -38,6 +38,8 @@ export interface ForwardInput {
   /** The body exactly as received; forwarded byte for byte. */
   readonly body: Uint8Array;
   readonly tokens: Uint32Array;
+  /** The tokens are not the engine's (text without a tokenizer): route approximately. */
+  readonly approximate?: boolean;
   readonly loraName?: string;
   readonly sessionId?: string;
   readonly sessionControl?: SessionControl;
@@ -51,11 +53,15 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const requestId = d.routing.nextRequestId();
   const exclude = new Set<WorkerId>();
   const failures: string[] = [];
+  // Hashed once; every retry reuses them.
+  const prepared = d.routing.prepare(input.tokens, input.loraName);
   for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
       decision = await d.routing.route({
         tokens: input.tokens,
+        prepared,
+        approximate: input.approximate,
         requestId,
         loraName: input.loraName,
         sessionId: input.sessionId,

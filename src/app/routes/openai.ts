@@ -5,12 +5,13 @@
  */
 import { Hono } from "hono";
 import { RouterError } from "../../core/errors.ts";
-import { promptTokens } from "../../tokens/index.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
-import { HEADER_WORKER, SESSION_HEADERS } from "../proxy/headers.ts";
-import { forward, type ForwardInput } from "../proxy/forward.ts";
+import { SESSION_HEADERS } from "../proxy/headers.ts";
+import type { ForwardInput } from "../proxy/forward.ts";
+import { readPrompt } from "../routing/prompt-routing.ts";
 import { sessionControlOf } from "../routing/session-control.ts";
+import { createDispatch } from "./dispatch.ts";
 
 const MODELS_TIMEOUT_MS = 2_000;
 
@@ -26,11 +27,6 @@ function sessionIdOf(headers: Headers, maxLength: number | undefined): string | 
     return id;
   }
   return undefined;
-}
-
-function workerOf(res: Response): bigint | undefined {
-  const w = res.headers.get(HEADER_WORKER);
-  return w !== null && /^\d+$/.test(w) ? BigInt(w) : undefined;
 }
 
 /** A handler of a raw Request; throws RouterError for the app's error mapping. */
@@ -50,7 +46,9 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
     warn: (m: string) => d.log.warn(m),
   };
 
-  const handle = (path: string) => async (req: Request) => {
+  const dispatch = createDispatch(d, forwardDeps);
+
+  const handle = (path: string, kind: "completions" | "chat") => async (req: Request) => {
     const body = await readBodyLimited(req, d.maxBodyBytes);
     const json = parseJsonObject(body);
     if (json.model !== undefined && typeof json.model !== "string") {
@@ -59,38 +57,22 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
     if (json.stream !== undefined && typeof json.stream !== "boolean") {
       throw new RouterError("invalid_request", "stream: must be a boolean", "stream");
     }
-    const tokens = promptTokens(json);
+    const prompt = await readPrompt(d, json, kind);
     const sessionControl = sessionControlOf(json);
     const input: ForwardInput = {
       request: req,
       path,
       body,
-      tokens,
+      tokens: prompt.tokens,
+      approximate: prompt.approximate,
       // nvext.session_control takes the place of the header session.
       sessionId: sessionControl ? undefined : sessionIdOf(req.headers, d.maxSessionIdLength),
       sessionControl,
     };
-    const loraName = d.lora.adapterOf(json.model);
-    if (loraName === undefined) return forward(input, forwardDeps);
-    return forwardLora(input, loraName);
+    return dispatch(input, json.model);
   };
 
-  /** Only to workers holding the adapter (loaded first if none does); one retry if the engine lost it. */
-  const forwardLora = async (input: ForwardInput, loraName: string): Promise<Response> => {
-    let res = await forward({ ...input, loraName, allowedWorkerIds: await d.lora.ensure(loraName) }, forwardDeps);
-    let worker = workerOf(res);
-    if (res.status === 404 && worker !== undefined) {
-      // Another router unloaded it there (--lora-evict): forget it, place it again.
-      await res.body?.cancel().catch(() => {});
-      d.lora.missing(loraName, worker);
-      res = await forward({ ...input, loraName, allowedWorkerIds: await d.lora.ensure(loraName) }, forwardDeps);
-      worker = workerOf(res);
-    }
-    if (worker !== undefined && res.ok) d.lora.used(loraName, worker);
-    return res;
-  };
-
-  return { completions: handle("/v1/completions"), chat: handle("/v1/chat/completions") };
+  return { completions: handle("/v1/completions", "completions"), chat: handle("/v1/chat/completions", "chat") };
 }
 
 export function openAiRoutes(d: AppDeps): Hono {
@@ -102,6 +84,13 @@ export function openAiRoutes(d: AppDeps): Hono {
   app.get("/v1/models", async (c) => {
     const healthy = d.registry.list().filter((w) => w.healthy);
     if (healthy.length === 0) throw new RouterError("no_endpoints", "no healthy worker to ask for its models");
+    // Every healthy worker's list is known (read at registration and each health check): no fan-out.
+    const dir = d.models;
+    if (dir !== undefined && healthy.every((w) => dir.of(w.id) !== undefined)) {
+      const created = Math.floor(Date.now() / 1000);
+      const data = dir.union(healthy.map((w) => w.id)).map((m) => ({ id: m.id, object: "model", created, owned_by: "switchyard", root: m.id, parent: m.parent }));
+      return c.json({ object: "list", data });
+    }
     const answers = await Promise.all(
       healthy.map((w) =>
         d

@@ -10,6 +10,7 @@ import { describeIssues, U64Schema } from "../../core/events.ts";
 import { workerKey } from "../../core/ids.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
+import { modelFields } from "./worker-models.ts";
 
 const RegisterBody = v.object({
   url: v.string("must be a string"),
@@ -19,6 +20,7 @@ const RegisterBody = v.object({
   loras: v.optional(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of adapter names")),
   max_loras: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(0, "must be >= 0"))),
   model: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
+  models: v.optional(v.pipe(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of model names"), v.nonEmpty("must not be empty"))),
 });
 
 function parseId(raw: string): bigint {
@@ -52,6 +54,7 @@ export function workerRoutes(d: AppDeps): Hono {
         active_decode_blocks: decode,
         cached_blocks: cached,
         loras: d.lora.loadedOn(w.id),
+        ...modelFields(d, w.id),
       };
     });
     return c.json({ workers });
@@ -70,6 +73,7 @@ export function workerRoutes(d: AppDeps): Hono {
       loras: b.loras,
       maxLoras: b.max_loras,
       model: b.model,
+      models: b.models,
     });
     const w = res.worker;
     return c.json(

@@ -23,6 +23,7 @@ import { StickyRouter } from "../../../src/sessions/sticky.ts";
 import { HealthChecker } from "../../../src/workers/health.ts";
 import { WorkerMembership } from "../../../src/workers/membership.ts";
 import { WorkerRegistry } from "../../../src/workers/registry.ts";
+import { ModelDirectory } from "../../../src/workers/models.ts";
 import type { PolicyName } from "../../../src/config/schema.ts";
 import { AdapterLoader } from "../../../src/lora/adapter-loader.ts";
 import { engineLoraClient } from "../../../src/workers/engine-lora.ts";
@@ -41,6 +42,8 @@ export interface Harness {
   readonly loader: AdapterLoader;
   readonly sticky: StickyRouter;
   readonly health: HealthChecker;
+  /** Which models each worker serves (empty: every worker's list unknown, any model goes anywhere). */
+  readonly models: ModelDirectory;
   /** Every upstream call: URL, headers and body bytes. */
   readonly calls: { url: string; headers: Record<string, string>; body: Uint8Array }[];
   request(path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
@@ -72,6 +75,7 @@ export function harness(o: HarnessOptions): Harness {
   const metrics = new RouterMetrics();
   const index = createIndexer(policy === "approx" ? "approximate" : "precise");
   const registry = new WorkerRegistry();
+  const models = new ModelDirectory();
   const tracker = new LoadTracker({ blockSize });
   const scheduler = schedulerConfig({ blockSize });
   const lora = new LoraStateTracker();
@@ -119,6 +123,7 @@ export function harness(o: HarnessOptions): Harness {
     registry, membership, fence: (id, reason) => health.fence(id, reason), routing, leases: new ExternalLeases(tracker), tracker, index, metrics,
     ingestEvents: (events) => ingestEvents(events, { isKnown: (w, r) => (registry.get(w)?.dpRanks ?? 0) > r, onLiveEvent: (ev) => index.applyEvent(ev) }),
     lora: loader,
+    models,
     peekSession: (id) => store.peek(id),
     peer: () => o.peer ?? "127.0.0.1",
     fetch,
@@ -127,7 +132,7 @@ export function harness(o: HarnessOptions): Harness {
   };
   const app = createApp(deps);
   return {
-    app, deps, registry, tracker, index, metrics, lora, loader, sticky, health, calls,
+    app, deps, registry, tracker, index, metrics, lora, loader, sticky, health, calls, models,
     request(path, init = {}) {
       const { json, ...rest } = init;
       const body = json === undefined ? rest.body : JSON.stringify(json);

@@ -1,0 +1,53 @@
+/**
+ * One proxied request, from its `model` to the engine's answer: the workers serving the model
+ * (routing/model-routing.ts), LoRA adapters loaded where needed, then forward (route, retry,
+ * stream). Shared by the OpenAI routes and the pass-through routes. It parses no bodies.
+ */
+import type { WorkerId } from "../../core/ids.ts";
+import type { AppDeps } from "../deps.ts";
+import { forward, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
+import { HEADER_WORKER } from "../proxy/headers.ts";
+import { modelRoute } from "../routing/model-routing.ts";
+
+export type Dispatch = (input: ForwardInput, model: unknown) => Promise<Response>;
+
+function workerOf(res: Response): bigint | undefined {
+  const w = res.headers.get(HEADER_WORKER);
+  return w !== null && /^\d+$/.test(w) ? BigInt(w) : undefined;
+}
+
+/** Intersection with what the caller already allowed (none: the route's set as is). */
+function within(a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>): ReadonlySet<WorkerId> {
+  if (a === undefined) return b;
+  return new Set([...b].filter((w) => a.has(w)));
+}
+
+export function createDispatch(d: AppDeps, forwardDeps: ForwardDeps): Dispatch {
+  /** Only to workers holding the adapter (loaded first if none does); one retry if the engine lost it. */
+  const forwardLora = async (input: ForwardInput, loraName: string): Promise<Response> => {
+    const allowed = async () => within(input.allowedWorkerIds, await d.lora.ensure(loraName));
+    let res = await forward({ ...input, loraName, allowedWorkerIds: await allowed() }, forwardDeps);
+    let worker = workerOf(res);
+    if (res.status === 404 && worker !== undefined) {
+      // Another router unloaded it there (--lora-evict): forget it, place it again.
+      await res.body?.cancel().catch(() => {});
+      d.lora.missing(loraName, worker);
+      res = await forward({ ...input, loraName, allowedWorkerIds: await allowed() }, forwardDeps);
+      worker = workerOf(res);
+    }
+    if (worker !== undefined && res.ok) d.lora.used(loraName, worker);
+    return res;
+  };
+
+  return (input, model) => {
+    const route = modelRoute(model, d);
+    switch (route.kind) {
+      case "any":
+        return forward(input, forwardDeps);
+      case "lora":
+        return forwardLora(input, route.loraName);
+      case "workers":
+        return forward({ ...input, loraName: route.loraName, allowedWorkerIds: within(input.allowedWorkerIds, route.workerIds) }, forwardDeps);
+    }
+  };
+}

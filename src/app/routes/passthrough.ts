@@ -1,0 +1,64 @@
+/**
+ * Every other route a client uses (issue 11 §3), proxied to a worker serving the body's
+ * `model`: OpenAI's /v1/embeddings and /v1/responses, vLLM's native /detokenize, /pooling,
+ * /classify, /score, /v1/score, /rerank, /v1/rerank, /v2/rerank, SGLang's /generate. Routed
+ * on the prompt's cache where the body has a readable prompt (embeddings/responses `input`,
+ * SGLang `text`/`input_ids`), least loaded otherwise; bodies and answers pass unchanged.
+ * (/tokenize is the router's own when it has the model's tokenizer: routes/tokenize.ts.)
+ */
+import { Hono } from "hono";
+import { parseJsonObject, readBodyLimited } from "../body.ts";
+import type { AppDeps } from "../deps.ts";
+import type { ForwardDeps } from "../proxy/forward.ts";
+import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
+import { createDispatch, type Dispatch } from "./dispatch.ts";
+
+/** Path -> where its body keeps a prompt. */
+export const PASSTHROUGH_ROUTES: Readonly<Record<string, PromptKind>> = {
+  "/v1/embeddings": "embeddings",
+  "/v1/responses": "responses",
+  "/pooling": "embeddings",
+  "/classify": "embeddings",
+  "/generate": "generate",
+  "/tokenize": "none",
+  "/detokenize": "none",
+  "/score": "none",
+  "/v1/score": "none",
+  "/rerank": "none",
+  "/v1/rerank": "none",
+  "/v2/rerank": "none",
+};
+
+export function forwardDepsOf(d: AppDeps): ForwardDeps {
+  return {
+    routing: d.routing,
+    registry: d.registry,
+    fence: d.fence,
+    metrics: d.metrics,
+    fetch: d.fetch,
+    upstream: d.upstream,
+    maxRetries: d.maxRetries,
+    directStreams: d.directStreams,
+    warn: (m: string) => d.log.warn(m),
+  };
+}
+
+/** Proxy one JSON body to `path` on a worker serving its model. */
+export function proxyJson(d: AppDeps, dispatch: Dispatch, path: string, kind: PromptKind) {
+  return async (req: Request): Promise<Response> => {
+    const body = await readBodyLimited(req, d.maxBodyBytes);
+    const json = parseJsonObject(body);
+    const prompt = await readPrompt(d, json, kind);
+    return dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate }, json.model);
+  };
+}
+
+export function passthroughRoutes(d: AppDeps): Hono {
+  const app = new Hono();
+  const dispatch = createDispatch(d, forwardDepsOf(d));
+  for (const [path, kind] of Object.entries(PASSTHROUGH_ROUTES)) {
+    const handler = proxyJson(d, dispatch, path, kind);
+    app.post(path, (c) => handler(c.req.raw));
+  }
+  return app;
+}

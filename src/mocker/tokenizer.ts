@@ -1,0 +1,66 @@
+/**
+ * How the simulated engine turns prompts into token ids. Without `--tokenizer`: one token per
+ * UTF-8 byte and the fixed chat template of src/tokens/tokenize.ts (what the router does
+ * without a tokenizer). With one: the model's Hugging Face tokenizer and chat template
+ * (src/tokens, the same code the router uses), so KV events carry the model's real token ids.
+ * It tokenizes only; it does not validate the rest of a body.
+ */
+import { RouterError } from "../core/errors.ts";
+import { completionPromptTokens, chatPromptTokens } from "../tokens/prompt.ts";
+import { tokenizeText } from "../tokens/tokenize.ts";
+
+export interface MockerTokenizer {
+  /** "bytes", or the tokenizer directory. */
+  readonly source: string;
+  /** Every prompt of a completions `prompt` (a string, token ids, or a batch of either). */
+  completionPrompts(prompt: unknown): Promise<Uint32Array[]>;
+  /** A chat body's `messages` through the chat template. */
+  chatPrompt(body: Record<string, unknown>): Promise<Uint32Array>;
+  /** Plain text (embeddings, scores, SGLang's `text`). */
+  text(text: string, addSpecialTokens: boolean): Promise<Uint32Array>;
+  /** Token ids back to text (/detokenize). */
+  decode(ids: readonly number[]): string;
+}
+
+function invalid(field: string, message: string): never {
+  throw new RouterError("invalid_request", `${field}: ${message}`, field);
+}
+
+/** A completions `prompt` batch: each element a string or token ids. */
+export function batchItems(prompt: unknown): unknown[] {
+  if (typeof prompt === "string") return [prompt];
+  if (!Array.isArray(prompt) || prompt.length === 0) invalid("prompt", "must be a non-empty string, array of token ids, or batch of either");
+  if (typeof prompt[0] === "number") return [prompt];
+  return prompt;
+}
+
+const utf8 = new TextDecoder();
+
+/** One token per UTF-8 byte (the router's tokenizer-less view). */
+export const byteTokenizer: MockerTokenizer = {
+  source: "bytes",
+  async completionPrompts(prompt) {
+    return batchItems(prompt).map((p, i) => {
+      try {
+        return completionPromptTokens(p);
+      } catch (e) {
+        // The single-prompt parser names `prompt`; name the batch element instead.
+        throw e instanceof RouterError ? new RouterError("invalid_request", `prompt[${i}]: ${e.message}`, `prompt[${i}]`) : e;
+      }
+    });
+  },
+  async chatPrompt(body) {
+    return chatPromptTokens(body.messages);
+  },
+  async text(text) {
+    return tokenizeText(text);
+  },
+  decode(ids) {
+    return utf8.decode(Uint8Array.from(ids, (t) => t & 0xff));
+  },
+};
+
+/** A Hugging Face tokenizer directory as the engine's tokenizer. */
+export async function loadMockerTokenizer(dir: string): Promise<MockerTokenizer> {
+  throw new Error(`--tokenizer ${dir}: engine tokenizers are not available yet`);
+}
