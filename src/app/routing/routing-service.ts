@@ -6,7 +6,7 @@
  * Web standards only: no Request/Response here, so the HTTP routes stay thin.
  */
 import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../../core/hashing.ts";
-import type { WorkerId, WorkerWithDpRank } from "../../core/ids.ts";
+import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import type { KvIndex } from "../../indexer/types.ts";
 import type { RouterMetrics } from "../../metrics/names.ts";
 import type { SchedulerConfig } from "../../scheduler/config.ts";
@@ -43,6 +43,13 @@ export interface RoutingDeps {
   readonly sessionTtlMs: number;
   /** Opens / closes engine-backed sessions (nvext.session_control); without it they are refused. */
   readonly engineSessions?: EngineSessionOps;
+  /** Ranks the engines' own metrics report busy right now (issue 13); undefined = none known. */
+  readonly busyKeys?: () => ReadonlySet<WorkerKey> | undefined;
+  /**
+   * Booked prefill tokens a rank may hold (its max_num_batched_tokens, --worker-capacity):
+   * with --busy-threshold, a rank past threshold × this is busy. Undefined = unbounded.
+   */
+  readonly capacityTokens?: number;
 }
 
 /** A prompt's block hashes, computed once per request and reused by its retries. */
@@ -81,7 +88,12 @@ export class RoutingService {
   #endpointsFor: readonly WorkerWithDpRank[] | undefined;
   #endpoints: Endpoint[] = [];
   #seq = 0;
-  readonly #prefix = `${Date.now().toString(36)}-`;
+  /**
+   * Random, not the start time: with --redis every router books the others' requests under
+   * their ids, so two routers started in the same millisecond would collide (a 409
+   * duplicate_request on a peer's id; the multi-router REST test failed 3 in 20 that way).
+   */
+  readonly #prefix = `${randomIdPrefix()}-`;
   readonly #seqHasher: SeqHasher;
 
   constructor(private readonly d: RoutingDeps) {
@@ -132,6 +144,7 @@ export class RoutingService {
       updateStates: true,
       loraName: input.loraName,
       allowedWorkerIds: input.allowedWorkerIds,
+      busyKeys: d.busyKeys?.(),
     });
     if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
     const t4 = performance.now();
@@ -161,10 +174,17 @@ export class RoutingService {
   #schedulable(exclude: ReadonlySet<WorkerId> | undefined): readonly Endpoint[] {
     const targets = this.d.registry.healthyTargets();
     if (targets !== this.#endpointsFor) {
-      this.#endpoints = targets.map((t) => endpoint(t.workerId, t.dpRank));
+      const facts = { maxNumBatchedTokens: this.d.capacityTokens };
+      this.#endpoints = targets.map((t) => endpoint(t.workerId, t.dpRank, facts));
       this.#endpointsFor = targets;
     }
     if (exclude === undefined || exclude.size === 0) return this.#endpoints;
     return this.#endpoints.filter((e) => !exclude.has(e.worker.workerId));
   }
+}
+
+/** 64 random bits in base 36: distinct across routers and restarts. */
+function randomIdPrefix(): string {
+  const [a, b] = crypto.getRandomValues(new Uint32Array(2));
+  return a!.toString(36) + b!.toString(36).padStart(7, "0");
 }
