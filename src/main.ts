@@ -105,7 +105,14 @@ async function buildAffinityStore(config: Config, log: Logger, onExpire: OnExpir
     const store = new MemoryAffinityStore({ clock: wallClock, onExpire, reaperIntervalMs, logger, maxSessions: config.maxSessions });
     return { store, memory: () => ({ held: store.size, evicted: store.evicted }) };
   }
-  const store = await openRedisAffinityStore({ url: config.redis, token: config.redisToken, onExpire, reaperIntervalMs, logger });
+  const store = await openRedisAffinityStore({
+    url: config.redis,
+    token: config.redisToken,
+    commandTimeoutMs: config.redisTimeout * 1000,
+    onExpire,
+    reaperIntervalMs,
+    logger,
+  });
   log.info("sticky sessions: shared Redis store", { redis: redactUrl(config.redis), available: store.stats().available });
   return { store, stats: () => store.stats() };
 }
@@ -262,7 +269,15 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
   let loadSync: LoadSync | undefined;
   if (config.redis !== undefined && routerId !== undefined) {
-    loadSync = await startLoadSync({ url: config.redis, token: config.redisToken, tracker, routerId, now, log });
+    loadSync = await startLoadSync({
+      url: config.redis,
+      token: config.redisToken,
+      commandTimeoutMs: config.redisTimeout * 1000,
+      tracker,
+      routerId,
+      now,
+      log,
+    });
     log.info("active load: shared with the other routers through Redis", { router_id: routerId.toString() });
   }
   const syncStats = loadSync && (() => loadSync.stats());

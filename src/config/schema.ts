@@ -36,7 +36,7 @@ export type RawConfigShape = Record<
   | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
   | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
   | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap" | "overlapCredit"
-  | "redisToken" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
+  | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
   | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow",
   unknown
 >;
@@ -58,6 +58,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "maxBodyBytes", flag: "--max-body-bytes", env: ["SWITCHYARD_MAX_BODY_BYTES"], help: "largest accepted request body (default 16777216)" },
   { key: "redis", flag: "--redis", env: ["SWITCHYARD_REDIS_URL", "SWITCHYARD_REDIS"], meta: "URL", help: "shared Redis (sessions + active load): redis://, rediss:// or https:// (Upstash REST); default: in-memory, this router only" },
   { key: "redisToken", flag: "--redis-token", env: ["SWITCHYARD_REDIS_TOKEN", "UPSTASH_REDIS_REST_TOKEN"], meta: "TOKEN", help: "Upstash REST token (needed when --redis is https://)" },
+  { key: "redisTimeout", flag: "--redis-timeout", env: ["SWITCHYARD_REDIS_TIMEOUT"], help: "seconds a request may wait for Redis; a command slower than this marks Redis down (no waits) until it answers a probe (default 0.05)" },
   { key: "maxRetries", flag: "--max-retries", env: ["SWITCHYARD_MAX_RETRIES"], help: "other workers tried when one fails before its first byte (default 2)" },
   { key: "approxTtl", flag: "--approx-ttl", env: ["SWITCHYARD_APPROX_TTL"], help: "approx policy: seconds a routing decision stays in the index (default 120)" },
   { key: "logLevel", flag: "--log-level", env: ["SWITCHYARD_LOG_LEVEL"], help: `${LOG_LEVELS.join("|")} (default info)` },
@@ -212,6 +213,7 @@ export const ConfigSchema = v.object({
   // oracle (0.91 x) with equal or better TTFT. bench/README.md has the runs.
   overlapCredit: v.optional(nonNegative("a number >= 0"), 32),
   redisToken: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
+  redisTimeout: v.optional(v.pipe(positive("a number of seconds > 0"), v.maxValue(10, "must be at most 10 seconds")), 0.05),
   loraLoadOnDemand: v.optional(bool, false),
   loraPath: v.optional(v.pipe(v.string("must be a string"), v.includes("{name}", "must contain {name}")), "{name}"),
   loraEvict: v.optional(bool, false),
@@ -260,6 +262,8 @@ export interface Config {
   readonly overlapCredit: number;
   /** Upstash REST token for an https:// --redis. */
   readonly redisToken: string | undefined;
+  /** Seconds a request may wait for Redis before it is treated as down. */
+  readonly redisTimeout: number;
   /** Unknown `model` names (not a worker's base model) are adapters to load from loraPath. */
   readonly loraLoadOnDemand: boolean;
   /** lora_path template for loads the router starts; `{name}` is replaced by the adapter. */
@@ -316,6 +320,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     inflightOverlap: o.inflightOverlap,
     overlapCredit: o.overlapCredit,
     redisToken: o.redisToken,
+    redisTimeout: o.redisTimeout,
     loraLoadOnDemand: o.loraLoadOnDemand,
     loraPath: o.loraPath,
     loraEvict: o.loraEvict,

@@ -4,8 +4,9 @@
  *   redis:// or rediss://  → Bun's built-in RedisClient (RESP), resp-client.ts
  *   https:// (or http://)  → @upstash/redis (Upstash's REST protocol), upstash-client.ts
  * Each implementation is imported only when its scheme is used, so an edge runtime that
- * only speaks REST never loads the Bun one.
+ * only speaks REST never loads the Bun one. Both are wrapped in the hang guard.
  */
+import { DEFAULT_PROBE_TIMEOUT_MS, HangGuardConnection, withDeadline } from "./redis-guard.ts";
 
 export interface RedisConnection {
   readonly kind: "resp" | "rest";
@@ -19,31 +20,48 @@ export interface RedisConnection {
 export interface RedisConnectionOptions {
   /** Upstash REST token (https:// URLs). */
   readonly token?: string;
-  /** A command that has not answered by then fails, so a hung Redis cannot hang requests. */
+  /**
+   * The longest a command may wait (default 50 ms): one that has not answered by then fails
+   * and the connection is treated as down until a probe answers (redis-guard.ts), so a hung
+   * Redis costs a request this much at most, once.
+   */
   readonly commandTimeoutMs?: number;
+  /** Deadline of a probe PING and of a connect attempt (default 1 s); off the request path. */
+  readonly probeTimeoutMs?: number;
+  /** Told when the connection goes down (a command timed out) and comes back. */
+  readonly onAvailabilityChange?: (up: boolean) => void;
 }
 
-/** Long enough for a loaded Redis, short enough that a sticky lookup never stalls a request. */
-export const DEFAULT_COMMAND_TIMEOUT_MS = 1_000;
+export { DEFAULT_COMMAND_TIMEOUT_MS } from "./redis-guard.ts";
 
-export async function openRedisConnection(url: string, opts: RedisConnectionOptions = {}): Promise<RedisConnection> {
+/** Open by URL scheme, behind the hang guard. */
+export async function openRedisConnection(url: string, opts: RedisConnectionOptions = {}): Promise<HangGuardConnection> {
   const scheme = url.slice(0, url.indexOf(":") + 1).toLowerCase();
-  const timeoutMs = opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+  // The transport's own deadline is the probe's: the guard puts the short one on commands.
+  const innerTimeoutMs = Math.max(opts.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS, opts.commandTimeoutMs ?? 0);
+  let inner: RedisConnection;
   switch (scheme) {
     case "redis:":
     case "rediss:": {
       const { RespConnection } = await import("./resp-client.ts");
-      return RespConnection.open(url, timeoutMs);
+      inner = await RespConnection.open(url, innerTimeoutMs);
+      break;
     }
     case "https:":
     case "http:": {
       if (!opts.token) throw new Error(`an Upstash REST URL (${url}) needs a token`);
       const { UpstashConnection } = await import("./upstash-client.ts");
-      return new UpstashConnection(url, opts.token, timeoutMs);
+      inner = new UpstashConnection(url, opts.token, innerTimeoutMs);
+      break;
     }
     default:
       throw new Error(`unsupported Redis URL scheme "${scheme}" (use redis://, rediss:// or https://)`);
   }
+  return new HangGuardConnection(inner, {
+    timeoutMs: opts.commandTimeoutMs,
+    probeTimeoutMs: opts.probeTimeoutMs,
+    onChange: opts.onAvailabilityChange,
+  });
 }
 
 /** A Lua script run by SHA1 (EVALSHA), falling back to EVAL when the server lacks it. */
@@ -75,11 +93,5 @@ async function sha1Hex(text: string): Promise<string> {
   return hex;
 }
 
-/** Reject with a clear error if `p` takes longer than `ms`. */
-export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
+/** Reject with a RedisTimeoutError if `p` takes longer than `ms`. */
+export const withTimeout = withDeadline;

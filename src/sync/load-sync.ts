@@ -14,6 +14,7 @@
  * Nothing here throws into the request path: the tracker hook only queues.
  */
 import type { LoadTracker } from "../scheduler/load-tracker.ts";
+import { DEFAULT_COMMAND_TIMEOUT_MS } from "../sessions/redis-guard.ts";
 import type { ActiveSequenceEvent } from "../scheduler/sequence-events.ts";
 import { LocalMirror } from "./local-mirror.ts";
 import { Outbox } from "./outbox.ts";
@@ -58,7 +59,7 @@ export interface LoadSyncOptions {
   readonly pollMs?: number;
   /** Stream length kept, approximately (https:// only, default 1000). */
   readonly streamMaxLen?: number;
-  /** Per Redis command (default 1000). */
+  /** Per Redis command (default 50 ms); one that times out marks Redis down until a probe answers (sessions/redis-guard.ts). */
   readonly commandTimeoutMs?: number;
   readonly log?: SyncLogger;
 }
@@ -138,7 +139,7 @@ export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
     url: opts.url,
     channel: opts.channel ?? DEFAULT_SYNC_CHANNEL,
     token: opts.token,
-    commandTimeoutMs: opts.commandTimeoutMs ?? 1_000,
+    commandTimeoutMs: opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
     pollMs: opts.pollMs ?? 5,
     streamMaxLen: opts.streamMaxLen ?? 1_000,
   });

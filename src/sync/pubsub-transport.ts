@@ -4,6 +4,7 @@
  * through a dedicated self-reconnecting subscriber. Bun only.
  */
 import { openRedisConnection, type RedisConnection } from "../sessions/redis-client.ts";
+import { DEFAULT_PROBE_TIMEOUT_MS } from "../sessions/redis-guard.ts";
 import { RespSubscriber } from "./resp-subscriber.ts";
 import type { SyncTransport, SyncTransportOptions, TransportCounters } from "./transport.ts";
 
@@ -33,7 +34,9 @@ export class PubSubTransport implements SyncTransport {
   }
 
   start(onMessage: (payload: string) => void): Promise<void> {
-    this.#subscriber = new RespSubscriber(this.opts.url, this.opts.channel, this.opts.commandTimeoutMs, onMessage);
+    // Subscribing is off the request path: it gets the probe's deadline, not the command's.
+    const connectTimeoutMs = Math.max(this.opts.commandTimeoutMs, DEFAULT_PROBE_TIMEOUT_MS);
+    this.#subscriber = new RespSubscriber(this.opts.url, this.opts.channel, connectTimeoutMs, onMessage);
     return this.#subscriber.start();
   }
 

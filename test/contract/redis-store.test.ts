@@ -32,10 +32,11 @@ afterAll(async () => {
   await server?.stop();
 });
 
-function connect(transport: "resp" | "rest"): Promise<RedisConnection> {
+/** `commandTimeoutMs`: the hang guard's bound (default 50 ms); bursts of hundreds of calls through the one-socket bridge need more. */
+function connect(transport: "resp" | "rest", commandTimeoutMs?: number): Promise<RedisConnection> {
   return transport === "resp"
-    ? openRedisConnection(server.url)
-    : openRedisConnection(bridge.url, { token: bridge.token });
+    ? openRedisConnection(server.url, { commandTimeoutMs })
+    : openRedisConnection(bridge.url, { token: bridge.token, commandTimeoutMs });
 }
 
 function contractFactory(transport: "resp" | "rest"): MakeStore {
@@ -138,7 +139,8 @@ describe("several routers sharing one Redis", () => {
     const routers = await Promise.all(
       (["resp", "resp", "rest"] as const).map(async (transport, i) =>
         new RedisAffinityStore({
-          connection: await connect(transport),
+          // 720 lookups at once queue behind each other: this test is about exactly-once, not hangs.
+          connection: await connect(transport, 5_000),
           keyPrefix: prefix,
           reaperIntervalMs: 15,
           logger: silent,
