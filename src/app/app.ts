@@ -11,7 +11,8 @@ import { Hono } from "hono";
 import { PROMETHEUS_CONTENT_TYPE } from "../metrics/registry.ts";
 import { adminAuth } from "./auth.ts";
 import type { AppDeps } from "./deps.ts";
-import { errorResponse, toErrorResponse, classify } from "./errors.ts";
+import { errorResponse, toErrorResponse, classify, describeError } from "./errors.ts";
+import { BodyReadError } from "./body.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { completionHandlers, openAiRoutes, type RequestHandler } from "./routes/openai.ts";
 import { passthroughRoutes } from "./routes/passthrough.ts";
@@ -44,7 +45,8 @@ export function createApp(d: AppDeps): Hono {
 /** Every error the app answers goes through here: counted, logged when unexpected, OpenAI-shaped. */
 function answerError(d: AppDeps, e: unknown): Response {
   const c = classify(e);
-  if (c.code === "internal") d.log.error(`unhandled error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  if (c.code === "internal") d.log.error(`unhandled error: ${describeError(e)}`);
+  else if (e instanceof BodyReadError) d.log.warn(e.message);
   d.metrics.routingErrors.inc([c.code]);
   return toErrorResponse(e);
 }

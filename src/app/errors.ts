@@ -1,7 +1,8 @@
 /**
  * The one place that turns errors into HTTP: RouterError codes -> status, and the OpenAI
  * error body {"error":{"message","type","code","param"}}. Anything that is not a
- * RouterError is an internal error (500) and its message is not leaked beyond one line.
+ * RouterError is an internal error (500) whose message stays in the router's log: it may
+ * hold an engine's URL or answer, which clients must not see (issue 12).
  */
 import { isRouterError, type RouterErrorCode } from "../core/errors.ts";
 
@@ -46,8 +47,13 @@ export function errorResponse(status: number, code: string, message: string, par
 /** Status and code of any thrown value. */
 export function classify(e: unknown): { status: number; code: string; message: string; param?: string } {
   if (isRouterError(e)) return { status: STATUS_BY_CODE[e.code], code: e.code, message: e.message, param: e.field };
-  const message = e instanceof Error ? e.message.split("\n")[0]! : String(e);
-  return { status: 500, code: "internal", message: `internal error: ${message}` };
+  return { status: 500, code: "internal", message: "internal error (the router's log has the details)" };
+}
+
+/** A thrown value for the log: never an empty line (a DOMException's stack can be ""). */
+export function describeError(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  return e.stack || `${e.name}: ${e.message}`;
 }
 
 export function toErrorResponse(e: unknown): Response {

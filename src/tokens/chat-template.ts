@@ -1,13 +1,14 @@
 /**
  * A chat template rendered the way transformers renders it (utils/chat_template_utils.py,
  * transformers 5.18: `_compile_jinja_template`, `render_jinja_template`), on
- * @huggingface/jinja: trim_blocks + lstrip_blocks, `raise_exception`, `strftime_now`, and a
+ * @huggingface/jinja (with Python's string methods, jinja-compat.ts): trim_blocks + lstrip_blocks, `raise_exception`, `strftime_now`, and a
  * `tojson` with json.dumps' defaults (ensure_ascii=False, ", " and ": " separators), which
  * @huggingface/jinja already implements. `continue_final_message` uses transformers' tag trick.
  * Pure: the clock for strftime_now is injected. Template errors become RouterError.
  */
 import { Environment, Interpreter, Template } from "@huggingface/jinja";
 import { RouterError } from "../core/errors.ts";
+import { applyJinjaCompat } from "./jinja-compat.ts";
 
 /** What the template sees besides the messages (kwargs, special tokens, tools, ...). */
 export type TemplateContext = Record<string, unknown>;
@@ -78,6 +79,7 @@ class JinjaChatTemplate implements CompiledChatTemplate {
     readonly source: string,
     private readonly now: () => number,
   ) {
+    applyJinjaCompat();
     try {
       this.template = new Template(source);
     } catch (e) {

@@ -53,7 +53,9 @@ export function engineSessions(o: EngineSessionsOptions): EngineSessions {
         o.onResult?.("open", true);
       } catch (e) {
         o.onResult?.("open", false);
-        throw e;
+        // The engine's URL and answer go to the log only: this error reaches the client (502).
+        o.warn?.(`could not open session ${sessionId} on worker ${worker}: ${(e as Error).message}`);
+        throw new Error("the engine did not accept the session (the router's log has its answer)");
       }
     },
     close(worker, sessionId) {

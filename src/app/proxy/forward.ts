@@ -124,15 +124,16 @@ function failAttempt(
   exclude: Set<WorkerId>,
   d: ForwardDeps,
 ): void {
-  failures.push(`worker ${id} (${url}): ${reason}`);
+  // The client sees worker ids only; the URL and the engine's answer go to the log (issue 12).
+  failures.push(`worker ${id}`);
   exclude.add(id);
   d.fence(id, reason);
   d.metrics.upstreamFailures.inc([String(id)]);
-  d.warn?.(`upstream failure before the first byte, worker ${id} fenced: ${reason}`);
+  d.warn?.(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`);
 }
 
 function upstreamFailed(failures: readonly string[]): RouterError {
-  return new RouterError("upstream_failed", `no worker could serve the request: ${failures.join("; ")}`);
+  return new RouterError("upstream_failed", `no worker could serve the request (tried ${failures.join(", ")}; the router's log has the reasons)`);
 }
 
 function respond(

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { classify, STATUS_BY_CODE, toErrorResponse } from "../../../src/app/errors.ts";
+import { classify, describeError, STATUS_BY_CODE, toErrorResponse } from "../../../src/app/errors.ts";
 import { RouterError } from "../../../src/core/errors.ts";
 
 describe("errors", () => {

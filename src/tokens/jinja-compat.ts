@@ -1,0 +1,118 @@
+/**
+ * Where @huggingface/jinja (0.5.11) differs from Python Jinja on real chat templates, Python's
+ * behaviour, patched into the library's runtime once (importing this file applies it):
+ * - `str.strip/lstrip/rstrip(chars)`: the library ignores `chars` and strips all whitespace;
+ *   Qwen3's template does `content.lstrip('\n')` and must keep a leading "\r\n" or spaces.
+ * - whitespace is Python's (`str.isspace`): JS's trim also strips U+FEFF and keeps
+ *   U+001C..U+001F and U+0085; this applies to strip()/split() without arguments and `| trim`.
+ * - `str.capitalize()` lowercases the rest, as Python does.
+ * Checked by test/unit/tokens/jinja-compat.test.ts against outputs of Python's jinja2.
+ */
+import { Environment, Interpreter } from "@huggingface/jinja";
+
+/** Python's str.isspace() characters. */
+const PY_SPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
+
+export function pyStrip(s: string, chars: string | null | undefined, left: boolean, right: boolean): string {
+  const set = chars === null || chars === undefined ? PY_SPACE : chars;
+  // Code points, not UTF-16 units, so a surrogate pair in `chars` matches whole.
+  const cps = [...s];
+  let a = 0;
+  let b = cps.length;
+  if (left) while (a < b && set.includes(cps[a]!)) a++;
+  if (right) while (b > a && set.includes(cps[b - 1]!)) b--;
+  return a === 0 && b === cps.length ? s : cps.slice(a, b).join("");
+}
+
+/** Python's str.split() without a separator. */
+export function pySplitWhitespace(s: string, maxsplit: number): string[] {
+  const out: string[] = [];
+  let i = 0;
+  const n = s.length;
+  const space = (c: string) => PY_SPACE.includes(c);
+  while (i < n) {
+    while (i < n && space(s[i]!)) i++;
+    if (i >= n) break;
+    if (maxsplit >= 0 && out.length >= maxsplit) {
+      out.push(pyStrip(s.slice(i), null, false, true));
+      break;
+    }
+    let j = i;
+    while (j < n && !space(s[j]!)) j++;
+    out.push(s.slice(i, j));
+    i = j;
+  }
+  return out;
+}
+
+type RV = { value: unknown; type: string };
+type Builtins = Map<string, unknown>;
+
+let applied = false;
+
+export function applyJinjaCompat(): void {
+  if (applied) return;
+  applied = true;
+  // The runtime value classes are not exported; reach them through values the library makes.
+  const env = new Environment();
+  const str = env.set("s", "x") as unknown as { constructor: { prototype: object } };
+  const fnValue = (env.set("f", () => null) as unknown as { constructor: new (fn: (args: RV[]) => unknown) => unknown })
+    .constructor;
+  const arr = env.set("a", []) as unknown as { constructor: new (v: unknown[]) => unknown };
+  const StringProto = str.constructor.prototype;
+  const StringCtor = str.constructor as unknown as new (v: string) => RV;
+  const ArrayCtor = arr.constructor;
+  const desc = Object.getOwnPropertyDescriptor(StringProto, "builtins");
+  if (desc?.get === undefined) throw new Error("jinja-compat: @huggingface/jinja's StringValue has no builtins getter");
+  const original = desc.get;
+  const charsArg = (args: RV[]): string | null => {
+    const c = args[0];
+    if (c === undefined || c.type === "NullValue" || c.type === "UndefinedValue") return null;
+    if (c.type !== "StringValue") throw new Error("strip arg must be None or str");
+    return c.value as string;
+  };
+  Object.defineProperty(StringProto, "builtins", {
+    configurable: true,
+    get(this: RV & { _pyPatched?: boolean }) {
+      const map = original.call(this) as Builtins;
+      if (this._pyPatched) return map;
+      this._pyPatched = true;
+      const s = this.value as string;
+      const strip = (l: boolean, r: boolean) => new fnValue((args) => new StringCtor(pyStrip(s, charsArg(args), l, r)));
+      map.set("strip", strip(true, true));
+      map.set("lstrip", strip(true, false));
+      map.set("rstrip", strip(false, true));
+      map.set(
+        "capitalize",
+        new fnValue(() => new StringCtor(s.length === 0 ? s : [...s][0]!.toUpperCase() + [...s].slice(1).join("").toLowerCase())),
+      );
+      const split = map.get("split") as { value: (args: RV[], scope: unknown) => unknown };
+      map.set(
+        "split",
+        new fnValue((args) => {
+          const sep = args[0];
+          if (sep !== undefined && sep.type !== "NullValue") return split.value(args, undefined);
+          const max = args[1]?.value;
+          return new ArrayCtor(pySplitWhitespace(s, typeof max === "number" ? max : -1).map((p) => new StringCtor(p)));
+        }),
+      );
+      return map;
+    },
+  });
+  // `| trim` (Jinja's do_trim: str.strip(chars)).
+  const proto = Interpreter.prototype as unknown as {
+    applyFilter(operand: RV, filter: { type: string; value?: string; callee?: { value?: string }; args?: unknown[] }, env: unknown): RV;
+    evaluate(node: unknown, env: unknown): RV;
+  };
+  const applyFilter = proto.applyFilter;
+  proto.applyFilter = function (operand, filter, environment) {
+    if (operand.type === "StringValue") {
+      if (filter.type === "Identifier" && filter.value === "trim") return new StringCtor(pyStrip(operand.value as string, null, true, true));
+      if (filter.type === "CallExpression" && filter.callee?.value === "trim" && filter.args?.length === 1) {
+        const chars = this.evaluate(filter.args[0], environment);
+        return new StringCtor(pyStrip(operand.value as string, charsArg([chars]), true, true));
+      }
+    }
+    return applyFilter.call(this, operand, filter, environment);
+  };
+}

