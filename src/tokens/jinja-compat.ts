@@ -15,7 +15,17 @@ const PY_SPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u200
 
 export function pyStrip(s: string, chars: string | null | undefined, left: boolean, right: boolean): string {
   const set = chars === null || chars === undefined ? PY_SPACE : chars;
-  // Code points, not UTF-16 units, so a surrogate pair in `chars` matches whole.
+  // Chat templates strip whole messages: scan code units from the ends, no copies. A set
+  // with astral characters (surrogate pairs) is matched by code point instead.
+  if (/[\ud800-\udfff]/.test(set)) return stripCodePoints(s, set, left, right);
+  let a = 0;
+  let b = s.length;
+  if (left) while (a < b && set.includes(s[a]!)) a++;
+  if (right) while (b > a && set.includes(s[b - 1]!)) b--;
+  return a === 0 && b === s.length ? s : s.slice(a, b);
+}
+
+function stripCodePoints(s: string, set: string, left: boolean, right: boolean): string {
   const cps = [...s];
   let a = 0;
   let b = cps.length;
