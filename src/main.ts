@@ -40,13 +40,14 @@ import { openRedisAffinityStore, type RedisStoreStats } from "./sessions/redis-s
 import type { AffinityStore, OnExpire, StoreClock } from "./sessions/store.ts";
 import { StickyRouter } from "./sessions/sticky.ts";
 import { randomRouterId, startLoadSync, type LoadSync } from "./sync/load-sync.ts";
-import { runTransferAgent } from "./transfer/agent.ts";
+import { runTransferAgent, TRANSFER_DRAIN_MS } from "./transfer/agent.ts";
 import { TRANSFER_AGENT_USAGE } from "./transfer/agent-options.ts";
 import { fetchEngineInfo } from "./workers/engine-info.ts";
 import { engineLoraClient } from "./workers/engine-lora.ts";
 import { engineSessions } from "./workers/engine-sessions.ts";
 import { SocketHttpClient } from "./upstream/socket-client.ts";
 import { HealthChecker } from "./workers/health.ts";
+import { OutlierDetector } from "./workers/outlier-detector.ts";
 import { WorkerMembership } from "./workers/membership.ts";
 import { WorkerRegistry } from "./workers/registry.ts";
 import { fetchServedModels, ModelDirectory } from "./workers/models.ts";
@@ -62,6 +63,9 @@ commands:
 const APPROX_EXPIRE_EVERY_MS = 1_000;
 /** How often stale bookings (never freed, spec §4.5: 300 s) are swept. */
 const LOAD_EXPIRY_EVERY_MS = 30_000;
+/** Outlier ejection: answers a worker needs in an interval before its failure share counts, and the interval. */
+const OUTLIER_REQUEST_VOLUME = 20;
+const OUTLIER_INTERVAL_MS = 10_000;
 /** Registration and recovery queries must not hang on a dead engine. */
 const ENGINE_QUERY_TIMEOUT_MS = 5_000;
 
@@ -154,6 +158,11 @@ function reachableHost(host: string): string {
 export interface RunningRouter {
   readonly url: string;
   readonly port: number;
+  /**
+   * Graceful shutdown: stop listening, /health answers 503 "draining", in-flight requests
+   * (streams included) get up to `timeoutMs` to finish; then stop(). Resolves whether all finished.
+   */
+  drain(timeoutMs: number): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -213,10 +222,29 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   });
   const sticky = new StickyRouter(store, { maxSessionIdLength: config.maxSessionIdLength });
 
+  // Passive health: workers whose answers keep failing are ejected (workers/outlier-detector.ts).
+  const outliers = new OutlierDetector(
+    {
+      consecutiveFailures: config.outlier.consecutiveFailures,
+      failurePercent: config.outlier.failurePercent,
+      requestVolume: OUTLIER_REQUEST_VOLUME,
+      intervalMs: OUTLIER_INTERVAL_MS,
+      baseEjectionMs: config.outlier.baseEjectionTime * 1000,
+      maxEjectionMs: config.outlier.maxEjectionTime * 1000,
+      maxEjectionPercent: config.outlier.maxEjectionPercent,
+    },
+    () => registry.size,
+  );
   const health = new HealthChecker({
     registry,
     intervalMs: config.healthInterval * 1000,
     timeoutMs: config.healthTimeout * 1000,
+    outliers,
+    now,
+    onEject: (e) => {
+      metrics.workerEjections.inc([String(e.workerId)]);
+      log.warn(`worker ${e.workerId} ejected for ${(e.untilMs - now()) / 1000} s`, { reason: e.reason, ejection: e.multiplier });
+    },
     onChange: (id, healthy, reason) =>
       healthy ? log.info(`worker ${id} is healthy`) : log.warn(`worker ${id} is unhealthy`, { reason }),
     afterHealthy: async (id, url, signal) => {
@@ -286,7 +314,11 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   let server: ReturnType<typeof Bun.serve> | undefined;
   // Proxied requests go over pooled sockets on this thread (Bun's fetch hands each request
   // to its own client thread, which costs ~20 µs of CPU per request); https engines use fetch.
-  const upstreamClient = new SocketHttpClient({ fallback: fetchUpstream((u, init) => fetch(u, init)) });
+  const upstreamClient = new SocketHttpClient({
+    fallback: fetchUpstream((u, init) => fetch(u, init)),
+    connectTimeoutMs: config.connectTimeout * 1000,
+  });
+  let draining = false;
   const deps: AppDeps = {
     maxBodyBytes: config.maxBodyBytes,
     maxSessionIdLength: config.maxSessionIdLength,
@@ -313,6 +345,14 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     fetch: (url, init) => fetch(url, init),
     upstream: upstreamClient.call,
     directStreams: true,
+    deadlines: {
+      connectMs: config.connectTimeout * 1000,
+      firstByteMs: config.firstByteTimeout * 1000,
+      streamIdleMs: config.streamIdleTimeout * 1000,
+    },
+    report: (id, failure) => health.report(id, failure),
+    keepOpen: (req) => server?.timeout(req, 0),
+    draining: () => draining,
     now,
     log,
   };
@@ -320,8 +360,10 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   server = Bun.serve({
     port: config.port,
     hostname: config.host,
-    // Streams stay open as long as the engine generates; never cut them for idleness.
-    idleTimeout: 0,
+    // A client must send its request (head and body) within about this long, or it is cut:
+    // slow-body clients cannot pile up. Proxied requests lift it once their body is read
+    // (deps.keepOpen), as their answers stream; the upstream deadlines bound them instead.
+    idleTimeout: config.idleTimeout,
     // Our own limits answer 413 in OpenAI's shape; Bun's must not trip first.
     maxRequestBodySize: Math.max(config.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES) + 1024 * 1024,
     // The proxied endpoints are matched natively; everything else goes through the app.
@@ -389,9 +431,22 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   if (approxIndex !== undefined) timers.push(setInterval(() => approxIndex.expire(now()), APPROX_EXPIRE_EVERY_MS));
 
   log.info(`switchyard listening on ${url}`, { policy: config.policy, workers: registry.size, block_size: config.blockSize });
-  return {
+  const running: RunningRouter = {
     url,
     port,
+    async drain(timeoutMs) {
+      draining = true;
+      health.stop();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const finished = await Promise.race([
+        server!.stop(false).then(() => true),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+      ]);
+      clearTimeout(timer);
+      log.info(finished ? "drained: every in-flight request finished" : `drain timeout (${timeoutMs / 1000} s): cutting what is left`);
+      await running.stop();
+      return finished;
+    },
     async stop() {
       for (const t of timers) clearInterval(t);
       health.stop();
@@ -403,6 +458,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       await store.close();
     },
   };
+  return running;
 }
 
 async function runServe(argv: readonly string[]): Promise<void> {
@@ -424,7 +480,7 @@ async function runServe(argv: readonly string[]): Promise<void> {
   const router = await serve(config, log);
   // One machine-readable line, so scripts and tests started with --port 0 find the router.
   console.log(JSON.stringify({ url: router.url, port: router.port }));
-  onShutdown(() => router.stop());
+  onShutdown(() => router.drain(config.drainTimeout * 1000).then(() => {}), log);
 }
 
 async function runTransfer(argv: readonly string[]): Promise<void> {
@@ -440,19 +496,29 @@ async function runTransfer(argv: readonly string[]): Promise<void> {
     process.exit(2);
   }
   console.log(JSON.stringify({ url: `http://127.0.0.1:${agent.port}`, port: agent.port }));
-  onShutdown(() => agent.stop());
+  onShutdown(() => agent.drain(TRANSFER_DRAIN_MS).then(() => {}));
 }
 
-/** Stop cleanly once on SIGINT/SIGTERM, then exit. */
-function onShutdown(stop: () => Promise<void>): void {
+/**
+ * The first SIGINT/SIGTERM drains (in-flight requests finish, bounded by the drain
+ * timeout) and exits 0; a second one exits at once (status 1: requests were cut).
+ */
+function onShutdown(drain: () => Promise<void>, log?: Logger): void {
   let stopping = false;
-  const shutdown = () => {
-    if (stopping) return;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      log?.warn(`${signal} again: exiting now`);
+      process.exit(1);
+    }
     stopping = true;
-    stop().finally(() => process.exit(0));
+    log?.info(`${signal}: draining (send it again to exit at once)`);
+    drain().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
-  process.on("SIGINT", shutdown);
-  process.on("SIGTERM", shutdown);
+  process.on("SIGINT", () => shutdown("SIGINT"));
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
 }
 
 export async function main(argv: readonly string[]): Promise<void> {

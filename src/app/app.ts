@@ -26,10 +26,15 @@ export function createApp(d: AppDeps): Hono {
   const auth = adminAuth(d.adminToken, d.peer);
   for (const p of ADMIN_PATHS) app.use(p, auth);
 
+  // Readiness: 503 while no worker can take a request, or once shutdown began, so a load
+  // balancer stops sending here. Liveness (/livez) only says the process answers.
   app.get("/health", (c) => {
     const workers = d.registry.list();
-    return c.json({ status: "ok", workers: workers.length, healthy_workers: workers.filter((w) => w.healthy).length });
+    const healthy = workers.filter((w) => w.healthy).length;
+    const status = d.draining?.() === true ? "draining" : healthy === 0 ? "no_healthy_worker" : "ok";
+    return c.json({ status, workers: workers.length, healthy_workers: healthy }, status === "ok" ? 200 : 503);
   });
+  app.get("/livez", (c) => c.json({ status: "ok" }));
   app.get("/metrics", () => new Response(d.metrics.render(), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } }));
 
   app.route("/", openAiRoutes(d));

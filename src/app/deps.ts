@@ -14,6 +14,7 @@ import type { ModelDirectory } from "../workers/models.ts";
 import type { WorkerRegistry } from "../workers/registry.ts";
 import type { PeerAddress } from "./auth.ts";
 import type { Logger } from "./log.ts";
+import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
 import type { ExternalLeases } from "./routing/external-leases.ts";
 import type { RoutingService } from "./routing/routing-service.ts";
@@ -48,6 +49,14 @@ export interface AppDeps {
   readonly upstream?: UpstreamCall;
   /** The runtime is Bun: stream response bodies through Bun's direct streams. */
   readonly directStreams?: boolean;
+  /** Connect, first-byte and stream-idle deadlines of proxied requests; without them, none. */
+  readonly deadlines?: UpstreamDeadlines;
+  /** How a worker's answer went (undefined: well), for outlier ejection (HealthChecker.report). */
+  readonly report?: (workerId: WorkerId, failure: string | undefined) => void;
+  /** Lift the server's idle timeout for a request whose body is read (its answer may stream long). */
+  readonly keepOpen?: (request: Request) => void;
+  /** True once shutdown began: /health answers 503 "draining". */
+  readonly draining?: () => boolean;
   /** Milliseconds (load decay, metrics). */
   readonly now: () => number;
   readonly log: Logger;

@@ -35,6 +35,8 @@ export type RawConfigShape = Record<
   | "port" | "host" | "worker" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
   | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
   | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
+  | "connectTimeout" | "firstByteTimeout" | "streamIdleTimeout" | "idleTimeout" | "drainTimeout"
+  | "outlierConsecutiveFailures" | "outlierFailurePercent" | "outlierBaseEjectionTime" | "outlierMaxEjectionTime" | "outlierMaxEjectionPercent"
   | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap" | "overlapCredit"
   | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
   | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow",
@@ -60,6 +62,16 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "redisToken", flag: "--redis-token", env: ["SWITCHYARD_REDIS_TOKEN", "UPSTASH_REDIS_REST_TOKEN"], meta: "TOKEN", help: "Upstash REST token (needed when --redis is https://)" },
   { key: "redisTimeout", flag: "--redis-timeout", env: ["SWITCHYARD_REDIS_TIMEOUT"], help: "seconds a request may wait for Redis; a command slower than this marks Redis down (no waits) until it answers a probe (default 0.05)" },
   { key: "maxRetries", flag: "--max-retries", env: ["SWITCHYARD_MAX_RETRIES"], help: "other workers tried when one fails before its first byte (default 2)" },
+  { key: "connectTimeout", flag: "--connect-timeout", env: ["SWITCHYARD_CONNECT_TIMEOUT"], help: "seconds to open a connection to an engine before trying another worker; 0 = none (default 5)" },
+  { key: "firstByteTimeout", flag: "--first-byte-timeout", env: ["SWITCHYARD_FIRST_BYTE_TIMEOUT"], help: "seconds from sending a request to the engine's first answer byte (covers prefill of long prompts) before trying another worker; 0 = none (default 300)" },
+  { key: "streamIdleTimeout", flag: "--stream-idle-timeout", env: ["SWITCHYARD_STREAM_IDLE_TIMEOUT"], help: "seconds an answer may stall between two chunks before it ends with an error event; 0 = none (default 60)" },
+  { key: "idleTimeout", flag: "--idle-timeout", env: ["SWITCHYARD_IDLE_TIMEOUT"], help: "seconds a client connection may take to send its request (slow bodies are cut after 1-2x this) or sit idle; proxied streams are exempt; 1-255 (default 10)" },
+  { key: "drainTimeout", flag: "--drain-timeout", env: ["SWITCHYARD_DRAIN_TIMEOUT"], help: "on SIGTERM/SIGINT: seconds in-flight requests get to finish before exit (default 30)" },
+  { key: "outlierConsecutiveFailures", flag: "--outlier-consecutive-failures", env: ["SWITCHYARD_OUTLIER_CONSECUTIVE_FAILURES"], help: "failed answers in a row (5xx, cut stream, missed deadline) that eject a worker; 0 = off (default 5)" },
+  { key: "outlierFailurePercent", flag: "--outlier-failure-percent", env: ["SWITCHYARD_OUTLIER_FAILURE_PERCENT"], help: "share of failed answers (of at least 20 in 10 s) that ejects a worker; 0 = off (default 50)" },
+  { key: "outlierBaseEjectionTime", flag: "--outlier-base-ejection-time", env: ["SWITCHYARD_OUTLIER_BASE_EJECTION_TIME"], help: "seconds of a first ejection; the k-th in a row lasts k times as long (default 30)" },
+  { key: "outlierMaxEjectionTime", flag: "--outlier-max-ejection-time", env: ["SWITCHYARD_OUTLIER_MAX_EJECTION_TIME"], help: "longest ejection, seconds (default 300)" },
+  { key: "outlierMaxEjectionPercent", flag: "--outlier-max-ejection-percent", env: ["SWITCHYARD_OUTLIER_MAX_EJECTION_PERCENT"], help: "most workers ejected at once, percent (one always may be; default 50)" },
   { key: "approxTtl", flag: "--approx-ttl", env: ["SWITCHYARD_APPROX_TTL"], help: "approx policy: seconds a routing decision stays in the index (default 120)" },
   { key: "logLevel", flag: "--log-level", env: ["SWITCHYARD_LOG_LEVEL"], help: `${LOG_LEVELS.join("|")} (default info)` },
   { key: "loadGuard", flag: "--load-guard", env: ["SWITCHYARD_LOAD_GUARD"], help: "kv/approx: skip workers whose load exceeds FACTOR x the mean (e.g. 1.25); 0 = off (default 0)" },
@@ -197,6 +209,19 @@ export const ConfigSchema = v.object({
   maxBodyBytes: v.optional(int(1, 2 ** 31), 16 * 1024 * 1024),
   redis: v.optional(redisUrl),
   maxRetries: v.optional(int(0, 16), 2),
+  // Deadlines (seconds; 0 = none). First byte: a 128k-token prompt can take tens of seconds
+  // of prefill, longer behind a queue on the engine, so the default is generous.
+  connectTimeout: v.optional(nonNegative("a number of seconds >= 0"), 5),
+  firstByteTimeout: v.optional(nonNegative("a number of seconds >= 0"), 300),
+  streamIdleTimeout: v.optional(nonNegative("a number of seconds >= 0"), 60),
+  // Bun.serve's idleTimeout: whole seconds, 1..255 (0 would hold slow clients forever).
+  idleTimeout: v.optional(int(1, 255), 10),
+  drainTimeout: v.optional(nonNegative("a number of seconds >= 0"), 30),
+  outlierConsecutiveFailures: v.optional(int(0, 1_000_000), 5),
+  outlierFailurePercent: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(100, "must be <= 100")), 50),
+  outlierBaseEjectionTime: v.optional(positive("a number of seconds > 0"), 30),
+  outlierMaxEjectionTime: v.optional(positive("a number of seconds > 0"), 300),
+  outlierMaxEjectionPercent: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(100, "must be <= 100")), 50),
   approxTtl: v.optional(positive("a number of seconds > 0"), 120),
   logLevel: v.optional(v.picklist(LOG_LEVELS, `must be one of ${LOG_LEVELS.join(", ")}`), "info"),
   engineSpeedup: v.optional(positive("a number > 0"), 1),
@@ -248,6 +273,24 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly redis: string | undefined;
   readonly maxRetries: number;
+  /** Seconds; 0 = none. */
+  readonly connectTimeout: number;
+  /** Seconds; 0 = none. */
+  readonly firstByteTimeout: number;
+  /** Seconds; 0 = none. */
+  readonly streamIdleTimeout: number;
+  /** Seconds (Bun.serve idleTimeout). */
+  readonly idleTimeout: number;
+  /** Seconds. */
+  readonly drainTimeout: number;
+  /** Outlier ejection (workers/outlier-detector.ts); times in seconds. */
+  readonly outlier: {
+    readonly consecutiveFailures: number;
+    readonly failurePercent: number;
+    readonly baseEjectionTime: number;
+    readonly maxEjectionTime: number;
+    readonly maxEjectionPercent: number;
+  };
   /** Seconds. */
   readonly approxTtl: number;
   readonly logLevel: LogLevel;
@@ -310,6 +353,18 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     maxBodyBytes: o.maxBodyBytes,
     redis: o.redis,
     maxRetries: o.maxRetries,
+    connectTimeout: o.connectTimeout,
+    firstByteTimeout: o.firstByteTimeout,
+    streamIdleTimeout: o.streamIdleTimeout,
+    idleTimeout: o.idleTimeout,
+    drainTimeout: o.drainTimeout,
+    outlier: {
+      consecutiveFailures: o.outlierConsecutiveFailures,
+      failurePercent: o.outlierFailurePercent,
+      baseEjectionTime: o.outlierBaseEjectionTime,
+      maxEjectionTime: Math.max(o.outlierMaxEjectionTime, o.outlierBaseEjectionTime),
+      maxEjectionPercent: o.outlierMaxEjectionPercent,
+    },
     approxTtl: o.approxTtl,
     logLevel: o.logLevel,
     engineSpeedup: o.engineSpeedup,

@@ -46,6 +46,10 @@ export class RouterMetrics {
     `${METRIC_PREFIX}active_decode_blocks`, "KV blocks of in-flight requests per worker", ["worker", "dp_rank"]);
   readonly workerHealthy: Gauge = this.registry.gauge(
     `${METRIC_PREFIX}worker_healthy`, "1 when the worker passed its last health check", ["worker"]);
+  readonly deadlineMisses: Counter = this.registry.counter(
+    `${METRIC_PREFIX}upstream_deadline_misses_total`, "Upstream waits cut by a deadline, by worker and deadline (connect|first_byte|stream_idle)", ["worker", "deadline"]);
+  readonly workerEjections: Counter = this.registry.counter(
+    `${METRIC_PREFIX}worker_ejections_total`, "Workers ejected by outlier detection (answers kept failing)", ["worker"]);
 
   /** Per-phase series resolved once: the routing path records four of them per request. */
   readonly phases: Readonly<Record<RoutingPhase, HistogramSeries>> = {

@@ -1,9 +1,12 @@
 /**
  * `switchyard mocker [flags]`: parse flags, start the simulated engine, print one JSON line
- * `{"url","port","worker_id"}` on stdout (tests and scripts read it), stop on SIGINT/SIGTERM.
+ * `{"url","port","worker_id"}` on stdout (tests and scripts read it); SIGINT/SIGTERM drains, a second one exits at once.
  */
 import { MOCKER_USAGE, MockerOptionsError, parseMockerArgs, resolveMockerOptions } from "./options.ts";
 import { type MockerHandle, startMocker } from "./server.ts";
+
+/** How long a SIGTERM-ed engine lets requests in flight finish. */
+const MOCKER_DRAIN_MS = 30_000;
 
 export async function runMockerCli(argv: readonly string[]): Promise<MockerHandle> {
   if (argv.includes("--help") || argv.includes("-h")) {
@@ -23,11 +26,12 @@ export async function runMockerCli(argv: readonly string[]): Promise<MockerHandl
   }
   const handle = await startMocker(opts);
   console.log(JSON.stringify({ url: handle.url, port: handle.port, worker_id: handle.workerId.toString() }));
+  // First signal: drain (requests in flight finish, bounded) and exit 0; a second: exit now.
   let stopping = false;
   const shutdown = () => {
-    if (stopping) return;
+    if (stopping) process.exit(1);
     stopping = true;
-    handle.stop().finally(() => process.exit(0));
+    handle.drain(MOCKER_DRAIN_MS).finally(() => process.exit(0));
   };
   process.on("SIGINT", shutdown);
   process.on("SIGTERM", shutdown);

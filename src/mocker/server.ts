@@ -50,6 +50,11 @@ export interface MockerHandle {
   readonly engine: MockEngine;
   /** Push every pending KV event to every router now (no-op without --router-url). */
   flushEvents(): Promise<void>;
+  /**
+   * Graceful shutdown: stop listening, GET /health answers 503 "draining", requests in
+   * flight (streams included) get up to `timeoutMs` to finish; then stop(). Resolves whether all finished.
+   */
+  drain(timeoutMs: number): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -349,6 +354,9 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     return json(workerKvQueryResponseToWire(r));
   }
 
+  /** Set by drain(): /health says 503 so routers stop sending here. */
+  let draining = false;
+
   async function route(req: Request): Promise<Response> {
     const path = new URL(req.url).pathname;
     const method = req.method;
@@ -359,6 +367,8 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       case "POST /v1/chat/completions":
         return completions(req, "chat");
       case "GET /health":
+        return draining ? json({ status: "draining" }, 503) : json({ status: "ok" });
+      case "GET /livez":
         return json({ status: "ok" });
       case "GET /v1/models":
         return json(models());
@@ -419,6 +429,18 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     flushEvents: async () => {
       await Promise.all(publishers.map((p) => p.flush()));
     },
+    drain: async (timeoutMs) => {
+      draining = true;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const finished = await Promise.race([
+        server.stop(false).then(() => true),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+      ]);
+      clearTimeout(timer);
+      await server.stop(true);
+      await Promise.all(publishers.map((p) => p.stop()));
+      return finished;
+    },
     stop: async () => {
       await server.stop(true);
       await Promise.all(publishers.map((p) => p.stop()));
@@ -430,6 +452,7 @@ const KNOWN_PATHS = new Set([
   "/v1/completions",
   "/v1/chat/completions",
   "/health",
+  "/livez",
   "/v1/models",
   "/v1/engine/info",
   "/kv/query",

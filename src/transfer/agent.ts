@@ -2,7 +2,8 @@
  * The worker-side transfer agent behind `switchyard transfer`: creates this rank's pools
  * (and its replication group), wraps them in a BlockTransferHandler and serves the HTTP
  * routes of agent-app.ts with Bun.serve. stop() ends the server, then closes the group and
- * the pools, and removes a temp disk file it created.
+ * the pools, and removes a temp disk file it created; drain() first lets transfers in flight
+ * finish (GET /health answers 503 "draining" meanwhile; GET /livez is liveness).
  *
  * @example
  * const agent = await runTransferAgent(["--port", "0", "--disk-blocks", "256"]);
@@ -22,8 +23,13 @@ import type { PoolKind } from "./types.ts";
 
 export interface TransferAgent {
   readonly port: number;
+  /** Stop listening, let requests in flight finish (up to timeoutMs), then stop(). Resolves whether all finished. */
+  drain(timeoutMs: number): Promise<boolean>;
   stop(): Promise<void>;
 }
+
+/** How long a SIGTERM-ed agent lets transfers in flight finish. */
+export const TRANSFER_DRAIN_MS = 30_000;
 
 export interface TransferAgentDeps {
   readonly env?: Readonly<Record<string, string | undefined>>;
@@ -68,6 +74,7 @@ export async function runTransferAgent(argv: string[], deps: TransferAgentDeps =
 
   const handler = new BlockTransferHandler({ ...pools, maxBatchSize: opts.maxBatchSize, replication: group });
   let server: ReturnType<typeof Bun.serve> | undefined;
+  let draining = false;
   const app = createTransferApp({
     handler,
     pools,
@@ -78,7 +85,16 @@ export async function runTransferAgent(argv: string[], deps: TransferAgentDeps =
     worldSize: opts.worldSize,
   });
   try {
-    server = Bun.serve({ hostname: opts.host, port: opts.port, fetch: app.fetch });
+    server = Bun.serve({
+      hostname: opts.host,
+      port: opts.port,
+      fetch: (req) => {
+        const path = new URL(req.url).pathname;
+        if (req.method === "GET" && path === "/livez") return Response.json({ status: "ok" });
+        if (draining && req.method === "GET" && path === "/health") return Response.json({ status: "draining" }, { status: 503 });
+        return app.fetch(req);
+      },
+    });
   } catch (e) {
     cleanup();
     throw e;
@@ -89,13 +105,25 @@ export async function runTransferAgent(argv: string[], deps: TransferAgentDeps =
   log(`switchyard transfer: listening on http://${opts.host}:${port} (${path} path; ${handler.transferMode}; pools: ${sizes || "none"})`);
 
   let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await server!.stop(true);
+    cleanup();
+  };
   return {
     port,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await server!.stop(true);
-      cleanup();
+    async drain(timeoutMs) {
+      draining = true;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const finished = await Promise.race([
+        server!.stop(false).then(() => true),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+      ]);
+      clearTimeout(timer);
+      await stop();
+      return finished;
     },
+    stop,
   };
 }

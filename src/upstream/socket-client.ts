@@ -18,6 +18,7 @@
  * const res = await client.request("http://127.0.0.1:8000", "/v1/completions", { headers, body });
  */
 import type { Socket, SocketHandler } from "bun";
+import { ClientGoneError, DeadlineMissedError } from "../app/proxy/deadlines.ts";
 import type { UpstreamBody, UpstreamCall, UpstreamRequestInit, UpstreamResponse } from "../app/proxy/upstream.ts";
 import { Http1ParseError, Http1ResponseParser, type ParserSink, type ResponseHead } from "./http1-parser.ts";
 
@@ -32,6 +33,8 @@ export interface SocketClientOptions {
   readonly fallback?: UpstreamCall;
   /** Milliseconds, monotonic (default performance.now). */
   readonly now?: () => number;
+  /** A new connection not established within this many ms fails with DeadlineMissedError("connect"); 0 = no deadline (default). */
+  readonly connectTimeoutMs?: number;
 }
 
 /** A request failed before any answer byte on a connection that may have been closed while idle. */
@@ -91,6 +94,7 @@ export class SocketHttpClient {
   readonly highWaterBytes: number;
   readonly #fallback: UpstreamCall | undefined;
   readonly #now: () => number;
+  readonly #connectTimeoutMs: number;
 
   constructor(opts: SocketClientOptions = {}) {
     this.#maxIdle = opts.maxIdlePerOrigin ?? 256;
@@ -98,6 +102,7 @@ export class SocketHttpClient {
     this.highWaterBytes = opts.highWaterBytes ?? 1 << 20;
     this.#fallback = opts.fallback;
     this.#now = opts.now ?? (() => performance.now());
+    this.#connectTimeoutMs = opts.connectTimeoutMs ?? 0;
   }
 
   /** The client as an UpstreamCall. */
@@ -110,15 +115,17 @@ export class SocketHttpClient {
       throw new Error(`unsupported upstream URL ${baseUrl} (only http:// without a fallback)`);
     }
     checkHeaders(init.headers);
+    const signal = init.signal;
+    if (signal?.aborted) throw signal.reason;
     const pooled = this.#takeIdle(origin);
     if (pooled !== undefined) {
       try {
         return await send(pooled, origin, path, init);
       } catch (e) {
-        if (!(e instanceof StaleConnectionError)) throw e;
+        if (!(e instanceof StaleConnectionError) || signal?.aborted) throw e;
       }
     }
-    return send(await this.#connect(origin), origin, path, init);
+    return send(await this.#connect(origin, signal), origin, path, init);
   }
 
   /** Close every idle connection (in-flight ones finish). */
@@ -164,12 +171,34 @@ export class SocketHttpClient {
     return undefined;
   }
 
-  async #connect(origin: Origin): Promise<Conn> {
+  /**
+   * A new connection, within the connect deadline and until the signal aborts. Bun.connect
+   * takes no timeout or signal, so it is raced; a socket that opens after the race was lost
+   * is closed at once.
+   */
+  async #connect(origin: Origin, signal: AbortSignal | undefined): Promise<Conn> {
     const conn: Conn = { origin, client: this, socket: undefined, exchange: undefined, pending: [], idleSince: 0, closed: false };
-    const socket = await Bun.connect<Conn>({ hostname: origin.hostname, port: origin.port, data: conn, socket: HANDLERS as unknown as SocketHandler<Conn> });
-    conn.socket = socket;
-    socket.setNoDelay(true);
-    return conn;
+    const connecting = Bun.connect<Conn>({ hostname: origin.hostname, port: origin.port, data: conn, socket: HANDLERS as unknown as SocketHandler<Conn> });
+    const limit = this.#connectTimeoutMs;
+    if (limit <= 0 && signal === undefined) return opened(conn, await connecting);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort: (() => void) | undefined;
+    const lost = new Promise<never>((_, reject) => {
+      if (limit > 0) timer = setTimeout(() => reject(new DeadlineMissedError("connect", limit)), limit);
+      if (signal !== undefined) {
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener("abort", onAbort, { once: true });
+      }
+    });
+    try {
+      return opened(conn, await Promise.race([connecting, lost]));
+    } catch (e) {
+      connecting.then((s) => s.terminate(), () => {});
+      throw e;
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   #origin(baseUrl: string): Origin | null {
@@ -190,12 +219,19 @@ export class SocketHttpClient {
   }
 }
 
+function opened(conn: Conn, socket: Socket<Conn>): Conn {
+  conn.socket = socket;
+  socket.setNoDelay(true);
+  return conn;
+}
+
 /** Start one request on a connection; resolves at the answer's head. */
 function send(conn: Conn, origin: Origin, path: string, init: UpstreamRequestInit): Promise<UpstreamResponse> {
   const socket = conn.socket;
   if (conn.closed || socket === undefined) return Promise.reject(new StaleConnectionError("connection closed"));
   const ex = new Exchange(conn);
   conn.exchange = ex;
+  if (init.signal !== undefined) ex.abortHeadOn(init.signal);
   // Encoded into a shared buffer and written at once; only what the socket did not take
   // (rare: a full send buffer) is copied aside for the drain.
   const bytes = encodeRequest(origin.host, path, init);
@@ -269,6 +305,23 @@ class Exchange implements UpstreamBody, ParserSink {
       this.#resolveHead = resolve;
       this.#rejectHead = reject;
     });
+  }
+
+  /** Until the head arrives, an abort closes the connection (the engine sees it) and rejects the head. */
+  abortHeadOn(signal: AbortSignal): void {
+    const onAbort = () => {
+      if (this.#headSeen || this.#error !== undefined) return;
+      this.#fail(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+      const conn = this.#conn;
+      this.#conn = undefined;
+      if (conn !== undefined) {
+        conn.exchange = undefined;
+        destroy(conn);
+      }
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    const off = () => signal.removeEventListener("abort", onAbort);
+    this.headPromise.then(off, off);
   }
 
   // ---- socket side
@@ -405,7 +458,8 @@ class Exchange implements UpstreamBody, ParserSink {
     if (this.#ended || this.#cancelled || this.#error !== undefined) return;
     if (!this.#headSeen) {
       this.#error = e;
-      this.#rejectHead(e instanceof Http1ParseError || e instanceof StaleConnectionError ? e : new Error(e.message));
+      const keep = e instanceof Http1ParseError || e instanceof StaleConnectionError || e instanceof DeadlineMissedError || e instanceof ClientGoneError;
+      this.#rejectHead(keep ? e : new Error(e.message));
       return;
     }
     this.#error = e;

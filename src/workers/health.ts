@@ -2,8 +2,11 @@
  * Periodic health checks (GET {url}/health) of every registered worker, and fencing: a
  * worker that failed a request before its first byte is marked unhealthy at once and
  * comes back only when a later check passes. fetch and timers are injected for tests.
+ * With an outlier detector, the proxy reports every answer (report()); a worker whose
+ * answers keep failing is ejected, and no passing check lifts the ejection before its time.
  */
 import type { WorkerId } from "../core/ids.ts";
+import type { Ejection, OutlierDetector } from "./outlier-detector.ts";
 import type { WorkerRegistry } from "./registry.ts";
 
 export interface HealthCheckerOptions {
@@ -13,6 +16,12 @@ export interface HealthCheckerOptions {
   readonly fetch?: (url: string, init: RequestInit) => Promise<Response>;
   /** Called when a worker changes state (logging, metrics). */
   readonly onChange?: (id: WorkerId, healthy: boolean, reason: string | undefined) => void;
+  /** Passive health: answers reported by the proxy eject workers that keep failing. */
+  readonly outliers?: OutlierDetector;
+  /** Called once per ejection (logging, metrics). */
+  readonly onEject?: (e: Ejection) => void;
+  /** Milliseconds, monotonic (default performance.now); the outlier detector's clock. */
+  readonly now?: () => number;
   /**
    * After a good check, within the same timeout: re-read what the worker serves (its
    * GET /v1/models, src/workers/models.ts). A failure here does not make the worker unhealthy.
@@ -41,6 +50,30 @@ export class HealthChecker {
   /** Forget a removed worker. */
   forget(id: WorkerId): void {
     this.#fences.delete(id);
+    this.#o.outliers?.forget(id);
+  }
+
+  /**
+   * How an answer of this worker went: `failure` says what failed (5xx, cut stream, missed
+   * deadline, refused connection), undefined means it went well. Client cancels are not reported.
+   */
+  report(id: WorkerId, failure: string | undefined): void {
+    const od = this.#o.outliers;
+    if (od === undefined) return;
+    const now = this.#now();
+    if (failure === undefined) {
+      od.success(id, now);
+      return;
+    }
+    const e = od.failure(id, now, failure);
+    if (e === undefined) return;
+    this.#fences.set(id, (this.#fences.get(id) ?? 0) + 1);
+    this.#set(id, false, `ejected for ${Math.round((e.untilMs - now) / 1000)} s: ${e.reason}`);
+    this.#o.onEject?.(e);
+  }
+
+  #now(): number {
+    return this.#o.now?.() ?? performance.now();
   }
 
   stop(): void {
@@ -72,6 +105,13 @@ export class HealthChecker {
       this.#inflight.delete(id);
     }
     if (ok && (this.#fences.get(id) ?? 0) !== fenceAtStart) return false;
+    const od = this.#o.outliers;
+    if (ok && od !== undefined && od.ejectedUntil(id) !== undefined) {
+      // Ejected: /health passing is not enough (a hung engine passes it) until the time is over.
+      const now = this.#now();
+      if (od.isEjected(id, now)) return false;
+      od.readmitted(id, now);
+    }
     if (ok && this.#o.afterHealthy) {
       await this.#o.afterHealthy(id, rec.url, AbortSignal.timeout(this.#o.timeoutMs)).catch(() => {});
     }

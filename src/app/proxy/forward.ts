@@ -12,8 +12,10 @@ import type { WorkerRegistry } from "../../workers/registry.ts";
 import type { RouteDecision, RoutingService } from "../routing/routing-service.ts";
 import type { SessionControl } from "../routing/session-control.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
-import { observeStream, type ChunkReader } from "./observe-stream.ts";
+import { observeStream, type ChunkReader, type StreamEnd } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
+import { attemptUpstream } from "./attempt.ts";
+import { NO_DEADLINES, type UpstreamDeadlines } from "./deadlines.ts";
 import { fetchUpstream, type UpstreamBody, type UpstreamCall, type UpstreamResponse } from "./upstream.ts";
 
 export interface ForwardDeps {
@@ -28,6 +30,15 @@ export interface ForwardDeps {
   /** Use Bun's direct streams for response bodies (see observe-stream.ts). */
   readonly directStreams?: boolean;
   readonly warn?: (message: string) => void;
+  /** Connect, first-byte and stream-idle deadlines (deadlines.ts); without them, none. */
+  readonly deadlines?: UpstreamDeadlines;
+  /** How each answer of a worker went (undefined: well), for outlier ejection (workers/health.ts). */
+  readonly report?: (workerId: WorkerId, failure: string | undefined) => void;
+  /**
+   * The request's body is read: lift the server's idle timeout for it (Bun: server.timeout(req, 0)),
+   * since an answer may stream for minutes; the proxy's own deadlines bound it from here.
+   */
+  readonly keepOpen?: (request: Request) => void;
 }
 
 export interface ForwardInput {
@@ -46,10 +57,8 @@ export interface ForwardInput {
   readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
 }
 
-/** Statuses that mean "this worker cannot serve now", not "this request is bad". */
-const RETRYABLE_STATUS = new Set([502, 503, 504]);
-
 export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Response> {
+  d.keepOpen?.(input.request);
   const requestId = d.routing.nextRequestId();
   const exclude = new Set<WorkerId>();
   const failures: string[] = [];
@@ -82,26 +91,24 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       continue;
     }
     const started = performance.now();
-    let reason: string;
-    try {
-      const res = await upstreamOf(d)(rec.url, input.path, {
-        headers: upstreamRequestHeaders(input.request.headers, worker.dpRank),
-        body: input.body,
-      });
-      if (!RETRYABLE_STATUS.has(res.status) || attempt === d.maxRetries) {
-        const reader = res.body ?? undefined;
-        // Read the first chunk before answering, so a body that breaks at once is retried.
-        const first = reader ? await reader.read() : undefined;
-        d.metrics.firstByte.observe((performance.now() - started) / 1000);
-        return respond(res, first, reader, decision, d);
-      }
-      reason = `HTTP ${res.status}`;
-      await res.body?.cancel().catch(() => {});
-    } catch (e) {
-      reason = (e as Error).message;
+    const a = await attemptUpstream({
+      call: upstreamOf(d),
+      baseUrl: rec.url,
+      path: input.path,
+      headers: upstreamRequestHeaders(input.request.headers, worker.dpRank),
+      body: input.body,
+      clientSignal: input.request.signal,
+      deadlines: d.deadlines ?? NO_DEADLINES,
+      last: attempt === d.maxRetries,
+    });
+    if (a.kind === "answer") {
+      d.metrics.firstByte.observe((performance.now() - started) / 1000);
+      return respond(a.res, a.first, a.reader, decision, d);
     }
     lease.free();
-    failAttempt(worker.workerId, rec.url, reason, failures, exclude, d);
+    if (a.kind === "client_gone") return clientGone(worker.workerId, d);
+    if (a.deadline !== undefined) d.metrics.deadlineMisses.inc([String(worker.workerId), a.deadline]);
+    failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d);
   }
   throw upstreamFailed(failures);
 }
@@ -127,9 +134,19 @@ function failAttempt(
   // The client sees worker ids only; the URL and the engine's answer go to the log (issue 12).
   failures.push(`worker ${id}`);
   exclude.add(id);
+  d.report?.(id, reason);
   d.fence(id, reason);
   d.metrics.upstreamFailures.inc([String(id)]);
   d.warn?.(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`);
+}
+
+/**
+ * The client left before the first byte: the engine connection is closed already
+ * (attempt.ts), the booking freed; nobody reads this answer. Not the worker's fault.
+ */
+function clientGone(id: WorkerId, d: ForwardDeps): Response {
+  d.metrics.requests.inc([String(id), "client_cancelled"]);
+  return new Response(null, { status: 499 });
 }
 
 function upstreamFailed(failures: readonly string[]): RouterError {
@@ -147,8 +164,11 @@ function respond(
   const workerLabel = String(worker.workerId);
   const headers = clientResponseHeaders(res.headers, workerLabel, worker.dpRank, decision.overlapBlocks);
   const init = { status: res.status, statusText: res.statusText, headers };
+  // A 5xx the engine answered is passed on as it is, but counts against the worker.
+  const verdict = res.status >= 500 ? `HTTP ${res.status}` : undefined;
   if (!reader || !first || first.done || first.value === undefined) {
     lease.free();
+    d.report?.(worker.workerId, verdict);
     d.metrics.requests.inc([workerLabel, String(res.status)]);
     return new Response(null, init);
   }
@@ -161,15 +181,32 @@ function respond(
     counter.finish();
     if (counter.events > 0) lease.outputTokens(counter.events);
     lease.free();
+    d.report?.(worker.workerId, verdict);
     d.metrics.requests.inc([workerLabel, String(res.status)]);
     return new Response(first.value, init);
   }
+  const idleMs = d.deadlines?.streamIdleMs ?? 0;
   const body = observeStream(first.value, reader, {
     onTokens: (n) => lease.outputTokens(n),
     onEnd: (how) => {
       lease.free();
-      d.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : how === "error" ? "stream_error" : "client_cancelled"]);
+      if (how === "timeout") d.metrics.deadlineMisses.inc([workerLabel, "stream_idle"]);
+      if (how !== "cancelled") d.report?.(worker.workerId, STREAM_FAILURE[how] ?? verdict);
+      d.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
     },
-  }, d.directStreams);
+  }, d.directStreams, { idleMs, sse: isEventStream(res.headers) });
   return new Response(body, init);
+}
+
+/** What a stream's end says about the worker (done: its status decides). */
+const STREAM_FAILURE: Partial<Record<StreamEnd, string>> = { error: "stream cut mid-answer", timeout: "stream idle deadline missed" };
+/** requests_total status label of a stream that did not end well. */
+const STREAM_END_LABEL: Record<StreamEnd, string> = { done: "200", error: "stream_error", timeout: "stream_timeout", cancelled: "client_cancelled" };
+
+/** Is the answer an SSE stream? (headers: flat [name, value, ...] as the upstream gives them) */
+function isEventStream(h: UpstreamResponse["headers"]): boolean {
+  for (let i = 0; i + 1 < h.length; i += 2) {
+    if (h[i]!.toLowerCase() === "content-type") return h[i + 1]!.toLowerCase().startsWith("text/event-stream");
+  }
+  return false;
 }

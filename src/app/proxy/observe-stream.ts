@@ -2,15 +2,18 @@
  * Passes an upstream body to the client chunk by chunk, unchanged and unbuffered, while
  * counting SSE data events on the side. Reports every new token count, and the end of the
  * stream exactly once: "done" (upstream finished), "error" (upstream broke mid-stream; the
- * client's connection is broken too, so it cannot mistake a cut answer for a whole one) or
+ * client's connection is broken too, so it cannot mistake a cut answer for a whole one),
+ * "timeout" (the engine sent nothing for the stream-idle deadline: the engine connection is
+ * closed, and an SSE answer ends with an error event in OpenAI's shape, any other is cut) or
  * "cancelled" (the client went away).
  *
  * Two stream flavours with the same behaviour: a standard pull stream (any runtime), and
  * Bun's "direct" stream (write + flush straight into the socket; less per-chunk work).
  */
+import { DeadlineMissedError, sseErrorEvent } from "./deadlines.ts";
 import { SseDataCounter } from "./sse-counter.ts";
 
-export type StreamEnd = "done" | "error" | "cancelled";
+export type StreamEnd = "done" | "error" | "timeout" | "cancelled";
 
 /** The part of a stream reader this module uses (structural, so any runtime's reader fits). */
 export interface ChunkReader {
@@ -31,6 +34,15 @@ export interface StreamHooks {
   onEnd(how: StreamEnd, tokens: number): void;
 }
 
+export interface StreamLimits {
+  /** Milliseconds the engine may stay silent while a read waits; 0 = no limit. */
+  readonly idleMs: number;
+  /** The answer is SSE: end a timed-out stream with an error event instead of cutting it. */
+  readonly sse: boolean;
+}
+
+const NO_LIMITS: StreamLimits = { idleMs: 0, sse: false };
+
 /** Bun's direct stream controller (not in the web-standard typings). */
 interface DirectController {
   write(chunk: Uint8Array): number | Promise<number>;
@@ -48,13 +60,25 @@ export function observeStream(
   reader: ChunkReader,
   hooks: StreamHooks,
   direct = false,
+  limits: StreamLimits = NO_LIMITS,
 ): ReadableStream<Uint8Array> {
   const counter = new SseDataCounter();
   let ended = false;
+  const watchdog = limits.idleMs > 0 ? new IdleWatchdog(limits.idleMs, reader) : undefined;
   const end = (how: StreamEnd): void => {
     if (ended) return;
     ended = true;
+    watchdog?.stop();
     hooks.onEnd(how, counter.events);
+  };
+  /** A read, timed by the watchdog while it waits on the engine. */
+  const read = watchdog === undefined ? () => reader.read() : () => watchdog.read();
+  /** The idle deadline passed: what the client gets last (an SSE error event, or a cut). */
+  const timedOut = (): Uint8Array | undefined => {
+    end("timeout");
+    if (!limits.sse) return undefined;
+    const e = watchdog!.error;
+    return sseErrorEvent("stream_idle_timeout", `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`);
   };
   const see = (chunk: Uint8Array): void => {
     if (counter.push(chunk) > 0) hooks.onTokens?.(counter.events);
@@ -83,7 +107,8 @@ export function observeStream(
             if (!last && !counter.done) await controller.flush();
           }
           while (!last) {
-            const r = await reader.read();
+            const r = await read();
+            if (watchdog?.fired) break;
             if (r.done || r.value === undefined) break;
             see(r.value);
             controller.write(r.value);
@@ -94,8 +119,17 @@ export function observeStream(
           }
         } catch (e) {
           if (ended) return; // the client left; the read was cut short by our cancel
-          end("error");
-          throw e; // aborts the client's connection
+          if (!watchdog?.fired) {
+            end("error");
+            throw e; // aborts the client's connection
+          }
+        }
+        if (watchdog?.fired) {
+          const tail = timedOut();
+          if (tail === undefined) throw watchdog.error; // not SSE: cut, so it is not mistaken for a whole answer
+          controller.write(tail);
+          controller.close();
+          return;
         }
         finish();
         controller.close();
@@ -121,10 +155,23 @@ export function observeStream(
         }
         let r: Awaited<ReturnType<ChunkReader["read"]>>;
         try {
-          r = await reader.read();
+          r = await read();
         } catch (e) {
-          end("error");
-          controller.error(e);
+          if (!watchdog?.fired) {
+            end("error");
+            controller.error(e);
+            return;
+          }
+          r = { done: true };
+        }
+        if (watchdog?.fired) {
+          if (ended) return;
+          const tail = timedOut();
+          if (tail === undefined) controller.error(watchdog.error);
+          else {
+            controller.enqueue(tail);
+            controller.close();
+          }
           return;
         }
         if (r.done || r.value === undefined) {
@@ -144,4 +191,55 @@ export function observeStream(
     // No read-ahead: a chunk is pulled from upstream only when the client took the last.
     { highWaterMark: 0 },
   );
+}
+
+/**
+ * The stream-idle deadline: one timer per stream, re-armed only when it fires early, so a
+ * chunk costs a clock read, not a timer. Only time spent waiting on the engine counts (a
+ * client that reads slowly is not the engine's fault). When it fires, the reader is
+ * cancelled: the engine connection closes and the pending read returns.
+ */
+class IdleWatchdog {
+  fired = false;
+  readonly error: DeadlineMissedError;
+  #waitingSince: number | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    readonly ms: number,
+    readonly reader: ChunkReader,
+  ) {
+    this.error = new DeadlineMissedError("stream_idle", ms);
+    this.#arm(ms);
+  }
+
+  async read(): Promise<{ done: boolean; value?: Uint8Array | undefined }> {
+    this.#waitingSince = performance.now();
+    try {
+      return await this.reader.read();
+    } finally {
+      this.#waitingSince = undefined;
+    }
+  }
+
+  stop(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #arm(ms: number): void {
+    this.#timer = setTimeout(() => this.#check(), ms);
+  }
+
+  #check(): void {
+    this.#timer = undefined;
+    const since = this.#waitingSince;
+    const waited = since === undefined ? 0 : performance.now() - since;
+    if (waited < this.ms) {
+      this.#arm(this.ms - waited);
+      return;
+    }
+    this.fired = true;
+    void this.reader.cancel(this.error).catch(() => {});
+  }
 }

@@ -12,6 +12,12 @@ export interface UpstreamRequestInit {
   readonly headers: Readonly<Record<string, string>>;
   /** The body, sent as it is. */
   readonly body: Uint8Array;
+  /**
+   * Aborting it before the answer's head arrived closes the engine connection (the engine
+   * sees the close and stops) and rejects with the signal's reason. After the head, the
+   * body reader's cancel() does the same.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -42,9 +48,8 @@ export function fetchUpstream(fetchFn: (url: string, init: RequestInit) => Promi
       method: "POST",
       headers: init.headers as Record<string, string>,
       body: init.body,
-      // No client abort signal here: wiring one costs more per request than it saves. A
-      // client that leaves before the first byte is noticed when its response is dropped
-      // (the stream is cancelled, the booking freed, the upstream request aborted).
+      // The proxy's signal (client gone, a deadline): fetch aborts the request and the body.
+      signal: init.signal,
     });
     const headers: string[] = [];
     res.headers.forEach((value, name) => headers.push(name, value));

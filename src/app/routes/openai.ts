@@ -44,6 +44,9 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
     maxRetries: d.maxRetries,
     directStreams: d.directStreams,
     warn: (m: string) => d.log.warn(m),
+    deadlines: d.deadlines,
+    report: d.report,
+    keepOpen: d.keepOpen,
   };
 
   const dispatch = createDispatch(d, forwardDeps);

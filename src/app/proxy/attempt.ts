@@ -1,0 +1,70 @@
+/**
+ * One try of one worker, up to the first body byte, under the first-byte deadline and the
+ * client's disconnect: the answer's head and first chunk, or why there is none. Whatever
+ * ends the try early (deadline, client gone, a retryable status) closes the engine
+ * connection, so the engine sees the cancel and stops computing the prompt. It does not
+ * fence, retry or free bookings (forward.ts does).
+ */
+import { ClientGoneError, DeadlineMissedError, raceAbort, type DeadlineKind, type UpstreamDeadlines } from "./deadlines.ts";
+import type { ChunkReader } from "./observe-stream.ts";
+import type { UpstreamBody, UpstreamCall, UpstreamResponse } from "./upstream.ts";
+
+/** Statuses that mean "this worker cannot serve now", not "this request is bad". */
+const RETRYABLE_STATUS = new Set([502, 503, 504]);
+
+export type FirstRead = Awaited<ReturnType<ChunkReader["read"]>>;
+
+export type AttemptResult =
+  /** The engine answered: head, and the first chunk when there is a body. */
+  | { readonly kind: "answer"; readonly res: UpstreamResponse; readonly first: FirstRead | undefined; readonly reader: UpstreamBody | undefined }
+  /** This worker failed the request before its first byte; another may serve it. */
+  | { readonly kind: "failed"; readonly reason: string; readonly deadline?: DeadlineKind }
+  /** The client left before the first byte. */
+  | { readonly kind: "client_gone" };
+
+export interface AttemptInput {
+  readonly call: UpstreamCall;
+  readonly baseUrl: string;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Uint8Array;
+  /** The client's request signal (aborts when it disconnects); undefined where the runtime has none. */
+  readonly clientSignal: AbortSignal | undefined;
+  readonly deadlines: UpstreamDeadlines;
+  /** No worker left to try: a retryable status is answered as it is. */
+  readonly last: boolean;
+}
+
+export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
+  const ctl = new AbortController();
+  const client = a.clientSignal;
+  const onClientGone = () => ctl.abort(new ClientGoneError());
+  if (client !== undefined) {
+    if (client.aborted) return { kind: "client_gone" };
+    client.addEventListener("abort", onClientGone, { once: true });
+  }
+  const limit = a.deadlines.firstByteMs;
+  const timer = limit > 0 ? setTimeout(() => ctl.abort(new DeadlineMissedError("first_byte", limit)), limit) : undefined;
+  let res: UpstreamResponse | undefined;
+  try {
+    res = await raceAbort(a.call(a.baseUrl, a.path, { headers: a.headers, body: a.body, signal: ctl.signal }), ctl.signal);
+    if (RETRYABLE_STATUS.has(res.status) && !a.last) {
+      await res.body?.cancel().catch(() => {});
+      return { kind: "failed", reason: `HTTP ${res.status}` };
+    }
+    const reader = res.body ?? undefined;
+    // Read the first chunk before answering, so a body that breaks at once is retried.
+    const first = reader ? await raceAbort(reader.read(), ctl.signal) : undefined;
+    return { kind: "answer", res, first, reader };
+  } catch (e) {
+    // Close what was opened: the engine must see that nobody waits for this answer.
+    void res?.body?.cancel().catch(() => {});
+    const why = ctl.signal.aborted ? ctl.signal.reason : e;
+    if (why instanceof ClientGoneError) return { kind: "client_gone" };
+    if (why instanceof DeadlineMissedError) return { kind: "failed", reason: why.message, deadline: why.kind };
+    return { kind: "failed", reason: (why as Error).message };
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    client?.removeEventListener("abort", onClientGone);
+  }
+}
