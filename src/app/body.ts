@@ -1,11 +1,30 @@
 /**
  * Request bodies: read with a size limit (413 before reading when content-length says so,
  * or as soon as the bytes pass the limit), then JSON with a message naming what is wrong.
+ * A body that cannot be read (malformed chunked encoding, the client gone mid-body) is a
+ * BodyReadError: a 400 the app logs as what it is (issue 12: it was an empty "unhandled
+ * error"; Bun rejects such a body with a DOMException whose stack is empty).
  */
 import { RouterError } from "../core/errors.ts";
 import { parseJsonBigintSafe } from "../core/json.ts";
 
+/** The request body could not be read at all; the client usually gets Bun's own 400. */
+export class BodyReadError extends RouterError {
+  constructor(cause: unknown) {
+    const why = cause instanceof Error ? cause.message || cause.name : String(cause);
+    super("invalid_request", `request body could not be read (malformed chunked encoding, or the client closed the connection mid-body): ${why}`);
+  }
+}
+
 export async function readBodyLimited(req: Request, maxBytes: number): Promise<Uint8Array> {
+  try {
+    return await readBody(req, maxBytes);
+  } catch (e) {
+    throw e instanceof RouterError ? e : new BodyReadError(e);
+  }
+}
+
+async function readBody(req: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) {
     throw new RouterError("payload_too_large", `request body is ${declared} bytes; the limit is ${maxBytes} (--max-body-bytes)`);

@@ -202,7 +202,9 @@ export class AdapterLoader {
       const fresh = await this.#refresh(w);
       if (fresh?.includes(name)) return new Set([w.id]);
       if (fresh !== undefined && this.o.tracker.freeSlots(rank0(w)) > 0) {
-        throw new RouterError("not_found", `LoRA adapter "${name}" could not be loaded on worker ${w.id}: ${answer.message}`, "model");
+        // The engine's answer goes to the log, not to the client (it may name paths or hosts).
+        this.o.log?.warn(`lora: worker ${w.id} refused to load adapter "${name}"`, { status: answer.status, message: answer.message });
+        throw new RouterError("not_found", `LoRA adapter "${name}" could not be loaded on worker ${w.id} (the router's log has the engine's answer)`, "model");
       }
       if (fresh === undefined) refused.add(w.id);
     }

@@ -156,12 +156,13 @@ describe("AdapterLoader", () => {
     expect(s.loader.counters.unloads).toBe(1);
   });
 
-  test("an engine with room that refuses the adapter: not_found with its message", async () => {
+  test("an engine with room that refuses the adapter: not_found naming the worker; the engine's answer is logged, not shown", async () => {
     const s = setup();
-    s.engines.load = async (_u, name) => ({ ok: false, status: 400, message: `cannot find adapter ${name} at that path` });
+    s.engines.load = async (_u, name) => ({ ok: false, status: 400, message: `cannot find adapter ${name} at /srv/secret/path` });
     const e = await refusal(s.loader.ensure("ghost"));
     expect(e.code).toBe("not_found");
-    expect(e.message).toContain("cannot find adapter ghost");
+    expect(e.message).toContain('LoRA adapter "ghost" could not be loaded on worker');
+    expect(e.message).not.toContain("/srv/secret/path");
   });
 
   test("missing(): an adapter unloaded behind our back is forgotten, so the next request loads it again", async () => {

@@ -1,0 +1,100 @@
+/**
+ * Issue 12 §5 against a real router process: what unauthenticated clients may learn and
+ * make the router do. A 502 names worker ids, never an engine's URL or answer; a
+ * malformed chunked body is logged as what it is; a `model` that climbs a path never
+ * reaches an engine as a lora_path.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { engineLoras, startEngines, startRouter, urlOf } from "./multi-router-cluster.ts";
+import { stopAll, until, type Proc } from "../support/processes.ts";
+
+const SECRET_TEXT = "CUDA out of memory at /srv/models/secret-weights";
+
+describe("security (real router)", () => {
+  let fakeEngine: ReturnType<typeof Bun.serve> | undefined;
+  let engines: Proc[] = [];
+  let router: Proc | undefined;
+  let url = "";
+  const engineCalls: string[] = [];
+
+  beforeAll(async () => {
+    // An engine that is healthy but fails every completion with its own error text.
+    fakeEngine = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch(req) {
+        const path = new URL(req.url).pathname;
+        engineCalls.push(path);
+        if (path === "/health") return new Response("ok");
+        if (path === "/v1/completions") return new Response(SECRET_TEXT, { status: 503 });
+        return new Response("not here", { status: 404 });
+      },
+    });
+    engines = await startEngines(1, [], ["--max-loras", "1"]);
+    router = await startRouter(engines, 0, ["--lora-load-on-demand", "--lora-evict", "--max-retries", "0", "--health-interval", "0.2"]);
+    url = urlOf(router);
+  });
+  afterAll(async () => {
+    await stopAll([router, ...engines]);
+    fakeEngine?.stop(true);
+  });
+
+  test("a model that climbs a path is a 400 naming model; the engine is never asked to load it", async () => {
+    const before = await engineLoras(urlOf(engines[0]!));
+    const res = await fetch(`${url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "../../../../root/.ssh/id_rsa", prompt: "x", max_tokens: 1 }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { param: string } }).error.param).toBe("model");
+    expect(await engineLoras(urlOf(engines[0]!))).toEqual(before);
+  });
+
+  test("a 502 names the worker id, not the engine's URL or its error text", async () => {
+    const engineUrl = `http://127.0.0.1:${fakeEngine!.port}`;
+    // Register the failing engine alone, under its own router (no other worker to fall back on).
+    // One retry allowed, one worker: the router gives up itself (502) instead of passing the
+    // engine's last answer through, which a proxy does for answers it does not retry.
+    const solo = await startRouter([], 0, ["--worker", engineUrl, "--max-retries", "1", "--health-interval", "0.2"]);
+    try {
+      const soloUrl = urlOf(solo);
+      await until(async () => ((await (await fetch(`${soloUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the fake engine to be healthy");
+      const res = await fetch(`${soloUrl}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "hello", max_tokens: 1 }),
+      });
+      const text = await res.text();
+      expect(res.status).toBe(502);
+      expect(text).not.toContain(String(fakeEngine!.port));
+      expect(text).not.toContain("127.0.0.1");
+      expect(text).not.toContain("secret-weights");
+      expect(text).toMatch(/tried worker \d+/);
+      // The operator still finds both in the log.
+      await until(() => solo.output().includes(engineUrl), "the engine URL in the router's log");
+    } finally {
+      await solo.stop();
+    }
+  });
+
+  test("a malformed chunked body is logged as unreadable, never as an empty unhandled error", async () => {
+    const port = Number(router!.info.port);
+    await new Promise<void>((resolve) => {
+      void Bun.connect({
+        hostname: "127.0.0.1",
+        port,
+        socket: {
+          open(s) {
+            s.write("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n");
+          },
+          data() {},
+          close: () => resolve(),
+          error: () => resolve(),
+        },
+      });
+    });
+    await until(() => router!.output().includes("request body could not be read"), "the body-read log line");
+    expect(router!.output()).not.toMatch(/unhandled error: \n/);
+  });
+});
