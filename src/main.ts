@@ -252,10 +252,12 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       if (registry.has(id) && models.set(id, served)) log.info(`worker ${id} serves ${served.map((m) => m.id).join(", ")}`);
     },
   });
-  const adminHeaders: Record<string, string> = config.adminToken ? { authorization: `Bearer ${config.adminToken}` } : {};
+  // The router's own calls to engines carry --engine-token, never the admin token: every
+  // registered worker would learn it otherwise (issue 12).
+  const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
   const recovery = new RecoveryDriver({
     sink: index,
-    query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: adminHeaders }),
+    query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: engineHeaders }),
     sleep: (ms) => Bun.sleep(ms),
     onWarning: (m) => log.warn(m),
   });

@@ -9,6 +9,8 @@ import { engineLoras, startEngines, startRouter, urlOf } from "./multi-router-cl
 import { stopAll, until, type Proc } from "../support/processes.ts";
 
 const SECRET_TEXT = "CUDA out of memory at /srv/models/secret-weights";
+const ADMIN_TOKEN = "router-admin-token-never-for-engines";
+const ENGINE_TOKEN = "engine-token";
 
 describe("security (real router)", () => {
   let fakeEngine: ReturnType<typeof Bun.serve> | undefined;
@@ -24,7 +26,7 @@ describe("security (real router)", () => {
       hostname: "127.0.0.1",
       fetch(req) {
         const path = new URL(req.url).pathname;
-        engineCalls.push(path);
+        engineCalls.push(`${path} ${req.headers.get("authorization") ?? "-"}`);
         if (path === "/health") return new Response("ok");
         if (path === "/v1/completions") return new Response(SECRET_TEXT, { status: 503 });
         return new Response("not here", { status: 404 });
@@ -75,6 +77,20 @@ describe("security (real router)", () => {
       await until(() => solo.output().includes(engineUrl), "the engine URL in the router's log");
     } finally {
       await solo.stop();
+    }
+  });
+
+  test("the router's own calls to an engine carry --engine-token, never the admin token", async () => {
+    const engineUrl = `http://127.0.0.1:${fakeEngine!.port}`;
+    const before = engineCalls.length;
+    const r = await startRouter([], 0, ["--worker", engineUrl, "--admin-token", ADMIN_TOKEN, "--engine-token", ENGINE_TOKEN, "--host", "127.0.0.1"]);
+    try {
+      await until(() => engineCalls.slice(before).some((c) => c.startsWith("/kv/query")), "the router's /kv/query restore");
+      const calls = engineCalls.slice(before);
+      expect(calls.filter((c) => c.startsWith("/kv/query")).every((c) => c.endsWith(`Bearer ${ENGINE_TOKEN}`))).toBe(true);
+      expect(calls.some((c) => c.includes(ADMIN_TOKEN))).toBe(false);
+    } finally {
+      await r.stop();
     }
   });
 
