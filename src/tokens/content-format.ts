@@ -61,7 +61,7 @@ function assignedFrom(root: unknown, varname: string): string[] {
   while (queue.length > 0) {
     const v = queue.shift()!;
     for (const n of walk(root)) {
-      if (n.type !== "SetStatement" || !isNode(n.assignee) || n.assignee.type !== "Identifier") continue;
+      if (n.type !== "Set" || !isNode(n.assignee) || n.assignee.type !== "Identifier") continue;
       if (!isVarOrElems(n.value, v)) continue;
       const lhs = n.assignee.value as string;
       if (!names.includes(lhs)) {

@@ -6,6 +6,10 @@
  * - whitespace is Python's (`str.isspace`): JS's trim also strips U+FEFF and keeps
  *   U+001C..U+001F and U+0085; this applies to strip()/split() without arguments and `| trim`.
  * - `str.capitalize()` lowercases the rest, as Python does.
+ * - printed values are Python's str(): True/False, None (`{{ tool.description }}` of a tool
+ *   sent without one prints "None" in vLLM), lists and dicts as Python reprs.
+ * Not covered (rare in chat templates; they raise or differ): `%`-format, `str * int`,
+ * `~` on booleans, string length/slices counted in UTF-16 units instead of code points.
  * Checked by test/unit/tokens/jinja-compat.test.ts against outputs of Python's jinja2.
  */
 import { Environment, Interpreter } from "@huggingface/jinja";
@@ -25,12 +29,13 @@ export function pyStrip(s: string, chars: string | null | undefined, left: boole
   return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
-function stripCodePoints(s: string, set: string, left: boolean, right: boolean): string {
+function stripCodePoints(s: string, chars: string, left: boolean, right: boolean): string {
+  const set = new Set(chars);
   const cps = [...s];
   let a = 0;
   let b = cps.length;
-  if (left) while (a < b && set.includes(cps[a]!)) a++;
-  if (right) while (b > a && set.includes(cps[b - 1]!)) b--;
+  if (left) while (a < b && set.has(cps[a]!)) a++;
+  if (right) while (b > a && set.has(cps[b - 1]!)) b--;
   return a === 0 && b === cps.length ? s : cps.slice(a, b).join("");
 }
 
@@ -44,7 +49,7 @@ export function pySplitWhitespace(s: string, maxsplit: number): string[] {
     while (i < n && space(s[i]!)) i++;
     if (i >= n) break;
     if (maxsplit >= 0 && out.length >= maxsplit) {
-      out.push(pyStrip(s.slice(i), null, false, true));
+      out.push(s.slice(i)); // Python keeps the remainder's trailing whitespace
       break;
     }
     let j = i;
@@ -55,7 +60,46 @@ export function pySplitWhitespace(s: string, maxsplit: number): string[] {
   return out;
 }
 
-type RV = { value: unknown; type: string };
+type RV = { value: unknown; type: string; toString(): string };
+
+/** Python's repr() of a str. */
+function pyReprString(s: string): string {
+  const q = s.includes("'") && !s.includes('"') ? '"' : "'";
+  let out = q;
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (ch === "\\") out += "\\\\";
+    else if (ch === q) out += `\\${q}`;
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, "0")}`;
+    else out += ch;
+  }
+  return out + q;
+}
+
+/** Python's repr() of a runtime value inside a list or dict. */
+function pyRepr(v: RV): string {
+  switch (v.type) {
+    case "StringValue":
+      return pyReprString(v.value as string);
+    case "ArrayValue":
+      return `[${(v.value as RV[]).map(pyRepr).join(", ")}]`;
+    case "TupleValue": {
+      const xs = v.value as RV[];
+      return xs.length === 1 ? `(${pyRepr(xs[0]!)},)` : `(${xs.map(pyRepr).join(", ")})`;
+    }
+    case "ObjectValue":
+    case "KeywordArgumentsValue":
+      return `{${[...(v.value as Map<string, RV>)].map(([k, x]) => `${pyReprString(k)}: ${pyRepr(x)}`).join(", ")}}`;
+    default:
+      return v.toString();
+  }
+}
+
+/** AST node types that are statements (their NullValue result means "no output"). */
+const STATEMENTS = new Set(["Program", "If", "For", "Break", "Continue", "Set", "Macro", "Comment", "FilterStatement", "CallStatement"]);
 type Builtins = Map<string, unknown>;
 
 let applied = false;
@@ -109,6 +153,34 @@ export function applyJinjaCompat(): void {
       return map;
     },
   });
+  // Python's str() of booleans, None, lists and dicts when printed.
+  const protoOf = (v: unknown) => Object.getPrototypeOf(v) as { toString(this: RV): string };
+  protoOf(env.set("b", true)).toString = function (this: RV) {
+    return this.value ? "True" : "False";
+  };
+  protoOf(env.set("n", null)).toString = () => "None";
+  const listProto = protoOf(env.set("l", [1]));
+  listProto.toString = function (this: RV) {
+    return pyRepr(this);
+  };
+  protoOf(env.set("o", { a: 1 })).toString = function (this: RV) {
+    return pyRepr(this);
+  };
+  const interp = Interpreter.prototype as unknown as {
+    evaluateBlock(statements: { type: string }[], environment: unknown): RV;
+    evaluate(node: unknown, env: unknown): RV;
+  };
+  // `{{ none }}` prints "None" (the library drops null output, which it also uses for statements).
+  interp.evaluateBlock = function (statements, environment) {
+    let result = "";
+    for (const statement of statements) {
+      const v = this.evaluate(statement, environment);
+      if (v.type === "UndefinedValue") continue;
+      if (v.type === "NullValue" && STATEMENTS.has(statement.type)) continue;
+      result += v.toString();
+    }
+    return new StringCtor(result);
+  };
   // `| trim` (Jinja's do_trim: str.strip(chars)).
   const proto = Interpreter.prototype as unknown as {
     applyFilter(operand: RV, filter: { type: string; value?: string; callee?: { value?: string }; args?: unknown[] }, env: unknown): RV;
