@@ -62,6 +62,8 @@ export function pySplitWhitespace(s: string, maxsplit: number): string[] {
 
 type RV = { value: unknown; type: string; toString(): string };
 
+const NOT_PRINTABLE = /^[\p{C}\p{Z}]$/u;
+
 /** Python's repr() of a str. */
 function pyReprString(s: string): string {
   const q = s.includes("'") && !s.includes('"') ? '"' : "'";
@@ -73,8 +75,10 @@ function pyReprString(s: string): string {
     else if (ch === "\n") out += "\\n";
     else if (ch === "\r") out += "\\r";
     else if (ch === "\t") out += "\\t";
-    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, "0")}`;
-    else out += ch;
+    else if (ch !== " " && NOT_PRINTABLE.test(ch)) {
+      // str.isprintable() is false for categories C* and Z* (but the space): escaped by size.
+      out += c < 0x100 ? `\\x${c.toString(16).padStart(2, "0")}` : c < 0x10000 ? `\\u${c.toString(16).padStart(4, "0")}` : `\\U${c.toString(16).padStart(8, "0")}`;
+    } else out += ch;
   }
   return out + q;
 }

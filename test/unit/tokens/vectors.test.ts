@@ -7,9 +7,10 @@
 import { describe, expect, test } from "bun:test";
 import { gunzipSync } from "node:zlib";
 import { readFileSync } from "node:fs";
-import { loadEngineTokenizerOnBun, readTextWithBun } from "../../../src/tokens/bun.ts";
+import { readTextWithBun } from "../../../src/tokens/bun.ts";
 import { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
 import { type ChatTemplateRequest, loadEngineTokenizer } from "../../../src/tokens/index.ts";
+import { createNativeTextEncoder } from "../../../src/tokens/native-text-encoder.ts";
 
 interface Case {
   id: string;
@@ -22,9 +23,9 @@ interface Case {
 }
 
 const ROOT = `${import.meta.dir}/../../..`;
-const MODELS = ["qwen3", "llama3_1"] as const;
+const MODELS = ["qwen3", "llama3_1", "qwen3_parts"] as const;
 
-function vectors(model: string): { model: string; cases: Case[] } {
+function vectors(model: string): { model: string; chat_template: string | null; cases: Case[] } {
   return JSON.parse(gunzipSync(readFileSync(`${ROOT}/test/vectors/tokens/${model}.json.gz`)).toString("utf8"));
 }
 
@@ -40,10 +41,14 @@ for (const model of MODELS) {
   const dir = `${ROOT}/${doc.model}`;
   for (const impl of ["pure", "native"] as const) {
     describe(`vectors ${model} / ${impl}`, () => {
+      // A case set with its own template: the model's files, that template in tokenizer_config.json.
+      const readText = async (path: string) => {
+        const text = await readTextWithBun(path);
+        if (doc.chat_template === null || !path.endsWith("tokenizer_config.json")) return text;
+        return JSON.stringify({ ...JSON.parse(text), chat_template: doc.chat_template });
+      };
       const load = (cacheTokens?: number) =>
-        impl === "native"
-          ? loadEngineTokenizerOnBun(dir, { cacheTokens })
-          : loadEngineTokenizer(dir, { readText: readTextWithBun, cacheTokens });
+        loadEngineTokenizer(dir, { impl, readText, nativeEncoder: createNativeTextEncoder, cacheTokens });
 
       test(`${doc.cases.length} cases: rendered text and every id`, async () => {
         const tok = await load();

