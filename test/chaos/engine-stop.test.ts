@@ -1,0 +1,83 @@
+/**
+ * Issue 12 §1 with real simulated engines: one is frozen (SIGSTOP) or killed (SIGKILL) in
+ * the middle of a streaming load. Before the deadlines, SIGSTOP held 14 requests for 19–20 s;
+ * now a request waiting on the frozen engine fails over after the first-byte deadline and a
+ * stream it was serving ends after the idle deadline. Each test asserts requests failed /
+ * total (at most those in flight on the engine), the longest wait, and the load back to 0.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { startEngines, startRouter, urlOf } from "../integration/multi-router-cluster.ts";
+import { stopAll, until, type Proc } from "../support/processes.ts";
+import { bookedLoad, streamed, summary, workers, type Outcome } from "./faults.ts";
+
+const CONCURRENCY = 6;
+const procs: Proc[] = [];
+afterAll(async () => {
+  for (const p of procs) if (p.proc.exitCode === null) p.proc.kill("SIGCONT");
+  await stopAll(procs);
+});
+
+async function cluster() {
+  const engines = await startEngines(2, [], ["--decode-ms-per-step", "10"]);
+  procs.push(...engines);
+  const router = await startRouter(engines, 0, [
+    "--log-level", "error", "--health-interval", "0.2", "--health-timeout", "0.2",
+    "--first-byte-timeout", "0.5", "--stream-idle-timeout", "0.5", "--connect-timeout", "0.5",
+  ]);
+  procs.push(router);
+  return { url: urlOf(router), engines };
+}
+
+/** Streams of 20 tokens (~0.2 s each), `concurrency` at a time, until `stop()` says so. */
+function steadyLoad(url: string, tag: string) {
+  const out: Outcome[] = [];
+  let running = true;
+  let i = 0;
+  const done = Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (running) out.push(await streamed(url, `${tag} ${i++}: a prompt about routers and caches`, 20));
+    }),
+  );
+  return {
+    out,
+    async stop() {
+      running = false;
+      await done;
+      return out;
+    },
+  };
+}
+
+describe("an engine frozen or killed mid-load", () => {
+  test("SIGSTOP: waits end at the deadlines (failed <= streams in flight on it), load back to 0 while it is still frozen", async () => {
+    const { url, engines } = await cluster();
+    const victim = engines[1]!;
+    const l = steadyLoad(url, "sigstop");
+    await until(() => l.out.length >= 12, "the load to be under way", 10_000);
+    victim.proc.kill("SIGSTOP");
+    await until(async () => (await workers(url)).find((w) => w.url === victim.info.url)?.healthy === false, "the frozen engine to be marked unhealthy", 5_000);
+    const before = l.out.length;
+    await until(() => l.out.length >= before + 24, "more requests to be served by the other engine", 10_000);
+    const s = summary(await l.stop());
+    console.log(`chaos engine SIGSTOP: failed ${s.failed}/${s.total}, longest wait ${s.longestMs} ms`);
+    expect(s.failed).toBeLessThanOrEqual(CONCURRENCY);
+    expect(s.longestMs).toBeLessThan(500 + 500 + 2_000); // was 19-20 s
+    await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
+    victim.proc.kill("SIGCONT");
+  }, 40_000);
+
+  test("SIGKILL: only the streams in flight on it fail; the rest is served at once", async () => {
+    const { url, engines } = await cluster();
+    const victim = engines[0]!;
+    const l = steadyLoad(url, "sigkill");
+    await until(() => l.out.length >= 12, "the load to be under way", 10_000);
+    victim.proc.kill("SIGKILL");
+    const before = l.out.length;
+    await until(() => l.out.length >= before + 24, "more requests to be served by the other engine", 10_000);
+    const s = summary(await l.stop());
+    console.log(`chaos engine SIGKILL: failed ${s.failed}/${s.total}, longest wait ${s.longestMs} ms`);
+    expect(s.failed).toBeLessThanOrEqual(CONCURRENCY);
+    expect(s.longestMs).toBeLessThan(2_000);
+    await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
+  }, 40_000);
+});
