@@ -109,6 +109,26 @@ function parseMessage(m: unknown, i: number, format: ContentFormat): Conversatio
   return out;
 }
 
+/**
+ * The messages with every non-text content part removed, and whether any was: a request
+ * with images/audio cannot get the engine's exact tokens here (the engine expands media
+ * placeholders with its processor), but its text still routes approximately.
+ */
+export function withoutMediaParts(messages: unknown): { messages: unknown; dropped: boolean } {
+  if (!Array.isArray(messages)) return { messages, dropped: false };
+  let dropped = false;
+  const out = messages.map((m: unknown) => {
+    if (!isObject(m) || !Array.isArray(m.content)) return m;
+    const content = m.content.filter(
+      (p: unknown) => typeof p === "string" || !isObject(p) || (typeof p.type === "string" && TEXT_PARTS[p.type] !== undefined),
+    );
+    if (content.length === m.content.length) return m;
+    dropped = true;
+    return { ...m, content };
+  });
+  return { messages: dropped ? out : messages, dropped };
+}
+
 export function parseConversation(messages: unknown, format: ContentFormat): ConversationMessage[] {
   if (!Array.isArray(messages) || messages.length === 0) invalid("messages", "must be a non-empty array");
   return messages.map((m, i) => parseMessage(m, i, format));

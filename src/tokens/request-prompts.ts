@@ -5,11 +5,13 @@
  *   with the body's add_special_tokens (default false for chat);
  * - completions: `prompt` as a string (encoded with add_special_tokens, default true), token
  *   ids (as is), or a batch of either (one RequestPrompt per element).
+ * A chat with image/audio parts is encoded without them, marked `exact: false`.
  * Without a tokenizer, token ids are still exact; text becomes its UTF-8 bytes (tokenize.ts),
  * marked `exact: false` — good for approximate routing only. Bad input: RouterError naming the field.
  */
 import { RouterError } from "../core/errors.ts";
 import type { ChatTemplateRequest, EngineTokenizer } from "./engine-tokenizer.ts";
+import { withoutMediaParts } from "./conversation.ts";
 import { chatPromptTokens } from "./prompt.ts";
 import { tokenizeText } from "./tokenize.ts";
 
@@ -76,8 +78,12 @@ async function completionPrompts(body: Record<string, unknown>, tok: EngineToken
 async function chatPrompts(body: Record<string, unknown>, tok: EngineTokenizer | undefined): Promise<RequestPrompt[]> {
   if (body.messages === undefined) invalid("messages", "is required");
   const add = addSpecialTokens(body, false);
-  if (tok === undefined) return [nonEmpty({ tokens: chatPromptTokens(body.messages), exact: false }, "messages")];
-  return [nonEmpty({ tokens: await tok.encodeChat(body as unknown as ChatTemplateRequest, add), exact: true }, "messages")];
+  // Image/audio parts: the engine expands them with its processor, which the router does not
+  // run; the text around them still routes, approximately.
+  const { messages, dropped } = withoutMediaParts(body.messages);
+  const req = (dropped ? { ...body, messages } : body) as unknown as ChatTemplateRequest;
+  if (tok === undefined) return [nonEmpty({ tokens: chatPromptTokens(req.messages), exact: false }, "messages")];
+  return [nonEmpty({ tokens: await tok.encodeChat(req, add), exact: !dropped }, "messages")];
 }
 
 export async function requestPrompts(

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { RouterError } from "../../../src/core/errors.ts";
+import { thrownBy } from "../../support/errors.ts";
 import { loadEngineTokenizerOnBun, readTextWithBun } from "../../../src/tokens/bun.ts";
 import { type EngineTokenizer, loadEngineTokenizer, requestPrompts, tokenizeText } from "../../../src/tokens/index.ts";
 
@@ -18,7 +19,7 @@ async function rejection(p: Promise<unknown>): Promise<RouterError> {
 
 const tokenizers: [string, () => Promise<EngineTokenizer>][] = [
   ["qwen3 pure", () => loadEngineTokenizer(QWEN, { readText: readTextWithBun })],
-  ["qwen3 native", () => loadEngineTokenizerOnBun(QWEN)],
+  ["qwen3 native", () => loadEngineTokenizerOnBun(QWEN, { impl: "native" })],
   ["llama3.1 pure", () => loadEngineTokenizer(LLAMA, { readText: readTextWithBun })],
   ["llama3.1 native", () => loadEngineTokenizerOnBun(LLAMA, { impl: "native" })],
 ];
@@ -36,7 +37,8 @@ describe("loadEngineTokenizer", () => {
   });
   test("says which library it uses", async () => {
     expect((await loadEngineTokenizer(QWEN, { readText: readTextWithBun })).implementation).toContain("pure JS");
-    expect((await loadEngineTokenizerOnBun(QWEN)).implementation).toContain("native");
+    expect((await loadEngineTokenizerOnBun(QWEN, { impl: "native" })).implementation).toContain("native");
+    expect((await loadEngineTokenizerOnBun(QWEN)).implementation).toContain("pure JS");
   });
 });
 
@@ -60,9 +62,8 @@ for (const [name, load] of tokenizers) {
       const field = async (body: Record<string, unknown>) => (await rejection(requestPrompts(body, "chat", tok))).field;
       expect(await field({ messages: [] })).toBe("messages");
       expect(await field({ messages: [{ role: 3, content: "x" }] })).toBe("messages[0].role");
-      expect(await field({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] })).toBe(
-        "messages[0].content[0].type",
-      );
+      const image = { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] };
+      expect(thrownBy(RouterError, () => tok.renderChat(image)).field).toBe("messages[0].content[0].type");
       expect(await field({ messages: [{ role: "user", content: "x" }], add_generation_prompt: "yes" })).toBe("add_generation_prompt");
       expect(await field({ messages: [{ role: "assistant", content: "x" }], continue_final_message: true })).toBe("continue_final_message");
       expect(await field({ messages: [{ role: "user", content: "x" }], chat_template: "{{ 1 }}" })).toBe("chat_template");
@@ -73,7 +74,7 @@ for (const [name, load] of tokenizers) {
 
 describe("requestPrompts", () => {
   test("completions: text with add_special_tokens (default true), ids as is, batches one per prompt", async () => {
-    const tok = await loadEngineTokenizerOnBun(LLAMA);
+    const tok = await loadEngineTokenizerOnBun(LLAMA, { impl: "native" });
     const [p] = await requestPrompts({ prompt: "Hello" }, "completions", tok);
     expect(p!.exact).toBe(true);
     expect(p!.tokens[0]).toBe(128000);
@@ -83,6 +84,13 @@ describe("requestPrompts", () => {
     const batch = await requestPrompts({ prompt: ["Hello", [7]] }, "completions", tok);
     expect(batch.map((x) => x.exact)).toEqual([true, true]);
     expect([...batch[1]!.tokens]).toEqual([7]);
+  });
+  test("chat with image parts: encoded without them, marked approximate", async () => {
+    const tok = await loadEngineTokenizerOnBun(QWEN, { impl: "pure" });
+    const parts = [{ type: "text", text: "look" }, { type: "image_url", image_url: { url: "http://x/y.png" } }];
+    const [p] = await requestPrompts({ messages: [{ role: "user", content: parts }] }, "chat", tok);
+    expect(p!.exact).toBe(false);
+    expect([...p!.tokens]).toEqual([...(await tok.encodeChat({ messages: [{ role: "user", content: [parts[0]] }] }))]);
   });
   test("without a tokenizer: ids exact, text as UTF-8 bytes marked approximate", async () => {
     const [t] = await requestPrompts({ prompt: "hé" }, "completions", undefined);
