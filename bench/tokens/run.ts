@@ -120,7 +120,7 @@ async function routingCase(impl: TokenizerImpl, size: number, turns: number, nCo
   const turn = { tokenize: [] as number[], rest: [] as number[], total: [] as number[] };
   const cold = { tokenize: [] as number[], rest: [] as number[], total: [] as number[] };
   let tokens = 0;
-  const rounds = size > 50_000 ? 3 : 4;
+  const rounds = size > 50_000 ? 12 : 4;
   for (let r = 0; r < rounds; r++) {
     for (const c of convs) {
       // The next turn: the previous assistant answer is already in the conversation; a new user message.
@@ -132,7 +132,7 @@ async function routingCase(impl: TokenizerImpl, size: number, turns: number, nCo
     }
   }
   // Cold: conversations never seen (the cache has none of their pieces).
-  for (let r = 0; r < Math.max(3, Math.ceil(rounds / 2)); r++) {
+  for (let r = 0; r < 6; r++) {
     const x = await route(conversation(rng, size, turns));
     for (const k of ["tokenize", "rest", "total"] as const) cold[k].push(x[k]);
   }

@@ -12,7 +12,7 @@ export const readTextWithBun = (path: string): Promise<string> => Bun.file(path)
 /**
  * loadEngineTokenizer with Bun's file reader, and the native library available. The default
  * library is the pure-JS one even here: measured on Bun (bench/tokens, README), it encodes
- * faster (~1.8-1.9 M vs 1.0-1.2 M tokens/s) and without the native addon's per-call thread
+ * faster (~1.7-1.8 M vs 0.8-1.1 M tokens/s) and without the native addon's per-call thread
  * hop, which puts the native p99 of a warm 8k-token chat at ~5 ms against ~1 ms. Pass
  * `impl: "native"` to encode off the event loop instead (long cold prompts then do not
  * block other requests).
