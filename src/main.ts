@@ -7,6 +7,8 @@
  */
 import { createApp, createFastRoutes } from "./app/app.ts";
 import { bindClusterMetrics } from "./app/cluster-metrics.ts";
+import { hostname, networkInterfaces } from "node:os";
+import { WorkerUrlPolicy } from "./workers/url-policy.ts";
 import type { AppDeps } from "./app/deps.ts";
 import { createLogger, type Logger } from "./app/log.ts";
 import { fetchUpstream } from "./app/proxy/upstream.ts";
@@ -321,9 +323,20 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     connectTimeoutMs: config.connectTimeout * 1000,
   });
   let draining = false;
+  // Who this router is, on every /health answer: a URL that answers with it (or any router's
+  // id) is refused as a worker, as is this router's own port on a local address (issue 12).
+  const routerIdentity = crypto.getRandomValues(new BigUint64Array(1))[0]!.toString(16);
+  const workerUrlPolicy = new WorkerUrlPolicy({
+    allow: config.workerAllow,
+    ownPort: () => server?.port,
+    localHosts: () => [hostname(), ...Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address))],
+    fetch: (u, init) => fetch(u, init),
+  });
   const deps: AppDeps = {
     maxBodyBytes: config.maxBodyBytes,
     maxSessionIdLength: config.maxSessionIdLength,
+    routerId: routerIdentity,
+    workerUrlPolicy,
     adminToken: config.adminToken,
     maxRetries: config.maxRetries,
     registry,

@@ -13,6 +13,7 @@ import { adminAuth } from "./auth.ts";
 import type { AppDeps } from "./deps.ts";
 import { errorResponse, toErrorResponse, classify, describeError } from "./errors.ts";
 import { BodyReadError } from "./body.ts";
+import { ROUTER_ID_HEADER } from "../workers/url-policy.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { completionHandlers, openAiRoutes, type RequestHandler } from "./routes/openai.ts";
 import { passthroughRoutes } from "./routes/passthrough.ts";
@@ -28,13 +29,15 @@ export function createApp(d: AppDeps): Hono {
 
   // Readiness: 503 while no worker can take a request, or once shutdown began, so a load
   // balancer stops sending here. Liveness (/livez) only says the process answers.
+  // Says "I am a router" so that no router registers this one as a worker (url-policy.ts).
+  const idHeader = d.routerId !== undefined ? { [ROUTER_ID_HEADER]: d.routerId } : undefined;
   app.get("/health", (c) => {
     const workers = d.registry.list();
     const healthy = workers.filter((w) => w.healthy).length;
     const status = d.draining?.() === true ? "draining" : healthy === 0 ? "no_healthy_worker" : "ok";
-    return c.json({ status, workers: workers.length, healthy_workers: healthy }, status === "ok" ? 200 : 503);
+    return c.json({ status, workers: workers.length, healthy_workers: healthy }, status === "ok" ? 200 : 503, idHeader);
   });
-  app.get("/livez", (c) => c.json({ status: "ok" }));
+  app.get("/livez", (c) => c.json({ status: "ok" }, 200, idHeader));
   app.get("/metrics", () => new Response(d.metrics.render(), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } }));
 
   app.route("/", openAiRoutes(d));

@@ -23,6 +23,10 @@ export interface AppDeps {
   readonly maxBodyBytes: number;
   /** Longest session id a header may carry (--max-session-id-length); longer: 400 naming the header. */
   readonly maxSessionIdLength?: number;
+  /** This router's identity, sent as x-switchyard-router-id on /health so no router registers it as a worker. */
+  readonly routerId?: string;
+  /** Which URLs POST /v1/workers may register (workers/url-policy.ts); without it, any. */
+  readonly workerUrlPolicy?: { check(url: string): Promise<void> };
   readonly adminToken: string | undefined;
   readonly maxRetries: number;
   readonly registry: WorkerRegistry;

@@ -35,6 +35,7 @@ function label(o: OptionSpec): string {
 /** Config-file names of the repeatable options. */
 const PLURALS: Readonly<Record<string, string>> = {
   workers: "worker",
+  tokenizers: "tokenizer",
   zmqEndpoints: "zmqEndpoint",
   zmqReplayEndpoints: "zmqReplayEndpoint",
 };

@@ -3,6 +3,7 @@
  * is a raw object whose values may be strings (flags, env) or JSON values (config file);
  * numbers given as strings are coerced here, so one schema serves all three sources.
  */
+import { type TokenizerSpec, TokenizerSpecsSchema } from "./tokenizers.ts";
 import * as v from "valibot";
 
 import { LOAD_METRICS, type LoadMetric } from "../scheduler/filters/load-guard.ts";
@@ -32,7 +33,7 @@ export interface OptionSpec {
 
 /** The shape before validation; every value is unknown. */
 export type RawConfigShape = Record<
-  | "port" | "host" | "worker" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
+  | "port" | "host" | "worker" | "tokenizer" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
   | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
   | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
   | "connectTimeout" | "firstByteTimeout" | "streamIdleTimeout" | "idleTimeout" | "drainTimeout"
@@ -46,6 +47,7 @@ export type RawConfigShape = Record<
 export const OPTIONS: readonly OptionSpec[] = [
   { key: "port", flag: "--port", env: ["SWITCHYARD_PORT", "PORT"], help: "listen port (default 8080; 0 = any free port)" },
   { key: "host", flag: "--host", env: ["SWITCHYARD_HOST"], help: "listen address (default 0.0.0.0 with --admin-token, else 127.0.0.1)" },
+  { key: "tokenizer", flag: "--tokenizer", env: ["SWITCHYARD_TOKENIZER"], list: true, meta: "[MODEL=]PATH", help: "Hugging Face model directory (tokenizer.json + chat template) the engines tokenize with: text is routed on the exact tokens; MODEL=PATH for one model of a mixed fleet; repeatable. Without one: token-id prompts exact, text approximate" },
   { key: "worker", flag: "--worker", env: ["SWITCHYARD_WORKERS"], list: true, help: "engine base URL; repeatable (env: comma list)" },
   { key: "engines", flag: "--engines", env: ["SWITCHYARD_ENGINES"], help: "start N embedded simulated engines in-process (default 0)" },
   { key: "policy", flag: "--policy", env: ["SWITCHYARD_POLICY"], help: `routing policy: ${POLICIES.join("|")} (default kv)` },
@@ -243,6 +245,7 @@ export const ConfigSchema = v.object({
   loraPath: v.optional(v.pipe(v.string("must be a string"), v.includes("{name}", "must contain {name}")), "{name}"),
   loraEvict: v.optional(bool, false),
   zmqEndpoint: v.optional(zmqPairs, []),
+  tokenizer: v.optional(TokenizerSpecsSchema, []),
   zmqReplayEndpoint: v.optional(zmqPairs, []),
   maxSessions: v.optional(int(1, 2 ** 31), 100_000),
   maxSessionIdLength: v.optional(int(1, 65_536), 256),
@@ -315,6 +318,8 @@ export interface Config {
   readonly loraEvict: boolean;
   /** vLLM workers fed by ZMQ KV events (registered at start, never restored from /kv/query). */
   readonly zmqEndpoints: readonly ZmqWorker[];
+  /** Tokenizer directories: one per model, and/or a default (model undefined). */
+  readonly tokenizers: readonly TokenizerSpec[];
   /** Sticky bindings the in-memory store holds; the least recently used goes first. */
   readonly maxSessions: number;
   /** Longest session id accepted (characters). */
@@ -379,6 +384,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     loraLoadOnDemand: o.loraLoadOnDemand,
     loraPath: o.loraPath,
     loraEvict: o.loraEvict,
+    tokenizers: o.tokenizer,
     zmqEndpoints: o.zmqEndpoint.map((p) => ({
       ...p,
       replayEndpoint: o.zmqReplayEndpoint.find((r) => sameWorkerUrl(r.workerUrl, p.workerUrl))?.endpoint,

@@ -183,7 +183,7 @@ export function nativeRoutes(ctx: NativeRouteContext): Record<string, NativeHand
     if (resolve(model) === null) return ctx.unknownModel(model);
     const t = body.tokens;
     if (!Array.isArray(t) || !t.every((x) => typeof x === "number" && Number.isInteger(x) && x >= 0)) invalid("tokens", "must be an array of token ids");
-    return json({ prompt: tokenizer.decode(t as number[]) });
+    return json({ prompt: await tokenizer.decode(t as number[]) });
   };
 
   return {

@@ -8,6 +8,8 @@
 import { RouterError } from "../core/errors.ts";
 import { completionPromptTokens, chatPromptTokens } from "../tokens/prompt.ts";
 import { tokenizeText } from "../tokens/tokenize.ts";
+import { loadEngineTokenizerOnBun } from "../tokens/bun.ts";
+import { requestPrompts } from "../tokens/request-prompts.ts";
 
 export interface MockerTokenizer {
   /** "bytes", or the tokenizer directory. */
@@ -19,7 +21,7 @@ export interface MockerTokenizer {
   /** Plain text (embeddings, scores, SGLang's `text`). */
   text(text: string, addSpecialTokens: boolean): Promise<Uint32Array>;
   /** Token ids back to text (/detokenize). */
-  decode(ids: readonly number[]): string;
+  decode(ids: readonly number[]): Promise<string>;
 }
 
 function invalid(field: string, message: string): never {
@@ -55,12 +57,34 @@ export const byteTokenizer: MockerTokenizer = {
   async text(text) {
     return tokenizeText(text);
   },
-  decode(ids) {
+  async decode(ids) {
     return utf8.decode(Uint8Array.from(ids, (t) => t & 0xff));
   },
 };
 
-/** A Hugging Face tokenizer directory as the engine's tokenizer. */
+/** Chat messages with their text parts only: a real engine would insert media placeholders here. */
+function textParts(messages: unknown): unknown {
+  if (!Array.isArray(messages)) return messages;
+  return messages.map((m: unknown) => {
+    const msg = m as { content?: unknown } | null;
+    if (msg === null || typeof msg !== "object" || !Array.isArray(msg.content)) return m;
+    return { ...msg, content: (msg.content as ({ type?: unknown } | null)[]).filter((p) => p?.type === "text") };
+  });
+}
+
+/** A Hugging Face tokenizer directory as the engine's tokenizer (vLLM's tokenization, src/tokens). */
 export async function loadMockerTokenizer(dir: string): Promise<MockerTokenizer> {
-  throw new Error(`--tokenizer ${dir}: engine tokenizers are not available yet`);
+  const tok = await loadEngineTokenizerOnBun(dir);
+  return {
+    source: tok.source,
+    async completionPrompts(prompt) {
+      return (await requestPrompts({ prompt }, "completions", tok)).map((p) => p.tokens);
+    },
+    async chatPrompt(body) {
+      const [p] = await requestPrompts({ ...body, messages: textParts(body.messages) }, "chat", tok);
+      return p!.tokens;
+    },
+    text: (text, addSpecialTokens) => tok.encodeText(text, addSpecialTokens),
+    decode: (ids) => tok.decode(Uint32Array.from(ids)),
+  };
 }

@@ -178,6 +178,12 @@ describe("routing", () => {
   test("a completions prompt given as token ids is hashed as given", async () => {
     const tokens = Array.from({ length: 4 * BS }, (_, i) => 1000 + i);
     const w = await completeAndIndex({ prompt: tokens, max_tokens: 1 }, 4);
+    // The count above may include late blocks of earlier tests: wait for these very blocks.
+    await until(async () => {
+      const r = (await (await fetch(`${routerUrl}/v1/route`, { method: "POST", headers: admin, body: JSON.stringify({ tokens }) })).json()) as { request_id: string; overlap_blocks: number };
+      await fetch(`${routerUrl}/v1/route/${r.request_id}/free`, { method: "POST", headers: admin });
+      return r.overlap_blocks === 4;
+    }, "the prompt's 4 blocks in the router's index");
     const b = await complete({ prompt: [...tokens, 7, 8, 9], max_tokens: 1 });
     await b.text();
     expect(routing(b)).toMatchObject({ worker: w, overlap: 4 });

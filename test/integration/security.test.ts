@@ -94,6 +94,30 @@ describe("security (real router)", () => {
     }
   });
 
+  test("POST /v1/workers refuses this router's own URL and any router's, and URLs off --worker-allow", async () => {
+    const register = (routerUrl: string, workerUrl: string) =>
+      fetch(`${routerUrl}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ url: workerUrl }) });
+    const own = await register(url, url);
+    expect(own.status).toBe(400);
+    expect(((await own.json()) as { error: { param: string; message: string } }).error).toMatchObject({ param: "url" });
+    const ownByName = await register(url, url.replace("127.0.0.1", "localhost"));
+    expect(ownByName.status).toBe(400);
+    const other = await startRouter([], 0, ["--worker-allow", `${urlOf(engines[0]!).replace(/:\d+$/, "")}:*`]);
+    try {
+      const peer = await register(url, urlOf(other));
+      expect(peer.status).toBe(400);
+      expect(((await peer.json()) as { error: { message: string } }).error.message).toContain("answers as a Switchyard router");
+      // The other router allows only loopback engine URLs of the pattern; the engine matches.
+      expect((await register(urlOf(other), "http://10.255.255.1:8000")).status).toBe(400);
+      expect((await register(urlOf(other), urlOf(engines[0]!))).status).toBe(201);
+    } finally {
+      await other.stop();
+    }
+    // Nothing was registered on the first router by the refused calls.
+    const listed = (await (await fetch(`${url}/v1/workers`)).json()) as { workers: { url: string }[] };
+    expect(listed.workers.map((w) => w.url)).toEqual([urlOf(engines[0]!)]);
+  });
+
   test("a malformed chunked body is logged as unreadable, never as an empty unhandled error", async () => {
     const port = Number(router!.info.port);
     await new Promise<void>((resolve) => {

@@ -12,15 +12,20 @@ import { stringifyBigint } from "../../core/json.ts";
 import { parseEventBatch } from "../../events/http-batch.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
+import { routeTarget } from "../routing/route-target.ts";
 
 const RouteBody = v.object({
-  tokens: v.pipe(
+  tokens: v.optional(v.pipe(
     v.array(
       v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(0, "must be >= 0"), v.maxValue(0xffffffff, "must fit in u32")),
       "must be an array of token ids",
     ),
     v.minLength(1, "must not be empty"),
-  ),
+  )),
+  // The same prompt fields as the OpenAI routes (issue 11): tokenized like them.
+  prompt: v.optional(v.unknown()),
+  messages: v.optional(v.unknown()),
+  model: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
   lora: v.optional(v.nullable(v.string("must be a string"))),
   session_id: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
   request_id: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
@@ -49,14 +54,18 @@ export function adminRoutes(d: AppDeps): Hono {
   });
 
   app.post("/v1/route", async (c) => {
-    const r = v.safeParse(RouteBody, parseJsonExact(await readBodyLimited(c.req.raw, d.maxBodyBytes)));
+    const raw = parseJsonExact(await readBodyLimited(c.req.raw, d.maxBodyBytes));
+    const r = v.safeParse(RouteBody, raw);
     if (!r.success) throw new RouterError("invalid_request", `invalid route request: ${describeIssues(r.issues.slice(0, 5))}`);
     const b = r.output;
+    const target = await routeTarget(d, raw as Record<string, unknown>, b);
     const requestId = b.request_id ?? d.routing.nextRequestId();
     const decision = await d.routing.route({
-      tokens: Uint32Array.from(b.tokens),
+      tokens: target.tokens,
+      approximate: target.approximate,
       requestId,
-      loraName: b.lora ?? undefined,
+      loraName: target.loraName,
+      allowedWorkerIds: target.allowedWorkerIds,
       sessionId: b.session_id ?? undefined,
     });
     d.leases.add(decision.lease);
@@ -65,6 +74,7 @@ export function adminRoutes(d: AppDeps): Hono {
       worker_id: decision.worker.workerId.toString(),
       dp_rank: decision.worker.dpRank,
       overlap_blocks: decision.overlapBlocks,
+      prompt_tokens: target.tokens.length,
     });
   });
 

@@ -4,7 +4,7 @@
  * /classify, /score, /v1/score, /rerank, /v1/rerank, /v2/rerank, SGLang's /generate. Routed
  * on the prompt's cache where the body has a readable prompt (embeddings/responses `input`,
  * SGLang `text`/`input_ids`), least loaded otherwise; bodies and answers pass unchanged.
- * (/tokenize is the router's own when it has the model's tokenizer: routes/tokenize.ts.)
+ * /tokenize is the router's own when it has the model's tokenizer (routes/tokenize.ts), else proxied.
  */
 import { Hono } from "hono";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
@@ -12,6 +12,7 @@ import type { AppDeps } from "../deps.ts";
 import type { ForwardDeps } from "../proxy/forward.ts";
 import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
 import { createDispatch, type Dispatch } from "./dispatch.ts";
+import { tokenizeHandler } from "./tokenize.ts";
 
 /** Path -> where its body keeps a prompt. */
 export const PASSTHROUGH_ROUTES: Readonly<Record<string, PromptKind>> = {
@@ -20,7 +21,6 @@ export const PASSTHROUGH_ROUTES: Readonly<Record<string, PromptKind>> = {
   "/pooling": "embeddings",
   "/classify": "embeddings",
   "/generate": "generate",
-  "/tokenize": "none",
   "/detokenize": "none",
   "/score": "none",
   "/v1/score": "none",
@@ -60,5 +60,7 @@ export function passthroughRoutes(d: AppDeps): Hono {
     const handler = proxyJson(d, dispatch, path, kind);
     app.post(path, (c) => handler(c.req.raw));
   }
+  const tokenize = tokenizeHandler(d, dispatch);
+  app.post("/tokenize", (c) => tokenize(c.req.raw));
   return app;
 }

@@ -65,6 +65,7 @@ export function workerRoutes(d: AppDeps): Hono {
     const r = v.safeParse(RegisterBody, body);
     if (!r.success) throw new RouterError("invalid_request", `invalid worker registration: ${describeIssues(r.issues)}`);
     const b = r.output;
+    await d.workerUrlPolicy?.check(b.url); // never this router, any router, or a URL off --worker-allow
     const res = await d.membership.register({
       url: b.url,
       id: b.id,

@@ -1,0 +1,47 @@
+/**
+ * POST /tokenize in vLLM's own shapes (vllm/entrypoints/openai/protocol.py, v0.10:
+ * TokenizeCompletionRequest {model, prompt, add_special_tokens=true} or TokenizeChatRequest
+ * {model, messages, add_generation_prompt=true, add_special_tokens=false, ...} ->
+ * TokenizeResponse {count, max_model_len, tokens}), answered by the router from the model's
+ * tokenizer, so an operator can diff it with the engine's own /tokenize. Without a tokenizer
+ * for the model the request is proxied to a worker serving it (the engine answers).
+ */
+import { RouterError } from "../../core/errors.ts";
+import { parseJsonObject, readBodyLimited } from "../body.ts";
+import type { AppDeps } from "../deps.ts";
+import { modelRoute } from "../routing/model-routing.ts";
+import type { Dispatch } from "./dispatch.ts";
+
+function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
+  const v = body.add_special_tokens;
+  if (v === undefined || v === null) return dflt;
+  if (typeof v !== "boolean") throw new RouterError("invalid_request", "add_special_tokens: must be a boolean", "add_special_tokens");
+  return v;
+}
+
+export function tokenizeHandler(d: AppDeps, dispatch: Dispatch) {
+  return async (req: Request): Promise<Response> => {
+    const body = await readBodyLimited(req, d.maxBodyBytes);
+    const json = parseJsonObject(body);
+    // An unknown model is the same 404 as on every other route.
+    modelRoute(json.model, d);
+    const tok = d.tokenizers?.forModel(json.model);
+    if (tok === undefined) {
+      return dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, json.model);
+    }
+    let tokens: Uint32Array;
+    if (json.messages !== undefined) {
+      const chat = { add_generation_prompt: true, ...json, messages: json.messages };
+      tokens = await tok.encodeChat(chat, addSpecial(json, false));
+    } else if (typeof json.prompt === "string") {
+      tokens = await tok.encodeText(json.prompt, addSpecial(json, true));
+    } else {
+      throw new RouterError("invalid_request", "prompt: a string `prompt` or `messages` is required", "prompt");
+    }
+    const ids = Array.from(tokens);
+    const maxModelLen = d.tokenizers!.maxModelLen(typeof json.model === "string" ? json.model : undefined) ?? null;
+    return new Response(JSON.stringify({ count: ids.length, max_model_len: maxModelLen, tokens: ids }), {
+      headers: { "content-type": "application/json", "x-switchyard-tokenizer": tok.source },
+    });
+  };
+}
