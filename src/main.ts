@@ -53,6 +53,8 @@ import { OutlierDetector } from "./workers/outlier-detector.ts";
 import { WorkerMembership } from "./workers/membership.ts";
 import { WorkerRegistry } from "./workers/registry.ts";
 import { fetchServedModels, ModelDirectory } from "./workers/models.ts";
+import { RouterTokenizers } from "./app/routing/tokenizers.ts";
+import { loadEngineTokenizerOnBun } from "./tokens/bun.ts";
 
 const USAGE = `usage: switchyard <command> [flags]
 
@@ -180,6 +182,23 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   // Which models each worker serves (GET /v1/models at registration and every health check).
   const models = new ModelDirectory();
   // Text the router cannot tokenize as the engine does is routed on its own decisions, apart.
+  // The models' tokenizers: loaded now, never per request (native HF tokenizers on Bun).
+  const tokenizers = new RouterTokenizers({
+    load: (dir) => loadEngineTokenizerOnBun(dir),
+    parentOf: (m) => models.parentOf(m),
+    fetch: (u, init) => fetch(u, init),
+    timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
+  });
+  for (const t of config.tokenizers) {
+    let tok;
+    try {
+      tok = await tokenizers.add(t.model, t.path);
+    } catch (e) {
+      throw new Error(`--tokenizer ${t.model !== undefined ? `${t.model}=` : ""}${t.path}: ${(e as Error).message}`);
+    }
+    log.info(`tokenizer for ${t.model ?? "every model"}: ${tok.source}`, { implementation: tok.implementation });
+  }
+  if (config.tokenizers.length === 0) log.info("no --tokenizer: token-id prompts are routed exactly, text approximately (on the router's own decisions)");
   const approxIndex = config.policy === "approx" ? undefined : createIndexer("approximate", { prune: { ttlMs: config.approxTtl * 1000 } });
   // With Redis, routers share their active load; each needs its own id in those messages.
   const routerId = config.redis !== undefined ? randomRouterId() : undefined;
@@ -274,9 +293,15 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
       if (!w.healthy) void health.check(w.id);
+      // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
+      const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
+      void tokenizers.check(w.id, w.url, base).then((c) => {
+        if (c?.status === "mismatch") log.warn(`worker ${w.id}: tokenizer_mismatch`, { url: w.url, detail: c.detail });
+      });
     },
     onRemoved: (w) => {
       health.forget(w.id);
+      tokenizers.forget(w.id);
       log.info(`worker ${w.id} removed`, { url: w.url });
     },
     warn: (m) => log.warn(m),
@@ -355,6 +380,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       }),
     lora: adapters,
     models,
+    tokenizers,
     peekSession: (id) => store.peek(id),
     peer: (req) => server?.requestIP(req)?.address,
     fetch: (url, init) => fetch(url, init),
@@ -398,6 +424,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
         routerUrl: url,
         adminToken: config.adminToken,
         speedup: config.engineSpeedup,
+        // The embedded engines tokenize with the default tokenizer, as the router does.
+        tokenizer: config.tokenizers.find((t) => t.model === undefined)?.path,
         seed: i + 1,
         log: (line) => log.warn(`[engine ${i}] ${line}`),
       }),

@@ -17,6 +17,7 @@ import type { Logger } from "./log.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
 import type { ExternalLeases } from "./routing/external-leases.ts";
+import type { RouterTokenizers } from "./routing/tokenizers.ts";
 import type { RoutingService } from "./routing/routing-service.ts";
 
 export interface AppDeps {
@@ -44,6 +45,8 @@ export interface AppDeps {
   readonly lora: LoraRouting;
   /** Which models each worker serves (its GET /v1/models); without it every model goes to every worker. */
   readonly models?: ModelDirectory;
+  /** The models' tokenizers (--tokenizer, registration); without them text is routed approximately. */
+  readonly tokenizers?: RouterTokenizers;
   /** Read a session binding without sliding its TTL (GET /debug/sessions/:id). */
   readonly peekSession?: (sessionId: string) => Promise<Binding | undefined>;
   /** The peer address of a request (Bun: server.requestIP). */

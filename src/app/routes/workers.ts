@@ -10,7 +10,7 @@ import { describeIssues, U64Schema } from "../../core/events.ts";
 import { workerKey } from "../../core/ids.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
-import { modelFields } from "./worker-models.ts";
+import { modelFields, registerTokenizer } from "./worker-models.ts";
 
 const RegisterBody = v.object({
   url: v.string("must be a string"),
@@ -20,6 +20,7 @@ const RegisterBody = v.object({
   loras: v.optional(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of adapter names")),
   max_loras: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(0, "must be >= 0"))),
   model: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
+  tokenizer: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
   models: v.optional(v.pipe(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of model names"), v.nonEmpty("must not be empty"))),
 });
 
@@ -77,8 +78,9 @@ export function workerRoutes(d: AppDeps): Hono {
       models: b.models,
     });
     const w = res.worker;
+    const warnings = b.tokenizer !== undefined ? [...res.warnings, ...(await registerTokenizer(d, w.id, b.tokenizer))] : res.warnings;
     return c.json(
-      { id: w.id.toString(), url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy, created: res.created, warnings: res.warnings },
+      { id: w.id.toString(), url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy, created: res.created, warnings },
       res.created ? 201 : 200,
     );
   });
