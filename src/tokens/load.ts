@@ -58,6 +58,11 @@ export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOption
     throw new Error(`loadEngineTokenizer: impl must be "native" or "pure" (got ${JSON.stringify(impl)})`);
   }
   const files = await loadModelFiles(dir, opts.readText);
+  if (files.config.split_special_tokens === true) {
+    // transformers then encodes special-token text as plain text (encode_special_tokens);
+    // neither library exposes that switch, so the ids would differ: refuse rather than guess.
+    throw new Error(`${dir}/tokenizer_config.json: split_special_tokens: true is not supported by the router's tokenizer`);
+  }
   let encoder;
   try {
     encoder = await factory(files.tokenizerJson, files.config, files.tokenizerJsonPath);

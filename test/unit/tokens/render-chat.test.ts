@@ -96,6 +96,17 @@ describe("renderChat: continue_final_message (transformers' tag cut)", () => {
   });
 });
 
+describe("loading", () => {
+  test("split_special_tokens: true is refused with the file named", async () => {
+    const readText = async (path: string) => {
+      const text = await readTextWithBun(path);
+      return path.endsWith("tokenizer_config.json") ? JSON.stringify({ ...JSON.parse(text), split_special_tokens: true }) : text;
+    };
+    const e = await loadEngineTokenizer(QWEN, { readText }).catch((x: Error) => x);
+    expect(String(e)).toContain("tokenizer_config.json: split_special_tokens: true is not supported");
+  });
+});
+
 describe("segment cache", () => {
   test("turned off at load when the library does not encode pieces independently", async () => {
     // One id per call whatever the text: the whole text and its pieces disagree.
