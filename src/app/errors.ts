@@ -14,6 +14,8 @@ export const STATUS_BY_CODE: Readonly<Record<RouterErrorCode, number>> = {
   model_not_found: 404,
   no_endpoints: 503,
   all_workers_busy: 503,
+  queue_full: 429,
+  queue_timeout: 429,
   worker_not_found: 404,
   duplicate_request: 409,
   lora_no_capacity: 503,
@@ -30,6 +32,7 @@ function openAiType(status: number): string {
   if (status === 401) return "authentication_error";
   if (status === 403) return "permission_error";
   if (status === 404) return "not_found_error";
+  if (status === 429) return "rate_limit_error";
   if (status === 413 || (status >= 400 && status < 500)) return "invalid_request_error";
   if (status === 503) return "service_unavailable";
   return "server_error";
@@ -58,7 +61,10 @@ export function describeError(e: unknown): string {
 
 export function toErrorResponse(e: unknown): Response {
   const c = classify(e);
-  return errorResponse(c.status, c.code, c.message, c.param);
+  const res = errorResponse(c.status, c.code, c.message, c.param);
+  // 429 from the admission queue: tell the client when to come back (RFC 9110 §10.2.3).
+  if (isRouterError(e) && e.retryAfterSeconds !== undefined) res.headers.set("retry-after", String(Math.max(1, Math.ceil(e.retryAfterSeconds))));
+  return res;
 }
 
 /** 403: the peer may not use admin endpoints at all (no token configured, not loopback). */

@@ -10,6 +10,8 @@ export type RouterErrorCode =
   | "model_not_found" // no worker serves the request's `model` (OpenAI's 404 code)
   | "no_endpoints" // no worker can take the request
   | "all_workers_busy"
+  | "queue_full" // every worker busy and the admission queue full (429 + Retry-After)
+  | "queue_timeout" // every worker stayed busy for the whole --queue-timeout (429 + Retry-After)
   | "worker_not_found"
   | "duplicate_request"
   | "lora_no_capacity"
@@ -27,6 +29,8 @@ export class RouterError extends Error {
     message: string,
     /** The request field the error is about, when there is one. */
     readonly field?: string,
+    /** Seconds a client should wait before trying again (HTTP Retry-After), when known. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }

@@ -6,7 +6,7 @@
  * testable function. Queueing when all workers are busy is the caller's business.
  */
 import { RouterError } from "../core/errors.ts";
-import type { WorkerId } from "../core/ids.ts";
+import type { WorkerId, WorkerKey } from "../core/ids.ts";
 import type { OverlapScores } from "../core/overlap.ts";
 import { buildCandidates } from "./candidates.ts";
 import { resolveOverlapWeight, resolveSharedCacheMultiplier, resolveTemperature, type SchedulerConfig } from "./config.ts";
@@ -41,6 +41,8 @@ export interface FindBestMatchInput {
   readonly expectedPrefillMs?: number;
   /** Blocks an external shared KV pool holds for this prompt (§1.9). */
   readonly sharedCacheHits?: SharedCacheHits;
+  /** Ranks the engines report busy (engine metrics); the engine-busy filter skips them. */
+  readonly busyKeys?: ReadonlySet<WorkerKey>;
 }
 
 export function findBestMatch(input: FindBestMatchInput): Selection {
@@ -59,6 +61,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     expectedOutputTokens: input.expectedOutputTokens,
     loraName: input.loraName,
     sharedCacheHits: input.sharedCacheHits,
+    busyKeys: input.busyKeys,
   };
   const ctx: SchedulingContext = {
     request,

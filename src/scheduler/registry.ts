@@ -15,6 +15,7 @@ import { dynamoKvCost } from "./costs/dynamo-kv.ts";
 import { overlapCreditCost } from "./costs/overlap-credit.ts";
 import { allowedWorkerIds } from "./filters/allowed-worker-ids.ts";
 import { busyThreshold } from "./filters/busy-threshold.ts";
+import { engineBusy } from "./filters/engine-busy.ts";
 import { healthy } from "./filters/healthy.ts";
 import { loadGuard } from "./filters/load-guard.ts";
 import { minCostPicker } from "./pickers/min-cost.ts";
@@ -31,7 +32,8 @@ export function isPolicyName(name: string): name is PolicyName {
 }
 
 function eligibility(config: SchedulerConfig): Filter[] {
-  const filters: Filter[] = [allowedWorkerIds, healthy];
+  // engine-busy filters only when the request carries busy ranks (engine metrics are on).
+  const filters: Filter[] = [allowedWorkerIds, healthy, engineBusy];
   if (config.busyThreshold !== null) filters.push(busyThreshold(config.busyThreshold));
   return filters;
 }

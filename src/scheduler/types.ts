@@ -46,6 +46,8 @@ export interface SchedulingRequest {
   readonly loraName?: string;
   /** Blocks an external shared KV pool holds for this prompt (§1.9), when there is one. */
   readonly sharedCacheHits?: SharedCacheHits;
+  /** (worker, dp_rank)s the engines' own metrics report busy (issue 13); skipped by the engine-busy filter. */
+  readonly busyKeys?: ReadonlySet<WorkerKey>;
 }
 
 /** Everything a plugin may read for one decision. Typed, not a bag. */

@@ -52,13 +52,13 @@ describe("policy registry", () => {
       const p = createPipeline(name, schedulerConfig());
       expect(p.costs.map((c) => c.term.type)).toEqual(["dynamo-kv"]);
       expect(p.picker.type).toBe("temperature");
-      expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy"]);
+      expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "engine-busy"]);
     }
   });
 
   test("optional parts are enabled by config only", () => {
     const p = createPipeline("kv", schedulerConfig({ busyThreshold: 2, loadGuardFactor: 1.25, activeRequestWeight: 0.5 }));
-    expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "busy-threshold", "load-guard"]);
+    expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "engine-busy", "busy-threshold", "load-guard"]);
     expect(p.costs.map((c) => [c.term.type, c.weight])).toEqual([
       ["dynamo-kv", 1],
       ["active-requests", 0.5],

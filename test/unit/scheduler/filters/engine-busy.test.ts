@@ -1,0 +1,50 @@
+import { describe, expect, test } from "bun:test";
+import { RouterError } from "../../../../src/core/errors.ts";
+import { engineBusy } from "../../../../src/scheduler/filters/engine-busy.ts";
+import { findBestMatch } from "../../../../src/scheduler/find-best-match.ts";
+import { schedulerConfig } from "../../../../src/scheduler/config.ts";
+import { endpoint } from "../../../../src/scheduler/endpoints.ts";
+import { LoadTracker } from "../../../../src/scheduler/load-tracker.ts";
+import { createPipeline } from "../../../../src/scheduler/registry.ts";
+import { candidate, context, overlapsOf, request, seededRng } from "../helpers.ts";
+
+describe("engine-busy filter", () => {
+  const cs = [candidate(1), candidate(2), candidate(3)];
+
+  test("no busy keys: every candidate stays (same array)", () => {
+    expect(engineBusy.filter(context(), cs)).toBe(cs);
+    expect(engineBusy.filter(context({ request: request({ busyKeys: new Set() }) }), cs)).toBe(cs);
+  });
+
+  test("ranks the engines report busy are skipped; unknown keys change nothing", () => {
+    const ctx = context({ request: request({ busyKeys: new Set(["2:0", "9:0"]) }) });
+    expect(engineBusy.filter(ctx, cs).map((c) => c.key)).toEqual(["1:0", "3:0"]);
+  });
+
+  test("every rank busy: the pipeline fails with all_workers_busy (the admission queue's cue)", () => {
+    const config = schedulerConfig();
+    const run = (busyKeys: Set<string>) =>
+      findBestMatch({
+        overlaps: overlapsOf(),
+        seqHashes: null,
+        isl: 32,
+        endpoints: [endpoint(1), endpoint(2)],
+        tracker: new LoadTracker({ blockSize: 16 }),
+        pipeline: createPipeline("kv", config),
+        config,
+        now: 0,
+        rng: seededRng(7),
+        updateStates: false,
+        busyKeys,
+      });
+    expect(run(new Set(["1:0"])).worker.workerId).toBe(2n);
+    let err: unknown;
+    try {
+      run(new Set(["1:0", "2:0"]));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(RouterError);
+    expect((err as RouterError).code).toBe("all_workers_busy");
+  });
+});
