@@ -4,6 +4,10 @@ AutoTokenizer + apply_chat_template (which renders with Python Jinja) and the Ru
 
     python3 -m venv /tmp/tv && /tmp/tv/bin/pip install --retries 0 --timeout 2 transformers jinja2
     /tmp/tv/bin/python test/vectors/tokens/generate.py          # from the repository root
+    /tmp/tv/bin/python test/vectors/tokens/generate.py mymodel=/models/my-model   # another model dir
+
+test/unit/tokens/vectors.test.ts checks every <name>.json.gz in this folder, so the second form
+is how to check the router's tokenizer against a model of your own (keep that file out of git).
 
 Writes test/vectors/tokens/<name>.json.gz (`chat_template`: set when the case set uses its own template) (seeded: the same versions give the same files).
 Each chat case holds the OpenAI request body; the few lines of vLLM's request handling that
@@ -180,7 +184,8 @@ def vllm_inputs(req, content_format="string"):
 
 
 def main():
-    for name, path in MODELS.items():
+    models = dict(arg.split("=", 1) for arg in sys.argv[1:]) or MODELS
+    for name, path in models.items():
         tok = AutoTokenizer.from_pretrained(path)
         chat_template = PARTS_TEMPLATE if name == "qwen3_parts" else None
         content_format = "openai" if chat_template else "string"
