@@ -29,6 +29,13 @@ export interface EngineSessionOps {
 
 const PARAM = "nvext.session_control";
 
+/**
+ * Longest session_control.timeout (seconds): one day. Without a bound `1e308` passed the
+ * parse, the engine opened the session, and only then did the binding refuse a TTL that
+ * overflows to Infinity (a 400 after the engine call; a session that never expires).
+ */
+export const MAX_SESSION_TIMEOUT_S = 86_400;
+
 function bad(field: string, message: string): RouterError {
   return new RouterError("invalid_request", `${PARAM}.${field}: ${message}`, `${PARAM}.${field}`);
 }
@@ -46,13 +53,17 @@ export function sessionControlOf(body: Record<string, unknown>): SessionControl 
   const action = o.action ?? undefined;
   if (action !== undefined && action !== "open" && action !== "close") throw bad("action", 'must be "open" or "close"');
   const timeout = o.timeout ?? DEFAULT_SESSION_TIMEOUT_S;
-  if (typeof timeout !== "number" || !Number.isFinite(timeout) || timeout <= 0) throw bad("timeout", "must be a number of seconds > 0");
+  if (typeof timeout !== "number" || !Number.isFinite(timeout) || timeout <= 0 || timeout > MAX_SESSION_TIMEOUT_S) {
+    throw bad("timeout", `must be a number of seconds > 0 and <= ${MAX_SESSION_TIMEOUT_S}`);
+  }
   return { sessionId: o.session_id, action, timeoutS: timeout };
 }
 
 /**
  * After the worker is chosen: open on the engine and bind (open), or unbind and close after
  * the request (close). A refused open fails the request (502) and releases its booking.
+ * Every check that can refuse the turn runs before the engine is called; should the
+ * binding still fail after an open, the engine session is closed again, never left open.
  */
 export async function applySessionTurn(
   sc: SessionControl,
@@ -62,7 +73,10 @@ export async function applySessionTurn(
   engine: EngineSessionOps | undefined,
 ): Promise<void> {
   if (sc.action === undefined) return;
-  if (!engine) throw new RouterError("invalid_request", `${PARAM}.action: engine sessions are not available on this router`, `${PARAM}.action`);
+  if (!engine) {
+    lease.free(); // the booking was made for this request; a refused turn must not leak it
+    throw new RouterError("invalid_request", `${PARAM}.action: engine sessions are not available on this router`, `${PARAM}.action`);
+  }
   if (sc.action === "open") {
     try {
       await engine.open(worker.workerId, sc.sessionId, sc.timeoutS + SESSION_TIMEOUT_FALLBACK_BUFFER_S);
@@ -70,7 +84,13 @@ export async function applySessionTurn(
       lease.free();
       throw new RouterError("upstream_failed", `worker ${worker.workerId} did not open session ${sc.sessionId}: ${(e as Error).message}`);
     }
-    await sticky.bindEngineSession(sc.sessionId, worker, sc.timeoutS * 1000);
+    try {
+      await sticky.bindEngineSession(sc.sessionId, worker, sc.timeoutS * 1000);
+    } catch (e) {
+      lease.free();
+      engine.close(worker.workerId, sc.sessionId);
+      throw e;
+    }
     return;
   }
   await sticky.unbind(sc.sessionId);
