@@ -38,6 +38,16 @@ export function batchItems(prompt: unknown): unknown[] {
 
 const utf8 = new TextDecoder();
 
+/** Chat messages with their text parts only: a real engine would insert media placeholders here. */
+function textParts(messages: unknown): unknown {
+  if (!Array.isArray(messages)) return messages;
+  return messages.map((m: unknown) => {
+    const msg = m as { content?: unknown } | null;
+    if (msg === null || typeof msg !== "object" || !Array.isArray(msg.content)) return m;
+    return { ...msg, content: (msg.content as ({ type?: unknown } | null)[]).filter((p) => p?.type === "text") };
+  });
+}
+
 /** One token per UTF-8 byte (the router's tokenizer-less view). */
 export const byteTokenizer: MockerTokenizer = {
   source: "bytes",
@@ -52,7 +62,7 @@ export const byteTokenizer: MockerTokenizer = {
     });
   },
   async chatPrompt(body) {
-    return chatPromptTokens(body.messages);
+    return chatPromptTokens(textParts(body.messages));
   },
   async text(text) {
     return tokenizeText(text);
@@ -61,16 +71,6 @@ export const byteTokenizer: MockerTokenizer = {
     return utf8.decode(Uint8Array.from(ids, (t) => t & 0xff));
   },
 };
-
-/** Chat messages with their text parts only: a real engine would insert media placeholders here. */
-function textParts(messages: unknown): unknown {
-  if (!Array.isArray(messages)) return messages;
-  return messages.map((m: unknown) => {
-    const msg = m as { content?: unknown } | null;
-    if (msg === null || typeof msg !== "object" || !Array.isArray(msg.content)) return m;
-    return { ...msg, content: (msg.content as ({ type?: unknown } | null)[]).filter((p) => p?.type === "text") };
-  });
-}
 
 /** A Hugging Face tokenizer directory as the engine's tokenizer (vLLM's tokenization, src/tokens). */
 export async function loadMockerTokenizer(dir: string): Promise<MockerTokenizer> {
