@@ -85,6 +85,22 @@ describe("requestPrompts", () => {
     expect(batch.map((x) => x.exact)).toEqual([true, true]);
     expect([...batch[1]!.tokens]).toEqual([7]);
   });
+  test("truncate_prompt_tokens keeps the last N tokens; the BOS the tokenizer adds stays", async () => {
+    const tok = await loadEngineTokenizerOnBun(LLAMA);
+    const text = "one two three four five six";
+    const plain = await tok.encodeText(text, false);
+    const [t] = await requestPrompts({ prompt: text, truncate_prompt_tokens: 3 }, "completions", tok);
+    expect([...t!.tokens]).toEqual([128000, ...plain.slice(-2)]);
+    expect(t!.exact).toBe(true);
+    const [ids] = await requestPrompts({ prompt: [1, 2, 3, 4], truncate_prompt_tokens: 2 }, "completions", tok);
+    expect([...ids!.tokens]).toEqual([3, 4]);
+    const [c] = await requestPrompts({ messages: [{ role: "user", content: text }], truncate_prompt_tokens: 4 }, "chat", tok);
+    const whole = await tok.encodeChat({ messages: [{ role: "user", content: text }] });
+    expect([...c!.tokens]).toEqual([...whole.slice(-4)]);
+    const [none] = await requestPrompts({ prompt: [1, 2, 3], truncate_prompt_tokens: -1 }, "completions", tok);
+    expect(none!.tokens.length).toBe(3);
+    expect((await rejection(requestPrompts({ prompt: "x", truncate_prompt_tokens: 0 }, "completions", tok))).field).toBe("truncate_prompt_tokens");
+  });
   test("chat with image parts: encoded without them, marked approximate", async () => {
     const tok = await loadEngineTokenizerOnBun(QWEN, { impl: "pure" });
     const parts = [{ type: "text", text: "look" }, { type: "image_url", image_url: { url: "http://x/y.png" } }];
