@@ -53,3 +53,20 @@ describe("mocker options", () => {
     expect(p.join("\n")).toContain("--max-loras");
   });
 });
+
+describe("mocker models and tokenizer", () => {
+  test("--model is repeatable and takes comma lists; the first is the default; --tokenizer is a directory", () => {
+    const o = parseMockerArgs(["--model", "a", "--model", "b,c", "--tokenizer", "/tok"]);
+    expect(o).toEqual({ model: "a", models: ["b", "c"], tokenizer: "/tok" });
+    const c = resolveMockerOptions(o);
+    expect(c.model).toBe("a");
+    expect(c.models).toEqual(["a", "b", "c"]);
+    expect(c.tokenizer).toBe("/tok");
+    expect(resolveMockerOptions().models).toEqual(["switchyard-sim"]);
+    expect(resolveMockerOptions().tokenizer).toBeUndefined();
+  });
+
+  test("an adapter may not share a base model's name", () => {
+    expect(problems(() => resolveMockerOptions({ model: "a", models: ["b"], loras: ["b"] }))).toEqual(["--lora: names must be non-empty and differ from every --model"]);
+  });
+});
