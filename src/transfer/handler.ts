@@ -5,7 +5,9 @@
  * - Five directions: device->host, device->disk, host->device, host->disk, disk->device.
  *   Anything else is "Invalid transfer type."; a missing pool is "... pool not initialized".
  * - Sharded mode (default): requests above the max batch size are split and the batches run
- *   concurrently; the first failure fails the request.
+ *   concurrently, at most MAX_JOBS_IN_FLIGHT native jobs at a time across all requests
+ *   (job-slots.ts: the library's handle table is finite); the first failure fails the
+ *   request, once the batches already running have ended (batches not started are skipped).
  * - Replicated mode (a BlockBroadcaster is given): no batching, since every rank must take
  *   part in the same collectives in the same order. Device->device stays local on every rank
  *   (and is then refused like in sharded mode); rank 0 performs the copy; when the
@@ -18,6 +20,7 @@
  */
 import { DEFAULT_MAX_TRANSFER_BATCH_SIZE, splitIntoBatches } from "./batches.ts";
 import { TransferError } from "./errors.ts";
+import { JobSlots } from "./job-slots.ts";
 import { parseWireRequest } from "./request.ts";
 import type {
   BlockBroadcaster,
@@ -40,6 +43,8 @@ export interface BlockTransferHandlerOptions {
   readonly replication?: BlockBroadcaster;
   /** Required for requests with a connector part. */
   readonly scheduler?: TransferSchedulerClient;
+  /** Native jobs in flight at most (default MAX_JOBS_IN_FLIGHT). */
+  readonly maxJobsInFlight?: number;
 }
 
 const ALLOWED: ReadonlySet<string> = new Set(["device>host", "device>disk", "host>device", "host>disk", "disk>device"]);
@@ -69,10 +74,12 @@ export class BlockTransferHandler {
   readonly #maxBatch: number;
   readonly #replication: BlockBroadcaster | undefined;
   readonly #scheduler: TransferSchedulerClient | undefined;
+  readonly #jobs: JobSlots;
 
   constructor(opts: BlockTransferHandlerOptions) {
     this.#pools = { device: opts.device, host: opts.host, disk: opts.disk };
     this.#maxBatch = opts.maxBatchSize ?? DEFAULT_MAX_TRANSFER_BATCH_SIZE;
+    this.#jobs = new JobSlots(opts.maxJobsInFlight);
     if (!Number.isInteger(this.#maxBatch) || this.#maxBatch < 1) {
       throw new TransferError("invalid-argument", `max batch size must be a positive integer, got ${this.#maxBatch}`);
     }
@@ -101,8 +108,8 @@ export class BlockTransferHandler {
       return { blocks, batches: 1, mode: "replicated" };
     }
     const batches = splitIntoBatches(pairs, this.#maxBatch);
-    if (batches.length === 1) await this.#sharded(request.fromPool, request.toPool, pairs);
-    else await Promise.all(batches.map((b) => this.#sharded(request.fromPool, request.toPool, b)));
+    if (batches.length === 1) await this.#jobs.run(() => this.#sharded(request.fromPool, request.toPool, pairs));
+    else await this.#shardedBatches(request.fromPool, request.toPool, batches);
     return { blocks, batches: batches.length, mode: "sharded" };
   }
 
@@ -154,6 +161,23 @@ export class BlockTransferHandler {
     const pool = this.#pools[kind];
     if (!pool) throw new TransferError("pool-not-initialized", `${role} pool manager not initialized (${kind} pool)`);
     return pool;
+  }
+
+  async #shardedBatches(from: PoolKind, to: PoolKind, batches: readonly Uint32Array[]): Promise<void> {
+    let failure: { error: unknown } | undefined;
+    await Promise.all(
+      batches.map((b) =>
+        this.#jobs.run(async () => {
+          if (failure) return; // the request has failed: start nothing more
+          try {
+            await this.#sharded(from, to, b);
+          } catch (error) {
+            failure ??= { error };
+          }
+        }),
+      ),
+    );
+    if (failure) throw failure.error;
   }
 
   async #sharded(from: PoolKind, to: PoolKind, pairs: Uint32Array): Promise<void> {

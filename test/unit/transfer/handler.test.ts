@@ -224,3 +224,40 @@ describe("handling leader messages", () => {
     expect(rec.copies).toEqual([]);
   });
 });
+
+describe("sharded mode: native jobs in flight are bounded (issue 12)", () => {
+  test("a request of many batches never has more than maxJobsInFlight copies running, and completes", async () => {
+    const rec = new Recorder();
+    rec.hold();
+    const h = new BlockTransferHandler({ ...fakePools(rec), maxBatchSize: 16, maxJobsInFlight: 8 });
+    const done = h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: pairsOf(70_000 / 100) });
+    await Promise.resolve();
+    expect(rec.active).toBe(8);
+    rec.release();
+    expect((await done).batches).toBe(44);
+    expect(rec.maxActive).toBe(8);
+    expect(rec.copies.flatMap((c) => c.pairs)).toEqual(pairsOf(700).flat());
+  });
+
+  test("the bound is shared by concurrent requests", async () => {
+    const rec = new Recorder();
+    rec.hold();
+    const h = new BlockTransferHandler({ ...fakePools(rec), maxBatchSize: 4, maxJobsInFlight: 5 });
+    const a = h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: pairsOf(40) });
+    const b = h.executeTransfer({ fromPool: "device", toPool: "host", blocks: pairsOf(40) });
+    await Promise.resolve();
+    expect(rec.active).toBe(5);
+    rec.release();
+    await Promise.all([a, b]);
+    expect(rec.maxActive).toBe(5);
+  });
+
+  test("after a failure, batches not yet started are skipped", async () => {
+    const rec = new Recorder();
+    rec.failOn = (c) => (c.pairs[0] === 0 ? boom("disk full") : undefined);
+    const h = new BlockTransferHandler({ ...fakePools(rec), maxBatchSize: 16, maxJobsInFlight: 1 });
+    const e = await rejection(h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: pairsOf(160) }));
+    expect(e.message).toBe("disk full");
+    expect(rec.copies.length).toBe(1);
+  });
+});
