@@ -74,6 +74,15 @@ function sameAscii(s: string, bytes: Uint8Array, at: number, n: number): boolean
 }
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/** A str's bytes as text; invalid UTF-8 is malformed input like any other (a MsgpackError, not TextDecoder's TypeError). */
+function decodeUtf8(bytes: Uint8Array, at: number, n: number): string {
+  try {
+    return utf8.decode(bytes.subarray(at, at + n));
+  } catch {
+    throw new MsgpackError(`str at offset ${at} is not valid UTF-8`);
+  }
+}
+
 export class MsgpackReader {
   private readonly bytes: Uint8Array;
   private readonly view: DataView;
@@ -358,7 +367,7 @@ export class MsgpackReader {
       let h = n;
       for (let i = at; i < at + n; i++) {
         const c = bytes[i]!;
-        if (c >= 0x80) return utf8.decode(bytes.subarray(at, at + n));
+        if (c >= 0x80) return decodeUtf8(bytes, at, n);
         h = (Math.imul(h, 31) + c) | 0;
       }
       const slot = h & (INTERN_SLOTS - 1);
@@ -369,7 +378,7 @@ export class MsgpackReader {
       INTERN[slot] = s;
       return s;
     }
-    return utf8.decode(bytes.subarray(at, at + n));
+    return decodeUtf8(bytes, at, n);
   }
 
   private need(n: number): void {
