@@ -21,8 +21,14 @@ import type { RouterEvent } from "./core/events.ts";
 import { portableBatchHasher, type BatchBlockHasher } from "./core/hashing.ts";
 import { ingestEvents } from "./events/http-batch.ts";
 import { kvQueryClient } from "./events/kv-query-client.ts";
-import { endpointForDpRank } from "./events/zmq/endpoints.ts";
-import { startVllmKvSubscriber, type VllmKvSubscriber } from "./events/zmq/subscriber.ts";
+import { ZmqEventSources } from "./events/zmq/sources.ts";
+import { AdmissionGate } from "./app/routing/admission-gate.ts";
+import type { WorkerId, WorkerKey } from "./core/ids.ts";
+import { busyEngineRanks } from "./workers/engine-metrics.ts";
+import { EngineMetricsScraper } from "./workers/engine-metrics-scraper.ts";
+import { WorkerProvisioner } from "./workers/provisioner.ts";
+import { WorkersFileWatch } from "./workers/workers-file-watch.ts";
+import { watch } from "node:fs";
 import { createIndexer } from "./indexer/indexer.ts";
 import type { KvIndex } from "./indexer/types.ts";
 import { AdapterLoader } from "./lora/adapter-loader.ts";
@@ -150,6 +156,49 @@ function applyZmqEvents(index: KvIndex, isKnown: (w: bigint) => boolean, onUnkno
     }
     if (unknown > 0) onUnknown(unknown);
   };
+}
+
+/** GET /v1/workers extras: the worker's ZMQ event subscription and its engine's own load. */
+function workerDetails(
+  id: WorkerId,
+  zmq: ZmqEventSources,
+  scraper: EngineMetricsScraper | undefined,
+  busy: ReadonlySet<WorkerKey> | undefined,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const kv = zmq.describe(id);
+  if (kv) out.kv_events = kv;
+  const r = scraper?.report(id);
+  if (r) {
+    out.engine_metrics = {
+      engine: r.load?.engine ?? null,
+      ...(r.at !== undefined ? { age_ms: Math.round(performance.now() - r.at) } : {}),
+      ...(r.error !== undefined ? { error: r.error } : {}),
+      ranks: (r.load?.ranks ?? []).map((x) => ({
+        dp_rank: x.dpRank,
+        running: x.running ?? null,
+        waiting: x.waiting ?? null,
+        kv_usage: x.kvUsage ?? null,
+        busy: busy?.has(`${id}:${x.dpRank}`) ?? false,
+      })),
+    };
+  }
+  return out;
+}
+
+/** switchyard_engine_load{worker,dp_rank,metric}: the last scraped load of every worker. */
+function bindEngineLoadMetrics(metrics: RouterMetrics, scraper: EngineMetricsScraper, workers: () => readonly { id: WorkerId }[]): void {
+  metrics.engineMetric.onCollect((g) => {
+    g.reset();
+    for (const w of workers()) {
+      for (const r of scraper.report(w.id)?.load?.ranks ?? []) {
+        const labels = (m: string) => [String(w.id), String(r.dpRank), m];
+        if (r.running !== undefined) g.set(labels("running"), r.running);
+        if (r.waiting !== undefined) g.set(labels("waiting"), r.waiting);
+        if (r.kvUsage !== undefined) g.set(labels("kv_usage"), r.kvUsage);
+      }
+    }
+  });
 }
 
 /** An address clients on this machine can use for a listen address (wildcards -> loopback). */
@@ -301,11 +350,49 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     },
     onRemoved: (w) => {
       health.forget(w.id);
+      void zmqSources.unsubscribe(w.id); // its event stream ends with it (issue 13)
       tokenizers.forget(w.id);
       log.info(`worker ${w.id} removed`, { url: w.url });
     },
     warn: (m) => log.warn(m),
   });
+  // Workers added at run time with kv_events get their ZMQ streams here (issue 13).
+  const zmqSources = new ZmqEventSources({
+    blockSize: config.blockSize,
+    hasher,
+    log,
+    onEvents: applyZmqEvents(index, (w) => registry.has(w), (n) => metrics.eventDropped("unknown_worker", n)),
+  });
+  const provisioner = new WorkerProvisioner({ membership, sources: zmqSources });
+  // Busy and admission (issue 13): the engines' own load, scraped from their /metrics, makes
+  // a rank busy past --busy-threshold (KV usage) or --busy-waiting (queued requests); when
+  // every candidate is busy, requests wait in the admission queue.
+  const admissionWait = metrics.admissionWait.series([]);
+  const admission = new AdmissionGate({
+    maxQueue: config.maxQueue,
+    timeoutMs: config.queueTimeout * 1000,
+    now,
+    onAdmitted: (ms) => admissionWait.observe(ms / 1000),
+    onRejected: (reason) => metrics.admissionRejections.inc([reason]),
+  });
+  metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
+  const busyLimits = { kvUsage: config.busyThreshold ?? undefined, waiting: config.busyWaiting ?? undefined };
+  let engineBusy: ReadonlySet<WorkerKey> | undefined;
+  const scraper =
+    config.engineMetricsInterval > 0
+      ? new EngineMetricsScraper({
+          workers: () => registry.list(),
+          intervalMs: config.engineMetricsInterval * 1000,
+          fetch: (u, init) => fetch(u, { ...init, headers: engineHeaders }),
+          now,
+          warn: (m) => log.warn(m),
+          onRound: () => {
+            engineBusy = busyEngineRanks(scraper!.freshLoads(), busyLimits);
+            admission.pump();
+          },
+        })
+      : undefined;
+  if (scraper) bindEngineLoadMetrics(metrics, scraper, () => registry.list());
   const routing = new RoutingService({
     registry,
     index,
@@ -321,6 +408,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     approxIndex,
     sessionTtlMs: config.sessionTtl * 1000,
     engineSessions: sessions,
+    busyKeys: () => engineBusy,
+    capacityTokens: config.workerCapacity ?? undefined,
   });
   const leases = new ExternalLeases(tracker);
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
@@ -394,6 +483,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     report: (id, failure) => health.report(id, failure),
     keepOpen: (req) => server?.timeout(req, 0),
     draining: () => draining,
+    admission,
+    provisioner,
+    workerDetails: (id) => workerDetails(id, zmqSources, scraper, engineBusy),
     now,
     log,
   };
@@ -437,32 +529,37 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       membership.register({ url: u }).catch((e) => log.error(`cannot register worker ${u}: ${(e as Error).message}`)),
     ),
   );
-  const zmqSubs: VllmKvSubscriber[] = [];
-  const onZmqEvents = applyZmqEvents(index, (w) => registry.has(w), (n) => metrics.eventDropped("unknown_worker", n));
   for (const z of config.zmqEndpoints) {
     try {
       // vLLM serves no /kv/query: its part of the index comes from its events only.
-      const { worker: w } = await membership.register({ url: z.workerUrl, restore: false });
-      for (let r = 0; r < w.dpRanks; r++) {
-        zmqSubs.push(
-          await startVllmKvSubscriber({
-            endpoint: endpointForDpRank(z.endpoint, r),
-            replayEndpoint: z.replayEndpoint !== undefined ? endpointForDpRank(z.replayEndpoint, r) : undefined,
-            workerId: w.id,
-            blockSize: config.blockSize,
-            dpRank: r,
-            hasher,
-            log,
-            onEvents: onZmqEvents,
-          }),
-        );
-      }
-      log.info(`worker ${w.id}: KV events over ZMQ`, { url: w.url, endpoint: z.endpoint, replay: z.replayEndpoint, dp_ranks: w.dpRanks });
+      await provisioner.register({
+        url: z.workerUrl,
+        kvEvents: { endpoint: z.endpoint, replayEndpoint: z.replayEndpoint, dpRanks: z.dpRanks, topic: "" },
+      });
     } catch (e) {
       log.error(`cannot subscribe to the KV events of ${z.workerUrl} at ${z.endpoint}: ${(e as Error).message}`);
     }
   }
+  const workersFile =
+    config.workersFile === undefined
+      ? undefined
+      : new WorkersFileWatch({
+          path: config.workersFile,
+          readFile: (p) => Bun.file(p).text(),
+          parseYaml: (t) => Bun.YAML.parse(t),
+          watchDir: (dir, onChange) => {
+            const w = watch(dir, () => onChange());
+            return () => w.close();
+          },
+          register: (spec) => provisioner.register(spec),
+          remove: (id) => provisioner.remove(id),
+          isRegistered: (id) => registry.has(id),
+          now,
+          log,
+        });
+  await workersFile?.start();
   health.start();
+  scraper?.start();
 
   const timers = [
     setInterval(() => {
@@ -493,9 +590,12 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     async stop() {
       for (const t of timers) clearInterval(t);
       health.stop();
+      workersFile?.stop();
+      scraper?.stop();
+      admission.close();
       server?.stop(true);
       upstreamClient.closeIdle();
-      await Promise.all(zmqSubs.map((z) => z.stop()));
+      await zmqSources.stopAll();
       await loadSync?.stop();
       await Promise.all(mockers.map((m) => m.stop()));
       await store.close();

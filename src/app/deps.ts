@@ -16,6 +16,8 @@ import type { PeerAddress } from "./auth.ts";
 import type { Logger } from "./log.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
+import type { WorkerProvisioner } from "../workers/provisioner.ts";
+import type { AdmissionGate } from "./routing/admission-gate.ts";
 import type { ExternalLeases } from "./routing/external-leases.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
 import type { RoutingService } from "./routing/routing-service.ts";
@@ -64,6 +66,12 @@ export interface AppDeps {
   readonly keepOpen?: (request: Request) => void;
   /** True once shutdown began: /health answers 503 "draining". */
   readonly draining?: () => boolean;
+  /** Where requests wait when every worker is busy (issue 13); without it: 503 all_workers_busy. */
+  readonly admission?: AdmissionGate;
+  /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
+  readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
+  /** Register a worker and subscribe to its KV events (`kv_events`); without it, plain registration. */
+  readonly provisioner?: WorkerProvisioner;
   /** Milliseconds (load decay, metrics). */
   readonly now: () => number;
   readonly log: Logger;

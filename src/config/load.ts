@@ -153,7 +153,7 @@ export function loadConfig(src: LoadSources): Config {
   if (problems.length > 0) throw new ConfigError(problems);
   const output = result.output as v.InferOutput<typeof ConfigSchema>;
   const config = finishConfig(output);
-  const more = crossFieldProblems(config, output.zmqReplayEndpoint);
+  const more = crossFieldProblems(config, output.zmqReplayEndpoint, output.zmqDpRanks);
   if (more.length > 0) throw new ConfigError(more);
   return config;
 }

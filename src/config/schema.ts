@@ -40,7 +40,8 @@ export type RawConfigShape = Record<
   | "outlierConsecutiveFailures" | "outlierFailurePercent" | "outlierBaseEjectionTime" | "outlierMaxEjectionTime" | "outlierMaxEjectionPercent"
   | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap" | "overlapCredit"
   | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
-  | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow",
+  | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow"
+  | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout",
   unknown
 >;
 
@@ -81,7 +82,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "activeRequestWeight", flag: "--active-request-weight", env: ["SWITCHYARD_ACTIVE_REQUEST_WEIGHT"], help: "kv/approx: extra cost per active request on a worker (default 0)" },
   { key: "overlapCredit", flag: "--overlap-credit", env: ["SWITCHYARD_OVERLAP_CREDIT"], help: "kv/approx: credit per cached prompt block beyond the prefill it saves, so requests follow the cache (default 32; 0 = Dynamo's reference formula, see bench/README.md)" },
   { key: "inflightOverlap", flag: "--inflight-overlap", env: ["SWITCHYARD_INFLIGHT_OVERLAP"], help: "kv/approx: count a prefix that in-flight requests on a worker hold as cached there: true|false (default true; false = Dynamo's formula)" },
-  { key: "busyThreshold", flag: "--busy-threshold", env: ["SWITCHYARD_BUSY_THRESHOLD"], help: "skip ranks whose active prefill tokens exceed this fraction of max_num_batched_tokens (default off)" },
+  { key: "busyThreshold", flag: "--busy-threshold", env: ["SWITCHYARD_BUSY_THRESHOLD"], help: "a rank is busy when its engine's KV usage (engine metrics) or its booked prefill tokens / --worker-capacity exceed this fraction; busy ranks are skipped, and when all are, requests queue (default off)" },
   { key: "loraLoadOnDemand", flag: "--lora-load-on-demand", env: ["SWITCHYARD_LORA_LOAD_ON_DEMAND"], boolean: true, help: "treat a `model` no worker serves (not a base model) as a LoRA adapter and load it from --lora-path (default off)" },
   { key: "loraPath", flag: "--lora-path", env: ["SWITCHYARD_LORA_PATH"], meta: "TEMPLATE", help: "lora_path sent to the engine when the router loads an adapter; {name} = the adapter (default {name})" },
   { key: "loraEvict", flag: "--lora-evict", env: ["SWITCHYARD_LORA_EVICT"], boolean: true, help: "no free LoRA slot anywhere: unload the least recently used adapter instead of answering 503 (default off)" },
@@ -92,6 +93,13 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "loraAllow", flag: "--lora-allow", env: ["SWITCHYARD_LORA_ALLOW"], list: true, meta: "PATTERN", help: "adapter names the router may load or evict (* = any run of characters); repeatable; default: any valid name" },
   { key: "engineToken", flag: "--engine-token", env: ["SWITCHYARD_ENGINE_TOKEN"], meta: "TOKEN", help: "bearer token the router sends to engines on its own calls (/kv/query); the admin token is never sent" },
   { key: "workerAllow", flag: "--worker-allow", env: ["SWITCHYARD_WORKER_ALLOW"], list: true, meta: "PATTERN", help: "worker URLs POST /v1/workers may register (* = any run of characters, e.g. http://10.0.0.*:8000); repeatable; default: any" },
+  { key: "zmqDpRanks", flag: "--zmq-dp-ranks", env: ["SWITCHYARD_ZMQ_DP_RANKS"], list: true, meta: "URL=N", help: "that worker's data-parallel rank count: ranks 0..N-1 are subscribed (rank r on port + r) and routed to (default 1); repeatable" },
+  { key: "workersFile", flag: "--workers-file", env: ["SWITCHYARD_WORKERS_FILE"], meta: "PATH", help: "JSON or YAML list of workers (POST /v1/workers entries, kv_events included), re-read when it changes; workers leave when their entry does" },
+  { key: "engineMetricsInterval", flag: "--engine-metrics-interval", env: ["SWITCHYARD_ENGINE_METRICS_INTERVAL"], help: "seconds between scrapes of each engine's /metrics (vLLM/SGLang running, waiting, KV usage); 0 = off (default 2)" },
+  { key: "busyWaiting", flag: "--busy-waiting", env: ["SWITCHYARD_BUSY_WAITING"], help: "a rank whose engine reports more than N waiting requests is busy (engine metrics; default off)" },
+  { key: "workerCapacity", flag: "--worker-capacity", env: ["SWITCHYARD_WORKER_CAPACITY"], help: "prefill tokens a rank may have booked (its max_num_batched_tokens): with --busy-threshold, a rank past threshold x this is busy (default unbounded)" },
+  { key: "maxQueue", flag: "--max-queue", env: ["SWITCHYARD_MAX_QUEUE"], help: "requests that may wait when every worker is busy; more get 429 (default 1024; 0 = 429 at once)" },
+  { key: "queueTimeout", flag: "--queue-timeout", env: ["SWITCHYARD_QUEUE_TIMEOUT"], help: "seconds a request may wait for a worker that is not busy before a 429 (default 30)" },
   { key: "engineSpeedup", flag: "--engine-speedup", env: ["SWITCHYARD_ENGINE_SPEEDUP"], help: "time speed-up of embedded engines (default 1)" },
 ];
 
@@ -188,6 +196,31 @@ const zmqPairs = v.pipe(
   }),
 );
 
+/** One `WORKER_URL=N` pair of --zmq-dp-ranks. */
+export interface DpRanksPair {
+  readonly workerUrl: string;
+  readonly dpRanks: number;
+}
+
+const dpRankPairs = v.pipe(
+  v.unknown(),
+  v.transform(toList),
+  v.array(v.string("must be WORKER_URL=N"), "must be a list of WORKER_URL=N"),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const out: DpRanksPair[] = [];
+    for (const item of dataset.value) {
+      const eq = item.lastIndexOf("=");
+      const n = Number(item.slice(eq + 1).trim());
+      if (eq <= 0 || !Number.isInteger(n) || n < 1 || n > 1024) {
+        addIssue({ message: `must be WORKER_URL=N with N an integer in [1, 1024] (got ${JSON.stringify(item)})` });
+        return NEVER;
+      }
+      out.push({ workerUrl: item.slice(0, eq).trim(), dpRanks: n });
+    }
+    return out;
+  }),
+);
+
 /** "a,b" -> ["a","b"]; a single string -> [it]; arrays pass through. */
 function toList(x: unknown): unknown {
   if (typeof x === "string") return x.split(",").map((s) => s.trim()).filter((s) => s !== "");
@@ -252,6 +285,13 @@ export const ConfigSchema = v.object({
   loraAllow: v.optional(v.pipe(v.unknown(), v.transform(toList), v.array(v.pipe(v.string(), v.nonEmpty("must not be empty")), "must be a list of name patterns")), []),
   engineToken: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
   workerAllow: v.optional(v.pipe(v.unknown(), v.transform(toList), v.array(v.pipe(v.string(), v.nonEmpty("must not be empty")), "must be a list of URL patterns")), []),
+  zmqDpRanks: v.optional(dpRankPairs, []),
+  workersFile: v.optional(v.pipe(v.string("must be a file path"), v.nonEmpty("must not be empty"))),
+  engineMetricsInterval: v.optional(nonNegative("a number of seconds >= 0"), 2),
+  busyWaiting: v.optional(nonNegative("a number of requests >= 0")),
+  workerCapacity: v.optional(int(1, 2 ** 40)),
+  maxQueue: v.optional(int(0, 1_000_000), 1024),
+  queueTimeout: v.optional(positive("a number of seconds > 0"), 30),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -330,11 +370,25 @@ export interface Config {
   readonly engineToken: string | undefined;
   /** URL patterns POST /v1/workers accepts; empty = any URL (but never this router's own). */
   readonly workerAllow: readonly string[];
+  /** Workers listed in a JSON/YAML file, re-read on change; undefined = none. */
+  readonly workersFile: string | undefined;
+  /** Seconds between engine /metrics scrapes; 0 = no scraping. */
+  readonly engineMetricsInterval: number;
+  /** Engine-reported waiting requests above which a rank is busy; null = not checked. */
+  readonly busyWaiting: number | null;
+  /** Booked prefill tokens per rank (max_num_batched_tokens) for --busy-threshold; null = unbounded. */
+  readonly workerCapacity: number | null;
+  /** Admission queue bound (requests). */
+  readonly maxQueue: number;
+  /** Seconds. */
+  readonly queueTimeout: number;
 }
 
 /** A vLLM worker whose KV events come over ZMQ. */
 export interface ZmqWorker extends ZmqEndpointPair {
   readonly replayEndpoint: string | undefined;
+  /** Data-parallel ranks publishing (--zmq-dp-ranks; default 1). */
+  readonly dpRanks: number;
 }
 
 /** Validated output -> Config, filling the defaults that depend on other fields. */
@@ -388,12 +442,19 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     zmqEndpoints: o.zmqEndpoint.map((p) => ({
       ...p,
       replayEndpoint: o.zmqReplayEndpoint.find((r) => sameWorkerUrl(r.workerUrl, p.workerUrl))?.endpoint,
+      dpRanks: o.zmqDpRanks.find((r) => sameWorkerUrl(r.workerUrl, p.workerUrl))?.dpRanks ?? 1,
     })),
     maxSessions: o.maxSessions,
     maxSessionIdLength: o.maxSessionIdLength,
     loraAllow: o.loraAllow,
     engineToken: o.engineToken,
     workerAllow: o.workerAllow,
+    workersFile: o.workersFile,
+    engineMetricsInterval: o.engineMetricsInterval,
+    busyWaiting: o.busyWaiting ?? null,
+    workerCapacity: o.workerCapacity ?? null,
+    maxQueue: o.maxQueue,
+    queueTimeout: o.queueTimeout,
   };
 }
 
@@ -402,10 +463,13 @@ function sameWorkerUrl(a: string, b: string): boolean {
 }
 
 /** Problems between fields that the per-field schema cannot see. */
-export function crossFieldProblems(c: Config, replays: readonly ZmqEndpointPair[]): string[] {
+export function crossFieldProblems(c: Config, replays: readonly ZmqEndpointPair[], dpRanks: readonly DpRanksPair[] = []): string[] {
   const out: string[] = [];
   if (c.redis !== undefined && /^https?:/i.test(c.redis) && c.redisToken === undefined) {
     out.push("--redis-token (SWITCHYARD_REDIS_TOKEN / UPSTASH_REDIS_REST_TOKEN): needed for an https:// (Upstash REST) --redis URL");
+  }
+  for (const d of dpRanks) {
+    if (!c.zmqEndpoints.some((z) => sameWorkerUrl(z.workerUrl, d.workerUrl))) out.push(`--zmq-dp-ranks: ${d.workerUrl} has no --zmq-endpoint`);
   }
   for (const r of replays) {
     if (!c.zmqEndpoints.some((z) => sameWorkerUrl(z.workerUrl, r.workerUrl))) {

@@ -15,6 +15,8 @@ export type EventDropReason = "unknown_worker" | "invalid";
 /** Seconds; routing work is microseconds to a few milliseconds. */
 const OVERHEAD_BUCKETS = [1e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2];
 const OVERLAP_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096];
+/** Seconds a request waited for a worker that is not busy. */
+const QUEUE_WAIT_BUCKETS = [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** Status label of a request: the HTTP status, or "aborted" when the client left. */
@@ -50,6 +52,14 @@ export class RouterMetrics {
     `${METRIC_PREFIX}upstream_deadline_misses_total`, "Upstream waits cut by a deadline, by worker and deadline (connect|first_byte|stream_idle)", ["worker", "deadline"]);
   readonly workerEjections: Counter = this.registry.counter(
     `${METRIC_PREFIX}worker_ejections_total`, "Workers ejected by outlier detection (answers kept failing)", ["worker"]);
+  readonly admissionQueueLength: Gauge = this.registry.gauge(
+    `${METRIC_PREFIX}admission_queue_length`, "Requests waiting because every worker is busy");
+  readonly admissionWait: Histogram = this.registry.histogram(
+    `${METRIC_PREFIX}admission_wait_seconds`, "Time admitted requests waited in the admission queue", [], QUEUE_WAIT_BUCKETS);
+  readonly admissionRejections: Counter = this.registry.counter(
+    `${METRIC_PREFIX}admission_rejections_total`, "Requests answered 429 by the admission queue, by reason (queue_full|queue_timeout)", ["reason"]);
+  readonly engineMetric: Gauge = this.registry.gauge(
+    `${METRIC_PREFIX}engine_load`, "The engines' own load from their /metrics, by worker, rank and metric (running|waiting|kv_usage)", ["worker", "dp_rank", "metric"]);
 
   /** Per-phase series resolved once: the routing path records four of them per request. */
   readonly phases: Readonly<Record<RoutingPhase, HistogramSeries>> = {

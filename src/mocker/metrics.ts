@@ -34,10 +34,22 @@ export function renderMetrics(engine: MockEngine, publishers: readonly EventPubl
   family(out, "mocker_kv_events_total", "counter", "KV events emitted since the last restart.", ranks.map(([l, r]) => [l, Number(r.kv.log.nextEventId)]));
   family(out, "mocker_loras_loaded", "gauge", "LoRA adapters loaded.", [["", engine.loras.list().length]]);
   family(out, "mocker_sessions_open", "gauge", "Engine-backed sessions open.", [["", engine.sessions.openCount]]);
+  // The load gauges under vLLM V1's own names and labels (vllm/v1/metrics/loggers.py,
+  // PrometheusStatLogger: `engine` = the DP engine index, `model_name`), so the router's
+  // --engine-metrics-interval scrape reads this engine as it reads vLLM. KV usage, as in
+  // vLLM, counts blocks held by running requests; cached blocks nobody uses are free.
+  const vllm = engine.ranks.map((r, i) => [`{engine="${i}",model_name="${escapeLabel(engine.config.model)}"}`, r] as const);
+  family(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", vllm.map(([l, r]) => [l, r.slots.held]));
+  family(out, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", vllm.map(([l, r]) => [l, r.slots.waiting]));
+  family(out, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", vllm.map(([l, r]) => [l, r.kv.cache.pinnedCount / r.kv.cache.capacity]));
   if (publishers.length > 0) {
     const byRouter = (get: (p: EventPublisher) => number): Sample[] => publishers.map((p) => [`{router="${p.routerUrl}"}`, get(p)]);
     family(out, "mocker_event_batches_sent_total", "counter", "KV event batches the router accepted.", byRouter((p) => p.sentBatches));
     family(out, "mocker_event_push_failures_total", "counter", "KV event batches dropped after a failed push.", byRouter((p) => p.failedBatches));
   }
   return out.join("\n") + "\n";
+}
+
+function escapeLabel(s: string): string {
+  return s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 }

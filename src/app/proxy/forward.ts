@@ -9,6 +9,7 @@ import { RouterError } from "../../core/errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../metrics/names.ts";
 import type { WorkerRegistry } from "../../workers/registry.ts";
+import type { AdmissionGate } from "../routing/admission-gate.ts";
 import type { RouteDecision, RoutingService } from "../routing/routing-service.ts";
 import type { SessionControl } from "../routing/session-control.ts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
@@ -39,6 +40,8 @@ export interface ForwardDeps {
    * since an answer may stream for minutes; the proxy's own deadlines bound it from here.
    */
   readonly keepOpen?: (request: Request) => void;
+  /** Where requests wait when every worker is busy; without it they get all_workers_busy (503). */
+  readonly admission?: AdmissionGate;
 }
 
 export interface ForwardInput {
@@ -55,6 +58,8 @@ export interface ForwardInput {
   readonly sessionId?: string;
   readonly sessionControl?: SessionControl;
   readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
+  /** The body's `priority` (vLLM: lower is served first); orders the admission queue. */
+  readonly priority?: number;
 }
 
 export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Response> {
@@ -67,17 +72,22 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
-      decision = await d.routing.route({
-        tokens: input.tokens,
-        prepared,
-        approximate: input.approximate,
-        requestId,
-        loraName: input.loraName,
-        sessionId: input.sessionId,
-        sessionControl: input.sessionControl,
-        allowedWorkerIds: input.allowedWorkerIds,
-        exclude,
-      });
+      const route = () =>
+        d.routing.route({
+          tokens: input.tokens,
+          prepared,
+          approximate: input.approximate,
+          requestId,
+          loraName: input.loraName,
+          sessionId: input.sessionId,
+          sessionControl: input.sessionControl,
+          allowedWorkerIds: input.allowedWorkerIds,
+          exclude,
+        });
+      // Every candidate busy: wait in the admission queue (429 when full or too long).
+      decision = d.admission
+        ? await d.admission.admit(route, { priority: input.priority, signal: input.request.signal, abandon: (x) => x.lease.free() })
+        : await route();
     } catch (e) {
       // Every worker left failed this request: say so rather than "no workers".
       if (failures.length > 0) throw upstreamFailed(failures);
@@ -164,6 +174,9 @@ function respond(
   const workerLabel = String(worker.workerId);
   const headers = clientResponseHeaders(res.headers, workerLabel, worker.dpRank, decision.overlapBlocks);
   const init = { status: res.status, statusText: res.statusText, headers };
+  // A non-streamed answer starts (headers) only once the engine has computed the prompt:
+  // its prefill load is gone now, not when the whole answer has arrived (issue 13).
+  if (!isEventStream(res.headers)) lease.prefillDone();
   // A 5xx the engine answered is passed on as it is, but counts against the worker.
   const verdict = res.status >= 500 ? `HTTP ${res.status}` : undefined;
   if (!reader || !first || first.done || first.value === undefined) {

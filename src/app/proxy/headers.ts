@@ -27,6 +27,15 @@ const HOP_BY_HOP_SET: ReadonlySet<string> = new Set(HOP_BY_HOP);
 export const HEADER_WORKER = "x-switchyard-worker";
 export const HEADER_DP_RANK = "x-switchyard-dp-rank";
 export const HEADER_OVERLAP = "x-switchyard-overlap-blocks";
+/**
+ * The rank header both engines read: vLLM's OpenAI server takes the target rank from
+ * `X-data-parallel-rank` (`OpenAIServing._get_data_parallel_rank`, vllm/entrypoints/openai/
+ * serving_engine.py, v0.10–0.11; engine/serving.py later), SGLang from `x-data-parallel-rank`,
+ * ahead of the body's `routed_dp_rank` (`extract_routed_dp_rank_from_header`,
+ * python/sglang/srt/entrypoints/openai/serving_base.py, v0.5). HTTP header names are
+ * case-insensitive. The router always sets it to its own choice (a client's value is replaced).
+ */
+export const HEADER_ENGINE_DP_RANK = "x-data-parallel-rank";
 /** Session headers, in order of preference. */
 export const SESSION_HEADERS = ["x-session-id", "x-dynamo-session-id"] as const;
 
@@ -38,6 +47,7 @@ export function upstreamRequestHeaders(incoming: Headers, dpRank: number): Recor
   });
   out["accept-encoding"] = "identity";
   out[HEADER_DP_RANK] = String(dpRank);
+  out[HEADER_ENGINE_DP_RANK] = String(dpRank);
   return out;
 }
 

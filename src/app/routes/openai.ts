@@ -47,6 +47,7 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
     deadlines: d.deadlines,
     report: d.report,
     keepOpen: d.keepOpen,
+    admission: d.admission,
   };
 
   const dispatch = createDispatch(d, forwardDeps);
@@ -60,6 +61,10 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
     if (json.stream !== undefined && typeof json.stream !== "boolean") {
       throw new RouterError("invalid_request", "stream: must be a boolean", "stream");
     }
+    // vLLM's `priority` (lower is served first): orders the admission queue; forwarded as is.
+    if (json.priority !== undefined && (typeof json.priority !== "number" || !Number.isSafeInteger(json.priority))) {
+      throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
+    }
     const prompt = await readPrompt(d, json, kind);
     const sessionControl = sessionControlOf(json);
     const input: ForwardInput = {
@@ -71,6 +76,7 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
       // nvext.session_control takes the place of the header session.
       sessionId: sessionControl ? undefined : sessionIdOf(req.headers, d.maxSessionIdLength),
       sessionControl,
+      priority: json.priority as number | undefined,
     };
     return dispatch(input, json.model);
   };

@@ -10,6 +10,7 @@ import { describeIssues, U64Schema } from "../../core/events.ts";
 import { workerKey } from "../../core/ids.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
+import { KvEventsSchema, kvEventsSpec } from "../../workers/worker-spec.ts";
 import { modelFields, registerTokenizer } from "./worker-models.ts";
 
 const RegisterBody = v.object({
@@ -22,6 +23,8 @@ const RegisterBody = v.object({
   model: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
   tokenizer: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
   models: v.optional(v.pipe(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of model names"), v.nonEmpty("must not be empty"))),
+  // Where the engine publishes its KV events over ZMQ (vLLM --kv-events-config; rank r on port + r).
+  kv_events: v.optional(KvEventsSchema),
 });
 
 function parseId(raw: string): bigint {
@@ -56,6 +59,7 @@ export function workerRoutes(d: AppDeps): Hono {
         cached_blocks: cached,
         loras: d.lora.loadedOn(w.id),
         ...modelFields(d, w.id),
+        ...d.workerDetails?.(w.id),
       };
     });
     return c.json({ workers });
@@ -67,16 +71,20 @@ export function workerRoutes(d: AppDeps): Hono {
     if (!r.success) throw new RouterError("invalid_request", `invalid worker registration: ${describeIssues(r.issues)}`);
     const b = r.output;
     await d.workerUrlPolicy?.check(b.url); // never this router, any router, or a URL off --worker-allow
-    const res = await d.membership.register({
+    const kvEvents = kvEventsSpec(b.kv_events, b.dp_ranks, "invalid worker registration");
+    const input = {
       url: b.url,
       id: b.id,
-      dpRanks: b.dp_ranks,
+      dpRanks: kvEvents?.dpRanks ?? b.dp_ranks,
       blockSize: b.block_size,
       loras: b.loras,
       maxLoras: b.max_loras,
       model: b.model,
       models: b.models,
-    });
+    };
+    if (kvEvents && !d.provisioner) throw new RouterError("invalid_request", "kv_events: this router cannot subscribe to ZMQ event streams", "kv_events");
+    // With kv_events the worker's index comes from its event stream (no /kv/query restore).
+    const res = d.provisioner ? await d.provisioner.register({ ...input, kvEvents }) : await d.membership.register(input);
     const w = res.worker;
     const warnings = b.tokenizer !== undefined ? [...res.warnings, ...(await registerTokenizer(d, w.id, b.tokenizer))] : res.warnings;
     return c.json(

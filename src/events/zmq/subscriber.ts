@@ -83,6 +83,8 @@ export interface VllmKvSubscriber {
   /** Stop the worker, close the sockets; resolves when it is gone. Idempotent. */
   stop(): Promise<void>;
   stats(): VllmKvSubscriberStats;
+  /** The receive worker runs (started, not stopped, no fatal error); libzmq reconnects by itself meanwhile. */
+  running(): boolean;
   readonly libzmqVersion: string;
 }
 
@@ -103,8 +105,13 @@ export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Prom
   let batches = 0, events = 0, decodeErrors = 0, handoffs = 0;
   let lastRank: DpRank = opts.dpRank ?? 0;
   let stopped = false;
-  let resolveStopped!: () => void;
-  const workerGone = new Promise<void>((r) => (resolveStopped = r));
+  let gone = false;
+  let resolveWorkerGone!: () => void;
+  const workerGone = new Promise<void>((r) => (resolveWorkerGone = r));
+  const resolveStopped = () => {
+    gone = true;
+    resolveWorkerGone();
+  };
   let started: { resolve: (v: string) => void; reject: (e: Error) => void } | undefined;
   const whenReady = new Promise<string>((resolve, reject) => (started = { resolve, reject }));
 
@@ -235,6 +242,7 @@ export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Prom
   return {
     libzmqVersion: version,
     stop,
+    running: () => !stopped && !gone,
     stats: () => ({ ...workerCounters, batches, events, decodeErrors, handoffs, nextEventId: nextId, decode: { ...decode } }),
   };
 }

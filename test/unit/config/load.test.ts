@@ -140,17 +140,31 @@ describe("shared state, LoRA and ZMQ options", () => {
         "--zmq-endpoint", "http://10.0.0.5:8000=tcp://10.0.0.5:5557",
         "--zmq-endpoint=http://10.0.0.6:8000/=tcp://10.0.0.6:5557",
         "--zmq-replay-endpoint", "http://10.0.0.6:8000=tcp://10.0.0.6:5558",
+        "--zmq-dp-ranks", "http://10.0.0.6:8000=4",
       ],
       env: {},
     });
     expect(c.zmqEndpoints).toEqual([
-      { workerUrl: "http://10.0.0.5:8000", endpoint: "tcp://10.0.0.5:5557", replayEndpoint: undefined },
-      { workerUrl: "http://10.0.0.6:8000/", endpoint: "tcp://10.0.0.6:5557", replayEndpoint: "tcp://10.0.0.6:5558" },
+      { workerUrl: "http://10.0.0.5:8000", endpoint: "tcp://10.0.0.5:5557", replayEndpoint: undefined, dpRanks: 1 },
+      { workerUrl: "http://10.0.0.6:8000/", endpoint: "tcp://10.0.0.6:5557", replayEndpoint: "tcp://10.0.0.6:5558", dpRanks: 4 },
     ]);
     const fromEnv = loadConfig({ argv: [], env: { SWITCHYARD_ZMQ_ENDPOINTS: "http://a:1=tcp://a:2,http://b:1=ipc:///tmp/b" } });
     expect(fromEnv.zmqEndpoints.map((z) => z.endpoint)).toEqual(["tcp://a:2", "ipc:///tmp/b"]);
     const fromFile = loadConfig({ argv: ["--config", "c.json"], env: {}, readFile: () => JSON.stringify({ "zmq-endpoints": ["http://a:1=tcp://a:2"] }) });
     expect(fromFile.zmqEndpoints).toHaveLength(1);
+  });
+
+  test("--zmq-dp-ranks needs an integer rank count and a --zmq-endpoint of the same worker", () => {
+    expect(problems(() => loadConfig({ argv: ["--zmq-endpoint", "http://a:1=tcp://a:2", "--zmq-dp-ranks", "http://a:1=0"], env: {} }))[0]).toContain("--zmq-dp-ranks");
+    expect(problems(() => loadConfig({ argv: ["--zmq-endpoint", "http://a:1=tcp://a:2", "--zmq-dp-ranks", "http://b:1=2"], env: {} }))[0]).toContain("http://b:1 has no --zmq-endpoint");
+  });
+
+  test("admission and engine-metrics flags: defaults and validation", () => {
+    const c = loadConfig({ argv: [], env: {} });
+    expect([c.maxQueue, c.queueTimeout, c.engineMetricsInterval, c.busyWaiting, c.workerCapacity, c.workersFile]).toEqual([1024, 30, 2, null, null, undefined]);
+    const d = loadConfig({ argv: ["--max-queue", "0", "--queue-timeout", "0.5", "--busy-waiting", "3", "--worker-capacity", "8192", "--workers-file", "/etc/w.yaml"], env: {} });
+    expect([d.maxQueue, d.queueTimeout, d.busyWaiting, d.workerCapacity, d.workersFile]).toEqual([0, 0.5, 3, 8192, "/etc/w.yaml"]);
+    expect(problems(() => loadConfig({ argv: ["--queue-timeout", "0"], env: {} }))[0]).toContain("--queue-timeout");
   });
 
   test("bad ZMQ pairs, a replay endpoint without its worker and a worker given twice are named", () => {

@@ -1,0 +1,113 @@
+/**
+ * Scrapes every registered engine's `GET /metrics` every `intervalMs` (--engine-metrics-interval)
+ * and keeps the last report per worker (engine-metrics.ts reads it). One scrape per worker
+ * at a time, each with a deadline; a failed scrape keeps the error beside the last good
+ * report, and a report older than `staleAfterMs` stops counting (busy decisions must not
+ * rest on numbers from a dead engine). It does not decide anything itself.
+ */
+import type { WorkerId } from "../core/ids.ts";
+import { readEngineLoad, type EngineLoad } from "./engine-metrics.ts";
+
+export interface ScrapedWorker {
+  readonly id: WorkerId;
+  readonly url: string;
+  readonly dpRanks: number;
+}
+
+export interface EngineMetricsScraperOptions {
+  readonly workers: () => readonly ScrapedWorker[];
+  readonly intervalMs: number;
+  /** Per scrape (default min(intervalMs, 2000)). */
+  readonly timeoutMs?: number;
+  /** A report older than this is ignored (default 3 × intervalMs). */
+  readonly staleAfterMs?: number;
+  readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
+  /** Milliseconds. */
+  readonly now: () => number;
+  /** After each round of scrapes (busy sets, admission). */
+  readonly onRound?: () => void;
+  readonly warn?: (message: string) => void;
+}
+
+export interface EngineReport {
+  readonly load?: EngineLoad;
+  /** When `load` was read (ms, the scraper's clock). */
+  readonly at?: number;
+  /** The last scrape's failure, if it failed. */
+  readonly error?: string;
+}
+
+/** Bodies larger than this are not metrics pages we want to parse. */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+export class EngineMetricsScraper {
+  readonly #reports = new Map<WorkerId, EngineReport>();
+  readonly #inflight = new Set<WorkerId>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  readonly #warned = new Set<WorkerId>();
+
+  constructor(private readonly o: EngineMetricsScraperOptions) {}
+
+  start(): void {
+    if (this.#timer !== undefined) return;
+    void this.scrapeAll();
+    this.#timer = setInterval(() => void this.scrapeAll(), this.o.intervalMs);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** One round: every registered worker not already being scraped; forgets removed ones. */
+  async scrapeAll(): Promise<void> {
+    const workers = this.o.workers();
+    const live = new Set(workers.map((w) => w.id));
+    for (const id of this.#reports.keys()) if (!live.has(id)) this.#reports.delete(id);
+    await Promise.all(workers.filter((w) => !this.#inflight.has(w.id)).map((w) => this.#scrape(w)));
+    this.o.onRound?.();
+  }
+
+  async #scrape(w: ScrapedWorker): Promise<void> {
+    this.#inflight.add(w.id);
+    const prev = this.#reports.get(w.id);
+    try {
+      const timeoutMs = this.o.timeoutMs ?? Math.min(this.o.intervalMs, 2_000);
+      const res = await this.o.fetch(`${w.url}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
+      if (!res.ok) {
+        await res.body?.cancel().catch(() => {});
+        throw new Error(`HTTP ${res.status}`);
+      }
+      const length = Number(res.headers.get("content-length") ?? 0);
+      if (length > MAX_BODY_BYTES) {
+        await res.body?.cancel().catch(() => {});
+        throw new Error(`metrics page of ${length} bytes is over ${MAX_BODY_BYTES}`);
+      }
+      const load = readEngineLoad(await res.text(), w.dpRanks);
+      if (this.#reports.has(w.id) || prev === undefined) this.#reports.set(w.id, { load, at: this.o.now() });
+      if (load.engine === undefined && !this.#warned.has(w.id)) {
+        this.#warned.add(w.id);
+        this.o.warn?.(`worker ${w.id} (${w.url}): /metrics has none of vLLM's or SGLang's load gauges; its own load is unknown`);
+      }
+    } catch (e) {
+      const error = (e as Error).name === "TimeoutError" ? "scrape timed out" : (e as Error).message;
+      if (this.o.workers().some((x) => x.id === w.id)) this.#reports.set(w.id, { ...prev, error });
+    } finally {
+      this.#inflight.delete(w.id);
+    }
+  }
+
+  /** The last report of a worker (stale or not), for GET /v1/workers. */
+  report(id: WorkerId): EngineReport | undefined {
+    return this.#reports.get(id);
+  }
+
+  /** Every worker's last load that is fresh enough to act on. */
+  *freshLoads(): Generator<readonly [WorkerId, EngineLoad]> {
+    const now = this.o.now();
+    const stale = this.o.staleAfterMs ?? 3 * this.o.intervalMs;
+    for (const [id, r] of this.#reports) {
+      if (r.load !== undefined && r.at !== undefined && now - r.at <= stale) yield [id, r.load] as const;
+    }
+  }
+}

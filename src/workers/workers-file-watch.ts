@@ -1,0 +1,159 @@
+/**
+ * Keeps the registered workers in step with `--workers-file` (issue 13). The file is read
+ * at start, then again whenever its directory changes (a mounted ConfigMap is updated by
+ * swapping a symlink in that directory, so watching the file itself would miss it) and, in
+ * case a change notification is lost, every `pollMs`. Each read is reconciled: entries gone
+ * from the file are removed, new or edited ones registered (edited = removed, then added),
+ * and a file worker removed by other means (DELETE /v1/workers) is added back — the file is
+ * the source of truth for the workers it lists; workers added otherwise are never touched.
+ * A file that cannot be read or parsed is logged once and the last good set is kept. An
+ * entry that fails to register is retried after `retryMs`. File reading and YAML parsing
+ * are injected (main.ts: Bun.file, Bun.YAML.parse).
+ */
+import type { WorkerId } from "../core/ids.ts";
+import type { WorkerSpec } from "./worker-spec.ts";
+import { diffWorkers, parseWorkersFile, type WantedWorker, type YamlParse } from "./workers-file.ts";
+
+export interface WorkersFileWatchOptions {
+  readonly path: string;
+  /** Re-read at least this often (ms; default 1000). */
+  readonly pollMs?: number;
+  /** A failed registration is tried again after this long (ms; default 30000). */
+  readonly retryMs?: number;
+  readonly readFile: (path: string) => Promise<string>;
+  readonly parseYaml: YamlParse;
+  /** Change notifications for the file's directory; returns a stop function. Optional. */
+  readonly watchDir?: (dir: string, onChange: () => void) => () => void;
+  readonly register: (spec: WorkerSpec) => Promise<unknown>;
+  readonly remove: (id: WorkerId) => void;
+  readonly isRegistered: (id: WorkerId) => boolean;
+  readonly now: () => number;
+  readonly log: {
+    info(message: string, fields?: Record<string, unknown>): void;
+    warn(message: string, fields?: Record<string, unknown>): void;
+    error(message: string, fields?: Record<string, unknown>): void;
+  };
+}
+
+export class WorkersFileWatch {
+  /** Workers this file registered: id → fingerprint of the entry. */
+  readonly #applied = new Map<WorkerId, string>();
+  readonly #failedAt = new Map<WorkerId, { fingerprint: string; at: number }>();
+  #wanted: WantedWorker[] = [];
+  #lastText: string | undefined;
+  #lastProblem: string | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #unwatch: (() => void) | undefined;
+  #reads = 0;
+
+  constructor(private readonly o: WorkersFileWatchOptions) {}
+
+  /** Workers the file registered (for tests and logs). */
+  get applied(): ReadonlyMap<WorkerId, string> {
+    return this.#applied;
+  }
+
+  /** How many times the file was read. */
+  get reads(): number {
+    return this.#reads;
+  }
+
+  /** Read and apply once, then keep watching. */
+  async start(): Promise<void> {
+    await this.check();
+    this.#timer = setInterval(() => void this.check(), this.o.pollMs ?? 1_000);
+    const slash = this.o.path.lastIndexOf("/");
+    const dir = slash > 0 ? this.o.path.slice(0, slash) : slash === 0 ? "/" : ".";
+    try {
+      this.#unwatch = this.o.watchDir?.(dir, () => void this.check());
+    } catch (e) {
+      this.o.log.warn(`--workers-file: cannot watch ${dir} (${(e as Error).message}); polling every ${this.o.pollMs ?? 1_000} ms`);
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#unwatch?.();
+    this.#unwatch = undefined;
+  }
+
+  /** Read the file and reconcile; concurrent calls coalesce into one more pass. */
+  check(): Promise<void> {
+    if (this.#running) {
+      this.#again = true;
+      return this.#running;
+    }
+    this.#running = (async () => {
+      try {
+        do {
+          this.#again = false;
+          await this.#pass();
+        } while (this.#again);
+      } finally {
+        this.#running = undefined;
+      }
+    })();
+    return this.#running;
+  }
+
+  async #pass(): Promise<void> {
+    let text: string;
+    try {
+      text = await this.o.readFile(this.o.path);
+      this.#reads++;
+    } catch (e) {
+      this.#problem(`--workers-file: cannot read ${this.o.path} (${(e as Error).message}); keeping the ${this.#applied.size} workers it listed`);
+      return;
+    }
+    if (text !== this.#lastText) {
+      try {
+        this.#wanted = parseWorkersFile(text, this.o.path, this.o.parseYaml);
+        this.#lastText = text;
+        this.#lastProblem = undefined;
+        this.#failedAt.clear();
+      } catch (e) {
+        this.#problem(`--workers-file: ${(e as Error).message}; keeping the last good list`);
+        return;
+      }
+    }
+    // A file worker removed by other means is no longer applied: it is added back below.
+    for (const id of [...this.#applied.keys()]) if (!this.o.isRegistered(id)) this.#applied.delete(id);
+    const { remove, add } = diffWorkers(this.#applied, this.#wanted);
+    for (const id of remove) {
+      this.#applied.delete(id);
+      if (!this.o.isRegistered(id)) continue;
+      try {
+        this.o.remove(id);
+        this.o.log.info(`--workers-file: worker ${id} removed (no longer listed, or its entry changed)`);
+      } catch (e) {
+        this.o.log.warn(`--workers-file: cannot remove worker ${id}: ${(e as Error).message}`);
+      }
+    }
+    const now = this.o.now();
+    const retryMs = this.o.retryMs ?? 30_000;
+    await Promise.all(
+      add.map(async (w) => {
+        const failed = this.#failedAt.get(w.id);
+        if (failed && failed.fingerprint === w.fingerprint && now - failed.at < retryMs) return;
+        try {
+          await this.o.register(w.spec);
+          this.#applied.set(w.id, w.fingerprint);
+          this.#failedAt.delete(w.id);
+        } catch (e) {
+          this.#failedAt.set(w.id, { fingerprint: w.fingerprint, at: now });
+          this.o.log.error(`--workers-file: cannot register ${w.spec.url}: ${(e as Error).message} (retried in ${retryMs / 1000} s)`);
+        }
+      }),
+    );
+  }
+
+  /** Log a problem once until it changes (the file is polled every second). */
+  #problem(message: string): void {
+    if (message === this.#lastProblem) return;
+    this.#lastProblem = message;
+    this.o.log.error(message);
+  }
+}
