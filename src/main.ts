@@ -461,12 +461,16 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     tracker,
     index,
     metrics,
-    ingestEvents: (events) =>
-      ingestEvents(events, {
-        isKnown: (w, r) => (registry.get(w)?.dpRanks ?? 0) > r,
-        onLiveEvent: (ev) => recovery.onLiveEvent(ev),
-        onDropped: (reason, n) => metrics.eventDropped(reason, n),
-      }),
+    ingestEvents: (events, source) =>
+      ingestEvents(
+        events,
+        {
+          isKnown: (w, r) => (registry.get(w)?.dpRanks ?? 0) > r,
+          onLiveEvent: (ev, s) => recovery.ingest(ev, s),
+          onDropped: (reason, n) => metrics.eventDropped(reason, n),
+        },
+        source,
+      ),
     lora: adapters,
     models,
     tokenizers,

@@ -5,7 +5,7 @@
 import type { RouterEvent } from "../core/events.ts";
 import type { Binding } from "../sessions/store.ts";
 import type { WorkerId } from "../core/ids.ts";
-import type { IngestResult } from "../events/http-batch.ts";
+import type { EventSource, IngestResult } from "../events/http-batch.ts";
 import type { KvIndex } from "../indexer/types.ts";
 import type { RouterMetrics } from "../metrics/names.ts";
 import type { LoadTracker } from "../scheduler/load-tracker.ts";
@@ -42,7 +42,8 @@ export interface AppDeps {
   readonly index: KvIndex;
   readonly metrics: RouterMetrics;
   /** Feed live events (already validated) to the recovery core. */
-  readonly ingestEvents: (events: readonly RouterEvent[]) => IngestResult;
+  /** `source`: "engine" when the batch says it is the engine's own stream, else "admin" (events/http-batch.ts). */
+  readonly ingestEvents: (events: readonly RouterEvent[], source: EventSource) => IngestResult;
   /** LoRA requests: which `model` is an adapter, and where it is (or gets) loaded. */
   readonly lora: LoraRouting;
   /** Which models each worker serves (its GET /v1/models); without it every model goes to every worker. */

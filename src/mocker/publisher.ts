@@ -43,7 +43,8 @@ export class EventPublisher {
     this.routerUrl = o.routerUrl.replace(/\/+$/, "");
     this.url = `${this.routerUrl}/v1/kv/events`;
     this.doFetch = o.fetch ?? fetch;
-    this.headers = { "content-type": "application/json" };
+    // Marks the batch as this engine's own stream (events/http-batch.ts): ordered by its ids.
+    this.headers = { "content-type": "application/json", "x-switchyard-event-source": "engine" };
     if (o.adminToken) this.headers.authorization = `Bearer ${o.adminToken}`;
   }
 

@@ -9,7 +9,7 @@ import type { DpRank, EventId, WorkerId } from "../core/ids.ts";
 import { advanceTo, live, type CursorState } from "./cursor.ts";
 import type { RankState } from "./rank-state.ts";
 import { Semaphore } from "./semaphore.ts";
-import { emptyRecoveryStats, type IndexSink, type RecoveryStats, type WorkerKvQueryResponse, type WorkerQuery } from "./types.ts";
+import { emptyRecoveryStats, type EventSource, type IndexSink, type RecoveryStats, type WorkerKvQueryResponse, type WorkerQuery } from "./types.ts";
 import { WorkerState, type ClearScope, type LiveEventAction } from "./worker-state.ts";
 
 /** Query attempts after the first before a recovery gives up (spec §5.3). */
@@ -60,7 +60,24 @@ export class RecoveryDriver {
     this.warn = opts.onWarning ?? (() => {});
   }
 
-  /** Feed one live event. Synchronous; may start recoveries that finish later. */
+  /** Feed one event from `source` (see EventSource). */
+  ingest(event: RouterEvent, source: EventSource): void {
+    if (source === "admin") this.onAdminEvent(event);
+    else this.onLiveEvent(event);
+  }
+
+  /**
+   * An event posted by someone other than the engine: applied to the index as it says (a
+   * Cleared wipes its rank), outside the engine's id order. The cursor does not move, so
+   * the engine's own event with the same id still applies; a later restore may undo it.
+   */
+  onAdminEvent(event: RouterEvent): void {
+    this.counters.admin += 1;
+    if (event.event.data.type === "cleared") this.sink.removeWorkerDpRank(event.workerId, event.event.dpRank);
+    else this.sink.applyEvent(event);
+  }
+
+  /** Feed one live event of the engine's own stream. Synchronous; may start recoveries that finish later. */
   onLiveEvent(event: RouterEvent): void {
     const ws = this.worker(event.workerId);
     this.perform(event.workerId, event.event.dpRank, ws, ws.observeLiveEvent(event));
@@ -207,7 +224,7 @@ export class RecoveryDriver {
         this.counters.discarded += 1;
         return;
       }
-      if (resp === undefined) return this.giveUp(r, ws);
+      if (resp === undefined) return this.giveUp(w, r, ws, startId !== undefined);
       this.applyResponse(w, r, ws, rank, resp);
       const next = this.drain(r, ws);
       if (next === undefined) return;
@@ -215,7 +232,7 @@ export class RecoveryDriver {
         // The answer did not reach the id we asked for (a worker answering from a stale
         // state): back off like a failed query instead of asking again at once, forever.
         this.warn(`replay from ${startId} of ${w}:${r} made no progress (attempt ${stalls + 1})`);
-        if (stalls >= this.maxRetries) return this.giveUp(r, ws);
+        if (stalls >= this.maxRetries) return this.giveUp(w, r, ws, true);
         this.counters.retries += 1;
         await this.sleep(this.initialBackoffMs * 2 ** stalls);
         stalls += 1;
@@ -231,9 +248,21 @@ export class RecoveryDriver {
     }
   }
 
-  private giveUp(r: DpRank, ws: WorkerState): void {
+  /**
+   * No answer filled the gap (the worker no longer holds the range, is ahead of or behind
+   * us for good, or did not answer): wipe the rank, since a cold rank is honest and hits
+   * claimed from blocks whose Removed events were lost are not. A failed replay is followed
+   * at once by one full restore (the whole truth, when the worker can give it); a failed
+   * full restore waits for the next live event, so a dead worker is not queried forever.
+   */
+  private giveUp(w: WorkerId, r: DpRank, ws: WorkerState, wasReplay: boolean): void {
     this.counters.failed += 1;
-    ws.finishFailedRecovery(r);
+    this.warn(`KV events of ${w}:${r} could not be recovered; its blocks were dropped from the index until a restore or new events`);
+    this.sink.removeWorkerDpRank(w, r);
+    ws.abandonRecovery(r);
+    if (!wasReplay) return;
+    const { restoreEpoch } = ws.handleDiscoveredRank(r, false);
+    if (restoreEpoch !== undefined) this.spawn(w, r, ws, restoreEpoch, undefined);
   }
 
   /** A usable answer (events or dump), or undefined when the rank went stale or we gave up. */

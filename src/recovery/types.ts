@@ -37,6 +37,14 @@ export type WorkerQuery = (
   endId?: EventId,
 ) => Promise<WorkerKvQueryResponse>;
 
+/**
+ * Where an event came from. "engine": the engine's own stream (HTTP pushes marked as such,
+ * ZMQ): ordered by its ids through the cursor. "admin": posted through the admin API by
+ * anyone else: applied as it says, never moving the cursor, so it cannot push the engine's
+ * stream off its ids.
+ */
+export type EventSource = "engine" | "admin";
+
 /** What the driver needs from an index. `KvIndex` (src/indexer/types.ts) satisfies it. */
 export interface IndexSink {
   applyEvent(event: RouterEvent): unknown;
@@ -70,8 +78,10 @@ export interface RecoveryStats {
   recoveries: number;
   /** Query attempts repeated after an error / too_new / rejection. */
   retries: number;
-  /** Recoveries given up after the last retry (or an invalid_range). */
+  /** Recoveries given up after the last retry (or an invalid_range); each wipes its rank, which goes on cold. */
   failed: number;
+  /** Events from the admin API (not an engine's own stream), applied as they say, outside the id order. */
+  admin: number;
   /** Recovery results thrown away because the rank was reset, cleared or removed meanwhile. */
   discarded: number;
 }
@@ -79,6 +89,6 @@ export interface RecoveryStats {
 export function emptyRecoveryStats(): RecoveryStats {
   return {
     applied: 0, replayed: 0, dumped: 0, stale: 0, gaps: 0, restores: 0, restarts: 0, clears: 0,
-    buffered: 0, dropped: 0, recoveries: 0, retries: 0, failed: 0, discarded: 0,
+    buffered: 0, dropped: 0, recoveries: 0, retries: 0, failed: 0, admin: 0, discarded: 0,
   };
 }

@@ -6,7 +6,7 @@
 import type { RouterEvent } from "../core/events.ts";
 import type { DpRank, EventId } from "../core/ids.ts";
 import {
-  BEFORE_FIRST_EVENT_ID, RESTART_ID_MARGIN, advanceTo, applyBarrier, invalidateByBarrier, isEngineRestart, live, observe,
+  BEFORE_FIRST_EVENT_ID, INITIAL_CURSOR, RESTART_ID_MARGIN, advanceTo, applyBarrier, invalidateByBarrier, isEngineRestart, live, observe,
   type CursorState,
 } from "./cursor.ts";
 import { RECOVERY_PENDING_LIVE_EVENT_LIMIT, RankState, type PendingDrainAction } from "./rank-state.ts";
@@ -246,6 +246,22 @@ export class WorkerState {
     if (r === undefined) return;
     r.recoveryInflight = false;
     this.stats.dropped += r.clearPendingLiveEvents();
+  }
+
+  /**
+   * The recovery gave up (the worker no longer holds the range, or did not answer): the
+   * events it was fetching may be lost for good, Removed ones among them, so what the index
+   * holds for the rank may claim blocks the engine dropped. The caller wipes the rank; here
+   * the cursor goes back to "initial", so the next live event asks for a full restore (the
+   * whole truth, when the worker can give it) instead of the same range again. Until then
+   * the rank is cold, which is honest; stale hits are not.
+   */
+  abandonRecovery(dpRank: DpRank): void {
+    const r = this.ranks.get(dpRank);
+    if (r === undefined) return;
+    r.cursor = INITIAL_CURSOR;
+    r.maxSeenLiveId = undefined;
+    this.finishFailedRecovery(dpRank);
   }
 
   /** Mark a restored state: live at `lastEventId`, or before the first id when it is null. */

@@ -9,7 +9,7 @@ import * as v from "valibot";
 import { RouterError } from "../../core/errors.ts";
 import { describeIssues, routerEventToWire } from "../../core/events.ts";
 import { stringifyBigint } from "../../core/json.ts";
-import { parseEventBatch } from "../../events/http-batch.ts";
+import { EVENT_SOURCE_HEADER, eventSourceOf, parseEventBatch } from "../../events/http-batch.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
 import { routeTarget } from "../routing/route-target.ts";
@@ -49,7 +49,7 @@ export function adminRoutes(d: AppDeps): Hono {
   app.post("/v1/kv/events", async (c) => {
     const limit = Math.max(d.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES);
     const events = parseEventBatch(parseJsonExact(await readBodyLimited(c.req.raw, limit)));
-    const { accepted, dropped } = d.ingestEvents(events);
+    const { accepted, dropped } = d.ingestEvents(events, eventSourceOf(c.req.header(EVENT_SOURCE_HEADER)));
     return c.json({ accepted, dropped });
   });
 
