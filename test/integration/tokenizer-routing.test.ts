@@ -117,6 +117,39 @@ describe("routing on the model's tokens", () => {
   });
 });
 
+describe("a tokenizer given at registration", () => {
+  test("serves the worker's models that had none; a model keeps its first tokenizer", async () => {
+    const fresh = await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--tokenizer", QWEN, "--model", "qwen-b"]);
+    extra.push(fresh);
+    const res = await post(url, "/v1/workers", { url: String(fresh.info.url), tokenizer: QWEN });
+    expect(res.status).toBe(201);
+    const reg = (await res.json()) as { id: string; warnings: string[] };
+    expect(reg.warnings).toEqual([]);
+    const w = (await workers()).find((x) => x.id === reg.id)!;
+    expect(w).toMatchObject({ text_routing: "exact", tokenizer: QWEN, tokenizer_check: "match" });
+    // Text for qwen-b is now tokenized: the router's /tokenize answers it itself.
+    const t = await post(url, "/tokenize", { model: "qwen-b", prompt: "Hello" });
+    expect(t.headers.get("x-switchyard-tokenizer")).toBe(QWEN);
+
+    const again = await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--tokenizer", QWEN, "--model", MODEL]);
+    extra.push(again);
+    const r2 = (await (await post(url, "/v1/workers", { url: String(again.info.url), tokenizer: LLAMA })).json()) as { id: string; warnings: string[] };
+    expect(r2.warnings.join(" ")).toContain(`${MODEL} is already tokenized with ${QWEN}`);
+    await fetch(`${url}/v1/workers/${reg.id}`, { method: "DELETE" });
+    await fetch(`${url}/v1/workers/${r2.id}`, { method: "DELETE" });
+  });
+
+  test("an unloadable tokenizer is a 400 naming the field", async () => {
+    const fresh = await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--model", "qwen-c"]);
+    extra.push(fresh);
+    const res = await post(url, "/v1/workers", { url: String(fresh.info.url), tokenizer: "/nonexistent/dir" });
+    expect(res.status).toBe(400);
+    const e = (await res.json()) as { error: { param: string; message: string } };
+    expect(e.error.param).toBe("tokenizer");
+    expect(e.error.message).toContain("/nonexistent/dir");
+  });
+});
+
 const zmqProblem = pythonZmqProblem();
 
 describe.skipIf(zmqProblem !== undefined)(`the same over ZMQ${zmqProblem ? ` (skipped: ${zmqProblem})` : ""}`, () => {

@@ -36,7 +36,8 @@ export function modelFields(d: AppDeps, id: WorkerId): Record<string, unknown> {
 
 /**
  * `"tokenizer": PATH` at registration: load it (once per path) for every base model the
- * worker serves, or as the default when its models are unknown; then probe the engine.
+ * worker serves that has none yet (or as the default when its models are unknown and there
+ * is none); a model keeps its first tokenizer (a different path is a warning). Then probe the engine.
  */
 export async function registerTokenizer(d: AppDeps, id: WorkerId, path: string): Promise<string[]> {
   const toks = d.tokenizers;
@@ -44,12 +45,17 @@ export async function registerTokenizer(d: AppDeps, id: WorkerId, path: string):
   const bases = (d.models?.of(id) ?? []).filter((m) => m.parent === null).map((m) => m.id);
   const fallback = d.registry.get(id)?.model;
   const models: (string | undefined)[] = bases.length > 0 ? bases : [fallback];
+  const warnings: string[] = [];
   try {
-    for (const m of models) await toks.add(m, path);
+    for (const m of models) {
+      // A model has one tokenizer for the whole fleet: the first one given stays.
+      const own = toks.ownOf(m);
+      if (own === undefined) await toks.add(m, path);
+      else if (own.source !== path) warnings.push(`tokenizer: ${m ?? "the default"} is already tokenized with ${own.source}; ${path} is not used`);
+    }
   } catch (e) {
     throw new RouterError("invalid_request", `tokenizer: cannot load ${JSON.stringify(path)}: ${(e as Error).message}`, "tokenizer");
   }
-  const warnings: string[] = [];
   const rec = d.registry.get(id);
   if (rec !== undefined) {
     const check = await toks.check(id, rec.url, models[0]);

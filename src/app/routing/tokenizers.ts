@@ -63,6 +63,11 @@ export class RouterTokenizers {
     return this.#default;
   }
 
+  /** The tokenizer given for exactly this model (undefined for the default), no fallback. */
+  ownOf(model: string | undefined): EngineTokenizer | undefined {
+    return model === undefined ? this.#default : this.#byModel.get(model);
+  }
+
   get size(): number {
     return this.#byModel.size + (this.#default !== undefined ? 1 : 0);
   }
