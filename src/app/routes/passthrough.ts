@@ -40,6 +40,10 @@ export function forwardDepsOf(d: AppDeps): ForwardDeps {
     maxRetries: d.maxRetries,
     directStreams: d.directStreams,
     warn: (m: string) => d.log.warn(m),
+    // Deadlines, outcome reports (ejection) and the server idle-timeout lift, as for completions.
+    deadlines: d.deadlines,
+    report: d.report,
+    keepOpen: d.keepOpen,
   };
 }
 
