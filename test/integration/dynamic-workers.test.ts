@@ -1,0 +1,126 @@
+/**
+ * A worker registered at run time with its KV event stream (issue 13): the router starts
+ * with no workers; POST /v1/workers with `kv_events` subscribes to the engine's publisher
+ * (the python stand-in for vLLM's ZmqEventPublisher), its blocks are indexed from the
+ * stream and requests are routed on them; DELETE unsubscribes (the publisher sees the
+ * subscription go), drops its blocks and forgets it. Needs libzmq5, python3-zmq, python3-msgpack.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { Server } from "bun";
+import { computeBlockHashes } from "../../src/core/hashing.ts";
+import { parseJsonBigintSafe } from "../../src/core/json.ts";
+import { workerIdFromUrl } from "../../src/core/worker-id.ts";
+import { startMain, until, type Proc } from "../support/processes.ts";
+import { pythonZmqProblem, VllmPublisherProcess, type PublisherEvent } from "../support/vllm-kv-publisher.ts";
+
+setDefaultTimeout(30_000);
+
+const BS = 16;
+const TOKENS = Array.from({ length: 3 * BS }, (_, i) => 5000 + i);
+let publisher: VllmPublisherProcess | undefined;
+let vllm: Server<undefined> | undefined;
+let router: Proc | undefined;
+let vllmUrl = "";
+let routerUrl = "";
+const hits = new Map<string, number>();
+
+beforeAll(async () => {
+  const problem = pythonZmqProblem();
+  if (problem) throw new Error(problem);
+  vllm = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      const path = new URL(req.url).pathname;
+      hits.set(path, (hits.get(path) ?? 0) + 1);
+      if (path === "/health") return new Response("ok");
+      if (path === "/v1/completions") return Response.json({ id: "c", object: "text_completion", choices: [{ index: 0, text: "ok", finish_reason: "stop" }] });
+      return new Response("not found", { status: 404 });
+    },
+  });
+  vllmUrl = `http://127.0.0.1:${vllm.port}`;
+  publisher = await VllmPublisherProcess.start();
+  router = await startMain(["serve", "--port", "0", "--host", "127.0.0.1", "--block-size", String(BS), "--health-interval", "0.2"]);
+  routerUrl = String(router.info.url);
+});
+
+afterAll(async () => {
+  await router?.stop();
+  await publisher?.stop();
+  await vllm?.stop(true);
+});
+
+const post = (body: unknown) =>
+  fetch(`${routerUrl}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+
+async function indexedBlocks(): Promise<number> {
+  const dump = parseJsonBigintSafe(await (await fetch(`${routerUrl}/debug/kv/dump`)).text()) as {
+    events: { worker_id: unknown; event: { data: { stored?: { blocks: unknown[] } } } }[];
+  };
+  let n = 0;
+  for (const ev of dump.events) if (BigInt(ev.worker_id as bigint) === workerIdFromUrl(vllmUrl)) n += ev.event.data.stored?.blocks.length ?? 0;
+  return n;
+}
+
+describe("a worker registered at run time with kv_events", () => {
+  test("a bad kv_events is a 400 naming the field", async () => {
+    const r = await post({ url: vllmUrl, kv_events: { endpoint: "http://nope:1" } });
+    expect(r.status).toBe(400);
+    const body = (await r.json()) as { error: { message: string } };
+    expect(body.error.message).toContain("kv_events.endpoint");
+    const mismatch = await post({ url: vllmUrl, dp_ranks: 2, kv_events: { endpoint: publisher!.pub, dp_ranks: 3 } });
+    expect(mismatch.status).toBe(400);
+    expect(((await mismatch.json()) as { error: { message: string } }).error.message).toContain("differ");
+    expect(((await (await fetch(`${routerUrl}/v1/workers`)).json()) as { workers: unknown[] }).workers).toEqual([]);
+  });
+
+  test("POST subscribes; its stream fills the index; requests use it", async () => {
+    const r = await post({ url: vllmUrl, kv_events: { endpoint: publisher!.pub, replay_endpoint: publisher!.replay } });
+    expect(r.status).toBe(201);
+    await publisher!.waitSubscriber();
+    const stored: PublisherEvent = {
+      type: "BlockStored", block_hashes: [11, 12, 13], parent_block_hash: null, token_ids: TOKENS, block_size: BS, lora_id: null, medium: "GPU",
+    };
+    await publisher!.publish([{ events: [stored] }], "map");
+    await until(async () => (await indexedBlocks()) === 3, "the stored blocks in the index");
+    expect(hits.get("/kv/query") ?? 0).toBe(0); // fed by its stream, never restored
+
+    const ws = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as {
+      workers: { id: string; kv_events: { endpoint: string; replay_endpoint: string; ranks: { connected: boolean; last_seq: number; batches: number }[] } }[];
+    };
+    const kv = ws.workers[0]!.kv_events;
+    expect([kv.endpoint, kv.replay_endpoint]).toEqual([publisher!.pub, publisher!.replay]);
+    expect(kv.ranks).toEqual([expect.objectContaining({ connected: true, last_seq: 0, batches: 1 })]);
+
+    await until(async () => ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the worker to pass a health check");
+    const res = await fetch(`${routerUrl}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", prompt: [...TOKENS, 9], max_tokens: 1 }),
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(res.headers.get("x-switchyard-overlap-blocks")).toBe("3");
+  });
+
+  test("registering it again changes nothing (200, one subscription)", async () => {
+    const r = await post({ url: vllmUrl, kv_events: { endpoint: publisher!.pub, replay_endpoint: publisher!.replay } });
+    expect(r.status).toBe(200);
+    const ws = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as { workers: { kv_events: { ranks: unknown[] } }[] };
+    expect(ws.workers[0]!.kv_events.ranks).toHaveLength(1);
+  });
+
+  test("DELETE unsubscribes, drops its blocks and forgets it; later events are not applied", async () => {
+    const id = workerIdFromUrl(vllmUrl).toString();
+    const r = await fetch(`${routerUrl}/v1/workers/${id}`, { method: "DELETE" });
+    expect(r.status).toBe(200);
+    expect(await publisher!.waitUnsubscribed()).toBe(false);
+    expect(await indexedBlocks()).toBe(0);
+    expect(((await (await fetch(`${routerUrl}/v1/workers`)).json()) as { workers: unknown[] }).workers).toEqual([]);
+    // Nobody listens any more: a new block never reaches the index.
+    await publisher!.publish([{ events: [{ type: "BlockStored", block_hashes: [14], parent_block_hash: 13, token_ids: TOKENS.slice(0, BS), block_size: BS, lora_id: null, medium: "GPU" }] }]);
+    const metrics = await (await fetch(`${routerUrl}/metrics`)).text();
+    expect(await indexedBlocks()).toBe(0);
+    expect(metrics).toContain("switchyard_index_blocks 0");
+  });
+});
