@@ -208,6 +208,11 @@ function reachableHost(host: string): string {
   return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
 }
 
+/** Start-up refused for a reason the operator can fix (printed as one line, no stack). */
+export class StartupError extends Error {
+  override readonly name = "StartupError";
+}
+
 export interface RunningRouter {
   readonly url: string;
   readonly port: number;
@@ -243,7 +248,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     try {
       tok = await tokenizers.add(t.model, t.path);
     } catch (e) {
-      throw new Error(`--tokenizer ${t.model !== undefined ? `${t.model}=` : ""}${t.path}: ${(e as Error).message}`);
+      throw new StartupError(`--tokenizer ${t.model !== undefined ? `${t.model}=` : ""}${t.path}: ${(e as Error).message}`);
     }
     log.info(`tokenizer for ${t.model ?? "every model"}: ${tok.source}`, { implementation: tok.implementation });
   }
@@ -624,7 +629,17 @@ async function runServe(argv: readonly string[]): Promise<void> {
     throw e;
   }
   const log = createLogger(config.logLevel);
-  const router = await serve(config, log);
+  let router: RunningRouter;
+  try {
+    router = await serve(config, log);
+  } catch (e) {
+    // A bad start-up input (a tokenizer directory that cannot load): one line, exit 2.
+    if (e instanceof StartupError) {
+      console.error(e.message);
+      process.exit(2);
+    }
+    throw e;
+  }
   // One machine-readable line, so scripts and tests started with --port 0 find the router.
   console.log(JSON.stringify({ url: router.url, port: router.port }));
   onShutdown(() => router.drain(config.drainTimeout * 1000).then(() => {}), log);

@@ -150,6 +150,18 @@ describe("a tokenizer given at registration", () => {
   });
 });
 
+describe("start-up", () => {
+  test("a --tokenizer directory that cannot load stops the start with one line naming it (exit 2)", async () => {
+    const proc = Bun.spawn({ cmd: [process.execPath, join(ROOT, "src/main.ts"), "serve", "--port", "0", "--tokenizer", "m=/nonexistent/tok"], stdout: "pipe", stderr: "pipe" });
+    const code = await Promise.race([proc.exited, Bun.sleep(15_000).then(() => "timeout" as const)]);
+    if (code === "timeout") proc.kill("SIGKILL");
+    expect(code).toBe(2);
+    const err = await new Response(proc.stderr).text();
+    expect(err).toContain("--tokenizer m=/nonexistent/tok: ");
+    expect(err).not.toContain("    at ");
+  });
+});
+
 const zmqProblem = pythonZmqProblem();
 
 describe.skipIf(zmqProblem !== undefined)(`the same over ZMQ${zmqProblem ? ` (skipped: ${zmqProblem})` : ""}`, () => {
