@@ -7,6 +7,7 @@
  * /tokenize is the router's own when it has the model's tokenizer (routes/tokenize.ts), else proxied.
  */
 import { Hono } from "hono";
+import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
 import type { ForwardDeps } from "../proxy/forward.ts";
@@ -44,6 +45,8 @@ export function forwardDepsOf(d: AppDeps): ForwardDeps {
     deadlines: d.deadlines,
     report: d.report,
     keepOpen: d.keepOpen,
+    // Every worker busy: wait in the admission queue like completions (429 when full or too long).
+    admission: d.admission,
   };
 }
 
@@ -53,7 +56,11 @@ export function proxyJson(d: AppDeps, dispatch: Dispatch, path: string, kind: Pr
     const body = await readBodyLimited(req, d.maxBodyBytes);
     const json = parseJsonObject(body);
     const prompt = await readPrompt(d, json, kind);
-    return dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate }, json.model);
+    const priority = json.priority;
+    if (priority !== undefined && (typeof priority !== "number" || !Number.isSafeInteger(priority))) {
+      throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
+    }
+    return dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority }, json.model);
   };
 }
 
