@@ -8,6 +8,8 @@
  * - `str.capitalize()` lowercases the rest, as Python does.
  * - printed values are Python's str(): True/False, None (`{{ tool.description }}` of a tool
  *   sent without one prints "None" in vLLM), lists and dicts as Python reprs.
+ * - `| string` is str(); `| map('trim')` maps by filter name; filters on an undefined value
+ *   behave as on Python's Undefined ("" / empty / 0).
  * Not covered (rare in chat templates; they raise or differ): `%`-format, `str * int`,
  * `~` on booleans, string length/slices counted in UTF-16 units instead of code points.
  * Checked by test/unit/tokens/jinja-compat.test.ts against outputs of Python's jinja2.
@@ -102,6 +104,11 @@ function pyRepr(v: RV): string {
   }
 }
 
+type FilterNode = { type: string; value?: string; callee?: { value?: string }; args?: unknown[] };
+
+/** Filters that give "" on an undefined value in Python Jinja (str(Undefined) is ""). */
+const UNDEFINED_AS_EMPTY_STRING = new Set(["trim", "upper", "lower", "title", "capitalize", "string", "first", "last", "join"]);
+
 /** AST node types that are statements (their NullValue result means "no output"). */
 const STATEMENTS = new Set(["Program", "If", "For", "Break", "Continue", "Set", "Macro", "Comment", "FilterStatement", "CallStatement"]);
 type Builtins = Map<string, unknown>;
@@ -185,13 +192,36 @@ export function applyJinjaCompat(): void {
     }
     return new StringCtor(result);
   };
-  // `| trim` (Jinja's do_trim: str.strip(chars)).
+  // Filters: `| trim` (Jinja's do_trim: str.strip(chars)); `| string` as Python's str();
+  // `| map('filter')` by filter name; filters on an undefined value as Python's Undefined
+  // (prints "", iterates empty, length 0) — e.g. `param.description | trim` of a parameter
+  // sent without a description.
+  const IntegerCtor = (env.set("i", 1) as unknown as { constructor: new (v: number) => RV }).constructor;
   const proto = Interpreter.prototype as unknown as {
-    applyFilter(operand: RV, filter: { type: string; value?: string; callee?: { value?: string }; args?: unknown[] }, env: unknown): RV;
+    applyFilter(operand: RV, filter: FilterNode, env: unknown): RV;
     evaluate(node: unknown, env: unknown): RV;
   };
   const applyFilter = proto.applyFilter;
   proto.applyFilter = function (operand, filter, environment) {
+    const name = filter.type === "Identifier" ? filter.value : filter.callee?.value;
+    if (operand.type === "UndefinedValue" && name !== undefined) {
+      if (UNDEFINED_AS_EMPTY_STRING.has(name)) return new StringCtor("");
+      if (name === "items" || name === "list") return new ArrayCtor([]) as RV;
+      if (name === "length" || name === "count") return new IntegerCtor(0);
+    }
+    if (filter.type === "Identifier" && name === "string") {
+      return operand.type === "StringValue" ? operand : new StringCtor(operand.toString());
+    }
+    if (name === "map" && filter.type === "CallExpression" && operand.type === "ArrayValue") {
+      const first = filter.args?.[0] as { type?: string } | undefined;
+      if (filter.args?.length === 1 && first !== undefined && first.type !== "KeywordArgumentExpression") {
+        const fname = this.evaluate(first, environment);
+        if (fname.type === "StringValue") {
+          const node: FilterNode = { type: "Identifier", value: fname.value as string };
+          return new ArrayCtor((operand.value as RV[]).map((v) => this.applyFilter(v, node, environment))) as RV;
+        }
+      }
+    }
     if (operand.type === "StringValue") {
       if (filter.type === "Identifier" && filter.value === "trim") return new StringCtor(pyStrip(operand.value as string, null, true, true));
       if (filter.type === "CallExpression" && filter.callee?.value === "trim" && filter.args?.length === 1) {

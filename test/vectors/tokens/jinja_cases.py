@@ -45,6 +45,15 @@ CASES = [
     ("{{ '%s-%d' | format('x', 3) }}", {}),
     ("{{ 7 // 2 }} {{ 7 % 3 }} {{ 2 ** 5 }} {{ 'ab' * 2 }}", {}),
     ("{{ raise_exception('bad input') }}", {}),
+    # Met on vLLM's example tool templates (Hermes, Llama 3.1 JSON, Mistral 3):
+    ("[{{ p.description | trim }}]{% for k, v in p.missing | items %}x{% endfor %}{{ p.missing | length }}", {"p": {}}),
+    ("{{ xs | map('trim') | join('|') }}", {"xs": [" a ", "b\n"]}),
+    ("{{ xs | selectattr('type', 'equalto', 'text') | map(attribute='text') | map('upper') | join(',') }}",
+     {"xs": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]}),
+    ("{{ c | string }}|{{ n | string }}|{{ b | string }}|{{ 3 | string }}", {"c": [{"type": "text", "text": "it's"}], "n": None, "b": True}),
+    ("{{ out[:-1] }}{{ id[-9:] }}", {"out": "{\"a\": 1}", "id": "call_0123456789"}),
+    ("{% for k, v in d.items() if k != 'b' %}{{ k }}{{ loop.last }}{% endfor %}", {"d": {"a": 1, "b": 2, "c": 3}}),
+    ("{{ m.get('x') }}{{ m.get('y', 'dflt') }}", {"m": {"x": 1}}),
 ]
 
 
