@@ -9,6 +9,27 @@ import { forward, type ForwardDeps, type ForwardInput } from "../proxy/forward.t
 import { HEADER_WORKER } from "../proxy/headers.ts";
 import { modelRoute } from "../routing/model-routing.ts";
 
+/** What forward needs from the app (the same for every proxied route). */
+export function forwardDepsOf(d: AppDeps): ForwardDeps {
+  return {
+    routing: d.routing,
+    registry: d.registry,
+    fence: d.fence,
+    metrics: d.metrics,
+    fetch: d.fetch,
+    upstream: d.upstream,
+    maxRetries: d.maxRetries,
+    directStreams: d.directStreams,
+    warn: (m: string) => d.log.warn(m),
+    // Deadlines, outcome reports (ejection) and the server idle-timeout lift, as for completions.
+    deadlines: d.deadlines,
+    report: d.report,
+    keepOpen: d.keepOpen,
+    // Every worker busy: wait in the admission queue like completions (429 when full or too long).
+    admission: d.admission,
+  };
+}
+
 export type Dispatch = (input: ForwardInput, model: unknown) => Promise<Response>;
 
 function workerOf(res: Response): bigint | undefined {

@@ -11,7 +11,7 @@ import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
 import { readPrompt } from "../routing/prompt-routing.ts";
 import { sessionControlOf } from "../routing/session-control.ts";
-import { createDispatch } from "./dispatch.ts";
+import { createDispatch, forwardDepsOf } from "./dispatch.ts";
 
 const MODELS_TIMEOUT_MS = 2_000;
 
@@ -34,23 +34,7 @@ export type RequestHandler = (req: Request) => Promise<Response>;
 
 /** The proxied endpoints as plain Request handlers (Hono routes them; Bun.serve may too). */
 export function completionHandlers(d: AppDeps): { completions: RequestHandler; chat: RequestHandler } {
-  const forwardDeps = {
-    routing: d.routing,
-    registry: d.registry,
-    fence: d.fence,
-    metrics: d.metrics,
-    fetch: d.fetch,
-    upstream: d.upstream,
-    maxRetries: d.maxRetries,
-    directStreams: d.directStreams,
-    warn: (m: string) => d.log.warn(m),
-    deadlines: d.deadlines,
-    report: d.report,
-    keepOpen: d.keepOpen,
-    admission: d.admission,
-  };
-
-  const dispatch = createDispatch(d, forwardDeps);
+  const dispatch = createDispatch(d, forwardDepsOf(d));
 
   const handle = (path: string, kind: "completions" | "chat") => async (req: Request) => {
     const body = await readBodyLimited(req, d.maxBodyBytes);

@@ -10,9 +10,8 @@ import { Hono } from "hono";
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
-import type { ForwardDeps } from "../proxy/forward.ts";
 import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
-import { createDispatch, type Dispatch } from "./dispatch.ts";
+import { createDispatch, forwardDepsOf, type Dispatch } from "./dispatch.ts";
 import { tokenizeHandler } from "./tokenize.ts";
 
 /** Path -> where its body keeps a prompt. */
@@ -29,26 +28,6 @@ export const PASSTHROUGH_ROUTES: Readonly<Record<string, PromptKind>> = {
   "/v1/rerank": "none",
   "/v2/rerank": "none",
 };
-
-export function forwardDepsOf(d: AppDeps): ForwardDeps {
-  return {
-    routing: d.routing,
-    registry: d.registry,
-    fence: d.fence,
-    metrics: d.metrics,
-    fetch: d.fetch,
-    upstream: d.upstream,
-    maxRetries: d.maxRetries,
-    directStreams: d.directStreams,
-    warn: (m: string) => d.log.warn(m),
-    // Deadlines, outcome reports (ejection) and the server idle-timeout lift, as for completions.
-    deadlines: d.deadlines,
-    report: d.report,
-    keepOpen: d.keepOpen,
-    // Every worker busy: wait in the admission queue like completions (429 when full or too long).
-    admission: d.admission,
-  };
-}
 
 /** Proxy one JSON body to `path` on a worker serving its model. */
 export function proxyJson(d: AppDeps, dispatch: Dispatch, path: string, kind: PromptKind) {
