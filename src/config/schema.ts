@@ -66,7 +66,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "redisTimeout", flag: "--redis-timeout", env: ["SWITCHYARD_REDIS_TIMEOUT"], help: "seconds a request may wait for Redis; a command slower than this marks Redis down (no waits) until it answers a probe (default 0.05)" },
   { key: "maxRetries", flag: "--max-retries", env: ["SWITCHYARD_MAX_RETRIES"], help: "other workers tried when one fails before its first byte (default 2)" },
   { key: "connectTimeout", flag: "--connect-timeout", env: ["SWITCHYARD_CONNECT_TIMEOUT"], help: "seconds to open a connection to an engine before trying another worker; 0 = none (default 5)" },
-  { key: "firstByteTimeout", flag: "--first-byte-timeout", env: ["SWITCHYARD_FIRST_BYTE_TIMEOUT"], help: "seconds from sending a request to the engine's first answer byte (covers prefill of long prompts) before trying another worker; 0 = none (default 300)" },
+  { key: "firstByteTimeout", flag: "--first-byte-timeout", env: ["SWITCHYARD_FIRST_BYTE_TIMEOUT"], help: "seconds from sending a request to the engine's first answer byte (covers prefill of long prompts) before trying another worker; 0 = none (default 120)" },
   { key: "streamIdleTimeout", flag: "--stream-idle-timeout", env: ["SWITCHYARD_STREAM_IDLE_TIMEOUT"], help: "seconds an answer may stall between two chunks before it ends with an error event; 0 = none (default 60)" },
   { key: "idleTimeout", flag: "--idle-timeout", env: ["SWITCHYARD_IDLE_TIMEOUT"], help: "seconds a client connection may take to send its request (slow bodies are cut after 1-2x this) or sit idle; proxied streams are exempt; 1-255 (default 10)" },
   { key: "drainTimeout", flag: "--drain-timeout", env: ["SWITCHYARD_DRAIN_TIMEOUT"], help: "on SIGTERM/SIGINT: seconds in-flight requests get to finish before exit (default 30)" },
@@ -245,9 +245,10 @@ export const ConfigSchema = v.object({
   redis: v.optional(redisUrl),
   maxRetries: v.optional(int(0, 16), 2),
   // Deadlines (seconds; 0 = none). First byte: a 128k-token prompt can take tens of seconds
-  // of prefill, longer behind a queue on the engine, so the default is generous.
+  // of prefill, longer behind a queue on the engine, so the default is generous; it stays
+  // under common client timeouts (100-120 s), so the router fails over before they give up.
   connectTimeout: v.optional(nonNegative("a number of seconds >= 0"), 5),
-  firstByteTimeout: v.optional(nonNegative("a number of seconds >= 0"), 300),
+  firstByteTimeout: v.optional(nonNegative("a number of seconds >= 0"), 120),
   streamIdleTimeout: v.optional(nonNegative("a number of seconds >= 0"), 60),
   // Bun.serve's idleTimeout: whole seconds, 1..255 (0 would hold slow clients forever).
   idleTimeout: v.optional(int(1, 255), 10),

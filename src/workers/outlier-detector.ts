@@ -15,8 +15,10 @@
  *   is dropped and the check runs inline;
  * - ejection time = min(base × k, max) where k counts ejections and goes down by one for each
  *   interval the worker stays in service after its return (Envoy's `ejectTimeBackoff`);
- * - at most `maxEjectionPercent` of the workers ejected at once, but one always may be
- *   (Envoy's `max_ejection_percent` with `always_eject_one_host`).
+ * - at most `maxEjectionPercent` of the workers ejected at once, but one always may be when
+ *   there are two or more (Envoy's `max_ejection_percent` with `always_eject_one_host`); the
+ *   only worker is never ejected (its failures reach the client either way; ejecting it would
+ *   turn some failed requests into all of them).
  * One deliberate difference: Envoy lets a passing active health check end an ejection at once
  * (`successful_active_health_check_uneject_host`, default true). Here the ejection time must
  * pass first, then a good health check brings the worker back: a hung engine still answers
@@ -39,7 +41,7 @@ export interface OutlierConfig {
   readonly baseEjectionMs: number;
   /** Longest ejection (ms). */
   readonly maxEjectionMs: number;
-  /** Most workers ejected at once, in percent of the registered ones (one always may be). */
+  /** Most workers ejected at once, in percent of the registered ones (one always may be, of two or more). */
   readonly maxEjectionPercent: number;
 }
 
@@ -155,10 +157,11 @@ export class OutlierDetector {
   }
 
   #mayEject(nowMs: number): boolean {
+    const n = this.#population();
+    if (n < 2) return false;
     let ejected = 0;
     for (const s of this.#workers.values()) if (s.ejectedUntil !== undefined && nowMs < s.ejectedUntil) ejected++;
     if (ejected === 0) return true;
-    const n = Math.max(1, this.#population());
     return (100 * (ejected + 1)) / n <= this.#c.maxEjectionPercent;
   }
 

@@ -85,11 +85,14 @@ describe("OutlierDetector", () => {
     expect(od.failure(A, 1_500, "x")).toBeUndefined();
   });
 
-  test("at most maxEjectionPercent of the workers are ejected at once, but one always may be", () => {
+  test("at most maxEjectionPercent of the workers are ejected at once, but one always may be (never the only one)", () => {
     const two = detector({}, 2);
     expect(fail(two, A, 0, 3)).toBeDefined();
     expect(fail(two, B, 0, 3)).toBeUndefined(); // 2 of 2 = 100% > 50%: B stays in service
     expect(two.isEjected(B, 1)).toBe(false);
+
+    const one = detector({}, 1);
+    expect(fail(one, A, 0, 10)).toBeUndefined(); // the only worker: never ejected
 
     const four = detector({}, 4);
     expect(fail(four, A, 0, 3)).toBeDefined();
