@@ -144,8 +144,9 @@ function failAttempt(
   // The client sees worker ids only; the URL and the engine's answer go to the log (issue 12).
   failures.push(`worker ${id}`);
   exclude.add(id);
-  d.report?.(id, reason);
   d.fence(id, reason);
+  // After the fence: an ejection this failure causes is what /v1/workers shows as the reason.
+  d.report?.(id, reason);
   d.metrics.upstreamFailures.inc([String(id)]);
   d.warn?.(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`);
 }
