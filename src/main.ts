@@ -55,6 +55,7 @@ import { engineLoraClient } from "./workers/engine-lora.ts";
 import { engineSessions } from "./workers/engine-sessions.ts";
 import { SocketHttpClient } from "./upstream/socket-client.ts";
 import { HealthChecker } from "./workers/health.ts";
+import { RestartDetector } from "./workers/restart-detector.ts";
 import { OutlierDetector } from "./workers/outlier-detector.ts";
 import { WorkerMembership } from "./workers/membership.ts";
 import { WorkerRegistry } from "./workers/registry.ts";
@@ -323,13 +324,27 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     onChange: (id, healthy, reason) =>
       healthy ? log.info(`worker ${id} is healthy`) : log.warn(`worker ${id} is unhealthy`, { reason }),
     afterHealthy: async (id, url, signal) => {
-      const served = await fetchServedModels(url, signal, (u, init) => fetch(u, init));
-      if (registry.has(id) && models.set(id, served)) log.info(`worker ${id} serves ${served.map((m) => m.id).join(", ")}`);
+      const readModels = async () => {
+        const served = await fetchServedModels(url, signal, (u, init) => fetch(u, init));
+        if (registry.has(id) && models.set(id, served)) log.info(`worker ${id} serves ${served.map((m) => m.id).join(", ")}`);
+      };
+      // Before the worker is marked healthy: a restarted engine's old blocks leave the index first.
+      await Promise.all([readModels(), restarts.check(id, url, signal)]);
     },
   });
   // The router's own calls to engines carry --engine-token, never the admin token: every
   // registered worker would learn it otherwise (issue 12).
   const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
+  // An engine restarted while idle sends no event: its instance id changing tells us (issue 12).
+  const restarts = new RestartDetector({
+    probe: async (url) => (await fetchEngineInfo(url, config.healthTimeout * 1000)).instanceId,
+    onRestart: (id, previous, current) => {
+      const w = registry.get(id);
+      if (w === undefined) return;
+      log.warn(`worker ${id} restarted (engine instance ${previous} -> ${current}); its blocks leave the index until restored`);
+      for (let r = 0; r < w.dpRanks; r++) recovery.addRank(id, r, true);
+    },
+  });
   const recovery = new RecoveryDriver({
     sink: index,
     query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: engineHeaders }),
@@ -346,6 +361,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), (u, init) => fetch(u, init)) },
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
+      void restarts.check(w.id, w.url, AbortSignal.timeout(config.healthTimeout * 1000)); // the instance to compare with
       if (!w.healthy) void health.check(w.id);
       // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
       const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
@@ -355,6 +371,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     },
     onRemoved: (w) => {
       health.forget(w.id);
+      restarts.forget(w.id);
       void zmqSources.unsubscribe(w.id); // its event stream ends with it (issue 13)
       tokenizers.forget(w.id);
       log.info(`worker ${w.id} removed`, { url: w.url });

@@ -139,6 +139,10 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const port = server.port!;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   const workerId = config.workerId ?? workerIdFromUrl(url);
+  // Who this process is: a router that sees these change knows the engine restarted and its
+  // cache is empty (src/workers/restart-detector.ts), even when no event says so.
+  const instanceId = crypto.randomUUID();
+  const startedAt = Date.now();
   for (const routerUrl of config.routerUrls) {
     publishers.push(
       new EventPublisher({
@@ -322,6 +326,8 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   function engineInfo(): unknown {
     return {
       worker_id: workerId.toString(),
+      instance_id: instanceId,
+      started_at: startedAt,
       dp_ranks: config.dpRanks,
       block_size: config.blockSize,
       kv_blocks: config.kvBlocks,

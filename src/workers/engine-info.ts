@@ -10,6 +10,11 @@ import type { WorkerId } from "../core/ids.ts";
 
 export interface EngineInfo {
   readonly workerId?: WorkerId;
+  /**
+   * This engine process: `instance_id`, else `started_at` (ms since the epoch) as text.
+   * A change means the engine restarted with an empty cache (workers/restart-detector.ts).
+   */
+  readonly instanceId?: string;
   readonly dpRanks?: number;
   readonly blockSize?: number;
   readonly kvBlocks?: number;
@@ -23,6 +28,8 @@ const count = v.pipe(v.number(), v.integer(), v.minValue(0));
 
 const EngineInfoSchema = v.object({
   worker_id: v.optional(U64Schema),
+  instance_id: v.optional(v.pipe(v.string(), v.maxLength(256))),
+  started_at: v.optional(v.number()),
   dp_ranks: v.optional(v.pipe(count, v.minValue(1))),
   block_size: v.optional(v.pipe(count, v.minValue(1))),
   kv_blocks: v.optional(count),
@@ -44,6 +51,7 @@ export async function fetchEngineInfo(
   const o = parsed.output;
   return {
     workerId: o.worker_id,
+    instanceId: o.instance_id ?? (o.started_at !== undefined ? String(o.started_at) : undefined),
     dpRanks: o.dp_ranks,
     blockSize: o.block_size,
     kvBlocks: o.kv_blocks,
