@@ -2,7 +2,7 @@
  * The simulated engine's routes besides completions and chat, minimal but shape-correct, so
  * the router's pass-through of every client route can be tested end to end. Shapes follow
  * vLLM's vllm/entrypoints/openai/protocol.py (v0.10: TokenizeResponse {count, max_model_len,
- * tokens}, DetokenizeResponse {prompt}, EmbeddingResponse, PoolingResponse, ScoreResponse,
+ * tokens}, DetokenizeResponse {prompt}, EmbeddingResponse, PoolingResponse, ClassificationResponse, ScoreResponse,
  * RerankResponse, ResponsesResponse) and SGLang's /generate (python/sglang/srt/entrypoints/
  * http_server.py, v0.4: {text, meta_info}).
  *
@@ -87,6 +87,21 @@ export function nativeRoutes(ctx: NativeRouteContext): Record<string, NativeHand
       object === "embedding" ? { index, object, embedding: embeddingOf(p) } : { index, object, data: embeddingOf(p) },
     );
     return json({ id: ctx.newId(object === "embedding" ? "embd" : "pool"), object: "list", created: now(), model, data, usage: { prompt_tokens: tokens, total_tokens: tokens, completion_tokens: 0 } });
+  };
+
+  /** vLLM's ClassificationResponse: one label per input, from its vector. */
+  const classify: NativeHandler = async (_req, body) => {
+    const model = modelOf(body);
+    if (resolve(model) === null) return ctx.unknownModel(model);
+    const prompts = await inputs(body.input);
+    const tokens = prompts.reduce((a, p) => a + p.length, 0);
+    const data = prompts.map((p, index) => {
+      const v = embeddingOf(p).slice(0, 2);
+      const e = v.map(Math.exp);
+      const probs = e.map((x) => x / (e[0]! + e[1]!));
+      return { index, label: probs[0]! >= probs[1]! ? "LABEL_0" : "LABEL_1", probs, num_classes: 2 };
+    });
+    return json({ id: ctx.newId("classify"), object: "list", created: now(), model, data, usage: { prompt_tokens: tokens, total_tokens: tokens, completion_tokens: 0 } });
   };
 
   const score: NativeHandler = async (_req, body) => {
@@ -191,6 +206,7 @@ export function nativeRoutes(ctx: NativeRouteContext): Record<string, NativeHand
     "/detokenize": detokenize,
     "/v1/embeddings": pooled("embedding"),
     "/pooling": pooled("pooling"),
+    "/classify": classify,
     "/score": score,
     "/v1/score": score,
     "/rerank": rerank,

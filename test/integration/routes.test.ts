@@ -41,13 +41,15 @@ async function ok(path: string, body: unknown): Promise<Record<string, any>> {
 const MODEL = "switchyard-sim";
 
 describe("every client route through the router", () => {
-  test("POST /v1/embeddings and /pooling: one vector per input", async () => {
+  test("POST /v1/embeddings, /pooling and /classify: one answer per input", async () => {
     const e = await ok("/v1/embeddings", { model: MODEL, input: ["first text", "second text"] });
     expect(e.object).toBe("list");
     expect(e.data.map((d: any) => [d.index, d.object, d.embedding.length])).toEqual([[0, "embedding", 8], [1, "embedding", 8]]);
     expect(e.usage.prompt_tokens).toBe("first text".length + "second text".length);
     const p = await ok("/pooling", { model: MODEL, input: [1, 2, 3] });
     expect(p.data[0].object).toBe("pooling");
+    const c = await ok("/classify", { model: MODEL, input: ["good", "bad"] });
+    expect(c.data.map((d: any) => [d.index, d.num_classes, d.probs.length])).toEqual([[0, 2, 2], [1, 2, 2]]);
   });
 
   test("POST /v1/responses runs through the engine", async () => {
