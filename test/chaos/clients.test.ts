@@ -31,15 +31,17 @@ beforeAll(async () => {
 });
 afterAll(() => stopAll(procs));
 
-async function engineAborted(): Promise<number> {
+async function engineCounter(name: string): Promise<number> {
   const text = await (await fetch(`${engineUrl}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith("mocker_requests_aborted_total"));
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
 }
+const engineAborted = () => engineCounter("mocker_requests_aborted_total");
 
 describe("clients that misbehave", () => {
   test(`${LEAVERS} clients leave before the first byte: the engine drops their work, the next request waits for one prefill at most`, async () => {
     const abortedBefore = await engineAborted();
+    const receivedBefore = await engineCounter("mocker_requests_total");
     const leavers = Array.from({ length: LEAVERS }, (_, k) => {
       const ctl = new AbortController();
       // Distinct token prompts: nothing cached, each one a full prefill.
@@ -47,7 +49,8 @@ describe("clients that misbehave", () => {
       const p = complete(url, { prompt: tokens, max_tokens: 4, stream: true }, {}, ctl.signal).then((r) => r.arrayBuffer()).catch(() => "left");
       return { ctl, p };
     });
-    await Bun.sleep(150); // all sent, the first one in prefill, the rest queued on the engine
+    // All of them on the engine: the first in prefill, the rest queued behind it.
+    await until(async () => (await engineCounter("mocker_requests_total")) - receivedBefore >= LEAVERS, "every long prompt to reach the engine", 10_000);
     for (const l of leavers) l.ctl.abort();
     await Promise.all(leavers.map((l) => l.p));
 
