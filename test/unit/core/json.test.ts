@@ -63,3 +63,14 @@ describe("parseJsonBigintSafe on hostile input (issue 12: the old regex backtrac
     expect(() => parseJsonBigintSafe(`-`)).toThrow();
   });
 });
+
+describe("stringifyBigint", () => {
+  test("a string that looks like the old bigint sentinel stays a string", () => {
+    expect(stringifyBigint({ id: "\u0000n5", h: 18446744073709551615n })).toBe('{"id":"\\u0000n5","h":18446744073709551615}');
+  });
+  test("negative and nested bigints, round trip through the parser", () => {
+    const text = stringifyBigint({ a: [-(2n ** 63n), { b: 2n ** 64n - 1n }], c: "x" });
+    expect(text).toBe('{"a":[-9223372036854775808,{"b":18446744073709551615}],"c":"x"}');
+    expect(parseJsonBigintSafe(text)).toEqual({ a: ["-9223372036854775808", { b: "18446744073709551615" }], c: "x" });
+  });
+});
