@@ -1,4 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { loadConfig } from "../../../src/config/load.ts";
 import { parseTokenizerSpec } from "../../../src/config/tokenizers.ts";
 
@@ -16,5 +19,18 @@ describe("--tokenizer", () => {
     expect(loadConfig({ argv: [], env: {} }).tokenizers).toEqual([]);
     expect(() => loadConfig({ argv: ["--tokenizer", "/a", "--tokenizer", "/b"], env: {} })).toThrow("only one default PATH");
     expect(() => loadConfig({ argv: ["--tokenizer", "m=/a", "--tokenizer", "m=/b"], env: {} })).toThrow("model m is given twice");
+  });
+
+  test("a config file gives a list, one path, or {MODEL: PATH}", () => {
+    const dir = mkdtempSync(join(tmpdir(), "switchyard-tok-"));
+    const file = (name: string, value: unknown) => {
+      const f = join(dir, name);
+      writeFileSync(f, JSON.stringify(value));
+      return f;
+    };
+    const load = (f: string) => loadConfig({ argv: ["--config", f], env: {} }).tokenizers;
+    expect(load(file("a.json", { tokenizers: { llama: "/m/llama", qwen: "/m/qwen" } }))).toEqual([{ model: "llama", path: "/m/llama" }, { model: "qwen", path: "/m/qwen" }]);
+    expect(load(file("b.json", { tokenizer: "/m/default" }))).toEqual([{ model: undefined, path: "/m/default" }]);
+    expect(load(file("c.json", { tokenizers: ["/m/d", "x=/m/x"] }))).toEqual([{ model: undefined, path: "/m/d" }, { model: "x", path: "/m/x" }]);
   });
 });
