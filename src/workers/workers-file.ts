@@ -44,7 +44,9 @@ export function parseWorkersFile(text: string, path: string, parseYaml: YamlPars
     const spec = parseWorkerSpec(raw, `${path}: workers[${i}]`);
     let id: WorkerId;
     try {
-      id = spec.id ?? workerIdFromUrl(normalizeWorkerUrl(spec.url));
+      const url = normalizeWorkerUrl(spec.url);
+      if (!/^https?:$/.test(new URL(url).protocol)) throw new Error("scheme");
+      id = spec.id ?? workerIdFromUrl(url);
     } catch {
       throw new RouterError("invalid_request", `${path}: workers[${i}].url: must be an http:// or https:// URL`, "url");
     }

@@ -89,7 +89,7 @@ describe("a two-rank vLLM engine over ZMQ", () => {
     const want = [0, 1].map((r) => computeBlockHashes(tokensOf(r), BS));
     const done = async () => {
       const got = await indexedByRank();
-      return [0, 1].every((r) => want[r]!.every((h) => got.get(r)?.has(h)));
+      return [0, 1].every((r) => want[r]!.every((h) => got.get(r)?.has(h) === true));
     };
     let n = 0;
     await until(async () => {
@@ -107,8 +107,8 @@ describe("a two-rank vLLM engine over ZMQ", () => {
     }, "both ranks' blocks in the index");
     const got = await indexedByRank();
     // Nothing of rank 0 leaked into rank 1 or back.
-    expect(want[0]!.some((h) => got.get(1)?.has(h))).toBe(false);
-    expect(want[1]!.some((h) => got.get(0)?.has(h))).toBe(false);
+    expect(want[0]!.some((h) => got.get(1)?.has(h) === true)).toBe(false);
+    expect(want[1]!.some((h) => got.get(0)?.has(h) === true)).toBe(false);
 
     const ws = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as {
       workers: { dp_ranks: number; kv_events: { dp_ranks: number; ranks: { dp_rank: number; endpoint: string; connected: boolean; last_seq: number; batches_lost: number }[] } }[];
