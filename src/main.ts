@@ -132,6 +132,19 @@ async function buildAffinityStore(config: Config, log: Logger, onExpire: OnExpir
   return { store, stats: () => store.stats() };
 }
 
+/**
+ * fetch for the router's own calls to engines (engine info, /kv/query, LoRA load/unload,
+ * engine sessions): with `--engine-token`, it sends that token; never the admin token.
+ */
+function engineFetch(token: string | undefined): (url: string, init?: RequestInit) => Promise<Response> {
+  if (token === undefined) return (url, init) => fetch(url, init);
+  return (url, init = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set("authorization", `Bearer ${token}`);
+    return fetch(url, { ...init, headers });
+  };
+}
+
 /** A URL fit for logs: no password. */
 function redactUrl(url: string): string {
   try {
@@ -273,7 +286,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
   const adapters = new AdapterLoader({
     tracker: lora,
-    engine: engineLoraClient(),
+    engine: engineLoraClient({ fetch: engineFetch(config.engineToken) }),
     workers: () => registry.list().filter((w) => w.healthy),
     loadOnDemand: config.loraLoadOnDemand,
     isBaseModel: (name) => registry.isBaseModel(name) || models.isBase(name),
@@ -285,6 +298,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   });
   let clusterMetrics: ReturnType<typeof bindClusterMetrics> | undefined;
   const sessions = engineSessions({
+    fetch: engineFetch(config.engineToken),
     urlOf: (id) => registry.get(id)?.url,
     timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
     warn: (m) => log.warn(m),
@@ -337,7 +351,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
   // An engine restarted while idle sends no event: its instance id changing tells us (issue 12).
   const restarts = new RestartDetector({
-    probe: async (url) => (await fetchEngineInfo(url, config.healthTimeout * 1000)).instanceId,
+    probe: async (url) => (await fetchEngineInfo(url, config.healthTimeout * 1000, engineFetch(config.engineToken))).instanceId,
     onRestart: (id, previous, current) => {
       const w = registry.get(id);
       if (w === undefined) return;
@@ -357,7 +371,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     load: tracker,
     recovery,
     lora,
-    engineInfo: (url) => fetchEngineInfo(url, ENGINE_QUERY_TIMEOUT_MS),
+    engineInfo: (url) => fetchEngineInfo(url, ENGINE_QUERY_TIMEOUT_MS, engineFetch(config.engineToken)),
     models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), (u, init) => fetch(u, init)) },
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
