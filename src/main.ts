@@ -518,6 +518,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     deadlines: {
       connectMs: config.connectTimeout * 1000,
       firstByteMs: config.firstByteTimeout * 1000,
+      responseMs: config.responseTimeout * 1000,
       streamIdleMs: config.streamIdleTimeout * 1000,
     },
     report: (id, failure) => health.report(id, failure),

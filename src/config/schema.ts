@@ -36,7 +36,7 @@ export type RawConfigShape = Record<
   | "port" | "host" | "worker" | "tokenizer" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
   | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
   | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
-  | "connectTimeout" | "firstByteTimeout" | "streamIdleTimeout" | "idleTimeout" | "drainTimeout"
+  | "connectTimeout" | "firstByteTimeout" | "responseTimeout" | "streamIdleTimeout" | "idleTimeout" | "drainTimeout"
   | "outlierConsecutiveFailures" | "outlierFailurePercent" | "outlierBaseEjectionTime" | "outlierMaxEjectionTime" | "outlierMaxEjectionPercent"
   | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap" | "overlapCredit"
   | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
@@ -67,6 +67,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "maxRetries", flag: "--max-retries", env: ["SWITCHYARD_MAX_RETRIES"], help: "other workers tried when one fails before its first byte (default 2)" },
   { key: "connectTimeout", flag: "--connect-timeout", env: ["SWITCHYARD_CONNECT_TIMEOUT"], help: "seconds to open a connection to an engine before trying another worker; 0 = none (default 5)" },
   { key: "firstByteTimeout", flag: "--first-byte-timeout", env: ["SWITCHYARD_FIRST_BYTE_TIMEOUT"], help: "seconds from sending a request to the engine's first answer byte (covers prefill of long prompts) before trying another worker; 0 = none (default 120)" },
+  { key: "responseTimeout", flag: "--response-timeout", env: ["SWITCHYARD_RESPONSE_TIMEOUT"], help: "seconds a request that is not streamed may wait for its answer (it comes whole: prefill and every output token) before trying another worker; 0 = none (default 600)" },
   { key: "streamIdleTimeout", flag: "--stream-idle-timeout", env: ["SWITCHYARD_STREAM_IDLE_TIMEOUT"], help: "seconds an answer may stall between two chunks before it ends with an error event; 0 = none (default 60)" },
   { key: "idleTimeout", flag: "--idle-timeout", env: ["SWITCHYARD_IDLE_TIMEOUT"], help: "seconds a client connection may take to send its request (slow bodies are cut after 1-2x this) or sit idle; proxied streams are exempt; 1-255 (default 10)" },
   { key: "drainTimeout", flag: "--drain-timeout", env: ["SWITCHYARD_DRAIN_TIMEOUT"], help: "on SIGTERM/SIGINT: seconds in-flight requests get to finish before exit (default 30)" },
@@ -249,6 +250,9 @@ export const ConfigSchema = v.object({
   // under common client timeouts (100-120 s), so the router fails over before they give up.
   connectTimeout: v.optional(nonNegative("a number of seconds >= 0"), 5),
   firstByteTimeout: v.optional(nonNegative("a number of seconds >= 0"), 120),
+  // Not streamed: the first byte is the whole answer (thousands of output tokens at tens of
+  // ms each can take minutes), so a much longer wait before it counts as a hang.
+  responseTimeout: v.optional(nonNegative("a number of seconds >= 0"), 600),
   streamIdleTimeout: v.optional(nonNegative("a number of seconds >= 0"), 60),
   // Bun.serve's idleTimeout: whole seconds, 1..255 (0 would hold slow clients forever).
   idleTimeout: v.optional(int(1, 255), 10),
@@ -319,8 +323,10 @@ export interface Config {
   readonly maxRetries: number;
   /** Seconds; 0 = none. */
   readonly connectTimeout: number;
-  /** Seconds; 0 = none. */
+  /** Seconds; 0 = none. Streamed requests. */
   readonly firstByteTimeout: number;
+  /** Seconds; 0 = none. Requests not streamed (their first byte is the whole answer). */
+  readonly responseTimeout: number;
   /** Seconds; 0 = none. */
   readonly streamIdleTimeout: number;
   /** Seconds (Bun.serve idleTimeout). */
@@ -415,6 +421,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     maxRetries: o.maxRetries,
     connectTimeout: o.connectTimeout,
     firstByteTimeout: o.firstByteTimeout,
+    responseTimeout: o.responseTimeout,
     streamIdleTimeout: o.streamIdleTimeout,
     idleTimeout: o.idleTimeout,
     drainTimeout: o.drainTimeout,

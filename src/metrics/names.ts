@@ -49,7 +49,7 @@ export class RouterMetrics {
   readonly workerHealthy: Gauge = this.registry.gauge(
     `${METRIC_PREFIX}worker_healthy`, "1 when the worker passed its last health check", ["worker"]);
   readonly deadlineMisses: Counter = this.registry.counter(
-    `${METRIC_PREFIX}upstream_deadline_misses_total`, "Upstream waits cut by a deadline, by worker and deadline (connect|first_byte|stream_idle)", ["worker", "deadline"]);
+    `${METRIC_PREFIX}upstream_deadline_misses_total`, "Upstream waits cut by a deadline, by worker and deadline (connect|first_byte|response|stream_idle)", ["worker", "deadline"]);
   readonly workerEjections: Counter = this.registry.counter(
     `${METRIC_PREFIX}worker_ejections_total`, "Workers ejected by outlier detection (answers kept failing)", ["worker"]);
   readonly admissionQueueLength: Gauge = this.registry.gauge(

@@ -31,6 +31,11 @@ export interface AttemptInput {
   /** The client's request signal (aborts when it disconnects); undefined where the runtime has none. */
   readonly clientSignal: AbortSignal | undefined;
   readonly deadlines: UpstreamDeadlines;
+  /**
+   * The client asked for a stream (`stream: true`): its first byte comes after the prefill.
+   * Otherwise (or unknown) it comes with the whole answer, and the response deadline applies.
+   */
+  readonly stream: boolean | undefined;
   /** No worker left to try: a retryable status is answered as it is. */
   readonly last: boolean;
 }
@@ -43,8 +48,9 @@ export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
     if (client.aborted) return { kind: "client_gone" };
     client.addEventListener("abort", onClientGone, { once: true });
   }
-  const limit = a.deadlines.firstByteMs;
-  const timer = limit > 0 ? setTimeout(() => ctl.abort(new DeadlineMissedError("first_byte", limit)), limit) : undefined;
+  const kind = a.stream === true ? "first_byte" : "response";
+  const limit = a.stream === true ? a.deadlines.firstByteMs : a.deadlines.responseMs;
+  const timer = limit > 0 ? setTimeout(() => ctl.abort(new DeadlineMissedError(kind, limit)), limit) : undefined;
   let res: UpstreamResponse | undefined;
   try {
     res = await raceAbort(a.call(a.baseUrl, a.path, { headers: a.headers, body: a.body, signal: ctl.signal }), ctl.signal);

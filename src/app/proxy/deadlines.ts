@@ -3,8 +3,10 @@
  *
  * - connect: TCP connection to the engine (socket client only; through fetch the connect is
  *   part of the first-byte wait, fetch gives no separate hook).
- * - first byte: from sending the request to the first body byte. Prefill of a long prompt
- *   takes tens of seconds, so its default is long (see config/schema.ts).
+ * - first byte: from sending a streamed request to the first body byte. Prefill of a long
+ *   prompt takes tens of seconds, so its default is long (see config/schema.ts).
+ * - response: the same wait for a request that is not streamed, whose first byte comes only
+ *   with the whole answer (prefill and every output token), so it is longer still.
  * - stream idle: between two body chunks once the answer streams.
  *
  * Before the first byte reached the client a missed deadline is a failure of that worker
@@ -12,19 +14,21 @@
  * 0 means "no deadline".
  */
 
-export type DeadlineKind = "connect" | "first_byte" | "stream_idle";
+export type DeadlineKind = "connect" | "first_byte" | "response" | "stream_idle";
 
 export interface UpstreamDeadlines {
   /** Milliseconds; 0 = none. */
   readonly connectMs: number;
-  /** Milliseconds; 0 = none. */
+  /** Milliseconds; 0 = none. Streamed requests. */
   readonly firstByteMs: number;
+  /** Milliseconds; 0 = none. Requests not known to be streamed: their first byte is the whole answer. */
+  readonly responseMs: number;
   /** Milliseconds; 0 = none. */
   readonly streamIdleMs: number;
 }
 
 /** No deadline at all (tests, embedders that bring their own). */
-export const NO_DEADLINES: UpstreamDeadlines = { connectMs: 0, firstByteMs: 0, streamIdleMs: 0 };
+export const NO_DEADLINES: UpstreamDeadlines = { connectMs: 0, firstByteMs: 0, responseMs: 0, streamIdleMs: 0 };
 
 /** A deadline passed before the engine answered (or while it streamed). */
 export class DeadlineMissedError extends Error {

@@ -58,6 +58,8 @@ export interface ForwardInput {
   readonly sessionId?: string;
   readonly sessionControl?: SessionControl;
   readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
+  /** The body asked for an SSE stream (`stream: true`); picks the first-byte or the response deadline. */
+  readonly stream?: boolean;
   /** The body's `priority` (vLLM: lower is served first); orders the admission queue. */
   readonly priority?: number;
 }
@@ -109,6 +111,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       body: input.body,
       clientSignal: input.request.signal,
       deadlines: d.deadlines ?? NO_DEADLINES,
+      stream: input.stream,
       last: attempt === d.maxRetries,
     });
     if (a.kind === "answer") {

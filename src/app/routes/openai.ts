@@ -61,6 +61,7 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
       sessionId: sessionControl ? undefined : sessionIdOf(req.headers, d.maxSessionIdLength),
       sessionControl,
       priority: json.priority as number | undefined,
+      stream: json.stream === true,
     };
     return dispatch(input, json.model);
   };

@@ -39,7 +39,7 @@ export function proxyJson(d: AppDeps, dispatch: Dispatch, path: string, kind: Pr
     if (priority !== undefined && (typeof priority !== "number" || !Number.isSafeInteger(priority))) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
-    return dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority }, json.model);
+    return dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true }, json.model);
   };
 }
 

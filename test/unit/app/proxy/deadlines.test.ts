@@ -66,15 +66,16 @@ function setup(upstream: UpstreamCall, deadlines: Partial<UpstreamDeadlines> = {
     fetch: h.deps.fetch,
     upstream,
     maxRetries: 1,
-    deadlines: { connectMs: 0, firstByteMs: 0, streamIdleMs: 0, ...deadlines },
+    deadlines: { connectMs: 0, firstByteMs: 0, responseMs: 0, streamIdleMs: 0, ...deadlines },
   };
-  const call = (signal?: AbortSignal) =>
+  const call = (signal?: AbortSignal, stream = true) =>
     forward(
       {
         request: new Request("http://router/v1/completions", { method: "POST", signal }),
         path: "/v1/completions",
-        body: enc.encode(JSON.stringify({ prompt: "abcdefgh" })),
+        body: enc.encode(JSON.stringify({ prompt: "abcdefgh", stream })),
         tokens: tokenizeText("abcdefgh"),
+        stream,
       },
       deps,
     );
@@ -100,6 +101,26 @@ describe("deadlines and cancellation on the upstream path", () => {
     expect(h.metrics.deadlineMisses.get([String(slow), "first_byte"])).toBe(1);
     expect(reports).toEqual([[slow, "first byte deadline of 0.03 s missed"], [slow === W1.id ? W2.id : W1.id, undefined]]);
     expect(h.activeLoad()).toBe(0);
+  });
+
+  test("a request that is not streamed waits up to the response deadline, not the first-byte one (its first byte is the whole answer)", async () => {
+    let n = 0;
+    const { h, call, fenced } = setup(async (_b, _p, init) => {
+      if (n++ === 0) {
+        // The whole answer after 80 ms: past the first-byte deadline, inside the response one.
+        await Bun.sleep(80);
+        return { status: 200, statusText: "OK", headers: ["content-type", "application/json"], body: okBody("{}") };
+      }
+      return hang(init);
+    }, { firstByteMs: 30, responseMs: 200 });
+    const r = await call(undefined, false);
+    expect(r.status).toBe(200);
+    expect(fenced).toEqual([]);
+    // And the response deadline does fire for one that never answers.
+    const second = await call(undefined, false).catch((e: unknown) => e);
+    expect(second).toBeDefined();
+    expect(fenced.map((f) => f[1])).toContain("response deadline of 0.2 s missed");
+    expect(h.metrics.deadlineMisses.get(["11", "response"]) + h.metrics.deadlineMisses.get(["22", "response"])).toBeGreaterThanOrEqual(1);
   });
 
   test("a head but no first body byte within the deadline also fails over, and that body is cancelled", async () => {
