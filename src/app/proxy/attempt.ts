@@ -52,8 +52,10 @@ export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
   const limit = a.stream === true ? a.deadlines.firstByteMs : a.deadlines.responseMs;
   const timer = limit > 0 ? setTimeout(() => ctl.abort(new DeadlineMissedError(kind, limit)), limit) : undefined;
   let res: UpstreamResponse | undefined;
+  let pending: Promise<UpstreamResponse> | undefined;
   try {
-    res = await raceAbort(a.call(a.baseUrl, a.path, { headers: a.headers, body: a.body, signal: ctl.signal }), ctl.signal);
+    pending = a.call(a.baseUrl, a.path, { headers: a.headers, body: a.body, signal: ctl.signal });
+    res = await raceAbort(pending, ctl.signal);
     if (RETRYABLE_STATUS.has(res.status) && !a.last) {
       await res.body?.cancel().catch(() => {});
       return { kind: "failed", reason: `HTTP ${res.status}` };
@@ -63,8 +65,10 @@ export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
     const first = reader ? await raceAbort(reader.read(), ctl.signal) : undefined;
     return { kind: "answer", res, first, reader };
   } catch (e) {
-    // Close what was opened: the engine must see that nobody waits for this answer.
-    void res?.body?.cancel().catch(() => {});
+    // Close what was opened: the engine must see that nobody waits for this answer (a head
+    // that lost the race to the abort included).
+    if (res !== undefined) void res.body?.cancel().catch(() => {});
+    else void pending?.then((late) => late.body?.cancel().catch(() => {}), () => {});
     const why = ctl.signal.aborted ? ctl.signal.reason : e;
     if (why instanceof ClientGoneError) return { kind: "client_gone" };
     if (why instanceof DeadlineMissedError) return { kind: "failed", reason: why.message, deadline: why.kind };
