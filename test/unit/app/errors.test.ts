@@ -21,8 +21,15 @@ describe("errors", () => {
     });
   });
 
-  test("anything else is a 500 with the first line of its message only", () => {
-    const c = classify(new Error("boom\nstack line"));
-    expect(c).toEqual({ status: 500, code: "internal", message: "internal error: boom" });
+  test("anything else is a 500 whose message stays in the log (it may name an engine's URL)", () => {
+    const c = classify(new Error("connect ECONNREFUSED http://10.0.0.5:8000\nstack line"));
+    expect(c).toEqual({ status: 500, code: "internal", message: "internal error (the router's log has the details)" });
+  });
+
+  test("describeError never gives an empty line (Bun's DOMException has an empty stack)", () => {
+    const e = new DOMException("The connection was closed.", "AbortError");
+    Object.defineProperty(e, "stack", { value: "" });
+    expect(describeError(e)).toBe("AbortError: The connection was closed.");
+    expect(describeError("plain")).toBe("plain");
   });
 });
