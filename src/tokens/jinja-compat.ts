@@ -9,7 +9,11 @@
  * - printed values are Python's str(): True/False, None (`{{ tool.description }}` of a tool
  *   sent without one prints "None" in vLLM), lists and dicts as Python reprs.
  * - `| string` is str(); `| map('trim')` maps by filter name; filters on an undefined value
- *   behave as on Python's Undefined ("" / empty / 0).
+ *   behave as on Python's Undefined ("" / empty / 0); string filters on other non-strings
+ *   apply to str(value) (`None | trim` is "None").
+ * - `selectattr`/`rejectattr` test items whose attribute is missing (`"undefined"` test).
+ * - `is iterable` is true for dicts.
+ * - a `{% set %}` inside a loop body lasts one iteration.
  * Not covered (rare in chat templates; they raise or differ): `%`-format, `str * int`,
  * `~` on booleans, string length/slices counted in UTF-16 units instead of code points.
  * Checked by test/unit/tokens/jinja-compat.test.ts against outputs of Python's jinja2.
@@ -109,8 +113,11 @@ type FilterNode = { type: string; value?: string; callee?: { value?: string }; a
 /** Filters that give "" on an undefined value in Python Jinja (str(Undefined) is ""). */
 const UNDEFINED_AS_EMPTY_STRING = new Set(["trim", "upper", "lower", "title", "capitalize", "string", "first", "last", "join"]);
 
+/** Filters Python Jinja applies to str(value) (do_trim, do_upper, ...). */
+const STR_FILTERS = new Set(["trim", "upper", "lower", "title", "capitalize"]);
+
 /** AST node types that are statements (their NullValue result means "no output"). */
-const STATEMENTS = new Set(["Program", "If", "For", "Break", "Continue", "Set", "Macro", "Comment", "FilterStatement", "CallStatement"]);
+const STATEMENTS = new Set(["__IterationScope", "Program", "If", "For", "Break", "Continue", "Set", "Macro", "Comment", "FilterStatement", "CallStatement"]);
 type Builtins = Map<string, unknown>;
 
 let applied = false;
@@ -164,6 +171,10 @@ export function applyJinjaCompat(): void {
       return map;
     },
   });
+  // `is iterable`: a dict is iterable in Python (Gemma 3's template tests
+  // `arguments is iterable and arguments is mapping`).
+  const tests = (Environment as unknown as { TESTS: Map<string, (v: RV) => boolean> }).TESTS;
+  tests.set("iterable", (v) => v.type === "ArrayValue" || v.type === "TupleValue" || v.type === "StringValue" || v.type === "ObjectValue");
   // Python's str() of booleans, None, lists and dicts when printed.
   const protoOf = (v: unknown) => Object.getPrototypeOf(v) as { toString(this: RV): string };
   protoOf(env.set("b", true)).toString = function (this: RV) {
@@ -181,6 +192,31 @@ export function applyJinjaCompat(): void {
     evaluateBlock(statements: { type: string }[], environment: unknown): RV;
     evaluate(node: unknown, env: unknown): RV;
   };
+  // Each loop iteration gets its own scope, as in Python Jinja: a `{% set %}` in the body
+  // lasts for that iteration only (the library kept it for the following iterations;
+  // Gemma 3's template relies on `{% set first = false %}` not surviving the iteration).
+  const ITERATION = "__IterationScope";
+  const wrapped = new WeakMap<object, object>();
+  const forProto = Interpreter.prototype as unknown as {
+    evaluateFor(node: { body: unknown[] }, env: unknown): RV;
+    evaluate(node: { type: string; statements?: unknown[] }, env: unknown): RV;
+  };
+  const evaluateFor = forProto.evaluateFor;
+  forProto.evaluateFor = function (node, environment) {
+    let w = wrapped.get(node);
+    if (w === undefined) {
+      w = { ...node, body: [{ type: ITERATION, statements: node.body }] };
+      wrapped.set(node, w);
+    }
+    return evaluateFor.call(this, w as typeof node, environment);
+  };
+  const evaluate = forProto.evaluate;
+  forProto.evaluate = function (node, environment) {
+    if (node?.type === ITERATION) {
+      return interp.evaluateBlock.call(this, node.statements as { type: string }[], new Environment(environment as Environment));
+    }
+    return evaluate.call(this, node, environment);
+  };
   // `{{ none }}` prints "None" (the library drops null output, which it also uses for statements).
   interp.evaluateBlock = function (statements, environment) {
     let result = "";
@@ -196,6 +232,7 @@ export function applyJinjaCompat(): void {
   // `| map('filter')` by filter name; filters on an undefined value as Python's Undefined
   // (prints "", iterates empty, length 0) — e.g. `param.description | trim` of a parameter
   // sent without a description.
+  const undefinedValue = env.set("u", undefined) as unknown as RV;
   const IntegerCtor = (env.set("i", 1) as unknown as { constructor: new (v: number) => RV }).constructor;
   const proto = Interpreter.prototype as unknown as {
     applyFilter(operand: RV, filter: FilterNode, env: unknown): RV;
@@ -208,6 +245,29 @@ export function applyJinjaCompat(): void {
       if (UNDEFINED_AS_EMPTY_STRING.has(name)) return new StringCtor("");
       if (name === "items" || name === "list") return new ArrayCtor([]) as RV;
       if (name === "length" || name === "count") return new IntegerCtor(0);
+    }
+    // Python's string filters apply str() first: `None | trim` is "None" (a tool sent
+    // without a description, dumped by vLLM as None), `3 | upper` is "3".
+    if (name !== undefined && STR_FILTERS.has(name) && operand.type !== "StringValue" && operand.type !== "UndefinedValue") {
+      return this.applyFilter(new StringCtor(operand.toString()), filter, environment);
+    }
+    // select/rejectattr: the library skips items whose attribute is missing, so
+    // `selectattr("tool_calls", "undefined")` selected nothing; Python tests Undefined too.
+    if ((name === "selectattr" || name === "rejectattr") && filter.type === "CallExpression" && operand.type === "ArrayValue") {
+      const [attr, testName, value] = (filter.args ?? []).map((a) => this.evaluate(a, environment));
+      const tests = (environment as { tests: Map<string, (...a: RV[]) => boolean> }).tests;
+      const test = testName === undefined ? (x: RV) => (x as unknown as { __bool__(): RV }).__bool__().value === true : tests.get(testName.value as string);
+      if (test === undefined) throw new Error(`Unknown test: ${String(testName?.value)}`);
+      const select = name === "selectattr";
+      const path = String(attr?.value ?? "").split(".");
+      return new ArrayCtor(
+        (operand.value as RV[]).filter((item) => {
+          let v: RV = item;
+          for (const key of path) v = v.value instanceof Map ? ((v.value as Map<string, RV>).get(key) ?? undefinedValue) : undefinedValue;
+          const hit = value === undefined ? test(v) : test(v, value);
+          return select ? hit : !hit;
+        }),
+      ) as RV;
     }
     if (filter.type === "Identifier" && name === "string") {
       return operand.type === "StringValue" ? operand : new StringCtor(operand.toString());

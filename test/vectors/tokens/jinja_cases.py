@@ -54,6 +54,16 @@ CASES = [
     ("{{ out[:-1] }}{{ id[-9:] }}", {"out": "{\"a\": 1}", "id": "call_0123456789"}),
     ("{% for k, v in d.items() if k != 'b' %}{{ k }}{{ loop.last }}{% endfor %}", {"d": {"a": 1, "b": 2, "c": 3}}),
     ("{{ m.get('x') }}{{ m.get('y', 'dflt') }}", {"m": {"x": 1}}),
+    # Gemma 3 / Qwen3-Coder tool templates:
+    ("{% set x = 1 %}{% for i in [1, 2] %}{{ x }}{% set x = 2 %}{{ x }}{% endfor %}{{ x }}", {}),
+    ("{% for k, v in d.items() %}{% if not first is defined %}{% endif %}{%- set first = true -%}{{ k }}{% endfor %}{{ first is defined }}",
+     {"d": {"a": 1, "b": 2}}),
+    ("{% for m in ms | rejectattr('role', 'equalto', 'tool') | selectattr('tool_calls', 'undefined') %}{{ m.role }}{{ loop.index0 }},{% endfor %}",
+     {"ms": [{"role": "user"}, {"role": "assistant", "tool_calls": []}, {"role": "tool"}, {"role": "user"}]}),
+    ("{{ d is iterable }}{{ d is mapping }}{{ d is sequence }}{{ s is iterable }}{{ 3 is iterable }}", {"d": {"a": 1}, "s": "x"}),
+    ("[{{ n | trim }}][{{ 3 | upper }}][{{ b | lower }}]", {"n": None, "b": True}),
+    ("{% for m in ms %}{{ loop.previtem.role if loop.previtem else '-' }}>{{ loop.nextitem.role if not loop.last else '-' }};{% endfor %}",
+     {"ms": [{"role": "a"}, {"role": "b"}, {"role": "c"}]}),
 ]
 
 
