@@ -40,6 +40,7 @@ import { runMockerCli, startMocker, type MockerHandle } from "./mocker/index.ts"
 import { createNativeBlockHasher } from "./native/hasher.ts";
 import { loadNativeLibrary } from "./native/library.ts";
 import { RecoveryDriver } from "./recovery/driver.ts";
+import { LossyStreamGuard } from "./recovery/lossy-stream.ts";
 import { schedulerConfig } from "./scheduler/config.ts";
 import { LoadTracker } from "./scheduler/load-tracker.ts";
 import { createPipeline } from "./scheduler/registry.ts";
@@ -156,15 +157,22 @@ function redactUrl(url: string): string {
   }
 }
 
-/** Apply a ZMQ subscriber's events (vLLM has no /kv/query, so no recovery driver in between). */
+/**
+ * Apply a ZMQ subscriber's events (vLLM has no /kv/query, so no recovery driver in between).
+ * Batches lost beyond the engine's replay buffer leave an id gap: the rank is wiped first
+ * (recovery/lossy-stream.ts), so blocks whose Removed was lost never stay in the index.
+ */
 function applyZmqEvents(index: KvIndex, isKnown: (w: bigint) => boolean, onUnknown: (n: number) => void) {
+  const gaps = new LossyStreamGuard();
   return (events: readonly RouterEvent[]): void => {
     let unknown = 0;
     for (const ev of events) {
       if (!isKnown(ev.workerId)) {
         unknown++; // removed through DELETE /v1/workers while its subscriber still runs
+        gaps.forget(ev.workerId);
         continue;
       }
+      if (gaps.observe(ev)) index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
       if (ev.event.data.type === "cleared") index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
       else index.applyEvent(ev);
     }

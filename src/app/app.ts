@@ -22,8 +22,26 @@ import { workerRoutes } from "./routes/workers.ts";
 /** Paths that need the admin token (or a loopback peer when no token is set). */
 export const ADMIN_PATHS = ["/v1/workers", "/v1/workers/*", "/v1/kv/*", "/v1/route", "/v1/route/*", "/debug/*"] as const;
 
+/** Paths that still answer while the router drains: probes and scrapes. */
+const OPEN_WHILE_DRAINING: ReadonlySet<string> = new Set(["/health", "/livez", "/metrics"]);
+
+/** Shutdown began: new work goes elsewhere (503, retryable); requests in flight finish. */
+function drainingRefusal(): Response {
+  const res = errorResponse(503, "draining", "this router is shutting down; send the request to another one");
+  res.headers.set("retry-after", "1");
+  res.headers.set("connection", "close");
+  return res;
+}
+
 export function createApp(d: AppDeps): Hono {
   const app = new Hono();
+  if (d.draining !== undefined) {
+    const draining = d.draining;
+    app.use("*", async (c, next) => {
+      if (draining() && !OPEN_WHILE_DRAINING.has(c.req.path)) return drainingRefusal();
+      await next();
+    });
+  }
   const auth = adminAuth(d.adminToken, d.peer);
   for (const p of ADMIN_PATHS) app.use(p, auth);
 
@@ -65,6 +83,8 @@ function answerError(d: AppDeps, e: unknown): Response {
  */
 export function createFastRoutes(d: AppDeps): Record<string, { POST: (req: Request) => Promise<Response> }> {
   const h = completionHandlers(d);
-  const guard = (fn: RequestHandler) => (req: Request) => fn(req).catch((e: unknown) => answerError(d, e));
+  const draining = d.draining ?? (() => false);
+  const guard = (fn: RequestHandler) => (req: Request) =>
+    draining() ? Promise.resolve(drainingRefusal()) : fn(req).catch((e: unknown) => answerError(d, e));
   return { "/v1/completions": { POST: guard(h.completions) }, "/v1/chat/completions": { POST: guard(h.chat) } };
 }

@@ -51,8 +51,9 @@ export interface MockerHandle {
   /** Push every pending KV event to every router now (no-op without --router-url). */
   flushEvents(): Promise<void>;
   /**
-   * Graceful shutdown: stop listening, GET /health answers 503 "draining", requests in
-   * flight (streams included) get up to `timeoutMs` to finish; then stop(). Resolves whether all finished.
+   * Graceful shutdown: new requests are refused (503, so routers try another engine), GET
+   * /health answers 503 "draining", requests in flight (streams included) get up to
+   * `timeoutMs` to finish; then stop(). Resolves whether all finished.
    */
   drain(timeoutMs: number): Promise<boolean>;
   stop(): Promise<void>;
@@ -367,6 +368,9 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     const path = new URL(req.url).pathname;
     const method = req.method;
     const key = `${method} ${path}`;
+    if (draining && key !== "GET /health" && key !== "GET /livez" && key !== "GET /metrics") {
+      return error(503, "the engine is shutting down", "service_unavailable");
+    }
     switch (key) {
       case "POST /v1/completions":
         return completions(req, "completions");
@@ -437,12 +441,10 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     },
     drain: async (timeoutMs) => {
       draining = true;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const finished = await Promise.race([
-        server.stop(false).then(() => true),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
-      ]);
-      clearTimeout(timer);
+      // Still listening: routers see 503 on /health and on new requests (and go elsewhere).
+      const end = performance.now() + timeoutMs;
+      while (server.pendingRequests > 0 && performance.now() < end) await Bun.sleep(25);
+      const finished = server.pendingRequests === 0;
       await server.stop(true);
       await Promise.all(publishers.map((p) => p.stop()));
       return finished;

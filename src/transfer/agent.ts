@@ -23,7 +23,7 @@ import type { PoolKind } from "./types.ts";
 
 export interface TransferAgent {
   readonly port: number;
-  /** Stop listening, let requests in flight finish (up to timeoutMs), then stop(). Resolves whether all finished. */
+  /** Refuse new requests (503), let those in flight finish (up to timeoutMs), then stop(). Resolves whether all finished. */
   drain(timeoutMs: number): Promise<boolean>;
   stop(): Promise<void>;
 }
@@ -92,6 +92,7 @@ export async function runTransferAgent(argv: string[], deps: TransferAgentDeps =
         const path = new URL(req.url).pathname;
         if (req.method === "GET" && path === "/livez") return Response.json({ status: "ok" });
         if (draining && req.method === "GET" && path === "/health") return Response.json({ status: "draining" }, { status: 503 });
+        if (draining) return Response.json({ error: { message: "the transfer agent is shutting down", type: "service_unavailable", code: "draining", param: null } }, { status: 503 });
         return app.fetch(req);
       },
     });
@@ -115,12 +116,10 @@ export async function runTransferAgent(argv: string[], deps: TransferAgentDeps =
     port,
     async drain(timeoutMs) {
       draining = true;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const finished = await Promise.race([
-        server!.stop(false).then(() => true),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
-      ]);
-      clearTimeout(timer);
+      // Still listening: /health says 503 "draining", new transfers get 503; those in flight finish.
+      const end = performance.now() + timeoutMs;
+      while (server!.pendingRequests > 0 && performance.now() < end) await Bun.sleep(25);
+      const finished = server!.pendingRequests === 0;
       await stop();
       return finished;
     },

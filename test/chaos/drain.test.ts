@@ -1,8 +1,8 @@
 /**
- * Issue 12 §7, real processes: SIGTERM during load. The router stops listening at once,
- * lets every stream in flight finish (bounded by --drain-timeout) and exits 0; a second
- * signal exits at once. The simulated engine drains the same way. Readiness: /health is 503
- * while no worker is healthy, /livez answers anyway.
+ * Issue 12 §7, real processes: SIGTERM during load. The router stops taking work at once
+ * (new requests: 503 `draining`; /health: 503 "draining"; /livez: 200), lets every stream in
+ * flight finish (bounded by --drain-timeout) and exits 0; a second signal exits at once. The
+ * simulated engine drains the same way. Readiness: /health is 503 while no worker is healthy.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { complete, startEngines, startRouter, urlOf } from "../integration/multi-router-cluster.ts";
@@ -39,7 +39,7 @@ async function exitOf(p: Proc, deadlineMs: number): Promise<number | null> {
 }
 
 describe("drain and readiness", () => {
-  test("SIGTERM during load: streams in flight finish, new connections are refused, exit 0", async () => {
+  test("SIGTERM during load: streams in flight finish, new requests get 503 draining, /health 503, exit 0", async () => {
     const engines = await startEngines(1, [], ["--decode-ms-per-step", "20"]);
     const router = await startRouter(engines, 0, ["--log-level", "error", "--drain-timeout", "10"]);
     procs.push(...engines, router);
@@ -47,14 +47,12 @@ describe("drain and readiness", () => {
     const streams = await inFlight(url, STREAMS, 40); // ~0.8 s each
     const t0 = performance.now();
     router.proc.kill("SIGTERM");
-    await until(async () => {
-      try {
-        await fetch(`${url}/livez`);
-        return false;
-      } catch {
-        return true; // refused: no longer listening
-      }
-    }, "the router to stop listening", 3_000);
+    await until(async () => (await fetch(`${url}/health`)).status === 503, "/health to say draining", 3_000);
+    expect(((await (await fetch(`${url}/health`)).json()) as { status: string }).status).toBe("draining");
+    expect((await fetch(`${url}/livez`)).status).toBe(200);
+    const refused = await complete(url, { prompt: "too late", max_tokens: 1 });
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("draining");
     const s = summary(await Promise.all(streams));
     console.log(`chaos SIGTERM during load: failed ${s.failed}/${s.total}, longest stream ${s.longestMs} ms`);
     expect(s.failed).toBe(0);
@@ -76,12 +74,15 @@ describe("drain and readiness", () => {
     expect(summary(await Promise.all(streams)).failed).toBe(2);
   }, 30_000);
 
-  test("the simulated engine drains too: a stream in flight finishes, exit 0", async () => {
+  test("the simulated engine drains too: a stream in flight finishes, /health and new requests 503, exit 0", async () => {
     const [engine] = await startEngines(1, [], ["--decode-ms-per-step", "20"]);
     procs.push(engine!);
-    const pending = streamed(String(engine!.info.url), "an engine-side stream", 30);
+    const engineUrl = String(engine!.info.url);
+    const pending = streamed(engineUrl, "an engine-side stream", 30);
     await Bun.sleep(100);
     engine!.proc.kill("SIGTERM");
+    await until(async () => (await fetch(`${engineUrl}/health`)).status === 503, "the engine's /health to say draining", 3_000);
+    expect((await complete(engineUrl, { prompt: "too late", max_tokens: 1 })).status).toBe(503);
     const o = await pending;
     expect(o.complete).toBe(true);
     expect(await exitOf(engine!, 5_000)).toBe(0);
