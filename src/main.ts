@@ -75,6 +75,8 @@ commands:
 const APPROX_EXPIRE_EVERY_MS = 1_000;
 /** How often stale bookings (never freed, spec §4.5: 300 s) are swept. */
 const LOAD_EXPIRY_EVERY_MS = 30_000;
+/** How often a drain looks whether requests are still in flight. */
+const DRAIN_POLL_MS = 25;
 /** Outlier ejection: answers a worker needs in an interval before its failure share counts, and the interval. */
 const OUTLIER_REQUEST_VOLUME = 20;
 const OUTLIER_INTERVAL_MS = 10_000;
@@ -239,8 +241,9 @@ export interface RunningRouter {
   readonly url: string;
   readonly port: number;
   /**
-   * Graceful shutdown: stop listening, /health answers 503 "draining", in-flight requests
-   * (streams included) get up to `timeoutMs` to finish; then stop(). Resolves whether all finished.
+   * Graceful shutdown: new requests are refused (503 `draining`, retryable), /health answers
+   * 503 "draining", in-flight requests (streams included) get up to `timeoutMs` to finish;
+   * then stop(). Resolves whether all finished.
    */
   drain(timeoutMs: number): Promise<boolean>;
   stop(): Promise<void>;
@@ -626,12 +629,11 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     async drain(timeoutMs) {
       draining = true;
       health.stop();
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const finished = await Promise.race([
-        server!.stop(false).then(() => true),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
-      ]);
-      clearTimeout(timer);
+      // Still listening: probes see 503 "draining", new requests a retryable 503 (app.ts).
+      // Bun's stop(false) would close the listener and idle connections at once.
+      const end = performance.now() + timeoutMs;
+      while (server!.pendingRequests > 0 && performance.now() < end) await Bun.sleep(DRAIN_POLL_MS);
+      const finished = server!.pendingRequests === 0;
       log.info(finished ? "drained: every in-flight request finished" : `drain timeout (${timeoutMs / 1000} s): cutting what is left`);
       await running.stop();
       return finished;
