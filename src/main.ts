@@ -292,6 +292,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     busyThreshold: config.busyThreshold,
     inflightOverlap: config.inflightOverlap,
     overlapCredit: config.overlapCredit,
+    prefillWaitFactor: config.prefillWaitFactor,
+    prefillWaitSlackTokens: config.prefillWaitSlack,
   });
   const pipeline = createPipeline(config.policy, scheduler);
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });

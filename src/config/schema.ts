@@ -38,7 +38,7 @@ export type RawConfigShape = Record<
   | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
   | "connectTimeout" | "firstByteTimeout" | "responseTimeout" | "streamIdleTimeout" | "idleTimeout" | "drainTimeout"
   | "outlierConsecutiveFailures" | "outlierFailurePercent" | "outlierBaseEjectionTime" | "outlierMaxEjectionTime" | "outlierMaxEjectionPercent"
-  | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap" | "overlapCredit"
+  | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap" | "overlapCredit" | "prefillWaitFactor" | "prefillWaitSlack"
   | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
   | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow"
   | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout",
@@ -79,6 +79,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "approxTtl", flag: "--approx-ttl", env: ["SWITCHYARD_APPROX_TTL"], help: "approx policy: seconds a routing decision stays in the index (default 120)" },
   { key: "logLevel", flag: "--log-level", env: ["SWITCHYARD_LOG_LEVEL"], help: `${LOG_LEVELS.join("|")} (default info)` },
   { key: "loadGuard", flag: "--load-guard", env: ["SWITCHYARD_LOAD_GUARD"], help: "kv/approx: skip workers whose load exceeds FACTOR x the mean (e.g. 1.25); 0 = off (default 0)" },
+  { key: "prefillWaitFactor", flag: "--prefill-wait-factor", env: ["SWITCHYARD_PREFILL_WAIT_FACTOR"], help: "kv/approx: skip workers where the request's prefill would wait more than FACTOR x the best worker's (+ --prefill-wait-slack tokens); 0 = off (default 0)" },
+  { key: "prefillWaitSlack", flag: "--prefill-wait-slack", env: ["SWITCHYARD_PREFILL_WAIT_SLACK"], help: "prompt tokens of prefill wait always allowed above FACTOR x the best (default 0)" },
   { key: "loadGuardMetric", flag: "--load-guard-metric", env: ["SWITCHYARD_LOAD_GUARD_METRIC"], help: "what the load guard measures: requests|blocks (default requests)" },
   { key: "activeRequestWeight", flag: "--active-request-weight", env: ["SWITCHYARD_ACTIVE_REQUEST_WEIGHT"], help: "kv/approx: extra cost per active request on a worker (default 0)" },
   { key: "overlapCredit", flag: "--overlap-credit", env: ["SWITCHYARD_OVERLAP_CREDIT"], help: "kv/approx: credit per cached prompt block beyond the prefill it saves, so requests follow the cache (default 32; 0 = Dynamo's reference formula, see bench/README.md)" },
@@ -277,6 +279,8 @@ export const ConfigSchema = v.object({
   // conversations over cold workers (0.59-0.68 x ideal hit rate); 32 reaches the offline
   // oracle (0.91 x) with equal or better TTFT. bench/README.md has the runs.
   overlapCredit: v.optional(nonNegative("a number >= 0"), 32),
+  prefillWaitFactor: v.optional(v.pipe(nonNegative("a number >= 0"), v.check((x) => x === 0 || x >= 1, "must be 0 (off) or >= 1")), 0),
+  prefillWaitSlack: v.optional(nonNegative("a number of tokens >= 0"), 0),
   redisToken: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
   redisTimeout: v.optional(v.pipe(positive("a number of seconds > 0"), v.maxValue(10, "must be at most 10 seconds")), 0.05),
   loraLoadOnDemand: v.optional(bool, false),
@@ -353,6 +357,9 @@ export interface Config {
   readonly busyThreshold: number | null;
   readonly inflightOverlap: boolean;
   readonly overlapCredit: number;
+  /** null = off (filters/prefill-wait-bound.ts). */
+  readonly prefillWaitFactor: number | null;
+  readonly prefillWaitSlack: number;
   /** Upstash REST token for an https:// --redis. */
   readonly redisToken: string | undefined;
   /** Seconds a request may wait for Redis before it is treated as down. */
@@ -441,6 +448,8 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     busyThreshold: o.busyThreshold ?? null,
     inflightOverlap: o.inflightOverlap,
     overlapCredit: o.overlapCredit,
+    prefillWaitFactor: o.prefillWaitFactor === 0 ? null : o.prefillWaitFactor,
+    prefillWaitSlack: o.prefillWaitSlack,
     redisToken: o.redisToken,
     redisTimeout: o.redisTimeout,
     loraLoadOnDemand: o.loraLoadOnDemand,

@@ -44,6 +44,13 @@ export interface SchedulerConfig {
    * those blocks. Off = Dynamo's reference formula exactly.
    */
   readonly inflightOverlap: boolean;
+  /**
+   * kv/approx: keep only workers whose prefill wait (queued prefill + this request's uncached
+   * tokens) is within factor × the best worker's + prefillWaitSlackTokens
+   * (filters/prefill-wait-bound.ts). null = off (pure Dynamo).
+   */
+  readonly prefillWaitFactor: number | null;
+  readonly prefillWaitSlackTokens: number;
 }
 
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
@@ -57,6 +64,8 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   overlapCredit: 0,
   sharedCacheMultiplier: 0,
   inflightOverlap: false,
+  prefillWaitFactor: null,
+  prefillWaitSlackTokens: 0,
 };
 
 /** Engines that do not report max_num_batched_tokens are treated as having this many (never busy in practice). */

@@ -43,6 +43,8 @@ export interface FindBestMatchInput {
   readonly sharedCacheHits?: SharedCacheHits;
   /** Ranks the engines report busy (engine metrics); the engine-busy filter skips them. */
   readonly busyKeys?: ReadonlySet<WorkerKey>;
+  /** The client's session id, for policies that hash it. */
+  readonly sessionId?: string;
 }
 
 export function findBestMatch(input: FindBestMatchInput): Selection {
@@ -62,6 +64,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     loraName: input.loraName,
     sharedCacheHits: input.sharedCacheHits,
     busyKeys: input.busyKeys,
+    sessionId: input.sessionId,
   };
   const ctx: SchedulingContext = {
     request,
@@ -69,7 +72,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     overlapScoreWeight: resolveOverlapWeight(config, input.overrides),
     temperature: resolveTemperature(config, input.overrides),
     sharedCacheMultiplier: resolveSharedCacheMultiplier(config, input.overrides),
-    inflightOverlap: config.inflightOverlap,
+    inflightOverlap: input.pipeline.inflightOverlap ?? config.inflightOverlap,
     now: input.now,
     rng: input.rng,
   };

@@ -7,6 +7,12 @@
  *   least-loaded  active prefill + active blocks (cache ignored), min with random ties
  *   round-robin   next in endpoint order
  *   random        uniform draw
+ * The peers' published defaults, one file each under policies/ (source and version cited there):
+ *   dynamo             Dynamo's KV router: the kv cost alone, weight 1, temperature 0, no credit
+ *   sglang             SGLang gateway cache_aware (own approximate tree, balance thresholds)
+ *   llm-d              llm-d default profile (prefix 3, queue 2, KV utilisation 2, max score)
+ *   prodstack-prefix   production-stack prefixaware (hash trie of its own decisions, no load term)
+ *   prodstack-session  production-stack session (consistent hash of X-Session-ID, else lowest rate)
  */
 import type { SchedulerConfig } from "./config.ts";
 import { activeLoadCost } from "./costs/active-load.ts";
@@ -18,13 +24,29 @@ import { busyThreshold } from "./filters/busy-threshold.ts";
 import { engineBusy } from "./filters/engine-busy.ts";
 import { healthy } from "./filters/healthy.ts";
 import { loadGuard } from "./filters/load-guard.ts";
+import { prefillWaitBound } from "./filters/prefill-wait-bound.ts";
+import { dynamoPipeline } from "./policies/dynamo.ts";
+import { llmdPicker } from "./policies/llm-d.ts";
+import { prodstackPrefixPicker, prodstackSessionPicker } from "./policies/prodstack.ts";
+import { sglangCacheAwarePicker } from "./policies/sglang-cache-aware.ts";
 import { minCostPicker } from "./pickers/min-cost.ts";
 import { randomPicker } from "./pickers/random.ts";
 import { roundRobinPicker } from "./pickers/round-robin.ts";
 import { temperaturePicker } from "./pickers/temperature.ts";
 import type { Filter, Pipeline, WeightedCost } from "./types.ts";
 
-export const POLICY_NAMES = ["kv", "approx", "round-robin", "random", "least-loaded"] as const;
+export const POLICY_NAMES = [
+  "kv",
+  "approx",
+  "round-robin",
+  "random",
+  "least-loaded",
+  "dynamo",
+  "sglang",
+  "llm-d",
+  "prodstack-prefix",
+  "prodstack-session",
+] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
 export function isPolicyName(name: string): name is PolicyName {
@@ -41,6 +63,7 @@ function eligibility(config: SchedulerConfig): Filter[] {
 function kvPipeline(name: PolicyName, config: SchedulerConfig): Pipeline {
   const filters = eligibility(config);
   if (config.loadGuardFactor !== null) filters.push(loadGuard(config.loadGuardFactor, config.loadGuardMetric));
+  if (config.prefillWaitFactor !== null) filters.push(prefillWaitBound(config.prefillWaitFactor, config.prefillWaitSlackTokens));
   const costs: WeightedCost[] = [{ term: dynamoKvCost, weight: 1 }];
   if (config.activeRequestWeight !== 0) costs.push({ term: activeRequestsCost, weight: config.activeRequestWeight });
   if (config.overlapCredit !== 0) costs.push({ term: overlapCreditCost, weight: config.overlapCredit });
@@ -64,5 +87,15 @@ export function createPipeline(name: PolicyName, config: SchedulerConfig): Pipel
       return { name, filters: eligibility(config), costs: [], picker: roundRobinPicker() };
     case "random":
       return { name, filters: eligibility(config), costs: [], picker: randomPicker };
+    case "dynamo":
+      return dynamoPipeline(eligibility(config), config);
+    case "sglang":
+      return { name, filters: eligibility(config), costs: [], picker: sglangCacheAwarePicker(config.blockSize) };
+    case "llm-d":
+      return { name, filters: eligibility(config), costs: [], picker: llmdPicker(config.blockSize) };
+    case "prodstack-prefix":
+      return { name, filters: eligibility(config), costs: [], picker: prodstackPrefixPicker() };
+    case "prodstack-session":
+      return { name, filters: eligibility(config), costs: [], picker: prodstackSessionPicker() };
   }
 }

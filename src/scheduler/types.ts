@@ -48,6 +48,8 @@ export interface SchedulingRequest {
   readonly sharedCacheHits?: SharedCacheHits;
   /** (worker, dp_rank)s the engines' own metrics report busy (issue 13); skipped by the engine-busy filter. */
   readonly busyKeys?: ReadonlySet<WorkerKey>;
+  /** The client's session id (X-Session-ID), for policies that hash it (prodstack-session). */
+  readonly sessionId?: string;
 }
 
 /** Everything a plugin may read for one decision. Typed, not a bag. */
@@ -117,6 +119,8 @@ export interface Pipeline {
   readonly filters: readonly Filter[];
   readonly costs: readonly WeightedCost[];
   readonly picker: Picker;
+  /** Overrides SchedulerConfig.inflightOverlap for this policy (a peer's policy that has no such idea). */
+  readonly inflightOverlap?: boolean;
 }
 
 /** The decision (Dynamo `WorkerSelectionResult` plus the priced candidates for debugging). */

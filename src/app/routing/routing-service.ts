@@ -145,6 +145,7 @@ export class RoutingService {
       loraName: input.loraName,
       allowedWorkerIds: input.allowedWorkerIds,
       busyKeys: d.busyKeys?.(),
+      sessionId,
     });
     if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
     const t4 = performance.now();

@@ -41,8 +41,11 @@ function placeHotPrefix(
 }
 
 describe("policy registry", () => {
-  test("knows exactly the five policy names", () => {
-    expect([...POLICY_NAMES]).toEqual(["kv", "approx", "round-robin", "random", "least-loaded"]);
+  test("knows our five policies and the five peers'", () => {
+    expect([...POLICY_NAMES]).toEqual([
+      "kv", "approx", "round-robin", "random", "least-loaded",
+      "dynamo", "sglang", "llm-d", "prodstack-prefix", "prodstack-session",
+    ]);
     expect(isPolicyName("kv")).toBe(true);
     expect(isPolicyName("fastest")).toBe(false);
   });

@@ -1,0 +1,31 @@
+/**
+ * Prefill-wait bound (kv's default, issue 14): keep only candidates where this request's prefill
+ * would start and finish within `factor` × the best candidate's, plus `slackTokens`. A
+ * candidate's `prefillTokens` is the prefill work queued ahead of the request plus its own
+ * uncached part: the time to its first token in units of prefill work.
+ *
+ * Why: the overlap credit makes requests follow their cache, which is right until the warm
+ * worker's queue costs more time than the cache saves; a fixed credit is right for one load and
+ * wrong for another (bench/README.md, issue 14). The bound is relative to what the cluster offers
+ * right now, so it adapts: when every queue is long the cache keeps winning, when another worker
+ * could serve the request much sooner the hot prefix is copied there (SGLang / Preble's
+ * replication of a hot prefix), which also spreads computed work. Never empties the set (the
+ * best candidate always passes).
+ */
+import type { Candidate, Filter, SchedulingContext } from "../types.ts";
+
+export function prefillWaitBound(factor: number, slackTokens: number): Filter {
+  if (!(factor >= 1)) throw new Error(`prefill wait factor must be >= 1, got ${factor}`);
+  if (!(slackTokens >= 0)) throw new Error(`prefill wait slack must be >= 0, got ${slackTokens}`);
+  return {
+    type: "prefill-wait-bound",
+    filter(_ctx: SchedulingContext, candidates: readonly Candidate[]): readonly Candidate[] {
+      if (candidates.length < 2) return candidates;
+      let best = Infinity;
+      for (const c of candidates) if (c.prefillTokens < best) best = c.prefillTokens;
+      const limit = factor * best + slackTokens;
+      for (const c of candidates) if (c.prefillTokens > limit) return candidates.filter((x) => x.prefillTokens <= limit);
+      return candidates;
+    },
+  };
+}
