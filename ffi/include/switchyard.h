@@ -52,11 +52,14 @@ extern "C" {
 #define SY_E_BUSY -11         /* too many handles or jobs in flight */
 #define SY_E_COLLECTIVE -12   /* ranks disagree (sizes, world) or the group was aborted */
 #define SY_E_NCCL -13         /* an NCCL call failed */
+#define SY_E_NOT_FOUND -14    /* a named shared-memory segment does not exist (any more) */
+#define SY_E_READ_ONLY -15    /* a write into a pool mapped read-only (a shared-memory reader) */
 
 /* ---- Pools ----------------------------------------------------------------------------- */
 #define SY_POOL_DEVICE 0u
 #define SY_POOL_HOST 1u /* pinned host memory on the GPU path */
 #define SY_POOL_DISK 2u
+#define SY_POOL_SHM 3u /* host memory in a named POSIX shared-memory segment (see sy_shm_pool_create) */
 
 #define SY_BACKEND_AUTO 0u /* CUDA when a GPU is usable (device/host pools), else CPU */
 #define SY_BACKEND_CPU 1u  /* aligned host memory; copies are multi-threaded memcpy */
@@ -145,6 +148,38 @@ SY_API int32_t sy_pool_info(int32_t pool, uint64_t* out, size_t out_bytes);
 /* Copies one block in logical order between the pool and a caller buffer of block_bytes. */
 SY_API int32_t sy_pool_write_block(int32_t pool, uint64_t index, const void* src, size_t src_bytes);
 SY_API int32_t sy_pool_read_block(int32_t pool, uint64_t index, void* dst, size_t dst_bytes);
+
+/* ---- Shared-memory pools (disaggregated prefill -> decode on one host) ------------------ */
+/*
+ * A shared-memory pool is a host pool (CPU backend) whose blocks live in the POSIX segment
+ * "/<name>" (name: [A-Za-z0-9._-], 1..200 bytes), so another process can read them. One
+ * process writes: sy_shm_pool_create makes the segment (it must not exist yet: SY_E_INVALID
+ * otherwise), sizes it, writes a header (magic, geometry, block count) and maps it read-write.
+ * Readers map it read-only with sy_shm_pool_open: the header must match their layout
+ * (SY_E_LAYOUT) and the segment must be as large as the header says (SY_E_INVALID); a missing
+ * segment is SY_E_NOT_FOUND. Writing into a read-only pool, or using it as a transfer
+ * destination, is SY_E_READ_ONLY. For transfers a shared-memory pool counts as a host pool
+ * (shm->device, shm->disk, device->shm). Destroying a pool unmaps it and never removes the
+ * segment: sy_shm_unlink does that (any process; SY_E_NOT_FOUND when it is already gone).
+ * The GPU path (pinned registration of the segment) is not implemented: on a CUDA device pool
+ * the backends differ and the transfer is refused (SY_E_INVALID).
+ * Added after ABI version 1 without a version bump: bindings look these up separately.
+ */
+SY_API int32_t sy_shm_pool_create(const char* name, size_t name_len, const sy_layout* layout, size_t layout_bytes,
+                                  uint64_t num_blocks);
+SY_API int32_t sy_shm_pool_open(const char* name, size_t name_len, const sy_layout* layout, size_t layout_bytes);
+SY_API int32_t sy_shm_unlink(const char* name, size_t name_len);
+
+/*
+ * CUDA IPC (the GPU path of disaggregation): the 64-byte cudaIpcMemHandle of a CUDA device
+ * pool (fully contiguous layout: one region) and, in another process, a device pool over that
+ * memory (cudaIpcOpenMemHandle; destroyed with cudaIpcCloseMemHandle). On the CPU path both
+ * return SY_E_UNAVAILABLE. Compiled everywhere; runs only where a GPU is present.
+ */
+#define SY_IPC_HANDLE_BYTES 64
+SY_API int32_t sy_pool_ipc_handle(int32_t pool, uint8_t* out, size_t out_bytes);
+SY_API int32_t sy_pool_open_ipc(const uint8_t* handle, size_t handle_bytes, const sy_layout* layout, size_t layout_bytes,
+                                uint64_t num_blocks);
 
 /* ---- Transfers ----------------------------------------------------------------------------- */
 /*

@@ -18,10 +18,14 @@
 #define PART_BYTES (1u << 20)
 
 static const char* kind_name(uint32_t k) {
-  return k == SY_POOL_DEVICE ? "device" : k == SY_POOL_HOST ? "host" : k == SY_POOL_DISK ? "disk" : "?";
+  return k == SY_POOL_DEVICE ? "device" : k == SY_POOL_HOST ? "host" : k == SY_POOL_DISK ? "disk" : k == SY_POOL_SHM ? "shared-memory" : "?";
 }
 
+/* A shared-memory pool is host memory another process can map: it moves as a host pool. */
+static uint32_t direction_class(uint32_t kind) { return kind == SY_POOL_SHM ? SY_POOL_HOST : kind; }
+
 static bool direction_allowed(uint32_t from, uint32_t to) {
+  from = direction_class(from), to = direction_class(to);
   switch (from) {
     case SY_POOL_DEVICE: return to == SY_POOL_HOST || to == SY_POOL_DISK;
     case SY_POOL_HOST: return to == SY_POOL_DEVICE || to == SY_POOL_DISK;
@@ -31,9 +35,12 @@ static bool direction_allowed(uint32_t from, uint32_t to) {
 }
 
 int32_t sy_transfer_check(const struct sy_pool* src, const struct sy_pool* dst, const uint32_t* pairs, size_t npairs) {
-  if (!direction_allowed(src->kind, dst->kind))
+  /* device->device only from another process's memory opened by CUDA IPC (ipc.c). */
+  bool ipc_pull = src->ipc && dst->kind == SY_POOL_DEVICE;
+  if (!ipc_pull && !direction_allowed(src->kind, dst->kind))
     return sy_fail(SY_E_DIRECTION, "invalid transfer type: %s -> %s (allowed: device->host, device->disk, host->device, host->disk, disk->device)",
                    kind_name(src->kind), kind_name(dst->kind));
+  if (dst->read_only) return sy_fail(SY_E_READ_ONLY, "the destination shared-memory pool is mapped read-only here");
   const struct sy_geometry *a = &src->g, *b = &dst->g;
   if (a->layers != b->layers || a->outer != b->outer || a->page != b->page || a->inner != b->inner || a->elem != b->elem)
     return sy_fail(SY_E_LAYOUT, "block geometry differs: %ux%ux%ux%ux%u vs %ux%ux%ux%ux%u (layers x outer x page x inner x elem)",

@@ -449,6 +449,7 @@ static int32_t open_bcast(int32_t group, int32_t pool, const uint32_t* indices, 
   int32_t st = SY_OK;
   size_t n = indices_bytes / sizeof(uint32_t);
   if ((*p)->kind == SY_POOL_DISK) st = sy_fail(SY_E_INVALID, "broadcast needs a memory pool, not a disk pool");
+  else if ((*p)->read_only) st = sy_fail(SY_E_READ_ONLY, "broadcast cannot write into a read-only shared-memory pool");
   for (size_t i = 0; st == SY_OK && i < n; i++)
     if (indices[i] >= (*p)->num_blocks)
       st = sy_fail(SY_E_RANGE, "index %zu: block %u is outside the pool (%llu blocks)", i, indices[i], (unsigned long long)(*p)->num_blocks);

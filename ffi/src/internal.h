@@ -97,10 +97,19 @@ struct sy_nccl {
   const char* (*GetErrorString)(int);
 };
 
+/* Optional cudart entry points (CUDA IPC); NULL when the runtime lacks them. */
+typedef struct { char reserved[64]; } sy_cuda_ipc_mem_handle; /* cudaIpcMemHandle_t */
+struct sy_cuda_ipc {
+  sy_cuda_err (*GetMemHandle)(sy_cuda_ipc_mem_handle* handle, void* ptr);
+  sy_cuda_err (*OpenMemHandle)(void** ptr, sy_cuda_ipc_mem_handle handle, unsigned flags); /* by value, as cudart */
+  sy_cuda_err (*CloseMemHandle)(void* ptr);
+};
+
 struct sy_runtime {
   uint32_t caps;
   int device;
   struct sy_cudart cuda;
+  struct sy_cuda_ipc ipc;
   struct sy_kernels kernels;
   struct sy_nccl nccl;
   char status[1024];
@@ -130,7 +139,18 @@ struct sy_pool {
   bool direct;
   bool unlink_on_close;
   char* path;
+  /* shared-memory pools (shm.c) and CUDA IPC pools (ipc.c): one mapping holds every region */
+  uint8_t* map_base;
+  uint64_t map_bytes;
+  bool read_only; /* a shared-memory reader: never a write or transfer destination */
+  bool ipc;       /* regions[0] came from cudaIpcOpenMemHandle */
 };
+
+int32_t sy_geometry_from(const sy_layout* l, size_t bytes, struct sy_geometry* g);
+/* Frees a pool of any kind (the handle table's free_fn). */
+void sy_pool_free(struct sy_obj* obj);
+/* Unmaps a shared-memory pool or closes a CUDA IPC mapping (shm.c / ipc.c). */
+void sy_mapped_close(struct sy_pool* p);
 
 struct sy_pool* sy_pool_acquire(int32_t handle);
 /* Address of chunk (layer, outer) of block b (memory pools). */

@@ -23,7 +23,7 @@
 /* Transfer pairs carry uint32 indices. */
 #define MAX_BLOCKS (1ull << 32)
 
-static int32_t geometry_from(const sy_layout* l, size_t bytes, struct sy_geometry* g) {
+int32_t sy_geometry_from(const sy_layout* l, size_t bytes, struct sy_geometry* g) {
   if (l == NULL) return sy_fail(SY_E_INVALID, "layout is NULL");
   if (bytes != sizeof(sy_layout)) return sy_fail(SY_E_INVALID, "layout is %zu bytes, expected %zu", bytes, sizeof(sy_layout));
   if (l->kind > SY_LAYOUT_LAYER_SEPARATE_OUTER) return sy_fail(SY_E_INVALID, "unknown layout kind %u", l->kind);
@@ -127,9 +127,10 @@ static int32_t alloc_regions(struct sy_pool* p) {
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
-static void pool_free(struct sy_obj* obj) {
+void sy_pool_free(struct sy_obj* obj) {
   struct sy_pool* p = (struct sy_pool*)obj;
-  if (p->kind == SY_POOL_DISK) sy_disk_close(p);
+  if (p->kind == SY_POOL_SHM || p->ipc) sy_mapped_close(p);
+  else if (p->kind == SY_POOL_DISK) sy_disk_close(p);
   else free_regions(p);
   free(p);
 }
@@ -157,7 +158,7 @@ int32_t sy_pool_create(uint32_t kind, uint32_t backend, const sy_layout* layout,
   if (kind > SY_POOL_DISK) return sy_fail(SY_E_INVALID, "unknown pool kind %u", kind);
   if (flags & ~(SY_DISK_UNLINK_ON_CLOSE | SY_DISK_NO_DIRECT)) return sy_fail(SY_E_INVALID, "unknown flags 0x%x", flags);
   struct sy_geometry g;
-  int32_t st = geometry_from(layout, layout_bytes, &g);
+  int32_t st = sy_geometry_from(layout, layout_bytes, &g);
   if (st != SY_OK) return st;
   if (num_blocks < 1 || num_blocks > MAX_BLOCKS) return sy_fail(SY_E_INVALID, "num_blocks %llu is outside 1..2^32", (unsigned long long)num_blocks);
   if (g.block_bytes > MAX_POOL_BYTES / num_blocks) return sy_fail(SY_E_INVALID, "the pool would be larger than %llu bytes", MAX_POOL_BYTES);
@@ -167,7 +168,7 @@ int32_t sy_pool_create(uint32_t kind, uint32_t backend, const sy_layout* layout,
   struct sy_pool* p = calloc(1, sizeof *p);
   if (p == NULL) return sy_fail(SY_E_NOMEM, "out of memory");
   p->obj.type = SY_OBJ_POOL;
-  p->obj.free_fn = pool_free;
+  p->obj.free_fn = sy_pool_free;
   atomic_init(&p->obj.refs, 1);
   p->kind = kind, p->backend = resolved, p->num_blocks = num_blocks, p->g = g, p->fd = -1;
 
@@ -184,12 +185,12 @@ int32_t sy_pool_create(uint32_t kind, uint32_t backend, const sy_layout* layout,
   if (st != SY_OK) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", sy_error_text());
-    pool_free(&p->obj);
+    sy_pool_free(&p->obj);
     sy_set_error_text(msg);
     return st;
   }
   int32_t h = sy_handle_insert(&p->obj);
-  if (h < 0) pool_free(&p->obj);
+  if (h < 0) sy_pool_free(&p->obj);
   return h;
 }
 
@@ -252,6 +253,7 @@ static int32_t block_io(int32_t pool, uint64_t index, void* buf, size_t bytes, b
   int32_t st = SY_OK;
   if (buf == NULL) st = sy_fail(SY_E_INVALID, "buffer is NULL");
   else if (bytes != p->g.block_bytes) st = sy_fail(SY_E_INVALID, "buffer is %zu bytes, a block is %llu", bytes, (unsigned long long)p->g.block_bytes);
+  else if (write && p->read_only) st = sy_fail(SY_E_READ_ONLY, "the shared-memory pool is mapped read-only here");
   else if (index >= p->num_blocks) st = sy_fail(SY_E_RANGE, "block %llu is outside the pool (%llu blocks)", (unsigned long long)index, (unsigned long long)p->num_blocks);
   else if (p->kind == SY_POOL_DISK) st = write ? sy_disk_write_slot(p, index, buf) : sy_disk_read_slot(p, index, buf);
   else st = write ? sy_block_scatter(p, index, buf) : sy_block_gather(p, index, buf);

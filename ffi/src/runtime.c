@@ -69,6 +69,10 @@ static void load_cudart(void) {
   }
   rt.caps |= SY_CAP_CUDART;
   note("cuda runtime: %s loaded%s\n", name, "");
+  /* CUDA IPC is optional: without it only sy_pool_ipc_handle / sy_pool_open_ipc fail. */
+  static const char* const ipc_syms[] = {"cudaIpcGetMemHandle", "cudaIpcOpenMemHandle", "cudaIpcCloseMemHandle"};
+  _Static_assert(sizeof ipc_syms / sizeof *ipc_syms == sizeof(struct sy_cuda_ipc) / sizeof(void*), "cuda ipc table");
+  if (!bind_all(lib, &rt.ipc, ipc_syms, sizeof ipc_syms / sizeof *ipc_syms, &missing)) memset(&rt.ipc, 0, sizeof rt.ipc);
 
   int count = 0;
   sy_cuda_err err = rt.cuda.GetDeviceCount(&count);

@@ -37,6 +37,7 @@ void register_hash_tests(void);
 void register_pool_tests(void);
 void register_transfer_tests(void);
 void register_group_tests(void);
+void register_shm_tests(void);
 
 /* Helpers shared by the test files. */
 sy_layout test_layout(uint32_t kind);

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   register_pool_tests();
   register_transfer_tests();
   register_group_tests();
+  register_shm_tests();
   int passed = 0, failed = 0;
   for (int i = 0; i < ntests; i++) {
     if (argc > 1 && strstr(tests[i].name, argv[1]) == NULL) continue;

@@ -28,11 +28,16 @@ export const SY_STATUS_NAMES: Readonly<Record<number, string>> = {
   [-11]: "SY_E_BUSY",
   [-12]: "SY_E_COLLECTIVE",
   [-13]: "SY_E_NCCL",
+  [-14]: "SY_E_NOT_FOUND",
+  [-15]: "SY_E_READ_ONLY",
 };
 
 export const SY_POOL_DEVICE = 0;
 export const SY_POOL_HOST = 1;
 export const SY_POOL_DISK = 2;
+export const SY_POOL_SHM = 3;
+export const SY_E_NOT_FOUND = -14;
+export const SY_IPC_HANDLE_BYTES = 64;
 
 export const SY_BACKEND_AUTO = 0;
 export const SY_BACKEND_CPU = 1;
@@ -95,6 +100,21 @@ export const SY_SEQ_SYMBOLS = {
   // (blocks, n, out, out_cap) -> n, or SIZE_MAX on error; out may be blocks (in place)
   sy_hash_seq: { args: ["buffer", "u64", "buffer", "u64"], returns: FFIType.u64_fast },
 } as const satisfies Record<string, FFIFunction>;
+
+/**
+ * Shared-memory pools and CUDA IPC (disaggregated prefill/decode), also added after ABI
+ * version 1 without a bump: bound on their own; a library without them has no P/D transfers.
+ */
+export const SY_SHM_SYMBOLS = {
+  // (name, name_len, layout, layout_bytes, num_blocks) -> handle | status (the one writer)
+  sy_shm_pool_create: { args: ["buffer", "buffer_length", "buffer", "buffer_length", "u64"], returns: "i32" },
+  // (name, name_len, layout, layout_bytes) -> handle | status (read-only)
+  sy_shm_pool_open: { args: ["buffer", "buffer_length", "buffer", "buffer_length"], returns: "i32" },
+  sy_shm_unlink: { args: ["buffer", "buffer_length"], returns: "i32" },
+  sy_pool_ipc_handle: { args: ["i32", "buffer", "buffer_length"], returns: "i32" },
+  sy_pool_open_ipc: { args: ["buffer", "buffer_length", "buffer", "buffer_length", "u64"], returns: "i32" },
+} as const satisfies Record<string, FFIFunction>;
+export type SwitchyardShmSymbols = Library<typeof SY_SHM_SYMBOLS>["symbols"];
 
 /** The bound functions, as bun:ffi types them. */
 export type SwitchyardSymbols = Library<typeof SY_SYMBOLS>["symbols"];

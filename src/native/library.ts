@@ -14,7 +14,15 @@
 import { dlopen } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { SY_ABI_VERSION, SY_CAP_GPU, SY_SYMBOLS, SY_VERSION_SYMBOLS, type SwitchyardSymbols } from "./ffi.ts";
+import {
+  SY_ABI_VERSION,
+  SY_CAP_GPU,
+  SY_SHM_SYMBOLS,
+  SY_SYMBOLS,
+  SY_VERSION_SYMBOLS,
+  type SwitchyardShmSymbols,
+  type SwitchyardSymbols,
+} from "./ffi.ts";
 
 export const FFI_LIB_ENV = "SWITCHYARD_FFI_LIB";
 export const LIBRARY_FILE = "libswitchyard.so";
@@ -27,6 +35,8 @@ export interface NativeLibrary {
    * prefer the wrappers (hasher.ts, src/transfer/pools.ts), which own their handles.
    */
   readonly unsafeSymbols: SwitchyardSymbols;
+  /** **UNSAFE**: shared-memory pools and CUDA IPC; null when the library predates them. */
+  readonly unsafeShmSymbols: SwitchyardShmSymbols | null;
   /** SY_CAP_* bit mask: what the run-time probe found (CUDA runtime, GPU, kernels, NCCL). */
   readonly capabilities: number;
   /** True when the GPU path is live (a CUDA device is usable). */
@@ -120,11 +130,18 @@ function open(path: string): NativeLoadResult {
   } catch (e) {
     return { ok: false, reason: "load-failed", path, message: `cannot bind ${path}: ${(e as Error).message}` };
   }
+  let shm: SwitchyardShmSymbols | null = null;
+  try {
+    shm = dlopen(path, SY_SHM_SYMBOLS).symbols;
+  } catch {
+    shm = null; // an older build: everything but the P/D hand-off still works
+  }
   // The GPU probe (dlopen of libcudart, cudaGetDeviceCount) runs on first use of these
   // getters, so a process that only hashes (the router) never pays for it.
   const library: NativeLibrary = {
     path,
     unsafeSymbols: symbols,
+    unsafeShmSymbols: shm,
     get capabilities() {
       return symbols.sy_capabilities();
     },

@@ -20,6 +20,8 @@ export type TransferErrorCode =
   | "busy"
   | "collective" // ranks disagree, or the group was aborted
   | "unsupported" // e.g. a scheduler decision other than execute
+  | "not-found" // a shared-memory segment that does not exist (any more)
+  | "read-only" // a write into a pool mapped read-only
   | "internal";
 
 export class TransferError extends Error {
@@ -50,6 +52,8 @@ const CODE_BY_STATUS: Readonly<Record<number, TransferErrorCode>> = {
   [-11]: "busy",
   [-12]: "collective",
   [-13]: "nccl",
+  [-14]: "not-found",
+  [-15]: "read-only",
 };
 
 /** The error for a negative status from the C library, with its message. */
@@ -75,5 +79,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<TransferErrorCode, number>> = 
   busy: 503,
   collective: 500,
   unsupported: 400,
+  "not-found": 404,
+  "read-only": 400,
   internal: 500,
 };

@@ -15,6 +15,7 @@ import {
   SY_BACKEND_CUDA,
   SY_DISK_NO_DIRECT,
   SY_DISK_UNLINK_ON_CLOSE,
+  SY_E_NOT_FOUND,
   SY_LAYOUT_FIELDS,
   SY_POOL_DEVICE,
   SY_POOL_DISK,
@@ -45,6 +46,25 @@ export interface PoolSpec {
 const KIND_CODE: Readonly<Record<PoolKind, number>> = { device: SY_POOL_DEVICE, host: SY_POOL_HOST, disk: SY_POOL_DISK };
 const BACKEND_CODE: Readonly<Record<PoolBackend, number>> = { auto: SY_BACKEND_AUTO, cpu: SY_BACKEND_CPU, cuda: SY_BACKEND_CUDA };
 const EMPTY = new Uint8Array(0);
+
+/** sy_layout as six uint32 fields; refuses a field that is not a uint32. */
+function layoutBytes(l: BlockLayout): Uint32Array {
+  const layout = new Uint32Array(SY_LAYOUT_FIELDS);
+  const kindIndex = LAYOUT_KINDS.indexOf(l.kind);
+  if (kindIndex < 0) throw new TransferError("invalid-argument", `unknown layout kind ${String(l.kind)}`);
+  const fields = [kindIndex, l.numLayers, l.outerDim, l.pageSize, l.innerDim, l.elemBytes];
+  for (const [i, f] of fields.entries()) {
+    if (!Number.isInteger(f) || f < 0 || f > 0xffff_ffff) throw new TransferError("invalid-argument", `layout field ${i} is not a uint32: ${f}`);
+    layout[i] = f;
+  }
+  return layout;
+}
+
+function shmSymbols(lib: NativeLibrary) {
+  const shm = lib.unsafeShmSymbols;
+  if (shm === null) throw new TransferError("unavailable", `${lib.path} predates shared-memory pools (rebuild with \`bun run build:ffi\`)`);
+  return shm;
+}
 const utf8 = new TextEncoder();
 
 export class NativePool implements TransferPool {
@@ -59,8 +79,12 @@ export class NativePool implements TransferPool {
   /** Disk pools: whether O_DIRECT is in use. */
   readonly directIo: boolean;
   readonly diskPath: string | undefined;
+  /** Shared-memory pools: the segment's name (a host pool for transfers). */
+  readonly sharedName: string | undefined;
+  /** A shared-memory reader: never written, never a transfer destination. */
+  readonly readOnly: boolean;
 
-  private constructor(lib: NativeLibrary, handle: number, spec: PoolSpec, info: BigUint64Array) {
+  private constructor(lib: NativeLibrary, handle: number, spec: PoolSpec, info: BigUint64Array, shared?: { name: string; readOnly: boolean }) {
     this.#lib = lib;
     this.#handle = handle;
     this.kind = spec.kind;
@@ -70,17 +94,54 @@ export class NativePool implements TransferPool {
     this.backend = Number(info[1]) === SY_BACKEND_CUDA ? "cuda" : "cpu";
     this.directIo = info[10] === 1n;
     this.diskPath = spec.kind === "disk" ? spec.diskPath : undefined;
+    this.sharedName = shared?.name;
+    this.readOnly = shared?.readOnly ?? false;
+  }
+
+  /**
+   * The one writer of shared-memory segment `name` ([A-Za-z0-9._-]): creates it (it must not
+   * exist), maps it read-write. A host pool for transfers. close() unmaps, the segment stays
+   * until unlinkShared.
+   */
+  static createShared(lib: NativeLibrary, spec: { name: string; numBlocks: number; layout: BlockLayout }): NativePool {
+    const shm = shmSymbols(lib);
+    const name = utf8.encode(spec.name);
+    const handle = shm.sy_shm_pool_create(name, name, layoutBytes(spec.layout), layoutBytes(spec.layout), spec.numBlocks);
+    if (handle < 0) throw fromStatus(handle, lib.lastError(), `creating shared-memory pool ${spec.name}`);
+    return NativePool.#wrap(lib, handle, { kind: "host", numBlocks: spec.numBlocks, layout: spec.layout }, { name: spec.name, readOnly: false });
+  }
+
+  /** A reader's read-only mapping of segment `name`; its header must match `layout`. */
+  static openShared(lib: NativeLibrary, spec: { name: string; layout: BlockLayout }): NativePool {
+    const shm = shmSymbols(lib);
+    const name = utf8.encode(spec.name);
+    const handle = shm.sy_shm_pool_open(name, name, layoutBytes(spec.layout), layoutBytes(spec.layout));
+    if (handle < 0) throw fromStatus(handle, lib.lastError(), `opening shared-memory pool ${spec.name}`);
+    return NativePool.#wrap(lib, handle, { kind: "host", numBlocks: 0, layout: spec.layout }, { name: spec.name, readOnly: true });
+  }
+
+  /** Removes segment `name` (mappings stay valid until closed). False when it was already gone. */
+  static unlinkShared(lib: NativeLibrary, name: string): boolean {
+    const shm = shmSymbols(lib);
+    const bytes = utf8.encode(name);
+    const st = shm.sy_shm_unlink(bytes, bytes);
+    if (st === SY_E_NOT_FOUND) return false;
+    if (st < 0) throw fromStatus(st, lib.lastError(), `removing shared-memory segment ${name}`);
+    return true;
+  }
+
+  static #wrap(lib: NativeLibrary, handle: number, spec: PoolSpec, shared: { name: string; readOnly: boolean }): NativePool {
+    const info = new BigUint64Array(SY_POOL_INFO_FIELDS);
+    const st = lib.unsafeSymbols.sy_pool_info(handle, info, info);
+    if (st < 0) {
+      lib.unsafeSymbols.sy_pool_destroy(handle);
+      throw fromStatus(st, lib.lastError(), "reading pool info");
+    }
+    return new NativePool(lib, handle, spec, info, shared);
   }
 
   static create(lib: NativeLibrary, spec: PoolSpec): NativePool {
-    const layout = new Uint32Array(SY_LAYOUT_FIELDS);
-    const kindIndex = LAYOUT_KINDS.indexOf(spec.layout.kind);
-    if (kindIndex < 0) throw new TransferError("invalid-argument", `unknown layout kind ${String(spec.layout.kind)}`);
-    const fields = [kindIndex, spec.layout.numLayers, spec.layout.outerDim, spec.layout.pageSize, spec.layout.innerDim, spec.layout.elemBytes];
-    for (const [i, f] of fields.entries()) {
-      if (!Number.isInteger(f) || f < 0 || f > 0xffff_ffff) throw new TransferError("invalid-argument", `layout field ${i} is not a uint32: ${f}`);
-      layout[i] = f;
-    }
+    const layout = layoutBytes(spec.layout);
     if (!Number.isSafeInteger(spec.numBlocks) || spec.numBlocks < 0) {
       throw new TransferError("invalid-argument", `numBlocks must be a non-negative integer, got ${spec.numBlocks}`);
     }
