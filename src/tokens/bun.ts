@@ -5,7 +5,7 @@
  */
 import type { EngineTokenizer, TokenizerImpl } from "./engine-tokenizer.ts";
 import { type LoadTokenizerOptions, loadEngineTokenizer } from "./load.ts";
-import { createNativeTextEncoder } from "./native-text-encoder.ts";
+import { createNativeLibrary } from "./native-library.ts";
 
 export const readTextWithBun = (path: string): Promise<string> => Bun.file(path).text();
 
@@ -19,12 +19,12 @@ export const readTextWithBun = (path: string): Promise<string> => Bun.file(path)
  */
 export function loadEngineTokenizerOnBun(
   dir: string,
-  opts: Omit<LoadTokenizerOptions, "readText" | "nativeEncoder"> & { impl?: TokenizerImpl } = {},
+  opts: Omit<LoadTokenizerOptions, "readText" | "nativeLibrary"> & { impl?: TokenizerImpl } = {},
 ): Promise<EngineTokenizer> {
   return loadEngineTokenizer(dir, {
     ...opts,
     impl: opts.impl ?? "pure",
     readText: readTextWithBun,
-    nativeEncoder: createNativeTextEncoder,
+    nativeLibrary: createNativeLibrary,
   });
 }

@@ -51,7 +51,7 @@ export type ReadText = (path: string) => Promise<string>;
  * Text -> ids of one tokenizer library. `encode` honours add_special_tokens exactly as
  * `tokenizer(text, add_special_tokens=...)` in transformers does.
  */
-export interface TextEncoder {
+export interface TokenizerLibrary {
   readonly implementation: string;
   encode(text: string, addSpecialTokens: boolean): Promise<Uint32Array> | Uint32Array;
   /** Several texts without special tokens, in one call where the library batches. */
@@ -59,9 +59,9 @@ export interface TextEncoder {
   decode(ids: Uint32Array): Promise<string> | string;
 }
 
-/** Builds a TextEncoder from tokenizer.json's text (and the parsed tokenizer_config.json). */
-export type TextEncoderFactory = (
+/** Builds a TokenizerLibrary from tokenizer.json's text (and the parsed tokenizer_config.json). */
+export type TokenizerLibraryFactory = (
   tokenizerJson: string,
   tokenizerConfig: Record<string, unknown>,
   tokenizerJsonPath: string,
-) => Promise<TextEncoder> | TextEncoder;
+) => Promise<TokenizerLibrary> | TokenizerLibrary;

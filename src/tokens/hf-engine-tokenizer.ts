@@ -1,14 +1,14 @@
 /**
  * EngineTokenizer over a model directory's files: vLLM's request -> template context
  * (conversation.ts, kwargs merge below), the chat template (chat-template.ts), then a
- * TextEncoder, through the segment cache when the tokenizer allows it (segment-cache.ts).
+ * TokenizerLibrary, through the segment cache when the tokenizer allows it (segment-cache.ts).
  * It does not read files or pick the library: load.ts does.
  */
 import { RouterError } from "../core/errors.ts";
 import { type CompiledChatTemplate, compileChatTemplate } from "./chat-template.ts";
 import { type ContentFormat, detectContentFormat } from "./content-format.ts";
 import { parseConversation, toolDicts } from "./conversation.ts";
-import type { ChatTemplateRequest, EngineTokenizer, TextEncoder } from "./engine-tokenizer.ts";
+import type { ChatTemplateRequest, EngineTokenizer, TokenizerLibrary } from "./engine-tokenizer.ts";
 import { type ModelFiles, pickChatTemplate } from "./model-files.ts";
 import { SegmentCache, type SegmentPlan } from "./segment-cache.ts";
 
@@ -42,7 +42,7 @@ export class HfEngineTokenizer implements EngineTokenizer {
 
   constructor(
     private readonly files: ModelFiles,
-    private readonly encoder: TextEncoder,
+    private readonly encoder: TokenizerLibrary,
     private readonly plan: SegmentPlan | undefined,
     cacheTokens: number,
     private readonly now: () => number,

@@ -4,8 +4,8 @@ export type {
   ChatTemplateRequest,
   EngineTokenizer,
   ReadText,
-  TextEncoder,
-  TextEncoderFactory,
+  TokenizerLibrary,
+  TokenizerLibraryFactory,
   TokenizerImpl,
 } from "./engine-tokenizer.ts";
 export { DEFAULT_CACHE_TOKENS, type LoadTokenizerOptions, loadEngineTokenizer } from "./load.ts";

@@ -1,22 +1,22 @@
 /**
  * loadEngineTokenizer: a model directory -> EngineTokenizer. Runtime-free: files come through
  * `opts.readText`, and the native library only when the caller passes its factory
- * (`opts.nativeEncoder`, from native-text-encoder.ts; ./bun.ts wires both on Bun). Checks
+ * (`opts.nativeLibrary`, from native-library.ts; ./bun.ts wires both on Bun). Checks
  * the segment cache on a probe text with the real library before turning it on.
  */
-import type { EngineTokenizer, ReadText, TextEncoderFactory, TokenizerImpl } from "./engine-tokenizer.ts";
+import type { EngineTokenizer, ReadText, TokenizerLibraryFactory, TokenizerImpl } from "./engine-tokenizer.ts";
 import { HfEngineTokenizer } from "./hf-engine-tokenizer.ts";
 import { loadModelFiles } from "./model-files.ts";
-import { createPureTextEncoder } from "./pure-text-encoder.ts";
+import { createPureLibrary } from "./pure-library.ts";
 import { segmentPlan } from "./segment-cache.ts";
 
 export interface LoadTokenizerOptions {
-  /** "pure" (default here; any runtime) or "native" (needs `nativeEncoder`). */
+  /** "pure" (default here; any runtime) or "native" (needs `nativeLibrary`). */
   impl?: TokenizerImpl;
   /** Reads a file as text. Required: this folder does no I/O (./bun.ts passes Bun's). */
   readText?: ReadText;
-  /** The native library's factory (native-text-encoder.ts), passed only where it can load. */
-  nativeEncoder?: TextEncoderFactory;
+  /** The native library's factory (native-library.ts), passed only where it can load. */
+  nativeLibrary?: TokenizerLibraryFactory;
   /** Segment cache bound, in token ids held (0 turns it off). Default 1 Mi ids (~4 MiB of ids). */
   cacheTokens?: number;
   /** Clock for the templates' strftime_now (ms since the epoch). */
@@ -46,14 +46,14 @@ export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOption
   if (opts.readText === undefined) {
     throw new Error("loadEngineTokenizer: no file reader; pass opts.readText (on Bun use loadEngineTokenizerOnBun from src/tokens/bun.ts)");
   }
-  let factory: TextEncoderFactory;
+  let factory: TokenizerLibraryFactory;
   if (impl === "native") {
-    if (opts.nativeEncoder === undefined) {
-      throw new Error('loadEngineTokenizer: impl "native" needs opts.nativeEncoder (native-text-encoder.ts; Bun/Node only)');
+    if (opts.nativeLibrary === undefined) {
+      throw new Error('loadEngineTokenizer: impl "native" needs opts.nativeLibrary (native-library.ts; Bun/Node only)');
     }
-    factory = opts.nativeEncoder;
+    factory = opts.nativeLibrary;
   } else if (impl === "pure") {
-    factory = createPureTextEncoder;
+    factory = createPureLibrary;
   } else {
     throw new Error(`loadEngineTokenizer: impl must be "native" or "pure" (got ${JSON.stringify(impl)})`);
   }

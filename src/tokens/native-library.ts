@@ -5,7 +5,7 @@
  * Calls are async (the addon encodes on its thread pool); batches go in one call.
  */
 import { Tokenizer } from "tokenizers";
-import type { TextEncoder, TextEncoderFactory } from "./engine-tokenizer.ts";
+import type { TokenizerLibrary, TokenizerLibraryFactory } from "./engine-tokenizer.ts";
 
 function toU32(ids: readonly number[]): Uint32Array {
   const out = new Uint32Array(ids.length);
@@ -13,7 +13,7 @@ function toU32(ids: readonly number[]): Uint32Array {
   return out;
 }
 
-export const createNativeTextEncoder: TextEncoderFactory = (tokenizerJson): TextEncoder => {
+export const createNativeLibrary: TokenizerLibraryFactory = (tokenizerJson): TokenizerLibrary => {
   const tok = Tokenizer.fromString(tokenizerJson);
   return {
     implementation: "tokenizers (HF Rust, native)",

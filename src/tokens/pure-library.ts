@@ -4,7 +4,7 @@
  * It does not read files: it gets tokenizer.json's text and tokenizer_config.json parsed.
  */
 import { Tokenizer } from "@huggingface/tokenizers";
-import type { TextEncoder, TextEncoderFactory } from "./engine-tokenizer.ts";
+import type { TokenizerLibrary, TokenizerLibraryFactory } from "./engine-tokenizer.ts";
 
 function toU32(ids: readonly number[]): Uint32Array {
   const out = new Uint32Array(ids.length);
@@ -12,7 +12,7 @@ function toU32(ids: readonly number[]): Uint32Array {
   return out;
 }
 
-export const createPureTextEncoder: TextEncoderFactory = (tokenizerJson, tokenizerConfig): TextEncoder => {
+export const createPureLibrary: TokenizerLibraryFactory = (tokenizerJson, tokenizerConfig): TokenizerLibrary => {
   const tok = new Tokenizer(JSON.parse(tokenizerJson) as object, tokenizerConfig);
   return {
     implementation: "@huggingface/tokenizers (pure JS)",

@@ -32,7 +32,7 @@ describe("loadEngineTokenizer", () => {
   test("asks for a reader and for the native factory instead of loading them itself", async () => {
     expect(String(await loadEngineTokenizer(QWEN).catch((x: Error) => x))).toContain("readText");
     expect(String(await loadEngineTokenizer(QWEN, { impl: "native", readText: readTextWithBun }).catch((x: Error) => x))).toContain(
-      "nativeEncoder",
+      "nativeLibrary",
     );
   });
   test("says which library it uses", async () => {

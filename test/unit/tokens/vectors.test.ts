@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { readTextWithBun } from "../../../src/tokens/bun.ts";
 import { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
 import { type ChatTemplateRequest, loadEngineTokenizer } from "../../../src/tokens/index.ts";
-import { createNativeTextEncoder } from "../../../src/tokens/native-text-encoder.ts";
+import { createNativeLibrary } from "../../../src/tokens/native-library.ts";
 
 interface Case {
   id: string;
@@ -55,7 +55,7 @@ for (const model of MODELS) {
         return JSON.stringify({ ...JSON.parse(text), chat_template: doc.chat_template });
       };
       const load = (cacheTokens?: number) =>
-        loadEngineTokenizer(dir, { impl, readText, nativeEncoder: createNativeTextEncoder, cacheTokens });
+        loadEngineTokenizer(dir, { impl, readText, nativeLibrary: createNativeLibrary, cacheTokens });
 
       test(`${doc.cases.length} cases: rendered text and every id`, async () => {
         const tok = await load();
