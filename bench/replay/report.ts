@@ -11,6 +11,10 @@ export interface PolicyResult {
   router_overhead_us: { p50: number; p99: number };
   requests: number;
   errors: number;
+  /** Requests the router refused with 429 (admission queue full or timed out). */
+  rejected_429?: number;
+  /** Completed requests per second whose TTFT met --ttft-slo-ms. */
+  goodput_rps?: number;
   /** Raw TTFTs (ms), for the plot; not written to JSON. */
   ttfts?: number[];
 }
@@ -37,17 +41,18 @@ export interface ReplayReport {
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
 export function formatTable(r: ReplayReport): string {
-  const head = ["policy", "hit", "÷ideal", "ttft p50", "p90", "p99", "e2e p50", "p99", "out tok/s", "max/mean", "route µs p50", "p99", "reqs", "errors"];
+  const head = ["policy", "hit", "÷ideal", "ttft p50", "p90", "p99", "e2e p50", "p99", "out tok/s", "max/mean", "route µs p50", "p99", "reqs", "errors", "429", "goodput/s"];
   const rows: string[][] = [];
   for (const [name, p] of Object.entries(r.policies)) {
     rows.push([
       name, f(p.hit_rate, 3), f(p.hit_rate_vs_ideal, 3), f(p.ttft_ms.p50), f(p.ttft_ms.p90), f(p.ttft_ms.p99),
       f(p.e2e_ms.p50), f(p.e2e_ms.p99), f(p.output_tokens_per_s, 0), f(p.load_max_over_mean, 2),
       f(p.router_overhead_us.p50, 0), f(p.router_overhead_us.p99, 0), String(p.requests), String(p.errors),
+      String(p.rejected_429 ?? ""), p.goodput_rps === undefined ? "" : f(p.goodput_rps, 1),
     ]);
   }
   for (const [name, o] of Object.entries(r.offline)) {
-    rows.push([`offline ${name}`, f(o.hit_rate, 3), f(o.hit_rate_vs_ideal, 3), "", "", "", "", "", "", f(o.load_max_over_mean, 2), "", "", "", ""]);
+    rows.push([`offline ${name}`, f(o.hit_rate, 3), f(o.hit_rate_vs_ideal, 3), "", "", "", "", "", "", f(o.load_max_over_mean, 2), "", "", "", "", "", ""]);
   }
   return [
     `trace ${r.trace}: ${r.requests} requests, ${r.engines} engines × ${r.kv_blocks_per_engine} KV blocks of ${r.block_size} tokens, speedup ${r.speedup}×, unique blocks ${r.unique_blocks}, ideal hit rate ${f(r.ideal_hit_rate, 3)}`,

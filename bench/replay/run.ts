@@ -34,6 +34,14 @@ const { values: a } = parseArgs({
     "decode-batch-factor": { type: "string", default: "0.02" },
     "max-concurrency": { type: "string", default: "64" },
     "router-arg": { type: "string", multiple: true, default: [] },
+    // Issue 13: admission past saturation. N = a rank is busy when its engine reports more
+    // than N waiting requests (engine metrics scraped every 50 ms); busy everywhere = queue.
+    admission: { type: "string" },
+    "queue-timeout": { type: "string", default: "30" },
+    // Scrape the engines' /metrics (every 50 ms) without acting on them: the cost of the scrape alone.
+    "engine-metrics": { type: "boolean", default: false },
+    // Goodput counts completed requests whose TTFT (client side, queue wait included) is within this.
+    "ttft-slo-ms": { type: "string", default: "1000" },
     json: { type: "string" },
     svg: { type: "string" },
     quiet: { type: "boolean", default: false },
@@ -88,6 +96,17 @@ function progress(policy: string, done: number, total: number, errors: number): 
   if (done === total) process.stderr.write("\n");
 }
 
+/** Router flags for --admission / --engine-metrics (issue 13); none without them (the router's defaults). */
+function issue13Args(): string[] {
+  const out: string[] = [];
+  if (a.admission !== undefined) {
+    out.push("--busy-waiting", String(num("admission")), "--max-queue", "100000", "--queue-timeout", String(num("queue-timeout")));
+  }
+  if (a.admission !== undefined || a["engine-metrics"]) out.push("--engine-metrics-interval", "0.05");
+  else out.push("--engine-metrics-interval", "0");
+  return out;
+}
+
 function resultOf(outcomes: RequestOutcome[], wallMs: number, metricsText: string | undefined): PolicyResult {
   const ok = outcomes.filter((o) => o.ok);
   // Hit rate in full blocks, as the offline bounds count them.
@@ -117,6 +136,8 @@ function resultOf(outcomes: RequestOutcome[], wallMs: number, metricsText: strin
     router_overhead_us: h ? { p50: histogramQuantile(h.buckets, 0.5) * 1e6, p99: histogramQuantile(h.buckets, 0.99) * 1e6 } : { p50: NaN, p99: NaN },
     requests: outcomes.length,
     errors: outcomes.length - ok.length,
+    rejected_429: outcomes.filter((o) => o.error?.startsWith("HTTP 429")).length,
+    goodput_rps: ttfts.filter((x) => x <= num("ttft-slo-ms")).length / (wallMs / 1000),
     ttfts,
   };
 }
@@ -129,7 +150,7 @@ const report: ReplayReport = {
 for (const policy of policies) {
   const cluster = a.router
     ? { routerUrl: a.router, engineUrls: [], stop: async () => {} }
-    : await startCluster({ engines, kvBlocks, blockSize, speedup, policy, timing, routerArgs: a["router-arg"], quiet: !a.verbose });
+    : await startCluster({ engines, kvBlocks, blockSize, speedup, policy, timing, routerArgs: [...issue13Args(), ...a["router-arg"]!], quiet: !a.verbose });
   try {
     const { outcomes, wallMs } = await replay(trace, {
       routerUrl: cluster.routerUrl, speedup, maxOutputTokens: num("max-output-tokens"),

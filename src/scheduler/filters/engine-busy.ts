@@ -1,9 +1,12 @@
 /**
- * Ranks whose engine reports itself busy (issue 13: waiting queue or KV usage past the
- * limits, read from the engine's /metrics by the worker layer and passed in as
- * `request.busyKeys`). Like busy-threshold.ts it steers a request away from busy ranks and
- * fails with `all_workers_busy` when every candidate is busy, which sends the request to
- * the admission queue. No keys: nothing is filtered. It reads no metrics itself.
+ * Every rank busy by its engine's own account (issue 13: waiting queue or KV usage past
+ * the limits, read from the engine's /metrics by the worker layer and passed in as
+ * `request.busyKeys`): fail with `all_workers_busy`, which sends the request to the
+ * admission queue. While any candidate is not busy, nothing is filtered: like Dynamo's
+ * queue trigger (spec §4.3) the test only decides whether to wait, it does not steer.
+ * Steering away from individually busy ranks was measured and dropped: on the replay bench
+ * past saturation it sent conversations away from the ranks holding their cache (hit rate
+ * 0.049 -> 0.013, TTFT p99 5.0 s -> 12.1 s; bench/README.md). It reads no metrics itself.
  */
 import type { Candidate, Filter, SchedulingContext } from "../types.ts";
 
@@ -13,9 +16,7 @@ export const engineBusy: Filter = {
   filter(ctx: SchedulingContext, candidates: readonly Candidate[]): readonly Candidate[] {
     const busy = ctx.request.busyKeys;
     if (busy === undefined || busy.size === 0) return candidates;
-    for (const c of candidates) {
-      if (busy.has(c.key)) return candidates.filter((x) => !busy.has(x.key));
-    }
-    return candidates;
+    for (const c of candidates) if (!busy.has(c.key)) return candidates;
+    return [];
   },
 };
