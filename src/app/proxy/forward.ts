@@ -1,9 +1,13 @@
 /**
  * Forwards one OpenAI request to the worker the router chose and streams the answer back
  * unchanged. A failure before the first byte (connection refused, reset, a 502/503/504, a
- * body that breaks before its first chunk) frees the booking, fences that worker and
- * routes again without it, up to `maxRetries` times; after the first byte, an upstream
- * error reaches the client as a broken stream. The booking is released exactly once.
+ * body that breaks before its first chunk, a missed connect / first-byte / response
+ * deadline: attempt.ts) frees the booking, fences that worker and routes again without it,
+ * up to `maxRetries` times; after the first byte, an upstream error reaches the client as a
+ * broken stream, a stall past the idle deadline as an error event (observe-stream.ts). A
+ * client that leaves before the first byte closes the engine call and blames no worker.
+ * Every answer's outcome is reported (`report`) for outlier ejection. The booking is
+ * released exactly once.
  */
 import { RouterError } from "../../core/errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
