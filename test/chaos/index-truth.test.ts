@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { freePorts, startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import {
-  BS, compareBlocks, engineBlocks, loopbackUrl, routerBlocks, send, startRouter, urlOf, workers,
+  BS, compareBlocks, engineBlocks, registerWorkers, routerBlocks, send, startRouter, urlOf, workers,
 } from "../integration/multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
@@ -18,7 +18,7 @@ setDefaultTimeout(30_000);
 let router: Proc | undefined;
 let engine: Proc | undefined;
 let routerUrl = "";
-let enginePort = 0;
+let enginePort: number | undefined;
 
 function startEngine(): Promise<Proc> {
   return startMain([
@@ -30,11 +30,12 @@ function startEngine(): Promise<Proc> {
 const cachedOnRouter = async () => (await workers(routerUrl))[0]?.cached_blocks ?? -1;
 
 beforeAll(async () => {
-  const [rp, ep] = freePorts(2);
-  routerUrl = loopbackUrl(rp!);
-  enginePort = ep!;
+  // The router first, on a port of its own choosing; then the engine, told where to push.
+  router = await startRouter([], 0, ["--health-interval", "0.2", "--health-timeout", "0.5"]);
+  routerUrl = urlOf(router);
+  [enginePort] = freePorts(1);
   engine = await startEngine();
-  router = await startRouter([engine], rp!, ["--health-interval", "0.2", "--health-timeout", "0.5"]);
+  await registerWorkers(routerUrl, [engine]);
 });
 
 afterAll(async () => {

@@ -9,10 +9,10 @@
  * again, and the load booked on the workers goes back to 0.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { freePorts, stopAll, until, type Proc } from "../support/processes.ts";
+import { stopAll, until, type Proc } from "../support/processes.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
-import { loopbackUrl, metric, prompt, send, startEngines, startRouter, urlOf, workers } from "../integration/multi-router-cluster.ts";
+import { metric, prompt, send, startCluster, urlOf, workers } from "../integration/multi-router-cluster.ts";
 
 setDefaultTimeout(60_000);
 
@@ -87,15 +87,15 @@ for (const transport of ["resp", "rest"] as const) {
 
     beforeAll(async () => {
       redis = await startRedisServer();
-      const [rp] = freePorts(1);
-      engines = await startEngines(2, [loopbackUrl(rp!)]);
       let flags = ["--redis", redis.url];
       if (transport === "rest") {
         bridge = await startUpstashBridge({ redisPort: redis.port });
         flags = ["--redis", bridge.url, "--redis-token", bridge.token];
       }
-      router = await startRouter(engines, rp!, [...flags, "--session-reaper-interval", "0.5"]);
-      url = urlOf(router);
+      let routers: Proc[];
+      ({ engines, routers } = await startCluster(2, 1, [...flags, "--session-reaper-interval", "0.5"]));
+      router = routers[0];
+      url = urlOf(router!);
       expect(await sticks(url, `${transport}-warm`)).toBe(true);
     });
 

@@ -6,7 +6,7 @@
  */
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { parseWorkerKvQueryResponse } from "../../src/recovery/wire.ts";
-import { startMain, type Proc } from "../support/processes.ts";
+import { startMain, until, type Proc } from "../support/processes.ts";
 
 /** Router ports are chosen before any router starts, so the engines can be told every router's URL. */
 export { freePorts } from "../support/processes.ts";
@@ -37,6 +37,41 @@ export function startRouter(engines: readonly Proc[], port: number, extra: reado
 }
 
 export const urlOf = (p: Proc): string => String(p.info.url);
+
+/**
+ * Routers first (each listening on a port it picked itself), then `nEngines` engines pushing
+ * their events to every router, then every router told of every engine (POST /v1/workers),
+ * healthy before this resolves. Reserving router ports up front and starting engines on
+ * port 0 raced: the OS could hand an engine the port kept for a router (EADDRINUSE at the
+ * router's start; 1 in 30 runs of multi-router-rest.test.ts on a shared machine).
+ */
+export async function startCluster(
+  nEngines: number,
+  nRouters: number,
+  routerFlags: readonly string[] = [],
+  engineFlags: readonly string[] = [],
+): Promise<{ engines: Proc[]; routers: Proc[] }> {
+  const routers = await Promise.all(Array.from({ length: nRouters }, () => startRouter([], 0, routerFlags)));
+  const engines = await startEngines(nEngines, routers.map(urlOf), engineFlags);
+  await Promise.all(routers.map((r) => registerWorkers(urlOf(r), engines)));
+  return { engines, routers };
+}
+
+/** Register `engines` with a running router and wait until it counts them all healthy. */
+export async function registerWorkers(routerUrl: string, engines: readonly Proc[]): Promise<void> {
+  for (const e of engines) {
+    const res = await fetch(`${routerUrl}/v1/workers`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: urlOf(e) }),
+    });
+    if (res.status !== 201 && res.status !== 200) throw new Error(`POST ${routerUrl}/v1/workers ${urlOf(e)}: HTTP ${res.status} ${await res.text()}`);
+  }
+  await until(
+    async () => ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === engines.length,
+    `${routerUrl} to count ${engines.length} healthy workers`,
+  );
+}
 
 export function complete(
   routerUrl: string,

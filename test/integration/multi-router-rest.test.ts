@@ -8,7 +8,7 @@ import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { stopAll, until, type Proc } from "../support/processes.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
 import {
-  complete, engineSessions, freePorts, loopbackUrl, peekSession, prompt, routing, send, startEngines, startRouter, urlOf, workers,
+  complete, engineSessions, peekSession, prompt, routing, send, startCluster, urlOf, workers,
 } from "./multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
@@ -23,11 +23,9 @@ const engineById = new Map<string, string>();
 beforeAll(async () => {
   redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisPort: redis.port });
-  const ports = freePorts(2);
-  engines = await startEngines(3, ports.map(loopbackUrl));
-  for (const e of engines) engineById.set(String(e.info.worker_id), urlOf(e));
   const shared = ["--redis", bridge.url, "--redis-token", bridge.token, "--session-reaper-interval", "0.2"];
-  routers = await Promise.all(ports.map((p) => startRouter(engines, p, shared)));
+  ({ engines, routers } = await startCluster(3, 2, shared));
+  for (const e of engines) engineById.set(String(e.info.worker_id), urlOf(e));
   r = routers.map(urlOf);
 });
 
