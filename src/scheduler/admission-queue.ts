@@ -64,6 +64,11 @@ export class AdmissionQueue<T> {
     return this.#entries[0];
   }
 
+  /** The first `n` entries in admission order (a copy). */
+  first(n: number): QueuedEntry<T>[] {
+    return this.#entries.slice(0, n);
+  }
+
   /** Remove and return the head. */
   shift(): QueuedEntry<T> | undefined {
     return this.#entries.shift();

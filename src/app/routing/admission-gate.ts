@@ -2,10 +2,12 @@
  * Where requests wait when every candidate worker is busy (issue 13). A routing attempt
  * that fails with `all_workers_busy` joins the admission queue (scheduler/admission-queue.ts
  * decides the order: priority, then arrival); while anyone waits, the gate re-tries the
- * head every `tickMs` (and whenever `pump()` is called, e.g. after an engine metrics
- * scrape), admitting waiters in order until one finds every worker busy again. A full
- * queue or a wait past `timeoutMs` answers 429 with Retry-After; a client that leaves is
- * taken out of the line. New arrivals queue behind waiters, so nobody overtakes the line.
+ * first `scan` waiters in that order every `tickMs` (and whenever `pump()` is called, e.g.
+ * after an engine metrics scrape), admitting each that finds a worker. A waiter whose
+ * candidates are all still busy keeps its place without holding up one whose candidates
+ * (another model, adapter or session) are free. A full queue or a wait past `timeoutMs`
+ * answers 429 with Retry-After; a client that leaves is taken out of the line. New arrivals
+ * queue behind waiters, so nobody overtakes the line.
  * Web standards only (setTimeout).
  */
 import { isRouterError, RouterError } from "../../core/errors.ts";
@@ -18,6 +20,8 @@ export interface AdmissionGateOptions {
   readonly timeoutMs: number;
   /** How often waiters re-try while the queue is not empty (ms; default 10). */
   readonly tickMs?: number;
+  /** Waiters tried per pass, from the head (default 16). */
+  readonly scan?: number;
   /** Milliseconds, monotonic. */
   readonly now: () => number;
   /** Counters for /metrics. */
@@ -45,6 +49,7 @@ interface Waiter {
 }
 
 const DEFAULT_TICK_MS = 10;
+const DEFAULT_SCAN = 16;
 
 export class AdmissionGate {
   readonly #queue: AdmissionQueue<Waiter>;
@@ -122,21 +127,25 @@ export class AdmissionGate {
         for (const e of this.#queue.expire(this.o.now())) {
           this.#settle(e, () => e.item.reject(this.#reject("queue_timeout", `every worker stayed busy for ${this.o.timeoutMs / 1000} s (--queue-timeout); try again later`)));
         }
-        for (let head = this.#queue.head(); head; head = this.#queue.head()) {
+        // In queue order; a waiter still busy keeps its place and the next one is tried, so
+        // a request whose workers (model, adapter, session) are all busy does not hold up
+        // one whose workers are free. Only the first `scan` are tried per pass: each try is
+        // a routing decision, and the queue can hold many.
+        for (const w of this.#queue.first(this.o.scan ?? DEFAULT_SCAN)) {
           let result: unknown;
           try {
-            result = await head.item.attempt();
+            result = await w.item.attempt();
           } catch (e) {
-            if (isBusy(e)) break; // still busy: the head keeps its place
-            if (this.#queue.remove(head)) this.#settle(head, () => head.item.reject(e));
+            if (isBusy(e)) continue;
+            if (this.#queue.remove(w)) this.#settle(w, () => w.item.reject(e));
             continue;
           }
-          if (this.#queue.remove(head)) {
-            this.o.onAdmitted?.(this.o.now() - head.enqueuedAt);
-            this.#settle(head, () => head.item.resolve(result));
+          if (this.#queue.remove(w)) {
+            this.o.onAdmitted?.(this.o.now() - w.enqueuedAt);
+            this.#settle(w, () => w.item.resolve(result));
           } else {
             // Its client left while the attempt ran: nobody will use the booking.
-            head.item.abandon?.(result);
+            w.item.abandon?.(result);
           }
         }
       } while (this.#again);

@@ -124,3 +124,34 @@ describe("AdmissionGate", () => {
     await expect(g.admit(cluster(0).attempt("x"))).rejects.toMatchObject({ code: "queue_full" });
   });
 });
+
+describe("AdmissionGate: no head-of-line blocking across candidate sets", () => {
+  test("a waiter whose workers are busy does not hold up one whose workers are free; order kept within a set", async () => {
+    let now = 0;
+    const g = new AdmissionGate({ maxQueue: 10, timeoutMs: 1e9, tickMs: 1e9, now: () => now });
+    const free = { a: 0, b: 0 };
+    const order: string[] = [];
+    const on = (pool: "a" | "b", name: string) => async () => {
+      if (free[pool] <= 0) throw busy();
+      free[pool]--;
+      order.push(name);
+      return name;
+    };
+    const a1 = g.admit(on("a", "a1"));
+    const b1 = g.admit(on("b", "b1"));
+    const a2 = g.admit(on("a", "a2"));
+    await settle();
+    free.b = 1;
+    g.pump();
+    expect(await b1).toBe("b1"); // pool a is still busy: its waiters keep their places
+    expect(g.size).toBe(2);
+    free.a = 1;
+    g.pump();
+    expect(await a1).toBe("a1");
+    free.a = 1;
+    g.pump();
+    expect(await a2).toBe("a2");
+    expect(order).toEqual(["b1", "a1", "a2"]);
+    g.close();
+  });
+});
