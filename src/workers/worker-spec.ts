@@ -38,14 +38,15 @@ const zmqEndpoint = v.pipe(
 );
 const dpRanks = v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(1, "must be >= 1"), v.maxValue(MAX_DP_RANKS, `must be <= ${MAX_DP_RANKS}`));
 
-export const KvEventsSchema = v.object({
+export const KvEventsSchema = v.strictObject({
   endpoint: zmqEndpoint,
   replay_endpoint: v.optional(zmqEndpoint),
   dp_ranks: v.optional(dpRanks),
   topic: v.optional(v.string("must be a string"), ""),
-});
+}, "unknown field (accepted: endpoint, replay_endpoint, dp_ranks, topic)");
 
-export const WorkerSpecSchema = v.object({
+/** A workers-file entry: POST /v1/workers' fields except `tokenizer` (give --tokenizer instead); unknown keys are errors, not ignored. */
+export const WorkerSpecSchema = v.strictObject({
   url: v.string("must be a string"),
   id: v.optional(U64Schema),
   dp_ranks: v.optional(dpRanks),
@@ -53,8 +54,9 @@ export const WorkerSpecSchema = v.object({
   loras: v.optional(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of adapter names")),
   max_loras: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(0, "must be >= 0"))),
   model: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
+  models: v.optional(v.pipe(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of model names"), v.nonEmpty("must not be empty"))),
   kv_events: v.optional(KvEventsSchema),
-});
+}, "unknown field (accepted: url, id, dp_ranks, block_size, loras, max_loras, model, models, kv_events)");
 
 /**
  * A body's `kv_events` (validated by KvEventsSchema) with its `dp_ranks` → KvEventsSpec.
@@ -82,6 +84,7 @@ export function parseWorkerSpec(raw: unknown, what = "invalid worker registratio
     loras: b.loras,
     maxLoras: b.max_loras,
     model: b.model,
+    models: b.models,
     kvEvents,
   };
 }

@@ -68,6 +68,8 @@ describe("a worker registered at run time with kv_events", () => {
     expect(r.status).toBe(400);
     const body = (await r.json()) as { error: { message: string } };
     expect(body.error.message).toContain("kv_events.endpoint");
+    const typo = await post({ url: vllmUrl, kv_events: { endpoint: publisher!.pub, dp_rank: 2 } });
+    expect(((await typo.json()) as { error: { message: string } }).error.message).toContain("kv_events.dp_rank: unknown field");
     const mismatch = await post({ url: vllmUrl, dp_ranks: 2, kv_events: { endpoint: publisher!.pub, dp_ranks: 3 } });
     expect(mismatch.status).toBe(400);
     expect(((await mismatch.json()) as { error: { message: string } }).error.message).toContain("differ");

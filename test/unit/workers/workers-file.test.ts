@@ -37,6 +37,7 @@ describe("parseWorkersFile", () => {
     expect(problem(() => parseWorkersFile(JSON.stringify([{ url: A, kv_events: { endpoint: "tcp://h" } }]), "w.json", yaml))).toContain("kv_events.endpoint");
     expect(problem(() => parseWorkersFile(JSON.stringify([A, `${A}/`]), "w.json", yaml))).toContain("workers[1] is the same worker as workers[0]");
     expect(problem(() => parseWorkersFile(JSON.stringify(["ftp://x"]), "w.json", yaml))).toContain("workers[0].url");
+    expect(problem(() => parseWorkersFile(JSON.stringify([{ url: A, tokenizer: "/m" }]), "w.json", yaml))).toContain("tokenizer: unknown field");
   });
 });
 
