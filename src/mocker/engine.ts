@@ -36,6 +36,18 @@ export interface GenerateRequest {
   readonly loraName?: string;
   readonly dpRank: number;
   readonly signal?: AbortSignal;
+  /**
+   * Disaggregated decode: brings the prompt's blocks [fromBlock, toBlock) (engine hashes)
+   * from a prefill engine instead of computing them; resolves how many leading blocks of that
+   * range arrived intact (0: compute them here). It never rejects. The time it takes is the
+   * real copy's, not modelled.
+   */
+  readonly importKv?: (hashes: BigUint64Array, fromBlock: number, toBlock: number) => Promise<ImportedKv>;
+}
+
+export interface ImportedKv {
+  readonly blocks: number;
+  readonly bytes: number;
 }
 
 export interface GenerateStart {
@@ -53,6 +65,9 @@ export interface TokenSink {
 export interface GenerateResult extends GenerateStart {
   readonly completionTokens: number;
   readonly text: string;
+  /** Blocks and bytes pulled from a prefill engine (0 without importKv). */
+  readonly transferredBlocks: number;
+  readonly transferredBytes: number;
 }
 
 export interface RankState {
@@ -62,6 +77,8 @@ export interface RankState {
   /** The one prefill lane. */
   readonly prefill: FifoSemaphore;
   decoding: number;
+  /** When the prefill now computing ends (config.prefillStallsDecode: decode steps wait for it). */
+  prefillBusyUntil: number;
 }
 
 export interface EngineCounters {
@@ -103,6 +120,7 @@ export class MockEngine {
       slots: new FifoSemaphore(c.maxConcurrency),
       prefill: new FifoSemaphore(1),
       decoding: 0,
+      prefillBusyUntil: 0,
     }));
   }
 
@@ -154,7 +172,15 @@ export class MockEngine {
       this.counters.cachedTokens += cachedTokens;
       sink.start(info);
 
-      const prefillDone = this.clock.now() + prefillMs(req.tokens.length - cachedTokens, c);
+      let imported: ImportedKv = { blocks: 0, bytes: 0 };
+      if (req.importKv !== undefined && lease.cachedBlocks < hashes.length) {
+        imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
+        if (signal?.aborted) throw new AbortedError();
+      }
+      const computed = req.tokens.length - cachedTokens - imported.blocks * c.blockSize;
+      const prefillDone = this.clock.now() + prefillMs(computed, c);
+      // Without chunked prefill a GPU runs this prefill instead of the rank's decode steps.
+      if (c.prefillStallsDecode && computed > 0) rank.prefillBusyUntil = prefillDone;
       await this.sleepUntil(prefillDone);
       rank.kv.commit(lease, hashes, local);
       rank.prefill.release();
@@ -169,6 +195,7 @@ export class MockEngine {
       let due = prefillDone;
       for (let i = 0; i < req.maxTokens; i++) {
         if (i > 0) {
+          if (c.prefillStallsDecode && rank.prefillBusyUntil > due) due = rank.prefillBusyUntil;
           due += decodeStepMs(rank.decoding, c);
           await this.sleepUntil(due);
           if (signal?.aborted) throw new AbortedError();
@@ -178,7 +205,7 @@ export class MockEngine {
         this.counters.completionTokens++;
         sink.token(t, i);
       }
-      return { ...info, completionTokens: req.maxTokens, text };
+      return { ...info, completionTokens: req.maxTokens, text, transferredBlocks: imported.blocks, transferredBytes: imported.bytes };
     } catch (e) {
       if (e instanceof AbortedError) this.counters.aborted++;
       throw e;

@@ -4,6 +4,7 @@
  * it renders the engine's state, it does not keep any.
  */
 import type { MockEngine } from "./engine.ts";
+import type { HandoffStats } from "./kv-handoff.ts";
 import type { EventPublisher } from "./publisher.ts";
 
 type Sample = readonly [labels: string, value: number];
@@ -13,7 +14,7 @@ function family(out: string[], name: string, type: "counter" | "gauge", help: st
   for (const [labels, value] of samples) out.push(`${name}${labels} ${value}`);
 }
 
-export function renderMetrics(engine: MockEngine, publishers: readonly EventPublisher[] = []): string {
+export function renderMetrics(engine: MockEngine, publishers: readonly EventPublisher[] = [], handoff?: HandoffStats): string {
   const c = engine.counters;
   const ranks = engine.ranks.map((r, i) => [`{dp_rank="${i}"}`, r] as const);
   const out: string[] = [];
@@ -46,6 +47,18 @@ export function renderMetrics(engine: MockEngine, publishers: readonly EventPubl
     const byRouter = (get: (p: EventPublisher) => number): Sample[] => publishers.map((p) => [`{router="${p.routerUrl}"}`, get(p)]);
     family(out, "mocker_event_batches_sent_total", "counter", "KV event batches the router accepted.", byRouter((p) => p.sentBatches));
     family(out, "mocker_event_push_failures_total", "counter", "KV event batches dropped after a failed push.", byRouter((p) => p.failedBatches));
+  }
+  if (handoff !== undefined) {
+    const h = handoff;
+    family(out, "mocker_kv_transfer_blocks_total", "counter", "KV blocks pulled from prefill engines (decode side), content checked.", [["", h.importedBlocks]]);
+    family(out, "mocker_kv_transfer_bytes_total", "counter", "Bytes of those blocks.", [["", h.importedBytes]]);
+    family(out, "mocker_kv_transfer_copy_seconds_total", "counter", "Time in the native batched copies alone.", [["", h.importCopySeconds]]);
+    family(out, "mocker_kv_transfer_imports_total", "counter", "Hand-offs this decode engine took part in.", [["", h.imports]]);
+    family(out, "mocker_kv_transfer_failures_total", "counter", "Hand-offs that fell back to local prefill (segment gone, bad content, prefill down).", [["", h.importFailures]]);
+    family(out, "mocker_kv_transfer_mismatched_blocks_total", "counter", "Transferred blocks whose bytes were wrong (must stay 0).", [["", h.mismatchedBlocks]]);
+    family(out, "mocker_kv_exported_blocks_total", "counter", "KV blocks written for decode engines (prefill side).", [["", h.exportedBlocks]]);
+    family(out, "mocker_kv_exported_segments_total", "counter", "Shared-memory segments written (prefill side).", [["", h.exportedSegments]]);
+    family(out, "mocker_kv_expired_segments_total", "counter", "Segments no decode engine fetched within --kv-lease-ms, removed.", [["", h.expiredSegments]]);
   }
   return out.join("\n") + "\n";
 }

@@ -10,6 +10,9 @@ export interface Usage {
   readonly promptTokens: number;
   readonly completionTokens: number;
   readonly cachedTokens: number;
+  /** Disaggregated decode: KV blocks pulled from a prefill engine (absent or 0: none). */
+  readonly transferredBlocks?: number;
+  readonly transferredBytes?: number;
 }
 
 export function usageToWire(u: Usage): unknown {
@@ -18,6 +21,7 @@ export function usageToWire(u: Usage): unknown {
     completion_tokens: u.completionTokens,
     total_tokens: u.promptTokens + u.completionTokens,
     prompt_tokens_details: { cached_tokens: u.cachedTokens },
+    ...(u.transferredBlocks ? { kv_transfer_blocks: u.transferredBlocks, kv_transfer_bytes: u.transferredBytes ?? 0 } : {}),
   };
 }
 

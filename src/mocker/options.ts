@@ -52,7 +52,22 @@ export interface MockerOptions {
   seed?: number;
   /** Events kept per dp rank for /kv/query replay (spec §1.7: 1024). */
   eventBufferSize?: number;
+  /** Disaggregated serving: prefill, decode or both (default both: an ordinary engine). */
+  role?: EngineRole;
+  /** The P/D protocol spoken (vLLM's kv_transfer_params or SGLang's bootstrap room); default vllm. */
+  disagg?: DisaggProtocol;
+  /** Bytes of one KV block's content (the pools' block size; default 32768). */
+  kvBlockBytes?: number;
+  /** Decode side: blocks of the device pool transfers land in (default 4096). */
+  kvPoolBlocks?: number;
+  /** Prefill side: ms a segment waits for its decode engine before it is removed (default 30000). */
+  kvLeaseMs?: number;
+  /** Aggregated timing: a running prefill holds back the rank's decode steps, as on a GPU without chunked prefill (default false). */
+  prefillStallsDecode?: boolean;
 }
+
+export type EngineRole = "prefill" | "decode" | "both";
+export type DisaggProtocol = "vllm" | "sglang";
 
 /** Every option resolved; `workerId` and `adminToken` may still be absent, `routerUrls` empty. */
 export interface MockerConfig extends TimingModel {
@@ -75,6 +90,12 @@ export interface MockerConfig extends TimingModel {
   tokenizer: string | undefined;
   seed: number;
   eventBufferSize: number;
+  role: EngineRole;
+  disagg: DisaggProtocol;
+  kvBlockBytes: number;
+  kvPoolBlocks: number;
+  kvLeaseMs: number;
+  prefillStallsDecode: boolean;
 }
 
 export const MOCKER_DEFAULTS = {
@@ -90,6 +111,12 @@ export const MOCKER_DEFAULTS = {
   seed: 0,
   /** WORKER_KV_INDEXER_BUFFER_SIZE of Dynamo (spec §1.7). */
   eventBufferSize: 1024,
+  role: "both",
+  disagg: "vllm",
+  kvBlockBytes: 32768,
+  kvPoolBlocks: 4096,
+  kvLeaseMs: 30_000,
+  prefillStallsDecode: false,
   ...DEFAULT_TIMING,
 } as const;
 
@@ -120,6 +147,9 @@ const NUMERIC: readonly [NumKey, string, boolean, number][] = [
   ["decodeBatchFactor", "--decode-batch-factor", false, 0],
   ["seed", "--seed", true, 0],
   ["eventBufferSize", "--event-buffer-size", true, 1],
+  ["kvBlockBytes", "--kv-block-bytes", true, 4],
+  ["kvPoolBlocks", "--kv-pool-blocks", true, 1],
+  ["kvLeaseMs", "--kv-lease-ms", false, 1],
 ];
 
 /** Fill defaults and check every field; throws one MockerOptionsError listing all problems. */
@@ -167,6 +197,16 @@ export function resolveMockerOptions(opts: MockerOptions = {}): MockerConfig {
   if (loras.some((l) => l === "" || cfg.models.includes(l))) problems.push("--lora: names must be non-empty and differ from every --model");
   if (new Set(loras).size > cfg.maxLoras) problems.push(`--lora: ${new Set(loras).size} adapters exceed --max-loras ${cfg.maxLoras}`);
   cfg.loras = [...new Set(loras)];
+  if (opts.role !== undefined) {
+    if (opts.role === "prefill" || opts.role === "decode" || opts.role === "both") cfg.role = opts.role;
+    else problems.push(`--role: must be prefill, decode or both (got ${String(opts.role)})`);
+  }
+  if (opts.disagg !== undefined) {
+    if (opts.disagg === "vllm" || opts.disagg === "sglang") cfg.disagg = opts.disagg;
+    else problems.push(`--disagg: must be vllm or sglang (got ${String(opts.disagg)})`);
+  }
+  if (cfg.kvBlockBytes % 4 !== 0) problems.push(`--kv-block-bytes: must be a multiple of 4 (got ${cfg.kvBlockBytes})`);
+  if (opts.prefillStallsDecode !== undefined) cfg.prefillStallsDecode = opts.prefillStallsDecode === true;
   if (problems.length > 0) throw new MockerOptionsError(problems);
   return cfg;
 }
@@ -216,7 +256,13 @@ export const MOCKER_USAGE = `usage: switchyard mocker [flags]
   --tokenizer DIR          Hugging Face tokenizer directory: tokenize prompts like vLLM
                            (default: one token per UTF-8 byte)
   --seed N                 seed of the fake output text (default 0)
-  --event-buffer-size N    KV events kept per dp rank for replay (default 1024)`;
+  --event-buffer-size N    KV events kept per dp rank for replay (default 1024)
+  --role R                 prefill | decode | both (default both): disaggregated serving
+  --disagg P               vllm | sglang: the P/D protocol (default vllm)
+  --kv-block-bytes N       bytes of one KV block's content in the transfer pools (default 32768)
+  --kv-pool-blocks N       decode side: device pool blocks transfers land in (default 4096)
+  --kv-lease-ms MS         prefill side: a segment not fetched by then is removed (default 30000)
+  --prefill-stalls-decode  a running prefill holds back decode steps (aggregated GPU timing)`;
 
 /** `--flag value` / `--flag=value` -> MockerOptions (values unchecked until resolve). */
 export function parseMockerArgs(argv: readonly string[]): MockerOptions {
@@ -230,6 +276,10 @@ export function parseMockerArgs(argv: readonly string[]): MockerOptions {
     }
     const eq = arg.indexOf("=");
     const flag = eq >= 0 ? arg.slice(0, eq) : arg;
+    if (flag === "--prefill-stalls-decode") {
+      opts.prefillStallsDecode = eq < 0 || arg.slice(eq + 1) !== "false";
+      continue;
+    }
     let value = eq >= 0 ? arg.slice(eq + 1) : argv[i + 1];
     if (eq < 0) {
       if (value === undefined || value.startsWith("--")) {
@@ -256,6 +306,10 @@ export function parseMockerArgs(argv: readonly string[]): MockerOptions {
       if (opts.model === undefined) opts.model = first!;
       else (opts.models ??= []).push(first!);
       if (rest.length > 0) (opts.models ??= []).push(...rest);
+    } else if (flag === "--role") {
+      opts.role = value as EngineRole;
+    } else if (flag === "--disagg") {
+      opts.disagg = value as DisaggProtocol;
     } else if (flag === "--lora") {
       (opts.loras ??= []).push(value);
     } else {

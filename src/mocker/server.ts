@@ -14,7 +14,9 @@ import type { WorkerId } from "../core/ids.ts";
 import { stringifyBigint } from "../core/json.ts";
 import { workerIdFromUrl } from "../core/worker-id.ts";
 import { workerKvQueryResponseToWire } from "../recovery/wire.ts";
-import { type Clock, type GenerateStart, MockEngine } from "./engine.ts";
+import { type Clock, type GenerateRequest, type GenerateStart, MockEngine } from "./engine.ts";
+
+type GenerateRequestOf = GenerateRequest & { readonly tokens: Uint32Array; readonly loraName?: string };
 import { AbortedError } from "./fifo.ts";
 import { renderMetrics } from "./metrics.ts";
 import { completionResponse, errorBody, type ApiKind, type ResponseMeta, SseWriter } from "./openai.ts";
@@ -33,6 +35,12 @@ import {
 } from "./requests.ts";
 import { DEFAULT_SESSION_TIMEOUT_S } from "./sessions.ts";
 import { byteTokenizer, loadMockerTokenizer, type MockerTokenizer } from "./tokenizer.ts";
+import { computeBlockHashes } from "../core/hashing.ts";
+import { requireNativeLibrary } from "../native/library.ts";
+import { parseDisaggDirective, type DisaggDirective } from "./disagg-request.ts";
+import { engineBlockHashes } from "./engine-hash.ts";
+import type { ImportedKv } from "./engine.ts";
+import { KvHandoff, type ExportedKv } from "./kv-handoff.ts";
 
 export interface StartMockerOptions extends MockerOptions {
   /** Where to report push failures and the like (default: stderr, rate-limited). */
@@ -164,6 +172,20 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
             for (const p of publishers) p.push(e);
           };
   const eng = new MockEngine({ config, workerId, clock: realClock, emit });
+  // Prefill and decode engines move real KV bytes through the native library; an ordinary
+  // engine (role both) never loads it.
+  const handoff =
+    config.role === "both"
+      ? null
+      : new KvHandoff({
+          lib: requireNativeLibrary(),
+          workerIdHex: workerId.toString(16),
+          blockBytes: config.kvBlockBytes,
+          poolBlocks: config.kvPoolBlocks,
+          leaseMs: config.kvLeaseMs,
+          log,
+        });
+  const fetchFn = opts.fetch ?? fetch;
 
   function requireAdmin(req: Request): void {
     if (config.adminToken === undefined) return;
@@ -190,6 +212,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     const zero = { [CACHED_TOKENS_HEADER]: "0" };
     let parsed: CompletionRequest;
     let dpRank: number | undefined;
+    let directive: DisaggDirective = { kind: "none" };
     try {
       const body = await readJson(req);
       const b = body !== null && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
@@ -198,6 +221,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
         : kind === "chat" ? (b.messages === undefined ? undefined : [await tokenizer.chatPrompt(b)])
         : b.prompt === undefined ? undefined : await tokenizer.completionPrompts(b.prompt);
       parsed = parseCompletionRequest(kind, body, prompts);
+      if (b !== undefined && handoff !== null) directive = parseDisaggDirective(b);
       dpRank = dpRankValue(req.headers.get(DP_RANK_HEADER), eng.ranks.length, DP_RANK_HEADER);
     } catch (e) {
       if (e instanceof HttpError || isRouterError(e)) return error(400, e.message, "invalid_request_error", zero);
@@ -210,8 +234,12 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     const m = meta(kind, parsed.model ?? config.model);
     const abort = new AbortController();
     req.signal.addEventListener("abort", () => abort.abort(), { once: true });
-    const genReq = { tokens: parsed.tokens, maxTokens: parsed.maxTokens, loraName, dpRank: eng.pickRank(dpRank), signal: abort.signal };
+    const genReq = {
+      tokens: parsed.tokens, maxTokens: parsed.maxTokens, loraName, dpRank: eng.pickRank(dpRank), signal: abort.signal,
+      importKv: importerFor(directive),
+    };
 
+    if (exportsKv(directive)) return prefillAndExport(kind, m, genReq, directive);
     if (!parsed.stream) {
       try {
         const r = await eng.generate(genReq, { start: () => {}, token: () => {} });
@@ -288,6 +316,99 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     });
   }
 
+  /** Whether this request is the prefill half of a hand-off (this engine must write its blocks). */
+  function exportsKv(d: DisaggDirective): boolean {
+    return d.kind === "vllm-prefill" || (d.kind === "sglang" && config.role === "prefill");
+  }
+
+  /**
+   * The prefill half: the prompt is prefilled (one output token, as vLLM's proxy asks), its
+   * full blocks are written into a shared-memory segment, and the answer names it: vLLM in
+   * `kv_transfer_params` (NixlConnector's fields, block ids = segment slots), SGLang under the
+   * bootstrap room, which the decode engine asks for. Always a JSON answer, never a stream.
+   */
+  async function prefillAndExport(kind: ApiKind, m: ResponseMeta, genReq: GenerateRequestOf, d: DisaggDirective): Promise<Response> {
+    let r;
+    try {
+      r = await eng.generate({ ...genReq, maxTokens: 1, importKv: undefined }, { start: () => {}, token: () => {} });
+    } catch (e) {
+      if (e instanceof AbortedError) return error(499, "client closed the request", "aborted", { [CACHED_TOKENS_HEADER]: "0" });
+      throw e;
+    }
+    const hashes = engineBlockHashes(computeBlockHashes(genReq.tokens, config.blockSize, { loraName: genReq.loraName }));
+    let exported: ExportedKv;
+    try {
+      exported = handoff!.exportBlocks(hashes);
+    } catch (e) {
+      return error(500, `kv export failed: ${e instanceof Error ? e.message : String(e)}`, "kv_transfer_error");
+    }
+    const body = JSON.parse(completionResponse(kind, m, r.text, r)) as Record<string, unknown>;
+    if (d.kind === "sglang") {
+      handoff!.publishRoom(d.room, exported);
+    } else {
+      body.kv_transfer_params = {
+        do_remote_prefill: true,
+        do_remote_decode: false,
+        remote_block_ids: Array.from({ length: exported.blocks }, (_, i) => i),
+        remote_engine_id: workerId.toString(),
+        remote_request_id: m.id,
+        remote_host: config.host,
+        remote_port: port,
+        remote_block_size: config.blockSize,
+        num_prompt_blocks: Math.ceil(genReq.tokens.length / config.blockSize),
+        tp_size: 1,
+        switchyard_shm: exported.segment,
+      };
+    }
+    return json(body, 200, { ...responseHeaders(r, false), "x-mocker-kv-exported-blocks": String(exported.blocks) });
+  }
+
+  /** The decode half: where this request's prompt blocks come from, if anywhere. */
+  function importerFor(d: DisaggDirective): ((h: BigUint64Array, from: number, to: number) => Promise<ImportedKv>) | undefined {
+    if (handoff === null) return undefined;
+    if (d.kind === "vllm-decode") {
+      const segment = d.segment;
+      if (segment === null) return undefined; // nothing was exported (a prompt under one block)
+      return (h, from, to) => handoff.importBlocks(segment, h, from, to);
+    }
+    if (d.kind === "sglang" && config.role === "decode") {
+      return async (h, from, to) => {
+        const room = await askBootstrap(d);
+        if (room === null || room.segment === null) return { blocks: 0, bytes: 0 };
+        return handoff.importBlocks(room.segment, h, from, to);
+      };
+    }
+    return undefined;
+  }
+
+  /** SGLang: the prefill engine's hand-off for the room, once its prefill is done; null if it never comes. */
+  async function askBootstrap(d: Extract<DisaggDirective, { kind: "sglang" }>): Promise<ExportedKv | null> {
+    const host = d.host.includes(":") ? `[${d.host}]` : d.host;
+    const waitMs = Math.min(config.kvLeaseMs, 30_000);
+    try {
+      const res = await fetchFn(`http://${host}:${d.port}/v1/kv/bootstrap/${d.room}?wait_ms=${waitMs}`, {
+        signal: AbortSignal.timeout(waitMs + 2_000),
+      });
+      if (!res.ok) {
+        log(`kv bootstrap: room ${d.room} at ${host}:${d.port} answered ${res.status}; prefilling here`);
+        return null;
+      }
+      return (await res.json()) as ExportedKv;
+    } catch (e) {
+      log(`kv bootstrap: room ${d.room} at ${host}:${d.port} failed (${e instanceof Error ? e.message : String(e)}); prefilling here`);
+      return null;
+    }
+  }
+
+  /** GET /v1/kv/bootstrap/:room?wait_ms=N — the prefill engine's hand-off for one room (long-poll). */
+  async function bootstrapRoom(req: Request, room: string): Promise<Response> {
+    if (handoff === null || config.role !== "prefill") return error(404, "this engine is not a prefill engine", "not_found");
+    const wait = Number(new URL(req.url).searchParams.get("wait_ms") ?? "0");
+    if (!Number.isFinite(wait) || wait < 0) return error(400, "wait_ms: must be a non-negative number", "invalid_request_error");
+    const r = await handoff.waitRoom(room, wait);
+    return r === null ? json({ status: "pending", room }, 404) : json(r);
+  }
+
   function unknownModel(model: string): Response {
     eng.counters.unknownModel++;
     return error(404, `The model \`${model}\` does not exist.`, "NotFoundError", { [CACHED_TOKENS_HEADER]: "0" });
@@ -338,6 +459,8 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       models: config.models,
       tokenizer: tokenizer.source,
       max_concurrency: config.maxConcurrency,
+      role: config.role,
+      ...(config.role !== "both" ? { disagg: config.disagg, bootstrap_port: port, kv_block_bytes: config.kvBlockBytes } : {}),
     };
   }
 
@@ -419,7 +542,12 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       case "GET /v1/sessions":
         return json({ sessions: eng.sessions.list(Date.now()) });
       case "GET /metrics":
-        return new Response(renderMetrics(eng, publishers), { headers: { "content-type": "text/plain; version=0.0.4" } });
+        return new Response(renderMetrics(eng, publishers, handoff?.stats), { headers: { "content-type": "text/plain; version=0.0.4" } });
+    }
+    if (method === "GET" && path.startsWith("/v1/kv/bootstrap/")) {
+      const room = path.slice("/v1/kv/bootstrap/".length);
+      if (!/^\d{1,20}$/.test(room)) return error(400, "bootstrap room: must be a non-negative integer", "invalid_request_error");
+      return bootstrapRoom(req, room);
     }
     const handler = native[path];
     if (handler !== undefined && method === "POST") {
@@ -447,11 +575,13 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       const finished = server.pendingRequests === 0;
       await server.stop(true);
       await Promise.all(publishers.map((p) => p.stop()));
+      handoff?.stop();
       return finished;
     },
     stop: async () => {
       await server.stop(true);
       await Promise.all(publishers.map((p) => p.stop()));
+      handoff?.stop();
     },
   };
 }
