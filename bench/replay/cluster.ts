@@ -1,10 +1,12 @@
 /**
- * A fresh simulated cluster for one replay: N engine processes and one router process on
- * loopback, started from this checkout and stopped by PID.
+ * A fresh simulated cluster for one replay: N engine processes and one or more router
+ * processes on loopback (several routers share a redis-server for sessions and active load,
+ * as a deployment behind a load balancer would), started from this checkout and stopped by PID.
  */
 import { spawn, type Subprocess } from "bun";
 import { join } from "node:path";
 import { freePorts, until } from "../../test/support/processes.ts";
+import { startRedisServer, type RedisServer } from "../../test/support/redis-server.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const MAIN = join(ROOT, "src", "main.ts");
@@ -35,33 +37,50 @@ export interface ClusterOptions {
   policy: string;
   timing: EngineTiming;
   routerArgs?: string[];
+  /** Routers in front of the same engines (> 1: they share a redis-server). Default 1. */
+  routers?: number;
   quiet?: boolean;
 }
 
 export interface Cluster {
+  /** The first router (the only one unless `routers` > 1). */
   routerUrl: string;
+  routerUrls: string[];
+  /** Router process ids, for their CPU time in /proc. */
+  routerPids: number[];
   engineUrls: string[];
   stop(): Promise<void>;
+}
+
+/** A simulated engine restart: caches empty, KV event ids from 0 (the mocker's admin route). */
+export async function restartEngine(engineUrl: string): Promise<void> {
+  const res = await fetch(`${engineUrl}/admin/restart-events`, { method: "POST", signal: AbortSignal.timeout(5000) });
+  if (!res.ok) throw new Error(`${engineUrl}: restart failed with HTTP ${res.status}`);
 }
 
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const procs: Subprocess[] = [];
   const stdio = o.quiet === false ? "inherit" : "ignore";
+  let redis: RedisServer | undefined;
   const stop = async () => {
     for (const p of procs) p.kill("SIGTERM");
     await Promise.all(procs.map((p) => Promise.race([p.exited, Bun.sleep(3000).then(() => p.kill("SIGKILL"))])));
+    await redis?.stop();
   };
   try {
-    // All ports at once, so no two repeat; engines need the router's before it starts.
-    const [routerPort, ...enginePorts] = freePorts(o.engines + 1);
-    const routerUrl = `http://127.0.0.1:${routerPort}`;
+    const nRouters = Math.max(1, o.routers ?? 1);
+    // All ports at once, so no two repeat; engines need the routers' before they start.
+    const ports = freePorts(o.engines + nRouters);
+    const routerPorts = ports.slice(0, nRouters);
+    const enginePorts = ports.slice(nRouters);
+    const routerUrls = routerPorts.map((p) => `http://127.0.0.1:${p}`);
     const engineUrls: string[] = [];
     for (let i = 0; i < o.engines; i++) {
       const port = enginePorts[i]!;
       const url = `http://127.0.0.1:${port}`;
       const p = spawn({
         cmd: [
-          process.execPath, MAIN, "mocker", "--host", "127.0.0.1", "--port", String(port), "--router-url", routerUrl,
+          process.execPath, MAIN, "mocker", "--host", "127.0.0.1", "--port", String(port), ...routerUrls.flatMap((u) => ["--router-url", u]),
           "--block-size", String(o.blockSize), "--kv-blocks", String(o.kvBlocks), "--speedup", String(o.speedup),
           "--prefill-us-per-token", String(o.timing.prefillUsPerToken), "--decode-ms-per-step", String(o.timing.decodeMsPerStep),
           "--decode-batch-factor", String(o.timing.decodeBatchFactor), "--max-concurrency", String(o.timing.maxConcurrency),
@@ -73,16 +92,21 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       engineUrls.push(url);
     }
     await Promise.all(engineUrls.map((u, i) => waitHealthy(u, 20_000, procs[i])));
-    const router = spawn({
-      cmd: [
-        process.execPath, MAIN, "serve", "--host", "127.0.0.1", "--port", String(routerPort), "--policy", o.policy,
-        "--block-size", String(o.blockSize), ...engineUrls.flatMap((u) => ["--worker", u]), ...(o.routerArgs ?? []),
-      ],
-      stdout: stdio, stderr: stdio,
+    if (nRouters > 1) redis = await startRedisServer();
+    const routers = routerPorts.map((port) => {
+      const router = spawn({
+        cmd: [
+          process.execPath, MAIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--policy", o.policy,
+          "--block-size", String(o.blockSize), ...engineUrls.flatMap((u) => ["--worker", u]),
+          ...(redis ? ["--redis", redis.url] : []), ...(o.routerArgs ?? []),
+        ],
+        stdout: stdio, stderr: stdio,
+      });
+      procs.push(router);
+      return router;
     });
-    procs.push(router);
-    await waitHealthy(routerUrl, 20_000, router);
-    return { routerUrl, engineUrls, stop };
+    await Promise.all(routerUrls.map((u, i) => waitHealthy(u, 20_000, routers[i])));
+    return { routerUrl: routerUrls[0]!, routerUrls, routerPids: routers.map((r) => r.pid), engineUrls, stop };
   } catch (e) {
     await stop();
     throw e;

@@ -1,8 +1,11 @@
 /**
- * Replays a trace against a router: each request is sent at its trace arrival time ÷ speedup,
- * as a streaming completion with a token-id prompt, and measured from the client's side.
+ * Replays a trace against one or more routers: each request is sent at its trace arrival time
+ * × arrival scale ÷ speedup, to the routers in turn (as a round-robin load balancer would), as
+ * a streaming completion whose prompt is token ids or text (one byte per token, as the
+ * simulated engine counts text), and measured from the client's side. Optional: the trace's
+ * session id as X-Session-ID, and actions (engine restarts) at fixed points of the replay.
  */
-import { promptTokens, type TraceRequest } from "./trace.ts";
+import { promptText, promptTokens, type TraceRequest } from "./trace.ts";
 
 export interface RequestOutcome {
   readonly index: number;
@@ -19,17 +22,21 @@ export interface RequestOutcome {
 const CACHED = /"cached_tokens"\s*:\s*(\d+)/;
 const DATA_LINE = /^data: (?!\[DONE\])/gm;
 
-async function sendOne(routerUrl: string, r: TraceRequest, maxOutput: number, model: string): Promise<RequestOutcome> {
+export type PromptFormat = "tokens" | "text";
+
+async function sendOne(routerUrl: string, r: TraceRequest, maxOutput: number, model: string, o: ReplayOptions): Promise<RequestOutcome> {
   const started = performance.now();
   const body = JSON.stringify({
     model,
-    prompt: Array.from(promptTokens(r)),
+    prompt: o.promptFormat === "text" ? promptText(r) : Array.from(promptTokens(r)),
     max_tokens: Math.min(r.outputLength, maxOutput),
     stream: true,
     stream_options: { include_usage: true },
   });
   try {
-    const res = await fetch(`${routerUrl}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (o.sessionHeader && r.sessionId !== undefined) headers["x-session-id"] = r.sessionId;
+    const res = await fetch(`${routerUrl}/v1/completions`, { method: "POST", headers, body });
     const worker = res.headers.get("x-switchyard-worker") ?? undefined;
     if (!res.ok || !res.body) {
       const text = await res.text();
@@ -62,8 +69,16 @@ async function sendOne(routerUrl: string, r: TraceRequest, maxOutput: number, mo
 }
 
 export interface ReplayOptions {
-  routerUrl: string;
+  /** Arrivals go to these in turn. */
+  routerUrls: readonly string[];
   speedup: number;
+  /** Multiplies inter-arrival times: 0.5 = twice the load, 2 = half. Default 1. */
+  arrivalScale?: number;
+  promptFormat?: PromptFormat;
+  /** Send the trace's session id as X-Session-ID. */
+  sessionHeader?: boolean;
+  /** Run `action(k)` once the replay has sent `atFraction` of its requests (k = its index). */
+  actions?: readonly { atFraction: number; action: () => Promise<void> }[];
   maxOutputTokens: number;
   model?: string;
   onProgress?: (done: number, total: number, errors: number) => void;
@@ -75,12 +90,18 @@ export async function replay(trace: readonly TraceRequest[], o: ReplayOptions): 
   let done = 0;
   let errors = 0;
   const pending: Promise<RequestOutcome>[] = [];
-  for (const r of trace) {
-    const due = (r.timestamp - t0) / o.speedup;
+  const scale = o.arrivalScale ?? 1;
+  const actions = [...(o.actions ?? [])].sort((x, y) => x.atFraction - y.atFraction);
+  const actionsDone: Promise<void>[] = [];
+  for (let i = 0; i < trace.length; i++) {
+    const r = trace[i]!;
+    while (actions.length > 0 && i >= actions[0]!.atFraction * trace.length) actionsDone.push(actions.shift()!.action());
+    const due = ((r.timestamp - t0) * scale) / o.speedup;
     const wait = due - (performance.now() - start);
     if (wait > 1) await Bun.sleep(wait);
+    const routerUrl = o.routerUrls[i % o.routerUrls.length]!;
     pending.push(
-      sendOne(o.routerUrl, r, o.maxOutputTokens, o.model ?? "switchyard-sim").then((x) => {
+      sendOne(routerUrl, r, o.maxOutputTokens, o.model ?? "switchyard-sim", o).then((x) => {
         done++;
         if (!x.ok) errors++;
         o.onProgress?.(done, trace.length, errors);
@@ -89,5 +110,6 @@ export async function replay(trace: readonly TraceRequest[], o: ReplayOptions): 
     );
   }
   const outcomes = await Promise.all(pending);
+  await Promise.all(actionsDone);
   return { outcomes, wallMs: performance.now() - start };
 }

@@ -15,6 +15,16 @@ export interface PolicyResult {
   rejected_429?: number;
   /** Completed requests per second whose TTFT met --ttft-slo-ms. */
   goodput_rps?: number;
+  /** Prefill tokens computed (prompt − cached, engines' own counters) on the busiest engine ÷ the mean. */
+  work_max_over_mean?: number;
+  /** Requests on the busiest engine ÷ the mean, engines' own counters. */
+  engine_request_max_over_mean?: number;
+  /** Engines that computed no prefill. */
+  idle_engines?: number;
+  /** Σ prefill busy time ÷ (engines × replay time). */
+  utilisation?: number;
+  /** Routers' CPU time (utime + stime from /proc) per request, all routers together. */
+  router_cpu_us_per_request?: number;
   /** Raw TTFTs (ms), for the plot; not written to JSON. */
   ttfts?: number[];
 }
@@ -36,26 +46,32 @@ export interface ReplayReport {
   ideal_hit_rate: number;
   offline: Record<string, OfflineRow>;
   policies: Record<string, PolicyResult>;
+  routers?: number;
+  engine_restarts?: number;
+  arrival_scale?: number;
+  prompt_format?: string;
 }
 
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
 export function formatTable(r: ReplayReport): string {
-  const head = ["policy", "hit", "÷ideal", "ttft p50", "p90", "p99", "e2e p50", "p99", "out tok/s", "max/mean", "route µs p50", "p99", "reqs", "errors", "429", "goodput/s"];
+  const head = ["policy", "hit", "÷ideal", "ttft p50", "p90", "p99", "e2e p50", "p99", "out tok/s", "max/mean", "work max/mean", "idle", "util", "route µs p50", "p99", "cpu µs/req", "reqs", "errors", "429", "goodput/s"];
   const rows: string[][] = [];
   for (const [name, p] of Object.entries(r.policies)) {
     rows.push([
       name, f(p.hit_rate, 3), f(p.hit_rate_vs_ideal, 3), f(p.ttft_ms.p50), f(p.ttft_ms.p90), f(p.ttft_ms.p99),
-      f(p.e2e_ms.p50), f(p.e2e_ms.p99), f(p.output_tokens_per_s, 0), f(p.load_max_over_mean, 2),
-      f(p.router_overhead_us.p50, 0), f(p.router_overhead_us.p99, 0), String(p.requests), String(p.errors),
+      f(p.e2e_ms.p50), f(p.e2e_ms.p99), f(p.output_tokens_per_s, 0), f(p.engine_request_max_over_mean ?? p.load_max_over_mean, 2),
+      f(p.work_max_over_mean ?? NaN, 2), p.idle_engines === undefined ? "" : String(p.idle_engines), f(p.utilisation ?? NaN, 2),
+      f(p.router_overhead_us.p50, 0), f(p.router_overhead_us.p99, 0), f(p.router_cpu_us_per_request ?? NaN, 0), String(p.requests), String(p.errors),
       String(p.rejected_429 ?? ""), p.goodput_rps === undefined ? "" : f(p.goodput_rps, 1),
     ]);
   }
   for (const [name, o] of Object.entries(r.offline)) {
-    rows.push([`offline ${name}`, f(o.hit_rate, 3), f(o.hit_rate_vs_ideal, 3), "", "", "", "", "", "", f(o.load_max_over_mean, 2), "", "", "", "", "", ""]);
+    rows.push([`offline ${name}`, f(o.hit_rate, 3), f(o.hit_rate_vs_ideal, 3), "", "", "", "", "", "", f(o.load_max_over_mean, 2), "", "", "", "", "", "", "", "", "", ""]);
   }
   return [
-    `trace ${r.trace}: ${r.requests} requests, ${r.engines} engines × ${r.kv_blocks_per_engine} KV blocks of ${r.block_size} tokens, speedup ${r.speedup}×, unique blocks ${r.unique_blocks}, ideal hit rate ${f(r.ideal_hit_rate, 3)}`,
+    `trace ${r.trace}: ${r.requests} requests, ${r.engines} engines × ${r.kv_blocks_per_engine} KV blocks of ${r.block_size} tokens, speedup ${r.speedup}×, unique blocks ${r.unique_blocks}, ideal hit rate ${f(r.ideal_hit_rate, 3)}` +
+      `, routers ${r.routers ?? 1}, engine restarts ${r.engine_restarts ?? 0}, arrival scale ${r.arrival_scale ?? 1}, prompts ${r.prompt_format ?? "tokens"}`,
     textTable(head, rows),
   ].join("\n");
 }

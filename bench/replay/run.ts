@@ -1,18 +1,18 @@
 /**
- * `bun run bench:replay`: replay a Mooncake trace against a fresh simulated cluster under
- * each routing policy, and compare them with each other and with offline bounds.
- * See bench/README.md for the timing model, the defaults and how they were chosen.
+ * `bun run bench:replay`: replay a trace (a Mooncake file or a generated shape, `gen:chat`,
+ * `gen:agentic`, `gen:rag`) against a fresh simulated cluster under each routing policy, and
+ * compare them with each other and with offline bounds. `--suite quick|full` runs the issue 14
+ * table instead (suite.ts); `--sweep` adds a grid of kv's own knobs. See bench/README.md for the
+ * timing model, the defaults and how they were chosen.
  */
 import { parseArgs } from "node:util";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { startCluster, type EngineTiming } from "./cluster.ts";
-import { idealHitRate, simulateOffline } from "./oracle.ts";
-import { readHistogram } from "./prometheus.ts";
-import { replay, type RequestOutcome } from "./replay.ts";
-import { formatTable, toJson, toSvg, type PolicyResult, type ReplayReport } from "./report.ts";
-import { histogramQuantile, summarize } from "./stats.ts";
-import { fullBlockIds, loadTrace, uniqueFullBlocks } from "./trace.ts";
+import { runCell } from "./cell.ts";
+import { SHAPES, generate, type Shape } from "./gen/shapes.ts";
+import { formatTable, toJson, toSvg } from "./report.ts";
+import { runSuite, SUITES, type SuiteName } from "./suite.ts";
+import { loadTrace, type TraceRequest } from "./trace.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const { values: a } = parseArgs({
@@ -27,13 +27,23 @@ const { values: a } = parseArgs({
     "block-size": { type: "string", default: "512" },
     policies: { type: "string", default: "kv,approx,round-robin,random,least-loaded" },
     seed: { type: "string", default: "1" },
-    router: { type: "string" },
+    router: { type: "string", multiple: true, default: [] },
+    "engine-url": { type: "string", multiple: true, default: [] },
     "max-output-tokens": { type: "string", default: "32" },
     "prefill-us-per-token": { type: "string", default: "200" },
     "decode-ms-per-step": { type: "string", default: "20" },
     "decode-batch-factor": { type: "string", default: "0.02" },
     "max-concurrency": { type: "string", default: "64" },
     "router-arg": { type: "string", multiple: true, default: [] },
+    // Issue 14: several routers over a shared Redis, engine restarts, load scaling, text prompts.
+    routers: { type: "string", default: "1" },
+    "engine-restarts": { type: "string", default: "0" },
+    "arrival-scale": { type: "string", default: "1" },
+    "prompt-format": { type: "string", default: "tokens" },
+    suite: { type: "string" },
+    sweep: { type: "boolean", default: false },
+    "sweep-credits": { type: "string", default: "0,8,32,128" },
+    "sweep-wait-factors": { type: "string", default: "0,1.5,2,3" },
     // Issue 13: admission past saturation. N = a rank is busy when its engine reports more
     // than N waiting requests (engine metrics scraped every 50 ms); busy everywhere = queue.
     admission: { type: "string" },
@@ -54,35 +64,6 @@ const num = (name: keyof typeof a) => {
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${String(name)} must be a non-negative number, got ${a[name]}`);
   return v;
 };
-
-if (!existsSync(a.trace!)) {
-  throw new Error(`trace ${a.trace} not found: pass --trace PATH (Mooncake JSONL; bench/replay/fixtures/synthetic-300.jsonl is a small one)`);
-}
-const trace = loadTrace(a.trace!, num("requests"));
-if (trace.length === 0) throw new Error(`no requests in ${a.trace}`);
-const engines = num("engines");
-const blockSize = num("block-size");
-const unique = uniqueFullBlocks(trace);
-const kvBlocks = a["kv-blocks"] ? num("kv-blocks") : Math.max(1, Math.ceil((unique * num("kv-fraction")) / engines));
-const speedup = num("speedup");
-const timing: EngineTiming = {
-  prefillUsPerToken: num("prefill-us-per-token"),
-  decodeMsPerStep: num("decode-ms-per-step"),
-  decodeBatchFactor: num("decode-batch-factor"),
-  maxConcurrency: num("max-concurrency"),
-};
-const policies = a.policies!.split(",").map((s) => s.trim()).filter(Boolean);
-const traceName = a.trace!.split("/").pop()!.replace(/\.jsonl$/, "");
-
-// Offline bounds use the trace's own 512-token blocks and the same per-engine capacity
-// (converted when engines use a smaller block size).
-const ideal = idealHitRate(trace);
-const traceBlocksPerEngine = Math.floor((kvBlocks * blockSize) / 512);
-const offline: ReplayReport["offline"] = {};
-for (const p of ["oracle", "round-robin", "random"] as const) {
-  const r = simulateOffline(trace, p, engines, traceBlocksPerEngine, { seed: num("seed") });
-  offline[p] = { hit_rate: r.hitRate, hit_rate_vs_ideal: ideal ? r.hitRate / ideal : 0, load_max_over_mean: r.loadMaxOverMean };
-}
 
 let lastFilled = -1;
 function progress(policy: string, done: number, total: number, errors: number): void {
@@ -107,63 +88,51 @@ function issue13Args(): string[] {
   return out;
 }
 
-function resultOf(outcomes: RequestOutcome[], wallMs: number, metricsText: string | undefined): PolicyResult {
-  const ok = outcomes.filter((o) => o.ok);
-  // Hit rate in full blocks, as the offline bounds count them.
-  let cachedBlocks = 0;
-  let promptBlocks = 0;
-  for (const o of outcomes) {
-    promptBlocks += fullBlockIds(trace[o.index]!).length;
-    cachedBlocks += Math.floor(o.cachedTokens / 512);
+/** `gen:SHAPE` generates (seeded by --seed); anything else is a Mooncake JSONL path. */
+export function traceOf(spec: string, limit: number, seed: number): { trace: TraceRequest[]; name: string } {
+  if (spec.startsWith("gen:")) {
+    const shape = spec.slice(4);
+    if (!(SHAPES as readonly string[]).includes(shape)) throw new Error(`--trace gen:SHAPE: SHAPE must be one of ${SHAPES.join(", ")}, got ${shape}`);
+    return { trace: generate(shape as Shape, seed).slice(0, limit), name: `gen-${shape}` };
   }
-  const hit = promptBlocks ? cachedBlocks / promptBlocks : 0;
-  const share = new Map<string, number>();
-  for (const o of ok) if (o.worker) share.set(o.worker, (share.get(o.worker) ?? 0) + 1);
-  const counts = [...share.values()];
-  while (counts.length < engines) counts.push(0);
-  const mean = ok.length / engines;
-  const ttfts = ok.map((o) => o.ttftMs).filter((x) => Number.isFinite(x));
-  const t = summarize(ttfts);
-  const e = summarize(ok.map((o) => o.e2eMs));
-  const h = metricsText ? readHistogram(metricsText, "switchyard_routing_overhead_seconds", { phase: "total" }) : undefined;
-  return {
-    hit_rate: hit,
-    hit_rate_vs_ideal: ideal ? hit / ideal : 0,
-    ttft_ms: { p50: t.p50, p90: t.p90, p99: t.p99 },
-    e2e_ms: { p50: e.p50, p90: e.p90, p99: e.p99 },
-    output_tokens_per_s: ok.reduce((s, o) => s + o.outputTokens, 0) / (wallMs / 1000),
-    load_max_over_mean: mean ? Math.max(...counts) / mean : 0,
-    router_overhead_us: h ? { p50: histogramQuantile(h.buckets, 0.5) * 1e6, p99: histogramQuantile(h.buckets, 0.99) * 1e6 } : { p50: NaN, p99: NaN },
-    requests: outcomes.length,
-    errors: outcomes.length - ok.length,
-    rejected_429: outcomes.filter((o) => o.error?.startsWith("HTTP 429")).length,
-    goodput_rps: ttfts.filter((x) => x <= num("ttft-slo-ms")).length / (wallMs / 1000),
-    ttfts,
-  };
+  if (!existsSync(spec)) {
+    throw new Error(`trace ${spec} not found: pass --trace PATH (Mooncake JSONL; bench/replay/fixtures/synthetic-300.jsonl is a small one) or gen:chat|agentic|rag`);
+  }
+  return { trace: loadTrace(spec, limit), name: spec.split("/").pop()!.replace(/\.jsonl$/, "") };
 }
 
-const report: ReplayReport = {
-  trace: traceName, requests: trace.length, engines, kv_blocks_per_engine: kvBlocks, block_size: blockSize, speedup,
-  unique_blocks: unique, ideal_hit_rate: ideal, offline, policies: {},
-};
-
-for (const policy of policies) {
-  const cluster = a.router
-    ? { routerUrl: a.router, engineUrls: [], stop: async () => {} }
-    : await startCluster({ engines, kvBlocks, blockSize, speedup, policy, timing, routerArgs: [...issue13Args(), ...a["router-arg"]!], quiet: !a.verbose });
-  try {
-    const { outcomes, wallMs } = await replay(trace, {
-      routerUrl: cluster.routerUrl, speedup, maxOutputTokens: num("max-output-tokens"),
-      onProgress: (d, t, e) => progress(policy, d, t, e),
-    });
-    const metrics = await fetch(`${cluster.routerUrl}/metrics`).then((r) => r.text()).catch(() => undefined);
-    report.policies[policy] = resultOf(outcomes, wallMs, metrics);
-    const firstError = outcomes.find((o) => !o.ok);
-    if (firstError && !a.quiet) console.error(`${policy}: first error: ${firstError.error}`);
-  } finally {
-    await cluster.stop();
-  }
+/** kv plus a grid of its own knobs, each as a policy entry cell.ts understands. */
+function sweepEntries(): string[] {
+  const credits = a["sweep-credits"]!.split(",").map(Number);
+  const factors = a["sweep-wait-factors"]!.split(",").map(Number);
+  const out: string[] = [];
+  for (const c of credits) for (const w of factors) out.push(`kv+overlap-credit=${c}+prefill-wait-factor=${w}`);
+  return out;
 }
+
+if (a.suite !== undefined) {
+  if (!(SUITES as readonly string[]).includes(a.suite)) throw new Error(`--suite must be one of ${SUITES.join(", ")}`);
+  await runSuite(a.suite as SuiteName, { json: a.json, quiet: a.quiet, verbose: a.verbose, onProgress: progress });
+  process.exit(0);
+}
+
+const promptFormat = a["prompt-format"];
+if (promptFormat !== "tokens" && promptFormat !== "text") throw new Error(`--prompt-format must be tokens or text, got ${promptFormat}`);
+const { trace, name } = traceOf(a.trace!, num("requests"), num("seed"));
+if (trace.length === 0) throw new Error(`no requests in ${a.trace}`);
+const policies = a.policies!.split(",").map((s) => s.trim()).filter(Boolean);
+if (a.sweep) policies.push(...sweepEntries());
+
+const report = await runCell({
+  trace, traceName: name, engines: num("engines"), kvBlocks: a["kv-blocks"] ? num("kv-blocks") : undefined, kvFraction: num("kv-fraction"),
+  blockSize: num("block-size"), speedup: num("speedup"),
+  timing: { prefillUsPerToken: num("prefill-us-per-token"), decodeMsPerStep: num("decode-ms-per-step"), decodeBatchFactor: num("decode-batch-factor"), maxConcurrency: num("max-concurrency") },
+  policies, seed: num("seed"), maxOutputTokens: num("max-output-tokens"), routers: num("routers"), engineRestarts: num("engine-restarts"),
+  arrivalScale: num("arrival-scale"), promptFormat, routerArgs: [...issue13Args(), ...a["router-arg"]!],
+  externalRouter: a.router!.length ? { routerUrls: a.router!, engineUrls: a["engine-url"]! } : undefined,
+  ttftSloMs: num("ttft-slo-ms"), verbose: a.verbose!, onProgress: progress,
+  onError: (p, m) => !a.quiet && console.error(`${p}: first error: ${m}`),
+});
 
 console.log(formatTable(report));
 if (a.json) {

@@ -14,6 +14,8 @@ export interface TraceRequest {
   readonly inputLength: number;
   readonly outputLength: number;
   readonly hashIds: readonly number[];
+  /** Conversation / task the request belongs to (generated traces), sent as X-Session-ID when asked. */
+  readonly sessionId?: string;
 }
 
 export function loadTrace(path: string, limit = Infinity): TraceRequest[] {
@@ -22,13 +24,14 @@ export function loadTrace(path: string, limit = Infinity): TraceRequest[] {
   for (const line of lines) {
     if (out.length >= limit) break;
     if (!line.trim()) continue;
-    const o = JSON.parse(line) as { timestamp: number; input_length: number; output_length: number; hash_ids: number[] };
+    const o = JSON.parse(line) as { timestamp: number; input_length: number; output_length: number; hash_ids: number[]; session_id?: string };
     out.push({
       index: out.length,
       timestamp: o.timestamp,
       inputLength: o.input_length,
       outputLength: Math.max(1, o.output_length),
       hashIds: o.hash_ids,
+      ...(o.session_id !== undefined ? { sessionId: o.session_id } : {}),
     });
   }
   return out;
@@ -64,6 +67,18 @@ export function promptTokens(r: TraceRequest): Uint32Array {
     blockTokens(id, out, start, Math.min(TRACE_BLOCK_TOKENS, r.inputLength - start));
   }
   return out;
+}
+
+/**
+ * The request's prompt as text, one byte per token (the simulated engine without a tokenizer
+ * counts one token per UTF-8 byte): each block id becomes 512 deterministic lowercase letters,
+ * so equal block ids give equal text and the engine's block boundaries match the trace's.
+ */
+export function promptText(r: TraceRequest): string {
+  const tokens = promptTokens(r);
+  let s = "";
+  for (let i = 0; i < tokens.length; i++) s += String.fromCharCode(97 + (tokens[i]! % 26));
+  return s;
 }
 
 export function uniqueFullBlocks(trace: readonly TraceRequest[]): number {

@@ -1,0 +1,147 @@
+/**
+ * One replay "cell": one trace, one cluster shape, a list of policies (each on a fresh cluster),
+ * the offline bounds beside them. run.ts (one cell from flags) and suite.ts (many) call it.
+ * A policy entry may carry router flags: `kv+overlap-credit=8+prefill-wait-factor=2` runs
+ * `--policy kv --overlap-credit=8 --prefill-wait-factor=2` under that name (what --sweep uses).
+ */
+import { restartEngine, startCluster, type EngineTiming } from "./cluster.ts";
+import { processCpuMs, readEngineCounters, summarizeWork } from "./engine-counters.ts";
+import { idealHitRate, simulateOffline } from "./oracle.ts";
+import { readHistogram } from "./prometheus.ts";
+import { replay, type PromptFormat, type RequestOutcome } from "./replay.ts";
+import type { PolicyResult, ReplayReport } from "./report.ts";
+import { histogramQuantile, summarize } from "./stats.ts";
+import { fullBlockIds, TRACE_BLOCK_TOKENS, uniqueFullBlocks, type TraceRequest } from "./trace.ts";
+
+export interface CellOptions {
+  trace: readonly TraceRequest[];
+  traceName: string;
+  engines: number;
+  /** Per-engine KV blocks (engine block size). */
+  kvBlocks?: number;
+  /** Else: this fraction of the replay's unique full trace blocks, split over the engines. */
+  kvFraction: number;
+  blockSize: number;
+  speedup: number;
+  timing: EngineTiming;
+  policies: readonly string[];
+  seed: number;
+  maxOutputTokens: number;
+  routers: number;
+  engineRestarts: number;
+  arrivalScale: number;
+  promptFormat: PromptFormat;
+  /** Router flags for every policy (e.g. issue 13's admission flags, --router-arg). */
+  routerArgs: readonly string[];
+  /** Drive an already running router instead (its engines' URLs for their counters). */
+  externalRouter?: { routerUrls: string[]; engineUrls: string[] };
+  ttftSloMs: number;
+  verbose: boolean;
+  onProgress?: (policy: string, done: number, total: number, errors: number) => void;
+  onError?: (policy: string, message: string) => void;
+}
+
+/** `kv+overlap-credit=8` → policy kv, router args ["--overlap-credit=8"]. */
+export function parsePolicyEntry(entry: string): { policy: string; args: string[] } {
+  const [policy, ...flags] = entry.split("+");
+  return { policy: policy!, args: flags.map((f) => `--${f}`) };
+}
+
+/** prodstack-session is given the trace's conversations as session ids, as its users would. */
+export function wantsSessionHeader(policy: string): boolean {
+  return policy === "prodstack-session";
+}
+
+export async function runCell(o: CellOptions): Promise<ReplayReport> {
+  const trace = o.trace;
+  const unique = uniqueFullBlocks(trace);
+  const kvBlocks = o.kvBlocks ?? Math.max(1, Math.ceil((unique * o.kvFraction * (TRACE_BLOCK_TOKENS / o.blockSize)) / o.engines));
+  const ideal = idealHitRate(trace);
+  const traceBlocksPerEngine = Math.floor((kvBlocks * o.blockSize) / TRACE_BLOCK_TOKENS);
+  const offline: ReplayReport["offline"] = {};
+  for (const p of ["oracle", "round-robin", "random"] as const) {
+    const r = simulateOffline(trace, p, o.engines, traceBlocksPerEngine, { seed: o.seed });
+    offline[p] = { hit_rate: r.hitRate, hit_rate_vs_ideal: ideal ? r.hitRate / ideal : 0, load_max_over_mean: r.loadMaxOverMean };
+  }
+  const report: ReplayReport = {
+    trace: o.traceName, requests: trace.length, engines: o.engines, kv_blocks_per_engine: kvBlocks, block_size: o.blockSize, speedup: o.speedup,
+    unique_blocks: unique, ideal_hit_rate: ideal, offline, policies: {},
+    routers: o.routers, engine_restarts: o.engineRestarts, arrival_scale: o.arrivalScale, prompt_format: o.promptFormat,
+  };
+  for (const entry of o.policies) {
+    const { policy, args } = parsePolicyEntry(entry);
+    const cluster = o.externalRouter
+      ? { routerUrl: o.externalRouter.routerUrls[0]!, routerUrls: o.externalRouter.routerUrls, routerPids: [] as number[], engineUrls: o.externalRouter.engineUrls, stop: async () => {} }
+      : await startCluster({
+          engines: o.engines, kvBlocks, blockSize: o.blockSize, speedup: o.speedup, policy, timing: o.timing,
+          routerArgs: [...o.routerArgs, ...args], routers: o.routers, quiet: !o.verbose,
+        });
+    try {
+      const before = await Promise.all(cluster.engineUrls.map(readEngineCounters));
+      const cpuBefore = cluster.routerPids.map(processCpuMs);
+      const actions = Array.from({ length: o.engineRestarts }, (_, k) => ({
+        atFraction: (k + 1) / (o.engineRestarts + 1),
+        action: () => restartEngine(cluster.engineUrls[k % cluster.engineUrls.length]!),
+      }));
+      const { outcomes, wallMs } = await replay(trace, {
+        routerUrls: cluster.routerUrls, speedup: o.speedup, maxOutputTokens: o.maxOutputTokens, arrivalScale: o.arrivalScale,
+        promptFormat: o.promptFormat, sessionHeader: wantsSessionHeader(policy), actions: cluster.engineUrls.length ? actions : [],
+        onProgress: (d, t, e) => o.onProgress?.(entry, d, t, e),
+      });
+      const after = await Promise.all(cluster.engineUrls.map(readEngineCounters));
+      const cpuMs = cluster.routerPids.reduce((s, pid, i) => s + processCpuMs(pid) - cpuBefore[i]!, 0);
+      const metrics = await fetch(`${cluster.routerUrl}/metrics`).then((r) => r.text()).catch(() => undefined);
+      const result = resultOf(o, outcomes, wallMs, metrics, ideal);
+      if (cluster.engineUrls.length > 0) {
+        const w = summarizeWork(before, after);
+        result.work_max_over_mean = w.workMaxOverMean;
+        result.engine_request_max_over_mean = w.requestMaxOverMean;
+        result.idle_engines = w.idleEngines;
+        // Prefill busy time ÷ (engines × replay time), both in trace time.
+        result.utilisation = (w.computedTokens * o.timing.prefillUsPerToken) / 1000 / o.speedup / (o.engines * wallMs);
+      }
+      result.router_cpu_us_per_request = cluster.routerPids.length ? (cpuMs * 1000) / outcomes.length : NaN;
+      report.policies[entry] = result;
+      const firstError = outcomes.find((x) => !x.ok);
+      if (firstError) o.onError?.(entry, firstError.error ?? "error");
+    } finally {
+      await cluster.stop();
+    }
+  }
+  return report;
+}
+
+function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, metricsText: string | undefined, ideal: number): PolicyResult {
+  const ok = outcomes.filter((x) => x.ok);
+  // Hit rate in full trace blocks, as the offline bounds count them.
+  let cachedBlocks = 0;
+  let promptBlocks = 0;
+  for (const x of outcomes) {
+    promptBlocks += fullBlockIds(o.trace[x.index]!).length;
+    cachedBlocks += Math.floor(x.cachedTokens / TRACE_BLOCK_TOKENS);
+  }
+  const hit = promptBlocks ? cachedBlocks / promptBlocks : 0;
+  const share = new Map<string, number>();
+  for (const x of ok) if (x.worker) share.set(x.worker, (share.get(x.worker) ?? 0) + 1);
+  const counts = [...share.values()];
+  while (counts.length < o.engines) counts.push(0);
+  const mean = ok.length / o.engines;
+  const ttfts = ok.map((x) => x.ttftMs).filter((x) => Number.isFinite(x));
+  const t = summarize(ttfts);
+  const e = summarize(ok.map((x) => x.e2eMs));
+  const h = metricsText ? readHistogram(metricsText, "switchyard_routing_overhead_seconds", { phase: "total" }) : undefined;
+  return {
+    hit_rate: hit,
+    hit_rate_vs_ideal: ideal ? hit / ideal : 0,
+    ttft_ms: { p50: t.p50, p90: t.p90, p99: t.p99 },
+    e2e_ms: { p50: e.p50, p90: e.p90, p99: e.p99 },
+    output_tokens_per_s: ok.reduce((s, x) => s + x.outputTokens, 0) / (wallMs / 1000),
+    load_max_over_mean: mean && share.size ? Math.max(...counts) / mean : NaN,
+    router_overhead_us: h ? { p50: histogramQuantile(h.buckets, 0.5) * 1e6, p99: histogramQuantile(h.buckets, 0.99) * 1e6 } : { p50: NaN, p99: NaN },
+    requests: outcomes.length,
+    errors: outcomes.length - ok.length,
+    rejected_429: outcomes.filter((x) => x.error?.startsWith("HTTP 429")).length,
+    goodput_rps: ttfts.filter((x) => x <= o.ttftSloMs).length / (wallMs / 1000),
+    ttfts,
+  };
+}

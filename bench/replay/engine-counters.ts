@@ -1,0 +1,70 @@
+/**
+ * What the engines themselves counted, read from their /metrics before and after a replay:
+ * requests, prompt tokens and cached tokens per engine, so load share and work (prefill tokens
+ * actually computed = prompt − cached) do not depend on any router's response headers — a
+ * peer router built from its own source is measured the same way. Also each router's CPU time
+ * from /proc/PID/stat (Linux only; NaN elsewhere).
+ */
+import { readFileSync } from "node:fs";
+
+export interface EngineCounters {
+  readonly requests: number;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+}
+
+function sample(text: string, name: string): number {
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, "m").exec(text);
+  return m ? Number(m[1]) : NaN;
+}
+
+export async function readEngineCounters(engineUrl: string): Promise<EngineCounters> {
+  const text = await fetch(`${engineUrl}/metrics`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text());
+  return {
+    requests: sample(text, "mocker_requests_total"),
+    promptTokens: sample(text, "mocker_prompt_tokens_total"),
+    cachedTokens: sample(text, "mocker_cached_tokens_total"),
+  };
+}
+
+export interface WorkSummary {
+  /** Requests each engine received, ÷ the mean (engines' own counters). */
+  readonly requestMaxOverMean: number;
+  /** Prefill tokens computed (prompt − cached) on the busiest engine ÷ the mean. */
+  readonly workMaxOverMean: number;
+  /** Engines that computed no prefill at all. */
+  readonly idleEngines: number;
+  /** Σ prefill tokens computed over all engines. */
+  readonly computedTokens: number;
+  readonly perEngineComputed: number[];
+}
+
+export function summarizeWork(before: readonly EngineCounters[], after: readonly EngineCounters[]): WorkSummary {
+  const reqs = after.map((a, i) => a.requests - before[i]!.requests);
+  const work = after.map((a, i) => a.promptTokens - a.cachedTokens - (before[i]!.promptTokens - before[i]!.cachedTokens));
+  const maxOverMean = (xs: number[]) => {
+    const mean = xs.reduce((s, x) => s + x, 0) / xs.length;
+    return mean > 0 ? Math.max(...xs) / mean : 0;
+  };
+  return {
+    requestMaxOverMean: maxOverMean(reqs),
+    workMaxOverMean: maxOverMean(work),
+    idleEngines: work.filter((w) => w <= 0).length,
+    computedTokens: work.reduce((s, x) => s + x, 0),
+    perEngineComputed: work,
+  };
+}
+
+const TICKS_PER_SECOND = 100; // Linux USER_HZ (getconf CLK_TCK); /proc/PID/stat counts in these
+
+/** utime + stime of a process in ms; NaN when /proc is not there. */
+export function processCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // fields[0] is field 3 (state); utime is field 14, stime 15
+    return ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1000;
+  } catch {
+    return NaN;
+  }
+}
