@@ -10,13 +10,14 @@
  * released exactly once.
  */
 import { RouterError } from "../../core/errors.ts";
+import { errorResponse } from "../errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../metrics/names.ts";
 import type { WorkerRegistry } from "../../workers/registry.ts";
 import type { AdmissionGate } from "../routing/admission-gate.ts";
 import type { RouteDecision, RoutingService } from "../routing/routing-service.ts";
 import type { SessionControl } from "../routing/session-control.ts";
-import { clientResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
+import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream, type ChunkReader, type StreamEnd } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
 import { attemptUpstream } from "./attempt.ts";
@@ -185,8 +186,10 @@ function respond(
   // A non-streamed answer starts (headers) only once the engine has computed the prompt:
   // its prefill load is gone now, not when the whole answer has arrived (issue 13).
   if (!isEventStream(res.headers)) lease.prefillDone();
-  // A 5xx the engine answered is passed on as it is, but counts against the worker.
+  // A 5xx the engine answered counts against the worker; its body may hold the engine's
+  // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
   const verdict = res.status >= 500 ? `HTTP ${res.status}` : undefined;
+  if (verdict !== undefined) return engineServerError(res, first, reader, decision, d);
   if (!reader || !first || first.done || first.value === undefined) {
     lease.free();
     d.report?.(worker.workerId, verdict);
@@ -217,6 +220,36 @@ function respond(
     },
   }, d.directStreams, { idleMs, sse: isEventStream(res.headers) });
   return new Response(body, init);
+}
+
+/** Bytes of an engine's 5xx answer kept for the log. */
+const ENGINE_ERROR_LOG_BYTES = 1024;
+
+/**
+ * The engine answered 5xx (a non-retryable status, or the last worker's 502/503/504): the
+ * client gets the same status in OpenAI's shape naming the worker id; the engine's own
+ * answer (which may name internal hosts or paths) is logged, never forwarded (issue 12).
+ */
+function engineServerError(
+  res: UpstreamResponse,
+  first: Awaited<ReturnType<ChunkReader["read"]>> | undefined,
+  reader: UpstreamBody | undefined,
+  decision: RouteDecision,
+  d: ForwardDeps,
+): Response {
+  const { worker, lease } = decision;
+  const id = String(worker.workerId);
+  const text = first?.value !== undefined ? new TextDecoder().decode(first.value.subarray(0, ENGINE_ERROR_LOG_BYTES)) : "";
+  if (reader && first !== undefined && !first.done && reader.drained !== true) void reader.cancel().catch(() => {});
+  lease.free();
+  d.report?.(worker.workerId, `HTTP ${res.status}`);
+  d.metrics.requests.inc([id, String(res.status)]);
+  d.warn?.(`worker ${id} answered HTTP ${res.status}: ${JSON.stringify(text)}`);
+  const answer = errorResponse(res.status, "upstream_error", `worker ${id} answered HTTP ${res.status} (the router's log has its answer)`);
+  answer.headers.set(HEADER_WORKER, id);
+  answer.headers.set(HEADER_DP_RANK, String(worker.dpRank));
+  answer.headers.set(HEADER_OVERLAP, String(decision.overlapBlocks));
+  return answer;
 }
 
 /** What a stream's end says about the worker (done: its status decides). */

@@ -57,6 +57,7 @@ function setup(upstream: UpstreamCall, deadlines: Partial<UpstreamDeadlines> = {
   const h = harness({ workers: [W1, W2], fetch: () => Promise.reject(new Error("fetch must not be used")), blockSize: 4 });
   const fenced: [bigint, string][] = [];
   const reports: [bigint, string | undefined][] = [];
+  const warnings: string[] = [];
   const deps: ForwardDeps = {
     routing: h.deps.routing,
     registry: h.registry,
@@ -67,6 +68,7 @@ function setup(upstream: UpstreamCall, deadlines: Partial<UpstreamDeadlines> = {
     upstream,
     maxRetries: 1,
     deadlines: { connectMs: 0, firstByteMs: 0, responseMs: 0, streamIdleMs: 0, ...deadlines },
+    warn: (m) => warnings.push(m),
   };
   const call = (signal?: AbortSignal, stream = true) =>
     forward(
@@ -79,7 +81,7 @@ function setup(upstream: UpstreamCall, deadlines: Partial<UpstreamDeadlines> = {
       },
       deps,
     );
-  return { h, call, fenced, reports };
+  return { h, call, fenced, reports, warnings };
 }
 
 describe("deadlines and cancellation on the upstream path", () => {
@@ -217,5 +219,21 @@ describe("deadlines and cancellation on the upstream path", () => {
     status = 200;
     expect((await call()).status).toBe(200);
     expect(reports.map((r) => r[1])).toEqual(["HTTP 500", undefined]);
+  });
+
+  test("a 5xx body never reaches the client: it is logged, the client gets the status in OpenAI's shape with the worker id", async () => {
+    const secret = '{"detail":"Traceback: connect http://10.0.0.5:8000/internal failed at /opt/vllm/engine.py"}';
+    const { call, warnings } = setup(async () => ({ status: 500, statusText: "", headers: ["content-type", "application/json"], body: okBody(secret) }));
+    const res = await call();
+    expect(res.status).toBe(500);
+    const text = await res.text();
+    expect(text).not.toContain("10.0.0.5");
+    expect(text).not.toContain("engine.py");
+    const body = JSON.parse(text) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("upstream_error");
+    const worker = res.headers.get("x-switchyard-worker");
+    expect(worker === "11" || worker === "22").toBe(true);
+    expect(body.error.message).toContain(`worker ${worker}`);
+    expect(warnings.some((w) => w.includes("10.0.0.5") && w.includes(`worker ${worker}`))).toBe(true);
   });
 });
