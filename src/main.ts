@@ -24,7 +24,7 @@ import { kvQueryClient } from "./events/kv-query-client.ts";
 import { ZmqEventSources } from "./events/zmq/sources.ts";
 import { AdmissionGate } from "./app/routing/admission-gate.ts";
 import type { WorkerId, WorkerKey } from "./core/ids.ts";
-import { busyEngineRanks } from "./workers/engine-metrics.ts";
+import { busyEngineRanks, waitingByRank } from "./workers/engine-metrics.ts";
 import { EngineMetricsScraper } from "./workers/engine-metrics-scraper.ts";
 import { WorkerProvisioner } from "./workers/provisioner.ts";
 import { WorkersFileWatch } from "./workers/workers-file-watch.ts";
@@ -294,6 +294,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     overlapCredit: config.overlapCredit,
     prefillWaitFactor: config.prefillWaitFactor,
     prefillWaitSlackTokens: config.prefillWaitSlack,
+    engineWaitingWeight: config.engineLoadWeight,
   });
   const pipeline = createPipeline(config.policy, scheduler);
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
@@ -427,6 +428,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
   const busyLimits = { kvUsage: config.busyThreshold ?? undefined, waiting: config.busyWaiting ?? undefined };
   let engineBusy: ReadonlySet<WorkerKey> | undefined;
+  let engineWaiting: ReadonlyMap<WorkerKey, number> | undefined;
   const scraper =
     config.engineMetricsInterval > 0
       ? new EngineMetricsScraper({
@@ -437,6 +439,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
           warn: (m) => log.warn(m),
           onRound: () => {
             engineBusy = busyEngineRanks(scraper!.freshLoads(), busyLimits);
+            if (config.engineLoadWeight > 0) engineWaiting = waitingByRank(scraper!.freshLoads());
             admission.pump();
           },
         })
@@ -458,6 +461,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     sessionTtlMs: config.sessionTtl * 1000,
     engineSessions: sessions,
     busyKeys: () => engineBusy,
+    engineWaiting: () => engineWaiting,
     capacityTokens: config.workerCapacity ?? undefined,
   });
   const leases = new ExternalLeases(tracker);

@@ -41,7 +41,7 @@ export type RawConfigShape = Record<
   | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap" | "overlapCredit" | "prefillWaitFactor" | "prefillWaitSlack"
   | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
   | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow"
-  | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout",
+  | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout" | "engineLoadWeight",
   unknown
 >;
 
@@ -103,6 +103,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "workerCapacity", flag: "--worker-capacity", env: ["SWITCHYARD_WORKER_CAPACITY"], help: "prefill tokens a rank may have booked (its max_num_batched_tokens): with --busy-threshold, a rank past threshold x this is busy (default unbounded)" },
   { key: "maxQueue", flag: "--max-queue", env: ["SWITCHYARD_MAX_QUEUE"], help: "requests that may wait when every worker is busy; more get 429 (default 1024; 0 = 429 at once)" },
   { key: "queueTimeout", flag: "--queue-timeout", env: ["SWITCHYARD_QUEUE_TIMEOUT"], help: "seconds a request may wait for a worker that is not busy before a 429 (default 30)" },
+  { key: "engineLoadWeight", flag: "--engine-load-weight", env: ["SWITCHYARD_ENGINE_LOAD_WEIGHT"], help: "kv/approx: cost in blocks per request the rank's engine reports waiting (engine metrics); 0 = off (default 0)" },
   { key: "engineSpeedup", flag: "--engine-speedup", env: ["SWITCHYARD_ENGINE_SPEEDUP"], help: "time speed-up of embedded engines (default 1)" },
 ];
 
@@ -301,6 +302,7 @@ export const ConfigSchema = v.object({
   workerCapacity: v.optional(int(1, 2 ** 40)),
   maxQueue: v.optional(int(0, 1_000_000), 1024),
   queueTimeout: v.optional(positive("a number of seconds > 0"), 30),
+  engineLoadWeight: v.optional(nonNegative("a number >= 0"), 0),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -396,6 +398,8 @@ export interface Config {
   readonly maxQueue: number;
   /** Seconds. */
   readonly queueTimeout: number;
+  /** Cost (blocks) per engine-reported waiting request; 0 = off. */
+  readonly engineLoadWeight: number;
 }
 
 /** A vLLM worker whose KV events come over ZMQ. */
@@ -472,6 +476,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     workerCapacity: o.workerCapacity ?? null,
     maxQueue: o.maxQueue,
     queueTimeout: o.queueTimeout,
+    engineLoadWeight: o.engineLoadWeight,
   };
 }
 

@@ -35,6 +35,8 @@ export interface SchedulerConfig {
   readonly overlapCredit: number;
   /** Share of a shared-pool hit (beyond a worker's own prefix) credited as cached (§4.4); 0 = off. */
   readonly sharedCacheMultiplier: number;
+  /** Cost (blocks) per request the rank's engine reports waiting (engine metrics); 0 = off. */
+  readonly engineWaitingWeight: number;
   /**
    * Count a prompt prefix that requests in flight on a worker already carry as cached there,
    * when it is longer than what the index knows. The index learns blocks only once the
@@ -63,6 +65,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   activeRequestWeight: 0,
   overlapCredit: 0,
   sharedCacheMultiplier: 0,
+  engineWaitingWeight: 0,
   inflightOverlap: false,
   prefillWaitFactor: null,
   prefillWaitSlackTokens: 0,

@@ -43,6 +43,8 @@ export interface FindBestMatchInput {
   readonly sharedCacheHits?: SharedCacheHits;
   /** Ranks the engines report busy (engine metrics); the engine-busy filter skips them. */
   readonly busyKeys?: ReadonlySet<WorkerKey>;
+  /** Requests waiting in each rank's engine (engine metrics), for the engine-waiting cost. */
+  readonly engineWaiting?: ReadonlyMap<WorkerKey, number>;
   /** The client's session id, for policies that hash it. */
   readonly sessionId?: string;
 }
@@ -64,6 +66,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     loraName: input.loraName,
     sharedCacheHits: input.sharedCacheHits,
     busyKeys: input.busyKeys,
+    engineWaiting: input.engineWaiting,
     sessionId: input.sessionId,
   };
   const ctx: SchedulingContext = {

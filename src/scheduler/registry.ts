@@ -18,6 +18,7 @@ import type { SchedulerConfig } from "./config.ts";
 import { activeLoadCost } from "./costs/active-load.ts";
 import { activeRequestsCost } from "./costs/active-requests.ts";
 import { dynamoKvCost } from "./costs/dynamo-kv.ts";
+import { engineWaitingCost } from "./costs/engine-waiting.ts";
 import { overlapCreditCost } from "./costs/overlap-credit.ts";
 import { allowedWorkerIds } from "./filters/allowed-worker-ids.ts";
 import { busyThreshold } from "./filters/busy-threshold.ts";
@@ -67,6 +68,7 @@ function kvPipeline(name: PolicyName, config: SchedulerConfig): Pipeline {
   const costs: WeightedCost[] = [{ term: dynamoKvCost, weight: 1 }];
   if (config.activeRequestWeight !== 0) costs.push({ term: activeRequestsCost, weight: config.activeRequestWeight });
   if (config.overlapCredit !== 0) costs.push({ term: overlapCreditCost, weight: config.overlapCredit });
+  if (config.engineWaitingWeight !== 0) costs.push({ term: engineWaitingCost, weight: config.engineWaitingWeight });
   return { name, filters, costs, picker: temperaturePicker };
 }
 

@@ -48,6 +48,8 @@ export interface SchedulingRequest {
   readonly sharedCacheHits?: SharedCacheHits;
   /** (worker, dp_rank)s the engines' own metrics report busy (issue 13); skipped by the engine-busy filter. */
   readonly busyKeys?: ReadonlySet<WorkerKey>;
+  /** Requests waiting in each rank's engine, as its metrics last said (the engine-waiting cost). */
+  readonly engineWaiting?: ReadonlyMap<WorkerKey, number>;
   /** The client's session id (X-Session-ID), for policies that hash it (prodstack-session). */
   readonly sessionId?: string;
 }

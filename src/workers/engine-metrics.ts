@@ -112,3 +112,12 @@ export function busyEngineRanks(
   }
   return out;
 }
+
+/** Requests waiting in each (worker, rank)'s engine, for the engine-waiting cost. */
+export function waitingByRank(reports: Iterable<readonly [WorkerId, EngineLoad]>): Map<WorkerKey, number> {
+  const out = new Map<WorkerKey, number>();
+  for (const [workerId, load] of reports) {
+    for (const r of load.ranks) if (r.waiting !== undefined && r.waiting > 0) out.set(keyOf({ workerId, dpRank: r.dpRank }), r.waiting);
+  }
+  return out;
+}

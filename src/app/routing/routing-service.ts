@@ -45,6 +45,8 @@ export interface RoutingDeps {
   readonly engineSessions?: EngineSessionOps;
   /** Ranks the engines' own metrics report busy right now (issue 13); undefined = none known. */
   readonly busyKeys?: () => ReadonlySet<WorkerKey> | undefined;
+  /** Requests waiting in each rank's engine (engine metrics), for the engine-waiting cost; undefined = none known. */
+  readonly engineWaiting?: () => ReadonlyMap<WorkerKey, number> | undefined;
   /**
    * Booked prefill tokens a rank may hold (its max_num_batched_tokens, --worker-capacity):
    * with --busy-threshold, a rank past threshold × this is busy. Undefined = unbounded.
@@ -145,6 +147,7 @@ export class RoutingService {
       loraName: input.loraName,
       allowedWorkerIds: input.allowedWorkerIds,
       busyKeys: d.busyKeys?.(),
+      engineWaiting: d.engineWaiting?.(),
       sessionId,
     });
     if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
