@@ -6,8 +6,8 @@
  *         connection down (errors that come back in time — a refused connection, a Redis
  *         error reply — are passed on and change nothing: they cost no wait);
  *   down  commands fail at once (RedisUnavailableError) while one probe at a time sends
- *         PING with a longer deadline (`probeTimeoutMs`), every `probeIntervalMs` doubling
- *         to 1 s; the first PING that answers brings the connection back up.
+ *         PING with a longer deadline (`probeTimeoutMs`), every `probeIntervalMs` (25 ms)
+ *         doubling to 1 s; the first PING that answers brings the connection back up.
  * So during a hang each caller waits at most `timeoutMs` (those already waiting when it
  * trips), and the store/sync layers above degrade as they do for a Redis that is away.
  * The timer is injected so tests drive it; the default is setTimeout.
@@ -18,7 +18,8 @@ import type { RedisConnection } from "./redis-client.ts";
 export const DEFAULT_COMMAND_TIMEOUT_MS = 50;
 /** A probe PING may take this long: generous, it is off the request path. */
 export const DEFAULT_PROBE_TIMEOUT_MS = 1_000;
-const DEFAULT_PROBE_INTERVAL_MS = 100;
+/** First probe soon: a false alarm (a slow answer, not a hang) then costs affinity for ~25 ms only. */
+const DEFAULT_PROBE_INTERVAL_MS = 25;
 const MAX_PROBE_INTERVAL_MS = 1_000;
 
 /** A command that did not answer within its deadline. */
