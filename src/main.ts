@@ -52,6 +52,7 @@ import { randomRouterId, startLoadSync, type LoadSync } from "./sync/load-sync.t
 import { runTransferAgent, TRANSFER_DRAIN_MS } from "./transfer/agent.ts";
 import { TRANSFER_AGENT_USAGE } from "./transfer/agent-options.ts";
 import { fetchEngineInfo } from "./workers/engine-info.ts";
+import { WorkerRoles } from "./app/disagg/roles.ts";
 import { engineLoraClient } from "./workers/engine-lora.ts";
 import { engineSessions } from "./workers/engine-sessions.ts";
 import { SocketHttpClient } from "./upstream/socket-client.ts";
@@ -379,13 +380,21 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     sleep: (ms) => Bun.sleep(ms),
     onWarning: (m) => log.warn(m),
   });
+  // Disaggregated prefill/decode (src/app/disagg): roles from flags first, engine info after.
+  const roles = new WorkerRoles();
+  for (const u of config.prefillWorkers) roles.set(u, "prefill");
+  for (const u of config.decodeWorkers) roles.set(u, "decode");
   const membership = new WorkerMembership({
     registry,
     blockSize: config.blockSize,
     load: tracker,
     recovery,
     lora,
-    engineInfo: (url) => fetchEngineInfo(url, ENGINE_QUERY_TIMEOUT_MS, engineFetch(config.engineToken)),
+    engineInfo: async (url) => {
+      const info = await fetchEngineInfo(url, ENGINE_QUERY_TIMEOUT_MS, engineFetch(config.engineToken));
+      roles.learn(url, info); // a role the engine reports (--disagg); flags win
+      return info;
+    },
     models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), (u, init) => fetch(u, init)) },
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
@@ -528,6 +537,10 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     models,
     tokenizers,
     peekSession: (id) => store.peek(id),
+    disagg:
+      config.disagg === "off"
+        ? undefined
+        : { protocol: config.disagg, roles, minPrefillTokens: config.disaggMinPrefillTokens, blockSize: config.blockSize, defaultBootstrapPort: config.bootstrapPort },
     peer: (req) => server?.requestIP(req)?.address,
     fetch: (url, init) => fetch(url, init),
     upstream: upstreamClient.call,
@@ -581,7 +594,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       }),
     );
   }
-  const startup = [...config.workers, ...mockers.map((m) => m.url)];
+  const startup = [...config.workers, ...config.prefillWorkers, ...config.decodeWorkers, ...mockers.map((m) => m.url)];
   await Promise.all(
     startup.map((u) =>
       membership.register({ url: u }).catch((e) => log.error(`cannot register worker ${u}: ${(e as Error).message}`)),

@@ -2,6 +2,7 @@
  * Everything the HTTP app needs, built by main.ts (the composition root) and passed to
  * createApp. Tests build the same object around fakes or real parts.
  */
+import type { DisaggOptions } from "./disagg/disagg-dispatch.ts";
 import type { RouterEvent } from "../core/events.ts";
 import type { Binding } from "../sessions/store.ts";
 import type { WorkerId } from "../core/ids.ts";
@@ -69,6 +70,8 @@ export interface AppDeps {
   readonly draining?: () => boolean;
   /** Where requests wait when every worker is busy (issue 13); without it: 503 all_workers_busy. */
   readonly admission?: AdmissionGate;
+  /** --disagg vllm|sglang: completions are split into a prefill and a decode request (app/disagg). */
+  readonly disagg?: DisaggOptions;
   /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
   readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
   /** Register a worker and subscribe to its KV events (`kv_events`); without it, plain registration. */

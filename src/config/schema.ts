@@ -41,7 +41,8 @@ export type RawConfigShape = Record<
   | "loadGuard" | "loadGuardMetric" | "activeRequestWeight" | "busyThreshold" | "inflightOverlap" | "overlapCredit" | "prefillWaitFactor" | "prefillWaitSlack"
   | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
   | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow"
-  | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout" | "engineLoadWeight",
+  | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout" | "engineLoadWeight"
+  | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort",
   unknown
 >;
 
@@ -50,6 +51,11 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "host", flag: "--host", env: ["SWITCHYARD_HOST"], help: "listen address (default 0.0.0.0 with --admin-token, else 127.0.0.1)" },
   { key: "tokenizer", flag: "--tokenizer", env: ["SWITCHYARD_TOKENIZER"], list: true, meta: "[MODEL=]PATH", help: "Hugging Face model directory (tokenizer.json + chat template) the engines tokenize with: text is routed on the exact tokens; MODEL=PATH for one model of a mixed fleet; repeatable. Without one: token-id prompts exact, text approximate" },
   { key: "worker", flag: "--worker", env: ["SWITCHYARD_WORKERS"], list: true, help: "engine base URL; repeatable (env: comma list)" },
+  { key: "prefillWorker", flag: "--prefill-worker", env: ["SWITCHYARD_PREFILL_WORKERS"], list: true, help: "a prefill engine of a disaggregated deployment (--disagg); repeatable" },
+  { key: "decodeWorker", flag: "--decode-worker", env: ["SWITCHYARD_DECODE_WORKERS"], list: true, help: "a decode engine of a disaggregated deployment (--disagg); repeatable" },
+  { key: "disagg", flag: "--disagg", env: ["SWITCHYARD_DISAGG"], help: "disaggregated prefill/decode protocol: off | vllm (kv_transfer_params) | sglang (bootstrap rooms) (default off)" },
+  { key: "disaggMinPrefillTokens", flag: "--disagg-min-prefill-tokens", env: ["SWITCHYARD_DISAGG_MIN_PREFILL_TOKENS"], help: "prompts with fewer uncached tokens on the chosen decode engine are prefilled there, not on a prefill engine (default 512)" },
+  { key: "bootstrapPort", flag: "--bootstrap-port", env: ["SWITCHYARD_BOOTSTRAP_PORT"], help: "--disagg sglang: the prefill engines' bootstrap port when their /v1/engine/info does not say (default 8998, SGLang's)" },
   { key: "engines", flag: "--engines", env: ["SWITCHYARD_ENGINES"], help: "start N embedded simulated engines in-process (default 0)" },
   { key: "policy", flag: "--policy", env: ["SWITCHYARD_POLICY"], help: `routing policy: ${POLICIES.join("|")} (default kv)` },
   { key: "blockSize", flag: "--block-size", env: ["SWITCHYARD_BLOCK_SIZE"], help: "KV block size in tokens (default 16)" },
@@ -303,6 +309,11 @@ export const ConfigSchema = v.object({
   maxQueue: v.optional(int(0, 1_000_000), 1024),
   queueTimeout: v.optional(positive("a number of seconds > 0"), 30),
   engineLoadWeight: v.optional(nonNegative("a number >= 0"), 0),
+  disagg: v.optional(v.picklist(["off", "vllm", "sglang"], "must be off, vllm or sglang"), "off"),
+  prefillWorker: v.optional(v.pipe(v.unknown(), v.transform(toList), v.array(httpUrl, "must be a list of URLs")), []),
+  decodeWorker: v.optional(v.pipe(v.unknown(), v.transform(toList), v.array(httpUrl, "must be a list of URLs")), []),
+  disaggMinPrefillTokens: v.optional(int(0, 2 ** 31), 512),
+  bootstrapPort: v.optional(int(1, 65535), 8998),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -310,6 +321,12 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly workers: readonly string[];
+  /** Disaggregated prefill/decode (src/app/disagg): the protocol, the role-tagged workers, the local-prefill threshold. */
+  readonly disagg: "off" | "vllm" | "sglang";
+  readonly prefillWorkers: readonly string[];
+  readonly decodeWorkers: readonly string[];
+  readonly disaggMinPrefillTokens: number;
+  readonly bootstrapPort: number;
   readonly engines: number;
   readonly policy: PolicyName;
   readonly blockSize: number;
@@ -417,6 +434,11 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     // every interface is the safe default only once a token protects them.
     host: o.host ?? (o.adminToken ? "0.0.0.0" : "127.0.0.1"),
     workers: o.worker,
+    disagg: o.disagg,
+    prefillWorkers: o.prefillWorker,
+    decodeWorkers: o.decodeWorker,
+    disaggMinPrefillTokens: o.disaggMinPrefillTokens,
+    bootstrapPort: o.bootstrapPort,
     engines: o.engines,
     policy: o.policy,
     blockSize: o.blockSize,

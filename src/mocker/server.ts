@@ -383,7 +383,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
 
   /** SGLang: the prefill engine's hand-off for the room, once its prefill is done; null if it never comes. */
   async function askBootstrap(d: Extract<DisaggDirective, { kind: "sglang" }>): Promise<ExportedKv | null> {
-    const host = d.host.includes(":") ? `[${d.host}]` : d.host;
+    const host = d.host.includes(":") && !d.host.startsWith("[") ? `[${d.host}]` : d.host;
     const waitMs = Math.min(config.kvLeaseMs, 30_000);
     try {
       const res = await fetchFn(`http://${host}:${d.port}/v1/kv/bootstrap/${d.room}?wait_ms=${waitMs}`, {

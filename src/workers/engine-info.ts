@@ -22,6 +22,10 @@ export interface EngineInfo {
   readonly maxLoras?: number;
   /** The base model it serves (requests naming it are not adapter requests). */
   readonly model?: string;
+  /** Disaggregated serving: what it does (src/app/disagg/roles.ts); absent = both. */
+  readonly role?: "prefill" | "decode" | "both";
+  /** SGLang P/D: the port of its bootstrap server (the simulated engine's own HTTP port). */
+  readonly bootstrapPort?: number;
 }
 
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
@@ -36,6 +40,9 @@ const EngineInfoSchema = v.object({
   loras: v.optional(v.array(v.string()), []),
   max_loras: v.optional(count),
   model: v.optional(v.string()),
+  // Lenient: an engine's unknown role word leaves it "both" instead of failing its registration.
+  role: v.optional(v.unknown()),
+  bootstrap_port: v.optional(v.pipe(count, v.minValue(1), v.maxValue(65535))),
 });
 
 export async function fetchEngineInfo(
@@ -58,5 +65,7 @@ export async function fetchEngineInfo(
     loras: o.loras,
     maxLoras: o.max_loras,
     model: o.model,
+    role: o.role === "prefill" || o.role === "decode" || o.role === "both" ? o.role : undefined,
+    bootstrapPort: o.bootstrap_port,
   };
 }

@@ -12,6 +12,7 @@ import type { ForwardInput } from "../proxy/forward.ts";
 import { readPrompt } from "../routing/prompt-routing.ts";
 import { sessionControlOf } from "../routing/session-control.ts";
 import { createDispatch, forwardDepsOf } from "./dispatch.ts";
+import { createDisaggDispatch } from "../disagg/disagg-dispatch.ts";
 
 const MODELS_TIMEOUT_MS = 2_000;
 
@@ -34,7 +35,9 @@ export type RequestHandler = (req: Request) => Promise<Response>;
 
 /** The proxied endpoints as plain Request handlers (Hono routes them; Bun.serve may too). */
 export function completionHandlers(d: AppDeps): { completions: RequestHandler; chat: RequestHandler } {
-  const dispatch = createDispatch(d, forwardDepsOf(d));
+  const fd = forwardDepsOf(d);
+  const dispatch = createDispatch(d, fd);
+  const disagg = d.disagg !== undefined ? createDisaggDispatch(d, fd, dispatch, d.disagg) : undefined;
 
   const handle = (path: string, kind: "completions" | "chat") => async (req: Request) => {
     const body = await readBodyLimited(req, d.maxBodyBytes);
@@ -63,7 +66,7 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
       priority: json.priority as number | undefined,
       stream: json.stream === true,
     };
-    return dispatch(input, json.model);
+    return disagg !== undefined ? disagg(input, json, json.model) : dispatch(input, json.model);
   };
 
   return { completions: handle("/v1/completions", "completions"), chat: handle("/v1/chat/completions", "chat") };
