@@ -71,8 +71,11 @@ export async function workers(c: Cluster): Promise<WorkerView[]> {
 
 /** Every booking of every worker back to zero. */
 export async function bookingsReleased(c: Cluster): Promise<void> {
-  await until(async () => (await workers(c)).every((w) => w.active_prefill_tokens === 0 && w.active_decode_blocks === 0), async () =>
-    `bookings released: ${JSON.stringify(await workers(c).catch(() => []))}`);
+  let last: WorkerView[] = [];
+  await until(async () => {
+    last = await workers(c);
+    return last.every((w) => w.active_prefill_tokens === 0 && w.active_decode_blocks === 0);
+  }, () => `bookings released: ${JSON.stringify(last)}`);
 }
 
 /** Prometheus text of a process, as one number per metric name (labels summed). */
