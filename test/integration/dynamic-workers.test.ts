@@ -112,6 +112,19 @@ describe("a worker registered at run time with kv_events", () => {
     expect(ws.workers[0]!.kv_events.ranks).toHaveLength(1);
   });
 
+  test("a lost batch is replayed from the engine's buffer and shows in the subscription's counters", async () => {
+    const more = (hash: number, parent: number, i: number): PublisherEvent => ({
+      type: "BlockStored", block_hashes: [hash], parent_block_hash: parent, token_ids: TOKENS.slice(i * BS, (i + 1) * BS).map((t) => t + 100), block_size: BS, lora_id: null, medium: "GPU",
+    });
+    // seq 1 is buffered but never sent (a lost message); seq 2 arrives and reveals the gap.
+    await publisher!.publish([{ events: [more(21, 13, 0)], send: false }, { events: [more(22, 21, 1)] }], "map");
+    await until(async () => (await indexedBlocks()) === 5, "both new blocks indexed (the lost one through the replay)");
+    const ws = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as {
+      workers: { kv_events: { ranks: { last_seq: number; gaps: number; replays_failed: number; replayed_batches: number; batches_lost: number }[] } }[];
+    };
+    expect(ws.workers[0]!.kv_events.ranks[0]).toMatchObject({ last_seq: 2, gaps: 1, replays_failed: 0, replayed_batches: 1, batches_lost: 0 });
+  });
+
   test("DELETE unsubscribes, drops its blocks and forgets it; later events are not applied", async () => {
     const id = workerIdFromUrl(vllmUrl).toString();
     const r = await fetch(`${routerUrl}/v1/workers/${id}`, { method: "DELETE" });

@@ -106,6 +106,9 @@ export class ZmqEventSources implements KvEventSources {
           batches: st.batches,
           events: st.events,
           gaps: st.gaps,
+          // Replays asked (gaps, and the first sight of a publisher) and how many failed.
+          replays: st.replayRequests,
+          replays_failed: st.replayFailures,
           replayed_batches: st.replayed,
           batches_lost: st.lostBatches,
           restarts: st.restarts,

@@ -64,7 +64,7 @@ describe("WorkerProvisioner with ZMQ event sources", () => {
       ["tcp://w:5558", "tcp://w:6001", 1, "kv", 5n],
       ["tcp://w:5559", "tcp://w:6002", 2, "kv", 5n],
     ]);
-    expect(sources.describe(5n)).toMatchObject({ dp_ranks: 3, ranks: [{ dp_rank: 0, connected: true, last_seq: 7, gaps: 1, replayed_batches: 1, batches_lost: 0 }, {}, {}] });
+    expect(sources.describe(5n)).toMatchObject({ dp_ranks: 3, ranks: [{ dp_rank: 0, connected: true, last_seq: 7, gaps: 1, replays: 1, replays_failed: 0, replayed_batches: 1, batches_lost: 0 }, {}, {}] });
     // Again: no second subscription.
     await p.register({ url: "http://w:8000", id: 5n, kvEvents: { endpoint: "tcp://w:5557", dpRanks: 3, topic: "kv" } });
     expect(f.started).toHaveLength(3);
