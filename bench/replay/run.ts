@@ -52,6 +52,11 @@ const { values: a } = parseArgs({
     "engine-metrics": { type: "boolean", default: false },
     // Goodput counts completed requests whose TTFT (client side, queue wait included) is within this.
     "ttft-slo-ms": { type: "string", default: "1000" },
+    // Issue 15: 8 aggregated engines vs 2 prefill + 6 decode (bench/replay/disagg.ts).
+    disagg: { type: "boolean", default: false },
+    "disagg-min-prefill-tokens": { type: "string", default: "0,2048" },
+    "disagg-split": { type: "string", default: "2:6" },
+    "kv-block-bytes": { type: "string", default: "262144" },
     json: { type: "string" },
     svg: { type: "string" },
     quiet: { type: "boolean", default: false },
@@ -108,6 +113,23 @@ function sweepEntries(): string[] {
   const out: string[] = [];
   for (const c of credits) for (const w of factors) out.push(`kv+overlap-credit=${c}+prefill-wait-factor=${w}`);
   return out;
+}
+
+if (a.disagg) {
+  const { runDisaggBench, formatDisaggTable } = await import("./disagg.ts");
+  const r = await runDisaggBench({
+    tracePath: a.trace!, requests: num("requests"), speedup: num("speedup"), blockSize: num("block-size"),
+    kvBlocks: a["kv-blocks"] ? num("kv-blocks") : 4096, kvBlockBytes: num("kv-block-bytes"), maxOutputTokens: num("max-output-tokens"),
+    prefillUsPerToken: num("prefill-us-per-token"), decodeMsPerStep: num("decode-ms-per-step"), decodeBatchFactor: num("decode-batch-factor"),
+    minPrefillTokens: a["disagg-min-prefill-tokens"]!.split(",").map(Number), quiet: !a.verbose,
+    splits: a["disagg-split"]!.split(",").map((x) => x.split(":").map(Number) as [number, number]),
+  });
+  console.log(formatDisaggTable(r));
+  if (a.json) {
+    mkdirSync(dirname(a.json), { recursive: true });
+    writeFileSync(a.json, JSON.stringify(r, null, 2));
+  }
+  process.exit(0);
 }
 
 if (a.suite !== undefined) {

@@ -54,7 +54,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "prefillWorker", flag: "--prefill-worker", env: ["SWITCHYARD_PREFILL_WORKERS"], list: true, help: "a prefill engine of a disaggregated deployment (--disagg); repeatable" },
   { key: "decodeWorker", flag: "--decode-worker", env: ["SWITCHYARD_DECODE_WORKERS"], list: true, help: "a decode engine of a disaggregated deployment (--disagg); repeatable" },
   { key: "disagg", flag: "--disagg", env: ["SWITCHYARD_DISAGG"], help: "disaggregated prefill/decode protocol: off | vllm (kv_transfer_params) | sglang (bootstrap rooms) (default off)" },
-  { key: "disaggMinPrefillTokens", flag: "--disagg-min-prefill-tokens", env: ["SWITCHYARD_DISAGG_MIN_PREFILL_TOKENS"], help: "prompts with fewer uncached tokens on the chosen decode engine are prefilled there, not on a prefill engine (default 512)" },
+  { key: "disaggMinPrefillTokens", flag: "--disagg-min-prefill-tokens", env: ["SWITCHYARD_DISAGG_MIN_PREFILL_TOKENS"], help: "prompts with fewer uncached tokens on the chosen decode engine are prefilled there, not on a prefill engine (default 2048; measured in bench/README.md)" },
   { key: "bootstrapPort", flag: "--bootstrap-port", env: ["SWITCHYARD_BOOTSTRAP_PORT"], help: "--disagg sglang: the prefill engines' bootstrap port when their /v1/engine/info does not say (default 8998, SGLang's)" },
   { key: "engines", flag: "--engines", env: ["SWITCHYARD_ENGINES"], help: "start N embedded simulated engines in-process (default 0)" },
   { key: "policy", flag: "--policy", env: ["SWITCHYARD_POLICY"], help: `routing policy: ${POLICIES.join("|")} (default kv)` },
@@ -85,8 +85,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "approxTtl", flag: "--approx-ttl", env: ["SWITCHYARD_APPROX_TTL"], help: "approx policy: seconds a routing decision stays in the index (default 120)" },
   { key: "logLevel", flag: "--log-level", env: ["SWITCHYARD_LOG_LEVEL"], help: `${LOG_LEVELS.join("|")} (default info)` },
   { key: "loadGuard", flag: "--load-guard", env: ["SWITCHYARD_LOAD_GUARD"], help: "kv/approx: skip workers whose load exceeds FACTOR x the mean (e.g. 1.25); 0 = off (default 0)" },
-  { key: "prefillWaitFactor", flag: "--prefill-wait-factor", env: ["SWITCHYARD_PREFILL_WAIT_FACTOR"], help: "kv/approx: skip workers where the request's prefill would wait more than FACTOR x the best worker's (+ --prefill-wait-slack tokens); 0 = off (default 0)" },
-  { key: "prefillWaitSlack", flag: "--prefill-wait-slack", env: ["SWITCHYARD_PREFILL_WAIT_SLACK"], help: "prompt tokens of prefill wait always allowed above FACTOR x the best (default 0)" },
+  { key: "prefillWaitFactor", flag: "--prefill-wait-factor", env: ["SWITCHYARD_PREFILL_WAIT_FACTOR"], help: "kv/approx: skip workers where the request's prefill would be done later than FACTOR x the best worker's (+ --prefill-wait-slack x the mean queued prefill); 0 = off (default 0)" },
+  { key: "prefillWaitSlack", flag: "--prefill-wait-slack", env: ["SWITCHYARD_PREFILL_WAIT_SLACK"], help: "share of the workers' mean queued prefill added to the prefill-wait bound, so it loosens as the cluster gets busy (default 0)" },
   { key: "loadGuardMetric", flag: "--load-guard-metric", env: ["SWITCHYARD_LOAD_GUARD_METRIC"], help: "what the load guard measures: requests|blocks (default requests)" },
   { key: "activeRequestWeight", flag: "--active-request-weight", env: ["SWITCHYARD_ACTIVE_REQUEST_WEIGHT"], help: "kv/approx: extra cost per active request on a worker (default 0)" },
   { key: "overlapCredit", flag: "--overlap-credit", env: ["SWITCHYARD_OVERLAP_CREDIT"], help: "kv/approx: credit per cached prompt block beyond the prefill it saves, so requests follow the cache (default 32; 0 = Dynamo's reference formula, see bench/README.md)" },
@@ -287,7 +287,7 @@ export const ConfigSchema = v.object({
   // oracle (0.91 x) with equal or better TTFT. bench/README.md has the runs.
   overlapCredit: v.optional(nonNegative("a number >= 0"), 32),
   prefillWaitFactor: v.optional(v.pipe(nonNegative("a number >= 0"), v.check((x) => x === 0 || x >= 1, "must be 0 (off) or >= 1")), 0),
-  prefillWaitSlack: v.optional(nonNegative("a number of tokens >= 0"), 0),
+  prefillWaitSlack: v.optional(nonNegative("a number >= 0"), 0),
   redisToken: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
   redisTimeout: v.optional(v.pipe(positive("a number of seconds > 0"), v.maxValue(10, "must be at most 10 seconds")), 0.05),
   loraLoadOnDemand: v.optional(bool, false),
@@ -312,7 +312,9 @@ export const ConfigSchema = v.object({
   disagg: v.optional(v.picklist(["off", "vllm", "sglang"], "must be off, vllm or sglang"), "off"),
   prefillWorker: v.optional(v.pipe(v.unknown(), v.transform(toList), v.array(httpUrl, "must be a list of URLs")), []),
   decodeWorker: v.optional(v.pipe(v.unknown(), v.transform(toList), v.array(httpUrl, "must be a list of URLs")), []),
-  disaggMinPrefillTokens: v.optional(int(0, 2 ** 31), 512),
+  // Measured on the Mooncake conversation trace (bench/README.md, "Disaggregated prefill/decode"):
+  // 2048 halves TTFT against always splitting and keeps decode ITL p99 under 20 ms.
+  disaggMinPrefillTokens: v.optional(int(0, 2 ** 31), 2048),
   bootstrapPort: v.optional(int(1, 65535), 8998),
 });
 
