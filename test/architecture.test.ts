@@ -7,8 +7,18 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 
 const ROOT = join(import.meta.dir, "..");
-const PURE_DIRS = ["src/core", "src/indexer", "src/scheduler", "src/recovery", "src/lora"];
+const PURE_DIRS = ["src/core", "src/indexer", "src/scheduler", "src/recovery", "src/lora", "src/tokens"];
 const PURE_FILES = ["src/sessions/store.ts", "src/sessions/sticky.ts", "src/sessions/memory-store.ts"];
+/**
+ * Bun adapters inside pure folders: only Bun's composition root (and Bun-only tests/benches)
+ * import them. src/tokens: Bun's file reader + wiring, the native addon, the encode worker pool.
+ */
+const ADAPTER_FILES = new Set([
+  "src/tokens/bun.ts",
+  "src/tokens/native-library.ts",
+  "src/tokens/encode-pool.ts",
+  "src/tokens/encode-worker.ts",
+]);
 
 /** What a pure module may not mention: runtime modules, I/O globals, wall clocks. */
 const FORBIDDEN: readonly [RegExp, string][] = [
@@ -50,6 +60,7 @@ function code(text: string): string {
 
 const files = [...PURE_DIRS.flatMap((d) => tsFiles(join(ROOT, d))), ...PURE_FILES.map((f) => join(ROOT, f))].filter(
   (f) => {
+    if (ADAPTER_FILES.has(relative(ROOT, f))) return false;
     try {
       return statSync(f).isFile();
     } catch {
@@ -57,6 +68,10 @@ const files = [...PURE_DIRS.flatMap((d) => tsFiles(join(ROOT, d))), ...PURE_FILE
     }
   },
 );
+
+/** Where a pure file imports one of the adapter files above (that would pull the runtime in). */
+const adapterImport = (src: string): string[] =>
+  [...src.matchAll(/from\s+["']\.\/([\w-]+\.ts)["']/g)].map((m) => m[1]!).filter((name) => [...ADAPTER_FILES].some((a) => a.endsWith(`/${name}`)));
 
 describe("architecture: pure folders import no runtime", () => {
   test("the pure folders exist and hold code", () => {
@@ -67,11 +82,18 @@ describe("architecture: pure folders import no runtime", () => {
       const src = code(readFileSync(f, "utf8"));
       const hits = FORBIDDEN.filter(([re]) => re.test(src)).map(([, what]) => what);
       expect(hits).toEqual([]);
+      expect(adapterImport(src)).toEqual([]);
     });
   }
 });
 
 describe("architecture: the checker itself", () => {
+  test("src/tokens is pure except its Bun adapters, and a pure file importing an adapter is flagged", () => {
+    expect(files.some((f) => relative(ROOT, f) === "src/tokens/load.ts")).toBe(true);
+    expect(files.some((f) => relative(ROOT, f) === "src/tokens/bun.ts")).toBe(false);
+    expect(adapterImport('import { x } from "./native-library.ts";\nimport { y } from "./load.ts";')).toEqual(["native-library.ts"]);
+  });
+
   test("flags a runtime import and a clock read", () => {
     const bad = code('import { x } from "node:fs";\nconst t = Date.now();\n// Bun.write is only mentioned in a comment\n');
     const hits = FORBIDDEN.filter(([re]) => re.test(bad)).map(([, what]) => what);

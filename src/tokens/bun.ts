@@ -24,6 +24,7 @@ export function loadEngineTokenizerOnBun(
   return loadEngineTokenizer(dir, {
     ...opts,
     impl: opts.impl ?? "pure",
+    now: opts.now ?? (() => Date.now()),
     readText: readTextWithBun,
     nativeLibrary: createNativeLibrary,
   });

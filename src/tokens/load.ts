@@ -5,6 +5,7 @@
  * the segment cache on a probe text with the real library before turning it on.
  */
 import type { EngineTokenizer, ReadText, TokenizerLibraryFactory, TokenizerImpl } from "./engine-tokenizer.ts";
+import { type BpeTokenizerJson, byteLevelBpePlan, createBpeLibrary } from "./bpe-library.ts";
 import { HfEngineTokenizer } from "./hf-engine-tokenizer.ts";
 import { loadModelFiles } from "./model-files.ts";
 import { createPureLibrary } from "./pure-library.ts";
@@ -19,9 +20,21 @@ export interface LoadTokenizerOptions {
   nativeLibrary?: TokenizerLibraryFactory;
   /** Segment cache bound, in token ids held (0 turns it off). Default 1 Mi ids (~4 MiB of ids). */
   cacheTokens?: number;
-  /** Clock for the templates' strftime_now (ms since the epoch). */
+  /**
+   * Clock for the templates' strftime_now (ms since the epoch). Injected (./bun.ts passes the
+   * wall clock); without one, a template calling strftime_now fails with an error saying so.
+   */
   now?: () => number;
+  /**
+   * impl "pure": encode with the byte-level BPE of bpe-library.ts where tokenizer.json
+   * qualifies (default true; else, and when false, with `@huggingface/tokenizers`).
+   */
+  byteLevelBpe?: boolean;
 }
+
+const noClock = (): number => {
+  throw new Error("strftime_now: no clock was injected into loadEngineTokenizer (opts.now)");
+};
 
 export const DEFAULT_CACHE_TOKENS = 1 << 20;
 
@@ -63,6 +76,17 @@ export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOption
     // neither library exposes that switch, so the ids would differ: refuse rather than guess.
     throw new Error(`${dir}/tokenizer_config.json: split_special_tokens: true is not supported by the router's tokenizer`);
   }
+  if (impl === "pure" && opts.byteLevelBpe !== false) {
+    // The fast encoder where tokenizer.json qualifies; the library (saying why) where not.
+    const plan = byteLevelBpePlan(files.tokenizer as BpeTokenizerJson);
+    factory =
+      typeof plan !== "string"
+        ? (_json, config) => createBpeLibrary(plan, config)
+        : async (...args) => {
+            const lib = await createPureLibrary(...args);
+            return { ...lib, implementation: `${lib.implementation}; byte-level BPE not used: ${plan}` };
+          };
+  }
   let encoder;
   try {
     encoder = await factory(files.tokenizerJson, files.config, files.tokenizerJsonPath);
@@ -75,7 +99,7 @@ export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOption
     encoder,
     typeof plan === "string" ? undefined : plan,
     opts.cacheTokens ?? DEFAULT_CACHE_TOKENS,
-    opts.now ?? (() => Date.now()),
+    opts.now ?? noClock,
   );
   if (typeof plan !== "string" && tok.segmentCache) {
     const probe = probeText([...plan.idOf.keys()]);

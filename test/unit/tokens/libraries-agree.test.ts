@@ -1,6 +1,7 @@
 /**
  * Beyond the vectors, seeded random text (fast-check prints the seed and the shrunk text on a
- * failure): HF's Rust tokenizers and the pure-JS port give the same ids, with and without
+ * failure): HF's Rust tokenizers, the pure-JS port and the byte-level BPE of bpe-library.ts
+ * (the default pure path) give the same ids, with and without
  * special tokens, and encoding piece by piece between added tokens (the segment cache's
  * premise) gives the ids of the whole text — on both real tokenizers. Texts mix the
  * characters tokenizers trip on: all Unicode planes, combining marks, ZWJ emoji, CR/LF runs,
@@ -30,19 +31,25 @@ for (const [model, special] of [
   ["tokenizer-llama3_1", ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|reserved_special_token_5|>"]],
 ] as const) {
   describe(`libraries agree on random text: ${model}`, () => {
-    test("native = pure (with and without special tokens) = piece by piece", async () => {
+    test("native = pure-JS library = byte-level BPE (with and without special tokens) = piece by piece", async () => {
       const dir = `${ROOT}/${model}/models`;
-      const pure = (await loadEngineTokenizer(dir, { readText: readTextWithBun })) as HfEngineTokenizer;
+      const pure = (await loadEngineTokenizer(dir, { readText: readTextWithBun, byteLevelBpe: false })) as HfEngineTokenizer;
+      const bpe = (await loadEngineTokenizer(dir, { readText: readTextWithBun })) as HfEngineTokenizer;
+      expect(bpe.implementation).toContain("byte-level BPE");
       const native = await loadEngineTokenizer(dir, { impl: "native", readText: readTextWithBun, nativeLibrary: createNativeLibrary });
       await fc.assert(
         fc.asyncProperty(fc.array(pieces([...special]), { maxLength: 24 }), async (parts) => {
           const text = parts.join("");
           for (const add of [false, true]) {
-            expect([...(await pure.encodeText(text, add))]).toEqual([...(await native.encodeText(text, add))]);
+            const want = [...(await native.encodeText(text, add))];
+            expect([...(await pure.encodeText(text, add))]).toEqual(want);
+            expect([...(await bpe.encodeText(text, add))]).toEqual(want);
           }
-          expect([...(await pure.encodeSegmented(text, undefined))]).toEqual([...(await native.encodeText(text, false))]);
+          const want = [...(await native.encodeText(text, false))];
+          expect([...(await pure.encodeSegmented(text, undefined))]).toEqual(want);
+          expect([...(await bpe.encodeSegmented(text, undefined))]).toEqual(want);
         }),
-        { seed: SEED, numRuns: 400 },
+        { seed: SEED, numRuns: 600 },
       );
     }, 60_000);
   });

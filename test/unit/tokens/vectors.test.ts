@@ -1,6 +1,8 @@
 /**
  * Every token id of every reference case (test/vectors/tokens, made by transformers +
- * HF tokenizers from generate.py) with both libraries, on both real tokenizers: chat
+ * HF tokenizers from generate.py) with every encoder (the byte-level BPE of
+ * bpe-library.ts — both of its merge paths —, @huggingface/tokenizers, the native HF
+ * tokenizers), on both real tokenizers: chat
  * requests (rendered text and ids), plain texts (with and without special tokens), the
  * piece-by-piece encoding the segment cache relies on, and the cache under a tight bound.
  */
@@ -8,6 +10,7 @@ import { describe, expect, test } from "bun:test";
 import { gunzipSync } from "node:zlib";
 import { readFileSync, readdirSync } from "node:fs";
 import { readTextWithBun } from "../../../src/tokens/bun.ts";
+import { type BpeTokenizerJson, byteLevelBpePlan, createBpeLibrary } from "../../../src/tokens/bpe-library.ts";
 import { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
 import { type ChatTemplateRequest, loadEngineTokenizer } from "../../../src/tokens/index.ts";
 import { createNativeLibrary } from "../../../src/tokens/native-library.ts";
@@ -23,6 +26,8 @@ interface Case {
 }
 
 const ROOT = `${import.meta.dir}/../../..`;
+/** Hundreds of cases of up to 23k tokens: seconds each on a loaded 2-core machine (bun's default is 5 s). */
+const TIMEOUT_MS = 60_000;
 /** Every case set in the folder (generate.py writes the committed ones; see its header for more). */
 const MODELS = readdirSync(`${ROOT}/test/vectors/tokens`)
   .filter((f) => f.endsWith(".json.gz"))
@@ -46,8 +51,10 @@ test("the committed case sets are all there", () => {
 for (const model of MODELS) {
   const doc = vectors(model);
   const dir = doc.model.startsWith("/") ? doc.model : `${ROOT}/${doc.model}`;
-  for (const impl of ["pure", "native"] as const) {
-    describe(`vectors ${model} / ${impl}`, () => {
+  // "bpe": the default pure path (bpe-library.ts); "hf-js": @huggingface/tokenizers forced.
+  for (const variant of ["bpe", "hf-js", "native"] as const) {
+    const impl = variant === "native" ? "native" : "pure";
+    describe(`vectors ${model} / ${variant}`, () => {
       // A case set with its own template: the model's files, that template in tokenizer_config.json.
       const readText = async (path: string) => {
         const text = await readTextWithBun(path);
@@ -55,11 +62,12 @@ for (const model of MODELS) {
         return JSON.stringify({ ...JSON.parse(text), chat_template: doc.chat_template });
       };
       const load = (cacheTokens?: number) =>
-        loadEngineTokenizer(dir, { impl, readText, nativeLibrary: createNativeLibrary, cacheTokens });
+        loadEngineTokenizer(dir, { impl, readText, nativeLibrary: createNativeLibrary, cacheTokens, byteLevelBpe: variant === "bpe" });
 
       test(`${doc.cases.length} cases: rendered text and every id`, async () => {
         const tok = await load();
         expect(tok.segmentCache).toBe(true);
+        expect(tok.implementation.includes("byte-level BPE (pure JS")).toBe(variant === "bpe");
         const failures: string[] = [];
         for (const c of doc.cases) {
           if (c.kind === "chat") {
@@ -77,7 +85,7 @@ for (const model of MODELS) {
         expect(failures).toEqual([]);
         expect(doc.cases.filter((c) => c.kind === "chat").length).toBeGreaterThanOrEqual(200);
         expect(Math.max(...doc.cases.map((c) => c.ids.length))).toBeGreaterThanOrEqual(8192);
-      });
+      }, TIMEOUT_MS);
 
       test("pieces between added tokens encode independently (the segment cache's premise), uncached", async () => {
         const tok = (await load()) as HfEngineTokenizer;
@@ -88,7 +96,7 @@ for (const model of MODELS) {
           if (firstDiff(ids, c.ids) >= 0) failures.push(c.id);
         }
         expect(failures).toEqual([]);
-      });
+      }, TIMEOUT_MS);
 
       test("a tight cache bound holds and the cached path still gives every id", async () => {
         const bound = 4096;
@@ -108,7 +116,33 @@ for (const model of MODELS) {
         }
         expect(maxHeld).toBeLessThanOrEqual(bound);
         expect(evicted).toBe(true);
-      });
+      }, TIMEOUT_MS);
     });
   }
 }
+
+describe("the byte-level BPE's two merge paths and decode", () => {
+  for (const model of MODELS.filter((m) => !m.includes("_parts"))) {
+    test(`${model}: every id through the heap path alone, the scan path alone, and decode as the library`, async () => {
+      const doc = vectors(model);
+      const dir = doc.model.startsWith("/") ? doc.model : `${ROOT}/${doc.model}`;
+      const json = await readTextWithBun(`${dir}/tokenizer.json`);
+      const plan = byteLevelBpePlan(JSON.parse(json) as BpeTokenizerJson);
+      if (typeof plan === "string") throw new Error(plan);
+      const config = JSON.parse(await readTextWithBun(`${dir}/tokenizer_config.json`)) as Record<string, unknown>;
+      const heapOnly = createBpeLibrary(plan, config, 0);
+      const scanOnly = createBpeLibrary(plan, config, Number.MAX_SAFE_INTEGER);
+      const library = await loadEngineTokenizer(dir, { readText: readTextWithBun, byteLevelBpe: false });
+      const failures: string[] = [];
+      for (const c of doc.cases) {
+        const [text, special] = c.kind === "chat" ? [c.rendered!, false] : [c.text!, c.add_special_tokens!];
+        for (const [name, lib] of [["heap", heapOnly], ["scan", scanOnly]] as const) {
+          if (firstDiff(lib.encode(text, special) as Uint32Array, c.ids) >= 0) failures.push(`${c.id} ${name}`);
+        }
+        const ids = Uint32Array.from(c.ids);
+        if (heapOnly.decode(ids) !== (await library.decode(ids))) failures.push(`${c.id} decode`);
+      }
+      expect(failures).toEqual([]);
+    }, TIMEOUT_MS);
+  }
+});

@@ -1,0 +1,505 @@
+/**
+ * Text -> ids for byte-level BPE tokenizers (Qwen2/3, Llama 3, GPT-style: a Split regex,
+ * ByteLevel bytes, BPE merges), written here because no library was fast enough
+ * (bench/tokens/libraries.ts; figures in README.md): HF's own algorithm — tokenizers 0.23
+ * `models/bpe/word.rs` `Word::merge_all` (apply the listed merge of lowest rank, leftmost
+ * on ties, until none applies) and `models/bpe/model.rs` `tokenize_with_cache`
+ * (`ignore_merges`: a whole piece found in the vocab is one id) — over integer ids and typed
+ * arrays instead of strings. The split regex is the pure library's own translation of the
+ * Oniguruma pattern (`SplitPreTokenizer`), so pieces are cut exactly where the pure library
+ * cuts them.
+ *
+ * `byteLevelBpePlan(tokenizer.json)` says whether a tokenizer qualifies (else why not, and the
+ * loader keeps the library); every vector (test/vectors/tokens) and the seeded random texts
+ * check it id for id. Runtime-free; synchronous; no I/O.
+ */
+import { SplitPreTokenizer } from "@huggingface/tokenizers";
+import type { TokenizerLibrary } from "./engine-tokenizer.ts";
+
+/** tokenizer.json, the parts this encoder reads. */
+export interface BpeTokenizerJson {
+  normalizer?: { type?: string; normalizers?: { type?: string }[] } | null;
+  pre_tokenizer?: {
+    type?: string;
+    pretokenizers?: { type?: string; pattern?: { Regex?: string }; behavior?: string; invert?: boolean; add_prefix_space?: boolean; use_regex?: boolean }[];
+  } | null;
+  post_processor?: PostProcessorJson | null;
+  decoder?: { type?: string } | null;
+  added_tokens?: { id: number; content: string; lstrip?: boolean; rstrip?: boolean; single_word?: boolean; normalized?: boolean }[];
+  model?: {
+    type?: string;
+    dropout?: number | null;
+    unk_token?: string | null;
+    continuing_subword_prefix?: string | null;
+    end_of_word_suffix?: string | null;
+    byte_fallback?: boolean;
+    ignore_merges?: boolean;
+    vocab?: Record<string, number>;
+    merges?: (string | [string, string])[];
+  };
+}
+interface PostProcessorJson {
+  type?: string;
+  processors?: PostProcessorJson[];
+  single?: ({ SpecialToken?: { id: string } } | { Sequence?: { id: string } })[];
+  special_tokens?: Record<string, { ids: number[] }>;
+}
+
+/** What the encoder needs, checked and prepared from tokenizer.json. */
+export interface ByteLevelBpePlan {
+  readonly vocab: Record<string, number>;
+  readonly merges: readonly (string | readonly [string, string])[];
+  readonly splitRegex: string;
+  readonly nfc: boolean;
+  readonly ignoreMerges: boolean;
+  /** Added tokens (none strip whitespace or are normalized): cut out before anything else. */
+  readonly added: readonly { id: number; content: string }[];
+  /** Ids the post-processor puts around the text when add_special_tokens is true. */
+  readonly prefix: readonly number[];
+  readonly suffix: readonly number[];
+}
+
+/** GPT-2's bytes_to_unicode: byte b is written in the vocab as the character BYTE_CHAR[b]. */
+const BYTE_CHAR: readonly number[] = (() => {
+  const out = new Array<number>(256);
+  let n = 0;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    out[b] = printable ? b : 256 + n++;
+  }
+  return out;
+})();
+const CHAR_BYTE = new Map<number, number>(BYTE_CHAR.map((c, b) => [c, b]));
+
+function templateIds(pp: PostProcessorJson | null | undefined): { prefix: number[]; suffix: number[] } | string {
+  if (pp === null || pp === undefined || pp.type === "ByteLevel") return { prefix: [], suffix: [] };
+  if (pp.type === "Sequence") {
+    let found: { prefix: number[]; suffix: number[] } = { prefix: [], suffix: [] };
+    for (const p of pp.processors ?? []) {
+      const r = templateIds(p);
+      if (typeof r === "string") return r;
+      if (r.prefix.length + r.suffix.length > 0) {
+        if (found.prefix.length + found.suffix.length > 0) return "two post-processors add tokens";
+        found = r;
+      }
+    }
+    return found;
+  }
+  if (pp.type === "TemplateProcessing") {
+    const prefix: number[] = [];
+    const suffix: number[] = [];
+    let seen = false;
+    for (const item of pp.single ?? []) {
+      if ("Sequence" in item && item.Sequence !== undefined) {
+        if (item.Sequence.id !== "A" || seen) return "a single template other than [specials, A, specials]";
+        seen = true;
+      } else if ("SpecialToken" in item && item.SpecialToken !== undefined) {
+        const ids = pp.special_tokens?.[item.SpecialToken.id]?.ids;
+        if (ids === undefined) return `template token ${item.SpecialToken.id} has no ids`;
+        (seen ? suffix : prefix).push(...ids);
+      } else return "an unknown template item";
+    }
+    if (!seen) return "a single template without the sequence";
+    return { prefix, suffix };
+  }
+  return `post-processor ${pp.type}`;
+}
+
+/** The plan for `tokenizer`, or why this encoder does not handle it (the loader then keeps the library). */
+export function byteLevelBpePlan(tokenizer: BpeTokenizerJson): ByteLevelBpePlan | string {
+  const m = tokenizer.model;
+  if (m?.type !== "BPE") return `model ${m?.type} is not BPE`;
+  if (m.dropout !== null && m.dropout !== undefined && m.dropout !== 0) return "BPE dropout";
+  if (m.byte_fallback === true) return "byte_fallback";
+  if ((m.continuing_subword_prefix ?? "") !== "" || (m.end_of_word_suffix ?? "") !== "") return "subword prefix/suffix";
+  if (m.vocab === undefined || !Array.isArray(m.merges)) return "no vocab or merges";
+  const n = tokenizer.normalizer;
+  let nfc = false;
+  if (n !== null && n !== undefined) {
+    const kinds = n.type === "Sequence" ? (n.normalizers ?? []).map((x) => x.type) : [n.type];
+    if (kinds.some((k) => k !== "NFC")) return `normalizer ${kinds.join("+")}`;
+    nfc = kinds.length > 0;
+  }
+  const pre = tokenizer.pre_tokenizer;
+  const [split, bytes, ...rest] = pre?.type === "Sequence" ? (pre.pretokenizers ?? []) : [];
+  if (
+    split?.type !== "Split" || typeof split.pattern?.Regex !== "string" || split.behavior !== "Isolated" || split.invert === true ||
+    bytes?.type !== "ByteLevel" || bytes.add_prefix_space === true || bytes.use_regex === true || rest.length > 0
+  ) {
+    return "pre-tokenizer is not Sequence[Split(Regex, Isolated), ByteLevel(no prefix space, no regex)]";
+  }
+  if (tokenizer.decoder?.type !== "ByteLevel") return `decoder ${tokenizer.decoder?.type}`;
+  const added = tokenizer.added_tokens ?? [];
+  const odd = added.find((t) => t.lstrip || t.rstrip || t.single_word || t.normalized);
+  if (odd) return `added token ${JSON.stringify(odd.content)} strips whitespace or is normalized`;
+  for (let b = 0; b < 256; b++) {
+    if (m.vocab[String.fromCharCode(BYTE_CHAR[b]!)] === undefined) return `byte ${b} is not in the vocab`;
+  }
+  const template = templateIds(tokenizer.post_processor);
+  if (typeof template === "string") return template;
+  return {
+    vocab: m.vocab,
+    merges: m.merges,
+    splitRegex: split.pattern.Regex,
+    nfc,
+    ignoreMerges: m.ignore_merges === true,
+    added: added.filter((t) => t.content.length > 0).map((t) => ({ id: t.id, content: t.content })),
+    ...template,
+  };
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** Growable output of ids. */
+class IdBuffer {
+  ids = new Uint32Array(1024);
+  length = 0;
+  push(id: number): void {
+    if (this.length === this.ids.length) this.grow(1);
+    this.ids[this.length++] = id;
+  }
+  pushAll(src: Uint32Array): void {
+    if (this.length + src.length > this.ids.length) this.grow(src.length);
+    this.ids.set(src, this.length);
+    this.length += src.length;
+  }
+  private grow(n: number): void {
+    const next = new Uint32Array(Math.max(this.ids.length * 2, this.length + n));
+    next.set(this.ids.subarray(0, this.length));
+    this.ids = next;
+  }
+  take(): Uint32Array {
+    return this.ids.slice(0, this.length);
+  }
+}
+
+/** Pieces longer than this (in bytes) merge through a heap (HF's way); shorter ones by scanning. */
+export const SCAN_MAX_SYMBOLS = 48;
+/** Distinct pieces remembered (HF's BPE keeps a cache of words too); cleared when full. */
+const PIECE_CACHE_MAX = 1 << 16;
+/** Longer pieces (long runs of spaces or letters) are not cached: rare, and they would hold memory. */
+const PIECE_CACHE_MAX_CHARS = 256;
+
+export class ByteLevelBpe {
+  /** Vocab ids of the text a piece spells, when that text is one token (ignore_merges' lookup). */
+  private readonly wholeIds = new Map<string, number>();
+  private readonly byteId = new Int32Array(256);
+  /** (left id, right id) -> rank * 2^idBits + merged id. */
+  private readonly mergeOf = new Map<number, number>();
+  /** The id each merge (by rank) produces. */
+  private readonly mergedByRank: Int32Array;
+  private readonly idScale: number;
+  private readonly splitter: { pattern: RegExp };
+  private readonly addedPattern: RegExp | undefined;
+  private readonly addedId = new Map<string, number>();
+  private readonly pieceCache = new Map<string, Uint32Array>();
+  /** id -> bytes it spells (added tokens: their UTF-8 text), for decode. */
+  private readonly tokenBytes: (Uint8Array | undefined)[] = [];
+  // Scratch, reused by every call (the encoder is synchronous, so never shared mid-call).
+  private bytes = new Uint8Array(256);
+  private sym = new Int32Array(256);
+  private rank = new Float64Array(256);
+  private next = new Int32Array(256);
+  private prev = new Int32Array(256);
+  private heap = new Float64Array(256);
+  private readonly utf8 = new TextEncoder();
+  private readonly lossy = new TextDecoder("utf-8", { ignoreBOM: true });
+
+  constructor(
+    private readonly plan: ByteLevelBpePlan,
+    /** Pieces of up to this many bytes merge by scanning, longer ones through the heap (tests force either). */
+    private readonly scanMax = SCAN_MAX_SYMBOLS,
+  ) {
+    let maxId = 0;
+    for (const id of Object.values(plan.vocab)) maxId = Math.max(maxId, id);
+    for (const t of plan.added) maxId = Math.max(maxId, t.id);
+    this.idScale = 2 ** Math.max(1, Math.ceil(Math.log2(maxId + 1)));
+    // ignoreBOM keeps a leading U+FEFF: Llama 3 has tokens that start with one.
+    const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+    for (const [tok, id] of Object.entries(plan.vocab)) {
+      const b = new Uint8Array(tok.length);
+      for (let i = 0; i < tok.length; i++) b[i] = CHAR_BYTE.get(tok.charCodeAt(i)) ?? 0;
+      this.tokenBytes[id] = b;
+      if (b.length > 1) {
+        try {
+          this.wholeIds.set(strict.decode(b), id);
+        } catch {
+          // Not valid UTF-8 alone: no whole piece of text spells it.
+        }
+      }
+    }
+    for (let b = 0; b < 256; b++) this.byteId[b] = plan.vocab[String.fromCharCode(BYTE_CHAR[b]!)]!;
+    this.mergedByRank = new Int32Array(plan.merges.length);
+    // HF (models/bpe/model.rs) collects merges into a map in file order: a repeated pair keeps the last rank.
+    plan.merges.forEach((mg, rank) => {
+      const [a, b] = typeof mg === "string" ? splitMerge(mg) : mg;
+      const ia = plan.vocab[a];
+      const ib = plan.vocab[b];
+      const merged = plan.vocab[a + b];
+      if (ia === undefined || ib === undefined || merged === undefined) {
+        throw new Error(`merge ${JSON.stringify(mg)}: a part or the result is not in the vocab`);
+      }
+      this.mergeOf.set(ia * this.idScale + ib, rank * this.idScale + merged);
+      this.mergedByRank[rank] = merged;
+    });
+    this.splitter = new SplitPreTokenizer({ type: "Split", pattern: { Regex: plan.splitRegex }, behavior: "Isolated", invert: false }) as unknown as {
+      pattern: RegExp;
+    };
+    if (!(this.splitter.pattern instanceof RegExp)) throw new Error("the split regex did not compile");
+    if (plan.added.length > 0) {
+      // Longest first: JS alternation is leftmost-first, which then equals HF's leftmost-longest.
+      const alts = plan.added.map((t) => t.content).sort((a, b) => b.length - a.length).map(escapeRegExp);
+      this.addedPattern = new RegExp(alts.join("|"), "gu");
+      for (const t of plan.added) {
+        this.addedId.set(t.content, t.id);
+        this.tokenBytes[t.id] = this.utf8.encode(t.content);
+      }
+    }
+  }
+
+  encode(text: string, addSpecialTokens: boolean): Uint32Array {
+    const out = new IdBuffer();
+    if (addSpecialTokens) for (const id of this.plan.prefix) out.push(id);
+    const added = this.addedPattern;
+    if (added === undefined) this.encodePiece(text, out);
+    else {
+      added.lastIndex = 0;
+      let at = 0;
+      for (let m = added.exec(text); m !== null; m = added.exec(text)) {
+        if (m.index > at) this.encodePiece(text.slice(at, m.index), out);
+        out.push(this.addedId.get(m[0])!);
+        at = m.index + m[0].length;
+      }
+      if (at < text.length) this.encodePiece(at === 0 ? text : text.slice(at), out);
+    }
+    if (addSpecialTokens) for (const id of this.plan.suffix) out.push(id);
+    return out.take();
+  }
+
+  /** A text without added tokens: normalize, split, BPE each piece. */
+  private encodePiece(raw: string, out: IdBuffer): void {
+    const text = this.plan.nfc ? raw.normalize("NFC") : raw;
+    const re = this.splitter.pattern;
+    re.lastIndex = 0;
+    let at = 0;
+    for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+      const s = m[0];
+      if (s.length === 0) {
+        re.lastIndex++;
+        continue;
+      }
+      if (m.index > at) this.encodeWord(text.slice(at, m.index), out);
+      this.encodeWord(s, out);
+      at = m.index + s.length;
+    }
+    if (at < text.length) this.encodeWord(text.slice(at), out);
+  }
+
+  private encodeWord(word: string, out: IdBuffer): void {
+    if (word.length === 1) {
+      const c = word.charCodeAt(0);
+      if (c < 0x80) {
+        out.push(this.byteId[c]!);
+        return;
+      }
+    }
+    if (this.plan.ignoreMerges) {
+      const id = this.wholeIds.get(word);
+      if (id !== undefined) {
+        out.push(id);
+        return;
+      }
+    }
+    let ids = this.pieceCache.get(word);
+    if (ids === undefined) {
+      ids = this.merge(word);
+      if (word.length <= PIECE_CACHE_MAX_CHARS) {
+        if (this.pieceCache.size >= PIECE_CACHE_MAX) this.pieceCache.clear();
+        this.pieceCache.set(word, ids);
+      }
+    }
+    out.pushAll(ids);
+  }
+
+  /** UTF-8 of `word` into the scratch buffer (lone surrogates as U+FFFD, as TextEncoder does). */
+  private utf8Of(word: string): number {
+    if (this.bytes.length < word.length * 3) this.bytes = new Uint8Array(word.length * 3);
+    return this.utf8.encodeInto(word, this.bytes).written;
+  }
+
+  private ensure(n: number): void {
+    if (this.sym.length >= n) return;
+    const size = Math.max(n, this.sym.length * 2);
+    this.sym = new Int32Array(size);
+    this.rank = new Float64Array(size);
+    this.next = new Int32Array(size);
+    this.prev = new Int32Array(size);
+    this.heap = new Float64Array(size * 2);
+  }
+
+  /** rank * 2^idBits + merged id of the pair, or -1. */
+  private pair(a: number, b: number): number {
+    return this.mergeOf.get(a * this.idScale + b) ?? -1;
+  }
+
+  /** The ids of one pre-tokenized piece. */
+  private merge(word: string): Uint32Array {
+    const n = this.utf8Of(word);
+    this.ensure(n + 1);
+    const sym = this.sym;
+    for (let i = 0; i < n; i++) sym[i] = this.byteId[this.bytes[i]!]!;
+    return n <= this.scanMax ? this.mergeByScan(n) : this.mergeByHeap(n);
+  }
+
+  /** tiktoken-style: keep each adjacent pair's merge; apply the lowest (rank, position) until none. */
+  private mergeByScan(n: number): Uint32Array {
+    const sym = this.sym;
+    const rank = this.rank; // rank * scale + merged id of (sym[i], sym[i+1]), or Infinity
+    const scale = this.idScale;
+    for (let i = 0; i + 1 < n; i++) {
+      const p = this.pair(sym[i]!, sym[i + 1]!);
+      rank[i] = p < 0 ? Infinity : p;
+    }
+    let len = n;
+    while (len > 1) {
+      let best = Infinity;
+      let at = -1;
+      for (let i = 0; i + 1 < len; i++) {
+        if (rank[i]! < best) {
+          best = rank[i]!;
+          at = i;
+        }
+      }
+      if (at < 0) break;
+      sym[at] = best % scale;
+      for (let i = at + 1; i + 1 < len; i++) {
+        sym[i] = sym[i + 1]!;
+        rank[i] = rank[i + 1]!;
+      }
+      len--;
+      if (at + 1 < len) {
+        const p = this.pair(sym[at]!, sym[at + 1]!);
+        rank[at] = p < 0 ? Infinity : p;
+      }
+      if (at > 0) {
+        const p = this.pair(sym[at - 1]!, sym[at]!);
+        rank[at - 1] = p < 0 ? Infinity : p;
+      }
+    }
+    return new Uint32Array(sym.subarray(0, len));
+  }
+
+  /**
+   * HF's Word::merge_all: a min-heap of (rank, position, merged id) over a linked list of
+   * symbols; an entry whose pair has changed since it was pushed is skipped.
+   */
+  private mergeByHeap(n: number): Uint32Array {
+    const { sym, next, prev, heap } = this;
+    const scale = this.idScale;
+    // Heap keys: rank * 2^24 + position (exact in a double), so the minimum is HF's (rank, pos) order.
+    const POS = 1 << 24;
+    if (n >= POS) throw new Error("piece too long for the merge heap");
+    const alive = new Uint8Array(n).fill(1);
+    let size = 0;
+    const push = (key: number) => {
+      let i = size++;
+      while (i > 0) {
+        const up = (i - 1) >> 1;
+        if (heap[up]! <= key) break;
+        heap[i] = heap[up]!;
+        i = up;
+      }
+      heap[i] = key;
+    };
+    const pop = (): number => {
+      const top = heap[0]!;
+      const last = heap[--size]!;
+      let i = 0;
+      for (;;) {
+        let c = 2 * i + 1;
+        if (c >= size) break;
+        if (c + 1 < size && heap[c + 1]! < heap[c]!) c++;
+        if (heap[c]! >= last) break;
+        heap[i] = heap[c]!;
+        i = c;
+      }
+      heap[i] = last;
+      return top;
+    };
+    const offer = (pos: number) => {
+      const p = this.pair(sym[pos]!, sym[next[pos]!]!);
+      if (p >= 0) push(Math.floor(p / scale) * POS + pos);
+    };
+    for (let i = 0; i < n; i++) {
+      next[i] = i + 1 < n ? i + 1 : -1;
+      prev[i] = i - 1;
+    }
+    for (let i = 0; i + 1 < n; i++) offer(i);
+    while (size > 0) {
+      const key = pop();
+      const pos = key % POS;
+      const merged = this.mergedByRank[Math.floor(key / POS)]!;
+      if (!alive[pos]) continue;
+      const right = next[pos]!;
+      if (right < 0) continue;
+      const now = this.pair(sym[pos]!, sym[right]!);
+      if (now < 0 || now % scale !== merged) continue; // expired entry
+      sym[pos] = merged;
+      alive[right] = 0;
+      next[pos] = next[right]!;
+      if (next[right]! >= 0) prev[next[right]!] = pos;
+      if (prev[pos]! >= 0) offer(prev[pos]!);
+      if (next[pos]! >= 0) offer(pos);
+    }
+    const out: number[] = [];
+    for (let i = 0; i >= 0 && i < n; i = next[i]!) out.push(sym[i]!);
+    return Uint32Array.from(out);
+  }
+
+  decode(ids: Uint32Array): string {
+    let total = 0;
+    for (const id of ids) total += this.tokenBytes[id]?.length ?? 0;
+    const buf = new Uint8Array(total);
+    let at = 0;
+    for (const id of ids) {
+      const b = this.tokenBytes[id];
+      if (b !== undefined) {
+        buf.set(b, at);
+        at += b.length;
+      }
+    }
+    return this.lossy.decode(buf);
+  }
+}
+
+function splitMerge(s: string): [string, string] {
+  const i = s.indexOf(" ", 1);
+  return [s.slice(0, i), s.slice(i + 1)];
+}
+
+/** transformers' `clean_up_tokenization` (tokenization_utils_base.py), applied by decode when the config asks. */
+function cleanUpTokenization(s: string): string {
+  return s
+    .replaceAll(" .", ".").replaceAll(" ?", "?").replaceAll(" !", "!").replaceAll(" ,", ",").replaceAll(" ' ", "'")
+    .replaceAll(" n't", "n't").replaceAll(" 'm", "'m").replaceAll(" 's", "'s").replaceAll(" 've", "'ve").replaceAll(" 're", "'re");
+}
+
+/**
+ * A TokenizerLibrary over ByteLevelBpe (synchronous; no batching). `tokenizerConfig`'s
+ * clean_up_tokenization_spaces applies to decode, as in transformers (and the pure library).
+ */
+export function createBpeLibrary(
+  plan: ByteLevelBpePlan,
+  tokenizerConfig: Record<string, unknown> = {},
+  scanMax?: number,
+): TokenizerLibrary {
+  const bpe = new ByteLevelBpe(plan, scanMax);
+  const cleanUp = tokenizerConfig.clean_up_tokenization_spaces === true;
+  return {
+    implementation: "byte-level BPE (pure JS, HF's merge algorithm; src/tokens/bpe-library.ts)",
+    encode: (text, addSpecialTokens) => bpe.encode(text, addSpecialTokens),
+    decode: (ids) => (cleanUp ? cleanUpTokenization(bpe.decode(ids)) : bpe.decode(ids)),
+  };
+}
