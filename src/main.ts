@@ -294,7 +294,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     inflightOverlap: config.inflightOverlap,
     overlapCredit: config.overlapCredit,
     prefillWaitFactor: config.prefillWaitFactor,
-    prefillWaitSlackTokens: config.prefillWaitSlack,
+    prefillWaitQueueShare: config.prefillWaitSlack,
     engineWaitingWeight: config.engineLoadWeight,
   });
   const pipeline = createPipeline(config.policy, scheduler);

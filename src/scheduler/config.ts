@@ -48,11 +48,11 @@ export interface SchedulerConfig {
   readonly inflightOverlap: boolean;
   /**
    * kv/approx: keep only workers whose prefill wait (queued prefill + this request's uncached
-   * tokens) is within factor × the best worker's + prefillWaitSlackTokens
+   * tokens) is within factor × the best worker's + prefillWaitQueueShare × the mean queued prefill
    * (filters/prefill-wait-bound.ts). null = off (pure Dynamo).
    */
   readonly prefillWaitFactor: number | null;
-  readonly prefillWaitSlackTokens: number;
+  readonly prefillWaitQueueShare: number;
 }
 
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
@@ -68,7 +68,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   engineWaitingWeight: 0,
   inflightOverlap: false,
   prefillWaitFactor: null,
-  prefillWaitSlackTokens: 0,
+  prefillWaitQueueShare: 0,
 };
 
 /** Engines that do not report max_num_batched_tokens are treated as having this many (never busy in practice). */

@@ -64,7 +64,7 @@ function eligibility(config: SchedulerConfig): Filter[] {
 function kvPipeline(name: PolicyName, config: SchedulerConfig): Pipeline {
   const filters = eligibility(config);
   if (config.loadGuardFactor !== null) filters.push(loadGuard(config.loadGuardFactor, config.loadGuardMetric));
-  if (config.prefillWaitFactor !== null) filters.push(prefillWaitBound(config.prefillWaitFactor, config.prefillWaitSlackTokens));
+  if (config.prefillWaitFactor !== null) filters.push(prefillWaitBound(config.prefillWaitFactor, config.prefillWaitQueueShare));
   const costs: WeightedCost[] = [{ term: dynamoKvCost, weight: 1 }];
   if (config.activeRequestWeight !== 0) costs.push({ term: activeRequestsCost, weight: config.activeRequestWeight });
   if (config.overlapCredit !== 0) costs.push({ term: overlapCreditCost, weight: config.overlapCredit });
