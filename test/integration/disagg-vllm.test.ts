@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import {
-  BS, bookingsReleased, complete, engineArgs, metric, metricLabelled, segmentsOf, startCluster, sumOver, tokens, workers, type Cluster,
+  admin, BS, bookingsReleased, type WorkerView, complete, engineArgs, metric, metricLabelled, segmentsOf, startCluster, sumOver, tokens, workers, type Cluster,
 } from "./disagg-cluster.ts";
 
 setDefaultTimeout(60_000);
@@ -96,6 +96,29 @@ describe("--disagg vllm", () => {
     ctl.abort();
     await reader.cancel().catch(() => {});
     await clean();
+  });
+});
+
+describe("roles at registration", () => {
+  test("POST /v1/workers: an explicit role wins over the engine's own; without one the engine info's role counts", async () => {
+    const a = await startMain(engineArgs("prefill", "vllm", c.routerUrl));
+    const b = await startMain(engineArgs("prefill", "vllm", c.routerUrl));
+    try {
+      const reg = (body: Record<string, unknown>) =>
+        fetch(`${c.routerUrl}/v1/workers`, { method: "POST", headers: { ...admin, "content-type": "application/json" }, body: JSON.stringify(body) });
+      expect((await reg({ url: a.info.url })).status).toBe(201);
+      expect((await reg({ url: b.info.url, role: "decode" })).status).toBe(201);
+      const bad = await reg({ url: "http://127.0.0.1:1", role: "sideways" });
+      expect(bad.status).toBe(400);
+      expect(await bad.text()).toContain("role");
+      const ws = (await workers(c)) as (WorkerView & { role?: string })[];
+      expect(ws.find((w) => w.id === String(a.info.worker_id))?.role).toBe("prefill");
+      expect(ws.find((w) => w.id === String(b.info.worker_id))?.role).toBe("decode");
+      for (const e of [a, b]) await fetch(`${c.routerUrl}/v1/workers/${e.info.worker_id}`, { method: "DELETE", headers: admin });
+    } finally {
+      await stopAll([a, b]);
+    }
+    await until(async () => (await workers(c)).length === 4, "the two extra workers removed");
   });
 });
 

@@ -12,6 +12,7 @@ import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
 import { KvEventsSchema, kvEventsSpec } from "../../workers/worker-spec.ts";
 import { modelFields, registerTokenizer } from "./worker-models.ts";
+import { WORKER_ROLES } from "../disagg/roles.ts";
 
 const RegisterBody = v.object({
   url: v.string("must be a string"),
@@ -25,6 +26,8 @@ const RegisterBody = v.object({
   models: v.optional(v.pipe(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of model names"), v.nonEmpty("must not be empty"))),
   // Where the engine publishes its KV events over ZMQ (vLLM --kv-events-config; rank r on port + r).
   kv_events: v.optional(KvEventsSchema),
+  // Disaggregated serving (--disagg): what it does; the operator's word wins over engine info.
+  role: v.optional(v.picklist(WORKER_ROLES, `must be one of ${WORKER_ROLES.join(", ")}`)),
 });
 
 function parseId(raw: string): bigint {
@@ -58,6 +61,7 @@ export function workerRoutes(d: AppDeps): Hono {
         active_decode_blocks: decode,
         cached_blocks: cached,
         loras: d.lora.loadedOn(w.id),
+        ...(d.disagg ? { role: d.disagg.roles.roleOf(w.url) } : {}),
         ...modelFields(d, w.id),
         ...d.workerDetails?.(w.id),
       };
@@ -71,6 +75,7 @@ export function workerRoutes(d: AppDeps): Hono {
     if (!r.success) throw new RouterError("invalid_request", `invalid worker registration: ${describeIssues(r.issues)}`);
     const b = r.output;
     await d.workerUrlPolicy?.check(b.url); // never this router, any router, or a URL off --worker-allow
+    if (b.role !== undefined) d.disagg?.roles.set(b.url, b.role); // before it can be routed to
     const kvEvents = kvEventsSpec(b.kv_events, b.dp_ranks, "invalid worker registration");
     const input = {
       url: b.url,
