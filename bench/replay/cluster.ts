@@ -69,6 +69,8 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   };
   try {
     const nRouters = Math.max(1, o.routers ?? 1);
+    // Redis first: its port is bound before the others are chosen, so none can repeat it.
+    if (nRouters > 1) redis = await startRedisServer();
     // All ports at once, so no two repeat; engines need the routers' before they start.
     const ports = freePorts(o.engines + nRouters);
     const routerPorts = ports.slice(0, nRouters);
@@ -92,13 +94,14 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       engineUrls.push(url);
     }
     await Promise.all(engineUrls.map((u, i) => waitHealthy(u, 20_000, procs[i])));
-    if (nRouters > 1) redis = await startRedisServer();
     const routers = routerPorts.map((port) => {
       const router = spawn({
         cmd: [
           process.execPath, MAIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--policy", o.policy,
           "--block-size", String(o.blockSize), ...engineUrls.flatMap((u) => ["--worker", u]),
-          ...(redis ? ["--redis", redis.url] : []), ...(o.routerArgs ?? []),
+          // 1 s, not the default 50 ms: a dozen processes share this machine's 2 cores, and a
+          // Redis answer late by scheduling alone would mark the store down mid-replay.
+          ...(redis ? ["--redis", redis.url, "--redis-timeout", "1"] : []), ...(o.routerArgs ?? []),
         ],
         stdout: stdio, stderr: stdio,
       });

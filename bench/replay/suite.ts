@@ -1,4 +1,148 @@
-/** Placeholder; replaced below. */
+/**
+ * `bun run bench:replay --suite quick|full|smoke`: the issue 14 table — every policy (ours and
+ * the peers') on workloads nobody tuned for, with one and several routers, engine restarts and
+ * three loads — then one summary line per workload against the targets. Each cell is a fresh
+ * cluster per policy (cell.ts). quick: < 10 min on the 2-core development machine; full: more
+ * requests, N = 1, 2, 4 and three loads everywhere (hours); smoke: seconds, for CI.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { runCell, type CellOptions } from "./cell.ts";
+import { generate, type Shape } from "./gen/shapes.ts";
+import { formatTable, toJson, type PolicyResult, type ReplayReport } from "./report.ts";
+import { textTable } from "../support/text-table.ts";
+import { loadTrace, type TraceRequest } from "./trace.ts";
+
 export const SUITES = ["quick", "full", "smoke"] as const;
 export type SuiteName = (typeof SUITES)[number];
-export async function runSuite(_n: SuiteName, _o: unknown): Promise<void> {}
+
+export const PEERS = ["dynamo", "sglang", "llm-d", "prodstack-prefix", "prodstack-session"] as const;
+const ALL = ["kv", "approx", ...PEERS, "least-loaded", "round-robin"];
+const TRACES = join(import.meta.dir, "..", "..", "..", "shared", "traces");
+
+interface Workload {
+  name: string;
+  trace: () => TraceRequest[];
+  kvFraction: number;
+}
+
+interface CellSpec {
+  workload: Workload;
+  policies: string[];
+  routers: number;
+  restarts: number;
+  arrivalScale: number;
+}
+
+const mooncake = (file: string, n: number) => () => loadTrace(join(TRACES, file), n);
+const gen = (shape: Shape, n: number) => () => generate(shape, 1).slice(0, n);
+
+function cells(suite: SuiteName): CellSpec[] {
+  if (suite === "smoke") {
+    const w: Workload = { name: "gen-chat (80)", trace: gen("chat", 80), kvFraction: 0.5 };
+    return [
+      { workload: w, policies: ["kv", ...PEERS], routers: 1, restarts: 0, arrivalScale: 1 },
+      { workload: w, policies: ["kv"], routers: 2, restarts: 1, arrivalScale: 1 },
+    ];
+  }
+  const n = suite === "quick" ? 600 : 2000;
+  const workloads: Workload[] = [
+    { name: "conversation, half", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.5 },
+    { name: "conversation, quarter", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.25 },
+    { name: "synthetic, half", trace: mooncake("synthetic_trace.jsonl", n), kvFraction: 0.5 },
+    { name: "synthetic, quarter", trace: mooncake("synthetic_trace.jsonl", n), kvFraction: 0.25 },
+    { name: "gen-chat, half", trace: gen("chat", n), kvFraction: 0.5 },
+    { name: "gen-agentic, half", trace: gen("agentic", n), kvFraction: 0.5 },
+    { name: "gen-rag, half", trace: gen("rag", n), kvFraction: 0.5 },
+  ];
+  const out: CellSpec[] = [];
+  const routerCounts = suite === "quick" ? [4] : [2, 4];
+  const scales = [0.5, 2]; // with 1 below: three loads
+  for (const w of workloads) {
+    const quarter = w.kvFraction < 0.5;
+    // quick: the full policy list at half capacity; a quarter only for ours and the best-known peers.
+    out.push({ workload: w, policies: quick(suite) && quarter ? ["kv", "approx", "dynamo", "sglang", "least-loaded"] : ALL, routers: 1, restarts: 0, arrivalScale: 1 });
+    if (quick(suite) && quarter) continue;
+    for (const r of routerCounts) out.push({ workload: w, policies: ["kv", "approx", "dynamo", "sglang"], routers: r, restarts: 0, arrivalScale: 1 });
+    out.push({ workload: w, policies: ["kv", "approx", "dynamo"], routers: 1, restarts: 2, arrivalScale: 1 });
+    if (!quick(suite) || w.name.startsWith("gen-chat") || w.name.startsWith("conversation")) {
+      for (const s of scales) out.push({ workload: w, policies: ["kv", "dynamo", "sglang", "least-loaded", "round-robin"], routers: 1, restarts: 0, arrivalScale: s });
+    }
+  }
+  return out;
+}
+
+const quick = (s: SuiteName) => s === "quick";
+
+export interface SuiteOptions {
+  json?: string;
+  quiet?: boolean;
+  verbose?: boolean;
+  onProgress?: CellOptions["onProgress"];
+}
+
+export interface SuiteCell {
+  workload: string;
+  routers: number;
+  restarts: number;
+  arrival_scale: number;
+  report: ReplayReport;
+}
+
+export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<SuiteCell[]> {
+  const results: SuiteCell[] = [];
+  const started = performance.now();
+  for (const c of cells(suite)) {
+    const report = await runCell({
+      trace: c.workload.trace(), traceName: c.workload.name, engines: suite === "smoke" ? 4 : 8, kvFraction: c.workload.kvFraction,
+      blockSize: 512, speedup: suite === "smoke" ? 40 : 20,
+      timing: { prefillUsPerToken: 200, decodeMsPerStep: 20, decodeBatchFactor: 0.02, maxConcurrency: 64 },
+      policies: c.policies, seed: 1, maxOutputTokens: 32, routers: c.routers, engineRestarts: c.restarts, arrivalScale: c.arrivalScale,
+      promptFormat: "tokens", routerArgs: ["--engine-metrics-interval", "0"], ttftSloMs: 1000, verbose: o.verbose ?? false,
+      onProgress: o.onProgress,
+    });
+    results.push({ workload: c.workload.name, routers: c.routers, restarts: c.restarts, arrival_scale: c.arrivalScale, report });
+    if (!o.quiet) console.log(formatTable(report) + "\n");
+  }
+  console.log(summaryTable(results));
+  console.log(`suite ${suite}: ${results.length} cells in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  if (o.json) {
+    mkdirSync(dirname(o.json), { recursive: true });
+    writeFileSync(o.json, `[${results.map((r) => JSON.stringify({ ...r, report: JSON.parse(toJson(r.report)) })).join(",\n")}]\n`);
+  }
+  return results;
+}
+
+const f = (x: number | undefined, d = 2) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
+
+/** One line per cell: kv against the best peer, least-loaded, approx and the oracle, as the targets read. */
+export function summaryTable(cells: readonly SuiteCell[]): string {
+  const head = ["workload", "N", "restarts", "load", "util", "kv p90", "best peer p90", "÷", "kv p99", "best peer p99", "ll p99", "kv hit÷oracle", "kv work max/mean", "vs approx p90", "targets missed"];
+  const rows = cells.map((c) => {
+    const p = c.report.policies;
+    const kv = p["kv"];
+    const peers = PEERS.map((n): readonly [string, PolicyResult | undefined] => [n, p[n]]).filter((x): x is readonly [string, PolicyResult] => x[1] !== undefined);
+    const best90 = peers.reduce<readonly [string, PolicyResult] | undefined>((b, x) => (!b || x[1].ttft_ms.p90 < b[1].ttft_ms.p90 ? x : b), undefined);
+    const best99 = peers.reduce((m, x) => Math.min(m, x[1].ttft_ms.p99), Infinity);
+    const ll = p["least-loaded"];
+    const approx = p["approx"];
+    const oracle = c.report.offline["oracle"]?.hit_rate ?? NaN;
+    const missed: string[] = [];
+    if (kv) {
+      if (kv.hit_rate < 0.95 * oracle) missed.push("hit");
+      if (best90 && kv.ttft_ms.p90 > 0.8 * best90[1].ttft_ms.p90) missed.push("p90");
+      if (Number.isFinite(best99) && kv.ttft_ms.p99 > best99) missed.push("p99");
+      if (ll && (kv.ttft_ms.p90 > ll.ttft_ms.p90 || kv.ttft_ms.p99 > ll.ttft_ms.p99)) missed.push("≤ll");
+      if ((kv.utilisation ?? 0) > 0.5 && (kv.work_max_over_mean ?? 0) > 1.25) missed.push("work");
+      if (c.routers >= 4 && approx && kv.ttft_ms.p90 > 0.8 * approx.ttft_ms.p90) missed.push("N4 vs approx");
+      if (kv.errors > 0) missed.push(`${kv.errors} errors`);
+    }
+    return [
+      c.workload, String(c.routers), String(c.restarts), `×${1 / c.arrival_scale}`, f(kv?.utilisation), f(kv?.ttft_ms.p90, 0),
+      best90 ? `${f(best90[1].ttft_ms.p90, 0)} ${best90[0]}` : "-", best90 && kv ? f(kv.ttft_ms.p90 / best90[1].ttft_ms.p90) : "-",
+      f(kv?.ttft_ms.p99, 0), f(best99, 0), f(ll?.ttft_ms.p99, 0), kv ? f(kv.hit_rate / oracle) : "-", f(kv?.work_max_over_mean),
+      kv && approx ? f(kv.ttft_ms.p90 / approx.ttft_ms.p90) : "-", missed.join(", ") || (kv ? "none" : "-"),
+    ];
+  });
+  return textTable(head, rows);
+}

@@ -53,4 +53,31 @@ describe("bench:replay smoke", () => {
     expect(kv.hit_rate).toBeLessThanOrEqual(r.ideal_hit_rate + 1e-9);
     expect(out).toContain("round-robin");
   });
+
+  test("--suite smoke: every peer policy and kv with 2 routers over Redis and an engine restart complete; work read from the engines", async () => {
+    const json = join(dir, "suite.json");
+    const proc = Bun.spawn({
+      cmd: [process.execPath, join(ROOT, "bench", "replay", "run.ts"), "--suite", "smoke", "--quiet", "--json", json],
+      cwd: ROOT,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    if (code !== 0) throw new Error(`suite exited ${code}\n${out}\n${err}`);
+    interface Cell { routers: number; restarts: number; report: { requests: number; policies: Record<string, PolicyJson & { work_max_over_mean: number; utilisation: number; router_cpu_us_per_request: number; idle_engines: number }> } }
+    const cells = JSON.parse(readFileSync(json, "utf8")) as Cell[];
+    expect(cells.map((c) => [c.routers, c.restarts])).toEqual([[1, 0], [2, 1]]);
+    expect(Object.keys(cells[0]!.report.policies)).toEqual(["kv", "dynamo", "sglang", "llm-d", "prodstack-prefix", "prodstack-session"]);
+    for (const c of cells) {
+      for (const [name, p] of Object.entries(c.report.policies)) {
+        expect({ name, requests: p.requests, errors: p.errors }).toEqual({ name, requests: c.report.requests, errors: 0 });
+        // Work is the engines' own count: the busiest engine computed at least the mean.
+        expect(p.work_max_over_mean).toBeGreaterThanOrEqual(1);
+        expect(p.utilisation).toBeGreaterThan(0);
+        expect(p.router_cpu_us_per_request).toBeGreaterThan(0);
+      }
+    }
+    expect(cells[0]!.report.policies["kv"]!.hit_rate).toBeGreaterThan(0);
+    expect(out).toContain("targets missed");
+  });
 });
