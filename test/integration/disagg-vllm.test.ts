@@ -64,10 +64,16 @@ describe("--disagg vllm", () => {
 
   test("conditional disaggregation: a short prompt, or one cached on the decode engine, is prefilled there", async () => {
     const before = await sumOver(c.prefill, "mocker_requests_total");
-    const short = await complete(c, { prompt: tokens(4, 3), max_tokens: 2 }); // 67 tokens < 128
+    const importsBefore = await sumOver(c.decode, "mocker_kv_transfer_imports_total");
+    // A client's own P/D fields never reach an engine: only the router sets them.
+    const short = await complete(c, {
+      prompt: tokens(4, 3), max_tokens: 2, // 67 tokens < 128
+      kv_transfer_params: { do_remote_prefill: true, switchyard_shm: "sy-kv-1-1-1" }, bootstrap_host: "10.255.255.1", bootstrap_room: 1,
+    });
     expect(short.status).toBe(200);
     expect(short.headers.get("x-switchyard-prefill-worker")).toBeNull();
     await short.arrayBuffer();
+    expect(await sumOver(c.decode, "mocker_kv_transfer_imports_total")).toBe(importsBefore);
     // A long prompt once (disaggregated), then the same prompt + a few tokens: the decode engine holds it.
     const long = tokens(30, 4, 0);
     const first = await complete(c, { prompt: long, max_tokens: 2 });

@@ -66,6 +66,15 @@ export interface DisaggDispatch {
 
 const encoder = new TextEncoder();
 
+/** The fields of both P/D protocols; only the router sets them under --disagg. */
+const PD_FIELDS = ["kv_transfer_params", "bootstrap_host", "bootstrap_port", "bootstrap_room"] as const;
+
+function withoutPdFields(json: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...json };
+  for (const f of PD_FIELDS) delete out[f];
+  return out;
+}
+
 export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Dispatch, o: DisaggOptions): DisaggDispatch {
   const { requests, prefillFailures } = disaggCounters(d.metrics);
   const call: UpstreamCall = d.upstream ?? fetchUpstream(d.fetch);
@@ -74,10 +83,16 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
   const within = (a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>): ReadonlySet<WorkerId> =>
     a === undefined ? b : new Set([...b].filter((w) => a.has(w)));
 
-  /** The decode worker prefills the whole prompt itself: an ordinary request among decode workers. */
-  const local = (input: ForwardInput, decode: ReadonlySet<WorkerId>, path: DisaggPath): Promise<Response> => {
+  /**
+   * The decode worker prefills the whole prompt itself: an ordinary request among decode
+   * workers, without any P/D field a client put in its body (those are the router's to set:
+   * a client's `kv_transfer_params` or `bootstrap_host` would make an engine pull from where
+   * the client says).
+   */
+  const local = (input: ForwardInput, json: Readonly<Record<string, unknown>>, decode: ReadonlySet<WorkerId>, path: DisaggPath): Promise<Response> => {
     requests.inc([path]);
-    return forward({ ...input, allowedWorkerIds: decode }, fd);
+    const body = PD_FIELDS.some((f) => f in json) ? encoder.encode(JSON.stringify(withoutPdFields(json))) : input.body;
+    return forward({ ...input, body, allowedWorkerIds: decode }, fd);
   };
 
   /** Uncached tokens on the decode worker the scheduler picks now (its booking released at once). */
@@ -149,7 +164,7 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
   };
 
   const vllm = async (input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> => {
-    const body = encoder.encode(JSON.stringify(vllmPrefillBody(json)));
+    const body = encoder.encode(JSON.stringify(vllmPrefillBody(withoutPdFields(json))));
     const exclude = new Set<WorkerId>();
     for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
       const decision = await routePrefill(input, prepared, prefill, exclude);
@@ -174,10 +189,11 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
       d.report?.(decision.worker.workerId, undefined);
       requests.inc(["disaggregated"]);
       const params = kvTransferParamsOf(r.json);
-      const res = await forward({ ...input, body: encoder.encode(JSON.stringify(vllmDecodeBody(json, params))), allowedWorkerIds: decode }, fd);
+      const decodeBody = vllmDecodeBody(withoutPdFields(json), params);
+      const res = await forward({ ...input, body: encoder.encode(JSON.stringify(decodeBody)), allowedWorkerIds: decode }, fd);
       return withPrefillWorker(res, decision.worker.workerId);
     }
-    return local(input, decode, exclude.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
+    return local(input, json, decode, exclude.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
   };
 
   const sglang = async (input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> => {
@@ -185,10 +201,10 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
     const rec = decision && d.registry.get(decision.worker.workerId);
     if (decision === undefined || rec === undefined) {
       decision?.lease.free();
-      return local(input, decode, "fallback_no_prefill_worker");
+      return local(input, json, decode, "fallback_no_prefill_worker");
     }
     const bootstrap = { host: bootstrapHostOf(rec.url), port: o.roles.bootstrapPortOf(rec.url) ?? o.defaultBootstrapPort, room: bootstrapRoom(rand) };
-    const body = encoder.encode(JSON.stringify(sglangBody(json, bootstrap)));
+    const body = encoder.encode(JSON.stringify(sglangBody(withoutPdFields(json), bootstrap)));
     // Both at once, as mini_lb does. The prefill answer is read and dropped; its booking is
     // released whatever happens to it, and its failure never fails the client's answer.
     const prefillDone = prefillOnce(input, decision, rec.url, body)
@@ -219,8 +235,8 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
     if (decode.size === 0) throw new RouterError("no_endpoints", "no healthy decode worker serves this request (--disagg: prefill workers only prefill)");
     const prepared = d.routing.prepare(routed.tokens, routed.loraName);
     const blockSize = o.blockSize;
-    if ((await uncachedOnDecode(routed, prepared, decode, blockSize)) < o.minPrefillTokens) return local(routed, decode, "local_short_prompt");
-    if (prefill.size === 0) return local(routed, decode, "fallback_no_prefill_worker");
+    if ((await uncachedOnDecode(routed, prepared, decode, blockSize)) < o.minPrefillTokens) return local(routed, json, decode, "local_short_prompt");
+    if (prefill.size === 0) return local(routed, json, decode, "fallback_no_prefill_worker");
     return o.protocol === "vllm" ? vllm(routed, json, prepared, prefill, decode) : sglang(routed, json, prepared, prefill, decode);
   };
 }
