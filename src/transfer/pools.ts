@@ -16,6 +16,7 @@ import {
   SY_DISK_NO_DIRECT,
   SY_DISK_UNLINK_ON_CLOSE,
   SY_E_NOT_FOUND,
+  SY_IPC_HANDLE_BYTES,
   SY_LAYOUT_FIELDS,
   SY_POOL_DEVICE,
   SY_POOL_DISK,
@@ -128,6 +129,26 @@ export class NativePool implements TransferPool {
     if (st === SY_E_NOT_FOUND) return false;
     if (st < 0) throw fromStatus(st, lib.lastError(), `removing shared-memory segment ${name}`);
     return true;
+  }
+
+  /**
+   * CUDA IPC (the GPU path of a hand-off): this CUDA device pool's 64-byte memory handle, for
+   * another process on the host to open with openIpc. Throws "unavailable" without a GPU.
+   * Compiled and bound everywhere; never run on the machines this project was tested on.
+   */
+  ipcHandle(): Uint8Array {
+    const out = new Uint8Array(SY_IPC_HANDLE_BYTES);
+    const st = shmSymbols(this.#lib).sy_pool_ipc_handle(this.#live("ipcHandle"), out, out);
+    if (st < 0) throw fromStatus(st, this.#lib.lastError(), "exporting the pool's CUDA IPC handle");
+    return out;
+  }
+
+  /** A device pool over another process's memory (its ipcHandle); device -> device pulls from it are allowed. */
+  static openIpc(lib: NativeLibrary, spec: { handle: Uint8Array; numBlocks: number; layout: BlockLayout }): NativePool {
+    const layout = layoutBytes(spec.layout);
+    const handle = shmSymbols(lib).sy_pool_open_ipc(spec.handle, spec.handle, layout, layout, spec.numBlocks);
+    if (handle < 0) throw fromStatus(handle, lib.lastError(), "opening a CUDA IPC pool");
+    return NativePool.#wrap(lib, handle, { kind: "device", numBlocks: spec.numBlocks, layout: spec.layout }, { name: "cuda-ipc", readOnly: false });
   }
 
   static #wrap(lib: NativeLibrary, handle: number, spec: PoolSpec, shared: { name: string; readOnly: boolean }): NativePool {

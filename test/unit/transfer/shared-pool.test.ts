@@ -32,6 +32,14 @@ describe("NativePool shared memory", () => {
     expect(existsSync(`/dev/shm/${seg}`)).toBe(false);
   });
 
+  test("CUDA IPC: refused as unavailable without a GPU (the GPU path is never run here)", () => {
+    if (lib.gpuUsable) return;
+    using dev = NativePool.create(lib, { kind: "device", numBlocks: 2, layout, backend: "cpu" });
+    expect(() => dev.ipcHandle()).toThrow(expect.objectContaining({ code: "unavailable" }));
+    expect(() => NativePool.openIpc(lib, { handle: new Uint8Array(64), numBlocks: 2, layout })).toThrow(expect.objectContaining({ code: "unavailable" }));
+    expect(() => NativePool.openIpc(lib, { handle: new Uint8Array(8), numBlocks: 2, layout })).toThrow(expect.objectContaining({ code: "invalid-argument" }));
+  });
+
   test("a missing segment is not-found, a second writer and a wrong layout are refused", () => {
     const seg = name("bad");
     expect(() => NativePool.openShared(lib, { name: seg, layout })).toThrow(expect.objectContaining({ code: "not-found" }));
