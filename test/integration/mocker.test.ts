@@ -105,6 +105,8 @@ describe("mocker process", () => {
     expect(info).toEqual({
       worker_id: workerId.toString(), dp_ranks: 2, block_size: BS, kv_blocks: KV_BLOCKS, loras: [], max_loras: 1,
       model: "switchyard-sim", models: ["switchyard-sim"], tokenizer: "bytes", max_concurrency: 64,
+      // who this process is (restart detection) and its P/D role (an ordinary engine: both)
+      instance_id: expect.any(String), started_at: expect.any(Number), role: "both",
     });
     expect(await (await fetch(`${url}/health`)).json()).toEqual({ status: "ok" });
   });
