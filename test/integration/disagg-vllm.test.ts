@@ -5,12 +5,15 @@
  * left and no corrupted block.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { join } from "node:path";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import {
   admin, BS, bookingsReleased, type WorkerView, complete, engineArgs, metric, metricLabelled, segmentsOf, startCluster, sumOver, tokens, workers, type Cluster,
 } from "./disagg-cluster.ts";
 
 setDefaultTimeout(60_000);
+
+const FAULT_ENGINE = join(import.meta.dir, "..", "support", "fault-engine.ts");
 
 const MIN_PREFILL = 128;
 let c: Cluster;
@@ -129,6 +132,38 @@ describe("roles at registration", () => {
 });
 
 describe("--disagg vllm faults", () => {
+  test("a prefill engine that fails before its answer is fenced and the next one prefills", async () => {
+    const f = Bun.spawn({ cmd: [process.execPath, FAULT_ENGINE, "--port", "0", "--mode", "error500"], stdout: "pipe", stderr: "ignore" });
+    try {
+      const line = await until(async () => {
+        const reader = f.stdout.getReader();
+        const { value } = await reader.read();
+        reader.releaseLock();
+        return value ? new TextDecoder().decode(value).split("\n").find((l) => l.startsWith("{")) : undefined;
+      }, "the fault engine's address");
+      const faultUrl = String((JSON.parse(line) as { url: string }).url);
+      const reg = await fetch(`${c.routerUrl}/v1/workers`, {
+        method: "POST", headers: { ...admin, "content-type": "application/json" }, body: JSON.stringify({ url: faultUrl, role: "prefill" }),
+      });
+      expect(reg.status).toBe(201);
+      const faultId = ((await reg.json()) as { id: string }).id;
+      const real = new Set(c.prefill.map((p) => String(p.info.worker_id)));
+      // Fresh prompts until the router picks the fault engine once (a cold engine wins cost ties).
+      for (let i = 0; i < 10 && (await metricLabelled(c.routerUrl, "switchyard_disagg_prefill_failures_total", `worker="${faultId}"`)) === 0; i++) {
+        const res = await complete(c, { prompt: tokens(20, 100 + i), max_tokens: 2 });
+        expect(res.status).toBe(200);
+        expect(real.has(res.headers.get("x-switchyard-prefill-worker")!)).toBe(true);
+        expect(((await res.json()) as { usage: Record<string, number> }).usage.kv_transfer_blocks).toBe(20);
+      }
+      expect(await metricLabelled(c.routerUrl, "switchyard_disagg_prefill_failures_total", `worker="${faultId}"`)).toBe(1);
+      await fetch(`${c.routerUrl}/v1/workers/${faultId}`, { method: "DELETE", headers: admin });
+      await clean();
+    } finally {
+      f.kill("SIGTERM");
+      await f.exited;
+    }
+  });
+
   test("a prefill engine killed mid-transfer: its segment outlives it, the decode engine still gets every block", async () => {
     // Against the engines directly, so the kill falls exactly between the prefill answer and the pull.
     const routerUrl = c.routerUrl;
