@@ -162,21 +162,24 @@ export class MockEngine {
     try {
       await rank.slots.acquire(signal);
       admitted = true;
+      let imported: ImportedKv = { blocks: 0, bytes: 0 };
+      if (req.importKv !== undefined) {
+        // A pull (and SGLang's wait for the prefill engine's room) computes nothing: it does
+        // not take the prefill lane, so it never holds back this rank's other prefills.
+        lease = rank.kv.begin(hashes);
+        if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
+        if (signal?.aborted) throw new AbortedError();
+      }
       await rank.prefill.acquire(signal);
       prefilling = true;
 
-      lease = rank.kv.begin(hashes);
+      lease ??= rank.kv.begin(hashes);
       const cachedTokens = lease.cachedBlocks * c.blockSize;
       const info: GenerateStart = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
       this.counters.promptTokens += req.tokens.length;
       this.counters.cachedTokens += cachedTokens;
       sink.start(info);
 
-      let imported: ImportedKv = { blocks: 0, bytes: 0 };
-      if (req.importKv !== undefined && lease.cachedBlocks < hashes.length) {
-        imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
-        if (signal?.aborted) throw new AbortedError();
-      }
       const computed = req.tokens.length - cachedTokens - imported.blocks * c.blockSize;
       const prefillDone = this.clock.now() + prefillMs(computed, c);
       // Without chunked prefill a GPU runs this prefill instead of the rank's decode steps.

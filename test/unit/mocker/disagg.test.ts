@@ -80,6 +80,23 @@ describe("MockEngine disaggregated timing", () => {
     expect((await b.done).cachedTokens).toBe(8); // stored by the first request; nothing left to import
   });
 
+  test("a pull that waits (SGLang: the prefill engine's room) does not hold back the rank's other prefills", async () => {
+    const clock = new VirtualClock();
+    const engine = new MockEngine({ config: resolveMockerOptions(BASE), workerId: 1n, clock });
+    const a = run(engine, clock, {
+      tokens: prompt(8, 500),
+      importKv: async (_h, from, to) => {
+        await clock.sleep(100); // waiting for the prefill engine
+        return { blocks: to - from, bytes: 0 };
+      },
+    });
+    const b = run(engine, clock, { tokens: prompt(4) });
+    await clock.run();
+    expect(b.at[0]).toBe(4); // B prefilled at once, not after A's 100 ms wait
+    expect(a.at[0]).toBe(100); // A: everything imported, nothing computed
+    await Promise.all([a.done, b.done]);
+  });
+
   test("--prefill-stalls-decode: a prefill holds back running decodes; without it they run on", async () => {
     for (const stall of [false, true]) {
       const clock = new VirtualClock();
