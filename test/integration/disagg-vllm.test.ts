@@ -65,6 +65,20 @@ describe("--disagg vllm", () => {
     await clean();
   });
 
+  test("a chat completion is split too (max_completion_tokens: 1 on the prefill side)", async () => {
+    const content = "The router pairs a prefill worker with a decode worker. ".repeat(20); // ~1100 byte tokens
+    const res = await fetch(`${c.routerUrl}/v1/chat/completions`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content }], max_completion_tokens: 3 }),
+    });
+    const body = (await res.json()) as { usage: Record<string, number>; choices: { message: { content: string } }[] };
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-switchyard-prefill-worker")).not.toBeNull();
+    expect(body.usage.kv_transfer_blocks).toBeGreaterThan(60);
+    expect(body.choices[0]!.message.content.length).toBe(3);
+    await clean();
+  });
+
   test("conditional disaggregation: a short prompt, or one cached on the decode engine, is prefilled there", async () => {
     const before = await sumOver(c.prefill, "mocker_requests_total");
     const importsBefore = await sumOver(c.decode, "mocker_kv_transfer_imports_total");
