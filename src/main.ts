@@ -422,7 +422,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     log,
     onEvents: applyZmqEvents(index, (w) => registry.has(w), (n) => metrics.eventDropped("unknown_worker", n)),
   });
-  const provisioner = new WorkerProvisioner({ membership, sources: zmqSources });
+  const provisioner = new WorkerProvisioner({ membership, sources: zmqSources, setRole: (url, role) => roles.set(url, role) });
   // Busy and admission (issue 13): the engines' own load, scraped from their /metrics, makes
   // a rank busy past --busy-threshold (KV usage) or --busy-waiting (queued requests); when
   // every candidate is busy, requests wait in the admission queue.

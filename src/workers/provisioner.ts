@@ -30,6 +30,8 @@ export interface ProvisionerDeps {
   };
   /** Absent where there is no ZMQ (edge runtimes): `kv_events` is then refused. */
   readonly sources?: KvEventSources;
+  /** Records a spec's `role` (app/disagg/roles.ts) before the worker can be routed to. */
+  readonly setRole?: (url: string, role: "prefill" | "decode" | "both") => void;
 }
 
 export class WorkerProvisioner {
@@ -40,7 +42,8 @@ export class WorkerProvisioner {
     if (kv && !this.d.sources) {
       throw new RouterError("invalid_request", "kv_events: this router has no ZMQ support (libzmq is not available here)", "kv_events");
     }
-    const { kvEvents: _, ...input } = spec;
+    const { kvEvents: _, role, ...input } = spec;
+    if (role !== undefined) this.d.setRole?.(spec.url, role);
     const res = await this.d.membership.register({ ...input, dpRanks: kv?.dpRanks ?? spec.dpRanks, restore: kv ? false : undefined });
     if (!kv || this.d.sources!.has(res.worker.id)) return res;
     if (res.worker.dpRanks !== kv.dpRanks) {

@@ -25,6 +25,8 @@ export interface KvEventsSpec {
 /** A registration (membership's input, `restore` decided by the provisioner) plus its event stream. */
 export interface WorkerSpec extends Omit<RegisterInput, "restore"> {
   readonly kvEvents?: KvEventsSpec;
+  /** Disaggregated serving (--disagg): prefill, decode or both; the operator's word over engine info. */
+  readonly role?: "prefill" | "decode" | "both";
 }
 
 /** vLLM's ZMQ endpoints: tcp://host:port, ipc://path or inproc://name. */
@@ -56,7 +58,8 @@ export const WorkerSpecSchema = v.strictObject({
   model: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
   models: v.optional(v.pipe(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of model names"), v.nonEmpty("must not be empty"))),
   kv_events: v.optional(KvEventsSchema),
-}, "unknown field (accepted: url, id, dp_ranks, block_size, loras, max_loras, model, models, kv_events)");
+  role: v.optional(v.picklist(["prefill", "decode", "both"], "must be prefill, decode or both")),
+}, "unknown field (accepted: url, id, dp_ranks, block_size, loras, max_loras, model, models, kv_events, role)");
 
 /**
  * A body's `kv_events` (validated by KvEventsSchema) with its `dp_ranks` → KvEventsSpec.
@@ -86,5 +89,6 @@ export function parseWorkerSpec(raw: unknown, what = "invalid worker registratio
     model: b.model,
     models: b.models,
     kvEvents,
+    ...(b.role !== undefined ? { role: b.role } : {}),
   };
 }
