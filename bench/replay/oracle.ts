@@ -96,7 +96,9 @@ export function simulateOffline(
     hits += prefixHits(caches[w]!, ids);
     total += ids.length;
     counts[w]!++;
-    for (const id of ids) caches[w]!.touch(id);
+    // Last block first, so the prefix ends up most recently used and the LRU end holds leaves,
+    // as the simulated engine's cache (src/mocker/prefix-cache.ts) and vLLM's free-block order do.
+    for (let k = ids.length - 1; k >= 0; k--) caches[w]!.touch(ids[k]!);
   }
   const mean = trace.length / workers;
   return { hitRate: total ? hits / total : 0, loadMaxOverMean: mean ? Math.max(...counts) / mean : 0 };

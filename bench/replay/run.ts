@@ -9,10 +9,9 @@ import { parseArgs } from "node:util";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { runCell } from "./cell.ts";
-import { SHAPES, generate, type Shape } from "./gen/shapes.ts";
 import { formatTable, toJson, toSvg } from "./report.ts";
 import { runSuite, SUITES, type SuiteName } from "./suite.ts";
-import { loadTrace, type TraceRequest } from "./trace.ts";
+import { traceOf } from "./trace-spec.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const { values: a } = parseArgs({
@@ -91,19 +90,6 @@ function issue13Args(): string[] {
   if (a.admission !== undefined || a["engine-metrics"]) out.push("--engine-metrics-interval", "0.05");
   else out.push("--engine-metrics-interval", "0");
   return out;
-}
-
-/** `gen:SHAPE` generates (seeded by --seed); anything else is a Mooncake JSONL path. */
-export function traceOf(spec: string, limit: number, seed: number): { trace: TraceRequest[]; name: string } {
-  if (spec.startsWith("gen:")) {
-    const shape = spec.slice(4);
-    if (!(SHAPES as readonly string[]).includes(shape)) throw new Error(`--trace gen:SHAPE: SHAPE must be one of ${SHAPES.join(", ")}, got ${shape}`);
-    return { trace: generate(shape as Shape, seed).slice(0, limit), name: `gen-${shape}` };
-  }
-  if (!existsSync(spec)) {
-    throw new Error(`trace ${spec} not found: pass --trace PATH (Mooncake JSONL; bench/replay/fixtures/synthetic-300.jsonl is a small one) or gen:chat|agentic|rag`);
-  }
-  return { trace: loadTrace(spec, limit), name: spec.split("/").pop()!.replace(/\.jsonl$/, "") };
 }
 
 /** kv plus a grid of its own knobs, each as a policy entry cell.ts understands. */

@@ -45,7 +45,7 @@ function cells(suite: SuiteName): CellSpec[] {
       { workload: w, policies: ["kv"], routers: 2, restarts: 1, arrivalScale: 1 },
     ];
   }
-  const n = suite === "quick" ? 600 : 2000;
+  const n = suite === "quick" ? 400 : 2000;
   const workloads: Workload[] = [
     { name: "conversation, half", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.5 },
     { name: "conversation, quarter", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.25 },
@@ -102,7 +102,7 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
       onProgress: o.onProgress,
     });
     results.push({ workload: c.workload.name, routers: c.routers, restarts: c.restarts, arrival_scale: c.arrivalScale, report });
-    if (!o.quiet) console.log(formatTable(report) + "\n");
+    console.log(`${c.workload}, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrivalScale}\n${formatTable(report)}\n`);
   }
   console.log(summaryTable(results));
   console.log(`suite ${suite}: ${results.length} cells in ${((performance.now() - started) / 1000).toFixed(0)} s`);

@@ -33,7 +33,7 @@ export interface OptionSpec {
 
 /** The shape before validation; every value is unknown. */
 export type RawConfigShape = Record<
-  | "port" | "host" | "worker" | "tokenizer" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
+  | "port" | "host" | "worker" | "tokenizer" | "tokenizerWorkers" | "engines" | "policy" | "blockSize" | "overlapWeight" | "temperature"
   | "sessionTtl" | "adminToken" | "healthInterval" | "healthTimeout" | "maxBodyBytes" | "redis"
   | "maxRetries" | "approxTtl" | "logLevel" | "engineSpeedup"
   | "connectTimeout" | "firstByteTimeout" | "responseTimeout" | "streamIdleTimeout" | "idleTimeout" | "drainTimeout"
@@ -50,6 +50,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "port", flag: "--port", env: ["SWITCHYARD_PORT", "PORT"], help: "listen port (default 8080; 0 = any free port)" },
   { key: "host", flag: "--host", env: ["SWITCHYARD_HOST"], help: "listen address (default 0.0.0.0 with --admin-token, else 127.0.0.1)" },
   { key: "tokenizer", flag: "--tokenizer", env: ["SWITCHYARD_TOKENIZER"], list: true, meta: "[MODEL=]PATH", help: "Hugging Face model directory (tokenizer.json + chat template) the engines tokenize with: text is routed on the exact tokens; MODEL=PATH for one model of a mixed fleet; repeatable. Without one: token-id prompts exact, text approximate" },
+  { key: "tokenizerWorkers", flag: "--tokenizer-workers", env: ["SWITCHYARD_TOKENIZER_WORKERS"], help: "Workers that encode prompts of 32k+ characters off the event loop, so a first-sight 128k-token prompt does not stall other requests (default: cores - 1, 1 to 4; 0 = encode in the event loop)" },
   { key: "worker", flag: "--worker", env: ["SWITCHYARD_WORKERS"], list: true, help: "engine base URL; repeatable (env: comma list)" },
   { key: "prefillWorker", flag: "--prefill-worker", env: ["SWITCHYARD_PREFILL_WORKERS"], list: true, help: "a prefill engine of a disaggregated deployment (--disagg); repeatable" },
   { key: "decodeWorker", flag: "--decode-worker", env: ["SWITCHYARD_DECODE_WORKERS"], list: true, help: "a decode engine of a disaggregated deployment (--disagg); repeatable" },
@@ -85,11 +86,11 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "approxTtl", flag: "--approx-ttl", env: ["SWITCHYARD_APPROX_TTL"], help: "approx policy: seconds a routing decision stays in the index (default 120)" },
   { key: "logLevel", flag: "--log-level", env: ["SWITCHYARD_LOG_LEVEL"], help: `${LOG_LEVELS.join("|")} (default info)` },
   { key: "loadGuard", flag: "--load-guard", env: ["SWITCHYARD_LOAD_GUARD"], help: "kv/approx: skip workers whose load exceeds FACTOR x the mean (e.g. 1.25); 0 = off (default 0)" },
-  { key: "prefillWaitFactor", flag: "--prefill-wait-factor", env: ["SWITCHYARD_PREFILL_WAIT_FACTOR"], help: "kv/approx: skip workers where the request's prefill would be done later than FACTOR x the best worker's (+ --prefill-wait-slack x the mean queued prefill); 0 = off, Dynamo's formula (default 1.2)" },
-  { key: "prefillWaitSlack", flag: "--prefill-wait-slack", env: ["SWITCHYARD_PREFILL_WAIT_SLACK"], help: "share of the workers' mean queued prefill added to the prefill-wait bound, so it loosens as the cluster gets busy (default 2)" },
+  { key: "prefillWaitFactor", flag: "--prefill-wait-factor", env: ["SWITCHYARD_PREFILL_WAIT_FACTOR"], help: "kv/approx: skip workers where the request's prefill would be done later than FACTOR x the best worker's (+ --prefill-wait-slack x the mean queued prefill); 0 = off, Dynamo's formula (default 1.05)" },
+  { key: "prefillWaitSlack", flag: "--prefill-wait-slack", env: ["SWITCHYARD_PREFILL_WAIT_SLACK"], help: "share of the workers' mean queued prefill added to the prefill-wait bound, so it loosens as the cluster gets busy (default 0.75)" },
   { key: "loadGuardMetric", flag: "--load-guard-metric", env: ["SWITCHYARD_LOAD_GUARD_METRIC"], help: "what the load guard measures: requests|blocks (default requests)" },
   { key: "activeRequestWeight", flag: "--active-request-weight", env: ["SWITCHYARD_ACTIVE_REQUEST_WEIGHT"], help: "kv/approx: extra cost per active request on a worker (default 0)" },
-  { key: "overlapCredit", flag: "--overlap-credit", env: ["SWITCHYARD_OVERLAP_CREDIT"], help: "kv/approx: credit per cached prompt block beyond the prefill it saves, so requests follow the cache (default 32; 0 = Dynamo's reference formula, see bench/README.md)" },
+  { key: "overlapCredit", flag: "--overlap-credit", env: ["SWITCHYARD_OVERLAP_CREDIT"], help: "kv/approx: credit per cached prompt block beyond the prefill it saves, so requests follow the cache (default 16; 0 = Dynamo's reference formula, see bench/README.md)" },
   { key: "inflightOverlap", flag: "--inflight-overlap", env: ["SWITCHYARD_INFLIGHT_OVERLAP"], help: "kv/approx: count a prefix that in-flight requests on a worker hold as cached there: true|false (default true; false = Dynamo's formula)" },
   { key: "busyThreshold", flag: "--busy-threshold", env: ["SWITCHYARD_BUSY_THRESHOLD"], help: "a rank is busy when its engine's KV usage (engine metrics) or its booked prefill tokens / --worker-capacity exceed this fraction; busy ranks are skipped, and when all are, requests queue (default off)" },
   { key: "loraLoadOnDemand", flag: "--lora-load-on-demand", env: ["SWITCHYARD_LORA_LOAD_ON_DEMAND"], boolean: true, help: "treat a `model` no worker serves (not a base model) as a LoRA adapter and load it from --lora-path (default off)" },
@@ -282,17 +283,18 @@ export const ConfigSchema = v.object({
   // without this a burst sharing a new prefix scatters (bench/README.md: +9% hit rate at a
   // quarter capacity on the synthetic trace, on par with approx's in-flight knowledge).
   inflightOverlap: v.optional(bool, true),
-  // Default 32, not Dynamo's 0: on the Mooncake replays the greedy cost scatters
-  // conversations over cold workers (0.59-0.68 x ideal hit rate); 32 reaches the offline
-  // oracle (0.91 x) with equal or better TTFT. bench/README.md has the runs.
-  overlapCredit: v.optional(nonNegative("a number >= 0"), 32),
+  // Not Dynamo's 0: on the Mooncake replays the greedy cost scatters conversations over cold
+  // workers (0.59-0.68 x ideal hit rate); 32 reached the offline oracle (0.91 x). With the
+  // prefill-wait bound below, 16 does as well on every workload (issue 14, bench/README.md).
+  overlapCredit: v.optional(nonNegative("a number >= 0"), 16),
   // Issue 14: on traffic nobody tuned for (generated chat / agentic shapes) the credit alone
   // piled work on a few engines (work max/mean 1.5-2.4, engines idle); a bound on the prefill
-  // wait relative to the best worker (1.2x), loosened by twice the mean queue as the cluster
-  // saturates, kept the hits and cut TTFT p90 on those, without losing the Mooncake
-  // conversation trace near saturation. bench/README.md has the runs. 0 = off (Dynamo).
-  prefillWaitFactor: v.optional(v.pipe(nonNegative("a number >= 0"), v.check((x) => x === 0 || x >= 1, "must be 0 (off) or >= 1")), 1.2),
-  prefillWaitSlack: v.optional(nonNegative("a number >= 0"), 2),
+  // wait relative to the best worker, loosened by a share of the mean queue as the cluster
+  // saturates, keeps the hits and cuts TTFT p90. 1.05 / 0.75 (with credit 16) is the setting
+  // whose worst TTFT p90 over 7 workloads x 3 loads is closest to each one's best (1.15x;
+  // bench/replay/sim-grid.ts, bench/README.md). 0 = off (Dynamo).
+  prefillWaitFactor: v.optional(v.pipe(nonNegative("a number >= 0"), v.check((x) => x === 0 || x >= 1, "must be 0 (off) or >= 1")), 1.05),
+  prefillWaitSlack: v.optional(nonNegative("a number >= 0"), 0.75),
   redisToken: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
   redisTimeout: v.optional(v.pipe(positive("a number of seconds > 0"), v.maxValue(10, "must be at most 10 seconds")), 0.05),
   loraLoadOnDemand: v.optional(bool, false),
@@ -300,6 +302,7 @@ export const ConfigSchema = v.object({
   loraEvict: v.optional(bool, false),
   zmqEndpoint: v.optional(zmqPairs, []),
   tokenizer: v.optional(TokenizerSpecsSchema, []),
+  tokenizerWorkers: v.optional(int(0, 64)),
   zmqReplayEndpoint: v.optional(zmqPairs, []),
   maxSessions: v.optional(int(1, 2 ** 31), 100_000),
   maxSessionIdLength: v.optional(int(1, 65_536), 256),
@@ -400,6 +403,8 @@ export interface Config {
   readonly zmqEndpoints: readonly ZmqWorker[];
   /** Tokenizer directories: one per model, and/or a default (model undefined). */
   readonly tokenizers: readonly TokenizerSpec[];
+  /** Encode workers per tokenizer (src/tokens/encode-pool.ts); 0: in the event loop; null: cores - 1 (1 to 4). */
+  readonly tokenizerWorkers: number | null;
   /** Sticky bindings the in-memory store holds; the least recently used goes first. */
   readonly maxSessions: number;
   /** Longest session id accepted (characters). */
@@ -489,6 +494,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     loraPath: o.loraPath,
     loraEvict: o.loraEvict,
     tokenizers: o.tokenizer,
+    tokenizerWorkers: o.tokenizerWorkers ?? null,
     zmqEndpoints: o.zmqEndpoint.map((p) => ({
       ...p,
       replayEndpoint: o.zmqReplayEndpoint.find((r) => sameWorkerUrl(r.workerUrl, p.workerUrl))?.endpoint,

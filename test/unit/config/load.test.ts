@@ -84,8 +84,11 @@ describe("loadConfig", () => {
 
   test("scheduler knobs: load guard off by default, on with a factor >= 1, bad values named", () => {
     const d = loadConfig({ argv: [], env: {} });
-    expect(d).toMatchObject({ loadGuard: null, loadGuardMetric: "requests", activeRequestWeight: 0, busyThreshold: null, overlapCredit: 32 });
+    expect(d).toMatchObject({ loadGuard: null, loadGuardMetric: "requests", activeRequestWeight: 0, busyThreshold: null, overlapCredit: 16 });
+    expect(d).toMatchObject({ prefillWaitFactor: 1.05, prefillWaitSlack: 0.75 });
     expect(loadConfig({ argv: ["--overlap-credit", "0"], env: {} }).overlapCredit).toBe(0);
+    expect(loadConfig({ argv: ["--prefill-wait-factor", "0"], env: {} }).prefillWaitFactor).toBeNull();
+    expect(() => loadConfig({ argv: ["--prefill-wait-factor", "0.5"], env: {} })).toThrow(/--prefill-wait-factor/);
     const c = loadConfig({ argv: ["--load-guard", "1.25", "--load-guard-metric", "blocks", "--busy-threshold", "0.9"], env: {} });
     expect(c).toMatchObject({ loadGuard: 1.25, loadGuardMetric: "blocks", busyThreshold: 0.9 });
     const p = problems(() => loadConfig({ argv: ["--load-guard", "0.5", "--load-guard-metric", "tokens"], env: {} }));

@@ -1,0 +1,227 @@
+/**
+ * A deterministic, single-process timing simulation of the replay (no processes, no sockets,
+ * trace time only), driving the router's real scheduler code (createPipeline + findBestMatch +
+ * LoadTracker) against modelled engines: one FIFO prefill lane each, 1 ms + `prefillUsPerToken`
+ * per uncached token, an LRU prefix cache of `kvBlocks` trace blocks checked when the prefill
+ * starts and filled when it ends (as the simulated engine does; the router's precise index sees
+ * the caches as KV events would, without their delay), decode of `maxOutputTokens` steps.
+ *
+ * Why: on the shared 2-core machine the real replay's TTFTs move ±30% run to run, more than the
+ * differences between settings of one policy; choosing kv's defaults needs a measurement
+ * without that noise. It is not the measurement of record (run.ts / suite.ts are): no HTTP, no
+ * event delay, one router, no `approx`. `bun bench/replay/sim.ts --trace gen:agentic --sweep`.
+ */
+import { parseArgs } from "node:util";
+import type { WorkerKey } from "../../src/core/ids.ts";
+import type { OverlapScores } from "../../src/core/overlap.ts";
+import { schedulerConfig, type SchedulerConfig } from "../../src/scheduler/config.ts";
+import { endpointsOf } from "../../src/scheduler/endpoints.ts";
+import { findBestMatch } from "../../src/scheduler/find-best-match.ts";
+import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
+import { createPipeline, isPolicyName } from "../../src/scheduler/registry.ts";
+import { mulberry32 } from "../../test/support/prng.ts";
+import { textTable } from "../support/text-table.ts";
+import { idealHitRate } from "./oracle.ts";
+import { summarize } from "./stats.ts";
+import { fullBlockIds, TRACE_BLOCK_TOKENS, uniqueFullBlocks, type TraceRequest } from "./trace.ts";
+
+export interface SimOptions {
+  engines: number;
+  kvBlocks: number;
+  prefillUsPerToken: number;
+  decodeMsPerStep: number;
+  maxOutputTokens: number;
+  arrivalScale: number;
+  seed: number;
+}
+
+export interface SimResult {
+  hit: number;
+  ttft: { p50: number; p90: number; p99: number };
+  workMaxOverMean: number;
+  util: number;
+  idle: number;
+}
+
+class Lru {
+  readonly map = new Map<number, true>();
+  constructor(readonly capacity: number) {}
+  prefix(ids: readonly number[]): number {
+    let n = 0;
+    while (n < ids.length && this.map.has(ids[n]!)) n++;
+    return n;
+  }
+  /** Last block first: parents stay more recent than children, so eviction takes leaves (as the simulated engine). */
+  touch(ids: readonly number[]): void {
+    for (let k = ids.length - 1; k >= 0; k--) {
+      const id = ids[k]!;
+      this.map.delete(id);
+      this.map.set(id, true);
+    }
+    while (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value!);
+  }
+}
+
+/** A binary min-heap of [time, seq, action]: ties in time run in insertion order. */
+class Events {
+  /** The time of the event being run. */
+  now = 0;
+  #h: [number, number, () => void][] = [];
+  #seq = 0;
+  push(t: number, f: () => void): void {
+    const h = this.#h;
+    h.push([t, this.#seq++, f]);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (less(h[p]!, h[i]!)) break;
+      [h[p], h[i]] = [h[i]!, h[p]!];
+      i = p;
+    }
+  }
+  pop(): [number, () => void] | undefined {
+    const h = this.#h;
+    if (h.length === 0) return undefined;
+    const top = h[0]!;
+    const last = h.pop()!;
+    if (h.length > 0) {
+      h[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && less(h[l]!, h[m]!)) m = l;
+        if (r < h.length && less(h[r]!, h[m]!)) m = r;
+        if (m === i) break;
+        [h[m], h[i]] = [h[i]!, h[m]!];
+        i = m;
+      }
+    }
+    return [top[0], top[2]];
+  }
+}
+const less = (a: [number, number, unknown], b: [number, number, unknown]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+
+export function simulate(trace: readonly TraceRequest[], policy: string, config: SchedulerConfig, o: SimOptions): SimResult {
+  if (!isPolicyName(policy)) throw new Error(`unknown policy ${policy}`);
+  const endpoints = endpointsOf(Array.from({ length: o.engines }, (_, i) => ({ workerId: BigInt(i + 1) })));
+  const keys: WorkerKey[] = endpoints.map((e) => e.key);
+  const tracker = new LoadTracker({ blockSize: config.blockSize });
+  tracker.updateWorkers(endpoints.map((e) => e.worker));
+  const pipeline = createPipeline(policy, config);
+  const rng = mulberry32(o.seed);
+  const caches = keys.map(() => new Lru(o.kvBlocks));
+  const lanes = keys.map(() => ({ busy: false, queue: [] as (() => void)[] }));
+  const work = new Array<number>(o.engines).fill(0);
+  const ttfts: number[] = [];
+  let cachedBlocks = 0;
+  let promptBlocks = 0;
+  const ev = new Events();
+  const t0 = trace[0]?.timestamp ?? 0;
+  let lastT = 0;
+
+  const runLane = (e: number) => {
+    const lane = lanes[e]!;
+    if (lane.busy) return;
+    const next = lane.queue.shift();
+    if (next) {
+      lane.busy = true;
+      next();
+    }
+  };
+
+  trace.forEach((r, i) => {
+    const arrival = (r.timestamp - t0) * o.arrivalScale;
+    ev.push(arrival, () => {
+      const ids = fullBlockIds(r);
+      const seqHashes = BigUint64Array.from(ids, (id) => BigInt(id) + 1n);
+      const scores = new Map<WorkerKey, number>();
+      const treeSizes = new Map<WorkerKey, number>();
+      caches.forEach((c, e) => {
+        const d = c.prefix(ids);
+        if (d > 0) scores.set(keys[e]!, d);
+        treeSizes.set(keys[e]!, c.map.size);
+      });
+      const overlaps: OverlapScores = { scores, treeSizes, frequencies: [] };
+      const id = `r${i}`;
+      const sel = findBestMatch({
+        overlaps, seqHashes, isl: r.inputLength, endpoints, tracker, pipeline, config, now: arrival, rng, requestId: id, updateStates: true,
+        sessionId: r.sessionId,
+      });
+      const e = keys.indexOf(sel.key);
+      lanes[e]!.queue.push(() => {
+        const start = ev.now;
+        const cached = caches[e]!.prefix(ids);
+        caches[e]!.touch(ids.slice(0, cached));
+        const uncached = r.inputLength - cached * TRACE_BLOCK_TOKENS;
+        work[e]! += uncached;
+        cachedBlocks += cached;
+        promptBlocks += ids.length;
+        const done = start + 1 + (uncached * o.prefillUsPerToken) / 1000;
+        ev.push(done, () => {
+          caches[e]!.touch(ids);
+          ttfts.push(done - arrival);
+          tracker.markPrefillCompleted(id, done);
+          lanes[e]!.busy = false;
+          runLane(e);
+          const out = Math.min(r.outputLength, o.maxOutputTokens);
+          ev.push(done + Math.max(0, out - 1) * o.decodeMsPerStep, () => tracker.free(id, ev.now));
+        });
+      });
+      runLane(e);
+    });
+  });
+  for (let x = ev.pop(); x; x = ev.pop()) {
+    ev.now = x[0];
+    lastT = x[0];
+    x[1]();
+  }
+  const mean = work.reduce((s, w) => s + w, 0) / work.length;
+  const t = summarize(ttfts);
+  return {
+    hit: promptBlocks ? cachedBlocks / promptBlocks : 0,
+    ttft: { p50: t.p50, p90: t.p90, p99: t.p99 },
+    workMaxOverMean: mean ? Math.max(...work) / mean : 0,
+    util: (work.reduce((s, w) => s + w, 0) * o.prefillUsPerToken) / 1000 / (o.engines * Math.max(1, lastT)),
+    idle: work.filter((w) => w === 0).length,
+  };
+}
+
+if (import.meta.main) {
+  const { traceOf } = await import("./trace-spec.ts");
+  const { values: a } = parseArgs({
+    options: {
+      trace: { type: "string", default: "gen:chat" },
+      requests: { type: "string", default: "2000" },
+      engines: { type: "string", default: "8" },
+      "kv-fraction": { type: "string", default: "0.5" },
+      policies: { type: "string", default: "kv,dynamo,sglang,llm-d,prodstack-prefix,prodstack-session,least-loaded,round-robin" },
+      "arrival-scale": { type: "string", default: "1" },
+      sweep: { type: "boolean", default: false },
+      "sweep-credits": { type: "string", default: "0,8,32,128" },
+      "sweep-wait-factors": { type: "string", default: "0,1.1,1.2,1.5,2" },
+      "sweep-slacks": { type: "string", default: "0,1,2,4" },
+      seed: { type: "string", default: "1" },
+    },
+  });
+  const { trace, name } = traceOf(a.trace!, Number(a.requests), Number(a.seed));
+  const engines = Number(a.engines);
+  const kvBlocks = Math.max(1, Math.ceil((uniqueFullBlocks(trace) * Number(a["kv-fraction"])) / engines));
+  const o: SimOptions = { engines, kvBlocks, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: Number(a["arrival-scale"]), seed: Number(a.seed) };
+  // The router's defaults as the CLI sets them (src/config/schema.ts).
+  const base = { blockSize: TRACE_BLOCK_TOKENS, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 };
+  const entries: [string, string, Partial<SchedulerConfig>][] = a.policies!.split(",").map((p) => [p, p, {}]);
+  if (a.sweep) {
+    for (const c of a["sweep-credits"]!.split(",").map(Number))
+      for (const f of a["sweep-wait-factors"]!.split(",").map(Number))
+        for (const s of f === 0 ? [0] : a["sweep-slacks"]!.split(",").map(Number))
+          entries.push([`kv c=${c} f=${f} s=${s}`, "kv", { overlapCredit: c, prefillWaitFactor: f === 0 ? null : f, prefillWaitQueueShare: s }]);
+  }
+  const rows = entries.map(([label, policy, over]) => {
+    const r = simulate(trace, policy, schedulerConfig({ ...base, ...over }), o);
+    return [label, r.hit.toFixed(3), r.ttft.p50.toFixed(0), r.ttft.p90.toFixed(0), r.ttft.p99.toFixed(0), r.workMaxOverMean.toFixed(2), String(r.idle), r.util.toFixed(2)];
+  });
+  console.log(`sim ${name}: ${trace.length} requests, ${engines} engines × ${kvBlocks} blocks, ideal hit ${idealHitRate(trace).toFixed(3)}, arrival scale ${a["arrival-scale"]} (TTFT in trace ms)`);
+  console.log(textTable(["policy", "hit", "ttft p50", "p90", "p99", "work max/mean", "idle", "util"], rows));
+}
