@@ -162,8 +162,10 @@ describe("--disagg vllm faults", () => {
       expect(reg.status).toBe(201);
       const faultId = ((await reg.json()) as { id: string }).id;
       const real = new Set(c.prefill.map((p) => String(p.info.worker_id)));
-      // Fresh prompts until the router picks the fault engine once (a cold engine wins cost ties).
-      for (let i = 0; i < 10 && (await metricLabelled(c.routerUrl, "switchyard_disagg_prefill_failures_total", `worker="${faultId}"`)) === 0; i++) {
+      await until(async () => (await workers(c)).find((w) => w.id === faultId)?.healthy, "the fault engine healthy");
+      // Fresh prompts (no overlap anywhere: equal costs, random ties among 3 prefill workers)
+      // until the router picks the fault engine once; 40 tries miss it with p = (2/3)^40 < 1e-7.
+      for (let i = 0; i < 40 && (await metricLabelled(c.routerUrl, "switchyard_disagg_prefill_failures_total", `worker="${faultId}"`)) === 0; i++) {
         const res = await complete(c, { prompt: tokens(20, 100 + i), max_tokens: 2 });
         expect(res.status).toBe(200);
         expect(real.has(res.headers.get("x-switchyard-prefill-worker")!)).toBe(true);

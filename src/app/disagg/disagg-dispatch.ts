@@ -55,8 +55,14 @@ export interface DisaggOptions {
 
 /** Header naming the prefill worker of a disaggregated answer (absent: prefilled on the decode worker). */
 export const HEADER_PREFILL_WORKER = "x-switchyard-prefill-worker";
-/** The largest prefill answer read (it is one token and the hand-off parameters). */
-const MAX_PREFILL_ANSWER_BYTES = 1 << 20;
+/**
+ * The largest prefill answer kept (vLLM: one token and the hand-off parameters, but prompt
+ * logprobs of a long prompt can make it megabytes). Larger: not the engine's fault, so no fence;
+ * the decode engine prefills locally. SGLang's prefill answers are read and dropped, never kept.
+ */
+const MAX_PREFILL_ANSWER_BYTES = 16 << 20;
+
+class AnswerTooLarge extends Error {}
 
 export type DisaggPath = "disaggregated" | "local_short_prompt" | "fallback_no_prefill_worker" | "fallback_prefill_failed" | "aggregated_lora";
 
@@ -138,9 +144,11 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
   type PrefillResult =
     | { kind: "ok"; json: unknown }
     | { kind: "failed"; reason: string }
+    /** Not the engine's fault (no fence): the answer is larger than MAX_PREFILL_ANSWER_BYTES. */
+    | { kind: "too_large" }
     | { kind: "client_gone" }
     | { kind: "client_error"; status: number; body: Uint8Array; headers: readonly string[] };
-  const prefillOnce = async (input: ForwardInput, decision: RouteDecision, url: string, body: Uint8Array): Promise<PrefillResult> => {
+  const prefillOnce = async (input: ForwardInput, decision: RouteDecision, url: string, body: Uint8Array, keep = true): Promise<PrefillResult> => {
     const a = await attemptUpstream({
       call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request.headers, decision.worker.dpRank), body,
       clientSignal: input.request.signal, deadlines: d.deadlines ?? NO_DEADLINES, stream: false, last: false,
@@ -150,12 +158,14 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
     decision.lease.prefillDone();
     let bytes: Uint8Array;
     try {
-      bytes = await readAll(a.first?.value, a.first?.done === true, a.reader, MAX_PREFILL_ANSWER_BYTES);
+      bytes = await readAll(a.first?.value, a.first?.done === true, a.reader, keep ? MAX_PREFILL_ANSWER_BYTES : Infinity, keep);
     } catch (e) {
+      if (e instanceof AnswerTooLarge) return { kind: "too_large" };
       return { kind: "failed", reason: `prefill answer unreadable: ${(e as Error).message}` };
     }
     if (a.res.status >= 500) return { kind: "failed", reason: `HTTP ${a.res.status}` };
     if (a.res.status >= 400) return { kind: "client_error", status: a.res.status, body: bytes, headers: a.res.headers };
+    if (!keep) return { kind: "ok", json: undefined };
     try {
       return { kind: "ok", json: JSON.parse(new TextDecoder().decode(bytes)) };
     } catch {
@@ -181,6 +191,10 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
         return new Response(null, { status: 499 });
       }
       if (r.kind === "client_error") return passOn(r);
+      if (r.kind === "too_large") {
+        d.log.warn(`disagg: prefill answer of worker ${decision.worker.workerId} is larger than ${MAX_PREFILL_ANSWER_BYTES} bytes; prefilling on the decode worker`);
+        break;
+      }
       if (r.kind === "failed") {
         exclude.add(decision.worker.workerId);
         if (rec !== undefined) failPrefill(decision, rec.url, r.reason);
@@ -193,7 +207,7 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
       const res = await forward({ ...input, body: encoder.encode(JSON.stringify(decodeBody)), allowedWorkerIds: decode }, fd);
       return withPrefillWorker(res, decision.worker.workerId);
     }
-    return local(input, json, decode, exclude.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
+    return local(input, json, decode, exclude.size > 0 || prefill.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
   };
 
   const sglang = async (input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> => {
@@ -207,7 +221,7 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
     const body = encoder.encode(JSON.stringify(sglangBody(withoutPdFields(json), bootstrap)));
     // Both at once, as mini_lb does. The prefill answer is read and dropped; its booking is
     // released whatever happens to it, and its failure never fails the client's answer.
-    const prefillDone = prefillOnce(input, decision, rec.url, body)
+    const prefillDone = prefillOnce(input, decision, rec.url, body, false)
       .then((r) => {
         if (r.kind === "failed") failPrefill(decision, rec.url, r.reason);
         else if (r.kind === "ok") d.report?.(decision.worker.workerId, undefined);
@@ -278,28 +292,28 @@ function passOn(r: { status: number; body: Uint8Array; headers: readonly string[
   return new Response(r.body, { status: r.status, headers });
 }
 
-/** The whole body (first chunk already read), at most `max` bytes. */
-async function readAll(first: Uint8Array | undefined, done: boolean, reader: UpstreamBody | undefined, max: number): Promise<Uint8Array> {
+/** The whole body (first chunk already read), at most `max` bytes; `keep` false: read to the end and drop it. */
+async function readAll(first: Uint8Array | undefined, done: boolean, reader: UpstreamBody | undefined, max: number, keep = true): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   let size = 0;
   const add = (c: Uint8Array) => {
     size += c.length;
-    if (size > max) throw new Error(`longer than ${max} bytes`);
-    parts.push(c);
+    if (size > max) throw new AnswerTooLarge(`longer than ${max} bytes`);
+    if (keep) parts.push(c);
   };
-  if (first !== undefined) add(first);
-  if (!done && reader !== undefined) {
-    try {
-      for (;;) {
-        const r = await reader.read();
-        if (r.done) break;
-        if (r.value !== undefined) add(r.value);
-      }
-    } catch (e) {
-      void reader.cancel().catch(() => {});
-      throw e;
+  try {
+    if (first !== undefined) add(first);
+    while (!done && reader !== undefined) {
+      const r = await reader.read();
+      if (r.done) break;
+      if (r.value !== undefined) add(r.value);
     }
+  } catch (e) {
+    // Too large or broken: close the engine connection instead of leaving the rest unread.
+    void reader?.cancel().catch(() => {});
+    throw e;
   }
+  if (!keep) return new Uint8Array(0);
   if (parts.length === 1) return parts[0]!;
   const out = new Uint8Array(size);
   let off = 0;
