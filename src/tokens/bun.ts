@@ -5,6 +5,7 @@
  */
 import type { EngineTokenizer, TokenizerImpl } from "./engine-tokenizer.ts";
 import { type LoadTokenizerOptions, loadEngineTokenizer } from "./load.ts";
+import { EncodePool, type EncodePoolOptions, offloadLargeEncodes } from "./encode-pool.ts";
 import { createNativeLibrary } from "./native-library.ts";
 
 export const readTextWithBun = (path: string): Promise<string> => Bun.file(path).text();
@@ -19,10 +20,31 @@ export const readTextWithBun = (path: string): Promise<string> => Bun.file(path)
  */
 export function loadEngineTokenizerOnBun(
   dir: string,
-  opts: Omit<LoadTokenizerOptions, "readText" | "nativeLibrary"> & { impl?: TokenizerImpl } = {},
+  opts: Omit<LoadTokenizerOptions, "readText" | "nativeLibrary" | "offload"> & {
+    impl?: TokenizerImpl;
+    /**
+     * impl "pure": encode large texts in a pool of Workers (encode-pool.ts) so they do not
+     * stall the event loop. Off when undefined (tests, benches); the router turns it on.
+     */
+    encodePool?: EncodePoolOptions;
+  } = {},
 ): Promise<EngineTokenizer> {
+  const poolOpts = opts.encodePool;
   return loadEngineTokenizer(dir, {
     ...opts,
+    offload:
+      poolOpts === undefined
+        ? undefined
+        : async (library, at) => {
+            const pool = new EncodePool(at, { ...poolOpts, byteLevelBpe: opts.byteLevelBpe });
+            try {
+              await pool.ready;
+            } catch (e) {
+              pool.close();
+              throw e;
+            }
+            return offloadLargeEncodes(library, pool, poolOpts.minChars);
+          },
     impl: opts.impl ?? "pure",
     now: opts.now ?? (() => Date.now()),
     readText: readTextWithBun,

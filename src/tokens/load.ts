@@ -4,10 +4,10 @@
  * (`opts.nativeLibrary`, from native-library.ts; ./bun.ts wires both on Bun). Checks
  * the segment cache on a probe text with the real library before turning it on.
  */
-import type { EngineTokenizer, ReadText, TokenizerLibraryFactory, TokenizerImpl } from "./engine-tokenizer.ts";
+import type { EngineTokenizer, ReadText, TokenizerImpl, TokenizerLibrary, TokenizerLibraryFactory } from "./engine-tokenizer.ts";
 import { type BpeTokenizerJson, byteLevelBpePlan, createBpeLibrary } from "./bpe-library.ts";
 import { HfEngineTokenizer } from "./hf-engine-tokenizer.ts";
-import { loadModelFiles } from "./model-files.ts";
+import { loadModelFiles, type ModelFiles } from "./model-files.ts";
 import { createPureLibrary } from "./pure-library.ts";
 import { segmentPlan } from "./segment-cache.ts";
 
@@ -30,6 +30,11 @@ export interface LoadTokenizerOptions {
    * qualifies (default true; else, and when false, with `@huggingface/tokenizers`).
    */
   byteLevelBpe?: boolean;
+  /**
+   * impl "pure": where large encodes run instead of this thread (Bun: a pool of Workers,
+   * encode-pool.ts, wired by ./bun.ts). Default: in this thread.
+   */
+  offload?: (library: TokenizerLibrary, dir: string) => TokenizerLibrary | Promise<TokenizerLibrary>;
 }
 
 const noClock = (): number => {
@@ -54,6 +59,23 @@ function sameIds(a: Uint32Array, b: Uint32Array): boolean {
   return true;
 }
 
+/** The pure encoder: the byte-level BPE where tokenizer.json qualifies, else the library (saying why). */
+function pureFactory(files: ModelFiles, byteLevelBpe: boolean): TokenizerLibraryFactory {
+  if (!byteLevelBpe) return createPureLibrary;
+  const plan = byteLevelBpePlan(files.tokenizer as BpeTokenizerJson);
+  if (typeof plan !== "string") return (_json, config) => createBpeLibrary(plan, config);
+  return async (...args) => {
+    const lib = await createPureLibrary(...args);
+    return { ...lib, implementation: `${lib.implementation}; byte-level BPE not used: ${plan}` };
+  };
+}
+
+/** A model directory's pure encoder alone (text -> ids, no template): what an encode worker runs. */
+export async function loadPureLibrary(dir: string, opts: { readText: ReadText; byteLevelBpe?: boolean }): Promise<TokenizerLibrary> {
+  const files = await loadModelFiles(dir, opts.readText);
+  return await pureFactory(files, opts.byteLevelBpe !== false)(files.tokenizerJson, files.config, files.tokenizerJsonPath);
+}
+
 export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOptions = {}): Promise<EngineTokenizer> {
   const impl = opts.impl ?? "pure";
   if (opts.readText === undefined) {
@@ -76,23 +98,14 @@ export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOption
     // neither library exposes that switch, so the ids would differ: refuse rather than guess.
     throw new Error(`${dir}/tokenizer_config.json: split_special_tokens: true is not supported by the router's tokenizer`);
   }
-  if (impl === "pure" && opts.byteLevelBpe !== false) {
-    // The fast encoder where tokenizer.json qualifies; the library (saying why) where not.
-    const plan = byteLevelBpePlan(files.tokenizer as BpeTokenizerJson);
-    factory =
-      typeof plan !== "string"
-        ? (_json, config) => createBpeLibrary(plan, config)
-        : async (...args) => {
-            const lib = await createPureLibrary(...args);
-            return { ...lib, implementation: `${lib.implementation}; byte-level BPE not used: ${plan}` };
-          };
-  }
+  if (impl === "pure") factory = pureFactory(files, opts.byteLevelBpe !== false);
   let encoder;
   try {
     encoder = await factory(files.tokenizerJson, files.config, files.tokenizerJsonPath);
   } catch (e) {
     throw new Error(`${files.tokenizerJsonPath}: the ${impl} tokenizer library cannot load it (${(e as Error).message})`);
   }
+  if (impl === "pure" && opts.offload !== undefined) encoder = await opts.offload(encoder, dir);
   const plan = segmentPlan(files.tokenizer);
   const tok = new HfEngineTokenizer(
     files,
