@@ -4,10 +4,10 @@
  */
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 
 const ROOT = join(import.meta.dir, "..");
-const PURE_DIRS = ["src/core", "src/indexer", "src/scheduler", "src/recovery", "src/lora", "src/tokens"];
+const PURE_DIRS = ["src/core", "src/indexer", "src/scheduler", "src/recovery", "src/lora", "src/tokens", "src/protocol", "src/router"];
 const PURE_FILES = ["src/sessions/store.ts", "src/sessions/sticky.ts", "src/sessions/memory-store.ts"];
 /**
  * Bun adapters inside pure folders: only Bun's composition root (and Bun-only tests/benches)
@@ -98,5 +98,63 @@ describe("architecture: the checker itself", () => {
     const bad = code('import { x } from "node:fs";\nconst t = Date.now();\n// Bun.write is only mentioned in a comment\n');
     const hits = FORBIDDEN.filter(([re]) => re.test(bad)).map(([, what]) => what);
     expect(hits).toEqual(["node:* import", "wall clock (pass time in)"]);
+  });
+});
+
+/**
+ * Forbidden arrows between folders (issue 10): which top-level folders under src/ a folder's
+ * relative imports may reach. `allowed`: only these; `forbidden`: anything but these.
+ */
+interface Arrow {
+  readonly from: string;
+  readonly allowed?: readonly string[];
+  readonly forbidden?: readonly string[];
+  readonly why: string;
+}
+const ARROWS: readonly Arrow[] = [
+  {
+    from: "mocker",
+    allowed: ["mocker", "core", "protocol", "tokens", "native", "transfer"],
+    why: "the simulated engine speaks the wire protocol (src/protocol); it never reaches into the router",
+  },
+  { from: "transfer", allowed: ["transfer", "core", "protocol", "native"], why: "the transfer agent has its own small edge" },
+  { from: "protocol", allowed: ["protocol", "core"], why: "the wire protocol depends on nothing but the shared vocabulary" },
+  { from: "scheduler", forbidden: ["indexer"], why: "the scheduler chooses from overlap it is given; it does not walk the index" },
+  { from: "router", forbidden: ["runtime", "app", "native", "events", "sessions", "sync", "upstream"], why: "the router room is runtime-free" },
+];
+
+/** The top-level src/ folder each relative import of `text` (a file at `file`) lands in. */
+function importedFolders(file: string, text: string): string[] {
+  const srcRoot = join(ROOT, "src");
+  const out: string[] = [];
+  for (const m of code(text).matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)) {
+    const target = relative(srcRoot, resolve(dirname(file), m[1]!));
+    if (target.startsWith("..")) continue;
+    out.push(target.split(sep)[0]!);
+  }
+  return out;
+}
+
+function arrowViolations(arrow: Arrow, folders: readonly string[]): string[] {
+  return folders.filter((f) => (arrow.allowed ? !arrow.allowed.includes(f) : arrow.forbidden!.includes(f)));
+}
+
+describe("architecture: forbidden arrows between folders", () => {
+  for (const arrow of ARROWS) {
+    for (const f of tsFiles(join(ROOT, "src", arrow.from))) {
+      test(`${relative(ROOT, f)} (${arrow.why})`, () => {
+        const bad = arrowViolations(arrow, importedFolders(f, readFileSync(f, "utf8")));
+        expect(bad).toEqual([]);
+      });
+    }
+  }
+
+  test("the checker resolves relative imports to folders and flags a wrong arrow", () => {
+    const file = join(ROOT, "src/mocker/x.ts");
+    const folders = importedFolders(file, 'import { a } from "../recovery/types.ts";\nimport { b } from "./engine.ts";\n// from "../app/x.ts"\n');
+    expect(folders).toEqual(["recovery", "mocker"]);
+    expect(arrowViolations(ARROWS[0]!, folders)).toEqual(["recovery"]);
+    const sched = importedFolders(join(ROOT, "src/scheduler/costs/y.ts"), 'import type { K } from "../../indexer/types.ts";');
+    expect(arrowViolations(ARROWS[3]!, sched)).toEqual(["indexer"]);
   });
 });

@@ -1,10 +1,11 @@
 /**
  * The one place that turns errors into HTTP: RouterError codes -> status, and the OpenAI
- * error body {"error":{"message","type","code","param"}}. Anything that is not a
+ * error body {"error":{"message","type","code","param"}} (its shape: src/protocol/openai-error.ts). Anything that is not a
  * RouterError is an internal error (500) whose message stays in the router's log: it may
  * hold an engine's URL or answer, which clients must not see (issue 12).
  */
 import { isRouterError, type RouterErrorCode } from "../core/errors.ts";
+import { errorResponse } from "../protocol/openai-error.ts";
 
 export const STATUS_BY_CODE: Readonly<Record<RouterErrorCode, number>> = {
   invalid_request: 400,
@@ -27,25 +28,7 @@ export const STATUS_BY_CODE: Readonly<Record<RouterErrorCode, number>> = {
   internal: 500,
 };
 
-/** OpenAI's `type` field: what kind of problem, from the status. */
-function openAiType(status: number): string {
-  if (status === 401) return "authentication_error";
-  if (status === 403) return "permission_error";
-  if (status === 404) return "not_found_error";
-  if (status === 429) return "rate_limit_error";
-  if (status === 413 || (status >= 400 && status < 500)) return "invalid_request_error";
-  if (status === 503) return "service_unavailable";
-  return "server_error";
-}
-
-/** An error response in OpenAI's shape. */
-export function errorResponse(status: number, code: string, message: string, param?: string): Response {
-  const body = { error: { message, type: openAiType(status), code, param: param ?? null } };
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json" },
-  });
-}
+export { errorResponse } from "../protocol/openai-error.ts";
 
 /** Status and code of any thrown value. */
 export function classify(e: unknown): { status: number; code: string; message: string; param?: string } {

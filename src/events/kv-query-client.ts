@@ -1,11 +1,12 @@
 /**
  * The recovery driver's WorkerQuery over HTTP: GET {url}/kv/query?dp_rank=&start_id=&end_id=
- * on the worker, decoded by recovery/wire.ts. No start_id asks for a full tree dump. The
+ * on the worker, decoded by protocol/kv-query-wire.ts. No start_id asks for a full tree dump. The
  * worker's URL comes from the registry at call time, so a re-registered worker is found.
  */
 import type { DpRank, EventId, WorkerId } from "../core/ids.ts";
-import type { WorkerKvQueryResponse, WorkerQuery } from "../recovery/types.ts";
-import { parseWorkerKvQueryResponse } from "../recovery/wire.ts";
+import type { WorkerKvQueryResponse } from "../protocol/kv-query.ts";
+import type { WorkerQuery } from "../recovery/types.ts";
+import { parseWorkerKvQueryResponse } from "../protocol/kv-query-wire.ts";
 
 export interface KvQueryClientOptions {
   readonly urlOf: (workerId: WorkerId) => string | undefined;

@@ -1,14 +1,14 @@
 /**
  * One dp rank's KV event log: it gives events dense ids from 0 and keeps the most recent
- * ones in the recovery ring buffer (src/recovery/event-buffer.ts), which answers the
+ * ones in the recovery ring buffer (src/protocol/event-buffer.ts), which answers the
  * recovery query of spec §3.8. Pure; the tree dump comes from the caller (it knows the cache).
  */
 import type { KvCacheEventData, RouterEvent } from "../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../core/ids.ts";
-import { EventBuffer, WORKER_KV_INDEXER_BUFFER_SIZE } from "../recovery/event-buffer.ts";
-import type { WorkerKvQueryResponse } from "../recovery/types.ts";
+import { EventBuffer, WORKER_KV_INDEXER_BUFFER_SIZE } from "../protocol/event-buffer.ts";
+import type { WorkerKvQueryResponse } from "../protocol/kv-query.ts";
 
-export type { WorkerKvQueryResponse } from "../recovery/types.ts";
+export type { WorkerKvQueryResponse } from "../protocol/kv-query.ts";
 
 export class RankEventLog {
   private readonly buffer: EventBuffer;

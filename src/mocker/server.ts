@@ -13,7 +13,7 @@ import type { RouterEvent } from "../core/events.ts";
 import type { WorkerId } from "../core/ids.ts";
 import { stringifyBigint } from "../core/json.ts";
 import { workerIdFromUrl } from "../core/worker-id.ts";
-import { workerKvQueryResponseToWire } from "../recovery/wire.ts";
+import { workerKvQueryResponseToWire } from "../protocol/kv-query-wire.ts";
 import { type Clock, type GenerateRequest, type GenerateStart, MockEngine } from "./engine.ts";
 
 type GenerateRequestOf = GenerateRequest & { readonly tokens: Uint32Array; readonly loraName?: string };

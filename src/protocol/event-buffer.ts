@@ -6,7 +6,7 @@
  */
 import type { RouterEvent } from "../core/events.ts";
 import type { EventId } from "../core/ids.ts";
-import type { WorkerKvQueryResponse } from "./types.ts";
+import type { WorkerKvQueryResponse } from "./kv-query.ts";
 
 /** Events kept per publisher (spec §1.7 `WORKER_KV_INDEXER_BUFFER_SIZE`). */
 export const WORKER_KV_INDEXER_BUFFER_SIZE = 1024;

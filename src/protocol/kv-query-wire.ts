@@ -11,7 +11,7 @@
 import * as v from "valibot";
 import { RouterEventSchema, U64Schema, describeIssues, routerEventToWire } from "../core/events.ts";
 import { parseJsonBigintSafe } from "../core/json.ts";
-import type { WorkerKvQueryResponse } from "./types.ts";
+import type { WorkerKvQueryResponse } from "./kv-query.ts";
 
 const EventsBody = v.union([
   v.object({

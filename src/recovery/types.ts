@@ -5,26 +5,9 @@
 import type { RouterEvent } from "../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../core/ids.ts";
 
-/**
- * A worker's answer to "give me events [start, end]" (spec §1.8, §3.8), newer form with
- * `last_event_id`. `lastEventId` is null only when the worker has emitted no event yet (an
- * empty tree dump) or an older worker did not send it.
- */
-export type WorkerKvQueryResponse =
-  /** The buffered events with their original ids, in id order. */
-  | { readonly kind: "events"; readonly events: readonly RouterEvent[]; readonly lastEventId: EventId | null }
-  /** The worker's whole current state as Stored events (synthetic ids), as of `lastEventId`. */
-  | { readonly kind: "tree_dump"; readonly events: readonly RouterEvent[]; readonly lastEventId: EventId | null }
-  /** `start` is past the newest event the worker has. */
-  | {
-      readonly kind: "too_new";
-      readonly requestedStart: EventId;
-      readonly requestedEnd: EventId;
-      readonly newestAvailable: EventId;
-    }
-  /** `end < start`. */
-  | { readonly kind: "invalid_range"; readonly startId: EventId; readonly endId: EventId }
-  | { readonly kind: "error"; readonly message: string };
+/** The query answer is part of the engine <-> router protocol (src/protocol/kv-query.ts). */
+export type { WorkerKvQueryResponse } from "../protocol/kv-query.ts";
+import type { WorkerKvQueryResponse } from "../protocol/kv-query.ts";
 
 /**
  * Ask one (worker, dp_rank) for events; `startId` undefined asks for a full tree dump.

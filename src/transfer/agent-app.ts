@@ -9,8 +9,7 @@
  * It builds nothing: the handler, pools and library are injected.
  */
 import { Hono, type Context } from "hono";
-import { adminAuth, type PeerAddress } from "../app/auth.ts";
-import { errorResponse } from "../app/errors.ts";
+import { agentAdminAuth, errorResponse, type PeerAddress } from "./agent-edge.ts";
 import type { NativeLibrary } from "../native/library.ts";
 import { HTTP_STATUS_BY_CODE, isTransferError, TransferError } from "./errors.ts";
 import type { BlockTransferHandler } from "./handler.ts";
@@ -54,7 +53,7 @@ function indexParam(c: Context): number {
 export function createTransferApp(deps: TransferAppDeps): Hono {
   const now = deps.now ?? (() => performance.now());
   const app = new Hono();
-  const auth = adminAuth(deps.adminToken, deps.peer);
+  const auth = agentAdminAuth(deps.adminToken, deps.peer);
   app.use("/v1/transfer", auth);
   app.use("/v1/transfer/*", auth);
 

@@ -12,8 +12,8 @@ import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { engineBlockHashes } from "../../src/mocker/engine-hash.ts";
 import { type MockerHandle, startMocker } from "../../src/mocker/server.ts";
-import { parseWorkerKvQueryResponse } from "../../src/recovery/wire.ts";
-import type { WorkerKvQueryResponse } from "../../src/recovery/types.ts";
+import { parseWorkerKvQueryResponse } from "../../src/protocol/kv-query-wire.ts";
+import type { WorkerKvQueryResponse } from "../../src/protocol/kv-query.ts";
 import { tokenizeText } from "../../src/tokens/tokenize.ts";
 import { until } from "../support/processes.ts";
 

@@ -5,7 +5,7 @@
  * /v1/engine/info, the engines' cached blocks against a router's /debug/kv/dump).
  */
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
-import { parseWorkerKvQueryResponse } from "../../src/recovery/wire.ts";
+import { parseWorkerKvQueryResponse } from "../../src/protocol/kv-query-wire.ts";
 import { startMain, until, type Proc } from "../support/processes.ts";
 
 /** Router ports are chosen before any router starts, so the engines can be told every router's URL. */

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { clearedEvent } from "../../../src/core/events.ts";
 import { stringifyBigint } from "../../../src/core/json.ts";
 import { RankEventLog } from "../../../src/mocker/event-log.ts";
-import { parseWorkerKvQueryResponse, workerKvQueryResponseToWire } from "../../../src/recovery/wire.ts";
+import { parseWorkerKvQueryResponse, workerKvQueryResponseToWire } from "../../../src/protocol/kv-query-wire.ts";
 
 const DUMP = [clearedEvent(7n, 0n)]; // a recognizable stand-in for the tree dump
 

@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { stringifyBigint } from "../../../src/core/json.ts";
-import type { WorkerKvQueryResponse } from "../../../src/recovery/types.ts";
+import type { WorkerKvQueryResponse } from "../../../src/protocol/kv-query.ts";
 import {
   decodeWorkerKvQueryResponse, parseWorkerKvQueryResponse, workerKvQueryResponseToWire,
-} from "../../../src/recovery/wire.ts";
-import { makeClearEvent, makeRemoveEvent, makeStoreEvent } from "./support/events.ts";
+} from "../../../src/protocol/kv-query-wire.ts";
+import { makeClearEvent, makeRemoveEvent, makeStoreEvent } from "../recovery/support/events.ts";
 
 const BIG = 18446744073709551615n;
 

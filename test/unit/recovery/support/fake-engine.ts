@@ -5,8 +5,8 @@
  */
 import type { KvCacheEventData, RouterEvent } from "../../../../src/core/events.ts";
 import type { DpRank, WorkerId } from "../../../../src/core/ids.ts";
-import { EventBuffer } from "../../../../src/recovery/event-buffer.ts";
-import type { WorkerKvQueryResponse } from "../../../../src/recovery/types.ts";
+import { EventBuffer } from "../../../../src/protocol/event-buffer.ts";
+import type { WorkerKvQueryResponse } from "../../../../src/protocol/kv-query.ts";
 
 export class FakeEngineRank {
   nextId = 0n;
