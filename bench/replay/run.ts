@@ -40,6 +40,8 @@ const { values: a } = parseArgs({
     "arrival-scale": { type: "string", default: "1" },
     "prompt-format": { type: "string", default: "tokens" },
     suite: { type: "string" },
+    "suite-requests": { type: "string" },
+    "suite-speedup": { type: "string" },
     sweep: { type: "boolean", default: false },
     "sweep-credits": { type: "string", default: "0,8,32,128" },
     "sweep-wait-factors": { type: "string", default: "0,1.5,2,3" },
@@ -120,7 +122,10 @@ if (a.disagg) {
 
 if (a.suite !== undefined) {
   if (!(SUITES as readonly string[]).includes(a.suite)) throw new Error(`--suite must be one of ${SUITES.join(", ")}`);
-  await runSuite(a.suite as SuiteName, { json: a.json, quiet: a.quiet, verbose: a.verbose, onProgress: progress });
+  await runSuite(a.suite as SuiteName, {
+    json: a.json, quiet: a.quiet, verbose: a.verbose, onProgress: progress,
+    requests: a["suite-requests"] ? num("suite-requests") : undefined, speedup: a["suite-speedup"] ? num("suite-speedup") : undefined,
+  });
   process.exit(0);
 }
 

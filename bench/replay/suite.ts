@@ -2,8 +2,9 @@
  * `bun run bench:replay --suite quick|full|smoke`: the issue 14 table — every policy (ours and
  * the peers') on workloads nobody tuned for, with one and several routers, engine restarts and
  * three loads — then one summary line per workload against the targets. Each cell is a fresh
- * cluster per policy (cell.ts). quick: < 10 min on the 2-core development machine; full: more
- * requests, N = 1, 2, 4 and three loads everywhere (hours); smoke: seconds, for CI.
+ * cluster per policy (cell.ts). quick: 300 requests per workload at speedup 40, < 10 min on the
+ * 2-core development machine; full: 2000 requests at speedup 20, N = 2 and 4, restarts and three
+ * loads everywhere (hours); smoke: seconds, for CI. `--suite-requests` / `--suite-speedup` override.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -37,7 +38,7 @@ interface CellSpec {
 const mooncake = (file: string, n: number) => () => loadTrace(join(TRACES, file), n);
 const gen = (shape: Shape, n: number) => () => generate(shape, 1).slice(0, n);
 
-function cells(suite: SuiteName): CellSpec[] {
+function cells(suite: SuiteName, requests: number | undefined): CellSpec[] {
   if (suite === "smoke") {
     const w: Workload = { name: "gen-chat (80)", trace: gen("chat", 80), kvFraction: 0.5 };
     return [
@@ -45,7 +46,7 @@ function cells(suite: SuiteName): CellSpec[] {
       { workload: w, policies: ["kv"], routers: 2, restarts: 1, arrivalScale: 1 },
     ];
   }
-  const n = suite === "quick" ? 400 : 2000;
+  const n = requests ?? (suite === "quick" ? 300 : 2000);
   const workloads: Workload[] = [
     { name: "conversation, half", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.5 },
     { name: "conversation, quarter", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.25 },
@@ -64,8 +65,10 @@ function cells(suite: SuiteName): CellSpec[] {
     out.push({ workload: w, policies: quick(suite) && quarter ? ["kv", "approx", "dynamo", "sglang", "least-loaded"] : ALL, routers: 1, restarts: 0, arrivalScale: 1 });
     if (quick(suite) && quarter) continue;
     for (const r of routerCounts) out.push({ workload: w, policies: ["kv", "approx", "dynamo", "sglang"], routers: r, restarts: 0, arrivalScale: 1 });
-    out.push({ workload: w, policies: ["kv", "approx", "dynamo"], routers: 1, restarts: 2, arrivalScale: 1 });
-    if (!quick(suite) || w.name.startsWith("gen-chat") || w.name.startsWith("conversation")) {
+    if (!quick(suite) || w.name.startsWith("gen-agentic") || w.name.startsWith("conversation")) {
+      out.push({ workload: w, policies: ["kv", "approx", "dynamo"], routers: 1, restarts: 2, arrivalScale: 1 });
+    }
+    if (!quick(suite) || w.name.startsWith("gen-chat")) {
       for (const s of scales) out.push({ workload: w, policies: ["kv", "dynamo", "sglang", "least-loaded", "round-robin"], routers: 1, restarts: 0, arrivalScale: s });
     }
   }
@@ -75,6 +78,10 @@ function cells(suite: SuiteName): CellSpec[] {
 const quick = (s: SuiteName) => s === "quick";
 
 export interface SuiteOptions {
+  /** Requests per workload (quick: 300, full: 2000). */
+  requests?: number;
+  /** Trace time ÷ wall time (quick: 40, full and smoke: 20 / 40). */
+  speedup?: number;
   json?: string;
   quiet?: boolean;
   verbose?: boolean;
@@ -92,17 +99,17 @@ export interface SuiteCell {
 export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<SuiteCell[]> {
   const results: SuiteCell[] = [];
   const started = performance.now();
-  for (const c of cells(suite)) {
+  for (const c of cells(suite, o.requests)) {
     const report = await runCell({
       trace: c.workload.trace(), traceName: c.workload.name, engines: suite === "smoke" ? 4 : 8, kvFraction: c.workload.kvFraction,
-      blockSize: 512, speedup: suite === "smoke" ? 40 : 20,
+      blockSize: 512, speedup: o.speedup ?? (suite === "full" ? 20 : 40),
       timing: { prefillUsPerToken: 200, decodeMsPerStep: 20, decodeBatchFactor: 0.02, maxConcurrency: 64 },
       policies: c.policies, seed: 1, maxOutputTokens: 32, routers: c.routers, engineRestarts: c.restarts, arrivalScale: c.arrivalScale,
       promptFormat: "tokens", routerArgs: ["--engine-metrics-interval", "0"], ttftSloMs: 1000, verbose: o.verbose ?? false,
       onProgress: o.onProgress,
     });
     results.push({ workload: c.workload.name, routers: c.routers, restarts: c.restarts, arrival_scale: c.arrivalScale, report });
-    console.log(`${c.workload}, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrivalScale}\n${formatTable(report)}\n`);
+    console.log(`${c.workload.name}, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrivalScale}\n${formatTable(report)}\n`);
   }
   console.log(summaryTable(results));
   console.log(`suite ${suite}: ${results.length} cells in ${((performance.now() - started) / 1000).toFixed(0)} s`);
