@@ -28,7 +28,8 @@ const RUNS = Number(values.runs ?? 7);
 const BS = 16;
 
 const packr = new Packr({ useRecords: false, variableMapSize: true });
-const unpackr = new Unpackr({ useRecords: false, int64AsType: "auto", mapsAsObjects: false });
+// "auto" (documented in msgpackr's README) is missing from its type declaration.
+const unpackr = new Unpackr({ useRecords: false, int64AsType: "auto" as "bigint", mapsAsObjects: false });
 
 /** One batch of `events` BlockStored events of `blocks` blocks each, as vLLM's publisher packs it. */
 function vllmBatch(events: number, blocks: number, seed: number): Uint8Array {
