@@ -1,0 +1,97 @@
+import { describe, expect, test } from "bun:test";
+import { parsePolicyEntry, wantsSessionHeader } from "../../../bench/replay/cell.ts";
+import { summarizeWork } from "../../../bench/replay/engine-counters.ts";
+import { agentic, chat, generate, rag, SHAPES } from "../../../bench/replay/gen/shapes.ts";
+import { simulateOffline } from "../../../bench/replay/oracle.ts";
+import { simulate } from "../../../bench/replay/sim.ts";
+import { promptText, promptTokens, type TraceRequest } from "../../../bench/replay/trace.ts";
+import { schedulerConfig } from "../../../src/scheduler/config.ts";
+
+const isPrefix = (a: readonly number[], b: readonly number[]) => a.length <= b.length && a.every((x, i) => b[i] === x);
+
+describe("generated shapes", () => {
+  test("same seed, same trace; another seed, another trace; arrivals sorted", () => {
+    for (const s of SHAPES) {
+      expect(generate(s, 3)).toEqual(generate(s, 3));
+      expect(generate(s, 3)).not.toEqual(generate(s, 4));
+      const t = generate(s, 3);
+      for (let i = 1; i < t.length; i++) expect(t[i]!.timestamp).toBeGreaterThanOrEqual(t[i - 1]!.timestamp);
+    }
+  });
+
+  test("chat: each turn's prompt extends the conversation's previous one; 12 system prompts shared", () => {
+    const t = chat(1);
+    const bySession = Map.groupBy(t, (r) => r.sessionId!);
+    expect(bySession.size).toBe(320);
+    for (const turns of bySession.values()) {
+      expect(turns.length).toBeGreaterThanOrEqual(2);
+      expect(turns.length).toBeLessThanOrEqual(7);
+      for (let k = 1; k < turns.length; k++) expect(isPrefix(turns[k - 1]!.hashIds, turns[k]!.hashIds)).toBe(true);
+    }
+    expect(new Set(t.map((r) => r.hashIds.slice(0, 4).join())).size).toBe(12);
+  });
+
+  test("agentic: a step's parallel calls share the task context and arrive within 20 ms", () => {
+    const t = agentic(1);
+    const first = Map.groupBy(t, (r) => `${r.sessionId}:${r.hashIds.slice(0, -1).join()}`);
+    const bursts = [...first.values()].filter((g) => g.length >= 2);
+    expect(bursts.length).toBeGreaterThan(100);
+    for (const g of bursts) expect(g.at(-1)!.timestamp - g[0]!.timestamp).toBeLessThanOrEqual(20);
+    for (const r of t) expect(r.outputLength).toBe(30);
+  });
+
+  test("rag: documents are reused a few times each, behind one shared instruction block", () => {
+    const t = rag(1);
+    expect(new Set(t.map((r) => r.hashIds[0])).size).toBe(1);
+    const docUses = Map.groupBy(t, (r) => r.hashIds[1]!);
+    const mean = t.length / docUses.size;
+    expect(mean).toBeGreaterThan(2);
+    expect(mean).toBeLessThan(8);
+  });
+});
+
+describe("replay helpers", () => {
+  test("text prompts: one byte per token, equal blocks give equal text", () => {
+    const a: TraceRequest = { index: 0, timestamp: 0, inputLength: 700, outputLength: 1, hashIds: [5, 6] };
+    const b: TraceRequest = { index: 1, timestamp: 0, inputLength: 600, outputLength: 1, hashIds: [5, 7] };
+    expect(promptText(a).length).toBe(promptTokens(a).length);
+    expect(promptText(a).slice(0, 512)).toBe(promptText(b).slice(0, 512));
+    expect(promptText(a).slice(512, 600)).not.toBe(promptText(b).slice(512, 600));
+    expect(/^[a-z]+$/.test(promptText(a))).toBe(true);
+  });
+
+  test("policy entries carry router flags; only prodstack-session gets session ids", () => {
+    expect(parsePolicyEntry("kv+overlap-credit=8+prefill-wait-factor=0")).toEqual({ policy: "kv", args: ["--overlap-credit=8", "--prefill-wait-factor=0"] });
+    expect(parsePolicyEntry("sglang")).toEqual({ policy: "sglang", args: [] });
+    expect(wantsSessionHeader("prodstack-session")).toBe(true);
+    expect(wantsSessionHeader("kv")).toBe(false);
+  });
+
+  test("work is prompt minus cached tokens per engine, from counter deltas", () => {
+    const before = [{ requests: 10, promptTokens: 1000, cachedTokens: 500 }, { requests: 0, promptTokens: 0, cachedTokens: 0 }];
+    const after = [{ requests: 20, promptTokens: 5000, cachedTokens: 1500 }, { requests: 10, promptTokens: 1000, cachedTokens: 0 }];
+    const w = summarizeWork(before, after);
+    expect(w.perEngineComputed).toEqual([3000, 1000]);
+    expect(w.workMaxOverMean).toBe(1.5);
+    expect(w.requestMaxOverMean).toBe(1);
+    expect(w.idleEngines).toBe(0);
+  });
+
+  test("the oracle's LRU evicts tails before prefixes, as the simulated engine does", () => {
+    const r = (i: number, ids: number[]): TraceRequest => ({ index: i, timestamp: i, inputLength: ids.length * 512, outputLength: 1, hashIds: ids });
+    // capacity 3: [1,2,3] then [1,4]: evicting the LRU end must drop 3 (a tail), keeping 1
+    const res = simulateOffline([r(0, [1, 2, 3]), r(1, [1, 4]), r(2, [1, 2])], "round-robin", 1, 3);
+    expect(res.hitRate).toBeCloseTo((0 + 1 + 2) / 7, 10);
+  });
+
+  test("the timing simulation is deterministic and kv beats round-robin on a shared prefix", () => {
+    const t = chat(2).slice(0, 300);
+    const o = { engines: 4, kvBlocks: 200, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: 1, seed: 1 };
+    const cfg = schedulerConfig({ blockSize: 512, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 });
+    const a = simulate(t, "kv", cfg, o);
+    expect(simulate(t, "kv", cfg, o)).toEqual(a);
+    const rr = simulate(t, "round-robin", cfg, o);
+    expect(a.hit).toBeGreaterThan(rr.hit);
+    expect(a.ttft.p90).toBeLessThan(rr.ttft.p90);
+  });
+});
