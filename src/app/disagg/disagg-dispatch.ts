@@ -13,9 +13,9 @@
  *    with the prefill answer's kv_transfer_params goes through forward() (decode worker by
  *    load and overlap, its retries, deadlines and streaming as for any request).
  *    SGLang: the same body, with a fresh bootstrap room, to both at once; the decode answer
- *    goes to the client. A prefill failure is not retried elsewhere there: the decode engine
- *    already waits on that prefill engine's room (SGLang's balancer does not retry either);
- *    the decode engine then prefills itself.
+ *    goes to the client. A prefill that fails before the decode answer's first byte gives the
+ *    pair up (the decode request is closed) and both go again with the next prefill worker and
+ *    a new room; after that byte the decode engine must cope.
  * 4. No healthy prefill worker, or every one failed: the decode worker prefills locally
  *    (counted in switchyard_disagg_requests_total{path="fallback_*"}).
  * Both bookings are released on every path: the prefill's here (finally), the decode's by forward().
@@ -211,27 +211,52 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
   };
 
   const sglang = async (input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> => {
-    const decision = await routePrefill(input, prepared, prefill, new Set());
-    const rec = decision && d.registry.get(decision.worker.workerId);
-    if (decision === undefined || rec === undefined) {
-      decision?.lease.free();
-      return local(input, json, decode, "fallback_no_prefill_worker");
+    // The decode half goes out under its own signal (the client's, or this pair given up),
+    // so the server's idle-timeout lift is done here, on the client's request, once.
+    d.keepOpen?.(input.request);
+    const decodeDeps: ForwardDeps = { ...fd, keepOpen: undefined };
+    const tried = new Set<WorkerId>();
+    for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
+      const decision = await routePrefill(input, prepared, prefill, tried);
+      if (decision === undefined) break;
+      const id = decision.worker.workerId;
+      const rec = d.registry.get(id);
+      if (rec === undefined) {
+        decision.lease.free();
+        tried.add(id);
+        continue;
+      }
+      const bootstrap = { host: bootstrapHostOf(rec.url), port: o.roles.bootstrapPortOf(rec.url) ?? o.defaultBootstrapPort, room: bootstrapRoom(rand) };
+      const body = encoder.encode(JSON.stringify(sglangBody(withoutPdFields(json), bootstrap)));
+      // Both at once, as mini_lb does. The prefill answer is read and dropped; its booking is
+      // released whatever happens to it. A prefill that fails before the decode answer's first
+      // byte gives the pair up (the decode engine is waiting on that room): both are tried
+      // again with the next prefill worker and a new room. After that byte the decode engine
+      // must cope (the simulated one prefills itself).
+      const pair = new AbortController();
+      let decodeAnswered = false;
+      const prefillDone = prefillOnce(input, decision, rec.url, body, false)
+        .then((r) => {
+          if (r.kind === "failed") {
+            failPrefill(decision, rec.url, r.reason);
+            if (!decodeAnswered) pair.abort();
+          } else if (r.kind === "ok") d.report?.(id, undefined);
+        })
+        .catch((e) => d.log.warn(`disagg: prefill worker ${id}: ${(e as Error).message}`))
+        .finally(() => decision.lease.free());
+      void prefillDone;
+      const signal = AbortSignal.any([input.request.signal, pair.signal]);
+      const request = new Request(input.request.url, { method: "POST", headers: input.request.headers, signal });
+      const res = await forward({ ...input, request, body, allowedWorkerIds: decode }, decodeDeps);
+      decodeAnswered = true;
+      if (pair.signal.aborted && !input.request.signal.aborted && res.status === 499) {
+        tried.add(id);
+        continue;
+      }
+      requests.inc(["disaggregated"]);
+      return withPrefillWorker(res, id);
     }
-    const bootstrap = { host: bootstrapHostOf(rec.url), port: o.roles.bootstrapPortOf(rec.url) ?? o.defaultBootstrapPort, room: bootstrapRoom(rand) };
-    const body = encoder.encode(JSON.stringify(sglangBody(withoutPdFields(json), bootstrap)));
-    // Both at once, as mini_lb does. The prefill answer is read and dropped; its booking is
-    // released whatever happens to it, and its failure never fails the client's answer.
-    const prefillDone = prefillOnce(input, decision, rec.url, body, false)
-      .then((r) => {
-        if (r.kind === "failed") failPrefill(decision, rec.url, r.reason);
-        else if (r.kind === "ok") d.report?.(decision.worker.workerId, undefined);
-      })
-      .catch((e) => d.log.warn(`disagg: prefill worker ${decision.worker.workerId}: ${(e as Error).message}`))
-      .finally(() => decision.lease.free());
-    void prefillDone;
-    requests.inc(["disaggregated"]);
-    const res = await forward({ ...input, body, allowedWorkerIds: decode }, fd);
-    return withPrefillWorker(res, decision.worker.workerId);
+    return local(input, json, decode, tried.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
   };
 
   return async (input, json, model) => {
