@@ -13,17 +13,22 @@ export interface EngineCounters {
   readonly cachedTokens: number;
 }
 
-function sample(text: string, name: string): number {
-  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, "m").exec(text);
-  return m ? Number(m[1]) : NaN;
+/** Σ of every sample of a counter family (all label sets); NaN when the engine has none. */
+function total(text: string, name: string): number {
+  const re = new RegExp(`^${name.replace(/[.:]/g, "\\$&")}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, "gm");
+  let sum = NaN;
+  for (const m of text.matchAll(re)) sum = (Number.isNaN(sum) ? 0 : sum) + Number(m[1]);
+  return sum;
 }
 
+/** The simulated engine's counters, else vLLM V1's (prompt tokens, prefix-cache hits in tokens, finished requests). */
 export async function readEngineCounters(engineUrl: string): Promise<EngineCounters> {
   const text = await fetch(`${engineUrl}/metrics`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text());
+  const first = (...names: string[]) => names.map((n) => total(text, n)).find((x) => !Number.isNaN(x)) ?? NaN;
   return {
-    requests: sample(text, "mocker_requests_total"),
-    promptTokens: sample(text, "mocker_prompt_tokens_total"),
-    cachedTokens: sample(text, "mocker_cached_tokens_total"),
+    requests: first("mocker_requests_total", "vllm:request_success_total"),
+    promptTokens: first("mocker_prompt_tokens_total", "vllm:prompt_tokens_total"),
+    cachedTokens: first("mocker_cached_tokens_total", "vllm:prefix_cache_hits_total"),
   };
 }
 
