@@ -11,6 +11,7 @@ import { runHashBench } from "./hash.ts";
 import { runNativeHashBench } from "./hash-native.ts";
 import { runIndexBench } from "./index.ts";
 import { runSchedulerBench } from "./scheduler.ts";
+import { runU64TablesBench } from "./u64-tables.ts";
 
 const { values } = parseArgs({ options: { json: { type: "string" }, only: { type: "string" } } });
 const parts: [string, () => Promise<Record<string, unknown>>][] = [
@@ -19,6 +20,7 @@ const parts: [string, () => Promise<Record<string, unknown>>][] = [
   ["index", runIndexBench],
   ["scheduler", runSchedulerBench],
   ["find-best-match", runFindBestMatchBench],
+  ["u64-tables", () => runU64TablesBench()],
 ];
 const only = values.only?.split(",");
 const results: Record<string, unknown> = { load_average: loadAverage() };
