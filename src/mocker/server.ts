@@ -8,6 +8,7 @@
  * await fetch(`${m.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: "hi" }) });
  * await m.stop();
  */
+import { Hono } from "hono";
 import { isRouterError } from "../core/errors.ts";
 import type { RouterEvent } from "../core/events.ts";
 import type { WorkerId } from "../core/ids.ts";
@@ -133,16 +134,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     hostname: config.host,
     // Queued requests may wait long before their first byte; never cut them off.
     idleTimeout: 0,
-    fetch: async (req) => {
-      try {
-        return await route(req);
-      } catch (e) {
-        if (e instanceof HttpError) return error(e.status, e.message, e.type);
-        if (isRouterError(e) && e.code === "invalid_request") return error(400, e.message, "invalid_request_error");
-        log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-        return error(500, e instanceof Error ? e.message : String(e), "internal_error");
-      }
-    },
+    fetch: (req) => app.fetch(req),
   });
 
   const port = server.port!;
@@ -487,76 +479,83 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   /** Set by drain(): /health says 503 so routers stop sending here. */
   let draining = false;
 
-  async function route(req: Request): Promise<Response> {
-    const path = new URL(req.url).pathname;
-    const method = req.method;
-    const key = `${method} ${path}`;
+  /**
+   * The routes (Hono, as the router's edge; issue 10 replaced a hand-written switch). Errors:
+   * HttpError -> its status, RouterError invalid_request -> 400, anything else 500 (logged).
+   * Unknown paths 404, known paths with another method 405, in the engine's error shape.
+   */
+  const app = new Hono();
+  app.onError((e) => {
+    if (e instanceof HttpError) return error(e.status, e.message, e.type);
+    if (isRouterError(e) && e.code === "invalid_request") return error(400, e.message, "invalid_request_error");
+    log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    return error(500, e instanceof Error ? e.message : String(e), "internal_error");
+  });
+  app.notFound((c) => {
+    const path = c.req.path;
+    const known = KNOWN_PATHS.has(path) || native[path] !== undefined;
+    const method = c.req.method;
+    return error(known ? 405 : 404, known ? `method ${method} not allowed on ${path}` : `no route ${method} ${path}`, known ? "method_not_allowed" : "not_found");
+  });
+  // Draining: probes and metrics still answer; everything else is a retryable 503.
+  app.use("*", async (c, next) => {
+    const key = `${c.req.method} ${c.req.path}`;
     if (draining && key !== "GET /health" && key !== "GET /livez" && key !== "GET /metrics") {
       return error(503, "the engine is shutting down", "service_unavailable");
     }
-    switch (key) {
-      case "POST /v1/completions":
-        return completions(req, "completions");
-      case "POST /v1/chat/completions":
-        return completions(req, "chat");
-      case "GET /health":
-        return draining ? json({ status: "draining" }, 503) : json({ status: "ok" });
-      case "GET /livez":
-        return json({ status: "ok" });
-      case "GET /v1/models":
-        return json(models());
-      case "GET /v1/engine/info":
-        return json(engineInfo());
-      case "GET /kv/query":
-        return kvQuery(req);
-      case "POST /kv/clear": {
-        requireAdmin(req);
-        const rank = dpRankValue(new URL(req.url).searchParams.get("dp_rank"), eng.ranks.length, "dp_rank");
-        eng.clearCache(rank);
-        return json({ status: "ok" });
-      }
-      case "POST /admin/restart-events":
-        requireAdmin(req);
-        eng.restartEvents();
-        return json({ status: "ok" });
-      case "POST /v1/load_lora_adapter": {
-        const { name, path: loraPath } = parseLoadLora(await readJson(req));
-        const r = eng.loras.load(name, loraPath);
-        return r.ok ? new Response(r.message) : error(r.status, r.message, r.status === 404 ? "NotFoundError" : "BadRequestError");
-      }
-      case "POST /v1/unload_lora_adapter": {
-        const { name } = parseUnloadLora(await readJson(req));
-        const r = eng.loras.unload(name);
-        return r.ok ? new Response(r.message) : error(r.status, r.message, r.status === 404 ? "NotFoundError" : "BadRequestError");
-      }
-      case "POST /v1/sessions/open": {
-        const { sessionId, timeoutS } = parseSessionOpen(await readJson(req), DEFAULT_SESSION_TIMEOUT_S);
-        eng.sessions.open(sessionId, timeoutS, Date.now());
-        return json({ status: "ok" });
-      }
-      case "POST /v1/sessions/close": {
-        const { sessionId } = parseSessionClose(await readJson(req));
-        eng.sessions.close(sessionId, Date.now());
-        return json({ status: "ok" });
-      }
-      case "GET /v1/sessions":
-        return json({ sessions: eng.sessions.list(Date.now()) });
-      case "GET /metrics":
-        return new Response(renderMetrics(eng, publishers, handoff?.stats), { headers: { "content-type": "text/plain; version=0.0.4" } });
-    }
-    if (method === "GET" && path.startsWith("/v1/kv/bootstrap/")) {
-      const room = path.slice("/v1/kv/bootstrap/".length);
-      if (!/^\d{1,20}$/.test(room)) return error(400, "bootstrap room: must be a non-negative integer", "invalid_request_error");
-      return bootstrapRoom(req, room);
-    }
-    const handler = native[path];
-    if (handler !== undefined && method === "POST") {
-      const body = await readJson(req);
+    await next();
+  });
+  app.post("/v1/completions", (c) => completions(c.req.raw, "completions"));
+  app.post("/v1/chat/completions", (c) => completions(c.req.raw, "chat"));
+  app.get("/health", () => (draining ? json({ status: "draining" }, 503) : json({ status: "ok" })));
+  app.get("/livez", () => json({ status: "ok" }));
+  app.get("/v1/models", () => json(models()));
+  app.get("/v1/engine/info", () => json(engineInfo()));
+  app.get("/kv/query", (c) => kvQuery(c.req.raw));
+  app.post("/kv/clear", (c) => {
+    requireAdmin(c.req.raw);
+    const rank = dpRankValue(c.req.query("dp_rank") ?? null, eng.ranks.length, "dp_rank");
+    eng.clearCache(rank);
+    return json({ status: "ok" });
+  });
+  app.post("/admin/restart-events", (c) => {
+    requireAdmin(c.req.raw);
+    eng.restartEvents();
+    return json({ status: "ok" });
+  });
+  app.post("/v1/load_lora_adapter", async (c) => {
+    const { name, path: loraPath } = parseLoadLora(await readJson(c.req.raw));
+    const r = eng.loras.load(name, loraPath);
+    return r.ok ? new Response(r.message) : error(r.status, r.message, r.status === 404 ? "NotFoundError" : "BadRequestError");
+  });
+  app.post("/v1/unload_lora_adapter", async (c) => {
+    const { name } = parseUnloadLora(await readJson(c.req.raw));
+    const r = eng.loras.unload(name);
+    return r.ok ? new Response(r.message) : error(r.status, r.message, r.status === 404 ? "NotFoundError" : "BadRequestError");
+  });
+  app.post("/v1/sessions/open", async (c) => {
+    const { sessionId, timeoutS } = parseSessionOpen(await readJson(c.req.raw), DEFAULT_SESSION_TIMEOUT_S);
+    eng.sessions.open(sessionId, timeoutS, Date.now());
+    return json({ status: "ok" });
+  });
+  app.post("/v1/sessions/close", async (c) => {
+    const { sessionId } = parseSessionClose(await readJson(c.req.raw));
+    eng.sessions.close(sessionId, Date.now());
+    return json({ status: "ok" });
+  });
+  app.get("/v1/sessions", () => json({ sessions: eng.sessions.list(Date.now()) }));
+  app.get("/metrics", () => new Response(renderMetrics(eng, publishers, handoff?.stats), { headers: { "content-type": "text/plain; version=0.0.4" } }));
+  app.get("/v1/kv/bootstrap/*", (c) => {
+    const room = c.req.path.slice("/v1/kv/bootstrap/".length);
+    if (!/^\d{1,20}$/.test(room)) return error(400, "bootstrap room: must be a non-negative integer", "invalid_request_error");
+    return bootstrapRoom(c.req.raw, room);
+  });
+  for (const [path, handler] of Object.entries(native)) {
+    app.post(path, async (c) => {
+      const body = await readJson(c.req.raw);
       if (body === null || typeof body !== "object" || Array.isArray(body)) throw new HttpError(400, "request body must be a JSON object", "invalid_request_error");
-      return handler(req, body as Record<string, unknown>);
-    }
-    const known = KNOWN_PATHS.has(path) || handler !== undefined;
-    return error(known ? 405 : 404, known ? `method ${method} not allowed on ${path}` : `no route ${method} ${path}`, known ? "method_not_allowed" : "not_found");
+      return handler(c.req.raw, body as Record<string, unknown>);
+    });
   }
 
   return {
