@@ -7,6 +7,7 @@
  * const config = loadConfig({ argv: ["--port", "9000", "--worker", "http://127.0.0.1:8001"], env: {} });
  */
 import * as v from "valibot";
+import { scanFlags } from "../core/flag-scan.ts";
 import { ConfigSchema, crossFieldProblems, finishConfig, OPTIONS, type Config, type OptionSpec } from "./schema.ts";
 
 export class ConfigError extends Error {
@@ -54,30 +55,12 @@ function parseFlags(argv: readonly string[]): ParsedFlags {
   const values = new Map<OptionSpec, string | string[]>();
   const problems: string[] = [];
   let configPath: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (!arg.startsWith("--")) {
-      problems.push(`unexpected argument "${arg}"`);
+  for (const item of scanFlags(argv, (flag) => BY_FLAG.get(flag)?.boolean === true)) {
+    if ("problem" in item) {
+      problems.push(item.problem);
       continue;
     }
-    const eq = arg.indexOf("=");
-    const name = eq >= 0 ? arg.slice(0, eq) : arg;
-    let value: string | undefined = eq >= 0 ? arg.slice(eq + 1) : undefined;
-    if (value === undefined && BY_FLAG.get(name)?.boolean) {
-      // A switch: `--lora-evict` alone is true; an explicit true/false after it is its value.
-      const next = argv[i + 1]?.toLowerCase();
-      if (next === "true" || next === "false") i++;
-      value = next === "false" ? "false" : "true";
-    }
-    if (value === undefined) {
-      const next = argv[i + 1];
-      if (next === undefined || next.startsWith("--")) {
-        problems.push(`${name}: needs a value`);
-        continue;
-      }
-      value = next;
-      i++;
-    }
+    const { flag: name, value } = item;
     if (name === "--config") {
       configPath = value;
       continue;

@@ -4,6 +4,7 @@
  * flags of `switchyard mocker`. Pure: parsing only, no process access.
  */
 import type { WorkerId } from "../core/ids.ts";
+import { scanFlags } from "../core/flag-scan.ts";
 import { DEFAULT_TIMING, type TimingModel } from "./timing.ts";
 
 export interface MockerOptions {
@@ -268,27 +269,16 @@ export const MOCKER_USAGE = `usage: switchyard mocker [flags]
 export function parseMockerArgs(argv: readonly string[]): MockerOptions {
   const opts: MockerOptions = {};
   const problems: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (!arg.startsWith("--")) {
-      problems.push(`unexpected argument "${arg}"`);
+  for (const item of scanFlags(argv, (flag) => flag === "--prefill-stalls-decode")) {
+    if ("problem" in item) {
+      problems.push(item.problem);
       continue;
     }
-    const eq = arg.indexOf("=");
-    const flag = eq >= 0 ? arg.slice(0, eq) : arg;
+    const { flag, value } = item;
     if (flag === "--prefill-stalls-decode") {
-      opts.prefillStallsDecode = eq < 0 || arg.slice(eq + 1) !== "false";
+      opts.prefillStallsDecode = value !== "false";
       continue;
     }
-    let value = eq >= 0 ? arg.slice(eq + 1) : argv[i + 1];
-    if (eq < 0) {
-      if (value === undefined || value.startsWith("--")) {
-        problems.push(`${flag}: needs a value`);
-        continue;
-      }
-      i++;
-    }
-    value = value!;
     const numKey = FLAG_TO_NUMERIC.get(flag);
     if (numKey !== undefined) {
       const n = value.trim() === "" ? NaN : Number(value);
