@@ -7,7 +7,7 @@
  * and reported in µs per request, so a change to one step shows up without the noise of
  * wrk and sockets. Native hashing is used when the C library is built.
  */
-import { RoutingService } from "../../src/app/routing/routing-service.ts";
+import { RoutingService } from "../../src/router/routing-service.ts";
 import { computeBlockHashesWith, computeSeqHashes, portableBatchHasher, seqHasherOf } from "../../src/core/hashing.ts";
 import { createIndexer } from "../../src/indexer/indexer.ts";
 import { RouterMetrics } from "../../src/metrics/names.ts";

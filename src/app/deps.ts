@@ -19,9 +19,9 @@ import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
 import type { WorkerProvisioner } from "../workers/provisioner.ts";
 import type { AdmissionGate } from "./routing/admission-gate.ts";
-import type { ExternalLeases } from "./routing/external-leases.ts";
+import type { ExternalLeases } from "../router/external-leases.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
-import type { RoutingService } from "./routing/routing-service.ts";
+import type { RoutingService } from "../router/routing-service.ts";
 
 export interface AppDeps {
   readonly maxBodyBytes: number;

@@ -10,7 +10,7 @@ import type { AppDeps } from "../deps.ts";
 import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
 import { readPrompt } from "../routing/prompt-routing.ts";
-import { sessionControlOf } from "../routing/session-control.ts";
+import { sessionControlOf } from "../../router/session-control.ts";
 import { createDispatch, forwardDepsOf } from "./dispatch.ts";
 import { createDisaggDispatch } from "../disagg/disagg-dispatch.ts";
 

@@ -6,8 +6,8 @@
 import { createApp } from "../../../src/app/app.ts";
 import type { AppDeps } from "../../../src/app/deps.ts";
 import { silentLogger } from "../../../src/app/log.ts";
-import { ExternalLeases } from "../../../src/app/routing/external-leases.ts";
-import { RoutingService } from "../../../src/app/routing/routing-service.ts";
+import { ExternalLeases } from "../../../src/router/external-leases.ts";
+import { RoutingService } from "../../../src/router/routing-service.ts";
 import { portableBatchHasher } from "../../../src/core/hashing.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";
 import { ingestEvents } from "../../../src/events/http-batch.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { RouterError } from "../../../src/core/errors.ts";
-import { sessionControlOf } from "../../../src/app/routing/session-control.ts";
+import { sessionControlOf } from "../../../src/router/session-control.ts";
 import { harness, jsonResponse, sseResponse, type FakeFetch } from "./harness.ts";
 
 const W1 = { id: 11n, url: "http://w1:1" };

@@ -5,8 +5,8 @@
  * multi-router REST test).
  */
 import { afterEach, expect, setSystemTime, test } from "bun:test";
-import { RoutingService, type RoutingDeps } from "../../../../src/app/routing/routing-service.ts";
-import { portableBatchHasher } from "../../../../src/core/hashing.ts";
+import { RoutingService, type RoutingDeps } from "../../../src/router/routing-service.ts";
+import { portableBatchHasher } from "../../../src/core/hashing.ts";
 
 afterEach(() => setSystemTime());
 

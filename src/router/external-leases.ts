@@ -4,7 +4,7 @@
  * that never does is reclaimed when the load tracker expires it (300 s, spec §4.5), at
  * the next sweep.
  */
-import type { LoadTracker } from "../../scheduler/load-tracker.ts";
+import type { LoadTracker } from "../scheduler/load-tracker.ts";
 import type { RequestLease } from "./request-lease.ts";
 
 export class ExternalLeases {

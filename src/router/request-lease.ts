@@ -5,8 +5,8 @@
  * error, client disconnect, retry elsewhere). Frontends that forward themselves drive the
  * same lease through /v1/route/:id/prefill-done and /free.
  */
-import type { LoadTracker } from "../../scheduler/load-tracker.ts";
-import type { Rng } from "../../scheduler/types.ts";
+import type { LoadTracker } from "../scheduler/load-tracker.ts";
+import type { Rng } from "../scheduler/types.ts";
 
 export class RequestLease {
   #prefillDone = false;

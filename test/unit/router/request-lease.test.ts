@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { RequestLease } from "../../../../src/app/routing/request-lease.ts";
-import { LoadTracker } from "../../../../src/scheduler/load-tracker.ts";
+import { RequestLease } from "../../../src/router/request-lease.ts";
+import { LoadTracker } from "../../../src/scheduler/load-tracker.ts";
 
 function booked(isl: number) {
   const tracker = new LoadTracker({ blockSize: 4 });

@@ -9,9 +9,9 @@
  * (exactly once across routers with the Redis store). Header sessions (X-Session-ID) stay
  * router-only and never touch the engine.
  */
-import { RouterError } from "../../core/errors.ts";
-import type { WorkerId, WorkerWithDpRank } from "../../core/ids.ts";
-import { DEFAULT_SESSION_TIMEOUT_S, SESSION_TIMEOUT_FALLBACK_BUFFER_S, type StickyRouter } from "../../sessions/sticky.ts";
+import { RouterError } from "../core/errors.ts";
+import type { WorkerId, WorkerWithDpRank } from "../core/ids.ts";
+import { DEFAULT_SESSION_TIMEOUT_S, SESSION_TIMEOUT_FALLBACK_BUFFER_S, type StickyRouter } from "../sessions/sticky.ts";
 import type { RequestLease } from "./request-lease.ts";
 
 export interface SessionControl {

@@ -5,17 +5,17 @@
  * The lifecycle that follows (prefill done, output blocks, free) is in request-lease.ts.
  * Web standards only: no Request/Response here, so the HTTP routes stay thin.
  */
-import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../../core/hashing.ts";
-import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
-import type { KvIndex } from "../../indexer/types.ts";
-import type { RouterMetrics } from "../../metrics/names.ts";
-import type { SchedulerConfig } from "../../scheduler/config.ts";
-import { endpoint } from "../../scheduler/endpoints.ts";
-import { findBestMatch } from "../../scheduler/find-best-match.ts";
-import type { LoadTracker } from "../../scheduler/load-tracker.ts";
-import type { Endpoint, Pipeline, Rng } from "../../scheduler/types.ts";
-import type { StickyRouter } from "../../sessions/sticky.ts";
-import type { WorkerRegistry } from "../../workers/registry.ts";
+import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/hashing.ts";
+import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
+import type { KvIndex } from "../indexer/types.ts";
+import type { RouterMetrics } from "../metrics/names.ts";
+import type { SchedulerConfig } from "../scheduler/config.ts";
+import { endpoint } from "../scheduler/endpoints.ts";
+import { findBestMatch } from "../scheduler/find-best-match.ts";
+import type { LoadTracker } from "../scheduler/load-tracker.ts";
+import type { Endpoint, Pipeline, Rng } from "../scheduler/types.ts";
+import type { StickyRouter } from "../sessions/sticky.ts";
+import type { WorkerRegistry } from "../workers/registry.ts";
 import { RequestLease } from "./request-lease.ts";
 import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./session-control.ts";
 

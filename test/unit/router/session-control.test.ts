@@ -5,12 +5,12 @@
  * never expires. The binding failing after an open closes the engine session again.
  */
 import { describe, expect, test } from "bun:test";
-import { applySessionTurn, MAX_SESSION_TIMEOUT_S, sessionControlOf, type EngineSessionOps } from "../../../../src/app/routing/session-control.ts";
-import { RouterError } from "../../../../src/core/errors.ts";
-import { worker } from "../../../../src/core/ids.ts";
-import type { RequestLease } from "../../../../src/app/routing/request-lease.ts";
-import type { StickyRouter } from "../../../../src/sessions/sticky.ts";
-import { harness, jsonResponse, sseResponse, type FakeFetch } from "../harness.ts";
+import { applySessionTurn, MAX_SESSION_TIMEOUT_S, sessionControlOf, type EngineSessionOps } from "../../../src/router/session-control.ts";
+import { RouterError } from "../../../src/core/errors.ts";
+import { worker } from "../../../src/core/ids.ts";
+import type { RequestLease } from "../../../src/router/request-lease.ts";
+import type { StickyRouter } from "../../../src/sessions/sticky.ts";
+import { harness, jsonResponse, sseResponse, type FakeFetch } from "../app/harness.ts";
 
 const W1 = { id: 11n, url: "http://w1:1" };
 
