@@ -120,7 +120,7 @@ const ARROWS: readonly Arrow[] = [
   { from: "transfer", allowed: ["transfer", "core", "protocol", "native"], why: "the transfer agent has its own small edge" },
   { from: "protocol", allowed: ["protocol", "core"], why: "the wire protocol depends on nothing but the shared vocabulary" },
   { from: "scheduler", forbidden: ["indexer"], why: "the scheduler chooses from overlap it is given; it does not walk the index" },
-  { from: "router", forbidden: ["runtime", "app", "native", "events", "sessions", "sync", "upstream"], why: "the router room is runtime-free" },
+  { from: "router", forbidden: ["runtime", "app", "native", "events", "sync", "upstream", "workers", "metrics", "config"], why: "the router room is runtime-free" },
 ];
 
 /** The top-level src/ folder each relative import of `text` (a file at `file`) lands in. */

@@ -3,24 +3,25 @@
  * is still alive, else hash -> match -> schedule; then book the request on the chosen
  * (worker, dp_rank), record the decision in an approximate index, and bind the session.
  * The lifecycle that follows (prefill done, output blocks, free) is in request-lease.ts.
- * Web standards only: no Request/Response here, so the HTTP routes stay thin.
+ * Web standards only: no Request/Response here, so the HTTP routes stay thin. Pure (src/router):
+ * clock, rng and metrics are injected; request-id prefixes come from crypto.getRandomValues,
+ * a web-standard global on every runtime we target.
  */
 import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/hashing.ts";
 import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
 import type { KvIndex } from "../indexer/types.ts";
-import type { RouterMetrics } from "../metrics/names.ts";
 import type { SchedulerConfig } from "../scheduler/config.ts";
 import { endpoint } from "../scheduler/endpoints.ts";
 import { findBestMatch } from "../scheduler/find-best-match.ts";
 import type { LoadTracker } from "../scheduler/load-tracker.ts";
 import type { Endpoint, Pipeline, Rng } from "../scheduler/types.ts";
 import type { StickyRouter } from "../sessions/sticky.ts";
-import type { WorkerRegistry } from "../workers/registry.ts";
+import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./request-lease.ts";
 import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./session-control.ts";
 
 export interface RoutingDeps {
-  readonly registry: WorkerRegistry;
+  readonly registry: RoutableWorkers;
   readonly index: KvIndex;
   readonly tracker: LoadTracker;
   readonly pipeline: Pipeline;
@@ -28,9 +29,11 @@ export interface RoutingDeps {
   /** Block hasher; its sequence hasher (native when it brings one) is used too. */
   readonly hasher: BatchBlockHasher;
   readonly sticky: StickyRouter;
-  readonly metrics: RouterMetrics;
+  readonly metrics: RoutingObserver;
   /** Milliseconds, monotonic enough for load decay and TTLs. */
   readonly now: () => number;
+  /** High-resolution milliseconds for the phase timings (default: `now`). */
+  readonly timer?: () => number;
   readonly rng: Rng;
   /** Approximate mode: the index learns from the router's own decisions. */
   readonly recordDecisions: boolean;
@@ -116,20 +119,21 @@ export class RoutingService {
   /** Route and book. Throws RouterError (no_endpoints, duplicate_request, ...). */
   async route(input: RouteInput): Promise<RouteDecision> {
     const d = this.d;
-    const t0 = performance.now();
+    const timer = d.timer ?? d.now;
+    const t0 = timer();
     const bs = d.scheduler.blockSize;
     const { hashes, seqHashes } = input.prepared ?? this.prepare(input.tokens, input.loraName);
-    const t1 = performance.now();
+    const t1 = timer();
     const approx = input.approximate === true && d.approxIndex !== undefined;
     const index = approx ? d.approxIndex! : d.index;
     const overlaps = index.findMatches(hashes);
-    const t2 = performance.now();
+    const t2 = timer();
 
     const sc = input.sessionControl;
     const sessionId = sc?.sessionId ?? input.sessionId;
     // Open and close turns only peek: the binding changes with this turn anyway.
     const pinned = sessionId !== undefined ? await this.#liveBinding(sessionId, sc?.action === undefined, input) : undefined;
-    const t3 = performance.now();
+    const t3 = timer();
     const endpoints = pinned ? [endpoint(pinned.workerId, pinned.dpRank)] : this.#schedulable(input.exclude);
     const now = d.now();
     const sel = findBestMatch({
@@ -151,7 +155,7 @@ export class RoutingService {
       sessionId,
     });
     if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
-    const t4 = performance.now();
+    const t4 = timer();
 
     const m = d.metrics;
     m.phases.hash.observe((t1 - t0) / 1000);

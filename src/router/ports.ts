@@ -1,0 +1,25 @@
+/**
+ * What the router room needs from the pieces around it, as narrow interfaces, so it imports
+ * no adapter (src/workers, src/metrics) and runs on any runtime. The Bun composition root
+ * passes the real ones (WorkerRegistry, RouterMetrics satisfy these structurally); tests pass
+ * small fakes or the same real ones.
+ */
+import type { DpRank, WorkerId, WorkerWithDpRank } from "../core/ids.ts";
+
+/** Which (worker, dp rank)s may take requests now (workers/registry.ts WorkerRegistry). */
+export interface RoutableWorkers {
+  isRoutable(id: WorkerId, dpRank: DpRank): boolean;
+  /** The healthy targets; the same array until membership or health changes (cached by identity). */
+  healthyTargets(): readonly WorkerWithDpRank[];
+}
+
+/** A histogram series: one observation (seconds, or blocks). */
+export interface Observer {
+  observe(value: number): void;
+}
+
+/** Where a decision's timings and overlap go (metrics/names.ts RouterMetrics). */
+export interface RoutingObserver {
+  readonly phases: Readonly<Record<"hash" | "match" | "schedule" | "total", Observer>>;
+  readonly overlap: Observer;
+}
