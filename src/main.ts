@@ -12,14 +12,12 @@ import { WorkerUrlPolicy } from "./workers/url-policy.ts";
 import type { AppDeps } from "./app/deps.ts";
 import { createLogger, type Logger } from "./app/log.ts";
 import { fetchUpstream } from "./app/proxy/upstream.ts";
-import { ExternalLeases } from "./router/external-leases.ts";
 import { EVENT_BATCH_MIN_LIMIT_BYTES } from "./app/routes/admin.ts";
-import { RoutingService } from "./router/routing-service.ts";
+import { createRouter } from "./router/create-router.ts";
 import { ConfigError, loadConfig, serveUsage } from "./config/load.ts";
 import type { Config } from "./config/schema.ts";
 import type { RouterEvent } from "./core/events.ts";
 import { portableBatchHasher, type BatchBlockHasher } from "./core/hashing.ts";
-import { ingestEvents } from "./events/http-batch.ts";
 import { kvQueryClient } from "./events/kv-query-client.ts";
 import { ZmqEventSources } from "./events/zmq/sources.ts";
 import { AdmissionGate } from "./app/routing/admission-gate.ts";
@@ -29,7 +27,6 @@ import { EngineMetricsScraper } from "./workers/engine-metrics-scraper.ts";
 import { WorkerProvisioner } from "./workers/provisioner.ts";
 import { WorkersFileWatch } from "./workers/workers-file-watch.ts";
 import { watch } from "node:fs";
-import { createIndexer } from "./indexer/indexer.ts";
 import type { KvIndex } from "./indexer/types.ts";
 import { AdapterLoader } from "./lora/adapter-loader.ts";
 import { AdapterAllowlist } from "./lora/adapter-name.ts";
@@ -39,11 +36,7 @@ import { RouterMetrics } from "./metrics/names.ts";
 import { runMockerCli, startMocker, type MockerHandle } from "./mocker/index.ts";
 import { createNativeBlockHasher } from "./native/hasher.ts";
 import { loadNativeLibrary } from "./native/library.ts";
-import { RecoveryDriver } from "./recovery/driver.ts";
 import { LossyStreamGuard } from "./recovery/lossy-stream.ts";
-import { schedulerConfig } from "./scheduler/config.ts";
-import { LoadTracker } from "./scheduler/load-tracker.ts";
-import { createPipeline } from "./scheduler/registry.ts";
 import { MemoryAffinityStore } from "./sessions/memory-store.ts";
 import { openRedisAffinityStore, type RedisStoreStats } from "./sessions/redis-store.ts";
 import type { AffinityStore, OnExpire, StoreClock } from "./sessions/store.ts";
@@ -256,9 +249,6 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const now = () => performance.now();
   const metrics = new RouterMetrics();
   const hasher = chooseHasher(log);
-  const index = createIndexer(config.policy === "approx" ? "approximate" : "precise", {
-    prune: { ttlMs: config.approxTtl * 1000 },
-  });
   const registry = new WorkerRegistry();
   // Which models each worker serves (GET /v1/models at registration and every health check).
   const models = new ModelDirectory();
@@ -284,25 +274,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     log.info(`tokenizer for ${t.model ?? "every model"}: ${tok.source}`, { implementation: tok.implementation });
   }
   if (config.tokenizers.length === 0) log.info("no --tokenizer: token-id prompts are routed exactly, text approximately (on the router's own decisions)");
-  const approxIndex = config.policy === "approx" ? undefined : createIndexer("approximate", { prune: { ttlMs: config.approxTtl * 1000 } });
   // With Redis, routers share their active load; each needs its own id in those messages.
   const routerId = config.redis !== undefined ? randomRouterId() : undefined;
-  const tracker = new LoadTracker({ blockSize: config.blockSize, routerId });
-  const scheduler = schedulerConfig({
-    blockSize: config.blockSize,
-    overlapScoreWeight: config.overlapWeight,
-    temperature: config.temperature,
-    loadGuardFactor: config.loadGuard,
-    loadGuardMetric: config.loadGuardMetric,
-    activeRequestWeight: config.activeRequestWeight,
-    busyThreshold: config.busyThreshold,
-    inflightOverlap: config.inflightOverlap,
-    overlapCredit: config.overlapCredit,
-    prefillWaitFactor: config.prefillWaitFactor,
-    prefillWaitQueueShare: config.prefillWaitSlack,
-    engineWaitingWeight: config.engineLoadWeight,
-  });
-  const pipeline = createPipeline(config.policy, scheduler);
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
   const adapters = new AdapterLoader({
     tracker: lora,
@@ -331,6 +304,51 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     sessions.close(binding.worker.workerId, sessionId);
   });
   const sticky = new StickyRouter(store, { maxSessionIdLength: config.maxSessionIdLength });
+  // The router's own calls to engines carry --engine-token, never the admin token: every
+  // registered worker would learn it otherwise (issue 12).
+  const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
+  let engineBusy: ReadonlySet<WorkerKey> | undefined;
+  let engineWaiting: ReadonlyMap<WorkerKey, number> | undefined;
+  // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
+  const router = createRouter(
+    {
+      policy: config.policy,
+      scheduler: {
+        blockSize: config.blockSize,
+        overlapScoreWeight: config.overlapWeight,
+        temperature: config.temperature,
+        loadGuardFactor: config.loadGuard,
+        loadGuardMetric: config.loadGuardMetric,
+        activeRequestWeight: config.activeRequestWeight,
+        busyThreshold: config.busyThreshold,
+        inflightOverlap: config.inflightOverlap,
+        overlapCredit: config.overlapCredit,
+        prefillWaitFactor: config.prefillWaitFactor,
+        prefillWaitQueueShare: config.prefillWaitSlack,
+        engineWaitingWeight: config.engineLoadWeight,
+      },
+      approxTtlMs: config.approxTtl * 1000,
+      sessionTtlMs: config.sessionTtl * 1000,
+      routerId,
+      capacityTokens: config.workerCapacity ?? undefined,
+    },
+    {
+      hasher,
+      now,
+      rng: Math.random,
+      workers: registry,
+      sticky,
+      metrics,
+      query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: engineHeaders }),
+      sleep: (ms) => Bun.sleep(ms),
+      warn: (m) => log.warn(m),
+      engineSessions: sessions,
+      busyKeys: () => engineBusy,
+      engineWaiting: () => engineWaiting,
+      onDropped: (reason, n) => metrics.eventDropped(reason, n),
+    },
+  );
+  const { index, approxIndex, tracker, recovery, routing, leases } = router;
 
   // Passive health: workers whose answers keep failing are ejected (workers/outlier-detector.ts).
   const outliers = new OutlierDetector(
@@ -366,9 +384,6 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       await Promise.all([readModels(), restarts.check(id, url, signal)]);
     },
   });
-  // The router's own calls to engines carry --engine-token, never the admin token: every
-  // registered worker would learn it otherwise (issue 12).
-  const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
   // An engine restarted while idle sends no event: its instance id changing tells us (issue 12).
   const restarts = new RestartDetector({
     probe: async (url) => (await fetchEngineInfo(url, config.healthTimeout * 1000, engineFetch(config.engineToken))).instanceId,
@@ -378,12 +393,6 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       log.warn(`worker ${id} restarted (engine instance ${previous} -> ${current}); its blocks leave the index until restored`);
       for (let r = 0; r < w.dpRanks; r++) recovery.addRank(id, r, true);
     },
-  });
-  const recovery = new RecoveryDriver({
-    sink: index,
-    query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: engineHeaders }),
-    sleep: (ms) => Bun.sleep(ms),
-    onWarning: (m) => log.warn(m),
   });
   // Disaggregated prefill/decode (src/app/disagg): roles from flags first, engine info after.
   const roles = new WorkerRoles();
@@ -441,8 +450,6 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   });
   metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
   const busyLimits = { kvUsage: config.busyThreshold ?? undefined, waiting: config.busyWaiting ?? undefined };
-  let engineBusy: ReadonlySet<WorkerKey> | undefined;
-  let engineWaiting: ReadonlyMap<WorkerKey, number> | undefined;
   const scraper =
     config.engineMetricsInterval > 0
       ? new EngineMetricsScraper({
@@ -459,26 +466,6 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
         })
       : undefined;
   if (scraper) bindEngineLoadMetrics(metrics, scraper, () => registry.list());
-  const routing = new RoutingService({
-    registry,
-    index,
-    tracker,
-    pipeline,
-    scheduler,
-    hasher,
-    sticky,
-    metrics,
-    now,
-    rng: Math.random,
-    recordDecisions: config.policy === "approx",
-    approxIndex,
-    sessionTtlMs: config.sessionTtl * 1000,
-    engineSessions: sessions,
-    busyKeys: () => engineBusy,
-    engineWaiting: () => engineWaiting,
-    capacityTokens: config.workerCapacity ?? undefined,
-  });
-  const leases = new ExternalLeases(tracker);
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
   let loadSync: LoadSync | undefined;
   if (config.redis !== undefined && routerId !== undefined) {
@@ -528,16 +515,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     tracker,
     index,
     metrics,
-    ingestEvents: (events, source) =>
-      ingestEvents(
-        events,
-        {
-          isKnown: (w, r) => (registry.get(w)?.dpRanks ?? 0) > r,
-          onLiveEvent: (ev, s) => recovery.ingest(ev, s),
-          onDropped: (reason, n) => metrics.eventDropped(reason, n),
-        },
-        source,
-      ),
+    ingestEvents: (events, source) => router.ingest(events, source),
     lora: adapters,
     models,
     tokenizers,
@@ -638,13 +616,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   scraper?.start();
 
   const timers = [
-    setInterval(() => {
-      tracker.forceExpiry(now());
-      leases.sweep();
-    }, LOAD_EXPIRY_EVERY_MS),
+    setInterval(() => router.expireLoad(now()), LOAD_EXPIRY_EVERY_MS),
   ];
-  if (config.policy === "approx") timers.push(setInterval(() => index.expire(now()), APPROX_EXPIRE_EVERY_MS));
-  if (approxIndex !== undefined) timers.push(setInterval(() => approxIndex.expire(now()), APPROX_EXPIRE_EVERY_MS));
+  if (config.policy === "approx" || approxIndex !== undefined) timers.push(setInterval(() => router.expireApprox(now()), APPROX_EXPIRE_EVERY_MS));
 
   log.info(`switchyard listening on ${url}`, { policy: config.policy, workers: registry.size, block_size: config.blockSize });
   const running: RunningRouter = {

@@ -1,0 +1,162 @@
+/**
+ * `createRouter(config, ports)`: the router's decision room built in one place, so the Bun
+ * composition root (src/main.ts), the app test harness and the benches wire it the same way
+ * (issue 10). Runtime-free and without I/O of its own: the hasher, clock, rng, worker
+ * registry, session store, metrics and the engines' recovery query are ports.
+ *
+ * It builds the precise (or approximate) index, the approximate index for inexact prompts,
+ * the load tracker, the scheduler pipeline, the routing service, the recovery driver and the
+ * bookings of POST /v1/route, and exposes what every edge needs:
+ *   - `routing.prepare` / `routing.route` -> decision + lease (the lease frees exactly once);
+ *   - `ingest(events, source)`: KV events of registered (worker, dp rank)s into the recovery
+ *     driver ("engine": ordered by ids, gaps recovered; "admin": applied as they say). Cleared
+ *     clears the (worker, dp rank) it names (src/recovery/README.md, ClearScope "rank").
+ *     The vLLM ZMQ path does not come through here yet (src/main.ts applyZmqEvents, with the
+ *     lossy-stream guard): vLLM serves no /kv/query to recover from.
+ *   - `expireLoad(now)` / `expireApprox(now)`: the periodic work the runtime's timers call
+ *     (load expiry + lease sweep; approximate-index TTLs).
+ * Worker registration stays in src/workers (membership talks HTTP to engines); it is handed
+ * `recovery` and `tracker` from here.
+ */
+import type { RouterEvent } from "../core/events.ts";
+import type { BatchBlockHasher } from "../core/hashing.ts";
+import type { DpRank, WorkerId, WorkerKey } from "../core/ids.ts";
+import { createIndexer } from "../indexer/indexer.ts";
+import type { KvIndex } from "../indexer/types.ts";
+import { RecoveryDriver } from "../recovery/driver.ts";
+import type { EventSource, WorkerQuery } from "../recovery/types.ts";
+import { schedulerConfig, type SchedulerConfig } from "../scheduler/config.ts";
+import { LoadTracker } from "../scheduler/load-tracker.ts";
+import { createPipeline, type PolicyName } from "../scheduler/registry.ts";
+import type { Pipeline, Rng } from "../scheduler/types.ts";
+import type { StickyRouter } from "../sessions/sticky.ts";
+import { ExternalLeases } from "./external-leases.ts";
+import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
+import { RoutingService } from "./routing-service.ts";
+import type { EngineSessionOps } from "./session-control.ts";
+
+export interface RouterConfig {
+  readonly policy: PolicyName;
+  /** Scheduler knobs; `blockSize` is required, the rest default (scheduler/config.ts). */
+  readonly scheduler: Partial<SchedulerConfig> & { readonly blockSize: number };
+  /** Approximate index TTL (ms) for approx mode and inexact prompts. */
+  readonly approxTtlMs?: number;
+  /** Router-only session bindings live this long (ms). */
+  readonly sessionTtlMs: number;
+  /** This router's id in load-sync messages (several routers over Redis). */
+  readonly routerId?: bigint;
+  /** --worker-capacity: booked prefill tokens a rank may hold before it counts busy. */
+  readonly capacityTokens?: number;
+  /**
+   * A separate approximate index for prompts the router cannot tokenize as the engine does
+   * (default true; irrelevant under policy approx, where the main index is approximate).
+   */
+  readonly inexactIndex?: boolean;
+}
+
+export interface RouterPorts {
+  readonly hasher: BatchBlockHasher;
+  /** Milliseconds (load decay, TTLs, phase timings). */
+  readonly now: () => number;
+  readonly rng: Rng;
+  /** The worker registry: who is routable, and how many dp ranks a worker has. */
+  readonly workers: RoutableWorkers & { get(id: WorkerId): { readonly dpRanks: number } | undefined };
+  readonly sticky: StickyRouter;
+  readonly metrics: RoutingObserver;
+  /** The engines' KV recovery query (events/kv-query-client.ts over HTTP). */
+  readonly query: WorkerQuery;
+  /** Backoff between recovery queries. */
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly warn?: (message: string) => void;
+  readonly engineSessions?: EngineSessionOps;
+  readonly busyKeys?: () => ReadonlySet<WorkerKey> | undefined;
+  readonly engineWaiting?: () => ReadonlyMap<WorkerKey, number> | undefined;
+  /** Events dropped because their (worker, dp rank) is not registered. */
+  readonly onDropped?: (reason: "unknown_worker", count: number) => void;
+}
+
+export interface IngestResult {
+  readonly accepted: number;
+  readonly dropped: number;
+}
+
+export interface Router {
+  readonly index: KvIndex;
+  readonly approxIndex: KvIndex | undefined;
+  readonly tracker: LoadTracker;
+  readonly scheduler: SchedulerConfig;
+  readonly pipeline: Pipeline;
+  readonly routing: RoutingService;
+  readonly recovery: RecoveryDriver;
+  readonly leases: ExternalLeases;
+  /** KV events in, from any source; unregistered (worker, dp rank)s are dropped and counted. */
+  ingest(events: readonly RouterEvent[], source: EventSource): IngestResult;
+  /** Periodic upkeep (a runtime timer, every few seconds): bookings past the 300 s expiry, leases whose booking is gone. */
+  expireLoad(now: number): void;
+  /** Periodic upkeep: approximate-index entries past their TTL. */
+  expireApprox(now: number): void;
+}
+
+export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
+  const approxMode = config.policy === "approx";
+  const prune = config.approxTtlMs === undefined ? undefined : { ttlMs: config.approxTtlMs };
+  const index = createIndexer(approxMode ? "approximate" : "precise", { prune });
+  const approxIndex = approxMode || config.inexactIndex === false ? undefined : createIndexer("approximate", { prune });
+  const tracker = new LoadTracker({ blockSize: config.scheduler.blockSize, routerId: config.routerId });
+  const scheduler = schedulerConfig(config.scheduler);
+  const pipeline = createPipeline(config.policy, scheduler);
+  const routing = new RoutingService({
+    registry: ports.workers,
+    index,
+    tracker,
+    pipeline,
+    scheduler,
+    hasher: ports.hasher,
+    sticky: ports.sticky,
+    metrics: ports.metrics,
+    now: ports.now,
+    rng: ports.rng,
+    recordDecisions: approxMode,
+    approxIndex,
+    sessionTtlMs: config.sessionTtlMs,
+    engineSessions: ports.engineSessions,
+    busyKeys: ports.busyKeys,
+    engineWaiting: ports.engineWaiting,
+    capacityTokens: config.capacityTokens,
+  });
+  const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn });
+  const leases = new ExternalLeases(tracker);
+  const isKnown = (w: WorkerId, r: DpRank) => (ports.workers.get(w)?.dpRanks ?? 0) > r;
+  return {
+    index,
+    approxIndex,
+    tracker,
+    scheduler,
+    pipeline,
+    routing,
+    recovery,
+    leases,
+    ingest(events, source) {
+      let accepted = 0;
+      let dropped = 0;
+      for (const ev of events) {
+        if (!isKnown(ev.workerId, ev.event.dpRank)) {
+          dropped++;
+          continue;
+        }
+        recovery.ingest(ev, source);
+        accepted++;
+      }
+      if (dropped > 0) ports.onDropped?.("unknown_worker", dropped);
+      return { accepted, dropped };
+    },
+    expireLoad(now) {
+      tracker.forceExpiry(now);
+      leases.sweep();
+    },
+    expireApprox(now) {
+      if (approxMode) index.expire(now);
+      approxIndex?.expire(now);
+    },
+  };
+}
