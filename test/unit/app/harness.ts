@@ -1,23 +1,20 @@
 /**
- * The router's app in-process, built from the real parts (index, scheduler, sessions,
- * membership, routing) around a fake upstream `fetch`, so proxy behaviour is tested without
- * sockets. Workers are registered directly in the registry (no engine info call).
+ * The router's app in-process, built from the real parts around a fake upstream `fetch`, so
+ * proxy behaviour is tested without sockets: the decision room through createRouter (as
+ * main.ts builds it: index, scheduler, routing, recovery, bookings), sessions, membership.
+ * Workers are registered directly in the registry (no engine info call); the recovery query
+ * answers an error (these tests post admin events, applied as they say).
  */
 import { createApp } from "../../../src/app/app.ts";
 import type { AppDeps } from "../../../src/app/deps.ts";
 import { silentLogger } from "../../../src/app/log.ts";
-import { ExternalLeases } from "../../../src/router/external-leases.ts";
-import { RoutingService } from "../../../src/router/routing-service.ts";
+import { createRouter } from "../../../src/router/create-router.ts";
 import { portableBatchHasher } from "../../../src/core/hashing.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";
-import { ingestEvents } from "../../../src/events/http-batch.ts";
-import { createIndexer } from "../../../src/indexer/indexer.ts";
 import type { KvIndex } from "../../../src/indexer/types.ts";
 import { LoraStateTracker } from "../../../src/lora/state-tracker.ts";
 import { RouterMetrics } from "../../../src/metrics/names.ts";
-import { schedulerConfig } from "../../../src/scheduler/config.ts";
 import { LoadTracker } from "../../../src/scheduler/load-tracker.ts";
-import { createPipeline } from "../../../src/scheduler/registry.ts";
 import { MemoryAffinityStore } from "../../../src/sessions/memory-store.ts";
 import { StickyRouter } from "../../../src/sessions/sticky.ts";
 import { HealthChecker } from "../../../src/workers/health.ts";
@@ -73,11 +70,8 @@ export function harness(o: HarnessOptions): Harness {
   let clock = 0;
   const now = () => clock++;
   const metrics = new RouterMetrics();
-  const index = createIndexer(policy === "approx" ? "approximate" : "precise");
   const registry = new WorkerRegistry();
   const models = new ModelDirectory();
-  const tracker = new LoadTracker({ blockSize });
-  const scheduler = schedulerConfig({ blockSize });
   const lora = new LoraStateTracker();
   const calls: Harness["calls"] = [];
   const fetch: FakeFetch = async (url, init) => {
@@ -85,21 +79,27 @@ export function harness(o: HarnessOptions): Harness {
     calls.push({ url, headers, body: init.body as Uint8Array });
     return o.fetch(url, init);
   };
+  const store = new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } });
+  const sticky = new StickyRouter(store);
+  const sessions = engineSessions({ urlOf: (id) => registry.get(id)?.url, fetch });
+  const router = createRouter(
+    { policy, scheduler: { blockSize }, sessionTtlMs: 60_000, inexactIndex: false },
+    {
+      hasher: portableBatchHasher, now, rng: () => 0.5, workers: registry, sticky, metrics, engineSessions: sessions,
+      query: async () => ({ kind: "error", message: "no recovery query in the harness" }),
+      sleep: async () => {},
+      onDropped: (reason, n) => metrics.eventDropped(reason, n),
+    },
+  );
+  const { index, tracker, routing } = router;
   const health = new HealthChecker({ registry, intervalMs: 1e9, timeoutMs: 1000, fetch: async () => new Response("ok") });
   const membership = new WorkerMembership({
     registry,
     blockSize,
     load: tracker,
-    recovery: { addRank() {}, removeWorker: (id) => index.removeWorker(id) },
+    recovery: router.recovery,
     lora,
     engineInfo: async () => ({ loras: [] }),
-  });
-  const store = new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } });
-  const sticky = new StickyRouter(store);
-  const sessions = engineSessions({ urlOf: (id) => registry.get(id)?.url, fetch });
-  const routing = new RoutingService({
-    registry, index, tracker, pipeline: createPipeline(policy, scheduler), scheduler, hasher: portableBatchHasher, sticky, metrics,
-    now, rng: () => 0.5, recordDecisions: policy === "approx", sessionTtlMs: 60_000, engineSessions: sessions,
   });
   const loader = new AdapterLoader({
     tracker: lora,
@@ -120,8 +120,8 @@ export function harness(o: HarnessOptions): Harness {
     maxBodyBytes: o.maxBodyBytes ?? 1 << 20,
     adminToken: o.adminToken,
     maxRetries: o.maxRetries ?? 2,
-    registry, membership, fence: (id, reason) => health.fence(id, reason), routing, leases: new ExternalLeases(tracker), tracker, index, metrics,
-    ingestEvents: (events) => ingestEvents(events, { isKnown: (w, r) => (registry.get(w)?.dpRanks ?? 0) > r, onLiveEvent: (ev) => index.applyEvent(ev) }),
+    registry, membership, fence: (id, reason) => health.fence(id, reason), routing, leases: router.leases, tracker, index, metrics,
+    ingestEvents: (events, source) => router.ingest(events, source),
     lora: loader,
     models,
     peekSession: (id) => store.peek(id),
