@@ -7,14 +7,10 @@
  * and reported in µs per request, so a change to one step shows up without the noise of
  * wrk and sockets. Native hashing is used when the C library is built.
  */
-import { RoutingService } from "../../src/router/routing-service.ts";
+import { createRouter } from "../../src/router/create-router.ts";
 import { computeBlockHashesWith, computeSeqHashes, portableBatchHasher, seqHasherOf } from "../../src/core/hashing.ts";
-import { createIndexer } from "../../src/indexer/indexer.ts";
 import { RouterMetrics } from "../../src/metrics/names.ts";
 import { loadNativeBlockHasher } from "../../src/native/hasher.ts";
-import { schedulerConfig } from "../../src/scheduler/config.ts";
-import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
-import { createPipeline } from "../../src/scheduler/registry.ts";
 import { MemoryAffinityStore } from "../../src/sessions/memory-store.ts";
 import { StickyRouter } from "../../src/sessions/sticky.ts";
 import { promptTokens } from "../../src/tokens/index.ts";
@@ -34,19 +30,20 @@ const native = loadNativeBlockHasher();
 const hasher = native ?? portableBatchHasher;
 
 const registry = new WorkerRegistry();
-const tracker = new LoadTracker({ blockSize: BS });
-const scheduler = schedulerConfig({ blockSize: BS });
-const index = createIndexer("precise");
-const routing = new RoutingService({
-  registry, index, tracker, scheduler, hasher,
-  pipeline: createPipeline("kv", scheduler),
-  sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => 0, every: () => () => {} } })),
-  metrics: new RouterMetrics(),
-  now: () => performance.now(),
-  rng: Math.random,
-  recordDecisions: false,
-  sessionTtlMs: 60_000,
-});
+// Built as main.ts builds it (src/router/create-router.ts).
+const { index, tracker, routing } = createRouter(
+  { policy: "kv", scheduler: { blockSize: BS }, sessionTtlMs: 60_000 },
+  {
+    hasher,
+    now: () => performance.now(),
+    rng: Math.random,
+    workers: registry,
+    sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => 0, every: () => () => {} } })),
+    metrics: new RouterMetrics(),
+    query: async () => ({ kind: "error", message: "no engines in this bench" }),
+    sleep: async () => {},
+  },
+);
 registry.add(1n, "http://127.0.0.1:1", 1);
 tracker.updateWorkers([{ workerId: 1n, dpRank: 0 }]);
 
