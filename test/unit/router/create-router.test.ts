@@ -1,0 +1,85 @@
+/**
+ * createRouter (src/router/create-router.ts): the decision room as main.ts, the harness and the
+ * benches build it — events in through recovery for registered ranks only, one Cleared
+ * semantics (the named (worker, dp rank)), route -> decision + lease that frees once.
+ */
+import { describe, expect, test } from "bun:test";
+import { clearedEvent, storedEvent } from "../../../src/core/events.ts";
+import { portableBatchHasher } from "../../../src/core/hashing.ts";
+import { RouterMetrics } from "../../../src/metrics/names.ts";
+import { createRouter } from "../../../src/router/create-router.ts";
+import { MemoryAffinityStore } from "../../../src/sessions/memory-store.ts";
+import { StickyRouter } from "../../../src/sessions/sticky.ts";
+import { WorkerRegistry } from "../../../src/workers/registry.ts";
+
+function build() {
+  let clock = 0;
+  const registry = new WorkerRegistry();
+  const dropped: number[] = [];
+  const router = createRouter(
+    { policy: "kv", scheduler: { blockSize: 4 }, sessionTtlMs: 60_000 },
+    {
+      hasher: portableBatchHasher,
+      now: () => clock++,
+      rng: () => 0.5,
+      workers: registry,
+      sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } })),
+      metrics: new RouterMetrics(),
+      query: async () => ({ kind: "error", message: "none" }),
+      sleep: async () => {},
+      onDropped: (_reason, n) => dropped.push(n),
+    },
+  );
+  registry.add(1n, "http://w1:1", 2, true, "base");
+  router.tracker.updateWorkers([
+    { workerId: 1n, dpRank: 0 },
+    { workerId: 1n, dpRank: 1 },
+  ]);
+  return { router, registry, dropped };
+}
+
+const block = (h: bigint) => [{ blockHash: h, tokensHash: h }];
+
+describe("createRouter", () => {
+  test("events of registered ranks go in; others are dropped and counted", () => {
+    const { router, dropped } = build();
+    const r = router.ingest(
+      [storedEvent(1n, 0n, block(7n), null, 0), storedEvent(1n, 0n, block(8n), null, 2), storedEvent(9n, 0n, block(9n), null, 0)],
+      "admin",
+    );
+    expect(r).toEqual({ accepted: 1, dropped: 2 });
+    expect(dropped).toEqual([2]);
+    expect(router.index.findMatches(new BigUint64Array([7n])).scores.size).toBe(1);
+  });
+
+  test("Cleared clears the (worker, dp rank) it names, not the worker's other ranks", () => {
+    const { router } = build();
+    router.ingest([storedEvent(1n, 0n, block(7n), null, 0), storedEvent(1n, 0n, block(7n), null, 1)], "admin");
+    expect(router.index.findMatches(new BigUint64Array([7n])).scores.size).toBe(2);
+    router.ingest([clearedEvent(1n, 1n, 1)], "admin");
+    expect([...router.index.findMatches(new BigUint64Array([7n])).scores.values()]).toEqual([1]);
+    expect(router.index.findMatches(new BigUint64Array([7n])).scores.size).toBe(1);
+  });
+
+  test("route books the load on the chosen rank; the lease frees it exactly once", async () => {
+    const { router } = build();
+    const tokens = new Uint32Array([1, 2, 3, 4, 5, 6, 7, 8]);
+    const booked = () => router.tracker.loads(1_000).reduce((a, l) => a + l.activePrefillTokens, 0);
+    const d = await router.routing.route({ tokens, requestId: router.routing.nextRequestId() });
+    expect(d.worker.workerId).toBe(1n);
+    expect(booked()).toBeGreaterThan(0);
+    expect(d.lease.free()).toBe(true);
+    expect(d.lease.free()).toBe(false);
+    expect(booked()).toBe(0);
+  });
+
+  test("expireLoad forgets POST /v1/route bookings whose load the tracker no longer holds", async () => {
+    const { router } = build();
+    const d = await router.routing.route({ tokens: new Uint32Array([1, 2, 3, 4]), requestId: "ext-1" });
+    router.leases.add(d.lease);
+    expect(router.leases.size).toBe(1);
+    router.tracker.removeWorker(1n);
+    router.expireLoad(10);
+    expect(router.leases.size).toBe(0);
+  });
+});
