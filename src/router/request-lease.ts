@@ -4,9 +4,28 @@
  * generated tokens, and free exactly once, whatever ends the request (finish, upstream
  * error, client disconnect, retry elsewhere). Frontends that forward themselves drive the
  * same lease through /v1/route/:id/prefill-done and /free.
+ *
+ * The booking is made here too (`RequestLease.book`), not by the scheduler: choosing has no
+ * side effects (issue 10), and the load a request puts on its worker is created and released
+ * by the same object.
  */
+import type { WorkerWithDpRank } from "../core/ids.ts";
+import { keyOf } from "../core/ids.ts";
 import type { LoadTracker } from "../scheduler/load-tracker.ts";
 import type { Rng } from "../scheduler/types.ts";
+
+/** What a booking holds: the tracker's TrackedRequest without the clock. */
+export interface Booking {
+  readonly requestId: string;
+  readonly worker: WorkerWithDpRank;
+  readonly seqHashes: BigUint64Array | null;
+  readonly isl: number;
+  /** Cached prefix blocks on the worker (prefill load is the rest). */
+  readonly overlap: number;
+  readonly loraName?: string;
+  readonly expectedOutputTokens?: number;
+  readonly expectedPrefillMs?: number;
+}
 
 export class RequestLease {
   #prefillDone = false;
@@ -24,6 +43,29 @@ export class RequestLease {
     private readonly rng: Rng,
   ) {
     this.#blocks = Math.ceil(isl / blockSize);
+  }
+
+  /**
+   * Book `b` on its worker at time `at` (ms) and return the lease that frees it. Throws RouterError
+   * duplicate_request when the id is already booked. A worker the tracker does not know yet
+   * (membership and tracker momentarily out of step) is added first.
+   */
+  static book(tracker: LoadTracker, b: Booking, at: number, blockSize: number, now: () => number, rng: Rng): RequestLease {
+    if (!tracker.hasWorker(keyOf(b.worker))) tracker.addWorkers([b.worker]);
+    tracker.addRequest(
+      {
+        requestId: b.requestId,
+        worker: b.worker,
+        seqHashes: b.seqHashes,
+        isl: b.isl,
+        overlap: b.overlap,
+        expectedOutputTokens: b.expectedOutputTokens,
+        loraName: b.loraName,
+        expectedPrefillMs: b.expectedPrefillMs,
+      },
+      at,
+    );
+    return new RequestLease(tracker, b.requestId, b.isl, blockSize, now, rng);
   }
 
   get freed(): boolean {

@@ -1,7 +1,8 @@
 /**
  * One routing decision and the load it books (spec §4.2, §4.7, §7): session binding if it
- * is still alive, else hash -> match -> schedule; then book the request on the chosen
- * (worker, dp_rank), record the decision in an approximate index, and bind the session.
+ * is still alive, else hash -> match -> schedule (the scheduler only chooses); then book the
+ * request on the chosen (worker, dp_rank) through its lease (request-lease.ts), record the
+ * decision in an approximate index, and bind the session.
  * The lifecycle that follows (prefill done, output blocks, free) is in request-lease.ts.
  * Web standards only: no Request/Response here, so the HTTP routes stay thin. Pure (src/router):
  * clock, rng and metrics are injected; request-id prefixes come from crypto.getRandomValues,
@@ -147,13 +148,22 @@ export class RoutingService {
       now,
       rng: d.rng,
       requestId: input.requestId,
-      updateStates: true,
+      // The scheduler only chooses; the lease below books (and later frees) the load.
+      updateStates: false,
       loraName: input.loraName,
       allowedWorkerIds: input.allowedWorkerIds,
       busyKeys: d.busyKeys?.(),
       engineWaiting: d.engineWaiting?.(),
       sessionId,
     });
+    const lease = RequestLease.book(
+      d.tracker,
+      { requestId: input.requestId, worker: sel.worker, seqHashes, isl: input.tokens.length, overlap: sel.overlapBlocks, loraName: input.loraName },
+      now,
+      bs,
+      d.now,
+      d.rng,
+    );
     if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
     const t4 = timer();
 
@@ -164,7 +174,6 @@ export class RoutingService {
     m.phases.total.observe((t4 - t0 - (t3 - t2)) / 1000);
     m.overlap.observe(sel.overlapBlocks);
 
-    const lease = new RequestLease(d.tracker, input.requestId, input.tokens.length, bs, d.now, d.rng);
     if (sc) await applySessionTurn(sc, sel.worker, lease, d.sticky, d.engineSessions);
     else if (input.sessionId !== undefined && !pinned) await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
     return { worker: sel.worker, overlapBlocks: sel.overlapBlocks, sticky: pinned !== undefined, lease };

@@ -73,6 +73,16 @@ describe("createRouter", () => {
     expect(booked()).toBe(0);
   });
 
+  test("the scheduler only chooses: the lease books, and a second booking of the same id is refused", async () => {
+    const { router } = build();
+    const tokens = new Uint32Array([1, 2, 3, 4]);
+    const d = await router.routing.route({ tokens, requestId: "same" });
+    expect(router.tracker.hasRequest("same")).toBe(true);
+    await expect(router.routing.route({ tokens, requestId: "same" })).rejects.toMatchObject({ code: "duplicate_request" });
+    d.lease.free();
+    expect(router.tracker.hasRequest("same")).toBe(false);
+  });
+
   test("expireLoad forgets POST /v1/route bookings whose load the tracker no longer holds", async () => {
     const { router } = build();
     const d = await router.routing.route({ tokens: new Uint32Array([1, 2, 3, 4]), requestId: "ext-1" });
