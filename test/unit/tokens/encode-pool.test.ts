@@ -76,6 +76,16 @@ describe("encode pool", () => {
     expect(p.stats()).toMatchObject({ timedOut: 2, heldChars: 0, queuedJobs: 0 });
   }, 60_000);
 
+  test("a Worker that dies fails its job (not a hang) and is replaced: the next job reaches a new one", async () => {
+    const p = pool({ workerUrl: new URL("./fixtures/crashing-encode-worker.ts", import.meta.url).href });
+    await p.ready;
+    for (let i = 0; i < 2; i++) {
+      const e = await p.run(["x"], false).catch((x: Error) => x);
+      expect(String(e)).toContain("tokenizer worker failed");
+    }
+    expect(p.stats()).toMatchObject({ workers: 1, heldChars: 0, queuedJobs: 0, done: 0 });
+  }, 60_000);
+
   test("a directory the workers cannot load fails ready, naming it", async () => {
     const p = new EncodePool("/nonexistent-model-dir", { workers: 1 });
     pools.push(p);
