@@ -66,8 +66,13 @@ async function drain(stream: ReadableStream<Uint8Array>, sink: (s: string) => vo
 }
 
 /** Start `bun src/main.ts ...args` and wait for its JSON address line. */
-export async function startMain(args: readonly string[], deadlineMs = 15_000): Promise<Proc> {
-  const proc = Bun.spawn({ cmd: [process.execPath, MAIN, ...args], cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+export function startMain(args: readonly string[], deadlineMs = 15_000): Promise<Proc> {
+  return startCommand([process.execPath, MAIN, ...args], args[0] ?? "main", deadlineMs);
+}
+
+/** Start any command from the checkout (another runtime's entry) and wait for its JSON address line. */
+export async function startCommand(cmd: readonly string[], label: string, deadlineMs = 15_000): Promise<Proc> {
+  const proc = Bun.spawn({ cmd: [...cmd], cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   let out = "";
   let err = "";
   void drain(proc.stdout, (s) => (out += s)).catch(() => {});
@@ -88,7 +93,7 @@ export async function startMain(args: readonly string[], deadlineMs = 15_000): P
     if (line !== undefined) return { proc, pid: proc.pid, info: JSON.parse(line) as Record<string, unknown>, output, stop };
     if (proc.exitCode !== null || performance.now() > end) {
       await stop();
-      throw new Error(`${args[0]} did not print its address (exit code ${proc.exitCode})\n${output()}`);
+      throw new Error(`${label} did not print its address (exit code ${proc.exitCode})\n${output()}`);
     }
     await Bun.sleep(10);
   }

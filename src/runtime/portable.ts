@@ -1,0 +1,279 @@
+/**
+ * The router on a runtime that is not Bun (src/runtime/deno.ts today): the same decision room
+ * (createRouter) and the same HTTP app (createApp) as src/main.ts, built only from portable
+ * pieces — the portable TypeScript block hasher, the in-memory session store, KV events over
+ * HTTP (POST /v1/kv/events, recovery queries with fetch), upstream calls with fetch. What needs
+ * Bun (the native hasher over bun:ffi, ZMQ, RESP Redis, embedded engines, the workers file
+ * watch, tokenizer files and worker pools, Bun's direct streams) is refused by flag name before
+ * anything starts (`refusedFlags`).
+ *
+ * The runtime entry passes `serve` (its HTTP server) and `sleep`; everything else is here.
+ */
+import { createApp } from "../app/app.ts";
+import { bindClusterMetrics } from "../app/cluster-metrics.ts";
+import type { AppDeps } from "../app/deps.ts";
+import type { Logger } from "../app/log.ts";
+import { AdmissionGate } from "../app/routing/admission-gate.ts";
+import type { Config } from "../config/schema.ts";
+import { scanFlags } from "../core/flag-scan.ts";
+import { portableBatchHasher } from "../core/hashing.ts";
+import { kvQueryClient } from "../events/kv-query-client.ts";
+import { AdapterLoader } from "../lora/adapter-loader.ts";
+import { AdapterAllowlist } from "../lora/adapter-name.ts";
+import { LoraStateTracker } from "../lora/state-tracker.ts";
+import { bindCollectors } from "../metrics/collectors.ts";
+import { RouterMetrics } from "../metrics/names.ts";
+import { createRouter } from "../router/create-router.ts";
+import { MemoryAffinityStore } from "../sessions/memory-store.ts";
+import type { StoreClock } from "../sessions/store.ts";
+import { StickyRouter } from "../sessions/sticky.ts";
+import { fetchEngineInfo } from "../workers/engine-info.ts";
+import { engineLoraClient } from "../workers/engine-lora.ts";
+import { engineSessions } from "../workers/engine-sessions.ts";
+import { HealthChecker } from "../workers/health.ts";
+import { WorkerMembership } from "../workers/membership.ts";
+import { fetchServedModels, ModelDirectory } from "../workers/models.ts";
+import { OutlierDetector } from "../workers/outlier-detector.ts";
+import { WorkerRegistry } from "../workers/registry.ts";
+
+/** Flags (and the environment variables that set them) that need Bun; refused by name elsewhere. */
+export const BUN_ONLY_FLAGS: Readonly<Record<string, string>> = {
+  "--engines": "embedded simulated engines run on Bun.serve",
+  "--engine-speedup": "embedded simulated engines run on Bun.serve",
+  "--zmq-endpoint": "ZMQ event streams use libzmq over bun:ffi (send events over HTTP instead)",
+  "--zmq-replay-endpoint": "ZMQ event streams use libzmq over bun:ffi",
+  "--zmq-dp-ranks": "ZMQ event streams use libzmq over bun:ffi",
+  "--redis": "the Redis stores and load sync run on Bun here (the in-memory store is used)",
+  "--redis-token": "the Redis stores run on Bun here",
+  "--redis-timeout": "the Redis stores run on Bun here",
+  "--workers-file": "the workers-file watch reads files with Bun",
+  "--tokenizer": "tokenizer files are loaded with Bun here (text is routed on the router's own decisions)",
+  "--tokenizer-workers": "the encode pool uses Bun Workers",
+  "--disagg": "disaggregated prefill/decode is wired by the Bun entry only",
+  "--prefill-worker": "disaggregated prefill/decode is wired by the Bun entry only",
+  "--decode-worker": "disaggregated prefill/decode is wired by the Bun entry only",
+  "--engine-metrics-interval": "engine metrics scraping is wired by the Bun entry only",
+  "--idle-timeout": "a client idle timeout is Bun.serve's",
+};
+
+/** One problem per flag given on the command line that this runtime cannot honour. */
+export function refusedFlags(argv: readonly string[], runtime: string, refused: Readonly<Record<string, string>>): string[] {
+  const out: string[] = [];
+  for (const item of scanFlags(argv, () => false)) {
+    if ("flag" in item && refused[item.flag] !== undefined && !out.some((p) => p.startsWith(`${item.flag}:`))) {
+      out.push(`${item.flag}: not available on ${runtime} (${refused[item.flag]})`);
+    }
+  }
+  return out;
+}
+
+export interface PortableServer {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export interface PortablePlatform {
+  /** Listen on (host, port) and answer with `fetch`; `peer` gives a request's address when the runtime can tell. */
+  serve(fetch: (req: Request) => Response | Promise<Response>, port: number, host: string): Promise<PortableServer>;
+  readonly peer: (req: Request) => string | undefined;
+  readonly sleep: (ms: number) => Promise<void>;
+}
+
+export interface PortableRouter {
+  readonly url: string;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+const LOAD_EXPIRY_EVERY_MS = 30_000;
+const APPROX_EXPIRE_EVERY_MS = 1_000;
+const ENGINE_QUERY_TIMEOUT_MS = 5_000;
+const OUTLIER_REQUEST_VOLUME = 20;
+const OUTLIER_INTERVAL_MS = 10_000;
+
+const wallClock: StoreClock = {
+  now: () => Date.now(),
+  every(ms, fn) {
+    const t = setInterval(fn, ms);
+    return () => clearInterval(t);
+  },
+};
+
+export async function startPortableRouter(config: Config, platform: PortablePlatform, log: Logger): Promise<PortableRouter> {
+  const now = () => performance.now();
+  const metrics = new RouterMetrics();
+  const registry = new WorkerRegistry();
+  const models = new ModelDirectory();
+  const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
+  const engineFetch = (url: string, init: RequestInit = {}) =>
+    fetch(url, config.engineToken ? { ...init, headers: { ...(init.headers as Record<string, string>), ...engineHeaders } } : init);
+  const sessions = engineSessions({
+    fetch: engineFetch,
+    urlOf: (id) => registry.get(id)?.url,
+    timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
+    warn: (m) => log.warn(m),
+  });
+  const store = new MemoryAffinityStore({
+    clock: wallClock,
+    onExpire: (sessionId, binding) => sessions.close(binding.worker.workerId, sessionId),
+    reaperIntervalMs: config.sessionReaperInterval * 1000,
+    logger: { warn: (m, f) => log.warn(m, f) },
+    maxSessions: config.maxSessions,
+  });
+  const sticky = new StickyRouter(store, { maxSessionIdLength: config.maxSessionIdLength });
+  const router = createRouter(
+    {
+      policy: config.policy,
+      scheduler: {
+        blockSize: config.blockSize,
+        overlapScoreWeight: config.overlapWeight,
+        temperature: config.temperature,
+        loadGuardFactor: config.loadGuard,
+        loadGuardMetric: config.loadGuardMetric,
+        activeRequestWeight: config.activeRequestWeight,
+        busyThreshold: config.busyThreshold,
+        inflightOverlap: config.inflightOverlap,
+        overlapCredit: config.overlapCredit,
+        prefillWaitFactor: config.prefillWaitFactor,
+        prefillWaitQueueShare: config.prefillWaitSlack,
+        engineWaitingWeight: config.engineLoadWeight,
+      },
+      approxTtlMs: config.approxTtl * 1000,
+      sessionTtlMs: config.sessionTtl * 1000,
+      capacityTokens: config.workerCapacity ?? undefined,
+    },
+    {
+      hasher: portableBatchHasher,
+      now,
+      rng: Math.random,
+      workers: registry,
+      sticky,
+      metrics,
+      query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: engineHeaders }),
+      sleep: platform.sleep,
+      warn: (m) => log.warn(m),
+      engineSessions: sessions,
+      onDropped: (reason, n) => metrics.eventDropped(reason, n),
+    },
+  );
+  const { index, tracker, recovery } = router;
+  const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
+  const adapters = new AdapterLoader({
+    tracker: lora,
+    engine: engineLoraClient({ fetch: engineFetch }),
+    workers: () => registry.list().filter((w) => w.healthy),
+    loadOnDemand: config.loraLoadOnDemand,
+    isBaseModel: (name) => registry.isBaseModel(name) || models.isBase(name),
+    pathTemplate: config.loraPath,
+    evict: config.loraEvict,
+    allow: new AdapterAllowlist(config.loraAllow),
+    now,
+    log,
+  });
+  const outliers = new OutlierDetector(
+    {
+      consecutiveFailures: config.outlier.consecutiveFailures,
+      failurePercent: config.outlier.failurePercent,
+      requestVolume: OUTLIER_REQUEST_VOLUME,
+      intervalMs: OUTLIER_INTERVAL_MS,
+      baseEjectionMs: config.outlier.baseEjectionTime * 1000,
+      maxEjectionMs: config.outlier.maxEjectionTime * 1000,
+      maxEjectionPercent: config.outlier.maxEjectionPercent,
+    },
+    () => registry.size,
+  );
+  const health = new HealthChecker({
+    registry,
+    intervalMs: config.healthInterval * 1000,
+    timeoutMs: config.healthTimeout * 1000,
+    outliers,
+    now,
+    onChange: (id, healthy, reason) => (healthy ? log.info(`worker ${id} is healthy`) : log.warn(`worker ${id} is unhealthy`, { reason })),
+    afterHealthy: async (id, url, signal) => {
+      const served = await fetchServedModels(url, signal, (u, init) => fetch(u, init));
+      if (registry.has(id)) models.set(id, served);
+    },
+  });
+  const membership = new WorkerMembership({
+    registry,
+    blockSize: config.blockSize,
+    load: tracker,
+    recovery,
+    lora,
+    engineInfo: (url) => fetchEngineInfo(url, ENGINE_QUERY_TIMEOUT_MS, engineFetch),
+    models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), (u, init) => fetch(u, init)) },
+    onAdded: (w) => {
+      log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
+      if (!w.healthy) void health.check(w.id);
+    },
+    onRemoved: (w) => health.forget(w.id),
+    warn: (m) => log.warn(m),
+  });
+  const admission = new AdmissionGate({
+    maxQueue: config.maxQueue,
+    timeoutMs: config.queueTimeout * 1000,
+    now,
+    onRejected: (reason) => metrics.admissionRejections.inc([reason]),
+  });
+  bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
+  bindClusterMetrics(metrics, { lora: () => adapters.counters, memorySessions: () => ({ held: store.size, evicted: store.evicted }) });
+
+  let draining = false;
+  const deps: AppDeps = {
+    maxBodyBytes: config.maxBodyBytes,
+    maxSessionIdLength: config.maxSessionIdLength,
+    adminToken: config.adminToken,
+    maxRetries: config.maxRetries,
+    registry,
+    membership,
+    fence: (id, reason) => health.fence(id, reason),
+    routing: router.routing,
+    leases: router.leases,
+    tracker,
+    index,
+    metrics,
+    ingestEvents: (events, source) => router.ingest(events, source),
+    lora: adapters,
+    models,
+    peekSession: (id) => store.peek(id),
+    peer: platform.peer,
+    fetch: (url, init) => fetch(url, init),
+    deadlines: {
+      connectMs: config.connectTimeout * 1000,
+      firstByteMs: config.firstByteTimeout * 1000,
+      responseMs: config.responseTimeout * 1000,
+      streamIdleMs: config.streamIdleTimeout * 1000,
+    },
+    report: (id, failure) => health.report(id, failure),
+    draining: () => draining,
+    admission,
+    now,
+    log,
+  };
+  const app = createApp(deps);
+  const server = await platform.serve((req) => app.fetch(req), config.port, config.host);
+  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
+
+  await Promise.all(
+    config.workers.map((u) => membership.register({ url: u }).catch((e) => log.error(`cannot register worker ${u}: ${(e as Error).message}`))),
+  );
+  health.start();
+  const timers = [
+    setInterval(() => router.expireLoad(now()), LOAD_EXPIRY_EVERY_MS),
+    setInterval(() => router.expireApprox(now()), APPROX_EXPIRE_EVERY_MS),
+  ];
+  log.info(`switchyard listening on ${url}`, { policy: config.policy, workers: registry.size, block_size: config.blockSize });
+  return {
+    url,
+    port: server.port,
+    async stop() {
+      draining = true;
+      for (const t of timers) clearInterval(t);
+      health.stop();
+      admission.close();
+      await server.stop();
+      await store.close();
+    },
+  };
+}
