@@ -203,7 +203,7 @@ export class ByteLevelBpe {
   private rank = new Float64Array(256);
   private next = new Int32Array(256);
   private prev = new Int32Array(256);
-  private heap = new Float64Array(256);
+  private heap = new Float64Array(512); // twice the symbols: HF's heap holds up to 2n entries
   private readonly utf8 = new TextEncoder();
   private readonly lossy = new TextDecoder("utf-8", { ignoreBOM: true });
 

@@ -9,6 +9,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
+import { type BpeTokenizerJson, byteLevelBpePlan, createBpeLibrary } from "../../../src/tokens/bpe-library.ts";
 import { readTextWithBun } from "../../../src/tokens/bun.ts";
 import { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
 import { loadEngineTokenizer } from "../../../src/tokens/index.ts";
@@ -54,3 +55,24 @@ for (const [model, special] of [
     }, 60_000);
   });
 }
+
+describe("the byte-level BPE's heap path on long pieces", () => {
+  // Pieces of 100-600 bytes (long runs of one script, repeated letters, spaces) exercise the
+  // merge heap at its fullest; every piece goes through it (scanMax 0).
+  test("heap-only encoding = native, on runs of letters, CJK, spaces and digits", async () => {
+    const dir = `${ROOT}/tokenizer-qwen3/models`;
+    const json = JSON.parse(await readTextWithBun(`${dir}/tokenizer.json`)) as BpeTokenizerJson;
+    const plan = byteLevelBpePlan(json);
+    if (typeof plan === "string") throw new Error(plan);
+    const heapOnly = createBpeLibrary(plan, {}, 0);
+    const native = await loadEngineTokenizer(dir, { impl: "native", readText: readTextWithBun, nativeLibrary: createNativeLibrary });
+    const run = fc.tuple(fc.constantFrom("a", "ab", "aab", "你", "你好", " ", "1", "é", "ß", "😀", "\n"), fc.integer({ min: 30, max: 300 }));
+    await fc.assert(
+      fc.asyncProperty(fc.array(run, { minLength: 1, maxLength: 3 }), async (runs) => {
+        const text = runs.map(([s, n]) => s.repeat(n)).join("");
+        expect([...(heapOnly.encode(text, false) as Uint32Array)]).toEqual([...(await native.encodeText(text, false))]);
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
+  }, 60_000);
+});
