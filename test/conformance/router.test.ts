@@ -1,9 +1,9 @@
 /**
  * One HTTP conformance suite, run against the router on every runtime (issue 10): Bun
- * (src/main.ts) and Deno (src/runtime/deno.ts). Real processes: the router under test and two
- * simulated engines (Bun), talking HTTP. Covers: routing a request, KV events in and the
- * index dump out, sticky sessions, errors in OpenAI's shape, and flags a runtime refuses.
- * (workerd is not covered: no workerd entry exists yet; see README "Runtimes".)
+ * (src/main.ts), Deno (src/runtime/deno.ts) and workerd (src/runtime/workerd.ts, started by
+ * workerd-launch.ts). Real processes: the router under test and two simulated engines (Bun),
+ * talking HTTP. Covers: routing a request, KV events in and the index dump out, sticky
+ * sessions, errors in OpenAI's shape, and flags a runtime refuses.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
@@ -101,6 +101,15 @@ for (const rt of RUNTIMES) {
 }
 
 describe("flags a runtime cannot honour are refused by name", () => {
+  test("workerd: --redis exits 2 naming it", async () => {
+    const rt = RUNTIMES.find((r) => r.name === "workerd")!;
+    const proc = Bun.spawn({ cmd: rt.command(["--redis", "redis://127.0.0.1:1"]), stdout: "pipe", stderr: "pipe" });
+    const code = await proc.exited;
+    const stderr = await new Response(proc.stderr).text();
+    expect(code).toBe(2);
+    expect(stderr).toContain("--redis: not available on workerd");
+  }, 60_000);
+
   test("deno: --zmq-endpoint and --engines exit 2 naming both", async () => {
     const rt = RUNTIMES.find((r) => r.name === "deno")!;
     const proc = Bun.spawn({ cmd: rt.command(["--engines", "1", "--zmq-endpoint", "http://w:1=tcp://w:5557"]), stdout: "pipe", stderr: "pipe" });
