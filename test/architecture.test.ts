@@ -158,3 +158,42 @@ describe("architecture: forbidden arrows between folders", () => {
     expect(arrowViolations(ARROWS[3]!, sched)).toEqual(["indexer"]);
   });
 });
+
+/**
+ * The Deno and workerd entries run everything they import: no file reachable from them may use
+ * Bun (issue 10). The conformance suite proves it at run time; this names the file at once.
+ */
+const PORTABLE_ENTRIES = ["src/runtime/portable.ts", "src/runtime/deno.ts", "src/runtime/workerd.ts"];
+const BUN_USE: readonly [RegExp, string][] = [
+  [/from\s+["'](bun|bun:[a-z]+)["']/, "bun module import"],
+  [/\bBun\./, "Bun.* global"],
+];
+
+/** Every .ts file reachable through relative imports from `entries` (type-only imports included). */
+function reachable(entries: readonly string[]): string[] {
+  const seen = new Set<string>();
+  const stack = entries.map((e) => join(ROOT, e));
+  while (stack.length > 0) {
+    const f = stack.pop()!;
+    if (seen.has(f)) continue;
+    seen.add(f);
+    const text = code(readFileSync(f, "utf8"));
+    for (const m of text.matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+\.ts)["']/g)) stack.push(resolve(dirname(f), m[1]!));
+  }
+  return [...seen];
+}
+
+describe("architecture: the Deno and workerd entries reach no Bun code", () => {
+  const graph = reachable(PORTABLE_ENTRIES);
+  test("the graph holds the router room and the app", () => {
+    const rel = graph.map((f) => relative(ROOT, f));
+    expect(rel).toContain("src/router/create-router.ts");
+    expect(rel).toContain("src/app/app.ts");
+  });
+  for (const f of graph) {
+    test(relative(ROOT, f), () => {
+      const src = code(readFileSync(f, "utf8"));
+      expect(BUN_USE.filter(([re]) => re.test(src)).map(([, what]) => what)).toEqual([]);
+    });
+  }
+});

@@ -38,8 +38,8 @@ import { WorkerRegistry } from "../workers/registry.ts";
 
 /** Flags (and the environment variables that set them) that need Bun; refused by name elsewhere. */
 export const BUN_ONLY_FLAGS: Readonly<Record<string, string>> = {
-  "--engines": "embedded simulated engines run on Bun.serve",
-  "--engine-speedup": "embedded simulated engines run on Bun.serve",
+  "--engines": "embedded simulated engines run on Bun's server",
+  "--engine-speedup": "embedded simulated engines run on Bun's server",
   "--zmq-endpoint": "ZMQ event streams use libzmq over bun:ffi (send events over HTTP instead)",
   "--zmq-replay-endpoint": "ZMQ event streams use libzmq over bun:ffi",
   "--zmq-dp-ranks": "ZMQ event streams use libzmq over bun:ffi",
@@ -53,7 +53,7 @@ export const BUN_ONLY_FLAGS: Readonly<Record<string, string>> = {
   "--prefill-worker": "disaggregated prefill/decode is wired by the Bun entry only",
   "--decode-worker": "disaggregated prefill/decode is wired by the Bun entry only",
   "--engine-metrics-interval": "engine metrics scraping is wired by the Bun entry only",
-  "--idle-timeout": "a client idle timeout is Bun.serve's",
+  "--idle-timeout": "a client idle timeout is a Bun server option",
 };
 
 /** One problem per flag given on the command line that this runtime cannot honour. */
