@@ -16,7 +16,6 @@ import { EVENT_BATCH_MIN_LIMIT_BYTES } from "./app/routes/admin.ts";
 import { createRouter } from "./router/create-router.ts";
 import { ConfigError, loadConfig, serveUsage } from "./config/load.ts";
 import type { Config } from "./config/schema.ts";
-import type { RouterEvent } from "./core/events.ts";
 import { portableBatchHasher, type BatchBlockHasher } from "./core/hashing.ts";
 import { kvQueryClient } from "./events/kv-query-client.ts";
 import { ZmqEventSources } from "./events/zmq/sources.ts";
@@ -27,7 +26,6 @@ import { EngineMetricsScraper } from "./workers/engine-metrics-scraper.ts";
 import { WorkerProvisioner } from "./workers/provisioner.ts";
 import { WorkersFileWatch } from "./workers/workers-file-watch.ts";
 import { watch } from "node:fs";
-import type { KvIndex } from "./indexer/types.ts";
 import { AdapterLoader } from "./lora/adapter-loader.ts";
 import { AdapterAllowlist } from "./lora/adapter-name.ts";
 import { LoraStateTracker } from "./lora/state-tracker.ts";
@@ -36,7 +34,6 @@ import { RouterMetrics } from "./metrics/names.ts";
 import { runMockerCli, startMocker, type MockerHandle } from "./mocker/index.ts";
 import { createNativeBlockHasher } from "./native/hasher.ts";
 import { loadNativeLibrary } from "./native/library.ts";
-import { LossyStreamGuard } from "./recovery/lossy-stream.ts";
 import { MemoryAffinityStore } from "./sessions/memory-store.ts";
 import { openRedisAffinityStore, type RedisStoreStats } from "./sessions/redis-store.ts";
 import type { AffinityStore, OnExpire, StoreClock } from "./sessions/store.ts";
@@ -154,28 +151,6 @@ function redactUrl(url: string): string {
   }
 }
 
-/**
- * Apply a ZMQ subscriber's events (vLLM has no /kv/query, so no recovery driver in between).
- * Batches lost beyond the engine's replay buffer leave an id gap: the rank is wiped first
- * (recovery/lossy-stream.ts), so blocks whose Removed was lost never stay in the index.
- */
-function applyZmqEvents(index: KvIndex, isKnown: (w: bigint) => boolean, onUnknown: (n: number) => void) {
-  const gaps = new LossyStreamGuard();
-  return (events: readonly RouterEvent[]): void => {
-    let unknown = 0;
-    for (const ev of events) {
-      if (!isKnown(ev.workerId)) {
-        unknown++; // removed through DELETE /v1/workers while its subscriber still runs
-        gaps.forget(ev.workerId);
-        continue;
-      }
-      if (gaps.observe(ev)) index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
-      if (ev.event.data.type === "cleared") index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
-      else index.applyEvent(ev);
-    }
-    if (unknown > 0) onUnknown(unknown);
-  };
-}
 
 /** GET /v1/workers extras: the worker's ZMQ event subscription and its engine's own load. */
 function workerDetails(
@@ -434,7 +409,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     blockSize: config.blockSize,
     hasher,
     log,
-    onEvents: applyZmqEvents(index, (w) => registry.has(w), (n) => metrics.eventDropped("unknown_worker", n)),
+    onEvents: (events) => void router.ingestLossy(events),
   });
   const provisioner = new WorkerProvisioner({ membership, sources: zmqSources, setRole: (url, role) => roles.set(url, role) });
   // Busy and admission (issue 13): the engines' own load, scraped from their /metrics, makes

@@ -11,8 +11,11 @@
  *   - `ingest(events, source)`: KV events of registered (worker, dp rank)s into the recovery
  *     driver ("engine": ordered by ids, gaps recovered; "admin": applied as they say). Cleared
  *     clears the (worker, dp rank) it names (src/recovery/README.md, ClearScope "rank").
- *     The vLLM ZMQ path does not come through here yet (src/main.ts applyZmqEvents, with the
- *     lossy-stream guard): vLLM serves no /kv/query to recover from.
+ *   - `ingestLossy(events)`: a stream that cannot be replayed (vLLM over ZMQ: vLLM serves no
+ *     /kv/query), applied in order; an id gap (batches lost for good) wipes the rank first
+ *     (recovery/lossy-stream.ts); Cleared clears its (worker, dp rank), as above.
+ *   The index's own applyEvent never sees a Cleared from here (its Cleared clears every rank
+ *   of the worker): both paths turn it into removeWorkerDpRank, so Cleared means one thing.
  *   - `expireLoad(now)` / `expireApprox(now)`: the periodic work the runtime's timers call
  *     (load expiry + lease sweep; approximate-index TTLs).
  * Worker registration stays in src/workers (membership talks HTTP to engines); it is handed
@@ -24,6 +27,7 @@ import type { DpRank, WorkerId, WorkerKey } from "../core/ids.ts";
 import { createIndexer } from "../indexer/indexer.ts";
 import type { KvIndex } from "../indexer/types.ts";
 import { RecoveryDriver } from "../recovery/driver.ts";
+import { LossyStreamGuard } from "../recovery/lossy-stream.ts";
 import type { EventSource, WorkerQuery } from "../recovery/types.ts";
 import { schedulerConfig, type SchedulerConfig } from "../scheduler/config.ts";
 import { LoadTracker } from "../scheduler/load-tracker.ts";
@@ -91,6 +95,8 @@ export interface Router {
   readonly leases: ExternalLeases;
   /** KV events in, from any source; unregistered (worker, dp rank)s are dropped and counted. */
   ingest(events: readonly RouterEvent[], source: EventSource): IngestResult;
+  /** Events of an unreplayable stream (vLLM ZMQ); events of unregistered workers are dropped and counted. */
+  ingestLossy(events: readonly RouterEvent[]): IngestResult;
   /** Periodic upkeep (a runtime timer, every few seconds): bookings past the 300 s expiry, leases whose booking is gone. */
   expireLoad(now: number): void;
   /** Periodic upkeep: approximate-index entries past their TTL. */
@@ -127,6 +133,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn });
   const leases = new ExternalLeases(tracker);
   const isKnown = (w: WorkerId, r: DpRank) => (ports.workers.get(w)?.dpRanks ?? 0) > r;
+  const gaps = new LossyStreamGuard();
   return {
     index,
     approxIndex,
@@ -145,6 +152,24 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
           continue;
         }
         recovery.ingest(ev, source);
+        accepted++;
+      }
+      if (dropped > 0) ports.onDropped?.("unknown_worker", dropped);
+      return { accepted, dropped };
+    },
+    ingestLossy(events) {
+      let accepted = 0;
+      let dropped = 0;
+      for (const ev of events) {
+        // A worker removed through DELETE /v1/workers while its subscriber still runs.
+        if (ports.workers.get(ev.workerId) === undefined) {
+          dropped++;
+          gaps.forget(ev.workerId);
+          continue;
+        }
+        if (gaps.observe(ev)) index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
+        if (ev.event.data.type === "cleared") index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
+        else index.applyEvent(ev);
         accepted++;
       }
       if (dropped > 0) ports.onDropped?.("unknown_worker", dropped);

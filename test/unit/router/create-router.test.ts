@@ -93,3 +93,22 @@ describe("createRouter", () => {
     expect(router.leases.size).toBe(0);
   });
 });
+
+describe("createRouter.ingestLossy (vLLM ZMQ: no replay)", () => {
+  test("an id gap wipes the rank before the next event; Cleared clears its rank; unknown workers are dropped", () => {
+    const { router, dropped } = build();
+    const has = (h: bigint) => router.index.findMatches(new BigUint64Array([h])).scores.size;
+    router.ingestLossy([storedEvent(1n, 0n, block(7n), null, 0), storedEvent(1n, 1n, block(8n), null, 0), storedEvent(1n, 0n, block(7n), null, 1)]);
+    expect(has(7n)).toBe(2);
+    // Ids 2..4 lost for good on rank 0: its blocks (7, 8) go before id 5 applies.
+    router.ingestLossy([storedEvent(1n, 5n, block(9n), null, 0)]);
+    expect(has(8n)).toBe(0);
+    expect(has(7n)).toBe(1); // rank 1 keeps its copy
+    expect(has(9n)).toBe(1);
+    router.ingestLossy([clearedEvent(1n, 1n, 1)]);
+    expect(has(7n)).toBe(0);
+    expect(has(9n)).toBe(1); // rank 0 untouched by rank 1's Cleared
+    expect(router.ingestLossy([storedEvent(5n, 0n, block(1n), null, 0)])).toEqual({ accepted: 0, dropped: 1 });
+    expect(dropped).toEqual([1]);
+  });
+});
