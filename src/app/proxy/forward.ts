@@ -15,7 +15,7 @@ import type { WorkerId } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../metrics/names.ts";
 import type { WorkerRegistry } from "../../workers/registry.ts";
 import type { AdmissionGate } from "../routing/admission-gate.ts";
-import type { RouteDecision, RoutingService } from "../../router/routing-service.ts";
+import type { RouteDecision, RoutingService, PromptHashes } from "../../router/routing-service.ts";
 import type { SessionControl } from "../../router/session-control.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream, type ChunkReader, type StreamEnd } from "./observe-stream.ts";
@@ -67,6 +67,16 @@ export interface ForwardInput {
   readonly stream?: boolean;
   /** The body's `priority` (vLLM: lower is served first); orders the admission queue. */
   readonly priority?: number;
+  /** The prompt's hashes when the caller has them already (a LoRA 404 retry reuses them); else hashed here once. */
+  readonly prepared?: PromptHashes;
+}
+
+/** The worker each answer forward() made came from (read by dispatch without parsing our own header back). */
+const routedWorkers = new WeakMap<Response, WorkerId>();
+
+/** The worker that answered `res`, when forward() made it from a worker's answer. */
+export function routedWorkerOf(res: Response): WorkerId | undefined {
+  return routedWorkers.get(res);
 }
 
 export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Response> {
@@ -75,7 +85,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const exclude = new Set<WorkerId>();
   const failures: string[] = [];
   // Hashed once; every retry reuses them.
-  const prepared = d.routing.prepare(input.tokens, input.loraName);
+  const prepared = input.prepared ?? d.routing.prepare(input.tokens, input.loraName);
   for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
@@ -121,7 +131,9 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     });
     if (a.kind === "answer") {
       d.metrics.firstByte.observe((performance.now() - started) / 1000);
-      return respond(a.res, a.first, a.reader, decision, d);
+      const answer = respond(a.res, a.first, a.reader, decision, d);
+      routedWorkers.set(answer, worker.workerId);
+      return answer;
     }
     lease.free();
     if (a.kind === "client_gone") return clientGone(worker.workerId, d);

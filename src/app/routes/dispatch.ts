@@ -5,8 +5,7 @@
  */
 import type { WorkerId } from "../../core/ids.ts";
 import type { AppDeps } from "../deps.ts";
-import { forward, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
-import { HEADER_WORKER } from "../proxy/headers.ts";
+import { forward, routedWorkerOf, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
 import { modelRoute } from "../routing/model-routing.ts";
 
 /** What forward needs from the app (the same for every proxied route). */
@@ -32,11 +31,6 @@ export function forwardDepsOf(d: AppDeps): ForwardDeps {
 
 export type Dispatch = (input: ForwardInput, model: unknown) => Promise<Response>;
 
-function workerOf(res: Response): bigint | undefined {
-  const w = res.headers.get(HEADER_WORKER);
-  return w !== null && /^\d+$/.test(w) ? BigInt(w) : undefined;
-}
-
 /** Intersection with what the caller already allowed (none: the route's set as is). */
 function within(a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>): ReadonlySet<WorkerId> {
   if (a === undefined) return b;
@@ -47,14 +41,16 @@ export function createDispatch(d: AppDeps, forwardDeps: ForwardDeps): Dispatch {
   /** Only to workers holding the adapter (loaded first if none does); one retry if the engine lost it. */
   const forwardLora = async (input: ForwardInput, loraName: string): Promise<Response> => {
     const allowed = async () => within(input.allowedWorkerIds, await d.lora.ensure(loraName));
-    let res = await forward({ ...input, loraName, allowedWorkerIds: await allowed() }, forwardDeps);
-    let worker = workerOf(res);
+    // Hashed once for both tries (the adapter's name is part of every block hash).
+    const prepared = input.prepared ?? forwardDeps.routing.prepare(input.tokens, loraName);
+    let res = await forward({ ...input, loraName, prepared, allowedWorkerIds: await allowed() }, forwardDeps);
+    let worker = routedWorkerOf(res);
     if (res.status === 404 && worker !== undefined) {
       // Another router unloaded it there (--lora-evict): forget it, place it again.
       await res.body?.cancel().catch(() => {});
       d.lora.missing(loraName, worker);
-      res = await forward({ ...input, loraName, allowedWorkerIds: await allowed() }, forwardDeps);
-      worker = workerOf(res);
+      res = await forward({ ...input, loraName, prepared, allowedWorkerIds: await allowed() }, forwardDeps);
+      worker = routedWorkerOf(res);
     }
     if (worker !== undefined && res.ok) d.lora.used(loraName, worker);
     return res;
