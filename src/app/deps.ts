@@ -19,9 +19,8 @@ import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
 import type { WorkerProvisioner } from "../workers/provisioner.ts";
 import type { AdmissionGate } from "./routing/admission-gate.ts";
-import type { ExternalLeases } from "../router/external-leases.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
-import type { RoutingService } from "../router/routing-service.ts";
+import type { RouterRoom } from "../router/create-router.ts";
 
 export interface AppDeps {
   readonly maxBodyBytes: number;
@@ -37,14 +36,13 @@ export interface AppDeps {
   readonly membership: WorkerMembership;
   /** Mark a worker unhealthy until its next good health check. */
   readonly fence: (workerId: WorkerId, reason: string) => void;
-  readonly routing: RoutingService;
-  readonly leases: ExternalLeases;
-  readonly tracker: LoadTracker;
-  readonly index: KvIndex;
+  /**
+   * The decision room (src/router createRouter): routing + leases, the load books and the
+   * index (GET /v1/workers, /debug/kv/dump), and `ingest(events, source)` for POST
+   * /v1/kv/events ("engine" when the batch says it is the engine's own stream, else "admin").
+   */
+  readonly router: RouterRoom;
   readonly metrics: RouterMetrics;
-  /** Feed live events (already validated) to the recovery core. */
-  /** `source`: "engine" when the batch says it is the engine's own stream, else "admin" (events/http-batch.ts). */
-  readonly ingestEvents: (events: readonly RouterEvent[], source: EventSource) => IngestResult;
   /** LoRA requests: which `model` is an adapter, and where it is (or gets) loaded. */
   readonly lora: LoraRouting;
   /** Which models each worker serves (its GET /v1/models); without it every model goes to every worker. */

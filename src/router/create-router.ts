@@ -103,6 +103,9 @@ export interface Router {
   expireApprox(now: number): void;
 }
 
+/** What the HTTP edge needs from the room (AppDeps.router): decisions, bookings, books, events in. */
+export type RouterRoom = Pick<Router, "routing" | "leases" | "tracker" | "index" | "ingest">;
+
 export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const approxMode = config.policy === "approx";
   const prune = config.approxTtlMs === undefined ? undefined : { ttlMs: config.approxTtlMs };

@@ -314,7 +314,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       onDropped: (reason, n) => metrics.eventDropped(reason, n),
     },
   );
-  const { index, approxIndex, tracker, recovery, routing, leases } = router;
+  const { index, approxIndex, tracker, recovery } = router;
 
   // Passive health: workers whose answers keep failing are ejected (workers/outlier-detector.ts).
   const outliers = new OutlierDetector(
@@ -476,12 +476,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     registry,
     membership,
     fence: (id, reason) => health.fence(id, reason),
-    routing,
-    leases,
-    tracker,
-    index,
+    router,
     metrics,
-    ingestEvents: (events, source) => router.ingest(events, source),
     lora: adapters,
     models,
     tokenizers,

@@ -104,8 +104,8 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
   /** Uncached tokens on the decode worker the scheduler picks now (its booking released at once). */
   const uncachedOnDecode = async (input: ForwardInput, prepared: PromptHashes, decode: ReadonlySet<WorkerId>, blockSize: number): Promise<number> => {
     try {
-      const est = await d.routing.route({
-        tokens: input.tokens, prepared, approximate: input.approximate, requestId: d.routing.nextRequestId(),
+      const est = await d.router.routing.route({
+        tokens: input.tokens, prepared, approximate: input.approximate, requestId: d.router.routing.nextRequestId(),
         loraName: input.loraName, allowedWorkerIds: decode,
       });
       est.lease.free();
@@ -127,8 +127,8 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
   /** Route a prefill worker among `pool` minus `exclude`; undefined when none is left. */
   const routePrefill = async (input: ForwardInput, prepared: PromptHashes, pool: ReadonlySet<WorkerId>, exclude: ReadonlySet<WorkerId>) => {
     try {
-      return await d.routing.route({
-        tokens: input.tokens, prepared, approximate: input.approximate, requestId: d.routing.nextRequestId(),
+      return await d.router.routing.route({
+        tokens: input.tokens, prepared, approximate: input.approximate, requestId: d.router.routing.nextRequestId(),
         loraName: input.loraName, allowedWorkerIds: pool, exclude,
       });
     } catch (e) {
@@ -272,7 +272,7 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
     const decode = within(input.allowedWorkerIds, within(allowed, pools.decode));
     const routed: ForwardInput = { ...input, loraName: route.kind === "workers" ? route.loraName : input.loraName };
     if (decode.size === 0) throw new RouterError("no_endpoints", "no healthy decode worker serves this request (--disagg: prefill workers only prefill)");
-    const prepared = d.routing.prepare(routed.tokens, routed.loraName);
+    const prepared = d.router.routing.prepare(routed.tokens, routed.loraName);
     const blockSize = o.blockSize;
     if ((await uncachedOnDecode(routed, prepared, decode, blockSize)) < o.minPrefillTokens) return local(routed, json, decode, "local_short_prompt");
     if (prefill.size === 0) return local(routed, json, decode, "fallback_no_prefill_worker");

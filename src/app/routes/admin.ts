@@ -49,7 +49,7 @@ export function adminRoutes(d: AppDeps): Hono {
   app.post("/v1/kv/events", async (c) => {
     const limit = Math.max(d.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES);
     const events = parseEventBatch(parseJsonExact(await readBodyLimited(c.req.raw, limit)));
-    const { accepted, dropped } = d.ingestEvents(events, eventSourceOf(c.req.header(EVENT_SOURCE_HEADER)));
+    const { accepted, dropped } = d.router.ingest(events, eventSourceOf(c.req.header(EVENT_SOURCE_HEADER)));
     return c.json({ accepted, dropped });
   });
 
@@ -59,8 +59,8 @@ export function adminRoutes(d: AppDeps): Hono {
     if (!r.success) throw new RouterError("invalid_request", `invalid route request: ${describeIssues(r.issues.slice(0, 5))}`);
     const b = r.output;
     const target = await routeTarget(d, raw as Record<string, unknown>, b);
-    const requestId = b.request_id ?? d.routing.nextRequestId();
-    const decision = await d.routing.route({
+    const requestId = b.request_id ?? d.router.routing.nextRequestId();
+    const decision = await d.router.routing.route({
       tokens: target.tokens,
       approximate: target.approximate,
       requestId,
@@ -68,7 +68,7 @@ export function adminRoutes(d: AppDeps): Hono {
       allowedWorkerIds: target.allowedWorkerIds,
       sessionId: b.session_id ?? undefined,
     });
-    d.leases.add(decision.lease);
+    d.router.leases.add(decision.lease);
     return c.json({
       request_id: requestId,
       worker_id: decision.worker.workerId.toString(),
@@ -78,10 +78,10 @@ export function adminRoutes(d: AppDeps): Hono {
     });
   });
 
-  app.post("/v1/route/:request_id/prefill-done", (c) => c.json({ success: d.leases.prefillDone(c.req.param("request_id")) }));
-  app.post("/v1/route/:request_id/free", (c) => c.json({ success: d.leases.free(c.req.param("request_id")) }));
+  app.post("/v1/route/:request_id/prefill-done", (c) => c.json({ success: d.router.leases.prefillDone(c.req.param("request_id")) }));
+  app.post("/v1/route/:request_id/free", (c) => c.json({ success: d.router.leases.free(c.req.param("request_id")) }));
 
-  app.get("/debug/kv/dump", () => jsonResponse(stringifyBigint({ events: d.index.dump().map(routerEventToWire) })));
+  app.get("/debug/kv/dump", () => jsonResponse(stringifyBigint({ events: d.router.index.dump().map(routerEventToWire) })));
 
   // A session's binding as the store holds it, without sliding its TTL (peek).
   app.get("/debug/sessions/:id", async (c) => {

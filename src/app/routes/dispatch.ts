@@ -11,7 +11,7 @@ import { modelRoute } from "../routing/model-routing.ts";
 /** What forward needs from the app (the same for every proxied route). */
 export function forwardDepsOf(d: AppDeps): ForwardDeps {
   return {
-    routing: d.routing,
+    routing: d.router.routing,
     registry: d.registry,
     fence: d.fence,
     metrics: d.metrics,

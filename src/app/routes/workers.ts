@@ -47,9 +47,9 @@ export function workerRoutes(d: AppDeps): Hono {
       let cached = 0;
       for (let r = 0; r < w.dpRanks; r++) {
         const key = workerKey(w.id, r);
-        prefill += d.tracker.activeTokens(key, now);
-        decode += d.tracker.activeBlocks(key);
-        cached += d.index.workerSize(key);
+        prefill += d.router.tracker.activeTokens(key, now);
+        decode += d.router.tracker.activeBlocks(key);
+        cached += d.router.index.workerSize(key);
       }
       return {
         id: w.id.toString(),

@@ -1,7 +1,7 @@
 /**
  * The router's app in-process, built from the real parts around a fake upstream `fetch`, so
  * proxy behaviour is tested without sockets: the decision room through createRouter (as
- * main.ts builds it: index, scheduler, routing, recovery, bookings), sessions, membership.
+ * src/runtime/bun.ts builds it: index, scheduler, routing, recovery, bookings), sessions, membership.
  * Workers are registered directly in the registry (no engine info call); the recovery query
  * answers an error (these tests post admin events, applied as they say).
  */
@@ -91,7 +91,7 @@ export function harness(o: HarnessOptions): Harness {
       onDropped: (reason, n) => metrics.eventDropped(reason, n),
     },
   );
-  const { index, tracker, routing } = router;
+  const { index, tracker } = router;
   const health = new HealthChecker({ registry, intervalMs: 1e9, timeoutMs: 1000, fetch: async () => new Response("ok") });
   const membership = new WorkerMembership({
     registry,
@@ -120,8 +120,7 @@ export function harness(o: HarnessOptions): Harness {
     maxBodyBytes: o.maxBodyBytes ?? 1 << 20,
     adminToken: o.adminToken,
     maxRetries: o.maxRetries ?? 2,
-    registry, membership, fence: (id, reason) => health.fence(id, reason), routing, leases: router.leases, tracker, index, metrics,
-    ingestEvents: (events, source) => router.ingest(events, source),
+    registry, membership, fence: (id, reason) => health.fence(id, reason), router, metrics,
     lora: loader,
     models,
     peekSession: (id) => store.peek(id),

@@ -27,7 +27,7 @@ test("a LoRA 404 retry reuses the prompt's hashes and knows the answering worker
   await (await h.request("/v1/completions", { json: { prompt: "abcdefgh", model: "sql" } })).text();
   loaded.length = 0; // another router unloaded it
 
-  const routing = h.deps.routing;
+  const routing = h.deps.router.routing;
   const original = routing.prepare.bind(routing);
   let hashed = 0;
   routing.prepare = (tokens, lora) => {

@@ -59,7 +59,7 @@ function setup(upstream: UpstreamCall, deadlines: Partial<UpstreamDeadlines> = {
   const reports: [bigint, string | undefined][] = [];
   const warnings: string[] = [];
   const deps: ForwardDeps = {
-    routing: h.deps.routing,
+    routing: h.deps.router.routing,
     registry: h.registry,
     fence: (id, why) => fenced.push([id, why]),
     report: (id, failure) => reports.push([id, failure]),

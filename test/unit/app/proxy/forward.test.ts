@@ -34,7 +34,7 @@ function body(chunks: string[], tellsDrained: boolean): UpstreamBody & { cancell
 function setup(upstream: UpstreamCall) {
   const h = harness({ workers: [W1], fetch: () => Promise.reject(new Error("fetch must not be used")), blockSize: 4 });
   const deps: ForwardDeps = {
-    routing: h.deps.routing,
+    routing: h.deps.router.routing,
     registry: h.registry,
     fence: () => {},
     metrics: h.metrics,
