@@ -70,12 +70,26 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
   };
   for (const entry of o.policies) {
     const { policy, args } = parsePolicyEntry(entry);
-    const cluster = o.externalRouter
-      ? { routerUrl: o.externalRouter.routerUrls[0]!, routerUrls: o.externalRouter.routerUrls, routerPids: [] as number[], engineUrls: o.externalRouter.engineUrls, stop: async () => {} }
-      : await startCluster({
-          engines: o.engines, kvBlocks, blockSize: o.blockSize, speedup: o.speedup, policy, timing: o.timing,
-          routerArgs: [...o.routerArgs, ...args], routers: o.routers, quiet: !o.verbose,
-        });
+    const start = () =>
+      startCluster({
+        engines: o.engines, kvBlocks, blockSize: o.blockSize, speedup: o.speedup, policy, timing: o.timing,
+        routerArgs: [...o.routerArgs, ...args], routers: o.routers, quiet: !o.verbose,
+      });
+    let cluster;
+    try {
+      cluster = o.externalRouter
+        ? { routerUrl: o.externalRouter.routerUrls[0]!, routerUrls: o.externalRouter.routerUrls, routerPids: [] as number[], engineUrls: o.externalRouter.engineUrls, stop: async () => {} }
+        : await start().catch(async (e) => {
+            // One more try: a process that exits at start (a port taken meanwhile, a checkout
+            // caught mid-edit) should cost one policy's row, not a suite of many minutes.
+            o.onError?.(entry, `cluster did not start (${(e as Error).message}); trying once more`);
+            await Bun.sleep(2000);
+            return start();
+          });
+    } catch (e) {
+      o.onError?.(entry, `cluster did not start: ${(e as Error).message}; row left out`);
+      continue;
+    }
     try {
       const before = await Promise.all(cluster.engineUrls.map(readEngineCounters));
       const cpuBefore = cluster.routerPids.map(processCpuMs);

@@ -107,6 +107,7 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
       policies: c.policies, seed: 1, maxOutputTokens: 32, routers: c.routers, engineRestarts: c.restarts, arrivalScale: c.arrivalScale,
       promptFormat: "tokens", routerArgs: ["--engine-metrics-interval", "0"], ttftSloMs: 1000, verbose: o.verbose ?? false,
       onProgress: o.onProgress,
+      onError: (p, m) => console.error(`${c.workload.name}, ${p}: ${m}`),
     });
     results.push({ workload: c.workload.name, routers: c.routers, restarts: c.restarts, arrival_scale: c.arrivalScale, report });
     console.log(`${c.workload.name}, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrivalScale}\n${formatTable(report)}\n`);
