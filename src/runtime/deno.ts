@@ -64,8 +64,10 @@ const platform: PortablePlatform = {
 const log = createLogger(config.logLevel);
 const router = await startPortableRouter(config, platform, log);
 console.log(JSON.stringify({ url: router.url, port: router.port }));
+// Drain: new requests get 503 while those in flight finish, for at most --drain-timeout.
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   Deno.addSignalListener(signal, () => {
-    void router.stop().finally(() => Deno.exit(0));
+    const bound = new Promise((resolve) => setTimeout(resolve, config.drainTimeout * 1000));
+    void Promise.race([router.stop(), bound]).finally(() => Deno.exit(0));
   });
 }

@@ -35,6 +35,7 @@ import { WorkerMembership } from "../workers/membership.ts";
 import { fetchServedModels, ModelDirectory } from "../workers/models.ts";
 import { OutlierDetector } from "../workers/outlier-detector.ts";
 import { WorkerRegistry } from "../workers/registry.ts";
+import { WorkerUrlPolicy } from "../workers/url-policy.ts";
 
 /** Flags (and the environment variables that set them) that need Bun; refused by name elsewhere. */
 export const BUN_ONLY_FLAGS: Readonly<Record<string, string>> = {
@@ -50,9 +51,12 @@ export const BUN_ONLY_FLAGS: Readonly<Record<string, string>> = {
   "--tokenizer": "tokenizer files are loaded with Bun here (text is routed on the router's own decisions)",
   "--tokenizer-workers": "the encode pool uses Bun Workers",
   "--disagg": "disaggregated prefill/decode is wired by the Bun entry only",
+  "--disagg-min-prefill-tokens": "disaggregated prefill/decode is wired by the Bun entry only",
+  "--bootstrap-port": "disaggregated prefill/decode is wired by the Bun entry only",
   "--prefill-worker": "disaggregated prefill/decode is wired by the Bun entry only",
   "--decode-worker": "disaggregated prefill/decode is wired by the Bun entry only",
   "--engine-metrics-interval": "engine metrics scraping is wired by the Bun entry only",
+  "--busy-waiting": "engine metrics scraping is wired by the Bun entry only",
   "--idle-timeout": "a client idle timeout is a Bun server option",
 };
 
@@ -219,7 +223,19 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
   bindClusterMetrics(metrics, { lora: () => adapters.counters, memorySessions: () => ({ held: store.size, evicted: store.evicted }) });
 
   let draining = false;
+  let listeningPort: number | undefined;
+  // As on Bun: /health says "I am a router", and POST /v1/workers refuses this router's own
+  // address (loopback names only: the portable runtimes do not list network interfaces).
+  const routerIdentity = crypto.getRandomValues(new BigUint64Array(1))[0]!.toString(16);
+  const workerUrlPolicy = new WorkerUrlPolicy({
+    allow: config.workerAllow,
+    ownPort: () => listeningPort,
+    localHosts: () => ["127.0.0.1", "localhost", "::1", config.host],
+    fetch: (u, init) => fetch(u, init),
+  });
   const deps: AppDeps = {
+    routerId: routerIdentity,
+    workerUrlPolicy,
     maxBodyBytes: config.maxBodyBytes,
     maxSessionIdLength: config.maxSessionIdLength,
     adminToken: config.adminToken,
@@ -248,6 +264,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
   };
   const app = createApp(deps);
   const server = await platform.serve((req) => app.fetch(req), config.port, config.host);
+  listeningPort = server.port;
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
 

@@ -18,8 +18,11 @@ const ROOT = join(import.meta.dir, "..", "..");
 /** Deadline for workerd to answer /livez after it starts. */
 const START_DEADLINE_MS = 30_000;
 
-/** workerd cannot tell a request's peer, so admin endpoints without a token would answer no one. */
-const WORKERD_REFUSED: Readonly<Record<string, string>> = { ...BUN_ONLY_FLAGS };
+/** Bun-only flags, and what workerd decides itself (SIGTERM stops workerd at once: no drain window). */
+const WORKERD_REFUSED: Readonly<Record<string, string>> = {
+  ...BUN_ONLY_FLAGS,
+  "--drain-timeout": "workerd stops its isolates itself; requests in flight are not drained",
+};
 
 export function workerdBinary(): string {
   const dir = join(ROOT, "node_modules", "@cloudflare");

@@ -88,6 +88,16 @@ for (const rt of RUNTIMES) {
       expect(seen.size).toBe(1);
     });
 
+    test("the router refuses to register itself as a worker", async () => {
+      const res = await fetch(`${url}/v1/workers`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+        body: JSON.stringify({ url }),
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toContain("router");
+    });
+
     test("errors: a malformed body is 400 naming the problem, an unknown route 404, admin without token 401", async () => {
       const bad = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" });
       expect(bad.status).toBe(400);
