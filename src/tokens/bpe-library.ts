@@ -195,8 +195,18 @@ export class ByteLevelBpe {
   private readonly addedPattern: RegExp | undefined;
   private readonly addedId = new Map<string, number>();
   private readonly pieceCache = new Map<string, Uint32Array>();
-  /** id -> bytes it spells (added tokens: their UTF-8 text), for decode. */
-  private readonly tokenBytes: (Uint8Array | undefined)[] = [];
+  /**
+   * id -> the bytes it spells (added tokens: their UTF-8 text), for decode: all in one buffer
+   * (id's bytes at bytesAt[id] .. bytesAt[id + 1]), not one array per token, so the garbage
+   * collector has a handful of objects to trace here instead of ~150k. For the same reason
+   * nothing keeps tokenizer.json's vocab and merges once the tables are built.
+   */
+  private readonly tokenBytes: Uint8Array;
+  private readonly bytesAt: Int32Array;
+  private readonly nfc: boolean;
+  private readonly ignoreMerges: boolean;
+  private readonly prefix: readonly number[];
+  private readonly suffix: readonly number[];
   // Scratch, reused by every call (the encoder is synchronous, so never shared mid-call).
   private bytes = new Uint8Array(256);
   private sym = new Int32Array(256);
@@ -208,7 +218,7 @@ export class ByteLevelBpe {
   private readonly lossy = new TextDecoder("utf-8", { ignoreBOM: true });
 
   constructor(
-    private readonly plan: ByteLevelBpePlan,
+    plan: ByteLevelBpePlan,
     /** Pieces of up to this many bytes merge by scanning, longer ones through the heap (tests force either). */
     private readonly scanMax = SCAN_MAX_SYMBOLS,
   ) {
@@ -217,11 +227,16 @@ export class ByteLevelBpe {
     for (const t of plan.added) maxId = Math.max(maxId, t.id);
     this.idScale = 2 ** Math.max(1, Math.ceil(Math.log2(maxId + 1)));
     // ignoreBOM keeps a leading U+FEFF: Llama 3 has tokens that start with one.
+    this.nfc = plan.nfc;
+    this.ignoreMerges = plan.ignoreMerges;
+    this.prefix = [...plan.prefix];
+    this.suffix = [...plan.suffix];
+    const spelled: (Uint8Array | undefined)[] = new Array(maxId + 1);
     const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
     for (const [tok, id] of Object.entries(plan.vocab)) {
       const b = new Uint8Array(tok.length);
       for (let i = 0; i < tok.length; i++) b[i] = CHAR_BYTE.get(tok.charCodeAt(i)) ?? 0;
-      this.tokenBytes[id] = b;
+      spelled[id] = b;
       if (b.length > 1) {
         try {
           this.wholeIds.set(strict.decode(b), id);
@@ -254,14 +269,23 @@ export class ByteLevelBpe {
       this.addedPattern = new RegExp(alts.join("|"), "gu");
       for (const t of plan.added) {
         this.addedId.set(t.content, t.id);
-        this.tokenBytes[t.id] = this.utf8.encode(t.content);
+        spelled[t.id] = this.utf8.encode(t.content);
       }
     }
+    this.bytesAt = new Int32Array(maxId + 2);
+    let total = 0;
+    for (let id = 0; id <= maxId; id++) {
+      this.bytesAt[id] = total;
+      total += spelled[id]?.length ?? 0;
+    }
+    this.bytesAt[maxId + 1] = total;
+    this.tokenBytes = new Uint8Array(total);
+    spelled.forEach((b, id) => b !== undefined && this.tokenBytes.set(b, this.bytesAt[id]!));
   }
 
   encode(text: string, addSpecialTokens: boolean): Uint32Array {
     const out = new IdBuffer();
-    if (addSpecialTokens) for (const id of this.plan.prefix) out.push(id);
+    if (addSpecialTokens) for (const id of this.prefix) out.push(id);
     const added = this.addedPattern;
     if (added === undefined) this.encodePiece(text, out);
     else {
@@ -274,13 +298,13 @@ export class ByteLevelBpe {
       }
       if (at < text.length) this.encodePiece(at === 0 ? text : text.slice(at), out);
     }
-    if (addSpecialTokens) for (const id of this.plan.suffix) out.push(id);
+    if (addSpecialTokens) for (const id of this.suffix) out.push(id);
     return out.take();
   }
 
   /** A text without added tokens: normalize, split, BPE each piece. */
   private encodePiece(raw: string, out: IdBuffer): void {
-    const text = this.plan.nfc ? raw.normalize("NFC") : raw;
+    const text = this.nfc ? raw.normalize("NFC") : raw;
     const re = this.splitter.pattern;
     re.lastIndex = 0;
     let at = 0;
@@ -305,7 +329,7 @@ export class ByteLevelBpe {
         return;
       }
     }
-    if (this.plan.ignoreMerges) {
+    if (this.ignoreMerges) {
       const id = this.wholeIds.get(word);
       if (id !== undefined) {
         out.push(id);
@@ -459,19 +483,20 @@ export class ByteLevelBpe {
   }
 
   decode(ids: Uint32Array): string {
+    const at = this.bytesAt;
+    const last = at.length - 1;
     let total = 0;
-    for (const id of ids) total += this.tokenBytes[id]?.length ?? 0;
+    for (const id of ids) if (id < last) total += at[id + 1]! - at[id]!;
     const buf = new Uint8Array(total);
-    let at = 0;
+    let to = 0;
     for (const id of ids) {
-      const b = this.tokenBytes[id];
-      if (b !== undefined) {
-        buf.set(b, at);
-        at += b.length;
-      }
+      if (id >= last) continue; // an unknown id spells nothing (as HF's decode skips it)
+      buf.set(this.tokenBytes.subarray(at[id]!, at[id + 1]!), to);
+      to += at[id + 1]! - at[id]!;
     }
     return this.lossy.decode(buf);
   }
+
 }
 
 function splitMerge(s: string): [string, string] {

@@ -108,7 +108,9 @@ export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOption
   if (impl === "pure" && opts.offload !== undefined) encoder = await opts.offload(encoder, dir);
   const plan = segmentPlan(files.tokenizer);
   const tok = new HfEngineTokenizer(
-    files,
+    // The encoder has what it needs: drop tokenizer.json's text and parsed tree (vocab, merges:
+    // hundreds of thousands of objects every major GC would otherwise trace, for the process's life).
+    { ...files, tokenizerJson: "", tokenizer: {} },
     encoder,
     typeof plan === "string" ? undefined : plan,
     opts.cacheTokens ?? DEFAULT_CACHE_TOKENS,
