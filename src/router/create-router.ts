@@ -23,7 +23,7 @@
  */
 import type { RouterEvent } from "../core/events.ts";
 import type { BatchBlockHasher } from "../core/hashing.ts";
-import type { DpRank, WorkerId, WorkerKey } from "../core/ids.ts";
+import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
 import { createIndexer } from "../indexer/indexer.ts";
 import type { KvIndex } from "../indexer/types.ts";
 import { RecoveryDriver } from "../recovery/driver.ts";
@@ -93,6 +93,17 @@ export interface Router {
   readonly routing: RoutingService;
   readonly recovery: RecoveryDriver;
   readonly leases: ExternalLeases;
+  /**
+   * Worker registration's hooks into the room (src/workers/membership.ts takes this object as
+   * its `load` and `recovery`): load slots for every registered rank, a full KV restore for a
+   * new rank (`reset`: start it over, e.g. the engine restarted), and a removed worker's blocks
+   * gone from both indexes.
+   */
+  readonly members: {
+    updateWorkers(targets: Iterable<WorkerWithDpRank>): void;
+    addRank(workerId: WorkerId, dpRank: DpRank, reset?: boolean): void;
+    removeWorker(workerId: WorkerId): void;
+  };
   /** KV events in, from any source; unregistered (worker, dp rank)s are dropped and counted. */
   ingest(events: readonly RouterEvent[], source: EventSource): IngestResult;
   /** Events of an unreplayable stream (vLLM ZMQ); events of unregistered workers are dropped and counted. */
@@ -146,6 +157,14 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     routing,
     recovery,
     leases,
+    members: {
+      updateWorkers: (targets) => tracker.updateWorkers(targets),
+      addRank: (workerId, dpRank, reset) => recovery.addRank(workerId, dpRank, reset),
+      removeWorker: (workerId) => {
+        recovery.removeWorker(workerId);
+        approxIndex?.removeWorker(workerId);
+      },
+    },
     ingest(events, source) {
       let accepted = 0;
       let dropped = 0;

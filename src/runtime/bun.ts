@@ -314,7 +314,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       onDropped: (reason, n) => metrics.eventDropped(reason, n),
     },
   );
-  const { index, approxIndex, tracker, recovery } = router;
+  const { index, approxIndex, tracker } = router;
 
   // Passive health: workers whose answers keep failing are ejected (workers/outlier-detector.ts).
   const outliers = new OutlierDetector(
@@ -357,7 +357,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       const w = registry.get(id);
       if (w === undefined) return;
       log.warn(`worker ${id} restarted (engine instance ${previous} -> ${current}); its blocks leave the index until restored`);
-      for (let r = 0; r < w.dpRanks; r++) recovery.addRank(id, r, true);
+      for (let r = 0; r < w.dpRanks; r++) router.members.addRank(id, r, true);
     },
   });
   // Disaggregated prefill/decode (src/app/disagg): roles from flags first, engine info after.
@@ -367,8 +367,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const membership = new WorkerMembership({
     registry,
     blockSize: config.blockSize,
-    load: tracker,
-    recovery,
+    load: router.members,
+    recovery: router.members,
     lora,
     engineInfo: async (url) => {
       const info = await fetchEngineInfo(url, ENGINE_QUERY_TIMEOUT_MS, engineFetch(config.engineToken));

@@ -160,7 +160,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
       onDropped: (reason, n) => metrics.eventDropped(reason, n),
     },
   );
-  const { index, tracker, recovery } = router;
+  const { index, tracker } = router;
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
   const adapters = new AdapterLoader({
     tracker: lora,
@@ -201,8 +201,8 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
   const membership = new WorkerMembership({
     registry,
     blockSize: config.blockSize,
-    load: tracker,
-    recovery,
+    load: router.members,
+    recovery: router.members,
     lora,
     engineInfo: (url) => fetchEngineInfo(url, ENGINE_QUERY_TIMEOUT_MS, engineFetch),
     models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), (u, init) => fetch(u, init)) },

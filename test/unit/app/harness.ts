@@ -96,8 +96,8 @@ export function harness(o: HarnessOptions): Harness {
   const membership = new WorkerMembership({
     registry,
     blockSize,
-    load: tracker,
-    recovery: router.recovery,
+    load: router.members,
+    recovery: router.members,
     lora,
     engineInfo: async () => ({ loras: [] }),
   });

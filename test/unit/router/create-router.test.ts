@@ -112,3 +112,18 @@ describe("createRouter.ingestLossy (vLLM ZMQ: no replay)", () => {
     expect(dropped).toEqual([1]);
   });
 });
+
+describe("createRouter.members (worker registration's hooks)", () => {
+  test("a removed worker's blocks leave the index and the approximate one; its load slots go with updateWorkers", async () => {
+    const { router } = build();
+    router.ingest([storedEvent(1n, 0n, block(7n), null, 0)], "admin");
+    // A decision on an inexact prompt lands in the approximate index.
+    await router.routing.route({ tokens: new Uint32Array([1, 2, 3, 4]), requestId: "a", approximate: true });
+    expect(router.approxIndex!.size()).toBeGreaterThan(0);
+    router.members.updateWorkers([]);
+    router.members.removeWorker(1n);
+    expect(router.index.findMatches(new BigUint64Array([7n])).scores.size).toBe(0);
+    expect(router.approxIndex!.size()).toBe(0);
+    expect(router.tracker.hasRequest("a")).toBe(false);
+  });
+});
