@@ -7,7 +7,7 @@
  */
 import { createLogger } from "../app/log.ts";
 import { ConfigError, loadConfig, serveUsage } from "../config/load.ts";
-import { BUN_ONLY_FLAGS, refusedFlags, startPortableRouter, type PortablePlatform } from "./portable.ts";
+import { BUN_ONLY_FLAGS, PortableStartupError, refusedFlags, startPortableRouter, type PortablePlatform } from "./portable.ts";
 
 /** The part of Deno's global this entry uses (tsc here checks against Bun's types, not Deno's). */
 interface DenoServeInfo {
@@ -21,6 +21,7 @@ declare const Deno: {
   readonly args: string[];
   readonly env: { toObject(): Record<string, string> };
   readTextFileSync(path: string): string;
+  readTextFile(path: string): Promise<string>;
   serve(
     options: { port: number; hostname: string; onListen?: (addr: unknown) => void },
     handler: (req: Request, info: DenoServeInfo) => Response | Promise<Response>,
@@ -59,10 +60,21 @@ const platform: PortablePlatform = {
   },
   peer: (req) => peers.get(req),
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  readText: (path) => Deno.readTextFile(path),
 };
 
 const log = createLogger(config.logLevel);
-const router = await startPortableRouter(config, platform, log);
+let router;
+try {
+  router = await startPortableRouter(config, platform, log);
+} catch (e) {
+  // A tokenizer directory that cannot load: one line, exit 2 (as on Bun).
+  if (e instanceof PortableStartupError) {
+    console.error(e.message);
+    Deno.exit(2);
+  }
+  throw e;
+}
 console.log(JSON.stringify({ url: router.url, port: router.port }));
 // Drain: new requests get 503 while those in flight finish, for at most --drain-timeout.
 for (const signal of ["SIGTERM", "SIGINT"] as const) {

@@ -2,10 +2,11 @@
  * The router on a runtime that is not Bun (src/runtime/deno.ts today): the same decision room
  * (createRouter) and the same HTTP app (createApp) as src/main.ts, built only from portable
  * pieces — the portable TypeScript block hasher, the in-memory session store, KV events over
- * HTTP (POST /v1/kv/events, recovery queries with fetch), upstream calls with fetch. What needs
- * Bun (the native hasher over bun:ffi, ZMQ, RESP Redis, embedded engines, the workers file
- * watch, tokenizer files and worker pools, Bun's direct streams) is refused by flag name before
- * anything starts (`refusedFlags`).
+ * HTTP (POST /v1/kv/events, recovery queries with fetch), upstream calls with fetch, and the
+ * pure-JS tokenizer where the platform can read files (Deno: `readText`). What needs Bun (the
+ * native hasher over bun:ffi, ZMQ, RESP Redis, embedded engines, the workers file watch, the
+ * tokenizer worker pool, Bun's direct streams) is refused by flag name before anything starts
+ * (`refusedFlags`).
  *
  * The runtime entry passes `serve` (its HTTP server) and `sleep`; everything else is here.
  */
@@ -14,6 +15,8 @@ import { bindClusterMetrics } from "../app/cluster-metrics.ts";
 import type { AppDeps } from "../app/deps.ts";
 import type { Logger } from "../app/log.ts";
 import { AdmissionGate } from "../app/routing/admission-gate.ts";
+import { RouterTokenizers } from "../app/routing/tokenizers.ts";
+import { loadEngineTokenizer } from "../tokens/load.ts";
 import type { Config } from "../config/schema.ts";
 import { scanFlags } from "../core/flag-scan.ts";
 import { portableBatchHasher } from "../core/hashing.ts";
@@ -48,7 +51,6 @@ export const BUN_ONLY_FLAGS: Readonly<Record<string, string>> = {
   "--redis-token": "the Redis stores run on Bun here",
   "--redis-timeout": "the Redis stores run on Bun here",
   "--workers-file": "the workers-file watch reads files with Bun",
-  "--tokenizer": "tokenizer files are loaded with Bun here (text is routed on the router's own decisions)",
   "--tokenizer-workers": "the encode pool uses Bun Workers",
   "--disagg": "disaggregated prefill/decode is wired by the Bun entry only",
   "--disagg-min-prefill-tokens": "disaggregated prefill/decode is wired by the Bun entry only",
@@ -81,6 +83,13 @@ export interface PortablePlatform {
   serve(fetch: (req: Request) => Response | Promise<Response>, port: number, host: string): Promise<PortableServer>;
   readonly peer: (req: Request) => string | undefined;
   readonly sleep: (ms: number) => Promise<void>;
+  /** Reads a text file (tokenizer directories); without it --tokenizer is refused. */
+  readonly readText?: (path: string) => Promise<string>;
+}
+
+/** A start-up input the operator can fix (a tokenizer that cannot load): one line, exit 2. */
+export class PortableStartupError extends Error {
+  override readonly name = "PortableStartupError";
 }
 
 export interface PortableRouter {
@@ -125,6 +134,23 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
     maxSessions: config.maxSessions,
   });
   const sticky = new StickyRouter(store, { maxSessionIdLength: config.maxSessionIdLength });
+  // The models' tokenizers (pure JS, src/tokens), loaded now, never per request.
+  const readText = platform.readText;
+  if (config.tokenizers.length > 0 && readText === undefined) throw new PortableStartupError("--tokenizer: this runtime cannot read tokenizer files");
+  const tokenizers = new RouterTokenizers({
+    load: (dir) => loadEngineTokenizer(dir, { readText: readText!, now: () => Date.now() }),
+    parentOf: (m) => models.parentOf(m),
+    fetch: (u, init) => fetch(u, init),
+    timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
+  });
+  for (const t of config.tokenizers) {
+    try {
+      const tok = await tokenizers.add(t.model, t.path);
+      log.info(`tokenizer for ${t.model ?? "every model"}: ${tok.source}`, { implementation: tok.implementation });
+    } catch (e) {
+      throw new PortableStartupError(`--tokenizer ${t.model !== undefined ? `${t.model}=` : ""}${t.path}: ${(e as Error).message}`);
+    }
+  }
   const router = createRouter(
     {
       policy: config.policy,
@@ -209,8 +235,16 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
       if (!w.healthy) void health.check(w.id);
+      // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
+      const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
+      void tokenizers.check(w.id, w.url, base).then((c) => {
+        if (c?.status === "mismatch") log.warn(`worker ${w.id}: tokenizer_mismatch`, { url: w.url, detail: c.detail });
+      });
     },
-    onRemoved: (w) => health.forget(w.id),
+    onRemoved: (w) => {
+      health.forget(w.id);
+      tokenizers.forget(w.id);
+    },
     warn: (m) => log.warn(m),
   });
   const admission = new AdmissionGate({
@@ -247,6 +281,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
     metrics,
     lora: adapters,
     models,
+    tokenizers,
     peekSession: (id) => store.peek(id),
     peer: platform.peer,
     fetch: (url, init) => fetch(url, init),

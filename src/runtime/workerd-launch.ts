@@ -21,6 +21,7 @@ const START_DEADLINE_MS = 30_000;
 /** Bun-only flags, and what workerd decides itself (SIGTERM stops workerd at once: no drain window). */
 const WORKERD_REFUSED: Readonly<Record<string, string>> = {
   ...BUN_ONLY_FLAGS,
+  "--tokenizer": "workerd has no file system to read tokenizer directories from (text is routed on the router's own decisions)",
   "--drain-timeout": "workerd stops its isolates itself; requests in flight are not drained",
 };
 

