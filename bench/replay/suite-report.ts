@@ -1,0 +1,71 @@
+/**
+ * `bun bench/replay/suite-report.ts RUN1.json [RUN2.json ...]`: medians over repeated suite runs
+ * (same cells, same order), printed as the summary against the targets and as one Markdown table
+ * per cell (TTFT p90 with its range over runs) — what bench/README.md's issue 14 table is.
+ */
+import { readFileSync } from "node:fs";
+import type { PolicyResult, ReplayReport } from "./report.ts";
+import { summaryTable, type SuiteCell } from "./suite.ts";
+
+const median = (xs: number[]) => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/** Field-by-field median of the same policy's result over runs. */
+function medianResult(rs: PolicyResult[]): PolicyResult {
+  const m = (f: (r: PolicyResult) => number | undefined) => median(rs.map((r) => f(r) ?? NaN));
+  return {
+    hit_rate: m((r) => r.hit_rate), hit_rate_vs_ideal: m((r) => r.hit_rate_vs_ideal),
+    ttft_ms: { p50: m((r) => r.ttft_ms.p50), p90: m((r) => r.ttft_ms.p90), p99: m((r) => r.ttft_ms.p99) },
+    e2e_ms: { p50: m((r) => r.e2e_ms.p50), p90: m((r) => r.e2e_ms.p90), p99: m((r) => r.e2e_ms.p99) },
+    output_tokens_per_s: m((r) => r.output_tokens_per_s), load_max_over_mean: m((r) => r.load_max_over_mean),
+    router_overhead_us: { p50: m((r) => r.router_overhead_us.p50), p99: m((r) => r.router_overhead_us.p99) },
+    requests: m((r) => r.requests), errors: Math.max(...rs.map((r) => r.errors)),
+    work_max_over_mean: m((r) => r.work_max_over_mean), engine_request_max_over_mean: m((r) => r.engine_request_max_over_mean),
+    idle_engines: m((r) => r.idle_engines), utilisation: m((r) => r.utilisation), router_cpu_us_per_request: m((r) => r.router_cpu_us_per_request),
+  };
+}
+
+export function medianCells(runs: readonly SuiteCell[][]): { cells: SuiteCell[]; p90s: Map<string, number[]>[] } {
+  const first = runs[0]!;
+  const p90s: Map<string, number[]>[] = [];
+  const cells = first.map((c, i) => {
+    const same = runs.map((r) => r[i]!).filter((x) => x.workload === c.workload && x.routers === c.routers && x.restarts === c.restarts);
+    const policies: Record<string, PolicyResult> = {};
+    const ranges = new Map<string, number[]>();
+    for (const name of Object.keys(c.report.policies)) {
+      const rs = same.map((x) => x.report.policies[name]).filter((x): x is PolicyResult => x !== undefined);
+      policies[name] = medianResult(rs);
+      ranges.set(name, rs.map((x) => x.ttft_ms.p90));
+    }
+    p90s.push(ranges);
+    const report: ReplayReport = { ...c.report, policies };
+    return { ...c, report };
+  });
+  return { cells, p90s };
+}
+
+const f = (x: number | undefined, d = 0) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
+
+if (import.meta.main) {
+  const files = process.argv.slice(2);
+  if (files.length === 0) throw new Error("usage: bun bench/replay/suite-report.ts RUN.json [RUN.json ...]");
+  const runs = files.map((p) => JSON.parse(readFileSync(p, "utf8")) as SuiteCell[]);
+  const { cells, p90s } = medianCells(runs);
+  console.log(`medians of ${runs.length} run(s)\n`);
+  console.log(summaryTable(cells));
+  cells.forEach((c, i) => {
+    const r = c.report;
+    console.log(`\n**${c.workload}**, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrival_scale}: ${r.requests} requests, ${r.engines} engines × ${r.kv_blocks_per_engine} blocks, ideal hit ${f(r.ideal_hit_rate, 3)}, offline oracle ${f(r.offline["oracle"]?.hit_rate, 3)}\n`);
+    console.log("| policy | hit | TTFT p50 | p90 (runs) | p99 ms | req max/mean | work max/mean | idle | util | cpu µs/req |");
+    console.log("|---|---|---|---|---|---|---|---|---|---|");
+    for (const [name, p] of Object.entries(r.policies)) {
+      const runsP90 = p90s[i]!.get(name)!.map((x) => f(x)).join(", ");
+      console.log(
+        `| ${name} | ${f(p.hit_rate, 3)} | ${f(p.ttft_ms.p50)} | ${f(p.ttft_ms.p90)} (${runsP90}) | ${f(p.ttft_ms.p99)} | ${f(p.engine_request_max_over_mean, 2)} | ${f(p.work_max_over_mean, 2)} | ${f(p.idle_engines)} | ${f(p.utilisation, 2)} | ${f(p.router_cpu_us_per_request)} |`,
+      );
+    }
+  });
+}
