@@ -146,10 +146,13 @@ async function routingCase(impl: Encoder, size: number, turns: number, nConversa
 }
 
 const results: Record<string, unknown> = { model: values.model, native_hasher: native !== undefined, workers: WORKERS, block_size: BS };
-// Warm-up, untimed: JIT-compile hashing, matching and scheduling (and the template) first, so
-// the first encoder measured does not pay for it (it did: its p99s were 2-4x the second's).
-await routingCase("hf-js", 7800, 8, 8);
-await routingCase("hf-js", 32_000, 16, 2);
+// Warm-up, untimed, with the first encoder measured: JIT-compile hashing, matching and
+// scheduling (and the template) first, so that encoder does not pay for it (it did: its p99s
+// were 2-4x the second's). Compare encoders in separate runs (`--impl pure`, `--impl hf-js`):
+// in one process the later one inherits the earlier one's garbage and JIT state.
+const firstImpl = values.impl!.split(",")[0] as Encoder;
+await routingCase(firstImpl, 7800, 8, 8);
+await routingCase(firstImpl, 32_000, 16, 2);
 for (const impl of values.impl!.split(",") as Encoder[]) {
   const tok = await load(impl);
   const lib = await libraryThroughput(tok);
