@@ -190,6 +190,12 @@ describe("architecture: the Deno and workerd entries reach no Bun code", () => {
     expect(rel).toContain("src/router/create-router.ts");
     expect(rel).toContain("src/app/app.ts");
   });
+  test("the Upstash REST store and load sync are in it; the RESP (Bun) Redis files are not, by construction (Bun's entry injects them)", () => {
+    const rel = graph.map((f) => relative(ROOT, f));
+    for (const f of ["src/sessions/redis-store.ts", "src/sessions/upstash-client.ts", "src/sync/load-sync.ts", "src/sync/stream-transport.ts"]) expect(rel).toContain(f);
+    const resp = ["src/sessions/resp-client.ts", "src/sync/resp-subscriber.ts", "src/sync/pubsub-transport.ts"];
+    expect(rel.filter((f) => resp.includes(f))).toEqual([]);
+  });
   for (const f of graph) {
     test(relative(ROOT, f), () => {
       const src = code(readFileSync(f, "utf8"));

@@ -19,6 +19,7 @@ import { loadavg } from "node:os";
 import { worker } from "../../src/core/ids.ts";
 import { MemoryAffinityStore } from "../../src/sessions/memory-store.ts";
 import { openRedisConnection } from "../../src/sessions/redis-client.ts";
+import { openRespConnection } from "../../src/sessions/resp-client.ts";
 import { RedisAffinityStore } from "../../src/sessions/redis-store.ts";
 import { startRedisServer } from "../../test/support/redis-server.ts";
 import { startUpstashBridge } from "../../test/support/upstash-bridge.ts";
@@ -111,7 +112,7 @@ try {
   const restOps = quick ? 1_000 : 4_000;
   const parOps = quick ? 20_000 : 60_000;
 
-  const resp = new RedisAffinityStore({ connection: await openRedisConnection(server.url), reaperIntervalMs: 0 });
+  const resp = new RedisAffinityStore({ connection: await openRedisConnection(server.url, { resp: openRespConnection }), reaperIntervalMs: 0 });
   const rest = new RedisAffinityStore({
     connection: await openRedisConnection(bridge.url, { token: bridge.token }),
     reaperIntervalMs: 0,

@@ -10,6 +10,7 @@ import { keyOf, worker } from "../../src/core/ids.ts";
 import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
 import type { ActiveSequenceEvent } from "../../src/scheduler/sequence-events.ts";
 import { startLoadSync, type LoadSync, type LoadSyncOptions } from "../../src/sync/load-sync.ts";
+import { openPubSubTransport } from "../../src/sync/pubsub-transport.ts";
 import { decodeMessage, encodeEvent, encodeEventsMessage } from "../../src/sync/wire.ts";
 import { startRedisServer } from "../../test/support/redis-server.ts";
 import { startUpstashBridge } from "../../test/support/upstash-bridge.ts";
@@ -55,7 +56,7 @@ async function pair(url: string, token: string | undefined, extra: Partial<LoadS
     if (ev.data.type === "add_request") waiters.get(ev.requestId)?.();
     return r;
   };
-  const common = { url, token, now, channel, ...extra };
+  const common = { url, token, pubsub: openPubSubTransport, now, channel, ...extra };
   const syncs = [
     await startLoadSync({ ...common, tracker: a, routerId: 1n }),
     await startLoadSync({ ...common, tracker: b, routerId: 2n }),
@@ -145,7 +146,7 @@ async function hookCost(url: string): Promise<void> {
   const without = run(bare, "bare");
   const synced = new LoadTracker({ blockSize: 16, routerId: 1n });
   synced.updateWorkers([W]);
-  const sync = await startLoadSync({ url, tracker: synced, routerId: 1n, now: () => 0, channel: `bench:hook:${crypto.randomUUID()}`, maxQueuedEvents: 4 * reps });
+  const sync = await startLoadSync({ url, pubsub: openPubSubTransport, tracker: synced, routerId: 1n, now: () => 0, channel: `bench:hook:${crypto.randomUUID()}`, maxQueuedEvents: 4 * reps });
   run(synced, "warm");
   const withSync = run(synced, "sync");
   await sync.stop();

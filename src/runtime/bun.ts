@@ -36,9 +36,11 @@ import { createNativeBlockHasher } from "../native/hasher.ts";
 import { loadNativeLibrary } from "../native/library.ts";
 import { MemoryAffinityStore } from "../sessions/memory-store.ts";
 import { openRedisAffinityStore, type RedisStoreStats } from "../sessions/redis-store.ts";
+import { openRespConnection } from "../sessions/resp-client.ts";
 import type { AffinityStore, OnExpire, StoreClock } from "../sessions/store.ts";
 import { StickyRouter } from "../sessions/sticky.ts";
 import { randomRouterId, startLoadSync, type LoadSync } from "../sync/load-sync.ts";
+import { openPubSubTransport } from "../sync/pubsub-transport.ts";
 import { fetchEngineInfo } from "../workers/engine-info.ts";
 import { WorkerRoles } from "../app/disagg/roles.ts";
 import { engineLoraClient } from "../workers/engine-lora.ts";
@@ -109,6 +111,7 @@ async function buildAffinityStore(config: Config, log: Logger, onExpire: OnExpir
   const store = await openRedisAffinityStore({
     url: config.redis,
     token: config.redisToken,
+    resp: openRespConnection, // redis:// is Bun's RedisClient; the portable runtimes pass none
     commandTimeoutMs: config.redisTimeout * 1000,
     onExpire,
     reaperIntervalMs,
@@ -438,6 +441,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     loadSync = await startLoadSync({
       url: config.redis,
       token: config.redisToken,
+      pubsub: openPubSubTransport,
       commandTimeoutMs: config.redisTimeout * 1000,
       tracker,
       routerId,

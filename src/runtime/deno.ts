@@ -7,7 +7,7 @@
  */
 import { createLogger } from "../app/log.ts";
 import { ConfigError, loadConfig, serveUsage } from "../config/load.ts";
-import { BUN_ONLY_FLAGS, PortableStartupError, refusedFlags, startPortableRouter, type PortablePlatform } from "./portable.ts";
+import { BUN_ONLY_FLAGS, PortableStartupError, refusedFlags, refusedValues, startPortableRouter, type PortablePlatform } from "./portable.ts";
 
 /** The part of Deno's global this entry uses (tsc here checks against Bun's types, not Deno's). */
 interface DenoServeInfo {
@@ -32,14 +32,15 @@ declare const Deno: {
 
 const argv = Deno.args[0] === "serve" ? Deno.args.slice(1) : Deno.args;
 if (argv.includes("--help") || argv.includes("-h")) {
-  console.log(`${serveUsage()}\n\nOn Deno these are refused: ${Object.keys(BUN_ONLY_FLAGS).join(", ")}`);
+  console.log(`${serveUsage()}\n\nOn Deno these are refused: ${Object.keys(BUN_ONLY_FLAGS).join(", ")}; --redis takes https:// (Upstash REST) only.`);
   Deno.exit(0);
 }
 const refused = refusedFlags(argv, "Deno", BUN_ONLY_FLAGS);
 let config;
 try {
   config = loadConfig({ argv, env: Deno.env.toObject(), readFile: (p) => Deno.readTextFileSync(p) });
-  if (refused.length > 0) throw new ConfigError(refused);
+  const problems = [...refused, ...refusedValues(config, "Deno")];
+  if (problems.length > 0) throw new ConfigError(problems);
 } catch (e) {
   if (e instanceof ConfigError) {
     const all = refused.length > 0 && !e.problems.some((p) => refused.includes(p)) ? new ConfigError([...refused, ...e.problems]) : e;

@@ -1,12 +1,15 @@
 /**
  * The router on a runtime that is not Bun (src/runtime/deno.ts today): the same decision room
  * (createRouter) and the same HTTP app (createApp) as src/main.ts, built only from portable
- * pieces — the portable TypeScript block hasher, the in-memory session store, KV events over
- * HTTP (POST /v1/kv/events, recovery queries with fetch), upstream calls with fetch, and the
- * pure-JS tokenizer where the platform can read files (Deno: `readText`). What needs Bun (the
- * native hasher over bun:ffi, ZMQ, RESP Redis, embedded engines, the workers file watch, the
- * tokenizer worker pool, Bun's direct streams) is refused by flag name before anything starts
- * (`refusedFlags`).
+ * pieces — the portable TypeScript block hasher, the in-memory session store or, with
+ * `--redis https://…`, the shared Redis store and active-load sync over Upstash's REST protocol
+ * (fetch only; load sync through a polled Redis Stream), KV events over HTTP (POST
+ * /v1/kv/events, recovery queries with fetch), upstream calls with fetch, and the pure-JS
+ * tokenizer where the platform can read files (Deno: `readText`). What needs Bun (the native
+ * hasher over bun:ffi, ZMQ, RESP Redis — `redis://` — embedded engines, the workers file watch,
+ * the tokenizer worker pool, Bun's direct streams) is refused by name before anything starts
+ * (`refusedFlags`, `refusedValues`). The RESP openers are never imported here: Bun's entry
+ * injects them (src/sessions/redis-client.ts, src/sync/transport.ts).
  *
  * The runtime entry passes `serve` (its HTTP server) and `sleep`; everything else is here.
  */
@@ -28,7 +31,9 @@ import { bindCollectors } from "../metrics/collectors.ts";
 import { RouterMetrics } from "../metrics/names.ts";
 import { createRouter } from "../router/create-router.ts";
 import { MemoryAffinityStore } from "../sessions/memory-store.ts";
-import type { StoreClock } from "../sessions/store.ts";
+import { openRedisAffinityStore, type RedisStoreStats } from "../sessions/redis-store.ts";
+import type { AffinityStore, OnExpire, StoreClock } from "../sessions/store.ts";
+import { randomRouterId, startLoadSync, type LoadSync } from "../sync/load-sync.ts";
 import { StickyRouter } from "../sessions/sticky.ts";
 import { fetchEngineInfo } from "../workers/engine-info.ts";
 import { engineLoraClient } from "../workers/engine-lora.ts";
@@ -47,9 +52,6 @@ export const BUN_ONLY_FLAGS: Readonly<Record<string, string>> = {
   "--zmq-endpoint": "ZMQ event streams use libzmq over bun:ffi (send events over HTTP instead)",
   "--zmq-replay-endpoint": "ZMQ event streams use libzmq over bun:ffi",
   "--zmq-dp-ranks": "ZMQ event streams use libzmq over bun:ffi",
-  "--redis": "the Redis stores and load sync run on Bun here (the in-memory store is used)",
-  "--redis-token": "the Redis stores run on Bun here",
-  "--redis-timeout": "the Redis stores run on Bun here",
   "--workers-file": "the workers-file watch reads files with Bun",
   "--tokenizer-workers": "the encode pool uses Bun Workers",
   "--disagg": "disaggregated prefill/decode is wired by the Bun entry only",
@@ -71,6 +73,19 @@ export function refusedFlags(argv: readonly string[], runtime: string, refused: 
     }
   }
   return out;
+}
+
+/**
+ * Flag values this runtime cannot honour (a flag may be fine with one value, not another):
+ * `--redis redis://…` needs RESP over TCP (Bun's RedisClient); `https://` (Upstash REST) works.
+ * Checked on the parsed config, so the environment variables that set --redis count too.
+ */
+export function refusedValues(config: Pick<Config, "redis">, runtime: string): string[] {
+  const scheme = config.redis?.slice(0, config.redis.indexOf(":") + 1).toLowerCase();
+  if (scheme === "redis:" || scheme === "rediss:") {
+    return [`--redis: ${scheme}// is not available on ${runtime} (RESP needs Bun's RedisClient over TCP; use Upstash REST: --redis https://… --redis-token …)`];
+  }
+  return [];
 }
 
 export interface PortableServer {
@@ -112,6 +127,36 @@ const wallClock: StoreClock = {
   },
 };
 
+interface BuiltStore {
+  readonly store: AffinityStore;
+  readonly memory?: () => { held: number; evicted: number };
+  readonly stats?: () => RedisStoreStats;
+}
+
+/**
+ * The session store: Redis over Upstash REST with --redis (shared with every router, Bun's
+ * included: the same keys and scripts), else in memory. As on Bun, Redis being down at start
+ * is not an error: the store degrades and recovers. redis:// never gets here (refusedValues).
+ */
+async function buildAffinityStore(config: Config, log: Logger, onExpire: OnExpire): Promise<BuiltStore> {
+  const logger = { warn: (m: string, f?: Record<string, unknown>) => log.warn(m, f) };
+  const reaperIntervalMs = config.sessionReaperInterval * 1000;
+  if (config.redis === undefined) {
+    const store = new MemoryAffinityStore({ clock: wallClock, onExpire, reaperIntervalMs, logger, maxSessions: config.maxSessions });
+    return { store, memory: () => ({ held: store.size, evicted: store.evicted }) };
+  }
+  const store = await openRedisAffinityStore({
+    url: config.redis,
+    token: config.redisToken,
+    commandTimeoutMs: config.redisTimeout * 1000,
+    onExpire,
+    reaperIntervalMs,
+    logger,
+  });
+  log.info("sticky sessions: shared Redis store (Upstash REST)", { redis: new URL(config.redis).origin, available: store.stats().available });
+  return { store, stats: () => store.stats() };
+}
+
 export async function startPortableRouter(config: Config, platform: PortablePlatform, log: Logger): Promise<PortableRouter> {
   const now = () => performance.now();
   const metrics = new RouterMetrics();
@@ -126,13 +171,11 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
     timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
     warn: (m) => log.warn(m),
   });
-  const store = new MemoryAffinityStore({
-    clock: wallClock,
-    onExpire: (sessionId, binding) => sessions.close(binding.worker.workerId, sessionId),
-    reaperIntervalMs: config.sessionReaperInterval * 1000,
-    logger: { warn: (m, f) => log.warn(m, f) },
-    maxSessions: config.maxSessions,
-  });
+  const { store, stats: storeStats, memory: memorySessions } = await buildAffinityStore(config, log, (sessionId, binding) =>
+    sessions.close(binding.worker.workerId, sessionId),
+  );
+  // With --redis, routers (on any runtime) share their active load; each needs its own id.
+  const loadRouterId = config.redis !== undefined ? randomRouterId() : undefined;
   const sticky = new StickyRouter(store, { maxSessionIdLength: config.maxSessionIdLength });
   // The models' tokenizers (pure JS, src/tokens), loaded now, never per request.
   const readText = platform.readText;
@@ -171,6 +214,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
       approxTtlMs: config.approxTtl * 1000,
       sessionTtlMs: config.sessionTtl * 1000,
       capacityTokens: config.workerCapacity ?? undefined,
+      routerId: loadRouterId,
     },
     {
       hasher: portableBatchHasher,
@@ -254,7 +298,22 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
     onRejected: (reason) => metrics.admissionRejections.inc([reason]),
   });
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
-  bindClusterMetrics(metrics, { lora: () => adapters.counters, memorySessions: () => ({ held: store.size, evicted: store.evicted }) });
+  let loadSync: LoadSync | undefined;
+  if (config.redis !== undefined && loadRouterId !== undefined) {
+    // Over REST: a Redis Stream, XADD and a polled XREAD (src/sync/stream-transport.ts).
+    loadSync = await startLoadSync({
+      url: config.redis,
+      token: config.redisToken,
+      commandTimeoutMs: config.redisTimeout * 1000,
+      tracker,
+      routerId: loadRouterId,
+      now,
+      log,
+    });
+    log.info("active load: shared with the other routers through Redis", { router_id: loadRouterId.toString() });
+  }
+  const syncStats = loadSync && (() => loadSync.stats());
+  bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters, memorySessions });
 
   let draining = false;
   let listeningPort: number | undefined;
@@ -321,6 +380,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
       health.stop();
       admission.close();
       await server.stop();
+      await loadSync?.stop();
       await store.close();
     },
   };

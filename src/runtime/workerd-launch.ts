@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, loadConfig, serveUsage } from "../config/load.ts";
-import { BUN_ONLY_FLAGS, refusedFlags } from "./portable.ts";
+import { BUN_ONLY_FLAGS, refusedFlags, refusedValues } from "./portable.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 /** Deadline for workerd to answer /livez after it starts. */
@@ -75,14 +75,15 @@ function freePort(host: string): number {
 async function main(argvIn: readonly string[]): Promise<void> {
   const argv = argvIn[0] === "serve" ? argvIn.slice(1) : argvIn;
   if (argv.includes("--help") || argv.includes("-h")) {
-    console.log(`${serveUsage()}\n\nOn workerd these are refused: ${Object.keys(WORKERD_REFUSED).join(", ")}; admin endpoints need --admin-token.`);
+    console.log(`${serveUsage()}\n\nOn workerd these are refused: ${Object.keys(WORKERD_REFUSED).join(", ")}; --redis takes https:// (Upstash REST) only; admin endpoints need --admin-token.`);
     return;
   }
   const refused = refusedFlags(argv, "workerd", WORKERD_REFUSED);
   let config;
   try {
     config = loadConfig({ argv, env: process.env });
-    if (refused.length > 0) throw new ConfigError(refused);
+    const problems = [...refused, ...refusedValues(config, "workerd")];
+    if (problems.length > 0) throw new ConfigError(problems);
   } catch (e) {
     if (e instanceof ConfigError) {
       const all = refused.length > 0 && !e.problems.some((p) => refused.includes(p)) ? new ConfigError([...refused, ...e.problems]) : e;

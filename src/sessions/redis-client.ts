@@ -1,10 +1,13 @@
 /**
  * The little of Redis that the affinity store needs, behind one interface, with two
  * implementations chosen by URL:
- *   redis:// or rediss://  → Bun's built-in RedisClient (RESP), resp-client.ts
- *   https:// (or http://)  → @upstash/redis (Upstash's REST protocol), upstash-client.ts
- * Each implementation is imported only when its scheme is used, so an edge runtime that
- * only speaks REST never loads the Bun one. Both are wrapped in the hang guard.
+ *   redis:// or rediss://  → Bun's built-in RedisClient (RESP), resp-client.ts — INJECTED by
+ *                            the caller (`resp`, e.g. `openRespConnection`), never imported
+ *                            here, so the Deno and workerd module graphs (and workerd's bundle)
+ *                            cannot reach Bun code (test/architecture.test.ts checks it)
+ *   https:// (or http://)  → @upstash/redis (Upstash's REST protocol), upstash-client.ts:
+ *                            portable (fetch only), imported when its scheme is used
+ * Both are wrapped in the hang guard.
  */
 import { DEFAULT_PROBE_TIMEOUT_MS, HangGuardConnection, withDeadline } from "./redis-guard.ts";
 
@@ -17,7 +20,15 @@ export interface RedisConnection {
   close(): Promise<void>;
 }
 
+/** Opens a RESP connection (redis://, rediss://) with this connect/command deadline. */
+export type RespOpener = (url: string, timeoutMs: number) => Promise<RedisConnection>;
+
 export interface RedisConnectionOptions {
+  /**
+   * How to open redis:// and rediss:// URLs; Bun passes resp-client.ts's `openRespConnection`.
+   * Without it such a URL is refused (the portable runtimes speak Upstash REST only).
+   */
+  readonly resp?: RespOpener;
   /** Upstash REST token (https:// URLs). */
   readonly token?: string;
   /**
@@ -43,8 +54,8 @@ export async function openRedisConnection(url: string, opts: RedisConnectionOpti
   switch (scheme) {
     case "redis:":
     case "rediss:": {
-      const { RespConnection } = await import("./resp-client.ts");
-      inner = await RespConnection.open(url, innerTimeoutMs);
+      if (opts.resp === undefined) throw new Error(`${scheme}// needs a RESP client, which runs on Bun only (use an Upstash REST https:// URL here)`);
+      inner = await opts.resp(url, innerTimeoutMs);
       break;
     }
     case "https:":

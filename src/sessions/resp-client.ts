@@ -7,7 +7,7 @@
  * one waits a backoff (0.2 s doubling to 2 s) and commands fail fast meanwhile.
  */
 import { RedisClient } from "bun";
-import { withTimeout, type RedisConnection } from "./redis-client.ts";
+import { withTimeout, type RedisConnection, type RespOpener } from "./redis-client.ts";
 
 const MIN_BACKOFF_MS = 200;
 const MAX_BACKOFF_MS = 2_000;
@@ -82,3 +82,6 @@ export class RespConnection implements RedisConnection {
     return this.#connecting;
   }
 }
+
+/** The RESP opener the Bun runtime hands to openRedisConnection (`resp`); see redis-client.ts. */
+export const openRespConnection: RespOpener = (url, timeoutMs) => RespConnection.open(url, timeoutMs);

@@ -19,7 +19,7 @@ import type { ActiveSequenceEvent } from "../scheduler/sequence-events.ts";
 import { LocalMirror } from "./local-mirror.ts";
 import { Outbox } from "./outbox.ts";
 import { PeerTable } from "./peers.ts";
-import { openSyncTransport, type SyncTransport } from "./transport.ts";
+import { openSyncTransport, type PubSubOpener, type SyncTransport } from "./transport.ts";
 import { decodeMessage, originPrefix } from "./wire.ts";
 
 export const DEFAULT_SYNC_CHANNEL = "switchyard:active_sequences";
@@ -36,6 +36,8 @@ export interface LoadSyncOptions {
   /** redis://, rediss:// (pub/sub) or https:// (Upstash REST, a polled stream; needs `token`). */
   readonly url: string;
   readonly token?: string;
+  /** How to open redis:// URLs (Bun: `openPubSubTransport`); see transport.ts. */
+  readonly pubsub?: PubSubOpener;
   readonly tracker: LoadTracker;
   /** Must equal tracker.routerId, and differ between routers (see randomRouterId). */
   readonly routerId: bigint;
@@ -139,6 +141,7 @@ export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
     url: opts.url,
     channel: opts.channel ?? DEFAULT_SYNC_CHANNEL,
     token: opts.token,
+    pubsub: opts.pubsub,
     commandTimeoutMs: opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
     pollMs: opts.pollMs ?? 5,
     streamMaxLen: opts.streamMaxLen ?? 1_000,

@@ -5,8 +5,9 @@
  */
 import { openRedisConnection, type RedisConnection } from "../sessions/redis-client.ts";
 import { DEFAULT_PROBE_TIMEOUT_MS } from "../sessions/redis-guard.ts";
+import { openRespConnection } from "../sessions/resp-client.ts";
 import { RespSubscriber } from "./resp-subscriber.ts";
-import type { SyncTransport, SyncTransportOptions, TransportCounters } from "./transport.ts";
+import type { PubSubOpener, SyncTransport, SyncTransportOptions, TransportCounters } from "./transport.ts";
 
 export class PubSubTransport implements SyncTransport {
   readonly kind = "pubsub";
@@ -18,7 +19,7 @@ export class PubSubTransport implements SyncTransport {
   ) {}
 
   static async open(opts: SyncTransportOptions): Promise<PubSubTransport> {
-    return new PubSubTransport(opts, await openRedisConnection(opts.url, { commandTimeoutMs: opts.commandTimeoutMs }));
+    return new PubSubTransport(opts, await openRedisConnection(opts.url, { commandTimeoutMs: opts.commandTimeoutMs, resp: openRespConnection }));
   }
 
   get receiving(): boolean {
@@ -45,3 +46,6 @@ export class PubSubTransport implements SyncTransport {
     await this.conn.close();
   }
 }
+
+/** The pub/sub opener the Bun runtime hands to openSyncTransport (`pubsub`); see transport.ts. */
+export const openPubSubTransport: PubSubOpener = (opts) => PubSubTransport.open(opts);

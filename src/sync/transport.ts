@@ -2,6 +2,8 @@
  * How sync messages travel, chosen by the Redis URL's scheme:
  *   redis://, rediss://  → pub/sub (pubsub-transport.ts): PUBLISH on the shared command
  *                          connection, SUBSCRIBE on a dedicated one. Pushed, sub-millisecond.
+ *                          Bun only: INJECTED by the caller (`pubsub`: `openPubSubTransport`),
+ *                          never imported here, so the Deno/workerd graphs reach no Bun code.
  *   https://, http://    → a Redis Stream (stream-transport.ts): XADD with MAXLEN ~, and XREAD
  *                          polled from the last id. Upstash's REST protocol has no long-lived
  *                          subscribe over plain request/response, so the reader polls.
@@ -26,7 +28,12 @@ export interface TransportCounters {
   receiveErrors: number;
 }
 
+/** Opens the pub/sub transport (redis://, rediss://). */
+export type PubSubOpener = (opts: SyncTransportOptions) => Promise<SyncTransport>;
+
 export interface SyncTransportOptions {
+  /** How to open redis:// URLs (Bun: pubsub-transport.ts's `openPubSubTransport`); without it they are refused. */
+  readonly pubsub?: PubSubOpener;
   readonly url: string;
   /** Pub/sub channel name, or the stream's key. */
   readonly channel: string;
@@ -45,8 +52,8 @@ export async function openSyncTransport(opts: SyncTransportOptions): Promise<Syn
   switch (scheme) {
     case "redis:":
     case "rediss:": {
-      const { PubSubTransport } = await import("./pubsub-transport.ts");
-      return PubSubTransport.open(opts);
+      if (opts.pubsub === undefined) throw new Error(`${scheme}// load sync needs RESP pub/sub, which runs on Bun only (use an Upstash REST https:// URL here)`);
+      return opts.pubsub(opts);
     }
     case "https:":
     case "http:": {

@@ -3,7 +3,8 @@
  * (src/main.ts), Deno (src/runtime/deno.ts) and workerd (src/runtime/workerd.ts, started by
  * workerd-launch.ts). Real processes: the router under test and two simulated engines (Bun),
  * talking HTTP. Covers: routing a request, KV events in and the index dump out, sticky
- * sessions, errors in OpenAI's shape, and flags a runtime refuses.
+ * sessions, errors in OpenAI's shape, and flags a runtime refuses (redis:// and the shared
+ * Upstash REST store: ./shared-redis.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -117,15 +118,6 @@ describe("flags a runtime cannot honour are refused by name", () => {
     const proc = Bun.spawn({ cmd: rt.command(["--tokenizer", "/models/x"]), stdout: "pipe", stderr: "pipe" });
     expect(await proc.exited).toBe(2);
     expect(await new Response(proc.stderr).text()).toContain("--tokenizer: not available on workerd");
-  }, 60_000);
-
-  test("workerd: --redis exits 2 naming it", async () => {
-    const rt = RUNTIMES.find((r) => r.name === "workerd")!;
-    const proc = Bun.spawn({ cmd: rt.command(["--redis", "redis://127.0.0.1:1"]), stdout: "pipe", stderr: "pipe" });
-    const code = await proc.exited;
-    const stderr = await new Response(proc.stderr).text();
-    expect(code).toBe(2);
-    expect(stderr).toContain("--redis: not available on workerd");
   }, 60_000);
 
   test("deno: --zmq-endpoint and --engines exit 2 naming both", async () => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Redis } from "@upstash/redis";
 import { worker } from "../../src/core/ids.ts";
 import { openRedisConnection, type RedisConnection } from "../../src/sessions/redis-client.ts";
+import { openRespConnection } from "../../src/sessions/resp-client.ts";
 import { RedisAffinityStore } from "../../src/sessions/redis-store.ts";
 import type { Binding, StoreLogger } from "../../src/sessions/store.ts";
 import { until } from "../support/processes.ts";
@@ -35,7 +36,7 @@ afterAll(async () => {
 /** `commandTimeoutMs`: the hang guard's bound (default 50 ms); bursts of hundreds of calls through the one-socket bridge need more. */
 function connect(transport: "resp" | "rest", commandTimeoutMs?: number): Promise<RedisConnection> {
   return transport === "resp"
-    ? openRedisConnection(server.url, { commandTimeoutMs })
+    ? openRedisConnection(server.url, { commandTimeoutMs, resp: openRespConnection })
     : openRedisConnection(bridge.url, { token: bridge.token, commandTimeoutMs });
 }
 

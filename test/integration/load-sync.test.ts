@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { keyOf, worker } from "../../src/core/ids.ts";
 import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
 import { startLoadSync, type LoadSync, type LoadSyncOptions } from "../../src/sync/load-sync.ts";
+import { openPubSubTransport } from "../../src/sync/pubsub-transport.ts";
 import { until } from "../support/processes.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
@@ -68,6 +69,7 @@ async function router(
   tracker.updateWorkers([W]);
   const sync = await startLoadSync({
     url: transport === "resp" ? redis.url : bridge.url,
+    pubsub: openPubSubTransport,
     token: transport === "rest" ? bridge.token : undefined,
     tracker,
     routerId: id,
