@@ -1,10 +1,11 @@
 /**
- * `bun bench/replay/suite-report.ts RUN1.json [RUN2.json ...]`: medians over repeated suite runs
- * (same cells, same order), printed as the summary against the targets and as one Markdown table
- * per cell (TTFT p90 with its range over runs) — what bench/README.md's issue 14 table is.
+ * `bun bench/replay/suite-report.ts RUN1.json [RUN2.json ...] [--json MEDIANS.json]`: medians over
+ * repeated suite runs (same cells, same order), printed as the summary against the targets and as
+ * one Markdown table per cell (TTFT p90 with each run's value) — what bench/README.md's issue 14
+ * table is; the medians' JSON feeds suite-plot.ts.
  */
-import { readFileSync } from "node:fs";
-import type { PolicyResult, ReplayReport } from "./report.ts";
+import { readFileSync, writeFileSync } from "node:fs";
+import { toJson, type PolicyResult, type ReplayReport } from "./report.ts";
 import { summaryTable, type SuiteCell } from "./suite.ts";
 
 const median = (xs: number[]) => {
@@ -50,10 +51,14 @@ export function medianCells(runs: readonly SuiteCell[][]): { cells: SuiteCell[];
 const f = (x: number | undefined, d = 0) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
 
 if (import.meta.main) {
-  const files = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const j = args.indexOf("--json");
+  const out = j >= 0 ? args.splice(j, 2)[1] : undefined;
+  const files = args;
   if (files.length === 0) throw new Error("usage: bun bench/replay/suite-report.ts RUN.json [RUN.json ...]");
   const runs = files.map((p) => JSON.parse(readFileSync(p, "utf8")) as SuiteCell[]);
   const { cells, p90s } = medianCells(runs);
+  if (out) writeFileSync(out, `[${cells.map((c) => JSON.stringify({ ...c, report: JSON.parse(toJson(c.report)) })).join(",\n")}]\n`);
   console.log(`medians of ${runs.length} run(s)\n`);
   console.log(summaryTable(cells));
   cells.forEach((c, i) => {
