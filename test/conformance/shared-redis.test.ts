@@ -5,8 +5,8 @@
  * and one router per runtime with `--redis <bridge url> --redis-token <token>` in front of the
  * same engines. Checks: a session bound through any runtime's router resolves on the other two
  * to the same (worker, dp rank); load booked by one router shows in the others' /v1/workers;
- * a hung Redis (SIGSTOP) costs a Deno router's request at most --redis-timeout (plus
- * scheduling noise), never a failure; redis:// is refused by name on Deno and workerd.
+ * a hung Redis (SIGSTOP) costs a Deno or workerd router's request at most about
+ * --redis-timeout (plus scheduling noise), never a failure; redis:// is refused by name on Deno and workerd.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
@@ -132,30 +132,32 @@ describe("Bun, Deno and workerd routers sharing Redis over Upstash REST", () => 
     }
   });
 
-  test("a hung Redis (SIGSTOP) never fails a Deno request and costs it at most about --redis-timeout", async () => {
-    const url = urlOf("deno");
-    process.kill(redis!.pid!, "SIGSTOP");
-    const took: number[] = [];
-    try {
-      for (let i = 0; i < 5; i++) {
-        const t0 = performance.now();
-        const r = await send(url, { prompt: `while redis hangs ${i}` }, { "x-session-id": `hung-${i}` });
-        took.push(performance.now() - t0);
-        expect(r.status).toBe(200);
+  for (const name of ["deno", "workerd"] as const) {
+    test(`a hung Redis (SIGSTOP) never fails a ${name} request and costs it at most about --redis-timeout`, async () => {
+      const url = urlOf(name);
+      process.kill(redis!.pid!, "SIGSTOP");
+      const took: number[] = [];
+      try {
+        for (let i = 0; i < 5; i++) {
+          const t0 = performance.now();
+          const r = await send(url, { prompt: `while redis hangs ${i}` }, { "x-session-id": `hung-${name}-${i}` });
+          took.push(performance.now() - t0);
+          expect(r.status).toBe(200);
+        }
+      } finally {
+        process.kill(redis!.pid!, "SIGCONT");
       }
-    } finally {
-      process.kill(redis!.pid!, "SIGCONT");
-    }
-    console.log(`deno router, redis SIGSTOP, --redis-timeout ${REDIS_TIMEOUT_S}s: request ms ${took.map(Math.round).join(", ")}`);
-    expect(Math.max(...took)).toBeLessThan(HANG_MAX_MS);
-    // Back: a new binding is written through Deno and read by Bun.
-    await until(async () => {
-      const id = `after-hang-${performance.now()}`;
-      const first = await send(url, { prompt: "after the hang" }, { "x-session-id": id });
-      const seen = await peek(urlOf("bun"), id);
-      return first.status === 200 && seen?.worker_id === first.worker;
-    }, "sessions shared again after SIGCONT", 15_000, 200);
-  });
+      console.log(`${name} router, redis SIGSTOP, --redis-timeout ${REDIS_TIMEOUT_S}s: request ms ${took.map(Math.round).join(", ")}`);
+      expect(Math.max(...took)).toBeLessThan(HANG_MAX_MS);
+      // Back: a new binding is written through this router and read by the Bun one.
+      await until(async () => {
+        const id = `after-hang-${name}-${performance.now()}`;
+        const first = await send(url, { prompt: "after the hang" }, { "x-session-id": id });
+        const seen = await peek(urlOf("bun"), id);
+        return first.status === 200 && seen?.worker_id === first.worker;
+      }, `sessions shared again through ${name} after SIGCONT`, 15_000, 200);
+    });
+  }
 });
 
 describe("redis:// (RESP) is refused by name where it cannot run", () => {
