@@ -1,0 +1,58 @@
+/**
+ * The RESP Redis code is injected, never imported, by the portable Redis paths (issue 10 §2):
+ * without an opener a redis:// URL is refused with a message naming the way out, and the
+ * portable runtimes refuse `--redis redis://…` by name before anything starts. No network:
+ * every case fails before a connection is tried, or uses a fake opener.
+ */
+import { describe, expect, test } from "bun:test";
+import { refusedValues } from "../../../src/runtime/portable.ts";
+import { openRedisConnection, type RedisConnection } from "../../../src/sessions/redis-client.ts";
+import { openSyncTransport, type SyncTransport, type SyncTransportOptions } from "../../../src/sync/transport.ts";
+
+const SYNC: SyncTransportOptions = { url: "redis://127.0.0.1:1", channel: "c", commandTimeoutMs: 50, pollMs: 5, streamMaxLen: 10 };
+
+describe("refusedValues", () => {
+  test("redis:// and rediss:// are refused by name; https:// and no --redis are not", () => {
+    expect(refusedValues({ redis: "redis://h:6379" }, "Deno")).toEqual([
+      "--redis: redis:// is not available on Deno (RESP needs Bun's RedisClient over TCP; use Upstash REST: --redis https://… --redis-token …)",
+    ]);
+    expect(refusedValues({ redis: "REDISS://h:6380" }, "workerd")[0]).toStartWith("--redis: rediss:// is not available on workerd");
+    expect(refusedValues({ redis: "https://db.upstash.io" }, "Deno")).toEqual([]);
+    expect(refusedValues({ redis: undefined }, "workerd")).toEqual([]);
+  });
+});
+
+describe("openRedisConnection without a RESP opener", () => {
+  test("redis:// is refused, naming Bun and the REST alternative", async () => {
+    await expect(openRedisConnection("redis://127.0.0.1:1")).rejects.toThrow("redis:// needs a RESP client, which runs on Bun only (use an Upstash REST https:// URL here)");
+  });
+
+  test("an injected opener is what opens redis://, with the probe deadline", async () => {
+    const seen: [string, number][] = [];
+    const fake: RedisConnection = {
+      kind: "resp",
+      eval: async () => null,
+      evalsha: async () => null,
+      command: async () => "PONG",
+      close: async () => {},
+    };
+    const conn = await openRedisConnection("rediss://h:1", { resp: async (url, ms) => (seen.push([url, ms]), fake), probeTimeoutMs: 700 });
+    expect(seen).toEqual([["rediss://h:1", 700]]);
+    expect(await conn.command(["PING"])).toBe("PONG");
+    await conn.close();
+  });
+});
+
+describe("openSyncTransport without a pub/sub opener", () => {
+  test("redis:// is refused, naming Bun and the REST alternative", async () => {
+    await expect(openSyncTransport(SYNC)).rejects.toThrow("redis:// load sync needs RESP pub/sub, which runs on Bun only");
+  });
+
+  test("an injected opener gets the options", async () => {
+    const fake = { kind: "pubsub" } as SyncTransport;
+    let got: SyncTransportOptions | undefined;
+    const t = await openSyncTransport({ ...SYNC, pubsub: async (o) => ((got = o), fake) });
+    expect(t).toBe(fake);
+    expect(got?.channel).toBe("c");
+  });
+});
