@@ -227,6 +227,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     // Prompts of 32k+ characters encode in a pool of Workers (src/tokens/encode-pool.ts) unless --tokenizer-workers 0.
     load: (dir) =>
       loadEngineTokenizerOnBun(dir, {
+        impl: config.tokenizerLibrary === "native" ? "native" : "pure",
+        byteLevelBpe: config.tokenizerLibrary === "bpe",
         encodePool: config.tokenizerWorkers === 0 ? undefined : { workers: config.tokenizerWorkers ?? defaultEncodeWorkers() },
       }),
     parentOf: (m) => models.parentOf(m),

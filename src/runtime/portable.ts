@@ -80,12 +80,16 @@ export function refusedFlags(argv: readonly string[], runtime: string, refused: 
  * `--redis redis://…` needs RESP over TCP (Bun's RedisClient); `https://` (Upstash REST) works.
  * Checked on the parsed config, so the environment variables that set --redis count too.
  */
-export function refusedValues(config: Pick<Config, "redis">, runtime: string): string[] {
+export function refusedValues(config: Pick<Config, "redis" | "tokenizerLibrary">, runtime: string): string[] {
+  const out: string[] = [];
   const scheme = config.redis?.slice(0, config.redis.indexOf(":") + 1).toLowerCase();
   if (scheme === "redis:" || scheme === "rediss:") {
-    return [`--redis: ${scheme}// is not available on ${runtime} (RESP needs Bun's RedisClient over TCP; use Upstash REST: --redis https://… --redis-token …)`];
+    out.push(`--redis: ${scheme}// is not available on ${runtime} (RESP needs Bun's RedisClient over TCP; use Upstash REST: --redis https://… --redis-token …)`);
   }
-  return [];
+  if (config.tokenizerLibrary === "native") {
+    out.push(`--tokenizer-library: native is not available on ${runtime} (HF's Rust addon loads on Bun/Node only; use hf or bpe)`);
+  }
+  return out;
 }
 
 export interface PortableServer {
@@ -181,7 +185,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
   const readText = platform.readText;
   if (config.tokenizers.length > 0 && readText === undefined) throw new PortableStartupError("--tokenizer: this runtime cannot read tokenizer files");
   const tokenizers = new RouterTokenizers({
-    load: (dir) => loadEngineTokenizer(dir, { readText: readText!, now: () => Date.now() }),
+    load: (dir) => loadEngineTokenizer(dir, { readText: readText!, now: () => Date.now(), byteLevelBpe: config.tokenizerLibrary === "bpe" }),
     parentOf: (m) => models.parentOf(m),
     fetch: (u, init) => fetch(u, init),
     timeoutMs: ENGINE_QUERY_TIMEOUT_MS,

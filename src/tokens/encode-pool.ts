@@ -25,7 +25,7 @@ export interface EncodePoolOptions {
   maxQueuedChars?: number;
   /** A pooled encode not done within this many ms fails with 503 (default 30 000). */
   timeoutMs?: number;
-  /** Use @huggingface/tokenizers even where the byte-level BPE qualifies (as the main thread). */
+  /** Use the byte-level BPE where it qualifies, as the main thread does (default false: @huggingface/tokenizers). */
   byteLevelBpe?: boolean;
   /** The worker script (default: encode-worker.ts beside this file, or embedded in a compiled binary). */
   workerUrl?: string;
@@ -208,7 +208,7 @@ export class EncodePool {
           this.dispatch();
         }
       };
-      const init: WorkerInit = { type: "init", dir: this.dir, byteLevelBpe: this.opts.byteLevelBpe !== false };
+      const init: WorkerInit = { type: "init", dir: this.dir, byteLevelBpe: this.opts.byteLevelBpe === true };
       worker.postMessage(init);
     });
   }

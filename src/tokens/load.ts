@@ -27,7 +27,8 @@ export interface LoadTokenizerOptions {
   now?: () => number;
   /**
    * impl "pure": encode with the byte-level BPE of bpe-library.ts where tokenizer.json
-   * qualifies (default true; else, and when false, with `@huggingface/tokenizers`).
+   * qualifies (opt-in: default false, `@huggingface/tokenizers` then, as issue 11 asks for
+   * the ecosystem's library; bench/tokens shows what the opt-in buys).
    */
   byteLevelBpe?: boolean;
   /**
@@ -73,7 +74,7 @@ function pureFactory(files: ModelFiles, byteLevelBpe: boolean): TokenizerLibrary
 /** A model directory's pure encoder alone (text -> ids, no template): what an encode worker runs. */
 export async function loadPureLibrary(dir: string, opts: { readText: ReadText; byteLevelBpe?: boolean }): Promise<TokenizerLibrary> {
   const files = await loadModelFiles(dir, opts.readText);
-  return await pureFactory(files, opts.byteLevelBpe !== false)(files.tokenizerJson, files.config, files.tokenizerJsonPath);
+  return await pureFactory(files, opts.byteLevelBpe === true)(files.tokenizerJson, files.config, files.tokenizerJsonPath);
 }
 
 export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOptions = {}): Promise<EngineTokenizer> {
@@ -98,7 +99,7 @@ export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOption
     // neither library exposes that switch, so the ids would differ: refuse rather than guess.
     throw new Error(`${dir}/tokenizer_config.json: split_special_tokens: true is not supported by the router's tokenizer`);
   }
-  if (impl === "pure") factory = pureFactory(files, opts.byteLevelBpe !== false);
+  if (impl === "pure") factory = pureFactory(files, opts.byteLevelBpe === true);
   let encoder;
   try {
     encoder = await factory(files.tokenizerJson, files.config, files.tokenizerJsonPath);

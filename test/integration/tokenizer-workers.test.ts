@@ -2,7 +2,8 @@
  * The router's encode Workers (--tokenizer-workers, src/tokens/encode-pool.ts) in a real
  * router process: a first-sight chat large enough for the pool (200k+ characters), a small
  * one, and a long completions prompt get the same ids from a router encoding in its Worker,
- * one encoding in the event loop (--tokenizer-workers 0) and this process's own tokenizer;
+ * one encoding in the event loop (--tokenizer-workers 0) and this process's own tokenizer
+ * (the pooled router with the opt-in byte-level BPE, the others with @huggingface/tokenizers);
  * the start-up log says where encodes run. Both routers are stopped by PID in afterAll.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -21,7 +22,8 @@ let inThread: Proc | undefined;
 beforeAll(async () => {
   const args = ["serve", "--port", "0", "--host", "127.0.0.1", "--tokenizer", QWEN];
   [pooled, inThread] = await Promise.all([
-    startMain([...args, "--tokenizer-workers", "1"], 30_000),
+    // The pooled router also encodes with the opt-in byte-level BPE: its ids must equal the library's.
+    startMain([...args, "--tokenizer-workers", "1", "--tokenizer-library", "bpe"], 30_000),
     startMain([...args, "--tokenizer-workers", "0"], 30_000),
   ]);
 });
@@ -47,6 +49,11 @@ describe("--tokenizer-workers", () => {
   test("the start-up log says where large encodes run", () => {
     expect(pooled!.output()).toContain("encodes of 32768+ characters in 1 worker(s)");
     expect(inThread!.output()).not.toContain("worker(s)");
+  });
+
+  test("--tokenizer-library: the library by default, the byte-level BPE when asked for", () => {
+    expect(pooled!.output()).toContain("byte-level BPE (pure JS");
+    expect(inThread!.output()).toContain("@huggingface/tokenizers (pure JS)");
   });
 
   test("large and small prompts: the same ids from the Worker, the event loop and this process", async () => {

@@ -13,12 +13,19 @@ const SYNC: SyncTransportOptions = { url: "redis://127.0.0.1:1", channel: "c", c
 
 describe("refusedValues", () => {
   test("redis:// and rediss:// are refused by name; https:// and no --redis are not", () => {
-    expect(refusedValues({ redis: "redis://h:6379" }, "Deno")).toEqual([
+    expect(refusedValues({ redis: "redis://h:6379", tokenizerLibrary: "hf" }, "Deno")).toEqual([
       "--redis: redis:// is not available on Deno (RESP needs Bun's RedisClient over TCP; use Upstash REST: --redis https://… --redis-token …)",
     ]);
-    expect(refusedValues({ redis: "REDISS://h:6380" }, "workerd")[0]).toStartWith("--redis: rediss:// is not available on workerd");
-    expect(refusedValues({ redis: "https://db.upstash.io" }, "Deno")).toEqual([]);
-    expect(refusedValues({ redis: undefined }, "workerd")).toEqual([]);
+    expect(refusedValues({ redis: "REDISS://h:6380", tokenizerLibrary: "hf" }, "workerd")[0]).toStartWith("--redis: rediss:// is not available on workerd");
+    expect(refusedValues({ redis: "https://db.upstash.io", tokenizerLibrary: "bpe" }, "Deno")).toEqual([]);
+    expect(refusedValues({ redis: undefined, tokenizerLibrary: "hf" }, "workerd")).toEqual([]);
+  });
+
+  test("--tokenizer-library native is refused by name (HF's Rust addon is Bun/Node only); hf and bpe are not", () => {
+    expect(refusedValues({ redis: undefined, tokenizerLibrary: "native" }, "Deno")).toEqual([
+      "--tokenizer-library: native is not available on Deno (HF's Rust addon loads on Bun/Node only; use hf or bpe)",
+    ]);
+    expect(refusedValues({ redis: undefined, tokenizerLibrary: "bpe" }, "workerd")).toEqual([]);
   });
 });
 

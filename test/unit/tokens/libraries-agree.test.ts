@@ -35,7 +35,7 @@ for (const [model, special] of [
     test("native = pure-JS library = byte-level BPE (with and without special tokens) = piece by piece", async () => {
       const dir = `${ROOT}/${model}/models`;
       const pure = (await loadEngineTokenizer(dir, { readText: readTextWithBun, byteLevelBpe: false })) as HfEngineTokenizer;
-      const bpe = (await loadEngineTokenizer(dir, { readText: readTextWithBun })) as HfEngineTokenizer;
+      const bpe = (await loadEngineTokenizer(dir, { readText: readTextWithBun, byteLevelBpe: true })) as HfEngineTokenizer;
       expect(bpe.implementation).toContain("byte-level BPE");
       const native = await loadEngineTokenizer(dir, { impl: "native", readText: readTextWithBun, nativeLibrary: createNativeLibrary });
       await fc.assert(
