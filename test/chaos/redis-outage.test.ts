@@ -17,7 +17,13 @@ import { metric, prompt, send, startCluster, urlOf, workers } from "../integrati
 setDefaultTimeout(60_000);
 
 /** What a request may cost beyond its usual time while Redis hangs: the 50 ms bound plus a noisy machine's scheduling. */
-const HANG_MAX_MS = 500;
+/**
+ * The longest a request may take while Redis is hung or gone: --redis-timeout (50 ms) plus the
+ * scheduling noise of a loaded 2-core machine, measured from this process (which also runs
+ * the Upstash bridge). Before the guard, every request took 1.2-2.2 s; a full CI run under load
+ * once saw 538 ms here, hence 1 s rather than 500 ms.
+ */
+const HANG_MAX_MS = 1_000;
 const CLIENTS = 4;
 
 interface Sample {
