@@ -1,0 +1,462 @@
+/**
+ * The one composition every runtime shares: `composeRouter(config, choices, log)` builds the
+ * registry, models, tokenizers, session store and sticky routing, the decision room
+ * (createRouter), LoRA, passive and active health (outliers, restarts), membership, admission,
+ * load sync, metrics and the app's deps from runtime-free parts. The runtime's entry passes
+ * its choices (hasher, tokenizer loader, the RESP openers for redis://, sleep, local addresses,
+ * hooks for what it wires beside) and adds its own pieces (src/runtime/bun.ts, portable.ts).
+ * It serves nothing and imports no Bun code (test/architecture.test.ts: portable.ts reaches it).
+ */
+import { bindClusterMetrics } from "../app/cluster-metrics.ts";
+import type { AppDeps } from "../app/deps.ts";
+import type { Logger } from "../app/log.ts";
+import { AdmissionGate } from "../app/routing/admission-gate.ts";
+import { RouterTokenizers, type RouterTokenizersDeps } from "../app/routing/tokenizers.ts";
+import type { Config } from "../config/schema.ts";
+import type { BatchBlockHasher } from "../core/hashing.ts";
+import type { WorkerId, WorkerKey } from "../core/ids.ts";
+import { kvQueryClient } from "../events/kv-query-client.ts";
+import { AdapterLoader } from "../lora/adapter-loader.ts";
+import { AdapterAllowlist } from "../lora/adapter-name.ts";
+import { LoraStateTracker } from "../lora/state-tracker.ts";
+import { bindCollectors } from "../metrics/collectors.ts";
+import { RouterMetrics } from "../metrics/names.ts";
+import { createRouter } from "../router/create-router.ts";
+import { MemoryAffinityStore } from "../sessions/memory-store.ts";
+import type { RespOpener } from "../sessions/redis-client.ts";
+import { openRedisAffinityStore, type RedisStoreStats } from "../sessions/redis-store.ts";
+import type { AffinityStore, OnExpire, StoreClock } from "../sessions/store.ts";
+import { StickyRouter } from "../sessions/sticky.ts";
+import { randomRouterId, startLoadSync, type LoadSync } from "../sync/load-sync.ts";
+import type { PubSubOpener } from "../sync/transport.ts";
+import { fetchEngineInfo, type EngineInfo } from "../workers/engine-info.ts";
+import { engineLoraClient } from "../workers/engine-lora.ts";
+import { engineSessions } from "../workers/engine-sessions.ts";
+import { HealthChecker } from "../workers/health.ts";
+import { WorkerMembership } from "../workers/membership.ts";
+import { fetchServedModels, ModelDirectory } from "../workers/models.ts";
+import { OutlierDetector } from "../workers/outlier-detector.ts";
+import { WorkerRegistry } from "../workers/registry.ts";
+import { RestartDetector } from "../workers/restart-detector.ts";
+import { WorkerUrlPolicy } from "../workers/url-policy.ts";
+
+/** How often the approximate index drops expired decisions. */
+const APPROX_EXPIRE_EVERY_MS = 1_000;
+/** How often stale bookings (never freed, spec §4.5: 300 s) are swept. */
+const LOAD_EXPIRY_EVERY_MS = 30_000;
+/** Outlier ejection: answers a worker needs in an interval before its failure share counts, and the interval. */
+const OUTLIER_REQUEST_VOLUME = 20;
+const OUTLIER_INTERVAL_MS = 10_000;
+/** Registration and recovery queries must not hang on a dead engine. */
+export const ENGINE_QUERY_TIMEOUT_MS = 5_000;
+
+/** Start-up refused for a reason the operator can fix (printed as one line, no stack, exit 2). */
+export class StartupError extends Error {
+  override readonly name = "StartupError";
+}
+
+/** What the runtime chooses; everything else is built the same way everywhere. */
+export interface RuntimeChoices {
+  readonly hasher: BatchBlockHasher;
+  /** Loads a tokenizer directory; without it --tokenizer is refused (the runtime cannot read files). */
+  readonly loadTokenizer?: RouterTokenizersDeps["load"];
+  /** redis:// openers (Bun injects its RESP code); without them only https:// (Upstash REST) opens. */
+  readonly resp?: RespOpener;
+  readonly pubsub?: PubSubOpener;
+  readonly sleep: (ms: number) => Promise<void>;
+  /** This machine's addresses: POST /v1/workers refuses this router's own port on them. */
+  readonly localHosts: () => readonly string[];
+  /** The engines' own load (Bun's metrics scraper), read by the scheduler at each decision. */
+  readonly busyKeys?: () => ReadonlySet<WorkerKey> | undefined;
+  readonly engineWaiting?: () => ReadonlyMap<WorkerKey, number> | undefined;
+  /** Hooks for what the runtime wires beside: an engine's info at registration (disagg roles), a removed worker. */
+  readonly onEngineInfo?: (url: string, info: EngineInfo) => void;
+  readonly onWorkerRemoved?: (id: WorkerId) => void;
+}
+
+/** The in-memory session store's clock: wall time, so /debug/sessions shows real expiries. */
+const wallClock: StoreClock = {
+  now: () => Date.now(),
+  every(ms, fn) {
+    const t = setInterval(fn, ms);
+    return () => clearInterval(t);
+  },
+};
+
+interface BuiltStore {
+  readonly store: AffinityStore;
+  /** In memory only: bindings held and dropped for --max-sessions, for /metrics. */
+  readonly memory?: () => { readonly held: number; readonly evicted: number };
+  /** Redis only: availability and failed calls, for /metrics. */
+  readonly stats?: () => RedisStoreStats;
+}
+
+/**
+ * THE seam for the session store: Redis (shared by every router, on any runtime; an expired
+ * engine-backed session is claimed by exactly one of them) with --redis, else in-memory (this
+ * router only). Redis being down at start is not an error: the store degrades and recovers.
+ */
+async function buildAffinityStore(config: Config, choices: RuntimeChoices, log: Logger, onExpire: OnExpire): Promise<BuiltStore> {
+  const logger = { warn: (m: string, f?: Record<string, unknown>) => log.warn(m, f) };
+  const reaperIntervalMs = config.sessionReaperInterval * 1000;
+  if (config.redis === undefined) {
+    const store = new MemoryAffinityStore({ clock: wallClock, onExpire, reaperIntervalMs, logger, maxSessions: config.maxSessions });
+    return { store, memory: () => ({ held: store.size, evicted: store.evicted }) };
+  }
+  const store = await openRedisAffinityStore({
+    url: config.redis,
+    token: config.redisToken,
+    resp: choices.resp,
+    commandTimeoutMs: config.redisTimeout * 1000,
+    onExpire,
+    reaperIntervalMs,
+    logger,
+  });
+  log.info("sticky sessions: shared Redis store", { redis: redactUrl(config.redis), available: store.stats().available });
+  return { store, stats: () => store.stats() };
+}
+
+/**
+ * fetch for the router's own calls to engines (engine info, /kv/query, LoRA load/unload,
+ * engine sessions): with `--engine-token`, it sends that token; never the admin token (every
+ * registered worker would learn it otherwise, issue 12).
+ */
+function engineFetch(token: string | undefined): (url: string, init?: RequestInit) => Promise<Response> {
+  if (token === undefined) return (url, init) => fetch(url, init);
+  return (url, init = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set("authorization", `Bearer ${token}`);
+    return fetch(url, { ...init, headers });
+  };
+}
+
+/** A URL fit for logs: no password. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparseable URL)";
+  }
+}
+
+/** A listen address clients on this machine can use (wildcards -> loopback). */
+export function reachableHost(host: string): string {
+  if (host === "0.0.0.0") return "127.0.0.1";
+  if (host === "::" || host === "[::]") return "[::1]";
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}
+
+/** The app's deps every runtime gives the same way; the runtime adds peer, upstream and its extras. */
+type SharedDeps = Omit<AppDeps, "peer">;
+
+export interface ComposedRouter {
+  readonly now: () => number;
+  readonly metrics: RouterMetrics;
+  readonly registry: WorkerRegistry;
+  readonly router: ReturnType<typeof createRouter>;
+  readonly membership: WorkerMembership;
+  readonly admission: AdmissionGate;
+  readonly deps: SharedDeps;
+  /** The headers the router's own engine calls carry (--engine-token). */
+  readonly engineHeaders: Record<string, string>;
+  /** The port the server listens on, once it does (POST /v1/workers refuses it). */
+  listeningOn(port: number): void;
+  /** New requests get a retryable 503 and /health says "draining"; health checks stop. */
+  startDraining(): void;
+  /** Registers the start-up workers (a failure is logged, not thrown). */
+  registerAll(workerUrls: readonly string[]): Promise<void>;
+  /** Starts health checks and the expiry timers (once the start-up workers are in). */
+  startChecks(): void;
+  /** Timers, health checks and admission stop (before the server stops). */
+  stopWork(): void;
+  /** Load sync and the session store close (after the server stops). */
+  close(): Promise<void>;
+}
+
+/** Builds everything runtime-free; serves nothing. Throws StartupError for a tokenizer that cannot load. */
+export async function composeRouter(config: Config, choices: RuntimeChoices, log: Logger): Promise<ComposedRouter> {
+  const now = () => performance.now();
+  const metrics = new RouterMetrics();
+  const registry = new WorkerRegistry();
+  // Which models each worker serves (GET /v1/models at registration and every health check).
+  const models = new ModelDirectory();
+  // The models' tokenizers: loaded now, never per request (src/tokens/README.md). Text the
+  // router cannot tokenize as the engine does is routed on its own decisions, apart.
+  const load = choices.loadTokenizer;
+  if (config.tokenizers.length > 0 && load === undefined) throw new StartupError("--tokenizer: this runtime cannot read tokenizer files");
+  const tokenizers = new RouterTokenizers({
+    load: (dir) => load!(dir),
+    parentOf: (m) => models.parentOf(m),
+    fetch: (u, init) => fetch(u, init),
+    timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
+  });
+  for (const t of config.tokenizers) {
+    let tok;
+    try {
+      tok = await tokenizers.add(t.model, t.path);
+    } catch (e) {
+      throw new StartupError(`--tokenizer ${t.model !== undefined ? `${t.model}=` : ""}${t.path}: ${(e as Error).message}`);
+    }
+    log.info(`tokenizer for ${t.model ?? "every model"}: ${tok.source}`, { implementation: tok.implementation });
+  }
+  if (config.tokenizers.length === 0) log.info("no --tokenizer: token-id prompts are routed exactly, text approximately (on the router's own decisions)");
+  // With Redis, routers (on any runtime) share their active load; each needs its own id in those messages.
+  const routerId = config.redis !== undefined ? randomRouterId() : undefined;
+  const toEngines = engineFetch(config.engineToken);
+  const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
+  const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
+  const adapters = new AdapterLoader({
+    tracker: lora,
+    engine: engineLoraClient({ fetch: toEngines }),
+    workers: () => registry.list().filter((w) => w.healthy),
+    loadOnDemand: config.loraLoadOnDemand,
+    isBaseModel: (name) => registry.isBaseModel(name) || models.isBase(name),
+    pathTemplate: config.loraPath,
+    evict: config.loraEvict,
+    allow: new AdapterAllowlist(config.loraAllow),
+    now,
+    log,
+  });
+  let clusterMetrics: ReturnType<typeof bindClusterMetrics> | undefined;
+  const sessions = engineSessions({
+    fetch: toEngines,
+    urlOf: (id) => registry.get(id)?.url,
+    timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
+    warn: (m) => log.warn(m),
+    onResult: (action, ok) => clusterMetrics?.engineSessionCalls.inc([action, ok ? "ok" : "error"]),
+  });
+  const { store, stats: storeStats, memory: memorySessions } = await buildAffinityStore(config, choices, log, (sessionId, binding) => {
+    // Exactly one router gets here per expired engine-backed session (Redis claim).
+    clusterMetrics?.sessionsExpired.inc();
+    log.info(`session ${sessionId} expired; closing it on worker ${binding.worker.workerId}`);
+    sessions.close(binding.worker.workerId, sessionId);
+  });
+  const sticky = new StickyRouter(store, { maxSessionIdLength: config.maxSessionIdLength });
+  // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
+  const router = createRouter(
+    {
+      policy: config.policy,
+      scheduler: {
+        blockSize: config.blockSize,
+        overlapScoreWeight: config.overlapWeight,
+        temperature: config.temperature,
+        loadGuardFactor: config.loadGuard,
+        loadGuardMetric: config.loadGuardMetric,
+        activeRequestWeight: config.activeRequestWeight,
+        busyThreshold: config.busyThreshold,
+        inflightOverlap: config.inflightOverlap,
+        overlapCredit: config.overlapCredit,
+        prefillWaitFactor: config.prefillWaitFactor,
+        prefillWaitQueueShare: config.prefillWaitSlack,
+        engineWaitingWeight: config.engineLoadWeight,
+      },
+      approxTtlMs: config.approxTtl * 1000,
+      sessionTtlMs: config.sessionTtl * 1000,
+      routerId,
+      capacityTokens: config.workerCapacity ?? undefined,
+    },
+    {
+      hasher: choices.hasher,
+      now,
+      rng: Math.random,
+      workers: registry,
+      sticky,
+      metrics,
+      query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: engineHeaders }),
+      sleep: choices.sleep,
+      warn: (m) => log.warn(m),
+      engineSessions: sessions,
+      busyKeys: choices.busyKeys,
+      engineWaiting: choices.engineWaiting,
+      onDropped: (reason, n) => metrics.eventDropped(reason, n),
+    },
+  );
+  const { index, approxIndex, tracker } = router;
+
+  // Passive health: workers whose answers keep failing are ejected (workers/outlier-detector.ts).
+  const outliers = new OutlierDetector(
+    {
+      consecutiveFailures: config.outlier.consecutiveFailures,
+      failurePercent: config.outlier.failurePercent,
+      requestVolume: OUTLIER_REQUEST_VOLUME,
+      intervalMs: OUTLIER_INTERVAL_MS,
+      baseEjectionMs: config.outlier.baseEjectionTime * 1000,
+      maxEjectionMs: config.outlier.maxEjectionTime * 1000,
+      maxEjectionPercent: config.outlier.maxEjectionPercent,
+    },
+    () => registry.size,
+  );
+  const health = new HealthChecker({
+    registry,
+    intervalMs: config.healthInterval * 1000,
+    timeoutMs: config.healthTimeout * 1000,
+    outliers,
+    now,
+    onEject: (e) => {
+      metrics.workerEjections.inc([String(e.workerId)]);
+      log.warn(`worker ${e.workerId} ejected for ${(e.untilMs - now()) / 1000} s`, { reason: e.reason, ejection: e.multiplier });
+    },
+    onChange: (id, healthy, reason) =>
+      healthy ? log.info(`worker ${id} is healthy`) : log.warn(`worker ${id} is unhealthy`, { reason }),
+    afterHealthy: async (id, url, signal) => {
+      const readModels = async () => {
+        const served = await fetchServedModels(url, signal, (u, init) => fetch(u, init));
+        if (registry.has(id) && models.set(id, served)) log.info(`worker ${id} serves ${served.map((m) => m.id).join(", ")}`);
+      };
+      // Before the worker is marked healthy: a restarted engine's old blocks leave the index first.
+      await Promise.all([readModels(), restarts.check(id, url, signal)]);
+    },
+  });
+  // An engine restarted while idle sends no event: its instance id changing tells us (issue 12).
+  const restarts = new RestartDetector({
+    probe: async (url) => (await fetchEngineInfo(url, config.healthTimeout * 1000, toEngines)).instanceId,
+    onRestart: (id, previous, current) => {
+      const w = registry.get(id);
+      if (w === undefined) return;
+      log.warn(`worker ${id} restarted (engine instance ${previous} -> ${current}); its blocks leave the index until restored`);
+      for (let r = 0; r < w.dpRanks; r++) router.members.addRank(id, r, true);
+    },
+  });
+  const membership = new WorkerMembership({
+    registry,
+    blockSize: config.blockSize,
+    load: router.members,
+    recovery: router.members,
+    lora,
+    engineInfo: async (url) => {
+      const info = await fetchEngineInfo(url, ENGINE_QUERY_TIMEOUT_MS, toEngines);
+      choices.onEngineInfo?.(url, info);
+      return info;
+    },
+    models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), (u, init) => fetch(u, init)) },
+    onAdded: (w) => {
+      log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
+      void restarts.check(w.id, w.url, AbortSignal.timeout(config.healthTimeout * 1000)); // the instance to compare with
+      if (!w.healthy) void health.check(w.id);
+      // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
+      const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
+      void tokenizers.check(w.id, w.url, base).then((c) => {
+        if (c?.status === "mismatch") log.warn(`worker ${w.id}: tokenizer_mismatch`, { url: w.url, detail: c.detail });
+      });
+    },
+    onRemoved: (w) => {
+      health.forget(w.id);
+      restarts.forget(w.id);
+      choices.onWorkerRemoved?.(w.id);
+      tokenizers.forget(w.id);
+      log.info(`worker ${w.id} removed`, { url: w.url });
+    },
+    warn: (m) => log.warn(m),
+  });
+  // When every candidate is busy (the engines' own load, where the runtime scrapes it),
+  // requests wait in the admission queue (issue 13).
+  const admissionWait = metrics.admissionWait.series([]);
+  const admission = new AdmissionGate({
+    maxQueue: config.maxQueue,
+    timeoutMs: config.queueTimeout * 1000,
+    now,
+    onAdmitted: (ms) => admissionWait.observe(ms / 1000),
+    onRejected: (reason) => metrics.admissionRejections.inc([reason]),
+  });
+  metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
+  bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
+  let loadSync: LoadSync | undefined;
+  if (config.redis !== undefined && routerId !== undefined) {
+    // redis:// through the runtime's pub/sub opener; https:// (Upstash REST) through a polled Redis Stream.
+    loadSync = await startLoadSync({
+      url: config.redis,
+      token: config.redisToken,
+      pubsub: choices.pubsub,
+      commandTimeoutMs: config.redisTimeout * 1000,
+      tracker,
+      routerId,
+      now,
+      log,
+    });
+    log.info("active load: shared with the other routers through Redis", { router_id: routerId.toString() });
+  }
+  const syncStats = loadSync && (() => loadSync.stats());
+  clusterMetrics = bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters, memorySessions });
+
+  let draining = false;
+  let listeningPort: number | undefined;
+  // Who this router is, on every /health answer: a URL that answers with it (or any router's
+  // id) is refused as a worker, as is this router's own port on a local address (issue 12).
+  const routerIdentity = crypto.getRandomValues(new BigUint64Array(1))[0]!.toString(16);
+  const workerUrlPolicy = new WorkerUrlPolicy({
+    allow: config.workerAllow,
+    ownPort: () => listeningPort,
+    localHosts: () => [...choices.localHosts()],
+    fetch: (u, init) => fetch(u, init),
+  });
+  const deps: SharedDeps = {
+    maxBodyBytes: config.maxBodyBytes,
+    maxSessionIdLength: config.maxSessionIdLength,
+    routerId: routerIdentity,
+    workerUrlPolicy,
+    adminToken: config.adminToken,
+    maxRetries: config.maxRetries,
+    registry,
+    membership,
+    fence: (id, reason) => health.fence(id, reason),
+    router,
+    metrics,
+    lora: adapters,
+    models,
+    tokenizers,
+    peekSession: (id) => store.peek(id),
+    fetch: (url, init) => fetch(url, init),
+    deadlines: {
+      connectMs: config.connectTimeout * 1000,
+      firstByteMs: config.firstByteTimeout * 1000,
+      responseMs: config.responseTimeout * 1000,
+      streamIdleMs: config.streamIdleTimeout * 1000,
+    },
+    report: (id, failure) => health.report(id, failure),
+    draining: () => draining,
+    admission,
+    now,
+    log,
+  };
+
+  const timers: ReturnType<typeof setInterval>[] = [];
+  return {
+    now,
+    metrics,
+    registry,
+    router,
+    membership,
+    admission,
+    deps,
+    engineHeaders,
+    listeningOn: (port) => {
+      listeningPort = port;
+    },
+    startDraining() {
+      draining = true;
+      health.stop();
+    },
+    async registerAll(workerUrls) {
+      await Promise.all(
+        workerUrls.map((u) => membership.register({ url: u }).catch((e) => log.error(`cannot register worker ${u}: ${(e as Error).message}`))),
+      );
+    },
+    startChecks() {
+      health.start();
+      timers.push(setInterval(() => router.expireLoad(now()), LOAD_EXPIRY_EVERY_MS));
+      if (config.policy === "approx" || approxIndex !== undefined) timers.push(setInterval(() => router.expireApprox(now()), APPROX_EXPIRE_EVERY_MS));
+    },
+    stopWork() {
+      draining = true;
+      for (const t of timers) clearInterval(t);
+      health.stop();
+      admission.close();
+    },
+    async close() {
+      await loadSync?.stop();
+      await store.close();
+    },
+  };
+}
