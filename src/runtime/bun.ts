@@ -8,12 +8,11 @@
  * workerd's entries are beside this file.
  */
 import { hostname, networkInterfaces } from "node:os";
-import { createApp, createFastRoutes } from "../app/app.ts";
+import { createApp } from "../app/app.ts";
 import type { AppDeps } from "../app/deps.ts";
 import { WorkerRoles } from "../app/disagg/roles.ts";
 import type { Logger } from "../app/log.ts";
 import { fetchUpstream } from "../app/proxy/upstream.ts";
-import { EVENT_BATCH_MIN_LIMIT_BYTES } from "../app/routes/admin.ts";
 import type { Config } from "../config/schema.ts";
 import { openRespConnection } from "../sessions/resp-client.ts";
 import { openPubSubTransport } from "../sync/pubsub-transport.ts";
@@ -23,6 +22,7 @@ import { SocketHttpClient } from "../upstream/socket-client.ts";
 import { startEmbeddedEngines } from "./bun/embedded-engines.ts";
 import { EngineLoad } from "./bun/engine-load.ts";
 import { chooseHasher } from "./bun/hasher.ts";
+import { listenOnBun } from "./bun/http-server.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
 import { workersFileWatch } from "./bun/workers-file.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
@@ -101,19 +101,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     },
   };
   const app = createApp(deps);
-  server = Bun.serve({
-    port: config.port,
-    hostname: config.host,
-    // A client must send its request (head and body) within about this long, or it is cut:
-    // slow-body clients cannot pile up. Proxied requests lift it once their body is read
-    // (deps.keepOpen), as their answers stream; the upstream deadlines bound them instead.
-    idleTimeout: config.idleTimeout,
-    // Our own limits answer 413 in OpenAI's shape; Bun's must not trip first.
-    maxRequestBodySize: Math.max(config.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES) + 1024 * 1024,
-    // The proxied endpoints are matched natively; everything else goes through the app.
-    routes: createFastRoutes(deps),
-    fetch: (req) => app.fetch(req),
-  });
+  server = listenOnBun(config, deps, (req) => app.fetch(req));
   const port = server.port!;
   c.listeningOn(port);
   const url = `http://${reachableHost(config.host)}:${port}`;

@@ -22,33 +22,27 @@ import { LoraStateTracker } from "../lora/state-tracker.ts";
 import { bindCollectors } from "../metrics/collectors.ts";
 import { RouterMetrics } from "../metrics/names.ts";
 import { createRouter } from "../router/create-router.ts";
-import { MemoryAffinityStore } from "../sessions/memory-store.ts";
 import type { RespOpener } from "../sessions/redis-client.ts";
-import { openRedisAffinityStore, type RedisStoreStats } from "../sessions/redis-store.ts";
-import type { AffinityStore, OnExpire, StoreClock } from "../sessions/store.ts";
 import { StickyRouter } from "../sessions/sticky.ts";
 import { randomRouterId, startLoadSync, type LoadSync } from "../sync/load-sync.ts";
 import type { PubSubOpener } from "../sync/transport.ts";
 import { fetchEngineInfo, type EngineInfo } from "../workers/engine-info.ts";
 import { engineLoraClient } from "../workers/engine-lora.ts";
 import { engineSessions } from "../workers/engine-sessions.ts";
-import { HealthChecker } from "../workers/health.ts";
 import { WorkerMembership } from "../workers/membership.ts";
 import { fetchServedModels, ModelDirectory } from "../workers/models.ts";
-import { OutlierDetector } from "../workers/outlier-detector.ts";
 import { WorkerRegistry } from "../workers/registry.ts";
-import { RestartDetector } from "../workers/restart-detector.ts";
 import { WorkerUrlPolicy } from "../workers/url-policy.ts";
+import { buildAffinityStore } from "./compose/affinity-store.ts";
+import { engineFetch } from "./compose/engine-fetch.ts";
+import { workerHealth } from "./compose/worker-health.ts";
 
 /** How often the approximate index drops expired decisions. */
 const APPROX_EXPIRE_EVERY_MS = 1_000;
 /** How often stale bookings (never freed, spec §4.5: 300 s) are swept. */
 const LOAD_EXPIRY_EVERY_MS = 30_000;
-/** Outlier ejection: answers a worker needs in an interval before its failure share counts, and the interval. */
-const OUTLIER_REQUEST_VOLUME = 20;
-const OUTLIER_INTERVAL_MS = 10_000;
 /** Registration and recovery queries must not hang on a dead engine. */
-export const ENGINE_QUERY_TIMEOUT_MS = 5_000;
+const ENGINE_QUERY_TIMEOUT_MS = 5_000;
 
 /** Start-up refused for a reason the operator can fix (printed as one line, no stack, exit 2). */
 export class StartupError extends Error {
@@ -72,73 +66,6 @@ export interface RuntimeChoices {
   /** Hooks for what the runtime wires beside: an engine's info at registration (disagg roles), a removed worker. */
   readonly onEngineInfo?: (url: string, info: EngineInfo) => void;
   readonly onWorkerRemoved?: (id: WorkerId) => void;
-}
-
-/** The in-memory session store's clock: wall time, so /debug/sessions shows real expiries. */
-const wallClock: StoreClock = {
-  now: () => Date.now(),
-  every(ms, fn) {
-    const t = setInterval(fn, ms);
-    return () => clearInterval(t);
-  },
-};
-
-interface BuiltStore {
-  readonly store: AffinityStore;
-  /** In memory only: bindings held and dropped for --max-sessions, for /metrics. */
-  readonly memory?: () => { readonly held: number; readonly evicted: number };
-  /** Redis only: availability and failed calls, for /metrics. */
-  readonly stats?: () => RedisStoreStats;
-}
-
-/**
- * THE seam for the session store: Redis (shared by every router, on any runtime; an expired
- * engine-backed session is claimed by exactly one of them) with --redis, else in-memory (this
- * router only). Redis being down at start is not an error: the store degrades and recovers.
- */
-async function buildAffinityStore(config: Config, choices: RuntimeChoices, log: Logger, onExpire: OnExpire): Promise<BuiltStore> {
-  const logger = { warn: (m: string, f?: Record<string, unknown>) => log.warn(m, f) };
-  const reaperIntervalMs = config.sessionReaperInterval * 1000;
-  if (config.redis === undefined) {
-    const store = new MemoryAffinityStore({ clock: wallClock, onExpire, reaperIntervalMs, logger, maxSessions: config.maxSessions });
-    return { store, memory: () => ({ held: store.size, evicted: store.evicted }) };
-  }
-  const store = await openRedisAffinityStore({
-    url: config.redis,
-    token: config.redisToken,
-    resp: choices.resp,
-    commandTimeoutMs: config.redisTimeout * 1000,
-    onExpire,
-    reaperIntervalMs,
-    logger,
-  });
-  log.info("sticky sessions: shared Redis store", { redis: redactUrl(config.redis), available: store.stats().available });
-  return { store, stats: () => store.stats() };
-}
-
-/**
- * fetch for the router's own calls to engines (engine info, /kv/query, LoRA load/unload,
- * engine sessions): with `--engine-token`, it sends that token; never the admin token (every
- * registered worker would learn it otherwise, issue 12).
- */
-function engineFetch(token: string | undefined): (url: string, init?: RequestInit) => Promise<Response> {
-  if (token === undefined) return (url, init) => fetch(url, init);
-  return (url, init = {}) => {
-    const headers = new Headers(init.headers);
-    headers.set("authorization", `Bearer ${token}`);
-    return fetch(url, { ...init, headers });
-  };
-}
-
-/** A URL fit for logs: no password. */
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(unparseable URL)";
-  }
 }
 
 /** A listen address clients on this machine can use (wildcards -> loopback). */
@@ -275,50 +202,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   );
   const { index, approxIndex, tracker } = router;
 
-  // Passive health: workers whose answers keep failing are ejected (workers/outlier-detector.ts).
-  const outliers = new OutlierDetector(
-    {
-      consecutiveFailures: config.outlier.consecutiveFailures,
-      failurePercent: config.outlier.failurePercent,
-      requestVolume: OUTLIER_REQUEST_VOLUME,
-      intervalMs: OUTLIER_INTERVAL_MS,
-      baseEjectionMs: config.outlier.baseEjectionTime * 1000,
-      maxEjectionMs: config.outlier.maxEjectionTime * 1000,
-      maxEjectionPercent: config.outlier.maxEjectionPercent,
-    },
-    () => registry.size,
-  );
-  const health = new HealthChecker({
-    registry,
-    intervalMs: config.healthInterval * 1000,
-    timeoutMs: config.healthTimeout * 1000,
-    outliers,
-    now,
-    onEject: (e) => {
-      metrics.workerEjections.inc([String(e.workerId)]);
-      log.warn(`worker ${e.workerId} ejected for ${(e.untilMs - now()) / 1000} s`, { reason: e.reason, ejection: e.multiplier });
-    },
-    onChange: (id, healthy, reason) =>
-      healthy ? log.info(`worker ${id} is healthy`) : log.warn(`worker ${id} is unhealthy`, { reason }),
-    afterHealthy: async (id, url, signal) => {
-      const readModels = async () => {
-        const served = await fetchServedModels(url, signal, (u, init) => fetch(u, init));
-        if (registry.has(id) && models.set(id, served)) log.info(`worker ${id} serves ${served.map((m) => m.id).join(", ")}`);
-      };
-      // Before the worker is marked healthy: a restarted engine's old blocks leave the index first.
-      await Promise.all([readModels(), restarts.check(id, url, signal)]);
-    },
-  });
-  // An engine restarted while idle sends no event: its instance id changing tells us (issue 12).
-  const restarts = new RestartDetector({
-    probe: async (url) => (await fetchEngineInfo(url, config.healthTimeout * 1000, toEngines)).instanceId,
-    onRestart: (id, previous, current) => {
-      const w = registry.get(id);
-      if (w === undefined) return;
-      log.warn(`worker ${id} restarted (engine instance ${previous} -> ${current}); its blocks leave the index until restored`);
-      for (let r = 0; r < w.dpRanks; r++) router.members.addRank(id, r, true);
-    },
-  });
+  const { health, restarts } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
   const membership = new WorkerMembership({
     registry,
     blockSize: config.blockSize,
