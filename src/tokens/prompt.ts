@@ -6,24 +6,7 @@
  */
 import { RouterError } from "../core/errors.ts";
 import { type ChatMessage, tokenizeChat, tokenizeText } from "./tokenize.ts";
-
-const MAX_TOKEN_ID = 0xffffffff;
-
-function invalid(field: string, message: string): never {
-  throw new RouterError("invalid_request", `${field}: ${message}`, field);
-}
-
-function tokenIds(arr: readonly unknown[], field: string): Uint32Array {
-  const out = new Uint32Array(arr.length);
-  for (let i = 0; i < arr.length; i++) {
-    const t = arr[i];
-    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > MAX_TOKEN_ID) {
-      invalid(`${field}[${i}]`, "token ids must be integers in [0, 2^32)");
-    }
-    out[i] = t;
-  }
-  return out;
-}
+import { invalid, tokenIds } from "./token-ids.ts";
 
 /** Tokens of a completions `prompt` field. */
 export function completionPromptTokens(prompt: unknown): Uint32Array {

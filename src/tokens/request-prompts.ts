@@ -15,30 +15,12 @@ import type { ChatTemplateRequest, EngineTokenizer } from "./engine-tokenizer.ts
 import { withoutMediaParts } from "./conversation.ts";
 import { chatPromptTokens } from "./prompt.ts";
 import { tokenizeText } from "./tokenize.ts";
+import { invalid, tokenIds } from "./token-ids.ts";
 
 export interface RequestPrompt {
   tokens: Uint32Array;
   /** true: the engine's token ids (given, or made by the model's tokenizer); false: UTF-8 bytes. */
   exact: boolean;
-}
-
-const MAX_TOKEN_ID = 0xffffffff;
-
-function invalid(field: string, message: string): never {
-  throw new RouterError("invalid_request", `${field}: ${message}`, field);
-}
-
-function tokenIds(arr: readonly unknown[], field: string): Uint32Array {
-  if (arr.length === 0) invalid(field, "must not be empty");
-  const out = new Uint32Array(arr.length);
-  for (let i = 0; i < arr.length; i++) {
-    const t = arr[i];
-    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > MAX_TOKEN_ID) {
-      invalid(`${field}[${i}]`, "token ids must be integers in [0, 2^32)");
-    }
-    out[i] = t;
-  }
-  return out;
 }
 
 function addSpecialTokens(body: Record<string, unknown>, dflt: boolean): boolean {
