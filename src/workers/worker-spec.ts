@@ -77,7 +77,11 @@ export function kvEventsSpec(kv: v.InferOutput<typeof KvEventsSchema> | undefine
 export function parseWorkerSpec(raw: unknown, what = "invalid worker registration"): WorkerSpec {
   const r = v.safeParse(WorkerSpecSchema, raw);
   if (!r.success) throw new RouterError("invalid_request", `${what}: ${describeIssues(r.issues)}`);
-  const b = r.output;
+  return workerSpecOf(r.output, what);
+}
+
+/** A validated registration (a workers-file entry, or POST /v1/workers' body) → WorkerSpec. */
+export function workerSpecOf(b: v.InferOutput<typeof WorkerSpecSchema>, what: string): WorkerSpec {
   const kvEvents = kvEventsSpec(b.kv_events, b.dp_ranks, what);
   return {
     url: b.url,

@@ -10,24 +10,13 @@ import { describeIssues, U64Schema } from "../../core/events.ts";
 import { workerKey } from "../../core/ids.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
-import { KvEventsSchema, kvEventsSpec } from "../../workers/worker-spec.ts";
+import { WorkerSpecSchema, workerSpecOf } from "../../workers/worker-spec.ts";
 import { modelFields, registerTokenizer } from "./worker-models.ts";
-import { WORKER_ROLES } from "../disagg/roles.ts";
 
+/** POST /v1/workers: a workers-file entry's fields (worker-spec.ts, one schema) plus `tokenizer`; unknown fields are ignored here. */
 const RegisterBody = v.object({
-  url: v.string("must be a string"),
-  id: v.optional(U64Schema),
-  dp_ranks: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(1, "must be >= 1"), v.maxValue(1024, "must be <= 1024"))),
-  block_size: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(1, "must be >= 1"))),
-  loras: v.optional(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of adapter names")),
-  max_loras: v.optional(v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(0, "must be >= 0"))),
-  model: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
+  ...WorkerSpecSchema.entries,
   tokenizer: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
-  models: v.optional(v.pipe(v.array(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")), "must be an array of model names"), v.nonEmpty("must not be empty"))),
-  // Where the engine publishes its KV events over ZMQ (vLLM --kv-events-config; rank r on port + r).
-  kv_events: v.optional(KvEventsSchema),
-  // Disaggregated serving (--disagg): what it does; the operator's word wins over engine info.
-  role: v.optional(v.picklist(WORKER_ROLES, `must be one of ${WORKER_ROLES.join(", ")}`)),
 });
 
 function parseId(raw: string): bigint {
@@ -76,17 +65,7 @@ export function workerRoutes(d: AppDeps): Hono {
     const b = r.output;
     await d.workerUrlPolicy?.check(b.url); // never this router, any router, or a URL off --worker-allow
     if (b.role !== undefined) d.disagg?.roles.set(b.url, b.role); // before it can be routed to
-    const kvEvents = kvEventsSpec(b.kv_events, b.dp_ranks, "invalid worker registration");
-    const input = {
-      url: b.url,
-      id: b.id,
-      dpRanks: kvEvents?.dpRanks ?? b.dp_ranks,
-      blockSize: b.block_size,
-      loras: b.loras,
-      maxLoras: b.max_loras,
-      model: b.model,
-      models: b.models,
-    };
+    const { kvEvents, role: _role, ...input } = workerSpecOf(b, "invalid worker registration");
     if (kvEvents && !d.provisioner) throw new RouterError("invalid_request", "kv_events: this router cannot subscribe to ZMQ event streams", "kv_events");
     // With kv_events the worker's index comes from its event stream (no /kv/query restore).
     const res = d.provisioner ? await d.provisioner.register({ ...input, kvEvents }) : await d.membership.register(input);
