@@ -18,6 +18,11 @@ export class LossyStreamGuard {
     return this.#wipes;
   }
 
+  /** (worker, dp rank) streams whose last id is kept: bounded by the registered ranks once removed workers are forgotten. */
+  get streams(): number {
+    return this.#last.size;
+  }
+
   /** Whether the event's rank must be wiped before the event is applied (ids were skipped). */
   observe(ev: RouterEvent): boolean {
     const key = workerKey(ev.workerId, ev.event.dpRank);

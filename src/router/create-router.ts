@@ -163,6 +163,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
       removeWorker: (workerId) => {
         recovery.removeWorker(workerId);
         approxIndex?.removeWorker(workerId);
+        gaps.forget(workerId); // its ZMQ ids, so a worker that comes and goes leaves nothing behind
       },
     },
     ingest(events, source) {

@@ -18,3 +18,14 @@ test("an id gap in an unreplayable stream wipes that rank only; contiguous ids a
   expect(g.observe(ev(1n, 0, 9n))).toBe(false);
   expect(g.wipes).toBe(1);
 });
+
+test("forget drops every rank of that worker only (a removed worker leaves nothing behind)", () => {
+  const g = new LossyStreamGuard();
+  g.observe(ev(1n, 0, 0n));
+  g.observe(ev(1n, 1, 0n));
+  g.observe(ev(2n, 0, 0n));
+  expect(g.streams).toBe(3);
+  g.forget(1n);
+  expect(g.streams).toBe(1);
+  expect(g.observe(ev(2n, 0, 2n))).toBe(true); // worker 2's cursor survived
+});
