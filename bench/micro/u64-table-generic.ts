@@ -12,20 +12,10 @@
  * the u64 alone), backward-shift deletion (no tombstones), load ≤ 3/4, shrinks below 1/8.
  * The value column holds values ≥ 0; -1 marks a free row. Pure; no allocation per operation.
  */
+import { mix3 } from "../../src/indexer/hash-mix.ts";
 
 const EMPTY = -1;
 const MIN_CAPACITY = 8;
-
-/** Murmur3-finalised hash of (lo, hi) salted with `a`; spreads small sequential keys too. */
-export function mix3(a: number, lo: number, hi: number): number {
-  let h = lo ^ Math.imul(hi, 0x9e3779b1) ^ Math.imul(a, 0x7feb352d);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h;
-}
 
 export interface U64TableShape {
   /** int32 columns per row (≥ keyColumns + 1). */
