@@ -50,6 +50,12 @@ async function readBody(req: Request, maxBytes: number): Promise<Uint8Array> {
     }
     parts.push(value);
   }
+  return concatBytes(parts, total);
+}
+
+/** `parts` (of `total` bytes together) as one array; a single part is returned as it is. */
+export function concatBytes(parts: readonly Uint8Array[], total: number): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
   const out = new Uint8Array(total);
   let off = 0;
   for (const p of parts) {

@@ -24,6 +24,7 @@ import { RouterError } from "../../core/errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../metrics/names.ts";
 import type { Counter } from "../../metrics/registry.ts";
+import { concatBytes } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
 import { attemptUpstream } from "../proxy/attempt.ts";
 import { NO_DEADLINES } from "../proxy/deadlines.ts";
@@ -339,12 +340,5 @@ async function readAll(first: Uint8Array | undefined, done: boolean, reader: Ups
     throw e;
   }
   if (!keep) return new Uint8Array(0);
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(size);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
+  return concatBytes(parts, size);
 }
