@@ -14,7 +14,7 @@ import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import { pythonZmqProblem, VllmPublisherProcess, type PublisherEvent } from "../support/vllm-kv-publisher.ts";
-import { BS, urlOf } from "../integration/multi-router-cluster.ts";
+import { BS, indexedTokenHashes, urlOf } from "../integration/multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
 
@@ -38,17 +38,7 @@ afterAll(async () => {
   await vllm?.stop(true);
 });
 
-async function indexed(): Promise<Set<bigint>> {
-  const dump = parseJsonBigintSafe(await (await fetch(`${urlOf(router!)}/debug/kv/dump`)).text()) as {
-    events: { worker_id: bigint | number | string; event: { data: { stored?: { blocks: { tokens_hash: bigint | number | string }[] } } } }[];
-  };
-  const out = new Set<bigint>();
-  for (const ev of dump.events) {
-    if (BigInt(ev.worker_id) !== workerIdFromUrl(vllmUrl)) continue;
-    for (const b of ev.event.data.stored?.blocks ?? []) out.add(BigInt(b.tokens_hash));
-  }
-  return out;
-}
+const indexed = (): Promise<Set<bigint>> => indexedTokenHashes(urlOf(router!), vllmUrl);
 
 const stored = (hashes: number[], tokens: number[], parent: number | null): PublisherEvent => ({
   type: "BlockStored", block_hashes: hashes, parent_block_hash: parent, token_ids: tokens, block_size: BS, lora_id: null, medium: "GPU",

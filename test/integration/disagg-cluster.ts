@@ -7,6 +7,7 @@
  */
 import { readdirSync } from "node:fs";
 import { freePort, startMain, stopAll, until, type Proc } from "../support/processes.ts";
+import type { WorkerView } from "./multi-router-cluster.ts";
 
 export const TOKEN = "disagg-admin-token";
 export const BS = 16;
@@ -56,13 +57,7 @@ export async function startCluster(
   return c;
 }
 
-export interface WorkerView {
-  id: string;
-  url: string;
-  healthy: boolean;
-  active_prefill_tokens: number;
-  active_decode_blocks: number;
-}
+export type { WorkerView } from "./multi-router-cluster.ts";
 
 export async function workers(c: Cluster): Promise<WorkerView[]> {
   const r = await fetch(`${c.routerUrl}/v1/workers`, { headers: admin });

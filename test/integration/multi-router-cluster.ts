@@ -5,6 +5,7 @@
  * /v1/engine/info, the engines' cached blocks against a router's /debug/kv/dump).
  */
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
+import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { parseWorkerKvQueryResponse } from "../../src/protocol/kv-query-wire.ts";
 import { startMain, until, type Proc } from "../support/processes.ts";
 
@@ -210,4 +211,18 @@ export function compareBlocks(engines: ReadonlySet<BlockKey>, router: ReadonlySe
   const missing = [...engines].filter((b) => !router.has(b)).length;
   const extra = [...router].filter((b) => !engines.has(b)).length;
   return { same: missing === 0 && extra === 0, detail: `engines ${engines.size} blocks, router ${router.size} (${missing} missing, ${extra} extra)` };
+}
+
+/** The tokens_hash of every block a router's index holds for the engine at `workerUrl` (GET /debug/kv/dump). */
+export async function indexedTokenHashes(routerUrl: string, workerUrl: string): Promise<Set<bigint>> {
+  const dump = parseJsonBigintSafe(await (await fetch(`${routerUrl}/debug/kv/dump`)).text()) as {
+    events: { worker_id: bigint | number | string; event: { data: { stored?: { blocks: { tokens_hash: bigint | number | string }[] } } } }[];
+  };
+  const worker = workerIdFromUrl(workerUrl);
+  const out = new Set<bigint>();
+  for (const ev of dump.events) {
+    if (BigInt(ev.worker_id) !== worker) continue;
+    for (const b of ev.event.data.stored?.blocks ?? []) out.add(BigInt(b.tokens_hash));
+  }
+  return out;
 }

@@ -13,7 +13,7 @@ import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import { pythonZmqProblem, VllmPublisherProcess, type PublisherEvent } from "../support/vllm-kv-publisher.ts";
-import { BS, urlOf } from "./multi-router-cluster.ts";
+import { BS, indexedTokenHashes, urlOf } from "./multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
 
@@ -60,17 +60,7 @@ afterAll(async () => {
 });
 
 /** tokens_hash values of the worker's stored blocks in a router's index. */
-async function indexed(routerUrl: string): Promise<Set<bigint>> {
-  const dump = parseJsonBigintSafe(await (await fetch(`${routerUrl}/debug/kv/dump`)).text()) as {
-    events: { worker_id: bigint | number | string; event: { data: { stored?: { blocks: { tokens_hash: bigint | number | string }[] } } } }[];
-  };
-  const out = new Set<bigint>();
-  for (const ev of dump.events) {
-    if (BigInt(ev.worker_id) !== workerIdFromUrl(vllmUrl)) continue;
-    for (const b of ev.event.data.stored?.blocks ?? []) out.add(BigInt(b.tokens_hash));
-  }
-  return out;
-}
+const indexed = (routerUrl: string): Promise<Set<bigint>> => indexedTokenHashes(routerUrl, vllmUrl);
 
 /** Publish `events`, then empty batches until `done` holds: a late subscriber sees a seq and replays the rest. */
 async function publishUntil(events: PublisherEvent[], done: () => Promise<boolean>, what: string): Promise<void> {
