@@ -18,6 +18,7 @@ import { schedulerConfig, type SchedulerConfig } from "../../src/scheduler/confi
 import { endpointsOf } from "../../src/scheduler/endpoints.ts";
 import { findBestMatch } from "../../src/scheduler/find-best-match.ts";
 import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
+import { createIndexer } from "../../src/indexer/indexer.ts";
 import { createPipeline, isPolicyName } from "../../src/scheduler/registry.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
 import { textTable } from "../support/text-table.ts";
@@ -33,6 +34,13 @@ export interface SimOptions {
   maxOutputTokens: number;
   arrivalScale: number;
   seed: number;
+  /**
+   * Routers in front of the engines (default 1); arrival i goes to router i mod N. They share
+   * active load at once (Redis sync without its delay); under `approx` each router knows only
+   * its own decisions, as real approx routers do; under any other policy the index is the
+   * engines' caches, which KV events give every router alike.
+   */
+  routers?: number;
 }
 
 export interface SimResult {
@@ -109,7 +117,8 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
   const keys: WorkerKey[] = endpoints.map((e) => e.key);
   const tracker = new LoadTracker({ blockSize: config.blockSize });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
-  const pipeline = createPipeline(policy, config);
+  // One pipeline per router: the peers' own trees (sglang, prodstack-prefix, llm-d) are per process.
+  const pipelines = Array.from({ length: Math.max(1, o.routers ?? 1) }, () => createPipeline(policy, config));
   const rng = mulberry32(o.seed);
   const caches = keys.map(() => new Lru(o.kvBlocks));
   const lanes = keys.map(() => ({ busy: false, queue: [] as (() => void)[] }));
@@ -118,6 +127,7 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
   let cachedBlocks = 0;
   let promptBlocks = 0;
   const ev = new Events();
+  const approxIndexes = policy === "approx" ? Array.from({ length: Math.max(1, o.routers ?? 1) }, () => createIndexer("approximate")) : undefined;
   const t0 = trace[0]?.timestamp ?? 0;
   let lastT = 0;
 
@@ -136,20 +146,26 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
     ev.push(arrival, () => {
       const ids = fullBlockIds(r);
       const seqHashes = BigUint64Array.from(ids, (id) => BigInt(id) + 1n);
-      const scores = new Map<WorkerKey, number>();
-      const treeSizes = new Map<WorkerKey, number>();
-      caches.forEach((c, e) => {
-        const d = c.prefix(ids);
-        if (d > 0) scores.set(keys[e]!, d);
-        treeSizes.set(keys[e]!, c.map.size);
-      });
-      const overlaps: OverlapScores = { scores, treeSizes, frequencies: [] };
+      const approxIndex = approxIndexes?.[i % approxIndexes.length];
+      let overlaps: OverlapScores;
+      if (approxIndex) overlaps = approxIndex.findMatches(seqHashes, arrival);
+      else {
+        const scores = new Map<WorkerKey, number>();
+        const treeSizes = new Map<WorkerKey, number>();
+        caches.forEach((c, e) => {
+          const d = c.prefix(ids);
+          if (d > 0) scores.set(keys[e]!, d);
+          treeSizes.set(keys[e]!, c.map.size);
+        });
+        overlaps = { scores, treeSizes, frequencies: [] };
+      }
       const id = `r${i}`;
       const sel = findBestMatch({
-        overlaps, seqHashes, isl: r.inputLength, endpoints, tracker, pipeline, config, now: arrival, rng, requestId: id, updateStates: true,
+        overlaps, seqHashes, isl: r.inputLength, endpoints, tracker, pipeline: pipelines[i % pipelines.length]!, config, now: arrival, rng, requestId: id, updateStates: true,
         sessionId: r.sessionId,
       });
       const e = keys.indexOf(sel.key);
+      approxIndex?.recordDecision(seqHashes, seqHashes, sel.worker, arrival);
       lanes[e]!.queue.push(() => {
         const start = ev.now;
         const cached = caches[e]!.prefix(ids);
@@ -203,12 +219,13 @@ if (import.meta.main) {
       "sweep-wait-factors": { type: "string", default: "0,1.1,1.2,1.5,2" },
       "sweep-slacks": { type: "string", default: "0,1,2,4" },
       seed: { type: "string", default: "1" },
+      routers: { type: "string", default: "1" },
     },
   });
   const { trace, name } = traceOf(a.trace!, Number(a.requests), Number(a.seed));
   const engines = Number(a.engines);
   const kvBlocks = Math.max(1, Math.ceil((uniqueFullBlocks(trace) * Number(a["kv-fraction"])) / engines));
-  const o: SimOptions = { engines, kvBlocks, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: Number(a["arrival-scale"]), seed: Number(a.seed) };
+  const o: SimOptions = { engines, kvBlocks, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: Number(a["arrival-scale"]), seed: Number(a.seed), routers: Number(a.routers) };
   // The router's defaults as the CLI sets them (src/config/schema.ts).
   const base = { blockSize: TRACE_BLOCK_TOKENS, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 };
   const entries: [string, string, Partial<SchedulerConfig>][] = a.policies!.split(",").map((p) => [p, p, {}]);
@@ -222,6 +239,6 @@ if (import.meta.main) {
     const r = simulate(trace, policy, schedulerConfig({ ...base, ...over }), o);
     return [label, r.hit.toFixed(3), r.ttft.p50.toFixed(0), r.ttft.p90.toFixed(0), r.ttft.p99.toFixed(0), r.workMaxOverMean.toFixed(2), String(r.idle), r.util.toFixed(2)];
   });
-  console.log(`sim ${name}: ${trace.length} requests, ${engines} engines × ${kvBlocks} blocks, ideal hit ${idealHitRate(trace).toFixed(3)}, arrival scale ${a["arrival-scale"]} (TTFT in trace ms)`);
+  console.log(`sim ${name}: ${trace.length} requests, ${engines} engines × ${kvBlocks} blocks, ideal hit ${idealHitRate(trace).toFixed(3)}, arrival scale ${a["arrival-scale"]}, ${a.routers} router(s) (TTFT in trace ms)`);
   console.log(textTable(["policy", "hit", "ttft p50", "p90", "p99", "work max/mean", "idle", "util"], rows));
 }

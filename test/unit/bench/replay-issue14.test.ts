@@ -94,4 +94,15 @@ describe("replay helpers", () => {
     expect(a.hit).toBeGreaterThan(rr.hit);
     expect(a.ttft.p90).toBeLessThan(rr.ttft.p90);
   });
+
+  test("several routers in the simulation: kv's index is the engines' caches (router count changes nothing), approx knows only its own share", () => {
+    const t = chat(3);
+    const o = { engines: 8, kvBlocks: 400, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: 1, seed: 1 };
+    const cfg = schedulerConfig({ blockSize: 512, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 });
+    expect(simulate(t, "kv", cfg, { ...o, routers: 4 })).toEqual(simulate(t, "kv", cfg, o));
+    const approx1 = simulate(t, "approx", cfg, o);
+    const approx4 = simulate(t, "approx", cfg, { ...o, routers: 4 });
+    // One approx router sees every decision, as kv sees every cache: near kv's hits; four see a quarter each.
+    expect(approx4.hit).toBeLessThan(approx1.hit - 0.05);
+  });
 });
