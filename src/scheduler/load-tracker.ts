@@ -259,14 +259,17 @@ export class LoadTracker {
   applyRemote(ev: ActiveSequenceEvent, now: number): boolean {
     if (ev.routerId === this.routerId) return false;
     const d = ev.data;
+    // Keyed by origin too: ids are unique per router only (a client may name its own at
+    // POST /v1/route), so another router's "r1" must not collide with ours or a third's.
+    const id = remoteRequestKey(ev.routerId, ev.requestId);
     if (d.type === "add_request") {
       const slot = this.#slots.get(keyOf(ev.worker));
-      if (!slot || this.#requestSlot.has(ev.requestId)) return false;
-      this.#remote.add(ev.requestId);
+      if (!slot || this.#requestSlot.has(id)) return false;
+      this.#remote.add(id);
       this.#book(
         slot,
         {
-          requestId: ev.requestId,
+          requestId: id,
           worker: ev.worker,
           seqHashes: d.tokenSequence,
           isl: d.isl,
@@ -278,12 +281,12 @@ export class LoadTracker {
       );
       return true;
     }
-    const slot = this.#requestSlot.get(ev.requestId);
+    const slot = this.#requestSlot.get(id);
     if (!slot) return false;
-    if (d.type === "mark_prefill_completed") slot.seqs.markPrefillCompleted(ev.requestId);
+    if (d.type === "mark_prefill_completed") slot.seqs.markPrefillCompleted(id);
     else {
-      slot.seqs.free(ev.requestId);
-      this.#unmap(ev.requestId);
+      slot.seqs.free(id);
+      this.#unmap(id);
     }
     return true;
   }
@@ -292,6 +295,11 @@ export class LoadTracker {
 
   hasRequest(requestId: string): boolean {
     return this.#requestSlot.has(requestId);
+  }
+
+  /** Whether router `routerId`'s request `requestId` (applied through applyRemote) is booked here. */
+  hasRemoteRequest(routerId: bigint, requestId: string): boolean {
+    return this.#requestSlot.has(remoteRequestKey(routerId, requestId));
   }
 
   /** Where a request was booked. */
@@ -377,4 +385,13 @@ export class LoadTracker {
   get heldBlockRefs(): number {
     return this.#refs.liveNodes;
   }
+}
+
+/**
+ * The tracker's key for another router's request. A local id never starts with NUL (the
+ * router's own ids are generated; a client's /v1/route request_id is refused with control
+ * characters), so the two key spaces cannot meet.
+ */
+export function remoteRequestKey(routerId: bigint, requestId: string): string {
+  return `\u0000${routerId}\u0000${requestId}`;
 }

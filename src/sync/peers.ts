@@ -17,7 +17,7 @@ import type { SyncMessage } from "./wire.ts";
 /** The part of LoadTracker that remote state is applied to. */
 export interface RemoteLoadSink {
   applyRemote(ev: ActiveSequenceEvent, now: number): boolean;
-  hasRequest(requestId: string): boolean;
+  hasRemoteRequest(routerId: bigint, requestId: string): boolean;
 }
 
 export interface PeerTableOptions {
@@ -212,7 +212,7 @@ export class PeerTable {
     let n = 0;
     for (const p of this.#peers.values()) {
       for (const id of p.requests) {
-        if (!this.sink.hasRequest(id)) {
+        if (!this.sink.hasRemoteRequest(p.routerId, id)) {
           p.requests.delete(id);
           n++;
         }

@@ -105,7 +105,7 @@ for (const transport of ["resp", "rest"] as const) {
       add(a, "a-1", 4, clock.t);
       await until(() => b.tracker.activeBlocks(KEY) === 4, "B to see A's 4 blocks");
       expect(b.tracker.activeTokens(KEY, clock.t)).toBe(4 * BLOCK);
-      expect(b.tracker.hasRequest("a-1")).toBe(true);
+      expect(b.tracker.hasRemoteRequest(1n, "a-1")).toBe(true);
 
       a.tracker.markPrefillCompleted("a-1", clock.t);
       await until(() => b.tracker.activeTokens(KEY, clock.t) === 0, "B to see A's prefill done");
@@ -116,7 +116,7 @@ for (const transport of ["resp", "rest"] as const) {
       expect(a.tracker.activeTokens(KEY, clock.t)).toBe(3 * BLOCK);
 
       a.tracker.free("a-1", clock.t);
-      await until(() => !b.tracker.hasRequest("a-1"), "B to see A's free");
+      await until(() => !b.tracker.hasRemoteRequest(1n, "a-1"), "B to see A's free");
       expect(b.tracker.activeBlocks(KEY)).toBe(3);
       expect(b.tracker.activeRequests(KEY)).toBe(1);
 
@@ -172,8 +172,8 @@ for (const transport of ["resp", "rest"] as const) {
 
       clock.t += 301;
       await until(() => b.sync.stats().expiredPeers === 1, "B to declare A dead");
-      expect(b.tracker.hasRequest("doomed-1")).toBe(false);
-      expect(b.tracker.hasRequest("doomed-2")).toBe(false);
+      expect(b.tracker.hasRemoteRequest(1n, "doomed-1")).toBe(false);
+      expect(b.tracker.hasRemoteRequest(1n, "doomed-2")).toBe(false);
       expect(b.tracker.hasRequest("b-own")).toBe(true);
       expect(b.tracker.activeBlocks(KEY)).toBe(1);
       expect(b.sync.stats().expiredRequests).toBe(2);
@@ -190,9 +190,9 @@ for (const transport of ["resp", "rest"] as const) {
       await redis.restart();
       await until(() => a.sync.stats().publishing && b.sync.stats().receiving, "both routers to reach Redis", 15_000);
       add(a, "later", 3, t());
-      await until(() => b.tracker.hasRequest("later"), "B to see A's add", 15_000);
+      await until(() => b.tracker.hasRemoteRequest(1n, "later"), "B to see A's add", 15_000);
       // "early" was never published; B learns it from A's snapshot (A's seq ran ahead of B's view).
-      await until(() => b.tracker.hasRequest("early"), "B to get the dropped add from a snapshot", 15_000);
+      await until(() => b.tracker.hasRemoteRequest(1n, "early"), "B to get the dropped add from a snapshot", 15_000);
       expect(b.tracker.activeBlocks(KEY)).toBe(5);
     }, 30_000);
 
@@ -208,14 +208,14 @@ for (const transport of ["resp", "rest"] as const) {
       expect(() => add(a, "during", 4, t())).not.toThrow();
       expect(() => a.tracker.free("freed-during", t())).not.toThrow();
       await until(() => a.sync.stats().droppedEvents >= 2, "A to drop the events it cannot publish");
-      expect(b.tracker.hasRequest("during")).toBe(false);
+      expect(b.tracker.hasRemoteRequest(1n, "during")).toBe(false);
 
       await redis.restart();
       await until(() => a.sync.stats().publishing && b.sync.stats().receiving, "A to publish and B to receive again", 15_000);
       add(a, "after", 1, t());
-      await until(() => b.tracker.hasRequest("after"), "B to see an add made after the restart", 15_000);
+      await until(() => b.tracker.hasRemoteRequest(1n, "after"), "B to see an add made after the restart", 15_000);
       // The outage's add and free reach B through a snapshot (A's seq moved on while B missed it).
-      await until(() => b.tracker.hasRequest("during") && !b.tracker.hasRequest("freed-during"), "B to repair the missed events", 15_000);
+      await until(() => b.tracker.hasRemoteRequest(1n, "during") && !b.tracker.hasRemoteRequest(1n, "freed-during"), "B to repair the missed events", 15_000);
       expect(b.tracker.activeBlocks(KEY)).toBe(2 + 4 + 1);
       expect(b.sync.stats().snapshotsApplied).toBeGreaterThanOrEqual(1);
       expect(b.sync.stats().reconnects).toBeGreaterThanOrEqual(1);

@@ -209,6 +209,30 @@ describe("active load shared between routers", () => {
   });
 });
 
+describe("request ids are per router", () => {
+  test("two routers given the same client request_id at POST /v1/route both book it; each free releases its own", async () => {
+    // Different prompts (same id): load that shares no prefix adds up in /v1/workers.
+    const route = async (url: string) => {
+      const tokens = Array.from({ length: 4 * 16 }, (_, i) => (url === r[0] ? 1000 : 5000) + i);
+      const res = await fetch(`${url}/v1/route`, { method: "POST", body: JSON.stringify({ tokens, request_id: "client-id-1" }) });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { worker_id: string }).worker_id;
+    };
+    const total = async (url: string) => (await workers(url)).reduce((s, w) => s + w.active_prefill_tokens + w.active_decode_blocks, 0);
+    await route(r[0]!);
+    await until(async () => (await total(r[1]!)) > 0, () => `router 2 to see router 1's booking\n${logs()}`);
+    const seenOne = await total(r[1]!);
+    // Before ids were kept per origin, router 2 refused its own "client-id-1" with 409.
+    await route(r[1]!);
+    expect(await total(r[1]!)).toBe(2 * seenOne);
+    await until(async () => (await total(r[2]!)) === 2 * seenOne, () => `router 3 to see both bookings\n${logs()}`);
+    expect((await fetch(`${r[0]}/v1/route/client-id-1/free`, { method: "POST" })).status).toBe(200);
+    await until(async () => (await total(r[2]!)) === seenOne, () => `router 3 to drop router 1's booking only\n${logs()}`);
+    expect(await (await fetch(`${r[1]}/v1/route/client-id-1/free`, { method: "POST" })).json()).toEqual({ success: true });
+    await until(async () => (await total(r[2]!)) === 0, "router 3 to see router 2's free");
+  });
+});
+
 describe("Redis goes away and comes back", () => {
   test("requests through both routers never fail while Redis is down; affinity resumes once it is back", async () => {
     const statuses: number[] = [];

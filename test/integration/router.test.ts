@@ -246,6 +246,11 @@ describe("route protocol for frontends that forward themselves", () => {
 
     const again = await fetch(`${routerUrl}/v1/route`, { method: "POST", headers: admin, body: JSON.stringify({ tokens, request_id: "ext-1" }) });
     expect(again.status).toBe(409);
+    for (const bad of ["a\u0000b", "x".repeat(257)]) {
+      const refused = await fetch(`${routerUrl}/v1/route`, { method: "POST", headers: admin, body: JSON.stringify({ tokens, request_id: bad }) });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(await refused.json())).toContain("request_id");
+    }
 
     const p = await fetch(`${routerUrl}/v1/route/ext-1/prefill-done`, { method: "POST", headers: admin });
     expect(await p.json()).toEqual({ success: true });

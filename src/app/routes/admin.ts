@@ -28,7 +28,18 @@ const RouteBody = v.object({
   model: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
   lora: v.optional(v.nullable(v.string("must be a string"))),
   session_id: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
-  request_id: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
+  // Bounded and printable: the id keys load shared with other routers (never NUL-led, see
+  // scheduler/load-tracker.ts remoteRequestKey) and is echoed in logs.
+  request_id: v.optional(
+    v.nullable(
+      v.pipe(
+        v.string("must be a string"),
+        v.nonEmpty("must not be empty"),
+        v.maxLength(256, "must be at most 256 characters"),
+        v.regex(/^[^\u0000-\u001f\u007f]*$/, "must not contain control characters"),
+      ),
+    ),
+  ),
 });
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { worker, workerKey } from "../../../src/core/ids.ts";
-import { LoadTracker } from "../../../src/scheduler/load-tracker.ts";
+import { LoadTracker, remoteRequestKey } from "../../../src/scheduler/load-tracker.ts";
 import type { ActiveSequenceEvent } from "../../../src/scheduler/sequence-events.ts";
 import { routerErrorCode as codeOf } from "../../support/errors.ts";
 import { overlapsOf, seededRng, seq } from "./helpers.ts";
@@ -227,6 +227,24 @@ describe("LoadTracker: replica sync seam (§1.6)", () => {
     expect(t.applyRemote({ ...base, requestId: "x", data: { type: "free" } }, 0)).toBe(false);
   });
 
+  test("request ids are per router: another router's id equal to ours (or a third's) books and frees separately", () => {
+    const t = new LoadTracker({ blockSize: 4, routerId: 5n });
+    t.updateWorkers([W1, W2]);
+    const add = { type: "add_request", tokenSequence: seq(1, 2), isl: 8, overlap: 0, expectedOutputTokens: null } as const;
+    t.addRequest({ requestId: "ext-1", worker: W1, seqHashes: seq(1, 2), isl: 8, overlap: 0 }, 0);
+    expect(t.applyRemote({ worker: W1, routerId: 1n, loraName: null, requestId: "ext-1", data: add }, 0)).toBe(true);
+    expect(t.applyRemote({ worker: W2, routerId: 2n, loraName: null, requestId: "ext-1", data: add }, 0)).toBe(true);
+    expect(t.activeTokens(K1, 0)).toBe(16);
+    expect(t.activeTokens(K2, 0)).toBe(8);
+    // Router 1's free releases router 1's booking only; ours is still ours to free.
+    expect(t.applyRemote({ worker: W1, routerId: 1n, loraName: null, requestId: "ext-1", data: { type: "free" } }, 0)).toBe(true);
+    expect(t.activeTokens(K1, 0)).toBe(8);
+    expect(t.activeTokens(K2, 0)).toBe(8);
+    t.free("ext-1", 0);
+    expect(t.activeTokens(K1, 0)).toBe(0);
+    expect(() => t.addRequest({ requestId: "ext-1", worker: W1, seqHashes: seq(1, 2), isl: 8, overlap: 0 }, 0)).not.toThrow();
+  });
+
   test("local requests dropped by expiry or with their worker are reported as frees; remote ones are not", () => {
     const events: ActiveSequenceEvent[] = [];
     const t = new LoadTracker({ blockSize: 4, routerId: 5n, onLocalEvent: (e) => events.push(e) });
@@ -241,7 +259,7 @@ describe("LoadTracker: replica sync seam (§1.6)", () => {
     t.addRequest({ requestId: "stale-3", worker: worker(3), seqHashes: seq(4), isl: 4, overlap: 0 }, 0);
     const frees = () => events.filter((e) => e.data.type === "free");
 
-    expect(t.forceExpiry(301_000).sort()).toEqual(["old", "old-remote", "stale-3"]);
+    expect(t.forceExpiry(301_000).sort()).toEqual([remoteRequestKey(1n, "old-remote"), "old", "stale-3"].sort());
     expect(frees().map((e) => e.requestId).sort()).toEqual(["old", "stale-3"]);
     const old = frees().find((e) => e.requestId === "old")!;
     expect(old).toEqual({ requestId: "old", worker: W1, data: { type: "free" }, routerId: 5n, loraName: "l" });

@@ -73,18 +73,18 @@ describe("PeerTable", () => {
     const { tracker, peers } = setup();
     peers.receive(events(4, [add("stale", 3), add("kept", 1)]), 0);
     peers.receive(snapshot(5, 0, false, [add("kept", 1), add("new", 2)]), 0);
-    expect(tracker.hasRequest("stale")).toBe(true); // nothing changes before the last part
+    expect(tracker.hasRemoteRequest(A, "stale")).toBe(true); // nothing changes before the last part
     peers.receive(snapshot(6, 1, true, [prefilled("new")]), 0);
     expect(peers.isComplete(A)).toBe(true);
     expect(peers.counters.snapshotsApplied).toBe(1);
     expect(new Set(peers.requestsOf(A))).toEqual(new Set(["kept", "new"]));
-    expect(tracker.hasRequest("stale")).toBe(false);
+    expect(tracker.hasRemoteRequest(A, "stale")).toBe(false);
     expect(tracker.activeBlocks(KEY)).toBe(3);
     expect(tracker.activeTokens(KEY, 0)).toBe(16); // "kept" still prefilling, "new" done
     // The stream carries on after the snapshot.
     peers.receive(events(7, [free("kept")]), 0);
     expect(peers.counters.gaps).toBe(0);
-    expect(tracker.hasRequest("kept")).toBe(false);
+    expect(tracker.hasRemoteRequest(A, "kept")).toBe(false);
   });
 
   test("a snapshot with a missing part is discarded and asked for again", () => {
@@ -93,7 +93,7 @@ describe("PeerTable", () => {
     peers.receive(snapshot(2, 0, false, []), 0);
     peers.receive(snapshot(4, 2, true, []), 0); // part 1 (seq 3) lost
     expect(peers.counters.snapshotsApplied).toBe(0);
-    expect(tracker.hasRequest("old")).toBe(true);
+    expect(tracker.hasRemoteRequest(A, "old")).toBe(true);
     expect(peers.resyncDue(0)).toEqual([A]);
   });
 
@@ -112,8 +112,8 @@ describe("PeerTable", () => {
     const { tracker, peers } = setup();
     peers.receive(events(1, [add("from-old")]), 0);
     peers.receive(events(1, [add("from-new")], "e2"), 0);
-    expect(tracker.hasRequest("from-old")).toBe(false);
-    expect(tracker.hasRequest("from-new")).toBe(true);
+    expect(tracker.hasRemoteRequest(A, "from-old")).toBe(false);
+    expect(tracker.hasRemoteRequest(A, "from-new")).toBe(true);
     expect(peers.counters.restartedPeers).toBe(1);
     expect(peers.isComplete(A)).toBe(true);
   });
