@@ -33,8 +33,11 @@ export interface CellOptions {
   promptFormat: PromptFormat;
   /** Router flags for every policy (e.g. issue 13's admission flags, --router-arg). */
   routerArgs: readonly string[];
-  /** Drive an already running router instead (its engines' URLs for their counters). */
-  externalRouter?: { routerUrls: string[]; engineUrls: string[] };
+  /**
+   * Drive an already running router instead (its engines' URLs for their counters; its process
+   * ids, if given, for its CPU time; sessionHeader: send X-Session-ID, as for prodstack-session).
+   */
+  externalRouter?: { routerUrls: string[]; engineUrls: string[]; routerPids?: number[]; sessionHeader?: boolean };
   ttftSloMs: number;
   verbose: boolean;
   onProgress?: (policy: string, done: number, total: number, errors: number) => void;
@@ -78,7 +81,7 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
     let cluster;
     try {
       cluster = o.externalRouter
-        ? { routerUrl: o.externalRouter.routerUrls[0]!, routerUrls: o.externalRouter.routerUrls, routerPids: [] as number[], engineUrls: o.externalRouter.engineUrls, stop: async () => {} }
+        ? { routerUrl: o.externalRouter.routerUrls[0]!, routerUrls: o.externalRouter.routerUrls, routerPids: o.externalRouter.routerPids ?? [], engineUrls: o.externalRouter.engineUrls, stop: async () => {} }
         : await start().catch(async (e) => {
             // One more try: a process that exits at start (a port taken meanwhile, a checkout
             // caught mid-edit) should cost one policy's row, not a suite of many minutes.
@@ -99,7 +102,7 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
       }));
       const { outcomes, wallMs } = await replay(trace, {
         routerUrls: cluster.routerUrls, speedup: o.speedup, maxOutputTokens: o.maxOutputTokens, arrivalScale: o.arrivalScale,
-        promptFormat: o.promptFormat, sessionHeader: wantsSessionHeader(policy), actions: cluster.engineUrls.length ? actions : [],
+        promptFormat: o.promptFormat, sessionHeader: wantsSessionHeader(policy) || (o.externalRouter?.sessionHeader ?? false), actions: cluster.engineUrls.length ? actions : [],
         onProgress: (d, t, e) => o.onProgress?.(entry, d, t, e),
       });
       const after = await Promise.all(cluster.engineUrls.map(readEngineCounters));

@@ -28,6 +28,10 @@ const { values: a } = parseArgs({
     seed: { type: "string", default: "1" },
     router: { type: "string", multiple: true, default: [] },
     "engine-url": { type: "string", multiple: true, default: [] },
+    // With --router: the external routers' process ids (their CPU time in /proc), and whether to
+    // send the trace's session id as X-Session-ID (a peer's session-affinity logic needs it).
+    "router-pid": { type: "string", multiple: true, default: [] },
+    "session-header": { type: "boolean", default: false },
     "max-output-tokens": { type: "string", default: "32" },
     "prefill-us-per-token": { type: "string", default: "200" },
     "decode-ms-per-step": { type: "string", default: "20" },
@@ -142,7 +146,9 @@ const report = await runCell({
   timing: { prefillUsPerToken: num("prefill-us-per-token"), decodeMsPerStep: num("decode-ms-per-step"), decodeBatchFactor: num("decode-batch-factor"), maxConcurrency: num("max-concurrency") },
   policies, seed: num("seed"), maxOutputTokens: num("max-output-tokens"), routers: num("routers"), engineRestarts: num("engine-restarts"),
   arrivalScale: num("arrival-scale"), promptFormat, routerArgs: [...issue13Args(), ...a["router-arg"]!],
-  externalRouter: a.router!.length ? { routerUrls: a.router!, engineUrls: a["engine-url"]! } : undefined,
+  externalRouter: a.router!.length
+    ? { routerUrls: a.router!, engineUrls: a["engine-url"]!, routerPids: a["router-pid"]!.map(Number), sessionHeader: a["session-header"]! }
+    : undefined,
   ttftSloMs: num("ttft-slo-ms"), verbose: a.verbose!, onProgress: progress,
   onError: (p, m) => !a.quiet && console.error(`${p}: first error: ${m}`),
 });
