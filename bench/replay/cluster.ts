@@ -58,6 +58,15 @@ export async function restartEngine(engineUrl: string): Promise<void> {
   if (!res.ok) throw new Error(`${engineUrl}: restart failed with HTTP ${res.status}`);
 }
 
+/**
+ * The routers an engine pushes its KV events to. approx is the router without KV events (spec
+ * §3.7: its own decisions only); our router applies events to any index that is sent them, so
+ * an approx cell's engines push none, or "approx" would be kv plus its own decisions.
+ */
+export function eventTargetsFor(policy: string, routerUrls: readonly string[]): readonly string[] {
+  return policy === "approx" ? [] : routerUrls;
+}
+
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const procs: Subprocess[] = [];
   const stdio = o.quiet === false ? "inherit" : "ignore";
@@ -77,12 +86,13 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     const enginePorts = ports.slice(nRouters);
     const routerUrls = routerPorts.map((p) => `http://127.0.0.1:${p}`);
     const engineUrls: string[] = [];
+    const eventTargets = eventTargetsFor(o.policy, routerUrls);
     for (let i = 0; i < o.engines; i++) {
       const port = enginePorts[i]!;
       const url = `http://127.0.0.1:${port}`;
       const p = spawn({
         cmd: [
-          process.execPath, MAIN, "mocker", "--host", "127.0.0.1", "--port", String(port), ...routerUrls.flatMap((u) => ["--router-url", u]),
+          process.execPath, MAIN, "mocker", "--host", "127.0.0.1", "--port", String(port), ...eventTargets.flatMap((u) => ["--router-url", u]),
           "--block-size", String(o.blockSize), "--kv-blocks", String(o.kvBlocks), "--speedup", String(o.speedup),
           "--prefill-us-per-token", String(o.timing.prefillUsPerToken), "--decode-ms-per-step", String(o.timing.decodeMsPerStep),
           "--decode-batch-factor", String(o.timing.decodeBatchFactor), "--max-concurrency", String(o.timing.maxConcurrency),

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { parsePolicyEntry, wantsSessionHeader } from "../../../bench/replay/cell.ts";
+import { eventTargetsFor } from "../../../bench/replay/cluster.ts";
 import { summarizeWork } from "../../../bench/replay/engine-counters.ts";
 import { agentic, chat, generate, rag, SHAPES } from "../../../bench/replay/gen/shapes.ts";
 import { simulateOffline } from "../../../bench/replay/oracle.ts";
@@ -104,5 +105,11 @@ describe("replay helpers", () => {
     const approx4 = simulate(t, "approx", cfg, { ...o, routers: 4 });
     // One approx router sees every decision, as kv sees every cache: near kv's hits; four see a quarter each.
     expect(approx4.hit).toBeLessThan(approx1.hit - 0.05);
+  });
+
+  test("an approx cell's engines push no KV events (approx is the router without them); every other policy's push to every router", () => {
+    const urls = ["http://127.0.0.1:1", "http://127.0.0.1:2"];
+    expect(eventTargetsFor("approx", urls)).toEqual([]);
+    for (const p of ["kv", "dynamo", "sglang", "least-loaded"]) expect(eventTargetsFor(p, urls)).toEqual(urls);
   });
 });
