@@ -10,7 +10,7 @@ export const METRIC_PREFIX = "switchyard_";
 export type RoutingPhase = "hash" | "match" | "schedule" | "total";
 
 /** Why an event never reached the index. */
-export type EventDropReason = "unknown_worker" | "invalid";
+export type EventDropReason = "unknown_worker" | "invalid" | "approx_policy";
 
 /** Seconds; routing work is microseconds to a few milliseconds. */
 const OVERHEAD_BUCKETS = [1e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2];

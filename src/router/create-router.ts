@@ -76,7 +76,7 @@ export interface RouterPorts {
   readonly busyKeys?: () => ReadonlySet<WorkerKey> | undefined;
   readonly engineWaiting?: () => ReadonlyMap<WorkerKey, number> | undefined;
   /** Events dropped because their (worker, dp rank) is not registered. */
-  readonly onDropped?: (reason: "unknown_worker", count: number) => void;
+  readonly onDropped?: (reason: "unknown_worker" | "approx_policy", count: number) => void;
 }
 
 export interface IngestResult {
@@ -148,6 +148,15 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const leases = new ExternalLeases(tracker);
   const isKnown = (w: WorkerId, r: DpRank) => (ports.workers.get(w)?.dpRanks ?? 0) > r;
   const gaps = new LossyStreamGuard();
+  /**
+   * Approximate mode is the router without KV events (spec §3.7): its index is its own
+   * decisions. Events that arrive anyway (an engine configured to publish) are dropped and
+   * counted, not mixed in: "approx" must mean the same thing whoever sends what.
+   */
+  const ignoredInApprox = (n: number): IngestResult => {
+    if (n > 0) ports.onDropped?.("approx_policy", n);
+    return { accepted: 0, dropped: n };
+  };
   return {
     index,
     approxIndex,
@@ -159,7 +168,8 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     leases,
     members: {
       updateWorkers: (targets) => tracker.updateWorkers(targets),
-      addRank: (workerId, dpRank, reset) => recovery.addRank(workerId, dpRank, reset),
+      // approx restores nothing from an engine: its index is its own decisions.
+      addRank: (workerId, dpRank, reset) => (approxMode ? undefined : recovery.addRank(workerId, dpRank, reset)),
       removeWorker: (workerId) => {
         recovery.removeWorker(workerId);
         approxIndex?.removeWorker(workerId);
@@ -167,6 +177,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
       },
     },
     ingest(events, source) {
+      if (approxMode) return ignoredInApprox(events.length);
       let accepted = 0;
       let dropped = 0;
       for (const ev of events) {
@@ -181,6 +192,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
       return { accepted, dropped };
     },
     ingestLossy(events) {
+      if (approxMode) return ignoredInApprox(events.length);
       let accepted = 0;
       let dropped = 0;
       for (const ev of events) {

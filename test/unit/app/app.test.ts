@@ -178,6 +178,15 @@ describe("events and the route protocol", () => {
     expect(h.index.size()).toBe(1);
   });
 
+  test("approx is the router without KV events: a batch that arrives anyway is dropped and counted, never indexed", async () => {
+    const h = harness({ workers: [W1], fetch: ok, policy: "approx" });
+    const batch = [{ worker_id: "11", event: { event_id: 0, data: { stored: { parent_hash: null, blocks: [{ block_hash: 7, tokens_hash: 5 }] } } } }];
+    const r = await h.request("/v1/kv/events", { json: batch });
+    expect(await r.json()).toEqual({ accepted: 0, dropped: 1 });
+    expect(h.index.size()).toBe(0);
+    expect(await (await h.request("/metrics")).text()).toContain('switchyard_kv_events_dropped_total{reason="approx_policy"} 1');
+  });
+
   test("event batches may exceed --max-body-bytes (a long prompt's Stored event is large); requests may not", async () => {
     const h = harness({ workers: [W1], fetch: ok, maxBodyBytes: 1024 });
     const blocks = Array.from({ length: 200 }, (_, i) => ({ block_hash: i + 1, tokens_hash: 1000 + i }));
