@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PolicyResult, ReplayReport } from "./report.ts";
+import { PEERS } from "./suite.ts";
 
 const [dir, base = "approx", first = "kv"] = process.argv.slice(2);
 if (!dir) throw new Error("usage: bun bench/replay/runs-report.ts DIR [BASE_POLICY] [POLICY]");
@@ -15,6 +16,7 @@ const median = (xs: number[]) => {
   const n = s.length;
   return n === 0 ? NaN : n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
 };
+const targets: string[] = [];
 const byTrace = new Map<string, { report: ReplayReport; runs: Map<string, PolicyResult[]> }>();
 for (const f of readdirSync(dir).filter((x) => x.endsWith(".json")).sort()) {
   const r = JSON.parse(readFileSync(join(dir, f), "utf8")) as ReplayReport;
@@ -33,4 +35,18 @@ for (const [trace, { report: r, runs }] of byTrace) {
     );
   });
   if (runs.has(first) && runs.has(base)) console.log(`| | **${first} ÷ ${base} p90** | **${(m(first, (x) => x.ttft_ms.p90) / m(base, (x) => x.ttft_ms.p90)).toFixed(2)}** | | | | | | |`);
+  // The issue 14 targets for `first` against the peers present (medians), one line per trace.
+  const peers = PEERS.filter((p) => runs.has(p));
+  if (runs.has(first) && peers.length > 0) {
+    const p90 = (p: string) => m(p, (x) => x.ttft_ms.p90);
+    const p99 = (p: string) => m(p, (x) => x.ttft_ms.p99);
+    const best = peers.reduce((b, p) => (p90(p) < p90(b) ? p : b));
+    const best99 = Math.min(...peers.map(p99));
+    const oracle = r.offline["oracle"]?.hit_rate ?? NaN;
+    const ll = runs.has("least-loaded") ? `; ≤ least-loaded: p90 ${(p90(first) / p90("least-loaded")).toFixed(2)}, p99 ${(p99(first) / p99("least-loaded")).toFixed(2)}` : "";
+    targets.push(
+      `${trace}: ${first} p90 ÷ best peer (${best}) ${(p90(first) / p90(best)).toFixed(2)}; p99 ÷ best peer p99 ${(p99(first) / best99).toFixed(2)}; hit ÷ oracle ${(m(first, (x) => x.hit_rate) / oracle).toFixed(2)}${ll}; work max/mean ${m(first, (x) => x.work_max_over_mean).toFixed(2)} at utilisation ${m(first, (x) => x.utilisation).toFixed(2)}`,
+    );
+  }
 }
+if (targets.length) console.log(`\n${targets.join("\n")}`);
