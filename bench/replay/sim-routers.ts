@@ -10,6 +10,7 @@ import { schedulerConfig } from "../../src/scheduler/config.ts";
 import { textTable } from "../support/text-table.ts";
 import { simulate } from "./sim.ts";
 import { simOptions, simWorkloads } from "./sim-workloads.ts";
+import { median } from "./stats.ts";
 import { TRACE_BLOCK_TOKENS } from "./trace.ts";
 
 const N = Number(process.argv[2] ?? 2000);
@@ -34,4 +35,4 @@ for (const [name, trace, frac] of simWorkloads(N)) {
 }
 console.log(`sim, ${N} requests per workload, 8 engines, ${ROUTERS} routers; TTFT p90 in trace ms (hit rate)`);
 console.log(textTable(["workload", "load", "kv, 1 router", ...policies.map((p) => `${p}, ${ROUTERS}`), "kv ÷ approx", "kv work max/mean @util"], rows));
-console.log(`kv ÷ approx p90 ≤ 0.8 on ${ratios.filter((x) => x <= 0.8).length} of ${ratios.length} cells; median ${ratios.sort((a, b) => a - b)[ratios.length >> 1]!.toFixed(2)}`);
+console.log(`kv ÷ approx p90 ≤ 0.8 on ${ratios.filter((x) => x <= 0.8).length} of ${ratios.length} cells; median ${median(ratios).toFixed(2)}`);

@@ -6,16 +6,14 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { toJson, type PolicyResult, type ReplayReport } from "./report.ts";
+import { median as statsMedian } from "./stats.ts";
 import { summaryTable, type SuiteCell } from "./suite.ts";
 
-const median = (xs: number[]) => {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
+/** The median of the runs that have the field (a run may lack one: NaN). */
+const median = (xs: number[]) => statsMedian(xs.filter((x) => Number.isFinite(x)));
 
 /** Field-by-field median of the same policy's result over runs. */
-function medianResult(rs: PolicyResult[]): PolicyResult {
+export function medianResult(rs: PolicyResult[]): PolicyResult {
   const m = (f: (r: PolicyResult) => number | undefined) => median(rs.map((r) => f(r) ?? NaN));
   return {
     hit_rate: m((r) => r.hit_rate), hit_rate_vs_ideal: m((r) => r.hit_rate_vs_ideal),
