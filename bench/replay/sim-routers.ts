@@ -9,14 +9,12 @@
 import { schedulerConfig } from "../../src/scheduler/config.ts";
 import { textTable } from "../support/text-table.ts";
 import { simulate } from "./sim.ts";
-import { simOptions, simWorkloads } from "./sim-workloads.ts";
+import { KV_DEFAULTS, simOptions, simWorkloads } from "./sim-workloads.ts";
 import { median } from "./stats.ts";
-import { TRACE_BLOCK_TOKENS } from "./trace.ts";
 
 const N = Number(process.argv[2] ?? 2000);
 const ROUTERS = Number(process.env["ROUTERS"] ?? 4);
-// The router's defaults as the CLI sets them (src/config/schema.ts).
-const config = schedulerConfig({ blockSize: TRACE_BLOCK_TOKENS, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 });
+const config = schedulerConfig(KV_DEFAULTS);
 const policies = ["kv", "approx", "dynamo", "sglang", "llm-d"];
 const rows: string[][] = [];
 const ratios: number[] = [];

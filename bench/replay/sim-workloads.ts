@@ -1,7 +1,8 @@
 /** The suite's seven workloads for the timing simulation (sim-grid.ts, sim-routers.ts): first `n` requests of each. */
 import { join } from "node:path";
 import { generate } from "./gen/shapes.ts";
-import { loadTrace, uniqueFullBlocks, type TraceRequest } from "./trace.ts";
+import { loadTrace, TRACE_BLOCK_TOKENS, uniqueFullBlocks, type TraceRequest } from "./trace.ts";
+import type { SchedulerConfig } from "../../src/scheduler/config.ts";
 import type { SimOptions } from "./sim.ts";
 
 const TRACES = join(import.meta.dir, "..", "..", "..", "shared", "traces");
@@ -27,3 +28,8 @@ export function simOptions(trace: readonly TraceRequest[], kvFraction: number, a
     maxOutputTokens: 32, arrivalScale, seed: 1, routers,
   };
 }
+
+/** kv's knobs at the router's defaults, as the CLI sets them (src/config/schema.ts), on trace blocks. */
+export const KV_DEFAULTS: Partial<SchedulerConfig> = {
+  blockSize: TRACE_BLOCK_TOKENS, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75,
+};

@@ -23,6 +23,7 @@ import { createPipeline, isPolicyName } from "../../src/scheduler/registry.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
 import { textTable } from "../support/text-table.ts";
 import { idealHitRate } from "./oracle.ts";
+import { KV_DEFAULTS } from "./sim-workloads.ts";
 import { summarize } from "./stats.ts";
 import { fullBlockIds, TRACE_BLOCK_TOKENS, uniqueFullBlocks, type TraceRequest } from "./trace.ts";
 
@@ -226,8 +227,7 @@ if (import.meta.main) {
   const engines = Number(a.engines);
   const kvBlocks = Math.max(1, Math.ceil((uniqueFullBlocks(trace) * Number(a["kv-fraction"])) / engines));
   const o: SimOptions = { engines, kvBlocks, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: Number(a["arrival-scale"]), seed: Number(a.seed), routers: Number(a.routers) };
-  // The router's defaults as the CLI sets them (src/config/schema.ts).
-  const base = { blockSize: TRACE_BLOCK_TOKENS, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 };
+  const base = KV_DEFAULTS;
   const entries: [string, string, Partial<SchedulerConfig>][] = a.policies!.split(",").map((p) => [p, p, {}]);
   if (a.sweep) {
     for (const c of a["sweep-credits"]!.split(",").map(Number))

@@ -5,6 +5,7 @@ import { summarizeWork } from "../../../bench/replay/engine-counters.ts";
 import { agentic, chat, generate, rag, SHAPES } from "../../../bench/replay/gen/shapes.ts";
 import { simulateOffline } from "../../../bench/replay/oracle.ts";
 import { simulate } from "../../../bench/replay/sim.ts";
+import { KV_DEFAULTS } from "../../../bench/replay/sim-workloads.ts";
 import { promptText, promptTokens, type TraceRequest } from "../../../bench/replay/trace.ts";
 import { schedulerConfig } from "../../../src/scheduler/config.ts";
 
@@ -88,7 +89,7 @@ describe("replay helpers", () => {
   test("the timing simulation is deterministic and kv beats round-robin on a shared prefix", () => {
     const t = chat(2).slice(0, 300);
     const o = { engines: 4, kvBlocks: 200, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: 1, seed: 1 };
-    const cfg = schedulerConfig({ blockSize: 512, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 });
+    const cfg = schedulerConfig(KV_DEFAULTS);
     const a = simulate(t, "kv", cfg, o);
     expect(simulate(t, "kv", cfg, o)).toEqual(a);
     const rr = simulate(t, "round-robin", cfg, o);
@@ -99,7 +100,7 @@ describe("replay helpers", () => {
   test("several routers in the simulation: kv's index is the engines' caches (router count changes nothing), approx knows only its own share", () => {
     const t = chat(3);
     const o = { engines: 8, kvBlocks: 400, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: 1, seed: 1 };
-    const cfg = schedulerConfig({ blockSize: 512, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 });
+    const cfg = schedulerConfig(KV_DEFAULTS);
     expect(simulate(t, "kv", cfg, { ...o, routers: 4 })).toEqual(simulate(t, "kv", cfg, o));
     const approx1 = simulate(t, "approx", cfg, o);
     const approx4 = simulate(t, "approx", cfg, { ...o, routers: 4 });
