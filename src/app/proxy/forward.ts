@@ -200,11 +200,10 @@ function respond(
   if (!isEventStream(res.headers)) lease.prefillDone();
   // A 5xx the engine answered counts against the worker; its body may hold the engine's
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
-  const verdict = res.status >= 500 ? `HTTP ${res.status}` : undefined;
-  if (verdict !== undefined) return engineServerError(res, first, reader, decision, d);
+  if (res.status >= 500) return engineServerError(res, first, reader, decision, d);
   if (!reader || !first || first.done || first.value === undefined) {
     lease.free();
-    d.report?.(worker.workerId, verdict);
+    d.report?.(worker.workerId, undefined);
     d.metrics.requests.inc([workerLabel, String(res.status)]);
     return new Response(null, init);
   }
@@ -217,7 +216,7 @@ function respond(
     counter.finish();
     if (counter.events > 0) lease.outputTokens(counter.events);
     lease.free();
-    d.report?.(worker.workerId, verdict);
+    d.report?.(worker.workerId, undefined);
     d.metrics.requests.inc([workerLabel, String(res.status)]);
     return new Response(first.value, init);
   }
@@ -227,7 +226,7 @@ function respond(
     onEnd: (how) => {
       lease.free();
       if (how === "timeout") d.metrics.deadlineMisses.inc([workerLabel, "stream_idle"]);
-      if (how !== "cancelled") d.report?.(worker.workerId, STREAM_FAILURE[how] ?? verdict);
+      if (how !== "cancelled") d.report?.(worker.workerId, STREAM_FAILURE[how]);
       d.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
     },
   }, d.directStreams, { idleMs, sse: isEventStream(res.headers) });
