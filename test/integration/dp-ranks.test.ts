@@ -9,11 +9,11 @@
  * python3-msgpack.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import type { Server } from "bun";
 import { computeBlockHashes } from "../../src/core/hashing.ts";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, until, type Proc } from "../support/processes.ts";
+import { startStandInVllm, type StandInVllm } from "../support/stand-in-vllm.ts";
 import { pythonZmqProblem, VllmPublisherProcess, type PublisherEvent } from "../support/vllm-kv-publisher.ts";
 import { consecutiveFreePorts } from "./zmq-ports.ts";
 
@@ -22,7 +22,7 @@ setDefaultTimeout(30_000);
 const BS = 16;
 const RANKS = 2;
 const publishers: VllmPublisherProcess[] = [];
-let vllm: Server<undefined> | undefined;
+let vllm: StandInVllm | undefined;
 let router: Proc | undefined;
 let vllmUrl = "";
 let routerUrl = "";
@@ -35,21 +35,11 @@ const tokensOf = (r: number) => Array.from({ length: 2 * BS }, (_, i) => 10_000 
 beforeAll(async () => {
   const problem = pythonZmqProblem();
   if (problem) throw new Error(problem);
-  vllm = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      const path = new URL(req.url).pathname;
-      if (path === "/health") return new Response("ok");
-      if (path === "/v1/completions") {
-        const body = (await req.json()) as { prompt: number[] };
-        rankSeen.set(body.prompt[0]!, req.headers.get("x-data-parallel-rank"));
-        return Response.json({ id: "cmpl-1", object: "text_completion", choices: [{ index: 0, text: "ok", finish_reason: "stop" }] });
-      }
-      return new Response("not found", { status: 404 });
-    },
+  vllm = startStandInVllm(async (req) => {
+    const body = (await req.json()) as { prompt: number[] };
+    rankSeen.set(body.prompt[0]!, req.headers.get("x-data-parallel-rank"));
   });
-  vllmUrl = `http://127.0.0.1:${vllm.port}`;
+  vllmUrl = vllm.url;
   // vLLM's rule: rank r publishes on port + r (and replays on replay port + r).
   const ports = consecutiveFreePorts(2 * RANKS);
   for (let r = 0; r < RANKS; r++) publishers.push(await VllmPublisherProcess.start({ pubPort: ports[0]! + r, replayPort: ports[0]! + RANKS + r }));
@@ -65,7 +55,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await router?.stop();
   await Promise.all(publishers.map((p) => p.stop()));
-  await vllm?.stop(true);
+  await vllm?.server.stop(true);
 });
 
 /** tokens_hash values of the worker's stored blocks on each rank, from the router's index. */

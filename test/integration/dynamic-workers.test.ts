@@ -6,11 +6,11 @@
  * subscription go), drops its blocks and forgets it. Needs libzmq5, python3-zmq, python3-msgpack.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import type { Server } from "bun";
 import { computeBlockHashes } from "../../src/core/hashing.ts";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, until, type Proc } from "../support/processes.ts";
+import { startStandInVllm, type StandInVllm } from "../support/stand-in-vllm.ts";
 import { pythonZmqProblem, VllmPublisherProcess, type PublisherEvent } from "../support/vllm-kv-publisher.ts";
 
 setDefaultTimeout(30_000);
@@ -18,27 +18,16 @@ setDefaultTimeout(30_000);
 const BS = 16;
 const TOKENS = Array.from({ length: 3 * BS }, (_, i) => 5000 + i);
 let publisher: VllmPublisherProcess | undefined;
-let vllm: Server<undefined> | undefined;
+let vllm: StandInVllm | undefined;
 let router: Proc | undefined;
 let vllmUrl = "";
 let routerUrl = "";
-const hits = new Map<string, number>();
 
 beforeAll(async () => {
   const problem = pythonZmqProblem();
   if (problem) throw new Error(problem);
-  vllm = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch(req) {
-      const path = new URL(req.url).pathname;
-      hits.set(path, (hits.get(path) ?? 0) + 1);
-      if (path === "/health") return new Response("ok");
-      if (path === "/v1/completions") return Response.json({ id: "c", object: "text_completion", choices: [{ index: 0, text: "ok", finish_reason: "stop" }] });
-      return new Response("not found", { status: 404 });
-    },
-  });
-  vllmUrl = `http://127.0.0.1:${vllm.port}`;
+  vllm = startStandInVllm();
+  vllmUrl = vllm.url;
   publisher = await VllmPublisherProcess.start();
   router = await startMain(["serve", "--port", "0", "--host", "127.0.0.1", "--block-size", String(BS), "--health-interval", "0.2"]);
   routerUrl = String(router.info.url);
@@ -47,7 +36,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await router?.stop();
   await publisher?.stop();
-  await vllm?.stop(true);
+  await vllm?.server.stop(true);
 });
 
 const post = (body: unknown) =>
@@ -85,7 +74,7 @@ describe("a worker registered at run time with kv_events", () => {
     };
     await publisher!.publish([{ events: [stored] }], "map");
     await until(async () => (await indexedBlocks()) === 3, "the stored blocks in the index");
-    expect(hits.get("/kv/query") ?? 0).toBe(0); // fed by its stream, never restored
+    expect(vllm!.hits.get("/kv/query") ?? 0).toBe(0); // fed by its stream, never restored
 
     const ws = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as {
       workers: { id: string; kv_events: { endpoint: string; replay_endpoint: string; ranks: { connected: boolean; last_seq: number; batches: number }[] } }[];

@@ -7,20 +7,19 @@
  * not try to restore from it. Needs libzmq5, python3-zmq, python3-msgpack.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import type { Server } from "bun";
 import { computeBlockHashes } from "../../src/core/hashing.ts";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
+import { startStandInVllm, type StandInVllm } from "../support/stand-in-vllm.ts";
 import { pythonZmqProblem, VllmPublisherProcess, type PublisherEvent } from "../support/vllm-kv-publisher.ts";
 import { BS, indexedTokenHashes, urlOf } from "./multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
 
 let publisher: VllmPublisherProcess | undefined;
-let vllm: Server<undefined> | undefined;
+let vllm: StandInVllm | undefined;
 let routers: Proc[] = [];
-const hits = new Map<string, number>();
 let vllmUrl = "";
 
 const TOKENS = Array.from({ length: 2 * BS }, (_, i) => 7000 + i);
@@ -28,20 +27,8 @@ const TOKENS = Array.from({ length: 2 * BS }, (_, i) => 7000 + i);
 beforeAll(async () => {
   const problem = pythonZmqProblem();
   if (problem) throw new Error(problem);
-  vllm = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch(req) {
-      const path = new URL(req.url).pathname;
-      hits.set(path, (hits.get(path) ?? 0) + 1);
-      if (path === "/health") return new Response("ok");
-      if (path === "/v1/completions") {
-        return Response.json({ id: "cmpl-1", object: "text_completion", choices: [{ index: 0, text: "ok", finish_reason: "stop" }] });
-      }
-      return new Response("not found", { status: 404 });
-    },
-  });
-  vllmUrl = `http://127.0.0.1:${vllm.port}`;
+  vllm = startStandInVllm();
+  vllmUrl = vllm.url;
   publisher = await VllmPublisherProcess.start();
   routers = await Promise.all(
     [0, 1].map(() =>
@@ -56,7 +43,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopAll(routers);
   await publisher?.stop();
-  await vllm?.stop(true);
+  await vllm?.server.stop(true);
 });
 
 /** tokens_hash values of the worker's stored blocks in a router's index. */
@@ -88,7 +75,7 @@ describe("vLLM workers over ZMQ", () => {
       return true;
     };
     await publishUntil([stored], both, "both routers to index the stored blocks");
-    expect(hits.get("/kv/query") ?? 0).toBe(0);
+    expect(vllm!.hits.get("/kv/query") ?? 0).toBe(0);
     for (const p of routers) {
       const ws = (await (await fetch(`${urlOf(p)}/v1/workers`)).json()) as { workers: { id: string; url: string }[] };
       expect(ws.workers).toEqual([expect.objectContaining({ id: workerIdFromUrl(vllmUrl).toString(), url: vllmUrl })]);
@@ -115,6 +102,6 @@ describe("vLLM workers over ZMQ", () => {
       return true;
     };
     await publishUntil([{ type: "AllBlocksCleared" }], emptied, "both routers to drop the worker's blocks");
-    expect(hits.get("/kv/query") ?? 0).toBe(0);
+    expect(vllm!.hits.get("/kv/query") ?? 0).toBe(0);
   });
 });
