@@ -129,7 +129,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     log.info(`tokenizer for ${t.model ?? "every model"}: ${tok.source}`, { implementation: tok.implementation });
   }
   if (config.tokenizers.length === 0) log.info("no --tokenizer: token-id prompts are routed exactly, text approximately (on the router's own decisions)");
-  if (config.policy === "approx") log.info("policy approx: routing on this router's own decisions; engines' KV events are dropped (switchyard_kv_events_dropped_total{reason=\"approx_policy\"})");
+  if (config.policy === "approx") log.info("policy approx: routing on this router's own decisions; ZMQ event streams (kv_events) are not subscribed to, and events posted to /v1/kv/events are dropped (switchyard_kv_events_dropped_total{reason=\"approx_policy\"})");
   // With Redis, routers (on any runtime) share their active load; each needs its own id in those messages.
   const routerId = config.redis !== undefined ? randomRouterId() : undefined;
   const toEngines = engineFetch(config.engineToken);

@@ -4,7 +4,8 @@
  * subscribe to every rank's ZMQ event stream. A worker fed by ZMQ is registered without a
  * `/kv/query` restore (vLLM and SGLang serve none): its index comes from its events. The
  * subscription ends when the worker is removed (main.ts wires membership's onRemoved to
- * `KvEventSources.unsubscribe`). It does not route and does not read any file.
+ * `KvEventSources.unsubscribe`). Under `--policy approx` nothing is subscribed (`eventsUnused`).
+ * It does not route and does not read any file.
  */
 import { RouterError } from "../core/errors.ts";
 import type { WorkerId } from "../core/ids.ts";
@@ -32,6 +33,12 @@ export interface ProvisionerDeps {
   readonly sources?: KvEventSources;
   /** Records a spec's `role` (app/disagg/roles.ts) before the worker can be routed to. */
   readonly setRole?: (url: string, role: "prefill" | "decode" | "both") => void;
+  /**
+   * `--policy approx`: the router of its own decisions drops every engine event, so a spec's
+   * `kv_events` is validated and the worker registered as asked, but no stream is opened —
+   * reading and decoding a stream only to drop it is work (and sockets) for nothing.
+   */
+  readonly eventsUnused?: boolean;
 }
 
 export class WorkerProvisioner {
@@ -54,6 +61,7 @@ export class WorkerProvisioner {
         "kv_events.dp_ranks",
       );
     }
+    if (this.d.eventsUnused) return res;
     try {
       await this.d.sources!.subscribe(res.worker.id, kv);
     } catch (e) {

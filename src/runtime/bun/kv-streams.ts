@@ -19,7 +19,12 @@ export function kvEventStreams(config: Config, composed: ComposedRouter, hasher:
     log,
     onEvents: (events) => void composed.router.ingestLossy(events),
   });
-  const provisioner = new WorkerProvisioner({ membership: composed.membership, sources, setRole: (url, role) => roles.set(url, role) });
+  const provisioner = new WorkerProvisioner({
+    membership: composed.membership,
+    sources,
+    setRole: (url, role) => roles.set(url, role),
+    eventsUnused: config.policy === "approx",
+  });
   return {
     sources,
     provisioner,

@@ -84,6 +84,20 @@ describe("WorkerProvisioner with ZMQ event sources", () => {
     expect(m.workers.size).toBe(0);
   });
 
+  test("--policy approx (eventsUnused): kv_events registers the worker as asked but opens no stream", async () => {
+    const f = fakeStart();
+    const m = fakeMembership();
+    const sources = new ZmqEventSources({ blockSize: 16, onEvents: () => {}, start: f.start });
+    const p = new WorkerProvisioner({ membership: m, sources, eventsUnused: true });
+    const res = await p.register({ url: "http://w:8000", id: 7n, kvEvents: { endpoint: "tcp://w:5557", dpRanks: 2, topic: "" } });
+    expect(res.created).toBe(true);
+    expect(m.inputs[0]).toMatchObject({ restore: false, dpRanks: 2 });
+    expect(f.started).toHaveLength(0);
+    expect(sources.has(7n)).toBe(false);
+    // The spec is still checked: a known worker with other ranks is refused as before.
+    await expect(p.register({ url: "http://w:8000", id: 7n, kvEvents: { endpoint: "tcp://w:5557", dpRanks: 3, topic: "" } })).rejects.toThrow("kv_events.dp_ranks");
+  });
+
   test("no ZMQ here: kv_events is refused; without it, a plain registration with restore", async () => {
     const m = fakeMembership();
     const p = new WorkerProvisioner({ membership: m });
