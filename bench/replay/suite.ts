@@ -22,7 +22,7 @@ export const PEERS = ["dynamo", "sglang", "llm-d", "prodstack-prefix", "prodstac
 const ALL = ["kv", "approx", ...PEERS, "least-loaded", "round-robin"];
 const TRACES = join(import.meta.dir, "..", "..", "..", "shared", "traces");
 
-interface Workload {
+export interface Workload {
   name: string;
   trace: () => TraceRequest[];
   kvFraction: number;
@@ -44,8 +44,23 @@ interface CellSpec {
 
 const mooncake = (file: string, n: number) => () => loadTrace(join(TRACES, file), n);
 const gen = (shape: Shape, n: number) => () => generate(shape, 1).slice(0, n);
+/** The simulated engines' timing in every suite cell (ttft-floor.ts computes its floor with it). */
+export const SUITE_TIMING = { prefillUsPerToken: 200, decodeMsPerStep: 20, decodeBatchFactor: 0.02, maxConcurrency: 64 } as const;
 const MOONCAKE_SPEEDUP = 20;
 const GEN_SPEEDUP = 10;
+
+/** The quick and full suites' seven workloads, first `n` requests of each (ttft-floor.ts rebuilds a cell's trace by name). */
+export function suiteWorkloads(n: number): Workload[] {
+  return [
+    { name: "conversation, half", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.5, speedup: MOONCAKE_SPEEDUP },
+    { name: "conversation, quarter", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.25, speedup: MOONCAKE_SPEEDUP },
+    { name: "synthetic, half", trace: mooncake("synthetic_trace.jsonl", n), kvFraction: 0.5, speedup: MOONCAKE_SPEEDUP },
+    { name: "synthetic, quarter", trace: mooncake("synthetic_trace.jsonl", n), kvFraction: 0.25, speedup: MOONCAKE_SPEEDUP },
+    { name: "gen-chat, half", trace: gen("chat", n), kvFraction: 0.5, speedup: GEN_SPEEDUP },
+    { name: "gen-agentic, half", trace: gen("agentic", n), kvFraction: 0.5, speedup: GEN_SPEEDUP },
+    { name: "gen-rag, half", trace: gen("rag", n), kvFraction: 0.5, speedup: GEN_SPEEDUP },
+  ];
+}
 
 function cells(suite: SuiteName, requests: number | undefined): CellSpec[] {
   if (suite === "smoke") {
@@ -55,16 +70,7 @@ function cells(suite: SuiteName, requests: number | undefined): CellSpec[] {
       { workload: w, policies: ["kv"], routers: 2, restarts: 1, arrivalScale: 1 },
     ];
   }
-  const n = requests ?? (suite === "quick" ? 300 : 2000);
-  const workloads: Workload[] = [
-    { name: "conversation, half", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.5, speedup: MOONCAKE_SPEEDUP },
-    { name: "conversation, quarter", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.25, speedup: MOONCAKE_SPEEDUP },
-    { name: "synthetic, half", trace: mooncake("synthetic_trace.jsonl", n), kvFraction: 0.5, speedup: MOONCAKE_SPEEDUP },
-    { name: "synthetic, quarter", trace: mooncake("synthetic_trace.jsonl", n), kvFraction: 0.25, speedup: MOONCAKE_SPEEDUP },
-    { name: "gen-chat, half", trace: gen("chat", n), kvFraction: 0.5, speedup: GEN_SPEEDUP },
-    { name: "gen-agentic, half", trace: gen("agentic", n), kvFraction: 0.5, speedup: GEN_SPEEDUP },
-    { name: "gen-rag, half", trace: gen("rag", n), kvFraction: 0.5, speedup: GEN_SPEEDUP },
-  ];
+  const workloads = suiteWorkloads(requests ?? (suite === "quick" ? 300 : 2000));
   const out: CellSpec[] = [];
   const routerCounts = suite === "quick" ? [4] : [2, 4];
   const scales = [0.5, 2]; // with 1 below: three loads
@@ -112,7 +118,7 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
     const report = await runCell({
       trace: c.workload.trace(), traceName: c.workload.name, engines: suite === "smoke" ? 4 : 8, kvFraction: c.workload.kvFraction,
       blockSize: 512, speedup: o.speedup ?? c.workload.speedup,
-      timing: { prefillUsPerToken: 200, decodeMsPerStep: 20, decodeBatchFactor: 0.02, maxConcurrency: 64 },
+      timing: SUITE_TIMING,
       // 8 output tokens (32 in full): TTFT is what is compared, and every streamed token costs
       // this shared machine CPU that the router and engines need.
       policies: c.policies, seed: 1, maxOutputTokens: suite === "full" ? 32 : 8, routers: c.routers, engineRestarts: c.restarts, arrivalScale: c.arrivalScale,

@@ -6,6 +6,8 @@ import { agentic, chat, generate, rag, SHAPES } from "../../../bench/replay/gen/
 import { simulateOffline } from "../../../bench/replay/oracle.ts";
 import { simulate } from "../../../bench/replay/sim.ts";
 import { KV_DEFAULTS } from "../../../bench/replay/sim-workloads.ts";
+import { suiteWorkloads } from "../../../bench/replay/suite.ts";
+import { floorPrefillMs, floorTable, ttftFloor } from "../../../bench/replay/ttft-floor.ts";
 import { promptText, promptTokens, type TraceRequest } from "../../../bench/replay/trace.ts";
 import { schedulerConfig } from "../../../src/scheduler/config.ts";
 
@@ -112,5 +114,45 @@ describe("replay helpers", () => {
     const urls = ["http://127.0.0.1:1", "http://127.0.0.1:2"];
     expect(eventTargetsFor("approx", urls)).toEqual([]);
     for (const p of ["kv", "dynamo", "sglang", "least-loaded"]) expect(eventTargetsFor(p, urls)).toEqual(urls);
+  });
+});
+
+describe("the TTFT floor (ttft-floor.ts)", () => {
+  const req = (index: number, timestamp: number, hashIds: number[], inputLength: number): TraceRequest => ({ index, timestamp, inputLength, outputLength: 4, hashIds });
+  const o = { engines: 2, speedup: 1, arrivalScale: 1, prefillUsPerToken: 200, prefillOverheadMs: 1 };
+  const trace = [req(0, 0, [1, 2, 3], 1124), req(1, 0, [1, 2, 4], 1536), req(2, 0, [9], 512)];
+
+  test("each request computes only the blocks no earlier request had; speedup divides", () => {
+    // 1124 tokens: 2 full blocks (the third id is a partial block); the second request reuses
+    // blocks 1 and 2 (an earlier request had them) and computes the 512 of block 4.
+    expect(floorPrefillMs(trace, o).map((x) => +x.toFixed(3))).toEqual([225.8, 103.4, 103.4]);
+    expect(floorPrefillMs(trace, { ...o, speedup: 2 }).map((x) => +x.toFixed(3))).toEqual([112.9, 51.7, 51.7]);
+  });
+
+  test("pooled: one FIFO queue over the engines — the third request waits for the first free lane", () => {
+    // Two lanes: the first two start at once; the third starts when the second ends (103.4)
+    // and is done at 206.8, before the first (225.8).
+    const two = ttftFloor(trace, o);
+    expect(+two.floor.p99.toFixed(3)).toBe(225.8);
+    expect(+two.pooled.p99.toFixed(3)).toBe(225.8);
+    // One lane: 225.8, then 225.8 + 103.4, then + 103.4 again.
+    const one = ttftFloor(trace, { ...o, engines: 1 });
+    expect(+one.pooled.p99.toFixed(3)).toBe(432.6);
+    expect(+one.floor.p99.toFixed(3)).toBe(225.8);
+  });
+
+  test("the table rebuilds a suite cell's trace by name and says when 0.8 × the best peer is below the floor", () => {
+    const n = 60;
+    const w = suiteWorkloads(n).find((x) => x.name === "gen-rag, half")!;
+    const fl = ttftFloor(w.trace(), { engines: 8, speedup: 10, arrivalScale: 1, prefillUsPerToken: 200, prefillOverheadMs: 1 });
+    const result = (p90: number) => ({ ttft_ms: { p50: p90, p90, p99: p90 } }) as never;
+    const cell = {
+      workload: w.name, routers: 1, restarts: 0, arrival_scale: 1,
+      report: { requests: n, engines: 8, speedup: 10, policies: { kv: result(fl.floor.p90 * 1.1), dynamo: result(fl.floor.p90 * 1.1), sglang: result(fl.floor.p90 * 2) } },
+    } as never;
+    const line = floorTable([cell]).split("\n")[1]!;
+    expect(line).toContain("dynamo");
+    // 0.8 × 1.1 = 0.88: below the floor, out of any policy's reach.
+    expect(line.trim().split(/\s+/).at(-1)).toBe("0.88");
   });
 });

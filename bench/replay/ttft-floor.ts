@@ -1,0 +1,111 @@
+/**
+ * What no router can beat: a TTFT floor per suite cell, against which the issue 14 target
+ * "kv TTFT p90 ≤ 0.8 × the best peer's" can be read: the last column, 0.8 × the best peer's p90
+ * ÷ the floor's, below 1 means no routing policy whatever reaches the target on that cell, and
+ * near 1 that only a policy at the floor itself would. The floor is loose where requests arrive
+ * in bursts that share a prefix nobody has computed yet (gen-agentic's fan-outs): it lets each
+ * of them reuse the blocks its siblings are still computing.
+ *
+ *  - floor: each request alone on an engine whose cache holds every block any earlier request
+ *    had (one infinite cache, no capacity, no queue), so it prefills only what the trace has
+ *    never seen: (overhead + never-seen tokens × µs/token) / speedup. Every real TTFT is at least
+ *    this (plus HTTP and router time, left out), so its p90 is a lower bound on any policy's p90.
+ *  - pooled: the same infinite cache, and the cell's engines as one shared FIFO queue (a request
+ *    starts on the first free lane). A reference for "perfect cache and perfect balance", not a
+ *    bound (another order than FIFO could do better on p90).
+ *
+ * Wall milliseconds, as the suite reports TTFT. No processes: the trace is rebuilt from the
+ * cell's workload name and request count (suite.ts suiteWorkloads).
+ * `bun bench/replay/ttft-floor.ts SUITE.json [SUITE2.json ...]` (several runs: their medians).
+ */
+import { readFileSync } from "node:fs";
+import { DEFAULT_TIMING } from "../../src/mocker/timing.ts";
+import { textTable } from "../support/text-table.ts";
+import { percentile } from "./stats.ts";
+import { PEERS, SUITE_TIMING, suiteWorkloads, type SuiteCell } from "./suite.ts";
+import { medianCells } from "./suite-report.ts";
+import { fullBlockIds, TRACE_BLOCK_TOKENS, type TraceRequest } from "./trace.ts";
+
+export interface FloorOptions {
+  engines: number;
+  /** Trace time ÷ wall time. */
+  speedup: number;
+  /** Arrival times × this (0.5: load ×2). */
+  arrivalScale: number;
+  prefillUsPerToken: number;
+  prefillOverheadMs: number;
+}
+
+export interface Floor {
+  floor: { p90: number; p99: number };
+  pooled: { p90: number; p99: number };
+}
+
+/** Per request, its prefill time (wall ms) when only never-seen blocks are computed. */
+export function floorPrefillMs(trace: readonly TraceRequest[], o: FloorOptions): number[] {
+  const seen = new Set<number>();
+  return trace.map((r) => {
+    const ids = fullBlockIds(r);
+    let hit = 0;
+    while (hit < ids.length && seen.has(ids[hit]!)) hit++;
+    for (const id of ids) seen.add(id);
+    const computed = Math.max(0, r.inputLength - hit * TRACE_BLOCK_TOKENS);
+    return (o.prefillOverheadMs + (computed * o.prefillUsPerToken) / 1000) / o.speedup;
+  });
+}
+
+export function ttftFloor(trace: readonly TraceRequest[], o: FloorOptions): Floor {
+  const prefill = floorPrefillMs(trace, o);
+  const t0 = trace[0]?.timestamp ?? 0;
+  const free = new Array<number>(o.engines).fill(0);
+  const pooled = trace.map((r, i) => {
+    const arrival = ((r.timestamp - t0) * o.arrivalScale) / o.speedup;
+    let lane = 0;
+    for (let e = 1; e < free.length; e++) if (free[e]! < free[lane]!) lane = e;
+    const start = Math.max(arrival, free[lane]!);
+    free[lane] = start + prefill[i]!;
+    return free[lane]! - arrival;
+  });
+  const q = (xs: number[]) => {
+    const s = Float64Array.from(xs).sort();
+    return { p90: percentile(s, 90), p99: percentile(s, 99) };
+  };
+  return { floor: q(prefill), pooled: q(pooled) };
+}
+
+/** One row per cell: kv, the best peer, and the floor (trace rebuilt from the cell's workload). */
+export function floorTable(cells: readonly SuiteCell[]): string {
+  const f = (x: number | undefined, d = 0) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
+  const rows = cells.map((c) => {
+    const w = suiteWorkloads(c.report.requests).find((x) => x.name === c.workload);
+    const p = c.report.policies;
+    const kv = p["kv"];
+    const best = PEERS.map((n) => [n, p[n]] as const).reduce<readonly [string, NonNullable<(typeof p)[string]>] | undefined>(
+      (b, x) => (x[1] && (!b || x[1].ttft_ms.p90 < b[1].ttft_ms.p90) ? [x[0], x[1]] : b),
+      undefined,
+    );
+    if (!w) return [c.workload, String(c.routers), String(c.restarts), `×${1 / c.arrival_scale}`, f(kv?.ttft_ms.p90), "-", "-", "-", "-", "-"];
+    const fl = ttftFloor(w.trace(), {
+      engines: c.report.engines, speedup: c.report.speedup, arrivalScale: c.arrival_scale,
+      prefillUsPerToken: SUITE_TIMING.prefillUsPerToken, prefillOverheadMs: DEFAULT_TIMING.prefillOverheadMs,
+    });
+    // Below 1, no policy can reach 0.8 × the best peer; near 1, only a policy at the floor itself.
+    const room = best ? ((0.8 * best[1].ttft_ms.p90) / fl.floor.p90).toFixed(2) : "-";
+    return [
+      c.workload, String(c.routers), String(c.restarts), `×${1 / c.arrival_scale}`, f(kv?.ttft_ms.p90),
+      best ? `${f(best[1].ttft_ms.p90)} ${best[0]}` : "-", f(fl.floor.p90), f(fl.pooled.p90),
+      kv ? (kv.ttft_ms.p90 / fl.floor.p90).toFixed(2) : "-", room,
+    ];
+  });
+  return textTable(["workload", "N", "restarts", "load", "kv p90", "best peer p90", "floor p90", "pooled p90", "kv ÷ floor", "0.8 × best peer ÷ floor"], rows);
+}
+
+if (import.meta.main) {
+  const files = process.argv.slice(2);
+  if (files.length === 0) {
+    console.error("usage: bun bench/replay/ttft-floor.ts SUITE.json [SUITE2.json ...]");
+    process.exit(2);
+  }
+  const runs = files.map((f) => JSON.parse(readFileSync(f, "utf8")) as SuiteCell[]);
+  console.log(floorTable(runs.length === 1 ? runs[0]! : medianCells(runs).cells));
+}
