@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { runCell } from "./cell.ts";
 import { formatTable, toJson, toSvg } from "./report.ts";
-import { runSuite, SUITES, type SuiteName } from "./suite.ts";
+import { parseCellRange, runSuite, SUITES, type SuiteName } from "./suite.ts";
 import { traceOf } from "./trace-spec.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -46,6 +46,7 @@ const { values: a } = parseArgs({
     suite: { type: "string" },
     "suite-requests": { type: "string" },
     "suite-speedup": { type: "string" },
+    "suite-cells": { type: "string" },
     sweep: { type: "boolean", default: false },
     "sweep-credits": { type: "string", default: "0,8,32,128" },
     "sweep-wait-factors": { type: "string", default: "0,1.5,2,3" },
@@ -129,6 +130,7 @@ if (a.suite !== undefined) {
   await runSuite(a.suite as SuiteName, {
     json: a.json, quiet: a.quiet, verbose: a.verbose, onProgress: progress,
     requests: a["suite-requests"] ? num("suite-requests") : undefined, speedup: a["suite-speedup"] ? num("suite-speedup") : undefined,
+    cells: a["suite-cells"] !== undefined ? parseCellRange(a["suite-cells"]) : undefined,
   });
   process.exit(0);
 }

@@ -34,7 +34,7 @@ export interface Workload {
   speedup: number;
 }
 
-interface CellSpec {
+export interface CellSpec {
   workload: Workload;
   policies: string[];
   routers: number;
@@ -62,7 +62,7 @@ export function suiteWorkloads(n: number): Workload[] {
   ];
 }
 
-function cells(suite: SuiteName, requests: number | undefined): CellSpec[] {
+export function cells(suite: SuiteName, requests: number | undefined): CellSpec[] {
   if (suite === "smoke") {
     const w: Workload = { name: "gen-chat (80)", trace: gen("chat", 80), kvFraction: 0.5, speedup: 40 };
     return [
@@ -92,11 +92,27 @@ function cells(suite: SuiteName, requests: number | undefined): CellSpec[] {
 
 const quick = (s: SuiteName) => s === "quick";
 
+/** `--suite-cells A-B` (or `A`): 1-based, inclusive. */
+export function parseCellRange(text: string): { from: number; to: number } {
+  const m = /^(\d+)(?:-(\d+))?$/.exec(text.trim());
+  if (!m) throw new Error(`--suite-cells must be A-B or A (1-based cell numbers), got "${text}"`);
+  const from = Number(m[1]);
+  const to = m[2] !== undefined ? Number(m[2]) : from;
+  if (from < 1 || to < from) throw new Error(`--suite-cells: ${text} is not a range of cells (1-based, A ≤ B)`);
+  return { from, to };
+}
+
 export interface SuiteOptions {
   /** Requests per workload (quick: 300, full: 2000). */
   requests?: number;
   /** Trace time ÷ wall time (quick: 40, full and smoke: 20 / 40). */
   speedup?: number;
+  /**
+   * Only cells `from` to `to` (1-based, inclusive, as "cell i/n" prints them): the full suite
+   * takes hours here, so it can be run in parts and the parts' JSON concatenated.
+   */
+  cells?: { from: number; to: number };
+  /** Written after every cell (the cells so far), so a run stopped part-way keeps what it finished. */
   json?: string;
   quiet?: boolean;
   verbose?: boolean;
@@ -114,7 +130,12 @@ export interface SuiteCell {
 export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<SuiteCell[]> {
   const results: SuiteCell[] = [];
   const started = performance.now();
-  for (const c of cells(suite, o.requests)) {
+  const all = cells(suite, o.requests);
+  const from = Math.max(1, o.cells?.from ?? 1);
+  const to = Math.min(all.length, o.cells?.to ?? all.length);
+  if (from > to) throw new Error(`--suite-cells: suite ${suite} has cells 1-${all.length}`);
+  for (let i = from; i <= to; i++) {
+    const c = all[i - 1]!;
     const report = await runCell({
       trace: c.workload.trace(), traceName: c.workload.name, engines: suite === "smoke" ? 4 : 8, kvFraction: c.workload.kvFraction,
       blockSize: 512, speedup: o.speedup ?? c.workload.speedup,
@@ -127,15 +148,17 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
       onError: (p, m) => console.error(`${c.workload.name}, ${p}: ${m}`),
     });
     results.push({ workload: c.workload.name, routers: c.routers, restarts: c.restarts, arrival_scale: c.arrivalScale, report });
-    console.log(`${c.workload.name}, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrivalScale}\n${formatTable(report)}\n`);
+    console.log(`cell ${i}/${all.length}: ${c.workload.name}, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrivalScale}\n${formatTable(report)}\n`);
+    if (o.json) writeSuiteJson(o.json, results);
   }
   console.log(summaryTable(results));
   console.log(`suite ${suite}: ${results.length} cells in ${((performance.now() - started) / 1000).toFixed(0)} s`);
-  if (o.json) {
-    mkdirSync(dirname(o.json), { recursive: true });
-    writeFileSync(o.json, `[${results.map((r) => JSON.stringify({ ...r, report: JSON.parse(toJson(r.report)) })).join(",\n")}]\n`);
-  }
   return results;
+}
+
+function writeSuiteJson(path: string, results: readonly SuiteCell[]): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `[${results.map((r) => JSON.stringify({ ...r, report: JSON.parse(toJson(r.report)) })).join(",\n")}]\n`);
 }
 
 const f = (x: number | undefined, d = 2) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
