@@ -6,7 +6,7 @@ import { agentic, chat, generate, rag, SHAPES } from "../../../bench/replay/gen/
 import { simulateOffline } from "../../../bench/replay/oracle.ts";
 import { simulate } from "../../../bench/replay/sim.ts";
 import { KV_DEFAULTS } from "../../../bench/replay/sim-workloads.ts";
-import { suiteWorkloads } from "../../../bench/replay/suite.ts";
+import { cells, parseCellRange, suiteWorkloads } from "../../../bench/replay/suite.ts";
 import { floorPrefillMs, floorTable, ttftFloor } from "../../../bench/replay/ttft-floor.ts";
 import { promptText, promptTokens, type TraceRequest } from "../../../bench/replay/trace.ts";
 import { schedulerConfig } from "../../../src/scheduler/config.ts";
@@ -154,5 +154,24 @@ describe("the TTFT floor (ttft-floor.ts)", () => {
     expect(line).toContain("dynamo");
     // 0.8 × 1.1 = 0.88: below the floor, out of any policy's reach.
     expect(line.trim().split(/\s+/).at(-1)).toBe("0.88");
+  });
+});
+
+describe("the suite's cells", () => {
+  test("full: 42 cells, six per workload (N = 1, 2, 4, restarts, loads ×2 and ×0.5); quick is a subset of the same workloads", () => {
+    const full = cells("full", 2000);
+    expect(full).toHaveLength(42);
+    expect(full[24]!.workload.name).toBe("gen-chat, half");
+    expect(full.slice(24, 30).map((c) => [c.routers, c.restarts, c.arrivalScale])).toEqual([[1, 0, 1], [2, 0, 1], [4, 0, 1], [1, 2, 1], [1, 0, 0.5], [1, 0, 2]]);
+    const names = new Set(full.map((c) => c.workload.name));
+    for (const c of cells("quick", 300)) expect(names.has(c.workload.name)).toBe(true);
+  });
+
+  test("--suite-cells A-B: 1-based and inclusive; a bad range is refused with what is wrong", () => {
+    expect(parseCellRange("25-42")).toEqual({ from: 25, to: 42 });
+    expect(parseCellRange("3")).toEqual({ from: 3, to: 3 });
+    expect(() => parseCellRange("0-2")).toThrow("1-based");
+    expect(() => parseCellRange("5-2")).toThrow("A ≤ B");
+    expect(() => parseCellRange("a-b")).toThrow("must be A-B");
   });
 });
