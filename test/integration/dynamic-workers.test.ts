@@ -128,3 +128,32 @@ describe("a worker registered at run time with kv_events", () => {
     expect(metrics).toContain("switchyard_index_blocks 0");
   });
 });
+
+describe("the same registration on a --policy approx router", () => {
+  let approx: Proc | undefined;
+  afterAll(async () => {
+    await approx?.stop();
+  });
+
+  test("201, the worker is routable, and no stream is opened (approx would drop every event)", async () => {
+    approx = await startMain(["serve", "--port", "0", "--host", "127.0.0.1", "--block-size", String(BS), "--health-interval", "0.2", "--policy", "approx"]);
+    const url = String(approx.info.url);
+    const r = await fetch(`${url}/v1/workers`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: vllmUrl, kv_events: { endpoint: publisher!.pub, replay_endpoint: publisher!.replay } }),
+    });
+    expect(r.status).toBe(201);
+    const ws = (await (await fetch(`${url}/v1/workers`)).json()) as { workers: { url: string; kv_events?: unknown }[] };
+    expect(ws.workers.map((w) => w.url)).toEqual([vllmUrl]);
+    expect(ws.workers[0]!.kv_events).toBeUndefined();
+    await until(async () => ((await (await fetch(`${url}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the worker to pass a health check");
+    const res = await fetch(`${url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", prompt: [...TOKENS, 9], max_tokens: 1 }),
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+  });
+});
