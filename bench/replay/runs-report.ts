@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PolicyResult, ReplayReport } from "./report.ts";
 import { medianResult } from "./suite-report.ts";
-import { summaryTable, type SuiteCell } from "./suite.ts";
+import { summaryTable, tallyTable, type SuiteCell } from "./suite.ts";
 
 const [dir, base = "approx", first = "kv"] = process.argv.slice(2);
 if (!dir) throw new Error("usage: bun bench/replay/runs-report.ts DIR [BASE_POLICY] [POLICY]");
@@ -35,3 +35,4 @@ for (const [trace, { report: r, runs }] of byTrace) {
   cells.push({ workload: trace, routers: r.routers ?? 1, restarts: r.engine_restarts ?? 0, arrival_scale: r.arrival_scale ?? 1, report: { ...r, policies: medians } });
 }
 console.log(`\n${summaryTable(cells)}`);
+console.log(`\n${tallyTable(cells)}`);

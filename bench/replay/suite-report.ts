@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { toJson, type PolicyResult, type ReplayReport } from "./report.ts";
 import { median as statsMedian } from "./stats.ts";
-import { summaryTable, type SuiteCell } from "./suite.ts";
+import { summaryTable, tallyTable, type SuiteCell } from "./suite.ts";
 
 /** The median of the runs that have the field (a run may lack one: NaN). */
 const median = (xs: number[]) => statsMedian(xs.filter((x) => Number.isFinite(x)));
@@ -59,6 +59,7 @@ if (import.meta.main) {
   if (out) writeFileSync(out, `[${cells.map((c) => JSON.stringify({ ...c, report: JSON.parse(toJson(c.report)) })).join(",\n")}]\n`);
   console.log(`medians of ${runs.length} run(s)\n`);
   console.log(summaryTable(cells));
+  console.log(`\n${tallyTable(cells)}`);
   cells.forEach((c, i) => {
     const r = c.report;
     console.log(`\n**${c.workload}**, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrival_scale}: ${r.requests} requests, ${r.engines} engines × ${r.kv_blocks_per_engine} blocks, ideal hit ${f(r.ideal_hit_rate, 3)}, offline oracle ${f(r.offline["oracle"]?.hit_rate, 3)}\n`);

@@ -152,6 +152,7 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
     if (o.json) writeSuiteJson(o.json, results);
   }
   console.log(summaryTable(results));
+  console.log(tallyTable(results));
   console.log(`suite ${suite}: ${results.length} cells in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   return results;
 }
@@ -164,27 +165,54 @@ function writeSuiteJson(path: string, results: readonly SuiteCell[]): void {
 const f = (x: number | undefined, d = 2) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
 
 /** One line per cell: kv against the best peer, least-loaded, approx and the oracle, as the targets read. */
+/** The issue's targets, in the order the summary and the tally name them. */
+export const TARGETS = ["hit", "p90", "p99", "≤ll", "work", "N4 vs approx"] as const;
+export type Target = (typeof TARGETS)[number];
+
+interface CellVerdict {
+  kv: PolicyResult | undefined;
+  best90: readonly [string, PolicyResult] | undefined;
+  best99: number;
+  ll: PolicyResult | undefined;
+  approx: PolicyResult | undefined;
+  oracle: number;
+  /** The targets this cell can be judged on (the policies they compare are in it). */
+  applies: Target[];
+  /** Those of them kv misses, then `N errors` if kv had any. */
+  missed: string[];
+}
+
+/** One cell against the issue 14 targets. */
+export function judgeCell(c: SuiteCell): CellVerdict {
+  const p = c.report.policies;
+  const kv = p["kv"];
+  const peers = PEERS.map((n): readonly [string, PolicyResult | undefined] => [n, p[n]]).filter((x): x is readonly [string, PolicyResult] => x[1] !== undefined);
+  const best90 = peers.reduce<readonly [string, PolicyResult] | undefined>((b, x) => (!b || x[1].ttft_ms.p90 < b[1].ttft_ms.p90 ? x : b), undefined);
+  const best99 = peers.reduce((m, x) => Math.min(m, x[1].ttft_ms.p99), Infinity);
+  const ll = p["least-loaded"];
+  const approx = p["approx"];
+  const oracle = c.report.offline["oracle"]?.hit_rate ?? NaN;
+  const applies: Target[] = [];
+  const missed: string[] = [];
+  const judge = (t: Target, applicable: boolean, miss: () => boolean) => {
+    if (!kv || !applicable) return;
+    applies.push(t);
+    if (miss()) missed.push(t);
+  };
+  judge("hit", Number.isFinite(oracle), () => kv!.hit_rate < 0.95 * oracle);
+  judge("p90", best90 !== undefined, () => kv!.ttft_ms.p90 > 0.8 * best90![1].ttft_ms.p90);
+  judge("p99", Number.isFinite(best99), () => kv!.ttft_ms.p99 > best99);
+  judge("≤ll", ll !== undefined, () => kv!.ttft_ms.p90 > ll!.ttft_ms.p90 || kv!.ttft_ms.p99 > ll!.ttft_ms.p99);
+  judge("work", (kv?.utilisation ?? 0) > 0.5, () => (kv!.work_max_over_mean ?? 0) > 1.25);
+  judge("N4 vs approx", c.routers >= 4 && approx !== undefined, () => kv!.ttft_ms.p90 > 0.8 * approx!.ttft_ms.p90);
+  if (kv && kv.errors > 0) missed.push(`${kv.errors} errors`);
+  return { kv, best90, best99, ll, approx, oracle, applies, missed };
+}
+
 export function summaryTable(cells: readonly SuiteCell[]): string {
   const head = ["workload", "N", "restarts", "load", "util", "kv p90", "best peer p90", "÷", "kv p99", "best peer p99", "ll p99", "kv hit÷oracle", "kv work max/mean", "vs approx p90", "targets missed"];
   const rows = cells.map((c) => {
-    const p = c.report.policies;
-    const kv = p["kv"];
-    const peers = PEERS.map((n): readonly [string, PolicyResult | undefined] => [n, p[n]]).filter((x): x is readonly [string, PolicyResult] => x[1] !== undefined);
-    const best90 = peers.reduce<readonly [string, PolicyResult] | undefined>((b, x) => (!b || x[1].ttft_ms.p90 < b[1].ttft_ms.p90 ? x : b), undefined);
-    const best99 = peers.reduce((m, x) => Math.min(m, x[1].ttft_ms.p99), Infinity);
-    const ll = p["least-loaded"];
-    const approx = p["approx"];
-    const oracle = c.report.offline["oracle"]?.hit_rate ?? NaN;
-    const missed: string[] = [];
-    if (kv) {
-      if (kv.hit_rate < 0.95 * oracle) missed.push("hit");
-      if (best90 && kv.ttft_ms.p90 > 0.8 * best90[1].ttft_ms.p90) missed.push("p90");
-      if (Number.isFinite(best99) && kv.ttft_ms.p99 > best99) missed.push("p99");
-      if (ll && (kv.ttft_ms.p90 > ll.ttft_ms.p90 || kv.ttft_ms.p99 > ll.ttft_ms.p99)) missed.push("≤ll");
-      if ((kv.utilisation ?? 0) > 0.5 && (kv.work_max_over_mean ?? 0) > 1.25) missed.push("work");
-      if (c.routers >= 4 && approx && kv.ttft_ms.p90 > 0.8 * approx.ttft_ms.p90) missed.push("N4 vs approx");
-      if (kv.errors > 0) missed.push(`${kv.errors} errors`);
-    }
+    const { kv, best90, best99, ll, approx, oracle, missed } = judgeCell(c);
     return [
       c.workload, String(c.routers), String(c.restarts), `×${1 / c.arrival_scale}`, f(kv?.utilisation), f(kv?.ttft_ms.p90, 0),
       best90 ? `${f(best90[1].ttft_ms.p90, 0)} ${best90[0]}` : "-", best90 && kv ? f(kv.ttft_ms.p90 / best90[1].ttft_ms.p90) : "-",
@@ -193,4 +221,15 @@ export function summaryTable(cells: readonly SuiteCell[]): string {
     ];
   });
   return textTable(head, rows);
+}
+
+/** Per target: on how many of the cells it applies to kv meets it. */
+export function tallyTable(cells: readonly SuiteCell[]): string {
+  const verdicts = cells.map(judgeCell);
+  const rows = TARGETS.map((t) => {
+    const judged = verdicts.filter((v) => v.applies.includes(t));
+    const met = judged.filter((v) => !v.missed.includes(t)).length;
+    return [t, `${met} / ${judged.length}`];
+  });
+  return textTable(["target", "met / cells"], rows);
 }

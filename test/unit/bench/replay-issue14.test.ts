@@ -6,7 +6,7 @@ import { agentic, chat, generate, rag, SHAPES } from "../../../bench/replay/gen/
 import { simulateOffline } from "../../../bench/replay/oracle.ts";
 import { simulate } from "../../../bench/replay/sim.ts";
 import { KV_DEFAULTS } from "../../../bench/replay/sim-workloads.ts";
-import { cells, parseCellRange, suiteWorkloads } from "../../../bench/replay/suite.ts";
+import { cells, judgeCell, parseCellRange, suiteWorkloads, tallyTable } from "../../../bench/replay/suite.ts";
 import { floorPrefillMs, floorTable, ttftFloor } from "../../../bench/replay/ttft-floor.ts";
 import { promptText, promptTokens, type TraceRequest } from "../../../bench/replay/trace.ts";
 import { schedulerConfig } from "../../../src/scheduler/config.ts";
@@ -173,5 +173,27 @@ describe("the suite's cells", () => {
     expect(() => parseCellRange("0-2")).toThrow("1-based");
     expect(() => parseCellRange("5-2")).toThrow("A ≤ B");
     expect(() => parseCellRange("a-b")).toThrow("must be A-B");
+  });
+});
+
+describe("the targets (suite.ts judgeCell, tallyTable)", () => {
+  const res = (p90: number, p99: number, extra: Record<string, number> = {}) => ({ ttft_ms: { p50: p90, p90, p99 }, hit_rate: 0.5, errors: 0, ...extra }) as never;
+  const cell = (routers: number, policies: Record<string, unknown>) =>
+    ({ workload: "w", routers, restarts: 0, arrival_scale: 1, report: { offline: { oracle: { hit_rate: 0.5 } }, policies } }) as never;
+
+  test("a target is judged only where the policies it compares ran; each miss is named", () => {
+    const one = judgeCell(cell(1, { kv: res(80, 100, { utilisation: 0.6, work_max_over_mean: 1.3 }), dynamo: res(100, 99), "least-loaded": res(90, 120) }));
+    expect(one.applies).toEqual(["hit", "p90", "p99", "≤ll", "work"]);
+    expect(one.missed).toEqual(["p99", "work"]);
+    const four = judgeCell(cell(4, { kv: res(81, 90), dynamo: res(100, 99), approx: res(100, 100) }));
+    expect(four.applies).toEqual(["hit", "p90", "p99", "N4 vs approx"]);
+    expect(four.missed).toEqual(["p90", "N4 vs approx"]);
+  });
+
+  test("the tally counts met over judged cells per target", () => {
+    const t = tallyTable([cell(1, { kv: res(80, 100), dynamo: res(100, 99) }), cell(1, { kv: res(70, 90), dynamo: res(100, 99) })]);
+    expect(t).toMatch(/p90\s+2 \/ 2/);
+    expect(t).toMatch(/p99\s+1 \/ 2/);
+    expect(t).toMatch(/work\s+0 \/ 0/);
   });
 });
