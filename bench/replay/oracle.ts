@@ -26,7 +26,8 @@ class LruBlocks {
   }
 }
 
-function prefixHits(cache: { has(id: number): boolean }, ids: readonly number[]): number {
+/** How many leading ids of `ids` the cache holds. */
+export function prefixHits(cache: { has(id: number): boolean }, ids: readonly number[]): number {
   let n = 0;
   while (n < ids.length && cache.has(ids[n]!)) n++;
   return n;

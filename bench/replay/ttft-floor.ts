@@ -21,8 +21,9 @@
 import { readFileSync } from "node:fs";
 import { DEFAULT_TIMING } from "../../src/mocker/timing.ts";
 import { textTable } from "../support/text-table.ts";
-import { percentile } from "./stats.ts";
-import { PEERS, SUITE_TIMING, suiteWorkloads, type SuiteCell } from "./suite.ts";
+import { prefixHits } from "./oracle.ts";
+import { summarize } from "./stats.ts";
+import { judgeCell, SUITE_TIMING, suiteWorkloads, type SuiteCell } from "./suite.ts";
 import { medianCells } from "./suite-report.ts";
 import { fullBlockIds, TRACE_BLOCK_TOKENS, type TraceRequest } from "./trace.ts";
 
@@ -46,8 +47,7 @@ export function floorPrefillMs(trace: readonly TraceRequest[], o: FloorOptions):
   const seen = new Set<number>();
   return trace.map((r) => {
     const ids = fullBlockIds(r);
-    let hit = 0;
-    while (hit < ids.length && seen.has(ids[hit]!)) hit++;
+    const hit = prefixHits(seen, ids);
     for (const id of ids) seen.add(id);
     const computed = Math.max(0, r.inputLength - hit * TRACE_BLOCK_TOKENS);
     return (o.prefillOverheadMs + (computed * o.prefillUsPerToken) / 1000) / o.speedup;
@@ -67,8 +67,8 @@ export function ttftFloor(trace: readonly TraceRequest[], o: FloorOptions): Floo
     return free[lane]! - arrival;
   });
   const q = (xs: number[]) => {
-    const s = Float64Array.from(xs).sort();
-    return { p90: percentile(s, 90), p99: percentile(s, 99) };
+    const { p90, p99 } = summarize(xs);
+    return { p90, p99 };
   };
   return { floor: q(prefill), pooled: q(pooled) };
 }
@@ -78,12 +78,7 @@ export function floorTable(cells: readonly SuiteCell[]): string {
   const f = (x: number | undefined, d = 0) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
   const rows = cells.map((c) => {
     const w = suiteWorkloads(c.report.requests).find((x) => x.name === c.workload);
-    const p = c.report.policies;
-    const kv = p["kv"];
-    const best = PEERS.map((n) => [n, p[n]] as const).reduce<readonly [string, NonNullable<(typeof p)[string]>] | undefined>(
-      (b, x) => (x[1] && (!b || x[1].ttft_ms.p90 < b[1].ttft_ms.p90) ? [x[0], x[1]] : b),
-      undefined,
-    );
+    const { kv, best90: best } = judgeCell(c);
     if (!w) return [c.workload, String(c.routers), String(c.restarts), `×${1 / c.arrival_scale}`, f(kv?.ttft_ms.p90), "-", "-", "-", "-", "-"];
     const fl = ttftFloor(w.trace(), {
       engines: c.report.engines, speedup: c.report.speedup, arrivalScale: c.arrival_scale,

@@ -148,7 +148,7 @@ describe("the TTFT floor (ttft-floor.ts)", () => {
     const result = (p90: number) => ({ ttft_ms: { p50: p90, p90, p99: p90 } }) as never;
     const cell = {
       workload: w.name, routers: 1, restarts: 0, arrival_scale: 1,
-      report: { requests: n, engines: 8, speedup: 10, policies: { kv: result(fl.floor.p90 * 1.1), dynamo: result(fl.floor.p90 * 1.1), sglang: result(fl.floor.p90 * 2) } },
+      report: { requests: n, engines: 8, speedup: 10, offline: {}, policies: { kv: result(fl.floor.p90 * 1.1), dynamo: result(fl.floor.p90 * 1.1), sglang: result(fl.floor.p90 * 2) } },
     } as never;
     const line = floorTable([cell]).split("\n")[1]!;
     expect(line).toContain("dynamo");
