@@ -39,8 +39,20 @@ afterAll(async () => {
   await vllm?.server.stop(true);
 });
 
-const post = (body: unknown) =>
-  fetch(`${routerUrl}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (body: unknown, base = routerUrl) =>
+  fetch(`${base}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+
+/** Once the router at `base` counts the worker healthy, one completion on TOKENS (its body read). */
+async function completeWhenHealthy(base: string): Promise<Response> {
+  await until(async () => ((await (await fetch(`${base}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the worker to pass a health check");
+  const res = await fetch(`${base}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", prompt: [...TOKENS, 9], max_tokens: 1 }),
+  });
+  await res.text();
+  return res;
+}
 
 async function indexedBlocks(): Promise<number> {
   const dump = parseJsonBigintSafe(await (await fetch(`${routerUrl}/debug/kv/dump`)).text()) as {
@@ -83,14 +95,8 @@ describe("a worker registered at run time with kv_events", () => {
     expect([kv.endpoint, kv.replay_endpoint]).toEqual([publisher!.pub, publisher!.replay]);
     expect(kv.ranks).toEqual([expect.objectContaining({ connected: true, last_seq: 0, batches: 1 })]);
 
-    await until(async () => ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the worker to pass a health check");
-    const res = await fetch(`${routerUrl}/v1/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model: "m", prompt: [...TOKENS, 9], max_tokens: 1 }),
-    });
+    const res = await completeWhenHealthy(routerUrl);
     expect(res.status).toBe(200);
-    await res.text();
     expect(res.headers.get("x-switchyard-overlap-blocks")).toBe("3");
   });
 
@@ -138,22 +144,11 @@ describe("the same registration on a --policy approx router", () => {
   test("201, the worker is routable, and no stream is opened (approx would drop every event)", async () => {
     approx = await startMain(["serve", "--port", "0", "--host", "127.0.0.1", "--block-size", String(BS), "--health-interval", "0.2", "--policy", "approx"]);
     const url = String(approx.info.url);
-    const r = await fetch(`${url}/v1/workers`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ url: vllmUrl, kv_events: { endpoint: publisher!.pub, replay_endpoint: publisher!.replay } }),
-    });
+    const r = await post({ url: vllmUrl, kv_events: { endpoint: publisher!.pub, replay_endpoint: publisher!.replay } }, url);
     expect(r.status).toBe(201);
     const ws = (await (await fetch(`${url}/v1/workers`)).json()) as { workers: { url: string; kv_events?: unknown }[] };
     expect(ws.workers.map((w) => w.url)).toEqual([vllmUrl]);
     expect(ws.workers[0]!.kv_events).toBeUndefined();
-    await until(async () => ((await (await fetch(`${url}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the worker to pass a health check");
-    const res = await fetch(`${url}/v1/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model: "m", prompt: [...TOKENS, 9], max_tokens: 1 }),
-    });
-    expect(res.status).toBe(200);
-    await res.text();
+    expect((await completeWhenHealthy(url)).status).toBe(200);
   });
 });
