@@ -6,7 +6,7 @@
  * the KV block transfer agent. Each prints one {"url","port"} line once listening and drains
  * on SIGTERM/SIGINT.
  */
-import { createLogger, type Logger } from "./app/log.ts";
+import { createLogger, type Logger } from "./edge/log.ts";
 import { ConfigError, loadConfig, serveUsage } from "./config/load.ts";
 import type { Config } from "./config/schema.ts";
 import { runMockerCli } from "./mocker/index.ts";

@@ -1,24 +1,19 @@
 /**
- * The pure core must run unchanged on Deno and edge runtimes, and stay deterministic under
- * test: no runtime-specific imports, no globals that do I/O or read the clock.
+ * The house rules, as folder rules that a path's depth cannot dodge: every relative import is
+ * resolved to the file it names, and that file's folder is what the rule checks.
+ * - The pure rooms (router/**, core, protocol, tokens, fleet/lora) run unchanged on Deno and edge
+ *   runtimes and stay deterministic under test: no runtime-specific imports, no I/O globals, no clock.
+ * - router/** imports only router, core, protocol and tokens.
+ * - runtime/bun/** (every Bun-only piece) is imported only by runtime/bun.ts (and from inside itself).
+ * - The separate programs (mocker, transfer) never import router/** or edge/**.
+ * - Nothing reachable from the Deno and workerd entries touches runtime/bun/** or uses Bun.
  */
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 
 const ROOT = join(import.meta.dir, "..");
-const PURE_DIRS = ["src/core", "src/indexer", "src/scheduler", "src/recovery", "src/lora", "src/tokens", "src/protocol", "src/router"];
-const PURE_FILES = ["src/sessions/store.ts", "src/sessions/sticky.ts", "src/sessions/memory-store.ts"];
-/**
- * Bun adapters inside pure folders: only Bun's composition root (and Bun-only tests/benches)
- * import them. src/tokens: Bun's file reader + wiring, the native addon, the encode worker pool.
- */
-const ADAPTER_FILES = new Set([
-  "src/tokens/bun.ts",
-  "src/tokens/native-library.ts",
-  "src/tokens/encode-pool.ts",
-  "src/tokens/encode-worker.ts",
-]);
+const PURE_DIRS = ["src/core", "src/router", "src/tokens", "src/protocol", "src/fleet/lora"];
 
 /** What a pure module may not mention: runtime modules, I/O globals, wall clocks. */
 const FORBIDDEN: readonly [RegExp, string][] = [
@@ -34,7 +29,6 @@ const FORBIDDEN: readonly [RegExp, string][] = [
   [/\bDate\.now\(|\bperformance\.now\(|new Date\(\)/, "wall clock (pass time in)"],
   [/\bMath\.random\(/, "Math.random (inject the rng)"],
   [/\bsetTimeout\(|\bsetInterval\(/, "timer owned by a pure module (inject it)"],
-  [/from\s+["']\.\.\/(app|native|transfer|mocker|events|workers|metrics|config)\//, "import of an adapter folder"],
 ];
 
 function tsFiles(dir: string): string[] {
@@ -58,110 +52,142 @@ function code(text: string): string {
   return text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`])\/\/.*$/gm, "$1");
 }
 
-const files = [...PURE_DIRS.flatMap((d) => tsFiles(join(ROOT, d))), ...PURE_FILES.map((f) => join(ROOT, f))].filter(
-  (f) => {
-    if (ADAPTER_FILES.has(relative(ROOT, f))) return false;
-    try {
-      return statSync(f).isFile();
-    } catch {
-      return false;
-    }
-  },
-);
-
-/** Where a pure file imports one of the adapter files above (that would pull the runtime in). */
-const adapterImport = (src: string): string[] =>
-  [...src.matchAll(/from\s+["']\.\/([\w-]+\.ts)["']/g)].map((m) => m[1]!).filter((name) => [...ADAPTER_FILES].some((a) => a.endsWith(`/${name}`)));
-
-describe("architecture: pure folders import no runtime", () => {
-  test("the pure folders exist and hold code", () => {
-    expect(files.length).toBeGreaterThan(5);
-  });
-  for (const f of files) {
-    test(relative(ROOT, f), () => {
-      const src = code(readFileSync(f, "utf8"));
-      const hits = FORBIDDEN.filter(([re]) => re.test(src)).map(([, what]) => what);
-      expect(hits).toEqual([]);
-      expect(adapterImport(src)).toEqual([]);
-    });
-  }
-});
-
-describe("architecture: the checker itself", () => {
-  test("src/tokens is pure except its Bun adapters, and a pure file importing an adapter is flagged", () => {
-    expect(files.some((f) => relative(ROOT, f) === "src/tokens/load.ts")).toBe(true);
-    expect(files.some((f) => relative(ROOT, f) === "src/tokens/bun.ts")).toBe(false);
-    expect(adapterImport('import { x } from "./native-library.ts";\nimport { y } from "./load.ts";')).toEqual(["native-library.ts"]);
-  });
-
-  test("flags a runtime import and a clock read", () => {
-    const bad = code('import { x } from "node:fs";\nconst t = Date.now();\n// Bun.write is only mentioned in a comment\n');
-    const hits = FORBIDDEN.filter(([re]) => re.test(bad)).map(([, what]) => what);
-    expect(hits).toEqual(["node:* import", "wall clock (pass time in)"]);
-  });
-});
-
-/**
- * Forbidden arrows between folders (issue 10): which top-level folders under src/ a folder's
- * relative imports may reach. `allowed`: only these; `forbidden`: anything but these.
- */
-interface Arrow {
-  readonly from: string;
-  readonly allowed?: readonly string[];
-  readonly forbidden?: readonly string[];
-  readonly why: string;
-}
-const ARROWS: readonly Arrow[] = [
-  {
-    from: "mocker",
-    allowed: ["mocker", "core", "protocol", "tokens", "native", "transfer"],
-    why: "the simulated engine speaks the wire protocol (src/protocol); it never reaches into the router",
-  },
-  { from: "transfer", allowed: ["transfer", "core", "protocol", "native"], why: "the transfer agent has its own small edge" },
-  { from: "protocol", allowed: ["protocol", "core"], why: "the wire protocol depends on nothing but the shared vocabulary" },
-  { from: "scheduler", forbidden: ["indexer"], why: "the scheduler chooses from overlap it is given; it does not walk the index" },
-  { from: "router", forbidden: ["runtime", "app", "native", "events", "sync", "upstream", "workers", "metrics", "config"], why: "the router room is runtime-free" },
-];
-
-/** The top-level src/ folder each relative import of `text` (a file at `file`) lands in. */
-function importedFolders(file: string, text: string): string[] {
-  const srcRoot = join(ROOT, "src");
+/** The repository-relative paths (src/…) every relative import of `text` (a file at `file`) names. */
+function importedPaths(file: string, text: string): string[] {
   const out: string[] = [];
   for (const m of code(text).matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)) {
-    const target = relative(srcRoot, resolve(dirname(file), m[1]!));
-    if (target.startsWith("..")) continue;
-    out.push(target.split(sep)[0]!);
+    out.push(relative(ROOT, resolve(dirname(file), m[1]!)).split("\\").join("/"));
   }
   return out;
 }
 
-function arrowViolations(arrow: Arrow, folders: readonly string[]): string[] {
-  return folders.filter((f) => (arrow.allowed ? !arrow.allowed.includes(f) : arrow.forbidden!.includes(f)));
+/** Whether a repository path lies in folder `dir` (a src/… prefix), at any depth. */
+const inFolder = (path: string, dir: string): boolean => path === dir || path.startsWith(`${dir}/`);
+
+interface FolderRule {
+  /** The folder whose files the rule reads (src/…). */
+  readonly from: string;
+  /** Its imports may land only in these folders… */
+  readonly allowed?: readonly string[];
+  /** …or never in these. */
+  readonly forbidden?: readonly string[];
+  readonly why: string;
 }
 
-describe("architecture: forbidden arrows between folders", () => {
-  for (const arrow of ARROWS) {
-    for (const f of tsFiles(join(ROOT, "src", arrow.from))) {
-      test(`${relative(ROOT, f)} (${arrow.why})`, () => {
-        const bad = arrowViolations(arrow, importedFolders(f, readFileSync(f, "utf8")));
-        expect(bad).toEqual([]);
+const RULES: readonly FolderRule[] = [
+  {
+    from: "src/router",
+    allowed: ["src/router", "src/core", "src/protocol", "src/tokens"],
+    why: "the router room is pure: it reaches workers, metrics and the network only through ports.ts",
+  },
+  {
+    from: "src/router/choose",
+    forbidden: ["src/router/index"],
+    why: "choosing works from the overlap it is given; it does not walk the index",
+  },
+  { from: "src/core", allowed: ["src/core"], why: "the shared vocabulary depends on nothing" },
+  { from: "src/protocol", allowed: ["src/protocol", "src/core"], why: "the wire protocol depends on nothing but the shared vocabulary" },
+  { from: "src/tokens", allowed: ["src/tokens", "src/core"], why: "the tokenizer seam is runtime-free; Bun's wiring lives in runtime/bun/tokens" },
+  {
+    from: "src/mocker",
+    forbidden: ["src/router", "src/edge", "src/fleet", "src/runtime", "src/observe", "src/sync"],
+    why: "the simulated engine is a separate program speaking the engines' protocols (src/protocol)",
+  },
+  {
+    from: "src/transfer",
+    forbidden: ["src/router", "src/edge", "src/fleet", "src/runtime", "src/observe", "src/sync", "src/mocker"],
+    why: "the transfer agent is a separate program with its own small edge",
+  },
+];
+
+function ruleViolations(rule: FolderRule, paths: readonly string[]): string[] {
+  return paths.filter((p) =>
+    rule.allowed ? !rule.allowed.some((d) => inFolder(p, d)) : rule.forbidden!.some((d) => inFolder(p, d)),
+  );
+}
+
+/** runtime/bun/** is the Bun room: only these files (and files inside it) may import it. */
+const BUN_ROOM = "src/runtime/bun";
+const BUN_ROOM_DOORS = ["src/runtime/bun.ts"];
+
+function bunRoomViolations(file: string, paths: readonly string[]): string[] {
+  const rel = relative(ROOT, file);
+  if (inFolder(rel, BUN_ROOM) || BUN_ROOM_DOORS.includes(rel)) return [];
+  return paths.filter((p) => inFolder(p, BUN_ROOM));
+}
+
+const srcFiles = tsFiles(join(ROOT, "src"));
+const pureFiles = PURE_DIRS.flatMap((d) => tsFiles(join(ROOT, d)));
+
+describe("architecture: the pure rooms import no runtime", () => {
+  test("the pure folders exist and hold code", () => {
+    expect(pureFiles.length).toBeGreaterThan(100);
+    expect(pureFiles.map((f) => relative(ROOT, f))).toContain("src/router/create-router.ts");
+  });
+  for (const f of pureFiles) {
+    test(relative(ROOT, f), () => {
+      const src = code(readFileSync(f, "utf8"));
+      expect(FORBIDDEN.filter(([re]) => re.test(src)).map(([, what]) => what)).toEqual([]);
+    });
+  }
+});
+
+describe("architecture: folder rules", () => {
+  for (const rule of RULES) {
+    for (const f of tsFiles(join(ROOT, rule.from))) {
+      test(`${relative(ROOT, f)} (${rule.why})`, () => {
+        expect(ruleViolations(rule, importedPaths(f, readFileSync(f, "utf8")))).toEqual([]);
       });
     }
   }
+  test("runtime/bun/** is imported only by runtime/bun.ts", () => {
+    const bad = srcFiles.flatMap((f) => bunRoomViolations(f, importedPaths(f, readFileSync(f, "utf8"))).map((p) => `${relative(ROOT, f)} -> ${p}`));
+    expect(bad).toEqual([]);
+  });
+});
 
-  test("the checker resolves relative imports to folders and flags a wrong arrow", () => {
-    const file = join(ROOT, "src/mocker/x.ts");
-    const folders = importedFolders(file, 'import { a } from "../recovery/types.ts";\nimport { b } from "./engine.ts";\n// from "../app/x.ts"\n');
-    expect(folders).toEqual(["recovery", "mocker"]);
-    expect(arrowViolations(ARROWS[0]!, folders)).toEqual(["recovery"]);
-    const sched = importedFolders(join(ROOT, "src/scheduler/costs/y.ts"), 'import type { K } from "../../indexer/types.ts";');
-    expect(arrowViolations(ARROWS[3]!, sched)).toEqual(["indexer"]);
+describe("architecture: the checker itself", () => {
+  test("flags a runtime import and a clock read, not a comment naming them", () => {
+    const bad = code('import { x } from "node:fs";\nconst t = Date.now();\n// Bun.write is only mentioned in a comment\n');
+    expect(FORBIDDEN.filter(([re]) => re.test(bad)).map(([, what]) => what)).toEqual(["node:* import", "wall clock (pass time in)"]);
+  });
+
+  test("an import planted at any depth is resolved to its folder (the old `from \"../X/\"` hole is closed)", () => {
+    const router = RULES[0]!;
+    // Two and three levels up, which the old one-level regex did not see.
+    const deep = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'import { W } from "../../../fleet/registry.ts";');
+    expect(deep).toEqual(["src/fleet/registry.ts"]);
+    expect(ruleViolations(router, deep)).toEqual(["src/fleet/registry.ts"]);
+    const deeper = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'export * from "../../../../src/edge/app.ts";');
+    expect(ruleViolations(router, deeper)).toEqual(["src/edge/app.ts"]);
+    // Inside the room, and its allowed neighbours, pass.
+    const fine = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'import { a } from "../../books/load-tracker.ts";\nimport { b } from "../../../core/ids.ts";');
+    expect(ruleViolations(router, fine)).toEqual([]);
+    // choose/ may not walk the index, however deep the importer.
+    const walk = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'import type { K } from "../../index/types.ts";');
+    expect(ruleViolations(RULES[1]!, walk)).toEqual(["src/router/index/types.ts"]);
+  });
+
+  test("a planted import of the Bun room from outside runtime/bun.ts is flagged, from inside it is not", () => {
+    const planted = 'import { SocketUpstream } from "./bun/upstream/socket-client.ts";';
+    expect(bunRoomViolations(join(ROOT, "src/runtime/portable.ts"), importedPaths(join(ROOT, "src/runtime/portable.ts"), planted))).toEqual([
+      "src/runtime/bun/upstream/socket-client.ts",
+    ]);
+    const viaMocker = importedPaths(join(ROOT, "src/mocker/x.ts"), 'import { a } from "../runtime/bun/tokens/load-on-bun.ts";');
+    expect(bunRoomViolations(join(ROOT, "src/mocker/x.ts"), viaMocker)).toEqual(["src/runtime/bun/tokens/load-on-bun.ts"]);
+    expect(bunRoomViolations(join(ROOT, "src/runtime/bun.ts"), importedPaths(join(ROOT, "src/runtime/bun.ts"), 'import { a } from "./bun/hasher.ts";'))).toEqual([]);
+  });
+
+  test("the separate programs may not reach the router or the edge", () => {
+    const mocker = RULES.find((r) => r.from === "src/mocker")!;
+    const paths = importedPaths(join(ROOT, "src/mocker/a/b.ts"), 'import { r } from "../../router/index.ts";\nimport { e } from "../../edge/app.ts";\nimport { c } from "../../core/ids.ts";');
+    expect(ruleViolations(mocker, paths)).toEqual(["src/router/index.ts", "src/edge/app.ts"]);
   });
 });
 
 /**
  * The Deno and workerd entries run everything they import: no file reachable from them may use
- * Bun (issue 10). The conformance suite proves it at run time; this names the file at once.
+ * Bun. The conformance suite proves it at run time; this names the file at once.
  */
 const PORTABLE_ENTRIES = ["src/runtime/portable.ts", "src/runtime/deno.ts", "src/runtime/workerd.ts"];
 const BUN_USE: readonly [RegExp, string][] = [
@@ -185,16 +211,14 @@ function reachable(entries: readonly string[]): string[] {
 
 describe("architecture: the Deno and workerd entries reach no Bun code", () => {
   const graph = reachable(PORTABLE_ENTRIES);
-  test("the graph holds the router room and the app", () => {
-    const rel = graph.map((f) => relative(ROOT, f));
+  const rel = graph.map((f) => relative(ROOT, f));
+  test("the graph holds the router room and the edge", () => {
     expect(rel).toContain("src/router/create-router.ts");
-    expect(rel).toContain("src/app/app.ts");
+    expect(rel).toContain("src/edge/app.ts");
   });
-  test("the Upstash REST store and load sync are in it; the RESP (Bun) Redis files are not, by construction (Bun's entry injects them)", () => {
-    const rel = graph.map((f) => relative(ROOT, f));
-    for (const f of ["src/sessions/redis-store.ts", "src/sessions/upstash-client.ts", "src/sync/load-sync.ts", "src/sync/stream-transport.ts"]) expect(rel).toContain(f);
-    const resp = ["src/sessions/resp-client.ts", "src/sync/resp-subscriber.ts", "src/sync/pubsub-transport.ts"];
-    expect(rel.filter((f) => resp.includes(f))).toEqual([]);
+  test("the Upstash REST store and load sync are in it; nothing of runtime/bun/** is (Bun's entry injects the RESP pieces)", () => {
+    for (const f of ["src/sync/redis-store.ts", "src/sync/upstash-client.ts", "src/sync/load-sync.ts", "src/sync/stream-transport.ts"]) expect(rel).toContain(f);
+    expect(rel.filter((f) => inFolder(f, BUN_ROOM))).toEqual([]);
   });
   for (const f of graph) {
     test(relative(ROOT, f), () => {

@@ -1,5 +1,5 @@
 /**
- * Is the hand-written MessagePack reader (src/events/zmq/msgpack.ts) still needed, or does a
+ * Is the hand-written MessagePack reader (src/runtime/bun/zmq/msgpack.ts) still needed, or does a
  * well-kept library (msgpackr) do the job as fast? Issue 10 asks for this bench before keeping it.
  *
  *   bun bench/events/msgpack.ts [--runs 7] [--json FILE]
@@ -19,8 +19,8 @@ import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { Packr, Unpackr } from "msgpackr";
 import { type BatchBlockHasher } from "../../src/core/hashing.ts";
-import { decode } from "../../src/events/zmq/msgpack.ts";
-import { decodeVllmBatch } from "../../src/events/zmq/vllm-decode.ts";
+import { decode } from "../../src/runtime/bun/zmq/msgpack.ts";
+import { decodeVllmBatch } from "../../src/runtime/bun/zmq/vllm-decode.ts";
 import { textTable } from "../support/text-table.ts";
 
 const { values } = parseArgs({ options: { runs: { type: "string" }, json: { type: "string" } } });

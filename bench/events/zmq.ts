@@ -19,9 +19,9 @@
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { RouterEvent } from "../../src/core/events.ts";
-import { createIndexer } from "../../src/indexer/indexer.ts";
-import { startVllmKvSubscriber } from "../../src/events/zmq/subscriber.ts";
-import { decodeVllmBatch, newVllmDecodeCounters } from "../../src/events/zmq/vllm-decode.ts";
+import { createIndexer } from "../../src/router/index/indexer.ts";
+import { startVllmKvSubscriber } from "../../src/runtime/bun/zmq/subscriber.ts";
+import { decodeVllmBatch, newVllmDecodeCounters } from "../../src/runtime/bun/zmq/vllm-decode.ts";
 import { pythonZmqProblem, VllmPublisherProcess } from "../../test/support/vllm-kv-publisher.ts";
 
 const { values } = parseArgs({ options: { batches: { type: "string" }, json: { type: "string" } } });

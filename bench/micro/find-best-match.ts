@@ -21,13 +21,13 @@ import {
   seqHasherOf,
   type BatchBlockHasher,
 } from "../../src/core/hashing.ts";
-import { RadixTree } from "../../src/indexer/radix-tree.ts";
-import { endpointsOf } from "../../src/scheduler/endpoints.ts";
-import { schedulerConfig } from "../../src/scheduler/config.ts";
-import { findBestMatch } from "../../src/scheduler/find-best-match.ts";
-import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
-import { createPipeline } from "../../src/scheduler/registry.ts";
-import { loadNativeBlockHasher } from "../../src/native/hasher.ts";
+import { RadixTree } from "../../src/router/index/radix-tree.ts";
+import { endpointsOf } from "../../src/router/choose/endpoints.ts";
+import { schedulerConfig } from "../../src/router/choose/config.ts";
+import { findBestMatch } from "../../src/router/choose/find-best-match.ts";
+import { LoadTracker } from "../../src/router/books/load-tracker.ts";
+import { createPipeline } from "../../src/router/choose/registry.ts";
+import { loadNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
 import { worker } from "../../src/core/ids.ts";
 import { xorshift32 } from "../../test/support/prng.ts";
 import { percentile } from "../replay/stats.ts";

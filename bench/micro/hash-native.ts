@@ -9,8 +9,8 @@
  * as µs per prompt and tokens/s. Needs `bun run build:ffi`.
  */
 import { portableBatchHasher, XXH3_SEED, type BatchBlockHasher } from "../../src/core/hashing.ts";
-import { createNativeBlockHasher } from "../../src/native/hasher.ts";
-import { loadNativeLibrary } from "../../src/native/library.ts";
+import { createNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
+import { loadNativeLibrary } from "../../src/transfer/native/library.ts";
 import { randomTokens } from "../../test/support/prng.ts";
 import { median } from "../replay/stats.ts";
 import { textTable } from "../support/text-table.ts";

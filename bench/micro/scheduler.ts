@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark of one scheduling decision (src/scheduler/find-best-match.ts).
+ * Micro-benchmark of one scheduling decision (src/router/choose/find-best-match.ts).
  *
  *   bun bench/micro/scheduler.ts [--json FILE]
  *
@@ -19,12 +19,12 @@
 import { readFileSync } from "node:fs";
 import { keyOf } from "../../src/core/ids.ts";
 import type { OverlapScores } from "../../src/core/overlap.ts";
-import { schedulerConfig, type SchedulerConfig } from "../../src/scheduler/config.ts";
-import { endpointsOf } from "../../src/scheduler/endpoints.ts";
-import { findBestMatch } from "../../src/scheduler/find-best-match.ts";
-import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
-import { createPipeline, type PolicyName } from "../../src/scheduler/registry.ts";
-import type { Endpoint } from "../../src/scheduler/types.ts";
+import { schedulerConfig, type SchedulerConfig } from "../../src/router/choose/config.ts";
+import { endpointsOf } from "../../src/router/choose/endpoints.ts";
+import { findBestMatch } from "../../src/router/choose/find-best-match.ts";
+import { LoadTracker } from "../../src/router/books/load-tracker.ts";
+import { createPipeline, type PolicyName } from "../../src/router/choose/registry.ts";
+import type { Endpoint } from "../../src/router/choose/types.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
 import { textTable } from "../support/text-table.ts";
 

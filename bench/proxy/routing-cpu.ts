@@ -9,12 +9,12 @@
  */
 import { createRouter } from "../../src/router/create-router.ts";
 import { computeBlockHashesWith, computeSeqHashes, portableBatchHasher, seqHasherOf } from "../../src/core/hashing.ts";
-import { RouterMetrics } from "../../src/metrics/names.ts";
-import { loadNativeBlockHasher } from "../../src/native/hasher.ts";
-import { MemoryAffinityStore } from "../../src/sessions/memory-store.ts";
-import { StickyRouter } from "../../src/sessions/sticky.ts";
+import { RouterMetrics } from "../../src/observe/names.ts";
+import { loadNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
+import { MemoryAffinityStore } from "../../src/router/sessions/memory-store.ts";
+import { StickyRouter } from "../../src/router/sessions/sticky.ts";
 import { promptTokens } from "../../src/tokens/index.ts";
-import { WorkerRegistry } from "../../src/workers/registry.ts";
+import { WorkerRegistry } from "../../src/fleet/registry.ts";
 
 function arg(name: string, dflt: number): number {
   const i = process.argv.indexOf(name);

@@ -17,10 +17,10 @@
 import { RedisClient } from "bun";
 import { loadavg } from "node:os";
 import { worker } from "../../src/core/ids.ts";
-import { MemoryAffinityStore } from "../../src/sessions/memory-store.ts";
-import { openRedisConnection } from "../../src/sessions/redis-client.ts";
-import { openRespConnection } from "../../src/sessions/resp-client.ts";
-import { RedisAffinityStore } from "../../src/sessions/redis-store.ts";
+import { MemoryAffinityStore } from "../../src/router/sessions/memory-store.ts";
+import { openRedisConnection } from "../../src/sync/redis-client.ts";
+import { openRespConnection } from "../../src/runtime/bun/resp-client.ts";
+import { RedisAffinityStore } from "../../src/sync/redis-store.ts";
 import { startRedisServer } from "../../test/support/redis-server.ts";
 import { startUpstashBridge } from "../../test/support/upstash-bridge.ts";
 

@@ -6,7 +6,7 @@
  * 14's hit target), which is where the hit and p90 targets pull apart. Seconds, no processes;
  * not the measurement of record.
  */
-import { schedulerConfig } from "../../src/scheduler/config.ts";
+import { schedulerConfig } from "../../src/router/choose/config.ts";
 import { textTable } from "../support/text-table.ts";
 import { simulate } from "./sim.ts";
 import { simOptions, simWorkloads } from "./sim-workloads.ts";

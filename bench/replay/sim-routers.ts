@@ -6,7 +6,7 @@
  * noise, no event or Redis delay: not the measurement of record (suite.ts is), the noise-free view
  * of what knowing the engines' caches is worth when a router sees only a share of the traffic.
  */
-import { schedulerConfig } from "../../src/scheduler/config.ts";
+import { schedulerConfig } from "../../src/router/choose/config.ts";
 import { textTable } from "../support/text-table.ts";
 import { simulate } from "./sim.ts";
 import { KV_DEFAULTS, simOptions, simWorkloads } from "./sim-workloads.ts";

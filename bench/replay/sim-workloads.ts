@@ -2,7 +2,7 @@
 import { join } from "node:path";
 import { generate } from "./gen/shapes.ts";
 import { loadTrace, TRACE_BLOCK_TOKENS, uniqueFullBlocks, type TraceRequest } from "./trace.ts";
-import type { SchedulerConfig } from "../../src/scheduler/config.ts";
+import type { SchedulerConfig } from "../../src/router/choose/config.ts";
 import type { SimOptions } from "./sim.ts";
 
 const TRACES = join(import.meta.dir, "..", "..", "..", "shared", "traces");

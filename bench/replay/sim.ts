@@ -14,12 +14,12 @@
 import { parseArgs } from "node:util";
 import type { WorkerKey } from "../../src/core/ids.ts";
 import type { OverlapScores } from "../../src/core/overlap.ts";
-import { schedulerConfig, type SchedulerConfig } from "../../src/scheduler/config.ts";
-import { endpointsOf } from "../../src/scheduler/endpoints.ts";
-import { findBestMatch } from "../../src/scheduler/find-best-match.ts";
-import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
-import { createIndexer } from "../../src/indexer/indexer.ts";
-import { createPipeline, isPolicyName } from "../../src/scheduler/registry.ts";
+import { schedulerConfig, type SchedulerConfig } from "../../src/router/choose/config.ts";
+import { endpointsOf } from "../../src/router/choose/endpoints.ts";
+import { findBestMatch } from "../../src/router/choose/find-best-match.ts";
+import { LoadTracker } from "../../src/router/books/load-tracker.ts";
+import { createIndexer } from "../../src/router/index/indexer.ts";
+import { createPipeline, isPolicyName } from "../../src/router/choose/registry.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
 import { textTable } from "../support/text-table.ts";
 import { idealHitRate } from "./oracle.ts";

@@ -15,8 +15,8 @@ import { storedEvent } from "../../src/core/events.ts";
 import { computeBlockHashesWith, portableBatchHasher } from "../../src/core/hashing.ts";
 import type { WorkerWithDpRank } from "../../src/core/ids.ts";
 import { createRouter } from "../../src/router/create-router.ts";
-import { MemoryAffinityStore } from "../../src/sessions/memory-store.ts";
-import { StickyRouter } from "../../src/sessions/sticky.ts";
+import { MemoryAffinityStore } from "../../src/router/sessions/memory-store.ts";
+import { StickyRouter } from "../../src/router/sessions/sticky.ts";
 
 const TOKENS = 8192;
 const BS = 16;

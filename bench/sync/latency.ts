@@ -7,10 +7,10 @@
  * Prints p50/p99/max per transport and setting, a burst throughput, and encode/decode cost.
  */
 import { keyOf, worker } from "../../src/core/ids.ts";
-import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
-import type { ActiveSequenceEvent } from "../../src/scheduler/sequence-events.ts";
+import { LoadTracker } from "../../src/router/books/load-tracker.ts";
+import type { ActiveSequenceEvent } from "../../src/router/books/sequence-events.ts";
 import { startLoadSync, type LoadSync, type LoadSyncOptions } from "../../src/sync/load-sync.ts";
-import { openPubSubTransport } from "../../src/sync/pubsub-transport.ts";
+import { openPubSubTransport } from "../../src/runtime/bun/pubsub-transport.ts";
 import { decodeMessage, encodeEvent, encodeEventsMessage } from "../../src/sync/wire.ts";
 import { startRedisServer } from "../../test/support/redis-server.ts";
 import { startUpstashBridge } from "../../test/support/upstash-bridge.ts";

@@ -14,8 +14,8 @@
  */
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { readTextWithBun } from "../../src/tokens/bun.ts";
-import { EncodePool, offloadLargeEncodes } from "../../src/tokens/encode-pool.ts";
+import { readTextWithBun } from "../../src/runtime/bun/tokens/load-on-bun.ts";
+import { EncodePool, offloadLargeEncodes } from "../../src/runtime/bun/tokens/encode-pool.ts";
 import type { EngineTokenizer, TokenizerLibrary } from "../../src/tokens/index.ts";
 import { loadEngineTokenizer } from "../../src/tokens/index.ts";
 import { mulberry32 } from "../../test/support/prng.ts";

@@ -17,7 +17,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadNativeLibrary, type NativeLibrary } from "../../src/native/library.ts";
+import { loadNativeLibrary, type NativeLibrary } from "../../src/transfer/native/library.ts";
 import { NativePool } from "../../src/transfer/pools.ts";
 import type { BlockLayout } from "../../src/transfer/types.ts";
 import { median } from "../replay/stats.ts";

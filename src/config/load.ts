@@ -7,7 +7,7 @@
  * const config = loadConfig({ argv: ["--port", "9000", "--worker", "http://127.0.0.1:8001"], env: {} });
  */
 import * as v from "valibot";
-import { scanFlags } from "../core/flag-scan.ts";
+import { scanFlags } from "./flag-scan.ts";
 import { ConfigSchema, crossFieldProblems, finishConfig, OPTIONS, type Config, type OptionSpec } from "./schema.ts";
 
 export class ConfigError extends Error {

@@ -6,8 +6,8 @@
 import { type TokenizerSpec, TokenizerSpecsSchema } from "./tokenizers.ts";
 import * as v from "valibot";
 
-import { LOAD_METRICS, type LoadMetric } from "../scheduler/filters/load-guard.ts";
-import { POLICY_NAMES, type PolicyName } from "../scheduler/registry.ts";
+import { LOAD_METRICS, type LoadMetric } from "../router/choose/filters/load-guard.ts";
+import { POLICY_NAMES, type PolicyName } from "../router/choose/registry.ts";
 
 /** The scheduler's own lists, so a new policy or load metric needs no second edit here. */
 export const POLICIES = POLICY_NAMES;
@@ -413,7 +413,7 @@ export interface Config {
   readonly zmqEndpoints: readonly ZmqWorker[];
   /** Tokenizer directories: one per model, and/or a default (model undefined). */
   readonly tokenizers: readonly TokenizerSpec[];
-  /** Encode workers per tokenizer (src/tokens/encode-pool.ts); 0: in the event loop; null: cores - 1 (1 to 4). */
+  /** Encode workers per tokenizer (src/runtime/bun/tokens/encode-pool.ts); 0: in the event loop; null: cores - 1 (1 to 4). */
   readonly tokenizerWorkers: number | null;
   /** The encoder behind the tokenizers: the HF libraries (pure JS or native) or our byte-level BPE (opt-in). */
   readonly tokenizerLibrary: TokenizerLibraryName;

@@ -17,7 +17,7 @@
  * It knows nothing of HTTP; the server maps routes to it.
  */
 import { readdirSync } from "node:fs";
-import type { NativeLibrary } from "../native/library.ts";
+import type { NativeLibrary } from "../transfer/native/library.ts";
 import { BlockTransferHandler } from "../transfer/handler.ts";
 import { NativePool } from "../transfer/pools.ts";
 import type { BlockLayout } from "../transfer/types.ts";

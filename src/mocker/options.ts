@@ -4,7 +4,7 @@
  * flags of `switchyard mocker`. Pure: parsing only, no process access.
  */
 import type { WorkerId } from "../core/ids.ts";
-import { scanFlags } from "../core/flag-scan.ts";
+import { scanFlags } from "../config/flag-scan.ts";
 import { DEFAULT_TIMING, type TimingModel } from "./timing.ts";
 
 export interface MockerOptions {

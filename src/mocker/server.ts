@@ -37,7 +37,7 @@ import {
 import { DEFAULT_SESSION_TIMEOUT_S } from "./sessions.ts";
 import { byteTokenizer, loadMockerTokenizer, type MockerTokenizer } from "./tokenizer.ts";
 import { computeBlockHashes } from "../core/hashing.ts";
-import { requireNativeLibrary } from "../native/library.ts";
+import { requireNativeLibrary } from "../transfer/native/library.ts";
 import { parseDisaggDirective, type DisaggDirective } from "./disagg-request.ts";
 import { engineBlockHashes } from "./engine-hash.ts";
 import type { ImportedKv } from "./engine.ts";
@@ -141,7 +141,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   const workerId = config.workerId ?? workerIdFromUrl(url);
   // Who this process is: a router that sees these change knows the engine restarted and its
-  // cache is empty (src/workers/restart-detector.ts), even when no event says so.
+  // cache is empty (src/fleet/restart-detector.ts), even when no event says so.
   const instanceId = crypto.randomUUID();
   const startedAt = Date.now();
   for (const routerUrl of config.routerUrls) {

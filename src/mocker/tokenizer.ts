@@ -8,7 +8,7 @@
 import { RouterError } from "../core/errors.ts";
 import { completionPromptTokens, chatPromptTokens } from "../tokens/prompt.ts";
 import { tokenizeText } from "../tokens/tokenize.ts";
-import { loadEngineTokenizerOnBun } from "../tokens/bun.ts";
+import { loadEngineTokenizer } from "../tokens/load.ts";
 import { requestPrompts } from "../tokens/request-prompts.ts";
 
 export interface MockerTokenizer {
@@ -74,7 +74,8 @@ export const byteTokenizer: MockerTokenizer = {
 
 /** A Hugging Face tokenizer directory as the engine's tokenizer (vLLM's tokenization, src/tokens). */
 export async function loadMockerTokenizer(dir: string): Promise<MockerTokenizer> {
-  const tok = await loadEngineTokenizerOnBun(dir);
+  // The mocker is its own Bun program: the portable tokenizer with Bun's file reader, no worker pool.
+  const tok = await loadEngineTokenizer(dir, { impl: "pure", now: () => Date.now(), readText: (path) => Bun.file(path).text() });
   return {
     source: tok.source,
     async completionPrompts(prompt) {

@@ -1,7 +1,7 @@
 /**
  * OpenAI's error body, {"error":{"message","type","code","param"}}, as every service here
  * answers it (router, transfer agent). Shape only: which status an error gets is the
- * caller's business (src/app/errors.ts for the router). Uses only the web-standard Response.
+ * caller's business (src/edge/errors.ts for the router). Uses only the web-standard Response.
  */
 
 /** OpenAI's `type` field: what kind of problem, from the status. */

@@ -10,7 +10,7 @@
  *   - `routing.prepare` / `routing.route` -> decision + lease (the lease frees exactly once);
  *   - `ingest(events, source)`: KV events of registered (worker, dp rank)s into the recovery
  *     driver ("engine": ordered by ids, gaps recovered; "admin": applied as they say). Cleared
- *     clears the (worker, dp rank) it names (src/recovery/README.md, ClearScope "rank").
+ *     clears the (worker, dp rank) it names (src/router/recovery/README.md, ClearScope "rank").
  *   - `ingestLossy(events)`: a stream that cannot be replayed (vLLM over ZMQ: vLLM serves no
  *     /kv/query), applied in order; an id gap (batches lost for good) wipes the rank first
  *     (recovery/lossy-stream.ts); Cleared clears its (worker, dp rank), as above.
@@ -24,20 +24,20 @@
 import type { RouterEvent } from "../core/events.ts";
 import type { BatchBlockHasher } from "../core/hashing.ts";
 import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
-import { createIndexer } from "../indexer/indexer.ts";
-import type { KvIndex } from "../indexer/types.ts";
-import { RecoveryDriver } from "../recovery/driver.ts";
-import { LossyStreamGuard } from "../recovery/lossy-stream.ts";
-import type { EventSource, WorkerQuery } from "../recovery/types.ts";
-import { schedulerConfig, type SchedulerConfig } from "../scheduler/config.ts";
-import { LoadTracker } from "../scheduler/load-tracker.ts";
-import { createPipeline, type PolicyName } from "../scheduler/registry.ts";
-import type { Pipeline, Rng } from "../scheduler/types.ts";
-import type { StickyRouter } from "../sessions/sticky.ts";
-import { ExternalLeases } from "./external-leases.ts";
+import { createIndexer } from "./index/indexer.ts";
+import type { KvIndex } from "./index/types.ts";
+import { RecoveryDriver } from "./recovery/driver.ts";
+import { LossyStreamGuard } from "./recovery/lossy-stream.ts";
+import type { EventSource, WorkerQuery } from "./recovery/types.ts";
+import { schedulerConfig, type SchedulerConfig } from "./choose/config.ts";
+import { LoadTracker } from "./books/load-tracker.ts";
+import { createPipeline, type PolicyName } from "./choose/registry.ts";
+import type { Pipeline, Rng } from "./choose/types.ts";
+import type { StickyRouter } from "./sessions/sticky.ts";
+import { ExternalLeases } from "./books/external-leases.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RoutingService } from "./routing-service.ts";
-import type { EngineSessionOps } from "./session-control.ts";
+import type { EngineSessionOps } from "./sessions/session-control.ts";
 
 export interface RouterConfig {
   readonly policy: PolicyName;
@@ -94,7 +94,7 @@ export interface Router {
   readonly recovery: RecoveryDriver;
   readonly leases: ExternalLeases;
   /**
-   * Worker registration's hooks into the room (src/workers/membership.ts takes this object as
+   * Worker registration's hooks into the room (src/fleet/membership.ts takes this object as
    * its `load` and `recovery`): load slots for every registered rank, a full KV restore for a
    * new rank (`reset`: start it over, e.g. the engine restarted), and a removed worker's blocks
    * gone from both indexes.

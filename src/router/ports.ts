@@ -23,3 +23,9 @@ export interface RoutingObserver {
   readonly phases: Readonly<Record<"hash" | "match" | "schedule" | "total", Observer>>;
   readonly overlap: Observer;
 }
+
+/** A one-shot timer (the runtime's setTimeout / clearTimeout), so that pure code owns none. */
+export interface Timers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}

@@ -10,16 +10,16 @@
  */
 import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/hashing.ts";
 import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
-import type { KvIndex } from "../indexer/types.ts";
-import type { SchedulerConfig } from "../scheduler/config.ts";
-import { endpoint } from "../scheduler/endpoints.ts";
-import { findBestMatch } from "../scheduler/find-best-match.ts";
-import type { LoadTracker } from "../scheduler/load-tracker.ts";
-import type { Endpoint, Pipeline, Rng } from "../scheduler/types.ts";
-import type { StickyRouter } from "../sessions/sticky.ts";
+import type { KvIndex } from "./index/types.ts";
+import type { SchedulerConfig } from "./choose/config.ts";
+import { endpoint } from "./choose/endpoints.ts";
+import { findBestMatch } from "./choose/find-best-match.ts";
+import type { LoadTracker } from "./books/load-tracker.ts";
+import type { Endpoint, Pipeline, Rng } from "./choose/types.ts";
+import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
-import { RequestLease } from "./request-lease.ts";
-import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./session-control.ts";
+import { RequestLease } from "./books/request-lease.ts";
+import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";
 
 export interface RoutingDeps {
   readonly registry: RoutableWorkers;

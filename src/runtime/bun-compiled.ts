@@ -7,7 +7,7 @@
  */
 import embeddedLibrary from "../../ffi/build/libswitchyard.so" with { type: "file" };
 import { main } from "../main.ts";
-import { FFI_LIB_ENV } from "../native/library.ts";
+import { FFI_LIB_ENV } from "../transfer/native/library.ts";
 
 process.env[FFI_LIB_ENV] ??= embeddedLibrary;
 await main(process.argv.slice(2));

@@ -8,17 +8,17 @@
  * workerd's entries are beside this file.
  */
 import { hostname, networkInterfaces } from "node:os";
-import { createApp } from "../app/app.ts";
-import type { AppDeps } from "../app/deps.ts";
-import { WorkerRoles } from "../app/disagg/roles.ts";
-import type { Logger } from "../app/log.ts";
-import { fetchUpstream } from "../app/proxy/upstream.ts";
+import { createApp } from "../edge/app.ts";
+import type { AppDeps } from "../edge/deps.ts";
+import { WorkerRoles } from "../edge/disagg/roles.ts";
+import type { Logger } from "../edge/log.ts";
+import { fetchUpstream } from "../edge/proxy/upstream.ts";
 import type { Config } from "../config/schema.ts";
-import { openRespConnection } from "../sessions/resp-client.ts";
-import { openPubSubTransport } from "../sync/pubsub-transport.ts";
-import { loadEngineTokenizerOnBun } from "../tokens/bun.ts";
-import { defaultEncodeWorkers } from "../tokens/encode-pool.ts";
-import { SocketHttpClient } from "../upstream/socket-client.ts";
+import { openRespConnection } from "./bun/resp-client.ts";
+import { openPubSubTransport } from "./bun/pubsub-transport.ts";
+import { loadEngineTokenizerOnBun } from "./bun/tokens/load-on-bun.ts";
+import { defaultEncodeWorkers } from "./bun/tokens/encode-pool.ts";
+import { SocketHttpClient } from "./bun/upstream/socket-client.ts";
 import { startEmbeddedEngines } from "./bun/embedded-engines.ts";
 import { EngineLoad } from "./bun/engine-load.ts";
 import { chooseHasher } from "./bun/hasher.ts";
@@ -57,7 +57,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     config,
     {
       hasher,
-      // Prompts of 32k+ characters encode in a pool of Workers (src/tokens/encode-pool.ts) unless --tokenizer-workers 0.
+      // Prompts of 32k+ characters encode in a pool of Workers (src/runtime/bun/tokens/encode-pool.ts) unless --tokenizer-workers 0.
       loadTokenizer: (dir) =>
         loadEngineTokenizerOnBun(dir, {
           impl: config.tokenizerLibrary === "native" ? "native" : "pure",

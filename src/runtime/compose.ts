@@ -7,32 +7,32 @@
  * hooks for what it wires beside) and adds its own pieces (src/runtime/bun.ts, portable.ts).
  * It serves nothing and imports no Bun code (test/architecture.test.ts: portable.ts reaches it).
  */
-import { bindClusterMetrics } from "../app/cluster-metrics.ts";
-import type { AppDeps } from "../app/deps.ts";
-import type { Logger } from "../app/log.ts";
-import { AdmissionGate } from "../app/routing/admission-gate.ts";
-import { RouterTokenizers, type RouterTokenizersDeps } from "../app/routing/tokenizers.ts";
+import { bindClusterMetrics } from "../edge/cluster-metrics.ts";
+import type { AppDeps } from "../edge/deps.ts";
+import type { Logger } from "../edge/log.ts";
+import { AdmissionGate } from "../router/admission/admission-gate.ts";
+import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/routing/tokenizers.ts";
 import type { Config } from "../config/schema.ts";
 import type { BatchBlockHasher } from "../core/hashing.ts";
 import type { WorkerId, WorkerKey } from "../core/ids.ts";
-import { kvQueryClient } from "../events/kv-query-client.ts";
-import { AdapterLoader } from "../lora/adapter-loader.ts";
-import { AdapterAllowlist } from "../lora/adapter-name.ts";
-import { LoraStateTracker } from "../lora/state-tracker.ts";
-import { bindCollectors } from "../metrics/collectors.ts";
-import { RouterMetrics } from "../metrics/names.ts";
+import { kvQueryClient } from "../fleet/events/kv-query-client.ts";
+import { AdapterLoader } from "../fleet/lora/adapter-loader.ts";
+import { AdapterAllowlist } from "../fleet/lora/adapter-name.ts";
+import { LoraStateTracker } from "../fleet/lora/state-tracker.ts";
+import { bindCollectors } from "../observe/collectors.ts";
+import { RouterMetrics } from "../observe/names.ts";
 import { createRouter } from "../router/create-router.ts";
-import type { RespOpener } from "../sessions/redis-client.ts";
-import { StickyRouter } from "../sessions/sticky.ts";
+import type { RespOpener } from "../sync/redis-client.ts";
+import { StickyRouter } from "../router/sessions/sticky.ts";
 import { randomRouterId, startLoadSync, type LoadSync } from "../sync/load-sync.ts";
 import type { PubSubOpener } from "../sync/transport.ts";
-import { fetchEngineInfo, type EngineInfo } from "../workers/engine-info.ts";
-import { engineLoraClient } from "../workers/engine-lora.ts";
-import { engineSessions } from "../workers/engine-sessions.ts";
-import { WorkerMembership } from "../workers/membership.ts";
-import { fetchServedModels, ModelDirectory } from "../workers/models.ts";
-import { WorkerRegistry } from "../workers/registry.ts";
-import { WorkerUrlPolicy } from "../workers/url-policy.ts";
+import { fetchEngineInfo, type EngineInfo } from "../fleet/engine-info.ts";
+import { engineLoraClient } from "../fleet/engine-lora.ts";
+import { engineSessions } from "../fleet/engine-sessions.ts";
+import { WorkerMembership } from "../fleet/membership.ts";
+import { fetchServedModels, ModelDirectory } from "../fleet/models.ts";
+import { WorkerRegistry } from "../fleet/registry.ts";
+import { WorkerUrlPolicy } from "../fleet/url-policy.ts";
 import { buildAffinityStore } from "./compose/affinity-store.ts";
 import { engineFetch } from "./compose/engine-fetch.ts";
 import { workerHealth } from "./compose/worker-health.ts";
@@ -236,12 +236,13 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     warn: (m) => log.warn(m),
   });
   // When every candidate is busy (the engines' own load, where the runtime scrapes it),
-  // requests wait in the admission queue (issue 13).
+  // requests wait in the admission queue .
   const admissionWait = metrics.admissionWait.series([]);
   const admission = new AdmissionGate({
     maxQueue: config.maxQueue,
     timeoutMs: config.queueTimeout * 1000,
     now,
+    timers: { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
     onAdmitted: (ms) => admissionWait.observe(ms / 1000),
     onRejected: (reason) => metrics.admissionRejections.inc([reason]),
   });

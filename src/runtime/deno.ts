@@ -5,7 +5,7 @@
  * that need Bun are refused by name (exit 2), like any bad flag. Prints the same one line,
  * {"url","port"}, once listening. Deno comes from the `deno` npm devDependency.
  */
-import { createLogger } from "../app/log.ts";
+import { createLogger } from "../edge/log.ts";
 import { ConfigError, loadConfig, serveUsage } from "../config/load.ts";
 import { BUN_ONLY_FLAGS, PortableStartupError, refusedFlags, refusedValues, startPortableRouter, type PortablePlatform } from "./portable.ts";
 

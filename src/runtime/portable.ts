@@ -9,15 +9,15 @@
  * hasher over bun:ffi, ZMQ, RESP Redis — `redis://` — embedded engines, the workers file watch,
  * the tokenizer worker pool, Bun's direct streams) is refused by name before anything starts
  * (`refusedFlags`, `refusedValues`). The RESP openers are never imported here: Bun's entry
- * injects them (src/sessions/redis-client.ts, src/sync/transport.ts).
+ * injects them (src/sync/redis-client.ts, src/sync/transport.ts).
  *
  * The runtime entry passes `serve` (its HTTP server), `sleep` and `readText`; the composition
  * itself is the one Bun uses too (./compose.ts).
  */
-import { createApp } from "../app/app.ts";
-import type { Logger } from "../app/log.ts";
+import { createApp } from "../edge/app.ts";
+import type { Logger } from "../edge/log.ts";
 import type { Config } from "../config/schema.ts";
-import { scanFlags } from "../core/flag-scan.ts";
+import { scanFlags } from "../config/flag-scan.ts";
 import { portableBatchHasher } from "../core/hashing.ts";
 import { loadEngineTokenizer } from "../tokens/load.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";

@@ -14,7 +14,7 @@
  *
  * The configuration (the parsed serve flags) comes in the CONFIG binding as JSON.
  */
-import { createLogger } from "../app/log.ts";
+import { createLogger } from "../edge/log.ts";
 import type { Config } from "../config/schema.ts";
 import { startPortableRouter, type PortablePlatform } from "./portable.ts";
 

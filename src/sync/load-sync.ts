@@ -13,9 +13,9 @@
  *   seen too); an origin silent for deadAfterMs has its requests freed here.
  * Nothing here throws into the request path: the tracker hook only queues.
  */
-import type { LoadTracker } from "../scheduler/load-tracker.ts";
-import { DEFAULT_COMMAND_TIMEOUT_MS } from "../sessions/redis-guard.ts";
-import type { ActiveSequenceEvent } from "../scheduler/sequence-events.ts";
+import type { LoadTracker } from "../router/books/load-tracker.ts";
+import { DEFAULT_COMMAND_TIMEOUT_MS } from "./redis-guard.ts";
+import type { ActiveSequenceEvent } from "../router/books/sequence-events.ts";
 import { LocalMirror } from "./local-mirror.ts";
 import { Outbox } from "./outbox.ts";
 import { PeerTable } from "./peers.ts";

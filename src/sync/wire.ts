@@ -22,7 +22,7 @@ import {
   ActiveSequenceEventSchema,
   activeSequenceEventToWire,
   type ActiveSequenceEvent,
-} from "../scheduler/sequence-events.ts";
+} from "../router/books/sequence-events.ts";
 
 interface Origin {
   readonly routerId: bigint;

@@ -1,7 +1,7 @@
 /**
  * loadEngineTokenizer: a model directory -> EngineTokenizer. Runtime-free: files come through
  * `opts.readText`, and the native library only when the caller passes its factory
- * (`opts.nativeLibrary`, from native-library.ts; ./bun.ts wires both on Bun). Checks
+ * (`opts.nativeLibrary`, from runtime/bun/tokens/native-library.ts, which wires both on Bun). Checks
  * the segment cache on a probe text with the real library before turning it on.
  */
 import type { EngineTokenizer, ReadText, TokenizerImpl, TokenizerLibrary, TokenizerLibraryFactory } from "./engine-tokenizer.ts";
@@ -80,7 +80,7 @@ export async function loadPureLibrary(dir: string, opts: { readText: ReadText; b
 export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOptions = {}): Promise<EngineTokenizer> {
   const impl = opts.impl ?? "pure";
   if (opts.readText === undefined) {
-    throw new Error("loadEngineTokenizer: no file reader; pass opts.readText (on Bun use loadEngineTokenizerOnBun from src/tokens/bun.ts)");
+    throw new Error("loadEngineTokenizer: no file reader; pass opts.readText (on Bun use loadEngineTokenizerOnBun from src/runtime/bun/tokens/load-on-bun.ts)");
   }
   let factory: TokenizerLibraryFactory;
   if (impl === "native") {

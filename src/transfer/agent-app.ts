@@ -10,7 +10,7 @@
  */
 import { Hono, type Context } from "hono";
 import { agentAdminAuth, errorResponse, type PeerAddress } from "./agent-edge.ts";
-import type { NativeLibrary } from "../native/library.ts";
+import type { NativeLibrary } from "./native/library.ts";
 import { HTTP_STATUS_BY_CODE, isTransferError, TransferError } from "./errors.ts";
 import type { BlockTransferHandler } from "./handler.ts";
 import type { NativePool } from "./pools.ts";

@@ -13,7 +13,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { requireNativeLibrary } from "../native/library.ts";
+import { requireNativeLibrary } from "./native/library.ts";
 import { createTransferApp } from "./agent-app.ts";
 import { parseTransferAgentArgs } from "./agent-options.ts";
 import { NativeReplicationGroup } from "./group.ts";

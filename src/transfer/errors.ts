@@ -2,7 +2,7 @@
  * Transfer errors: a closed set of codes, one mapping from the C library's status codes,
  * and (for the agent) one mapping to HTTP statuses.
  */
-import { SY_STATUS_NAMES } from "../native/ffi.ts";
+import { SY_STATUS_NAMES } from "./native/ffi.ts";
 
 export type TransferErrorCode =
   | "invalid-argument" // a bad value: size, enum, layout, index type

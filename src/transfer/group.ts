@@ -8,8 +8,8 @@
  * using group = NativeReplicationGroup.join(lib, { name: "kv-7f3a", rank, worldSize: 3 });
  * await group.broadcast(devicePool, Uint32Array.of(4, 5, 6)); // every rank, same indices
  */
-import { SY_GROUP_CPU_ONLY } from "../native/ffi.ts";
-import type { NativeLibrary } from "../native/library.ts";
+import { SY_GROUP_CPU_ONLY } from "./native/ffi.ts";
+import type { NativeLibrary } from "./native/library.ts";
 import { fromStatus, TransferError } from "./errors.ts";
 import { awaitJob } from "./jobs.ts";
 import { NativePool } from "./pools.ts";

@@ -4,8 +4,8 @@
  * keeps running the job whether or not anyone awaits the promise, and the final poll releases
  * it, so a job is never leaked by an abandoned promise (the loop always runs to the end).
  */
-import { SY_PENDING } from "../native/ffi.ts";
-import type { NativeLibrary } from "../native/library.ts";
+import { SY_PENDING } from "./native/ffi.ts";
+import type { NativeLibrary } from "./native/library.ts";
 import { fromStatus } from "./errors.ts";
 
 /** Blocking wait on the first poll: a job that is nearly done needs no timer at all. */

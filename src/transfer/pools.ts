@@ -22,8 +22,8 @@ import {
   SY_POOL_DISK,
   SY_POOL_HOST,
   SY_POOL_INFO_FIELDS,
-} from "../native/ffi.ts";
-import type { NativeLibrary } from "../native/library.ts";
+} from "./native/ffi.ts";
+import type { NativeLibrary } from "./native/library.ts";
 import { fromStatus, TransferError } from "./errors.ts";
 import { awaitJob } from "./jobs.ts";
 import { LAYOUT_KINDS, type BlockLayout, type PoolKind, type TransferPool } from "./types.ts";

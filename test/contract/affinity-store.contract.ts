@@ -11,8 +11,8 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { worker, type WorkerWithDpRank } from "../../src/core/ids.ts";
-import { StickyRouter } from "../../src/sessions/sticky.ts";
-import type { AffinityStore, Binding, OnExpire } from "../../src/sessions/store.ts";
+import { StickyRouter } from "../../src/router/sessions/sticky.ts";
+import type { AffinityStore, Binding, OnExpire } from "../../src/router/sessions/store.ts";
 import { until } from "../support/processes.ts";
 import { FakeClock } from "./fake-clock.ts";
 

@@ -2,7 +2,7 @@
  * A clock tests move by hand. `advance` walks time forward and fires every repeating timer
  * that falls due on the way, at its due time, in order — as real timers would have.
  */
-import type { StoreClock } from "../../src/sessions/store.ts";
+import type { StoreClock } from "../../src/router/sessions/store.ts";
 
 interface Timer {
   readonly id: number;

@@ -1,4 +1,4 @@
-import { MemoryAffinityStore } from "../../src/sessions/memory-store.ts";
+import { MemoryAffinityStore } from "../../src/router/sessions/memory-store.ts";
 import { runAffinityStoreContract } from "./affinity-store.contract.ts";
 
 runAffinityStoreContract("memory", async (clock, opts) => {

@@ -7,10 +7,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Redis } from "@upstash/redis";
 import { worker } from "../../src/core/ids.ts";
-import { openRedisConnection, type RedisConnection } from "../../src/sessions/redis-client.ts";
-import { openRespConnection } from "../../src/sessions/resp-client.ts";
-import { RedisAffinityStore } from "../../src/sessions/redis-store.ts";
-import type { Binding, StoreLogger } from "../../src/sessions/store.ts";
+import { openRedisConnection, type RedisConnection } from "../../src/sync/redis-client.ts";
+import { openRespConnection } from "../../src/runtime/bun/resp-client.ts";
+import { RedisAffinityStore } from "../../src/sync/redis-store.ts";
+import type { Binding, StoreLogger } from "../../src/router/sessions/store.ts";
 import { until } from "../support/processes.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";

@@ -10,7 +10,7 @@ import { TransferError } from "../../src/transfer/errors.ts";
 import { BlockTransferHandler } from "../../src/transfer/handler.ts";
 import type { NativePool } from "../../src/transfer/pools.ts";
 import { LAYOUT_KINDS, type BlockLayout, type LayoutKind, type PoolKind } from "../../src/transfer/types.ts";
-import { equalBytes, pattern } from "../unit/native/native-lib.ts";
+import { equalBytes, pattern } from "../unit/transfer/native/native-lib.ts";
 import { rejectionOf } from "../support/errors.ts";
 
 export type MakePool = (kind: PoolKind, numBlocks: number, layout: BlockLayout, diskPath?: string) => NativePool;

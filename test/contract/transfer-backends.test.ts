@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { NativePool, type PoolBackend } from "../../src/transfer/pools.ts";
-import { nativeLibrary } from "../unit/native/native-lib.ts";
+import { nativeLibrary } from "../unit/transfer/native/native-lib.ts";
 import { runTransferBackendContract, smallLayout } from "./transfer-backend.contract.ts";
 
 const lib = nativeLibrary();

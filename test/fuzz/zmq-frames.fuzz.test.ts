@@ -1,15 +1,15 @@
 /**
- * Fuzz of the ZMQ KV-event decoders (src/events/zmq/msgpack.ts, vllm-decode.ts), seeded.
+ * Fuzz of the ZMQ KV-event decoders (src/runtime/bun/zmq/msgpack.ts, vllm-decode.ts), seeded.
  * Frames come from any process that can reach the publisher's port, so whatever bytes
  * arrive: the decoders return, or throw their own MsgpackError / VllmDecodeError; never a
  * TypeError or RangeError, never an allocation sized by a length header the bytes cannot
  * back, never a hang. Inputs: random bytes, and real vLLM payloads (msgspec-encoded, from
- * test/unit/events/zmq/vllm-decode.test.ts) with bytes flipped, cut, or inserted.
+ * test/unit/runtime/bun/zmq/vllm-decode.test.ts) with bytes flipped, cut, or inserted.
  */
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { decode, MsgpackError } from "../../src/events/zmq/msgpack.ts";
-import { decodeVllmBatch, VllmDecodeError } from "../../src/events/zmq/vllm-decode.ts";
+import { decode, MsgpackError } from "../../src/runtime/bun/zmq/msgpack.ts";
+import { decodeVllmBatch, VllmDecodeError } from "../../src/runtime/bun/zmq/vllm-decode.ts";
 
 const SEED = 12_008;
 

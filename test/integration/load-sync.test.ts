@@ -6,9 +6,9 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { keyOf, worker } from "../../src/core/ids.ts";
-import { LoadTracker } from "../../src/scheduler/load-tracker.ts";
+import { LoadTracker } from "../../src/router/books/load-tracker.ts";
 import { startLoadSync, type LoadSync, type LoadSyncOptions } from "../../src/sync/load-sync.ts";
-import { openPubSubTransport } from "../../src/sync/pubsub-transport.ts";
+import { openPubSubTransport } from "../../src/runtime/bun/pubsub-transport.ts";
 import { until } from "../support/processes.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";

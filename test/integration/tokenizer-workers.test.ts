@@ -1,5 +1,5 @@
 /**
- * The router's encode Workers (--tokenizer-workers, src/tokens/encode-pool.ts) in a real
+ * The router's encode Workers (--tokenizer-workers, src/runtime/bun/tokens/encode-pool.ts) in a real
  * router process: a first-sight chat large enough for the pool (200k+ characters), a small
  * one, and a long completions prompt get the same ids from a router encoding in its Worker,
  * one encoding in the event loop (--tokenizer-workers 0) and this process's own tokenizer
@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import { loadEngineTokenizerOnBun } from "../../src/tokens/bun.ts";
+import { loadEngineTokenizerOnBun } from "../../src/runtime/bun/tokens/load-on-bun.ts";
 import { mulberry32 } from "../support/prng.ts";
 import { ROOT, startMain, stopAll, type Proc } from "../support/processes.ts";
 

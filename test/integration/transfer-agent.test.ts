@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { equalBytes, nativeLibrary, pattern, REPO_ROOT } from "../unit/native/native-lib.ts";
+import { equalBytes, nativeLibrary, pattern, REPO_ROOT } from "../unit/transfer/native/native-lib.ts";
 
 const TOKEN = "transfer-test-token";
 let proc: ReturnType<typeof Bun.spawn> | undefined;

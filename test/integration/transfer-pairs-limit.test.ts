@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { nativeLibrary, REPO_ROOT } from "../unit/native/native-lib.ts";
+import { nativeLibrary, REPO_ROOT } from "../unit/transfer/native/native-lib.ts";
 
 let proc: ReturnType<typeof Bun.spawn> | undefined;
 let base = "";

@@ -4,13 +4,13 @@
  * (queued requests), feed --engine-load-weight, pump the admission queue, and show in /metrics
  * (switchyard_engine_load) and GET /v1/workers. Off (no scraping) with --engine-metrics-interval 0.
  */
-import type { AdmissionGate } from "../../app/routing/admission-gate.ts";
-import type { Logger } from "../../app/log.ts";
+import type { AdmissionGate } from "../../router/admission/admission-gate.ts";
+import type { Logger } from "../../edge/log.ts";
 import type { Config } from "../../config/schema.ts";
 import type { WorkerId, WorkerKey } from "../../core/ids.ts";
-import type { RouterMetrics } from "../../metrics/names.ts";
-import { busyEngineRanks, waitingByRank } from "../../workers/engine-metrics.ts";
-import { EngineMetricsScraper, type ScrapedWorker } from "../../workers/engine-metrics-scraper.ts";
+import type { RouterMetrics } from "../../observe/names.ts";
+import { busyEngineRanks, waitingByRank } from "../../fleet/engine-metrics.ts";
+import { EngineMetricsScraper, type ScrapedWorker } from "../../fleet/engine-metrics-scraper.ts";
 
 export class EngineLoad {
   /** Ranks past the busy limits at the last scrape; read by the scheduler at each decision. */

@@ -1,8 +1,8 @@
 /** Bun's block hasher for request block hashes: the C library's over bun:ffi when it loads, else TypeScript. */
-import type { Logger } from "../../app/log.ts";
+import type { Logger } from "../../edge/log.ts";
 import { portableBatchHasher, type BatchBlockHasher } from "../../core/hashing.ts";
-import { createNativeBlockHasher } from "../../native/hasher.ts";
-import { loadNativeLibrary } from "../../native/library.ts";
+import { createNativeBlockHasher } from "./ffi-hasher.ts";
+import { loadNativeLibrary } from "../../transfer/native/library.ts";
 
 export function chooseHasher(log: Logger): BatchBlockHasher {
   const lib = loadNativeLibrary();

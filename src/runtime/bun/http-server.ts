@@ -1,7 +1,7 @@
 /** Bun.serve with the router's limits: the client idle timeout, a body cap above ours, the proxied endpoints on Bun's native routes table. */
-import { createFastRoutes } from "../../app/app.ts";
-import type { AppDeps } from "../../app/deps.ts";
-import { EVENT_BATCH_MIN_LIMIT_BYTES } from "../../app/routes/admin.ts";
+import { createFastRoutes } from "../../edge/app.ts";
+import type { AppDeps } from "../../edge/deps.ts";
+import { EVENT_BATCH_MIN_LIMIT_BYTES } from "../../edge/routes/admin.ts";
 import type { Config } from "../../config/schema.ts";
 
 export function listenOnBun(config: Config, deps: AppDeps, fetch: (req: Request) => Response | Promise<Response>): ReturnType<typeof Bun.serve> {

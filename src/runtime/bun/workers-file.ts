@@ -1,9 +1,9 @@
 /** --workers-file on Bun: the file read with Bun.file, parsed with Bun.YAML, its folder watched with node:fs. */
 import { watch } from "node:fs";
-import type { Logger } from "../../app/log.ts";
-import type { WorkerProvisioner } from "../../workers/provisioner.ts";
-import type { WorkerRegistry } from "../../workers/registry.ts";
-import { WorkersFileWatch } from "../../workers/workers-file-watch.ts";
+import type { Logger } from "../../edge/log.ts";
+import type { WorkerProvisioner } from "../../fleet/provisioner.ts";
+import type { WorkerRegistry } from "../../fleet/registry.ts";
+import { WorkersFileWatch } from "../../fleet/workers-file-watch.ts";
 
 export function workersFileWatch(
   path: string | undefined,

@@ -1,14 +1,14 @@
 /**
  * The session store every runtime builds the same way: Redis with --redis (redis:// only
  * through a RESP opener the runtime injects; https:// is Upstash REST over fetch), else in
- * memory. It does not bind sessions (src/sessions/sticky.ts does).
+ * memory. It does not bind sessions (src/router/sessions/sticky.ts does).
  */
-import type { Logger } from "../../app/log.ts";
+import type { Logger } from "../../edge/log.ts";
 import type { Config } from "../../config/schema.ts";
-import { MemoryAffinityStore } from "../../sessions/memory-store.ts";
-import type { RespOpener } from "../../sessions/redis-client.ts";
-import { openRedisAffinityStore, type RedisStoreStats } from "../../sessions/redis-store.ts";
-import type { AffinityStore, OnExpire, StoreClock } from "../../sessions/store.ts";
+import { MemoryAffinityStore } from "../../router/sessions/memory-store.ts";
+import type { RespOpener } from "../../sync/redis-client.ts";
+import { openRedisAffinityStore, type RedisStoreStats } from "../../sync/redis-store.ts";
+import type { AffinityStore, OnExpire, StoreClock } from "../../router/sessions/store.ts";
 
 /** The in-memory session store's clock: wall time, so /debug/sessions shows real expiries. */
 const wallClock: StoreClock = {

@@ -1,20 +1,20 @@
 /**
  * Passive and active health, built the same way on every runtime: outlier ejection from the
- * answers (src/workers/outlier-detector.ts), periodic health checks that re-read each worker's
+ * answers (src/fleet/outlier-detector.ts), periodic health checks that re-read each worker's
  * models, and engine-restart detection (an idle restarted engine sends no event: its instance id
  * changing tells us, issue 12), which wipes and restores the worker's ranks before it is healthy
  * again. It registers no worker (membership does).
  */
-import type { Logger } from "../../app/log.ts";
+import type { Logger } from "../../edge/log.ts";
 import type { Config } from "../../config/schema.ts";
-import type { RouterMetrics } from "../../metrics/names.ts";
+import type { RouterMetrics } from "../../observe/names.ts";
 import type { createRouter } from "../../router/create-router.ts";
-import { fetchEngineInfo } from "../../workers/engine-info.ts";
-import { HealthChecker } from "../../workers/health.ts";
-import { fetchServedModels, type ModelDirectory } from "../../workers/models.ts";
-import { OutlierDetector } from "../../workers/outlier-detector.ts";
-import type { WorkerRegistry } from "../../workers/registry.ts";
-import { RestartDetector } from "../../workers/restart-detector.ts";
+import { fetchEngineInfo } from "../../fleet/engine-info.ts";
+import { HealthChecker } from "../../fleet/health.ts";
+import { fetchServedModels, type ModelDirectory } from "../../fleet/models.ts";
+import { OutlierDetector } from "../../fleet/outlier-detector.ts";
+import type { WorkerRegistry } from "../../fleet/registry.ts";
+import { RestartDetector } from "../../fleet/restart-detector.ts";
 
 /** Outlier ejection: answers a worker needs in an interval before its failure share counts, and the interval. */
 const OUTLIER_REQUEST_VOLUME = 20;

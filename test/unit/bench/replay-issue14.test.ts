@@ -9,7 +9,7 @@ import { KV_DEFAULTS } from "../../../bench/replay/sim-workloads.ts";
 import { cells, judgeCell, parseCellRange, suiteWorkloads, tallyTable } from "../../../bench/replay/suite.ts";
 import { floorPrefillMs, floorTable, ttftFloor } from "../../../bench/replay/ttft-floor.ts";
 import { promptText, promptTokens, type TraceRequest } from "../../../bench/replay/trace.ts";
-import { schedulerConfig } from "../../../src/scheduler/config.ts";
+import { schedulerConfig } from "../../../src/router/choose/config.ts";
 
 const isPrefix = (a: readonly number[], b: readonly number[]) => a.length <= b.length && a.every((x, i) => b[i] === x);
 

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { fillBlock } from "../../../src/mocker/kv-content.ts";
 import { handoffLayout, isHandoffSegment, KvHandoff } from "../../../src/mocker/kv-handoff.ts";
 import { NativePool } from "../../../src/transfer/pools.ts";
-import { nativeLibrary } from "../native/native-lib.ts";
+import { nativeLibrary } from "../transfer/native/native-lib.ts";
 
 const lib = nativeLibrary();
 const BYTES = 4096;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { EventBuffer, WORKER_KV_INDEXER_BUFFER_SIZE } from "../../../src/protocol/event-buffer.ts";
-import { ids, makeStoreEvent } from "../recovery/support/events.ts";
+import { ids, makeStoreEvent } from "../router/recovery/support/events.ts";
 
 const DUMP = [makeStoreEvent(0), makeStoreEvent(1)];
 

@@ -4,7 +4,7 @@ import type { WorkerKvQueryResponse } from "../../../src/protocol/kv-query.ts";
 import {
   decodeWorkerKvQueryResponse, parseWorkerKvQueryResponse, workerKvQueryResponseToWire,
 } from "../../../src/protocol/kv-query-wire.ts";
-import { makeClearEvent, makeRemoveEvent, makeStoreEvent } from "../recovery/support/events.ts";
+import { makeClearEvent, makeRemoveEvent, makeStoreEvent } from "../router/recovery/support/events.ts";
 
 const BIG = 18446744073709551615n;
 

@@ -6,11 +6,11 @@
 import { describe, expect, test } from "bun:test";
 import { clearedEvent, storedEvent } from "../../../src/core/events.ts";
 import { portableBatchHasher } from "../../../src/core/hashing.ts";
-import { RouterMetrics } from "../../../src/metrics/names.ts";
+import { RouterMetrics } from "../../../src/observe/names.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
-import { MemoryAffinityStore } from "../../../src/sessions/memory-store.ts";
-import { StickyRouter } from "../../../src/sessions/sticky.ts";
-import { WorkerRegistry } from "../../../src/workers/registry.ts";
+import { MemoryAffinityStore } from "../../../src/router/sessions/memory-store.ts";
+import { StickyRouter } from "../../../src/router/sessions/sticky.ts";
+import { WorkerRegistry } from "../../../src/fleet/registry.ts";
 
 function build() {
   let clock = 0;

@@ -6,7 +6,7 @@
  * is a closed port.
  */
 import { describe, expect, test } from "bun:test";
-import { createLogger } from "../../../src/app/log.ts";
+import { createLogger } from "../../../src/edge/log.ts";
 import { loadConfig } from "../../../src/config/load.ts";
 import { portableBatchHasher } from "../../../src/core/hashing.ts";
 import { composeRouter, reachableHost, StartupError, type RuntimeChoices } from "../../../src/runtime/compose.ts";

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { refusedValues } from "../../../src/runtime/portable.ts";
-import { openRedisConnection, type RedisConnection } from "../../../src/sessions/redis-client.ts";
+import { openRedisConnection, type RedisConnection } from "../../../src/sync/redis-client.ts";
 import { openSyncTransport, type SyncTransport, type SyncTransportOptions } from "../../../src/sync/transport.ts";
 
 const SYNC: SyncTransportOptions = { url: "redis://127.0.0.1:1", channel: "c", commandTimeoutMs: 50, pollMs: 5, streamMaxLen: 10 };

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { ActiveSequenceEvent, ActiveSequenceEventData } from "../../../src/scheduler/sequence-events.ts";
+import type { ActiveSequenceEvent, ActiveSequenceEventData } from "../../../src/router/books/sequence-events.ts";
 import { LocalMirror } from "../../../src/sync/local-mirror.ts";
 
 function ev(requestId: string, data: ActiveSequenceEventData): ActiveSequenceEvent {

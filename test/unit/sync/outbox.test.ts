@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { ActiveSequenceEvent } from "../../../src/scheduler/sequence-events.ts";
+import type { ActiveSequenceEvent } from "../../../src/router/books/sequence-events.ts";
 import { Outbox, type OutboxOptions } from "../../../src/sync/outbox.ts";
 import { decodeMessage, type SyncMessage } from "../../../src/sync/wire.ts";
 import { until } from "../../support/processes.ts";

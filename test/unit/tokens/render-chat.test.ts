@@ -4,7 +4,7 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { RouterError } from "../../../src/core/errors.ts";
-import { readTextWithBun } from "../../../src/tokens/bun.ts";
+import { readTextWithBun } from "../../../src/runtime/bun/tokens/load-on-bun.ts";
 import type { ChatTemplateRequest, TokenizerLibraryFactory } from "../../../src/tokens/index.ts";
 import { loadEngineTokenizer } from "../../../src/tokens/index.ts";
 import { thrownBy } from "../../support/errors.ts";

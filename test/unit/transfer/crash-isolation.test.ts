@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LIBRARY_PATH, nativeLibrary } from "../native/native-lib.ts";
+import { LIBRARY_PATH, nativeLibrary } from "./native/native-lib.ts";
 
 nativeLibrary(); // built before any child loads it
 const dir = mkdtempSync(join(tmpdir(), "sy-abuse-"));

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NativePool } from "../../../src/transfer/pools.ts";
 import { blockBytes, type BlockLayout } from "../../../src/transfer/types.ts";
-import { equalBytes, nativeLibrary, pattern } from "../native/native-lib.ts";
+import { equalBytes, nativeLibrary, pattern } from "./native/native-lib.ts";
 
 const lib = nativeLibrary();
 const dir = mkdtempSync(join(tmpdir(), "sy-pools-"));

@@ -6,7 +6,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LIBRARY_PATH, nativeLibrary } from "../native/native-lib.ts";
+import { LIBRARY_PATH, nativeLibrary } from "./native/native-lib.ts";
 
 nativeLibrary();
 const dir = mkdtempSync(join(tmpdir(), "sy-repl-"));

@@ -4,7 +4,7 @@ import { NativePool } from "../../../src/transfer/pools.ts";
 import { BlockTransferHandler } from "../../../src/transfer/handler.ts";
 import { TransferError } from "../../../src/transfer/errors.ts";
 import type { BlockLayout } from "../../../src/transfer/types.ts";
-import { equalBytes, nativeLibrary, pattern } from "../native/native-lib.ts";
+import { equalBytes, nativeLibrary, pattern } from "./native/native-lib.ts";
 
 const lib = nativeLibrary();
 const layout: BlockLayout = { kind: "fully-contiguous", numLayers: 2, outerDim: 2, pageSize: 16, innerDim: 64, elemBytes: 2 };

@@ -1,0 +1,86 @@
+/**
+ * Admin: GET /v1/workers (state and load of each worker), POST /v1/workers (register;
+ * the index is restored from the worker's /kv/query dump), DELETE /v1/workers/:id.
+ * Ids are u64: accepted as JSON numbers or decimal strings, always written as strings.
+ */
+import { Hono } from "hono";
+import * as v from "valibot";
+import { RouterError } from "../../core/errors.ts";
+import { describeIssues, U64Schema } from "../../core/events.ts";
+import { workerKey } from "../../core/ids.ts";
+import { parseJsonExact, readBodyLimited } from "../body.ts";
+import type { AppDeps } from "../deps.ts";
+import { WorkerSpecSchema, workerSpecOf } from "../../fleet/worker-spec.ts";
+import { modelFields, registerTokenizer } from "./worker-models.ts";
+
+/** POST /v1/workers: a workers-file entry's fields (worker-spec.ts, one schema) plus `tokenizer`; unknown fields are ignored here. */
+const RegisterBody = v.object({
+  ...WorkerSpecSchema.entries,
+  tokenizer: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
+});
+
+function parseId(raw: string): bigint {
+  const r = v.safeParse(U64Schema, raw);
+  if (!r.success) throw new RouterError("invalid_request", `worker id: ${describeIssues(r.issues)}`, "id");
+  return r.output;
+}
+
+export function workerRoutes(d: AppDeps): Hono {
+  const app = new Hono();
+
+  app.get("/v1/workers", (c) => {
+    const now = d.now();
+    const workers = d.registry.list().map((w) => {
+      let prefill = 0;
+      let decode = 0;
+      let cached = 0;
+      for (let r = 0; r < w.dpRanks; r++) {
+        const key = workerKey(w.id, r);
+        prefill += d.router.tracker.activeTokens(key, now);
+        decode += d.router.tracker.activeBlocks(key);
+        cached += d.router.index.workerSize(key);
+      }
+      return {
+        id: w.id.toString(),
+        url: w.url,
+        healthy: w.healthy,
+        ...(w.reason ? { reason: w.reason } : {}),
+        dp_ranks: w.dpRanks,
+        active_prefill_tokens: prefill,
+        active_decode_blocks: decode,
+        cached_blocks: cached,
+        loras: d.lora.loadedOn(w.id),
+        ...(d.disagg ? { role: d.disagg.roles.roleOf(w.url) } : {}),
+        ...modelFields(d, w.id),
+        ...d.workerDetails?.(w.id),
+      };
+    });
+    return c.json({ workers });
+  });
+
+  app.post("/v1/workers", async (c) => {
+    const body = parseJsonExact(await readBodyLimited(c.req.raw, d.maxBodyBytes));
+    const r = v.safeParse(RegisterBody, body);
+    if (!r.success) throw new RouterError("invalid_request", `invalid worker registration: ${describeIssues(r.issues)}`);
+    const b = r.output;
+    await d.workerUrlPolicy?.check(b.url); // never this router, any router, or a URL off --worker-allow
+    if (b.role !== undefined) d.disagg?.roles.set(b.url, b.role); // before it can be routed to
+    const { kvEvents, role: _role, ...input } = workerSpecOf(b, "invalid worker registration");
+    if (kvEvents && !d.provisioner) throw new RouterError("invalid_request", "kv_events: this router cannot subscribe to ZMQ event streams", "kv_events");
+    // With kv_events the worker's index comes from its event stream (no /kv/query restore).
+    const res = d.provisioner ? await d.provisioner.register({ ...input, kvEvents }) : await d.membership.register(input);
+    const w = res.worker;
+    const warnings = b.tokenizer !== undefined ? [...res.warnings, ...(await registerTokenizer(d, w.id, b.tokenizer))] : res.warnings;
+    return c.json(
+      { id: w.id.toString(), url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy, created: res.created, warnings },
+      res.created ? 201 : 200,
+    );
+  });
+
+  app.delete("/v1/workers/:id", (c) => {
+    const w = d.membership.remove(parseId(c.req.param("id")));
+    return c.json({ id: w.id.toString(), removed: true });
+  });
+
+  return app;
+}

@@ -1,0 +1,131 @@
+/**
+ * Periodic health checks (GET {url}/health) of every registered worker, and fencing: a
+ * worker that failed a request before its first byte is marked unhealthy at once and
+ * comes back only when a later check passes. fetch and timers are injected for tests.
+ * With an outlier detector, the proxy reports every answer (report()); a worker whose
+ * answers keep failing is ejected, and no passing check lifts the ejection before its time.
+ */
+import type { WorkerId } from "../core/ids.ts";
+import type { Ejection, OutlierDetector } from "./outlier-detector.ts";
+import type { WorkerRegistry } from "./registry.ts";
+
+export interface HealthCheckerOptions {
+  readonly registry: WorkerRegistry;
+  readonly intervalMs: number;
+  readonly timeoutMs: number;
+  readonly fetch?: (url: string, init: RequestInit) => Promise<Response>;
+  /** Called when a worker changes state (logging, metrics). */
+  readonly onChange?: (id: WorkerId, healthy: boolean, reason: string | undefined) => void;
+  /** Passive health: answers reported by the proxy eject workers that keep failing. */
+  readonly outliers?: OutlierDetector;
+  /** Called once per ejection (logging, metrics). */
+  readonly onEject?: (e: Ejection) => void;
+  /** Milliseconds, monotonic (default performance.now); the outlier detector's clock. */
+  readonly now?: () => number;
+  /**
+   * After a good check, within the same timeout: re-read what the worker serves (its
+   * GET /v1/models, src/fleet/models.ts). A failure here does not make the worker unhealthy.
+   */
+  readonly afterHealthy?: (id: WorkerId, url: string, signal: AbortSignal) => Promise<void>;
+}
+
+export class HealthChecker {
+  readonly #o: HealthCheckerOptions;
+  readonly #fetch: (url: string, init: RequestInit) => Promise<Response>;
+  readonly #inflight = new Set<WorkerId>();
+  /** Bumped per fence, so a check that started before a fence cannot lift it. */
+  readonly #fences = new Map<WorkerId, number>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(o: HealthCheckerOptions) {
+    this.#o = o;
+    this.#fetch = o.fetch ?? ((url, init) => fetch(url, init));
+  }
+
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => void this.checkAll(), this.#o.intervalMs);
+  }
+
+  /** Forget a removed worker. */
+  forget(id: WorkerId): void {
+    this.#fences.delete(id);
+    this.#o.outliers?.forget(id);
+  }
+
+  /**
+   * How an answer of this worker went: `failure` says what failed (5xx, cut stream, missed
+   * deadline, refused connection), undefined means it went well. Client cancels are not reported.
+   */
+  report(id: WorkerId, failure: string | undefined): void {
+    const od = this.#o.outliers;
+    if (od === undefined) return;
+    const now = this.#now();
+    if (failure === undefined) {
+      od.success(id, now);
+      return;
+    }
+    const e = od.failure(id, now, failure);
+    if (e === undefined) return;
+    this.#fences.set(id, (this.#fences.get(id) ?? 0) + 1);
+    this.#set(id, false, `ejected for ${Math.round((e.untilMs - now) / 1000)} s: ${e.reason}`);
+    this.#o.onEject?.(e);
+  }
+
+  #now(): number {
+    return this.#o.now?.() ?? performance.now();
+  }
+
+  stop(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Check every worker once (concurrently); resolves when all checks are done. */
+  async checkAll(): Promise<void> {
+    await Promise.all(this.#o.registry.list().map((w) => this.check(w.id)));
+  }
+
+  /** Check one worker now; a check already running for it is not duplicated. */
+  async check(id: WorkerId): Promise<boolean | undefined> {
+    const rec = this.#o.registry.get(id);
+    if (!rec || this.#inflight.has(id)) return rec?.healthy;
+    this.#inflight.add(id);
+    const fenceAtStart = this.#fences.get(id) ?? 0;
+    let ok = false;
+    let reason: string | undefined;
+    try {
+      const res = await this.#fetch(`${rec.url}/health`, { signal: AbortSignal.timeout(this.#o.timeoutMs) });
+      ok = res.ok;
+      if (!ok) reason = `health check answered HTTP ${res.status}`;
+      await res.body?.cancel().catch(() => {});
+    } catch (e) {
+      reason = `health check failed: ${(e as Error).message}`;
+    } finally {
+      this.#inflight.delete(id);
+    }
+    if (ok && (this.#fences.get(id) ?? 0) !== fenceAtStart) return false;
+    const od = this.#o.outliers;
+    if (ok && od !== undefined && od.ejectedUntil(id) !== undefined) {
+      // Ejected: /health passing is not enough (a hung engine passes it) until the time is over.
+      const now = this.#now();
+      if (od.isEjected(id, now)) return false;
+      od.readmitted(id, now);
+    }
+    if (ok && this.#o.afterHealthy) {
+      await this.#o.afterHealthy(id, rec.url, AbortSignal.timeout(this.#o.timeoutMs)).catch(() => {});
+    }
+    this.#set(id, ok, reason);
+    return ok;
+  }
+
+  /** A request to this worker failed before its first byte: no new requests until a check passes. */
+  fence(id: WorkerId, reason: string): void {
+    this.#fences.set(id, (this.#fences.get(id) ?? 0) + 1);
+    this.#set(id, false, `fenced: ${reason}`);
+  }
+
+  #set(id: WorkerId, healthy: boolean, reason: string | undefined): void {
+    if (this.#o.registry.setHealthy(id, healthy, reason)) this.#o.onChange?.(id, healthy, reason);
+  }
+}

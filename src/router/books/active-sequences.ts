@@ -1,0 +1,207 @@
+/**
+ * The active requests of ONE (worker, dp_rank) and the load they put on it (spec §4.5,
+ * Dynamo `ActiveSequences`, reference generation): blocks held (refcounted by sequence
+ * hash, so requests sharing a prefix count it once) and prefill tokens still to compute
+ * (only the oldest prefill decays with time). It books and releases load; it never
+ * chooses a worker. Time is `now` in milliseconds, passed in.
+ */
+import { BlockRefs } from "./block-refs.ts";
+import { u32Halves } from "./hash64-table.ts";
+import type { Rng } from "../choose/types.ts";
+
+/** A request older than this is assumed leaked (its free never came) and is dropped. */
+export const EXPIRY_MS = 300_000;
+/** Expiry scans run at most this often, so adds stay O(request) in the common case. */
+export const CHECK_EXPIRY_EVERY_MS = 30_000;
+
+export interface SlotRequest {
+  readonly requestId: string;
+  /** Sequence hashes of the prompt's full blocks (§2.5); null when blocks are not tracked. */
+  readonly seqHashes: BigUint64Array | null;
+  /** Prompt length in tokens. */
+  readonly isl: number;
+  /** Prompt blocks already cached on this worker. */
+  readonly overlap: number;
+  readonly expectedOutputTokens?: number;
+  /** Prefill load to book instead of max(0, isl − overlap·blockSize) (Dynamo's load hint). */
+  readonly prefillTokens?: number;
+  /** Expected prefill duration; when given, the oldest prefill's load decays linearly. */
+  readonly expectedPrefillMs?: number;
+}
+
+interface RequestState {
+  readonly promptNodes: Int32Array;
+  outputNodes: number[] | null;
+  readonly startedAt: number;
+  /** Prefill tokens booked at admission; kept for the decay of the front request. */
+  readonly prefillTokens: number;
+  readonly expectedPrefillMs: number | undefined;
+}
+
+export class ActiveSequences {
+  readonly #requests = new Map<string, RequestState>();
+  /** Requests whose prefill load is still booked, in admission order (Map keeps it). */
+  readonly #prefilling = new Map<string, RequestState>();
+  /** The oldest entry of #prefilling (the one that decays), cached: activeTokens is hot. */
+  #front: RequestState | undefined;
+  #prefillSum = 0;
+  #lastExpiryCheck: number | undefined;
+
+  /**
+   * @param refs the block table shared by all slots of a tracker (a private one by default)
+   * @param slot this slot's index in `refs`
+   */
+  constructor(
+    readonly blockSize: number,
+    readonly refs: BlockRefs = new BlockRefs(),
+    readonly slot: number = refs.newSlot(),
+  ) {
+    if (!(blockSize >= 1)) throw new Error(`block size must be >= 1, got ${blockSize}`);
+  }
+
+  has(requestId: string): boolean {
+    return this.#requests.has(requestId);
+  }
+
+  get activeRequests(): number {
+    return this.#requests.size;
+  }
+
+  requestIds(): IterableIterator<string> {
+    return this.#requests.keys();
+  }
+
+  /** Uncached prompt tokens: max(0, isl − overlap·blockSize). */
+  newTokens(isl: number, overlap: number): number {
+    return Math.max(0, isl - overlap * this.blockSize);
+  }
+
+  /** Book a request. A duplicate id is ignored (returns null). Returns the ids expired first. */
+  add(req: SlotRequest, now: number): string[] | null {
+    if (this.#requests.has(req.requestId)) return null;
+    const expired = this.forceExpiry(now);
+    const seq = req.seqHashes;
+    const promptNodes = new Int32Array(seq ? seq.length : 0);
+    if (seq && seq.length > 0) this.refs.acquireAll(this.slot, u32Halves(seq), seq.length, promptNodes);
+    const prefillTokens = req.prefillTokens ?? this.newTokens(req.isl, req.overlap);
+    const state: RequestState = {
+      promptNodes,
+      outputNodes: null,
+      startedAt: now,
+      prefillTokens: prefillTokens > 0 ? prefillTokens : 0,
+      expectedPrefillMs: req.expectedPrefillMs,
+    };
+    this.#requests.set(req.requestId, state);
+    if (state.prefillTokens > 0) {
+      this.#prefilling.set(req.requestId, state);
+      this.#front ??= state;
+      this.#prefillSum += state.prefillTokens;
+    }
+    return expired;
+  }
+
+  /** The request's prompt is computed: its prefill load goes (idempotent). */
+  markPrefillCompleted(requestId: string): void {
+    const state = this.#prefilling.get(requestId);
+    if (!state) return;
+    this.#prefilling.delete(requestId);
+    this.#prefillSum -= state.prefillTokens;
+    if (state === this.#front) this.#front = this.#prefilling.values().next().value;
+  }
+
+  /** Release everything the request holds. Returns whether it was active. */
+  free(requestId: string): boolean {
+    this.markPrefillCompleted(requestId);
+    const state = this.#requests.get(requestId);
+    if (!state) return false;
+    this.#requests.delete(requestId);
+    const nodes = state.promptNodes;
+    for (let i = 0; i < nodes.length; i++) this.refs.release(nodes[i]!);
+    if (state.outputNodes) for (const n of state.outputNodes) this.refs.release(n);
+    return true;
+  }
+
+  /**
+   * One more generated block for the request, under a random hash (output is never shared).
+   * With `decayFraction`, every block only this request holds counts as that fraction of a
+   * block from now on (the request is expected to finish soon). False if unknown.
+   */
+  addOutputBlock(requestId: string, decayFraction: number | undefined, rng: Rng): boolean {
+    const state = this.#requests.get(requestId);
+    if (!state) return false;
+    const node = this.refs.acquire(this.slot, (rng() * 0x1_0000_0000) >>> 0, (rng() * 0x1_0000_0000) >>> 0);
+    (state.outputNodes ??= []).push(node);
+    if (decayFraction !== undefined) {
+      const refs = this.refs;
+      for (const n of state.promptNodes) if (refs.refCount(n) === 1) refs.setFraction(n, decayFraction);
+      for (const n of state.outputNodes) if (refs.refCount(n) === 1) refs.setFraction(n, decayFraction);
+    }
+    return true;
+  }
+
+  /**
+   * Free every request started more than EXPIRY_MS before `now`; runs at most once per
+   * CHECK_EXPIRY_EVERY_MS (the first call only starts the clock). Returns the freed ids.
+   */
+  forceExpiry(now: number): string[] {
+    if (this.#lastExpiryCheck === undefined) {
+      this.#lastExpiryCheck = now;
+      return [];
+    }
+    if (now < this.#lastExpiryCheck + CHECK_EXPIRY_EVERY_MS) return [];
+    this.#lastExpiryCheck = now;
+    const cutoff = now - EXPIRY_MS;
+    const expired: string[] = [];
+    for (const [id, state] of this.#requests) if (state.startedAt < cutoff) expired.push(id);
+    for (const id of expired) this.free(id);
+    return expired;
+  }
+
+  /** Blocks held, shared prefixes once, fractional blocks as their fraction. */
+  activeBlocks(): number {
+    return this.refs.activeBlocks(this.slot);
+  }
+
+  /**
+   * Prefill tokens still to compute. Only the oldest prefill decays:
+   * sum − full₀ + ceil(full₀ · clamp(1 − elapsed₀/expected₀, 0, 1)).
+   */
+  activeTokens(now: number): number {
+    const front = this.#front;
+    if (front === undefined) return 0;
+    const full = front.prefillTokens;
+    const expected = front.expectedPrefillMs;
+    let remaining = full;
+    if (expected !== undefined) {
+      if (expected <= 0) remaining = 0;
+      else {
+        const left = Math.min(1, Math.max(0, 1 - (now - front.startedAt) / expected));
+        remaining = Math.ceil(full * left);
+      }
+    }
+    return this.#prefillSum - full + remaining;
+  }
+
+  /** Of these sequence hashes, how many this slot does not hold yet. */
+  newBlocks(seqHashes: BigUint64Array): number {
+    const halves = u32Halves(seqHashes);
+    let missing = 0;
+    for (let i = 0; i < seqHashes.length; i++) if (!this.refs.holds(this.slot, halves[2 * i]!, halves[2 * i + 1]!)) missing++;
+    return missing;
+  }
+
+  /** Free every request (the slot is going away). */
+  clear(): void {
+    for (const id of [...this.#requests.keys()]) this.free(id);
+  }
+
+  /** Booked prefill tokens, no decay (test and debug view). */
+  get prefillTokenSum(): number {
+    return this.#prefillSum;
+  }
+
+  /** Ids still prefilling, oldest first (test and debug view). */
+  prefillOrder(): string[] {
+    return [...this.#prefilling.keys()];
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The load one routed request holds on its worker, from booking to release (spec §4.7
+ * RequestGuard): prefill done at the first token, one output block per block_size
+ * generated tokens, and free exactly once, whatever ends the request (finish, upstream
+ * error, client disconnect, retry elsewhere). Frontends that forward themselves drive the
+ * same lease through /v1/route/:id/prefill-done and /free.
+ *
+ * The booking is made here too (`RequestLease.book`), not by the scheduler: choosing has no
+ * side effects (issue 10), and the load a request puts on its worker is created and released
+ * by the same object.
+ */
+import type { WorkerWithDpRank } from "../../core/ids.ts";
+import { keyOf } from "../../core/ids.ts";
+import type { LoadTracker } from "./load-tracker.ts";
+import type { Rng } from "../choose/types.ts";
+
+/** What a booking holds: the tracker's TrackedRequest without the clock. */
+export interface Booking {
+  readonly requestId: string;
+  readonly worker: WorkerWithDpRank;
+  readonly seqHashes: BigUint64Array | null;
+  readonly isl: number;
+  /** Cached prefix blocks on the worker (prefill load is the rest). */
+  readonly overlap: number;
+  readonly loraName?: string;
+  readonly expectedOutputTokens?: number;
+  readonly expectedPrefillMs?: number;
+}
+
+export class RequestLease {
+  #prefillDone = false;
+  #freed = false;
+  #afterFree: (() => void) | undefined;
+  /** Blocks the sequence spans so far: ceil((isl + output) / blockSize). */
+  #blocks: number;
+
+  constructor(
+    private readonly tracker: LoadTracker,
+    readonly requestId: string,
+    private readonly isl: number,
+    private readonly blockSize: number,
+    private readonly now: () => number,
+    private readonly rng: Rng,
+  ) {
+    this.#blocks = Math.ceil(isl / blockSize);
+  }
+
+  /**
+   * Book `b` on its worker at time `at` (ms) and return the lease that frees it. Throws RouterError
+   * duplicate_request when the id is already booked. A worker the tracker does not know yet
+   * (membership and tracker momentarily out of step) is added first.
+   */
+  static book(tracker: LoadTracker, b: Booking, at: number, blockSize: number, now: () => number, rng: Rng): RequestLease {
+    if (!tracker.hasWorker(keyOf(b.worker))) tracker.addWorkers([b.worker]);
+    tracker.addRequest(
+      {
+        requestId: b.requestId,
+        worker: b.worker,
+        seqHashes: b.seqHashes,
+        isl: b.isl,
+        overlap: b.overlap,
+        expectedOutputTokens: b.expectedOutputTokens,
+        loraName: b.loraName,
+        expectedPrefillMs: b.expectedPrefillMs,
+      },
+      at,
+    );
+    return new RequestLease(tracker, b.requestId, b.isl, blockSize, now, rng);
+  }
+
+  get freed(): boolean {
+    return this.#freed;
+  }
+
+  /** First token seen: the prompt is computed, its prefill load goes away. Idempotent. */
+  prefillDone(): void {
+    if (this.#prefillDone || this.#freed) return;
+    this.#prefillDone = true;
+    this.tracker.markPrefillCompleted(this.requestId, this.now());
+  }
+
+  /** `total` output tokens so far: add a block each time the sequence grows past one. */
+  outputTokens(total: number): void {
+    if (this.#freed) return;
+    this.prefillDone();
+    const blocks = Math.ceil((this.isl + total) / this.blockSize);
+    while (this.#blocks < blocks) {
+      this.#blocks++;
+      this.tracker.addOutputBlock(this.requestId, undefined, this.rng);
+    }
+  }
+
+  /** Release the booking. Only the first call does anything; returns whether it did. */
+  free(): boolean {
+    if (this.#freed) return false;
+    this.#freed = true;
+    this.tracker.free(this.requestId, this.now());
+    const after = this.#afterFree;
+    if (after) {
+      this.#afterFree = undefined;
+      after();
+    }
+    return true;
+  }
+
+  /** Run `fn` (must not throw) once the booking is released, e.g. a deferred session close. */
+  afterFree(fn: () => void): void {
+    if (this.#freed) fn();
+    else this.#afterFree = fn;
+  }
+}

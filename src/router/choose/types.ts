@@ -1,0 +1,138 @@
+/**
+ * The vocabulary of the selection pipeline: filters narrow the candidates, weighted cost
+ * terms price each one (lower is better), a picker chooses one. A new policy is a new
+ * combination in registry.ts; a new idea is one new file under filters/, costs/ or pickers/.
+ */
+import type { RouterErrorCode } from "../../core/errors.ts";
+import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
+import type { OverlapScores } from "../../core/overlap.ts";
+import type { SharedCacheHits } from "./shared-cache.ts";
+
+/** Uniform in [0, 1). Injected so tests and benches are deterministic. */
+export type Rng = () => number;
+
+/** One schedulable (worker, dp_rank) and its static facts, as the worker registry knows them. */
+export interface Endpoint {
+  readonly worker: WorkerWithDpRank;
+  /** keyOf(worker), computed once by whoever builds the endpoint list. */
+  readonly key: WorkerKey;
+  /** Engine's max_num_batched_tokens, for the busy test (§4.3); unknown = never busy. */
+  readonly maxNumBatchedTokens?: number;
+  /** False when health checks fence the worker; absent = healthy. */
+  readonly healthy?: boolean;
+}
+
+/** Per-request overrides of the config (Dynamo `RouterConfigOverride`, §4.1). */
+export interface RouterConfigOverride {
+  readonly overlapScoreWeight?: number;
+  readonly temperature?: number;
+  readonly sharedCacheMultiplier?: number;
+}
+
+/** What the scheduler is asked to place. Hashing and indexing happened before. */
+export interface SchedulingRequest {
+  /** Needed when the decision is booked (updateStates). */
+  readonly requestId?: string;
+  /** Prompt length in tokens; > 0. */
+  readonly isl: number;
+  /** Sequence hashes for active-block tracking (§2.5); null when not tracked. */
+  readonly seqHashes: BigUint64Array | null;
+  /** Cached prefix depth per (worker, dp_rank), from the indexer. */
+  readonly overlaps: OverlapScores;
+  /** External routing: only these worker ids may be chosen. */
+  readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
+  readonly overrides?: RouterConfigOverride;
+  readonly expectedOutputTokens?: number;
+  readonly loraName?: string;
+  /** Blocks an external shared KV pool holds for this prompt (§1.9), when there is one. */
+  readonly sharedCacheHits?: SharedCacheHits;
+  /** (worker, dp_rank)s the engines' own metrics report busy (issue 13); skipped by the engine-busy filter. */
+  readonly busyKeys?: ReadonlySet<WorkerKey>;
+  /** Requests waiting in each rank's engine, as its metrics last said (the engine-waiting cost). */
+  readonly engineWaiting?: ReadonlyMap<WorkerKey, number>;
+  /** The client's session id (X-Session-ID), for policies that hash it (prodstack-session). */
+  readonly sessionId?: string;
+}
+
+/** Everything a plugin may read for one decision. Typed, not a bag. */
+export interface SchedulingContext {
+  readonly request: SchedulingRequest;
+  readonly blockSize: number;
+  /** override ?? config, resolved once. */
+  readonly overlapScoreWeight: number;
+  /** override ?? config, resolved once. */
+  readonly temperature: number;
+  /** override ?? config, resolved once; 0 = shared-pool hits earn nothing. */
+  readonly sharedCacheMultiplier: number;
+  /** See SchedulerConfig.inflightOverlap. */
+  readonly inflightOverlap: boolean;
+  readonly now: number;
+  readonly rng: Rng;
+}
+
+/** One endpoint as seen by this request: its cache overlap and load, then its cost. */
+export interface Candidate {
+  readonly endpoint: Endpoint;
+  readonly key: WorkerKey;
+  /** Prompt blocks cached there (overlaps.scores ?? 0). */
+  readonly overlapBlocks: number;
+  /** Blocks it has in the index (overlaps.treeSizes ?? 0): the tie-breaker. */
+  readonly treeSize: number;
+  /** Whether the load tracker knows this endpoint (else the loads below are Dynamo's fallbacks). */
+  readonly tracked: boolean;
+  /** Prefill tokens if this request went there: uncached prompt + active prefill. */
+  readonly prefillTokens: number;
+  /** Blocks it would hold if this request went there: new blocks + active blocks. */
+  readonly decodeBlocks: number;
+  readonly activePrefillTokens: number;
+  readonly activeDecodeBlocks: number;
+  readonly activeRequests: number;
+  /** Σ weight·term, set by the pipeline. Lower is better. */
+  cost: number;
+}
+
+export interface Filter {
+  readonly type: string;
+  /** Error code when this filter leaves no candidate (default no_endpoints). */
+  readonly whenEmpty?: RouterErrorCode;
+  /** Return the survivors; return the same array when nothing is removed. */
+  filter(ctx: SchedulingContext, candidates: readonly Candidate[]): readonly Candidate[];
+}
+
+export interface CostTerm {
+  readonly type: string;
+  cost(ctx: SchedulingContext, candidate: Candidate): number;
+}
+
+/** A cost term always comes with its weight (llm-d refuses a scorer without one). */
+export interface WeightedCost {
+  readonly term: CostTerm;
+  readonly weight: number;
+}
+
+export interface Picker {
+  readonly type: string;
+  /** Choose one of a non-empty list whose costs are set. */
+  pick(ctx: SchedulingContext, candidates: readonly Candidate[]): Candidate;
+}
+
+export interface Pipeline {
+  readonly name: string;
+  readonly filters: readonly Filter[];
+  readonly costs: readonly WeightedCost[];
+  readonly picker: Picker;
+  /** Overrides SchedulerConfig.inflightOverlap for this policy (a peer's policy that has no such idea). */
+  readonly inflightOverlap?: boolean;
+}
+
+/** The decision (Dynamo `WorkerSelectionResult` plus the priced candidates for debugging). */
+export interface Selection {
+  readonly worker: WorkerWithDpRank;
+  readonly key: WorkerKey;
+  /** Prompt blocks cached on the chosen worker. */
+  readonly overlapBlocks: number;
+  /** ceil(isl / blockSize). */
+  readonly requiredBlocks: number;
+  /** The candidates that survived the filters, with their costs. */
+  readonly candidates: readonly Candidate[];
+}

@@ -1,0 +1,509 @@
+/**
+ * The precise KV index (spec §3.1–3.5): a radix tree of blocks keyed by the router's local
+ * block hash, with a lookup per (worker, dp_rank) from the engine's block hash to the node.
+ *
+ * Layout (for 64+ workers and millions of blocks): a node is an int id with a 32-byte record
+ * in one Int32Array (NodeStore): parent, path hash, child count, first child, and worker
+ * membership as a bitset. A node's first child is linked in its record; further children go
+ * to one open-addressing edge table for the whole tree (ChildTable), addressed by the child's
+ * path hash (path-hash.ts) so lookups never hash a bigint. Each worker's lookup is a U64Map.
+ * No object is allocated per block; hot loops pre-load the cache lines they will need
+ * (random misses overlap instead of queueing), which is most of the speed at 1M+ blocks.
+ *
+ * Semantics, and where they differ from Dynamo's classic RadixTree:
+ * - Stored: parent found through the worker's own lookup; unknown parent rejects the whole
+ *   event (parent_block_not_found). A parent hash repeated among the blocks, or a block hash
+ *   repeated inside the event, is a self-referencing chain: rejected whole (invalid_block),
+ *   nothing applied (Dynamo's newer up-front check; the classic tree half-applied it).
+ * - A worker may hold a node under a different engine hash than other workers (vLLM without
+ *   a fixed PYTHONHASHSEED): the tree is keyed by local hash, lookups by each worker's hash,
+ *   and dump() emits each worker's own hashes. A worker re-storing a hash it already holds
+ *   elsewhere moves that hash to the new position (Dynamo grafted the old node, which can
+ *   build cycles); a second hash for a node it already holds counts as an extra alias.
+ * - Removed is the classic, non-cascading one: exactly the listed blocks leave the worker's
+ *   set, so the index equals what the engine reported it holds (an engine that evicts a
+ *   parent but keeps a child still has the child; a later Stored naming it as parent works).
+ *   Unknown hashes: block_not_found, the rest still applied.
+ * - Freeing: a node lives while a worker holds it or it has live children. A node nobody
+ *   holds and without children is unlinked and its id reused at once, cascading up; so after
+ *   every worker is gone the tree is empty. A node nobody holds but with held descendants
+ *   (the evicted-parent case) stays as a path node: matching stops there (nobody holds it),
+ *   and a later re-store of the parent re-attaches the kept children. Dynamo instead cleared
+ *   the children of an emptied node and kept the empty node, which leaks under churn.
+ * - find-matches intersects worker sets level by level (score = leading blocks held); it does
+ *   not rely on a child's workers being a subset of its parent's, which path nodes break.
+ * - Cleared clears every dp rank of the worker_id and keeps the keys known (reference
+ *   generation); removeWorker / removeWorkerDpRank forget the keys.
+ */
+import type { KvEventStatus, RemovedData, RouterEvent, StoredBlock } from "../../core/events.ts";
+import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
+import { parseWorkerKey } from "../../core/ids.ts";
+import type { OverlapScores } from "../../core/overlap.ts";
+import { ChildTable } from "./child-table.ts";
+import { copyEventCounters, emptyEventCounters } from "./event-counters.ts";
+import { BITS, CHILD0, CHILDREN, HOLDERS, NodeStore, PARENT, PATH_HI, PATH_LO, ROOT } from "./node-store.ts";
+import { childPath, PATH_OUT, ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
+import { dumpTree } from "./tree-dump.ts";
+import type { EventCounters, KvIndex } from "./types.ts";
+import { U64Map } from "./u64-map.ts";
+import { B32, B64, wordsOf } from "./u64-split.ts";
+import type { WorkerSlot } from "./worker-slots.ts";
+import { WorkerSlots } from "./worker-slots.ts";
+
+/** Above this many blocks an event's duplicate check uses a hash set instead of pairs. */
+const PAIRWISE_CHECK_MAX = 32;
+/**
+ * find-matches walks the request in chunks of this many levels: it resolves the chunk's
+ * nodes, pre-loads their worker rows (independent loads overlap; a chain of dependent
+ * misses would not), then intersects the worker sets on cache-warm lines.
+ */
+const CHUNK = 16;
+
+export class RadixTree implements KvIndex {
+  private readonly nodes = new NodeStore();
+  private readonly edges = new ChildTable();
+  private readonly slots = new WorkerSlots();
+  private readonly applied = emptyEventCounters();
+  /** Event blocks split to u32 halves: [lo, hi] per block. */
+  private tokWords = new Uint32Array(64);
+  private hashWords = new Uint32Array(64);
+  /** Path hashes of a chain being stored: [lo, hi] per level. */
+  private pathWords = new Int32Array(64);
+  /** find-matches scratch: the chunk's nodes, the active worker bitset, the slots scored. */
+  private kids = new Int32Array(CHUNK);
+  private active = new Int32Array(1);
+  private scored = new Int32Array(64);
+  /** Sum of pre-loaded words, kept so the loads cannot be optimised away. */
+  private sink = 0;
+
+  // ------------------------------------------------------------------ events
+
+  applyEvent(event: RouterEvent): KvEventStatus {
+    const { workerId, event: ev } = event;
+    const data = ev.data;
+    // Every event kind makes its (worker, dp_rank) known, as Dynamo's tree does.
+    const slot = this.internSlot(workerId, ev.dpRank);
+    let status: KvEventStatus;
+    switch (data.type) {
+      case "stored":
+        status = this.applyStoredBlocks(slot, data.parentHash, data.blocks);
+        break;
+      case "removed":
+        status = this.applyRemoved(slot, data);
+        break;
+      case "cleared":
+        for (const s of this.slots.ranksOf(workerId)) this.clearSlot(s);
+        status = "ok";
+        break;
+    }
+    this.applied[data.type][status]++;
+    return status;
+  }
+
+  /**
+   * Stored without event objects: block i is (tokensHashes[i], blockHashes[i]). For
+   * adapters that decode events straight into typed arrays. Counted like applyEvent.
+   */
+  storeHashes(
+    workerId: WorkerId,
+    dpRank: DpRank,
+    parentHash: bigint | null,
+    tokensHashes: BigUint64Array,
+    blockHashes: BigUint64Array,
+  ): KvEventStatus {
+    if (tokensHashes.length !== blockHashes.length) throw new RangeError("tokensHashes and blockHashes differ in length");
+    const slot = this.internSlot(workerId, dpRank);
+    let pLo = 0;
+    let pHi = 0;
+    if (parentHash !== null) {
+      B64[0] = parentHash;
+      pLo = B32[0]!;
+      pHi = B32[1]!;
+    }
+    const status = this.storeChain(slot, parentHash !== null, pLo, pHi, wordsOf(tokensHashes), wordsOf(blockHashes), tokensHashes.length);
+    this.applied.stored[status]++;
+    return status;
+  }
+
+  // ------------------------------------------------------------------ queries
+
+  findMatches(localHashes: BigUint64Array, _now?: number): OverlapScores {
+    const scores = new Map<WorkerKey, number>();
+    const treeSizes = new Map<WorkerKey, number>();
+    const result: OverlapScores = { scores, treeSizes, frequencies: [] };
+    const n = localHashes.length;
+    if (n === 0) return result;
+    const v = wordsOf(localHashes);
+    const nodes = this.nodes;
+    const rec = nodes.rec;
+    const stride = nodes.stride;
+    const words = nodes.words;
+    if (this.active.length !== words) this.active = new Int32Array(words);
+    const active = this.active;
+    const kids = this.kids;
+    let sink = 0;
+    let cur = ROOT;
+    let lo = ROOT_PATH_LO;
+    let hi = ROOT_PATH_HI;
+    let depth = 0; // levels matched by the surviving workers
+    let nScored = 0;
+
+    walk: for (let base = 0; base < n; base += CHUNK) {
+      const m = Math.min(CHUNK, n - base);
+      let r = 0;
+      while (r < m) {
+        const i = base + r;
+        childPath(lo, hi, v[2 * i]!, v[2 * i + 1]!);
+        lo = PATH_OUT[0]!;
+        hi = PATH_OUT[1]!;
+        const c = this.findChild(cur, lo, hi);
+        if (c < 0) break;
+        kids[r++] = c;
+        cur = c;
+      }
+      for (let j = 0; j < r; j++) sink += rec[kids[j]! * stride + BITS]!;
+      for (let j = 0; j < r; j++) {
+        const row = kids[j]! * stride + BITS;
+        let any = 0;
+        if (depth === 0) {
+          for (let k = 0; k < words; k++) {
+            const word = rec[row + k]!;
+            active[k] = word;
+            any |= word;
+          }
+        } else {
+          for (let k = 0; k < words; k++) {
+            const a = active[k]!;
+            if (a === 0) continue;
+            const na = a & rec[row + k]!;
+            if (na !== a) {
+              // Workers in `a` but not in this node stop matching at `depth` blocks.
+              nScored = this.score(scores, k, a ^ na, depth, nScored);
+              active[k] = na;
+            }
+            any |= na;
+          }
+        }
+        if (any === 0) break walk;
+        depth++;
+      }
+      if (r < m) break;
+    }
+    if (depth > 0) {
+      for (let k = 0; k < words; k++) {
+        const a = active[k]!;
+        if (a !== 0) nScored = this.score(scores, k, a, depth, nScored);
+        active[k] = 0;
+      }
+    }
+    this.sink = sink;
+    for (let j = 0; j < nScored; j++) {
+      const slot = this.slots.bySlot[this.scored[j]!]!;
+      treeSizes.set(slot.key, slot.blocks.size);
+    }
+    return result;
+  }
+
+  size(): number {
+    let total = 0;
+    for (const s of this.slots.bySlot) if (s) total += s.blocks.size;
+    return total;
+  }
+
+  workerSize(key: WorkerKey): number {
+    let w: WorkerWithDpRank;
+    try {
+      w = parseWorkerKey(key);
+    } catch {
+      return 0;
+    }
+    return this.slots.find(w.workerId, w.dpRank)?.blocks.size ?? 0;
+  }
+
+  /** Known (worker, dp_rank) pairs, including cleared ones, ordered (spec §3.1 get_workers). */
+  knownWorkers(): WorkerWithDpRank[] {
+    return this.slots.sorted().map((s) => ({ workerId: s.workerId, dpRank: s.dpRank }));
+  }
+
+  nodeCount(): number {
+    return this.nodes.live;
+  }
+
+  counters(): EventCounters {
+    return copyEventCounters(this.applied);
+  }
+
+  /** Bytes held by the index's typed arrays (nodes, edges, lookups). */
+  memoryBytes(): number {
+    let bytes = this.nodes.bytes() + this.edges.capacity * 16;
+    for (const s of this.slots.bySlot) if (s) bytes += s.blocks.capacity * 12;
+    return bytes;
+  }
+
+  dump(): RouterEvent[] {
+    return dumpTree(this.nodes, this.slots);
+  }
+
+  // ------------------------------------------------------------------ workers
+
+  removeWorker(workerId: WorkerId): void {
+    for (const s of this.slots.ranksOf(workerId)) {
+      this.clearSlot(s);
+      this.slots.release(s);
+    }
+  }
+
+  removeWorkerDpRank(workerId: WorkerId, dpRank: DpRank): void {
+    const s = this.slots.find(workerId, dpRank);
+    if (!s) return;
+    this.clearSlot(s);
+    this.slots.release(s);
+  }
+
+  /** The precise index learns from engine events only. */
+  recordDecision(): void {}
+
+  expire(): void {}
+
+  // ------------------------------------------------------------------ for ApproxIndex
+
+  /** The slot of a (worker, dp_rank), created when missing. */
+  internSlot(workerId: WorkerId, dpRank: DpRank): WorkerSlot {
+    const slot = this.slots.intern(workerId, dpRank);
+    if (slot.index >= this.nodes.words * 32) this.nodes.ensureWorkers(this.slots.span);
+    return slot;
+  }
+
+  /** The slot of a (worker, dp_rank), if known. */
+  slotOf(workerId: WorkerId, dpRank: DpRank): WorkerSlot | undefined {
+    return this.slots.find(workerId, dpRank);
+  }
+
+  /** The slot with this index, if live. */
+  slotAt(index: number): WorkerSlot | undefined {
+    return this.slots.bySlot[index];
+  }
+
+  /** Remove one block (engine hash lo/hi) from a slot; false when the slot lacks it. */
+  removeHash(slot: WorkerSlot, lo: number, hi: number): boolean {
+    const n = slot.blocks.delete(lo, hi);
+    if (n < 0) return false;
+    this.releaseAlias(slot, n);
+    return true;
+  }
+
+  /**
+   * Store a chain of n blocks under the slot's block (pLo, pHi), or under the root when
+   * hasParent is false. tok/hash hold [lo, hi] per block. Not counted.
+   */
+  storeChain(
+    slot: WorkerSlot,
+    hasParent: boolean,
+    pLo: number,
+    pHi: number,
+    tok: Uint32Array,
+    hash: Uint32Array,
+    n: number,
+  ): KvEventStatus {
+    let cur = ROOT;
+    if (hasParent) {
+      cur = slot.blocks.get(pLo, pHi);
+      if (cur < 0) return "parent_block_not_found";
+    }
+    if (!distinctChain(hasParent, pLo, pHi, hash, n)) return "invalid_block";
+    // Path hashes of the chain; pre-load each block's lookup slot (random addresses, loaded
+    // in parallel here instead of one miss at a time below).
+    if (this.pathWords.length < 2 * n) this.pathWords = new Int32Array(2 * n);
+    const paths = this.pathWords;
+    const bs = slot.blocks.raw;
+    let lo = this.nodes.get(cur, PATH_LO);
+    let hi = this.nodes.get(cur, PATH_HI);
+    let sink = 0;
+    for (let i = 0; i < n; i++) {
+      childPath(lo, hi, tok[2 * i]!, tok[2 * i + 1]!);
+      lo = PATH_OUT[0]!;
+      hi = PATH_OUT[1]!;
+      paths[2 * i] = lo;
+      paths[2 * i + 1] = hi;
+      sink += bs[slot.blocks.home(hash[2 * i]!, hash[2 * i + 1]!)]!;
+    }
+    this.sink = sink;
+    for (let i = 0; i < n; i++) {
+      cur = this.storeBlock(slot, cur, paths[2 * i]!, paths[2 * i + 1]!, hash[2 * i]!, hash[2 * i + 1]!);
+    }
+    return "ok";
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private applyStoredBlocks(slot: WorkerSlot, parentHash: bigint | null, blocks: readonly StoredBlock[]): KvEventStatus {
+    const n = blocks.length;
+    if (this.tokWords.length < 2 * n) {
+      this.tokWords = new Uint32Array(2 * n);
+      this.hashWords = new Uint32Array(2 * n);
+    }
+    const tok = this.tokWords;
+    const hash = this.hashWords;
+    for (let i = 0; i < n; i++) {
+      const b = blocks[i]!;
+      B64[0] = b.tokensHash;
+      tok[2 * i] = B32[0]!;
+      tok[2 * i + 1] = B32[1]!;
+      B64[0] = b.blockHash;
+      hash[2 * i] = B32[0]!;
+      hash[2 * i + 1] = B32[1]!;
+    }
+    let pLo = 0;
+    let pHi = 0;
+    if (parentHash !== null) {
+      B64[0] = parentHash;
+      pLo = B32[0]!;
+      pHi = B32[1]!;
+    }
+    return this.storeChain(slot, parentHash !== null, pLo, pHi, tok, hash, n);
+  }
+
+  private storeBlock(slot: WorkerSlot, cur: number, pathLo: number, pathHi: number, hLo: number, hHi: number): number {
+    const nodes = this.nodes;
+    let child = this.findChild(cur, pathLo, pathHi);
+    if (child < 0) {
+      child = nodes.alloc(cur, pathLo, pathHi);
+      if (nodes.get(cur, CHILD0) !== child) this.edges.set(cur, pathLo, pathHi, child);
+    }
+    const prev = slot.blocks.set(hLo, hHi, child);
+    if (prev === child) return child; // a repeated store: nothing changes
+    if (!nodes.addHolder(child, slot.index)) {
+      // Already held under another hash: one more alias of the same node.
+      const al = (slot.aliases ??= new Map());
+      al.set(child, (al.get(child) ?? 0) + 1);
+    }
+    // The hash named another node before: it moved here. Released after child is held, so
+    // freeing cannot reach the path being built.
+    if (prev >= 0) this.releaseAlias(slot, prev);
+    return child;
+  }
+
+  private applyRemoved(slot: WorkerSlot, data: RemovedData): KvEventStatus {
+    const hashes = data.blockHashes;
+    const n = hashes.length;
+    if (this.hashWords.length < 2 * n) {
+      this.tokWords = new Uint32Array(2 * n);
+      this.hashWords = new Uint32Array(2 * n);
+    }
+    const hw = this.hashWords;
+    // Split, and pre-load every lookup slot (independent misses overlap), then remove.
+    const bs = slot.blocks.raw;
+    let sink = 0;
+    for (let i = 0; i < n; i++) {
+      B64[0] = hashes[i]!;
+      const lo = B32[0]!;
+      const hi = B32[1]!;
+      hw[2 * i] = lo;
+      hw[2 * i + 1] = hi;
+      sink += bs[slot.blocks.home(lo, hi)]!;
+    }
+    this.sink = sink;
+    let status: KvEventStatus = "ok";
+    for (let i = 0; i < n; i++) {
+      if (!this.removeHash(slot, hw[2 * i]!, hw[2 * i + 1]!) && status === "ok") status = "block_not_found";
+    }
+    return status;
+  }
+
+  /** The slot no longer holds node n under one of its hashes (already out of its lookup). */
+  private releaseAlias(slot: WorkerSlot, n: number): void {
+    const al = slot.aliases;
+    if (al !== null) {
+      const c = al.get(n);
+      if (c !== undefined) {
+        if (c > 1) al.set(n, c - 1);
+        else if (al.size === 1) slot.aliases = null;
+        else al.delete(n);
+        return;
+      }
+    }
+    this.nodes.removeHolder(n, slot.index);
+    this.freeUnused(n);
+  }
+
+  /** The child of `cur` with path (lo, hi), or -1: first child first, then the edge table. */
+  private findChild(cur: number, lo: number, hi: number): number {
+    const rec = this.nodes.rec;
+    const stride = this.nodes.stride;
+    const r = cur * stride;
+    const c0 = rec[r + CHILD0]!;
+    if (c0 >= 0) {
+      const c = c0 * stride;
+      if (rec[c + PATH_LO] === lo && rec[c + PATH_HI] === hi) return c0;
+      if (rec[r + CHILDREN] === 1) return -1;
+    } else if (rec[r + CHILDREN] === 0) {
+      return -1;
+    }
+    return this.edges.get(cur, lo, hi);
+  }
+
+  /** Unlink and free n and then its ancestors while they are unheld and childless. */
+  private freeUnused(n: number): void {
+    const nodes = this.nodes;
+    while (n !== ROOT && nodes.get(n, HOLDERS) === 0 && nodes.get(n, CHILDREN) === 0) {
+      const p = nodes.get(n, PARENT);
+      if (nodes.get(p, CHILD0) !== n) this.edges.delete(p, nodes.get(n, PATH_LO), nodes.get(n, PATH_HI));
+      nodes.free(n); // unlinks CHILD0; may reset the arrays when the tree empties
+      n = p;
+    }
+  }
+
+  /** Drop every block of a slot; the slot stays known with an empty lookup. */
+  private clearSlot(slot: WorkerSlot): void {
+    const nodes = this.nodes;
+    const held = slot.blocks.values();
+    slot.blocks = new U64Map();
+    slot.aliases = null;
+    for (let i = 0; i < held.length; i++) {
+      const n = held[i]!;
+      // isLive: an alias of a node freed earlier in this loop (or after a reset) is skipped.
+      if (nodes.isLive(n) && nodes.removeHolder(n, slot.index)) this.freeUnused(n);
+    }
+  }
+
+  private score(scores: Map<WorkerKey, number>, word: number, bits: number, depth: number, nScored: number): number {
+    while (bits !== 0) {
+      const low = bits & -bits;
+      const index = word * 32 + 31 - Math.clz32(low);
+      const slot = this.slots.bySlot[index]!;
+      scores.set(slot.key, depth);
+      if (nScored === this.scored.length) {
+        const grown = new Int32Array(nScored * 2);
+        grown.set(this.scored);
+        this.scored = grown;
+      }
+      this.scored[nScored++] = index;
+      bits ^= low;
+    }
+    return nScored;
+  }
+}
+
+/**
+ * True when the chain's block hashes are pairwise distinct and differ from the parent hash:
+ * a repeat would make a block its own ancestor (spec §3.3 self-reference check).
+ */
+function distinctChain(hasParent: boolean, pLo: number, pHi: number, hash: Uint32Array, n: number): boolean {
+  if (hasParent) {
+    for (let i = 0; i < n; i++) if (hash[2 * i] === pLo && hash[2 * i + 1] === pHi) return false;
+  }
+  if (n <= PAIRWISE_CHECK_MAX) {
+    for (let i = 1; i < n; i++) {
+      const lo = hash[2 * i]!;
+      const hi = hash[2 * i + 1]!;
+      for (let j = 0; j < i; j++) if (hash[2 * j] === lo && hash[2 * j + 1] === hi) return false;
+    }
+    return true;
+  }
+  const seen = new U64Map(n);
+  for (let i = 0; i < n; i++) {
+    if (seen.get(hash[2 * i]!, hash[2 * i + 1]!) >= 0) return false;
+    seen.set(hash[2 * i]!, hash[2 * i + 1]!, i);
+  }
+  return true;
+}

@@ -1,0 +1,104 @@
+/**
+ * Interning of (worker_id, dp_rank) to a small integer slot, so the tree can keep worker
+ * membership as a bitset column per slot and never hashes a bigint on the hot path.
+ *
+ * A slot owns the worker's lookup (engine block hash -> node) and its extra-alias counts.
+ * Slots of removed workers are reused (lowest first), which keeps the bitset narrow.
+ */
+import type { DpRank, WorkerId, WorkerKey } from "../../core/ids.ts";
+import { workerKey } from "../../core/ids.ts";
+import { U64Map } from "./u64-map.ts";
+
+export interface WorkerSlot {
+  readonly index: number;
+  readonly workerId: WorkerId;
+  readonly dpRank: DpRank;
+  readonly key: WorkerKey;
+  /** Engine block hash -> node id. Its size is the worker's block count. */
+  blocks: U64Map;
+  /**
+   * node id -> number of EXTRA hashes this worker holds the node under (an engine that
+   * reports one (parent, tokens) block under two hashes, e.g. two physical copies). The node
+   * stays held until its last alias is removed. null while there are none (the usual case).
+   */
+  aliases: Map<number, number> | null;
+}
+
+export class WorkerSlots {
+  /** By slot index; undefined for a free slot. */
+  readonly bySlot: (WorkerSlot | undefined)[] = [];
+  private readonly byId = new Map<WorkerId, Map<DpRank, WorkerSlot>>();
+  private readonly free: number[] = [];
+  /** The last slot found: events come in runs from one worker, skip the bigint Map lookup. */
+  private last: WorkerSlot | undefined;
+
+  /** The slot of (workerId, dpRank), or undefined. */
+  find(workerId: WorkerId, dpRank: DpRank): WorkerSlot | undefined {
+    return this.byId.get(workerId)?.get(dpRank);
+  }
+
+  /** The slot of (workerId, dpRank), created when missing. */
+  intern(workerId: WorkerId, dpRank: DpRank): WorkerSlot {
+    const last = this.last;
+    if (last !== undefined && last.workerId === workerId && last.dpRank === dpRank) return last;
+    let ranks = this.byId.get(workerId);
+    const found = ranks?.get(dpRank);
+    if (found) return (this.last = found);
+    if (!ranks) {
+      ranks = new Map();
+      this.byId.set(workerId, ranks);
+    }
+    let index: number;
+    if (this.free.length > 0) {
+      // Lowest free index first: keeps the bitset stride small after churn.
+      let best = 0;
+      for (let i = 1; i < this.free.length; i++) if (this.free[i]! < this.free[best]!) best = i;
+      index = this.free[best]!;
+      this.free[best] = this.free[this.free.length - 1]!;
+      this.free.pop();
+    } else {
+      index = this.bySlot.length;
+    }
+    const slot: WorkerSlot = {
+      index,
+      workerId,
+      dpRank,
+      key: workerKey(workerId, dpRank),
+      blocks: new U64Map(),
+      aliases: null,
+    };
+    this.bySlot[index] = slot;
+    ranks.set(dpRank, slot);
+    return (this.last = slot);
+  }
+
+  /** Every dp-rank slot of a worker. */
+  ranksOf(workerId: WorkerId): WorkerSlot[] {
+    const ranks = this.byId.get(workerId);
+    return ranks ? [...ranks.values()] : [];
+  }
+
+  /** Forget a slot; its index becomes reusable. The caller has emptied its bitset column. */
+  release(slot: WorkerSlot): void {
+    const ranks = this.byId.get(slot.workerId);
+    if (!ranks || ranks.get(slot.dpRank) !== slot) return;
+    ranks.delete(slot.dpRank);
+    if (this.last === slot) this.last = undefined;
+    if (ranks.size === 0) this.byId.delete(slot.workerId);
+    this.bySlot[slot.index] = undefined;
+    this.free.push(slot.index);
+  }
+
+  /** Live slots ordered by (worker_id, dp_rank). */
+  sorted(): WorkerSlot[] {
+    const out: WorkerSlot[] = [];
+    for (const s of this.bySlot) if (s) out.push(s);
+    out.sort((a, b) => (a.workerId !== b.workerId ? (a.workerId < b.workerId ? -1 : 1) : a.dpRank - b.dpRank));
+    return out;
+  }
+
+  /** One past the highest slot index ever used (bitset width needed). */
+  get span(): number {
+    return this.bySlot.length;
+  }
+}

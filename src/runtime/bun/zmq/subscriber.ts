@@ -1,0 +1,248 @@
+/**
+ * Subscribe to one vLLM engine's KV events over ZeroMQ (vLLM `--kv-events-config`,
+ * spec §8) and hand RouterEvents to `onEvents`, in order, in batches.
+ *
+ * The receive worker (recv-worker.ts) owns the sockets, orders batches by ZMQ seq and
+ * replays gaps from the engine's ROUTER socket when `replayEndpoint` is given; this side
+ * decodes payloads (vllm-decode.ts) and numbers the events.
+ *
+ * Event ids. vLLM numbers *batches* (seq, +1 per batch) and a batch holds any number of
+ * events, while the router's recovery cursor (spec §5.1) treats ids as dense per event:
+ * two events sharing a seq would make the second "stale". So, like Dynamo's newer
+ * worker-side publisher (spec §5.2, +1 per accepted event), ids here are a dense counter
+ * per subscriber, starting at 0, advanced in seq order — derived from seq in the sense
+ * that id order is seq order and every seq gap the replay could not fill shows up as an id
+ * gap of the same size (a lost batch counts as one id; a payload that fails to decode,
+ * too). An engine restart (seq went back) yields a synthetic Cleared before the new
+ * process's first events: its cache is empty. Ids restart at 0 with a new subscriber.
+ */
+import type { RouterEvent } from "../../../core/events.ts";
+import type { BatchBlockHasher } from "../../../core/hashing.ts";
+import type { DpRank, EventId, WorkerId } from "../../../core/ids.ts";
+import { libzmqPath } from "./libzmq.ts";
+import { decodeVllmBatch, newVllmDecodeCounters, VllmDecodeError, type VllmDecodeCounters } from "./vllm-decode.ts";
+import {
+  CONTROL_INFLIGHT, CONTROL_STOP, CONTROL_WORDS, FLAG_RESTART,
+  type WorkerBatch, type WorkerCounters, type WorkerStart, type WorkerToMain,
+} from "./worker-protocol.ts";
+import { defaultRecvWorkerUrl } from "./worker-url.ts";
+
+export interface SubscriberLog {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+export interface VllmKvSubscriberOptions {
+  /** The engine's PUB endpoint, e.g. "tcp://10.0.0.5:5557" (the subscriber connects). */
+  readonly endpoint: string;
+  /** The engine's ROUTER replay endpoint; without it gaps are only counted. */
+  readonly replayEndpoint?: string;
+  readonly workerId: WorkerId;
+  /** The worker's KV block size. */
+  readonly blockSize: number;
+  /** Rank used when a batch carries none (default 0). */
+  readonly dpRank?: DpRank;
+  /** Subscription prefix (vLLM's `topic`, default ""). */
+  readonly topic?: string;
+  /** Called with every decoded event, in id order; never with an empty array. */
+  readonly onEvents: (events: RouterEvent[]) => void;
+  readonly log?: SubscriberLog;
+  /** tokens_hash hasher (default: portable TypeScript; main.ts may pass the native one). */
+  readonly hasher?: BatchBlockHasher;
+  readonly libzmqPath?: string;
+  /** Give up starting after this long (default 5000 ms). */
+  readonly startTimeoutMs?: number;
+  /** Stop latency bound: the worker's receive timeout (default 100 ms). */
+  readonly pollMs?: number;
+  /** Wait this long for each replay answer message (default 2000 ms). */
+  readonly replayTimeoutMs?: number;
+  /** Messages per hand-off from the worker (default 512). */
+  readonly maxBatch?: number;
+  /**
+   * The receive worker's script (recv-worker.ts, or its bundled form). Default: found by
+   * worker-url.ts, next to this file from source or embedded in a compiled binary.
+   */
+  readonly recvWorkerUrl?: string | URL;
+}
+
+export interface VllmKvSubscriberStats extends WorkerCounters {
+  /** Batches decoded (live and replayed). */
+  readonly batches: number;
+  /** RouterEvents delivered (synthetic restart Cleared events included). */
+  readonly events: number;
+  /** Payloads that were not a readable KVEventBatch. */
+  readonly decodeErrors: number;
+  /** Worker → main hand-offs. */
+  readonly handoffs: number;
+  /** The id the next event will get. */
+  readonly nextEventId: EventId;
+  readonly decode: Readonly<VllmDecodeCounters>;
+}
+
+export interface VllmKvSubscriber {
+  /** Stop the worker, close the sockets; resolves when it is gone. Idempotent. */
+  stop(): Promise<void>;
+  stats(): VllmKvSubscriberStats;
+  /** The receive worker runs (started, not stopped, no fatal error); libzmq reconnects by itself meanwhile. */
+  running(): boolean;
+  readonly libzmqVersion: string;
+}
+
+const DEFAULTS = { startTimeoutMs: 5_000, pollMs: 100, replayTimeoutMs: 2_000, maxBatch: 512, maxInflight: 8, rcvHwm: 100_000 };
+
+/** Log at most one decode error per this many, so a broken engine cannot flood the log. */
+const DECODE_ERROR_LOG_EVERY = 1000;
+
+export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Promise<VllmKvSubscriber> {
+  if (!(opts.blockSize > 0)) throw new Error(`blockSize must be > 0, got ${opts.blockSize}`);
+  const control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4));
+  const worker = new Worker(String(opts.recvWorkerUrl ?? defaultRecvWorkerUrl()));
+  const decode = newVllmDecodeCounters();
+  let workerCounters: WorkerCounters = {
+    live: 0, replayed: 0, gaps: 0, lostBatches: 0, restarts: 0, replayRequests: 0, replayFailures: 0, lastSeq: -1, malformedFrames: 0,
+  };
+  let nextId = 0n;
+  let batches = 0, events = 0, decodeErrors = 0, handoffs = 0;
+  let lastRank: DpRank = opts.dpRank ?? 0;
+  let stopped = false;
+  let gone = false;
+  let resolveWorkerGone!: () => void;
+  const workerGone = new Promise<void>((r) => (resolveWorkerGone = r));
+  const resolveStopped = () => {
+    gone = true;
+    resolveWorkerGone();
+  };
+  let started: { resolve: (v: string) => void; reject: (e: Error) => void } | undefined;
+  const whenReady = new Promise<string>((resolve, reject) => (started = { resolve, reject }));
+
+  const handleBatch = (b: WorkerBatch) => {
+    handoffs++;
+    workerCounters = b.counters;
+    const out: RouterEvent[] = [];
+    for (let i = 0; i < b.count; i++) {
+      batches++;
+      if ((b.flags[i]! & FLAG_RESTART) !== 0) {
+        opts.log?.warn("vLLM KV publisher restarted (seq went back): clearing its blocks", { endpoint: opts.endpoint, seq: b.seqs[i] });
+        out.push({ workerId: opts.workerId, event: { eventId: nextId++, dpRank: lastRank, data: { type: "cleared" } } });
+      }
+      const lost = b.lost[i]!;
+      if (lost > 0) {
+        opts.log?.warn("vLLM KV batches lost (not replayable)", { endpoint: opts.endpoint, lost, before_seq: b.seqs[i] });
+        nextId += BigInt(lost);
+      }
+      const payload = b.bytes.subarray(b.offsets[i]!, b.offsets[i + 1]!);
+      try {
+        const d = decodeVllmBatch(
+          payload,
+          { workerId: opts.workerId, blockSize: opts.blockSize, dpRank: opts.dpRank, firstEventId: nextId, hasher: opts.hasher },
+          decode,
+        );
+        lastRank = d.dpRank;
+        nextId += BigInt(d.events.length);
+        for (const e of d.events) out.push(e);
+      } catch (e) {
+        if (!(e instanceof VllmDecodeError)) throw e;
+        if (decodeErrors++ % DECODE_ERROR_LOG_EVERY === 0) {
+          opts.log?.warn(`undecodable vLLM KV batch: ${e.message}`, { endpoint: opts.endpoint, seq: b.seqs[i], errors: decodeErrors });
+        }
+        nextId += 1n; // an id gap, as for a lost batch
+      }
+    }
+    events += out.length;
+    if (out.length > 0) {
+      try {
+        opts.onEvents(out);
+      } catch (e) {
+        opts.log?.warn(`KV event handler threw: ${(e as Error).message}`, { endpoint: opts.endpoint });
+      }
+    }
+  };
+
+  worker.onmessage = (e: MessageEvent<WorkerToMain>) => {
+    const m = e.data;
+    switch (m.type) {
+      case "batch":
+        try {
+          handleBatch(m);
+        } finally {
+          Atomics.sub(control, CONTROL_INFLIGHT, 1);
+          Atomics.notify(control, CONTROL_INFLIGHT);
+        }
+        return;
+      case "ready":
+        started?.resolve(m.version);
+        return;
+      case "fatal":
+        started?.reject(new Error(m.message));
+        opts.log?.warn(`vLLM KV subscriber stopped: ${m.message}`, { endpoint: opts.endpoint });
+        resolveStopped();
+        return;
+      case "log":
+        opts.log?.[m.level](m.message, { endpoint: opts.endpoint });
+        return;
+      case "stopped":
+        workerCounters = m.counters;
+        resolveStopped();
+        return;
+    }
+  };
+  worker.onerror = (e) => {
+    started?.reject(new Error(`vLLM KV receive worker failed: ${e.message}`));
+    opts.log?.warn(`vLLM KV receive worker failed: ${e.message}`, { endpoint: opts.endpoint });
+    resolveStopped();
+  };
+
+  const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
+  const replayTimeoutMs = opts.replayTimeoutMs ?? DEFAULTS.replayTimeoutMs;
+  const start: WorkerStart = {
+    type: "start",
+    endpoint: opts.endpoint,
+    replayEndpoint: opts.replayEndpoint,
+    topic: opts.topic ?? "",
+    libzmqPath: opts.libzmqPath ?? libzmqPath(),
+    pollMs,
+    replayTimeoutMs,
+    maxBatch: opts.maxBatch ?? DEFAULTS.maxBatch,
+    maxInflight: DEFAULTS.maxInflight,
+    rcvHwm: DEFAULTS.rcvHwm,
+    control: control.buffer as SharedArrayBuffer,
+  };
+  worker.postMessage(start);
+
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    Atomics.store(control, CONTROL_STOP, 1);
+    Atomics.notify(control, CONTROL_INFLIGHT);
+    await Promise.race([workerGone, Bun.sleep(pollMs + replayTimeoutMs + 1_000)]);
+    worker.terminate();
+  };
+
+  const startTimeoutMs = opts.startTimeoutMs ?? DEFAULTS.startTimeoutMs;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let version: string;
+  try {
+    version = await Promise.race([
+      whenReady,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`vLLM KV subscriber for ${opts.endpoint} did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
+      }),
+    ]);
+  } catch (e) {
+    await stop();
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+  started = undefined;
+  opts.log?.info("subscribed to vLLM KV events", {
+    endpoint: opts.endpoint, replay: opts.replayEndpoint ?? null, worker_id: String(opts.workerId), libzmq: version,
+  });
+
+  return {
+    libzmqVersion: version,
+    stop,
+    running: () => !stopped && !gone,
+    stats: () => ({ ...workerCounters, batches, events, decodeErrors, handoffs, nextEventId: nextId, decode: { ...decode } }),
+  };
+}

@@ -1,0 +1,74 @@
+import { describe, expect, test } from "bun:test";
+import { HealthChecker } from "../../../src/fleet/health.ts";
+import { WorkerRegistry } from "../../../src/fleet/registry.ts";
+
+function setup(answer: (url: string) => Promise<Response>) {
+  const registry = new WorkerRegistry();
+  registry.add(1n, "http://a:1", 1);
+  registry.add(2n, "http://b:2", 2);
+  const changes: [bigint, boolean][] = [];
+  const health = new HealthChecker({ registry, intervalMs: 1e9, timeoutMs: 1000, fetch: (url) => answer(url), onChange: (id, h) => changes.push([id, h]) });
+  return { registry, health, changes };
+}
+
+describe("HealthChecker", () => {
+  test("a failing check makes a worker unhealthy and a passing one brings it back", async () => {
+    let down = true;
+    const { registry, health, changes } = setup(async (url) => {
+      if (url.startsWith("http://a:1") && down) throw new Error("connection refused");
+      return new Response("ok");
+    });
+    await health.checkAll();
+    expect(registry.get(1n)!.healthy).toBe(false);
+    expect(registry.get(1n)!.reason).toContain("connection refused");
+    expect(registry.healthyTargets().map((t) => `${t.workerId}:${t.dpRank}`)).toEqual(["2:0", "2:1"]);
+    down = false;
+    await health.checkAll();
+    expect(registry.get(1n)!.healthy).toBe(true);
+    expect(changes).toEqual([[1n, false], [1n, true]]);
+  });
+
+  test("a non-2xx answer is a failure", async () => {
+    const { registry, health } = setup(async () => new Response("no", { status: 503 }));
+    await health.check(2n);
+    expect(registry.get(2n)!.healthy).toBe(false);
+    expect(registry.get(2n)!.reason).toContain("503");
+  });
+
+  test("a fence holds until the next good check", async () => {
+    const { registry, health } = setup(async () => new Response("ok"));
+    health.fence(1n, "ECONNRESET");
+    expect(registry.get(1n)!.healthy).toBe(false);
+    expect(registry.get(1n)!.reason).toBe("fenced: ECONNRESET");
+    expect(registry.isRoutable(1n, 0)).toBe(false);
+    await health.check(1n);
+    expect(registry.get(1n)!.healthy).toBe(true);
+  });
+
+  test("a check that started before a fence cannot lift it", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { registry, health } = setup(async () => {
+      await gate;
+      return new Response("ok");
+    });
+    const inflight = health.check(1n);
+    health.fence(1n, "reset mid-request");
+    release();
+    expect(await inflight).toBe(false);
+    expect(registry.get(1n)!.healthy).toBe(false);
+    await health.check(1n);
+    expect(registry.get(1n)!.healthy).toBe(true);
+  });
+
+  test("checks of one worker are not duplicated while one is running", async () => {
+    let calls = 0;
+    const { health } = setup(async () => {
+      calls++;
+      await Bun.sleep(1);
+      return new Response("ok");
+    });
+    await Promise.all([health.check(1n), health.check(1n), health.check(1n)]);
+    expect(calls).toBe(1);
+  });
+});
