@@ -1,6 +1,7 @@
 /**
  * The router's HTTP app (Hono, web standards only): OpenAI routes, admin routes behind
- * adminAuth, /health, /livez and /metrics, errors in OpenAI's shape. It wires nothing: every part arrives in EdgeDeps from
+ * adminAuth, /health, /livez and /metrics, errors in OpenAI's shape (a wrong method
+ * on a known path: 405 with `Allow`). It wires nothing: every part arrives in EdgeDeps from
  * src/runtime/compose.ts, and each route gets only the groups it uses.
  *
  * @example
@@ -9,6 +10,7 @@
  */
 import { Hono } from "hono";
 import { PROMETHEUS_CONTENT_TYPE } from "../observe/registry.ts";
+import { allowedMethods } from "./allowed-methods.ts";
 import { adminAuth } from "./auth.ts";
 import type { EdgeDeps, Observability } from "./deps.ts";
 import { createDisaggDispatch } from "./disagg/disagg-dispatch.ts";
@@ -78,7 +80,14 @@ export function createApp(d: EdgeDeps): Hono {
   app.route("/", workerRoutes({ limits: d.limits, fleet: d.fleet, router: d.router, admin: d.admin, roles: d.disagg?.roles }));
   app.route("/", adminRoutes({ limits: d.limits, fleet: d.fleet, router: d.router, admin: d.admin }));
 
-  app.notFound((c) => errorResponse(404, "not_found", `no route for ${c.req.method} ${c.req.path}`));
+  const methodsOf = allowedMethods(app.routes);
+  app.notFound((c) => {
+    const allowed = methodsOf(c.req.path);
+    if (allowed.length === 0) return errorResponse(404, "not_found", `no route for ${c.req.method} ${c.req.path}`);
+    const res = errorResponse(405, "method_not_allowed", `${c.req.method} is not allowed on ${c.req.path}; use ${allowed.join(", ")}`);
+    res.headers.set("allow", allowed.join(", "));
+    return res;
+  });
   app.onError((e) => answerError(d.observe, e));
   return app;
 }
