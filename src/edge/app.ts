@@ -1,6 +1,6 @@
 /**
  * The router's HTTP app (Hono, web standards only): OpenAI routes, admin routes behind
- * adminAuth, /health, /livez and /metrics, errors in OpenAI's shape (a wrong method
+ * adminAuth, /health, /livez, /metrics and /version, errors in OpenAI's shape (a wrong method
  * on a known path: 405 with `Allow`). It wires nothing: every part arrives in EdgeDeps from
  * src/runtime/compose.ts, and each route gets only the groups it uses.
  *
@@ -9,6 +9,7 @@
  * Bun.serve({ port: 8080, fetch: (req, server) => app.fetch(req, { server }) });
  */
 import { Hono } from "hono";
+import { buildInfo } from "../core/build-info.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "../observe/registry.ts";
 import { allowedMethods } from "./allowed-methods.ts";
 import { adminAuth } from "./auth.ts";
@@ -28,8 +29,8 @@ import { workerRoutes } from "./routes/workers.ts";
 /** Paths that need the admin token (or a loopback peer when no token is set). */
 export const ADMIN_PATHS = ["/v1/workers", "/v1/workers/*", "/v1/kv/*", "/v1/route", "/v1/route/*", "/debug/*"] as const;
 
-/** Paths that still answer while the router drains: probes and scrapes. */
-const OPEN_WHILE_DRAINING: ReadonlySet<string> = new Set(["/health", "/livez", "/metrics"]);
+/** Paths that still answer while the router drains: probes, scrapes and what build it is. */
+const OPEN_WHILE_DRAINING: ReadonlySet<string> = new Set(["/health", "/livez", "/metrics", "/version"]);
 
 /** Shutdown began: new work goes elsewhere (503, retryable); requests in flight finish. */
 function drainingRefusal(): Response {
@@ -72,6 +73,7 @@ export function createApp(d: EdgeDeps): Hono {
   });
   app.get("/livez", (c) => c.json({ status: "ok" }, 200, idHeader));
   app.get("/metrics", () => new Response(d.observe.metrics.render(), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } }));
+  app.get("/version", (c) => c.json(buildInfo()));
 
   const proxy = proxyPath(d);
   app.route("/", openAiRoutes(proxy));

@@ -1,8 +1,10 @@
 /**
  * The app's answers beyond its routes: a wrong method on a known path is a 405 naming the
- * methods it takes (`Allow`, OpenAI's error body), an unknown path stays a 404.
+ * methods it takes (`Allow`, OpenAI's error body), an unknown path stays a 404, and GET
+ * /version says what build answers.
  */
 import { describe, expect, test } from "bun:test";
+import pkg from "../../../package.json" with { type: "json" };
 import { harness, jsonResponse } from "./harness.ts";
 
 const W1 = { id: 11n, url: "http://w1:1" };
@@ -39,5 +41,13 @@ describe("wrong method on a known path", () => {
   test("the admin guard still comes first: a non-loopback peer is refused before any 405", async () => {
     const h = harness({ workers: [W1], fetch: async () => jsonResponse({}), peer: "10.0.0.9" });
     expect((await h.request("/v1/workers/42", { method: "GET" })).status).toBe(403);
+  });
+});
+
+describe("GET /version", () => {
+  test("the package version, the build's commit (none given: unknown) and the runtime", async () => {
+    const r = await app().request("/version");
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ version: pkg.version, commit: "unknown", runtime: `Bun/${Bun.version}` });
   });
 });
