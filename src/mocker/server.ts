@@ -81,7 +81,7 @@ function json(body: unknown, status = 200, headers?: Record<string, string>): Re
 }
 
 function error(status: number, message: string, type: string, headers?: Record<string, string>): Response {
-  return new Response(errorBody(message, type, status), { status, headers: { ...JSON_HEADERS, ...headers } });
+  return new Response(errorBody(status, message, type), { status, headers: { ...JSON_HEADERS, ...headers } });
 }
 
 class HttpError extends Error {

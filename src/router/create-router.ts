@@ -38,6 +38,7 @@ import { ExternalLeases } from "./books/external-leases.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RoutingService } from "./routing-service.ts";
 import type { EngineSessionOps } from "./sessions/session-control.ts";
+import type { AdmissionGate } from "./admission/admission-gate.ts";
 
 export interface RouterConfig {
   readonly policy: PolicyName;
@@ -77,6 +78,8 @@ export interface RouterPorts {
   readonly engineWaiting?: () => ReadonlyMap<WorkerKey, number> | undefined;
   /** Events dropped because their (worker, dp rank) is not registered. */
   readonly onDropped?: (reason: "unknown_worker" | "approx_policy", count: number) => void;
+  /** Where routing.routeOrWait waits while every worker is busy (built with the runtime's timer); without it: all_workers_busy at once. */
+  readonly admission?: AdmissionGate;
 }
 
 export interface IngestResult {
@@ -143,6 +146,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     busyKeys: ports.busyKeys,
     engineWaiting: ports.engineWaiting,
     capacityTokens: config.capacityTokens,
+    admission: ports.admission,
   });
   const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn });
   const leases = new ExternalLeases(tracker);

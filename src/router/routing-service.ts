@@ -20,6 +20,7 @@ import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
 import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";
+import type { AdmissionGate, AdmitOptions } from "./admission/admission-gate.ts";
 
 export interface RoutingDeps {
   readonly registry: RoutableWorkers;
@@ -56,6 +57,8 @@ export interface RoutingDeps {
    * with --busy-threshold, a rank past threshold × this is busy. Undefined = unbounded.
    */
   readonly capacityTokens?: number;
+  /** Where requests wait while every candidate is busy (routeOrWait); without it they get all_workers_busy at once. */
+  readonly admission?: AdmissionGate;
 }
 
 /** A prompt's block hashes, computed once per request and reused by its retries. */
@@ -115,6 +118,17 @@ export class RoutingService {
   prepare(tokens: Uint32Array, loraName: string | undefined): PromptHashes {
     const hashes = computeBlockHashesWith(this.d.hasher, tokens, this.d.scheduler.blockSize, { loraName });
     return { hashes, seqHashes: this.#seqHasher(hashes) };
+  }
+
+  /**
+   * Route and book now or, while every candidate is busy, wait in the admission gate until one
+   * frees up (priority order; 429 queue_full / queue_timeout; a client that leaves is taken
+   * out, and a decision it left behind goes to `abandon`). The one call the HTTP edge makes,
+   * so the gate's retries stay inside the router.
+   */
+  routeOrWait(input: RouteInput, wait: AdmitOptions<RouteDecision> = {}): Promise<RouteDecision> {
+    const gate = this.d.admission;
+    return gate === undefined ? this.route(input) : gate.admit(() => this.route(input), wait);
   }
 
   /** Route and book. Throws RouterError (no_endpoints, duplicate_request, ...). */

@@ -9,7 +9,6 @@
  */
 import { hostname, networkInterfaces } from "node:os";
 import { createApp } from "../edge/app.ts";
-import type { AppDeps } from "../edge/deps.ts";
 import { WorkerRoles } from "../edge/disagg/roles.ts";
 import type { Logger } from "../edge/log.ts";
 import { fetchUpstream } from "../edge/proxy/upstream.ts";
@@ -83,8 +82,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   // Proxied requests go over pooled sockets on this thread (Bun's fetch hands each request
   // to its own client thread, which costs ~20 µs of CPU per request); https engines use fetch.
   const upstreamClient = new SocketHttpClient({ fallback: fetchUpstream((u, init) => fetch(u, init)), connectTimeoutMs: config.connectTimeout * 1000 });
-  const deps: AppDeps = {
-    ...c.deps,
+  const deps = c.edgeDeps({
     disagg:
       config.disagg === "off"
         ? undefined
@@ -99,7 +97,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       const engine = engineLoad.describe(id);
       return { ...(zmq ? { kv_events: zmq } : {}), ...(engine ? { engine_metrics: engine } : {}) };
     },
-  };
+  });
   const app = createApp(deps);
   server = listenOnBun(config, deps, (req) => app.fetch(req));
   const port = server.port!;

@@ -2,14 +2,19 @@
  * The one composition every runtime shares: `composeRouter(config, choices, log)` builds the
  * registry, models, tokenizers, session store and sticky routing, the decision room
  * (createRouter), LoRA, passive and active health (outliers, restarts), membership, admission,
- * load sync, metrics and the app's deps from runtime-free parts. The runtime's entry passes
+ * load sync, metrics and the edge's deps (src/edge/deps.ts, in their small groups) from
+ * runtime-free parts. The runtime's entry passes
  * its choices (hasher, tokenizer loader, the RESP openers for redis://, sleep, local addresses,
  * hooks for what it wires beside) and adds its own pieces (src/runtime/bun.ts, portable.ts).
  * It serves nothing and imports no Bun code (test/architecture.test.ts: portable.ts reaches it).
  */
 import { bindClusterMetrics } from "../edge/cluster-metrics.ts";
-import type { AppDeps } from "../edge/deps.ts";
+import type { PeerAddress } from "../edge/auth.ts";
+import type { EdgeDeps } from "../edge/deps.ts";
+import type { DisaggOptions } from "../edge/disagg/disagg-dispatch.ts";
 import type { Logger } from "../edge/log.ts";
+import { fetchUpstream, type UpstreamCall } from "../edge/proxy/upstream.ts";
+import type { WorkerProvisioner } from "../fleet/provisioner.ts";
 import { AdmissionGate } from "../router/admission/admission-gate.ts";
 import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/routing/tokenizers.ts";
 import type { Config } from "../config/schema.ts";
@@ -75,8 +80,23 @@ export function reachableHost(host: string): string {
   return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
 }
 
-/** The app's deps every runtime gives the same way; the runtime adds peer, upstream and its extras. */
-type SharedDeps = Omit<AppDeps, "peer">;
+/** What the runtime adds to the edge's deps: what only it can know or offer. */
+export interface RuntimeEdge {
+  /** The peer address of a request (Bun: server.requestIP). */
+  readonly peer: PeerAddress;
+  /** The proxy's upstream client (Bun: pooled sockets); without one, over fetch. */
+  readonly upstream?: UpstreamCall;
+  /** The runtime is Bun: stream response bodies through Bun's direct streams. */
+  readonly directStreams?: boolean;
+  /** Lift the server's idle timeout for a request whose body is read (its answer may stream long). */
+  readonly keepOpen?: (request: Request) => void;
+  /** --disagg vllm|sglang (wired by the Bun entry). */
+  readonly disagg?: DisaggOptions;
+  /** Registration with a KV event subscription (`kv_events`); without it, plain registration. */
+  readonly provisioner?: WorkerProvisioner;
+  /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
+  readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
+}
 
 export interface ComposedRouter {
   readonly now: () => number;
@@ -85,7 +105,8 @@ export interface ComposedRouter {
   readonly router: ReturnType<typeof createRouter>;
   readonly membership: WorkerMembership;
   readonly admission: AdmissionGate;
-  readonly deps: SharedDeps;
+  /** The edge's deps (createApp's argument): what every runtime gives the same way, plus the runtime's own. */
+  edgeDeps(runtime: RuntimeEdge): EdgeDeps;
   /** The headers the router's own engine calls carry (--engine-token). */
   readonly engineHeaders: Record<string, string>;
   /** The port the server listens on, once it does (POST /v1/workers refuses it). */
@@ -162,6 +183,17 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     sessions.close(binding.worker.workerId, sessionId);
   });
   const sticky = new StickyRouter(store, { maxSessionIdLength: config.maxSessionIdLength });
+  // When every candidate is busy (the engines' own load, where the runtime scrapes it),
+  // requests wait in the router's admission queue (routing.routeOrWait).
+  const admissionWait = metrics.admissionWait.series([]);
+  const admission = new AdmissionGate({
+    maxQueue: config.maxQueue,
+    timeoutMs: config.queueTimeout * 1000,
+    now,
+    timers: { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
+    onAdmitted: (ms) => admissionWait.observe(ms / 1000),
+    onRejected: (reason) => metrics.admissionRejections.inc([reason]),
+  });
   // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
     {
@@ -199,6 +231,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       busyKeys: choices.busyKeys,
       engineWaiting: choices.engineWaiting,
       onDropped: (reason, n) => metrics.eventDropped(reason, n),
+      admission,
     },
   );
   const { index, approxIndex, tracker } = router;
@@ -235,17 +268,6 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
     warn: (m) => log.warn(m),
   });
-  // When every candidate is busy (the engines' own load, where the runtime scrapes it),
-  // requests wait in the admission queue .
-  const admissionWait = metrics.admissionWait.series([]);
-  const admission = new AdmissionGate({
-    maxQueue: config.maxQueue,
-    timeoutMs: config.queueTimeout * 1000,
-    now,
-    timers: { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
-    onAdmitted: (ms) => admissionWait.observe(ms / 1000),
-    onRejected: (reason) => metrics.admissionRejections.inc([reason]),
-  });
   metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
   let loadSync: LoadSync | undefined;
@@ -277,35 +299,31 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     localHosts: () => [...choices.localHosts()],
     fetch: (u, init) => fetch(u, init),
   });
-  const deps: SharedDeps = {
-    maxBodyBytes: config.maxBodyBytes,
-    maxSessionIdLength: config.maxSessionIdLength,
-    routerId: routerIdentity,
-    workerUrlPolicy,
-    adminToken: config.adminToken,
-    maxRetries: config.maxRetries,
-    registry,
-    membership,
-    fence: (id, reason) => health.fence(id, reason),
-    router,
-    metrics,
-    lora: adapters,
-    models,
-    tokenizers,
-    peekSession: (id) => store.peek(id),
-    fetch: (url, init) => fetch(url, init),
-    deadlines: {
-      connectMs: config.connectTimeout * 1000,
-      firstByteMs: config.firstByteTimeout * 1000,
-      responseMs: config.responseTimeout * 1000,
-      streamIdleMs: config.streamIdleTimeout * 1000,
-    },
-    report: (id, failure) => health.report(id, failure),
-    draining: () => draining,
-    admission,
-    now,
-    log,
+  const deadlines = {
+    connectMs: config.connectTimeout * 1000,
+    firstByteMs: config.firstByteTimeout * 1000,
+    responseMs: config.responseTimeout * 1000,
+    streamIdleMs: config.streamIdleTimeout * 1000,
   };
+  const plainFetch = (url: string, init: RequestInit) => fetch(url, init);
+  const edgeDeps = (rt: RuntimeEdge): EdgeDeps => ({
+    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdentity, draining: () => draining },
+    limits: { maxBodyBytes: config.maxBodyBytes, maxSessionIdLength: config.maxSessionIdLength },
+    fleet: { registry, models, lora: adapters, tokenizers },
+    router,
+    upstream: {
+      call: rt.upstream ?? fetchUpstream(plainFetch),
+      fetch: plainFetch,
+      deadlines,
+      maxRetries: config.maxRetries,
+      directStreams: rt.directStreams,
+      keepOpen: rt.keepOpen,
+    },
+    outcomes: { fence: (id, reason) => health.fence(id, reason), report: (id, failure) => health.report(id, failure) },
+    observe: { metrics, log },
+    admin: { membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: rt.workerDetails, peekSession: (id) => store.peek(id), now },
+    disagg: rt.disagg,
+  });
 
   const timers: ReturnType<typeof setInterval>[] = [];
   return {
@@ -315,7 +333,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     router,
     membership,
     admission,
-    deps,
+    edgeDeps,
     engineHeaders,
     listeningOn: (port) => {
       listeningPort = port;

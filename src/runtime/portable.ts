@@ -109,7 +109,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
     },
     log,
   );
-  const app = createApp({ ...c.deps, peer: platform.peer });
+  const app = createApp(c.edgeDeps({ peer: platform.peer }));
   const server = await platform.serve((req) => app.fetch(req), config.port, config.host);
   c.listeningOn(server.port);
   const url = `http://${reachableHost(config.host)}:${server.port}`;

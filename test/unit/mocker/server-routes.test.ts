@@ -41,6 +41,11 @@ describe("mocker edge", () => {
     expect(room).toMatchObject({ status: 400, message: "bootstrap room: must be a non-negative integer" });
   });
 
+  test("the error body is vLLM's: param null, code the HTTP status as an int", async () => {
+    const body = await (await fetch(`${m.url}/v1/completions`, { method: "POST", body: "{" })).json();
+    expect(body).toEqual({ error: { message: expect.stringContaining("not valid JSON"), type: "invalid_request_error", param: null, code: 400 } });
+  });
+
   test("admin routes need the bearer token", async () => {
     expect((await fetch(`${m.url}/kv/clear`, { method: "POST" })).status).toBe(401);
     const ok = await fetch(`${m.url}/kv/clear`, { method: "POST", headers: { authorization: "Bearer secret" } });

@@ -45,7 +45,8 @@ describe("composeRouter", () => {
     const { lines, log } = capture();
     const removed: bigint[] = [];
     const c = await composeRouter(config, { ...choices, onWorkerRemoved: (id) => void removed.push(id) }, log);
-    expect(c.deps.draining!()).toBe(false);
+    const door = c.edgeDeps({ peer: () => undefined }).door;
+    expect(door.draining!()).toBe(false);
     await c.registerAll(["http://127.0.0.1:1"]);
     const [w] = c.registry.list();
     expect(w?.url).toBe("http://127.0.0.1:1");
@@ -55,7 +56,7 @@ describe("composeRouter", () => {
     expect(lines.some((l) => l.includes(`worker ${w!.id} removed`))).toBe(true);
     c.startChecks();
     c.startDraining();
-    expect(c.deps.draining!()).toBe(true);
+    expect(door.draining!()).toBe(true);
     c.stopWork();
     await c.close();
   });
