@@ -1,5 +1,5 @@
 /**
- * Keeps the registered workers in step with `--workers-file` (issue 13). The file is read
+ * Keeps the registered workers in step with `--workers-file`. The file is read
  * at start, then again whenever its directory changes (a mounted ConfigMap is updated by
  * swapping a symlink in that directory, so watching the file itself would miss it) and, in
  * case a change notification is lost, every `pollMs`. Each read is reconciled: entries gone

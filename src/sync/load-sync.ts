@@ -1,8 +1,8 @@
 /**
- * Active load shared between routers over Redis (Dynamo's replica sync, spec §1.6 / §4.6,
- * with Redis in place of NATS). Each router publishes the add / prefill-done / free events
- * of its LoadTracker and applies everyone else's, so every replica's scheduler sees the
- * whole cluster's load.
+ * Active load shared between routers over Redis (Dynamo's replica sync of active sequences, with
+ * Redis in place of NATS; as there, output-block growth is not replicated). Each router publishes
+ * the add / prefill-done / free events of its LoadTracker and applies everyone else's, so every
+ * replica's scheduler sees the whole cluster's load.
  *
  * - Out: tracker.onLocalEvent → LocalMirror (for snapshots) + Outbox (batched, ordered,
  *   seq-numbered, dropped with a counter while Redis is away).
