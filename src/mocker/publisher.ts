@@ -43,7 +43,7 @@ export class EventPublisher {
     this.routerUrl = o.routerUrl.replace(/\/+$/, "");
     this.url = `${this.routerUrl}/v1/kv/events`;
     this.doFetch = o.fetch ?? fetch;
-    // Marks the batch as this engine's own stream (events/http-batch.ts): ordered by its ids.
+    // Marks the batch as this engine's own stream, ordered by its ids (src/fleet/events/http-batch.ts).
     this.headers = { "content-type": "application/json", "x-switchyard-event-source": "engine" };
     if (o.adminToken) this.headers.authorization = `Bearer ${o.adminToken}`;
   }

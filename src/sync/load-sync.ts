@@ -26,7 +26,7 @@ export const DEFAULT_SYNC_CHANNEL = "switchyard:active_sequences";
 /** Dynamo's MAX_REPLICA_BATCH_EVENTS. */
 export const MAX_REPLICA_BATCH_EVENTS = 256;
 
-/** Matches app/log.ts's Logger, so main.ts can pass its logger as is. */
+/** Matches src/edge/log.ts's Logger, so the composition can pass its logger as is. */
 export interface SyncLogger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
@@ -61,7 +61,7 @@ export interface LoadSyncOptions {
   readonly pollMs?: number;
   /** Stream length kept, approximately (https:// only, default 1000). */
   readonly streamMaxLen?: number;
-  /** Per Redis command (default 50 ms); one that times out marks Redis down until a probe answers (sessions/redis-guard.ts). */
+  /** Per Redis command (default 50 ms); one that times out marks Redis down until a probe answers (redis-guard.ts). */
   readonly commandTimeoutMs?: number;
   readonly log?: SyncLogger;
 }

@@ -47,7 +47,7 @@ export interface VllmKvSubscriberOptions {
   /** Called with every decoded event, in id order; never with an empty array. */
   readonly onEvents: (events: RouterEvent[]) => void;
   readonly log?: SubscriberLog;
-  /** tokens_hash hasher (default: portable TypeScript; main.ts may pass the native one). */
+  /** tokens_hash hasher (default: portable TypeScript; src/runtime/bun.ts passes the router's own). */
   readonly hasher?: BatchBlockHasher;
   readonly libzmqPath?: string;
   /** Give up starting after this long (default 5000 ms). */
