@@ -51,7 +51,7 @@ export interface MockerOptions {
   tokenizer?: string;
   /** Seeds the fake output text. */
   seed?: number;
-  /** Events kept per dp rank for /kv/query replay (spec §1.7: 1024). */
+  /** Events kept per dp rank for /kv/query replay (default 1024, as a Dynamo worker keeps). */
   eventBufferSize?: number;
   /** Disaggregated serving: prefill, decode or both (default both: an ordinary engine). */
   role?: EngineRole;
@@ -110,7 +110,7 @@ export const MOCKER_DEFAULTS = {
   maxLoras: 4,
   model: "switchyard-sim",
   seed: 0,
-  /** WORKER_KV_INDEXER_BUFFER_SIZE of Dynamo (spec §1.7). */
+  /** Dynamo's WORKER_KV_INDEXER_BUFFER_SIZE: a router's gap older than this gets a tree dump. */
   eventBufferSize: 1024,
   role: "both",
   disagg: "vllm",

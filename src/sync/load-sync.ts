@@ -1,8 +1,8 @@
 /**
- * Active load shared between routers over Redis (Dynamo's replica sync, spec §1.6 / §4.6,
- * with Redis in place of NATS). Each router publishes the add / prefill-done / free events
- * of its LoadTracker and applies everyone else's, so every replica's scheduler sees the
- * whole cluster's load.
+ * Active load shared between routers over Redis (Dynamo's replica sync of active sequences, with
+ * Redis in place of NATS; as there, output-block growth is not replicated). Each router publishes
+ * the add / prefill-done / free events of its LoadTracker and applies everyone else's, so every
+ * replica's scheduler sees the whole cluster's load.
  *
  * - Out: tracker.onLocalEvent → LocalMirror (for snapshots) + Outbox (batched, ordered,
  *   seq-numbered, dropped with a counter while Redis is away).
@@ -26,7 +26,7 @@ export const DEFAULT_SYNC_CHANNEL = "switchyard:active_sequences";
 /** Dynamo's MAX_REPLICA_BATCH_EVENTS. */
 export const MAX_REPLICA_BATCH_EVENTS = 256;
 
-/** Matches app/log.ts's Logger, so main.ts can pass its logger as is. */
+/** Matches src/edge/log.ts's Logger, so the composition can pass its logger as is. */
 export interface SyncLogger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
@@ -61,7 +61,7 @@ export interface LoadSyncOptions {
   readonly pollMs?: number;
   /** Stream length kept, approximately (https:// only, default 1000). */
   readonly streamMaxLen?: number;
-  /** Per Redis command (default 50 ms); one that times out marks Redis down until a probe answers (sessions/redis-guard.ts). */
+  /** Per Redis command (default 50 ms); one that times out marks Redis down until a probe answers (redis-guard.ts). */
   readonly commandTimeoutMs?: number;
   readonly log?: SyncLogger;
 }

@@ -1,9 +1,9 @@
 /**
- * The native batch block hasher: one FFI call hashes every full block of a prompt
- * (XXH3-64 per block of u32-LE tokens, spec §2.2), and one more gives the prompt's
- * sequence hashes (spec §2.3). Both agree bit for bit with core/hashing.ts's portable code
- * and are ~50-100x faster on long prompts. Multimodal blocks are not their business:
- * computeBlockHashesWith() hashes those on the portable path.
+ * The native batch block hasher: one FFI call hashes every full block of a prompt (XXH3-64 per
+ * block of u32-LE tokens, seed 1337 plus the LoRA salt), and one more gives the prompt's sequence
+ * hashes (XXH3-64 of the previous sequence hash and this block's, seed 1337). Both agree bit for
+ * bit with core/hashing.ts's portable code and are ~50-100x faster on long prompts. Multimodal
+ * blocks are not their business: computeBlockHashesWith() hashes those on the portable path.
  *
  * Results of up to 256 hashes (4096 tokens at block size 16) are views into shared 16 KiB
  * buffers (U64Slab), which is what makes them cheap on every request; a caller that keeps

@@ -1,5 +1,5 @@
 /**
- * The ZMQ KV event subscriptions of the workers registered at run time (issue 13): one
+ * The ZMQ KV event subscriptions of the workers registered at run time: one
  * subscriber per data-parallel rank, on the engine's rank-0 endpoint offset by the rank
  * (endpoints.ts, vLLM's rule), started when a worker with `kv_events` is registered and
  * stopped when it is removed. Every subscriber hands its events to the same `onEvents`.
