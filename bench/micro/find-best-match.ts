@@ -20,7 +20,7 @@ import {
   portableBatchHasher,
   seqHasherOf,
   type BatchBlockHasher,
-} from "../../src/core/hashing.ts";
+} from "../../src/core/block-hash.ts";
 import { RadixTree } from "../../src/router/index/radix-tree.ts";
 import { endpointsOf } from "../../src/router/choose/endpoints.ts";
 import { schedulerConfig } from "../../src/router/choose/config.ts";

@@ -15,7 +15,7 @@
  */
 import { parseArgs } from "node:util";
 import { writeFileSync } from "node:fs";
-import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqHasherOf } from "../../src/core/hashing.ts";
+import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqHasherOf } from "../../src/core/block-hash.ts";
 import { worker } from "../../src/core/ids.ts";
 import { RadixTree } from "../../src/router/index/radix-tree.ts";
 import { loadNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";

@@ -36,7 +36,7 @@ import {
 } from "./requests.ts";
 import { DEFAULT_SESSION_TIMEOUT_S } from "./sessions.ts";
 import { byteTokenizer, loadMockerTokenizer, type MockerTokenizer } from "./tokenizer.ts";
-import { computeBlockHashes } from "../core/hashing.ts";
+import { computeBlockHashes } from "../core/block-hash.ts";
 import { requireNativeLibrary } from "../transfer/native/library.ts";
 import { parseDisaggDirective, type DisaggDirective } from "./disagg-request.ts";
 import { engineBlockHashes } from "./engine-hash.ts";

@@ -22,7 +22,7 @@
  * `recovery` and `tracker` from here.
  */
 import type { RouterEvent } from "../core/events.ts";
-import type { BatchBlockHasher } from "../core/hashing.ts";
+import type { BatchBlockHasher } from "../core/block-hash.ts";
 import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
 import { createIndexer } from "./index/indexer.ts";
 import type { KvIndex } from "./index/types.ts";

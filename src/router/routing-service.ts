@@ -8,7 +8,7 @@
  * clock, rng and metrics are injected; request-id prefixes come from crypto.getRandomValues,
  * a web-standard global on every runtime we target.
  */
-import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/hashing.ts";
+import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/block-hash.ts";
 import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
 import type { KvIndex } from "./index/types.ts";
 import type { SchedulerConfig } from "./choose/config.ts";

@@ -13,7 +13,7 @@ import type { Logger } from "../edge/log.ts";
 import { AdmissionGate } from "../router/admission/admission-gate.ts";
 import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/routing/tokenizers.ts";
 import type { Config } from "../config/schema.ts";
-import type { BatchBlockHasher } from "../core/hashing.ts";
+import type { BatchBlockHasher } from "../core/block-hash.ts";
 import type { WorkerId, WorkerKey } from "../core/ids.ts";
 import { kvQueryClient } from "../fleet/events/kv-query-client.ts";
 import { AdapterLoader } from "../fleet/lora/adapter-loader.ts";

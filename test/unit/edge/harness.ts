@@ -9,7 +9,7 @@ import { createApp } from "../../../src/edge/app.ts";
 import type { AppDeps } from "../../../src/edge/deps.ts";
 import { silentLogger } from "../../../src/edge/log.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
-import { portableBatchHasher } from "../../../src/core/hashing.ts";
+import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";
 import type { KvIndex } from "../../../src/router/index/types.ts";
 import { LoraStateTracker } from "../../../src/fleet/lora/state-tracker.ts";

@@ -6,7 +6,7 @@
  */
 import { afterEach, expect, setSystemTime, test } from "bun:test";
 import { RoutingService, type RoutingDeps } from "../../../src/router/routing-service.ts";
-import { portableBatchHasher } from "../../../src/core/hashing.ts";
+import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 
 afterEach(() => setSystemTime());
 

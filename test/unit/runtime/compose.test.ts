@@ -8,7 +8,7 @@
 import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../../src/edge/log.ts";
 import { loadConfig } from "../../../src/config/load.ts";
-import { portableBatchHasher } from "../../../src/core/hashing.ts";
+import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import { composeRouter, reachableHost, StartupError, type RuntimeChoices } from "../../../src/runtime/compose.ts";
 
 const choices: RuntimeChoices = {

@@ -25,7 +25,7 @@
  * Throws VllmDecodeError only when the batch itself cannot be read (truncated msgpack, not
  * an array/map); one bad event is counted as malformed and skipped.
  */
-import { computeBlockHashesWith, hashMmIdentifier, portableBatchHasher, type BatchBlockHasher, type BlockExtraInfo } from "../../../core/hashing.ts";
+import { computeBlockHashesWith, hashMmIdentifier, portableBatchHasher, type BatchBlockHasher, type BlockExtraInfo } from "../../../core/block-hash.ts";
 import type { KvCacheEventData, RouterEvent, StoredBlock } from "../../../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../../../core/ids.ts";
 import { MsgpackError, MsgpackReader, type MsgpackValue } from "./msgpack.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { computeBlockHashes, computeSeqHashes } from "../../../../src/core/hashing.ts";
+import { computeBlockHashes, computeSeqHashes } from "../../../../src/core/block-hash.ts";
 import { worker } from "../../../../src/core/ids.ts";
 import { ApproxIndex } from "../../../../src/router/index/approx.ts";
 import { PruneManager } from "../../../../src/router/index/prune-manager.ts";
