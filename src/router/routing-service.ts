@@ -147,15 +147,12 @@ export class RoutingService {
       config: d.scheduler,
       now,
       rng: d.rng,
-      requestId: input.requestId,
-      // The scheduler only chooses; the lease below books (and later frees) the load.
-      updateStates: false,
-      loraName: input.loraName,
       allowedWorkerIds: input.allowedWorkerIds,
       busyKeys: d.busyKeys?.(),
       engineWaiting: d.engineWaiting?.(),
       sessionId,
     });
+    // The scheduler only chose; the lease books (and later frees) the load.
     const lease = RequestLease.book(
       d.tracker,
       { requestId: input.requestId, worker: sel.worker, seqHashes, isl: input.tokens.length, overlap: sel.overlapBlocks, loraName: input.loraName },

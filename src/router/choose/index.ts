@@ -8,7 +8,6 @@ export type { LoadMetric } from "./filters/load-guard.ts";
 export { findBestMatch, type FindBestMatchInput } from "./find-best-match.ts";
 export { LoadTracker, type LoadTrackerOptions, type PotentialLoad, type TrackedRequest, type WorkerLoad } from "../books/load-tracker.ts";
 export { runPipeline } from "./pipeline.ts";
-export { hitsBeyond, type SharedCacheHits } from "./shared-cache.ts";
 export { POLICY_NAMES, createPipeline, isPolicyName, type PolicyName } from "./registry.ts";
 export {
   ActiveSequenceEventSchema,
