@@ -9,13 +9,12 @@
  * bookings of POST /v1/route, and exposes what every edge needs:
  *   - `routing.prepare` / `routing.route` -> decision + lease (the lease frees exactly once);
  *   - `ingest(events, source)`: KV events of registered (worker, dp rank)s into the recovery
- *     driver ("engine": ordered by ids, gaps recovered; "admin": applied as they say). Cleared
- *     clears the (worker, dp rank) it names (src/router/recovery/README.md, ClearScope "rank").
+ *     driver ("engine": ordered by ids, gaps recovered; "admin": applied as they say).
  *   - `ingestLossy(events)`: a stream that cannot be replayed (vLLM over ZMQ: vLLM serves no
  *     /kv/query), applied in order; an id gap (batches lost for good) wipes the rank first
- *     (recovery/lossy-stream.ts); Cleared clears its (worker, dp rank), as above.
- *   The index's own applyEvent never sees a Cleared from here (its Cleared clears every rank
- *   of the worker): both paths turn it into removeWorkerDpRank, so Cleared means one thing.
+ *     (recovery/lossy-stream.ts).
+ *   Both hand a Cleared to the index's applyEvent like any event, and the index gives it its
+ *   one meaning: the (worker, dp rank) that sent it is emptied, the worker's other ranks stay.
  *   - `expireLoad(now)` / `expireApprox(now)`: the periodic work the runtime's timers call
  *     (load expiry + lease sweep; approximate-index TTLs).
  * Worker registration stays in src/workers (membership talks HTTP to engines); it is handed
@@ -203,8 +202,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
           continue;
         }
         if (gaps.observe(ev)) index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
-        if (ev.event.data.type === "cleared") index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
-        else index.applyEvent(ev);
+        index.applyEvent(ev);
         accepted++;
       }
       if (dropped > 0) ports.onDropped?.("unknown_worker", dropped);
