@@ -22,7 +22,7 @@
  */
 import type { RouterEvent } from "../core/events.ts";
 import type { BatchBlockHasher } from "../core/block-hash.ts";
-import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
+import type { DpRank, RouterId, WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
 import { createIndexer } from "./index/indexer.ts";
 import type { KvIndex } from "./index/types.ts";
 import { RecoveryDriver } from "./recovery/driver.ts";
@@ -46,8 +46,8 @@ export interface RouterConfig {
   readonly approxTtlMs?: number;
   /** Router-only session bindings live this long (ms). */
   readonly sessionTtlMs: number;
-  /** This router's id in load-sync messages (several routers over Redis). */
-  readonly routerId?: bigint;
+  /** This router's identity (core/ids.ts RouterId): its load-sync messages and its request ids carry it. Default 0. */
+  readonly routerId?: RouterId;
   /** --worker-capacity: booked prefill tokens a rank may hold before it counts busy. */
   readonly capacityTokens?: number;
   /**
@@ -121,10 +121,12 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const prune = config.approxTtlMs === undefined ? undefined : { ttlMs: config.approxTtlMs };
   const index = createIndexer(approxMode ? "approximate" : "precise", { prune });
   const approxIndex = approxMode || config.inexactIndex === false ? undefined : createIndexer("approximate", { prune });
-  const tracker = new LoadTracker({ blockSize: config.scheduler.blockSize, routerId: config.routerId });
+  const routerId = config.routerId ?? 0n;
+  const tracker = new LoadTracker({ blockSize: config.scheduler.blockSize, routerId });
   const scheduler = schedulerConfig(config.scheduler);
   const pipeline = createPipeline(config.policy, scheduler);
   const routing = new RoutingService({
+    routerId,
     registry: ports.workers,
     index,
     tracker,
