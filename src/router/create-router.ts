@@ -1,7 +1,7 @@
 /**
- * `createRouter(config, ports)`: the router's decision room built in one place, so the Bun
- * composition root (src/main.ts), the app test harness and the benches wire it the same way
- * (issue 10). Runtime-free and without I/O of its own: the hasher, clock, rng, worker
+ * `createRouter(config, ports)`: the router's decision room built in one place, so the
+ * composition root (src/runtime/compose.ts, for every runtime), the edge's test harness and
+ * the benches wire it the same way. Runtime-free and without I/O of its own: the hasher, clock, rng, worker
  * registry, session store, metrics and the engines' recovery query are ports.
  *
  * It builds the precise (or approximate) index, the approximate index for inexact prompts,
@@ -17,7 +17,7 @@
  *   one meaning: the (worker, dp rank) that sent it is emptied, the worker's other ranks stay.
  *   - `expireLoad(now)` / `expireApprox(now)`: the periodic work the runtime's timers call
  *     (load expiry + lease sweep; approximate-index TTLs).
- * Worker registration stays in src/workers (membership talks HTTP to engines); it is handed
+ * Worker registration stays in src/fleet (membership talks HTTP to engines); it is handed
  * `recovery` and `tracker` from here.
  */
 import type { RouterEvent } from "../core/events.ts";
@@ -40,7 +40,7 @@ import type { EngineSessionOps } from "./sessions/session-control.ts";
 
 export interface RouterConfig {
   readonly policy: PolicyName;
-  /** Scheduler knobs; `blockSize` is required, the rest default (scheduler/config.ts). */
+  /** Scheduler knobs; `blockSize` is required, the rest default (choose/config.ts). */
   readonly scheduler: Partial<SchedulerConfig> & { readonly blockSize: number };
   /** Approximate index TTL (ms) for approx mode and inexact prompts. */
   readonly approxTtlMs?: number;

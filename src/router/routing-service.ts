@@ -48,7 +48,7 @@ export interface RoutingDeps {
   readonly sessionTtlMs: number;
   /** Opens / closes engine-backed sessions (nvext.session_control); without it they are refused. */
   readonly engineSessions?: EngineSessionOps;
-  /** Ranks the engines' own metrics report busy right now (issue 13); undefined = none known. */
+  /** Ranks the engines' own metrics report busy right now; undefined = none known. */
   readonly busyKeys?: () => ReadonlySet<WorkerKey> | undefined;
   /** Requests waiting in each rank's engine (engine metrics), for the engine-waiting cost; undefined = none known. */
   readonly engineWaiting?: () => ReadonlyMap<WorkerKey, number> | undefined;

@@ -10,7 +10,6 @@
 import { bindClusterMetrics } from "../edge/cluster-metrics.ts";
 import type { AppDeps } from "../edge/deps.ts";
 import type { Logger } from "../edge/log.ts";
-import { AdmissionGate } from "../router/admission/admission-gate.ts";
 import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/routing/tokenizers.ts";
 import type { Config } from "../config/schema.ts";
 import type { BatchBlockHasher } from "../core/block-hash.ts";
@@ -21,9 +20,8 @@ import { AdapterAllowlist } from "../fleet/lora/adapter-name.ts";
 import { LoraStateTracker } from "../fleet/lora/state-tracker.ts";
 import { bindCollectors } from "../observe/collectors.ts";
 import { RouterMetrics } from "../observe/names.ts";
-import { createRouter } from "../router/create-router.ts";
+import { AdmissionGate, createRouter, StickyRouter } from "../router/index.ts";
 import type { RespOpener } from "../sync/redis-client.ts";
-import { StickyRouter } from "../router/sessions/sticky.ts";
 import { startLoadSync, type LoadSync } from "../sync/load-sync.ts";
 import type { PubSubOpener } from "../sync/transport.ts";
 import { fetchEngineInfo, type EngineInfo } from "../fleet/engine-info.ts";

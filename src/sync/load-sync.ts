@@ -14,9 +14,8 @@
  * Nothing here throws into the request path: the tracker hook only queues.
  */
 import type { RouterId } from "../core/ids.ts";
-import type { LoadTracker } from "../router/books/load-tracker.ts";
+import type { ActiveSequenceEvent, LoadTracker } from "../router/index.ts";
 import { DEFAULT_COMMAND_TIMEOUT_MS } from "./redis-guard.ts";
-import type { ActiveSequenceEvent } from "../router/books/sequence-events.ts";
 import { LocalMirror } from "./local-mirror.ts";
 import { Outbox } from "./outbox.ts";
 import { PeerTable } from "./peers.ts";

@@ -6,7 +6,7 @@
  * same lease through /v1/route/:id/prefill-done and /free.
  *
  * The booking is made here too (`RequestLease.book`), not by the scheduler: choosing has no
- * side effects (issue 10), and the load a request puts on its worker is created and released
+ * side effects, and the load a request puts on its worker is created and released
  * by the same object.
  */
 import type { WorkerWithDpRank } from "../../core/ids.ts";

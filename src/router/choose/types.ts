@@ -31,7 +31,7 @@ export interface SchedulingRequest {
   readonly overlaps: OverlapScores;
   /** External routing: only these worker ids may be chosen. */
   readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
-  /** (worker, dp_rank)s the engines' own metrics report busy (issue 13); skipped by the engine-busy filter. */
+  /** (worker, dp_rank)s the engines' own metrics report busy; skipped by the engine-busy filter. */
   readonly busyKeys?: ReadonlySet<WorkerKey>;
   /** Requests waiting in each rank's engine, as its metrics last said (the engine-waiting cost). */
   readonly engineWaiting?: ReadonlyMap<WorkerKey, number>;
