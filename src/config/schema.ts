@@ -6,8 +6,7 @@
 import { type TokenizerSpec, TokenizerSpecsSchema } from "./tokenizers.ts";
 import * as v from "valibot";
 
-import { LOAD_METRICS, type LoadMetric } from "../router/choose/filters/load-guard.ts";
-import { POLICY_NAMES, type PolicyName } from "../router/choose/registry.ts";
+import { LOAD_METRICS, POLICY_NAMES, type LoadMetric, type PolicyName } from "../router/index.ts";
 
 /** The scheduler's own lists, so a new policy or load metric needs no second edit here. */
 export const POLICIES = POLICY_NAMES;

@@ -25,6 +25,19 @@ export interface WorkerWithDpRank {
   readonly dpRank: DpRank;
 }
 
+/**
+ * This router process's identity: one u64, drawn at random once at start (the composition
+ * root), never derived from the clock, so two routers started in the same millisecond still
+ * differ. It names the router in load-sync messages, in /health's router header and as the
+ * prefix of its request ids; 0 is a router alone (tests, benches).
+ */
+export type RouterId = bigint;
+
+/** A router id as 16 hex digits: its form wherever a string is needed (headers, request ids, logs). */
+export function routerIdHex(id: RouterId): string {
+  return id.toString(16).padStart(16, "0");
+}
+
 export const U64_MAX = (1n << 64n) - 1n;
 
 /** Reinterpret any integer (e.g. a signed i64 from an engine) as u64 bits. */

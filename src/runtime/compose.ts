@@ -15,21 +15,19 @@ import type { DisaggOptions } from "../edge/disagg/disagg-dispatch.ts";
 import type { Logger } from "../edge/log.ts";
 import { fetchUpstream, type UpstreamCall } from "../edge/proxy/upstream.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
-import { AdmissionGate } from "../router/admission/admission-gate.ts";
 import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/routing/tokenizers.ts";
 import type { Config } from "../config/schema.ts";
-import type { BatchBlockHasher } from "../core/hashing.ts";
-import type { WorkerId, WorkerKey } from "../core/ids.ts";
+import type { BatchBlockHasher } from "../core/block-hash.ts";
+import { routerIdHex, type RouterId, type WorkerId, type WorkerKey } from "../core/ids.ts";
 import { kvQueryClient } from "../fleet/events/kv-query-client.ts";
 import { AdapterLoader } from "../fleet/lora/adapter-loader.ts";
 import { AdapterAllowlist } from "../fleet/lora/adapter-name.ts";
 import { LoraStateTracker } from "../fleet/lora/state-tracker.ts";
 import { bindCollectors } from "../observe/collectors.ts";
 import { RouterMetrics } from "../observe/names.ts";
-import { createRouter } from "../router/create-router.ts";
+import { AdmissionGate, createRouter, StickyRouter } from "../router/index.ts";
 import type { RespOpener } from "../sync/redis-client.ts";
-import { StickyRouter } from "../router/sessions/sticky.ts";
-import { randomRouterId, startLoadSync, type LoadSync } from "../sync/load-sync.ts";
+import { startLoadSync, type LoadSync } from "../sync/load-sync.ts";
 import type { PubSubOpener } from "../sync/transport.ts";
 import { fetchEngineInfo, type EngineInfo } from "../fleet/engine-info.ts";
 import { engineLoraClient } from "../fleet/engine-lora.ts";
@@ -71,6 +69,8 @@ export interface RuntimeChoices {
   /** Hooks for what the runtime wires beside: an engine's info at registration (disagg roles), a removed worker. */
   readonly onEngineInfo?: (url: string, info: EngineInfo) => void;
   readonly onWorkerRemoved?: (id: WorkerId) => void;
+  /** Random bytes for this router's identity (default: the web-standard crypto.getRandomValues). */
+  readonly randomValues?: (into: BigUint64Array) => BigUint64Array;
 }
 
 /** A listen address clients on this machine can use (wildcards -> loopback). */
@@ -151,8 +151,9 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   }
   if (config.tokenizers.length === 0) log.info("no --tokenizer: token-id prompts are routed exactly, text approximately (on the router's own decisions)");
   if (config.policy === "approx") log.info("policy approx: routing on this router's own decisions; ZMQ event streams (kv_events) are not subscribed to, and events posted to /v1/kv/events are dropped (switchyard_kv_events_dropped_total{reason=\"approx_policy\"})");
-  // With Redis, routers (on any runtime) share their active load; each needs its own id in those messages.
-  const routerId = config.redis !== undefined ? randomRouterId() : undefined;
+  // Who this router is, drawn once: its load-sync messages, its request ids and every /health
+  // answer carry it (a URL that answers with a router id is refused as a worker).
+  const routerId: RouterId = (choices.randomValues ?? ((a) => crypto.getRandomValues(a)))(new BigUint64Array(1))[0]!;
   const toEngines = engineFetch(config.engineToken);
   const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
@@ -271,7 +272,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
   let loadSync: LoadSync | undefined;
-  if (config.redis !== undefined && routerId !== undefined) {
+  if (config.redis !== undefined) {
     // redis:// through the runtime's pub/sub opener; https:// (Upstash REST) through a polled Redis Stream.
     loadSync = await startLoadSync({
       url: config.redis,
@@ -283,16 +284,15 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       now,
       log,
     });
-    log.info("active load: shared with the other routers through Redis", { router_id: routerId.toString() });
+    log.info("active load: shared with the other routers through Redis", { router_id: routerIdHex(routerId) });
   }
   const syncStats = loadSync && (() => loadSync.stats());
   clusterMetrics = bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters, memorySessions });
 
   let draining = false;
   let listeningPort: number | undefined;
-  // Who this router is, on every /health answer: a URL that answers with it (or any router's
-  // id) is refused as a worker, as is this router's own port on a local address (issue 12).
-  const routerIdentity = crypto.getRandomValues(new BigUint64Array(1))[0]!.toString(16);
+  // A URL that answers /health as a router (any router's id) is refused as a worker, as is
+  // this router's own port on a local address.
   const workerUrlPolicy = new WorkerUrlPolicy({
     allow: config.workerAllow,
     ownPort: () => listeningPort,
@@ -307,7 +307,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   };
   const plainFetch = (url: string, init: RequestInit) => fetch(url, init);
   const edgeDeps = (rt: RuntimeEdge): EdgeDeps => ({
-    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdentity, draining: () => draining },
+    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(routerId), draining: () => draining },
     limits: { maxBodyBytes: config.maxBodyBytes, maxSessionIdLength: config.maxSessionIdLength },
     fleet: { registry, models, lora: adapters, tokenizers },
     router,

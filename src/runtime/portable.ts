@@ -18,7 +18,7 @@ import { createApp } from "../edge/app.ts";
 import type { Logger } from "../edge/log.ts";
 import type { Config } from "../config/schema.ts";
 import { scanFlags } from "../config/flag-scan.ts";
-import { portableBatchHasher } from "../core/hashing.ts";
+import { portableBatchHasher } from "../core/block-hash.ts";
 import { loadEngineTokenizer } from "../tokens/load.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
 

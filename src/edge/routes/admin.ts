@@ -12,7 +12,7 @@ import { stringifyBigint } from "../../core/json.ts";
 import { EVENT_SOURCE_HEADER, eventSourceOf, parseEventBatch } from "../../fleet/events/http-batch.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AdminDeps, FleetView, RequestLimits } from "../deps.ts";
-import type { RouterRoom } from "../../router/create-router.ts";
+import type { RouterRoom } from "../../router/index.ts";
 import { routeTarget } from "../routing/route-target.ts";
 
 const RouteBody = v.object({

@@ -11,7 +11,7 @@ import type { DisaggDispatch } from "../disagg/disagg-dispatch.ts";
 import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
 import { readPrompt, type PromptDeps } from "../routing/prompt-routing.ts";
-import { sessionControlOf } from "../../router/sessions/session-control.ts";
+import { sessionControlOf } from "../../router/index.ts";
 import type { Dispatch } from "./dispatch.ts";
 
 export interface CompletionDeps {

@@ -32,8 +32,10 @@
  *   the children of an emptied node and kept the empty node, which leaks under churn.
  * - find-matches intersects worker sets level by level (score = leading blocks held); it does
  *   not rely on a child's workers being a subset of its parent's, which path nodes break.
- * - Cleared clears every dp rank of the worker_id and keeps the keys known (reference
- *   generation); removeWorker / removeWorkerDpRank forget the keys.
+ * - Cleared clears the (worker, dp_rank) whose stream sent it, and only that one: event ids
+ *   are dense per (worker, dp_rank) publisher, so a Cleared speaks for its own rank (Dynamo's
+ *   reference tree cleared every rank of the worker). The rank stays known, empty.
+ *   Forgetting a worker or a rank is a separate operation: removeWorker / removeWorkerDpRank.
  */
 import type { KvEventStatus, RemovedData, RouterEvent, StoredBlock } from "../../core/events.ts";
 import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
@@ -92,7 +94,7 @@ export class RadixTree implements KvIndex {
         status = this.applyRemoved(slot, data);
         break;
       case "cleared":
-        for (const s of this.slots.ranksOf(workerId)) this.clearSlot(s);
+        this.clearSlot(slot);
         status = "ok";
         break;
     }

@@ -21,7 +21,7 @@ export interface SessionControl {
   readonly timeoutS: number;
 }
 
-/** Opening and closing sessions on engines (workers/engine-sessions.ts over HTTP). */
+/** Opening and closing sessions on engines (fleet/engine-sessions.ts over HTTP). */
 export interface EngineSessionOps {
   open(worker: WorkerId, sessionId: string, timeoutS: number): Promise<void>;
   close(worker: WorkerId, sessionId: string): void;

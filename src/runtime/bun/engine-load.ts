@@ -4,7 +4,7 @@
  * (queued requests), feed --engine-load-weight, pump the admission queue, and show in /metrics
  * (switchyard_engine_load) and GET /v1/workers. Off (no scraping) with --engine-metrics-interval 0.
  */
-import type { AdmissionGate } from "../../router/admission/admission-gate.ts";
+import type { AdmissionGate } from "../../router/index.ts";
 import type { Logger } from "../../edge/log.ts";
 import type { Config } from "../../config/schema.ts";
 import type { WorkerId, WorkerKey } from "../../core/ids.ts";

@@ -8,7 +8,7 @@
 import type { Logger } from "../../edge/log.ts";
 import type { Config } from "../../config/schema.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
-import type { createRouter } from "../../router/create-router.ts";
+import type { createRouter } from "../../router/index.ts";
 import { fetchEngineInfo } from "../../fleet/engine-info.ts";
 import { HealthChecker } from "../../fleet/health.ts";
 import { fetchServedModels, type ModelDirectory } from "../../fleet/models.ts";

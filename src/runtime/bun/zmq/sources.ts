@@ -6,7 +6,7 @@
  * It does not register workers or apply events to an index.
  */
 import type { RouterEvent } from "../../../core/events.ts";
-import type { BatchBlockHasher } from "../../../core/hashing.ts";
+import type { BatchBlockHasher } from "../../../core/block-hash.ts";
 import type { WorkerId } from "../../../core/ids.ts";
 import type { KvEventSources } from "../../../fleet/provisioner.ts";
 import type { KvEventsSpec } from "../../../fleet/worker-spec.ts";

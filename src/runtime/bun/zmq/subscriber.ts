@@ -17,7 +17,7 @@
  * with a new subscriber.
  */
 import type { RouterEvent } from "../../../core/events.ts";
-import type { BatchBlockHasher } from "../../../core/hashing.ts";
+import type { BatchBlockHasher } from "../../../core/block-hash.ts";
 import type { DpRank, EventId, WorkerId } from "../../../core/ids.ts";
 import { libzmqPath } from "./libzmq.ts";
 import { decodeVllmBatch, newVllmDecodeCounters, VllmDecodeError, type VllmDecodeCounters } from "./vllm-decode.ts";
