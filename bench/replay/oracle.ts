@@ -36,6 +36,8 @@ export function prefixHits(cache: { has(id: number): boolean }, ids: readonly nu
 export interface OfflineResult {
   readonly hitRate: number;
   readonly loadMaxOverMean: number;
+  /** The worker (0-based) each request went to, in trace order: replayed in time by sim.ts for the oracle's own TTFT. */
+  readonly assignment: readonly number[];
 }
 
 export function idealHitRate(trace: readonly TraceRequest[]): number {
@@ -74,6 +76,7 @@ export function simulateOffline(
   };
   let hits = 0;
   let total = 0;
+  const assignment: number[] = [];
   for (let i = 0; i < trace.length; i++) {
     const ids = fullBlockIds(trace[i]!);
     let w: number;
@@ -97,10 +100,11 @@ export function simulateOffline(
     hits += prefixHits(caches[w]!, ids);
     total += ids.length;
     counts[w]!++;
+    assignment.push(w);
     // Last block first, so the prefix ends up most recently used and the LRU end holds leaves,
     // as the simulated engine's cache (src/mocker/prefix-cache.ts) and vLLM's free-block order do.
     for (let k = ids.length - 1; k >= 0; k--) caches[w]!.touch(ids[k]!);
   }
   const mean = trace.length / workers;
-  return { hitRate: total ? hits / total : 0, loadMaxOverMean: mean ? Math.max(...counts) / mean : 0 };
+  return { hitRate: total ? hits / total : 0, loadMaxOverMean: mean ? Math.max(...counts) / mean : 0, assignment };
 }

@@ -1,5 +1,5 @@
 /**
- * `bun bench/replay/sim-grid.ts`: kv's knobs (credit × wait factor × slack) on every workload of
+ * `bun bench/replay/sim-grid.ts`: kv-blocks's knobs (credit × wait factor × slack) on every workload of
  * the suite at three loads, in the timing simulation (sim.ts), and the setting whose worst
  * TTFT p90 ÷ that workload's best p90 is smallest: how the defaults were chosen. Beside it, each
  * setting's worst hit rate ÷ the offline oracle's and on how many cells it is under 0.95 (issue
@@ -40,7 +40,7 @@ for (const [name, trace, frac] of workloads) {
     const p90 = new Map<string, number>();
     let mineWork = "";
     for (const st of settings) {
-      const r = simulate(trace, "kv", schedulerConfig({ ...base, overlapCredit: st.c, prefillWaitFactor: st.f === 0 ? null : st.f, prefillWaitQueueShare: st.s }), o);
+      const r = simulate(trace, "kv-blocks", schedulerConfig({ ...base, overlapCredit: st.c, prefillWaitFactor: st.f === 0 ? null : st.f, prefillWaitQueueShare: st.s }), o);
       p90.set(st.label, r.ttft.p90);
       worstHit.set(st.label, Math.min(worstHit.get(st.label) ?? Infinity, r.hit / oracle));
       if (r.hit < 0.95 * oracle) hitMisses.set(st.label, (hitMisses.get(st.label) ?? 0) + 1);

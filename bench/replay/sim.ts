@@ -19,6 +19,8 @@ import { endpointsOf } from "../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../src/router/choose/find-best-match.ts";
 import { LoadTracker } from "../../src/router/books/load-tracker.ts";
 import { RequestLease } from "../../src/router/books/request-lease.ts";
+import { firstTokenSampler, TtftPredictor } from "../../src/router/books/ttft-predictor.ts";
+import type { Pipeline } from "../../src/router/choose/types.ts";
 import { createIndexer } from "../../src/router/index/indexer.ts";
 import { createPipeline, isPolicyName } from "../../src/router/choose/registry.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
@@ -43,11 +45,20 @@ export interface SimOptions {
    * engines' caches, which KV events give every router alike.
    */
   routers?: number;
+  /**
+   * Route request i to engine assignment[i] instead of asking the policy (booked the same way):
+   * the offline oracle's decisions replayed in time, for the oracle's own TTFT.
+   */
+  assignment?: readonly number[];
+  /** Called as each request's first token comes (for studies of single decisions). */
+  onFirstToken?: (i: number, x: { arrival: number; start: number; done: number; engine: number; uncached: number; predictedMs: number | undefined }) => void;
 }
 
 export interface SimResult {
   hit: number;
   ttft: { p50: number; p90: number; p99: number };
+  /** |predicted ÷ observed TTFT − 1| over the requests the routers predicted (every policy's decisions carry a prediction). */
+  predictorError: { p50: number; p90: number };
   workMaxOverMean: number;
   util: number;
   idle: number;
@@ -113,14 +124,18 @@ class Events {
 }
 const less = (a: [number, number, unknown], b: [number, number, unknown]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
 
-export function simulate(trace: readonly TraceRequest[], policy: string, config: SchedulerConfig, o: SimOptions): SimResult {
+/** `makePipeline` replaces the named policy's pipeline (a variant under study); `policy` still names it. */
+export function simulate(trace: readonly TraceRequest[], policy: string, config: SchedulerConfig, o: SimOptions, makePipeline?: () => Pipeline): SimResult {
   if (!isPolicyName(policy)) throw new Error(`unknown policy ${policy}`);
   const endpoints = endpointsOf(Array.from({ length: o.engines }, (_, i) => ({ workerId: BigInt(i + 1) })));
   const keys: WorkerKey[] = endpoints.map((e) => e.key);
   const tracker = new LoadTracker({ blockSize: config.blockSize });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
   // One pipeline per router: the peers' own trees (sglang, prodstack-prefix, llm-d) are per process.
-  const pipelines = Array.from({ length: Math.max(1, o.routers ?? 1) }, () => createPipeline(policy, config));
+  const pipelines = Array.from({ length: Math.max(1, o.routers ?? 1) }, () => makePipeline?.() ?? createPipeline(policy, config));
+  // One predictor per router, as in the router: each learns from the first tokens of its own requests.
+  const predictors = pipelines.map(() => new TtftPredictor({ blockSize: config.blockSize }));
+  const errors: number[] = [];
   const rng = mulberry32(o.seed);
   const caches = keys.map(() => new Lru(o.kvBlocks));
   const lanes = keys.map(() => ({ busy: false, queue: [] as (() => void)[] }));
@@ -161,12 +176,18 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
         });
         overlaps = { scores, treeSizes, frequencies: [] };
       }
+      const predictor = predictors[i % predictors.length]!;
+      const assigned = o.assignment?.[i];
       const sel = findBestMatch({
-        overlaps, seqHashes, isl: r.inputLength, endpoints, tracker, pipeline: pipelines[i % pipelines.length]!, config, now: arrival, rng,
-        sessionId: r.sessionId,
+        overlaps, seqHashes, isl: r.inputLength, endpoints: assigned === undefined ? endpoints : [endpoints[assigned]!], tracker,
+        pipeline: pipelines[i % pipelines.length]!, config, now: arrival, rng, sessionId: r.sessionId, ttft: predictor,
       });
       const booking = { requestId: `r${i}`, worker: sel.worker, seqHashes, isl: r.inputLength, overlap: sel.overlapBlocks };
-      const lease = RequestLease.book(tracker, booking, arrival, config.blockSize, () => ev.now, rng);
+      const sample = firstTokenSampler(
+        predictor, tracker, { key: sel.key, bookedAt: arrival, uncachedTokens: sel.uncachedTokens ?? 0, predictedMs: sel.predictedTtftMs },
+        (e) => errors.push(e),
+      );
+      const lease = RequestLease.book(tracker, booking, arrival, config.blockSize, () => ev.now, rng, sample);
       const e = keys.indexOf(sel.key);
       approxIndex?.recordDecision(seqHashes, seqHashes, sel.worker, arrival);
       lanes[e]!.queue.push(() => {
@@ -181,7 +202,8 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
         ev.push(done, () => {
           caches[e]!.touch(ids);
           ttfts.push(done - arrival);
-          lease.prefillDone();
+          o.onFirstToken?.(i, { arrival, start, done, engine: e, uncached, predictedMs: sel.predictedTtftMs });
+          lease.firstToken();
           lanes[e]!.busy = false;
           runLane(e);
           const out = Math.min(r.outputLength, o.maxOutputTokens);
@@ -198,9 +220,11 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
   }
   const mean = work.reduce((s, w) => s + w, 0) / work.length;
   const t = summarize(ttfts);
+  const err = summarize(errors);
   return {
     hit: promptBlocks ? cachedBlocks / promptBlocks : 0,
     ttft: { p50: t.p50, p90: t.p90, p99: t.p99 },
+    predictorError: { p50: err.p50, p90: err.p90 },
     workMaxOverMean: mean ? Math.max(...work) / mean : 0,
     util: (work.reduce((s, w) => s + w, 0) * o.prefillUsPerToken) / 1000 / (o.engines * Math.max(1, lastT)),
     idle: work.filter((w) => w === 0).length,
@@ -239,8 +263,8 @@ if (import.meta.main) {
   }
   const rows = entries.map(([label, policy, over]) => {
     const r = simulate(trace, policy, schedulerConfig({ ...base, ...over }), o);
-    return [label, r.hit.toFixed(3), r.ttft.p50.toFixed(0), r.ttft.p90.toFixed(0), r.ttft.p99.toFixed(0), r.workMaxOverMean.toFixed(2), String(r.idle), r.util.toFixed(2)];
+    return [label, r.hit.toFixed(3), r.ttft.p50.toFixed(0), r.ttft.p90.toFixed(0), r.ttft.p99.toFixed(0), r.workMaxOverMean.toFixed(2), String(r.idle), r.util.toFixed(2), r.predictorError.p50.toFixed(2), r.predictorError.p90.toFixed(2)];
   });
   console.log(`sim ${name}: ${trace.length} requests, ${engines} engines × ${kvBlocks} blocks, ideal hit ${idealHitRate(trace).toFixed(3)}, arrival scale ${a["arrival-scale"]}, ${a.routers} router(s) (TTFT in trace ms)`);
-  console.log(textTable(["policy", "hit", "ttft p50", "p90", "p99", "work max/mean", "idle", "util"], rows));
+  console.log(textTable(["policy", "hit", "ttft p50", "p90", "p99", "work max/mean", "idle", "util", "pred err p50", "p90"], rows));
 }

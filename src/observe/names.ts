@@ -18,6 +18,8 @@ const OVERLAP_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096];
 /** Seconds a request waited for a worker that is not busy. */
 const QUEUE_WAIT_BUCKETS = [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** |predicted ÷ observed − 1|: fine below 0.5, where a good predictor lives, coarse above. */
+const PREDICTION_ERROR_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2, 5];
 
 /** Status label of a request: the HTTP status, or "aborted" when the client left. */
 export type RequestStatusLabel = string;
@@ -34,6 +36,8 @@ export class RouterMetrics {
     `${METRIC_PREFIX}routing_overhead_seconds`, "Time spent routing a request, per phase", ["phase"], OVERHEAD_BUCKETS);
   readonly overlapBlocks: Histogram = this.registry.histogram(
     `${METRIC_PREFIX}overlap_blocks`, "Cached prefix blocks on the chosen worker", [], OVERLAP_BUCKETS);
+  readonly ttftPredictionErrors: Histogram = this.registry.histogram(
+    `${METRIC_PREFIX}ttft_prediction_error_ratio`, "Per request, |predicted ÷ observed time to first token − 1| (the router's TTFT predictor, streamed answers)", [], PREDICTION_ERROR_BUCKETS);
   readonly timeToFirstByte: Histogram = this.registry.histogram(
     `${METRIC_PREFIX}upstream_first_byte_seconds`, "Time from forwarding to the first upstream body byte", [], TTFT_BUCKETS);
   readonly kvEventsApplied: Counter = this.registry.counter(
@@ -69,6 +73,7 @@ export class RouterMetrics {
     total: this.routingOverhead.series(["total"]),
   };
   readonly overlap: HistogramSeries = this.overlapBlocks.series([]);
+  readonly ttftPredictionError: HistogramSeries = this.ttftPredictionErrors.series([]);
   readonly firstByte: HistogramSeries = this.timeToFirstByte.series([]);
   eventDropped(reason: EventDropReason, n = 1): void {
     this.kvEventsDropped.inc([reason], n);

@@ -30,6 +30,7 @@ import { LossyStreamGuard } from "./recovery/lossy-stream.ts";
 import type { EventSource, WorkerQuery } from "./recovery/types.ts";
 import { schedulerConfig, type SchedulerConfig } from "./choose/config.ts";
 import { LoadTracker } from "./books/load-tracker.ts";
+import { TtftPredictor } from "./books/ttft-predictor.ts";
 import { createPipeline, type PolicyName } from "./choose/registry.ts";
 import type { Pipeline, Rng } from "./choose/types.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
@@ -90,6 +91,8 @@ export interface Router {
   readonly index: KvIndex;
   readonly approxIndex: KvIndex | undefined;
   readonly tracker: LoadTracker;
+  /** Each engine's learned prefill speed and the TTFT it predicts (the kv policy's cost). */
+  readonly ttft: TtftPredictor;
   readonly scheduler: SchedulerConfig;
   readonly pipeline: Pipeline;
   readonly routing: RoutingService;
@@ -128,6 +131,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const tracker = new LoadTracker({ blockSize: config.scheduler.blockSize, routerId });
   const scheduler = schedulerConfig(config.scheduler);
   const pipeline = createPipeline(config.policy, scheduler);
+  const ttft = new TtftPredictor({ blockSize: config.scheduler.blockSize });
   const routing = new RoutingService({
     routerId,
     registry: ports.workers,
@@ -148,6 +152,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     engineWaiting: ports.engineWaiting,
     capacityTokens: config.capacityTokens,
     admission: ports.admission,
+    ttft,
   });
   const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn });
   const leases = new ExternalLeases(tracker);
@@ -166,6 +171,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     index,
     approxIndex,
     tracker,
+    ttft,
     scheduler,
     pipeline,
     routing,
@@ -177,6 +183,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
       addRank: (workerId, dpRank, reset) => (approxMode ? undefined : recovery.addRank(workerId, dpRank, reset)),
       removeWorker: (workerId) => {
         recovery.removeWorker(workerId);
+        ttft.forgetWorker(workerId);
         approxIndex?.removeWorker(workerId);
         gaps.forget(workerId); // its ZMQ ids, so a worker that comes and goes leaves nothing behind
       },

@@ -22,6 +22,8 @@ export interface Observer {
 export interface RoutingObserver {
   readonly phases: Readonly<Record<"hash" | "match" | "schedule" | "total", Observer>>;
   readonly overlap: Observer;
+  /** |predicted ÷ observed TTFT − 1| of each request whose first token the router saw (optional: fakes may leave it out). */
+  readonly ttftPredictionError?: Observer;
 }
 
 /** A one-shot timer (the runtime's setTimeout / clearTimeout), so that pure code owns none. */

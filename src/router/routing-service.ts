@@ -18,6 +18,7 @@ import type { Endpoint, Pipeline, Rng } from "./choose/types.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
+import { firstTokenSampler, type TtftPredictor } from "./books/ttft-predictor.ts";
 import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";
 import type { AdmissionGate, AdmitOptions } from "./admission/admission-gate.ts";
 
@@ -60,6 +61,8 @@ export interface RoutingDeps {
   readonly capacityTokens?: number;
   /** Where requests wait while every candidate is busy (routeOrWait); without it they get all_workers_busy at once. */
   readonly admission?: AdmissionGate;
+  /** Predicts each candidate's TTFT (the kv policy's cost) and learns each engine's speed from the first tokens the leases report. */
+  readonly ttft?: TtftPredictor;
 }
 
 /** A prompt's block hashes, computed once per request and reused by its retries. */
@@ -167,8 +170,16 @@ export class RoutingService {
       busyKeys: d.busyKeys?.(),
       engineWaiting: d.engineWaiting?.(),
       sessionId,
+      ttft: d.ttft,
     });
-    // The scheduler only chose; the lease books (and later frees) the load.
+    // The scheduler only chose; the lease books (and later frees) the load, and hands the
+    // first token's time to the predictor, which learns the engine's speed from it.
+    const sample =
+      d.ttft && sel.uncachedTokens !== undefined
+        ? firstTokenSampler(d.ttft, d.tracker, { key: sel.key, bookedAt: now, uncachedTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs }, (e) =>
+            d.metrics.ttftPredictionError?.observe(e),
+          )
+        : undefined;
     const lease = RequestLease.book(
       d.tracker,
       { requestId: input.requestId, worker: sel.worker, seqHashes, isl: input.tokens.length, overlap: sel.overlapBlocks, loraName: input.loraName },
@@ -176,6 +187,7 @@ export class RoutingService {
       bs,
       d.now,
       d.rng,
+      sample,
     );
     if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
     const t4 = timer();

@@ -172,6 +172,8 @@ function respond(
   // A non-streamed answer starts (headers) only once the engine has computed the prompt:
   // its prefill load is gone now, not when the whole answer has arrived (issue 13).
   if (!isEventStream(res.headers)) lease.prefillDone();
+  // A streamed answer's first data event is its first token: the TTFT the router learns speeds from.
+  else if (res.status < 300 && first?.value !== undefined && new SseDataCounter().push(first.value) > 0) lease.firstToken();
   // A 5xx the engine answered counts against the worker; its body may hold the engine's
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
   if (res.status >= 500) return engineServerError(res, first, reader, decision, d);

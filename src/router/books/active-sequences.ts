@@ -40,6 +40,7 @@ export class ActiveSequences {
   readonly #prefilling = new Map<string, RequestState>();
   #prefillSum = 0;
   #lastExpiryCheck: number | undefined;
+  #lastPrefillDoneAt = -Infinity;
 
   /**
    * @param refs the block table shared by all slots of a tracker (a private one by default)
@@ -86,12 +87,36 @@ export class ActiveSequences {
     return expired;
   }
 
-  /** The request's prompt is computed: its prefill load goes (idempotent). */
-  markPrefillCompleted(requestId: string): void {
+  /**
+   * The request's prompt is computed: its prefill load goes (idempotent). `now` (ms), when
+   * given, is when the rank's prefill lane was seen free again (`lastPrefillDoneAt`).
+   */
+  markPrefillCompleted(requestId: string, now?: number): void {
     const state = this.#prefilling.get(requestId);
     if (!state) return;
     this.#prefilling.delete(requestId);
     this.#prefillSum -= state.prefillTokens;
+    if (now !== undefined && now > this.#lastPrefillDoneAt) this.#lastPrefillDoneAt = now;
+  }
+
+  /**
+   * When a prefill on this rank was last seen done (ms; -Infinity before the first). Engines
+   * prefill one request after another per rank, so this is when the oldest request still
+   * prefilling could start at the earliest (the TTFT predictor's clock for the lane).
+   */
+  get lastPrefillDoneAt(): number {
+    return this.#lastPrefillDoneAt;
+  }
+
+  /** Requests whose prefill is still booked (each costs the engine its per-request overhead). */
+  get prefillingRequests(): number {
+    return this.#prefilling.size;
+  }
+
+  /** The oldest request still prefilling: its booked prefill tokens and when it was booked; undefined when none. */
+  prefillHead(): { readonly tokens: number; readonly bookedAt: number } | undefined {
+    for (const state of this.#prefilling.values()) return { tokens: state.prefillTokens, bookedAt: state.startedAt };
+    return undefined;
   }
 
   /** Release everything the request holds. Returns whether it was active. */

@@ -205,10 +205,10 @@ export class LoadTracker {
   }
 
   /** The prompt is computed (first token seen). False for an unknown id. */
-  markPrefillCompleted(requestId: string, _now: number): boolean {
+  markPrefillCompleted(requestId: string, now: number): boolean {
     const slot = this.#requestSlot.get(requestId);
     if (!slot) return false;
-    slot.seqs.markPrefillCompleted(requestId);
+    slot.seqs.markPrefillCompleted(requestId, now);
     this.#emit(requestId, slot.worker, this.#requestLora.get(requestId) ?? null, PREFILL_DONE);
     return true;
   }
@@ -278,7 +278,7 @@ export class LoadTracker {
     }
     const slot = this.#requestSlot.get(id);
     if (!slot) return false;
-    if (d.type === "mark_prefill_completed") slot.seqs.markPrefillCompleted(id);
+    if (d.type === "mark_prefill_completed") slot.seqs.markPrefillCompleted(id, now);
     else {
       slot.seqs.free(id);
       this.#unmap(id);

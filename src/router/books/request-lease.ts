@@ -25,8 +25,12 @@ export interface Booking {
   readonly loraName?: string;
 }
 
+/** Told when a request's first token is seen (ms), by whoever booked it (the TTFT predictor's samples). */
+export type FirstTokenHook = (at: number) => void;
+
 export class RequestLease {
   #prefillDone = false;
+  #onFirstToken: FirstTokenHook | undefined;
   #freed = false;
   #afterFree: (() => void) | undefined;
   /** Blocks the sequence spans so far: ceil((isl + output) / blockSize). */
@@ -39,23 +43,39 @@ export class RequestLease {
     private readonly blockSize: number,
     private readonly now: () => number,
     private readonly rng: Rng,
+    onFirstToken?: FirstTokenHook,
   ) {
     this.#blocks = Math.ceil(isl / blockSize);
+    this.#onFirstToken = onFirstToken;
   }
 
   /**
    * Book `b` on its worker at time `at` (ms) and return the lease that frees it. Throws RouterError
    * duplicate_request when the id is already booked. A worker the tracker does not know yet
-   * (membership and tracker momentarily out of step) is added first.
+   * (membership and tracker momentarily out of step) is added first. `onFirstToken` hears the
+   * time of the first token, once, if `firstToken()` reports it.
    */
-  static book(tracker: LoadTracker, b: Booking, at: number, blockSize: number, now: () => number, rng: Rng): RequestLease {
+  static book(tracker: LoadTracker, b: Booking, at: number, blockSize: number, now: () => number, rng: Rng, onFirstToken?: FirstTokenHook): RequestLease {
     if (!tracker.hasWorker(keyOf(b.worker))) tracker.addWorkers([b.worker]);
     tracker.addRequest(b, at);
-    return new RequestLease(tracker, b.requestId, b.isl, blockSize, now, rng);
+    return new RequestLease(tracker, b.requestId, b.isl, blockSize, now, rng, onFirstToken);
   }
 
   get freed(): boolean {
     return this.#freed;
+  }
+
+  /**
+   * The engine's first token has just arrived (the first chunk of a streamed answer): tell the
+   * booker when (its TTFT sample), then the prefill is done. Only the first report counts, and
+   * none after the prefill was marked done another way: a late one would be a wrong sample.
+   */
+  firstToken(): void {
+    if (this.#prefillDone || this.#freed) return;
+    const hook = this.#onFirstToken;
+    this.#onFirstToken = undefined;
+    hook?.(this.now());
+    this.prefillDone();
   }
 
   /** First token seen: the prompt is computed, its prefill load goes away. Idempotent. */

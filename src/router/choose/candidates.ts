@@ -7,6 +7,9 @@
  * With `inflightOverlap`, a tracked endpoint's overlap is the longer of the index's and the
  * prefix its in-flight requests hold: sequence hashes chain the whole prefix, so the
  * request's blocks an endpoint holds are always a leading run of it.
+ *
+ * With a TTFT predictor in the context, every candidate also carries its predicted time to
+ * first token (books/ttft-predictor.ts) and the uncached tokens that prediction assumed.
  */
 import type { LoadTracker } from "../books/load-tracker.ts";
 import type { Candidate, Endpoint, SchedulingContext } from "./types.ts";
@@ -26,6 +29,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       const overlapBlocks = ctx.inflightOverlap ? Math.max(indexed, held[seqs.slot]!) : indexed;
       const activePrefillTokens = seqs.activeTokens();
       const activeDecodeBlocks = seqs.activeBlocks();
+      const uncachedTokens = seqs.newTokens(isl, Math.max(indexed, held[seqs.slot]!));
       out[i] = {
         endpoint: e,
         key: e.key,
@@ -37,9 +41,13 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         activePrefillTokens,
         activeDecodeBlocks,
         activeRequests: seqs.activeRequests,
+        prefillingRequests: seqs.prefillingRequests,
+        uncachedTokens,
+        predictedTtftMs: ctx.ttft?.predict(seqs, e.key, uncachedTokens, ctx.now),
         cost: 0,
       };
     } else {
+      const uncachedTokens = Math.max(0, isl - indexed * bs);
       out[i] = {
         endpoint: e,
         key: e.key,
@@ -51,6 +59,8 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         activePrefillTokens: 0,
         activeDecodeBlocks: 0,
         activeRequests: 0,
+        uncachedTokens,
+        predictedTtftMs: ctx.ttft?.predict(undefined, e.key, uncachedTokens, ctx.now),
         cost: 0,
       };
     }

@@ -12,6 +12,7 @@ import type { OverlapScores } from "../../core/overlap.ts";
 import { buildCandidates } from "./candidates.ts";
 import type { SchedulerConfig } from "./config.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
+import { TtftPredictor } from "../books/ttft-predictor.ts";
 import { runPipeline } from "./pipeline.ts";
 import type { Endpoint, Pipeline, Rng, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
 
@@ -36,6 +37,8 @@ export interface FindBestMatchInput {
   readonly engineWaiting?: ReadonlyMap<WorkerKey, number>;
   /** The client's session id, for policies that hash it. */
   readonly sessionId?: string;
+  /** Predicts each candidate's TTFT (the kv policy's cost; the others' decisions carry it for the metric). */
+  readonly ttft?: TtftPredictor;
 }
 
 export function findBestMatch(input: FindBestMatchInput): Selection {
@@ -58,6 +61,9 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     inflightOverlap: input.pipeline.inflightOverlap ?? config.inflightOverlap,
     now: input.now,
     rng: input.rng,
+    // A caller without a router's predictor (a bench, a test) still gets predictions: the
+    // prior speed on every engine, which orders candidates by prefill tokens queued and uncached.
+    ttft: input.ttft ?? (input.pipeline.predictsTtft ? new TtftPredictor({ blockSize: config.blockSize }) : undefined),
   };
   const { chosen, candidates } = runPipeline(input.pipeline, ctx, buildCandidates(ctx, input.endpoints, tracker));
   return {
@@ -65,6 +71,8 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     key: chosen.key,
     overlapBlocks: chosen.overlapBlocks,
     requiredBlocks: Math.ceil(isl / config.blockSize),
+    predictedTtftMs: chosen.predictedTtftMs,
+    uncachedTokens: chosen.uncachedTokens,
     candidates,
   };
 }

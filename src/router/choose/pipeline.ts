@@ -23,6 +23,7 @@ export function runPipeline(pipeline: Pipeline, ctx: SchedulingContext, candidat
     }
   }
   const costs = pipeline.costs;
+  for (let i = 0; i < costs.length; i++) costs[i]!.term.prepare?.(ctx, survivors);
   for (const c of survivors) {
     let cost = 0;
     for (let i = 0; i < costs.length; i++) cost += costs[i]!.weight * costs[i]!.term.cost(ctx, c);

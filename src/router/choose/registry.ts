@@ -27,6 +27,7 @@ import { healthy } from "./filters/healthy.ts";
 import { loadGuard } from "./filters/load-guard.ts";
 import { prefillWaitBound } from "./filters/prefill-wait-bound.ts";
 import { dynamoPipeline } from "./policies/dynamo.ts";
+import { kvTtftPipeline } from "./policies/kv-ttft.ts";
 import { llmdPicker } from "./policies/llm-d.ts";
 import { prodstackPrefixPicker, prodstackSessionPicker } from "./policies/prodstack.ts";
 import { sglangCacheAwarePicker } from "./policies/sglang-cache-aware.ts";
@@ -38,6 +39,7 @@ import type { Filter, Pipeline, WeightedCost } from "./types.ts";
 
 export const POLICY_NAMES = [
   "kv",
+  "kv-blocks",
   "approx",
   "round-robin",
   "random",
@@ -76,6 +78,8 @@ function kvPipeline(name: PolicyName, config: SchedulerConfig): Pipeline {
 export function createPipeline(name: PolicyName, config: SchedulerConfig): Pipeline {
   switch (name) {
     case "kv":
+      return kvTtftPipeline(eligibility(config));
+    case "kv-blocks":
     case "approx":
       return kvPipeline(name, config);
     case "least-loaded":

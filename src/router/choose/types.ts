@@ -6,6 +6,7 @@
 import type { RouterErrorCode } from "../../core/errors.ts";
 import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
+import type { TtftPredictor } from "../books/ttft-predictor.ts";
 
 /** Uniform in [0, 1). Injected so tests and benches are deterministic. */
 export type Rng = () => number;
@@ -51,6 +52,8 @@ export interface SchedulingContext {
   readonly inflightOverlap: boolean;
   readonly now: number;
   readonly rng: Rng;
+  /** Predicts each candidate's TTFT from its books and learned speed; without it no candidate carries a prediction. */
+  readonly ttft?: TtftPredictor;
 }
 
 /** One endpoint as seen by this request: its cache overlap and load, then its cost. */
@@ -70,6 +73,16 @@ export interface Candidate {
   readonly activePrefillTokens: number;
   readonly activeDecodeBlocks: number;
   readonly activeRequests: number;
+  /** Requests whose prefill is still booked there (queued or running). */
+  readonly prefillingRequests?: number;
+  /**
+   * Prompt tokens the engine would compute for this request there: what is neither cached
+   * nor being computed by a request ahead of it (in-flight prefixes always count here, whatever
+   * the policy's own view, because the engine will find them cached when it gets to this one).
+   */
+  readonly uncachedTokens?: number;
+  /** Predicted time to first token there (ms), when the context has a predictor. */
+  readonly predictedTtftMs?: number;
   /** Σ weight·term, set by the pipeline. Lower is better. */
   cost: number;
 }
@@ -84,6 +97,8 @@ export interface Filter {
 
 export interface CostTerm {
   readonly type: string;
+  /** Once per decision, before any candidate is priced (a term that reads the whole set). */
+  prepare?(ctx: SchedulingContext, candidates: readonly Candidate[]): void;
   cost(ctx: SchedulingContext, candidate: Candidate): number;
 }
 
@@ -106,6 +121,8 @@ export interface Pipeline {
   readonly picker: Picker;
   /** Overrides SchedulerConfig.inflightOverlap for this policy (a peer's policy that has no such idea). */
   readonly inflightOverlap?: boolean;
+  /** Its costs read predicted TTFTs: without a predictor from the router, one that knows only its prior is used. */
+  readonly predictsTtft?: boolean;
 }
 
 /** The decision (Dynamo `WorkerSelectionResult` plus the priced candidates for debugging). */
@@ -116,6 +133,9 @@ export interface Selection {
   readonly overlapBlocks: number;
   /** ceil(isl / blockSize). */
   readonly requiredBlocks: number;
+  /** The chosen candidate's predicted TTFT (ms) and the uncached tokens it assumed, when predicted. */
+  readonly predictedTtftMs?: number;
+  readonly uncachedTokens?: number;
   /** The candidates that survived the filters, with their costs. */
   readonly candidates: readonly Candidate[];
 }

@@ -17,7 +17,7 @@ function setup(endpoints: Endpoint[] = endpointsOf([{ workerId: 1n }, { workerId
   const config = schedulerConfig({ blockSize: BS, ...partial });
   const tracker = new LoadTracker({ blockSize: BS });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
-  const pipeline = createPipeline("kv", config);
+  const pipeline = createPipeline("kv-blocks", config);
   const base = { endpoints, tracker, pipeline, config, now: 0, rng: seededRng(1), seqHashes: null, overlaps: overlapsOf(), isl: 64 };
   return {
     config,

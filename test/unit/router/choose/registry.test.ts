@@ -40,17 +40,29 @@ function placeHotPrefix(
 }
 
 describe("policy registry", () => {
-  test("knows our five policies and the five peers'", () => {
+  test("knows our six policies and the five peers'", () => {
     expect([...POLICY_NAMES]).toEqual([
-      "kv", "approx", "round-robin", "random", "least-loaded",
+      "kv", "kv-blocks", "approx", "round-robin", "random", "least-loaded",
       "dynamo", "sglang", "llm-d", "prodstack-prefix", "prodstack-session",
     ]);
     expect(isPolicyName("kv")).toBe(true);
     expect(isPolicyName("fastest")).toBe(false);
   });
 
-  test("kv and approx share the Dynamo cost and temperature picker", () => {
-    for (const name of ["kv", "approx"] as const) {
+  test("kv prices predicted TTFT plus the delay to others, fastest-then-cache, in-flight prefixes always on", () => {
+    const p = createPipeline("kv", schedulerConfig({ inflightOverlap: false, overlapCredit: 32, prefillWaitFactor: 2 }));
+    expect(p.costs.map((c) => [c.term.type, c.weight])).toEqual([
+      ["predicted-ttft", 1],
+      ["delay-to-others", 1],
+    ]);
+    expect(p.picker.type).toBe("fastest-then-cache");
+    expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "engine-busy"]);
+    expect(p.inflightOverlap).toBe(true);
+    expect(p.predictsTtft).toBe(true);
+  });
+
+  test("kv-blocks (the old kv) and approx share the Dynamo cost and temperature picker", () => {
+    for (const name of ["kv-blocks", "approx"] as const) {
       const p = createPipeline(name, schedulerConfig());
       expect(p.costs.map((c) => c.term.type)).toEqual(["dynamo-kv"]);
       expect(p.picker.type).toBe("temperature");
@@ -59,7 +71,7 @@ describe("policy registry", () => {
   });
 
   test("optional parts are enabled by config only", () => {
-    const p = createPipeline("kv", schedulerConfig({ busyThreshold: 2, loadGuardFactor: 1.25, activeRequestWeight: 0.5 }));
+    const p = createPipeline("kv-blocks", schedulerConfig({ busyThreshold: 2, loadGuardFactor: 1.25, activeRequestWeight: 0.5 }));
     expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "engine-busy", "busy-threshold", "load-guard"]);
     expect(p.costs.map((c) => [c.term.type, c.weight])).toEqual([
       ["dynamo-kv", 1],
@@ -82,26 +94,26 @@ describe("policy registry", () => {
   });
 
   test("pure kv piles a hot cached prefix onto one worker (the known failure mode)", () => {
-    expect(placeHotPrefix("kv", 20)).toEqual([20, 0, 0, 0]);
+    expect(placeHotPrefix("kv-blocks", 20)).toEqual([20, 0, 0, 0]);
   });
 
   test("kv with the load guard (requests) keeps max/mean ≤ 1.25 on the same workload", () => {
-    const counts = placeHotPrefix("kv", 20, { loadGuardFactor: 1.25, loadGuardMetric: "requests" });
+    const counts = placeHotPrefix("kv-blocks", 20, { loadGuardFactor: 1.25, loadGuardMetric: "requests" });
     expect(Math.max(...counts) / (20 / N)).toBeLessThanOrEqual(1.25);
   });
 
   test("the kv cost balances block load, not request count: cached requests look cheap", () => {
     // 28 of 32 blocks cached on worker 1: it ends with 5x the requests of the others while
     // block loads stay within 10%; only a request-count guard changes that.
-    const pure = placeHotPrefix("kv", 40, {}, { shared: 28 });
+    const pure = placeHotPrefix("kv-blocks", 40, {}, { shared: 28 });
     expect(pure[0]).toBeGreaterThan(3 * pure[1]!);
-    const guarded = placeHotPrefix("kv", 40, { loadGuardFactor: 1.25, loadGuardMetric: "requests" }, { shared: 28 });
+    const guarded = placeHotPrefix("kv-blocks", 40, { loadGuardFactor: 1.25, loadGuardMetric: "requests" }, { shared: 28 });
     expect(Math.max(...guarded) / 10).toBeLessThanOrEqual(1.25);
     expect(guarded[0]).toBe(Math.max(...guarded)); // the cached worker still gets the most
   });
 
   test("kv with an active-requests term also spreads the hot prefix", () => {
-    const counts = placeHotPrefix("kv", 20, { activeRequestWeight: 20 });
+    const counts = placeHotPrefix("kv-blocks", 20, { activeRequestWeight: 20 });
     expect(Math.max(...counts)).toBeLessThan(20);
   });
 

@@ -17,9 +17,9 @@ describe("engine-waiting cost", () => {
   });
 
   test("in the kv pipeline only with a weight; then it moves a tie away from the queued engine", () => {
-    expect(createPipeline("kv", schedulerConfig()).costs.map((c) => c.term.type)).not.toContain("engine-waiting");
+    expect(createPipeline("kv-blocks", schedulerConfig()).costs.map((c) => c.term.type)).not.toContain("engine-waiting");
     const config = schedulerConfig({ engineWaitingWeight: 4 });
-    const p = createPipeline("kv", config);
+    const p = createPipeline("kv-blocks", config);
     expect(p.costs.find((c) => c.term.type === "engine-waiting")?.weight).toBe(4);
     for (let seed = 1; seed <= 20; seed++) {
       const sel = findBestMatch({

@@ -15,10 +15,10 @@ describe("dynamo policy", () => {
     expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "engine-busy"]);
   });
 
-  test("a warm worker with a queue loses to an idle cold one (no credit), unlike kv", () => {
+  test("a warm worker with a queue loses to an idle cold one (no credit), unlike kv-blocks", () => {
     const BS = 16;
     const endpoints = endpointsOf([{ workerId: 1n }, { workerId: 2n }]);
-    const pick = (policy: "dynamo" | "kv") => {
+    const pick = (policy: "dynamo" | "kv-blocks") => {
       const config = schedulerConfig({ blockSize: BS, overlapCredit: 32 });
       const tracker = new LoadTracker({ blockSize: BS });
       tracker.updateWorkers(endpoints.map((e) => e.worker));
@@ -29,6 +29,6 @@ describe("dynamo policy", () => {
       return findBestMatch({ overlaps: overlapsOf({ "1:0": 16 }), seqHashes: chain(1, 20), isl: 20 * BS, endpoints, tracker, pipeline, config, now: 0, rng: seededRng(1) }).key;
     };
     expect(pick("dynamo")).toBe("2:0");
-    expect(pick("kv")).toBe("1:0");
+    expect(pick("kv-blocks")).toBe("1:0");
   });
 });

@@ -17,7 +17,7 @@ const endpoints = endpointsOf([1n, 2n, 3n, 4n].map((workerId) => ({ workerId }))
 function burst(config: SchedulerConfig, seed = 1): number[] {
   const tracker = new LoadTracker({ blockSize: BS });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
-  const pipeline = createPipeline("kv", config);
+  const pipeline = createPipeline("kv-blocks", config);
   const rng = seededRng(seed);
   for (let i = 0; i < 400; i++) {
     const hashes = new BigUint64Array(PREFIX + 4);
@@ -32,7 +32,7 @@ function burst(config: SchedulerConfig, seed = 1): number[] {
 // The router's defaults (src/config/schema.ts).
 const DEFAULTS = { blockSize: BS, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 };
 
-describe("kv default on a burst sharing one prefix", () => {
+describe("kv-blocks (the old kv default) on a burst sharing one prefix", () => {
   test("credit alone (old default, no bound): the burst piles onto one worker", () => {
     const counts = burst(schedulerConfig({ ...DEFAULTS, overlapCredit: 32, prefillWaitFactor: null }));
     expect(Math.max(...counts)).toBeGreaterThan(200);

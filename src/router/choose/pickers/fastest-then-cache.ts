@@ -1,0 +1,48 @@
+/**
+ * The kv picker: the lowest cost (predicted TTFT); among the candidates whose cost is within
+ * `tolerance(ctx, best)` of it, the one that leaves the cache better placed for what comes next:
+ * the most of this prompt already cached or being computed there (so its blocks are not copied
+ * to a second engine, and the next request sharing them finds one home), then the fewer KV
+ * blocks held by running requests (decoding shares the engine with prefill on real engines, and
+ * requests answered at once never show in a prefill queue), then the smaller index (caches fill
+ * evenly), then a uniform draw.
+ */
+import type { Candidate, Picker, SchedulingContext } from "../types.ts";
+
+export type Tolerance = (ctx: SchedulingContext, best: Candidate) => number;
+
+export function fastestThenCachePicker(tolerance: Tolerance): Picker {
+  return {
+    type: "fastest-then-cache",
+    pick(ctx: SchedulingContext, candidates: readonly Candidate[]): Candidate {
+      let best = candidates[0]!;
+      for (const c of candidates) if (c.cost < best.cost) best = c;
+      const limit = best.cost + tolerance(ctx, best);
+      let pick: Candidate | undefined;
+      let ties = 0;
+      for (const c of candidates) {
+        if (!(c.cost <= limit)) continue;
+        const better = pick === undefined ? 1 : compare(c, pick);
+        if (better > 0) {
+          pick = c;
+          ties = 1;
+        } else if (better === 0) {
+          // Reservoir draw among equals: each of `ties` equal candidates kept with probability 1/ties.
+          ties++;
+          if (ctx.rng() * ties < 1) pick = c;
+        }
+      }
+      return pick ?? best;
+    },
+  };
+}
+
+/** > 0 when `a` leaves the cache better placed than `b`. */
+function compare(a: Candidate, b: Candidate): number {
+  const ua = a.uncachedTokens ?? a.prefillTokens;
+  const ub = b.uncachedTokens ?? b.prefillTokens;
+  if (ua !== ub) return ua < ub ? 1 : -1;
+  if (a.decodeBlocks !== b.decodeBlocks) return a.decodeBlocks < b.decodeBlocks ? 1 : -1;
+  if (a.treeSize !== b.treeSize) return a.treeSize < b.treeSize ? 1 : -1;
+  return 0;
+}
