@@ -109,6 +109,7 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
       const cpuMs = cluster.routerPids.reduce((s, pid, i) => s + processCpuMs(pid) - cpuBefore[i]!, 0);
       const metrics = await fetch(`${cluster.routerUrl}/metrics`).then((r) => r.text()).catch(() => undefined);
       const result = resultOf(o, outcomes, wallMs, metrics, ideal);
+      result.ttft_prediction_error = await predictionError(cluster.routerUrls);
       if (cluster.engineUrls.length > 0) {
         const w = summarizeWork(before, after);
         result.work_max_over_mean = w.workMaxOverMean;
@@ -126,6 +127,20 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
     }
   }
   return report;
+}
+
+/**
+ * The routers' TTFT predictor error, p50 and p90, from their switchyard_ttft_prediction_error_ratio
+ * histograms summed over every router (each predicts its own requests). Undefined when no router
+ * has the histogram (an external router, or one that predicted nothing).
+ */
+async function predictionError(routerUrls: readonly string[]): Promise<{ p50: number; p90: number } | undefined> {
+  const texts = await Promise.all(routerUrls.map((u) => fetch(`${u}/metrics`).then((r) => r.text()).catch(() => "")));
+  const byLe = new Map<number, number>();
+  for (const t of texts) for (const b of readHistogram(t, "switchyard_ttft_prediction_error_ratio")?.buckets ?? []) byLe.set(b.le, (byLe.get(b.le) ?? 0) + b.count);
+  const buckets = [...byLe].map(([le, count]) => ({ le, count }));
+  if (buckets.length === 0 || buckets.every((b) => b.count === 0)) return undefined;
+  return { p50: histogramQuantile(buckets, 0.5), p90: histogramQuantile(buckets, 0.9) };
 }
 
 function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, metricsText: string | undefined, ideal: number): PolicyResult {

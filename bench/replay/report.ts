@@ -25,6 +25,8 @@ export interface PolicyResult {
   utilisation?: number;
   /** Routers' CPU time (utime + stime from /proc) per request, all routers together. */
   router_cpu_us_per_request?: number;
+  /** |predicted ÷ observed TTFT − 1| over the requests the routers predicted (their switchyard_ttft_prediction_error_ratio, all routers). */
+  ttft_prediction_error?: { p50: number; p90: number };
   /** Raw TTFTs (ms), for the plot; not written to JSON. */
   ttfts?: number[];
 }
@@ -55,7 +57,7 @@ export interface ReplayReport {
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
 export function formatTable(r: ReplayReport): string {
-  const head = ["policy", "hit", "÷ideal", "ttft p50", "p90", "p99", "e2e p50", "p99", "out tok/s", "max/mean", "work max/mean", "idle", "util", "route µs p50", "p99", "cpu µs/req", "reqs", "errors", "429", "goodput/s"];
+  const head = ["policy", "hit", "÷ideal", "ttft p50", "p90", "p99", "e2e p50", "p99", "out tok/s", "max/mean", "work max/mean", "idle", "util", "route µs p50", "p99", "cpu µs/req", "reqs", "errors", "429", "goodput/s", "pred err p50", "p90"];
   const rows: string[][] = [];
   for (const [name, p] of Object.entries(r.policies)) {
     rows.push([
@@ -64,10 +66,11 @@ export function formatTable(r: ReplayReport): string {
       f(p.work_max_over_mean ?? NaN, 2), p.idle_engines === undefined ? "" : String(p.idle_engines), f(p.utilisation ?? NaN, 2),
       f(p.router_overhead_us.p50, 0), f(p.router_overhead_us.p99, 0), f(p.router_cpu_us_per_request ?? NaN, 0), String(p.requests), String(p.errors),
       String(p.rejected_429 ?? ""), p.goodput_rps === undefined ? "" : f(p.goodput_rps, 1),
+      f(p.ttft_prediction_error?.p50 ?? NaN, 2), f(p.ttft_prediction_error?.p90 ?? NaN, 2),
     ]);
   }
   for (const [name, o] of Object.entries(r.offline)) {
-    rows.push([`offline ${name}`, f(o.hit_rate, 3), f(o.hit_rate_vs_ideal, 3), "", "", "", "", "", "", f(o.load_max_over_mean, 2), "", "", "", "", "", "", "", "", "", ""]);
+    rows.push([`offline ${name}`, f(o.hit_rate, 3), f(o.hit_rate_vs_ideal, 3), "", "", "", "", "", "", f(o.load_max_over_mean, 2), "", "", "", "", "", "", "", "", "", "", "", ""]);
   }
   return [
     `trace ${r.trace}: ${r.requests} requests, ${r.engines} engines × ${r.kv_blocks_per_engine} KV blocks of ${r.block_size} tokens, speedup ${r.speedup}×, unique blocks ${r.unique_blocks}, ideal hit rate ${f(r.ideal_hit_rate, 3)}` +

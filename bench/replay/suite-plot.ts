@@ -9,7 +9,7 @@ import type { ReplayReport } from "./report.ts";
 interface Cell { workload: string; routers: number; restarts: number; arrival_scale: number; report: ReplayReport }
 
 const COLORS: Record<string, string> = {
-  kv: "#d62728", approx: "#ff7f0e", dynamo: "#1f77b4", sglang: "#2ca02c", "llm-d": "#9467bd",
+  kv: "#d62728", "kv-blocks": "#17becf", approx: "#ff7f0e", dynamo: "#1f77b4", sglang: "#2ca02c", "llm-d": "#9467bd",
   "prodstack-prefix": "#8c564b", "prodstack-session": "#e377c2", "least-loaded": "#7f7f7f", "round-robin": "#bcbd22",
 };
 

@@ -175,8 +175,8 @@ export class RoutingService {
     // The scheduler only chose; the lease books (and later frees) the load, and hands the
     // first token's time to the predictor, which learns the engine's speed from it.
     const sample =
-      d.ttft && sel.uncachedTokens !== undefined
-        ? firstTokenSampler(d.ttft, d.tracker, { key: sel.key, bookedAt: now, uncachedTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs }, (e) =>
+      d.ttft && sel.ttftTokens !== undefined
+        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, predictedMs: sel.predictedTtftMs }, (e) =>
             d.metrics.ttftPredictionError?.observe(e),
           )
         : undefined;

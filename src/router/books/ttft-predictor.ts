@@ -2,41 +2,48 @@
  * Predicts a request's time to first token on each (worker, dp rank) from what the books hold
  * there, and learns each rank's speed online from the first tokens the router sees.
  *
- * The model is the engines' own: one prefill at a time per rank, in arrival order, each taking
- * a per-request overhead plus a time per uncached token. So a request booked now on a rank gets
- * its first token after the prefill work queued ahead of it there (less what the oldest one has
- * done since it could start) and then its own uncached tokens, or, on an idle rank, after the
- * round trip to the engine and its own prefill:
- *   ttft = max(latency, queued ahead) + overhead + msPerToken × uncached.
- * What is uncached is the caller's to say (cached there, or being computed there by a request
- * ahead of it in the queue).
+ * The model is the engines' own: one prefill at a time per rank, in arrival order, at a steady
+ * rate. A request booked now gets its first token once the rank has computed the prefill tokens
+ * queued ahead of it (less what the oldest of them has done since it could start) and then its
+ * own uncached tokens, plus a fixed latency (the round trip, the engine's scheduling, the
+ * router's own event loop):
+ *   ttft = latency + msPerToken × (tokens ahead + uncached)
+ * What is uncached is the caller's to say (what is neither cached there nor being computed there
+ * by a request ahead of it).
  *
- * Learning: each first token gives one sample. A request booked while the rank was busy started
- * when the previous prefill there finished, so the gap between the two first tokens is its own
- * prefill (overhead + msPerToken × uncached); a request booked on an idle rank took the round
- * trip plus its prefill. Each rank keeps its last WINDOW samples and fits the three numbers with
- * medians (of per-sample rates, then of the residuals), so a stray sample (a request stalled by a
- * restart, a GC pause) moves nothing, and a rank that really slows down or speeds up is followed
- * within half a window. A rank without enough samples of its own borrows the fleet's median,
- * which is how a new or restarted engine starts. Per rank, so mixed GPUs are fine.
+ * Learning: every first token is one sample (the tokens the prediction counted, the TTFT seen).
+ * The fleet's line (latency + msPerToken × tokens) is fitted to the last FLEET_WINDOW samples of
+ * every rank with medians (Theil–Sen: the slope is the median of the pairwise slopes, the latency
+ * the median of what it leaves), and each rank gets a factor, the median of its own last samples
+ * ÷ that line. Medians, because the samples are noisy in ways a mean would follow (a router whose
+ * event loop was busy reads two first tokens in one go; an engine restarting stalls a request;
+ * the first requests to a fresh engine are slow): up to about a third of a window can be wrong
+ * without moving the fit, while an engine that really slows down is followed within half of its
+ * window. Per rank, so mixed GPUs are fine; a rank without samples of its own runs at the fleet's.
  *
  * PURE: times are milliseconds passed in; no clock, no I/O. It books nothing and chooses nothing.
  */
 import { parseWorkerKey, type WorkerId, type WorkerKey } from "../../core/ids.ts";
 import type { ActiveSequences } from "./active-sequences.ts";
-import type { LoadTracker } from "./load-tracker.ts";
 import type { FirstTokenHook } from "./request-lease.ts";
 
 /** One rank's learned speed. */
 export interface EngineSpeed {
-  /** Prefill time per uncached prompt token. */
+  /** Prefill time per token the rank computes. */
   readonly msPerToken: number;
-  /** Engine time per request on top of its tokens (scheduling, the first sampling step). */
-  readonly overheadMs: number;
-  /** Round trip router → engine → router, paid by a request that found the rank idle. */
+  /** Time every request takes on top of its tokens' (round trip, scheduling, first sampling step). */
   readonly latencyMs: number;
-  /** Where these numbers come from: the rank's own samples, the fleet's, or the prior. */
+  /** This rank's time ÷ the fleet's for the same work (1: as fast as the fleet; 2: twice as slow). */
+  readonly factor: number;
+  /** Whether the factor comes from the rank's own samples, or the fleet's line alone (or the prior: no samples anywhere). */
   readonly source: "own" | "fleet" | "prior";
+}
+
+/** A prediction: its time, and the prefill tokens it counted before this request's first token. */
+export interface TtftPrediction {
+  readonly ms: number;
+  /** Tokens queued ahead (less the oldest one's progress) plus this request's uncached tokens. */
+  readonly tokens: number;
 }
 
 /** One request's first token, as the router saw it. */
@@ -46,110 +53,98 @@ export interface FirstTokenObservation {
   readonly bookedAt: number;
   /** When its first token arrived (ms). */
   readonly at: number;
-  /** Prompt tokens the rank had to compute for it. */
-  readonly uncachedTokens: number;
-  /** When the rank's previous prefill was seen done (ms; -Infinity when none). */
-  readonly previousDoneAt: number;
+  /** The prefill tokens its prediction counted (TtftPrediction.tokens). */
+  readonly tokens: number;
   /** What was predicted when it was routed, if anything. */
   readonly predictedMs?: number;
 }
 
-/** Samples kept per rank: enough for a stable median, few enough to follow a change quickly. */
-export const WINDOW = 32;
-/** A rank's own estimate is used from this many rate samples on; before, the fleet's. */
+/** Samples the fleet's line is fitted to: the last this many first tokens, every rank's. */
+export const FLEET_WINDOW = 48;
+/** Samples kept per rank for its factor: enough for a stable median, few enough to follow a change quickly. */
+export const RANK_WINDOW = 32;
+/** Once the fleet's window is full, the line is refitted every this many first tokens. */
+export const REFIT_EVERY = 8;
+/** A rank's own factor is used from this many samples on; before, 1 (the fleet's speed). */
 export const MIN_OWN_SAMPLES = 4;
+/** A rank's factor stays within [1 ÷ this, this]: beyond that the samples say more about noise than about the engine. */
+export const MAX_FACTOR = 4;
+/**
+ * A rank whose factor is within [1 ÷ this, this] counts as the fleet (factor 1). Identical
+ * engines measured through a busy router come out ±10–20% apart from noise alone, and acting on
+ * that piles work on whichever happens to look fastest; a slower GPU model or a throttled engine
+ * is well beyond it.
+ */
+export const SAME_AS_FLEET = 1.25;
 /**
  * Before any engine has answered: 20k prefill tokens per second (a mid-size model on one
- * GPU). Only the ranks' relative order matters until the first samples arrive, and with no
- * overhead and no latency that order is by tokens alone, whatever this number is.
+ * GPU), no latency. Only the ranks' relative order matters until the first samples arrive,
+ * and with no latency that order is by tokens alone, whatever this number is.
  */
-export const PRIOR: EngineSpeed = { msPerToken: 0.05, overheadMs: 0, latencyMs: 0, source: "prior" };
+export const PRIOR: EngineSpeed = { msPerToken: 0.05, latencyMs: 0, factor: 1, source: "prior" };
 
-class RankSamples {
-  readonly tokens = new Float64Array(WINDOW);
-  readonly ms = new Float64Array(WINDOW);
-  /** 1 when the request waited behind another (its sample is overhead + tokens, no round trip). */
-  readonly queued = new Uint8Array(WINDOW);
+/** A ring of (tokens, ms) samples. */
+class Samples {
+  readonly tokens: Float64Array;
+  readonly ms: Float64Array;
   count = 0;
   #next = 0;
-  msPerToken = NaN;
-  overheadMs = 0;
-  latencyMs = 0;
-  rateSamples = 0;
-
-  add(tokens: number, ms: number, queued: boolean): void {
+  constructor(readonly size: number) {
+    this.tokens = new Float64Array(size);
+    this.ms = new Float64Array(size);
+  }
+  add(tokens: number, ms: number): void {
     this.tokens[this.#next] = tokens;
     this.ms[this.#next] = ms;
-    this.queued[this.#next] = queued ? 1 : 0;
-    this.#next = (this.#next + 1) % WINDOW;
-    if (this.count < WINDOW) this.count++;
-  }
-
-  /**
-   * Refit from the window: the rate as the median of per-sample rates (samples with at least
-   * `minTokens` uncached, so the fixed parts do not swamp them), then overhead and latency as
-   * medians of what the rate leaves, twice so each sees the other's update.
-   */
-  refit(minTokens: number, prior: EngineSpeed): void {
-    let overhead = this.overheadMs;
-    let latency = this.latencyMs;
-    let rate = Number.isNaN(this.msPerToken) ? prior.msPerToken : this.msPerToken;
-    const rates: number[] = [];
-    const queuedRest: number[] = [];
-    const idleRest: number[] = [];
-    for (let pass = 0; pass < 2; pass++) {
-      rates.length = 0;
-      for (let i = 0; i < this.count; i++) {
-        const t = this.tokens[i]!;
-        if (t < minTokens) continue;
-        const fixed = this.queued[i] ? overhead : overhead + latency;
-        rates.push(Math.max(0, this.ms[i]! - fixed) / t);
-      }
-      if (rates.length > 0) rate = median(rates);
-      queuedRest.length = 0;
-      idleRest.length = 0;
-      for (let i = 0; i < this.count; i++) (this.queued[i] ? queuedRest : idleRest).push(this.ms[i]! - rate * this.tokens[i]!);
-      if (queuedRest.length > 0) overhead = Math.max(0, median(queuedRest));
-      if (idleRest.length > 0) latency = Math.max(0, median(idleRest) - overhead);
-    }
-    this.rateSamples = rates.length;
-    this.msPerToken = rates.length > 0 ? rate : NaN;
-    this.overheadMs = overhead;
-    this.latencyMs = latency;
+    this.#next = (this.#next + 1) % this.size;
+    if (this.count < this.size) this.count++;
   }
 }
 
 export interface TtftPredictorOptions {
-  /** Tokens per KV block: a sample tells the rate only when at least a block was computed. */
+  /** Tokens per KV block: pairs of samples closer than a block do not set the slope. */
   readonly blockSize: number;
 }
 
+/**
+ * The fleet's line through every rank's recent samples (ms = latency + msPerToken × tokens), and
+ * per rank a factor: the median of its own samples' ms ÷ that line. Two numbers fitted on many
+ * samples and one per rank, because a two-number fit per rank on a handful of noisy samples
+ * goes wrong in the way that hurts most: a slope near zero makes queued work look free.
+ */
 export class TtftPredictor {
-  readonly #ranks = new Map<WorkerKey, RankSamples>();
-  readonly #minTokens: number;
-  #fleet: EngineSpeed = PRIOR;
+  readonly #fleet = new Samples(FLEET_WINDOW);
+  readonly #ranks = new Map<WorkerKey, Samples>();
+  readonly #factors = new Map<WorkerKey, number>();
+  readonly #minGap: number;
+  #msPerToken = PRIOR.msPerToken;
+  #latencyMs = PRIOR.latencyMs;
+  #fitted = false;
+  #observed = 0;
+  /** Room for every pairwise slope of the fleet's window, reused by each refit. */
+  readonly #scratch = new Float64Array((FLEET_WINDOW * (FLEET_WINDOW - 1)) / 2);
 
   constructor(opts: TtftPredictorOptions) {
     if (!(opts.blockSize >= 1)) throw new Error(`block size must be >= 1, got ${opts.blockSize}`);
-    this.#minTokens = opts.blockSize;
+    this.#minGap = opts.blockSize;
   }
 
-  /** The speed used for `key`: its own once it has MIN_OWN_SAMPLES rate samples, else the fleet's median. */
+  /** The speed used for `key`: the fleet's line times the rank's own factor once it has MIN_OWN_SAMPLES samples. */
   speed(key: WorkerKey): EngineSpeed {
-    const r = this.#ranks.get(key);
-    if (r === undefined || r.rateSamples < MIN_OWN_SAMPLES) return this.#fleet;
-    return { msPerToken: r.msPerToken, overheadMs: r.overheadMs, latencyMs: r.latencyMs, source: "own" };
+    const f = this.#factors.get(key);
+    const factor = f ?? 1;
+    const source = f !== undefined ? "own" : this.#fitted ? "fleet" : "prior";
+    return { msPerToken: this.#msPerToken * factor, latencyMs: this.#latencyMs * factor, factor, source };
   }
 
   /**
-   * Predicted TTFT (ms) of a request booked now on `key` that must compute `uncachedTokens`
+   * The predicted TTFT of a request booked now on `key` that must compute `uncachedTokens`
    * there, behind the prefills `seqs` (the rank's books) still hold. No books: an idle rank.
    */
-  predict(seqs: ActiveSequences | undefined, key: WorkerKey, uncachedTokens: number, now: number): number {
+  predict(seqs: ActiveSequences | undefined, key: WorkerKey, uncachedTokens: number, now: number): TtftPrediction {
     const sp = this.speed(key);
-    const own = sp.overheadMs + sp.msPerToken * uncachedTokens;
-    if (seqs === undefined || seqs.prefillingRequests === 0) return sp.latencyMs + own;
-    return Math.max(sp.latencyMs, queuedAheadMs(seqs, sp, now)) + own;
+    const tokens = (seqs === undefined ? 0 : tokensAhead(seqs, sp, now)) + uncachedTokens;
+    return { ms: sp.latencyMs + sp.msPerToken * tokens, tokens };
   }
 
   /**
@@ -158,48 +153,72 @@ export class TtftPredictor {
    */
   observe(o: FirstTokenObservation): number | undefined {
     const observed = o.at - o.bookedAt;
-    if (!(observed >= 0) || !(o.uncachedTokens >= 0)) return undefined;
-    // Booked while the rank was busy and the lane freed after: it started when the previous
-    // prefill there finished, so the gap between the two first tokens is its own prefill.
-    const queued = o.previousDoneAt > o.bookedAt && o.previousDoneAt <= o.at;
+    if (!(observed >= 0) || !(o.tokens >= 0)) return undefined;
+    this.#fleet.add(o.tokens, observed);
     let r = this.#ranks.get(o.key);
     if (r === undefined) {
-      r = new RankSamples();
+      r = new Samples(RANK_WINDOW);
       this.#ranks.set(o.key, r);
     }
-    r.add(o.uncachedTokens, queued ? o.at - o.previousDoneAt : observed, queued);
-    r.refit(this.#minTokens, this.#fleet);
-    this.#refleet();
+    r.add(o.tokens, observed);
+    this.#refit();
     if (o.predictedMs === undefined || !(observed > 0)) return undefined;
     return Math.abs(o.predictedMs / observed - 1);
   }
 
-  /** Drop a worker's samples, every rank (it left); if it comes back it starts from the fleet's speed. */
+  /** Drop a worker's samples, every rank (it left); if it comes back it starts at the fleet's speed. */
   forgetWorker(workerId: WorkerId): void {
-    let dropped = false;
     for (const key of [...this.#ranks.keys()]) {
       if (parseWorkerKey(key).workerId !== workerId) continue;
       this.#ranks.delete(key);
-      dropped = true;
+      this.#factors.delete(key);
     }
-    if (dropped) this.#refleet();
   }
 
   /**
-   * The fleet's speed: per-number medians over the ranks with at least one rate sample, so a
-   * single first token already replaces the prior for every rank that has none of its own.
+   * Theil–Sen over the fleet's window: the slope is the median of the pairwise slopes between
+   * samples at least a block apart (closer pairs say more about noise than about speed); with no
+   * such pair yet, the median of ms ÷ tokens. The latency is the median of what the slope leaves.
+   * A slope that comes out at or below zero (only noise so far) keeps the previous one. Then
+   * every rank's factor against the new line.
    */
-  #refleet(): void {
-    const rates: number[] = [];
-    const overheads: number[] = [];
-    const latencies: number[] = [];
-    for (const r of this.#ranks.values()) {
-      if (r.rateSamples === 0) continue;
-      rates.push(r.msPerToken);
-      overheads.push(r.overheadMs);
-      latencies.push(r.latencyMs);
+  #refit(): void {
+    // Every observation while the window fills, then every REFIT_EVERY-th: the line moves slowly
+    // once a full window holds it, and the pairwise slopes are the router's most expensive arithmetic.
+    this.#observed++;
+    if (this.#fleet.count === FLEET_WINDOW && this.#observed % REFIT_EVERY !== 0) return;
+    const { tokens, ms, count: n } = this.#fleet;
+    const slopes = this.#scratch;
+    let k = 0;
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        const dx = tokens[j]! - tokens[i]!;
+        if (Math.abs(dx) >= this.#minGap) slopes[k++] = (ms[j]! - ms[i]!) / dx;
+      }
     }
-    this.#fleet = rates.length === 0 ? PRIOR : { msPerToken: median(rates), overheadMs: median(overheads), latencyMs: median(latencies), source: "fleet" };
+    if (k === 0) {
+      for (let i = 0; i < n; i++) if (tokens[i]! > 0) slopes[k++] = ms[i]! / tokens[i]!;
+    }
+    if (k === 0) return;
+    const slope = medianOf(slopes.subarray(0, k));
+    if (!(slope > 0)) return;
+    const rest = slopes.subarray(0, n);
+    for (let i = 0; i < n; i++) rest[i] = ms[i]! - slope * tokens[i]!;
+    this.#msPerToken = slope;
+    this.#latencyMs = Math.max(0, medianOf(rest));
+    this.#fitted = true;
+    for (const [key, r] of this.#ranks) {
+      if (r.count < MIN_OWN_SAMPLES) continue;
+      const ratios = slopes.subarray(0, r.count);
+      let m = 0;
+      for (let i = 0; i < r.count; i++) {
+        const line = this.#latencyMs + slope * r.tokens[i]!;
+        if (line > 0) ratios[m++] = r.ms[i]! / line;
+      }
+      if (m === 0) continue;
+      const f = Math.min(MAX_FACTOR, Math.max(1 / MAX_FACTOR, medianOf(ratios.subarray(0, m))));
+      this.#factors.set(key, f > 1 / SAME_AS_FLEET && f < SAME_AS_FLEET ? 1 : f);
+    }
   }
 }
 
@@ -207,45 +226,60 @@ export class TtftPredictor {
 export interface PredictedBooking {
   readonly key: WorkerKey;
   readonly bookedAt: number;
-  readonly uncachedTokens: number;
+  readonly tokens: number;
   readonly predictedMs?: number;
 }
 
 /**
- * The lease's first-token hook for one booking (RequestLease.book): one sample for `predictor`,
- * read before the lease marks the prefill done, so the rank's last prefill is still the one
- * before this. `onError` hears |predicted ÷ observed − 1| (the metric).
+ * The lease's first-token hook for one booking (RequestLease.book): one sample for `predictor`.
+ * `onError` hears |predicted ÷ observed − 1| (the metric).
  */
-export function firstTokenSampler(
-  predictor: TtftPredictor,
-  tracker: LoadTracker,
-  b: PredictedBooking,
-  onError?: (error: number) => void,
-): FirstTokenHook {
+export function firstTokenSampler(predictor: TtftPredictor, b: PredictedBooking, onError?: (error: number) => void): FirstTokenHook {
   return (at) => {
-    const previousDoneAt = tracker.slotOf(b.key)?.lastPrefillDoneAt ?? -Infinity;
-    const error = predictor.observe({ ...b, at, previousDoneAt });
+    const error = predictor.observe({ ...b, at });
     if (error !== undefined) onError?.(error);
   };
 }
 
 /**
- * The prefill time still queued on a rank: every booked prefill's overhead and tokens, less
- * what the oldest has done since it could start (booked and sent, and the lane free). A prefill
- * past its predicted end counts as finishing now: it cannot be negative work.
+ * The prefill tokens still queued on a rank: every booked prefill's, less what the oldest has
+ * computed since it could start (once booked, and once the prefill before it was seen done).
+ * A prefill past its predicted end counts as finishing now: it cannot be negative work.
  */
-function queuedAheadMs(seqs: ActiveSequences, sp: EngineSpeed, now: number): number {
-  const total = seqs.prefillingRequests * sp.overheadMs + sp.msPerToken * seqs.activeTokens();
+function tokensAhead(seqs: ActiveSequences, sp: EngineSpeed, now: number): number {
+  if (seqs.prefillingRequests === 0) return 0;
+  const total = seqs.activeTokens();
   const head = seqs.prefillHead();
-  if (head === undefined) return total;
-  const started = Math.max(head.bookedAt + sp.latencyMs, seqs.lastPrefillDoneAt);
-  const headMs = sp.overheadMs + sp.msPerToken * head.tokens;
-  const done = Math.min(headMs, Math.max(0, now - started));
+  if (head === undefined || !(sp.msPerToken > 0)) return total;
+  const started = Math.max(head.bookedAt, seqs.lastPrefillDoneAt);
+  const done = Math.min(head.tokens, Math.max(0, now - started) / sp.msPerToken);
   return total - done;
 }
 
-function median(xs: number[]): number {
-  xs.sort((a, b) => a - b);
-  const m = xs.length >> 1;
-  return xs.length % 2 ? xs[m]! : (xs[m - 1]! + xs[m]!) / 2;
+/**
+ * The (upper) median of `xs`, by quickselect: reorders `xs`, linear on average. A sort of the
+ * pairwise slopes cost several times more, on every refit.
+ */
+function medianOf(xs: Float64Array): number {
+  const k = xs.length >> 1;
+  let lo = 0;
+  let hi = xs.length - 1;
+  while (lo < hi) {
+    const pivot = xs[(lo + hi) >> 1]!;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (xs[i]! < pivot) i++;
+      while (xs[j]! > pivot) j--;
+      if (i <= j) {
+        const t = xs[i]!;
+        xs[i++] = xs[j]!;
+        xs[j--] = t;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return xs[k]!;
+  }
+  return xs[k]!;
 }

@@ -30,6 +30,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       const activePrefillTokens = seqs.activeTokens();
       const activeDecodeBlocks = seqs.activeBlocks();
       const uncachedTokens = seqs.newTokens(isl, Math.max(indexed, held[seqs.slot]!));
+      const p = ctx.ttft?.predict(seqs, e.key, uncachedTokens, ctx.now);
       out[i] = {
         endpoint: e,
         key: e.key,
@@ -43,11 +44,13 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         activeRequests: seqs.activeRequests,
         prefillingRequests: seqs.prefillingRequests,
         uncachedTokens,
-        predictedTtftMs: ctx.ttft?.predict(seqs, e.key, uncachedTokens, ctx.now),
+        predictedTtftMs: p?.ms,
+        ttftTokens: p?.tokens,
         cost: 0,
       };
     } else {
       const uncachedTokens = Math.max(0, isl - indexed * bs);
+      const p = ctx.ttft?.predict(undefined, e.key, uncachedTokens, ctx.now);
       out[i] = {
         endpoint: e,
         key: e.key,
@@ -60,7 +63,8 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         activeDecodeBlocks: 0,
         activeRequests: 0,
         uncachedTokens,
-        predictedTtftMs: ctx.ttft?.predict(undefined, e.key, uncachedTokens, ctx.now),
+        predictedTtftMs: p?.ms,
+        ttftTokens: p?.tokens,
         cost: 0,
       };
     }

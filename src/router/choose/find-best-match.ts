@@ -72,6 +72,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     overlapBlocks: chosen.overlapBlocks,
     requiredBlocks: Math.ceil(isl / config.blockSize),
     predictedTtftMs: chosen.predictedTtftMs,
+    ttftTokens: chosen.ttftTokens,
     uncachedTokens: chosen.uncachedTokens,
     candidates,
   };

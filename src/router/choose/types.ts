@@ -83,6 +83,8 @@ export interface Candidate {
   readonly uncachedTokens?: number;
   /** Predicted time to first token there (ms), when the context has a predictor. */
   readonly predictedTtftMs?: number;
+  /** The prefill tokens that prediction counted before this request's first token (queued ahead + uncached). */
+  readonly ttftTokens?: number;
   /** Σ weight·term, set by the pipeline. Lower is better. */
   cost: number;
 }
@@ -133,8 +135,9 @@ export interface Selection {
   readonly overlapBlocks: number;
   /** ceil(isl / blockSize). */
   readonly requiredBlocks: number;
-  /** The chosen candidate's predicted TTFT (ms) and the uncached tokens it assumed, when predicted. */
+  /** The chosen candidate's predicted TTFT (ms) and the prefill tokens it counted, when predicted. */
   readonly predictedTtftMs?: number;
+  readonly ttftTokens?: number;
   readonly uncachedTokens?: number;
   /** The candidates that survived the filters, with their costs. */
   readonly candidates: readonly Candidate[];

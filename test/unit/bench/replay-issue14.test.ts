@@ -103,7 +103,10 @@ describe("replay helpers", () => {
     const t = chat(3);
     const o = { engines: 8, kvBlocks: 400, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: 1, seed: 1 };
     const cfg = schedulerConfig(KV_DEFAULTS);
-    expect(simulate(t, "kv", cfg, { ...o, routers: 4 })).toEqual(simulate(t, "kv", cfg, o));
+    // kv-blocks: its decisions read only the index and the shared load (the time-based kv's routers
+    // each learn engine speeds from their own requests' first tokens, so theirs differ by design).
+    const decisions = (r: ReturnType<typeof simulate>) => ({ ...r, predictorError: undefined });
+    expect(decisions(simulate(t, "kv-blocks", cfg, { ...o, routers: 4 }))).toEqual(decisions(simulate(t, "kv-blocks", cfg, o)));
     const approx1 = simulate(t, "approx", cfg, o);
     const approx4 = simulate(t, "approx", cfg, { ...o, routers: 4 });
     // One approx router sees every decision, as kv sees every cache: near kv's hits; four see a quarter each.
