@@ -156,3 +156,24 @@ describe("ActiveSequences: prefill load (§4.5)", () => {
     expect(s.newBlocks(seq())).toBe(0);
   });
 });
+
+describe("ActiveSequences: the prefill lane as the TTFT predictor reads it", () => {
+  test("the oldest request still prefilling, how many are, and when a prefill was last seen done", () => {
+    const s = new ActiveSequences(4);
+    expect(s.prefillHead()).toBeUndefined();
+    expect(s.lastPrefillDoneAt).toBe(-Infinity);
+    add(s, "a", [1, 2], 8, 10);
+    add(s, "b", [3], 4, 12);
+    add(s, "c", [1, 2], 8, 13, { overlap: 2 }); // fully cached: nothing to prefill
+    expect(s.prefillingRequests).toBe(2);
+    expect(s.prefillHead()).toEqual({ tokens: 8, bookedAt: 10 });
+    s.markPrefillCompleted("a", 20);
+    expect(s.prefillHead()).toEqual({ tokens: 4, bookedAt: 12 });
+    expect(s.lastPrefillDoneAt).toBe(20);
+    s.markPrefillCompleted("b"); // no time given: the lane's clock stays
+    s.free("c");
+    expect(s.lastPrefillDoneAt).toBe(20);
+    expect(s.prefillingRequests).toBe(0);
+  });
+});
+

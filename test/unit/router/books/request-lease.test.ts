@@ -36,4 +36,26 @@ describe("RequestLease", () => {
     expect(tracker.activeBlocks("1:0")).toBe(0);
     expect(tracker.activeTokens("1:0", 0)).toBe(0);
   });
+
+  test("firstToken: the hook hears the time once, then the prefill is done; nothing after the prefill was marked another way", () => {
+    const tracker = new LoadTracker({ blockSize: 4 });
+    const w = { workerId: 1n, dpRank: 0 };
+    tracker.updateWorkers([w]);
+    let clock = 0;
+    const heard: number[] = [];
+    const book = (id: string) => RequestLease.book(tracker, { requestId: id, worker: w, seqHashes: null, isl: 8, overlap: 0 }, 0, 4, () => clock, () => 0.5, (at) => heard.push(at));
+    const a = book("a");
+    clock = 7;
+    a.firstToken();
+    a.firstToken();
+    expect(heard).toEqual([7]);
+    expect(tracker.activeTokens("1:0")).toBe(0);
+    const b = book("b");
+    b.outputTokens(1); // prefill marked done by the token count: a first token after it is no sample
+    b.firstToken();
+    const c = book("c");
+    c.free();
+    c.firstToken();
+    expect(heard).toEqual([7]);
+  });
 });

@@ -1,0 +1,162 @@
+/**
+ * The TTFT predictor (books/ttft-predictor.ts): the queue it counts from the books, the line it
+ * learns from first tokens, the per-engine factor, and what it does with noise, restarts and
+ * engines that leave.
+ */
+import { describe, expect, test } from "bun:test";
+import { ActiveSequences } from "../../../../src/router/books/active-sequences.ts";
+import { RequestLease } from "../../../../src/router/books/request-lease.ts";
+import { LoadTracker } from "../../../../src/router/books/load-tracker.ts";
+import {
+  FLEET_WINDOW,
+  MIN_OWN_SAMPLES,
+  PRIOR,
+  firstTokenSampler,
+  TtftPredictor,
+} from "../../../../src/router/books/ttft-predictor.ts";
+import { seededRng } from "../choose/helpers.ts";
+
+const BS = 16;
+
+/** Feed `n` first tokens on `key` from an engine whose TTFT is latency + msPerToken × tokens (× (1 ± jitter)). */
+function feed(p: TtftPredictor, key: string, n: number, msPerToken: number, latencyMs: number, { jitter = 0, seed = 1, from = 0 } = {}) {
+  const rng = seededRng(seed);
+  for (let i = 0; i < n; i++) {
+    const tokens = 64 + Math.floor(rng() * 4000);
+    const ms = (latencyMs + msPerToken * tokens) * (1 + jitter * (2 * rng() - 1));
+    p.observe({ key, bookedAt: from + i * 1000, at: from + i * 1000 + ms, tokens });
+  }
+}
+
+describe("TtftPredictor: what it predicts", () => {
+  test("before any first token: the prior speed, by tokens alone (no latency)", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    expect(p.speed("1:0")).toEqual(PRIOR);
+    expect(p.predict(undefined, "1:0", 1000, 0)).toEqual({ ms: PRIOR.msPerToken * 1000, tokens: 1000 });
+  });
+
+  test("an idle rank: latency + its own uncached tokens; a busy one adds the prefill queued ahead, less the oldest one's progress", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    feed(p, "1:0", 40, 0.02, 3);
+    const sp = p.speed("1:0");
+    expect(sp.msPerToken).toBeCloseTo(0.02, 6);
+    expect(sp.latencyMs).toBeCloseTo(3, 6);
+    const seqs = new ActiveSequences(BS);
+    expect(p.predict(seqs, "1:0", 500, 0).ms).toBeCloseTo(3 + 0.02 * 500, 6);
+    // Two prefills booked at t = 0 (1000 and 2000 tokens): at t = 10 ms the first has done 500.
+    seqs.add({ requestId: "a", seqHashes: null, isl: 1000, overlap: 0 }, 0);
+    seqs.add({ requestId: "b", seqHashes: null, isl: 2000, overlap: 0 }, 0);
+    const busy = p.predict(seqs, "1:0", 500, 10);
+    expect(busy.tokens).toBeCloseTo(500 + 2000 + 500, 6);
+    expect(busy.ms).toBeCloseTo(3 + 0.02 * 3000, 6);
+    // The oldest finished at t = 15 (seen done): the second could only start then.
+    seqs.markPrefillCompleted("a", 15);
+    expect(p.predict(seqs, "1:0", 500, 25).tokens).toBeCloseTo(2000 - 500 + 500, 6);
+    // Past its predicted end a prefill counts as finishing now, not as negative work.
+    expect(p.predict(seqs, "1:0", 500, 500).tokens).toBeCloseTo(500, 6);
+  });
+
+  test("observe returns |predicted ÷ observed − 1|, nothing without a prediction or for a negative time", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    expect(p.observe({ key: "1:0", bookedAt: 0, at: 100, tokens: 1000, predictedMs: 80 })).toBeCloseTo(0.2, 10);
+    expect(p.observe({ key: "1:0", bookedAt: 0, at: 100, tokens: 1000 })).toBeUndefined();
+    expect(p.observe({ key: "1:0", bookedAt: 100, at: 50, tokens: 1000, predictedMs: 10 })).toBeUndefined();
+  });
+});
+
+describe("TtftPredictor: what it learns", () => {
+  test("the fleet's line from noisy first tokens (±20%): within 10% for every rank, seen or not", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    for (let k = 1; k <= 4; k++) feed(p, `${k}:0`, 12, 0.01, 5, { jitter: 0.2, seed: k, from: k * 1e6 });
+    const sp = p.speed("9:0"); // a rank never seen runs at the fleet's speed
+    expect(sp.source).toBe("fleet");
+    expect(Math.abs(sp.msPerToken / 0.01 - 1)).toBeLessThan(0.1);
+    expect(Math.abs(sp.latencyMs - 5)).toBeLessThan(1.5);
+  });
+
+  test("a third of the samples wild (a busy event loop, stalls) does not move the line", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    const rng = seededRng(3);
+    for (let i = 0; i < FLEET_WINDOW; i++) {
+      const tokens = 64 + Math.floor(rng() * 4000);
+      const wild = i % 3 === 0;
+      p.observe({ key: `${1 + (i % 4)}:0`, bookedAt: 0, at: wild ? 2000 * rng() : 2 + 0.01 * tokens, tokens });
+    }
+    expect(Math.abs(p.speed("1:0").msPerToken / 0.01 - 1)).toBeLessThan(0.15);
+  });
+
+  test("a slow engine: twice the time for the same work gives it factor 2, and its predictions double", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    for (let k = 1; k <= 3; k++) feed(p, `${k}:0`, 16, 0.01, 0, { seed: k });
+    feed(p, "4:0", 16, 0.02, 0, { seed: 4 });
+    expect(p.speed("4:0").factor).toBeGreaterThan(1.8);
+    expect(p.speed("1:0").factor).toBe(1);
+    expect(p.predict(undefined, "4:0", 1000, 0).ms / p.predict(undefined, "1:0", 1000, 0).ms).toBeGreaterThan(1.8);
+  });
+
+  test("identical engines a little apart (noise) all count as the fleet: no engine looks faster by luck", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    feed(p, "1:0", 16, 0.01, 0, { seed: 1 });
+    feed(p, "2:0", 16, 0.0115, 0, { seed: 2 });
+    feed(p, "3:0", 16, 0.009, 0, { seed: 3 });
+    for (const k of ["1:0", "2:0", "3:0"]) expect(p.speed(k).factor).toBe(1);
+  });
+
+  test("an engine that slows down is followed within its window", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    for (let k = 1; k <= 4; k++) feed(p, `${k}:0`, 16, 0.01, 0, { seed: k });
+    expect(p.speed("1:0").factor).toBe(1);
+    feed(p, "1:0", 24, 0.03, 0, { seed: 9, from: 1e6 });
+    expect(p.speed("1:0").factor).toBeGreaterThan(2);
+  });
+
+  test("a restarted engine: one stalled first token (the restart) leaves its speed where it was", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    for (let k = 1; k <= 4; k++) feed(p, `${k}:0`, 16, 0.01, 1, { seed: k });
+    const before = p.speed("2:0");
+    p.observe({ key: "2:0", bookedAt: 0, at: 5000, tokens: 1000 });
+    expect(p.speed("2:0")).toEqual(before);
+  });
+
+  test("a worker that leaves is forgotten: back, it starts at the fleet's speed", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    for (let k = 1; k <= 3; k++) feed(p, `${k}:0`, 16, 0.01, 0, { seed: k });
+    feed(p, "4:0", 16, 0.03, 0, { seed: 4 });
+    feed(p, "4:1", 16, 0.03, 0, { seed: 5 });
+    expect(p.speed("4:1").source).toBe("own");
+    p.forgetWorker(4n);
+    expect(p.speed("4:0")).toMatchObject({ factor: 1, source: "fleet" });
+    expect(p.speed("4:1")).toMatchObject({ factor: 1, source: "fleet" });
+    expect(p.speed("1:0").source).toBe("own");
+  });
+
+  test(`a rank's own factor only from ${MIN_OWN_SAMPLES} samples on`, () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    feed(p, "1:0", 16, 0.01, 0);
+    feed(p, "2:0", MIN_OWN_SAMPLES - 1, 0.04, 0, { seed: 2 });
+    expect(p.speed("2:0")).toMatchObject({ factor: 1, source: "fleet" });
+    feed(p, "2:0", 1, 0.04, 0, { seed: 3 });
+    expect(p.speed("2:0").source).toBe("own");
+  });
+});
+
+describe("firstTokenSampler with a lease", () => {
+  test("the lease's first token is one sample, with the booking's prediction, then the prefill is done", () => {
+    const tracker = new LoadTracker({ blockSize: BS });
+    const w = { workerId: 1n, dpRank: 0 };
+    tracker.updateWorkers([w]);
+    const p = new TtftPredictor({ blockSize: BS });
+    let clock = 0;
+    const errors: number[] = [];
+    const sample = firstTokenSampler(p, { key: "1:0", bookedAt: 0, tokens: 1000, predictedMs: 40 }, (e) => errors.push(e));
+    const lease = RequestLease.book(tracker, { requestId: "r", worker: w, seqHashes: null, isl: 1000, overlap: 0 }, 0, BS, () => clock, () => 0.5, sample);
+    clock = 50;
+    lease.firstToken();
+    lease.firstToken();
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toBeCloseTo(0.2, 10);
+    expect(tracker.activeTokens("1:0")).toBe(0);
+    expect(tracker.slotOf("1:0")!.lastPrefillDoneAt).toBe(50);
+    expect(p.speed("1:0").msPerToken).toBeCloseTo(0.05, 10);
+  });
+});

@@ -1,0 +1,138 @@
+/**
+ * The time-based kv policy's decisions on hand-built cases: a burst of siblings sharing a prompt
+ * the first of them is computing, a slow engine, a restarted engine, a warm cache behind a long
+ * queue. Engines prefill at 0.01 ms per token with 1 ms of latency (the predictor is taught that
+ * before each case), blocks of 16 tokens.
+ */
+import { describe, expect, test } from "bun:test";
+import type { OverlapScores } from "../../../../../src/core/overlap.ts";
+import { LoadTracker } from "../../../../../src/router/books/load-tracker.ts";
+import { RequestLease } from "../../../../../src/router/books/request-lease.ts";
+import { firstTokenSampler, TtftPredictor } from "../../../../../src/router/books/ttft-predictor.ts";
+import { schedulerConfig } from "../../../../../src/router/choose/config.ts";
+import type { DelayToOthers } from "../../../../../src/router/choose/costs/delay-to-others.ts";
+import { endpointsOf } from "../../../../../src/router/choose/endpoints.ts";
+import { findBestMatch } from "../../../../../src/router/choose/find-best-match.ts";
+import { createPipeline } from "../../../../../src/router/choose/registry.ts";
+import { chain, overlapsOf, seededRng } from "../helpers.ts";
+
+const BS = 16;
+const MS_PER_TOKEN = 0.01;
+
+function world(engines: number, speeds: Record<string, number> = {}) {
+  const endpoints = endpointsOf(Array.from({ length: engines }, (_, i) => ({ workerId: BigInt(i + 1) })));
+  const config = schedulerConfig({ blockSize: BS });
+  const tracker = new LoadTracker({ blockSize: BS });
+  tracker.updateWorkers(endpoints.map((e) => e.worker));
+  const ttft = new TtftPredictor({ blockSize: BS });
+  // Teach it the engines: first tokens at 1 ms + msPerToken × tokens (some engines slower).
+  const rng = seededRng(5);
+  for (let round = 0; round < 12; round++) {
+    for (const e of endpoints) {
+      const tokens = 100 + Math.floor(rng() * 3000);
+      ttft.observe({ key: e.key, bookedAt: -1e6, at: -1e6 + 1 + (speeds[e.key] ?? MS_PER_TOKEN) * tokens, tokens });
+    }
+  }
+  const pipeline = createPipeline("kv", config);
+  const rngPick = seededRng(1);
+  const leases = new Map<string, RequestLease>();
+  /** Choose and book as the router does; returns the chosen key. */
+  const route = (id: string, hashes: BigUint64Array, now: number, overlaps: OverlapScores = overlapsOf(), isl = hashes.length * BS) => {
+    const sel = findBestMatch({ overlaps, seqHashes: hashes, isl, endpoints, tracker, pipeline, config, now, rng: rngPick, ttft });
+    const sample = firstTokenSampler(ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens!, predictedMs: sel.predictedTtftMs });
+    const booking = { requestId: id, worker: sel.worker, seqHashes: hashes, isl, overlap: sel.overlapBlocks };
+    leases.set(id, RequestLease.book(tracker, booking, now, BS, () => now, rngPick, sample));
+    return sel;
+  };
+  return { endpoints, tracker, ttft, pipeline, route, leases, config };
+}
+
+/** A prompt: the shared prefix (blocks of `base`) then its own blocks. */
+function prompt(shared: number, own: number, base = 7, ownBase = 1000) {
+  const h = new BigUint64Array(shared + own);
+  h.set(chain(base, shared));
+  h.set(chain(ownBase, own, shared), shared);
+  return h;
+}
+
+describe("kv (predicted TTFT): a burst of siblings", () => {
+  test("siblings arriving while the first computes their shared prompt wait for it there: the prompt is computed once", () => {
+    const w = world(3);
+    const first = w.route("a", prompt(100, 4, 7, 1000), 0);
+    // 10 ms later the first has done 1000 of its 1664 tokens; each sibling needs its own 64.
+    const siblings = [1, 2, 3, 4, 5].map((i) => w.route(`s${i}`, prompt(100, 4, 7, 1000 + i), 10));
+    for (const s of siblings) expect(s.key).toBe(first.key);
+    // The sibling's prediction: the rest of the first's prefill, the siblings ahead, its own blocks.
+    expect(siblings[4]!.ttftTokens).toBeCloseTo(664 + 4 * 64 + 64, 6);
+  });
+
+  test("but not behind a first whose own tail takes longer than computing the shared prompt again elsewhere", () => {
+    const w = world(3);
+    const first = w.route("a", prompt(100, 300, 7, 1000), 0); // 1600 shared + 4800 of its own
+    const sibling = w.route("b", prompt(100, 4, 7, 2000), 1);
+    expect(sibling.key).not.toBe(first.key);
+    expect(sibling.uncachedTokens).toBe(104 * BS);
+  });
+});
+
+describe("kv (predicted TTFT): engine speeds", () => {
+  test("a slow engine (twice the time per token) gets a third of a burst, the fast one two thirds", () => {
+    const w = world(2, { "2:0": 2 * MS_PER_TOKEN });
+    // The fleet's line runs through both engines' samples: against it the slow one is ~1.8 x.
+    expect(w.ttft.speed("2:0").factor).toBeGreaterThan(1.5);
+    const chosen = Array.from({ length: 12 }, (_, i) => w.route(`r${i}`, prompt(0, 64, 7, 100 + i), 0).key);
+    expect(chosen.filter((k) => k === "1:0").length).toBe(8);
+    expect(chosen.filter((k) => k === "2:0").length).toBe(4);
+  });
+
+  test("a restarted engine: its cache is gone from the index, and the stalled first token of the restart does not make it look slow", () => {
+    const w = world(2);
+    const hot = prompt(90, 10, 7, 3000);
+    // Engine 1 holds the prompt's first 90 blocks and is computing an unrelated 800-token prompt.
+    w.route("busy", prompt(0, 50, 9, 9), 0, overlapsOf({}), 800);
+    expect(w.tracker.activeTokens("1:0")).toBe(800);
+    expect(w.route("warm", hot, 1, overlapsOf({ "1:0": 90 })).key).toBe("1:0");
+    // The restart: what was in flight there fails (freed), one request stalled through it.
+    w.leases.get("busy")!.free();
+    w.leases.get("warm")!.free();
+    w.ttft.observe({ key: "1:0", bookedAt: 0, at: 30_000, tokens: 800 });
+    expect(w.ttft.speed("1:0").factor).toBe(1);
+    // Nothing is cached anywhere now and both are idle: they are equal, and each gets half of a burst.
+    const chosen = Array.from({ length: 8 }, (_, i) => w.route(`c${i}`, prompt(0, 40, 11, 200 + i), 100).key);
+    expect(chosen.filter((k) => k === "1:0").length).toBe(4);
+  });
+});
+
+describe("kv (predicted TTFT): a warm cache behind a long queue", () => {
+  // Engine 1 holds 80 of the prompt's 100 blocks (1280 of 1600 tokens) and has `queued` tokens to
+  // prefill first; engine 2 is idle and cold. Waiting costs `queued`, going cold 1280 more tokens.
+  const decide = (queued: number, warmUp = 0) => {
+    const w = world(2);
+    const costs = w.pipeline.costs.map((c) => c.term);
+    // The busy share the delay-to-others weight is read from, as a loaded cluster shows it.
+    for (let i = 0; i < warmUp; i++) {
+      for (const c of costs) c.prepare?.({} as never, [{ prefillingRequests: 1 }, { prefillingRequests: 1 }] as never);
+    }
+    if (queued > 0) w.route("q", prompt(0, queued / BS, 9, 9), 0, overlapsOf({}), queued);
+    const hot = prompt(80, 20, 7, 5000);
+    if (queued > 0) expect(w.tracker.activeTokens("1:0")).toBe(queued);
+    const sel = w.route("r", hot, 0, overlapsOf({ "1:0": 80 }));
+    return { key: sel.key, weight: (costs.find((c) => c.type === "delay-to-others") as DelayToOthers).queueWeight };
+  };
+
+  test("a short queue: the warm engine, sooner by the cached 1280 tokens less the queue", () => {
+    expect(decide(800).key).toBe("1:0");
+  });
+
+  test("a queue longer than what the cache saves: the cold idle engine, on an idle cluster", () => {
+    const d = decide(2400);
+    expect(d.weight).toBeLessThan(0.01);
+    expect(d.key).toBe("2:0");
+  });
+
+  test("the same queue on a loaded cluster: the warm engine, because computing the prompt again would delay the requests queuing behind it", () => {
+    const d = decide(2400, 400);
+    expect(d.weight).toBeGreaterThan(10);
+    expect(d.key).toBe("1:0");
+  });
+});
