@@ -44,7 +44,7 @@ export interface SchedulerConfig {
    */
   readonly inflightOverlap: boolean;
   /**
-   * kv/approx: keep only workers whose prefill wait (queued prefill + this request's uncached
+   * kv-blocks/approx: keep only workers whose prefill wait (queued prefill + this request's uncached
    * tokens) is within factor × the best worker's + prefillWaitQueueShare × the mean queued prefill
    * (filters/prefill-wait-bound.ts). null = off (pure Dynamo).
    */
