@@ -18,8 +18,9 @@
  * ÷ that line. Medians, because the samples are noisy in ways a mean would follow (a router whose
  * event loop was busy reads two first tokens in one go; an engine restarting stalls a request;
  * the first requests to a fresh engine are slow): up to about a third of a window can be wrong
- * without moving the fit, while an engine that really slows down is followed within half of its
- * window. Per rank, so mixed GPUs are fine; a rank without samples of its own runs at the fleet's.
+ * without moving the fit; a rank's factor leaves 1 only when three quarters of its own window
+ * agree (an engine that really slows down is followed within 24 first tokens), because a
+ * factor wrongly below 1 piles work on that engine. Per rank, so mixed GPUs are fine; a rank without samples of its own runs at the fleet's.
  *
  * PURE: times are milliseconds passed in; no clock, no I/O. It books nothing and chooses nothing.
  */
@@ -216,8 +217,7 @@ export class TtftPredictor {
         if (line > 0) ratios[m++] = r.ms[i]! / line;
       }
       if (m === 0) continue;
-      const f = Math.min(MAX_FACTOR, Math.max(1 / MAX_FACTOR, medianOf(ratios.subarray(0, m))));
-      this.#factors.set(key, f > 1 / SAME_AS_FLEET && f < SAME_AS_FLEET ? 1 : f);
+      this.#factors.set(key, factorOf(ratios.subarray(0, m)));
     }
   }
 }
@@ -254,6 +254,24 @@ function tokensAhead(seqs: ActiveSequences, sp: EngineSpeed, now: number): numbe
   const started = Math.max(head.bookedAt, seqs.lastPrefillDoneAt);
   const done = Math.min(head.tokens, Math.max(0, now - started) / sp.msPerToken);
   return total - done;
+}
+
+/**
+ * A rank's factor from its samples' ratios to the fleet's line: their median, but 1 unless three
+ * quarters of them lie on the same side of the line and the median is more than SAME_AS_FLEET
+ * from it. Noise scatters an identical engine's ratios around 1, sometimes by more than a
+ * quarter for a while (a busy machine's stalls land on whichever engine is being waited on); an
+ * engine that is really slower or faster is so in nearly every sample. Sorts `ratios`.
+ */
+function factorOf(ratios: Float64Array): number {
+  ratios.sort();
+  const n = ratios.length;
+  const q1 = ratios[Math.floor((n - 1) / 4)]!;
+  const q3 = ratios[Math.ceil((3 * (n - 1)) / 4)]!;
+  const mid = ratios[n >> 1]!;
+  const clear = q1 > 1 || q3 < 1;
+  if (!clear || (mid > 1 / SAME_AS_FLEET && mid < SAME_AS_FLEET)) return 1;
+  return Math.min(MAX_FACTOR, Math.max(1 / MAX_FACTOR, mid));
 }
 
 /**

@@ -94,20 +94,34 @@ describe("TtftPredictor: what it learns", () => {
     expect(p.predict(undefined, "4:0", 1000, 0).ms / p.predict(undefined, "1:0", 1000, 0).ms).toBeGreaterThan(1.8);
   });
 
-  test("identical engines a little apart (noise) all count as the fleet: no engine looks faster by luck", () => {
+  test("identical engines a little apart, or far apart only in some samples (noise), all count as the fleet: no engine looks faster by luck", () => {
     const p = new TtftPredictor({ blockSize: BS });
     feed(p, "1:0", 16, 0.01, 0, { seed: 1 });
     feed(p, "2:0", 16, 0.0115, 0, { seed: 2 });
     feed(p, "3:0", 16, 0.009, 0, { seed: 3 });
     for (const k of ["1:0", "2:0", "3:0"]) expect(p.speed(k).factor).toBe(1);
+    // Half of engine 4's first tokens stalled (3 x): its median is 2 x the line, but not three quarters of it.
+    const rng = seededRng(8);
+    for (let i = 0; i < 32; i++) {
+      const tokens = 64 + Math.floor(rng() * 4000);
+      p.observe({ key: "4:0", bookedAt: 0, at: (i % 2 === 0 ? 3 : 1) * 0.01 * tokens, tokens });
+    }
+    expect(p.speed("4:0").factor).toBe(1);
   });
 
-  test("an engine that slows down is followed within its window", () => {
+  test("an engine that slows down (3 x) is followed once three quarters of its window say so", () => {
     const p = new TtftPredictor({ blockSize: BS });
     for (let k = 1; k <= 4; k++) feed(p, `${k}:0`, 16, 0.01, 0, { seed: k });
     expect(p.speed("1:0").factor).toBe(1);
-    feed(p, "1:0", 24, 0.03, 0, { seed: 9, from: 1e6 });
-    expect(p.speed("1:0").factor).toBeGreaterThan(2);
+    // From now on engine 1 takes three times as long; the others answer as before, in turn.
+    const after = (n: number) => {
+      for (let i = 0; i < n; i++) for (let k = 1; k <= 4; k++) feed(p, `${k}:0`, 1, k === 1 ? 0.03 : 0.01, 0, { seed: 100 * k + i, from: 1e6 + i * 1e4 });
+    };
+    after(20);
+    expect(p.speed("1:0").factor).toBe(1);
+    after(6);
+    expect(p.speed("1:0").factor).toBeGreaterThan(2.5);
+    expect(p.speed("2:0").factor).toBe(1);
   });
 
   test("a restarted engine: one stalled first token (the restart) leaves its speed where it was", () => {
