@@ -14,8 +14,9 @@
  * Learning: every first token is one sample (the tokens the prediction counted, the TTFT seen).
  * The fleet's line (latency + msPerToken × tokens) is fitted to the last FLEET_WINDOW samples of
  * every rank with medians (Theil–Sen: the slope is the median of the pairwise slopes, the latency
- * the median of what it leaves), and each rank gets a factor, the median of its own last samples
- * ÷ that line. Medians, because the samples are noisy in ways a mean would follow (a router whose
+ * the median of what it leaves), and each rank gets a factor on the slope, the median of its own
+ * samples' prefill time (less the latency) ÷ the line's, counting only samples that are mostly
+ * prefill. Medians, because the samples are noisy in ways a mean would follow (a router whose
  * event loop was busy reads two first tokens in one go; an engine restarting stalls a request;
  * the first requests to a fresh engine are slow): up to about a third of a window can be wrong
  * without moving the fit; a rank's factor leaves 1 only when three quarters of its own window
@@ -32,9 +33,9 @@ import type { FirstTokenHook } from "./request-lease.ts";
 export interface EngineSpeed {
   /** Prefill time per token the rank computes. */
   readonly msPerToken: number;
-  /** Time every request takes on top of its tokens' (round trip, scheduling, first sampling step). */
+  /** Time every request takes on top of its tokens' (round trip, scheduling, first sampling step): the fleet's. */
   readonly latencyMs: number;
-  /** This rank's time ÷ the fleet's for the same work (1: as fast as the fleet; 2: twice as slow). */
+  /** This rank's prefill time per token ÷ the fleet's (1: as fast as the fleet; 2: twice as slow). */
   readonly factor: number;
   /** Whether the factor comes from the rank's own samples, or the fleet's line alone (or the prior: no samples anywhere). */
   readonly source: "own" | "fleet" | "prior";
@@ -66,7 +67,7 @@ export const FLEET_WINDOW = 48;
 export const RANK_WINDOW = 32;
 /** Once the fleet's window is full, the line is refitted every this many first tokens. */
 export const REFIT_EVERY = 8;
-/** A rank's own factor is used from this many samples on; before, 1 (the fleet's speed). */
+/** A rank's own factor is used from this many samples that show its speed on (mostly prefill, not latency); before, 1. */
 export const MIN_OWN_SAMPLES = 4;
 /** A rank's factor stays within [1 ÷ this, this]: beyond that the samples say more about noise than about the engine. */
 export const MAX_FACTOR = 4;
@@ -130,12 +131,12 @@ export class TtftPredictor {
     this.#minGap = opts.blockSize;
   }
 
-  /** The speed used for `key`: the fleet's line times the rank's own factor once it has MIN_OWN_SAMPLES samples. */
+  /** The speed used for `key`: the fleet's line, its slope times the rank's own factor once it has MIN_OWN_SAMPLES samples that show its speed. */
   speed(key: WorkerKey): EngineSpeed {
     const f = this.#factors.get(key);
     const factor = f ?? 1;
     const source = f !== undefined ? "own" : this.#fitted ? "fleet" : "prior";
-    return { msPerToken: this.#msPerToken * factor, latencyMs: this.#latencyMs * factor, factor, source };
+    return { msPerToken: this.#msPerToken * factor, latencyMs: this.#latencyMs, factor, source };
   }
 
   /**
@@ -208,16 +209,20 @@ export class TtftPredictor {
     this.#msPerToken = slope;
     this.#latencyMs = Math.max(0, medianOf(rest));
     this.#fitted = true;
+    // A rank's factor compares its prefill speed with the fleet's: (ms − latency) ÷ (slope × tokens)
+    // over its samples where the tokens, not the latency, make most of the time. A sample that is
+    // mostly latency (a cache hit) says nothing about speed, and counting it would make an engine
+    // that serves many hits look fast, draw more of them and look faster still.
+    const minTokens = Math.max(this.#minGap, this.#latencyMs / slope);
     for (const [key, r] of this.#ranks) {
-      if (r.count < MIN_OWN_SAMPLES) continue;
       const ratios = slopes.subarray(0, r.count);
       let m = 0;
       for (let i = 0; i < r.count; i++) {
-        const line = this.#latencyMs + slope * r.tokens[i]!;
-        if (line > 0) ratios[m++] = r.ms[i]! / line;
+        const t = r.tokens[i]!;
+        if (t >= minTokens) ratios[m++] = (r.ms[i]! - this.#latencyMs) / (slope * t);
       }
-      if (m === 0) continue;
-      this.#factors.set(key, factorOf(ratios.subarray(0, m)));
+      if (m < MIN_OWN_SAMPLES) this.#factors.delete(key);
+      else this.#factors.set(key, factorOf(ratios.subarray(0, m)));
     }
   }
 }

@@ -174,3 +174,15 @@ describe("firstTokenSampler with a lease", () => {
     expect(p.speed("1:0").msPerToken).toBeCloseTo(0.05, 10);
   });
 });
+
+describe("TtftPredictor: what a factor measures", () => {
+  test("an engine that serves cache hits (first tokens that are mostly latency) does not look fast: only prefill-heavy samples set its factor", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    for (let k = 1; k <= 3; k++) feed(p, `${k}:0`, 16, 0.01, 20, { seed: k });
+    // Engine 4: the same engine, but most of its requests are hits answered in 12 ms (below the fleet's 20 ms latency).
+    for (let i = 0; i < 30; i++) p.observe({ key: "4:0", bookedAt: 0, at: 12, tokens: 40 });
+    expect(p.speed("4:0")).toMatchObject({ factor: 1, source: "fleet" });
+    feed(p, "4:0", 6, 0.01, 20, { seed: 7 });
+    expect(p.speed("4:0").factor).toBe(1);
+  });
+});
