@@ -60,7 +60,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       loadTokenizer: (dir) =>
         loadEngineTokenizerOnBun(dir, {
           impl: config.tokenizerLibrary === "native" ? "native" : "pure",
-          byteLevelBpe: config.tokenizerLibrary === "bpe",
+          byteLevelBpe: config.tokenizerLibrary === "auto" ? "guarded" : config.tokenizerLibrary === "bpe",
           encodePool: config.tokenizerWorkers === 0 ? undefined : { workers: config.tokenizerWorkers ?? defaultEncodeWorkers() },
         }),
       resp: openRespConnection, // redis:// is Bun's RedisClient; the portable runtimes pass none

@@ -40,6 +40,7 @@ import { WorkerRegistry } from "../fleet/registry.ts";
 import { WorkerUrlPolicy } from "../fleet/url-policy.ts";
 import { buildAffinityStore } from "./compose/affinity-store.ts";
 import { engineFetch } from "./compose/engine-fetch.ts";
+import { reportEncoderChoice } from "./compose/encoder-report.ts";
 import { workerHealth } from "./compose/worker-health.ts";
 
 /** How often the approximate index drops expired decisions. */
@@ -135,7 +136,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   const load = choices.loadTokenizer;
   if (config.tokenizers.length > 0 && load === undefined) throw new StartupError("--tokenizer: this runtime cannot read tokenizer files");
   const tokenizers = new RouterTokenizers({
-    load: (dir) => load!(dir),
+    load: async (dir) => reportEncoderChoice(await load!(dir), metrics, log),
     parentOf: (m) => models.parentOf(m),
     fetch: (u, init) => fetch(u, init),
     timeoutMs: ENGINE_QUERY_TIMEOUT_MS,

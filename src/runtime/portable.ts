@@ -102,7 +102,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
       loadTokenizer:
         readText === undefined
           ? undefined
-          : (dir) => loadEngineTokenizer(dir, { readText, now: () => Date.now(), byteLevelBpe: config.tokenizerLibrary === "bpe" }),
+          : (dir) => loadEngineTokenizer(dir, { readText, now: () => Date.now(), byteLevelBpe: config.tokenizerLibrary === "auto" ? "guarded" : config.tokenizerLibrary === "bpe" }),
       sleep: platform.sleep,
       // Loopback names only: the portable runtimes do not list network interfaces.
       localHosts: () => ["127.0.0.1", "localhost", "::1", config.host],
