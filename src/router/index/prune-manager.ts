@@ -267,8 +267,10 @@ export class PruneManager {
   private rebuild(): void {
     this.hSize = 0;
     const cap = Math.max(256, this.timerCount * 2);
-    // Re-size both ways: the stale entries that made it grow are gone now.
-    if (this.hExpiry.length < this.timerCount || this.hExpiry.length > 4 * cap) {
+    // Re-size both ways: the stale entries that made it grow are gone now. Shrink only when
+    // far too big: refreshes (hot prompts re-recorded) grow the heap back toward 50x the timers
+    // before the next rebuild, and shrinking at 4x re-grew it by doubling every ~50 requests.
+    if (this.hExpiry.length < this.timerCount || this.hExpiry.length > 16 * cap) {
       this.hExpiry = new Float64Array(cap);
       this.hPos = new Int32Array(cap);
       this.hLo = new Uint32Array(cap);

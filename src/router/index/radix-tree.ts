@@ -45,6 +45,7 @@ import { BITS, CHILD0, CHILDREN, HOLDERS, NodeStore, PARENT, PATH_HI, PATH_LO, R
 import { childPath, PATH_OUT, ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
 import { dumpTree } from "./tree-dump.ts";
 import type { EventCounters, KvIndex } from "./types.ts";
+import { mix3, pow2AtLeast } from "./hash-mix.ts";
 import { U64Map } from "./u64-map.ts";
 import { B32, B64, wordsOf } from "./u64-split.ts";
 import type { WorkerSlot } from "./worker-slots.ts";
@@ -484,6 +485,9 @@ export class RadixTree implements KvIndex {
   }
 }
 
+/** distinctChain's scratch set: block indices, -1 = free. */
+let seenTable = new Int32Array(256);
+
 /**
  * True when the chain's block hashes are pairwise distinct and differ from the parent hash:
  * a repeat would make a block its own ancestor (spec §3.3 self-reference check).
@@ -500,10 +504,24 @@ function distinctChain(hasParent: boolean, pLo: number, pHi: number, hash: Uint3
     }
     return true;
   }
-  const seen = new U64Map(n);
+  // An open-addressing set of block indices in a reused table (one per process: the check
+  // runs synchronously), not a new map per event: events of 33+ blocks are common (vLLM sends
+  // a whole prefill's blocks, approximate mode records a prompt's) and this runs on each.
+  const cap = pow2AtLeast(2 * n);
+  if (seenTable.length < cap) seenTable = new Int32Array(cap);
+  seenTable.fill(-1, 0, cap);
+  const mask = cap - 1;
   for (let i = 0; i < n; i++) {
-    if (seen.get(hash[2 * i]!, hash[2 * i + 1]!) >= 0) return false;
-    seen.set(hash[2 * i]!, hash[2 * i + 1]!, i);
+    const lo = hash[2 * i]!;
+    const hi = hash[2 * i + 1]!;
+    for (let k = mix3(0, lo, hi) & mask; ; k = (k + 1) & mask) {
+      const j = seenTable[k]!;
+      if (j < 0) {
+        seenTable[k] = i;
+        break;
+      }
+      if (hash[2 * j] === lo && hash[2 * j + 1] === hi) return false;
+    }
   }
   return true;
 }
