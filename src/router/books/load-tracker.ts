@@ -126,9 +126,16 @@ export class LoadTracker {
     return [...this.#slots.values()].map((s) => s.worker);
   }
 
+  /** Bumped whenever a slot is added or dropped, so callers may cache slotOf() results (candidates.ts). */
+  get slotsVersion(): number {
+    return this.#slotsVersion;
+  }
+  #slotsVersion = 0;
+
   #ensure(key: WorkerKey, worker: WorkerWithDpRank): Slot {
     let slot = this.#slots.get(key);
     if (!slot) {
+      this.#slotsVersion++;
       slot = {
         worker: { workerId: worker.workerId, dpRank: worker.dpRank },
         seqs: new ActiveSequences(this.blockSize, this.#refs),
@@ -148,6 +155,7 @@ export class LoadTracker {
     this.#refs.releaseSlot(slot.seqs.slot);
     this.#slots.delete(key);
     slot.dropped = true;
+    this.#slotsVersion++;
   }
 
   /** The tracked slot of a worker, or undefined. */
