@@ -8,6 +8,8 @@
  * full hash/match/schedule per request) and through nginx as a plain reverse proxy. Runs
  * are interleaved; medians are reported. With zero decode time an answer reaches the proxy
  * whole; `--decode-ms N` spaces the tokens N ms apart, so the streaming path is measured.
+ * A fourth target, "floor" (floor.ts), is the least a proxy on Bun does: Bun.serve and the
+ * router's socket client, nothing else; router − floor is the router's own work.
  * `--stream false` asks for whole (non-SSE) answers. `--router-args` adds flags to the router's
  * command line (to measure it with the access log, tracing, ...); `--profile DIR` runs the
  * router under Bun's CPU profiler, writes its .cpuprofile to DIR when it stops and prints where
@@ -39,7 +41,7 @@ function cpuSeconds(pid: number): number | undefined {
 /** USER_HZ: 100 on every Linux we run on. */
 const CLOCK_TICKS = 100;
 
-const TARGETS = ["direct", "router", "nginx", "baseline"] as const;
+const TARGETS = ["direct", "router", "nginx", "floor", "baseline"] as const;
 type Target = (typeof TARGETS)[number];
 
 interface Run extends WrkResult {
@@ -72,7 +74,7 @@ interface Options {
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
-    runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, decodeMs: 0, stream: true, routerArgs: [], profile: undefined, targets: ["direct", "router", "nginx"], baselineRef: undefined, json: undefined,
+    runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, decodeMs: 0, stream: true, routerArgs: [], profile: undefined, targets: ["direct", "router", "nginx", "floor"], baselineRef: undefined, json: undefined,
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i]!, argv[i + 1]];
@@ -158,6 +160,7 @@ async function main(): Promise<void> {
   let router: Proc | undefined;
   let nginx: Nginx | undefined;
   let baseline: Proc | undefined;
+  let floor: Proc | undefined;
   let baselineDir: string | undefined;
   try {
     engine = await startMain([
@@ -179,13 +182,15 @@ async function main(): Promise<void> {
       cmd[cmd.indexOf("--port") + 1] = String(freePort());
       baseline = await startCommand([process.execPath, join(baselineDir, "src", "main.ts"), ...cmd], `router at ${o.baselineRef}`);
     }
+    if (o.targets.includes("floor")) floor = await startCommand([process.execPath, join(import.meta.dir, "floor.ts"), "--upstream", engineUrl], "floor proxy");
     const urls: Record<Target, string> = {
+      floor: floor ? `${floor.info.url}/v1/completions` : "",
       direct: `${engineUrl}/v1/completions`,
       router: `${router.info.url}/v1/completions`,
       nginx: `${nginx.url}/v1/completions`,
       baseline: baseline ? `${baseline.info.url}/v1/completions` : "",
     };
-    const proxyPid: Record<Target, number | undefined> = { direct: undefined, router: router.pid, nginx: nginx.pid, baseline: baseline?.pid };
+    const proxyPid: Record<Target, number | undefined> = { direct: undefined, router: router.pid, nginx: nginx.pid, floor: floor?.pid, baseline: baseline?.pid };
     const enginePid = engine.pid;
     const load = async (t: Target, seconds: number): Promise<Run> => {
       const p0 = proxyPid[t] === undefined ? undefined : cpuSeconds(proxyPid[t]!);
@@ -201,7 +206,7 @@ async function main(): Promise<void> {
     const targets = o.targets;
     console.error(`warm-up (1 s each), then ${o.runs} interleaved runs of ${o.seconds} s x ${targets.length} targets`);
     for (const t of targets) await load(t, 1);
-    const results: Record<Target, Run[]> = { direct: [], router: [], nginx: [], baseline: [] };
+    const results: Record<Target, Run[]> = { direct: [], router: [], nginx: [], floor: [], baseline: [] };
     for (let run = 0; run < o.runs; run++) {
       // Rotate the order so no target always runs on a warmer (or hotter) machine.
       for (let k = 0; k < targets.length; k++) {
@@ -243,7 +248,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await nginx?.stop();
-    await stopAll([router, engine, baseline]);
+    await stopAll([router, engine, baseline, floor]);
     if (baselineDir !== undefined) rmSync(baselineDir, { recursive: true, force: true });
   }
   if (o.profile !== undefined) {
