@@ -49,26 +49,3 @@ export class ClientGoneError extends Error {
     super("the client closed its connection");
   }
 }
-
-/**
- * Resolve with `p`, or reject with the signal's reason as soon as it aborts (whichever
- * comes first). The loser is left to settle on its own; the caller closes what it opened.
- */
-export function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return p;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
-}
