@@ -267,8 +267,12 @@ export class BlockRefs {
   /**
    * For each slot, add to `out[slot]` how many of `count` hashes (u32 halves, see
    * u32Halves) it already holds. Duplicates in the input count each time, as in Dynamo.
+   * `prefixClosed`: the hashes are one prompt's sequence hashes, each chaining the whole
+   * prefix before it, so a block no slot holds means no later one is held either (every
+   * booked sequence is a run from its first block): counting stops there. A new prompt's
+   * unique tail then costs nothing, which was most of a 128k-token decision's scheduling.
    */
-  countHeld(halves: Uint32Array, count: number, out: Int32Array): void {
+  countHeld(halves: Uint32Array, count: number, out: Int32Array, prefixClosed = false): void {
     const entryOf = this.#entryOf;
     const ent = this.#ent;
     const stride = this.#stride;
@@ -278,6 +282,7 @@ export class BlockRefs {
     let runLen = 0;
     for (let i = 0; i < count; i++) {
       const pos = entryOf.find(halves[2 * i]!, halves[2 * i + 1]!);
+      if (pos === NONE && prefixClosed) break;
       const e = pos === NONE ? NONE : entryOf.valueAt(pos);
       if (e === run) {
         runLen++;

@@ -368,6 +368,19 @@ export class LoadTracker {
   }
 
   /**
+   * heldCounts for a prompt's sequence hashes (each chains its whole prefix): the same counts,
+   * found by probing only up to the first block no slot holds (BlockRefs.countHeld's
+   * prefixClosed). The array is scratch: valid until the next call.
+   */
+  heldPrefixCounts(seqHashes: BigUint64Array | null): Int32Array {
+    const cap = this.#refs.slotCapacity;
+    if (this.#held.length !== cap) this.#held = new Int32Array(cap);
+    else this.#held.fill(0);
+    if (seqHashes && seqHashes.length > 0) this.#refs.countHeld(u32Halves(seqHashes), seqHashes.length, this.#held, true);
+    return this.#held;
+  }
+
+  /**
    * What every tracked slot would carry with this request added (§4.5):
    * decodeBlocks = new blocks + active blocks, prefillTokens = max(0, isl − overlap·bs) + active tokens.
    */

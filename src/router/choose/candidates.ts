@@ -35,7 +35,8 @@ function slotsOf(endpoints: readonly Endpoint[], tracker: LoadTracker): readonly
 export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker): Candidate[] {
   const { isl, seqHashes, overlaps } = ctx.request;
   const bs = ctx.blockSize;
-  const held = tracker.heldCounts(seqHashes);
+  // Sequence hashes chain the prefix: the blocks of it a slot holds are a leading run.
+  const held = tracker.heldPrefixCounts(seqHashes);
   const n = seqHashes?.length ?? 0;
   const slots = slotsOf(endpoints, tracker);
   // Usually only a few workers hold any of the prompt: skip the per-endpoint lookups when none does.

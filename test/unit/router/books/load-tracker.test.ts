@@ -116,6 +116,40 @@ describe("LoadTracker: potential load (§4.5)", () => {
   });
 });
 
+describe("LoadTracker: held counts of a prompt's sequence hashes", () => {
+  test("heldPrefixCounts equals heldCounts for chained sequence hashes, stopping at the first block nobody holds (seed 5)", () => {
+    const rng = seededRng(5);
+    const workers = [0, 1, 2, 3, 4, 5, 6].map((i) => worker(i));
+    const t = tracker(workers, 16);
+    // Prompts = one of 6 shared prefixes + a unique tail; sequence hashes chain every block before.
+    const prefixes = Array.from({ length: 6 }, (_, p) => Array.from({ length: 1 + p * 3 }, (_, k) => BigInt(p * 1000 + k + 1)));
+    const chained = (locals: bigint[]) => {
+      let h = 0n;
+      return BigUint64Array.from(locals.map((l) => (h = (h * 1_000_003n + l) & 0xffff_ffff_ffff_ffffn)));
+    };
+    let tail = 1_000_000n;
+    const prompt = () => chained([...prefixes[Math.floor(rng() * 6)]!, ...Array.from({ length: Math.floor(rng() * 5) }, () => tail++)]);
+    const live: string[] = [];
+    let stopped = 0;
+    for (let i = 0; i < 300; i++) {
+      if (rng() < 0.7 || live.length === 0) {
+        const h = prompt();
+        t.addRequest({ requestId: `r${i}`, worker: workers[Math.floor(rng() * workers.length)]!, seqHashes: h, isl: h.length * 16, overlap: 0 }, 0);
+        live.push(`r${i}`);
+      } else {
+        t.free(live.splice(Math.floor(rng() * live.length), 1)[0]!, 0);
+      }
+      const q = prompt();
+      const full = [...t.heldCounts(q)];
+      const prefix = [...t.heldPrefixCounts(q)];
+      expect(prefix).toEqual(full);
+      if (full.every((n) => n < q.length)) stopped++;
+    }
+    // Most queries end in a tail nobody holds: the early stop was exercised.
+    expect(stopped).toBeGreaterThan(200);
+  });
+});
+
 describe("LoadTracker: membership", () => {
   test("updateWorkers keeps the state of remaining ranks and drops the rest", () => {
     const t = tracker();
