@@ -267,12 +267,8 @@ export class BlockRefs {
   /**
    * For each slot, add to `out[slot]` how many of `count` hashes (u32 halves, see
    * u32Halves) it already holds. Duplicates in the input count each time, as in Dynamo.
-   * `prefixClosed`: the hashes are one prompt's sequence hashes, each chaining the whole
-   * prefix before it, so a block no slot holds means no later one is held either (every
-   * booked sequence is a run from its first block): counting stops there. A new prompt's
-   * unique tail then costs nothing, which was most of a 128k-token decision's scheduling.
    */
-  countHeld(halves: Uint32Array, count: number, out: Int32Array, prefixClosed = false): void {
+  countHeld(halves: Uint32Array, count: number, out: Int32Array): void {
     const entryOf = this.#entryOf;
     const ent = this.#ent;
     const stride = this.#stride;
@@ -282,7 +278,6 @@ export class BlockRefs {
     let runLen = 0;
     for (let i = 0; i < count; i++) {
       const pos = entryOf.find(halves[2 * i]!, halves[2 * i + 1]!);
-      if (pos === NONE && prefixClosed) break;
       const e = pos === NONE ? NONE : entryOf.valueAt(pos);
       if (e === run) {
         runLen++;
@@ -313,6 +308,57 @@ export class BlockRefs {
       runLen = 1;
     }
     if (run !== NONE) this.#addRun(run, runAux, runLen, out);
+  }
+
+  /**
+   * countHeld for one prompt's sequence hashes, each chaining the whole prefix before it.
+   * Every booked sequence is a run from its first block, so the slots holding block i+1 are a
+   * subset of those holding block i: the holder set only shrinks along the prompt, each set
+   * covers one stretch, and the first block nobody holds ends it. So each stretch is found by
+   * galloping and bisecting (O(log n) probes) instead of probing every block: a new prompt's
+   * unique tail costs one probe, a long cached conversation a few dozen instead of thousands.
+   */
+  countHeldPrefix(halves: Uint32Array, count: number, out: Int32Array): void {
+    let i = 0;
+    while (i < count) {
+      const pos = this.#entryOf.find(halves[2 * i]!, halves[2 * i + 1]!);
+      if (pos === NONE) return;
+      const e = this.#entryOf.valueAt(pos);
+      const aux = this.#entryOf.auxAt(pos);
+      // Largest j with the same holders as i: gallop to a block that differs (or the end), bisect.
+      let same = i;
+      let step = 1;
+      let differs = count;
+      while (same + step < count) {
+        if (!this.#sameHolders(halves, same + step, e, aux)) {
+          differs = same + step;
+          break;
+        }
+        same += step;
+        step *= 2;
+      }
+      while (differs - same > 1) {
+        const mid = (same + differs) >>> 1;
+        if (this.#sameHolders(halves, mid, e, aux)) same = mid;
+        else differs = mid;
+      }
+      this.#addRun(e, aux, same - i + 1, out);
+      i = same + 1;
+    }
+  }
+
+  /** Whether block `i` of `halves` is held by exactly the slots of entry `e` (aux as auxAt gives it). */
+  #sameHolders(halves: Uint32Array, i: number, e: number, aux: number): boolean {
+    const pos = this.#entryOf.find(halves[2 * i]!, halves[2 * i + 1]!);
+    if (pos === NONE) return false;
+    const f = this.#entryOf.valueAt(pos);
+    if (f === e) return true;
+    if (this.#entryOf.auxAt(pos) !== aux) return false;
+    if (aux >= 0) return true; // the same single holder
+    const a = e * this.#stride + BITS;
+    const b = f * this.#stride + BITS;
+    for (let w = 0; w < this.#words; w++) if (this.#ent[a + w] !== this.#ent[b + w]) return false;
+    return true;
   }
 
   #addRun(entry: number, aux: number, runLen: number, out: Int32Array): void {

@@ -369,14 +369,14 @@ export class LoadTracker {
 
   /**
    * heldCounts for a prompt's sequence hashes (each chains its whole prefix): the same counts,
-   * found by probing only up to the first block no slot holds (BlockRefs.countHeld's
-   * prefixClosed). The array is scratch: valid until the next call.
+   * found with O(log n) probes per stretch of equal holders (BlockRefs.countHeldPrefix) instead
+   * of one per block. The array is scratch: valid until the next call.
    */
   heldPrefixCounts(seqHashes: BigUint64Array | null): Int32Array {
     const cap = this.#refs.slotCapacity;
     if (this.#held.length !== cap) this.#held = new Int32Array(cap);
     else this.#held.fill(0);
-    if (seqHashes && seqHashes.length > 0) this.#refs.countHeld(u32Halves(seqHashes), seqHashes.length, this.#held, true);
+    if (seqHashes && seqHashes.length > 0) this.#refs.countHeldPrefix(u32Halves(seqHashes), seqHashes.length, this.#held);
     return this.#held;
   }
 

@@ -148,6 +148,29 @@ describe("LoadTracker: held counts of a prompt's sequence hashes", () => {
     // Most queries end in a tail nobody holds: the early stop was exercised.
     expect(stopped).toBeGreaterThan(200);
   });
+
+  test("long held prefixes cut at many depths on many workers: the same counts as heldCounts (seed 8)", () => {
+    const rng = seededRng(8);
+    const workers = Array.from({ length: 40 }, (_, i) => worker(i));
+    const t = tracker(workers, 16);
+    const chained = (locals: bigint[]) => {
+      let h = 0n;
+      return BigUint64Array.from(locals.map((l) => (h = (h * 1_000_003n + l) & 0xffff_ffff_ffff_ffffn)));
+    };
+    const docs = Array.from({ length: 3 }, (_, d) => Array.from({ length: 300 + d * 100 }, (_, k) => BigInt(d * 100_000 + k + 1)));
+    let tail = 10_000_000n;
+    for (let i = 0; i < 120; i++) {
+      // A booking holds a leading cut of a document (any depth) and a tail of its own.
+      const doc = docs[Math.floor(rng() * 3)]!;
+      const cut = Math.floor(rng() * doc.length) + 1;
+      const h = chained([...doc.slice(0, cut), ...Array.from({ length: Math.floor(rng() * 3) }, () => tail++)]);
+      t.addRequest({ requestId: `r${i}`, worker: workers[Math.floor(rng() * workers.length)]!, seqHashes: h, isl: h.length * 16, overlap: 0 }, 0);
+      for (const d of docs) {
+        const q = chained([...d, tail++]);
+        expect([...t.heldPrefixCounts(q)]).toEqual([...t.heldCounts(q)]);
+      }
+    }
+  });
 });
 
 describe("LoadTracker: membership", () => {
