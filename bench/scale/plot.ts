@@ -8,6 +8,8 @@ export interface Series {
   readonly name: string;
   readonly points: readonly (readonly [number, number])[];
   readonly dashed?: boolean;
+  /** Palette index (default: the series' position), so related lines can share a colour. */
+  readonly color?: number;
 }
 
 export interface Panel {
@@ -72,12 +74,12 @@ function panel(p: Panel, ox: number): string {
     out.push(`<line x1="${ox + M.left}" y1="${sy(t.y)}" x2="${ox + W - M.right}" y2="${sy(t.y)}" stroke="#000" stroke-dasharray="5,4"/><text x="${ox + W - M.right - 2}" y="${sy(t.y) - 3}" font-size="9" text-anchor="end">${esc(t.label)}</text>`);
   }
   p.series.forEach((s, i) => {
-    const c = COLORS[i % COLORS.length];
+    const c = COLORS[(s.color ?? i) % COLORS.length];
     const pts = s.points.filter((q) => Number.isFinite(q[1]) && (!p.yLog || q[1] > 0)).map((q) => `${sx(q[0]).toFixed(1)},${sy(q[1]).toFixed(1)}`);
     if (pts.length > 1) out.push(`<polyline fill="none" stroke="${c}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6,3"' : ""} points="${pts.join(" ")}"/>`);
     for (const q of pts) out.push(`<circle cx="${q.split(",")[0]}" cy="${q.split(",")[1]}" r="3" fill="${c}"/>`);
-    const lx = ox + M.left + (i % 2) * 180;
-    const ly = bottom + 46 + Math.floor(i / 2) * 12;
+    const lx = ox + M.left + (i % 3) * 118;
+    const ly = bottom + 46 + Math.floor(i / 3) * 12;
     out.push(`<rect x="${lx}" y="${ly - 8}" width="10" height="3" fill="${c}"/><text x="${lx + 14}" y="${ly - 4}" font-size="10">${esc(s.name)}</text>`);
   });
   return out.join("");

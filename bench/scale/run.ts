@@ -9,7 +9,8 @@
  *
  *   bun run bench:scale [--workers 8,64,256,1024] [--entries 10000,1000000,10000000]
  *                       [--register 1000] [--routers 1,2,4,8] [--json FILE] [--svg FILE]
- *   bun bench/scale/run.ts --plot FILE.json --svg FILE.svg     (plots from a saved run)
+ *   bun bench/scale/run.ts --plot FILE.json --svg FILE.svg [--before OLD.json]   (plots a saved run;
+ *                                     with --before, an earlier run's route p50s dashed beside it)
  *
  * Targets (issue 24): route 8k p99 ≤ 25 µs native and ≤ 100 µs portable at 64 workers × 1 M
  * entries, ≤ 100 µs native at 1,024 × 10 M; 128k ≤ 250 µs native; event apply ≥ 5 M blocks/s
@@ -29,6 +30,7 @@ const { values } = parseArgs({
     json: { type: "string" },
     svg: { type: "string" },
     plot: { type: "string" },
+    before: { type: "string" },
   },
 });
 
@@ -117,14 +119,17 @@ function report(r: Results): void {
   }
 }
 
-export function scaleSvg(r: Results): string {
+/** The size a cell was asked for (the index stops a little past it): the nearest power of ten. */
+const sizeOf = (c: { entries: number }) => 10 ** Math.round(Math.log10(c.entries));
+
+export function scaleSvg(r: Results, before?: Results): string {
   const cells = r.cells.filter((c) => !("error" in c));
-  const byEntries = [...new Set(cells.map((c) => c.entries))].sort((a, b) => a - b);
+  const byEntries = [...new Set(cells.map(sizeOf))].sort((a, b) => a - b);
   const line = (name: string, f: (c: Cell) => number | undefined, dashed = false) =>
     byEntries.map((e) => ({
       name: `${k(e)} entries${name}`,
       dashed,
-      points: cells.filter((c) => c.entries === e).map((c) => [c.workers, f(c) ?? NaN] as const).sort((a, b) => a[0] - b[0]),
+      points: cells.filter((c) => sizeOf(c) === e).map((c) => [c.workers, f(c) ?? NaN] as const).sort((a, b) => a[0] - b[0]),
     }));
   const panels: Panel[] = [
     { title: "route 8k tokens, native: CPU p99", xLabel: "workers", yLabel: "µs", xLog: true, yLog: true, series: line("", (c) => c.route_us["8k_native"]?.cpu_p99 ?? c.route_us["8k_native"]?.p99), targets: [{ y: 25, label: "25 µs (64 × 1 M)" }, { y: 100, label: "100 µs (1,024 × 10 M)" }] },
@@ -137,8 +142,24 @@ export function scaleSvg(r: Results): string {
     { title: `registering ${cells[0]?.registration.many ?? 1000} more workers`, xLabel: "workers already registered", yLabel: "ms", xLog: true, yLog: true, series: line("", (c) => c.registration.many_ms), targets: [{ y: 1000, label: "1 s" }] },
     { title: "memory after they leave ÷ before", xLabel: "workers already registered", yLabel: "ratio", xLog: true, yLog: true, series: line("", (c) => c.registration.memory_after_removal_ratio), targets: [{ y: 1.1, label: "1.1" }] },
   ];
+  if (before !== undefined) {
+    const old = before.cells.filter((c) => !("error" in c));
+    for (const [key, label] of [["8k_native", "8k native"], ["128k_native", "128k native"]] as const) {
+      panels.push({
+        title: `route ${label} p50 (wall): before (dashed) and now`,
+        xLabel: "workers",
+        yLabel: "µs",
+        xLog: true,
+        yLog: true,
+        series: byEntries.flatMap((e, color) => [
+          { name: `${k(e)} now`, color, points: cells.filter((c) => sizeOf(c) === e).map((c) => [c.workers, c.route_us[key]?.p50 ?? NaN] as const) },
+          { name: `${k(e)} before`, color, dashed: true, points: old.filter((c) => sizeOf(c) === e).map((c) => [c.workers, c.route_us[key]?.p50 ?? NaN] as const) },
+        ]),
+      });
+    }
+  }
   // Linearity: cumulative registration time per 100 workers, one line per cell of the largest index.
-  const big = cells.filter((c) => c.entries === byEntries.at(-1));
+  const big = cells.filter((c) => sizeOf(c) === byEntries.at(-1));
   panels.push({
     title: `registration, ${k(byEntries.at(-1) ?? 0)} entries: cumulative`,
     xLabel: "workers registered (after the first)",
@@ -184,5 +205,6 @@ if (import.meta.main) {
   }
   report(results);
   if (values.json && !values.plot) writeFileSync(values.json, JSON.stringify(results, null, 2));
-  if (values.svg) writeFileSync(values.svg, scaleSvg(results));
+  const before = values.before ? (JSON.parse(readFileSync(values.before, "utf8")) as Results) : undefined;
+  if (values.svg) writeFileSync(values.svg, scaleSvg(results, before));
 }
