@@ -17,8 +17,12 @@ export interface WorkerRecord {
   readonly model?: string;
 }
 
+/** Told why a worker stopped taking requests (unhealthy, fenced, ejected or removed). */
+export type UnavailableListener = (reason: string) => void;
+
 export class WorkerRegistry {
   readonly #byId = new Map<WorkerId, WorkerRecord>();
+  readonly #watchers = new Map<WorkerId, Set<UnavailableListener>>();
   #targets: WorkerWithDpRank[] | undefined;
   #healthyIds: Set<WorkerId> | undefined;
   #models: Set<string> | undefined;
@@ -36,6 +40,7 @@ export class WorkerRegistry {
     if (rec) {
       this.#byId.delete(id);
       this.#invalidate();
+      this.#tellUnavailable(id, "removed");
     }
     return rec;
   }
@@ -64,7 +69,33 @@ export class WorkerRegistry {
     if (rec.healthy === healthy) return false;
     rec.healthy = healthy;
     this.#invalidate();
+    if (!healthy) this.#tellUnavailable(id, rec.reason ?? "unhealthy");
     return true;
+  }
+
+  /**
+   * Call `listener` once when this worker stops taking requests (marked unhealthy, or
+   * removed). A request still waiting for the worker's first byte uses it to go elsewhere at
+   * once instead of waiting out its deadline on an engine the router already gave up on.
+   * Returns the unsubscribe.
+   */
+  onUnavailable(id: WorkerId, listener: UnavailableListener): () => void {
+    let set = this.#watchers.get(id);
+    if (set === undefined) this.#watchers.set(id, (set = new Set()));
+    set.add(listener);
+    return () => {
+      const s = this.#watchers.get(id);
+      if (s === undefined) return;
+      s.delete(listener);
+      if (s.size === 0) this.#watchers.delete(id);
+    };
+  }
+
+  #tellUnavailable(id: WorkerId, reason: string): void {
+    const set = this.#watchers.get(id);
+    if (set === undefined) return;
+    this.#watchers.delete(id);
+    for (const listener of set) listener(reason);
   }
 
   /** Is this (worker, rank) registered, healthy and in range? */

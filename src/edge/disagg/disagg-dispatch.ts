@@ -156,6 +156,7 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
     });
     if (a.kind === "client_gone") return a;
     if (a.kind === "failed") return a;
+    if (a.kind === "worker_down") return { kind: "failed", reason: a.reason }; // not watched here: cannot happen
     decision.lease.prefillDone();
     let bytes: Uint8Array;
     try {

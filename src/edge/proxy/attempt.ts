@@ -4,6 +4,11 @@
  * ends the try early (deadline, client gone, a retryable status) closes the engine
  * connection, so the engine sees the cancel and stops computing the prompt. It does not
  * fence, retry or free bookings (forward.ts does).
+ *
+ * The worker may also be given up on by someone else while the try waits (a health check
+ * failed, another request fenced it, outlier ejection, removal): nothing was sent to the
+ * client yet, so the try ends at once and the request can go elsewhere, instead of waiting
+ * out a deadline (600 s for an answer that is not streamed) on an engine known to be gone.
  */
 import { ClientGoneError, DeadlineMissedError, raceAbort, type DeadlineKind, type UpstreamDeadlines } from "./deadlines.ts";
 import type { ChunkReader } from "./observe-stream.ts";
@@ -20,7 +25,9 @@ export type AttemptResult =
   /** This worker failed the request before its first byte; another may serve it. */
   | { readonly kind: "failed"; readonly reason: string; readonly deadline?: DeadlineKind }
   /** The client left before the first byte. */
-  | { readonly kind: "client_gone" };
+  | { readonly kind: "client_gone" }
+  /** The router stopped sending this worker requests while the try waited (it is unhealthy already). */
+  | { readonly kind: "worker_down"; readonly reason: string };
 
 export interface AttemptInput {
   readonly call: UpstreamCall;
@@ -38,6 +45,16 @@ export interface AttemptInput {
   readonly stream: boolean | undefined;
   /** No worker left to try: a retryable status is answered as it is. */
   readonly last: boolean;
+  /**
+   * Subscribe to "this worker stopped taking requests" (WorkerRegistry.onUnavailable);
+   * returns the unsubscribe. Without it the try waits for its deadlines only.
+   */
+  readonly watchWorker?: (onDown: (reason: string) => void) => () => void;
+}
+
+/** The worker was marked unhealthy, fenced, ejected or removed while its first byte was awaited. */
+class WorkerDownError extends Error {
+  override readonly name = "WorkerDownError";
 }
 
 export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
@@ -51,6 +68,7 @@ export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
   const kind = a.stream === true ? "first_byte" : "response";
   const limit = a.stream === true ? a.deadlines.firstByteMs : a.deadlines.responseMs;
   const timer = limit > 0 ? setTimeout(() => ctl.abort(new DeadlineMissedError(kind, limit)), limit) : undefined;
+  const unwatch = a.watchWorker?.((reason) => ctl.abort(new WorkerDownError(`worker became unavailable while its first byte was awaited (${reason})`)));
   let res: UpstreamResponse | undefined;
   let pending: Promise<UpstreamResponse> | undefined;
   try {
@@ -72,9 +90,11 @@ export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
     const why = ctl.signal.aborted ? ctl.signal.reason : e;
     if (why instanceof ClientGoneError) return { kind: "client_gone" };
     if (why instanceof DeadlineMissedError) return { kind: "failed", reason: why.message, deadline: why.kind };
+    if (why instanceof WorkerDownError) return { kind: "worker_down", reason: why.message };
     return { kind: "failed", reason: (why as Error).message };
   } finally {
     if (timer !== undefined) clearTimeout(timer);
+    unwatch?.();
     client?.removeEventListener("abort", onClientGone);
   }
 }

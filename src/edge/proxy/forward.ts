@@ -3,7 +3,8 @@
  * unchanged. A failure before the first byte (connection refused, reset, a 502/503/504, a
  * body that breaks before its first chunk, a missed connect / first-byte / response
  * deadline: attempt.ts) frees the booking, fences that worker and routes again without it,
- * up to `maxRetries` times; after the first byte, an upstream error reaches the client as a
+ * up to `maxRetries` times; so does the worker being taken out of rotation by anyone else
+ * (health check, fence, ejection, removal) while the try waits for its first byte; after the first byte, an upstream error reaches the client as a
  * broken stream, a stall past the idle deadline as an error event (observe-stream.ts). A
  * client that leaves before the first byte closes the engine call and blames no worker.
  * Every answer's outcome is reported (`report`) for outlier ejection. The booking is
@@ -128,6 +129,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       deadlines: d.deadlines ?? NO_DEADLINES,
       stream: input.stream,
       last: attempt === d.maxRetries,
+      watchWorker: (onDown) => d.registry.onUnavailable(worker.workerId, onDown),
     });
     if (a.kind === "answer") {
       d.metrics.firstByte.observe((performance.now() - started) / 1000);
@@ -137,6 +139,14 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     }
     lease.free();
     if (a.kind === "client_gone") return clientGone(worker.workerId, d);
+    if (a.kind === "worker_down") {
+      // Already out of rotation, and whoever took it out counted why: no fence or report
+      // of our own, just the next worker.
+      failures.push(`worker ${worker.workerId}`);
+      exclude.add(worker.workerId);
+      d.warn?.(`worker ${worker.workerId} (${rec.url}) left rotation before its first byte; trying another: ${a.reason}`);
+      continue;
+    }
     if (a.deadline !== undefined) d.metrics.deadlineMisses.inc([String(worker.workerId), a.deadline]);
     failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d);
   }
