@@ -8,6 +8,7 @@ import * as v from "valibot";
 
 import { LOAD_METRICS, type LoadMetric } from "../router/choose/filters/load-guard.ts";
 import { POLICY_NAMES, type PolicyName } from "../router/choose/registry.ts";
+import { DEFAULT_RETRY_STATUSES } from "../edge/proxy/retry-policy.ts";
 
 /** The scheduler's own lists, so a new policy or load metric needs no second edit here. */
 export const POLICIES = POLICY_NAMES;
@@ -50,7 +51,9 @@ export type RawConfigShape = Record<
   | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
   | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow"
   | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout" | "engineLoadWeight"
-  | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort",
+  | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort"
+  // Bounds found by probing the router (README "Protect it").
+  | "retryOn" | "retryBudget",
   unknown
 >;
 
@@ -121,6 +124,10 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "queueTimeout", flag: "--queue-timeout", env: ["SWITCHYARD_QUEUE_TIMEOUT"], help: "seconds a request may wait for a worker that is not busy before a 429 (default 30)" },
   { key: "engineLoadWeight", flag: "--engine-load-weight", env: ["SWITCHYARD_ENGINE_LOAD_WEIGHT"], help: "kv/approx: cost in blocks per request the rank's engine reports waiting (engine metrics); 0 = off (default 0)" },
   { key: "engineSpeedup", flag: "--engine-speedup", env: ["SWITCHYARD_ENGINE_SPEEDUP"], help: "time speed-up of embedded engines (default 1)" },
+
+  // ---- Bounds found by probing the router (README "Protect it").
+  { key: "retryOn", flag: "--retry-on", env: ["SWITCHYARD_RETRY_ON"], list: true, meta: "STATUS", help: "engine answer statuses tried again on another worker before anything reached the client; repeatable or a comma list; none = only connection failures and missed deadlines (default 429,500,502,503,504; 502/503/504 also fence the worker)" },
+  { key: "retryBudget", flag: "--retry-budget", env: ["SWITCHYARD_RETRY_BUDGET"], help: "retries of engine answers (--retry-on), beyond 10 per second, as a percentage of the requests of the last 10 s; past it the answer goes to the client (default 20)" },
 ];
 
 /** "12" -> 12 and " 1.5 " -> 1.5; anything else passes unchanged so the type check names it. */
@@ -241,6 +248,18 @@ const dpRankPairs = v.pipe(
   }),
 );
 
+/** --retry-on: HTTP statuses 400-599, or "none". */
+const retryStatuses = v.pipe(
+  v.unknown(),
+  v.transform((x) => {
+    // Repeated flags, comma lists inside them, env and file values all end as one flat list.
+    const items = Array.isArray(x) ? x : [x];
+    const list = items.flatMap((i) => (typeof i === "string" ? (toList(i) as string[]) : [i]));
+    return list.length === 1 && String(list[0]).toLowerCase() === "none" ? [] : list;
+  }),
+  v.array(v.pipe(v.unknown(), v.transform(coerceNumber), v.number("must be HTTP statuses (400-599) or none"), v.integer("must be HTTP statuses (400-599) or none"), v.minValue(400, "must be HTTP statuses (400-599) or none"), v.maxValue(599, "must be HTTP statuses (400-599) or none")), "must be a list of HTTP statuses"),
+);
+
 /** "a,b" -> ["a","b"]; a single string -> [it]; arrays pass through. */
 function toList(x: unknown): unknown {
   if (typeof x === "string") return x.split(",").map((s) => s.trim()).filter((s) => s !== "");
@@ -334,6 +353,10 @@ export const ConfigSchema = v.object({
   // 2048 halves TTFT against always splitting and keeps decode ITL p99 under 20 ms.
   disaggMinPrefillTokens: v.optional(int(0, 2 ** 31), 2048),
   bootstrapPort: v.optional(int(1, 65535), 8998),
+
+  // ---- Bounds found by probing the router (README "Protect it").
+  retryOn: v.optional(retryStatuses, [...DEFAULT_RETRY_STATUSES]),
+  retryBudget: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(1000, "must be <= 1000")), 20),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -441,6 +464,12 @@ export interface Config {
   readonly queueTimeout: number;
   /** Cost (blocks) per engine-reported waiting request; 0 = off. */
   readonly engineLoadWeight: number;
+
+  // ---- Bounds found by probing the router (README "Protect it").
+  /** Engine answer statuses retried on another worker before the first byte reached the client. */
+  readonly retryOn: readonly number[];
+  /** Percent of recent requests that may be retried after an engine's answer (beyond a floor per second). */
+  readonly retryBudget: number;
 }
 
 /** A vLLM worker whose KV events come over ZMQ. */
@@ -525,6 +554,8 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     maxQueue: o.maxQueue,
     queueTimeout: o.queueTimeout,
     engineLoadWeight: o.engineLoadWeight,
+    retryOn: o.retryOn,
+    retryBudget: o.retryBudget,
   };
 }
 

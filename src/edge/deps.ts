@@ -17,6 +17,7 @@ import type { PeerAddress } from "./auth.ts";
 import type { Logger } from "./log.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
+import type { RetryPolicy } from "./proxy/retry-policy.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
 import type { AdmissionGate } from "../router/admission/admission-gate.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
@@ -60,6 +61,8 @@ export interface AppDeps {
   readonly directStreams?: boolean;
   /** Connect, first-byte and stream-idle deadlines of proxied requests; without them, none. */
   readonly deadlines?: UpstreamDeadlines;
+  /** Engine answers retried on another worker (--retry-on) and the retry budget; without it: 502/503/504, unbounded. */
+  readonly retry?: RetryPolicy;
   /** How a worker's answer went (undefined: well), for outlier ejection (HealthChecker.report). */
   readonly report?: (workerId: WorkerId, failure: string | undefined) => void;
   /** Lift the server's idle timeout for a request whose body is read (its answer may stream long). */

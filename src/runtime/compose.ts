@@ -36,11 +36,14 @@ import { WorkerUrlPolicy } from "../fleet/url-policy.ts";
 import { buildAffinityStore } from "./compose/affinity-store.ts";
 import { engineFetch } from "./compose/engine-fetch.ts";
 import { workerHealth } from "./compose/worker-health.ts";
+import { RetryBudget } from "../edge/proxy/retry-budget.ts";
 
 /** How often the approximate index drops expired decisions. */
 const APPROX_EXPIRE_EVERY_MS = 1_000;
 /** How often stale bookings (never freed, spec §4.5: 300 s) are swept. */
 const LOAD_EXPIRY_EVERY_MS = 30_000;
+/** Retries of engine answers always allowed per second, so a quiet router retries whatever its traffic. */
+const RETRY_FLOOR_PER_SECOND = 10;
 /** Registration and recovery queries must not hang on a dead engine. */
 const ENGINE_QUERY_TIMEOUT_MS = 5_000;
 
@@ -301,6 +304,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       streamIdleMs: config.streamIdleTimeout * 1000,
     },
     report: (id, failure) => health.report(id, failure),
+    // Engine answers tried again elsewhere, within a fleet-wide budget (edge/proxy/retry-policy.ts).
+    retry: { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) },
     draining: () => draining,
     admission,
     now,

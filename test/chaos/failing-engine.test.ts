@@ -40,8 +40,20 @@ function report(name: string, s: ReturnType<typeof summary>): void {
 }
 
 describe("an engine whose answers fail is ejected, though its /health answers", () => {
-  test("500s: at most the consecutive threshold (+ requests in flight) fail; ejected; back once it behaves", async () => {
-    const { url, badUrl, badView } = await cluster("error500");
+  test("500s retried elsewhere (the default --retry-on): no client sees one; the engine is still ejected", async () => {
+    const { url, badView } = await cluster("error500");
+    const s = summary(await load(url, TOTAL, CONCURRENCY, "five-hundred-retried"));
+    report("engine answering 500, retried", s);
+    expect(s.failed).toBe(0); // before: 5 of 60 (the issue's probe), one per 500 until the ejection
+    const bad = await badView();
+    expect(await metric(url, "switchyard_upstream_failures_total", `{worker="${bad.id}"}`)).toBeGreaterThanOrEqual(1); // it did get traffic
+    expect(await metric(url, "switchyard_worker_ejections_total", `{worker="${bad.id}"}`)).toBe(1);
+    expect(bad.healthy).toBe(false);
+    expect(await bookedLoad(url)).toBe(0);
+  }, 30_000);
+
+  test("500s passed on (--retry-on 502,503,504): at most the consecutive threshold (+ requests in flight) fail; ejected; back once it behaves", async () => {
+    const { url, badUrl, badView } = await cluster("error500", ["--retry-on", "502,503,504"]);
     const s = summary(await load(url, TOTAL, CONCURRENCY, "five-hundred"));
     report("engine answering 500", s);
     expect(s.failed).toBeGreaterThanOrEqual(1); // it did get traffic, so the fault was real

@@ -14,8 +14,8 @@ import { ClientGoneError, DeadlineMissedError, raceAbort, type DeadlineKind, typ
 import type { ChunkReader } from "./observe-stream.ts";
 import type { UpstreamBody, UpstreamCall, UpstreamResponse } from "./upstream.ts";
 
-/** Statuses that mean "this worker cannot serve now", not "this request is bad". */
-const RETRYABLE_STATUS = new Set([502, 503, 504]);
+/** Without a policy: the statuses that mean "this worker cannot serve now", not "this request is bad". */
+const GATEWAY_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
 
 export type FirstRead = Awaited<ReturnType<ChunkReader["read"]>>;
 
@@ -23,7 +23,7 @@ export type AttemptResult =
   /** The engine answered: head, and the first chunk when there is a body. */
   | { readonly kind: "answer"; readonly res: UpstreamResponse; readonly first: FirstRead | undefined; readonly reader: UpstreamBody | undefined }
   /** This worker failed the request before its first byte; another may serve it. */
-  | { readonly kind: "failed"; readonly reason: string; readonly deadline?: DeadlineKind }
+  | { readonly kind: "failed"; readonly reason: string; readonly deadline?: DeadlineKind; readonly status?: number }
   /** The client left before the first byte. */
   | { readonly kind: "client_gone" }
   /** The router stopped sending this worker requests while the try waited (it is unhealthy already). */
@@ -45,6 +45,10 @@ export interface AttemptInput {
   readonly stream: boolean | undefined;
   /** No worker left to try: a retryable status is answered as it is. */
   readonly last: boolean;
+  /** Statuses tried again elsewhere (retry-policy.ts); default 502, 503, 504. */
+  readonly retryOn?: ReadonlySet<number>;
+  /** Asked before giving up on a retryable status (the retry budget); false: the answer is passed on. */
+  readonly mayRetry?: () => boolean;
   /**
    * Subscribe to "this worker stopped taking requests" (WorkerRegistry.onUnavailable);
    * returns the unsubscribe. Without it the try waits for its deadlines only.
@@ -74,9 +78,9 @@ export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
   try {
     pending = a.call(a.baseUrl, a.path, { headers: a.headers, body: a.body, signal: ctl.signal });
     res = await raceAbort(pending, ctl.signal);
-    if (RETRYABLE_STATUS.has(res.status) && !a.last) {
+    if ((a.retryOn ?? GATEWAY_STATUSES).has(res.status) && !a.last && (a.mayRetry?.() ?? true)) {
       await res.body?.cancel().catch(() => {});
-      return { kind: "failed", reason: `HTTP ${res.status}` };
+      return { kind: "failed", reason: `HTTP ${res.status}`, status: res.status };
     }
     const reader = res.body ?? undefined;
     // Read the first chunk before answering, so a body that breaks at once is retried.

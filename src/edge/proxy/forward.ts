@@ -2,7 +2,8 @@
  * Forwards one OpenAI request to the worker the router chose and streams the answer back
  * unchanged. A failure before the first byte (connection refused, reset, a 502/503/504, a
  * body that breaks before its first chunk, a missed connect / first-byte / response
- * deadline: attempt.ts) frees the booking, fences that worker and routes again without it,
+ * deadline: attempt.ts) frees the booking, fences that worker and routes again without it;
+ * a 500 or 429 (retry-policy.ts) routes again without a fence, within the retry budget;
  * up to `maxRetries` times; so does the worker being taken out of rotation by anyone else
  * (health check, fence, ejection, removal) while the try waits for its first byte; after the first byte, an upstream error reaches the client as a
  * broken stream, a stall past the idle deadline as an error event (observe-stream.ts). A
@@ -24,6 +25,7 @@ import { SseDataCounter } from "./sse-counter.ts";
 import { attemptUpstream } from "./attempt.ts";
 import { NO_DEADLINES, type UpstreamDeadlines } from "./deadlines.ts";
 import { fetchUpstream, type UpstreamBody, type UpstreamCall, type UpstreamResponse } from "./upstream.ts";
+import { countsAsFailure, fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
 
 export interface ForwardDeps {
   readonly routing: RoutingService;
@@ -48,6 +50,8 @@ export interface ForwardDeps {
   readonly keepOpen?: (request: Request) => void;
   /** Where requests wait when every worker is busy; without it they get all_workers_busy (503). */
   readonly admission?: AdmissionGate;
+  /** Engine answers tried again elsewhere, and the budget for it; without one: 502/503/504, unbounded. */
+  readonly retry?: RetryPolicy;
 }
 
 export interface ForwardInput {
@@ -87,6 +91,9 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const failures: string[] = [];
   // Hashed once; every retry reuses them.
   const prepared = input.prepared ?? d.routing.prepare(input.tokens, input.loraName);
+  const retry = d.retry ?? GATEWAY_RETRIES_ONLY;
+  retry.budget?.request();
+  const mayRetry = retry.budget === undefined ? undefined : () => retryAllowed(retry, d);
   for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
@@ -129,6 +136,8 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       deadlines: d.deadlines ?? NO_DEADLINES,
       stream: input.stream,
       last: attempt === d.maxRetries,
+      retryOn: retry.statuses,
+      mayRetry,
       watchWorker: (onDown) => d.registry.onUnavailable(worker.workerId, onDown),
     });
     if (a.kind === "answer") {
@@ -148,7 +157,8 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       continue;
     }
     if (a.deadline !== undefined) d.metrics.deadlineMisses.inc([String(worker.workerId), a.deadline]);
-    failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d);
+    if (a.status !== undefined && !fencesWorker(a.status)) answeredRetryable(worker.workerId, rec.url, a.status, failures, exclude, d);
+    else failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d);
   }
   throw upstreamFailed(failures);
 }
@@ -179,6 +189,26 @@ function failAttempt(
   d.report?.(id, reason);
   d.metrics.upstreamFailures.inc([String(id)]);
   d.warn?.(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`);
+}
+
+/**
+ * The engine answered a status worth another worker's try (a 500, a 429: retry-policy.ts)
+ * that does not say the worker is down: the next worker gets the request, this one is not
+ * fenced (one bad prompt must not fence the fleet), a server error counts towards ejection.
+ */
+function answeredRetryable(id: WorkerId, url: string, status: number, failures: string[], exclude: Set<WorkerId>, d: ForwardDeps): void {
+  failures.push(`worker ${id}`);
+  exclude.add(id);
+  if (countsAsFailure(status)) d.report?.(id, `HTTP ${status}`);
+  d.metrics.upstreamFailures.inc([String(id)]);
+  d.warn?.(`worker ${id} (${url}) answered HTTP ${status} before anything reached the client; trying another worker`);
+}
+
+/** A retry the budget refused is counted, and the engine's answer goes to the client. */
+function retryAllowed(retry: RetryPolicy, d: ForwardDeps): boolean {
+  if (retry.budget!.tryRetry()) return true;
+  d.metrics.retryBudgetExhausted.inc([]);
+  return false;
 }
 
 /**

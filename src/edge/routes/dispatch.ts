@@ -26,6 +26,7 @@ export function forwardDepsOf(d: AppDeps): ForwardDeps {
     keepOpen: d.keepOpen,
     // Every worker busy: wait in the admission queue like completions (429 when full or too long).
     admission: d.admission,
+    retry: d.retry,
   };
 }
 

@@ -1,0 +1,28 @@
+/**
+ * The options that bound what probing found (README "Protect it"): defaults, the forms they
+ * take, and bad values named.
+ */
+import { describe, expect, test } from "bun:test";
+import { ConfigError, loadConfig } from "../../../src/config/load.ts";
+import { thrownBy } from "../../support/errors.ts";
+
+const problems = (argv: string[]) => thrownBy(ConfigError, () => loadConfig({ argv, env: {} })).problems.join("\n");
+
+describe("retries of engine answers", () => {
+  test("defaults: 429, 500, 502, 503, 504 within a 20 % budget", () => {
+    const c = loadConfig({ argv: [], env: {} });
+    expect(c.retryOn).toEqual([429, 500, 502, 503, 504]);
+    expect(c.retryBudget).toBe(20);
+  });
+  test("a comma list, repeated flags, the environment, none", () => {
+    expect(loadConfig({ argv: ["--retry-on", "502,503", "--retry-on", "500"], env: {} }).retryOn).toEqual([502, 503, 500]);
+    expect(loadConfig({ argv: [], env: { SWITCHYARD_RETRY_ON: "503, 504" } }).retryOn).toEqual([503, 504]);
+    expect(loadConfig({ argv: ["--retry-on", "none"], env: {} }).retryOn).toEqual([]);
+    expect(loadConfig({ argv: ["--retry-budget", "5"], env: {} }).retryBudget).toBe(5);
+  });
+  test("bad values are named", () => {
+    expect(problems(["--retry-on", "200"])).toContain("--retry-on");
+    expect(problems(["--retry-on", "5xx"])).toContain("--retry-on");
+    expect(problems(["--retry-budget", "-1"])).toContain("--retry-budget");
+  });
+});
