@@ -266,7 +266,8 @@ function respond(
     onEnd: (how) => {
       lease.free();
       if (how === "timeout") d.metrics.deadlineMisses.inc([workerLabel, "stream_idle"]);
-      if (how !== "cancelled") d.report?.(worker.workerId, STREAM_FAILURE[how]);
+      // A client that left or stopped reading says nothing about the worker.
+      if (how !== "cancelled" && how !== "client_timeout") d.report?.(worker.workerId, STREAM_FAILURE[how]);
       d.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
     },
   }, d.directStreams, { idleMs, sse: isEventStream(res.headers) });
@@ -306,7 +307,13 @@ function engineServerError(
 /** What a stream's end says about the worker (done: its status decides). */
 const STREAM_FAILURE: Partial<Record<StreamEnd, string>> = { error: "stream cut mid-answer", timeout: "stream idle deadline missed" };
 /** requests_total status label of a stream that did not end well. */
-const STREAM_END_LABEL: Record<StreamEnd, string> = { done: "200", error: "stream_error", timeout: "stream_timeout", cancelled: "client_cancelled" };
+const STREAM_END_LABEL: Record<StreamEnd, string> = {
+  done: "200",
+  error: "stream_error",
+  timeout: "stream_timeout",
+  client_timeout: "client_stalled",
+  cancelled: "client_cancelled",
+};
 
 /** Is the answer an SSE stream? (headers: flat [name, value, ...] as the upstream gives them) */
 function isEventStream(h: UpstreamResponse["headers"]): boolean {
