@@ -9,6 +9,7 @@ import * as v from "valibot";
 import { LOAD_METRICS, type LoadMetric } from "../router/choose/filters/load-guard.ts";
 import { POLICY_NAMES, type PolicyName } from "../router/choose/registry.ts";
 import { DEFAULT_RETRY_STATUSES } from "../edge/proxy/retry-policy.ts";
+import { DEFAULT_MAX_PROMPT_CHARS } from "../edge/routing/prompt-size.ts";
 
 /** The scheduler's own lists, so a new policy or load metric needs no second edit here. */
 export const POLICIES = POLICY_NAMES;
@@ -53,7 +54,7 @@ export type RawConfigShape = Record<
   | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout" | "engineLoadWeight"
   | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort"
   // Bounds found by probing the router (README "Protect it").
-  | "retryOn" | "retryBudget",
+  | "retryOn" | "retryBudget" | "maxPromptChars",
   unknown
 >;
 
@@ -127,6 +128,7 @@ export const OPTIONS: readonly OptionSpec[] = [
 
   // ---- Bounds found by probing the router (README "Protect it").
   { key: "retryOn", flag: "--retry-on", env: ["SWITCHYARD_RETRY_ON"], list: true, meta: "STATUS", help: "engine answer statuses tried again on another worker before anything reached the client; repeatable or a comma list; none = only connection failures and missed deadlines (default 429,500,502,503,504; 502/503/504 also fence the worker)" },
+  { key: "maxPromptChars", flag: "--max-prompt-chars", env: ["SWITCHYARD_MAX_PROMPT_CHARS"], help: "characters a request's prompt may hold (prompt, messages, input, text; a token id counts one), checked before any work on it; longer: 413 naming the field (default 1048576, ~256k tokens)" },
   { key: "retryBudget", flag: "--retry-budget", env: ["SWITCHYARD_RETRY_BUDGET"], help: "retries of engine answers (--retry-on), beyond 10 per second, as a percentage of the requests of the last 10 s; past it the answer goes to the client (default 20)" },
 ];
 
@@ -357,6 +359,7 @@ export const ConfigSchema = v.object({
   // ---- Bounds found by probing the router (README "Protect it").
   retryOn: v.optional(retryStatuses, [...DEFAULT_RETRY_STATUSES]),
   retryBudget: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(1000, "must be <= 1000")), 20),
+  maxPromptChars: v.optional(int(1, 2 ** 31), DEFAULT_MAX_PROMPT_CHARS),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -470,6 +473,8 @@ export interface Config {
   readonly retryOn: readonly number[];
   /** Percent of recent requests that may be retried after an engine's answer (beyond a floor per second). */
   readonly retryBudget: number;
+  /** Characters a request's prompt may hold (a token id counts one). */
+  readonly maxPromptChars: number;
 }
 
 /** A vLLM worker whose KV events come over ZMQ. */
@@ -556,6 +561,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     engineLoadWeight: o.engineLoadWeight,
     retryOn: o.retryOn,
     retryBudget: o.retryBudget,
+    maxPromptChars: o.maxPromptChars,
   };
 }
 

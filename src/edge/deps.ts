@@ -25,6 +25,8 @@ import type { RouterRoom } from "../router/create-router.ts";
 
 export interface AppDeps {
   readonly maxBodyBytes: number;
+  /** Characters a request's prompt may hold (--max-prompt-chars); longer: 413 naming the field. Undefined: no limit. */
+  readonly maxPromptChars?: number;
   /** Longest session id a header may carry (--max-session-id-length); longer: 400 naming the header. */
   readonly maxSessionIdLength?: number;
   /** This router's identity, sent as x-switchyard-router-id on /health so no router registers it as a worker. */

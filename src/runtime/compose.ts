@@ -282,6 +282,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   });
   const deps: SharedDeps = {
     maxBodyBytes: config.maxBodyBytes,
+    maxPromptChars: config.maxPromptChars,
     maxSessionIdLength: config.maxSessionIdLength,
     routerId: routerIdentity,
     workerUrlPolicy,

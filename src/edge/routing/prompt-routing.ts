@@ -15,6 +15,7 @@
  */
 import { RouterError } from "../../core/errors.ts";
 import { chatPromptTokens, requestPrompts, type EngineTokenizer } from "../../tokens/index.ts";
+import { checkPromptSize } from "./prompt-size.ts";
 
 export interface RoutingPrompt {
   readonly tokens: Uint32Array;
@@ -28,6 +29,8 @@ export type PromptKind = "completions" | "chat" | "embeddings" | "responses" | "
 /** Where a request's tokenizer comes from (routing/tokenizers.ts). */
 export interface PromptDeps {
   readonly tokenizers?: { forModel(model: unknown): EngineTokenizer | undefined };
+  /** Characters a prompt may hold (--max-prompt-chars; prompt-size.ts); longer: 413 naming the field. Undefined: no limit. */
+  readonly maxPromptChars?: number;
 }
 
 /**
@@ -86,9 +89,20 @@ async function chat(body: Record<string, unknown>, messages: unknown, tok: Engin
   return { tokens, approximate: true };
 }
 
+/** The fields each kind of body holds its prompt in. */
+const PROMPT_FIELDS: Record<Exclude<PromptKind, "none">, readonly string[]> = {
+  completions: ["prompt"],
+  chat: ["messages"],
+  embeddings: ["input"],
+  responses: ["input"],
+  generate: ["text", "input_ids"],
+};
+
 /** The routing prompt of a request body; throws RouterError("invalid_request") naming a bad prompt field. */
 export async function readPrompt(d: PromptDeps, body: Record<string, unknown>, kind: PromptKind): Promise<RoutingPrompt> {
   if (kind === "none") return NONE;
+  // Before any work on it: tokenizing, hashing and booking all grow with the prompt.
+  for (const field of PROMPT_FIELDS[kind]) checkPromptSize(body[field], field, d.maxPromptChars);
   const tok = d.tokenizers?.forModel(body.model);
   switch (kind) {
     case "completions":

@@ -26,3 +26,12 @@ describe("retries of engine answers", () => {
     expect(problems(["--retry-budget", "-1"])).toContain("--retry-budget");
   });
 });
+
+describe("prompt size", () => {
+  test("default 1 Mi characters; flag and env; bad values named", () => {
+    expect(loadConfig({ argv: [], env: {} }).maxPromptChars).toBe(1 << 20);
+    expect(loadConfig({ argv: ["--max-prompt-chars", "5000"], env: {} }).maxPromptChars).toBe(5000);
+    expect(loadConfig({ argv: [], env: { SWITCHYARD_MAX_PROMPT_CHARS: "70" } }).maxPromptChars).toBe(70);
+    expect(problems(["--max-prompt-chars", "0"])).toContain("--max-prompt-chars");
+  });
+});
