@@ -54,7 +54,7 @@ export type RawConfigShape = Record<
   | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout" | "engineLoadWeight"
   | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort"
   // Bounds found by probing the router (README "Protect it").
-  | "retryOn" | "retryBudget" | "maxPromptChars",
+  | "retryOn" | "retryBudget" | "maxPromptChars" | "maxWorkers",
   unknown
 >;
 
@@ -129,6 +129,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   // ---- Bounds found by probing the router (README "Protect it").
   { key: "retryOn", flag: "--retry-on", env: ["SWITCHYARD_RETRY_ON"], list: true, meta: "STATUS", help: "engine answer statuses tried again on another worker before anything reached the client; repeatable or a comma list; none = only connection failures and missed deadlines (default 429,500,502,503,504; 502/503/504 also fence the worker)" },
   { key: "maxPromptChars", flag: "--max-prompt-chars", env: ["SWITCHYARD_MAX_PROMPT_CHARS"], help: "characters a request's prompt may hold (prompt, messages, input, text; a token id counts one), checked before any work on it; longer: 413 naming the field (default 1048576, ~256k tokens)" },
+  { key: "maxWorkers", flag: "--max-workers", env: ["SWITCHYARD_MAX_WORKERS"], help: "workers registered at once (any source: flags, API, workers file, ZMQ); one more is refused with 503 naming this flag (default 1024)" },
   { key: "retryBudget", flag: "--retry-budget", env: ["SWITCHYARD_RETRY_BUDGET"], help: "retries of engine answers (--retry-on), beyond 10 per second, as a percentage of the requests of the last 10 s; past it the answer goes to the client (default 20)" },
 ];
 
@@ -360,6 +361,7 @@ export const ConfigSchema = v.object({
   retryOn: v.optional(retryStatuses, [...DEFAULT_RETRY_STATUSES]),
   retryBudget: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(1000, "must be <= 1000")), 20),
   maxPromptChars: v.optional(int(1, 2 ** 31), DEFAULT_MAX_PROMPT_CHARS),
+  maxWorkers: v.optional(int(1, 65_536), 1024),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -475,6 +477,8 @@ export interface Config {
   readonly retryBudget: number;
   /** Characters a request's prompt may hold (a token id counts one). */
   readonly maxPromptChars: number;
+  /** Workers registered at once; one more is refused. */
+  readonly maxWorkers: number;
 }
 
 /** A vLLM worker whose KV events come over ZMQ. */
@@ -562,6 +566,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     retryOn: o.retryOn,
     retryBudget: o.retryBudget,
     maxPromptChars: o.maxPromptChars,
+    maxWorkers: o.maxWorkers,
   };
 }
 

@@ -101,6 +101,9 @@ export interface Router {
    */
   readonly members: {
     updateWorkers(targets: Iterable<WorkerWithDpRank>): void;
+    /** One worker's ranks in or out of the load books, without touching the others (registration stays O(ranks)). */
+    addWorkers(targets: Iterable<WorkerWithDpRank>): void;
+    removeLoad(workerId: WorkerId): void;
     addRank(workerId: WorkerId, dpRank: DpRank, reset?: boolean): void;
     removeWorker(workerId: WorkerId): void;
   };
@@ -168,6 +171,8 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     leases,
     members: {
       updateWorkers: (targets) => tracker.updateWorkers(targets),
+      addWorkers: (targets) => tracker.addWorkers(targets),
+      removeLoad: (workerId) => tracker.removeWorker(workerId),
       // approx restores nothing from an engine: its index is its own decisions.
       addRank: (workerId, dpRank, reset) => (approxMode ? undefined : recovery.addRank(workerId, dpRank, reset)),
       removeWorker: (workerId) => {

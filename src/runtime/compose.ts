@@ -210,6 +210,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   const membership = new WorkerMembership({
     registry,
     blockSize: config.blockSize,
+    maxWorkers: config.maxWorkers,
     load: router.members,
     recovery: router.members,
     lora,

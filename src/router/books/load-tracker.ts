@@ -74,6 +74,8 @@ export class LoadTracker {
   onLocalEvent: ((event: ActiveSequenceEvent) => void) | undefined;
   readonly #refs = new BlockRefs();
   readonly #slots = new Map<WorkerKey, Slot>();
+  /** Each worker's slot keys, so one worker leaves without a walk over every slot. */
+  readonly #keysOf = new Map<WorkerId, Set<WorkerKey>>();
   /** Slot by worker object: callers pass the same endpoint objects again and again, and this skips formatting the key. */
   readonly #slotByWorker = new WeakMap<WorkerWithDpRank, Slot>();
   readonly #requestSlot = new Map<string, Slot>();
@@ -115,7 +117,8 @@ export class LoadTracker {
 
   /** Drop every dp rank of a worker, freeing its requests. */
   removeWorker(workerId: WorkerId): void {
-    for (const [key, slot] of [...this.#slots]) if (slot.worker.workerId === workerId) this.#dropSlot(key);
+    const keys = this.#keysOf.get(workerId);
+    if (keys !== undefined) for (const key of [...keys]) this.#dropSlot(key);
   }
 
   hasWorker(key: WorkerKey): boolean {
@@ -135,6 +138,9 @@ export class LoadTracker {
         dropped: false,
       };
       this.#slots.set(key, slot);
+      let keys = this.#keysOf.get(worker.workerId);
+      if (keys === undefined) this.#keysOf.set(worker.workerId, (keys = new Set()));
+      keys.add(key);
     }
     return slot;
   }
@@ -147,6 +153,9 @@ export class LoadTracker {
     for (const id of ids) this.#dropped(slot, id);
     this.#refs.releaseSlot(slot.seqs.slot);
     this.#slots.delete(key);
+    const keys = this.#keysOf.get(slot.worker.workerId);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#keysOf.delete(slot.worker.workerId);
     slot.dropped = true;
   }
 

@@ -35,3 +35,11 @@ describe("prompt size", () => {
     expect(problems(["--max-prompt-chars", "0"])).toContain("--max-prompt-chars");
   });
 });
+
+describe("worker limit", () => {
+  test("default 1024; flag; bad values named", () => {
+    expect(loadConfig({ argv: [], env: {} }).maxWorkers).toBe(1024);
+    expect(loadConfig({ argv: ["--max-workers", "64"], env: {} }).maxWorkers).toBe(64);
+    expect(problems(["--max-workers", "0"])).toContain("--max-workers");
+  });
+});
