@@ -142,7 +142,16 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     });
     if (a.kind === "answer") {
       d.metrics.firstByte.observe((performance.now() - started) / 1000);
-      const answer = respond(a.res, a.first, a.reader, decision, d);
+      let answer: Response;
+      try {
+        if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
+        answer = respond(a.res, a.first, a.reader, decision, d);
+      } catch (e) {
+        // Nothing reached the client: an answer the runtime cannot pass on (a status or a
+        // header it refuses) is the worker's failure, not an unhandled 500 that would keep
+        // the booking and the engine's stream.
+        answer = malformedAnswer(a.reader, decision, rec.url, (e as Error).message, d);
+      }
       routedWorkers.set(answer, worker.workerId);
       return answer;
     }
@@ -242,15 +251,17 @@ function respond(
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
   if (res.status >= 500) return engineServerError(res, first, reader, decision, d);
   if (!reader || !first || first.done || first.value === undefined) {
+    const answer = new Response(null, init); // first: a refused head frees nothing twice
     lease.free();
     d.report?.(worker.workerId, undefined);
     d.metrics.requests.inc([workerLabel, String(res.status)]);
-    return new Response(null, init);
+    return answer;
   }
   if (reader.drained === true) {
     // The whole answer is already here (a non-streamed answer, or a fast engine): the
     // engine is done with the request, so count its tokens, release the booking and
     // answer the bytes at once, without a stream.
+    const answer = new Response(first.value, init);
     const counter = new SseDataCounter();
     counter.push(first.value);
     counter.finish();
@@ -258,7 +269,7 @@ function respond(
     lease.free();
     d.report?.(worker.workerId, undefined);
     d.metrics.requests.inc([workerLabel, String(res.status)]);
-    return new Response(first.value, init);
+    return answer;
   }
   const idleMs = d.deadlines?.streamIdleMs ?? 0;
   const body = observeStream(first.value, reader, {
@@ -272,6 +283,24 @@ function respond(
     },
   }, d.directStreams, { idleMs, sse: isEventStream(res.headers) });
   return new Response(body, init);
+}
+
+/**
+ * The engine's answer cannot be given to the client as it is: 502 naming the worker, the
+ * booking freed, the engine connection closed, a failure counted against the worker.
+ */
+function malformedAnswer(reader: UpstreamBody | undefined, decision: RouteDecision, url: string, why: string, d: ForwardDeps): Response {
+  const { worker, lease } = decision;
+  const id = String(worker.workerId);
+  void reader?.cancel().catch(() => {});
+  lease.free();
+  d.report?.(worker.workerId, `malformed answer: ${why}`);
+  d.metrics.upstreamFailures.inc([id]);
+  d.metrics.requests.inc([id, "502"]);
+  d.warn?.(`worker ${id} (${url}) sent an answer that cannot be passed on: ${why}`);
+  const answer = errorResponse(502, "upstream_error", `worker ${id} sent a malformed answer (the router's log has the details)`);
+  answer.headers.set(HEADER_WORKER, id);
+  return answer;
 }
 
 /** Bytes of an engine's 5xx answer kept for the log. */
