@@ -10,6 +10,7 @@ import { LOAD_METRICS, type LoadMetric } from "../router/choose/filters/load-gua
 import { POLICY_NAMES, type PolicyName } from "../router/choose/registry.ts";
 import { DEFAULT_RETRY_STATUSES } from "../edge/proxy/retry-policy.ts";
 import { DEFAULT_MAX_PROMPT_CHARS } from "../edge/routing/prompt-size.ts";
+import { MAX_DP_RANKS } from "../fleet/worker-spec.ts";
 
 /** The scheduler's own lists, so a new policy or load metric needs no second edit here. */
 export const POLICIES = POLICY_NAMES;
@@ -241,8 +242,8 @@ const dpRankPairs = v.pipe(
     for (const item of dataset.value) {
       const eq = item.lastIndexOf("=");
       const n = Number(item.slice(eq + 1).trim());
-      if (eq <= 0 || !Number.isInteger(n) || n < 1 || n > 1024) {
-        addIssue({ message: `must be WORKER_URL=N with N an integer in [1, 1024] (got ${JSON.stringify(item)})` });
+      if (eq <= 0 || !Number.isInteger(n) || n < 1 || n > MAX_DP_RANKS) {
+        addIssue({ message: `must be WORKER_URL=N with N an integer in [1, ${MAX_DP_RANKS}] (got ${JSON.stringify(item)})` });
         return NEVER;
       }
       out.push({ workerUrl: item.slice(0, eq).trim(), dpRanks: n });

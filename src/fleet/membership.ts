@@ -10,6 +10,7 @@ import { normalizeWorkerUrl, workerIdFromUrl } from "../core/worker-id.ts";
 import type { EngineInfo } from "./engine-info.ts";
 import type { ModelDirectory, ServedModel } from "./models.ts";
 import type { WorkerRecord, WorkerRegistry } from "./registry.ts";
+import { MAX_DP_RANKS } from "./worker-spec.ts";
 
 export interface RegisterInput {
   readonly url: string;
@@ -120,6 +121,11 @@ export class WorkerMembership {
     this.#checkRoom(); // others may have filled the last places while we awaited
 
     const dpRanks = input.dpRanks ?? info?.dpRanks ?? 1;
+    // One cap whatever said it: the registration, or the engine about itself.
+    if (!Number.isSafeInteger(dpRanks) || dpRanks < 1 || dpRanks > MAX_DP_RANKS) {
+      const from = input.dpRanks !== undefined ? "the registration" : "its /v1/engine/info";
+      throw new RouterError("invalid_request", `dp_ranks: ${from} says ${dpRanks} data-parallel ranks; at most ${MAX_DP_RANKS}`, "dp_ranks");
+    }
     this.d.registry.add(id, url, dpRanks, info !== undefined, input.model ?? info?.model);
     const rec = this.d.registry.get(id)!;
     if (models !== undefined) this.d.models?.directory.set(id, models);

@@ -62,3 +62,36 @@ describe("registration cost", () => {
     expect(s.calls.update).toBe(0);
   });
 });
+
+describe("dp ranks cap", () => {
+  function withInfo(dpRanks: number) {
+    const registry = new WorkerRegistry();
+    let restores = 0;
+    const m = new WorkerMembership({
+      registry,
+      blockSize: 16,
+      load: { updateWorkers: () => {} },
+      recovery: { addRank: () => void restores++, removeWorker: () => {} },
+      engineInfo: async () => ({ dpRanks, loras: [] }),
+    });
+    return { registry, m, restores: () => restores };
+  }
+
+  test("an engine claiming 20,000 ranks about itself is refused like a registration would be: 400 naming dp_ranks, nothing restored", async () => {
+    const s = withInfo(20_000);
+    const e = await rejectionOf(RouterError, s.m.register({ url: "http://big:1" }));
+    expect(e.code).toBe("invalid_request");
+    expect(e.field).toBe("dp_ranks");
+    expect(e.message).toContain("its /v1/engine/info says 20000 data-parallel ranks; at most 1024");
+    expect(s.registry.size).toBe(0);
+    expect(s.restores()).toBe(0); // before: 20,000 /kv/query restores
+  });
+
+  test("at the cap it registers; a registration's own count past it is refused the same way", async () => {
+    const s = withInfo(1024);
+    expect((await s.m.register({ url: "http://ok:1" })).worker.dpRanks).toBe(1024);
+    const e = await rejectionOf(RouterError, s.m.register({ url: "http://big:2", dpRanks: 5000 }));
+    expect(e.message).toContain("the registration says 5000");
+  });
+});
+
