@@ -10,6 +10,8 @@ import { RouterError } from "../../core/errors.ts";
 import { describeIssues, routerEventToWire } from "../../core/events.ts";
 import { stringifyBigint } from "../../core/json.ts";
 import { EVENT_SOURCE_HEADER, eventSourceOf, parseEventBatch } from "../../fleet/events/http-batch.ts";
+import { checkBatchBounds } from "../../fleet/events/batch-bounds.ts";
+import { SlicedIngest } from "../../fleet/events/sliced-ingest.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AppDeps } from "../deps.ts";
 import { routeTarget } from "../routing/route-target.ts";
@@ -56,11 +58,15 @@ function jsonResponse(text: string, status = 200): Response {
 
 export function adminRoutes(d: AppDeps): Hono {
   const app = new Hono();
+  // Batches in arrival order, large ones applied in slices so requests are served meanwhile.
+  const sliced = new SlicedIngest();
 
   app.post("/v1/kv/events", async (c) => {
     const limit = Math.max(d.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES);
     const events = parseEventBatch(parseJsonExact(await readBodyLimited(c.req.raw, limit)));
-    const { accepted, dropped } = d.router.ingest(events, eventSourceOf(c.req.header(EVENT_SOURCE_HEADER)));
+    const source = eventSourceOf(c.req.header(EVENT_SOURCE_HEADER));
+    checkBatchBounds(events, source);
+    const { accepted, dropped } = await sliced.ingest(events, (slice) => d.router.ingest(slice, source));
     return c.json({ accepted, dropped });
   });
 
