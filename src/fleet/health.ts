@@ -95,7 +95,8 @@ export class HealthChecker {
     let ok = false;
     let reason: string | undefined;
     try {
-      const res = await this.#fetch(`${rec.url}/health`, { signal: AbortSignal.timeout(this.#o.timeoutMs) });
+      // Never followed: a /health that redirects (to another host, say) is not this engine healthy.
+      const res = await this.#fetch(`${rec.url}/health`, { signal: AbortSignal.timeout(this.#o.timeoutMs), redirect: "manual" });
       ok = res.ok;
       if (!ok) reason = `health check answered HTTP ${res.status}`;
       await res.body?.cancel().catch(() => {});

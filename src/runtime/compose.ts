@@ -34,7 +34,7 @@ import { fetchServedModels, ModelDirectory } from "../fleet/models.ts";
 import { WorkerRegistry } from "../fleet/registry.ts";
 import { WorkerUrlPolicy } from "../fleet/url-policy.ts";
 import { buildAffinityStore } from "./compose/affinity-store.ts";
-import { engineFetch } from "./compose/engine-fetch.ts";
+import { engineFetch, ownFetch } from "./compose/engine-fetch.ts";
 import { workerHealth } from "./compose/worker-health.ts";
 import { RetryBudget } from "../edge/proxy/retry-budget.ts";
 
@@ -119,7 +119,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   const tokenizers = new RouterTokenizers({
     load: (dir) => load!(dir),
     parentOf: (m) => models.parentOf(m),
-    fetch: (u, init) => fetch(u, init),
+    fetch: ownFetch,
     timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
   });
   for (const t of config.tokenizers) {
@@ -195,7 +195,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       workers: registry,
       sticky,
       metrics,
-      query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: engineHeaders }),
+      query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: engineHeaders, fetch: ownFetch }),
       sleep: choices.sleep,
       warn: (m) => log.warn(m),
       engineSessions: sessions,
@@ -219,7 +219,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       choices.onEngineInfo?.(url, info);
       return info;
     },
-    models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), (u, init) => fetch(u, init)) },
+    models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), ownFetch) },
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
       void restarts.check(w.id, w.url, AbortSignal.timeout(config.healthTimeout * 1000)); // the instance to compare with

@@ -33,7 +33,7 @@ export class EngineLoad {
     const scraper = new EngineMetricsScraper({
       workers: deps.workers,
       intervalMs: config.engineMetricsInterval * 1000,
-      fetch: (u, init) => fetch(u, { ...init, headers: deps.engineHeaders }),
+      fetch: (u, init) => fetch(u, { ...init, headers: deps.engineHeaders, redirect: "manual" }),
       now: deps.now,
       warn: (m) => deps.log.warn(m),
       onRound: () => {

@@ -10,6 +10,7 @@ import type { Config } from "../../config/schema.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
 import type { createRouter } from "../../router/create-router.ts";
 import { fetchEngineInfo } from "../../fleet/engine-info.ts";
+import { ownFetch } from "./engine-fetch.ts";
 import { HealthChecker } from "../../fleet/health.ts";
 import { fetchServedModels, type ModelDirectory } from "../../fleet/models.ts";
 import { OutlierDetector } from "../../fleet/outlier-detector.ts";
@@ -60,7 +61,7 @@ export function workerHealth(
       healthy ? log.info(`worker ${id} is healthy`) : log.warn(`worker ${id} is unhealthy`, { reason }),
     afterHealthy: async (id, url, signal) => {
       const readModels = async () => {
-        const served = await fetchServedModels(url, signal, (u, init) => fetch(u, init));
+        const served = await fetchServedModels(url, signal, ownFetch);
         if (registry.has(id) && models.set(id, served)) log.info(`worker ${id} serves ${served.map((m) => m.id).join(", ")}`);
       };
       // Before the worker is marked healthy: a restarted engine's old blocks leave the index first.
