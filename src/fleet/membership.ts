@@ -184,7 +184,13 @@ export class WorkerMembership {
 
   #existing(id: WorkerId, url: string): WorkerRecord | undefined {
     const rec = this.d.registry.get(id);
-    if (rec === undefined) return undefined;
+    if (rec === undefined) {
+      // The same engine under a second id would count twice: twice the load it can take,
+      // every request's cost split between two views of one cache.
+      const other = this.d.registry.idOfUrl(url);
+      if (other !== undefined) throw new RouterError("duplicate_request", `url: ${url} is already registered as worker ${other}`, "url");
+      return undefined;
+    }
     if (rec.url === url) return rec;
     throw new RouterError("duplicate_request", `worker id ${id} is already registered for ${rec.url}`, "id");
   }

@@ -22,6 +22,8 @@ export type UnavailableListener = (reason: string) => void;
 
 export class WorkerRegistry {
   readonly #byId = new Map<WorkerId, WorkerRecord>();
+  /** Which worker each base URL is registered as: one engine, one worker. */
+  readonly #byUrl = new Map<string, WorkerId>();
   readonly #watchers = new Map<WorkerId, Set<UnavailableListener>>();
   #targets: WorkerWithDpRank[] | undefined;
   #healthyIds: Set<WorkerId> | undefined;
@@ -30,7 +32,9 @@ export class WorkerRegistry {
   /** Adds a worker; returns false (and changes nothing) when the id is already registered. */
   add(id: WorkerId, url: string, dpRanks: number, healthy = true, model?: string): boolean {
     if (this.#byId.has(id)) return false;
-    this.#byId.set(id, { id, url: url.replace(/\/+$/, ""), dpRanks, healthy, reason: healthy ? undefined : "not checked yet", model });
+    const base = url.replace(/\/+$/, "");
+    this.#byId.set(id, { id, url: base, dpRanks, healthy, reason: healthy ? undefined : "not checked yet", model });
+    this.#byUrl.set(base, id);
     this.#invalidate();
     return true;
   }
@@ -39,10 +43,16 @@ export class WorkerRegistry {
     const rec = this.#byId.get(id);
     if (rec) {
       this.#byId.delete(id);
+      if (this.#byUrl.get(rec.url) === id) this.#byUrl.delete(rec.url);
       this.#invalidate();
       this.#tellUnavailable(id, "removed");
     }
     return rec;
+  }
+
+  /** The worker registered with this base URL (as registered: no trailing slash), if any. */
+  idOfUrl(url: string): WorkerId | undefined {
+    return this.#byUrl.get(url.replace(/\/+$/, ""));
   }
 
   get(id: WorkerId): WorkerRecord | undefined {
