@@ -23,11 +23,16 @@ import { adminRoutes } from "./routes/admin.ts";
 import { createDispatch } from "./routes/dispatch.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { completionHandlers, openAiRoutes, type CompletionDeps, type RequestHandler } from "./routes/openai.ts";
-import { passthroughRoutes, type PassthroughDeps } from "./routes/passthrough.ts";
+import { PASSTHROUGH_ROUTES, passthroughRoutes, type PassthroughDeps } from "./routes/passthrough.ts";
 import { workerRoutes } from "./routes/workers.ts";
+import { guardHandler, tenantMiddleware } from "./tenants/authenticate.ts";
+import { tenantCall } from "./tenants/tenant-dispatch.ts";
 
 /** Paths that need the admin token (or a loopback peer when no token is set). */
 export const ADMIN_PATHS = ["/v1/workers", "/v1/workers/*", "/v1/kv/*", "/v1/route", "/v1/route/*", "/debug/*"] as const;
+
+/** The OpenAI and engine-native routes a client uses: with --api-keys each needs a client key. */
+export const CLIENT_PATHS: readonly string[] = ["/v1/completions", "/v1/chat/completions", "/v1/models", "/tokenize", ...Object.keys(PASSTHROUGH_ROUTES)];
 
 /** Paths that still answer while the router drains: probes, scrapes and what build it is. */
 const OPEN_WHILE_DRAINING: ReadonlySet<string> = new Set(["/health", "/livez", "/metrics", "/version"]);
@@ -45,7 +50,15 @@ function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
   const forward: ForwardDeps = { routing: d.router.routing, registry: d.fleet.registry, upstream: d.upstream, outcomes: d.outcomes, observe: d.observe };
   const dispatch = createDispatch(d.fleet, forward);
   const split = d.disagg !== undefined ? createDisaggDispatch(d.fleet, forward, dispatch, d.disagg) : undefined;
-  return { limits: d.limits, fleet: d.fleet, dispatch, split };
+  const g = d.tenants;
+  if (g === undefined) return { limits: d.limits, fleet: d.fleet, dispatch, split };
+  // With client keys, each request goes through its tenant's model list, limits and fair share once.
+  return {
+    limits: d.limits,
+    fleet: d.fleet,
+    dispatch: (input, model) => tenantCall(g, input, model, (i) => dispatch(i, model)),
+    split: split && ((input, json, model) => tenantCall(g, input, model, (i) => split(i, json, model))),
+  };
 }
 
 export function createApp(d: EdgeDeps): Hono {
@@ -60,6 +73,10 @@ export function createApp(d: EdgeDeps): Hono {
   }
   const auth = adminAuth(door.adminToken, door.peer);
   for (const p of ADMIN_PATHS) app.use(p, auth);
+  if (d.tenants !== undefined) {
+    const keys = tenantMiddleware(d.tenants);
+    for (const p of CLIENT_PATHS) app.use(p, keys);
+  }
 
   // Readiness: 503 while no worker can take a request, or once shutdown began, so a load
   // balancer stops sending here. Liveness (/livez) only says the process answers.
@@ -110,7 +127,12 @@ function answerError(o: Observability, e: unknown): Response {
 export function createFastRoutes(d: EdgeDeps): Record<string, { POST: (req: Request) => Promise<Response> }> {
   const h = completionHandlers(proxyPath(d));
   const draining = d.door.draining ?? (() => false);
-  const guard = (fn: RequestHandler) => (req: Request) =>
-    draining() ? Promise.resolve(drainingRefusal()) : fn(req).catch((e: unknown) => answerError(d.observe, e));
+  const g = d.tenants;
+  // With client keys, the same key check and rate-limit headers as the app's middleware.
+  const keyed = (fn: RequestHandler): RequestHandler => (g === undefined ? fn : guardHandler(g, fn));
+  const guard = (fn: RequestHandler) => {
+    const run = keyed((req) => fn(req).catch((e: unknown) => answerError(d.observe, e)));
+    return (req: Request) => (draining() ? Promise.resolve(drainingRefusal()) : run(req));
+  };
   return { "/v1/completions": { POST: guard(h.completions) }, "/v1/chat/completions": { POST: guard(h.chat) } };
 }

@@ -19,6 +19,7 @@ import type { Logger } from "./log.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
+import type { TenantGuard } from "./tenants/guard.ts";
 
 /** Everything createApp is given: the groups below, each handed on only where it is used. */
 export interface EdgeDeps {
@@ -37,6 +38,8 @@ export interface EdgeDeps {
   readonly admin: AdminDeps;
   /** --disagg vllm|sglang: completions are split into a prefill and a decode request (edge/disagg). */
   readonly disagg?: DisaggOptions;
+  /** --api-keys: client keys on every client route, tenant limits, fair admission (edge/tenants). */
+  readonly tenants?: TenantGuard;
 }
 
 /** Who may come in, and whether this router still takes work: the app's middleware and probes. */

@@ -154,7 +154,7 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
     | { kind: "client_error"; status: number; body: Uint8Array; headers: readonly string[] };
   const prefillOnce = async (input: ForwardInput, decision: RouteDecision, url: string, body: Uint8Array, keep = true): Promise<PrefillResult> => {
     const a = await attemptUpstream({
-      call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request.headers, decision.worker.dpRank), body,
+      call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request.headers, decision.worker.dpRank, input.upstreamAuthorization), body,
       clientSignal: input.request.signal, deadlines: up.deadlines ?? NO_DEADLINES, stream: false, last: false,
     });
     if (a.kind === "client_gone") return a;

@@ -15,6 +15,7 @@ import type { WorkerId } from "../../core/ids.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
 import type { RouteDecision, RoutingService, PromptHashes } from "../../router/routing-service.ts";
 import type { SessionControl } from "../../router/sessions/session-control.ts";
+import type { TenantShare } from "../../router/admission/virtual-token-counter.ts";
 import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream, type ChunkReader, type StreamEnd } from "./observe-stream.ts";
@@ -54,6 +55,16 @@ export interface ForwardInput {
   readonly priority?: number;
   /** The prompt's hashes when the caller has them already (a LoRA 404 retry reuses them); else hashed here once. */
   readonly prepared?: PromptHashes;
+  /** The output tokens the body asks for (max_tokens and kin; src/protect/output-budget.ts); undefined: it does not say. */
+  readonly maxOutputTokens?: number;
+  /** With --api-keys: the request's tenant and what it asks, for fair admission in the router's queue. */
+  readonly share?: TenantShare;
+  /**
+   * What the engine gets as `Authorization`: undefined passes the client's on (engines with
+   * their own keys), null drops it and a string replaces it. With --api-keys the client's
+   * header holds its key to this router, which must never reach an engine's logs.
+   */
+  readonly upstreamAuthorization?: string | null;
 }
 
 /** The worker each answer forward() made came from (read by dispatch without parsing our own header back). */
@@ -88,7 +99,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
           exclude,
         },
         // A decision made for a client that left meanwhile: nobody will use its booking.
-        { priority: input.priority, signal: input.request.signal, abandon: (x) => x.lease.free() },
+        { priority: input.priority, signal: input.request.signal, abandon: (x) => x.lease.free(), share: input.share },
       );
     } catch (e) {
       // Every worker left failed this request: say so rather than "no workers".
@@ -107,7 +118,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       call: d.upstream.call,
       baseUrl: rec.url,
       path: input.path,
-      headers: upstreamRequestHeaders(input.request.headers, worker.dpRank),
+      headers: upstreamRequestHeaders(input.request.headers, worker.dpRank, input.upstreamAuthorization),
       body: input.body,
       clientSignal: input.request.signal,
       deadlines: d.upstream.deadlines ?? NO_DEADLINES,

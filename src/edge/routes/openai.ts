@@ -12,6 +12,7 @@ import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
 import { readPrompt, type PromptDeps } from "../routing/prompt-routing.ts";
 import { sessionControlOf } from "../../router/sessions/session-control.ts";
+import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { Dispatch } from "./dispatch.ts";
 
 export interface CompletionDeps {
@@ -70,6 +71,7 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       sessionControl,
       priority: json.priority as number | undefined,
       stream: json.stream === true,
+      maxOutputTokens: outputTokensAsked(path, json),
     };
     return split !== undefined ? split(input, json, json.model) : dispatch(input, json.model);
   };

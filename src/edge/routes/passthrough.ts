@@ -11,6 +11,7 @@ import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
 import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
+import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { Dispatch } from "./dispatch.ts";
 import { tokenizeHandler } from "./tokenize.ts";
 
@@ -47,7 +48,8 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
     if (priority !== undefined && (typeof priority !== "number" || !Number.isSafeInteger(priority))) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
-    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true }, json.model);
+    const maxOutputTokens = outputTokensAsked(path, json);
+    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens }, json.model);
   };
 }
 
