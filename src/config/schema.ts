@@ -8,6 +8,7 @@ import * as v from "valibot";
 
 import { LOAD_METRICS, type LoadMetric } from "../router/choose/filters/load-guard.ts";
 import { POLICY_NAMES, type PolicyName } from "../router/choose/registry.ts";
+import { LIMITS_FALLBACKS, type LimitsFallback } from "../protect/limits/limiter.ts";
 
 /** The scheduler's own lists, so a new policy or load metric needs no second edit here. */
 export const POLICIES = POLICY_NAMES;
@@ -50,7 +51,9 @@ export type RawConfigShape = Record<
   | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
   | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow"
   | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout" | "engineLoadWeight"
-  | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort",
+  | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort"
+  // Protecting the fleet: client keys, tenant limits, fair admission.
+  | "apiKeys" | "limitsFallback" | "limitsRouters" | "fairAdmission",
   unknown
 >;
 
@@ -121,6 +124,12 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "queueTimeout", flag: "--queue-timeout", env: ["SWITCHYARD_QUEUE_TIMEOUT"], help: "seconds a request may wait for a worker that is not busy before a 429 (default 30)" },
   { key: "engineLoadWeight", flag: "--engine-load-weight", env: ["SWITCHYARD_ENGINE_LOAD_WEIGHT"], help: "kv/approx: cost in blocks per request the rank's engine reports waiting (engine metrics); 0 = off (default 0)" },
   { key: "engineSpeedup", flag: "--engine-speedup", env: ["SWITCHYARD_ENGINE_SPEEDUP"], help: "time speed-up of embedded engines (default 1)" },
+
+  // --- Protecting the fleet: client API keys, per-tenant limits, fair admission ---
+  { key: "apiKeys", flag: "--api-keys", env: ["SWITCHYARD_API_KEYS"], meta: "FILE", help: "JSON or YAML file of client keys (SHA-256 hex), each naming a tenant, its limits, priority band, fair-admission weight and models; every OpenAI and engine-native route then needs Authorization: Bearer KEY (401 otherwise). Re-read on change; a bad file keeps the last good keys" },
+  { key: "limitsFallback", flag: "--limits-fallback", env: ["SWITCHYARD_LIMITS_FALLBACK"], help: `with --redis, what tenant limits do while Redis does not answer: ${LIMITS_FALLBACKS.join("|")} (default local: each router keeps limit / N; open: no limits; closed: 503)` },
+  { key: "limitsRouters", flag: "--limits-routers", env: ["SWITCHYARD_LIMITS_ROUTERS"], help: "routers sharing the tenant limits, for the local fallback's share (default: the most heard through Redis in the last minute)" },
+  { key: "fairAdmission", flag: "--fair-admission", env: ["SWITCHYARD_FAIR_ADMISSION"], boolean: true, help: "with --api-keys: requests waiting for a busy fleet are served fairly between tenants within a priority band (virtual token counters, weights from the keys file); false = arrival order (default true)" },
 ];
 
 /** "12" -> 12 and " 1.5 " -> 1.5; anything else passes unchanged so the type check names it. */
@@ -334,6 +343,11 @@ export const ConfigSchema = v.object({
   // 2048 halves TTFT against always splitting and keeps decode ITL p99 under 20 ms.
   disaggMinPrefillTokens: v.optional(int(0, 2 ** 31), 2048),
   bootstrapPort: v.optional(int(1, 65535), 8998),
+  // --- Protecting the fleet ---
+  apiKeys: v.optional(v.pipe(v.string("must be a file path"), v.nonEmpty("must not be empty"))),
+  limitsFallback: v.optional(v.picklist(LIMITS_FALLBACKS, `must be one of ${LIMITS_FALLBACKS.join(", ")}`), "local"),
+  limitsRouters: v.optional(int(1, 10_000)),
+  fairAdmission: v.optional(bool, true),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -441,6 +455,15 @@ export interface Config {
   readonly queueTimeout: number;
   /** Cost (blocks) per engine-reported waiting request; 0 = off. */
   readonly engineLoadWeight: number;
+  // --- Protecting the fleet ---
+  /** Client keys file (JSON or YAML); undefined = every client route open, no tenants. */
+  readonly apiKeys: string | undefined;
+  /** What tenant limits do while Redis does not answer (with --redis). */
+  readonly limitsFallback: LimitsFallback;
+  /** Routers sharing the limits (the local fallback keeps limit / this); undefined = as heard through Redis. */
+  readonly limitsRouters: number | undefined;
+  /** Fair admission between tenants within a priority band (with --api-keys). */
+  readonly fairAdmission: boolean;
 }
 
 /** A vLLM worker whose KV events come over ZMQ. */
@@ -525,6 +548,10 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     maxQueue: o.maxQueue,
     queueTimeout: o.queueTimeout,
     engineLoadWeight: o.engineLoadWeight,
+    apiKeys: o.apiKeys,
+    limitsFallback: o.limitsFallback,
+    limitsRouters: o.limitsRouters,
+    fairAdmission: o.fairAdmission,
   };
 }
 

@@ -24,6 +24,7 @@ import { chooseHasher } from "./bun/hasher.ts";
 import { listenOnBun } from "./bun/http-server.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
 import { workersFileWatch } from "./bun/workers-file.ts";
+import { bunKeysFile } from "./bun/keys-file.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
 
 export { StartupError };
@@ -71,6 +72,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       engineWaiting: () => engineLoad.waiting,
       onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
       onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it (issue 13)
+      keysFile: bunKeysFile(),
     },
     log,
   );

@@ -41,6 +41,9 @@ import { WorkerUrlPolicy } from "../fleet/url-policy.ts";
 import { buildAffinityStore } from "./compose/affinity-store.ts";
 import { engineFetch } from "./compose/engine-fetch.ts";
 import { workerHealth } from "./compose/worker-health.ts";
+import { StartupError } from "./compose/startup-error.ts";
+import { buildTenants } from "./compose/tenants.ts";
+import type { KeysFileSource } from "../protect/keys-watch.ts";
 
 /** How often the approximate index drops expired decisions. */
 const APPROX_EXPIRE_EVERY_MS = 1_000;
@@ -49,10 +52,7 @@ const LOAD_EXPIRY_EVERY_MS = 30_000;
 /** Registration and recovery queries must not hang on a dead engine. */
 const ENGINE_QUERY_TIMEOUT_MS = 5_000;
 
-/** Start-up refused for a reason the operator can fix (printed as one line, no stack, exit 2). */
-export class StartupError extends Error {
-  override readonly name = "StartupError";
-}
+export { StartupError };
 
 /** What the runtime chooses; everything else is built the same way everywhere. */
 export interface RuntimeChoices {
@@ -71,6 +71,8 @@ export interface RuntimeChoices {
   /** Hooks for what the runtime wires beside: an engine's info at registration (disagg roles), a removed worker. */
   readonly onEngineInfo?: (url: string, info: EngineInfo) => void;
   readonly onWorkerRemoved?: (id: WorkerId) => void;
+  /** Reads (and watches) the --api-keys file; without it --api-keys is refused at start. */
+  readonly keysFile?: KeysFileSource;
 }
 
 /** A listen address clients on this machine can use (wildcards -> loopback). */
@@ -193,6 +195,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     timers: { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
     onAdmitted: (ms) => admissionWait.observe(ms / 1000),
     onRejected: (reason) => metrics.admissionRejections.inc([reason]),
+    // Tenants exist only with --api-keys; without them every request is one tenant, in arrival order.
+    fair: config.apiKeys !== undefined && config.fairAdmission,
   });
   // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
@@ -287,6 +291,15 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   }
   const syncStats = loadSync && (() => loadSync.stats());
   clusterMetrics = bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters, memorySessions });
+  const tenants = await buildTenants(config, {
+    keysFile: choices.keysFile,
+    resp: choices.resp,
+    admission,
+    metrics,
+    log,
+    now,
+    otherRouters: syncStats && (() => ({ heard: syncStats().receiving, peers: syncStats().peers })),
+  });
 
   let draining = false;
   let listeningPort: number | undefined;
@@ -323,6 +336,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     observe: { metrics, log },
     admin: { membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: rt.workerDetails, peekSession: (id) => store.peek(id), now },
     disagg: rt.disagg,
+    tenants: tenants?.guard,
   });
 
   const timers: ReturnType<typeof setInterval>[] = [];
@@ -357,8 +371,10 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       for (const t of timers) clearInterval(t);
       health.stop();
       admission.close();
+      tenants?.stop();
     },
     async close() {
+      await tenants?.close();
       await loadSync?.stop();
       await store.close();
     },

@@ -22,6 +22,7 @@ declare const Deno: {
   readonly env: { toObject(): Record<string, string> };
   readTextFileSync(path: string): string;
   readTextFile(path: string): Promise<string>;
+  stat(path: string): Promise<{ readonly isFile: boolean; readonly size: number; readonly mtime: Date | null }>;
   serve(
     options: { port: number; hostname: string; onListen?: (addr: unknown) => void },
     handler: (req: Request, info: DenoServeInfo) => Response | Promise<Response>,
@@ -62,7 +63,33 @@ const platform: PortablePlatform = {
   peer: (req) => peers.get(req),
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   readText: (path) => Deno.readTextFile(path),
+  keysFile: denoKeysFile(),
 };
+
+/**
+ * --api-keys on Deno: a regular file of at most 32 MiB, read again only when its size or time
+ * changed (polled each second); JSON only, as Deno has no YAML parser without a download.
+ */
+function denoKeysFile() {
+  const MAX_BYTES = 32 * 1024 * 1024;
+  let last: { stamp: string; text: string } | undefined;
+  return {
+    async read(path: string): Promise<string> {
+      const s = await Deno.stat(path);
+      if (!s.isFile) throw new Error("not a regular file");
+      if (s.size > MAX_BYTES) throw new Error(`${s.size} bytes; at most ${MAX_BYTES}`);
+      const stamp = `${s.size}:${s.mtime?.getTime() ?? 0}`;
+      if (last?.stamp === stamp) return last.text;
+      const text = await Deno.readTextFile(path);
+      last = { stamp, text };
+      return text;
+    },
+    parse(text: string, path: string): unknown {
+      if (/\.ya?ml$/i.test(path)) throw new Error("a YAML keys file is read on Bun only (its YAML parser); give the same document as JSON on Deno");
+      return JSON.parse(text);
+    },
+  };
+}
 
 const log = createLogger(config.logLevel);
 let router;

@@ -21,6 +21,7 @@ import { scanFlags } from "../config/flag-scan.ts";
 import { portableBatchHasher } from "../core/hashing.ts";
 import { loadEngineTokenizer } from "../tokens/load.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
+import type { KeysFileSource } from "../protect/keys-watch.ts";
 
 /** A start-up input the operator can fix (a tokenizer that cannot load): one line, exit 2. */
 export { StartupError as PortableStartupError };
@@ -84,6 +85,8 @@ export interface PortablePlatform {
   readonly sleep: (ms: number) => Promise<void>;
   /** Reads a text file (tokenizer directories); without it --tokenizer is refused. */
   readonly readText?: (path: string) => Promise<string>;
+  /** Reads the --api-keys file; without it --api-keys is refused at start. */
+  readonly keysFile?: KeysFileSource;
 }
 
 export interface PortableRouter {
@@ -106,6 +109,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
       sleep: platform.sleep,
       // Loopback names only: the portable runtimes do not list network interfaces.
       localHosts: () => ["127.0.0.1", "localhost", "::1", config.host],
+      keysFile: platform.keysFile,
     },
     log,
   );

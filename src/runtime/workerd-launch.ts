@@ -8,13 +8,28 @@
  * /livez, and prints the same {"url","port"} line. SIGTERM/SIGINT stop workerd and remove the
  * directory. --port 0 picks a free port first (workerd's config names a fixed address).
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, loadConfig, serveUsage } from "../config/load.ts";
 import { BUN_ONLY_FLAGS, refusedFlags, refusedValues } from "./portable.ts";
+import { parseKeysDocument } from "../protect/keys-document.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
+/** The largest keys file read (as on Bun's router: src/runtime/bun/keys-file.ts). */
+const MAX_KEYS_FILE_BYTES = 32 * 1024 * 1024;
+
+/** The --api-keys document, read and checked here: a regular file, size-capped, JSON or YAML by extension. */
+function readKeysDocument(path: string): unknown {
+  const s = statSync(path);
+  if (!s.isFile()) throw new Error("not a regular file");
+  if (s.size > MAX_KEYS_FILE_BYTES) throw new Error(`${s.size} bytes; at most ${MAX_KEYS_FILE_BYTES}`);
+  const text = readFileSync(path, "utf8");
+  const doc = /\.ya?ml$/i.test(path) ? Bun.YAML.parse(text) : JSON.parse(text);
+  parseKeysDocument(doc, `--api-keys ${path}`);
+  return doc;
+}
+
 /** Deadline for workerd to answer /livez after it starts. */
 const START_DEADLINE_MS = 30_000;
 
@@ -92,6 +107,18 @@ async function main(argvIn: readonly string[]): Promise<void> {
     }
     throw e;
   }
+  // workerd has no file system: the keys file is read here, once, and handed over in CONFIG
+  // (a change needs a restart). A file that cannot be used stops the start, as on Bun.
+  let apiKeysDocument: string | undefined;
+  if (config.apiKeys !== undefined) {
+    try {
+      apiKeysDocument = JSON.stringify(readKeysDocument(config.apiKeys));
+    } catch (e) {
+      const m = (e as Error).message;
+      console.error(m.startsWith("--api-keys") ? m : `--api-keys ${config.apiKeys}: ${m}`);
+      process.exit(2);
+    }
+  }
   const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host;
   const port = config.port === 0 ? freePort(host) : config.port;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
@@ -105,7 +132,7 @@ async function main(argvIn: readonly string[]): Promise<void> {
     process.exit(1);
   }
   writeFileSync(join(dir, "router.js"), await built.outputs[0]!.text());
-  writeFileSync(join(dir, "config.capnp"), workerdConfig(JSON.stringify({ ...config, port, publicUrl: url }), `${host}:${port}`));
+  writeFileSync(join(dir, "config.capnp"), workerdConfig(JSON.stringify({ ...config, port, publicUrl: url, apiKeysDocument }), `${host}:${port}`));
 
   const child = Bun.spawn({ cmd: [workerdBinary(), "serve", join(dir, "config.capnp"), "--experimental"], stdout: "inherit", stderr: "inherit" });
   const stop = () => {
