@@ -13,6 +13,8 @@ export interface TenantMetricSources {
   readonly tenants: () => readonly string[];
   /** Whether the shared counters answer (absent without --redis). */
   readonly sharedUp?: () => boolean;
+  /** How many routers the limits are shared among (the local fallback keeps limit / this); absent without --redis. */
+  readonly routers?: () => number;
   /** A tenant's fair-admission service so far (absent with fair admission off). */
   readonly serviceOf?: (tenant: string) => number;
 }
@@ -31,6 +33,10 @@ export function bindTenantMetrics(m: RouterMetrics, s: TenantMetricSources): Ten
   const sharedUp = s.sharedUp;
   if (sharedUp) {
     r.gauge(`${METRIC_PREFIX}tenant_limits_shared`, "1 while the tenant limits are checked in Redis (shared by every router), 0 while this router falls back").onCollect((g) => g.set([], sharedUp() ? 1 : 0));
+  }
+  const routers = s.routers;
+  if (routers) {
+    r.gauge(`${METRIC_PREFIX}tenant_limits_routers`, "Routers sharing the tenant limits: while Redis does not answer, each keeps limit / this").onCollect((g) => g.set([], routers()));
   }
   const serviceOf = s.serviceOf;
   if (serviceOf) {

@@ -7,6 +7,8 @@
  *   open    requests pass unlimited (availability over the limit);
  *   closed  keyed requests get 503 until Redis answers (the limit over availability).
  * Each check says which backend answered (`onCheck`, a metric), so an outage is visible.
+ * A fallback share starts from what Redis said was left (each router its part of it), not
+ * full, so an outage right after the fleet used up a limit does not hand it out again.
  * A ticket remembers where it was taken, so its release goes back to the same place.
  */
 import { RouterError } from "../../core/errors.ts";
@@ -58,8 +60,8 @@ const UNLIMITED: Verdict = { allowed: true, retryAfterMs: 0, states: {} };
 
 export class TenantLimiter {
   readonly #local = new LocalLimitCounters();
-  /** The last states each tenant's checks returned: the headers of answers that took nothing. */
-  readonly #last = new Map<string, Verdict["states"]>();
+  /** The last states each tenant's checks returned (the headers of answers that took nothing), when, and from where. */
+  readonly #last = new Map<string, { readonly states: Verdict["states"]; readonly at: number; readonly shared: boolean }>();
 
   constructor(private readonly o: LimiterOptions) {}
 
@@ -87,7 +89,10 @@ export class TenantLimiter {
         throw new RouterError("unavailable", "the shared rate limits cannot be checked right now (Redis does not answer and --limits-fallback is closed); try again shortly", undefined, 1);
       case "local": {
         this.o.onCheck?.("fallback_local");
-        const share = shareOf(tenant.limits, this.o.routers());
+        const routers = this.o.routers();
+        const share = shareOf(tenant.limits, routers);
+        const last = this.#last.get(tenant.name);
+        if (last?.shared === true) this.#local.seed(tenant.name, share, last.states, routers, last.at);
         return this.#result(tenant, id, "local", share, this.#local.acquire(tenant.name, share, ask, id, this.o.now()), ask.outputTokens);
       }
     }
@@ -106,7 +111,7 @@ export class TenantLimiter {
   /** The tenant's limits as last seen here (for the headers of answers that took nothing). */
   states(tenant: Tenant): Verdict["states"] {
     if (!hasLimits(tenant.limits)) return {};
-    return this.#last.get(tenant.name) ?? this.#local.peek(tenant.name, tenant.limits, this.o.now());
+    return this.#last.get(tenant.name)?.states ?? this.#local.peek(tenant.name, tenant.limits, this.o.now());
   }
 
   /** Forget tenants no longer configured (the keys file changed). */
@@ -116,7 +121,7 @@ export class TenantLimiter {
   }
 
   #result(tenant: Tenant, id: string, backend: "redis" | "local", limits: TenantLimits, v: Verdict, bookedOutput: number): LimitResult {
-    this.#last.set(tenant.name, v.states);
+    this.#last.set(tenant.name, { states: v.states, at: this.o.now(), shared: backend === "redis" });
     if (!v.allowed) {
       this.o.onRefused?.(tenant.name, v.refused ?? "unknown");
       return { allowed: false, verdict: v };

@@ -93,6 +93,22 @@ export class LocalLimitCounters {
     return this.#states(c, lim);
   }
 
+  /**
+   * Start this router's share of a tenant's limits from what the shared counters said last
+   * (`states`, at `at`): each bucket holds its share (1/`routers`) of what was left then and
+   * refills from there. A fallback that started full would let every router admit a whole
+   * share again right after the fleet used up the limit.
+   */
+  seed(tenant: string, limits: TenantLimits, states: Verdict["states"], routers: number, at: number): void {
+    const lim = limitVector(limits);
+    const c = this.#counters(tenant);
+    for (const d of ["requests", "prompt_tokens", "output_tokens"] as const) {
+      const s = states[d];
+      if (lim[d] === 0 || s === undefined) continue;
+      c.buckets[d] = { level: Math.min(lim[d], s.remaining / Math.max(1, routers)), at };
+    }
+  }
+
   /** Drop the counters of tenants no longer configured. */
   retain(tenants: ReadonlySet<string>): void {
     for (const t of this.#tenants.keys()) if (!tenants.has(t)) this.#tenants.delete(t);

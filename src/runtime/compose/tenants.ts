@@ -118,6 +118,7 @@ export async function buildTenants(config: Config, d: TenantsDeps): Promise<Buil
   const m = bindTenantMetrics(d.metrics, {
     tenants: tenantNames,
     sharedUp: shared && (() => shared.up),
+    routers: shared && (() => config.limitsRouters ?? count.value),
     serviceOf: fair ? (t) => d.admission.serviceOf(t) : undefined,
   });
   let warned = false;

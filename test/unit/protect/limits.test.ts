@@ -202,3 +202,28 @@ describe("OpenAI's rate-limit headers and 429", () => {
     expect(((await big.json()) as { error: { message: string } }).error.message).toContain("can never pass");
   });
 });
+
+describe("TenantLimiter fallback seeding", () => {
+  test("the local share starts from the share of what Redis said was left, and refills from then", async () => {
+    let up = true;
+    let now = 0;
+    const shared: SharedLimitCounters = {
+      acquire: async () => {
+        if (!up) throw new Error("down");
+        return { allowed: true, retryAfterMs: 0, states: { requests: { limit: 60, remaining: 6, resetMs: 54_000 } }, bookedOutput: 0 };
+      },
+      release: async () => {},
+    };
+    const l = new TenantLimiter({ shared, fallback: "local", routers: () => 3, now: () => now });
+    const t = tenant({ requestsPerMinute: 60 });
+    expect((await l.acquire(t, ask(), "a")).allowed).toBe(true);
+    up = false;
+    // 6 left fleet-wide, 3 routers: this one may take 2 (not its full share of 20).
+    const got = [];
+    for (let i = 0; i < 5; i++) got.push((await l.acquire(t, ask(), `b${i}`)).allowed);
+    expect(got).toEqual([true, true, false, false, false]);
+    now += 3_000; // its share refills at 20 per minute: one more after 3 s
+    expect((await l.acquire(t, ask(), "c")).allowed).toBe(true);
+    expect((await l.acquire(t, ask(), "d")).allowed).toBe(false);
+  });
+});
