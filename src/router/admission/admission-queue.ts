@@ -175,8 +175,10 @@ export class AdmissionQueue<T> {
 
 /**
  * Append to `out` up to `n` entries of one band (`all[from..to)`, in arrival order) in fair
- * order: repeatedly the tenant with the least (simulated) counter, its oldest entry. Ties go to
- * the tenant whose oldest entry came first, so equal tenants alternate in arrival order.
+ * order: repeatedly the tenant with the least (simulated) counter, its oldest entry. On equal
+ * counters the tenant with fewer requests waiting goes first: a tenant that just joined was
+ * lifted to the others' counter, and making a light tenant's one request wait behind a heavy
+ * tenant's backlog head would cost it a whole extra turn for nothing. Then arrival order.
  */
 function fairOrder<T>(all: readonly QueuedEntry<T>[], from: number, to: number, n: number, fair: VirtualTokenCounters, out: QueuedEntry<T>[]): void {
   const lines = new Map<string, { entries: QueuedEntry<T>[]; next: number; counter: number }>();
@@ -191,9 +193,14 @@ function fairOrder<T>(all: readonly QueuedEntry<T>[], from: number, to: number, 
     let best: { entries: QueuedEntry<T>[]; next: number; counter: number } | undefined;
     for (const line of lines.values()) {
       if (line.next >= line.entries.length) continue;
-      if (best === undefined || line.counter < best.counter || (line.counter === best.counter && line.entries[line.next]!.seq < best.entries[best.next]!.seq)) {
+      if (best === undefined || line.counter < best.counter) {
         best = line;
+        continue;
       }
+      if (line.counter > best.counter) continue;
+      const waiting = line.entries.length - line.next;
+      const bestWaiting = best.entries.length - best.next;
+      if (waiting < bestWaiting || (waiting === bestWaiting && line.entries[line.next]!.seq < best.entries[best.next]!.seq)) best = line;
     }
     if (best === undefined) return;
     const e = best.entries[best.next++]!;

@@ -45,8 +45,9 @@ describe("AdmissionQueue with fair admission", () => {
     for (let i = 0; i < 10; i++) q.enqueue(`n${i}`, 0, i, share("noisy"));
     q.enqueue("q0", 0, 10, share("quiet"));
     q.enqueue("q1", 0, 11, share("quiet"));
-    // Equal counters (the quiet one was lifted to the noisy one's): they alternate, oldest first.
-    expect(q.first(6).map((e) => e.item)).toEqual(["n0", "q0", "n1", "q1", "n2", "n3"]);
+    // Equal counters (the quiet one was lifted to the noisy one's): the one with fewer waiting
+    // goes first, then they alternate while the counters allow.
+    expect(q.first(6).map((e) => e.item)).toEqual(["q0", "n0", "q1", "n1", "n2", "n3"]);
   });
 
   test("a tenant that has received more service waits behind one that has received less", () => {
@@ -59,7 +60,17 @@ describe("AdmissionQueue with fair admission", () => {
     // quiet is lifted to the least waiting counter (noisy's 5000): no banked credit, equal footing.
     q.enqueue("q0", 0, 2, share("quiet"));
     expect(fair.counter("quiet")).toBe(5000);
-    expect(q.first(3).map((e) => e.item)).toEqual(["n0", "q0", "n1"]);
+    expect(q.first(3).map((e) => e.item)).toEqual(["q0", "n0", "n1"]);
+  });
+
+  test("equal tenants with equal backlogs alternate in arrival order", () => {
+    const fair = new VirtualTokenCounters();
+    const q = new AdmissionQueue<string>({ maxSize: 100, timeoutMs: 1e9, fair });
+    for (let i = 0; i < 3; i++) {
+      q.enqueue(`a${i}`, 0, 2 * i, share("a"));
+      q.enqueue(`b${i}`, 0, 2 * i + 1, share("b"));
+    }
+    expect(q.first(6).map((e) => e.item)).toEqual(["a0", "b0", "a1", "b1", "a2", "b2"]);
   });
 
   test("weights: a tenant of weight 3 gets three turns for each turn of a tenant of weight 1", () => {
@@ -126,7 +137,7 @@ describe("AdmissionGate with fair admission", () => {
     free = 2;
     g.pump();
     await quiet;
-    expect(admitted).toEqual(["n0", "q0"]);
+    expect(admitted).toEqual(["q0", "n0"]);
     free = 100;
     g.pump();
     await Promise.all(noisy);
