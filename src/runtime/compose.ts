@@ -239,6 +239,17 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
   );
   const { index, approxIndex, tracker } = router;
+  // With the router's own books as the busy signal, a waiter is offered a rank as soon as its
+  // load drops (a prefill done, a request freed), not at the gate's next tick: on a loaded
+  // machine that timer runs late, and every millisecond of it lands on a waiter's TTFT (the
+  // fairness bench: bench/README.md). Deferred, so the gate never books inside the tracker's own call.
+  if (config.busyThreshold !== null) {
+    const previous = tracker.onLocalEvent;
+    tracker.onLocalEvent = (ev) => {
+      previous?.(ev);
+      if (ev.data.type !== "add_request" && admission.size > 0) queueMicrotask(() => admission.pump());
+    };
+  }
 
   const { health, restarts } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
   const membership = new WorkerMembership({
