@@ -11,6 +11,9 @@
 import { KeySet } from "./key-set.ts";
 import { KeysFileError, parseKeysDocument } from "./keys-document.ts";
 
+/** Tenant names a reload logs at most. */
+const LOGGED_TENANTS = 20;
+
 export interface KeysFileSource {
   /** The file's text; rejects for a file that is missing, not a regular file or too large. */
   read(path: string): Promise<string>;
@@ -123,7 +126,9 @@ export class KeysWatch {
     this.#keys = keys;
     this.#lastText = text;
     this.#lastProblem = undefined;
-    this.o.log.info(`--api-keys: ${keys.size} keys for ${keys.tenants.length} tenants in force`, { tenants: keys.tenants.map((t) => t.name).join(",") });
+    // Tenant names only (never keys or their digests), and a few: a file may hold thousands.
+    const names = keys.tenants.slice(0, LOGGED_TENANTS).map((t) => t.name).join(",");
+    this.o.log.info(`--api-keys: ${keys.size} keys for ${keys.tenants.length} tenants in force`, { tenants: keys.tenants.length > LOGGED_TENANTS ? `${names},…` : names });
     this.o.onChange?.(keys);
   }
 
