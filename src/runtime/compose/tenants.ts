@@ -68,7 +68,11 @@ export interface BuiltTenants {
 
 export async function buildTenants(config: Config, d: TenantsDeps): Promise<BuiltTenants | undefined> {
   const path = config.apiKeys;
-  if (path === undefined) return undefined;
+  if (path === undefined) {
+    // --admin-token makes the router listen on every interface by default: say that the client routes stay open.
+    if (config.host === "0.0.0.0" || config.host === "::") d.log.warn(`listening on ${config.host} without --api-keys: every OpenAI and engine-native route answers anyone who reaches the port`);
+    return undefined;
+  }
   if (d.keysFile === undefined) throw new StartupError("--api-keys: this runtime cannot read the keys file");
   const fair = config.fairAdmission;
   let limiter: TenantLimiter | undefined;
