@@ -52,7 +52,7 @@ export function createApp(d: AppDeps): Hono {
   app.get("/health", (c) => {
     const workers = d.registry.list();
     const healthy = workers.filter((w) => w.healthy).length;
-    const status = d.draining?.() === true ? "draining" : healthy === 0 ? "no_healthy_worker" : "ok";
+    const status = d.draining?.() === true || d.unready?.() === true ? "draining" : healthy === 0 ? "no_healthy_worker" : "ok";
     return c.json({ status, workers: workers.length, healthy_workers: healthy }, status === "ok" ? 200 : 503, idHeader);
   });
   app.get("/livez", (c) => c.json({ status: "ok" }, 200, idHeader));

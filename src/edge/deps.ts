@@ -66,6 +66,8 @@ export interface AppDeps {
   readonly keepOpen?: (request: Request) => void;
   /** True once shutdown began: /health answers 503 "draining". */
   readonly draining?: () => boolean;
+  /** True once shutdown was announced (the drain delay): /health answers 503 "draining", requests are still served. */
+  readonly unready?: () => boolean;
   /** Where requests wait when every worker is busy (issue 13); without it: 503 all_workers_busy. */
   readonly admission?: AdmissionGate;
   /** --disagg vllm|sglang: completions are split into a prefill and a decode request (app/disagg). */

@@ -90,6 +90,11 @@ export interface ComposedRouter {
   readonly engineHeaders: Record<string, string>;
   /** The port the server listens on, once it does (POST /v1/workers refuses it). */
   listeningOn(port: number): void;
+  /**
+   * /health answers 503 "draining" while requests are still served: the drain delay, in
+   * which load balancers take this router out before anything is refused.
+   */
+  stopReadiness(): void;
   /** New requests get a retryable 503 and /health says "draining"; health checks stop. */
   startDraining(): void;
   /** Registers the start-up workers (a failure is logged, not thrown). */
@@ -166,20 +171,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   const router = createRouter(
     {
       policy: config.policy,
-      scheduler: {
-        blockSize: config.blockSize,
-        overlapScoreWeight: config.overlapWeight,
-        temperature: config.temperature,
-        loadGuardFactor: config.loadGuard,
-        loadGuardMetric: config.loadGuardMetric,
-        activeRequestWeight: config.activeRequestWeight,
-        busyThreshold: config.busyThreshold,
-        inflightOverlap: config.inflightOverlap,
-        overlapCredit: config.overlapCredit,
-        prefillWaitFactor: config.prefillWaitFactor,
-        prefillWaitQueueShare: config.prefillWaitSlack,
-        engineWaitingWeight: config.engineLoadWeight,
-      },
+      // The routing knobs come grouped under the scheduler's own names (config/schema.ts).
+      scheduler: { blockSize: config.blockSize, ...config.scheduler },
       approxTtlMs: config.approxTtl * 1000,
       sessionTtlMs: config.sessionTtl * 1000,
       routerId,
@@ -267,6 +260,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   clusterMetrics = bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters, memorySessions });
 
   let draining = false;
+  let unready = false;
   let listeningPort: number | undefined;
   // Who this router is, on every /health answer: a URL that answers with it (or any router's
   // id) is refused as a worker, as is this router's own port on a local address (issue 12).
@@ -302,6 +296,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
     report: (id, failure) => health.report(id, failure),
     draining: () => draining,
+    unready: () => unready,
     admission,
     now,
     log,
@@ -319,6 +314,9 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     engineHeaders,
     listeningOn: (port) => {
       listeningPort = port;
+    },
+    stopReadiness() {
+      unready = true;
     },
     startDraining() {
       draining = true;

@@ -1,0 +1,41 @@
+/**
+ * What this build is: the package version, the git commit it was compiled from, and the
+ * runtime running it — for `switchyard --version`, the router's /version route and its
+ * build_info metric. The version is package.json's (one place to bump); the commit is
+ * injected by `bun run compile` (`--define SWITCHYARD_COMMIT=...`), so a router run from
+ * source, where no build step ran, says "unknown". Pure: it reads no process or file state.
+ */
+import pkg from "../../package.json" with { type: "json" };
+
+/** Replaced by `bun build --define` at compile time; undeclared (typeof "undefined") otherwise. */
+declare const SWITCHYARD_COMMIT: string | undefined;
+
+export interface BuildInfo {
+  readonly version: string;
+  readonly commit: string;
+  /** "bun 1.4.5", "deno 2.9.6", "workerd", or "unknown". */
+  readonly runtime: string;
+}
+
+export function buildInfo(): BuildInfo {
+  return {
+    version: pkg.version,
+    commit: typeof SWITCHYARD_COMMIT === "string" && SWITCHYARD_COMMIT !== "" ? SWITCHYARD_COMMIT : "unknown",
+    runtime: runtimeName(typeof navigator === "undefined" ? undefined : navigator.userAgent),
+  };
+}
+
+/**
+ * The runtime from its web-standard user agent ("Bun/1.4.5", "Deno/2.9.6",
+ * "Cloudflare-Workers"), so no runtime-specific global is touched.
+ */
+export function runtimeName(userAgent: string | undefined): string {
+  const m = /^(Bun|Deno)\/(\S+)/.exec(userAgent ?? "");
+  if (m) return `${m[1]!.toLowerCase()} ${m[2]}`;
+  return userAgent === "Cloudflare-Workers" ? "workerd" : "unknown";
+}
+
+/** `switchyard 0.1.0 (abc1234, bun 1.4.5)`: the --version line. */
+export function versionLine(info: BuildInfo = buildInfo()): string {
+  return `switchyard ${info.version} (${info.commit}, ${info.runtime})`;
+}
