@@ -1,8 +1,8 @@
 /**
- * The one command-line scanner of `switchyard serve` (src/config/load.ts) and `switchyard
- * mocker` (src/mocker/options.ts): argv -> flags with their values, in order, and every
- * problem found on the way, so a user sees all of them at once. It knows no flag names; the
- * caller says which flags are switches and rejects unknown ones.
+ * The one command-line scanner of every command (`serve`, `mocker`, `transfer`, through their
+ * options tables: src/config/option-table.ts): argv -> flags with their values, in order, and
+ * every problem found on the way, so a user sees all of them at once. It knows no flag names;
+ * the caller says which flags are switches and rejects unknown ones.
  *
  * Rules: `--flag value` and `--flag=value`; a value may not start with `--` (then the flag
  * "needs a value"); a switch stands alone (value "true") or takes an explicit `true`/`false`

@@ -109,32 +109,35 @@ export interface ScannedFlags<D extends OptionDef> {
   readonly problems: string[];
 }
 
-/** argv -> each option's text(s), through the one scanner (./flag-scan.ts). */
-export function scanOptions<D extends OptionDef>(options: readonly TableOption<D>[], argv: readonly string[], accept: readonly string[] = []): ScannedFlags<D> {
+/** One command-line item, in order: an option with its text, a flag the caller takes itself, or a problem. */
+export type OptionItem<D extends OptionDef> =
+  | { readonly option: TableOption<D>; readonly text: string }
+  | { readonly other: string; readonly text: string }
+  | { readonly problem: string };
+
+/** argv -> items in command-line order, through the one scanner (./flag-scan.ts); unknown flags are problems. */
+export function scanOptionItems<D extends OptionDef>(options: readonly TableOption<D>[], argv: readonly string[], accept: readonly string[] = []): OptionItem<D>[] {
   const byFlag = new Map(options.map((o) => [o.flag, o]));
+  return scanFlags(argv, (flag) => byFlag.get(flag)?.def.switch === true).map((item): OptionItem<D> => {
+    if ("problem" in item) return item;
+    if (accept.includes(item.flag)) return { other: item.flag, text: item.value };
+    const option = byFlag.get(item.flag);
+    return option === undefined ? { problem: `${item.flag}: unknown flag` } : { option, text: item.value };
+  });
+}
+
+/** argv -> each option's text (a list's texts, in order), the caller's own flags, and every problem. */
+export function scanOptions<D extends OptionDef>(options: readonly TableOption<D>[], argv: readonly string[], accept: readonly string[] = []): ScannedFlags<D> {
   const values = new Map<TableOption<D>, string | string[]>();
   const other = new Map<string, string>();
   const problems: string[] = [];
-  for (const item of scanFlags(argv, (flag) => byFlag.get(flag)?.def.switch === true)) {
-    if ("problem" in item) {
-      problems.push(item.problem);
-      continue;
-    }
-    if (accept.includes(item.flag)) {
-      other.set(item.flag, item.value);
-      continue;
-    }
-    const opt = byFlag.get(item.flag);
-    if (opt === undefined) {
-      problems.push(`${item.flag}: unknown flag`);
-      continue;
-    }
-    if (opt.def.list) {
-      const prev = values.get(opt);
-      values.set(opt, [...(Array.isArray(prev) ? prev : []), item.value]);
-    } else {
-      values.set(opt, item.value);
-    }
+  for (const item of scanOptionItems(options, argv, accept)) {
+    if ("problem" in item) problems.push(item.problem);
+    else if ("other" in item) other.set(item.other, item.text);
+    else if (item.option.def.list) {
+      const prev = values.get(item.option);
+      values.set(item.option, [...(Array.isArray(prev) ? prev : []), item.text]);
+    } else values.set(item.option, item.text);
   }
   return { values, other, problems };
 }
