@@ -6,9 +6,10 @@
  * must be built first (`bun run build:ffi`; CI does), as the compile command embeds it.
  */
 import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { compileSwitchyard } from "../support/compile.ts";
 import { ROOT, until } from "../support/processes.ts";
 
 const LIB = join(ROOT, "ffi", "build", "libswitchyard.so");
@@ -26,11 +27,7 @@ afterAll(async () => {
 test("the compiled router loads the embedded native library from an empty folder", async () => {
   if (!existsSync(LIB)) throw new Error(`${LIB} is not built: run \`bun run build:ffi\` (the compile command embeds it)`);
   const bin = join(dir, "switchyard");
-  const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: { compile: string } }).scripts.compile;
-  const cmd = script.replace("dist/switchyard", bin);
-  expect(cmd).toStartWith("bun ");
-  // Through a shell, as `bun run compile` runs it: the commit it defines is a command substitution.
-  const built = Bun.spawnSync({ cmd: ["sh", "-c", `'${process.execPath}' ${cmd.slice("bun ".length)}`], cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const built = compileSwitchyard(bin);
   expect(built.exitCode).toBe(0);
   // The binary names the commit it was built from (src/core/build-info.ts).
   const head = Bun.spawnSync({ cmd: ["git", "rev-parse", "--short", "HEAD"], cwd: ROOT, stdout: "pipe" });
