@@ -154,7 +154,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const isKnown = (w: WorkerId, r: DpRank) => (ports.workers.get(w)?.dpRanks ?? 0) > r;
   const gaps = new LossyStreamGuard();
   /**
-   * Approximate mode is the router without KV events (spec §3.7): its index is its own
+   * Approximate mode is the router without KV events (Dynamo's approximate mode): its index is its own
    * decisions. Events that arrive anyway (an engine configured to publish) are dropped and
    * counted, not mixed in: "approx" must mean the same thing whoever sends what.
    */

@@ -21,7 +21,7 @@ export { LOAD_METRICS, type LoadMetric } from "./choose/filters/load-guard.ts";
 export type { SchedulerConfig } from "./choose/config.ts";
 
 // The load books as load sync, the metrics and /v1/workers read them (the room builds the
-// tracker; nobody outside makes one), and the §1.6 events routers share.
+// tracker; nobody outside makes one), and the active-sequence events routers share.
 export type { LoadTracker, WorkerLoad } from "./books/load-tracker.ts";
 export {
   ActiveSequenceEventSchema,

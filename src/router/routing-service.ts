@@ -1,5 +1,5 @@
 /**
- * One routing decision and the load it books (spec §4.2, §4.7, §7): session binding if it
+ * One routing decision and the load it books (Dynamo's KvRouter::find_best_match, its push-router booking lifecycle and its sticky sessions): session binding if it
  * is still alive, else hash -> match -> schedule (the scheduler only chooses); then book the
  * request on the chosen (worker, dp_rank) through its lease (request-lease.ts), record the
  * decision in an approximate index, and bind the session.

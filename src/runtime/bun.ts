@@ -70,7 +70,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       busyKeys: () => engineLoad.busy,
       engineWaiting: () => engineLoad.waiting,
       onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
-      onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it (issue 13)
+      onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it
     },
     log,
   );

@@ -42,7 +42,7 @@ import { workerHealth } from "./compose/worker-health.ts";
 
 /** How often the approximate index drops expired decisions. */
 const APPROX_EXPIRE_EVERY_MS = 1_000;
-/** How often stale bookings (never freed, spec §4.5: 300 s) are swept. */
+/** How often stale bookings (never freed: 300 s, as Dynamo's ActiveSequences expire them) are swept. */
 const LOAD_EXPIRY_EVERY_MS = 30_000;
 /** Registration and recovery queries must not hang on a dead engine. */
 const ENGINE_QUERY_TIMEOUT_MS = 5_000;

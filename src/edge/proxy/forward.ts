@@ -135,7 +135,7 @@ function failAttempt(
   exclude: Set<WorkerId>,
   d: ForwardDeps,
 ): void {
-  // The client sees worker ids only; the URL and the engine's answer go to the log (issue 12).
+  // The client sees worker ids only; the URL and the engine's answer go to the log.
   failures.push(`worker ${id}`);
   exclude.add(id);
   d.outcomes.fence(id, reason);
@@ -170,7 +170,7 @@ function respond(
   const headers = clientResponseHeaders(res.headers, workerLabel, worker.dpRank, decision.overlapBlocks);
   const init = { status: res.status, statusText: res.statusText, headers };
   // A non-streamed answer starts (headers) only once the engine has computed the prompt:
-  // its prefill load is gone now, not when the whole answer has arrived (issue 13).
+  // its prefill load is gone now, not when the whole answer has arrived.
   if (!isEventStream(res.headers)) lease.prefillDone();
   // A 5xx the engine answered counts against the worker; its body may hold the engine's
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
@@ -213,7 +213,7 @@ const ENGINE_ERROR_LOG_BYTES = 1024;
 /**
  * The engine answered 5xx (a non-retryable status, or the last worker's 502/503/504): the
  * client gets the same status in OpenAI's shape naming the worker id; the engine's own
- * answer (which may name internal hosts or paths) is logged, never forwarded (issue 12).
+ * answer (which may name internal hosts or paths) is logged, never forwarded.
  */
 function engineServerError(
   res: UpstreamResponse,

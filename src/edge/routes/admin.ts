@@ -23,7 +23,7 @@ const RouteBody = v.object({
     ),
     v.minLength(1, "must not be empty"),
   )),
-  // The same prompt fields as the OpenAI routes (issue 11): tokenized like them.
+  // The same prompt fields as the OpenAI routes: tokenized like them.
   prompt: v.optional(v.unknown()),
   messages: v.optional(v.unknown()),
   model: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),

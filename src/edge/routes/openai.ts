@@ -23,7 +23,7 @@ export interface CompletionDeps {
   readonly split?: DisaggDispatch;
 }
 
-/** The session header's id; longer than `maxLength`: 400 naming the header (issue 12: ids are held as keys). */
+/** The session header's id; longer than `maxLength`: 400 naming the header (ids are held as keys). */
 function sessionIdOf(headers: Headers, maxLength: number | undefined): string | undefined {
   for (const name of SESSION_HEADERS) {
     const v = headers.get(name);

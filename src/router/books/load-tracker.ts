@@ -1,5 +1,5 @@
 /**
- * Active load across all (worker, dp_rank) slots (spec §4.6, Dynamo
+ * Active load across all (worker, dp_rank) slots (Dynamo's ActiveSequencesMultiWorker, Dynamo
  * `ActiveSequencesMultiWorker`): which slot each request was booked on, the per-slot
  * ActiveSequences, the potential load of a new request everywhere, load snapshots for
  * metrics, and the replica-sync seam (local events out through `onLocalEvent`, remote
@@ -18,7 +18,7 @@ import type { Rng } from "../choose/types.ts";
 export interface TrackedRequest {
   readonly requestId: string;
   readonly worker: WorkerWithDpRank;
-  /** Sequence hashes of the prompt's full blocks (§2.5); null when blocks are not tracked. */
+  /** Sequence hashes of the prompt's full blocks (Dynamo's compute_seq_hashes_for_tracking); null when blocks are not tracked. */
   readonly seqHashes: BigUint64Array | null;
   readonly isl: number;
   /** Prompt blocks cached on that worker when it was chosen. */
@@ -35,7 +35,7 @@ export interface WorkerLoad {
   readonly activeRequests: number;
 }
 
-/** A slot's load if one more request went there (§4.5 potential_blocks_and_tokens). */
+/** A slot's load if one more request went there (Dynamo's ActiveSequences::potential_blocks_and_tokens). */
 export interface PotentialLoad {
   readonly decodeBlocks: number;
   readonly prefillTokens: number;
@@ -356,7 +356,7 @@ export class LoadTracker {
   }
 
   /**
-   * What every tracked slot would carry with this request added (§4.5):
+   * What every tracked slot would carry with this request added (Dynamo's ActiveSequences):
    * decodeBlocks = new blocks + active blocks, prefillTokens = max(0, isl − overlap·bs) + active tokens.
    */
   potentialBlocksAndTokens(

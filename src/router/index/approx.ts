@@ -1,5 +1,5 @@
 /**
- * Approximate mode (spec §3.7): no KV events; the router indexes its own routing decisions
+ * Approximate mode (Dynamo's approximate mode): no KV events; the router indexes its own routing decisions
  * and forgets them after a TTL, or earlier when the index outgrows its maximum size.
  *
  * recordDecision stores the request as a Stored event with parent None whose block hashes

@@ -1,5 +1,5 @@
 /**
- * The precise KV index (spec §3.1–3.5): a radix tree of blocks keyed by the router's local
+ * The precise KV index (Dynamo's RadixTree): a radix tree of blocks keyed by the router's local
  * block hash, with a lookup per (worker, dp_rank) from the engine's block hash to the node.
  *
  * Layout (for 64+ workers and millions of blocks): a node is an int id with a 32-byte record
@@ -222,7 +222,7 @@ export class RadixTree implements KvIndex {
     return this.slots.find(w.workerId, w.dpRank)?.blocks.size ?? 0;
   }
 
-  /** Known (worker, dp_rank) pairs, including cleared ones, ordered (spec §3.1 get_workers). */
+  /** Known (worker, dp_rank) pairs, including cleared ones, ordered (Dynamo's RadixTree::get_workers). */
   knownWorkers(): WorkerWithDpRank[] {
     return this.slots.sorted().map((s) => ({ workerId: s.workerId, dpRank: s.dpRank }));
   }
@@ -488,7 +488,7 @@ export class RadixTree implements KvIndex {
 
 /**
  * True when the chain's block hashes are pairwise distinct and differ from the parent hash:
- * a repeat would make a block its own ancestor (spec §3.3 self-reference check).
+ * a repeat would make a block its own ancestor (Dynamo's RadixTree self-reference check).
  */
 function distinctChain(hasParent: boolean, pLo: number, pHi: number, hash: Uint32Array, n: number): boolean {
   if (hasParent) {
