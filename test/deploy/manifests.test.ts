@@ -16,7 +16,8 @@
  * them; `kubectl apply --validate=strict` on a cluster does), CRD presence.
  */
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
@@ -323,6 +324,51 @@ for (const overlay of OVERLAYS) {
       // without it (admin endpoints then answer loopback only).
       const admin = c.env.find((e: any) => e.name === "SWITCHYARD_ADMIN_TOKEN");
       expect(admin.valueFrom.secretKeyRef.optional).toBe(true);
+    });
+
+    test("serve starts with the ConfigMap's config.json and workers file (values checked by the router itself)", async () => {
+      const args = routerArgs(objs);
+      const c = router(objs).pod.containers[0];
+      const dir = mkdtempSync(join(tmpdir(), "sy-manifests-"));
+      const write = (flag: string): string => {
+        const path = flagValue(args, flag)!;
+        const mount = c.volumeMounts.find((m: any) => path.startsWith(`${m.mountPath}/`));
+        const vol = router(objs).pod.volumes.find((v: any) => v.name === mount.name);
+        const cm = objs.find((o) => o.kind === "ConfigMap" && o.metadata.name === vol.configMap.name)!;
+        const file = join(dir, path.slice(mount.mountPath.length + 1));
+        writeFileSync(file, cm.data![path.slice(mount.mountPath.length + 1)]!);
+        return file;
+      };
+      const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { bin: Record<string, string> };
+      // Only the two files (plus a free port on loopback): flags still pending elsewhere are
+      // checked by name above. A bad value exits 2 before listening; a good start prints its address.
+      const proc = Bun.spawn({
+        cmd: [process.execPath, join(ROOT, pkg.bin.switchyard!), "serve", "--config", write("--config"), "--workers-file", write("--workers-file"), "--port", "0", "--host", "127.0.0.1"],
+        cwd: ROOT,
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      try {
+        const reader = proc.stdout.getReader();
+        let out = "";
+        const deadline = Bun.sleep(15_000).then(() => "deadline" as const);
+        while (!out.includes("\n")) {
+          const next = await Promise.race([reader.read(), deadline]);
+          if (next === "deadline" || next.done) break;
+          out += new TextDecoder().decode(next.value);
+        }
+        if (!out.includes('"port"')) {
+          proc.kill("SIGKILL");
+          await proc.exited;
+          throw new Error(`serve did not start (exit ${proc.exitCode}):\n${await new Response(proc.stderr).text()}`);
+        }
+        expect(JSON.parse(out.split("\n")[0]!).port).toBeGreaterThan(0);
+      } finally {
+        proc.kill("SIGTERM");
+        await proc.exited;
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     test("the Service and ServiceMonitor reach the router's named port; the PDB covers the router pods", () => {
