@@ -29,6 +29,7 @@ import type { PubSubOpener } from "../sync/transport.ts";
 import { fetchEngineInfo, type EngineInfo } from "../fleet/engine-info.ts";
 import { engineLoraClient } from "../fleet/engine-lora.ts";
 import { engineSessions } from "../fleet/engine-sessions.ts";
+import type { HealthChecker } from "../fleet/health.ts";
 import { WorkerMembership } from "../fleet/membership.ts";
 import { fetchServedModels, ModelDirectory } from "../fleet/models.ts";
 import { WorkerRegistry } from "../fleet/registry.ts";
@@ -84,6 +85,8 @@ export interface ComposedRouter {
   readonly registry: WorkerRegistry;
   readonly router: ReturnType<typeof createRouter>;
   readonly membership: WorkerMembership;
+  /** Health checks, fences and holds (discovery holds a terminating pod's worker). */
+  readonly health: HealthChecker;
   readonly admission: AdmissionGate;
   readonly deps: SharedDeps;
   /** The headers the router's own engine calls carry (--engine-token). */
@@ -314,6 +317,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     registry,
     router,
     membership,
+    health,
     admission,
     deps,
     engineHeaders,
