@@ -138,6 +138,8 @@ export class HealthChecker {
     }
     if (ok && this.#o.afterHealthy) {
       await this.#o.afterHealthy(id, rec.url, AbortSignal.timeout(this.#o.timeoutMs)).catch(() => {});
+      // A hold or a fence that came while the models were re-read wins over this check.
+      if (this.#held.has(id) || (this.#fences.get(id) ?? 0) !== fenceAtStart) return false;
     }
     this.#set(id, ok, reason);
     return ok;

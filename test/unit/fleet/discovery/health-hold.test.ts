@@ -62,3 +62,31 @@ describe("HealthChecker holds", () => {
     expect(health.isHeld(2n)).toBe(false);
   });
 });
+
+describe("HealthChecker holds, with the models re-read after a good check", () => {
+  test("a hold that comes while the models are re-read is not lifted by that check", async () => {
+    const registry = new WorkerRegistry();
+    registry.add(1n, "http://a:1", 1, false);
+    let reread!: () => void;
+    const gate = new Promise<void>((r) => (reread = r));
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => (entered = r));
+    const health = new HealthChecker({
+      registry,
+      intervalMs: 1e9,
+      timeoutMs: 1000,
+      fetch: async () => new Response("ok"),
+      afterHealthy: async () => {
+        entered();
+        await gate;
+      },
+    });
+    const check = health.check(1n);
+    await inside;
+    health.hold(1n, "draining: pod terminating");
+    reread();
+    expect(await check).toBe(false);
+    expect(registry.get(1n)!.healthy).toBe(false);
+    expect(registry.get(1n)!.reason).toBe("draining: pod terminating");
+  });
+});
