@@ -9,7 +9,9 @@
  *   (no address, not ready yet, registration failing) | rejected.
  * - `switchyard_discovery_api_up`: 1 while the last list or watch call got through, 0 during
  *   an API server outage (the last known fleet keeps routing meanwhile).
- * - `switchyard_discovery_relists_total{reason}`: start | expired (410) | error.
+ * - `switchyard_discovery_relists_total{reason}`: lists that got through, by why they were
+ *   needed: start | expired (410) | error (the server's history went back: "too large
+ *   resource version").
  * - `switchyard_discovery_watch_restarts_total{reason}`: timeout (the server ended the watch,
  *   as asked) | error (connection cut, HTTP error, unreadable line) | idle (nothing for too long).
  * - `switchyard_discovery_registration_failures_total`.

@@ -97,6 +97,7 @@ export class PodWatch {
   async #run(firstAttemptOver: () => void): Promise<void> {
     const { api, namespace, selector, sink, log, metrics } = this.#o;
     let failures = 0;
+    /** Why the next list is needed; a failed attempt does not change it. */
     let relistReason: RelistReason = "start";
     while (!this.#stopped) {
       if (this.#rv === undefined) {
@@ -111,7 +112,6 @@ export class PodWatch {
         } catch (e) {
           if (this.#stopped) break;
           firstAttemptOver();
-          relistReason = "error";
           failures++;
           this.#failed("list", e);
           await this.#backoff(failures);
@@ -160,7 +160,11 @@ export class PodWatch {
           relistReason = "expired";
         } else {
           reason = "error";
-          if (isTooLarge(e)) this.#rv = undefined; // the server went back in time (etcd restored): start over
+          if (isTooLarge(e)) {
+            // The server went back in time (etcd restored from a backup): start over.
+            this.#rv = undefined;
+            relistReason = "error";
+          }
           this.#failed("watch", e);
         }
       } finally {
