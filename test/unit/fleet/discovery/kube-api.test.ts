@@ -48,6 +48,24 @@ describe("KubeApi against the stand-in API server", () => {
     expect(api.requests.at(-1)).toMatchObject({ path: "/api/v1/namespaces/ml/pods", query: { labelSelector: "app=vllm" }, authorization: "Bearer s3cret" });
   });
 
+  test("the stand-in's label selectors: equality, inequality, existence, sets (a list is what a selector matches)", async () => {
+    const api = standIn();
+    const pods: [string, Record<string, string>][] = [
+      ["a", { app: "vllm", tier: "gold" }],
+      ["b", { app: "vllm", tier: "silver", canary: "yes" }],
+      ["c", { app: "vllm" }],
+      ["d", { app: "sglang", tier: "gold" }],
+    ];
+    for (const [name, labels] of pods) api.createPod({ name, labels, ip: "10.0.0.1" });
+    const names = async (sel: string) => (await client(api.url).listPods("default", sel)).items.map((p) => (p.metadata as { name: string }).name).sort();
+    expect(await names("")).toEqual(["a", "b", "c", "d"]);
+    expect(await names("app==vllm,tier")).toEqual(["a", "b"]);
+    expect(await names("app=vllm,!canary")).toEqual(["a", "c"]);
+    expect(await names("tier!=gold")).toEqual(["b", "c"]);
+    expect(await names("tier in (gold, silver),app notin (sglang)")).toEqual(["a", "b"]);
+    expect(await names("tier notin (gold)")).toEqual(["b", "c"]);
+  });
+
   test("an answer that is not 2xx is a KubeApiError with the Status' reason and message", async () => {
     const api = standIn({ token: "s3cret", namespaces: ["ml"] });
     const noToken = client(api.url).listPods("ml", "");
