@@ -49,7 +49,8 @@ export type RawConfigShape = Record<
   | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
   | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow"
   | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout" | "engineLoadWeight"
-  | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort",
+  | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort"
+  | "discover" | "discoverNamespace" | "discoverSelector" | "discoverPortName" | "kubeconfig",
   unknown
 >;
 
@@ -120,6 +121,12 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "queueTimeout", flag: "--queue-timeout", env: ["SWITCHYARD_QUEUE_TIMEOUT"], help: "seconds a request may wait for a worker that is not busy before a 429 (default 30)" },
   { key: "engineLoadWeight", flag: "--engine-load-weight", env: ["SWITCHYARD_ENGINE_LOAD_WEIGHT"], help: "kv/approx: cost in blocks per request the rank's engine reports waiting (engine metrics); 0 = off (default 0)" },
   { key: "engineSpeedup", flag: "--engine-speedup", env: ["SWITCHYARD_ENGINE_SPEEDUP"], help: "time speed-up of embedded engines (default 1)" },
+  // ---- engines discovered from Kubernetes (src/fleet/discovery) ----
+  { key: "discover", flag: "--discover", env: ["SWITCHYARD_DISCOVER"], meta: "SOURCE", help: "find engines by themselves: off | kubernetes (list + watch the pods --discover-selector matches; per-pod switchyard.dev/* annotations) (default off)" },
+  { key: "discoverNamespace", flag: "--discover-namespace", env: ["SWITCHYARD_DISCOVER_NAMESPACE"], meta: "NS", help: "--discover kubernetes: the namespace watched (default: the router pod's own, else the kubeconfig context's, else default)" },
+  { key: "discoverSelector", flag: "--discover-selector", env: ["SWITCHYARD_DISCOVER_SELECTOR"], meta: "LABELS", help: "--discover kubernetes: label selector of the engine pods, e.g. app=vllm (required with it)" },
+  { key: "discoverPortName", flag: "--discover-port-name", env: ["SWITCHYARD_DISCOVER_PORT_NAME"], meta: "NAME", help: "--discover kubernetes: the container port, by name, the engine serves HTTP on (default http)" },
+  { key: "kubeconfig", flag: "--kubeconfig", env: ["SWITCHYARD_KUBECONFIG"], meta: "PATH", help: "--discover kubernetes: kubeconfig file (default: the pod's service account in a cluster, else $KUBECONFIG, else ~/.kube/config)" },
 ];
 
 /** "12" -> 12 and " 1.5 " -> 1.5; anything else passes unchanged so the type check names it. */
@@ -333,6 +340,12 @@ export const ConfigSchema = v.object({
   // 2048 halves TTFT against always splitting and keeps decode ITL p99 under 20 ms.
   disaggMinPrefillTokens: v.optional(int(0, 2 ** 31), 2048),
   bootstrapPort: v.optional(int(1, 65535), 8998),
+  // ---- engines discovered from Kubernetes ----
+  discover: v.optional(v.picklist(["off", "kubernetes"], "must be off or kubernetes"), "off"),
+  discoverNamespace: v.optional(v.pipe(v.string("must be a string"), v.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name (lower-case letters, digits, '-')"))),
+  discoverSelector: v.optional(v.pipe(v.string("must be a string"), v.trim(), v.nonEmpty("must not be empty"))),
+  discoverPortName: v.optional(v.pipe(v.string("must be a string"), v.regex(/^[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$/, "must be a port name (at most 15 lower-case letters, digits, '-')")), "http"),
+  kubeconfig: v.optional(v.pipe(v.string("must be a file path"), v.nonEmpty("must not be empty"))),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -440,6 +453,14 @@ export interface Config {
   readonly queueTimeout: number;
   /** Cost (blocks) per engine-reported waiting request; 0 = off. */
   readonly engineLoadWeight: number;
+  // ---- engines discovered from Kubernetes (src/fleet/discovery) ----
+  readonly discover: "off" | "kubernetes";
+  /** Undefined: the router pod's own namespace (service account), else the kubeconfig's, else "default". */
+  readonly discoverNamespace: string | undefined;
+  readonly discoverSelector: string | undefined;
+  readonly discoverPortName: string;
+  /** Undefined: in-cluster service account, else $KUBECONFIG, else ~/.kube/config. */
+  readonly kubeconfig: string | undefined;
 }
 
 /** A vLLM worker whose KV events come over ZMQ. */
@@ -524,6 +545,11 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     maxQueue: o.maxQueue,
     queueTimeout: o.queueTimeout,
     engineLoadWeight: o.engineLoadWeight,
+    discover: o.discover,
+    discoverNamespace: o.discoverNamespace,
+    discoverSelector: o.discoverSelector,
+    discoverPortName: o.discoverPortName,
+    kubeconfig: o.kubeconfig,
   };
 }
 
@@ -544,6 +570,13 @@ export function crossFieldProblems(c: Config, replays: readonly ZmqEndpointPair[
     if (!c.zmqEndpoints.some((z) => sameWorkerUrl(z.workerUrl, r.workerUrl))) {
       out.push(`--zmq-replay-endpoint: ${r.workerUrl} has no --zmq-endpoint`);
     }
+  }
+  if (c.discover === "kubernetes" && c.discoverSelector === undefined) {
+    out.push("--discover-selector (SWITCHYARD_DISCOVER_SELECTOR): needed with --discover kubernetes (the labels of the engine pods, e.g. app=vllm)");
+  }
+  if (c.discover === "off") {
+    const given = [["--discover-namespace", c.discoverNamespace], ["--discover-selector", c.discoverSelector], ["--kubeconfig", c.kubeconfig]] as const;
+    for (const [flag, value] of given) if (value !== undefined) out.push(`${flag}: only used with --discover kubernetes`);
   }
   const seen = new Set<string>();
   for (const z of c.zmqEndpoints) {

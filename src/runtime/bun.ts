@@ -24,6 +24,8 @@ import { chooseHasher } from "./bun/hasher.ts";
 import { listenOnBun } from "./bun/http-server.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
 import { workersFileWatch } from "./bun/workers-file.ts";
+import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
+import { registerTokenizer } from "../edge/routes/worker-models.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
 
 export { StartupError };
@@ -45,6 +47,9 @@ export interface RunningRouter {
 
 /** Build everything and serve; resolves once the server listens and start-up workers are registered. */
 export async function serve(config: Config, log: Logger): Promise<RunningRouter> {
+  // --discover kubernetes: a config that cannot be read stops the start before anything listens.
+  const kube = await resolveKubeTarget(config);
+  if (kube !== undefined && "problem" in kube) throw new StartupError(kube.problem);
   const hasher = chooseHasher(log);
   const engineLoad = new EngineLoad();
   // Disaggregated prefill/decode (src/app/disagg): roles from flags first, engine info after.
@@ -109,6 +114,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   await kv.subscribeConfigured();
   const workersFile = workersFileWatch(config.workersFile, { provisioner: kv.provisioner, registry, now, log });
   await workersFile?.start();
+  const discovery = kube && kubernetesDiscovery(config, kube, { provisioner: kv.provisioner, health: c.health, registry, metrics: c.metrics.registry, now, log, tokenizer: (id, path) => registerTokenizer(deps, id, path) });
+  await discovery?.start();
   c.startChecks();
   engineLoad.start();
 
@@ -130,6 +137,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     async stop() {
       c.stopWork();
       workersFile?.stop();
+      await discovery?.stop();
       engineLoad.stop();
       server?.stop(true);
       upstreamClient.closeIdle();

@@ -32,6 +32,7 @@ import type { PubSubOpener } from "../sync/transport.ts";
 import { fetchEngineInfo, type EngineInfo } from "../fleet/engine-info.ts";
 import { engineLoraClient } from "../fleet/engine-lora.ts";
 import { engineSessions } from "../fleet/engine-sessions.ts";
+import type { HealthChecker } from "../fleet/health.ts";
 import { WorkerMembership } from "../fleet/membership.ts";
 import { fetchServedModels, ModelDirectory } from "../fleet/models.ts";
 import { WorkerRegistry } from "../fleet/registry.ts";
@@ -104,6 +105,8 @@ export interface ComposedRouter {
   readonly registry: WorkerRegistry;
   readonly router: ReturnType<typeof createRouter>;
   readonly membership: WorkerMembership;
+  /** Health checks, fences and holds (discovery holds a terminating pod's worker). */
+  readonly health: HealthChecker;
   readonly admission: AdmissionGate;
   /** The edge's deps (createApp's argument): what every runtime gives the same way, plus the runtime's own. */
   edgeDeps(runtime: RuntimeEdge): EdgeDeps;
@@ -332,6 +335,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     registry,
     router,
     membership,
+    health,
     admission,
     edgeDeps,
     engineHeaders,

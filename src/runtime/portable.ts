@@ -42,6 +42,10 @@ export const BUN_ONLY_FLAGS: Readonly<Record<string, string>> = {
   "--engine-metrics-interval": "engine metrics scraping is wired by the Bun entry only",
   "--busy-waiting": "engine metrics scraping is wired by the Bun entry only",
   "--idle-timeout": "a client idle timeout is a Bun server option",
+  "--discover-namespace": "Kubernetes discovery is wired by the Bun entry only",
+  "--discover-selector": "Kubernetes discovery is wired by the Bun entry only",
+  "--discover-port-name": "Kubernetes discovery is wired by the Bun entry only",
+  "--kubeconfig": "Kubernetes discovery is wired by the Bun entry only",
 };
 
 /** One problem per flag given on the command line that this runtime cannot honour. */
@@ -60,11 +64,14 @@ export function refusedFlags(argv: readonly string[], runtime: string, refused: 
  * `--redis redis://…` needs RESP over TCP (Bun's RedisClient); `https://` (Upstash REST) works.
  * Checked on the parsed config, so the environment variables that set --redis count too.
  */
-export function refusedValues(config: Pick<Config, "redis" | "tokenizerLibrary">, runtime: string): string[] {
+export function refusedValues(config: Pick<Config, "redis" | "tokenizerLibrary"> & Partial<Pick<Config, "discover">>, runtime: string): string[] {
   const out: string[] = [];
   const scheme = config.redis?.slice(0, config.redis.indexOf(":") + 1).toLowerCase();
   if (scheme === "redis:" || scheme === "rediss:") {
     out.push(`--redis: ${scheme}// is not available on ${runtime} (RESP needs Bun's RedisClient over TCP; use Upstash REST: --redis https://… --redis-token …)`);
+  }
+  if (config.discover === "kubernetes") {
+    out.push(`--discover: kubernetes is not available on ${runtime} (Kubernetes discovery is wired by the Bun entry only; list the engines with --worker)`);
   }
   if (config.tokenizerLibrary === "native") {
     out.push(`--tokenizer-library: native is not available on ${runtime} (HF's Rust addon loads on Bun/Node only; use hf or bpe)`);
