@@ -114,7 +114,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   await kv.subscribeConfigured();
   const workersFile = workersFileWatch(config.workersFile, { provisioner: kv.provisioner, registry, now, log });
   await workersFile?.start();
-  const discovery = kube && kubernetesDiscovery(config, kube, { provisioner: kv.provisioner, health: c.health, registry, metrics: c.metrics.registry, now, log, tokenizer: (id, path) => registerTokenizer(deps, id, path) });
+  const discovery = kube && kubernetesDiscovery(config, kube, { provisioner: kv.provisioner, health: c.health, registry, metrics: c.metrics.registry, now, log, tokenizer: (id, path) => registerTokenizer(deps.fleet, id, path) });
   await discovery?.start();
   c.startChecks();
   engineLoad.start();

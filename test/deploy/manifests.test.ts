@@ -41,7 +41,7 @@ const NAMESPACE = "switchyard";
  * "serve knows this flag" check, by name; once `serve --help` lists them they are checked
  * like every other flag. Delete this list after the merge.
  */
-const PENDING_FLAGS = new Set(["--discover", "--discover-namespace", "--discover-selector", "--discover-port-name", "--drain-delay", "--log-format"]);
+const PENDING_FLAGS = new Set(["--drain-delay", "--log-format"]);
 
 type Obj = {
   apiVersion: string;
