@@ -8,7 +8,7 @@
  * "needs a value"); a switch stands alone (value "true") or takes an explicit `true`/`false`
  * after it or after `=`; anything not starting with `--` is an unexpected argument.
  *
- * Why not node:util's parseArgs (issue 10 asked): in strict mode it throws at the first
+ * Why not node:util's parseArgs: in strict mode it throws at the first
  * problem; in loose mode it takes a following `--flag` as the value of a string option, and an
  * unknown flag leaves its value behind as a positional. test/unit/config/flag-scan.test.ts pins
  * those behaviours, so a change in them shows up there. Pure.

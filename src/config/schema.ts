@@ -11,8 +11,7 @@
  * outlier ejection's settings (flags `--outlier-*`).
  */
 import * as v from "valibot";
-import { LOAD_METRICS } from "../router/choose/filters/load-guard.ts";
-import { POLICY_NAMES, type PolicyName } from "../router/choose/registry.ts";
+import { LOAD_METRICS, POLICY_NAMES, type PolicyName } from "../router/index.ts";
 import { listOptions, type OptionGroup, type TableOption, type TableValues } from "./option-table.ts";
 import { bunOnly, EVERYWHERE, notOnWorkerd, valueCheck, type RuntimeOptionDef } from "./runtimes.ts";
 import { TokenizerSpecsSchema } from "./tokenizers.ts";
@@ -52,6 +51,7 @@ const ZMQ_WHY = "ZMQ event streams use libzmq over bun:ffi (send events over HTT
 const ENGINES_WHY = "embedded simulated engines run on Bun's server";
 const METRICS_WHY = "engine metrics scraping is wired by the Bun entry only";
 const DRAIN_WHY = "workerd stops its isolates itself; requests in flight are not drained";
+const DISCOVERY_WHY = "Kubernetes discovery is wired by the Bun entry only; list the engines with --worker";
 
 export const SERVE_OPTIONS = {
   port: row({ schema: v.optional(int(0, 65535), 8080), env: ["SWITCHYARD_PORT", "PORT"], meta: "N", help: "listen port; 0 = any free port", runtimes: EVERYWHERE }),
@@ -409,6 +409,39 @@ export const SERVE_OPTIONS = {
   }),
   maxQueue: row({ schema: v.optional(int(0, 1_000_000), 1024), meta: "N", help: "requests that may wait when every worker is busy; more get 429; 0 = 429 at once", runtimes: EVERYWHERE }),
   queueTimeout: row({ schema: v.optional(positive("a number of seconds > 0"), 30), meta: "S", help: "seconds a request may wait for a worker that is not busy before a 429", runtimes: EVERYWHERE }),
+  // Engines found by the router itself (src/fleet/discovery): the pods a label selector matches.
+  discover: row({
+    schema: v.optional(v.picklist(["off", "kubernetes"], "must be off or kubernetes"), "off"),
+    meta: "SOURCE",
+    help: "find engines by themselves: off | kubernetes (list + watch the pods --discover-selector matches; per-pod switchyard.dev/* annotations)",
+    runtimes: bunOnly(DISCOVERY_WHY),
+  }),
+  discoverNamespace: row({
+    schema: v.optional(v.pipe(v.string("must be a string"), v.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name (lower-case letters, digits, '-')"))),
+    meta: "NS",
+    help: "--discover kubernetes: the namespace watched",
+    defaultText: "the router pod's own, else the kubeconfig context's, else default",
+    runtimes: bunOnly(DISCOVERY_WHY),
+  }),
+  discoverSelector: row({
+    schema: v.optional(v.pipe(v.string("must be a string"), v.trim(), v.nonEmpty("must not be empty"))),
+    meta: "LABELS",
+    help: "--discover kubernetes: label selector of the engine pods, e.g. app=vllm (required with it)",
+    runtimes: bunOnly(DISCOVERY_WHY),
+  }),
+  discoverPortName: row({
+    schema: v.optional(v.pipe(v.string("must be a string"), v.regex(/^[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$/, "must be a port name (at most 15 lower-case letters, digits, '-')")), "http"),
+    meta: "NAME",
+    help: "--discover kubernetes: the container port, by name, the engine serves HTTP on",
+    runtimes: bunOnly(DISCOVERY_WHY),
+  }),
+  kubeconfig: row({
+    schema: v.optional(v.pipe(v.string("must be a file path"), v.nonEmpty("must not be empty"))),
+    meta: "PATH",
+    help: "--discover kubernetes: kubeconfig file",
+    defaultText: "the pod's service account in a cluster, else $KUBECONFIG, else ~/.kube/config",
+    runtimes: bunOnly(DISCOVERY_WHY),
+  }),
 } as const;
 
 /** The validated configuration of `switchyard serve`: exactly the table's keys and value types. */
@@ -453,6 +486,13 @@ export function crossFieldProblems(c: Config): string[] {
   }
   for (const r of c.zmqReplayEndpoints) {
     if (!c.zmqEndpoints.some((z) => sameWorkerUrl(z.workerUrl, r.workerUrl))) out.push(`--zmq-replay-endpoint: ${r.workerUrl} has no --zmq-endpoint`);
+  }
+  if (c.discover === "kubernetes" && c.discoverSelector === undefined) {
+    out.push("--discover-selector (SWITCHYARD_DISCOVER_SELECTOR): needed with --discover kubernetes (the labels of the engine pods, e.g. app=vllm)");
+  }
+  if (c.discover === "off") {
+    const given = [["--discover-namespace", c.discoverNamespace], ["--discover-selector", c.discoverSelector], ["--kubeconfig", c.kubeconfig]] as const;
+    for (const [flag, value] of given) if (value !== undefined) out.push(`${flag}: only used with --discover kubernetes`);
   }
   const seen = new Set<string>();
   for (const z of c.zmqEndpoints) {

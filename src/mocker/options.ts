@@ -89,7 +89,7 @@ export const MOCKER_OPTIONS = {
     defaultText: false,
   }),
   seed: row({ schema: v.optional(count(0), 0), read: readNumber, meta: "N", help: "seed of the fake output text" }),
-  /** WORKER_KV_INDEXER_BUFFER_SIZE of Dynamo (spec §1.7): the events a router can ask to replay. */
+  /** Dynamo's WORKER_KV_INDEXER_BUFFER_SIZE: the events a router can ask to replay; a router's gap older than this gets a tree dump. */
   eventBufferSize: row({ schema: v.optional(count(1), 1024), read: readNumber, meta: "N", help: "KV events kept per dp rank for replay" }),
   role: row({
     schema: v.optional(v.picklist(["prefill", "decode", "both"], "must be prefill, decode or both"), "both"),

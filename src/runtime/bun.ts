@@ -9,7 +9,6 @@
  */
 import { hostname, networkInterfaces } from "node:os";
 import { createApp } from "../edge/app.ts";
-import type { AppDeps } from "../edge/deps.ts";
 import { WorkerRoles } from "../edge/disagg/roles.ts";
 import type { Logger } from "../edge/log.ts";
 import { fetchUpstream } from "../edge/proxy/upstream.ts";
@@ -26,6 +25,8 @@ import { listenOnBun } from "./bun/http-server.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
 import { workersFileWatch } from "./bun/workers-file.ts";
 import { parseWorkersFile } from "../fleet/workers-file.ts";
+import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
+import { registerTokenizer } from "../edge/routes/worker-models.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
 
 export { StartupError };
@@ -55,6 +56,9 @@ export interface RunningRouter {
 export async function serve(config: Config, log: Logger): Promise<RunningRouter> {
   if (config.workersFile !== undefined) await checkWorkersFile(config.workersFile);
   checkPortFree(config);
+  // --discover kubernetes: a config that cannot be read stops the start before anything listens.
+  const kube = await resolveKubeTarget(config);
+  if (kube !== undefined && "problem" in kube) throw new StartupError(kube.problem);
   const hasher = chooseHasher(log);
   const engineLoad = new EngineLoad();
   // Disaggregated prefill/decode (src/app/disagg): roles from flags first, engine info after.
@@ -80,7 +84,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       busyKeys: () => engineLoad.busy,
       engineWaiting: () => engineLoad.waiting,
       onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
-      onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it (issue 13)
+      onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it
     },
     log,
   );
@@ -92,8 +96,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   // Proxied requests go over pooled sockets on this thread (Bun's fetch hands each request
   // to its own client thread, which costs ~20 µs of CPU per request); https engines use fetch.
   const upstreamClient = new SocketHttpClient({ fallback: fetchUpstream((u, init) => fetch(u, init)), connectTimeoutMs: config.connectTimeout * 1000 });
-  const deps: AppDeps = {
-    ...c.deps,
+  const deps = c.edgeDeps({
     disagg:
       config.disagg === "off"
         ? undefined
@@ -108,7 +111,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       const engine = engineLoad.describe(id);
       return { ...(zmq ? { kv_events: zmq } : {}), ...(engine ? { engine_metrics: engine } : {}) };
     },
-  };
+  });
   const app = createApp(deps);
   try {
     server = listenOnBun(config, deps, (req) => app.fetch(req));
@@ -126,6 +129,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   await kv.subscribeConfigured();
   const workersFile = workersFileWatch(config.workersFile, { provisioner: kv.provisioner, registry, now, log });
   await workersFile?.start();
+  const discovery = kube && kubernetesDiscovery(config, kube, { provisioner: kv.provisioner, health: c.health, registry, metrics: c.metrics.registry, now, log, tokenizer: (id, path) => registerTokenizer(deps.fleet, id, path) });
+  await discovery?.start();
   c.startChecks();
   engineLoad.start();
 
@@ -152,6 +157,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     async stop() {
       c.stopWork();
       workersFile?.stop();
+      await discovery?.stop();
       engineLoad.stop();
       server?.stop(true);
       upstreamClient.closeIdle();

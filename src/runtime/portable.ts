@@ -7,9 +7,9 @@
  * /v1/kv/events, recovery queries with fetch), upstream calls with fetch, and the pure-JS
  * tokenizer where the platform can read files (Deno: `readText`). What needs Bun (the native
  * hasher over bun:ffi, ZMQ, RESP Redis — `redis://` — embedded engines, the workers file watch,
- * the tokenizer worker pool, Bun's direct streams) is refused by name before anything starts,
- * unless left at its default: the options table's runtime column says which (loadConfig with
- * `runtime`, src/config/runtimes.ts). The RESP openers are never imported here: Bun's entry
+ * the tokenizer worker pool, Kubernetes discovery, Bun's direct streams) is refused by name
+ * before anything starts, unless left at its default: the options table's runtime column says
+ * which (loadConfig with `runtime`, src/config/runtimes.ts). The RESP openers are never imported here: Bun's entry
  * injects them (src/sync/redis-client.ts, src/sync/transport.ts).
  *
  * The runtime entry passes `serve` (its HTTP server), `sleep` and `readText`; the composition
@@ -18,7 +18,7 @@
 import { createApp } from "../edge/app.ts";
 import type { Logger } from "../edge/log.ts";
 import type { Config } from "../config/schema.ts";
-import { portableBatchHasher } from "../core/hashing.ts";
+import { portableBatchHasher } from "../core/block-hash.ts";
 import { loadEngineTokenizer } from "../tokens/load.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
 
@@ -64,7 +64,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
     },
     log,
   );
-  const app = createApp({ ...c.deps, peer: platform.peer });
+  const app = createApp(c.edgeDeps({ peer: platform.peer }));
   const server = await platform.serve((req) => app.fetch(req), config.port, config.host);
   c.listeningOn(server.port);
   const url = `http://${reachableHost(config.host)}:${server.port}`;

@@ -7,11 +7,14 @@
  * default, which starts (redis:// and the shared Upstash REST store: ./shared-redis.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import pkg from "../../package.json" with { type: "json" };
 import { join } from "node:path";
 import { ROOT, startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import { RUNTIMES, startRouter } from "./runtimes.ts";
 
 const BS = 4;
+/** What each runtime's navigator.userAgent starts with. */
+const RUNTIME_AGENT: Record<string, RegExp> = { bun: /^Bun\//, deno: /^Deno\//, workerd: /^Cloudflare-Workers/ };
 const ADMIN = "conformance-admin";
 
 for (const rt of RUNTIMES) {
@@ -108,6 +111,16 @@ for (const rt of RUNTIMES) {
       expect(err.error.message.length).toBeGreaterThan(0);
       expect((await fetch(`${url}/no/such/route`)).status).toBe(404);
       expect((await fetch(`${url}/v1/workers`)).status).toBe(401);
+      const wrongMethod = await fetch(`${url}/v1/completions`);
+      expect(wrongMethod.status).toBe(405);
+      expect(wrongMethod.headers.get("allow")).toBe("POST");
+    });
+
+    test("GET /version names the package version and this runtime", async () => {
+      const v = (await (await fetch(`${url}/version`)).json()) as { version: string; commit: string; runtime: string };
+      expect(v.version).toBe(pkg.version);
+      expect(v.commit).toBe("unknown");
+      expect(v.runtime).toMatch(RUNTIME_AGENT[rt.name]!);
     });
   });
 }

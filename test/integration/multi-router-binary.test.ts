@@ -9,7 +9,7 @@ import type { Subprocess } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { computeBlockHashes } from "../../src/core/hashing.ts";
+import { computeBlockHashes } from "../../src/core/block-hash.ts";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { until } from "../support/processes.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";

@@ -1,6 +1,6 @@
 /**
- * Where requests wait when every candidate worker is busy (issue 13). A routing attempt
- * that fails with `all_workers_busy` joins the admission queue (scheduler/admission-queue.ts
+ * Where requests wait when every candidate worker is busy. A routing attempt
+ * that fails with `all_workers_busy` joins the admission queue (admission-queue.ts
  * decides the order: priority, then arrival); while anyone waits, the gate re-tries the
  * first `scan` waiters in that order every `tickMs` (and whenever `pump()` is called, e.g.
  * after an engine metrics scrape), admitting each that finds a worker. A waiter whose
@@ -8,7 +8,9 @@
  * (another model, adapter or session) are free. A full queue or a wait past `timeoutMs`
  * answers 429 with Retry-After; a client that leaves is taken out of the line. New arrivals
  * queue behind waiters, so nobody overtakes the line.
- * Pure: the clock and the re-try timer are passed in (`now`, `timers`).
+ * Pure: the clock and the re-try timer are passed in (`now`, `timers`). The router owns it:
+ * routing.routeOrWait is the request path's one way in (the composition builds it with the
+ * runtime's timer and hands it to createRouter as a port; the runtime pumps it and closes it).
  */
 import { isRouterError, RouterError } from "../../core/errors.ts";
 import { AdmissionQueue, type QueuedEntry } from "./admission-queue.ts";

@@ -1,8 +1,8 @@
 /**
  * The admission queue's decisions (issue 13): who waits, in what order, and who has waited
  * too long, when every candidate worker is busy. Pure: time comes in as `now` (ms), there
- * are no timers and no promises here; the HTTP edge (app/routing/admission-gate.ts) does
- * the waiting and asks this module what to do.
+ * are no timers and no promises here; the gate (admission-gate.ts) does the waiting and
+ * asks this module what to do.
  *
  * Order: lower `priority` first, then arrival order. That is vLLM's rule for its own
  * `priority` request field: "lower means earlier handling; default 0"

@@ -1,10 +1,10 @@
 /**
- * The engines' own load on Bun (issue 13): their /metrics scraped every
+ * The engines' own load on Bun: their /metrics scraped every
  * --engine-metrics-interval make a rank busy past --busy-threshold (KV usage) or --busy-waiting
  * (queued requests), feed --engine-load-weight, pump the admission queue, and show in /metrics
  * (switchyard_engine_load) and GET /v1/workers. Off (no scraping) with --engine-metrics-interval 0.
  */
-import type { AdmissionGate } from "../../router/admission/admission-gate.ts";
+import type { AdmissionGate } from "../../router/index.ts";
 import type { Logger } from "../../edge/log.ts";
 import type { Config } from "../../config/schema.ts";
 import type { WorkerId, WorkerKey } from "../../core/ids.ts";

@@ -39,7 +39,7 @@ export function defaultEncodeWorkers(): number {
 }
 
 /** Compiled binary: the worker embedded at its path under the build root (see runtime/bun/zmq/worker-url.ts). */
-const COMPILED_PATHS = ["bun/tokens/encode-worker.js", "runtime/bun/tokens/encode-worker.js", "src/runtime/bun/tokens/encode-worker.js", "encode-worker.js"];
+const COMPILED_PATHS = ["runtime/bun/tokens/encode-worker.js", "src/runtime/bun/tokens/encode-worker.js", "encode-worker.js"];
 
 export function defaultEncodeWorkerUrl(metaUrl: string = import.meta.url): string {
   const beside = new URL("./encode-worker.ts", metaUrl);

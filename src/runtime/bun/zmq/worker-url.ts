@@ -3,15 +3,14 @@
  * from `bun build --compile src/main.ts src/runtime/bun/zmq/recv-worker.ts …`, each entrypoint
  * is embedded under the binary's virtual root (`/$bunfs/root/`) at its path relative to the
  * build's root folder, as `.js`, while `import.meta.url` of bundled code is the binary's own
- * path there: so the worker is looked up under that root for the usual build roots (the
- * entrypoints' common folder `src/runtime/` as `bun run compile` has it, `src/`, the repository, or
- * `--root src/runtime/bun/zmq`) instead of
+ * path there: so the worker is looked up under that root for the usual build roots (`--root src`
+ * as `bun run compile` has it, the repository, or `--root src/runtime/bun/zmq`) instead of
  * relying on one `--root`. Callers can skip all this with `recvWorkerUrl`.
  */
 import { existsSync } from "node:fs";
 
 /** The worker's path relative to the compiled binary's root, for each build root we support. */
-export const COMPILED_WORKER_PATHS = ["bun/zmq/recv-worker.js", "runtime/bun/zmq/recv-worker.js", "src/runtime/bun/zmq/recv-worker.js", "recv-worker.js"] as const;
+export const COMPILED_WORKER_PATHS = ["runtime/bun/zmq/recv-worker.js", "src/runtime/bun/zmq/recv-worker.js", "recv-worker.js"] as const;
 
 /** Bun's virtual folder of a compiled binary's embedded files. */
 const BUNFS_MARK = "/$bunfs/";

@@ -7,6 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import type { UpstreamDeadlines } from "../../../../src/edge/proxy/deadlines.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
+import { silentLogger } from "../../../../src/edge/log.ts";
 import type { UpstreamBody, UpstreamCall, UpstreamRequestInit } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { harness } from "../harness.ts";
@@ -61,14 +62,14 @@ function setup(upstream: UpstreamCall, deadlines: Partial<UpstreamDeadlines> = {
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
-    fence: (id, why) => fenced.push([id, why]),
-    report: (id, failure) => reports.push([id, failure]),
-    metrics: h.metrics,
-    fetch: h.deps.fetch,
-    upstream,
-    maxRetries: 1,
-    deadlines: { connectMs: 0, firstByteMs: 0, responseMs: 0, streamIdleMs: 0, ...deadlines },
-    warn: (m) => warnings.push(m),
+    outcomes: { fence: (id, why) => fenced.push([id, why]), report: (id, failure) => reports.push([id, failure]) },
+    observe: { metrics: h.metrics, log: { ...silentLogger, warn: (m) => warnings.push(m) } },
+    upstream: {
+      call: upstream,
+      fetch: h.deps.upstream.fetch,
+      maxRetries: 1,
+      deadlines: { connectMs: 0, firstByteMs: 0, responseMs: 0, streamIdleMs: 0, ...deadlines },
+    },
   };
   const call = (signal?: AbortSignal, stream = true) =>
     forward(
