@@ -74,7 +74,7 @@ async function main(argvIn: readonly string[]): Promise<void> {
   }
   if (argv.includes("--version")) {
     // This launcher runs on Bun; the router itself runs in workerd.
-    console.log(versionLine({ ...buildInfo(), runtime: "workerd" }));
+    console.log(versionLine({ ...buildInfo(), runtime: "Cloudflare-Workers" }));
     return;
   }
   let config;
