@@ -1,11 +1,10 @@
 /** The --discover flags as the config loader reads them (flags, env, checks between fields). */
 import { describe, expect, test } from "bun:test";
-import { ConfigError, loadConfig } from "../../../../src/config/load.ts";
-import { refusedFlags, refusedValues, BUN_ONLY_FLAGS } from "../../../../src/runtime/portable.ts";
+import { ConfigError, loadConfig, type LoadSources } from "../../../../src/config/load.ts";
 
-function problems(argv: string[], env: Record<string, string> = {}): string[] {
+function problems(argv: string[], env: Record<string, string> = {}, runtime: LoadSources["runtime"] = "bun"): string[] {
   try {
-    loadConfig({ argv, env });
+    loadConfig({ argv, env, runtime });
     return [];
   } catch (e) {
     return [...(e as ConfigError).problems];
@@ -37,9 +36,13 @@ describe("--discover kubernetes flags", () => {
     expect(problems(["--discover", "kubernetes", "--discover-selector", "a", "--discover-port-name", "a-very-long-port-name"])[0]).toContain("must be a port name");
   });
 
-  test("Deno and workerd refuse it by name (discovery is wired by the Bun entry only)", () => {
-    expect(refusedFlags(["--discover-selector", "a=b"], "Deno", BUN_ONLY_FLAGS)).toEqual([expect.stringMatching(/^--discover-selector: not available on Deno/)]);
-    expect(refusedValues({ redis: undefined, tokenizerLibrary: "hf", discover: "kubernetes" }, "workerd")).toEqual([expect.stringMatching(/^--discover: kubernetes is not available on workerd/)]);
-    expect(refusedValues({ redis: undefined, tokenizerLibrary: "hf", discover: "off" }, "workerd")).toEqual([]);
+  test("Deno and workerd refuse it by name (discovery is wired by the Bun entry only), but not at its default", () => {
+    expect(problems(["--discover-selector", "a=b"], {}, "deno")).toEqual([expect.stringMatching(/^--discover-selector: not available on Deno \(Kubernetes discovery/)]);
+    expect(problems(["--discover", "kubernetes", "--discover-selector", "a=b"], {}, "workerd")).toEqual([
+      expect.stringMatching(/^--discover: not available on workerd \(Kubernetes discovery/),
+      expect.stringMatching(/^--discover-selector: not available on workerd/),
+    ]);
+    expect(problems([], { SWITCHYARD_DISCOVER: "kubernetes" }, "deno")[0]).toMatch(/^--discover: not available on Deno/);
+    expect(problems(["--discover", "off"], {}, "workerd")).toEqual([]);
   });
 });
