@@ -36,12 +36,12 @@ const KDIR = join(ROOT, "deploy", "kubernetes");
 const NAMESPACE = "switchyard";
 
 /**
- * Flags the manifests use that other work of the same wave adds to `serve` (Kubernetes
- * discovery, the drain delay, JSON logs). Until that lands they are excused from the
- * "serve knows this flag" check, by name; once `serve --help` lists them they are checked
- * like every other flag. Delete this list after the merge.
+ * Flags the manifests use that other work of the same wave adds to `serve` (JSON logs).
+ * Until that lands they are excused from the "serve knows this flag" check, by name; once
+ * `serve --help` lists them they are checked like every other flag. Delete this list after
+ * the merge.
  */
-const PENDING_FLAGS = new Set(["--drain-delay", "--log-format"]);
+const PENDING_FLAGS = new Set(["--log-format"]);
 
 type Obj = {
   apiVersion: string;
