@@ -156,7 +156,7 @@ export const SERVE_OPTIONS = {
     }),
     // Not Dynamo's 0: on the Mooncake replays the greedy cost scatters conversations over cold
     // workers (0.59-0.68 x ideal hit rate); 32 reached the offline oracle (0.91 x). With the
-    // prefill-wait bound below, 16 does as well on every workload (issue 14, bench/README.md).
+    // prefill-wait bound below, 16 does as well on every workload (bench/README.md).
     overlapCredit: row({
       schema: v.optional(nonNegative("a number >= 0"), 16),
       help: "kv/approx: credit per cached prompt block beyond the prefill it saves, so requests follow the cache; 0 = Dynamo's reference formula, see bench/README.md",
