@@ -85,7 +85,7 @@ export function createApp(d: EdgeDeps): Hono {
   app.get("/health", (c) => {
     const workers = d.fleet.registry.list();
     const healthy = workers.filter((w) => w.healthy).length;
-    const status = door.draining?.() === true ? "draining" : healthy === 0 ? "no_healthy_worker" : "ok";
+    const status = door.draining?.() === true || door.unready?.() === true ? "draining" : healthy === 0 ? "no_healthy_worker" : "ok";
     return c.json({ status, workers: workers.length, healthy_workers: healthy }, status === "ok" ? 200 : 503, idHeader);
   });
   app.get("/livez", (c) => c.json({ status: "ok" }, 200, idHeader));

@@ -5,14 +5,14 @@
  * own pieces: the peer address, Bun's upstream client, ...); createApp takes them together
  * as EdgeDeps. Tests build the same groups around fakes or real parts.
  */
-import type { Binding } from "../router/sessions/store.ts";
+import type { Binding } from "../router/index.ts";
 import type { WorkerId } from "../core/ids.ts";
 import type { RouterMetrics } from "../observe/names.ts";
 import type { WorkerMembership } from "../fleet/membership.ts";
 import type { ModelDirectory } from "../fleet/models.ts";
 import type { WorkerRegistry } from "../fleet/registry.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
-import type { RouterRoom } from "../router/create-router.ts";
+import type { RouterRoom } from "../router/index.ts";
 import type { PeerAddress } from "./auth.ts";
 import type { DisaggOptions } from "./disagg/disagg-dispatch.ts";
 import type { Logger } from "./log.ts";
@@ -51,6 +51,8 @@ export interface Door {
   readonly routerId?: string;
   /** True once shutdown began: /health answers 503 "draining", new requests a retryable 503. */
   readonly draining?: () => boolean;
+  /** True once shutdown was announced (the drain delay): /health answers 503 "draining", requests are still served. */
+  readonly unready?: () => boolean;
 }
 
 /** How much of a request the edge reads. */

@@ -15,25 +15,24 @@ import type { DisaggOptions } from "../edge/disagg/disagg-dispatch.ts";
 import type { Logger } from "../edge/log.ts";
 import { fetchUpstream, type UpstreamCall } from "../edge/proxy/upstream.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
-import { AdmissionGate } from "../router/admission/admission-gate.ts";
 import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/routing/tokenizers.ts";
 import type { Config } from "../config/schema.ts";
-import type { BatchBlockHasher } from "../core/hashing.ts";
-import type { WorkerId, WorkerKey } from "../core/ids.ts";
+import type { BatchBlockHasher } from "../core/block-hash.ts";
+import { routerIdHex, type RouterId, type WorkerId, type WorkerKey } from "../core/ids.ts";
 import { kvQueryClient } from "../fleet/events/kv-query-client.ts";
 import { AdapterLoader } from "../fleet/lora/adapter-loader.ts";
 import { AdapterAllowlist } from "../fleet/lora/adapter-name.ts";
 import { LoraStateTracker } from "../fleet/lora/state-tracker.ts";
 import { bindCollectors } from "../observe/collectors.ts";
 import { RouterMetrics } from "../observe/names.ts";
-import { createRouter } from "../router/create-router.ts";
+import { AdmissionGate, createRouter, StickyRouter } from "../router/index.ts";
 import type { RespOpener } from "../sync/redis-client.ts";
-import { StickyRouter } from "../router/sessions/sticky.ts";
-import { randomRouterId, startLoadSync, type LoadSync } from "../sync/load-sync.ts";
+import { startLoadSync, type LoadSync } from "../sync/load-sync.ts";
 import type { PubSubOpener } from "../sync/transport.ts";
 import { fetchEngineInfo, type EngineInfo } from "../fleet/engine-info.ts";
 import { engineLoraClient } from "../fleet/engine-lora.ts";
 import { engineSessions } from "../fleet/engine-sessions.ts";
+import type { HealthChecker } from "../fleet/health.ts";
 import { WorkerMembership } from "../fleet/membership.ts";
 import { fetchServedModels, ModelDirectory } from "../fleet/models.ts";
 import { WorkerRegistry } from "../fleet/registry.ts";
@@ -47,7 +46,7 @@ import type { KeysFileSource } from "../protect/keys-watch.ts";
 
 /** How often the approximate index drops expired decisions. */
 const APPROX_EXPIRE_EVERY_MS = 1_000;
-/** How often stale bookings (never freed, spec §4.5: 300 s) are swept. */
+/** How often stale bookings (never freed: 300 s, as Dynamo's ActiveSequences expire them) are swept. */
 const LOAD_EXPIRY_EVERY_MS = 30_000;
 /** Registration and recovery queries must not hang on a dead engine. */
 const ENGINE_QUERY_TIMEOUT_MS = 5_000;
@@ -73,6 +72,8 @@ export interface RuntimeChoices {
   readonly onWorkerRemoved?: (id: WorkerId) => void;
   /** Reads (and watches) the --api-keys file; without it --api-keys is refused at start. */
   readonly keysFile?: KeysFileSource;
+  /** Random bytes for this router's identity (default: the web-standard crypto.getRandomValues). */
+  readonly randomValues?: (into: BigUint64Array) => BigUint64Array;
 }
 
 /** A listen address clients on this machine can use (wildcards -> loopback). */
@@ -106,6 +107,8 @@ export interface ComposedRouter {
   readonly registry: WorkerRegistry;
   readonly router: ReturnType<typeof createRouter>;
   readonly membership: WorkerMembership;
+  /** Health checks, fences and holds (discovery holds a terminating pod's worker). */
+  readonly health: HealthChecker;
   readonly admission: AdmissionGate;
   /** The edge's deps (createApp's argument): what every runtime gives the same way, plus the runtime's own. */
   edgeDeps(runtime: RuntimeEdge): EdgeDeps;
@@ -113,6 +116,11 @@ export interface ComposedRouter {
   readonly engineHeaders: Record<string, string>;
   /** The port the server listens on, once it does (POST /v1/workers refuses it). */
   listeningOn(port: number): void;
+  /**
+   * /health answers 503 "draining" while requests are still served: the drain delay, in
+   * which load balancers take this router out before anything is refused.
+   */
+  stopReadiness(): void;
   /** New requests get a retryable 503 and /health says "draining"; health checks stop. */
   startDraining(): void;
   /** Registers the start-up workers (a failure is logged, not thrown). */
@@ -153,8 +161,9 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   }
   if (config.tokenizers.length === 0) log.info("no --tokenizer: token-id prompts are routed exactly, text approximately (on the router's own decisions)");
   if (config.policy === "approx") log.info("policy approx: routing on this router's own decisions; ZMQ event streams (kv_events) are not subscribed to, and events posted to /v1/kv/events are dropped (switchyard_kv_events_dropped_total{reason=\"approx_policy\"})");
-  // With Redis, routers (on any runtime) share their active load; each needs its own id in those messages.
-  const routerId = config.redis !== undefined ? randomRouterId() : undefined;
+  // Who this router is, drawn once: its load-sync messages, its request ids and every /health
+  // answer carry it (a URL that answers with a router id is refused as a worker).
+  const routerId: RouterId = (choices.randomValues ?? ((a) => crypto.getRandomValues(a)))(new BigUint64Array(1))[0]!;
   const toEngines = engineFetch(config.engineToken);
   const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
@@ -202,20 +211,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   const router = createRouter(
     {
       policy: config.policy,
-      scheduler: {
-        blockSize: config.blockSize,
-        overlapScoreWeight: config.overlapWeight,
-        temperature: config.temperature,
-        loadGuardFactor: config.loadGuard,
-        loadGuardMetric: config.loadGuardMetric,
-        activeRequestWeight: config.activeRequestWeight,
-        busyThreshold: config.busyThreshold,
-        inflightOverlap: config.inflightOverlap,
-        overlapCredit: config.overlapCredit,
-        prefillWaitFactor: config.prefillWaitFactor,
-        prefillWaitQueueShare: config.prefillWaitSlack,
-        engineWaitingWeight: config.engineLoadWeight,
-      },
+      // The routing knobs come grouped under the scheduler's own names (config/schema.ts).
+      scheduler: { blockSize: config.blockSize, ...config.scheduler },
       approxTtlMs: config.approxTtl * 1000,
       sessionTtlMs: config.sessionTtl * 1000,
       routerId,
@@ -243,7 +240,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   // load drops (a prefill done, a request freed), not at the gate's next tick: on a loaded
   // machine that timer runs late, and every millisecond of it lands on a waiter's TTFT (the
   // fairness bench: bench/README.md). Deferred, so the gate never books inside the tracker's own call.
-  if (config.busyThreshold !== null) {
+  if (config.scheduler.busyThreshold !== null) {
     const previous = tracker.onLocalEvent;
     tracker.onLocalEvent = (ev) => {
       previous?.(ev);
@@ -286,7 +283,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
   let loadSync: LoadSync | undefined;
-  if (config.redis !== undefined && routerId !== undefined) {
+  if (config.redis !== undefined) {
     // redis:// through the runtime's pub/sub opener; https:// (Upstash REST) through a polled Redis Stream.
     loadSync = await startLoadSync({
       url: config.redis,
@@ -298,7 +295,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       now,
       log,
     });
-    log.info("active load: shared with the other routers through Redis", { router_id: routerId.toString() });
+    log.info("active load: shared with the other routers through Redis", { router_id: routerIdHex(routerId) });
   }
   const syncStats = loadSync && (() => loadSync.stats());
   clusterMetrics = bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters, memorySessions });
@@ -313,10 +310,10 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   });
 
   let draining = false;
+  let unready = false;
   let listeningPort: number | undefined;
-  // Who this router is, on every /health answer: a URL that answers with it (or any router's
-  // id) is refused as a worker, as is this router's own port on a local address (issue 12).
-  const routerIdentity = crypto.getRandomValues(new BigUint64Array(1))[0]!.toString(16);
+  // A URL that answers /health as a router (any router's id) is refused as a worker, as is
+  // this router's own port on a local address.
   const workerUrlPolicy = new WorkerUrlPolicy({
     allow: config.workerAllow,
     ownPort: () => listeningPort,
@@ -331,7 +328,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   };
   const plainFetch = (url: string, init: RequestInit) => fetch(url, init);
   const edgeDeps = (rt: RuntimeEdge): EdgeDeps => ({
-    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdentity, draining: () => draining },
+    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(routerId), draining: () => draining, unready: () => unready },
     limits: { maxBodyBytes: config.maxBodyBytes, maxSessionIdLength: config.maxSessionIdLength },
     fleet: { registry, models, lora: adapters, tokenizers },
     router,
@@ -357,11 +354,15 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     registry,
     router,
     membership,
+    health,
     admission,
     edgeDeps,
     engineHeaders,
     listeningOn: (port) => {
       listeningPort = port;
+    },
+    stopReadiness() {
+      unready = true;
     },
     startDraining() {
       draining = true;

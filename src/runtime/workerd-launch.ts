@@ -1,7 +1,7 @@
 /**
  * `bun run start:workerd -- FLAGS`: `switchyard serve` on Cloudflare's workerd. On the Bun side
  * it only prepares and supervises: parses the serve flags (the same loadConfig; flags that
- * need Bun are refused by name, exit 2), bundles ./workerd.ts with Bun.build into a temporary
+ * need Bun are refused by name unless left at their default, exit 2), bundles ./workerd.ts with Bun.build into a temporary
  * directory, writes a workerd config (the worker, its Durable Object namespace, a network
  * service that may reach engines on private and loopback addresses, one HTTP socket), starts
  * the workerd binary from the `workerd` npm devDependency, waits until the router answers
@@ -11,8 +11,9 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, loadConfig, serveUsage } from "../config/load.ts";
-import { BUN_ONLY_FLAGS, refusedFlags, refusedValues } from "./portable.ts";
+import { ConfigError, loadConfig, serveUsage, unknownEnvWarnings } from "../config/load.ts";
+import { buildInfo, versionLine } from "../core/build-info.ts";
+import { createLogger } from "../edge/log.ts";
 import { parseKeysDocument } from "../protect/keys-document.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -32,13 +33,6 @@ function readKeysDocument(path: string): unknown {
 
 /** Deadline for workerd to answer /livez after it starts. */
 const START_DEADLINE_MS = 30_000;
-
-/** Bun-only flags, and what workerd decides itself (SIGTERM stops workerd at once: no drain window). */
-const WORKERD_REFUSED: Readonly<Record<string, string>> = {
-  ...BUN_ONLY_FLAGS,
-  "--tokenizer": "workerd has no file system to read tokenizer directories from (text is routed on the router's own decisions)",
-  "--drain-timeout": "workerd stops its isolates itself; requests in flight are not drained",
-};
 
 export function workerdBinary(): string {
   const dir = join(ROOT, "node_modules", "@cloudflare");
@@ -90,23 +84,27 @@ function freePort(host: string): number {
 async function main(argvIn: readonly string[]): Promise<void> {
   const argv = argvIn[0] === "serve" ? argvIn.slice(1) : argvIn;
   if (argv.includes("--help") || argv.includes("-h")) {
-    console.log(`${serveUsage()}\n\nOn workerd these are refused: ${Object.keys(WORKERD_REFUSED).join(", ")}; --redis takes https:// (Upstash REST) only; admin endpoints need --admin-token.`);
+    console.log(`${serveUsage("workerd")}\nAdmin endpoints need --admin-token on workerd (it does not tell a request's peer).`);
     return;
   }
-  const refused = refusedFlags(argv, "workerd", WORKERD_REFUSED);
+  if (argv.includes("--version")) {
+    // This launcher runs on Bun; the router itself runs in workerd.
+    console.log(versionLine({ ...buildInfo(), runtime: "Cloudflare-Workers" }));
+    return;
+  }
   let config;
   try {
-    config = loadConfig({ argv, env: process.env });
-    const problems = [...refused, ...refusedValues(config, "workerd")];
-    if (problems.length > 0) throw new ConfigError(problems);
+    // Parsed here, on Bun, so a YAML --config works; what workerd cannot honour is refused by name.
+    config = loadConfig({ argv, env: process.env, parseYaml: (text) => Bun.YAML.parse(text), runtime: "workerd" });
   } catch (e) {
     if (e instanceof ConfigError) {
-      const all = refused.length > 0 && !e.problems.some((p) => refused.includes(p)) ? new ConfigError([...refused, ...e.problems]) : e;
-      console.error(`${all.message}\n\nrun \`switchyard serve --help\` for the list of flags`);
+      console.error(`${e.message}\n\nrun \`switchyard serve --help\` for the list of flags`);
       process.exit(2);
     }
     throw e;
   }
+  const log = createLogger(config.logLevel);
+  for (const w of unknownEnvWarnings(process.env)) log.warn(w);
   // workerd has no file system: the keys file is read here, once, and handed over in CONFIG
   // (a change needs a restart). A file that cannot be used stops the start, as on Bun.
   let apiKeysDocument: string | undefined;

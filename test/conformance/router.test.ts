@@ -3,8 +3,8 @@
  * (src/main.ts), Deno (src/runtime/deno.ts) and workerd (src/runtime/workerd.ts, started by
  * workerd-launch.ts). Real processes: the router under test and two simulated engines (Bun),
  * talking HTTP. Covers: routing a request, KV events in and the index dump out, sticky
- * sessions, errors in OpenAI's shape, and flags a runtime refuses (redis:// and the shared
- * Upstash REST store: ./shared-redis.test.ts).
+ * sessions, errors in OpenAI's shape, and flags a runtime refuses — unless left at their
+ * default, which starts (redis:// and the shared Upstash REST store: ./shared-redis.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import pkg from "../../package.json" with { type: "json" };
@@ -131,6 +131,16 @@ describe("flags a runtime cannot honour are refused by name", () => {
     const proc = Bun.spawn({ cmd: rt.command(["--tokenizer", "/models/x"]), stdout: "pipe", stderr: "pipe" });
     expect(await proc.exited).toBe(2);
     expect(await new Response(proc.stderr).text()).toContain("--tokenizer: not available on workerd");
+  }, 60_000);
+
+  test("deno: Bun-only flags left at their default (--engines 0, --idle-timeout 10, --disagg off) start the router", async () => {
+    const rt = RUNTIMES.find((r) => r.name === "deno")!;
+    const router = await startRouter(rt, ["--port", "0", "--engines", "0", "--idle-timeout", "10", "--disagg", "off"]);
+    try {
+      expect((await fetch(`${String(router.info.url)}/livez`)).status).toBe(200);
+    } finally {
+      await stopAll([router]);
+    }
   }, 60_000);
 
   test("deno: --zmq-endpoint and --engines exit 2 naming both", async () => {

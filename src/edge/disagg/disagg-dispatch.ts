@@ -31,7 +31,7 @@ import { NO_DEADLINES } from "../proxy/deadlines.ts";
 import { forward, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
 import { upstreamRequestHeaders } from "../proxy/headers.ts";
 import type { UpstreamBody, UpstreamCall } from "../proxy/upstream.ts";
-import type { PromptHashes, RouteDecision } from "../../router/routing-service.ts";
+import type { PromptHashes, RouteDecision } from "../../router/index.ts";
 import { modelRoute } from "../routing/model-routing.ts";
 import type { Dispatch } from "../routes/dispatch.ts";
 import type { WorkerRoles } from "./roles.ts";

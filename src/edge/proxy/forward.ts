@@ -13,9 +13,7 @@ import { RouterError } from "../../core/errors.ts";
 import { errorResponse } from "../errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
-import type { RouteDecision, RoutingService, PromptHashes } from "../../router/routing-service.ts";
-import type { SessionControl } from "../../router/sessions/session-control.ts";
-import type { TenantShare } from "../../router/admission/virtual-token-counter.ts";
+import type { PromptHashes, RouteDecision, RoutingService, SessionControl, TenantShare } from "../../router/index.ts";
 import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream, type ChunkReader, type StreamEnd } from "./observe-stream.ts";
@@ -147,7 +145,7 @@ function failAttempt(
   exclude: Set<WorkerId>,
   d: ForwardDeps,
 ): void {
-  // The client sees worker ids only; the URL and the engine's answer go to the log (issue 12).
+  // The client sees worker ids only; the URL and the engine's answer go to the log.
   failures.push(`worker ${id}`);
   exclude.add(id);
   d.outcomes.fence(id, reason);
@@ -182,7 +180,7 @@ function respond(
   const headers = clientResponseHeaders(res.headers, workerLabel, worker.dpRank, decision.overlapBlocks);
   const init = { status: res.status, statusText: res.statusText, headers };
   // A non-streamed answer starts (headers) only once the engine has computed the prompt:
-  // its prefill load is gone now, not when the whole answer has arrived (issue 13).
+  // its prefill load is gone now, not when the whole answer has arrived.
   if (!isEventStream(res.headers)) lease.prefillDone();
   // A 5xx the engine answered counts against the worker; its body may hold the engine's
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
@@ -225,7 +223,7 @@ const ENGINE_ERROR_LOG_BYTES = 1024;
 /**
  * The engine answered 5xx (a non-retryable status, or the last worker's 502/503/504): the
  * client gets the same status in OpenAI's shape naming the worker id; the engine's own
- * answer (which may name internal hosts or paths) is logged, never forwarded (issue 12).
+ * answer (which may name internal hosts or paths) is logged, never forwarded.
  */
 function engineServerError(
   res: UpstreamResponse,

@@ -12,7 +12,7 @@ import { stringifyBigint } from "../../core/json.ts";
 import { EVENT_SOURCE_HEADER, eventSourceOf, parseEventBatch } from "../../fleet/events/http-batch.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AdminDeps, FleetView, RequestLimits } from "../deps.ts";
-import type { RouterRoom } from "../../router/create-router.ts";
+import type { RouterRoom } from "../../router/index.ts";
 import { routeTarget } from "../routing/route-target.ts";
 
 const RouteBody = v.object({
@@ -23,7 +23,7 @@ const RouteBody = v.object({
     ),
     v.minLength(1, "must not be empty"),
   )),
-  // The same prompt fields as the OpenAI routes (issue 11): tokenized like them.
+  // The same prompt fields as the OpenAI routes: tokenized like them.
   prompt: v.optional(v.unknown()),
   messages: v.optional(v.unknown()),
   model: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),

@@ -11,7 +11,7 @@ import type { DisaggDispatch } from "../disagg/disagg-dispatch.ts";
 import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
 import { readPrompt, type PromptDeps } from "../routing/prompt-routing.ts";
-import { sessionControlOf } from "../../router/sessions/session-control.ts";
+import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { Dispatch } from "./dispatch.ts";
 
@@ -24,7 +24,7 @@ export interface CompletionDeps {
   readonly split?: DisaggDispatch;
 }
 
-/** The session header's id; longer than `maxLength`: 400 naming the header (issue 12: ids are held as keys). */
+/** The session header's id; longer than `maxLength`: 400 naming the header (ids are held as keys). */
 function sessionIdOf(headers: Headers, maxLength: number | undefined): string | undefined {
   for (const name of SESSION_HEADERS) {
     const v = headers.get(name);

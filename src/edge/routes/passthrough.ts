@@ -1,5 +1,5 @@
 /**
- * Every other route a client uses (issue 11 §3), proxied to a worker serving the body's
+ * Every other route a client uses, proxied to a worker serving the body's
  * `model`: OpenAI's /v1/embeddings and /v1/responses, vLLM's native /detokenize, /pooling,
  * /classify, /score, /v1/score, /rerank, /v1/rerank, /v2/rerank, SGLang's /generate. Routed
  * on the prompt's cache where the body has a readable prompt (embeddings/responses `input`,

@@ -1,5 +1,5 @@
 /**
- * What POST /v1/route routes on (issue 11): `tokens` as given, or the `prompt` / `messages`
+ * What POST /v1/route routes on: `tokens` as given, or the `prompt` / `messages`
  * of an OpenAI body tokenized as the OpenAI routes do (prompt-routing.ts), restricted to the
  * workers serving `model` (model-routing.ts; a LoRA adapter is placed first when needed).
  * It books nothing.

@@ -6,7 +6,7 @@
  */
 import type { KeySet } from "../../protect/key-set.ts";
 import type { TenantLimiter } from "../../protect/limits/limiter.ts";
-import type { TenantShare } from "../../router/admission/virtual-token-counter.ts";
+import type { TenantShare } from "../../router/index.ts";
 
 export interface TenantGuard {
   /** The keys in force now (re-read when the file changes). */

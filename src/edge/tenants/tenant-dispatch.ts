@@ -12,7 +12,7 @@ import { rateLimitedResponse } from "../../protect/limits/ratelimit-headers.ts";
 import { generatesNoOutput } from "../../protect/output-budget.ts";
 import { requestTenant } from "../../protect/request-tenant.ts";
 import { effectivePriority, mayUseModel } from "../../protect/tenant.ts";
-import type { TenantShare } from "../../router/admission/virtual-token-counter.ts";
+import type { TenantShare } from "../../router/index.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
 import { onAnswerEnd } from "./answer-end.ts";
 import { recordLimitStates } from "./authenticate.ts";

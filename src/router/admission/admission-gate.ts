@@ -1,6 +1,6 @@
 /**
- * Where requests wait when every candidate worker is busy (issue 13). A routing attempt
- * that fails with `all_workers_busy` joins the admission queue (scheduler/admission-queue.ts
+ * Where requests wait when every candidate worker is busy. A routing attempt
+ * that fails with `all_workers_busy` joins the admission queue (admission-queue.ts
  * decides the order: priority, then arrival); while anyone waits, the gate re-tries the
  * first `scan` waiters in that order every `tickMs` (and whenever `pump()` is called, e.g.
  * after an engine metrics scrape), admitting each that finds a worker. A waiter whose

@@ -6,7 +6,7 @@
  * correction, and their metrics. Without --api-keys: nothing, and every route stays open.
  */
 import type { Config } from "../../config/schema.ts";
-import type { AdmissionGate } from "../../router/admission/admission-gate.ts";
+import type { AdmissionGate } from "../../router/index.ts";
 import type { Logger } from "../../edge/log.ts";
 import type { TenantGuard } from "../../edge/tenants/guard.ts";
 import { bindTenantMetrics } from "../../edge/tenants/metrics.ts";

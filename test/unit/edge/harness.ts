@@ -10,7 +10,7 @@ import type { EdgeDeps } from "../../../src/edge/deps.ts";
 import { fetchUpstream } from "../../../src/edge/proxy/upstream.ts";
 import { silentLogger } from "../../../src/edge/log.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
-import { portableBatchHasher } from "../../../src/core/hashing.ts";
+import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";
 import type { KvIndex } from "../../../src/router/index/types.ts";
 import { LoraStateTracker } from "../../../src/fleet/lora/state-tracker.ts";

@@ -4,7 +4,7 @@
  * frees up; without a gate it answers all_workers_busy at once.
  */
 import { describe, expect, test } from "bun:test";
-import { portableBatchHasher } from "../../../../src/core/hashing.ts";
+import { portableBatchHasher } from "../../../../src/core/block-hash.ts";
 import { workerKey, type WorkerKey } from "../../../../src/core/ids.ts";
 import { RouterMetrics } from "../../../../src/observe/names.ts";
 import { AdmissionGate } from "../../../../src/router/admission/admission-gate.ts";
