@@ -1,5 +1,5 @@
 /**
- * Fair admission between tenants past saturation (issue 23): a quiet tenant at a steady rate
+ * Fair admission between tenants past saturation: a quiet tenant at a steady rate
  * beside a noisy one sending ten times its rate, through one router in front of 4 simulated
  * engines, with the admission queue in arrival order (FIFO, today's behaviour) and with fair
  * admission (virtual token counters); and the quiet tenant alone (solo) for reference.

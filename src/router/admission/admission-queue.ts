@@ -1,14 +1,18 @@
 /**
- * The admission queue's decisions (issue 13): who waits, in what order, and who has waited
- * too long, when every candidate worker is busy. Pure: time comes in as `now` (ms), there
- * are no timers and no promises here; the gate (admission-gate.ts) does the waiting and
- * asks this module what to do.
+ * The admission queue's decisions: who waits, in what order, and who has waited too long,
+ * when every candidate worker is busy. Past saturation a request sent on would only wait in
+ * an engine's queue, where nothing bounds its wait; waiting here instead, the router can
+ * refuse what it cannot serve in time (429 with Retry-After) and still choose a worker for
+ * each request when one frees up. Pure: time comes in as `now` (ms), there are no timers and
+ * no promises here; the gate (admission-gate.ts) does the waiting and asks this module what
+ * to do.
  *
  * Order: lower `priority` first, then arrival order. That is vLLM's rule for its own
  * `priority` request field: "lower means earlier handling; default 0"
  * (vllm/entrypoints/openai/protocol.py, `CompletionRequest.priority`, v0.10/0.11; the
  * priority scheduler sorts by (priority, arrival_time) in vllm/v1/core/sched/request_queue.py).
- * Dynamo's FCFS queue (spec §4.3) is the special case where every priority is 0.
+ * Dynamo's scheduler queue (first come, first served) is the special case where every
+ * priority is 0.
  *
  * With fair admission (`fair`: the tenants' virtual token counters) the order within a
  * priority band is by tenant instead: the waiting tenant with the least service goes next,
