@@ -25,4 +25,11 @@ describe("protect flags", () => {
     expect(() => load(["--limits-routers", "0"])).toThrow(/--limits-routers .*must be >= 1/);
     expect(() => load(["--api-keys", ""])).toThrow(/--api-keys/);
   });
+
+  test("the runtime column: keys, limits and fair admission on every runtime; a YAML keys file refused by name on Deno only", () => {
+    const argv = ["--api-keys", "/etc/keys.json", "--limits-fallback", "open", "--limits-routers", "2", "--fair-admission=false"];
+    for (const runtime of ["deno", "workerd"] as const) expect(loadConfig({ argv, env: {}, runtime }).limitsRouters).toBe(2);
+    expect(() => loadConfig({ argv: ["--api-keys", "/etc/keys.yaml"], env: {}, runtime: "deno" })).toThrow(/--api-keys: a YAML keys file is read on Bun only .*as JSON on Deno/);
+    expect(loadConfig({ argv: ["--api-keys", "/etc/keys.yml"], env: {}, runtime: "workerd" }).apiKeys).toBe("/etc/keys.yml");
+  });
 });
