@@ -208,7 +208,7 @@ export const SERVE_OPTIONS = {
     schema: v.optional(redisUrl),
     env: ["SWITCHYARD_REDIS_URL", "SWITCHYARD_REDIS"],
     meta: "URL",
-    help: "shared Redis (sessions + active load): redis://, rediss:// or https:// (Upstash REST); default: in-memory, this router only",
+    help: "shared Redis (sessions, active load, tenant limits): redis://, rediss:// or https:// (Upstash REST); default: in-memory, this router only",
     runtimes: valueCheck((url, runtime) => {
       const s = typeof url === "string" ? url.slice(0, url.indexOf(":") + 1).toLowerCase() : "";
       return s === "redis:" || s === "rediss:"
