@@ -14,7 +14,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { portableBatchHasher } from "../../src/core/hashing.ts";
+import { portableBatchHasher } from "../../src/core/block-hash.ts";
 import { WorkerMembership } from "../../src/fleet/membership.ts";
 import { WorkerRegistry } from "../../src/fleet/registry.ts";
 import { RouterMetrics } from "../../src/observe/names.ts";

@@ -10,7 +10,7 @@
  * the source of truth for the workers it lists; workers added otherwise are never touched.
  * A file that cannot be read or parsed is logged once and the last good set is kept. An
  * entry that fails to register is retried after `retryMs`. File reading and YAML parsing
- * are injected (main.ts: Bun.file, Bun.YAML.parse).
+ * are injected (src/runtime/bun/workers-file.ts: Bun.file, Bun.YAML.parse).
  */
 import type { WorkerId } from "../core/ids.ts";
 import type { WorkerSpec } from "./worker-spec.ts";

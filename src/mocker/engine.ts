@@ -11,7 +11,7 @@
  * free at once): a few huge prompts whose clients had left kept both engines busy for minutes
  * while their /health said fine.
  */
-import { computeBlockHashes } from "../core/hashing.ts";
+import { computeBlockHashes } from "../core/block-hash.ts";
 import type { RouterEvent } from "../core/events.ts";
 import type { WorkerId } from "../core/ids.ts";
 import { engineBlockHashes } from "./engine-hash.ts";

@@ -5,53 +5,37 @@
  * deadline: attempt.ts) frees the booking, fences that worker and routes again without it;
  * a 500 or 429 (retry-policy.ts) routes again without a fence, within the retry budget;
  * up to `maxRetries` times; so does the worker being taken out of rotation by anyone else
- * (health check, fence, ejection, removal) while the try waits for its first byte; after the first byte, an upstream error reaches the client as a
- * broken stream, a stall past the idle deadline as an error event (observe-stream.ts). A
- * client that leaves before the first byte closes the engine call and blames no worker.
- * Every answer's outcome is reported (`report`) for outlier ejection. The booking is
- * released exactly once.
+ * (health check, fence, ejection, removal) while the try waits for its first byte. After
+ * the first byte, an upstream error reaches the client as a broken stream, a stall past the
+ * idle deadline as an error event (observe-stream.ts). A client that leaves before the first
+ * byte closes the engine call and blames no worker. Every answer's outcome is reported
+ * (`report`) for outlier ejection. The booking is released exactly once. Every way out is a
+ * returned answer or a thrown error (retries, fail-over and a malformed answer included), so
+ * a caller holding a tenant's share (edge/tenants) settles it once on either.
  */
 import { RouterError } from "../../core/errors.ts";
 import { errorResponse } from "../errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
-import type { RouterMetrics } from "../../observe/names.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
-import type { AdmissionGate } from "../../router/admission/admission-gate.ts";
-import type { RouteDecision, RoutingService, PromptHashes } from "../../router/routing-service.ts";
-import type { SessionControl } from "../../router/sessions/session-control.ts";
+import type { PromptHashes, RouteDecision, RoutingService, SessionControl, TenantShare } from "../../router/index.ts";
+import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream, type ChunkReader, type StreamEnd } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
 import { attemptUpstream } from "./attempt.ts";
-import { NO_DEADLINES, type UpstreamDeadlines } from "./deadlines.ts";
-import { fetchUpstream, type UpstreamBody, type UpstreamCall, type UpstreamResponse } from "./upstream.ts";
+import { NO_DEADLINES } from "./deadlines.ts";
+import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import { countsAsFailure, fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
 
+/** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
 export interface ForwardDeps {
+  /** Decisions: routeOrWait (waits in the router's admission gate while every worker is busy), prepare, request ids. */
   readonly routing: RoutingService;
-  readonly registry: WorkerRegistry;
-  readonly fence: (workerId: WorkerId, reason: string) => void;
-  readonly metrics: RouterMetrics;
-  readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
-  /** The upstream client; without one, requests go through `fetch`. */
-  readonly upstream?: UpstreamCall;
-  readonly maxRetries: number;
-  /** Use Bun's direct streams for response bodies (see observe-stream.ts). */
-  readonly directStreams?: boolean;
-  readonly warn?: (message: string) => void;
-  /** Connect, first-byte and stream-idle deadlines (deadlines.ts); without them, none. */
-  readonly deadlines?: UpstreamDeadlines;
-  /** How each answer of a worker went (undefined: well), for outlier ejection (workers/health.ts). */
-  readonly report?: (workerId: WorkerId, failure: string | undefined) => void;
-  /**
-   * The request's body is read: lift the server's idle timeout for it (Bun: server.timeout(req, 0)),
-   * since an answer may stream for minutes; the proxy's own deadlines bound it from here.
-   */
-  readonly keepOpen?: (request: Request) => void;
-  /** Where requests wait when every worker is busy; without it they get all_workers_busy (503). */
-  readonly admission?: AdmissionGate;
-  /** Engine answers tried again elsewhere, and the budget for it; without one: 502/503/504, unbounded. */
-  readonly retry?: RetryPolicy;
+  /** A decision's worker -> its URL (gone meanwhile: the next decision), and word when it leaves rotation. */
+  readonly registry: Pick<WorkerRegistry, "get" | "onUnavailable">;
+  readonly upstream: Upstream;
+  readonly outcomes: WorkerOutcomes;
+  readonly observe: Observability;
 }
 
 export interface ForwardInput {
@@ -74,6 +58,16 @@ export interface ForwardInput {
   readonly priority?: number;
   /** The prompt's hashes when the caller has them already (a LoRA 404 retry reuses them); else hashed here once. */
   readonly prepared?: PromptHashes;
+  /** The output tokens the body asks for (max_tokens and kin; src/protect/output-budget.ts); undefined: it does not say. */
+  readonly maxOutputTokens?: number;
+  /** With --api-keys: the request's tenant and what it asks, for fair admission in the router's queue. */
+  readonly share?: TenantShare;
+  /**
+   * What the engine gets as `Authorization`: undefined passes the client's on (engines with
+   * their own keys), null drops it and a string replaces it. With --api-keys the client's
+   * header holds its key to this router, which must never reach an engine's logs.
+   */
+  readonly upstreamAuthorization?: string | null;
 }
 
 /** The worker each answer forward() made came from (read by dispatch without parsing our own header back). */
@@ -85,20 +79,21 @@ export function routedWorkerOf(res: Response): WorkerId | undefined {
 }
 
 export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Response> {
-  d.keepOpen?.(input.request);
+  d.upstream.keepOpen?.(input.request);
   const requestId = d.routing.nextRequestId();
   const exclude = new Set<WorkerId>();
   const failures: string[] = [];
   // Hashed once; every retry reuses them.
   const prepared = input.prepared ?? d.routing.prepare(input.tokens, input.loraName);
-  const retry = d.retry ?? GATEWAY_RETRIES_ONLY;
+  const retry = d.upstream.retry ?? GATEWAY_RETRIES_ONLY;
   retry.budget?.request();
   const mayRetry = retry.budget === undefined ? undefined : () => retryAllowed(retry, d);
-  for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
+  for (let attempt = 0; attempt <= d.upstream.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
-      const route = () =>
-        d.routing.route({
+      // Every candidate busy: the router waits for one in its admission queue (429 when full or too long).
+      decision = await d.routing.routeOrWait(
+        {
           tokens: input.tokens,
           prepared,
           approximate: input.approximate,
@@ -108,11 +103,10 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
           sessionControl: input.sessionControl,
           allowedWorkerIds: input.allowedWorkerIds,
           exclude,
-        });
-      // Every candidate busy: wait in the admission queue (429 when full or too long).
-      decision = d.admission
-        ? await d.admission.admit(route, { priority: input.priority, signal: input.request.signal, abandon: (x) => x.lease.free() })
-        : await route();
+        },
+        // A decision made for a client that left meanwhile: nobody will use its booking.
+        { priority: input.priority, signal: input.request.signal, abandon: (x) => x.lease.free(), share: input.share },
+      );
     } catch (e) {
       // Every worker left failed this request: say so rather than "no workers".
       if (failures.length > 0) throw upstreamFailed(failures);
@@ -127,21 +121,21 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     }
     const started = performance.now();
     const a = await attemptUpstream({
-      call: upstreamOf(d),
+      call: d.upstream.call,
       baseUrl: rec.url,
       path: input.path,
-      headers: upstreamRequestHeaders(input.request.headers, worker.dpRank),
+      headers: upstreamRequestHeaders(input.request.headers, worker.dpRank, input.upstreamAuthorization),
       body: input.body,
       clientSignal: input.request.signal,
-      deadlines: d.deadlines ?? NO_DEADLINES,
+      deadlines: d.upstream.deadlines ?? NO_DEADLINES,
       stream: input.stream,
-      last: attempt === d.maxRetries,
+      last: attempt === d.upstream.maxRetries,
       retryOn: retry.statuses,
       mayRetry,
       watchWorker: (onDown) => d.registry.onUnavailable(worker.workerId, onDown),
     });
     if (a.kind === "answer") {
-      d.metrics.firstByte.observe((performance.now() - started) / 1000);
+      d.observe.metrics.firstByte.observe((performance.now() - started) / 1000);
       let answer: Response;
       try {
         if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
@@ -162,24 +156,14 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       // of our own, just the next worker.
       failures.push(`worker ${worker.workerId}`);
       exclude.add(worker.workerId);
-      d.warn?.(`worker ${worker.workerId} (${rec.url}) left rotation before its first byte; trying another: ${a.reason}`);
+      d.observe.log.warn(`worker ${worker.workerId} (${rec.url}) left rotation before its first byte; trying another: ${a.reason}`);
       continue;
     }
-    if (a.deadline !== undefined) d.metrics.deadlineMisses.inc([String(worker.workerId), a.deadline]);
+    if (a.deadline !== undefined) d.observe.metrics.deadlineMisses.inc([String(worker.workerId), a.deadline]);
     if (a.status !== undefined && !fencesWorker(a.status)) answeredRetryable(worker.workerId, rec.url, a.status, failures, exclude, d);
     else failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d);
   }
   throw upstreamFailed(failures);
-}
-
-const fetchAdapters = new WeakMap<ForwardDeps["fetch"], UpstreamCall>();
-
-/** The deps' upstream client, or one over their fetch (made once per fetch function). */
-function upstreamOf(d: ForwardDeps): UpstreamCall {
-  if (d.upstream) return d.upstream;
-  let call = fetchAdapters.get(d.fetch);
-  if (call === undefined) fetchAdapters.set(d.fetch, (call = fetchUpstream(d.fetch)));
-  return call;
 }
 
 function failAttempt(
@@ -190,14 +174,14 @@ function failAttempt(
   exclude: Set<WorkerId>,
   d: ForwardDeps,
 ): void {
-  // The client sees worker ids only; the URL and the engine's answer go to the log (issue 12).
+  // The client sees worker ids only; the URL and the engine's answer go to the log.
   failures.push(`worker ${id}`);
   exclude.add(id);
-  d.fence(id, reason);
+  d.outcomes.fence(id, reason);
   // After the fence: an ejection this failure causes is what /v1/workers shows as the reason.
-  d.report?.(id, reason);
-  d.metrics.upstreamFailures.inc([String(id)]);
-  d.warn?.(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`);
+  d.outcomes.report?.(id, reason);
+  d.observe.metrics.upstreamFailures.inc([String(id)]);
+  d.observe.log.warn(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`);
 }
 
 /**
@@ -208,15 +192,15 @@ function failAttempt(
 function answeredRetryable(id: WorkerId, url: string, status: number, failures: string[], exclude: Set<WorkerId>, d: ForwardDeps): void {
   failures.push(`worker ${id}`);
   exclude.add(id);
-  if (countsAsFailure(status)) d.report?.(id, `HTTP ${status}`);
-  d.metrics.upstreamFailures.inc([String(id)]);
-  d.warn?.(`worker ${id} (${url}) answered HTTP ${status} before anything reached the client; trying another worker`);
+  if (countsAsFailure(status)) d.outcomes.report?.(id, `HTTP ${status}`);
+  d.observe.metrics.upstreamFailures.inc([String(id)]);
+  d.observe.log.warn(`worker ${id} (${url}) answered HTTP ${status} before anything reached the client; trying another worker`);
 }
 
 /** A retry the budget refused is counted, and the engine's answer goes to the client. */
 function retryAllowed(retry: RetryPolicy, d: ForwardDeps): boolean {
   if (retry.budget!.tryRetry()) return true;
-  d.metrics.retryBudgetExhausted.inc([]);
+  d.observe.metrics.retryBudgetExhausted.inc([]);
   return false;
 }
 
@@ -225,7 +209,7 @@ function retryAllowed(retry: RetryPolicy, d: ForwardDeps): boolean {
  * (attempt.ts), the booking freed; nobody reads this answer. Not the worker's fault.
  */
 function clientGone(id: WorkerId, d: ForwardDeps): Response {
-  d.metrics.requests.inc([String(id), "client_cancelled"]);
+  d.observe.metrics.requests.inc([String(id), "client_cancelled"]);
   return new Response(null, { status: 499 });
 }
 
@@ -245,7 +229,7 @@ function respond(
   const headers = clientResponseHeaders(res.headers, workerLabel, worker.dpRank, decision.overlapBlocks);
   const init = { status: res.status, statusText: res.statusText, headers };
   // A non-streamed answer starts (headers) only once the engine has computed the prompt:
-  // its prefill load is gone now, not when the whole answer has arrived (issue 13).
+  // its prefill load is gone now, not when the whole answer has arrived.
   if (!isEventStream(res.headers)) lease.prefillDone();
   // A 5xx the engine answered counts against the worker; its body may hold the engine's
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
@@ -253,8 +237,8 @@ function respond(
   if (!reader || !first || first.done || first.value === undefined) {
     const answer = new Response(null, init); // first: a refused head frees nothing twice
     lease.free();
-    d.report?.(worker.workerId, undefined);
-    d.metrics.requests.inc([workerLabel, String(res.status)]);
+    d.outcomes.report?.(worker.workerId, undefined);
+    d.observe.metrics.requests.inc([workerLabel, String(res.status)]);
     return answer;
   }
   if (reader.drained === true) {
@@ -267,21 +251,21 @@ function respond(
     counter.finish();
     if (counter.events > 0) lease.outputTokens(counter.events);
     lease.free();
-    d.report?.(worker.workerId, undefined);
-    d.metrics.requests.inc([workerLabel, String(res.status)]);
+    d.outcomes.report?.(worker.workerId, undefined);
+    d.observe.metrics.requests.inc([workerLabel, String(res.status)]);
     return answer;
   }
-  const idleMs = d.deadlines?.streamIdleMs ?? 0;
+  const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;
   const body = observeStream(first.value, reader, {
     onTokens: (n) => lease.outputTokens(n),
     onEnd: (how) => {
       lease.free();
-      if (how === "timeout") d.metrics.deadlineMisses.inc([workerLabel, "stream_idle"]);
+      if (how === "timeout") d.observe.metrics.deadlineMisses.inc([workerLabel, "stream_idle"]);
       // A client that left or stopped reading says nothing about the worker.
-      if (how !== "cancelled" && how !== "client_timeout") d.report?.(worker.workerId, STREAM_FAILURE[how]);
-      d.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
+      if (how !== "cancelled" && how !== "client_timeout") d.outcomes.report?.(worker.workerId, STREAM_FAILURE[how]);
+      d.observe.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
     },
-  }, d.directStreams, { idleMs, sse: isEventStream(res.headers) });
+  }, d.upstream.directStreams, { idleMs, sse: isEventStream(res.headers) });
   return new Response(body, init);
 }
 
@@ -294,10 +278,10 @@ function malformedAnswer(reader: UpstreamBody | undefined, decision: RouteDecisi
   const id = String(worker.workerId);
   void reader?.cancel().catch(() => {});
   lease.free();
-  d.report?.(worker.workerId, `malformed answer: ${why}`);
-  d.metrics.upstreamFailures.inc([id]);
-  d.metrics.requests.inc([id, "502"]);
-  d.warn?.(`worker ${id} (${url}) sent an answer that cannot be passed on: ${why}`);
+  d.outcomes.report?.(worker.workerId, `malformed answer: ${why}`);
+  d.observe.metrics.upstreamFailures.inc([id]);
+  d.observe.metrics.requests.inc([id, "502"]);
+  d.observe.log.warn(`worker ${id} (${url}) sent an answer that cannot be passed on: ${why}`);
   const answer = errorResponse(502, "upstream_error", `worker ${id} sent a malformed answer (the router's log has the details)`);
   answer.headers.set(HEADER_WORKER, id);
   return answer;
@@ -309,7 +293,7 @@ const ENGINE_ERROR_LOG_BYTES = 1024;
 /**
  * The engine answered 5xx (a non-retryable status, or the last worker's 502/503/504): the
  * client gets the same status in OpenAI's shape naming the worker id; the engine's own
- * answer (which may name internal hosts or paths) is logged, never forwarded (issue 12).
+ * answer (which may name internal hosts or paths) is logged, never forwarded.
  */
 function engineServerError(
   res: UpstreamResponse,
@@ -323,9 +307,9 @@ function engineServerError(
   const text = first?.value !== undefined ? new TextDecoder().decode(first.value.subarray(0, ENGINE_ERROR_LOG_BYTES)) : "";
   if (reader && first !== undefined && !first.done && reader.drained !== true) void reader.cancel().catch(() => {});
   lease.free();
-  d.report?.(worker.workerId, `HTTP ${res.status}`);
-  d.metrics.requests.inc([id, String(res.status)]);
-  d.warn?.(`worker ${id} answered HTTP ${res.status}: ${JSON.stringify(text)}`);
+  d.outcomes.report?.(worker.workerId, `HTTP ${res.status}`);
+  d.observe.metrics.requests.inc([id, String(res.status)]);
+  d.observe.log.warn(`worker ${id} answered HTTP ${res.status}: ${JSON.stringify(text)}`);
   const answer = errorResponse(res.status, "upstream_error", `worker ${id} answered HTTP ${res.status} (the router's log has its answer)`);
   answer.headers.set(HEADER_WORKER, id);
   answer.headers.set(HEADER_DP_RANK, String(worker.dpRank));

@@ -8,7 +8,7 @@
  */
 import { RouterError } from "../../core/errors.ts";
 import type { RouterEvent } from "../../core/events.ts";
-import type { EventSource } from "../../router/recovery/types.ts";
+import type { EventSource } from "../../router/index.ts";
 
 /** Blocks one event may carry: 65,536 is a 1 M-token prompt at block size 16, far past one engine step. */
 export const MAX_EVENT_BLOCKS = 65_536;

@@ -1,7 +1,7 @@
 /**
  * fetch for the router's own calls to engines (engine info, /kv/query, LoRA load/unload,
  * engine sessions): with `--engine-token`, it sends that token; never the admin token (every
- * registered worker would learn it otherwise, issue 12).
+ * registered worker would learn it otherwise).
  *
  * Redirects are never followed (`ownFetch` too): an engine that answers 3xx sent the router
  * to any host it named, with the engine token, and a redirected /health counted as healthy.

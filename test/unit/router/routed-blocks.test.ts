@@ -3,7 +3,7 @@
  * bounded however long the prompt, while its whole length still counts as prefill load.
  */
 import { describe, expect, test } from "bun:test";
-import { portableBatchHasher } from "../../../src/core/hashing.ts";
+import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import { RouterMetrics } from "../../../src/observe/names.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
 import { MAX_ROUTED_BLOCKS } from "../../../src/router/routing-service.ts";

@@ -4,6 +4,7 @@
  * the engine body cancelled, a failure reported against the worker; never an unhandled 500.
  */
 import { describe, expect, test } from "bun:test";
+import { silentLogger } from "../../../../src/edge/log.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
 import type { UpstreamBody, UpstreamResponse } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
@@ -34,12 +35,9 @@ function run(res: Omit<UpstreamResponse, "body">, stream: boolean) {
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
-    fence: () => {},
-    report: (id, f) => reports.push([id, f]),
-    metrics: h.metrics,
-    fetch: h.deps.fetch,
-    upstream: async () => ({ ...res, body: b }),
-    maxRetries: 0,
+    outcomes: { fence: () => {}, report: (id, f) => reports.push([id, f]) },
+    observe: { metrics: h.metrics, log: silentLogger },
+    upstream: { call: async () => ({ ...res, body: b }), fetch: h.deps.upstream.fetch, maxRetries: 0 },
   };
   const answer = forward(
     { request: new Request("http://router/v1/completions", { method: "POST" }), path: "/v1/completions", body: enc.encode("{}"), tokens: tokenizeText("abcdefgh"), stream },

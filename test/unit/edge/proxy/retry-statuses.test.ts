@@ -5,6 +5,7 @@
  * fleet that fails everywhere gets.
  */
 import { describe, expect, test } from "bun:test";
+import { silentLogger } from "../../../../src/edge/log.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
 import { RetryBudget } from "../../../../src/edge/proxy/retry-budget.ts";
 import { DEFAULT_RETRY_STATUSES, type RetryPolicy } from "../../../../src/edge/proxy/retry-policy.ts";
@@ -46,13 +47,9 @@ function setup(statusOf: (n: number) => number, retry?: RetryPolicy, workers = [
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
-    fence: (id) => fenced.push(id),
-    report: (id, f) => reports.push([id, f]),
-    metrics: h.metrics,
-    fetch: h.deps.fetch,
-    upstream,
-    maxRetries: 2,
-    retry,
+    outcomes: { fence: (id) => fenced.push(id), report: (id, f) => reports.push([id, f]) },
+    observe: { metrics: h.metrics, log: silentLogger },
+    upstream: { call: upstream, fetch: h.deps.upstream.fetch, maxRetries: 2, retry },
   };
   const call = (i = 0) =>
     forward(

@@ -5,6 +5,7 @@
  * otherwise end the wait is 600 s for an answer that is not streamed.
  */
 import { describe, expect, test } from "bun:test";
+import { silentLogger } from "../../../../src/edge/log.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
 import type { UpstreamBody, UpstreamCall, UpstreamRequestInit } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
@@ -48,14 +49,15 @@ function setup(hangFirst = true) {
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
-    fence: (id) => fenced.push(id),
-    report: (id, f) => reports.push([id, f]),
-    metrics: h.metrics,
-    fetch: h.deps.fetch,
-    upstream,
-    maxRetries: 2,
-    // The production defaults: a whole answer may take 600 s.
-    deadlines: { connectMs: 5_000, firstByteMs: 120_000, responseMs: 600_000, streamIdleMs: 60_000 },
+    outcomes: { fence: (id) => fenced.push(id), report: (id, f) => reports.push([id, f]) },
+    observe: { metrics: h.metrics, log: silentLogger },
+    upstream: {
+      call: upstream,
+      fetch: h.deps.upstream.fetch,
+      maxRetries: 2,
+      // The production defaults: a whole answer may take 600 s.
+      deadlines: { connectMs: 5_000, firstByteMs: 120_000, responseMs: 600_000, streamIdleMs: 60_000 },
+    },
   };
   const call = () =>
     forward(
@@ -82,7 +84,7 @@ describe("a worker taken out of rotation while a request waits for its first byt
       const stuck = idOf(calls[0]!.base);
       if (how === "declared unhealthy by a health check") h.registry.setHealthy(stuck, false, "health check failed: timeout");
       else if (how === "fenced by another request") h.health.fence(stuck, "first byte deadline of 2 s missed");
-      else h.deps.membership.remove(stuck);
+      else h.deps.admin.membership.remove(stuck);
       const r = await pending;
       expect(performance.now() - t0).toBeLessThan(1_000);
       expect(r.status).toBe(200);
