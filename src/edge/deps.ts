@@ -80,7 +80,7 @@ export interface FleetView {
 export interface Upstream {
   /** The proxy's upstream client (Bun: pooled sockets; elsewhere over fetch). */
   readonly call: UpstreamCall;
-  /** Plain fetch, for the router's own reads of engines (GET /v1/models while a list is unknown). */
+  /** fetch for the router's own reads of engines (GET /v1/models while a list is unknown); redirects are not followed. */
   readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
   /** Connect, first-byte and stream-idle deadlines of proxied requests; without them, none. */
   readonly deadlines?: UpstreamDeadlines;

@@ -341,7 +341,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     router,
     upstream: {
       call: rt.upstream ?? fetchUpstream(plainFetch),
-      fetch: plainFetch,
+      // The router's own read of engines' model lists: no redirects, as on its other own calls.
+      fetch: ownFetch,
       deadlines,
       maxRetries: config.maxRetries,
       retry,

@@ -10,6 +10,8 @@ import { startRouter, urlOf, workers } from "./multi-router-cluster.ts";
 
 let other: ReturnType<typeof Bun.serve>;
 let engine: ReturnType<typeof Bun.serve>;
+/** Healthy, but its model list redirects to the other host. */
+let listsElsewhere: ReturnType<typeof Bun.serve>;
 let router: Proc;
 const otherHits: string[] = [];
 let healthChecks = 0;
@@ -33,11 +35,22 @@ beforeAll(async () => {
       return new Response(null, { status: 302, headers: { location: `${to}${path}` } });
     },
   });
+  listsElsewhere = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      const path = new URL(req.url).pathname;
+      if (path === "/v1/models") return new Response(null, { status: 302, headers: { location: `${to}${path}` } });
+      if (path === "/v1/engine/info") return Response.json({ dp_ranks: 1, block_size: 16 });
+      return Response.json({ status: "ok" });
+    },
+  });
   router = await startRouter([], 0, ["--log-level", "error", "--health-interval", "0.1", "--health-timeout", "0.5"]);
 });
 afterAll(async () => {
   await stopAll([router]);
   engine.stop(true);
+  listsElsewhere.stop(true);
   other.stop(true);
 });
 
@@ -53,6 +66,18 @@ describe("redirects from an engine", () => {
     const seen = healthChecks;
     await until(() => healthChecks >= seen + 3, "three more health checks", 5_000);
     expect((await workers(url))[0]!.healthy).toBe(false);
+    expect(otherHits).toEqual([]);
+  });
+
+  test("GET /v1/models asks a healthy engine whose list is unknown; its redirect is not followed", async () => {
+    const url = urlOf(router);
+    const r = await fetch(`${url}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ url: `http://127.0.0.1:${listsElsewhere.port}` }) });
+    expect(r.status).toBe(201);
+    const id = ((await r.json()) as { id: string }).id;
+    await until(async () => (await workers(url)).some((w) => String(w.id) === id && w.healthy), "the second engine to be healthy", 5_000);
+    const models = await fetch(`${url}/v1/models`);
+    expect(models.status).toBe(200);
+    expect(((await models.json()) as { data: unknown[] }).data).toEqual([]);
     expect(otherHits).toEqual([]);
   });
 });
