@@ -42,8 +42,9 @@ export async function stalledClient(port: number, request: string): Promise<Stal
   return { received: () => got, closed, isClosed: () => isClosed, close: () => socket.terminate() };
 }
 
-/** A POST of `json` as one HTTP/1.1 request. */
-export function postRequest(path: string, json: unknown): string {
+/** A POST of `json` as one HTTP/1.1 request, with `headers` besides its own. */
+export function postRequest(path: string, json: unknown, headers: Record<string, string> = {}): string {
   const body = JSON.stringify(json);
-  return `POST ${path} HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+  return `POST ${path} HTTP/1.1\r\nhost: test\r\n${extra}content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }

@@ -68,6 +68,13 @@ export interface ForwardInput {
    * header holds its key to this router, which must never reach an engine's logs.
    */
   readonly upstreamAuthorization?: string | null;
+  /**
+   * The caller reads the answer's body itself before the client does (edge/tenants reads its
+   * usage): the body is then a pull stream, since Bun's direct stream waits for a client's
+   * socket to drain only when it writes to one, so under a JavaScript reader neither the
+   * engine's backpressure nor the stalled-client cut would hold.
+   */
+  readonly bodyReadByCaller?: boolean;
 }
 
 /** The worker each answer forward() made came from (read by dispatch without parsing our own header back). */
@@ -139,7 +146,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       let answer: Response;
       try {
         if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
-        answer = respond(a.res, a.first, a.reader, decision, d);
+        answer = respond(a.res, a.first, a.reader, decision, d, input.bodyReadByCaller !== true);
       } catch (e) {
         // Nothing reached the client: an answer the runtime cannot pass on (a status or a
         // header it refuses) is the worker's failure, not an unhandled 500 that would keep
@@ -223,6 +230,8 @@ function respond(
   reader: UpstreamBody | undefined,
   decision: RouteDecision,
   d: ForwardDeps,
+  /** Bun's direct stream may carry the body (false: the caller reads it; a pull stream). */
+  direct: boolean,
 ): Response {
   const { worker, lease } = decision;
   const workerLabel = String(worker.workerId);
@@ -265,7 +274,7 @@ function respond(
       if (how !== "cancelled" && how !== "client_timeout") d.outcomes.report?.(worker.workerId, STREAM_FAILURE[how]);
       d.observe.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
     },
-  }, d.upstream.directStreams, { idleMs, sse: isEventStream(res.headers) });
+  }, direct && d.upstream.directStreams, { idleMs, sse: isEventStream(res.headers) });
   return new Response(body, init);
 }
 

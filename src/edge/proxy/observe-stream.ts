@@ -56,9 +56,10 @@ interface DirectController {
   /**
    * Sends what was written. `flush(true)` returns a promise while the client's socket cannot
    * take more (it settles once it drained), a number when it took everything; plain
-   * `flush()` never waits, so the router would buffer whatever the engine sends.
+   * `flush()` never waits, so the router would buffer whatever the engine sends. A stream
+   * read by JavaScript instead of a socket answers undefined: there is no socket to wait for.
    */
-  flush(wait?: boolean): number | Promise<number>;
+  flush(wait?: boolean): number | Promise<number> | undefined;
   close(): void;
 }
 
@@ -94,7 +95,7 @@ export function observeStream(
   /** Direct flavour: send what was written, waiting while the client's socket is full. */
   const flushToClient = async (controller: DirectController): Promise<void> => {
     const f = controller.flush(true);
-    if (typeof f === "number") return;
+    if (f === undefined || typeof f === "number") return;
     await (watchdog === undefined ? f : watchdog.clientTakes(f));
   };
   /** A read, timed by the watchdog while it waits on the engine. */

@@ -31,6 +31,19 @@ export function onAnswerEnd(res: Response, fallback: number, onEnd: (outputToken
   const reader = res.body.getReader();
   const body = new ReadableStream<Uint8Array>(
     {
+      start(ctrl) {
+        // The answer may end in error while nobody reads (the proxy cuts a client that took
+        // nothing for the stream-idle deadline): pass it on at once, so the client's
+        // connection is cut and the tenant's share settled, not when the client reads again.
+        reader.closed.then(undefined, (e: unknown) => {
+          end();
+          try {
+            ctrl.error(e);
+          } catch {
+            // already closed or errored by a read
+          }
+        });
+      },
       async pull(ctrl) {
         try {
           const r = await reader.read();

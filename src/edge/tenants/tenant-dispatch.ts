@@ -50,7 +50,8 @@ export async function tenantCall(g: TenantGuard, input: ForwardInput, model: unk
   };
   let res: Response;
   try {
-    res = await go({ ...input, priority: effectivePriority(tenant, input.priority), share, upstreamAuthorization: g.engineAuthorization });
+    // onAnswerEnd reads the body for its usage: the proxy then hands it a pull stream.
+    res = await go({ ...input, priority: effectivePriority(tenant, input.priority), share, upstreamAuthorization: g.engineAuthorization, bodyReadByCaller: true });
   } catch (e) {
     settle(0);
     throw e;

@@ -141,3 +141,13 @@ for (const direct of [false, true]) {
     });
   });
 }
+
+describe("a direct stream read by JavaScript, not written to a socket", () => {
+  test("every chunk passes and the end is done (flush has no socket to wait for)", async () => {
+    const ends: StreamEnd[] = [];
+    const out = observeStream(undefined, eager(50), { onEnd: (how) => ends.push(how) }, true, { idleMs: 1_000, sse: true });
+    const text = await new Response(out).text();
+    expect(text.split("\n\n").filter((e) => e.startsWith("data:")).length).toBe(50);
+    expect(ends).toEqual(["done"]);
+  });
+});
