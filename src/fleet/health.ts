@@ -59,11 +59,11 @@ export class HealthChecker {
     this.#o.outliers?.forget(id);
   }
 
-  /** No new requests for this worker until release(); in-flight ones are not touched. */
+  /** No new requests for this worker until release(); in-flight ones are not touched (those still before their first byte included). */
   hold(id: WorkerId, reason: string): void {
     this.#held.set(id, reason);
     this.#fences.set(id, (this.#fences.get(id) ?? 0) + 1);
-    this.#set(id, false, reason);
+    this.#set(id, false, reason, true);
   }
 
   /** Ends a hold; a check runs at once, and it alone makes the worker healthy again. */
@@ -152,7 +152,7 @@ export class HealthChecker {
     this.#set(id, false, `fenced: ${reason}`);
   }
 
-  #set(id: WorkerId, healthy: boolean, reason: string | undefined): void {
-    if (this.#o.registry.setHealthy(id, healthy, reason)) this.#o.onChange?.(id, healthy, reason);
+  #set(id: WorkerId, healthy: boolean, reason: string | undefined, finishInFlight = false): void {
+    if (this.#o.registry.setHealthy(id, healthy, reason, finishInFlight)) this.#o.onChange?.(id, healthy, reason);
   }
 }

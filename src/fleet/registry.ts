@@ -72,20 +72,25 @@ export class WorkerRegistry {
   }
 
   /** Returns true when the health state changed. */
-  setHealthy(id: WorkerId, healthy: boolean, reason?: string): boolean {
+  setHealthy(id: WorkerId, healthy: boolean, reason?: string, finishInFlight = false): boolean {
     const rec = this.#byId.get(id);
     if (!rec) return false;
     rec.reason = healthy ? undefined : (reason ?? "unhealthy");
-    if (rec.healthy === healthy) return false;
-    rec.healthy = healthy;
-    this.#invalidate();
-    if (!healthy) this.#tellUnavailable(id, rec.reason ?? "unhealthy");
-    return true;
+    const changed = rec.healthy !== healthy;
+    if (changed) {
+      rec.healthy = healthy;
+      this.#invalidate();
+    }
+    // A worker given up on tells the requests still waiting for its first byte, even when it
+    // was out of rotation already (a held worker that then fails). One taken out to drain
+    // (`finishInFlight`: a pod not ready or terminating) keeps them: its engine still serves.
+    if (!healthy && !finishInFlight) this.#tellUnavailable(id, rec.reason ?? "unhealthy");
+    return changed;
   }
 
   /**
-   * Call `listener` once when this worker stops taking requests (marked unhealthy, or
-   * removed). A request still waiting for the worker's first byte uses it to go elsewhere at
+   * Call `listener` once when this worker stops taking requests (marked unhealthy, unless
+   * only to drain, or removed). A request still waiting for the worker's first byte uses it to go elsewhere at
    * once instead of waiting out its deadline on an engine the router already gave up on.
    * Returns the unsubscribe.
    */

@@ -106,4 +106,24 @@ describe("a worker taken out of rotation while a request waits for its first byt
     expect(calls.length).toBe(1);
     expect(await r.text()).toContain("from");
   });
+
+  test("a worker held to drain (its pod not ready or terminating) keeps the waiting request; its removal then moves it on", async () => {
+    const { h, call, calls, idOf } = setup();
+    const pending = call();
+    await until(() => calls.length === 1, "the first worker to be called", 2_000, 1);
+    const held = idOf(calls[0]!.base);
+    h.health.hold(held, "draining: pod terminating");
+    expect(h.registry.get(held)!.healthy).toBe(false);
+    // Its engine still serves: the try is not aborted (a worker given up on aborts it at once,
+    // within the call that takes it out, as the removal below does).
+    expect(calls[0]!.signal.aborted).toBe(false);
+    // When the held worker then fails for good (removed), the request goes on at once.
+    h.deps.admin.membership.remove(held);
+    expect(calls[0]!.signal.aborted).toBe(true);
+    const r = await pending;
+    expect(r.status).toBe(200);
+    expect(calls.length).toBe(2);
+    expect(idOf(calls[1]!.base)).not.toBe(held);
+    expect(h.activeLoad()).toBe(0);
+  });
 });
