@@ -23,7 +23,8 @@ import { EngineLoad } from "./bun/engine-load.ts";
 import { chooseHasher } from "./bun/hasher.ts";
 import { listenOnBun } from "./bun/http-server.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
-import { workersFileWatch } from "./bun/workers-file.ts";
+import { MAX_WORKERS_FILE_BYTES, workersFileWatch } from "./bun/workers-file.ts";
+import { readBoundedText } from "./bun/bounded-file.ts";
 import { parseWorkersFile } from "../fleet/workers-file.ts";
 import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
 import { registerTokenizer } from "../edge/routes/worker-models.ts";
@@ -180,7 +181,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
 async function checkWorkersFile(path: string): Promise<void> {
   let text: string;
   try {
-    text = await Bun.file(path).text();
+    // Bounded as the watch reads it: a device (a symlink to /dev/zero) or a huge file is refused unread.
+    text = await readBoundedText(path, MAX_WORKERS_FILE_BYTES);
   } catch (e) {
     throw new StartupError(`--workers-file ${path}: cannot read (${(e as Error).message})`);
   }

@@ -6,7 +6,7 @@
  * --version. Every process started here is stopped by its PID.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
@@ -60,7 +60,16 @@ describe("start-up inputs that cannot work: one line, exit 2", () => {
     expect(unparsable.code).toBe(2);
     expect(unparsable.stderr.trim().split("\n")).toHaveLength(1);
     expect(unparsable.stderr).toStartWith(`--workers-file ${bad}: not valid YAML`);
-  }, 30_000);
+
+    // Read with the watch's bounds: a symlink to a device is refused unread, not read forever.
+    const zero = join(dir, "zero.yaml");
+    symlinkSync("/dev/zero", zero);
+    const device = await serveFails(["--port", "0", "--workers-file", zero]);
+    expect(device.code).toBe(2);
+    expect(device.stderr.trim().split("\n")).toHaveLength(1);
+    expect(device.stderr).toStartWith(`--workers-file ${zero}: cannot read (`);
+    expect(device.stderr).toContain("not a regular file");
+  }, 45_000);
 
   test("a tokenizer directory that cannot be read (the one line after the start-up log)", async () => {
     const { code, stderr } = await serveFails(["--port", "0", "--log-level", "warn", "--tokenizer", join(dir, "no-tokenizer")]);
