@@ -23,6 +23,8 @@ export const TOKENIZER_LIBRARIES = ["hf", "native", "bpe"] as const;
 export type TokenizerLibraryName = (typeof TOKENIZER_LIBRARIES)[number];
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+export const LOG_FORMATS = ["text", "json"] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** One option: its config key, its flag, its env variables and a line of help. */
@@ -50,7 +52,8 @@ export type RawConfigShape = Record<
   | "redisToken" | "redisTimeout" | "sessionReaperInterval" | "loraLoadOnDemand" | "loraPath" | "loraEvict" | "zmqEndpoint" | "zmqReplayEndpoint"
   | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow"
   | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout" | "engineLoadWeight"
-  | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort",
+  | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort"
+  | "logFormat" | "otlpEndpoint",
   unknown
 >;
 
@@ -121,6 +124,10 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: "queueTimeout", flag: "--queue-timeout", env: ["SWITCHYARD_QUEUE_TIMEOUT"], help: "seconds a request may wait for a worker that is not busy before a 429 (default 30)" },
   { key: "engineLoadWeight", flag: "--engine-load-weight", env: ["SWITCHYARD_ENGINE_LOAD_WEIGHT"], help: "kv/approx: cost in blocks per request the rank's engine reports waiting (engine metrics); 0 = off (default 0)" },
   { key: "engineSpeedup", flag: "--engine-speedup", env: ["SWITCHYARD_ENGINE_SPEEDUP"], help: "time speed-up of embedded engines (default 1)" },
+
+  // ---- Observability: access log, traces (src/observe) ----
+  { key: "logFormat", flag: "--log-format", env: ["SWITCHYARD_LOG_FORMAT"], help: `${LOG_FORMATS.join("|")}: every log line, the per-request access line included (default text; json = one JSON object per line, for log shippers)` },
+  { key: "otlpEndpoint", flag: "--otlp-endpoint", env: ["SWITCHYARD_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"], meta: "URL", help: "export OpenTelemetry spans over OTLP/HTTP (protobuf) to this collector, e.g. http://collector:4318 (/v1/traces is appended unless the path names it); default: no spans" },
 ];
 
 /** "12" -> 12 and " 1.5 " -> 1.5; anything else passes unchanged so the type check names it. */
@@ -334,6 +341,9 @@ export const ConfigSchema = v.object({
   // 2048 halves TTFT against always splitting and keeps decode ITL p99 under 20 ms.
   disaggMinPrefillTokens: v.optional(int(0, 2 ** 31), 2048),
   bootstrapPort: v.optional(int(1, 65535), 8998),
+  // ---- Observability (src/observe) ----
+  logFormat: v.optional(v.picklist(LOG_FORMATS, `must be one of ${LOG_FORMATS.join(", ")}`), "text"),
+  otlpEndpoint: v.optional(httpUrl),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -441,6 +451,9 @@ export interface Config {
   readonly queueTimeout: number;
   /** Cost (blocks) per engine-reported waiting request; 0 = off. */
   readonly engineLoadWeight: number;
+  /** Observability (src/observe): the log's line format, and where spans go (undefined: no spans). */
+  readonly logFormat: LogFormat;
+  readonly otlpEndpoint: string | undefined;
 }
 
 /** A vLLM worker whose KV events come over ZMQ. */
@@ -525,6 +538,8 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     maxQueue: o.maxQueue,
     queueTimeout: o.queueTimeout,
     engineLoadWeight: o.engineLoadWeight,
+    logFormat: o.logFormat,
+    otlpEndpoint: o.otlpEndpoint,
   };
 }
 

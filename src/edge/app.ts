@@ -42,6 +42,16 @@ export function createApp(d: AppDeps): Hono {
       await next();
     });
   }
+  const observe = d.observe;
+  if (observe !== undefined) {
+    // First of all: the request id and the clock start here, and every answer (errors included) passes back through.
+    app.use("*", async (c, next) => {
+      const obs = observe.begin(c.req.raw, c.req.path);
+      await next();
+      const res = obs.respond(c.res);
+      if (res !== c.res) c.res = res;
+    });
+  }
   const auth = adminAuth(d.adminToken, d.peer);
   for (const p of ADMIN_PATHS) app.use(p, auth);
 
@@ -64,15 +74,18 @@ export function createApp(d: AppDeps): Hono {
   app.route("/", adminRoutes(d));
 
   app.notFound((c) => errorResponse(404, "not_found", `no route for ${c.req.method} ${c.req.path}`));
-  app.onError((e) => answerError(d, e));
+  app.onError((e, c) => answerError(d, e, c.req.raw));
   return app;
 }
 
 /** Every error the app answers goes through here: counted, logged when unexpected, OpenAI-shaped. */
-function answerError(d: AppDeps, e: unknown): Response {
+function answerError(d: AppDeps, e: unknown, req: Request): Response {
   const c = classify(e);
-  if (c.code === "internal") d.log.error(`unhandled error: ${describeError(e)}`);
-  else if (e instanceof BodyReadError) d.log.warn(e.message);
+  const obs = d.observe?.of(req);
+  obs?.failed(c.code);
+  const ids = obs && { request_id: obs.id };
+  if (c.code === "internal") d.log.error(`unhandled error: ${describeError(e)}`, ids);
+  else if (e instanceof BodyReadError) d.log.warn(e.message, ids);
   d.metrics.routingErrors.inc([c.code]);
   return toErrorResponse(e);
 }
@@ -84,7 +97,17 @@ function answerError(d: AppDeps, e: unknown): Response {
 export function createFastRoutes(d: AppDeps): Record<string, { POST: (req: Request) => Promise<Response> }> {
   const h = completionHandlers(d);
   const draining = d.draining ?? (() => false);
-  const guard = (fn: RequestHandler) => (req: Request) =>
-    draining() ? Promise.resolve(drainingRefusal()) : fn(req).catch((e: unknown) => answerError(d, e));
-  return { "/v1/completions": { POST: guard(h.completions) }, "/v1/chat/completions": { POST: guard(h.chat) } };
+  const plain = (fn: RequestHandler) => (req: Request) =>
+    draining() ? Promise.resolve(drainingRefusal()) : fn(req).catch((e: unknown) => answerError(d, e, req));
+  const observe = d.observe;
+  // The same door as the app's first middleware: the request id and the clock start here.
+  const guard = (fn: RequestHandler, path: string) => {
+    const inner = plain(fn);
+    if (observe === undefined) return inner;
+    return async (req: Request) => {
+      const obs = observe.begin(req, path);
+      return obs.respond(await inner(req));
+    };
+  };
+  return { "/v1/completions": { POST: guard(h.completions, "/v1/completions") }, "/v1/chat/completions": { POST: guard(h.chat, "/v1/chat/completions") } };
 }

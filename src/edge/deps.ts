@@ -21,6 +21,7 @@ import type { WorkerProvisioner } from "../fleet/provisioner.ts";
 import type { AdmissionGate } from "../router/admission/admission-gate.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
 import type { RouterRoom } from "../router/create-router.ts";
+import type { RequestObservers } from "../observe/request-observers.ts";
 
 export interface AppDeps {
   readonly maxBodyBytes: number;
@@ -77,6 +78,8 @@ export interface AppDeps {
   /** Milliseconds (load decay, metrics). */
   readonly now: () => number;
   readonly log: Logger;
+  /** Each request's access line, metrics and spans (src/observe); without it, none of them. */
+  readonly observe?: RequestObservers;
 }
 
 /** LoRA adapters for the request path (lora/adapter-loader.ts's AdapterLoader is one). */

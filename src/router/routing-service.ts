@@ -15,7 +15,7 @@ import type { SchedulerConfig } from "./choose/config.ts";
 import { endpoint } from "./choose/endpoints.ts";
 import { findBestMatch } from "./choose/find-best-match.ts";
 import type { LoadTracker } from "./books/load-tracker.ts";
-import type { Endpoint, Pipeline, Rng } from "./choose/types.ts";
+import type { Candidate, Endpoint, Pipeline, Rng } from "./choose/types.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
@@ -88,6 +88,8 @@ export interface RouteDecision {
   readonly sticky: boolean;
   /** The booking; release it exactly once (lease.free()). */
   readonly lease: RequestLease;
+  /** The candidates the policy weighed, costs set (what the status page and traces explain the choice with). */
+  readonly candidates: readonly Candidate[];
 }
 
 export class RoutingService {
@@ -176,7 +178,7 @@ export class RoutingService {
 
     if (sc) await applySessionTurn(sc, sel.worker, lease, d.sticky, d.engineSessions);
     else if (input.sessionId !== undefined && !pinned) await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
-    return { worker: sel.worker, overlapBlocks: sel.overlapBlocks, sticky: pinned !== undefined, lease };
+    return { worker: sel.worker, overlapBlocks: sel.overlapBlocks, sticky: pinned !== undefined, lease, candidates: sel.candidates };
   }
 
   /** The session's (worker, rank) if it is bound, registered, healthy, allowed and not excluded (`slide`: TTL slides). */

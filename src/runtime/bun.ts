@@ -28,6 +28,7 @@ import { workersFileWatch } from "./bun/workers-file.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
 
 export { StartupError };
+export { stderrLogSink } from "./bun/log-sink.ts";
 
 /** How often a drain looks whether requests are still in flight. */
 const DRAIN_POLL_MS = 25;

@@ -21,6 +21,11 @@ import { AdapterAllowlist } from "../fleet/lora/adapter-name.ts";
 import { LoraStateTracker } from "../fleet/lora/state-tracker.ts";
 import { bindCollectors } from "../observe/collectors.ts";
 import { RouterMetrics } from "../observe/names.ts";
+import { DecisionLog } from "../observe/decision-log.ts";
+import { RecentStats } from "../observe/recent-stats.ts";
+import { RequestMetrics } from "../observe/request-metrics.ts";
+import { RequestObservers } from "../observe/request-observers.ts";
+import type { Tracer } from "../observe/tracing.ts";
 import { createRouter } from "../router/create-router.ts";
 import type { RespOpener } from "../sync/redis-client.ts";
 import { StickyRouter } from "../router/sessions/sticky.ts";
@@ -66,6 +71,8 @@ export interface RuntimeChoices {
   /** Hooks for what the runtime wires beside: an engine's info at registration (disagg roles), a removed worker. */
   readonly onEngineInfo?: (url: string, info: EngineInfo) => void;
   readonly onWorkerRemoved?: (id: WorkerId) => void;
+  /** Where spans go (--otlp-endpoint: Bun's OpenTelemetry exporter); without it, no spans. */
+  readonly tracer?: Tracer;
 }
 
 /** A listen address clients on this machine can use (wildcards -> loopback). */
@@ -85,6 +92,10 @@ export interface ComposedRouter {
   readonly router: ReturnType<typeof createRouter>;
   readonly membership: WorkerMembership;
   readonly admission: AdmissionGate;
+  /** Each request's access line, metrics and spans, and what the status page reads (last decisions, recent minutes). */
+  readonly observe: RequestObservers;
+  readonly decisions: DecisionLog;
+  readonly recent: RecentStats;
   readonly deps: SharedDeps;
   /** The headers the router's own engine calls carry (--engine-token). */
   readonly engineHeaders: Record<string, string>;
@@ -277,6 +288,28 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     localHosts: () => [...choices.localHosts()],
     fetch: (u, init) => fetch(u, init),
   });
+  // Sub-millisecond epoch time for access lines and spans; a runtime whose timeOrigin is not
+  // the epoch (workerd's is 0, with now() already epoch time) falls back to Date.now().
+  const origin = performance.timeOrigin ?? 0;
+  const clock = Math.abs(origin + performance.now() - Date.now()) < 60_000 ? () => origin + performance.now() : () => Date.now();
+  const decisions = new DecisionLog({
+    policy: router.pipeline.name,
+    costs: router.pipeline.costs,
+    blockSize: config.blockSize,
+    overlapWeight: router.scheduler.overlapScoreWeight,
+  });
+  const recent = new RecentStats(clock);
+  const observe = new RequestObservers({
+    log,
+    accessLines: config.logLevel === "debug" || config.logLevel === "info",
+    metrics: new RequestMetrics(metrics.registry),
+    tracer: choices.tracer,
+    decisions,
+    recent,
+    clock,
+    blockSize: config.blockSize,
+    workerUrl: (id) => registry.get(id)?.url,
+  });
   const deps: SharedDeps = {
     maxBodyBytes: config.maxBodyBytes,
     maxSessionIdLength: config.maxSessionIdLength,
@@ -305,6 +338,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     admission,
     now,
     log,
+    observe,
   };
 
   const timers: ReturnType<typeof setInterval>[] = [];
@@ -315,6 +349,9 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     router,
     membership,
     admission,
+    observe,
+    decisions,
+    recent,
     deps,
     engineHeaders,
     listeningOn: (port) => {

@@ -5,7 +5,7 @@
  * that need Bun are refused by name (exit 2), like any bad flag. Prints the same one line,
  * {"url","port"}, once listening. Deno comes from the `deno` npm devDependency.
  */
-import { createLogger } from "../edge/log.ts";
+import { createFormattedLogger } from "../observe/logger.ts";
 import { ConfigError, loadConfig, serveUsage } from "../config/load.ts";
 import { BUN_ONLY_FLAGS, PortableStartupError, refusedFlags, refusedValues, startPortableRouter, type PortablePlatform } from "./portable.ts";
 
@@ -64,7 +64,7 @@ const platform: PortablePlatform = {
   readText: (path) => Deno.readTextFile(path),
 };
 
-const log = createLogger(config.logLevel);
+const log = createFormattedLogger({ level: config.logLevel, format: config.logFormat });
 let router;
 try {
   router = await startPortableRouter(config, platform, log);

@@ -60,11 +60,15 @@ export function refusedFlags(argv: readonly string[], runtime: string, refused: 
  * `--redis redis://…` needs RESP over TCP (Bun's RedisClient); `https://` (Upstash REST) works.
  * Checked on the parsed config, so the environment variables that set --redis count too.
  */
-export function refusedValues(config: Pick<Config, "redis" | "tokenizerLibrary">, runtime: string): string[] {
+export function refusedValues(config: Pick<Config, "redis" | "tokenizerLibrary"> & Partial<Pick<Config, "otlpEndpoint">>, runtime: string): string[] {
   const out: string[] = [];
   const scheme = config.redis?.slice(0, config.redis.indexOf(":") + 1).toLowerCase();
   if (scheme === "redis:" || scheme === "rediss:") {
     out.push(`--redis: ${scheme}// is not available on ${runtime} (RESP needs Bun's RedisClient over TCP; use Upstash REST: --redis https://… --redis-token …)`);
+  }
+  // Checked on the value, so OTEL_EXPORTER_OTLP_ENDPOINT in the environment is refused too, not silently ignored.
+  if (config.otlpEndpoint !== undefined) {
+    out.push(`--otlp-endpoint: span export is not available on ${runtime} (the OpenTelemetry exporter is wired by the Bun entry only; the trace context is still passed to the engines)`);
   }
   if (config.tokenizerLibrary === "native") {
     out.push(`--tokenizer-library: native is not available on ${runtime} (HF's Rust addon loads on Bun/Node only; use hf or bpe)`);

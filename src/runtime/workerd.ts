@@ -14,7 +14,7 @@
  *
  * The configuration (the parsed serve flags) comes in the CONFIG binding as JSON.
  */
-import { createLogger } from "../edge/log.ts";
+import { createFormattedLogger } from "../observe/logger.ts";
 import type { Config } from "../config/schema.ts";
 import { startPortableRouter, type PortablePlatform } from "./portable.ts";
 
@@ -50,7 +50,7 @@ export class RouterObject {
       peer: () => undefined,
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     };
-    const log = createLogger(config.logLevel);
+    const log = createFormattedLogger({ level: config.logLevel, format: config.logFormat });
     this.#handler = startPortableRouter(config, platform, log).then(() => handler!);
   }
 

@@ -203,6 +203,7 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
       }
       d.report?.(decision.worker.workerId, undefined);
       requests.inc(["disaggregated"]);
+      d.observe?.of(input.request)?.prefillPair(decision.worker.workerId);
       const params = kvTransferParamsOf(r.json);
       const decodeBody = vllmDecodeBody(withoutPdFields(json), params);
       const res = await forward({ ...input, body: encoder.encode(JSON.stringify(decodeBody)), allowedWorkerIds: decode }, fd);
@@ -248,6 +249,8 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
       void prefillDone;
       const signal = AbortSignal.any([input.request.signal, pair.signal]);
       const request = new Request(input.request.url, { method: "POST", headers: input.request.headers, signal });
+      d.observe?.alias(input.request, request);
+      d.observe?.of(input.request)?.prefillPair(id);
       const res = await forward({ ...input, request, body, allowedWorkerIds: decode }, decodeDeps);
       decodeAnswered = true;
       if (pair.signal.aborted && !input.request.signal.aborted && res.status === 499) {

@@ -23,6 +23,7 @@ import { SseDataCounter } from "./sse-counter.ts";
 import { attemptUpstream } from "./attempt.ts";
 import { NO_DEADLINES, type UpstreamDeadlines } from "./deadlines.ts";
 import { fetchUpstream, type UpstreamBody, type UpstreamCall, type UpstreamResponse } from "./upstream.ts";
+import type { RequestObservation } from "../../observe/request-observation.ts";
 
 export interface ForwardDeps {
   readonly routing: RoutingService;
@@ -35,7 +36,9 @@ export interface ForwardDeps {
   readonly maxRetries: number;
   /** Use Bun's direct streams for response bodies (see observe-stream.ts). */
   readonly directStreams?: boolean;
-  readonly warn?: (message: string) => void;
+  readonly warn?: (message: string, fields?: Record<string, unknown>) => void;
+  /** The request's observation (access line, metrics, spans), found by its Request; without it, none. */
+  readonly observe?: (request: Request) => RequestObservation | undefined;
   /** Connect, first-byte and stream-idle deadlines (deadlines.ts); without them, none. */
   readonly deadlines?: UpstreamDeadlines;
   /** How each answer of a worker went (undefined: well), for outlier ejection (workers/health.ts). */
@@ -81,6 +84,7 @@ export function routedWorkerOf(res: Response): WorkerId | undefined {
 
 export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Response> {
   d.keepOpen?.(input.request);
+  const obs = d.observe?.(input.request);
   const requestId = d.routing.nextRequestId();
   const exclude = new Set<WorkerId>();
   const failures: string[] = [];
@@ -101,10 +105,11 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
           allowedWorkerIds: input.allowedWorkerIds,
           exclude,
         });
+      const attempt = obs !== undefined ? obs.routing(route) : route;
       // Every candidate busy: wait in the admission queue (429 when full or too long).
       decision = d.admission
-        ? await d.admission.admit(route, { priority: input.priority, signal: input.request.signal, abandon: (x) => x.lease.free() })
-        : await route();
+        ? await d.admission.admit(attempt, { priority: input.priority, signal: input.request.signal, abandon: (x) => x.lease.free() })
+        : await attempt();
     } catch (e) {
       // Every worker left failed this request: say so rather than "no workers".
       if (failures.length > 0) throw upstreamFailed(failures);
@@ -117,12 +122,15 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       exclude.add(worker.workerId);
       continue;
     }
+    obs?.decided(decision);
+    const headers = upstreamRequestHeaders(input.request.headers, worker.dpRank);
+    obs?.upstream(headers, rec.url, input.path);
     const started = performance.now();
     const a = await attemptUpstream({
       call: upstreamOf(d),
       baseUrl: rec.url,
       path: input.path,
-      headers: upstreamRequestHeaders(input.request.headers, worker.dpRank),
+      headers,
       body: input.body,
       clientSignal: input.request.signal,
       deadlines: d.deadlines ?? NO_DEADLINES,
@@ -131,14 +139,19 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     });
     if (a.kind === "answer") {
       d.metrics.firstByte.observe((performance.now() - started) / 1000);
-      const answer = respond(a.res, a.first, a.reader, decision, d);
+      obs?.firstByte(a.res.status);
+      const answer = respond(a.res, a.first, a.reader, decision, d, obs);
       routedWorkers.set(answer, worker.workerId);
       return answer;
     }
     lease.free();
-    if (a.kind === "client_gone") return clientGone(worker.workerId, d);
+    if (a.kind === "client_gone") {
+      obs?.clientGone();
+      return clientGone(worker.workerId, d);
+    }
     if (a.deadline !== undefined) d.metrics.deadlineMisses.inc([String(worker.workerId), a.deadline]);
-    failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d);
+    obs?.attemptFailed(worker.workerId, a.reason);
+    failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d, obs?.id);
   }
   throw upstreamFailed(failures);
 }
@@ -160,6 +173,7 @@ function failAttempt(
   failures: string[],
   exclude: Set<WorkerId>,
   d: ForwardDeps,
+  requestId: string | undefined,
 ): void {
   // The client sees worker ids only; the URL and the engine's answer go to the log (issue 12).
   failures.push(`worker ${id}`);
@@ -168,7 +182,7 @@ function failAttempt(
   // After the fence: an ejection this failure causes is what /v1/workers shows as the reason.
   d.report?.(id, reason);
   d.metrics.upstreamFailures.inc([String(id)]);
-  d.warn?.(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`);
+  d.warn?.(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`, requestId !== undefined ? { request_id: requestId } : undefined);
 }
 
 /**
@@ -190,6 +204,7 @@ function respond(
   reader: UpstreamBody | undefined,
   decision: RouteDecision,
   d: ForwardDeps,
+  obs: RequestObservation | undefined,
 ): Response {
   const { worker, lease } = decision;
   const workerLabel = String(worker.workerId);
@@ -200,8 +215,12 @@ function respond(
   if (!isEventStream(res.headers)) lease.prefillDone();
   // A 5xx the engine answered counts against the worker; its body may hold the engine's
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
-  if (res.status >= 500) return engineServerError(res, first, reader, decision, d);
+  if (res.status >= 500) {
+    obs?.answered(res.status, undefined, undefined);
+    return engineServerError(res, first, reader, decision, d, obs?.id);
+  }
   if (!reader || !first || first.done || first.value === undefined) {
+    obs?.answered(res.status, undefined, undefined);
     lease.free();
     d.report?.(worker.workerId, undefined);
     d.metrics.requests.inc([workerLabel, String(res.status)]);
@@ -215,21 +234,29 @@ function respond(
     counter.push(first.value);
     counter.finish();
     if (counter.events > 0) lease.outputTokens(counter.events);
+    obs?.answered(res.status, first.value, isEventStream(res.headers) ? counter.events : undefined);
     lease.free();
     d.report?.(worker.workerId, undefined);
     d.metrics.requests.inc([workerLabel, String(res.status)]);
     return new Response(first.value, init);
   }
   const idleMs = d.deadlines?.streamIdleMs ?? 0;
+  const sse = isEventStream(res.headers);
+  const track = obs?.streaming(res.status, sse);
   const body = observeStream(first.value, reader, {
-    onTokens: (n) => lease.outputTokens(n),
-    onEnd: (how) => {
+    onTokens: (n) => {
+      lease.outputTokens(n);
+      track?.tokens(n);
+    },
+    onChunk: track !== undefined && !sse ? (c) => track.chunk(c) : undefined,
+    onEnd: (how, tokens, bytes) => {
+      track?.end(how, tokens, bytes);
       lease.free();
       if (how === "timeout") d.metrics.deadlineMisses.inc([workerLabel, "stream_idle"]);
       if (how !== "cancelled") d.report?.(worker.workerId, STREAM_FAILURE[how]);
       d.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
     },
-  }, d.directStreams, { idleMs, sse: isEventStream(res.headers) });
+  }, d.directStreams, { idleMs, sse });
   return new Response(body, init);
 }
 
@@ -247,6 +274,7 @@ function engineServerError(
   reader: UpstreamBody | undefined,
   decision: RouteDecision,
   d: ForwardDeps,
+  requestId: string | undefined,
 ): Response {
   const { worker, lease } = decision;
   const id = String(worker.workerId);
@@ -255,7 +283,7 @@ function engineServerError(
   lease.free();
   d.report?.(worker.workerId, `HTTP ${res.status}`);
   d.metrics.requests.inc([id, String(res.status)]);
-  d.warn?.(`worker ${id} answered HTTP ${res.status}: ${JSON.stringify(text)}`);
+  d.warn?.(`worker ${id} answered HTTP ${res.status}: ${JSON.stringify(text)}`, requestId !== undefined ? { request_id: requestId } : undefined);
   const answer = errorResponse(res.status, "upstream_error", `worker ${id} answered HTTP ${res.status} (the router's log has its answer)`);
   answer.headers.set(HEADER_WORKER, id);
   answer.headers.set(HEADER_DP_RANK, String(worker.dpRank));

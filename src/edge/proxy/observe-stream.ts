@@ -30,8 +30,10 @@ export interface ChunkReader {
 export interface StreamHooks {
   /** Called with the running count of data events after each chunk that added some. */
   onTokens?(total: number): void;
-  /** Called exactly once, whatever ends the stream. */
-  onEnd(how: StreamEnd, tokens: number): void;
+  /** Called with every chunk passed on (the request's observation keeps a JSON answer's tail for its usage). */
+  onChunk?(chunk: Uint8Array): void;
+  /** Called exactly once, whatever ends the stream; `bytes`: the engine's bytes passed on to the client. */
+  onEnd(how: StreamEnd, tokens: number, bytes: number): void;
 }
 
 export interface StreamLimits {
@@ -63,13 +65,14 @@ export function observeStream(
   limits: StreamLimits = NO_LIMITS,
 ): ReadableStream<Uint8Array> {
   const counter = new SseDataCounter();
+  let bytes = 0;
   let ended = false;
   const watchdog = limits.idleMs > 0 ? new IdleWatchdog(limits.idleMs, reader) : undefined;
   const end = (how: StreamEnd): void => {
     if (ended) return;
     ended = true;
     watchdog?.stop();
-    hooks.onEnd(how, counter.events);
+    hooks.onEnd(how, counter.events, bytes);
   };
   /** A read, timed by the watchdog while it waits on the engine. */
   const read = watchdog === undefined ? () => reader.read() : () => watchdog.read();
@@ -81,6 +84,8 @@ export function observeStream(
     return sseErrorEvent("stream_idle_timeout", `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`);
   };
   const see = (chunk: Uint8Array): void => {
+    bytes += chunk.byteLength;
+    hooks.onChunk?.(chunk);
     if (counter.push(chunk) > 0) hooks.onTokens?.(counter.events);
   };
   const finish = (): void => {

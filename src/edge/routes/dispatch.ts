@@ -19,7 +19,8 @@ export function forwardDepsOf(d: AppDeps): ForwardDeps {
     upstream: d.upstream,
     maxRetries: d.maxRetries,
     directStreams: d.directStreams,
-    warn: (m: string) => d.log.warn(m),
+    warn: (m, fields) => d.log.warn(m, fields),
+    observe: d.observe && ((req) => d.observe!.of(req)),
     // Deadlines, outcome reports (ejection) and the server idle-timeout lift, as for completions.
     deadlines: d.deadlines,
     report: d.report,

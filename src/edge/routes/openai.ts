@@ -52,7 +52,8 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
     if (json.priority !== undefined && (typeof json.priority !== "number" || !Number.isSafeInteger(json.priority))) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
-    const prompt = await readPrompt(d, json, kind);
+    const obs = d.observe?.of(req);
+    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d, json, kind)) : readPrompt(d, json, kind));
     const sessionControl = sessionControlOf(json);
     const input: ForwardInput = {
       request: req,
@@ -66,6 +67,7 @@ export function completionHandlers(d: AppDeps): { completions: RequestHandler; c
       priority: json.priority as number | undefined,
       stream: json.stream === true,
     };
+    obs?.prompt({ model: json.model, tokens: prompt.tokens.length, sessionId: sessionControl?.sessionId ?? input.sessionId });
     return disagg !== undefined ? disagg(input, json, json.model) : dispatch(input, json.model);
   };
 

@@ -34,7 +34,9 @@ export function proxyJson(d: AppDeps, dispatch: Dispatch, path: string, kind: Pr
   return async (req: Request): Promise<Response> => {
     const body = await readBodyLimited(req, d.maxBodyBytes);
     const json = parseJsonObject(body);
-    const prompt = await readPrompt(d, json, kind);
+    const obs = d.observe?.of(req);
+    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d, json, kind)) : readPrompt(d, json, kind));
+    obs?.prompt({ model: json.model, tokens: prompt.tokens.length });
     const priority = json.priority;
     if (priority !== undefined && (typeof priority !== "number" || !Number.isSafeInteger(priority))) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");

@@ -7,7 +7,7 @@
  */
 import { createApp } from "../../../src/edge/app.ts";
 import type { AppDeps } from "../../../src/edge/deps.ts";
-import { silentLogger } from "../../../src/edge/log.ts";
+import { silentLogger, type Logger } from "../../../src/edge/log.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
 import { portableBatchHasher } from "../../../src/core/hashing.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";
@@ -25,6 +25,7 @@ import type { PolicyName } from "../../../src/config/schema.ts";
 import { AdapterLoader } from "../../../src/fleet/lora/adapter-loader.ts";
 import { engineLoraClient } from "../../../src/fleet/engine-lora.ts";
 import { engineSessions } from "../../../src/fleet/engine-sessions.ts";
+import type { RequestObservers } from "../../../src/observe/request-observers.ts";
 
 export type FakeFetch = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -62,6 +63,10 @@ export interface HarnessOptions {
   readonly loraEvict?: boolean;
   /** Per worker: LoRA slots (default unknown). */
   readonly maxLoras?: number;
+  /** Where the app logs (default: nowhere). */
+  readonly log?: Logger;
+  /** Access lines, request metrics and spans (src/observe), built from the harness's parts; default none. */
+  readonly observe?: (parts: { metrics: RouterMetrics; registry: WorkerRegistry; blockSize: number; router: ReturnType<typeof createRouter> }) => RequestObservers;
 }
 
 export function harness(o: HarnessOptions): Harness {
@@ -127,7 +132,8 @@ export function harness(o: HarnessOptions): Harness {
     peer: () => o.peer ?? "127.0.0.1",
     fetch,
     now,
-    log: silentLogger,
+    log: o.log ?? silentLogger,
+    observe: o.observe?.({ metrics, registry, blockSize, router }),
   };
   const app = createApp(deps);
   return {
