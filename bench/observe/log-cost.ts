@@ -10,7 +10,7 @@
 import pino from "pino";
 import { createFormattedLogger } from "../../src/observe/logger.ts";
 
-const LINES = Number(process.argv[process.argv.indexOf("--lines") + 1] || 50_000);
+const LINES = process.argv.includes("--lines") ? Number(process.argv[process.argv.indexOf("--lines") + 1]) : 50_000;
 
 /** An access line as the router writes it (request-observation.ts). */
 function fields(i: number): Record<string, unknown> {

@@ -46,6 +46,7 @@ export function createApp(d: AppDeps): Hono {
   if (observe !== undefined) {
     // First of all: the request id and the clock start here, and every answer (errors included) passes back through.
     app.use("*", async (c, next) => {
+      if (!observe.wants(c.req.path)) return next();
       const obs = observe.begin(c.req.raw, c.req.path);
       await next();
       const res = obs.respond(c.res);

@@ -36,10 +36,27 @@ export function routeLabel(path: string): string {
   return ROUTE_LABELS.has(path) ? path : "other";
 }
 
+/**
+ * Paths that are not client requests and are not observed at all: probes, scrapes, engines
+ * pushing KV events (thousands of batches a second under load), the status page and what it
+ * polls. Observing them would bury the requests in the access log and cost the event path.
+ */
+const UNOBSERVED: ReadonlySet<string> = new Set(["/health", "/livez", "/metrics", "/v1/kv/events", "/ui", "/ui/"]);
+const UNOBSERVED_PREFIXES = ["/debug/"];
+
+export function observed(path: string): boolean {
+  return !UNOBSERVED.has(path) && !UNOBSERVED_PREFIXES.some((p) => path.startsWith(p));
+}
+
 export class RequestObservers {
   readonly #byRequest = new WeakMap<Request, RequestObservation>();
 
   constructor(readonly deps: ObserveDeps) {}
+
+  /** Whether requests to `path` get an observation (see UNOBSERVED). */
+  wants(path: string): boolean {
+    return observed(path);
+  }
 
   begin(req: Request, path: string): RequestObservation {
     const o = new RequestObservation(this.deps, req, routeLabel(path));

@@ -26,6 +26,8 @@ import { listenOnBun } from "./bun/http-server.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
 import { workersFileWatch } from "./bun/workers-file.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
+import { processProbe } from "./bun/process-probe.ts";
+import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
 
 export { StartupError };
 export { stderrLogSink } from "./bun/log-sink.ts";
@@ -73,11 +75,15 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       engineWaiting: () => engineLoad.waiting,
       onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
       onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it (issue 13)
+      processProbe: processProbe(),
+      roleOf: (url) => roles.roleOf(url),
     },
     log,
   );
   const { registry, now } = c;
   kv = kvEventStreams(config, c, hasher, roles, log);
+  const sources = kv.sources;
+  bindStreamMetrics(c.metrics.registry, () => zmqStreams(registry.list(), (id) => sources.describe(id)));
   engineLoad.wire(config, { workers: () => registry.list(), engineHeaders: c.engineHeaders, admission: c.admission, metrics: c.metrics, now, log });
 
   let server: ReturnType<typeof Bun.serve> | undefined;
@@ -142,4 +148,15 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     },
   };
   return running;
+}
+
+/** Each subscribed ZMQ (worker, dp rank) stream's state, from the sources' per-worker description. */
+function* zmqStreams(workers: Iterable<{ readonly id: bigint }>, describe: (id: bigint) => Record<string, unknown> | undefined): Iterable<StreamState> {
+  for (const w of workers) {
+    const ranks = describe(w.id)?.ranks;
+    if (!Array.isArray(ranks)) continue;
+    for (const r of ranks as { dp_rank: number; connected: boolean; events: number; gaps: number; batches_lost: number }[]) {
+      yield { worker: w.id, dpRank: r.dp_rank, connected: r.connected, events: r.events, gaps: r.gaps, lostBatches: r.batches_lost };
+    }
+  }
 }

@@ -26,6 +26,9 @@ import { RecentStats } from "../observe/recent-stats.ts";
 import { RequestMetrics } from "../observe/request-metrics.ts";
 import { RequestObservers } from "../observe/request-observers.ts";
 import type { Tracer } from "../observe/tracing.ts";
+import { bindBuildInfo, bindRecoveryMetrics, bindWorkerInfo, tokenizerMismatchGauge } from "../observe/fleet-metrics.ts";
+import { bindProcessMetrics, EventLoopLag, type ProcessProbe } from "../observe/process-metrics.ts";
+import { buildInfo } from "../core/build-info.ts";
 import { createRouter } from "../router/create-router.ts";
 import type { RespOpener } from "../sync/redis-client.ts";
 import { StickyRouter } from "../router/sessions/sticky.ts";
@@ -73,6 +76,10 @@ export interface RuntimeChoices {
   readonly onWorkerRemoved?: (id: WorkerId) => void;
   /** Where spans go (--otlp-endpoint: Bun's OpenTelemetry exporter); without it, no spans. */
   readonly tracer?: Tracer;
+  /** The process's CPU, memory and fds for /metrics (Bun: /proc); without it, no process_* series. */
+  readonly processProbe?: ProcessProbe;
+  /** A worker's role under --disagg (prefill | decode | both), for switchyard_worker_info. */
+  readonly roleOf?: (url: string) => string;
 }
 
 /** A listen address clients on this machine can use (wildcards -> loopback). */
@@ -214,6 +221,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   );
   const { index, approxIndex, tracker } = router;
 
+  const tokenizerMismatch = tokenizerMismatchGauge(metrics.registry);
   const { health, restarts } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
   const membership = new WorkerMembership({
     registry,
@@ -235,6 +243,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
       void tokenizers.check(w.id, w.url, base).then((c) => {
         if (c?.status === "mismatch") log.warn(`worker ${w.id}: tokenizer_mismatch`, { url: w.url, detail: c.detail });
+        if (c !== undefined && registry.has(w.id)) tokenizerMismatch.set([String(w.id)], c.status === "mismatch" ? 1 : 0);
       });
     },
     onRemoved: (w) => {
@@ -242,6 +251,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       restarts.forget(w.id);
       choices.onWorkerRemoved?.(w.id);
       tokenizers.forget(w.id);
+      tokenizerMismatch.remove([String(w.id)]);
       log.info(`worker ${w.id} removed`, { url: w.url });
     },
     warn: (m) => log.warn(m),
@@ -259,6 +269,12 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   });
   metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
+  bindWorkerInfo(metrics.registry, { workers: () => registry.list(), modelsOf: (id) => models.of(id), roleOf: choices.roleOf });
+  bindBuildInfo(metrics.registry, buildInfo());
+  bindRecoveryMetrics(metrics.registry, () => router.recovery.stats() as unknown as Record<string, number>);
+  if (choices.processProbe !== undefined) bindProcessMetrics(metrics.registry, choices.processProbe);
+  const loopLag = new EventLoopLag(now, { every: (fn, ms) => setInterval(fn, ms), stop: (h) => clearInterval(h as ReturnType<typeof setInterval>) });
+  loopLag.bind(metrics.registry);
   let loadSync: LoadSync | undefined;
   if (config.redis !== undefined && routerId !== undefined) {
     // redis:// through the runtime's pub/sub opener; https:// (Upstash REST) through a polled Redis Stream.
@@ -368,11 +384,13 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
     startChecks() {
       health.start();
+      loopLag.start();
       timers.push(setInterval(() => router.expireLoad(now()), LOAD_EXPIRY_EVERY_MS));
       if (config.policy === "approx" || approxIndex !== undefined) timers.push(setInterval(() => router.expireApprox(now()), APPROX_EXPIRE_EVERY_MS));
     },
     stopWork() {
       draining = true;
+      loopLag.stop();
       for (const t of timers) clearInterval(t);
       health.stop();
       admission.close();
