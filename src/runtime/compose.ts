@@ -29,6 +29,7 @@ import type { Tracer } from "../observe/tracing.ts";
 import { bindBuildInfo, bindRecoveryMetrics, bindWorkerInfo, tokenizerMismatchGauge } from "../observe/fleet-metrics.ts";
 import { bindProcessMetrics, EventLoopLag, type ProcessProbe } from "../observe/process-metrics.ts";
 import { buildInfo } from "../core/build-info.ts";
+import { forgetWorkerSeries, zeroRouterSeries, zeroWorkerSeries } from "../observe/zero-series.ts";
 import { createRouter } from "../router/create-router.ts";
 import type { RespOpener } from "../sync/redis-client.ts";
 import { StickyRouter } from "../router/sessions/sticky.ts";
@@ -222,6 +223,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   const { index, approxIndex, tracker } = router;
 
   const tokenizerMismatch = tokenizerMismatchGauge(metrics.registry);
+  zeroRouterSeries(metrics);
   const { health, restarts } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
   const membership = new WorkerMembership({
     registry,
@@ -237,6 +239,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), (u, init) => fetch(u, init)) },
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
+      zeroWorkerSeries(metrics, w.id, tokenizerMismatch);
       void restarts.check(w.id, w.url, AbortSignal.timeout(config.healthTimeout * 1000)); // the instance to compare with
       if (!w.healthy) void health.check(w.id);
       // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
@@ -251,7 +254,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       restarts.forget(w.id);
       choices.onWorkerRemoved?.(w.id);
       tokenizers.forget(w.id);
-      tokenizerMismatch.remove([String(w.id)]);
+      forgetWorkerSeries(metrics, w.id, tokenizerMismatch);
       log.info(`worker ${w.id} removed`, { url: w.url });
     },
     warn: (m) => log.warn(m),
