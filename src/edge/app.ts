@@ -18,9 +18,10 @@ import { adminRoutes } from "./routes/admin.ts";
 import { completionHandlers, openAiRoutes, type RequestHandler } from "./routes/openai.ts";
 import { passthroughRoutes } from "./routes/passthrough.ts";
 import { workerRoutes } from "./routes/workers.ts";
+import { statusRoutes } from "../observe/status-routes.ts";
 
 /** Paths that need the admin token (or a loopback peer when no token is set). */
-export const ADMIN_PATHS = ["/v1/workers", "/v1/workers/*", "/v1/kv/*", "/v1/route", "/v1/route/*", "/debug/*"] as const;
+export const ADMIN_PATHS = ["/v1/workers", "/v1/workers/*", "/v1/kv/*", "/v1/route", "/v1/route/*", "/debug/*", "/ui"] as const;
 
 /** Paths that still answer while the router drains: probes and scrapes. */
 const OPEN_WHILE_DRAINING: ReadonlySet<string> = new Set(["/health", "/livez", "/metrics"]);
@@ -73,6 +74,7 @@ export function createApp(d: AppDeps): Hono {
   app.route("/", passthroughRoutes(d));
   app.route("/", workerRoutes(d));
   app.route("/", adminRoutes(d));
+  if (d.status !== undefined) app.route("/", statusRoutes(d.status));
 
   app.notFound((c) => errorResponse(404, "not_found", `no route for ${c.req.method} ${c.req.path}`));
   app.onError((e, c) => answerError(d, e, c.req.raw));

@@ -22,6 +22,7 @@ import type { AdmissionGate } from "../router/admission/admission-gate.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
 import type { RouterRoom } from "../router/create-router.ts";
 import type { RequestObservers } from "../observe/request-observers.ts";
+import type { StatusSource } from "../observe/status-routes.ts";
 
 export interface AppDeps {
   readonly maxBodyBytes: number;
@@ -80,6 +81,8 @@ export interface AppDeps {
   readonly log: Logger;
   /** Each request's access line, metrics and spans (src/observe); without it, none of them. */
   readonly observe?: RequestObservers;
+  /** The status page (GET /ui) and what it reads (/debug/status, /debug/decisions); without it, no page. */
+  readonly status?: StatusSource;
 }
 
 /** LoRA adapters for the request path (lora/adapter-loader.ts's AdapterLoader is one). */

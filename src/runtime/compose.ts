@@ -30,6 +30,7 @@ import { bindBuildInfo, bindRecoveryMetrics, bindWorkerInfo, tokenizerMismatchGa
 import { bindProcessMetrics, EventLoopLag, type ProcessProbe } from "../observe/process-metrics.ts";
 import { buildInfo } from "../core/build-info.ts";
 import { forgetWorkerSeries, zeroRouterSeries, zeroWorkerSeries } from "../observe/zero-series.ts";
+import type { StatusSource } from "../observe/status-routes.ts";
 import { createRouter } from "../router/create-router.ts";
 import type { RespOpener } from "../sync/redis-client.ts";
 import { StickyRouter } from "../router/sessions/sticky.ts";
@@ -224,7 +225,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
 
   const tokenizerMismatch = tokenizerMismatchGauge(metrics.registry);
   zeroRouterSeries(metrics);
-  const { health, restarts } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
+  const { health, restarts, outliers } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
   const membership = new WorkerMembership({
     registry,
     blockSize: config.blockSize,
@@ -329,6 +330,19 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     blockSize: config.blockSize,
     workerUrl: (id) => registry.get(id)?.url,
   });
+  // What the status page reads beside GET /v1/workers (src/observe/status-routes.ts).
+  const status: StatusSource = {
+    decisions,
+    recent,
+    build: buildInfo(),
+    policy: config.policy,
+    blockSize: config.blockSize,
+    workers: () => registry.list(),
+    ejectedUntil: (id) => outliers.ejectedUntil(id),
+    now,
+    admissionQueue: () => admission.size,
+    sessions: () => memorySessions?.().held,
+  };
   const deps: SharedDeps = {
     maxBodyBytes: config.maxBodyBytes,
     maxSessionIdLength: config.maxSessionIdLength,
@@ -358,6 +372,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     now,
     log,
     observe,
+    status,
   };
 
   const timers: ReturnType<typeof setInterval>[] = [];

@@ -17,6 +17,8 @@ export interface FleetOptions {
   readonly adminToken?: string;
   readonly routerArgs?: readonly string[];
   readonly engineArgs?: readonly string[];
+  /** Other engines (already running) the router starts with; they must pass health checks too. */
+  readonly extraWorkers?: readonly string[];
 }
 
 export interface Fleet {
@@ -26,8 +28,8 @@ export interface Fleet {
   /** Why the ZMQ worker is not there (no python3-zmq), when it was asked for. */
   readonly zmqProblem: string | undefined;
   readonly headers: Record<string, string>;
-  /** `concurrency` clients for `seconds`; resolves with how many requests finished per status. */
-  load(seconds: number, concurrency: number): Promise<Map<number, number>>;
+  /** `concurrency` clients for `seconds` (or `requests` in all); resolves with how many requests finished per status. */
+  load(seconds: number, concurrency: number, requests?: number): Promise<Map<number, number>>;
   stop(): Promise<void>;
 }
 
@@ -56,6 +58,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
       "serve", "--port", String(port), "--host", "127.0.0.1", "--health-interval", "0.5", "--engine-metrics-interval", "0.5", "--log-level", "warn",
       ...(token ? ["--admin-token", token] : []),
       ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
+      ...(o.extraWorkers ?? []).flatMap((u) => ["--worker", u]),
       ...(o.routerArgs ?? []),
     ]);
     if (o.zmqWorker && zmqProblem === undefined) {
@@ -70,7 +73,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
       await publisher.waitSubscriber();
       await publisher.publish([{ events: [{ type: "BlockStored", block_hashes: [1, 2], parent_block_hash: null, token_ids: Array.from({ length: 32 }, (_, i) => i), block_size: 16, lora_id: null, medium: "GPU" }] }]);
     }
-    const expected = o.engines + (vllm ? 1 : 0);
+    const expected = o.engines + (vllm ? 1 : 0) + (o.extraWorkers?.length ?? 0);
     await until(async () => ((await (await fetch(`${url}/health`)).json()) as { healthy_workers: number }).healthy_workers === expected, `${expected} healthy workers`, 20_000);
   } catch (e) {
     await stop();
@@ -78,12 +81,12 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   }
   const r = router;
 
-  const load = async (seconds: number, concurrency: number): Promise<Map<number, number>> => {
+  const load = async (seconds: number, concurrency: number, requests = Infinity): Promise<Map<number, number>> => {
     const end = performance.now() + seconds * 1000;
     const statuses = new Map<number, number>();
     let n = 0;
     const client = async (c: number) => {
-      while (performance.now() < end) {
+      while (performance.now() < end && n < requests) {
         const i = n++;
         // One request in 25 is a client's mistake (a prompt that is not text or tokens): a 400 the router answers itself.
         const bad = i % 25 === 24;
@@ -91,7 +94,9 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
           ? { model: FLEET_MODEL, prompt: 3 }
           : { model: FLEET_MODEL, prompt: `${CONVERSATIONS[(i + c) % CONVERSATIONS.length]} turn ${i}`, max_tokens: 6, stream: i % 2 === 0 };
         try {
-          const res = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": `client-${c}` }, body: JSON.stringify(body) });
+          // Half the clients hold a sticky session, half are routed afresh on every request.
+          const session: Record<string, string> = c % 2 === 0 ? { "x-session-id": `client-${c}` } : {};
+          const res = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json", ...session }, body: JSON.stringify(body) });
           await res.arrayBuffer();
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         } catch {
