@@ -53,7 +53,7 @@ export type RawConfigShape = Record<
   | "maxSessions" | "maxSessionIdLength" | "loraAllow" | "engineToken" | "workerAllow"
   | "zmqDpRanks" | "workersFile" | "engineMetricsInterval" | "busyWaiting" | "workerCapacity" | "maxQueue" | "queueTimeout" | "engineLoadWeight"
   | "disagg" | "prefillWorker" | "decodeWorker" | "disaggMinPrefillTokens" | "bootstrapPort"
-  | "logFormat" | "otlpEndpoint",
+  | "logFormat" | "otlpEndpoint" | "otlpSampleRatio",
   unknown
 >;
 
@@ -128,6 +128,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   // ---- Observability: access log, traces (src/observe) ----
   { key: "logFormat", flag: "--log-format", env: ["SWITCHYARD_LOG_FORMAT"], help: `${LOG_FORMATS.join("|")}: every log line, the per-request access line included (default text; json = one JSON object per line, for log shippers)` },
   { key: "otlpEndpoint", flag: "--otlp-endpoint", env: ["SWITCHYARD_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"], meta: "URL", help: "export OpenTelemetry spans over OTLP/HTTP (protobuf) to this collector, e.g. http://collector:4318 (/v1/traces is appended unless the path names it); default: no spans" },
+  { key: "otlpSampleRatio", flag: "--otlp-sample-ratio", env: ["SWITCHYARD_OTLP_SAMPLE_RATIO", "OTEL_TRACES_SAMPLER_ARG"], help: "share of new traces recorded, 0 to 1 (default 1: every request); a client's traceparent decides for its own trace. Recording costs router CPU per request (src/observe/README.md)" },
 ];
 
 /** "12" -> 12 and " 1.5 " -> 1.5; anything else passes unchanged so the type check names it. */
@@ -344,6 +345,7 @@ export const ConfigSchema = v.object({
   // ---- Observability (src/observe) ----
   logFormat: v.optional(v.picklist(LOG_FORMATS, `must be one of ${LOG_FORMATS.join(", ")}`), "text"),
   otlpEndpoint: v.optional(httpUrl),
+  otlpSampleRatio: v.optional(v.pipe(nonNegative("a number in [0, 1]"), v.maxValue(1, "must be <= 1")), 1),
 });
 
 /** The validated configuration of `switchyard serve`. */
@@ -454,6 +456,8 @@ export interface Config {
   /** Observability (src/observe): the log's line format, and where spans go (undefined: no spans). */
   readonly logFormat: LogFormat;
   readonly otlpEndpoint: string | undefined;
+  /** Share of new traces recorded (a client's sampled flag decides for its own). */
+  readonly otlpSampleRatio: number;
 }
 
 /** A vLLM worker whose KV events come over ZMQ. */
@@ -540,6 +544,7 @@ export function finishConfig(o: v.InferOutput<typeof ConfigSchema>): Config {
     engineLoadWeight: o.engineLoadWeight,
     logFormat: o.logFormat,
     otlpEndpoint: o.otlpEndpoint,
+    otlpSampleRatio: o.otlpSampleRatio,
   };
 }
 

@@ -16,7 +16,7 @@ import type { CandidateView, DecisionLog } from "./decision-log.ts";
 import type { RecentStats } from "./recent-stats.ts";
 import { acceptedRequestId, newRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
 import type { RequestMetrics } from "./request-metrics.ts";
-import { formatTraceparent, parseTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, validTracestate, type TraceParent } from "./trace-context.ts";
+import { formatTraceparent, newTraceParent, parseTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, validTracestate, type TraceParent } from "./trace-context.ts";
 import type { Attributes, SpanHandle, SpanIdentity, Tracer } from "./tracing.ts";
 
 export interface ObserveDeps {
@@ -26,6 +26,10 @@ export interface ObserveDeps {
   readonly metrics: RequestMetrics;
   /** Spans are made only with a tracer (--otlp-endpoint). */
   readonly tracer?: Tracer;
+  /** Share of new traces recorded (--otlp-sample-ratio, default 1); a client's sampled flag decides for its own. */
+  readonly sampleRatio?: number;
+  /** Uniform in [0, 1), for the sampling decision (default Math.random). */
+  readonly rng?: () => number;
   readonly decisions?: DecisionLog;
   readonly recent?: RecentStats;
   /** Milliseconds since the epoch, sub-millisecond (performance.timeOrigin + performance.now()). */
@@ -66,11 +70,14 @@ interface Answer {
   onEnded: (() => void) | undefined;
 }
 
-/** Spans this record opens, by name: the request's own is "server". */
+/**
+ * Spans this record opens: the request's own ("server") and the upstream try in flight. The
+ * first byte is an event of the upstream span (and its time an attribute), not a span of its
+ * own: every span costs the SDK time on every request (bench/observe/cpu.ts).
+ */
 interface Spans {
   server: SpanHandle;
   upstream?: SpanHandle;
-  firstByte?: SpanHandle;
 }
 
 /** OpenTelemetry GenAI `gen_ai.operation.name` per route. */
@@ -88,6 +95,7 @@ export class RequestObservation {
   readonly #start: number;
   readonly #method: string;
   readonly #route: string;
+  /** The context the engine continues when this router records nothing: the client's, or an unsampled one of ours. */
   readonly #clientParent: TraceParent | undefined;
   readonly #tracestate: string | undefined;
   readonly #spans: Spans | undefined;
@@ -118,10 +126,15 @@ export class RequestObservation {
     this.#route = route;
     const h = req.headers;
     this.id = acceptedRequestId(h.get(REQUEST_ID_HEADER)) ?? newRequestId();
-    this.#clientParent = parseTraceparent(h.get(TRACEPARENT_HEADER));
-    this.#tracestate = this.#clientParent !== undefined ? validTracestate(h.get(TRACESTATE_HEADER)) : undefined;
-    // A caller that did not sample its trace does not want it recorded: pass its context on, record nothing.
-    if (d.tracer !== undefined && (this.#clientParent === undefined || this.#clientParent.sampled)) {
+    const client = parseTraceparent(h.get(TRACEPARENT_HEADER));
+    this.#tracestate = client !== undefined ? validTracestate(h.get(TRACESTATE_HEADER)) : undefined;
+    // Parent-based sampling: a client's flag decides for its trace; a new trace is recorded
+    // with probability sampleRatio. One not recorded still gets a context (flagged unsampled),
+    // so the engine and the access line agree on its trace id and the engine records nothing either.
+    const ratio = d.sampleRatio ?? 1;
+    const unsampledNew = d.tracer !== undefined && client === undefined && ratio < 1 && (d.rng ?? Math.random)() >= ratio;
+    this.#clientParent = unsampledNew ? newTraceParent(false) : client;
+    if (d.tracer !== undefined && !unsampledNew && (client === undefined || client.sampled)) {
       const parent = this.#clientParent && { ...this.#clientParent, tracestate: this.#tracestate };
       this.#spans = {
         server: d.tracer.start({
@@ -257,7 +270,6 @@ export class RequestObservation {
           "switchyard.worker.id": this.#worker !== undefined ? String(this.#worker.workerId) : undefined,
         },
       });
-      s.firstByte = this.#d.tracer!.start({ name: "upstream first byte", kind: "internal", parent: s.upstream.identity, startMs: now });
       ctx = { ...s.upstream.identity, tracestate: this.#tracestate };
     }
     if (ctx !== undefined) {
@@ -275,9 +287,7 @@ export class RequestObservation {
     this.#firstByteAt = now;
     const s = this.#spans;
     if (s?.upstream !== undefined) {
-      s.firstByte?.end(now);
-      s.firstByte = undefined;
-      s.upstream.set({ "http.response.status_code": status });
+      s.upstream.set({ "http.response.status_code": status, "switchyard.upstream.first_byte_ms": this.#sentAt !== undefined ? ms(now - this.#sentAt) : undefined });
       s.upstream.event("first_byte", now);
     }
   }
@@ -367,11 +377,6 @@ export class RequestObservation {
     const s = this.#spans;
     if (s?.upstream === undefined) return;
     const now = this.#d.clock();
-    if (s.firstByte !== undefined) {
-      if (failure !== undefined) s.firstByte.fail(failure);
-      s.firstByte.end(now);
-      s.firstByte = undefined;
-    }
     if (failure !== undefined) s.upstream.fail(failure);
     s.upstream.end(now);
     s.upstream = undefined;

@@ -61,3 +61,15 @@ export function validTracestate(header: string | null | undefined): string | und
   if (members.length === 0 || members.length > MAX_TRACESTATE_MEMBERS) return undefined;
   return members.every((m) => MEMBER.test(m)) ? members.join(",") : undefined;
 }
+
+function randomHex(bytes: number): string {
+  const b = crypto.getRandomValues(new Uint8Array(bytes));
+  let s = "";
+  for (let i = 0; i < b.length; i++) s += b[i]!.toString(16).padStart(2, "0");
+  return s;
+}
+
+/** A fresh context (random trace and span ids, never all zero in practice), for a trace nobody started. */
+export function newTraceParent(sampled: boolean): TraceParent {
+  return { traceId: randomHex(16), spanId: randomHex(8), sampled };
+}

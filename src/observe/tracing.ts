@@ -45,6 +45,8 @@ export interface StartSpan {
 
 export interface Tracer {
   start(s: StartSpan): SpanHandle;
+  /** Export every finished span now (they are otherwise batched). */
+  flush(): Promise<void>;
   /** Export what is buffered and stop (router stopping). */
   shutdown(): Promise<void>;
 }

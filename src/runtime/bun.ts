@@ -28,6 +28,7 @@ import { workersFileWatch } from "./bun/workers-file.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
 import { processProbe } from "./bun/process-probe.ts";
 import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
+import { buildInfo } from "../core/build-info.ts";
 
 export { StartupError };
 export { stderrLogSink } from "./bun/log-sink.ts";
@@ -56,6 +57,11 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   for (const u of config.prefillWorkers) roles.set(u, "prefill");
   for (const u of config.decodeWorkers) roles.set(u, "decode");
   let kv: ReturnType<typeof kvEventStreams> | undefined;
+  // --otlp-endpoint: the OpenTelemetry SDK is loaded only when spans are exported.
+  const tracer = config.otlpEndpoint === undefined
+    ? undefined
+    : (await import("../observe/otel-tracer.ts")).otelTracer({ endpoint: config.otlpEndpoint, serviceVersion: buildInfo().version, resource: { "service.instance.id": crypto.randomUUID() } });
+  if (tracer !== undefined) log.info("traces: exporting spans over OTLP/HTTP", { endpoint: config.otlpEndpoint });
   const c = await composeRouter(
     config,
     {
@@ -77,6 +83,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it (issue 13)
       processProbe: processProbe(),
       roleOf: (url) => roles.roleOf(url),
+      tracer,
     },
     log,
   );
@@ -145,6 +152,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       await kv?.sources.stopAll();
       await Promise.all(mockers.map((m) => m.stop()));
       await c.close();
+      // Spans of the last requests (the drained ones included) leave before the process does.
+      await tracer?.shutdown().catch((e) => log.warn(`traces: the last spans could not be exported: ${(e as Error).message}`));
     },
   };
   return running;

@@ -324,6 +324,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     accessLines: config.logLevel === "debug" || config.logLevel === "info",
     metrics: new RequestMetrics(metrics.registry),
     tracer: choices.tracer,
+    sampleRatio: config.otlpSampleRatio,
     decisions,
     recent,
     clock,

@@ -10,6 +10,8 @@ import { DecisionLog } from "../../../src/observe/decision-log.ts";
 import { storedEvent } from "../../../src/core/events.ts";
 import { computeBlockHashes } from "../../../src/core/hashing.ts";
 import { tokenizeText } from "../../../src/tokens/index.ts";
+import type { SpanIdentity, Tracer } from "../../../src/observe/tracing.ts";
+import { parseTraceparent } from "../../../src/observe/trace-context.ts";
 import { harness, jsonResponse, sseResponse, type FakeFetch } from "../edge/harness.ts";
 
 const W1 = { id: 11n, url: "http://w1:1" };
@@ -17,7 +19,30 @@ const W2 = { id: 22n, url: "http://w2:2" };
 const TRACE = "0af7651916cd43dd8448eb211c80319c";
 const PARENT = `00-${TRACE}-b7ad6b7169203331-01`;
 
-function observed(fetch: FakeFetch, workers = [W1]) {
+/** A tracer that keeps what it is asked to record, with deterministic ids. */
+function fakeTracer() {
+  const started: { name: string; kind: string; parent: SpanIdentity | undefined; attributes: Record<string, unknown>; ended: boolean; failed?: string }[] = [];
+  let n = 0;
+  const tracer: Tracer = {
+    start(s) {
+      const rec = { name: s.name, kind: s.kind, parent: s.parent, attributes: { ...(s.attributes ?? {}) } as Record<string, unknown>, ended: false, failed: undefined as string | undefined };
+      started.push(rec);
+      const identity = { traceId: s.parent?.traceId ?? "f".repeat(32), spanId: (++n).toString(16).padStart(16, "0"), sampled: true, tracestate: s.parent?.tracestate };
+      return {
+        identity,
+        set: (a) => Object.assign(rec.attributes, a),
+        event: () => {},
+        fail: (m) => void (rec.failed = m),
+        end: () => void (rec.ended = true),
+      };
+    },
+    flush: async () => {},
+    shutdown: async () => {},
+  };
+  return { tracer, started };
+}
+
+function observed(fetch: FakeFetch, workers = [W1], tracing?: { tracer: Tracer; sampleRatio?: number; rng?: () => number }) {
   const lines: Record<string, unknown>[] = [];
   const log = createFormattedLogger({ level: "info", format: "json", write: (l) => lines.push(JSON.parse(l)) });
   let requestMetrics: RequestMetrics | undefined;
@@ -34,6 +59,7 @@ function observed(fetch: FakeFetch, workers = [W1]) {
         accessLines: true,
         metrics: requestMetrics,
         decisions,
+        ...tracing,
         clock: () => performance.timeOrigin + performance.now(),
         blockSize,
         workerUrl: (id) => registry.get(id)?.url,
@@ -173,5 +199,62 @@ describe("the model label is bounded", () => {
     for (let i = 0; i < MAX_MODEL_LABELS; i++) expect(m.modelLabel(`m${i}`, true)).toBe(`m${i}`);
     expect(m.modelLabel("one-too-many", true)).toBe("other");
     expect(m.modelLabel("m3", false)).toBe("m3"); // a known name keeps its label even on an error
+  });
+});
+
+describe("spans and sampling (a fake tracer)", () => {
+  test("a recorded request: the server span under the client's, tokenize / route / upstream under it, the engine handed the upstream span", async () => {
+    const { tracer, started } = fakeTracer();
+    const { h, access } = observed(async () => sseResponse(2), [W1, W2], { tracer });
+    await (await h.request("/v1/completions", { json: { model: "m", prompt: "abcdefgh", stream: true }, headers: { "x-request-id": "s-1", traceparent: PARENT } })).text();
+    expect(started.map((s) => s.name)).toEqual(["POST /v1/completions", "tokenize", "route", "POST"]);
+    expect(started.every((s) => s.ended)).toBe(true);
+    const [server, , route, upstream] = started;
+    expect(server!.parent).toMatchObject({ traceId: TRACE, spanId: "b7ad6b7169203331" });
+    expect(route!.attributes).toMatchObject({ "switchyard.route.candidates": 2, "switchyard.route.sticky": false });
+    expect(typeof route!.attributes["switchyard.route.cost"]).toBe("number");
+    expect(upstream!.kind).toBe("client");
+    expect(upstream!.attributes["http.response.status_code"]).toBe(200);
+    expect(server!.attributes).toMatchObject({ "http.response.status_code": 200, "gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 2 });
+    const sent = parseTraceparent(h.calls[0]!.headers.traceparent)!;
+    expect(sent.traceId).toBe(TRACE);
+    expect(sent.spanId).toBe("0000000000000004"); // the upstream span, the fourth started
+    expect(access()[0]!.trace_id).toBe(TRACE);
+  });
+
+  test("ratio 0: a new trace is not recorded, but the engine gets an unsampled context with the access line's trace id", async () => {
+    const { tracer, started } = fakeTracer();
+    const { h, access } = observed(async () => jsonResponse({}), [W1], { tracer, sampleRatio: 0, rng: () => 0.5 });
+    await (await h.request("/v1/completions", { json: { prompt: "abcd" } })).text();
+    expect(started).toEqual([]);
+    const sent = parseTraceparent(h.calls[0]!.headers.traceparent)!;
+    expect(sent.sampled).toBe(false);
+    expect(access()[0]!.trace_id).toBe(sent.traceId);
+  });
+
+  test("a client's sampled trace is recorded whatever the ratio; an unsampled one never, and is passed on as it came", async () => {
+    const { tracer, started } = fakeTracer();
+    const { h } = observed(async () => jsonResponse({}), [W1], { tracer, sampleRatio: 0, rng: () => 0.99 });
+    await (await h.request("/v1/completions", { json: { prompt: "abcd" }, headers: { traceparent: PARENT } })).text();
+    expect(started.length).toBeGreaterThan(0);
+    started.length = 0;
+    const unsampled = `00-${TRACE}-b7ad6b7169203331-00`;
+    await (await h.request("/v1/completions", { json: { prompt: "abcd" }, headers: { traceparent: unsampled } })).text();
+    expect(started).toEqual([]);
+    expect(h.calls[1]!.headers.traceparent).toBe(unsampled);
+  });
+
+  test("a failed try ends its upstream span as an error; the retry gets its own", async () => {
+    const { tracer, started } = fakeTracer();
+    const { h } = observed(async (url) => (url.startsWith(W1.url) ? new Response("busy", { status: 503 }) : jsonResponse({ ok: 1 })), [W1, W2], { tracer });
+    const prompt = "0123456789abcdef";
+    const hashes = computeBlockHashes(tokenizeText(prompt), 4);
+    h.index.applyEvent(storedEvent(W1.id, 0n, [...hashes].map((t, i) => ({ blockHash: BigInt(i + 1), tokensHash: t }))));
+    await (await h.request("/v1/completions", { json: { prompt } })).text();
+    const tries = started.filter((s) => s.kind === "client");
+    expect(tries).toHaveLength(2);
+    expect(tries[0]!.failed).toBe("HTTP 503");
+    expect(tries[1]!.failed).toBeUndefined();
+    expect(tries[1]!.attributes["http.request.resend_count"]).toBe(1);
   });
 });
