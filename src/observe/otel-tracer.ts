@@ -54,7 +54,8 @@ export function otelTracer(o: OtelTracerOptions): Tracer {
   const exporter = new OTLPTraceExporter({ url: otlpTracesUrl(o.endpoint) });
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: o.serviceName ?? "switchyard", [ATTR_SERVICE_VERSION]: o.serviceVersion, ...o.resource }),
-    spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: o.exportDelayMs ?? 1000, maxExportBatchSize: 512, maxQueueSize: 8192 })],
+    // An export that hangs (a collector away) is given up after 10 s; the queue drops beyond 8 192 spans.
+    spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: o.exportDelayMs ?? 1000, maxExportBatchSize: 512, maxQueueSize: 8192, exportTimeoutMillis: 10_000 })],
   });
   const tracer = provider.getTracer(o.serviceName ?? "switchyard", o.serviceVersion);
   return {

@@ -35,6 +35,8 @@ export { stderrLogSink } from "./bun/log-sink.ts";
 
 /** How often a drain looks whether requests are still in flight. */
 const DRAIN_POLL_MS = 25;
+/** Longest the exit waits for the last spans to reach the collector. */
+const TRACE_EXPORT_ON_EXIT_MS = 2_000;
 
 export interface RunningRouter {
   readonly url: string;
@@ -152,8 +154,13 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       await kv?.sources.stopAll();
       await Promise.all(mockers.map((m) => m.stop()));
       await c.close();
-      // Spans of the last requests (the drained ones included) leave before the process does.
-      await tracer?.shutdown().catch((e) => log.warn(`traces: the last spans could not be exported: ${(e as Error).message}`));
+      // Spans of the last requests (the drained ones included) leave before the process does,
+      // but an unreachable collector must not hold the exit past a short bound.
+      if (tracer !== undefined) {
+        const exported = tracer.shutdown().then(() => "exported", (e: Error) => `not exported: ${e.message}`);
+        const how = await Promise.race([exported, Bun.sleep(TRACE_EXPORT_ON_EXIT_MS).then(() => `not exported within ${TRACE_EXPORT_ON_EXIT_MS} ms`)]);
+        if (how !== "exported") log.warn(`traces: the last spans were ${how}`);
+      }
     },
   };
   return running;
