@@ -36,22 +36,22 @@ function drainingRefusal(): Response {
 
 export function createApp(d: AppDeps): Hono {
   const app = new Hono();
-  if (d.draining !== undefined) {
-    const draining = d.draining;
-    app.use("*", async (c, next) => {
-      if (draining() && !OPEN_WHILE_DRAINING.has(c.req.path)) return drainingRefusal();
-      await next();
-    });
-  }
   const observe = d.observe;
   if (observe !== undefined) {
-    // First of all: the request id and the clock start here, and every answer (errors included) passes back through.
+    // First of all: the request id and the clock start here, and every answer (errors and draining refusals included) passes back through.
     app.use("*", async (c, next) => {
       if (!observe.wants(c.req.path)) return next();
       const obs = observe.begin(c.req.raw, c.req.path);
       await next();
       const res = obs.respond(c.res);
       if (res !== c.res) c.res = res;
+    });
+  }
+  if (d.draining !== undefined) {
+    const draining = d.draining;
+    app.use("*", async (c, next) => {
+      if (draining() && !OPEN_WHILE_DRAINING.has(c.req.path)) return drainingRefusal();
+      await next();
     });
   }
   const auth = adminAuth(d.adminToken, d.peer);
