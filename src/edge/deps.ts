@@ -1,88 +1,129 @@
 /**
- * Everything the HTTP app needs, built by main.ts (the composition root) and passed to
- * createApp. Tests build the same object around fakes or real parts.
+ * What the HTTP edge is given, in small groups, so each route and the proxy path take only
+ * the groups they use (a route that sees everything can come to depend on anything).
+ * src/runtime/compose.ts builds them the same way for every runtime (the runtime adds its
+ * own pieces: the peer address, Bun's upstream client, ...); createApp takes them together
+ * as EdgeDeps. Tests build the same groups around fakes or real parts.
  */
-import type { DisaggOptions } from "./disagg/disagg-dispatch.ts";
-import type { RouterEvent } from "../core/events.ts";
-import type { Binding } from "../router/sessions/store.ts";
+import type { Binding } from "../router/index.ts";
 import type { WorkerId } from "../core/ids.ts";
-import type { EventSource, IngestResult } from "../fleet/events/http-batch.ts";
-import type { KvIndex } from "../router/index/types.ts";
 import type { RouterMetrics } from "../observe/names.ts";
-import type { LoadTracker } from "../router/books/load-tracker.ts";
 import type { WorkerMembership } from "../fleet/membership.ts";
 import type { ModelDirectory } from "../fleet/models.ts";
 import type { WorkerRegistry } from "../fleet/registry.ts";
+import type { WorkerProvisioner } from "../fleet/provisioner.ts";
+import type { RouterRoom } from "../router/index.ts";
 import type { PeerAddress } from "./auth.ts";
+import type { DisaggOptions } from "./disagg/disagg-dispatch.ts";
 import type { Logger } from "./log.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
-import type { WorkerProvisioner } from "../fleet/provisioner.ts";
-import type { AdmissionGate } from "../router/admission/admission-gate.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
-import type { RouterRoom } from "../router/create-router.ts";
+import type { TenantGuard } from "./tenants/guard.ts";
 import type { RequestObservers } from "../observe/request-observers.ts";
 import type { StatusSource } from "../observe/status-routes.ts";
 
-export interface AppDeps {
+/** Everything createApp is given: the groups below, each handed on only where it is used. */
+export interface EdgeDeps {
+  readonly door: Door;
+  readonly limits: RequestLimits;
+  readonly fleet: FleetView;
+  /**
+   * The decision room (src/router createRouter): routing (route, or wait while every worker
+   * is busy) and leases, the load books and the index (GET /v1/workers, /debug/kv/dump), and
+   * `ingest(events, source)` for POST /v1/kv/events.
+   */
+  readonly router: RouterRoom;
+  readonly upstream: Upstream;
+  readonly outcomes: WorkerOutcomes;
+  readonly observe: Observability;
+  readonly admin: AdminDeps;
+  /** --disagg vllm|sglang: completions are split into a prefill and a decode request (edge/disagg). */
+  readonly disagg?: DisaggOptions;
+  /** --api-keys: client keys on every client route, tenant limits, fair admission (edge/tenants). */
+  readonly tenants?: TenantGuard;
+}
+
+/** Who may come in, and whether this router still takes work: the app's middleware and probes. */
+export interface Door {
+  readonly adminToken: string | undefined;
+  /** The peer address of a request (Bun: server.requestIP). */
+  readonly peer: PeerAddress;
+  /** This router's identity, sent as x-switchyard-router-id on /health so no router registers it as a worker. */
+  readonly routerId?: string;
+  /** True once shutdown began: /health answers 503 "draining", new requests a retryable 503. */
+  readonly draining?: () => boolean;
+  /** True once shutdown was announced (the drain delay): /health answers 503 "draining", requests are still served. */
+  readonly unready?: () => boolean;
+}
+
+/** How much of a request the edge reads. */
+export interface RequestLimits {
   readonly maxBodyBytes: number;
   /** Longest session id a header may carry (--max-session-id-length); longer: 400 naming the header. */
   readonly maxSessionIdLength?: number;
-  /** This router's identity, sent as x-switchyard-router-id on /health so no router registers it as a worker. */
-  readonly routerId?: string;
-  /** Which URLs POST /v1/workers may register (workers/url-policy.ts); without it, any. */
-  readonly workerUrlPolicy?: { check(url: string): Promise<void> };
-  readonly adminToken: string | undefined;
-  readonly maxRetries: number;
+}
+
+/** The workers as a request sees them: who is there, what each serves, how text becomes tokens. */
+export interface FleetView {
   readonly registry: WorkerRegistry;
-  readonly membership: WorkerMembership;
-  /** Mark a worker unhealthy until its next good health check. */
-  readonly fence: (workerId: WorkerId, reason: string) => void;
-  /**
-   * The decision room (src/router createRouter): routing + leases, the load books and the
-   * index (GET /v1/workers, /debug/kv/dump), and `ingest(events, source)` for POST
-   * /v1/kv/events ("engine" when the batch says it is the engine's own stream, else "admin").
-   */
-  readonly router: RouterRoom;
-  readonly metrics: RouterMetrics;
-  /** LoRA requests: which `model` is an adapter, and where it is (or gets) loaded. */
-  readonly lora: LoraRouting;
   /** Which models each worker serves (its GET /v1/models); without it every model goes to every worker. */
   readonly models?: ModelDirectory;
+  /** LoRA requests: which `model` is an adapter, and where it is (or gets) loaded. */
+  readonly lora: LoraRouting;
   /** The models' tokenizers (--tokenizer, registration); without them text is routed approximately. */
   readonly tokenizers?: RouterTokenizers;
-  /** Read a session binding without sliding its TTL (GET /debug/sessions/:id). */
-  readonly peekSession?: (sessionId: string) => Promise<Binding | undefined>;
-  /** The peer address of a request (Bun: server.requestIP). */
-  readonly peer: PeerAddress;
+}
+
+/** How the edge calls engines: the proxy's client and its bounds. */
+export interface Upstream {
+  /** The proxy's upstream client (Bun: pooled sockets; elsewhere over fetch). */
+  readonly call: UpstreamCall;
+  /** Plain fetch, for the router's own reads of engines (GET /v1/models while a list is unknown). */
   readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
-  /** The proxy's upstream client (main.ts: pooled sockets on Bun); without one, proxied requests use `fetch`. */
-  readonly upstream?: UpstreamCall;
-  /** The runtime is Bun: stream response bodies through Bun's direct streams. */
-  readonly directStreams?: boolean;
   /** Connect, first-byte and stream-idle deadlines of proxied requests; without them, none. */
   readonly deadlines?: UpstreamDeadlines;
+  /** Workers tried after the first one fails before its first byte. */
+  readonly maxRetries: number;
+  /** The runtime is Bun: stream response bodies through Bun's direct streams. */
+  readonly directStreams?: boolean;
+  /**
+   * The request's body is read: lift the server's idle timeout for it (Bun: server.timeout(req, 0)),
+   * since an answer may stream for minutes; the proxy's own deadlines bound it from here.
+   */
+  readonly keepOpen?: (request: Request) => void;
+}
+
+/** What the proxy tells worker health about each answer. */
+export interface WorkerOutcomes {
+  /** Mark a worker unhealthy until its next good health check. */
+  readonly fence: (workerId: WorkerId, reason: string) => void;
   /** How a worker's answer went (undefined: well), for outlier ejection (HealthChecker.report). */
   readonly report?: (workerId: WorkerId, failure: string | undefined) => void;
-  /** Lift the server's idle timeout for a request whose body is read (its answer may stream long). */
-  readonly keepOpen?: (request: Request) => void;
-  /** True once shutdown began: /health answers 503 "draining". */
-  readonly draining?: () => boolean;
-  /** Where requests wait when every worker is busy (issue 13); without it: 503 all_workers_busy. */
-  readonly admission?: AdmissionGate;
-  /** --disagg vllm|sglang: completions are split into a prefill and a decode request (app/disagg). */
-  readonly disagg?: DisaggOptions;
-  /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
-  readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
-  /** Register a worker and subscribe to its KV events (`kv_events`); without it, plain registration. */
-  readonly provisioner?: WorkerProvisioner;
-  /** Milliseconds (load decay, metrics). */
-  readonly now: () => number;
+}
+
+export interface Observability {
+  readonly metrics: RouterMetrics;
   readonly log: Logger;
-  /** Each request's access line, metrics and spans (src/observe); without it, none of them. */
-  readonly observe?: RequestObservers;
+  /** Each request's access line, metrics and spans (src/observe), opened at the door; without it, none of them. */
+  readonly requests?: RequestObservers;
   /** The status page (GET /ui) and what it reads (/debug/status, /debug/decisions); without it, no page. */
   readonly status?: StatusSource;
+}
+
+/** What the admin routes change or read besides the decision room. */
+export interface AdminDeps {
+  readonly membership: WorkerMembership;
+  /** Register a worker and subscribe to its KV events (`kv_events`); without it, plain registration. */
+  readonly provisioner?: WorkerProvisioner;
+  /** Which URLs POST /v1/workers may register (fleet/url-policy.ts); without it, any. */
+  readonly workerUrlPolicy?: { check(url: string): Promise<void> };
+  /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
+  readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
+  /** Read a session binding without sliding its TTL (GET /debug/sessions/:id). */
+  readonly peekSession?: (sessionId: string) => Promise<Binding | undefined>;
+  /** Milliseconds (load decay in GET /v1/workers). */
+  readonly now: () => number;
 }
 
 /** LoRA adapters for the request path (lora/adapter-loader.ts's AdapterLoader is one). */

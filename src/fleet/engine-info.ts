@@ -12,7 +12,7 @@ export interface EngineInfo {
   readonly workerId?: WorkerId;
   /**
    * This engine process: `instance_id`, else `started_at` (ms since the epoch) as text.
-   * A change means the engine restarted with an empty cache (workers/restart-detector.ts).
+   * A change means the engine restarted with an empty cache (restart-detector.ts).
    */
   readonly instanceId?: string;
   readonly dpRanks?: number;

@@ -1,5 +1,5 @@
 /**
- * The engines' own load, read from their Prometheus `/metrics` (issue 13): running and
+ * The engines' own load, read from their Prometheus `/metrics`: running and
  * waiting requests and KV-cache usage per data-parallel rank, and the busy test on them.
  * Pure: text in, numbers out; scraping is engine-metrics-scraper.ts.
  *
@@ -86,7 +86,10 @@ function rankOf(s: Sample): number | undefined | "bad" {
   return undefined;
 }
 
-/** When the engines' own numbers make a rank busy (issue 13). Either limit may be off. */
+/**
+ * When the engines' own numbers make a rank busy, which decides whether a request waits in the
+ * admission queue (README.md, "Busy and admission"). Either limit may be off.
+ */
 export interface EngineBusyLimits {
   /** Busy when KV usage is above this fraction (--busy-threshold); undefined = not checked. */
   readonly kvUsage?: number;

@@ -1,7 +1,8 @@
 /**
- * Engine-backed sessions over HTTP (spec §7): open on the chosen engine before the binding
- * is made (it must answer {"status":"ok"}), close after the session's last request or when
- * its binding expires. The simulated engine serves POST /v1/sessions/open {session_id,
+ * Engine-backed sessions over HTTP, as Dynamo's agent controller does them: open on the chosen
+ * engine before the binding is made (it must answer {"status":"ok"}, else the request fails, so
+ * no binding points at an engine without the session), close after the session's last request
+ * or when its binding expires. The simulated engine serves POST /v1/sessions/open {session_id,
  * timeout} and /v1/sessions/close {session_id}. Closes are fire-and-forget: a failure is
  * logged, and the engine's own timeout (router TTL + 30 s) ends the session anyway.
  */

@@ -13,12 +13,18 @@ export interface ServedModel {
   readonly id: string;
   /** The base model of a LoRA adapter; null for a base model. */
   readonly parent: string | null;
+  /**
+   * The engine's other fields for it (vLLM: owned_by, root, max_model_len, permission), kept
+   * for GET /v1/models; absent when it said nothing else. `object` and `created` are not kept:
+   * the one is always "model", the other only says when the engine answered.
+   */
+  readonly fields?: Readonly<Record<string, unknown>>;
 }
 
-/** OpenAI's model list as vLLM answers it (vllm/entrypoints/openai/serving_models.py: ModelCard id, root, parent). */
+/** OpenAI's model list as vLLM answers it (vllm/entrypoints/openai/serving_models.py: ModelCard id, root, parent, ...). */
 const ModelListSchema = v.object({
   data: v.array(
-    v.object({
+    v.looseObject({
       id: v.pipe(v.string(), v.nonEmpty()),
       parent: v.optional(v.nullable(v.string()), null),
     }),
@@ -29,7 +35,11 @@ const ModelListSchema = v.object({
 export function parseModelList(body: unknown): ServedModel[] | undefined {
   const r = v.safeParse(ModelListSchema, body);
   if (!r.success) return undefined;
-  return r.output.data.map((m) => ({ id: m.id, parent: m.parent === "" ? null : m.parent }));
+  return r.output.data.map((m) => {
+    const { id, parent, object: _object, created: _created, ...fields } = m;
+    const model = { id, parent: parent === "" ? null : parent };
+    return Object.keys(fields).length > 0 ? { ...model, fields } : model;
+  });
 }
 
 /** GET {url}/v1/models (abandoned when `signal` fires); throws with a clear message on failure. */
@@ -60,11 +70,15 @@ export class ModelDirectory {
   #servedBy: Map<string, Set<WorkerId>> | undefined;
   #parents: Map<string, string | null> | undefined;
 
-  /** The models a worker serves now; returns true when its list changed. */
+  /**
+   * The models a worker serves now; returns true when its list (names, parents) changed.
+   * Their other fields are kept either way without counting as a change: vLLM makes up a
+   * new permission id on every answer.
+   */
   set(worker: WorkerId, models: readonly ServedModel[]): boolean {
     const old = this.#byWorker.get(worker);
-    if (old !== undefined && sameList(old, models)) return false;
     this.#byWorker.set(worker, [...models]);
+    if (old !== undefined && sameList(old, models)) return false;
     this.#invalidate();
     return true;
   }

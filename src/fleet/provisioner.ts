@@ -1,11 +1,11 @@
 /**
  * One way in for workers, whoever adds them (`POST /v1/workers`, `--workers-file`,
- * `--zmq-endpoint`): register through membership and, when the spec names `kv_events`,
- * subscribe to every rank's ZMQ event stream. A worker fed by ZMQ is registered without a
- * `/kv/query` restore (vLLM and SGLang serve none): its index comes from its events. The
- * subscription ends when the worker is removed (main.ts wires membership's onRemoved to
- * `KvEventSources.unsubscribe`). Under `--policy approx` nothing is subscribed (`eventsUnused`).
- * It does not route and does not read any file.
+ * `--zmq-endpoint`): register through membership and, when the spec names `kv_events`, subscribe to
+ * every rank's ZMQ event stream. A worker fed by ZMQ is registered without a `/kv/query` restore
+ * (vLLM and SGLang serve none): its index comes from its events. The subscription ends when the
+ * worker is removed (src/runtime/bun.ts wires the worker-removed hook to
+ * `KvEventSources.unsubscribe`). Under `--policy approx` nothing is subscribed (`eventsUnused`). It
+ * does not route and does not read any file.
  */
 import { RouterError } from "../core/errors.ts";
 import type { WorkerId } from "../core/ids.ts";
@@ -13,7 +13,7 @@ import type { RegisterInput, RegisterResult } from "./membership.ts";
 import type { WorkerRecord } from "./registry.ts";
 import type { KvEventsSpec, WorkerSpec } from "./worker-spec.ts";
 
-/** The ZMQ event subscriptions (events/zmq/sources.ts); an interface so tests can fake it. */
+/** The ZMQ event subscriptions (src/runtime/bun/zmq/sources.ts); an interface so tests can fake it. */
 export interface KvEventSources {
   /** Subscribe to every rank; rejects (and leaves nothing running) when a rank cannot start. */
   subscribe(workerId: WorkerId, spec: KvEventsSpec): Promise<void>;
@@ -31,7 +31,7 @@ export interface ProvisionerDeps {
   };
   /** Absent where there is no ZMQ (edge runtimes): `kv_events` is then refused. */
   readonly sources?: KvEventSources;
-  /** Records a spec's `role` (app/disagg/roles.ts) before the worker can be routed to. */
+  /** Records a spec's `role` (src/edge/disagg/roles.ts) before the worker can be routed to. */
   readonly setRole?: (url: string, role: "prefill" | "decode" | "both") => void;
   /**
    * `--policy approx`: the router of its own decisions drops every engine event, so a spec's

@@ -1,7 +1,7 @@
 /**
  * Engine restarts seen without waiting for an event. An engine restarted while idle emits
  * nothing, so the index kept its old blocks and the next request was routed for 14 blocks
- * of overlap onto an empty cache (issue 12). Each good health check also reads who the
+ * of overlap onto an empty cache. Each good health check also reads who the
  * engine process is (`instance_id` or `started_at` of GET /v1/engine/info, engine-info.ts);
  * when that changes, `onRestart` runs before the check marks the worker healthy, and the
  * caller wipes the worker's blocks and restores them from the new process.

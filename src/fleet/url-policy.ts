@@ -1,5 +1,5 @@
 /**
- * Which URLs POST /v1/workers may register (issue 12 §5). Registering the router as its
+ * Which URLs POST /v1/workers may register. Registering the router as its
  * own worker made it proxy to itself: one request opened 500+ file descriptors and grew
  * RSS by 86 MB. And a router that registers whatever URL an admin client sends can be made
  * to send requests (and its index queries) anywhere.

@@ -10,7 +10,10 @@ import { RouterError } from "../core/errors.ts";
 import { describeIssues, U64Schema } from "../core/events.ts";
 import type { RegisterInput } from "./membership.ts";
 
-/** Where one engine publishes its KV events (vLLM's ZmqEventPublisher, spec §8). */
+/**
+ * Where one engine publishes its KV events (vLLM's ZmqEventPublisher: a PUB socket per dp rank,
+ * rank r on port + r, and an optional ROUTER socket replaying recent batches).
+ */
 export interface KvEventsSpec {
   /** Rank 0's PUB endpoint; rank r's is endpointForDpRank(endpoint, r). */
   readonly endpoint: string;

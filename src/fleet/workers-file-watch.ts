@@ -1,5 +1,5 @@
 /**
- * Keeps the registered workers in step with `--workers-file` (issue 13). The file is read
+ * Keeps the registered workers in step with `--workers-file`. The file is read
  * at start, then again whenever its directory changes (a mounted ConfigMap is updated by
  * swapping a symlink in that directory, so watching the file itself would miss it) and, in
  * case a change notification is lost, every `pollMs`. Each read is reconciled: entries gone
@@ -8,7 +8,7 @@
  * the source of truth for the workers it lists; workers added otherwise are never touched.
  * A file that cannot be read or parsed is logged once and the last good set is kept. An
  * entry that fails to register is retried after `retryMs`. File reading and YAML parsing
- * are injected (main.ts: Bun.file, Bun.YAML.parse).
+ * are injected (src/runtime/bun/workers-file.ts: Bun.file, Bun.YAML.parse).
  */
 import type { WorkerId } from "../core/ids.ts";
 import type { WorkerSpec } from "./worker-spec.ts";

@@ -1,11 +1,12 @@
 /**
- * The engine's own block hashes (the `block_hash` of its KV events). Like vLLM's, they are
- * rolling and prefix-dependent: block i's hash covers block i's content and every block
- * before it. They are deliberately NOT the router's hashes: a different seed and chain
- * than §2.2/§2.3, so a router that confused engine and local hashes would be caught.
- * LoRA separation comes for free: the input local hashes are already LoRA-salted.
+ * The engine's own block hashes (the `block_hash` of its KV events). Like vLLM's, they are rolling
+ * and prefix-dependent: block i's hash covers block i's content and every block before it. They are
+ * deliberately NOT the router's hashes: a different seed and chain than the router's block hash
+ * (XXH3 seed 1337) and sequence hash (XXH3 of the previous and this block's hash, seed 1337), so a
+ * router that confused engine and local hashes would be caught. LoRA separation comes for free: the
+ * input local hashes are already LoRA-salted.
  */
-import { xxh3_64 } from "../core/hashing.ts";
+import { xxh3_64 } from "../core/xxh3.ts";
 
 /** "mocker" in ASCII; any seed other than 1337 keeps engine hashes apart from tokens_hash. */
 export const ENGINE_HASH_SEED = 0x6d6f636b6572n;

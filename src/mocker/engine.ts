@@ -8,7 +8,7 @@
  * store its blocks (KV events) -> first token -> one token per decode step, the step slowing
  * with the number of decoding sequences -> release slot and pins.
  */
-import { computeBlockHashes } from "../core/hashing.ts";
+import { computeBlockHashes } from "../core/block-hash.ts";
 import type { RouterEvent } from "../core/events.ts";
 import type { WorkerId } from "../core/ids.ts";
 import { engineBlockHashes } from "./engine-hash.ts";

@@ -1,7 +1,7 @@
 /**
- * One dp rank's KV event log: it gives events dense ids from 0 and keeps the most recent
- * ones in the recovery ring buffer (src/protocol/event-buffer.ts), which answers the
- * recovery query of spec §3.8. Pure; the tree dump comes from the caller (it knows the cache).
+ * One dp rank's KV event log: it gives events dense ids from 0 and keeps the most recent ones in
+ * the recovery ring buffer (src/protocol/event-buffer.ts), which answers the recovery query
+ * (src/protocol/kv-query.ts). Pure; the tree dump comes from the caller (it knows the cache).
  */
 import type { KvCacheEventData, RouterEvent } from "../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../core/ids.ts";
@@ -51,7 +51,7 @@ export class RankEventLog {
     this.nextId = 0n;
   }
 
-  /** Spec §3.8 `get_events_in_id_range` (inclusive ids; no start = tree dump). */
+  /** Events with ids in [startId, endId], inclusive; no start: a tree dump (event-buffer.ts). */
   query(startId?: EventId, endId?: EventId): WorkerKvQueryResponse {
     return this.buffer.getEventsInIdRange(startId, endId);
   }

@@ -11,8 +11,9 @@
  * numbers from the tokens (pooling models do not use the prefix cache). It decides no routing.
  */
 import { RouterError } from "../core/errors.ts";
-import { xxh3_64 } from "../core/hashing.ts";
+import { xxh3_64 } from "../core/xxh3.ts";
 import type { MockEngine } from "./engine.ts";
+import { HttpError, readJson, type Route } from "./http.ts";
 import type { MockerTokenizer } from "./tokenizer.ts";
 
 export interface NativeRouteContext {
@@ -59,7 +60,20 @@ function stringOrList(value: unknown, field: string): string[] {
   return invalid(field, "must be a string or a non-empty array of strings");
 }
 
-export function nativeRoutes(ctx: NativeRouteContext): Record<string, NativeHandler> {
+/** Every native route is a POST whose body must be a JSON object; the handler gets it parsed. */
+function postWithObject(path: string, handler: NativeHandler): Route {
+  return {
+    method: "POST",
+    path,
+    handle: async (c) => {
+      const body = await readJson(c.req.raw);
+      if (body === null || typeof body !== "object" || Array.isArray(body)) throw new HttpError(400, "request body must be a JSON object", "invalid_request_error");
+      return handler(c.req.raw, body as Record<string, unknown>);
+    },
+  };
+}
+
+export function nativeRoutes(ctx: NativeRouteContext): Route[] {
   const { engine, tokenizer } = ctx;
   const modelOf = (body: Record<string, unknown>): string => {
     const m = body.model;
@@ -201,7 +215,7 @@ export function nativeRoutes(ctx: NativeRouteContext): Record<string, NativeHand
     return json({ prompt: await tokenizer.decode(t as number[]) });
   };
 
-  return {
+  const byPath: Record<string, NativeHandler> = {
     "/tokenize": tokenize,
     "/detokenize": detokenize,
     "/v1/embeddings": pooled("embedding"),
@@ -215,4 +229,5 @@ export function nativeRoutes(ctx: NativeRouteContext): Record<string, NativeHand
     "/v1/responses": responses,
     "/generate": generate,
   };
+  return Object.entries(byPath).map(([path, handler]) => postWithObject(path, handler));
 }

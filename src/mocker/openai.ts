@@ -3,6 +3,7 @@
  * Streaming writes one chunk per token, so each chunk is a precomputed prefix + the
  * token's JSON string + a precomputed suffix, with no object built per token.
  */
+import { openAiErrorEvent, openAiErrorJson } from "../protocol/openai-error.ts";
 
 export type ApiKind = "completions" | "chat";
 
@@ -25,8 +26,12 @@ export function usageToWire(u: Usage): unknown {
   };
 }
 
-export function errorBody(message: string, type: string, code?: number): string {
-  return JSON.stringify({ error: { message, type, ...(code !== undefined ? { code } : {}) } });
+/**
+ * vLLM's error body (ErrorResponse: {error: {message, type, param, code}}, `code` the HTTP
+ * status as an int), which this engine imitates; `type` is the engine's own name for it.
+ */
+export function errorBody(status: number, message: string, type: string): string {
+  return openAiErrorJson(status, message, { type, codeIsStatus: true });
 }
 
 export interface ResponseMeta {
@@ -96,9 +101,9 @@ export class SseWriter {
     return encoder.encode("data: [DONE]\n\n");
   }
 
-  /** An error after the stream started (headers already sent). */
+  /** An error after the stream started (headers already sent): the engine failed, so a 500's body. */
   error(message: string, type: string): Uint8Array {
-    return encoder.encode(`data: ${errorBody(message, type)}\n\n`);
+    return openAiErrorEvent(500, message, { type, codeIsStatus: true });
   }
 
   get isChat(): boolean {

@@ -1,11 +1,11 @@
 /**
- * Pushes KV events to the router: events collect for `batchMs`, then one POST of a JSON
- * array (the RouterEvent wire form of core/events.ts) to `${routerUrl}/v1/kv/events`.
- * One POST in flight at a time, so batches arrive in id order. A failed POST is dropped
- * and counted, never retried or waited on: requests must not depend on the router, and
- * the router recovers the gap through /kv/query (spec §5.3). `fetch` is injected.
- * One publisher serves one router; an engine with several routers has one each (server.ts),
- * so a slow or absent router never holds back the others' batches.
+ * Pushes KV events to the router: events collect for `batchMs`, then one POST of a JSON array (the
+ * RouterEvent wire form of core/events.ts) to `${routerUrl}/v1/kv/events`. One POST in flight at a
+ * time, so batches arrive in id order. A failed POST is dropped and counted, never retried or
+ * waited on: requests must not depend on the router, and the router sees the gap in the event ids
+ * and fetches what it missed from /kv/query. `fetch` is injected. One publisher serves one router;
+ * an engine with several routers has one each (server.ts), so a slow or absent router never holds
+ * back the others' batches.
  */
 import { routerEventToWire, type RouterEvent } from "../core/events.ts";
 import { stringifyBigint } from "../core/json.ts";
@@ -43,7 +43,7 @@ export class EventPublisher {
     this.routerUrl = o.routerUrl.replace(/\/+$/, "");
     this.url = `${this.routerUrl}/v1/kv/events`;
     this.doFetch = o.fetch ?? fetch;
-    // Marks the batch as this engine's own stream (events/http-batch.ts): ordered by its ids.
+    // Marks the batch as this engine's own stream, ordered by its ids (src/fleet/events/http-batch.ts).
     this.headers = { "content-type": "application/json", "x-switchyard-event-source": "engine" };
     if (o.adminToken) this.headers.authorization = `Bearer ${o.adminToken}`;
   }

@@ -1,7 +1,8 @@
 /**
- * The KV side of one dp rank: its prefix cache, its event log, and the translation of cache
- * changes into KV events (spec §1.2) with correct parents and dense ids. Pure: events are
- * handed to `emit` (the publisher) as they are made; time plays no part.
+ * The KV side of one dp rank: its prefix cache, its event log, and the translation of cache changes
+ * into KV events (`stored` / `removed` / `cleared` of src/core/events.ts) with correct parents and
+ * dense ids. Pure: events are handed to `emit` (the publisher) as they are made; time plays no
+ * part.
  *
  * A request holds a `KvLease` from `begin` (cached prefix pinned, at prefill start) through
  * `commit` (its remaining blocks stored, at prefill end) to `release` (request finished).
@@ -96,7 +97,10 @@ export class RankKv {
     this.log.reset();
   }
 
-  /** One Stored event per cached block, parents first, synthetic ids 0..n-1 (spec §3.5). */
+  /**
+   * One Stored event per cached block, parents before children, so replaying them in order
+   * rebuilds the tree; ids 0..n-1 are synthetic (a dump carries no history), as Dynamo's tree dump.
+   */
   dump(): RouterEvent[] {
     const { workerId, dpRank } = this.log;
     return this.cache.blocks().map((b, i) => ({
@@ -109,7 +113,7 @@ export class RankKv {
     }));
   }
 
-  /** The recovery query of spec §3.8 for this rank. */
+  /** The recovery query (src/protocol/kv-query.ts) for this rank. */
   query(startId?: EventId, endId?: EventId): WorkerKvQueryResponse {
     return this.log.query(startId, endId);
   }

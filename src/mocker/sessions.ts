@@ -1,7 +1,8 @@
 /**
- * Engine-backed sessions (spec §7): the router opens one on the chosen engine and closes it
- * exactly once. The registry counts every open and close per session id, so tests can check
- * "exactly once" from the outside. Time (ms) is passed in; expiry is reported, not enforced.
+ * Engine-backed sessions (the `session_control` of a sticky multi-turn session): the router opens
+ * one on the chosen engine and closes it exactly once. The registry counts every open and close per
+ * session id, so tests can check "exactly once" from the outside. Time (ms) is passed in; expiry is
+ * reported, not enforced.
  */
 
 export interface SessionInfo {

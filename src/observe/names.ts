@@ -6,7 +6,7 @@ import { MetricsRegistry, type Counter, type Gauge, type Histogram, type Histogr
 
 export const METRIC_PREFIX = "switchyard_";
 
-/** Routing phases timed per request (spec §4.2 steps), and their sum. */
+/** Routing phases timed per request (block hashes, index match, scheduling), and their sum. */
 export type RoutingPhase = "hash" | "match" | "schedule" | "total";
 
 /** Why an event never reached the index. */

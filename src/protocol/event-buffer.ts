@@ -1,5 +1,5 @@
 /**
- * The worker side of recovery (spec §3.8, Dynamo `LocalKvIndexer`'s buffer): a ring of the
+ * The worker side of recovery (Dynamo `LocalKvIndexer`'s buffer): a ring of the
  * last N events one (worker, dp_rank) publisher emitted, and the answer to "events in
  * [start, end]". It does not hold the worker's blocks: a tree dump comes from the `dump`
  * callback (the engine's own view of its cache), and it does no I/O.
@@ -8,7 +8,7 @@ import type { RouterEvent } from "../core/events.ts";
 import type { EventId } from "../core/ids.ts";
 import type { WorkerKvQueryResponse } from "./kv-query.ts";
 
-/** Events kept per publisher (spec §1.7 `WORKER_KV_INDEXER_BUFFER_SIZE`). */
+/** Events kept per publisher, as Dynamo's workers keep: a router further behind gets a tree dump. */
 export const WORKER_KV_INDEXER_BUFFER_SIZE = 1024;
 
 export interface EventBufferOptions {
@@ -69,7 +69,10 @@ export class EventBuffer {
     this.newest = null;
   }
 
-  /** Spec §3.8 `get_events_in_id_range`; both ends inclusive, `start` undefined = dump. */
+  /**
+   * Dynamo's `get_events_in_id_range`; both ends inclusive, `start` undefined = dump. A start
+   * older than the ring is a dump too (those events are gone), one past the newest `too_new`.
+   */
   getEventsInIdRange(start?: EventId, end?: EventId): WorkerKvQueryResponse {
     if (start !== undefined && end !== undefined && end < start) {
       return { kind: "invalid_range", startId: start, endId: end };

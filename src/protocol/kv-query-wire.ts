@@ -1,5 +1,5 @@
 /**
- * JSON wire form of WorkerKvQueryResponse (spec §1.8) as a worker's query endpoint returns it
+ * JSON wire form of WorkerKvQueryResponse (kv-query.ts) as a worker's query endpoint returns it
  * (serde externally tagged, snake_case):
  *   {"events":{"events":[RouterEvent…],"last_event_id":N}}   (older workers: {"events":[…]})
  *   {"tree_dump":{"events":[…],"last_event_id":N}}           (last_event_id null: nothing emitted yet)

@@ -1,13 +1,14 @@
 /**
- * The KV recovery query (spec §1.8, §3.8): what an engine answers to "give me the events of
- * (worker, dp_rank) in [start, end]". Shared by engines (src/mocker answers it) and the router
- * (src/recovery consumes it); the JSON form is kv-query-wire.ts. Types only.
+ * The KV recovery query (Dynamo's `WorkerKvQueryRequest/Response`): what an engine answers to
+ * "give me the events of (worker, dp_rank) in [start, end]", so a router that missed events
+ * catches up without a restart. Shared by engines (src/mocker answers it) and the router
+ * (src/router/recovery consumes it); the JSON form is kv-query-wire.ts. Types only.
  */
 import type { RouterEvent } from "../core/events.ts";
 import type { EventId } from "../core/ids.ts";
 
 /**
- * A worker's answer to "give me events [start, end]" (spec §1.8, §3.8), newer form with
+ * A worker's answer to "give me events [start, end]", Dynamo's newer form with
  * `last_event_id`. `lastEventId` is null only when the worker has emitted no event yet (an
  * empty tree dump) or an older worker did not send it.
  */

@@ -9,7 +9,6 @@
  */
 import { hostname, networkInterfaces } from "node:os";
 import { createApp } from "../edge/app.ts";
-import type { AppDeps } from "../edge/deps.ts";
 import { WorkerRoles } from "../edge/disagg/roles.ts";
 import type { Logger } from "../edge/log.ts";
 import { fetchUpstream } from "../edge/proxy/upstream.ts";
@@ -25,6 +24,10 @@ import { chooseHasher } from "./bun/hasher.ts";
 import { listenOnBun } from "./bun/http-server.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
 import { workersFileWatch } from "./bun/workers-file.ts";
+import { parseWorkersFile } from "../fleet/workers-file.ts";
+import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
+import { registerTokenizer } from "../edge/routes/worker-models.ts";
+import { bunKeysFile } from "./bun/keys-file.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
 import { processProbe } from "./bun/process-probe.ts";
 import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
@@ -42,16 +45,27 @@ export interface RunningRouter {
   readonly url: string;
   readonly port: number;
   /**
-   * Graceful shutdown: new requests are refused (503 `draining`, retryable), /health answers
-   * 503 "draining", in-flight requests (streams included) get up to `timeoutMs` to finish;
-   * then stop(). Resolves whether all finished.
+   * Graceful shutdown. First, for `delayMs`, /health answers 503 "draining" while every
+   * request is still served (load balancers need a few probes to take the router out; until
+   * then they keep sending). Then new requests are refused (503 `draining`, retryable) and
+   * in-flight requests (streams included) get up to `timeoutMs` to finish; then stop().
+   * Resolves whether all finished.
    */
-  drain(timeoutMs: number): Promise<boolean>;
+  drain(timeoutMs: number, delayMs?: number): Promise<boolean>;
   stop(): Promise<void>;
 }
 
-/** Build everything and serve; resolves once the server listens and start-up workers are registered. */
+/**
+ * Build everything and serve; resolves once the server listens and start-up workers are
+ * registered. Throws StartupError (one line for the operator) for a workers file that cannot
+ * be read or parsed, or a port that cannot be listened on.
+ */
 export async function serve(config: Config, log: Logger): Promise<RunningRouter> {
+  if (config.workersFile !== undefined) await checkWorkersFile(config.workersFile);
+  checkPortFree(config);
+  // --discover kubernetes: a config that cannot be read stops the start before anything listens.
+  const kube = await resolveKubeTarget(config);
+  if (kube !== undefined && "problem" in kube) throw new StartupError(kube.problem);
   const hasher = chooseHasher(log);
   const engineLoad = new EngineLoad();
   // Disaggregated prefill/decode (src/app/disagg): roles from flags first, engine info after.
@@ -82,7 +96,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       busyKeys: () => engineLoad.busy,
       engineWaiting: () => engineLoad.waiting,
       onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
-      onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it (issue 13)
+      onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it
+      keysFile: bunKeysFile(),
       processProbe: processProbe(),
       roleOf: (url) => roles.roleOf(url),
       tracer,
@@ -99,8 +114,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   // Proxied requests go over pooled sockets on this thread (Bun's fetch hands each request
   // to its own client thread, which costs ~20 µs of CPU per request); https engines use fetch.
   const upstreamClient = new SocketHttpClient({ fallback: fetchUpstream((u, init) => fetch(u, init)), connectTimeoutMs: config.connectTimeout * 1000 });
-  const deps: AppDeps = {
-    ...c.deps,
+  const deps = c.edgeDeps({
     disagg:
       config.disagg === "off"
         ? undefined
@@ -115,9 +129,15 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       const engine = engineLoad.describe(id);
       return { ...(zmq ? { kv_events: zmq } : {}), ...(engine ? { engine_metrics: engine } : {}) };
     },
-  };
+  });
   const app = createApp(deps);
-  server = listenOnBun(config, deps, (req) => app.fetch(req));
+  try {
+    server = listenOnBun(config, deps, (req) => app.fetch(req));
+  } catch (e) {
+    c.stopWork();
+    await c.close();
+    throw listenError(config, e);
+  }
   const port = server.port!;
   c.listeningOn(port);
   const url = `http://${reachableHost(config.host)}:${port}`;
@@ -127,6 +147,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   await kv.subscribeConfigured();
   const workersFile = workersFileWatch(config.workersFile, { provisioner: kv.provisioner, registry, now, log });
   await workersFile?.start();
+  const discovery = kube && kubernetesDiscovery(config, kube, { provisioner: kv.provisioner, health: c.health, registry, metrics: c.metrics.registry, now, log, tokenizer: (id, path) => registerTokenizer(deps.fleet, id, path) });
+  await discovery?.start();
   c.startChecks();
   engineLoad.start();
 
@@ -134,7 +156,12 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const running: RunningRouter = {
     url,
     port,
-    async drain(timeoutMs) {
+    async drain(timeoutMs, delayMs = 0) {
+      if (delayMs > 0) {
+        c.stopReadiness();
+        log.info(`drain delay: /health answers 503 for ${delayMs / 1000} s while requests are still served`);
+        await Bun.sleep(delayMs);
+      }
       // Still listening: probes see 503 "draining", new requests a retryable 503 (app.ts).
       // Bun's stop(false) would close the listener and idle connections at once.
       c.startDraining();
@@ -148,6 +175,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     async stop() {
       c.stopWork();
       workersFile?.stop();
+      await discovery?.stop();
       engineLoad.stop();
       server?.stop(true);
       upstreamClient.closeIdle();
@@ -175,4 +203,50 @@ function* zmqStreams(workers: Iterable<{ readonly id: bigint }>, describe: (id: 
       yield { worker: w.id, dpRank: r.dp_rank, connected: r.connected, events: r.events, gaps: r.gaps, lostBatches: r.batches_lost };
     }
   }
+}
+/**
+ * The workers file must be readable and valid at start: a router started without the
+ * workers it was told to route to would answer 503 to everything while looking healthy to
+ * its own process supervisor. (Later rewrites that fail keep the last good list instead:
+ * the router is serving by then.)
+ */
+async function checkWorkersFile(path: string): Promise<void> {
+  let text: string;
+  try {
+    text = await Bun.file(path).text();
+  } catch (e) {
+    throw new StartupError(`--workers-file ${path}: cannot read (${(e as Error).message})`);
+  }
+  try {
+    parseWorkersFile(text, path, (t) => Bun.YAML.parse(t));
+  } catch (e) {
+    throw new StartupError(`--workers-file ${(e as Error).message}`);
+  }
+}
+
+/**
+ * A port already taken is refused before anything is built or logged, so the operator sees
+ * only the one line that says so. (Taken between this probe and the real listen, it is still
+ * reported the same way, after the start-up log lines.)
+ */
+function checkPortFree(config: Config): void {
+  if (config.port === 0) return;
+  let probe: { stop(closeActive?: boolean): void } | undefined;
+  try {
+    probe = Bun.listen({ hostname: config.host, port: config.port, socket: { data() {} } });
+  } catch (e) {
+    throw listenError(config, e);
+  } finally {
+    probe?.stop(true);
+  }
+}
+
+/** Why Bun.serve refused to listen, as one line naming the flags to change. */
+function listenError(config: Config, e: unknown): StartupError {
+  const code = (e as { code?: string }).code;
+  const where = `${config.host}:${config.port}`;
+  if (code === "EADDRINUSE") return new StartupError(`--port ${config.port}: ${where} is already in use (another process listens there; pick another --port, or 0 for any free one)`);
+  if (code === "EACCES") return new StartupError(`--port ${config.port}: not allowed to listen on ${where} (ports below 1024 need privileges)`);
+  if (code === "EADDRNOTAVAIL") return new StartupError(`--host ${config.host}: no such address on this machine`);
+  return new StartupError(`--port ${config.port} / --host ${config.host}: cannot listen on ${where} (${(e as Error).message})`);
 }

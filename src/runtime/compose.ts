@@ -2,19 +2,23 @@
  * The one composition every runtime shares: `composeRouter(config, choices, log)` builds the
  * registry, models, tokenizers, session store and sticky routing, the decision room
  * (createRouter), LoRA, passive and active health (outliers, restarts), membership, admission,
- * load sync, metrics and the app's deps from runtime-free parts. The runtime's entry passes
+ * load sync, metrics and the edge's deps (src/edge/deps.ts, in their small groups) from
+ * runtime-free parts. The runtime's entry passes
  * its choices (hasher, tokenizer loader, the RESP openers for redis://, sleep, local addresses,
  * hooks for what it wires beside) and adds its own pieces (src/runtime/bun.ts, portable.ts).
  * It serves nothing and imports no Bun code (test/architecture.test.ts: portable.ts reaches it).
  */
 import { bindClusterMetrics } from "../edge/cluster-metrics.ts";
-import type { AppDeps } from "../edge/deps.ts";
+import type { PeerAddress } from "../edge/auth.ts";
+import type { EdgeDeps } from "../edge/deps.ts";
+import type { DisaggOptions } from "../edge/disagg/disagg-dispatch.ts";
 import type { Logger } from "../edge/log.ts";
-import { AdmissionGate } from "../router/admission/admission-gate.ts";
+import { fetchUpstream, type UpstreamCall } from "../edge/proxy/upstream.ts";
+import type { WorkerProvisioner } from "../fleet/provisioner.ts";
 import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/routing/tokenizers.ts";
 import type { Config } from "../config/schema.ts";
-import type { BatchBlockHasher } from "../core/hashing.ts";
-import type { WorkerId, WorkerKey } from "../core/ids.ts";
+import type { BatchBlockHasher } from "../core/block-hash.ts";
+import { routerIdHex, type RouterId, type WorkerId, type WorkerKey } from "../core/ids.ts";
 import { kvQueryClient } from "../fleet/events/kv-query-client.ts";
 import { AdapterLoader } from "../fleet/lora/adapter-loader.ts";
 import { AdapterAllowlist } from "../fleet/lora/adapter-name.ts";
@@ -28,17 +32,17 @@ import { RequestObservers } from "../observe/request-observers.ts";
 import type { Tracer } from "../observe/tracing.ts";
 import { bindBuildInfo, bindRecoveryMetrics, bindWorkerInfo, tokenizerMismatchGauge } from "../observe/fleet-metrics.ts";
 import { bindProcessMetrics, EventLoopLag, type ProcessProbe } from "../observe/process-metrics.ts";
-import { buildInfo } from "../core/build-info.ts";
 import { forgetWorkerSeries, zeroRouterSeries, zeroWorkerSeries } from "../observe/zero-series.ts";
 import type { StatusSource } from "../observe/status-routes.ts";
-import { createRouter } from "../router/create-router.ts";
+import { buildInfo } from "../core/build-info.ts";
+import { AdmissionGate, createRouter, StickyRouter } from "../router/index.ts";
 import type { RespOpener } from "../sync/redis-client.ts";
-import { StickyRouter } from "../router/sessions/sticky.ts";
-import { randomRouterId, startLoadSync, type LoadSync } from "../sync/load-sync.ts";
+import { startLoadSync, type LoadSync } from "../sync/load-sync.ts";
 import type { PubSubOpener } from "../sync/transport.ts";
 import { fetchEngineInfo, type EngineInfo } from "../fleet/engine-info.ts";
 import { engineLoraClient } from "../fleet/engine-lora.ts";
 import { engineSessions } from "../fleet/engine-sessions.ts";
+import type { HealthChecker } from "../fleet/health.ts";
 import { WorkerMembership } from "../fleet/membership.ts";
 import { fetchServedModels, ModelDirectory } from "../fleet/models.ts";
 import { WorkerRegistry } from "../fleet/registry.ts";
@@ -46,18 +50,18 @@ import { WorkerUrlPolicy } from "../fleet/url-policy.ts";
 import { buildAffinityStore } from "./compose/affinity-store.ts";
 import { engineFetch } from "./compose/engine-fetch.ts";
 import { workerHealth } from "./compose/worker-health.ts";
+import { StartupError } from "./compose/startup-error.ts";
+import { buildTenants } from "./compose/tenants.ts";
+import type { KeysFileSource } from "../protect/keys-watch.ts";
 
 /** How often the approximate index drops expired decisions. */
 const APPROX_EXPIRE_EVERY_MS = 1_000;
-/** How often stale bookings (never freed, spec §4.5: 300 s) are swept. */
+/** How often stale bookings (never freed: 300 s, as Dynamo's ActiveSequences expire them) are swept. */
 const LOAD_EXPIRY_EVERY_MS = 30_000;
 /** Registration and recovery queries must not hang on a dead engine. */
 const ENGINE_QUERY_TIMEOUT_MS = 5_000;
 
-/** Start-up refused for a reason the operator can fix (printed as one line, no stack, exit 2). */
-export class StartupError extends Error {
-  override readonly name = "StartupError";
-}
+export { StartupError };
 
 /** What the runtime chooses; everything else is built the same way everywhere. */
 export interface RuntimeChoices {
@@ -76,6 +80,10 @@ export interface RuntimeChoices {
   /** Hooks for what the runtime wires beside: an engine's info at registration (disagg roles), a removed worker. */
   readonly onEngineInfo?: (url: string, info: EngineInfo) => void;
   readonly onWorkerRemoved?: (id: WorkerId) => void;
+  /** Reads (and watches) the --api-keys file; without it --api-keys is refused at start. */
+  readonly keysFile?: KeysFileSource;
+  /** Random bytes for this router's identity (default: the web-standard crypto.getRandomValues). */
+  readonly randomValues?: (into: BigUint64Array) => BigUint64Array;
   /** Where spans go (--otlp-endpoint: Bun's OpenTelemetry exporter); without it, no spans. */
   readonly tracer?: Tracer;
   /** The process's CPU, memory and fds for /metrics (Bun: /proc); without it, no process_* series. */
@@ -91,8 +99,23 @@ export function reachableHost(host: string): string {
   return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
 }
 
-/** The app's deps every runtime gives the same way; the runtime adds peer, upstream and its extras. */
-type SharedDeps = Omit<AppDeps, "peer">;
+/** What the runtime adds to the edge's deps: what only it can know or offer. */
+export interface RuntimeEdge {
+  /** The peer address of a request (Bun: server.requestIP). */
+  readonly peer: PeerAddress;
+  /** The proxy's upstream client (Bun: pooled sockets); without one, over fetch. */
+  readonly upstream?: UpstreamCall;
+  /** The runtime is Bun: stream response bodies through Bun's direct streams. */
+  readonly directStreams?: boolean;
+  /** Lift the server's idle timeout for a request whose body is read (its answer may stream long). */
+  readonly keepOpen?: (request: Request) => void;
+  /** --disagg vllm|sglang (wired by the Bun entry). */
+  readonly disagg?: DisaggOptions;
+  /** Registration with a KV event subscription (`kv_events`); without it, plain registration. */
+  readonly provisioner?: WorkerProvisioner;
+  /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
+  readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
+}
 
 export interface ComposedRouter {
   readonly now: () => number;
@@ -100,16 +123,24 @@ export interface ComposedRouter {
   readonly registry: WorkerRegistry;
   readonly router: ReturnType<typeof createRouter>;
   readonly membership: WorkerMembership;
+  /** Health checks, fences and holds (discovery holds a terminating pod's worker). */
+  readonly health: HealthChecker;
   readonly admission: AdmissionGate;
   /** Each request's access line, metrics and spans, and what the status page reads (last decisions, recent minutes). */
   readonly observe: RequestObservers;
   readonly decisions: DecisionLog;
   readonly recent: RecentStats;
-  readonly deps: SharedDeps;
+  /** The edge's deps (createApp's argument): what every runtime gives the same way, plus the runtime's own. */
+  edgeDeps(runtime: RuntimeEdge): EdgeDeps;
   /** The headers the router's own engine calls carry (--engine-token). */
   readonly engineHeaders: Record<string, string>;
   /** The port the server listens on, once it does (POST /v1/workers refuses it). */
   listeningOn(port: number): void;
+  /**
+   * /health answers 503 "draining" while requests are still served: the drain delay, in
+   * which load balancers take this router out before anything is refused.
+   */
+  stopReadiness(): void;
   /** New requests get a retryable 503 and /health says "draining"; health checks stop. */
   startDraining(): void;
   /** Registers the start-up workers (a failure is logged, not thrown). */
@@ -150,8 +181,9 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   }
   if (config.tokenizers.length === 0) log.info("no --tokenizer: token-id prompts are routed exactly, text approximately (on the router's own decisions)");
   if (config.policy === "approx") log.info("policy approx: routing on this router's own decisions; ZMQ event streams (kv_events) are not subscribed to, and events posted to /v1/kv/events are dropped (switchyard_kv_events_dropped_total{reason=\"approx_policy\"})");
-  // With Redis, routers (on any runtime) share their active load; each needs its own id in those messages.
-  const routerId = config.redis !== undefined ? randomRouterId() : undefined;
+  // Who this router is, drawn once: its load-sync messages, its request ids and every /health
+  // answer carry it (a URL that answers with a router id is refused as a worker).
+  const routerId: RouterId = (choices.randomValues ?? ((a) => crypto.getRandomValues(a)))(new BigUint64Array(1))[0]!;
   const toEngines = engineFetch(config.engineToken);
   const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
@@ -182,24 +214,25 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     sessions.close(binding.worker.workerId, sessionId);
   });
   const sticky = new StickyRouter(store, { maxSessionIdLength: config.maxSessionIdLength });
+  // When every candidate is busy (the engines' own load, where the runtime scrapes it),
+  // requests wait in the router's admission queue (routing.routeOrWait).
+  const admissionWait = metrics.admissionWait.series([]);
+  const admission = new AdmissionGate({
+    maxQueue: config.maxQueue,
+    timeoutMs: config.queueTimeout * 1000,
+    now,
+    timers: { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
+    onAdmitted: (ms) => admissionWait.observe(ms / 1000),
+    onRejected: (reason) => metrics.admissionRejections.inc([reason]),
+    // Tenants exist only with --api-keys; without them every request is one tenant, in arrival order.
+    fair: config.apiKeys !== undefined && config.fairAdmission,
+  });
   // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
     {
       policy: config.policy,
-      scheduler: {
-        blockSize: config.blockSize,
-        overlapScoreWeight: config.overlapWeight,
-        temperature: config.temperature,
-        loadGuardFactor: config.loadGuard,
-        loadGuardMetric: config.loadGuardMetric,
-        activeRequestWeight: config.activeRequestWeight,
-        busyThreshold: config.busyThreshold,
-        inflightOverlap: config.inflightOverlap,
-        overlapCredit: config.overlapCredit,
-        prefillWaitFactor: config.prefillWaitFactor,
-        prefillWaitQueueShare: config.prefillWaitSlack,
-        engineWaitingWeight: config.engineLoadWeight,
-      },
+      // The routing knobs come grouped under the scheduler's own names (config/schema.ts).
+      scheduler: { blockSize: config.blockSize, ...config.scheduler },
       approxTtlMs: config.approxTtl * 1000,
       sessionTtlMs: config.sessionTtl * 1000,
       routerId,
@@ -219,9 +252,21 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       busyKeys: choices.busyKeys,
       engineWaiting: choices.engineWaiting,
       onDropped: (reason, n) => metrics.eventDropped(reason, n),
+      admission,
     },
   );
   const { index, approxIndex, tracker } = router;
+  // With the router's own books as the busy signal, a waiter is offered a rank as soon as its
+  // load drops (a prefill done, a request freed), not at the gate's next tick: on a loaded
+  // machine that timer runs late, and every millisecond of it lands on a waiter's TTFT (the
+  // fairness bench: bench/README.md). Deferred, so the gate never books inside the tracker's own call.
+  if (config.scheduler.busyThreshold !== null) {
+    const previous = tracker.onLocalEvent;
+    tracker.onLocalEvent = (ev) => {
+      previous?.(ev);
+      if (ev.data.type !== "add_request" && admission.size > 0) queueMicrotask(() => admission.pump());
+    };
+  }
 
   const tokenizerMismatch = tokenizerMismatchGauge(metrics.registry);
   zeroRouterSeries(metrics);
@@ -260,17 +305,6 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
     warn: (m) => log.warn(m),
   });
-  // When every candidate is busy (the engines' own load, where the runtime scrapes it),
-  // requests wait in the admission queue .
-  const admissionWait = metrics.admissionWait.series([]);
-  const admission = new AdmissionGate({
-    maxQueue: config.maxQueue,
-    timeoutMs: config.queueTimeout * 1000,
-    now,
-    timers: { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
-    onAdmitted: (ms) => admissionWait.observe(ms / 1000),
-    onRejected: (reason) => metrics.admissionRejections.inc([reason]),
-  });
   metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
   bindWorkerInfo(metrics.registry, { workers: () => registry.list(), modelsOf: (id) => models.of(id), roleOf: choices.roleOf });
@@ -280,7 +314,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   const loopLag = new EventLoopLag(now, { every: (fn, ms) => setInterval(fn, ms), stop: (h) => clearInterval(h as ReturnType<typeof setInterval>) });
   loopLag.bind(metrics.registry);
   let loadSync: LoadSync | undefined;
-  if (config.redis !== undefined && routerId !== undefined) {
+  if (config.redis !== undefined) {
     // redis:// through the runtime's pub/sub opener; https:// (Upstash REST) through a polled Redis Stream.
     loadSync = await startLoadSync({
       url: config.redis,
@@ -292,16 +326,25 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       now,
       log,
     });
-    log.info("active load: shared with the other routers through Redis", { router_id: routerId.toString() });
+    log.info("active load: shared with the other routers through Redis", { router_id: routerIdHex(routerId) });
   }
   const syncStats = loadSync && (() => loadSync.stats());
   clusterMetrics = bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters, memorySessions });
+  const tenants = await buildTenants(config, {
+    keysFile: choices.keysFile,
+    resp: choices.resp,
+    admission,
+    metrics,
+    log,
+    now,
+    otherRouters: syncStats && (() => ({ heard: syncStats().receiving, peers: syncStats().peers })),
+  });
 
   let draining = false;
+  let unready = false;
   let listeningPort: number | undefined;
-  // Who this router is, on every /health answer: a URL that answers with it (or any router's
-  // id) is refused as a worker, as is this router's own port on a local address (issue 12).
-  const routerIdentity = crypto.getRandomValues(new BigUint64Array(1))[0]!.toString(16);
+  // A URL that answers /health as a router (any router's id) is refused as a worker, as is
+  // this router's own port on a local address.
   const workerUrlPolicy = new WorkerUrlPolicy({
     allow: config.workerAllow,
     ownPort: () => listeningPort,
@@ -344,37 +387,32 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     admissionQueue: () => admission.size,
     sessions: () => memorySessions?.().held,
   };
-  const deps: SharedDeps = {
-    maxBodyBytes: config.maxBodyBytes,
-    maxSessionIdLength: config.maxSessionIdLength,
-    routerId: routerIdentity,
-    workerUrlPolicy,
-    adminToken: config.adminToken,
-    maxRetries: config.maxRetries,
-    registry,
-    membership,
-    fence: (id, reason) => health.fence(id, reason),
-    router,
-    metrics,
-    lora: adapters,
-    models,
-    tokenizers,
-    peekSession: (id) => store.peek(id),
-    fetch: (url, init) => fetch(url, init),
-    deadlines: {
-      connectMs: config.connectTimeout * 1000,
-      firstByteMs: config.firstByteTimeout * 1000,
-      responseMs: config.responseTimeout * 1000,
-      streamIdleMs: config.streamIdleTimeout * 1000,
-    },
-    report: (id, failure) => health.report(id, failure),
-    draining: () => draining,
-    admission,
-    now,
-    log,
-    observe,
-    status,
+  const deadlines = {
+    connectMs: config.connectTimeout * 1000,
+    firstByteMs: config.firstByteTimeout * 1000,
+    responseMs: config.responseTimeout * 1000,
+    streamIdleMs: config.streamIdleTimeout * 1000,
   };
+  const plainFetch = (url: string, init: RequestInit) => fetch(url, init);
+  const edgeDeps = (rt: RuntimeEdge): EdgeDeps => ({
+    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(routerId), draining: () => draining, unready: () => unready },
+    limits: { maxBodyBytes: config.maxBodyBytes, maxSessionIdLength: config.maxSessionIdLength },
+    fleet: { registry, models, lora: adapters, tokenizers },
+    router,
+    upstream: {
+      call: rt.upstream ?? fetchUpstream(plainFetch),
+      fetch: plainFetch,
+      deadlines,
+      maxRetries: config.maxRetries,
+      directStreams: rt.directStreams,
+      keepOpen: rt.keepOpen,
+    },
+    outcomes: { fence: (id, reason) => health.fence(id, reason), report: (id, failure) => health.report(id, failure) },
+    observe: { metrics, log, requests: observe, status },
+    admin: { membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: rt.workerDetails, peekSession: (id) => store.peek(id), now },
+    disagg: rt.disagg,
+    tenants: tenants?.guard,
+  });
 
   const timers: ReturnType<typeof setInterval>[] = [];
   return {
@@ -383,14 +421,18 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     registry,
     router,
     membership,
+    health,
     admission,
     observe,
     decisions,
     recent,
-    deps,
+    edgeDeps,
     engineHeaders,
     listeningOn: (port) => {
       listeningPort = port;
+    },
+    stopReadiness() {
+      unready = true;
     },
     startDraining() {
       draining = true;
@@ -413,8 +455,10 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       for (const t of timers) clearInterval(t);
       health.stop();
       admission.close();
+      tenants?.stop();
     },
     async close() {
+      await tenants?.close();
       await loadSync?.stop();
       await store.close();
     },

@@ -1,8 +1,8 @@
 /**
- * Active load shared between routers over Redis (Dynamo's replica sync, spec §1.6 / §4.6,
- * with Redis in place of NATS). Each router publishes the add / prefill-done / free events
- * of its LoadTracker and applies everyone else's, so every replica's scheduler sees the
- * whole cluster's load.
+ * Active load shared between routers over Redis (Dynamo's replica sync of active sequences, with
+ * Redis in place of NATS; as there, output-block growth is not replicated). Each router publishes
+ * the add / prefill-done / free events of its LoadTracker and applies everyone else's, so every
+ * replica's scheduler sees the whole cluster's load.
  *
  * - Out: tracker.onLocalEvent → LocalMirror (for snapshots) + Outbox (batched, ordered,
  *   seq-numbered, dropped with a counter while Redis is away).
@@ -13,9 +13,9 @@
  *   seen too); an origin silent for deadAfterMs has its requests freed here.
  * Nothing here throws into the request path: the tracker hook only queues.
  */
-import type { LoadTracker } from "../router/books/load-tracker.ts";
+import type { RouterId } from "../core/ids.ts";
+import type { ActiveSequenceEvent, LoadTracker } from "../router/index.ts";
 import { DEFAULT_COMMAND_TIMEOUT_MS } from "./redis-guard.ts";
-import type { ActiveSequenceEvent } from "../router/books/sequence-events.ts";
 import { LocalMirror } from "./local-mirror.ts";
 import { Outbox } from "./outbox.ts";
 import { PeerTable } from "./peers.ts";
@@ -26,7 +26,7 @@ export const DEFAULT_SYNC_CHANNEL = "switchyard:active_sequences";
 /** Dynamo's MAX_REPLICA_BATCH_EVENTS. */
 export const MAX_REPLICA_BATCH_EVENTS = 256;
 
-/** Matches app/log.ts's Logger, so main.ts can pass its logger as is. */
+/** Matches src/edge/log.ts's Logger, so the composition can pass its logger as is. */
 export interface SyncLogger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
@@ -39,8 +39,8 @@ export interface LoadSyncOptions {
   /** How to open redis:// URLs (Bun: `openPubSubTransport`); see transport.ts. */
   readonly pubsub?: PubSubOpener;
   readonly tracker: LoadTracker;
-  /** Must equal tracker.routerId, and differ between routers (see randomRouterId). */
-  readonly routerId: bigint;
+  /** This router's identity (core/ids.ts RouterId, drawn once by the composition root); must equal tracker.routerId. */
+  readonly routerId: RouterId;
   /** Milliseconds; the tracker's clock. Heartbeat ages are measured on it too. */
   readonly now: () => number;
   /** Pub/sub channel, or stream key (default "switchyard:active_sequences"). */
@@ -61,7 +61,7 @@ export interface LoadSyncOptions {
   readonly pollMs?: number;
   /** Stream length kept, approximately (https:// only, default 1000). */
   readonly streamMaxLen?: number;
-  /** Per Redis command (default 50 ms); one that times out marks Redis down until a probe answers (sessions/redis-guard.ts). */
+  /** Per Redis command (default 50 ms); one that times out marks Redis down until a probe answers (redis-guard.ts). */
   readonly commandTimeoutMs?: number;
   readonly log?: SyncLogger;
 }
@@ -105,11 +105,6 @@ export interface LoadSync {
   /** Stop publishing and receiving. Own requests are not freed on the replicas (they expire there); remote load booked here is freed. */
   stop(): Promise<void>;
   stats(): LoadSyncStats;
-}
-
-/** A random u64 router id (Dynamo draws one per router too). */
-export function randomRouterId(): bigint {
-  return crypto.getRandomValues(new BigUint64Array(1))[0]!;
 }
 
 function randomEpoch(): string {

@@ -2,7 +2,7 @@
  * What this router knows of every other router (an "origin"): the requests it booked here
  * on its behalf, when it was last heard, and whether that picture is complete.
  *
- * - Events are applied as they come (Dynamo's replica sync, spec §4.6).
+ * - Events are applied as they come (as Dynamo's replica sync does: add, prefill done, free).
  * - A gap in an origin's `seq`, a new epoch (the origin restarted) or the first sight of an
  *   origin that has published before makes the picture incomplete: the origin is asked for
  *   a snapshot (`resyncDue`), and the snapshot is reconciled in one pass: requests it lacks
@@ -11,7 +11,7 @@
  *   a crashed router's load does not leak (`expireSilent`).
  * No I/O and no clock: `now` is passed in. Messages from this router itself must not reach it.
  */
-import type { ActiveSequenceEvent } from "../router/books/sequence-events.ts";
+import type { ActiveSequenceEvent } from "../router/index.ts";
 import type { SyncMessage } from "./wire.ts";
 
 /** The part of LoadTracker that remote state is applied to. */

@@ -1,8 +1,9 @@
 /**
- * AffinityStore in Redis, shared by every router (spec §7; DESIGN "State shared between
- * routers"). Every operation is one Lua script (redis-scripts.ts), so get-and-refresh,
- * compare-and-delete on expiry and the reaper's claim are atomic across routers: each
- * expired engine-backed session is reported to `onExpire` by exactly one router.
+ * AffinityStore in Redis, shared by every router, so a session bound by one router is found
+ * by all (README.md, "Two routers, one Redis"). Every operation is one Lua script
+ * (redis-scripts.ts), so get-and-refresh, compare-and-delete on expiry and the reaper's claim
+ * are atomic across routers: each expired engine-backed session is reported to `onExpire` by
+ * exactly one router.
  *
  * Redis being away never fails a request: get/peek answer undefined, put/remove do
  * nothing, the reaper skips a sweep; the first failure of an outage is logged once, every
@@ -19,7 +20,7 @@ import {
   type OnExpire,
   type StoreClock,
   type StoreLogger,
-} from "../router/sessions/store.ts";
+} from "../router/index.ts";
 
 /** Default key prefix; the {hash tag} keeps all keys of the store in one cluster slot. */
 export const DEFAULT_KEY_PREFIX = "switchyard:{sticky}:";

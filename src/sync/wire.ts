@@ -1,7 +1,8 @@
 /**
- * The replica-sync envelope around Dynamo's ActiveSequenceEvent wire form (spec §1.6).
+ * The replica-sync envelope around Dynamo's ActiveSequenceEvent wire form
+ * (src/router/books/sequence-events.ts: AddRequest / MarkPrefillCompleted / Free per request).
  * One Redis message is one JSON object:
- *   {"router_id":"17","epoch":"9f…","kind":"events","seq":42,"events":[<§1.6 event>, …]}
+ *   {"router_id":"17","epoch":"9f…","kind":"events","seq":42,"events":[<ActiveSequenceEvent>, …]}
  *   {"router_id":"17","epoch":"9f…","kind":"snapshot","seq":43,"part":0,"last":false,"events":[…]}
  *   {"router_id":"17","epoch":"9f…","kind":"heartbeat","seq":43}
  *   {"router_id":"21","epoch":"c0…","kind":"resync","target":"17"}
@@ -22,7 +23,7 @@ import {
   ActiveSequenceEventSchema,
   activeSequenceEventToWire,
   type ActiveSequenceEvent,
-} from "../router/books/sequence-events.ts";
+} from "../router/index.ts";
 
 interface Origin {
   readonly routerId: bigint;
@@ -139,7 +140,7 @@ export function decodeMessage(text: string): Decoded | undefined {
   return { message, invalidEvents: invalid };
 }
 
-/** One §1.6 event; the sequence hashes are taken out, read in one loop, and put back. */
+/** One ActiveSequenceEvent; the sequence hashes are taken out, read in one loop, and put back. */
 function decodeEvent(raw: unknown): ActiveSequenceEvent | undefined {
   const add = (raw as { data?: { AddRequest?: { token_sequence?: unknown } } } | null)?.data?.AddRequest;
   let tokens: BigUint64Array | null = null;

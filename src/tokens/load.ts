@@ -27,8 +27,8 @@ export interface LoadTokenizerOptions {
   now?: () => number;
   /**
    * impl "pure": encode with the byte-level BPE of bpe-library.ts where tokenizer.json
-   * qualifies (opt-in: default false, `@huggingface/tokenizers` then, as issue 11 asks for
-   * the ecosystem's library; bench/tokens shows what the opt-in buys).
+   * qualifies (opt-in: default false, `@huggingface/tokenizers` then: the project prefers the
+   * ecosystem's library to code of its own; bench/tokens shows what the opt-in buys).
    */
   byteLevelBpe?: boolean;
   /**

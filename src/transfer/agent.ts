@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { requireNativeLibrary } from "./native/library.ts";
 import { createTransferApp } from "./agent-app.ts";
+import { errorResponse } from "./agent-edge.ts";
 import { parseTransferAgentArgs } from "./agent-options.ts";
 import { NativeReplicationGroup } from "./group.ts";
 import { BlockTransferHandler } from "./handler.ts";
@@ -92,7 +93,7 @@ export async function runTransferAgent(argv: string[], deps: TransferAgentDeps =
         const path = new URL(req.url).pathname;
         if (req.method === "GET" && path === "/livez") return Response.json({ status: "ok" });
         if (draining && req.method === "GET" && path === "/health") return Response.json({ status: "draining" }, { status: 503 });
-        if (draining) return Response.json({ error: { message: "the transfer agent is shutting down", type: "service_unavailable", code: "draining", param: null } }, { status: 503 });
+        if (draining) return errorResponse(503, "draining", "the transfer agent is shutting down");
         return app.fetch(req);
       },
     });

@@ -1,5 +1,5 @@
 /**
- * Batching (seed 003's ConnectorTransferBatcher, spec §9 "Offload manager batching"): a
+ * Batching (Dynamo KVBM's ConnectorTransferBatcher, its offload manager's batching): a
  * request larger than the maximum batch size is cut into consecutive batches that run
  * concurrently, so one huge request cannot exhaust the copy resources.
  */

@@ -1,8 +1,9 @@
 /**
- * NativeReplicationGroup: one rank's membership of a replication group (seed 003's
- * replicated mode), owning the group handle. The library broadcasts with NCCL when rank 0
- * finds it usable for CUDA device pools, otherwise over POSIX shared memory between the
- * ranks' processes on one host. join() blocks until every rank has joined (or the timeout).
+ * NativeReplicationGroup: one rank's membership of a replication group (Dynamo KVBM's replicated
+ * mode: rank 0 loads a block, the others receive it by broadcast), owning the group handle. The
+ * library broadcasts with NCCL when rank 0 finds it usable for CUDA device pools, otherwise over
+ * POSIX shared memory between the ranks' processes on one host. join() blocks until every rank has
+ * joined (or the timeout).
  *
  * @example
  * using group = NativeReplicationGroup.join(lib, { name: "kv-7f3a", rank, worldSize: 3 });

@@ -1,5 +1,5 @@
 /**
- * BlockTransferHandler (seed 003): executes BlockTransferRequests between the device, host
+ * BlockTransferHandler (as Dynamo KVBM's): executes BlockTransferRequests between the device, host
  * and disk pools of one worker rank.
  *
  * - Five directions: device->host, device->disk, host->device, host->disk, disk->device.

@@ -2,7 +2,7 @@
  * A bound on the native jobs one handler keeps in flight. Every batch of a transfer is one
  * job, and a job holds a slot of the library's handle table (4096 slots, ffi/src/handles.c,
  * shared with pools and groups) until it is awaited; a request of 65,536 pairs cut into
- * batches of 16 submitted them all at once and got 503 SY_E_BUSY (issue 12), although
+ * batches of 16 submitted them all at once and got 503 SY_E_BUSY, although
  * request.ts accepts up to 1,048,576 pairs. With the bound, batches beyond it wait their
  * turn here instead; a request of any accepted size runs to the end.
  */

@@ -1,8 +1,8 @@
 /**
- * Vocabulary of the block transfer stack (seed 003, spec §9): pools, layouts, requests, and
- * the two narrow interfaces the handler drives (a pool that copies to another pool, and a
- * group that broadcasts device blocks). Native implementations are pools.ts and group.ts;
- * tests substitute small fakes.
+ * Vocabulary of the block transfer stack (modelled on Dynamo KVBM's block transfers): pools,
+ * layouts, requests, and the two narrow interfaces the handler drives (a pool that copies to
+ * another pool, and a group that broadcasts device blocks). Native implementations are pools.ts and
+ * group.ts; tests substitute small fakes.
  */
 
 /** BlockTransferPool. Host is pinned host memory on the GPU path. */

@@ -3,15 +3,18 @@
  * (src/main.ts), Deno (src/runtime/deno.ts) and workerd (src/runtime/workerd.ts, started by
  * workerd-launch.ts). Real processes: the router under test and two simulated engines (Bun),
  * talking HTTP. Covers: routing a request, KV events in and the index dump out, sticky
- * sessions, errors in OpenAI's shape, and flags a runtime refuses (redis:// and the shared
- * Upstash REST store: ./shared-redis.test.ts).
+ * sessions, errors in OpenAI's shape, and flags a runtime refuses — unless left at their
+ * default, which starts (redis:// and the shared Upstash REST store: ./shared-redis.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import pkg from "../../package.json" with { type: "json" };
 import { join } from "node:path";
 import { ROOT, startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import { RUNTIMES, startRouter } from "./runtimes.ts";
 
 const BS = 4;
+/** What each runtime's navigator.userAgent starts with. */
+const RUNTIME_AGENT: Record<string, RegExp> = { bun: /^Bun\//, deno: /^Deno\//, workerd: /^Cloudflare-Workers/ };
 const ADMIN = "conformance-admin";
 
 for (const rt of RUNTIMES) {
@@ -133,6 +136,16 @@ for (const rt of RUNTIMES) {
       expect(err.error.message.length).toBeGreaterThan(0);
       expect((await fetch(`${url}/no/such/route`)).status).toBe(404);
       expect((await fetch(`${url}/v1/workers`)).status).toBe(401);
+      const wrongMethod = await fetch(`${url}/v1/completions`);
+      expect(wrongMethod.status).toBe(405);
+      expect(wrongMethod.headers.get("allow")).toBe("POST");
+    });
+
+    test("GET /version names the package version and this runtime", async () => {
+      const v = (await (await fetch(`${url}/version`)).json()) as { version: string; commit: string; runtime: string };
+      expect(v.version).toBe(pkg.version);
+      expect(v.commit).toBe("unknown");
+      expect(v.runtime).toMatch(RUNTIME_AGENT[rt.name]!);
     });
   });
 }
@@ -143,6 +156,16 @@ describe("flags a runtime cannot honour are refused by name", () => {
     const proc = Bun.spawn({ cmd: rt.command(["--tokenizer", "/models/x"]), stdout: "pipe", stderr: "pipe" });
     expect(await proc.exited).toBe(2);
     expect(await new Response(proc.stderr).text()).toContain("--tokenizer: not available on workerd");
+  }, 60_000);
+
+  test("deno: Bun-only flags left at their default (--engines 0, --idle-timeout 10, --disagg off) start the router", async () => {
+    const rt = RUNTIMES.find((r) => r.name === "deno")!;
+    const router = await startRouter(rt, ["--port", "0", "--engines", "0", "--idle-timeout", "10", "--disagg", "off"]);
+    try {
+      expect((await fetch(`${String(router.info.url)}/livez`)).status).toBe(200);
+    } finally {
+      await stopAll([router]);
+    }
   }, 60_000);
 
   test("deno: --zmq-endpoint and --engines exit 2 naming both", async () => {

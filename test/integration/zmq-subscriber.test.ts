@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { clearedEvent, removedEvent, storedEvent, type RouterEvent } from "../../src/core/events.ts";
-import { computeBlockHashes } from "../../src/core/hashing.ts";
+import { computeBlockHashes } from "../../src/core/block-hash.ts";
 import { startVllmKvSubscriber, type VllmKvSubscriber, type VllmKvSubscriberOptions } from "../../src/runtime/bun/zmq/subscriber.ts";
 import { until } from "../support/processes.ts";
 import { pythonZmqProblem, VllmPublisherProcess, type PublisherBatch, type PublisherEvent } from "../support/vllm-kv-publisher.ts";

@@ -25,14 +25,13 @@ import type { WorkerId } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
 import type { Counter } from "../../observe/registry.ts";
 import { concatBytes } from "../body.ts";
-import type { AppDeps } from "../deps.ts";
+import type { FleetView } from "../deps.ts";
 import { attemptUpstream } from "../proxy/attempt.ts";
 import { NO_DEADLINES } from "../proxy/deadlines.ts";
 import { forward, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
 import { upstreamRequestHeaders } from "../proxy/headers.ts";
 import type { UpstreamBody, UpstreamCall } from "../proxy/upstream.ts";
-import { fetchUpstream } from "../proxy/upstream.ts";
-import type { PromptHashes, RouteDecision } from "../../router/routing-service.ts";
+import type { PromptHashes, RouteDecision } from "../../router/index.ts";
 import { modelRoute } from "../routing/model-routing.ts";
 import type { Dispatch } from "../routes/dispatch.ts";
 import type { WorkerRoles } from "./roles.ts";
@@ -82,9 +81,14 @@ function withoutPdFields(json: Readonly<Record<string, unknown>>): Record<string
   return out;
 }
 
-export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Dispatch, o: DisaggOptions): DisaggDispatch {
-  const { requests, prefillFailures } = disaggCounters(d.metrics);
-  const call: UpstreamCall = d.upstream ?? fetchUpstream(d.fetch);
+/** Both halves go through the proxy path's deps (`fd`); `fleet` says which workers serve the model. */
+export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregated: Dispatch, o: DisaggOptions): DisaggDispatch {
+  const { metrics, log } = fd.observe;
+  const observers = fd.observe.requests;
+  const { fence, report } = fd.outcomes;
+  const up = fd.upstream;
+  const { requests, prefillFailures } = disaggCounters(metrics);
+  const call: UpstreamCall = up.call;
   const rand = o.randomU32 ?? (() => crypto.getRandomValues(new Uint32Array(1))[0]!);
 
   const within = (a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>): ReadonlySet<WorkerId> =>
@@ -105,8 +109,8 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
   /** Uncached tokens on the decode worker the scheduler picks now (its booking released at once). */
   const uncachedOnDecode = async (input: ForwardInput, prepared: PromptHashes, decode: ReadonlySet<WorkerId>, blockSize: number): Promise<number> => {
     try {
-      const est = await d.router.routing.route({
-        tokens: input.tokens, prepared, approximate: input.approximate, requestId: d.router.routing.nextRequestId(),
+      const est = await fd.routing.route({
+        tokens: input.tokens, prepared, approximate: input.approximate, requestId: fd.routing.nextRequestId(),
         loraName: input.loraName, allowedWorkerIds: decode,
       });
       est.lease.free();
@@ -118,18 +122,18 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
 
   const failPrefill = (decision: RouteDecision, url: string, reason: string): void => {
     const id = decision.worker.workerId;
-    d.fence(id, reason);
-    d.report?.(id, reason);
-    d.metrics.upstreamFailures.inc([String(id)]);
+    fence(id, reason);
+    report?.(id, reason);
+    metrics.upstreamFailures.inc([String(id)]);
     prefillFailures.inc([String(id)]);
-    d.log.warn(`disagg: prefill worker ${id} (${url}) failed before its answer: ${reason}`);
+    log.warn(`disagg: prefill worker ${id} (${url}) failed before its answer: ${reason}`);
   };
 
   /** Route a prefill worker among `pool` minus `exclude`; undefined when none is left. */
   const routePrefill = async (input: ForwardInput, prepared: PromptHashes, pool: ReadonlySet<WorkerId>, exclude: ReadonlySet<WorkerId>) => {
     try {
-      return await d.router.routing.route({
-        tokens: input.tokens, prepared, approximate: input.approximate, requestId: d.router.routing.nextRequestId(),
+      return await fd.routing.route({
+        tokens: input.tokens, prepared, approximate: input.approximate, requestId: fd.routing.nextRequestId(),
         loraName: input.loraName, allowedWorkerIds: pool, exclude,
       });
     } catch (e) {
@@ -151,8 +155,8 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
     | { kind: "client_error"; status: number; body: Uint8Array; headers: readonly string[] };
   const prefillOnce = async (input: ForwardInput, decision: RouteDecision, url: string, body: Uint8Array, keep = true): Promise<PrefillResult> => {
     const a = await attemptUpstream({
-      call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request.headers, decision.worker.dpRank), body,
-      clientSignal: input.request.signal, deadlines: d.deadlines ?? NO_DEADLINES, stream: false, last: false,
+      call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request.headers, decision.worker.dpRank, input.upstreamAuthorization), body,
+      clientSignal: input.request.signal, deadlines: up.deadlines ?? NO_DEADLINES, stream: false, last: false,
     });
     if (a.kind === "client_gone") return a;
     if (a.kind === "failed") return a;
@@ -177,10 +181,10 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
   const vllm = async (input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> => {
     const body = encoder.encode(JSON.stringify(vllmPrefillBody(withoutPdFields(json))));
     const exclude = new Set<WorkerId>();
-    for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
+    for (let attempt = 0; attempt <= up.maxRetries; attempt++) {
       const decision = await routePrefill(input, prepared, prefill, exclude);
       if (decision === undefined) break;
-      const rec = d.registry.get(decision.worker.workerId);
+      const rec = fleet.registry.get(decision.worker.workerId);
       let r: PrefillResult;
       try {
         r = rec === undefined ? { kind: "failed", reason: "worker removed" } : await prefillOnce(input, decision, rec.url, body);
@@ -188,12 +192,12 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
         decision.lease.free();
       }
       if (r.kind === "client_gone") {
-        d.metrics.requests.inc([String(decision.worker.workerId), "client_cancelled"]);
+        metrics.requests.inc([String(decision.worker.workerId), "client_cancelled"]);
         return new Response(null, { status: 499 });
       }
       if (r.kind === "client_error") return passOn(r);
       if (r.kind === "too_large") {
-        d.log.warn(`disagg: prefill answer of worker ${decision.worker.workerId} is larger than ${MAX_PREFILL_ANSWER_BYTES} bytes; prefilling on the decode worker`);
+        log.warn(`disagg: prefill answer of worker ${decision.worker.workerId} is larger than ${MAX_PREFILL_ANSWER_BYTES} bytes; prefilling on the decode worker`);
         break;
       }
       if (r.kind === "failed") {
@@ -201,9 +205,9 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
         if (rec !== undefined) failPrefill(decision, rec.url, r.reason);
         continue;
       }
-      d.report?.(decision.worker.workerId, undefined);
+      report?.(decision.worker.workerId, undefined);
       requests.inc(["disaggregated"]);
-      d.observe?.of(input.request)?.prefillPair(decision.worker.workerId);
+      observers?.of(input.request)?.prefillPair(decision.worker.workerId);
       const params = kvTransferParamsOf(r.json);
       const decodeBody = vllmDecodeBody(withoutPdFields(json), params);
       const res = await forward({ ...input, body: encoder.encode(JSON.stringify(decodeBody)), allowedWorkerIds: decode }, fd);
@@ -215,14 +219,14 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
   const sglang = async (input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> => {
     // The decode half goes out under its own signal (the client's, or this pair given up),
     // so the server's idle-timeout lift is done here, on the client's request, once.
-    d.keepOpen?.(input.request);
-    const decodeDeps: ForwardDeps = { ...fd, keepOpen: undefined };
+    up.keepOpen?.(input.request);
+    const decodeDeps: ForwardDeps = { ...fd, upstream: { ...up, keepOpen: undefined } };
     const tried = new Set<WorkerId>();
-    for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
+    for (let attempt = 0; attempt <= up.maxRetries; attempt++) {
       const decision = await routePrefill(input, prepared, prefill, tried);
       if (decision === undefined) break;
       const id = decision.worker.workerId;
-      const rec = d.registry.get(id);
+      const rec = fleet.registry.get(id);
       if (rec === undefined) {
         decision.lease.free();
         tried.add(id);
@@ -242,15 +246,15 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
           if (r.kind === "failed") {
             failPrefill(decision, rec.url, r.reason);
             if (!decodeAnswered) pair.abort();
-          } else if (r.kind === "ok") d.report?.(id, undefined);
+          } else if (r.kind === "ok") report?.(id, undefined);
         })
-        .catch((e) => d.log.warn(`disagg: prefill worker ${id}: ${(e as Error).message}`))
+        .catch((e) => log.warn(`disagg: prefill worker ${id}: ${(e as Error).message}`))
         .finally(() => decision.lease.free());
       void prefillDone;
       const signal = AbortSignal.any([input.request.signal, pair.signal]);
       const request = new Request(input.request.url, { method: "POST", headers: input.request.headers, signal });
-      d.observe?.alias(input.request, request);
-      d.observe?.of(input.request)?.prefillPair(id);
+      observers?.alias(input.request, request);
+      observers?.of(input.request)?.prefillPair(id);
       const res = await forward({ ...input, request, body, allowedWorkerIds: decode }, decodeDeps);
       decodeAnswered = true;
       if (pair.signal.aborted && !input.request.signal.aborted && res.status === 499) {
@@ -264,19 +268,19 @@ export function createDisaggDispatch(d: AppDeps, fd: ForwardDeps, aggregated: Di
   };
 
   return async (input, json, model) => {
-    const route = modelRoute(model, d);
+    const route = modelRoute(model, fleet);
     // Adapters are placed by the LoRA loader on aggregated workers; their requests are not split.
     if (route.kind === "lora") {
       requests.inc(["aggregated_lora"]);
       return aggregated(input, model);
     }
     const allowed = route.kind === "workers" ? route.workerIds : undefined;
-    const pools = o.roles.pools(d.registry);
+    const pools = o.roles.pools(fleet.registry);
     const prefill = within(allowed, pools.prefill);
     const decode = within(input.allowedWorkerIds, within(allowed, pools.decode));
     const routed: ForwardInput = { ...input, loraName: route.kind === "workers" ? route.loraName : input.loraName };
     if (decode.size === 0) throw new RouterError("no_endpoints", "no healthy decode worker serves this request (--disagg: prefill workers only prefill)");
-    const prepared = d.router.routing.prepare(routed.tokens, routed.loraName);
+    const prepared = fd.routing.prepare(routed.tokens, routed.loraName);
     const blockSize = o.blockSize;
     if ((await uncachedOnDecode(routed, prepared, decode, blockSize)) < o.minPrefillTokens) return local(routed, json, decode, "local_short_prompt");
     if (prefill.size === 0) return local(routed, json, decode, "fallback_no_prefill_worker");

@@ -10,7 +10,8 @@
  * - stream idle: between two body chunks once the answer streams.
  *
  * Before the first byte reached the client a missed deadline is a failure of that worker
- * (fenced, the request goes to the next one); after it, the stream ends with an error event.
+ * (fenced, the request goes to the next one); after it, the stream ends with an error event
+ * (observe-stream.ts).
  * 0 means "no deadline".
  */
 
@@ -70,13 +71,4 @@ export function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Pr
       },
     );
   });
-}
-
-/**
- * One event that ends an SSE stream with an error in OpenAI's shape, so a client reading
- * events sees why the answer stopped (OpenAI's SDKs raise on an `error` event).
- */
-export function sseErrorEvent(code: string, message: string): Uint8Array {
-  const body = { error: { message, type: "server_error", code, param: null } };
-  return new TextEncoder().encode(`data: ${JSON.stringify(body)}\n\n`);
 }

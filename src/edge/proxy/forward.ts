@@ -12,44 +12,26 @@
 import { RouterError } from "../../core/errors.ts";
 import { errorResponse } from "../errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
-import type { RouterMetrics } from "../../observe/names.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
-import type { AdmissionGate } from "../../router/admission/admission-gate.ts";
-import type { RouteDecision, RoutingService, PromptHashes } from "../../router/routing-service.ts";
-import type { SessionControl } from "../../router/sessions/session-control.ts";
+import type { PromptHashes, RouteDecision, RoutingService, SessionControl, TenantShare } from "../../router/index.ts";
+import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream, type ChunkReader, type StreamEnd } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
 import { attemptUpstream } from "./attempt.ts";
-import { NO_DEADLINES, type UpstreamDeadlines } from "./deadlines.ts";
-import { fetchUpstream, type UpstreamBody, type UpstreamCall, type UpstreamResponse } from "./upstream.ts";
+import { NO_DEADLINES } from "./deadlines.ts";
+import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
 
+/** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
 export interface ForwardDeps {
+  /** Decisions: routeOrWait (waits in the router's admission gate while every worker is busy), prepare, request ids. */
   readonly routing: RoutingService;
-  readonly registry: WorkerRegistry;
-  readonly fence: (workerId: WorkerId, reason: string) => void;
-  readonly metrics: RouterMetrics;
-  readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
-  /** The upstream client; without one, requests go through `fetch`. */
-  readonly upstream?: UpstreamCall;
-  readonly maxRetries: number;
-  /** Use Bun's direct streams for response bodies (see observe-stream.ts). */
-  readonly directStreams?: boolean;
-  readonly warn?: (message: string, fields?: Record<string, unknown>) => void;
-  /** The request's observation (access line, metrics, spans), found by its Request; without it, none. */
-  readonly observe?: (request: Request) => RequestObservation | undefined;
-  /** Connect, first-byte and stream-idle deadlines (deadlines.ts); without them, none. */
-  readonly deadlines?: UpstreamDeadlines;
-  /** How each answer of a worker went (undefined: well), for outlier ejection (workers/health.ts). */
-  readonly report?: (workerId: WorkerId, failure: string | undefined) => void;
-  /**
-   * The request's body is read: lift the server's idle timeout for it (Bun: server.timeout(req, 0)),
-   * since an answer may stream for minutes; the proxy's own deadlines bound it from here.
-   */
-  readonly keepOpen?: (request: Request) => void;
-  /** Where requests wait when every worker is busy; without it they get all_workers_busy (503). */
-  readonly admission?: AdmissionGate;
+  /** A decision's worker -> its URL (gone meanwhile: the next decision). */
+  readonly registry: Pick<WorkerRegistry, "get">;
+  readonly upstream: Upstream;
+  readonly outcomes: WorkerOutcomes;
+  readonly observe: Observability;
 }
 
 export interface ForwardInput {
@@ -72,6 +54,16 @@ export interface ForwardInput {
   readonly priority?: number;
   /** The prompt's hashes when the caller has them already (a LoRA 404 retry reuses them); else hashed here once. */
   readonly prepared?: PromptHashes;
+  /** The output tokens the body asks for (max_tokens and kin; src/protect/output-budget.ts); undefined: it does not say. */
+  readonly maxOutputTokens?: number;
+  /** With --api-keys: the request's tenant and what it asks, for fair admission in the router's queue. */
+  readonly share?: TenantShare;
+  /**
+   * What the engine gets as `Authorization`: undefined passes the client's on (engines with
+   * their own keys), null drops it and a string replaces it. With --api-keys the client's
+   * header holds its key to this router, which must never reach an engine's logs.
+   */
+  readonly upstreamAuthorization?: string | null;
 }
 
 /** The worker each answer forward() made came from (read by dispatch without parsing our own header back). */
@@ -83,18 +75,24 @@ export function routedWorkerOf(res: Response): WorkerId | undefined {
 }
 
 export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Response> {
-  d.keepOpen?.(input.request);
-  const obs = d.observe?.(input.request);
+  d.upstream.keepOpen?.(input.request);
+  const obs = d.observe.requests?.of(input.request);
+  // Two ids, two jobs. `requestId` is the router's own (its id in hex, a counter): it names the
+  // booking in the load books, which load sync shares with other routers, so it must be unique
+  // across the fleet and never come from a client. The client-facing one, obs.id, is the
+  // client's x-request-id when it sent a valid one (else a UUID): echoed on the answer, sent to
+  // the engine as x-request-id and written in the access line, so a client can quote it.
   const requestId = d.routing.nextRequestId();
   const exclude = new Set<WorkerId>();
   const failures: string[] = [];
   // Hashed once; every retry reuses them.
   const prepared = input.prepared ?? d.routing.prepare(input.tokens, input.loraName);
-  for (let attempt = 0; attempt <= d.maxRetries; attempt++) {
+  for (let attempt = 0; attempt <= d.upstream.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
-      const route = () =>
-        d.routing.route({
+      // Every candidate busy: the router waits for one in its admission queue (429 when full or too long).
+      decision = await d.routing.routeOrWait(
+        {
           tokens: input.tokens,
           prepared,
           approximate: input.approximate,
@@ -104,12 +102,16 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
           sessionControl: input.sessionControl,
           allowedWorkerIds: input.allowedWorkerIds,
           exclude,
-        });
-      const attempt = obs !== undefined ? obs.routing(route) : route;
-      // Every candidate busy: wait in the admission queue (429 when full or too long).
-      decision = d.admission
-        ? await d.admission.admit(attempt, { priority: input.priority, signal: input.request.signal, abandon: (x) => x.lease.free() })
-        : await attempt();
+        },
+        // A decision made for a client that left meanwhile: nobody will use its booking.
+        {
+          priority: input.priority,
+          signal: input.request.signal,
+          abandon: (x) => x.lease.free(),
+          share: input.share,
+          eachAttempt: obs !== undefined ? (attempt) => obs.routing(attempt) : undefined,
+        },
+      );
     } catch (e) {
       // Every worker left failed this request: say so rather than "no workers".
       if (failures.length > 0) throw upstreamFailed(failures);
@@ -123,22 +125,22 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       continue;
     }
     obs?.decided(decision);
-    const headers = upstreamRequestHeaders(input.request.headers, worker.dpRank);
+    const headers = upstreamRequestHeaders(input.request.headers, worker.dpRank, input.upstreamAuthorization);
     obs?.upstream(headers, rec.url, input.path);
     const started = performance.now();
     const a = await attemptUpstream({
-      call: upstreamOf(d),
+      call: d.upstream.call,
       baseUrl: rec.url,
       path: input.path,
       headers,
       body: input.body,
       clientSignal: input.request.signal,
-      deadlines: d.deadlines ?? NO_DEADLINES,
+      deadlines: d.upstream.deadlines ?? NO_DEADLINES,
       stream: input.stream,
-      last: attempt === d.maxRetries,
+      last: attempt === d.upstream.maxRetries,
     });
     if (a.kind === "answer") {
-      d.metrics.firstByte.observe((performance.now() - started) / 1000);
+      d.observe.metrics.firstByte.observe((performance.now() - started) / 1000);
       obs?.firstByte(a.res.status);
       const answer = respond(a.res, a.first, a.reader, decision, d, obs);
       routedWorkers.set(answer, worker.workerId);
@@ -149,21 +151,11 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       obs?.clientGone();
       return clientGone(worker.workerId, d);
     }
-    if (a.deadline !== undefined) d.metrics.deadlineMisses.inc([String(worker.workerId), a.deadline]);
+    if (a.deadline !== undefined) d.observe.metrics.deadlineMisses.inc([String(worker.workerId), a.deadline]);
     obs?.attemptFailed(worker.workerId, a.reason);
     failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d, obs?.id);
   }
   throw upstreamFailed(failures);
-}
-
-const fetchAdapters = new WeakMap<ForwardDeps["fetch"], UpstreamCall>();
-
-/** The deps' upstream client, or one over their fetch (made once per fetch function). */
-function upstreamOf(d: ForwardDeps): UpstreamCall {
-  if (d.upstream) return d.upstream;
-  let call = fetchAdapters.get(d.fetch);
-  if (call === undefined) fetchAdapters.set(d.fetch, (call = fetchUpstream(d.fetch)));
-  return call;
 }
 
 function failAttempt(
@@ -175,14 +167,14 @@ function failAttempt(
   d: ForwardDeps,
   requestId: string | undefined,
 ): void {
-  // The client sees worker ids only; the URL and the engine's answer go to the log (issue 12).
+  // The client sees worker ids only; the URL and the engine's answer go to the log.
   failures.push(`worker ${id}`);
   exclude.add(id);
-  d.fence(id, reason);
+  d.outcomes.fence(id, reason);
   // After the fence: an ejection this failure causes is what /v1/workers shows as the reason.
-  d.report?.(id, reason);
-  d.metrics.upstreamFailures.inc([String(id)]);
-  d.warn?.(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`, requestId !== undefined ? { request_id: requestId } : undefined);
+  d.outcomes.report?.(id, reason);
+  d.observe.metrics.upstreamFailures.inc([String(id)]);
+  d.observe.log.warn(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`, requestIdField(requestId));
 }
 
 /**
@@ -190,7 +182,7 @@ function failAttempt(
  * (attempt.ts), the booking freed; nobody reads this answer. Not the worker's fault.
  */
 function clientGone(id: WorkerId, d: ForwardDeps): Response {
-  d.metrics.requests.inc([String(id), "client_cancelled"]);
+  d.observe.metrics.requests.inc([String(id), "client_cancelled"]);
   return new Response(null, { status: 499 });
 }
 
@@ -211,7 +203,7 @@ function respond(
   const headers = clientResponseHeaders(res.headers, workerLabel, worker.dpRank, decision.overlapBlocks);
   const init = { status: res.status, statusText: res.statusText, headers };
   // A non-streamed answer starts (headers) only once the engine has computed the prompt:
-  // its prefill load is gone now, not when the whole answer has arrived (issue 13).
+  // its prefill load is gone now, not when the whole answer has arrived.
   if (!isEventStream(res.headers)) lease.prefillDone();
   // A 5xx the engine answered counts against the worker; its body may hold the engine's
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
@@ -222,8 +214,8 @@ function respond(
   if (!reader || !first || first.done || first.value === undefined) {
     obs?.answered(res.status, undefined, undefined);
     lease.free();
-    d.report?.(worker.workerId, undefined);
-    d.metrics.requests.inc([workerLabel, String(res.status)]);
+    d.outcomes.report?.(worker.workerId, undefined);
+    d.observe.metrics.requests.inc([workerLabel, String(res.status)]);
     return new Response(null, init);
   }
   if (reader.drained === true) {
@@ -236,11 +228,11 @@ function respond(
     if (counter.events > 0) lease.outputTokens(counter.events);
     obs?.answered(res.status, first.value, isEventStream(res.headers) ? counter.events : undefined);
     lease.free();
-    d.report?.(worker.workerId, undefined);
-    d.metrics.requests.inc([workerLabel, String(res.status)]);
+    d.outcomes.report?.(worker.workerId, undefined);
+    d.observe.metrics.requests.inc([workerLabel, String(res.status)]);
     return new Response(first.value, init);
   }
-  const idleMs = d.deadlines?.streamIdleMs ?? 0;
+  const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;
   const sse = isEventStream(res.headers);
   const track = obs?.streaming(res.status, sse);
   const body = observeStream(first.value, reader, {
@@ -252,12 +244,17 @@ function respond(
     onEnd: (how, tokens, bytes) => {
       track?.end(how, tokens, bytes);
       lease.free();
-      if (how === "timeout") d.metrics.deadlineMisses.inc([workerLabel, "stream_idle"]);
-      if (how !== "cancelled") d.report?.(worker.workerId, STREAM_FAILURE[how]);
-      d.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
+      if (how === "timeout") d.observe.metrics.deadlineMisses.inc([workerLabel, "stream_idle"]);
+      if (how !== "cancelled") d.outcomes.report?.(worker.workerId, STREAM_FAILURE[how]);
+      d.observe.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
     },
-  }, d.directStreams, { idleMs, sse });
+  }, d.upstream.directStreams, { idleMs, sse });
   return new Response(body, init);
+}
+
+/** A log line's field naming the client-facing request id, so it joins the access line. */
+function requestIdField(requestId: string | undefined): Record<string, unknown> | undefined {
+  return requestId !== undefined ? { request_id: requestId } : undefined;
 }
 
 /** Bytes of an engine's 5xx answer kept for the log. */
@@ -266,7 +263,7 @@ const ENGINE_ERROR_LOG_BYTES = 1024;
 /**
  * The engine answered 5xx (a non-retryable status, or the last worker's 502/503/504): the
  * client gets the same status in OpenAI's shape naming the worker id; the engine's own
- * answer (which may name internal hosts or paths) is logged, never forwarded (issue 12).
+ * answer (which may name internal hosts or paths) is logged, never forwarded.
  */
 function engineServerError(
   res: UpstreamResponse,
@@ -281,9 +278,9 @@ function engineServerError(
   const text = first?.value !== undefined ? new TextDecoder().decode(first.value.subarray(0, ENGINE_ERROR_LOG_BYTES)) : "";
   if (reader && first !== undefined && !first.done && reader.drained !== true) void reader.cancel().catch(() => {});
   lease.free();
-  d.report?.(worker.workerId, `HTTP ${res.status}`);
-  d.metrics.requests.inc([id, String(res.status)]);
-  d.warn?.(`worker ${id} answered HTTP ${res.status}: ${JSON.stringify(text)}`, requestId !== undefined ? { request_id: requestId } : undefined);
+  d.outcomes.report?.(worker.workerId, `HTTP ${res.status}`);
+  d.observe.metrics.requests.inc([id, String(res.status)]);
+  d.observe.log.warn(`worker ${id} answered HTTP ${res.status}: ${JSON.stringify(text)}`, requestIdField(requestId));
   const answer = errorResponse(res.status, "upstream_error", `worker ${id} answered HTTP ${res.status} (the router's log has its answer)`);
   answer.headers.set(HEADER_WORKER, id);
   answer.headers.set(HEADER_DP_RANK, String(worker.dpRank));

@@ -10,7 +10,8 @@
  * Two stream flavours with the same behaviour: a standard pull stream (any runtime), and
  * Bun's "direct" stream (write + flush straight into the socket; less per-chunk work).
  */
-import { DeadlineMissedError, sseErrorEvent } from "./deadlines.ts";
+import { openAiErrorEvent } from "../../protocol/openai-error.ts";
+import { DeadlineMissedError } from "./deadlines.ts";
 import { SseDataCounter } from "./sse-counter.ts";
 
 export type StreamEnd = "done" | "error" | "timeout" | "cancelled";
@@ -81,7 +82,8 @@ export function observeStream(
     end("timeout");
     if (!limits.sse) return undefined;
     const e = watchdog!.error;
-    return sseErrorEvent("stream_idle_timeout", `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`);
+    // 504: the engine, not the client, timed out (the stream's own status is already sent).
+    return openAiErrorEvent(504, `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`, { code: "stream_idle_timeout" });
   };
   const see = (chunk: Uint8Array): void => {
     bytes += chunk.byteLength;

@@ -11,7 +11,8 @@ import { describeIssues, routerEventToWire } from "../../core/events.ts";
 import { stringifyBigint } from "../../core/json.ts";
 import { EVENT_SOURCE_HEADER, eventSourceOf, parseEventBatch } from "../../fleet/events/http-batch.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
-import type { AppDeps } from "../deps.ts";
+import type { AdminDeps, FleetView, RequestLimits } from "../deps.ts";
+import type { RouterRoom } from "../../router/index.ts";
 import { routeTarget } from "../routing/route-target.ts";
 
 const RouteBody = v.object({
@@ -22,7 +23,7 @@ const RouteBody = v.object({
     ),
     v.minLength(1, "must not be empty"),
   )),
-  // The same prompt fields as the OpenAI routes (issue 11): tokenized like them.
+  // The same prompt fields as the OpenAI routes: tokenized like them.
   prompt: v.optional(v.unknown()),
   messages: v.optional(v.unknown()),
   model: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
@@ -50,26 +51,35 @@ const RouteBody = v.object({
  */
 export const EVENT_BATCH_MIN_LIMIT_BYTES = 64 * 1024 * 1024;
 
+/** What the admin routes besides workers use. */
+export interface AdminRouteDeps {
+  readonly limits: RequestLimits;
+  /** POST /v1/route reads prompts and models as the OpenAI routes do. */
+  readonly fleet: FleetView;
+  readonly router: RouterRoom;
+  readonly admin: Pick<AdminDeps, "peekSession">;
+}
+
 function jsonResponse(text: string, status = 200): Response {
   return new Response(text, { status, headers: { "content-type": "application/json" } });
 }
 
-export function adminRoutes(d: AppDeps): Hono {
+export function adminRoutes(d: AdminRouteDeps): Hono {
   const app = new Hono();
 
   app.post("/v1/kv/events", async (c) => {
-    const limit = Math.max(d.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES);
+    const limit = Math.max(d.limits.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES);
     const events = parseEventBatch(parseJsonExact(await readBodyLimited(c.req.raw, limit)));
     const { accepted, dropped } = d.router.ingest(events, eventSourceOf(c.req.header(EVENT_SOURCE_HEADER)));
     return c.json({ accepted, dropped });
   });
 
   app.post("/v1/route", async (c) => {
-    const raw = parseJsonExact(await readBodyLimited(c.req.raw, d.maxBodyBytes));
+    const raw = parseJsonExact(await readBodyLimited(c.req.raw, d.limits.maxBodyBytes));
     const r = v.safeParse(RouteBody, raw);
     if (!r.success) throw new RouterError("invalid_request", `invalid route request: ${describeIssues(r.issues.slice(0, 5))}`);
     const b = r.output;
-    const target = await routeTarget(d, raw as Record<string, unknown>, b);
+    const target = await routeTarget(d.fleet, raw as Record<string, unknown>, b);
     const requestId = b.request_id ?? d.router.routing.nextRequestId();
     const decision = await d.router.routing.route({
       tokens: target.tokens,
@@ -97,7 +107,8 @@ export function adminRoutes(d: AppDeps): Hono {
   // A session's binding as the store holds it, without sliding its TTL (peek).
   app.get("/debug/sessions/:id", async (c) => {
     const id = c.req.param("id");
-    const b = d.peekSession ? await d.peekSession(id) : undefined;
+    const peek = d.admin.peekSession;
+    const b = peek ? await peek(id) : undefined;
     if (!b) throw new RouterError("not_found", `session ${id} is not bound`);
     return c.json({
       session_id: id,

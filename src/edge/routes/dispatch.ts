@@ -4,31 +4,9 @@
  * stream). Shared by the OpenAI routes and the pass-through routes. It parses no bodies.
  */
 import type { WorkerId } from "../../core/ids.ts";
-import type { AppDeps } from "../deps.ts";
+import type { FleetView } from "../deps.ts";
 import { forward, routedWorkerOf, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
 import { modelRoute } from "../routing/model-routing.ts";
-
-/** What forward needs from the app (the same for every proxied route). */
-export function forwardDepsOf(d: AppDeps): ForwardDeps {
-  return {
-    routing: d.router.routing,
-    registry: d.registry,
-    fence: d.fence,
-    metrics: d.metrics,
-    fetch: d.fetch,
-    upstream: d.upstream,
-    maxRetries: d.maxRetries,
-    directStreams: d.directStreams,
-    warn: (m, fields) => d.log.warn(m, fields),
-    observe: d.observe && ((req) => d.observe!.of(req)),
-    // Deadlines, outcome reports (ejection) and the server idle-timeout lift, as for completions.
-    deadlines: d.deadlines,
-    report: d.report,
-    keepOpen: d.keepOpen,
-    // Every worker busy: wait in the admission queue like completions (429 when full or too long).
-    admission: d.admission,
-  };
-}
 
 export type Dispatch = (input: ForwardInput, model: unknown) => Promise<Response>;
 
@@ -38,10 +16,10 @@ function within(a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>):
   return new Set([...b].filter((w) => a.has(w)));
 }
 
-export function createDispatch(d: AppDeps, forwardDeps: ForwardDeps): Dispatch {
+export function createDispatch(fleet: FleetView, forwardDeps: ForwardDeps): Dispatch {
   /** Only to workers holding the adapter (loaded first if none does); one retry if the engine lost it. */
   const forwardLora = async (input: ForwardInput, loraName: string): Promise<Response> => {
-    const allowed = async () => within(input.allowedWorkerIds, await d.lora.ensure(loraName));
+    const allowed = async () => within(input.allowedWorkerIds, await fleet.lora.ensure(loraName));
     // Hashed once for both tries (the adapter's name is part of every block hash).
     const prepared = input.prepared ?? forwardDeps.routing.prepare(input.tokens, loraName);
     let res = await forward({ ...input, loraName, prepared, allowedWorkerIds: await allowed() }, forwardDeps);
@@ -49,16 +27,16 @@ export function createDispatch(d: AppDeps, forwardDeps: ForwardDeps): Dispatch {
     if (res.status === 404 && worker !== undefined) {
       // Another router unloaded it there (--lora-evict): forget it, place it again.
       await res.body?.cancel().catch(() => {});
-      d.lora.missing(loraName, worker);
+      fleet.lora.missing(loraName, worker);
       res = await forward({ ...input, loraName, prepared, allowedWorkerIds: await allowed() }, forwardDeps);
       worker = routedWorkerOf(res);
     }
-    if (worker !== undefined && res.ok) d.lora.used(loraName, worker);
+    if (worker !== undefined && res.ok) fleet.lora.used(loraName, worker);
     return res;
   };
 
   return (input, model) => {
-    const route = modelRoute(model, d);
+    const route = modelRoute(model, fleet);
     switch (route.kind) {
       case "any":
         return forward(input, forwardDeps);

@@ -1,5 +1,5 @@
 /**
- * Every other route a client uses (issue 11 §3), proxied to a worker serving the body's
+ * Every other route a client uses, proxied to a worker serving the body's
  * `model`: OpenAI's /v1/embeddings and /v1/responses, vLLM's native /detokenize, /pooling,
  * /classify, /score, /v1/score, /rerank, /v1/rerank, /v2/rerank, SGLang's /generate. Routed
  * on the prompt's cache where the body has a readable prompt (embeddings/responses `input`,
@@ -9,10 +9,22 @@
 import { Hono } from "hono";
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
-import type { AppDeps } from "../deps.ts";
+import type { FleetView, RequestLimits } from "../deps.ts";
 import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
-import { createDispatch, forwardDepsOf, type Dispatch } from "./dispatch.ts";
+import { outputTokensAsked } from "../../protect/output-budget.ts";
+import type { Dispatch } from "./dispatch.ts";
+import type { RequestObservers } from "../../observe/request-observers.ts";
 import { tokenizeHandler } from "./tokenize.ts";
+
+/** What the pass-through routes (and /tokenize) use. */
+export interface PassthroughDeps {
+  readonly limits: RequestLimits;
+  /** Tokenizers for the routing prompt; models for /tokenize's 404 and its own answer. */
+  readonly fleet: FleetView;
+  readonly dispatch: Dispatch;
+  /** Each request's observation (src/observe): the tokenize span, the prompt for the access line. */
+  readonly requests?: RequestObservers;
+}
 
 /** Path -> where its body keeps a prompt. */
 export const PASSTHROUGH_ROUTES: Readonly<Record<string, PromptKind>> = {
@@ -30,29 +42,29 @@ export const PASSTHROUGH_ROUTES: Readonly<Record<string, PromptKind>> = {
 };
 
 /** Proxy one JSON body to `path` on a worker serving its model. */
-export function proxyJson(d: AppDeps, dispatch: Dispatch, path: string, kind: PromptKind) {
+export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
   return async (req: Request): Promise<Response> => {
-    const body = await readBodyLimited(req, d.maxBodyBytes);
+    const body = await readBodyLimited(req, d.limits.maxBodyBytes);
     const json = parseJsonObject(body);
-    const obs = d.observe?.of(req);
-    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d, json, kind)) : readPrompt(d, json, kind));
+    const obs = d.requests?.of(req);
+    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.fleet, json, kind)) : readPrompt(d.fleet, json, kind));
     obs?.prompt({ model: json.model, tokens: prompt.tokens.length });
     const priority = json.priority;
     if (priority !== undefined && (typeof priority !== "number" || !Number.isSafeInteger(priority))) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
-    return dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true }, json.model);
+    const maxOutputTokens = outputTokensAsked(path, json);
+    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens }, json.model);
   };
 }
 
-export function passthroughRoutes(d: AppDeps): Hono {
+export function passthroughRoutes(d: PassthroughDeps): Hono {
   const app = new Hono();
-  const dispatch = createDispatch(d, forwardDepsOf(d));
   for (const [path, kind] of Object.entries(PASSTHROUGH_ROUTES)) {
-    const handler = proxyJson(d, dispatch, path, kind);
+    const handler = proxyJson(d, path, kind);
     app.post(path, (c) => handler(c.req.raw));
   }
-  const tokenize = tokenizeHandler(d, dispatch);
+  const tokenize = tokenizeHandler(d);
   app.post("/tokenize", (c) => tokenize(c.req.raw));
   return app;
 }

@@ -8,9 +8,8 @@
  */
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
-import type { AppDeps } from "../deps.ts";
 import { modelRoute } from "../routing/model-routing.ts";
-import type { Dispatch } from "./dispatch.ts";
+import type { PassthroughDeps } from "./passthrough.ts";
 
 function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
   const v = body.add_special_tokens;
@@ -19,15 +18,16 @@ function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
   return v;
 }
 
-export function tokenizeHandler(d: AppDeps, dispatch: Dispatch) {
+export function tokenizeHandler(d: PassthroughDeps) {
+  const { fleet } = d;
   return async (req: Request): Promise<Response> => {
-    const body = await readBodyLimited(req, d.maxBodyBytes);
+    const body = await readBodyLimited(req, d.limits.maxBodyBytes);
     const json = parseJsonObject(body);
     // An unknown model is the same 404 as on every other route.
-    modelRoute(json.model, d);
-    const tok = d.tokenizers?.forModel(json.model);
+    modelRoute(json.model, fleet);
+    const tok = fleet.tokenizers?.forModel(json.model);
     if (tok === undefined) {
-      return dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, json.model);
+      return d.dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, json.model);
     }
     let tokens: Uint32Array;
     if (json.messages !== undefined) {
@@ -39,7 +39,7 @@ export function tokenizeHandler(d: AppDeps, dispatch: Dispatch) {
       throw new RouterError("invalid_request", "prompt: a string `prompt` or `messages` is required", "prompt");
     }
     const ids = Array.from(tokens);
-    const maxModelLen = d.tokenizers!.maxModelLen(typeof json.model === "string" ? json.model : undefined) ?? null;
+    const maxModelLen = fleet.tokenizers!.maxModelLen(typeof json.model === "string" ? json.model : undefined) ?? null;
     return new Response(JSON.stringify({ count: ids.length, max_model_len: maxModelLen, tokens: ids }), {
       headers: { "content-type": "application/json", "x-switchyard-tokenizer": tok.source },
     });

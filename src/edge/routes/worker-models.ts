@@ -8,15 +8,15 @@
  */
 import { RouterError } from "../../core/errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
-import type { AppDeps } from "../deps.ts";
+import type { FleetView } from "../deps.ts";
 
 /** The base model a worker serves, as far as the router knows (first listed, else registration / engine info). */
-export function baseModelOf(d: AppDeps, id: WorkerId): string | undefined {
+export function baseModelOf(d: FleetView, id: WorkerId): string | undefined {
   const listed = d.models?.of(id)?.find((m) => m.parent === null)?.id;
   return listed ?? d.registry.get(id)?.model;
 }
 
-export function modelFields(d: AppDeps, id: WorkerId): Record<string, unknown> {
+export function modelFields(d: FleetView, id: WorkerId): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (d.models !== undefined) {
     const models = d.models.of(id);
@@ -39,7 +39,7 @@ export function modelFields(d: AppDeps, id: WorkerId): Record<string, unknown> {
  * worker serves that has none yet (or as the default when its models are unknown and there
  * is none); a model keeps its first tokenizer (a different path is a warning). Then probe the engine.
  */
-export async function registerTokenizer(d: AppDeps, id: WorkerId, path: string): Promise<string[]> {
+export async function registerTokenizer(d: FleetView, id: WorkerId, path: string): Promise<string[]> {
   const toks = d.tokenizers;
   if (toks === undefined) throw new RouterError("invalid_request", "tokenizer: this router cannot load tokenizers", "tokenizer");
   const bases = (d.models?.of(id) ?? []).filter((m) => m.parent === null).map((m) => m.id);

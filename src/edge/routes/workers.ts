@@ -9,7 +9,9 @@ import { RouterError } from "../../core/errors.ts";
 import { describeIssues, U64Schema } from "../../core/events.ts";
 import { workerKey } from "../../core/ids.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
-import type { AppDeps } from "../deps.ts";
+import type { AdminDeps, FleetView, RequestLimits } from "../deps.ts";
+import type { WorkerRoles } from "../disagg/roles.ts";
+import type { RouterRoom } from "../../router/index.ts";
 import { WorkerSpecSchema, workerSpecOf } from "../../fleet/worker-spec.ts";
 import { modelFields, registerTokenizer } from "./worker-models.ts";
 
@@ -19,18 +21,30 @@ const RegisterBody = v.object({
   tokenizer: v.optional(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
 });
 
+/** What the worker admin routes use. */
+export interface WorkerRouteDeps {
+  readonly limits: RequestLimits;
+  readonly fleet: FleetView;
+  /** Each worker's load and cached blocks. */
+  readonly router: Pick<RouterRoom, "tracker" | "index">;
+  readonly admin: AdminDeps;
+  /** --disagg: each worker's role, shown and set at registration. */
+  readonly roles?: WorkerRoles;
+}
+
 function parseId(raw: string): bigint {
   const r = v.safeParse(U64Schema, raw);
   if (!r.success) throw new RouterError("invalid_request", `worker id: ${describeIssues(r.issues)}`, "id");
   return r.output;
 }
 
-export function workerRoutes(d: AppDeps): Hono {
+export function workerRoutes(d: WorkerRouteDeps): Hono {
   const app = new Hono();
+  const { fleet, admin, roles } = d;
 
   app.get("/v1/workers", (c) => {
-    const now = d.now();
-    const workers = d.registry.list().map((w) => {
+    const now = admin.now();
+    const workers = fleet.registry.list().map((w) => {
       let prefill = 0;
       let decode = 0;
       let cached = 0;
@@ -49,28 +63,28 @@ export function workerRoutes(d: AppDeps): Hono {
         active_prefill_tokens: prefill,
         active_decode_blocks: decode,
         cached_blocks: cached,
-        loras: d.lora.loadedOn(w.id),
-        ...(d.disagg ? { role: d.disagg.roles.roleOf(w.url) } : {}),
-        ...modelFields(d, w.id),
-        ...d.workerDetails?.(w.id),
+        loras: fleet.lora.loadedOn(w.id),
+        ...(roles ? { role: roles.roleOf(w.url) } : {}),
+        ...modelFields(fleet, w.id),
+        ...admin.workerDetails?.(w.id),
       };
     });
     return c.json({ workers });
   });
 
   app.post("/v1/workers", async (c) => {
-    const body = parseJsonExact(await readBodyLimited(c.req.raw, d.maxBodyBytes));
+    const body = parseJsonExact(await readBodyLimited(c.req.raw, d.limits.maxBodyBytes));
     const r = v.safeParse(RegisterBody, body);
     if (!r.success) throw new RouterError("invalid_request", `invalid worker registration: ${describeIssues(r.issues)}`);
     const b = r.output;
-    await d.workerUrlPolicy?.check(b.url); // never this router, any router, or a URL off --worker-allow
-    if (b.role !== undefined) d.disagg?.roles.set(b.url, b.role); // before it can be routed to
+    await admin.workerUrlPolicy?.check(b.url); // never this router, any router, or a URL off --worker-allow
+    if (b.role !== undefined) roles?.set(b.url, b.role); // before it can be routed to
     const { kvEvents, role: _role, ...input } = workerSpecOf(b, "invalid worker registration");
-    if (kvEvents && !d.provisioner) throw new RouterError("invalid_request", "kv_events: this router cannot subscribe to ZMQ event streams", "kv_events");
+    if (kvEvents && !admin.provisioner) throw new RouterError("invalid_request", "kv_events: this router cannot subscribe to ZMQ event streams", "kv_events");
     // With kv_events the worker's index comes from its event stream (no /kv/query restore).
-    const res = d.provisioner ? await d.provisioner.register({ ...input, kvEvents }) : await d.membership.register(input);
+    const res = admin.provisioner ? await admin.provisioner.register({ ...input, kvEvents }) : await admin.membership.register(input);
     const w = res.worker;
-    const warnings = b.tokenizer !== undefined ? [...res.warnings, ...(await registerTokenizer(d, w.id, b.tokenizer))] : res.warnings;
+    const warnings = b.tokenizer !== undefined ? [...res.warnings, ...(await registerTokenizer(fleet, w.id, b.tokenizer))] : res.warnings;
     return c.json(
       { id: w.id.toString(), url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy, created: res.created, warnings },
       res.created ? 201 : 200,
@@ -78,7 +92,7 @@ export function workerRoutes(d: AppDeps): Hono {
   });
 
   app.delete("/v1/workers/:id", (c) => {
-    const w = d.membership.remove(parseId(c.req.param("id")));
+    const w = admin.membership.remove(parseId(c.req.param("id")));
     return c.json({ id: w.id.toString(), removed: true });
   });
 

@@ -1,5 +1,5 @@
 /**
- * The tokens a request is routed on, and whether they are the engine's own (issue 11 §1, §3).
+ * The tokens a request is routed on, and whether they are the engine's own.
  * - Token-id prompts are the engine's tokens: exact (precise index, the engines' KV events).
  * - Text (completions `prompt`, chat `messages`, embeddings `input`, responses `input`,
  *   SGLang `text`) goes through the model's tokenizer when the router has one

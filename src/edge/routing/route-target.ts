@@ -1,12 +1,12 @@
 /**
- * What POST /v1/route routes on (issue 11): `tokens` as given, or the `prompt` / `messages`
+ * What POST /v1/route routes on: `tokens` as given, or the `prompt` / `messages`
  * of an OpenAI body tokenized as the OpenAI routes do (prompt-routing.ts), restricted to the
  * workers serving `model` (model-routing.ts; a LoRA adapter is placed first when needed).
  * It books nothing.
  */
 import { RouterError } from "../../core/errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
-import type { AppDeps } from "../deps.ts";
+import type { FleetView } from "../deps.ts";
 import { modelRoute } from "./model-routing.ts";
 import { readPrompt } from "./prompt-routing.ts";
 
@@ -18,7 +18,7 @@ export interface RouteTarget {
 }
 
 export async function routeTarget(
-  d: AppDeps,
+  fleet: FleetView,
   raw: Record<string, unknown>,
   b: { tokens?: number[]; lora?: string | null; model?: string | null },
 ): Promise<RouteTarget> {
@@ -26,18 +26,18 @@ export async function routeTarget(
   let approximate = false;
   if (b.tokens !== undefined) tokens = Uint32Array.from(b.tokens);
   else if (raw.messages !== undefined || raw.prompt !== undefined) {
-    const p = await readPrompt(d, raw, raw.messages !== undefined ? "chat" : "completions");
+    const p = await readPrompt(fleet, raw, raw.messages !== undefined ? "chat" : "completions");
     tokens = p.tokens;
     approximate = p.approximate;
   } else {
     throw new RouterError("invalid_request", "invalid route request: one of tokens, prompt or messages is required", "tokens");
   }
-  const route = modelRoute(b.model ?? undefined, d);
+  const route = modelRoute(b.model ?? undefined, fleet);
   switch (route.kind) {
     case "any":
       return { tokens, approximate, loraName: b.lora ?? undefined };
     case "lora":
-      return { tokens, approximate, loraName: route.loraName, allowedWorkerIds: await d.lora.ensure(route.loraName) };
+      return { tokens, approximate, loraName: route.loraName, allowedWorkerIds: await fleet.lora.ensure(route.loraName) };
     case "workers":
       return { tokens, approximate, loraName: route.loraName ?? b.lora ?? undefined, allowedWorkerIds: route.workerIds };
   }

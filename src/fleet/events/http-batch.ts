@@ -1,5 +1,6 @@
 /**
- * The HTTP event path: a JSON batch of router events (spec §1.2/§1.3, the body of
+ * The HTTP event path: a JSON batch of router events (`RouterEvent` of src/core/events.ts:
+ * worker id + one stored/removed/cleared event with its id and dp rank; the body of
  * POST /v1/kv/events) -> validated RouterEvents -> the recovery driver, which orders them
  * per (worker, dp_rank) and applies them to the index. Events of workers this router has
  * not registered are counted and dropped: their ranks have no recovery state, and
@@ -9,15 +10,15 @@
  * `X-Switchyard-Event-Source: engine` (the simulated engine sends it). Anything else posted
  * here is an admin event: applied as it says, outside the engine's id order, so a hand-made
  * event carrying the engine's next id cannot make the engine's real event look like a
- * duplicate (issue 12: 25 blocks were lost for good that way).
+ * duplicate (25 blocks were once lost for good that way: the real event was dropped as stale).
  */
 import * as v from "valibot";
 import { RouterError } from "../../core/errors.ts";
 import { describeIssues, RouterEventBatchSchema, type RouterEvent } from "../../core/events.ts";
 import type { DpRank, WorkerId } from "../../core/ids.ts";
-import type { EventSource } from "../../router/recovery/types.ts";
+import type { EventSource } from "../../router/index.ts";
 
-export type { EventSource } from "../../router/recovery/types.ts";
+export type { EventSource } from "../../router/index.ts";
 
 /** The request header that marks a batch as the engine's own stream. */
 export const EVENT_SOURCE_HEADER = "x-switchyard-event-source";

@@ -1,9 +1,10 @@
 /**
- * Loading LoRA adapters where requests need them (spec §6.3/§6.4 without the allocation
- * controller): a request whose `model` names an adapter may only go to workers that hold
- * it; when none does, the adapter is loaded on ONE worker chosen by rendezvous hashing
- * over the workers with a free slot (so every router picks the same one), and with
- * `evict` on, a full cluster first unloads its least recently used adapter.
+ * Loading LoRA adapters where requests need them (Dynamo's LoRA filter and rendezvous placement,
+ * without its allocation controller: adapters are loaded on demand instead): a request whose
+ * `model` names an adapter may only go to workers that hold it; when none does, the adapter is
+ * loaded on ONE worker chosen by rendezvous hashing over the workers with a free slot (so every
+ * router picks the same one), and with `evict` on, a full cluster first unloads its least recently
+ * used adapter.
  *
  * Several routers share the engines but not this tracker: another router may load or
  * unload adapters behind our back. So an engine's "already loaded" answer counts as
@@ -13,7 +14,7 @@
  *
  * The router only loads names that are valid adapter names (adapter-name.ts: never a path
  * that climbs) and on the allowlist when one is set, and only evicts adapters on that
- * allowlist: a `model` comes from any client (issue 12).
+ * allowlist: a `model` comes from any client, so it must not choose what engines load.
  *
  * PURE: engine calls, the worker list, the clock and the base-model test are injected.
  */

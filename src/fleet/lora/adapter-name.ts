@@ -2,7 +2,7 @@
  * What a LoRA adapter name may be, when the router itself asks an engine to load or evict
  * it (`--lora-load-on-demand`, `--lora-evict`). The name comes from an unauthenticated
  * client's `model` field and ends up in `lora_path` (`--lora-path`, `{name}` replaced), so
- * (issue 12) `"model":"../../../../root/.ssh/id_rsa"` must never reach an engine, and a
+ * `"model":"../../../../root/.ssh/id_rsa"` must never reach an engine, and a
  * client must not be able to make the router load (or evict for) names nobody meant.
  *
  * Valid: 1 to 128 characters; parts separated by single "/" (Hugging Face style

@@ -1,12 +1,13 @@
 /**
- * Where a LoRA request may go and where an adapter should be loaded (spec §6.3 HRW score,
- * §6.4 filter without the allocation controller).
+ * Where a LoRA request may go and where an adapter should be loaded: Dynamo's rendezvous
+ * score and its LoRA filter as it behaves before its allocation controller has placed anything
+ * (this router has no controller: adapters are loaded on demand instead).
  *
  * Rendezvous (highest-random-weight) hashing gives every adapter its own deterministic
  * order of workers: every router computes the same order from the same worker set, and
  * adding or removing one worker only moves the adapters whose top choice it was.
  */
-import { xxh3_64 } from "../../core/hashing.ts";
+import { xxh3_64 } from "../../core/xxh3.ts";
 import { compareWorkers, keyOf, type WorkerWithDpRank } from "../../core/ids.ts";
 import type { LoraStateTracker } from "./state-tracker.ts";
 
@@ -45,8 +46,9 @@ export function replicaSet(loraName: string, workers: readonly WorkerWithDpRank[
 }
 
 /**
- * The candidates a request for `loraName` may use (§6.4, "no routing-table entry"): those
- * that have the adapter loaded, if any; else all of them (the engine loads it on demand).
+ * The candidates a request for `loraName` may use: those that have the adapter loaded, if
+ * any; else all of them (the engine loads it on demand). This is Dynamo's filter with no
+ * placement decided yet, which is always our case.
  * No adapter: the candidates unchanged. Never widens: the result is a subset of candidates.
  */
 export function filterForLora(

@@ -1,6 +1,7 @@
 /**
  * Which LoRA adapters are loaded on which (worker, dp_rank), and how many adapter slots
- * each worker has (spec §6.2, seed 000 `LoraStateTracker`).
+ * each worker has (Dynamo's `LoraStateTracker`: capacity defaults to 4 slots, additions are
+ * idempotent, removing a worker drops all its adapters).
  *
  * Fed by discovery events (one entry per (worker, lora) pair). JavaScript runs each handler
  * to completion, so the inverse indexes (`loadedLocations` lora → workers and `perWorker`
@@ -12,7 +13,7 @@
  */
 import { keyOf, type WorkerKey, type WorkerWithDpRank } from "../../core/ids.ts";
 
-/** What a worker publishes per adapter (spec §6.1). */
+/** What a worker publishes per adapter: one entry per (worker, adapter), capacity in each. */
 export interface LoraInfo {
   readonly name: string;
   /** The engine's `--max-loras`: a worker-level capacity copied into every entry. */

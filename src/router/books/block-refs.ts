@@ -1,5 +1,5 @@
 /**
- * Reference-counted active blocks for every (worker, dp_rank) slot at once (spec §4.5
+ * Reference-counted active blocks for every (worker, dp_rank) slot at once (Dynamo's ActiveSequences
  * `unique_blocks` + `fractional_blocks`), in typed arrays.
  *
  * - An *entry* is one distinct sequence hash held by at least one slot. It carries a bitset
@@ -220,7 +220,7 @@ export class BlockRefs {
     return handle < 0 ? this.#ent[~handle * this.#stride + REF]! : this.#nodeRef[handle]!;
   }
 
-  /** Count the block as `fraction` of a block in its slot's active total (spec §4.5). */
+  /** Count the block as `fraction` of a block in its slot's active total (Dynamo's ActiveSequences). */
   setFraction(handle: number, fraction: number): void {
     const slot = handle < 0 ? this.#ent[~handle * this.#stride + SLOT]! : this.#nodeSlot[handle]!;
     this.#clearFraction(handle, slot);

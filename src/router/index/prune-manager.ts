@@ -1,5 +1,5 @@
 /**
- * TTL timers and size pruning for the approximate index (spec §3.7, Dynamo's PruneManager).
+ * TTL timers and size pruning for the approximate index (Dynamo's approximate mode and its PruneManager).
  *
  * A timer is keyed by (worker slot, sequence hash) and carries its expiry and the block's
  * position in its sequence. `timers` is the source of truth; the min-heap is lazy: re-inserting

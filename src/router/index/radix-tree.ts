@@ -1,5 +1,5 @@
 /**
- * The precise KV index (spec §3.1–3.5): a radix tree of blocks keyed by the router's local
+ * The precise KV index (Dynamo's RadixTree): a radix tree of blocks keyed by the router's local
  * block hash, with a lookup per (worker, dp_rank) from the engine's block hash to the node.
  *
  * Layout (for 64+ workers and millions of blocks): a node is an int id with a 32-byte record
@@ -32,8 +32,10 @@
  *   the children of an emptied node and kept the empty node, which leaks under churn.
  * - find-matches intersects worker sets level by level (score = leading blocks held); it does
  *   not rely on a child's workers being a subset of its parent's, which path nodes break.
- * - Cleared clears every dp rank of the worker_id and keeps the keys known (reference
- *   generation); removeWorker / removeWorkerDpRank forget the keys.
+ * - Cleared clears the (worker, dp_rank) whose stream sent it, and only that one: event ids
+ *   are dense per (worker, dp_rank) publisher, so a Cleared speaks for its own rank (Dynamo's
+ *   reference tree cleared every rank of the worker). The rank stays known, empty.
+ *   Forgetting a worker or a rank is a separate operation: removeWorker / removeWorkerDpRank.
  */
 import type { KvEventStatus, RemovedData, RouterEvent, StoredBlock } from "../../core/events.ts";
 import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
@@ -92,7 +94,7 @@ export class RadixTree implements KvIndex {
         status = this.applyRemoved(slot, data);
         break;
       case "cleared":
-        for (const s of this.slots.ranksOf(workerId)) this.clearSlot(s);
+        this.clearSlot(slot);
         status = "ok";
         break;
     }
@@ -220,7 +222,7 @@ export class RadixTree implements KvIndex {
     return this.slots.find(w.workerId, w.dpRank)?.blocks.size ?? 0;
   }
 
-  /** Known (worker, dp_rank) pairs, including cleared ones, ordered (spec §3.1 get_workers). */
+  /** Known (worker, dp_rank) pairs, including cleared ones, ordered (Dynamo's RadixTree::get_workers). */
   knownWorkers(): WorkerWithDpRank[] {
     return this.slots.sorted().map((s) => ({ workerId: s.workerId, dpRank: s.dpRank }));
   }
@@ -486,7 +488,7 @@ export class RadixTree implements KvIndex {
 
 /**
  * True when the chain's block hashes are pairwise distinct and differ from the parent hash:
- * a repeat would make a block its own ancestor (spec §3.3 self-reference check).
+ * a repeat would make a block its own ancestor (Dynamo's RadixTree self-reference check).
  */
 function distinctChain(hasParent: boolean, pLo: number, pHi: number, hash: Uint32Array, n: number): boolean {
   if (hasParent) {

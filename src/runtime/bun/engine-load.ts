@@ -1,10 +1,10 @@
 /**
- * The engines' own load on Bun (issue 13): their /metrics scraped every
+ * The engines' own load on Bun: their /metrics scraped every
  * --engine-metrics-interval make a rank busy past --busy-threshold (KV usage) or --busy-waiting
  * (queued requests), feed --engine-load-weight, pump the admission queue, and show in /metrics
  * (switchyard_engine_load) and GET /v1/workers. Off (no scraping) with --engine-metrics-interval 0.
  */
-import type { AdmissionGate } from "../../router/admission/admission-gate.ts";
+import type { AdmissionGate } from "../../router/index.ts";
 import type { Logger } from "../../edge/log.ts";
 import type { Config } from "../../config/schema.ts";
 import type { WorkerId, WorkerKey } from "../../core/ids.ts";
@@ -29,7 +29,7 @@ export class EngineLoad {
     log: Logger;
   }): void {
     if (config.engineMetricsInterval <= 0) return;
-    const limits = { kvUsage: config.busyThreshold ?? undefined, waiting: config.busyWaiting ?? undefined };
+    const limits = { kvUsage: config.scheduler.busyThreshold ?? undefined, waiting: config.busyWaiting ?? undefined };
     const scraper = new EngineMetricsScraper({
       workers: deps.workers,
       intervalMs: config.engineMetricsInterval * 1000,
@@ -38,7 +38,7 @@ export class EngineLoad {
       warn: (m) => deps.log.warn(m),
       onRound: () => {
         this.busy = busyEngineRanks(scraper.freshLoads(), limits);
-        if (config.engineLoadWeight > 0) this.waiting = waitingByRank(scraper.freshLoads());
+        if (config.scheduler.engineWaitingWeight > 0) this.waiting = waitingByRank(scraper.freshLoads());
         deps.admission.pump();
       },
     });

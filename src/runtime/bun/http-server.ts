@@ -1,16 +1,16 @@
 /** Bun.serve with the router's limits: the client idle timeout, a body cap above ours, the proxied endpoints on Bun's native routes table. */
 import { createFastRoutes } from "../../edge/app.ts";
-import type { AppDeps } from "../../edge/deps.ts";
+import type { EdgeDeps } from "../../edge/deps.ts";
 import { EVENT_BATCH_MIN_LIMIT_BYTES } from "../../edge/routes/admin.ts";
 import type { Config } from "../../config/schema.ts";
 
-export function listenOnBun(config: Config, deps: AppDeps, fetch: (req: Request) => Response | Promise<Response>): ReturnType<typeof Bun.serve> {
+export function listenOnBun(config: Config, deps: EdgeDeps, fetch: (req: Request) => Response | Promise<Response>): ReturnType<typeof Bun.serve> {
   return Bun.serve({
     port: config.port,
     hostname: config.host,
     // A client must send its request (head and body) within about this long, or it is cut:
     // slow-body clients cannot pile up. Proxied requests lift it once their body is read
-    // (deps.keepOpen), as their answers stream; the upstream deadlines bound them instead.
+    // (deps.upstream.keepOpen), as their answers stream; the upstream deadlines bound them instead.
     idleTimeout: config.idleTimeout,
     // Our own limits answer 413 in OpenAI's shape; Bun's must not trip first.
     maxRequestBodySize: Math.max(config.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES) + 1024 * 1024,

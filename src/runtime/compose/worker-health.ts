@@ -2,13 +2,13 @@
  * Passive and active health, built the same way on every runtime: outlier ejection from the
  * answers (src/fleet/outlier-detector.ts), periodic health checks that re-read each worker's
  * models, and engine-restart detection (an idle restarted engine sends no event: its instance id
- * changing tells us, issue 12), which wipes and restores the worker's ranks before it is healthy
+ * changing tells us), which wipes and restores the worker's ranks before it is healthy
  * again. It registers no worker (membership does).
  */
 import type { Logger } from "../../edge/log.ts";
 import type { Config } from "../../config/schema.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
-import type { createRouter } from "../../router/create-router.ts";
+import type { createRouter } from "../../router/index.ts";
 import { fetchEngineInfo } from "../../fleet/engine-info.ts";
 import { HealthChecker } from "../../fleet/health.ts";
 import { fetchServedModels, type ModelDirectory } from "../../fleet/models.ts";
@@ -67,7 +67,7 @@ export function workerHealth(
       await Promise.all([readModels(), restarts.check(id, url, signal)]);
     },
   });
-  // An engine restarted while idle sends no event: its instance id changing tells us (issue 12).
+  // An engine restarted while idle sends no event: its instance id changing tells us.
   const restarts = new RestartDetector({
     probe: async (url) => (await fetchEngineInfo(url, config.healthTimeout * 1000, d.toEngines)).instanceId,
     onRestart: (id, previous, current) => {

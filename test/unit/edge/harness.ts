@@ -6,10 +6,11 @@
  * answers an error (these tests post admin events, applied as they say).
  */
 import { createApp } from "../../../src/edge/app.ts";
-import type { AppDeps } from "../../../src/edge/deps.ts";
+import type { EdgeDeps } from "../../../src/edge/deps.ts";
+import { fetchUpstream } from "../../../src/edge/proxy/upstream.ts";
 import { silentLogger, type Logger } from "../../../src/edge/log.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
-import { portableBatchHasher } from "../../../src/core/hashing.ts";
+import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";
 import type { KvIndex } from "../../../src/router/index/types.ts";
 import { LoraStateTracker } from "../../../src/fleet/lora/state-tracker.ts";
@@ -31,7 +32,7 @@ export type FakeFetch = (url: string, init: RequestInit) => Promise<Response>;
 
 export interface Harness {
   readonly app: ReturnType<typeof createApp>;
-  readonly deps: AppDeps;
+  readonly deps: EdgeDeps;
   readonly registry: WorkerRegistry;
   readonly tracker: LoadTracker;
   readonly index: KvIndex;
@@ -121,19 +122,15 @@ export function harness(o: HarnessOptions): Harness {
     for (const w of o.workers) for (let r = 0; r < (w.dpRanks ?? 1); r++) lora.setWorkerCapacity({ workerId: w.id, dpRank: r }, o.maxLoras);
   }
   tracker.updateWorkers(o.workers.flatMap((w) => Array.from({ length: w.dpRanks ?? 1 }, (_, r) => ({ workerId: w.id, dpRank: r }))));
-  const deps: AppDeps = {
-    maxBodyBytes: o.maxBodyBytes ?? 1 << 20,
-    adminToken: o.adminToken,
-    maxRetries: o.maxRetries ?? 2,
-    registry, membership, fence: (id, reason) => health.fence(id, reason), router, metrics,
-    lora: loader,
-    models,
-    peekSession: (id) => store.peek(id),
-    peer: () => o.peer ?? "127.0.0.1",
-    fetch,
-    now,
-    log: o.log ?? silentLogger,
-    observe: o.observe?.({ metrics, registry, blockSize, router }),
+  const deps: EdgeDeps = {
+    door: { adminToken: o.adminToken, peer: () => o.peer ?? "127.0.0.1" },
+    limits: { maxBodyBytes: o.maxBodyBytes ?? 1 << 20 },
+    fleet: { registry, lora: loader, models },
+    router,
+    upstream: { call: fetchUpstream(fetch), fetch, maxRetries: o.maxRetries ?? 2 },
+    outcomes: { fence: (id, reason) => health.fence(id, reason) },
+    observe: { metrics, log: o.log ?? silentLogger, requests: o.observe?.({ metrics, registry, blockSize, router }) },
+    admin: { membership, peekSession: (id) => store.peek(id), now },
   };
   const app = createApp(deps);
   return {

@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { PASSTHROUGH_ROUTES } from "../../../src/edge/routes/passthrough.ts";
+import { parseModelList } from "../../../src/fleet/models.ts";
 import { harness, jsonResponse } from "./harness.ts";
 
 const W1 = { id: 11n, url: "http://w1:1" };
@@ -74,6 +75,42 @@ describe("routing by model", () => {
     expect(h.calls).toHaveLength(0); // answered from what the health checks read
     const ws = (await (await h.request("/v1/workers")).json()) as { workers: { id: string; models: unknown }[] };
     expect(ws.workers.find((w) => w.id === "33")!.models).toEqual([{ id: "beta", parent: null }]);
+  });
+
+  test("GET /v1/models keeps each engine's own fields and merges them per model (answered from the lists read, or by asking)", async () => {
+    // Two stand-in engines serving the same base model with different fields: a vLLM one
+    // (adapter, permission, a larger max_model_len) and an SGLang-like one.
+    const vllm = {
+      object: "list",
+      data: [
+        { id: "llama", object: "model", created: 1, owned_by: "vllm", root: "/models/llama", parent: null, max_model_len: 8192, permission: [{ id: "modelperm-1", object: "model_permission", allow_sampling: true }] },
+        { id: "llama-sql", object: "model", created: 1, owned_by: "vllm", root: "/loras/sql", parent: "llama", max_model_len: 8192, permission: [] },
+      ],
+    };
+    const sglang = { object: "list", data: [{ id: "llama", object: "model", created: 2, owned_by: "sglang", root: "llama", max_model_len: 4096, sglang_only: "kept" }] };
+    const expected = [
+      {
+        id: "llama", object: "model", created: expect.any(Number), owned_by: "vllm", root: "/models/llama", parent: null,
+        max_model_len: 4096, // the smallest: a request may reach either engine
+        permission: vllm.data[0]!.permission, sglang_only: "kept",
+      },
+      { id: "llama-sql", object: "model", created: expect.any(Number), owned_by: "vllm", root: "/loras/sql", parent: "llama", max_model_len: 8192, permission: [] },
+    ];
+    const engines = async (url: string) => jsonResponse(url.startsWith(W1.url) ? vllm : sglang);
+
+    // Some worker's list unknown: the engines are asked.
+    const asking = harness({ workers: [W1, W2], fetch: engines });
+    const asked = (await (await asking.request("/v1/models")).json()) as { object: string; data: { created: number }[] };
+    expect(asking.calls.map((c) => c.url).sort()).toEqual([`${W1.url}/v1/models`, `${W2.url}/v1/models`]);
+    expect(asked).toEqual({ object: "list", data: expected });
+    expect(asked.data[0]!.created).toBeGreaterThan(1_700_000_000); // this answer's time, not an engine's
+
+    // Every list known (what the health checks read): the same cards, nobody asked.
+    const known = harness({ workers: [W1, W2], fetch: engines });
+    known.models.set(W1.id, parseModelList(vllm)!);
+    known.models.set(W2.id, parseModelList(sglang)!);
+    expect(await (await known.request("/v1/models")).json()).toEqual({ object: "list", data: expected });
+    expect(known.calls).toHaveLength(0);
   });
 
   test("a bad `model` type is a 400 naming it", async () => {

@@ -7,7 +7,11 @@ import { HealthChecker } from "../../../src/fleet/health.ts";
 describe("parseModelList", () => {
   test("vLLM's list: base models with parent null, adapters with their parent", () => {
     const body = { object: "list", data: [{ id: "llama", object: "model", root: "/m/llama", parent: null }, { id: "sql", root: "/l/sql", parent: "llama" }, { id: "old" }] };
-    expect(parseModelList(body)).toEqual([{ id: "llama", parent: null }, { id: "sql", parent: "llama" }, { id: "old", parent: null }]);
+    expect(parseModelList(body)).toEqual([
+      { id: "llama", parent: null, fields: { root: "/m/llama" } },
+      { id: "sql", parent: "llama", fields: { root: "/l/sql" } },
+      { id: "old", parent: null },
+    ]);
   });
 
   test("anything else is not a model list", () => {
@@ -42,6 +46,13 @@ describe("ModelDirectory", () => {
     d.remove(1n);
     expect([...d.servedBy("a")]).toEqual([2n]);
     expect(d.of(1n)).toBeUndefined();
+  });
+
+  test("an engine's other fields are kept as they change, without counting as a new list (vLLM makes up permission ids per answer)", () => {
+    const d = new ModelDirectory();
+    expect(d.set(1n, [{ id: "a", parent: null, fields: { permission: [{ id: "modelperm-1" }] } }])).toBe(true);
+    expect(d.set(1n, [{ id: "a", parent: null, fields: { permission: [{ id: "modelperm-2" }] } }])).toBe(false);
+    expect(d.of(1n)).toEqual([{ id: "a", parent: null, fields: { permission: [{ id: "modelperm-2" }] } }]);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { computeBlockHashes } from "../../../src/core/hashing.ts";
+import { computeBlockHashes } from "../../../src/core/block-hash.ts";
 import type { RouterEvent } from "../../../src/core/events.ts";
 import { engineBlockHashes } from "../../../src/mocker/engine-hash.ts";
 import { type GenerateRequest, MockEngine } from "../../../src/mocker/engine.ts";

@@ -31,7 +31,7 @@ describe("RankEventLog", () => {
   });
 });
 
-describe("RankEventLog.query (spec §3.8)", () => {
+describe("RankEventLog.query (the recovery query's answers)", () => {
   test("end before start is an invalid range", () => {
     expect(logWith(3).query(2n, 1n)).toEqual({ kind: "invalid_range", startId: 2n, endId: 1n });
   });

@@ -34,6 +34,10 @@ describe("OpenAI bodies", () => {
     });
     expect(dec.decode(w.done())).toBe("data: [DONE]\n\n");
   });
+  test("an error mid-stream is vLLM's error body: param null, code the status (500) as an int", () => {
+    const w = new SseWriter("completions", meta);
+    expect(dataOf(w.error("boom", "internal_error"))).toEqual({ error: { message: "boom", type: "internal_error", param: null, code: 500 } });
+  });
   test("whole responses have the text or message and usage", () => {
     expect(JSON.parse(completionResponse("completions", meta, "hi", usage))).toMatchObject({
       object: "text_completion",

@@ -1,7 +1,7 @@
 /**
- * The simulated engine's HTTP edge (src/mocker/server.ts, Hono since issue 10): unknown paths,
- * wrong methods, bad bodies, admin routes and draining answer as before the switch to Hono.
- * One real server in-process on a free port.
+ * The simulated engine's HTTP edge (src/mocker/server.ts mounting the route groups on Hono):
+ * unknown paths, wrong methods, bad bodies, admin routes and draining answer in the engine's
+ * error shape. One real server in-process on a free port.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startMocker, type MockerHandle } from "../../../src/mocker/server.ts";
@@ -31,6 +31,20 @@ describe("mocker edge", () => {
     expect((await fetch(`${m.url}/tokenize`)).status).toBe(405);
   });
 
+  test("every exact route path is known (another method: 405); the bootstrap room route's prefix is not", async () => {
+    const paths = [
+      "/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/livez", "/v1/engine/info", "/metrics",
+      "/kv/query", "/kv/clear", "/admin/restart-events", "/v1/load_lora_adapter", "/v1/unload_lora_adapter",
+      "/v1/sessions/open", "/v1/sessions/close", "/v1/sessions",
+      "/tokenize", "/detokenize", "/v1/embeddings", "/pooling", "/classify", "/score", "/v1/score",
+      "/rerank", "/v1/rerank", "/v2/rerank", "/v1/responses", "/generate",
+    ];
+    const statuses = await Promise.all(paths.map(async (p) => [p, (await fetch(`${m.url}${p}`, { method: "DELETE" })).status]));
+    expect(Object.fromEntries(statuses)).toEqual(Object.fromEntries(paths.map((p) => [p, 405])));
+    // The room is part of the path, so no exact path is known there: another method is a 404.
+    expect(await errorOf(await fetch(`${m.url}/v1/kv/bootstrap/1`, { method: "POST" }))).toMatchObject({ status: 404, type: "not_found" });
+  });
+
   test("bad bodies and parameters are 400 in the engine's error shape", async () => {
     const notJson = await errorOf(await fetch(`${m.url}/v1/completions`, { method: "POST", body: "{" }));
     expect(notJson.status).toBe(400);
@@ -39,6 +53,11 @@ describe("mocker edge", () => {
     expect(arrayBody).toMatchObject({ status: 400, message: "request body must be a JSON object" });
     const room = await errorOf(await fetch(`${m.url}/v1/kv/bootstrap/x1`));
     expect(room).toMatchObject({ status: 400, message: "bootstrap room: must be a non-negative integer" });
+  });
+
+  test("the error body is vLLM's: param null, code the HTTP status as an int", async () => {
+    const body = await (await fetch(`${m.url}/v1/completions`, { method: "POST", body: "{" })).json();
+    expect(body).toEqual({ error: { message: expect.stringContaining("not valid JSON"), type: "invalid_request_error", param: null, code: 400 } });
   });
 
   test("admin routes need the bearer token", async () => {
@@ -69,6 +88,7 @@ describe("mocker edge", () => {
     expect(health.status).toBe(503);
     expect(await health.json()).toEqual({ status: "draining" });
     expect((await fetch(`${m.url}/livez`)).status).toBe(200);
+    expect((await fetch(`${m.url}/metrics`)).status).toBe(200);
     const refused = await errorOf(await fetch(`${m.url}/v1/completions`, { method: "POST", body: "{}" }));
     expect(refused).toMatchObject({ status: 503, message: "the engine is shutting down" });
     await reader.cancel();

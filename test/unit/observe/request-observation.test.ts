@@ -8,7 +8,7 @@ import { RequestMetrics } from "../../../src/observe/request-metrics.ts";
 import { RequestObservers } from "../../../src/observe/request-observers.ts";
 import { DecisionLog } from "../../../src/observe/decision-log.ts";
 import { storedEvent } from "../../../src/core/events.ts";
-import { computeBlockHashes } from "../../../src/core/hashing.ts";
+import { computeBlockHashes } from "../../../src/core/block-hash.ts";
 import { tokenizeText } from "../../../src/tokens/index.ts";
 import type { SpanIdentity, Tracer } from "../../../src/observe/tracing.ts";
 import { parseTraceparent } from "../../../src/observe/trace-context.ts";

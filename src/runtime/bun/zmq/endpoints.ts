@@ -1,7 +1,7 @@
 /**
- * vLLM's per-data-parallel-rank endpoints (spec §8.1): each DP rank runs its own publisher
- * with its own seq space, on `port + rank` for tcp and `<name>_dp<rank>` for inproc (rank 0
- * keeps the configured endpoint). The same rule gives the replay endpoint. Pure.
+ * vLLM's per-data-parallel-rank endpoints (its ZmqEventPublisher): each DP rank runs its own
+ * publisher with its own seq space, on `port + rank` for tcp and `<name>_dp<rank>` for inproc
+ * (rank 0 keeps the configured endpoint). The same rule gives the replay endpoint. Pure.
  */
 
 /** The endpoint rank `dpRank` of an engine publishes on, given its configured (rank 0) one. */

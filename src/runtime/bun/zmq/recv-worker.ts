@@ -1,6 +1,7 @@
 /**
  * The Worker that owns the ZeroMQ sockets of one vLLM publisher: a SUB on the live
- * endpoint and, when configured, a DEALER on the replay endpoint (spec §8.1, §8.2).
+ * endpoint and, when configured, a DEALER on the replay endpoint (the engine's ROUTER socket,
+ * which resends the batches it still buffers from a given seq on).
  *
  * It blocks in zmq_msg_recv with a receive timeout (so it sees the stop flag), drains
  * whatever else is queued without blocking, orders the batches by seq with the Sequencer
@@ -134,7 +135,11 @@ function run(cfg: WorkerStart): void {
   let dealer: ZmqSocket | undefined;
   const replayStaged = stagedMessage();
 
-  /** One replay request (spec §8.2): send ["", start]; read ["", seq, payload] until an empty payload. */
+  /**
+   * One replay request, vLLM's protocol: send ["", start] (8-byte big-endian seq); read
+   * ["", seq, payload] until an empty payload ends it. A start older than the engine's buffer
+   * gets no error, just what is left, so the caller checks the seqs it got.
+   */
   function* replay(start: number): Generator<SeqMessage> {
     if (cfg.replayEndpoint === undefined) return;
     if (dealer === undefined) {

@@ -1,7 +1,7 @@
 /**
- * Orders one vLLM publisher's batches by their ZMQ sequence number and fills gaps from the
- * replay socket (spec §8.2, §8.4). Pure: the replay is an injected synchronous function
- * (the receive worker does the blocking I/O), so this runs and is tested without sockets.
+ * Orders one vLLM publisher's batches by their ZMQ sequence number and fills gaps from the replay
+ * socket, as Dynamo's standalone listener does. Pure: the replay is an injected synchronous
+ * function (the receive worker does the blocking I/O), so this runs and is tested without sockets.
  *
  * Per live batch, with `last` the last seq delivered:
  * - nothing delivered yet and seq > 0: replay [0, seq) first (what the buffer still holds);

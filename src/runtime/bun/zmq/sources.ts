@@ -1,12 +1,12 @@
 /**
- * The ZMQ KV event subscriptions of the workers registered at run time (issue 13): one
+ * The ZMQ KV event subscriptions of the workers registered at run time: one
  * subscriber per data-parallel rank, on the engine's rank-0 endpoint offset by the rank
  * (endpoints.ts, vLLM's rule), started when a worker with `kv_events` is registered and
  * stopped when it is removed. Every subscriber hands its events to the same `onEvents`.
  * It does not register workers or apply events to an index.
  */
 import type { RouterEvent } from "../../../core/events.ts";
-import type { BatchBlockHasher } from "../../../core/hashing.ts";
+import type { BatchBlockHasher } from "../../../core/block-hash.ts";
 import type { WorkerId } from "../../../core/ids.ts";
 import type { KvEventSources } from "../../../fleet/provisioner.ts";
 import type { KvEventsSpec } from "../../../fleet/worker-spec.ts";

@@ -1,23 +1,23 @@
 /**
- * Subscribe to one vLLM engine's KV events over ZeroMQ (vLLM `--kv-events-config`,
- * spec §8) and hand RouterEvents to `onEvents`, in order, in batches.
+ * Subscribe to one vLLM engine's KV events over ZeroMQ (vLLM `--kv-events-config`; the wire
+ * format is in vllm-decode.ts) and hand RouterEvents to `onEvents`, in order, in batches.
  *
  * The receive worker (recv-worker.ts) owns the sockets, orders batches by ZMQ seq and
  * replays gaps from the engine's ROUTER socket when `replayEndpoint` is given; this side
  * decodes payloads (vllm-decode.ts) and numbers the events.
  *
- * Event ids. vLLM numbers *batches* (seq, +1 per batch) and a batch holds any number of
- * events, while the router's recovery cursor (spec §5.1) treats ids as dense per event:
- * two events sharing a seq would make the second "stale". So, like Dynamo's newer
- * worker-side publisher (spec §5.2, +1 per accepted event), ids here are a dense counter
- * per subscriber, starting at 0, advanced in seq order — derived from seq in the sense
- * that id order is seq order and every seq gap the replay could not fill shows up as an id
- * gap of the same size (a lost batch counts as one id; a payload that fails to decode,
- * too). An engine restart (seq went back) yields a synthetic Cleared before the new
- * process's first events: its cache is empty. Ids restart at 0 with a new subscriber.
+ * Event ids. vLLM numbers *batches* (seq, +1 per batch) and a batch holds any number of events,
+ * while the router's recovery cursor (src/router/recovery) treats ids as dense per event: two
+ * events sharing a seq would make the second "stale". So, like Dynamo's newer worker-side publisher
+ * (+1 per accepted event, one publisher per dp rank), ids here are a dense counter per subscriber,
+ * starting at 0, advanced in seq order — derived from seq in the sense that id order is seq order
+ * and every seq gap the replay could not fill shows up as an id gap of the same size (a lost batch
+ * counts as one id; a payload that fails to decode, too). An engine restart (seq went back) yields
+ * a synthetic Cleared before the new process's first events: its cache is empty. Ids restart at 0
+ * with a new subscriber.
  */
 import type { RouterEvent } from "../../../core/events.ts";
-import type { BatchBlockHasher } from "../../../core/hashing.ts";
+import type { BatchBlockHasher } from "../../../core/block-hash.ts";
 import type { DpRank, EventId, WorkerId } from "../../../core/ids.ts";
 import { libzmqPath } from "./libzmq.ts";
 import { decodeVllmBatch, newVllmDecodeCounters, VllmDecodeError, type VllmDecodeCounters } from "./vllm-decode.ts";
@@ -47,7 +47,7 @@ export interface VllmKvSubscriberOptions {
   /** Called with every decoded event, in id order; never with an empty array. */
   readonly onEvents: (events: RouterEvent[]) => void;
   readonly log?: SubscriberLog;
-  /** tokens_hash hasher (default: portable TypeScript; main.ts may pass the native one). */
+  /** tokens_hash hasher (default: portable TypeScript; src/runtime/bun.ts passes the router's own). */
   readonly hasher?: BatchBlockHasher;
   readonly libzmqPath?: string;
   /** Give up starting after this long (default 5000 ms). */

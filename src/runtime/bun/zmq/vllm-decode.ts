@@ -1,5 +1,6 @@
 /**
- * vLLM's KV event batch (spec §8.3) → RouterEvents for one (worker, block size). Pure.
+ * vLLM's KV event batch (vllm/distributed/kv_events.py) → RouterEvents for one (worker,
+ * block size). Pure.
  *
  * The payload is `msgspec.msgpack` of `KVEventBatch`: an array `[ts, events, dp_rank]`
  * (older: `[ts, events]`; one 2026 version: a map). Each event is a tagged struct, either
@@ -7,14 +8,14 @@
  * `array_like=True`) or a map with the tag under "type" (newer vLLM). Both are read; the
  * field readers do not depend on the form, so map keys may come in any order.
  *
- * Mapping (Dynamo `convert_event`, spec §2.4/§8.3):
- * - BlockStored → Stored. Block hashes and the parent pass through as u64 (`bytes` hashes
- *   are read like vLLM's own int mode, `int.from_bytes(h, "big") & (2^64−1)`, so both modes
- *   give the same ids; negative ints are reinterpreted). tokens_hash is recomputed from
- *   token_ids with §2.2: the worker's block size, the event's lora_name, MM hashes from
- *   extra_keys. Blocks stop where token_ids run out; an event whose block_size is not the
- *   worker's, or that repeats a hash (parent included), is dropped (Dynamo turns it into
- *   a no-op).
+ * Mapping (Dynamo's `convert_event` in lib/kv-router/src/zmq_wire.rs):
+ * - BlockStored → Stored. Block hashes and the parent pass through as u64 (`bytes` hashes are
+ *   read like vLLM's own int mode, `int.from_bytes(h, "big") & (2^64−1)`, so both modes give the
+ *   same ids; negative ints are reinterpreted). tokens_hash is recomputed from token_ids with the
+ *   router's block hash (core/block-hash.ts): the worker's block size, the event's lora_name, MM
+ *   hashes from extra_keys. Blocks stop where token_ids run out; an event whose block_size is not
+ *   the worker's, or that repeats a hash (parent included), is dropped (Dynamo turns it into a
+ *   no-op).
  * - BlockRemoved → Removed. AllBlocksCleared → Cleared.
  * - Only GPU placements are kept (medium nil/"GPU"/"DEVICE"), only KV group 0 (or a full /
  *   MLA / sink-full attention spec kind). Unknown tags are counted and skipped.
@@ -25,7 +26,7 @@
  * Throws VllmDecodeError only when the batch itself cannot be read (truncated msgpack, not
  * an array/map); one bad event is counted as malformed and skipped.
  */
-import { computeBlockHashesWith, hashMmIdentifier, portableBatchHasher, type BatchBlockHasher, type BlockExtraInfo } from "../../../core/hashing.ts";
+import { computeBlockHashesWith, hashMmIdentifier, portableBatchHasher, type BatchBlockHasher, type BlockExtraInfo } from "../../../core/block-hash.ts";
 import type { KvCacheEventData, RouterEvent, StoredBlock } from "../../../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../../../core/ids.ts";
 import { MsgpackError, MsgpackReader, type MsgpackValue } from "./msgpack.ts";
@@ -90,10 +91,17 @@ export function newVllmDecodeCounters(): VllmDecodeCounters {
 
 /** Attention kinds whose blocks the router indexes (Dynamo keeps only these). */
 const INDEXED_SPEC_KINDS = new Set(["full_attention", "mla_attention", "sink_full_attention"]);
-/** Media that mean "on this engine's GPU" (spec §1.1 tier mapping). */
+/**
+ * Media that mean "on this engine's GPU" (Dynamo's storage-tier mapping): only blocks there are
+ * indexed, as in Dynamo, whose prefix index holds device blocks only.
+ */
 const GPU_MEDIA = new Set(["GPU", "DEVICE"]);
 
-/** Positional field order after the tag (spec §8.3 table). */
+/**
+ * Positional field order after the tag: BlockStored's fields as declared by the vLLM versions
+ * that send arrays (older ones stop early and trailing defaults are omitted, so a short array
+ * is fine; later versions send maps, read by key).
+ */
 const STORED_FIELDS = [
   "block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name",
   "extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window", "locality", "ownership",

@@ -7,6 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import type { UpstreamDeadlines } from "../../../../src/edge/proxy/deadlines.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
+import { silentLogger } from "../../../../src/edge/log.ts";
 import type { UpstreamBody, UpstreamCall, UpstreamRequestInit } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { harness } from "../harness.ts";
@@ -61,14 +62,14 @@ function setup(upstream: UpstreamCall, deadlines: Partial<UpstreamDeadlines> = {
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
-    fence: (id, why) => fenced.push([id, why]),
-    report: (id, failure) => reports.push([id, failure]),
-    metrics: h.metrics,
-    fetch: h.deps.fetch,
-    upstream,
-    maxRetries: 1,
-    deadlines: { connectMs: 0, firstByteMs: 0, responseMs: 0, streamIdleMs: 0, ...deadlines },
-    warn: (m) => warnings.push(m),
+    outcomes: { fence: (id, why) => fenced.push([id, why]), report: (id, failure) => reports.push([id, failure]) },
+    observe: { metrics: h.metrics, log: { ...silentLogger, warn: (m) => warnings.push(m) } },
+    upstream: {
+      call: upstream,
+      fetch: h.deps.upstream.fetch,
+      maxRetries: 1,
+      deadlines: { connectMs: 0, firstByteMs: 0, responseMs: 0, streamIdleMs: 0, ...deadlines },
+    },
   };
   const call = (signal?: AbortSignal, stream = true) =>
     forward(
@@ -189,18 +190,24 @@ describe("deadlines and cancellation on the upstream path", () => {
   });
 
   test("a slow but steady stream is not cut: the deadline is between chunks, not for the whole answer", async () => {
+    // Gaps of a fifth of the idle deadline (room for a loaded machine's late timers), and
+    // more chunks than fit in one deadline, so the whole answer outlasts it.
+    const idleMs = 1_000;
+    const chunks = 7;
     let i = 0;
     const body: UpstreamBody = {
       async read() {
-        if (i >= 6) return { done: true };
-        await Bun.sleep(15);
+        if (i >= chunks) return { done: true };
+        await Bun.sleep(idleMs / 5);
         return { done: false, value: enc.encode(`data: {"t":${i++}}\n\n`) };
       },
       async cancel() {},
     };
-    const { call, reports } = setup(async () => ({ status: 200, statusText: "OK", headers: SSE_HEADERS, body }), { streamIdleMs: 40 });
+    const { call, reports } = setup(async () => ({ status: 200, statusText: "OK", headers: SSE_HEADERS, body }), { streamIdleMs: idleMs });
+    const started = performance.now();
     const text = await (await call()).text();
-    expect(text.split("\n\n").filter((e) => e !== "").length).toBe(6);
+    expect(performance.now() - started).toBeGreaterThan(idleMs);
+    expect(text.split("\n\n").filter((e) => e !== "").length).toBe(chunks);
     expect(text).not.toContain("error");
     expect(reports.map((r) => r[1])).toEqual([undefined]);
   });

@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
+import { silentLogger } from "../../../../src/edge/log.ts";
 import type { UpstreamBody, UpstreamCall } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { harness } from "../harness.ts";
@@ -36,11 +37,9 @@ function setup(upstream: UpstreamCall) {
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
-    fence: () => {},
-    metrics: h.metrics,
-    fetch: h.deps.fetch,
-    upstream,
-    maxRetries: 1,
+    outcomes: { fence: () => {} },
+    observe: { metrics: h.metrics, log: silentLogger },
+    upstream: { call: upstream, fetch: h.deps.upstream.fetch, maxRetries: 1 },
   };
   const call = (prompt: string) =>
     forward(

@@ -6,6 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
+import { silentLogger } from "../../../../src/edge/log.ts";
 import type { UpstreamBody, UpstreamCall } from "../../../../src/edge/proxy/upstream.ts";
 import { workerKey } from "../../../../src/core/ids.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
@@ -36,7 +37,13 @@ function setup(contentType: string, first: string) {
   const b = slowBody(first);
   const upstream: UpstreamCall = async () => ({ status: 200, statusText: "OK", headers: ["content-type", contentType], body: b });
   const h = harness({ workers: [W1], fetch: () => Promise.reject(new Error("no fetch")), blockSize: 4 });
-  const deps: ForwardDeps = { routing: h.deps.router.routing, registry: h.registry, fence: () => {}, metrics: h.metrics, fetch: h.deps.fetch, upstream, maxRetries: 0 };
+  const deps: ForwardDeps = {
+    routing: h.deps.router.routing,
+    registry: h.registry,
+    outcomes: { fence: () => {} },
+    observe: { metrics: h.metrics, log: silentLogger },
+    upstream: { call: upstream, fetch: h.deps.upstream.fetch, maxRetries: 0 },
+  };
   const prompt = "abcdefghijklmnop"; // 16 tokens
   const res = forward(
     { request: new Request("http://router/v1/completions", { method: "POST" }), path: "/v1/completions", body: enc.encode(JSON.stringify({ prompt })), tokens: tokenizeText(prompt) },

@@ -1,23 +1,27 @@
 /**
- * Block and sequence hashes (spec §2): XXH3-64 with a 64-bit seed, in portable TypeScript.
+ * XXH3-64 with a 64-bit seed (XXH3_64bits_withSeed), in portable TypeScript, bit for bit the
+ * reference algorithm for every input length. It is a hash function and nothing more: it
+ * knows no tokens, blocks, LoRA salts or Dynamo's definitions (block-hash.ts builds those on
+ * it), allocates no result arrays (callers pass them) and does no I/O, so it runs on any JS
+ * engine.
  *
- * The router hashes every request (8k–128k tokens), so the hot paths avoid BigInt. A u64 is
- * a pair of int32 halves (hi, lo); 32x32->64 products take the low word from Math.imul and
- * the high word from a double-precision product. BigInt appears only at the API boundary:
- * results are written as lo/hi halves into a BigUint64Array's buffer. Token blocks are
- * hashed straight from the token array (token i is bytes 4i..4i+3, little-endian), so no
- * byte array is built. Block size 16 (64 bytes, the 17–128 class) has its own loop and
- * the long class (> 240 bytes, e.g. block size 512) an unrolled one; every other length
- * goes through general code that covers all XXH3 length classes. Everything that depends
- * on the seed (the derived secret of the long class included) is precomputed once per seed
- * and cached.
+ * Three ways in, because the router hashes every request (8k–128k tokens) and the shapes
+ * it hashes have fast paths:
+ *   - `xxh3_64(bytes, seed)`: any byte string (LoRA names, ids, the sequence-hash input);
+ *   - `xxh3_64Chunks(words, chunkBytes, seed, out)`: many equal chunks of a u32 word array,
+ *     each hashed on its own (a prompt's token blocks), with their own loops for 64-byte
+ *     chunks (block size 16) and for the long class (> 240 bytes, e.g. block size 512);
+ *   - `xxh3_64Chain(values, seed, out)`: a running hash over u64 values, each step one
+ *     16-byte input (the 9–16 byte class, unrolled);
+ *   plus `xxh3_64Words` for word arrays of any length.
  *
- * No I/O and nothing runtime-specific: this file runs on any JS engine. A native batch
- * hasher (bun:ffi) is injected through `computeBlockHashesWith`.
+ * The hot paths avoid BigInt. A u64 is a pair of int32 halves (hi, lo); 32x32->64 products
+ * take the low word from Math.imul and the high word from a double-precision product. BigInt
+ * appears only at the API boundary: results are written as lo/hi halves into a
+ * BigUint64Array's buffer. Word input is read as little-endian bytes (word i is bytes
+ * 4i..4i+3), so token arrays are hashed in place. Everything that depends on the seed (the
+ * derived secret of the long class included) is precomputed once per seed and cached.
  */
-
-/** Salt of every block hash and the seed of the sequence-hash chain (spec §2.1). */
-export const XXH3_SEED = 1337n;
 
 // ---------------------------------------------------------------------------------------
 // Constants
@@ -261,8 +265,8 @@ function buildSeedCtx(seed: bigint): SeedCtx {
 
 const SEED_CACHE_SIZE = 16;
 const seedCache = new Map<bigint, SeedCtx>();
-let lastCtx: SeedCtx = buildSeedCtx(XXH3_SEED);
-seedCache.set(XXH3_SEED, lastCtx);
+let lastCtx: SeedCtx = buildSeedCtx(0n);
+seedCache.set(0n, lastCtx);
 
 /** The context for `seed`; the last few seeds (base, a handful of LoRAs) stay cached. */
 function seedCtx(seed: bigint): SeedCtx {
@@ -559,7 +563,7 @@ function mergeAccs(len: number, mk: Int32Array): void {
 }
 
 // ---------------------------------------------------------------------------------------
-// Public primitive
+// The three ways in: bytes, runs of equal word-aligned chunks, and a chain of u64 pairs
 
 let wordScratch = new Int32Array(1024);
 const lastScratch = new Int32Array(16);
@@ -606,145 +610,48 @@ function hashWords(w: Int32Array, off: number, len: number, ctx: SeedCtx): void 
   hashLongWords(w, base, len, lastW, lastBase, ctx);
 }
 
-// ---------------------------------------------------------------------------------------
-// Seeds (spec §2.2 step 2)
-
-const utf8 = new TextEncoder();
-
-/** 1337 + XXH3(lora_name, 0) mod 2^64; absent or "" gives the base seed 1337. */
-export function loraSeed(loraName?: string): bigint {
-  if (loraName === undefined || loraName === "") return XXH3_SEED;
-  return (XXH3_SEED + xxh3_64(utf8.encode(loraName), 0n)) & M64;
-}
-
-/** Seed for a request: base, then + XXH3(lora, 0), then + XXH3(namespace, 1) [newer]. */
-export function blockHashSeed(loraName?: string, cacheNamespace?: string): bigint {
-  let seed = loraSeed(loraName);
-  if (cacheNamespace !== undefined && cacheNamespace !== "") {
-    seed = (seed + xxh3_64(utf8.encode(cacheNamespace), 1n)) & M64;
-  }
-  return seed;
-}
-
-// ---------------------------------------------------------------------------------------
-// Block hashes (spec §2.2)
-
-/** One multimodal object inside a block; only mmHash affects hashing. */
-export interface BlockMmObjectInfo {
-  mmHash: bigint;
-  offsets: readonly (readonly [number, number])[];
-}
-/** Multimodal metadata of one block (spec §1.2). */
-export interface BlockExtraInfo {
-  mmObjects: readonly BlockMmObjectInfo[];
-}
-export interface BlockHashOptions {
-  /** LoRA adapter; absent or "" hashes like the base model. */
-  loraName?: string;
-  /** [newer] cache namespace salt; absent or "" means none. */
-  cacheNamespace?: string;
-  /** Per-block multimodal info, indexed by block; missing entries mean "no MM objects". */
-  mmInfos?: readonly (BlockExtraInfo | null | undefined)[];
-}
-
-/** Hashes floor(len / blockSize) blocks of `tokens` (u32 LE bytes) with `seed`, no MM. */
-export type BatchBlockHasher = ((tokens: Uint32Array, blockSize: number, seed: bigint) => BigUint64Array) & {
-  /**
-   * The same implementation's sequence hasher, when it has one (the native library: one
-   * FFI call per prompt). Callers use `seqHasherOf(hasher)`.
-   */
-  readonly seqHasher?: SeqHasher;
-};
-
-/** Sequence hashes of block hashes (spec §2.3); every implementation agrees bit for bit with computeSeqHashes. */
-export type SeqHasher = (blockHashes: BigUint64Array) => BigUint64Array;
-
-/** The sequence hasher that goes with a block hasher: its own when it brings one, else the portable one. */
-export function seqHasherOf(hasher: BatchBlockHasher): SeqHasher {
-  return hasher.seqHasher ?? computeSeqHashes;
-}
-
-/** Sequence hashes through an injected implementation (native or portable). */
-export function computeSeqHashesWith(seqHasher: SeqHasher, blockHashes: BigUint64Array): BigUint64Array {
-  return seqHasher(blockHashes);
+/** XXH3 of the first `byteLength` bytes of a little-endian u32 word array. */
+export function xxh3_64Words(words: Int32Array, byteLength: number, seed: bigint): bigint {
+  hashWords(words, 0, byteLength, seedCtx(seed));
+  return toBig(rH, rL);
 }
 
 /**
- * A u64 array over its own ArrayBuffer. A small typed array made with `new X(n)` has no
- * ArrayBuffer until `.buffer` is first read, and that first read copies it into one; the
- * hot paths read `.buffer` of every hash array (u32 views), so they start with one.
+ * out[j] = XXH3 of bytes j·chunkBytes .. (j+1)·chunkBytes of the little-endian u32 word array
+ * `words`, for every j < out.length. `chunkBytes` is a positive multiple of 4 and `words`
+ * holds at least out.length chunks.
  */
-export function newU64Array(n: number): BigUint64Array {
-  return new BigUint64Array(new ArrayBuffer(8 * n));
-}
-
-/**
- * Hands out small u64 arrays carved from shared ArrayBuffers ("slabs"): a view costs a
- * fraction of a fresh ArrayBuffer, which is allocated outside the JS heap and, made per
- * request, also makes the collector run more often. An array keeps its whole slab alive,
- * so slab arrays suit results that are used and dropped (a request's hashes); arrays above
- * `maxPieceBytes` get their own buffer. Contents are unspecified (the caller fills them).
- */
-export class U64Slab {
-  #slab: ArrayBuffer;
-  #off = 0;
-
-  constructor(
-    readonly slabBytes = 16 * 1024,
-    readonly maxPieceBytes = 2 * 1024,
-  ) {
-    this.#slab = new ArrayBuffer(slabBytes);
-  }
-
-  alloc(n: number): BigUint64Array {
-    const bytes = 8 * n;
-    if (bytes > this.maxPieceBytes) return newU64Array(n);
-    if (this.#off + bytes > this.slabBytes) {
-      this.#slab = new ArrayBuffer(this.slabBytes);
-      this.#off = 0;
-    }
-    const out = new BigUint64Array(this.#slab, this.#off, n);
-    this.#off += bytes;
-    return out;
-  }
-}
-
-/** Portable (pure TypeScript) batch hasher. */
-export const portableBatchHasher: BatchBlockHasher = (tokens, blockSize, seed) => {
-  const n = blockSize > 0 ? Math.floor(tokens.length / blockSize) : 0;
-  const out = newU64Array(n);
-  if (n === 0) return out;
-  const out32 = new Int32Array(out.buffer);
+export function xxh3_64Chunks(words: Int32Array, chunkBytes: number, seed: bigint, out: BigUint64Array): void {
+  const n = out.length;
+  if (n === 0) return;
+  const out32 = new Int32Array(out.buffer, out.byteOffset, 2 * n);
   const ctx = seedCtx(seed);
-  // Token values are the u32 LE words of the block bytes: view them as int32.
-  const w = new Int32Array(tokens.buffer, tokens.byteOffset, n * blockSize);
-  if (blockSize === 16) {
-    hashBlocks16(w, n, ctx, out32);
-    return out;
+  if (chunkBytes === 64) {
+    hashChunks64(words, n, ctx, out32);
+    return;
   }
-  const len = 4 * blockSize;
-  if (len > 240) {
+  const chunkWords = chunkBytes >> 2;
+  if (chunkBytes > 240) {
     for (let j = 0; j < n; j++) {
-      const base = j * blockSize;
-      hashLongWords(w, base, len, w, base + blockSize - 16, ctx);
+      const base = j * chunkWords;
+      hashLongWords(words, base, chunkBytes, words, base + chunkWords - 16, ctx);
       out32[2 * j + LO] = rL;
       out32[2 * j + HI] = rH;
     }
-    return out;
+    return;
   }
   for (let j = 0; j < n; j++) {
-    hashShort(w, j * len, len, ctx);
+    hashShort(words, j * chunkBytes, chunkBytes, ctx);
     out32[2 * j + LO] = rL;
     out32[2 * j + HI] = rH;
   }
-  return out;
-};
+}
 
 /**
- * Block size 16: 64 bytes, the 17–128 class with four mix16B rounds. Input offsets
- * 0, 16, 32, 48 use secret offsets 0, 32, 48, 16.
+ * 64-byte chunks: the 17–128 class with four mix16B rounds. Input offsets 0, 16, 32, 48 use
+ * secret offsets 0, 32, 48, 16.
  */
-function hashBlocks16(w: Int32Array, n: number, ctx: SeedCtx, out32: Int32Array): void {
+function hashChunks64(w: Int32Array, n: number, ctx: SeedCtx, out32: Int32Array): void {
   const k = ctx.mixKeys;
   const a0H = k[0]!, a0L = k[1]!, b0H = k[2]!, b0L = k[3]!;
   const a1H = k[128]!, a1L = k[129]!, b1H = k[130]!, b1L = k[131]!;
@@ -767,81 +674,23 @@ function hashBlocks16(w: Int32Array, n: number, ctx: SeedCtx, out32: Int32Array)
   }
 }
 
-/** LocalBlockHash per full block (spec §2.2), using the portable hasher. */
-export function computeBlockHashes(tokens: ArrayLike<number>, blockSize: number, opts?: BlockHashOptions): BigUint64Array {
-  return computeBlockHashesWith(portableBatchHasher, tokens, blockSize, opts);
-}
-
 /**
- * LocalBlockHash per full block, using `hasher` when no block has MM objects (the usual
- * case) and the portable path otherwise. This is how a native hasher is injected.
+ * The running hash over u64 values, into `out` (same length as `values`):
+ * out[0] = values[0]; out[i] = XXH3(u64le(out[i−1]) ‖ u64le(values[i]), seed).
  */
-export function computeBlockHashesWith(
-  hasher: BatchBlockHasher,
-  tokens: ArrayLike<number>,
-  blockSize: number,
-  opts?: BlockHashOptions,
-): BigUint64Array {
-  if (!(blockSize > 0)) return new BigUint64Array(0);
-  const seed = blockHashSeed(opts?.loraName, opts?.cacheNamespace);
-  const t32 = tokens instanceof Uint32Array ? tokens : Uint32Array.from(tokens);
-  const n = Math.floor(t32.length / blockSize);
-  const mm = opts?.mmInfos;
-  if (mm === undefined || !hasMmObjects(mm, n)) return hasher(t32, blockSize, seed);
-  return hashBlocksWithMm(t32, blockSize, n, seed, mm);
-}
-
-function hasMmObjects(mm: readonly (BlockExtraInfo | null | undefined)[], n: number): boolean {
-  const end = Math.min(n, mm.length);
-  for (let i = 0; i < end; i++) if ((mm[i]?.mmObjects.length ?? 0) > 0) return true;
-  return false;
-}
-
-/** Blocks with MM objects hash their token bytes followed by the sorted mm hashes (u64 LE). */
-function hashBlocksWithMm(
-  tokens: Uint32Array,
-  blockSize: number,
-  n: number,
-  seed: bigint,
-  mm: readonly (BlockExtraInfo | null | undefined)[],
-): BigUint64Array {
-  const out = portableBatchHasher(tokens.subarray(0, n * blockSize), blockSize, seed);
-  const ctx = seedCtx(seed);
-  const end = Math.min(n, mm.length);
-  for (let i = 0; i < end; i++) {
-    const objs = mm[i]?.mmObjects;
-    if (objs === undefined || objs.length === 0) continue;
-    const hashes = BigUint64Array.from(objs, (o) => BigInt.asUintN(64, o.mmHash)).sort();
-    const words = new Int32Array(blockSize + 2 * hashes.length);
-    words.set(tokens.subarray(i * blockSize, (i + 1) * blockSize));
-    for (let h = 0; h < hashes.length; h++) {
-      words[blockSize + 2 * h] = Number(hashes[h]! & 0xffffffffn);
-      words[blockSize + 2 * h + 1] = Number(hashes[h]! >> 32n);
-    }
-    hashWords(words, 0, 4 * words.length, ctx);
-    out[i] = toBig(rH, rL);
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------
-// Sequence hashes (spec §2.3)
-
-const CHAIN_BF = buildSeedCtx(XXH3_SEED).bf916;
-
-/** seq[0] = block[0]; seq[i] = XXH3(u64le(seq[i-1]) ‖ u64le(block[i]), 1337). */
-export function computeSeqHashes(blockHashes: BigUint64Array): BigUint64Array {
-  const n = blockHashes.length;
-  const out = newU64Array(n);
-  if (n === 0) return out;
-  const in32 = new Int32Array(blockHashes.buffer, blockHashes.byteOffset, 2 * n);
-  const out32 = new Int32Array(out.buffer);
-  const b1H = CHAIN_BF[0]!, b1L = CHAIN_BF[1]!, b2H = CHAIN_BF[2]!, b2L = CHAIN_BF[3]!;
+export function xxh3_64Chain(values: BigUint64Array, seed: bigint, out: BigUint64Array): void {
+  const n = values.length;
+  if (out.length !== n) throw new RangeError(`xxh3_64Chain: out has ${out.length} slots for ${n} values`);
+  if (n === 0) return;
+  const in32 = new Int32Array(values.buffer, values.byteOffset, 2 * n);
+  const out32 = new Int32Array(out.buffer, out.byteOffset, 2 * n);
+  const f = seedCtx(seed).bf916;
+  const b1H = f[0]!, b1L = f[1]!, b2H = f[2]!, b2L = f[3]!;
   let pH = in32[HI]!, pL = in32[LO]!;
   out32[LO] = pL;
   out32[HI] = pH;
   for (let i = 1; i < n; i++) {
-    // The 9–16 byte class with len = 16: inLo = prev ^ bf1, inHi = block ^ bf2.
+    // The 9–16 byte class with len = 16: inLo = prev ^ bf1, inHi = value ^ bf2.
     const inLoH = pH ^ b1H, inLoL = pL ^ b1L;
     const inHiH = in32[2 * i + HI]! ^ b2H, inHiL = in32[2 * i + LO]! ^ b2L;
     mul128Fold(inLoH, inLoL, inHiH, inHiL);
@@ -852,27 +701,4 @@ export function computeSeqHashes(blockHashes: BigUint64Array): BigUint64Array {
     out32[2 * i + LO] = pL;
     out32[2 * i + HI] = pH;
   }
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------
-// Helpers (spec §2.2)
-
-const HEX64 = /^[0-9a-fA-F]{64}$/;
-
-/** hash_mm_identifier: "" -> undefined; 64-hex digest -> its first 16 hex chars; else XXH3(id, 0). */
-export function hashMmIdentifier(id: string): bigint | undefined {
-  if (id === "") return undefined;
-  if (HEX64.test(id)) return BigInt("0x" + id.slice(0, 16));
-  return xxh3_64(utf8.encode(id), 0n);
-}
-
-/** XXH3(data, 1337): Dynamo's compute_block_hash. */
-export function computeBlockHash(data: Uint8Array): bigint {
-  return xxh3_64(data, XXH3_SEED);
-}
-
-/** SGLang's pad value for an MM hash: u32(1_000_000 + (h & (2^30 - 1))). */
-export function padValueForMmHash(h: bigint): number {
-  return 1_000_000 + Number(h & 0x3fffffffn);
 }
