@@ -7,7 +7,9 @@
  * Cardinality is bounded: `model` takes the first MAX_MODEL_LABELS names that were routed to
  * a worker and "other" after that (a client can send any string as `model`, and an unknown
  * one must not mint a series); `route` is one of the router's own paths or "other". No
- * request or session id is ever a label.
+ * request or session id is ever a label. With --api-keys, requests, tokens and TTFT are also
+ * counted per tenant, in families of their own so the per-model series do not multiply by the
+ * tenants: `tenant` takes only the names the keys file configures (never a key).
  */
 import { METRIC_PREFIX } from "./names.ts";
 import type { Counter, Histogram, MetricsRegistry } from "./registry.ts";
@@ -39,6 +41,8 @@ export function statusClass(status: number, cancelled: boolean): StatusClass {
 /** What one finished request adds to the metrics. */
 export interface FinishedRequest {
   readonly model: string;
+  /** The request's tenant (--api-keys; src/protect tenantOf); undefined: none, nothing per tenant is recorded. */
+  readonly tenant?: string;
   readonly route: string;
   readonly status: number;
   readonly cancelled: boolean;
@@ -65,6 +69,10 @@ export class RequestMetrics {
   readonly promptBlocks: Counter;
   readonly cachedBlocks: Counter;
   readonly bestCachedBlocks: Counter;
+  readonly tenantRequests: Counter;
+  readonly tenantPromptTokens: Counter;
+  readonly tenantCompletionTokens: Counter;
+  readonly tenantTtft: Histogram;
   readonly #models = new Set<string>();
 
   constructor(r: MetricsRegistry) {
@@ -79,6 +87,10 @@ export class RequestMetrics {
     this.promptBlocks = r.counter(`${p}prompt_blocks_total`, "Full prompt blocks of routed requests", ["model"]);
     this.cachedBlocks = r.counter(`${p}cached_blocks_total`, "Prompt blocks cached on the worker the router chose", ["model"]);
     this.bestCachedBlocks = r.counter(`${p}best_cached_blocks_total`, "Prompt blocks cached on the candidate with the longest cached prefix: the hit the router could have had", ["model"]);
+    this.tenantRequests = r.counter(`${p}tenant_requests_total`, "Client requests the router finished for each tenant (--api-keys), by status class (cancelled: the client left first)", ["tenant", "status_class"]);
+    this.tenantPromptTokens = r.counter(`${p}tenant_prompt_tokens_total`, "Prompt tokens of each tenant's routed requests, as the router tokenized them", ["tenant"]);
+    this.tenantCompletionTokens = r.counter(`${p}tenant_completion_tokens_total`, "Output tokens of each tenant's answers (streamed: data events; whole: the answer's usage)", ["tenant"]);
+    this.tenantTtft = r.histogram(`${p}tenant_time_to_first_token_seconds`, "Time from a tenant's request's arrival to its first streamed token (what fair admission evens out between tenants)", ["tenant"], TTFT_BUCKETS);
   }
 
   /**
@@ -95,7 +107,8 @@ export class RequestMetrics {
 
   record(f: FinishedRequest): void {
     const ml = [f.model, f.route];
-    this.requests.inc([f.model, f.route, statusClass(f.status, f.cancelled)]);
+    const sc = statusClass(f.status, f.cancelled);
+    this.requests.inc([f.model, f.route, sc]);
     this.duration.observe(ml, f.durationS);
     if (f.ttftS !== undefined) this.ttft.observe(ml, f.ttftS);
     if (f.itlS !== undefined) this.itl.observe(ml, f.itlS);
@@ -107,6 +120,13 @@ export class RequestMetrics {
       this.promptBlocks.inc(m, f.blocks.prompt);
       this.cachedBlocks.inc(m, f.blocks.cached);
       this.bestCachedBlocks.inc(m, f.blocks.best);
+    }
+    if (f.tenant !== undefined) {
+      const t = [f.tenant];
+      this.tenantRequests.inc([f.tenant, sc]);
+      if (f.promptTokens > 0) this.tenantPromptTokens.inc(t, f.promptTokens);
+      if (f.completionTokens > 0) this.tenantCompletionTokens.inc(t, f.completionTokens);
+      if (f.ttftS !== undefined) this.tenantTtft.observe(t, f.ttftS);
     }
   }
 }

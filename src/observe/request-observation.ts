@@ -12,6 +12,7 @@
  * client's own context when valid; an invalid one is dropped).
  */
 import type { Logger } from "../edge/log.ts";
+import { tenantOf } from "../protect/index.ts";
 import type { CandidateView, DecisionLog } from "./decision-log.ts";
 import type { RecentStats } from "./recent-stats.ts";
 import { acceptedRequestId, newRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
@@ -92,6 +93,8 @@ const GEN_AI_OPERATION: Readonly<Record<string, string>> = {
 export class RequestObservation {
   readonly id: string;
   readonly #d: ObserveDeps;
+  /** The client's request: its tenant (--api-keys) is known only once the key check has run, so it is read at the end. */
+  readonly #request: Request;
   readonly #start: number;
   readonly #method: string;
   readonly #route: string;
@@ -121,6 +124,7 @@ export class RequestObservation {
 
   constructor(d: ObserveDeps, req: Request, route: string) {
     this.#d = d;
+    this.#request = req;
     this.#start = d.clock();
     this.#method = req.method;
     this.#route = route;
@@ -403,8 +407,12 @@ export class RequestObservation {
     const ttft = a?.firstTokenAt !== undefined ? a.firstTokenAt - this.#start : undefined;
     const itl = a?.streamed && a.firstTokenAt !== undefined && a.outputTokens >= 2 ? (end - a.firstTokenAt) / (a.outputTokens - 1) : undefined;
     const blocks = routed ? { prompt: promptBlocks, cached: Math.min(this.#overlap, promptBlocks), best: Math.min(this.#best, promptBlocks) } : undefined;
+    // Bounded: only tenants the keys file names (never the key); undefined without --api-keys or
+    // for a request refused before its key was accepted.
+    const tenant = tenantOf(this.#request);
     d.metrics.record({
       model,
+      tenant,
       route: this.#route,
       status,
       cancelled,
@@ -427,6 +435,7 @@ export class RequestObservation {
         "gen_ai.usage.input_tokens": routed ? this.#promptTokens : undefined,
         "gen_ai.usage.output_tokens": a?.outputTokens,
         "switchyard.worker.id": this.#worker !== undefined ? String(this.#worker.workerId) : undefined,
+        "switchyard.tenant": tenant,
         "switchyard.client_cancelled": cancelled || undefined,
         "error.type": this.#error ?? (status >= 500 ? String(status) : undefined),
       });
@@ -443,6 +452,7 @@ export class RequestObservation {
       method: this.#method,
       route: this.#route,
       model: this.#model ?? null,
+      tenant: tenant ?? null,
       session: this.#session ?? null,
       status,
       error: this.#error ?? null,

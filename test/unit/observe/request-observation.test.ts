@@ -13,6 +13,11 @@ import { tokenizeText } from "../../../src/tokens/index.ts";
 import type { SpanIdentity, Tracer } from "../../../src/observe/tracing.ts";
 import { parseTraceparent } from "../../../src/observe/trace-context.ts";
 import { harness, jsonResponse, sseResponse, type FakeFetch } from "../edge/harness.ts";
+import { createApp, createFastRoutes } from "../../../src/edge/app.ts";
+import type { TenantGuard } from "../../../src/edge/tenants/guard.ts";
+import { KeySet, sha256Hex } from "../../../src/protect/key-set.ts";
+import { parseKeysDocument } from "../../../src/protect/keys-document.ts";
+import { TenantLimiter } from "../../../src/protect/limits/limiter.ts";
 
 const W1 = { id: 11n, url: "http://w1:1" };
 const W2 = { id: 22n, url: "http://w2:2" };
@@ -256,5 +261,64 @@ describe("spans and sampling (a fake tracer)", () => {
     expect(tries[0]!.failed).toBe("HTTP 503");
     expect(tries[1]!.failed).toBeUndefined();
     expect(tries[1]!.attributes["http.request.resend_count"]).toBe(1);
+  });
+});
+
+describe("the tenant travels with the request (--api-keys)", () => {
+  const KEY = "sk-team-a-0123456789abcdef";
+
+  async function withKeys() {
+    const { tracer, started } = fakeTracer();
+    const o = observed(async () => sseResponse(2), [W1], { tracer });
+    const guard: TenantGuard = {
+      keys: () => keys,
+      limiter: new TenantLimiter({ fallback: "local", routers: () => 1, now: () => 0 }),
+      fair: false,
+      engineAuthorization: null,
+    };
+    const keys = new KeySet(parseKeysDocument([{ tenant: "team-a", key_sha256: await sha256Hex(KEY) }], "keys"));
+    const deps = { ...o.h.deps, tenants: guard };
+    const post = (key: string | undefined) =>
+      new Request("http://router/v1/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}) },
+        body: JSON.stringify({ model: "base", prompt: "abcdefgh", stream: true }),
+      });
+    return { ...o, started, app: createApp(deps), fast: createFastRoutes(deps)["/v1/completions"]!.POST, post };
+  }
+
+  test("the access line, the per-tenant metrics and the request's span name it, on the app and on Bun's fast routes; never the key", async () => {
+    const t = await withKeys();
+    for (const send of [(r: Request) => Promise.resolve(t.app.fetch(r)), t.fast]) {
+      const res = await send(t.post(KEY));
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    const lines = t.access();
+    expect(lines.map((l) => l.tenant)).toEqual(["team-a", "team-a"]);
+    expect(JSON.stringify(t.lines)).not.toContain(KEY);
+    expect(t.requestMetrics.tenantRequests.get(["team-a", "2xx"])).toBe(2);
+    expect(t.requestMetrics.tenantCompletionTokens.get(["team-a"])).toBe(4);
+    expect(t.requestMetrics.tenantPromptTokens.get(["team-a"])).toBe(lines[0]!.prompt_tokens as number * 2);
+    expect(t.requestMetrics.tenantTtft.count(["team-a"])).toBe(2);
+    const servers = t.started.filter((s) => s.kind === "server");
+    expect(servers.map((s) => s.attributes["switchyard.tenant"])).toEqual(["team-a", "team-a"]);
+    expect(JSON.stringify(t.started)).not.toContain(KEY);
+  });
+
+  test("a request refused for its key has no tenant: its line says null, and no tenant series is made", async () => {
+    const t = await withKeys();
+    const res = await Promise.resolve(t.app.fetch(t.post("sk-wrong")));
+    expect(res.status).toBe(401);
+    expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect(t.access()).toEqual([expect.objectContaining({ status: 401, tenant: null })]);
+    expect(t.requestMetrics.tenantRequests.get(["team-a", "4xx"])).toBe(0);
+    expect(t.h.deps.observe.metrics.registry.render()).not.toMatch(/switchyard_tenant_requests_total\{/);
+  });
+
+  test("without --api-keys the line's tenant is null", async () => {
+    const { h, access } = observed(async () => jsonResponse({}));
+    await (await h.request("/v1/completions", { json: { prompt: "abcd" } })).text();
+    expect(access()[0]!.tenant).toBeNull();
   });
 });
