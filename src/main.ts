@@ -6,14 +6,15 @@
  * the KV block transfer agent. Each prints one {"url","port"} line once listening and drains
  * on SIGTERM/SIGINT.
  */
-import { createLogger, type Logger } from "./edge/log.ts";
+import type { Logger } from "./edge/log.ts";
+import { createFormattedLogger } from "./observe/logger.ts";
 import { ConfigError, loadConfig, serveUsage, unknownEnvWarnings } from "./config/load.ts";
 import { versionLine } from "./core/build-info.ts";
 import type { Config } from "./config/schema.ts";
 import { runMockerCli } from "./mocker/index.ts";
 import { runTransferAgent, TRANSFER_DRAIN_MS } from "./transfer/agent.ts";
 import { TRANSFER_AGENT_USAGE } from "./transfer/agent-options.ts";
-import { serve, StartupError, type RunningRouter } from "./runtime/bun.ts";
+import { serve, StartupError, stderrLogSink, type RunningRouter } from "./runtime/bun.ts";
 
 export { serve, StartupError, type RunningRouter } from "./runtime/bun.ts";
 
@@ -45,7 +46,8 @@ async function runServe(argv: readonly string[]): Promise<void> {
     }
     throw e;
   }
-  const log = createLogger(config.logLevel);
+  const sink = stderrLogSink();
+  const log = createFormattedLogger({ level: config.logLevel, format: config.logFormat, write: sink.write });
   for (const w of unknownEnvWarnings(process.env)) log.warn(w);
   let router: RunningRouter;
   try {
@@ -54,6 +56,8 @@ async function runServe(argv: readonly string[]): Promise<void> {
     // A bad start-up input (a tokenizer directory or workers file that cannot be read, a
     // port in use): one line, exit 2, like a bad flag.
     if (e instanceof StartupError) {
+      // The log's buffered lines (warnings before the failure) go out before the exit.
+      await sink.flush();
       console.error(e.message);
       process.exit(2);
     }
@@ -61,7 +65,8 @@ async function runServe(argv: readonly string[]): Promise<void> {
   }
   // One machine-readable line, so scripts and tests started with --port 0 find the router.
   console.log(JSON.stringify({ url: router.url, port: router.port }));
-  onShutdown(() => router.drain(config.drainTimeout * 1000, config.drainDelay * 1000).then(() => {}), log);
+  // The last lines (access lines of the drained requests) are written before the exit.
+  onShutdown(() => router.drain(config.drainTimeout * 1000, config.drainDelay * 1000).then(() => sink.flush()), log);
 }
 
 async function runTransfer(argv: readonly string[]): Promise<void> {

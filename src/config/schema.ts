@@ -18,7 +18,7 @@ import { DEFAULT_MAX_PROMPT_CHARS } from "../edge/routing/prompt-size.ts";
 import { listOptions, type OptionGroup, type TableOption, type TableValues } from "./option-table.ts";
 import { bunOnly, EVERYWHERE, notOnWorkerd, valueCheck, type RuntimeOptionDef } from "./runtimes.ts";
 import { TokenizerSpecsSchema } from "./tokenizers.ts";
-import { bool, factorOrOff, httpStatuses, int, nonNegative, oneOf, patternList, positive, redisUrl, text, urlList } from "./values.ts";
+import { bool, factorOrOff, httpStatuses, httpUrl, int, nonNegative, oneOf, patternList, positive, redisUrl, text, urlList } from "./values.ts";
 import { dpRankPairs, sameWorkerUrl, zmqPairs, zmqWorkers, type ZmqWorker } from "./zmq-pairs.ts";
 
 export type { ZmqEndpointPair, ZmqWorker, DpRanksPair } from "./zmq-pairs.ts";
@@ -38,6 +38,8 @@ export type TokenizerLibraryName = (typeof TOKENIZER_LIBRARIES)[number];
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+export const LOG_FORMATS = ["text", "json"] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** A row of serve's table: the machinery's option plus its runtimes and environment. */
 export interface ServeOptionDef extends RuntimeOptionDef {
@@ -54,6 +56,7 @@ const ZMQ_WHY = "ZMQ event streams use libzmq over bun:ffi (send events over HTT
 const ENGINES_WHY = "embedded simulated engines run on Bun's server";
 const METRICS_WHY = "engine metrics scraping is wired by the Bun entry only";
 const DRAIN_WHY = "workerd stops its isolates itself; requests in flight are not drained";
+const OTLP_WHY = "the OpenTelemetry exporter is wired by the Bun entry only; the trace context is still passed to the engines";
 const DISCOVERY_WHY = "Kubernetes discovery is wired by the Bun entry only; list the engines with --worker";
 
 export const SERVE_OPTIONS = {
@@ -347,6 +350,30 @@ export const SERVE_OPTIONS = {
   ),
   approxTtl: row({ schema: v.optional(positive("a number of seconds > 0"), 120), meta: "S", help: "approx policy: seconds a routing decision stays in the index", runtimes: EVERYWHERE }),
   logLevel: row({ schema: v.optional(oneOf(LOG_LEVELS), "info"), meta: "LEVEL", help: LOG_LEVELS.join("|"), runtimes: EVERYWHERE }),
+  // Observability (src/observe): the access log's format and where spans go.
+  logFormat: row({
+    schema: v.optional(oneOf(LOG_FORMATS), "text"),
+    meta: "F",
+    help: `${LOG_FORMATS.join("|")}: every log line, the per-request access line included (json = one JSON object per line, for log shippers)`,
+    runtimes: EVERYWHERE,
+  }),
+  // Refused elsewhere on its value, so OTEL_EXPORTER_OTLP_ENDPOINT in the environment is
+  // refused too rather than silently ignored.
+  otlpEndpoint: row({
+    schema: v.optional(httpUrl),
+    env: ["SWITCHYARD_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"],
+    meta: "URL",
+    help: "export OpenTelemetry spans over OTLP/HTTP (protobuf) to this collector, e.g. http://collector:4318 (/v1/traces is appended unless the path names it)",
+    defaultText: "no spans",
+    runtimes: bunOnly(OTLP_WHY),
+  }),
+  otlpSampleRatio: row({
+    schema: v.optional(v.pipe(nonNegative("a number in [0, 1]"), v.maxValue(1, "must be <= 1")), 1),
+    env: ["SWITCHYARD_OTLP_SAMPLE_RATIO", "OTEL_TRACES_SAMPLER_ARG"],
+    meta: "R",
+    help: "share of new traces recorded, 0 to 1 (1: every request); a client's traceparent decides for its own trace. Recording costs router CPU per request (src/observe/README.md)",
+    runtimes: EVERYWHERE,
+  }),
   loraLoadOnDemand: row({
     schema: v.optional(bool, false),
     switch: true,

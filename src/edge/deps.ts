@@ -21,6 +21,8 @@ import type { UpstreamCall } from "./proxy/upstream.ts";
 import type { RetryPolicy } from "./proxy/retry-policy.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
 import type { TenantGuard } from "./tenants/guard.ts";
+import type { RequestObservers } from "../observe/request-observers.ts";
+import type { StatusSource } from "../observe/status-routes.ts";
 
 /** Everything createApp is given: the groups below, each handed on only where it is used. */
 export interface EdgeDeps {
@@ -108,6 +110,10 @@ export interface WorkerOutcomes {
 export interface Observability {
   readonly metrics: RouterMetrics;
   readonly log: Logger;
+  /** Each request's access line, metrics and spans (src/observe), opened at the door; without it, none of them. */
+  readonly requests?: RequestObservers;
+  /** The status page (GET /ui) and what it reads (/debug/status, /debug/decisions); without it, no page. */
+  readonly status?: StatusSource;
 }
 
 /** What the admin routes change or read besides the decision room. */

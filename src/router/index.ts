@@ -12,7 +12,7 @@ export { createRouter, type IngestResult, type Router, type RouterConfig, type R
 export type { Observer, RoutableWorkers, RoutingObserver, Timers } from "./ports.ts";
 
 // One decision and the booking it holds until it is freed.
-export type { PromptHashes, RouteDecision, RouteInput, RoutingService } from "./routing-service.ts";
+export type { PromptHashes, RouteDecision, RouteInput, RouteWaitOptions, RoutingService } from "./routing-service.ts";
 export type { RequestLease } from "./books/request-lease.ts";
 
 // The policies and scheduler knobs the config validates its flags against.

@@ -14,7 +14,7 @@ import type { SchedulerConfig } from "./choose/config.ts";
 import { endpoint } from "./choose/endpoints.ts";
 import { findBestMatch } from "./choose/find-best-match.ts";
 import type { LoadTracker } from "./books/load-tracker.ts";
-import type { Endpoint, Pipeline, Rng } from "./choose/types.ts";
+import type { Candidate, Endpoint, Pipeline, Rng } from "./choose/types.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
@@ -92,6 +92,18 @@ export interface RouteDecision {
   readonly sticky: boolean;
   /** The booking; release it exactly once (lease.free()). */
   readonly lease: RequestLease;
+  /** The candidates the policy weighed, costs set (what the status page and traces explain the choice with). */
+  readonly candidates: readonly Candidate[];
+}
+
+/** How routeOrWait waits, and what the caller sees of its tries. */
+export interface RouteWaitOptions extends AdmitOptions<RouteDecision> {
+  /**
+   * Wraps every routing attempt (the first, and each re-try from the admission queue), so the
+   * caller can time them with its own clock: the last attempt is the decision, the time before
+   * it the wait (the access log's admission wait and the trace's route span come from this).
+   */
+  readonly eachAttempt?: (attempt: () => Promise<RouteDecision>) => () => Promise<RouteDecision>;
 }
 
 export class RoutingService {
@@ -135,9 +147,11 @@ export class RoutingService {
    * out, and a decision it left behind goes to `abandon`). The one call the HTTP edge makes,
    * so the gate's retries stay inside the router.
    */
-  routeOrWait(input: RouteInput, wait: AdmitOptions<RouteDecision> = {}): Promise<RouteDecision> {
+  routeOrWait(input: RouteInput, wait: RouteWaitOptions = {}): Promise<RouteDecision> {
     const gate = this.d.admission;
-    return gate === undefined ? this.route(input) : gate.admit(() => this.route(input), wait);
+    const once = () => this.route(input);
+    const attempt = wait.eachAttempt !== undefined ? wait.eachAttempt(once) : once;
+    return gate === undefined ? attempt() : gate.admit(attempt, wait);
   }
 
   /** Route and book. Throws RouterError (no_endpoints, duplicate_request, ...). */
@@ -196,7 +210,7 @@ export class RoutingService {
 
     if (sc) await applySessionTurn(sc, sel.worker, lease, d.sticky, d.engineSessions);
     else if (input.sessionId !== undefined && !pinned) await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
-    return { worker: sel.worker, overlapBlocks: sel.overlapBlocks, sticky: pinned !== undefined, lease };
+    return { worker: sel.worker, overlapBlocks: sel.overlapBlocks, sticky: pinned !== undefined, lease, candidates: sel.candidates };
   }
 
   /** The session's (worker, rank) if it is bound, registered, healthy, allowed and not excluded (`slide`: TTL slides). */

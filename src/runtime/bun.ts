@@ -30,11 +30,17 @@ import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts"
 import { registerTokenizer } from "../edge/routes/worker-models.ts";
 import { bunKeysFile } from "./bun/keys-file.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
+import { processProbe } from "./bun/process-probe.ts";
+import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
+import { buildInfo } from "../core/build-info.ts";
 
 export { StartupError };
+export { stderrLogSink } from "./bun/log-sink.ts";
 
 /** How often a drain looks whether requests are still in flight. */
 const DRAIN_POLL_MS = 25;
+/** Longest the exit waits for the last spans to reach the collector. */
+const TRACE_EXPORT_ON_EXIT_MS = 2_000;
 
 export interface RunningRouter {
   readonly url: string;
@@ -68,6 +74,11 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   for (const u of config.prefillWorkers) roles.set(u, "prefill");
   for (const u of config.decodeWorkers) roles.set(u, "decode");
   let kv: ReturnType<typeof kvEventStreams> | undefined;
+  // --otlp-endpoint: the OpenTelemetry SDK is loaded only when spans are exported.
+  const tracer = config.otlpEndpoint === undefined
+    ? undefined
+    : (await import("../observe/otel-tracer.ts")).otelTracer({ endpoint: config.otlpEndpoint, serviceVersion: buildInfo().version, resource: { "service.instance.id": crypto.randomUUID() } });
+  if (tracer !== undefined) log.info("traces: exporting spans over OTLP/HTTP", { endpoint: config.otlpEndpoint });
   const c = await composeRouter(
     config,
     {
@@ -88,11 +99,16 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
       onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it
       keysFile: bunKeysFile(),
+      processProbe: processProbe(),
+      roleOf: (url) => roles.roleOf(url),
+      tracer,
     },
     log,
   );
   const { registry, now } = c;
   kv = kvEventStreams(config, c, hasher, roles, log);
+  const sources = kv.sources;
+  bindStreamMetrics(c.metrics.registry, () => zmqStreams(registry.list(), (id) => sources.describe(id)));
   engineLoad.wire(config, { workers: () => registry.list(), engineHeaders: c.engineHeaders, admission: c.admission, metrics: c.metrics, now, log });
 
   let server: ReturnType<typeof Bun.serve> | undefined;
@@ -167,11 +183,28 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       await kv?.sources.stopAll();
       await Promise.all(mockers.map((m) => m.stop()));
       await c.close();
+      // Spans of the last requests (the drained ones included) leave before the process does,
+      // but an unreachable collector must not hold the exit past a short bound.
+      if (tracer !== undefined) {
+        const exported = tracer.shutdown().then(() => "exported", (e: Error) => `not exported: ${e.message}`);
+        const how = await Promise.race([exported, Bun.sleep(TRACE_EXPORT_ON_EXIT_MS).then(() => `not exported within ${TRACE_EXPORT_ON_EXIT_MS} ms`)]);
+        if (how !== "exported") log.warn(`traces: the last spans were ${how}`);
+      }
     },
   };
   return running;
 }
 
+/** Each subscribed ZMQ (worker, dp rank) stream's state, from the sources' per-worker description. */
+function* zmqStreams(workers: Iterable<{ readonly id: bigint }>, describe: (id: bigint) => Record<string, unknown> | undefined): Iterable<StreamState> {
+  for (const w of workers) {
+    const ranks = describe(w.id)?.ranks;
+    if (!Array.isArray(ranks)) continue;
+    for (const r of ranks as { dp_rank: number; connected: boolean; events: number; gaps: number; batches_lost: number }[]) {
+      yield { worker: w.id, dpRank: r.dp_rank, connected: r.connected, events: r.events, gaps: r.gaps, lostBatches: r.batches_lost };
+    }
+  }
+}
 /**
  * The workers file must be readable and valid at start: a router started without the
  * workers it was told to route to would answer 503 to everything while looking healthy to

@@ -25,6 +25,16 @@ import { AdapterAllowlist } from "../fleet/lora/adapter-name.ts";
 import { LoraStateTracker } from "../fleet/lora/state-tracker.ts";
 import { bindCollectors } from "../observe/collectors.ts";
 import { RouterMetrics } from "../observe/names.ts";
+import { DecisionLog } from "../observe/decision-log.ts";
+import { RecentStats } from "../observe/recent-stats.ts";
+import { RequestMetrics } from "../observe/request-metrics.ts";
+import { RequestObservers } from "../observe/request-observers.ts";
+import type { Tracer } from "../observe/tracing.ts";
+import { bindBuildInfo, bindRecoveryMetrics, bindWorkerInfo, tokenizerMismatchGauge } from "../observe/fleet-metrics.ts";
+import { bindProcessMetrics, EventLoopLag, type ProcessProbe } from "../observe/process-metrics.ts";
+import { forgetWorkerSeries, zeroRouterSeries, zeroWorkerSeries } from "../observe/zero-series.ts";
+import type { StatusSource } from "../observe/status-routes.ts";
+import { buildInfo } from "../core/build-info.ts";
 import { AdmissionGate, createRouter, StickyRouter } from "../router/index.ts";
 import type { RespOpener } from "../sync/redis-client.ts";
 import { startLoadSync, type LoadSync } from "../sync/load-sync.ts";
@@ -77,6 +87,12 @@ export interface RuntimeChoices {
   readonly keysFile?: KeysFileSource;
   /** Random bytes for this router's identity (default: the web-standard crypto.getRandomValues). */
   readonly randomValues?: (into: BigUint64Array) => BigUint64Array;
+  /** Where spans go (--otlp-endpoint: Bun's OpenTelemetry exporter); without it, no spans. */
+  readonly tracer?: Tracer;
+  /** The process's CPU, memory and fds for /metrics (Bun: /proc); without it, no process_* series. */
+  readonly processProbe?: ProcessProbe;
+  /** A worker's role under --disagg (prefill | decode | both), for switchyard_worker_info. */
+  readonly roleOf?: (url: string) => string;
 }
 
 /** A listen address clients on this machine can use (wildcards -> loopback). */
@@ -113,6 +129,10 @@ export interface ComposedRouter {
   /** Health checks, fences and holds (discovery holds a terminating pod's worker). */
   readonly health: HealthChecker;
   readonly admission: AdmissionGate;
+  /** Each request's access line, metrics and spans, and what the status page reads (last decisions, recent minutes). */
+  readonly observe: RequestObservers;
+  readonly decisions: DecisionLog;
+  readonly recent: RecentStats;
   /** The edge's deps (createApp's argument): what every runtime gives the same way, plus the runtime's own. */
   edgeDeps(runtime: RuntimeEdge): EdgeDeps;
   /** The headers the router's own engine calls carry (--engine-token). */
@@ -251,7 +271,9 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     };
   }
 
-  const { health, restarts } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
+  const tokenizerMismatch = tokenizerMismatchGauge(metrics.registry);
+  zeroRouterSeries(metrics);
+  const { health, restarts, outliers } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
   const membership = new WorkerMembership({
     registry,
     blockSize: config.blockSize,
@@ -267,12 +289,14 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), ownFetch) },
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
+      zeroWorkerSeries(metrics, w.id, tokenizerMismatch);
       void restarts.check(w.id, w.url, AbortSignal.timeout(config.healthTimeout * 1000)); // the instance to compare with
       if (!w.healthy) void health.check(w.id);
       // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
       const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
       void tokenizers.check(w.id, w.url, base).then((c) => {
         if (c?.status === "mismatch") log.warn(`worker ${w.id}: tokenizer_mismatch`, { url: w.url, detail: c.detail });
+        if (c !== undefined && registry.has(w.id)) tokenizerMismatch.set([String(w.id)], c.status === "mismatch" ? 1 : 0);
       });
     },
     onRemoved: (w) => {
@@ -280,12 +304,19 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       restarts.forget(w.id);
       choices.onWorkerRemoved?.(w.id);
       tokenizers.forget(w.id);
+      forgetWorkerSeries(metrics, w.id, tokenizerMismatch);
       log.info(`worker ${w.id} removed`, { url: w.url });
     },
     warn: (m) => log.warn(m),
   });
   metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
+  bindWorkerInfo(metrics.registry, { workers: () => registry.list(), modelsOf: (id) => models.of(id), roleOf: choices.roleOf });
+  bindBuildInfo(metrics.registry, buildInfo());
+  bindRecoveryMetrics(metrics.registry, () => router.recovery.stats() as unknown as Record<string, number>);
+  if (choices.processProbe !== undefined) bindProcessMetrics(metrics.registry, choices.processProbe);
+  const loopLag = new EventLoopLag(now, { every: (fn, ms) => setInterval(fn, ms), stop: (h) => clearInterval(h as ReturnType<typeof setInterval>) });
+  loopLag.bind(metrics.registry);
   let loadSync: LoadSync | undefined;
   if (config.redis !== undefined) {
     // redis:// through the runtime's pub/sub opener; https:// (Upstash REST) through a polled Redis Stream.
@@ -324,6 +355,42 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     localHosts: () => [...choices.localHosts()],
     fetch: (u, init) => fetch(u, init),
   });
+  // Sub-millisecond epoch time for access lines and spans; a runtime whose timeOrigin is not
+  // the epoch (workerd's is 0, with now() already epoch time) falls back to Date.now().
+  const origin = performance.timeOrigin ?? 0;
+  const clock = Math.abs(origin + performance.now() - Date.now()) < 60_000 ? () => origin + performance.now() : () => Date.now();
+  const decisions = new DecisionLog({
+    policy: router.pipeline.name,
+    costs: router.pipeline.costs,
+    blockSize: config.blockSize,
+    overlapWeight: router.scheduler.overlapScoreWeight,
+  });
+  const recent = new RecentStats(clock);
+  const observe = new RequestObservers({
+    log,
+    accessLines: config.logLevel === "debug" || config.logLevel === "info",
+    metrics: new RequestMetrics(metrics.registry),
+    tracer: choices.tracer,
+    sampleRatio: config.otlpSampleRatio,
+    decisions,
+    recent,
+    clock,
+    blockSize: config.blockSize,
+    workerUrl: (id) => registry.get(id)?.url,
+  });
+  // What the status page reads beside GET /v1/workers (src/observe/status-routes.ts).
+  const status: StatusSource = {
+    decisions,
+    recent,
+    build: buildInfo(),
+    policy: config.policy,
+    blockSize: config.blockSize,
+    workers: () => registry.list(),
+    ejectedUntil: (id) => outliers.ejectedUntil(id),
+    now,
+    admissionQueue: () => admission.size,
+    sessions: () => memorySessions?.().held,
+  };
   const deadlines = {
     connectMs: config.connectTimeout * 1000,
     firstByteMs: config.firstByteTimeout * 1000,
@@ -350,7 +417,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       keepOpen: rt.keepOpen,
     },
     outcomes: { fence: (id, reason) => health.fence(id, reason), report: (id, failure) => health.report(id, failure) },
-    observe: { metrics, log },
+    observe: { metrics, log, requests: observe, status },
     admin: { membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: rt.workerDetails, peekSession: (id) => store.peek(id), now },
     disagg: rt.disagg,
     tenants: tenants?.guard,
@@ -365,6 +432,9 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     membership,
     health,
     admission,
+    observe,
+    decisions,
+    recent,
     edgeDeps,
     engineHeaders,
     listeningOn: (port) => {
@@ -384,11 +454,13 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
     startChecks() {
       health.start();
+      loopLag.start();
       timers.push(setInterval(() => router.expireLoad(now()), LOAD_EXPIRY_EVERY_MS));
       if (config.policy === "approx" || approxIndex !== undefined) timers.push(setInterval(() => router.expireApprox(now()), APPROX_EXPIRE_EVERY_MS));
     },
     stopWork() {
       draining = true;
+      loopLag.stop();
       for (const t of timers) clearInterval(t);
       health.stop();
       admission.close();

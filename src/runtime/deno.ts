@@ -6,7 +6,7 @@
  * Prints the same one line, {"url","port"}, once listening. Deno comes from the `deno` npm
  * devDependency.
  */
-import { createLogger } from "../edge/log.ts";
+import { createFormattedLogger } from "../observe/logger.ts";
 import { ConfigError, loadConfig, serveUsage, unknownEnvWarnings } from "../config/load.ts";
 import { versionLine } from "../core/build-info.ts";
 import { PortableStartupError, startPortableRouter, type PortablePlatform } from "./portable.ts";
@@ -102,7 +102,7 @@ function denoKeysFile() {
   };
 }
 
-const log = createLogger(config.logLevel);
+const log = createFormattedLogger({ level: config.logLevel, format: config.logFormat });
 for (const w of unknownEnvWarnings(Deno.env.toObject())) log.warn(w);
 let router;
 try {

@@ -14,7 +14,7 @@
  *
  * The configuration (the parsed serve flags) comes in the CONFIG binding as JSON.
  */
-import { createLogger } from "../edge/log.ts";
+import { createFormattedLogger } from "../observe/logger.ts";
 import type { Config } from "../config/schema.ts";
 import { startPortableRouter, type PortablePlatform } from "./portable.ts";
 
@@ -52,7 +52,7 @@ export class RouterObject {
       // The keys file as the launcher read it (workerd has no file system; a change needs a restart).
       keysFile: config.apiKeysDocument === undefined ? undefined : { read: async () => config.apiKeysDocument!, parse: (t) => JSON.parse(t) },
     };
-    const log = createLogger(config.logLevel);
+    const log = createFormattedLogger({ level: config.logLevel, format: config.logFormat });
     this.#handler = startPortableRouter(config, platform, log).then(() => handler!);
   }
 

@@ -26,6 +26,7 @@ import { attemptUpstream } from "./attempt.ts";
 import { NO_DEADLINES } from "./deadlines.ts";
 import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import { countsAsFailure, fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
+import type { RequestObservation } from "../../observe/request-observation.ts";
 
 /** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
 export interface ForwardDeps {
@@ -87,6 +88,12 @@ export function routedWorkerOf(res: Response): WorkerId | undefined {
 
 export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Response> {
   d.upstream.keepOpen?.(input.request);
+  const obs = d.observe.requests?.of(input.request);
+  // Two ids, two jobs. `requestId` is the router's own (its id in hex, a counter): it names the
+  // booking in the load books, which load sync shares with other routers, so it must be unique
+  // across the fleet and never come from a client. The client-facing one, obs.id, is the
+  // client's x-request-id when it sent a valid one (else a UUID): echoed on the answer, sent to
+  // the engine as x-request-id and written in the access line, so a client can quote it.
   const requestId = d.routing.nextRequestId();
   const exclude = new Set<WorkerId>();
   const failures: string[] = [];
@@ -112,7 +119,13 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
           exclude,
         },
         // A decision made for a client that left meanwhile: nobody will use its booking.
-        { priority: input.priority, signal: input.request.signal, abandon: (x) => x.lease.free(), share: input.share },
+        {
+          priority: input.priority,
+          signal: input.request.signal,
+          abandon: (x) => x.lease.free(),
+          share: input.share,
+          eachAttempt: obs !== undefined ? (attempt) => obs.routing(attempt) : undefined,
+        },
       );
     } catch (e) {
       // Every worker left failed this request: say so rather than "no workers".
@@ -126,12 +139,15 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       exclude.add(worker.workerId);
       continue;
     }
+    obs?.decided(decision);
+    const headers = upstreamRequestHeaders(input.request.headers, worker.dpRank, input.upstreamAuthorization);
+    obs?.upstream(headers, rec.url, input.path);
     const started = performance.now();
     const a = await attemptUpstream({
       call: d.upstream.call,
       baseUrl: rec.url,
       path: input.path,
-      headers: upstreamRequestHeaders(input.request.headers, worker.dpRank, input.upstreamAuthorization),
+      headers,
       body: input.body,
       clientSignal: input.request.signal,
       deadlines: d.upstream.deadlines ?? NO_DEADLINES,
@@ -143,32 +159,38 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     });
     if (a.kind === "answer") {
       d.observe.metrics.firstByte.observe((performance.now() - started) / 1000);
+      obs?.firstByte(a.res.status);
       let answer: Response;
       try {
         if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
-        answer = respond(a.res, a.first, a.reader, decision, d, input.bodyReadByCaller !== true);
+        answer = respond(a.res, a.first, a.reader, decision, d, obs, input.bodyReadByCaller !== true);
       } catch (e) {
         // Nothing reached the client: an answer the runtime cannot pass on (a status or a
         // header it refuses) is the worker's failure, not an unhandled 500 that would keep
         // the booking and the engine's stream.
-        answer = malformedAnswer(a.reader, decision, rec.url, (e as Error).message, d);
+        answer = malformedAnswer(a.reader, decision, rec.url, (e as Error).message, d, obs);
       }
       routedWorkers.set(answer, worker.workerId);
       return answer;
     }
     lease.free();
-    if (a.kind === "client_gone") return clientGone(worker.workerId, d);
+    if (a.kind === "client_gone") {
+      obs?.clientGone();
+      return clientGone(worker.workerId, d);
+    }
     if (a.kind === "worker_down") {
       // Already out of rotation, and whoever took it out counted why: no fence or report
       // of our own, just the next worker.
       failures.push(`worker ${worker.workerId}`);
       exclude.add(worker.workerId);
-      d.observe.log.warn(`worker ${worker.workerId} (${rec.url}) left rotation before its first byte; trying another: ${a.reason}`);
+      obs?.attemptFailed(worker.workerId, a.reason);
+      d.observe.log.warn(`worker ${worker.workerId} (${rec.url}) left rotation before its first byte; trying another: ${a.reason}`, requestIdField(obs?.id));
       continue;
     }
     if (a.deadline !== undefined) d.observe.metrics.deadlineMisses.inc([String(worker.workerId), a.deadline]);
-    if (a.status !== undefined && !fencesWorker(a.status)) answeredRetryable(worker.workerId, rec.url, a.status, failures, exclude, d);
-    else failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d);
+    obs?.attemptFailed(worker.workerId, a.reason);
+    if (a.status !== undefined && !fencesWorker(a.status)) answeredRetryable(worker.workerId, rec.url, a.status, failures, exclude, d, obs?.id);
+    else failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d, obs?.id);
   }
   throw upstreamFailed(failures);
 }
@@ -180,6 +202,7 @@ function failAttempt(
   failures: string[],
   exclude: Set<WorkerId>,
   d: ForwardDeps,
+  requestId: string | undefined,
 ): void {
   // The client sees worker ids only; the URL and the engine's answer go to the log.
   failures.push(`worker ${id}`);
@@ -188,7 +211,7 @@ function failAttempt(
   // After the fence: an ejection this failure causes is what /v1/workers shows as the reason.
   d.outcomes.report?.(id, reason);
   d.observe.metrics.upstreamFailures.inc([String(id)]);
-  d.observe.log.warn(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`);
+  d.observe.log.warn(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`, requestIdField(requestId));
 }
 
 /**
@@ -196,12 +219,12 @@ function failAttempt(
  * that does not say the worker is down: the next worker gets the request, this one is not
  * fenced (one bad prompt must not fence the fleet), a server error counts towards ejection.
  */
-function answeredRetryable(id: WorkerId, url: string, status: number, failures: string[], exclude: Set<WorkerId>, d: ForwardDeps): void {
+function answeredRetryable(id: WorkerId, url: string, status: number, failures: string[], exclude: Set<WorkerId>, d: ForwardDeps, requestId: string | undefined): void {
   failures.push(`worker ${id}`);
   exclude.add(id);
   if (countsAsFailure(status)) d.outcomes.report?.(id, `HTTP ${status}`);
   d.observe.metrics.upstreamFailures.inc([String(id)]);
-  d.observe.log.warn(`worker ${id} (${url}) answered HTTP ${status} before anything reached the client; trying another worker`);
+  d.observe.log.warn(`worker ${id} (${url}) answered HTTP ${status} before anything reached the client; trying another worker`, requestIdField(requestId));
 }
 
 /** A retry the budget refused is counted, and the engine's answer goes to the client. */
@@ -230,6 +253,7 @@ function respond(
   reader: UpstreamBody | undefined,
   decision: RouteDecision,
   d: ForwardDeps,
+  obs: RequestObservation | undefined,
   /** Bun's direct stream may carry the body (false: the caller reads it; a pull stream). */
   direct: boolean,
 ): Response {
@@ -242,9 +266,13 @@ function respond(
   if (!isEventStream(res.headers)) lease.prefillDone();
   // A 5xx the engine answered counts against the worker; its body may hold the engine's
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
-  if (res.status >= 500) return engineServerError(res, first, reader, decision, d);
+  if (res.status >= 500) {
+    obs?.answered(res.status, undefined, undefined);
+    return engineServerError(res, first, reader, decision, d, obs?.id);
+  }
   if (!reader || !first || first.done || first.value === undefined) {
     const answer = new Response(null, init); // first: a refused head frees nothing twice
+    obs?.answered(res.status, undefined, undefined);
     lease.free();
     d.outcomes.report?.(worker.workerId, undefined);
     d.observe.metrics.requests.inc([workerLabel, String(res.status)]);
@@ -259,22 +287,30 @@ function respond(
     counter.push(first.value);
     counter.finish();
     if (counter.events > 0) lease.outputTokens(counter.events);
+    obs?.answered(res.status, first.value, isEventStream(res.headers) ? counter.events : undefined);
     lease.free();
     d.outcomes.report?.(worker.workerId, undefined);
     d.observe.metrics.requests.inc([workerLabel, String(res.status)]);
     return answer;
   }
   const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;
+  const sse = isEventStream(res.headers);
+  const track = obs?.streaming(res.status, sse);
   const body = observeStream(first.value, reader, {
-    onTokens: (n) => lease.outputTokens(n),
-    onEnd: (how) => {
+    onTokens: (n) => {
+      lease.outputTokens(n);
+      track?.tokens(n);
+    },
+    onChunk: track !== undefined && !sse ? (c) => track.chunk(c) : undefined,
+    onEnd: (how, tokens, bytes) => {
+      track?.end(how, tokens, bytes);
       lease.free();
       if (how === "timeout") d.observe.metrics.deadlineMisses.inc([workerLabel, "stream_idle"]);
       // A client that left or stopped reading says nothing about the worker.
       if (how !== "cancelled" && how !== "client_timeout") d.outcomes.report?.(worker.workerId, STREAM_FAILURE[how]);
       d.observe.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
     },
-  }, direct && d.upstream.directStreams, { idleMs, sse: isEventStream(res.headers) });
+  }, direct && d.upstream.directStreams, { idleMs, sse });
   return new Response(body, init);
 }
 
@@ -282,18 +318,24 @@ function respond(
  * The engine's answer cannot be given to the client as it is: 502 naming the worker, the
  * booking freed, the engine connection closed, a failure counted against the worker.
  */
-function malformedAnswer(reader: UpstreamBody | undefined, decision: RouteDecision, url: string, why: string, d: ForwardDeps): Response {
+function malformedAnswer(reader: UpstreamBody | undefined, decision: RouteDecision, url: string, why: string, d: ForwardDeps, obs: RequestObservation | undefined): Response {
   const { worker, lease } = decision;
   const id = String(worker.workerId);
   void reader?.cancel().catch(() => {});
   lease.free();
+  obs?.answered(502, undefined, undefined);
   d.outcomes.report?.(worker.workerId, `malformed answer: ${why}`);
   d.observe.metrics.upstreamFailures.inc([id]);
   d.observe.metrics.requests.inc([id, "502"]);
-  d.observe.log.warn(`worker ${id} (${url}) sent an answer that cannot be passed on: ${why}`);
+  d.observe.log.warn(`worker ${id} (${url}) sent an answer that cannot be passed on: ${why}`, requestIdField(obs?.id));
   const answer = errorResponse(502, "upstream_error", `worker ${id} sent a malformed answer (the router's log has the details)`);
   answer.headers.set(HEADER_WORKER, id);
   return answer;
+}
+
+/** A log line's field naming the client-facing request id, so it joins the access line. */
+function requestIdField(requestId: string | undefined): Record<string, unknown> | undefined {
+  return requestId !== undefined ? { request_id: requestId } : undefined;
 }
 
 /** Bytes of an engine's 5xx answer kept for the log. */
@@ -310,6 +352,7 @@ function engineServerError(
   reader: UpstreamBody | undefined,
   decision: RouteDecision,
   d: ForwardDeps,
+  requestId: string | undefined,
 ): Response {
   const { worker, lease } = decision;
   const id = String(worker.workerId);
@@ -318,7 +361,7 @@ function engineServerError(
   lease.free();
   d.outcomes.report?.(worker.workerId, `HTTP ${res.status}`);
   d.observe.metrics.requests.inc([id, String(res.status)]);
-  d.observe.log.warn(`worker ${id} answered HTTP ${res.status}: ${JSON.stringify(text)}`);
+  d.observe.log.warn(`worker ${id} answered HTTP ${res.status}: ${JSON.stringify(text)}`, requestIdField(requestId));
   const answer = errorResponse(res.status, "upstream_error", `worker ${id} answered HTTP ${res.status} (the router's log has its answer)`);
   answer.headers.set(HEADER_WORKER, id);
   answer.headers.set(HEADER_DP_RANK, String(worker.dpRank));

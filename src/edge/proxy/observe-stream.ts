@@ -37,8 +37,10 @@ export interface ChunkReader {
 export interface StreamHooks {
   /** Called with the running count of data events after each chunk that added some. */
   onTokens?(total: number): void;
-  /** Called exactly once, whatever ends the stream. */
-  onEnd(how: StreamEnd, tokens: number): void;
+  /** Called with every chunk passed on (the request's observation keeps a JSON answer's tail for its usage). */
+  onChunk?(chunk: Uint8Array): void;
+  /** Called exactly once, whatever ends the stream; `bytes`: the engine's bytes passed on to the client. */
+  onEnd(how: StreamEnd, tokens: number, bytes: number): void;
 }
 
 export interface StreamLimits {
@@ -76,6 +78,7 @@ export function observeStream(
   limits: StreamLimits = NO_LIMITS,
 ): ReadableStream<Uint8Array> {
   const counter = new SseDataCounter();
+  let bytes = 0;
   let ended = false;
   /** Pull flavour: errors the client's stream when the client stalls. */
   let failClient: ((e: Error) => void) | undefined;
@@ -90,7 +93,7 @@ export function observeStream(
     if (ended) return;
     ended = true;
     watchdog?.stop();
-    hooks.onEnd(how, counter.events);
+    hooks.onEnd(how, counter.events, bytes);
   };
   /** Direct flavour: send what was written, waiting while the client's socket is full. */
   const flushToClient = async (controller: DirectController): Promise<void> => {
@@ -109,6 +112,8 @@ export function observeStream(
     return openAiErrorEvent(504, `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`, { code: "stream_idle_timeout" });
   };
   const see = (chunk: Uint8Array): void => {
+    bytes += chunk.byteLength;
+    hooks.onChunk?.(chunk);
     if (counter.push(chunk) > 0) hooks.onTokens?.(counter.events);
   };
   const finish = (): void => {

@@ -13,6 +13,7 @@ import type { FleetView, RequestLimits } from "../deps.ts";
 import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { Dispatch } from "./dispatch.ts";
+import type { RequestObservers } from "../../observe/request-observers.ts";
 import { tokenizeHandler } from "./tokenize.ts";
 
 /** What the pass-through routes (and /tokenize) use. */
@@ -21,6 +22,8 @@ export interface PassthroughDeps {
   /** Tokenizers for the routing prompt; models for /tokenize's 404 and its own answer. */
   readonly fleet: FleetView;
   readonly dispatch: Dispatch;
+  /** Each request's observation (src/observe): the tokenize span, the prompt for the access line. */
+  readonly requests?: RequestObservers;
 }
 
 /** Path -> where its body keeps a prompt. */
@@ -43,7 +46,9 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
   return async (req: Request): Promise<Response> => {
     const body = await readBodyLimited(req, d.limits.maxBodyBytes);
     const json = parseJsonObject(body);
-    const prompt = await readPrompt(d.fleet, json, kind, d.limits.maxPromptChars);
+    const obs = d.requests?.of(req);
+    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.fleet, json, kind, d.limits.maxPromptChars)) : readPrompt(d.fleet, json, kind, d.limits.maxPromptChars));
+    obs?.prompt({ model: json.model, tokens: prompt.tokens.length });
     const priority = json.priority;
     if (priority !== undefined && (typeof priority !== "number" || !Number.isSafeInteger(priority))) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");

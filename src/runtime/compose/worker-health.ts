@@ -32,7 +32,7 @@ export function workerHealth(
     now: () => number;
     log: Logger;
   },
-): { health: HealthChecker; restarts: RestartDetector } {
+): { health: HealthChecker; restarts: RestartDetector; outliers: OutlierDetector } {
   const { registry, models, metrics, now, log } = d;
   // Passive health: workers whose answers keep failing are ejected (workers/outlier-detector.ts).
   const outliers = new OutlierDetector(
@@ -78,5 +78,5 @@ export function workerHealth(
       for (let r = 0; r < w.dpRanks; r++) d.members.addRank(id, r, true);
     },
   });
-  return { health, restarts };
+  return { health, restarts, outliers };
 }

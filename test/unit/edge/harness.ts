@@ -8,7 +8,7 @@
 import { createApp } from "../../../src/edge/app.ts";
 import type { EdgeDeps } from "../../../src/edge/deps.ts";
 import { fetchUpstream } from "../../../src/edge/proxy/upstream.ts";
-import { silentLogger } from "../../../src/edge/log.ts";
+import { silentLogger, type Logger } from "../../../src/edge/log.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";
@@ -26,6 +26,7 @@ import type { PolicyName } from "../../../src/config/schema.ts";
 import { AdapterLoader } from "../../../src/fleet/lora/adapter-loader.ts";
 import { engineLoraClient } from "../../../src/fleet/engine-lora.ts";
 import { engineSessions } from "../../../src/fleet/engine-sessions.ts";
+import type { RequestObservers } from "../../../src/observe/request-observers.ts";
 
 export type FakeFetch = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -65,6 +66,10 @@ export interface HarnessOptions {
   readonly loraEvict?: boolean;
   /** Per worker: LoRA slots (default unknown). */
   readonly maxLoras?: number;
+  /** Where the app logs (default: nowhere). */
+  readonly log?: Logger;
+  /** Access lines, request metrics and spans (src/observe), built from the harness's parts; default none. */
+  readonly observe?: (parts: { metrics: RouterMetrics; registry: WorkerRegistry; blockSize: number; router: ReturnType<typeof createRouter> }) => RequestObservers;
 }
 
 export function harness(o: HarnessOptions): Harness {
@@ -126,7 +131,7 @@ export function harness(o: HarnessOptions): Harness {
     router,
     upstream: { call: fetchUpstream(fetch), fetch, maxRetries: o.maxRetries ?? 2 },
     outcomes: { fence: (id, reason) => health.fence(id, reason) },
-    observe: { metrics, log: silentLogger },
+    observe: { metrics, log: o.log ?? silentLogger, requests: o.observe?.({ metrics, registry, blockSize, router }) },
     admin: { membership, peekSession: (id) => store.peek(id), now },
   };
   const app = createApp(deps);
