@@ -47,8 +47,8 @@ export interface AttemptInput {
   readonly last: boolean;
   /** Statuses tried again elsewhere (retry-policy.ts); default 502, 503, 504. */
   readonly retryOn?: ReadonlySet<number>;
-  /** Asked before giving up on a retryable status (the retry budget); false: the answer is passed on. */
-  readonly mayRetry?: () => boolean;
+  /** Asked before giving up on a retryable status (another worker to try, the retry budget); false: the answer is passed on. */
+  readonly mayRetry?: (status: number) => boolean;
   /**
    * Subscribe to "this worker stopped taking requests" (WorkerRegistry.onUnavailable);
    * returns the unsubscribe. Without it the try waits for its deadlines only.
@@ -78,7 +78,7 @@ export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
   try {
     pending = a.call(a.baseUrl, a.path, { headers: a.headers, body: a.body, signal: ctl.signal });
     res = await raceAbort(pending, ctl.signal);
-    if ((a.retryOn ?? GATEWAY_STATUSES).has(res.status) && !a.last && (a.mayRetry?.() ?? true)) {
+    if ((a.retryOn ?? GATEWAY_STATUSES).has(res.status) && !a.last && (a.mayRetry?.(res.status) ?? true)) {
       await res.body?.cancel().catch(() => {});
       return { kind: "failed", reason: `HTTP ${res.status}`, status: res.status };
     }

@@ -33,7 +33,7 @@ export interface ForwardDeps {
   /** Decisions: routeOrWait (waits in the router's admission gate while every worker is busy), prepare, request ids. */
   readonly routing: RoutingService;
   /** A decision's worker -> its URL (gone meanwhile: the next decision), and word when it leaves rotation. */
-  readonly registry: Pick<WorkerRegistry, "get" | "onUnavailable">;
+  readonly registry: Pick<WorkerRegistry, "get" | "onUnavailable" | "healthyIds">;
   readonly upstream: Upstream;
   readonly outcomes: WorkerOutcomes;
   readonly observe: Observability;
@@ -101,7 +101,10 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const prepared = input.prepared ?? d.routing.prepare(input.tokens, input.loraName);
   const retry = d.upstream.retry ?? GATEWAY_RETRIES_ONLY;
   retry.budget?.request();
-  const mayRetry = retry.budget === undefined ? undefined : () => retryAllowed(retry, d);
+  const mayRetry = (worker: WorkerId) => (status: number) =>
+    // A 500 or 429 from the last worker that could serve is the answer (a fencing status goes
+    // on: it fences the worker, and the client gets upstream_failed as before).
+    (fencesWorker(status) || anotherWorker(worker, exclude, input.allowedWorkerIds, d)) && (retry.budget === undefined || retryAllowed(retry, d));
   for (let attempt = 0; attempt <= d.upstream.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
@@ -154,7 +157,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       stream: input.stream,
       last: attempt === d.upstream.maxRetries,
       retryOn: retry.statuses,
-      mayRetry,
+      mayRetry: mayRetry(worker.workerId),
       watchWorker: (onDown) => d.registry.onUnavailable(worker.workerId, onDown),
     });
     if (a.kind === "answer") {
@@ -225,6 +228,14 @@ function answeredRetryable(id: WorkerId, url: string, status: number, failures: 
   if (countsAsFailure(status)) d.outcomes.report?.(id, `HTTP ${status}`);
   d.observe.metrics.upstreamFailures.inc([String(id)]);
   d.observe.log.warn(`worker ${id} (${url}) answered HTTP ${status} before anything reached the client; trying another worker`, requestIdField(requestId));
+}
+
+/** Whether a healthy worker other than `id` and those tried may still take the request. */
+function anotherWorker(id: WorkerId, tried: ReadonlySet<WorkerId>, allowed: ReadonlySet<WorkerId> | undefined, d: ForwardDeps): boolean {
+  for (const w of d.registry.healthyIds()) {
+    if (w !== id && !tried.has(w) && (allowed === undefined || allowed.has(w))) return true;
+  }
+  return false;
 }
 
 /** A retry the budget refused is counted, and the engine's answer goes to the client. */

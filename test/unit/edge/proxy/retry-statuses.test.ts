@@ -105,6 +105,21 @@ describe("engine answers retried on another worker", () => {
     expect(((await r.json()) as { error: { message: string } }).error.message).toContain(`worker ${idOf(calls[2]!)}`);
   });
 
+  for (const status of [500, 429]) {
+    test(`no other worker to try: the ${status} goes to the client as it is, not 502`, async () => {
+      const only = setup(() => status, defaults(), [W1]);
+      const r = await only.call();
+      expect(only.calls.length).toBe(1);
+      expect(r.status).toBe(status);
+      // Two workers, both answering it: the second's answer, not upstream_failed.
+      const both = setup(() => status, defaults(), [W1, W2]);
+      const r2 = await both.call();
+      expect(both.calls.length).toBe(2);
+      expect(r2.status).toBe(status);
+      expect(both.fenced).toEqual([]);
+    });
+  }
+
   test("a fleet that fails everywhere gets at most the budget's extra requests, not 3x", async () => {
     const budget = new RetryBudget({ percent: 20, minPerSecond: 0, now: () => 0 });
     const { h, call, calls } = setup(() => 500, defaults(budget), [W1, W2, W3]);
