@@ -1,9 +1,10 @@
 /**
  * The house rules, as folder rules that a path's depth cannot dodge: every relative import is
  * resolved to the file it names, and that file's folder is what the rule checks.
- * - The pure rooms (router/**, core, protocol, tokens, fleet/lora) run unchanged on Deno and edge
+ * - The pure rooms (router/**, core, protocol, tokens, fleet/lora, protect) run unchanged on Deno and edge
  *   runtimes and stay deterministic under test: no runtime-specific imports, no I/O globals, no clock.
- * - router/** imports only router, core, protocol and tokens.
+ * - router/** imports only router, core, protocol and tokens; outside it, src/ reaches the room only
+ *   through its face, src/router/index.ts.
  * - runtime/bun/** (every Bun-only piece) is imported only by runtime/bun.ts (and from inside itself).
  * - The separate programs (mocker, transfer) never import router/** or edge/**.
  * - Nothing reachable from the Deno and workerd entries touches runtime/bun/** or uses Bun.
@@ -13,7 +14,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
 const ROOT = join(import.meta.dir, "..");
-const PURE_DIRS = ["src/core", "src/router", "src/tokens", "src/protocol", "src/fleet/lora"];
+const PURE_DIRS = ["src/core", "src/router", "src/tokens", "src/protocol", "src/fleet/lora", "src/protect"];
 
 /** What a pure module may not mention: runtime modules, I/O globals, wall clocks. */
 const FORBIDDEN: readonly [RegExp, string][] = [
@@ -85,10 +86,11 @@ const RULES: readonly FolderRule[] = [
     forbidden: ["src/router/index"],
     why: "choosing works from the overlap it is given; it does not walk the index",
   },
-  // package.json is data (the version core/build-info.ts reports), not code.
+  // package.json is data (the version core/build-info.ts reports), not code or a runtime.
   { from: "src/core", allowed: ["src/core", "package.json"], why: "the shared vocabulary depends on nothing" },
   { from: "src/protocol", allowed: ["src/protocol", "src/core"], why: "the wire protocol depends on nothing but the shared vocabulary" },
   { from: "src/tokens", allowed: ["src/tokens", "src/core"], why: "the tokenizer seam is runtime-free; Bun's wiring lives in runtime/bun/tokens" },
+  { from: "src/protect", allowed: ["src/protect", "src/core", "src/protocol"], why: "keys and tenant limits take their file reader, Redis counters and clock as parameters" },
   {
     from: "src/mocker",
     forbidden: ["src/router", "src/edge", "src/fleet", "src/runtime", "src/observe", "src/sync"],
@@ -117,6 +119,19 @@ function bunRoomViolations(file: string, paths: readonly string[]): string[] {
   return paths.filter((p) => inFolder(p, BUN_ROOM));
 }
 
+/**
+ * The router room has one face: outside src/router, src files import the room only through
+ * src/router/index.ts, so what the room offers is written in one place.
+ */
+const ROUTER_ROOM = "src/router";
+const ROUTER_FACE = "src/router/index.ts";
+
+function routerFaceViolations(file: string, paths: readonly string[]): string[] {
+  const rel = relative(ROOT, file);
+  if (inFolder(rel, ROUTER_ROOM)) return [];
+  return paths.filter((p) => inFolder(p, ROUTER_ROOM) && p !== ROUTER_FACE);
+}
+
 const srcFiles = tsFiles(join(ROOT, "src"));
 const pureFiles = PURE_DIRS.flatMap((d) => tsFiles(join(ROOT, d)));
 
@@ -141,6 +156,10 @@ describe("architecture: folder rules", () => {
       });
     }
   }
+  test("outside src/router, the room is imported only through src/router/index.ts", () => {
+    const bad = srcFiles.flatMap((f) => routerFaceViolations(f, importedPaths(f, readFileSync(f, "utf8"))).map((p) => `${relative(ROOT, f)} -> ${p}`));
+    expect(bad).toEqual([]);
+  });
   test("runtime/bun/** is imported only by runtime/bun.ts", () => {
     const bad = srcFiles.flatMap((f) => bunRoomViolations(f, importedPaths(f, readFileSync(f, "utf8"))).map((p) => `${relative(ROOT, f)} -> ${p}`));
     expect(bad).toEqual([]);
@@ -177,6 +196,15 @@ describe("architecture: the checker itself", () => {
     const viaMocker = importedPaths(join(ROOT, "src/mocker/x.ts"), 'import { a } from "../runtime/bun/tokens/load-on-bun.ts";');
     expect(bunRoomViolations(join(ROOT, "src/mocker/x.ts"), viaMocker)).toEqual(["src/runtime/bun/tokens/load-on-bun.ts"]);
     expect(bunRoomViolations(join(ROOT, "src/runtime/bun.ts"), importedPaths(join(ROOT, "src/runtime/bun.ts"), 'import { a } from "./bun/hasher.ts";'))).toEqual([]);
+  });
+
+  test("a planted import of a router internal from outside the room is flagged; the face, and imports inside the room, are not", () => {
+    const sync = join(ROOT, "src/sync/x.ts");
+    expect(routerFaceViolations(sync, importedPaths(sync, 'import type { T } from "../router/books/load-tracker.ts";'))).toEqual(["src/router/books/load-tracker.ts"]);
+    expect(routerFaceViolations(sync, importedPaths(sync, 'import type { K } from "../router/index/types.ts";'))).toEqual(["src/router/index/types.ts"]);
+    expect(routerFaceViolations(sync, importedPaths(sync, 'import type { T } from "../router/index.ts";'))).toEqual([]);
+    const inside = join(ROOT, "src/router/choose/y.ts");
+    expect(routerFaceViolations(inside, importedPaths(inside, 'import { a } from "../books/load-tracker.ts";'))).toEqual([]);
   });
 
   test("the separate programs may not reach the router or the edge", () => {

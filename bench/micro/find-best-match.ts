@@ -20,7 +20,7 @@ import {
   portableBatchHasher,
   seqHasherOf,
   type BatchBlockHasher,
-} from "../../src/core/hashing.ts";
+} from "../../src/core/block-hash.ts";
 import { RadixTree } from "../../src/router/index/radix-tree.ts";
 import { endpointsOf } from "../../src/router/choose/endpoints.ts";
 import { schedulerConfig } from "../../src/router/choose/config.ts";
@@ -120,7 +120,7 @@ function measure(world: World, hasher: BatchBlockHasher, queries: Uint32Array[],
       const t1 = performance.now();
       const overlaps = world.tree.findMatches(local);
       const t2 = performance.now();
-      findBestMatch({ overlaps, seqHashes: seq, isl: q.length, endpoints, tracker: world.tracker, pipeline, config, now: 1, rng, updateStates: false });
+      findBestMatch({ overlaps, seqHashes: seq, isl: q.length, endpoints, tracker: world.tracker, pipeline, config, now: 1, rng });
       const t3 = performance.now();
       ph.hash[i] = (t1 - t0) * 1000;
       ph.match[i] = (t2 - t1) * 1000;

@@ -4,11 +4,11 @@
  *   bun bench/micro/hash-native.ts [--json FILE]
  *
  * Cases: an 8k-token prompt at block size 16, and a 128k-token prompt at block sizes 16
- * and 512, each hashed by the portable hasher (src/core/hashing.ts) and by the native one
+ * and 512, each hashed by the portable hasher (src/core/block-hash.ts, on src/core/xxh3.ts) and by the native one
  * (one FFI call per prompt, output array included). Median of timed batches after a warm-up,
  * as µs per prompt and tokens/s. Needs `bun run build:ffi`.
  */
-import { portableBatchHasher, XXH3_SEED, type BatchBlockHasher } from "../../src/core/hashing.ts";
+import { portableBatchHasher, XXH3_SEED, type BatchBlockHasher } from "../../src/core/block-hash.ts";
 import { createNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
 import { loadNativeLibrary } from "../../src/transfer/native/library.ts";
 import { randomTokens } from "../../test/support/prng.ts";

@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark of the portable block hasher (src/core/hashing.ts).
+ * Micro-benchmark of the portable block hasher (src/core/block-hash.ts, on src/core/xxh3.ts).
  *
  *   bun bench/micro/hash.ts [--json FILE]
  *
@@ -9,7 +9,7 @@
  * reports the median of several timed runs (after a 600 ms warm-up) as µs per prompt and
  * tokens/s.
  */
-import { computeBlockHashes, computeSeqHashes, portableBatchHasher, XXH3_SEED } from "../../src/core/hashing.ts";
+import { computeBlockHashes, computeSeqHashes, portableBatchHasher, XXH3_SEED } from "../../src/core/block-hash.ts";
 import { randomTokens } from "../../test/support/prng.ts";
 import { median } from "../replay/stats.ts";
 import { textTable } from "../support/text-table.ts";

@@ -23,6 +23,7 @@ import { schedulerConfig, type SchedulerConfig } from "../../src/router/choose/c
 import { endpointsOf } from "../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../src/router/choose/find-best-match.ts";
 import { LoadTracker } from "../../src/router/books/load-tracker.ts";
+import { RequestLease } from "../../src/router/books/request-lease.ts";
 import { createPipeline, type PolicyName } from "../../src/router/choose/registry.ts";
 import type { Endpoint } from "../../src/router/choose/types.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
@@ -162,11 +163,11 @@ function scheduleCase(world: World, policy: PolicyName, label: string, temperatu
   const { tracker, endpoints, requests } = world;
   return timeCalls(label, (i) => {
     const r = requests[i % REQUEST_POOL]!;
-    findBestMatch({ overlaps: r.overlaps, seqHashes: r.seqHashes, isl: BLOCKS * BLOCK_SIZE, endpoints, tracker, pipeline, config, now: 0, rng, updateStates: false });
+    findBestMatch({ overlaps: r.overlaps, seqHashes: r.seqHashes, isl: BLOCKS * BLOCK_SIZE, endpoints, tracker, pipeline, config, now: 0, rng });
   });
 }
 
-/** Schedule and book (updateStates), then free: the whole per-request bookkeeping. */
+/** Schedule, book through the request's lease (as the router does), prefill done, free: the whole per-request bookkeeping. */
 function lifecycleCase(world: World): CaseResult {
   const config = world.config;
   const pipeline = createPipeline("kv", config);
@@ -176,21 +177,12 @@ function lifecycleCase(world: World): CaseResult {
   return timeCalls("kv schedule + book + prefill done + free", (i) => {
     const r = requests[i % REQUEST_POOL]!;
     const id = ids[i]!;
-    findBestMatch({
-      overlaps: r.overlaps,
-      seqHashes: r.seqHashes,
-      isl: BLOCKS * BLOCK_SIZE,
-      endpoints,
-      tracker,
-      pipeline,
-      config,
-      now: 0,
-      rng,
-      requestId: id,
-      updateStates: true,
-    });
-    tracker.markPrefillCompleted(id, 0);
-    tracker.free(id, 0);
+    const isl = BLOCKS * BLOCK_SIZE;
+    const sel = findBestMatch({ overlaps: r.overlaps, seqHashes: r.seqHashes, isl, endpoints, tracker, pipeline, config, now: 0, rng });
+    const booking = { requestId: id, worker: sel.worker, seqHashes: r.seqHashes, isl, overlap: sel.overlapBlocks };
+    const lease = RequestLease.book(tracker, booking, 0, BLOCK_SIZE, () => 0, rng);
+    lease.prefillDone();
+    lease.free();
   });
 }
 

@@ -8,7 +8,7 @@
  * wrk and sockets. Native hashing is used when the C library is built.
  */
 import { createRouter } from "../../src/router/create-router.ts";
-import { computeBlockHashesWith, computeSeqHashes, portableBatchHasher, seqHasherOf } from "../../src/core/hashing.ts";
+import { computeBlockHashesWith, computeSeqHashes, portableBatchHasher, seqHasherOf } from "../../src/core/block-hash.ts";
 import { RouterMetrics } from "../../src/observe/names.ts";
 import { loadNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
 import { MemoryAffinityStore } from "../../src/router/sessions/memory-store.ts";

@@ -1,7 +1,7 @@
 /**
  * A deterministic, single-process timing simulation of the replay (no processes, no sockets,
- * trace time only), driving the router's real scheduler code (createPipeline + findBestMatch +
- * LoadTracker) against modelled engines: one FIFO prefill lane each, 1 ms + `prefillUsPerToken`
+ * trace time only), driving the router's real scheduler code (createPipeline + findBestMatch,
+ * booked through a RequestLease on a LoadTracker, as the router does) against modelled engines: one FIFO prefill lane each, 1 ms + `prefillUsPerToken`
  * per uncached token, an LRU prefix cache of `kvBlocks` trace blocks checked when the prefill
  * starts and filled when it ends (as the simulated engine does; the router's precise index sees
  * the caches as KV events would, without their delay), decode of `maxOutputTokens` steps.
@@ -18,6 +18,7 @@ import { schedulerConfig, type SchedulerConfig } from "../../src/router/choose/c
 import { endpointsOf } from "../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../src/router/choose/find-best-match.ts";
 import { LoadTracker } from "../../src/router/books/load-tracker.ts";
+import { RequestLease } from "../../src/router/books/request-lease.ts";
 import { createIndexer } from "../../src/router/index/indexer.ts";
 import { createPipeline, isPolicyName } from "../../src/router/choose/registry.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
@@ -160,11 +161,12 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
         });
         overlaps = { scores, treeSizes, frequencies: [] };
       }
-      const id = `r${i}`;
       const sel = findBestMatch({
-        overlaps, seqHashes, isl: r.inputLength, endpoints, tracker, pipeline: pipelines[i % pipelines.length]!, config, now: arrival, rng, requestId: id, updateStates: true,
+        overlaps, seqHashes, isl: r.inputLength, endpoints, tracker, pipeline: pipelines[i % pipelines.length]!, config, now: arrival, rng,
         sessionId: r.sessionId,
       });
+      const booking = { requestId: `r${i}`, worker: sel.worker, seqHashes, isl: r.inputLength, overlap: sel.overlapBlocks };
+      const lease = RequestLease.book(tracker, booking, arrival, config.blockSize, () => ev.now, rng);
       const e = keys.indexOf(sel.key);
       approxIndex?.recordDecision(seqHashes, seqHashes, sel.worker, arrival);
       lanes[e]!.queue.push(() => {
@@ -179,11 +181,11 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
         ev.push(done, () => {
           caches[e]!.touch(ids);
           ttfts.push(done - arrival);
-          tracker.markPrefillCompleted(id, done);
+          lease.prefillDone();
           lanes[e]!.busy = false;
           runLane(e);
           const out = Math.min(r.outputLength, o.maxOutputTokens);
-          ev.push(done + Math.max(0, out - 1) * o.decodeMsPerStep, () => tracker.free(id, ev.now));
+          ev.push(done + Math.max(0, out - 1) * o.decodeMsPerStep, () => lease.free());
         });
       });
       runLane(e);

@@ -12,7 +12,7 @@
  * p99 and mean in µs over `N` samples after a warm-up. Web-standard APIs only.
  */
 import { storedEvent } from "../../src/core/events.ts";
-import { computeBlockHashesWith, portableBatchHasher } from "../../src/core/hashing.ts";
+import { computeBlockHashesWith, portableBatchHasher } from "../../src/core/block-hash.ts";
 import type { WorkerWithDpRank } from "../../src/core/ids.ts";
 import { createRouter } from "../../src/router/create-router.ts";
 import { MemoryAffinityStore } from "../../src/router/sessions/memory-store.ts";

@@ -27,7 +27,7 @@
  *   it stays linear; then every one of them removed, and memory after a full GC against before.
  */
 import { parseArgs } from "node:util";
-import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqHasherOf, type BatchBlockHasher } from "../../src/core/hashing.ts";
+import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqHasherOf, type BatchBlockHasher } from "../../src/core/block-hash.ts";
 import { removedEvent, storedEvent, type StoredBlock } from "../../src/core/events.ts";
 import { worker } from "../../src/core/ids.ts";
 import { createRouter } from "../../src/router/create-router.ts";
@@ -222,7 +222,7 @@ function routeLatency(
         const local = computeBlockHashesWith(h, q, BS);
         const seq = computeSeqHashesWith(sh, local);
         const overlaps = tree.findMatches(local);
-        findBestMatch({ overlaps, seqHashes: seq, isl: q.length, endpoints, tracker: router.tracker, pipeline: router.pipeline, config: router.scheduler, now: 1, rng, updateStates: false });
+        findBestMatch({ overlaps, seqHashes: seq, isl: q.length, endpoints, tracker: router.tracker, pipeline: router.pipeline, config: router.scheduler, now: 1, rng });
         out.push((performance.now() - t0) * 1000);
         const c1 = process.cpuUsage();
         cpu.push(c1.user + c1.system - c0.user - c0.system);

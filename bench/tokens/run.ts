@@ -28,7 +28,7 @@ import { parseArgs } from "node:util";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqHasherOf } from "../../src/core/hashing.ts";
+import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqHasherOf } from "../../src/core/block-hash.ts";
 import { worker } from "../../src/core/ids.ts";
 import { RadixTree } from "../../src/router/index/radix-tree.ts";
 import { loadNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
@@ -151,7 +151,7 @@ async function routingCase(impl: Encoder, size: number, turns: number, nConversa
     const local = computeBlockHashesWith(hasher, ids, BS);
     const seq = computeSeqHashesWith(seqHasher, local);
     const overlaps = tree.findMatches(local);
-    findBestMatch({ overlaps, seqHashes: seq, isl: ids.length, endpoints, tracker, pipeline, config, now: 1, rng: pick, updateStates: false });
+    findBestMatch({ overlaps, seqHashes: seq, isl: ids.length, endpoints, tracker, pipeline, config, now: 1, rng: pick });
     const t2 = performance.now();
     return { tokenize: t1 - t0, rest: t2 - t1, total: t2 - t0, n: ids.length };
   };

@@ -1,5 +1,5 @@
 /**
- * KV cache events (spec §1.2, §1.3): the in-memory types used by the indexer and the
+ * KV cache events (Dynamo's KvCacheEvent and RouterEvent): the in-memory types used by the indexer and the
  * recovery core, and their JSON wire form (serde's externally tagged encoding:
  * `{"stored":{...}}`, `{"removed":{...}}`, `"cleared"`, snake_case fields).
  *
@@ -15,7 +15,7 @@ import type { DpRank, EventId, ExternalBlockHash, LocalBlockHash, WorkerId } fro
 export interface StoredBlock {
   /** Engine hash (prefix-dependent). */
   readonly blockHash: ExternalBlockHash;
-  /** Router content hash of the block's tokens, spec §2.2. */
+  /** Router content hash of the block's tokens (Dynamo's compute_block_hash_for_seq). */
   readonly tokensHash: LocalBlockHash;
 }
 
@@ -45,7 +45,7 @@ export interface RouterEvent {
 }
 
 export type KvEventType = KvCacheEventData["type"];
-/** Outcome labels of applying an event (metric label values, spec §1.3). */
+/** Outcome labels of applying an event (metric label values, Dynamo's RouterEvent). */
 export type KvEventStatus = "ok" | "parent_block_not_found" | "block_not_found" | "invalid_block";
 
 // ---------------------------------------------------------------- builders

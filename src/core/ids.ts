@@ -1,5 +1,5 @@
 /**
- * Identifiers shared by every part of the router (spec §1.1).
+ * Identifiers shared by every part of the router (Dynamo's identifiers).
  *
  * All 64-bit values (worker ids, block hashes, event ids) are `bigint`: JavaScript numbers
  * lose bits above 2^53 and engine hashes use the whole u64 range. A data-parallel rank is
@@ -10,11 +10,11 @@
 export type WorkerId = bigint;
 /** A data-parallel rank inside a worker: u32, 0 when DP is not used. */
 export type DpRank = number;
-/** Hash of the tokens of one block (plus LoRA salt / multimodal info), spec §2.2. */
+/** Hash of the tokens of one block (plus LoRA salt / multimodal info), as Dynamo's compute_block_hash_for_seq. */
 export type LocalBlockHash = bigint;
 /** The engine's own hash of a block; depends on the whole prefix. */
 export type ExternalBlockHash = bigint;
-/** The router's rolling prefix hash, spec §2.3. */
+/** The router's rolling prefix hash (Dynamo's compute_seq_hash_for_block). */
 export type SequenceHash = bigint;
 /** A KV event id: u64, dense per (worker, dp_rank) publisher. */
 export type EventId = bigint;
@@ -23,6 +23,19 @@ export type EventId = bigint;
 export interface WorkerWithDpRank {
   readonly workerId: WorkerId;
   readonly dpRank: DpRank;
+}
+
+/**
+ * This router process's identity: one u64, drawn at random once at start (the composition
+ * root), never derived from the clock, so two routers started in the same millisecond still
+ * differ. It names the router in load-sync messages, in /health's router header and as the
+ * prefix of its request ids; 0 is a router alone (tests, benches).
+ */
+export type RouterId = bigint;
+
+/** A router id as 16 hex digits: its form wherever a string is needed (headers, request ids, logs). */
+export function routerIdHex(id: RouterId): string {
+  return id.toString(16).padStart(16, "0");
 }
 
 export const U64_MAX = (1n << 64n) - 1n;

@@ -4,7 +4,7 @@
  * from its URL, so every router derives the same one. Engines that push events with
  * their own id must use the same derivation (the simulated engine does).
  */
-import { xxh3_64 } from "./hashing.ts";
+import { xxh3_64 } from "./xxh3.ts";
 import type { WorkerId } from "./ids.ts";
 
 /** Scheme + host + port + path without trailing slash, lower-cased host. */

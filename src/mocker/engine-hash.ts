@@ -6,7 +6,7 @@
  * router that confused engine and local hashes would be caught. LoRA separation comes for free: the
  * input local hashes are already LoRA-salted.
  */
-import { xxh3_64 } from "../core/hashing.ts";
+import { xxh3_64 } from "../core/xxh3.ts";
 
 /** "mocker" in ASCII; any seed other than 1337 keeps engine hashes apart from tokens_hash. */
 export const ENGINE_HASH_SEED = 0x6d6f636b6572n;

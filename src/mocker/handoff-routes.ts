@@ -6,7 +6,7 @@
  * (role both, no hand-off) reads no P/D field and its bootstrap route is a 404.
  */
 import type { WorkerId } from "../core/ids.ts";
-import { computeBlockHashes } from "../core/hashing.ts";
+import { computeBlockHashes } from "../core/block-hash.ts";
 import { parseDisaggDirective, type DisaggDirective } from "./disagg-request.ts";
 import type { GenerateRequest, ImportedKv, MockEngine } from "./engine.ts";
 import { engineBlockHashes } from "./engine-hash.ts";

@@ -11,7 +11,7 @@
  * numbers from the tokens (pooling models do not use the prefix cache). It decides no routing.
  */
 import { RouterError } from "../core/errors.ts";
-import { xxh3_64 } from "../core/hashing.ts";
+import { xxh3_64 } from "../core/xxh3.ts";
 import type { MockEngine } from "./engine.ts";
 import { HttpError, readJson, type Route } from "./http.ts";
 import type { MockerTokenizer } from "./tokenizer.ts";

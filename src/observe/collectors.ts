@@ -4,8 +4,7 @@
  * health, KV events applied by type and status.
  */
 import type { WorkerId } from "../core/ids.ts";
-import type { KvIndex } from "../router/index/types.ts";
-import type { LoadTracker } from "../router/books/load-tracker.ts";
+import type { KvIndex, LoadTracker } from "../router/index.ts";
 import type { RouterMetrics } from "./names.ts";
 
 export interface CollectorSources {

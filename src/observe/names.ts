@@ -30,6 +30,8 @@ export class RouterMetrics {
     `${METRIC_PREFIX}routing_errors_total`, "Requests the router answered itself with an error, by code", ["code"]);
   readonly upstreamFailures: Counter = this.registry.counter(
     `${METRIC_PREFIX}upstream_failures_total`, "Upstream failures before the first byte (worker fenced, request retried)", ["worker"]);
+  readonly retryBudgetExhausted: Counter = this.registry.counter(
+    `${METRIC_PREFIX}retry_budget_exhausted_total`, "Engine answers passed to the client because the retry budget (--retry-budget) allowed no retry");
   readonly routingOverhead: Histogram = this.registry.histogram(
     `${METRIC_PREFIX}routing_overhead_seconds`, "Time spent routing a request, per phase", ["phase"], OVERHEAD_BUCKETS);
   readonly overlapBlocks: Histogram = this.registry.histogram(

@@ -1,7 +1,7 @@
 /**
- * `createRouter(config, ports)`: the router's decision room built in one place, so the Bun
- * composition root (src/main.ts), the app test harness and the benches wire it the same way
- * (issue 10). Runtime-free and without I/O of its own: the hasher, clock, rng, worker
+ * `createRouter(config, ports)`: the router's decision room built in one place, so the
+ * composition root (src/runtime/compose.ts, for every runtime), the edge's test harness and
+ * the benches wire it the same way. Runtime-free and without I/O of its own: the hasher, clock, rng, worker
  * registry, session store, metrics and the engines' recovery query are ports.
  *
  * It builds the precise (or approximate) index, the approximate index for inexact prompts,
@@ -9,21 +9,20 @@
  * bookings of POST /v1/route, and exposes what every edge needs:
  *   - `routing.prepare` / `routing.route` -> decision + lease (the lease frees exactly once);
  *   - `ingest(events, source)`: KV events of registered (worker, dp rank)s into the recovery
- *     driver ("engine": ordered by ids, gaps recovered; "admin": applied as they say). Cleared
- *     clears the (worker, dp rank) it names (src/router/recovery/README.md, ClearScope "rank").
+ *     driver ("engine": ordered by ids, gaps recovered; "admin": applied as they say).
  *   - `ingestLossy(events)`: a stream that cannot be replayed (vLLM over ZMQ: vLLM serves no
  *     /kv/query), applied in order; an id gap (batches lost for good) wipes the rank first
- *     (recovery/lossy-stream.ts); Cleared clears its (worker, dp rank), as above.
- *   The index's own applyEvent never sees a Cleared from here (its Cleared clears every rank
- *   of the worker): both paths turn it into removeWorkerDpRank, so Cleared means one thing.
+ *     (recovery/lossy-stream.ts).
+ *   Both hand a Cleared to the index's applyEvent like any event, and the index gives it its
+ *   one meaning: the (worker, dp rank) that sent it is emptied, the worker's other ranks stay.
  *   - `expireLoad(now)` / `expireApprox(now)`: the periodic work the runtime's timers call
  *     (load expiry + lease sweep; approximate-index TTLs).
- * Worker registration stays in src/workers (membership talks HTTP to engines); it is handed
+ * Worker registration stays in src/fleet (membership talks HTTP to engines); it is handed
  * `recovery` and `tracker` from here.
  */
 import type { RouterEvent } from "../core/events.ts";
-import type { BatchBlockHasher } from "../core/hashing.ts";
-import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
+import type { BatchBlockHasher } from "../core/block-hash.ts";
+import type { DpRank, RouterId, WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
 import { createIndexer } from "./index/indexer.ts";
 import type { KvIndex } from "./index/types.ts";
 import { RecoveryDriver } from "./recovery/driver.ts";
@@ -42,14 +41,14 @@ import type { AdmissionGate } from "./admission/admission-gate.ts";
 
 export interface RouterConfig {
   readonly policy: PolicyName;
-  /** Scheduler knobs; `blockSize` is required, the rest default (scheduler/config.ts). */
+  /** Scheduler knobs; `blockSize` is required, the rest default (choose/config.ts). */
   readonly scheduler: Partial<SchedulerConfig> & { readonly blockSize: number };
   /** Approximate index TTL (ms) for approx mode and inexact prompts. */
   readonly approxTtlMs?: number;
   /** Router-only session bindings live this long (ms). */
   readonly sessionTtlMs: number;
-  /** This router's id in load-sync messages (several routers over Redis). */
-  readonly routerId?: bigint;
+  /** This router's identity (core/ids.ts RouterId): its load-sync messages and its request ids carry it. Default 0. */
+  readonly routerId?: RouterId;
   /** --worker-capacity: booked prefill tokens a rank may hold before it counts busy. */
   readonly capacityTokens?: number;
   /**
@@ -104,6 +103,9 @@ export interface Router {
    */
   readonly members: {
     updateWorkers(targets: Iterable<WorkerWithDpRank>): void;
+    /** One worker's ranks in or out of the load books, without touching the others (registration stays O(ranks)). */
+    addWorkers(targets: Iterable<WorkerWithDpRank>): void;
+    removeLoad(workerId: WorkerId): void;
     addRank(workerId: WorkerId, dpRank: DpRank, reset?: boolean): void;
     removeWorker(workerId: WorkerId): void;
   };
@@ -125,10 +127,12 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const prune = config.approxTtlMs === undefined ? undefined : { ttlMs: config.approxTtlMs };
   const index = createIndexer(approxMode ? "approximate" : "precise", { prune });
   const approxIndex = approxMode || config.inexactIndex === false ? undefined : createIndexer("approximate", { prune });
-  const tracker = new LoadTracker({ blockSize: config.scheduler.blockSize, routerId: config.routerId });
+  const routerId = config.routerId ?? 0n;
+  const tracker = new LoadTracker({ blockSize: config.scheduler.blockSize, routerId });
   const scheduler = schedulerConfig(config.scheduler);
   const pipeline = createPipeline(config.policy, scheduler);
   const routing = new RoutingService({
+    routerId,
     registry: ports.workers,
     index,
     tracker,
@@ -153,7 +157,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const isKnown = (w: WorkerId, r: DpRank) => (ports.workers.get(w)?.dpRanks ?? 0) > r;
   const gaps = new LossyStreamGuard();
   /**
-   * Approximate mode is the router without KV events (spec §3.7): its index is its own
+   * Approximate mode is the router without KV events (Dynamo's approximate mode): its index is its own
    * decisions. Events that arrive anyway (an engine configured to publish) are dropped and
    * counted, not mixed in: "approx" must mean the same thing whoever sends what.
    */
@@ -172,6 +176,8 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     leases,
     members: {
       updateWorkers: (targets) => tracker.updateWorkers(targets),
+      addWorkers: (targets) => tracker.addWorkers(targets),
+      removeLoad: (workerId) => tracker.removeWorker(workerId),
       // approx restores nothing from an engine: its index is its own decisions.
       addRank: (workerId, dpRank, reset) => (approxMode ? undefined : recovery.addRank(workerId, dpRank, reset)),
       removeWorker: (workerId) => {
@@ -207,8 +213,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
           continue;
         }
         if (gaps.observe(ev)) index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
-        if (ev.event.data.type === "cleared") index.removeWorkerDpRank(ev.workerId, ev.event.dpRank);
-        else index.applyEvent(ev);
+        index.applyEvent(ev);
         accepted++;
       }
       if (dropped > 0) ports.onDropped?.("unknown_worker", dropped);

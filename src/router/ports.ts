@@ -1,12 +1,12 @@
 /**
  * What the router room needs from the pieces around it, as narrow interfaces, so it imports
- * no adapter (src/workers, src/metrics) and runs on any runtime. The Bun composition root
+ * no adapter (src/fleet, src/observe) and runs on any runtime. The Bun composition root
  * passes the real ones (WorkerRegistry, RouterMetrics satisfy these structurally); tests pass
  * small fakes or the same real ones.
  */
 import type { DpRank, WorkerId, WorkerWithDpRank } from "../core/ids.ts";
 
-/** Which (worker, dp rank)s may take requests now (workers/registry.ts WorkerRegistry). */
+/** Which (worker, dp rank)s may take requests now (fleet/registry.ts WorkerRegistry). */
 export interface RoutableWorkers {
   isRoutable(id: WorkerId, dpRank: DpRank): boolean;
   /** The healthy targets; the same array until membership or health changes (cached by identity). */
@@ -18,7 +18,7 @@ export interface Observer {
   observe(value: number): void;
 }
 
-/** Where a decision's timings and overlap go (metrics/names.ts RouterMetrics). */
+/** Where a decision's timings and overlap go (observe/names.ts RouterMetrics). */
 export interface RoutingObserver {
   readonly phases: Readonly<Record<"hash" | "match" | "schedule" | "total", Observer>>;
   readonly overlap: Observer;

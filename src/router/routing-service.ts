@@ -1,21 +1,20 @@
 /**
- * One routing decision and the load it books (spec §4.2, §4.7, §7): session binding if it
+ * One routing decision and the load it books (Dynamo's KvRouter::find_best_match, its push-router booking lifecycle and its sticky sessions): session binding if it
  * is still alive, else hash -> match -> schedule (the scheduler only chooses); then book the
  * request on the chosen (worker, dp_rank) through its lease (request-lease.ts), record the
  * decision in an approximate index, and bind the session.
  * The lifecycle that follows (prefill done, output blocks, free) is in request-lease.ts.
  * Web standards only: no Request/Response here, so the HTTP routes stay thin. Pure (src/router):
- * clock, rng and metrics are injected; request-id prefixes come from crypto.getRandomValues,
- * a web-standard global on every runtime we target.
+ * clock, rng, metrics and the router's identity are injected.
  */
-import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/hashing.ts";
-import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
+import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/block-hash.ts";
+import { routerIdHex, type RouterId, type WorkerId, type WorkerKey, type WorkerWithDpRank } from "../core/ids.ts";
 import type { KvIndex } from "./index/types.ts";
 import type { SchedulerConfig } from "./choose/config.ts";
 import { endpoint } from "./choose/endpoints.ts";
 import { findBestMatch } from "./choose/find-best-match.ts";
 import type { LoadTracker } from "./books/load-tracker.ts";
-import type { Endpoint, Pipeline, Rng } from "./choose/types.ts";
+import type { Candidate, Endpoint, Pipeline, Rng } from "./choose/types.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
@@ -23,6 +22,8 @@ import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./
 import type { AdmissionGate, AdmitOptions } from "./admission/admission-gate.ts";
 
 export interface RoutingDeps {
+  /** This router's identity: the prefix of its request ids. */
+  readonly routerId: RouterId;
   readonly registry: RoutableWorkers;
   readonly index: KvIndex;
   readonly tracker: LoadTracker;
@@ -48,7 +49,7 @@ export interface RoutingDeps {
   readonly sessionTtlMs: number;
   /** Opens / closes engine-backed sessions (nvext.session_control); without it they are refused. */
   readonly engineSessions?: EngineSessionOps;
-  /** Ranks the engines' own metrics report busy right now (issue 13); undefined = none known. */
+  /** Ranks the engines' own metrics report busy right now; undefined = none known. */
   readonly busyKeys?: () => ReadonlySet<WorkerKey> | undefined;
   /** Requests waiting in each rank's engine (engine metrics), for the engine-waiting cost; undefined = none known. */
   readonly engineWaiting?: () => ReadonlyMap<WorkerKey, number> | undefined;
@@ -91,6 +92,18 @@ export interface RouteDecision {
   readonly sticky: boolean;
   /** The booking; release it exactly once (lease.free()). */
   readonly lease: RequestLease;
+  /** The candidates the policy weighed, costs set (what the status page and traces explain the choice with). */
+  readonly candidates: readonly Candidate[];
+}
+
+/** How routeOrWait waits, and what the caller sees of its tries. */
+export interface RouteWaitOptions extends AdmitOptions<RouteDecision> {
+  /**
+   * Wraps every routing attempt (the first, and each re-try from the admission queue), so the
+   * caller can time them with its own clock: the last attempt is the decision, the time before
+   * it the wait (the access log's admission wait and the trace's route span come from this).
+   */
+  readonly eachAttempt?: (attempt: () => Promise<RouteDecision>) => () => Promise<RouteDecision>;
 }
 
 export class RoutingService {
@@ -98,25 +111,33 @@ export class RoutingService {
   #endpoints: Endpoint[] = [];
   #seq = 0;
   /**
-   * Random, not the start time: with --redis every router books the others' requests under
-   * their ids, so two routers started in the same millisecond would collide (a 409
-   * duplicate_request on a peer's id; the multi-router REST test failed 3 in 20 that way).
+   * The router's id, not the start time: a request id then names one request across every
+   * router (load-sync messages, POST /v1/route answers, logs), even for routers started in
+   * the same millisecond.
    */
-  readonly #prefix = `${randomIdPrefix()}-`;
+  readonly #prefix: string;
   readonly #seqHasher: SeqHasher;
 
   constructor(private readonly d: RoutingDeps) {
+    this.#prefix = `${routerIdHex(d.routerId)}-`;
     this.#seqHasher = seqHasherOf(d.hasher);
   }
 
-  /** A request id unique within this router's life, cheap to make. */
+  /** A request id unique within this router's life and across routers, cheap to make. */
   nextRequestId(): string {
     return this.#prefix + (this.#seq++).toString(36);
   }
 
-  /** Hash a prompt once per request (block hashes + sequence hashes); pass the result to route(). */
+  /**
+   * Hash a prompt once per request (block hashes + sequence hashes); pass the result to
+   * route(). Only its first MAX_ROUTED_BLOCKS blocks: matching, booking and recording a
+   * decision all touch every hashed block, and past that depth no cached prefix changes where
+   * the prompt is cheapest (the whole length still counts as its prefill load).
+   */
   prepare(tokens: Uint32Array, loraName: string | undefined): PromptHashes {
-    const hashes = computeBlockHashesWith(this.d.hasher, tokens, this.d.scheduler.blockSize, { loraName });
+    const bs = this.d.scheduler.blockSize;
+    const routed = tokens.length > MAX_ROUTED_BLOCKS * bs ? tokens.subarray(0, MAX_ROUTED_BLOCKS * bs) : tokens;
+    const hashes = computeBlockHashesWith(this.d.hasher, routed, bs, { loraName });
     return { hashes, seqHashes: this.#seqHasher(hashes) };
   }
 
@@ -126,9 +147,11 @@ export class RoutingService {
    * out, and a decision it left behind goes to `abandon`). The one call the HTTP edge makes,
    * so the gate's retries stay inside the router.
    */
-  routeOrWait(input: RouteInput, wait: AdmitOptions<RouteDecision> = {}): Promise<RouteDecision> {
+  routeOrWait(input: RouteInput, wait: RouteWaitOptions = {}): Promise<RouteDecision> {
     const gate = this.d.admission;
-    return gate === undefined ? this.route(input) : gate.admit(() => this.route(input), wait);
+    const once = () => this.route(input);
+    const attempt = wait.eachAttempt !== undefined ? wait.eachAttempt(once) : once;
+    return gate === undefined ? attempt() : gate.admit(attempt, wait);
   }
 
   /** Route and book. Throws RouterError (no_endpoints, duplicate_request, ...). */
@@ -161,15 +184,12 @@ export class RoutingService {
       config: d.scheduler,
       now,
       rng: d.rng,
-      requestId: input.requestId,
-      // The scheduler only chooses; the lease below books (and later frees) the load.
-      updateStates: false,
-      loraName: input.loraName,
       allowedWorkerIds: input.allowedWorkerIds,
       busyKeys: d.busyKeys?.(),
       engineWaiting: d.engineWaiting?.(),
       sessionId,
     });
+    // The scheduler only chose; the lease books (and later frees) the load.
     const lease = RequestLease.book(
       d.tracker,
       { requestId: input.requestId, worker: sel.worker, seqHashes, isl: input.tokens.length, overlap: sel.overlapBlocks, loraName: input.loraName },
@@ -190,7 +210,7 @@ export class RoutingService {
 
     if (sc) await applySessionTurn(sc, sel.worker, lease, d.sticky, d.engineSessions);
     else if (input.sessionId !== undefined && !pinned) await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
-    return { worker: sel.worker, overlapBlocks: sel.overlapBlocks, sticky: pinned !== undefined, lease };
+    return { worker: sel.worker, overlapBlocks: sel.overlapBlocks, sticky: pinned !== undefined, lease, candidates: sel.candidates };
   }
 
   /** The session's (worker, rank) if it is bound, registered, healthy, allowed and not excluded (`slide`: TTL slides). */
@@ -214,8 +234,10 @@ export class RoutingService {
   }
 }
 
-/** 64 random bits in base 36: distinct across routers and restarts. */
-function randomIdPrefix(): string {
-  const [a, b] = crypto.getRandomValues(new Uint32Array(2));
-  return a!.toString(36) + b!.toString(36).padStart(7, "0");
-}
+/**
+ * Blocks of a prompt the router routes on: 16,384 is 256k tokens at block size 16, twice the
+ * longest prompts the router is built for. Without a bound one 15 MB text prompt routed
+ * approximately (one token per byte, ~940k blocks) held the event loop ~1.2 s in route()
+ * and ~0.6 s more when its booking was freed.
+ */
+export const MAX_ROUTED_BLOCKS = 16_384;

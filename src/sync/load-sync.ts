@@ -13,9 +13,9 @@
  *   seen too); an origin silent for deadAfterMs has its requests freed here.
  * Nothing here throws into the request path: the tracker hook only queues.
  */
-import type { LoadTracker } from "../router/books/load-tracker.ts";
+import type { RouterId } from "../core/ids.ts";
+import type { ActiveSequenceEvent, LoadTracker } from "../router/index.ts";
 import { DEFAULT_COMMAND_TIMEOUT_MS } from "./redis-guard.ts";
-import type { ActiveSequenceEvent } from "../router/books/sequence-events.ts";
 import { LocalMirror } from "./local-mirror.ts";
 import { Outbox } from "./outbox.ts";
 import { PeerTable } from "./peers.ts";
@@ -39,8 +39,8 @@ export interface LoadSyncOptions {
   /** How to open redis:// URLs (Bun: `openPubSubTransport`); see transport.ts. */
   readonly pubsub?: PubSubOpener;
   readonly tracker: LoadTracker;
-  /** Must equal tracker.routerId, and differ between routers (see randomRouterId). */
-  readonly routerId: bigint;
+  /** This router's identity (core/ids.ts RouterId, drawn once by the composition root); must equal tracker.routerId. */
+  readonly routerId: RouterId;
   /** Milliseconds; the tracker's clock. Heartbeat ages are measured on it too. */
   readonly now: () => number;
   /** Pub/sub channel, or stream key (default "switchyard:active_sequences"). */
@@ -105,11 +105,6 @@ export interface LoadSync {
   /** Stop publishing and receiving. Own requests are not freed on the replicas (they expire there); remote load booked here is freed. */
   stop(): Promise<void>;
   stats(): LoadSyncStats;
-}
-
-/** A random u64 router id (Dynamo draws one per router too). */
-export function randomRouterId(): bigint {
-  return crypto.getRandomValues(new BigUint64Array(1))[0]!;
 }
 
 function randomEpoch(): string {

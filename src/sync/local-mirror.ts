@@ -4,7 +4,7 @@
  * LoadTracker does not keep the add's original fields (sequence hashes, isl, overlap).
  * It holds a reference to each request's sequence-hash array, no copy. No I/O.
  */
-import type { ActiveSequenceEvent } from "../router/books/sequence-events.ts";
+import type { ActiveSequenceEvent } from "../router/index.ts";
 
 interface Entry {
   readonly add: ActiveSequenceEvent;

@@ -11,7 +11,7 @@
  * Events are encoded here, off the request path, one string each so a message can be cut
  * before `maxMessageBytes` (Redis disconnects pub/sub readers with too much unread output).
  */
-import type { ActiveSequenceEvent } from "../router/books/sequence-events.ts";
+import type { ActiveSequenceEvent } from "../router/index.ts";
 import { encodeEvent, encodeEventsMessage, encodeHeartbeat, encodeResync, encodeSnapshotMessage } from "./wire.ts";
 
 export interface OutboxOptions {

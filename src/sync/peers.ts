@@ -11,7 +11,7 @@
  *   a crashed router's load does not leak (`expireSilent`).
  * No I/O and no clock: `now` is passed in. Messages from this router itself must not reach it.
  */
-import type { ActiveSequenceEvent } from "../router/books/sequence-events.ts";
+import type { ActiveSequenceEvent } from "../router/index.ts";
 import type { SyncMessage } from "./wire.ts";
 
 /** The part of LoadTracker that remote state is applied to. */

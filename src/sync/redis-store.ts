@@ -20,7 +20,7 @@ import {
   type OnExpire,
   type StoreClock,
   type StoreLogger,
-} from "../router/sessions/store.ts";
+} from "../router/index.ts";
 
 /** Default key prefix; the {hash tag} keeps all keys of the store in one cluster slot. */
 export const DEFAULT_KEY_PREFIX = "switchyard:{sticky}:";

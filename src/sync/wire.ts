@@ -23,7 +23,7 @@ import {
   ActiveSequenceEventSchema,
   activeSequenceEventToWire,
   type ActiveSequenceEvent,
-} from "../router/books/sequence-events.ts";
+} from "../router/index.ts";
 
 interface Origin {
   readonly routerId: bigint;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as v from "valibot";
 import { join } from "node:path";
 import { RouterEventBatchSchema, type RouterEvent } from "../../src/core/events.ts";
-import { computeBlockHashes } from "../../src/core/hashing.ts";
+import { computeBlockHashes } from "../../src/core/block-hash.ts";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { engineBlockHashes } from "../../src/mocker/engine-hash.ts";

@@ -7,7 +7,7 @@
  * not try to restore from it. Needs libzmq5, python3-zmq, python3-msgpack.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { computeBlockHashes } from "../../src/core/hashing.ts";
+import { computeBlockHashes } from "../../src/core/block-hash.ts";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";

@@ -42,6 +42,17 @@ export class DeadlineMissedError extends Error {
   }
 }
 
+/**
+ * The client took no byte of the answer for the stream-idle deadline (its socket stayed full):
+ * its connection is cut, so a client that stops reading cannot hold the engine's answer.
+ */
+export class ClientStalledError extends Error {
+  override readonly name = "ClientStalledError";
+  constructor(readonly ms: number) {
+    super(`the client took nothing of the answer for ${ms / 1000} s`);
+  }
+}
+
 /** The client went away before the answer started: nothing to retry, nobody to answer. */
 export class ClientGoneError extends Error {
   override readonly name = "ClientGoneError";

@@ -11,7 +11,7 @@ import { workerKey } from "../../core/ids.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AdminDeps, FleetView, RequestLimits } from "../deps.ts";
 import type { WorkerRoles } from "../disagg/roles.ts";
-import type { RouterRoom } from "../../router/create-router.ts";
+import type { RouterRoom } from "../../router/index.ts";
 import { WorkerSpecSchema, workerSpecOf } from "../../fleet/worker-spec.ts";
 import { modelFields, registerTokenizer } from "./worker-models.ts";
 

@@ -16,9 +16,9 @@ import * as v from "valibot";
 import { RouterError } from "../../core/errors.ts";
 import { describeIssues, fastRouterEventBatch, RouterEventBatchSchema, type RouterEvent } from "../../core/events.ts";
 import type { DpRank, WorkerId } from "../../core/ids.ts";
-import type { EventSource } from "../../router/recovery/types.ts";
+import type { EventSource } from "../../router/index.ts";
 
-export type { EventSource } from "../../router/recovery/types.ts";
+export type { EventSource } from "../../router/index.ts";
 
 /** The request header that marks a batch as the engine's own stream. */
 export const EVENT_SOURCE_HEADER = "x-switchyard-event-source";

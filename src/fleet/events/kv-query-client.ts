@@ -5,7 +5,7 @@
  */
 import type { DpRank, EventId, WorkerId } from "../../core/ids.ts";
 import type { WorkerKvQueryResponse } from "../../protocol/kv-query.ts";
-import type { WorkerQuery } from "../../router/recovery/types.ts";
+import type { WorkerQuery } from "../../router/index.ts";
 import { parseWorkerKvQueryResponse } from "../../protocol/kv-query-wire.ts";
 
 export interface KvQueryClientOptions {

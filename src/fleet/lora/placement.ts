@@ -7,7 +7,7 @@
  * order of workers: every router computes the same order from the same worker set, and
  * adding or removing one worker only moves the adapters whose top choice it was.
  */
-import { xxh3_64 } from "../../core/hashing.ts";
+import { xxh3_64 } from "../../core/xxh3.ts";
 import { compareWorkers, keyOf, type WorkerWithDpRank } from "../../core/ids.ts";
 import type { LoraStateTracker } from "./state-tracker.ts";
 

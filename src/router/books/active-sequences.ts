@@ -1,9 +1,11 @@
 /**
- * The active requests of ONE (worker, dp_rank) and the load they put on it (spec §4.5,
+ * The active requests of ONE (worker, dp_rank) and the load they put on it (Dynamo's ActiveSequences,
  * Dynamo `ActiveSequences`, reference generation): blocks held (refcounted by sequence
- * hash, so requests sharing a prefix count it once) and prefill tokens still to compute
- * (only the oldest prefill decays with time). It books and releases load; it never
- * chooses a worker. Time is `now` in milliseconds, passed in.
+ * hash, so requests sharing a prefix count it once) and prefill tokens still to compute.
+ * A request's prefill tokens count in full until its first token says the prefill is done:
+ * Dynamo decays the oldest prefill over an expected duration, but nothing on our request
+ * path knows one, so there is no decay. It books and releases load; it never chooses a
+ * worker. Time (for the 300 s expiry) is `now` in milliseconds, passed in.
  */
 import { BlockRefs } from "./block-refs.ts";
 import { u32Halves } from "./hash64-table.ts";
@@ -16,34 +18,26 @@ export const CHECK_EXPIRY_EVERY_MS = 30_000;
 
 export interface SlotRequest {
   readonly requestId: string;
-  /** Sequence hashes of the prompt's full blocks (§2.5); null when blocks are not tracked. */
+  /** Sequence hashes of the prompt's full blocks (Dynamo's compute_seq_hashes_for_tracking); null when blocks are not tracked. */
   readonly seqHashes: BigUint64Array | null;
   /** Prompt length in tokens. */
   readonly isl: number;
-  /** Prompt blocks already cached on this worker. */
+  /** Prompt blocks already cached on this worker: its prefill load is the rest. */
   readonly overlap: number;
-  readonly expectedOutputTokens?: number;
-  /** Prefill load to book instead of max(0, isl − overlap·blockSize) (Dynamo's load hint). */
-  readonly prefillTokens?: number;
-  /** Expected prefill duration; when given, the oldest prefill's load decays linearly. */
-  readonly expectedPrefillMs?: number;
 }
 
 interface RequestState {
   readonly promptNodes: Int32Array;
   outputNodes: number[] | null;
   readonly startedAt: number;
-  /** Prefill tokens booked at admission; kept for the decay of the front request. */
+  /** Prefill tokens booked at admission: max(0, isl − overlap·blockSize). */
   readonly prefillTokens: number;
-  readonly expectedPrefillMs: number | undefined;
 }
 
 export class ActiveSequences {
   readonly #requests = new Map<string, RequestState>();
   /** Requests whose prefill load is still booked, in admission order (Map keeps it). */
   readonly #prefilling = new Map<string, RequestState>();
-  /** The oldest entry of #prefilling (the one that decays), cached: activeTokens is hot. */
-  #front: RequestState | undefined;
   #prefillSum = 0;
   #lastExpiryCheck: number | undefined;
 
@@ -83,18 +77,10 @@ export class ActiveSequences {
     const seq = req.seqHashes;
     const promptNodes = new Int32Array(seq ? seq.length : 0);
     if (seq && seq.length > 0) this.refs.acquireAll(this.slot, u32Halves(seq), seq.length, promptNodes);
-    const prefillTokens = req.prefillTokens ?? this.newTokens(req.isl, req.overlap);
-    const state: RequestState = {
-      promptNodes,
-      outputNodes: null,
-      startedAt: now,
-      prefillTokens: prefillTokens > 0 ? prefillTokens : 0,
-      expectedPrefillMs: req.expectedPrefillMs,
-    };
+    const state: RequestState = { promptNodes, outputNodes: null, startedAt: now, prefillTokens: this.newTokens(req.isl, req.overlap) };
     this.#requests.set(req.requestId, state);
     if (state.prefillTokens > 0) {
       this.#prefilling.set(req.requestId, state);
-      this.#front ??= state;
       this.#prefillSum += state.prefillTokens;
     }
     return expired;
@@ -106,7 +92,6 @@ export class ActiveSequences {
     if (!state) return;
     this.#prefilling.delete(requestId);
     this.#prefillSum -= state.prefillTokens;
-    if (state === this.#front) this.#front = this.#prefilling.values().next().value;
   }
 
   /** Release everything the request holds. Returns whether it was active. */
@@ -162,24 +147,9 @@ export class ActiveSequences {
     return this.refs.activeBlocks(this.slot);
   }
 
-  /**
-   * Prefill tokens still to compute. Only the oldest prefill decays:
-   * sum − full₀ + ceil(full₀ · clamp(1 − elapsed₀/expected₀, 0, 1)).
-   */
-  activeTokens(now: number): number {
-    const front = this.#front;
-    if (front === undefined) return 0;
-    const full = front.prefillTokens;
-    const expected = front.expectedPrefillMs;
-    let remaining = full;
-    if (expected !== undefined) {
-      if (expected <= 0) remaining = 0;
-      else {
-        const left = Math.min(1, Math.max(0, 1 - (now - front.startedAt) / expected));
-        remaining = Math.ceil(full * left);
-      }
-    }
-    return this.#prefillSum - full + remaining;
+  /** Prefill tokens still to compute: those of every request whose prefill is not done. */
+  activeTokens(): number {
+    return this.#prefillSum;
   }
 
   /** Of these sequence hashes, how many this slot does not hold yet. */
@@ -193,11 +163,6 @@ export class ActiveSequences {
   /** Free every request (the slot is going away). */
   clear(): void {
     for (const id of [...this.#requests.keys()]) this.free(id);
-  }
-
-  /** Booked prefill tokens, no decay (test and debug view). */
-  get prefillTokenSum(): number {
-    return this.#prefillSum;
   }
 
   /** Ids still prefilling, oldest first (test and debug view). */

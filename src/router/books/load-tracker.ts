@@ -1,5 +1,5 @@
 /**
- * Active load across all (worker, dp_rank) slots (spec §4.6, Dynamo
+ * Active load across all (worker, dp_rank) slots (Dynamo's ActiveSequencesMultiWorker, Dynamo
  * `ActiveSequencesMultiWorker`): which slot each request was booked on, the per-slot
  * ActiveSequences, the potential load of a new request everywhere, load snapshots for
  * metrics, and the replica-sync seam (local events out through `onLocalEvent`, remote
@@ -18,17 +18,12 @@ import type { Rng } from "../choose/types.ts";
 export interface TrackedRequest {
   readonly requestId: string;
   readonly worker: WorkerWithDpRank;
-  /** Sequence hashes of the prompt's full blocks (§2.5); null when blocks are not tracked. */
+  /** Sequence hashes of the prompt's full blocks (Dynamo's compute_seq_hashes_for_tracking); null when blocks are not tracked. */
   readonly seqHashes: BigUint64Array | null;
   readonly isl: number;
   /** Prompt blocks cached on that worker when it was chosen. */
   readonly overlap: number;
-  readonly expectedOutputTokens?: number;
   readonly loraName?: string;
-  /** Prefill load to book instead of max(0, isl − overlap·blockSize). */
-  readonly prefillTokens?: number;
-  /** Expected prefill duration; when given, the oldest prefill's load decays (§4.5). */
-  readonly expectedPrefillMs?: number;
 }
 
 /** A slot's current load (Dynamo `ActiveLoad` plus the request count). */
@@ -40,7 +35,7 @@ export interface WorkerLoad {
   readonly activeRequests: number;
 }
 
-/** A slot's load if one more request went there (§4.5 potential_blocks_and_tokens). */
+/** A slot's load if one more request went there (Dynamo's ActiveSequences::potential_blocks_and_tokens). */
 export interface PotentialLoad {
   readonly decodeBlocks: number;
   readonly prefillTokens: number;
@@ -74,6 +69,8 @@ export class LoadTracker {
   onLocalEvent: ((event: ActiveSequenceEvent) => void) | undefined;
   readonly #refs = new BlockRefs();
   readonly #slots = new Map<WorkerKey, Slot>();
+  /** Each worker's slot keys, so one worker leaves without a walk over every slot. */
+  readonly #keysOf = new Map<WorkerId, Set<WorkerKey>>();
   /** Slot by worker object: callers pass the same endpoint objects again and again, and this skips formatting the key. */
   readonly #slotByWorker = new WeakMap<WorkerWithDpRank, Slot>();
   readonly #requestSlot = new Map<string, Slot>();
@@ -115,7 +112,8 @@ export class LoadTracker {
 
   /** Drop every dp rank of a worker, freeing its requests. */
   removeWorker(workerId: WorkerId): void {
-    for (const [key, slot] of [...this.#slots]) if (slot.worker.workerId === workerId) this.#dropSlot(key);
+    const keys = this.#keysOf.get(workerId);
+    if (keys !== undefined) for (const key of [...keys]) this.#dropSlot(key);
   }
 
   hasWorker(key: WorkerKey): boolean {
@@ -142,6 +140,9 @@ export class LoadTracker {
         dropped: false,
       };
       this.#slots.set(key, slot);
+      let keys = this.#keysOf.get(worker.workerId);
+      if (keys === undefined) this.#keysOf.set(worker.workerId, (keys = new Set()));
+      keys.add(key);
     }
     return slot;
   }
@@ -154,6 +155,9 @@ export class LoadTracker {
     for (const id of ids) this.#dropped(slot, id);
     this.#refs.releaseSlot(slot.seqs.slot);
     this.#slots.delete(key);
+    const keys = this.#keysOf.get(slot.worker.workerId);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#keysOf.delete(slot.worker.workerId);
     slot.dropped = true;
     this.#slotsVersion++;
   }
@@ -195,14 +199,15 @@ export class LoadTracker {
     if (!slot) throw new RouterError("worker_not_found", `worker ${keyOf(req.worker)} is not tracked`);
     if (this.#requestSlot.has(req.requestId)) throw new RouterError("duplicate_request", `request ${req.requestId} is already active`);
     const expired = this.#book(slot, req, now);
-    // Without a listener (no replicas) the event is not even built.
+    // Without a listener (no replicas) the event is not even built. The wire's expected
+    // output is always null: nothing on the request path predicts a request's output length.
     if (this.onLocalEvent !== undefined) {
       this.#emit(req.requestId, slot.worker, req.loraName ?? null, {
         type: "add_request",
         tokenSequence: req.seqHashes,
         isl: req.isl,
         overlap: req.overlap,
-        expectedOutputTokens: req.expectedOutputTokens ?? null,
+        expectedOutputTokens: null,
       });
     }
     return expired;
@@ -282,7 +287,6 @@ export class LoadTracker {
           seqHashes: d.tokenSequence,
           isl: d.isl,
           overlap: d.overlap,
-          expectedOutputTokens: d.expectedOutputTokens ?? undefined,
           loraName: ev.loraName ?? undefined,
         },
         now,
@@ -324,22 +328,23 @@ export class LoadTracker {
     return this.#slots.get(key)?.seqs.activeBlocks() ?? 0;
   }
 
-  activeTokens(key: WorkerKey, now: number): number {
-    return this.#slots.get(key)?.seqs.activeTokens(now) ?? 0;
+  /** Booked prefill tokens (`now` is unused: prefill load does not decay; the callers still pass it). */
+  activeTokens(key: WorkerKey, _now?: number): number {
+    return this.#slots.get(key)?.seqs.activeTokens() ?? 0;
   }
 
   activeRequests(key: WorkerKey): number {
     return this.#slots.get(key)?.seqs.activeRequests ?? 0;
   }
 
-  /** Current load of every tracked slot, for metrics and /v1/workers. */
-  loads(now: number): WorkerLoad[] {
+  /** Current load of every tracked slot, for metrics and /v1/workers (`now` is unused, as in activeTokens). */
+  loads(_now?: number): WorkerLoad[] {
     const out: WorkerLoad[] = [];
     for (const [key, s] of this.#slots) {
       out.push({
         key,
         worker: s.worker,
-        activePrefillTokens: s.seqs.activeTokens(now),
+        activePrefillTokens: s.seqs.activeTokens(),
         activeDecodeBlocks: s.seqs.activeBlocks(),
         activeRequests: s.seqs.activeRequests,
       });
@@ -381,7 +386,7 @@ export class LoadTracker {
   }
 
   /**
-   * What every tracked slot would carry with this request added (§4.5):
+   * What every tracked slot would carry with this request added (Dynamo's ActiveSequences):
    * decodeBlocks = new blocks + active blocks, prefillTokens = max(0, isl − overlap·bs) + active tokens.
    */
   potentialBlocksAndTokens(
@@ -396,7 +401,7 @@ export class LoadTracker {
     for (const [key, { seqs }] of this.#slots) {
       out.set(key, {
         decodeBlocks: n - held[seqs.slot]! + seqs.activeBlocks(),
-        prefillTokens: seqs.newTokens(isl, overlaps.scores.get(key) ?? 0) + seqs.activeTokens(now),
+        prefillTokens: seqs.newTokens(isl, overlaps.scores.get(key) ?? 0) + seqs.activeTokens(),
       });
     }
     return out;

@@ -1,12 +1,12 @@
 /**
- * The load one routed request holds on its worker, from booking to release (spec §4.7
+ * The load one routed request holds on its worker, from booking to release (Dynamo's push-router lifecycle
  * RequestGuard): prefill done at the first token, one output block per block_size
  * generated tokens, and free exactly once, whatever ends the request (finish, upstream
  * error, client disconnect, retry elsewhere). Frontends that forward themselves drive the
  * same lease through /v1/route/:id/prefill-done and /free.
  *
  * The booking is made here too (`RequestLease.book`), not by the scheduler: choosing has no
- * side effects (issue 10), and the load a request puts on its worker is created and released
+ * side effects, and the load a request puts on its worker is created and released
  * by the same object.
  */
 import type { WorkerWithDpRank } from "../../core/ids.ts";
@@ -23,8 +23,6 @@ export interface Booking {
   /** Cached prefix blocks on the worker (prefill load is the rest). */
   readonly overlap: number;
   readonly loraName?: string;
-  readonly expectedOutputTokens?: number;
-  readonly expectedPrefillMs?: number;
 }
 
 export class RequestLease {
@@ -52,19 +50,7 @@ export class RequestLease {
    */
   static book(tracker: LoadTracker, b: Booking, at: number, blockSize: number, now: () => number, rng: Rng): RequestLease {
     if (!tracker.hasWorker(keyOf(b.worker))) tracker.addWorkers([b.worker]);
-    tracker.addRequest(
-      {
-        requestId: b.requestId,
-        worker: b.worker,
-        seqHashes: b.seqHashes,
-        isl: b.isl,
-        overlap: b.overlap,
-        expectedOutputTokens: b.expectedOutputTokens,
-        loraName: b.loraName,
-        expectedPrefillMs: b.expectedPrefillMs,
-      },
-      at,
-    );
+    tracker.addRequest(b, at);
     return new RequestLease(tracker, b.requestId, b.isl, blockSize, now, rng);
   }
 

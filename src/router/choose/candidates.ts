@@ -50,7 +50,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
     const seqs = slots[i];
     if (seqs) {
       const overlapBlocks = ctx.inflightOverlap ? Math.max(indexed, held[seqs.slot]!) : indexed;
-      const activePrefillTokens = seqs.activeTokens(ctx.now);
+      const activePrefillTokens = seqs.activeTokens();
       const activeDecodeBlocks = seqs.activeBlocks();
       out[i] = {
         endpoint: e,

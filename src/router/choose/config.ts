@@ -1,20 +1,19 @@
 /**
- * Scheduler settings (the routing half of Dynamo's `KvRouterConfig`, §4.1) and how a
- * request's overrides resolve against them. Validation of user input is config/'s job;
- * this only holds the shape and the defaults.
+ * Scheduler settings (the routing half of Dynamo's `KvRouterConfig`). Validation of
+ * user input is config/'s job; this only holds the shape and the defaults. Every decision
+ * uses these as they are: no request overrides them.
  */
 import type { LoadMetric } from "./filters/load-guard.ts";
-import type { RouterConfigOverride } from "./types.ts";
 
 export interface SchedulerConfig {
   /** Tokens per KV block. */
   readonly blockSize: number;
   /** Weight of prefill blocks against decode blocks in the kv cost (Dynamo default 1). */
   readonly overlapScoreWeight: number;
-  /** 0 = always the cheapest; > 0 = softmax sampling over costs (§4.4). */
+  /** 0 = always the cheapest; > 0 = softmax sampling over costs (Dynamo's DefaultWorkerSelector). */
   readonly temperature: number;
   /**
-   * Busy filter (§4.3): a rank is busy when its active prefill tokens exceed
+   * Busy filter (Dynamo's SchedulerQueue): a rank is busy when its active prefill tokens exceed
    * threshold × max_num_batched_tokens. null = no busy filtering.
    */
   readonly busyThreshold: number | null;
@@ -33,8 +32,6 @@ export interface SchedulerConfig {
   readonly activeRequestWeight: number;
   /** Credit (negative cost) per cached prompt block, beyond the prefill it saves; 0 = off (pure Dynamo). */
   readonly overlapCredit: number;
-  /** Share of a shared-pool hit (beyond a worker's own prefix) credited as cached (§4.4); 0 = off. */
-  readonly sharedCacheMultiplier: number;
   /** Cost (blocks) per request the rank's engine reports waiting (engine metrics); 0 = off. */
   readonly engineWaitingWeight: number;
   /**
@@ -64,7 +61,6 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   loadGuardMetric: "requests",
   activeRequestWeight: 0,
   overlapCredit: 0,
-  sharedCacheMultiplier: 0,
   engineWaitingWeight: 0,
   inflightOverlap: false,
   prefillWaitFactor: null,
@@ -76,16 +72,4 @@ export const DEFAULT_MAX_BATCHED_TOKENS = 10_000_000;
 
 export function schedulerConfig(partial: Partial<SchedulerConfig> = {}): SchedulerConfig {
   return { ...DEFAULT_SCHEDULER_CONFIG, ...partial };
-}
-
-export function resolveOverlapWeight(config: SchedulerConfig, o: RouterConfigOverride | undefined): number {
-  return o?.overlapScoreWeight ?? config.overlapScoreWeight;
-}
-
-export function resolveTemperature(config: SchedulerConfig, o: RouterConfigOverride | undefined): number {
-  return o?.temperature ?? config.temperature;
-}
-
-export function resolveSharedCacheMultiplier(config: SchedulerConfig, o: RouterConfigOverride | undefined): number {
-  return o?.sharedCacheMultiplier ?? config.sharedCacheMultiplier;
 }

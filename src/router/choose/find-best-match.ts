@@ -1,24 +1,24 @@
 /**
- * One scheduling decision (spec §4.2 step 4 and §4.3 `schedule`): build candidates from
- * the endpoints, the caller's overlaps and the tracker's load; run the policy pipeline;
- * and, with `updateStates`, book the request on the chosen worker. No hashing or indexing
- * happens here (the caller passes overlaps and sequence hashes), so it stays a pure,
- * testable function. Queueing when all workers are busy is the caller's business.
+ * One scheduling decision (Dynamo's KvRouter::find_best_match and SchedulerQueue::schedule): build candidates from
+ * the endpoints, the caller's overlaps and the tracker's load; run the policy pipeline.
+ * It only chooses: booking the chosen worker is the request's lease (books/request-lease.ts),
+ * so a decision has no side effects. No hashing or indexing happens here (the caller passes
+ * overlaps and sequence hashes), so it stays a pure, testable function. Queueing when all
+ * workers are busy is the caller's business.
  */
 import { RouterError } from "../../core/errors.ts";
 import type { WorkerId, WorkerKey } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 import { buildCandidates } from "./candidates.ts";
-import { resolveOverlapWeight, resolveSharedCacheMultiplier, resolveTemperature, type SchedulerConfig } from "./config.ts";
+import type { SchedulerConfig } from "./config.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
 import { runPipeline } from "./pipeline.ts";
-import type { SharedCacheHits } from "./shared-cache.ts";
-import type { Endpoint, Pipeline, RouterConfigOverride, Rng, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
+import type { Endpoint, Pipeline, Rng, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
 
 export interface FindBestMatchInput {
   /** Cached prefix per (worker, dp_rank), from the indexer. */
   readonly overlaps: OverlapScores;
-  /** Sequence hashes for block tracking (§2.5); null when not tracked. */
+  /** Sequence hashes for block tracking (Dynamo's compute_seq_hashes_for_tracking); null when not tracked. */
   readonly seqHashes: BigUint64Array | null;
   /** Prompt length in tokens; must be > 0. */
   readonly isl: number;
@@ -29,18 +29,7 @@ export interface FindBestMatchInput {
   readonly config: SchedulerConfig;
   readonly now: number;
   readonly rng: Rng;
-  /** Required when updateStates is true. */
-  readonly requestId?: string;
-  /** Book the request on the chosen worker (false for query-only requests). */
-  readonly updateStates: boolean;
-  readonly overrides?: RouterConfigOverride;
   readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
-  readonly expectedOutputTokens?: number;
-  readonly loraName?: string;
-  /** Expected prefill duration, booked with the request so its prefill load decays. */
-  readonly expectedPrefillMs?: number;
-  /** Blocks an external shared KV pool holds for this prompt (§1.9). */
-  readonly sharedCacheHits?: SharedCacheHits;
   /** Ranks the engines report busy (engine metrics); the engine-busy filter skips them. */
   readonly busyKeys?: ReadonlySet<WorkerKey>;
   /** Requests waiting in each rank's engine (engine metrics), for the engine-waiting cost. */
@@ -52,19 +41,11 @@ export interface FindBestMatchInput {
 export function findBestMatch(input: FindBestMatchInput): Selection {
   const { isl, config, tracker } = input;
   if (!(isl > 0)) throw new RouterError("invalid_request", "the prompt must have at least one token", "isl");
-  if (input.updateStates && !input.requestId) {
-    throw new RouterError("invalid_request", "a request id is needed to book the request", "requestId");
-  }
   const request: SchedulingRequest = {
     isl,
     seqHashes: input.seqHashes,
     overlaps: input.overlaps,
-    requestId: input.requestId,
     allowedWorkerIds: input.allowedWorkerIds,
-    overrides: input.overrides,
-    expectedOutputTokens: input.expectedOutputTokens,
-    loraName: input.loraName,
-    sharedCacheHits: input.sharedCacheHits,
     busyKeys: input.busyKeys,
     engineWaiting: input.engineWaiting,
     sessionId: input.sessionId,
@@ -72,35 +53,15 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
   const ctx: SchedulingContext = {
     request,
     blockSize: config.blockSize,
-    overlapScoreWeight: resolveOverlapWeight(config, input.overrides),
-    temperature: resolveTemperature(config, input.overrides),
-    sharedCacheMultiplier: resolveSharedCacheMultiplier(config, input.overrides),
+    overlapScoreWeight: config.overlapScoreWeight,
+    temperature: config.temperature,
     inflightOverlap: input.pipeline.inflightOverlap ?? config.inflightOverlap,
     now: input.now,
     rng: input.rng,
   };
   const { chosen, candidates } = runPipeline(input.pipeline, ctx, buildCandidates(ctx, input.endpoints, tracker));
-  const worker = chosen.endpoint.worker;
-  if (input.updateStates) {
-    // The chosen endpoint is schedulable, so the tracker should know it; register it when
-    // the worker list and the tracker are momentarily out of step.
-    if (!chosen.tracked) tracker.addWorkers([worker]);
-    tracker.addRequest(
-      {
-        requestId: input.requestId!,
-        worker,
-        seqHashes: input.seqHashes,
-        isl,
-        overlap: chosen.overlapBlocks,
-        expectedOutputTokens: input.expectedOutputTokens,
-        loraName: input.loraName,
-        expectedPrefillMs: input.expectedPrefillMs,
-      },
-      input.now,
-    );
-  }
   return {
-    worker,
+    worker: chosen.endpoint.worker,
     key: chosen.key,
     overlapBlocks: chosen.overlapBlocks,
     requiredBlocks: Math.ceil(isl / config.blockSize),

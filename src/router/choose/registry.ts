@@ -1,7 +1,7 @@
 /**
  * Policy name → pipeline. Every policy starts with the same eligibility filters
  * (allowed ids, health, busy when configured); they differ in costs and picker:
- *   kv, approx    Dynamo cost (§4.4), min with tree-size/random ties or softmax by temperature;
+ *   kv, approx    Dynamo cost (Dynamo's DefaultWorkerSelector), min with tree-size/random ties or softmax by temperature;
  *                 approx differs only in the indexer feeding it overlaps.
  *                 Optional: load guard filter, active-requests cost, overlap credit (config; off by default).
  *   least-loaded  active prefill + active blocks (cache ignored), min with random ties

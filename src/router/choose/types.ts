@@ -6,7 +6,6 @@
 import type { RouterErrorCode } from "../../core/errors.ts";
 import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
-import type { SharedCacheHits } from "./shared-cache.ts";
 
 /** Uniform in [0, 1). Injected so tests and benches are deterministic. */
 export type Rng = () => number;
@@ -16,37 +15,23 @@ export interface Endpoint {
   readonly worker: WorkerWithDpRank;
   /** keyOf(worker), computed once by whoever builds the endpoint list. */
   readonly key: WorkerKey;
-  /** Engine's max_num_batched_tokens, for the busy test (§4.3); unknown = never busy. */
+  /** Engine's max_num_batched_tokens, for the busy test (Dynamo's SchedulerQueue); unknown = never busy. */
   readonly maxNumBatchedTokens?: number;
   /** False when health checks fence the worker; absent = healthy. */
   readonly healthy?: boolean;
 }
 
-/** Per-request overrides of the config (Dynamo `RouterConfigOverride`, §4.1). */
-export interface RouterConfigOverride {
-  readonly overlapScoreWeight?: number;
-  readonly temperature?: number;
-  readonly sharedCacheMultiplier?: number;
-}
-
 /** What the scheduler is asked to place. Hashing and indexing happened before. */
 export interface SchedulingRequest {
-  /** Needed when the decision is booked (updateStates). */
-  readonly requestId?: string;
   /** Prompt length in tokens; > 0. */
   readonly isl: number;
-  /** Sequence hashes for active-block tracking (§2.5); null when not tracked. */
+  /** Sequence hashes for active-block tracking (Dynamo's compute_seq_hashes_for_tracking); null when not tracked. */
   readonly seqHashes: BigUint64Array | null;
   /** Cached prefix depth per (worker, dp_rank), from the indexer. */
   readonly overlaps: OverlapScores;
   /** External routing: only these worker ids may be chosen. */
   readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
-  readonly overrides?: RouterConfigOverride;
-  readonly expectedOutputTokens?: number;
-  readonly loraName?: string;
-  /** Blocks an external shared KV pool holds for this prompt (§1.9), when there is one. */
-  readonly sharedCacheHits?: SharedCacheHits;
-  /** (worker, dp_rank)s the engines' own metrics report busy (issue 13); skipped by the engine-busy filter. */
+  /** (worker, dp_rank)s the engines' own metrics report busy; skipped by the engine-busy filter. */
   readonly busyKeys?: ReadonlySet<WorkerKey>;
   /** Requests waiting in each rank's engine, as its metrics last said (the engine-waiting cost). */
   readonly engineWaiting?: ReadonlyMap<WorkerKey, number>;
@@ -58,12 +43,10 @@ export interface SchedulingRequest {
 export interface SchedulingContext {
   readonly request: SchedulingRequest;
   readonly blockSize: number;
-  /** override ?? config, resolved once. */
+  /** SchedulerConfig.overlapScoreWeight. */
   readonly overlapScoreWeight: number;
-  /** override ?? config, resolved once. */
+  /** SchedulerConfig.temperature. */
   readonly temperature: number;
-  /** override ?? config, resolved once; 0 = shared-pool hits earn nothing. */
-  readonly sharedCacheMultiplier: number;
   /** See SchedulerConfig.inflightOverlap. */
   readonly inflightOverlap: boolean;
   readonly now: number;

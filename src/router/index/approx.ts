@@ -1,5 +1,5 @@
 /**
- * Approximate mode (spec §3.7): no KV events; the router indexes its own routing decisions
+ * Approximate mode (Dynamo's approximate mode): no KV events; the router indexes its own routing decisions
  * and forgets them after a TTL, or earlier when the index outgrows its maximum size.
  *
  * recordDecision stores the request as a Stored event with parent None whose block hashes
@@ -11,7 +11,7 @@
  * of a decision first) down to maxTreeSize * pruneTargetRatio.
  *
  * Engine events given to applyEvent still apply to the tree (as in Dynamo's KvIndexer) but
- * carry no TTL; a Cleared also drops the worker's timers.
+ * carry no TTL; a Cleared also drops its (worker, dp_rank)'s timers.
  */
 import type { KvEventStatus, RouterEvent } from "../../core/events.ts";
 import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
@@ -80,11 +80,7 @@ export class ApproxIndex implements KvIndex {
   }
 
   applyEvent(event: RouterEvent): KvEventStatus {
-    if (event.event.data.type === "cleared") {
-      for (const w of this.tree.knownWorkers()) {
-        if (w.workerId === event.workerId) this.dropTimers(w.workerId, w.dpRank);
-      }
-    }
+    if (event.event.data.type === "cleared") this.dropTimers(event.workerId, event.event.dpRank);
     return this.tree.applyEvent(event);
   }
 

@@ -1,5 +1,5 @@
 /**
- * TTL timers and size pruning for the approximate index (spec §3.7, Dynamo's PruneManager).
+ * TTL timers and size pruning for the approximate index (Dynamo's approximate mode and its PruneManager).
  *
  * A timer is keyed by (worker slot, sequence hash) and carries its expiry and the block's
  * position in its sequence. `timers` is the source of truth; the min-heap is lazy: re-inserting
@@ -28,6 +28,9 @@ export const DEFAULT_PRUNE_CONFIG: PruneConfig = { ttlMs: 120_000, maxTreeSize: 
 
 /** Heap rebuild threshold: heap entries per live timer. */
 export const HEAP_REBUILD_FACTOR = 50;
+
+/** Records and heap entries the arrays start with. */
+const INITIAL = 256;
 
 /** Called for each timer that fires or is pruned: (worker slot, hash lo, hash hi). */
 export type TimerSink = (worker: number, lo: number, hi: number) => void;
@@ -129,6 +132,26 @@ export class PruneManager {
     for (let i = 0; i < recs.length; i++) this.freeRecord(recs[i]!);
     this.timerCount -= recs.length;
     this.timers[worker] = undefined;
+    // Its heap entries are stale now: rebuilt (and re-sized) once they are most of the heap,
+    // so a worker that leaves does not leave its timers' memory behind.
+    if (this.timerCount === 0) this.reset();
+    else if (this.hSize > this.timerCount * 4) this.rebuild();
+  }
+
+  /** No timer left: every array back to its initial size. */
+  private reset(): void {
+    this.hSize = 0;
+    if (this.recExpiry.length <= INITIAL && this.hExpiry.length <= INITIAL) return;
+    this.recExpiry = new Float64Array(INITIAL);
+    this.recPos = new Int32Array(INITIAL);
+    this.recFree = -1;
+    this.recNext = 0;
+    this.hSize = 0;
+    this.hExpiry = new Float64Array(INITIAL);
+    this.hPos = new Int32Array(INITIAL);
+    this.hLo = new Uint32Array(INITIAL);
+    this.hHi = new Uint32Array(INITIAL);
+    this.hWorker = new Int32Array(INITIAL);
   }
 
   // ------------------------------------------------------------------ internals
@@ -146,7 +169,7 @@ export class PruneManager {
     if (r < 0 || this.recExpiry[r] !== expiry) return false; // stale
     map.delete(lo, hi);
     this.freeRecord(r);
-    this.timerCount--;
+    if (--this.timerCount === 0) this.reset(); // whatever is left in the heap is stale
     sink(worker, lo, hi);
     return true;
   }

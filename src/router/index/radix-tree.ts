@@ -1,10 +1,10 @@
 /**
- * The precise KV index (spec §3.1–3.5): a radix tree of blocks keyed by the router's local
+ * The precise KV index (Dynamo's RadixTree): a radix tree of blocks keyed by the router's local
  * block hash, with a lookup per (worker, dp_rank) from the engine's block hash to the node.
  *
  * Layout (for 64+ workers and millions of blocks): a node is an int id with a 32-byte record
  * in one Int32Array (NodeStore): parent, path hash, child count, first child, and worker
- * membership as a bitset. A node's first child is linked in its record; further children go
+ * membership (the one worker slot inline, or a bitset row when several hold it). A node's first child is linked in its record; further children go
  * to one open-addressing edge table for the whole tree (ChildTable), addressed by the child's
  * path hash (path-hash.ts) so lookups never hash a bigint. Each worker's lookup is a U64Map.
  * No object is allocated per block; hot loops pre-load the cache lines they will need
@@ -32,8 +32,10 @@
  *   the children of an emptied node and kept the empty node, which leaks under churn.
  * - find-matches intersects worker sets level by level (score = leading blocks held); it does
  *   not rely on a child's workers being a subset of its parent's, which path nodes break.
- * - Cleared clears every dp rank of the worker_id and keeps the keys known (reference
- *   generation); removeWorker / removeWorkerDpRank forget the keys.
+ * - Cleared clears the (worker, dp_rank) whose stream sent it, and only that one: event ids
+ *   are dense per (worker, dp_rank) publisher, so a Cleared speaks for its own rank (Dynamo's
+ *   reference tree cleared every rank of the worker). The rank stays known, empty.
+ *   Forgetting a worker or a rank is a separate operation: removeWorker / removeWorkerDpRank.
  */
 import type { KvEventStatus, RemovedData, RouterEvent, StoredBlock } from "../../core/events.ts";
 import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
@@ -41,7 +43,7 @@ import { parseWorkerKey } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 import { ChildTable } from "./child-table.ts";
 import { copyEventCounters, emptyEventCounters } from "./event-counters.ts";
-import { BITS, CHILD0, CHILDREN, HOLDERS, NodeStore, PARENT, PATH_HI, PATH_LO, ROOT } from "./node-store.ts";
+import { CHILD0, CHILDREN, HOLDERS, NodeStore, PARENT, PATH_HI, PATH_LO, ROOT, ROW, SOLE } from "./node-store.ts";
 import { childPath, PATH_OUT, ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
 import { dumpTree } from "./tree-dump.ts";
 import type { EventCounters, KvIndex } from "./types.ts";
@@ -93,7 +95,8 @@ export class RadixTree implements KvIndex {
         status = this.applyRemoved(slot, data);
         break;
       case "cleared":
-        for (const s of this.slots.ranksOf(workerId)) this.clearSlot(s);
+        this.clearSlot(slot);
+        this.compactIfSparse();
         status = "ok";
         break;
     }
@@ -138,9 +141,14 @@ export class RadixTree implements KvIndex {
     const nodes = this.nodes;
     const rec = nodes.rec;
     const stride = nodes.stride;
-    const words = nodes.words;
+    const rowBits = nodes.rows.bits;
+    const words = nodes.rows.words;
     if (this.active.length !== words) this.active = new Int32Array(words);
+    // The workers still matching: a bitset, and `single` >= 0 when it is known to hold just
+    // that slot (the usual case after the first level), so a node held by one worker is
+    // settled in O(1) instead of a walk over every word.
     const active = this.active;
+    let single = -1;
     const kids = this.kids;
     let sink = 0;
     let cur = ROOT;
@@ -162,47 +170,79 @@ export class RadixTree implements KvIndex {
         kids[r++] = c;
         cur = c;
       }
-      for (let j = 0; j < r; j++) sink += rec[kids[j]! * stride + BITS]!;
+      for (let j = 0; j < r; j++) sink += rec[kids[j]! * stride + HOLDERS]!;
       for (let j = 0; j < r; j++) {
-        const row = kids[j]! * stride + BITS;
-        let any = 0;
-        if (depth === 0) {
-          for (let k = 0; k < words; k++) {
-            const word = rec[row + k]!;
-            active[k] = word;
-            any |= word;
+        const at = kids[j]! * stride;
+        const holders = rec[at + HOLDERS]!;
+        if (holders <= 0) break walk; // a path node nobody holds: everyone still active stops here
+        if (holders === 1) {
+          const s = rec[at + SOLE]!;
+          if (depth === 0) {
+            active[s >>> 5] = 1 << (s & 31);
+            single = s;
+          } else if (single !== s) {
+            // Everyone but s stops at `depth`; s goes on if it was still matching.
+            const k = s >>> 5;
+            const bit = 1 << (s & 31);
+            const had = (active[k]! & bit) !== 0;
+            if (had) active[k] = active[k]! & ~bit;
+            nScored = this.scoreAll(scores, active, depth, nScored);
+            if (!had) break walk;
+            active[k] = bit;
+            single = s;
           }
         } else {
-          for (let k = 0; k < words; k++) {
-            const a = active[k]!;
-            if (a === 0) continue;
-            const na = a & rec[row + k]!;
-            if (na !== a) {
-              // Workers in `a` but not in this node stop matching at `depth` blocks.
-              nScored = this.score(scores, k, a ^ na, depth, nScored);
-              active[k] = na;
+          const row = rec[at + ROW]! * words;
+          let any = 0;
+          if (depth === 0) {
+            for (let k = 0; k < words; k++) {
+              const word = rowBits[row + k]!;
+              active[k] = word;
+              any |= word;
             }
-            any |= na;
+            single = -1;
+          } else if (single >= 0) {
+            if ((rowBits[row + (single >>> 5)]! & (1 << (single & 31))) === 0) break walk;
+            any = 1;
+          } else {
+            for (let k = 0; k < words; k++) {
+              const a = active[k]!;
+              if (a === 0) continue;
+              const na = a & rowBits[row + k]!;
+              if (na !== a) {
+                // Workers in `a` but not in this node stop matching at `depth` blocks.
+                nScored = this.score(scores, k, a ^ na, depth, nScored);
+                active[k] = na;
+              }
+              any |= na;
+            }
           }
+          if (any === 0) break walk;
         }
-        if (any === 0) break walk;
         depth++;
       }
       if (r < m) break;
     }
-    if (depth > 0) {
-      for (let k = 0; k < words; k++) {
-        const a = active[k]!;
-        if (a !== 0) nScored = this.score(scores, k, a, depth, nScored);
-        active[k] = 0;
-      }
-    }
+    if (depth > 0) nScored = this.scoreAll(scores, active, depth, nScored);
+    else active.fill(0);
     this.sink = sink;
     for (let j = 0; j < nScored; j++) {
       const slot = this.slots.bySlot[this.scored[j]!]!;
       treeSizes.set(slot.key, slot.blocks.size);
     }
     return result;
+  }
+
+  /** Score every slot still in `active` at `depth`, and empty it. */
+  private scoreAll(scores: Map<WorkerKey, number>, active: Int32Array, depth: number, nScored: number): number {
+    for (let k = 0; k < active.length; k++) {
+      const a = active[k]!;
+      if (a !== 0) {
+        nScored = this.score(scores, k, a, depth, nScored);
+        active[k] = 0;
+      }
+    }
+    return nScored;
   }
 
   size(): number {
@@ -221,7 +261,7 @@ export class RadixTree implements KvIndex {
     return this.slots.find(w.workerId, w.dpRank)?.blocks.size ?? 0;
   }
 
-  /** Known (worker, dp_rank) pairs, including cleared ones, ordered (spec §3.1 get_workers). */
+  /** Known (worker, dp_rank) pairs, including cleared ones, ordered (Dynamo's RadixTree::get_workers). */
   knownWorkers(): WorkerWithDpRank[] {
     return this.slots.sorted().map((s) => ({ workerId: s.workerId, dpRank: s.dpRank }));
   }
@@ -252,6 +292,7 @@ export class RadixTree implements KvIndex {
       this.clearSlot(s);
       this.slots.release(s);
     }
+    this.afterRemovals();
   }
 
   removeWorkerDpRank(workerId: WorkerId, dpRank: DpRank): void {
@@ -259,6 +300,7 @@ export class RadixTree implements KvIndex {
     if (!s) return;
     this.clearSlot(s);
     this.slots.release(s);
+    this.afterRemovals();
   }
 
   /** The precise index learns from engine events only. */
@@ -271,7 +313,7 @@ export class RadixTree implements KvIndex {
   /** The slot of a (worker, dp_rank), created when missing. */
   internSlot(workerId: WorkerId, dpRank: DpRank): WorkerSlot {
     const slot = this.slots.intern(workerId, dpRank);
-    if (slot.index >= this.nodes.words * 32) this.nodes.ensureWorkers(this.slots.span);
+    if (slot.index >= this.nodes.rows.words * 32) this.nodes.fitWorkers(this.slots.span);
     return slot;
   }
 
@@ -290,6 +332,8 @@ export class RadixTree implements KvIndex {
     const n = slot.blocks.delete(lo, hi);
     if (n < 0) return false;
     this.releaseAlias(slot, n);
+    // No node id is held by any caller between two removals: a safe point to compact.
+    this.compactIfSparse();
     return true;
   }
 
@@ -454,6 +498,32 @@ export class RadixTree implements KvIndex {
     }
   }
 
+  /** Slots were released: the holder rows narrow to the slots in use, the nodes compact when sparse. */
+  private afterRemovals(): void {
+    this.nodes.fitWorkers(this.slots.span);
+    this.compactIfSparse();
+  }
+
+  /**
+   * Most node ids are free (workers left, blocks removed or expired): renumber the nodes
+   * densely and remap every id kept outside the store (edges, lookups, aliases), so the
+   * index's memory follows its live nodes instead of its peak.
+   */
+  private compactIfSparse(): void {
+    if (!this.nodes.sparse) return;
+    const remap = this.nodes.compact();
+    this.edges.remapIds(remap);
+    for (const s of this.slots.bySlot) {
+      if (s === undefined) continue;
+      s.blocks.remapValues(remap);
+      if (s.aliases !== null) {
+        const moved = new Map<number, number>();
+        for (const [n, count] of s.aliases) moved.set(remap[n]!, count);
+        s.aliases = moved;
+      }
+    }
+  }
+
   /** Drop every block of a slot; the slot stays known with an empty lookup. */
   private clearSlot(slot: WorkerSlot): void {
     const nodes = this.nodes;
@@ -490,7 +560,7 @@ let seenTable = new Int32Array(256);
 
 /**
  * True when the chain's block hashes are pairwise distinct and differ from the parent hash:
- * a repeat would make a block its own ancestor (spec §3.3 self-reference check).
+ * a repeat would make a block its own ancestor (Dynamo's RadixTree self-reference check).
  */
 function distinctChain(hasParent: boolean, pLo: number, pHi: number, hash: Uint32Array, n: number): boolean {
   if (hasParent) {

@@ -11,16 +11,20 @@ import type { OverlapScores } from "../../core/overlap.ts";
 export type EventCounters = Record<KvEventType, Record<KvEventStatus, number>>;
 
 export interface KvIndex {
-  /** Apply one engine event (precise mode). Never throws on bad input: returns a status. */
+  /**
+   * Apply one engine event (precise mode). A Cleared empties the (worker, dp_rank) that sent
+   * it, never the worker's other ranks; the rank stays known. Never throws on bad input:
+   * returns a status.
+   */
   applyEvent(event: RouterEvent): KvEventStatus;
   /**
    * Overlap (leading matched blocks) per (worker, dp_rank) for a request's block hashes.
    * `now` (approximate mode) first expires entries whose TTL passed; ignored otherwise.
    */
   findMatches(localHashes: BigUint64Array, now?: number): OverlapScores;
-  /** Drop every block of every dp rank of a worker and forget the worker. */
+  /** Worker removal: drop every block of every dp rank of a worker and forget the worker. */
   removeWorker(workerId: WorkerId): void;
-  /** Drop every block of one (worker, dp_rank) and forget it. */
+  /** Drop every block of one (worker, dp_rank) and forget it (a reset, a restart, a lost stream). */
   removeWorkerDpRank(workerId: WorkerId, dpRank: DpRank): void;
   /** Events that, replayed in order into an empty index, rebuild an equal index. */
   dump(): RouterEvent[];

@@ -1,5 +1,5 @@
 /**
- * The event-id cursor of one (worker, dp_rank) stream (spec §5.1, Dynamo
+ * The event-id cursor of one (worker, dp_rank) stream (Dynamo's recovery cursor, Dynamo
  * `dynamo_kv_router::recovery::{CursorState, CursorObservation}`). Pure values and pure
  * functions: nothing here mutates, so a state machine can compute a new cursor and decide
  * whether to keep it.
@@ -10,16 +10,13 @@ export type CursorState =
   /** Nothing applied yet: the first event (or a restore) decides where the stream is. */
   | { readonly kind: "initial" }
   /** Every event up to and including `lastApplied` is in the index. */
-  | { readonly kind: "live"; readonly lastApplied: EventId }
-  /** Another rank's Cleared wiped this rank: any newer id is accepted without gap recovery. */
-  | { readonly kind: "invalidated"; readonly lastApplied: EventId | undefined };
+  | { readonly kind: "live"; readonly lastApplied: EventId };
 
 export type CursorObservation =
   | { readonly kind: "initial"; readonly got: EventId }
   | { readonly kind: "contiguous"; readonly got: EventId }
   | { readonly kind: "gap"; readonly expected: EventId; readonly got: EventId }
-  | { readonly kind: "stale"; readonly got: EventId; readonly lastApplied: EventId }
-  | { readonly kind: "fresh_after_barrier"; readonly got: EventId; readonly lastBeforeBarrier: EventId | undefined };
+  | { readonly kind: "stale"; readonly got: EventId; readonly lastApplied: EventId };
 
 export const INITIAL_CURSOR: CursorState = Object.freeze({ kind: "initial" });
 
@@ -45,7 +42,7 @@ export function lastAppliedId(c: CursorState): EventId | undefined {
   return c.kind === "initial" ? undefined : c.lastApplied;
 }
 
-/** Classify an incoming event id against the cursor (spec §5.1 `observe`). */
+/** Classify an incoming event id against the cursor (Dynamo's recovery cursor `observe`). */
 export function observe(c: CursorState, got: EventId): CursorObservation {
   switch (c.kind) {
     case "initial":
@@ -55,11 +52,6 @@ export function observe(c: CursorState, got: EventId): CursorObservation {
       if (got <= last) return { kind: "stale", got, lastApplied: last };
       if (got === last + 1n) return { kind: "contiguous", got };
       return { kind: "gap", expected: last + 1n, got };
-    }
-    case "invalidated": {
-      const last = c.lastApplied;
-      if (last !== undefined && got <= last) return { kind: "stale", got, lastApplied: last };
-      return { kind: "fresh_after_barrier", got, lastBeforeBarrier: last };
     }
   }
 }
@@ -72,11 +64,6 @@ export function advanceTo(_c: CursorState, id: EventId): CursorState {
 /** The cursor of the rank that emitted a Cleared: its state is "empty as of `clearId`". */
 export function applyBarrier(_c: CursorState, clearId: EventId): CursorState {
   return live(clearId);
-}
-
-/** The cursor of a rank wiped by another rank's Cleared (worker-scoped clears only). */
-export function invalidateByBarrier(c: CursorState): CursorState {
-  return { kind: "invalidated", lastApplied: lastAppliedId(c) };
 }
 
 /**

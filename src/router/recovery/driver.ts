@@ -10,11 +10,11 @@ import { advanceTo, live, type CursorState } from "./cursor.ts";
 import type { RankState } from "./rank-state.ts";
 import { Semaphore } from "./semaphore.ts";
 import { emptyRecoveryStats, type EventSource, type IndexSink, type RecoveryStats, type WorkerKvQueryResponse, type WorkerQuery } from "./types.ts";
-import { WorkerState, type ClearScope, type LiveEventAction } from "./worker-state.ts";
+import { WorkerState, type LiveEventAction } from "./worker-state.ts";
 
-/** Query attempts after the first before a recovery gives up (spec §5.3). */
+/** Query attempts after the first before a recovery gives up (Dynamo's WorkerQueryClient). */
 export const RECOVERY_MAX_RETRIES = 8;
-/** Backoff before retry n (from 0) is this times 2^n ms (spec §5.3). */
+/** Backoff before retry n (from 0) is this times 2^n ms (Dynamo's WorkerQueryClient). */
 export const RECOVERY_INITIAL_BACKOFF_MS = 200;
 /** Queries in flight at once across all workers; a mass reconnect must not stampede engines. */
 export const RECOVERY_CONCURRENCY_LIMIT = 16;
@@ -31,8 +31,6 @@ export interface RecoveryDriverOptions {
   readonly pendingLimit?: number;
   /** See cursor.ts RESTART_ID_MARGIN. */
   readonly restartIdMargin?: bigint;
-  /** See worker-state.ts ClearScope; default "rank". */
-  readonly clearScope?: ClearScope;
   /** Told about failed queries and dropped recoveries (for logs). */
   readonly onWarning?: (message: string) => void;
 }
@@ -73,8 +71,7 @@ export class RecoveryDriver {
    */
   onAdminEvent(event: RouterEvent): void {
     this.counters.admin += 1;
-    if (event.event.data.type === "cleared") this.sink.removeWorkerDpRank(event.workerId, event.event.dpRank);
-    else this.sink.applyEvent(event);
+    this.sink.applyEvent(event);
   }
 
   /** Feed one live event of the engine's own stream. Synchronous; may start recoveries that finish later. */
@@ -138,7 +135,6 @@ export class RecoveryDriver {
     let ws = this.workers.get(workerId);
     if (ws === undefined) {
       ws = new WorkerState({
-        clearScope: this.opts.clearScope,
         restartIdMargin: this.opts.restartIdMargin,
         pendingLimit: this.opts.pendingLimit,
         stats: this.counters,
@@ -161,7 +157,7 @@ export class RecoveryDriver {
       case "apply_clear":
         c.clears += 1;
         if (action.afterRestart) c.restarts += 1;
-        for (const dp of action.wipeRanks) this.sink.removeWorkerDpRank(w, dp);
+        this.sink.applyEvent(action.event);
         if (action.followUp !== undefined) {
           c.gaps += 1;
           this.spawn(w, r, ws, action.followUp.epoch, action.followUp.startEventId);
@@ -311,7 +307,8 @@ export class RecoveryDriver {
       if (last !== undefined && id <= last) continue;
       if (ev.event.data.type === "cleared") {
         c.clears += 1;
-        for (const dp of ws.applyReplayedClear(r, id)) this.sink.removeWorkerDpRank(w, dp);
+        ws.applyReplayedClear(r, id);
+        this.sink.applyEvent(ev);
       } else {
         this.sink.applyEvent(ev);
         c.replayed += 1;

@@ -1,23 +1,16 @@
 /**
  * Recovery state of one worker: its epoch and one RankState per dp rank (a port of Dynamo's
- * `WorkerState`, seed 002, plus engine-restart detection). It turns each live event into a
+ * `WorkerState`, plus engine-restart detection). It turns each live event into a
  * LiveEventAction for the driver; it never calls the index or the worker itself.
  */
 import type { RouterEvent } from "../../core/events.ts";
 import type { DpRank, EventId } from "../../core/ids.ts";
 import {
-  BEFORE_FIRST_EVENT_ID, INITIAL_CURSOR, RESTART_ID_MARGIN, advanceTo, applyBarrier, invalidateByBarrier, isEngineRestart, live, observe,
+  BEFORE_FIRST_EVENT_ID, INITIAL_CURSOR, RESTART_ID_MARGIN, advanceTo, applyBarrier, isEngineRestart, live, observe,
   type CursorState,
 } from "./cursor.ts";
 import { RECOVERY_PENDING_LIVE_EVENT_LIMIT, RankState, type PendingDrainAction } from "./rank-state.ts";
 import { emptyRecoveryStats, type RecoveryStats } from "./types.ts";
-
-/**
- * What a Cleared wipes. "rank": the emitting (worker, dp_rank) only (ids are dense per rank
- * publisher, spec §5.2, and the newer Cleared doc says so). "worker": every rank of the
- * worker, as the seed and the reference indexer do. See README.md.
- */
-export type ClearScope = "rank" | "worker";
 
 export interface FollowUp {
   readonly epoch: number;
@@ -29,13 +22,12 @@ export type LiveEventAction =
   | { readonly kind: "ignore"; readonly reason: "stale" | "buffered" }
   | { readonly kind: "apply"; readonly event: RouterEvent }
   /**
-   * A Cleared barrier was applied to the state: wipe `wipeRanks` in the index. When ids past
-   * the clear were seen and dropped, `followUp` asks to fetch them again.
+   * A Cleared barrier was applied to the state: apply the Cleared to the index (it empties
+   * its rank). When ids past the clear were seen and dropped, `followUp` asks to fetch them again.
    */
   | {
       readonly kind: "apply_clear";
       readonly event: RouterEvent;
-      readonly wipeRanks: readonly DpRank[];
       readonly followUp: FollowUp | undefined;
       /** The clear's id was far below the cursor: it came from a restarted engine. */
       readonly afterRestart: boolean;
@@ -51,13 +43,7 @@ export interface DiscoveredRankAction {
   readonly restoreEpoch: number | undefined;
 }
 
-export interface ClearOutcome {
-  readonly wipeRanks: readonly DpRank[];
-  readonly followUp: FollowUp | undefined;
-}
-
 export interface WorkerStateOptions {
-  readonly clearScope?: ClearScope;
   readonly restartIdMargin?: bigint;
   readonly pendingLimit?: number;
   /** Counters shared with the driver (this class bumps `buffered` and `dropped`). */
@@ -71,13 +57,11 @@ export class WorkerState {
   /** Bumped by every reset, barrier and restart; new rank incarnations take its value. */
   epoch = 0;
   readonly ranks = new Map<DpRank, RankState>();
-  readonly clearScope: ClearScope;
   private readonly restartIdMargin: bigint;
   private readonly pendingLimit: number;
   private readonly stats: RecoveryStats;
 
   constructor(opts: WorkerStateOptions = {}) {
-    this.clearScope = opts.clearScope ?? "rank";
     this.restartIdMargin = opts.restartIdMargin ?? RESTART_ID_MARGIN;
     this.pendingLimit = opts.pendingLimit ?? RECOVERY_PENDING_LIVE_EVENT_LIMIT;
     this.stats = opts.stats ?? emptyRecoveryStats();
@@ -139,8 +123,7 @@ export class WorkerState {
       const afterRestart = last !== undefined && isEngineRestart(id, last, this.restartIdMargin);
       if (last !== undefined && id <= last && !afterRestart) return IGNORE_STALE;
       // A restarted engine's Cleared says "empty as of id": the barrier alone is exact.
-      const { wipeRanks, followUp } = this.applyClearBarrier(dpRank, id);
-      return { kind: "apply_clear", event, wipeRanks, followUp, afterRestart };
+      return { kind: "apply_clear", event, followUp: this.applyClearBarrier(dpRank, id), afterRestart };
     }
 
     const obs = observe(rank.cursor, id);
@@ -166,7 +149,6 @@ export class WorkerState {
         rank.recoveryInflight = true;
         return { kind: "spawn_incremental", epoch: rank.epoch, startEventId: obs.expected };
       case "contiguous":
-      case "fresh_after_barrier":
         rank.cursor = advanceTo(rank.cursor, id);
         rank.clearMaxSeenIfCaughtUp(id);
         return { kind: "apply", event };
@@ -174,56 +156,34 @@ export class WorkerState {
   }
 
   /**
-   * A live Cleared from `clearDpRank` at `clearId` (seed `apply_worker_clear_barrier`): new
-   * epoch for the ranks in scope, so their in-flight recoveries are orphaned; their buffers
-   * go; ids seen past the clear are remembered. The clearing rank is then live at `clearId`.
-   * If it had seen ids past the clear, a follow-up recovery fetches them (they were dropped).
+   * A live Cleared from `dpRank` at `clearId` (seed `apply_worker_clear_barrier`, for the
+   * clearing rank only: its ids say nothing of the worker's other ranks): a new epoch, so its
+   * in-flight recovery is orphaned; its buffer goes; an id seen past the clear is remembered.
+   * The rank is then live at `clearId`. If it had seen ids past the clear, the returned
+   * follow-up recovery fetches them (they were dropped with the buffer).
    */
-  applyClearBarrier(clearDpRank: DpRank, clearId: EventId): ClearOutcome {
+  applyClearBarrier(dpRank: DpRank, clearId: EventId): FollowUp | undefined {
     this.epoch += 1;
-    const inScope = this.clearScope === "worker" ? [...this.ranks.keys()] : [clearDpRank];
-    if (!inScope.includes(clearDpRank)) inScope.push(clearDpRank);
-    for (const dp of inScope) {
-      const r = this.rank(dp);
-      const seen = r.maxSeenLiveId;
-      r.maxSeenLiveId = seen !== undefined && seen > clearId ? seen : undefined;
-      r.cursor = invalidateByBarrier(r.cursor);
-      r.recoveryInflight = false;
-      r.epoch = this.epoch;
-      this.stats.dropped += r.clearPendingLiveEvents();
-    }
-    const clearing = this.rank(clearDpRank);
-    clearing.cursor = applyBarrier(clearing.cursor, clearId);
-    let followUp: FollowUp | undefined;
-    if (clearing.maxSeenLiveId !== undefined) {
-      clearing.recoveryInflight = true;
-      followUp = { epoch: clearing.epoch, startEventId: clearId + 1n };
-    }
-    return { wipeRanks: inScope, followUp };
+    const r = this.rank(dpRank);
+    const seen = r.maxSeenLiveId;
+    r.maxSeenLiveId = seen !== undefined && seen > clearId ? seen : undefined;
+    r.recoveryInflight = false;
+    r.epoch = this.epoch;
+    this.stats.dropped += r.clearPendingLiveEvents();
+    r.cursor = applyBarrier(r.cursor, clearId);
+    if (r.maxSeenLiveId === undefined) return undefined;
+    r.recoveryInflight = true;
+    return { epoch: r.epoch, startEventId: clearId + 1n };
   }
 
   /**
    * A Cleared met while applying a replay for `dpRank` (which is mid-recovery). That rank
    * keeps its epoch and buffer (everything is applied in id order, so its buffered events
-   * after the clear are still good); it is live at `clearId`. In worker scope the other
-   * ranks get the live barrier treatment. Returns the ranks to wipe in the index.
+   * after the clear are still good); it is live at `clearId`.
    */
-  applyReplayedClear(dpRank: DpRank, clearId: EventId): readonly DpRank[] {
+  applyReplayedClear(dpRank: DpRank, clearId: EventId): void {
     const rank = this.rank(dpRank);
-    if (this.clearScope === "worker") {
-      this.epoch += 1;
-      for (const [dp, r] of this.ranks) {
-        if (dp === dpRank) continue;
-        const seen = r.maxSeenLiveId;
-        r.maxSeenLiveId = seen !== undefined && seen > clearId ? seen : undefined;
-        r.cursor = invalidateByBarrier(r.cursor);
-        r.recoveryInflight = false;
-        r.epoch = this.epoch;
-        this.stats.dropped += r.clearPendingLiveEvents();
-      }
-    }
     rank.cursor = applyBarrier(rank.cursor, clearId);
-    return this.clearScope === "worker" ? [...this.ranks.keys()] : [dpRank];
   }
 
   /** A recovery answered; its cursor is set and the buffer will be drained. */

@@ -2,7 +2,7 @@
  * The native batch block hasher: one FFI call hashes every full block of a prompt (XXH3-64 per
  * block of u32-LE tokens, seed 1337 plus the LoRA salt), and one more gives the prompt's sequence
  * hashes (XXH3-64 of the previous sequence hash and this block's, seed 1337). Both agree bit for
- * bit with core/hashing.ts's portable code and are ~50-100x faster on long prompts. Multimodal
+ * bit with core/block-hash.ts's portable code and are ~50-100x faster on long prompts. Multimodal
  * blocks are not their business: computeBlockHashesWith() hashes those on the portable path.
  *
  * Results of up to 256 hashes (4096 tokens at block size 16) are views into shared 16 KiB
@@ -16,7 +16,7 @@
  * const seq = seqHasherOf(hasher)(hashes);   // native when the library has sy_hash_seq
  */
 import { dlopen } from "bun:ffi";
-import { U64Slab, type BatchBlockHasher, type SeqHasher } from "../../core/hashing.ts";
+import { U64Slab, type BatchBlockHasher, type SeqHasher } from "../../core/block-hash.ts";
 import { SY_SEQ_SYMBOLS } from "../../transfer/native/ffi.ts";
 import { loadNativeLibrary, type NativeLibrary } from "../../transfer/native/library.ts";
 
@@ -45,7 +45,7 @@ const seqHashers = new Map<string, SeqHasher | undefined>();
 
 /**
  * The native sequence hasher, or undefined when this build of the library predates
- * sy_hash_seq (then use core/hashing.ts's computeSeqHashes).
+ * sy_hash_seq (then use core/block-hash.ts's computeSeqHashes).
  */
 export function createNativeSeqHasher(lib: NativeLibrary): SeqHasher | undefined {
   if (seqHashers.has(lib.path)) return seqHashers.get(lib.path);

@@ -7,7 +7,7 @@
 import type { Logger } from "../../edge/log.ts";
 import type { WorkerRoles } from "../../edge/disagg/roles.ts";
 import type { Config } from "../../config/schema.ts";
-import type { BatchBlockHasher } from "../../core/hashing.ts";
+import type { BatchBlockHasher } from "../../core/block-hash.ts";
 import { ZmqEventSources } from "./zmq/sources.ts";
 import type { ComposedRouter } from "../compose.ts";
 import { WorkerProvisioner } from "../../fleet/provisioner.ts";

@@ -5,10 +5,9 @@
  */
 import type { Logger } from "../../edge/log.ts";
 import type { Config } from "../../config/schema.ts";
-import { MemoryAffinityStore } from "../../router/sessions/memory-store.ts";
 import type { RespOpener } from "../../sync/redis-client.ts";
 import { openRedisAffinityStore, type RedisStoreStats } from "../../sync/redis-store.ts";
-import type { AffinityStore, OnExpire, StoreClock } from "../../router/sessions/store.ts";
+import { MemoryAffinityStore, type AffinityStore, type OnExpire, type StoreClock } from "../../router/index.ts";
 
 /** The in-memory session store's clock: wall time, so /debug/sessions shows real expiries. */
 const wallClock: StoreClock = {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { storedEvent } from "../../../src/core/events.ts";
-import { computeBlockHashes } from "../../../src/core/hashing.ts";
+import { computeBlockHashes } from "../../../src/core/block-hash.ts";
 import { tokenizeText } from "../../../src/tokens/index.ts";
 import { harness, jsonResponse, sseResponse } from "./harness.ts";
 

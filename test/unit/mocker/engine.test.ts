@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { computeBlockHashes } from "../../../src/core/hashing.ts";
+import { computeBlockHashes } from "../../../src/core/block-hash.ts";
 import type { RouterEvent } from "../../../src/core/events.ts";
 import { engineBlockHashes } from "../../../src/mocker/engine-hash.ts";
 import { type GenerateRequest, MockEngine } from "../../../src/mocker/engine.ts";
@@ -183,6 +183,27 @@ describe("MockEngine", () => {
     expect(rank.kv.cache.pinnedCount).toBe(0);
     expect(rank.kv.cache.size).toBe(2); // computed blocks stay cached
     expect(rank.decoding).toBe(0);
+  });
+
+  test("an abort during prefill ends it at once: no blocks stored, the lane free for the next prompt", async () => {
+    const { clock, engine, events } = setup();
+    const ctl = new AbortController();
+    // 400 tokens at 1 ms each: a 400 ms prefill, cut at 50 ms.
+    const a = track(engine, clock, { tokens: prompt(400), maxTokens: 2, signal: ctl.signal });
+    const b = track(engine, clock, { tokens: prompt(8, 1000), maxTokens: 1 });
+    await clock.run(50);
+    ctl.abort();
+    await expect(a.done).rejects.toBeInstanceOf(AbortedError);
+    await clock.run();
+    await b.done;
+    // Before: the aborted prefill ran to its end (400 ms) before the next one started.
+    expect(b.rec.startAt).toBe(50);
+    expect(a.rec.tokenAt).toEqual([]);
+    const rank = engine.ranks[0]!;
+    expect(rank.kv.cache.pinnedCount).toBe(0);
+    expect(rank.kv.cache.size).toBe(2); // b's blocks only: a's were never computed
+    expect(events.filter((e) => e.event.data.type === "stored").length).toBe(1);
+    expect(engine.counters.aborted).toBe(1);
   });
 
   test("model names resolve to base, a loaded adapter, or unknown", () => {

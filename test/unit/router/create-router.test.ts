@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { clearedEvent, storedEvent } from "../../../src/core/events.ts";
-import { portableBatchHasher } from "../../../src/core/hashing.ts";
+import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import { RouterMetrics } from "../../../src/observe/names.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
 import { MemoryAffinityStore } from "../../../src/router/sessions/memory-store.ts";

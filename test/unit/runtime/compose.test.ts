@@ -2,13 +2,14 @@
  * The one composition (src/runtime/compose.ts) with portable choices, no server: a runtime that
  * cannot read files refuses --tokenizer by name before anything opens; the runtime's removal
  * hook is called; a start-up engine that cannot be reached is registered unhealthy; draining
- * shows in the app's deps; stop and close leave nothing running. No engine: the one worker URL
- * is a closed port.
+ * shows in the app's deps (after the drain delay's readiness-only step); stop and close leave
+ * nothing running; one router identity serves /health, request ids and load sync. No engine:
+ * the one worker URL is a closed port.
  */
 import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../../src/edge/log.ts";
 import { loadConfig } from "../../../src/config/load.ts";
-import { portableBatchHasher } from "../../../src/core/hashing.ts";
+import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import { composeRouter, reachableHost, StartupError, type RuntimeChoices } from "../../../src/runtime/compose.ts";
 
 const choices: RuntimeChoices = {
@@ -55,8 +56,30 @@ describe("composeRouter", () => {
     expect(removed).toEqual([w!.id]);
     expect(lines.some((l) => l.includes(`worker ${w!.id} removed`))).toBe(true);
     c.startChecks();
+    // The drain delay: /health says draining while requests are still served.
+    expect(door.unready!()).toBe(false);
+    c.stopReadiness();
+    expect([door.unready!(), door.draining!()]).toEqual([true, false]);
     c.startDraining();
     expect(door.draining!()).toBe(true);
+    c.stopWork();
+    await c.close();
+  });
+
+  test("one router identity, drawn once from the injected randomness: /health's id, the request ids and load sync's id", async () => {
+    const config = loadConfig({ argv: [], env: {} });
+    const { log } = capture();
+    let draws = 0;
+    const randomValues = (into: BigUint64Array) => {
+      draws++;
+      into[0] = 0xfedcba9876543210n;
+      return into;
+    };
+    const c = await composeRouter(config, { ...choices, randomValues }, log);
+    expect(draws).toBe(1);
+    expect(c.edgeDeps({ peer: () => undefined }).door.routerId).toBe("fedcba9876543210");
+    expect(c.router.routing.nextRequestId()).toBe("fedcba9876543210-0");
+    expect(c.router.tracker.routerId).toBe(0xfedcba9876543210n);
     c.stopWork();
     await c.close();
   });

@@ -12,7 +12,7 @@
  * - BlockStored → Stored. Block hashes and the parent pass through as u64 (`bytes` hashes are
  *   read like vLLM's own int mode, `int.from_bytes(h, "big") & (2^64−1)`, so both modes give the
  *   same ids; negative ints are reinterpreted). tokens_hash is recomputed from token_ids with the
- *   router's block hash (core/hashing.ts): the worker's block size, the event's lora_name, MM
+ *   router's block hash (core/block-hash.ts): the worker's block size, the event's lora_name, MM
  *   hashes from extra_keys. Blocks stop where token_ids run out; an event whose block_size is not
  *   the worker's, or that repeats a hash (parent included), is dropped (Dynamo turns it into a
  *   no-op).
@@ -26,7 +26,7 @@
  * Throws VllmDecodeError only when the batch itself cannot be read (truncated msgpack, not
  * an array/map); one bad event is counted as malformed and skipped.
  */
-import { computeBlockHashesWith, hashMmIdentifier, portableBatchHasher, type BatchBlockHasher, type BlockExtraInfo } from "../../../core/hashing.ts";
+import { computeBlockHashesWith, hashMmIdentifier, portableBatchHasher, type BatchBlockHasher, type BlockExtraInfo } from "../../../core/block-hash.ts";
 import type { KvCacheEventData, RouterEvent, StoredBlock } from "../../../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../../../core/ids.ts";
 import { MsgpackError, MsgpackReader, type MsgpackValue } from "./msgpack.ts";

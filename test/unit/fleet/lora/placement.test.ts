@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { xxh3_64 } from "../../../../src/core/hashing.ts";
+import { xxh3_64 } from "../../../../src/core/xxh3.ts";
 import { keyOf, worker, type WorkerWithDpRank } from "../../../../src/core/ids.ts";
 import {
   filterForLora,

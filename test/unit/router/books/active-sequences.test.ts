@@ -17,22 +17,22 @@ describe("ActiveSequences: ported from Dynamo single.rs", () => {
     const s = new ActiveSequences(4);
     add(s, "request_1", [1, 2, 3], 12);
     expect(s.activeBlocks()).toBe(3);
-    expect(s.activeTokens(0)).toBe(12);
+    expect(s.activeTokens()).toBe(12);
     add(s, "request_2", [4], 4);
     expect(s.activeBlocks()).toBe(4);
-    expect(s.activeTokens(0)).toBe(16);
-    add(s, "request_3", [1, 2, 3, 4], 16, 0, { prefillTokens: 0 });
+    expect(s.activeTokens()).toBe(16);
+    add(s, "request_3", [1, 2, 3, 4], 16, 0, { overlap: 4 }); // all cached: no prefill load
     expect(s.activeBlocks()).toBe(4);
-    expect(s.activeTokens(0)).toBe(16);
+    expect(s.activeTokens()).toBe(16);
     s.free("request_2");
     expect(s.activeBlocks()).toBe(4);
-    expect(s.activeTokens(0)).toBe(12);
+    expect(s.activeTokens()).toBe(12);
     s.free("request_3");
     expect(s.activeBlocks()).toBe(3);
-    expect(s.activeTokens(0)).toBe(12);
+    expect(s.activeTokens()).toBe(12);
     s.free("request_1");
     expect(s.activeBlocks()).toBe(0);
-    expect(s.activeTokens(0)).toBe(0);
+    expect(s.activeTokens()).toBe(0);
   });
 
   test("output blocks with a decay fraction count single-holder blocks fractionally", () => {
@@ -48,7 +48,7 @@ describe("ActiveSequences: ported from Dynamo single.rs", () => {
     s.free("r2");
     s.free("r1");
     expect(s.activeBlocks()).toBe(0);
-    expect(s.activeTokens(0)).toBe(0);
+    expect(s.activeTokens()).toBe(0);
     expect(s.refs.liveNodes).toBe(0);
   });
 
@@ -61,23 +61,23 @@ describe("ActiveSequences: ported from Dynamo single.rs", () => {
   test("marking prefill completed removes its tokens, idempotently", () => {
     const s = new ActiveSequences(4);
     add(s, "r1", [1, 2, 3], 12);
-    expect(s.activeTokens(0)).toBe(12);
+    expect(s.activeTokens()).toBe(12);
     s.markPrefillCompleted("r1");
-    expect(s.activeTokens(0)).toBe(0);
+    expect(s.activeTokens()).toBe(0);
     s.markPrefillCompleted("r1");
-    expect(s.activeTokens(0)).toBe(0);
+    expect(s.activeTokens()).toBe(0);
     add(s, "r2", [4, 5], 8);
-    expect(s.activeTokens(0)).toBe(8);
+    expect(s.activeTokens()).toBe(8);
     s.free("r2");
-    expect(s.activeTokens(0)).toBe(0);
+    expect(s.activeTokens()).toBe(0);
   });
 
   test("a request without prefill load keeps active tokens at zero", () => {
     const s = new ActiveSequences(4);
-    add(s, "r1", [1, 2, 3], 12, 0, { prefillTokens: 0 });
-    expect(s.activeTokens(0)).toBe(0);
+    add(s, "r1", [1, 2, 3], 12, 0, { overlap: 3 });
+    expect(s.activeTokens()).toBe(0);
     expect(s.prefillOrder()).toEqual([]);
-    expect(s.prefillTokenSum).toBe(0);
+    expect(s.activeTokens()).toBe(0);
     s.markPrefillCompleted("r1");
     s.free("r1");
     expect(s.activeBlocks()).toBe(0);
@@ -85,19 +85,19 @@ describe("ActiveSequences: ported from Dynamo single.rs", () => {
 
   test("prefill order and sum survive repeated completion and free", () => {
     const s = new ActiveSequences(4);
-    add(s, "r1", [1], 50, 0, { expectedPrefillMs: 10_000 });
-    add(s, "r2", [2], 30, 0, { expectedPrefillMs: 10_000 });
-    expect(s.prefillTokenSum).toBe(80);
+    add(s, "r1", [1], 50, 0);
+    add(s, "r2", [2], 30, 0);
+    expect(s.activeTokens()).toBe(80);
     expect(s.prefillOrder()).toEqual(["r1", "r2"]);
     s.markPrefillCompleted("r1");
     s.markPrefillCompleted("r1");
-    expect(s.prefillTokenSum).toBe(30);
+    expect(s.activeTokens()).toBe(30);
     expect(s.prefillOrder()).toEqual(["r2"]);
     expect(s.free("r1")).toBe(true);
     expect(s.free("r1")).toBe(false);
-    expect(s.prefillTokenSum).toBe(30);
+    expect(s.activeTokens()).toBe(30);
     s.free("r2");
-    expect(s.prefillTokenSum).toBe(0);
+    expect(s.activeTokens()).toBe(0);
     expect(s.prefillOrder()).toEqual([]);
     expect(s.activeRequests).toBe(0);
   });
@@ -114,44 +114,30 @@ describe("ActiveSequences: ported from Dynamo single.rs", () => {
     const later = t0 + EXPIRY_MS + 1_000;
     expect(s.forceExpiry(later).sort()).toEqual(["r1", "r2"]);
     expect(s.activeBlocks()).toBe(0);
-    expect(s.activeTokens(later)).toBe(0);
+    expect(s.activeTokens()).toBe(0);
     const expired = add(s, "r3", [5], 4, later + CHECK_EXPIRY_EVERY_MS + 1_000);
     expect(expired).toEqual([]);
     expect(s.activeBlocks()).toBe(1);
-    expect(s.activeTokens(later)).toBe(4);
+    expect(s.activeTokens()).toBe(4);
   });
 });
 
-describe("ActiveSequences: prefill decay (§4.5)", () => {
-  test("only the oldest prefill decays, linearly over its expected duration, rounded up", () => {
-    const s = new ActiveSequences(16);
-    add(s, "a", [], 100, 1_000, { expectedPrefillMs: 1_000 });
-    add(s, "b", [], 60, 1_200, { expectedPrefillMs: 1_000 });
-    expect(s.activeTokens(1_000)).toBe(160);
-    expect(s.activeTokens(1_250)).toBe(75 + 60);
-    expect(s.activeTokens(1_333)).toBe(Math.ceil(100 * (1 - 333 / 1000)) + 60);
-    expect(s.activeTokens(5_000)).toBe(60); // front fully decayed; b does not decay yet
-    s.markPrefillCompleted("a");
-    // b is the front now; its elapsed time counts from its own start (reference generation).
-    expect(s.activeTokens(1_700)).toBe(30);
-  });
-
-  test("without an expected duration the front does not decay; zero duration means done", () => {
+describe("ActiveSequences: prefill load (§4.5)", () => {
+  test("prefill loads add up; each goes when its prefill is done, whatever the time", () => {
     const s = new ActiveSequences(16);
     add(s, "a", [], 100, 0);
-    expect(s.activeTokens(1e9)).toBe(100);
-    const t = new ActiveSequences(16);
-    add(t, "z", [], 100, 0, { expectedPrefillMs: 0 });
-    add(t, "y", [], 40, 0);
-    expect(t.activeTokens(0)).toBe(40);
+    add(s, "b", [], 40, 60_000);
+    expect(s.activeTokens()).toBe(140);
+    s.markPrefillCompleted("a");
+    expect(s.activeTokens()).toBe(40);
   });
 
   test("booked prefill is max(0, isl − overlap·blockSize)", () => {
     const s = new ActiveSequences(16);
     s.add({ requestId: "a", seqHashes: null, isl: 100, overlap: 2 }, 0);
-    expect(s.activeTokens(0)).toBe(68);
+    expect(s.activeTokens()).toBe(68);
     s.add({ requestId: "b", seqHashes: null, isl: 20, overlap: 5 }, 0); // overlap beyond the prompt
-    expect(s.activeTokens(0)).toBe(68);
+    expect(s.activeTokens()).toBe(68);
     expect(s.prefillOrder()).toEqual(["a"]);
   });
 
@@ -160,7 +146,7 @@ describe("ActiveSequences: prefill decay (§4.5)", () => {
     add(s, "r", [1], 4);
     expect(add(s, "r", [2, 3], 8)).toBeNull();
     expect(s.activeBlocks()).toBe(1);
-    expect(s.activeTokens(0)).toBe(4);
+    expect(s.activeTokens()).toBe(4);
   });
 
   test("newBlocks counts the hashes this slot does not hold", () => {

@@ -256,14 +256,15 @@ describe("LoadTracker: replica sync seam (§1.6)", () => {
     const events: ActiveSequenceEvent[] = [];
     const t = new LoadTracker({ blockSize: 4, routerId: 5n, onLocalEvent: (e) => events.push(e) });
     t.updateWorkers([W1]);
-    t.addRequest({ requestId: "r", worker: W1, seqHashes: seq(1), isl: 4, overlap: 0, expectedOutputTokens: 9 }, 0);
+    t.addRequest({ requestId: "r", worker: W1, seqHashes: seq(1), isl: 4, overlap: 0 }, 0);
     t.markPrefillCompleted("r", 0);
     t.addOutputBlock("r", undefined, seededRng(1)); // never replicated
     t.free("r", 0);
     t.free("r", 0); // unknown now: nothing to report
     expect(events.map((e) => e.data.type)).toEqual(["add_request", "mark_prefill_completed", "free"]);
     expect(events.every((e) => e.routerId === 5n && e.requestId === "r" && e.worker === events[0]!.worker)).toBe(true);
-    expect(events[0]!.data).toEqual({ type: "add_request", tokenSequence: seq(1), isl: 4, overlap: 0, expectedOutputTokens: 9 });
+    // The wire's expected output length is always null: nothing on the request path predicts it.
+    expect(events[0]!.data).toEqual({ type: "add_request", tokenSequence: seq(1), isl: 4, overlap: 0, expectedOutputTokens: null });
   });
 
   test("remote events book load; own events and unknown targets are ignored", () => {

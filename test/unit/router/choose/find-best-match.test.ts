@@ -7,7 +7,7 @@ import { LoadTracker } from "../../../../src/router/books/load-tracker.ts";
 import { createPipeline } from "../../../../src/router/choose/registry.ts";
 import type { Endpoint } from "../../../../src/router/choose/types.ts";
 import { routerErrorCode as codeOf } from "../../../support/errors.ts";
-import { chain, overlapsOf, seededRng } from "./helpers.ts";
+import { chain, chooseAndBook, overlapsOf, seededRng } from "./helpers.ts";
 
 const BS = 16;
 const K1 = workerKey(1n);
@@ -18,8 +18,15 @@ function setup(endpoints: Endpoint[] = endpointsOf([{ workerId: 1n }, { workerId
   const tracker = new LoadTracker({ blockSize: BS });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
   const pipeline = createPipeline("kv", config);
-  const base = { endpoints, tracker, pipeline, config, now: 0, rng: seededRng(1), updateStates: false, seqHashes: null, overlaps: overlapsOf(), isl: 64 };
-  return { config, tracker, pipeline, run: (over: Partial<FindBestMatchInput> = {}) => findBestMatch({ ...base, ...over }) };
+  const base = { endpoints, tracker, pipeline, config, now: 0, rng: seededRng(1), seqHashes: null, overlaps: overlapsOf(), isl: 64 };
+  return {
+    config,
+    tracker,
+    pipeline,
+    run: (over: Partial<FindBestMatchInput> = {}) => findBestMatch({ ...base, ...over }),
+    /** Choose, then book through the request's lease, as the router does. */
+    book: (requestId: string, over: Partial<FindBestMatchInput> = {}, loraName?: string) => chooseAndBook({ ...base, ...over }, requestId, loraName).selection,
+  };
 }
 
 describe("findBestMatch", () => {
@@ -53,34 +60,26 @@ describe("findBestMatch", () => {
     expect(s.candidates.find((c) => c.key === K2)!.decodeBlocks).toBe(8);
   });
 
-  test("updateStates books the request on the chosen worker with its overlap; query-only does not", () => {
-    const { run, tracker } = setup();
+  test("choosing books nothing; the lease books the chosen worker with its overlap", () => {
+    const { run, book, tracker } = setup();
     run({ overlaps: overlapsOf({ [K1]: 2 }), seqHashes: chain(1, 4) });
     expect(tracker.activeRequests(K1)).toBe(0);
-    run({ overlaps: overlapsOf({ [K1]: 2 }), seqHashes: chain(1, 4), updateStates: true, requestId: "r1", loraName: "l" });
+    book("r1", { overlaps: overlapsOf({ [K1]: 2 }), seqHashes: chain(1, 4) }, "l");
     expect(tracker.workerOf("r1")).toEqual(worker(1));
-    expect(tracker.activeTokens(K1, 0)).toBe(64 - 32);
+    expect(tracker.activeTokens(K1)).toBe(64 - 32);
     expect(tracker.activeBlocks(K1)).toBe(4);
     expect(tracker.activeLoraCounts().get("l")).toBe(1);
   });
 
-  test("the expected prefill duration is booked so the load decays", () => {
-    const { run, tracker } = setup();
-    run({ updateStates: true, requestId: "r", isl: 100, expectedPrefillMs: 1000 });
-    const k = workerKey(tracker.workerOf("r")!.workerId);
-    expect(tracker.activeTokens(k, 500)).toBe(50);
-  });
-
   test("a second booking under the same id is a duplicate_request", () => {
-    const { run } = setup();
-    run({ updateStates: true, requestId: "r" });
-    expect(codeOf(() => run({ updateStates: true, requestId: "r" }))).toBe("duplicate_request");
+    const { book } = setup();
+    book("r");
+    expect(codeOf(() => book("r"))).toBe("duplicate_request");
   });
 
-  test("bad input: empty prompt, booking without an id", () => {
+  test("bad input: an empty prompt", () => {
     const { run } = setup();
     expect(codeOf(() => run({ isl: 0 }))).toBe("invalid_request");
-    expect(codeOf(() => run({ updateStates: true }))).toBe("invalid_request");
   });
 
   test("no endpoints, or none allowed, is no_endpoints", () => {
@@ -105,15 +104,19 @@ describe("findBestMatch", () => {
     expect(codeOf(() => run())).toBe("all_workers_busy");
   });
 
-  test("per-request overrides: weight 0 ignores the cache; temperature samples", () => {
-    const { run, tracker } = setup();
-    tracker.addRequest({ requestId: "a", worker: worker(2), seqHashes: chain(5, 3), isl: 48, overlap: 3 }, 0);
+  test("the config's weight and temperature: weight 0 ignores the cache; temperature samples", () => {
     const o = overlapsOf({ [K2]: 4 });
-    expect(run({ overlaps: o, seqHashes: chain(1, 4) }).worker).toEqual(worker(2));
-    expect(run({ overlaps: o, seqHashes: chain(1, 4), overrides: { overlapScoreWeight: 0 } }).worker).toEqual(worker(1));
+    const busyOn2 = (partial: Partial<SchedulerConfig>) => {
+      const s = setup(undefined, partial);
+      s.tracker.addRequest({ requestId: "a", worker: worker(2), seqHashes: chain(5, 3), isl: 48, overlap: 3 }, 0);
+      return s.run;
+    };
+    expect(busyOn2({})({ overlaps: o, seqHashes: chain(1, 4) }).worker).toEqual(worker(2));
+    expect(busyOn2({ overlapScoreWeight: 0 })({ overlaps: o, seqHashes: chain(1, 4) }).worker).toEqual(worker(1));
+    const hot = busyOn2({ temperature: 10 });
     const seen = new Set<string>();
     const rng = seededRng(8);
-    for (let i = 0; i < 60; i++) seen.add(run({ overlaps: o, seqHashes: chain(1, 4), rng, overrides: { temperature: 10 } }).key);
+    for (let i = 0; i < 60; i++) seen.add(hot({ overlaps: o, seqHashes: chain(1, 4), rng }).key);
     expect(seen).toEqual(new Set([K1, K2]));
   });
 
@@ -128,10 +131,10 @@ describe("findBestMatch", () => {
 
   test("an endpoint the tracker does not know gets Dynamo's fallbacks and is registered when booked", () => {
     const eps = [endpoint(1), endpoint(7)];
-    const { run, tracker } = setup(eps);
+    const { book, tracker } = setup(eps);
     tracker.updateWorkers([worker(1)]);
     tracker.addRequest({ requestId: "a", worker: worker(1), seqHashes: chain(2, 20), isl: 320, overlap: 0 }, 0);
-    const s = run({ isl: 40, updateStates: true, requestId: "r" });
+    const s = book("r", { isl: 40 });
     const c7 = s.candidates.find((c) => c.key === "7:0")!;
     expect(c7.tracked).toBe(false);
     expect(c7.prefillTokens).toBe(40);
@@ -140,22 +143,13 @@ describe("findBestMatch", () => {
     expect(tracker.workerOf("r")).toEqual(worker(7));
   });
 
-  test("shared-pool hits credit workers that lack the prefix (multiplier from config or override)", () => {
-    const { run } = setup(undefined, { sharedCacheMultiplier: 1 });
-    const hits = { ranges: [[0, 4]] as [number, number][] };
-    // Worker 1 caches 2 of 4 blocks itself; the pool holds all 4, so with full credit both
-    // would prefill nothing and worker 2 (no tree) wins on equal cost by the tree-size rule.
-    const o = overlapsOf({ [K1]: 2 }, { [K1]: 50, [K2]: 0 });
-    expect(run({ overlaps: o, sharedCacheHits: hits }).worker).toEqual(worker(2));
-    expect(run({ overlaps: o, sharedCacheHits: hits, overrides: { sharedCacheMultiplier: 0 } }).worker).toEqual(worker(1));
-  });
-
   test("data-parallel ranks are separate candidates", () => {
     const eps = endpointsOf([{ workerId: 4n, dpStart: 0, dpSize: 2 }]);
     expect(eps.map((e) => e.key)).toEqual(["4:0", "4:1"]);
-    const { run } = setup(eps);
-    const s = run({ overlaps: overlapsOf({ "4:1": 2 }), updateStates: true, requestId: "r" });
+    const { book, tracker } = setup(eps);
+    const s = book("r", { overlaps: overlapsOf({ "4:1": 2 }) });
     expect(s.worker).toEqual(worker(4, 1));
+    expect(tracker.workerOf("r")).toEqual(worker(4, 1));
   });
 
   test("inflightOverlap: a prefix held by an in-flight request counts as cached on its worker", () => {

@@ -1,8 +1,10 @@
-/** Test helpers for the scheduler suites: seeded rng, hash sequences, overlaps, contexts. */
+/** Test helpers for the scheduler suites: seeded rng, hash sequences, overlaps, contexts, choose-and-book. */
 import { keyOf, type WorkerKey } from "../../../../src/core/ids.ts";
 import type { OverlapScores } from "../../../../src/core/overlap.ts";
 import type { Candidate, Endpoint, SchedulingContext, SchedulingRequest } from "../../../../src/router/choose/types.ts";
 import { endpoint } from "../../../../src/router/choose/endpoints.ts";
+import { findBestMatch, type FindBestMatchInput } from "../../../../src/router/choose/find-best-match.ts";
+import { RequestLease } from "../../../../src/router/books/request-lease.ts";
 import { mulberry32 as seededRng } from "../../../support/prng.ts";
 
 /** The shared seeded generator (test/support/prng.ts: mulberry32) under the name these suites use. */
@@ -33,7 +35,6 @@ export function context(partial: Partial<SchedulingContext> = {}): SchedulingCon
     blockSize: 16,
     overlapScoreWeight: 1,
     temperature: 0,
-    sharedCacheMultiplier: 0,
     inflightOverlap: false,
     now: 0,
     rng: seededRng(1),
@@ -58,4 +59,15 @@ export function candidate(workerId: number, partial: Partial<Omit<Candidate, "en
     endpoint: e,
     key: keyOf(e.worker),
   };
+}
+
+/**
+ * Choose a worker and book the request there, as the router does: the scheduler only
+ * chooses, the request's lease books (routing-service.ts). Returns both.
+ */
+export function chooseAndBook(input: FindBestMatchInput, requestId: string, loraName?: string) {
+  const selection = findBestMatch(input);
+  const booking = { requestId, worker: selection.worker, seqHashes: input.seqHashes, isl: input.isl, overlap: selection.overlapBlocks, loraName };
+  const lease = RequestLease.book(input.tracker, booking, input.now, input.config.blockSize, () => input.now, input.rng);
+  return { selection, lease };
 }

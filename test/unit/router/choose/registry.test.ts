@@ -2,10 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { worker } from "../../../../src/core/ids.ts";
 import { schedulerConfig } from "../../../../src/router/choose/config.ts";
 import { endpointsOf } from "../../../../src/router/choose/endpoints.ts";
-import { findBestMatch } from "../../../../src/router/choose/find-best-match.ts";
 import { LoadTracker } from "../../../../src/router/books/load-tracker.ts";
 import { POLICY_NAMES, createPipeline, isPolicyName, type PolicyName } from "../../../../src/router/choose/registry.ts";
-import { chain, overlapsOf, seededRng } from "./helpers.ts";
+import { chain, chooseAndBook, overlapsOf, seededRng } from "./helpers.ts";
 
 const N = 4;
 const BS = 16;
@@ -35,7 +34,7 @@ function placeHotPrefix(
     const hashes = new BigUint64Array(32);
     hashes.set(chain(7, shared));
     hashes.set(chain(100 + i, 32 - shared, shared), shared);
-    findBestMatch({ overlaps, seqHashes: hashes, isl: 32 * BS, endpoints, tracker, pipeline, config, now: 0, rng, requestId: `r${i}`, updateStates: true });
+    chooseAndBook({ overlaps, seqHashes: hashes, isl: 32 * BS, endpoints, tracker, pipeline, config, now: 0, rng }, `r${i}`);
   }
   return endpoints.map((e) => tracker.activeRequests(e.key));
 }

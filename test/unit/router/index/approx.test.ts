@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { computeBlockHashes, computeSeqHashes } from "../../../../src/core/hashing.ts";
+import { computeBlockHashes, computeSeqHashes } from "../../../../src/core/block-hash.ts";
 import { worker } from "../../../../src/core/ids.ts";
 import { ApproxIndex } from "../../../../src/router/index/approx.ts";
 import { PruneManager } from "../../../../src/router/index/prune-manager.ts";
@@ -242,12 +242,17 @@ describe("ApproxIndex (Dynamo approx.rs end-to-end cases, with explicit time)", 
     expect(index.timerCount()).toBe(1);
   });
 
-  test("engine events still apply; Cleared drops the worker's timers too", () => {
+  test("engine events still apply; Cleared drops its rank's timers too, not the worker's other ranks'", () => {
     const index = new ApproxIndex({ ttlMs: 1000 });
     record(index, [1, 2, 3, 4], 5, 0);
+    record(index, [1, 2, 3, 4], 5, 0, 1);
     expect(index.applyEvent(createStoreEvent(6, 0, [1, 2]))).toBe("ok");
     expect(scoresOf(index.findMatches(BigUint64Array.from([1n, 2n])))).toEqual({ "6:0": 2 });
+    expect(index.timerCount()).toBe(2);
     index.applyEvent({ workerId: 5n, event: { eventId: 1n, dpRank: 0, data: { type: "cleared" } } });
+    expect(index.timerCount()).toBe(1);
+    expect(match(index, [1, 2, 3, 4], 1)).toEqual({ "5:1": 1 });
+    index.applyEvent({ workerId: 5n, event: { eventId: 1n, dpRank: 1, data: { type: "cleared" } } });
     expect(index.timerCount()).toBe(0);
     expect(match(index, [1, 2, 3, 4], 1)).toEqual({});
     expect(index.counters().stored.ok).toBe(1);

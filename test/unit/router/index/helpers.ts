@@ -5,7 +5,7 @@
  */
 import type { RouterEvent } from "../../../../src/core/events.ts";
 import { clearedEvent, removedEvent, storedEvent } from "../../../../src/core/events.ts";
-import { computeSeqHashes } from "../../../../src/core/hashing.ts";
+import { computeSeqHashes } from "../../../../src/core/block-hash.ts";
 import type { OverlapScores } from "../../../../src/core/overlap.ts";
 
 export function createStoreEvent(worker: number | bigint, id: number, locals: readonly number[], parent: number | null = null, dpRank = 0): RouterEvent {

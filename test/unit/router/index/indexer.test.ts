@@ -181,12 +181,16 @@ for (const mode of ["precise", "approximate"] as const) {
       expect(score(index, [1, 100])).toBe(1);
     });
 
-    test("test_clear_clears_all_dp_ranks", () => {
+    // Dynamo's reference clears every dp rank of the worker; ids are dense per (worker, dp
+    // rank) publisher, so here a Cleared speaks for the rank that sent it and no other.
+    test("a Cleared clears only the dp rank that sent it", () => {
       const index = make();
       index.applyEvent(makeStoreEvent(0, [1, 2, 3], 0));
       index.applyEvent(makeStoreEvent(0, [1, 2, 3], 1));
       expect(index.findMatches(q(1, 2, 3)).scores.size).toBe(2);
       index.applyEvent(makeClearEvent(0, 0));
+      expect(scoresOf(index.findMatches(q(1, 2, 3)))).toEqual({ "0:1": 3 });
+      index.applyEvent(makeClearEvent(0, 1));
       expect(index.findMatches(q(1, 2, 3)).scores.size).toBe(0);
     });
 

@@ -16,7 +16,7 @@ export class ReferenceIndex {
     const map = this.workers.get(key)!;
     const d = e.event.data;
     if (d.type === "cleared") {
-      for (const [k, m] of this.workers) if (k.startsWith(`${e.workerId}:`)) m.clear();
+      map.clear();
       return "ok";
     }
     if (d.type === "removed") {

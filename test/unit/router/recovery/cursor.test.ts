@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import {
-  INITIAL_CURSOR, advanceTo, applyBarrier, invalidateByBarrier, isEngineRestart, lastAppliedId, live, observe,
+  INITIAL_CURSOR, advanceTo, applyBarrier, isEngineRestart, lastAppliedId, live, observe,
 } from "../../../../src/router/recovery/cursor.ts";
 
 describe("cursor observe (spec §5.1)", () => {
@@ -17,25 +17,11 @@ describe("cursor observe (spec §5.1)", () => {
     expect(observe(c, 3n)).toEqual({ kind: "stale", got: 3n, lastApplied: 10n });
   });
 
-  test("after a barrier any newer id is fresh, with no gap recovery", () => {
-    const c = invalidateByBarrier(live(10n));
-    expect(c).toEqual({ kind: "invalidated", lastApplied: 10n });
-    expect(lastAppliedId(c)).toBe(10n);
-    expect(observe(c, 11n)).toEqual({ kind: "fresh_after_barrier", got: 11n, lastBeforeBarrier: 10n });
-    expect(observe(c, 50n)).toEqual({ kind: "fresh_after_barrier", got: 50n, lastBeforeBarrier: 10n });
-    expect(observe(c, 10n).kind).toBe("stale");
-  });
-
-  test("a barrier on a cursor that never applied anything accepts every id", () => {
-    const c = invalidateByBarrier(INITIAL_CURSOR);
-    expect(c).toEqual({ kind: "invalidated", lastApplied: undefined });
-    expect(observe(c, 0n)).toEqual({ kind: "fresh_after_barrier", got: 0n, lastBeforeBarrier: undefined });
-  });
-
   test("advance_to and apply_barrier make the cursor live at the id; functions do not mutate", () => {
     const c = live(3n);
     expect(advanceTo(c, 4n)).toEqual(live(4n));
-    expect(applyBarrier(invalidateByBarrier(c), 9n)).toEqual(live(9n));
+    expect(applyBarrier(c, 9n)).toEqual(live(9n));
+    expect(applyBarrier(INITIAL_CURSOR, 0n)).toEqual(live(0n));
     expect(c).toEqual(live(3n));
   });
 });

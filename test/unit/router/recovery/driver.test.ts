@@ -255,18 +255,20 @@ describe("RecoveryDriver: barriers, restarts, removal", () => {
     expect(h.driver.stats().clears).toBe(1);
   });
 
-  test("worker-scoped clears wipe every rank of the worker", async () => {
-    const h = new Harness({ clearScope: "worker" });
+  test("a Cleared wipes only the rank that sent it: the worker's other ranks keep their blocks and cursor", async () => {
+    const h = new Harness();
     const e0 = h.engine(W, 0);
     const e1 = h.engine(W, 1);
+    e0.store(null, [4n]);
     e1.store(null, [5n]);
     h.driver.addRank(W, 0);
     h.driver.addRank(W, 1);
     await h.settle();
     expect(h.index.of(W, 1)).toEqual([5n]);
     h.deliver(e0.clear());
-    expect(h.index.of(W, 1)).toEqual([]);
-    expect(h.driver.cursor(W, 1)).toEqual({ kind: "invalidated", lastApplied: 0n });
+    expect(h.index.of(W, 0)).toEqual([]);
+    expect(h.index.of(W, 1)).toEqual([5n]);
+    expect(h.driver.cursor(W, 1)).toEqual(live(0n));
   });
 
   test("ids going back far below the cursor mean an engine restart: blocks dropped at once, then a full restore", async () => {

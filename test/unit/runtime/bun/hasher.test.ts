@@ -8,7 +8,7 @@ import {
   portableBatchHasher,
   seqHasherOf,
   XXH3_SEED,
-} from "../../../../src/core/hashing.ts";
+} from "../../../../src/core/block-hash.ts";
 import { createNativeBlockHasher, createNativeSeqHasher, loadNativeSeqHasher } from "../../../../src/runtime/bun/ffi-hasher.ts";
 import { nativeLibrary } from "../../transfer/native/native-lib.ts";
 

@@ -24,7 +24,7 @@ describe("engine-waiting cost", () => {
     for (let seed = 1; seed <= 20; seed++) {
       const sel = findBestMatch({
         overlaps: overlapsOf(), seqHashes: null, isl: 64, endpoints: [endpoint(1), endpoint(2)], tracker: new LoadTracker({ blockSize: 16 }),
-        pipeline: p, config, now: 0, rng: seededRng(seed), updateStates: false, engineWaiting: new Map([["1:0", 2]]),
+        pipeline: p, config, now: 0, rng: seededRng(seed), engineWaiting: new Map([["1:0", 2]]),
       });
       expect(sel.worker.workerId, `seed ${seed}`).toBe(2n);
     }

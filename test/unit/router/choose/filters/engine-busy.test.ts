@@ -36,7 +36,6 @@ describe("engine-busy filter", () => {
         config,
         now: 0,
         rng: seededRng(7),
-        updateStates: false,
         busyKeys,
       });
     expect(run(new Set(["1:0"])).worker.workerId).toBeOneOf([1n, 2n]);

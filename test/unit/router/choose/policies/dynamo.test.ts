@@ -4,7 +4,7 @@ import { endpointsOf } from "../../../../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../../../../src/router/choose/find-best-match.ts";
 import { LoadTracker } from "../../../../../src/router/books/load-tracker.ts";
 import { createPipeline } from "../../../../../src/router/choose/registry.ts";
-import { chain, overlapsOf, seededRng } from "../helpers.ts";
+import { chain, chooseAndBook, overlapsOf, seededRng } from "../helpers.ts";
 
 describe("dynamo policy", () => {
   test("Dynamo's cost alone, whatever kv's credit / in-flight / wait-bound settings", () => {
@@ -24,9 +24,9 @@ describe("dynamo policy", () => {
       tracker.updateWorkers(endpoints.map((e) => e.worker));
       const pipeline = createPipeline(policy, config);
       // worker 1 is busy with an unrelated 64-block prompt
-      findBestMatch({ overlaps: overlapsOf(), seqHashes: chain(50, 64), isl: 64 * BS, endpoints: [endpoints[0]!], tracker, pipeline, config, now: 0, rng: seededRng(1), requestId: "busy", updateStates: true });
+      chooseAndBook({ overlaps: overlapsOf(), seqHashes: chain(50, 64), isl: 64 * BS, endpoints: [endpoints[0]!], tracker, pipeline, config, now: 0, rng: seededRng(1) }, "busy");
       // the new prompt has 16 of 20 blocks cached on worker 1
-      return findBestMatch({ overlaps: overlapsOf({ "1:0": 16 }), seqHashes: chain(1, 20), isl: 20 * BS, endpoints, tracker, pipeline, config, now: 0, rng: seededRng(1), updateStates: false }).key;
+      return findBestMatch({ overlaps: overlapsOf({ "1:0": 16 }), seqHashes: chain(1, 20), isl: 20 * BS, endpoints, tracker, pipeline, config, now: 0, rng: seededRng(1) }).key;
     };
     expect(pick("dynamo")).toBe("2:0");
     expect(pick("kv")).toBe("1:0");

@@ -6,10 +6,9 @@
 import { describe, expect, test } from "bun:test";
 import { schedulerConfig, type SchedulerConfig } from "../../../../../src/router/choose/config.ts";
 import { endpointsOf } from "../../../../../src/router/choose/endpoints.ts";
-import { findBestMatch } from "../../../../../src/router/choose/find-best-match.ts";
 import { LoadTracker } from "../../../../../src/router/books/load-tracker.ts";
 import { createPipeline } from "../../../../../src/router/choose/registry.ts";
-import { chain, overlapsOf, seededRng } from "../helpers.ts";
+import { chain, chooseAndBook, overlapsOf, seededRng } from "../helpers.ts";
 
 const BS = 16;
 const PREFIX = 125; // 2000 tokens
@@ -25,7 +24,7 @@ function burst(config: SchedulerConfig, seed = 1): number[] {
     hashes.set(chain(7, PREFIX));
     hashes.set(chain(1000 + i, 4, PREFIX), PREFIX);
     // Nothing is indexed yet (no prefill finished): only in-flight prefixes are known.
-    findBestMatch({ overlaps: overlapsOf(), seqHashes: hashes, isl: hashes.length * BS, endpoints, tracker, pipeline, config, now: 0, rng, requestId: `r${i}`, updateStates: true });
+    chooseAndBook({ overlaps: overlapsOf(), seqHashes: hashes, isl: hashes.length * BS, endpoints, tracker, pipeline, config, now: 0, rng }, `r${i}`);
   }
   return endpoints.map((e) => tracker.activeRequests(e.key));
 }

@@ -19,7 +19,6 @@ import type { RouterEvent } from "../../../../../src/core/events.ts";
 import { workerKey, type DpRank, type WorkerId } from "../../../../../src/core/ids.ts";
 import { RecoveryDriver } from "../../../../../src/router/recovery/driver.ts";
 import type { IndexSink, RecoveryStats, WorkerKvQueryResponse } from "../../../../../src/router/recovery/types.ts";
-import type { ClearScope } from "../../../../../src/router/recovery/worker-state.ts";
 import { FakeEngineRank } from "./fake-engine.ts";
 import { sorted } from "./model-index.ts";
 import { mulberry32, pick, randInt } from "../../../../support/prng.ts";
@@ -37,7 +36,6 @@ export interface SimParams {
   readonly clearRate: number;
   readonly engineBufferCapacity: number;
   readonly pendingLimit: number;
-  readonly clearScope: ClearScope;
 }
 
 export interface SimResult {
@@ -63,8 +61,6 @@ export function paramsFor(seed: number): SimParams {
     clearRate: pick(rng, [0, 0.02, 0.05]),
     engineBufferCapacity: rng() < 0.75 ? 1024 : 8,
     pendingLimit: rng() < 0.75 ? 1024 : 2,
-    // Worker-scoped clears equal rank-scoped ones when a worker has one rank; run both.
-    clearScope: ranks === 1 && rng() < 0.5 ? "worker" : "rank",
   };
 }
 
@@ -124,7 +120,7 @@ export async function simulate(seed: number, sink: IndexSink, params = paramsFor
     });
   const sleep = (ms: number) => new Promise<void>((resolve) => timer(Math.max(1, Math.round(ms / 100)), resolve));
 
-  const driver = new RecoveryDriver({ sink, query, sleep, pendingLimit: p.pendingLimit, clearScope: p.clearScope });
+  const driver = new RecoveryDriver({ sink, query, sleep, pendingLimit: p.pendingLimit });
   for (const e of engines) if (rng() < 0.5) driver.addRank(e.workerId, e.dpRank);
 
   const storeOn = (e: FakeEngineRank) => {

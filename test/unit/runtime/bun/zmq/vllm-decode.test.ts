@@ -6,7 +6,7 @@
  * tag under "type"), with the extra fields of each version — and pasted here as hex.
  */
 import { describe, expect, test } from "bun:test";
-import { computeBlockHashes } from "../../../../../src/core/hashing.ts";
+import { computeBlockHashes } from "../../../../../src/core/block-hash.ts";
 import type { RouterEvent } from "../../../../../src/core/events.ts";
 import {
   bytesToU64, decodeVllmBatch, newVllmDecodeCounters, VllmDecodeError, type VllmDecodeOptions,
