@@ -171,6 +171,48 @@ describe("LoadTracker: held counts of a prompt's sequence hashes", () => {
       }
     }
   });
+  test("shared holder rows as bookings end and workers leave (rows freed, compacted, narrowed): the same counts as heldCounts (seed 13)", () => {
+    const rng = seededRng(13);
+    // 70 workers: holder rows three words wide, narrowing as the high slots leave.
+    let workers = Array.from({ length: 70 }, (_, i) => worker(i));
+    const t = tracker(workers, 16);
+    const chained = (locals: bigint[]) => {
+      let h = 0n;
+      return BigUint64Array.from(locals.map((l) => (h = (h * 1_000_003n + l) & 0xffff_ffff_ffff_ffffn)));
+    };
+    const docs = Array.from({ length: 4 }, (_, d) => Array.from({ length: 200 }, (_, k) => BigInt(d * 100_000 + k + 1)));
+    let tail = 20_000_000n;
+    const live: { id: string; w: number }[] = [];
+    /** Compares both counts on every document; returns the most slots holding any first block. */
+    const check = (): number => {
+      let most = 0;
+      for (const d of docs) {
+        const q = chained([...d, tail++]);
+        const full = [...t.heldCounts(q)];
+        expect([...t.heldPrefixCounts(q)]).toEqual(full);
+        most = Math.max(most, full.filter((n) => n > 0).length);
+      }
+      return most;
+    };
+    // Enough bookings that most blocks have several holders (each a bitset row) ...
+    for (let i = 0; i < 400; i++) {
+      const w = Math.floor(rng() * workers.length);
+      const doc = docs[Math.floor(rng() * docs.length)]!;
+      const h = chained([...doc.slice(0, Math.floor(rng() * doc.length) + 1), tail++]);
+      t.addRequest({ requestId: `r${i}`, worker: workers[w]!, seqHashes: h, isl: h.length * 16, overlap: 0 }, 0);
+      live.push({ id: `r${i}`, w });
+    }
+    expect(check()).toBeGreaterThan(32);
+    // ... then most end (rows freed back to one inline holder, the rows compacted once mostly free) ...
+    while (live.length > 40) {
+      t.free(live.splice(Math.floor(rng() * live.length), 1)[0]!.id, 0);
+      if (live.length % 40 === 0) check();
+    }
+    // ... and the high slots leave, their bookings with them (the rows narrow).
+    workers = workers.slice(0, 20);
+    t.updateWorkers(workers);
+    expect(check()).toBeLessThanOrEqual(20);
+  });
 });
 
 describe("LoadTracker: membership", () => {
