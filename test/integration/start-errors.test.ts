@@ -21,8 +21,15 @@ afterAll(async () => {
 });
 
 /** Run `serve` to its end (bounded); its exit code and stderr. */
+/**
+ * The caller's environment without its SWITCHYARD_* variables: each run sees only the settings
+ * the test gives it (CI itself sets SWITCHYARD_IMAGE_TEST, which the router rightly warns about,
+ * and that warning would be a second stderr line here).
+ */
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SWITCHYARD_")));
+
 async function serveFails(args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
-  const p = Bun.spawn({ cmd: [process.execPath, MAIN, "serve", ...args], cwd: ROOT, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn({ cmd: [process.execPath, MAIN, "serve", ...args], cwd: ROOT, env: { ...cleanEnv, ...env }, stdout: "pipe", stderr: "pipe" });
   started.push(p);
   const code = await Promise.race([p.exited, Bun.sleep(15_000).then(() => null)]);
   return { code, stderr: await new Response(p.stderr).text() };
@@ -94,7 +101,7 @@ describe("a real router process", () => {
     const p = Bun.spawn({
       cmd: [process.execPath, MAIN, "serve", "--config", config],
       cwd: ROOT,
-      env: { ...process.env, SWITCHYARD_BLOKC_SIZE: "64", SWITCHYARD_BLOCK_SIZE: "" },
+      env: { ...cleanEnv, SWITCHYARD_BLOKC_SIZE: "64", SWITCHYARD_BLOCK_SIZE: "" },
       stdout: "pipe",
       stderr: "pipe",
     });

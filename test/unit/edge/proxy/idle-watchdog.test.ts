@@ -63,13 +63,22 @@ function endless(size: number): ChunkReader & { reads: number; cancels: number }
   };
 }
 
-/** A real Bun.serve answering every request with `stream` (direct streams need a server). */
+/**
+ * A real Bun.serve answering the first request with `stream` (direct streams need a server). A
+ * stream can be answered once: any later request on this port gets a 503 instead of a thrown
+ * "Body object should not be disturbed or locked" inside the server (seen once in CI).
+ */
 function serveStream(stream: ReadableStream<Uint8Array>, contentType = "text/event-stream") {
+  let served = false;
   const server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     idleTimeout: 0,
-    fetch: () => new Response(stream, { headers: { "content-type": contentType } }),
+    fetch: () => {
+      if (served) return new Response("this test server answers one request", { status: 503 });
+      served = true;
+      return new Response(stream, { headers: { "content-type": contentType } });
+    },
   });
   servers.push(server);
   return server;
