@@ -11,6 +11,7 @@ import { silentLogger } from "../../../../src/edge/log.ts";
 import type { UpstreamBody, UpstreamCall, UpstreamRequestInit } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { harness } from "../harness.ts";
+import { okBody } from "./bodies.ts";
 
 const enc = new TextEncoder();
 const W1 = { id: 11n, url: "http://w1:1" };
@@ -36,21 +37,6 @@ function stallingBody(chunks: string[]): UpstreamBody & { cancelled: number } {
       this.cancelled++;
       wake?.({ done: true });
     },
-  };
-}
-
-function okBody(text: string): UpstreamBody {
-  let done = false;
-  return {
-    get drained() {
-      return done;
-    },
-    async read() {
-      if (done) return { done: true };
-      done = true;
-      return { done: false, value: enc.encode(text) };
-    },
-    async cancel() {},
   };
 }
 

@@ -12,26 +12,12 @@ import { DEFAULT_RETRY_STATUSES, type RetryPolicy } from "../../../../src/edge/p
 import type { UpstreamBody, UpstreamCall } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { harness } from "../harness.ts";
+import { okBody } from "./bodies.ts";
 
 const enc = new TextEncoder();
 const W1 = { id: 11n, url: "http://w1:1" };
 const W2 = { id: 22n, url: "http://w2:2" };
 const W3 = { id: 33n, url: "http://w3:3" };
-
-function okBody(text: string): UpstreamBody {
-  let done = false;
-  return {
-    get drained() {
-      return done;
-    },
-    async read() {
-      if (done) return { done: true };
-      done = true;
-      return { done: false, value: enc.encode(text) };
-    },
-    async cancel() {},
-  };
-}
 
 /** The n-th engine call (from 0) answers `statusOf(n)` with a small JSON body. */
 function setup(statusOf: (n: number) => number, retry?: RetryPolicy, workers = [W1, W2]) {

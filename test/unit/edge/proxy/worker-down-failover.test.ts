@@ -11,6 +11,7 @@ import type { UpstreamBody, UpstreamCall, UpstreamRequestInit } from "../../../.
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { until } from "../../../support/processes.ts";
 import { harness } from "../harness.ts";
+import { okBody } from "./bodies.ts";
 
 const enc = new TextEncoder();
 const W1 = { id: 11n, url: "http://w1:1" };
@@ -18,21 +19,6 @@ const W2 = { id: 22n, url: "http://w2:2" };
 
 function hang<T>(init: UpstreamRequestInit): Promise<T> {
   return new Promise<T>((_, reject) => init.signal?.addEventListener("abort", () => reject(init.signal!.reason)));
-}
-
-function okBody(text: string): UpstreamBody {
-  let done = false;
-  return {
-    get drained() {
-      return done;
-    },
-    async read() {
-      if (done) return { done: true };
-      done = true;
-      return { done: false, value: enc.encode(text) };
-    },
-    async cancel() {},
-  };
 }
 
 function setup(hangFirst = true) {
