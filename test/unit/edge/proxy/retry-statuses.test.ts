@@ -9,7 +9,7 @@ import { silentLogger } from "../../../../src/edge/log.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
 import { RetryBudget } from "../../../../src/edge/proxy/retry-budget.ts";
 import { DEFAULT_RETRY_STATUSES, type RetryPolicy } from "../../../../src/edge/proxy/retry-policy.ts";
-import type { UpstreamBody, UpstreamCall } from "../../../../src/edge/proxy/upstream.ts";
+import type { UpstreamCall } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { harness } from "../harness.ts";
 import { okBody } from "./bodies.ts";

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { silentLogger } from "../../../../src/edge/log.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
-import type { UpstreamBody, UpstreamCall, UpstreamRequestInit } from "../../../../src/edge/proxy/upstream.ts";
+import type { UpstreamCall, UpstreamRequestInit } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { until } from "../../../support/processes.ts";
 import { harness } from "../harness.ts";
