@@ -1,15 +1,9 @@
 /** The observability flags as the options table reads them: flags, env (OpenTelemetry's names too), checks, the runtime column. */
 import { describe, expect, test } from "bun:test";
-import { ConfigError, loadConfig, type LoadSources } from "../../../src/config/load.ts";
+import { loadConfig } from "../../../src/config/load.ts";
+import { configProblems } from "../../support/config-problems.ts";
 
-function problems(argv: string[], env: Record<string, string> = {}, runtime: LoadSources["runtime"] = "bun"): string[] {
-  try {
-    loadConfig({ argv, env, runtime });
-    return [];
-  } catch (e) {
-    return [...(e as ConfigError).problems];
-  }
-}
+const problems = configProblems;
 
 describe("--log-format, --otlp-endpoint, --otlp-sample-ratio", () => {
   test("defaults: text lines, no spans, every new trace recorded", () => {

@@ -1,15 +1,9 @@
 /** The --discover flags as the config loader reads them (flags, env, checks between fields). */
 import { describe, expect, test } from "bun:test";
-import { ConfigError, loadConfig, type LoadSources } from "../../../../src/config/load.ts";
+import { loadConfig } from "../../../../src/config/load.ts";
+import { configProblems } from "../../../support/config-problems.ts";
 
-function problems(argv: string[], env: Record<string, string> = {}, runtime: LoadSources["runtime"] = "bun"): string[] {
-  try {
-    loadConfig({ argv, env, runtime });
-    return [];
-  } catch (e) {
-    return [...(e as ConfigError).problems];
-  }
-}
+const problems = configProblems;
 
 describe("--discover kubernetes flags", () => {
   test("defaults: off; port name http; namespace and kubeconfig left to the environment", () => {
