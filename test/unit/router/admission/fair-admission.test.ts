@@ -120,25 +120,30 @@ describe("AdmissionQueue with fair admission", () => {
 describe("AdmissionGate with fair admission", () => {
   const busy = () => new RouterError("all_workers_busy", "all busy");
 
-  test("a quiet tenant's request waiting behind a noisy tenant's backlog is admitted next", async () => {
-    const g = new AdmissionGate({ maxQueue: 100, timeoutMs: 1e9, tickMs: 1e9, now: () => 0, timers, fair: true });
-    let free = 0;
-    const admitted: string[] = [];
+  /** Workers with `s.free` slots: an attempt takes one (recorded in `s.admitted`) or fails busy. */
+  function slots() {
+    const s = { free: 0, admitted: [] as string[] };
     const attempt = (name: string) => async () => {
-      if (free <= 0) throw busy();
-      free--;
-      admitted.push(name);
+      if (s.free <= 0) throw busy();
+      s.free--;
+      s.admitted.push(name);
       return name;
     };
+    return { s, attempt };
+  }
+
+  test("a quiet tenant's request waiting behind a noisy tenant's backlog is admitted next", async () => {
+    const g = new AdmissionGate({ maxQueue: 100, timeoutMs: 1e9, tickMs: 1e9, now: () => 0, timers, fair: true });
+    const { s, attempt } = slots();
     const noisy = Array.from({ length: 10 }, (_, i) => g.admit(attempt(`n${i}`), { share: share("noisy") }));
     await settle();
     const quiet = g.admit(attempt("q0"), { share: share("quiet") });
     await settle();
-    free = 2;
+    s.free = 2;
     g.pump();
     await quiet;
-    expect(admitted).toEqual(["q0", "n0"]);
-    free = 100;
+    expect(s.admitted).toEqual(["q0", "n0"]);
+    s.free = 100;
     g.pump();
     await Promise.all(noisy);
     g.close();
@@ -146,20 +151,13 @@ describe("AdmissionGate with fair admission", () => {
 
   test("arrival order when fair admission is off, shares or not", async () => {
     const g = new AdmissionGate({ maxQueue: 100, timeoutMs: 1e9, tickMs: 1e9, now: () => 0, timers, fair: false });
-    let free = 0;
-    const admitted: string[] = [];
-    const attempt = (name: string) => async () => {
-      if (free <= 0) throw busy();
-      free--;
-      admitted.push(name);
-      return name;
-    };
+    const { s, attempt } = slots();
     const all = [...Array.from({ length: 3 }, (_, i) => g.admit(attempt(`n${i}`), { share: share("noisy") })), g.admit(attempt("q0"), { share: share("quiet") })];
     await settle();
-    free = 4;
+    s.free = 4;
     g.pump();
     await Promise.all(all);
-    expect(admitted).toEqual(["n0", "n1", "n2", "q0"]);
+    expect(s.admitted).toEqual(["n0", "n1", "n2", "q0"]);
     expect(g.serviceOf("noisy")).toBe(0);
   });
 
