@@ -42,6 +42,7 @@ import { WorkerMembership } from "../../src/fleet/membership.ts";
 import { loadNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
 import { xorshift32, mulberry32 } from "../../test/support/prng.ts";
 import { percentile } from "../replay/stats.ts";
+import { concat, randomTokens as randomTokensFrom } from "../support/tokens.ts";
 
 const { values } = parseArgs({
   options: { workers: { type: "string", default: "64" }, entries: { type: "string", default: "1000000" }, register: { type: "string", default: "1000" } },
@@ -64,17 +65,7 @@ function randomHash(): bigint {
   B32[1] = rand32();
   return B64[0]!;
 }
-function randomTokens(n: number): Uint32Array {
-  const t = new Uint32Array(n);
-  for (let i = 0; i < n; i++) t[i] = rand32() % 150_000;
-  return t;
-}
-function concat(a: Uint32Array, b: Uint32Array): Uint32Array {
-  const t = new Uint32Array(a.length + b.length);
-  t.set(a);
-  t.set(b, a.length);
-  return t;
-}
+const randomTokens = (n: number): Uint32Array => randomTokensFrom(n, rand32, 150_000);
 
 const native = loadNativeBlockHasher();
 const hasher: BatchBlockHasher = native ?? portableBatchHasher;
