@@ -15,14 +15,10 @@
  * tenant's slot for ever. The keys' own PEXPIRE only collects garbage once a bucket is full.
  */
 import { LuaScript } from "./redis-client.ts";
+import { LUA_NOW_MS } from "./redis-scripts.ts";
 
 const PRELUDE = `
-local function now_ms(arg)
-  if arg ~= '' then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function bucket(key, name, lim, now)
+${LUA_NOW_MS}local function bucket(key, name, lim, now)
   local v = redis.call('HMGET', key, name, name .. 't')
   local l, at = tonumber(v[1]), tonumber(v[2])
   if not l or not at then return lim end
