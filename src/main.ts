@@ -6,13 +6,15 @@
  * the KV block transfer agent. Each prints one {"url","port"} line once listening and drains
  * on SIGTERM/SIGINT.
  */
-import { createLogger, type Logger } from "./edge/log.ts";
-import { ConfigError, loadConfig, serveUsage } from "./config/load.ts";
+import type { Logger } from "./edge/log.ts";
+import { createFormattedLogger } from "./observe/logger.ts";
+import { ConfigError, loadConfig, serveUsage, unknownEnvWarnings } from "./config/load.ts";
+import { versionLine } from "./core/build-info.ts";
 import type { Config } from "./config/schema.ts";
 import { runMockerCli } from "./mocker/index.ts";
 import { runTransferAgent, TRANSFER_DRAIN_MS } from "./transfer/agent.ts";
 import { TRANSFER_AGENT_USAGE } from "./transfer/agent-options.ts";
-import { serve, StartupError, type RunningRouter } from "./runtime/bun.ts";
+import { serve, StartupError, stderrLogSink, type RunningRouter } from "./runtime/bun.ts";
 
 export { serve, StartupError, type RunningRouter } from "./runtime/bun.ts";
 
@@ -21,15 +23,22 @@ const USAGE = `usage: switchyard <command> [flags]
 commands:
   serve      the router: OpenAI-compatible proxy in front of engines (serve --help)
   mocker     a simulated engine (mocker --help)
-  transfer   the KV block transfer agent (transfer --help)`;
+  transfer   the KV block transfer agent (transfer --help)
+
+  --version  print the version, the commit it was built from and the runtime`;
+
 async function runServe(argv: readonly string[]): Promise<void> {
   if (argv.includes("--help") || argv.includes("-h")) {
     console.log(serveUsage());
     return;
   }
+  if (argv.includes("--version")) {
+    console.log(versionLine());
+    return;
+  }
   let config: Config;
   try {
-    config = loadConfig({ argv, env: process.env });
+    config = loadConfig({ argv, env: process.env, parseYaml: (text) => Bun.YAML.parse(text) });
   } catch (e) {
     if (e instanceof ConfigError) {
       console.error(`${e.message}\n\nrun \`switchyard serve --help\` for the list of flags`);
@@ -37,13 +46,18 @@ async function runServe(argv: readonly string[]): Promise<void> {
     }
     throw e;
   }
-  const log = createLogger(config.logLevel);
+  const sink = stderrLogSink();
+  const log = createFormattedLogger({ level: config.logLevel, format: config.logFormat, write: sink.write });
+  for (const w of unknownEnvWarnings(process.env)) log.warn(w);
   let router: RunningRouter;
   try {
     router = await serve(config, log);
   } catch (e) {
-    // A bad start-up input (a tokenizer directory that cannot load): one line, exit 2.
+    // A bad start-up input (a tokenizer directory or workers file that cannot be read, a
+    // port in use): one line, exit 2, like a bad flag.
     if (e instanceof StartupError) {
+      // The log's buffered lines (warnings before the failure) go out before the exit.
+      await sink.flush();
       console.error(e.message);
       process.exit(2);
     }
@@ -51,7 +65,8 @@ async function runServe(argv: readonly string[]): Promise<void> {
   }
   // One machine-readable line, so scripts and tests started with --port 0 find the router.
   console.log(JSON.stringify({ url: router.url, port: router.port }));
-  onShutdown(() => router.drain(config.drainTimeout * 1000).then(() => {}), log);
+  // The last lines (access lines of the drained requests) are written before the exit.
+  onShutdown(() => router.drain(config.drainTimeout * 1000, config.drainDelay * 1000).then(() => sink.flush()), log);
 }
 
 async function runTransfer(argv: readonly string[]): Promise<void> {
@@ -102,6 +117,10 @@ export async function main(argv: readonly string[]): Promise<void> {
       return;
     case "transfer":
       return runTransfer(rest);
+    case "--version":
+    case "version":
+      console.log(versionLine());
+      return;
     case "help":
     case "--help":
     case "-h":

@@ -1,7 +1,7 @@
 /**
  * The house rules, as folder rules that a path's depth cannot dodge: every relative import is
  * resolved to the file it names, and that file's folder is what the rule checks.
- * - The pure rooms (router/**, core, protocol, tokens, fleet/lora) run unchanged on Deno and edge
+ * - The pure rooms (router/**, core, protocol, tokens, fleet/lora, protect) run unchanged on Deno and edge
  *   runtimes and stay deterministic under test: no runtime-specific imports, no I/O globals, no clock.
  * - router/** imports only router, core, protocol and tokens; outside it, src/ reaches the room only
  *   through its face, src/router/index.ts.
@@ -14,7 +14,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
 const ROOT = join(import.meta.dir, "..");
-const PURE_DIRS = ["src/core", "src/router", "src/tokens", "src/protocol", "src/fleet/lora"];
+const PURE_DIRS = ["src/core", "src/router", "src/tokens", "src/protocol", "src/fleet/lora", "src/protect"];
 
 /** What a pure module may not mention: runtime modules, I/O globals, wall clocks. */
 const FORBIDDEN: readonly [RegExp, string][] = [
@@ -86,10 +86,11 @@ const RULES: readonly FolderRule[] = [
     forbidden: ["src/router/index"],
     why: "choosing works from the overlap it is given; it does not walk the index",
   },
-  // package.json is data (the version core/build-info.ts reports), not code.
+  // package.json is data (the version core/build-info.ts reports), not code or a runtime.
   { from: "src/core", allowed: ["src/core", "package.json"], why: "the shared vocabulary depends on nothing" },
   { from: "src/protocol", allowed: ["src/protocol", "src/core"], why: "the wire protocol depends on nothing but the shared vocabulary" },
   { from: "src/tokens", allowed: ["src/tokens", "src/core"], why: "the tokenizer seam is runtime-free; Bun's wiring lives in runtime/bun/tokens" },
+  { from: "src/protect", allowed: ["src/protect", "src/core", "src/protocol"], why: "keys and tenant limits take their file reader, Redis counters and clock as parameters" },
   {
     from: "src/mocker",
     forbidden: ["src/router", "src/edge", "src/fleet", "src/runtime", "src/observe", "src/sync"],

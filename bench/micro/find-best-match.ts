@@ -32,6 +32,7 @@ import { worker } from "../../src/core/ids.ts";
 import { xorshift32 } from "../../test/support/prng.ts";
 import { percentile } from "../replay/stats.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
+import { concat, randomTokens as randomTokensFrom } from "../support/tokens.ts";
 
 const WORKERS = 64;
 const BS = 16;
@@ -39,17 +40,7 @@ const PROMPT = 8192;
 const LONG = 131072;
 
 const rand32 = xorshift32(0x2545f491);
-function randomTokens(n: number): Uint32Array {
-  const t = new Uint32Array(n);
-  for (let i = 0; i < n; i++) t[i] = rand32() % 32000;
-  return t;
-}
-function concat(a: Uint32Array, b: Uint32Array): Uint32Array {
-  const t = new Uint32Array(a.length + b.length);
-  t.set(a);
-  t.set(b, a.length);
-  return t;
-}
+const randomTokens = (n: number): Uint32Array => randomTokensFrom(n, rand32, 32000);
 
 interface World {
   tree: RadixTree;

@@ -1,14 +1,29 @@
 /**
  * Proxy overhead (`bun run bench:proxy [--runs 5] [--seconds 5] [--connections 64]
- * [--max-tokens 16] [--prompt-tokens 1024] [--decode-ms 0] [--json FILE]`): one simulated
+ * [--max-tokens 16] [--prompt-tokens 1024] [--decode-ms 0] [--stream true|false]
+ * [--router-args "--log-format json ..."] [--baseline-ref REF] [--targets direct,router,nginx]
+ * [--profile DIR] [--json FILE]`): one simulated
  * engine with zero simulated time (so the proxy is the bottleneck), loaded with streaming
  * completions by wrk three ways in the same run: directly, through the router (policy kv,
  * full hash/match/schedule per request) and through nginx as a plain reverse proxy. Runs
  * are interleaved; medians are reported. With zero decode time an answer reaches the proxy
  * whole; `--decode-ms N` spaces the tokens N ms apart, so the streaming path is measured.
+ * A fourth target, "floor" (floor.ts), is the least a proxy on Bun does: Bun.serve and the
+ * router's socket client, nothing else; router − floor is the router's own work.
+ * `--stream false` asks for whole (non-SSE) answers. `--router-args` adds flags to the router's
+ * command line (to measure it with the access log, tracing, ...); `--profile DIR` runs the
+ * router under Bun's CPU profiler, writes its .cpuprofile to DIR when it stops and prints where
+ * its samples fell (profile-summary.ts). `--baseline-ref REF` also runs the router as it was at
+ * git REF (extracted with git archive into a temp dir, this checkout's node_modules and ffi
+ * build linked in) as one more target, "baseline", interleaved with the others: a change's
+ * before and after measured in the same run. Targets (issue 24): router ≥ 0.9 × nginx's requests/s and router CPU per request
+ * ≤ 2 × nginx's, judged on the medians.
  */
-import { readFileSync, writeFileSync } from "node:fs";
-import { freePort, startMain, stopAll, type Proc } from "../../test/support/processes.ts";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { summarize as summarizeProfile } from "./profile-summary.ts";
+import { freePort, MAIN, ROOT, startCommand, startMain, stopAll, type Proc } from "../../test/support/processes.ts";
 import { startNginx, type Nginx } from "./nginx.ts";
 import { runWrk, type WrkResult } from "./wrk.ts";
 
@@ -26,6 +41,9 @@ function cpuSeconds(pid: number): number | undefined {
 /** USER_HZ: 100 on every Linux we run on. */
 const CLOCK_TICKS = 100;
 
+const TARGETS = ["direct", "router", "nginx", "floor", "baseline"] as const;
+type Target = (typeof TARGETS)[number];
+
 interface Run extends WrkResult {
   /** CPU time of the proxy process per request, µs (direct: the engine's). */
   proxyCpuUs: number | undefined;
@@ -41,11 +59,23 @@ interface Options {
   promptTokens: number;
   /** Simulated decode time per output token (0: the whole answer at once; > 0: a real stream). */
   decodeMs: number;
+  /** `stream` in the request body: SSE answers, or one JSON answer each. */
+  stream: boolean;
+  /** Extra router flags, split on spaces. */
+  routerArgs: string[];
+  /** Run the router under `bun --cpu-prof`, writing the profile here when it stops. */
+  profile: string | undefined;
+  /** Which targets to load (default direct, router, nginx, + baseline with a ref; `router` alone for a profile). */
+  targets: Target[];
+  /** A git ref whose router runs beside this one ("baseline"). */
+  baselineRef: string | undefined;
   json: string | undefined;
 }
 
 function parseArgs(argv: readonly string[]): Options {
-  const o: Options = { runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, decodeMs: 0, json: undefined };
+  const o: Options = {
+    runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, decodeMs: 0, stream: true, routerArgs: [], profile: undefined, targets: ["direct", "router", "nginx", "floor"], baselineRef: undefined, json: undefined,
+  };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i]!, argv[i + 1]];
     if (value === undefined) throw new Error(`${flag}: needs a value`);
@@ -57,15 +87,32 @@ function parseArgs(argv: readonly string[]): Options {
       case "--max-tokens": o.maxTokens = Number(value); break;
       case "--prompt-tokens": o.promptTokens = Number(value); break;
       case "--decode-ms": o.decodeMs = Number(value); break;
+      case "--stream": o.stream = value !== "false"; break;
+      case "--router-args": o.routerArgs = value.split(" ").filter((x) => x !== ""); break;
+      case "--profile": o.profile = value; break;
+      case "--targets": o.targets = value.split(",") as Target[]; break;
+      case "--baseline-ref": o.baselineRef = value; break;
       case "--json": o.json = value; break;
       default: throw new Error(`unknown flag ${flag}`);
     }
   }
+  if (o.baselineRef !== undefined && !o.targets.includes("baseline")) o.targets.push("baseline");
   return o;
 }
 
-const TARGETS = ["direct", "router", "nginx"] as const;
-type Target = (typeof TARGETS)[number];
+/** This checkout's tree at `ref` in a temp dir, runnable: node_modules and the FFI build linked from here. */
+function extractRef(ref: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "switchyard-baseline-"));
+  const archive = Bun.spawnSync(["git", "-C", ROOT, "archive", "--format=tar", ref]);
+  if (archive.exitCode !== 0) throw new Error(`git archive ${ref}: ${archive.stderr.toString()}`);
+  const untar = Bun.spawnSync(["tar", "-x", "-C", dir], { stdin: archive.stdout });
+  if (untar.exitCode !== 0) throw new Error(`tar: ${untar.stderr.toString()}`);
+  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
+  mkdirSync(join(dir, "ffi"), { recursive: true });
+  if (existsSync(join(ROOT, "ffi", "build"))) symlinkSync(join(ROOT, "ffi", "build"), join(dir, "ffi", "build"));
+  return dir;
+}
+
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -107,11 +154,14 @@ async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
   // Byte tokenizer: one character = one token.
   const prompt = "The router hashes every block of this prompt. ".repeat(Math.ceil(o.promptTokens / 47)).slice(0, o.promptTokens);
-  const body = JSON.stringify({ model: "switchyard-sim", prompt, max_tokens: o.maxTokens, stream: true });
+  const body = JSON.stringify({ model: "switchyard-sim", prompt, max_tokens: o.maxTokens, stream: o.stream });
 
   let engine: Proc | undefined;
   let router: Proc | undefined;
   let nginx: Nginx | undefined;
+  let baseline: Proc | undefined;
+  let floor: Proc | undefined;
+  let baselineDir: string | undefined;
   try {
     engine = await startMain([
       "mocker", "--port", "0", "--prefill-us-per-token", "0", "--prefill-overhead-ms", "0", "--decode-ms-per-step", String(o.decodeMs),
@@ -119,16 +169,28 @@ async function main(): Promise<void> {
     ]);
     const engineUrl = String(engine.info.url);
     const routerPort = freePort();
-    router = await startMain([
-      "serve", "--port", String(routerPort), "--host", "127.0.0.1", "--worker", engineUrl, "--log-level", "warn", "--health-interval", "10",
-    ]);
+    const routerCommand = [
+      "serve", "--port", String(routerPort), "--host", "127.0.0.1", "--worker", engineUrl, "--log-level", "warn", "--health-interval", "10", ...o.routerArgs,
+    ];
+    router = o.profile === undefined
+      ? await startMain(routerCommand)
+      : await startCommand([process.execPath, "--cpu-prof", `--cpu-prof-dir=${o.profile}`, MAIN, ...routerCommand], "router (profiled)");
     nginx = await startNginx(engineUrl);
+    if (o.baselineRef !== undefined) {
+      baselineDir = extractRef(o.baselineRef);
+      const cmd = [...routerCommand];
+      cmd[cmd.indexOf("--port") + 1] = String(freePort());
+      baseline = await startCommand([process.execPath, join(baselineDir, "src", "main.ts"), ...cmd], `router at ${o.baselineRef}`);
+    }
+    if (o.targets.includes("floor")) floor = await startCommand([process.execPath, join(import.meta.dir, "floor.ts"), "--upstream", engineUrl], "floor proxy");
     const urls: Record<Target, string> = {
+      floor: floor ? `${floor.info.url}/v1/completions` : "",
       direct: `${engineUrl}/v1/completions`,
       router: `${router.info.url}/v1/completions`,
       nginx: `${nginx.url}/v1/completions`,
+      baseline: baseline ? `${baseline.info.url}/v1/completions` : "",
     };
-    const proxyPid: Record<Target, number | undefined> = { direct: undefined, router: router.pid, nginx: nginx.pid };
+    const proxyPid: Record<Target, number | undefined> = { direct: undefined, router: router.pid, nginx: nginx.pid, floor: floor?.pid, baseline: baseline?.pid };
     const enginePid = engine.pid;
     const load = async (t: Target, seconds: number): Promise<Run> => {
       const p0 = proxyPid[t] === undefined ? undefined : cpuSeconds(proxyPid[t]!);
@@ -141,13 +203,14 @@ async function main(): Promise<void> {
       return { ...r, proxyCpuUs: perReq(p0, p1), engineCpuUs: perReq(e0, e1) };
     };
 
-    console.error(`warm-up (1 s each), then ${o.runs} interleaved runs of ${o.seconds} s x ${TARGETS.length} targets`);
-    for (const t of TARGETS) await load(t, 1);
-    const results: Record<Target, Run[]> = { direct: [], router: [], nginx: [] };
+    const targets = o.targets;
+    console.error(`warm-up (1 s each), then ${o.runs} interleaved runs of ${o.seconds} s x ${targets.length} targets`);
+    for (const t of targets) await load(t, 1);
+    const results: Record<Target, Run[]> = { direct: [], router: [], nginx: [], floor: [], baseline: [] };
     for (let run = 0; run < o.runs; run++) {
       // Rotate the order so no target always runs on a warmer (or hotter) machine.
-      for (let k = 0; k < TARGETS.length; k++) {
-        const t = TARGETS[(run + k) % TARGETS.length]!;
+      for (let k = 0; k < targets.length; k++) {
+        const t = targets[(run + k) % targets.length]!;
         const r = await load(t, o.seconds);
         results[t].push(r);
         console.error(
@@ -155,17 +218,22 @@ async function main(): Promise<void> {
         );
       }
     }
-    const s = Object.fromEntries(TARGETS.map((t) => [t, summarize(t, results[t])])) as Record<Target, Summary>;
+    // A target not loaded (--targets) has no runs: its figures are NaN, and so are ratios with it.
+    const none: Summary = { target: "direct", runs: [], rps: NaN, p50Ms: NaN, p99Ms: NaN, proxyCpuUs: undefined, engineCpuUs: undefined, errors: 0, non2xx: 0 };
+    const s = Object.fromEntries(TARGETS.map((t) => [t, results[t].length > 0 ? summarize(t, results[t]) : { ...none, target: t }])) as Record<Target, Summary>;
     const report = {
       bench: "proxy",
       date: new Date().toISOString(),
       cpus: navigator.hardwareConcurrency,
       options: { ...o, json: undefined },
-      summary: TARGETS.map((t) => ({ ...s[t], runs: undefined })),
+      summary: targets.map((t) => ({ ...s[t], runs: undefined })),
       ratios: {
         routerVsNginxThroughput: s.router.rps / s.nginx.rps,
+        routerVsNginxCpu: s.router.proxyCpuUs !== undefined && s.nginx.proxyCpuUs !== undefined ? s.router.proxyCpuUs / s.nginx.proxyCpuUs : NaN,
         routerVsDirectThroughput: s.router.rps / s.direct.rps,
         nginxVsDirectThroughput: s.nginx.rps / s.direct.rps,
+        routerVsBaselineThroughput: s.router.rps / s.baseline.rps,
+        routerVsBaselineCpu: s.router.proxyCpuUs !== undefined && s.baseline.proxyCpuUs !== undefined ? s.router.proxyCpuUs / s.baseline.proxyCpuUs : NaN,
         routerAddedP50Ms: s.router.p50Ms - s.direct.p50Ms,
         routerAddedP99Ms: s.router.p99Ms - s.direct.p99Ms,
         nginxAddedP50Ms: s.nginx.p50Ms - s.direct.p50Ms,
@@ -180,7 +248,12 @@ async function main(): Promise<void> {
     }
   } finally {
     await nginx?.stop();
-    await stopAll([router, engine]);
+    await stopAll([router, engine, baseline, floor]);
+    if (baselineDir !== undefined) rmSync(baselineDir, { recursive: true, force: true });
+  }
+  if (o.profile !== undefined) {
+    const files = readdirSync(o.profile).filter((f) => f.endsWith(".cpuprofile")).sort();
+    if (files.length > 0) console.log(`\nrouter profile (${o.profile}/${files.at(-1)}):\n${summarizeProfile(`${o.profile}/${files.at(-1)}`, 30)}`);
   }
 }
 
@@ -190,7 +263,8 @@ function fmtUs(x: number | undefined): string {
 
 function printTable(rows: readonly Omit<Summary, "runs">[], r: Record<string, number>, o: Options): void {
   const decode = o.decodeMs > 0 ? `, ${o.decodeMs} ms per token` : "";
-  console.log(`\nproxy overhead: streaming completions, ${o.promptTokens}-token prompt, ${o.maxTokens} tokens out${decode}, wrk -c${o.connections} -t${o.threads}, median of ${o.runs} x ${o.seconds} s`);
+  const extra = o.routerArgs.length > 0 ? `; router flags: ${o.routerArgs.join(" ")}` : "";
+  console.log(`\nproxy overhead: ${o.stream ? "streaming" : "whole-answer"} completions, ${o.promptTokens}-token prompt, ${o.maxTokens} tokens out${decode}, wrk -c${o.connections} -t${o.threads}, median of ${o.runs} x ${o.seconds} s${extra}`);
   console.log("| target | req/s | p50 ms | p99 ms | proxy CPU µs/req | engine CPU µs/req | socket errors | non-2xx |");
   console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
   const us = (x: number | undefined) => (x === undefined ? "-" : x.toFixed(0));
@@ -199,7 +273,15 @@ function printTable(rows: readonly Omit<Summary, "runs">[], r: Record<string, nu
       `| ${x.target} | ${x.rps.toFixed(0)} | ${x.p50Ms.toFixed(2)} | ${x.p99Ms.toFixed(2)} | ${us(x.proxyCpuUs)} | ${us(x.engineCpuUs)} | ${x.errors} | ${x.non2xx} |`,
     );
   }
-  console.log(`\nrouter / nginx throughput: ${r.routerVsNginxThroughput!.toFixed(2)} (target >= 0.80)`);
+  const router = rows.find((x) => x.target === "router");
+  const nginx = rows.find((x) => x.target === "nginx");
+  const cpuRatio = router?.proxyCpuUs !== undefined && nginx?.proxyCpuUs !== undefined ? router.proxyCpuUs / nginx.proxyCpuUs : undefined;
+  const verdict = (met: boolean) => (met ? "met" : "missed");
+  if (Number.isFinite(r.routerVsNginxThroughput)) console.log(`\nrouter / nginx throughput: ${r.routerVsNginxThroughput!.toFixed(2)} (target ≥ 0.9: ${verdict(r.routerVsNginxThroughput! >= 0.9)})`);
+  if (cpuRatio !== undefined) console.log(`router / nginx CPU per request: ${cpuRatio.toFixed(2)} (target ≤ 2: ${verdict(cpuRatio <= 2)})`);
+  if (Number.isFinite(r.routerVsBaselineThroughput)) {
+    console.log(`router / baseline (${o.baselineRef}): throughput ${r.routerVsBaselineThroughput!.toFixed(3)}, CPU per request ${r.routerVsBaselineCpu!.toFixed(3)}`);
+  }
   console.log(`router / direct throughput: ${r.routerVsDirectThroughput!.toFixed(2)};  nginx / direct: ${r.nginxVsDirectThroughput!.toFixed(2)}`);
   console.log(`added latency vs direct: router p50 +${r.routerAddedP50Ms!.toFixed(2)} ms, p99 +${r.routerAddedP99Ms!.toFixed(2)} ms; nginx p50 +${r.nginxAddedP50Ms!.toFixed(2)} ms, p99 +${r.nginxAddedP99Ms!.toFixed(2)} ms`);
 }

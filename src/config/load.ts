@@ -1,14 +1,18 @@
 /**
- * Flags, environment and an optional JSON file -> Config. Precedence: flag > env > file >
- * default. Every problem (unknown flag, unreadable file, bad value) is collected and thrown
- * as ONE ConfigError whose message lists them all, so a user fixes everything in one go.
+ * Flags, environment and an optional `--config` file (JSON, or YAML for .yaml/.yml) -> Config,
+ * all read through serve's options table (schema.ts). Precedence: flag > env > file > default.
+ * Every problem (unknown flag, unreadable file, bad value, a value this runtime cannot honour)
+ * is collected and thrown as ONE ConfigError whose message lists them all, so a user fixes
+ * everything in one go.
  *
  * @example
  * const config = loadConfig({ argv: ["--port", "9000", "--worker", "http://127.0.0.1:8001"], env: {} });
  */
-import * as v from "valibot";
-import { scanFlags } from "./flag-scan.ts";
-import { ConfigSchema, crossFieldProblems, finishConfig, OPTIONS, type Config, type OptionSpec } from "./schema.ts";
+import { isYamlPath, type YamlParse } from "../fleet/workers-file.ts";
+import { closestName } from "./closest-name.ts";
+import { camel, getAtPath, parseOption, scanOptions, setAtPath, usageRows, type TableOption } from "./option-table.ts";
+import { EVERYWHERE, limitsOn, refusal, RUNTIME_LABEL, type PortableRuntime } from "./runtimes.ts";
+import { crossFieldProblems, derivedEnvName, envNames, finishConfig, SERVE_OPTION_LIST, type Config, type ServeOptionDef } from "./schema.ts";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -23,120 +27,102 @@ export interface LoadSources {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Reads the --config file; injected so tests need no disk. */
   readonly readFile?: (path: string) => string;
+  /** Parses a .yaml/.yml --config file (Bun: Bun.YAML.parse); without it such a file is refused by name. */
+  readonly parseYaml?: YamlParse;
+  /** The runtime that will run the router: Deno and workerd refuse what they cannot honour (default bun). */
+  readonly runtime?: "bun" | PortableRuntime;
 }
 
-const BY_FLAG = new Map(OPTIONS.map((o) => [o.flag, o]));
-const BY_KEY = new Map(OPTIONS.map((o) => [o.key as string, o]));
+type Option = TableOption<ServeOptionDef>;
+
+/** The variable that names the --config file when the flag does not. */
+export const CONFIG_ENV = "SWITCHYARD_CONFIG";
+
+/**
+ * `SWITCHYARD_*` variables that are no option but are read by other parts: the native
+ * library's and libzmq's locations (src/transfer/native/library.ts, the ZMQ loader).
+ */
+const OTHER_ENV = [CONFIG_ENV, "SWITCHYARD_FFI_LIB", "SWITCHYARD_LIBZMQ"];
 
 /** Where each problem came from, so the message names the field as the user wrote it. */
-function label(o: OptionSpec): string {
-  return `${o.flag} (${o.env.join(" / ")})`;
+function label(o: Option): string {
+  return `${o.flag} (${envNames(o).join(" / ")})`;
 }
 
-/** Config-file names of the repeatable options. */
-const PLURALS: Readonly<Record<string, string>> = {
-  workers: "worker",
-  tokenizers: "tokenizer",
-  zmqEndpoints: "zmqEndpoint",
-  zmqReplayEndpoints: "zmqReplayEndpoint",
-};
+/**
+ * A --config file's field names for each option: the flag without dashes (`block-size` or
+ * `blockSize`), and for options outside a group their key too (the plural of a repeatable
+ * flag: `workers`, `tokenizers`, `zmq-endpoints`).
+ */
+const BY_FILE_FIELD: ReadonlyMap<string, Option> = new Map(
+  SERVE_OPTION_LIST.flatMap((o) => {
+    const names = [camel(o.flag.slice(2))];
+    if (o.path.length === 1) names.push(o.path[0]!);
+    return names.map((n) => [n, o] as const);
+  }),
+);
 
-function kebabToCamel(s: string): string {
-  return s.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
-}
-
-interface ParsedFlags {
-  values: Map<OptionSpec, string | string[]>;
-  configPath: string | undefined;
-  problems: string[];
-}
-
-function parseFlags(argv: readonly string[]): ParsedFlags {
-  const values = new Map<OptionSpec, string | string[]>();
-  const problems: string[] = [];
-  let configPath: string | undefined;
-  for (const item of scanFlags(argv, (flag) => BY_FLAG.get(flag)?.boolean === true)) {
-    if ("problem" in item) {
-      problems.push(item.problem);
-      continue;
-    }
-    const { flag: name, value } = item;
-    if (name === "--config") {
-      configPath = value;
-      continue;
-    }
-    const opt = BY_FLAG.get(name);
-    if (!opt) {
-      problems.push(`${name}: unknown flag`);
-      continue;
-    }
-    if (opt.list) {
-      const prev = values.get(opt);
-      values.set(opt, [...(Array.isArray(prev) ? prev : []), value]);
-    } else {
-      values.set(opt, value);
-    }
-  }
-  return { values, configPath, problems };
-}
-
-function readConfigFile(path: string, readFile: (p: string) => string, problems: string[]): Record<string, unknown> {
+function readConfigFile(path: string, src: LoadSources, problems: string[]): Map<Option, unknown> {
+  const out = new Map<Option, unknown>();
   let text: string;
   try {
-    text = readFile(path);
+    text = (src.readFile ?? defaultReadFile)(path);
   } catch (e) {
     problems.push(`--config ${path}: cannot read (${(e as Error).message})`);
-    return {};
+    return out;
   }
-  let json: unknown;
+  const yaml = isYamlPath(path);
+  if (yaml && src.parseYaml === undefined) {
+    problems.push(`--config ${path}: YAML cannot be read on this runtime; give the file as JSON`);
+    return out;
+  }
+  let doc: unknown;
   try {
-    json = JSON.parse(text);
+    doc = yaml ? src.parseYaml!(text) : JSON.parse(text);
   } catch (e) {
-    problems.push(`--config ${path}: not valid JSON (${(e as Error).message})`);
-    return {};
+    problems.push(`--config ${path}: not valid ${yaml ? "YAML" : "JSON"} (${(e as Error).message})`);
+    return out;
   }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    problems.push(`--config ${path}: must hold a JSON object`);
-    return {};
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) {
+    problems.push(`--config ${path}: must hold ${yaml ? "a YAML mapping" : "a JSON object"} of option names to values`);
+    return out;
   }
-  const out: Record<string, unknown> = {};
-  for (const [k, val] of Object.entries(json)) {
-    // Accept "block-size", "blockSize" and, for lists, the plural ("workers", "zmq-endpoints").
-    const camel = kebabToCamel(k);
-    const key = PLURALS[camel] ?? camel;
-    if (!BY_KEY.has(key)) problems.push(`--config ${path}: unknown field "${k}"`);
-    else out[key] = val;
+  for (const [field, value] of Object.entries(doc)) {
+    const o = BY_FILE_FIELD.get(camel(field));
+    if (o === undefined) problems.push(`--config ${path}: unknown field "${field}"`);
+    else out.set(o, value);
   }
   return out;
 }
 
 /** Parse and validate; throws ConfigError listing every problem. */
 export function loadConfig(src: LoadSources): Config {
-  const flags = parseFlags(src.argv);
+  const flags = scanOptions(SERVE_OPTION_LIST, src.argv, ["--config"]);
   const problems = [...flags.problems];
-  const configPath = flags.configPath ?? src.env.SWITCHYARD_CONFIG;
-  const raw: Record<string, unknown> = configPath
-    ? readConfigFile(configPath, src.readFile ?? defaultReadFile, problems)
-    : {};
-  for (const opt of OPTIONS) {
-    const fromEnv = opt.env.map((name) => src.env[name]).find((x) => x !== undefined && x !== "");
-    if (fromEnv !== undefined) raw[opt.key] = fromEnv;
-    const fromFlag = flags.values.get(opt);
-    if (fromFlag !== undefined) raw[opt.key] = fromFlag;
-  }
-  const result = v.safeParse(ConfigSchema, raw, { abortPipeEarly: true });
-  if (!result.success) {
-    for (const issue of result.issues) {
-      const key = String(issue.path?.[0]?.key ?? "");
-      const opt = BY_KEY.get(key);
-      const shown = issue.input === undefined ? "" : ` (got ${JSON.stringify(issue.input)})`;
-      problems.push(`${opt ? label(opt) : key}: ${issue.message}${shown}`);
+  const configPath = flags.other.get("--config") ?? src.env[CONFIG_ENV];
+  const fromFile = configPath ? readConfigFile(configPath, src, problems) : new Map<Option, unknown>();
+  const runtime = src.runtime ?? "bun";
+  const values: Record<string, unknown> = {};
+  for (const o of SERVE_OPTION_LIST) {
+    const fromEnv = envNames(o).map((name) => src.env[name]).find((x) => x !== undefined && x !== "");
+    const raw = flags.values.get(o) ?? fromEnv ?? fromFile.get(o);
+    const parsed = parseOption(o.def, raw);
+    if (!parsed.ok) {
+      const shown = raw === undefined ? "" : ` (got ${JSON.stringify(raw)})`;
+      problems.push(`${label(o)}: ${parsed.message}${shown}`);
+      continue;
     }
+    const refused = runtime === "bun" ? undefined : refusal(o, parsed.value, runtime);
+    if (refused !== undefined) problems.push(refused);
+    setAtPath(values, o.path, parsed.value);
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  const output = result.output as v.InferOutput<typeof ConfigSchema>;
-  const config = finishConfig(output);
-  const more = crossFieldProblems(config, output.zmqReplayEndpoint, output.zmqDpRanks);
+  // Defaults that follow from other options (the listen address from the admin token).
+  for (const o of SERVE_OPTION_LIST) {
+    if (o.def.fill !== undefined && getAtPath(values, o.path) === undefined) setAtPath(values, o.path, (o.def.fill as (c: unknown) => unknown)(values));
+  }
+  const config = finishConfig(values as Config);
+  const more = crossFieldProblems(config);
   if (more.length > 0) throw new ConfigError(more);
   return config;
 }
@@ -147,11 +133,55 @@ function defaultReadFile(path: string): string {
   return fs.readFileSync(path, "utf8");
 }
 
-/** Help text for `switchyard serve --help`, built from the option table. */
-export function serveUsage(): string {
-  const rows = OPTIONS.map((o) => {
-    const shown = o.boolean ? o.flag : `${o.flag} ${o.meta ?? (o.list ? "URL" : "X")}`;
-    return `  ${shown.padEnd(30)} ${o.help}`;
-  });
-  return ["usage: switchyard serve [flags]", "", "flags (env SWITCHYARD_* too; --config FILE for JSON):", ...rows].join("\n");
+/**
+ * One warning per `SWITCHYARD_*` variable that no option reads (a typo would otherwise be
+ * silently ignored), naming the closest known variable when one is close.
+ */
+export function unknownEnvWarnings(env: Readonly<Record<string, string | undefined>>): string[] {
+  const PREFIX = "SWITCHYARD_";
+  const known = new Set([...SERVE_OPTION_LIST.flatMap(envNames), ...OTHER_ENV].filter((n) => n.startsWith(PREFIX)).map((n) => n.slice(PREFIX.length)));
+  const out: string[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith(PREFIX) || known.has(name.slice(PREFIX.length))) continue;
+    const near = closestName(name.slice(PREFIX.length), known);
+    out.push(`environment variable ${name} is not a switchyard setting and is ignored${near === undefined ? "" : ` (did you mean ${PREFIX}${near}?)`}`);
+  }
+  return out;
 }
+
+/** Help text for `switchyard serve --help`, built from the option table; on Deno and workerd it says what they limit. */
+export function serveUsage(runtime: "bun" | PortableRuntime = "bun"): string {
+  // The environment variable is named only where it is not the flag's own upper-case name.
+  const shown = SERVE_OPTION_LIST.map((o) => {
+    const env = envNames(o);
+    return env.length === 1 && env[0] === derivedEnvName(o.flag) ? o : { ...o, def: { ...o.def, help: `${o.def.help} [env ${env.join(", ")}]` } };
+  });
+  const meta = (flag: string, metaText: string | undefined, help: string): Option => ({
+    path: [flag],
+    flag,
+    def: { schema: undefined as never, meta: metaText, switch: metaText === undefined ? true : undefined, help, defaultText: false, runtimes: EVERYWHERE },
+  });
+  const lines = [
+    "usage: switchyard serve [flags]",
+    "",
+    "Every flag can also be set as SWITCHYARD_<FLAG> in the environment (--block-size: SWITCHYARD_BLOCK_SIZE)",
+    "or as a field of the --config file (block-size or blockSize). Precedence: flag > env > file > default.",
+    "",
+    ...usageRows(
+      [
+        ...shown,
+        meta("--config", "FILE", `options as a JSON object, or YAML for .yaml/.yml [env ${CONFIG_ENV}]`),
+        meta("--version", undefined, "print the version, the commit it was built from and the runtime, and exit"),
+      ],
+      USAGE_WIDTH,
+    ),
+  ];
+  if (runtime !== "bun") {
+    const { atDefault, someValues } = limitsOn(SERVE_OPTION_LIST, runtime);
+    lines.push("", `On ${RUNTIME_LABEL[runtime]} these are refused unless left at their default: ${atDefault.join(", ")}.`, `These take some values only: ${someValues.join(", ")}.`);
+  }
+  return lines.join("\n");
+}
+
+/** The flag column of serve's --help: the longest flag with its value. */
+const USAGE_WIDTH = 36;

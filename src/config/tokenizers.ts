@@ -1,5 +1,5 @@
 /**
- * `--tokenizer` (issue 11 §1): which Hugging Face tokenizer directory tokenizes which model.
+ * `--tokenizer`: which Hugging Face tokenizer directory tokenizes which model.
  * `PATH` is every model's (the default); `MODEL=PATH` one model's (repeatable, for mixed
  * fleets). A config file may also give `{"MODEL": "PATH", ...}`. It parses only: the
  * directories are loaded at start by main.ts.

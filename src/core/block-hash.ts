@@ -1,5 +1,5 @@
 /**
- * Dynamo's block and sequence hashes (spec §2), the identities the index, the load books and
+ * Dynamo's block and sequence hashes, the identities the index, the load books and
  * the engines agree on: the seed of a request (1337, plus its LoRA name's hash, plus a cache
  * namespace's), LocalBlockHash per full block of `blockSize` tokens (token i is bytes
  * 4i..4i+3, little-endian; blocks with multimodal objects add their sorted mm hashes), the
@@ -12,13 +12,13 @@
  */
 import { xxh3_64, xxh3_64Chain, xxh3_64Chunks, xxh3_64Words } from "./xxh3.ts";
 
-/** Salt of every block hash and the seed of the sequence-hash chain (spec §2.1). */
+/** Salt of every block hash and the seed of the sequence-hash chain (XXH3-64 with seed 1337, as Dynamo hashes). */
 export const XXH3_SEED = 1337n;
 
 const M64 = (1n << 64n) - 1n;
 
 // ---------------------------------------------------------------------------------------
-// Seeds (spec §2.2 step 2)
+// Seeds (Dynamo's compute_block_hash_for_seq)
 
 const utf8 = new TextEncoder();
 
@@ -38,14 +38,14 @@ export function blockHashSeed(loraName?: string, cacheNamespace?: string): bigin
 }
 
 // ---------------------------------------------------------------------------------------
-// Block hashes (spec §2.2)
+// Block hashes (Dynamo's compute_block_hash_for_seq)
 
 /** One multimodal object inside a block; only mmHash affects hashing. */
 export interface BlockMmObjectInfo {
   mmHash: bigint;
   offsets: readonly (readonly [number, number])[];
 }
-/** Multimodal metadata of one block (spec §1.2). */
+/** Multimodal metadata of one block (Dynamo's KvCacheEvent). */
 export interface BlockExtraInfo {
   mmObjects: readonly BlockMmObjectInfo[];
 }
@@ -67,7 +67,7 @@ export type BatchBlockHasher = ((tokens: Uint32Array, blockSize: number, seed: b
   readonly seqHasher?: SeqHasher;
 };
 
-/** Sequence hashes of block hashes (spec §2.3); every implementation agrees bit for bit with computeSeqHashes. */
+/** Sequence hashes of block hashes (Dynamo's compute_seq_hash_for_block); every implementation agrees bit for bit with computeSeqHashes. */
 export type SeqHasher = (blockHashes: BigUint64Array) => BigUint64Array;
 
 /** The sequence hasher that goes with a block hasher: its own when it brings one, else the portable one. */
@@ -131,7 +131,7 @@ export const portableBatchHasher: BatchBlockHasher = (tokens, blockSize, seed) =
   return out;
 };
 
-/** LocalBlockHash per full block (spec §2.2), using the portable hasher. */
+/** LocalBlockHash per full block (Dynamo's compute_block_hash_for_seq), using the portable hasher. */
 export function computeBlockHashes(tokens: ArrayLike<number>, blockSize: number, opts?: BlockHashOptions): BigUint64Array {
   return computeBlockHashesWith(portableBatchHasher, tokens, blockSize, opts);
 }
@@ -187,7 +187,7 @@ function hashBlocksWithMm(
 }
 
 // ---------------------------------------------------------------------------------------
-// Sequence hashes (spec §2.3)
+// Sequence hashes (Dynamo's compute_seq_hash_for_block)
 
 /** seq[0] = block[0]; seq[i] = XXH3(u64le(seq[i-1]) ‖ u64le(block[i]), 1337). */
 export function computeSeqHashes(blockHashes: BigUint64Array): BigUint64Array {
@@ -197,7 +197,7 @@ export function computeSeqHashes(blockHashes: BigUint64Array): BigUint64Array {
 }
 
 // ---------------------------------------------------------------------------------------
-// Helpers (spec §2.2)
+// Helpers (Dynamo's compute_block_hash_for_seq)
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 

@@ -16,7 +16,7 @@ export type RouterErrorCode =
   | "duplicate_request"
   | "lora_no_capacity"
   | "upstream_failed"
-  | "parent_block_not_found" // KV event errors, spec §1.3
+  | "parent_block_not_found" // KV event errors (Dynamo's RouterEvent)
   | "block_not_found"
   | "invalid_block_sequence"
   | "unavailable" // a dependency (Redis, engine) cannot be reached

@@ -1,5 +1,5 @@
 /**
- * KV cache events (spec §1.2, §1.3): the in-memory types used by the indexer and the
+ * KV cache events (Dynamo's KvCacheEvent and RouterEvent): the in-memory types used by the indexer and the
  * recovery core, and their JSON wire form (serde's externally tagged encoding:
  * `{"stored":{...}}`, `{"removed":{...}}`, `"cleared"`, snake_case fields).
  *
@@ -15,7 +15,7 @@ import type { DpRank, EventId, ExternalBlockHash, LocalBlockHash, WorkerId } fro
 export interface StoredBlock {
   /** Engine hash (prefix-dependent). */
   readonly blockHash: ExternalBlockHash;
-  /** Router content hash of the block's tokens, spec §2.2. */
+  /** Router content hash of the block's tokens (Dynamo's compute_block_hash_for_seq). */
   readonly tokensHash: LocalBlockHash;
 }
 
@@ -45,7 +45,7 @@ export interface RouterEvent {
 }
 
 export type KvEventType = KvCacheEventData["type"];
-/** Outcome labels of applying an event (metric label values, spec §1.3). */
+/** Outcome labels of applying an event (metric label values, Dynamo's RouterEvent). */
 export type KvEventStatus = "ok" | "parent_block_not_found" | "block_not_found" | "invalid_block";
 
 // ---------------------------------------------------------------- builders
@@ -77,14 +77,26 @@ export function clearedEvent(workerId: WorkerId, eventId: EventId, dpRank: DpRan
 
 const DECIMAL = /^-?\d+$/;
 
-/** A u64 given as a JSON number, a decimal string or a bigint. */
+/**
+ * A u64 given as a JSON number, a decimal string or a bigint. Checked by type in one step, with
+ * the messages a union of the three gave: the union tried its branches in turn and built an
+ * issue object for each branch that failed, for every hash of every event (an HTTP event batch
+ * spent more time there than the index spent applying it).
+ */
 export const U64Schema = v.pipe(
-  v.union([
-    v.pipe(v.number(), v.integer("must be an integer"), v.safeInteger("must be a safe integer; send larger values as strings")),
-    v.pipe(v.string(), v.regex(DECIMAL, "must be a decimal integer")),
-    v.bigint(),
-  ], "must be an unsigned 64-bit integer (number or decimal string)"),
-  v.transform((x) => BigInt(x)),
+  v.unknown(),
+  v.rawCheck(({ dataset, addIssue }) => {
+    const x = dataset.value;
+    if (typeof x === "string") {
+      if (!DECIMAL.test(x)) addIssue({ message: "must be a decimal integer" });
+    } else if (typeof x === "number") {
+      if (!Number.isInteger(x)) addIssue({ message: "must be an integer" });
+      if (!Number.isSafeInteger(x)) addIssue({ message: "must be a safe integer; send larger values as strings" });
+    } else if (typeof x !== "bigint") {
+      addIssue({ message: "must be an unsigned 64-bit integer (number or decimal string)" });
+    }
+  }),
+  v.transform((x) => BigInt(x as number | string | bigint)),
   v.check((x) => x >= -(1n << 63n) && x < 1n << 64n, "out of 64-bit range"),
   v.transform((x) => BigInt.asUintN(64, x)),
 );
@@ -142,6 +154,95 @@ export const RouterEventSchema = v.pipe(
 );
 
 export const RouterEventBatchSchema = v.array(RouterEventSchema);
+
+// ---------------------------------------------------------------- the common case, without valibot
+
+const U64_MIN = -(1n << 63n);
+const U64_END = 1n << 64n;
+
+/** A u64 exactly as U64Schema reads it, or undefined where U64Schema would report an issue. */
+function u64Of(x: unknown): bigint | undefined {
+  let b: bigint;
+  if (typeof x === "string") {
+    if (!DECIMAL.test(x)) return undefined;
+    b = BigInt(x);
+  } else if (typeof x === "number") {
+    if (!Number.isSafeInteger(x)) return undefined;
+    b = BigInt(x);
+  } else if (typeof x === "bigint") b = x;
+  else return undefined;
+  return b >= U64_MIN && b < U64_END ? BigInt.asUintN(64, b) : undefined;
+}
+
+function plainObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === "object" && x !== null && !Array.isArray(x);
+}
+
+function fastData(d: unknown): KvCacheEventData | undefined {
+  if (d === "cleared") return { type: "cleared" };
+  if (!plainObject(d)) return undefined;
+  const stored = d.stored;
+  if (stored !== undefined) {
+    if (!plainObject(stored) || !Array.isArray(stored.blocks)) return undefined;
+    const p = stored.parent_hash;
+    const parentHash = p === undefined || p === null ? null : u64Of(p);
+    if (parentHash === undefined) return undefined;
+    const sp = stored.start_position;
+    if (sp !== undefined && sp !== null && typeof sp !== "number") return undefined;
+    const wire = stored.blocks;
+    const blocks: StoredBlock[] = new Array(wire.length);
+    for (let i = 0; i < wire.length; i++) {
+      const b = wire[i];
+      if (!plainObject(b)) return undefined;
+      const blockHash = u64Of(b.block_hash);
+      const tokensHash = u64Of(b.tokens_hash);
+      if (blockHash === undefined || tokensHash === undefined) return undefined;
+      blocks[i] = { blockHash, tokensHash };
+    }
+    return { type: "stored", parentHash, blocks };
+  }
+  const removed = d.removed;
+  if (!plainObject(removed) || !Array.isArray(removed.block_hashes)) return undefined;
+  const wire = removed.block_hashes;
+  const blockHashes: bigint[] = new Array(wire.length);
+  for (let i = 0; i < wire.length; i++) {
+    const h = u64Of(wire[i]);
+    if (h === undefined) return undefined;
+    blockHashes[i] = h;
+  }
+  return { type: "removed", blockHashes };
+}
+
+/**
+ * A batch of wire events as RouterEventBatchSchema parses it, for the batches engines send
+ * (every field where it belongs): checked and converted by hand, in one pass. Anything else —
+ * an invalid field, an odd shape — gives undefined, and the caller runs the schema, which
+ * names what is wrong. Why: valibot builds and walks a result object per field, and an HTTP
+ * batch of Stored events spent ~1 µs per block there, several times the index's apply.
+ * test/unit/core/events-fast-path.test.ts holds it equal to the schema.
+ */
+export function fastRouterEventBatch(json: unknown): RouterEvent[] | undefined {
+  if (!Array.isArray(json)) return undefined;
+  const out: RouterEvent[] = new Array(json.length);
+  for (let i = 0; i < json.length; i++) {
+    const e = json[i];
+    if (!plainObject(e) || !plainObject(e.event)) return undefined;
+    const workerId = u64Of(e.worker_id);
+    const ev = e.event;
+    const eventId = u64Of(ev.event_id);
+    if (workerId === undefined || eventId === undefined) return undefined;
+    const r = ev.dp_rank;
+    let dpRank = 0;
+    if (r !== undefined) {
+      if (typeof r !== "number" || !Number.isInteger(r) || r < 0 || r > 0xffffffff) return undefined;
+      dpRank = r;
+    }
+    const data = fastData(ev.data);
+    if (data === undefined) return undefined;
+    out[i] = { workerId, event: { eventId, dpRank, data } };
+  }
+  return out;
+}
 
 // ---------------------------------------------------------------- wire writers
 

@@ -1,5 +1,5 @@
 /**
- * Identifiers shared by every part of the router (spec §1.1).
+ * Identifiers shared by every part of the router (Dynamo's identifiers).
  *
  * All 64-bit values (worker ids, block hashes, event ids) are `bigint`: JavaScript numbers
  * lose bits above 2^53 and engine hashes use the whole u64 range. A data-parallel rank is
@@ -10,11 +10,11 @@
 export type WorkerId = bigint;
 /** A data-parallel rank inside a worker: u32, 0 when DP is not used. */
 export type DpRank = number;
-/** Hash of the tokens of one block (plus LoRA salt / multimodal info), spec §2.2. */
+/** Hash of the tokens of one block (plus LoRA salt / multimodal info), as Dynamo's compute_block_hash_for_seq. */
 export type LocalBlockHash = bigint;
 /** The engine's own hash of a block; depends on the whole prefix. */
 export type ExternalBlockHash = bigint;
-/** The router's rolling prefix hash, spec §2.3. */
+/** The router's rolling prefix hash (Dynamo's compute_seq_hash_for_block). */
 export type SequenceHash = bigint;
 /** A KV event id: u64, dense per (worker, dp_rank) publisher. */
 export type EventId = bigint;

@@ -9,7 +9,7 @@
  * The rewrite is one forward pass over the text (every character is looked at a bounded
  * number of times, whatever the input), then the native `JSON.parse` does the rest. The
  * regular expression this replaces backtracked: a 60k-digit number followed by `.` or a
- * body full of unterminated strings took seconds and froze the event loop (issue 12).
+ * body full of unterminated strings took seconds and froze the event loop.
  * Libraries were measured first (bench/json/README.md): the recursive-descent ones
  * (json-bigint, lossless-json) build every value in JavaScript and are several times
  * slower than JSON.parse on ordinary bodies, and they turn long integers into their own

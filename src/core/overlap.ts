@@ -1,6 +1,6 @@
 /**
- * Overlap scores (spec §1.4): for each (worker, dp_rank), how many leading blocks of a
- * request it already holds, plus the size of its part of the index (tie-breaker, §4.4).
+ * Overlap scores (Dynamo's OverlapScores): for each (worker, dp_rank), how many leading blocks of a
+ * request it already holds, plus the size of its part of the index (tie-breaker, Dynamo's DefaultWorkerSelector).
  */
 import type { WorkerKey } from "./ids.ts";
 

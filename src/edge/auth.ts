@@ -4,7 +4,7 @@
  * address comes from the server (Bun's requestIP), never from a header a client could forge.
  */
 import type { MiddlewareHandler } from "hono";
-import { adminRefusal } from "../protocol/admin-access.ts";
+import { ADMIN_CHALLENGE, adminRefusal } from "../protocol/admin-access.ts";
 import { errorResponse } from "./errors.ts";
 
 export { isLoopback } from "../protocol/admin-access.ts";
@@ -15,7 +15,9 @@ export type PeerAddress = (req: Request) => string | undefined;
 export function adminAuth(token: string | undefined, peer: PeerAddress): MiddlewareHandler {
   return async (c, next) => {
     const refused = adminRefusal(token, c.req.header("authorization") ?? "", token === undefined ? peer(c.req.raw) : undefined);
-    if (refused) return errorResponse(refused.status, refused.code, refused.message);
-    return next();
+    if (!refused) return next();
+    const res = errorResponse(refused.status, refused.code, refused.message);
+    if (refused.status === 401) res.headers.set("www-authenticate", ADMIN_CHALLENGE);
+    return res;
   };
 }

@@ -2,7 +2,7 @@
  * Request bodies: read with a size limit (413 before reading when content-length says so,
  * or as soon as the bytes pass the limit), then JSON with a message naming what is wrong.
  * A body that cannot be read (malformed chunked encoding, the client gone mid-body) is a
- * BodyReadError: a 400 the app logs as what it is (issue 12: it was an empty "unhandled
+ * BodyReadError: a 400 the app logs as what it is (it was an empty "unhandled
  * error"; Bun rejects such a body with a DOMException whose stack is empty).
  */
 import { RouterError } from "../core/errors.ts";

@@ -18,7 +18,11 @@ import type { DisaggOptions } from "./disagg/disagg-dispatch.ts";
 import type { Logger } from "./log.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
+import type { RetryPolicy } from "./proxy/retry-policy.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
+import type { TenantGuard } from "./tenants/guard.ts";
+import type { RequestObservers } from "../observe/request-observers.ts";
+import type { StatusSource } from "../observe/status-routes.ts";
 
 /** Everything createApp is given: the groups below, each handed on only where it is used. */
 export interface EdgeDeps {
@@ -37,6 +41,8 @@ export interface EdgeDeps {
   readonly admin: AdminDeps;
   /** --disagg vllm|sglang: completions are split into a prefill and a decode request (edge/disagg). */
   readonly disagg?: DisaggOptions;
+  /** --api-keys: client keys on every client route, tenant limits, fair admission (edge/tenants). */
+  readonly tenants?: TenantGuard;
 }
 
 /** Who may come in, and whether this router still takes work: the app's middleware and probes. */
@@ -48,11 +54,15 @@ export interface Door {
   readonly routerId?: string;
   /** True once shutdown began: /health answers 503 "draining", new requests a retryable 503. */
   readonly draining?: () => boolean;
+  /** True once shutdown was announced (the drain delay): /health answers 503 "draining", requests are still served. */
+  readonly unready?: () => boolean;
 }
 
 /** How much of a request the edge reads. */
 export interface RequestLimits {
   readonly maxBodyBytes: number;
+  /** Characters a request's prompt may hold (--max-prompt-chars); longer: 413 naming the field. Undefined: no limit. */
+  readonly maxPromptChars?: number;
   /** Longest session id a header may carry (--max-session-id-length); longer: 400 naming the header. */
   readonly maxSessionIdLength?: number;
 }
@@ -72,10 +82,12 @@ export interface FleetView {
 export interface Upstream {
   /** The proxy's upstream client (Bun: pooled sockets; elsewhere over fetch). */
   readonly call: UpstreamCall;
-  /** Plain fetch, for the router's own reads of engines (GET /v1/models while a list is unknown). */
+  /** fetch for the router's own reads of engines (GET /v1/models while a list is unknown); redirects are not followed. */
   readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
   /** Connect, first-byte and stream-idle deadlines of proxied requests; without them, none. */
   readonly deadlines?: UpstreamDeadlines;
+  /** Engine answers retried on another worker (--retry-on) and the retry budget; without it: 502/503/504, unbounded. */
+  readonly retry?: RetryPolicy;
   /** Workers tried after the first one fails before its first byte. */
   readonly maxRetries: number;
   /** The runtime is Bun: stream response bodies through Bun's direct streams. */
@@ -98,6 +110,10 @@ export interface WorkerOutcomes {
 export interface Observability {
   readonly metrics: RouterMetrics;
   readonly log: Logger;
+  /** Each request's access line, metrics and spans (src/observe), opened at the door; without it, none of them. */
+  readonly requests?: RequestObservers;
+  /** The status page (GET /ui) and what it reads (/debug/status, /debug/decisions); without it, no page. */
+  readonly status?: StatusSource;
 }
 
 /** What the admin routes change or read besides the decision room. */

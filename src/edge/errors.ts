@@ -2,7 +2,7 @@
  * The one place that turns errors into HTTP: RouterError codes -> status, and the OpenAI
  * error body {"error":{"message","type","code","param"}} (its shape: src/protocol/openai-error.ts). Anything that is not a
  * RouterError is an internal error (500) whose message stays in the router's log: it may
- * hold an engine's URL or answer, which clients must not see (issue 12).
+ * hold an engine's URL or answer, which clients must not see.
  */
 import { isRouterError, type RouterErrorCode } from "../core/errors.ts";
 import { errorResponse } from "../protocol/openai-error.ts";

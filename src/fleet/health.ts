@@ -4,6 +4,9 @@
  * comes back only when a later check passes. fetch and timers are injected for tests.
  * With an outlier detector, the proxy reports every answer (report()); a worker whose
  * answers keep failing is ejected, and no passing check lifts the ejection before its time.
+ * A hold (hold()/release()) takes a worker out of routing until it is released, whatever its
+ * checks say: a pod that is terminating or not ready still answers /health while its in-flight
+ * requests finish, and a passing check must not send it new ones.
  */
 import type { WorkerId } from "../core/ids.ts";
 import type { Ejection, OutlierDetector } from "./outlier-detector.ts";
@@ -35,6 +38,8 @@ export class HealthChecker {
   readonly #inflight = new Set<WorkerId>();
   /** Bumped per fence, so a check that started before a fence cannot lift it. */
   readonly #fences = new Map<WorkerId, number>();
+  /** Held workers and why; no check runs for them until they are released. */
+  readonly #held = new Map<WorkerId, string>();
   #timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(o: HealthCheckerOptions) {
@@ -50,7 +55,25 @@ export class HealthChecker {
   /** Forget a removed worker. */
   forget(id: WorkerId): void {
     this.#fences.delete(id);
+    this.#held.delete(id);
     this.#o.outliers?.forget(id);
+  }
+
+  /** No new requests for this worker until release(); in-flight ones are not touched (those still before their first byte included). */
+  hold(id: WorkerId, reason: string): void {
+    this.#held.set(id, reason);
+    this.#fences.set(id, (this.#fences.get(id) ?? 0) + 1);
+    this.#set(id, false, reason, true);
+  }
+
+  /** Ends a hold; a check runs at once, and it alone makes the worker healthy again. */
+  release(id: WorkerId): Promise<boolean | undefined> {
+    if (!this.#held.delete(id)) return Promise.resolve(this.#o.registry.get(id)?.healthy);
+    return this.check(id);
+  }
+
+  isHeld(id: WorkerId): boolean {
+    return this.#held.has(id);
   }
 
   /**
@@ -90,12 +113,14 @@ export class HealthChecker {
   async check(id: WorkerId): Promise<boolean | undefined> {
     const rec = this.#o.registry.get(id);
     if (!rec || this.#inflight.has(id)) return rec?.healthy;
+    if (this.#held.has(id)) return false;
     this.#inflight.add(id);
     const fenceAtStart = this.#fences.get(id) ?? 0;
     let ok = false;
     let reason: string | undefined;
     try {
-      const res = await this.#fetch(`${rec.url}/health`, { signal: AbortSignal.timeout(this.#o.timeoutMs) });
+      // Never followed: a /health that redirects (to another host, say) is not this engine healthy.
+      const res = await this.#fetch(`${rec.url}/health`, { signal: AbortSignal.timeout(this.#o.timeoutMs), redirect: "manual" });
       ok = res.ok;
       if (!ok) reason = `health check answered HTTP ${res.status}`;
       await res.body?.cancel().catch(() => {});
@@ -104,7 +129,7 @@ export class HealthChecker {
     } finally {
       this.#inflight.delete(id);
     }
-    if (ok && (this.#fences.get(id) ?? 0) !== fenceAtStart) return false;
+    if (this.#held.has(id) || (ok && (this.#fences.get(id) ?? 0) !== fenceAtStart)) return false;
     const od = this.#o.outliers;
     if (ok && od !== undefined && od.ejectedUntil(id) !== undefined) {
       // Ejected: /health passing is not enough (a hung engine passes it) until the time is over.
@@ -114,6 +139,8 @@ export class HealthChecker {
     }
     if (ok && this.#o.afterHealthy) {
       await this.#o.afterHealthy(id, rec.url, AbortSignal.timeout(this.#o.timeoutMs)).catch(() => {});
+      // A hold or a fence that came while the models were re-read wins over this check.
+      if (this.#held.has(id) || (this.#fences.get(id) ?? 0) !== fenceAtStart) return false;
     }
     this.#set(id, ok, reason);
     return ok;
@@ -125,7 +152,7 @@ export class HealthChecker {
     this.#set(id, false, `fenced: ${reason}`);
   }
 
-  #set(id: WorkerId, healthy: boolean, reason: string | undefined): void {
-    if (this.#o.registry.setHealthy(id, healthy, reason)) this.#o.onChange?.(id, healthy, reason);
+  #set(id: WorkerId, healthy: boolean, reason: string | undefined, finishInFlight = false): void {
+    if (this.#o.registry.setHealthy(id, healthy, reason, finishInFlight)) this.#o.onChange?.(id, healthy, reason);
   }
 }

@@ -10,6 +10,7 @@ import { normalizeWorkerUrl, workerIdFromUrl } from "../core/worker-id.ts";
 import type { EngineInfo } from "./engine-info.ts";
 import type { ModelDirectory, ServedModel } from "./models.ts";
 import type { WorkerRecord, WorkerRegistry } from "./registry.ts";
+import { MAX_DP_RANKS } from "./worker-spec.ts";
 
 export interface RegisterInput {
   readonly url: string;
@@ -42,7 +43,15 @@ export interface RegisterResult {
 export interface MembershipDeps {
   readonly registry: WorkerRegistry;
   readonly blockSize: number;
-  readonly load: { updateWorkers(targets: Iterable<WorkerWithDpRank>): void };
+  readonly load: {
+    updateWorkers(targets: Iterable<WorkerWithDpRank>): void;
+    /**
+     * One worker's ranks in or out, the others untouched: with them a registration costs its
+     * own ranks, not the whole fleet (syncing the whole list made 4,000 registrations take 11 s).
+     */
+    addWorkers?(targets: Iterable<WorkerWithDpRank>): void;
+    removeLoad?(workerId: WorkerId): void;
+  };
   readonly recovery: { addRank(workerId: WorkerId, dpRank: DpRank): void; removeWorker(workerId: WorkerId): void };
   readonly lora?: {
     handleMdcAddition(worker: WorkerWithDpRank, info: { name: string; maxGpuLoraCount?: number }): void;
@@ -58,6 +67,13 @@ export interface MembershipDeps {
   readonly onAdded?: (w: WorkerRecord) => void;
   readonly onRemoved?: (w: WorkerRecord) => void;
   readonly warn?: (message: string) => void;
+  /**
+   * Workers that may be registered at once (--max-workers); one more is refused, naming the
+   * flag. Every worker costs the router per request (each rank is a scheduling candidate)
+   * and per registration; without a bound a client with the admin token could register
+   * thousands (8,244 in the probe: 4.8-5.8 GB, 2 s event-loop stalls).
+   */
+  readonly maxWorkers?: number;
 }
 
 export class WorkerMembership {
@@ -74,6 +90,7 @@ export class WorkerMembership {
     const id = input.id ?? workerIdFromUrl(url);
     const known = this.#existing(id, url);
     if (known) return { worker: known, created: false, warnings: [] };
+    this.#checkRoom();
 
     const warnings: string[] = [];
     let info: EngineInfo | undefined;
@@ -101,12 +118,19 @@ export class WorkerMembership {
     // Another registration of the same id may have finished while we awaited.
     const raced = this.#existing(id, url);
     if (raced) return { worker: raced, created: false, warnings };
+    this.#checkRoom(); // others may have filled the last places while we awaited
 
     const dpRanks = input.dpRanks ?? info?.dpRanks ?? 1;
+    // One cap whatever said it: the registration, or the engine about itself.
+    if (!Number.isSafeInteger(dpRanks) || dpRanks < 1 || dpRanks > MAX_DP_RANKS) {
+      const from = input.dpRanks !== undefined ? "the registration" : "its /v1/engine/info";
+      throw new RouterError("invalid_request", `dp_ranks: ${from} says ${dpRanks} data-parallel ranks; at most ${MAX_DP_RANKS}`, "dp_ranks");
+    }
     this.d.registry.add(id, url, dpRanks, info !== undefined, input.model ?? info?.model);
     const rec = this.d.registry.get(id)!;
     if (models !== undefined) this.d.models?.directory.set(id, models);
-    this.#syncLoad();
+    if (this.d.load.addWorkers !== undefined) this.d.load.addWorkers(ranksOf(id, dpRanks));
+    else this.#syncLoad();
     if (input.restore !== false) for (let r = 0; r < dpRanks; r++) this.d.recovery.addRank(id, r);
     this.#recordLoras(id, dpRanks, input.loras ?? info?.loras ?? [], input.maxLoras ?? info?.maxLoras);
     for (const w of warnings) this.d.warn?.(`worker ${id} (${url}): ${w}`);
@@ -118,7 +142,8 @@ export class WorkerMembership {
   remove(id: WorkerId): WorkerRecord {
     const rec = this.d.registry.remove(id);
     if (!rec) throw new RouterError("worker_not_found", `worker ${id} is not registered`);
-    this.#syncLoad();
+    if (this.d.load.removeLoad !== undefined) this.d.load.removeLoad(id);
+    else this.#syncLoad();
     this.d.recovery.removeWorker(id);
     this.d.models?.directory.remove(id);
     if (this.d.lora) for (let r = 0; r < rec.dpRanks; r++) this.d.lora.handleWorkerRemoval({ workerId: id, dpRank: r });
@@ -147,9 +172,25 @@ export class WorkerMembership {
     }
   }
 
+  #checkRoom(): void {
+    const max = this.d.maxWorkers;
+    if (max === undefined || this.d.registry.size < max) return;
+    throw new RouterError(
+      "unavailable",
+      `url: this router already has ${this.d.registry.size} workers, its limit (--max-workers ${max}); remove one first or raise the limit`,
+      "url",
+    );
+  }
+
   #existing(id: WorkerId, url: string): WorkerRecord | undefined {
     const rec = this.d.registry.get(id);
-    if (rec === undefined) return undefined;
+    if (rec === undefined) {
+      // The same engine under a second id would count twice: twice the load it can take,
+      // every request's cost split between two views of one cache.
+      const other = this.d.registry.idOfUrl(url);
+      if (other !== undefined) throw new RouterError("duplicate_request", `url: ${url} is already registered as worker ${other}`, "url");
+      return undefined;
+    }
     if (rec.url === url) return rec;
     throw new RouterError("duplicate_request", `worker id ${id} is already registered for ${rec.url}`, "id");
   }
@@ -160,4 +201,8 @@ export class WorkerMembership {
     for (const w of this.d.registry.list()) for (let r = 0; r < w.dpRanks; r++) targets.push({ workerId: w.id, dpRank: r });
     this.d.load.updateWorkers(targets);
   }
+}
+
+function ranksOf(id: WorkerId, dpRanks: number): WorkerWithDpRank[] {
+  return Array.from({ length: dpRanks }, (_, r) => ({ workerId: id, dpRank: r }));
 }

@@ -17,8 +17,14 @@ export interface WorkerRecord {
   readonly model?: string;
 }
 
+/** Told why a worker stopped taking requests (unhealthy, fenced, ejected or removed). */
+export type UnavailableListener = (reason: string) => void;
+
 export class WorkerRegistry {
   readonly #byId = new Map<WorkerId, WorkerRecord>();
+  /** Which worker each base URL is registered as: one engine, one worker. */
+  readonly #byUrl = new Map<string, WorkerId>();
+  readonly #watchers = new Map<WorkerId, Set<UnavailableListener>>();
   #targets: WorkerWithDpRank[] | undefined;
   #healthyIds: Set<WorkerId> | undefined;
   #models: Set<string> | undefined;
@@ -26,7 +32,9 @@ export class WorkerRegistry {
   /** Adds a worker; returns false (and changes nothing) when the id is already registered. */
   add(id: WorkerId, url: string, dpRanks: number, healthy = true, model?: string): boolean {
     if (this.#byId.has(id)) return false;
-    this.#byId.set(id, { id, url: url.replace(/\/+$/, ""), dpRanks, healthy, reason: healthy ? undefined : "not checked yet", model });
+    const base = url.replace(/\/+$/, "");
+    this.#byId.set(id, { id, url: base, dpRanks, healthy, reason: healthy ? undefined : "not checked yet", model });
+    this.#byUrl.set(base, id);
     this.#invalidate();
     return true;
   }
@@ -35,9 +43,16 @@ export class WorkerRegistry {
     const rec = this.#byId.get(id);
     if (rec) {
       this.#byId.delete(id);
+      if (this.#byUrl.get(rec.url) === id) this.#byUrl.delete(rec.url);
       this.#invalidate();
+      this.#tellUnavailable(id, "removed");
     }
     return rec;
+  }
+
+  /** The worker registered with this base URL (as registered: no trailing slash), if any. */
+  idOfUrl(url: string): WorkerId | undefined {
+    return this.#byUrl.get(url.replace(/\/+$/, ""));
   }
 
   get(id: WorkerId): WorkerRecord | undefined {
@@ -57,14 +72,45 @@ export class WorkerRegistry {
   }
 
   /** Returns true when the health state changed. */
-  setHealthy(id: WorkerId, healthy: boolean, reason?: string): boolean {
+  setHealthy(id: WorkerId, healthy: boolean, reason?: string, finishInFlight = false): boolean {
     const rec = this.#byId.get(id);
     if (!rec) return false;
     rec.reason = healthy ? undefined : (reason ?? "unhealthy");
-    if (rec.healthy === healthy) return false;
-    rec.healthy = healthy;
-    this.#invalidate();
-    return true;
+    const changed = rec.healthy !== healthy;
+    if (changed) {
+      rec.healthy = healthy;
+      this.#invalidate();
+    }
+    // A worker given up on tells the requests still waiting for its first byte, even when it
+    // was out of rotation already (a held worker that then fails). One taken out to drain
+    // (`finishInFlight`: a pod not ready or terminating) keeps them: its engine still serves.
+    if (!healthy && !finishInFlight) this.#tellUnavailable(id, rec.reason ?? "unhealthy");
+    return changed;
+  }
+
+  /**
+   * Call `listener` once when this worker stops taking requests (marked unhealthy, unless
+   * only to drain, or removed). A request still waiting for the worker's first byte uses it to go elsewhere at
+   * once instead of waiting out its deadline on an engine the router already gave up on.
+   * Returns the unsubscribe.
+   */
+  onUnavailable(id: WorkerId, listener: UnavailableListener): () => void {
+    let set = this.#watchers.get(id);
+    if (set === undefined) this.#watchers.set(id, (set = new Set()));
+    set.add(listener);
+    return () => {
+      const s = this.#watchers.get(id);
+      if (s === undefined) return;
+      s.delete(listener);
+      if (s.size === 0) this.#watchers.delete(id);
+    };
+  }
+
+  #tellUnavailable(id: WorkerId, reason: string): void {
+    const set = this.#watchers.get(id);
+    if (set === undefined) return;
+    this.#watchers.delete(id);
+    for (const listener of set) listener(reason);
   }
 
   /** Is this (worker, rank) registered, healthy and in range? */

@@ -1,8 +1,10 @@
 /**
- * Keeps the registered workers in step with `--workers-file`. The file is read
- * at start, then again whenever its directory changes (a mounted ConfigMap is updated by
- * swapping a symlink in that directory, so watching the file itself would miss it) and, in
- * case a change notification is lost, every `pollMs`. Each read is reconciled: entries gone
+ * Keeps the registered workers in step with `--workers-file`. The file is read at start,
+ * then again whenever its directory changes (a mounted ConfigMap is updated by swapping a
+ * symlink in that directory, so watching the file itself would miss it). In case a change
+ * notification is lost, its version (inode, size, mtime: `fileVersion`) is looked at every
+ * `pollMs`, and the file is read again only when that changed or the last read failed: a
+ * large file was read again every second whether or not it changed. Each read is reconciled: entries gone
  * from the file are removed, new or edited ones registered (edited = removed, then added),
  * and a file worker removed by other means (DELETE /v1/workers) is added back — the file is
  * the source of truth for the workers it lists; workers added otherwise are never touched.
@@ -21,6 +23,11 @@ export interface WorkersFileWatchOptions {
   /** A failed registration is tried again after this long (ms; default 30000). */
   readonly retryMs?: number;
   readonly readFile: (path: string) => Promise<string>;
+  /**
+   * What names the file's current version without reading it (Bun: device, inode, size,
+   * mtime). Without it every poll reads the file.
+   */
+  readonly fileVersion?: (path: string) => Promise<string>;
   readonly parseYaml: YamlParse;
   /** Change notifications for the file's directory; returns a stop function. Optional. */
   readonly watchDir?: (dir: string, onChange: () => void) => () => void;
@@ -44,9 +51,12 @@ export class WorkersFileWatch {
   #lastProblem: string | undefined;
   #running: Promise<void> | undefined;
   #again = false;
+  #againRead = false;
   #timer: ReturnType<typeof setInterval> | undefined;
   #unwatch: (() => void) | undefined;
   #reads = 0;
+  /** The version the last successful read saw; undefined after a failed one. */
+  #readVersion: string | undefined;
 
   constructor(private readonly o: WorkersFileWatchOptions) {}
 
@@ -63,7 +73,7 @@ export class WorkersFileWatch {
   /** Read and apply once, then keep watching. */
   async start(): Promise<void> {
     await this.check();
-    this.#timer = setInterval(() => void this.check(), this.o.pollMs ?? 1_000);
+    this.#timer = setInterval(() => void this.#poll(), this.o.pollMs ?? 1_000);
     const slash = this.o.path.lastIndexOf("/");
     const dir = slash > 0 ? this.o.path.slice(0, slash) : slash === 0 ? "/" : ".";
     try {
@@ -80,17 +90,46 @@ export class WorkersFileWatch {
     this.#unwatch = undefined;
   }
 
+  /**
+   * The timer's look: read again only when the file's version changed (or the last read
+   * failed, or nothing tells versions apart); a file listed worker removed by other means is
+   * still put back, from the list already read.
+   */
+  async #poll(): Promise<void> {
+    const version = this.o.fileVersion;
+    if (version !== undefined && this.#readVersion !== undefined) {
+      let now: string | undefined;
+      try {
+        now = await version(this.o.path);
+      } catch {
+        now = undefined;
+      }
+      if (now === this.#readVersion) return this.#run(false);
+    }
+    return this.#run(true);
+  }
+
   /** Read the file and reconcile; concurrent calls coalesce into one more pass. */
   check(): Promise<void> {
+    return this.#run(true);
+  }
+
+  /** One pass at a time; calls meanwhile coalesce into one more (a read if any asked for one). */
+  #run(read: boolean): Promise<void> {
     if (this.#running) {
       this.#again = true;
+      this.#againRead ||= read;
       return this.#running;
     }
     this.#running = (async () => {
       try {
+        let next = read;
         do {
           this.#again = false;
-          await this.#pass();
+          this.#againRead = false;
+          if (next) await this.#pass();
+          else await this.#reconcile();
+          next = this.#againRead;
         } while (this.#again);
       } finally {
         this.#running = undefined;
@@ -101,10 +140,14 @@ export class WorkersFileWatch {
 
   async #pass(): Promise<void> {
     let text: string;
+    let version: string | undefined;
     try {
+      // The version first: a change right after it is seen by the next poll, never missed.
+      version = await this.o.fileVersion?.(this.o.path);
       text = await this.o.readFile(this.o.path);
       this.#reads++;
     } catch (e) {
+      this.#readVersion = undefined;
       this.#problem(`--workers-file: cannot read ${this.o.path} (${(e as Error).message}); keeping the ${this.#applied.size} workers it listed`);
       return;
     }
@@ -115,10 +158,17 @@ export class WorkersFileWatch {
         this.#lastProblem = undefined;
         this.#failedAt.clear();
       } catch (e) {
+        this.#readVersion = version;
         this.#problem(`--workers-file: ${(e as Error).message}; keeping the last good list`);
         return;
       }
     }
+    this.#readVersion = version;
+    await this.#reconcile();
+  }
+
+  /** Apply the list read last: remove what left it, register what is new or edited (or was removed by other means). */
+  async #reconcile(): Promise<void> {
     // A file worker removed by other means is no longer applied: it is added back below.
     for (const id of [...this.#applied.keys()]) if (!this.o.isRegistered(id)) this.#applied.delete(id);
     const { remove, add } = diffWorkers(this.#applied, this.#wanted);

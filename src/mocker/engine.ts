@@ -6,7 +6,10 @@
  * A request on a rank: wait for a running slot (max concurrency, FIFO) -> wait for the
  * rank's single prefill lane -> pin its cached prefix -> prefill the uncached tokens ->
  * store its blocks (KV events) -> first token -> one token per decode step, the step slowing
- * with the number of decoding sequences -> release slot and pins.
+ * with the number of decoding sequences -> release slot and pins. A client that leaves at any
+ * point ends it there, a running prefill included (its blocks are not stored, the lane is
+ * free at once): a few huge prompts whose clients had left kept both engines busy for minutes
+ * while their /health said fine.
  */
 import { computeBlockHashes } from "../core/block-hash.ts";
 import type { RouterEvent } from "../core/events.ts";
@@ -157,6 +160,7 @@ export class MockEngine {
 
     let admitted = false;
     let prefilling = false;
+    let prefillDone = 0;
     let decoding = false;
     let lease: ReturnType<RankKv["begin"]> | undefined;
     try {
@@ -181,10 +185,10 @@ export class MockEngine {
       sink.start(info);
 
       const computed = req.tokens.length - cachedTokens - imported.blocks * c.blockSize;
-      const prefillDone = this.clock.now() + prefillMs(computed, c);
+      prefillDone = this.clock.now() + prefillMs(computed, c);
       // Without chunked prefill a GPU runs this prefill instead of the rank's decode steps.
       if (c.prefillStallsDecode && computed > 0) rank.prefillBusyUntil = prefillDone;
-      await this.sleepUntil(prefillDone);
+      await this.sleepUntil(prefillDone, signal);
       rank.kv.commit(lease, hashes, local);
       rank.prefill.release();
       prefilling = false;
@@ -214,15 +218,30 @@ export class MockEngine {
       throw e;
     } finally {
       if (decoding) rank.decoding--;
-      if (prefilling) rank.prefill.release();
+      if (prefilling) {
+        // Cut short: the GPU is not busy with it any more.
+        if (rank.prefillBusyUntil === prefillDone) rank.prefillBusyUntil = Math.min(prefillDone, this.clock.now());
+        rank.prefill.release();
+      }
       if (lease !== undefined) rank.kv.release(lease);
       if (admitted) rank.slots.release();
     }
   }
 
-  private async sleepUntil(t: number): Promise<void> {
+  /** Wait until `t`; with a signal, reject with AbortedError as soon as it aborts. */
+  private async sleepUntil(t: number, signal?: AbortSignal): Promise<void> {
     const wait = t - this.clock.now();
-    if (wait >= MIN_SLEEP_MS) await this.clock.sleep(wait);
+    if (wait < MIN_SLEEP_MS) return;
+    if (signal === undefined) return this.clock.sleep(wait);
+    if (signal.aborted) throw new AbortedError();
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => reject(new AbortedError());
+      signal.addEventListener("abort", onAbort, { once: true });
+      void this.clock.sleep(wait).then(() => {
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      });
+    });
   }
 
   /** Drop every cached block of one rank (or all), each emitting `Cleared`. */

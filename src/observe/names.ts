@@ -32,6 +32,8 @@ export class RouterMetrics {
     `${METRIC_PREFIX}routing_errors_total`, "Requests the router answered itself with an error, by code", ["code"]);
   readonly upstreamFailures: Counter = this.registry.counter(
     `${METRIC_PREFIX}upstream_failures_total`, "Upstream failures before the first byte (worker fenced, request retried)", ["worker"]);
+  readonly retryBudgetExhausted: Counter = this.registry.counter(
+    `${METRIC_PREFIX}retry_budget_exhausted_total`, "Engine answers passed to the client because the retry budget (--retry-budget) allowed no retry");
   readonly routingOverhead: Histogram = this.registry.histogram(
     `${METRIC_PREFIX}routing_overhead_seconds`, "Time spent routing a request, per phase", ["phase"], OVERHEAD_BUCKETS);
   readonly overlapBlocks: Histogram = this.registry.histogram(
@@ -62,6 +64,8 @@ export class RouterMetrics {
     `${METRIC_PREFIX}admission_wait_seconds`, "Time admitted requests waited in the admission queue", [], QUEUE_WAIT_BUCKETS);
   readonly admissionRejections: Counter = this.registry.counter(
     `${METRIC_PREFIX}admission_rejections_total`, "Requests answered 429 by the admission queue, by reason (queue_full|queue_timeout)", ["reason"]);
+  readonly tokenizerEncoder: Gauge = this.registry.gauge(
+    `${METRIC_PREFIX}tokenizer_encoder`, "1 per loaded tokenizer directory: its encoder (byte-level-bpe|library|native) and why not the byte-level BPE (empty when used; the differential check's first differing input when it found one)", ["tokenizer", "encoder", "reason"]);
   readonly engineMetric: Gauge = this.registry.gauge(
     `${METRIC_PREFIX}engine_load`, "The engines' own load from their /metrics, by worker, rank and metric (running|waiting|kv_usage)", ["worker", "dp_rank", "metric"]);
 

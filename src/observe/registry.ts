@@ -59,6 +59,10 @@ export class Counter extends Metric {
   get(labels: LabelValues = []): number {
     return this.#values.get(labels.join(SEP))?.value ?? 0;
   }
+  /** Drop one label set (its subject is gone, e.g. a removed worker). */
+  remove(labels: LabelValues): void {
+    this.#values.delete(labels.join(SEP));
+  }
   /** Optional callback that refreshes the values just before a scrape. */
   onCollect(fn: (c: Counter) => void): this {
     this.#collect = fn;

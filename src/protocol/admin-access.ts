@@ -1,7 +1,8 @@
 /**
  * Who may call an admin endpoint, the same rule on every service (router, transfer agent):
- * with an admin token, `Authorization: Bearer <token>` (compared in constant time); without
- * one, loopback peers only. The peer address comes from the server (e.g. Bun's requestIP),
+ * with an admin token, `Authorization: Bearer <token>` (compared in constant time), or HTTP
+ * Basic with the token as the password (any user name) — what a browser sends for the
+ * status page after asking its user once; without a token, loopback peers only. The peer address comes from the server (e.g. Bun's requestIP),
  * never from a header a client could forge. A decision only: each edge turns a refusal into
  * its own response.
  */
@@ -32,13 +33,30 @@ export interface AdminRefusal {
   readonly message: string;
 }
 
+/** The challenge a 401 carries (RFC 9110 §11.6.1): a browser asks its user and retries with Basic. */
+export const ADMIN_CHALLENGE = 'Basic realm="switchyard", charset="UTF-8"';
+
+/** The password of a Basic credential (`user:password`, base64), or undefined when it is not one. */
+function basicPassword(b64: string): string | undefined {
+  try {
+    const bin = atob(b64.trim());
+    const text = new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+    const colon = text.indexOf(":");
+    return colon < 0 ? undefined : text.slice(colon + 1);
+  } catch {
+    return undefined;
+  }
+}
+
 /** null when the caller may pass. `authorization` is the header's value ("" when absent). */
 export function adminRefusal(token: string | undefined, authorization: string, peer: string | undefined): AdminRefusal | null {
   if (token !== undefined) {
-    const m = /^Bearer\s+(.+)$/i.exec(authorization);
-    if (!m) return { status: 401, code: "unauthorized", message: "admin endpoint: send `Authorization: Bearer <admin token>`" };
-    if (!timingSafeEqual(m[1]!.trim(), token)) {
-      return { status: 401, code: "unauthorized", message: "admin endpoint: the bearer token is not the admin token" };
+    const bearer = /^Bearer\s+(.+)$/i.exec(authorization);
+    const basic = bearer ? undefined : /^Basic\s+(.+)$/i.exec(authorization);
+    const given = bearer ? bearer[1]!.trim() : basic ? basicPassword(basic[1]!) : undefined;
+    if (given === undefined) return { status: 401, code: "unauthorized", message: "admin endpoint: send `Authorization: Bearer <admin token>`" };
+    if (!timingSafeEqual(given, token)) {
+      return { status: 401, code: "unauthorized", message: `admin endpoint: the ${bearer ? "bearer token" : "password"} is not the admin token` };
     }
     return null;
   }

@@ -106,6 +106,9 @@ export interface Router {
    */
   readonly members: {
     updateWorkers(targets: Iterable<WorkerWithDpRank>): void;
+    /** One worker's ranks in or out of the load books, without touching the others (registration stays O(ranks)). */
+    addWorkers(targets: Iterable<WorkerWithDpRank>): void;
+    removeLoad(workerId: WorkerId): void;
     addRank(workerId: WorkerId, dpRank: DpRank, reset?: boolean): void;
     removeWorker(workerId: WorkerId): void;
   };
@@ -159,7 +162,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const isKnown = (w: WorkerId, r: DpRank) => (ports.workers.get(w)?.dpRanks ?? 0) > r;
   const gaps = new LossyStreamGuard();
   /**
-   * Approximate mode is the router without KV events (spec §3.7): its index is its own
+   * Approximate mode is the router without KV events (Dynamo's approximate mode): its index is its own
    * decisions. Events that arrive anyway (an engine configured to publish) are dropped and
    * counted, not mixed in: "approx" must mean the same thing whoever sends what.
    */
@@ -179,6 +182,8 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     leases,
     members: {
       updateWorkers: (targets) => tracker.updateWorkers(targets),
+      addWorkers: (targets) => tracker.addWorkers(targets),
+      removeLoad: (workerId) => tracker.removeWorker(workerId),
       // approx restores nothing from an engine: its index is its own decisions.
       addRank: (workerId, dpRank, reset) => (approxMode ? undefined : recovery.addRank(workerId, dpRank, reset)),
       removeWorker: (workerId) => {

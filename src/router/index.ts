@@ -12,7 +12,7 @@ export { createRouter, type IngestResult, type Router, type RouterConfig, type R
 export type { Observer, RoutableWorkers, RoutingObserver, Timers } from "./ports.ts";
 
 // One decision and the booking it holds until it is freed.
-export type { PromptHashes, RouteDecision, RouteInput, RoutingService } from "./routing-service.ts";
+export type { PromptHashes, RouteDecision, RouteInput, RouteWaitOptions, RoutingService } from "./routing-service.ts";
 export type { RequestLease } from "./books/request-lease.ts";
 
 // The policies and scheduler knobs the config validates its flags against.
@@ -21,7 +21,7 @@ export { LOAD_METRICS, type LoadMetric } from "./choose/filters/load-guard.ts";
 export type { SchedulerConfig } from "./choose/config.ts";
 
 // The load books as load sync, the metrics and /v1/workers read them (the room builds the
-// tracker; nobody outside makes one), and the §1.6 events routers share.
+// tracker; nobody outside makes one), and the active-sequence events routers share.
 export type { LoadTracker, WorkerLoad } from "./books/load-tracker.ts";
 export {
   ActiveSequenceEventSchema,
@@ -36,8 +36,10 @@ export type { EventCounters, KvIndex } from "./index/types.ts";
 // Events in: where an event came from, and the engines' recovery query the adapters implement.
 export type { EventSource, WorkerQuery } from "./recovery/types.ts";
 
-// Admission: the queue in front of the room when every worker is busy.
+// Admission: the queue in front of the room when every worker is busy, and a tenant's share
+// of it (its priority band and fair-admission weight) that the edge hands in per request.
 export { AdmissionGate, type AdmissionGateOptions, type AdmitOptions } from "./admission/admission-gate.ts";
+export type { TenantShare } from "./admission/virtual-token-counter.ts";
 
 // Sticky sessions: the policy, the store interface every store implements, the embedded store,
 // and engine-backed session turns.

@@ -23,28 +23,50 @@ import { EngineLoad } from "./bun/engine-load.ts";
 import { chooseHasher } from "./bun/hasher.ts";
 import { listenOnBun } from "./bun/http-server.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
-import { workersFileWatch } from "./bun/workers-file.ts";
+import { MAX_WORKERS_FILE_BYTES, workersFileWatch } from "./bun/workers-file.ts";
+import { readBoundedText } from "./bun/bounded-file.ts";
+import { parseWorkersFile } from "../fleet/workers-file.ts";
+import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
+import { registerTokenizer } from "../edge/routes/worker-models.ts";
+import { bunKeysFile } from "./bun/keys-file.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
+import { processProbe } from "./bun/process-probe.ts";
+import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
+import { buildInfo } from "../core/build-info.ts";
 
 export { StartupError };
+export { stderrLogSink } from "./bun/log-sink.ts";
 
 /** How often a drain looks whether requests are still in flight. */
 const DRAIN_POLL_MS = 25;
+/** Longest the exit waits for the last spans to reach the collector. */
+const TRACE_EXPORT_ON_EXIT_MS = 2_000;
 
 export interface RunningRouter {
   readonly url: string;
   readonly port: number;
   /**
-   * Graceful shutdown: new requests are refused (503 `draining`, retryable), /health answers
-   * 503 "draining", in-flight requests (streams included) get up to `timeoutMs` to finish;
-   * then stop(). Resolves whether all finished.
+   * Graceful shutdown. First, for `delayMs`, /health answers 503 "draining" while every
+   * request is still served (load balancers need a few probes to take the router out; until
+   * then they keep sending). Then new requests are refused (503 `draining`, retryable) and
+   * in-flight requests (streams included) get up to `timeoutMs` to finish; then stop().
+   * Resolves whether all finished.
    */
-  drain(timeoutMs: number): Promise<boolean>;
+  drain(timeoutMs: number, delayMs?: number): Promise<boolean>;
   stop(): Promise<void>;
 }
 
-/** Build everything and serve; resolves once the server listens and start-up workers are registered. */
+/**
+ * Build everything and serve; resolves once the server listens and start-up workers are
+ * registered. Throws StartupError (one line for the operator) for a workers file that cannot
+ * be read or parsed, or a port that cannot be listened on.
+ */
 export async function serve(config: Config, log: Logger): Promise<RunningRouter> {
+  if (config.workersFile !== undefined) await checkWorkersFile(config.workersFile);
+  checkPortFree(config);
+  // --discover kubernetes: a config that cannot be read stops the start before anything listens.
+  const kube = await resolveKubeTarget(config);
+  if (kube !== undefined && "problem" in kube) throw new StartupError(kube.problem);
   const hasher = chooseHasher(log);
   const engineLoad = new EngineLoad();
   // Disaggregated prefill/decode (src/app/disagg): roles from flags first, engine info after.
@@ -52,6 +74,11 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   for (const u of config.prefillWorkers) roles.set(u, "prefill");
   for (const u of config.decodeWorkers) roles.set(u, "decode");
   let kv: ReturnType<typeof kvEventStreams> | undefined;
+  // --otlp-endpoint: the OpenTelemetry SDK is loaded only when spans are exported.
+  const tracer = config.otlpEndpoint === undefined
+    ? undefined
+    : (await import("../observe/otel-tracer.ts")).otelTracer({ endpoint: config.otlpEndpoint, serviceVersion: buildInfo().version, resource: { "service.instance.id": crypto.randomUUID() } });
+  if (tracer !== undefined) log.info("traces: exporting spans over OTLP/HTTP", { endpoint: config.otlpEndpoint });
   const c = await composeRouter(
     config,
     {
@@ -60,7 +87,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       loadTokenizer: (dir) =>
         loadEngineTokenizerOnBun(dir, {
           impl: config.tokenizerLibrary === "native" ? "native" : "pure",
-          byteLevelBpe: config.tokenizerLibrary === "bpe",
+          byteLevelBpe: config.tokenizerLibrary === "auto" ? "guarded" : config.tokenizerLibrary === "bpe",
           encodePool: config.tokenizerWorkers === 0 ? undefined : { workers: config.tokenizerWorkers ?? defaultEncodeWorkers() },
         }),
       resp: openRespConnection, // redis:// is Bun's RedisClient; the portable runtimes pass none
@@ -70,12 +97,18 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       busyKeys: () => engineLoad.busy,
       engineWaiting: () => engineLoad.waiting,
       onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
-      onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it (issue 13)
+      onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it
+      keysFile: bunKeysFile(),
+      processProbe: processProbe(),
+      roleOf: (url) => roles.roleOf(url),
+      tracer,
     },
     log,
   );
   const { registry, now } = c;
   kv = kvEventStreams(config, c, hasher, roles, log);
+  const sources = kv.sources;
+  bindStreamMetrics(c.metrics.registry, () => zmqStreams(registry.list(), (id) => sources.describe(id)));
   engineLoad.wire(config, { workers: () => registry.list(), engineHeaders: c.engineHeaders, admission: c.admission, metrics: c.metrics, now, log });
 
   let server: ReturnType<typeof Bun.serve> | undefined;
@@ -99,7 +132,13 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     },
   });
   const app = createApp(deps);
-  server = listenOnBun(config, deps, (req) => app.fetch(req));
+  try {
+    server = listenOnBun(config, deps, (req) => app.fetch(req));
+  } catch (e) {
+    c.stopWork();
+    await c.close();
+    throw listenError(config, e);
+  }
   const port = server.port!;
   c.listeningOn(port);
   const url = `http://${reachableHost(config.host)}:${port}`;
@@ -109,6 +148,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   await kv.subscribeConfigured();
   const workersFile = workersFileWatch(config.workersFile, { provisioner: kv.provisioner, registry, now, log });
   await workersFile?.start();
+  const discovery = kube && kubernetesDiscovery(config, kube, { provisioner: kv.provisioner, health: c.health, registry, metrics: c.metrics.registry, now, log, tokenizer: (id, path) => registerTokenizer(deps.fleet, id, path) });
+  await discovery?.start();
   c.startChecks();
   engineLoad.start();
 
@@ -116,7 +157,12 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const running: RunningRouter = {
     url,
     port,
-    async drain(timeoutMs) {
+    async drain(timeoutMs, delayMs = 0) {
+      if (delayMs > 0) {
+        c.stopReadiness();
+        log.info(`drain delay: /health answers 503 for ${delayMs / 1000} s while requests are still served`);
+        await Bun.sleep(delayMs);
+      }
       // Still listening: probes see 503 "draining", new requests a retryable 503 (app.ts).
       // Bun's stop(false) would close the listener and idle connections at once.
       c.startDraining();
@@ -130,13 +176,79 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     async stop() {
       c.stopWork();
       workersFile?.stop();
+      await discovery?.stop();
       engineLoad.stop();
       server?.stop(true);
       upstreamClient.closeIdle();
       await kv?.sources.stopAll();
       await Promise.all(mockers.map((m) => m.stop()));
       await c.close();
+      // Spans of the last requests (the drained ones included) leave before the process does,
+      // but an unreachable collector must not hold the exit past a short bound.
+      if (tracer !== undefined) {
+        const exported = tracer.shutdown().then(() => "exported", (e: Error) => `not exported: ${e.message}`);
+        const how = await Promise.race([exported, Bun.sleep(TRACE_EXPORT_ON_EXIT_MS).then(() => `not exported within ${TRACE_EXPORT_ON_EXIT_MS} ms`)]);
+        if (how !== "exported") log.warn(`traces: the last spans were ${how}`);
+      }
     },
   };
   return running;
+}
+
+/** Each subscribed ZMQ (worker, dp rank) stream's state, from the sources' per-worker description. */
+function* zmqStreams(workers: Iterable<{ readonly id: bigint }>, describe: (id: bigint) => Record<string, unknown> | undefined): Iterable<StreamState> {
+  for (const w of workers) {
+    const ranks = describe(w.id)?.ranks;
+    if (!Array.isArray(ranks)) continue;
+    for (const r of ranks as { dp_rank: number; connected: boolean; events: number; gaps: number; batches_lost: number }[]) {
+      yield { worker: w.id, dpRank: r.dp_rank, connected: r.connected, events: r.events, gaps: r.gaps, lostBatches: r.batches_lost };
+    }
+  }
+}
+/**
+ * The workers file must be readable and valid at start: a router started without the
+ * workers it was told to route to would answer 503 to everything while looking healthy to
+ * its own process supervisor. (Later rewrites that fail keep the last good list instead:
+ * the router is serving by then.)
+ */
+async function checkWorkersFile(path: string): Promise<void> {
+  let text: string;
+  try {
+    // Bounded as the watch reads it: a device (a symlink to /dev/zero) or a huge file is refused unread.
+    text = await readBoundedText(path, MAX_WORKERS_FILE_BYTES);
+  } catch (e) {
+    throw new StartupError(`--workers-file ${path}: cannot read (${(e as Error).message})`);
+  }
+  try {
+    parseWorkersFile(text, path, (t) => Bun.YAML.parse(t));
+  } catch (e) {
+    throw new StartupError(`--workers-file ${(e as Error).message}`);
+  }
+}
+
+/**
+ * A port already taken is refused before anything is built or logged, so the operator sees
+ * only the one line that says so. (Taken between this probe and the real listen, it is still
+ * reported the same way, after the start-up log lines.)
+ */
+function checkPortFree(config: Config): void {
+  if (config.port === 0) return;
+  let probe: { stop(closeActive?: boolean): void } | undefined;
+  try {
+    probe = Bun.listen({ hostname: config.host, port: config.port, socket: { data() {} } });
+  } catch (e) {
+    throw listenError(config, e);
+  } finally {
+    probe?.stop(true);
+  }
+}
+
+/** Why Bun.serve refused to listen, as one line naming the flags to change. */
+function listenError(config: Config, e: unknown): StartupError {
+  const code = (e as { code?: string }).code;
+  const where = `${config.host}:${config.port}`;
+  if (code === "EADDRINUSE") return new StartupError(`--port ${config.port}: ${where} is already in use (another process listens there; pick another --port, or 0 for any free one)`);
+  if (code === "EACCES") return new StartupError(`--port ${config.port}: not allowed to listen on ${where} (ports below 1024 need privileges)`);
+  if (code === "EADDRNOTAVAIL") return new StartupError(`--host ${config.host}: no such address on this machine`);
+  return new StartupError(`--port ${config.port} / --host ${config.host}: cannot listen on ${where} (${(e as Error).message})`);
 }

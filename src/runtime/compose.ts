@@ -25,6 +25,16 @@ import { AdapterAllowlist } from "../fleet/lora/adapter-name.ts";
 import { LoraStateTracker } from "../fleet/lora/state-tracker.ts";
 import { bindCollectors } from "../observe/collectors.ts";
 import { RouterMetrics } from "../observe/names.ts";
+import { DecisionLog } from "../observe/decision-log.ts";
+import { RecentStats } from "../observe/recent-stats.ts";
+import { RequestMetrics } from "../observe/request-metrics.ts";
+import { RequestObservers } from "../observe/request-observers.ts";
+import type { Tracer } from "../observe/tracing.ts";
+import { bindBuildInfo, bindRecoveryMetrics, bindWorkerInfo, tokenizerMismatchGauge } from "../observe/fleet-metrics.ts";
+import { bindProcessMetrics, EventLoopLag, type ProcessProbe } from "../observe/process-metrics.ts";
+import { forgetWorkerSeries, zeroRouterSeries, zeroWorkerSeries } from "../observe/zero-series.ts";
+import type { StatusSource } from "../observe/status-routes.ts";
+import { buildInfo } from "../core/build-info.ts";
 import { AdmissionGate, createRouter, StickyRouter } from "../router/index.ts";
 import type { RespOpener } from "../sync/redis-client.ts";
 import { startLoadSync, type LoadSync } from "../sync/load-sync.ts";
@@ -32,25 +42,30 @@ import type { PubSubOpener } from "../sync/transport.ts";
 import { fetchEngineInfo, type EngineInfo } from "../fleet/engine-info.ts";
 import { engineLoraClient } from "../fleet/engine-lora.ts";
 import { engineSessions } from "../fleet/engine-sessions.ts";
+import type { HealthChecker } from "../fleet/health.ts";
 import { WorkerMembership } from "../fleet/membership.ts";
 import { fetchServedModels, ModelDirectory } from "../fleet/models.ts";
 import { WorkerRegistry } from "../fleet/registry.ts";
 import { WorkerUrlPolicy } from "../fleet/url-policy.ts";
 import { buildAffinityStore } from "./compose/affinity-store.ts";
-import { engineFetch } from "./compose/engine-fetch.ts";
+import { engineFetch, ownFetch } from "./compose/engine-fetch.ts";
+import { reportEncoderChoice } from "./compose/encoder-report.ts";
 import { workerHealth } from "./compose/worker-health.ts";
+import { StartupError } from "./compose/startup-error.ts";
+import { buildTenants } from "./compose/tenants.ts";
+import type { KeysFileSource } from "../protect/keys-watch.ts";
+import { RetryBudget } from "../edge/proxy/retry-budget.ts";
 
 /** How often the approximate index drops expired decisions. */
 const APPROX_EXPIRE_EVERY_MS = 1_000;
-/** How often stale bookings (never freed, spec §4.5: 300 s) are swept. */
+/** How often stale bookings (never freed: 300 s, as Dynamo's ActiveSequences expire them) are swept. */
 const LOAD_EXPIRY_EVERY_MS = 30_000;
+/** Retries of engine answers always allowed per second, so a quiet router retries whatever its traffic. */
+const RETRY_FLOOR_PER_SECOND = 10;
 /** Registration and recovery queries must not hang on a dead engine. */
 const ENGINE_QUERY_TIMEOUT_MS = 5_000;
 
-/** Start-up refused for a reason the operator can fix (printed as one line, no stack, exit 2). */
-export class StartupError extends Error {
-  override readonly name = "StartupError";
-}
+export { StartupError };
 
 /** What the runtime chooses; everything else is built the same way everywhere. */
 export interface RuntimeChoices {
@@ -69,8 +84,16 @@ export interface RuntimeChoices {
   /** Hooks for what the runtime wires beside: an engine's info at registration (disagg roles), a removed worker. */
   readonly onEngineInfo?: (url: string, info: EngineInfo) => void;
   readonly onWorkerRemoved?: (id: WorkerId) => void;
+  /** Reads (and watches) the --api-keys file; without it --api-keys is refused at start. */
+  readonly keysFile?: KeysFileSource;
   /** Random bytes for this router's identity (default: the web-standard crypto.getRandomValues). */
   readonly randomValues?: (into: BigUint64Array) => BigUint64Array;
+  /** Where spans go (--otlp-endpoint: Bun's OpenTelemetry exporter); without it, no spans. */
+  readonly tracer?: Tracer;
+  /** The process's CPU, memory and fds for /metrics (Bun: /proc); without it, no process_* series. */
+  readonly processProbe?: ProcessProbe;
+  /** A worker's role under --disagg (prefill | decode | both), for switchyard_worker_info. */
+  readonly roleOf?: (url: string) => string;
 }
 
 /** A listen address clients on this machine can use (wildcards -> loopback). */
@@ -104,13 +127,24 @@ export interface ComposedRouter {
   readonly registry: WorkerRegistry;
   readonly router: ReturnType<typeof createRouter>;
   readonly membership: WorkerMembership;
+  /** Health checks, fences and holds (discovery holds a terminating pod's worker). */
+  readonly health: HealthChecker;
   readonly admission: AdmissionGate;
+  /** Each request's access line, metrics and spans, and what the status page reads (last decisions, recent minutes). */
+  readonly observe: RequestObservers;
+  readonly decisions: DecisionLog;
+  readonly recent: RecentStats;
   /** The edge's deps (createApp's argument): what every runtime gives the same way, plus the runtime's own. */
   edgeDeps(runtime: RuntimeEdge): EdgeDeps;
   /** The headers the router's own engine calls carry (--engine-token). */
   readonly engineHeaders: Record<string, string>;
   /** The port the server listens on, once it does (POST /v1/workers refuses it). */
   listeningOn(port: number): void;
+  /**
+   * /health answers 503 "draining" while requests are still served: the drain delay, in
+   * which load balancers take this router out before anything is refused.
+   */
+  stopReadiness(): void;
   /** New requests get a retryable 503 and /health says "draining"; health checks stop. */
   startDraining(): void;
   /** Registers the start-up workers (a failure is logged, not thrown). */
@@ -135,9 +169,9 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   const load = choices.loadTokenizer;
   if (config.tokenizers.length > 0 && load === undefined) throw new StartupError("--tokenizer: this runtime cannot read tokenizer files");
   const tokenizers = new RouterTokenizers({
-    load: (dir) => load!(dir),
+    load: async (dir) => reportEncoderChoice(await load!(dir), metrics, log),
     parentOf: (m) => models.parentOf(m),
-    fetch: (u, init) => fetch(u, init),
+    fetch: ownFetch,
     timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
   });
   for (const t of config.tokenizers) {
@@ -194,25 +228,15 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     timers: { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
     onAdmitted: (ms) => admissionWait.observe(ms / 1000),
     onRejected: (reason) => metrics.admissionRejections.inc([reason]),
+    // Tenants exist only with --api-keys; without them every request is one tenant, in arrival order.
+    fair: config.apiKeys !== undefined && config.fairAdmission,
   });
   // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
     {
       policy: config.policy,
-      scheduler: {
-        blockSize: config.blockSize,
-        overlapScoreWeight: config.overlapWeight,
-        temperature: config.temperature,
-        loadGuardFactor: config.loadGuard,
-        loadGuardMetric: config.loadGuardMetric,
-        activeRequestWeight: config.activeRequestWeight,
-        busyThreshold: config.busyThreshold,
-        inflightOverlap: config.inflightOverlap,
-        overlapCredit: config.overlapCredit,
-        prefillWaitFactor: config.prefillWaitFactor,
-        prefillWaitQueueShare: config.prefillWaitSlack,
-        engineWaitingWeight: config.engineLoadWeight,
-      },
+      // The routing knobs come grouped under the scheduler's own names (config/schema.ts).
+      scheduler: { blockSize: config.blockSize, ...config.scheduler },
       approxTtlMs: config.approxTtl * 1000,
       sessionTtlMs: config.sessionTtl * 1000,
       routerId,
@@ -225,7 +249,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       workers: registry,
       sticky,
       metrics,
-      query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: engineHeaders }),
+      query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: engineHeaders, fetch: ownFetch }),
       sleep: choices.sleep,
       warn: (m) => log.warn(m),
       engineSessions: sessions,
@@ -236,11 +260,25 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
   );
   const { index, approxIndex, tracker } = router;
+  // With the router's own books as the busy signal, a waiter is offered a rank as soon as its
+  // load drops (a prefill done, a request freed), not at the gate's next tick: on a loaded
+  // machine that timer runs late, and every millisecond of it lands on a waiter's TTFT (the
+  // fairness bench: bench/README.md). Deferred, so the gate never books inside the tracker's own call.
+  if (config.scheduler.busyThreshold !== null) {
+    const previous = tracker.onLocalEvent;
+    tracker.onLocalEvent = (ev) => {
+      previous?.(ev);
+      if (ev.data.type !== "add_request" && admission.size > 0) queueMicrotask(() => admission.pump());
+    };
+  }
 
-  const { health, restarts } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
+  const tokenizerMismatch = tokenizerMismatchGauge(metrics.registry);
+  zeroRouterSeries(metrics);
+  const { health, restarts, outliers } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
   const membership = new WorkerMembership({
     registry,
     blockSize: config.blockSize,
+    maxWorkers: config.maxWorkers,
     load: router.members,
     recovery: router.members,
     lora,
@@ -249,15 +287,17 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       choices.onEngineInfo?.(url, info);
       return info;
     },
-    models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), (u, init) => fetch(u, init)) },
+    models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), ownFetch) },
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
+      zeroWorkerSeries(metrics, w.id, tokenizerMismatch);
       void restarts.check(w.id, w.url, AbortSignal.timeout(config.healthTimeout * 1000)); // the instance to compare with
       if (!w.healthy) void health.check(w.id);
       // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
       const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
       void tokenizers.check(w.id, w.url, base).then((c) => {
         if (c?.status === "mismatch") log.warn(`worker ${w.id}: tokenizer_mismatch`, { url: w.url, detail: c.detail });
+        if (c !== undefined && registry.has(w.id)) tokenizerMismatch.set([String(w.id)], c.status === "mismatch" ? 1 : 0);
       });
     },
     onRemoved: (w) => {
@@ -265,12 +305,19 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       restarts.forget(w.id);
       choices.onWorkerRemoved?.(w.id);
       tokenizers.forget(w.id);
+      forgetWorkerSeries(metrics, w.id, tokenizerMismatch);
       log.info(`worker ${w.id} removed`, { url: w.url });
     },
     warn: (m) => log.warn(m),
   });
   metrics.admissionQueueLength.onCollect((g) => g.set([], admission.size));
   bindCollectors(metrics, { index, tracker, workers: () => registry.list(), now });
+  bindWorkerInfo(metrics.registry, { workers: () => registry.list(), modelsOf: (id) => models.of(id), roleOf: choices.roleOf });
+  bindBuildInfo(metrics.registry, buildInfo());
+  bindRecoveryMetrics(metrics.registry, () => router.recovery.stats() as unknown as Record<string, number>);
+  if (choices.processProbe !== undefined) bindProcessMetrics(metrics.registry, choices.processProbe);
+  const loopLag = new EventLoopLag(now, { every: (fn, ms) => setInterval(fn, ms), stop: (h) => clearInterval(h as ReturnType<typeof setInterval>) });
+  loopLag.bind(metrics.registry);
   let loadSync: LoadSync | undefined;
   if (config.redis !== undefined) {
     // redis:// through the runtime's pub/sub opener; https:// (Upstash REST) through a polled Redis Stream.
@@ -288,8 +335,18 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   }
   const syncStats = loadSync && (() => loadSync.stats());
   clusterMetrics = bindClusterMetrics(metrics, { store: storeStats, loadSync: syncStats, lora: () => adapters.counters, memorySessions });
+  const tenants = await buildTenants(config, {
+    keysFile: choices.keysFile,
+    resp: choices.resp,
+    admission,
+    metrics,
+    log,
+    now,
+    otherRouters: syncStats && (() => ({ heard: syncStats().receiving, peers: syncStats().peers })),
+  });
 
   let draining = false;
+  let unready = false;
   let listeningPort: number | undefined;
   // A URL that answers /health as a router (any router's id) is refused as a worker, as is
   // this router's own port on a local address.
@@ -299,6 +356,42 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     localHosts: () => [...choices.localHosts()],
     fetch: (u, init) => fetch(u, init),
   });
+  // Sub-millisecond epoch time for access lines and spans; a runtime whose timeOrigin is not
+  // the epoch (workerd's is 0, with now() already epoch time) falls back to Date.now().
+  const origin = performance.timeOrigin ?? 0;
+  const clock = Math.abs(origin + performance.now() - Date.now()) < 60_000 ? () => origin + performance.now() : () => Date.now();
+  const decisions = new DecisionLog({
+    policy: router.pipeline.name,
+    costs: router.pipeline.costs,
+    blockSize: config.blockSize,
+    overlapWeight: router.scheduler.overlapScoreWeight,
+  });
+  const recent = new RecentStats(clock);
+  const observe = new RequestObservers({
+    log,
+    accessLines: config.logLevel === "debug" || config.logLevel === "info",
+    metrics: new RequestMetrics(metrics.registry),
+    tracer: choices.tracer,
+    sampleRatio: config.otlpSampleRatio,
+    decisions,
+    recent,
+    clock,
+    blockSize: config.blockSize,
+    workerUrl: (id) => registry.get(id)?.url,
+  });
+  // What the status page reads beside GET /v1/workers (src/observe/status-routes.ts).
+  const status: StatusSource = {
+    decisions,
+    recent,
+    build: buildInfo(),
+    policy: config.policy,
+    blockSize: config.blockSize,
+    workers: () => registry.list(),
+    ejectedUntil: (id) => outliers.ejectedUntil(id),
+    now,
+    admissionQueue: () => admission.size,
+    sessions: () => memorySessions?.().held,
+  };
   const deadlines = {
     connectMs: config.connectTimeout * 1000,
     firstByteMs: config.firstByteTimeout * 1000,
@@ -306,23 +399,29 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     streamIdleMs: config.streamIdleTimeout * 1000,
   };
   const plainFetch = (url: string, init: RequestInit) => fetch(url, init);
+  // Engine answers tried again elsewhere, within one fleet-wide budget (edge/proxy/retry-policy.ts)
+  // that every app of this router (one per runtime entry) shares.
+  const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
   const edgeDeps = (rt: RuntimeEdge): EdgeDeps => ({
-    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(routerId), draining: () => draining },
-    limits: { maxBodyBytes: config.maxBodyBytes, maxSessionIdLength: config.maxSessionIdLength },
+    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(routerId), draining: () => draining, unready: () => unready },
+    limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength },
     fleet: { registry, models, lora: adapters, tokenizers },
     router,
     upstream: {
       call: rt.upstream ?? fetchUpstream(plainFetch),
-      fetch: plainFetch,
+      // The router's own read of engines' model lists: no redirects, as on its other own calls.
+      fetch: ownFetch,
       deadlines,
       maxRetries: config.maxRetries,
+      retry,
       directStreams: rt.directStreams,
       keepOpen: rt.keepOpen,
     },
     outcomes: { fence: (id, reason) => health.fence(id, reason), report: (id, failure) => health.report(id, failure) },
-    observe: { metrics, log },
+    observe: { metrics, log, requests: observe, status },
     admin: { membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: rt.workerDetails, peekSession: (id) => store.peek(id), now },
     disagg: rt.disagg,
+    tenants: tenants?.guard,
   });
 
   const timers: ReturnType<typeof setInterval>[] = [];
@@ -332,11 +431,18 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     registry,
     router,
     membership,
+    health,
     admission,
+    observe,
+    decisions,
+    recent,
     edgeDeps,
     engineHeaders,
     listeningOn: (port) => {
       listeningPort = port;
+    },
+    stopReadiness() {
+      unready = true;
     },
     startDraining() {
       draining = true;
@@ -349,16 +455,20 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
     startChecks() {
       health.start();
+      loopLag.start();
       timers.push(setInterval(() => router.expireLoad(now()), LOAD_EXPIRY_EVERY_MS));
       if (config.policy === "approx" || approxIndex !== undefined) timers.push(setInterval(() => router.expireApprox(now()), APPROX_EXPIRE_EVERY_MS));
     },
     stopWork() {
       draining = true;
+      loopLag.stop();
       for (const t of timers) clearInterval(t);
       health.stop();
       admission.close();
+      tenants?.stop();
     },
     async close() {
+      await tenants?.close();
       await loadSync?.stop();
       await store.close();
     },

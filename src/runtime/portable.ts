@@ -7,8 +7,9 @@
  * /v1/kv/events, recovery queries with fetch), upstream calls with fetch, and the pure-JS
  * tokenizer where the platform can read files (Deno: `readText`). What needs Bun (the native
  * hasher over bun:ffi, ZMQ, RESP Redis — `redis://` — embedded engines, the workers file watch,
- * the tokenizer worker pool, Bun's direct streams) is refused by name before anything starts
- * (`refusedFlags`, `refusedValues`). The RESP openers are never imported here: Bun's entry
+ * the tokenizer worker pool, Kubernetes discovery, Bun's direct streams) is refused by name
+ * before anything starts, unless left at its default: the options table's runtime column says
+ * which (loadConfig with `runtime`, src/config/runtimes.ts). The RESP openers are never imported here: Bun's entry
  * injects them (src/sync/redis-client.ts, src/sync/transport.ts).
  *
  * The runtime entry passes `serve` (its HTTP server), `sleep` and `readText`; the composition
@@ -17,60 +18,13 @@
 import { createApp } from "../edge/app.ts";
 import type { Logger } from "../edge/log.ts";
 import type { Config } from "../config/schema.ts";
-import { scanFlags } from "../config/flag-scan.ts";
 import { portableBatchHasher } from "../core/block-hash.ts";
 import { loadEngineTokenizer } from "../tokens/load.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
+import type { KeysFileSource } from "../protect/keys-watch.ts";
 
 /** A start-up input the operator can fix (a tokenizer that cannot load): one line, exit 2. */
 export { StartupError as PortableStartupError };
-
-/** Flags (and the environment variables that set them) that need Bun; refused by name elsewhere. */
-export const BUN_ONLY_FLAGS: Readonly<Record<string, string>> = {
-  "--engines": "embedded simulated engines run on Bun's server",
-  "--engine-speedup": "embedded simulated engines run on Bun's server",
-  "--zmq-endpoint": "ZMQ event streams use libzmq over bun:ffi (send events over HTTP instead)",
-  "--zmq-replay-endpoint": "ZMQ event streams use libzmq over bun:ffi",
-  "--zmq-dp-ranks": "ZMQ event streams use libzmq over bun:ffi",
-  "--workers-file": "the workers-file watch reads files with Bun",
-  "--tokenizer-workers": "the encode pool uses Bun Workers",
-  "--disagg": "disaggregated prefill/decode is wired by the Bun entry only",
-  "--disagg-min-prefill-tokens": "disaggregated prefill/decode is wired by the Bun entry only",
-  "--bootstrap-port": "disaggregated prefill/decode is wired by the Bun entry only",
-  "--prefill-worker": "disaggregated prefill/decode is wired by the Bun entry only",
-  "--decode-worker": "disaggregated prefill/decode is wired by the Bun entry only",
-  "--engine-metrics-interval": "engine metrics scraping is wired by the Bun entry only",
-  "--busy-waiting": "engine metrics scraping is wired by the Bun entry only",
-  "--idle-timeout": "a client idle timeout is a Bun server option",
-};
-
-/** One problem per flag given on the command line that this runtime cannot honour. */
-export function refusedFlags(argv: readonly string[], runtime: string, refused: Readonly<Record<string, string>>): string[] {
-  const out: string[] = [];
-  for (const item of scanFlags(argv, () => false)) {
-    if ("flag" in item && refused[item.flag] !== undefined && !out.some((p) => p.startsWith(`${item.flag}:`))) {
-      out.push(`${item.flag}: not available on ${runtime} (${refused[item.flag]})`);
-    }
-  }
-  return out;
-}
-
-/**
- * Flag values this runtime cannot honour (a flag may be fine with one value, not another):
- * `--redis redis://…` needs RESP over TCP (Bun's RedisClient); `https://` (Upstash REST) works.
- * Checked on the parsed config, so the environment variables that set --redis count too.
- */
-export function refusedValues(config: Pick<Config, "redis" | "tokenizerLibrary">, runtime: string): string[] {
-  const out: string[] = [];
-  const scheme = config.redis?.slice(0, config.redis.indexOf(":") + 1).toLowerCase();
-  if (scheme === "redis:" || scheme === "rediss:") {
-    out.push(`--redis: ${scheme}// is not available on ${runtime} (RESP needs Bun's RedisClient over TCP; use Upstash REST: --redis https://… --redis-token …)`);
-  }
-  if (config.tokenizerLibrary === "native") {
-    out.push(`--tokenizer-library: native is not available on ${runtime} (HF's Rust addon loads on Bun/Node only; use hf or bpe)`);
-  }
-  return out;
-}
 
 export interface PortableServer {
   readonly port: number;
@@ -84,11 +38,15 @@ export interface PortablePlatform {
   readonly sleep: (ms: number) => Promise<void>;
   /** Reads a text file (tokenizer directories); without it --tokenizer is refused. */
   readonly readText?: (path: string) => Promise<string>;
+  /** Reads the --api-keys file; without it --api-keys is refused at start. */
+  readonly keysFile?: KeysFileSource;
 }
 
 export interface PortableRouter {
   readonly url: string;
   readonly port: number;
+  /** /health answers 503 while requests are still served (the drain delay before stop). */
+  stopReadiness(): void;
   stop(): Promise<void>;
 }
 
@@ -102,10 +60,11 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
       loadTokenizer:
         readText === undefined
           ? undefined
-          : (dir) => loadEngineTokenizer(dir, { readText, now: () => Date.now(), byteLevelBpe: config.tokenizerLibrary === "bpe" }),
+          : (dir) => loadEngineTokenizer(dir, { readText, now: () => Date.now(), byteLevelBpe: config.tokenizerLibrary === "auto" ? "guarded" : config.tokenizerLibrary === "bpe" }),
       sleep: platform.sleep,
       // Loopback names only: the portable runtimes do not list network interfaces.
       localHosts: () => ["127.0.0.1", "localhost", "::1", config.host],
+      keysFile: platform.keysFile,
     },
     log,
   );
@@ -119,6 +78,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
   return {
     url,
     port: server.port,
+    stopReadiness: () => c.stopReadiness(),
     async stop() {
       c.stopWork();
       await server.stop();

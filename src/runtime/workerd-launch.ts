@@ -1,29 +1,38 @@
 /**
  * `bun run start:workerd -- FLAGS`: `switchyard serve` on Cloudflare's workerd. On the Bun side
  * it only prepares and supervises: parses the serve flags (the same loadConfig; flags that
- * need Bun are refused by name, exit 2), bundles ./workerd.ts with Bun.build into a temporary
+ * need Bun are refused by name unless left at their default, exit 2), bundles ./workerd.ts with Bun.build into a temporary
  * directory, writes a workerd config (the worker, its Durable Object namespace, a network
  * service that may reach engines on private and loopback addresses, one HTTP socket), starts
  * the workerd binary from the `workerd` npm devDependency, waits until the router answers
  * /livez, and prints the same {"url","port"} line. SIGTERM/SIGINT stop workerd and remove the
  * directory. --port 0 picks a free port first (workerd's config names a fixed address).
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, loadConfig, serveUsage } from "../config/load.ts";
-import { BUN_ONLY_FLAGS, refusedFlags, refusedValues } from "./portable.ts";
+import { ConfigError, loadConfig, serveUsage, unknownEnvWarnings } from "../config/load.ts";
+import { buildInfo, versionLine } from "../core/build-info.ts";
+import { createLogger } from "../edge/log.ts";
+import { parseKeysDocument } from "../protect/keys-document.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
+/** The largest keys file read (as on Bun's router: src/runtime/bun/keys-file.ts). */
+const MAX_KEYS_FILE_BYTES = 32 * 1024 * 1024;
+
+/** The --api-keys document, read and checked here: a regular file, size-capped, JSON or YAML by extension. */
+function readKeysDocument(path: string): unknown {
+  const s = statSync(path);
+  if (!s.isFile()) throw new Error("not a regular file");
+  if (s.size > MAX_KEYS_FILE_BYTES) throw new Error(`${s.size} bytes; at most ${MAX_KEYS_FILE_BYTES}`);
+  const text = readFileSync(path, "utf8");
+  const doc = /\.ya?ml$/i.test(path) ? Bun.YAML.parse(text) : JSON.parse(text);
+  parseKeysDocument(doc, `--api-keys ${path}`);
+  return doc;
+}
+
 /** Deadline for workerd to answer /livez after it starts. */
 const START_DEADLINE_MS = 30_000;
-
-/** Bun-only flags, and what workerd decides itself (SIGTERM stops workerd at once: no drain window). */
-const WORKERD_REFUSED: Readonly<Record<string, string>> = {
-  ...BUN_ONLY_FLAGS,
-  "--tokenizer": "workerd has no file system to read tokenizer directories from (text is routed on the router's own decisions)",
-  "--drain-timeout": "workerd stops its isolates itself; requests in flight are not drained",
-};
 
 export function workerdBinary(): string {
   const dir = join(ROOT, "node_modules", "@cloudflare");
@@ -75,22 +84,38 @@ function freePort(host: string): number {
 async function main(argvIn: readonly string[]): Promise<void> {
   const argv = argvIn[0] === "serve" ? argvIn.slice(1) : argvIn;
   if (argv.includes("--help") || argv.includes("-h")) {
-    console.log(`${serveUsage()}\n\nOn workerd these are refused: ${Object.keys(WORKERD_REFUSED).join(", ")}; --redis takes https:// (Upstash REST) only; admin endpoints need --admin-token.`);
+    console.log(`${serveUsage("workerd")}\nAdmin endpoints need --admin-token on workerd (it does not tell a request's peer).`);
     return;
   }
-  const refused = refusedFlags(argv, "workerd", WORKERD_REFUSED);
+  if (argv.includes("--version")) {
+    // This launcher runs on Bun; the router itself runs in workerd.
+    console.log(versionLine({ ...buildInfo(), runtime: "Cloudflare-Workers" }));
+    return;
+  }
   let config;
   try {
-    config = loadConfig({ argv, env: process.env });
-    const problems = [...refused, ...refusedValues(config, "workerd")];
-    if (problems.length > 0) throw new ConfigError(problems);
+    // Parsed here, on Bun, so a YAML --config works; what workerd cannot honour is refused by name.
+    config = loadConfig({ argv, env: process.env, parseYaml: (text) => Bun.YAML.parse(text), runtime: "workerd" });
   } catch (e) {
     if (e instanceof ConfigError) {
-      const all = refused.length > 0 && !e.problems.some((p) => refused.includes(p)) ? new ConfigError([...refused, ...e.problems]) : e;
-      console.error(`${all.message}\n\nrun \`switchyard serve --help\` for the list of flags`);
+      console.error(`${e.message}\n\nrun \`switchyard serve --help\` for the list of flags`);
       process.exit(2);
     }
     throw e;
+  }
+  const log = createLogger(config.logLevel);
+  for (const w of unknownEnvWarnings(process.env)) log.warn(w);
+  // workerd has no file system: the keys file is read here, once, and handed over in CONFIG
+  // (a change needs a restart). A file that cannot be used stops the start, as on Bun.
+  let apiKeysDocument: string | undefined;
+  if (config.apiKeys !== undefined) {
+    try {
+      apiKeysDocument = JSON.stringify(readKeysDocument(config.apiKeys));
+    } catch (e) {
+      const m = (e as Error).message;
+      console.error(m.startsWith("--api-keys") ? m : `--api-keys ${config.apiKeys}: ${m}`);
+      process.exit(2);
+    }
   }
   const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host;
   const port = config.port === 0 ? freePort(host) : config.port;
@@ -105,7 +130,7 @@ async function main(argvIn: readonly string[]): Promise<void> {
     process.exit(1);
   }
   writeFileSync(join(dir, "router.js"), await built.outputs[0]!.text());
-  writeFileSync(join(dir, "config.capnp"), workerdConfig(JSON.stringify({ ...config, port, publicUrl: url }), `${host}:${port}`));
+  writeFileSync(join(dir, "config.capnp"), workerdConfig(JSON.stringify({ ...config, port, publicUrl: url, apiKeysDocument }), `${host}:${port}`));
 
   const child = Bun.spawn({ cmd: [workerdBinary(), "serve", join(dir, "config.capnp"), "--experimental"], stdout: "inherit", stderr: "inherit" });
   const stop = () => {

@@ -14,7 +14,7 @@
  *
  * The configuration (the parsed serve flags) comes in the CONFIG binding as JSON.
  */
-import { createLogger } from "../edge/log.ts";
+import { createFormattedLogger } from "../observe/logger.ts";
 import type { Config } from "../config/schema.ts";
 import { startPortableRouter, type PortablePlatform } from "./portable.ts";
 
@@ -31,7 +31,7 @@ interface DurableObjectNamespace {
 interface Env {
   readonly ROUTER: DurableObjectNamespace;
   /** Config as JSON; bigint-free (worker ids are not part of it). */
-  readonly CONFIG: Config & { readonly publicUrl: string };
+  readonly CONFIG: Config & { readonly publicUrl: string; readonly apiKeysDocument?: string };
 }
 
 /** The one object that owns the router's state. */
@@ -49,8 +49,10 @@ export class RouterObject {
       // workerd does not tell the peer's address: admin endpoints need --admin-token here.
       peer: () => undefined,
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      // The keys file as the launcher read it (workerd has no file system; a change needs a restart).
+      keysFile: config.apiKeysDocument === undefined ? undefined : { read: async () => config.apiKeysDocument!, parse: (t) => JSON.parse(t) },
     };
-    const log = createLogger(config.logLevel);
+    const log = createFormattedLogger({ level: config.logLevel, format: config.logFormat });
     this.#handler = startPortableRouter(config, platform, log).then(() => handler!);
   }
 

@@ -12,13 +12,19 @@
  */
 import { LuaScript } from "./redis-client.ts";
 
-const PRELUDE = `
-local function now_ms(arg)
+/**
+ * Lua: the caller's clock when it passes one (ms), else Redis' own TIME, so every router's
+ * scripts agree on "now" without trusting their clocks. Shared by the session and limit scripts.
+ */
+export const LUA_NOW_MS = `local function now_ms(arg)
   if arg ~= '' then return tonumber(arg) end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function parse(v)
+`;
+
+const PRELUDE = `
+${LUA_NOW_MS}local function parse(v)
   local w, r, ttl, k, exp = string.match(v, '^(%d+)|(%d+)|(%d+)|([er])|(%d+)$')
   if not w then return nil end
   return { w = w, r = r, ttl = tonumber(ttl), k = k, exp = tonumber(exp) }

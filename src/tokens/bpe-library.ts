@@ -49,11 +49,20 @@ interface PostProcessorJson {
 export interface ByteLevelBpePlan {
   readonly vocab: Record<string, number>;
   readonly merges: readonly (string | readonly [string, string])[];
-  readonly splitRegex: string;
+  /**
+   * The Split pre-tokenizers, in order: each cuts every piece the previous one made. `matchesOnly`:
+   * Split(Removed, invert) keeps only what the regex matches (o200k's form); else Split(Isolated)
+   * keeps the matches and the gaps between them, each a piece.
+   */
+  readonly splits: readonly { readonly regex: string; readonly matchesOnly: boolean }[];
   readonly nfc: boolean;
   readonly ignoreMerges: boolean;
-  /** Added tokens (none strip whitespace or are normalized): cut out before anything else. */
-  readonly added: readonly { id: number; content: string }[];
+  /**
+   * Added tokens (none strip whitespace): cut out before anything else — first those matched on
+   * the raw text, then, in each piece left, the `normalized` ones on its normalized text (HF's
+   * AddedVocabulary does the same two passes).
+   */
+  readonly added: readonly { id: number; content: string; normalized: boolean }[];
   /** Ids the post-processor puts around the text when add_special_tokens is true. */
   readonly prefix: readonly number[];
   readonly suffix: readonly number[];
@@ -121,17 +130,24 @@ export function byteLevelBpePlan(tokenizer: BpeTokenizerJson): ByteLevelBpePlan 
     nfc = kinds.length > 0;
   }
   const pre = tokenizer.pre_tokenizer;
-  const [split, bytes, ...rest] = pre?.type === "Sequence" ? (pre.pretokenizers ?? []) : [];
+  const steps = pre?.type === "Sequence" ? (pre.pretokenizers ?? []) : [];
+  const bytes = steps.at(-1);
+  const splits = steps.slice(0, -1).map((x) =>
+    x.type === "Split" && typeof x.pattern?.Regex === "string" &&
+    ((x.behavior === "Isolated" && x.invert !== true) || (x.behavior === "Removed" && x.invert === true))
+      ? { regex: x.pattern.Regex, matchesOnly: x.behavior === "Removed" }
+      : undefined,
+  );
   if (
-    split?.type !== "Split" || typeof split.pattern?.Regex !== "string" || split.behavior !== "Isolated" || split.invert === true ||
-    bytes?.type !== "ByteLevel" || bytes.add_prefix_space === true || bytes.use_regex === true || rest.length > 0
+    splits.length === 0 || splits.includes(undefined) ||
+    bytes?.type !== "ByteLevel" || bytes.add_prefix_space === true || bytes.use_regex === true
   ) {
-    return "pre-tokenizer is not Sequence[Split(Regex, Isolated), ByteLevel(no prefix space, no regex)]";
+    return "pre-tokenizer is not Sequence[Split(Regex, Isolated | Removed+invert)..., ByteLevel(no prefix space, no regex)]";
   }
   if (tokenizer.decoder?.type !== "ByteLevel") return `decoder ${tokenizer.decoder?.type}`;
   const added = tokenizer.added_tokens ?? [];
-  const odd = added.find((t) => t.lstrip || t.rstrip || t.single_word || t.normalized);
-  if (odd) return `added token ${JSON.stringify(odd.content)} strips whitespace or is normalized`;
+  const odd = added.find((t) => t.lstrip || t.rstrip || t.single_word);
+  if (odd) return `added token ${JSON.stringify(odd.content)} strips whitespace`;
   for (let b = 0; b < 256; b++) {
     if (m.vocab[String.fromCharCode(BYTE_CHAR[b]!)] === undefined) return `byte ${b} is not in the vocab`;
   }
@@ -140,10 +156,10 @@ export function byteLevelBpePlan(tokenizer: BpeTokenizerJson): ByteLevelBpePlan 
   return {
     vocab: m.vocab,
     merges: m.merges,
-    splitRegex: split.pattern.Regex,
+    splits: splits as { regex: string; matchesOnly: boolean }[],
     nfc,
     ignoreMerges: m.ignore_merges === true,
-    added: added.filter((t) => t.content.length > 0).map((t) => ({ id: t.id, content: t.content })),
+    added: added.filter((t) => t.content.length > 0).map((t) => ({ id: t.id, content: t.content, normalized: t.normalized === true })),
     ...template,
   };
 }
@@ -191,8 +207,11 @@ export class ByteLevelBpe {
   /** The id each merge (by rank) produces. */
   private readonly mergedByRank: Int32Array;
   private readonly idScale: number;
-  private readonly splitter: { pattern: RegExp };
+  /** The split regexes, compiled by the pure library's own Oniguruma -> JS translation. */
+  private readonly splitters: readonly { readonly re: RegExp; readonly sticky: RegExp; readonly matchesOnly: boolean }[];
+  /** Added tokens matched on the raw text, and those matched on a piece's normalized text. */
   private readonly addedPattern: RegExp | undefined;
+  private readonly normalizedPattern: RegExp | undefined;
   private readonly addedId = new Map<string, number>();
   private readonly pieceCache = new Map<string, Uint32Array>();
   /**
@@ -259,18 +278,21 @@ export class ByteLevelBpe {
       this.mergeOf.set(ia * this.idScale + ib, rank * this.idScale + merged);
       this.mergedByRank[rank] = merged;
     });
-    this.splitter = new SplitPreTokenizer({ type: "Split", pattern: { Regex: plan.splitRegex }, behavior: "Isolated", invert: false }) as unknown as {
-      pattern: RegExp;
-    };
-    if (!(this.splitter.pattern instanceof RegExp)) throw new Error("the split regex did not compile");
-    if (plan.added.length > 0) {
-      // Longest first: JS alternation is leftmost-first, which then equals HF's leftmost-longest.
-      const alts = plan.added.map((t) => t.content).sort((a, b) => b.length - a.length).map(escapeRegExp);
-      this.addedPattern = new RegExp(alts.join("|"), "gu");
-      for (const t of plan.added) {
-        this.addedId.set(t.content, t.id);
-        spelled[t.id] = this.utf8.encode(t.content);
-      }
+    this.splitters = plan.splits.map(({ regex, matchesOnly }) => {
+      const compiled = (new SplitPreTokenizer({ type: "Split", pattern: { Regex: regex }, behavior: "Isolated", invert: false }) as unknown as { pattern: unknown }).pattern;
+      if (!(compiled instanceof RegExp)) throw new Error(`the split regex ${JSON.stringify(regex)} did not compile`);
+      const sticky = new RegExp(compiled.source, `${compiled.flags.replace("g", "")}y`);
+      return { re: compiled, sticky, matchesOnly };
+    });
+    // Longest first: JS alternation is leftmost-first, which then equals HF's leftmost-longest.
+    const alternation = (contents: string[]) =>
+      contents.length === 0 ? undefined : new RegExp(contents.sort((a, b) => b.length - a.length).map(escapeRegExp).join("|"), "gu");
+    const norm = (c: string) => (plan.nfc ? c.normalize("NFC") : c);
+    this.addedPattern = alternation(plan.added.filter((t) => !t.normalized).map((t) => t.content));
+    this.normalizedPattern = alternation(plan.added.filter((t) => t.normalized).map((t) => norm(t.content)));
+    for (const t of plan.added) {
+      this.addedId.set(t.normalized ? norm(t.content) : t.content, t.id);
+      spelled[t.id] = this.utf8.encode(t.content);
     }
     this.bytesAt = new Int32Array(maxId + 2);
     let total = 0;
@@ -286,39 +308,80 @@ export class ByteLevelBpe {
   encode(text: string, addSpecialTokens: boolean): Uint32Array {
     const out = new IdBuffer();
     if (addSpecialTokens) for (const id of this.prefix) out.push(id);
-    const added = this.addedPattern;
-    if (added === undefined) this.encodePiece(text, out);
-    else {
-      added.lastIndex = 0;
-      let at = 0;
-      for (let m = added.exec(text); m !== null; m = added.exec(text)) {
-        if (m.index > at) this.encodePiece(text.slice(at, m.index), out);
-        out.push(this.addedId.get(m[0])!);
-        at = m.index + m[0].length;
-      }
-      if (at < text.length) this.encodePiece(at === 0 ? text : text.slice(at), out);
-    }
+    this.cutAdded(text, this.addedPattern, out, true);
     if (addSpecialTokens) for (const id of this.suffix) out.push(id);
     return out.take();
   }
 
-  /** A text without added tokens: normalize, split, BPE each piece. */
-  private encodePiece(raw: string, out: IdBuffer): void {
-    const text = this.nfc ? raw.normalize("NFC") : raw;
-    const re = this.splitter.pattern;
-    re.lastIndex = 0;
+  /**
+   * Cut `text` at the added tokens `pattern` matches (their ids go out as they are); the pieces
+   * between go on: raw pieces to normalization (then the normalized added tokens), normalized
+   * ones to the splits.
+   */
+  private cutAdded(text: string, pattern: RegExp | undefined, out: IdBuffer, raw: boolean): void {
+    const next = (piece: string) => {
+      if (raw) this.cutAdded(this.nfc ? piece.normalize("NFC") : piece, this.normalizedPattern, out, false);
+      else this.split(piece, 0, out);
+    };
+    if (pattern === undefined) {
+      next(text);
+      return;
+    }
+    pattern.lastIndex = 0;
     let at = 0;
-    for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-      const s = m[0];
-      if (s.length === 0) {
-        re.lastIndex++;
+    for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
+      if (m.index > at) next(text.slice(at, m.index));
+      out.push(this.addedId.get(m[0])!);
+      at = m.index + m[0].length;
+    }
+    if (at < text.length) next(at === 0 ? text : text.slice(at));
+  }
+
+  /**
+   * Cut `text` with split number `level`, then each piece with the next one; the last level's
+   * pieces are words. The next match is first tried where the previous one ended (the sticky
+   * copy of the regex: the split regexes of real tokenizers match every character, so it
+   * nearly always hits, ~2x faster than the global regex's search); only when nothing matches
+   * right there does the global regex look further, leaving a gap: the same matches either way.
+   */
+  private split(text: string, level: number, out: IdBuffer): void {
+    const { re, sticky, matchesOnly } = this.splitters[level]!;
+    const deeper = level + 1;
+    const last = deeper === this.splitters.length;
+    let at = 0; // end of the last piece handed on
+    let pos = 0; // where the next match is looked for
+    for (;;) {
+      // test(), not exec(): no match array to allocate per piece; the sticky match is [pos, lastIndex).
+      let start = pos;
+      let end: number;
+      sticky.lastIndex = pos;
+      if (sticky.test(text)) end = sticky.lastIndex;
+      else {
+        re.lastIndex = pos;
+        const m = re.exec(text);
+        if (m === null) break;
+        start = m.index;
+        end = start + m[0].length;
+      }
+      if (end === start) {
+        pos = start + 1;
         continue;
       }
-      if (m.index > at) this.encodeWord(text.slice(at, m.index), out);
-      this.encodeWord(s, out);
-      at = m.index + s.length;
+      if (start > at && !matchesOnly) {
+        const gap = text.slice(at, start);
+        if (last) this.encodeWord(gap, out);
+        else this.split(gap, deeper, out);
+      }
+      const piece = text.slice(start, end);
+      if (last) this.encodeWord(piece, out);
+      else this.split(piece, deeper, out);
+      at = pos = end;
     }
-    if (at < text.length) this.encodeWord(text.slice(at), out);
+    if (at < text.length && !matchesOnly) {
+      const rest = at === 0 ? text : text.slice(at);
+      if (last) this.encodeWord(rest, out);
+      else this.split(rest, deeper, out);
+    }
   }
 
   private encodeWord(word: string, out: IdBuffer): void {

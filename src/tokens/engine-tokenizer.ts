@@ -4,12 +4,16 @@
  * producing the token ids vLLM's OpenAI server prefills for a request.
  */
 
+import type { BpeGuardResult } from "./bpe-guard.ts";
+
 /** A model's tokenizer + chat template, loaded from an HF model directory. */
 export interface EngineTokenizer {
   /** The directory it was loaded from. */
   readonly source: string;
   /** Which library encodes text, e.g. "tokenizers (HF Rust, native)". */
   readonly implementation: string;
+  /** Which encoder was chosen at load and why (the router logs it and exports it as a metric). */
+  readonly encoderChoice?: EncoderChoice;
   /** Whether later turns reuse the ids of earlier, identical segments (see segment-cache.ts). */
   readonly segmentCache: boolean;
   /** vLLM completions: encode(text, add_special_tokens). */
@@ -26,6 +30,18 @@ export interface EngineTokenizer {
   encodeChat(req: ChatTemplateRequest, addSpecialTokens?: boolean): Promise<Uint32Array>;
   /** Token ids -> text (special tokens kept), for /detokenize-style needs. */
   decode(ids: Uint32Array): Promise<string>;
+}
+
+/**
+ * The encoder a tokenizer got: the byte-level BPE (bpe-library.ts), the pure-JS library or HF's
+ * native library; `reason` says why not the BPE, `guard` what the differential check found
+ * (bpe-guard.ts; absent when it did not run: the encoder was forced, or the BPE does not take
+ * the tokenizer).
+ */
+export interface EncoderChoice {
+  readonly encoder: "byte-level-bpe" | "library" | "native";
+  readonly reason?: string;
+  readonly guard?: BpeGuardResult;
 }
 
 /** The fields of an OpenAI chat request that reach the chat template in vLLM. */

@@ -8,7 +8,7 @@ import { RouterError } from "../core/errors.ts";
 import { type CompiledChatTemplate, compileChatTemplate } from "./chat-template.ts";
 import { type ContentFormat, detectContentFormat } from "./content-format.ts";
 import { parseConversation, toolDicts } from "./conversation.ts";
-import type { ChatTemplateRequest, EngineTokenizer, TokenizerLibrary } from "./engine-tokenizer.ts";
+import type { ChatTemplateRequest, EncoderChoice, EngineTokenizer, TokenizerLibrary } from "./engine-tokenizer.ts";
 import { type ModelFiles, pickChatTemplate } from "./model-files.ts";
 import { SegmentCache, type SegmentPlan } from "./segment-cache.ts";
 
@@ -46,6 +46,7 @@ export class HfEngineTokenizer implements EngineTokenizer {
     private readonly plan: SegmentPlan | undefined,
     cacheTokens: number,
     private readonly now: () => number,
+    readonly encoderChoice?: EncoderChoice,
   ) {
     this.implementation = encoder.implementation;
     if (plan !== undefined && cacheTokens > 0) this.cache = new SegmentCache(cacheTokens);

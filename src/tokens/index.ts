@@ -2,6 +2,7 @@ export { ASSISTANT_PREFIX, type ChatMessage, renderChat, tokenizeChat, tokenizeT
 export { chatPromptTokens, completionPromptTokens, promptTokens } from "./prompt.ts";
 export type {
   ChatTemplateRequest,
+  EncoderChoice,
   EngineTokenizer,
   ReadText,
   TokenizerLibrary,

@@ -1,11 +1,13 @@
 /**
- * loadEngineTokenizer: a model directory -> EngineTokenizer. Runtime-free: files come through
+ * loadEngineTokenizer: a model directory -> EngineTokenizer, with the encoder chosen (the guarded
+ * byte-level BPE by default: guardedChoice). Runtime-free: files come through
  * `opts.readText`, and the native library only when the caller passes its factory
  * (`opts.nativeLibrary`, from runtime/bun/tokens/native-library.ts, which wires both on Bun). Checks
  * the segment cache on a probe text with the real library before turning it on.
  */
-import type { EngineTokenizer, ReadText, TokenizerImpl, TokenizerLibrary, TokenizerLibraryFactory } from "./engine-tokenizer.ts";
+import type { EncoderChoice, EngineTokenizer, ReadText, TokenizerImpl, TokenizerLibrary, TokenizerLibraryFactory } from "./engine-tokenizer.ts";
 import { type BpeTokenizerJson, byteLevelBpePlan, createBpeLibrary } from "./bpe-library.ts";
+import { guardBpe } from "./bpe-guard.ts";
 import { HfEngineTokenizer } from "./hf-engine-tokenizer.ts";
 import { loadModelFiles, type ModelFiles } from "./model-files.ts";
 import { createPureLibrary } from "./pure-library.ts";
@@ -26,16 +28,19 @@ export interface LoadTokenizerOptions {
    */
   now?: () => number;
   /**
-   * impl "pure": encode with the byte-level BPE of bpe-library.ts where tokenizer.json
-   * qualifies (opt-in: default false, `@huggingface/tokenizers` then: the project prefers the
-   * ecosystem's library to code of its own; bench/tokens shows what the opt-in buys).
+   * impl "pure": which encoder. "guarded" (default): the byte-level BPE of bpe-library.ts where
+   * tokenizer.json qualifies and it encodes the differential corpus (bpe-guard.ts) exactly as
+   * `@huggingface/tokenizers` does, else that library — the BPE is 3-6x faster on a first-sight
+   * prompt (bench/tokens), the check keeps it exact on tokenizers no vector covers. true: the
+   * BPE wherever it qualifies, unchecked; false: the library.
    */
-  byteLevelBpe?: boolean;
+  byteLevelBpe?: boolean | "guarded";
   /**
    * impl "pure": where large encodes run instead of this thread (Bun: a pool of Workers,
-   * encode-pool.ts, wired by ./bun.ts). Default: in this thread.
+   * encode-pool.ts, wired by ./bun.ts), told whether the encoder chosen is the byte-level BPE
+   * (the workers load the same one). Default: in this thread.
    */
-  offload?: (library: TokenizerLibrary, dir: string) => TokenizerLibrary | Promise<TokenizerLibrary>;
+  offload?: (library: TokenizerLibrary, dir: string, byteLevelBpe: boolean) => TokenizerLibrary | Promise<TokenizerLibrary>;
 }
 
 const noClock = (): number => {
@@ -60,21 +65,41 @@ function sameIds(a: Uint32Array, b: Uint32Array): boolean {
   return true;
 }
 
-/** The pure encoder: the byte-level BPE where tokenizer.json qualifies, else the library (saying why). */
-function pureFactory(files: ModelFiles, byteLevelBpe: boolean): TokenizerLibraryFactory {
-  if (!byteLevelBpe) return createPureLibrary;
+/** The pure encoder: the byte-level BPE where tokenizer.json qualifies (and, guarded, agrees with the library), else the library. */
+async function pureEncoder(files: ModelFiles, mode: boolean | "guarded"): Promise<{ library: TokenizerLibrary; choice: EncoderChoice }> {
+  const args = [files.tokenizerJson, files.config, files.tokenizerJsonPath] as const;
+  if (mode === false) return { library: await createPureLibrary(...args), choice: { encoder: "library", reason: "the library was asked for" } };
   const plan = byteLevelBpePlan(files.tokenizer as BpeTokenizerJson);
-  if (typeof plan !== "string") return (_json, config) => createBpeLibrary(plan, config);
-  return async (...args) => {
+  if (typeof plan === "string") {
     const lib = await createPureLibrary(...args);
-    return { ...lib, implementation: `${lib.implementation}; byte-level BPE not used: ${plan}` };
-  };
+    return {
+      library: { ...lib, implementation: `${lib.implementation}; byte-level BPE not used: ${plan}` },
+      choice: { encoder: "library", reason: `the byte-level BPE does not take this tokenizer.json: ${plan}` },
+    };
+  }
+  const bpe = createBpeLibrary(plan, files.config);
+  if (mode === true) return { library: bpe, choice: { encoder: "byte-level-bpe" } };
+  return guardedChoice(bpe, await createPureLibrary(...args), plan.added.map((t) => t.content));
+}
+
+/** The byte-level BPE if it encodes the differential corpus exactly as the library, else the library (saying where they differ). */
+export async function guardedChoice(
+  bpe: TokenizerLibrary,
+  lib: TokenizerLibrary,
+  addedTokens: readonly string[],
+): Promise<{ library: TokenizerLibrary; choice: EncoderChoice }> {
+  const guard = await guardBpe(bpe, lib, addedTokens);
+  // The library is dropped when the BPE wins: its tables are tens of MiB of small objects.
+  if (guard.agree) return { library: bpe, choice: { encoder: "byte-level-bpe", guard } };
+  const d = guard.difference;
+  const reason = `the byte-level BPE differs from the library on differential input ${d.inputIndex} ${JSON.stringify(d.input)} (add_special_tokens ${d.addSpecialTokens}, id ${d.at}: ${JSON.stringify(d.bpe)} vs ${JSON.stringify(d.library)})`;
+  return { library: { ...lib, implementation: `${lib.implementation}; byte-level BPE not used: ${reason}` }, choice: { encoder: "library", reason, guard } };
 }
 
 /** A model directory's pure encoder alone (text -> ids, no template): what an encode worker runs. */
 export async function loadPureLibrary(dir: string, opts: { readText: ReadText; byteLevelBpe?: boolean }): Promise<TokenizerLibrary> {
   const files = await loadModelFiles(dir, opts.readText);
-  return await pureFactory(files, opts.byteLevelBpe === true)(files.tokenizerJson, files.config, files.tokenizerJsonPath);
+  return (await pureEncoder(files, opts.byteLevelBpe === true)).library;
 }
 
 export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOptions = {}): Promise<EngineTokenizer> {
@@ -82,16 +107,12 @@ export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOption
   if (opts.readText === undefined) {
     throw new Error("loadEngineTokenizer: no file reader; pass opts.readText (on Bun use loadEngineTokenizerOnBun from src/runtime/bun/tokens/load-on-bun.ts)");
   }
-  let factory: TokenizerLibraryFactory;
-  if (impl === "native") {
-    if (opts.nativeLibrary === undefined) {
-      throw new Error('loadEngineTokenizer: impl "native" needs opts.nativeLibrary (native-library.ts; Bun/Node only)');
-    }
-    factory = opts.nativeLibrary;
-  } else if (impl === "pure") {
-    factory = createPureLibrary;
-  } else {
+  if (impl !== "native" && impl !== "pure") {
     throw new Error(`loadEngineTokenizer: impl must be "native" or "pure" (got ${JSON.stringify(impl)})`);
+  }
+  const native = opts.nativeLibrary;
+  if (impl === "native" && native === undefined) {
+    throw new Error('loadEngineTokenizer: impl "native" needs opts.nativeLibrary (native-library.ts; Bun/Node only)');
   }
   const files = await loadModelFiles(dir, opts.readText);
   if (files.config.split_special_tokens === true) {
@@ -99,14 +120,15 @@ export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOption
     // neither library exposes that switch, so the ids would differ: refuse rather than guess.
     throw new Error(`${dir}/tokenizer_config.json: split_special_tokens: true is not supported by the router's tokenizer`);
   }
-  if (impl === "pure") factory = pureFactory(files, opts.byteLevelBpe === true);
-  let encoder;
+  let encoder: TokenizerLibrary;
+  let choice: EncoderChoice;
   try {
-    encoder = await factory(files.tokenizerJson, files.config, files.tokenizerJsonPath);
+    if (impl === "pure") ({ library: encoder, choice } = await pureEncoder(files, opts.byteLevelBpe ?? "guarded"));
+    else [encoder, choice] = [await native!(files.tokenizerJson, files.config, files.tokenizerJsonPath), { encoder: "native", reason: "the native library was asked for" }];
   } catch (e) {
     throw new Error(`${files.tokenizerJsonPath}: the ${impl} tokenizer library cannot load it (${(e as Error).message})`);
   }
-  if (impl === "pure" && opts.offload !== undefined) encoder = await opts.offload(encoder, dir);
+  if (impl === "pure" && opts.offload !== undefined) encoder = await opts.offload(encoder, dir, choice.encoder === "byte-level-bpe");
   const plan = segmentPlan(files.tokenizer);
   const tok = new HfEngineTokenizer(
     // The encoder has what it needs: drop tokenizer.json's text and parsed tree (vocab, merges:
@@ -116,6 +138,7 @@ export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOption
     typeof plan === "string" ? undefined : plan,
     opts.cacheTokens ?? DEFAULT_CACHE_TOKENS,
     opts.now ?? noClock,
+    choice,
   );
   if (typeof plan !== "string" && tok.segmentCache) {
     const probe = probeText([...plan.idOf.keys()]);

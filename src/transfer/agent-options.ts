@@ -1,12 +1,15 @@
 /**
- * Flags of `switchyard transfer` (the worker-side transfer agent). With no flags it starts
- * small CPU-friendly pools (64 device, 128 host, 128 disk blocks in a temp file) so it can be
- * tried at once. Every bad flag is reported in one error.
+ * Flags of `switchyard transfer` (the worker-side transfer agent), declared once in
+ * TRANSFER_OPTIONS (the table machinery every command shares, src/config/option-table.ts,
+ * and its flag scanner): the help text, the defaults and the checks come from it. With no
+ * flags it starts small CPU-friendly pools (64 device, 128 host, 128 disk blocks in a temp
+ * file) so it can be tried at once. Every bad flag is reported in one error.
  */
-import { parseArgs } from "node:util";
+import * as v from "valibot";
+import { listOptions, parseOption, scanOptions, usageRows, type OptionDef, type TableValues } from "../config/option-table.ts";
 import { MAX_BATCH_SIZE_ENV, maxTransferBatchSize } from "./batches.ts";
 import type { PoolBackend } from "./pools.ts";
-import { LAYOUT_KINDS, type BlockLayout, type LayoutKind } from "./types.ts";
+import { LAYOUT_KINDS, type BlockLayout } from "./types.ts";
 
 export interface TransferAgentOptions {
   readonly host: string;
@@ -28,111 +31,92 @@ export interface TransferAgentOptions {
   readonly groupTimeoutMs: number;
 }
 
-export const TRANSFER_AGENT_USAGE = `switchyard transfer [flags]
-  --host ADDR              listen address (default 127.0.0.1)
-  --port N                 listen port (default 8790; 0 = any free port)
-  --device-blocks N        device pool blocks (default 64; 0 = no pool)
-  --host-blocks N          host (pinned) pool blocks (default 128; 0 = no pool)
-  --disk-blocks N          disk pool blocks (default 128; 0 = no pool)
-  --disk-path FILE         disk pool file (default: a temp file, removed on exit)
-  --no-direct-io           never use O_DIRECT for the disk pool
-  --layout KIND            ${LAYOUT_KINDS.join(" | ")} (default fully-contiguous)
-  --num-layers N           layers per block (default 2)
-  --outer-dim N            2 for K/V (default 2)
-  --block-size N           tokens per block (default 16)
-  --inner-dim N            heads x head dim (default 1024)
-  --elem-bytes N           bytes per element (default 2)
-  --backend B              auto | cpu | cuda (default auto: cuda when a GPU is usable)
-  --max-batch-size N       pairs per batch (default $${MAX_BATCH_SIZE_ENV} or 16)
-  --admin-token T          bearer token (env SWITCHYARD_ADMIN_TOKEN)
-  --world-size N --rank R --group NAME   replicated mode across N local processes
-  --group-timeout-ms N     collective timeout (default 30000)`;
+/** An integer flag in [min, max]; the message quotes the text as given. */
+const int = (min: number, max: number) =>
+  v.pipe(
+    v.string(),
+    v.check((s) => s.trim() !== "" && Number.isInteger(Number(s)) && Number(s) >= min && Number(s) <= max, (issue) => `must be an integer in ${min}..${max}, got ${JSON.stringify(issue.input)}`),
+    v.transform(Number),
+  );
+const row = <const D extends OptionDef>(d: D): D => d;
+
+export const TRANSFER_OPTIONS = {
+  host: row({ schema: v.optional(v.string(), "127.0.0.1"), meta: "ADDR", help: "listen address" }),
+  port: row({ schema: v.optional(int(0, 65535), "8790"), meta: "N", help: "listen port, 0 = any free port" }),
+  deviceBlocks: row({ schema: v.optional(int(0, 2 ** 32 - 1), "64"), meta: "N", help: "device pool blocks, 0 = no pool" }),
+  hostBlocks: row({ schema: v.optional(int(0, 2 ** 32 - 1), "128"), meta: "N", help: "host (pinned) pool blocks, 0 = no pool" }),
+  diskBlocks: row({ schema: v.optional(int(0, 2 ** 32 - 1), "128"), meta: "N", help: "disk pool blocks, 0 = no pool" }),
+  diskPath: row({ schema: v.optional(v.string()), meta: "FILE", help: "disk pool file (default: a temp file, removed on exit)", defaultText: false }),
+  noDirectIo: row({ schema: v.optional(v.pipe(v.picklist(["true", "false"], "takes true or false"), v.transform((s) => s === "true")), "false"), switch: true, help: "never use O_DIRECT for the disk pool", defaultText: false }),
+  layout: row({ schema: v.optional(v.picklist(LAYOUT_KINDS, `must be one of ${LAYOUT_KINDS.join(", ")}`), "fully-contiguous"), meta: "KIND", help: LAYOUT_KINDS.join(" | ") }),
+  numLayers: row({ schema: v.optional(int(1, 4096), "2"), meta: "N", help: "layers per block" }),
+  outerDim: row({ schema: v.optional(int(1, 16), "2"), meta: "N", help: "2 for K/V" }),
+  blockSize: row({ schema: v.optional(int(1, 1 << 20), "16"), meta: "N", help: "tokens per block" }),
+  innerDim: row({ schema: v.optional(int(1, 1 << 24), "1024"), meta: "N", help: "heads x head dim" }),
+  elemBytes: row({ schema: v.optional(int(1, 16), "2"), meta: "N", help: "bytes per element" }),
+  backend: row({
+    schema: v.optional(v.picklist(["auto", "cpu", "cuda"], "must be auto, cpu or cuda"), "auto"),
+    meta: "B",
+    help: "auto | cpu | cuda",
+    defaultText: "auto: cuda when a GPU is usable",
+  }),
+  // Its default is the environment's (Dynamo's variable), read where the options are resolved.
+  maxBatchSize: row({ schema: v.optional(int(1, 1 << 20)), meta: "N", help: "pairs per batch", defaultText: `$${MAX_BATCH_SIZE_ENV} or 16` }),
+  adminToken: row({ schema: v.optional(v.pipe(v.string(), v.minLength(8, "must be at least 8 characters"))), meta: "T", help: "bearer token (env SWITCHYARD_ADMIN_TOKEN)" }),
+  worldSize: row({ schema: v.optional(int(1, 64), "1"), meta: "N", help: "replicated mode across N local processes (with --rank and --group)" }),
+  rank: row({ schema: v.optional(int(0, 63), "0"), meta: "R", help: "this process's rank in the replicated group" }),
+  group: row({
+    schema: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9._-]{1,100}$/, "must be 1..100 characters of [A-Za-z0-9._-]"))),
+    meta: "NAME",
+    help: "the replicated group's name (needed when --world-size > 1)",
+  }),
+  groupTimeoutMs: row({ schema: v.optional(int(1, 86_400_000), "30000"), meta: "N", help: "collective timeout" }),
+} as const;
+
+const OPTION_LIST = listOptions<OptionDef>(TRANSFER_OPTIONS);
+
+export const TRANSFER_AGENT_USAGE = ["switchyard transfer [flags]", ...usageRows(OPTION_LIST, 24)].join("\n");
 
 export function parseTransferAgentArgs(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): TransferAgentOptions {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        host: { type: "string" },
-        port: { type: "string" },
-        "device-blocks": { type: "string" },
-        "host-blocks": { type: "string" },
-        "disk-blocks": { type: "string" },
-        "disk-path": { type: "string" },
-        "no-direct-io": { type: "boolean" },
-        layout: { type: "string" },
-        "num-layers": { type: "string" },
-        "outer-dim": { type: "string" },
-        "block-size": { type: "string" },
-        "inner-dim": { type: "string" },
-        "elem-bytes": { type: "string" },
-        backend: { type: "string" },
-        "max-batch-size": { type: "string" },
-        "admin-token": { type: "string" },
-        rank: { type: "string" },
-        "world-size": { type: "string" },
-        group: { type: "string" },
-        "group-timeout-ms": { type: "string" },
-      },
-    }));
-  } catch (e) {
-    throw new Error(`switchyard transfer: ${(e as Error).message}\n${TRANSFER_AGENT_USAGE}`);
-  }
-  const problems: string[] = [];
-  const int = (flag: string, dflt: number, min: number, max: number): number => {
-    const raw = values[flag];
-    if (raw === undefined) return dflt;
-    const n = Number(raw);
-    if (typeof raw !== "string" || raw.trim() === "" || !Number.isInteger(n) || n < min || n > max) {
-      problems.push(`--${flag} must be an integer in ${min}..${max}, got ${JSON.stringify(raw)}`);
-      return dflt;
+  const scanned = scanOptions(OPTION_LIST, argv);
+  const problems = [...scanned.problems];
+  const values: Record<string, unknown> = {};
+  for (const o of OPTION_LIST) {
+    const key = o.path[0]!;
+    // The admin token may come from the environment, as the router's does.
+    const raw = scanned.values.get(o) ?? (key === "adminToken" ? env.SWITCHYARD_ADMIN_TOKEN || undefined : undefined);
+    const parsed = parseOption(o.def, raw);
+    if (parsed.ok) values[key] = parsed.value;
+    else {
+      problems.push(`${o.flag} ${parsed.message}`);
+      // Go on with the default, so the checks between flags below still run.
+      const fallback = parseOption(o.def, undefined);
+      values[key] = fallback.ok ? fallback.value : undefined;
     }
-    return n;
-  };
-  const str = (flag: string): string | undefined => values[flag] as string | undefined;
-
-  const layoutKind = str("layout") ?? "fully-contiguous";
-  if (!LAYOUT_KINDS.includes(layoutKind as LayoutKind)) problems.push(`--layout must be one of ${LAYOUT_KINDS.join(", ")}`);
-  const backend = str("backend") ?? "auto";
-  if (!["auto", "cpu", "cuda"].includes(backend)) problems.push("--backend must be auto, cpu or cuda");
-  const adminToken = str("admin-token") ?? (env.SWITCHYARD_ADMIN_TOKEN || undefined);
-  if (adminToken !== undefined && adminToken.length < 8) problems.push("--admin-token must be at least 8 characters");
-  const worldSize = int("world-size", 1, 1, 64);
-  const rank = int("rank", 0, 0, 63);
-  if (rank >= worldSize) problems.push(`--rank ${rank} violates 0 <= rank < world size (${worldSize})`);
-  const group = str("group");
-  if (worldSize > 1 && !group) problems.push("--group is required when --world-size > 1");
-  if (group !== undefined && !/^[A-Za-z0-9._-]{1,100}$/.test(group)) problems.push("--group must be 1..100 characters of [A-Za-z0-9._-]");
+  }
+  const t = values as TableValues<typeof TRANSFER_OPTIONS>;
+  if (t.rank >= t.worldSize) problems.push(`--rank ${t.rank} violates 0 <= rank < world size (${t.worldSize})`);
+  if (t.worldSize > 1 && !t.group) problems.push("--group is required when --world-size > 1");
 
   const opts: TransferAgentOptions = {
-    host: str("host") ?? "127.0.0.1",
-    port: int("port", 8790, 0, 65535),
-    deviceBlocks: int("device-blocks", 64, 0, 2 ** 32 - 1),
-    hostBlocks: int("host-blocks", 128, 0, 2 ** 32 - 1),
-    diskBlocks: int("disk-blocks", 128, 0, 2 ** 32 - 1),
-    diskPath: str("disk-path"),
-    directIo: values["no-direct-io"] !== true,
-    layout: {
-      kind: layoutKind as LayoutKind,
-      numLayers: int("num-layers", 2, 1, 4096),
-      outerDim: int("outer-dim", 2, 1, 16),
-      pageSize: int("block-size", 16, 1, 1 << 20),
-      innerDim: int("inner-dim", 1024, 1, 1 << 24),
-      elemBytes: int("elem-bytes", 2, 1, 16),
-    },
-    backend: backend as PoolBackend,
-    maxBatchSize: int("max-batch-size", maxTransferBatchSize(env), 1, 1 << 20),
-    adminToken,
-    rank,
-    worldSize,
-    group,
-    groupTimeoutMs: int("group-timeout-ms", 30000, 1, 86_400_000),
+    host: t.host,
+    port: t.port,
+    deviceBlocks: t.deviceBlocks,
+    hostBlocks: t.hostBlocks,
+    diskBlocks: t.diskBlocks,
+    diskPath: t.diskPath,
+    directIo: !t.noDirectIo,
+    layout: { kind: t.layout, numLayers: t.numLayers, outerDim: t.outerDim, pageSize: t.blockSize, innerDim: t.innerDim, elemBytes: t.elemBytes },
+    backend: t.backend,
+    maxBatchSize: t.maxBatchSize ?? maxTransferBatchSize(env),
+    adminToken: t.adminToken,
+    rank: t.rank,
+    worldSize: t.worldSize,
+    group: t.group,
+    groupTimeoutMs: t.groupTimeoutMs,
   };
   if (problems.length > 0) throw new Error(`switchyard transfer: ${problems.join("; ")}\n${TRANSFER_AGENT_USAGE}`);
   return opts;

@@ -3,6 +3,8 @@
  * `from_pool: "Device" | "Host" | "Disk"`, `blocks: [[from, to], ...]`, optional
  * `connector_req`) and the agent's HTTP body (the same, pool names in any case). Parsing
  * yields the typed request or a TransferError("invalid-argument") naming the bad field.
+ * Strict: a pair is exactly [from, to] and an unknown field is refused by name, never
+ * ignored ([a, b, c] was taken as [a, b], and a misspelt field silently meant its default).
  */
 import * as v from "valibot";
 import { TransferError } from "./errors.ts";
@@ -24,22 +26,28 @@ const BlockIndex = v.pipe(
   v.maxValue(0xffff_ffff, "must fit in uint32"),
 );
 
-const LeaderRequestSchema = v.object({
-  request_id: v.string(),
-  uuid: v.string(),
-  requirement: v.optional(v.unknown()),
-  request_type: v.optional(v.unknown()),
-});
+const LeaderRequestSchema = v.strictObject(
+  {
+    request_id: v.string(),
+    uuid: v.string(),
+    requirement: v.optional(v.unknown()),
+    request_type: v.optional(v.unknown()),
+  },
+  "unknown field (accepted: request_id, uuid, requirement, request_type)",
+);
 
-export const TransferRequestSchema = v.object({
-  from_pool: PoolName,
-  to_pool: PoolName,
-  blocks: v.pipe(
-    v.array(v.tuple([BlockIndex, BlockIndex]), "must be an array of [from, to] pairs"),
-    v.maxLength(MAX_BLOCKS_PER_REQUEST, `must hold at most ${MAX_BLOCKS_PER_REQUEST} pairs`),
-  ),
-  connector_req: v.optional(v.nullable(LeaderRequestSchema)),
-});
+export const TransferRequestSchema = v.strictObject(
+  {
+    from_pool: PoolName,
+    to_pool: PoolName,
+    blocks: v.pipe(
+      v.array(v.strictTuple([BlockIndex, BlockIndex], "must be a [from, to] pair (exactly two block indexes)"), "must be an array of [from, to] pairs"),
+      v.maxLength(MAX_BLOCKS_PER_REQUEST, `must hold at most ${MAX_BLOCKS_PER_REQUEST} pairs`),
+    ),
+    connector_req: v.optional(v.nullable(LeaderRequestSchema)),
+  },
+  "unknown field (accepted: from_pool, to_pool, blocks, connector_req)",
+);
 
 export type TransferRequestWire = v.InferInput<typeof TransferRequestSchema>;
 

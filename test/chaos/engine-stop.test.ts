@@ -6,7 +6,7 @@
  * total (at most those in flight on the engine), the longest wait, and the load back to 0.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { startEngines, startRouter, urlOf } from "../integration/multi-router-cluster.ts";
+import { complete, startEngines, startRouter, urlOf } from "../integration/multi-router-cluster.ts";
 import { stopAll, until, type Proc } from "../support/processes.ts";
 import { bookedLoad, streamed, summary, workers, type Outcome } from "./faults.ts";
 
@@ -71,6 +71,35 @@ describe("an engine frozen or killed mid-load", () => {
     console.log(`chaos engine SIGSTOP: failed ${s.failed}/${s.total}, longest wait ${s.longestMs} ms`);
     expect(s.failed).toBeLessThanOrEqual(CONCURRENCY);
     expect(s.longestMs).toBeLessThan(2 * DEADLINE_S * 1000 + 2_000); // first byte + idle + slack; was 19-20 s
+    await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
+    victim.proc.kill("SIGCONT");
+  }, 40_000);
+
+  test("SIGSTOP: whole answers (not streamed) waiting on it go to the other engine once it is declared unhealthy, not after the 600 s response deadline", async () => {
+    const engines = await startEngines(2, [], ["--decode-ms-per-step", "10"]);
+    procs.push(...engines);
+    // The issue's setting: a 2 s first-byte deadline, the default 600 s response deadline.
+    const router = await startRouter(engines, 0, ["--log-level", "error", "--health-interval", "0.3", "--health-timeout", "0.3", "--first-byte-timeout", "2"]);
+    procs.push(router);
+    const url = urlOf(router);
+    const victim = engines[0]!;
+    const victimId = (await workers(url)).find((w) => w.url === victim.info.url)!.id;
+    victim.proc.kill("SIGSTOP");
+    // Sent at once, before the health check can notice: the load spreads them over both engines.
+    const t0 = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, async (_, i) => {
+        const r = await complete(url, { prompt: `${i} whole answer wanted: tell me about routers`, max_tokens: 4 });
+        return { status: r.status, worker: r.headers.get("x-switchyard-worker"), body: await r.text(), ms: performance.now() - t0 };
+      }),
+    );
+    const longest = Math.round(Math.max(...answers.map((a) => a.ms)));
+    console.log(`chaos engine SIGSTOP, whole answers: ${answers.filter((a) => a.status === 200).length}/6 answered, longest ${longest} ms`);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(answers.every((a) => a.worker !== victimId)).toBe(true);
+    expect(longest).toBeLessThan(5_000); // health check (0.3 s + 0.3 s) and the second engine's answer; was 600 s
+    const stopped = (await workers(url)).find((w) => w.id === victimId)!;
+    expect(stopped.healthy).toBe(false);
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
     victim.proc.kill("SIGCONT");
   }, 40_000);

@@ -9,7 +9,7 @@ import { complete, metric, workers } from "../integration/multi-router-cluster.t
 
 export { metric, workers };
 
-/** Start a fault engine (`mode`: ok | error500 | cut | hang | stall). */
+/** Start a fault engine (`mode`: ok | error500 | cut | hang | stall | flood). */
 export async function startFaultEngine(mode: string, extra: readonly string[] = []): Promise<Proc> {
   const proc = Bun.spawn({
     cmd: [process.execPath, join(ROOT, "test/support/fault-engine.ts"), "--port", "0", "--mode", mode, ...extra],
@@ -45,6 +45,7 @@ export interface EngineStats {
   requests: number;
   closed_by_peer: number;
   open: number;
+  bytes_sent: number;
 }
 
 export async function engineStats(engineUrl: string): Promise<EngineStats> {

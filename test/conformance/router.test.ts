@@ -3,8 +3,8 @@
  * (src/main.ts), Deno (src/runtime/deno.ts) and workerd (src/runtime/workerd.ts, started by
  * workerd-launch.ts). Real processes: the router under test and two simulated engines (Bun),
  * talking HTTP. Covers: routing a request, KV events in and the index dump out, sticky
- * sessions, errors in OpenAI's shape, and flags a runtime refuses (redis:// and the shared
- * Upstash REST store: ./shared-redis.test.ts).
+ * sessions, errors in OpenAI's shape, and flags a runtime refuses — unless left at their
+ * default, which starts (redis:// and the shared Upstash REST store: ./shared-redis.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import pkg from "../../package.json" with { type: "json" };
@@ -103,6 +103,31 @@ for (const rt of RUNTIMES) {
       expect(((await res.json()) as { error: { message: string } }).error.message).toContain("router");
     });
 
+    test("observability: the request id echoed, the status page and its JSON, the per-model metrics", async () => {
+      const res = await fetch(`${url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": `conformance-${rt.name}` },
+        body: JSON.stringify({ model: "switchyard-sim", prompt: "conformance: observe me", max_tokens: 2 }),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-request-id")).toBe(`conformance-${rt.name}`);
+      await res.text();
+      const auth = { authorization: `Bearer ${ADMIN}` };
+      const page = await fetch(`${url}/ui`, { headers: auth });
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("<title>Switchyard status</title>");
+      const denied = await fetch(`${url}/ui`);
+      expect(denied.status).toBe(401);
+      expect(denied.headers.get("www-authenticate")).toContain("Basic");
+      const status = (await (await fetch(`${url}/debug/status`, { headers: auth })).json()) as { workers: { state: string }[]; router: { runtime: string } };
+      expect(status.workers.map((w) => w.state)).toEqual(["healthy", "healthy"]);
+      const decisions = (await (await fetch(`${url}/debug/decisions`, { headers: auth })).json()) as { decisions: { request_id: string }[] };
+      expect(decisions.decisions.map((d) => d.request_id)).toContain(`conformance-${rt.name}`);
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      expect(metrics).toContain('switchyard_http_requests_total{model="switchyard-sim",route="/v1/completions",status_class="2xx"}');
+      expect(metrics).toMatch(/switchyard_build_info\{version="[^"]+",commit="[^"]+",runtime="[^"]+"\} 1/);
+    });
+
     test("errors: a malformed body is 400 naming the problem, an unknown route 404, admin without token 401", async () => {
       const bad = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" });
       expect(bad.status).toBe(400);
@@ -131,6 +156,16 @@ describe("flags a runtime cannot honour are refused by name", () => {
     const proc = Bun.spawn({ cmd: rt.command(["--tokenizer", "/models/x"]), stdout: "pipe", stderr: "pipe" });
     expect(await proc.exited).toBe(2);
     expect(await new Response(proc.stderr).text()).toContain("--tokenizer: not available on workerd");
+  }, 60_000);
+
+  test("deno: Bun-only flags left at their default (--engines 0, --idle-timeout 10, --disagg off) start the router", async () => {
+    const rt = RUNTIMES.find((r) => r.name === "deno")!;
+    const router = await startRouter(rt, ["--port", "0", "--engines", "0", "--idle-timeout", "10", "--disagg", "off"]);
+    try {
+      expect((await fetch(`${String(router.info.url)}/livez`)).status).toBe(200);
+    } finally {
+      await stopAll([router]);
+    }
   }, 60_000);
 
   test("deno: --zmq-endpoint and --engines exit 2 naming both", async () => {

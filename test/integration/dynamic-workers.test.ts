@@ -120,6 +120,23 @@ describe("a worker registered at run time with kv_events", () => {
     expect(ws.workers[0]!.kv_events.ranks[0]).toMatchObject({ last_seq: 2, gaps: 1, replays_failed: 0, replayed_batches: 1, batches_lost: 0 });
   });
 
+  test("a frame past the message limit: /v1/workers shows the session down, the router subscribes again and events flow", async () => {
+    type Rank = { connected: boolean; session: string; resubscribes: number };
+    const rank = async () => ((await (await fetch(`${routerUrl}/v1/workers`)).json()) as { workers: { kv_events: { ranks: Rank[] } }[] }).workers[0]!.kv_events.ranks[0]!;
+    expect(await rank()).toMatchObject({ connected: true, session: "connected", resubscribes: 0 });
+    // 80 MiB, past the 64 MiB limit: libzmq ends the session and, by itself, never reconnects.
+    // Before: nothing more was ever applied, and this still said connected: true.
+    await publisher!.publishOversized(80 * 1024 * 1024);
+    await until(async () => (await rank()).connected === false, "the rank to show its session down", 5_000);
+    await until(async () => (await rank()).resubscribes === 1 && (await rank()).connected, "a new session", 10_000);
+    await publisher!.waitSubscriber();
+    const more: PublisherEvent = {
+      type: "BlockStored", block_hashes: [31], parent_block_hash: 22, token_ids: TOKENS.slice(0, BS).map((t) => t + 300), block_size: BS, lora_id: null, medium: "GPU",
+    };
+    await publisher!.publish([{ events: [more] }], "map");
+    await until(async () => (await indexedBlocks()) === 6, "the next block indexed through the new session");
+  });
+
   test("DELETE unsubscribes, drops its blocks and forgets it; later events are not applied", async () => {
     const id = workerIdFromUrl(vllmUrl).toString();
     const r = await fetch(`${routerUrl}/v1/workers/${id}`, { method: "DELETE" });

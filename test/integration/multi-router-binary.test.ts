@@ -6,13 +6,14 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Subprocess } from "bun";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { computeBlockHashes } from "../../src/core/block-hash.ts";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
-import { ROOT, until } from "../support/processes.ts";
+import { until } from "../support/processes.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
+import { compileSwitchyard } from "../support/compile.ts";
 import { pythonZmqProblem, VllmPublisherProcess } from "../support/vllm-kv-publisher.ts";
 import { BS, prompt, send } from "./multi-router-cluster.ts";
 
@@ -51,11 +52,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "switchyard-bin-"));
   bin = join(dir, "switchyard");
   // The package's own compile command, with only the output moved.
-  const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: { compile: string } }).scripts.compile;
-  const cmd = script.replace("dist/switchyard", bin).split(/\s+/);
-  expect(cmd[0]).toBe("bun");
-  const built = Bun.spawnSync({ cmd: [process.execPath, ...cmd.slice(1)], cwd: ROOT, stdout: "pipe", stderr: "pipe" });
-  if (built.exitCode !== 0) throw new Error(`${script} failed:\n${built.stderr.toString()}`);
+  const built = compileSwitchyard(bin);
+  if (built.exitCode !== 0) throw new Error(`${built.script} failed:\n${built.stderr}`);
   redis = await startRedisServer();
   publisher = await VllmPublisherProcess.start();
 });

@@ -386,7 +386,8 @@ describe("an engine dies", () => {
     expect(engineUrl.has(routing(r).worker)).toBe(true);
 
     const metrics = await (await fetch(`${routerUrl}/metrics`)).text();
-    expect(metrics).toContain(`switchyard_upstream_failures_total{worker="${victim}"}`);
+    // The series exists from registration at 0 (src/observe/zero-series.ts): the failure made it 1 or more.
+    expect(metrics).toMatch(new RegExp(`switchyard_upstream_failures_total\\{worker="${victim}"\\} [1-9]`));
     expect((await workers()).find((w) => w.id === victim)?.healthy).toBe(false);
 
     // Fenced: later requests do not even try it.

@@ -3,8 +3,9 @@
  * router process: a first-sight chat large enough for the pool (200k+ characters), a small
  * one, and a long completions prompt get the same ids from a router encoding in its Worker,
  * one encoding in the event loop (--tokenizer-workers 0) and this process's own tokenizer
- * (the pooled router with the opt-in byte-level BPE, the others with @huggingface/tokenizers);
- * the start-up log says where encodes run. Both routers are stopped by PID in afterAll.
+ * (the pooled router and this process with the default encoder — the byte-level BPE after its
+ * differential check —, the in-thread router with @huggingface/tokenizers forced); the start-up
+ * log says where encodes run and which encoder was chosen. Both routers are stopped by PID in afterAll.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
@@ -22,9 +23,10 @@ let inThread: Proc | undefined;
 beforeAll(async () => {
   const args = ["serve", "--port", "0", "--host", "127.0.0.1", "--tokenizer", QWEN];
   [pooled, inThread] = await Promise.all([
-    // The pooled router also encodes with the opt-in byte-level BPE: its ids must equal the library's.
-    startMain([...args, "--tokenizer-workers", "1", "--tokenizer-library", "bpe"], 30_000),
-    startMain([...args, "--tokenizer-workers", "0"], 30_000),
+    // The pooled router encodes with the default (the guarded byte-level BPE, in its Worker too),
+    // the other with the library forced: their ids must be equal.
+    startMain([...args, "--tokenizer-workers", "1"], 30_000),
+    startMain([...args, "--tokenizer-workers", "0", "--tokenizer-library", "hf"], 30_000),
   ]);
 });
 
@@ -51,9 +53,12 @@ describe("--tokenizer-workers", () => {
     expect(inThread!.output()).not.toContain("worker(s)");
   });
 
-  test("--tokenizer-library: the library by default, the byte-level BPE when asked for", () => {
+  test("--tokenizer-library: the byte-level BPE by default once its differential check passed, the library when asked for", async () => {
     expect(pooled!.output()).toContain("byte-level BPE (pure JS");
+    expect(pooled!.output()).toContain("the byte-level BPE encodes as the library does on the differential corpus");
     expect(inThread!.output()).toContain("@huggingface/tokenizers (pure JS)");
+    const metrics = await (await fetch(`${String(pooled!.info.url)}/metrics`)).text();
+    expect(metrics).toContain(`switchyard_tokenizer_encoder{tokenizer="${QWEN}",encoder="byte-level-bpe",reason=""} 1`);
   });
 
   test("large and small prompts: the same ids from the Worker, the event loop and this process", async () => {

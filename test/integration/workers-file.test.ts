@@ -30,6 +30,15 @@ function publish(content: string): void {
   renameSync(join(dir, "..data_tmp"), join(dir, "..data"));
 }
 
+/** Publish a version whose workers.yaml is a symlink to `target` (a device, say). */
+function publishLink(target: string): void {
+  const v = `..v${++version}`;
+  mkdirSync(join(dir, v));
+  symlinkSync(target, join(dir, v, "workers.yaml"));
+  symlinkSync(v, join(dir, "..data_tmp"));
+  renameSync(join(dir, "..data_tmp"), join(dir, "..data"));
+}
+
 async function listed(): Promise<string[]> {
   const ws = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as { workers: { url: string }[] };
   return ws.workers.map((w) => w.url).sort();
@@ -76,6 +85,24 @@ describe("--workers-file", () => {
     publish(`workers:\n  - url: ${urlOf(engines[0]!)}\n    dp_ranks: 0\n`);
     await until(() => router!.output().includes("dp_ranks: must be >= 1"), "the router to name the bad field");
     expect(await listed()).toEqual(before);
+  });
+
+  test("a version that is a symlink to /dev/zero, or too large, is refused unread: memory flat, the last good set kept, then a good version followed", async () => {
+    publish(`- ${urlOf(engines[0]!)}\n`);
+    await until(async () => JSON.stringify(await listed()) === JSON.stringify([urlOf(engines[0]!)]), "one engine listed");
+    const rss = async () => Number(/VmRSS:\s+(\d+)/.exec(await Bun.file(`/proc/${router!.pid}/status`).text())![1]) / 1024;
+    const before = await rss();
+    // Before: the router read /dev/zero without end (+400 MB/s) and kept reading once it was fixed.
+    publishLink("/dev/zero");
+    await until(() => router!.output().includes("is not a regular file"), "the router to refuse /dev/zero");
+    publish("x".repeat(5 * 1024 * 1024));
+    await until(() => router!.output().includes("bytes allowed"), "the router to refuse a 5 MiB file");
+    const grown = (await rss()) - before;
+    console.log(`workers file: /dev/zero and a 5 MiB file refused; router RSS +${grown.toFixed(1)} MB`);
+    expect(grown).toBeLessThan(50);
+    expect(await listed()).toEqual([urlOf(engines[0]!)]);
+    publish(`- ${urlOf(engines[1]!)}\n`);
+    await until(async () => JSON.stringify(await listed()) === JSON.stringify([urlOf(engines[1]!)]), "the router to follow the fixed file");
   });
 
   test("a listed worker removed by DELETE is put back; the file is the source of truth", async () => {

@@ -161,6 +161,42 @@ describe("startVllmKvSubscriber with a vLLM-style publisher", () => {
     expect(sub.stats().decode).toMatchObject({ blockSizeMismatch: 1, otherMedium: 1 });
   });
 
+  test("a frame over the message limit ends the session: subscribed again on a new socket, and events flow again (a gap replayed as usual)", async () => {
+    const p = await publisher();
+    const { sub, got, warnings, waitFor } = await subscriber(p, { maxMessageBytes: 64 * 1024, deadSessionMs: 300 });
+    await p.publish([SCENARIO[0]!]);
+    await waitFor(1);
+    await until(() => sub.session().state === "connected", "the session to show connected");
+    // Before: libzmq ended the session for good (it does not reconnect after a protocol
+    // error), nothing more ever arrived, and the subscription still showed connected.
+    await p.publishOversized(1024 * 1024);
+    await until(() => sub.session().resubscribes === 1, () => `a new subscription (session ${JSON.stringify(sub.session())})`, 5_000);
+    expect(warnings.some((w) => w.includes("subscribing again"))).toBe(true);
+    await p.waitSubscriber();
+    await until(() => sub.session().state === "connected", "the new session to show connected");
+    // The next batch never reaches the new session (lost), the one after does: the gap is
+    // replayed from the ROUTER socket, as on any session.
+    await p.publish([{ ...SCENARIO[1]!, send: false }, SCENARIO[2]!]);
+    await waitFor(4);
+    expect(got).toEqual(SCENARIO_EVENTS);
+    expect(sub.stats().malformedFrames).toBe(0);
+  });
+
+  test("a frame declaring more than the default limit never costs its size: the session is replaced, memory flat", async () => {
+    const p = await publisher();
+    const { sub, waitFor, got } = await subscriber(p, { deadSessionMs: 300 });
+    await p.publish([SCENARIO[0]!]);
+    await waitFor(1);
+    const rss = process.memoryUsage().rss;
+    await p.publishOversized(80 * 1024 * 1024); // past the 64 MiB default
+    await until(() => sub.session().resubscribes === 1, "a new subscription", 10_000);
+    expect(process.memoryUsage().rss - rss).toBeLessThan(64 * 1024 * 1024);
+    await p.waitSubscriber();
+    await p.publish([SCENARIO[1]!]);
+    await waitFor(2);
+    expect(got.length).toBe(2);
+  }, 30_000);
+
   test("stop() closes the sockets: the publisher loses its subscriber", async () => {
     const p = await publisher();
     const { sub } = await subscriber(p);

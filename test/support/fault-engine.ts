@@ -10,25 +10,33 @@
  * - `error500`: 500 in OpenAI's error shape;
  * - `cut`: the answer's head and one event, then the connection is dropped mid-answer;
  * - `hang`: never answers (the request is held; /health stays 200);
- * - `stall`: the head and one event, then silence (the stream stays open).
- * GET /stats: `{"requests", "closed_by_peer", "open"}` — requests whose client closed the
- * connection before the answer was complete, as the engine saw it (request.signal), and requests
- * still being answered or held.
+ * - `stall`: the head and one event, then silence (the stream stays open);
+ * - `flood`: an SSE answer of `--flood-mb` MiB (default 256) in 64 KiB events, as fast as the
+ *   connection takes them (a huge answer, for backpressure tests).
+ * GET /stats: `{"requests", "closed_by_peer", "open", "bytes_sent"}` — requests whose client closed the
+ * connection before the answer was complete, as the engine saw it (request.signal), requests
+ * still being answered or held, and answer bytes handed to the connection.
  */
 import { parseArgs } from "node:util";
 
-export type FaultMode = "ok" | "error500" | "cut" | "hang" | "stall";
-const MODES: readonly FaultMode[] = ["ok", "error500", "cut", "hang", "stall"];
+export type FaultMode = "ok" | "error500" | "cut" | "hang" | "stall" | "flood";
+const MODES: readonly FaultMode[] = ["ok", "error500", "cut", "hang", "stall", "flood"];
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { port: { type: "string", default: "0" }, mode: { type: "string", default: "ok" }, "chunk-ms": { type: "string", default: "5" } },
+  options: {
+    port: { type: "string", default: "0" },
+    mode: { type: "string", default: "ok" },
+    "chunk-ms": { type: "string", default: "5" },
+    "flood-mb": { type: "string", default: "256" },
+  },
 });
 let mode = values.mode as FaultMode;
 if (!MODES.includes(mode)) throw new Error(`--mode must be one of ${MODES.join(", ")}`);
 const chunkMs = Number(values["chunk-ms"]);
+const floodBytes = Number(values["flood-mb"]) * (1 << 20);
 
-const stats = { requests: 0, closed_by_peer: 0, open: 0 };
+const stats = { requests: 0, closed_by_peer: 0, open: 0, bytes_sent: 0 };
 const enc = new TextEncoder();
 const event = (i: number) => enc.encode(`data: {"id":"f","object":"text_completion","choices":[{"index":0,"text":"t${i} "}]}\n\n`);
 const SSE = { "content-type": "text/event-stream" };
@@ -53,6 +61,30 @@ function answer(req: Request): Response | Promise<Response> {
       return Response.json({ error: { message: "engine failure (fault-engine)", type: "server_error", code: null, param: null } }, { status: 500 });
     case "hang":
       return new Promise<Response>(() => {});
+    case "flood": {
+      // One 64 KiB SSE event, reused: the engine itself holds nothing, so what grows is the router.
+      const ev = enc.encode(`data: {"choices":[{"text":"${"x".repeat(64 * 1024 - 40)}"}]}\n\n`);
+      let sent = 0;
+      return new Response(
+        new ReadableStream<Uint8Array>(
+          {
+            pull(c) {
+              if (sent >= floodBytes) {
+                c.enqueue(enc.encode("data: [DONE]\n\n"));
+                done();
+                c.close();
+                return;
+              }
+              sent += ev.length;
+              stats.bytes_sent += ev.length;
+              c.enqueue(ev);
+            },
+          },
+          { highWaterMark: 0 },
+        ),
+        { headers: SSE },
+      );
+    }
     case "cut":
     case "stall": {
       const cut = mode === "cut";

@@ -165,6 +165,11 @@ export class VllmPublisherProcess {
     return (await this.command<{ seqs: number[] }>({ cmd: "publish", format, batches })).seqs;
   }
 
+  /** One message of `bytes` zero bytes of payload, outside the seq order (past a subscriber's message limit). */
+  async publishOversized(bytes: number): Promise<void> {
+    await this.command({ cmd: "publish_oversized", bytes });
+  }
+
   bench(o: { batches: number; eventsPerBatch: number; blocksPerEvent: number; blockSize: number; format?: "array" | "map" }): Promise<BenchReply> {
     return this.command<BenchReply>(
       { cmd: "bench", batches: o.batches, events_per_batch: o.eventsPerBatch, blocks_per_event: o.blocksPerEvent, block_size: o.blockSize, format: o.format ?? "array" },

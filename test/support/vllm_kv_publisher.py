@@ -28,6 +28,9 @@ line printed is {"pub": endpoint, "replay": endpoint, "pid": n}.
       a number, "int:<decimal>" (any size or sign) or "hex:<bytes as hex>".
   {"cmd": "bench", "batches": N, "events_per_batch": k, "blocks_per_event": b,
    "block_size": 16, "format": "array"}  -> sends N batches as fast as it can.
+  {"cmd": "publish_oversized", "bytes": N}
+      sends one [topic, seq, N zero bytes] message without using up a seq or buffering it:
+      a frame past the subscriber's message limit (a hostile or broken publisher).
   {"cmd": "exit"}
 Needs Debian's python3-zmq and python3-msgpack (run with /usr/bin/python3).
 """
@@ -227,6 +230,10 @@ def main():
                     payload = encode_batch(b["events"], b.get("dp_rank"), fmt, b.get("ts"))
                     seqs.append(pub.publish(payload, b.get("send", True)))
                 reply = {"ok": name, "seqs": seqs}
+            elif name == "publish_oversized":
+                seq_bytes = pub.seq.to_bytes(8, "big")
+                pub.pub.send_multipart((pub.topic, seq_bytes, bytes(int(cmd["bytes"]))), copy=False)
+                reply = {"ok": name}
             elif name == "bench":
                 reply = bench(pub, cmd)
             else:

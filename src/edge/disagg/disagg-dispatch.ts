@@ -84,6 +84,7 @@ function withoutPdFields(json: Readonly<Record<string, unknown>>): Record<string
 /** Both halves go through the proxy path's deps (`fd`); `fleet` says which workers serve the model. */
 export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregated: Dispatch, o: DisaggOptions): DisaggDispatch {
   const { metrics, log } = fd.observe;
+  const observers = fd.observe.requests;
   const { fence, report } = fd.outcomes;
   const up = fd.upstream;
   const { requests, prefillFailures } = disaggCounters(metrics);
@@ -154,11 +155,12 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
     | { kind: "client_error"; status: number; body: Uint8Array; headers: readonly string[] };
   const prefillOnce = async (input: ForwardInput, decision: RouteDecision, url: string, body: Uint8Array, keep = true): Promise<PrefillResult> => {
     const a = await attemptUpstream({
-      call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request.headers, decision.worker.dpRank), body,
+      call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request.headers, decision.worker.dpRank, input.upstreamAuthorization), body,
       clientSignal: input.request.signal, deadlines: up.deadlines ?? NO_DEADLINES, stream: false, last: false,
     });
     if (a.kind === "client_gone") return a;
     if (a.kind === "failed") return a;
+    if (a.kind === "worker_down") return { kind: "failed", reason: a.reason }; // not watched here: cannot happen
     decision.lease.prefillDone();
     let bytes: Uint8Array;
     try {
@@ -206,6 +208,7 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
       }
       report?.(decision.worker.workerId, undefined);
       requests.inc(["disaggregated"]);
+      observers?.of(input.request)?.prefillPair(decision.worker.workerId);
       const params = kvTransferParamsOf(r.json);
       const decodeBody = vllmDecodeBody(withoutPdFields(json), params);
       const res = await forward({ ...input, body: encoder.encode(JSON.stringify(decodeBody)), allowedWorkerIds: decode }, fd);
@@ -251,6 +254,8 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
       void prefillDone;
       const signal = AbortSignal.any([input.request.signal, pair.signal]);
       const request = new Request(input.request.url, { method: "POST", headers: input.request.headers, signal });
+      observers?.alias(input.request, request);
+      observers?.of(input.request)?.prefillPair(id);
       const res = await forward({ ...input, request, body, allowedWorkerIds: decode }, decodeDeps);
       decodeAnswered = true;
       if (pair.signal.aborted && !input.request.signal.aborted && res.status === 499) {

@@ -42,33 +42,21 @@ export class DeadlineMissedError extends Error {
   }
 }
 
+/**
+ * The client took no byte of the answer for the stream-idle deadline (its socket stayed full):
+ * its connection is cut, so a client that stops reading cannot hold the engine's answer.
+ */
+export class ClientStalledError extends Error {
+  override readonly name = "ClientStalledError";
+  constructor(readonly ms: number) {
+    super(`the client took nothing of the answer for ${ms / 1000} s`);
+  }
+}
+
 /** The client went away before the answer started: nothing to retry, nobody to answer. */
 export class ClientGoneError extends Error {
   override readonly name = "ClientGoneError";
   constructor() {
     super("the client closed its connection");
   }
-}
-
-/**
- * Resolve with `p`, or reject with the signal's reason as soon as it aborts (whichever
- * comes first). The loser is left to settle on its own; the caller closes what it opened.
- */
-export function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return p;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }

@@ -39,12 +39,20 @@ export const HEADER_ENGINE_DP_RANK = "x-data-parallel-rank";
 /** Session headers, in order of preference. */
 export const SESSION_HEADERS = ["x-session-id", "x-dynamo-session-id"] as const;
 
-/** Request headers to send upstream: the client's minus hop-by-hop, plus the dp rank. */
-export function upstreamRequestHeaders(incoming: Headers, dpRank: number): Record<string, string> {
+/**
+ * Request headers to send upstream: the client's minus hop-by-hop, plus the dp rank.
+ * `authorization`: undefined keeps the client's, null drops it, a string replaces it (a
+ * client's key to this router stays here: ForwardInput.upstreamAuthorization).
+ */
+export function upstreamRequestHeaders(incoming: Headers, dpRank: number, authorization?: string | null): Record<string, string> {
   const out: Record<string, string> = {};
   incoming.forEach((value, name) => {
     if (!HOP_BY_HOP_SET.has(name)) out[name] = value;
   });
+  if (authorization !== undefined) {
+    delete out.authorization;
+    if (authorization !== null) out.authorization = authorization;
+  }
   out["accept-encoding"] = "identity";
   out[HEADER_DP_RANK] = String(dpRank);
   out[HEADER_ENGINE_DP_RANK] = String(dpRank);

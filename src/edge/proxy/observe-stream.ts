@@ -4,17 +4,23 @@
  * stream exactly once: "done" (upstream finished), "error" (upstream broke mid-stream; the
  * client's connection is broken too, so it cannot mistake a cut answer for a whole one),
  * "timeout" (the engine sent nothing for the stream-idle deadline: the engine connection is
- * closed, and an SSE answer ends with an error event in OpenAI's shape, any other is cut) or
- * "cancelled" (the client went away).
+ * closed, and an SSE answer ends with an error event in OpenAI's shape, any other is cut),
+ * "client_timeout" (the client took nothing for the same deadline: both connections are cut)
+ * or "cancelled" (the client went away).
+ *
+ * Backpressure: a chunk is read from the engine only once the client's socket took the last
+ * one, so a client that stops reading stops the engine's socket too (the upstream client
+ * pauses it past its high-water mark) instead of the router buffering the whole answer: a
+ * 1 GB answer to a client that slept took the router from 69 to 1,451 MB before.
  *
  * Two stream flavours with the same behaviour: a standard pull stream (any runtime), and
  * Bun's "direct" stream (write + flush straight into the socket; less per-chunk work).
  */
 import { openAiErrorEvent } from "../../protocol/openai-error.ts";
-import { DeadlineMissedError } from "./deadlines.ts";
+import { ClientStalledError, DeadlineMissedError } from "./deadlines.ts";
 import { SseDataCounter } from "./sse-counter.ts";
 
-export type StreamEnd = "done" | "error" | "timeout" | "cancelled";
+export type StreamEnd = "done" | "error" | "timeout" | "client_timeout" | "cancelled";
 
 /** The part of a stream reader this module uses (structural, so any runtime's reader fits). */
 export interface ChunkReader {
@@ -31,12 +37,14 @@ export interface ChunkReader {
 export interface StreamHooks {
   /** Called with the running count of data events after each chunk that added some. */
   onTokens?(total: number): void;
-  /** Called exactly once, whatever ends the stream. */
-  onEnd(how: StreamEnd, tokens: number): void;
+  /** Called with every chunk passed on (the request's observation keeps a JSON answer's tail for its usage). */
+  onChunk?(chunk: Uint8Array): void;
+  /** Called exactly once, whatever ends the stream; `bytes`: the engine's bytes passed on to the client. */
+  onEnd(how: StreamEnd, tokens: number, bytes: number): void;
 }
 
 export interface StreamLimits {
-  /** Milliseconds the engine may stay silent while a read waits; 0 = no limit. */
+  /** Milliseconds the engine may stay silent while a read waits, and the client may take to take a chunk; 0 = no limit. */
   readonly idleMs: number;
   /** The answer is SSE: end a timed-out stream with an error event instead of cutting it. */
   readonly sse: boolean;
@@ -47,7 +55,13 @@ const NO_LIMITS: StreamLimits = { idleMs: 0, sse: false };
 /** Bun's direct stream controller (not in the web-standard typings). */
 interface DirectController {
   write(chunk: Uint8Array): number | Promise<number>;
-  flush(): number | Promise<number>;
+  /**
+   * Sends what was written. `flush(true)` returns a promise while the client's socket cannot
+   * take more (it settles once it drained), a number when it took everything; plain
+   * `flush()` never waits, so the router would buffer whatever the engine sends. A stream
+   * read by JavaScript instead of a socket answers undefined: there is no socket to wait for.
+   */
+  flush(wait?: boolean): number | Promise<number> | undefined;
   close(): void;
 }
 
@@ -64,13 +78,28 @@ export function observeStream(
   limits: StreamLimits = NO_LIMITS,
 ): ReadableStream<Uint8Array> {
   const counter = new SseDataCounter();
+  let bytes = 0;
   let ended = false;
-  const watchdog = limits.idleMs > 0 ? new IdleWatchdog(limits.idleMs, reader) : undefined;
+  /** Pull flavour: errors the client's stream when the client stalls. */
+  let failClient: ((e: Error) => void) | undefined;
+  const watchdog =
+    limits.idleMs > 0
+      ? new IdleWatchdog(limits.idleMs, reader, (e) => {
+          end("client_timeout");
+          failClient?.(e);
+        })
+      : undefined;
   const end = (how: StreamEnd): void => {
     if (ended) return;
     ended = true;
     watchdog?.stop();
-    hooks.onEnd(how, counter.events);
+    hooks.onEnd(how, counter.events, bytes);
+  };
+  /** Direct flavour: send what was written, waiting while the client's socket is full. */
+  const flushToClient = async (controller: DirectController): Promise<void> => {
+    const f = controller.flush(true);
+    if (f === undefined || typeof f === "number") return;
+    await (watchdog === undefined ? f : watchdog.clientTakes(f));
   };
   /** A read, timed by the watchdog while it waits on the engine. */
   const read = watchdog === undefined ? () => reader.read() : () => watchdog.read();
@@ -83,6 +112,8 @@ export function observeStream(
     return openAiErrorEvent(504, `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`, { code: "stream_idle_timeout" });
   };
   const see = (chunk: Uint8Array): void => {
+    bytes += chunk.byteLength;
+    hooks.onChunk?.(chunk);
     if (counter.push(chunk) > 0) hooks.onTokens?.(counter.events);
   };
   const finish = (): void => {
@@ -106,7 +137,7 @@ export function observeStream(
             controller.write(pending);
             pending = undefined;
             last = reader.drained === true;
-            if (!last && !counter.done) await controller.flush();
+            if (!last && !counter.done) await flushToClient(controller);
           }
           while (!last) {
             const r = await read();
@@ -117,9 +148,10 @@ export function observeStream(
             // The end came with this chunk, or only the end follows [DONE]: let close() send
             // the tail and the end of the stream in one write.
             last = reader.drained === true;
-            if (!last && !counter.done) await controller.flush();
+            if (!last && !counter.done) await flushToClient(controller);
           }
         } catch (e) {
+          if (e instanceof ClientStalledError) throw e; // aborts the client's connection
           if (ended) return; // the client left; the read was cut short by our cancel
           if (!watchdog?.fired) {
             end("error");
@@ -143,7 +175,12 @@ export function observeStream(
 
   return new ReadableStream<Uint8Array>(
     {
+      start(controller) {
+        failClient = (e) => controller.error(e);
+      },
       async pull(controller) {
+        // The client took the last chunk: from here the engine's silence is what is timed.
+        watchdog?.clientTook();
         if (pending !== undefined) {
           const chunk = pending;
           pending = undefined;
@@ -152,7 +189,7 @@ export function observeStream(
           if (reader.drained === true) {
             finish();
             controller.close();
-          }
+          } else watchdog?.clientWaiting();
           return;
         }
         let r: Awaited<ReturnType<ChunkReader["read"]>>;
@@ -186,7 +223,7 @@ export function observeStream(
         if (reader.drained === true) {
           finish();
           controller.close();
-        }
+        } else watchdog?.clientWaiting();
       },
       cancel,
     },
@@ -196,23 +233,56 @@ export function observeStream(
 }
 
 /**
- * The stream-idle deadline: one timer per stream, re-armed only when it fires early, so a
- * chunk costs a clock read, not a timer. Only time spent waiting on the engine counts (a
- * client that reads slowly is not the engine's fault). When it fires, the reader is
- * cancelled: the engine connection closes and the pending read returns.
+ * The stream-idle deadline, both ways: one timer per stream, re-armed only when it fires
+ * early, so a chunk costs a clock read, not a timer. Time waiting on the engine and time
+ * waiting for the client to take a chunk are timed apart (a client that reads slowly is not
+ * the engine's fault, and the engine's silence is not the client's). When the engine is
+ * silent too long the reader is cancelled: the engine connection closes and the pending read
+ * returns. When the client takes nothing too long, the reader is cancelled as well and
+ * `onClientStall` cuts the client: otherwise a client that stopped reading would hold its
+ * connection, the engine's and the booking for as long as it liked.
  */
 class IdleWatchdog {
   fired = false;
   readonly error: DeadlineMissedError;
   #waitingSince: number | undefined;
+  /** Since when a chunk waits for the client to take it. */
+  #clientSince: number | undefined;
+  /** Rejects the client wait of the direct flavour when the client stalls. */
+  #rejectClientWait: ((e: Error) => void) | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     readonly ms: number,
     readonly reader: ChunkReader,
+    readonly onClientStall: (e: ClientStalledError) => void,
   ) {
     this.error = new DeadlineMissedError("stream_idle", ms);
     this.#arm(ms);
+  }
+
+  /** Pull flavour: a chunk was handed over; the client has to take it. */
+  clientWaiting(): void {
+    this.#clientSince = performance.now();
+  }
+
+  /** Pull flavour: the client took the chunk (the next pull came). */
+  clientTook(): void {
+    this.#clientSince = undefined;
+  }
+
+  /** Direct flavour: wait for the client's socket to drain, at most the deadline. */
+  async clientTakes<T>(drained: Promise<T>): Promise<T> {
+    this.#clientSince = performance.now();
+    try {
+      return await new Promise<T>((resolve, reject) => {
+        this.#rejectClientWait = reject;
+        drained.then(resolve, reject);
+      });
+    } finally {
+      this.#clientSince = undefined;
+      this.#rejectClientWait = undefined;
+    }
   }
 
   async read(): Promise<{ done: boolean; value?: Uint8Array | undefined }> {
@@ -235,10 +305,20 @@ class IdleWatchdog {
 
   #check(): void {
     this.#timer = undefined;
+    const now = performance.now();
     const since = this.#waitingSince;
-    const waited = since === undefined ? 0 : performance.now() - since;
+    const waited = since === undefined ? 0 : now - since;
+    const clientSince = this.#clientSince;
+    const clientWaited = clientSince === undefined ? 0 : now - clientSince;
+    if (clientWaited >= this.ms) {
+      const e = new ClientStalledError(this.ms);
+      void this.reader.cancel(e).catch(() => {});
+      this.onClientStall(e);
+      this.#rejectClientWait?.(e);
+      return;
+    }
     if (waited < this.ms) {
-      this.#arm(this.ms - waited);
+      this.#arm(this.ms - Math.max(waited, clientWaited));
       return;
     }
     this.fired = true;

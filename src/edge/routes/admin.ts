@@ -10,6 +10,8 @@ import { RouterError } from "../../core/errors.ts";
 import { describeIssues, routerEventToWire } from "../../core/events.ts";
 import { stringifyBigint } from "../../core/json.ts";
 import { EVENT_SOURCE_HEADER, eventSourceOf, parseEventBatch } from "../../fleet/events/http-batch.ts";
+import { checkBatchBounds } from "../../fleet/events/batch-bounds.ts";
+import { SlicedIngest } from "../../fleet/events/sliced-ingest.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AdminDeps, FleetView, RequestLimits } from "../deps.ts";
 import type { RouterRoom } from "../../router/index.ts";
@@ -23,7 +25,7 @@ const RouteBody = v.object({
     ),
     v.minLength(1, "must not be empty"),
   )),
-  // The same prompt fields as the OpenAI routes (issue 11): tokenized like them.
+  // The same prompt fields as the OpenAI routes: tokenized like them.
   prompt: v.optional(v.unknown()),
   messages: v.optional(v.unknown()),
   model: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
@@ -66,11 +68,15 @@ function jsonResponse(text: string, status = 200): Response {
 
 export function adminRoutes(d: AdminRouteDeps): Hono {
   const app = new Hono();
+  // Batches in arrival order, large ones applied in slices so requests are served meanwhile.
+  const sliced = new SlicedIngest();
 
   app.post("/v1/kv/events", async (c) => {
     const limit = Math.max(d.limits.maxBodyBytes, EVENT_BATCH_MIN_LIMIT_BYTES);
     const events = parseEventBatch(parseJsonExact(await readBodyLimited(c.req.raw, limit)));
-    const { accepted, dropped } = d.router.ingest(events, eventSourceOf(c.req.header(EVENT_SOURCE_HEADER)));
+    const source = eventSourceOf(c.req.header(EVENT_SOURCE_HEADER));
+    checkBatchBounds(events, source);
+    const { accepted, dropped } = await sliced.ingest(events, (slice) => d.router.ingest(slice, source));
     return c.json({ accepted, dropped });
   });
 
@@ -79,7 +85,7 @@ export function adminRoutes(d: AdminRouteDeps): Hono {
     const r = v.safeParse(RouteBody, raw);
     if (!r.success) throw new RouterError("invalid_request", `invalid route request: ${describeIssues(r.issues.slice(0, 5))}`);
     const b = r.output;
-    const target = await routeTarget(d.fleet, raw as Record<string, unknown>, b);
+    const target = await routeTarget(d.fleet, raw as Record<string, unknown>, b, d.limits.maxPromptChars);
     const requestId = b.request_id ?? d.router.routing.nextRequestId();
     const decision = await d.router.routing.route({
       tokens: target.tokens,

@@ -12,7 +12,9 @@ import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
 import { readPrompt, type PromptDeps } from "../routing/prompt-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
+import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { Dispatch } from "./dispatch.ts";
+import type { RequestObservers } from "../../observe/request-observers.ts";
 
 export interface CompletionDeps {
   readonly limits: RequestLimits;
@@ -21,9 +23,11 @@ export interface CompletionDeps {
   readonly dispatch: Dispatch;
   /** --disagg: completions are split into a prefill and a decode request. */
   readonly split?: DisaggDispatch;
+  /** Each request's observation (src/observe): the tokenize span, the prompt for the access line. */
+  readonly requests?: RequestObservers;
 }
 
-/** The session header's id; longer than `maxLength`: 400 naming the header (issue 12: ids are held as keys). */
+/** The session header's id; longer than `maxLength`: 400 naming the header (ids are held as keys). */
 function sessionIdOf(headers: Headers, maxLength: number | undefined): string | undefined {
   for (const name of SESSION_HEADERS) {
     const v = headers.get(name);
@@ -57,7 +61,8 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
     if (json.priority !== undefined && (typeof json.priority !== "number" || !Number.isSafeInteger(json.priority))) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
-    const prompt = await readPrompt(d.fleet, json, kind);
+    const obs = d.requests?.of(req);
+    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.fleet, json, kind, d.limits.maxPromptChars)) : readPrompt(d.fleet, json, kind, d.limits.maxPromptChars));
     const sessionControl = sessionControlOf(json);
     const input: ForwardInput = {
       request: req,
@@ -70,7 +75,9 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       sessionControl,
       priority: json.priority as number | undefined,
       stream: json.stream === true,
+      maxOutputTokens: outputTokensAsked(path, json),
     };
+    obs?.prompt({ model: json.model, tokens: prompt.tokens.length, sessionId: sessionControl?.sessionId ?? input.sessionId });
     return split !== undefined ? split(input, json, json.model) : dispatch(input, json.model);
   };
 

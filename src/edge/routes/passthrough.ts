@@ -1,5 +1,5 @@
 /**
- * Every other route a client uses (issue 11 §3), proxied to a worker serving the body's
+ * Every other route a client uses, proxied to a worker serving the body's
  * `model`: OpenAI's /v1/embeddings and /v1/responses, vLLM's native /detokenize, /pooling,
  * /classify, /score, /v1/score, /rerank, /v1/rerank, /v2/rerank, SGLang's /generate. Routed
  * on the prompt's cache where the body has a readable prompt (embeddings/responses `input`,
@@ -11,7 +11,9 @@ import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
 import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
+import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { Dispatch } from "./dispatch.ts";
+import type { RequestObservers } from "../../observe/request-observers.ts";
 import { tokenizeHandler } from "./tokenize.ts";
 
 /** What the pass-through routes (and /tokenize) use. */
@@ -20,6 +22,8 @@ export interface PassthroughDeps {
   /** Tokenizers for the routing prompt; models for /tokenize's 404 and its own answer. */
   readonly fleet: FleetView;
   readonly dispatch: Dispatch;
+  /** Each request's observation (src/observe): the tokenize span, the prompt for the access line. */
+  readonly requests?: RequestObservers;
 }
 
 /** Path -> where its body keeps a prompt. */
@@ -42,12 +46,15 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
   return async (req: Request): Promise<Response> => {
     const body = await readBodyLimited(req, d.limits.maxBodyBytes);
     const json = parseJsonObject(body);
-    const prompt = await readPrompt(d.fleet, json, kind);
+    const obs = d.requests?.of(req);
+    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.fleet, json, kind, d.limits.maxPromptChars)) : readPrompt(d.fleet, json, kind, d.limits.maxPromptChars));
+    obs?.prompt({ model: json.model, tokens: prompt.tokens.length });
     const priority = json.priority;
     if (priority !== undefined && (typeof priority !== "number" || !Number.isSafeInteger(priority))) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
-    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true }, json.model);
+    const maxOutputTokens = outputTokensAsked(path, json);
+    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens }, json.model);
   };
 }
 

@@ -6,6 +6,7 @@
  * tokenizer, so an operator can diff it with the engine's own /tokenize. Without a tokenizer
  * for the model the request is proxied to a worker serving it (the engine answers).
  */
+import { checkPromptSize } from "../routing/prompt-size.ts";
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import { modelRoute } from "../routing/model-routing.ts";
@@ -29,6 +30,8 @@ export function tokenizeHandler(d: PassthroughDeps) {
     if (tok === undefined) {
       return d.dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, json.model);
     }
+    if (json.messages !== undefined) checkPromptSize(json.messages, "messages", d.limits.maxPromptChars);
+    else checkPromptSize(json.prompt, "prompt", d.limits.maxPromptChars);
     let tokens: Uint32Array;
     if (json.messages !== undefined) {
       const chat = { add_generation_prompt: true, ...json, messages: json.messages };

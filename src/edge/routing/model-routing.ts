@@ -1,5 +1,5 @@
 /**
- * Which workers may serve a request's `model` (issue 11 §2), before scheduling:
+ * Which workers may serve a request's `model`, before scheduling:
  * - no `model`: every worker (the engines answer with their default model);
  * - a LoRA adapter this router places (lora/adapter-loader.ts: loaded somewhere, or
  *   load-on-demand for a name that is no served base model): the workers holding it;

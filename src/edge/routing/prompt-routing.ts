@@ -1,5 +1,5 @@
 /**
- * The tokens a request is routed on, and whether they are the engine's own (issue 11 §1, §3).
+ * The tokens a request is routed on, and whether they are the engine's own.
  * - Token-id prompts are the engine's tokens: exact (precise index, the engines' KV events).
  * - Text (completions `prompt`, chat `messages`, embeddings `input`, responses `input`,
  *   SGLang `text`) goes through the model's tokenizer when the router has one
@@ -15,6 +15,7 @@
  */
 import { RouterError } from "../../core/errors.ts";
 import { chatPromptTokens, requestPrompts, type EngineTokenizer } from "../../tokens/index.ts";
+import { checkPromptSize } from "./prompt-size.ts";
 
 export interface RoutingPrompt {
   readonly tokens: Uint32Array;
@@ -86,9 +87,24 @@ async function chat(body: Record<string, unknown>, messages: unknown, tok: Engin
   return { tokens, approximate: true };
 }
 
-/** The routing prompt of a request body; throws RouterError("invalid_request") naming a bad prompt field. */
-export async function readPrompt(d: PromptDeps, body: Record<string, unknown>, kind: PromptKind): Promise<RoutingPrompt> {
+/** The fields each kind of body holds its prompt in. */
+const PROMPT_FIELDS: Record<Exclude<PromptKind, "none">, readonly string[]> = {
+  completions: ["prompt"],
+  chat: ["messages"],
+  embeddings: ["input"],
+  responses: ["input"],
+  generate: ["text", "input_ids"],
+};
+
+/**
+ * The routing prompt of a request body; throws RouterError("invalid_request") naming a bad
+ * prompt field, and a 413 naming it when it holds more than `maxPromptChars` characters
+ * (--max-prompt-chars; prompt-size.ts; undefined: no limit).
+ */
+export async function readPrompt(d: PromptDeps, body: Record<string, unknown>, kind: PromptKind, maxPromptChars?: number): Promise<RoutingPrompt> {
   if (kind === "none") return NONE;
+  // Before any work on it: tokenizing, hashing and booking all grow with the prompt.
+  for (const field of PROMPT_FIELDS[kind]) checkPromptSize(body[field], field, maxPromptChars);
   const tok = d.tokenizers?.forModel(body.model);
   switch (kind) {
     case "completions":

@@ -1,5 +1,5 @@
 /**
- * What POST /v1/route routes on (issue 11): `tokens` as given, or the `prompt` / `messages`
+ * What POST /v1/route routes on: `tokens` as given, or the `prompt` / `messages`
  * of an OpenAI body tokenized as the OpenAI routes do (prompt-routing.ts), restricted to the
  * workers serving `model` (model-routing.ts; a LoRA adapter is placed first when needed).
  * It books nothing.
@@ -21,12 +21,13 @@ export async function routeTarget(
   fleet: FleetView,
   raw: Record<string, unknown>,
   b: { tokens?: number[]; lora?: string | null; model?: string | null },
+  maxPromptChars?: number,
 ): Promise<RouteTarget> {
   let tokens: Uint32Array;
   let approximate = false;
   if (b.tokens !== undefined) tokens = Uint32Array.from(b.tokens);
   else if (raw.messages !== undefined || raw.prompt !== undefined) {
-    const p = await readPrompt(fleet, raw, raw.messages !== undefined ? "chat" : "completions");
+    const p = await readPrompt(fleet, raw, raw.messages !== undefined ? "chat" : "completions", maxPromptChars);
     tokens = p.tokens;
     approximate = p.approximate;
   } else {

@@ -1,5 +1,5 @@
 /**
- * The router's tokenizers (issue 11 §1): one per model and/or a default, loaded at start
+ * The router's tokenizers: one per model and/or a default, loaded at start
  * (`--tokenizer [MODEL=]PATH`) or at registration (`"tokenizer"` at POST /v1/workers), never
  * per request; a request's `model` picks one (an adapter uses its base model's). Also the
  * registration probe: where an engine serves vLLM's `/tokenize`, one probe text is

@@ -8,12 +8,17 @@
  * (another model, adapter or session) are free. A full queue or a wait past `timeoutMs`
  * answers 429 with Retry-After; a client that leaves is taken out of the line. New arrivals
  * queue behind waiters, so nobody overtakes the line.
+ * With `fair`, requests that carry a tenant share are ordered within their priority band by
+ * the tenants' virtual token counters (virtual-token-counter.ts): every admission, at once or
+ * after a wait, charges its tenant, and `settle` corrects the charge once the answer's output
+ * is known. Without tenants (no --api-keys) nothing is charged and the order is as above.
  * Pure: the clock and the re-try timer are passed in (`now`, `timers`). The router owns it:
  * routing.routeOrWait is the request path's one way in (the composition builds it with the
  * runtime's timer and hands it to createRouter as a port; the runtime pumps it and closes it).
  */
 import { isRouterError, RouterError } from "../../core/errors.ts";
 import { AdmissionQueue, type QueuedEntry } from "./admission-queue.ts";
+import { VirtualTokenCounters, type TenantShare } from "./virtual-token-counter.ts";
 import type { Timers } from "../ports.ts";
 
 export interface AdmissionGateOptions {
@@ -32,6 +37,8 @@ export interface AdmissionGateOptions {
   /** Counters for /metrics. */
   readonly onAdmitted?: (waitedMs: number) => void;
   readonly onRejected?: (reason: "queue_full" | "queue_timeout") => void;
+  /** Serve tenants fairly within a priority band (requests with a `share`); default false: arrival order. */
+  readonly fair?: boolean;
 }
 
 /** How one request waits. */
@@ -42,6 +49,8 @@ export interface AdmitOptions<T> {
   readonly signal?: AbortSignal;
   /** Undo a successful attempt whose client left meanwhile (free the booking). */
   readonly abandon?: (result: T) => void;
+  /** The request's tenant and what it asks, for fair admission; charged once it is admitted. */
+  readonly share?: TenantShare;
 }
 
 interface Waiter {
@@ -50,6 +59,7 @@ interface Waiter {
   readonly resolve: (v: unknown) => void;
   readonly reject: (e: unknown) => void;
   readonly signal?: AbortSignal;
+  readonly share?: TenantShare;
   onAbort?: () => void;
 }
 
@@ -58,6 +68,13 @@ const DEFAULT_SCAN = 16;
 
 export class AdmissionGate {
   readonly #queue: AdmissionQueue<Waiter>;
+  /** The tenants' service so far (fair admission); undefined: arrival order, nothing charged. */
+  readonly #fair: VirtualTokenCounters | undefined;
+  /**
+   * Shares charged and not yet settled: a request is charged once however many times it is
+   * routed (retries on other workers), and settled once; one never admitted is never settled.
+   */
+  readonly #charged = new WeakSet<TenantShare>();
   #timer: unknown;
   #pumping = false;
   #again = false;
@@ -65,7 +82,8 @@ export class AdmissionGate {
 
   constructor(private readonly o: AdmissionGateOptions) {
     // The queue refuses at maxSize; with maxQueue 0 every busy request is refused at once.
-    this.#queue = new AdmissionQueue<Waiter>({ maxSize: o.maxQueue, timeoutMs: o.timeoutMs });
+    this.#fair = o.fair === true ? new VirtualTokenCounters() : undefined;
+    this.#queue = new AdmissionQueue<Waiter>({ maxSize: o.maxQueue, timeoutMs: o.timeoutMs, fair: this.#fair });
   }
 
   /** Requests waiting now. */
@@ -83,17 +101,23 @@ export class AdmissionGate {
    */
   async admit<T>(attempt: () => Promise<T>, opts: AdmitOptions<T> = {}): Promise<T> {
     const { priority = 0, signal } = opts;
+    const share = this.#fair !== undefined ? opts.share : undefined;
     if (signal?.aborted) throw new RouterError("invalid_request", "the client closed the request");
     if (this.#queue.size === 0) {
       try {
-        return await attempt();
+        const result = await attempt();
+        if (share !== undefined && !this.#charged.has(share)) {
+          this.#queue.lift(share, priority);
+          this.#charge(share);
+        }
+        return result;
       } catch (e) {
         if (!isBusy(e)) throw e;
       }
     }
     return new Promise<T>((resolve, reject) => {
-      const w: Waiter = { attempt, abandon: opts.abandon as ((r: unknown) => void) | undefined, resolve: resolve as (v: unknown) => void, reject, signal };
-      const r = this.#queue.enqueue(w, priority, this.o.now());
+      const w: Waiter = { attempt, abandon: opts.abandon as ((r: unknown) => void) | undefined, resolve: resolve as (v: unknown) => void, reject, signal, share };
+      const r = this.#queue.enqueue(w, priority, this.o.now(), share);
       if (!r.queued) {
         reject(this.#reject("queue_full", `every worker is busy and the admission queue is full (${this.o.maxQueue} waiting); try again later`));
         return;
@@ -106,6 +130,20 @@ export class AdmissionGate {
       }
       this.#schedule();
     });
+  }
+
+  /**
+   * The answer of a request admitted with `share` is over, with `outputTokens` generated:
+   * its tenant's counter is corrected from the booked output to the real one.
+   */
+  settle(share: TenantShare, outputTokens: number): void {
+    if (!this.#charged.delete(share)) return;
+    this.#fair?.settle(share, outputTokens);
+  }
+
+  /** A tenant's service so far (fair admission), for tests and status pages; 0 without it. */
+  serviceOf(tenant: string): number {
+    return this.#fair?.counter(tenant) ?? 0;
   }
 
   /** Try to admit waiters now (load went down, engine metrics changed). */
@@ -146,6 +184,7 @@ export class AdmissionGate {
             continue;
           }
           if (this.#queue.remove(w)) {
+            if (w.item.share !== undefined) this.#charge(w.item.share);
             this.o.onAdmitted?.(this.o.now() - w.enqueuedAt);
             this.#settle(w, () => w.item.resolve(result));
           } else {
@@ -158,6 +197,12 @@ export class AdmissionGate {
       this.#pumping = false;
       this.#schedule();
     }
+  }
+
+  #charge(share: TenantShare): void {
+    if (this.#fair === undefined || this.#charged.has(share)) return;
+    this.#charged.add(share);
+    this.#fair.charge(share);
   }
 
   #schedule(): void {

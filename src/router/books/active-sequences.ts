@@ -1,5 +1,5 @@
 /**
- * The active requests of ONE (worker, dp_rank) and the load they put on it (spec §4.5,
+ * The active requests of ONE (worker, dp_rank) and the load they put on it (Dynamo's ActiveSequences,
  * Dynamo `ActiveSequences`, reference generation): blocks held (refcounted by sequence
  * hash, so requests sharing a prefix count it once) and prefill tokens still to compute.
  * A request's prefill tokens count in full until its first token says the prefill is done:
@@ -18,7 +18,7 @@ export const CHECK_EXPIRY_EVERY_MS = 30_000;
 
 export interface SlotRequest {
   readonly requestId: string;
-  /** Sequence hashes of the prompt's full blocks (§2.5); null when blocks are not tracked. */
+  /** Sequence hashes of the prompt's full blocks (Dynamo's compute_seq_hashes_for_tracking); null when blocks are not tracked. */
   readonly seqHashes: BigUint64Array | null;
   /** Prompt length in tokens. */
   readonly isl: number;

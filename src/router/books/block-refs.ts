@@ -1,10 +1,13 @@
 /**
- * Reference-counted active blocks for every (worker, dp_rank) slot at once (spec §4.5
+ * Reference-counted active blocks for every (worker, dp_rank) slot at once (Dynamo's ActiveSequences
  * `unique_blocks` + `fractional_blocks`), in typed arrays.
  *
- * - An *entry* is one distinct sequence hash held by at least one slot. It carries a bitset
- *   of the slots holding it, and its hash-table bucket carries a summary of that set:
- *   the slot itself when one slot holds it, else −(number of holders).
+ * - An *entry* is one distinct sequence hash held by at least one slot. It carries the set
+ *   of the slots holding it (the one slot inline; a bitset row of holder-rows.ts only when
+ *   several do, so an entry is 32 bytes whatever the number of workers: a bitset in every
+ *   entry cost 512 bytes a booked block with 2,000 workers registered), and its hash-table
+ *   bucket carries a summary of that set: the slot itself when one slot holds it, else
+ *   −(number of holders).
  * - A *holding* is one (entry, slot) pair: that slot's refcount (how many of its requests
  *   hold the block) and optional fraction. Most blocks have one holder, so the first
  *   holding lives inside the entry (handle ~entry, negative); further holders get a node
@@ -20,6 +23,7 @@
  * increments; the bucket summary settles most compares without touching the bitsets.
  * The result is exact for any input.
  */
+import { HolderRows } from "../holder-rows.ts";
 import { Hash64Table } from "./hash64-table.ts";
 
 const NONE = -1;
@@ -34,17 +38,23 @@ const SLOT = 3;
 const REF = 4;
 /** … and whether it has a fraction (value in #entFrac). */
 const HAS_FRAC = 5;
-/** First word of the holder bitset: bit s of word w = slot 32w + s holds the block. */
-const BITS = 6;
+/** The one slot holding the block (HOLDERS = 1), else NONE. */
+const SOLE = 6;
+/** The holders' bitset row in #rows (HOLDERS >= 2), else NONE. */
+const ROW = 7;
+/** Int32s per entry record. */
+const STRIDE = 8;
+/** Entries (and extra holdings) the tables start with, and go back to when nothing is booked. */
+const INITIAL_ENTRIES = 1024;
 
 export class BlockRefs {
   /** (hash lo, hash hi) → entry; aux = holder summary (slot if one holder, else −holders). */
   readonly #entryOf = new Hash64Table(1024);
   /** (entry, slot) → node, for holders other than the entry's own. */
   readonly #nodeOf = new Hash64Table(1024);
-  #words = 1;
-  /** Int32 per entry record: BITS + words, rounded up to a power of two. */
-  #stride = 8;
+  /** Holder sets of the entries several slots hold. */
+  readonly #rows = new HolderRows();
+  #stride = STRIDE;
   #entCap = 1024;
   #ent = new Int32Array(1024 * 8);
   #entFrac = new Float64Array(1024);
@@ -74,6 +84,7 @@ export class BlockRefs {
       this.#growSlots(s * 2);
     }
     this.#slotInUse[s] = 1;
+    this.#fitRows();
     this.#unique[s] = 0;
     this.#deficit[s] = 0;
     this.#fracCount[s] = 0;
@@ -84,6 +95,7 @@ export class BlockRefs {
   releaseSlot(slot: number): void {
     if (this.#unique[slot] !== 0) throw new Error(`slot ${slot} still holds ${this.#unique[slot]} blocks`);
     this.#slotInUse[slot] = 0;
+    this.#fitRows(); // narrower when the last slots left
   }
 
   /** Upper bound (exclusive) of slot indices: the size for per-slot scratch arrays. */
@@ -104,7 +116,7 @@ export class BlockRefs {
     } else {
       e = this.#entryOf.valueAt(pos);
       const base = e * this.#stride;
-      if ((this.#ent[base + BITS + (slot >>> 5)]! & (1 << (slot & 31))) !== 0) {
+      if (this.#holds(base, slot)) {
         // Already held by this slot: one more reference.
         if (this.#ent[base + SLOT] === slot) {
           this.#ent[base + REF]!++;
@@ -125,10 +137,7 @@ export class BlockRefs {
         handle = n;
       }
     }
-    const ent = this.#ent;
-    const base = e * this.#stride;
-    const holders = ++ent[base + HOLDERS]!;
-    ent[base + BITS + (slot >>> 5)]! |= 1 << (slot & 31);
+    const holders = this.#addHolder(e * this.#stride, slot);
     this.#entryOf.setAuxAt(pos, holders === 1 ? slot : -holders);
     this.#unique[slot]!++;
     this.#holdings++;
@@ -142,8 +151,6 @@ export class BlockRefs {
    */
   acquireAll(slot: number, halves: Uint32Array, count: number, out: Int32Array): void {
     const entryOf = this.#entryOf;
-    const bit = 1 << (slot & 31);
-    const word = BITS + (slot >>> 5);
     for (let i = 0; i < count; i++) {
       const lo = halves[2 * i]!;
       const hi = halves[2 * i + 1]!;
@@ -152,7 +159,8 @@ export class BlockRefs {
         const e = entryOf.valueAt(pos);
         const base = e * this.#stride;
         const ent = this.#ent;
-        if (ent[base + SLOT] === slot && (ent[base + word]! & bit) !== 0) {
+        // The entry's own holding is this slot's: it holds the block already.
+        if (ent[base + SLOT] === slot) {
           ent[base + REF]!++;
           out[i] = ~e;
           continue;
@@ -194,33 +202,96 @@ export class BlockRefs {
     this.#unique[slot]!--;
     this.#holdings--;
     const base = e * stride;
-    ent[base + BITS + (slot >>> 5)]! &= ~(1 << (slot & 31));
-    const holders = --ent[base + HOLDERS]!;
+    const holders = this.#removeHolder(base, slot);
     if (holders === 0) {
       this.#entryOf.delete(ent[base + LO]!, ent[base + HI]!);
       ent[base + HOLDERS] = this.#freeEntry;
       this.#freeEntry = e;
-      this.#entries--;
+      if (--this.#entries === 0) this.#shrinkWhenEmpty();
       return;
     }
     const pos = this.#entryOf.find(ent[base + LO]!, ent[base + HI]!);
-    this.#entryOf.setAuxAt(pos, holders === 1 ? this.#onlyHolder(e) : -holders);
+    this.#entryOf.setAuxAt(pos, holders === 1 ? ent[base + SOLE]! : -holders);
   }
 
-  #onlyHolder(e: number): number {
-    const at = e * this.#stride + BITS;
-    for (let w = 0; w < this.#words; w++) {
-      const word = this.#ent[at + w]!;
-      if (word !== 0) return (w << 5) + 31 - Math.clz32(word & -word);
+  /** Whether the entry at `base` is held by `slot`. */
+  #holds(base: number, slot: number): boolean {
+    const holders = this.#ent[base + HOLDERS]!;
+    if (holders === 1) return this.#ent[base + SOLE] === slot;
+    return holders > 1 && this.#rows.has(this.#ent[base + ROW]!, slot);
+  }
+
+  /** Add `slot` (not a holder yet) to the entry's holders; returns their number. */
+  #addHolder(base: number, slot: number): number {
+    const ent = this.#ent;
+    const holders = ent[base + HOLDERS]!;
+    if (holders === 0) ent[base + SOLE] = slot;
+    else if (holders === 1) {
+      const row = this.#rows.alloc();
+      this.#rows.set(row, ent[base + SOLE]!);
+      this.#rows.set(row, slot);
+      ent[base + ROW] = row;
+      ent[base + SOLE] = NONE;
+    } else this.#rows.set(ent[base + ROW]!, slot);
+    return (ent[base + HOLDERS] = holders + 1);
+  }
+
+  /** Remove `slot` (a holder) from the entry's holders; returns how many are left. */
+  #removeHolder(base: number, slot: number): number {
+    const ent = this.#ent;
+    const holders = ent[base + HOLDERS]! - 1;
+    if (holders === 0) ent[base + SOLE] = NONE;
+    else {
+      const row = ent[base + ROW]!;
+      this.#rows.clear(row, slot);
+      if (holders === 1) {
+        // One holder left: back inline, the row freed (and the rows compacted once mostly free).
+        ent[base + SOLE] = this.#rows.first(row);
+        ent[base + ROW] = NONE;
+        this.#rows.free(row);
+        if (this.#rows.sparse) this.#compactRows();
+      }
     }
-    return NONE;
+    ent[base + HOLDERS] = holders;
+    return holders;
+  }
+
+  /**
+   * Nothing is booked any more: no handle is held, so the records can start over small
+   * instead of keeping the peak (entries cannot be renumbered while handles point at them).
+   */
+  #shrinkWhenEmpty(): void {
+    if (this.#entCap <= INITIAL_ENTRIES && this.#nodeSlot.length <= INITIAL_ENTRIES) return;
+    this.#entCap = INITIAL_ENTRIES;
+    this.#ent = new Int32Array(INITIAL_ENTRIES * STRIDE);
+    this.#entFrac = new Float64Array(INITIAL_ENTRIES);
+    this.#freeEntry = NONE;
+    this.#entHigh = 0;
+    this.#nodeEntry = new Int32Array(INITIAL_ENTRIES);
+    this.#nodeSlot = new Int32Array(INITIAL_ENTRIES);
+    this.#nodeRef = new Int32Array(INITIAL_ENTRIES);
+    this.#nodeFrac = new Float64Array(INITIAL_ENTRIES);
+    this.#freeNode = NONE;
+    this.#nodeHigh = 0;
+  }
+
+  #compactRows(): void {
+    const ent = this.#ent;
+    const high = this.#entHigh;
+    // A free entry's ROW is NONE (it lost its holders one by one): only live shared entries move.
+    this.#rows.compact((move) => {
+      for (let e = 0; e < high; e++) {
+        const at = e * STRIDE + ROW;
+        if (ent[at]! >= 0) ent[at] = move(ent[at]!);
+      }
+    });
   }
 
   refCount(handle: number): number {
     return handle < 0 ? this.#ent[~handle * this.#stride + REF]! : this.#nodeRef[handle]!;
   }
 
-  /** Count the block as `fraction` of a block in its slot's active total (spec §4.5). */
+  /** Count the block as `fraction` of a block in its slot's active total (Dynamo's ActiveSequences). */
   setFraction(handle: number, fraction: number): void {
     const slot = handle < 0 ? this.#ent[~handle * this.#stride + SLOT]! : this.#nodeSlot[handle]!;
     this.#clearFraction(handle, slot);
@@ -261,7 +332,7 @@ export class BlockRefs {
   /** Whether the slot holds the block. */
   holds(slot: number, lo: number, hi: number): boolean {
     const e = this.#entryOf.get(lo, hi);
-    return e !== NONE && (this.#ent[e * this.#stride + BITS + (slot >>> 5)]! & (1 << (slot & 31))) !== 0;
+    return e !== NONE && this.#holds(e * this.#stride, slot);
   }
 
   /**
@@ -272,7 +343,6 @@ export class BlockRefs {
     const entryOf = this.#entryOf;
     const ent = this.#ent;
     const stride = this.#stride;
-    const W = this.#words;
     let run = NONE; // entry whose holder set the current run shares; NONE = nobody holds
     let runAux = 0;
     let runLen = 0;
@@ -286,18 +356,7 @@ export class BlockRefs {
       const aux = pos === NONE ? 0 : entryOf.auxAt(pos);
       if (e !== NONE && run !== NONE && aux === runAux) {
         // Same single holder, or the same number of holders: compare the sets.
-        let same = true;
-        if (aux < 0) {
-          const a = e * stride + BITS;
-          const b = run * stride + BITS;
-          for (let w = 0; w < W; w++) {
-            if (ent[a + w] !== ent[b + w]) {
-              same = false;
-              break;
-            }
-          }
-        }
-        if (same) {
+        if (aux >= 0 || this.#rows.same(ent[e * stride + ROW]!, ent[run * stride + ROW]!)) {
           runLen++;
           continue;
         }
@@ -310,20 +369,75 @@ export class BlockRefs {
     if (run !== NONE) this.#addRun(run, runAux, runLen, out);
   }
 
+  /**
+   * countHeld for one prompt's sequence hashes, each chaining the whole prefix before it.
+   * Every booked sequence is a run from its first block, so the slots holding block i+1 are a
+   * subset of those holding block i: the holder set only shrinks along the prompt, each set
+   * covers one stretch, and the first block nobody holds ends it. So each stretch is found by
+   * galloping and bisecting (O(log n) probes) instead of probing every block: a new prompt's
+   * unique tail costs one probe, a long cached conversation a few dozen instead of thousands.
+   */
+  countHeldPrefix(halves: Uint32Array, count: number, out: Int32Array): void {
+    let i = 0;
+    while (i < count) {
+      const pos = this.#entryOf.find(halves[2 * i]!, halves[2 * i + 1]!);
+      if (pos === NONE) return;
+      const e = this.#entryOf.valueAt(pos);
+      const aux = this.#entryOf.auxAt(pos);
+      // Largest j with the same holders as i: gallop to a block that differs (or the end), bisect.
+      let same = i;
+      let step = 1;
+      let differs = count;
+      while (same + step < count) {
+        if (!this.#sameHolders(halves, same + step, e, aux)) {
+          differs = same + step;
+          break;
+        }
+        same += step;
+        step *= 2;
+      }
+      while (differs - same > 1) {
+        const mid = (same + differs) >>> 1;
+        if (this.#sameHolders(halves, mid, e, aux)) same = mid;
+        else differs = mid;
+      }
+      this.#addRun(e, aux, same - i + 1, out);
+      i = same + 1;
+    }
+  }
+
+  /** Whether block `i` of `halves` is held by exactly the slots of entry `e` (aux as auxAt gives it). */
+  #sameHolders(halves: Uint32Array, i: number, e: number, aux: number): boolean {
+    const pos = this.#entryOf.find(halves[2 * i]!, halves[2 * i + 1]!);
+    if (pos === NONE) return false;
+    const f = this.#entryOf.valueAt(pos);
+    if (f === e) return true;
+    if (this.#entryOf.auxAt(pos) !== aux) return false;
+    if (aux >= 0) return true; // the same single holder
+    // Several holders, as many on both: the same set when their bitset rows match.
+    return this.#rows.same(this.#ent[e * this.#stride + ROW]!, this.#ent[f * this.#stride + ROW]!);
+  }
+
   #addRun(entry: number, aux: number, runLen: number, out: Int32Array): void {
     if (aux >= 0) {
       out[aux]! += runLen;
       return;
     }
-    const at = entry * this.#stride + BITS;
-    for (let w = 0; w < this.#words; w++) {
-      let word = this.#ent[at + w]!;
+    const rows = this.#rows;
+    const at = this.#ent[entry * this.#stride + ROW]! * rows.words;
+    for (let w = 0; w < rows.words; w++) {
+      let word = rows.bits[at + w]!;
       while (word !== 0) {
         const low = word & -word;
         out[(w << 5) + 31 - Math.clz32(low)]! += runLen;
         word ^= low;
       }
     }
+  }
+
+  /** Bytes of the typed arrays (entries, holder rows, extra holdings; the hash tables aside). */
+  get bytes(): number {
+    return this.#ent.byteLength + this.#entFrac.byteLength + this.#rows.bytes() + this.#nodeSlot.length * 20;
   }
 
   /** Live (block, slot) holdings: for tests and memory accounting. */
@@ -342,7 +456,7 @@ export class BlockRefs {
     if (e !== NONE) this.#freeEntry = this.#ent[e * this.#stride + HOLDERS]!;
     else {
       e = this.#entHigh++;
-      if (e >= this.#entCap) this.#resizeEntries(this.#entCap * 2, this.#words);
+      if (e >= this.#entCap) this.#resizeEntries(this.#entCap * 2);
     }
     const base = e * this.#stride;
     const ent = this.#ent;
@@ -350,7 +464,8 @@ export class BlockRefs {
     ent[base + HI] = hi;
     ent[base + HOLDERS] = 0;
     ent[base + SLOT] = NONE;
-    for (let w = base + BITS, end = w + this.#words; w < end; w++) ent[w] = 0;
+    ent[base + SOLE] = NONE;
+    ent[base + ROW] = NONE;
     return e;
   }
 
@@ -365,19 +480,10 @@ export class BlockRefs {
     return n;
   }
 
-  /** Reallocate entry records for `cap` entries and `words` bitset words each. */
-  #resizeEntries(cap: number, words: number): void {
-    let stride = 8;
-    while (stride < BITS + words) stride *= 2;
-    const old = this.#ent;
-    const oldStride = this.#stride;
-    const ent = new Int32Array(cap * stride);
-    const keep = BITS + this.#words;
-    for (let e = 0; e < this.#entHigh; e++) ent.set(old.subarray(e * oldStride, e * oldStride + keep), e * stride);
-    this.#ent = ent;
-    this.#stride = stride;
-    this.#words = words;
-    if (cap !== this.#entCap) this.#entFrac = grow(this.#entFrac, new Float64Array(cap));
+  /** Reallocate entry records for `cap` entries. */
+  #resizeEntries(cap: number): void {
+    this.#ent = grow(this.#ent, new Int32Array(cap * STRIDE));
+    this.#entFrac = grow(this.#entFrac, new Float64Array(cap));
     this.#entCap = cap;
   }
 
@@ -393,8 +499,13 @@ export class BlockRefs {
     this.#deficit = grow(this.#deficit, new Float64Array(cap));
     this.#fracCount = grow(this.#fracCount, new Int32Array(cap));
     this.#slotInUse = grow(this.#slotInUse, new Uint8Array(cap));
-    const words = Math.ceil(cap / 32);
-    if (words > this.#words) this.#resizeEntries(this.#entCap, words);
+  }
+
+  /** Holder rows as wide as the slots in use (registration and removal only: one scan). */
+  #fitRows(): void {
+    let span = this.#slotInUse.length;
+    while (span > 0 && this.#slotInUse[span - 1] === 0) span--;
+    this.#rows.fit(span);
   }
 }
 

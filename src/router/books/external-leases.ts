@@ -1,7 +1,7 @@
 /**
  * Bookings made through POST /v1/route for frontends that forward requests themselves
- * (seed 001 New / MarkPrefill / MarkFree). They live until the frontend frees them; one
- * that never does is reclaimed when the load tracker expires it (300 s, spec §4.5), at
+ * (Dynamo's router RPC New / MarkPrefill / MarkFree). They live until the frontend frees them; one
+ * that never does is reclaimed when the load tracker expires it (300 s, as Dynamo's ActiveSequences), at
  * the next sweep.
  */
 import type { LoadTracker } from "./load-tracker.ts";

@@ -10,7 +10,8 @@
  * `aux` is a second int32 the owner may keep next to the value (0 on insert), read and
  * written through a bucket position from find(); positions stay valid until the next
  * set() or delete().
- * Linear probing with backward-shift deletion (no tombstones), load factor ≤ 1/2.
+ * Linear probing with backward-shift deletion (no tombstones), load factor ≤ 1/2; the table
+ * halves when it falls under 1/8, so a peak of booked blocks is not kept once they are freed.
  */
 const EMPTY = -1;
 const MIN_CAPACITY = 16;
@@ -86,7 +87,7 @@ export class Hash64Table {
    * position when it was present, ~position (negative) when it was just inserted.
    */
   findOrInsert(lo: number, hi: number, value: number): number {
-    if ((this.#size + 1) * 2 > this.#mask + 1) this.#grow();
+    if ((this.#size + 1) * 2 > this.#mask + 1) this.#resize((this.#mask + 1) * 2);
     const b = this.#b;
     const mask = this.#mask;
     lo |= 0;
@@ -133,12 +134,13 @@ export class Hash64Table {
     }
     this.#b[(hole << 2) + 2] = EMPTY;
     this.#size--;
+    const cap = this.#mask + 1;
+    if (cap > MIN_CAPACITY && this.#size * 8 < cap) this.#resize(cap / 2);
     return true;
   }
 
-  #grow(): void {
+  #resize(cap: number): void {
     const old = this.#b;
-    const cap = (this.#mask + 1) * 2;
     this.#b = emptyBuckets(cap);
     this.#mask = cap - 1;
     this.#shift = 32 - Math.log2(cap);

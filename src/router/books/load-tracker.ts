@@ -1,5 +1,5 @@
 /**
- * Active load across all (worker, dp_rank) slots (spec §4.6, Dynamo
+ * Active load across all (worker, dp_rank) slots (Dynamo's ActiveSequencesMultiWorker, Dynamo
  * `ActiveSequencesMultiWorker`): which slot each request was booked on, the per-slot
  * ActiveSequences, the potential load of a new request everywhere, load snapshots for
  * metrics, and the replica-sync seam (local events out through `onLocalEvent`, remote
@@ -18,7 +18,7 @@ import type { Rng } from "../choose/types.ts";
 export interface TrackedRequest {
   readonly requestId: string;
   readonly worker: WorkerWithDpRank;
-  /** Sequence hashes of the prompt's full blocks (§2.5); null when blocks are not tracked. */
+  /** Sequence hashes of the prompt's full blocks (Dynamo's compute_seq_hashes_for_tracking); null when blocks are not tracked. */
   readonly seqHashes: BigUint64Array | null;
   readonly isl: number;
   /** Prompt blocks cached on that worker when it was chosen. */
@@ -35,7 +35,7 @@ export interface WorkerLoad {
   readonly activeRequests: number;
 }
 
-/** A slot's load if one more request went there (§4.5 potential_blocks_and_tokens). */
+/** A slot's load if one more request went there (Dynamo's ActiveSequences::potential_blocks_and_tokens). */
 export interface PotentialLoad {
   readonly decodeBlocks: number;
   readonly prefillTokens: number;
@@ -69,6 +69,8 @@ export class LoadTracker {
   onLocalEvent: ((event: ActiveSequenceEvent) => void) | undefined;
   readonly #refs = new BlockRefs();
   readonly #slots = new Map<WorkerKey, Slot>();
+  /** Each worker's slot keys, so one worker leaves without a walk over every slot. */
+  readonly #keysOf = new Map<WorkerId, Set<WorkerKey>>();
   /** Slot by worker object: callers pass the same endpoint objects again and again, and this skips formatting the key. */
   readonly #slotByWorker = new WeakMap<WorkerWithDpRank, Slot>();
   readonly #requestSlot = new Map<string, Slot>();
@@ -110,7 +112,8 @@ export class LoadTracker {
 
   /** Drop every dp rank of a worker, freeing its requests. */
   removeWorker(workerId: WorkerId): void {
-    for (const [key, slot] of [...this.#slots]) if (slot.worker.workerId === workerId) this.#dropSlot(key);
+    const keys = this.#keysOf.get(workerId);
+    if (keys !== undefined) for (const key of [...keys]) this.#dropSlot(key);
   }
 
   hasWorker(key: WorkerKey): boolean {
@@ -121,15 +124,25 @@ export class LoadTracker {
     return [...this.#slots.values()].map((s) => s.worker);
   }
 
+  /** Bumped whenever a slot is added or dropped, so callers may cache slotOf() results (candidates.ts). */
+  get slotsVersion(): number {
+    return this.#slotsVersion;
+  }
+  #slotsVersion = 0;
+
   #ensure(key: WorkerKey, worker: WorkerWithDpRank): Slot {
     let slot = this.#slots.get(key);
     if (!slot) {
+      this.#slotsVersion++;
       slot = {
         worker: { workerId: worker.workerId, dpRank: worker.dpRank },
         seqs: new ActiveSequences(this.blockSize, this.#refs),
         dropped: false,
       };
       this.#slots.set(key, slot);
+      let keys = this.#keysOf.get(worker.workerId);
+      if (keys === undefined) this.#keysOf.set(worker.workerId, (keys = new Set()));
+      keys.add(key);
     }
     return slot;
   }
@@ -142,7 +155,11 @@ export class LoadTracker {
     for (const id of ids) this.#dropped(slot, id);
     this.#refs.releaseSlot(slot.seqs.slot);
     this.#slots.delete(key);
+    const keys = this.#keysOf.get(slot.worker.workerId);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#keysOf.delete(slot.worker.workerId);
     slot.dropped = true;
+    this.#slotsVersion++;
   }
 
   /** The tracked slot of a worker, or undefined. */
@@ -356,7 +373,20 @@ export class LoadTracker {
   }
 
   /**
-   * What every tracked slot would carry with this request added (§4.5):
+   * heldCounts for a prompt's sequence hashes (each chains its whole prefix): the same counts,
+   * found with O(log n) probes per stretch of equal holders (BlockRefs.countHeldPrefix) instead
+   * of one per block. The array is scratch: valid until the next call.
+   */
+  heldPrefixCounts(seqHashes: BigUint64Array | null): Int32Array {
+    const cap = this.#refs.slotCapacity;
+    if (this.#held.length !== cap) this.#held = new Int32Array(cap);
+    else this.#held.fill(0);
+    if (seqHashes && seqHashes.length > 0) this.#refs.countHeldPrefix(u32Halves(seqHashes), seqHashes.length, this.#held);
+    return this.#held;
+  }
+
+  /**
+   * What every tracked slot would carry with this request added (Dynamo's ActiveSequences):
    * decodeBlocks = new blocks + active blocks, prefillTokens = max(0, isl − overlap·bs) + active tokens.
    */
   potentialBlocksAndTokens(

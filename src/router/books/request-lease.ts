@@ -1,5 +1,5 @@
 /**
- * The load one routed request holds on its worker, from booking to release (spec §4.7
+ * The load one routed request holds on its worker, from booking to release (Dynamo's push-router lifecycle
  * RequestGuard): prefill done at the first token, one output block per block_size
  * generated tokens, and free exactly once, whatever ends the request (finish, upstream
  * error, client disconnect, retry elsewhere). Frontends that forward themselves drive the

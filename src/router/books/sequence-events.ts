@@ -1,5 +1,5 @@
 /**
- * Active-sequence events (spec §1.6): what a router tells its replicas about the load it
+ * Active-sequence events (Dynamo's ActiveSequenceEvent): what a router tells its replicas about the load it
  * books, so every replica sees the whole load. In-memory shape plus the JSON wire form of
  * Dynamo's serde encoding (externally tagged, PascalCase variants):
  *   {"request_id":"r1","worker":{"worker_id":7,"dp_rank":0},

@@ -11,20 +11,46 @@
  * With a TTFT predictor in the context, every candidate also carries its predicted time to
  * first token (books/ttft-predictor.ts) and the uncached tokens that prediction assumed.
  */
+import type { ActiveSequences } from "../books/active-sequences.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
 import type { Candidate, Endpoint, SchedulingContext } from "./types.ts";
+
+interface SlotList {
+  readonly tracker: LoadTracker;
+  readonly version: number;
+  readonly seqs: readonly (ActiveSequences | undefined)[];
+}
+/**
+ * Each endpoint list's tracker slots, resolved once per list and tracker slot set: the list is
+ * reused by every request until membership changes, and a string-keyed lookup per endpoint per
+ * request was a tenth of a 1,024-worker decision.
+ */
+const slotLists = new WeakMap<readonly Endpoint[], SlotList>();
+
+function slotsOf(endpoints: readonly Endpoint[], tracker: LoadTracker): readonly (ActiveSequences | undefined)[] {
+  const cached = slotLists.get(endpoints);
+  if (cached !== undefined && cached.tracker === tracker && cached.version === tracker.slotsVersion) return cached.seqs;
+  const seqs = endpoints.map((e) => tracker.slotOf(e.key));
+  slotLists.set(endpoints, { tracker, version: tracker.slotsVersion, seqs });
+  return seqs;
+}
 
 export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker): Candidate[] {
   const { isl, seqHashes, overlaps } = ctx.request;
   const bs = ctx.blockSize;
-  const held = tracker.heldCounts(seqHashes);
+  // Sequence hashes chain the prefix: the blocks of it a slot holds are a leading run.
+  const held = tracker.heldPrefixCounts(seqHashes);
   const n = seqHashes?.length ?? 0;
+  const slots = slotsOf(endpoints, tracker);
+  // Usually only a few workers hold any of the prompt: skip the per-endpoint lookups when none does.
+  const scores = overlaps.scores.size > 0 ? overlaps.scores : undefined;
+  const treeSizes = overlaps.treeSizes.size > 0 ? overlaps.treeSizes : undefined;
   const out: Candidate[] = new Array(endpoints.length);
   for (let i = 0; i < endpoints.length; i++) {
     const e = endpoints[i]!;
-    const indexed = overlaps.scores.get(e.key) ?? 0;
-    const treeSize = overlaps.treeSizes.get(e.key) ?? 0;
-    const seqs = tracker.slotOf(e.key);
+    const indexed = scores === undefined ? 0 : (scores.get(e.key) ?? 0);
+    const treeSize = treeSizes === undefined ? 0 : (treeSizes.get(e.key) ?? 0);
+    const seqs = slots[i];
     if (seqs) {
       const overlapBlocks = ctx.inflightOverlap ? Math.max(indexed, held[seqs.slot]!) : indexed;
       const activePrefillTokens = seqs.activeTokens();

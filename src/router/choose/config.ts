@@ -1,5 +1,5 @@
 /**
- * Scheduler settings (the routing half of Dynamo's `KvRouterConfig`, §4.1). Validation of
+ * Scheduler settings (the routing half of Dynamo's `KvRouterConfig`). Validation of
  * user input is config/'s job; this only holds the shape and the defaults. Every decision
  * uses these as they are: no request overrides them.
  */
@@ -10,10 +10,10 @@ export interface SchedulerConfig {
   readonly blockSize: number;
   /** Weight of prefill blocks against decode blocks in the kv cost (Dynamo default 1). */
   readonly overlapScoreWeight: number;
-  /** 0 = always the cheapest; > 0 = softmax sampling over costs (§4.4). */
+  /** 0 = always the cheapest; > 0 = softmax sampling over costs (Dynamo's DefaultWorkerSelector). */
   readonly temperature: number;
   /**
-   * Busy filter (§4.3): a rank is busy when its active prefill tokens exceed
+   * Busy filter (Dynamo's SchedulerQueue): a rank is busy when its active prefill tokens exceed
    * threshold × max_num_batched_tokens. null = no busy filtering.
    */
   readonly busyThreshold: number | null;

@@ -5,7 +5,7 @@
 import { keyOf, type DpRank, type WorkerId } from "../../core/ids.ts";
 import type { Endpoint } from "./types.ts";
 
-/** A worker as the registry describes it (Dynamo's per-worker runtime config, §4.4). */
+/** A worker as the registry describes it (Dynamo's per-worker runtime config, which its DefaultWorkerSelector reads). */
 export interface WorkerDescription {
   readonly workerId: WorkerId;
   /** First dp rank (default 0). */

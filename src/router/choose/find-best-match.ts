@@ -1,5 +1,5 @@
 /**
- * One scheduling decision (spec §4.2 step 4 and §4.3 `schedule`): build candidates from
+ * One scheduling decision (Dynamo's KvRouter::find_best_match and SchedulerQueue::schedule): build candidates from
  * the endpoints, the caller's overlaps and the tracker's load; run the policy pipeline.
  * It only chooses: booking the chosen worker is the request's lease (books/request-lease.ts),
  * so a decision has no side effects. No hashing or indexing happens here (the caller passes
@@ -19,7 +19,7 @@ import type { Endpoint, Pipeline, Rng, SchedulingContext, SchedulingRequest, Sel
 export interface FindBestMatchInput {
   /** Cached prefix per (worker, dp_rank), from the indexer. */
   readonly overlaps: OverlapScores;
-  /** Sequence hashes for block tracking (§2.5); null when not tracked. */
+  /** Sequence hashes for block tracking (Dynamo's compute_seq_hashes_for_tracking); null when not tracked. */
   readonly seqHashes: BigUint64Array | null;
   /** Prompt length in tokens; must be > 0. */
   readonly isl: number;

@@ -4,7 +4,7 @@
  *   kv            predicted time to first token + the delay to the requests queuing behind,
  *                 fastest then best-cached within one block (policies/kv-ttft.ts); no knobs
  *   kv-blocks, approx
- *                 Dynamo cost (§4.4), min with tree-size/random ties or softmax by temperature;
+ *                 Dynamo cost (Dynamo's DefaultWorkerSelector), min with tree-size/random ties or softmax by temperature;
  *                 approx differs only in the indexer feeding it overlaps.
  *                 Optional: load guard filter, active-requests cost, overlap credit (config; off by default).
  *   least-loaded  active prefill + active blocks (cache ignored), min with random ties

@@ -16,7 +16,7 @@ export interface Endpoint {
   readonly worker: WorkerWithDpRank;
   /** keyOf(worker), computed once by whoever builds the endpoint list. */
   readonly key: WorkerKey;
-  /** Engine's max_num_batched_tokens, for the busy test (§4.3); unknown = never busy. */
+  /** Engine's max_num_batched_tokens, for the busy test (Dynamo's SchedulerQueue); unknown = never busy. */
   readonly maxNumBatchedTokens?: number;
   /** False when health checks fence the worker; absent = healthy. */
   readonly healthy?: boolean;
@@ -26,7 +26,7 @@ export interface Endpoint {
 export interface SchedulingRequest {
   /** Prompt length in tokens; > 0. */
   readonly isl: number;
-  /** Sequence hashes for active-block tracking (§2.5); null when not tracked. */
+  /** Sequence hashes for active-block tracking (Dynamo's compute_seq_hashes_for_tracking); null when not tracked. */
   readonly seqHashes: BigUint64Array | null;
   /** Cached prefix depth per (worker, dp_rank), from the indexer. */
   readonly overlaps: OverlapScores;

@@ -1,5 +1,5 @@
 /**
- * Approximate mode (spec §3.7): no KV events; the router indexes its own routing decisions
+ * Approximate mode (Dynamo's approximate mode): no KV events; the router indexes its own routing decisions
  * and forgets them after a TTL, or earlier when the index outgrows its maximum size.
  *
  * recordDecision stores the request as a Stored event with parent None whose block hashes
@@ -56,7 +56,10 @@ export class ApproxIndex implements KvIndex {
     const seq = wordsOf(seqHashes);
     if (this.tree.storeChain(slot, false, 0, 0, wordsOf(localHashes), seq, n) !== "ok") return;
     const expiry = now + this.timers.config.ttlMs;
-    for (let i = 0; i < n; i++) this.timers.insert(slot.index, seq[2 * i]!, seq[2 * i + 1]!, i, expiry);
+    // Deepest block first: blocks of one decision share an expiry and pop deepest first, so
+    // pushed in this order each heap entry stays where it lands (in the other order each one
+    // sifted up past its shallower siblings: ~log2(n) swaps per block, every request).
+    for (let i = n - 1; i >= 0; i--) this.timers.insert(slot.index, seq[2 * i]!, seq[2 * i + 1]!, i, expiry);
     this.timers.endInsert();
     const size = this.tree.size();
     if (size > this.timers.config.maxTreeSize) this.timers.prune(size, this.removeTimed);

@@ -81,6 +81,19 @@ export class ChildTable {
     }
   }
 
+  /**
+   * Renumber the node ids in every edge (the node store compacted): `remap[old]` is the new
+   * id. In place: the slot comes from the path hash alone, which does not change.
+   */
+  remapIds(remap: Int32Array): void {
+    const s = this.slots;
+    for (let p = 0; p < s.length; p += 4) {
+      if (s[p + 3] === EMPTY) continue;
+      s[p + 2] = remap[s[p + 2]!]!;
+      s[p + 3] = remap[s[p + 3]!]!;
+    }
+  }
+
   /** Remove the edge; returns the child, or -1 when absent. */
   delete(parent: number, lo: number, hi: number): number {
     const i = this.slotOf(parent, lo, hi);

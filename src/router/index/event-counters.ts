@@ -1,6 +1,6 @@
 /**
  * Counts of applied events by type and status, the data behind the
- * `dynamo_kvrouter_kv_cache_events_applied{event_type,status}` metric (spec §1.3).
+ * `dynamo_kvrouter_kv_cache_events_applied{event_type,status}` metric (Dynamo's RouterEvent).
  */
 import type { KvEventStatus, KvEventType } from "../../core/events.ts";
 import type { EventCounters } from "./types.ts";

@@ -1,7 +1,7 @@
 /**
  * The one way to build an index: createIndexer("precise" | "approximate" | "none", opts).
  * precise = RadixTree fed by engine events; approximate = ApproxIndex fed by the router's own
- * decisions with TTL/size pruning; none = overlap weight 0 (spec §3.6: Indexer::None).
+ * decisions with TTL/size pruning; none = overlap weight 0 (Dynamo's Indexer::None).
  */
 import type { KvEventStatus, RouterEvent } from "../../core/events.ts";
 import type { OverlapScores } from "../../core/overlap.ts";

@@ -1,18 +1,26 @@
 /**
  * The nodes of the radix tree: one interleaved Int32Array record per node, with a free list.
  *
- * A node is an int id; its record is `stride` int32s at rec[id * stride]:
+ * A node is an int id; its record is STRIDE int32s at rec[id * STRIDE]:
  *   PARENT, PATH_LO, PATH_HI (path hash, see path-hash.ts), CHILDREN (count), CHILD0 (first
- *   child, or -1), HOLDERS (count of workers; -1 marks a free id), then `words` bitset words
- *   (bit w = worker slot w holds the node).
+ *   child, or -1), HOLDERS (count of worker slots holding it; -1 marks a free id), SOLE (the
+ *   slot when exactly one holds it, else -1), ROW (a bitset row in `rows` when two or more do,
+ *   else -1).
  * Most nodes have exactly one child, kept in CHILD0, so a chain needs no edge-table entry;
  * a chain stored by one event gets consecutive ids, so walking it reads memory in order; and
- * everything a lookup step needs about a node sits in one 32-byte record (up to 64 workers),
- * i.e. one cache line. No per-node object for the GC to trace.
+ * everything a lookup step needs about a node sits in one 32-byte record, i.e. half a cache
+ * line. No per-node object for the GC to trace.
+ *
+ * Memory follows what is live, whatever the number of workers: a record is 32 bytes (a
+ * bitset in every record cost 280 bytes per node with 2,000 workers registered, and kept that
+ * width after they left); only nodes held by several workers take a row, as wide as the
+ * worker slots in use; and `compact()` renumbers the nodes densely once most ids are free
+ * (the tree then remaps its edges and lookups), so a peak of nodes is not kept for ever.
  *
  * Node 0 is the root. Free ids are linked through PARENT. The array is replaced when it
- * grows: never cache `rec` across an alloc().
+ * grows or compacts: never cache `rec` across an alloc() or a compact().
  */
+import { HolderRows } from "../holder-rows.ts";
 import { ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
 
 export const ROOT = 0;
@@ -22,17 +30,23 @@ export const PATH_HI = 2;
 export const CHILDREN = 3;
 export const CHILD0 = 4;
 export const HOLDERS = 5;
-/** Offset of the first bitset word. */
-export const BITS = 6;
+/** The only holder's slot (HOLDERS = 1), else -1. */
+export const SOLE = 6;
+/** The holders' bitset row in `rows` (HOLDERS >= 2), else -1. */
+export const ROW = 7;
+/** Int32s per record. */
+export const STRIDE = 8;
 
 const INITIAL_CAPACITY = 1024;
+/** Below this many records a store is never worth compacting. */
+const COMPACT_MIN_CAPACITY = 64 * 1024;
 
 export class NodeStore {
   rec!: Int32Array;
-  /** Bitset words per record (32 worker slots each). */
-  words = 1;
-  /** BITS + words. */
-  stride = BITS + 1;
+  /** Int32s per record (STRIDE; a field so hot loops read it like before). */
+  readonly stride = STRIDE;
+  /** Holder bitsets of the nodes several worker slots hold. */
+  readonly rows = new HolderRows();
   /** Live nodes besides the root. */
   live = 0;
 
@@ -41,7 +55,7 @@ export class NodeStore {
   private freeHead = -1;
 
   constructor() {
-    this.allocate(INITIAL_CAPACITY, 1);
+    this.allocate(INITIAL_CAPACITY);
   }
 
   /** A new node under `parent` with path (lo, hi), held by nobody, linked as CHILD0 if free. */
@@ -62,6 +76,8 @@ export class NodeStore {
     rec[r + CHILDREN] = 0;
     rec[r + CHILD0] = -1;
     rec[r + HOLDERS] = 0;
+    rec[r + SOLE] = -1;
+    rec[r + ROW] = -1;
     const p = parent * this.stride;
     rec[p + CHILDREN]!++;
     if (rec[p + CHILD0]! < 0) rec[p + CHILD0] = n;
@@ -81,7 +97,10 @@ export class NodeStore {
     this.freeHead = n;
     this.live--;
     // An empty tree gives its memory back (the leak test's "baseline").
-    if (this.live === 0 && this.capacity > INITIAL_CAPACITY) this.allocate(INITIAL_CAPACITY, this.words);
+    if (this.live === 0 && this.capacity > INITIAL_CAPACITY) {
+      this.allocate(INITIAL_CAPACITY);
+      this.rows.compact(() => {});
+    }
   }
 
   get(n: number, field: number): number {
@@ -93,48 +112,110 @@ export class NodeStore {
   }
 
   hasHolder(n: number, w: number): boolean {
-    return (this.rec[n * this.stride + BITS + (w >>> 5)]! & (1 << (w & 31))) !== 0;
+    const r = n * STRIDE;
+    const holders = this.rec[r + HOLDERS]!;
+    if (holders <= 0) return false;
+    if (holders === 1) return this.rec[r + SOLE] === w;
+    return this.rows.has(this.rec[r + ROW]!, w);
   }
 
-  /** Set bit w of node n; false when it was already set. */
+  /** Add slot w to node n's holders; false when it was one already. */
   addHolder(n: number, w: number): boolean {
-    const r = n * this.stride;
-    const i = r + BITS + (w >>> 5);
-    const bit = 1 << (w & 31);
-    const word = this.rec[i]!;
-    if ((word & bit) !== 0) return false;
-    this.rec[i] = word | bit;
-    this.rec[r + HOLDERS]!++;
-    return true;
-  }
-
-  /** Clear bit w of node n; false when it was not set. */
-  removeHolder(n: number, w: number): boolean {
-    const r = n * this.stride;
-    const i = r + BITS + (w >>> 5);
-    const bit = 1 << (w & 31);
-    const word = this.rec[i]!;
-    if ((word & bit) === 0) return false;
-    this.rec[i] = word & ~bit;
-    this.rec[r + HOLDERS]!--;
-    return true;
-  }
-
-  /** Make the bitset wide enough for worker slots [0, span). */
-  ensureWorkers(span: number): void {
-    const need = Math.max(1, Math.ceil(span / 32));
-    if (need <= this.words) return;
-    let words = this.words;
-    while (words < need) words *= 2;
-    const old = this.rec;
-    const oldStride = this.stride;
-    const stride = BITS + words;
-    this.rec = new Int32Array(this.capacity * stride);
-    for (let n = 0; n < this.nextUnused; n++) {
-      for (let k = 0; k < oldStride; k++) this.rec[n * stride + k] = old[n * oldStride + k]!;
+    const rec = this.rec;
+    const r = n * STRIDE;
+    const holders = rec[r + HOLDERS]!;
+    if (holders === 0) {
+      rec[r + SOLE] = w;
+      rec[r + HOLDERS] = 1;
+      return true;
     }
-    this.words = words;
-    this.stride = stride;
+    if (holders === 1) {
+      const sole = rec[r + SOLE]!;
+      if (sole === w) return false;
+      const row = this.rows.alloc();
+      this.rows.set(row, sole);
+      this.rows.set(row, w);
+      rec[r + ROW] = row;
+      rec[r + SOLE] = -1;
+      rec[r + HOLDERS] = 2;
+      return true;
+    }
+    const row = rec[r + ROW]!;
+    if (this.rows.has(row, w)) return false;
+    this.rows.set(row, w);
+    rec[r + HOLDERS] = holders + 1;
+    return true;
+  }
+
+  /** Remove slot w from node n's holders; false when it was not one. */
+  removeHolder(n: number, w: number): boolean {
+    const rec = this.rec;
+    const r = n * STRIDE;
+    const holders = rec[r + HOLDERS]!;
+    if (holders <= 0) return false;
+    if (holders === 1) {
+      if (rec[r + SOLE] !== w) return false;
+      rec[r + SOLE] = -1;
+      rec[r + HOLDERS] = 0;
+      return true;
+    }
+    const row = rec[r + ROW]!;
+    if (!this.rows.has(row, w)) return false;
+    this.rows.clear(row, w);
+    if (holders === 2) {
+      // One holder left: back inline, the row freed.
+      rec[r + SOLE] = this.rows.first(row);
+      rec[r + ROW] = -1;
+      this.rows.free(row);
+    }
+    rec[r + HOLDERS] = holders - 1;
+    return true;
+  }
+
+  /** Holder rows wide enough for worker slots [0, span), and no wider than they need be. */
+  fitWorkers(span: number): void {
+    this.rows.fit(span);
+  }
+
+  /** Most ids are free: worth a compact(). */
+  get sparse(): boolean {
+    return this.capacity > COMPACT_MIN_CAPACITY && this.live * 4 < this.capacity;
+  }
+
+  /**
+   * Renumber the live nodes densely, in id order (the root stays 0), into an array sized to
+   * them; the holder rows are compacted too. Returns old id -> new id (-1 for a free id): the
+   * owner must remap every id it keeps (edges, lookups).
+   */
+  compact(): Int32Array {
+    const old = this.rec;
+    const limit = this.nextUnused;
+    const remap = new Int32Array(limit).fill(-1);
+    let next = 0;
+    for (let n = 0; n < limit; n++) if (n === ROOT || old[n * STRIDE + HOLDERS]! >= 0) remap[n] = next++;
+    const capacity = Math.max(INITIAL_CAPACITY, Math.ceil(next * 1.5));
+    const rec = new Int32Array(capacity * STRIDE);
+    for (let n = 0; n < limit; n++) {
+      const to = remap[n]!;
+      if (to < 0) continue;
+      const src = n * STRIDE;
+      const dst = to * STRIDE;
+      rec.set(old.subarray(src, src + STRIDE), dst);
+      if (n !== ROOT) rec[dst + PARENT] = remap[old[src + PARENT]!]!;
+      const c0 = old[src + CHILD0]!;
+      rec[dst + CHILD0] = c0 >= 0 ? remap[c0]! : -1;
+    }
+    this.rec = rec;
+    this.capacity = capacity;
+    this.nextUnused = next;
+    this.freeHead = -1;
+    this.rows.compact((move) => {
+      for (let n = 0; n < next; n++) {
+        const r = n * STRIDE;
+        if (rec[r + HOLDERS]! >= 2) rec[r + ROW] = move(rec[r + ROW]!);
+      }
+    });
+    return remap;
   }
 
   /** One past the highest id ever handed out (iterate ids below this). */
@@ -142,9 +223,9 @@ export class NodeStore {
     return this.nextUnused;
   }
 
-  /** Bytes held by the node records. */
+  /** Bytes held by the node records and their holder rows. */
   bytes(): number {
-    return this.capacity * this.stride * 4;
+    return this.capacity * STRIDE * 4 + this.rows.bytes();
   }
 
   private grow(capacity: number): void {
@@ -154,14 +235,14 @@ export class NodeStore {
     this.capacity = capacity;
   }
 
-  private allocate(capacity: number, words: number): void {
+  private allocate(capacity: number): void {
     this.capacity = capacity;
-    this.words = words;
-    this.stride = BITS + words;
-    this.rec = new Int32Array(capacity * this.stride);
+    this.rec = new Int32Array(capacity * STRIDE);
     this.rec[PATH_LO] = ROOT_PATH_LO;
     this.rec[PATH_HI] = ROOT_PATH_HI;
     this.rec[CHILD0] = -1;
+    this.rec[SOLE] = -1;
+    this.rec[ROW] = -1;
     this.nextUnused = 1;
     this.freeHead = -1;
     this.live = 0;

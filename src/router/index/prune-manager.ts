@@ -1,5 +1,5 @@
 /**
- * TTL timers and size pruning for the approximate index (spec §3.7, Dynamo's PruneManager).
+ * TTL timers and size pruning for the approximate index (Dynamo's approximate mode and its PruneManager).
  *
  * A timer is keyed by (worker slot, sequence hash) and carries its expiry and the block's
  * position in its sequence. `timers` is the source of truth; the min-heap is lazy: re-inserting
@@ -28,6 +28,18 @@ export const DEFAULT_PRUNE_CONFIG: PruneConfig = { ttlMs: 120_000, maxTreeSize: 
 
 /** Heap rebuild threshold: heap entries per live timer. */
 export const HEAP_REBUILD_FACTOR = 50;
+
+/**
+ * After a rebuild forced by refreshes (hot prompts re-recorded), the heap shrinks only when far
+ * too big: refreshes grow it back toward HEAP_REBUILD_FACTOR x the timers before the next
+ * rebuild, and shrinking at 4x re-grew it by doubling every ~50 requests.
+ */
+const REFRESH_SHRINK_FACTOR = 16;
+/** After a worker left, its heap entries' memory is given back: nothing grows it again soon. */
+const LEAVE_SHRINK_FACTOR = 4;
+
+/** Records and heap entries the arrays start with. */
+const INITIAL = 256;
 
 /** Called for each timer that fires or is pruned: (worker slot, hash lo, hash hi). */
 export type TimerSink = (worker: number, lo: number, hi: number) => void;
@@ -94,7 +106,7 @@ export class PruneManager {
 
   /** After a batch of inserts: drop stale heap entries when they pile up. */
   endInsert(): void {
-    if (this.hSize > this.timerCount * HEAP_REBUILD_FACTOR) this.rebuild();
+    if (this.hSize > this.timerCount * HEAP_REBUILD_FACTOR) this.rebuild(REFRESH_SHRINK_FACTOR);
   }
 
   /** Remove every timer with expiry <= now, reporting each. */
@@ -129,6 +141,26 @@ export class PruneManager {
     for (let i = 0; i < recs.length; i++) this.freeRecord(recs[i]!);
     this.timerCount -= recs.length;
     this.timers[worker] = undefined;
+    // Its heap entries are stale now: rebuilt (and re-sized) once they are most of the heap,
+    // so a worker that leaves does not leave its timers' memory behind.
+    if (this.timerCount === 0) this.reset();
+    else if (this.hSize > this.timerCount * 4) this.rebuild(LEAVE_SHRINK_FACTOR);
+  }
+
+  /** No timer left: every array back to its initial size. */
+  private reset(): void {
+    this.hSize = 0;
+    if (this.recExpiry.length <= INITIAL && this.hExpiry.length <= INITIAL) return;
+    this.recExpiry = new Float64Array(INITIAL);
+    this.recPos = new Int32Array(INITIAL);
+    this.recFree = -1;
+    this.recNext = 0;
+    this.hSize = 0;
+    this.hExpiry = new Float64Array(INITIAL);
+    this.hPos = new Int32Array(INITIAL);
+    this.hLo = new Uint32Array(INITIAL);
+    this.hHi = new Uint32Array(INITIAL);
+    this.hWorker = new Int32Array(INITIAL);
   }
 
   // ------------------------------------------------------------------ internals
@@ -146,7 +178,7 @@ export class PruneManager {
     if (r < 0 || this.recExpiry[r] !== expiry) return false; // stale
     map.delete(lo, hi);
     this.freeRecord(r);
-    this.timerCount--;
+    if (--this.timerCount === 0) this.reset(); // whatever is left in the heap is stale
     sink(worker, lo, hi);
     return true;
   }
@@ -263,12 +295,15 @@ export class PruneManager {
     this.hWorker = grow(this.hWorker, new Int32Array(cap));
   }
 
-  /** Replace the heap by one entry per live timer (Floyd's heapify). */
-  private rebuild(): void {
+  /**
+   * Replace the heap by one entry per live timer (Floyd's heapify). The arrays are re-sized
+   * both ways (the stale entries that made them grow are gone now), shrunk once they are
+   * more than `shrinkPast` times the size the live timers need.
+   */
+  private rebuild(shrinkPast: number): void {
     this.hSize = 0;
     const cap = Math.max(256, this.timerCount * 2);
-    // Re-size both ways: the stale entries that made it grow are gone now.
-    if (this.hExpiry.length < this.timerCount || this.hExpiry.length > 4 * cap) {
+    if (this.hExpiry.length < this.timerCount || this.hExpiry.length > shrinkPast * cap) {
       this.hExpiry = new Float64Array(cap);
       this.hPos = new Int32Array(cap);
       this.hLo = new Uint32Array(cap);

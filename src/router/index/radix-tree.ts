@@ -1,10 +1,10 @@
 /**
- * The precise KV index (spec §3.1–3.5): a radix tree of blocks keyed by the router's local
+ * The precise KV index (Dynamo's RadixTree): a radix tree of blocks keyed by the router's local
  * block hash, with a lookup per (worker, dp_rank) from the engine's block hash to the node.
  *
  * Layout (for 64+ workers and millions of blocks): a node is an int id with a 32-byte record
  * in one Int32Array (NodeStore): parent, path hash, child count, first child, and worker
- * membership as a bitset. A node's first child is linked in its record; further children go
+ * membership (the one worker slot inline, or a bitset row when several hold it). A node's first child is linked in its record; further children go
  * to one open-addressing edge table for the whole tree (ChildTable), addressed by the child's
  * path hash (path-hash.ts) so lookups never hash a bigint. Each worker's lookup is a U64Map.
  * No object is allocated per block; hot loops pre-load the cache lines they will need
@@ -43,10 +43,11 @@ import { parseWorkerKey } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 import { ChildTable } from "./child-table.ts";
 import { copyEventCounters, emptyEventCounters } from "./event-counters.ts";
-import { BITS, CHILD0, CHILDREN, HOLDERS, NodeStore, PARENT, PATH_HI, PATH_LO, ROOT } from "./node-store.ts";
+import { CHILD0, CHILDREN, HOLDERS, NodeStore, PARENT, PATH_HI, PATH_LO, ROOT, ROW, SOLE } from "./node-store.ts";
 import { childPath, PATH_OUT, ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
 import { dumpTree } from "./tree-dump.ts";
 import type { EventCounters, KvIndex } from "./types.ts";
+import { mix3, pow2AtLeast } from "./hash-mix.ts";
 import { U64Map } from "./u64-map.ts";
 import { B32, B64, wordsOf } from "./u64-split.ts";
 import type { WorkerSlot } from "./worker-slots.ts";
@@ -95,6 +96,7 @@ export class RadixTree implements KvIndex {
         break;
       case "cleared":
         this.clearSlot(slot);
+        this.compactIfSparse();
         status = "ok";
         break;
     }
@@ -139,9 +141,14 @@ export class RadixTree implements KvIndex {
     const nodes = this.nodes;
     const rec = nodes.rec;
     const stride = nodes.stride;
-    const words = nodes.words;
+    const rowBits = nodes.rows.bits;
+    const words = nodes.rows.words;
     if (this.active.length !== words) this.active = new Int32Array(words);
+    // The workers still matching: a bitset, and `single` >= 0 when it is known to hold just
+    // that slot (the usual case after the first level), so a node held by one worker is
+    // settled in O(1) instead of a walk over every word.
     const active = this.active;
+    let single = -1;
     const kids = this.kids;
     let sink = 0;
     let cur = ROOT;
@@ -163,47 +170,79 @@ export class RadixTree implements KvIndex {
         kids[r++] = c;
         cur = c;
       }
-      for (let j = 0; j < r; j++) sink += rec[kids[j]! * stride + BITS]!;
+      for (let j = 0; j < r; j++) sink += rec[kids[j]! * stride + HOLDERS]!;
       for (let j = 0; j < r; j++) {
-        const row = kids[j]! * stride + BITS;
-        let any = 0;
-        if (depth === 0) {
-          for (let k = 0; k < words; k++) {
-            const word = rec[row + k]!;
-            active[k] = word;
-            any |= word;
+        const at = kids[j]! * stride;
+        const holders = rec[at + HOLDERS]!;
+        if (holders <= 0) break walk; // a path node nobody holds: everyone still active stops here
+        if (holders === 1) {
+          const s = rec[at + SOLE]!;
+          if (depth === 0) {
+            active[s >>> 5] = 1 << (s & 31);
+            single = s;
+          } else if (single !== s) {
+            // Everyone but s stops at `depth`; s goes on if it was still matching.
+            const k = s >>> 5;
+            const bit = 1 << (s & 31);
+            const had = (active[k]! & bit) !== 0;
+            if (had) active[k] = active[k]! & ~bit;
+            nScored = this.scoreAll(scores, active, depth, nScored);
+            if (!had) break walk;
+            active[k] = bit;
+            single = s;
           }
         } else {
-          for (let k = 0; k < words; k++) {
-            const a = active[k]!;
-            if (a === 0) continue;
-            const na = a & rec[row + k]!;
-            if (na !== a) {
-              // Workers in `a` but not in this node stop matching at `depth` blocks.
-              nScored = this.score(scores, k, a ^ na, depth, nScored);
-              active[k] = na;
+          const row = rec[at + ROW]! * words;
+          let any = 0;
+          if (depth === 0) {
+            for (let k = 0; k < words; k++) {
+              const word = rowBits[row + k]!;
+              active[k] = word;
+              any |= word;
             }
-            any |= na;
+            single = -1;
+          } else if (single >= 0) {
+            if ((rowBits[row + (single >>> 5)]! & (1 << (single & 31))) === 0) break walk;
+            any = 1;
+          } else {
+            for (let k = 0; k < words; k++) {
+              const a = active[k]!;
+              if (a === 0) continue;
+              const na = a & rowBits[row + k]!;
+              if (na !== a) {
+                // Workers in `a` but not in this node stop matching at `depth` blocks.
+                nScored = this.score(scores, k, a ^ na, depth, nScored);
+                active[k] = na;
+              }
+              any |= na;
+            }
           }
+          if (any === 0) break walk;
         }
-        if (any === 0) break walk;
         depth++;
       }
       if (r < m) break;
     }
-    if (depth > 0) {
-      for (let k = 0; k < words; k++) {
-        const a = active[k]!;
-        if (a !== 0) nScored = this.score(scores, k, a, depth, nScored);
-        active[k] = 0;
-      }
-    }
+    if (depth > 0) nScored = this.scoreAll(scores, active, depth, nScored);
+    else active.fill(0);
     this.sink = sink;
     for (let j = 0; j < nScored; j++) {
       const slot = this.slots.bySlot[this.scored[j]!]!;
       treeSizes.set(slot.key, slot.blocks.size);
     }
     return result;
+  }
+
+  /** Score every slot still in `active` at `depth`, and empty it. */
+  private scoreAll(scores: Map<WorkerKey, number>, active: Int32Array, depth: number, nScored: number): number {
+    for (let k = 0; k < active.length; k++) {
+      const a = active[k]!;
+      if (a !== 0) {
+        nScored = this.score(scores, k, a, depth, nScored);
+        active[k] = 0;
+      }
+    }
+    return nScored;
   }
 
   size(): number {
@@ -222,7 +261,7 @@ export class RadixTree implements KvIndex {
     return this.slots.find(w.workerId, w.dpRank)?.blocks.size ?? 0;
   }
 
-  /** Known (worker, dp_rank) pairs, including cleared ones, ordered (spec §3.1 get_workers). */
+  /** Known (worker, dp_rank) pairs, including cleared ones, ordered (Dynamo's RadixTree::get_workers). */
   knownWorkers(): WorkerWithDpRank[] {
     return this.slots.sorted().map((s) => ({ workerId: s.workerId, dpRank: s.dpRank }));
   }
@@ -253,6 +292,7 @@ export class RadixTree implements KvIndex {
       this.clearSlot(s);
       this.slots.release(s);
     }
+    this.afterRemovals();
   }
 
   removeWorkerDpRank(workerId: WorkerId, dpRank: DpRank): void {
@@ -260,6 +300,7 @@ export class RadixTree implements KvIndex {
     if (!s) return;
     this.clearSlot(s);
     this.slots.release(s);
+    this.afterRemovals();
   }
 
   /** The precise index learns from engine events only. */
@@ -272,7 +313,7 @@ export class RadixTree implements KvIndex {
   /** The slot of a (worker, dp_rank), created when missing. */
   internSlot(workerId: WorkerId, dpRank: DpRank): WorkerSlot {
     const slot = this.slots.intern(workerId, dpRank);
-    if (slot.index >= this.nodes.words * 32) this.nodes.ensureWorkers(this.slots.span);
+    if (slot.index >= this.nodes.rows.words * 32) this.nodes.fitWorkers(this.slots.span);
     return slot;
   }
 
@@ -291,6 +332,8 @@ export class RadixTree implements KvIndex {
     const n = slot.blocks.delete(lo, hi);
     if (n < 0) return false;
     this.releaseAlias(slot, n);
+    // No node id is held by any caller between two removals: a safe point to compact.
+    this.compactIfSparse();
     return true;
   }
 
@@ -455,6 +498,32 @@ export class RadixTree implements KvIndex {
     }
   }
 
+  /** Slots were released: the holder rows narrow to the slots in use, the nodes compact when sparse. */
+  private afterRemovals(): void {
+    this.nodes.fitWorkers(this.slots.span);
+    this.compactIfSparse();
+  }
+
+  /**
+   * Most node ids are free (workers left, blocks removed or expired): renumber the nodes
+   * densely and remap every id kept outside the store (edges, lookups, aliases), so the
+   * index's memory follows its live nodes instead of its peak.
+   */
+  private compactIfSparse(): void {
+    if (!this.nodes.sparse) return;
+    const remap = this.nodes.compact();
+    this.edges.remapIds(remap);
+    for (const s of this.slots.bySlot) {
+      if (s === undefined) continue;
+      s.blocks.remapValues(remap);
+      if (s.aliases !== null) {
+        const moved = new Map<number, number>();
+        for (const [n, count] of s.aliases) moved.set(remap[n]!, count);
+        s.aliases = moved;
+      }
+    }
+  }
+
   /** Drop every block of a slot; the slot stays known with an empty lookup. */
   private clearSlot(slot: WorkerSlot): void {
     const nodes = this.nodes;
@@ -486,9 +555,12 @@ export class RadixTree implements KvIndex {
   }
 }
 
+/** distinctChain's scratch set: block indices, -1 = free. */
+let seenTable = new Int32Array(256);
+
 /**
  * True when the chain's block hashes are pairwise distinct and differ from the parent hash:
- * a repeat would make a block its own ancestor (spec §3.3 self-reference check).
+ * a repeat would make a block its own ancestor (Dynamo's RadixTree self-reference check).
  */
 function distinctChain(hasParent: boolean, pLo: number, pHi: number, hash: Uint32Array, n: number): boolean {
   if (hasParent) {
@@ -502,10 +574,24 @@ function distinctChain(hasParent: boolean, pLo: number, pHi: number, hash: Uint3
     }
     return true;
   }
-  const seen = new U64Map(n);
+  // An open-addressing set of block indices in a reused table (one per process: the check
+  // runs synchronously), not a new map per event: events of 33+ blocks are common (vLLM sends
+  // a whole prefill's blocks, approximate mode records a prompt's) and this runs on each.
+  const cap = pow2AtLeast(2 * n);
+  if (seenTable.length < cap) seenTable = new Int32Array(cap);
+  seenTable.fill(-1, 0, cap);
+  const mask = cap - 1;
   for (let i = 0; i < n; i++) {
-    if (seen.get(hash[2 * i]!, hash[2 * i + 1]!) >= 0) return false;
-    seen.set(hash[2 * i]!, hash[2 * i + 1]!, i);
+    const lo = hash[2 * i]!;
+    const hi = hash[2 * i + 1]!;
+    for (let k = mix3(0, lo, hi) & mask; ; k = (k + 1) & mask) {
+      const j = seenTable[k]!;
+      if (j < 0) {
+        seenTable[k] = i;
+        break;
+      }
+      if (hash[2 * j] === lo && hash[2 * j + 1] === hi) return false;
+    }
   }
   return true;
 }

@@ -1,6 +1,6 @@
 /**
  * The radix tree as a list of Stored/Removed events that rebuild an equal tree when replayed
- * in order into an empty index (spec §3.5, used by recovery and the worker-local indexer).
+ * in order into an empty index (Dynamo's dump_tree_as_events, used by recovery and the worker-local indexer).
  *
  * Per (worker, dp_rank), ordered by (worker_id, dp_rank); per worker, its blocks in
  * breadth-first order (by depth), one Stored event per block, parent_hash = the worker's

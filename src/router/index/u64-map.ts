@@ -129,6 +129,12 @@ export class U64Map {
     }
   }
 
+  /** Replace every value v by `remap[v]` (the values are ids that were renumbered). Keys stay. */
+  remapValues(remap: Int32Array): void {
+    const s = this.slots;
+    for (let p = 2; p < s.length; p += 3) if (s[p] !== EMPTY) s[p] = remap[s[p]!]!;
+  }
+
   /** Every value (one per entry, duplicates kept), in slot order. */
   values(): Int32Array {
     const out = new Int32Array(this.count);

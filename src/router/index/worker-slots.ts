@@ -87,6 +87,15 @@ export class WorkerSlots {
     if (ranks.size === 0) this.byId.delete(slot.workerId);
     this.bySlot[slot.index] = undefined;
     this.free.push(slot.index);
+    // Trailing free slots leave the span, so the holder bitsets can narrow again.
+    const by = this.bySlot;
+    while (by.length > 0 && by[by.length - 1] === undefined) {
+      const index = by.length - 1;
+      by.pop();
+      const k = this.free.indexOf(index);
+      this.free[k] = this.free[this.free.length - 1]!;
+      this.free.pop();
+    }
   }
 
   /** Live slots ordered by (worker_id, dp_rank). */
@@ -97,7 +106,7 @@ export class WorkerSlots {
     return out;
   }
 
-  /** One past the highest slot index ever used (bitset width needed). */
+  /** One past the highest slot index in use (bitset width needed). */
   get span(): number {
     return this.bySlot.length;
   }

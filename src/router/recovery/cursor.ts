@@ -1,5 +1,5 @@
 /**
- * The event-id cursor of one (worker, dp_rank) stream (spec §5.1, Dynamo
+ * The event-id cursor of one (worker, dp_rank) stream (Dynamo's recovery cursor, Dynamo
  * `dynamo_kv_router::recovery::{CursorState, CursorObservation}`). Pure values and pure
  * functions: nothing here mutates, so a state machine can compute a new cursor and decide
  * whether to keep it.
@@ -42,7 +42,7 @@ export function lastAppliedId(c: CursorState): EventId | undefined {
   return c.kind === "initial" ? undefined : c.lastApplied;
 }
 
-/** Classify an incoming event id against the cursor (spec §5.1 `observe`). */
+/** Classify an incoming event id against the cursor (Dynamo's recovery cursor `observe`). */
 export function observe(c: CursorState, got: EventId): CursorObservation {
   switch (c.kind) {
     case "initial":

@@ -12,9 +12,9 @@ import { Semaphore } from "./semaphore.ts";
 import { emptyRecoveryStats, type EventSource, type IndexSink, type RecoveryStats, type WorkerKvQueryResponse, type WorkerQuery } from "./types.ts";
 import { WorkerState, type LiveEventAction } from "./worker-state.ts";
 
-/** Query attempts after the first before a recovery gives up (spec §5.3). */
+/** Query attempts after the first before a recovery gives up (Dynamo's WorkerQueryClient). */
 export const RECOVERY_MAX_RETRIES = 8;
-/** Backoff before retry n (from 0) is this times 2^n ms (spec §5.3). */
+/** Backoff before retry n (from 0) is this times 2^n ms (Dynamo's WorkerQueryClient). */
 export const RECOVERY_INITIAL_BACKOFF_MS = 200;
 /** Queries in flight at once across all workers; a mass reconnect must not stampede engines. */
 export const RECOVERY_CONCURRENCY_LIMIT = 16;

@@ -3,7 +3,7 @@
  * moves on; batches lost beyond it are gone for good). Their subscriber numbers events
  * densely and leaves an id gap where batches were lost (events/zmq/subscriber.ts). Lost
  * batches may hold Removed events, so blocks the engine dropped would stay in the index for
- * good (issue 12: 319 such blocks). An id gap therefore wipes the rank before the next
+ * good (319 such blocks). An id gap therefore wipes the rank before the next
  * event applies: a cold rank is honest, stale hits are not. PURE: ids in, decisions out.
  */
 import type { RouterEvent } from "../../core/events.ts";

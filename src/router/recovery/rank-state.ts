@@ -1,6 +1,6 @@
 /**
  * Recovery state of one (worker, dp_rank) stream: its cursor, whether a recovery is in
- * flight, and the live events buffered meanwhile (a port of Dynamo's `RankState`, seed 002).
+ * flight, and the live events buffered meanwhile (a port of Dynamo's `RankState`).
  * It never talks to the index or the worker; the driver does that from its answers.
  */
 import type { RouterEvent } from "../../core/events.ts";

@@ -1,5 +1,5 @@
 /**
- * Shapes shared by the recovery core: the worker query response (spec §1.8), the query
+ * Shapes shared by the recovery core: the worker query response (Dynamo's worker KV query), the query
  * function the driver is given, the index sink it feeds, and its counters.
  */
 import type { RouterEvent } from "../../core/events.ts";

@@ -1,6 +1,6 @@
 /**
  * Recovery state of one worker: its epoch and one RankState per dp rank (a port of Dynamo's
- * `WorkerState`, seed 002, plus engine-restart detection). It turns each live event into a
+ * `WorkerState`, plus engine-restart detection). It turns each live event into a
  * LiveEventAction for the driver; it never calls the index or the worker itself.
  */
 import type { RouterEvent } from "../../core/events.ts";

@@ -1,5 +1,5 @@
 /**
- * The embedded AffinityStore (spec §7, seed 004 `InMemoryAffinityStore`): one map with a
+ * The embedded AffinityStore (Dynamo's `InMemoryAffinityStore`): one map with a
  * sliding TTL per binding, swept by a reaper every `reaperIntervalMs`.
  *
  * An expired binding disappears either at the next sweep or at the lookup that finds it,
@@ -8,7 +8,7 @@
  * injected clock, so this file owns no timer and reads no wall clock.
  *
  * The map is bounded (`maxSessions`): clients choose session ids, so without a bound one
- * client can make the router hold any number of them (issue 12: 36,000 ids of 15 KB took
+ * client can make the router hold any number of them (36,000 ids of 15 KB took
  * RSS from 70 to 591 MB). The map's order is least recently used first (a lookup that
  * slides a binding moves it to the end), so the binding dropped to make room is the one
  * idle longest; an engine-backed one is reported to `onExpire` like an expiry, so its

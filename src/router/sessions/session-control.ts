@@ -1,5 +1,5 @@
 /**
- * Engine-backed sessions (spec §7): the request body's `nvext.session_control`
+ * Engine-backed sessions (Dynamo's sticky sessions): the request body's `nvext.session_control`
  * `{session_id, action?: "open" | "close", timeout?: seconds}`.
  *   open   the engine opens the session first (timeout + 30 s, so the router's expiry comes
  *          first), then the binding is made engine-backed with ttl = timeout;

@@ -1,5 +1,5 @@
 /**
- * Session affinity policy (spec §7, seed 004 `StickySessionRouter`): keeps every turn of a
+ * Session affinity policy (Dynamo's `StickySessionRouter`): keeps every turn of a
  * session on one (worker, dp_rank), where its prefix stays warm. It only reads and writes
  * bindings; opening and closing sessions on the engine is the caller's job.
  */

@@ -1,5 +1,5 @@
 /**
- * Where sticky-session bindings live (spec §7). Async so a Redis store fits the same shape.
+ * Where sticky-session bindings live (Dynamo's sticky sessions). Async so a Redis store fits the same shape.
  * Time is the store's concern: the in-memory store is given a clock, Redis uses its own.
  */
 import type { WorkerWithDpRank } from "../../core/ids.ts";

@@ -29,16 +29,16 @@ export class EngineLoad {
     log: Logger;
   }): void {
     if (config.engineMetricsInterval <= 0) return;
-    const limits = { kvUsage: config.busyThreshold ?? undefined, waiting: config.busyWaiting ?? undefined };
+    const limits = { kvUsage: config.scheduler.busyThreshold ?? undefined, waiting: config.busyWaiting ?? undefined };
     const scraper = new EngineMetricsScraper({
       workers: deps.workers,
       intervalMs: config.engineMetricsInterval * 1000,
-      fetch: (u, init) => fetch(u, { ...init, headers: deps.engineHeaders }),
+      fetch: (u, init) => fetch(u, { ...init, headers: deps.engineHeaders, redirect: "manual" }),
       now: deps.now,
       warn: (m) => deps.log.warn(m),
       onRound: () => {
         this.busy = busyEngineRanks(scraper.freshLoads(), limits);
-        if (config.engineLoadWeight > 0) this.waiting = waitingByRank(scraper.freshLoads());
+        if (config.scheduler.engineWaitingWeight > 0) this.waiting = waitingByRank(scraper.freshLoads());
         deps.admission.pump();
       },
     });

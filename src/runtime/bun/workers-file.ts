@@ -1,9 +1,20 @@
-/** --workers-file on Bun: the file read with Bun.file, parsed with Bun.YAML, its folder watched with node:fs. */
+/**
+ * --workers-file on Bun: the file read through a bounded reader (a regular file of at most
+ * MAX_WORKERS_FILE_BYTES), parsed with Bun.YAML, its folder watched with node:fs, its version
+ * (inode, size, mtime) polled so a lost notification is caught without reading it again.
+ */
 import { watch } from "node:fs";
+import { fileVersion, readBoundedText } from "./bounded-file.ts";
 import type { Logger } from "../../edge/log.ts";
 import type { WorkerProvisioner } from "../../fleet/provisioner.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
 import { WorkersFileWatch } from "../../fleet/workers-file-watch.ts";
+
+/**
+ * Largest workers file read: 4 MiB holds ~20,000 entries of 200 bytes, far past --max-workers;
+ * anything larger is refused (logged, the last good list kept) instead of read.
+ */
+export const MAX_WORKERS_FILE_BYTES = 4 * 1024 * 1024;
 
 export function workersFileWatch(
   path: string | undefined,
@@ -12,7 +23,8 @@ export function workersFileWatch(
   if (path === undefined) return undefined;
   return new WorkersFileWatch({
     path,
-    readFile: (p) => Bun.file(p).text(),
+    readFile: (p) => readBoundedText(p, MAX_WORKERS_FILE_BYTES),
+    fileVersion,
     parseYaml: (t) => Bun.YAML.parse(t),
     watchDir: (dir, onChange) => {
       const w = watch(dir, () => onChange());

@@ -2,7 +2,7 @@
  * Passive and active health, built the same way on every runtime: outlier ejection from the
  * answers (src/fleet/outlier-detector.ts), periodic health checks that re-read each worker's
  * models, and engine-restart detection (an idle restarted engine sends no event: its instance id
- * changing tells us, issue 12), which wipes and restores the worker's ranks before it is healthy
+ * changing tells us), which wipes and restores the worker's ranks before it is healthy
  * again. It registers no worker (membership does).
  */
 import type { Logger } from "../../edge/log.ts";
@@ -10,6 +10,7 @@ import type { Config } from "../../config/schema.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
 import type { createRouter } from "../../router/index.ts";
 import { fetchEngineInfo } from "../../fleet/engine-info.ts";
+import { ownFetch } from "./engine-fetch.ts";
 import { HealthChecker } from "../../fleet/health.ts";
 import { fetchServedModels, type ModelDirectory } from "../../fleet/models.ts";
 import { OutlierDetector } from "../../fleet/outlier-detector.ts";
@@ -31,7 +32,7 @@ export function workerHealth(
     now: () => number;
     log: Logger;
   },
-): { health: HealthChecker; restarts: RestartDetector } {
+): { health: HealthChecker; restarts: RestartDetector; outliers: OutlierDetector } {
   const { registry, models, metrics, now, log } = d;
   // Passive health: workers whose answers keep failing are ejected (workers/outlier-detector.ts).
   const outliers = new OutlierDetector(
@@ -60,14 +61,14 @@ export function workerHealth(
       healthy ? log.info(`worker ${id} is healthy`) : log.warn(`worker ${id} is unhealthy`, { reason }),
     afterHealthy: async (id, url, signal) => {
       const readModels = async () => {
-        const served = await fetchServedModels(url, signal, (u, init) => fetch(u, init));
+        const served = await fetchServedModels(url, signal, ownFetch);
         if (registry.has(id) && models.set(id, served)) log.info(`worker ${id} serves ${served.map((m) => m.id).join(", ")}`);
       };
       // Before the worker is marked healthy: a restarted engine's old blocks leave the index first.
       await Promise.all([readModels(), restarts.check(id, url, signal)]);
     },
   });
-  // An engine restarted while idle sends no event: its instance id changing tells us (issue 12).
+  // An engine restarted while idle sends no event: its instance id changing tells us.
   const restarts = new RestartDetector({
     probe: async (url) => (await fetchEngineInfo(url, config.healthTimeout * 1000, d.toEngines)).instanceId,
     onRestart: (id, previous, current) => {
@@ -77,5 +78,5 @@ export function workerHealth(
       for (let r = 0; r < w.dpRanks; r++) d.members.addRank(id, r, true);
     },
   });
-  return { health, restarts };
+  return { health, restarts, outliers };
 }

@@ -37,7 +37,7 @@ describe("loadConfig", () => {
 
   test("numbers given as strings are coerced, fractions allowed where they make sense", () => {
     const c = loadConfig({ argv: ["--temperature", "0.5", "--health-interval", "0.25", "--overlap-weight", "2"], env: {} });
-    expect(c).toMatchObject({ temperature: 0.5, healthInterval: 0.25, overlapWeight: 2 });
+    expect(c).toMatchObject({ scheduler: { temperature: 0.5, overlapScoreWeight: 2 }, healthInterval: 0.25 });
   });
 
   test("every bad field is named in one error, with the value it got", () => {
@@ -83,24 +83,24 @@ describe("loadConfig", () => {
   });
 
   test("scheduler knobs: load guard off by default, on with a factor >= 1, bad values named", () => {
-    const d = loadConfig({ argv: [], env: {} });
-    expect(d).toMatchObject({ loadGuard: null, loadGuardMetric: "requests", activeRequestWeight: 0, busyThreshold: null, overlapCredit: 16 });
-    expect(d).toMatchObject({ prefillWaitFactor: 1.05, prefillWaitSlack: 0.75 });
-    expect(loadConfig({ argv: ["--overlap-credit", "0"], env: {} }).overlapCredit).toBe(0);
-    expect(loadConfig({ argv: ["--prefill-wait-factor", "0"], env: {} }).prefillWaitFactor).toBeNull();
+    const d = loadConfig({ argv: [], env: {} }).scheduler;
+    expect(d).toMatchObject({ loadGuardFactor: null, loadGuardMetric: "requests", activeRequestWeight: 0, busyThreshold: null, overlapCredit: 16 });
+    expect(d).toMatchObject({ prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 });
+    expect(loadConfig({ argv: ["--overlap-credit", "0"], env: {} }).scheduler.overlapCredit).toBe(0);
+    expect(loadConfig({ argv: ["--prefill-wait-factor", "0"], env: {} }).scheduler.prefillWaitFactor).toBeNull();
     expect(() => loadConfig({ argv: ["--prefill-wait-factor", "0.5"], env: {} })).toThrow(/--prefill-wait-factor/);
-    const c = loadConfig({ argv: ["--load-guard", "1.25", "--load-guard-metric", "blocks", "--busy-threshold", "0.9"], env: {} });
-    expect(c).toMatchObject({ loadGuard: 1.25, loadGuardMetric: "blocks", busyThreshold: 0.9 });
+    const c = loadConfig({ argv: ["--load-guard", "1.25", "--load-guard-metric", "blocks", "--busy-threshold", "0.9"], env: {} }).scheduler;
+    expect(c).toMatchObject({ loadGuardFactor: 1.25, loadGuardMetric: "blocks", busyThreshold: 0.9 });
     const p = problems(() => loadConfig({ argv: ["--load-guard", "0.5", "--load-guard-metric", "tokens"], env: {} }));
     expect(p.some((m) => m.includes("--load-guard") && m.includes(">= 1"))).toBe(true);
     expect(p.some((m) => m.includes("--load-guard-metric"))).toBe(true);
   });
 
   test("--inflight-overlap takes a boolean", () => {
-    expect(loadConfig({ argv: [], env: {} }).inflightOverlap).toBe(true);
-    expect(loadConfig({ argv: ["--inflight-overlap", "false"], env: {} }).inflightOverlap).toBe(false);
-    expect(loadConfig({ argv: ["--inflight-overlap", "true"], env: {} }).inflightOverlap).toBe(true);
-    expect(loadConfig({ argv: [], env: { SWITCHYARD_INFLIGHT_OVERLAP: "false" } }).inflightOverlap).toBe(false);
+    expect(loadConfig({ argv: [], env: {} }).scheduler.inflightOverlap).toBe(true);
+    expect(loadConfig({ argv: ["--inflight-overlap", "false"], env: {} }).scheduler.inflightOverlap).toBe(false);
+    expect(loadConfig({ argv: ["--inflight-overlap", "true"], env: {} }).scheduler.inflightOverlap).toBe(true);
+    expect(loadConfig({ argv: [], env: { SWITCHYARD_INFLIGHT_OVERLAP: "false" } }).scheduler.inflightOverlap).toBe(false);
     expect(problems(() => loadConfig({ argv: ["--inflight-overlap", "maybe"], env: {} })).join()).toContain("--inflight-overlap");
   });
 });

@@ -8,7 +8,7 @@
 import { createApp } from "../../../src/edge/app.ts";
 import type { EdgeDeps } from "../../../src/edge/deps.ts";
 import { fetchUpstream } from "../../../src/edge/proxy/upstream.ts";
-import { silentLogger } from "../../../src/edge/log.ts";
+import { silentLogger, type Logger } from "../../../src/edge/log.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";
@@ -26,6 +26,7 @@ import type { PolicyName } from "../../../src/config/schema.ts";
 import { AdapterLoader } from "../../../src/fleet/lora/adapter-loader.ts";
 import { engineLoraClient } from "../../../src/fleet/engine-lora.ts";
 import { engineSessions } from "../../../src/fleet/engine-sessions.ts";
+import type { RequestObservers } from "../../../src/observe/request-observers.ts";
 
 export type FakeFetch = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -57,12 +58,18 @@ export interface HarnessOptions {
   readonly peer?: string;
   readonly maxRetries?: number;
   readonly maxBodyBytes?: number;
+  /** --max-prompt-chars (default: no limit). */
+  readonly maxPromptChars?: number;
   readonly blockSize?: number;
   /** LoRA: adapters named by unknown models are loaded (default false), LRU eviction (default false). */
   readonly loraLoadOnDemand?: boolean;
   readonly loraEvict?: boolean;
   /** Per worker: LoRA slots (default unknown). */
   readonly maxLoras?: number;
+  /** Where the app logs (default: nowhere). */
+  readonly log?: Logger;
+  /** Access lines, request metrics and spans (src/observe), built from the harness's parts; default none. */
+  readonly observe?: (parts: { metrics: RouterMetrics; registry: WorkerRegistry; blockSize: number; router: ReturnType<typeof createRouter> }) => RequestObservers;
 }
 
 export function harness(o: HarnessOptions): Harness {
@@ -119,12 +126,12 @@ export function harness(o: HarnessOptions): Harness {
   tracker.updateWorkers(o.workers.flatMap((w) => Array.from({ length: w.dpRanks ?? 1 }, (_, r) => ({ workerId: w.id, dpRank: r }))));
   const deps: EdgeDeps = {
     door: { adminToken: o.adminToken, peer: () => o.peer ?? "127.0.0.1" },
-    limits: { maxBodyBytes: o.maxBodyBytes ?? 1 << 20 },
+    limits: { maxBodyBytes: o.maxBodyBytes ?? 1 << 20, maxPromptChars: o.maxPromptChars },
     fleet: { registry, lora: loader, models },
     router,
     upstream: { call: fetchUpstream(fetch), fetch, maxRetries: o.maxRetries ?? 2 },
     outcomes: { fence: (id, reason) => health.fence(id, reason) },
-    observe: { metrics, log: silentLogger },
+    observe: { metrics, log: o.log ?? silentLogger, requests: o.observe?.({ metrics, registry, blockSize, router }) },
     admin: { membership, peekSession: (id) => store.peek(id), now },
   };
   const app = createApp(deps);

@@ -17,6 +17,7 @@ function fakeStart(failAt?: string) {
     return {
       libzmqVersion: "4.3.4",
       running: () => running,
+      session: () => ({ state: "connected", resubscribes: 0 }),
       async stop() {
         running = false;
         stopped.push(o.endpoint);

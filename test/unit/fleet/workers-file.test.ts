@@ -4,6 +4,7 @@ import { workerIdFromUrl } from "../../../src/core/worker-id.ts";
 import type { WorkerSpec } from "../../../src/fleet/worker-spec.ts";
 import { diffWorkers, parseWorkersFile } from "../../../src/fleet/workers-file.ts";
 import { WorkersFileWatch } from "../../../src/fleet/workers-file-watch.ts";
+import { until } from "../../support/processes.ts";
 
 const yaml = (t: string) => Bun.YAML.parse(t);
 const A = "http://10.0.0.1:8000";
@@ -119,3 +120,41 @@ describe("WorkersFileWatch", () => {
     expect([...s.registered.keys()]).toEqual([7n]);
   });
 });
+
+describe("WorkersFileWatch polling", () => {
+  test("the timer reads the file only when its version changed; a worker removed meanwhile is put back without a read", async () => {
+    const file = { text: JSON.stringify([A]), version: "v1", looks: 0 };
+    const registered = new Set<bigint>();
+    const w = new WorkersFileWatch({
+      path: "/mnt/cfg/workers.json",
+      pollMs: 5,
+      readFile: async () => file.text,
+      fileVersion: async () => {
+        file.looks++;
+        return file.version;
+      },
+      parseYaml: yaml,
+      register: async (spec) => void registered.add(spec.id ?? workerIdFromUrl(spec.url)),
+      remove: (id) => void registered.delete(id),
+      isRegistered: (id) => registered.has(id),
+      now: () => 0,
+      log: { info() {}, warn() {}, error() {} },
+    });
+    await w.start();
+    try {
+      expect(w.reads).toBe(1);
+      await until(() => file.looks >= 12, "a dozen polls", 2_000, 5);
+      expect(w.reads).toBe(1); // before: one read per poll, whatever the file's size
+      registered.clear();
+      await until(() => registered.has(workerIdFromUrl(A)), "the removed worker back", 2_000, 5);
+      expect(w.reads).toBe(1);
+      file.text = JSON.stringify([A, B]);
+      file.version = "v2";
+      await until(() => registered.has(workerIdFromUrl(B)), "the new version applied", 2_000, 5);
+      expect(w.reads).toBe(2);
+    } finally {
+      w.stop();
+    }
+  });
+});
+

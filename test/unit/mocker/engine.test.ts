@@ -185,6 +185,27 @@ describe("MockEngine", () => {
     expect(rank.decoding).toBe(0);
   });
 
+  test("an abort during prefill ends it at once: no blocks stored, the lane free for the next prompt", async () => {
+    const { clock, engine, events } = setup();
+    const ctl = new AbortController();
+    // 400 tokens at 1 ms each: a 400 ms prefill, cut at 50 ms.
+    const a = track(engine, clock, { tokens: prompt(400), maxTokens: 2, signal: ctl.signal });
+    const b = track(engine, clock, { tokens: prompt(8, 1000), maxTokens: 1 });
+    await clock.run(50);
+    ctl.abort();
+    await expect(a.done).rejects.toBeInstanceOf(AbortedError);
+    await clock.run();
+    await b.done;
+    // Before: the aborted prefill ran to its end (400 ms) before the next one started.
+    expect(b.rec.startAt).toBe(50);
+    expect(a.rec.tokenAt).toEqual([]);
+    const rank = engine.ranks[0]!;
+    expect(rank.kv.cache.pinnedCount).toBe(0);
+    expect(rank.kv.cache.size).toBe(2); // b's blocks only: a's were never computed
+    expect(events.filter((e) => e.event.data.type === "stored").length).toBe(1);
+    expect(engine.counters.aborted).toBe(1);
+  });
+
   test("model names resolve to base, a loaded adapter, or unknown", () => {
     const { engine } = setup({ loras: ["a"], model: "base" });
     expect(engine.resolveModel(undefined)).toBeUndefined();

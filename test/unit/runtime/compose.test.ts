@@ -2,8 +2,9 @@
  * The one composition (src/runtime/compose.ts) with portable choices, no server: a runtime that
  * cannot read files refuses --tokenizer by name before anything opens; the runtime's removal
  * hook is called; a start-up engine that cannot be reached is registered unhealthy; draining
- * shows in the app's deps; stop and close leave nothing running; one router identity serves
- * /health, request ids and load sync. No engine: the one worker URL is a closed port.
+ * shows in the app's deps (after the drain delay's readiness-only step); stop and close leave
+ * nothing running; one router identity serves /health, request ids and load sync. No engine:
+ * the one worker URL is a closed port.
  */
 import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../../src/edge/log.ts";
@@ -55,6 +56,10 @@ describe("composeRouter", () => {
     expect(removed).toEqual([w!.id]);
     expect(lines.some((l) => l.includes(`worker ${w!.id} removed`))).toBe(true);
     c.startChecks();
+    // The drain delay: /health says draining while requests are still served.
+    expect(door.unready!()).toBe(false);
+    c.stopReadiness();
+    expect([door.unready!(), door.draining!()]).toEqual([true, false]);
     c.startDraining();
     expect(door.draining!()).toBe(true);
     c.stopWork();

@@ -1,31 +1,43 @@
 /**
  * The RESP Redis code is injected, never imported, by the portable Redis paths (issue 10 §2):
  * without an opener a redis:// URL is refused with a message naming the way out, and the
- * portable runtimes refuse `--redis redis://…` by name before anything starts. No network:
+ * portable runtimes refuse `--redis redis://…` by name before anything starts (the options
+ * table's runtime column, through loadConfig). No network:
  * every case fails before a connection is tried, or uses a fake opener.
  */
 import { describe, expect, test } from "bun:test";
-import { refusedValues } from "../../../src/runtime/portable.ts";
+import { ConfigError, loadConfig } from "../../../src/config/load.ts";
 import { openRedisConnection, type RedisConnection } from "../../../src/sync/redis-client.ts";
 import { openSyncTransport, type SyncTransport, type SyncTransportOptions } from "../../../src/sync/transport.ts";
 
 const SYNC: SyncTransportOptions = { url: "redis://127.0.0.1:1", channel: "c", commandTimeoutMs: 50, pollMs: 5, streamMaxLen: 10 };
 
-describe("refusedValues", () => {
+/** What a portable runtime refuses of these options: the problems loadConfig throws for it. */
+function refusedOn(runtime: "deno" | "workerd", argv: string[]): readonly string[] {
+  try {
+    loadConfig({ argv, env: {}, runtime });
+    return [];
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+}
+
+describe("values the portable runtimes refuse", () => {
   test("redis:// and rediss:// are refused by name; https:// and no --redis are not", () => {
-    expect(refusedValues({ redis: "redis://h:6379", tokenizerLibrary: "hf" }, "Deno")).toEqual([
+    expect(refusedOn("deno", ["--redis", "redis://h:6379"])).toEqual([
       "--redis: redis:// is not available on Deno (RESP needs Bun's RedisClient over TCP; use Upstash REST: --redis https://… --redis-token …)",
     ]);
-    expect(refusedValues({ redis: "REDISS://h:6380", tokenizerLibrary: "hf" }, "workerd")[0]).toStartWith("--redis: rediss:// is not available on workerd");
-    expect(refusedValues({ redis: "https://db.upstash.io", tokenizerLibrary: "bpe" }, "Deno")).toEqual([]);
-    expect(refusedValues({ redis: undefined, tokenizerLibrary: "hf" }, "workerd")).toEqual([]);
+    expect(refusedOn("workerd", ["--redis", "REDISS://h:6380"])[0]).toStartWith("--redis: rediss:// is not available on workerd");
+    expect(refusedOn("deno", ["--redis", "https://db.upstash.io", "--redis-token", "t", "--tokenizer-library", "bpe"])).toEqual([]);
+    expect(refusedOn("workerd", ["--tokenizer-library", "hf"])).toEqual([]);
   });
 
   test("--tokenizer-library native is refused by name (HF's Rust addon is Bun/Node only); hf and bpe are not", () => {
-    expect(refusedValues({ redis: undefined, tokenizerLibrary: "native" }, "Deno")).toEqual([
+    expect(refusedOn("deno", ["--tokenizer-library", "native"])).toEqual([
       "--tokenizer-library: native is not available on Deno (HF's Rust addon loads on Bun/Node only; use hf or bpe)",
     ]);
-    expect(refusedValues({ redis: undefined, tokenizerLibrary: "bpe" }, "workerd")).toEqual([]);
+    expect(refusedOn("workerd", ["--tokenizer-library", "bpe"])).toEqual([]);
   });
 });
 

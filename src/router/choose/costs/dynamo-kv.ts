@@ -1,5 +1,5 @@
 /**
- * Dynamo's cost (§4.4, reference generation), lower is better:
+ * Dynamo's cost (its DefaultWorkerSelector, reference generation), lower is better:
  *   logit = overlap_score_weight × prefillTokens / blockSize + decodeBlocks
  * where prefillTokens = max(0, isl − overlap·blockSize) + active prefill tokens and
  * decodeBlocks = new blocks + active blocks (the candidate carries both, see candidates.ts).

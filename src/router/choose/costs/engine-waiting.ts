@@ -1,5 +1,5 @@
 /**
- * The engine's own queue (issue 13): one unit per request the rank's engine reports waiting
+ * The engine's own queue: one unit per request the rank's engine reports waiting
  * (vllm:num_requests_waiting / sglang:num_queue_reqs, scraped by the worker layer and passed
  * in as `request.engineWaiting`). Optional (--engine-load-weight, in blocks per waiting
  * request). A router's own bookings are the whole truth only when it is the engine's only

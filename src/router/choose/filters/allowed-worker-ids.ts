@@ -1,5 +1,5 @@
 /**
- * External routing (§4.2 allowed_worker_ids): keep only the workers the caller allows.
+ * External routing (Dynamo's allowed_worker_ids): keep only the workers the caller allows.
  * A no-op when the request names no set. Never widens the candidate set.
  */
 import type { Candidate, Filter, SchedulingContext } from "../types.ts";

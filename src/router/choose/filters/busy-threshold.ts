@@ -1,11 +1,11 @@
 /**
- * Busy ranks (§4.3): a rank is busy when its active prefill tokens exceed
+ * Busy ranks (Dynamo's SchedulerQueue): a rank is busy when its active prefill tokens exceed
  * threshold × max_num_batched_tokens (engines that report none get 10 M, so never busy).
  *
  * Dynamo uses this test only to decide whether to queue (when EVERY rank is busy); as a
  * filter it also steers a request away from individually busy ranks. When all are busy the
  * run fails with `all_workers_busy`, which a queue or the HTTP edge can act on.
- * `allWorkersBusy` is the exact §4.3 predicate for a queue to use.
+ * `allWorkersBusy` is the exact predicate of Dynamo's SchedulerQueue for a queue to use.
  */
 import type { WorkerId } from "../../../core/ids.ts";
 import { DEFAULT_MAX_BATCHED_TOKENS } from "../config.ts";
@@ -32,7 +32,7 @@ export function busyThreshold(threshold: number): Filter {
 }
 
 /**
- * §4.3 `all_workers_busy`: true only if every eligible rank is busy; false when no rank
+ * Dynamo's `all_workers_busy`: true only if every eligible rank is busy; false when no rank
  * was checked (so scheduling reports no_endpoints rather than queueing forever).
  */
 export function allWorkersBusy(

@@ -1,12 +1,12 @@
 /**
- * Prefill-wait bound (kv's default, issue 14): keep only candidates where this request's prefill
+ * Prefill-wait bound (kv's default): keep only candidates where this request's prefill
  * would be done within `factor` × the best candidate's, plus `queueShare` × the candidates' mean
  * queued prefill. A candidate's `prefillTokens` is the prefill work queued ahead of the request
  * plus its own uncached part: the time to its first token in units of prefill work.
  *
  * Why: the overlap credit makes requests follow their cache, which is right until the warm
  * worker's queue costs more time than the cache saves; a fixed credit is right for one load and
- * wrong for another (bench/README.md, issue 14). The bound is relative to what the cluster offers
+ * wrong for another (bench/README.md). The bound is relative to what the cluster offers
  * right now, so it adapts: when every queue is long the cache keeps winning, when another worker
  * could serve the request much sooner the hot prefix is copied there (SGLang / Preble's
  * replication of a hot prefix), which also spreads computed work. The queue share loosens the

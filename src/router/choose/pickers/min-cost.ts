@@ -1,5 +1,5 @@
 /**
- * The cheapest candidate (§4.4 at temperature 0). Ties are exact float equality; among
+ * The cheapest candidate (Dynamo's DefaultWorkerSelector at temperature 0). Ties are exact float equality; among
  * tied candidates the smallest index tree size wins when tree sizes differ (the worker
  * with less cached data, so caches fill evenly), else one is drawn uniformly at random.
  */

@@ -1,5 +1,5 @@
 /**
- * Softmax sampling over costs (§4.4 step 4, temperature T > 0): with the cost range
+ * Softmax sampling over costs (Dynamo's DefaultWorkerSelector, temperature T > 0): with the cost range
  * [min, max], s_i = −(v_i / (max − min)) / T and p_i ∝ exp(s_i − max_j s_j), i.e.
  * exp(−(v_i − min) / ((max − min)·T)). Equal costs give a uniform draw. One u ~ U[0,1)
  * picks the first i whose cumulative probability reaches u (the last as a fallback).

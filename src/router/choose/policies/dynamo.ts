@@ -1,7 +1,7 @@
 /**
  * `--policy dynamo`: Dynamo's KV router with its defaults (ai-dynamo/dynamo, `impl Default for
  * KvRouterConfig`: overlap_score_weight 1.0, router_temperature 0.0, read 2026-11-24; the cost and
- * tie-breaks as spec/router.md §4.4 reproduces the scheduler): cost = overlap_score_weight (1) ×
+ * tie-breaks as Dynamo's DefaultWorkerSelector has them): cost = overlap_score_weight (1) ×
  * prefill blocks + decode blocks, minimum
  * with tree-size then random ties at router_temperature 0; no overlap credit, no in-flight
  * prefix, no load bound. The busy threshold applies as configured (--busy-threshold), as in

@@ -12,11 +12,10 @@ export const readTextWithBun = (path: string): Promise<string> => Bun.file(path)
 
 /**
  * loadEngineTokenizer with Bun's file reader, and the native library available. The default
- * library is the pure-JS one even here: measured on Bun (bench/tokens, README), it encodes
- * faster (~1.7-1.8 M vs 0.8-1.1 M tokens/s) and without the native addon's per-call thread
- * hop, which puts the native p99 of a warm 8k-token chat at ~5 ms against ~1 ms. Pass
- * `impl: "native"` to encode off the event loop instead (long cold prompts then do not
- * block other requests).
+ * encoder is a pure-JS one even here (the guarded byte-level BPE, else `@huggingface/tokenizers`):
+ * measured on Bun (bench/tokens, README), both encode faster than the native addon awaited per
+ * call, which adds a thread hop to every encode. Pass `impl: "native"` to encode off the event
+ * loop instead (long cold prompts then do not block other requests).
  */
 export function loadEngineTokenizerOnBun(
   dir: string,
@@ -35,8 +34,8 @@ export function loadEngineTokenizerOnBun(
     offload:
       poolOpts === undefined
         ? undefined
-        : async (library, at) => {
-            const pool = new EncodePool(at, { ...poolOpts, byteLevelBpe: opts.byteLevelBpe });
+        : async (library, at, byteLevelBpe) => {
+            const pool = new EncodePool(at, { ...poolOpts, byteLevelBpe });
             try {
               await pool.ready;
             } catch (e) {

@@ -8,7 +8,12 @@
  *
  * Hot path (once per proxied request): it works on byte offsets into the pushed buffer
  * and makes no view except the payload ones; the head is decoded to one string once.
- * Malformed input throws Http1ParseError; the caller then closes the connection.
+ * Malformed input throws Http1ParseError; the caller then closes the connection. Malformed
+ * includes what a client could not be given as it is: a status outside 100-599, a header
+ * name that is not a token or a value with control characters, a head over MAX_HEAD_BYTES
+ * even when it arrives in one read. Before, a status of 600-999 or an invalid header ended
+ * as an unhandled 500 that kept the booking and the engine's stream, and a status below 100
+ * was taken for an interim answer and waited out the 600 s deadline.
  */
 
 export interface ResponseHead {
@@ -111,6 +116,7 @@ export class Http1ResponseParser {
         case State.Head: {
           const end = headEnd(buf, i);
           if (end < 0) return this.#keep(buf, i, "response head");
+          if (end - i > MAX_HEAD_BYTES) throw new Http1ParseError(`response head longer than ${MAX_HEAD_BYTES} bytes`);
           const next = end + 4;
           this.#onHead(parseHead(buf, i, end));
           i = next;
@@ -291,6 +297,7 @@ function parseHead(b: Uint8Array, start: number, end: number): ParsedHead {
   const minor = text.charCodeAt(7) - 48;
   if (minor !== 0 && minor !== 1) throw new Http1ParseError(`unsupported HTTP version in ${JSON.stringify(text.slice(0, 12))}`);
   const status = digit(text, 9) * 100 + digit(text, 10) * 10 + digit(text, 11);
+  if (status < 100 || status > 599) throw new Http1ParseError(`bad status ${status} (must be 100-599)`);
   const statusText = eol > 13 ? text.slice(13, eol) : "";
   // Names are compared and handed on in lower case; lowering the whole head once is far
   // cheaper than lowering each name (values are taken from `text`, case kept).
@@ -313,6 +320,8 @@ function parseHead(b: Uint8Array, start: number, end: number): ParsedHead {
     while (ve > vs && isOws(text.charCodeAt(ve - 1))) ve--;
     const name = lower.slice(pos, colon);
     const value = text.slice(vs, ve);
+    if (!TOKEN.test(name)) throw new Http1ParseError(`bad header name ${JSON.stringify(name.slice(0, 80))}`);
+    if (CONTROL.test(value)) throw new Http1ParseError(`header ${JSON.stringify(name.slice(0, 80))} has a control character in its value`);
     switch (name.length) {
       case 14:
         if (name === "content-length") contentLength = parseContentLength(value, contentLength);
@@ -330,6 +339,11 @@ function parseHead(b: Uint8Array, start: number, end: number): ParsedHead {
   const keepAlive = minor === 1 ? !hasToken(connection, "close") : hasToken(connection, "keep-alive");
   return { status, statusText, headers, keepAlive, transferEncoding, contentLength };
 }
+
+/** RFC 9110 §5.6.2 token characters (lower-case, as names are compared here). */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
+/** Control characters a field value may not hold (HTAB is whitespace, bytes >= 0x80 are obs-text). */
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 
 function parseContentLength(value: string, previous: number): number {
   if (!/^\d{1,15}$/.test(value)) throw new Http1ParseError(`bad content-length: ${JSON.stringify(value)}`);

@@ -9,12 +9,15 @@
 import { dlopen, FFIType, type ConvertFns, type Pointer } from "bun:ffi";
 
 /** Socket types (zmq.h). */
+export const ZMQ_PAIR = 0;
 export const ZMQ_SUB = 2;
 export const ZMQ_DEALER = 5;
 
 /** Socket options (zmq.h). */
 export const ZMQ_SUBSCRIBE = 6;
 export const ZMQ_LINGER = 17;
+/** int64: largest message accepted; a longer one (its declared size) ends the session before any allocation. */
+export const ZMQ_MAXMSGSIZE = 22;
 export const ZMQ_RCVHWM = 24;
 export const ZMQ_RCVTIMEO = 27;
 
@@ -41,6 +44,7 @@ export const LIBZMQ_SYMBOLS = {
   zmq_close: { args: [FFIType.ptr], returns: FFIType.i32 },
   zmq_setsockopt: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i32 },
   zmq_connect: { args: [FFIType.ptr, FFIType.cstring], returns: FFIType.i32 },
+  zmq_socket_monitor: { args: [FFIType.ptr, FFIType.cstring, FFIType.i32], returns: FFIType.i32 },
   zmq_send: { args: [FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
   zmq_msg_init: { args: [FFIType.ptr], returns: FFIType.i32 },
   zmq_msg_recv: { args: [FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },

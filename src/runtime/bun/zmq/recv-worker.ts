@@ -12,8 +12,16 @@
  * (then vLLM's replay buffer) absorbs the burst instead.
  *
  * It decodes nothing: payloads go to the main thread as bytes.
+ *
+ * The live socket is bounded (ZMQ_MAXMSGSIZE: a frame declaring 2^40 bytes, or 512 MB, is
+ * refused before any allocation; one of 512 MB cost 470 MB before) and watched: libzmq's
+ * socket monitor says whether the session is up (session-watch.ts), the main thread is told,
+ * and a session that ended for good (a protocol error, which libzmq does not recover from)
+ * is replaced by a new socket, with backoff. Batches missed meanwhile are a seq gap, replayed
+ * like any other.
  */
-import { loadLibzmq, ZMQ_DEALER, ZMQ_DONTWAIT, ZMQ_RCVHWM, ZMQ_RCVTIMEO, ZMQ_SUB, ZMQ_SUBSCRIBE } from "./libzmq.ts";
+import { loadLibzmq, ZMQ_DEALER, ZMQ_DONTWAIT, ZMQ_MAXMSGSIZE, ZMQ_PAIR, ZMQ_RCVHWM, ZMQ_RCVTIMEO, ZMQ_SUB, ZMQ_SUBSCRIBE } from "./libzmq.ts";
+import { SessionWatch, WATCHED_EVENTS } from "./session-watch.ts";
 import { Sequencer, type SeqMessage, type SequencedMessage } from "./sequencer.ts";
 import {
   CONTROL_INFLIGHT, CONTROL_STOP, FLAG_REPLAYED, FLAG_RESTART,
@@ -125,11 +133,46 @@ function run(cfg: WorkerStart): void {
   const lib = loadLibzmq(cfg.libzmqPath);
   const control = new Int32Array(cfg.control);
   const ctx = new ZmqContext(lib.symbols);
-  const sub = ctx.socket(ZMQ_SUB);
-  sub.setInt(ZMQ_RCVHWM, cfg.rcvHwm);
-  sub.setInt(ZMQ_RCVTIMEO, cfg.pollMs);
-  sub.setBytes(ZMQ_SUBSCRIBE, new TextEncoder().encode(cfg.topic));
-  sub.connect(cfg.endpoint);
+  let monitors = 0;
+  /** The live SUB socket and the PAIR socket its monitor events arrive on. */
+  const openLive = (): { sub: ZmqSocket; mon: ZmqSocket } => {
+    const sub = ctx.socket(ZMQ_SUB);
+    sub.setInt(ZMQ_RCVHWM, cfg.rcvHwm);
+    sub.setInt(ZMQ_RCVTIMEO, cfg.pollMs);
+    sub.setInt64(ZMQ_MAXMSGSIZE, cfg.maxMessageBytes);
+    sub.setBytes(ZMQ_SUBSCRIBE, new TextEncoder().encode(cfg.topic));
+    const endpoint = `inproc://switchyard-session-${monitors++}`;
+    sub.monitor(endpoint, WATCHED_EVENTS);
+    const mon = ctx.socket(ZMQ_PAIR);
+    mon.connect(endpoint);
+    sub.connect(cfg.endpoint);
+    return { sub, mon };
+  };
+  let { sub, mon } = openLive();
+  const watch = new SessionWatch(performance.now(), { silentMs: cfg.deadSessionMs });
+  const monStaged = stagedMessage(64);
+  const tellSession = () => post({ type: "session", state: watch.state, resubscribes: watch.resubscribes });
+  /** Read every monitor event queued; then replace a dead session. */
+  const watchSession = () => {
+    let changed = false;
+    while (mon.recvMessage(monStaged, ZMQ_DONTWAIT)) {
+      // Frame 1: u16 event id and u32 value, native (little-endian) order; frame 2: the endpoint.
+      if (monStaged.frames < 1 || monStaged.lengths[0]! < 6) continue;
+      const at = monStaged.offsets[0]!;
+      const ev = monStaged.bytes[at]! | (monStaged.bytes[at + 1]! << 8);
+      if (watch.event(ev, performance.now())) changed = true;
+    }
+    const now = performance.now();
+    if (watch.dead(now)) {
+      post({ type: "log", level: "warn", message: `KV event session ended for good (${watch.lastProblem ?? "no answer"}; a frame over ${cfg.maxMessageBytes} bytes ends it too): subscribing again` });
+      sub.close();
+      mon.close();
+      ({ sub, mon } = openLive());
+      watch.resubscribed(now);
+      changed = true;
+    }
+    if (changed) tellSession();
+  };
 
   let malformedFrames = 0;
   let dealer: ZmqSocket | undefined;
@@ -145,6 +188,7 @@ function run(cfg: WorkerStart): void {
     if (dealer === undefined) {
       dealer = ctx.socket(ZMQ_DEALER);
       dealer.setInt(ZMQ_RCVTIMEO, cfg.replayTimeoutMs);
+      dealer.setInt64(ZMQ_MAXMSGSIZE, cfg.maxMessageBytes);
       dealer.connect(cfg.replayEndpoint);
     }
     const d = dealer;
@@ -195,14 +239,18 @@ function run(cfg: WorkerStart): void {
   post({ type: "ready", version: lib.version });
   try {
     while (Atomics.load(control, CONTROL_STOP) === 0) {
-      if (!sub.recvMessage(live, 0)) continue; // receive timeout: look at the stop flag again
-      handle(live);
-      while (out.size < cfg.maxBatch && sub.recvMessage(live, ZMQ_DONTWAIT)) handle(live);
-      out.flush();
+      const got = sub.recvMessage(live, 0); // false: the receive timeout, to look at the stop flag
+      if (got) {
+        handle(live);
+        while (out.size < cfg.maxBatch && sub.recvMessage(live, ZMQ_DONTWAIT)) handle(live);
+        out.flush();
+      }
+      watchSession();
     }
     out.flush();
   } finally {
     sub.close();
+    mon.close();
     (dealer as ZmqSocket | undefined)?.close();
     ctx.term();
     post({ type: "stopped", counters: counters() });

@@ -98,10 +98,14 @@ export class ZmqEventSources implements KvEventSources {
       dp_ranks: sub.spec.dpRanks,
       ranks: sub.ranks.map((s, r) => {
         const st = s.stats();
+        const session = s.session();
         return {
           dp_rank: r,
           endpoint: endpointForDpRank(sub.spec.endpoint, r),
-          connected: s.running(),
+          // The socket's own session (libzmq's monitor), not only "the subscriber runs".
+          connected: s.running() && session.state === "connected",
+          session: s.running() ? session.state : "stopped",
+          resubscribes: session.resubscribes,
           last_seq: st.lastSeq,
           batches: st.batches,
           events: st.events,

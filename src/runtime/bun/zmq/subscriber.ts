@@ -59,6 +59,13 @@ export interface VllmKvSubscriberOptions {
   /** Messages per hand-off from the worker (default 512). */
   readonly maxBatch?: number;
   /**
+   * Largest message taken from the publisher (default 64 MiB, ZMQ_MAXMSGSIZE); a longer one
+   * ends that session, and a new one is subscribed.
+   */
+  readonly maxMessageBytes?: number;
+  /** Disconnected this long with no reconnect attempt from libzmq: subscribe again (default 2000 ms). */
+  readonly deadSessionMs?: number;
+  /**
    * The receive worker's script (recv-worker.ts, or its bundled form). Default: found by
    * worker-url.ts, next to this file from source or embedded in a compiled binary.
    */
@@ -83,12 +90,21 @@ export interface VllmKvSubscriber {
   /** Stop the worker, close the sockets; resolves when it is gone. Idempotent. */
   stop(): Promise<void>;
   stats(): VllmKvSubscriberStats;
-  /** The receive worker runs (started, not stopped, no fatal error); libzmq reconnects by itself meanwhile. */
+  /** The receive worker runs (started, not stopped, no fatal error). */
   running(): boolean;
+  /** The live socket's session as libzmq's monitor last told it, and how often it was subscribed again. */
+  session(): { readonly state: "connecting" | "connected" | "disconnected"; readonly resubscribes: number };
   readonly libzmqVersion: string;
 }
 
-const DEFAULTS = { startTimeoutMs: 5_000, pollMs: 100, replayTimeoutMs: 2_000, maxBatch: 512, maxInflight: 8, rcvHwm: 100_000 };
+/**
+ * maxMessageBytes: 64 MiB is far past a vLLM step's batch (a step storing 128k tokens at
+ * block size 16 is ~1 MB of msgpack) and bounds what one frame can make the router allocate.
+ */
+const DEFAULTS = {
+  startTimeoutMs: 5_000, pollMs: 100, replayTimeoutMs: 2_000, maxBatch: 512, maxInflight: 8, rcvHwm: 100_000,
+  maxMessageBytes: 64 * 1024 * 1024, deadSessionMs: 2_000,
+};
 
 /** Log at most one decode error per this many, so a broken engine cannot flood the log. */
 const DECODE_ERROR_LOG_EVERY = 1000;
@@ -104,6 +120,7 @@ export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Prom
   let nextId = 0n;
   let batches = 0, events = 0, decodeErrors = 0, handoffs = 0;
   let lastRank: DpRank = opts.dpRank ?? 0;
+  let session: ReturnType<VllmKvSubscriber["session"]> = { state: "connecting", resubscribes: 0 };
   let stopped = false;
   let gone = false;
   let resolveWorkerGone!: () => void;
@@ -180,6 +197,9 @@ export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Prom
       case "log":
         opts.log?.[m.level](m.message, { endpoint: opts.endpoint });
         return;
+      case "session":
+        session = { state: m.state, resubscribes: m.resubscribes };
+        return;
       case "stopped":
         workerCounters = m.counters;
         resolveStopped();
@@ -205,6 +225,8 @@ export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Prom
     maxBatch: opts.maxBatch ?? DEFAULTS.maxBatch,
     maxInflight: DEFAULTS.maxInflight,
     rcvHwm: DEFAULTS.rcvHwm,
+    maxMessageBytes: opts.maxMessageBytes ?? DEFAULTS.maxMessageBytes,
+    deadSessionMs: opts.deadSessionMs ?? DEFAULTS.deadSessionMs,
     control: control.buffer as SharedArrayBuffer,
   };
   worker.postMessage(start);
@@ -243,6 +265,7 @@ export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Prom
     libzmqVersion: version,
     stop,
     running: () => !stopped && !gone,
+    session: () => session,
     stats: () => ({ ...workerCounters, batches, events, decodeErrors, handoffs, nextEventId: nextId, decode: { ...decode } }),
   };
 }

@@ -30,6 +30,10 @@ export interface WorkerStart {
   /** Hand-offs in flight before the worker waits for the main thread. */
   readonly maxInflight: number;
   readonly rcvHwm: number;
+  /** Largest message accepted (ZMQ_MAXMSGSIZE); a longer one ends the session (then subscribed again). */
+  readonly maxMessageBytes: number;
+  /** Disconnected this long with no retry from libzmq: the session is dead, subscribe again (ms). */
+  readonly deadSessionMs: number;
   /** CONTROL_WORDS int32 slots. */
   readonly control: SharedArrayBuffer;
 }
@@ -58,5 +62,7 @@ export type WorkerToMain =
   | { readonly type: "ready"; readonly version: string }
   | { readonly type: "fatal"; readonly message: string }
   | { readonly type: "log"; readonly level: "warn" | "info"; readonly message: string }
+  /** The live socket's connection as libzmq's monitor tells it, and subscriptions started again. */
+  | { readonly type: "session"; readonly state: "connecting" | "connected" | "disconnected"; readonly resubscribes: number }
   | WorkerBatch
   | { readonly type: "stopped"; readonly counters: WorkerCounters };

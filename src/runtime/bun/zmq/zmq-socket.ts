@@ -68,6 +68,17 @@ export class ZmqSocket {
     if (this.#lib.zmq_setsockopt(this.sock, option, this.#int, 4) !== 0) throw zmqError(this.#lib, `zmq_setsockopt(${option})`);
   }
 
+  setInt64(option: number, value: number): void {
+    const v = new BigInt64Array([BigInt(value)]);
+    if (this.#lib.zmq_setsockopt(this.sock, option, v, 8) !== 0) throw zmqError(this.#lib, `zmq_setsockopt(${option})`);
+  }
+
+  /** Publish this socket's monitor events (`events` mask) on an inproc PAIR endpoint. */
+  monitor(endpoint: string, events: number): void {
+    const c = this.#enc.encode(endpoint + "\0");
+    if (this.#lib.zmq_socket_monitor(this.sock, c, events) !== 0) throw zmqError(this.#lib, `zmq_socket_monitor(${endpoint})`);
+  }
+
   setBytes(option: number, value: Uint8Array): void {
     // A zero-length view still needs a valid pointer: pass a 1-byte buffer with length 0.
     const buf = value.length > 0 ? value : new Uint8Array(1);

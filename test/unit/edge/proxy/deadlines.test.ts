@@ -11,6 +11,7 @@ import { silentLogger } from "../../../../src/edge/log.ts";
 import type { UpstreamBody, UpstreamCall, UpstreamRequestInit } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { harness } from "../harness.ts";
+import { okBody } from "./bodies.ts";
 
 const enc = new TextEncoder();
 const W1 = { id: 11n, url: "http://w1:1" };
@@ -36,21 +37,6 @@ function stallingBody(chunks: string[]): UpstreamBody & { cancelled: number } {
       this.cancelled++;
       wake?.({ done: true });
     },
-  };
-}
-
-function okBody(text: string): UpstreamBody {
-  let done = false;
-  return {
-    get drained() {
-      return done;
-    },
-    async read() {
-      if (done) return { done: true };
-      done = true;
-      return { done: false, value: enc.encode(text) };
-    },
-    async cancel() {},
   };
 }
 
@@ -190,18 +176,24 @@ describe("deadlines and cancellation on the upstream path", () => {
   });
 
   test("a slow but steady stream is not cut: the deadline is between chunks, not for the whole answer", async () => {
+    // Gaps of a fifth of the idle deadline (room for a loaded machine's late timers), and
+    // more chunks than fit in one deadline, so the whole answer outlasts it.
+    const idleMs = 1_000;
+    const chunks = 7;
     let i = 0;
     const body: UpstreamBody = {
       async read() {
-        if (i >= 6) return { done: true };
-        await Bun.sleep(15);
+        if (i >= chunks) return { done: true };
+        await Bun.sleep(idleMs / 5);
         return { done: false, value: enc.encode(`data: {"t":${i++}}\n\n`) };
       },
       async cancel() {},
     };
-    const { call, reports } = setup(async () => ({ status: 200, statusText: "OK", headers: SSE_HEADERS, body }), { streamIdleMs: 40 });
+    const { call, reports } = setup(async () => ({ status: 200, statusText: "OK", headers: SSE_HEADERS, body }), { streamIdleMs: idleMs });
+    const started = performance.now();
     const text = await (await call()).text();
-    expect(text.split("\n\n").filter((e) => e !== "").length).toBe(6);
+    expect(performance.now() - started).toBeGreaterThan(idleMs);
+    expect(text.split("\n\n").filter((e) => e !== "").length).toBe(chunks);
     expect(text).not.toContain("error");
     expect(reports.map((r) => r[1])).toEqual([undefined]);
   });

@@ -2,10 +2,13 @@
  * observeStream's stream-idle deadline, in both stream flavours (pull; Bun's direct stream
  * served by a real Bun.serve): engine silence past the deadline ends an SSE answer with an
  * error event and cancels the engine body; a client that reads slowly is not the engine's
- * silence and is never cut.
+ * silence and is never cut; a client that takes nothing for the deadline is cut, the engine
+ * read stops while it takes nothing (backpressure) and its body is cancelled.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { observeStream, type ChunkReader, type StreamEnd } from "../../../../src/edge/proxy/observe-stream.ts";
+import { until } from "../../../support/processes.ts";
+import { stalledClient } from "../../../support/stalled-client.ts";
 
 const enc = new TextEncoder();
 const servers: { stop(force?: boolean): void }[] = [];
@@ -41,11 +44,49 @@ function eager(n: number): ChunkReader {
   };
 }
 
-/** The stream served through a real Bun.serve (direct streams need a server), read by fetch. */
-async function serveDirect(stream: ReadableStream<Uint8Array>): Promise<Response> {
-  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(stream, { headers: { "content-type": "text/event-stream" } }) });
+/** An engine that is never silent and never ends: chunks of `size` bytes as fast as they are read. */
+function endless(size: number): ChunkReader & { reads: number; cancels: number } {
+  const chunk = new Uint8Array(size).fill(97);
+  let cancelled = false;
+  return {
+    reads: 0,
+    cancels: 0,
+    async read() {
+      if (cancelled) return { done: true };
+      this.reads++;
+      return { done: false, value: chunk };
+    },
+    async cancel() {
+      this.cancels++;
+      cancelled = true;
+    },
+  };
+}
+
+/**
+ * A real Bun.serve answering the first request with `stream` (direct streams need a server). A
+ * stream can be answered once: any later request on this port gets a 503 instead of a thrown
+ * "Body object should not be disturbed or locked" inside the server (seen once in CI).
+ */
+function serveStream(stream: ReadableStream<Uint8Array>, contentType = "text/event-stream") {
+  let served = false;
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    idleTimeout: 0,
+    fetch: () => {
+      if (served) return new Response("this test server answers one request", { status: 503 });
+      served = true;
+      return new Response(stream, { headers: { "content-type": contentType } });
+    },
+  });
   servers.push(server);
-  return fetch(`http://127.0.0.1:${server.port}/`);
+  return server;
+}
+
+/** The stream served through a real Bun.serve, read by fetch. */
+async function serveDirect(stream: ReadableStream<Uint8Array>): Promise<Response> {
+  return fetch(`http://127.0.0.1:${serveStream(stream).port}/`);
 }
 
 for (const direct of [false, true]) {
@@ -66,7 +107,9 @@ for (const direct of [false, true]) {
     test("a client that reads slowly is not cut: only time waiting on the engine counts", async () => {
       const ends: StreamEnd[] = [];
       const out = observeStream(undefined, eager(5), { onEnd: (how) => ends.push(how) }, direct, { idleMs: 30, sse: true });
-      const res = direct ? await serveDirect(out) : new Response(out);
+      // Through a real server, as proxied answers go: the socket takes each small chunk at
+      // once, however slowly the client reads it from there.
+      const res = await serveDirect(out);
       const r = res.body!.getReader();
       let text = "";
       for (;;) {
@@ -79,5 +122,41 @@ for (const direct of [false, true]) {
       expect(text.split("\n\n").filter((e) => e !== "").length).toBe(5);
       expect(ends).toEqual(["done"]);
     });
+
+    test("a client that takes nothing: the engine is read no further than the sockets hold, then both are cut at the deadline", async () => {
+      const ends: StreamEnd[] = [];
+      const engine = endless(64 * 1024);
+      const out = observeStream(undefined, engine, { onEnd: (how) => ends.push(how) }, direct, { idleMs: 300, sse: false });
+      const server = serveStream(out, "application/octet-stream");
+      const client = await stalledClient(server.port!, "GET / HTTP/1.1\r\nhost: test\r\n\r\n");
+      const t0 = performance.now();
+      await until(() => ends.length > 0, "the stalled client to be cut", 5_000);
+      const ms = performance.now() - t0;
+      // Before: the direct stream read the engine without waiting for the client (1 GB of an
+      // engine's answer held by the router for a client that slept).
+      const readMb = (engine.reads * 64 * 1024) / (1 << 20);
+      expect(readMb).toBeLessThan(32); // what the kernel's socket buffers hold, not the engine's whole answer
+      expect(ends).toEqual(["client_timeout"]);
+      expect(engine.cancels).toBe(1);
+      expect(ms).toBeGreaterThanOrEqual(250);
+      expect(ms).toBeLessThan(2_000);
+      if (direct) {
+        // Bun's direct stream (what the router serves proxied answers with on Bun) resets the
+        // connection; a pull stream's error is sent only after its buffered bytes, which this
+        // client never takes, so there the end of the engine side is what is checked.
+        await until(() => client.isClosed(), "the client's connection to be cut", 2_000);
+      }
+      client.close();
+    });
   });
 }
+
+describe("a direct stream read by JavaScript, not written to a socket", () => {
+  test("every chunk passes and the end is done (flush has no socket to wait for)", async () => {
+    const ends: StreamEnd[] = [];
+    const out = observeStream(undefined, eager(50), { onEnd: (how) => ends.push(how) }, true, { idleMs: 1_000, sse: true });
+    const text = await new Response(out).text();
+    expect(text.split("\n\n").filter((e) => e.startsWith("data:")).length).toBe(50);
+    expect(ends).toEqual(["done"]);
+  });
+});

@@ -9,6 +9,7 @@ import { workerKey, type WorkerKey } from "../../../../src/core/ids.ts";
 import { RouterMetrics } from "../../../../src/observe/names.ts";
 import { AdmissionGate } from "../../../../src/router/admission/admission-gate.ts";
 import { createRouter } from "../../../../src/router/create-router.ts";
+import type { RouteDecision } from "../../../../src/router/index.ts";
 import { MemoryAffinityStore } from "../../../../src/router/sessions/memory-store.ts";
 import { StickyRouter } from "../../../../src/router/sessions/sticky.ts";
 import { WorkerRegistry } from "../../../../src/fleet/registry.ts";
@@ -74,6 +75,37 @@ describe("routing.routeOrWait", () => {
     await expect(pending).rejects.toThrow("the client closed the request while it waited for a worker");
     expect(gate!.size).toBe(0);
     gate!.close();
+  });
+
+  test("eachAttempt wraps every routing attempt, the gate's re-tries included, so the caller can time the wait", async () => {
+    for (const withGate of [true, false]) {
+      const { router, gate, state, input } = build(withGate);
+      const tries: string[] = [];
+      const eachAttempt = (attempt: () => Promise<RouteDecision>) => async () => {
+        try {
+          const d = await attempt();
+          tries.push("decided");
+          return d;
+        } catch (e) {
+          tries.push((e as { code?: string }).code ?? "error");
+          throw e;
+        }
+      };
+      if (!withGate) state.busy = false;
+      const pending = router.routing.routeOrWait(input, { eachAttempt });
+      if (withGate) {
+        await settle();
+        expect(tries).toEqual(["all_workers_busy"]);
+        gate!.pump(); // still busy: one more try, still waiting
+        await settle();
+        state.busy = false;
+        gate!.pump();
+      }
+      const d = await pending;
+      expect(tries).toEqual(withGate ? ["all_workers_busy", "all_workers_busy", "decided"] : ["decided"]);
+      d.lease.free();
+      gate?.close();
+    }
   });
 
   test("without a gate: all_workers_busy at once; a free worker is routed at once either way", async () => {

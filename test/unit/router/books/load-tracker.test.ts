@@ -116,6 +116,105 @@ describe("LoadTracker: potential load (§4.5)", () => {
   });
 });
 
+describe("LoadTracker: held counts of a prompt's sequence hashes", () => {
+  test("heldPrefixCounts equals heldCounts for chained sequence hashes, stopping at the first block nobody holds (seed 5)", () => {
+    const rng = seededRng(5);
+    const workers = [0, 1, 2, 3, 4, 5, 6].map((i) => worker(i));
+    const t = tracker(workers, 16);
+    // Prompts = one of 6 shared prefixes + a unique tail; sequence hashes chain every block before.
+    const prefixes = Array.from({ length: 6 }, (_, p) => Array.from({ length: 1 + p * 3 }, (_, k) => BigInt(p * 1000 + k + 1)));
+    const chained = (locals: bigint[]) => {
+      let h = 0n;
+      return BigUint64Array.from(locals.map((l) => (h = (h * 1_000_003n + l) & 0xffff_ffff_ffff_ffffn)));
+    };
+    let tail = 1_000_000n;
+    const prompt = () => chained([...prefixes[Math.floor(rng() * 6)]!, ...Array.from({ length: Math.floor(rng() * 5) }, () => tail++)]);
+    const live: string[] = [];
+    let stopped = 0;
+    for (let i = 0; i < 300; i++) {
+      if (rng() < 0.7 || live.length === 0) {
+        const h = prompt();
+        t.addRequest({ requestId: `r${i}`, worker: workers[Math.floor(rng() * workers.length)]!, seqHashes: h, isl: h.length * 16, overlap: 0 }, 0);
+        live.push(`r${i}`);
+      } else {
+        t.free(live.splice(Math.floor(rng() * live.length), 1)[0]!, 0);
+      }
+      const q = prompt();
+      const full = [...t.heldCounts(q)];
+      const prefix = [...t.heldPrefixCounts(q)];
+      expect(prefix).toEqual(full);
+      if (full.every((n) => n < q.length)) stopped++;
+    }
+    // Most queries end in a tail nobody holds: the early stop was exercised.
+    expect(stopped).toBeGreaterThan(200);
+  });
+
+  test("long held prefixes cut at many depths on many workers: the same counts as heldCounts (seed 8)", () => {
+    const rng = seededRng(8);
+    const workers = Array.from({ length: 40 }, (_, i) => worker(i));
+    const t = tracker(workers, 16);
+    const chained = (locals: bigint[]) => {
+      let h = 0n;
+      return BigUint64Array.from(locals.map((l) => (h = (h * 1_000_003n + l) & 0xffff_ffff_ffff_ffffn)));
+    };
+    const docs = Array.from({ length: 3 }, (_, d) => Array.from({ length: 300 + d * 100 }, (_, k) => BigInt(d * 100_000 + k + 1)));
+    let tail = 10_000_000n;
+    for (let i = 0; i < 120; i++) {
+      // A booking holds a leading cut of a document (any depth) and a tail of its own.
+      const doc = docs[Math.floor(rng() * 3)]!;
+      const cut = Math.floor(rng() * doc.length) + 1;
+      const h = chained([...doc.slice(0, cut), ...Array.from({ length: Math.floor(rng() * 3) }, () => tail++)]);
+      t.addRequest({ requestId: `r${i}`, worker: workers[Math.floor(rng() * workers.length)]!, seqHashes: h, isl: h.length * 16, overlap: 0 }, 0);
+      for (const d of docs) {
+        const q = chained([...d, tail++]);
+        expect([...t.heldPrefixCounts(q)]).toEqual([...t.heldCounts(q)]);
+      }
+    }
+  });
+  test("shared holder rows as bookings end and workers leave (rows freed, compacted, narrowed): the same counts as heldCounts (seed 13)", () => {
+    const rng = seededRng(13);
+    // 70 workers: holder rows three words wide, narrowing as the high slots leave.
+    let workers = Array.from({ length: 70 }, (_, i) => worker(i));
+    const t = tracker(workers, 16);
+    const chained = (locals: bigint[]) => {
+      let h = 0n;
+      return BigUint64Array.from(locals.map((l) => (h = (h * 1_000_003n + l) & 0xffff_ffff_ffff_ffffn)));
+    };
+    const docs = Array.from({ length: 4 }, (_, d) => Array.from({ length: 200 }, (_, k) => BigInt(d * 100_000 + k + 1)));
+    let tail = 20_000_000n;
+    const live: { id: string; w: number }[] = [];
+    /** Compares both counts on every document; returns the most slots holding any first block. */
+    const check = (): number => {
+      let most = 0;
+      for (const d of docs) {
+        const q = chained([...d, tail++]);
+        const full = [...t.heldCounts(q)];
+        expect([...t.heldPrefixCounts(q)]).toEqual(full);
+        most = Math.max(most, full.filter((n) => n > 0).length);
+      }
+      return most;
+    };
+    // Enough bookings that most blocks have several holders (each a bitset row) ...
+    for (let i = 0; i < 400; i++) {
+      const w = Math.floor(rng() * workers.length);
+      const doc = docs[Math.floor(rng() * docs.length)]!;
+      const h = chained([...doc.slice(0, Math.floor(rng() * doc.length) + 1), tail++]);
+      t.addRequest({ requestId: `r${i}`, worker: workers[w]!, seqHashes: h, isl: h.length * 16, overlap: 0 }, 0);
+      live.push({ id: `r${i}`, w });
+    }
+    expect(check()).toBeGreaterThan(32);
+    // ... then most end (rows freed back to one inline holder, the rows compacted once mostly free) ...
+    while (live.length > 40) {
+      t.free(live.splice(Math.floor(rng() * live.length), 1)[0]!.id, 0);
+      if (live.length % 40 === 0) check();
+    }
+    // ... and the high slots leave, their bookings with them (the rows narrow).
+    workers = workers.slice(0, 20);
+    t.updateWorkers(workers);
+    expect(check()).toBeLessThanOrEqual(20);
+  });
+});
+
 describe("LoadTracker: membership", () => {
   test("updateWorkers keeps the state of remaining ranks and drops the rest", () => {
     const t = tracker();

@@ -164,6 +164,13 @@ describe("broken answers", () => {
     ["chunk data without its CRLF", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n"],
     ["bytes after the end", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nab"],
     ["a protocol switch", "HTTP/1.1 101 Switching Protocols\r\n\r\n"],
+    // Not passable to a client: before, 600-999 ended as unhandled 500s and < 100 waited as an interim answer.
+    ["a status of 600", "HTTP/1.1 600 Odd\r\nContent-Length: 0\r\n\r\n"],
+    ["a status of 999", "HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n"],
+    ["a status below 100", "HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n"],
+    ["a status of 000", "HTTP/1.1 000 Odd\r\nContent-Length: 0\r\n\r\n"],
+    ["a header name that is not a token", "HTTP/1.1 200 OK\r\nX Bad: v\r\nContent-Length: 0\r\n\r\n"],
+    ["a control character in a header value", "HTTP/1.1 200 OK\r\nX-Bad: a\x01b\r\nContent-Length: 0\r\n\r\n"],
   ];
   for (const [what, text] of bad) {
     test(`${what} throws Http1ParseError`, () => {
@@ -185,6 +192,14 @@ describe("broken answers", () => {
     expect(() => {
       for (let i = 0; i <= MAX_HEAD_BYTES / line.length + 1; i++) p.parser.push(line);
     }).toThrow(/longer than/);
+  });
+
+  test("a head larger than the limit throws even when it arrives in one read", () => {
+    const head = `HTTP/1.1 200 OK\r\nX-Pad: ${"p".repeat(MAX_HEAD_BYTES)}\r\nContent-Length: 0\r\n\r\n`;
+    expect(() => feed(head)).toThrow(/longer than/);
+    // Just under the limit, in one read: accepted.
+    const ok = `HTTP/1.1 200 OK\r\nX-Pad: ${"p".repeat(MAX_HEAD_BYTES - 100)}\r\nContent-Length: 0\r\n\r\n`;
+    expect(feed(ok).ended).toBe(1);
   });
 
   test("eof before the end throws, saying whether any byte came", () => {

@@ -1,0 +1,16 @@
+/** Token arrays the benches build prompts from. */
+
+/** `n` token ids below `vocab`, drawn from `rand32` (the caller's seeded generator, so runs repeat). */
+export function randomTokens(n: number, rand32: () => number, vocab: number): Uint32Array {
+  const t = new Uint32Array(n);
+  for (let i = 0; i < n; i++) t[i] = rand32() % vocab;
+  return t;
+}
+
+/** `a` then `b`, as one prompt. */
+export function concat(a: Uint32Array, b: Uint32Array): Uint32Array {
+  const t = new Uint32Array(a.length + b.length);
+  t.set(a);
+  t.set(b, a.length);
+  return t;
+}

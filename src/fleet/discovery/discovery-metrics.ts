@@ -1,0 +1,60 @@
+/**
+ * What discovery reports: its metrics (registered on the router's Prometheus registry) and
+ * the narrow logger it writes to. It counts; it decides nothing.
+ *
+ * - `switchyard_discovery_rejected_total{pod, field}`: pod versions skipped for a bad
+ *   annotation (or no named port); one count per version, not per event. Pod names are
+ *   bounded by the fleet the selector matches.
+ * - `switchyard_discovery_pods{state}`: routable | held (not ready or terminating) | waiting
+ *   (no address, not ready yet, registration failing) | rejected.
+ * - `switchyard_discovery_api_up`: 1 while the last list or watch call got through, 0 during
+ *   an API server outage (the last known fleet keeps routing meanwhile).
+ * - `switchyard_discovery_relists_total{reason}`: lists that got through, by why they were
+ *   needed: start | expired (410) | error (the server's history went back: "too large
+ *   resource version").
+ * - `switchyard_discovery_watch_restarts_total{reason}`: timeout (the server ended the watch,
+ *   as asked) | error (connection cut, HTTP error, unreadable line) | idle (nothing for too long).
+ * - `switchyard_discovery_registration_failures_total`.
+ */
+import type { MetricsRegistry } from "../../observe/registry.ts";
+import type { FleetCounts } from "./pod-fleet.ts";
+
+export interface DiscoveryLog {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+export type RelistReason = "start" | "expired" | "error";
+export type WatchRestartReason = "timeout" | "error" | "idle";
+
+export interface DiscoveryMetrics {
+  rejected(pod: string, field: string): void;
+  registrationFailed(): void;
+  apiUp(up: boolean): void;
+  relisted(reason: RelistReason): void;
+  watchRestarted(reason: WatchRestartReason): void;
+  /** The gauge reads the fleet's counts at each scrape. */
+  countPods(counts: () => FleetCounts): void;
+}
+
+export function discoveryMetrics(registry: MetricsRegistry): DiscoveryMetrics {
+  const rejected = registry.counter("switchyard_discovery_rejected_total", "Pod versions discovery skipped, by pod and the field that was wrong", ["pod", "field"]);
+  const failures = registry.counter("switchyard_discovery_registration_failures_total", "Registrations of discovered pods that failed (retried)");
+  const up = registry.gauge("switchyard_discovery_api_up", "1 while the Kubernetes API answers discovery's list and watch");
+  const relists = registry.counter("switchyard_discovery_relists_total", "Full lists of the pods, by reason (start|expired|error)", ["reason"]);
+  const restarts = registry.counter("switchyard_discovery_watch_restarts_total", "Watches started again, by reason (timeout|error|idle)", ["reason"]);
+  const pods = registry.gauge("switchyard_discovery_pods", "Discovered pods by state (routable|held|waiting|rejected)", ["state"]);
+  return {
+    rejected: (pod, field) => rejected.inc([pod, field]),
+    registrationFailed: () => failures.inc(),
+    apiUp: (u) => up.set([], u ? 1 : 0),
+    relisted: (reason) => relists.inc([reason]),
+    watchRestarted: (reason) => restarts.inc([reason]),
+    countPods: (counts) => {
+      pods.onCollect((g) => {
+        for (const [state, n] of Object.entries(counts())) g.set([state], n);
+      });
+    },
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * The router's log in the format the operator picks (--log-format): `text` (one human line:
+ * time, level, message, key=value fields; the default for a terminal) or `json` (one JSON
+ * object per line, JSONL: what log shippers such as Loki, Vector or Fluent Bit read without a
+ * parser, and what the manifests set). Both write one line per call through `write`, which
+ * the runtime's entry chooses (stderr on every runtime; stdout keeps the address line).
+ *
+ * Hand-written rather than pino: bench/observe/log-cost.ts measured pino, this logger and
+ * the raw writers on the access line's exact fields; the reason and numbers are in
+ * src/observe/README.md. The JSON keys follow pino's (`time`, `level`, `msg`) so tools made
+ * for pino read these lines as well.
+ */
+import type { Logger } from "../edge/log.ts";
+import type { LogFormat, LogLevel } from "../config/schema.ts";
+
+type Level = LogLevel;
+
+const RANK: Readonly<Record<Level, number>> = { debug: 0, info: 1, warn: 2, error: 3 };
+const TEXT_LEVEL: Readonly<Record<Level, string>> = { debug: "DEBUG", info: "INFO ", warn: "WARN ", error: "ERROR" };
+
+/** A field value JSON can carry: u64 ids are bigints (written as decimal strings), errors as their message. */
+function jsonSafe(v: unknown): unknown {
+  if (typeof v === "bigint") return v.toString();
+  if (v instanceof Error) return v.message;
+  return v;
+}
+
+/** `{"time":…,"level":…,"msg":…, …fields}`; undefined fields are left out, null kept (a fixed shape per line kind). */
+export function jsonLine(time: string, level: Level, message: string, fields?: Readonly<Record<string, unknown>>): string {
+  const o: Record<string, unknown> = { time, level, msg: message };
+  if (fields !== undefined) {
+    for (const k in fields) {
+      const v = fields[k];
+      if (v !== undefined) o[k] = jsonSafe(v);
+    }
+  }
+  return JSON.stringify(o);
+}
+
+/** `TIME LEVEL message k=v …`; null and undefined fields are left out, so a line says only what happened. */
+export function textLine(time: string, level: Level, message: string, fields?: Readonly<Record<string, unknown>>): string {
+  let line = `${time} ${TEXT_LEVEL[level]} ${message}`;
+  if (fields !== undefined) {
+    for (const k in fields) {
+      const v = fields[k];
+      if (v === undefined || v === null) continue;
+      line += ` ${k}=${typeof v === "string" ? v : Array.isArray(v) ? JSON.stringify(v) : String(jsonSafe(v))}`;
+    }
+  }
+  return line;
+}
+
+export interface LoggerOptions {
+  readonly level: Level;
+  readonly format: LogFormat;
+  /** One finished line, without its newline. Default: console.error. */
+  readonly write?: (line: string) => void;
+  /** Wall clock (ms since the epoch) for the time field; default Date.now. */
+  readonly clock?: () => number;
+}
+
+export function createFormattedLogger(o: LoggerOptions): Logger {
+  const write = o.write ?? ((l: string) => console.error(l));
+  const clock = o.clock ?? Date.now;
+  const format = o.format === "json" ? jsonLine : textLine;
+  const min = RANK[o.level];
+  const at = (l: Level) =>
+    RANK[l] < min
+      ? () => {}
+      : (message: string, fields?: Record<string, unknown>) => write(format(new Date(clock()).toISOString(), l, message, fields));
+  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}

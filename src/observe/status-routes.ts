@@ -1,0 +1,64 @@
+/**
+ * The status page and the JSON it reads beside GET /v1/workers: GET /ui (the page, from the
+ * binary itself), GET /debug/status (this router, each worker's state, the last minutes in
+ * buckets), GET /debug/decisions (the last routing decisions with their cost arithmetic). All
+ * three are admin endpoints (the app's guard); a browser that opens /ui on a router with a token
+ * is asked for it (HTTP Basic, the token as password) and sends it on the page's reads too.
+ * Web standards and Hono only: the same page on Bun, Deno and workerd.
+ */
+import { Hono } from "hono";
+import type { BuildInfo } from "../core/build-info.ts";
+import type { DecisionLog } from "./decision-log.ts";
+import type { RecentStats } from "./recent-stats.ts";
+import { BUCKET_MS } from "./recent-stats.ts";
+import { STATUS_PAGE_HTML } from "./status-page.ts";
+
+export type WorkerState = "healthy" | "unhealthy" | "ejected";
+
+export interface StatusSource {
+  readonly decisions: DecisionLog;
+  readonly recent: RecentStats;
+  readonly build: BuildInfo;
+  readonly policy: string;
+  readonly blockSize: number;
+  readonly workers: () => Iterable<{ readonly id: bigint; readonly healthy: boolean; readonly reason?: string }>;
+  /** When a worker's ejection ends (ms, the router's clock), while it is ejected. */
+  readonly ejectedUntil: (id: bigint) => number | undefined;
+  /** The router's clock (ms), for how long an ejection has left. */
+  readonly now: () => number;
+  readonly admissionQueue: () => number;
+  /** Sticky bindings held in memory; undefined with Redis (shared, not counted here). */
+  readonly sessions: () => number | undefined;
+}
+
+export function workerState(healthy: boolean, ejectedUntil: number | undefined, now: number): WorkerState {
+  if (ejectedUntil !== undefined && ejectedUntil > now) return "ejected";
+  return healthy ? "healthy" : "unhealthy";
+}
+
+export function statusRoutes(s: StatusSource): Hono {
+  const app = new Hono();
+  app.get("/ui", () => new Response(STATUS_PAGE_HTML, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } }));
+  app.get("/debug/status", (c) => {
+    const now = s.now();
+    return c.json({
+      router: { ...s.build, policy: s.policy, block_size: s.blockSize },
+      admission_queue: s.admissionQueue(),
+      sessions: s.sessions() ?? null,
+      workers: [...s.workers()].map((w) => {
+        const until = s.ejectedUntil(w.id);
+        const state = workerState(w.healthy, until, now);
+        return {
+          id: w.id.toString(),
+          state,
+          reason: w.reason ?? null,
+          ejected_for_s: state === "ejected" ? Math.ceil((until! - now) / 1000) : null,
+        };
+      }),
+      bucket_seconds: BUCKET_MS / 1000,
+      recent: s.recent.series(),
+    });
+  });
+  app.get("/debug/decisions", (c) => c.json({ formula: s.decisions.formula(), decisions: s.decisions.list() }));
+  return app;
+}

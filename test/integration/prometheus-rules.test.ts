@@ -1,0 +1,52 @@
+/**
+ * deploy/prometheus/rules.yml is valid and its alerts do what they say: `promtool check rules`
+ * and `promtool test rules` on rules.test.yml (one unit test per alert, a healthy fleet that
+ * fires nothing, the recording rules' arithmetic). The promtool part is skipped, with the
+ * reason printed, where Debian's prometheus package is not installed.
+ */
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { missingTool, PROMTOOL, runTool } from "../support/debian-tools.ts";
+import { loadRules, RULES_FILE, RULES_TEST_FILE, splitAlert } from "../support/prometheus.ts";
+
+const missing = missingTool(PROMTOOL, "prometheus");
+
+describe.skipIf(missing !== undefined)(`Prometheus rules against promtool${missing ? ` (skipped: ${missing})` : ""}`, () => {
+  test("promtool check rules: valid", () => {
+    const r = runTool([PROMTOOL, "check", "rules", RULES_FILE]);
+    expect(r.out).toContain("SUCCESS");
+    expect(r.code).toBe(0);
+  });
+
+  test("promtool test rules: every unit test passes", () => {
+    const r = runTool([PROMTOOL, "test", "rules", RULES_TEST_FILE]);
+    expect(r.out).toContain("SUCCESS");
+    expect(r.code).toBe(0);
+  });
+});
+
+describe("the rules file's shape", () => {
+  const rules = loadRules();
+  const tests = readFileSync(RULES_TEST_FILE, "utf8");
+
+  test("the alerts the operators asked for are all there", () => {
+    const alerts = rules.filter((r) => r.alert !== undefined).map((r) => r.alert!);
+    for (const a of [
+      "SwitchyardNoHealthyWorker", "SwitchyardWorkerEjected", "SwitchyardKvEventGapsRising", "SwitchyardKvEventsLost", "SwitchyardKvStreamDown",
+      "SwitchyardAdmissionRejecting", "SwitchyardRedisDown", "SwitchyardTokenizerMismatch", "SwitchyardRouterCpuSaturated",
+    ]) {
+      expect(alerts).toContain(a);
+    }
+  });
+
+  test("every alert has a unit test that expects it to fire", () => {
+    for (const r of rules.filter((x) => x.alert !== undefined)) {
+      expect(tests).toMatch(new RegExp(`alertname: ${r.alert}\\n\\s+exp_alerts:\\n\\s+- exp_labels`));
+    }
+  });
+
+  test("every alert is SIGNAL OP NUMBER (the real-Prometheus test queries SIGNAL on a healthy fleet)", () => {
+    for (const r of rules.filter((x) => x.alert !== undefined)) expect({ alert: r.alert, split: splitAlert(r.expr) !== undefined }).toEqual({ alert: r.alert, split: true });
+    expect(splitAlert("(a or b) == 0")).toEqual({ signal: "(a or b)", op: "==", threshold: 0 });
+  });
+});

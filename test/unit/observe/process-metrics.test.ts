@@ -1,0 +1,33 @@
+import { describe, expect, test } from "bun:test";
+import { bindProcessMetrics, EventLoopLag, LAG_SAMPLE_MS } from "../../../src/observe/process-metrics.ts";
+import { MetricsRegistry } from "../../../src/observe/registry.ts";
+
+describe("process metrics", () => {
+  test("the standard names from the probe; what the probe cannot tell is left out, not 0", () => {
+    const r = new MetricsRegistry();
+    bindProcessMetrics(r, { cpuSeconds: () => 1.5, residentBytes: () => 1024, startTimeSeconds: () => 1700000000, openFds: () => undefined });
+    const text = r.render();
+    expect(text).toContain("# TYPE process_cpu_seconds_total counter");
+    expect(text).toContain("process_cpu_seconds_total 1.5");
+    expect(text).toContain("process_resident_memory_bytes 1024");
+    expect(text).toContain("process_start_time_seconds 1700000000");
+    expect(text).not.toContain("process_open_fds 0");
+    expect(text).not.toContain("process_max_fds");
+  });
+
+  test("event-loop lag: the worst delay since the last scrape, then it starts over", () => {
+    let t = 0;
+    const lag = new EventLoopLag(() => t, { every: () => 1, stop: () => {} });
+    lag.start();
+    t += LAG_SAMPLE_MS + 3; // on time but for 3 ms
+    lag.tick();
+    t += LAG_SAMPLE_MS + 250; // a 250 ms stall
+    lag.tick();
+    t += LAG_SAMPLE_MS;
+    lag.tick();
+    const r = new MetricsRegistry();
+    lag.bind(r);
+    expect(r.render()).toContain("switchyard_event_loop_lag_seconds 0.25");
+    expect(r.render()).toContain("switchyard_event_loop_lag_seconds 0\n");
+  });
+});
