@@ -28,6 +28,8 @@ export interface SlotRequest {
 
 interface RequestState {
   readonly promptNodes: Int32Array;
+  /** The prompt's sequence hashes (a reference, not a copy): what the rank's cache holds once this prefill is done. */
+  readonly seqHashes: BigUint64Array | null;
   outputNodes: number[] | null;
   readonly startedAt: number;
   /** Prefill tokens booked at admission: max(0, isl − overlap·blockSize). */
@@ -41,6 +43,15 @@ export class ActiveSequences {
   #prefillSum = 0;
   #lastExpiryCheck: number | undefined;
   #lastPrefillDoneAt = -Infinity;
+  /** The youngest request whose prefill is still booked: the last prompt the engine will have computed before the next one starts. */
+  #prefillTail: RequestState | undefined;
+
+  /**
+   * How many KV blocks this rank's engine can hold (its own report: vLLM's num_gpu_blocks, the
+   * simulated engine's kv_blocks); undefined when it did not say. With it, the credit for a prefix
+   * is what the engine can still hold when the request starts (keptWhenItStarts).
+   */
+  kvCapacityBlocks: number | undefined;
 
   /**
    * @param refs the block table shared by all slots of a tracker (a private one by default)
@@ -78,11 +89,12 @@ export class ActiveSequences {
     const seq = req.seqHashes;
     const promptNodes = new Int32Array(seq ? seq.length : 0);
     if (seq && seq.length > 0) this.refs.acquireAll(this.slot, u32Halves(seq), seq.length, promptNodes);
-    const state: RequestState = { promptNodes, outputNodes: null, startedAt: now, prefillTokens: this.newTokens(req.isl, req.overlap) };
+    const state: RequestState = { promptNodes, seqHashes: seq, outputNodes: null, startedAt: now, prefillTokens: this.newTokens(req.isl, req.overlap) };
     this.#requests.set(req.requestId, state);
     if (state.prefillTokens > 0) {
       this.#prefilling.set(req.requestId, state);
       this.#prefillSum += state.prefillTokens;
+      this.#prefillTail = state;
     }
     return expired;
   }
@@ -96,6 +108,11 @@ export class ActiveSequences {
     if (!state) return;
     this.#prefilling.delete(requestId);
     this.#prefillSum -= state.prefillTokens;
+    if (state === this.#prefillTail) {
+      // Prefills finish oldest first, so the tail goes only when the queue empties (or a request is freed early): rare, and the walk is short.
+      this.#prefillTail = undefined;
+      for (const s of this.#prefilling.values()) this.#prefillTail = s;
+    }
     if (now !== undefined && now > this.#lastPrefillDoneAt) this.#lastPrefillDoneAt = now;
   }
 
@@ -117,6 +134,32 @@ export class ActiveSequences {
   prefillHead(): { readonly tokens: number; readonly bookedAt: number } | undefined {
     for (const state of this.#prefilling.values()) return { tokens: state.prefillTokens, bookedAt: state.startedAt };
     return undefined;
+  }
+
+  /**
+   * Of a prompt's leading blocks that are cached here or being computed here (`credited`: the
+   * index's depth or the in-flight prefixes', whichever is longer), how many the engine will still
+   * hold when this request's prefill starts, given its KV capacity. Unknown capacity: all of them.
+   *
+   * Why: an engine cannot keep more blocks than it has, and it computes its queue in order. When
+   * the last prompt queued ahead fills the whole cache, that prompt is all the engine holds when
+   * this request starts: what this request finds is what it shares with that prompt. Otherwise
+   * the credited prefix can survive, but never beyond the capacity. Crediting whole in-flight
+   * prefixes on engines smaller than one prompt made every sibling of an agent's fan-out look
+   * nearly free on the engine holding the agent (booked prefill ÷ computed ≈ 1 ÷ 4 in the timing
+   * simulation's small-cache agentic cell), and requests piled onto it.
+   */
+  keptWhenItStarts(seqHashes: BigUint64Array | null, credited: number): number {
+    const cap = this.kvCapacityBlocks;
+    if (cap === undefined) return credited;
+    const tail = this.#prefillTail?.seqHashes;
+    if (tail && tail.length >= cap) {
+      const n = Math.min(cap, seqHashes?.length ?? 0, tail.length);
+      let shared = 0;
+      while (shared < n && seqHashes![shared] === tail[shared]) shared++;
+      return shared;
+    }
+    return Math.min(cap, credited);
   }
 
   /** Release everything the request holds. Returns whether it was active. */

@@ -77,6 +77,8 @@ export class LoadTracker {
   readonly #requestLora = new Map<string, string>();
   /** Requests booked through applyRemote: their drops are the origin's to announce, not ours. */
   readonly #remote = new Set<string>();
+  /** Each rank's KV capacity in blocks, as its engine reported it; kept for a slot created later. */
+  readonly #kvCapacity = new Map<WorkerKey, number>();
   #held = new Int32Array(0);
 
   constructor(opts: LoadTrackerOptions) {
@@ -114,6 +116,20 @@ export class LoadTracker {
   removeWorker(workerId: WorkerId): void {
     const keys = this.#keysOf.get(workerId);
     if (keys !== undefined) for (const key of [...keys]) this.#dropSlot(key);
+    for (const key of [...this.#kvCapacity.keys()]) if (parseWorkerKey(key).workerId === workerId) this.#kvCapacity.delete(key);
+  }
+
+  /**
+   * A rank's KV capacity in blocks, as its engine reported it (undefined: it did not say, and
+   * in-flight prefixes are credited whole, as before). The time-based kv credits a prefix only as
+   * far as the engine can keep it (ActiveSequences.keptWhenItStarts).
+   */
+  setKvCapacity(worker: WorkerWithDpRank, blocks: number | undefined): void {
+    const key = keyOf(worker);
+    if (blocks === undefined || !(blocks >= 0)) this.#kvCapacity.delete(key);
+    else this.#kvCapacity.set(key, blocks);
+    const slot = this.#slots.get(key);
+    if (slot) slot.seqs.kvCapacityBlocks = this.#kvCapacity.get(key);
   }
 
   hasWorker(key: WorkerKey): boolean {
@@ -139,6 +155,7 @@ export class LoadTracker {
         seqs: new ActiveSequences(this.blockSize, this.#refs),
         dropped: false,
       };
+      slot.seqs.kvCapacityBlocks = this.#kvCapacity.get(key);
       this.#slots.set(key, slot);
       let keys = this.#keysOf.get(worker.workerId);
       if (keys === undefined) this.#keysOf.set(worker.workerId, (keys = new Set()));

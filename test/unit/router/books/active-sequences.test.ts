@@ -177,3 +177,35 @@ describe("ActiveSequences: the prefill lane as the TTFT predictor reads it", () 
   });
 });
 
+
+describe("ActiveSequences: the prefix an engine of known capacity still holds when the next request starts", () => {
+  test("unknown capacity: the credited prefix, whole", () => {
+    const s = new ActiveSequences(4);
+    add(s, "long", [1, 2, 3, 4, 5, 6], 24);
+    expect(s.kvCapacityBlocks).toBeUndefined();
+    expect(s.keptWhenItStarts(seq(1, 2, 3, 4, 5, 6, 7), 6)).toBe(6);
+  });
+
+  test("the last prompt queued fills the cache: only what the request shares with it is kept", () => {
+    const s = new ActiveSequences(4);
+    s.kvCapacityBlocks = 4;
+    add(s, "x", [1, 2, 3, 4, 5, 6], 24); // agent X's prompt, 6 blocks
+    expect(s.keptWhenItStarts(seq(1, 2, 3, 4, 5, 6, 7), 6)).toBe(4); // X is last: its first 4 blocks stay
+    add(s, "y", [21, 22, 23, 24, 25], 20); // then agent Y's, 5 blocks: it pushes X out
+    expect(s.keptWhenItStarts(seq(1, 2, 3, 4, 5, 6, 7), 6)).toBe(0);
+    expect(s.keptWhenItStarts(seq(21, 22, 9), 2)).toBe(2);
+    // Y's prefill done: X, still prefilling, is the last again.
+    s.markPrefillCompleted("y", 5);
+    expect(s.keptWhenItStarts(seq(1, 2, 3, 4, 5, 6, 7), 6)).toBe(4);
+  });
+
+  test("prompts shorter than the cache ahead: the credit stands, never beyond the capacity", () => {
+    const s = new ActiveSequences(4);
+    s.kvCapacityBlocks = 4;
+    add(s, "short", [31, 32], 8);
+    expect(s.keptWhenItStarts(seq(1, 2, 3), 3)).toBe(3);
+    expect(s.keptWhenItStarts(seq(1, 2, 3, 4, 5, 6), 6)).toBe(4);
+    s.markPrefillCompleted("short", 1);
+    expect(s.keptWhenItStarts(seq(1, 2, 3, 4, 5, 6), 6)).toBe(4); // nothing queued: the cache now, within capacity
+  });
+});

@@ -393,3 +393,19 @@ describe("LoadTracker: replica sync seam (§1.6)", () => {
     expect(echoed).toBe(0);
   });
 });
+
+describe("LoadTracker: KV capacity per rank", () => {
+  test("reaches the rank's books whether its slot exists yet or not; unknown again when the worker leaves", () => {
+    const t = tracker([W1]);
+    t.setKvCapacity(W1, 64);
+    t.setKvCapacity(W2, 32); // before its slot
+    expect(t.slotOf(K1)!.kvCapacityBlocks).toBe(64);
+    t.addWorkers([W2]);
+    expect(t.slotOf(K2)!.kvCapacityBlocks).toBe(32);
+    t.setKvCapacity(W1, undefined);
+    expect(t.slotOf(K1)!.kvCapacityBlocks).toBeUndefined();
+    t.removeWorker(2n);
+    t.addWorkers([W2]);
+    expect(t.slotOf(K2)!.kvCapacityBlocks).toBeUndefined();
+  });
+});
