@@ -6,7 +6,9 @@
  *
  * With `inflightOverlap`, a tracked endpoint's overlap is the longer of the index's and the
  * prefix its in-flight requests hold: sequence hashes chain the whole prefix, so the
- * request's blocks an endpoint holds are always a leading run of it.
+ * request's blocks an endpoint holds are always a leading run of it. With `creditKeptPrefix`
+ * (the policies that predict TTFT), that credit goes only as far as the engine can still hold
+ * the prefix when this request starts, given its KV capacity (ActiveSequences.keptWhenItStarts).
  *
  * With a TTFT predictor in the context, every candidate also carries its predicted time to
  * first token (books/ttft-predictor.ts) and the uncached tokens that prediction assumed.
@@ -52,10 +54,12 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
     const treeSize = treeSizes === undefined ? 0 : (treeSizes.get(e.key) ?? 0);
     const seqs = slots[i];
     if (seqs) {
-      const overlapBlocks = ctx.inflightOverlap ? Math.max(indexed, held[seqs.slot]!) : indexed;
+      let credited = Math.max(indexed, held[seqs.slot]!);
+      if (ctx.creditKeptPrefix) credited = seqs.keptWhenItStarts(seqHashes, credited);
+      const overlapBlocks = ctx.inflightOverlap ? credited : Math.min(indexed, credited);
       const activePrefillTokens = seqs.activeTokens();
       const activeDecodeBlocks = seqs.activeBlocks();
-      const uncachedTokens = seqs.newTokens(isl, Math.max(indexed, held[seqs.slot]!));
+      const uncachedTokens = seqs.newTokens(isl, credited);
       const p = ctx.ttft?.predict(seqs, e.key, uncachedTokens, ctx.now);
       out[i] = {
         endpoint: e,

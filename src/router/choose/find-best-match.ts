@@ -59,6 +59,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     overlapScoreWeight: config.overlapScoreWeight,
     temperature: config.temperature,
     inflightOverlap: input.pipeline.inflightOverlap ?? config.inflightOverlap,
+    creditKeptPrefix: input.pipeline.predictsTtft === true,
     now: input.now,
     rng: input.rng,
     // A caller without a router's predictor (a bench, a test) still gets predictions: the

@@ -50,6 +50,12 @@ export interface SchedulingContext {
   readonly temperature: number;
   /** See SchedulerConfig.inflightOverlap. */
   readonly inflightOverlap: boolean;
+  /**
+   * Credit a cached or in-flight prefix only as far as the rank's engine can still hold it when
+   * this request starts (ActiveSequences.keptWhenItStarts; ranks of unknown capacity: all of it).
+   * Set for the policies that predict TTFT, whose prediction is only as good as its uncached tokens.
+   */
+  readonly creditKeptPrefix?: boolean;
   readonly now: number;
   readonly rng: Rng;
   /** Predicts each candidate's TTFT from its books and learned speed; without it no candidate carries a prediction. */

@@ -1,7 +1,7 @@
 /**
  * The time-based kv policy's decisions on hand-built cases: a burst of siblings sharing a prompt
  * the first of them is computing, a slow engine, a restarted engine, a warm cache behind a long
- * queue. Engines prefill at 0.01 ms per token with 1 ms of latency (the predictor is taught that
+ * queue, engines whose cache is smaller than one prompt. Engines prefill at 0.01 ms per token with 1 ms of latency (the predictor is taught that
  * before each case), blocks of 16 tokens.
  */
 import { describe, expect, test } from "bun:test";
@@ -72,6 +72,47 @@ describe("kv (predicted TTFT): a burst of siblings", () => {
     const sibling = w.route("b", prompt(100, 4, 7, 2000), 1);
     expect(sibling.key).not.toBe(first.key);
     expect(sibling.uncachedTokens).toBe(104 * BS);
+  });
+});
+
+describe("kv (predicted TTFT): engines whose cache is smaller than one prompt", () => {
+  /**
+   * Engine 1 computes agent X's first call, then agent Y's (7 blocks each); engine 2 four short
+   * unrelated prompts (3 blocks each). Then X's second call (X's 6 blocks + 1 of its own).
+   */
+  function siblingAfterAnotherAgent(capacity: number | undefined) {
+    const w = world(2);
+    const [e1, e2] = w.endpoints as [(typeof w.endpoints)[0], (typeof w.endpoints)[0]];
+    for (const e of w.endpoints) w.tracker.setKvCapacity(e.worker, capacity);
+    const book = (id: string, worker: typeof e1.worker, hashes: BigUint64Array) =>
+      RequestLease.book(w.tracker, { requestId: id, worker, seqHashes: hashes, isl: hashes.length * BS, overlap: 0 }, 0, BS, () => 0, seededRng(2));
+    book("x1", e1.worker, prompt(6, 1, 7, 1000));
+    book("y1", e1.worker, prompt(6, 1, 8, 2000));
+    for (let i = 0; i < 4; i++) book(`z${i}`, e2.worker, prompt(3, 0, 100 + i));
+    return { sel: w.route("x2", prompt(6, 1, 7, 1001), 0), e1, e2, w };
+  }
+
+  test("capacity unknown: the sibling counts on X's prompt in flight on engine 1 (224 tokens ahead + 16 of its own, against 192 + 112)", () => {
+    const { sel, e1 } = siblingAfterAnotherAgent(undefined);
+    expect(sel.key).toBe(e1.key);
+    expect(sel.uncachedTokens).toBe(16);
+  });
+
+  test("4 blocks each: Y's prompt, queued last on engine 1, leaves none of X's there, so the sibling goes where less is queued", () => {
+    const { sel, e2 } = siblingAfterAnotherAgent(4);
+    expect(sel.key).toBe(e2.key);
+    expect(sel.uncachedTokens).toBe(7 * BS);
+    expect(sel.overlapBlocks).toBe(0);
+    expect(sel.ttftTokens).toBe(4 * 3 * BS + 7 * BS);
+  });
+
+  test("kv-blocks keeps crediting the whole in-flight prefix whatever the capacity (it stays the kv before)", () => {
+    const { w, e1 } = siblingAfterAnotherAgent(4);
+    const hashes = prompt(6, 1, 7, 1002);
+    const config = schedulerConfig({ blockSize: BS, inflightOverlap: true }); // kv-blocks as the CLI sets it
+    const pipeline = createPipeline("kv-blocks", config);
+    const sel = findBestMatch({ overlaps: overlapsOf(), seqHashes: hashes, isl: hashes.length * BS, endpoints: w.endpoints, tracker: w.tracker, pipeline, config, now: 0, rng: seededRng(3) });
+    expect(sel.candidates.find((c) => c.key === e1.key)!.overlapBlocks).toBe(6);
   });
 });
 
