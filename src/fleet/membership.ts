@@ -51,6 +51,8 @@ export interface MembershipDeps {
      */
     addWorkers?(targets: Iterable<WorkerWithDpRank>): void;
     removeLoad?(workerId: WorkerId): void;
+    /** The KV blocks each rank's engine says it holds (/v1/engine/info kv_blocks), for the time-based kv's credit. */
+    setKvCapacity?(worker: WorkerWithDpRank, blocks: number | undefined): void;
   };
   readonly recovery: { addRank(workerId: WorkerId, dpRank: DpRank): void; removeWorker(workerId: WorkerId): void };
   readonly lora?: {
@@ -131,6 +133,7 @@ export class WorkerMembership {
     if (models !== undefined) this.d.models?.directory.set(id, models);
     if (this.d.load.addWorkers !== undefined) this.d.load.addWorkers(ranksOf(id, dpRanks));
     else this.#syncLoad();
+    for (let r = 0; r < dpRanks; r++) this.d.load.setKvCapacity?.({ workerId: id, dpRank: r }, info?.kvBlocks);
     if (input.restore !== false) for (let r = 0; r < dpRanks; r++) this.d.recovery.addRank(id, r);
     this.#recordLoras(id, dpRanks, input.loras ?? info?.loras ?? [], input.maxLoras ?? info?.maxLoras);
     for (const w of warnings) this.d.warn?.(`worker ${id} (${url}): ${w}`);

@@ -109,6 +109,8 @@ export interface Router {
     /** One worker's ranks in or out of the load books, without touching the others (registration stays O(ranks)). */
     addWorkers(targets: Iterable<WorkerWithDpRank>): void;
     removeLoad(workerId: WorkerId): void;
+    /** A rank's KV capacity in blocks as its engine reports it; undefined: unknown (LoadTracker.setKvCapacity). */
+    setKvCapacity(worker: WorkerWithDpRank, blocks: number | undefined): void;
     addRank(workerId: WorkerId, dpRank: DpRank, reset?: boolean): void;
     removeWorker(workerId: WorkerId): void;
   };
@@ -184,6 +186,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
       updateWorkers: (targets) => tracker.updateWorkers(targets),
       addWorkers: (targets) => tracker.addWorkers(targets),
       removeLoad: (workerId) => tracker.removeWorker(workerId),
+      setKvCapacity: (worker, blocks) => tracker.setKvCapacity(worker, blocks),
       // approx restores nothing from an engine: its index is its own decisions.
       addRank: (workerId, dpRank, reset) => (approxMode ? undefined : recovery.addRank(workerId, dpRank, reset)),
       removeWorker: (workerId) => {

@@ -42,6 +42,21 @@ describe("WorkerMembership", () => {
     expect(s.loras).toEqual([`${id}:0:a`, `${id}:1:a`]);
   });
 
+  test("each rank's KV capacity reaches the load books as the engine reported it; an engine that does not say leaves it unknown", async () => {
+    const capacities: string[] = [];
+    const registry = new WorkerRegistry();
+    const m = new WorkerMembership({
+      registry,
+      blockSize: 16,
+      load: { updateWorkers: () => {}, setKvCapacity: (w, blocks) => capacities.push(`${w.workerId}:${w.dpRank}=${blocks}`) },
+      recovery: { addRank: () => {}, removeWorker: () => {} },
+      engineInfo: async (url) => (url.endsWith(":1") ? { dpRanks: 2, kvBlocks: 512, loras: [] } : { loras: [] }),
+    });
+    await m.register({ url: "http://e:1", id: 7n });
+    await m.register({ url: "http://e:2", id: 8n });
+    expect(capacities).toEqual(["7:0=512", "7:1=512", "8:0=undefined"]);
+  });
+
   test("registration is idempotent for the same URL and refuses a second URL for the same id", async () => {
     const s = setup(async () => ({ loras: [] }));
     await s.m.register({ url: "http://e:1", id: 5n });
