@@ -4,7 +4,8 @@
  * booked through a RequestLease on a LoadTracker, as the router does) against modelled engines: one FIFO prefill lane each, 1 ms + `prefillUsPerToken`
  * per uncached token, an LRU prefix cache of `kvBlocks` trace blocks checked when the prefill
  * starts and filled when it ends (as the simulated engine does; the router's precise index sees
- * the caches as KV events would, without their delay), decode of `maxOutputTokens` steps.
+ * the caches as KV events would, without their delay, and knows each engine's capacity as an engine
+ * reports it), decode of `maxOutputTokens` steps.
  *
  * Why: on the shared 2-core machine the real replay's TTFTs move ±30% run to run, more than the
  * differences between settings of one policy; choosing kv's defaults needs a measurement
@@ -51,7 +52,10 @@ export interface SimOptions {
    */
   assignment?: readonly number[];
   /** Called as each request's first token comes (for studies of single decisions). */
-  onFirstToken?: (i: number, x: { arrival: number; start: number; done: number; engine: number; uncached: number; predictedMs: number | undefined }) => void;
+  onFirstToken?: (
+    i: number,
+    x: { arrival: number; start: number; done: number; engine: number; uncached: number; predictedMs: number | undefined; predictedTokens: number | undefined; bookedUncached: number | undefined },
+  ) => void;
 }
 
 export interface SimResult {
@@ -131,6 +135,8 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
   const keys: WorkerKey[] = endpoints.map((e) => e.key);
   const tracker = new LoadTracker({ blockSize: config.blockSize });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
+  // The engines' KV capacity, as the router learns it from each engine (kv_blocks, num_gpu_blocks).
+  for (const e of endpoints) tracker.setKvCapacity(e.worker, o.kvBlocks);
   // One pipeline per router: the peers' own trees (sglang, prodstack-prefix, llm-d) are per process.
   const pipelines = Array.from({ length: Math.max(1, o.routers ?? 1) }, () => makePipeline?.() ?? createPipeline(policy, config));
   // One predictor per router, as in the router: each learns from the first tokens of its own requests.
@@ -199,7 +205,7 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
         ev.push(done, () => {
           caches[e]!.touch(ids);
           ttfts.push(done - arrival);
-          o.onFirstToken?.(i, { arrival, start, done, engine: e, uncached, predictedMs: sel.predictedTtftMs });
+          o.onFirstToken?.(i, { arrival, start, done, engine: e, uncached, predictedMs: sel.predictedTtftMs, predictedTokens: sel.ttftTokens, bookedUncached: sel.uncachedTokens });
           lease.firstToken();
           lanes[e]!.busy = false;
           runLane(e);
