@@ -87,7 +87,11 @@ function stream(n: number) {
       const j = k++;
       const sentAt = performance.now();
       try {
-        results.push(await complete(c.routerUrl, `client ${i} request ${j}: tell me about pods and routers`, { maxTokens: 8, stream: j % 2 === 0 }));
+        // The request number leads, so no two prompts share a first block: the figures measure
+        // discovery, not the policy. With a shared first block the default kv routes to the
+        // engines that hold it (one block faster) until they queue, which at this light load is
+        // never: a new pod then gets its first request when it is the fastest place for one.
+        results.push(await complete(c.routerUrl, `${j} from client ${i}: tell me about pods and routers`, { maxTokens: 8, stream: j % 2 === 0 }));
       } catch (e) {
         // A connection the router cut is a lost request too.
         results.push({ status: 0, worker: null, sentAt, doneAt: performance.now(), body: String(e) });
