@@ -16,8 +16,12 @@
  * its samples fell (profile-summary.ts). `--baseline-ref REF` also runs the router as it was at
  * git REF (extracted with git archive into a temp dir, this checkout's node_modules and ffi
  * build linked in) as one more target, "baseline", interleaved with the others: a change's
- * before and after measured in the same run. Targets (issue 24): router ≥ 0.9 × nginx's requests/s and router CPU per request
- * ≤ 2 × nginx's, judged on the medians.
+ * before and after measured in the same run. `--targets ...,observed` adds the router with the
+ * access log and tracing on ("observed": `--log-level info --log-format json`, every request
+ * traced to an OTLP/HTTP sink in this process that reads and drops each export; its stderr is a
+ * pipe this process drains and drops, as a container's log shipper would), so both are judged
+ * in the same run. Targets: router ≥ 0.9 × nginx's requests/s and router CPU per request ≤ 2 ×
+ * nginx's, judged on the medians (the plain router runs with `--log-level warn`: no access log).
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -41,7 +45,7 @@ function cpuSeconds(pid: number): number | undefined {
 /** USER_HZ: 100 on every Linux we run on. */
 const CLOCK_TICKS = 100;
 
-const TARGETS = ["direct", "router", "nginx", "floor", "baseline"] as const;
+const TARGETS = ["direct", "router", "nginx", "floor", "baseline", "observed"] as const;
 type Target = (typeof TARGETS)[number];
 
 interface Run extends WrkResult {
@@ -161,6 +165,8 @@ async function main(): Promise<void> {
   let nginx: Nginx | undefined;
   let baseline: Proc | undefined;
   let floor: Proc | undefined;
+  let observed: Proc | undefined;
+  let sink: ReturnType<typeof startOtlpSink> | undefined;
   let baselineDir: string | undefined;
   try {
     engine = await startMain([
@@ -183,14 +189,23 @@ async function main(): Promise<void> {
       baseline = await startCommand([process.execPath, join(baselineDir, "src", "main.ts"), ...cmd], `router at ${o.baselineRef}`);
     }
     if (o.targets.includes("floor")) floor = await startCommand([process.execPath, join(import.meta.dir, "floor.ts"), "--upstream", engineUrl], "floor proxy");
+    if (o.targets.includes("observed")) {
+      sink = startOtlpSink();
+      const cmd = [...routerCommand, "--log-level", "info", "--log-format", "json", "--otlp-endpoint", sink.url, "--otlp-sample-ratio", "1"];
+      cmd[cmd.indexOf("--port") + 1] = String(freePort());
+      observed = await startLoggingRouter(cmd);
+    }
     const urls: Record<Target, string> = {
       floor: floor ? `${floor.info.url}/v1/completions` : "",
       direct: `${engineUrl}/v1/completions`,
       router: `${router.info.url}/v1/completions`,
       nginx: `${nginx.url}/v1/completions`,
       baseline: baseline ? `${baseline.info.url}/v1/completions` : "",
+      observed: observed ? `${observed.info.url}/v1/completions` : "",
     };
-    const proxyPid: Record<Target, number | undefined> = { direct: undefined, router: router.pid, nginx: nginx.pid, floor: floor?.pid, baseline: baseline?.pid };
+    const proxyPid: Record<Target, number | undefined> = {
+      direct: undefined, router: router.pid, nginx: nginx.pid, floor: floor?.pid, baseline: baseline?.pid, observed: observed?.pid,
+    };
     const enginePid = engine.pid;
     const load = async (t: Target, seconds: number): Promise<Run> => {
       const p0 = proxyPid[t] === undefined ? undefined : cpuSeconds(proxyPid[t]!);
@@ -206,7 +221,7 @@ async function main(): Promise<void> {
     const targets = o.targets;
     console.error(`warm-up (1 s each), then ${o.runs} interleaved runs of ${o.seconds} s x ${targets.length} targets`);
     for (const t of targets) await load(t, 1);
-    const results: Record<Target, Run[]> = { direct: [], router: [], nginx: [], floor: [], baseline: [] };
+    const results: Record<Target, Run[]> = { direct: [], router: [], nginx: [], floor: [], baseline: [], observed: [] };
     for (let run = 0; run < o.runs; run++) {
       // Rotate the order so no target always runs on a warmer (or hotter) machine.
       for (let k = 0; k < targets.length; k++) {
@@ -234,11 +249,14 @@ async function main(): Promise<void> {
         nginxVsDirectThroughput: s.nginx.rps / s.direct.rps,
         routerVsBaselineThroughput: s.router.rps / s.baseline.rps,
         routerVsBaselineCpu: s.router.proxyCpuUs !== undefined && s.baseline.proxyCpuUs !== undefined ? s.router.proxyCpuUs / s.baseline.proxyCpuUs : NaN,
+        observedVsNginxThroughput: s.observed.rps / s.nginx.rps,
+        observedVsNginxCpu: s.observed.proxyCpuUs !== undefined && s.nginx.proxyCpuUs !== undefined ? s.observed.proxyCpuUs / s.nginx.proxyCpuUs : NaN,
         routerAddedP50Ms: s.router.p50Ms - s.direct.p50Ms,
         routerAddedP99Ms: s.router.p99Ms - s.direct.p99Ms,
         nginxAddedP50Ms: s.nginx.p50Ms - s.direct.p50Ms,
         nginxAddedP99Ms: s.nginx.p99Ms - s.direct.p99Ms,
       },
+      otlpSink: sink ? { exports: sink.exports(), bytes: sink.bytes() } : undefined,
       runs: results,
     };
     printTable(report.summary, report.ratios, o);
@@ -248,13 +266,62 @@ async function main(): Promise<void> {
     }
   } finally {
     await nginx?.stop();
-    await stopAll([router, engine, baseline, floor]);
+    await stopAll([router, engine, baseline, floor, observed]);
+    sink?.stop();
     if (baselineDir !== undefined) rmSync(baselineDir, { recursive: true, force: true });
   }
   if (o.profile !== undefined) {
     const files = readdirSync(o.profile).filter((f) => f.endsWith(".cpuprofile")).sort();
     if (files.length > 0) console.log(`\nrouter profile (${o.profile}/${files.at(-1)}):\n${summarizeProfile(`${o.profile}/${files.at(-1)}`, 30)}`);
   }
+}
+
+/** An OTLP/HTTP collector stand-in: reads each export whole and drops it (200, empty protobuf body). */
+function startOtlpSink() {
+  let exports = 0;
+  let bytes = 0;
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      bytes += (await req.arrayBuffer()).byteLength;
+      exports++;
+      return new Response(new Uint8Array(0), { headers: { "content-type": "application/x-protobuf" } });
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}`, exports: () => exports, bytes: () => bytes, stop: () => server.stop(true) };
+}
+
+/**
+ * A router whose stderr (the access log) is drained and dropped, not kept: startMain keeps every
+ * line for failure messages, which would grow this process by the whole log and tax its CPU.
+ */
+async function startLoggingRouter(args: readonly string[]): Promise<Proc> {
+  const proc = Bun.spawn({ cmd: [process.execPath, MAIN, ...args], cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  void (async () => {
+    for await (const _chunk of proc.stderr) {
+      // dropped, as a log shipper that has forwarded it
+    }
+  })().catch(() => {});
+  const reader = proc.stdout.getReader();
+  const dec = new TextDecoder();
+  let out = "";
+  while (!/^\{.*\}$/m.test(out)) {
+    const r = await reader.read();
+    if (r.done) throw new Error(`observed router exited before printing its address (${proc.exitCode})`);
+    out += dec.decode(r.value, { stream: true });
+  }
+  void (async () => {
+    while (!(await reader.read()).done) {
+      // keep stdout drained too
+    }
+  })().catch(() => {});
+  const info = JSON.parse(out.split("\n").find((l) => l.startsWith("{"))!) as Record<string, unknown>;
+  const stop = async () => {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  };
+  return { proc: proc as unknown as Proc["proc"], pid: proc.pid, info, output: () => "", stop };
 }
 
 function fmtUs(x: number | undefined): string {
@@ -279,6 +346,10 @@ function printTable(rows: readonly Omit<Summary, "runs">[], r: Record<string, nu
   const verdict = (met: boolean) => (met ? "met" : "missed");
   if (Number.isFinite(r.routerVsNginxThroughput)) console.log(`\nrouter / nginx throughput: ${r.routerVsNginxThroughput!.toFixed(2)} (target ≥ 0.9: ${verdict(r.routerVsNginxThroughput! >= 0.9)})`);
   if (cpuRatio !== undefined) console.log(`router / nginx CPU per request: ${cpuRatio.toFixed(2)} (target ≤ 2: ${verdict(cpuRatio <= 2)})`);
+  if (Number.isFinite(r.observedVsNginxThroughput)) {
+    const cpu = Number.isFinite(r.observedVsNginxCpu) ? r.observedVsNginxCpu!.toFixed(2) : "n/a";
+    console.log(`observed (access log + every request traced) / nginx: throughput ${r.observedVsNginxThroughput!.toFixed(2)} (≥ 0.9: ${verdict(r.observedVsNginxThroughput! >= 0.9)}), CPU per request ${cpu} (≤ 2: ${verdict(r.observedVsNginxCpu! <= 2)})`);
+  }
   if (Number.isFinite(r.routerVsBaselineThroughput)) {
     console.log(`router / baseline (${o.baselineRef}): throughput ${r.routerVsBaselineThroughput!.toFixed(3)}, CPU per request ${r.routerVsBaselineCpu!.toFixed(3)}`);
   }

@@ -88,7 +88,8 @@ const k = (n: number) => (n >= 1e6 ? `${n / 1e6} M` : n >= 1e3 ? `${n / 1e3} k` 
 
 function report(r: Results): void {
   console.log(`load average at the start: ${r.load_average.join(" ")}`);
-  console.log("\n| workers | entries | route 8k native p50/p99 µs: CPU (wall) | 8k portable | 128k native | 128k portable | apply M blocks/s (build / events / typed) | B per entry (heap / index arrays) | register 1 / 1000 ms (per 100: min-max) | memory after removal |");
+  const many = r.cells[0]?.registration.many ?? 1000;
+  console.log(`\n| workers | entries | route 8k native p50/p99 µs: CPU (wall) | 8k portable | 128k native | 128k portable | apply M blocks/s (build / events / typed) | B per entry (heap / index arrays) | register 1 / ${many} ms (per 100: min-max) | memory after removal |`);
   console.log("|---:|---:|---|---|---|---|---|---|---|---|");
   for (const c of r.cells) {
     if ("error" in c) {
@@ -102,10 +103,12 @@ function report(r: Results): void {
     };
     const a = c.apply;
     const s = c.registration.per_100_ms;
+    // Fewer than 100 registered (--register N < 100): no slice, so no min-max to print.
+    const spread = s.length > 0 ? ` (${Math.min(...s)}-${Math.max(...s)})` : "";
     console.log(
       `| ${c.workers} | ${k(c.entries)} | ${rt("8k_native")} | ${rt("8k_portable")} | ${rt("128k_native")} | ${rt("128k_portable")} | ` +
         `${(a.build_blocks_per_s / 1e6).toFixed(2)} / ${(a.at_size.events_blocks_per_s / 1e6).toFixed(2)} / ${(a.at_size.typed_blocks_per_s / 1e6).toFixed(2)} | ` +
-        `${c.memory.bytes_per_entry} / ${c.memory.index_typed_arrays_per_entry} | ${c.registration.one_ms} / ${c.registration.many_ms} (${Math.min(...s)}-${Math.max(...s)}) | ` +
+        `${c.memory.bytes_per_entry} / ${c.memory.index_typed_arrays_per_entry} | ${c.registration.one_ms} / ${c.registration.many_ms}${spread} | ` +
         `${c.registration.memory_mb.before} → ${c.registration.memory_mb.registered} → ${c.registration.memory_mb.removed} MB (×${c.registration.memory_after_removal_ratio}) |`,
     );
   }

@@ -62,6 +62,9 @@ const BY_FILE_FIELD: ReadonlyMap<string, Option> = new Map(
   }),
 );
 
+/** A config file is a page of settings; a file this large is a mistake (a log, a model), not one. */
+export const MAX_CONFIG_CHARS = 1024 * 1024;
+
 function readConfigFile(path: string, src: LoadSources, problems: string[]): Map<Option, unknown> {
   const out = new Map<Option, unknown>();
   let text: string;
@@ -69,6 +72,10 @@ function readConfigFile(path: string, src: LoadSources, problems: string[]): Map
     text = (src.readFile ?? defaultReadFile)(path);
   } catch (e) {
     problems.push(`--config ${path}: cannot read (${(e as Error).message})`);
+    return out;
+  }
+  if (text.length > MAX_CONFIG_CHARS) {
+    problems.push(`--config ${path}: ${text.length} characters, more than a config file may have (${MAX_CONFIG_CHARS}); is it the right file?`);
     return out;
   }
   const yaml = isYamlPath(path);

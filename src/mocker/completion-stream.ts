@@ -1,6 +1,7 @@
 /**
  * A streamed completion answer (SSE): the response and its headers go out when prefill
- * starts, once the cached prefix is known; then one chunk per token, the usage chunk and
+ * starts, once the cached prefix is known; then one chunk per token (a chat stream's role chunk
+ * with the first of them), the usage chunk and
  * `[DONE]`. A client that leaves aborts the request in the engine; an error after the first
  * byte becomes an error chunk. It parses nothing and decides nothing about the request.
  */
@@ -65,12 +66,19 @@ export function streamCompletion(
     const last = genReq.maxTokens - 1;
     eng
       .generate(genReq, {
+        // Headers go out at admission (Starlette sends them before the body); the role chunk
+        // goes with the first token, as vLLM's chat stream sends it when the engine's first
+        // output arrives (vllm/entrypoints/openai/serving_chat.py, chat_completion_stream_generator,
+        // `if first_iteration:` inside `async for res in result_generator`, at 003fe59): a client (or the router's TTFT predictor) reading the first data
+        // event of a chat stream must see the end of the prefill, not the admission.
         start: (s) => {
-          if (w.isChat) send(w.role());
           responded = true;
           resolve(new Response(body, { headers: answerHeaders(s, true, workerId) }));
         },
-        token: (t, i) => send(w.token(t, i === last)),
+        token: (t, i) => {
+          if (i === 0 && w.isChat) send(w.role());
+          send(w.token(t, i === last));
+        },
       })
       .then(
         (r) => {

@@ -511,7 +511,6 @@ export function hashSessionId(id: string): string {
 
 /** Bytes of a whole answer's tail searched for its usage (it comes last in vLLM's and SGLang's JSON). */
 const USAGE_TAIL_BYTES = 512;
-const USAGE = /"completion_tokens"\s*:\s*(\d+)/;
 
 /** The last USAGE_TAIL_BYTES of what arrived so far, `prev` then `chunk`. */
 function keepTail(prev: Uint8Array | undefined, chunk: Uint8Array): Uint8Array {
@@ -523,11 +522,33 @@ function keepTail(prev: Uint8Array | undefined, chunk: Uint8Array): Uint8Array {
   return out;
 }
 
-/** `usage.completion_tokens` of a whole JSON answer, found in its tail without parsing the body; 0 when absent. */
+/** The key searched for, as bytes. */
+const COMPLETION_TOKENS_KEY = new TextEncoder().encode('"completion_tokens"');
+
+/**
+ * `usage.completion_tokens` of a whole JSON answer, found in its tail without parsing the body
+ * or building a string (this runs once per whole answer, on the proxy's hot path); 0 when absent.
+ * The last occurrence of the key wins, followed by optional whitespace, a colon and digits.
+ */
 export function completionTokensOf(body: Uint8Array): number {
-  const tail = body.subarray(Math.max(0, body.byteLength - USAGE_TAIL_BYTES));
-  let s = "";
-  for (let i = 0; i < tail.length; i++) s += String.fromCharCode(tail[i]!);
-  const m = USAGE.exec(s);
-  return m ? Number(m[1]) : 0;
+  const key = COMPLETION_TOKENS_KEY;
+  const from = Math.max(0, body.byteLength - USAGE_TAIL_BYTES);
+  for (let at = body.byteLength - key.length; at >= from; at--) {
+    let k = 0;
+    while (k < key.length && body[at + k] === key[k]) k++;
+    if (k < key.length) continue;
+    let i = skipSpace(body, at + k);
+    if (body[i] !== 0x3a) continue; // ':'
+    i = skipSpace(body, i + 1);
+    let n = 0;
+    let digits = 0;
+    for (; i < body.byteLength && body[i]! >= 0x30 && body[i]! <= 0x39; i++, digits++) n = n * 10 + (body[i]! - 0x30);
+    if (digits > 0) return n;
+  }
+  return 0;
+}
+
+function skipSpace(b: Uint8Array, i: number): number {
+  while (i < b.byteLength && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
+  return i;
 }

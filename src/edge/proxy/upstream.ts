@@ -50,6 +50,9 @@ export function fetchUpstream(fetchFn: (url: string, init: RequestInit) => Promi
       body: init.body,
       // The proxy's signal (client gone, a deadline): fetch aborts the request and the body.
       signal: init.signal,
+      // An engine's 3xx goes to the client as it is, as the socket client passes it: following
+      // it would POST the prompt to wherever the Location points, outside the fleet.
+      redirect: "manual",
     });
     const headers: string[] = [];
     res.headers.forEach((value, name) => headers.push(name, value));

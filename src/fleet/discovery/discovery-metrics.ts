@@ -3,8 +3,9 @@
  * the narrow logger it writes to. It counts; it decides nothing.
  *
  * - `switchyard_discovery_rejected_total{pod, field}`: pod versions skipped for a bad
- *   annotation (or no named port); one count per version, not per event. Pod names are
- *   bounded by the fleet the selector matches.
+ *   annotation (or no named port); one count per version, not per event. A pod's series go
+ *   when the pod does (`forget`): every rollout makes new pod names, so keeping them would
+ *   grow the scrape with the router's age; the series live as long as the fleet's pods.
  * - `switchyard_discovery_pods{state}`: routable | held (not ready or terminating) | waiting
  *   (no address, not ready yet, registration failing) | rejected.
  * - `switchyard_discovery_api_up`: 1 while the last list or watch call got through, 0 during
@@ -30,6 +31,8 @@ export type WatchRestartReason = "timeout" | "error" | "idle";
 
 export interface DiscoveryMetrics {
   rejected(pod: string, field: string): void;
+  /** The pod is gone: drop its rejected series. */
+  forget(pod: string): void;
   registrationFailed(): void;
   apiUp(up: boolean): void;
   relisted(reason: RelistReason): void;
@@ -45,8 +48,18 @@ export function discoveryMetrics(registry: MetricsRegistry): DiscoveryMetrics {
   const relists = registry.counter("switchyard_discovery_relists_total", "Full lists of the pods, by reason (start|expired|error)", ["reason"]);
   const restarts = registry.counter("switchyard_discovery_watch_restarts_total", "Watches started again, by reason (timeout|error|idle)", ["reason"]);
   const pods = registry.gauge("switchyard_discovery_pods", "Discovered pods by state (routable|held|waiting|rejected)", ["state"]);
+  const fieldsOf = new Map<string, Set<string>>();
   return {
-    rejected: (pod, field) => rejected.inc([pod, field]),
+    rejected: (pod, field) => {
+      rejected.inc([pod, field]);
+      let fields = fieldsOf.get(pod);
+      if (fields === undefined) fieldsOf.set(pod, (fields = new Set()));
+      fields.add(field);
+    },
+    forget: (pod) => {
+      for (const field of fieldsOf.get(pod) ?? []) rejected.remove([pod, field]);
+      fieldsOf.delete(pod);
+    },
     registrationFailed: () => failures.inc(),
     apiUp: (u) => up.set([], u ? 1 : 0),
     relisted: (reason) => relists.inc([reason]),

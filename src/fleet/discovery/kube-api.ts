@@ -27,6 +27,8 @@ export interface KubeApiDeps {
   readonly server: string;
   readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
   readonly token: () => Promise<string | undefined>;
+  /** Largest pod-list answer read (default MAX_LIST_BYTES). */
+  readonly maxListBytes?: number;
 }
 
 /** An answer that is not 2xx, with what the API server said. */
@@ -49,6 +51,11 @@ export class WatchProtocolError extends Error {
 const EVENT_TYPES: ReadonlySet<string> = new Set(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]);
 /** One event is one object; a line longer than this is a broken stream, not a pod. */
 const MAX_LINE_CHARS = 16 * 1024 * 1024;
+/**
+ * A pod list's answer is read whole before it is parsed; past this it is refused rather than
+ * held (tens of thousands of pods' objects fit in a fraction of it).
+ */
+export const MAX_LIST_BYTES = 256 * 1024 * 1024;
 
 export function podsPath(namespace: string): string {
   return `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
@@ -65,8 +72,9 @@ export class KubeApi {
     const res = await this.#get(podsPath(namespace), { labelSelector }, signal);
     let body: unknown;
     try {
-      body = await res.json();
+      body = JSON.parse(await readBounded(res.body, this.d.maxListBytes ?? MAX_LIST_BYTES));
     } catch (e) {
+      if (e instanceof WatchProtocolError) throw e;
       throw new WatchProtocolError(`list: the answer is not JSON (${(e as Error).message})`);
     }
     const b = body as { items?: unknown; metadata?: { resourceVersion?: unknown } };
@@ -119,6 +127,27 @@ export class KubeApi {
       // not a Status object: the text itself is the message
     }
     throw new KubeApiError(res.status, reason, `HTTP ${res.status}${reason ? ` ${reason}` : ""}: ${message || res.statusText}`);
+  }
+}
+
+/** A body's text, refused (WatchProtocolError) once it passes `limit` bytes. */
+async function readBounded(body: ReadableStream<Uint8Array> | null, limit: number): Promise<string> {
+  if (body === null) return "";
+  const reader = body.getReader();
+  const dec = new TextDecoder();
+  let text = "";
+  let bytes = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.byteLength;
+      if (bytes > limit) throw new WatchProtocolError(`list: the answer is larger than ${limit} bytes`);
+      text += dec.decode(value, { stream: true });
+    }
+    return text + dec.decode();
+  } finally {
+    await reader.cancel().catch(() => {});
   }
 }
 

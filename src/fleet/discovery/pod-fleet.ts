@@ -160,7 +160,10 @@ export class PodFleet {
       } while (e.again);
     } finally {
       e.running = false;
-      if (e.want === undefined && e.applied === undefined && this.#entries.get(e.key) === e) this.#entries.delete(e.key);
+      if (e.want === undefined && e.applied === undefined && this.#entries.get(e.key) === e) {
+        this.#entries.delete(e.key);
+        this.#o.metrics?.forget(e.key);
+      }
       if (--this.#running === 0) for (const r of this.#idle.splice(0)) r();
     }
   }

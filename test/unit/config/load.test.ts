@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, loadConfig } from "../../../src/config/load.ts";
+import { ConfigError, loadConfig, MAX_CONFIG_CHARS } from "../../../src/config/load.ts";
 import { thrownBy } from "../../support/errors.ts";
 
 const problems = (fn: () => unknown): readonly string[] => thrownBy(ConfigError, fn).problems;
@@ -69,6 +69,14 @@ describe("loadConfig", () => {
     expect(p.some((x) => x.includes('"stray"'))).toBe(true);
     expect(p.some((x) => x.includes("--port: needs a value"))).toBe(true);
     expect(p.some((x) => x.includes("not valid JSON"))).toBe(true);
+  });
+
+  test("a config file larger than a config file can be is refused by its size, not parsed", () => {
+    const huge = JSON.stringify({ port: 7000, padding: "x".repeat(MAX_CONFIG_CHARS) });
+    const p = problems(() => loadConfig({ argv: ["--config", "big.json"], env: {}, readFile: () => huge }));
+    expect(p).toHaveLength(1);
+    expect(p[0]).toContain("--config big.json:");
+    expect(p[0]).toContain(`more than a config file may have (${MAX_CONFIG_CHARS})`);
   });
 
   test("unknown fields in the config file are errors", () => {

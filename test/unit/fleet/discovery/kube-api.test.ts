@@ -37,6 +37,15 @@ async function take(events: AsyncIterable<WatchEvent>, n: number): Promise<Watch
 }
 
 describe("KubeApi against the stand-in API server", () => {
+  test("list: an answer past maxListBytes is refused with a protocol error, not held", async () => {
+    const api = standIn();
+    for (let i = 0; i < 20; i++) api.createPod({ name: `pod-${i}`, labels: { app: "vllm" }, ip: "10.0.0.1" });
+    const small = new KubeApi({ server: api.url, fetch: (u, i) => fetch(u, i), token: async () => undefined, maxListBytes: 1024 });
+    await expect(small.listPods("default", "app=vllm")).rejects.toThrow(/larger than 1024 bytes/);
+    const roomy = new KubeApi({ server: api.url, fetch: (u, i) => fetch(u, i), token: async () => undefined, maxListBytes: 1024 * 1024 });
+    expect((await roomy.listPods("default", "app=vllm")).items.length).toBe(20);
+  });
+
   test("list: the selected pods and the list's resourceVersion; the token is sent", async () => {
     const api = standIn({ token: "s3cret" });
     api.createPod({ name: "a", namespace: "ml", labels: { app: "vllm" }, ip: "10.0.0.1" });

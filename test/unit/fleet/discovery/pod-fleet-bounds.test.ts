@@ -47,7 +47,7 @@ function setup(maxWorkers: number) {
     retryMs: 5_000,
     now: () => t,
     log: { info: () => {}, warn: (m) => logs.push(`warn ${m}`), error: (m) => logs.push(`error ${m}`) },
-    metrics: { rejected() {}, registrationFailed: () => failures++, apiUp() {}, relisted() {}, watchRestarted() {}, countPods() {} },
+    metrics: { rejected() {}, forget() {}, registrationFailed: () => failures++, apiUp() {}, relisted() {}, watchRestarted() {}, countPods() {} },
   });
   return { registry, membership, fleet, logs, failures: () => failures, advance: (ms: number) => (t += ms) };
 }

@@ -74,9 +74,11 @@ function setup() {
   let t = 0;
   const logs: string[] = [];
   const rejected: string[] = [];
+  const forgotten: string[] = [];
   const log = { info: (m: string) => logs.push(`info ${m}`), warn: (m: string) => logs.push(`warn ${m}`), error: (m: string) => logs.push(`error ${m}`) };
   const metrics = {
     rejected: (pod: string, field: string) => rejected.push(`${pod} ${field}`),
+    forget: (pod: string) => forgotten.push(pod),
     registrationFailed() {},
     apiUp() {},
     relisted() {},
@@ -84,7 +86,7 @@ function setup() {
     countPods() {},
   };
   const fleet = new PodFleet({ portName: "http", actions: r.actions, retryMs: 5_000, now: () => t, log, metrics });
-  return { ...r, fleet, logs, rejected, advance: (ms: number) => (t += ms) };
+  return { ...r, fleet, logs, rejected, forgotten, advance: (ms: number) => (t += ms) };
 }
 
 describe("PodFleet", () => {
@@ -159,6 +161,21 @@ describe("PodFleet", () => {
     await f.fleet.settled();
     expect(f.calls.at(-1)).toBe("register http://10.0.0.5:8000");
     expect(f.fleet.counts()).toEqual({ routable: 2, held: 0, waiting: 0, rejected: 0 });
+  });
+
+  test("a deleted pod's rejected series are forgotten (rollouts make new names); a live one's are kept", async () => {
+    const f = setup();
+    f.fleet.upsert(pod({ name: "bad", ip: "10.0.0.5", annotations: { "switchyard.dev/lora-slots": "lots" } }));
+    f.fleet.upsert(pod({ name: "good", ip: "10.0.0.6" }));
+    await f.fleet.settled();
+    expect(f.forgotten).toEqual([]);
+    f.fleet.delete(pod({ name: "bad", ip: "10.0.0.5" }));
+    await f.fleet.settled();
+    expect(f.forgotten).toEqual(["ml/bad"]);
+    // Gone from a fresh list counts as deleted too.
+    f.fleet.replaceAll([]);
+    await f.fleet.settled();
+    expect(f.forgotten).toEqual(["ml/bad", "ml/good"]);
   });
 
   test("a registered pod that turns bad is removed", async () => {

@@ -44,6 +44,7 @@ function counters() {
   const c = { relists: [] as string[], restarts: [] as string[], up: [] as boolean[] };
   const metrics: DiscoveryMetrics = {
     rejected() {},
+    forget() {},
     registrationFailed() {},
     apiUp: (u) => c.up.push(u),
     relisted: (r) => c.relists.push(r),

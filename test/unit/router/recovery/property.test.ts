@@ -11,6 +11,11 @@ import { ModelIndex, sorted } from "./support/model-index.ts";
 import { simulate, type SimResult } from "./support/simulation.ts";
 
 const SEEDS = 1200;
+/**
+ * Its own timeout: the seeds take ~1 s on a quiet machine and several on a loaded one, more
+ * than bun's default 5 s when run without the suite's --timeout (bun test test/unit/router).
+ */
+const PROPERTY_TIMEOUT_MS = 120_000;
 /** The real index is slower to build per seed; a smaller run checks the driver feeds it right. */
 const RADIX_SEEDS = 400;
 
@@ -51,7 +56,7 @@ describe("recovery driver property (seeded)", () => {
     expect(totals.gaps).toBeGreaterThan(500);
     expect(totals.clears).toBeGreaterThan(50);
     expect(totals.dropped).toBeGreaterThan(0);
-  });
+  }, PROPERTY_TIMEOUT_MS);
 });
 
 /** Per "w:r", the block hashes a RadixTree holds, read back through its dump. */
@@ -85,5 +90,5 @@ describe("recovery driver property against the radix tree (seeded)", () => {
     }
     if (failures.length > 0) console.error(`${failures.length} failing seeds; first:\n${failures[0]}`);
     expect(failures).toEqual([]);
-  });
+  }, PROPERTY_TIMEOUT_MS);
 });
