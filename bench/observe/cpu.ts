@@ -13,6 +13,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { MAIN, startMain, stopAll, type Proc } from "../../test/support/processes.ts";
+import { startOtlpSink } from "../support/otlp-sink.ts";
 
 /** A router whose stderr goes to /dev/null: its address line read from stdout, stopped by PID. */
 async function startQuietRouter(args: readonly string[]): Promise<Proc> {
@@ -69,18 +70,8 @@ const CONFIGS = [
 ] as const;
 
 async function main(): Promise<void> {
-  let exportsReceived = 0;
-  let exportBytes = 0;
-  const sink = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      exportBytes += (await req.arrayBuffer()).byteLength;
-      exportsReceived++;
-      return new Response(new Uint8Array(0), { headers: { "content-type": "application/x-protobuf" } });
-    },
-  });
-  const sinkUrl = `http://127.0.0.1:${sink.port}`;
+  const sink = startOtlpSink();
+  const sinkUrl = sink.url;
   const prompt = "The router hashes every block of this prompt. ".repeat(Math.ceil(PROMPT_TOKENS / 47)).slice(0, PROMPT_TOKENS);
   const body = JSON.stringify({ model: "switchyard-sim", prompt, max_tokens: MAX_TOKENS, stream: true });
   let engine: Proc | undefined;
@@ -134,13 +125,13 @@ async function main(): Promise<void> {
     CONFIGS.forEach((c, i) => {
       console.log(`| ${c.name} | ${med[i]!.toFixed(1)} | ${i === 0 ? "–" : `${sign(paired[i]!)} µs (${sign((paired[i]! / med[0]!) * 100)}%)`} | ${us[i]!.map((x) => x.toFixed(0)).join(", ")} |`);
     });
-    console.log(`\nspan exports received: ${exportsReceived} (${(exportBytes / 1024).toFixed(0)} KiB)`);
+    console.log(`\nspan exports received: ${sink.exports()} (${(sink.bytes() / 1024).toFixed(0)} KiB)`);
     if (JSON_OUT) {
       writeFileSync(JSON_OUT, JSON.stringify({ bench: "observe-cpu", date: new Date().toISOString(), options: { RUNS, REQUESTS, CONCURRENCY, PROMPT_TOKENS, MAX_TOKENS }, configs: CONFIGS.map((c, i) => ({ name: c.name, medianUs: med[i], pairedDeltaUs: paired[i], runsUs: us[i] })) }, null, 2));
     }
   } finally {
     await stopAll([...routers, engine]);
-    sink.stop(true);
+    sink.stop();
   }
 }
 

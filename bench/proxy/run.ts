@@ -30,6 +30,7 @@ import { summarize as summarizeProfile } from "./profile-summary.ts";
 import { freePort, MAIN, ROOT, startCommand, startMain, stopAll, type Proc } from "../../test/support/processes.ts";
 import { startNginx, type Nginx } from "./nginx.ts";
 import { runWrk, type WrkResult } from "./wrk.ts";
+import { startOtlpSink, type OtlpSink } from "../support/otlp-sink.ts";
 
 /** CPU seconds (user + system) a process has used, from /proc (Linux); undefined elsewhere. */
 function cpuSeconds(pid: number): number | undefined {
@@ -166,7 +167,7 @@ async function main(): Promise<void> {
   let baseline: Proc | undefined;
   let floor: Proc | undefined;
   let observed: Proc | undefined;
-  let sink: ReturnType<typeof startOtlpSink> | undefined;
+  let sink: OtlpSink | undefined;
   let baselineDir: string | undefined;
   try {
     engine = await startMain([
@@ -274,22 +275,6 @@ async function main(): Promise<void> {
     const files = readdirSync(o.profile).filter((f) => f.endsWith(".cpuprofile")).sort();
     if (files.length > 0) console.log(`\nrouter profile (${o.profile}/${files.at(-1)}):\n${summarizeProfile(`${o.profile}/${files.at(-1)}`, 30)}`);
   }
-}
-
-/** An OTLP/HTTP collector stand-in: reads each export whole and drops it (200, empty protobuf body). */
-function startOtlpSink() {
-  let exports = 0;
-  let bytes = 0;
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      bytes += (await req.arrayBuffer()).byteLength;
-      exports++;
-      return new Response(new Uint8Array(0), { headers: { "content-type": "application/x-protobuf" } });
-    },
-  });
-  return { url: `http://127.0.0.1:${server.port}`, exports: () => exports, bytes: () => bytes, stop: () => server.stop(true) };
 }
 
 /**
