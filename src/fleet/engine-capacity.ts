@@ -10,19 +10,19 @@
  * per engine (`PrometheusStatLogger.log_metrics_info`, vllm/v1/metrics/loggers.py at 005a810b;
  * before DP metrics, at a6f0308c, there is one series and no `engine` label). The fields read:
  * - `num_gpu_blocks` × `block_size`: the API server's `num_gpu_blocks` is the SUM over the DP engines
- *   it started ("Sum num_gpu_blocks from all engines in DP case", vllm/v1/engine/utils.py
- *   `wait_for_engine_startup`, and core_client.py `_apply_ready_response` at 364631ab), so one
- *   engine holds that ÷ the number of engine series;
+ *   it started ("Sum values from all engines in DP case", vllm/v1/engine/utils.py
+ *   `wait_for_engine_startup` at 5f25cfbe), so one engine holds that ÷ the number of engine series;
  * - `kv_cache_size_tokens` where present (newer vLLM): one engine's capacity in tokens, kept per
  *   engine, not summed ("Per-DP-engine KV cache capacity in tokens (group-aware)"; num_gpu_blocks ×
  *   block_size "can be wrong for hybrid models"), so it is preferred.
  * A value vLLM has not set yet is the text "None".
  *
- * SGLang: `GET /server_info` (older: `/get_server_info`) merges the scheduler's ready message into
- * its answer, whose `max_total_num_tokens` is the token pool of one scheduler, i.e. one DP rank
- * (python/sglang/srt/entrypoints/http_server.py `get_server_info` and managers/
- * data_parallel_controller.py, which reports its first scheduler's, at sgl-project/sglang 0025436e
- * and 000a3db1). It names no rank: every rank gets it.
+ * SGLang: `GET /get_server_info` merges the scheduler's ready message into its answer, whose
+ * `max_total_num_tokens` is the token pool of one scheduler, i.e. one DP rank
+ * (python/sglang/srt/entrypoints/http_server.py `get_server_info` at sgl-project/sglang 0025436e;
+ * managers/data_parallel_controller.py at 000a3db1 reports its first scheduler's). Later versions
+ * serve the same body as `GET /server_info`, the old name a deprecated alias. It names no rank:
+ * every rank gets it.
  *
  * A value that cannot be a real cache (0 blocks, negative, not a number, or absurdly large) is a
  * problem to report, never a capacity: an engine's wrong number would otherwise cap the credit the
