@@ -3,9 +3,12 @@
  * and keeps the last report per worker (engine-metrics.ts reads it). One scrape per worker
  * at a time, each with a deadline; a failed scrape keeps the error beside the last good
  * report, and a report older than `staleAfterMs` stops counting (busy decisions must not
- * rest on numbers from a dead engine). It does not decide anything itself.
+ * rest on numbers from a dead engine). A page that carries the engine's KV capacity (vLLM's
+ * `vllm:cache_config_info`) hands it to `onKvCapacity` for every rank, each scrape: an engine
+ * restarted with another cache size is known again by the next one. It does not decide anything itself.
  */
-import type { WorkerId } from "../core/ids.ts";
+import type { WorkerId, WorkerWithDpRank } from "../core/ids.ts";
+import { capacityOfRank, type KvCapacityReading } from "./engine-capacity.ts";
 import { readEngineLoad, type EngineLoad } from "./engine-metrics.ts";
 
 export interface ScrapedWorker {
@@ -27,6 +30,14 @@ export interface EngineMetricsScraperOptions {
   /** After each round of scrapes (busy sets, admission). */
   readonly onRound?: () => void;
   readonly warn?: (message: string) => void;
+  /** The router's block size, with `onKvCapacity`: capacities are handed over in its blocks. */
+  readonly blockSize?: number;
+  /**
+   * A rank's KV capacity as its engine's page says (undefined: a value no cache can have). Pages that
+   * do not say leave it alone. It may come for a worker removed while its page was on the way: the
+   * receiver drops what is not registered.
+   */
+  readonly onKvCapacity?: (worker: WorkerWithDpRank, blocks: number | undefined) => void;
 }
 
 export interface EngineReport {
@@ -45,6 +56,8 @@ export class EngineMetricsScraper {
   readonly #inflight = new Set<WorkerId>();
   #timer: ReturnType<typeof setInterval> | undefined;
   readonly #warned = new Set<WorkerId>();
+  /** The capacity problems last logged per worker: a bad value is logged when it appears, not every scrape. */
+  readonly #capacityWarned = new Map<WorkerId, string>();
 
   constructor(private readonly o: EngineMetricsScraperOptions) {}
 
@@ -64,6 +77,7 @@ export class EngineMetricsScraper {
     const workers = this.o.workers();
     const live = new Set(workers.map((w) => w.id));
     for (const id of this.#reports.keys()) if (!live.has(id)) this.#reports.delete(id);
+    for (const id of this.#capacityWarned.keys()) if (!live.has(id)) this.#capacityWarned.delete(id);
     await Promise.all(workers.filter((w) => !this.#inflight.has(w.id)).map((w) => this.#scrape(w)));
     this.o.onRound?.();
   }
@@ -83,8 +97,10 @@ export class EngineMetricsScraper {
         await res.body?.cancel().catch(() => {});
         throw new Error(`metrics page of ${length} bytes is over ${MAX_BODY_BYTES}`);
       }
-      const load = readEngineLoad(await res.text(), w.dpRanks);
+      const withCapacity = this.o.onKvCapacity !== undefined && this.o.blockSize !== undefined;
+      const load = readEngineLoad(await res.text(), w.dpRanks, withCapacity ? this.o.blockSize : undefined);
       if (this.#reports.has(w.id) || prev === undefined) this.#reports.set(w.id, { load, at: this.o.now() });
+      if (load.kvCapacity !== undefined) this.#handCapacity(w, load.kvCapacity);
       if (load.engine === undefined && !this.#warned.has(w.id)) {
         this.#warned.add(w.id);
         this.o.warn?.(`worker ${w.id} (${w.url}): /metrics has none of vLLM's or SGLang's load gauges; its own load is unknown`);
@@ -95,6 +111,15 @@ export class EngineMetricsScraper {
     } finally {
       this.#inflight.delete(w.id);
     }
+  }
+
+  #handCapacity(w: ScrapedWorker, reading: KvCapacityReading): void {
+    const problems = reading.problems.join("; ");
+    if (problems !== (this.#capacityWarned.get(w.id) ?? "")) {
+      this.#capacityWarned.set(w.id, problems);
+      for (const p of reading.problems) this.o.warn?.(`worker ${w.id} (${w.url}): KV capacity: ${reading.source} not taken: ${p}`);
+    }
+    for (let r = 0; r < w.dpRanks; r++) this.o.onKvCapacity!({ workerId: w.id, dpRank: r }, capacityOfRank(reading, r));
   }
 
   /** The last report of a worker (stale or not), for GET /v1/workers. */

@@ -16,6 +16,7 @@
  * rank (e.g. two `model_name`s) add up; usage takes the highest.
  */
 import { keyOf, type DpRank, type WorkerId, type WorkerKey } from "../core/ids.ts";
+import { VLLM_CACHE_CONFIG_INFO, vllmKvCapacity, type KvCapacityReading } from "./engine-capacity.ts";
 import { readSamples, type Sample } from "./prometheus-text.ts";
 
 export type EngineKind = "vllm" | "sglang";
@@ -36,6 +37,8 @@ export interface EngineLoad {
   readonly ranks: readonly EngineRankLoad[];
   /** Lines of those metrics that could not be read. */
   readonly errors: readonly string[];
+  /** Its KV capacity (vLLM's `vllm:cache_config_info`), when a block size was given and the page has it. */
+  readonly kvCapacity?: KvCapacityReading;
 }
 
 type Field = "running" | "waiting" | "kvUsage";
@@ -50,12 +53,21 @@ const NAMES: Readonly<Record<string, { engine: EngineKind; field: Field; legacy?
   "sglang:token_usage": { engine: "sglang", field: "kvUsage" },
 };
 const WANTED: ReadonlySet<string> = new Set(Object.keys(NAMES));
+const WANTED_WITH_CAPACITY: ReadonlySet<string> = new Set([...WANTED, VLLM_CACHE_CONFIG_INFO]);
 /** Labels that name the data-parallel rank of a series (vLLM: engine; SGLang: dp_rank). */
 const RANK_LABELS = ["engine", "dp_rank"] as const;
 
-/** Read one engine's exposition for its `dpRanks` ranks (ranks outside 0..dpRanks-1 are ignored). */
-export function readEngineLoad(text: string, dpRanks: number): EngineLoad {
-  const { samples, errors } = readSamples(text, WANTED);
+/**
+ * Read one engine's exposition for its `dpRanks` ranks (ranks outside 0..dpRanks-1 are ignored);
+ * with `blockSize` (the router's), its KV capacity too, in one pass over the page.
+ */
+export function readEngineLoad(text: string, dpRanks: number, blockSize?: number): EngineLoad {
+  const read = readSamples(text, blockSize === undefined ? WANTED : WANTED_WITH_CAPACITY);
+  const capacitySamples = read.samples.filter((s) => s.name === VLLM_CACHE_CONFIG_INFO);
+  const samples = capacitySamples.length === 0 ? read.samples : read.samples.filter((s) => s.name !== VLLM_CACHE_CONFIG_INFO);
+  const capacityErrors = read.errors.filter((e) => e.includes(VLLM_CACHE_CONFIG_INFO));
+  const errors = capacityErrors.length === 0 ? read.errors : read.errors.filter((e) => !e.includes(VLLM_CACHE_CONFIG_INFO));
+  const kvCapacity = blockSize === undefined ? undefined : vllmKvCapacity(capacitySamples, capacityErrors, blockSize);
   let engine: EngineKind | undefined;
   // vLLM's current usage name wins over the legacy one when an engine exports both.
   const hasCurrentUsage = samples.some((s) => s.name === "vllm:kv_cache_usage_perc");
@@ -74,7 +86,7 @@ export function readEngineLoad(text: string, dpRanks: number): EngineLoad {
       else a[n.field] = (a[n.field] ?? 0) + s.value;
     }
   }
-  return { engine, ranks: acc.map((a, dpRank) => ({ dpRank, ...a })), errors };
+  return { engine, ranks: acc.map((a, dpRank) => ({ dpRank, ...a })), errors, ...(kvCapacity ? { kvCapacity } : {}) };
 }
 
 function rankOf(s: Sample): number | undefined | "bad" {

@@ -7,6 +7,7 @@
 import { RouterError } from "../core/errors.ts";
 import type { DpRank, WorkerId, WorkerWithDpRank } from "../core/ids.ts";
 import { normalizeWorkerUrl, workerIdFromUrl } from "../core/worker-id.ts";
+import { capacityOfRank, checkedBlocks, type KvCapacityReading } from "./engine-capacity.ts";
 import type { EngineInfo } from "./engine-info.ts";
 import type { ModelDirectory, ServedModel } from "./models.ts";
 import type { WorkerRecord, WorkerRegistry } from "./registry.ts";
@@ -51,7 +52,7 @@ export interface MembershipDeps {
      */
     addWorkers?(targets: Iterable<WorkerWithDpRank>): void;
     removeLoad?(workerId: WorkerId): void;
-    /** The KV blocks each rank's engine says it holds (/v1/engine/info kv_blocks), for the time-based kv's credit. */
+    /** The KV blocks each rank's engine says it holds (engine info's kv_blocks, else `kvCapacity`), for the time-based kv's credit. */
     setKvCapacity?(worker: WorkerWithDpRank, blocks: number | undefined): void;
   };
   readonly recovery: { addRank(workerId: WorkerId, dpRank: DpRank): void; removeWorker(workerId: WorkerId): void };
@@ -63,6 +64,11 @@ export interface MembershipDeps {
   };
   /** Asks the engine about itself; a rejection registers the worker as not yet healthy. */
   readonly engineInfo: (url: string) => Promise<EngineInfo>;
+  /**
+   * Asks a real engine for its KV capacity (vLLM's /metrics, SGLang's server info:
+   * engine-capacity-probe.ts) when its engine info names none; undefined or a rejection: unknown.
+   */
+  readonly kvCapacity?: (url: string) => Promise<KvCapacityReading | undefined>;
   /** Which models each worker serves, and how to ask an engine (GET /v1/models). */
   readonly models?: { readonly directory: ModelDirectory; readonly fetch: (url: string) => Promise<ServedModel[]> };
   /** A worker was added or removed (health checker bookkeeping, logs). */
@@ -103,7 +109,12 @@ export class WorkerMembership {
     } catch (e) {
       warnings.push(`engine info unavailable (${(e as Error).message}); registered as unhealthy until a health check passes`);
     }
+    // Only engines that did not say kv_blocks are asked again (vLLM and SGLang serve no engine info).
+    const probed = info?.kvBlocks === undefined && this.d.kvCapacity !== undefined
+      ? this.d.kvCapacity(url).catch(() => undefined)
+      : Promise.resolve(undefined);
     const models = await served;
+    const capacity = this.#kvCapacity(info, await probed, warnings);
     const blockSize = input.blockSize ?? info?.blockSize;
     if (blockSize !== undefined && blockSize !== this.d.blockSize) {
       throw new RouterError(
@@ -133,7 +144,7 @@ export class WorkerMembership {
     if (models !== undefined) this.d.models?.directory.set(id, models);
     if (this.d.load.addWorkers !== undefined) this.d.load.addWorkers(ranksOf(id, dpRanks));
     else this.#syncLoad();
-    for (let r = 0; r < dpRanks; r++) this.d.load.setKvCapacity?.({ workerId: id, dpRank: r }, info?.kvBlocks);
+    for (let r = 0; r < dpRanks; r++) this.d.load.setKvCapacity?.({ workerId: id, dpRank: r }, capacity(r));
     if (input.restore !== false) for (let r = 0; r < dpRanks; r++) this.d.recovery.addRank(id, r);
     this.#recordLoras(id, dpRanks, input.loras ?? info?.loras ?? [], input.maxLoras ?? info?.maxLoras);
     for (const w of warnings) this.d.warn?.(`worker ${id} (${url}): ${w}`);
@@ -162,6 +173,22 @@ export class WorkerMembership {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * Each rank's KV capacity in blocks: engine info's kv_blocks, else what the probe read; a value
+   * that cannot be a real cache is a warning and leaves the capacity unknown.
+   */
+  #kvCapacity(info: EngineInfo | undefined, probed: KvCapacityReading | undefined, warnings: string[]): (dpRank: number) => number | undefined {
+    if (info?.kvBlocks !== undefined) {
+      const blocks = checkedBlocks(info.kvBlocks, this.d.blockSize);
+      if (typeof blocks === "number") return () => blocks;
+      warnings.push(`KV capacity unknown: its /v1/engine/info kv_blocks ${blocks}`);
+      return () => undefined;
+    }
+    if (probed === undefined) return () => undefined;
+    for (const p of probed.problems) warnings.push(`KV capacity: ${probed.source} not taken: ${p}`);
+    return (r) => capacityOfRank(probed, r);
   }
 
   /** Adapters are engine-wide (vLLM loads one for every rank): record each on every rank. */

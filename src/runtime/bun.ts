@@ -109,7 +109,16 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   kv = kvEventStreams(config, c, hasher, roles, log);
   const sources = kv.sources;
   bindStreamMetrics(c.metrics.registry, () => zmqStreams(registry.list(), (id) => sources.describe(id)));
-  engineLoad.wire(config, { workers: () => registry.list(), engineHeaders: c.engineHeaders, admission: c.admission, metrics: c.metrics, now, log });
+  engineLoad.wire(config, {
+    workers: () => registry.list(),
+    engineHeaders: c.engineHeaders,
+    admission: c.admission,
+    metrics: c.metrics,
+    now,
+    log,
+    // A page read before its worker was removed must not give the books a capacity for it again.
+    kvCapacity: (w, blocks) => void (registry.has(w.workerId) && c.router.members.setKvCapacity(w, blocks)),
+  });
 
   let server: ReturnType<typeof Bun.serve> | undefined;
   // Proxied requests go over pooled sockets on this thread (Bun's fetch hands each request

@@ -40,6 +40,7 @@ import type { RespOpener } from "../sync/redis-client.ts";
 import { startLoadSync, type LoadSync } from "../sync/load-sync.ts";
 import type { PubSubOpener } from "../sync/transport.ts";
 import { fetchEngineInfo, type EngineInfo } from "../fleet/engine-info.ts";
+import { probeKvCapacity } from "../fleet/engine-capacity-probe.ts";
 import { engineLoraClient } from "../fleet/engine-lora.ts";
 import { engineSessions } from "../fleet/engine-sessions.ts";
 import type { HealthChecker } from "../fleet/health.ts";
@@ -287,6 +288,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       choices.onEngineInfo?.(url, info);
       return info;
     },
+    // vLLM and SGLang say their capacity elsewhere: asked once here, so it is known without --engine-metrics-interval.
+    kvCapacity: (url) => probeKvCapacity(url, { blockSize: config.blockSize, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, fetch: toEngines }),
     models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), ownFetch) },
     onAdded: (w) => {
       log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });

@@ -7,7 +7,7 @@
 import type { AdmissionGate } from "../../router/index.ts";
 import type { Logger } from "../../edge/log.ts";
 import type { Config } from "../../config/schema.ts";
-import type { WorkerId, WorkerKey } from "../../core/ids.ts";
+import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
 import { busyEngineRanks, waitingByRank } from "../../fleet/engine-metrics.ts";
 import { EngineMetricsScraper, type ScrapedWorker } from "../../fleet/engine-metrics-scraper.ts";
@@ -27,6 +27,8 @@ export class EngineLoad {
     metrics: RouterMetrics;
     now: () => number;
     log: Logger;
+    /** The load books' port for an engine's KV capacity (vLLM's vllm:cache_config_info on the scraped page). */
+    kvCapacity?: (worker: WorkerWithDpRank, blocks: number | undefined) => void;
   }): void {
     if (config.engineMetricsInterval <= 0) return;
     const limits = { kvUsage: config.scheduler.busyThreshold ?? undefined, waiting: config.busyWaiting ?? undefined };
@@ -36,6 +38,8 @@ export class EngineLoad {
       fetch: (u, init) => fetch(u, { ...init, headers: deps.engineHeaders, redirect: "manual" }),
       now: deps.now,
       warn: (m) => deps.log.warn(m),
+      blockSize: config.blockSize,
+      onKvCapacity: deps.kvCapacity,
       onRound: () => {
         this.busy = busyEngineRanks(scraper.freshLoads(), limits);
         if (config.scheduler.engineWaitingWeight > 0) this.waiting = waitingByRank(scraper.freshLoads());

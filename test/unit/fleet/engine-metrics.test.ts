@@ -107,6 +107,34 @@ describe("readEngineLoad", () => {
   });
 });
 
+describe("readEngineLoad: the KV capacity on the same page", () => {
+  const CACHE_INFO = `# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="True",engine="0",gpu_memory_utilization="0.9",num_cpu_blocks="None",num_gpu_blocks="4096",sliding_window="None"} 1.0
+vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="True",engine="1",gpu_memory_utilization="0.9",num_cpu_blocks="None",num_gpu_blocks="4096",sliding_window="None"} 1.0
+`;
+
+  test("with the router's block size, vllm:cache_config_info comes back beside the load, which it does not change", () => {
+    const l = readEngineLoad(VLLM_DP2 + CACHE_INFO, 2, 32);
+    expect(l.ranks).toEqual(readEngineLoad(VLLM_DP2, 2).ranks);
+    expect(l.errors).toEqual([]);
+    // 4,096 blocks of 16 tokens summed over 2 engines = 1,024 blocks of 32 tokens each.
+    expect(l.kvCapacity?.byRank).toEqual(new Map([[0, 1024], [1, 1024]]));
+  });
+
+  test("without a block size, or on a page without the gauge, there is no capacity", () => {
+    expect(readEngineLoad(VLLM_DP2 + CACHE_INFO, 2).kvCapacity).toBeUndefined();
+    expect(readEngineLoad(VLLM_DP2, 2, 16).kvCapacity).toBeUndefined();
+    expect(readEngineLoad(SGLANG, 1, 16).kvCapacity).toBeUndefined();
+  });
+
+  test("a malformed capacity line is the capacity's problem, not the load's error", () => {
+    const l = readEngineLoad(VLLM_DP2 + 'vllm:cache_config_info{num_gpu_blocks="4096" 1.0\n', 2, 16);
+    expect(l.errors).toEqual([]);
+    expect(l.kvCapacity?.problems[0]).toContain("unreadable line");
+  });
+});
+
 describe("busy from engine metrics", () => {
   test("KV usage past --busy-threshold or waiting past --busy-waiting; limits off = never busy", () => {
     expect(isEngineBusy({ dpRank: 0, kvUsage: 0.95 }, { kvUsage: 0.9 })).toBe(true);

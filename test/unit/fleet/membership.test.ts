@@ -57,6 +57,43 @@ describe("WorkerMembership", () => {
     expect(capacities).toEqual(["7:0=512", "7:1=512", "8:0=undefined"]);
   });
 
+  test("an engine without kv_blocks is asked for its capacity (vLLM, SGLang); one with kv_blocks is not; values no cache can have stay unknown, with a warning", async () => {
+    const capacities: string[] = [];
+    const asked: string[] = [];
+    const warned: string[] = [];
+    const m = new WorkerMembership({
+      registry: new WorkerRegistry(),
+      blockSize: 16,
+      load: { updateWorkers: () => {}, setKvCapacity: (w, blocks) => capacities.push(`${w.workerId}:${w.dpRank}=${blocks}`) },
+      recovery: { addRank: () => {}, removeWorker: () => {} },
+      engineInfo: async (url) => {
+        if (url.endsWith(":1")) return { kvBlocks: 512, loras: [] };
+        if (url.endsWith(":5")) return { kvBlocks: 0, loras: [] };
+        throw new Error("GET /v1/engine/info answered HTTP 404"); // vLLM, SGLang
+      },
+      kvCapacity: async (url) => {
+        asked.push(url);
+        if (url.endsWith(":2")) return { source: "vLLM's vllm:cache_config_info", byRank: new Map([[0, 700], [1, 800]]), problems: [] };
+        if (url.endsWith(":3")) return { source: "SGLang's server info max_total_num_tokens", byRank: new Map(), problems: ["0 tokens is less than one 16-token block"] };
+        if (url.endsWith(":4")) throw new Error("probe failed");
+        return undefined;
+      },
+      warn: (w) => warned.push(w),
+    });
+    await m.register({ url: "http://e:1", id: 1n });
+    await m.register({ url: "http://e:2", id: 2n, dpRanks: 3 });
+    await m.register({ url: "http://e:3", id: 3n });
+    await m.register({ url: "http://e:4", id: 4n });
+    await m.register({ url: "http://e:5", id: 5n });
+    await m.register({ url: "http://e:6", id: 6n });
+    expect(asked).toEqual(["http://e:2", "http://e:3", "http://e:4", "http://e:6"]);
+    expect(capacities).toEqual(["1:0=512", "2:0=700", "2:1=800", "2:2=undefined", "3:0=undefined", "4:0=undefined", "5:0=undefined", "6:0=undefined"]);
+    expect(warned.filter((w) => w.includes("KV capacity"))).toEqual([
+      "worker 3 (http://e:3): KV capacity: SGLang's server info max_total_num_tokens not taken: 0 tokens is less than one 16-token block",
+      "worker 5 (http://e:5): KV capacity unknown: its /v1/engine/info kv_blocks 0 is not a positive number of blocks",
+    ]);
+  });
+
   test("registration is idempotent for the same URL and refuses a second URL for the same id", async () => {
     const s = setup(async () => ({ loras: [] }));
     await s.m.register({ url: "http://e:1", id: 5n });
