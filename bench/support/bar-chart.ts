@@ -92,28 +92,37 @@ function barPanel(p: BarPanel, ox: number): string {
       const top = sy(v);
       const colour = COLORS[Math.max(0, p.series.indexOf(b.series)) % COLORS.length];
       out.push(`<rect class="bar" data-series="${esc(b.series)}" data-group="${esc(g.label)}" x="${x.toFixed(1)}" y="${top.toFixed(1)}" width="${(bw - 1).toFixed(1)}" height="${(bottom - top).toFixed(1)}" fill="${colour}"><title>${esc(`${g.label} ${b.series}: ${fmt(v)}`)}</title></rect>`);
-      out.push(`<text x="${(x + bw / 2).toFixed(1)}" y="${(top - 3).toFixed(1)}" font-size="9" text-anchor="middle">${fmt(v)}</text>`);
       const runs = (b.runs ?? []).filter((r): r is number => usable(r, log));
       runs.forEach((r, k) => {
         const cx = x + ((k + 1) / (runs.length + 1)) * (bw - 1);
         out.push(`<circle class="run" data-series="${esc(b.series)}" cx="${cx.toFixed(1)}" cy="${sy(r).toFixed(1)}" r="2.5" fill="#111" stroke="#fff" stroke-width="1"/>`);
       });
+      // The value above the bar and above its highest run, so no dot covers it.
+      const labelY = Math.min(top, ...runs.map(sy)) - 4;
+      out.push(`<text x="${(x + bw / 2).toFixed(1)}" y="${labelY.toFixed(1)}" font-size="9" text-anchor="middle" ${HALO}>${fmt(v)}</text>`);
     });
     out.push(textLines(g.label, g0 + band / 2, bottom + 14, 'font-size="10" text-anchor="middle"'));
   });
+  const legend = p.legend !== false && p.series.length > 1 ? p.series : [];
+  legend.forEach((name, i) => {
+    const [lx, ly] = [left + (i % 3) * 118, bottom + 46 + Math.floor(i / 3) * 12];
+    out.push(`<rect class="legend" x="${lx}" y="${ly - 8}" width="10" height="8" fill="${COLORS[i % COLORS.length]}"/><text x="${lx + 14}" y="${ly - 1}" font-size="10">${esc(name)}</text>`);
+  });
+  // A panel-wide target's label goes under the axis, beside a dashed swatch, where no bar or dot
+  // can cover it; a group's target is short ("p99 ≤ 25 µs") and sits on its line.
+  let row = bottom + 46 + Math.ceil(legend.length / 3) * 12;
   for (const t of targets) {
     const gi = t.group === undefined ? -1 : groups.findIndex((g) => g.label === t.group);
     const [x1, x2] = gi < 0 ? [left, right] : [left + gi * band + band * 0.05, left + (gi + 1) * band - band * 0.05];
     const y = sy(t.y as number).toFixed(1);
     out.push(`<line class="target" x1="${x1.toFixed(1)}" y1="${y}" x2="${x2.toFixed(1)}" y2="${y}" stroke="#000" stroke-width="1.2" stroke-dasharray="5,4"/>`);
-    out.push(`<text class="target-label" x="${(x2 - 2).toFixed(1)}" y="${(+y - 4).toFixed(1)}" font-size="9" text-anchor="end" ${HALO}>${esc(t.label)}</text>`);
-  }
-  if (p.legend !== false && p.series.length > 1) {
-    p.series.forEach((s, i) => {
-      const lx = left + (i % 3) * 118;
-      const ly = bottom + 46 + Math.floor(i / 3) * 12;
-      out.push(`<rect class="legend" x="${lx}" y="${ly - 8}" width="10" height="8" fill="${COLORS[i % COLORS.length]}"/><text x="${lx + 14}" y="${ly - 1}" font-size="10">${esc(s)}</text>`);
-    });
+    if (gi >= 0) {
+      out.push(`<text class="target-label" x="${(x2 - 2).toFixed(1)}" y="${(+y - 4).toFixed(1)}" font-size="9" text-anchor="end" ${HALO}>${esc(t.label)}</text>`);
+    } else {
+      out.push(`<line x1="${left}" y1="${row - 4}" x2="${left + 24}" y2="${row - 4}" stroke="#000" stroke-width="1.2" stroke-dasharray="5,4"/>`);
+      out.push(`<text class="target-label" x="${left + 30}" y="${row - 1}" font-size="10">${esc(t.label)}</text>`);
+      row += 12;
+    }
   }
   return out.join("");
 }

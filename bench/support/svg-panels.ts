@@ -39,16 +39,19 @@ export function ticks(lo: number, hi: number, log: boolean): number[] {
 
 /**
  * One SVG document: `panels` (each drawn at x offset 0..W by its caller's `draw(ox)`) in rows of
- * `perRow`, the title above them.
+ * `perRow`, the title above them ("\n" breaks it into lines: a run's settings can be wider than
+ * two panels).
  */
 export function panelsDocument(title: string, panels: readonly ((ox: number) => string)[], perRow: number): string {
   const rows = Math.ceil(panels.length / perRow);
-  const parts: string[] = [`<text x="10" y="20" font-size="15" font-weight="bold">${esc(title)}</text>`];
+  const lines = title.split("\n");
+  const top = 30 + (lines.length - 1) * 18;
+  const parts: string[] = lines.map((line, i) => `<text x="10" y="${20 + i * 18}" font-size="${i === 0 ? 15 : 12}"${i === 0 ? ' font-weight="bold"' : ""}>${esc(line)}</text>`);
   panels.forEach((draw, i) => {
     const row = Math.floor(i / perRow);
-    parts.push(`<g transform="translate(0 ${30 + row * (H + 20)})">${draw((i % perRow) * W)}</g>`);
+    parts.push(`<g transform="translate(0 ${top + row * (H + 20)})">${draw((i % perRow) * W)}</g>`);
   });
   const width = Math.min(panels.length, perRow) * W;
-  const height = 30 + rows * (H + 20);
+  const height = top + rows * (H + 20);
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif"><rect width="100%" height="100%" fill="#fff"/>${parts.join("")}</svg>\n`;
 }
