@@ -53,6 +53,17 @@ function domain(values: readonly number[], log: boolean): [number, number] {
   return [0, hi * 1.15 || 1];
 }
 
+/** svg-panels's ticks, with 2 and 5 between the decades of a log axis that spans fewer than three. */
+function axisTicks(lo: number, hi: number, log: boolean): number[] {
+  const decades = ticks(lo, hi, log);
+  if (!log || decades.length >= 3) return decades;
+  const out: number[] = [];
+  for (let d = Math.floor(Math.log10(lo)); d <= Math.ceil(Math.log10(hi)); d++) {
+    for (const m of [1, 2, 5]) if (m * 10 ** d >= lo * 0.999 && m * 10 ** d <= hi * 1.001) out.push(m * 10 ** d);
+  }
+  return out;
+}
+
 function textLines(s: string, x: number, y: number, attrs: string): string {
   return s.split("\n").map((line, i) => `<text x="${x.toFixed(1)}" y="${y + i * 11}" ${attrs}>${esc(line)}</text>`).join("");
 }
@@ -79,9 +90,11 @@ function barPanel(p: BarPanel, ox: number): string {
   const sy = (v: number) => M.top + (1 - (log ? (Math.log10(v) - Math.log10(y0)) / (Math.log10(y1) - Math.log10(y0)) : (v - y0) / (y1 - y0))) * (bottom - M.top);
   const band = (right - left) / groups.length;
   const out: string[] = [title];
-  for (const t of ticks(y0, y1, log)) out.push(`<line x1="${left}" y1="${sy(t)}" x2="${right}" y2="${sy(t)}" stroke="#eee"/><text x="${left - 4}" y="${sy(t) + 3}" font-size="10" text-anchor="end">${fmt(t)}</text>`);
+  for (const t of axisTicks(y0, y1, log)) out.push(`<line x1="${left}" y1="${sy(t)}" x2="${right}" y2="${sy(t)}" stroke="#eee"/><text x="${left - 4}" y="${sy(t) + 3}" font-size="10" text-anchor="end">${fmt(t)}</text>`);
   out.push(`<line x1="${left}" y1="${bottom}" x2="${right}" y2="${bottom}" stroke="#333"/><line x1="${left}" y1="${M.top}" x2="${left}" y2="${bottom}" stroke="#333"/>`);
   out.push(`<text x="${ox + 14}" y="${(M.top + bottom) / 2}" font-size="11" text-anchor="middle" transform="rotate(-90 ${ox + 14} ${(M.top + bottom) / 2})">${esc(p.yLabel)}</text>`);
+  // Value labels go on last, over the target lines, so a line through a label does not hide it.
+  const valueLabels: string[] = [];
   groups.forEach((g, gi) => {
     const g0 = left + gi * band;
     const inner = band * 0.7;
@@ -97,9 +110,12 @@ function barPanel(p: BarPanel, ox: number): string {
         const cx = x + ((k + 1) / (runs.length + 1)) * (bw - 1);
         out.push(`<circle class="run" data-series="${esc(b.series)}" cx="${cx.toFixed(1)}" cy="${sy(r).toFixed(1)}" r="2.5" fill="#111" stroke="#fff" stroke-width="1"/>`);
       });
-      // The value above the bar and above its highest run, so no dot covers it.
-      const labelY = Math.min(top, ...runs.map(sy)) - 4;
-      out.push(`<text x="${(x + bw / 2).toFixed(1)}" y="${labelY.toFixed(1)}" font-size="9" text-anchor="middle" ${HALO}>${fmt(v)}</text>`);
+      // The value above the bar and above its highest run, so no dot covers it; upright where
+      // bars are too narrow for neighbours' values to sit side by side.
+      const labelY = Math.min(top - 3, ...runs.map((r) => sy(r) - 7));
+      const cx = x + bw / 2;
+      const turn = bw < 30 ? ` text-anchor="start" transform="rotate(-90 ${(cx + 3).toFixed(1)} ${labelY.toFixed(1)})"` : ' text-anchor="middle"';
+      valueLabels.push(`<text x="${(bw < 30 ? cx + 3 : cx).toFixed(1)}" y="${labelY.toFixed(1)}" font-size="9"${turn} ${HALO}>${fmt(v)}</text>`);
     });
     out.push(textLines(g.label, g0 + band / 2, bottom + 14, 'font-size="10" text-anchor="middle"'));
   });
@@ -124,7 +140,7 @@ function barPanel(p: BarPanel, ox: number): string {
       row += 12;
     }
   }
-  return out.join("");
+  return out.join("") + valueLabels.join("");
 }
 
 /** Bar panels in rows of `perRow`, one SVG document. */
