@@ -124,8 +124,8 @@ function barPanel(p: BarPanel, ox: number): string {
     const [lx, ly] = [left + (i % 3) * 118, bottom + 46 + Math.floor(i / 3) * 12];
     out.push(`<rect class="legend" x="${lx}" y="${ly - 8}" width="10" height="8" fill="${COLORS[i % COLORS.length]}"/><text x="${lx + 14}" y="${ly - 1}" font-size="10">${esc(name)}</text>`);
   });
-  // A panel-wide target's label goes under the axis, beside a dashed swatch, where no bar or dot
-  // can cover it; a group's target is short ("p99 ≤ 25 µs") and sits on its line.
+  // Target labels go under the axis, where no bar or dot can cover them: a panel-wide target's
+  // beside a dashed swatch, a group's (short: "p99 ≤ 25 µs") under that group's name.
   let row = bottom + 46 + Math.ceil(legend.length / 3) * 12;
   for (const t of targets) {
     const gi = t.group === undefined ? -1 : groups.findIndex((g) => g.label === t.group);
@@ -133,7 +133,8 @@ function barPanel(p: BarPanel, ox: number): string {
     const y = sy(t.y as number).toFixed(1);
     out.push(`<line class="target" x1="${x1.toFixed(1)}" y1="${y}" x2="${x2.toFixed(1)}" y2="${y}" stroke="#000" stroke-width="1.2" stroke-dasharray="5,4"/>`);
     if (gi >= 0) {
-      out.push(`<text class="target-label" x="${(x2 - 2).toFixed(1)}" y="${(+y - 4).toFixed(1)}" font-size="9" text-anchor="end" ${HALO}>${esc(t.label)}</text>`);
+      const under = bottom + 14 + groups[gi]!.label.split("\n").length * 11;
+      out.push(`<text class="target-label" x="${(left + (gi + 0.5) * band).toFixed(1)}" y="${under}" font-size="9" font-style="italic" text-anchor="middle">${esc(t.label)}</text>`);
     } else {
       out.push(`<line x1="${left}" y1="${row - 4}" x2="${left + 24}" y2="${row - 4}" stroke="#000" stroke-width="1.2" stroke-dasharray="5,4"/>`);
       out.push(`<text class="target-label" x="${left + 30}" y="${row - 1}" font-size="10">${esc(t.label)}</text>`);
