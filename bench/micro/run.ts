@@ -1,7 +1,9 @@
 /**
  * `bun run bench:micro`: every micro-benchmark of the routing core in one run —
  * hashing (portable, native), the index, the scheduler, and the whole find-best-match path.
- * Prints each part's table as it goes and one summary; `--json FILE` writes everything.
+ * Prints each part's table as it goes and one summary; `--json FILE` writes everything, `--svg FILE`
+ * draws the figures that have targets beside them (plot.ts; `bun bench/micro/plot.ts RUN.json
+ * OUT.svg` re-draws a saved --json).
  * Each part is also runnable alone: `bun bench/micro/<part>.ts`.
  */
 import { parseArgs } from "node:util";
@@ -12,8 +14,9 @@ import { runNativeHashBench } from "./hash-native.ts";
 import { runIndexBench } from "./index.ts";
 import { runSchedulerBench } from "./scheduler.ts";
 import { runU64TablesBench } from "./u64-tables.ts";
+import { microSvg, type MicroReport } from "./plot.ts";
 
-const { values } = parseArgs({ options: { json: { type: "string" }, only: { type: "string" } } });
+const { values } = parseArgs({ options: { json: { type: "string" }, svg: { type: "string" }, only: { type: "string" } } });
 const parts: [string, () => Promise<Record<string, unknown>>][] = [
   ["hash", runHashBench],
   ["hash-native", runNativeHashBench],
@@ -37,6 +40,7 @@ for (const [name, run] of parts) {
 }
 printSummary(results);
 if (values.json) writeFileSync(values.json, JSON.stringify(results, null, 2));
+if (values.svg) writeFileSync(values.svg, microSvg(results as MicroReport));
 
 /** The figures the issues set targets for, one line each (details in the JSON). */
 function printSummary(r: Record<string, any>): void {

@@ -2,7 +2,7 @@
  * Proxy overhead (`bun run bench:proxy [--runs 5] [--seconds 5] [--connections 64]
  * [--max-tokens 16] [--prompt-tokens 1024] [--decode-ms 0] [--stream true|false]
  * [--router-args "--log-format json ..."] [--baseline-ref REF] [--targets direct,router,nginx]
- * [--profile DIR] [--json FILE]`): one simulated
+ * [--profile DIR] [--json FILE] [--svg FILE]`): one simulated
  * engine with zero simulated time (so the proxy is the bottleneck), loaded with streaming
  * completions by wrk three ways in the same run: directly, through the router (policy kv,
  * full hash/match/schedule per request) and through nginx as a plain reverse proxy. Runs
@@ -22,6 +22,8 @@
  * pipe this process drains and drops, as a container's log shipper would), so both are judged
  * in the same run. Targets: router ≥ 0.9 × nginx's requests/s and router CPU per request ≤ 2 ×
  * nginx's, judged on the medians (the plain router runs with `--log-level warn`: no access log).
+ * `--svg FILE` draws the run (plot.ts: req/s and CPU per request per target, with the targets);
+ * `bun bench/proxy/plot.ts RUN.json OUT.svg` re-draws a saved `--json`.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,6 +33,7 @@ import { freePort, MAIN, ROOT, startCommand, startMain, stopAll, type Proc } fro
 import { startNginx, type Nginx } from "./nginx.ts";
 import { runWrk, type WrkResult } from "./wrk.ts";
 import { startOtlpSink, type OtlpSink } from "../support/otlp-sink.ts";
+import { proxySvg } from "./plot.ts";
 
 /** CPU seconds (user + system) a process has used, from /proc (Linux); undefined elsewhere. */
 function cpuSeconds(pid: number): number | undefined {
@@ -75,11 +78,13 @@ interface Options {
   /** A git ref whose router runs beside this one ("baseline"). */
   baselineRef: string | undefined;
   json: string | undefined;
+  /** Where to draw the run as an SVG (plot.ts). */
+  svg: string | undefined;
 }
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
-    runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, decodeMs: 0, stream: true, routerArgs: [], profile: undefined, targets: ["direct", "router", "nginx", "floor"], baselineRef: undefined, json: undefined,
+    runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, decodeMs: 0, stream: true, routerArgs: [], profile: undefined, targets: ["direct", "router", "nginx", "floor"], baselineRef: undefined, json: undefined, svg: undefined,
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i]!, argv[i + 1]];
@@ -98,6 +103,7 @@ function parseArgs(argv: readonly string[]): Options {
       case "--targets": o.targets = value.split(",") as Target[]; break;
       case "--baseline-ref": o.baselineRef = value; break;
       case "--json": o.json = value; break;
+      case "--svg": o.svg = value; break;
       default: throw new Error(`unknown flag ${flag}`);
     }
   }
@@ -241,7 +247,7 @@ async function main(): Promise<void> {
       bench: "proxy",
       date: new Date().toISOString(),
       cpus: navigator.hardwareConcurrency,
-      options: { ...o, json: undefined },
+      options: { ...o, json: undefined, svg: undefined },
       summary: targets.map((t) => ({ ...s[t], runs: undefined })),
       ratios: {
         routerVsNginxThroughput: s.router.rps / s.nginx.rps,
@@ -264,6 +270,10 @@ async function main(): Promise<void> {
     if (o.json) {
       writeFileSync(o.json, JSON.stringify(report, null, 2));
       console.log(`wrote ${o.json}`);
+    }
+    if (o.svg) {
+      writeFileSync(o.svg, proxySvg(report));
+      console.log(`wrote ${o.svg}`);
     }
   } finally {
     await nginx?.stop();

@@ -1,8 +1,10 @@
 /**
  * Small SVG line charts for bench:scale (no plotting library: the bench's output is a file in
  * bench/results, readable in any browser): panels side by side, each with log or linear axes,
- * one line per series and dashed horizontal target lines.
+ * one line per series and dashed horizontal target lines. Palette, sizes and layout are
+ * bench/support/svg-panels.ts's, shared with the bar charts of the other benches.
  */
+import { COLORS, esc, fmt, H, M, panelsDocument, ticks, W } from "../support/svg-panels.ts";
 
 export interface Series {
   readonly name: string;
@@ -20,36 +22,6 @@ export interface Panel {
   readonly yLog?: boolean;
   readonly series: readonly Series[];
   readonly targets?: readonly { readonly y: number; readonly label: string }[];
-}
-
-const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
-const W = 420;
-const H = 300;
-const M = { left: 62, right: 16, top: 34, bottom: 70 };
-
-function esc(s: string): string {
-  return s.replace(/[<>&"]/g, (ch) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;" })[ch]!);
-}
-
-function fmt(v: number): string {
-  const a = Math.abs(v);
-  if (a >= 1e9) return `${+(v / 1e9).toPrecision(3)}G`;
-  if (a >= 1e6) return `${+(v / 1e6).toPrecision(3)}M`;
-  if (a >= 1e3) return `${+(v / 1e3).toPrecision(3)}k`;
-  return `${+v.toPrecision(3)}`;
-}
-
-function ticks(lo: number, hi: number, log: boolean): number[] {
-  if (log) {
-    const out: number[] = [];
-    for (let d = Math.floor(Math.log10(lo)); d <= Math.ceil(Math.log10(hi)); d++) if (10 ** d >= lo * 0.999 && 10 ** d <= hi * 1.001) out.push(10 ** d);
-    return out.length >= 2 ? out : [lo, hi];
-  }
-  const step = 10 ** Math.floor(Math.log10((hi - lo) / 4 || 1));
-  const n = Math.ceil((hi - lo) / step / 5) * step;
-  const out: number[] = [];
-  for (let v = Math.ceil(lo / n) * n; v <= hi; v += n) out.push(v);
-  return out;
 }
 
 function panel(p: Panel, ox: number): string {
@@ -87,13 +59,5 @@ function panel(p: Panel, ox: number): string {
 
 /** Panels in rows of `perRow`, one SVG document. */
 export function chartsSvg(title: string, panels: readonly Panel[], perRow = 3): string {
-  const rows = Math.ceil(panels.length / perRow);
-  const parts: string[] = [`<text x="10" y="20" font-size="15" font-weight="bold">${esc(title)}</text>`];
-  panels.forEach((p, i) => {
-    const row = Math.floor(i / perRow);
-    parts.push(`<g transform="translate(0 ${30 + row * (H + 20)})">${panel(p, (i % perRow) * W)}</g>`);
-  });
-  const width = Math.min(panels.length, perRow) * W;
-  const height = 30 + rows * (H + 20);
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif"><rect width="100%" height="100%" fill="#fff"/>${parts.join("")}</svg>\n`;
+  return panelsDocument(title, panels.map((p) => (ox: number) => panel(p, ox)), perRow);
 }

@@ -11,14 +11,16 @@
  *    warm) — the common case; "cold": a conversation seen for the first time.
  *
  *   bun bench/tokens/run.ts [--model qwen3|llama3_1|…] [--impl default,hf-js,native] [--runs 3]
- *                           [--python /tmp/tv/bin/python] [--json FILE]
+ *                           [--python /tmp/tv/bin/python] [--json FILE] [--svg FILE]
+ *   bun bench/tokens/plot.ts RUN.json OUT.svg      (re-draws a saved --json)
  *
  * Encoders: "default" is what the router loads without --tokenizer-library (the byte-level BPE
  * after its differential check, or the library where the BPE does not take the tokenizer);
  * "bpe" the BPE unchecked; "hf-js" `@huggingface/tokenizers`; "native" HF's Rust addon awaited
  * per call. In-process means without the router's encode pool (a Worker hop would add to these
  * figures, not remove from them). The Rust reference needs Python's `tokenizers` (the header of
- * rust-reference.py says how); without it the column says so.
+ * rust-reference.py says how); without it the column says so. `--svg FILE` draws the first-sight
+ * figures and tokens/s per encoder beside their targets and the Rust reference (plot.ts).
  *
  * Targets (issue 24): default settings, one core, tokenize + hash + match + schedule p99 ≤ 2 ms
  * for an 8k-token chat seen for the first time, ≤ 25 ms for 128k; the default encoder at least
@@ -41,6 +43,7 @@ import { loadEngineTokenizerOnBun } from "../../src/runtime/bun/tokens/load-on-b
 import type { EngineTokenizer } from "../../src/tokens/index.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
 import { percentile } from "../replay/stats.ts";
+import { tokensSvg } from "./plot.ts";
 
 const { values } = parseArgs({
   options: {
@@ -49,6 +52,7 @@ const { values } = parseArgs({
     runs: { type: "string", default: "3" },
     python: { type: "string", default: "python3" },
     json: { type: "string" },
+    svg: { type: "string" },
     child: { type: "boolean", default: false },
   },
 });
@@ -274,5 +278,7 @@ if (values.child) {
       console.log(`default ÷ the faster Rust way: cold ${ratio("cold_tokens_per_s")}×, warm ${ratio("warm_tokens_per_s")}× (target ≥ 1)`);
     }
   }
-  if (values.json) writeFileSync(values.json, JSON.stringify({ model: values.model, native_hasher: native !== undefined, workers: WORKERS, block_size: BS, runs, results, rust }, null, 2));
+  const report = { model: values.model!, native_hasher: native !== undefined, workers: WORKERS, block_size: BS, runs, results, rust };
+  if (values.json) writeFileSync(values.json, JSON.stringify(report, null, 2));
+  if (values.svg) writeFileSync(values.svg, tokensSvg(report));
 }
