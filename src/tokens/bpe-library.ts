@@ -15,6 +15,7 @@
  */
 import { SplitPreTokenizer } from "@huggingface/tokenizers";
 import type { TokenizerLibrary } from "./engine-tokenizer.ts";
+import { handWrittenMatcher, type SplitMatcher } from "./split-matchers.ts";
 
 /** tokenizer.json, the parts this encoder reads. */
 export interface BpeTokenizerJson {
@@ -207,8 +208,12 @@ export class ByteLevelBpe {
   /** The id each merge (by rank) produces. */
   private readonly mergedByRank: Int32Array;
   private readonly idScale: number;
-  /** The split regexes, compiled by the pure library's own Oniguruma -> JS translation. */
-  private readonly splitters: readonly { readonly re: RegExp; readonly sticky: RegExp; readonly matchesOnly: boolean }[];
+  /**
+   * The split regexes, compiled by the pure library's own Oniguruma -> JS translation, and what
+   * matches at a position: the pattern's hand-written pre-tokenizer where it has one
+   * (split-matchers.ts), else the regex made sticky.
+   */
+  private readonly splitters: readonly { readonly re: RegExp; readonly matchAt: SplitMatcher; readonly matchesOnly: boolean }[];
   /** Added tokens matched on the raw text, and those matched on a piece's normalized text. */
   private readonly addedPattern: RegExp | undefined;
   private readonly normalizedPattern: RegExp | undefined;
@@ -282,7 +287,12 @@ export class ByteLevelBpe {
       const compiled = (new SplitPreTokenizer({ type: "Split", pattern: { Regex: regex }, behavior: "Isolated", invert: false }) as unknown as { pattern: unknown }).pattern;
       if (!(compiled instanceof RegExp)) throw new Error(`the split regex ${JSON.stringify(regex)} did not compile`);
       const sticky = new RegExp(compiled.source, `${compiled.flags.replace("g", "")}y`);
-      return { re: compiled, sticky, matchesOnly };
+      // test(), not exec(): no match array to allocate per piece; the sticky match is [pos, lastIndex).
+      const byRegex: SplitMatcher = (text, pos) => {
+        sticky.lastIndex = pos;
+        return sticky.test(text) ? sticky.lastIndex : -1;
+      };
+      return { re: compiled, matchAt: handWrittenMatcher(regex) ?? byRegex, matchesOnly };
     });
     // Longest first: JS alternation is leftmost-first, which then equals HF's leftmost-longest.
     const alternation = (contents: string[]) =>
@@ -339,24 +349,21 @@ export class ByteLevelBpe {
 
   /**
    * Cut `text` with split number `level`, then each piece with the next one; the last level's
-   * pieces are words. The next match is first tried where the previous one ended (the sticky
-   * copy of the regex: the split regexes of real tokenizers match every character, so it
-   * nearly always hits, ~2x faster than the global regex's search); only when nothing matches
+   * pieces are words. The next match is first tried where the previous one ended (`matchAt`:
+   * the split regexes of real tokenizers match every character, so it nearly always hits, and
+   * a sticky match is ~2x faster than the global regex's search); only when nothing matches
    * right there does the global regex look further, leaving a gap: the same matches either way.
    */
   private split(text: string, level: number, out: IdBuffer): void {
-    const { re, sticky, matchesOnly } = this.splitters[level]!;
+    const { re, matchAt, matchesOnly } = this.splitters[level]!;
     const deeper = level + 1;
     const last = deeper === this.splitters.length;
     let at = 0; // end of the last piece handed on
     let pos = 0; // where the next match is looked for
     for (;;) {
-      // test(), not exec(): no match array to allocate per piece; the sticky match is [pos, lastIndex).
       let start = pos;
-      let end: number;
-      sticky.lastIndex = pos;
-      if (sticky.test(text)) end = sticky.lastIndex;
-      else {
+      let end = matchAt(text, pos);
+      if (end < 0) {
         re.lastIndex = pos;
         const m = re.exec(text);
         if (m === null) break;
