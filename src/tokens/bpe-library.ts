@@ -15,6 +15,7 @@
  */
 import { SplitPreTokenizer } from "@huggingface/tokenizers";
 import type { TokenizerLibrary } from "./engine-tokenizer.ts";
+import { PieceCache } from "./piece-cache.ts";
 import { handWrittenMatcher, type SplitMatcher } from "./split-matchers.ts";
 
 /** tokenizer.json, the parts this encoder reads. */
@@ -177,10 +178,14 @@ class IdBuffer {
     if (this.length === this.ids.length) this.grow(1);
     this.ids[this.length++] = id;
   }
-  pushAll(src: Uint32Array): void {
-    if (this.length + src.length > this.ids.length) this.grow(src.length);
-    this.ids.set(src, this.length);
-    this.length += src.length;
+  /** src[from, to): a loop, not set(subarray()): most pieces are one or two ids. */
+  pushRange(src: ArrayLike<number>, from: number, to: number): void {
+    const n = to - from;
+    if (this.length + n > this.ids.length) this.grow(n);
+    const ids = this.ids;
+    let at = this.length;
+    for (let i = from; i < to; i++) ids[at++] = src[i]!;
+    this.length = at;
   }
   private grow(n: number): void {
     const next = new Uint32Array(Math.max(this.ids.length * 2, this.length + n));
@@ -194,8 +199,6 @@ class IdBuffer {
 
 /** Pieces longer than this (in bytes) merge through a heap (HF's way); shorter ones by scanning. */
 export const SCAN_MAX_SYMBOLS = 48;
-/** Distinct pieces remembered (HF's BPE keeps a cache of words too); cleared when full. */
-const PIECE_CACHE_MAX = 1 << 16;
 /** Longer pieces (long runs of spaces or letters) are not cached: rare, and they would hold memory. */
 const PIECE_CACHE_MAX_CHARS = 256;
 
@@ -218,7 +221,8 @@ export class ByteLevelBpe {
   private readonly addedPattern: RegExp | undefined;
   private readonly normalizedPattern: RegExp | undefined;
   private readonly addedId = new Map<string, number>();
-  private readonly pieceCache = new Map<string, Uint32Array>();
+  /** Pieces already merged (HF's BPE keeps a cache of words too): piece-cache.ts. */
+  private readonly pieces = new PieceCache();
   /**
    * id -> the bytes it spells (added tokens: their UTF-8 text), for decode: all in one buffer
    * (id's bytes at bytesAt[id] .. bytesAt[id + 1]), not one array per token, so the garbage
@@ -232,7 +236,6 @@ export class ByteLevelBpe {
   private readonly prefix: readonly number[];
   private readonly suffix: readonly number[];
   // Scratch, reused by every call (the encoder is synchronous, so never shared mid-call).
-  private bytes = new Uint8Array(256);
   private sym = new Int32Array(256);
   private rank = new Float64Array(256);
   private next = new Int32Array(256);
@@ -374,53 +377,50 @@ export class ByteLevelBpe {
         pos = start + 1;
         continue;
       }
+      // The last level's pieces are encoded where they lie in `text`: no substring per piece.
       if (start > at && !matchesOnly) {
-        const gap = text.slice(at, start);
-        if (last) this.encodeWord(gap, out);
-        else this.split(gap, deeper, out);
+        if (last) this.encodeWord(text, at, start, out);
+        else this.split(text.slice(at, start), deeper, out);
       }
-      const piece = text.slice(start, end);
-      if (last) this.encodeWord(piece, out);
-      else this.split(piece, deeper, out);
+      if (last) this.encodeWord(text, start, end, out);
+      else this.split(text.slice(start, end), deeper, out);
       at = pos = end;
     }
     if (at < text.length && !matchesOnly) {
-      const rest = at === 0 ? text : text.slice(at);
-      if (last) this.encodeWord(rest, out);
-      else this.split(rest, deeper, out);
+      if (last) this.encodeWord(text, at, text.length, out);
+      else this.split(at === 0 ? text : text.slice(at), deeper, out);
     }
   }
 
-  private encodeWord(word: string, out: IdBuffer): void {
-    if (word.length === 1) {
-      const c = word.charCodeAt(0);
+  /** The ids of the piece text[start, end). */
+  private encodeWord(text: string, start: number, end: number, out: IdBuffer): void {
+    if (end - start === 1) {
+      const c = text.charCodeAt(start);
       if (c < 0x80) {
         out.push(this.byteId[c]!);
         return;
       }
     }
-    if (this.ignoreMerges) {
-      const id = this.wholeIds.get(word);
-      if (id !== undefined) {
-        out.push(id);
+    const cached = end - start <= PIECE_CACHE_MAX_CHARS;
+    const hash = cached ? PieceCache.hash(text, start, end) : 0;
+    if (cached) {
+      const e = this.pieces.find(text, start, end, hash);
+      if (e >= 0) {
+        out.pushRange(this.pieces.ids, this.pieces.idsFrom(e), this.pieces.idsTo(e));
         return;
       }
     }
-    let ids = this.pieceCache.get(word);
-    if (ids === undefined) {
-      ids = this.merge(word);
-      if (word.length <= PIECE_CACHE_MAX_CHARS) {
-        if (this.pieceCache.size >= PIECE_CACHE_MAX) this.pieceCache.clear();
-        this.pieceCache.set(word, ids);
+    let n = -1;
+    if (this.ignoreMerges) {
+      const id = this.wholeIds.get(text.slice(start, end));
+      if (id !== undefined) {
+        this.sym[0] = id;
+        n = 1;
       }
     }
-    out.pushAll(ids);
-  }
-
-  /** UTF-8 of `word` into the scratch buffer (lone surrogates as U+FFFD, as TextEncoder does). */
-  private utf8Of(word: string): number {
-    if (this.bytes.length < word.length * 3) this.bytes = new Uint8Array(word.length * 3);
-    return this.utf8.encodeInto(word, this.bytes).written;
+    if (n < 0) n = this.merge(text, start, end);
+    if (cached) this.pieces.add(text, start, end, hash, this.sym, n);
+    out.pushRange(this.sym, 0, n);
   }
 
   private ensure(n: number): void {
@@ -438,17 +438,49 @@ export class ByteLevelBpe {
     return this.mergeOf.get(a * this.idScale + b) ?? -1;
   }
 
-  /** The ids of one pre-tokenized piece. */
-  private merge(word: string): Uint32Array {
-    const n = this.utf8Of(word);
-    this.ensure(n + 1);
+  /**
+   * Merges the piece text[start, end): its UTF-8 bytes (written here from the char codes, lone
+   * surrogates as U+FFFD as TextEncoder writes them) as byte ids, then the merges. The ids are
+   * left in sym[0, returned count).
+   */
+  private merge(text: string, start: number, end: number): number {
+    this.ensure((end - start) * 3 + 1);
     const sym = this.sym;
-    for (let i = 0; i < n; i++) sym[i] = this.byteId[this.bytes[i]!]!;
+    const byteId = this.byteId;
+    let n = 0;
+    for (let i = start; i < end; i++) {
+      let c = text.charCodeAt(i);
+      if (c < 0x80) {
+        sym[n++] = byteId[c]!;
+        continue;
+      }
+      if (c < 0x800) {
+        sym[n++] = byteId[0xc0 | (c >> 6)]!;
+        sym[n++] = byteId[0x80 | (c & 0x3f)]!;
+        continue;
+      }
+      if (c >= 0xd800 && c <= 0xdfff) {
+        const d = i + 1 < end ? text.charCodeAt(i + 1) : 0;
+        if (c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
+          const cp = ((c - 0xd800) << 10) + (d - 0xdc00) + 0x10000;
+          sym[n++] = byteId[0xf0 | (cp >> 18)]!;
+          sym[n++] = byteId[0x80 | ((cp >> 12) & 0x3f)]!;
+          sym[n++] = byteId[0x80 | ((cp >> 6) & 0x3f)]!;
+          sym[n++] = byteId[0x80 | (cp & 0x3f)]!;
+          i++;
+          continue;
+        }
+        c = 0xfffd;
+      }
+      sym[n++] = byteId[0xe0 | (c >> 12)]!;
+      sym[n++] = byteId[0x80 | ((c >> 6) & 0x3f)]!;
+      sym[n++] = byteId[0x80 | (c & 0x3f)]!;
+    }
     return n <= this.scanMax ? this.mergeByScan(n) : this.mergeByHeap(n);
   }
 
   /** tiktoken-style: keep each adjacent pair's merge; apply the lowest (rank, position) until none. */
-  private mergeByScan(n: number): Uint32Array {
+  private mergeByScan(n: number): number {
     const sym = this.sym;
     const rank = this.rank; // rank * scale + merged id of (sym[i], sym[i+1]), or Infinity
     const scale = this.idScale;
@@ -482,14 +514,14 @@ export class ByteLevelBpe {
         rank[at - 1] = p < 0 ? Infinity : p;
       }
     }
-    return new Uint32Array(sym.subarray(0, len));
+    return len;
   }
 
   /**
    * HF's Word::merge_all: a min-heap of (rank, position, merged id) over a linked list of
    * symbols; an entry whose pair has changed since it was pushed is skipped.
    */
-  private mergeByHeap(n: number): Uint32Array {
+  private mergeByHeap(n: number): number {
     const { sym, next, prev, heap } = this;
     const scale = this.idScale;
     // Heap keys: rank * 2^24 + position (exact in a double), so the minimum is HF's (rank, pos) order.
@@ -547,9 +579,10 @@ export class ByteLevelBpe {
       if (prev[pos]! >= 0) offer(prev[pos]!);
       if (next[pos]! >= 0) offer(pos);
     }
-    const out: number[] = [];
-    for (let i = 0; i >= 0 && i < n; i = next[i]!) out.push(sym[i]!);
-    return Uint32Array.from(out);
+    // Compact the surviving symbols to the front (positions only grow along the list).
+    let len = 0;
+    for (let i = 0; i >= 0 && i < n; i = next[i]!) sym[len++] = sym[i]!;
+    return len;
   }
 
   decode(ids: Uint32Array): string {
