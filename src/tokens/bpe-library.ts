@@ -15,6 +15,7 @@
  */
 import { SplitPreTokenizer } from "@huggingface/tokenizers";
 import type { TokenizerLibrary } from "./engine-tokenizer.ts";
+import { AddedTokenFinder } from "./added-token-finder.ts";
 import { PieceCache } from "./piece-cache.ts";
 import { handWrittenMatcher, type SplitMatcher } from "./split-matchers.ts";
 
@@ -166,10 +167,6 @@ export function byteLevelBpePlan(tokenizer: BpeTokenizerJson): ByteLevelBpePlan 
   };
 }
 
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
 /** Growable output of ids. */
 class IdBuffer {
   ids = new Uint32Array(1024);
@@ -192,13 +189,19 @@ class IdBuffer {
     next.set(this.ids.subarray(0, this.length));
     this.ids = next;
   }
-  take(): Uint32Array {
-    return this.ids.slice(0, this.length);
+  /** The ids so far, copied out; the buffer is emptied, and let go of when a huge text grew it past `keep`. */
+  take(keep: number): Uint32Array {
+    const ids = this.ids.slice(0, this.length);
+    this.length = 0;
+    if (this.ids.length > keep) this.ids = new Uint32Array(1024);
+    return ids;
   }
 }
 
 /** Pieces longer than this (in bytes) merge through a heap (HF's way); shorter ones by scanning. */
 export const SCAN_MAX_SYMBOLS = 48;
+/** The output buffer is kept between calls up to this many ids (1 MiB: a 256k-token text), not held larger. */
+const OUT_KEEP_IDS = 1 << 18;
 /** Longer pieces (long runs of spaces or letters) are not cached: rare, and they would hold memory. */
 const PIECE_CACHE_MAX_CHARS = 256;
 
@@ -218,8 +221,8 @@ export class ByteLevelBpe {
    */
   private readonly splitters: readonly { readonly re: RegExp; readonly matchAt: SplitMatcher; readonly matchesOnly: boolean }[];
   /** Added tokens matched on the raw text, and those matched on a piece's normalized text. */
-  private readonly addedPattern: RegExp | undefined;
-  private readonly normalizedPattern: RegExp | undefined;
+  private readonly addedFinder: AddedTokenFinder | undefined;
+  private readonly normalizedFinder: AddedTokenFinder | undefined;
   private readonly addedId = new Map<string, number>();
   /** Pieces already merged (HF's BPE keeps a cache of words too): piece-cache.ts. */
   private readonly pieces = new PieceCache();
@@ -236,6 +239,8 @@ export class ByteLevelBpe {
   private readonly prefix: readonly number[];
   private readonly suffix: readonly number[];
   // Scratch, reused by every call (the encoder is synchronous, so never shared mid-call).
+  /** The ids of the text being encoded: kept at its largest size (a 128k prompt: 512 KiB), not regrown per call. */
+  private readonly out = new IdBuffer();
   private sym = new Int32Array(256);
   private rank = new Float64Array(256);
   private next = new Int32Array(256);
@@ -297,12 +302,10 @@ export class ByteLevelBpe {
       };
       return { re: compiled, matchAt: handWrittenMatcher(regex) ?? byRegex, matchesOnly };
     });
-    // Longest first: JS alternation is leftmost-first, which then equals HF's leftmost-longest.
-    const alternation = (contents: string[]) =>
-      contents.length === 0 ? undefined : new RegExp(contents.sort((a, b) => b.length - a.length).map(escapeRegExp).join("|"), "gu");
+    const finder = (contents: string[]) => (contents.length === 0 ? undefined : new AddedTokenFinder(contents));
     const norm = (c: string) => (plan.nfc ? c.normalize("NFC") : c);
-    this.addedPattern = alternation(plan.added.filter((t) => !t.normalized).map((t) => t.content));
-    this.normalizedPattern = alternation(plan.added.filter((t) => t.normalized).map((t) => norm(t.content)));
+    this.addedFinder = finder(plan.added.filter((t) => !t.normalized).map((t) => t.content));
+    this.normalizedFinder = finder(plan.added.filter((t) => t.normalized).map((t) => norm(t.content)));
     for (const t of plan.added) {
       this.addedId.set(t.normalized ? norm(t.content) : t.content, t.id);
       spelled[t.id] = this.utf8.encode(t.content);
@@ -319,33 +322,33 @@ export class ByteLevelBpe {
   }
 
   encode(text: string, addSpecialTokens: boolean): Uint32Array {
-    const out = new IdBuffer();
+    const out = this.out;
+    out.length = 0; // a call that threw part-way left its ids behind
     if (addSpecialTokens) for (const id of this.prefix) out.push(id);
-    this.cutAdded(text, this.addedPattern, out, true);
+    this.cutAdded(text, this.addedFinder, out, true);
     if (addSpecialTokens) for (const id of this.suffix) out.push(id);
-    return out.take();
+    return out.take(OUT_KEEP_IDS);
   }
 
   /**
-   * Cut `text` at the added tokens `pattern` matches (their ids go out as they are); the pieces
+   * Cut `text` at the added tokens `finder` finds (their ids go out as they are); the pieces
    * between go on: raw pieces to normalization (then the normalized added tokens), normalized
    * ones to the splits.
    */
-  private cutAdded(text: string, pattern: RegExp | undefined, out: IdBuffer, raw: boolean): void {
+  private cutAdded(text: string, finder: AddedTokenFinder | undefined, out: IdBuffer, raw: boolean): void {
     const next = (piece: string) => {
-      if (raw) this.cutAdded(this.nfc ? piece.normalize("NFC") : piece, this.normalizedPattern, out, false);
+      if (raw) this.cutAdded(this.nfc ? piece.normalize("NFC") : piece, this.normalizedFinder, out, false);
       else this.split(piece, 0, out);
     };
-    if (pattern === undefined) {
+    if (finder === undefined) {
       next(text);
       return;
     }
-    pattern.lastIndex = 0;
     let at = 0;
-    for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
-      if (m.index > at) next(text.slice(at, m.index));
-      out.push(this.addedId.get(m[0])!);
-      at = m.index + m[0].length;
+    for (let i = finder.find(text, 0); i >= 0; i = finder.find(text, at)) {
+      if (i > at) next(text.slice(at, i));
+      out.push(this.addedId.get(finder.found)!);
+      at = i + finder.found.length;
     }
     if (at < text.length) next(at === 0 ? text : text.slice(at));
   }
