@@ -41,8 +41,10 @@ function buildPlane(plane: number): Uint8Array {
       codes[2 * i + 1] = 0xdc00 + (offset & 0x3ff);
     }
   }
-  // A decoder, not String.fromCharCode(...chunk): spreading 64 Ki arguments costs ~60 ms.
-  const text = new TextDecoder("utf-16le").decode(codes);
+  // apply() on array-likes, not fromCharCode(...chunk): spreading a typed array walks its
+  // iterator (~60 ms here); and not a "utf-16le" TextDecoder, which not every runtime has.
+  let text = "";
+  for (let i = 0; i < codes.length; i += 4096) text += String.fromCharCode.apply(null, codes.subarray(i, i + 4096) as unknown as number[]);
   for (const [bit, re] of PROPERTIES) {
     re.lastIndex = 0;
     for (let m = re.exec(text); m !== null; m = re.exec(text)) {
