@@ -7,7 +7,9 @@
  * (`ignore_merges`: a whole piece found in the vocab is one id) — over integer ids and typed
  * arrays instead of strings. The split regex is the pure library's own translation of the
  * Oniguruma pattern (`SplitPreTokenizer`), so pieces are cut exactly where the pure library
- * cuts them.
+ * cuts them; the common patterns (cl100k's, o200k's) are cut by a hand-written pre-tokenizer
+ * instead (split-matchers.ts), which test/unit/tokens/split-handwritten.test.ts proves gives
+ * the regex's pieces, ~1.5x faster than the regex.
  *
  * `byteLevelBpePlan(tokenizer.json)` says whether a tokenizer qualifies (else why not, and the
  * loader keeps the library); every vector (test/vectors/tokens) and the seeded random texts
@@ -15,6 +17,9 @@
  */
 import { SplitPreTokenizer } from "@huggingface/tokenizers";
 import type { TokenizerLibrary } from "./engine-tokenizer.ts";
+import { AddedTokenFinder } from "./added-token-finder.ts";
+import { PieceCache } from "./piece-cache.ts";
+import { handWrittenMatcher, type SplitMatcher } from "./split-matchers.ts";
 
 /** tokenizer.json, the parts this encoder reads. */
 export interface BpeTokenizerJson {
@@ -164,10 +169,6 @@ export function byteLevelBpePlan(tokenizer: BpeTokenizerJson): ByteLevelBpePlan 
   };
 }
 
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
 /** Growable output of ids. */
 class IdBuffer {
   ids = new Uint32Array(1024);
@@ -176,25 +177,33 @@ class IdBuffer {
     if (this.length === this.ids.length) this.grow(1);
     this.ids[this.length++] = id;
   }
-  pushAll(src: Uint32Array): void {
-    if (this.length + src.length > this.ids.length) this.grow(src.length);
-    this.ids.set(src, this.length);
-    this.length += src.length;
+  /** src[from, to): a loop, not set(subarray()): most pieces are one or two ids. */
+  pushRange(src: ArrayLike<number>, from: number, to: number): void {
+    const n = to - from;
+    if (this.length + n > this.ids.length) this.grow(n);
+    const ids = this.ids;
+    let at = this.length;
+    for (let i = from; i < to; i++) ids[at++] = src[i]!;
+    this.length = at;
   }
   private grow(n: number): void {
     const next = new Uint32Array(Math.max(this.ids.length * 2, this.length + n));
     next.set(this.ids.subarray(0, this.length));
     this.ids = next;
   }
-  take(): Uint32Array {
-    return this.ids.slice(0, this.length);
+  /** The ids so far, copied out; the buffer is emptied, and let go of when a huge text grew it past `keep`. */
+  take(keep: number): Uint32Array {
+    const ids = this.ids.slice(0, this.length);
+    this.length = 0;
+    if (this.ids.length > keep) this.ids = new Uint32Array(1024);
+    return ids;
   }
 }
 
 /** Pieces longer than this (in bytes) merge through a heap (HF's way); shorter ones by scanning. */
 export const SCAN_MAX_SYMBOLS = 48;
-/** Distinct pieces remembered (HF's BPE keeps a cache of words too); cleared when full. */
-const PIECE_CACHE_MAX = 1 << 16;
+/** The output buffer is kept between calls up to this many ids (1 MiB: a 256k-token text), not held larger. */
+const OUT_KEEP_IDS = 1 << 18;
 /** Longer pieces (long runs of spaces or letters) are not cached: rare, and they would hold memory. */
 const PIECE_CACHE_MAX_CHARS = 256;
 
@@ -207,13 +216,18 @@ export class ByteLevelBpe {
   /** The id each merge (by rank) produces. */
   private readonly mergedByRank: Int32Array;
   private readonly idScale: number;
-  /** The split regexes, compiled by the pure library's own Oniguruma -> JS translation. */
-  private readonly splitters: readonly { readonly re: RegExp; readonly sticky: RegExp; readonly matchesOnly: boolean }[];
+  /**
+   * The split regexes, compiled by the pure library's own Oniguruma -> JS translation, and what
+   * matches at a position: the pattern's hand-written pre-tokenizer where it has one
+   * (split-matchers.ts), else the regex made sticky.
+   */
+  private readonly splitters: readonly { readonly re: RegExp; readonly matchAt: SplitMatcher; readonly matchesOnly: boolean }[];
   /** Added tokens matched on the raw text, and those matched on a piece's normalized text. */
-  private readonly addedPattern: RegExp | undefined;
-  private readonly normalizedPattern: RegExp | undefined;
+  private readonly addedFinder: AddedTokenFinder | undefined;
+  private readonly normalizedFinder: AddedTokenFinder | undefined;
   private readonly addedId = new Map<string, number>();
-  private readonly pieceCache = new Map<string, Uint32Array>();
+  /** Pieces already merged (HF's BPE keeps a cache of words too): piece-cache.ts. */
+  private readonly pieces = new PieceCache();
   /**
    * id -> the bytes it spells (added tokens: their UTF-8 text), for decode: all in one buffer
    * (id's bytes at bytesAt[id] .. bytesAt[id + 1]), not one array per token, so the garbage
@@ -227,7 +241,8 @@ export class ByteLevelBpe {
   private readonly prefix: readonly number[];
   private readonly suffix: readonly number[];
   // Scratch, reused by every call (the encoder is synchronous, so never shared mid-call).
-  private bytes = new Uint8Array(256);
+  /** The ids of the text being encoded: kept at its largest size (a 128k prompt: 512 KiB), not regrown per call. */
+  private readonly out = new IdBuffer();
   private sym = new Int32Array(256);
   private rank = new Float64Array(256);
   private next = new Int32Array(256);
@@ -282,14 +297,17 @@ export class ByteLevelBpe {
       const compiled = (new SplitPreTokenizer({ type: "Split", pattern: { Regex: regex }, behavior: "Isolated", invert: false }) as unknown as { pattern: unknown }).pattern;
       if (!(compiled instanceof RegExp)) throw new Error(`the split regex ${JSON.stringify(regex)} did not compile`);
       const sticky = new RegExp(compiled.source, `${compiled.flags.replace("g", "")}y`);
-      return { re: compiled, sticky, matchesOnly };
+      // test(), not exec(): no match array to allocate per piece; the sticky match is [pos, lastIndex).
+      const byRegex: SplitMatcher = (text, pos) => {
+        sticky.lastIndex = pos;
+        return sticky.test(text) ? sticky.lastIndex : -1;
+      };
+      return { re: compiled, matchAt: handWrittenMatcher(regex) ?? byRegex, matchesOnly };
     });
-    // Longest first: JS alternation is leftmost-first, which then equals HF's leftmost-longest.
-    const alternation = (contents: string[]) =>
-      contents.length === 0 ? undefined : new RegExp(contents.sort((a, b) => b.length - a.length).map(escapeRegExp).join("|"), "gu");
+    const finder = (contents: string[]) => (contents.length === 0 ? undefined : new AddedTokenFinder(contents));
     const norm = (c: string) => (plan.nfc ? c.normalize("NFC") : c);
-    this.addedPattern = alternation(plan.added.filter((t) => !t.normalized).map((t) => t.content));
-    this.normalizedPattern = alternation(plan.added.filter((t) => t.normalized).map((t) => norm(t.content)));
+    this.addedFinder = finder(plan.added.filter((t) => !t.normalized).map((t) => t.content));
+    this.normalizedFinder = finder(plan.added.filter((t) => t.normalized).map((t) => norm(t.content)));
     for (const t of plan.added) {
       this.addedId.set(t.normalized ? norm(t.content) : t.content, t.id);
       spelled[t.id] = this.utf8.encode(t.content);
@@ -306,57 +324,54 @@ export class ByteLevelBpe {
   }
 
   encode(text: string, addSpecialTokens: boolean): Uint32Array {
-    const out = new IdBuffer();
+    const out = this.out;
+    out.length = 0; // a call that threw part-way left its ids behind
     if (addSpecialTokens) for (const id of this.prefix) out.push(id);
-    this.cutAdded(text, this.addedPattern, out, true);
+    this.cutAdded(text, this.addedFinder, out, true);
     if (addSpecialTokens) for (const id of this.suffix) out.push(id);
-    return out.take();
+    return out.take(OUT_KEEP_IDS);
   }
 
   /**
-   * Cut `text` at the added tokens `pattern` matches (their ids go out as they are); the pieces
+   * Cut `text` at the added tokens `finder` finds (their ids go out as they are); the pieces
    * between go on: raw pieces to normalization (then the normalized added tokens), normalized
    * ones to the splits.
    */
-  private cutAdded(text: string, pattern: RegExp | undefined, out: IdBuffer, raw: boolean): void {
+  private cutAdded(text: string, finder: AddedTokenFinder | undefined, out: IdBuffer, raw: boolean): void {
     const next = (piece: string) => {
-      if (raw) this.cutAdded(this.nfc ? piece.normalize("NFC") : piece, this.normalizedPattern, out, false);
+      if (raw) this.cutAdded(this.nfc ? piece.normalize("NFC") : piece, this.normalizedFinder, out, false);
       else this.split(piece, 0, out);
     };
-    if (pattern === undefined) {
+    if (finder === undefined) {
       next(text);
       return;
     }
-    pattern.lastIndex = 0;
     let at = 0;
-    for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
-      if (m.index > at) next(text.slice(at, m.index));
-      out.push(this.addedId.get(m[0])!);
-      at = m.index + m[0].length;
+    for (let i = finder.find(text, 0); i >= 0; i = finder.find(text, at)) {
+      if (i > at) next(text.slice(at, i));
+      out.push(this.addedId.get(finder.found)!);
+      at = i + finder.found.length;
     }
     if (at < text.length) next(at === 0 ? text : text.slice(at));
   }
 
   /**
    * Cut `text` with split number `level`, then each piece with the next one; the last level's
-   * pieces are words. The next match is first tried where the previous one ended (the sticky
-   * copy of the regex: the split regexes of real tokenizers match every character, so it
-   * nearly always hits, ~2x faster than the global regex's search); only when nothing matches
+   * pieces are words. The next match is first tried where the previous one ended (`matchAt`:
+   * the split regexes of real tokenizers match every character, so it nearly always hits, and
+   * a sticky match is ~2x faster than the global regex's search); only when nothing matches
    * right there does the global regex look further, leaving a gap: the same matches either way.
    */
   private split(text: string, level: number, out: IdBuffer): void {
-    const { re, sticky, matchesOnly } = this.splitters[level]!;
+    const { re, matchAt, matchesOnly } = this.splitters[level]!;
     const deeper = level + 1;
     const last = deeper === this.splitters.length;
     let at = 0; // end of the last piece handed on
     let pos = 0; // where the next match is looked for
     for (;;) {
-      // test(), not exec(): no match array to allocate per piece; the sticky match is [pos, lastIndex).
       let start = pos;
-      let end: number;
-      sticky.lastIndex = pos;
-      if (sticky.test(text)) end = sticky.lastIndex;
-      else {
+      let end = matchAt(text, pos);
+      if (end < 0) {
         re.lastIndex = pos;
         const m = re.exec(text);
         if (m === null) break;
@@ -367,53 +382,50 @@ export class ByteLevelBpe {
         pos = start + 1;
         continue;
       }
+      // The last level's pieces are encoded where they lie in `text`: no substring per piece.
       if (start > at && !matchesOnly) {
-        const gap = text.slice(at, start);
-        if (last) this.encodeWord(gap, out);
-        else this.split(gap, deeper, out);
+        if (last) this.encodeWord(text, at, start, out);
+        else this.split(text.slice(at, start), deeper, out);
       }
-      const piece = text.slice(start, end);
-      if (last) this.encodeWord(piece, out);
-      else this.split(piece, deeper, out);
+      if (last) this.encodeWord(text, start, end, out);
+      else this.split(text.slice(start, end), deeper, out);
       at = pos = end;
     }
     if (at < text.length && !matchesOnly) {
-      const rest = at === 0 ? text : text.slice(at);
-      if (last) this.encodeWord(rest, out);
-      else this.split(rest, deeper, out);
+      if (last) this.encodeWord(text, at, text.length, out);
+      else this.split(at === 0 ? text : text.slice(at), deeper, out);
     }
   }
 
-  private encodeWord(word: string, out: IdBuffer): void {
-    if (word.length === 1) {
-      const c = word.charCodeAt(0);
+  /** The ids of the piece text[start, end). */
+  private encodeWord(text: string, start: number, end: number, out: IdBuffer): void {
+    if (end - start === 1) {
+      const c = text.charCodeAt(start);
       if (c < 0x80) {
         out.push(this.byteId[c]!);
         return;
       }
     }
-    if (this.ignoreMerges) {
-      const id = this.wholeIds.get(word);
-      if (id !== undefined) {
-        out.push(id);
+    const cached = end - start <= PIECE_CACHE_MAX_CHARS;
+    const hash = cached ? PieceCache.hash(text, start, end) : 0;
+    if (cached) {
+      const e = this.pieces.find(text, start, end, hash);
+      if (e >= 0) {
+        out.pushRange(this.pieces.ids, this.pieces.idsFrom(e), this.pieces.idsTo(e));
         return;
       }
     }
-    let ids = this.pieceCache.get(word);
-    if (ids === undefined) {
-      ids = this.merge(word);
-      if (word.length <= PIECE_CACHE_MAX_CHARS) {
-        if (this.pieceCache.size >= PIECE_CACHE_MAX) this.pieceCache.clear();
-        this.pieceCache.set(word, ids);
+    let n = -1;
+    if (this.ignoreMerges) {
+      const id = this.wholeIds.get(text.slice(start, end));
+      if (id !== undefined) {
+        this.sym[0] = id;
+        n = 1;
       }
     }
-    out.pushAll(ids);
-  }
-
-  /** UTF-8 of `word` into the scratch buffer (lone surrogates as U+FFFD, as TextEncoder does). */
-  private utf8Of(word: string): number {
-    if (this.bytes.length < word.length * 3) this.bytes = new Uint8Array(word.length * 3);
-    return this.utf8.encodeInto(word, this.bytes).written;
+    if (n < 0) n = this.merge(text, start, end);
+    if (cached) this.pieces.add(text, start, end, hash, this.sym, n);
+    out.pushRange(this.sym, 0, n);
   }
 
   private ensure(n: number): void {
@@ -431,17 +443,49 @@ export class ByteLevelBpe {
     return this.mergeOf.get(a * this.idScale + b) ?? -1;
   }
 
-  /** The ids of one pre-tokenized piece. */
-  private merge(word: string): Uint32Array {
-    const n = this.utf8Of(word);
-    this.ensure(n + 1);
+  /**
+   * Merges the piece text[start, end): its UTF-8 bytes (written here from the char codes, lone
+   * surrogates as U+FFFD as TextEncoder writes them) as byte ids, then the merges. The ids are
+   * left in sym[0, returned count).
+   */
+  private merge(text: string, start: number, end: number): number {
+    this.ensure((end - start) * 3 + 1);
     const sym = this.sym;
-    for (let i = 0; i < n; i++) sym[i] = this.byteId[this.bytes[i]!]!;
+    const byteId = this.byteId;
+    let n = 0;
+    for (let i = start; i < end; i++) {
+      let c = text.charCodeAt(i);
+      if (c < 0x80) {
+        sym[n++] = byteId[c]!;
+        continue;
+      }
+      if (c < 0x800) {
+        sym[n++] = byteId[0xc0 | (c >> 6)]!;
+        sym[n++] = byteId[0x80 | (c & 0x3f)]!;
+        continue;
+      }
+      if (c >= 0xd800 && c <= 0xdfff) {
+        const d = i + 1 < end ? text.charCodeAt(i + 1) : 0;
+        if (c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
+          const cp = ((c - 0xd800) << 10) + (d - 0xdc00) + 0x10000;
+          sym[n++] = byteId[0xf0 | (cp >> 18)]!;
+          sym[n++] = byteId[0x80 | ((cp >> 12) & 0x3f)]!;
+          sym[n++] = byteId[0x80 | ((cp >> 6) & 0x3f)]!;
+          sym[n++] = byteId[0x80 | (cp & 0x3f)]!;
+          i++;
+          continue;
+        }
+        c = 0xfffd;
+      }
+      sym[n++] = byteId[0xe0 | (c >> 12)]!;
+      sym[n++] = byteId[0x80 | ((c >> 6) & 0x3f)]!;
+      sym[n++] = byteId[0x80 | (c & 0x3f)]!;
+    }
     return n <= this.scanMax ? this.mergeByScan(n) : this.mergeByHeap(n);
   }
 
   /** tiktoken-style: keep each adjacent pair's merge; apply the lowest (rank, position) until none. */
-  private mergeByScan(n: number): Uint32Array {
+  private mergeByScan(n: number): number {
     const sym = this.sym;
     const rank = this.rank; // rank * scale + merged id of (sym[i], sym[i+1]), or Infinity
     const scale = this.idScale;
@@ -475,14 +519,14 @@ export class ByteLevelBpe {
         rank[at - 1] = p < 0 ? Infinity : p;
       }
     }
-    return new Uint32Array(sym.subarray(0, len));
+    return len;
   }
 
   /**
    * HF's Word::merge_all: a min-heap of (rank, position, merged id) over a linked list of
    * symbols; an entry whose pair has changed since it was pushed is skipped.
    */
-  private mergeByHeap(n: number): Uint32Array {
+  private mergeByHeap(n: number): number {
     const { sym, next, prev, heap } = this;
     const scale = this.idScale;
     // Heap keys: rank * 2^24 + position (exact in a double), so the minimum is HF's (rank, pos) order.
@@ -540,9 +584,10 @@ export class ByteLevelBpe {
       if (prev[pos]! >= 0) offer(prev[pos]!);
       if (next[pos]! >= 0) offer(pos);
     }
-    const out: number[] = [];
-    for (let i = 0; i >= 0 && i < n; i = next[i]!) out.push(sym[i]!);
-    return Uint32Array.from(out);
+    // Compact the surviving symbols to the front (positions only grow along the list).
+    let len = 0;
+    for (let i = 0; i >= 0 && i < n; i = next[i]!) sym[len++] = sym[i]!;
+    return len;
   }
 
   decode(ids: Uint32Array): string {

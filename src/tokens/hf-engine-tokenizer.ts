@@ -141,7 +141,7 @@ export class HfEngineTokenizer implements EngineTokenizer {
   /** Ids of `text` without special tokens, piece by piece through the cache. */
   async encodeSegmented(text: string, cache: SegmentCache | undefined = this.cache): Promise<Uint32Array> {
     const plan = this.plan!;
-    const pieces = text.split(plan.pattern);
+    const pieces = plan.cut(text);
     const parts: Uint32Array[] = new Array(pieces.length);
     const missing: number[] = [];
     let total = 0;
