@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { runCell } from "./cell.ts";
 import { formatTable, toJson, toSvg } from "./report.ts";
-import { parseCellRange, runSuite, SUITES, type SuiteName } from "./suite.ts";
+import { parseCellList, runSuite, SUITES, type SuiteName } from "./suite.ts";
 import { traceOf } from "./trace-spec.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -130,7 +130,7 @@ if (a.suite !== undefined) {
   await runSuite(a.suite as SuiteName, {
     json: a.json, quiet: a.quiet, verbose: a.verbose, onProgress: progress,
     requests: a["suite-requests"] ? num("suite-requests") : undefined, speedup: a["suite-speedup"] ? num("suite-speedup") : undefined,
-    cells: a["suite-cells"] !== undefined ? parseCellRange(a["suite-cells"]) : undefined,
+    cells: a["suite-cells"] !== undefined ? parseCellList(a["suite-cells"]) : undefined,
   });
   process.exit(0);
 }

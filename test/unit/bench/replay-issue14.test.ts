@@ -6,7 +6,7 @@ import { agentic, chat, generate, rag, SHAPES } from "../../../bench/replay/gen/
 import { simulateOffline } from "../../../bench/replay/oracle.ts";
 import { simulate } from "../../../bench/replay/sim.ts";
 import { KV_DEFAULTS } from "../../../bench/replay/sim-workloads.ts";
-import { cells, judgeCell, parseCellRange, suiteWorkloads, tallyTable } from "../../../bench/replay/suite.ts";
+import { cells, judgeCell, parseCellList, parseCellRange, suiteWorkloads, tallyTable } from "../../../bench/replay/suite.ts";
 import { floorPrefillMs, floorTable, ttftFloor } from "../../../bench/replay/ttft-floor.ts";
 import { promptText, promptTokens, type TraceRequest } from "../../../bench/replay/trace.ts";
 import { schedulerConfig } from "../../../src/router/choose/config.ts";
@@ -176,6 +176,12 @@ describe("the suite's cells", () => {
     expect(() => parseCellRange("0-2")).toThrow("1-based");
     expect(() => parseCellRange("5-2")).toThrow("A ≤ B");
     expect(() => parseCellRange("a-b")).toThrow("must be A-B");
+  });
+
+  test("--suite-cells A-B,C,...: the listed cells once each, in the suite's order", () => {
+    expect(parseCellList("13-15,1,3,2")).toEqual([1, 2, 3, 13, 14, 15]);
+    expect(parseCellList("4")).toEqual([4]);
+    expect(() => parseCellList("1,x")).toThrow("must be A-B");
   });
 });
 
