@@ -63,8 +63,11 @@ export class NodeStore {
     this.allocate(INITIAL_CAPACITY);
   }
 
-  /** A new node under `parent` with path (lo, hi), held by nobody, linked as CHILD0 if free. */
-  alloc(parent: number, lo: number, hi: number): number {
+  /**
+   * A new node under `parent` with path (lo, hi), linked as CHILD0 if free; held by worker
+   * slot `holder` alone, or by nobody when holder is -1.
+   */
+  alloc(parent: number, lo: number, hi: number, holder = -1): number {
     let n: number;
     if (this.freeTop > 0) {
       n = this.freeIds[--this.freeTop]!;
@@ -79,8 +82,8 @@ export class NodeStore {
     rec[r + PATH_HI] = hi;
     rec[r + CHILDREN] = 0;
     rec[r + CHILD0] = -1;
-    rec[r + HOLDERS] = 0;
-    rec[r + SOLE] = -1;
+    rec[r + HOLDERS] = holder >= 0 ? 1 : 0;
+    rec[r + SOLE] = holder;
     rec[r + ROW] = -1;
     const p = parent * this.stride;
     rec[p + CHILDREN]!++;

@@ -392,9 +392,15 @@ export class RadixTree implements KvIndex {
       paths[2 * i] = lo;
       paths[2 * i + 1] = hi;
     }
-    for (let i = 0; i < n; i++) {
-      cur = this.storeBlock(slot, cur, paths[2 * i]!, paths[2 * i + 1]!, hash[2 * i]!, hash[2 * i + 1]!);
+    // Down the blocks the tree already has, then the rest as a fresh chain.
+    let i = 0;
+    for (; i < n; i++) {
+      const child = this.findChild(cur, paths[2 * i]!, paths[2 * i + 1]!);
+      if (child < 0) break;
+      this.holdBlock(slot, child, hash[2 * i]!, hash[2 * i + 1]!);
+      cur = child;
     }
+    if (i < n) this.storeFresh(slot, cur, i, n, paths, hash);
     return "ok";
   }
 
@@ -420,16 +426,11 @@ export class RadixTree implements KvIndex {
     return this.storeChain(slot, parentHash !== null, pLo, pHi, tok, hash, n);
   }
 
-  private storeBlock(slot: WorkerSlot, cur: number, pathLo: number, pathHi: number, hLo: number, hHi: number): number {
-    const nodes = this.nodes;
-    let child = this.findChild(cur, pathLo, pathHi);
-    if (child < 0) {
-      child = nodes.alloc(cur, pathLo, pathHi);
-      if (nodes.get(cur, CHILD0) !== child) this.edges.set(cur, pathLo, pathHi, child);
-    }
+  /** The slot holds `child` (a node that exists) under engine hash (hLo, hHi). */
+  private holdBlock(slot: WorkerSlot, child: number, hLo: number, hHi: number): void {
     const prev = slot.blocks.set(hLo, hHi, child);
-    if (prev === child) return child; // a repeated store: nothing changes
-    if (!nodes.addHolder(child, slot.index)) {
+    if (prev === child) return; // a repeated store: nothing changes
+    if (!this.nodes.addHolder(child, slot.index)) {
       // Already held under another hash: one more alias of the same node.
       const al = (slot.aliases ??= new Map());
       al.set(child, (al.get(child) ?? 0) + 1);
@@ -437,7 +438,30 @@ export class RadixTree implements KvIndex {
     // The hash named another node before: it moved here. Released after child is held, so
     // freeing cannot reach the path being built.
     if (prev >= 0) this.releaseAlias(slot, prev);
-    return child;
+  }
+
+  /**
+   * Blocks [from, n) as new nodes under `cur`, which has no child on this path: each one's
+   * parent is the node just made, so nothing needs looking up, and each is born held by the
+   * slot alone. The common case: an engine stores what no worker had.
+   */
+  private storeFresh(slot: WorkerSlot, cur: number, from: number, n: number, paths: Int32Array, hash: Uint32Array): void {
+    const nodes = this.nodes;
+    const map = slot.blocks;
+    const w = slot.index;
+    let lo = paths[2 * from]!;
+    let hi = paths[2 * from + 1]!;
+    let child = nodes.alloc(cur, lo, hi, w);
+    if (nodes.get(cur, CHILD0) !== child) this.edges.set(cur, lo, hi, child);
+    for (let i = from; ; ) {
+      const prev = map.set(hash[2 * i]!, hash[2 * i + 1]!, child);
+      // The hash named another node before: it moved here (after child is held, as above).
+      if (prev >= 0) this.releaseAlias(slot, prev);
+      if (++i === n) return;
+      lo = paths[2 * i]!;
+      hi = paths[2 * i + 1]!;
+      child = nodes.alloc(child, lo, hi, w);
+    }
   }
 
   private applyRemoved(slot: WorkerSlot, data: RemovedData): KvEventStatus {
