@@ -50,13 +50,16 @@ describe("U64BucketMap", () => {
   });
 
   test("a full home bucket: keys overflow to the next ones, deletes anywhere in the run keep the rest found, freed room is reused", () => {
-    const m = new U64BucketMap(1000); // 256 buckets
-    const buckets = m.capacity / 5;
+    const m = new U64BucketMap(1000);
+    const capacity = m.capacity;
+    const buckets = capacity / 5;
     const home = m.home(1, 1);
     const near = (h: number) => [home, (home + 16) % (buckets * 16), (home + 32) % (buckets * 16)].includes(h);
-    // 300 keys elsewhere: enough that the deletes below never shrink the table (nor grow it).
+    // Keys elsewhere, a sixth of the room: the deletes below never shrink the table (at an
+    // eighth), nor do the inserts grow it.
+    const FILLERS = Math.ceil(capacity / 6);
     let fillers = 0;
-    for (let lo = 1; fillers < 300; lo++) if (!near(m.home(lo, 8))) m.set(lo, 8, 1000 + fillers++);
+    for (let lo = 1; fillers < FILLERS; lo++) if (!near(m.home(lo, 8))) m.set(lo, 8, 1000 + fillers++);
     // 13 keys with the same home bucket: 5 fill it, 5 the next, 3 the one after.
     const keys: [number, number][] = [];
     for (let lo = 1; keys.length < 13; lo++) if (m.home(lo, 7) === home) keys.push([lo, 7]);
@@ -80,12 +83,12 @@ describe("U64BucketMap", () => {
     expect(m.set(extra, 7, 99)).toBe(-1);
     expect(metas(m)[b]! & 0xff).toBe(5);
     expect(m.set(extra, 7, 100)).toBe(99); // overwrite, not a second entry
-    expect(m.size).toBe(311);
-    expect(m.capacity).toBe(1280);
+    expect(m.size).toBe(FILLERS + 11);
+    expect(m.capacity).toBe(capacity);
 
     for (const [i, [lo, hi]] of keys.entries()) if (![0, 7, 12].includes(i)) expect(m.delete(lo, hi)).toBe(i);
     expect(m.delete(extra, 7)).toBe(100);
-    expect(m.size).toBe(300);
+    expect(m.size).toBe(FILLERS);
     // Nothing of the run is left: its buckets are empty and count no overflow.
     expect([metas(m)[b], metas(m)[(b + 1) % buckets], metas(m)[(b + 2) % buckets]]).toEqual([0, 0, 0]);
   });
@@ -100,8 +103,8 @@ describe("U64BucketMap", () => {
       m.set(k[0], k[1], i);
     }
     expect(m.size).toBe(100_000);
-    // Load stays at most 0.8 of the entries the buckets hold.
-    expect(m.size / m.capacity).toBeLessThanOrEqual(0.8);
+    // Load stays at most 0.7 of the entries the buckets hold.
+    expect(m.size / m.capacity).toBeLessThanOrEqual(0.7);
     expect(m.bytes()).toBe((m.capacity / 5) * 64);
     const remap = Int32Array.from({ length: 100_000 }, (_, i) => 100_000 - i);
     m.remapValues(remap);
