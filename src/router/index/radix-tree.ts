@@ -375,6 +375,12 @@ export class RadixTree implements KvIndex {
     let m = n;
     if (hasParent) homes[m++] = map.home(pLo, pHi);
     this.touchHomes(map.raw, m);
+    if (!hasParent && n > 0) {
+      // Under the root (many children) the first block is looked up in the edge table: load its
+      // line now, alongside the lookup lines, rather than wait for it alone later.
+      childPath(ROOT_PATH_LO, ROOT_PATH_HI, tok[0]!, tok[1]!);
+      this.sink += this.edges.slots[this.edges.home(PATH_OUT[0]!, PATH_OUT[1]!)]!;
+    }
     let cur = ROOT;
     if (hasParent) {
       cur = map.get(pLo, pHi);
