@@ -17,8 +17,10 @@
  * worker slots in use; and `compact()` renumbers the nodes densely once most ids are free
  * (the tree then remaps its edges and lookups), so a peak of nodes is not kept for ever.
  *
- * Node 0 is the root. Free ids are linked through PARENT. The array is replaced when it
- * grows or compacts: never cache `rec` across an alloc() or a compact().
+ * Node 0 is the root. Free ids wait on a stack of their own (an Int32Array), not linked through
+ * their records: popping a linked list reads the freed record to find the next one, so a chain
+ * of allocations was a chain of dependent cache misses. The array is replaced when it grows
+ * or compacts: never cache `rec` across an alloc() or a compact().
  */
 import { HolderRows } from "../holder-rows.ts";
 import { ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
@@ -38,6 +40,7 @@ export const ROW = 7;
 export const STRIDE = 8;
 
 const INITIAL_CAPACITY = 1024;
+const INITIAL_FREE = 64;
 /** Below this many records a store is never worth compacting. */
 const COMPACT_MIN_CAPACITY = 64 * 1024;
 
@@ -52,18 +55,22 @@ export class NodeStore {
 
   private capacity = 0;
   private nextUnused = 1;
-  private freeHead = -1;
+  /** Free ids: freeIds[0 .. freeTop). */
+  private freeIds = new Int32Array(INITIAL_FREE);
+  private freeTop = 0;
 
   constructor() {
     this.allocate(INITIAL_CAPACITY);
   }
 
-  /** A new node under `parent` with path (lo, hi), held by nobody, linked as CHILD0 if free. */
-  alloc(parent: number, lo: number, hi: number): number {
+  /**
+   * A new node under `parent` with path (lo, hi), linked as CHILD0 if free; held by worker
+   * slot `holder` alone, or by nobody when holder is -1.
+   */
+  alloc(parent: number, lo: number, hi: number, holder = -1): number {
     let n: number;
-    if (this.freeHead >= 0) {
-      n = this.freeHead;
-      this.freeHead = this.rec[n * this.stride + PARENT]!;
+    if (this.freeTop > 0) {
+      n = this.freeIds[--this.freeTop]!;
     } else {
       if (this.nextUnused === this.capacity) this.grow(Math.ceil(this.capacity * 1.5));
       n = this.nextUnused++;
@@ -75,8 +82,8 @@ export class NodeStore {
     rec[r + PATH_HI] = hi;
     rec[r + CHILDREN] = 0;
     rec[r + CHILD0] = -1;
-    rec[r + HOLDERS] = 0;
-    rec[r + SOLE] = -1;
+    rec[r + HOLDERS] = holder >= 0 ? 1 : 0;
+    rec[r + SOLE] = holder;
     rec[r + ROW] = -1;
     const p = parent * this.stride;
     rec[p + CHILDREN]!++;
@@ -93,13 +100,23 @@ export class NodeStore {
     rec[p + CHILDREN]!--;
     if (rec[p + CHILD0] === n) rec[p + CHILD0] = -1;
     rec[r + HOLDERS] = -1;
-    rec[r + PARENT] = this.freeHead;
-    this.freeHead = n;
+    if (this.freeTop === this.freeIds.length) {
+      const grown = new Int32Array(this.freeIds.length * 2);
+      grown.set(this.freeIds);
+      this.freeIds = grown;
+    }
+    this.freeIds[this.freeTop++] = n;
     this.live--;
     // An empty tree gives its memory back (the leak test's "baseline").
-    if (this.live === 0 && this.capacity > INITIAL_CAPACITY) {
-      this.allocate(INITIAL_CAPACITY);
-      this.rows.compact(() => {});
+    if (this.live === 0) {
+      if (this.capacity > INITIAL_CAPACITY) {
+        this.allocate(INITIAL_CAPACITY);
+        this.rows.compact(() => {});
+      } else {
+        // Every id is free: start again from 1 rather than keep a stack of them.
+        this.nextUnused = 1;
+        this.resetFree();
+      }
     }
   }
 
@@ -208,7 +225,7 @@ export class NodeStore {
     this.rec = rec;
     this.capacity = capacity;
     this.nextUnused = next;
-    this.freeHead = -1;
+    this.resetFree();
     this.rows.compact((move) => {
       for (let n = 0; n < next; n++) {
         const r = n * STRIDE;
@@ -223,9 +240,14 @@ export class NodeStore {
     return this.nextUnused;
   }
 
-  /** Bytes held by the node records and their holder rows. */
+  /** Bytes held by the node records, the free-id stack and the holder rows. */
   bytes(): number {
-    return this.capacity * STRIDE * 4 + this.rows.bytes();
+    return this.capacity * STRIDE * 4 + this.freeIds.byteLength + this.rows.bytes();
+  }
+
+  private resetFree(): void {
+    this.freeTop = 0;
+    if (this.freeIds.length > INITIAL_FREE) this.freeIds = new Int32Array(INITIAL_FREE);
   }
 
   private grow(capacity: number): void {
@@ -244,7 +266,7 @@ export class NodeStore {
     this.rec[SOLE] = -1;
     this.rec[ROW] = -1;
     this.nextUnused = 1;
-    this.freeHead = -1;
+    this.resetFree();
     this.live = 0;
   }
 }

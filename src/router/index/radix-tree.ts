@@ -6,7 +6,7 @@
  * in one Int32Array (NodeStore): parent, path hash, child count, first child, and worker
  * membership (the one worker slot inline, or a bitset row when several hold it). A node's first child is linked in its record; further children go
  * to one open-addressing edge table for the whole tree (ChildTable), addressed by the child's
- * path hash (path-hash.ts) so lookups never hash a bigint. Each worker's lookup is a U64Map.
+ * path hash (path-hash.ts) so lookups never hash a bigint. Each worker's lookup is a U64BucketMap.
  * No object is allocated per block; hot loops pre-load the cache lines they will need
  * (random misses overlap instead of queueing), which is most of the speed at 1M+ blocks.
  *
@@ -43,13 +43,13 @@ import { parseWorkerKey } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 import { ChildTable } from "./child-table.ts";
 import { copyEventCounters, emptyEventCounters } from "./event-counters.ts";
-import { CHILD0, CHILDREN, HOLDERS, NodeStore, PARENT, PATH_HI, PATH_LO, ROOT, ROW, SOLE } from "./node-store.ts";
+import { CHILD0, CHILDREN, HOLDERS, NodeStore, PARENT, PATH_HI, PATH_LO, ROOT, ROW, SOLE, STRIDE } from "./node-store.ts";
 import { childPath, PATH_OUT, ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
 import { dumpTree } from "./tree-dump.ts";
 import type { EventCounters, KvIndex } from "./types.ts";
 import { mix3, pow2AtLeast } from "./hash-mix.ts";
-import { U64Map } from "./u64-map.ts";
-import { B32, B64, wordsOf } from "./u64-split.ts";
+import { U64BucketMap } from "./u64-bucket-map.ts";
+import { splitInto, wordsOf } from "./u64-split.ts";
 import type { WorkerSlot } from "./worker-slots.ts";
 import { WorkerSlots } from "./worker-slots.ts";
 
@@ -67,11 +67,24 @@ export class RadixTree implements KvIndex {
   private readonly edges = new ChildTable();
   private readonly slots = new WorkerSlots();
   private readonly applied = emptyEventCounters();
-  /** Event blocks split to u32 halves: [lo, hi] per block. */
-  private tokWords = new Uint32Array(64);
-  private hashWords = new Uint32Array(64);
+  /**
+   * Event blocks split to u32 halves: [lo, hi] per block, as views over 64-bit scratch so a
+   * BigUint64Array event is copied in with one set() (a view over the caller's array would be a
+   * new object per event, and asking a small typed array for its .buffer makes the engine
+   * move its storage: that cost more than the copy).
+   */
+  private tokBig = new BigUint64Array(32);
+  private hashBig = new BigUint64Array(32);
+  private tokWords = new Uint32Array(this.tokBig.buffer);
+  private hashWords = new Uint32Array(this.hashBig.buffer);
+  /** An event's parent hash split: [lo, hi]. */
+  private readonly parentWords = new Uint32Array(2);
   /** Path hashes of a chain being stored: [lo, hi] per level. */
   private pathWords = new Int32Array(64);
+  /** Where each block's lookup probe starts (see touchHomes). */
+  private homes = new Int32Array(32);
+  /** Removed: the node each hash named. */
+  private held = new Int32Array(32);
   /** find-matches scratch: the chunk's nodes, the active worker bitset, the slots scored. */
   private kids = new Int32Array(CHUNK);
   private active = new Int32Array(1);
@@ -115,16 +128,20 @@ export class RadixTree implements KvIndex {
     tokensHashes: BigUint64Array,
     blockHashes: BigUint64Array,
   ): KvEventStatus {
-    if (tokensHashes.length !== blockHashes.length) throw new RangeError("tokensHashes and blockHashes differ in length");
+    const n = tokensHashes.length;
+    if (n !== blockHashes.length) throw new RangeError("tokensHashes and blockHashes differ in length");
     const slot = this.internSlot(workerId, dpRank);
     let pLo = 0;
     let pHi = 0;
     if (parentHash !== null) {
-      B64[0] = parentHash;
-      pLo = B32[0]!;
-      pHi = B32[1]!;
+      splitInto(parentHash, this.parentWords, 0);
+      pLo = this.parentWords[0]!;
+      pHi = this.parentWords[1]!;
     }
-    const status = this.storeChain(slot, parentHash !== null, pLo, pHi, wordsOf(tokensHashes), wordsOf(blockHashes), tokensHashes.length);
+    this.fitBlocks(n);
+    this.tokBig.set(tokensHashes);
+    this.hashBig.set(blockHashes);
+    const status = this.storeChain(slot, parentHash !== null, pLo, pHi, this.tokWords, this.hashWords, n);
     this.applied.stored[status]++;
     return status;
   }
@@ -277,7 +294,7 @@ export class RadixTree implements KvIndex {
   /** Bytes held by the index's typed arrays (nodes, edges, lookups). */
   memoryBytes(): number {
     let bytes = this.nodes.bytes() + this.edges.capacity * 16;
-    for (const s of this.slots.bySlot) if (s) bytes += s.blocks.capacity * 12;
+    for (const s of this.slots.bySlot) if (s) bytes += s.blocks.bytes();
     return bytes;
   }
 
@@ -350,32 +367,46 @@ export class RadixTree implements KvIndex {
     hash: Uint32Array,
     n: number,
   ): KvEventStatus {
+    const map = slot.blocks;
+    // The parent's lookup line and every block's, fetched together before anything waits on one.
+    if (this.homes.length <= n) this.homes = new Int32Array(2 * n + 2);
+    const homes = this.homes;
+    for (let i = 0; i < n; i++) homes[i] = map.home(hash[2 * i]!, hash[2 * i + 1]!);
+    let m = n;
+    if (hasParent) homes[m++] = map.home(pLo, pHi);
+    this.touchHomes(map.raw, m);
+    if (!hasParent && n > 0) {
+      // Under the root (many children) the first block is looked up in the edge table: load its
+      // line now, alongside the lookup lines, rather than wait for it alone later.
+      childPath(ROOT_PATH_LO, ROOT_PATH_HI, tok[0]!, tok[1]!);
+      this.sink += this.edges.slots[this.edges.home(PATH_OUT[0]!, PATH_OUT[1]!)]!;
+    }
     let cur = ROOT;
     if (hasParent) {
-      cur = slot.blocks.get(pLo, pHi);
+      cur = map.get(pLo, pHi);
       if (cur < 0) return "parent_block_not_found";
     }
     if (!distinctChain(hasParent, pLo, pHi, hash, n)) return "invalid_block";
-    // Path hashes of the chain; pre-load each block's lookup slot (random addresses, loaded
-    // in parallel here instead of one miss at a time below).
     if (this.pathWords.length < 2 * n) this.pathWords = new Int32Array(2 * n);
     const paths = this.pathWords;
-    const bs = slot.blocks.raw;
     let lo = this.nodes.get(cur, PATH_LO);
     let hi = this.nodes.get(cur, PATH_HI);
-    let sink = 0;
     for (let i = 0; i < n; i++) {
       childPath(lo, hi, tok[2 * i]!, tok[2 * i + 1]!);
       lo = PATH_OUT[0]!;
       hi = PATH_OUT[1]!;
       paths[2 * i] = lo;
       paths[2 * i + 1] = hi;
-      sink += bs[slot.blocks.home(hash[2 * i]!, hash[2 * i + 1]!)]!;
     }
-    this.sink = sink;
-    for (let i = 0; i < n; i++) {
-      cur = this.storeBlock(slot, cur, paths[2 * i]!, paths[2 * i + 1]!, hash[2 * i]!, hash[2 * i + 1]!);
+    // Down the blocks the tree already has, then the rest as a fresh chain.
+    let i = 0;
+    for (; i < n; i++) {
+      const child = this.findChild(cur, paths[2 * i]!, paths[2 * i + 1]!);
+      if (child < 0) break;
+      this.holdBlock(slot, child, hash[2 * i]!, hash[2 * i + 1]!);
+      cur = child;
     }
+    if (i < n) this.storeFresh(slot, cur, i, n, paths, hash);
     return "ok";
   }
 
@@ -383,41 +414,29 @@ export class RadixTree implements KvIndex {
 
   private applyStoredBlocks(slot: WorkerSlot, parentHash: bigint | null, blocks: readonly StoredBlock[]): KvEventStatus {
     const n = blocks.length;
-    if (this.tokWords.length < 2 * n) {
-      this.tokWords = new Uint32Array(2 * n);
-      this.hashWords = new Uint32Array(2 * n);
-    }
+    this.fitBlocks(n);
     const tok = this.tokWords;
     const hash = this.hashWords;
     for (let i = 0; i < n; i++) {
       const b = blocks[i]!;
-      B64[0] = b.tokensHash;
-      tok[2 * i] = B32[0]!;
-      tok[2 * i + 1] = B32[1]!;
-      B64[0] = b.blockHash;
-      hash[2 * i] = B32[0]!;
-      hash[2 * i + 1] = B32[1]!;
+      splitInto(b.tokensHash, tok, 2 * i);
+      splitInto(b.blockHash, hash, 2 * i);
     }
     let pLo = 0;
     let pHi = 0;
     if (parentHash !== null) {
-      B64[0] = parentHash;
-      pLo = B32[0]!;
-      pHi = B32[1]!;
+      splitInto(parentHash, this.parentWords, 0);
+      pLo = this.parentWords[0]!;
+      pHi = this.parentWords[1]!;
     }
     return this.storeChain(slot, parentHash !== null, pLo, pHi, tok, hash, n);
   }
 
-  private storeBlock(slot: WorkerSlot, cur: number, pathLo: number, pathHi: number, hLo: number, hHi: number): number {
-    const nodes = this.nodes;
-    let child = this.findChild(cur, pathLo, pathHi);
-    if (child < 0) {
-      child = nodes.alloc(cur, pathLo, pathHi);
-      if (nodes.get(cur, CHILD0) !== child) this.edges.set(cur, pathLo, pathHi, child);
-    }
+  /** The slot holds `child` (a node that exists) under engine hash (hLo, hHi). */
+  private holdBlock(slot: WorkerSlot, child: number, hLo: number, hHi: number): void {
     const prev = slot.blocks.set(hLo, hHi, child);
-    if (prev === child) return child; // a repeated store: nothing changes
-    if (!nodes.addHolder(child, slot.index)) {
+    if (prev === child) return; // a repeated store: nothing changes
+    if (!this.nodes.addHolder(child, slot.index)) {
       // Already held under another hash: one more alias of the same node.
       const al = (slot.aliases ??= new Map());
       al.set(child, (al.get(child) ?? 0) + 1);
@@ -425,34 +444,91 @@ export class RadixTree implements KvIndex {
     // The hash named another node before: it moved here. Released after child is held, so
     // freeing cannot reach the path being built.
     if (prev >= 0) this.releaseAlias(slot, prev);
-    return child;
+  }
+
+  /**
+   * Blocks [from, n) as new nodes under `cur`, which has no child on this path: each one's
+   * parent is the node just made, so nothing needs looking up, and each is born held by the
+   * slot alone. The common case: an engine stores what no worker had.
+   */
+  private storeFresh(slot: WorkerSlot, cur: number, from: number, n: number, paths: Int32Array, hash: Uint32Array): void {
+    const nodes = this.nodes;
+    const map = slot.blocks;
+    const w = slot.index;
+    let lo = paths[2 * from]!;
+    let hi = paths[2 * from + 1]!;
+    let child = nodes.alloc(cur, lo, hi, w);
+    if (nodes.get(cur, CHILD0) !== child) this.edges.set(cur, lo, hi, child);
+    for (let i = from; ; ) {
+      const prev = map.set(hash[2 * i]!, hash[2 * i + 1]!, child);
+      // The hash named another node before: it moved here (after child is held, as above).
+      if (prev >= 0) this.releaseAlias(slot, prev);
+      if (++i === n) return;
+      lo = paths[2 * i]!;
+      hi = paths[2 * i + 1]!;
+      child = nodes.alloc(child, lo, hi, w);
+    }
   }
 
   private applyRemoved(slot: WorkerSlot, data: RemovedData): KvEventStatus {
     const hashes = data.blockHashes;
     const n = hashes.length;
-    if (this.hashWords.length < 2 * n) {
-      this.tokWords = new Uint32Array(2 * n);
-      this.hashWords = new Uint32Array(2 * n);
-    }
+    this.fitBlocks(n);
     const hw = this.hashWords;
-    // Split, and pre-load every lookup slot (independent misses overlap), then remove.
-    const bs = slot.blocks.raw;
+    const homes = this.homes;
+    const map = slot.blocks;
+    for (let i = 0; i < n; i++) {
+      splitInto(hashes[i]!, hw, 2 * i);
+      homes[i] = map.home(hw[2 * i]!, hw[2 * i + 1]!);
+    }
+    this.touchHomes(map.raw, n);
+    // Every hash out of the lookup first, then the nodes' records fetched together, then the
+    // nodes released: the same releases in the same order as one hash at a time (a lookup
+    // delete never reads a node), but the misses of each pass overlap instead of queueing.
+    const held = this.held;
+    for (let i = 0; i < n; i++) held[i] = map.delete(hw[2 * i]!, hw[2 * i + 1]!);
+    const rec = this.nodes.rec;
     let sink = 0;
     for (let i = 0; i < n; i++) {
-      B64[0] = hashes[i]!;
-      const lo = B32[0]!;
-      const hi = B32[1]!;
-      hw[2 * i] = lo;
-      hw[2 * i + 1] = hi;
-      sink += bs[slot.blocks.home(lo, hi)]!;
+      const node = held[i]!;
+      if (node >= 0) sink += rec[node * STRIDE + HOLDERS]!;
     }
     this.sink = sink;
     let status: KvEventStatus = "ok";
     for (let i = 0; i < n; i++) {
-      if (!this.removeHash(slot, hw[2 * i]!, hw[2 * i + 1]!) && status === "ok") status = "block_not_found";
+      const node = held[i]!;
+      if (node < 0) status = "block_not_found";
+      else this.releaseAlias(slot, node);
     }
+    // No node id is held by any caller once the event is applied: a safe point to compact.
+    this.compactIfSparse();
     return status;
+  }
+
+  /** Scratch for events of n blocks. */
+  private fitBlocks(n: number): void {
+    if (this.tokBig.length >= n) return;
+    const cap = pow2AtLeast(n);
+    this.tokBig = new BigUint64Array(cap);
+    this.hashBig = new BigUint64Array(cap);
+    this.tokWords = new Uint32Array(this.tokBig.buffer);
+    this.hashWords = new Uint32Array(this.hashBig.buffer);
+    this.homes = new Int32Array(cap + 1);
+    this.held = new Int32Array(cap);
+  }
+
+  /**
+   * Read the first word of every line in homes[0, m): random lines of tables too big for the
+   * cache. A loop that does nothing else keeps many of them in flight at once; interleaved
+   * with the hashing that computes the addresses, the out-of-order window held two or three
+   * and each block waited about a memory latency (1,024 workers x 10 M blocks: ~145 -> ~20
+   * ns a block for the touch itself).
+   */
+  private touchHomes(raw: Int32Array, m: number): void {
+    const homes = this.homes;
+    let sink = 0;
+    for (let i = 0; i < m; i++) sink += raw[homes[i]!]!;
+    this.sink = sink;
   }
 
   /** The slot no longer holds node n under one of its hashes (already out of its lookup). */
@@ -528,7 +604,7 @@ export class RadixTree implements KvIndex {
   private clearSlot(slot: WorkerSlot): void {
     const nodes = this.nodes;
     const held = slot.blocks.values();
-    slot.blocks = new U64Map();
+    slot.blocks = new U64BucketMap();
     slot.aliases = null;
     for (let i = 0; i < held.length; i++) {
       const n = held[i]!;

@@ -7,7 +7,9 @@
  */
 import type { DpRank, WorkerId, WorkerKey } from "../../core/ids.ts";
 import { workerKey } from "../../core/ids.ts";
-import { U64Map } from "./u64-map.ts";
+import { U64BucketMap } from "./u64-bucket-map.ts";
+import { splitInto } from "./u64-split.ts";
+import { WorkerKeyTable } from "./worker-key-table.ts";
 
 export interface WorkerSlot {
   readonly index: number;
@@ -15,7 +17,7 @@ export interface WorkerSlot {
   readonly dpRank: DpRank;
   readonly key: WorkerKey;
   /** Engine block hash -> node id. Its size is the worker's block count. */
-  blocks: U64Map;
+  blocks: U64BucketMap;
   /**
    * node id -> number of EXTRA hashes this worker holds the node under (an engine that
    * reports one (parent, tokens) block under two hashes, e.g. two physical copies). The node
@@ -24,16 +26,36 @@ export interface WorkerSlot {
   aliases: Map<number, number> | null;
 }
 
+const U64_MAX = 0xffff_ffff_ffff_ffffn;
+
+function inU64(id: WorkerId): boolean {
+  return id >= 0n && id <= U64_MAX;
+}
+
 export class WorkerSlots {
   /** By slot index; undefined for a free slot. */
   readonly bySlot: (WorkerSlot | undefined)[] = [];
   private readonly byId = new Map<WorkerId, Map<DpRank, WorkerSlot>>();
   private readonly free: number[] = [];
-  /** The last slot found: events come in runs from one worker, skip the bigint Map lookup. */
+  /** The hot lookup: (worker id halves, rank) -> slot index, without hashing a bigint. */
+  private readonly table = new WorkerKeyTable();
+  private readonly idWords = new Uint32Array(2);
+  /** The last slot found: events come in runs from one worker. */
   private last: WorkerSlot | undefined;
 
   /** The slot of (workerId, dpRank), or undefined. */
   find(workerId: WorkerId, dpRank: DpRank): WorkerSlot | undefined {
+    if (inU64(workerId)) {
+      const w = this.idWords;
+      splitInto(workerId, w, 0);
+      const index = this.table.get(w[0]!, w[1]!, dpRank);
+      if (index >= 0) {
+        // Equal halves of an id in u64 are the same id (the table holds only such ids), so the
+        // slot's own bigint need not be read: a cache miss on every event once the index is big.
+        const found = this.bySlot[index]!;
+        if (found.dpRank === dpRank) return found;
+      }
+    }
     return this.byId.get(workerId)?.get(dpRank);
   }
 
@@ -41,9 +63,9 @@ export class WorkerSlots {
   intern(workerId: WorkerId, dpRank: DpRank): WorkerSlot {
     const last = this.last;
     if (last !== undefined && last.workerId === workerId && last.dpRank === dpRank) return last;
-    let ranks = this.byId.get(workerId);
-    const found = ranks?.get(dpRank);
+    const found = this.find(workerId, dpRank);
     if (found) return (this.last = found);
+    let ranks = this.byId.get(workerId);
     if (!ranks) {
       ranks = new Map();
       this.byId.set(workerId, ranks);
@@ -64,11 +86,17 @@ export class WorkerSlots {
       workerId,
       dpRank,
       key: workerKey(workerId, dpRank),
-      blocks: new U64Map(),
+      blocks: new U64BucketMap(),
       aliases: null,
     };
     this.bySlot[index] = slot;
     ranks.set(dpRank, slot);
+    if (inU64(workerId)) {
+      // An id outside u64 would alias another's halves: only the Map knows those.
+      const w = this.idWords;
+      splitInto(workerId, w, 0);
+      if (this.table.get(w[0]!, w[1]!, dpRank) < 0) this.table.add(w[0]!, w[1]!, dpRank, index);
+    }
     return (this.last = slot);
   }
 
@@ -87,6 +115,9 @@ export class WorkerSlots {
     if (ranks.size === 0) this.byId.delete(slot.workerId);
     this.bySlot[slot.index] = undefined;
     this.free.push(slot.index);
+    const w = this.idWords;
+    splitInto(slot.workerId, w, 0);
+    this.table.delete(w[0]!, w[1]!, slot.dpRank, slot.index);
     // Trailing free slots leave the span, so the holder bitsets can narrow again.
     const by = this.bySlot;
     while (by.length > 0 && by[by.length - 1] === undefined) {
