@@ -11,56 +11,45 @@
  * the prefix when this request starts, given its KV capacity (ActiveSequences.keptWhenItStarts).
  *
  * With a TTFT predictor in the context, every candidate also carries its predicted time to
- * first token (books/ttft-predictor.ts) and the uncached tokens that prediction assumed.
+ * first token (books/ttft-predictor.ts), the uncached tokens that prediction assumed and the
+ * rank's speed it used.
+ *
+ * This runs once per endpoint per request, so at a thousand ranks it is written to allocate
+ * nothing but the candidates themselves: no prediction or speed objects, and overlaps read
+ * through the list's key → position table (list-view.ts) instead of a Map lookup per endpoint.
  */
-import type { ActiveSequences } from "../books/active-sequences.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
+import { listViewOf, overlapsByPosition } from "./list-view.ts";
 import type { Candidate, Endpoint, SchedulingContext } from "./types.ts";
-
-interface SlotList {
-  readonly tracker: LoadTracker;
-  readonly version: number;
-  readonly seqs: readonly (ActiveSequences | undefined)[];
-}
-/**
- * Each endpoint list's tracker slots, resolved once per list and tracker slot set: the list is
- * reused by every request until membership changes, and a string-keyed lookup per endpoint per
- * request was a tenth of a 1,024-worker decision.
- */
-const slotLists = new WeakMap<readonly Endpoint[], SlotList>();
-
-function slotsOf(endpoints: readonly Endpoint[], tracker: LoadTracker): readonly (ActiveSequences | undefined)[] {
-  const cached = slotLists.get(endpoints);
-  if (cached !== undefined && cached.tracker === tracker && cached.version === tracker.slotsVersion) return cached.seqs;
-  const seqs = endpoints.map((e) => tracker.slotOf(e.key));
-  slotLists.set(endpoints, { tracker, version: tracker.slotsVersion, seqs });
-  return seqs;
-}
 
 export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker): Candidate[] {
   const { isl, seqHashes, overlaps } = ctx.request;
   const bs = ctx.blockSize;
+  const ttft = ctx.ttft;
+  const now = ctx.now;
+  const latencyMs = ttft === undefined ? 0 : ttft.latencyMs;
   // Sequence hashes chain the prefix: the blocks of it a slot holds are a leading run.
   const held = tracker.heldPrefixCounts(seqHashes);
   const n = seqHashes?.length ?? 0;
-  const slots = slotsOf(endpoints, tracker);
-  // Usually only a few workers hold any of the prompt: skip the per-endpoint lookups when none does.
-  const scores = overlaps.scores.size > 0 ? overlaps.scores : undefined;
-  const treeSizes = overlaps.treeSizes.size > 0 ? overlaps.treeSizes : undefined;
+  const view = listViewOf(endpoints, tracker);
+  const slots = view.seqs;
+  const { scores, treeSizes } = overlapsByPosition(view, overlaps);
   const out: Candidate[] = new Array(endpoints.length);
   for (let i = 0; i < endpoints.length; i++) {
     const e = endpoints[i]!;
-    const indexed = scores === undefined ? 0 : (scores.get(e.key) ?? 0);
-    const treeSize = treeSizes === undefined ? 0 : (treeSizes.get(e.key) ?? 0);
+    const indexed = scores[i]!;
+    const treeSize = treeSizes[i]!;
     const seqs = slots[i];
+    const msPerToken = ttft === undefined ? undefined : ttft.msPerTokenOf(e.key);
     if (seqs) {
-      let credited = Math.max(indexed, held[seqs.slot]!);
+      const heldHere = held[seqs.slot]!;
+      let credited = Math.max(indexed, heldHere);
       if (ctx.creditKeptPrefix) credited = seqs.keptWhenItStarts(seqHashes, credited);
       const overlapBlocks = ctx.inflightOverlap ? credited : Math.min(indexed, credited);
       const activePrefillTokens = seqs.activeTokens();
       const activeDecodeBlocks = seqs.activeBlocks();
       const uncachedTokens = seqs.newTokens(isl, credited);
-      const p = ctx.ttft?.predict(seqs, e.key, uncachedTokens, ctx.now);
+      const ttftTokens = msPerToken === undefined ? undefined : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
       out[i] = {
         endpoint: e,
         key: e.key,
@@ -68,19 +57,21 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         treeSize,
         tracked: true,
         prefillTokens: seqs.newTokens(isl, overlapBlocks) + activePrefillTokens,
-        decodeBlocks: n - held[seqs.slot]! + activeDecodeBlocks,
+        decodeBlocks: n - heldHere + activeDecodeBlocks,
         activePrefillTokens,
         activeDecodeBlocks,
         activeRequests: seqs.activeRequests,
         prefillingRequests: seqs.prefillingRequests,
         uncachedTokens,
-        predictedTtftMs: p?.ms,
-        ttftTokens: p?.tokens,
+        predictedTtftMs: ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens,
+        ttftTokens,
+        msPerToken,
         cost: 0,
       };
     } else {
       const uncachedTokens = Math.max(0, isl - indexed * bs);
-      const p = ctx.ttft?.predict(undefined, e.key, uncachedTokens, ctx.now);
+      // An untracked rank has nothing queued: its prediction's tokens are its own uncached ones.
+      const ttftTokens = msPerToken === undefined ? undefined : uncachedTokens;
       out[i] = {
         endpoint: e,
         key: e.key,
@@ -93,8 +84,9 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         activeDecodeBlocks: 0,
         activeRequests: 0,
         uncachedTokens,
-        predictedTtftMs: p?.ms,
-        ttftTokens: p?.tokens,
+        predictedTtftMs: ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens,
+        ttftTokens,
+        msPerToken,
         cost: 0,
       };
     }

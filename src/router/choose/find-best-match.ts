@@ -41,6 +41,18 @@ export interface FindBestMatchInput {
   readonly ttft?: TtftPredictor;
 }
 
+/**
+ * The prior-only predictors, one per block size. Nothing here teaches them (the scheduler only
+ * reads speeds and predictions), so one can serve every such decision; building one per
+ * decision cost a 10 kB scratch array each time.
+ */
+const priorPredictors = new Map<number, TtftPredictor>();
+function priorPredictor(blockSize: number): TtftPredictor {
+  let p = priorPredictors.get(blockSize);
+  if (p === undefined) priorPredictors.set(blockSize, (p = new TtftPredictor({ blockSize })));
+  return p;
+}
+
 export function findBestMatch(input: FindBestMatchInput): Selection {
   const { isl, config, tracker } = input;
   if (!(isl > 0)) throw new RouterError("invalid_request", "the prompt must have at least one token", "isl");
@@ -64,7 +76,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     rng: input.rng,
     // A caller without a router's predictor (a bench, a test) still gets predictions: the
     // prior speed on every engine, which orders candidates by prefill tokens queued and uncached.
-    ttft: input.ttft ?? (input.pipeline.predictsTtft ? new TtftPredictor({ blockSize: config.blockSize }) : undefined),
+    ttft: input.ttft ?? (input.pipeline.predictsTtft ? priorPredictor(config.blockSize) : undefined),
   };
   const { chosen, candidates } = runPipeline(input.pipeline, ctx, buildCandidates(ctx, input.endpoints, tracker));
   return {
