@@ -15,14 +15,16 @@
  * rank's speed it used.
  *
  * This runs once per endpoint per request, so at a thousand ranks it is written to allocate
- * nothing but the candidates themselves: no prediction or speed objects, and overlaps read
- * through the list's key → position table (list-view.ts) instead of a Map lookup per endpoint.
+ * nothing but the candidates themselves, and those only without a pool (candidate-pool.ts): no
+ * prediction or speed objects, and overlaps read through the list's key → position table
+ * (list-view.ts) instead of a Map lookup per endpoint.
  */
 import type { LoadTracker } from "../books/load-tracker.ts";
+import type { CandidatePool } from "./candidate-pool.ts";
 import { listViewOf, overlapsByPosition } from "./list-view.ts";
 import type { Candidate, Endpoint, SchedulingContext } from "./types.ts";
 
-export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker): Candidate[] {
+export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker, pool?: CandidatePool): Candidate[] {
   const { isl, seqHashes, overlaps } = ctx.request;
   const bs = ctx.blockSize;
   const ttft = ctx.ttft;
@@ -34,61 +36,76 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
   const view = listViewOf(endpoints, tracker);
   const slots = view.seqs;
   const { scores, treeSizes } = overlapsByPosition(view, overlaps);
-  const out: Candidate[] = new Array(endpoints.length);
+  const reused = pool?.candidatesFor(endpoints);
+  const out: Candidate[] = reused ?? new Array(endpoints.length);
   for (let i = 0; i < endpoints.length; i++) {
     const e = endpoints[i]!;
     const indexed = scores[i]!;
     const treeSize = treeSizes[i]!;
     const seqs = slots[i];
     const msPerToken = ttft === undefined ? undefined : ttft.msPerTokenOf(e.key);
+    // An untracked rank takes Dynamo's fallbacks, and has nothing queued ahead of this request.
+    let overlapBlocks = indexed;
+    let prefillTokens = isl;
+    let decodeBlocks = Math.floor(isl / bs);
+    let activePrefillTokens = 0;
+    let activeDecodeBlocks = 0;
+    let activeRequests = 0;
+    let prefillingRequests: number | undefined;
+    let uncachedTokens = Math.max(0, isl - indexed * bs);
+    let ttftTokens = msPerToken === undefined ? undefined : uncachedTokens;
     if (seqs) {
       const heldHere = held[seqs.slot]!;
       let credited = Math.max(indexed, heldHere);
       if (ctx.creditKeptPrefix) credited = seqs.keptWhenItStarts(seqHashes, credited);
-      const overlapBlocks = ctx.inflightOverlap ? credited : Math.min(indexed, credited);
-      const activePrefillTokens = seqs.activeTokens();
-      const activeDecodeBlocks = seqs.activeBlocks();
-      const uncachedTokens = seqs.newTokens(isl, credited);
-      const ttftTokens = msPerToken === undefined ? undefined : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
+      overlapBlocks = ctx.inflightOverlap ? credited : Math.min(indexed, credited);
+      activePrefillTokens = seqs.activeTokens();
+      activeDecodeBlocks = seqs.activeBlocks();
+      activeRequests = seqs.activeRequests;
+      prefillingRequests = seqs.prefillingRequests;
+      uncachedTokens = seqs.newTokens(isl, credited);
+      prefillTokens = seqs.newTokens(isl, overlapBlocks) + activePrefillTokens;
+      decodeBlocks = n - heldHere + activeDecodeBlocks;
+      ttftTokens = msPerToken === undefined ? undefined : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
+    }
+    const tracked = seqs !== undefined;
+    const predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens;
+    if (reused === undefined) {
+      // A fresh object literal: building one is cheaper than filling a blank one.
       out[i] = {
         endpoint: e,
         key: e.key,
         overlapBlocks,
         treeSize,
-        tracked: true,
-        prefillTokens: seqs.newTokens(isl, overlapBlocks) + activePrefillTokens,
-        decodeBlocks: n - heldHere + activeDecodeBlocks,
+        tracked,
+        prefillTokens,
+        decodeBlocks,
         activePrefillTokens,
         activeDecodeBlocks,
-        activeRequests: seqs.activeRequests,
-        prefillingRequests: seqs.prefillingRequests,
+        activeRequests,
+        prefillingRequests,
         uncachedTokens,
-        predictedTtftMs: ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens,
+        predictedTtftMs,
         ttftTokens,
         msPerToken,
         cost: 0,
       };
     } else {
-      const uncachedTokens = Math.max(0, isl - indexed * bs);
-      // An untracked rank has nothing queued: its prediction's tokens are its own uncached ones.
-      const ttftTokens = msPerToken === undefined ? undefined : uncachedTokens;
-      out[i] = {
-        endpoint: e,
-        key: e.key,
-        overlapBlocks: indexed,
-        treeSize,
-        tracked: false,
-        prefillTokens: isl,
-        decodeBlocks: Math.floor(isl / bs),
-        activePrefillTokens: 0,
-        activeDecodeBlocks: 0,
-        activeRequests: 0,
-        uncachedTokens,
-        predictedTtftMs: ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens,
-        ttftTokens,
-        msPerToken,
-        cost: 0,
-      };
+      const c = reused[i]!;
+      c.overlapBlocks = overlapBlocks;
+      c.treeSize = treeSize;
+      c.tracked = tracked;
+      c.prefillTokens = prefillTokens;
+      c.decodeBlocks = decodeBlocks;
+      c.activePrefillTokens = activePrefillTokens;
+      c.activeDecodeBlocks = activeDecodeBlocks;
+      c.activeRequests = activeRequests;
+      c.prefillingRequests = prefillingRequests;
+      c.uncachedTokens = uncachedTokens;
+      c.predictedTtftMs = predictedTtftMs;
+      c.ttftTokens = ttftTokens;
+      c.msPerToken = msPerToken;
+      c.cost = 0;
     }
   }
   return out;

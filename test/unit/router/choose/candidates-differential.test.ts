@@ -3,8 +3,10 @@
  * msPerTokenOf/tokensBefore, the rank's kept prefill head) against the builder it replaced
  * (reference-candidates.ts), over seeded random fleets: every field of every candidate must be
  * identical (Object.is), and the kv, kv-blocks and least-loaded pipelines must price and choose
- * the same. Fleets mix dp ranks, untracked and duplicated endpoints, ranks with and without a KV
- * capacity, learned per-rank speeds or none, requests booked, completed and freed as time moves.
+ * the same, with fresh candidates and with ones reused from earlier decisions (candidate-pool.ts).
+ * Fleets mix dp ranks, untracked and duplicated endpoints, ranks with and without a KV
+ * capacity, learned per-rank speeds or none, requests booked, completed and freed and ranks
+ * joining and leaving the tracker as time moves.
  * A failure names its seed and decision.
  */
 import { describe, expect, test } from "bun:test";
@@ -12,6 +14,7 @@ import type { WorkerKey } from "../../../../src/core/ids.ts";
 import type { OverlapScores } from "../../../../src/core/overlap.ts";
 import { LoadTracker } from "../../../../src/router/books/load-tracker.ts";
 import { TtftPredictor } from "../../../../src/router/books/ttft-predictor.ts";
+import { CandidatePool } from "../../../../src/router/choose/candidate-pool.ts";
 import { buildCandidates } from "../../../../src/router/choose/candidates.ts";
 import { schedulerConfig } from "../../../../src/router/choose/config.ts";
 import { endpoint, endpointsOf } from "../../../../src/router/choose/endpoints.ts";
@@ -61,8 +64,12 @@ function runSeed(seed: number): string[] {
   // The same rank listed twice (a fresh object under the same key) takes the per-endpoint lookups.
   if (rng() < 0.1) listed.push(endpoint(listed[0]!.worker.workerId, listed[0]!.worker.dpRank));
   const tracker = new LoadTracker({ blockSize: bs });
-  const trackedKeys = listed.filter(() => rng() < 0.85).map((e) => e.worker);
-  trackedKeys.push({ workerId: 999n, dpRank: 0 }); // tracked, never listed
+  const trackedSubset = () => {
+    const ws = listed.filter(() => rng() < 0.85).map((e) => e.worker);
+    ws.push({ workerId: 999n, dpRank: 0 }); // tracked, never listed
+    return ws;
+  };
+  let trackedKeys = trackedSubset();
   tracker.updateWorkers(trackedKeys);
   for (const w of trackedKeys) if (rng() < 0.4) tracker.setKvCapacity(w, 2 + int(60));
   const ttft = rng() < 0.2 ? undefined : new TtftPredictor({ blockSize: bs });
@@ -74,8 +81,9 @@ function runSeed(seed: number): string[] {
       ttft.observe({ key: e.key, bookedAt: 0, at: 1 + tokens * (slow.has(e.key) ? 0.04 : 0.01) * (0.9 + 0.2 * rng()), tokens });
     }
   }
-  const trackedList = trackedKeys.map((w) => `${w.workerId}:${w.dpRank}` as WorkerKey);
-  const booked: Booked[] = [];
+  const keysOf = (ws: typeof trackedKeys) => ws.map((w) => `${w.workerId}:${w.dpRank}` as WorkerKey);
+  let trackedList = keysOf(trackedKeys);
+  let booked: Booked[] = [];
   const families = Array.from({ length: 4 }, (_, f) => chain(100 + f, 8 + int(40)));
   const promptOf = (): BigUint64Array => {
     const fam = families[int(families.length)]!;
@@ -91,11 +99,20 @@ function runSeed(seed: number): string[] {
     return { name, config, reference: createPipeline(name, config), fast: createPipeline(name, config), rngSeed: seed * 7 + 1 };
   });
   const rngsOf = pipelines.map((p) => [seededRng(p.rngSeed), seededRng(p.rngSeed)] as const);
+  const pool = new CandidatePool();
   const diffs: string[] = [];
   let now = 1;
   let nextId = 0;
   for (let d = 0; d < DECISIONS_PER_SEED && diffs.length === 0; d++) {
     const where = `seed ${seed} decision ${d}`;
+    // Now and then ranks join and leave the tracker (their requests go with them), so a list
+    // position turns from tracked to untracked and back between decisions.
+    if (rng() < 0.15) {
+      trackedKeys = trackedSubset();
+      tracker.updateWorkers(trackedKeys);
+      trackedList = keysOf(trackedKeys);
+      booked = booked.filter((b) => trackedList.includes(b.key));
+    }
     // The world moves: bookings, first tokens, frees.
     for (let k = int(6); k > 0; k--) {
       const key = trackedList[int(trackedList.length)]!;
@@ -149,12 +166,16 @@ function runSeed(seed: number): string[] {
     const inflight = rng() < 0.5;
     const kept = rng() < 0.5;
     const ref = referenceCandidates(ctxOf(inflight, kept, rng), listed, tracker);
-    const got = buildCandidates(ctxOf(inflight, kept, rng), listed, tracker);
-    if (ref.length !== got.length) diffs.push(`${where}: ${got.length} candidates vs ${ref.length}`);
-    for (let i = 0; i < ref.length && i < got.length; i++) {
-      for (const f of FIELDS) if (!Object.is(got[i]![f], ref[i]![f])) diffs.push(`${where} candidate ${i} ${f}: ${String(got[i]![f])} vs ${String(ref[i]![f])}`);
-      const speed = ttft === undefined ? undefined : ttft.speed(ref[i]!.key).msPerToken;
-      if (!Object.is(got[i]!.msPerToken, speed)) diffs.push(`${where} candidate ${i} msPerToken: ${got[i]!.msPerToken} vs ${speed}`);
+    const fresh = buildCandidates(ctxOf(inflight, kept, rng), listed, tracker);
+    // Reused objects last held another decision's values (another policy's, too): none may leak.
+    const reused = buildCandidates(ctxOf(inflight, kept, rng), listed, tracker, pool);
+    for (const [how, got] of [["fresh", fresh], ["pooled", reused]] as const) {
+      if (ref.length !== got.length) diffs.push(`${where} ${how}: ${got.length} candidates vs ${ref.length}`);
+      for (let i = 0; i < ref.length && i < got.length; i++) {
+        for (const f of FIELDS) if (!Object.is(got[i]![f], ref[i]![f])) diffs.push(`${where} ${how} candidate ${i} ${f}: ${String(got[i]![f])} vs ${String(ref[i]![f])}`);
+        const speed = ttft === undefined ? undefined : ttft.speed(ref[i]!.key).msPerToken;
+        if (!Object.is(got[i]!.msPerToken, speed)) diffs.push(`${where} ${how} candidate ${i} msPerToken: ${got[i]!.msPerToken} vs ${speed}`);
+      }
     }
     // Whole decisions: each policy over each builder's candidates, fresh candidates per policy.
     pipelines.forEach((p, k) => {
@@ -164,7 +185,7 @@ function runSeed(seed: number): string[] {
       const ctxRef = ctxOf(flag, credit, rngRef);
       const ctxFast = ctxOf(flag, credit, rngFast);
       const a = runPipeline(p.reference, ctxRef, referenceCandidates(ctxRef, listed, tracker));
-      const b = runPipeline(p.fast, ctxFast, buildCandidates(ctxFast, listed, tracker));
+      const b = runPipeline(p.fast, ctxFast, buildCandidates(ctxFast, listed, tracker, pool));
       if (a.chosen.key !== b.chosen.key) diffs.push(`${where} ${p.name}: chose ${b.chosen.key} vs ${a.chosen.key}`);
       a.candidates.forEach((c, i) => {
         if (!Object.is(b.candidates[i]?.cost, c.cost)) diffs.push(`${where} ${p.name} candidate ${i} cost: ${b.candidates[i]?.cost} vs ${c.cost}`);
