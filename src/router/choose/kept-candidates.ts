@@ -26,20 +26,27 @@ export interface KeptCandidates {
 
 export function keepCandidates(all: readonly Candidate[], chosenKey: WorkerKey, keep: number = CANDIDATES_KEPT): KeptCandidates {
   // The `keep` cheapest by (cost, position), as positions in cost order: a short insertion list.
+  // Once it is full, a candidate enters only below the dearest kept (`worst`): one comparison
+  // for most of a thousand ranks.
   const top: number[] = [];
+  let worst = Infinity;
   let best = 0;
-  let chosen = -1;
   for (let i = 0; i < all.length; i++) {
     const c = all[i]!;
     if (c.overlapBlocks > best) best = c.overlapBlocks;
-    if (c.key === chosenKey && (chosen < 0 || c.cost < all[chosen]!.cost)) chosen = i;
-    if (top.length === keep && !(c.cost < all[top[keep - 1]!]!.cost)) continue;
+    if (top.length === keep && !(c.cost < worst)) continue;
     let at = top.length;
     while (at > 0 && c.cost < all[top[at - 1]!]!.cost) at--;
     top.splice(at, 0, i);
     if (top.length > keep) top.pop();
+    if (top.length === keep) worst = all[top[keep - 1]!]!.cost;
   }
-  if (chosen >= 0 && !top.includes(chosen)) top.push(chosen);
+  // The chosen one is nearly always among the cheapest; else the cheapest candidate under its key.
+  if (!top.some((i) => all[i]!.key === chosenKey)) {
+    let chosen = -1;
+    for (let i = 0; i < all.length; i++) if (all[i]!.key === chosenKey && (chosen < 0 || all[i]!.cost < all[chosen]!.cost)) chosen = i;
+    if (chosen >= 0) top.push(chosen);
+  }
   top.sort((a, b) => a - b);
   return { candidates: top.map((i) => ({ ...all[i]! })), total: all.length, bestOverlapBlocks: best };
 }
