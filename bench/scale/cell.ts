@@ -18,7 +18,7 @@
  * - memory per (block, worker) entry: JS heap + typed arrays (Bun counts both in heapUsed)
  *   after a full GC, before vs after the build, and the index's own typed arrays alone;
  * - route: hash (block + sequence) + index match + schedule (kv policy, 16 requests booked per
- *   worker), p50/p99 µs, wall and CPU time (routeLatency says how), for 8k-token
+ *   worker; candidates reused and the kept ones copied, as the routing service does), p50/p99 µs, wall and CPU time (routeLatency says how), for 8k-token
  *   prompts (a family prefix + a new tail; native and portable hashers) and 128k-token prompts
  *   (a cached document + a new tail);
  * - registration: one more worker, then `--register` more, each through WorkerMembership
@@ -33,7 +33,9 @@ import { worker } from "../../src/core/ids.ts";
 import { createRouter } from "../../src/router/create-router.ts";
 import { RadixTree } from "../../src/router/index/radix-tree.ts";
 import { endpointsOf } from "../../src/router/choose/endpoints.ts";
+import { CandidatePool } from "../../src/router/choose/candidate-pool.ts";
 import { findBestMatch } from "../../src/router/choose/find-best-match.ts";
+import { keepCandidates } from "../../src/router/choose/kept-candidates.ts";
 import { MemoryAffinityStore } from "../../src/router/sessions/memory-store.ts";
 import { StickyRouter } from "../../src/router/sessions/sticky.ts";
 import { RouterMetrics } from "../../src/observe/names.ts";
@@ -185,6 +187,8 @@ for (let w = 0; w < W; w++) {
   }
 }
 const endpoints = endpointsOf(Array.from({ length: W }, (_, i) => ({ workerId: idOf(i) })));
+/** As the routing service schedules: candidate objects reused, the ones the page and traces keep copied. */
+const candidatePool = new CandidatePool();
 
 /**
  * p50 and p99 of hash + match + schedule per call, µs, two ways: wall time (what a request
@@ -213,7 +217,8 @@ function routeLatency(
         const local = computeBlockHashesWith(h, q, BS);
         const seq = computeSeqHashesWith(sh, local);
         const overlaps = tree.findMatches(local);
-        findBestMatch({ overlaps, seqHashes: seq, isl: q.length, endpoints, tracker: router.tracker, pipeline: router.pipeline, config: router.scheduler, now: 1, rng });
+        const sel = findBestMatch({ overlaps, seqHashes: seq, isl: q.length, endpoints, tracker: router.tracker, pipeline: router.pipeline, config: router.scheduler, now: 1, rng, candidatePool });
+        keepCandidates(sel.candidates, sel.key);
         out.push((performance.now() - t0) * 1000);
         const c1 = process.cpuUsage();
         cpu.push(c1.user + c1.system - c0.user - c0.system);

@@ -2,8 +2,8 @@
  * The last routing decisions with their arithmetic, for the status page (GET
  * /debug/decisions): which candidates the policy weighed, each one's cached prefix and
  * load, its cost term by term, and the one chosen. A ring of references to the candidates
- * the scheduler already built (no copy on the request path); the terms are worked out only
- * when someone reads them.
+ * the router kept (the cheapest and the chosen, copied once as it decided); the terms are worked
+ * out only when someone reads them.
  *
  * A term's value is recomputed from what the candidate recorded, for the terms whose input
  * is all there (the block cost, the overlap credit, active requests, active load, the
@@ -44,7 +44,12 @@ export interface DecisionRecord {
   readonly chosen: { readonly workerId: bigint; readonly dpRank: number };
   readonly overlapBlocks: number;
   readonly sticky: boolean;
+  /** All the candidates, or (the router's) the cheapest and the chosen: ranked the same, since a stable sort keeps their order. */
   readonly candidates: readonly CandidateView[];
+  /** How many there were, when `candidates` holds only some (default: its length). */
+  readonly candidatesTotal?: number;
+  /** The most prompt blocks any had cached, when `candidates` holds only some. */
+  readonly bestOverlapBlocks?: number;
 }
 
 /** Decisions kept: enough to see a pattern on the page, few enough to keep memory flat. */
@@ -92,9 +97,9 @@ export class DecisionLog {
       worker: d.chosen.workerId.toString(),
       dp_rank: d.chosen.dpRank,
       overlap_blocks: d.overlapBlocks,
-      best_overlap_blocks: d.candidates.reduce((m, c) => Math.max(m, c.overlapBlocks), 0),
+      best_overlap_blocks: d.bestOverlapBlocks ?? d.candidates.reduce((m, c) => Math.max(m, c.overlapBlocks), 0),
       sticky: d.sticky,
-      candidates_total: d.candidates.length,
+      candidates_total: d.candidatesTotal ?? d.candidates.length,
       formula: this.formula(),
       candidates: shown.map((c) => ({
         worker: c.endpoint.worker.workerId.toString(),

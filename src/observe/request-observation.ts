@@ -44,8 +44,12 @@ export interface DecisionView {
   readonly worker: { readonly workerId: bigint; readonly dpRank: number };
   readonly overlapBlocks: number;
   readonly sticky: boolean;
-  /** The candidates the policy weighed, costs set. */
+  /** The candidates the policy weighed, costs set: all of them, or the cheapest and the chosen (the router's). */
   readonly candidates?: readonly CandidateView[];
+  /** How many there were, when `candidates` holds only some (default: its length). */
+  readonly candidatesTotal?: number;
+  /** The most prompt blocks any had cached, when `candidates` holds only some. */
+  readonly bestOverlapBlocks?: number;
 }
 
 /** How a streamed answer ended (the proxy's StreamEnd): client_timeout is a client that took nothing for the stream-idle deadline and was cut. */
@@ -204,7 +208,8 @@ export class RequestObservation {
     this.#routedModel = true;
     let best = decision.overlapBlocks;
     const cands = decision.candidates;
-    if (cands !== undefined) for (const c of cands) if (c.overlapBlocks > best) best = c.overlapBlocks;
+    if (decision.bestOverlapBlocks !== undefined) best = Math.max(best, decision.bestOverlapBlocks);
+    else if (cands !== undefined) for (const c of cands) if (c.overlapBlocks > best) best = c.overlapBlocks;
     this.#best = best;
     const wait = this.#routingFrom !== undefined ? this.#routeStart - this.#routingFrom : 0;
     this.#admissionWaitMs = wait;
@@ -217,6 +222,8 @@ export class RequestObservation {
       overlapBlocks: decision.overlapBlocks,
       sticky: decision.sticky,
       candidates: cands ?? [],
+      candidatesTotal: decision.candidatesTotal,
+      bestOverlapBlocks: decision.bestOverlapBlocks,
     });
     if (this.#spans === undefined) return;
     // Sub-millisecond waits are the first try itself, not a queue.
@@ -233,7 +240,7 @@ export class RequestObservation {
       }
     }
     this.#child("route", this.#routeStart || this.#d.clock(), this.#routeEnd || this.#d.clock(), {
-      "switchyard.route.candidates": cands?.length,
+      "switchyard.route.candidates": decision.candidatesTotal ?? cands?.length,
       "switchyard.route.candidate_costs": costs,
       "switchyard.route.overlap_blocks": decision.overlapBlocks,
       "switchyard.route.best_overlap_blocks": best,

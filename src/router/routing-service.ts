@@ -12,7 +12,9 @@ import { routerIdHex, type RouterId, type WorkerId, type WorkerKey, type WorkerW
 import type { KvIndex } from "./index/types.ts";
 import type { SchedulerConfig } from "./choose/config.ts";
 import { endpoint } from "./choose/endpoints.ts";
+import { CandidatePool } from "./choose/candidate-pool.ts";
 import { findBestMatch } from "./choose/find-best-match.ts";
+import { keepCandidates } from "./choose/kept-candidates.ts";
 import type { LoadTracker } from "./books/load-tracker.ts";
 import type { Candidate, Endpoint, Pipeline, Rng } from "./choose/types.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
@@ -95,8 +97,15 @@ export interface RouteDecision {
   readonly sticky: boolean;
   /** The booking; release it exactly once (lease.free()). */
   readonly lease: RequestLease;
-  /** The candidates the policy weighed, costs set (what the status page and traces explain the choice with). */
+  /**
+   * What the status page and traces explain the choice with: copies of the cheapest candidates
+   * the policy weighed and of the chosen one, costs set (choose/kept-candidates.ts).
+   */
   readonly candidates: readonly Candidate[];
+  /** How many candidates the policy weighed. */
+  readonly candidatesTotal: number;
+  /** The most prompt blocks any candidate had cached. */
+  readonly bestOverlapBlocks: number;
 }
 
 /** How routeOrWait waits, and what the caller sees of its tries. */
@@ -120,6 +129,9 @@ export class RoutingService {
    */
   readonly #prefix: string;
   readonly #seqHasher: SeqHasher;
+
+  /** Candidate objects reused decision after decision: nothing of them outlives route() but the kept copies. */
+  readonly #candidatePool = new CandidatePool();
 
   constructor(private readonly d: RoutingDeps) {
     this.#prefix = `${routerIdHex(d.routerId)}-`;
@@ -192,7 +204,11 @@ export class RoutingService {
       engineWaiting: d.engineWaiting?.(),
       sessionId,
       ttft: d.ttft,
+      candidatePool: this.#candidatePool,
     });
+    // The pool's candidates are rewritten by the next decision, which can run while this
+    // request awaits its session below: what the page and traces read is copied now.
+    const kept = keepCandidates(sel.candidates, sel.key);
     // The scheduler only chose; the lease books (and later frees) the load, and hands the
     // first token's time to the predictor, which learns the engine's speed from it.
     const sample =
@@ -222,7 +238,15 @@ export class RoutingService {
 
     if (sc) await applySessionTurn(sc, sel.worker, lease, d.sticky, d.engineSessions);
     else if (input.sessionId !== undefined && !pinned) await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
-    return { worker: sel.worker, overlapBlocks: sel.overlapBlocks, sticky: pinned !== undefined, lease, candidates: sel.candidates };
+    return {
+      worker: sel.worker,
+      overlapBlocks: sel.overlapBlocks,
+      sticky: pinned !== undefined,
+      lease,
+      candidates: kept.candidates,
+      candidatesTotal: kept.total,
+      bestOverlapBlocks: kept.bestOverlapBlocks,
+    };
   }
 
   /** The session's (worker, rank) if it is bound, registered, healthy, allowed and not excluded (`slide`: TTL slides). */

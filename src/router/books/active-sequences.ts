@@ -45,6 +45,12 @@ export class ActiveSequences {
   #lastPrefillDoneAt = -Infinity;
   /** The youngest request whose prefill is still booked: the last prompt the engine will have computed before the next one starts. */
   #prefillTail: RequestState | undefined;
+  /**
+   * The oldest request whose prefill is still booked (the first of `#prefilling`), kept so the
+   * TTFT predictor reads it per rank per decision without a Map iterator: at 1,024 ranks that
+   * iterator and its result object were a fifth of a decision.
+   */
+  #prefillHead: RequestState | undefined;
 
   /**
    * How many KV blocks this rank's engine can hold (its own report: vLLM's num_gpu_blocks, the
@@ -92,6 +98,7 @@ export class ActiveSequences {
     const state: RequestState = { promptNodes, seqHashes: seq, outputNodes: null, startedAt: now, prefillTokens: this.newTokens(req.isl, req.overlap) };
     this.#requests.set(req.requestId, state);
     if (state.prefillTokens > 0) {
+      if (this.#prefilling.size === 0) this.#prefillHead = state;
       this.#prefilling.set(req.requestId, state);
       this.#prefillSum += state.prefillTokens;
       this.#prefillTail = state;
@@ -113,6 +120,14 @@ export class ActiveSequences {
       this.#prefillTail = undefined;
       for (const s of this.#prefilling.values()) this.#prefillTail = s;
     }
+    if (state === this.#prefillHead) {
+      // The oldest finishes first as a rule, and the next oldest is then the Map's first entry.
+      this.#prefillHead = undefined;
+      for (const s of this.#prefilling.values()) {
+        this.#prefillHead = s;
+        break;
+      }
+    }
     if (now !== undefined && now > this.#lastPrefillDoneAt) this.#lastPrefillDoneAt = now;
   }
 
@@ -132,8 +147,18 @@ export class ActiveSequences {
 
   /** The oldest request still prefilling: its booked prefill tokens and when it was booked; undefined when none. */
   prefillHead(): { readonly tokens: number; readonly bookedAt: number } | undefined {
-    for (const state of this.#prefilling.values()) return { tokens: state.prefillTokens, bookedAt: state.startedAt };
-    return undefined;
+    const h = this.#prefillHead;
+    return h === undefined ? undefined : { tokens: h.prefillTokens, bookedAt: h.startedAt };
+  }
+
+  /** prefillHead()'s tokens without building it (0 when none): read per rank per decision. */
+  get prefillHeadTokens(): number {
+    return this.#prefillHead?.prefillTokens ?? 0;
+  }
+
+  /** prefillHead()'s bookedAt without building it (-Infinity when none). */
+  get prefillHeadBookedAt(): number {
+    return this.#prefillHead?.startedAt ?? -Infinity;
   }
 
   /**

@@ -144,9 +144,30 @@ export class TtftPredictor {
    * there, behind the prefills `seqs` (the rank's books) still hold. No books: an idle rank.
    */
   predict(seqs: ActiveSequences | undefined, key: WorkerKey, uncachedTokens: number, now: number): TtftPrediction {
-    const sp = this.speed(key);
-    const tokens = (seqs === undefined ? 0 : tokensAhead(seqs, sp, now)) + uncachedTokens;
-    return { ms: sp.latencyMs + sp.msPerToken * tokens, tokens };
+    const msPerToken = this.msPerTokenOf(key);
+    const tokens = this.tokensBefore(seqs, msPerToken, uncachedTokens, now);
+    return { ms: this.#latencyMs + msPerToken * tokens, tokens };
+  }
+
+  /**
+   * speed(key).msPerToken without building the EngineSpeed. The scheduler reads it once per
+   * candidate per decision and hands it to tokensBefore and the costs: at 1,024 ranks the
+   * objects speed() and predict() build were most of a decision's garbage.
+   */
+  msPerTokenOf(key: WorkerKey): number {
+    if (this.#factors.size === 0) return this.#msPerToken;
+    const f = this.#factors.get(key);
+    return f === undefined ? this.#msPerToken : this.#msPerToken * f;
+  }
+
+  /** The fleet's latency, every rank's (speed(key).latencyMs). */
+  get latencyMs(): number {
+    return this.#latencyMs;
+  }
+
+  /** predict()'s tokens at a speed the caller looked up (msPerTokenOf): its ms is latencyMs + msPerToken × this. */
+  tokensBefore(seqs: ActiveSequences | undefined, msPerToken: number, uncachedTokens: number, now: number): number {
+    return (seqs === undefined ? 0 : tokensAhead(seqs, msPerToken, now)) + uncachedTokens;
   }
 
   /**
@@ -251,13 +272,12 @@ export function firstTokenSampler(predictor: TtftPredictor, b: PredictedBooking,
  * computed since it could start (once booked, and once the prefill before it was seen done).
  * A prefill past its predicted end counts as finishing now: it cannot be negative work.
  */
-function tokensAhead(seqs: ActiveSequences, sp: EngineSpeed, now: number): number {
+function tokensAhead(seqs: ActiveSequences, msPerToken: number, now: number): number {
   if (seqs.prefillingRequests === 0) return 0;
   const total = seqs.activeTokens();
-  const head = seqs.prefillHead();
-  if (head === undefined || !(sp.msPerToken > 0)) return total;
-  const started = Math.max(head.bookedAt, seqs.lastPrefillDoneAt);
-  const done = Math.min(head.tokens, Math.max(0, now - started) / sp.msPerToken);
+  if (!(msPerToken > 0)) return total;
+  const started = Math.max(seqs.prefillHeadBookedAt, seqs.lastPrefillDoneAt);
+  const done = Math.min(seqs.prefillHeadTokens, Math.max(0, now - started) / msPerToken);
   return total - done;
 }
 

@@ -11,92 +11,101 @@
  * the prefix when this request starts, given its KV capacity (ActiveSequences.keptWhenItStarts).
  *
  * With a TTFT predictor in the context, every candidate also carries its predicted time to
- * first token (books/ttft-predictor.ts) and the uncached tokens that prediction assumed.
+ * first token (books/ttft-predictor.ts), the uncached tokens that prediction assumed and the
+ * rank's speed it used.
+ *
+ * This runs once per endpoint per request, so at a thousand ranks it is written to allocate
+ * nothing but the candidates themselves, and those only without a pool (candidate-pool.ts): no
+ * prediction or speed objects, and overlaps read through the list's key → position table
+ * (list-view.ts) instead of a Map lookup per endpoint.
  */
-import type { ActiveSequences } from "../books/active-sequences.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
+import type { CandidatePool } from "./candidate-pool.ts";
+import { listViewOf, overlapsByPosition } from "./list-view.ts";
 import type { Candidate, Endpoint, SchedulingContext } from "./types.ts";
 
-interface SlotList {
-  readonly tracker: LoadTracker;
-  readonly version: number;
-  readonly seqs: readonly (ActiveSequences | undefined)[];
-}
-/**
- * Each endpoint list's tracker slots, resolved once per list and tracker slot set: the list is
- * reused by every request until membership changes, and a string-keyed lookup per endpoint per
- * request was a tenth of a 1,024-worker decision.
- */
-const slotLists = new WeakMap<readonly Endpoint[], SlotList>();
-
-function slotsOf(endpoints: readonly Endpoint[], tracker: LoadTracker): readonly (ActiveSequences | undefined)[] {
-  const cached = slotLists.get(endpoints);
-  if (cached !== undefined && cached.tracker === tracker && cached.version === tracker.slotsVersion) return cached.seqs;
-  const seqs = endpoints.map((e) => tracker.slotOf(e.key));
-  slotLists.set(endpoints, { tracker, version: tracker.slotsVersion, seqs });
-  return seqs;
-}
-
-export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker): Candidate[] {
+export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker, pool?: CandidatePool): Candidate[] {
   const { isl, seqHashes, overlaps } = ctx.request;
   const bs = ctx.blockSize;
+  const ttft = ctx.ttft;
+  const now = ctx.now;
+  const latencyMs = ttft === undefined ? 0 : ttft.latencyMs;
   // Sequence hashes chain the prefix: the blocks of it a slot holds are a leading run.
   const held = tracker.heldPrefixCounts(seqHashes);
   const n = seqHashes?.length ?? 0;
-  const slots = slotsOf(endpoints, tracker);
-  // Usually only a few workers hold any of the prompt: skip the per-endpoint lookups when none does.
-  const scores = overlaps.scores.size > 0 ? overlaps.scores : undefined;
-  const treeSizes = overlaps.treeSizes.size > 0 ? overlaps.treeSizes : undefined;
-  const out: Candidate[] = new Array(endpoints.length);
+  const view = listViewOf(endpoints, tracker);
+  const slots = view.seqs;
+  const { scores, treeSizes } = overlapsByPosition(view, overlaps);
+  const reused = pool?.candidatesFor(endpoints);
+  const out: Candidate[] = reused ?? new Array(endpoints.length);
   for (let i = 0; i < endpoints.length; i++) {
     const e = endpoints[i]!;
-    const indexed = scores === undefined ? 0 : (scores.get(e.key) ?? 0);
-    const treeSize = treeSizes === undefined ? 0 : (treeSizes.get(e.key) ?? 0);
+    const indexed = scores[i]!;
+    const treeSize = treeSizes[i]!;
     const seqs = slots[i];
+    const msPerToken = ttft === undefined ? undefined : ttft.msPerTokenOf(e.key);
+    // An untracked rank takes Dynamo's fallbacks, and has nothing queued ahead of this request.
+    let overlapBlocks = indexed;
+    let prefillTokens = isl;
+    let decodeBlocks = Math.floor(isl / bs);
+    let activePrefillTokens = 0;
+    let activeDecodeBlocks = 0;
+    let activeRequests = 0;
+    let prefillingRequests: number | undefined;
+    let uncachedTokens = Math.max(0, isl - indexed * bs);
+    let ttftTokens = msPerToken === undefined ? undefined : uncachedTokens;
     if (seqs) {
-      let credited = Math.max(indexed, held[seqs.slot]!);
+      const heldHere = held[seqs.slot]!;
+      let credited = Math.max(indexed, heldHere);
       if (ctx.creditKeptPrefix) credited = seqs.keptWhenItStarts(seqHashes, credited);
-      const overlapBlocks = ctx.inflightOverlap ? credited : Math.min(indexed, credited);
-      const activePrefillTokens = seqs.activeTokens();
-      const activeDecodeBlocks = seqs.activeBlocks();
-      const uncachedTokens = seqs.newTokens(isl, credited);
-      const p = ctx.ttft?.predict(seqs, e.key, uncachedTokens, ctx.now);
+      overlapBlocks = ctx.inflightOverlap ? credited : Math.min(indexed, credited);
+      activePrefillTokens = seqs.activeTokens();
+      activeDecodeBlocks = seqs.activeBlocks();
+      activeRequests = seqs.activeRequests;
+      prefillingRequests = seqs.prefillingRequests;
+      uncachedTokens = seqs.newTokens(isl, credited);
+      prefillTokens = seqs.newTokens(isl, overlapBlocks) + activePrefillTokens;
+      decodeBlocks = n - heldHere + activeDecodeBlocks;
+      ttftTokens = msPerToken === undefined ? undefined : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
+    }
+    const tracked = seqs !== undefined;
+    const predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens;
+    if (reused === undefined) {
+      // A fresh object literal: building one is cheaper than filling a blank one.
       out[i] = {
         endpoint: e,
         key: e.key,
         overlapBlocks,
         treeSize,
-        tracked: true,
-        prefillTokens: seqs.newTokens(isl, overlapBlocks) + activePrefillTokens,
-        decodeBlocks: n - held[seqs.slot]! + activeDecodeBlocks,
+        tracked,
+        prefillTokens,
+        decodeBlocks,
         activePrefillTokens,
         activeDecodeBlocks,
-        activeRequests: seqs.activeRequests,
-        prefillingRequests: seqs.prefillingRequests,
+        activeRequests,
+        prefillingRequests,
         uncachedTokens,
-        predictedTtftMs: p?.ms,
-        ttftTokens: p?.tokens,
+        predictedTtftMs,
+        ttftTokens,
+        msPerToken,
         cost: 0,
       };
     } else {
-      const uncachedTokens = Math.max(0, isl - indexed * bs);
-      const p = ctx.ttft?.predict(undefined, e.key, uncachedTokens, ctx.now);
-      out[i] = {
-        endpoint: e,
-        key: e.key,
-        overlapBlocks: indexed,
-        treeSize,
-        tracked: false,
-        prefillTokens: isl,
-        decodeBlocks: Math.floor(isl / bs),
-        activePrefillTokens: 0,
-        activeDecodeBlocks: 0,
-        activeRequests: 0,
-        uncachedTokens,
-        predictedTtftMs: p?.ms,
-        ttftTokens: p?.tokens,
-        cost: 0,
-      };
+      const c = reused[i]!;
+      c.overlapBlocks = overlapBlocks;
+      c.treeSize = treeSize;
+      c.tracked = tracked;
+      c.prefillTokens = prefillTokens;
+      c.decodeBlocks = decodeBlocks;
+      c.activePrefillTokens = activePrefillTokens;
+      c.activeDecodeBlocks = activeDecodeBlocks;
+      c.activeRequests = activeRequests;
+      c.prefillingRequests = prefillingRequests;
+      c.uncachedTokens = uncachedTokens;
+      c.predictedTtftMs = predictedTtftMs;
+      c.ttftTokens = ttftTokens;
+      c.msPerToken = msPerToken;
+      c.cost = 0;
     }
   }
   return out;

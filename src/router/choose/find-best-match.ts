@@ -9,6 +9,7 @@
 import { RouterError } from "../../core/errors.ts";
 import type { WorkerId, WorkerKey } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
+import type { CandidatePool } from "./candidate-pool.ts";
 import { buildCandidates } from "./candidates.ts";
 import type { SchedulerConfig } from "./config.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
@@ -39,6 +40,23 @@ export interface FindBestMatchInput {
   readonly sessionId?: string;
   /** Predicts each candidate's TTFT (the kv policy's cost; the others' decisions carry it for the metric). */
   readonly ttft?: TtftPredictor;
+  /**
+   * Reuse these candidate objects (candidate-pool.ts): the Selection's candidates are then valid
+   * only until the next decision on the same endpoint list, so a caller that keeps any copies them.
+   */
+  readonly candidatePool?: CandidatePool;
+}
+
+/**
+ * The prior-only predictors, one per block size. Nothing here teaches them (the scheduler only
+ * reads speeds and predictions), so one can serve every such decision; building one per
+ * decision cost a 10 kB scratch array each time.
+ */
+const priorPredictors = new Map<number, TtftPredictor>();
+function priorPredictor(blockSize: number): TtftPredictor {
+  let p = priorPredictors.get(blockSize);
+  if (p === undefined) priorPredictors.set(blockSize, (p = new TtftPredictor({ blockSize })));
+  return p;
 }
 
 export function findBestMatch(input: FindBestMatchInput): Selection {
@@ -64,9 +82,9 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     rng: input.rng,
     // A caller without a router's predictor (a bench, a test) still gets predictions: the
     // prior speed on every engine, which orders candidates by prefill tokens queued and uncached.
-    ttft: input.ttft ?? (input.pipeline.predictsTtft ? new TtftPredictor({ blockSize: config.blockSize }) : undefined),
+    ttft: input.ttft ?? (input.pipeline.predictsTtft ? priorPredictor(config.blockSize) : undefined),
   };
-  const { chosen, candidates } = runPipeline(input.pipeline, ctx, buildCandidates(ctx, input.endpoints, tracker));
+  const { chosen, candidates } = runPipeline(input.pipeline, ctx, buildCandidates(ctx, input.endpoints, tracker, input.candidatePool));
   return {
     worker: chosen.endpoint.worker,
     key: chosen.key,

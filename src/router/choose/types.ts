@@ -91,6 +91,8 @@ export interface Candidate {
   readonly predictedTtftMs?: number;
   /** The prefill tokens that prediction counted before this request's first token (queued ahead + uncached). */
   readonly ttftTokens?: number;
+  /** The rank's prefill ms per token that prediction used, so the costs need not look its speed up again. */
+  readonly msPerToken?: number;
   /** Σ weight·term, set by the pipeline. Lower is better. */
   cost: number;
 }

@@ -51,7 +51,7 @@ export function delayToOthersCost(weightAt: (rho: number) => number = meanQueueL
     },
     cost(ctx: SchedulingContext, c: Candidate): number {
       if (ctx.ttft === undefined || weight === 0) return 0;
-      return weight * ctx.ttft.speed(c.key).msPerToken * (c.uncachedTokens ?? 0);
+      return weight * (c.msPerToken ?? ctx.ttft.msPerTokenOf(c.key)) * (c.uncachedTokens ?? 0);
     },
   };
 }

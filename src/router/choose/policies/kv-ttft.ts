@@ -19,7 +19,8 @@ import type { Filter, Pipeline } from "../types.ts";
  * One block's prefill on the cheapest candidate: finer than that, predictions built from
  * block-granular cache knowledge cannot tell two engines apart.
  */
-export const ONE_BLOCK: Tolerance = (ctx, best) => (ctx.ttft === undefined ? 0 : ctx.ttft.speed(best.key).msPerToken * ctx.blockSize);
+export const ONE_BLOCK: Tolerance = (ctx, best) =>
+  ctx.ttft === undefined ? 0 : (best.msPerToken ?? ctx.ttft.msPerTokenOf(best.key)) * ctx.blockSize;
 
 export function kvTtftPipeline(eligibility: Filter[]): Pipeline {
   return {
