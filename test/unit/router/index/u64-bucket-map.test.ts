@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { U64BucketMap } from "../../../../src/router/index/u64-bucket-map.ts";
 import { lcgNumericalRecipes as lcg } from "../../../support/prng.ts";
+import { churnAgainstMap } from "./u64-churn.ts";
 
 /** Every bucket's meta word: count | overflow << 8 (the map's layout: 16 int32s a bucket). */
 function metas(m: U64BucketMap): number[] {
@@ -16,35 +17,9 @@ function metas(m: U64BucketMap): number[] {
 
 describe("U64BucketMap", () => {
   test.each([1, 2, 3])("matches a Map under random churn (seed %d)", (seed) => {
-    const rnd = lcg(seed);
-    const m = new U64BucketMap();
-    const ref = new Map<string, number>();
-    // Few distinct halves: many keys share hash inputs, so buckets fill and overflow.
-    const key = (): [number, number] => [Math.floor(rnd() * 300) * 0x10001, rnd() < 0.5 ? 0 : 0xffffffff];
-    for (let i = 0; i < 20000; i++) {
-      const [lo, hi] = key();
-      const k = `${lo >>> 0}:${hi >>> 0}`;
-      const r = rnd();
-      if (r < 0.55) {
-        expect(m.set(lo, hi, i)).toBe(ref.get(k) ?? -1);
-        ref.set(k, i);
-      } else if (r < 0.9) {
-        expect(m.delete(lo, hi)).toBe(ref.get(k) ?? -1);
-        ref.delete(k);
-      } else {
-        expect(m.get(lo, hi)).toBe(ref.get(k) ?? -1);
-      }
-      expect(m.size).toBe(ref.size);
-    }
-    const seen = new Map<string, number>();
-    m.forEach((lo, hi, v) => seen.set(`${lo}:${hi}`, v));
-    expect(seen).toEqual(ref);
-    expect([...m.values()].sort((a, b) => a - b)).toEqual([...ref.values()].sort((a, b) => a - b));
-    for (const k of [...ref.keys()]) {
-      const [lo, hi] = k.split(":").map(Number) as [number, number];
-      expect(m.delete(lo, hi)).toBe(ref.get(k)!);
-    }
-    expect(m.size).toBe(0);
+    const m = churnAgainstMap(new U64BucketMap(), seed, (t, ref) => {
+      expect([...t.values()].sort((a, b) => a - b)).toEqual([...ref.values()].sort((a, b) => a - b));
+    });
     expect(m.capacity).toBe(10); // shrank back to two buckets
     expect(metas(m)).toEqual([0, 0]); // no count and no overflow left behind
   });
