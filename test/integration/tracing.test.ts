@@ -65,6 +65,14 @@ beforeAll(async () => {
     "serve", "--port", "0", "--log-format", "json", "--health-interval", "30", "--otlp-endpoint", rx.url,
     ...engines.flatMap((e) => ["--worker", `http://127.0.0.1:${e.port}`]),
   ]);
+  // The route span's candidate count is asserted: both engines must be registered and healthy
+  // first (a registration slowed by a loaded machine is retried, not waited for, at start).
+  await until(async () => {
+    const res = await fetch(`${router!.info.url}/v1/workers`);
+    const body = (await res.json()) as { workers?: { healthy?: boolean }[] } | { healthy?: boolean }[];
+    const list = Array.isArray(body) ? body : (body.workers ?? []);
+    return list.filter((w) => w.healthy === true).length === engines.length;
+  }, "both engines registered and healthy", 15_000, 20);
 });
 
 afterAll(async () => {
