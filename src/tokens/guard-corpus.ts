@@ -7,6 +7,8 @@
  * surrogate: those are not text, and the encoders may differ on them without any prompt ever
  * showing it), and random mixes of all of these.
  */
+// Seeded: the corpus must be the same on every load (a difference must reproduce).
+import { mulberry32 } from "../core/mulberry32.ts";
 
 const SCRIPTS = [
   "The quick brown fox jumps over the lazy dog. It's 5 o'clock; we'll see, they're here, I'd go, you've won.",
@@ -102,18 +104,6 @@ function addedTokenTexts(added: readonly string[]): string[] {
   return out;
 }
 
-/** mulberry32: the corpus must be the same on every load (a difference must reproduce). */
-function rngOf(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A random Unicode scalar value (never a surrogate), weighted toward the planes text uses. */
 function randomScalar(rng: () => number): number {
   const r = rng();
@@ -146,7 +136,7 @@ export interface CorpusInput {
 
 /** The corpus for a tokenizer with these added tokens (their text), in a fixed order. */
 export function differentialCorpus(added: readonly string[]): CorpusInput[] {
-  const rng = rngOf(0x5eed_2024);
+  const rng = mulberry32(0x5eed_2024);
   const fragments = [...SCRIPTS, ...CODE, ...EMOJI, ...NFC_SENSITIVE, ...CONTRACTIONS, ...SPACE_CHARS, ...digitRuns(), ...added.slice(0, 64)];
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rng() * xs.length)]!;
   const mixes: string[] = [];

@@ -12,17 +12,8 @@
 /** Uniform in [0, 1); the shape of the scheduler's injected `Rng`. */
 export type Rng = () => number;
 
-/** mulberry32 (Tommy Ettinger): 32-bit state, fast, passes the usual small-test batteries. */
-export function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32: 32-bit state, fast, passes the usual small-test batteries (the one in src/core, which the router uses too). */
+export { mulberry32 } from "../../src/core/mulberry32.ts";
 
 /** 32-bit LCG state' = a·state + c (mod 2^32), output state' / 2^32. The seed is the first state. */
 function lcg32(seed: number, a: number, c: number): Rng {

@@ -1,0 +1,15 @@
+/**
+ * mulberry32 (Tommy Ettinger): a seeded 32-bit generator, uniform in [0, 1). For what must be
+ * the same on every machine and load (the tokenizer guard's corpus, tests' data), never for
+ * anything that needs real randomness.
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
