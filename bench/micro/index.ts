@@ -26,6 +26,7 @@ import { storedEvent, removedEvent } from "../../src/core/events.ts";
 import type { RouterEvent, StoredBlock } from "../../src/core/events.ts";
 import { RadixTree } from "../../src/router/index/radix-tree.ts";
 import { xorshift32 } from "../../test/support/prng.ts";
+import { randomU64 } from "../support/tokens.ts";
 
 const WORKERS = 64;
 const EVENT_BLOCKS = 16;
@@ -41,11 +42,7 @@ const RNG_SEED = 0x9e3779b9;
 let rand32 = xorshift32(RNG_SEED);
 const B64 = new BigUint64Array(1);
 const B32 = new Uint32Array(B64.buffer);
-function randomHash(): bigint {
-  B32[0] = rand32();
-  B32[1] = rand32();
-  return B64[0]!;
-}
+const randomHash = (): bigint => randomU64(rand32);
 /** Stand-in for the rolling sequence hash (the bench measures the index, not XXH3). */
 function chain(prev: bigint, local: bigint): bigint {
   B64[0] = prev ^ local;

@@ -44,7 +44,7 @@ import { WorkerMembership } from "../../src/fleet/membership.ts";
 import { loadNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
 import { xorshift32, mulberry32 } from "../../test/support/prng.ts";
 import { percentile } from "../replay/stats.ts";
-import { concat, randomTokens as randomTokensFrom } from "../support/tokens.ts";
+import { concat, randomTokens as randomTokensFrom, randomU64 } from "../support/tokens.ts";
 
 const { values } = parseArgs({
   options: { workers: { type: "string", default: "64" }, entries: { type: "string", default: "1000000" }, register: { type: "string", default: "1000" } },
@@ -60,13 +60,7 @@ const WINDOW = Math.min(16, W);
 const FAMILIES = Math.max(48, Math.ceil(W / 4));
 
 const rand32 = xorshift32(0x2545f491);
-const B64 = new BigUint64Array(1);
-const B32 = new Uint32Array(B64.buffer);
-function randomHash(): bigint {
-  B32[0] = rand32();
-  B32[1] = rand32();
-  return B64[0]!;
-}
+const randomHash = (): bigint => randomU64(rand32);
 const randomTokens = (n: number): Uint32Array => randomTokensFrom(n, rand32, 150_000);
 
 const native = loadNativeBlockHasher();
