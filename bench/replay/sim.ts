@@ -175,12 +175,16 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
       else {
         const scores = new Map<WorkerKey, number>();
         const treeSizes = new Map<WorkerKey, number>();
+        // As the router's index answers: tree sizes for the engines that match (Dynamo's
+        // treeSizes), every engine's on demand (indexBlocksOf).
         caches.forEach((c, e) => {
           const d = c.prefix(ids);
-          if (d > 0) scores.set(keys[e]!, d);
-          treeSizes.set(keys[e]!, c.map.size);
+          if (d > 0) {
+            scores.set(keys[e]!, d);
+            treeSizes.set(keys[e]!, c.map.size);
+          }
         });
-        overlaps = { scores, treeSizes, frequencies: [] };
+        overlaps = { scores, treeSizes, frequencies: [], indexBlocksOf: (key) => caches[keys.indexOf(key)]?.map.size ?? 0 };
       }
       const predictor = predictors[i % predictors.length]!;
       const assigned = o.assignment?.[i];

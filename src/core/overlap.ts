@@ -11,6 +11,12 @@ export interface OverlapScores {
   readonly treeSizes: Map<WorkerKey, number>;
   /** Per visited node, its recent-use count (only when frequency tracking is on). */
   readonly frequencies: number[];
+  /**
+   * Blocks any worker has in the index, matching or not (treeSizes holds only the scored ones,
+   * as Dynamo's does). Read lazily, by a tie-break among candidates that match nothing: a new
+   * prefix is best placed where it evicts least. Absent: the index cannot say.
+   */
+  readonly indexBlocksOf?: (key: WorkerKey) => number;
 }
 
 export function emptyOverlapScores(): OverlapScores {

@@ -151,7 +151,7 @@ export class RadixTree implements KvIndex {
   findMatches(localHashes: BigUint64Array, _now?: number): OverlapScores {
     const scores = new Map<WorkerKey, number>();
     const treeSizes = new Map<WorkerKey, number>();
-    const result: OverlapScores = { scores, treeSizes, frequencies: [] };
+    const result: OverlapScores = { scores, treeSizes, frequencies: [], indexBlocksOf: this.indexBlocksOf };
     const n = localHashes.length;
     if (n === 0) return result;
     const v = wordsOf(localHashes);
@@ -267,6 +267,9 @@ export class RadixTree implements KvIndex {
     for (const s of this.slots.bySlot) if (s) total += s.blocks.size;
     return total;
   }
+
+  /** workerSize, bound once: every findMatches result carries it (OverlapScores.indexBlocksOf). */
+  private readonly indexBlocksOf = (key: WorkerKey): number => this.workerSize(key);
 
   workerSize(key: WorkerKey): number {
     let w: WorkerWithDpRank;

@@ -4,8 +4,14 @@
  * the most of this prompt already cached or being computed there (so its blocks are not copied
  * to a second engine, and the next request sharing them finds one home), then the fewer KV
  * blocks held by running requests (decoding shares the engine with prefill on real engines, and
- * requests answered at once never show in a prefill queue), then the smaller index (caches fill
- * evenly), then a uniform draw.
+ * requests answered at once never show in a prefill queue), then the fewer blocks in the index
+ * (caches fill evenly: a new prefix goes where it evicts least), then a uniform draw.
+ *
+ * The index size is every candidate's (OverlapScores.indexBlocksOf), not only the matching ones'
+ * (treeSizes): with treeSizes alone every engine that matches nothing reads 0, so a new prompt
+ * was drawn at random among idle engines, full or empty, and the agentic fan-out's six agents
+ * shared five engines while three stood idle (a real held-out run; the timing simulation, whose
+ * tree sizes were every engine's, spread them over all eight).
  */
 import type { Candidate, Picker, SchedulingContext } from "../types.ts";
 
@@ -22,7 +28,7 @@ export function fastestThenCachePicker(tolerance: Tolerance): Picker {
       let ties = 0;
       for (const c of candidates) {
         if (!(c.cost <= limit)) continue;
-        const better = pick === undefined ? 1 : compare(c, pick);
+        const better = pick === undefined ? 1 : compare(ctx, c, pick);
         if (better > 0) {
           pick = c;
           ties = 1;
@@ -38,11 +44,14 @@ export function fastestThenCachePicker(tolerance: Tolerance): Picker {
 }
 
 /** > 0 when `a` leaves the cache better placed than `b`. */
-function compare(a: Candidate, b: Candidate): number {
+function compare(ctx: SchedulingContext, a: Candidate, b: Candidate): number {
   const ua = a.uncachedTokens ?? a.prefillTokens;
   const ub = b.uncachedTokens ?? b.prefillTokens;
   if (ua !== ub) return ua < ub ? 1 : -1;
   if (a.decodeBlocks !== b.decodeBlocks) return a.decodeBlocks < b.decodeBlocks ? 1 : -1;
-  if (a.treeSize !== b.treeSize) return a.treeSize < b.treeSize ? 1 : -1;
+  const blocksOf = ctx.request.overlaps.indexBlocksOf;
+  const ta = blocksOf === undefined ? a.treeSize : blocksOf(a.key);
+  const tb = blocksOf === undefined ? b.treeSize : blocksOf(b.key);
+  if (ta !== tb) return ta < tb ? 1 : -1;
   return 0;
 }

@@ -5,6 +5,7 @@
  * before each case), blocks of 16 tokens.
  */
 import { describe, expect, test } from "bun:test";
+import { storedEvent } from "../../../../../src/core/events.ts";
 import type { OverlapScores } from "../../../../../src/core/overlap.ts";
 import { LoadTracker } from "../../../../../src/router/books/load-tracker.ts";
 import { RequestLease } from "../../../../../src/router/books/request-lease.ts";
@@ -14,6 +15,7 @@ import type { DelayToOthers } from "../../../../../src/router/choose/costs/delay
 import { endpointsOf } from "../../../../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../../../../src/router/choose/find-best-match.ts";
 import { createPipeline } from "../../../../../src/router/choose/registry.ts";
+import { RadixTree } from "../../../../../src/router/index/radix-tree.ts";
 import { chain, overlapsOf, seededRng } from "../helpers.ts";
 
 const BS = 16;
@@ -175,5 +177,44 @@ describe("kv (predicted TTFT): a warm cache behind a long queue", () => {
     const d = decide(2400, 400);
     expect(d.weight).toBeGreaterThan(10);
     expect(d.key).toBe("1:0");
+  });
+});
+
+describe("kv (predicted TTFT): a new prompt on an idle fleet", () => {
+  /** Engines 1-3 hold 40, 8 and 24 blocks of other prompts in a real index; engine 4 is empty. */
+  function fleet() {
+    const index = new RadixTree();
+    const fill = (workerId: bigint, base: number, n: number) => {
+      const hashes = chain(base, n);
+      index.applyEvent(storedEvent(workerId, 0n, [...hashes].map((t, i) => ({ blockHash: BigInt(base * 1000 + i), tokensHash: t }))));
+    };
+    fill(1n, 100, 40);
+    fill(2n, 200, 8);
+    fill(3n, 300, 24);
+    return index;
+  }
+
+  test("goes to the engine whose cache is emptiest, whatever the draw: the index's size for every engine, not only the matching ones", () => {
+    const index = fleet();
+    const cold = prompt(0, 30, 7, 9000);
+    const overlaps = index.findMatches(cold);
+    // Nothing matches, so Dynamo's tree sizes name no engine; the tie-break reads every engine's.
+    expect(overlaps.scores.size).toBe(0);
+    expect(overlaps.treeSizes.size).toBe(0);
+    expect([1, 2, 3, 4].map((w) => overlaps.indexBlocksOf?.(`${w}:0` as never))).toEqual([40, 8, 24, 0]);
+    for (let seed = 1; seed <= 20; seed++) {
+      const w = world(4);
+      const sel = findBestMatch({ overlaps, seqHashes: cold, isl: cold.length * BS, endpoints: w.endpoints, tracker: w.tracker, pipeline: w.pipeline, config: w.config, now: 0, rng: seededRng(seed), ttft: w.ttft });
+      expect({ seed, key: sel.key }).toEqual({ seed, key: "4:0" });
+    }
+  });
+
+  test("then the next emptiest once the empty one is busy past the tolerance", () => {
+    const index = fleet();
+    const w = world(4);
+    const first = prompt(0, 30, 7, 9000);
+    expect(w.route("a", first, 0, index.findMatches(first)).key).toBe("4:0");
+    const second = prompt(0, 30, 8, 9500);
+    expect(w.route("b", second, 0, index.findMatches(second)).key).toBe("2:0");
   });
 });
