@@ -99,6 +99,18 @@ describe("replay helpers", () => {
     expect(a.ttft.p90).toBeLessThan(rr.ttft.p90);
   });
 
+  test("the simulation's index answers as the router's: tree sizes for matching engines only, every engine's size on demand; kv puts a new prompt on the emptiest", () => {
+    const r = (index: number, timestamp: number, hashIds: number[]): TraceRequest => ({ index, timestamp, inputLength: hashIds.length * 512, outputLength: 1, hashIds });
+    // Two prompts fill engines A and B; long after, a third that matches nothing.
+    const t = [r(0, 0, [1, 2, 3, 4]), r(1, 1, [5, 6]), r(2, 10_000, [9, 10, 11])];
+    const cfg = schedulerConfig(KV_DEFAULTS);
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      const engine: number[] = [];
+      simulate(t, "kv", cfg, { engines: 3, kvBlocks: 10, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 1, arrivalScale: 1, seed, onFirstToken: (i, x) => (engine[i] = x.engine) });
+      expect({ seed, distinct: new Set(engine).size }).toEqual({ seed, distinct: 3 });
+    }
+  });
+
   test("several routers in the simulation: kv's index is the engines' caches (router count changes nothing), approx knows only its own share", () => {
     const t = chat(3);
     const o = { engines: 8, kvBlocks: 400, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: 1, seed: 1 };
