@@ -6,6 +6,7 @@
  */
 import { restartEngine, startCluster, type EngineTiming } from "./cluster.ts";
 import { processCpuMs, readEngineCounters, summarizeWork } from "./engine-counters.ts";
+import { placementTtfts } from "./placement.ts";
 import { idealHitRate, simulateOffline } from "./oracle.ts";
 import { readHistogram } from "./prometheus.ts";
 import { replay, type PromptFormat, type RequestOutcome } from "./replay.ts";
@@ -166,6 +167,7 @@ function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, me
     hit_rate: hit,
     hit_rate_vs_ideal: ideal ? hit / ideal : 0,
     ttft_ms: { p50: t.p50, p90: t.p90, p99: t.p99 },
+    ttft_placement_ms: quantiles(summarize(placementTtfts(o.trace, outcomes, { prefillUsPerToken: o.timing.prefillUsPerToken, speedup: o.speedup, arrivalScale: o.arrivalScale }))),
     e2e_ms: { p50: e.p50, p90: e.p90, p99: e.p99 },
     output_tokens_per_s: ok.reduce((s, x) => s + x.outputTokens, 0) / (wallMs / 1000),
     load_max_over_mean: mean && share.size ? Math.max(...counts) / mean : NaN,
@@ -177,3 +179,5 @@ function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, me
     ttfts,
   };
 }
+
+const quantiles = (s: { p50: number; p90: number; p99: number }) => ({ p50: s.p50, p90: s.p90, p99: s.p99 });

@@ -4,7 +4,9 @@
  * the held-out check — a generated shape with seeds nobody tuned on (the suite uses seed 1), each
  * (seed, routers, load) a cell run `runs` times (a fresh cluster per policy and run), medians of the
  * runs beside each run's p90: kv against SGLang's cache-aware policy (the fan-out target is kv p90
- * ≤ 0.8 × sglang's), kv-blocks and the other peers. Half capacity, 8 engines, 8 output tokens.
+ * ≤ 0.8 × sglang's), kv-blocks and the other peers; last, the placement TTFT's p90 (placement.ts:
+ * the same decisions on the engines' timing model, without the machine's noise), kv's and sglang's.
+ * Half capacity, 8 engines, 8 output tokens.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -43,6 +45,13 @@ const runs = nums(a.runs!, "runs")[0]!;
 const policies = a.policies!.split(",");
 const f = (x: number | undefined, d = 0) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
 
+/** The placement TTFT's p90 (placement.ts: the engines' model for where each request went), kv's against a peer's. */
+const placement = (m: Map<string, ReturnType<typeof medianResult>>, a: string, b: string) => {
+  const x = m.get(a)?.ttft_placement_ms?.p90;
+  const y = m.get(b)?.ttft_placement_ms?.p90;
+  return x !== undefined && y !== undefined ? `${f(x)} / ${f(y)} (${f(x / y, 2)})` : "-";
+};
+
 const rows: string[][] = [];
 for (const seed of seeds) {
   const trace = generate(shape, seed);
@@ -71,6 +80,7 @@ for (const seed of seeds) {
         String(seed), String(routers), `×${load}`, f(kv?.utilisation, 2), each("kv"), each("sglang"), kv && sg ? f(kv.ttft_ms.p90 / sg.ttft_ms.p90, 2) : "-",
         kv && sg ? `${f(kv.ttft_ms.p99)} / ${f(sg.ttft_ms.p99)}` : "-", ...policies.filter((p) => p !== "kv" && p !== "sglang").map(each),
         kv?.ttft_prediction_error ? `${f(kv.ttft_prediction_error.p50, 2)} / ${f(kv.ttft_prediction_error.p90, 2)}` : "-",
+        placement(m, "kv", "sglang"),
       ]);
     }
   }
@@ -78,7 +88,7 @@ for (const seed of seeds) {
 console.log(`held-out gen-${shape}: medians of ${runs} run(s) per cell, TTFT in wall ms (speedup ${a.speedup})`);
 console.log(
   textTable(
-    ["seed", "N", "load", "util", "kv p90 (runs)", "sglang p90 (runs)", "kv ÷ sglang", "p99 kv / sglang", ...policies.filter((p) => p !== "kv" && p !== "sglang").map((p) => `${p} p90 (runs)`), "kv pred err p50 / p90"],
+    ["seed", "N", "load", "util", "kv p90 (runs)", "sglang p90 (runs)", "kv ÷ sglang", "p99 kv / sglang", ...policies.filter((p) => p !== "kv" && p !== "sglang").map((p) => `${p} p90 (runs)`), "kv pred err p50 / p90", "placement p90 kv / sglang (÷)"],
     rows,
   ),
 );

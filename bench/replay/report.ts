@@ -25,6 +25,11 @@ export interface PolicyResult {
   utilisation?: number;
   /** Routers' CPU time (utime + stime from /proc) per request, all routers together. */
   router_cpu_us_per_request?: number;
+  /**
+   * TTFT as the engines' timing model gives it for where each request was placed and what it
+   * found cached (placement.ts): the routing without the machine's noise. Beside ttft_ms, not for it.
+   */
+  ttft_placement_ms?: { p50: number; p90: number; p99: number };
   /** |predicted ÷ observed TTFT − 1| over the requests the routers predicted (their switchyard_ttft_prediction_error_ratio, all routers). */
   ttft_prediction_error?: { p50: number; p90: number };
   /** Raw TTFTs (ms), for the plot; not written to JSON. */

@@ -19,6 +19,9 @@ export function medianResult(rs: PolicyResult[]): PolicyResult {
   return {
     hit_rate: m((r) => r.hit_rate), hit_rate_vs_ideal: m((r) => r.hit_rate_vs_ideal),
     ttft_ms: { p50: m((r) => r.ttft_ms.p50), p90: m((r) => r.ttft_ms.p90), p99: m((r) => r.ttft_ms.p99) },
+    ttft_placement_ms: rs.some((r) => r.ttft_placement_ms)
+      ? { p50: m((r) => r.ttft_placement_ms?.p50), p90: m((r) => r.ttft_placement_ms?.p90), p99: m((r) => r.ttft_placement_ms?.p99) }
+      : undefined,
     e2e_ms: { p50: m((r) => r.e2e_ms.p50), p90: m((r) => r.e2e_ms.p90), p99: m((r) => r.e2e_ms.p99) },
     output_tokens_per_s: m((r) => r.output_tokens_per_s), load_max_over_mean: m((r) => r.load_max_over_mean),
     router_overhead_us: { p50: m((r) => r.router_overhead_us.p50), p99: m((r) => r.router_overhead_us.p99) },
