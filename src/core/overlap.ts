@@ -2,7 +2,7 @@
  * Overlap scores (Dynamo's OverlapScores): for each (worker, dp_rank), how many leading blocks of a
  * request it already holds, plus the size of its part of the index (tie-breaker, Dynamo's DefaultWorkerSelector).
  */
-import type { WorkerKey } from "./ids.ts";
+import type { WorkerKey, WorkerWithDpRank } from "./ids.ts";
 
 export interface OverlapScores {
   /** Matched prefix depth in blocks; workers with 0 are absent. */
@@ -16,7 +16,7 @@ export interface OverlapScores {
    * as Dynamo's does). Read lazily, by a tie-break among candidates that match nothing: a new
    * prefix is best placed where it evicts least. Absent: the index cannot say.
    */
-  readonly indexBlocksOf?: (key: WorkerKey) => number;
+  readonly indexBlocksOf?: (worker: WorkerWithDpRank) => number;
 }
 
 export function emptyOverlapScores(): OverlapScores {

@@ -25,12 +25,21 @@ export function fastestThenCachePicker(tolerance: Tolerance): Picker {
       for (const c of candidates) if (c.cost < best.cost) best = c;
       const limit = best.cost + tolerance(ctx, best);
       let pick: Candidate | undefined;
+      // The pick's index size, read once the last tie-break needs it (-1: not read yet).
+      let pickBlocks = -1;
       let ties = 0;
       for (const c of candidates) {
         if (!(c.cost <= limit)) continue;
-        const better = pick === undefined ? 1 : compare(ctx, c, pick);
+        let better = pick === undefined ? 1 : compareLoad(c, pick);
+        let cBlocks = -1;
+        if (better === 0) {
+          if (pickBlocks < 0) pickBlocks = indexBlocks(ctx, pick!);
+          cBlocks = indexBlocks(ctx, c);
+          better = cBlocks === pickBlocks ? 0 : cBlocks < pickBlocks ? 1 : -1;
+        }
         if (better > 0) {
           pick = c;
+          pickBlocks = cBlocks;
           ties = 1;
         } else if (better === 0) {
           // Reservoir draw among equals: each of `ties` equal candidates kept with probability 1/ties.
@@ -43,15 +52,17 @@ export function fastestThenCachePicker(tolerance: Tolerance): Picker {
   };
 }
 
-/** > 0 when `a` leaves the cache better placed than `b`. */
-function compare(ctx: SchedulingContext, a: Candidate, b: Candidate): number {
+/** > 0 when `a` leaves the cache better placed than `b` by what it must compute, then by what runs there. */
+function compareLoad(a: Candidate, b: Candidate): number {
   const ua = a.uncachedTokens ?? a.prefillTokens;
   const ub = b.uncachedTokens ?? b.prefillTokens;
   if (ua !== ub) return ua < ub ? 1 : -1;
   if (a.decodeBlocks !== b.decodeBlocks) return a.decodeBlocks < b.decodeBlocks ? 1 : -1;
-  const blocksOf = ctx.request.overlaps.indexBlocksOf;
-  const ta = blocksOf === undefined ? a.treeSize : blocksOf(a.key);
-  const tb = blocksOf === undefined ? b.treeSize : blocksOf(b.key);
-  if (ta !== tb) return ta < tb ? 1 : -1;
   return 0;
+}
+
+/** Blocks the candidate's rank has in the index: every rank's where the index says, else Dynamo's tree size. */
+function indexBlocks(ctx: SchedulingContext, c: Candidate): number {
+  const blocksOf = ctx.request.overlaps.indexBlocksOf;
+  return blocksOf === undefined ? c.treeSize : blocksOf(c.endpoint.worker);
 }

@@ -201,7 +201,7 @@ describe("kv (predicted TTFT): a new prompt on an idle fleet", () => {
     // Nothing matches, so Dynamo's tree sizes name no engine; the tie-break reads every engine's.
     expect(overlaps.scores.size).toBe(0);
     expect(overlaps.treeSizes.size).toBe(0);
-    expect([1, 2, 3, 4].map((w) => overlaps.indexBlocksOf?.(`${w}:0` as never))).toEqual([40, 8, 24, 0]);
+    expect([1, 2, 3, 4].map((w) => overlaps.indexBlocksOf?.({ workerId: BigInt(w), dpRank: 0 }))).toEqual([40, 8, 24, 0]);
     for (let seed = 1; seed <= 20; seed++) {
       const w = world(4);
       const sel = findBestMatch({ overlaps, seqHashes: cold, isl: cold.length * BS, endpoints: w.endpoints, tracker: w.tracker, pipeline: w.pipeline, config: w.config, now: 0, rng: seededRng(seed), ttft: w.ttft });
