@@ -162,12 +162,13 @@ function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, me
   const ttfts = ok.map((x) => x.ttftMs).filter((x) => Number.isFinite(x));
   const t = summarize(ttfts);
   const e = summarize(ok.map((x) => x.e2eMs));
+  const placed = summarize(placementTtfts(o.trace, outcomes, { prefillUsPerToken: o.timing.prefillUsPerToken, speedup: o.speedup, arrivalScale: o.arrivalScale }));
   const h = metricsText ? readHistogram(metricsText, "switchyard_routing_overhead_seconds", { phase: "total" }) : undefined;
   return {
     hit_rate: hit,
     hit_rate_vs_ideal: ideal ? hit / ideal : 0,
     ttft_ms: { p50: t.p50, p90: t.p90, p99: t.p99 },
-    ttft_placement_ms: quantiles(summarize(placementTtfts(o.trace, outcomes, { prefillUsPerToken: o.timing.prefillUsPerToken, speedup: o.speedup, arrivalScale: o.arrivalScale }))),
+    ttft_placement_ms: { p50: placed.p50, p90: placed.p90, p99: placed.p99 },
     e2e_ms: { p50: e.p50, p90: e.p90, p99: e.p99 },
     output_tokens_per_s: ok.reduce((s, x) => s + x.outputTokens, 0) / (wallMs / 1000),
     load_max_over_mean: mean && share.size ? Math.max(...counts) / mean : NaN,
@@ -179,5 +180,3 @@ function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, me
     ttfts,
   };
 }
-
-const quantiles = (s: { p50: number; p90: number; p99: number }) => ({ p50: s.p50, p90: s.p90, p99: s.p99 });

@@ -13,7 +13,7 @@
  * event delay, one router, no `approx`. `bun bench/replay/sim.ts --trace gen:agentic --sweep`.
  */
 import { parseArgs } from "node:util";
-import type { WorkerKey } from "../../src/core/ids.ts";
+import type { WorkerKey, WorkerWithDpRank } from "../../src/core/ids.ts";
 import type { OverlapScores } from "../../src/core/overlap.ts";
 import { schedulerConfig, type SchedulerConfig } from "../../src/router/choose/config.ts";
 import { endpointsOf } from "../../src/router/choose/endpoints.ts";
@@ -144,6 +144,8 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
   const errors: number[] = [];
   const rng = mulberry32(o.seed);
   const caches = keys.map(() => new Lru(o.kvBlocks));
+  // Engine e is worker e + 1 (endpoints above): its cache's size, as the index answers indexBlocksOf.
+  const indexBlocksOf = (w: WorkerWithDpRank) => caches[Number(w.workerId) - 1]?.map.size ?? 0;
   const lanes = keys.map(() => ({ busy: false, queue: [] as (() => void)[] }));
   const work = new Array<number>(o.engines).fill(0);
   const ttfts: number[] = [];
@@ -184,7 +186,7 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
             treeSizes.set(keys[e]!, c.map.size);
           }
         });
-        overlaps = { scores, treeSizes, frequencies: [], indexBlocksOf: (key) => caches[keys.indexOf(key)]?.map.size ?? 0 };
+        overlaps = { scores, treeSizes, frequencies: [], indexBlocksOf };
       }
       const predictor = predictors[i % predictors.length]!;
       const assigned = o.assignment?.[i];
