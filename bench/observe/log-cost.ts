@@ -37,6 +37,7 @@ function fields(i: number): Record<string, unknown> {
     client_cancelled: false,
     ttfb_ms: 12.345,
     ttft_ms: 12.9,
+    predicted_ttft_ms: 11.8,
     duration_ms: 412.75,
     output_tokens: 128,
     bytes_out: 23456,

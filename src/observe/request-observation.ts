@@ -114,6 +114,8 @@ export class RequestObservation {
   #worker: { workerId: bigint; dpRank: number } | undefined;
   #overlap = 0;
   #best = 0;
+  /** The kv policy's predicted TTFT on the chosen worker (ms from the decision), beside the observed one in the access line. */
+  #predictedTtftMs: number | undefined;
   #retries: string[] | undefined;
   #routingFrom: number | undefined;
   #routeStart = 0;
@@ -211,6 +213,8 @@ export class RequestObservation {
     if (decision.bestOverlapBlocks !== undefined) best = Math.max(best, decision.bestOverlapBlocks);
     else if (cands !== undefined) for (const c of cands) if (c.overlapBlocks > best) best = c.overlapBlocks;
     this.#best = best;
+    const w = decision.worker;
+    this.#predictedTtftMs = cands?.find((c) => c.endpoint.worker.workerId === w.workerId && c.endpoint.worker.dpRank === w.dpRank)?.predictedTtftMs;
     const wait = this.#routingFrom !== undefined ? this.#routeStart - this.#routingFrom : 0;
     this.#admissionWaitMs = wait;
     this.#d.decisions?.record({
@@ -479,6 +483,7 @@ export class RequestObservation {
       client_cancelled: cancelled,
       ttfb_ms: this.#firstByteAt !== undefined ? ms(this.#firstByteAt - this.#start) : null,
       ttft_ms: ttft !== undefined ? ms(ttft) : null,
+      predicted_ttft_ms: routed && this.#predictedTtftMs !== undefined ? ms(this.#predictedTtftMs) : null,
       duration_ms: ms(end - this.#start),
       output_tokens: a?.outputTokens ?? null,
       bytes_out: a?.bytes ?? null,

@@ -65,7 +65,7 @@ describe("access log (a real router, --log-format json)", () => {
     expect(line).toMatchObject({ level: "info", route: "/v1/completions", model: "stand-in", status: 200, output_tokens: 3, client_cancelled: false, retries: 0 });
     expect(line.worker_url).toBe(`http://127.0.0.1:${engine!.port}`);
     expect(typeof line.time).toBe("string");
-    for (const k of ["worker", "dp_rank", "prompt_tokens", "cached_blocks", "cached_tokens", "admission_wait_ms", "ttfb_ms", "ttft_ms", "duration_ms", "bytes_out"]) {
+    for (const k of ["worker", "dp_rank", "prompt_tokens", "cached_blocks", "cached_tokens", "admission_wait_ms", "ttfb_ms", "ttft_ms", "predicted_ttft_ms", "duration_ms", "bytes_out"]) {
       expect(line[k]).not.toBeNull();
     }
   });

@@ -111,6 +111,8 @@ describe("one access line per request", () => {
     expect(JSON.stringify(line)).not.toContain("user-7");
     expect(line!.ttft_ms).toBeGreaterThanOrEqual(0);
     expect(line!.duration_ms).toBeGreaterThanOrEqual(line!.ttft_ms as number);
+    // The default kv predicted this request's TTFT on the worker it chose: an idle, cold one.
+    expect(line!.predicted_ttft_ms).toBeGreaterThan(0);
     expect(line!.bytes_out).toBeGreaterThan(0);
     expect(requestMetrics.requests.get(["base", "/v1/completions", "2xx"])).toBe(1);
     expect(requestMetrics.ttft.count(["base", "/v1/completions"])).toBe(1);
