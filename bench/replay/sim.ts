@@ -51,6 +51,13 @@ export interface SimOptions {
    * the offline oracle's decisions replayed in time, for the oracle's own TTFT.
    */
   assignment?: readonly number[];
+  /**
+   * Trace block ids each engine holds before the first request (engine e: warmBlocks[e]), as
+   * if placed there ahead of time at no cost: what a copy made in advance would buy, an upper
+   * bound for a policy that replicates hot prefixes (sim-agentic-tail.ts). The router's index
+   * sees them, as it would see an engine's KV events.
+   */
+  warmBlocks?: readonly (readonly number[])[];
   /** Called as each request's first token comes (for studies of single decisions). */
   onFirstToken?: (
     i: number,
@@ -144,6 +151,7 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
   const errors: number[] = [];
   const rng = mulberry32(o.seed);
   const caches = keys.map(() => new Lru(o.kvBlocks));
+  o.warmBlocks?.forEach((ids, e) => caches[e]?.touch(ids));
   // Engine e is worker e + 1 (endpoints above): its cache's size, as the index answers indexBlocksOf.
   const indexBlocksOf = (w: WorkerWithDpRank) => caches[Number(w.workerId) - 1]?.map.size ?? 0;
   const lanes = keys.map(() => ({ busy: false, queue: [] as (() => void)[] }));
