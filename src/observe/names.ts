@@ -39,7 +39,7 @@ export class RouterMetrics {
   readonly overlapBlocks: Histogram = this.registry.histogram(
     `${METRIC_PREFIX}overlap_blocks`, "Cached prefix blocks on the chosen worker", [], OVERLAP_BUCKETS);
   readonly ttftPredictionErrors: Histogram = this.registry.histogram(
-    `${METRIC_PREFIX}ttft_prediction_error_ratio`, "Per request, |predicted ÷ observed time to first token − 1| (the router's TTFT predictor, streamed answers)", [], PREDICTION_ERROR_BUCKETS);
+    `${METRIC_PREFIX}ttft_prediction_error_ratio`, "Per request, |predicted ÷ observed time to first token − 1| (the router's TTFT predictor: streamed answers, and the prefill half of a vLLM P/D pair)", [], PREDICTION_ERROR_BUCKETS);
   readonly timeToFirstByte: Histogram = this.registry.histogram(
     `${METRIC_PREFIX}upstream_first_byte_seconds`, "Time from forwarding to the first upstream body byte", [], TTFT_BUCKETS);
   readonly kvEventsApplied: Counter = this.registry.counter(

@@ -88,6 +88,12 @@ export interface RouteInput {
   readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
   /** Workers that already failed this request (retries). */
   readonly exclude?: ReadonlySet<WorkerId>;
+  /**
+   * Another worker computes the prompt (the decode half of a P/D pair): this worker's first token
+   * comes after that prefill and the KV transfer, so it says nothing about this worker's prefill
+   * speed, and the TTFT predictor does not learn from it.
+   */
+  readonly prefilledElsewhere?: boolean;
 }
 
 export interface RouteDecision {
@@ -212,7 +218,7 @@ export class RoutingService {
     // The scheduler only chose; the lease books (and later frees) the load, and hands the
     // first token's time to the predictor, which learns the engine's speed from it.
     const sample =
-      d.ttft && sel.ttftTokens !== undefined
+      d.ttft && sel.ttftTokens !== undefined && input.prefilledElsewhere !== true
         ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, predictedMs: sel.predictedTtftMs }, (e) =>
             d.metrics.ttftPredictionError?.observe(e),
           )

@@ -66,6 +66,24 @@ describe("--disagg vllm", () => {
     await clean();
   });
 
+  test("the TTFT predictor learns from the prefill engine's answer, never from the decode engine's first token", async () => {
+    // One sample per request with a prediction: the error histogram's count.
+    const samples = () => metric(c.routerUrl, "switchyard_ttft_prediction_error_ratio_count");
+    const before = await samples();
+    // Not streamed: the prefill answer (one token) is the only first token the router sees.
+    const whole = await complete(c, { prompt: tokens(24, 11), max_tokens: 2 });
+    expect(whole.status).toBe(200);
+    expect(whole.headers.get("x-switchyard-prefill-worker")).not.toBeNull();
+    await whole.text();
+    expect(await samples()).toBe(before + 1);
+    // Streamed: the decode engine's first chunk comes after the prefill and the transfer; still one sample.
+    const streamed = await complete(c, { prompt: tokens(24, 12), max_tokens: 2, stream: true });
+    expect(streamed.headers.get("x-switchyard-prefill-worker")).not.toBeNull();
+    expect(await streamed.text()).toContain("data: [DONE]");
+    expect(await samples()).toBe(before + 2);
+    await clean();
+  });
+
   test("a chat completion is split too (max_completion_tokens: 1 on the prefill side)", async () => {
     const content = "The router pairs a prefill worker with a decode worker. ".repeat(20); // ~1100 byte tokens
     const res = await fetch(`${c.routerUrl}/v1/chat/completions`, {

@@ -153,7 +153,15 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
     | { kind: "too_large" }
     | { kind: "client_gone" }
     | { kind: "client_error"; status: number; body: Uint8Array; headers: readonly string[] };
-  const prefillOnce = async (input: ForwardInput, decision: RouteDecision, url: string, body: Uint8Array, keep = true): Promise<PrefillResult> => {
+  /**
+   * `keep`: the answer is parsed (vLLM's, for its kv_transfer_params), else read and dropped.
+   * `firstTokenIsAnswer`: the answer comes whole once the engine has sampled its one token (vLLM's
+   * prefill request: one token, not streamed), so its arrival is this worker's first token, the
+   * TTFT predictor's sample of its prefill speed. SGLang's prefill request is the client's, maybe
+   * streamed, whose headers can come before any token: no sample.
+   */
+  const prefillOnce = async (input: ForwardInput, decision: RouteDecision, url: string, body: Uint8Array, o: { keep: boolean; firstTokenIsAnswer: boolean }): Promise<PrefillResult> => {
+    const keep = o.keep;
     const a = await attemptUpstream({
       call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request.headers, decision.worker.dpRank, input.upstreamAuthorization), body,
       clientSignal: input.request.signal, deadlines: up.deadlines ?? NO_DEADLINES, stream: false, last: false,
@@ -161,7 +169,8 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
     if (a.kind === "client_gone") return a;
     if (a.kind === "failed") return a;
     if (a.kind === "worker_down") return { kind: "failed", reason: a.reason }; // not watched here: cannot happen
-    decision.lease.prefillDone();
+    if (o.firstTokenIsAnswer && a.res.status < 300) decision.lease.firstToken();
+    else decision.lease.prefillDone();
     let bytes: Uint8Array;
     try {
       bytes = await readAll(a.first?.value, a.first?.done === true, a.reader, keep ? MAX_PREFILL_ANSWER_BYTES : Infinity, keep);
@@ -188,7 +197,7 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
       const rec = fleet.registry.get(decision.worker.workerId);
       let r: PrefillResult;
       try {
-        r = rec === undefined ? { kind: "failed", reason: "worker removed" } : await prefillOnce(input, decision, rec.url, body);
+        r = rec === undefined ? { kind: "failed", reason: "worker removed" } : await prefillOnce(input, decision, rec.url, body, { keep: true, firstTokenIsAnswer: true });
       } finally {
         decision.lease.free();
       }
@@ -211,7 +220,7 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
       observers?.of(input.request)?.prefillPair(decision.worker.workerId);
       const params = kvTransferParamsOf(r.json);
       const decodeBody = vllmDecodeBody(withoutPdFields(json), params);
-      const res = await forward({ ...input, body: encoder.encode(JSON.stringify(decodeBody)), allowedWorkerIds: decode }, fd);
+      const res = await forward({ ...input, body: encoder.encode(JSON.stringify(decodeBody)), allowedWorkerIds: decode, prefilledElsewhere: true }, fd);
       return withPrefillWorker(res, decision.worker.workerId);
     }
     return local(input, json, decode, exclude.size > 0 || prefill.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
@@ -242,7 +251,7 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
       // must cope (the simulated one prefills itself).
       const pair = new AbortController();
       let decodeAnswered = false;
-      const prefillDone = prefillOnce(input, decision, rec.url, body, false)
+      const prefillDone = prefillOnce(input, decision, rec.url, body, { keep: false, firstTokenIsAnswer: false })
         .then((r) => {
           if (r.kind === "failed") {
             failPrefill(decision, rec.url, r.reason);
@@ -256,7 +265,7 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
       const request = new Request(input.request.url, { method: "POST", headers: input.request.headers, signal });
       observers?.alias(input.request, request);
       observers?.of(input.request)?.prefillPair(id);
-      const res = await forward({ ...input, request, body, allowedWorkerIds: decode }, decodeDeps);
+      const res = await forward({ ...input, request, body, allowedWorkerIds: decode, prefilledElsewhere: true }, decodeDeps);
       decodeAnswered = true;
       if (pair.signal.aborted && !input.request.signal.aborted && res.status === 499) {
         tried.add(id);

@@ -76,6 +76,8 @@ export interface ForwardInput {
    * engine's backpressure nor the stalled-client cut would hold.
    */
   readonly bodyReadByCaller?: boolean;
+  /** The decode half of a P/D pair: another worker computes the prompt (RouteInput.prefilledElsewhere). */
+  readonly prefilledElsewhere?: boolean;
 }
 
 /** The worker each answer forward() made came from (read by dispatch without parsing our own header back). */
@@ -120,6 +122,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
           sessionControl: input.sessionControl,
           allowedWorkerIds: input.allowedWorkerIds,
           exclude,
+          prefilledElsewhere: input.prefilledElsewhere,
         },
         // A decision made for a client that left meanwhile: nobody will use its booking.
         {

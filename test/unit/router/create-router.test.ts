@@ -61,6 +61,21 @@ describe("createRouter", () => {
     expect(router.index.findMatches(new BigUint64Array([7n])).scores.size).toBe(1);
   });
 
+  test("a first token teaches the TTFT predictor, but not the decode half of a P/D pair (prefilled elsewhere)", async () => {
+    const { router } = build();
+    const tokens = new Uint32Array([1, 2, 3, 4, 5, 6, 7, 8]);
+    // The decode half: its first token comes after another worker's prefill and the KV transfer.
+    const decode = await router.routing.route({ tokens, requestId: "decode-half", prefilledElsewhere: true });
+    decode.lease.firstToken();
+    decode.lease.free();
+    expect(router.ttft.speed("1:0").source).toBe("prior");
+    expect(router.ttft.speed("1:1").source).toBe("prior");
+    const own = await router.routing.route({ tokens, requestId: "own-prefill" });
+    own.lease.firstToken();
+    own.lease.free();
+    expect(router.ttft.speed("1:0").source).toBe("fleet");
+  });
+
   test("route books the load on the chosen rank; the lease frees it exactly once", async () => {
     const { router } = build();
     const tokens = new Uint32Array([1, 2, 3, 4, 5, 6, 7, 8]);
