@@ -483,7 +483,8 @@ export class RequestObservation {
       client_cancelled: cancelled,
       ttfb_ms: this.#firstByteAt !== undefined ? ms(this.#firstByteAt - this.#start) : null,
       ttft_ms: ttft !== undefined ? ms(ttft) : null,
-      predicted_ttft_ms: routed && this.#predictedTtftMs !== undefined ? ms(this.#predictedTtftMs) : null,
+      // A P/D pair's decode worker was priced as if it prefilled; its first token came after another worker's prefill.
+      predicted_ttft_ms: routed && this.#prefillWorker === undefined && this.#predictedTtftMs !== undefined ? ms(this.#predictedTtftMs) : null,
       duration_ms: ms(end - this.#start),
       output_tokens: a?.outputTokens ?? null,
       bytes_out: a?.bytes ?? null,

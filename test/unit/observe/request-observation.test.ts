@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { createFormattedLogger } from "../../../src/observe/logger.ts";
 import { RequestMetrics } from "../../../src/observe/request-metrics.ts";
+import { MetricsRegistry } from "../../../src/observe/registry.ts";
 import { RequestObservers } from "../../../src/observe/request-observers.ts";
 import { DecisionLog } from "../../../src/observe/decision-log.ts";
 import { storedEvent } from "../../../src/core/events.ts";
@@ -322,5 +323,38 @@ describe("the tenant travels with the request (--api-keys)", () => {
     const { h, access } = observed(async () => jsonResponse({}));
     await (await h.request("/v1/completions", { json: { prompt: "abcd" } })).text();
     expect(access()[0]!.tenant).toBeNull();
+  });
+});
+
+describe("the predicted TTFT in the access line", () => {
+  /** One observation driven by hand: a decision whose chosen candidate predicted 42 ms, a whole answer. */
+  function line(prefilledElsewhere: boolean): Record<string, unknown> {
+    const lines: Record<string, unknown>[] = [];
+    const log = createFormattedLogger({ level: "info", format: "json", write: (l) => lines.push(JSON.parse(l)) });
+    const observers = new RequestObservers({
+      log, accessLines: true, metrics: new RequestMetrics(new MetricsRegistry()), clock: () => Date.now(), blockSize: 16, workerUrl: () => undefined,
+    });
+    const req = new Request("http://router/v1/completions", { method: "POST" });
+    const o = observers.begin(req, "/v1/completions");
+    if (prefilledElsewhere) o.prefillPair(9n);
+    const worker = { workerId: 7n, dpRank: 1 };
+    const cand = (w: { workerId: bigint; dpRank: number }, predictedTtftMs: number) => ({
+      endpoint: { worker: w }, overlapBlocks: 0, prefillTokens: 64, decodeBlocks: 4, activePrefillTokens: 0, activeDecodeBlocks: 0, activeRequests: 0, predictedTtftMs, cost: predictedTtftMs,
+    });
+    // The cheapest candidate first, then the chosen one: the line reads the chosen one's.
+    o.decided({ worker, overlapBlocks: 0, sticky: false, candidates: [cand({ workerId: 7n, dpRank: 0 }, 10), cand(worker, 42)] });
+    o.answered(200, new TextEncoder().encode("{}"), undefined);
+    o.respond(new Response("{}"));
+    return lines.find((l) => l.msg === "request")!;
+  }
+
+  test("is the chosen worker's prediction", () => {
+    expect(line(false).predicted_ttft_ms).toBe(42);
+  });
+
+  test("is null when another worker prefilled the prompt (a P/D pair's decode half was priced as if it prefilled)", () => {
+    const l = line(true);
+    expect(l.prefill_worker).toBe("9");
+    expect(l.predicted_ttft_ms).toBeNull();
   });
 });
