@@ -27,13 +27,10 @@ export function placementTtfts(trace: readonly TraceRequest[], outcomes: readonl
   const model = { ...DEFAULT_TIMING, prefillUsPerToken: t.prefillUsPerToken, speedup: t.speedup };
   const t0 = trace.length ? trace[0]!.timestamp : 0;
   const sentAt = (o: RequestOutcome) => ((trace[o.index]!.timestamp - t0) * t.arrivalScale) / t.speedup;
-  const byWorker = new Map<string, RequestOutcome[]>();
-  for (const o of outcomes) {
-    if (!o.ok || o.worker === undefined) continue;
-    const list = byWorker.get(o.worker);
-    if (list) list.push(o);
-    else byWorker.set(o.worker, [o]);
-  }
+  const byWorker = Map.groupBy(
+    outcomes.filter((o) => o.ok && o.worker !== undefined),
+    (o) => o.worker!,
+  );
   const out: number[] = [];
   for (const list of byWorker.values()) {
     list.sort((a, b) => sentAt(a) - sentAt(b) || a.index - b.index);

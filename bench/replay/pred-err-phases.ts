@@ -15,6 +15,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { textTable } from "../support/text-table.ts";
+import { percentile } from "./stats.ts";
 
 export interface Sample {
   /** When the request arrived (ms since the epoch). */
@@ -53,14 +54,11 @@ export interface ErrorSummary {
   readonly over: number;
 }
 
-/** Nearest-rank quantile, as the bench's other summaries. */
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-
 export function summarize(samples: readonly Sample[]): ErrorSummary {
   const err = samples.map((s) => Math.abs(s.predictedMs / s.observedMs - 1)).sort((a, b) => a - b);
   const ratio = samples.map((s) => s.predictedMs / s.observedMs).sort((a, b) => a - b);
   if (err.length === 0) return { n: 0, p50: NaN, p90: NaN, ratio: NaN, over: 0 };
-  return { n: err.length, p50: quantile(err, 0.5), p90: quantile(err, 0.9), ratio: quantile(ratio, 0.5), over: err.filter((e) => e > 0.3).length };
+  return { n: err.length, p50: percentile(err, 50), p90: percentile(err, 90), ratio: percentile(ratio, 50), over: err.filter((e) => e > 0.3).length };
 }
 
 /** `parts` consecutive slices of about equal size (the last takes the remainder). */

@@ -57,12 +57,7 @@ interface Tail {
 function run(trace: readonly TraceRequest[], policy: string, o: SimOptions): Tail {
   const xs: { i: number; arrival: number; start: number; done: number; engine: number }[] = [];
   const r = simulate(trace, policy, schedulerConfig(KV_DEFAULTS), { ...o, onFirstToken: (i, x) => xs.push({ i, ...x }) });
-  const byEngine = new Map<number, typeof xs>();
-  for (const x of xs) {
-    const list = byEngine.get(x.engine) ?? [];
-    list.push(x);
-    byEngine.set(x.engine, list);
-  }
+  const byEngine = Map.groupBy(xs, (x) => x.engine);
   xs.sort((a, b) => a.done - a.arrival - (b.done - b.arrival));
   const slow = xs.slice(Math.floor(xs.length * 0.9));
   let own = 0;
