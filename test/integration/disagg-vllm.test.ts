@@ -71,13 +71,15 @@ describe("--disagg vllm", () => {
     const samples = () => metric(c.routerUrl, "switchyard_ttft_prediction_error_ratio_count");
     const before = await samples();
     // Not streamed: the prefill answer (one token) is the only first token the router sees.
-    const whole = await complete(c, { prompt: tokens(24, 11), max_tokens: 2 });
+    // Seeds no other test uses: a prompt sharing another test's prefix would find it cached on a
+    // decode engine and be prefilled there (conditional disaggregation) instead.
+    const whole = await complete(c, { prompt: tokens(24, 200), max_tokens: 2 });
     expect(whole.status).toBe(200);
     expect(whole.headers.get("x-switchyard-prefill-worker")).not.toBeNull();
     await whole.text();
     expect(await samples()).toBe(before + 1);
     // Streamed: the decode engine's first chunk comes after the prefill and the transfer; still one sample.
-    const streamed = await complete(c, { prompt: tokens(24, 12), max_tokens: 2, stream: true });
+    const streamed = await complete(c, { prompt: tokens(24, 201), max_tokens: 2, stream: true });
     expect(streamed.headers.get("x-switchyard-prefill-worker")).not.toBeNull();
     expect(await streamed.text()).toContain("data: [DONE]");
     expect(await samples()).toBe(before + 2);
@@ -325,7 +327,11 @@ describe("--disagg vllm faults", () => {
   test("no healthy prefill engine: the decode engine prefills locally, counted", async () => {
     for (const p of c.prefill) p.proc.kill("SIGKILL");
     await Promise.all(c.prefill.map((p) => p.proc.exited));
-    await until(async () => (await workers(c)).filter((w) => !w.healthy).length >= 2, "prefill workers marked unhealthy");
+    // Both prefill workers by id: the decode engine the test before killed is unhealthy too, so
+    // "two unhealthy" could hold with one prefill worker still marked healthy, which the router
+    // then tries (and the request falls back as prefill_failed, not no_prefill_worker).
+    const prefillIds = new Set(c.prefill.map((p) => String(p.info.worker_id)));
+    await until(async () => (await workers(c)).filter((w) => prefillIds.has(w.id) && !w.healthy).length === prefillIds.size, "both prefill workers marked unhealthy");
     const res = await complete(c, { prompt: tokens(30, 11), max_tokens: 2 });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-switchyard-prefill-worker")).toBeNull();
