@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { join } from "node:path";
 import { loadEngineTokenizerOnBun } from "../../src/runtime/bun/tokens/load-on-bun.ts";
 import { mulberry32 } from "../support/prng.ts";
-import { ROOT, startMain, stopAll, type Proc } from "../support/processes.ts";
+import { ROOT, startMain, stopAll, until, type Proc } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -47,16 +47,26 @@ async function tokenize(p: Proc, body: unknown): Promise<number[]> {
   return ((await res.json()) as { tokens: number[] }).tokens;
 }
 
+/**
+ * Wait until `p`'s output holds `line`: a router prints its address on stdout as soon as it
+ * listens, and its start-up log on stderr reaches this process on its own pipe, possibly later.
+ */
+async function logged(p: Proc, line: string): Promise<string> {
+  await until(() => p.output().includes(line), () => `"${line}" in the log:\n${p.output()}`, 15_000);
+  return p.output();
+}
+
 describe("--tokenizer-workers", () => {
-  test("the start-up log says where large encodes run", () => {
-    expect(pooled!.output()).toContain("encodes of 32768+ characters in 1 worker(s)");
-    expect(inThread!.output()).not.toContain("worker(s)");
+  test("the start-up log says where large encodes run", async () => {
+    expect(await logged(pooled!, "encodes of 32768+ characters in 1 worker(s)")).toContain("worker(s)");
+    // The in-thread router's encoder line is the one that would name its workers.
+    expect(await logged(inThread!, "@huggingface/tokenizers (pure JS)")).not.toContain("worker(s)");
   });
 
   test("--tokenizer-library: the byte-level BPE by default once its differential check passed, the library when asked for", async () => {
-    expect(pooled!.output()).toContain("byte-level BPE (pure JS");
-    expect(pooled!.output()).toContain("the byte-level BPE encodes as the library does on the differential corpus");
-    expect(inThread!.output()).toContain("@huggingface/tokenizers (pure JS)");
+    expect(await logged(pooled!, "byte-level BPE (pure JS")).toContain("byte-level BPE (pure JS");
+    expect(await logged(pooled!, "the byte-level BPE encodes as the library does on the differential corpus")).toContain("differential corpus");
+    expect(await logged(inThread!, "@huggingface/tokenizers (pure JS)")).toContain("@huggingface/tokenizers (pure JS)");
     const metrics = await (await fetch(`${String(pooled!.info.url)}/metrics`)).text();
     expect(metrics).toContain(`switchyard_tokenizer_encoder{tokenizer="${QWEN}",encoder="byte-level-bpe",reason=""} 1`);
   });
