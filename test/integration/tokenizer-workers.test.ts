@@ -47,26 +47,23 @@ async function tokenize(p: Proc, body: unknown): Promise<number[]> {
   return ((await res.json()) as { tokens: number[] }).tokens;
 }
 
-/**
- * Wait until `p`'s output holds `line`: a router prints its address on stdout as soon as it
- * listens, and its start-up log on stderr reaches this process on its own pipe, possibly later.
- */
-async function logged(p: Proc, line: string): Promise<string> {
-  await until(() => p.output().includes(line), () => `"${line}" in the log:\n${p.output()}`, 15_000);
-  return p.output();
-}
-
 describe("--tokenizer-workers", () => {
+  // A router prints its address on stdout as soon as it listens; its start-up log reaches this
+  // process on stderr, its own pipe, possibly later: each line is waited for.
   test("the start-up log says where large encodes run", async () => {
-    expect(await logged(pooled!, "encodes of 32768+ characters in 1 worker(s)")).toContain("worker(s)");
+    await until(() => pooled!.output().includes("encodes of 32768+ characters in 1 worker(s)"), "the pooled router's worker count in its log");
     // The in-thread router's encoder line is the one that would name its workers.
-    expect(await logged(inThread!, "@huggingface/tokenizers (pure JS)")).not.toContain("worker(s)");
+    await until(() => inThread!.output().includes("@huggingface/tokenizers (pure JS)"), "the in-thread router's encoder in its log");
+    expect(inThread!.output()).not.toContain("worker(s)");
   });
 
   test("--tokenizer-library: the byte-level BPE by default once its differential check passed, the library when asked for", async () => {
-    expect(await logged(pooled!, "byte-level BPE (pure JS")).toContain("byte-level BPE (pure JS");
-    expect(await logged(pooled!, "the byte-level BPE encodes as the library does on the differential corpus")).toContain("differential corpus");
-    expect(await logged(inThread!, "@huggingface/tokenizers (pure JS)")).toContain("@huggingface/tokenizers (pure JS)");
+    await until(() => pooled!.output().includes("byte-level BPE (pure JS"), "the byte-level BPE named in the pooled router's log");
+    await until(
+      () => pooled!.output().includes("the byte-level BPE encodes as the library does on the differential corpus"),
+      "the differential check's verdict in the pooled router's log",
+    );
+    await until(() => inThread!.output().includes("@huggingface/tokenizers (pure JS)"), "the library named in the in-thread router's log");
     const metrics = await (await fetch(`${String(pooled!.info.url)}/metrics`)).text();
     expect(metrics).toContain(`switchyard_tokenizer_encoder{tokenizer="${QWEN}",encoder="byte-level-bpe",reason=""} 1`);
   });
