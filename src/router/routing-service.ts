@@ -219,7 +219,7 @@ export class RoutingService {
     // first token's time to the predictor, which learns the engine's speed from it.
     const sample =
       d.ttft && sel.ttftTokens !== undefined && input.prefilledElsewhere !== true
-        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, predictedMs: sel.predictedTtftMs }, (e) =>
+        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs }, (e) =>
             d.metrics.ttftPredictionError?.observe(e),
           )
         : undefined;

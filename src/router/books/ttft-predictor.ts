@@ -14,14 +14,16 @@
  * Learning: every first token is one sample (the tokens the prediction counted, the TTFT seen).
  * The fleet's line (latency + msPerToken × tokens) is fitted to the last FLEET_WINDOW samples of
  * every rank with medians (Theil–Sen: the slope is the median of the pairwise slopes, the latency
- * the median of what it leaves), and each rank gets a factor on the slope, the median of its own
+ * the median of what it leaves), and each rank gets a factor on the slope: the median of its own
  * samples' prefill time (less the latency) ÷ the line's, counting only samples that are mostly
- * prefill. Medians, because the samples are noisy in ways a mean would follow (a router whose
+ * this request's own prefill, and measured against the fleet's typical rank rather than the line
+ * (see #refitFactors). Medians, because the samples are noisy in ways a mean would follow (a router whose
  * event loop was busy reads two first tokens in one go; an engine restarting stalls a request;
  * the first requests to a fresh engine are slow): up to about a third of a window can be wrong
  * without moving the fit; a rank's factor leaves 1 only when three quarters of its own window
- * agree (an engine that really slows down is followed within 24 first tokens), because a
- * factor wrongly below 1 piles work on that engine. Per rank, so mixed GPUs are fine; a rank without samples of its own runs at the fleet's.
+ * agree that it is slower (an engine that really slows down is followed within 24 first tokens),
+ * and it never goes below 1, because a factor wrongly below 1 piles work on that engine. Per
+ * rank, so a slower GPU model gets less; a rank without samples of its own runs at the fleet's.
  *
  * PURE: times are milliseconds passed in; no clock, no I/O. It books nothing and chooses nothing.
  */
@@ -57,6 +59,11 @@ export interface FirstTokenObservation {
   readonly at: number;
   /** The prefill tokens its prediction counted (TtftPrediction.tokens). */
   readonly tokens: number;
+  /**
+   * Of those, this request's own uncached tokens (the rest was queued ahead of it); absent: all
+   * of them. Only samples that are mostly its own prefill set the rank's factor.
+   */
+  readonly ownTokens?: number;
   /** What was predicted when it was routed, if anything. */
   readonly predictedMs?: number;
 }
@@ -69,7 +76,16 @@ export const RANK_WINDOW = 32;
 export const REFIT_EVERY = 8;
 /** A rank's own factor is used from this many samples that show its speed on (mostly prefill, not latency); before, 1. */
 export const MIN_OWN_SAMPLES = 4;
-/** A rank's factor stays within [1 ÷ this, this]: beyond that the samples say more about noise than about the engine. */
+/**
+ * A sample shows its rank's speed when at least this share of the tokens it counted are the
+ * request's own. The rest is work booked ahead of it, counted by the router (less the oldest
+ * prefill's progress, at the speed then believed): at overload nearly every first token is mostly
+ * that queue, and one rank's queue can be miscounted for a while (a burst of progress credited at
+ * a wrong speed, another router's bookings), which made identical engines read 0.54-1.94 in the
+ * gen-rag replay at load ×2 and piled work on whichever read fast.
+ */
+export const MOSTLY_OWN = 0.5;
+/** A rank's factor stays within [1, this]: beyond that the samples say more about noise than about the engine (and none is below 1: factorOf). */
 export const MAX_FACTOR = 4;
 /**
  * A rank whose factor is within [1 ÷ this, this] counts as the fleet (factor 1). Identical
@@ -85,19 +101,22 @@ export const SAME_AS_FLEET = 1.25;
  */
 export const PRIOR: EngineSpeed = { msPerToken: 0.05, latencyMs: 0, factor: 1, source: "prior" };
 
-/** A ring of (tokens, ms) samples. */
+/** A ring of (tokens, ms, own tokens) samples. */
 class Samples {
   readonly tokens: Float64Array;
   readonly ms: Float64Array;
+  readonly own: Float64Array;
   count = 0;
   #next = 0;
   constructor(readonly size: number) {
     this.tokens = new Float64Array(size);
     this.ms = new Float64Array(size);
+    this.own = new Float64Array(size);
   }
-  add(tokens: number, ms: number): void {
+  add(tokens: number, ms: number, own: number): void {
     this.tokens[this.#next] = tokens;
     this.ms[this.#next] = ms;
+    this.own[this.#next] = own;
     this.#next = (this.#next + 1) % this.size;
     if (this.count < this.size) this.count++;
   }
@@ -123,6 +142,10 @@ export class TtftPredictor {
   #latencyMs = PRIOR.latencyMs;
   #fitted = false;
   #observed = 0;
+  /** Per rank, the lower quartile and the median of its ratios to the line (NaN: too few samples), reused by each refit. */
+  #quartiles: Float64Array = new Float64Array(0);
+  /** The measured ranks' medians, reused by each refit. */
+  #mids: Float64Array = new Float64Array(0);
   /** Room for every pairwise slope of the fleet's window, reused by each refit. */
   readonly #scratch = new Float64Array((FLEET_WINDOW * (FLEET_WINDOW - 1)) / 2);
 
@@ -177,13 +200,14 @@ export class TtftPredictor {
   observe(o: FirstTokenObservation): number | undefined {
     const observed = o.at - o.bookedAt;
     if (!(observed >= 0) || !(o.tokens >= 0)) return undefined;
-    this.#fleet.add(o.tokens, observed);
+    const own = o.ownTokens === undefined ? o.tokens : Math.min(o.tokens, Math.max(0, o.ownTokens));
+    this.#fleet.add(o.tokens, observed, own);
     let r = this.#ranks.get(o.key);
     if (r === undefined) {
       r = new Samples(RANK_WINDOW);
       this.#ranks.set(o.key, r);
     }
-    r.add(o.tokens, observed);
+    r.add(o.tokens, observed, own);
     this.#refit();
     if (o.predictedMs === undefined || !(observed > 0)) return undefined;
     return Math.abs(o.predictedMs / observed - 1);
@@ -230,20 +254,51 @@ export class TtftPredictor {
     this.#msPerToken = slope;
     this.#latencyMs = Math.max(0, medianOf(rest));
     this.#fitted = true;
-    // A rank's factor compares its prefill speed with the fleet's: (ms − latency) ÷ (slope × tokens)
-    // over its samples where the tokens, not the latency, make most of the time. A sample that is
-    // mostly latency (a cache hit) says nothing about speed, and counting it would make an engine
-    // that serves many hits look fast, draw more of them and look faster still.
+    this.#refitFactors(slope, slopes);
+  }
+
+  /**
+   * Every rank's factor against the new line (ms = latency + slope × tokens). A rank's samples are
+   * compared with the line as (ms − latency) ÷ (slope × tokens), over those where the tokens, not
+   * the latency, make most of the time, and where most of the tokens are the request's own
+   * (MOSTLY_OWN). A sample that is mostly latency (a cache hit) says nothing about speed, and
+   * counting it would make an engine that serves many hits look fast, draw more of them and look
+   * faster still; one that is mostly queue measures how well the router counted the queue.
+   *
+   * The factor is the rank's median ratio ÷ the fleet's typical rank's (the lower median of the
+   * ranks' medians), not ÷ the line: when the line is off (a window of first tokens that all
+   * waited, whose tokens span too little to set a slope), every rank is off alike and none is
+   * faster than the others. The lower median, so that when half the fleet is slower the slow half
+   * reads above 1 rather than every rank at 1 (none reads below 1: factorOf). `scratch` holds
+   * at least RANK_WINDOW numbers.
+   */
+  #refitFactors(slope: number, scratch: Float64Array): void {
     const minTokens = Math.max(this.#minGap, this.#latencyMs / slope);
-    for (const [key, r] of this.#ranks) {
-      const ratios = slopes.subarray(0, r.count);
+    const q = (this.#quartiles = atLeast(this.#quartiles, 2 * this.#ranks.size));
+    const mids = (this.#mids = atLeast(this.#mids, this.#ranks.size));
+    let measured = 0;
+    let i = 0;
+    for (const r of this.#ranks.values()) {
       let m = 0;
-      for (let i = 0; i < r.count; i++) {
-        const t = r.tokens[i]!;
-        if (t >= minTokens) ratios[m++] = (r.ms[i]! - this.#latencyMs) / (slope * t);
+      for (let j = 0; j < r.count; j++) {
+        const t = r.tokens[j]!;
+        if (t >= minTokens && r.own[j]! >= MOSTLY_OWN * t) scratch[m++] = (r.ms[j]! - this.#latencyMs) / (slope * t);
       }
-      if (m < MIN_OWN_SAMPLES) this.#factors.delete(key);
-      else this.#factors.set(key, factorOf(ratios.subarray(0, m)));
+      if (m < MIN_OWN_SAMPLES) q[2 * i] = NaN;
+      else {
+        const ratios = scratch.subarray(0, m).sort();
+        q[2 * i] = ratios[Math.floor((m - 1) / 4)]!;
+        q[2 * i + 1] = ratios[m >> 1]!;
+        mids[measured++] = q[2 * i + 1]!;
+      }
+      i++;
+    }
+    const centre = measured === 0 ? 1 : mids.subarray(0, measured).sort()[(measured - 1) >> 1]!;
+    i = 0;
+    for (const key of this.#ranks.keys()) {
+      if (Number.isNaN(q[2 * i]!)) this.#factors.delete(key);
+      else this.#factors.set(key, factorOf(q[2 * i]!, q[2 * i + 1]!, centre));
+      i++;
     }
   }
 }
@@ -253,6 +308,8 @@ export interface PredictedBooking {
   readonly key: WorkerKey;
   readonly bookedAt: number;
   readonly tokens: number;
+  /** Of `tokens`, the request's own uncached ones (FirstTokenObservation.ownTokens). */
+  readonly ownTokens?: number;
   readonly predictedMs?: number;
 }
 
@@ -282,21 +339,30 @@ function tokensAhead(seqs: ActiveSequences, msPerToken: number, now: number): nu
 }
 
 /**
- * A rank's factor from its samples' ratios to the fleet's line: their median, but 1 unless three
- * quarters of them lie on the same side of the line and the median is more than SAME_AS_FLEET
- * from it. Noise scatters an identical engine's ratios around 1, sometimes by more than a
- * quarter for a while (a busy machine's stalls land on whichever engine is being waited on); an
- * engine that is really slower or faster is so in nearly every sample. Sorts `ratios`.
+ * A rank's factor from the quartiles of its samples' ratios to the fleet's line and the typical
+ * rank's median (`centre`): its median ÷ centre, but 1 unless three quarters of its ratios lie
+ * above centre and its median is more than SAME_AS_FLEET above it. Noise scatters an identical
+ * engine's ratios around the centre, sometimes by more than a quarter for a while (a busy
+ * machine's stalls land on whichever engine is being waited on); an engine that is really slower
+ * is so in nearly every sample.
+ *
+ * Never below 1: a rank is credited at most the typical rank's speed. A factor below 1 draws work,
+ * and the one way a router measures an engine fast by mistake is common: with several routers,
+ * each counts only its own bookings ahead of a request, so an engine the other routers happen to
+ * use less reads fast, draws this router's work, then theirs (gen-rag with four routers: the
+ * busiest engine at 1.30-1.33 × the mean work with factors below 1 allowed, 1.07-1.08 without
+ * any). The price: in a fleet whose faster engines are fewer than half, those run at the typical
+ * speed in the predictions, so they are not given more than their share.
  */
-function factorOf(ratios: Float64Array): number {
-  ratios.sort();
-  const n = ratios.length;
-  const q1 = ratios[Math.floor((n - 1) / 4)]!;
-  const q3 = ratios[Math.ceil((3 * (n - 1)) / 4)]!;
-  const mid = ratios[n >> 1]!;
-  const clear = q1 > 1 || q3 < 1;
-  if (!clear || (mid > 1 / SAME_AS_FLEET && mid < SAME_AS_FLEET)) return 1;
-  return Math.min(MAX_FACTOR, Math.max(1 / MAX_FACTOR, mid));
+function factorOf(q1: number, mid: number, centre: number): number {
+  const rel = mid / centre;
+  if (!(q1 > centre) || rel < SAME_AS_FLEET) return 1;
+  return Math.min(MAX_FACTOR, rel);
+}
+
+/** `buf` if it holds `n` numbers, else a new buffer twice as large (or `n`). */
+function atLeast(buf: Float64Array, n: number): Float64Array {
+  return buf.length >= n ? buf : new Float64Array(Math.max(n, 2 * buf.length));
 }
 
 /**

@@ -76,6 +76,22 @@ describe("createRouter", () => {
     expect(router.ttft.speed("1:0").source).toBe("fleet");
   });
 
+  test("a first token's sample names the request's own uncached tokens apart from the prefill queued ahead of it", async () => {
+    const { router } = build();
+    const seen: { tokens: number; ownTokens?: number }[] = [];
+    const observe = router.ttft.observe.bind(router.ttft);
+    router.ttft.observe = (o) => {
+      seen.push({ tokens: o.tokens, ownTokens: o.ownTokens });
+      return observe(o);
+    };
+    // Three 4,000-token prompts with nothing in common on two ranks: the third waits behind one of the first two.
+    const ds = [];
+    for (let i = 0; i < 3; i++) ds.push(await router.routing.route({ tokens: new Uint32Array(4000).fill(10 * (i + 1)), requestId: `q${i}` }));
+    for (const d of ds) d.lease.firstToken();
+    expect(seen.map((s) => s.ownTokens)).toEqual([4000, 4000, 4000]);
+    expect(seen[2]!.tokens).toBeGreaterThan(7000);
+  });
+
   test("route books the load on the chosen rank; the lease frees it exactly once", async () => {
     const { router } = build();
     const tokens = new Uint32Array([1, 2, 3, 4, 5, 6, 7, 8]);

@@ -186,3 +186,58 @@ describe("TtftPredictor: what a factor measures", () => {
     expect(p.speed("4:0").factor).toBe(1);
   });
 });
+
+describe("TtftPredictor: a factor at overload", () => {
+  /** `n` first tokens on `key` taking `factor` × 0.01 ms per token, `own` of the counted tokens the request's own. */
+  function feedOwn(p: TtftPredictor, key: string, n: number, factor: number, own: number, seed: number) {
+    const rng = seededRng(seed);
+    for (let i = 0; i < n; i++) {
+      const tokens = 64 + Math.floor(rng() * 4000);
+      const ms = factor * 0.01 * tokens * (1 + 0.04 * (2 * rng() - 1));
+      p.observe({ key, bookedAt: i, at: i + ms, tokens, ownTokens: Math.round(own * tokens) });
+    }
+  }
+
+  test("first tokens that are mostly queue do not set a factor: they measure the router's count of the queue, not the engine", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    for (let k = 1; k <= 3; k++) feedOwn(p, `${k}:0`, 16, 1, 1, k);
+    // Engine 4 answers in half the time the line gives for what the router counted, but 90% of
+    // that count was work booked ahead of each request (counted too high, say): not its speed.
+    feedOwn(p, "4:0", 32, 0.5, 0.1, 4);
+    expect(p.speed("4:0")).toMatchObject({ factor: 1, source: "fleet" });
+    // Twice as slow on the same terms: still not its speed.
+    feedOwn(p, "5:0", 32, 2, 0.1, 5);
+    expect(p.speed("5:0")).toMatchObject({ factor: 1, source: "fleet" });
+    // Twice as slow, mostly its own prefill: it is slower.
+    feedOwn(p, "6:0", 32, 2, 0.9, 6);
+    expect(p.speed("6:0").factor).toBeCloseTo(2, 1);
+  });
+
+  test("an engine that reads faster than the typical one is never credited more than its speed (factor 1): a factor below 1 draws work", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    for (let k = 1; k <= 3; k++) feedOwn(p, `${k}:0`, 16, 1, 1, k);
+    // Engine 4's first tokens, mostly its own prefill, come in half the time: with several routers
+    // this is what an engine the other routers use less looks like to this one (their bookings
+    // ahead of its requests are not in its books), as well as a faster GPU.
+    feedOwn(p, "4:0", 32, 0.5, 0.9, 4);
+    expect(p.speed("4:0")).toMatchObject({ factor: 1, source: "own" });
+    expect(p.predict(undefined, "4:0", 1000, 0).ms).toBeCloseTo(p.predict(undefined, "1:0", 1000, 0).ms, 6);
+    // A slower engine among them is still found, against the typical one.
+    feedOwn(p, "5:0", 32, 3, 0.9, 5);
+    expect(p.speed("5:0").factor).toBeGreaterThan(2.5);
+  });
+
+  test("a line that is off reads every engine off alike: identical engines stay the fleet, a slow one is still found", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    // Own prefills: engines 1-4 alike within ±12% (0.75-0.95 × 0.01 ms per token), engine 5 twice as slow.
+    const speeds = [0.75, 0.85, 0.9, 0.95, 1.8];
+    speeds.forEach((f, k) => feedOwn(p, `${k + 1}:0`, 16, f, 1, k + 1));
+    // Then a full window of first tokens that waited, on engine 9, sets the line at 0.01 ms per
+    // token: above what every engine's own prefills take.
+    feedOwn(p, "9:0", 48, 1, 0.1, 9);
+    expect(p.speed("1:0").msPerToken).toBeCloseTo(0.01, 3);
+    // Against the line engine 1 reads 0.75 (it would draw work); against the typical engine (0.9), 0.83.
+    for (let k = 1; k <= 4; k++) expect(p.speed(`${k}:0`).factor).toBe(1);
+    expect(p.speed("5:0").factor).toBeCloseTo(1.8 / 0.9, 1);
+  });
+});
