@@ -350,8 +350,8 @@ function tokensAhead(seqs: ActiveSequences, msPerToken: number, now: number): nu
  * and the one way a router measures an engine fast by mistake is common: with several routers,
  * each counts only its own bookings ahead of a request, so an engine the other routers happen to
  * use less reads fast, draws this router's work, then theirs (gen-rag with four routers: the
- * busiest engine at 1.30-1.33 × the mean work with factors below 1 allowed, 1.07-1.08 without
- * any). The price: in a fleet whose faster engines are fewer than half, those run at the typical
+ * busiest engine at 1.30-1.33 × the mean work with factors below 1 allowed, 1.03-1.07 with this
+ * floor). The price: in a fleet whose faster engines are fewer than half, those run at the typical
  * speed in the predictions, so they are not given more than their share.
  */
 function factorOf(q1: number, mid: number, centre: number): number {
