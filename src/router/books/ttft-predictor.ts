@@ -101,24 +101,36 @@ export const SAME_AS_FLEET = 1.25;
  */
 export const PRIOR: EngineSpeed = { msPerToken: 0.05, latencyMs: 0, factor: 1, source: "prior" };
 
-/** A ring of (tokens, ms, own tokens) samples. */
+/** A ring of (tokens, ms) samples. */
 class Samples {
   readonly tokens: Float64Array;
   readonly ms: Float64Array;
-  readonly own: Float64Array;
   count = 0;
   #next = 0;
   constructor(readonly size: number) {
     this.tokens = new Float64Array(size);
     this.ms = new Float64Array(size);
+  }
+  /** Adds one sample over the oldest once full; returns the slot it took. */
+  add(tokens: number, ms: number): number {
+    const at = this.#next;
+    this.tokens[at] = tokens;
+    this.ms[at] = ms;
+    this.#next = (at + 1) % this.size;
+    if (this.count < this.size) this.count++;
+    return at;
+  }
+}
+
+/** A rank's ring: each sample also keeps how many of its tokens were the request's own (what a factor is learned from; the fleet's line needs only tokens and ms). */
+class RankSamples extends Samples {
+  readonly own: Float64Array;
+  constructor(size: number) {
+    super(size);
     this.own = new Float64Array(size);
   }
-  add(tokens: number, ms: number, own: number): void {
-    this.tokens[this.#next] = tokens;
-    this.ms[this.#next] = ms;
-    this.own[this.#next] = own;
-    this.#next = (this.#next + 1) % this.size;
-    if (this.count < this.size) this.count++;
+  addOwn(tokens: number, ms: number, own: number): void {
+    this.own[this.add(tokens, ms)] = own;
   }
 }
 
@@ -135,7 +147,7 @@ export interface TtftPredictorOptions {
  */
 export class TtftPredictor {
   readonly #fleet = new Samples(FLEET_WINDOW);
-  readonly #ranks = new Map<WorkerKey, Samples>();
+  readonly #ranks = new Map<WorkerKey, RankSamples>();
   readonly #factors = new Map<WorkerKey, number>();
   readonly #minGap: number;
   #msPerToken = PRIOR.msPerToken;
@@ -143,7 +155,7 @@ export class TtftPredictor {
   #fitted = false;
   #observed = 0;
   /** Per rank, the lower quartile and the median of its ratios to the line (NaN: too few samples), reused by each refit. */
-  #quartiles: Float64Array = new Float64Array(0);
+  #q1AndMid: Float64Array = new Float64Array(0);
   /** The measured ranks' medians, reused by each refit. */
   #mids: Float64Array = new Float64Array(0);
   /** Room for every pairwise slope of the fleet's window, reused by each refit. */
@@ -200,14 +212,13 @@ export class TtftPredictor {
   observe(o: FirstTokenObservation): number | undefined {
     const observed = o.at - o.bookedAt;
     if (!(observed >= 0) || !(o.tokens >= 0)) return undefined;
-    const own = o.ownTokens === undefined ? o.tokens : Math.min(o.tokens, Math.max(0, o.ownTokens));
-    this.#fleet.add(o.tokens, observed, own);
+    this.#fleet.add(o.tokens, observed);
     let r = this.#ranks.get(o.key);
     if (r === undefined) {
-      r = new Samples(RANK_WINDOW);
+      r = new RankSamples(RANK_WINDOW);
       this.#ranks.set(o.key, r);
     }
-    r.add(o.tokens, observed, own);
+    r.addOwn(o.tokens, observed, o.ownTokens === undefined ? o.tokens : Math.min(o.tokens, Math.max(0, o.ownTokens)));
     this.#refit();
     if (o.predictedMs === undefined || !(observed > 0)) return undefined;
     return Math.abs(o.predictedMs / observed - 1);
@@ -274,7 +285,7 @@ export class TtftPredictor {
    */
   #refitFactors(slope: number, scratch: Float64Array): void {
     const minTokens = Math.max(this.#minGap, this.#latencyMs / slope);
-    const q = (this.#quartiles = atLeast(this.#quartiles, 2 * this.#ranks.size));
+    const q = (this.#q1AndMid = atLeast(this.#q1AndMid, 2 * this.#ranks.size));
     const mids = (this.#mids = atLeast(this.#mids, this.#ranks.size));
     let measured = 0;
     let i = 0;
