@@ -8,11 +8,12 @@ import { restartEngine, startCluster, type EngineTiming } from "./cluster.ts";
 import { processCpuMs, readEngineCounters, summarizeWork } from "./engine-counters.ts";
 import { placementTtfts } from "./placement.ts";
 import { idealHitRate, simulateOffline } from "./oracle.ts";
-import { readHistogram } from "./prometheus.ts";
+import { histogramSince, readHistogram, type HistogramBuckets } from "./prometheus.ts";
 import { replay, type PromptFormat, type RequestOutcome } from "./replay.ts";
 import type { PolicyResult, ReplayReport } from "./report.ts";
 import { histogramQuantile, summarize } from "./stats.ts";
 import { fullBlockIds, TRACE_BLOCK_TOKENS, uniqueFullBlocks, type TraceRequest } from "./trace.ts";
+import { DEFAULT_WARMUP_PER_ROUTER, warmUp } from "./warmup.ts";
 
 export interface CellOptions {
   trace: readonly TraceRequest[];
@@ -40,6 +41,8 @@ export interface CellOptions {
    */
   externalRouter?: { routerUrls: string[]; engineUrls: string[]; routerPids?: number[]; sessionHeader?: boolean };
   ttftSloMs: number;
+  /** Warm-up requests per router before each policy's replay (warmup.ts); default DEFAULT_WARMUP_PER_ROUTER, 0: none. */
+  warmupPerRouter?: number;
   verbose: boolean;
   onProgress?: (policy: string, done: number, total: number, errors: number) => void;
   onError?: (policy: string, message: string) => void;
@@ -95,6 +98,14 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
       continue;
     }
     try {
+      try {
+        await warmUp(trace, { routerUrls: cluster.routerUrls, perRouter: o.warmupPerRouter ?? DEFAULT_WARMUP_PER_ROUTER, promptFormat: o.promptFormat, seed: o.seed });
+      } catch (e) {
+        // Said, not fatal: the replay still measures what it can (its errors show in the row).
+        o.onError?.(entry, `warm-up: ${(e as Error).message}`);
+      }
+      // The routers' histograms as the warm-up left them: the replay's figures are what it adds.
+      const metricsBefore = await routerMetrics(cluster.routerUrls);
       const before = await Promise.all(cluster.engineUrls.map(readEngineCounters));
       const cpuBefore = cluster.routerPids.map(processCpuMs);
       const actions = Array.from({ length: o.engineRestarts }, (_, k) => ({
@@ -108,9 +119,10 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
       });
       const after = await Promise.all(cluster.engineUrls.map(readEngineCounters));
       const cpuMs = cluster.routerPids.reduce((s, pid, i) => s + processCpuMs(pid) - cpuBefore[i]!, 0);
-      const metrics = await fetch(`${cluster.routerUrl}/metrics`).then((r) => r.text()).catch(() => undefined);
-      const result = resultOf(o, outcomes, wallMs, metrics, ideal);
-      result.ttft_prediction_error = await predictionError(cluster.routerUrls);
+      const metricsAfter = await routerMetrics(cluster.routerUrls);
+      const overhead = sinceWarmUp(metricsAfter.slice(0, 1), metricsBefore.slice(0, 1), "switchyard_routing_overhead_seconds", { phase: "total" });
+      const result = resultOf(o, outcomes, wallMs, overhead, ideal);
+      result.ttft_prediction_error = predictionError(metricsAfter, metricsBefore);
       if (cluster.engineUrls.length > 0) {
         const w = summarizeWork(before, after);
         result.work_max_over_mean = w.workMaxOverMean;
@@ -135,16 +147,34 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
  * histograms summed over every router (each predicts its own requests). Undefined when no router
  * has the histogram (an external router, or one that predicted nothing).
  */
-async function predictionError(routerUrls: readonly string[]): Promise<{ p50: number; p90: number } | undefined> {
-  const texts = await Promise.all(routerUrls.map((u) => fetch(`${u}/metrics`).then((r) => r.text()).catch(() => "")));
-  const byLe = new Map<number, number>();
-  for (const t of texts) for (const b of readHistogram(t, "switchyard_ttft_prediction_error_ratio")?.buckets ?? []) byLe.set(b.le, (byLe.get(b.le) ?? 0) + b.count);
-  const buckets = [...byLe].map(([le, count]) => ({ le, count }));
-  if (buckets.length === 0 || buckets.every((b) => b.count === 0)) return undefined;
-  return { p50: histogramQuantile(buckets, 0.5), p90: histogramQuantile(buckets, 0.9) };
+/** Each router's /metrics text ("" where it did not answer). */
+function routerMetrics(routerUrls: readonly string[]): Promise<string[]> {
+  return Promise.all(routerUrls.map((u) => fetch(`${u}/metrics`).then((r) => r.text()).catch(() => "")));
 }
 
-function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, metricsText: string | undefined, ideal: number): PolicyResult {
+/** Histogram `name` summed over the routers, counting only what each gained between its two readings; undefined when none has it. */
+function sinceWarmUp(after: readonly string[], before: readonly string[], name: string, labels: Record<string, string> = {}): HistogramBuckets | undefined {
+  const byLe = new Map<number, number>();
+  let seen = false;
+  after.forEach((text, i) => {
+    const a = readHistogram(text, name, labels);
+    if (a === undefined) return;
+    seen = true;
+    for (const b of histogramSince(a, readHistogram(before[i] ?? "", name, labels)).buckets) byLe.set(b.le, (byLe.get(b.le) ?? 0) + b.count);
+  });
+  if (!seen) return undefined;
+  const buckets = [...byLe].map(([le, count]) => ({ le, count })).sort((x, y) => x.le - y.le);
+  return { buckets, sum: NaN, count: buckets.at(-1)?.count ?? 0 };
+}
+
+/** kv's |predicted ÷ observed − 1| over the replay's first tokens, every router's (the warm-up's left out). */
+function predictionError(after: readonly string[], before: readonly string[]): { p50: number; p90: number } | undefined {
+  const h = sinceWarmUp(after, before, "switchyard_ttft_prediction_error_ratio");
+  if (h === undefined || h.buckets.every((b) => b.count === 0)) return undefined;
+  return { p50: histogramQuantile(h.buckets, 0.5), p90: histogramQuantile(h.buckets, 0.9) };
+}
+
+function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, overhead: HistogramBuckets | undefined, ideal: number): PolicyResult {
   const ok = outcomes.filter((x) => x.ok);
   // Hit rate in full trace blocks, as the offline bounds count them.
   let cachedBlocks = 0;
@@ -163,7 +193,7 @@ function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, me
   const t = summarize(ttfts);
   const e = summarize(ok.map((x) => x.e2eMs));
   const placed = summarize(placementTtfts(o.trace, outcomes, { prefillUsPerToken: o.timing.prefillUsPerToken, speedup: o.speedup, arrivalScale: o.arrivalScale }));
-  const h = metricsText ? readHistogram(metricsText, "switchyard_routing_overhead_seconds", { phase: "total" }) : undefined;
+  const h = overhead;
   return {
     hit_rate: hit,
     hit_rate_vs_ideal: ideal ? hit / ideal : 0,

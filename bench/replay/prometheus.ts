@@ -31,3 +31,18 @@ export function readHistogram(text: string, name: string, labels: Record<string,
   if (!seen) return undefined;
   return { buckets: [...byLe].map(([le, c]) => ({ le, count: c })).sort((a, b) => a.le - b.le), sum, count };
 }
+
+/**
+ * What `after` gained since `before` (the same histogram read twice from one process): its
+ * observations in between. `before` absent: all of `after`. The bench reads this so that the warm-up's
+ * observations (warmup.ts) stay out of the replay's figures.
+ */
+export function histogramSince(after: HistogramBuckets, before: HistogramBuckets | undefined): HistogramBuckets {
+  if (before === undefined) return after;
+  const was = new Map(before.buckets.map((b) => [b.le, b.count]));
+  return {
+    buckets: after.buckets.map((b) => ({ le: b.le, count: Math.max(0, b.count - (was.get(b.le) ?? 0)) })),
+    sum: after.sum - before.sum,
+    count: Math.max(0, after.count - before.count),
+  };
+}

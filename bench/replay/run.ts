@@ -12,6 +12,7 @@ import { runCell } from "./cell.ts";
 import { formatTable, toJson, toSvg } from "./report.ts";
 import { parseCellList, runSuite, SUITES, type SuiteName } from "./suite.ts";
 import { traceOf } from "./trace-spec.ts";
+import { DEFAULT_WARMUP_PER_ROUTER } from "./warmup.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const { values: a } = parseArgs({
@@ -58,6 +59,8 @@ const { values: a } = parseArgs({
     "engine-metrics": { type: "boolean", default: false },
     // Goodput counts completed requests whose TTFT (client side, queue wait included) is within this.
     "ttft-slo-ms": { type: "string", default: "1000" },
+    // Requests per router before each policy's replay, not measured (warmup.ts); 0: none.
+    warmup: { type: "string", default: String(DEFAULT_WARMUP_PER_ROUTER) },
     // Issue 15: 8 aggregated engines vs 2 prefill + 6 decode (bench/replay/disagg.ts).
     disagg: { type: "boolean", default: false },
     "disagg-min-prefill-tokens": { type: "string", default: "0,2048" },
@@ -128,7 +131,7 @@ if (a.disagg) {
 if (a.suite !== undefined) {
   if (!(SUITES as readonly string[]).includes(a.suite)) throw new Error(`--suite must be one of ${SUITES.join(", ")}`);
   await runSuite(a.suite as SuiteName, {
-    json: a.json, quiet: a.quiet, verbose: a.verbose, onProgress: progress,
+    json: a.json, quiet: a.quiet, verbose: a.verbose, onProgress: progress, warmupPerRouter: num("warmup"),
     requests: a["suite-requests"] ? num("suite-requests") : undefined, speedup: a["suite-speedup"] ? num("suite-speedup") : undefined,
     cells: a["suite-cells"] !== undefined ? parseCellList(a["suite-cells"]) : undefined,
   });
@@ -151,7 +154,7 @@ const report = await runCell({
   externalRouter: a.router!.length
     ? { routerUrls: a.router!, engineUrls: a["engine-url"]!, routerPids: a["router-pid"]!.map(Number), sessionHeader: a["session-header"]! }
     : undefined,
-  ttftSloMs: num("ttft-slo-ms"), verbose: a.verbose!, onProgress: progress,
+  ttftSloMs: num("ttft-slo-ms"), warmupPerRouter: num("warmup"), verbose: a.verbose!, onProgress: progress,
   onError: (p, m) => !a.quiet && console.error(`${p}: first error: ${m}`),
 });
 

@@ -131,6 +131,8 @@ export interface SuiteOptions {
   /** Written after every cell (the cells so far), so a run stopped part-way keeps what it finished. */
   json?: string;
   quiet?: boolean;
+  /** Warm-up requests per router before each policy's replay (warmup.ts); default its DEFAULT_WARMUP_PER_ROUTER. */
+  warmupPerRouter?: number;
   verbose?: boolean;
   onProgress?: CellOptions["onProgress"];
 }
@@ -159,7 +161,7 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
       // 8 output tokens (32 in full): TTFT is what is compared, and every streamed token costs
       // this shared machine CPU that the router and engines need.
       policies: c.policies, seed: 1, maxOutputTokens: suite === "full" ? 32 : 8, routers: c.routers, engineRestarts: c.restarts, arrivalScale: c.arrivalScale,
-      promptFormat: "tokens", routerArgs: ["--engine-metrics-interval", "0"], ttftSloMs: 1000, verbose: o.verbose ?? false,
+      promptFormat: "tokens", routerArgs: ["--engine-metrics-interval", "0"], ttftSloMs: 1000, warmupPerRouter: o.warmupPerRouter, verbose: o.verbose ?? false,
       onProgress: o.onProgress,
       onError: (p, m) => console.error(`${c.workload.name}, ${p}: ${m}`),
     });
