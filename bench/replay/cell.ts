@@ -142,11 +142,6 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
   return report;
 }
 
-/**
- * The routers' TTFT predictor error, p50 and p90, from their switchyard_ttft_prediction_error_ratio
- * histograms summed over every router (each predicts its own requests). Undefined when no router
- * has the histogram (an external router, or one that predicted nothing).
- */
 /** Each router's /metrics text ("" where it did not answer). */
 function routerMetrics(routerUrls: readonly string[]): Promise<string[]> {
   return Promise.all(routerUrls.map((u) => fetch(`${u}/metrics`).then((r) => r.text()).catch(() => "")));
@@ -155,19 +150,27 @@ function routerMetrics(routerUrls: readonly string[]): Promise<string[]> {
 /** Histogram `name` summed over the routers, counting only what each gained between its two readings; undefined when none has it. */
 function sinceWarmUp(after: readonly string[], before: readonly string[], name: string, labels: Record<string, string> = {}): HistogramBuckets | undefined {
   const byLe = new Map<number, number>();
+  let sum = 0;
+  let count = 0;
   let seen = false;
   after.forEach((text, i) => {
     const a = readHistogram(text, name, labels);
     if (a === undefined) return;
     seen = true;
-    for (const b of histogramSince(a, readHistogram(before[i] ?? "", name, labels)).buckets) byLe.set(b.le, (byLe.get(b.le) ?? 0) + b.count);
+    const since = histogramSince(a, readHistogram(before[i] ?? "", name, labels));
+    for (const b of since.buckets) byLe.set(b.le, (byLe.get(b.le) ?? 0) + b.count);
+    sum += since.sum;
+    count += since.count;
   });
   if (!seen) return undefined;
-  const buckets = [...byLe].map(([le, count]) => ({ le, count })).sort((x, y) => x.le - y.le);
-  return { buckets, sum: NaN, count: buckets.at(-1)?.count ?? 0 };
+  return { buckets: [...byLe].map(([le, c]) => ({ le, count: c })).sort((x, y) => x.le - y.le), sum, count };
 }
 
-/** kv's |predicted ÷ observed − 1| over the replay's first tokens, every router's (the warm-up's left out). */
+/**
+ * The routers' TTFT predictor error, p50 and p90, from their switchyard_ttft_prediction_error_ratio
+ * histograms summed over every router (each predicts its own requests), the warm-up's first tokens
+ * left out. Undefined when no router has the histogram or none predicted anything.
+ */
 function predictionError(after: readonly string[], before: readonly string[]): { p50: number; p90: number } | undefined {
   const h = sinceWarmUp(after, before, "switchyard_ttft_prediction_error_ratio");
   if (h === undefined || h.buckets.every((b) => b.count === 0)) return undefined;
@@ -193,7 +196,6 @@ function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, ov
   const t = summarize(ttfts);
   const e = summarize(ok.map((x) => x.e2eMs));
   const placed = summarize(placementTtfts(o.trace, outcomes, { prefillUsPerToken: o.timing.prefillUsPerToken, speedup: o.speedup, arrivalScale: o.arrivalScale }));
-  const h = overhead;
   return {
     hit_rate: hit,
     hit_rate_vs_ideal: ideal ? hit / ideal : 0,
@@ -202,7 +204,7 @@ function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, ov
     e2e_ms: { p50: e.p50, p90: e.p90, p99: e.p99 },
     output_tokens_per_s: ok.reduce((s, x) => s + x.outputTokens, 0) / (wallMs / 1000),
     load_max_over_mean: mean && share.size ? Math.max(...counts) / mean : NaN,
-    router_overhead_us: h ? { p50: histogramQuantile(h.buckets, 0.5) * 1e6, p99: histogramQuantile(h.buckets, 0.99) * 1e6 } : { p50: NaN, p99: NaN },
+    router_overhead_us: overhead ? { p50: histogramQuantile(overhead.buckets, 0.5) * 1e6, p99: histogramQuantile(overhead.buckets, 0.99) * 1e6 } : { p50: NaN, p99: NaN },
     requests: outcomes.length,
     errors: outcomes.length - ok.length,
     rejected_429: outcomes.filter((x) => x.error?.startsWith("HTTP 429")).length,
