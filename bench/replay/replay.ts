@@ -24,6 +24,9 @@ const DATA_LINE = /^data: (?!\[DONE\])/gm;
 
 export type PromptFormat = "tokens" | "text";
 
+/** The model name the bench asks for when none is given: the simulated engines'. */
+export const DEFAULT_MODEL = "switchyard-sim";
+
 async function sendOne(routerUrl: string, r: TraceRequest, maxOutput: number, model: string, o: ReplayOptions): Promise<RequestOutcome> {
   const started = performance.now();
   const body = JSON.stringify({
@@ -101,7 +104,7 @@ export async function replay(trace: readonly TraceRequest[], o: ReplayOptions): 
     if (wait > 1) await Bun.sleep(wait);
     const routerUrl = o.routerUrls[i % o.routerUrls.length]!;
     pending.push(
-      sendOne(routerUrl, r, o.maxOutputTokens, o.model ?? "switchyard-sim", o).then((x) => {
+      sendOne(routerUrl, r, o.maxOutputTokens, o.model ?? DEFAULT_MODEL, o).then((x) => {
         done++;
         if (!x.ok) errors++;
         o.onProgress?.(done, trace.length, errors);

@@ -75,7 +75,11 @@ export function promptTokens(r: TraceRequest): Uint32Array {
  * so equal block ids give equal text and the engine's block boundaries match the trace's.
  */
 export function promptText(r: TraceRequest): string {
-  const tokens = promptTokens(r);
+  return tokensAsText(promptTokens(r));
+}
+
+/** Token ids as the text prompt format writes them: one lowercase letter (one byte, one engine token) each. */
+export function tokensAsText(tokens: ArrayLike<number>): string {
   let s = "";
   for (let i = 0; i < tokens.length; i++) s += String.fromCharCode(97 + (tokens[i]! % 26));
   return s;

@@ -17,8 +17,8 @@
  * their oldest, and evict them first.
  */
 import { mulberry32 } from "../../src/core/mulberry32.ts";
-import type { PromptFormat } from "./replay.ts";
-import type { TraceRequest } from "./trace.ts";
+import { DEFAULT_MODEL, type PromptFormat } from "./replay.ts";
+import { tokensAsText, type TraceRequest } from "./trace.ts";
 
 /** Requests per router when a cell does not say: one full fleet window of the predictor's (FLEET_WINDOW). */
 export const DEFAULT_WARMUP_PER_ROUTER = 48;
@@ -52,21 +52,17 @@ export async function warmUp(trace: readonly TraceRequest[], o: WarmUpOptions): 
       const prompts = lengths.map((n) => warmUpPrompt(n, rand, o.promptFormat));
       let next = 0;
       const lane = async () => {
-        while (next < prompts.length) await sendWarmUp(url, prompts[next++]!, o.model ?? "switchyard-sim");
+        while (next < prompts.length) await sendWarmUp(url, prompts[next++]!, o.model ?? DEFAULT_MODEL);
       };
       await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, prompts.length) }, lane));
     }),
   );
 }
 
-/** `n` random tokens (ids below 32,000, as the trace's), or `n` lowercase letters for the text format (one token per byte). */
+/** `n` random tokens (ids below 32,000, as the trace's), written as the replay writes a prompt in `format`. */
 export function warmUpPrompt(n: number, rand: () => number, format: PromptFormat): number[] | string {
-  if (format === "text") {
-    let s = "";
-    for (let i = 0; i < n; i++) s += String.fromCharCode(97 + Math.floor(rand() * 26));
-    return s;
-  }
-  return Array.from({ length: n }, () => Math.floor(rand() * 32000));
+  const tokens = Array.from({ length: n }, () => Math.floor(rand() * 32000));
+  return format === "text" ? tokensAsText(tokens) : tokens;
 }
 
 async function sendWarmUp(routerUrl: string, prompt: number[] | string, model: string): Promise<void> {
