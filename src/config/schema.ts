@@ -453,7 +453,7 @@ export const SERVE_OPTIONS = {
   engineMetricsInterval: row({
     schema: v.optional(nonNegative("a number of seconds >= 0"), 2),
     meta: "S",
-    help: "seconds between scrapes of each engine's /metrics (vLLM/SGLang running, waiting, KV usage); 0 = off",
+    help: "seconds between scrapes of each engine's /metrics (vLLM/SGLang running, waiting, KV usage; vLLM's KV capacity and prefill speed); 0 = off",
     runtimes: bunOnly(METRICS_WHY),
   }),
   busyWaiting: row({

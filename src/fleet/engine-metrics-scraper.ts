@@ -5,11 +5,14 @@
  * report, and a report older than `staleAfterMs` stops counting (busy decisions must not
  * rest on numbers from a dead engine). A page that carries the engine's KV capacity (vLLM's
  * `vllm:cache_config_info`) hands it to `onKvCapacity` for every rank, each scrape: an engine
- * restarted with another cache size is known again by the next one. It does not decide anything itself.
+ * restarted with another cache size is known again by the next one. A page that carries vLLM's
+ * prefill counters hands each rank's prefill speed to `onPrefillSpeed` whenever enough was
+ * prefilled since the last reading (prefill-speed.ts). It does not decide anything itself.
  */
 import type { WorkerId, WorkerWithDpRank } from "../core/ids.ts";
 import { capacityOfRank, type KvCapacityReading } from "./engine-capacity.ts";
 import { readEngineLoad, type EngineLoad } from "./engine-metrics.ts";
+import { PrefillSpeeds } from "./prefill-speed.ts";
 
 export interface ScrapedWorker {
   readonly id: WorkerId;
@@ -38,6 +41,11 @@ export interface EngineMetricsScraperOptions {
    * receiver drops what is not registered.
    */
   readonly onKvCapacity?: (worker: WorkerWithDpRank, blocks: number | undefined) => void;
+  /**
+   * A rank's prefill speed as its engine measures it (ms per prefilled token since the last
+   * reading). Like onKvCapacity, it may come for a worker removed while its page was on the way.
+   */
+  readonly onPrefillSpeed?: (worker: WorkerWithDpRank, msPerToken: number) => void;
 }
 
 export interface EngineReport {
@@ -58,6 +66,7 @@ export class EngineMetricsScraper {
   readonly #warned = new Set<WorkerId>();
   /** The capacity problems last logged per worker: a bad value is logged when it appears, not every scrape. */
   readonly #capacityWarned = new Map<WorkerId, string>();
+  readonly #prefill = new PrefillSpeeds();
 
   constructor(private readonly o: EngineMetricsScraperOptions) {}
 
@@ -78,6 +87,7 @@ export class EngineMetricsScraper {
     const live = new Set(workers.map((w) => w.id));
     for (const id of this.#reports.keys()) if (!live.has(id)) this.#reports.delete(id);
     for (const id of this.#capacityWarned.keys()) if (!live.has(id)) this.#capacityWarned.delete(id);
+    this.#prefill.keepOnly(live);
     await Promise.all(workers.filter((w) => !this.#inflight.has(w.id)).map((w) => this.#scrape(w)));
     this.o.onRound?.();
   }
@@ -101,6 +111,7 @@ export class EngineMetricsScraper {
       const load = readEngineLoad(await res.text(), w.dpRanks, withCapacity ? this.o.blockSize : undefined);
       if (this.#reports.has(w.id) || prev === undefined) this.#reports.set(w.id, { load, at: this.o.now() });
       if (load.kvCapacity !== undefined) this.#handCapacity(w, load.kvCapacity);
+      if (this.o.onPrefillSpeed !== undefined) this.#handPrefillSpeeds(w, load);
       if (load.engine === undefined && !this.#warned.has(w.id)) {
         this.#warned.add(w.id);
         this.o.warn?.(`worker ${w.id} (${w.url}): /metrics has none of vLLM's or SGLang's load gauges; its own load is unknown`);
@@ -120,6 +131,14 @@ export class EngineMetricsScraper {
       for (const p of reading.problems) this.o.warn?.(`worker ${w.id} (${w.url}): KV capacity: ${reading.source} not taken: ${p}`);
     }
     for (let r = 0; r < w.dpRanks; r++) this.o.onKvCapacity!({ workerId: w.id, dpRank: r }, capacityOfRank(reading, r));
+  }
+
+  #handPrefillSpeeds(w: ScrapedWorker, load: EngineLoad): void {
+    for (const r of load.ranks) {
+      if (r.prefillSeconds === undefined || r.prefillTokens === undefined) continue;
+      const ms = this.#prefill.update(w.id, r.dpRank, { seconds: r.prefillSeconds, tokens: r.prefillTokens });
+      if (ms !== undefined) this.o.onPrefillSpeed!({ workerId: w.id, dpRank: r.dpRank }, ms);
+    }
   }
 
   /** The last report of a worker (stale or not), for GET /v1/workers. */

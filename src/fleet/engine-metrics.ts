@@ -12,6 +12,13 @@
  * - SGLang (python/sglang/srt/metrics/collector.py, `SchedulerMetricsCollector`, v0.4–0.5):
  *   `sglang:num_running_reqs`, `sglang:num_queue_reqs`, `sglang:token_usage` (fraction of
  *   the KV pool in use). Per-rank series carry `dp_rank` when the engine labels them.
+ * - vLLM V1's prefill speed (vllm/v1/metrics/loggers.py, recent versions): the sums of two
+ *   histograms observed together when each request finishes (vllm/v1/metrics/stats.py,
+ *   update_from_finished_request), `vllm:request_prefill_time_seconds` (from its first
+ *   scheduling to its first token) and `vllm:request_prefill_kv_computed_tokens` (the tokens
+ *   it prefilled, cached ones left out). Only their `_sum` series are read: cumulative, so two
+ *   scrapes give the seconds per computed token in between (prefill-speed.ts). SGLang exports
+ *   no prefill time of its own (its TTFT histogram includes the queue), so it has none here.
  * A series without a rank label counts for every rank of the engine. Several series of one
  * rank (e.g. two `model_name`s) add up; usage takes the highest.
  */
@@ -29,6 +36,10 @@ export interface EngineRankLoad {
   readonly waiting?: number;
   /** KV cache in use, 0..1. */
   readonly kvUsage?: number;
+  /** Seconds its finished requests spent in prefill, since the engine started (vLLM only). */
+  readonly prefillSeconds?: number;
+  /** Tokens those requests prefilled, cached ones left out, since the engine started (vLLM only). */
+  readonly prefillTokens?: number;
 }
 
 export interface EngineLoad {
@@ -41,13 +52,15 @@ export interface EngineLoad {
   readonly kvCapacity?: KvCapacityReading;
 }
 
-type Field = "running" | "waiting" | "kvUsage";
+type Field = "running" | "waiting" | "kvUsage" | "prefillSeconds" | "prefillTokens";
 
 const NAMES: Readonly<Record<string, { engine: EngineKind; field: Field; legacy?: boolean }>> = {
   "vllm:num_requests_running": { engine: "vllm", field: "running" },
   "vllm:num_requests_waiting": { engine: "vllm", field: "waiting" },
   "vllm:kv_cache_usage_perc": { engine: "vllm", field: "kvUsage" },
   "vllm:gpu_cache_usage_perc": { engine: "vllm", field: "kvUsage", legacy: true },
+  "vllm:request_prefill_time_seconds_sum": { engine: "vllm", field: "prefillSeconds" },
+  "vllm:request_prefill_kv_computed_tokens_sum": { engine: "vllm", field: "prefillTokens" },
   "sglang:num_running_reqs": { engine: "sglang", field: "running" },
   "sglang:num_queue_reqs": { engine: "sglang", field: "waiting" },
   "sglang:token_usage": { engine: "sglang", field: "kvUsage" },
@@ -71,7 +84,7 @@ export function readEngineLoad(text: string, dpRanks: number, blockSize?: number
   let engine: EngineKind | undefined;
   // vLLM's current usage name wins over the legacy one when an engine exports both.
   const hasCurrentUsage = samples.some((s) => s.name === "vllm:kv_cache_usage_perc");
-  const acc: { running?: number; waiting?: number; kvUsage?: number }[] = Array.from({ length: dpRanks }, () => ({}));
+  const acc: { -readonly [F in Field]?: number }[] = Array.from({ length: dpRanks }, () => ({}));
   for (const s of samples) {
     const n = NAMES[s.name]!;
     if (n.legacy && hasCurrentUsage) continue;

@@ -19,6 +19,7 @@ import { fakeTextOffset, fakeToken } from "./fake-text.ts";
 import { AbortedError, FifoSemaphore } from "./fifo.ts";
 import { LoraRegistry } from "./lora.ts";
 import type { MockerConfig } from "./options.ts";
+import { PrefillStats } from "./prefill-stats.ts";
 import { RankKv } from "./rank-kv.ts";
 import { SessionRegistry } from "./sessions.ts";
 import { decodeStepMs, prefillMs } from "./timing.ts";
@@ -82,6 +83,8 @@ export interface RankState {
   decoding: number;
   /** When the prefill now computing ends (config.prefillStallsDecode: decode steps wait for it). */
   prefillBusyUntil: number;
+  /** Finished requests' prefill time and computed tokens, as vLLM exports them (/metrics). */
+  readonly prefillStats: PrefillStats;
 }
 
 export interface EngineCounters {
@@ -124,6 +127,7 @@ export class MockEngine {
       prefill: new FifoSemaphore(1),
       decoding: 0,
       prefillBusyUntil: 0,
+      prefillStats: new PrefillStats(),
     }));
   }
 
@@ -176,6 +180,7 @@ export class MockEngine {
       }
       await rank.prefill.acquire(signal);
       prefilling = true;
+      const prefillStart = this.clock.now();
 
       lease ??= rank.kv.begin(hashes);
       const cachedTokens = lease.cachedBlocks * c.blockSize;
@@ -189,6 +194,7 @@ export class MockEngine {
       // Without chunked prefill a GPU runs this prefill instead of the rank's decode steps.
       if (c.prefillStallsDecode && computed > 0) rank.prefillBusyUntil = prefillDone;
       await this.sleepUntil(prefillDone, signal);
+      const firstTokenAt = this.clock.now();
       rank.kv.commit(lease, hashes, local);
       rank.prefill.release();
       prefilling = false;
@@ -212,6 +218,8 @@ export class MockEngine {
         this.counters.completionTokens++;
         sink.token(t, i);
       }
+      // Recorded when the request finishes, as vLLM records it.
+      rank.prefillStats.finished(firstTokenAt - prefillStart, computed);
       return { ...info, completionTokens: req.maxTokens, text, transferredBlocks: imported.blocks, transferredBytes: imported.bytes };
     } catch (e) {
       if (e instanceof AbortedError) this.counters.aborted++;

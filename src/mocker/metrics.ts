@@ -4,6 +4,7 @@
  * it renders the engine's state, it does not keep any.
  */
 import type { MockEngine } from "./engine.ts";
+import { prefillFamilies } from "./prefill-stats.ts";
 import type { HandoffStats } from "./kv-handoff.ts";
 import type { EventPublisher } from "./publisher.ts";
 
@@ -43,6 +44,8 @@ export function renderMetrics(engine: MockEngine, publishers: readonly EventPubl
   family(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", vllm.map(([l, r]) => [l, r.slots.held]));
   family(out, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", vllm.map(([l, r]) => [l, r.slots.waiting]));
   family(out, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", vllm.map(([l, r]) => [l, r.kv.cache.pinnedCount / r.kv.cache.capacity]));
+  // And the prefill histograms vLLM records as each request finishes: the router reads their sums for each engine's own prefill speed.
+  out.push(...prefillFamilies(vllm.map(([l, r]) => [l.slice(1, -1), r.prefillStats] as const)));
   if (publishers.length > 0) {
     const byRouter = (get: (p: EventPublisher) => number): Sample[] => publishers.map((p) => [`{router="${p.routerUrl}"}`, get(p)]);
     family(out, "mocker_event_batches_sent_total", "counter", "KV event batches the router accepted.", byRouter((p) => p.sentBatches));

@@ -124,8 +124,8 @@ export interface Router {
   expireApprox(now: number): void;
 }
 
-/** What the HTTP edge needs from the room (AppDeps.router): decisions, bookings, books, events in. */
-export type RouterRoom = Pick<Router, "routing" | "leases" | "tracker" | "index" | "ingest">;
+/** What the HTTP edge needs from the room (AppDeps.router): decisions, bookings, books, events in, the learned speeds (GET /v1/workers). */
+export type RouterRoom = Pick<Router, "routing" | "leases" | "tracker" | "index" | "ingest" | "ttft">;
 
 export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const approxMode = config.policy === "approx";

@@ -32,6 +32,7 @@ import { bunKeysFile } from "./bun/keys-file.ts";
 import { composeRouter, reachableHost, StartupError } from "./compose.ts";
 import { processProbe } from "./bun/process-probe.ts";
 import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
+import { keyOf } from "../core/ids.ts";
 import { buildInfo } from "../core/build-info.ts";
 
 export { StartupError };
@@ -118,6 +119,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     log,
     // A page read before its worker was removed must not give the books a capacity for it again.
     kvCapacity: (w, blocks) => void (registry.has(w.workerId) && c.router.members.setKvCapacity(w, blocks)),
+    // Likewise a prefill speed: the predictor keeps reports only for registered workers.
+    prefillSpeed: (w, msPerToken) => void (registry.has(w.workerId) && c.router.ttft.reportEngineSpeed(keyOf(w), msPerToken)),
   });
 
   let server: ReturnType<typeof Bun.serve> | undefined;

@@ -26,7 +26,7 @@ export interface WorkerRouteDeps {
   readonly limits: RequestLimits;
   readonly fleet: FleetView;
   /** Each worker's load and cached blocks. */
-  readonly router: Pick<RouterRoom, "tracker" | "index">;
+  readonly router: Pick<RouterRoom, "tracker" | "index" | "ttft">;
   readonly admin: AdminDeps;
   /** --disagg: each worker's role, shown and set at registration. */
   readonly roles?: WorkerRoles;
@@ -48,11 +48,15 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
       let prefill = 0;
       let decode = 0;
       let cached = 0;
+      const speeds = [];
       for (let r = 0; r < w.dpRanks; r++) {
         const key = workerKey(w.id, r);
         prefill += d.router.tracker.activeTokens(key, now);
         decode += d.router.tracker.activeBlocks(key);
         cached += d.router.index.workerSize(key);
+        // What the kv policy predicts with on this rank (README, "Predicted time to first token").
+        const s = d.router.ttft.speed(key);
+        speeds.push({ dp_rank: r, ms_per_token: s.msPerToken, latency_ms: s.latencyMs, factor: s.factor, source: s.source });
       }
       return {
         id: w.id.toString(),
@@ -63,6 +67,7 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
         active_prefill_tokens: prefill,
         active_decode_blocks: decode,
         cached_blocks: cached,
+        prefill_speed: speeds,
         loras: fleet.lora.loadedOn(w.id),
         ...(roles ? { role: roles.roleOf(w.url) } : {}),
         ...modelFields(fleet, w.id),

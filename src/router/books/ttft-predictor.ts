@@ -25,6 +25,15 @@
  * and it never goes below 1, because a factor wrongly below 1 piles work on that engine. Per
  * rank, so a slower GPU model gets less; a rank without samples of its own runs at the fleet's.
  *
+ * The engines' own word (reportEngineSpeed: vLLM's prefill seconds per prefilled token, scraped
+ * from its metrics page) fills the two gaps the router's samples leave. Before any first token,
+ * the line's slope is the typical reported speed instead of PRIOR's guess (a router restarted in
+ * front of a running fleet predicts right from its first request). And a rank without a factor of
+ * its own gets one from its report against the typical report, by the same rules (never below 1,
+ * only past SAME_AS_FLEET), so an engine of a slower GPU model that joins is given less from its
+ * first scrape, not after its fourth slow first token. The router's own samples win wherever it
+ * has them: they measure what the engine's figure cannot (queueing, the network, this router).
+ *
  * PURE: times are milliseconds passed in; no clock, no I/O. It books nothing and chooses nothing.
  */
 import { parseWorkerKey, type WorkerId, type WorkerKey } from "../../core/ids.ts";
@@ -39,8 +48,12 @@ export interface EngineSpeed {
   readonly latencyMs: number;
   /** This rank's prefill time per token ÷ the fleet's (1: as fast as the fleet; 2: twice as slow). */
   readonly factor: number;
-  /** Whether the factor comes from the rank's own samples, or the fleet's line alone (or the prior: no samples anywhere). */
-  readonly source: "own" | "fleet" | "prior";
+  /**
+   * Where the factor comes from: the rank's own samples; its engine's reported speed (also when,
+   * before any first token, the slope is the engines' typical report); the fleet's line alone; or
+   * the prior (no samples, no reports).
+   */
+  readonly source: "own" | "engine" | "fleet" | "prior";
 }
 
 /** A prediction: its time, and the prefill tokens it counted before this request's first token. */
@@ -95,7 +108,7 @@ export const MAX_FACTOR = 4;
  */
 export const SAME_AS_FLEET = 1.25;
 /**
- * Before any engine has answered: 20k prefill tokens per second (a mid-size model on one
+ * Before any engine has answered or reported its speed: 20k prefill tokens per second (a mid-size model on one
  * GPU), no latency. Only the ranks' relative order matters until the first samples arrive,
  * and with no latency that order is by tokens alone, whatever this number is.
  */
@@ -149,6 +162,12 @@ export class TtftPredictor {
   readonly #fleet = new Samples(FLEET_WINDOW);
   readonly #ranks = new Map<WorkerKey, RankSamples>();
   readonly #factors = new Map<WorkerKey, number>();
+  /** Each rank's last reported ms per prefilled token (its engine's own metrics). */
+  readonly #reported = new Map<WorkerKey, number>();
+  /** Factors from the reports, for ranks the reports make slower than the typical one. */
+  readonly #reportedFactors = new Map<WorkerKey, number>();
+  /** The typical report (lower median), or undefined without reports. */
+  #typicalReport: number | undefined;
   readonly #minGap: number;
   #msPerToken = PRIOR.msPerToken;
   #latencyMs = PRIOR.latencyMs;
@@ -168,10 +187,42 @@ export class TtftPredictor {
 
   /** The speed used for `key`: the fleet's line, its slope times the rank's own factor once it has MIN_OWN_SAMPLES samples that show its speed. */
   speed(key: WorkerKey): EngineSpeed {
-    const f = this.#factors.get(key);
-    const factor = f ?? 1;
-    const source = f !== undefined ? "own" : this.#fitted ? "fleet" : "prior";
+    const own = this.#factors.get(key);
+    const reported = own === undefined ? this.#reportedFactors.get(key) : undefined;
+    const factor = own ?? reported ?? 1;
+    const source =
+      own !== undefined ? "own" : reported !== undefined ? "engine" : this.#fitted ? "fleet" : this.#typicalReport !== undefined ? "engine" : "prior";
     return { msPerToken: this.#msPerToken * factor, latencyMs: this.#latencyMs, factor, source };
+  }
+
+  /**
+   * A rank's prefill speed as its engine reports it (ms per prefilled token; prefill-speed.ts).
+   * Sets the slope until the first first token, and the rank's factor until it has its own.
+   * Returns false for a value no engine can have (not positive, not finite), which is ignored.
+   */
+  reportEngineSpeed(key: WorkerKey, msPerToken: number): boolean {
+    if (!(msPerToken > 0 && Number.isFinite(msPerToken))) return false;
+    this.#reported.set(key, msPerToken);
+    this.#refitReported();
+    return true;
+  }
+
+  /** The typical report and every reporting rank's factor against it (factorOf's rules, on one number per rank). */
+  #refitReported(): void {
+    this.#reportedFactors.clear();
+    if (this.#reported.size === 0) {
+      this.#typicalReport = undefined;
+      if (!this.#fitted) this.#msPerToken = PRIOR.msPerToken;
+      return;
+    }
+    const all = Float64Array.from(this.#reported.values()).sort();
+    const typical = all[(all.length - 1) >> 1]!;
+    this.#typicalReport = typical;
+    if (!this.#fitted) this.#msPerToken = typical;
+    for (const [key, ms] of this.#reported) {
+      const f = factorOf(ms, ms, typical);
+      if (f !== 1) this.#reportedFactors.set(key, f);
+    }
   }
 
   /**
@@ -190,8 +241,8 @@ export class TtftPredictor {
    * objects speed() and predict() build were most of a decision's garbage.
    */
   msPerTokenOf(key: WorkerKey): number {
-    if (this.#factors.size === 0) return this.#msPerToken;
-    const f = this.#factors.get(key);
+    if (this.#factors.size === 0 && this.#reportedFactors.size === 0) return this.#msPerToken;
+    const f = this.#factors.get(key) ?? this.#reportedFactors.get(key);
     return f === undefined ? this.#msPerToken : this.#msPerToken * f;
   }
 
@@ -224,13 +275,20 @@ export class TtftPredictor {
     return Math.abs(o.predictedMs / observed - 1);
   }
 
-  /** Drop a worker's samples, every rank (it left); if it comes back it starts at the fleet's speed. */
+  /** Drop a worker's samples and reports, every rank (it left); if it comes back it starts at the fleet's speed. */
   forgetWorker(workerId: WorkerId): void {
     for (const key of [...this.#ranks.keys()]) {
       if (parseWorkerKey(key).workerId !== workerId) continue;
       this.#ranks.delete(key);
       this.#factors.delete(key);
     }
+    let reported = false;
+    for (const key of [...this.#reported.keys()]) {
+      if (parseWorkerKey(key).workerId !== workerId) continue;
+      this.#reported.delete(key);
+      reported = true;
+    }
+    if (reported) this.#refitReported();
   }
 
   /**

@@ -2,7 +2,8 @@
  * The engines' own load on Bun: their /metrics scraped every
  * --engine-metrics-interval make a rank busy past --busy-threshold (KV usage) or --busy-waiting
  * (queued requests), feed --engine-load-weight, pump the admission queue, and show in /metrics
- * (switchyard_engine_load) and GET /v1/workers. Off (no scraping) with --engine-metrics-interval 0.
+ * (switchyard_engine_load) and GET /v1/workers, and give the TTFT predictor vLLM's own prefill
+ * speed. Off (no scraping) with --engine-metrics-interval 0.
  */
 import type { AdmissionGate } from "../../router/index.ts";
 import type { Logger } from "../../edge/log.ts";
@@ -29,6 +30,8 @@ export class EngineLoad {
     log: Logger;
     /** The load books' port for an engine's KV capacity (vLLM's vllm:cache_config_info on the scraped page). */
     kvCapacity?: (worker: WorkerWithDpRank, blocks: number | undefined) => void;
+    /** The TTFT predictor's port for a rank's prefill speed as its engine measures it (vLLM's prefill counters). */
+    prefillSpeed?: (worker: WorkerWithDpRank, msPerToken: number) => void;
   }): void {
     if (config.engineMetricsInterval <= 0) return;
     const limits = { kvUsage: config.scheduler.busyThreshold ?? undefined, waiting: config.busyWaiting ?? undefined };
@@ -40,6 +43,7 @@ export class EngineLoad {
       warn: (m) => deps.log.warn(m),
       blockSize: config.blockSize,
       onKvCapacity: deps.kvCapacity,
+      onPrefillSpeed: deps.prefillSpeed,
       onRound: () => {
         this.busy = busyEngineRanks(scraper.freshLoads(), limits);
         if (config.scheduler.engineWaitingWeight > 0) this.waiting = waitingByRank(scraper.freshLoads());

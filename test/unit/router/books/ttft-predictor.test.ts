@@ -241,3 +241,65 @@ describe("TtftPredictor: a factor at overload", () => {
     expect(p.speed("5:0").factor).toBeCloseTo(1.8 / 0.9, 1);
   });
 });
+
+describe("TtftPredictor: the engines' own reported speed (vLLM's prefill counters)", () => {
+  test("before any first token the typical report is the slope (the lower median), not the prior's guess; no latency", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    expect(p.reportEngineSpeed("1:0", 0.02)).toBe(true);
+    expect(p.reportEngineSpeed("2:0", 0.021)).toBe(true);
+    expect(p.reportEngineSpeed("3:0", 0.019)).toBe(true);
+    expect(p.speed("1:0")).toEqual({ msPerToken: 0.02, latencyMs: 0, factor: 1, source: "engine" });
+    // A rank that has not reported yet runs at the typical one's speed too.
+    expect(p.predict(undefined, "9:0", 1000, 0).ms).toBeCloseTo(20, 9);
+  });
+
+  test("a slow engine's report (3 x) gives it factor 3 before any first token of its own, and its predictions triple; near-identical or faster ones stay at 1", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    // The router has seen first tokens from engine 1 only; 2, 3 and 4 have just joined.
+    feed(p, "1:0", 16, 0.02, 2);
+    const line = p.speed("1:0").msPerToken;
+    for (const [key, ms] of [["1:0", 0.02], ["2:0", 0.023], ["3:0", 0.012], ["4:0", 0.06]] as const) p.reportEngineSpeed(key, ms);
+    // Fitted on the router's own samples: the reports do not move the line, only the factors.
+    expect(p.speed("1:0")).toMatchObject({ msPerToken: line, source: "own" });
+    expect(p.speed("4:0").msPerToken / line).toBeCloseTo(3, 6);
+    expect(p.speed("4:0")).toMatchObject({ factor: 3, source: "engine" });
+    expect(p.speed("2:0")).toMatchObject({ factor: 1, source: "fleet" }); // 1.15 x the typical: noise, the fleet
+    expect(p.speed("3:0")).toMatchObject({ factor: 1, source: "fleet" }); // faster: never credited below 1
+    const fast = p.predict(undefined, "1:0", 2000, 0).ms - p.latencyMs;
+    expect(p.predict(undefined, "4:0", 2000, 0).ms - p.latencyMs).toBeCloseTo(3 * fast, 6);
+  });
+
+  test("the router's own samples win once a rank has them: a report of 3 x is overruled by first tokens that say it is as fast as the fleet", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    p.reportEngineSpeed("1:0", 0.02);
+    p.reportEngineSpeed("2:0", 0.02);
+    p.reportEngineSpeed("3:0", 0.06);
+    expect(p.speed("3:0").factor).toBe(3);
+    for (let k = 1; k <= 3; k++) feed(p, `${k}:0`, 16, 0.02, 2, { seed: 10 + k });
+    expect(p.speed("3:0")).toMatchObject({ factor: 1, source: "own" });
+    expect(p.speed("3:0").msPerToken).toBeCloseTo(0.02, 6);
+  });
+
+  test("a report past MAX_FACTOR is capped like an own factor; a value no engine can have is refused and changes nothing", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    p.reportEngineSpeed("1:0", 0.01);
+    p.reportEngineSpeed("2:0", 0.01);
+    p.reportEngineSpeed("3:0", 1);
+    expect(p.speed("3:0").factor).toBe(4);
+    const before = p.speed("1:0");
+    for (const bad of [0, -0.01, Number.NaN, Number.POSITIVE_INFINITY]) expect(p.reportEngineSpeed("1:0", bad)).toBe(false);
+    expect(p.speed("1:0")).toEqual(before);
+  });
+
+  test("a worker that leaves takes its reports along: the typical report is the others' again, and with none left the prior comes back", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    p.reportEngineSpeed("1:0", 0.01);
+    p.reportEngineSpeed("2:0", 0.03);
+    p.reportEngineSpeed("2:1", 0.03);
+    expect(p.speed("1:0").msPerToken).toBeCloseTo(0.03, 9); // the lower median of 0.01, 0.03, 0.03
+    p.forgetWorker(2n);
+    expect(p.speed("2:0")).toEqual({ msPerToken: 0.01, latencyMs: 0, factor: 1, source: "engine" });
+    p.forgetWorker(1n);
+    expect(p.speed("1:0")).toEqual(PRIOR);
+  });
+});
