@@ -168,6 +168,8 @@ export class TtftPredictor {
   readonly #reportedFactors = new Map<WorkerKey, number>();
   /** The typical report (lower median), or undefined without reports. */
   #typicalReport: number | undefined;
+  /** Reports changed since the typical one and the factors were worked out (done on the next read, once per scrape round, not once per report). */
+  #reportsChanged = false;
   readonly #minGap: number;
   #msPerToken = PRIOR.msPerToken;
   #latencyMs = PRIOR.latencyMs;
@@ -187,6 +189,7 @@ export class TtftPredictor {
 
   /** The speed used for `key`: the fleet's line, its slope times the rank's own factor once it has MIN_OWN_SAMPLES samples that show its speed. */
   speed(key: WorkerKey): EngineSpeed {
+    if (this.#reportsChanged) this.#refitReported();
     const own = this.#factors.get(key);
     const reported = own === undefined ? this.#reportedFactors.get(key) : undefined;
     const factor = own ?? reported ?? 1;
@@ -203,12 +206,13 @@ export class TtftPredictor {
   reportEngineSpeed(key: WorkerKey, msPerToken: number): boolean {
     if (!(msPerToken > 0 && Number.isFinite(msPerToken))) return false;
     this.#reported.set(key, msPerToken);
-    this.#refitReported();
+    this.#reportsChanged = true;
     return true;
   }
 
   /** The typical report and every reporting rank's factor against it (factorOf's rules, on one number per rank). */
   #refitReported(): void {
+    this.#reportsChanged = false;
     this.#reportedFactors.clear();
     if (this.#reported.size === 0) {
       this.#typicalReport = undefined;
@@ -241,6 +245,7 @@ export class TtftPredictor {
    * objects speed() and predict() build were most of a decision's garbage.
    */
   msPerTokenOf(key: WorkerKey): number {
+    if (this.#reportsChanged) this.#refitReported();
     if (this.#factors.size === 0 && this.#reportedFactors.size === 0) return this.#msPerToken;
     const f = this.#factors.get(key) ?? this.#reportedFactors.get(key);
     return f === undefined ? this.#msPerToken : this.#msPerToken * f;
@@ -282,13 +287,11 @@ export class TtftPredictor {
       this.#ranks.delete(key);
       this.#factors.delete(key);
     }
-    let reported = false;
     for (const key of [...this.#reported.keys()]) {
       if (parseWorkerKey(key).workerId !== workerId) continue;
       this.#reported.delete(key);
-      reported = true;
+      this.#reportsChanged = true;
     }
-    if (reported) this.#refitReported();
   }
 
   /**
