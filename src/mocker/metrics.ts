@@ -4,8 +4,8 @@
  * it renders the engine's state, it does not keep any.
  */
 import type { MockEngine } from "./engine.ts";
-import { prefillFamilies } from "./prefill-stats.ts";
 import type { HandoffStats } from "./kv-handoff.ts";
+import { prefillFamilies } from "./prefill-stats.ts";
 import type { EventPublisher } from "./publisher.ts";
 
 type Sample = readonly [labels: string, value: number];
