@@ -20,6 +20,7 @@ import { textTable } from "../support/text-table.ts";
 import { startCluster, waitHealthy } from "./cluster.ts";
 import { samplesOf, summarize, type ErrorSummary } from "./pred-err-phases.ts";
 import { replay } from "./replay.ts";
+import { median } from "./stats.ts";
 import { SUITE_TIMING } from "./suite.ts";
 import { TRACE_BLOCK_TOKENS, uniqueFullBlocks } from "./trace.ts";
 import { traceOf } from "./trace-spec.ts";
@@ -119,7 +120,6 @@ for (let r = 0; r < runs; r++) {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor((xs.length - 1) / 2)]!;
 const f = (x: number) => x.toFixed(2);
 const rows = (["reports", "none"] as Arm[]).map((arm) => {
   const rs = results[arm];

@@ -22,7 +22,7 @@ interface WorkerView { id: string; url: string; prefill_speed: Speed[] }
 
 const body = (prompt: string) => JSON.stringify({ prompt, max_tokens: 1 });
 /** A prompt of `n` bytes (the simulated engine's tokens) no other request shares. */
-const unique = (tag: string, n: number) => `${tag} `.padEnd(n, `${tag.length}abcdefghij`.slice(0, 7));
+const unique = (tag: string, n: number) => `${tag} `.padEnd(n, "abcdefghij");
 
 beforeAll(async () => {
   [fast, slow] = await Promise.all(
