@@ -40,6 +40,8 @@ export interface GenerateRequest {
   readonly loraName?: string;
   readonly dpRank: number;
   readonly signal?: AbortSignal;
+  /** The caller's x-request-id, for the request log (EngineDeps.onPrefilled). */
+  readonly requestId?: string;
   /**
    * Disaggregated decode: brings the prompt's blocks [fromBlock, toBlock) (engine hashes)
    * from a prefill engine instead of computing them; resolves how many leading blocks of that
@@ -97,12 +99,31 @@ export interface EngineCounters {
   unknownModel: number;
 }
 
+/**
+ * One request's way to its first token on a rank, as the request log writes it (--request-log):
+ * what the engine really queued and computed, to hold a router's predictions against.
+ */
+export interface PrefillRecord {
+  readonly requestId: string | undefined;
+  readonly dpRank: number;
+  /** Clock times (ms): when the engine took the request, when it got the rank's prefill lane, its first token. */
+  readonly arrivedAt: number;
+  readonly prefillStartedAt: number;
+  readonly firstTokenAt: number;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  /** Tokens it prefilled (neither cached nor imported from a prefill engine). */
+  readonly computedTokens: number;
+}
+
 export interface EngineDeps {
   readonly config: MockerConfig;
   readonly workerId: WorkerId;
   readonly clock: Clock;
   /** Every KV event, in id order per rank. */
   readonly emit?: (event: RouterEvent) => void;
+  /** Each request's first token (the request log). Must not throw. */
+  readonly onPrefilled?: (record: PrefillRecord) => void;
 }
 
 export class MockEngine {
@@ -113,6 +134,7 @@ export class MockEngine {
   readonly sessions = new SessionRegistry();
   readonly counters: EngineCounters = { requests: 0, aborted: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, unknownModel: 0 };
   private readonly clock: Clock;
+  private readonly onPrefilled: ((record: PrefillRecord) => void) | undefined;
   private nextRank = 0;
 
   constructor(deps: EngineDeps) {
@@ -120,6 +142,7 @@ export class MockEngine {
     this.config = c;
     this.workerId = deps.workerId;
     this.clock = deps.clock;
+    this.onPrefilled = deps.onPrefilled;
     this.loras = new LoraRegistry(c.maxLoras, c.model, c.loras);
     this.ranks = Array.from({ length: c.dpRanks }, (_, r) => ({
       kv: new RankKv({ workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit }),
@@ -160,6 +183,7 @@ export class MockEngine {
     const local = computeBlockHashes(req.tokens, c.blockSize, { loraName: req.loraName });
     const hashes = engineBlockHashes(local);
     const signal = req.signal;
+    const arrivedAt = this.clock.now();
     this.counters.requests++;
 
     let admitted = false;
@@ -195,6 +219,10 @@ export class MockEngine {
       if (c.prefillStallsDecode && computed > 0) rank.prefillBusyUntil = prefillDone;
       await this.sleepUntil(prefillDone, signal);
       const firstTokenAt = this.clock.now();
+      this.onPrefilled?.({
+        requestId: req.requestId, dpRank: req.dpRank, arrivedAt, prefillStartedAt: prefillStart, firstTokenAt,
+        promptTokens: req.tokens.length, cachedTokens, computedTokens: computed,
+      });
       rank.kv.commit(lease, hashes, local);
       rank.prefill.release();
       prefilling = false;

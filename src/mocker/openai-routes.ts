@@ -74,6 +74,7 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
     const genReq = {
       tokens: parsed.tokens, maxTokens: parsed.maxTokens, loraName, dpRank: eng.pickRank(dpRank), signal: abort.signal,
       importKv: handoff.importerFor(directive),
+      requestId: req.headers.get("x-request-id") ?? undefined,
     };
 
     if (handoff.exportsKv(directive)) return handoff.prefillAndExport(kind, m, genReq, directive);

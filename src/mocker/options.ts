@@ -89,6 +89,12 @@ export const MOCKER_OPTIONS = {
     defaultText: false,
   }),
   seed: row({ schema: v.optional(count(0), 0), read: readNumber, meta: "N", help: "seed of the fake output text" }),
+  requestLog: row({
+    schema: v.optional(nonEmpty),
+    meta: "FILE",
+    help: "append a JSON line per request at its first token: when it\narrived, got the prefill lane and answered, tokens computed",
+    defaultText: false,
+  }),
   /** Dynamo's WORKER_KV_INDEXER_BUFFER_SIZE: the events a router can ask to replay; a router's gap older than this gets a tree dump. */
   eventBufferSize: row({ schema: v.optional(count(1), 1024), read: readNumber, meta: "N", help: "KV events kept per dp rank for replay" }),
   role: row({

@@ -30,6 +30,7 @@ import { loraRoutes } from "./lora-routes.ts";
 import { nativeRoutes } from "./native-routes.ts";
 import { openAiRoutes, unknownModelAnswer } from "./openai-routes.ts";
 import { type MockerOptions, resolveMockerOptions } from "./options.ts";
+import { requestLogWriter } from "./request-log.ts";
 import { sessionRoutes } from "./session-routes.ts";
 import { byteTokenizer, loadMockerTokenizer, type MockerTokenizer } from "./tokenizer.ts";
 
@@ -80,7 +81,8 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
   const workerId = config.workerId ?? workerIdFromUrl(url);
   const { publishers, emit } = eventFanout(config, opts.fetch, log);
-  const eng = new MockEngine({ config, workerId, clock: realClock, emit });
+  const onPrefilled = config.requestLog === undefined ? undefined : requestLogWriter(config.requestLog, workerId, log);
+  const eng = new MockEngine({ config, workerId, clock: realClock, emit, onPrefilled });
   // Prefill and decode engines move real KV bytes through the native library; an ordinary
   // engine (role both) never loads it.
   const handoff =
