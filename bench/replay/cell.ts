@@ -35,6 +35,8 @@ export interface CellOptions {
   promptFormat: PromptFormat;
   /** Router flags for every policy (e.g. issue 13's admission flags, --router-arg). */
   routerArgs: readonly string[];
+  /** Extra arguments for every simulated engine (e.g. --request-log FILE). */
+  engineArgs?: readonly string[];
   /**
    * Drive an already running router instead (its engines' URLs for their counters; its process
    * ids, if given, for its CPU time; sessionHeader: send X-Session-ID, as for prodstack-session).
@@ -80,7 +82,7 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
     const start = () =>
       startCluster({
         engines: o.engines, kvBlocks, blockSize: o.blockSize, speedup: o.speedup, policy, timing: o.timing,
-        routerArgs: [...o.routerArgs, ...args], routers: o.routers, quiet: !o.verbose,
+        routerArgs: [...o.routerArgs, ...args], engineArgs: [...(o.engineArgs ?? [])], routers: o.routers, quiet: !o.verbose,
       });
     let cluster;
     try {

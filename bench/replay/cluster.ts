@@ -37,6 +37,8 @@ export interface ClusterOptions {
   policy: string;
   timing: EngineTiming;
   routerArgs?: string[];
+  /** Appended to every engine's command line. */
+  engineArgs?: string[];
   /** Routers in front of the same engines (> 1: they share a redis-server). Default 1. */
   routers?: number;
   quiet?: boolean;
@@ -96,7 +98,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
           "--block-size", String(o.blockSize), "--kv-blocks", String(o.kvBlocks), "--speedup", String(o.speedup),
           "--prefill-us-per-token", String(o.timing.prefillUsPerToken), "--decode-ms-per-step", String(o.timing.decodeMsPerStep),
           "--decode-batch-factor", String(o.timing.decodeBatchFactor), "--max-concurrency", String(o.timing.maxConcurrency),
-          "--seed", String(i + 1),
+          "--seed", String(i + 1), ...(o.engineArgs ?? []),
         ],
         stdout: stdio, stderr: stdio,
       });

@@ -27,7 +27,19 @@ export type PromptFormat = "tokens" | "text";
 /** The model name the bench asks for when none is given: the simulated engines'. */
 export const DEFAULT_MODEL = "switchyard-sim";
 
-async function sendOne(routerUrl: string, r: TraceRequest, maxOutput: number, model: string, o: ReplayOptions): Promise<RequestOutcome> {
+/** Replays in this process so far: each one's request ids are its own. */
+let replays = 0;
+
+/**
+ * The x-request-id of request `index` of a replay, sent to router `router` (0-based, in the order of
+ * ReplayOptions.routerUrls): the router writes it in its access line and forwards it to the engine,
+ * so both logs say which router decided each request (race-misses.ts).
+ */
+export function replayRequestId(replay: number, router: number, index: number): string {
+  return `replay-${replay}-r${router}-${index}`;
+}
+
+async function sendOne(routerUrl: string, requestId: string, r: TraceRequest, maxOutput: number, model: string, o: ReplayOptions): Promise<RequestOutcome> {
   const started = performance.now();
   const body = JSON.stringify({
     model,
@@ -37,7 +49,7 @@ async function sendOne(routerUrl: string, r: TraceRequest, maxOutput: number, mo
     stream_options: { include_usage: true },
   });
   try {
-    const headers: Record<string, string> = { "content-type": "application/json" };
+    const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": requestId };
     if (o.sessionHeader && r.sessionId !== undefined) headers["x-session-id"] = r.sessionId;
     const res = await fetch(`${routerUrl}/v1/completions`, { method: "POST", headers, body });
     const worker = res.headers.get("x-switchyard-worker") ?? undefined;
@@ -90,6 +102,7 @@ export interface ReplayOptions {
 export async function replay(trace: readonly TraceRequest[], o: ReplayOptions): Promise<{ outcomes: RequestOutcome[]; wallMs: number }> {
   const t0 = trace.length ? trace[0]!.timestamp : 0;
   const start = performance.now();
+  const replayNo = ++replays;
   let done = 0;
   let errors = 0;
   const pending: Promise<RequestOutcome>[] = [];
@@ -102,9 +115,9 @@ export async function replay(trace: readonly TraceRequest[], o: ReplayOptions): 
     const due = ((r.timestamp - t0) * scale) / o.speedup;
     const wait = due - (performance.now() - start);
     if (wait > 1) await Bun.sleep(wait);
-    const routerUrl = o.routerUrls[i % o.routerUrls.length]!;
+    const router = i % o.routerUrls.length;
     pending.push(
-      sendOne(routerUrl, r, o.maxOutputTokens, o.model ?? DEFAULT_MODEL, o).then((x) => {
+      sendOne(o.routerUrls[router]!, replayRequestId(replayNo, router, r.index), r, o.maxOutputTokens, o.model ?? DEFAULT_MODEL, o).then((x) => {
         done++;
         if (!x.ok) errors++;
         o.onProgress?.(done, trace.length, errors);

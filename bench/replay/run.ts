@@ -39,6 +39,8 @@ const { values: a } = parseArgs({
     "decode-batch-factor": { type: "string", default: "0.02" },
     "max-concurrency": { type: "string", default: "64" },
     "router-arg": { type: "string", multiple: true, default: [] },
+    // Passed to every simulated engine, e.g. --engine-arg=--request-log --engine-arg=FILE (race-misses.ts reads it).
+    "engine-arg": { type: "string", multiple: true, default: [] },
     // Issue 14: several routers over a shared Redis, engine restarts, load scaling, text prompts.
     routers: { type: "string", default: "1" },
     "engine-restarts": { type: "string", default: "0" },
@@ -150,7 +152,7 @@ const report = await runCell({
   blockSize: num("block-size"), speedup: num("speedup"),
   timing: { prefillUsPerToken: num("prefill-us-per-token"), decodeMsPerStep: num("decode-ms-per-step"), decodeBatchFactor: num("decode-batch-factor"), maxConcurrency: num("max-concurrency") },
   policies, seed: num("seed"), maxOutputTokens: num("max-output-tokens"), routers: num("routers"), engineRestarts: num("engine-restarts"),
-  arrivalScale: num("arrival-scale"), promptFormat, routerArgs: [...issue13Args(), ...a["router-arg"]!],
+  arrivalScale: num("arrival-scale"), promptFormat, routerArgs: [...issue13Args(), ...a["router-arg"]!], engineArgs: a["engine-arg"]!,
   externalRouter: a.router!.length
     ? { routerUrls: a.router!, engineUrls: a["engine-url"]!, routerPids: a["router-pid"]!.map(Number), sessionHeader: a["session-header"]! }
     : undefined,
