@@ -20,7 +20,7 @@ import { endpointsOf } from "../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../src/router/choose/find-best-match.ts";
 import { LoadTracker } from "../../src/router/books/load-tracker.ts";
 import { RequestLease } from "../../src/router/books/request-lease.ts";
-import { firstTokenSampler, TtftPredictor } from "../../src/router/books/ttft-predictor.ts";
+import { firstTokenSampler, queueAtBooking, TtftPredictor } from "../../src/router/books/ttft-predictor.ts";
 import type { Pipeline } from "../../src/router/choose/types.ts";
 import { createIndexer } from "../../src/router/index/indexer.ts";
 import { createPipeline, isPolicyName } from "../../src/router/choose/registry.ts";
@@ -203,7 +203,9 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
         pipeline: pipelines[i % pipelines.length]!, config, now: arrival, rng, sessionId: r.sessionId, ttft: predictor,
       });
       const booking = { requestId: `r${i}`, worker: sel.worker, seqHashes, isl: r.inputLength, overlap: sel.overlapBlocks };
-      const sample = firstTokenSampler(predictor, { key: sel.key, bookedAt: arrival, tokens: sel.ttftTokens ?? 0, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs }, (e) => errors.push(e));
+      const bookedOn = tracker.slotOf(sel.key);
+      const queue = bookedOn === undefined ? undefined : queueAtBooking(bookedOn);
+      const sample = firstTokenSampler(predictor, { key: sel.key, bookedAt: arrival, tokens: sel.ttftTokens ?? 0, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, queue }, (e) => errors.push(e));
       const lease = RequestLease.book(tracker, booking, arrival, config.blockSize, () => ev.now, rng, sample);
       const e = keys.indexOf(sel.key);
       approxIndex?.recordDecision(seqHashes, seqHashes, sel.worker, arrival);

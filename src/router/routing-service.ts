@@ -20,7 +20,7 @@ import type { Candidate, Endpoint, Pipeline, Rng } from "./choose/types.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
-import { firstTokenSampler, type TtftPredictor } from "./books/ttft-predictor.ts";
+import { firstTokenSampler, queueAtBooking, type TtftPredictor } from "./books/ttft-predictor.ts";
 import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";
 import type { AdmissionGate, AdmitOptions } from "./admission/admission-gate.ts";
 
@@ -217,9 +217,11 @@ export class RoutingService {
     const kept = keepCandidates(sel.candidates, sel.key);
     // The scheduler only chose; the lease books (and later frees) the load, and hands the
     // first token's time to the predictor, which learns the engine's speed from it.
+    // Read before this request is booked there: the sample's hindsight count starts from it.
+    const bookedOn = d.ttft === undefined ? undefined : d.tracker.slotOf(sel.key);
     const sample =
       d.ttft && sel.ttftTokens !== undefined && input.prefilledElsewhere !== true
-        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs }, (e) =>
+        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, queue: bookedOn === undefined ? undefined : queueAtBooking(bookedOn) }, (e) =>
             d.metrics.ttftPredictionError?.observe(e),
           )
         : undefined;

@@ -41,6 +41,8 @@ export class ActiveSequences {
   /** Requests whose prefill load is still booked, in admission order (Map keeps it). */
   readonly #prefilling = new Map<string, RequestState>();
   #prefillSum = 0;
+  /** Booked prefill tokens of every request seen done here (first token), ever: a running total. */
+  #prefilledSum = 0;
   #lastExpiryCheck: number | undefined;
   #lastPrefillDoneAt = -Infinity;
   /** The youngest request whose prefill is still booked: the last prompt the engine will have computed before the next one starts. */
@@ -113,6 +115,24 @@ export class ActiveSequences {
   markPrefillCompleted(requestId: string, now?: number): void {
     const state = this.#prefilling.get(requestId);
     if (!state) return;
+    this.#prefilledSum += state.prefillTokens;
+    this.#unqueue(requestId, state);
+    if (now !== undefined && now > this.#lastPrefillDoneAt) this.#lastPrefillDoneAt = now;
+  }
+
+  /**
+   * The booked prefill tokens of every request whose prefill was seen done on this rank so far
+   * (this router's first tokens and, with load sync, the other routers'), a running total. Two
+   * readings bracket what the rank computed in between: the TTFT predictor's sample counts with it
+   * the prompts that went ahead of a request without this router having seen them booked
+   * (ttft-predictor.ts, firstTokenSampler). A request freed before its first token is not in it.
+   */
+  get prefilledTokens(): number {
+    return this.#prefilledSum;
+  }
+
+  /** Take a request off the prefill queue (done, or freed before its first token). */
+  #unqueue(requestId: string, state: RequestState): void {
     this.#prefilling.delete(requestId);
     this.#prefillSum -= state.prefillTokens;
     if (state === this.#prefillTail) {
@@ -128,7 +148,6 @@ export class ActiveSequences {
         break;
       }
     }
-    if (now !== undefined && now > this.#lastPrefillDoneAt) this.#lastPrefillDoneAt = now;
   }
 
   /**
@@ -189,7 +208,8 @@ export class ActiveSequences {
 
   /** Release everything the request holds. Returns whether it was active. */
   free(requestId: string): boolean {
-    this.markPrefillCompleted(requestId);
+    const queued = this.#prefilling.get(requestId);
+    if (queued) this.#unqueue(requestId, queued);
     const state = this.#requests.get(requestId);
     if (!state) return false;
     this.#requests.delete(requestId);

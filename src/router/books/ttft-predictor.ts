@@ -383,15 +383,56 @@ export interface PredictedBooking {
   /** Of `tokens`, the request's own uncached ones (FirstTokenObservation.ownTokens). */
   readonly ownTokens?: number;
   readonly predictedMs?: number;
+  /**
+   * The rank's books just before this request was booked (queuedAt): with them the sample counts
+   * the prompts that went ahead of it unseen. Absent: the sample counts `tokens` as they were.
+   */
+  readonly queue?: QueueAtBooking;
+}
+
+/** A rank's prefill queue as a booking found it: its ActiveSequences and two of its readings then. */
+export interface QueueAtBooking {
+  readonly seqs: ActiveSequences;
+  /** seqs.activeTokens(): the prefill booked there, ahead of this request. */
+  readonly queuedTokens: number;
+  /** seqs.prefilledTokens: the running total of prefills seen done there. */
+  readonly prefilledTokens: number;
+}
+
+/** The rank's books now, for PredictedBooking.queue (read before the request itself is booked). */
+export function queueAtBooking(seqs: ActiveSequences): QueueAtBooking {
+  return { seqs, queuedTokens: seqs.activeTokens(), prefilledTokens: seqs.prefilledTokens };
 }
 
 /**
- * The lease's first-token hook for one booking (RequestLease.book): one sample for `predictor`.
- * `onError` hears |predicted ÷ observed − 1| (the metric).
+ * The prefill tokens the rank computed before this request's first token, as far as the books
+ * can tell once it has come: what the prediction counted, plus the prefills seen done in between
+ * beyond everything that was queued ahead of it. Engines prefill in arrival order, so what was
+ * queued ahead finishes first; anything more that finished before this first token reached the
+ * engine ahead of it without this router having counted it: another router's booking that the
+ * load sync brought only after this decision (a burst split across routers arrives at one
+ * instant, and each decides before the others' bookings reach it), or a request this router
+ * booked later that overtook it on the way. Counted, the sample says what the engine really did,
+ * and those misses do not teach the predictor a slower speed or a longer latency: with four
+ * routers, such samples were a quarter of the predictor's window and its latency read 50 ms too
+ * long (bench/README.md, "Races between routers"). Never less than the prediction counted: a
+ * prefill done just before this first token may be reported by its router a little later.
+ */
+export function tokensInHindsight(b: PredictedBooking): number {
+  const q = b.queue;
+  if (q === undefined) return b.tokens;
+  const extra = q.seqs.prefilledTokens - q.prefilledTokens - q.queuedTokens;
+  return extra > 0 ? b.tokens + extra : b.tokens;
+}
+
+/**
+ * The lease's first-token hook for one booking (RequestLease.book): one sample for `predictor`,
+ * its tokens counted in hindsight (tokensInHindsight). `onError` hears |predicted ÷ observed − 1|
+ * (the metric: the decision's prediction, whatever the hindsight).
  */
 export function firstTokenSampler(predictor: TtftPredictor, b: PredictedBooking, onError?: (error: number) => void): FirstTokenHook {
   return (at) => {
-    const error = predictor.observe({ ...b, at });
+    const error = predictor.observe({ key: b.key, bookedAt: b.bookedAt, tokens: tokensInHindsight(b), ownTokens: b.ownTokens, predictedMs: b.predictedMs, at });
     if (error !== undefined) onError?.(error);
   };
 }

@@ -12,7 +12,10 @@ import {
   MIN_OWN_SAMPLES,
   PRIOR,
   firstTokenSampler,
+  queueAtBooking,
+  tokensInHindsight,
   TtftPredictor,
+  type FirstTokenObservation,
 } from "../../../../src/router/books/ttft-predictor.ts";
 import { seededRng } from "../choose/helpers.ts";
 
@@ -172,6 +175,68 @@ describe("firstTokenSampler with a lease", () => {
     expect(tracker.activeTokens("1:0")).toBe(0);
     expect(tracker.slotOf("1:0")!.lastPrefillDoneAt).toBe(50);
     expect(p.speed("1:0").msPerToken).toBeCloseTo(0.05, 10);
+  });
+});
+
+describe("a sample counts in hindsight the prompts that went ahead unseen", () => {
+  const w = { workerId: 1n, dpRank: 0 };
+  /** A rank with 1,000 prefill tokens booked (a), and this request (r, 500 uncached) booked behind them. */
+  function rank() {
+    const tracker = new LoadTracker({ blockSize: BS, routerId: 1n });
+    tracker.updateWorkers([w]);
+    tracker.addRequest({ requestId: "a", worker: w, seqHashes: null, isl: 1000, overlap: 0 }, 0);
+    const queue = queueAtBooking(tracker.slotOf("1:0")!);
+    tracker.addRequest({ requestId: "r", worker: w, seqHashes: null, isl: 500, overlap: 0 }, 0);
+    const booking = { key: "1:0", bookedAt: 0, tokens: 1500, ownTokens: 500, predictedMs: 150, queue };
+    return { tracker, booking };
+  }
+  const remoteAdd = (id: string, isl: number) => ({ requestId: id, worker: w, routerId: 2n, loraName: null, data: { type: "add_request" as const, tokenSequence: null, isl, overlap: 0, expectedOutputTokens: null } });
+  const remoteDone = (id: string) => ({ requestId: id, worker: w, routerId: 2n, loraName: null, data: { type: "mark_prefill_completed" as const } });
+
+  test("another router's prompt, booked here only after this decision, that the engine finished first: counted", () => {
+    const { tracker, booking } = rank();
+    tracker.markPrefillCompleted("a", 10);
+    // Router 2 decided at the same instant; its booking (700 tokens) reached this router after ours, its prefill was done first.
+    tracker.applyRemote(remoteAdd("x", 700), 5);
+    tracker.applyRemote(remoteDone("x"), 20);
+    expect(tokensInHindsight(booking)).toBe(2200);
+  });
+
+  test("only what was queued ahead finished: the prediction's count stands", () => {
+    const { tracker, booking } = rank();
+    tracker.markPrefillCompleted("a", 10);
+    expect(tokensInHindsight(booking)).toBe(1500);
+    // A racer booked but not yet done, or a prefill whose completion is not reported yet: nothing added, nothing taken off.
+    tracker.applyRemote(remoteAdd("y", 300), 12);
+    expect(tokensInHindsight(booking)).toBe(1500);
+    expect(tokensInHindsight({ ...rank().booking })).toBe(1500);
+  });
+
+  test("a request freed before its first token computed nothing: not counted", () => {
+    const { tracker, booking } = rank();
+    tracker.markPrefillCompleted("a", 10);
+    tracker.applyRemote(remoteAdd("z", 900), 5);
+    tracker.applyRemote({ ...remoteDone("z"), data: { type: "free" } }, 6);
+    expect(tokensInHindsight(booking)).toBe(1500);
+  });
+
+  test("the sampler teaches the predictor the hindsight count, and the metric still hears the decision's own error", () => {
+    const { tracker, booking } = rank();
+    const seen: FirstTokenObservation[] = [];
+    class Spy extends TtftPredictor {
+      override observe(o: FirstTokenObservation): number | undefined {
+        seen.push(o);
+        return super.observe(o);
+      }
+    }
+    const errors: number[] = [];
+    const sample = firstTokenSampler(new Spy({ blockSize: BS }), booking, (e) => errors.push(e));
+    tracker.markPrefillCompleted("a", 10);
+    tracker.applyRemote(remoteAdd("x", 700), 5);
+    tracker.applyRemote(remoteDone("x"), 20);
+    sample(300);
+    expect(seen).toEqual([{ key: "1:0", bookedAt: 0, at: 300, tokens: 2200, ownTokens: 500, predictedMs: 150 }]);
+    expect(errors).toEqual([0.5]);
   });
 });
 
