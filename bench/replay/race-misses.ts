@@ -124,6 +124,7 @@ export function joinRequests(decisions: readonly Decision[], engine: readonly En
     let youngestOtherMs: number | undefined;
     for (const x of byRank.get(`${e.worker}:${e.dpRank}`) ?? []) {
       if (x === e || !(x.arrivedAt < e.arrivedAt) || !(x.firstTokenAt > e.arrivedAt)) continue;
+      // A request the replay did not name (the warm-up's) counts as another router's: which router sent it is unknown.
       const xRouter = routerOf(x.requestId);
       if (router !== undefined && xRouter === router) {
         ownAhead++;

@@ -94,8 +94,9 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
   async function batch(req: Request, parsed: CompletionRequest, loraName: string | undefined, dpRank: number | undefined): Promise<Response> {
     if (parsed.stream) return error(400, "prompt: streaming a batch of prompts is not simulated", "invalid_request_error");
     const rank = eng.pickRank(dpRank);
+    const requestId = req.headers.get("x-request-id") ?? undefined;
     const results = await Promise.all(
-      parsed.prompts.map((tokens) => eng.generate({ tokens, maxTokens: parsed.maxTokens, loraName, dpRank: rank, signal: req.signal }, { start: () => {}, token: () => {} })),
+      parsed.prompts.map((tokens) => eng.generate({ tokens, maxTokens: parsed.maxTokens, loraName, dpRank: rank, signal: req.signal, requestId }, { start: () => {}, token: () => {} })),
     );
     const m = meta("completions", parsed.model ?? config.model);
     const sum = (f: (r: (typeof results)[number]) => number) => results.reduce((a, r) => a + f(r), 0);
