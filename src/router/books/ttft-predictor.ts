@@ -384,7 +384,7 @@ export interface PredictedBooking {
   readonly ownTokens?: number;
   readonly predictedMs?: number;
   /**
-   * The rank's books just before this request was booked (queuedAt): with them the sample counts
+   * The rank's books just before this request was booked: with them the sample counts
    * the prompts that went ahead of it unseen. Absent: the sample counts `tokens` as they were.
    */
   readonly queue?: QueueAtBooking;
@@ -414,9 +414,12 @@ export function queueAtBooking(seqs: ActiveSequences): QueueAtBooking {
  * instant, and each decides before the others' bookings reach it), or a request this router
  * booked later that overtook it on the way. Counted, the sample says what the engine really did,
  * and those misses do not teach the predictor a slower speed or a longer latency: with four
- * routers, such samples were a quarter of the predictor's window and its latency read 50 ms too
- * long (bench/README.md, "Races between routers"). Never less than the prediction counted: a
- * prefill done just before this first token may be reported by its router a little later.
+ * routers, a fifth to a third of the samples were such, and the line they taught predicted small
+ * requests on idle engines at twice their time (68 ms for 32 on conversation; bench/README.md,
+ * "Races between routers"). Never less than the prediction counted: a prefill done just before
+ * this first token may be reported by its router a little later. It can also count one that came
+ * after this one if the router reads that first token first (both in one turn of its event loop):
+ * an error of one prompt the other way, which the line's medians absorb.
  */
 export function tokensInHindsight(b: PredictedBooking): number {
   const q = b.queue;
