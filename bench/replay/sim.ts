@@ -203,8 +203,7 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
         pipeline: pipelines[i % pipelines.length]!, config, now: arrival, rng, sessionId: r.sessionId, ttft: predictor,
       });
       const booking = { requestId: `r${i}`, worker: sel.worker, seqHashes, isl: r.inputLength, overlap: sel.overlapBlocks };
-      const bookedOn = tracker.slotOf(sel.key);
-      const queue = bookedOn === undefined ? undefined : queueAtBooking(bookedOn);
+      const queue = queueAtBooking(tracker.slotOf(sel.key));
       const sample = firstTokenSampler(predictor, { key: sel.key, bookedAt: arrival, tokens: sel.ttftTokens ?? 0, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, queue }, (e) => errors.push(e));
       const lease = RequestLease.book(tracker, booking, arrival, config.blockSize, () => ev.now, rng, sample);
       const e = keys.indexOf(sel.key);

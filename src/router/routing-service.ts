@@ -217,11 +217,10 @@ export class RoutingService {
     const kept = keepCandidates(sel.candidates, sel.key);
     // The scheduler only chose; the lease books (and later frees) the load, and hands the
     // first token's time to the predictor, which learns the engine's speed from it.
-    // Read before this request is booked there: the sample's hindsight count starts from it.
-    const bookedOn = d.ttft === undefined ? undefined : d.tracker.slotOf(sel.key);
+    // The rank's queue is read here, before this request is booked there: the sample's hindsight count starts from it.
     const sample =
       d.ttft && sel.ttftTokens !== undefined && input.prefilledElsewhere !== true
-        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, queue: bookedOn === undefined ? undefined : queueAtBooking(bookedOn) }, (e) =>
+        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, queue: queueAtBooking(d.tracker.slotOf(sel.key)) }, (e) =>
             d.metrics.ttftPredictionError?.observe(e),
           )
         : undefined;

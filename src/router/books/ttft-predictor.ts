@@ -399,9 +399,9 @@ export interface QueueAtBooking {
   readonly prefilledTokens: number;
 }
 
-/** The rank's books now, for PredictedBooking.queue (read before the request itself is booked). */
-export function queueAtBooking(seqs: ActiveSequences): QueueAtBooking {
-  return { seqs, queuedTokens: seqs.activeTokens(), prefilledTokens: seqs.prefilledTokens };
+/** The rank's books now, for PredictedBooking.queue (read before the request itself is booked); undefined for a rank not tracked. */
+export function queueAtBooking(seqs: ActiveSequences | undefined): QueueAtBooking | undefined {
+  return seqs === undefined ? undefined : { seqs, queuedTokens: seqs.activeTokens(), prefilledTokens: seqs.prefilledTokens };
 }
 
 /**

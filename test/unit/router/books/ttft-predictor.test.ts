@@ -185,7 +185,7 @@ describe("a sample counts in hindsight the prompts that went ahead unseen", () =
     const tracker = new LoadTracker({ blockSize: BS, routerId: 1n });
     tracker.updateWorkers([w]);
     tracker.addRequest({ requestId: "a", worker: w, seqHashes: null, isl: 1000, overlap: 0 }, 0);
-    const queue = queueAtBooking(tracker.slotOf("1:0")!);
+    const queue = queueAtBooking(tracker.slotOf("1:0"))!;
     tracker.addRequest({ requestId: "r", worker: w, seqHashes: null, isl: 500, overlap: 0 }, 0);
     const booking = { key: "1:0", bookedAt: 0, tokens: 1500, ownTokens: 500, predictedMs: 150, queue };
     return { tracker, booking };
