@@ -24,18 +24,33 @@ export interface Sample {
   readonly observedMs: number;
 }
 
+/**
+ * The JSON objects of a log, one per line, from each line's first `{` (a process's prefix before
+ * it is skipped); with `contains`, only the lines that hold that text. Lines that are not a JSON
+ * object (a router's plain output) are skipped.
+ */
+export function jsonLinesOf(text: string, contains?: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const line of text.split("\n")) {
+    const start = line.indexOf("{");
+    if (start < 0 || (contains !== undefined && !line.includes(contains))) continue;
+    try {
+      const o = JSON.parse(line.slice(start));
+      if (o !== null && typeof o === "object" && !Array.isArray(o)) out.push(o as Record<string, unknown>);
+    } catch {
+      // Not JSON: skipped.
+    }
+  }
+  return out;
+}
+
+/** The routers' access lines (`--log-format json`, msg "request"). */
+export const accessLinesOf = (text: string) => jsonLinesOf(text, '"msg":"request"');
+
 /** The access lines that carry both a prediction and a TTFT, in arrival order. Other lines (and non-JSON output) are skipped. */
 export function samplesOf(text: string): Sample[] {
   const out: Sample[] = [];
-  for (const line of text.split("\n")) {
-    const start = line.indexOf("{");
-    if (start < 0 || !line.includes('"msg":"request"')) continue;
-    let o: { time?: string; duration_ms?: number; predicted_ttft_ms?: number | null; ttft_ms?: number | null };
-    try {
-      o = JSON.parse(line.slice(start));
-    } catch {
-      continue;
-    }
+  for (const o of accessLinesOf(text) as { time?: string; duration_ms?: number; predicted_ttft_ms?: number | null; ttft_ms?: number | null }[]) {
     const p = o.predicted_ttft_ms;
     const t = o.ttft_ms;
     if (typeof p !== "number" || typeof t !== "number" || !(t > 0) || typeof o.time !== "string") continue;

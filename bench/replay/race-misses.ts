@@ -23,6 +23,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { textTable } from "../support/text-table.ts";
+import { accessLinesOf, jsonLinesOf } from "./pred-err-phases.ts";
 import { percentile } from "./stats.ts";
 
 /** One access line that carries a prediction and a TTFT. */
@@ -45,24 +46,9 @@ export interface EngineRequest {
   readonly computedTokens: number;
 }
 
-function jsonLines(text: string): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [];
-  for (const line of text.split("\n")) {
-    const start = line.indexOf("{");
-    if (start < 0) continue;
-    try {
-      const o = JSON.parse(line.slice(start));
-      if (o !== null && typeof o === "object" && !Array.isArray(o)) out.push(o as Record<string, unknown>);
-    } catch {
-      // Not a JSON line (a router's plain output): skipped.
-    }
-  }
-  return out;
-}
-
 export function decisionsOf(text: string): Decision[] {
   const out: Decision[] = [];
-  for (const o of jsonLines(text)) {
+  for (const o of accessLinesOf(text)) {
     if (o.msg !== "request") continue;
     const { request_id: id, worker, dp_rank: rank, predicted_ttft_ms: p, ttft_ms: t } = o;
     if (typeof id !== "string" || typeof worker !== "string" || typeof rank !== "number" || typeof p !== "number" || typeof t !== "number" || !(t > 0)) continue;
@@ -73,7 +59,7 @@ export function decisionsOf(text: string): Decision[] {
 
 export function engineRequestsOf(text: string): EngineRequest[] {
   const out: EngineRequest[] = [];
-  for (const o of jsonLines(text)) {
+  for (const o of jsonLinesOf(text)) {
     const { request_id: id, worker, dp_rank: rank, arrived_at: a, prefill_started_at: s, first_token_at: f, computed_tokens: c } = o;
     if (typeof id !== "string" || typeof worker !== "string" || typeof rank !== "number") continue;
     if (typeof a !== "number" || typeof s !== "number" || typeof f !== "number" || typeof c !== "number") continue;
