@@ -40,6 +40,8 @@ export class RouterMetrics {
     `${METRIC_PREFIX}overlap_blocks`, "Cached prefix blocks on the chosen worker", [], OVERLAP_BUCKETS);
   readonly ttftPredictionErrors: Histogram = this.registry.histogram(
     `${METRIC_PREFIX}ttft_prediction_error_ratio`, "Per request, |predicted ÷ observed time to first token − 1| (the router's TTFT predictor: streamed answers, and the prefill half of a vLLM P/D pair)", [], PREDICTION_ERROR_BUCKETS);
+  readonly burstClaims: Counter = this.registry.counter(
+    `${METRIC_PREFIX}burst_claims_total`, "The kv policy's decisions claimed in the routers' shared list, by outcome (clear: no claim the books lacked; counted: some, same choice; moved: the choice moved; failed: Redis did not answer)", ["outcome"]);
   readonly timeToFirstByte: Histogram = this.registry.histogram(
     `${METRIC_PREFIX}upstream_first_byte_seconds`, "Time from forwarding to the first upstream body byte", [], TTFT_BUCKETS);
   readonly kvEventsApplied: Counter = this.registry.counter(
@@ -79,6 +81,7 @@ export class RouterMetrics {
   readonly overlap: HistogramSeries = this.overlapBlocks.series([]);
   readonly ttftPredictionError: HistogramSeries = this.ttftPredictionErrors.series([]);
   readonly firstByte: HistogramSeries = this.timeToFirstByte.series([]);
+  readonly burstClaim = (outcome: "clear" | "counted" | "moved" | "failed"): void => this.burstClaims.inc([outcome]);
   eventDropped(reason: EventDropReason, n = 1): void {
     this.kvEventsDropped.inc([reason], n);
   }

@@ -39,6 +39,7 @@ import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RoutingService } from "./routing-service.ts";
 import type { EngineSessionOps } from "./sessions/session-control.ts";
 import type { AdmissionGate } from "./admission/admission-gate.ts";
+import type { BurstClaims } from "./books/burst-claims.ts";
 
 export interface RouterConfig {
   readonly policy: PolicyName;
@@ -80,6 +81,8 @@ export interface RouterPorts {
   readonly onDropped?: (reason: "unknown_worker" | "approx_policy", count: number) => void;
   /** Where routing.routeOrWait waits while every worker is busy (built with the runtime's timer); without it: all_workers_busy at once. */
   readonly admission?: AdmissionGate;
+  /** Where routers in front of the same engines claim their decisions (RoutingDeps.claims); without it: none. */
+  readonly claims?: BurstClaims;
 }
 
 export interface IngestResult {
@@ -158,6 +161,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     capacityTokens: config.capacityTokens,
     admission: ports.admission,
     ttft,
+    claims: ports.claims,
   });
   const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn });
   const leases = new ExternalLeases(tracker);

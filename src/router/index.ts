@@ -9,7 +9,8 @@
 
 // The room, built in one place, and the ports it is given.
 export { createRouter, type IngestResult, type Router, type RouterConfig, type RouterPorts, type RouterRoom } from "./create-router.ts";
-export type { Observer, RoutableWorkers, RoutingObserver, Timers } from "./ports.ts";
+export type { BurstClaimOutcome, Observer, RoutableWorkers, RoutingObserver, Timers } from "./ports.ts";
+export type { BurstClaim, BurstClaims, HeldClaim, PrefixMark } from "./books/burst-claims.ts";
 
 // One decision and the booking it holds until it is freed.
 export type { PromptHashes, RouteDecision, RouteInput, RouteWaitOptions, RoutingService } from "./routing-service.ts";

@@ -24,7 +24,14 @@ export interface RoutingObserver {
   readonly overlap: Observer;
   /** |predicted ÷ observed TTFT − 1| of each request whose first token the router saw (optional: fakes may leave it out). */
   readonly ttftPredictionError?: Observer;
+  /**
+   * One burst claim's outcome (books/burst-claims.ts): clear (no unseen claims), counted (some,
+   * same choice), moved (the choice moved), failed (the store did not answer; decided without).
+   */
+  readonly burstClaim?: (outcome: BurstClaimOutcome) => void;
 }
+
+export type BurstClaimOutcome = "clear" | "counted" | "moved" | "failed";
 
 /** A one-shot timer (the runtime's setTimeout / clearTimeout), so that pure code owns none. */
 export interface Timers {

@@ -14,9 +14,10 @@ import type { SchedulerConfig } from "./choose/config.ts";
 import { endpoint } from "./choose/endpoints.ts";
 import { CandidatePool } from "./choose/candidate-pool.ts";
 import { findBestMatch } from "./choose/find-best-match.ts";
-import { keepCandidates } from "./choose/kept-candidates.ts";
+import { keepCandidates, type KeptCandidates } from "./choose/kept-candidates.ts";
 import type { LoadTracker } from "./books/load-tracker.ts";
-import type { Candidate, Endpoint, Pipeline, Rng } from "./choose/types.ts";
+import type { Candidate, Endpoint, Pipeline, Rng, Selection } from "./choose/types.ts";
+import { claimPrefix, unseenClaims, type BurstClaim, type BurstClaims, type HeldClaim, type UnseenClaims } from "./books/burst-claims.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
@@ -65,6 +66,12 @@ export interface RoutingDeps {
   readonly admission?: AdmissionGate;
   /** Predicts each candidate's TTFT (the kv policy's cost) and learns each engine's speed from the first tokens the leases report. */
   readonly ttft?: TtftPredictor;
+  /**
+   * Where routers in front of the same engines claim their decisions (books/burst-claims.ts;
+   * Redis, with --redis): the kv policy's choices are claimed, and made again counting the
+   * prompts other decisions claimed that these books do not hold yet. Without it: no claims.
+   */
+  readonly claims?: BurstClaims;
 }
 
 /** A prompt's block hashes, computed once per request and reused by its retries. */
@@ -194,33 +201,49 @@ export class RoutingService {
     const pinned = sessionId !== undefined ? await this.#liveBinding(sessionId, sc?.action === undefined, input) : undefined;
     const t3 = timer();
     const endpoints = pinned ? [endpoint(pinned.workerId, pinned.dpRank)] : this.#schedulable(input.exclude);
-    const now = d.now();
-    const sel = findBestMatch({
-      overlaps,
-      seqHashes,
-      isl: input.tokens.length,
-      endpoints,
-      tracker: d.tracker,
-      pipeline: d.pipeline,
-      config: d.scheduler,
-      now,
-      rng: d.rng,
-      allowedWorkerIds: input.allowedWorkerIds,
-      busyKeys: d.busyKeys?.(),
-      engineWaiting: d.engineWaiting?.(),
-      sessionId,
-      ttft: d.ttft,
-      candidatePool: this.#candidatePool,
-    });
+    const choose = (now: number, unseen?: UnseenClaims) =>
+      findBestMatch({
+        overlaps,
+        seqHashes,
+        isl: input.tokens.length,
+        endpoints,
+        tracker: d.tracker,
+        pipeline: d.pipeline,
+        config: d.scheduler,
+        now,
+        rng: d.rng,
+        allowedWorkerIds: input.allowedWorkerIds,
+        busyKeys: d.busyKeys?.(),
+        engineWaiting: d.engineWaiting?.(),
+        sessionId,
+        ttft: d.ttft,
+        candidatePool: this.#candidatePool,
+        unseen,
+      });
+    let now = d.now();
+    let sel = choose(now);
     // The pool's candidates are rewritten by the next decision, which can run while this
-    // request awaits its session below: what the page and traces read is copied now.
-    const kept = keepCandidates(sel.candidates, sel.key);
+    // request awaits its claim or its session below: what the page and traces read is copied now.
+    let kept = keepCandidates(sel.candidates, sel.key);
+    // With several routers, the kv policy's choice is claimed first (books/burst-claims.ts), and
+    // made again, counting them, when another decision claimed prompts these books do not hold yet.
+    let unseen: UnseenClaims | undefined;
+    let claimMs = 0;
+    if (d.claims !== undefined && d.pipeline.predictsTtft === true) {
+      const tc = timer();
+      const claimed = await this.#claim(sel, input, seqHashes, choose);
+      claimMs = timer() - tc;
+      if (claimed !== undefined) ({ sel, kept, unseen } = claimed);
+      // Booked now, after the round trip: the sample times the engine from here, so a slow
+      // answer from Redis is not taken for a slow engine (the prediction is a trip older).
+      now = d.now();
+    }
     // The scheduler only chose; the lease books (and later frees) the load, and hands the
     // first token's time to the predictor, which learns the engine's speed from it.
     // The rank's queue is read here, before this request is booked there: the sample's hindsight count starts from it.
     const sample =
       d.ttft && sel.ttftTokens !== undefined && input.prefilledElsewhere !== true
-        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, queue: queueAtBooking(d.tracker.slotOf(sel.key)) }, (e) =>
+        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, queue: queueAtBooking(d.tracker.slotOf(sel.key), unseen?.tokens.get(sel.key)) }, (e) =>
             d.metrics.ttftPredictionError?.observe(e),
           )
         : undefined;
@@ -239,8 +262,9 @@ export class RoutingService {
     const m = d.metrics;
     m.phases.hash.observe((t1 - t0) / 1000);
     m.phases.match.observe((t2 - t1) / 1000);
-    m.phases.schedule.observe((t4 - t3) / 1000);
-    m.phases.total.observe((t4 - t0 - (t3 - t2)) / 1000);
+    // The waits for the session store and the claim are Redis round trips, not routing work.
+    m.phases.schedule.observe((t4 - t3 - claimMs) / 1000);
+    m.phases.total.observe((t4 - t0 - (t3 - t2) - claimMs) / 1000);
     m.overlap.observe(sel.overlapBlocks);
 
     if (sc) await applySessionTurn(sc, sel.worker, lease, d.sticky, d.engineSessions);
@@ -254,6 +278,59 @@ export class RoutingService {
       candidatesTotal: kept.total,
       bestOverlapBlocks: kept.bestOverlapBlocks,
     };
+  }
+
+  /**
+   * Claim `sel` and, when earlier claims hold prompts these books do not, choose again with them
+   * counted (and move the claim if the choice moved). Undefined: keep `sel` as it was chosen (no
+   * unseen claims, or the store failed: the router decides on its own books, as without claims).
+   */
+  async #claim(
+    sel: Selection,
+    input: RouteInput,
+    seqHashes: BigUint64Array | null,
+    choose: (now: number, unseen: UnseenClaims) => Selection,
+  ): Promise<{ sel: Selection; kept: KeptCandidates; unseen: UnseenClaims } | undefined> {
+    const d = this.d;
+    const claims = d.claims!;
+    const mine: BurstClaim = { routerId: d.routerId, requestId: input.requestId, worker: sel.worker, tokens: this.#newTokens(input, sel), prefix: claimPrefix(seqHashes) };
+    let held: HeldClaim;
+    let unseen: UnseenClaims | undefined;
+    try {
+      const r = await claims.claim(mine);
+      held = r.held;
+      unseen = unseenClaims(r.earlier, d.tracker, mine, seqHashes);
+    } catch {
+      d.metrics.burstClaim?.("failed");
+      return undefined;
+    }
+    if (unseen === undefined) {
+      d.metrics.burstClaim?.("clear");
+      return undefined;
+    }
+    const again = choose(d.now(), unseen);
+    // Copied before anything else can run: the pool's candidates are the next decision's.
+    const kept = keepCandidates(again.candidates, again.key);
+    if (again.key === sel.key) {
+      d.metrics.burstClaim?.("counted");
+      // The same rank, predicted with the claimed prompts ahead of it.
+      return { sel: again, kept, unseen };
+    }
+    d.metrics.burstClaim?.("moved");
+    const moved: BurstClaim = { ...mine, worker: again.worker, tokens: this.#newTokens(input, again) };
+    // Awaited (a second round trip, for moved decisions only): until the claim moves, later
+    // claimers read this prompt at its old place, and all move away from it alike.
+    try {
+      await claims.claim(moved, held);
+    } catch {
+      d.metrics.burstClaim?.("failed");
+    }
+    return { sel: again, kept, unseen };
+  }
+
+  /** The prefill tokens booking `sel` adds to its rank's queue (ActiveSequences.newTokens). */
+  #newTokens(input: RouteInput, sel: Selection): number {
+    return Math.max(0, input.tokens.length - sel.overlapBlocks * this.d.scheduler.blockSize);
   }
 
   /** The session's (worker, rank) if it is bound, registered, healthy, allowed and not excluded (`slide`: TTL slides). */

@@ -60,6 +60,12 @@ interface Slot {
   dropped: boolean;
 }
 
+/**
+ * How many let-go request ids knowsRequest remembers: a burst claim lives for its window (100 ms
+ * by default), and 4,096 requests freed within one window is ~40,000 requests a second.
+ */
+const LET_GO_KEPT = 4096;
+
 const FREE: ActiveSequenceEventData = { type: "free" };
 const PREFILL_DONE: ActiveSequenceEventData = { type: "mark_prefill_completed" };
 
@@ -77,6 +83,12 @@ export class LoadTracker {
   readonly #requestLora = new Map<string, string>();
   /** Requests booked through applyRemote: their drops are the origin's to announce, not ours. */
   readonly #remote = new Set<string>();
+  /**
+   * The latest requests let go of (freed, expired, dropped with their slot), this router's by id
+   * and the others' by remoteRequestKey, oldest first, at most LET_GO_KEPT: a burst claim
+   * (burst-claims.ts) for one of them is not unseen load, though the books no longer hold it.
+   */
+  readonly #letGo = new Set<string>();
   /** Each rank's KV capacity in blocks, as its engine reported it; kept for a slot created later. */
   readonly #kvCapacity = new Map<WorkerKey, number>();
   #held = new Int32Array(0);
@@ -189,6 +201,8 @@ export class LoadTracker {
   }
 
   #unmap(requestId: string): void {
+    this.#letGo.add(requestId);
+    if (this.#letGo.size > LET_GO_KEPT) this.#letGo.delete(this.#letGo.values().next().value!);
     this.#requestSlot.delete(requestId);
     this.#requestLora.delete(requestId);
     this.#remote.delete(requestId);
@@ -324,6 +338,15 @@ export class LoadTracker {
 
   hasRequest(requestId: string): boolean {
     return this.#requestSlot.has(requestId);
+  }
+
+  /**
+   * Whether these books hold, or held lately, request `requestId` of router `routerId` (this
+   * router's own when it is ours, else one synced from it).
+   */
+  knowsRequest(routerId: bigint, requestId: string): boolean {
+    const id = routerId === this.routerId ? requestId : remoteRequestKey(routerId, requestId);
+    return this.#requestSlot.has(id) || this.#letGo.has(id);
   }
 
   /** Whether router `routerId`'s request `requestId` (applied through applyRemote) is booked here. */

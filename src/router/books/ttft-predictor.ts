@@ -399,9 +399,14 @@ export interface QueueAtBooking {
   readonly prefilledTokens: number;
 }
 
-/** The rank's books now, for PredictedBooking.queue (read before the request itself is booked); undefined for a rank not tracked. */
-export function queueAtBooking(seqs: ActiveSequences | undefined): QueueAtBooking | undefined {
-  return seqs === undefined ? undefined : { seqs, queuedTokens: seqs.activeTokens(), prefilledTokens: seqs.prefilledTokens };
+/**
+ * The rank's books now, for PredictedBooking.queue (read before the request itself is booked);
+ * undefined for a rank not tracked. `claimed`: prefill tokens other decisions claimed there that
+ * the books do not hold yet (burst-claims.ts), queued ahead all the same: once their bookings
+ * arrive and finish, they are not counted again as prompts that went ahead unseen.
+ */
+export function queueAtBooking(seqs: ActiveSequences | undefined, claimed = 0): QueueAtBooking | undefined {
+  return seqs === undefined ? undefined : { seqs, queuedTokens: seqs.activeTokens() + claimed, prefilledTokens: seqs.prefilledTokens };
 }
 
 /**

@@ -25,7 +25,7 @@ import { listViewOf, overlapsByPosition } from "./list-view.ts";
 import type { Candidate, Endpoint, SchedulingContext } from "./types.ts";
 
 export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker, pool?: CandidatePool): Candidate[] {
-  const { isl, seqHashes, overlaps } = ctx.request;
+  const { isl, seqHashes, overlaps, unseen: claimed } = ctx.request;
   const bs = ctx.blockSize;
   const ttft = ctx.ttft;
   const now = ctx.now;
@@ -54,9 +54,13 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
     let prefillingRequests: number | undefined;
     let uncachedTokens = Math.max(0, isl - indexed * bs);
     let ttftTokens = msPerToken === undefined ? undefined : uncachedTokens;
+    // Claimed by decisions this router's books do not hold yet: queued ahead all the same, and
+    // the prefix they share with this prompt is computed before it, as for a booked request.
+    const unseen = claimed === undefined ? 0 : (claimed.tokens.get(e.key) ?? 0);
     if (seqs) {
       const heldHere = held[seqs.slot]!;
       let credited = Math.max(indexed, heldHere);
+      if (unseen > 0) credited = Math.max(credited, claimed!.sharedBlocks.get(e.key) ?? 0);
       if (ctx.creditKeptPrefix) credited = seqs.keptWhenItStarts(seqHashes, credited);
       overlapBlocks = ctx.inflightOverlap ? credited : Math.min(indexed, credited);
       activePrefillTokens = seqs.activeTokens();
@@ -67,6 +71,11 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       prefillTokens = seqs.newTokens(isl, overlapBlocks) + activePrefillTokens;
       decodeBlocks = n - heldHere + activeDecodeBlocks;
       ttftTokens = msPerToken === undefined ? undefined : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
+    }
+    if (unseen > 0) {
+      activePrefillTokens += unseen;
+      prefillTokens += unseen;
+      if (ttftTokens !== undefined) ttftTokens += unseen;
     }
     const tracked = seqs !== undefined;
     const predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens;

@@ -14,6 +14,7 @@ import { buildCandidates } from "./candidates.ts";
 import type { SchedulerConfig } from "./config.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
 import { TtftPredictor } from "../books/ttft-predictor.ts";
+import type { UnseenClaims } from "../books/burst-claims.ts";
 import { runPipeline } from "./pipeline.ts";
 import type { Endpoint, Pipeline, Rng, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
 
@@ -38,6 +39,8 @@ export interface FindBestMatchInput {
   readonly engineWaiting?: ReadonlyMap<WorkerKey, number>;
   /** The client's session id, for policies that hash it. */
   readonly sessionId?: string;
+  /** What other decisions claimed per rank that the tracker does not hold yet (SchedulingRequest.unseen). */
+  readonly unseen?: UnseenClaims;
   /** Predicts each candidate's TTFT (the kv policy's cost; the others' decisions carry it for the metric). */
   readonly ttft?: TtftPredictor;
   /**
@@ -70,6 +73,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     busyKeys: input.busyKeys,
     engineWaiting: input.engineWaiting,
     sessionId: input.sessionId,
+    unseen: input.unseen,
   };
   const ctx: SchedulingContext = {
     request,

@@ -3,6 +3,7 @@
  * terms price each one (lower is better), a picker chooses one. A new policy is a new
  * combination in registry.ts; a new idea is one new file under filters/, costs/ or pickers/.
  */
+import type { UnseenClaims } from "../books/burst-claims.ts";
 import type { RouterErrorCode } from "../../core/errors.ts";
 import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
@@ -38,6 +39,12 @@ export interface SchedulingRequest {
   readonly engineWaiting?: ReadonlyMap<WorkerKey, number>;
   /** The client's session id (X-Session-ID), for policies that hash it (prodstack-session). */
   readonly sessionId?: string;
+  /**
+   * What other decisions have claimed on each rank that the tracker does not hold yet
+   * (books/burst-claims.ts): their prefill counted as queued there, ahead of this request, and
+   * the prefix they share with it as in flight there.
+   */
+  readonly unseen?: UnseenClaims;
 }
 
 /** Everything a plugin may read for one decision. Typed, not a bag. */

@@ -212,6 +212,23 @@ describe("a sample counts in hindsight the prompts that went ahead unseen", () =
     expect(tokensInHindsight({ ...rank().booking })).toBe(1500);
   });
 
+  test("a prompt the decision counted from a burst claim is not counted again once its booking arrives and finishes", () => {
+    const tracker = new LoadTracker({ blockSize: BS, routerId: 1n });
+    tracker.updateWorkers([w]);
+    tracker.addRequest({ requestId: "a", worker: w, seqHashes: null, isl: 1000, overlap: 0 }, 0);
+    // Router 2's claim (700 tokens) was counted ahead of this request before its booking came.
+    const queue = queueAtBooking(tracker.slotOf("1:0"), 700)!;
+    expect(queue.queuedTokens).toBe(1700);
+    tracker.addRequest({ requestId: "r", worker: w, seqHashes: null, isl: 500, overlap: 0 }, 0);
+    const booking = { key: "1:0", bookedAt: 0, tokens: 2200, ownTokens: 500, predictedMs: 220, queue };
+    tracker.markPrefillCompleted("a", 10);
+    tracker.applyRemote(remoteAdd("x", 700), 5);
+    tracker.applyRemote(remoteDone("x"), 20);
+    expect(tokensInHindsight(booking)).toBe(2200);
+    // Without the claim in the queue the same prompt would be counted twice.
+    expect(tokensInHindsight({ ...booking, queue: { ...queue, queuedTokens: 1000 } })).toBe(2900);
+  });
+
   test("a request freed before its first token computed nothing: not counted", () => {
     const { tracker, booking } = rank();
     tracker.markPrefillCompleted("a", 10);
