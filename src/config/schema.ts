@@ -251,6 +251,20 @@ export const SERVE_OPTIONS = {
     help: "seconds a request may wait for Redis; a command slower than this marks Redis down (no waits) until it answers a probe",
     runtimes: EVERYWHERE,
   }),
+  // Off by default: on this machine's replays it helps the trace that arrives in bursts and costs
+  // the Poisson-like ones cache hits and predictor error (bench/README.md, "Burst claims").
+  burstClaims: row({
+    schema: v.optional(bool, false),
+    switch: true,
+    help: "with --redis and the kv policy: each decision is claimed in one list the routers share, and made again counting the prompts other routers claimed that the load sync has not brought yet (requests that reach several routers in one instant are not all sent to the same engine); one Redis round trip per request",
+    runtimes: EVERYWHERE,
+  }),
+  burstClaimWindow: row({
+    schema: v.optional(v.pipe(positive("a number of seconds > 0"), v.maxValue(10, "must be at most 10 seconds")), 0.1),
+    meta: "S",
+    help: "seconds a burst claim stays in the shared list (longer than the load sync takes to bring a booking to the other routers)",
+    runtimes: EVERYWHERE,
+  }),
   maxRetries: row({ schema: v.optional(int(0, 16), 2), meta: "N", help: "other workers tried when one fails before its first byte", runtimes: EVERYWHERE }),
   // Bounds found by probing the router (README "Protect it"): an engine answering 500 failed
   // 3-5 of 60 requests until such answers were tried elsewhere; the budget keeps a request

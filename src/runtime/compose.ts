@@ -36,7 +36,8 @@ import { forgetWorkerSeries, zeroRouterSeries, zeroWorkerSeries } from "../obser
 import type { StatusSource } from "../observe/status-routes.ts";
 import { buildInfo } from "../core/build-info.ts";
 import { AdmissionGate, createRouter, StickyRouter } from "../router/index.ts";
-import type { RespOpener } from "../sync/redis-client.ts";
+import { openRedisConnection, type RespOpener } from "../sync/redis-client.ts";
+import { RedisBurstClaims } from "../sync/burst-claim-store.ts";
 import { startLoadSync, type LoadSync } from "../sync/load-sync.ts";
 import type { PubSubOpener } from "../sync/transport.ts";
 import { fetchEngineInfo, type EngineInfo } from "../fleet/engine-info.ts";
@@ -232,6 +233,12 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     // Tenants exist only with --api-keys; without them every request is one tenant, in arrival order.
     fair: config.apiKeys !== undefined && config.fairAdmission,
   });
+  // With --burst-claims, routers sharing a Redis claim their kv decisions there (src/router/books/burst-claims.ts).
+  const claimsConnection =
+    config.redis !== undefined && config.burstClaims && config.policy === "kv"
+      ? await openRedisConnection(config.redis, { resp: choices.resp, token: config.redisToken, commandTimeoutMs: config.redisTimeout * 1000 })
+      : undefined;
+  const claims = claimsConnection && new RedisBurstClaims(claimsConnection, { windowMs: config.burstClaimWindow * 1000 });
   // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
     {
@@ -258,6 +265,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       engineWaiting: choices.engineWaiting,
       onDropped: (reason, n) => metrics.eventDropped(reason, n),
       admission,
+      claims,
     },
   );
   const { index, approxIndex, tracker } = router;
@@ -473,6 +481,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     async close() {
       await tenants?.close();
       await loadSync?.stop();
+      await claimsConnection?.close();
       await store.close();
     },
   };

@@ -7,6 +7,7 @@
  * restarted while requests flow. Every process is stopped by PID in afterAll.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { RedisClient } from "bun";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { stopAll, until, type Proc } from "../support/processes.ts";
 import {
@@ -31,7 +32,8 @@ beforeAll(async () => {
   const ports = freePorts(3);
   engines = await startEngines(3, ports.map(loopbackUrl));
   for (const e of engines) engineById.set(String(e.info.worker_id), urlOf(e));
-  const shared = ["--redis", redis.url, "--session-ttl", String(SESSION_TTL_S), "--session-reaper-interval", "0.2"];
+  // Burst claims on (they are off by default): every test below runs through them too.
+  const shared = ["--redis", redis.url, "--session-ttl", String(SESSION_TTL_S), "--session-reaper-interval", "0.2", "--burst-claims"];
   routers = await Promise.all(ports.map((p) => startRouter(engines, p, shared)));
   r = routers.map(urlOf);
 });
@@ -206,6 +208,32 @@ describe("active load shared between routers", () => {
     expect(await metric(r[1]!, "switchyard_load_sync_peers")).toBe(2);
     expect(await metric(r[0]!, "switchyard_load_sync_published_events_total")).toBeGreaterThan(0);
     expect(await metric(r[1]!, "switchyard_load_sync_received_messages_total")).toBeGreaterThan(0);
+  });
+});
+
+describe("burst claims (the kv policy's decisions, claimed in one list the routers share)", () => {
+  const OUTCOMES = ["clear", "counted", "moved", "failed"] as const;
+  const claimsOf = async (url: string) =>
+    Object.fromEntries(await Promise.all(OUTCOMES.map(async (o) => [o, await metric(url, "switchyard_burst_claims_total", `{outcome="${o}"}`)] as const)));
+
+  test("requests sent at once through the three routers: each is claimed exactly once, none fails, and the list names all three routers", async () => {
+    const before = await Promise.all(r.map(claimsOf));
+    const sent = await Promise.all(r.flatMap((url, i) => [0, 1, 2].map((k) => send(url, { prompt: prompt(`burst-${i}-${k}`, 6), max_tokens: 1 }))));
+    expect(sent.map((x) => x.status)).toEqual(sent.map(() => 200));
+    const after = await Promise.all(r.map(claimsOf));
+    for (let i = 0; i < 3; i++) {
+      const delta = OUTCOMES.map((o) => after[i]![o]! - before[i]![o]!);
+      expect({ router: i + 1, claimed: delta.reduce((a, b) => a + b, 0), failed: delta[3] }).toEqual({ router: i + 1, claimed: 3, failed: 0 });
+    }
+    // The list is Redis's: its claims name the routers that made them.
+    const client = new RedisClient(redis!.url);
+    try {
+      const held = (await client.send("LRANGE", ["switchyard:burst_claims", "0", "-1"])) as string[];
+      const routerIds = new Set(held.map((c) => c.split("|")[1]));
+      expect(routerIds.size).toBe(3);
+    } finally {
+      client.close();
+    }
   });
 });
 
