@@ -239,6 +239,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       ? await openRedisConnection(config.redis, { resp: choices.resp, token: config.redisToken, commandTimeoutMs: config.redisTimeout * 1000 })
       : undefined;
   const claims = claimsConnection && new RedisBurstClaims(claimsConnection, { windowMs: config.burstClaimWindow * 1000 });
+  if (claims !== undefined) log.info("burst claims: kv decisions are claimed in Redis first", { window_ms: config.burstClaimWindow * 1000 });
+  else if (config.burstClaims) log.warn(`--burst-claims has no effect ${config.redis === undefined ? "without --redis" : `with --policy ${config.policy} (kv only)`}`);
   // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
     {

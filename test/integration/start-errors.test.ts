@@ -122,6 +122,23 @@ describe("a real router process", () => {
     await p.exited;
   }, 30_000);
 
+  test("--burst-claims without --redis starts, and says once that it has no effect", async () => {
+    const p = Bun.spawn({ cmd: [process.execPath, MAIN, "serve", "--port", "0", "--burst-claims"], cwd: ROOT, env: cleanEnv, stdout: "pipe", stderr: "pipe" });
+    started.push(p);
+    let err = "";
+    void (async () => {
+      const dec = new TextDecoder();
+      for await (const c of p.stderr) err += dec.decode(c, { stream: true });
+    })().catch(() => {});
+    await until(() => err.includes("switchyard listening on"), () => `the listening line\n${err}`, 15_000);
+    const warnings = err.split("\n").filter((l) => l.includes("--burst-claims"));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain("WARN");
+    expect(warnings[0]).toContain("has no effect without --redis");
+    p.kill("SIGKILL");
+    await p.exited;
+  }, 30_000);
+
   test("--version prints the version, the commit (unknown from source) and the runtime, exit 0", () => {
     for (const args of [["--version"], ["serve", "--version"]]) {
       const r = Bun.spawnSync({ cmd: [process.execPath, MAIN, ...args], cwd: ROOT });
