@@ -94,27 +94,30 @@ describe("start-up inputs that cannot work: one line, exit 2", () => {
   }, 20_000);
 });
 
+/**
+ * Start `serve` (stopped in afterAll, or by the test), collect its stderr as it comes, and wait
+ * for its listening line: the process, the stderr so far, and that line.
+ */
+async function serveListening(args: readonly string[], env: Record<string, string> = {}) {
+  const p = Bun.spawn({ cmd: [process.execPath, MAIN, "serve", ...args], cwd: ROOT, env: { ...cleanEnv, ...env }, stdout: "pipe", stderr: "pipe" });
+  started.push(p);
+  let err = "";
+  void (async () => {
+    const dec = new TextDecoder();
+    for await (const c of p.stderr) err += dec.decode(c, { stream: true });
+  })().catch(() => {});
+  const line = await until(() => err.split("\n").find((l) => l.includes("switchyard listening on")), () => `the listening line\n${err}`, 15_000);
+  return { p, stderr: () => err, line };
+}
+
 describe("a real router process", () => {
   test("reads a YAML --config, and warns once about each unknown SWITCHYARD_* variable", async () => {
     const config = join(dir, "router.yaml");
     writeFileSync(config, "port: 0\nblock-size: 32\npolicy: round-robin\nlog-level: info\n");
-    const p = Bun.spawn({
-      cmd: [process.execPath, MAIN, "serve", "--config", config],
-      cwd: ROOT,
-      env: { ...cleanEnv, SWITCHYARD_BLOKC_SIZE: "64", SWITCHYARD_BLOCK_SIZE: "" },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    started.push(p);
-    let err = "";
-    void (async () => {
-      const dec = new TextDecoder();
-      for await (const c of p.stderr) err += dec.decode(c, { stream: true });
-    })().catch(() => {});
-    const line = await until(() => err.split("\n").find((l) => l.includes("switchyard listening on")), () => `the listening line\n${err}`, 15_000);
+    const { p, stderr, line } = await serveListening(["--config", config], { SWITCHYARD_BLOKC_SIZE: "64", SWITCHYARD_BLOCK_SIZE: "" });
     expect(line).toContain("block_size=32");
     expect(line).toContain("policy=round-robin");
-    const warnings = err.split("\n").filter((l) => l.includes("SWITCHYARD_BLOKC_SIZE"));
+    const warnings = stderr().split("\n").filter((l) => l.includes("SWITCHYARD_BLOKC_SIZE"));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain("WARN");
     expect(warnings[0]).toContain("did you mean SWITCHYARD_BLOCK_SIZE?");
@@ -123,15 +126,8 @@ describe("a real router process", () => {
   }, 30_000);
 
   test("--burst-claims without --redis starts, and says once that it has no effect", async () => {
-    const p = Bun.spawn({ cmd: [process.execPath, MAIN, "serve", "--port", "0", "--burst-claims"], cwd: ROOT, env: cleanEnv, stdout: "pipe", stderr: "pipe" });
-    started.push(p);
-    let err = "";
-    void (async () => {
-      const dec = new TextDecoder();
-      for await (const c of p.stderr) err += dec.decode(c, { stream: true });
-    })().catch(() => {});
-    await until(() => err.includes("switchyard listening on"), () => `the listening line\n${err}`, 15_000);
-    const warnings = err.split("\n").filter((l) => l.includes("--burst-claims"));
+    const { p, stderr } = await serveListening(["--port", "0", "--burst-claims"]);
+    const warnings = stderr().split("\n").filter((l) => l.includes("--burst-claims"));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain("WARN");
     expect(warnings[0]).toContain("has no effect without --redis");
