@@ -328,9 +328,9 @@ export class RoutingService {
     return { sel: again, kept, unseen };
   }
 
-  /** The prefill tokens booking `sel` adds to its rank's queue (ActiveSequences.newTokens). */
+  /** The prefill tokens booking `sel` adds to its rank's queue, as the rank's books count them (0 for a rank not tracked, which cannot be booked). */
   #newTokens(input: RouteInput, sel: Selection): number {
-    return Math.max(0, input.tokens.length - sel.overlapBlocks * this.d.scheduler.blockSize);
+    return this.d.tracker.slotOf(sel.key)?.newTokens(input.tokens.length, sel.overlapBlocks) ?? 0;
   }
 
   /** The session's (worker, rank) if it is bound, registered, healthy, allowed and not excluded (`slide`: TTL slides). */
