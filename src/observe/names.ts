@@ -2,6 +2,7 @@
  * The router's metrics: names, label sets and buckets. Everything that records a metric
  * goes through RouterMetrics; RouterError codes are used as label values unchanged.
  */
+import type { BurstClaimOutcome } from "../router/index.ts";
 import { MetricsRegistry, type Counter, type Gauge, type Histogram, type HistogramSeries } from "./registry.ts";
 
 export const METRIC_PREFIX = "switchyard_";
@@ -81,7 +82,7 @@ export class RouterMetrics {
   readonly overlap: HistogramSeries = this.overlapBlocks.series([]);
   readonly ttftPredictionError: HistogramSeries = this.ttftPredictionErrors.series([]);
   readonly firstByte: HistogramSeries = this.timeToFirstByte.series([]);
-  readonly burstClaim = (outcome: "clear" | "counted" | "moved" | "failed"): void => this.burstClaims.inc([outcome]);
+  readonly burstClaim = (outcome: BurstClaimOutcome): void => this.burstClaims.inc([outcome]);
   eventDropped(reason: EventDropReason, n = 1): void {
     this.kvEventsDropped.inc([reason], n);
   }
