@@ -1,7 +1,8 @@
 /**
  * The dashboard and the rules against a real Prometheus (Debian's `prometheus` binary, started
  * with a config file in a temp dir, no service) scraping a real router in front of simulated
- * engines and a ZMQ-fed vLLM stand-in, under load: every expression of every panel of
+ * engines and a ZMQ-fed vLLM stand-in, under load, with a real redis-server for its shared state
+ * and burst claims: every expression of every panel of
  * deploy/grafana/switchyard.json, every recording rule and every alert's signal (the alert
  * without its threshold) returns data, so no panel is empty on a healthy fleet and no rule
  * watches a series that does not exist. Grafana itself cannot be installed here; its
@@ -13,6 +14,7 @@ import { missingTool, PROMETHEUS } from "../support/debian-tools.ts";
 import { startFleet, type Fleet } from "../support/observed-fleet.ts";
 import { dashboardQueries, grafanaExpand, loadRules, RULES_FILE, splitAlert, startPrometheus, type PrometheusServer } from "../support/prometheus.ts";
 import { until } from "../support/processes.ts";
+import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 
 setDefaultTimeout(120_000);
 
@@ -24,6 +26,7 @@ const ZMQ_ONLY = /switchyard_kv_stream_/;
 
 let fleet: Fleet | undefined;
 let prom: PrometheusServer | undefined;
+let redis: RedisServer | undefined;
 
 /** Where each query's first sample with a number, or why there is none. */
 async function hasData(expr: string): Promise<string | undefined> {
@@ -37,10 +40,14 @@ describe.skipIf(missing !== undefined)(`dashboard and rules on a real Prometheus
   beforeAll(async () => {
     // A rank is busy with more than 5 booked prefill tokens (5% of 100) and each prefill takes at
     // least 20 ms, so concurrent requests queue now and then: the admission panels get data.
+    // Redis and --burst-claims: the burst-claims panel and alert watch series only such a router
+    // has. A 1 s Redis bound, as in the multi-router tests: on a busy machine the 50 ms default can
+    // read a slow answer as Redis hung, and this test is about the series, not the bound.
+    redis = await startRedisServer();
     fleet = await startFleet({
       engines: 3,
       zmqWorker: true,
-      routerArgs: ["--busy-threshold", "0.05", "--worker-capacity", "100"],
+      routerArgs: ["--busy-threshold", "0.05", "--worker-capacity", "100", "--redis", redis.url, "--redis-timeout", "1", "--burst-claims"],
       engineArgs: ["--prefill-overhead-ms", "20"],
     });
     const target = fleet.url.replace("http://", "");
@@ -59,6 +66,7 @@ describe.skipIf(missing !== undefined)(`dashboard and rules on a real Prometheus
   afterAll(async () => {
     await prom?.stop();
     await fleet?.stop();
+    await redis?.stop();
   });
 
   test("Prometheus scrapes the router and evaluates every rule without error", async () => {

@@ -33,7 +33,7 @@ describe("the rules file's shape", () => {
     const alerts = rules.filter((r) => r.alert !== undefined).map((r) => r.alert!);
     for (const a of [
       "SwitchyardNoHealthyWorker", "SwitchyardWorkerEjected", "SwitchyardKvEventGapsRising", "SwitchyardKvEventsLost", "SwitchyardKvStreamDown",
-      "SwitchyardAdmissionRejecting", "SwitchyardRedisDown", "SwitchyardTokenizerMismatch", "SwitchyardRouterCpuSaturated",
+      "SwitchyardAdmissionRejecting", "SwitchyardRedisDown", "SwitchyardBurstClaimsFailing", "SwitchyardTokenizerMismatch", "SwitchyardRouterCpuSaturated",
     ]) {
       expect(alerts).toContain(a);
     }
