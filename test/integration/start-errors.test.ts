@@ -110,6 +110,14 @@ async function serveListening(args: readonly string[], env: Record<string, strin
   return { p, stderr: () => err, line };
 }
 
+/** Exactly one stderr line mentions `about`, and it is a WARN that says `says`. */
+function expectOneWarning(stderr: string, about: string, says: string): void {
+  const warnings = stderr.split("\n").filter((l) => l.includes(about));
+  expect(warnings).toHaveLength(1);
+  expect(warnings[0]).toContain("WARN");
+  expect(warnings[0]).toContain(says);
+}
+
 describe("a real router process", () => {
   test("reads a YAML --config, and warns once about each unknown SWITCHYARD_* variable", async () => {
     const config = join(dir, "router.yaml");
@@ -117,20 +125,14 @@ describe("a real router process", () => {
     const { p, stderr, line } = await serveListening(["--config", config], { SWITCHYARD_BLOKC_SIZE: "64", SWITCHYARD_BLOCK_SIZE: "" });
     expect(line).toContain("block_size=32");
     expect(line).toContain("policy=round-robin");
-    const warnings = stderr().split("\n").filter((l) => l.includes("SWITCHYARD_BLOKC_SIZE"));
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toContain("WARN");
-    expect(warnings[0]).toContain("did you mean SWITCHYARD_BLOCK_SIZE?");
+    expectOneWarning(stderr(), "SWITCHYARD_BLOKC_SIZE", "did you mean SWITCHYARD_BLOCK_SIZE?");
     p.kill("SIGKILL");
     await p.exited;
   }, 30_000);
 
   test("--burst-claims without --redis starts, and says once that it has no effect", async () => {
     const { p, stderr } = await serveListening(["--port", "0", "--burst-claims"]);
-    const warnings = stderr().split("\n").filter((l) => l.includes("--burst-claims"));
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toContain("WARN");
-    expect(warnings[0]).toContain("has no effect without --redis");
+    expectOneWarning(stderr(), "--burst-claims", "has no effect without --redis");
     p.kill("SIGKILL");
     await p.exited;
   }, 30_000);
