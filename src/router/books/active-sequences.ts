@@ -45,6 +45,7 @@ export class ActiveSequences {
   #prefilledSum = 0;
   #lastExpiryCheck: number | undefined;
   #lastPrefillDoneAt = -Infinity;
+  #lastBookedAt = -Infinity;
   /** The youngest request whose prefill is still booked: the last prompt the engine will have computed before the next one starts. */
   #prefillTail: RequestState | undefined;
   /**
@@ -99,6 +100,7 @@ export class ActiveSequences {
     if (seq && seq.length > 0) this.refs.acquireAll(this.slot, u32Halves(seq), seq.length, promptNodes);
     const state: RequestState = { promptNodes, seqHashes: seq, outputNodes: null, startedAt: now, prefillTokens: this.newTokens(req.isl, req.overlap) };
     this.#requests.set(req.requestId, state);
+    if (now > this.#lastBookedAt) this.#lastBookedAt = now;
     if (state.prefillTokens > 0) {
       if (this.#prefilling.size === 0) this.#prefillHead = state;
       this.#prefilling.set(req.requestId, state);
@@ -155,6 +157,15 @@ export class ActiveSequences {
    * prefill one request after another per rank, so this is when the oldest request still
    * prefilling could start at the earliest (the TTFT predictor's clock for the lane).
    */
+  /**
+   * When a request was last booked here (ms; −Infinity: never): how long this rank's cache has gone
+   * untouched, so how cold what it holds is. The kv picker's tie-break places a new prefix where it
+   * evicts the coldest blocks (pickers/fastest-then-cache.ts).
+   */
+  get lastBookedAt(): number {
+    return this.#lastBookedAt;
+  }
+
   get lastPrefillDoneAt(): number {
     return this.#lastPrefillDoneAt;
   }

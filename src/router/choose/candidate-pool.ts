@@ -27,6 +27,7 @@ export function blankCandidate(e: Endpoint): CandidateSlot {
     activeDecodeBlocks: 0,
     activeRequests: 0,
     prefillingRequests: undefined,
+    lastBookedAt: undefined,
     uncachedTokens: undefined,
     predictedTtftMs: undefined,
     ttftTokens: undefined,

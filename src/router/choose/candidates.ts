@@ -52,6 +52,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
     let activeDecodeBlocks = 0;
     let activeRequests = 0;
     let prefillingRequests: number | undefined;
+    let lastBookedAt: number | undefined;
     let uncachedTokens = Math.max(0, isl - indexed * bs);
     let ttftTokens = msPerToken === undefined ? undefined : uncachedTokens;
     // Claimed by decisions this router's books do not hold yet: queued ahead all the same, and
@@ -67,6 +68,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       activeDecodeBlocks = seqs.activeBlocks();
       activeRequests = seqs.activeRequests;
       prefillingRequests = seqs.prefillingRequests;
+      lastBookedAt = seqs.lastBookedAt;
       uncachedTokens = seqs.newTokens(isl, credited);
       prefillTokens = seqs.newTokens(isl, overlapBlocks) + activePrefillTokens;
       decodeBlocks = n - heldHere + activeDecodeBlocks;
@@ -93,6 +95,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         activeDecodeBlocks,
         activeRequests,
         prefillingRequests,
+        lastBookedAt,
         uncachedTokens,
         predictedTtftMs,
         ttftTokens,
@@ -110,6 +113,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       c.activeDecodeBlocks = activeDecodeBlocks;
       c.activeRequests = activeRequests;
       c.prefillingRequests = prefillingRequests;
+      c.lastBookedAt = lastBookedAt;
       c.uncachedTokens = uncachedTokens;
       c.predictedTtftMs = predictedTtftMs;
       c.ttftTokens = ttftTokens;

@@ -88,6 +88,8 @@ export interface Candidate {
   readonly activeRequests: number;
   /** Requests whose prefill is still booked there (queued or running). */
   readonly prefillingRequests?: number;
+  /** When a request was last booked there (ms; −Infinity: never; undefined: untracked): how cold its cache is. */
+  readonly lastBookedAt?: number;
   /**
    * Prompt tokens the engine would compute for this request there: what is neither cached
    * nor being computed by a request ahead of it (in-flight prefixes always count here, whatever

@@ -39,6 +39,7 @@ const FIELDS: (keyof Candidate)[] = [
   "activeDecodeBlocks",
   "activeRequests",
   "prefillingRequests",
+  "lastBookedAt",
   "uncachedTokens",
   "predictedTtftMs",
   "ttftTokens",

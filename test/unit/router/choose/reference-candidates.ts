@@ -79,6 +79,7 @@ export function referenceCandidates(ctx: SchedulingContext, endpoints: readonly 
         activeDecodeBlocks,
         activeRequests: seqs.activeRequests,
         prefillingRequests: seqs.prefillingRequests,
+        lastBookedAt: seqs.lastBookedAt,
         uncachedTokens,
         predictedTtftMs: p?.ms,
         ttftTokens: p?.tokens,

@@ -23,6 +23,17 @@ describe("fastest-then-cache picker (kv)", () => {
     expect(oneMs.pick(context(), [a, b, c]).key).toBe("3:0");
   });
 
+  test("then the coldest cache (booked longest ago) before the smaller index; an untracked rank ties on it", () => {
+    const hot = candidate(1, { cost: 8, uncachedTokens: 0, lastBookedAt: 900, treeSize: 1 });
+    const cold = candidate(2, { cost: 8, uncachedTokens: 0, lastBookedAt: 100, treeSize: 9 });
+    expect(oneMs.pick(context(), [hot, cold]).key).toBe("2:0");
+    const never = candidate(3, { cost: 8, uncachedTokens: 0, lastBookedAt: -Infinity, treeSize: 5 });
+    expect(oneMs.pick(context(), [hot, cold, never]).key).toBe("3:0");
+    // Untracked: no history, so the index decides between it and the cold one.
+    const untracked = candidate(4, { cost: 8, uncachedTokens: 0, treeSize: 2 });
+    expect(oneMs.pick(context(), [cold, untracked]).key).toBe("4:0");
+  });
+
   test("full ties are drawn uniformly (seed 3)", () => {
     const cs = [1, 2, 3].map((i) => candidate(i, { cost: 5, uncachedTokens: 0 }));
     const counts = new Map<string, number>();

@@ -1,7 +1,8 @@
 /**
  * The time-based kv policy's decisions on hand-built cases: a burst of siblings sharing a prompt
  * the first of them is computing, a slow engine, a restarted engine, a warm cache behind a long
- * queue, engines whose cache is smaller than one prompt. Engines prefill at 0.01 ms per token with 1 ms of latency (the predictor is taught that
+ * queue, engines whose cache is smaller than one prompt, a new prompt on an idle fleet (the emptiest
+ * cache, and with every cache full the one untouched longest). Engines prefill at 0.01 ms per token with 1 ms of latency (the predictor is taught that
  * before each case), blocks of 16 tokens.
  */
 import { describe, expect, test } from "bun:test";
@@ -216,5 +217,29 @@ describe("kv (predicted TTFT): a new prompt on an idle fleet", () => {
     expect(w.route("a", first, 0, index.findMatches(first)).key).toBe("4:0");
     const second = prompt(0, 30, 8, 9500);
     expect(w.route("b", second, 0, index.findMatches(second)).key).toBe("2:0");
+  });
+  test("with every cache full (as in service), to the engine untouched longest, not beside another prompt family's traffic, whatever the draw", () => {
+    // Four engines, 24 blocks each in the index: the index's size tells them apart no more.
+    const index = new RadixTree();
+    for (let w = 1; w <= 4; w++) {
+      const hashes = chain(100 * w, 24);
+      index.applyEvent(storedEvent(BigInt(w), 0n, [...hashes].map((t, i) => ({ blockHash: BigInt(w * 1000 + i), tokensHash: t }))));
+    }
+    const cold = prompt(0, 30, 7, 9000);
+    expect([1, 2, 3, 4].map((w) => index.findMatches(cold).indexBlocksOf?.({ workerId: BigInt(w), dpRank: 0 }))).toEqual([24, 24, 24, 24]);
+    for (let seed = 1; seed <= 20; seed++) {
+      const w = world(4);
+      // Each engine's last request, each answered since (all idle): engine 4 at 100 ms, engine 2
+      // at 500, then two prompt families, on engines 3 (at 1 s) and 1 (at 2 s), each sent to
+      // where its prompt is cached.
+      const last: [string, number][] = [["4:0", 100], ["2:0", 500], ["3:0", 1000], ["1:0", 2000]];
+      for (const [key, at] of last) {
+        const own = prompt(0, 30, 50 + at, 50_000 + at);
+        expect(w.route(`at${at}`, own, at, overlapsOf({ [key]: 30 })).key).toBe(key);
+        w.leases.get(`at${at}`)!.free();
+      }
+      const sel = findBestMatch({ overlaps: index.findMatches(cold), seqHashes: cold, isl: cold.length * BS, endpoints: w.endpoints, tracker: w.tracker, pipeline: w.pipeline, config: w.config, now: 3000, rng: seededRng(seed), ttft: w.ttft });
+      expect({ seed, key: sel.key }).toEqual({ seed, key: "4:0" });
+    }
   });
 });
