@@ -57,6 +57,8 @@ export interface ReplayReport {
   engine_restarts?: number;
   arrival_scale?: number;
   prompt_format?: string;
+  /** Rows measured in a later run than the rest of the cell (suite-merge.ts), by policy name. */
+  rerun_policies?: string[];
 }
 
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");

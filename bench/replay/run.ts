@@ -50,6 +50,7 @@ const { values: a } = parseArgs({
     "suite-requests": { type: "string" },
     "suite-speedup": { type: "string" },
     "suite-cells": { type: "string" },
+    "suite-policies": { type: "string" },
     sweep: { type: "boolean", default: false },
     "sweep-credits": { type: "string", default: "0,8,32,128" },
     "sweep-wait-factors": { type: "string", default: "0,1.5,2,3" },
@@ -136,6 +137,7 @@ if (a.suite !== undefined) {
     json: a.json, quiet: a.quiet, verbose: a.verbose, onProgress: progress, warmupPerRouter: num("warmup"),
     requests: a["suite-requests"] ? num("suite-requests") : undefined, speedup: a["suite-speedup"] ? num("suite-speedup") : undefined,
     cells: a["suite-cells"] !== undefined ? parseCellList(a["suite-cells"]) : undefined,
+    policies: a["suite-policies"]?.split(","),
   });
   process.exit(0);
 }

@@ -128,6 +128,11 @@ export interface SuiteOptions {
    */
   /** 1-based cell numbers to run (parseCellList); all when absent. */
   cells?: readonly number[];
+  /**
+   * Only these of each cell's policies (a cell with none of them is left out): after a change
+   * that moves only ours, rerun ours and keep the peers' rows of earlier runs (suite-merge.ts).
+   */
+  policies?: readonly string[];
   /** Written after every cell (the cells so far), so a run stopped part-way keeps what it finished. */
   json?: string;
   quiet?: boolean;
@@ -154,13 +159,15 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
   if (beyond.length > 0) throw new Error(`--suite-cells: suite ${suite} has cells 1-${all.length} (asked for ${beyond.join(", ")})`);
   for (const i of chosen) {
     const c = all[i - 1]!;
+    const policies = o.policies === undefined ? c.policies : c.policies.filter((p) => o.policies!.includes(p));
+    if (policies.length === 0) continue;
     const report = await runCell({
       trace: c.workload.trace(), traceName: c.workload.name, engines: suite === "smoke" ? 4 : 8, kvFraction: c.workload.kvFraction,
       blockSize: 512, speedup: o.speedup ?? c.workload.speedup,
       timing: SUITE_TIMING,
       // 8 output tokens (32 in full): TTFT is what is compared, and every streamed token costs
       // this shared machine CPU that the router and engines need.
-      policies: c.policies, seed: 1, maxOutputTokens: suite === "full" ? 32 : 8, routers: c.routers, engineRestarts: c.restarts, arrivalScale: c.arrivalScale,
+      policies, seed: 1, maxOutputTokens: suite === "full" ? 32 : 8, routers: c.routers, engineRestarts: c.restarts, arrivalScale: c.arrivalScale,
       promptFormat: "tokens", routerArgs: ["--engine-metrics-interval", "0"], ttftSloMs: 1000, warmupPerRouter: o.warmupPerRouter, verbose: o.verbose ?? false,
       onProgress: o.onProgress,
       onError: (p, m) => console.error(`${c.workload.name}, ${p}: ${m}`),
