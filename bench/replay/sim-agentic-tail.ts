@@ -8,7 +8,11 @@
  *     its own task's siblings, behind other tasks' requests, and how long its own prefill took;
  *   - kv again with every agent's tool prompt already on two engines before the first request,
  *     at no cost (SimOptions.warmBlocks): the upper bound of a policy that keeps a second copy of
- *     the hot prefixes, since a real copy costs a prefill somewhere.
+ *     the hot prefixes, since a real copy costs a prefill somewhere;
+ *   - kv and SGLang again with every engine's cache full of blocks no request shares
+ *     (fullOfOthers), as the real bench's warm-up leaves it (warmup.ts) and as a fleet in service
+ *     is: the index sizes all tie, so this is where kv's choice among idle engines shows. The
+ *     simulation with empty caches missed that kv drew new prompts at random there (64ce46d).
  * The tool prompts are found in the trace, not assumed: requests grouped by their first block,
  * each group's longest common prefix.
  */
@@ -44,6 +48,11 @@ export function placeCopies(prefixes: readonly (readonly number[])[], engines: n
     for (let c = 0; c < copies; c++) out[(p * copies + c) % engines]!.push(...ids);
   });
   return out;
+}
+
+/** Every engine's cache full of blocks no trace request has (ids from 2^40 up), for SimOptions.warmBlocks. */
+export function fullOfOthers(engines: number, kvBlocks: number): number[][] {
+  return Array.from({ length: engines }, (_, e) => Array.from({ length: kvBlocks }, (_, k) => 2 ** 40 + e * kvBlocks + k));
 }
 
 interface Tail {
@@ -93,10 +102,14 @@ if (import.meta.main) {
       const sglang = run(trace, "sglang", o);
       const kv = run(trace, "kv", o);
       const kvWarm = run(trace, "kv", { ...o, warmBlocks: warm });
+      const full = fullOfOthers(o.engines, o.kvBlocks);
+      const sglangFull = run(trace, "sglang", { ...o, warmBlocks: full });
+      const kvFull = run(trace, "kv", { ...o, warmBlocks: full });
       note(`×${load} kv`, kv.p90 / sglang.p90);
       note(`×${load} kv, tools on two engines`, kvWarm.p90 / sglang.p90);
-      for (const [name, t] of [["sglang", sglang], ["kv", kv], ["kv, tools on two engines", kvWarm]] as const) {
-        rows.push([`×${load}`, String(seed), name, f(t.p90), (t.p90 / sglang.p90).toFixed(2), f(t.behindOwnTask), f(t.behindOthers), f(t.ownPrefill)]);
+      note(`×${load} kv, caches full at the start (÷ sglang's, also full)`, kvFull.p90 / sglangFull.p90);
+      for (const [name, t, base] of [["sglang", sglang, sglang], ["kv", kv, sglang], ["kv, tools on two engines", kvWarm, sglang], ["sglang, caches full", sglangFull, sglangFull], ["kv, caches full", kvFull, sglangFull]] as const) {
+        rows.push([`×${load}`, String(seed), name, f(t.p90), (t.p90 / base.p90).toFixed(2), f(t.behindOwnTask), f(t.behindOthers), f(t.ownPrefill)]);
       }
     }
   }

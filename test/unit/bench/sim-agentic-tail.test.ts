@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { AGENTIC_DEFAULTS, agentic } from "../../../bench/replay/gen/shapes.ts";
-import { placeCopies, sharedPrefixes } from "../../../bench/replay/sim-agentic-tail.ts";
+import { fullOfOthers, placeCopies, sharedPrefixes } from "../../../bench/replay/sim-agentic-tail.ts";
 import { simulate, type SimOptions } from "../../../bench/replay/sim.ts";
 import { KV_DEFAULTS } from "../../../bench/replay/sim-workloads.ts";
 import type { TraceRequest } from "../../../bench/replay/trace.ts";
@@ -26,6 +26,16 @@ describe("the agentic tail study", () => {
     const placed = placeCopies(prefixes, 8, 2);
     for (const p of prefixes) expect(placed.filter((ids) => ids.includes(p[0]!)).length).toBe(2);
     for (const ids of placed) expect(ids.length / 2).toBeLessThanOrEqual(Math.ceil((6 * 2) / 8));
+  });
+
+  test("caches full of others' blocks: every engine at capacity, no id shared with the trace or between engines", () => {
+    const trace = agentic(2);
+    const full = fullOfOthers(8, 31);
+    expect(full.map((ids) => ids.length)).toEqual(Array(8).fill(31));
+    const ids = full.flat();
+    expect(new Set(ids).size).toBe(8 * 31);
+    const traceIds = new Set(trace.flatMap((r) => r.hashIds));
+    expect(ids.filter((id) => traceIds.has(id))).toEqual([]);
   });
 
   test("warm blocks are cached before the first request, and kv's index sees them", () => {
