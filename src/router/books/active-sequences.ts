@@ -153,11 +153,6 @@ export class ActiveSequences {
   }
 
   /**
-   * When a prefill on this rank was last seen done (ms; -Infinity before the first). Engines
-   * prefill one request after another per rank, so this is when the oldest request still
-   * prefilling could start at the earliest (the TTFT predictor's clock for the lane).
-   */
-  /**
    * When a request was last booked here (ms; −Infinity: never): how long this rank's cache has gone
    * untouched, so how cold what it holds is. The kv picker's tie-break places a new prefix where it
    * evicts the coldest blocks (pickers/fastest-then-cache.ts).
@@ -166,6 +161,11 @@ export class ActiveSequences {
     return this.#lastBookedAt;
   }
 
+  /**
+   * When a prefill on this rank was last seen done (ms; -Infinity before the first). Engines
+   * prefill one request after another per rank, so this is when the oldest request still
+   * prefilling could start at the earliest (the TTFT predictor's clock for the lane).
+   */
   get lastPrefillDoneAt(): number {
     return this.#lastPrefillDoneAt;
   }

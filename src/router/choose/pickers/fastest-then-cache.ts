@@ -13,8 +13,8 @@
  * bench, after the warm-up) every engine has the same index size, so a new prompt was drawn at
  * random among idle engines, and on the held-out agentic fan-out at half load one router put
  * two to five of the six agents' tool prompts on one engine while two or three engines stood
- * idle: the agents evicted one another's prompts and their bursts queued together (p90 57-77 ms
- * against SGLang's 46 in one run in two; SGLang's smallest-tree choice spread them).
+ * idle: the agents evicted one another's prompts and their bursts queued together (placement p90
+ * 57-77 ms against SGLang's 46 in three runs of eight; SGLang's smallest-tree choice spread them).
  *
  * The index size is every candidate's (OverlapScores.indexBlocksOf), not only the matching ones'
  * (treeSizes): with treeSizes alone every engine that matches nothing reads 0, so a new prompt
