@@ -9,8 +9,8 @@
  * the 14 target cells here). The merged file says so: each replaced row's cell lists it under
  * `report.rerun_policies`, so a table built from it can say which rows are from when.
  */
-import { readFileSync, writeFileSync } from "node:fs";
-import type { SuiteCell } from "./suite.ts";
+import { readFileSync } from "node:fs";
+import { writeSuiteJson, type SuiteCell } from "./suite.ts";
 
 const cellId = (c: SuiteCell) => `${c.workload} | ${c.routers} router(s) | ${c.restarts} restart(s) | arrival ×${c.arrival_scale}`;
 
@@ -32,6 +32,5 @@ if (import.meta.main) {
   const [basePath, updatePath, outPath] = process.argv.slice(2);
   if (outPath === undefined) throw new Error("usage: bun bench/replay/suite-merge.ts BASE.json UPDATE.json OUT.json");
   const read = (p: string) => JSON.parse(readFileSync(p, "utf8")) as SuiteCell[];
-  const merged = mergeSuiteRuns(read(basePath!), read(updatePath!));
-  writeFileSync(outPath, `[${merged.map((c) => JSON.stringify(c)).join(",\n")}]\n`);
+  writeSuiteJson(outPath, mergeSuiteRuns(read(basePath!), read(updatePath!)));
 }

@@ -184,7 +184,8 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
   return results;
 }
 
-function writeSuiteJson(path: string, results: readonly SuiteCell[]): void {
+/** A suite run's file: one cell a line (each report as toJson writes it), the form suite-report.ts and suite-merge.ts read. */
+export function writeSuiteJson(path: string, results: readonly SuiteCell[]): void {
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `[${results.map((r) => JSON.stringify({ ...r, report: JSON.parse(toJson(r.report)) })).join(",\n")}]\n`);
 }
