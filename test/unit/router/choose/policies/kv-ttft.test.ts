@@ -182,16 +182,18 @@ describe("kv (predicted TTFT): a warm cache behind a long queue", () => {
 });
 
 describe("kv (predicted TTFT): a new prompt on an idle fleet", () => {
+  /** Engine `workerId` stores `n` blocks of a prompt of its own (chain `base`), as its KV events say. */
+  const fill = (index: RadixTree, workerId: bigint, base: number, n: number) => {
+    const hashes = chain(base, n);
+    index.applyEvent(storedEvent(workerId, 0n, [...hashes].map((t, i) => ({ blockHash: BigInt(base * 1000 + i), tokensHash: t }))));
+  };
+
   /** Engines 1-3 hold 40, 8 and 24 blocks of other prompts in a real index; engine 4 is empty. */
   function fleet() {
     const index = new RadixTree();
-    const fill = (workerId: bigint, base: number, n: number) => {
-      const hashes = chain(base, n);
-      index.applyEvent(storedEvent(workerId, 0n, [...hashes].map((t, i) => ({ blockHash: BigInt(base * 1000 + i), tokensHash: t }))));
-    };
-    fill(1n, 100, 40);
-    fill(2n, 200, 8);
-    fill(3n, 300, 24);
+    fill(index, 1n, 100, 40);
+    fill(index, 2n, 200, 8);
+    fill(index, 3n, 300, 24);
     return index;
   }
 
@@ -221,10 +223,7 @@ describe("kv (predicted TTFT): a new prompt on an idle fleet", () => {
   test("with every cache full (as in service), to the engine untouched longest, not beside another prompt family's traffic, whatever the draw", () => {
     // Four engines, 24 blocks each in the index: the index's size tells them apart no more.
     const index = new RadixTree();
-    for (let w = 1; w <= 4; w++) {
-      const hashes = chain(100 * w, 24);
-      index.applyEvent(storedEvent(BigInt(w), 0n, [...hashes].map((t, i) => ({ blockHash: BigInt(w * 1000 + i), tokensHash: t }))));
-    }
+    for (let w = 1; w <= 4; w++) fill(index, BigInt(w), 100 * w, 24);
     const cold = prompt(0, 30, 7, 9000);
     expect([1, 2, 3, 4].map((w) => index.findMatches(cold).indexBlocksOf?.({ workerId: BigInt(w), dpRank: 0 }))).toEqual([24, 24, 24, 24]);
     for (let seed = 1; seed <= 20; seed++) {
