@@ -201,6 +201,7 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
       const sel = findBestMatch({
         overlaps, seqHashes, isl: r.inputLength, endpoints: assigned === undefined ? endpoints : [endpoints[assigned]!], tracker,
         pipeline: pipelines[i % pipelines.length]!, config, now: arrival, rng, sessionId: r.sessionId, ttft: predictor,
+        otherRouters: pipelines.length - 1,
       });
       const booking = { requestId: `r${i}`, worker: sel.worker, seqHashes, isl: r.inputLength, overlap: sel.overlapBlocks };
       const queue = queueAtBooking(tracker.slotOf(sel.key));

@@ -83,6 +83,8 @@ export interface RouterPorts {
   readonly admission?: AdmissionGate;
   /** Where routers in front of the same engines claim their decisions (RoutingDeps.claims); without it: none. */
   readonly claims?: BurstClaims;
+  /** Other live routers booking on the same engines (RoutingDeps.otherRouters); without it: none. */
+  readonly otherRouters?: () => number;
 }
 
 export interface IngestResult {
@@ -162,6 +164,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     admission: ports.admission,
     ttft,
     claims: ports.claims,
+    otherRouters: ports.otherRouters,
   });
   const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn });
   const leases = new ExternalLeases(tracker);

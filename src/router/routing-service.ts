@@ -66,6 +66,8 @@ export interface RoutingDeps {
   readonly admission?: AdmissionGate;
   /** Predicts each candidate's TTFT (the kv policy's cost) and learns each engine's speed from the first tokens the leases report. */
   readonly ttft?: TtftPredictor;
+  /** Other live routers booking on the same engines (the load sync's peers); without it: none. */
+  readonly otherRouters?: () => number;
   /**
    * Where routers in front of the same engines claim their decisions (books/burst-claims.ts;
    * Redis, with --redis): the kv policy's choices are claimed, and made again counting the
@@ -217,6 +219,7 @@ export class RoutingService {
         engineWaiting: d.engineWaiting?.(),
         sessionId,
         ttft: d.ttft,
+        otherRouters: d.otherRouters?.(),
         candidatePool: this.#candidatePool,
         unseen,
       });

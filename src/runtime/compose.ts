@@ -241,6 +241,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   const claims = claimsConnection && new RedisBurstClaims(claimsConnection, { windowMs: config.burstClaimWindow * 1000 });
   if (claims !== undefined) log.info("burst claims: kv decisions are claimed in Redis first", { window_ms: config.burstClaimWindow * 1000 });
   else if (config.burstClaims) log.warn(`--burst-claims has no effect ${config.redis === undefined ? "without --redis" : `with --policy ${config.policy} (kv only)`}`);
+  // Shares this router's active load with the others through Redis (started below, once the router exists).
+  let loadSync: LoadSync | undefined;
   // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
     {
@@ -268,6 +270,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       onDropped: (reason, n) => metrics.eventDropped(reason, n),
       admission,
       claims,
+      // The load sync starts below, once the router exists; until then this router is alone.
+      otherRouters: () => loadSync?.peerCount() ?? 0,
     },
   );
   const { index, approxIndex, tracker } = router;
@@ -331,7 +335,6 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   if (choices.processProbe !== undefined) bindProcessMetrics(metrics.registry, choices.processProbe);
   const loopLag = new EventLoopLag(now, { every: (fn, ms) => setInterval(fn, ms), stop: (h) => clearInterval(h as ReturnType<typeof setInterval>) });
   loopLag.bind(metrics.registry);
-  let loadSync: LoadSync | undefined;
   if (config.redis !== undefined) {
     // redis:// through the runtime's pub/sub opener; https:// (Upstash REST) through a polled Redis Stream.
     loadSync = await startLoadSync({

@@ -105,6 +105,8 @@ export interface LoadSync {
   /** Stop publishing and receiving. Own requests are not freed on the replicas (they expire there); remote load booked here is freed. */
   stop(): Promise<void>;
   stats(): LoadSyncStats;
+  /** Other routers heard from and not yet given up on (stats().peers, without building the rest). */
+  peerCount(): number;
 }
 
 function randomEpoch(): string {
@@ -256,6 +258,7 @@ export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
       })();
       return stopped;
     },
+    peerCount: () => peers.size,
     stats(): LoadSyncStats {
       const o = outbox.counters;
       const p = peers.counters;

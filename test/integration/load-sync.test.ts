@@ -164,6 +164,8 @@ for (const transport of ["resp", "rest"] as const) {
       add(a, "doomed-2", 2, clock.t);
       add(b, "b-own", 1, clock.t);
       await until(() => b.tracker.activeRequests(KEY) === 3, "B to see A's two requests");
+      // The kv picker's count of other routers (SchedulingContext.otherRouters) while A lives.
+      expect(b.sync.peerCount()).toBe(1);
 
       await a.sync.stop(); // the crash: no frees are published
       const ticks = b.sync.stats().ticks;
@@ -172,6 +174,7 @@ for (const transport of ["resp", "rest"] as const) {
 
       clock.t += 301;
       await until(() => b.sync.stats().expiredPeers === 1, "B to declare A dead");
+      expect(b.sync.peerCount()).toBe(0);
       expect(b.tracker.hasRemoteRequest(1n, "doomed-1")).toBe(false);
       expect(b.tracker.hasRemoteRequest(1n, "doomed-2")).toBe(false);
       expect(b.tracker.hasRequest("b-own")).toBe(true);

@@ -43,6 +43,8 @@ export interface FindBestMatchInput {
   readonly unseen?: UnseenClaims;
   /** Predicts each candidate's TTFT (the kv policy's cost; the others' decisions carry it for the metric). */
   readonly ttft?: TtftPredictor;
+  /** Other live routers booking on these engines (SchedulingContext.otherRouters); absent: none. */
+  readonly otherRouters?: number;
   /**
    * Reuse these candidate objects (candidate-pool.ts): the Selection's candidates are then valid
    * only until the next decision on the same endpoint list, so a caller that keeps any copies them.
@@ -87,6 +89,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     // A caller without a router's predictor (a bench, a test) still gets predictions: the
     // prior speed on every engine, which orders candidates by prefill tokens queued and uncached.
     ttft: input.ttft ?? (input.pipeline.predictsTtft ? priorPredictor(config.blockSize) : undefined),
+    otherRouters: input.otherRouters,
   };
   const { chosen, candidates } = runPipeline(input.pipeline, ctx, buildCandidates(ctx, input.endpoints, tracker, input.candidatePool));
   return {

@@ -67,6 +67,13 @@ export interface SchedulingContext {
   readonly rng: Rng;
   /** Predicts each candidate's TTFT from its books and learned speed; without it no candidate carries a prediction. */
   readonly ttft?: TtftPredictor;
+  /**
+   * Other live routers booking on these engines (the load sync's peers; 0 or absent: this one
+   * alone). Their bookings reach these books a sync later, so decisions made in the same instant
+   * all read the same books: the kv picker then draws among equal ranks instead of taking the
+   * same one.
+   */
+  readonly otherRouters?: number;
 }
 
 /** One endpoint as seen by this request: its cache overlap and load, then its cost. */

@@ -11,8 +11,9 @@ import { createRouter } from "../../../src/router/create-router.ts";
 import { MemoryAffinityStore } from "../../../src/router/sessions/memory-store.ts";
 import { StickyRouter } from "../../../src/router/sessions/sticky.ts";
 import { WorkerRegistry } from "../../../src/fleet/registry.ts";
+import { seededRng } from "./choose/helpers.ts";
 
-function build() {
+function build(opts: { rng?: () => number; otherRouters?: () => number } = {}) {
   let clock = 0;
   const registry = new WorkerRegistry();
   const dropped: number[] = [];
@@ -21,13 +22,14 @@ function build() {
     {
       hasher: portableBatchHasher,
       now: () => clock++,
-      rng: () => 0.5,
+      rng: opts.rng ?? (() => 0.5),
       workers: registry,
       sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } })),
       metrics: new RouterMetrics(),
       query: async () => ({ kind: "error", message: "none" }),
       sleep: async () => {},
       onDropped: (_reason, n) => dropped.push(n),
+      otherRouters: opts.otherRouters,
     },
   );
   registry.add(1n, "http://w1:1", 2, true, "base");
@@ -112,6 +114,30 @@ describe("createRouter", () => {
     await expect(router.routing.route({ tokens, requestId: "same" })).rejects.toMatchObject({ code: "duplicate_request" });
     d.lease.free();
     expect(router.tracker.hasRequest("same")).toBe(false);
+  });
+
+  test("the other routers' count reaches the kv picker: alone, a new prompt takes the rank booked longest ago; with peers, both ranks are drawn", async () => {
+    const picks = async (otherRouters?: () => number) => {
+      const counts = new Map<string, number>();
+      for (let seed = 1; seed <= 40; seed++) {
+        const { router } = build({ rng: seededRng(seed), otherRouters });
+        // Rank 0 last booked well before rank 1, both idle since (the router's clock starts at 0).
+        router.tracker.addRequest({ requestId: "old", worker: { workerId: 1n, dpRank: 0 }, seqHashes: null, isl: 8, overlap: 0 }, -900);
+        router.tracker.addRequest({ requestId: "new", worker: { workerId: 1n, dpRank: 1 }, seqHashes: null, isl: 8, overlap: 0 }, -100);
+        router.tracker.free("old", -50);
+        router.tracker.free("new", -50);
+        const d = await router.routing.route({ tokens: new Uint32Array(8).fill(seed), requestId: "x" });
+        const key = `${d.worker.workerId}:${d.worker.dpRank}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      return counts;
+    };
+    expect(await picks()).toEqual(new Map([["1:0", 40]]));
+    expect(await picks(() => 0)).toEqual(new Map([["1:0", 40]]));
+    // At the decision rank 0 has gone 900 ms without a booking and rank 1 100: drawn 9 to 1 (a uniform draw would be even).
+    const drawn = await picks(() => 2);
+    expect(drawn.get("1:0")!).toBeGreaterThanOrEqual(30);
+    expect(drawn.get("1:1")!).toBeGreaterThanOrEqual(1);
   });
 
   test("expireLoad forgets POST /v1/route bookings whose load the tracker no longer holds", async () => {

@@ -2,7 +2,7 @@
  * The time-based kv policy's decisions on hand-built cases: a burst of siblings sharing a prompt
  * the first of them is computing, a slow engine, a restarted engine, a warm cache behind a long
  * queue, engines whose cache is smaller than one prompt, a new prompt on an idle fleet (the emptiest
- * cache, and with every cache full the one untouched longest). Engines prefill at 0.01 ms per token with 1 ms of latency (the predictor is taught that
+ * cache, and with every cache full the one untouched longest, or with other routers a draw weighted by how long each has gone untouched). Engines prefill at 0.01 ms per token with 1 ms of latency (the predictor is taught that
  * before each case), blocks of 16 tokens.
  */
 import { describe, expect, test } from "bun:test";
@@ -220,25 +220,56 @@ describe("kv (predicted TTFT): a new prompt on an idle fleet", () => {
     const second = prompt(0, 30, 8, 9500);
     expect(w.route("b", second, 0, index.findMatches(second)).key).toBe("2:0");
   });
-  test("with every cache full (as in service), to the engine untouched longest, not beside another prompt family's traffic, whatever the draw", () => {
-    // Four engines, 24 blocks each in the index: the index's size tells them apart no more.
+
+  /**
+   * Four engines with every cache full (24 blocks each in the index: its size tells them apart
+   * no more), each idle since its last request: engine 4 at 100 ms, engine 2 at 500, then two
+   * prompt families, on engines 3 (at 1 s) and 1 (at 2 s), each sent to where its prompt is
+   * cached. Returns a decision at 3 s on a new prompt none of them holds.
+   */
+  function fullFleet() {
     const index = new RadixTree();
     for (let w = 1; w <= 4; w++) fill(index, BigInt(w), 100 * w, 24);
     const cold = prompt(0, 30, 7, 9000);
     expect([1, 2, 3, 4].map((w) => index.findMatches(cold).indexBlocksOf?.({ workerId: BigInt(w), dpRank: 0 }))).toEqual([24, 24, 24, 24]);
-    for (let seed = 1; seed <= 20; seed++) {
-      const w = world(4);
-      // Each engine's last request, each answered since (all idle): engine 4 at 100 ms, engine 2
-      // at 500, then two prompt families, on engines 3 (at 1 s) and 1 (at 2 s), each sent to
-      // where its prompt is cached.
-      const last: [string, number][] = [["4:0", 100], ["2:0", 500], ["3:0", 1000], ["1:0", 2000]];
-      for (const [key, at] of last) {
-        const own = prompt(0, 30, 50 + at, 50_000 + at);
-        expect(w.route(`at${at}`, own, at, overlapsOf({ [key]: 30 })).key).toBe(key);
-        w.leases.get(`at${at}`)!.free();
-      }
-      const sel = findBestMatch({ overlaps: index.findMatches(cold), seqHashes: cold, isl: cold.length * BS, endpoints: w.endpoints, tracker: w.tracker, pipeline: w.pipeline, config: w.config, now: 3000, rng: seededRng(seed), ttft: w.ttft });
-      expect({ seed, key: sel.key }).toEqual({ seed, key: "4:0" });
+    const w = world(4);
+    const last: [string, number][] = [["4:0", 100], ["2:0", 500], ["3:0", 1000], ["1:0", 2000]];
+    for (const [key, at] of last) {
+      const own = prompt(0, 30, 50 + at, 50_000 + at);
+      expect(w.route(`at${at}`, own, at, overlapsOf({ [key]: 30 })).key).toBe(key);
+      w.leases.get(`at${at}`)!.free();
     }
+    return (seed: number, otherRouters?: number) =>
+      findBestMatch({ overlaps: index.findMatches(cold), seqHashes: cold, isl: cold.length * BS, endpoints: w.endpoints, tracker: w.tracker, pipeline: w.pipeline, config: w.config, now: 3000, rng: seededRng(seed), ttft: w.ttft, otherRouters }).key;
+  }
+
+  test("with every cache full (as in service), a router alone goes to the engine untouched longest, not beside another prompt family's traffic, whatever the draw", () => {
+    const decide = fullFleet();
+    for (let seed = 1; seed <= 20; seed++) expect({ seed, key: decide(seed) }).toEqual({ seed, key: "4:0" });
+  });
+
+  test("with every cache full and other routers deciding on the same books, drawn by how long each engine has gone untouched: the one untouched longest most often, the latest prompt family's least, rarely all four routers on one", () => {
+    const decideAt = fullFleet();
+    const decide = (seed: number) => decideAt(seed, 3);
+    // At 3 s they have been untouched 2.9, 2.5, 2 and 1 s: drawn with those weights (0.35, 0.30,
+    // 0.24, 0.12 of 8.4 s), so routers that decide on the same books at once spread out instead
+    // of all taking the one coldest engine.
+    const counts = new Map<string, number>();
+    const draws = 2000;
+    for (let seed = 1; seed <= draws; seed++) {
+      const key = decide(seed);
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    const share = (key: string) => (counts.get(key) ?? 0) / draws;
+    expect(share("4:0")).toBeGreaterThan(share("2:0"));
+    expect(share("2:0")).toBeGreaterThan(share("3:0"));
+    expect(share("3:0")).toBeGreaterThan(share("1:0"));
+    // Expected 0.345 and 0.119; the binomial's standard deviation over 2000 draws is at most 0.011.
+    expect(Math.abs(share("4:0") - 2.9 / 8.4)).toBeLessThan(0.04);
+    expect(Math.abs(share("1:0") - 1 / 8.4)).toBeLessThan(0.04);
+    // Four routers at one instant (seeds 1-4, 5-8, ...): all four on one engine in under 5 of 50 such instants (chance 0.026 each; taking the coldest, all 50).
+    let herded = 0;
+    for (let i = 0; i < 50; i++) if (new Set([1, 2, 3, 4].map((k) => decide(4 * i + k))).size === 1) herded++;
+    expect(herded).toBeLessThan(5);
   });
 });
