@@ -2,8 +2,9 @@
  * The time-based kv policy's decisions on hand-built cases: a burst of siblings sharing a prompt
  * the first of them is computing, a slow engine, a restarted engine, a warm cache behind a long
  * queue, engines whose cache is smaller than one prompt, a new prompt on an idle fleet (the emptiest
- * cache, and with every cache full the one untouched longest, or with other routers a draw weighted by how long each has gone untouched). Engines prefill at 0.01 ms per token with 1 ms of latency (the predictor is taught that
- * before each case), blocks of 16 tokens.
+ * cache, and with every cache full the one untouched longest, or with other routers a draw weighted
+ * by how long each has gone untouched). Engines prefill at 0.01 ms per token with 1 ms of latency
+ * (the predictor is taught that before each case), blocks of 16 tokens.
  */
 import { describe, expect, test } from "bun:test";
 import { storedEvent } from "../../../../../src/core/events.ts";
