@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { clearedEvent, storedEvent } from "../../../src/core/events.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
+import { keyOf } from "../../../src/core/ids.ts";
 import { RouterMetrics } from "../../../src/observe/names.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
 import { MemoryAffinityStore } from "../../../src/router/sessions/memory-store.ts";
@@ -127,7 +128,7 @@ describe("createRouter", () => {
         router.tracker.free("old", -50);
         router.tracker.free("new", -50);
         const d = await router.routing.route({ tokens: new Uint32Array(8).fill(seed), requestId: "x" });
-        const key = `${d.worker.workerId}:${d.worker.dpRank}`;
+        const key = keyOf(d.worker);
         counts.set(key, (counts.get(key) ?? 0) + 1);
       }
       return counts;

@@ -50,7 +50,7 @@ export function fastestThenCachePicker(tolerance: Tolerance): Picker {
       let untracked = false;
       let coldest = Infinity;
       for (const c of candidates) {
-        if (!(c.cost <= limit) || compareWork(c, lead) !== 0) continue;
+        if (!equalsLead(c, limit, lead)) continue;
         if (c.lastBookedAt === undefined) untracked = true;
         else if (c.lastBookedAt < coldest) coldest = c.lastBookedAt;
       }
@@ -62,7 +62,7 @@ export function fastestThenCachePicker(tolerance: Tolerance): Picker {
       let pick: Candidate | undefined;
       let total = 0;
       for (const c of candidates) {
-        if (!(c.cost <= limit) || compareWork(c, lead) !== 0) continue;
+        if (!equalsLead(c, limit, lead)) continue;
         const w = ctx.now - c.lastBookedAt!;
         if (!(w > 0)) continue;
         total += w;
@@ -83,7 +83,7 @@ function emptiestThenUniform(ctx: SchedulingContext, candidates: readonly Candid
   let pickBlocks = 0;
   let ties = 0;
   for (const c of candidates) {
-    if (!(c.cost <= limit) || compareWork(c, lead) !== 0) continue;
+    if (!equalsLead(c, limit, lead)) continue;
     if (bookedAt !== undefined && c.lastBookedAt !== bookedAt) continue;
     const blocks = indexBlocks(ctx, c);
     if (pick === undefined || blocks < pickBlocks) {
@@ -97,6 +97,11 @@ function emptiestThenUniform(ctx: SchedulingContext, candidates: readonly Candid
     }
   }
   return pick ?? lead;
+}
+
+/** Whether `c` is within the tolerance (`limit`) and leaves as little to do as `lead`: the ranks the last tie-breaks choose among. */
+function equalsLead(c: Candidate, limit: number, lead: Candidate): boolean {
+  return c.cost <= limit && compareWork(c, lead) === 0;
 }
 
 /** > 0 when `a` leaves less to do than `b`: fewer tokens to compute, then fewer blocks held by running requests. */
