@@ -18,6 +18,11 @@
  *    it again, whichever gives its first token sooner, on whichever lane is best. The fair
  *    reference where requests arrive in bursts sharing a new prefix (gen-agentic's fan-outs), on
  *    which pooled and the floor let each sibling reuse blocks nobody has finished computing.
+ *  - pooled, cell's cache: pooled, but the shared cache holds only the cell's KV capacity (engines
+ *    × blocks per engine, one LRU, so no block is ever held twice). Where the trace's working set
+ *    is larger than the cluster's memory (the "quarter" cells), pooled asks for hits no cache of
+ *    that size keeps; this says how much of a miss against pooled is the memory and how much the
+ *    placement. Given only when `kvBlocks` is.
  *
  * Wall milliseconds, as the suite reports TTFT. No processes: the trace is rebuilt from the
  * cell's workload name and request count (suite.ts suiteWorkloads).
@@ -40,12 +45,16 @@ export interface FloorOptions {
   arrivalScale: number;
   prefillUsPerToken: number;
   prefillOverheadMs: number;
+  /** Trace blocks each engine's cache holds: when given, the pooled reference with the cell's cache is computed too. */
+  kvBlocks?: number;
 }
 
 export interface Floor {
   floor: { p90: number; p99: number };
   pooled: { p90: number; p99: number };
   pooledCausal: { p90: number; p99: number };
+  /** Pooled with one shared LRU of the cell's whole capacity (engines × kvBlocks); absent without kvBlocks. */
+  pooledCellCache?: { p90: number; p99: number };
 }
 
 /** Per request, its prefill time (wall ms) when only never-seen blocks are computed. */
@@ -76,7 +85,39 @@ export function ttftFloor(trace: readonly TraceRequest[], o: FloorOptions): Floo
     const { p90, p99 } = summarize(xs);
     return { p90, p99 };
   };
-  return { floor: q(prefill), pooled: q(pooled), pooledCausal: q(pooledCausal(trace, o)) };
+  const floor: Floor = { floor: q(prefill), pooled: q(pooled), pooledCausal: q(pooledCausal(trace, o)) };
+  if (o.kvBlocks !== undefined) floor.pooledCellCache = q(pooledCellCache(trace, { ...o, kvBlocks: o.kvBlocks }));
+  return floor;
+}
+
+/**
+ * Per request, its TTFT (wall ms) in the pooled reference with the cell's cache (see the file's
+ * comment): the shared FIFO queue of pooled, each request computing what one LRU of
+ * engines × kvBlocks blocks does not hold when it starts. As in pooled, its blocks are in the
+ * cache from its start (touched last block first, so eviction takes leaves, as sim.ts's engines).
+ */
+export function pooledCellCache(trace: readonly TraceRequest[], o: FloorOptions & { kvBlocks: number }): number[] {
+  const t0 = trace[0]?.timestamp ?? 0;
+  const free = new Array<number>(o.engines).fill(0);
+  const capacity = o.engines * o.kvBlocks;
+  const lru = new Map<number, true>();
+  return trace.map((r) => {
+    const arrival = ((r.timestamp - t0) * o.arrivalScale) / o.speedup;
+    let lane = 0;
+    for (let e = 1; e < free.length; e++) if (free[e]! < free[lane]!) lane = e;
+    const start = Math.max(arrival, free[lane]!);
+    const ids = fullBlockIds(r);
+    let hit = 0;
+    while (hit < ids.length && lru.has(ids[hit]!)) hit++;
+    for (let k = ids.length - 1; k >= 0; k--) {
+      lru.delete(ids[k]!);
+      lru.set(ids[k]!, true);
+    }
+    while (lru.size > capacity) lru.delete(lru.keys().next().value!);
+    const computed = Math.max(0, r.inputLength - hit * TRACE_BLOCK_TOKENS);
+    free[lane] = start + (o.prefillOverheadMs + (computed * o.prefillUsPerToken) / 1000) / o.speedup;
+    return free[lane]! - arrival;
+  });
 }
 
 /** Per request, its TTFT (wall ms) in the causal pooled reference (see the file's comment). */

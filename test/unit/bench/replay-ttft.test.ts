@@ -1,6 +1,6 @@
-/** The time-based kv's bench pieces: the causal pooled reference and the targets' judge. */
+/** The time-based kv's bench pieces: the causal pooled reference, the pooled reference with the cell's cache, and the targets' judge. */
 import { describe, expect, test } from "bun:test";
-import { pooledCausal, ttftFloor } from "../../../bench/replay/ttft-floor.ts";
+import { pooledCausal, pooledCellCache, ttftFloor } from "../../../bench/replay/ttft-floor.ts";
 import { judgeTtftCell, ttftTallyTable } from "../../../bench/replay/ttft-targets.ts";
 import { suiteWorkloads } from "../../../bench/replay/suite.ts";
 import type { TraceRequest } from "../../../bench/replay/trace.ts";
@@ -22,6 +22,27 @@ describe("the causal pooled reference (ttft-floor.ts)", () => {
   });
 });
 
+describe("the pooled reference with the cell's cache (ttft-floor.ts)", () => {
+  // Three 2-block prompts a second apart (no queue): the third repeats the first.
+  const trace = [req(0, 0, [1, 2], 1024), req(1, 1000, [3, 4], 1024), req(2, 2000, [1, 2], 1024)];
+
+  test("a cache smaller than the working set evicts what pooled keeps forever", () => {
+    // Two engines × one block: the second prompt evicts the first, which the third computes again.
+    expect(pooledCellCache(trace, { ...o, kvBlocks: 1 }).map((x) => +x.toFixed(1))).toEqual([205.8, 205.8, 205.8]);
+    // Two engines × two blocks hold both prompts: the third is a hit, as in pooled.
+    expect(pooledCellCache(trace, { ...o, kvBlocks: 2 }).map((x) => +x.toFixed(1))).toEqual([205.8, 205.8, 1]);
+    expect(+ttftFloor(trace, o).pooled.p90.toFixed(1)).toBe(205.8);
+    expect(ttftFloor(trace, o).pooled.p99).toBeLessThan(ttftFloor(trace, { ...o, kvBlocks: 1 }).pooledCellCache!.p99 + 1e-9);
+  });
+
+  test("given only with the cell's capacity; the queue is pooled's", () => {
+    expect(ttftFloor(trace, o).pooledCellCache).toBeUndefined();
+    // One lane, all three at once, ample cache: the queue alone (205.8, then +205.8, then +1).
+    const burst = trace.map((r) => ({ ...r, timestamp: 0 }));
+    expect(pooledCellCache(burst, { ...o, engines: 1, kvBlocks: 4 }).map((x) => +x.toFixed(1))).toEqual([205.8, 411.6, 412.6]);
+  });
+});
+
 describe("the time-based kv's targets (ttft-targets.ts)", () => {
   const n = 60;
   const w = suiteWorkloads(n).find((x) => x.name === "gen-rag, half")!;
@@ -38,7 +59,16 @@ describe("the time-based kv's targets (ttft-targets.ts)", () => {
     expect(v.missed).toEqual(expect.arrayContaining(["p99", "pred err"]));
     expect(v.missed).not.toContain("p90");
     expect(v.reference?.name).toBe("pooled");
+    // Beside it, not judged: pooled with the cell's 8 engines × 8 blocks, never below pooled.
+    expect(v.reference?.cellCacheP90).toBeGreaterThanOrEqual(v.reference!.p90);
     expect(v.kvBlocks?.ttft_ms.p90).toBe(100);
+  });
+
+  test("gen-agentic is judged against the causal pooled reference, and has no cell's-cache form (pooled's reuse of blocks in flight)", () => {
+    const a = suiteWorkloads(n).find((x) => x.name === "gen-agentic, half")!;
+    const v = judgeTtftCell({ ...(cell({ kv: res(90, 100), sglang: res(95, 130) }) as object), workload: a.name } as never);
+    expect(v.reference?.name).toBe("pooled causal");
+    expect(v.reference?.cellCacheP90).toBeUndefined();
   });
 
   test("p90, p99 and pooled are judged at load ×1 with 1 or 4 routers only; the tally counts met over judged", () => {
