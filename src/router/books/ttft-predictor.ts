@@ -14,8 +14,9 @@
  * Learning: every first token is one sample (the tokens the prediction counted, the TTFT seen).
  * The fleet's line (latency + msPerToken × tokens) is fitted to the last FLEET_WINDOW samples of
  * every rank with medians (Theil–Sen: the slope is the median of the pairwise slopes, the latency
- * the median of what it leaves), and each rank gets a factor on the slope: the median of its own
- * samples' prefill time (less the latency) ÷ the line's, counting only samples that are mostly
+ * the median of what it leaves on the window's smallest first tokens, where it is most of the
+ * time), and each rank gets a factor on the slope: the median of its own samples' prefill time
+ * (less the line's intercept) ÷ the line's, counting only samples that are mostly
  * this request's own prefill, and measured against the fleet's typical rank rather than the line
  * (see #refitFactors). Medians, because the samples are noisy in ways a mean would follow (a router whose
  * event loop was busy reads two first tokens in one go; an engine restarting stalls a request;
@@ -83,6 +84,14 @@ export interface FirstTokenObservation {
 
 /** Samples the fleet's line is fitted to: the last this many first tokens, every rank's. */
 export const FLEET_WINDOW = 48;
+/**
+ * The latency is what the line leaves on the window's smallest first tokens, this share of it by
+ * tokens, not on all of them: the median over the whole window came out at 0.35 ms where cache
+ * hits took 0.6-1.0 (synthetic, one router, bench/README.md), because the big first tokens' own
+ * errors (the slope's, a queue counted a little high) decide a median over all, and a small
+ * request is predicted by the latency alone.
+ */
+export const LATENCY_SHARE = 0.25;
 /** Samples kept per rank for its factor: enough for a stable median, few enough to follow a change quickly. */
 export const RANK_WINDOW = 32;
 /** Once the fleet's window is full, the line is refitted every this many first tokens. */
@@ -297,9 +306,10 @@ export class TtftPredictor {
   /**
    * Theil–Sen over the fleet's window: the slope is the median of the pairwise slopes between
    * samples at least a block apart (closer pairs say more about noise than about speed); with no
-   * such pair yet, the median of ms ÷ tokens. The latency is the median of what the slope leaves.
-   * A slope that comes out at or below zero (only noise so far) keeps the previous one. Then
-   * every rank's factor against the new line.
+   * such pair yet, the median of ms ÷ tokens. The line's intercept is the median of what the slope
+   * leaves; the latency predictions add is that median over the smallest first tokens only
+   * (LATENCY_SHARE). A slope that comes out at or below zero (only noise so far) keeps the
+   * previous one. Then every rank's factor against the new line.
    */
   #refit(): void {
     // Every observation while the window fills, then every REFIT_EVERY-th: the line moves slowly
@@ -321,18 +331,27 @@ export class TtftPredictor {
     if (k === 0) return;
     const slope = medianOf(slopes.subarray(0, k));
     if (!(slope > 0)) return;
+    // The line's intercept: what the slope leaves, over the whole window. The factors are measured against this line.
     const rest = slopes.subarray(0, n);
     for (let i = 0; i < n; i++) rest[i] = ms[i]! - slope * tokens[i]!;
+    const intercept = Math.max(0, medianOf(rest));
+    // The latency a prediction adds: what the slope leaves on the window's smallest first tokens
+    // (LATENCY_SHARE of it, by tokens), where it is most of the time (LATENCY_SHARE's comment).
+    // The same for every rank, so it moves no decision; the factors keep the line's intercept.
+    for (let i = 0; i < n; i++) rest[i] = tokens[i]!;
+    const cut = selectNth(rest, Math.floor((n - 1) * LATENCY_SHARE));
+    let m = 0;
+    for (let i = 0; i < n; i++) if (tokens[i]! <= cut) rest[m++] = ms[i]! - slope * tokens[i]!;
     this.#msPerToken = slope;
-    this.#latencyMs = Math.max(0, medianOf(rest));
+    this.#latencyMs = Math.max(0, medianOf(rest.subarray(0, m)));
     this.#fitted = true;
-    this.#refitFactors(slope, slopes);
+    this.#refitFactors(slope, intercept, slopes);
   }
 
   /**
-   * Every rank's factor against the new line (ms = latency + slope × tokens). A rank's samples are
-   * compared with the line as (ms − latency) ÷ (slope × tokens), over those where the tokens, not
-   * the latency, make most of the time, and where most of the tokens are the request's own
+   * Every rank's factor against the new line (ms = intercept + slope × tokens). A rank's samples are
+   * compared with the line as (ms − intercept) ÷ (slope × tokens), over those where the tokens, not
+   * the intercept, make most of the time, and where most of the tokens are the request's own
    * (MOSTLY_OWN). A sample that is mostly latency (a cache hit) says nothing about speed, and
    * counting it would make an engine that serves many hits look fast, draw more of them and look
    * faster still; one that is mostly queue measures how well the router counted the queue.
@@ -344,8 +363,8 @@ export class TtftPredictor {
    * reads above 1 rather than every rank at 1 (none reads below 1: factorOf). `scratch` holds
    * at least RANK_WINDOW numbers.
    */
-  #refitFactors(slope: number, scratch: Float64Array): void {
-    const minTokens = Math.max(this.#minGap, this.#latencyMs / slope);
+  #refitFactors(slope: number, intercept: number, scratch: Float64Array): void {
+    const minTokens = Math.max(this.#minGap, intercept / slope);
     const q = (this.#q1AndMid = atLeast(this.#q1AndMid, 2 * this.#ranks.size));
     const mids = (this.#mids = atLeast(this.#mids, this.#ranks.size));
     let measured = 0;
@@ -354,7 +373,7 @@ export class TtftPredictor {
       let m = 0;
       for (let j = 0; j < r.count; j++) {
         const t = r.tokens[j]!;
-        if (t >= minTokens && r.own[j]! >= MOSTLY_OWN * t) scratch[m++] = (r.ms[j]! - this.#latencyMs) / (slope * t);
+        if (t >= minTokens && r.own[j]! >= MOSTLY_OWN * t) scratch[m++] = (r.ms[j]! - intercept) / (slope * t);
       }
       if (m < MIN_OWN_SAMPLES) q[2 * i] = NaN;
       else {
@@ -491,7 +510,11 @@ function atLeast(buf: Float64Array, n: number): Float64Array {
  * pairwise slopes cost several times more, on every refit.
  */
 function medianOf(xs: Float64Array): number {
-  const k = xs.length >> 1;
+  return selectNth(xs, xs.length >> 1);
+}
+
+/** The `k`-th smallest of `xs` (0-based), by quickselect: reorders `xs`. */
+function selectNth(xs: Float64Array, k: number): number {
   let lo = 0;
   let hi = xs.length - 1;
   while (lo < hi) {

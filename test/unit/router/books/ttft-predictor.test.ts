@@ -88,6 +88,22 @@ describe("TtftPredictor: what it learns", () => {
     expect(Math.abs(p.speed("1:0").msPerToken / 0.01 - 1)).toBeLessThan(0.15);
   });
 
+  test("the latency is read off the smallest first tokens: big ones that all came a little early (a queue counted high) do not pull a cache hit's prediction down", () => {
+    const p = new TtftPredictor({ blockSize: BS });
+    const rng = seededRng(5);
+    // Three of four first tokens are big and came 3 ms before the line (5 ms + 0.01 ms per token)
+    // says; one of four is a cache hit (under 100 tokens), on the line.
+    for (let i = 0; i < FLEET_WINDOW; i++) {
+      const hit = i % 4 === 0;
+      const tokens = hit ? Math.floor(rng() * 100) : 2000 + Math.floor(rng() * 2000);
+      p.observe({ key: `${1 + (i % 3)}:0`, bookedAt: 0, at: 5 + 0.01 * tokens - (hit ? 0 : 3), tokens });
+    }
+    expect(p.speed("1:0").msPerToken).toBeCloseTo(0.01, 3);
+    // A median over the whole window would say 2 ms, and a hit would be predicted at 2 / 5 of its time.
+    expect(p.latencyMs).toBeCloseTo(5, 1);
+    expect(p.predict(undefined, "1:0", 0, 0).ms).toBeCloseTo(5, 1);
+  });
+
   test("a slow engine: twice the time for the same work gives it factor 2, and its predictions double", () => {
     const p = new TtftPredictor({ blockSize: BS });
     for (let k = 1; k <= 3; k++) feed(p, `${k}:0`, 16, 0.01, 0, { seed: k });
