@@ -75,7 +75,8 @@ export interface SimResult {
   idle: number;
 }
 
-class Lru {
+/** An engine's prefix cache of trace blocks, least recently used out first (also the shared cache of ttft-floor.ts's pooled reference with the cell's cache). */
+export class Lru {
   readonly map = new Map<number, true>();
   constructor(readonly capacity: number) {}
   prefix(ids: readonly number[]): number {

@@ -32,6 +32,7 @@ import { readFileSync } from "node:fs";
 import { DEFAULT_TIMING } from "../../src/mocker/timing.ts";
 import { textTable } from "../support/text-table.ts";
 import { prefixHits } from "./oracle.ts";
+import { Lru } from "./sim.ts";
 import { summarize } from "./stats.ts";
 import { judgeCell, SUITE_TIMING, suiteWorkloads, type SuiteCell } from "./suite.ts";
 import { medianCells } from "./suite-report.ts";
@@ -99,21 +100,15 @@ export function ttftFloor(trace: readonly TraceRequest[], o: FloorOptions): Floo
 export function pooledCellCache(trace: readonly TraceRequest[], o: FloorOptions & { kvBlocks: number }): number[] {
   const t0 = trace[0]?.timestamp ?? 0;
   const free = new Array<number>(o.engines).fill(0);
-  const capacity = o.engines * o.kvBlocks;
-  const lru = new Map<number, true>();
+  const cache = new Lru(o.engines * o.kvBlocks);
   return trace.map((r) => {
     const arrival = ((r.timestamp - t0) * o.arrivalScale) / o.speedup;
     let lane = 0;
     for (let e = 1; e < free.length; e++) if (free[e]! < free[lane]!) lane = e;
     const start = Math.max(arrival, free[lane]!);
     const ids = fullBlockIds(r);
-    let hit = 0;
-    while (hit < ids.length && lru.has(ids[hit]!)) hit++;
-    for (let k = ids.length - 1; k >= 0; k--) {
-      lru.delete(ids[k]!);
-      lru.set(ids[k]!, true);
-    }
-    while (lru.size > capacity) lru.delete(lru.keys().next().value!);
+    const hit = cache.prefix(ids);
+    cache.touch(ids);
     const computed = Math.max(0, r.inputLength - hit * TRACE_BLOCK_TOKENS);
     free[lane] = start + (o.prefillOverheadMs + (computed * o.prefillUsPerToken) / 1000) / o.speedup;
     return free[lane]! - arrival;
