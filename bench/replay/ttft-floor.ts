@@ -58,6 +58,11 @@ export interface Floor {
   pooledCellCache?: { p90: number; p99: number };
 }
 
+/** One prefill's time (wall ms) that computes `tokens` prompt tokens, as the simulated engine times it. */
+function prefillWallMs(tokens: number, o: FloorOptions): number {
+  return (o.prefillOverheadMs + (Math.max(0, tokens) * o.prefillUsPerToken) / 1000) / o.speedup;
+}
+
 /** Per request, its prefill time (wall ms) when only never-seen blocks are computed. */
 export function floorPrefillMs(trace: readonly TraceRequest[], o: FloorOptions): number[] {
   const seen = new Set<number>();
@@ -65,23 +70,30 @@ export function floorPrefillMs(trace: readonly TraceRequest[], o: FloorOptions):
     const ids = fullBlockIds(r);
     const hit = prefixHits(seen, ids);
     for (const id of ids) seen.add(id);
-    const computed = Math.max(0, r.inputLength - hit * TRACE_BLOCK_TOKENS);
-    return (o.prefillOverheadMs + (computed * o.prefillUsPerToken) / 1000) / o.speedup;
+    return prefillWallMs(r.inputLength - hit * TRACE_BLOCK_TOKENS, o);
+  });
+}
+
+/**
+ * Per request, its TTFT (wall ms) through the cell's engines as one shared FIFO queue (a request
+ * starts on the first free lane), each taking `prefillOf(request, i)`, asked in arrival order.
+ */
+function sharedQueue(trace: readonly TraceRequest[], o: FloorOptions, prefillOf: (r: TraceRequest, i: number) => number): number[] {
+  const t0 = trace[0]?.timestamp ?? 0;
+  const free = new Array<number>(o.engines).fill(0);
+  return trace.map((r, i) => {
+    const arrival = ((r.timestamp - t0) * o.arrivalScale) / o.speedup;
+    let lane = 0;
+    for (let e = 1; e < free.length; e++) if (free[e]! < free[lane]!) lane = e;
+    const start = Math.max(arrival, free[lane]!);
+    free[lane] = start + prefillOf(r, i);
+    return free[lane]! - arrival;
   });
 }
 
 export function ttftFloor(trace: readonly TraceRequest[], o: FloorOptions): Floor {
   const prefill = floorPrefillMs(trace, o);
-  const t0 = trace[0]?.timestamp ?? 0;
-  const free = new Array<number>(o.engines).fill(0);
-  const pooled = trace.map((r, i) => {
-    const arrival = ((r.timestamp - t0) * o.arrivalScale) / o.speedup;
-    let lane = 0;
-    for (let e = 1; e < free.length; e++) if (free[e]! < free[lane]!) lane = e;
-    const start = Math.max(arrival, free[lane]!);
-    free[lane] = start + prefill[i]!;
-    return free[lane]! - arrival;
-  });
+  const pooled = sharedQueue(trace, o, (_r, i) => prefill[i]!);
   const q = (xs: number[]) => {
     const { p90, p99 } = summarize(xs);
     return { p90, p99 };
@@ -98,20 +110,12 @@ export function ttftFloor(trace: readonly TraceRequest[], o: FloorOptions): Floo
  * cache from its start (touched last block first, so eviction takes leaves, as sim.ts's engines).
  */
 export function pooledCellCache(trace: readonly TraceRequest[], o: FloorOptions & { kvBlocks: number }): number[] {
-  const t0 = trace[0]?.timestamp ?? 0;
-  const free = new Array<number>(o.engines).fill(0);
   const cache = new Lru(o.engines * o.kvBlocks);
-  return trace.map((r) => {
-    const arrival = ((r.timestamp - t0) * o.arrivalScale) / o.speedup;
-    let lane = 0;
-    for (let e = 1; e < free.length; e++) if (free[e]! < free[lane]!) lane = e;
-    const start = Math.max(arrival, free[lane]!);
+  return sharedQueue(trace, o, (r) => {
     const ids = fullBlockIds(r);
     const hit = cache.prefix(ids);
     cache.touch(ids);
-    const computed = Math.max(0, r.inputLength - hit * TRACE_BLOCK_TOKENS);
-    free[lane] = start + (o.prefillOverheadMs + (computed * o.prefillUsPerToken) / 1000) / o.speedup;
-    return free[lane]! - arrival;
+    return prefillWallMs(r.inputLength - hit * TRACE_BLOCK_TOKENS, o);
   });
 }
 
@@ -121,7 +125,7 @@ export function pooledCausal(trace: readonly TraceRequest[], o: FloorOptions): n
   const free = new Array<number>(o.engines).fill(0);
   /** When each block is (or will be) in the shared cache: the end of the first prefill computing it. */
   const ready = new Map<number, number>();
-  const prefillMs = (tokens: number) => (o.prefillOverheadMs + (Math.max(0, tokens) * o.prefillUsPerToken) / 1000) / o.speedup;
+  const prefillMs = (tokens: number) => prefillWallMs(tokens, o);
   return trace.map((r) => {
     const arrival = ((r.timestamp - t0) * o.arrivalScale) / o.speedup;
     const ids = fullBlockIds(r);
