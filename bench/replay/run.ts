@@ -138,6 +138,7 @@ if (a.suite !== undefined) {
     requests: a["suite-requests"] ? num("suite-requests") : undefined, speedup: a["suite-speedup"] ? num("suite-speedup") : undefined,
     cells: a["suite-cells"] !== undefined ? parseCellList(a["suite-cells"]) : undefined,
     policies: a["suite-policies"]?.split(","),
+    routerArgs: a["router-arg"], engineArgs: a["engine-arg"],
   });
   process.exit(0);
 }

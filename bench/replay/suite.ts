@@ -139,6 +139,10 @@ export interface SuiteOptions {
   /** Warm-up requests per router before each policy's replay (warmup.ts); default its DEFAULT_WARMUP_PER_ROUTER. */
   warmupPerRouter?: number;
   verbose?: boolean;
+  /** More router flags for every cell (run.ts --router-arg), after the suite's own. */
+  routerArgs?: readonly string[];
+  /** Flags for every simulated engine in every cell (run.ts --engine-arg). */
+  engineArgs?: readonly string[];
   onProgress?: CellOptions["onProgress"];
 }
 
@@ -168,7 +172,7 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
       // 8 output tokens (32 in full): TTFT is what is compared, and every streamed token costs
       // this shared machine CPU that the router and engines need.
       policies, seed: 1, maxOutputTokens: suite === "full" ? 32 : 8, routers: c.routers, engineRestarts: c.restarts, arrivalScale: c.arrivalScale,
-      promptFormat: "tokens", routerArgs: ["--engine-metrics-interval", "0"], ttftSloMs: 1000, warmupPerRouter: o.warmupPerRouter, verbose: o.verbose ?? false,
+      promptFormat: "tokens", routerArgs: ["--engine-metrics-interval", "0", ...(o.routerArgs ?? [])], engineArgs: o.engineArgs, ttftSloMs: 1000, warmupPerRouter: o.warmupPerRouter, verbose: o.verbose ?? false,
       onProgress: o.onProgress,
       onError: (p, m) => console.error(`${c.workload.name}, ${p}: ${m}`),
     });

@@ -80,4 +80,29 @@ describe("bench:replay smoke", () => {
     expect(cells[0]!.report.policies["kv"]!.hit_rate).toBeGreaterThan(0);
     expect(out).toContain("targets missed");
   });
+
+  test("--suite passes --router-arg and --engine-arg on: JSON access lines from the router, the engines' request log", async () => {
+    const engineLog = join(dir, "engines.jsonl");
+    const proc = Bun.spawn({
+      cmd: [
+        process.execPath, join(ROOT, "bench", "replay", "run.ts"), "--suite", "smoke", "--suite-cells", "1", "--suite-policies", "kv",
+        "--quiet", "--verbose", "--router-arg=--log-format", "--router-arg=json", "--engine-arg=--request-log", `--engine-arg=${engineLog}`,
+        "--json", join(dir, "suite-args.json"),
+      ],
+      cwd: ROOT,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    if (code !== 0) throw new Error(`suite exited ${code}\n${out}\n${err}`);
+    const requests = (JSON.parse(readFileSync(join(dir, "suite-args.json"), "utf8")) as { report: { requests: number } }[])[0]!.report.requests;
+    // The router's access lines (--verbose hands its stderr on; --quiet keeps the progress bar off those lines), in the format the flag asked for.
+    const access = `${out}\n${err}`.split("\n").filter((l) => l.startsWith("{") && l.includes("\"predicted_ttft_ms\""));
+    for (const l of access) expect(typeof (JSON.parse(l) as { msg: unknown }).msg).toBe("string");
+    expect(access.length).toBeGreaterThanOrEqual(requests);
+    // Every engine appended to the one log the flag named: one line per request at its first token.
+    const prefills = readFileSync(engineLog, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { worker: string });
+    expect(prefills.length).toBeGreaterThanOrEqual(requests);
+    expect(new Set(prefills.map((p) => p.worker)).size).toBeGreaterThan(1);
+  });
 });
