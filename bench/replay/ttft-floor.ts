@@ -63,6 +63,11 @@ function prefillWallMs(tokens: number, o: FloorOptions): number {
   return (o.prefillOverheadMs + (Math.max(0, tokens) * o.prefillUsPerToken) / 1000) / o.speedup;
 }
 
+/** When `r` arrives (wall ms after the trace's first request at `t0`), at the cell's load and speedup. */
+function arrivalWallMs(r: TraceRequest, t0: number, o: FloorOptions): number {
+  return ((r.timestamp - t0) * o.arrivalScale) / o.speedup;
+}
+
 /** Per request, its prefill time (wall ms) when only never-seen blocks are computed. */
 export function floorPrefillMs(trace: readonly TraceRequest[], o: FloorOptions): number[] {
   const seen = new Set<number>();
@@ -82,7 +87,7 @@ function sharedQueue(trace: readonly TraceRequest[], o: FloorOptions, prefillOf:
   const t0 = trace[0]?.timestamp ?? 0;
   const free = new Array<number>(o.engines).fill(0);
   return trace.map((r, i) => {
-    const arrival = ((r.timestamp - t0) * o.arrivalScale) / o.speedup;
+    const arrival = arrivalWallMs(r, t0, o);
     let lane = 0;
     for (let e = 1; e < free.length; e++) if (free[e]! < free[lane]!) lane = e;
     const start = Math.max(arrival, free[lane]!);
@@ -125,9 +130,8 @@ export function pooledCausal(trace: readonly TraceRequest[], o: FloorOptions): n
   const free = new Array<number>(o.engines).fill(0);
   /** When each block is (or will be) in the shared cache: the end of the first prefill computing it. */
   const ready = new Map<number, number>();
-  const prefillMs = (tokens: number) => prefillWallMs(tokens, o);
   return trace.map((r) => {
-    const arrival = ((r.timestamp - t0) * o.arrivalScale) / o.speedup;
+    const arrival = arrivalWallMs(r, t0, o);
     const ids = fullBlockIds(r);
     /** Blocks of the prefix ready by time t. */
     const readyBy = (t: number) => {
@@ -144,7 +148,7 @@ export function pooledCausal(trace: readonly TraceRequest[], o: FloorOptions): n
       const start = Math.max(arrival, free[lane]!);
       for (const s of [start, Math.max(start, knownAt)]) {
         const cached = readyBy(s);
-        const end = s + prefillMs(r.inputLength - cached * TRACE_BLOCK_TOKENS);
+        const end = s + prefillWallMs(r.inputLength - cached * TRACE_BLOCK_TOKENS, o);
         if (end < best.end) best = { end, lane, computedFrom: cached };
       }
     }

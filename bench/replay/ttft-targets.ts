@@ -24,6 +24,7 @@ import type { PolicyResult } from "./report.ts";
 import { simulate } from "./sim.ts";
 import { KV_DEFAULTS } from "./sim-workloads.ts";
 import { PEERS, SUITE_TIMING, suiteWorkloads, type SuiteCell } from "./suite.ts";
+import { TRACE_BLOCK_TOKENS } from "./trace.ts";
 import { ttftFloor, type Floor } from "./ttft-floor.ts";
 
 export const TTFT_TARGETS = ["p90", "p99", "pooled", "hit", "work", "pred err", "agentic"] as const;
@@ -66,7 +67,7 @@ export function judgeTtftCell(c: SuiteCell): TtftVerdict {
   let simKvP90 = NaN;
   if (w) {
     const trace = w.trace();
-    const kvBlocks = Math.floor((c.report.kv_blocks_per_engine * c.report.block_size) / 512);
+    const kvBlocks = Math.floor((c.report.kv_blocks_per_engine * c.report.block_size) / TRACE_BLOCK_TOKENS);
     const fl: Floor = ttftFloor(trace, {
       engines: c.report.engines, speedup: c.report.speedup, arrivalScale: c.arrival_scale,
       prefillUsPerToken: SUITE_TIMING.prefillUsPerToken, prefillOverheadMs: DEFAULT_TIMING.prefillOverheadMs, kvBlocks,
