@@ -17,6 +17,14 @@ const TRACE = join(ROOT, "bench", "replay", "fixtures", "synthetic-300.jsonl");
 const dir = mkdtempSync(join(tmpdir(), "replay-smoke-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** Runs bench/replay/run.ts with `args` to its end; throws with its output if it exits non-zero. */
+async function runReplay(args: readonly string[]): Promise<{ out: string; err: string }> {
+  const proc = Bun.spawn({ cmd: [process.execPath, join(ROOT, "bench", "replay", "run.ts"), ...args], cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`run.ts ${args.join(" ")} exited ${code}\n${out}\n${err}`);
+  return { out, err };
+}
+
 interface PolicyJson {
   hit_rate: number;
   requests: number;
@@ -28,18 +36,10 @@ interface PolicyJson {
 describe("bench:replay smoke", () => {
   test("300 synthetic-trace requests under kv and round-robin: all complete, kv hits more cache", async () => {
     const json = join(dir, "smoke.json");
-    const proc = Bun.spawn({
-      cmd: [
-        process.execPath, join(ROOT, "bench", "replay", "run.ts"), "--trace", TRACE, "--requests", "300",
-        "--speedup", "20", "--engines", "4", "--policies", "kv,round-robin", "--prefill-us-per-token", "50",
-        "--quiet", "--json", json,
-      ],
-      cwd: ROOT,
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    if (code !== 0) throw new Error(`bench exited ${code}\n${out}\n${err}`);
+    const { out } = await runReplay([
+      "--trace", TRACE, "--requests", "300", "--speedup", "20", "--engines", "4", "--policies", "kv,round-robin",
+      "--prefill-us-per-token", "50", "--quiet", "--json", json,
+    ]);
     const r = JSON.parse(readFileSync(json, "utf8")) as { ideal_hit_rate: number; policies: Record<string, PolicyJson> };
     const kv = r.policies["kv"]!;
     const rr = r.policies["round-robin"]!;
@@ -56,14 +56,7 @@ describe("bench:replay smoke", () => {
 
   test("--suite smoke: every peer policy and kv with 2 routers over Redis and an engine restart complete; work read from the engines", async () => {
     const json = join(dir, "suite.json");
-    const proc = Bun.spawn({
-      cmd: [process.execPath, join(ROOT, "bench", "replay", "run.ts"), "--suite", "smoke", "--quiet", "--json", json],
-      cwd: ROOT,
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    if (code !== 0) throw new Error(`suite exited ${code}\n${out}\n${err}`);
+    const { out } = await runReplay(["--suite", "smoke", "--quiet", "--json", json]);
     interface Cell { routers: number; restarts: number; report: { requests: number; policies: Record<string, PolicyJson & { work_max_over_mean: number; utilisation: number; router_cpu_us_per_request: number; idle_engines: number }> } }
     const cells = JSON.parse(readFileSync(json, "utf8")) as Cell[];
     expect(cells.map((c) => [c.routers, c.restarts])).toEqual([[1, 0], [2, 1]]);
@@ -83,18 +76,11 @@ describe("bench:replay smoke", () => {
 
   test("--suite passes --router-arg and --engine-arg on: JSON access lines from the router, the engines' request log", async () => {
     const engineLog = join(dir, "engines.jsonl");
-    const proc = Bun.spawn({
-      cmd: [
-        process.execPath, join(ROOT, "bench", "replay", "run.ts"), "--suite", "smoke", "--suite-cells", "1", "--suite-policies", "kv",
-        "--quiet", "--verbose", "--router-arg=--log-format", "--router-arg=json", "--engine-arg=--request-log", `--engine-arg=${engineLog}`,
-        "--json", join(dir, "suite-args.json"),
-      ],
-      cwd: ROOT,
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    if (code !== 0) throw new Error(`suite exited ${code}\n${out}\n${err}`);
+    const { out, err } = await runReplay([
+      "--suite", "smoke", "--suite-cells", "1", "--suite-policies", "kv",
+      "--quiet", "--verbose", "--router-arg=--log-format", "--router-arg=json", "--engine-arg=--request-log", `--engine-arg=${engineLog}`,
+      "--json", join(dir, "suite-args.json"),
+    ]);
     const requests = (JSON.parse(readFileSync(join(dir, "suite-args.json"), "utf8")) as { report: { requests: number } }[])[0]!.report.requests;
     // The router's access lines (--verbose hands its stderr on; --quiet keeps the progress bar off those lines), in the format the flag asked for.
     const access = `${out}\n${err}`.split("\n").filter((l) => l.startsWith("{") && l.includes("\"predicted_ttft_ms\""));
