@@ -37,7 +37,7 @@ describe("the rules file's shape", () => {
       "SwitchyardNoHealthyWorker", "SwitchyardWorkerEjected", "SwitchyardKvEventGapsRising", "SwitchyardKvEventsLost", "SwitchyardKvStreamDown",
       "SwitchyardAdmissionRejecting", "SwitchyardRedisDown", "SwitchyardBurstClaimsFailing", "SwitchyardTokenizerMismatch", "SwitchyardRouterCpuSaturated",
       "SwitchyardRouterDown", "SwitchyardRoutersAbsent", "SwitchyardTtftBudgetBurnFast", "SwitchyardTtftBudgetBurnSlow", "SwitchyardKvStreamStale",
-      "SwitchyardCacheHitFarBelowBest",
+      "SwitchyardCacheHitFarBelowBest", "SwitchyardKvEventPushesRefused",
     ]) {
       expect(alerts).toContain(a);
     }
