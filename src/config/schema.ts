@@ -218,7 +218,7 @@ export const SERVE_OPTIONS = {
   healthTimeout: row({ schema: v.optional(positive("a number of seconds > 0"), 1), meta: "S", help: "seconds before a health check counts as failed", runtimes: EVERYWHERE }),
   maxBodyBytes: row({ schema: v.optional(int(1, 2 ** 31), 16 * 1024 * 1024), meta: "N", help: "largest accepted request body", runtimes: EVERYWHERE }),
   // Routing costs the event loop time in proportion to the prompt, so a prompt has a limit of
-  // its own far below the body's (README "Protect it": five 15 MB prompts held /livez 4 s).
+  // its own far below the body's (docs/chaos.md, "Found by probing": five 15 MB prompts held /livez 4 s).
   maxPromptChars: row({
     schema: v.optional(int(1, 2 ** 31), DEFAULT_MAX_PROMPT_CHARS),
     meta: "N",
@@ -266,7 +266,7 @@ export const SERVE_OPTIONS = {
     runtimes: EVERYWHERE,
   }),
   maxRetries: row({ schema: v.optional(int(0, 16), 2), meta: "N", help: "other workers tried when one fails before its first byte", runtimes: EVERYWHERE }),
-  // Bounds found by probing the router (README "Protect it"): an engine answering 500 failed
+  // Bounds found by probing the router (docs/chaos.md, "Found by probing"): an engine answering 500 failed
   // 3-5 of 60 requests until such answers were tried elsewhere; the budget keeps a request
   // that fails everywhere from being multiplied by the fleet's size.
   retryOn: row({

@@ -1,6 +1,6 @@
 /**
  * AffinityStore in Redis, shared by every router, so a session bound by one router is found
- * by all (README.md, "Two routers, one Redis"). Every operation is one Lua script
+ * by all (docs/several-routers.md). Every operation is one Lua script
  * (redis-scripts.ts), so get-and-refresh, compare-and-delete on expiry and the reaper's claim
  * are atomic across routers: each expired engine-backed session is reported to `onExpire` by
  * exactly one router.

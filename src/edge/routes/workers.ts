@@ -54,7 +54,7 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
         prefill += d.router.tracker.activeTokens(key, now);
         decode += d.router.tracker.activeBlocks(key);
         cached += d.router.index.workerSize(key);
-        // What the kv policy predicts with on this rank (README, "How it decides").
+        // What the kv policy predicts with on this rank (docs/routing.md).
         const s = d.router.ttft.speed(key);
         speeds.push({ dp_rank: r, ms_per_token: s.msPerToken, latency_ms: s.latencyMs, factor: s.factor, source: s.source });
       }
