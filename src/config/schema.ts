@@ -123,7 +123,7 @@ export const SERVE_OPTIONS = {
     help: "disaggregated prefill/decode protocol: off | vllm (kv_transfer_params) | sglang (bootstrap rooms)",
     runtimes: bunOnly(DISAGG_WHY),
   }),
-  // Measured on the Mooncake conversation trace (bench/README.md, "Disaggregated prefill/decode"):
+  // Measured on the Mooncake conversation trace (bench/replay/disagg.md):
   // 2048 halves TTFT against always splitting and keeps decode ITL p99 under 20 ms.
   disaggMinPrefillTokens: row({
     schema: v.optional(int(0, 2 ** 31), 2048),
@@ -252,7 +252,7 @@ export const SERVE_OPTIONS = {
     runtimes: EVERYWHERE,
   }),
   // Off by default: on this machine's replays it helps the trace that arrives in bursts and costs
-  // the Poisson-like ones cache hits and predictor error (bench/README.md, "Burst claims").
+  // the Poisson-like ones cache hits and predictor error (bench/replay/findings.md, "Burst claims").
   burstClaims: row({
     schema: v.optional(bool, false),
     switch: true,

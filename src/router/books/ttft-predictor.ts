@@ -439,7 +439,7 @@ export function queueAtBooking(seqs: ActiveSequences | undefined, claimed = 0): 
  * booked later that overtook it on the way. Counted, the sample says what the engine really did,
  * and those misses do not teach the predictor a slower speed or a longer latency: with four
  * routers, a fifth to a third of the samples were such, and the line they taught predicted small
- * requests on idle engines at twice their time (68 ms for 32 on conversation; bench/README.md,
+ * requests on idle engines at twice their time (68 ms for 32 on conversation; bench/replay/findings.md,
  * "Races between routers"). Never less than the prediction counted: a prefill done just before
  * this first token may be reported by its router a little later. It can also count one that came
  * after this one if the router reads that first token first (both in one turn of its event loop):
