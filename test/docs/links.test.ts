@@ -5,16 +5,36 @@
  * each other truthfully. External links (http, https, mailto) are not fetched.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
 const ROOT = join(import.meta.dir, "..", "..");
 
-/** The Markdown files git tracks or would track (untracked but not ignored), so a new page is checked before its commit. */
+/** Folders that hold no documentation of ours: dependencies, build output, git's own. */
+const SKIP = new Set(["node_modules", ".git", "dist", "build"]);
+
+function walk(dir: string, out: string[]): void {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (SKIP.has(e.name)) continue;
+    const p = join(dir, e.name);
+    if (e.isDirectory()) walk(p, out);
+    else if (e.name.endsWith(".md")) out.push(relative(ROOT, p));
+  }
+}
+
+/**
+ * The Markdown files git tracks or would track (untracked but not ignored), so a new page is
+ * checked before its commit; outside a git checkout, every .md file but dependencies and builds.
+ */
 function markdownFiles(): string[] {
-  const r = Bun.spawnSync(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"], { cwd: ROOT });
-  if (r.exitCode !== 0) throw new Error(`git ls-files failed: ${r.stderr.toString()}`);
-  return [...new Set(r.stdout.toString().split("\n").filter((p) => p !== "" && existsSync(join(ROOT, p))))].sort();
+  const r = Bun.spawnSync(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"], { cwd: ROOT, stderr: "ignore" });
+  let files: string[];
+  if (r.exitCode === 0) files = r.stdout.toString().split("\n");
+  else {
+    files = [];
+    walk(ROOT, files);
+  }
+  return [...new Set(files.filter((p) => p !== "" && existsSync(join(ROOT, p))))].sort();
 }
 
 /** The text outside fenced code blocks and inline code spans, line by line (code may hold anything link-shaped). */
