@@ -38,7 +38,7 @@ function markdownFiles(): string[] {
 }
 
 /** The text outside fenced code blocks and inline code spans, line by line (code may hold anything link-shaped). */
-function proseLines(text: string): { line: number; text: string }[] {
+function proseLines(text: string, keepCodeSpans = false): { line: number; text: string }[] {
   const out: { line: number; text: string }[] = [];
   let fence: string | undefined;
   text.split("\n").forEach((raw, i) => {
@@ -48,7 +48,7 @@ function proseLines(text: string): { line: number; text: string }[] {
       else if (m[1]![0] === fence) fence = undefined;
       return;
     }
-    if (fence === undefined) out.push({ line: i + 1, text: raw.replace(/`[^`]*`/g, "``") });
+    if (fence === undefined) out.push({ line: i + 1, text: keepCodeSpans ? raw : raw.replace(/`[^`]*`/g, "``") });
   });
   return out;
 }
@@ -128,6 +128,25 @@ function brokenLinks(file: string): string[] {
   return out;
 }
 
+/**
+ * Repository paths named in code spans (`src/router/books/`, `test/chaos/x.test.ts`) in the pages
+ * a newcomer reads: README.md, docs/, bench/README.md and the src folder READMEs. They are not
+ * links, but they go stale the same way when files move. Build outputs are not checked.
+ */
+function stalePaths(file: string): string[] {
+  const out: string[] = [];
+  for (const { line, text } of proseLines(readFileSync(join(ROOT, file), "utf8"), true)) {
+    for (const m of text.matchAll(/`((?:src|test|bench|deploy|ffi|cuda|docs|scripts)\/[A-Za-z0-9_.\/-]+)`/g)) {
+      const path = m[1]!;
+      if (path.startsWith("ffi/build") || path.startsWith("dist/")) continue;
+      if (!existsSync(join(ROOT, path))) out.push(`${file}:${line}: ${path}`);
+    }
+  }
+  return out;
+}
+
+const NEWCOMER_PAGES = (f: string): boolean => f === "README.md" || f === "bench/README.md" || f.startsWith("docs/") || (f.startsWith("src/") && f.endsWith("/README.md"));
+
 describe("Markdown links", () => {
   test("GitHub's anchors: punctuation dropped, repeats numbered", () => {
     const a = headingAnchors("# Many workers (`bench/scale/workers.ts`)\n## Issue 14: the peers' policies\n## Tests\n## Tests\n```\n# not a heading\n```\n");
@@ -142,5 +161,11 @@ describe("Markdown links", () => {
     const files = markdownFiles();
     for (const must of ["README.md", "docs/running.md", "bench/README.md"]) expect(files).toContain(must);
     expect(files.flatMap(brokenLinks)).toEqual([]);
+  });
+
+  test("repository paths in code spans of README, docs/ and the src READMEs exist", () => {
+    const files = markdownFiles().filter(NEWCOMER_PAGES);
+    expect(files.length).toBeGreaterThan(20);
+    expect(files.flatMap(stalePaths)).toEqual([]);
   });
 });
