@@ -83,7 +83,7 @@ const RULES: readonly FolderRule[] = [
   },
   {
     from: "src/router/choose",
-    forbidden: ["src/router/index"],
+    forbidden: ["src/router/kv-index"],
     why: "choosing works from the overlap it is given; it does not walk the index",
   },
   // package.json is data (the version core/build-info.ts reports), not code or a runtime.
@@ -184,8 +184,8 @@ describe("architecture: the checker itself", () => {
     const fine = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'import { a } from "../../books/load-tracker.ts";\nimport { b } from "../../../core/ids.ts";');
     expect(ruleViolations(router, fine)).toEqual([]);
     // choose/ may not walk the index, however deep the importer.
-    const walk = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'import type { K } from "../../index/types.ts";');
-    expect(ruleViolations(RULES[1]!, walk)).toEqual(["src/router/index/types.ts"]);
+    const walk = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'import type { K } from "../../kv-index/types.ts";');
+    expect(ruleViolations(RULES[1]!, walk)).toEqual(["src/router/kv-index/types.ts"]);
   });
 
   test("a planted import of the Bun room from outside runtime/bun.ts is flagged, from inside it is not", () => {
@@ -201,7 +201,7 @@ describe("architecture: the checker itself", () => {
   test("a planted import of a router internal from outside the room is flagged; the face, and imports inside the room, are not", () => {
     const sync = join(ROOT, "src/sync/x.ts");
     expect(routerFaceViolations(sync, importedPaths(sync, 'import type { T } from "../router/books/load-tracker.ts";'))).toEqual(["src/router/books/load-tracker.ts"]);
-    expect(routerFaceViolations(sync, importedPaths(sync, 'import type { K } from "../router/index/types.ts";'))).toEqual(["src/router/index/types.ts"]);
+    expect(routerFaceViolations(sync, importedPaths(sync, 'import type { K } from "../router/kv-index/types.ts";'))).toEqual(["src/router/kv-index/types.ts"]);
     expect(routerFaceViolations(sync, importedPaths(sync, 'import type { T } from "../router/index.ts";'))).toEqual([]);
     const inside = join(ROOT, "src/router/choose/y.ts");
     expect(routerFaceViolations(inside, importedPaths(inside, 'import { a } from "../books/load-tracker.ts";'))).toEqual([]);

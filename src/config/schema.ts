@@ -14,7 +14,7 @@ import * as v from "valibot";
 import { LOAD_METRICS, POLICY_NAMES, type PolicyName } from "../router/index.ts";
 import { LIMITS_FALLBACKS } from "../protect/limits/limiter.ts";
 import { DEFAULT_RETRY_STATUSES } from "../edge/proxy/retry-policy.ts";
-import { DEFAULT_MAX_PROMPT_CHARS } from "../edge/routing/prompt-size.ts";
+import { DEFAULT_MAX_PROMPT_CHARS } from "../edge/prompt-route/prompt-size.ts";
 import { listOptions, type OptionGroup, type TableOption, type TableValues } from "./option-table.ts";
 import { bunOnly, EVERYWHERE, notOnWorkerd, valueCheck, type RuntimeOptionDef } from "./runtimes.ts";
 import { TokenizerSpecsSchema } from "./tokenizers.ts";

@@ -23,8 +23,8 @@
 import type { RouterEvent } from "../core/events.ts";
 import type { BatchBlockHasher } from "../core/block-hash.ts";
 import type { DpRank, RouterId, WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
-import { createIndexer } from "./index/indexer.ts";
-import type { KvIndex } from "./index/types.ts";
+import { createIndexer } from "./kv-index/indexer.ts";
+import type { KvIndex } from "./kv-index/types.ts";
 import { RecoveryDriver } from "./recovery/driver.ts";
 import { LossyStreamGuard } from "./recovery/lossy-stream.ts";
 import type { EventSource, WorkerQuery } from "./recovery/types.ts";
@@ -130,7 +130,7 @@ export interface Router {
 }
 
 /** What the HTTP edge needs from the room (AppDeps.router): decisions, bookings, books, events in, the learned speeds (GET /v1/workers). */
-export type RouterRoom = Pick<Router, "routing" | "leases" | "tracker" | "index" | "ingest" | "ttft">;
+export type RouterApi = Pick<Router, "routing" | "leases" | "tracker" | "index" | "ingest" | "ttft">;
 
 export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const approxMode = config.policy === "approx";

@@ -8,7 +8,7 @@
  */
 
 // The room, built in one place, and the ports it is given.
-export { createRouter, type IngestResult, type Router, type RouterConfig, type RouterPorts, type RouterRoom } from "./create-router.ts";
+export { createRouter, type IngestResult, type Router, type RouterConfig, type RouterPorts, type RouterApi } from "./create-router.ts";
 export type { BurstClaimOutcome, Observer, RoutableWorkers, RoutingObserver, Timers } from "./ports.ts";
 export type { BurstClaim, BurstClaims, HeldClaim, PrefixMark } from "./books/burst-claims.ts";
 
@@ -32,7 +32,7 @@ export {
 } from "./books/sequence-events.ts";
 
 // The KV index as the metrics and the edge read it.
-export type { EventCounters, KvIndex } from "./index/types.ts";
+export type { EventCounters, KvIndex } from "./kv-index/types.ts";
 
 // Events in: where an event came from, and the engines' recovery query the adapters implement.
 export type { EventSource, WorkerQuery } from "./recovery/types.ts";

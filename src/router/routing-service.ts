@@ -9,7 +9,7 @@
  */
 import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/block-hash.ts";
 import { routerIdHex, type RouterId, type WorkerId, type WorkerKey, type WorkerWithDpRank } from "../core/ids.ts";
-import type { KvIndex } from "./index/types.ts";
+import type { KvIndex } from "./kv-index/types.ts";
 import type { SchedulerConfig } from "./choose/config.ts";
 import { endpoint } from "./choose/endpoints.ts";
 import { CandidatePool } from "./choose/candidate-pool.ts";

@@ -15,7 +15,7 @@ import type { DisaggOptions } from "../edge/disagg/disagg-dispatch.ts";
 import type { Logger } from "../edge/log.ts";
 import { fetchUpstream, type UpstreamCall } from "../edge/proxy/upstream.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
-import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/routing/tokenizers.ts";
+import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/prompt-route/tokenizers.ts";
 import type { Config } from "../config/schema.ts";
 import type { BatchBlockHasher } from "../core/block-hash.ts";
 import { routerIdHex, type RouterId, type WorkerId, type WorkerKey } from "../core/ids.ts";
@@ -419,7 +419,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   // that every app of this router (one per runtime entry) shares.
   const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
   const edgeDeps = (rt: RuntimeEdge): EdgeDeps => ({
-    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(routerId), draining: () => draining, unready: () => unready },
+    access: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(routerId), draining: () => draining, unready: () => unready },
     limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength },
     fleet: { registry, models, lora: adapters, tokenizers },
     router,

@@ -32,7 +32,7 @@ import { forward, type ForwardDeps, type ForwardInput } from "../proxy/forward.t
 import { upstreamRequestHeaders } from "../proxy/headers.ts";
 import type { UpstreamBody, UpstreamCall } from "../proxy/upstream.ts";
 import type { PromptHashes, RouteDecision } from "../../router/index.ts";
-import { modelRoute } from "../routing/model-routing.ts";
+import { modelRoute } from "../prompt-route/model-routing.ts";
 import type { Dispatch } from "../routes/dispatch.ts";
 import type { WorkerRoles } from "./roles.ts";
 import { bootstrapHostOf, bootstrapRoom, sglangBody } from "./sglang-protocol.ts";

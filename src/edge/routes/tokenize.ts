@@ -6,10 +6,10 @@
  * tokenizer, so an operator can diff it with the engine's own /tokenize. Without a tokenizer
  * for the model the request is proxied to a worker serving it (the engine answers).
  */
-import { checkPromptSize } from "../routing/prompt-size.ts";
+import { checkPromptSize } from "../prompt-route/prompt-size.ts";
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
-import { modelRoute } from "../routing/model-routing.ts";
+import { modelRoute } from "../prompt-route/model-routing.ts";
 import type { PassthroughDeps } from "./passthrough.ts";
 
 function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
