@@ -6,7 +6,7 @@
  * the KV block transfer agent. Each prints one {"url","port"} line once listening and drains
  * on SIGTERM/SIGINT.
  */
-import type { Logger } from "./edge/log.ts";
+import type { Logger } from "./core/logger.ts";
 import { createFormattedLogger } from "./observe/logger.ts";
 import { ConfigError, loadConfig, serveUsage, unknownEnvWarnings } from "./config/load.ts";
 import { versionLine } from "./core/build-info.ts";

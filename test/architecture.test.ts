@@ -8,10 +8,14 @@
  * - runtime/bun/** (every Bun-only piece) is imported only by runtime/bun.ts (and from inside itself).
  * - The separate programs (mocker, transfer) never import router/** or edge/**.
  * - Nothing reachable from the Deno and workerd entries touches runtime/bun/** or uses Bun.
+ * - No file-level import circle in src (lazy `import()` counted), and no import from a lower
+ *   layer to a higher one (support/import-graph.ts LAYERS: core < protocol, tokens < router,
+ *   protect < fleet, sync, observe, config < edge, mocker, transfer < runtime < main).
  */
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
+import { code, importCircles, importsOf, layerOf, srcImportGraph, tsFiles, upwardArrows, type ImportEdge } from "./support/import-graph.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const PURE_DIRS = ["src/core", "src/router", "src/tokens", "src/protocol", "src/fleet/lora", "src/protect"];
@@ -31,27 +35,6 @@ const FORBIDDEN: readonly [RegExp, string][] = [
   [/\bMath\.random\(/, "Math.random (inject the rng)"],
   [/\bsetTimeout\(|\bsetInterval\(/, "timer owned by a pure module (inject it)"],
 ];
-
-function tsFiles(dir: string): string[] {
-  let out: string[] = [];
-  let entries: string[];
-  try {
-    entries = readdirSync(dir);
-  } catch {
-    return out;
-  }
-  for (const e of entries) {
-    const p = join(dir, e);
-    if (statSync(p).isDirectory()) out = out.concat(tsFiles(p));
-    else if (p.endsWith(".ts")) out.push(p);
-  }
-  return out;
-}
-
-/** Strip comments so documentation may name what the code must not use. */
-function code(text: string): string {
-  return text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`])\/\/.*$/gm, "$1");
-}
 
 /** The repository-relative paths (src/…) every relative import of `text` (a file at `file`) names. */
 function importedPaths(file: string, text: string): string[] {
@@ -255,4 +238,61 @@ describe("architecture: the Deno and workerd entries reach no Bun code", () => {
       expect(BUN_USE.filter(([re]) => re.test(src)).map(([, what]) => what)).toEqual([]);
     });
   }
+});
+
+/**
+ * The import graph: a circle makes the files in it one unit (none can be read, tested or moved
+ * without the others), and an arrow up the layers is the same knot across folders.
+ */
+describe("architecture: no import circle, no arrow up the layers", () => {
+  const edges = srcImportGraph();
+  test("the graph holds src's imports, lazy ones included", () => {
+    expect(edges.length).toBeGreaterThan(1000);
+    expect(edges.some((e) => e.from === "src/sync/open-transport.ts" && e.to === "src/sync/stream-transport.ts" && e.lazy)).toBe(true);
+  });
+  test("no file-level import circle in src", () => {
+    expect(importCircles(edges)).toEqual([]);
+  });
+  test("every src file lies in a layer", () => {
+    const files = tsFiles(join(ROOT, "src")).map((f) => relative(ROOT, f));
+    expect(files.filter((f) => layerOf(f) === undefined)).toEqual([]);
+  });
+  test("no import from a lower layer to a higher one", () => {
+    expect(upwardArrows(edges)).toEqual([]);
+  });
+});
+
+describe("architecture: the graph checker itself", () => {
+  const edge = (from: string, to: string, lazy = false): ImportEdge => ({ from, to, lazy });
+  test("reads static, type-only, re-exported, bare and lazy imports, not ones in comments", () => {
+    const file = join(ROOT, "src/edge/x.ts");
+    const text = [
+      'import { a } from "./a.ts";',
+      'import type {\n  B,\n} from "../core/b.ts";',
+      'export { c } from "./c.ts";',
+      'import "./d.ts";',
+      'const e = await import("./e.ts");',
+      '// import { f } from "./f.ts";',
+    ].join("\n");
+    expect(importsOf(file, text).map((e) => `${e.to}${e.lazy ? " lazy" : ""}`).sort()).toEqual([
+      "src/core/b.ts",
+      "src/edge/a.ts",
+      "src/edge/c.ts",
+      "src/edge/d.ts",
+      "src/edge/e.ts lazy",
+    ]);
+  });
+  test("finds a planted circle, a lazy one only when lazy imports count, and a file importing itself", () => {
+    const planted = [edge("src/a.ts", "src/b.ts"), edge("src/b.ts", "src/c.ts"), edge("src/c.ts", "src/a.ts"), edge("src/c.ts", "src/d.ts")];
+    expect(importCircles(planted)).toEqual([["src/a.ts", "src/b.ts", "src/c.ts"]]);
+    const lazy = [edge("src/x.ts", "src/y.ts"), edge("src/y.ts", "src/x.ts", true)];
+    expect(importCircles(lazy)).toEqual([["src/x.ts", "src/y.ts"]]);
+    expect(importCircles(lazy, false)).toEqual([]);
+    expect(importCircles([edge("src/s.ts", "src/s.ts")])).toEqual([["src/s.ts"]]);
+  });
+  test("flags an arrow up the layers, not one down or across", () => {
+    const up = [edge("src/config/schema.ts", "src/edge/proxy/retry-policy.ts"), edge("src/router/x.ts", "src/core/ids.ts"), edge("src/fleet/a.ts", "src/sync/b.ts")];
+    expect(upwardArrows(up)).toEqual(["src/config/schema.ts -> src/edge/proxy/retry-policy.ts"]);
+    expect(layerOf("src/runtime/bun-compiled.ts")).toBeGreaterThan(layerOf("src/main.ts")!);
+  });
 });

@@ -53,6 +53,5 @@ export {
   type Binding,
   type OnExpire,
   type StoreClock,
-  type StoreLogger,
 } from "./sessions/store.ts";
 export { sessionControlOf, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";

@@ -11,8 +11,8 @@
 import { bindClusterMetrics } from "../edge/cluster-metrics.ts";
 import type { PeerAddress } from "../edge/auth.ts";
 import type { EdgeDeps } from "../edge/deps.ts";
-import type { DisaggOptions } from "../edge/disagg/disagg-dispatch.ts";
-import type { Logger } from "../edge/log.ts";
+import type { DisaggOptions } from "../edge/disagg/options.ts";
+import type { Logger } from "../core/logger.ts";
 import { fetchUpstream, type UpstreamCall } from "../edge/proxy/upstream.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
 import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/prompt-route/tokenizers.ts";

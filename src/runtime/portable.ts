@@ -16,7 +16,7 @@
  * itself is the one Bun uses too (./compose.ts).
  */
 import { createApp } from "../edge/app.ts";
-import type { Logger } from "../edge/log.ts";
+import type { Logger } from "../core/logger.ts";
 import type { Config } from "../config/schema.ts";
 import { portableBatchHasher } from "../core/block-hash.ts";
 import { loadEngineTokenizer } from "../tokens/load.ts";

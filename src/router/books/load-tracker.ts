@@ -13,7 +13,7 @@ import { ActiveSequences } from "./active-sequences.ts";
 import { BlockRefs } from "./block-refs.ts";
 import { u32Halves } from "./hash64-table.ts";
 import type { ActiveSequenceEvent, ActiveSequenceEventData } from "./sequence-events.ts";
-import type { Rng } from "../choose/types.ts";
+import type { Rng } from "../../core/rng.ts";
 
 export interface TrackedRequest {
   readonly requestId: string;

@@ -8,7 +8,7 @@
 import { createApp } from "../../../src/edge/app.ts";
 import type { EdgeDeps } from "../../../src/edge/deps.ts";
 import { fetchUpstream } from "../../../src/edge/proxy/upstream.ts";
-import { silentLogger, type Logger } from "../../../src/edge/log.ts";
+import { silentLogger, type Logger } from "../../../src/core/logger.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";

@@ -7,7 +7,7 @@
  * the one worker URL is a closed port.
  */
 import { describe, expect, test } from "bun:test";
-import { createLogger } from "../../../src/edge/log.ts";
+import { createLogger } from "../../../src/observe/logger.ts";
 import { loadConfig } from "../../../src/config/load.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import { composeRouter, reachableHost, StartupError, type RuntimeChoices } from "../../../src/runtime/compose.ts";
