@@ -30,7 +30,7 @@ export interface EdgeDeps {
   readonly limits: RequestLimits;
   readonly fleet: FleetView;
   /**
-   * The decision room (src/router createRouter): routing (route, or wait while every worker
+   * The router's API (src/router createRouter): routing (route, or wait while every worker
    * is busy) and leases, the load books and the index (GET /v1/workers, /debug/kv/dump), and
    * `ingest(events, source)` for POST /v1/kv/events.
    */
@@ -116,7 +116,7 @@ export interface Observability {
   readonly status?: StatusSource;
 }
 
-/** What the admin routes change or read besides the decision room. */
+/** What the admin routes change or read besides the router's API. */
 export interface AdminDeps {
   readonly membership: WorkerMembership;
   /** Register a worker and subscribe to its KV events (`kv_events`); without it, plain registration. */

@@ -1,5 +1,5 @@
 /**
- * `createRouter(config, ports)`: the router's decision room built in one place, so the
+ * `createRouter(config, ports)`: the router (index, books, scheduler, routing, recovery) built in one place, so the
  * composition root (src/runtime/compose.ts, for every runtime), the edge's test harness and
  * the benches wire it the same way. Runtime-free and without I/O of its own: the hasher, clock, rng, worker
  * registry, session store, metrics and the engines' recovery query are ports.
@@ -105,7 +105,7 @@ export interface Router {
   readonly recovery: RecoveryDriver;
   readonly leases: ExternalLeases;
   /**
-   * Worker registration's hooks into the room (src/fleet/membership.ts takes this object as
+   * Worker registration's hooks into the router (src/fleet/membership.ts takes this object as
    * its `load` and `recovery`): load slots for every registered rank, a full KV restore for a
    * new rank (`reset`: start it over, e.g. the engine restarted), and a removed worker's blocks
    * gone from both indexes.
@@ -130,7 +130,7 @@ export interface Router {
   expireApprox(now: number): void;
 }
 
-/** What the HTTP edge needs from the room (AppDeps.router): decisions, bookings, books, events in, the learned speeds (GET /v1/workers). */
+/** The router's API, what the HTTP edge needs from it (EdgeDeps.router): decisions, bookings, books, events in, the learned speeds (GET /v1/workers). */
 export type RouterApi = Pick<Router, "routing" | "leases" | "tracker" | "index" | "ingest" | "ttft">;
 
 export function createRouter(config: RouterConfig, ports: RouterPorts): Router {

@@ -1,6 +1,6 @@
 /**
  * The one composition every runtime shares: `composeRouter(config, choices, log)` builds the
- * registry, models, tokenizers, session store and sticky routing, the decision room
+ * registry, models, tokenizers, session store and sticky routing, the router core
  * (createRouter), LoRA, passive and active health (outliers, restarts), membership, admission,
  * load sync, metrics and the edge's deps (src/edge/deps.ts, in their small groups) from
  * runtime-free parts. The runtime's entry passes
@@ -243,7 +243,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   else if (config.burstClaims) log.warn(`--burst-claims has no effect ${config.redis === undefined ? "without --redis" : `with --policy ${config.policy} (kv only)`}`);
   // Shares this router's active load with the others through Redis (started below, once the router exists).
   let loadSync: LoadSync | undefined;
-  // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
+  // The router core (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
     {
       policy: config.policy,

@@ -6,7 +6,7 @@
  */
 import type { RouterEvent } from "../../core/events.ts";
 import { blocksOf } from "./batch-bounds.ts";
-import type { IngestResult } from "./http-batch.ts";
+import type { IngestResult } from "../../router/index.ts";
 
 export interface SlicedIngestOptions {
   /** Blocks applied between two yields (default 16,384: ~30 ms of index work). */
