@@ -172,8 +172,8 @@ export const SERVE_OPTIONS = {
       help: "kv-blocks/approx: credit per cached prompt block beyond the prefill it saves, so requests follow the cache; 0 = Dynamo's reference formula, see bench/README.md",
       runtimes: EVERYWHERE,
     }),
-    // Issue 14: on traffic nobody tuned for (generated chat / agentic shapes) the credit alone
-    // piled work on a few engines (work max/mean 1.5-2.4, engines idle); a bound on the prefill
+    // On traffic nobody tuned for (generated chat / agentic shapes) the credit alone piles
+    // work on a few engines (work max/mean 1.5-2.4, engines idle); a bound on the prefill
     // wait relative to the best worker, loosened by a share of the mean queue as the cluster
     // saturates, keeps the hits and cuts TTFT p90. 1.05 / 0.75 (with credit 16) is the setting
     // whose worst TTFT p90 over 7 workloads x 3 loads is closest to each one's best (1.15x;

@@ -15,8 +15,8 @@ import type { WorkerRecord, WorkerRegistry } from "./registry.ts";
 /**
  * Data-parallel ranks one worker may have, from any source (a registration, the workers file,
  * --zmq-dp-ranks, the engine's own /v1/engine/info): every rank is a routing target scored on
- * each request and, with KV events, a subscription. An engine claiming 20,000 ranks caused
- * 20,000 /kv/query calls in 5 s and 5.7 ms of routing per request.
+ * each request and, with KV events, a subscription: an engine claiming 20,000 ranks would
+ * cost 20,000 /kv/query calls in 5 s and 5.7 ms of routing per request.
  */
 export const MAX_DP_RANKS = 1024;
 
