@@ -1,9 +1,9 @@
 /**
  * The house rules, as folder rules that a path's depth cannot dodge: every relative import is
  * resolved to the file it names, and that file's folder is what the rule checks.
- * - The pure rooms (router/**, core, protocol, tokens, fleet/lora, protect) run unchanged on Deno and edge
+ * - The pure folders (router/**, core, protocol, tokens, fleet/lora, protect) run unchanged on Deno and edge
  *   runtimes and stay deterministic under test: no runtime-specific imports, no I/O globals, no clock.
- * - router/** imports only router, core, protocol and tokens; outside it, src/ reaches the room only
+ * - router/** imports only router, core, protocol and tokens; outside it, src/ reaches it only
  *   through its face, src/router/index.ts.
  * - runtime/bun/** (every Bun-only piece) is imported only by runtime/bun.ts (and from inside itself).
  * - The separate programs (mocker, transfer) never import router/** or edge/**.
@@ -62,7 +62,7 @@ const RULES: readonly FolderRule[] = [
   {
     from: "src/router",
     allowed: ["src/router", "src/core", "src/protocol", "src/tokens"],
-    why: "the router room is pure: it reaches workers, metrics and the network only through ports.ts",
+    why: "the router is pure: it reaches workers, metrics and the network only through ports.ts",
   },
   {
     from: "src/router/choose",
@@ -92,33 +92,33 @@ function ruleViolations(rule: FolderRule, paths: readonly string[]): string[] {
   );
 }
 
-/** runtime/bun/** is the Bun room: only these files (and files inside it) may import it. */
-const BUN_ROOM = "src/runtime/bun";
-const BUN_ROOM_DOORS = ["src/runtime/bun.ts"];
+/** runtime/bun/** holds the Bun-only code: only these files (and files inside it) may import it. */
+const BUN_ONLY = "src/runtime/bun";
+const BUN_ENTRIES = ["src/runtime/bun.ts"];
 
-function bunRoomViolations(file: string, paths: readonly string[]): string[] {
+function bunOnlyViolations(file: string, paths: readonly string[]): string[] {
   const rel = relative(ROOT, file);
-  if (inFolder(rel, BUN_ROOM) || BUN_ROOM_DOORS.includes(rel)) return [];
-  return paths.filter((p) => inFolder(p, BUN_ROOM));
+  if (inFolder(rel, BUN_ONLY) || BUN_ENTRIES.includes(rel)) return [];
+  return paths.filter((p) => inFolder(p, BUN_ONLY));
 }
 
 /**
- * The router room has one face: outside src/router, src files import the room only through
- * src/router/index.ts, so what the room offers is written in one place.
+ * The router has one public module: outside src/router, src files import it only through
+ * src/router/index.ts, so what it offers is written in one place.
  */
-const ROUTER_ROOM = "src/router";
+const ROUTER_DIR = "src/router";
 const ROUTER_FACE = "src/router/index.ts";
 
 function routerFaceViolations(file: string, paths: readonly string[]): string[] {
   const rel = relative(ROOT, file);
-  if (inFolder(rel, ROUTER_ROOM)) return [];
-  return paths.filter((p) => inFolder(p, ROUTER_ROOM) && p !== ROUTER_FACE);
+  if (inFolder(rel, ROUTER_DIR)) return [];
+  return paths.filter((p) => inFolder(p, ROUTER_DIR) && p !== ROUTER_FACE);
 }
 
 const srcFiles = tsFiles(join(ROOT, "src"));
 const pureFiles = PURE_DIRS.flatMap((d) => tsFiles(join(ROOT, d)));
 
-describe("architecture: the pure rooms import no runtime", () => {
+describe("architecture: the pure folders import no runtime", () => {
   test("the pure folders exist and hold code", () => {
     expect(pureFiles.length).toBeGreaterThan(100);
     expect(pureFiles.map((f) => relative(ROOT, f))).toContain("src/router/create-router.ts");
@@ -139,12 +139,12 @@ describe("architecture: folder rules", () => {
       });
     }
   }
-  test("outside src/router, the room is imported only through src/router/index.ts", () => {
+  test("outside src/router, the router is imported only through src/router/index.ts", () => {
     const bad = srcFiles.flatMap((f) => routerFaceViolations(f, importedPaths(f, readFileSync(f, "utf8"))).map((p) => `${relative(ROOT, f)} -> ${p}`));
     expect(bad).toEqual([]);
   });
   test("runtime/bun/** is imported only by runtime/bun.ts", () => {
-    const bad = srcFiles.flatMap((f) => bunRoomViolations(f, importedPaths(f, readFileSync(f, "utf8"))).map((p) => `${relative(ROOT, f)} -> ${p}`));
+    const bad = srcFiles.flatMap((f) => bunOnlyViolations(f, importedPaths(f, readFileSync(f, "utf8"))).map((p) => `${relative(ROOT, f)} -> ${p}`));
     expect(bad).toEqual([]);
   });
 });
@@ -163,7 +163,7 @@ describe("architecture: the checker itself", () => {
     expect(ruleViolations(router, deep)).toEqual(["src/fleet/registry.ts"]);
     const deeper = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'export * from "../../../../src/edge/app.ts";');
     expect(ruleViolations(router, deeper)).toEqual(["src/edge/app.ts"]);
-    // Inside the room, and its allowed neighbours, pass.
+    // Inside src/router, and its allowed neighbours, pass.
     const fine = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'import { a } from "../../books/load-tracker.ts";\nimport { b } from "../../../core/ids.ts";');
     expect(ruleViolations(router, fine)).toEqual([]);
     // choose/ may not walk the index, however deep the importer.
@@ -171,17 +171,17 @@ describe("architecture: the checker itself", () => {
     expect(ruleViolations(RULES[1]!, walk)).toEqual(["src/router/kv-index/types.ts"]);
   });
 
-  test("a planted import of the Bun room from outside runtime/bun.ts is flagged, from inside it is not", () => {
+  test("a planted import of runtime/bun/** from outside runtime/bun.ts is flagged, from inside it is not", () => {
     const planted = 'import { SocketUpstream } from "./bun/upstream/socket-client.ts";';
-    expect(bunRoomViolations(join(ROOT, "src/runtime/portable.ts"), importedPaths(join(ROOT, "src/runtime/portable.ts"), planted))).toEqual([
+    expect(bunOnlyViolations(join(ROOT, "src/runtime/portable.ts"), importedPaths(join(ROOT, "src/runtime/portable.ts"), planted))).toEqual([
       "src/runtime/bun/upstream/socket-client.ts",
     ]);
     const viaMocker = importedPaths(join(ROOT, "src/mocker/x.ts"), 'import { a } from "../runtime/bun/tokens/load-on-bun.ts";');
-    expect(bunRoomViolations(join(ROOT, "src/mocker/x.ts"), viaMocker)).toEqual(["src/runtime/bun/tokens/load-on-bun.ts"]);
-    expect(bunRoomViolations(join(ROOT, "src/runtime/bun.ts"), importedPaths(join(ROOT, "src/runtime/bun.ts"), 'import { a } from "./bun/hasher.ts";'))).toEqual([]);
+    expect(bunOnlyViolations(join(ROOT, "src/mocker/x.ts"), viaMocker)).toEqual(["src/runtime/bun/tokens/load-on-bun.ts"]);
+    expect(bunOnlyViolations(join(ROOT, "src/runtime/bun.ts"), importedPaths(join(ROOT, "src/runtime/bun.ts"), 'import { a } from "./bun/hasher.ts";'))).toEqual([]);
   });
 
-  test("a planted import of a router internal from outside the room is flagged; the face, and imports inside the room, are not", () => {
+  test("a planted import of a router internal from outside src/router is flagged; index.ts, and imports inside src/router, are not", () => {
     const sync = join(ROOT, "src/sync/x.ts");
     expect(routerFaceViolations(sync, importedPaths(sync, 'import type { T } from "../router/books/load-tracker.ts";'))).toEqual(["src/router/books/load-tracker.ts"]);
     expect(routerFaceViolations(sync, importedPaths(sync, 'import type { K } from "../router/kv-index/types.ts";'))).toEqual(["src/router/kv-index/types.ts"]);
@@ -224,13 +224,13 @@ function reachable(entries: readonly string[]): string[] {
 describe("architecture: the Deno and workerd entries reach no Bun code", () => {
   const graph = reachable(PORTABLE_ENTRIES);
   const rel = graph.map((f) => relative(ROOT, f));
-  test("the graph holds the router room and the edge", () => {
+  test("the graph holds the router and the edge", () => {
     expect(rel).toContain("src/router/create-router.ts");
     expect(rel).toContain("src/edge/app.ts");
   });
   test("the Upstash REST store and load sync are in it; nothing of runtime/bun/** is (Bun's entry injects the RESP pieces)", () => {
     for (const f of ["src/sync/redis-store.ts", "src/sync/upstash-client.ts", "src/sync/load-sync.ts", "src/sync/stream-transport.ts"]) expect(rel).toContain(f);
-    expect(rel.filter((f) => inFolder(f, BUN_ROOM))).toEqual([]);
+    expect(rel.filter((f) => inFolder(f, BUN_ONLY))).toEqual([]);
   });
   for (const f of graph) {
     test(relative(ROOT, f), () => {
