@@ -11,10 +11,10 @@
  * outlier ejection's settings (flags `--outlier-*`).
  */
 import * as v from "valibot";
+import { LOG_FORMATS, LOG_LEVELS } from "../core/logger.ts";
 import { LOAD_METRICS, POLICY_NAMES, type PolicyName } from "../router/index.ts";
 import { LIMITS_FALLBACKS } from "../protect/limits/limiter.ts";
-import { DEFAULT_RETRY_STATUSES } from "../edge/proxy/retry-policy.ts";
-import { DEFAULT_MAX_PROMPT_CHARS } from "../edge/routing/prompt-size.ts";
+import { DEFAULT_MAX_PROMPT_CHARS, DEFAULT_RETRY_STATUSES } from "./defaults.ts";
 import { listOptions, type OptionGroup, type TableOption, type TableValues } from "./option-table.ts";
 import { bunOnly, EVERYWHERE, notOnWorkerd, valueCheck, type RuntimeOptionDef } from "./runtimes.ts";
 import { TokenizerSpecsSchema } from "./tokenizers.ts";
@@ -36,10 +36,6 @@ export type { PolicyName };
 export const TOKENIZER_LIBRARIES = ["auto", "hf", "native", "bpe"] as const;
 export type TokenizerLibraryName = (typeof TOKENIZER_LIBRARIES)[number];
 
-export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-export const LOG_FORMATS = ["text", "json"] as const;
-export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** A row of serve's table: the machinery's option plus its runtimes and environment. */
 export interface ServeOptionDef extends RuntimeOptionDef {
@@ -176,8 +172,8 @@ export const SERVE_OPTIONS = {
       help: "kv-blocks/approx: credit per cached prompt block beyond the prefill it saves, so requests follow the cache; 0 = Dynamo's reference formula, see bench/README.md",
       runtimes: EVERYWHERE,
     }),
-    // Issue 14: on traffic nobody tuned for (generated chat / agentic shapes) the credit alone
-    // piled work on a few engines (work max/mean 1.5-2.4, engines idle); a bound on the prefill
+    // On traffic nobody tuned for (generated chat / agentic shapes) the credit alone piles
+    // work on a few engines (work max/mean 1.5-2.4, engines idle); a bound on the prefill
     // wait relative to the best worker, loosened by a share of the mean queue as the cluster
     // saturates, keeps the hits and cuts TTFT p90. 1.05 / 0.75 (with credit 16) is the setting
     // whose worst TTFT p90 over 7 workloads x 3 loads is closest to each one's best (1.15x;

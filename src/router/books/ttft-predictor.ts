@@ -96,7 +96,7 @@ export const LATENCY_SHARE = 0.25;
 export const RANK_WINDOW = 32;
 /** Once the fleet's window is full, the line is refitted every this many first tokens. */
 export const REFIT_EVERY = 8;
-/** A rank's own factor is used from this many samples that show its speed on (mostly prefill, not latency); before, 1. */
+/** A rank's own factor is used from this many samples that show its speed on (mostly prefill, not latency): one sample could be a latency outlier. */
 export const MIN_OWN_SAMPLES = 4;
 /**
  * A sample shows its rank's speed when at least this share of the tokens it counted are the

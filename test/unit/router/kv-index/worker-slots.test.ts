@@ -4,8 +4,8 @@
  * would alias (ids outside u64, ranks outside int32), through release and reuse.
  */
 import { describe, expect, test } from "bun:test";
-import { WorkerKeyTable } from "../../../../src/router/index/worker-key-table.ts";
-import { WorkerSlots } from "../../../../src/router/index/worker-slots.ts";
+import { WorkerKeyTable } from "../../../../src/router/kv-index/worker-key-table.ts";
+import { WorkerSlots } from "../../../../src/router/kv-index/worker-slots.ts";
 import { lcgNumericalRecipes as lcg } from "../../../support/prng.ts";
 
 describe("WorkerKeyTable", () => {

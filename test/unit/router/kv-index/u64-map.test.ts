@@ -3,8 +3,8 @@
  * churn with colliding keys (backward-shift deletion and shrinking are where bugs hide).
  */
 import { describe, expect, test } from "bun:test";
-import { ChildTable } from "../../../../src/router/index/child-table.ts";
-import { U64Map } from "../../../../src/router/index/u64-map.ts";
+import { ChildTable } from "../../../../src/router/kv-index/child-table.ts";
+import { U64Map } from "../../../../src/router/kv-index/u64-map.ts";
 import { lcgNumericalRecipes as lcg } from "../../../support/prng.ts";
 import { churnAgainstMap } from "./u64-churn.ts";
 

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { computeBlockHashes, computeSeqHashes } from "../../../../src/core/block-hash.ts";
 import { worker } from "../../../../src/core/ids.ts";
-import { ApproxIndex } from "../../../../src/router/index/approx.ts";
-import { PruneManager } from "../../../../src/router/index/prune-manager.ts";
+import { ApproxIndex } from "../../../../src/router/kv-index/approx.ts";
+import { PruneManager } from "../../../../src/router/kv-index/prune-manager.ts";
 import { createStoreEvent, scoresOf } from "./helpers.ts";
 
 const BLOCK = 4; // Dynamo's approx tests use KV_BLOCK_SIZE = 4

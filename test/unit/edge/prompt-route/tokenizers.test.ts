@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { RouterTokenizers, TOKENIZER_PROBE } from "../../../../src/edge/routing/tokenizers.ts";
+import { RouterTokenizers, TOKENIZER_PROBE } from "../../../../src/edge/prompt-route/tokenizers.ts";
 import type { EngineTokenizer } from "../../../../src/tokens/index.ts";
 
 /** A stand-in tokenizer: one id per character code plus `shift`. */

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { storedEvent, type RouterEvent } from "../../../../src/core/events.ts";
-import { RadixTree } from "../../../../src/router/index/radix-tree.ts";
+import { RadixTree } from "../../../../src/router/kv-index/radix-tree.ts";
 import { scoresOf } from "./helpers.ts";
 
 /** A chain of `len` blocks for `worker`, tokens `tag * 1e6 + i` (engine hash = token + worker salt). */

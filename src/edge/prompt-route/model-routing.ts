@@ -28,7 +28,7 @@ const ANY: ModelRoute = { kind: "any" };
 export interface ModelRoutingDeps {
   readonly registry: WorkerRegistry;
   readonly lora: LoraRouting;
-  /** Without it (tests, embedders) every model goes to every worker, as before models were known. */
+  /** Without it (tests, embedders) every model goes to every worker: no model is refused. */
   readonly models?: ModelDirectory;
 }
 

@@ -26,9 +26,9 @@ export interface RoutingPrompt {
 /** What the request's body holds a prompt in. */
 export type PromptKind = "completions" | "chat" | "embeddings" | "responses" | "generate" | "none";
 
-/** Where a request's tokenizer comes from (routing/tokenizers.ts). */
-export interface PromptDeps {
-  readonly tokenizers?: { forModel(model: unknown): EngineTokenizer | undefined };
+/** The models' tokenizers, as a prompt needs them: the one for a request's `model` (prompt-route/tokenizers.ts). */
+export interface PromptTokenizers {
+  forModel(model: unknown): EngineTokenizer | undefined;
 }
 
 /**
@@ -101,11 +101,11 @@ const PROMPT_FIELDS: Record<Exclude<PromptKind, "none">, readonly string[]> = {
  * prompt field, and a 413 naming it when it holds more than `maxPromptChars` characters
  * (--max-prompt-chars; prompt-size.ts; undefined: no limit).
  */
-export async function readPrompt(d: PromptDeps, body: Record<string, unknown>, kind: PromptKind, maxPromptChars?: number): Promise<RoutingPrompt> {
+export async function readPrompt(tokenizers: PromptTokenizers | undefined, body: Record<string, unknown>, kind: PromptKind, maxPromptChars?: number): Promise<RoutingPrompt> {
   if (kind === "none") return NONE;
   // Before any work on it: tokenizing, hashing and booking all grow with the prompt.
   for (const field of PROMPT_FIELDS[kind]) checkPromptSize(body[field], field, maxPromptChars);
-  const tok = d.tokenizers?.forModel(body.model);
+  const tok = tokenizers?.forModel(body.model);
   switch (kind) {
     case "completions":
       if (body.prompt === undefined) throw new RouterError("invalid_request", "prompt: is required", "prompt");

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { clearedEvent, removedEvent, storedEvent } from "../../../../src/core/events.ts";
-import { RadixTree } from "../../../../src/router/index/radix-tree.ts";
+import { RadixTree } from "../../../../src/router/kv-index/radix-tree.ts";
 import { lcgAnsiC } from "../../../support/prng.ts";
 import { createRemoveEvent, createStoreEvent, q, scoresOf } from "./helpers.ts";
 

@@ -27,7 +27,7 @@ export async function routeTarget(
   let approximate = false;
   if (b.tokens !== undefined) tokens = Uint32Array.from(b.tokens);
   else if (raw.messages !== undefined || raw.prompt !== undefined) {
-    const p = await readPrompt(fleet, raw, raw.messages !== undefined ? "chat" : "completions", maxPromptChars);
+    const p = await readPrompt(fleet.tokenizers, raw, raw.messages !== undefined ? "chat" : "completions", maxPromptChars);
     tokens = p.tokens;
     approximate = p.approximate;
   } else {

@@ -4,7 +4,7 @@
  * freed place reused), growth to 100k entries and shrinking back, and the bulk readers.
  */
 import { describe, expect, test } from "bun:test";
-import { U64BucketMap } from "../../../../src/router/index/u64-bucket-map.ts";
+import { U64BucketMap } from "../../../../src/router/kv-index/u64-bucket-map.ts";
 import { lcgNumericalRecipes as lcg } from "../../../support/prng.ts";
 import { churnAgainstMap } from "./u64-churn.ts";
 

@@ -9,9 +9,6 @@
  */
 import { RouterError } from "../../core/errors.ts";
 
-/** --max-prompt-chars' default: 1 Mi characters, about 256k tokens of English text, twice the 128k-token prompts the router is built for. */
-export const DEFAULT_MAX_PROMPT_CHARS = 1 << 20;
-
 /** Throws a 413 naming the field and the flag when `value` holds more than `limit` characters. */
 export function checkPromptSize(value: unknown, field: string, limit: number | undefined): void {
   if (limit === undefined) return;

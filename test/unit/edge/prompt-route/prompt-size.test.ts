@@ -5,12 +5,12 @@
  */
 import { describe, expect, test } from "bun:test";
 import { RouterError } from "../../../../src/core/errors.ts";
-import { readPrompt } from "../../../../src/edge/routing/prompt-routing.ts";
-import { checkPromptSize } from "../../../../src/edge/routing/prompt-size.ts";
+import { readPrompt } from "../../../../src/edge/prompt-route/prompt-routing.ts";
+import { checkPromptSize } from "../../../../src/edge/prompt-route/prompt-size.ts";
 import { rejectionOf, thrownBy } from "../../../support/errors.ts";
 import { harness, jsonResponse } from "../harness.ts";
 
-const limited = {};
+const limited = undefined;
 const LIMIT = 10;
 
 describe("prompt size limit", () => {

@@ -5,10 +5,10 @@
 import { describe, expect, test } from "bun:test";
 import { removedEvent } from "../../../../src/core/events.ts";
 import { worker } from "../../../../src/core/ids.ts";
-import { ApproxIndex } from "../../../../src/router/index/approx.ts";
-import { createIndexer, NoIndex } from "../../../../src/router/index/indexer.ts";
-import { RadixTree } from "../../../../src/router/index/radix-tree.ts";
-import type { KvIndex } from "../../../../src/router/index/types.ts";
+import { ApproxIndex } from "../../../../src/router/kv-index/approx.ts";
+import { createIndexer, NoIndex } from "../../../../src/router/kv-index/indexer.ts";
+import { RadixTree } from "../../../../src/router/kv-index/radix-tree.ts";
+import type { KvIndex } from "../../../../src/router/kv-index/types.ts";
 import {
   createStoreEvent,
   makeClearEvent,
