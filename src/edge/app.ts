@@ -48,7 +48,7 @@ function drainingRefusal(): Response {
 
 /** The proxy path every proxied route shares: forward's deps, the model dispatch, --disagg's split. */
 function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
-  const forward: ForwardDeps = { routing: d.router.routing, registry: d.fleet.registry, upstream: d.upstream, outcomes: d.outcomes, observe: d.observe };
+  const forward: ForwardDeps = { routing: d.router.routing, registry: d.fleet.registry, upstream: d.upstream, outcomes: d.outcomes, observe: d.observe, cacheCheck: d.cacheCheck };
   const dispatch = createDispatch(d.fleet, forward);
   const split = d.disagg !== undefined ? createDisaggDispatch(d.fleet, forward, dispatch, d.disagg) : undefined;
   const g = d.tenants;

@@ -5,6 +5,7 @@
  * own pieces: the peer address, Bun's upstream client, ...); createApp takes them together
  * as EdgeDeps. Tests build the same groups around fakes or real parts.
  */
+import type { CacheCheck } from "./proxy/cache-check.ts";
 import type { Binding } from "../router/index.ts";
 import type { WorkerId } from "../core/ids.ts";
 import type { RouterMetrics } from "../observe/names.ts";
@@ -39,6 +40,8 @@ export interface EdgeDeps {
   readonly outcomes: WorkerOutcomes;
   readonly observe: Observability;
   readonly admin: AdminDeps;
+  /** Every answer's cached tokens checked (src/fleet/cache-truth); without it: none. */
+  readonly cacheCheck?: CacheCheck;
   /** --disagg vllm|sglang: completions are split into a prefill and a decode request (edge/disagg). */
   readonly disagg?: DisaggOptions;
   /** --api-keys: client keys on every client route, tenant limits, fair admission (edge/tenants). */

@@ -182,6 +182,7 @@ export class MockEngine {
     const c = this.config;
     const local = computeBlockHashes(req.tokens, c.blockSize, { loraName: req.loraName });
     const hashes = engineBlockHashes(local);
+    const maxHit = Math.max(0, Math.floor((req.tokens.length - 1) / c.blockSize));
     const signal = req.signal;
     const arrivedAt = this.clock.now();
     this.counters.requests++;
@@ -198,7 +199,7 @@ export class MockEngine {
       if (req.importKv !== undefined) {
         // A pull (and SGLang's wait for the prefill engine's room) computes nothing: it does
         // not take the prefill lane, so it never holds back this rank's other prefills.
-        lease = rank.kv.begin(hashes);
+        lease = rank.kv.begin(hashes, maxHit);
         if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
         if (signal?.aborted) throw new AbortedError();
       }
@@ -206,7 +207,7 @@ export class MockEngine {
       prefilling = true;
       const prefillStart = this.clock.now();
 
-      lease ??= rank.kv.begin(hashes);
+      lease ??= rank.kv.begin(hashes, maxHit);
       const cachedTokens = lease.cachedBlocks * c.blockSize;
       const info: GenerateStart = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
       this.counters.promptTokens += req.tokens.length;

@@ -45,9 +45,14 @@ export class RankKv {
     this.emit(this.log.append(data));
   }
 
-  /** Pin the cached prefix of a request's engine block hashes. */
-  begin(hashes: BigUint64Array): KvLease {
-    const n = this.cache.matchPrefix(hashes);
+  /**
+   * Pin the cached prefix of a request's engine block hashes, at most `maxHitBlocks` of them. vLLM
+   * caps a hit at the prompt's length minus one token, so a prompt cached whole recomputes its last
+   * block for the logits (vllm/v1/core/kv_cache_manager.py get_computed_blocks at ace980e:
+   * `max_cache_hit_length = request.num_tokens - 1`); the caller passes floor((n - 1) / block size).
+   */
+  begin(hashes: BigUint64Array, maxHitBlocks = hashes.length): KvLease {
+    const n = Math.min(this.cache.matchPrefix(hashes), maxHitBlocks);
     const slots = new Int32Array(hashes.length);
     this.cache.pinPrefix(hashes, n, slots);
     return { slots, pinned: n, cachedBlocks: n, generation: this.cache.generation };

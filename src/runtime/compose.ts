@@ -30,6 +30,7 @@ import { RecentStats } from "../observe/recent-stats.ts";
 import { RequestMetrics } from "../observe/request-metrics.ts";
 import { RequestObservers } from "../observe/request-observers.ts";
 import type { Tracer } from "../observe/tracing.ts";
+import { cacheTruthParts, withCacheTruth } from "./compose/cache-truth.ts";
 import { bindBuildInfo, bindRecoveryMetrics, bindWorkerInfo, tokenizerMismatchGauge } from "../observe/fleet-metrics.ts";
 import { bindProcessMetrics, EventLoopLag, type ProcessProbe } from "../observe/process-metrics.ts";
 import { forgetWorkerSeries, zeroRouterSeries, zeroWorkerSeries } from "../observe/zero-series.ts";
@@ -243,6 +244,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   else if (config.burstClaims) log.warn(`--burst-claims has no effect ${config.redis === undefined ? "without --redis" : `with --policy ${config.policy} (kv only)`}`);
   // Shares this router's active load with the others through Redis (started below, once the router exists).
   let loadSync: LoadSync | undefined;
+  // Every answer's cached tokens checked against the index (src/fleet/cache-truth).
+  const cacheTruth = cacheTruthParts({ policy: config.policy, blockSize: config.blockSize, now, log, registry: metrics.registry });
   // The router core (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
     {
@@ -272,6 +275,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       claims,
       // The load sync starts below, once the router exists; until then this router is alone.
       otherRouters: () => loadSync?.peerCount() ?? 0,
+      ...cacheTruth?.routerPorts,
     },
   );
   const { index, approxIndex, tracker } = router;
@@ -322,6 +326,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       restarts.forget(w.id);
       choices.onWorkerRemoved?.(w.id);
       tokenizers.forget(w.id);
+      cacheTruth?.truth.forget(w.id);
       forgetWorkerSeries(metrics, w.id, tokenizerMismatch);
       log.info(`worker ${w.id} removed`, { url: w.url });
     },
@@ -435,9 +440,10 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
     outcomes: { fence: (id, reason) => health.fence(id, reason), report: (id, failure) => health.report(id, failure) },
     observe: { metrics, log, requests: observe, status },
-    admin: { membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: rt.workerDetails, peekSession: (id) => store.peek(id), now },
+    admin: { membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: withCacheTruth(rt.workerDetails, cacheTruth?.truth), peekSession: (id) => store.peek(id), now },
     disagg: rt.disagg,
     tenants: tenants?.guard,
+    cacheCheck: cacheTruth?.cacheCheck,
   });
 
   const timers: ReturnType<typeof setInterval>[] = [];

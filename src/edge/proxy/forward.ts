@@ -27,6 +27,7 @@ import { NO_DEADLINES } from "./deadlines.ts";
 import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import { countsAsFailure, fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
+import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
 
 /** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
 export interface ForwardDeps {
@@ -37,6 +38,8 @@ export interface ForwardDeps {
   readonly upstream: Upstream;
   readonly outcomes: WorkerOutcomes;
   readonly observe: Observability;
+  /** Every answer's cached tokens checked against the prediction (src/fleet/cache-truth); without it: none. */
+  readonly cacheCheck?: CacheCheck;
 }
 
 export interface ForwardInput {
@@ -103,6 +106,8 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const prepared = input.prepared ?? d.routing.prepare(input.tokens, input.loraName);
   const retry = d.upstream.retry ?? GATEWAY_RETRIES_ONLY;
   retry.budget?.request();
+  // Usage asked for where the client did not (taken out of its stream again): cache-check.ts.
+  const checked = d.cacheCheck !== undefined ? checkedBody(input.body, input.stream === true, input.approximate === true || input.prefilledElsewhere === true) : undefined;
   const mayRetry = (worker: WorkerId) => (status: number) =>
     // A 500 or 429 from the last worker that could serve is the answer (a fencing status goes
     // on: it fences the worker, and the client gets upstream_failed when no worker is left).
@@ -154,7 +159,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       baseUrl: rec.url,
       path: input.path,
       headers,
-      body: input.body,
+      body: checked?.body ?? input.body,
       clientSignal: input.request.signal,
       deadlines: d.upstream.deadlines ?? NO_DEADLINES,
       stream: input.stream,
@@ -169,7 +174,13 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       let answer: Response;
       try {
         if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
-        answer = respond(a.res, a.first, a.reader, decision, d, obs, input.bodyReadByCaller !== true);
+        let { first, reader } = a;
+        if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
+          const t = watchAnswer(d.cacheCheck!, decision, input.tokens.length, checked, isEventStream(a.res.headers), first.value, reader);
+          first = { done: false, value: t.first };
+          reader = t.reader as UpstreamBody;
+        }
+        answer = respond(a.res, first, reader, decision, d, obs, input.bodyReadByCaller !== true);
       } catch (e) {
         // Nothing reached the client: an answer the runtime cannot pass on (a status or a
         // header it refuses) is the worker's failure, not an unhandled 500 that would keep
