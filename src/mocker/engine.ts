@@ -21,6 +21,7 @@ import { LoraRegistry } from "./lora.ts";
 import type { MockerConfig } from "./options.ts";
 import { PrefillStats } from "./prefill-stats.ts";
 import { RankKv } from "./rank-kv.ts";
+import { mulberry32 } from "../core/mulberry32.ts";
 import { SessionRegistry } from "./sessions.ts";
 import { decodeStepMs, prefillMs } from "./timing.ts";
 
@@ -145,7 +146,10 @@ export class MockEngine {
     this.onPrefilled = deps.onPrefilled;
     this.loras = new LoraRegistry(c.maxLoras, c.model, c.loras);
     this.ranks = Array.from({ length: c.dpRanks }, (_, r) => ({
-      kv: new RankKv({ workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit }),
+      kv: new RankKv({
+        workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit,
+        dropEvents: c.faultDropEvents > 0 ? { share: c.faultDropEvents, random: mulberry32(c.seed * 31 + r + 1) } : undefined,
+      }),
       slots: new FifoSemaphore(c.maxConcurrency),
       prefill: new FifoSemaphore(1),
       decoding: 0,
@@ -180,7 +184,9 @@ export class MockEngine {
     const rank = this.ranks[req.dpRank];
     if (rank === undefined) throw new RangeError(`dp rank ${req.dpRank} out of range 0..${this.ranks.length - 1}`);
     const c = this.config;
-    const local = computeBlockHashes(req.tokens, c.blockSize, { loraName: req.loraName });
+    // The faults salt what a router would compute otherwise (options.ts, --fault-*).
+    const loraName = req.loraName !== undefined && c.faultLoraSalt !== undefined ? `${req.loraName}${c.faultLoraSalt}` : req.loraName;
+    const local = computeBlockHashes(req.tokens, c.blockSize, { loraName, cacheNamespace: c.faultHashSeed });
     const hashes = engineBlockHashes(local);
     const maxHit = Math.max(0, Math.floor((req.tokens.length - 1) / c.blockSize));
     const signal = req.signal;

@@ -28,20 +28,30 @@ export interface RankKvOptions {
   bufferSize?: number;
   /** Receives every event as it is made (in id order). */
   emit?: (event: RouterEvent) => void;
+  /**
+   * The fault `--fault-drop-events`: this share of events is lost before it gets an id, as when
+   * vLLM's publisher queue is full (the event is dropped, the next one takes the next sequence
+   * number), so no gap says so. `random` decides which.
+   */
+  dropEvents?: { readonly share: number; readonly random: () => number };
 }
 
 export class RankKv {
   readonly cache: PrefixCache;
   readonly log: RankEventLog;
   private readonly emit: (event: RouterEvent) => void;
+  private readonly drop: RankKvOptions["dropEvents"];
 
   constructor(o: RankKvOptions) {
     this.cache = new PrefixCache(o.capacity);
     this.log = new RankEventLog(o.workerId, o.dpRank, () => this.dump(), o.bufferSize);
     this.emit = o.emit ?? (() => {});
+    this.drop = o.dropEvents !== undefined && o.dropEvents.share > 0 ? o.dropEvents : undefined;
   }
 
   private record(data: KvCacheEventData): void {
+    const drop = this.drop;
+    if (drop !== undefined && drop.random() < drop.share) return;
     this.emit(this.log.append(data));
   }
 

@@ -90,6 +90,8 @@ export interface RouterPorts {
   readonly distrusted?: () => ReadonlySet<WorkerKey>;
   /** Live events an engine sent (not dumps or replays), before they are applied: the cache check hears who talks. */
   readonly onLiveEvents?: (events: readonly RouterEvent[]) => void;
+  /** A rank's events showed its engine restarted (ids went back). */
+  readonly onRestart?: (workerId: WorkerId, dpRank: DpRank) => void;
 }
 
 export interface IngestResult {
@@ -175,7 +177,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     claims: ports.claims,
     otherRouters: ports.otherRouters,
   });
-  const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn });
+  const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn, onRestart: ports.onRestart });
   const leases = new ExternalLeases(tracker);
   const isKnown = (w: WorkerId, r: DpRank) => (ports.workers.get(w)?.dpRanks ?? 0) > r;
   const gaps = new LossyStreamGuard();

@@ -30,7 +30,7 @@ import { RecentStats } from "../observe/recent-stats.ts";
 import { RequestMetrics } from "../observe/request-metrics.ts";
 import { RequestObservers } from "../observe/request-observers.ts";
 import type { Tracer } from "../observe/tracing.ts";
-import { cacheTruthParts, withCacheTruth } from "./compose/cache-truth.ts";
+import { cacheTruthParts, canaries, withCacheTruth } from "./compose/cache-truth.ts";
 import { bindBuildInfo, bindRecoveryMetrics, bindWorkerInfo, tokenizerMismatchGauge } from "../observe/fleet-metrics.ts";
 import { bindProcessMetrics, EventLoopLag, type ProcessProbe } from "../observe/process-metrics.ts";
 import { forgetWorkerSeries, zeroRouterSeries, zeroWorkerSeries } from "../observe/zero-series.ts";
@@ -279,6 +279,12 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
   );
   const { index, approxIndex, tracker } = router;
+  if (cacheTruth !== undefined) {
+    cacheTruth.canary = canaries({
+      truth: cacheTruth.truth, blockSize: config.blockSize, prepare: (t, l) => router.routing.prepare(t, l), index,
+      worker: (id) => registry.get(id), adapters: (id) => adapters.loadedOn(id), fetch: toEngines, now, log,
+    });
+  }
   // With the router's own books as the busy signal, a waiter is offered a rank as soon as its
   // load drops (a prefill done, a request freed), not at the gate's next tick: on a loaded
   // machine that timer runs late, and every millisecond of it lands on a waiter's TTFT (the
@@ -314,6 +320,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       zeroWorkerSeries(metrics, w.id, tokenizerMismatch);
       void restarts.check(w.id, w.url, AbortSignal.timeout(config.healthTimeout * 1000)); // the instance to compare with
       if (!w.healthy) void health.check(w.id);
+      void cacheTruth?.canary?.(w.id); // the engine's hashes, block size and events, checked once at once
       // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
       const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
       void tokenizers.check(w.id, w.url, base).then((c) => {
@@ -440,7 +447,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     },
     outcomes: { fence: (id, reason) => health.fence(id, reason), report: (id, failure) => health.report(id, failure) },
     observe: { metrics, log, requests: observe, status },
-    admin: { membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: withCacheTruth(rt.workerDetails, cacheTruth?.truth), peekSession: (id) => store.peek(id), now },
+    admin: { membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: withCacheTruth(rt.workerDetails, cacheTruth?.truth), canary: cacheTruth?.canary, peekSession: (id) => store.peek(id), now },
     disagg: rt.disagg,
     tenants: tenants?.guard,
     cacheCheck: cacheTruth?.cacheCheck,

@@ -14,8 +14,9 @@
  * - `hitsNeeded` answers that served less than predicted, and at least `share` of those with a
  *   predicted hit -> degraded, stale_index (a restart missed, another engine's events, or hashes
  *   that stopped matching);
- * - `hitsNeeded` answers that served more than the index and the in-flight requests explain, and
- *   at least `share` of those with a hit -> blind, with the cause read from the event stream:
+ * - `unexpectedNeeded` answers that served more than the index and the in-flight requests
+ *   explain, and at least `unexpectedShare` of those with a hit (a prompt's shared system prefix
+ *   makes nearly every answer a hit, so a lost event shows in a few of them) -> blind, with the cause read from the event stream:
  *   no_events (no live event since `quietMs`), block_hashes (events come, but no prediction of
  *   the window ever hit: their hashes are not the router's), else events_missing;
  * - a canary that fails -> degraded at once, with the canary's cause.
@@ -33,8 +34,8 @@ export type TruthCause =
   | "stale_index"
   | "events_missing"
   | "no_events"
-  | "cached_tokens"
-  | "engine_restarted";
+  | "lora_salt"
+  | "cached_tokens";
 
 export interface TruthRules {
   readonly window: number;
@@ -42,6 +43,8 @@ export interface TruthRules {
   readonly blockSize: number;
   readonly hitsNeeded: number;
   readonly share: number;
+  readonly unexpectedNeeded: number;
+  readonly unexpectedShare: number;
   readonly quietMs: number;
   readonly recoverAgree: number;
   readonly recoverHits: number;
@@ -54,6 +57,8 @@ export const DEFAULT_TRUTH_RULES: TruthRules = {
   blockSize: 2,
   hitsNeeded: 3,
   share: 0.5,
+  unexpectedNeeded: 4,
+  unexpectedShare: 0.2,
   quietMs: 30_000,
   recoverAgree: 10,
   recoverHits: 3,
@@ -180,7 +185,7 @@ export class SourceTruth {
     const n = this.#window.length;
     if (tokens >= r.tokensDiffer) return { state: "degraded", cause: "template_or_tokenizer", evidence: `${tokens} of the last ${n} answers: the engine's prompt length is not the router's` };
     if (blocks >= r.blockSize) return { state: "degraded", cause: "block_size", evidence: `${blocks} of the last ${n} answers: a cache hit that is not whole blocks of the router's size` };
-    if (unexpected >= r.hitsNeeded && unexpected >= r.share * hits) {
+    if (unexpected >= r.unexpectedNeeded && unexpected >= r.unexpectedShare * hits) {
       const quiet = events.lastAt === undefined || now - events.lastAt >= r.quietMs;
       const cause: TruthCause = quiet ? "no_events" : predictedServed === 0 ? "block_hashes" : "events_missing";
       const why =

@@ -109,6 +109,11 @@ export class CacheTruth {
     }
   }
 
+  /** Live events heard from the rank since it was first seen. */
+  eventsSeen(workerId: WorkerId, dpRank: DpRank): number {
+    return this.#sources.get(workerKey(workerId, dpRank))?.eventsSeen ?? 0;
+  }
+
   state(workerId: WorkerId, dpRank: DpRank): TruthState {
     return this.#sources.get(workerKey(workerId, dpRank))?.truth.state ?? "exact";
   }

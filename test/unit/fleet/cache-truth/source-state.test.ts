@@ -29,16 +29,16 @@ describe("SourceTruth", () => {
 
   test("hits never heard of, no live event -> blind (no_events); events come but nothing matches -> block_hashes; some match -> events_missing", () => {
     const quiet = new SourceTruth(0);
-    for (let i = 0; i < 2; i++) quiet.observe(unexpected, { seen: 0, lastAt: undefined }, 40_000);
+    for (let i = 0; i < 3; i++) quiet.observe(unexpected, { seen: 0, lastAt: undefined }, 40_000);
     expect(quiet.observe(unexpected, { seen: 0, lastAt: undefined }, 40_000)).toMatchObject({ to: "blind", cause: "no_events" });
 
     const hashes = new SourceTruth(0);
-    for (let i = 0; i < 2; i++) hashes.observe(unexpected, talking(10), 10);
+    for (let i = 0; i < 3; i++) hashes.observe(unexpected, talking(10), 10);
     expect(hashes.observe(unexpected, talking(10), 10)).toMatchObject({ to: "blind", cause: "block_hashes" });
 
     const dropped = new SourceTruth(0);
     dropped.observe(agreeHit, talking(10), 10);
-    for (let i = 0; i < 2; i++) dropped.observe(unexpected, talking(10), 10);
+    for (let i = 0; i < 3; i++) dropped.observe(unexpected, talking(10), 10);
     expect(dropped.observe(unexpected, talking(10), 10)).toMatchObject({ to: "blind", cause: "events_missing" });
   });
 
