@@ -18,7 +18,8 @@
  *    a new room; after that byte the decode engine must cope.
  * 4. No healthy prefill worker, or every one failed: the decode worker prefills locally
  *    (counted in switchyard_disagg_requests_total{path="fallback_*"}).
- * Both bookings are released on every path: the prefill's here (finally), the decode's by forward().
+ * Both bookings are released on every path, each by its settlement (proxy/settlement.ts): the
+ * prefill's here, the decode's in forward().
  */
 import { RouterError } from "../../core/errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
@@ -30,6 +31,7 @@ import { attemptUpstream } from "../proxy/attempt.ts";
 import { NO_DEADLINES } from "../proxy/deadlines.ts";
 import { forward, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
 import { upstreamRequestHeaders } from "../proxy/headers.ts";
+import { abandon, Settlement } from "../proxy/settlement.ts";
 import type { UpstreamBody, UpstreamCall } from "../proxy/upstream.ts";
 import type { PromptHashes, RouteDecision } from "../../router/index.ts";
 import { modelRoute } from "../routing/model-routing.ts";
@@ -85,9 +87,10 @@ function withoutPdFields(json: Readonly<Record<string, unknown>>): Record<string
 export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregated: Dispatch, o: DisaggOptions): DisaggDispatch {
   const { metrics, log } = fd.observe;
   const observers = fd.observe.requests;
-  const { fence, report } = fd.outcomes;
   const up = fd.upstream;
   const { requests, prefillFailures } = disaggCounters(metrics);
+  /** A prefill half's settlement: it has no observation of its own (the request's is the decode half's). */
+  const settle = (decision: RouteDecision) => new Settlement(decision, { outcomes: fd.outcomes, metrics, log }, undefined, { failures: prefillFailures });
   const call: UpstreamCall = up.call;
   const rand = o.randomU32 ?? (() => crypto.getRandomValues(new Uint32Array(1))[0]!);
 
@@ -113,20 +116,11 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
         tokens: input.tokens, prepared, approximate: input.approximate, requestId: fd.routing.nextRequestId(),
         loraName: input.loraName, allowedWorkerIds: decode,
       });
-      est.lease.free();
+      abandon(est);
       return input.tokens.length - est.overlapBlocks * blockSize;
     } catch {
       return input.tokens.length; // every decode worker busy: decide as for a cold prompt
     }
-  };
-
-  const failPrefill = (decision: RouteDecision, url: string, reason: string): void => {
-    const id = decision.worker.workerId;
-    fence(id, reason);
-    report?.(id, reason);
-    metrics.upstreamFailures.inc([String(id)]);
-    prefillFailures.inc([String(id)]);
-    log.warn(`disagg: prefill worker ${id} (${url}) failed before its answer: ${reason}`);
   };
 
   /** Route a prefill worker among `pool` minus `exclude`; undefined when none is left. */
@@ -160,17 +154,19 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
    * TTFT predictor's sample of its prefill speed. SGLang's prefill request is the client's, maybe
    * streamed, whose headers can come before any token: no sample.
    */
-  const prefillOnce = async (input: ForwardInput, decision: RouteDecision, url: string, body: Uint8Array, o: { keep: boolean; firstTokenIsAnswer: boolean }): Promise<PrefillResult> => {
+  const prefillOnce = async (input: ForwardInput, s: Settlement, url: string, body: Uint8Array, o: { keep: boolean; firstTokenIsAnswer: boolean }): Promise<PrefillResult> => {
     const keep = o.keep;
+    const headers = upstreamRequestHeaders(input.request.headers, s.decision.worker.dpRank, input.upstreamAuthorization);
+    s.sent(headers, url, input.path);
     const a = await attemptUpstream({
-      call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request.headers, decision.worker.dpRank, input.upstreamAuthorization), body,
+      call, baseUrl: url, path: input.path, headers, body,
       clientSignal: input.request.signal, deadlines: up.deadlines ?? NO_DEADLINES, stream: false, last: false,
     });
     if (a.kind === "client_gone") return a;
     if (a.kind === "failed") return a;
     if (a.kind === "worker_down") return { kind: "failed", reason: a.reason }; // not watched here: cannot happen
-    if (o.firstTokenIsAnswer && a.res.status < 300) decision.lease.firstToken();
-    else decision.lease.prefillDone();
+    if (o.firstTokenIsAnswer && a.res.status < 300) s.firstToken();
+    else s.prefillDone();
     let bytes: Uint8Array;
     try {
       bytes = await readAll(a.first?.value, a.first?.done === true, a.reader, keep ? MAX_PREFILL_ANSWER_BYTES : Infinity, keep);
@@ -194,28 +190,39 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
     for (let attempt = 0; attempt <= up.maxRetries; attempt++) {
       const decision = await routePrefill(input, prepared, prefill, exclude);
       if (decision === undefined) break;
+      const s = settle(decision);
       const rec = fleet.registry.get(decision.worker.workerId);
+      if (rec === undefined) {
+        s.retry({ kind: "unlisted" });
+        exclude.add(decision.worker.workerId);
+        continue;
+      }
       let r: PrefillResult;
       try {
-        r = rec === undefined ? { kind: "failed", reason: "worker removed" } : await prefillOnce(input, decision, rec.url, body, { keep: true, firstTokenIsAnswer: true });
-      } finally {
-        decision.lease.free();
+        r = await prefillOnce(input, s, rec.url, body, { keep: true, firstTokenIsAnswer: true });
+      } catch (e) {
+        s.end({ how: "released" });
+        throw e;
       }
       if (r.kind === "client_gone") {
-        metrics.requests.inc([String(decision.worker.workerId), "client_cancelled"]);
+        s.end({ how: "client_gone" });
         return new Response(null, { status: 499 });
       }
-      if (r.kind === "client_error") return passOn(r);
+      if (r.kind === "client_error") {
+        s.end({ how: "released" });
+        return passOn(r);
+      }
       if (r.kind === "too_large") {
+        s.end({ how: "released" });
         log.warn(`disagg: prefill answer of worker ${decision.worker.workerId} is larger than ${MAX_PREFILL_ANSWER_BYTES} bytes; prefilling on the decode worker`);
         break;
       }
       if (r.kind === "failed") {
         exclude.add(decision.worker.workerId);
-        if (rec !== undefined) failPrefill(decision, rec.url, r.reason);
+        s.retry({ kind: "failed", reason: r.reason });
         continue;
       }
-      report?.(decision.worker.workerId, undefined);
+      s.end({ how: "prefilled" });
       requests.inc(["disaggregated"]);
       observers?.of(input.request)?.prefillPair(decision.worker.workerId);
       const params = kvTransferParamsOf(r.json);
@@ -236,9 +243,10 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
       const decision = await routePrefill(input, prepared, prefill, tried);
       if (decision === undefined) break;
       const id = decision.worker.workerId;
+      const s = settle(decision);
       const rec = fleet.registry.get(id);
       if (rec === undefined) {
-        decision.lease.free();
+        s.retry({ kind: "unlisted" });
         tried.add(id);
         continue;
       }
@@ -251,15 +259,16 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
       // must cope (the simulated one prefills itself).
       const pair = new AbortController();
       let decodeAnswered = false;
-      const prefillDone = prefillOnce(input, decision, rec.url, body, { keep: false, firstTokenIsAnswer: false })
+      const prefillDone = prefillOnce(input, s, rec.url, body, { keep: false, firstTokenIsAnswer: false })
         .then((r) => {
           if (r.kind === "failed") {
-            failPrefill(decision, rec.url, r.reason);
+            s.retry({ kind: "failed", reason: r.reason });
             if (!decodeAnswered) pair.abort();
-          } else if (r.kind === "ok") report?.(id, undefined);
+          } else if (r.kind === "ok") s.end({ how: "prefilled" });
         })
         .catch((e) => log.warn(`disagg: prefill worker ${id}: ${(e as Error).message}`))
-        .finally(() => decision.lease.free());
+        // Whatever else ended it (the client left, a client error): released, nothing said about the worker.
+        .finally(() => s.end({ how: "released" }));
       void prefillDone;
       const signal = AbortSignal.any([input.request.signal, pair.signal]);
       const request = new Request(input.request.url, { method: "POST", headers: input.request.headers, signal });
