@@ -14,19 +14,19 @@ import { PROMETHEUS_CONTENT_TYPE } from "../observe/registry.ts";
 import { allowedMethods } from "./allowed-methods.ts";
 import { adminAuth } from "./auth.ts";
 import type { EdgeDeps, Observability } from "./deps.ts";
-import { createDisaggDispatch } from "./disagg/disagg-dispatch.ts";
+import { createPairForward } from "./disagg/pair-forward.ts";
 import { errorResponse, toErrorResponse, classify, describeError } from "./errors.ts";
 import { BodyReadError } from "./body.ts";
 import type { ForwardDeps } from "./proxy/forward.ts";
 import { ROUTER_ID_HEADER } from "../fleet/url-policy.ts";
 import { adminRoutes } from "./routes/admin.ts";
-import { createDispatch } from "./routes/dispatch.ts";
+import { createModelForward } from "./proxy/model-forward.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { completionHandlers, openAiRoutes, type CompletionDeps, type RequestHandler } from "./routes/openai.ts";
 import { PASSTHROUGH_ROUTES, passthroughRoutes, type PassthroughDeps } from "./routes/passthrough.ts";
 import { workerRoutes } from "./routes/workers.ts";
 import { guardHandler, tenantMiddleware } from "./tenants/authenticate.ts";
-import { tenantCall } from "./tenants/tenant-dispatch.ts";
+import { tenantCall } from "./tenants/tenant-call.ts";
 import { statusRoutes } from "../observe/status-routes.ts";
 
 /** Paths that need the admin token (or a loopback peer when no token is set). */
@@ -49,8 +49,8 @@ function drainingRefusal(): Response {
 /** The proxy path every proxied route shares: forward's deps, the model dispatch, --disagg's split. */
 function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
   const forward: ForwardDeps = { routing: d.router.routing, registry: d.fleet.registry, upstream: d.upstream, outcomes: d.outcomes, observe: d.observe };
-  const dispatch = createDispatch(d.fleet, forward);
-  const split = d.disagg !== undefined ? createDisaggDispatch(d.fleet, forward, dispatch, d.disagg) : undefined;
+  const dispatch = createModelForward(d.fleet, forward);
+  const split = d.disagg !== undefined ? createPairForward(d.fleet, forward, dispatch, d.disagg) : undefined;
   const g = d.tenants;
   const requests = d.observe.requests;
   if (g === undefined) return { limits: d.limits, fleet: d.fleet, dispatch, split, requests };

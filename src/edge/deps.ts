@@ -14,7 +14,7 @@ import type { WorkerRegistry } from "../fleet/registry.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
 import type { RouterRoom } from "../router/index.ts";
 import type { PeerAddress } from "./auth.ts";
-import type { DisaggOptions } from "./disagg/disagg-dispatch.ts";
+import type { DisaggOptions } from "./disagg/pair-forward.ts";
 import type { Logger } from "./log.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";

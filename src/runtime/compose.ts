@@ -11,7 +11,7 @@
 import { bindClusterMetrics } from "../edge/cluster-metrics.ts";
 import type { PeerAddress } from "../edge/auth.ts";
 import type { EdgeDeps } from "../edge/deps.ts";
-import type { DisaggOptions } from "../edge/disagg/disagg-dispatch.ts";
+import type { DisaggOptions } from "../edge/disagg/pair-forward.ts";
 import type { Logger } from "../edge/log.ts";
 import { fetchUpstream, type UpstreamCall } from "../edge/proxy/upstream.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";

@@ -7,22 +7,22 @@ import { Hono } from "hono";
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { RequestLimits } from "../deps.ts";
-import type { DisaggDispatch } from "../disagg/disagg-dispatch.ts";
+import type { PairForward } from "../disagg/pair-forward.ts";
 import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
 import { readPrompt, type PromptDeps } from "../routing/prompt-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
-import type { Dispatch } from "./dispatch.ts";
+import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 
 export interface CompletionDeps {
   readonly limits: RequestLimits;
   /** The models' tokenizers, for the tokens a request is routed on. */
   readonly fleet: PromptDeps;
-  readonly dispatch: Dispatch;
+  readonly dispatch: ModelForward;
   /** --disagg: completions are split into a prefill and a decode request. */
-  readonly split?: DisaggDispatch;
+  readonly split?: PairForward;
   /** Each request's observation (src/observe): the tokenize span, the prompt for the access line. */
   readonly requests?: RequestObservers;
 }

@@ -12,7 +12,7 @@ import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
 import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
-import type { Dispatch } from "./dispatch.ts";
+import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 import { tokenizeHandler } from "./tokenize.ts";
 
@@ -21,7 +21,7 @@ export interface PassthroughDeps {
   readonly limits: RequestLimits;
   /** Tokenizers for the routing prompt; models for /tokenize's 404 and its own answer. */
   readonly fleet: FleetView;
-  readonly dispatch: Dispatch;
+  readonly dispatch: ModelForward;
   /** Each request's observation (src/observe): the tokenize span, the prompt for the access line. */
   readonly requests?: RequestObservers;
 }

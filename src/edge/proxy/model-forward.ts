@@ -5,10 +5,10 @@
  */
 import type { WorkerId } from "../../core/ids.ts";
 import type { FleetView } from "../deps.ts";
-import { forward, routedWorkerOf, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
+import { forward, routedWorkerOf, type ForwardDeps, type ForwardInput } from "./forward.ts";
 import { modelRoute } from "../routing/model-routing.ts";
 
-export type Dispatch = (input: ForwardInput, model: unknown) => Promise<Response>;
+export type ModelForward = (input: ForwardInput, model: unknown) => Promise<Response>;
 
 /** Intersection with what the caller already allowed (none: the route's set as is). */
 function within(a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>): ReadonlySet<WorkerId> {
@@ -16,7 +16,7 @@ function within(a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>):
   return new Set([...b].filter((w) => a.has(w)));
 }
 
-export function createDispatch(fleet: FleetView, forwardDeps: ForwardDeps): Dispatch {
+export function createModelForward(fleet: FleetView, forwardDeps: ForwardDeps): ModelForward {
   /** Only to workers holding the adapter (loaded first if none does); one retry if the engine lost it. */
   const forwardLora = async (input: ForwardInput, loraName: string): Promise<Response> => {
     const allowed = async () => within(input.allowedWorkerIds, await fleet.lora.ensure(loraName));

@@ -35,7 +35,7 @@ import { abandon, Settlement } from "../proxy/settlement.ts";
 import type { UpstreamBody, UpstreamCall } from "../proxy/upstream.ts";
 import type { PromptHashes, RouteDecision } from "../../router/index.ts";
 import { modelRoute } from "../routing/model-routing.ts";
-import type { Dispatch } from "../routes/dispatch.ts";
+import type { ModelForward } from "../proxy/model-forward.ts";
 import type { WorkerRoles } from "./roles.ts";
 import { bootstrapHostOf, bootstrapRoom, sglangBody } from "./sglang-protocol.ts";
 import { kvTransferParamsOf, vllmDecodeBody, vllmPrefillBody } from "./vllm-protocol.ts";
@@ -68,7 +68,7 @@ class AnswerTooLarge extends Error {}
 
 export type DisaggPath = "disaggregated" | "local_short_prompt" | "fallback_no_prefill_worker" | "fallback_prefill_failed" | "aggregated_lora";
 
-export interface DisaggDispatch {
+export interface PairForward {
   (input: ForwardInput, json: Readonly<Record<string, unknown>>, model: unknown): Promise<Response>;
 }
 
@@ -84,7 +84,7 @@ function withoutPdFields(json: Readonly<Record<string, unknown>>): Record<string
 }
 
 /** Both halves go through the proxy path's deps (`fd`); `fleet` says which workers serve the model. */
-export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregated: Dispatch, o: DisaggOptions): DisaggDispatch {
+export function createPairForward(fleet: FleetView, fd: ForwardDeps, aggregated: ModelForward, o: DisaggOptions): PairForward {
   const { metrics, log } = fd.observe;
   const observers = fd.observe.requests;
   const up = fd.upstream;
