@@ -29,7 +29,7 @@ import { concatBytes } from "../body.ts";
 import type { FleetView } from "../deps.ts";
 import { attemptUpstream } from "../proxy/attempt.ts";
 import { NO_DEADLINES } from "../proxy/deadlines.ts";
-import { forward, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
+import { forward, promptHashes, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
 import { upstreamRequestHeaders } from "../proxy/headers.ts";
 import { abandon, Settlement } from "../proxy/settlement.ts";
 import type { UpstreamBody, UpstreamCall } from "../proxy/upstream.ts";
@@ -69,7 +69,7 @@ class AnswerTooLarge extends Error {}
 export type DisaggPath = "disaggregated" | "local_short_prompt" | "fallback_no_prefill_worker" | "fallback_prefill_failed" | "aggregated_lora";
 
 export interface PairForward {
-  (input: ForwardInput, json: Readonly<Record<string, unknown>>, model: unknown): Promise<Response>;
+  (input: ForwardInput, json: Readonly<Record<string, unknown>>, model: string | undefined): Promise<Response>;
 }
 
 const encoder = new TextEncoder();
@@ -297,9 +297,11 @@ export function createPairForward(fleet: FleetView, fd: ForwardDeps, aggregated:
     const pools = o.roles.pools(fleet.registry);
     const prefill = within(allowed, pools.prefill);
     const decode = within(input.allowedWorkerIds, within(allowed, pools.decode));
-    const routed: ForwardInput = { ...input, loraName: route.kind === "workers" ? route.loraName : input.loraName };
+    const withLora: ForwardInput = { ...input, loraName: route.kind === "workers" ? route.loraName : input.loraName };
     if (decode.size === 0) throw new RouterError("no_endpoints", "no healthy decode worker serves this request (--disagg: prefill workers only prefill)");
-    const prepared = fd.routing.prepare(routed.tokens, routed.loraName);
+    // Hashed once: the estimate, every prefill try and the decode half (forward) reuse them.
+    const prepared = promptHashes(withLora, fd.routing);
+    const routed: ForwardInput = { ...withLora, prepared };
     const blockSize = o.blockSize;
     if ((await uncachedOnDecode(routed, prepared, decode, blockSize)) < o.minPrefillTokens) return local(routed, json, decode, "local_short_prompt");
     if (prefill.size === 0) return local(routed, json, decode, "fallback_no_prefill_worker");

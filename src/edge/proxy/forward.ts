@@ -81,6 +81,16 @@ export interface ForwardInput {
   readonly prefilledElsewhere?: boolean;
 }
 
+/**
+ * The prompt's block hashes under `input`'s adapter: where a request's hashing starts, the one
+ * place for every path. The first to route the request (forward, the LoRA placement, a P/D
+ * pair) passes them on as `prepared`, and every try, the LoRA retry and both halves of a pair
+ * reuse them.
+ */
+export function promptHashes(input: Pick<ForwardInput, "tokens" | "loraName" | "prepared">, routing: Pick<RoutingService, "prepare">): PromptHashes {
+  return input.prepared ?? routing.prepare(input.tokens, input.loraName);
+}
+
 /** The worker each answer forward() made came from (read by dispatch without parsing our own header back). */
 const routedWorkers = new WeakMap<Response, WorkerId>();
 
@@ -102,7 +112,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const exclude = new Set<WorkerId>();
   const failures: string[] = [];
   // Hashed once; every retry reuses them.
-  const prepared = input.prepared ?? d.routing.prepare(input.tokens, input.loraName);
+  const prepared = promptHashes(input, d.routing);
   const retry = d.upstream.retry ?? GATEWAY_RETRIES_ONLY;
   retry.budget?.request();
   const mayRetry = (worker: WorkerId) => (status: number) =>

@@ -5,10 +5,11 @@
  */
 import type { WorkerId } from "../../core/ids.ts";
 import type { FleetView } from "../deps.ts";
-import { forward, routedWorkerOf, type ForwardDeps, type ForwardInput } from "./forward.ts";
+import { forward, promptHashes, routedWorkerOf, type ForwardDeps, type ForwardInput } from "./forward.ts";
 import { modelRoute } from "../routing/model-routing.ts";
 
-export type ModelForward = (input: ForwardInput, model: unknown) => Promise<Response>;
+/** `model`: the body's, checked once where it was read (routing/model-routing.ts modelField). */
+export type ModelForward = (input: ForwardInput, model: string | undefined) => Promise<Response>;
 
 /** Intersection with what the caller already allowed (none: the route's set as is). */
 function within(a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>): ReadonlySet<WorkerId> {
@@ -21,7 +22,7 @@ export function createModelForward(fleet: FleetView, forwardDeps: ForwardDeps): 
   const forwardLora = async (input: ForwardInput, loraName: string): Promise<Response> => {
     const allowed = async () => within(input.allowedWorkerIds, await fleet.lora.ensure(loraName));
     // Hashed once for both tries (the adapter's name is part of every block hash).
-    const prepared = input.prepared ?? forwardDeps.routing.prepare(input.tokens, loraName);
+    const prepared = promptHashes({ ...input, loraName }, forwardDeps.routing);
     let res = await forward({ ...input, loraName, prepared, allowedWorkerIds: await allowed() }, forwardDeps);
     let worker = routedWorkerOf(res);
     if (res.status === 404 && worker !== undefined) {

@@ -11,6 +11,7 @@ import type { PairForward } from "../disagg/pair-forward.ts";
 import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
 import { readPrompt, type PromptDeps } from "../routing/prompt-routing.ts";
+import { modelField } from "../routing/model-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { ModelForward } from "../proxy/model-forward.ts";
@@ -51,9 +52,7 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
   const handle = (path: string, kind: "completions" | "chat") => async (req: Request) => {
     const body = await readBodyLimited(req, d.limits.maxBodyBytes);
     const json = parseJsonObject(body);
-    if (json.model !== undefined && typeof json.model !== "string") {
-      throw new RouterError("invalid_request", "model: must be a string", "model");
-    }
+    const model = modelField(json.model, false);
     if (json.stream !== undefined && typeof json.stream !== "boolean") {
       throw new RouterError("invalid_request", "stream: must be a boolean", "stream");
     }
@@ -78,7 +77,7 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       maxOutputTokens: outputTokensAsked(path, json),
     };
     obs?.prompt({ model: json.model, tokens: prompt.tokens.length, sessionId: sessionControl?.sessionId ?? input.sessionId });
-    return split !== undefined ? split(input, json, json.model) : dispatch(input, json.model);
+    return split !== undefined ? split(input, json, model) : dispatch(input, model);
   };
 
   return { completions: handle("/v1/completions", "completions"), chat: handle("/v1/chat/completions", "chat") };

@@ -11,6 +11,7 @@ import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
 import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
+import { modelField } from "../routing/model-routing.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
@@ -54,7 +55,7 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
     const maxOutputTokens = outputTokensAsked(path, json);
-    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens }, json.model);
+    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens }, modelField(json.model, true));
   };
 }
 

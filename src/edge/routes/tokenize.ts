@@ -9,7 +9,7 @@
 import { checkPromptSize } from "../routing/prompt-size.ts";
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
-import { modelRoute } from "../routing/model-routing.ts";
+import { modelField, modelRoute } from "../routing/model-routing.ts";
 import type { PassthroughDeps } from "./passthrough.ts";
 
 function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
@@ -25,10 +25,11 @@ export function tokenizeHandler(d: PassthroughDeps) {
     const body = await readBodyLimited(req, d.limits.maxBodyBytes);
     const json = parseJsonObject(body);
     // An unknown model is the same 404 as on every other route.
-    modelRoute(json.model, fleet);
+    const model = modelField(json.model, true);
+    modelRoute(model, fleet);
     const tok = fleet.tokenizers?.forModel(json.model);
     if (tok === undefined) {
-      return d.dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, json.model);
+      return d.dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, model);
     }
     if (json.messages !== undefined) checkPromptSize(json.messages, "messages", d.limits.maxPromptChars);
     else checkPromptSize(json.prompt, "prompt", d.limits.maxPromptChars);
