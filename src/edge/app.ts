@@ -2,7 +2,7 @@
  * The router's HTTP app (Hono, web standards only): OpenAI routes, admin routes behind
  * the admin guard (guards.ts), /health, /livez, /metrics and /version, errors in OpenAI's shape (a wrong method
  * on a known path: 405 with `Allow`). It wires nothing: every part arrives in EdgeDeps from
- * src/runtime/compose.ts, and each route gets only the groups it uses.
+ * src/runtime/compose/, and each route gets only the groups it uses.
  *
  * @example
  * const app = createApp(deps);

@@ -3,7 +3,7 @@
  * bun:ffi when the library loads, the RESP Redis openers for redis://, the tokenizer loader
  * with its Worker encode pool, ZMQ event streams, the workers-file watch, embedded simulated
  * engines, the engines' metrics scraper, disaggregated prefill/decode, pooled upstream sockets
- * — hands them to the shared composition (./compose.ts) and serves the app with Bun.serve (hot
+ * — hands them to the shared composition (./compose/) and serves the app with Bun.serve (hot
  * completion routes natively). The command line that calls it is src/main.ts; Deno's and
  * workerd's entries are beside this file.
  */
@@ -29,7 +29,7 @@ import { parseWorkersFile } from "../fleet/workers-file.ts";
 import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
 import { registerTokenizer } from "../edge/routes/worker-models.ts";
 import { bunKeysFile } from "./bun/keys-file.ts";
-import { composeRouter, reachableHost, StartupError } from "./compose.ts";
+import { composeRouter, reachableHost, StartupError } from "./compose/index.ts";
 import { processProbe } from "./bun/process-probe.ts";
 import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
 import { keyOf } from "../core/ids.ts";
