@@ -35,11 +35,12 @@ function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
   const split = d.disagg !== undefined ? createPairForward(d.fleet, forward, dispatch, d.disagg) : undefined;
   const g = d.tenants;
   const requests = d.observe.requests;
-  if (g === undefined) return { limits: d.limits, fleet: d.fleet, dispatch, split, requests };
+  if (g === undefined) return { limits: d.limits, fleet: d.fleet, tokenizers: d.fleet.tokenizers, dispatch, split, requests };
   // With client keys, each request goes through its tenant's model list, limits and fair share once.
   return {
     limits: d.limits,
     fleet: d.fleet,
+    tokenizers: d.fleet.tokenizers,
     requests,
     dispatch: (input, model) => tenantCall(g, input, model, (i) => dispatch(i, model)),
     split: split && ((input, json, model) => tenantCall(g, input, model, (i) => split(i, json, model))),
@@ -48,8 +49,8 @@ function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
 
 export function createApp(d: EdgeDeps): Hono {
   const app = new Hono();
-  const { door } = d;
-  // The door: every guard, in the list's order, before any route (the fast routes use the same list).
+  const { access } = d;
+  // Every guard, in the list's order, before any route (the fast routes use the same list).
   for (const g of requestGuards(d)) {
     const mw = middleware(g.guard);
     for (const p of g.paths) app.use(p, mw);
@@ -58,11 +59,11 @@ export function createApp(d: EdgeDeps): Hono {
   // Readiness: 503 while no worker can take a request, or once shutdown began, so a load
   // balancer stops sending here. Liveness (/livez) only says the process answers.
   // Says "I am a router" so that no router registers this one as a worker (url-policy.ts).
-  const idHeader = door.routerId !== undefined ? { [ROUTER_ID_HEADER]: door.routerId } : undefined;
+  const idHeader = access.routerId !== undefined ? { [ROUTER_ID_HEADER]: access.routerId } : undefined;
   app.get("/health", (c) => {
     const workers = d.fleet.registry.list();
     const healthy = workers.filter((w) => w.healthy).length;
-    const status = door.draining?.() === true || door.unready?.() === true ? "draining" : healthy === 0 ? "no_healthy_worker" : "ok";
+    const status = access.draining?.() === true || access.unready?.() === true ? "draining" : healthy === 0 ? "no_healthy_worker" : "ok";
     return c.json({ status, workers: workers.length, healthy_workers: healthy }, status === "ok" ? 200 : 503, idHeader);
   });
   app.get("/livez", (c) => c.json({ status: "ok" }, 200, idHeader));

@@ -53,11 +53,11 @@ export function requestGuards(d: EdgeDeps): readonly PathGuard[] {
       },
     });
   }
-  const draining = d.door.draining;
+  const draining = d.access.draining;
   if (draining !== undefined) {
     guards.push({ paths: ["*"], guard: (_req, path, next) => (draining() && !OPEN_WHILE_DRAINING.has(path) ? Promise.resolve(drainingRefusal()) : next()) });
   }
-  guards.push({ paths: ADMIN_PATHS, guard: adminGuard(d.door.adminToken, d.door.peer) });
+  guards.push({ paths: ADMIN_PATHS, guard: adminGuard(d.access.adminToken, d.access.peer) });
   if (d.tenants !== undefined) guards.push({ paths: CLIENT_PATHS, guard: keyGuard(d.tenants) });
   return guards;
 }

@@ -1,14 +1,14 @@
 /**
  * One proxied request, from its `model` to the engine's answer: the workers serving the model
- * (routing/model-routing.ts), LoRA adapters loaded where needed, then forward (route, retry,
+ * (prompt-route/model-routing.ts), LoRA adapters loaded where needed, then forward (route, retry,
  * stream). Shared by the OpenAI routes and the pass-through routes. It parses no bodies.
  */
 import type { WorkerId } from "../../core/ids.ts";
 import type { FleetView } from "../deps.ts";
 import { forward, promptHashes, routedWorkerOf, type ForwardDeps, type ForwardInput } from "./forward.ts";
-import { modelRoute } from "../routing/model-routing.ts";
+import { modelRoute } from "../prompt-route/model-routing.ts";
 
-/** `model`: the body's, checked once where it was read (routing/model-routing.ts modelField). */
+/** `model`: the body's, checked once where it was read (prompt-route/model-routing.ts modelField). */
 export type ModelForward = (input: ForwardInput, model: string | undefined) => Promise<Response>;
 
 /** Intersection with what the caller already allowed (none: the route's set as is). */

@@ -15,9 +15,9 @@ import type { RequestObservation, StreamTrack } from "../../observe/request-obse
 import type { RouterMetrics } from "../../observe/names.ts";
 import type { Counter } from "../../observe/registry.ts";
 import type { RouteDecision } from "../../router/index.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { WorkerOutcomes } from "../deps.ts";
-import type { DeadlineKind } from "./deadlines.ts";
+import type { DeadlineKind } from "../../observe/names.ts";
 import type { StreamEnd, StreamHooks } from "./observe-stream.ts";
 import { countsAsFailure, fencesWorker } from "./retry-policy.ts";
 

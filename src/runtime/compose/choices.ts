@@ -3,9 +3,9 @@
  * router) and what it adds to the edge's deps (`RuntimeEdge`). Types only, and `reachableHost`.
  */
 import type { PeerAddress } from "../../edge/auth.ts";
-import type { DisaggOptions } from "../../edge/disagg/pair-forward.ts";
+import type { DisaggOptions } from "../../edge/disagg/options.ts";
 import type { UpstreamCall } from "../../edge/proxy/upstream.ts";
-import type { RouterTokenizersDeps } from "../../edge/routing/tokenizers.ts";
+import type { RouterTokenizersDeps } from "../../edge/prompt-route/tokenizers.ts";
 import type { BatchBlockHasher } from "../../core/block-hash.ts";
 import type { WorkerId, WorkerKey } from "../../core/ids.ts";
 import type { EngineInfo } from "../../fleet/engine-info.ts";

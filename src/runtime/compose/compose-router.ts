@@ -1,7 +1,7 @@
 /**
  * The one composition every runtime shares: `composeRouter(config, choices, log)` builds the
  * router from runtime-free parts, one builder per group, in this order: the fleet (fleet.ts:
- * registry, models, tokenizers, LoRA), the decision room (router.ts: sessions, admission,
+ * registry, models, tokenizers, LoRA), the router core (router.ts: sessions, admission,
  * burst claims, createRouter), membership and health (membership.ts), the metrics
  * (observe.ts), load sync (sync.ts), tenants (tenants.ts), each request's observation
  * (observe.ts) and the edge's deps (edge-deps.ts). The runtime's entry passes its choices
@@ -11,7 +11,7 @@
  */
 import { bindClusterMetrics, type ClusterMetrics } from "../../edge/cluster-metrics.ts";
 import type { EdgeDeps } from "../../edge/deps.ts";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { Config } from "../../config/schema.ts";
 import type { RouterId } from "../../core/ids.ts";
 import type { HealthChecker } from "../../fleet/health.ts";
@@ -24,7 +24,7 @@ import type { RequestObservers } from "../../observe/request-observers.ts";
 import type { AdmissionGate, createRouter } from "../../router/index.ts";
 import type { LoadSync } from "../../sync/load-sync.ts";
 import type { RuntimeChoices, RuntimeEdge } from "./choices.ts";
-import { edgeDepsBuilder, type DoorState } from "./edge-deps.ts";
+import { edgeDepsBuilder, type AccessState } from "./edge-deps.ts";
 import { buildFleet } from "./fleet.ts";
 import { buildMembership, type Members } from "./membership.ts";
 import { bindRouterMetrics, buildObservation } from "./observe.ts";
@@ -107,8 +107,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     otherRouters: syncStats && (() => ({ heard: syncStats().receiving, peers: syncStats().peers })),
   });
   const observation = buildObservation(config, choices, log, { metrics, fleet, router, admission, outliers: members.outliers, sessionsHeld: sessions.memory, now });
-  const door: DoorState = { draining: false, unready: false, listeningPort: undefined };
-  const edgeDeps = edgeDepsBuilder(config, choices, log, { routerId, fleet, router, members, store: sessions.store, metrics, observation, tenants: tenants?.guard, now }, door);
+  const state: AccessState = { draining: false, unready: false, listeningPort: undefined };
+  const edgeDeps = edgeDepsBuilder(config, choices, log, { routerId, fleet, router, members, store: sessions.store, metrics, observation, tenants: tenants?.guard, now }, state);
   return {
     now,
     metrics,
@@ -122,7 +122,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     recent: observation.recent,
     edgeDeps,
     engineHeaders: fleet.engineHeaders,
-    ...lifecycle(config, log, door, { router, members, admission, loopLag, tenants, now }, async () => {
+    ...lifecycle(config, log, state, { router, members, admission, loopLag, tenants, now }, async () => {
       await loadSync?.stop();
       await claimsConnection?.close();
       await sessions.store.close();
@@ -136,7 +136,7 @@ type Lifecycle = Pick<ComposedRouter, "listeningOn" | "stopReadiness" | "startDr
 function lifecycle(
   config: Config,
   log: Logger,
-  door: DoorState,
+  state: AccessState,
   p: {
     readonly router: ReturnType<typeof createRouter>;
     readonly members: Members;
@@ -152,13 +152,13 @@ function lifecycle(
   const timers: ReturnType<typeof setInterval>[] = [];
   return {
     listeningOn: (port) => {
-      door.listeningPort = port;
+      state.listeningPort = port;
     },
     stopReadiness() {
-      door.unready = true;
+      state.unready = true;
     },
     startDraining() {
-      door.draining = true;
+      state.draining = true;
       health.stop();
     },
     async registerAll(workerUrls) {
@@ -173,7 +173,7 @@ function lifecycle(
       if (config.policy === "approx" || router.approxIndex !== undefined) timers.push(setInterval(() => router.expireApprox(now()), APPROX_EXPIRE_EVERY_MS));
     },
     stopWork() {
-      door.draining = true;
+      state.draining = true;
       loopLag.stop();
       for (const t of timers) clearInterval(t);
       health.stop();

@@ -7,7 +7,7 @@
 import type { Config } from "../../config/schema.ts";
 import { routerIdHex, type RouterId } from "../../core/ids.ts";
 import type { EdgeDeps } from "../../edge/deps.ts";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import { RetryBudget } from "../../edge/proxy/retry-budget.ts";
 import { fetchUpstream } from "../../edge/proxy/upstream.ts";
 import { WorkerUrlPolicy } from "../../fleet/url-policy.ts";
@@ -23,7 +23,7 @@ import type { Observation } from "./observe.ts";
 const RETRY_FLOOR_PER_SECOND = 10;
 
 /** What the entry's start and stop change, read by the edge at each request. */
-export interface DoorState {
+export interface AccessState {
   draining: boolean;
   unready: boolean;
   /** The port the server listens on, once it does. */
@@ -43,13 +43,13 @@ export interface EdgeParts {
 }
 
 /** `edgeDeps(runtime)`: createApp's argument. */
-export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "localHosts">, log: Logger, p: EdgeParts, door: Readonly<DoorState>): (rt: RuntimeEdge) => EdgeDeps {
+export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "localHosts">, log: Logger, p: EdgeParts, state: Readonly<AccessState>): (rt: RuntimeEdge) => EdgeDeps {
   const { fleet, members, now } = p;
   // A URL that answers /health as a router (any router's id) is refused as a worker, as is
   // this router's own port on a local address.
   const workerUrlPolicy = new WorkerUrlPolicy({
     allow: config.workerAllow,
-    ownPort: () => door.listeningPort,
+    ownPort: () => state.listeningPort,
     localHosts: () => [...choices.localHosts()],
     fetch: (u, init) => fetch(u, init),
   });
@@ -64,7 +64,7 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
   // that every app of this router (one per runtime entry) shares.
   const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
   return (rt) => ({
-    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(p.routerId), draining: () => door.draining, unready: () => door.unready },
+    access: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(p.routerId), draining: () => state.draining, unready: () => state.unready },
     limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength },
     fleet: { registry: fleet.registry, models: fleet.models, lora: fleet.adapters, tokenizers: fleet.tokenizers },
     router: p.router,

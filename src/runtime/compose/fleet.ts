@@ -4,8 +4,8 @@
  * router's own way of calling engines (--engine-token). It registers no worker (membership.ts).
  */
 import type { Config } from "../../config/schema.ts";
-import type { Logger } from "../../edge/log.ts";
-import { RouterTokenizers } from "../../edge/routing/tokenizers.ts";
+import type { Logger } from "../../core/logger.ts";
+import { RouterTokenizers } from "../../edge/prompt-route/tokenizers.ts";
 import { AdapterLoader } from "../../fleet/lora/adapter-loader.ts";
 import { AdapterAllowlist } from "../../fleet/lora/adapter-name.ts";
 import { LoraStateTracker } from "../../fleet/lora/state-tracker.ts";

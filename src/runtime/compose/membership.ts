@@ -5,7 +5,7 @@
  * It registers no worker itself (compose-router.ts's registerAll and the admin routes do).
  */
 import type { Config } from "../../config/schema.ts";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import { probeKvCapacity } from "../../fleet/engine-capacity-probe.ts";
 import { fetchEngineInfo } from "../../fleet/engine-info.ts";
 import { WorkerMembership } from "../../fleet/membership.ts";

@@ -5,7 +5,7 @@
  * nothing (the edge mounts /metrics and the status page).
  */
 import type { Config } from "../../config/schema.ts";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import { buildInfo } from "../../core/build-info.ts";
 import { bindCollectors } from "../../observe/collectors.ts";
 import { DecisionLog } from "../../observe/decision-log.ts";

@@ -1,12 +1,12 @@
 /**
- * The decision room and what it is handed: engine-backed sessions and the session store (memory
+ * The router core and what it is handed: engine-backed sessions and the session store (memory
  * or Redis), sticky routing, the admission gate, burst claims (--burst-claims) and createRouter
  * itself, with the gate woken by the router's own books. It starts no timer and no sync (sync.ts).
  */
 import type { ClusterMetrics } from "../../edge/cluster-metrics.ts";
 import type { Config } from "../../config/schema.ts";
 import type { RouterId } from "../../core/ids.ts";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import { kvQueryClient } from "../../fleet/events/kv-query-client.ts";
 import { engineSessions } from "../../fleet/engine-sessions.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
@@ -57,7 +57,7 @@ export async function buildRouter(config: Config, choices: RuntimeChoices, log: 
   const sticky = new StickyRouter(sessions.store, { maxSessionIdLength: config.maxSessionIdLength });
   const admission = admissionGate(config, metrics, now);
   const { claims, connection } = await burstClaims(config, choices, log);
-  // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
+  // The router core (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
     {
       policy: config.policy,

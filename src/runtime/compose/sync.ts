@@ -5,7 +5,7 @@
  */
 import type { Config } from "../../config/schema.ts";
 import { routerIdHex, type RouterId } from "../../core/ids.ts";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { createRouter } from "../../router/index.ts";
 import { startLoadSync, type LoadSync } from "../../sync/load-sync.ts";
 import type { RuntimeChoices } from "./choices.ts";

@@ -54,13 +54,13 @@ describe("guards", () => {
     const h = harness({ workers: [], fetch: async () => new Response("") });
     const plain = requestGuards(h.deps);
     expect(plain.map((g) => g.paths[0])).toEqual(["/v1/workers"]); // admin only: no observation, no draining, no keys
-    const draining = requestGuards({ ...h.deps, door: { ...h.deps.door, draining: () => false } });
+    const draining = requestGuards({ ...h.deps, access: { ...h.deps.access, draining: () => false } });
     expect(draining.map((g) => g.paths[0])).toEqual(["*", "/v1/workers"]);
   });
 
   test("while draining, a completion is refused through the list and a probe passes", async () => {
     const h = harness({ workers: [], fetch: async () => new Response("") });
-    const guards = requestGuards({ ...h.deps, door: { ...h.deps.door, draining: () => true } });
+    const guards = requestGuards({ ...h.deps, access: { ...h.deps.access, draining: () => true } });
     const answer = async () => new Response("served");
     expect((await guarded(guards, "/v1/completions", answer)(new Request("http://r/v1/completions"))).status).toBe(503);
     expect(await (await guarded(guards, "/health", answer)(new Request("http://r/health"))).text()).toBe("served");

@@ -8,9 +8,9 @@
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../../../src/config/load.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
-import { createLogger } from "../../../src/edge/log.ts";
+import { createLogger } from "../../../src/observe/logger.ts";
 import { RouterMetrics } from "../../../src/observe/names.ts";
-import { edgeDepsBuilder, type DoorState } from "../../../src/runtime/compose/edge-deps.ts";
+import { edgeDepsBuilder, type AccessState } from "../../../src/runtime/compose/edge-deps.ts";
 import { buildFleet } from "../../../src/runtime/compose/fleet.ts";
 import { buildMembership } from "../../../src/runtime/compose/membership.ts";
 import { buildObservation } from "../../../src/runtime/compose/observe.ts";
@@ -65,14 +65,14 @@ describe("edgeDepsBuilder", () => {
     const built = await buildRouter(config, choices, log, { metrics, now, routerId: 0x2an, fleet, clusterMetrics: () => undefined, otherRouters: () => 0 });
     const members = buildMembership(config, choices, log, { fleet, router: built.router, metrics, now });
     const observation = buildObservation(config, choices, log, { metrics, fleet, router: built.router, admission: built.admission, outliers: members.outliers, now });
-    const door: DoorState = { draining: false, unready: false, listeningPort: undefined };
-    const edgeDeps = edgeDepsBuilder(config, choices, log, { routerId: 0x2an, fleet, router: built.router, members, store: built.sessions.store, metrics, observation, now }, door);
+    const state: AccessState = { draining: false, unready: false, listeningPort: undefined };
+    const edgeDeps = edgeDepsBuilder(config, choices, log, { routerId: 0x2an, fleet, router: built.router, members, store: built.sessions.store, metrics, observation, now }, state);
     const stop = async () => {
       built.admission.close();
       members.health.stop();
       await built.sessions.store.close();
     };
-    return { edgeDeps, door, stop };
+    return { edgeDeps, state, stop };
   }
 
   test("deadlines in milliseconds, the retry statuses and retries from the flags", async () => {
@@ -81,7 +81,7 @@ describe("edgeDepsBuilder", () => {
     expect(d.upstream.deadlines).toMatchObject({ connectMs: 2000, firstByteMs: 7000 });
     expect([...d.upstream.retry!.statuses!].sort()).toEqual([500, 503]);
     expect(d.upstream.maxRetries).toBe(3);
-    expect(d.door.routerId).toBe("000000000000002a");
+    expect(d.access.routerId).toBe("000000000000002a");
     await p.stop();
   });
 
@@ -89,14 +89,14 @@ describe("edgeDepsBuilder", () => {
     const p = await parts([]);
     const keepOpen = () => {};
     const d = p.edgeDeps({ peer: () => "10.0.0.1", keepOpen, directStreams: true });
-    expect(d.door.draining!()).toBe(false);
-    p.door.draining = true;
-    p.door.unready = true;
-    expect(d.door.draining!()).toBe(true);
-    expect(d.door.unready!()).toBe(true);
+    expect(d.access.draining!()).toBe(false);
+    p.state.draining = true;
+    p.state.unready = true;
+    expect(d.access.draining!()).toBe(true);
+    expect(d.access.unready!()).toBe(true);
     expect(d.upstream.keepOpen).toBe(keepOpen);
     expect(d.upstream.directStreams).toBe(true);
-    expect(d.door.peer(new Request("http://r/"))).toBe("10.0.0.1");
+    expect(d.access.peer(new Request("http://r/"))).toBe("10.0.0.1");
     // Two apps of one router share one retry budget.
     expect(p.edgeDeps({ peer: () => undefined }).upstream.retry).toBe(d.upstream.retry);
     await p.stop();

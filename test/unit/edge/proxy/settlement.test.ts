@@ -5,7 +5,7 @@
  * The lease and the observation are recording stand-ins; the metrics are the router's own.
  */
 import { describe, expect, test } from "bun:test";
-import type { Logger } from "../../../../src/edge/log.ts";
+import type { Logger } from "../../../../src/core/logger.ts";
 import { abandon, Settlement, type SettleEnd } from "../../../../src/edge/proxy/settlement.ts";
 import { RouterMetrics } from "../../../../src/observe/names.ts";
 import type { RequestObservation } from "../../../../src/observe/request-observation.ts";
