@@ -25,31 +25,19 @@ import { RouterError } from "../../core/errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
 import type { Counter } from "../../observe/registry.ts";
-import { concatBytes } from "../body.ts";
 import type { FleetView } from "../deps.ts";
-import { attemptUpstream } from "../proxy/attempt.ts";
-import { NO_DEADLINES } from "../proxy/deadlines.ts";
 import { forward, promptHashes, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
-import { upstreamRequestHeaders } from "../proxy/headers.ts";
 import { abandon, Settlement } from "../proxy/settlement.ts";
-import type { UpstreamBody, UpstreamCall } from "../proxy/upstream.ts";
 import type { PromptHashes, RouteDecision } from "../../router/index.ts";
 import { modelRoute } from "../prompt-route/model-routing.ts";
 import type { ModelForward } from "../proxy/model-forward.ts";
 import type { DisaggOptions } from "./options.ts";
+import { MAX_PREFILL_ANSWER_BYTES, prefillOnce, type PrefillResult } from "./prefill-call.ts";
 import { bootstrapHostOf, bootstrapRoom, sglangBody } from "./sglang-protocol.ts";
 import { kvTransferParamsOf, vllmDecodeBody, vllmPrefillBody } from "./vllm-protocol.ts";
 
 /** Header naming the prefill worker of a disaggregated answer (absent: prefilled on the decode worker). */
 export const HEADER_PREFILL_WORKER = "x-switchyard-prefill-worker";
-/**
- * The largest prefill answer kept (vLLM: one token and the hand-off parameters, but prompt
- * logprobs of a long prompt can make it megabytes). Larger: not the engine's fault, so no fence;
- * the decode engine prefills locally. SGLang's prefill answers are read and dropped, never kept.
- */
-const MAX_PREFILL_ANSWER_BYTES = 16 << 20;
-
-class AnswerTooLarge extends Error {}
 
 export type DisaggPath = "disaggregated" | "local_short_prompt" | "fallback_no_prefill_worker" | "fallback_prefill_failed" | "aggregated_lora";
 
@@ -68,209 +56,35 @@ function withoutPdFields(json: Readonly<Record<string, unknown>>): Record<string
   return out;
 }
 
-/** Both halves go through the proxy path's deps (`fd`); `fleet` says which workers serve the model. */
+function within(a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>): ReadonlySet<WorkerId> {
+  return a === undefined ? b : new Set([...b].filter((w) => a.has(w)));
+}
+
+/** What every pair of one app shares. */
+interface Pairing {
+  readonly fleet: FleetView;
+  /** Both halves go through the proxy path's deps. */
+  readonly fd: ForwardDeps;
+  readonly o: DisaggOptions;
+  /** switchyard_disagg_requests_total by path. */
+  readonly requests: Counter;
+  /** A prefill half's settlement: it has no observation of its own (the request's is the decode half's). */
+  readonly settle: (decision: RouteDecision) => Settlement;
+  readonly rand: () => number;
+}
+
+/** The request with its pools, routed on `model` (`fleet` says which workers serve it). */
 export function createPairForward(fleet: FleetView, fd: ForwardDeps, aggregated: ModelForward, o: DisaggOptions): PairForward {
   const { metrics, log } = fd.observe;
-  const observers = fd.observe.requests;
-  const up = fd.upstream;
   const { requests, prefillFailures } = disaggCounters(metrics);
-  /** A prefill half's settlement: it has no observation of its own (the request's is the decode half's). */
-  const settle = (decision: RouteDecision) => new Settlement(decision, { outcomes: fd.outcomes, metrics, log }, undefined, { failures: prefillFailures });
-  const call: UpstreamCall = up.call;
-  const rand = o.randomU32 ?? (() => crypto.getRandomValues(new Uint32Array(1))[0]!);
-
-  const within = (a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>): ReadonlySet<WorkerId> =>
-    a === undefined ? b : new Set([...b].filter((w) => a.has(w)));
-
-  /**
-   * The decode worker prefills the whole prompt itself: an ordinary request among decode
-   * workers, without any P/D field a client put in its body (those are the router's to set:
-   * a client's `kv_transfer_params` or `bootstrap_host` would make an engine pull from where
-   * the client says).
-   */
-  const local = (input: ForwardInput, json: Readonly<Record<string, unknown>>, decode: ReadonlySet<WorkerId>, path: DisaggPath): Promise<Response> => {
-    requests.inc([path]);
-    const body = PD_FIELDS.some((f) => f in json) ? encoder.encode(JSON.stringify(withoutPdFields(json))) : input.body;
-    return forward({ ...input, body, allowedWorkerIds: decode }, fd);
+  const p: Pairing = {
+    fleet,
+    fd,
+    o,
+    requests,
+    settle: (decision) => new Settlement(decision, { outcomes: fd.outcomes, metrics, log }, undefined, { failures: prefillFailures }),
+    rand: o.randomU32 ?? (() => crypto.getRandomValues(new Uint32Array(1))[0]!),
   };
-
-  /** Uncached tokens on the decode worker the scheduler picks now (its booking released at once). */
-  const uncachedOnDecode = async (input: ForwardInput, prepared: PromptHashes, decode: ReadonlySet<WorkerId>, blockSize: number): Promise<number> => {
-    try {
-      const est = await fd.routing.route({
-        tokens: input.tokens, prepared, approximate: input.approximate, requestId: fd.routing.nextRequestId(),
-        loraName: input.loraName, allowedWorkerIds: decode,
-      });
-      abandon(est);
-      return input.tokens.length - est.overlapBlocks * blockSize;
-    } catch {
-      return input.tokens.length; // every decode worker busy: decide as for a cold prompt
-    }
-  };
-
-  /** Route a prefill worker among `pool` minus `exclude`; undefined when none is left. */
-  const routePrefill = async (input: ForwardInput, prepared: PromptHashes, pool: ReadonlySet<WorkerId>, exclude: ReadonlySet<WorkerId>) => {
-    try {
-      return await fd.routing.route({
-        tokens: input.tokens, prepared, approximate: input.approximate, requestId: fd.routing.nextRequestId(),
-        loraName: input.loraName, allowedWorkerIds: pool, exclude,
-      });
-    } catch (e) {
-      if (e instanceof RouterError) return undefined;
-      throw e;
-    }
-  };
-
-  /**
-   * One prefill request to one worker, read to its end. Resolves the parsed answer, or
-   * `failed` (retry elsewhere), `client_gone`, or a client error to pass on as it is.
-   */
-  type PrefillResult =
-    | { kind: "ok"; json: unknown }
-    | { kind: "failed"; reason: string }
-    /** Not the engine's fault (no fence): the answer is larger than MAX_PREFILL_ANSWER_BYTES. */
-    | { kind: "too_large" }
-    | { kind: "client_gone" }
-    | { kind: "client_error"; status: number; body: Uint8Array; headers: readonly string[] };
-  /**
-   * `keep`: the answer is parsed (vLLM's, for its kv_transfer_params), else read and dropped.
-   * `firstTokenIsAnswer`: the answer comes whole once the engine has sampled its one token (vLLM's
-   * prefill request: one token, not streamed), so its arrival is this worker's first token, the
-   * TTFT predictor's sample of its prefill speed. SGLang's prefill request is the client's, maybe
-   * streamed, whose headers can come before any token: no sample.
-   */
-  const prefillOnce = async (input: ForwardInput, s: Settlement, url: string, body: Uint8Array, o: { keep: boolean; firstTokenIsAnswer: boolean }): Promise<PrefillResult> => {
-    const keep = o.keep;
-    const headers = upstreamRequestHeaders(input.request.headers, s.decision.worker.dpRank, input.upstreamAuthorization);
-    s.sent(headers, url, input.path);
-    const a = await attemptUpstream({
-      call, baseUrl: url, path: input.path, headers, body,
-      clientSignal: input.request.signal, deadlines: up.deadlines ?? NO_DEADLINES, stream: false, last: false,
-    });
-    if (a.kind === "client_gone") return a;
-    if (a.kind === "failed") return a;
-    if (a.kind === "worker_down") return { kind: "failed", reason: a.reason }; // not watched here: cannot happen
-    if (o.firstTokenIsAnswer && a.res.status < 300) s.firstToken();
-    else s.prefillDone();
-    let bytes: Uint8Array;
-    try {
-      bytes = await readAll(a.first?.value, a.first?.done === true, a.reader, keep ? MAX_PREFILL_ANSWER_BYTES : Infinity, keep);
-    } catch (e) {
-      if (e instanceof AnswerTooLarge) return { kind: "too_large" };
-      return { kind: "failed", reason: `prefill answer unreadable: ${(e as Error).message}` };
-    }
-    if (a.res.status >= 500) return { kind: "failed", reason: `HTTP ${a.res.status}` };
-    if (a.res.status >= 400) return { kind: "client_error", status: a.res.status, body: bytes, headers: a.res.headers };
-    if (!keep) return { kind: "ok", json: undefined };
-    try {
-      return { kind: "ok", json: JSON.parse(new TextDecoder().decode(bytes)) };
-    } catch {
-      return { kind: "failed", reason: "prefill answer is not JSON" };
-    }
-  };
-
-  const vllm = async (input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> => {
-    const body = encoder.encode(JSON.stringify(vllmPrefillBody(withoutPdFields(json))));
-    const exclude = new Set<WorkerId>();
-    for (let attempt = 0; attempt <= up.maxRetries; attempt++) {
-      const decision = await routePrefill(input, prepared, prefill, exclude);
-      if (decision === undefined) break;
-      const s = settle(decision);
-      const rec = fleet.registry.get(decision.worker.workerId);
-      if (rec === undefined) {
-        s.retry({ kind: "unlisted" });
-        exclude.add(decision.worker.workerId);
-        continue;
-      }
-      let r: PrefillResult;
-      try {
-        r = await prefillOnce(input, s, rec.url, body, { keep: true, firstTokenIsAnswer: true });
-      } catch (e) {
-        s.end({ how: "released" });
-        throw e;
-      }
-      if (r.kind === "client_gone") {
-        s.end({ how: "client_gone" });
-        return new Response(null, { status: 499 });
-      }
-      if (r.kind === "client_error") {
-        s.end({ how: "released" });
-        return passOn(r);
-      }
-      if (r.kind === "too_large") {
-        s.end({ how: "released" });
-        log.warn(`disagg: prefill answer of worker ${decision.worker.workerId} is larger than ${MAX_PREFILL_ANSWER_BYTES} bytes; prefilling on the decode worker`);
-        break;
-      }
-      if (r.kind === "failed") {
-        exclude.add(decision.worker.workerId);
-        s.retry({ kind: "failed", reason: r.reason });
-        continue;
-      }
-      s.end({ how: "prefilled" });
-      requests.inc(["disaggregated"]);
-      observers?.of(input.request)?.prefillPair(decision.worker.workerId);
-      const params = kvTransferParamsOf(r.json);
-      const decodeBody = vllmDecodeBody(withoutPdFields(json), params);
-      const res = await forward({ ...input, body: encoder.encode(JSON.stringify(decodeBody)), allowedWorkerIds: decode, prefilledElsewhere: true }, fd);
-      return withPrefillWorker(res, decision.worker.workerId);
-    }
-    return local(input, json, decode, exclude.size > 0 || prefill.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
-  };
-
-  const sglang = async (input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> => {
-    // The decode half goes out under its own signal (the client's, or this pair given up),
-    // so the server's idle-timeout lift is done here, on the client's request, once.
-    up.keepOpen?.(input.request);
-    const decodeDeps: ForwardDeps = { ...fd, upstream: { ...up, keepOpen: undefined } };
-    const tried = new Set<WorkerId>();
-    for (let attempt = 0; attempt <= up.maxRetries; attempt++) {
-      const decision = await routePrefill(input, prepared, prefill, tried);
-      if (decision === undefined) break;
-      const id = decision.worker.workerId;
-      const s = settle(decision);
-      const rec = fleet.registry.get(id);
-      if (rec === undefined) {
-        s.retry({ kind: "unlisted" });
-        tried.add(id);
-        continue;
-      }
-      const bootstrap = { host: bootstrapHostOf(rec.url), port: o.roles.bootstrapPortOf(rec.url) ?? o.defaultBootstrapPort, room: bootstrapRoom(rand) };
-      const body = encoder.encode(JSON.stringify(sglangBody(withoutPdFields(json), bootstrap)));
-      // Both at once, as mini_lb does. The prefill answer is read and dropped; its booking is
-      // released whatever happens to it. A prefill that fails before the decode answer's first
-      // byte gives the pair up (the decode engine is waiting on that room): both are tried
-      // again with the next prefill worker and a new room. After that byte the decode engine
-      // must cope (the simulated one prefills itself).
-      const pair = new AbortController();
-      let decodeAnswered = false;
-      const prefillDone = prefillOnce(input, s, rec.url, body, { keep: false, firstTokenIsAnswer: false })
-        .then((r) => {
-          if (r.kind === "failed") {
-            s.retry({ kind: "failed", reason: r.reason });
-            if (!decodeAnswered) pair.abort();
-          } else if (r.kind === "ok") s.end({ how: "prefilled" });
-        })
-        .catch((e) => log.warn(`disagg: prefill worker ${id}: ${(e as Error).message}`))
-        // Whatever else ended it (the client left, a client error): released, nothing said about the worker.
-        .finally(() => s.end({ how: "released" }));
-      void prefillDone;
-      const signal = AbortSignal.any([input.request.signal, pair.signal]);
-      const request = new Request(input.request.url, { method: "POST", headers: input.request.headers, signal });
-      observers?.alias(input.request, request);
-      observers?.of(input.request)?.prefillPair(id);
-      const res = await forward({ ...input, request, body, allowedWorkerIds: decode, prefilledElsewhere: true }, decodeDeps);
-      decodeAnswered = true;
-      if (pair.signal.aborted && !input.request.signal.aborted && res.status === 499) {
-        tried.add(id);
-        continue;
-      }
-      requests.inc(["disaggregated"]);
-      return withPrefillWorker(res, id);
-    }
-    return local(input, json, decode, tried.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
-  };
-
   return async (input, json, model) => {
     const route = modelRoute(model, fleet);
     // Adapters are placed by the LoRA loader on aggregated workers; their requests are not split.
@@ -287,11 +101,154 @@ export function createPairForward(fleet: FleetView, fd: ForwardDeps, aggregated:
     // Hashed once: the estimate, every prefill try and the decode half (forward) reuse them.
     const prepared = promptHashes(withLora, fd.routing);
     const routed: ForwardInput = { ...withLora, prepared };
-    const blockSize = o.blockSize;
-    if ((await uncachedOnDecode(routed, prepared, decode, blockSize)) < o.minPrefillTokens) return local(routed, json, decode, "local_short_prompt");
-    if (prefill.size === 0) return local(routed, json, decode, "fallback_no_prefill_worker");
-    return o.protocol === "vllm" ? vllm(routed, json, prepared, prefill, decode) : sglang(routed, json, prepared, prefill, decode);
+    if ((await uncachedOnDecode(p, routed, prepared, decode)) < o.minPrefillTokens) return local(p, routed, json, decode, "local_short_prompt");
+    if (prefill.size === 0) return local(p, routed, json, decode, "fallback_no_prefill_worker");
+    return o.protocol === "vllm" ? vllmPair(p, routed, json, prepared, prefill, decode) : sglangPair(p, routed, json, prepared, prefill, decode);
   };
+}
+
+/**
+ * The decode worker prefills the whole prompt itself: an ordinary request among decode
+ * workers, without any P/D field a client put in its body (those are the router's to set:
+ * a client's `kv_transfer_params` or `bootstrap_host` would make an engine pull from where
+ * the client says).
+ */
+function local(p: Pairing, input: ForwardInput, json: Readonly<Record<string, unknown>>, decode: ReadonlySet<WorkerId>, path: DisaggPath): Promise<Response> {
+  p.requests.inc([path]);
+  const body = PD_FIELDS.some((f) => f in json) ? encoder.encode(JSON.stringify(withoutPdFields(json))) : input.body;
+  return forward({ ...input, body, allowedWorkerIds: decode }, p.fd);
+}
+
+/** Uncached tokens on the decode worker the scheduler picks now (its booking released at once). */
+async function uncachedOnDecode(p: Pairing, input: ForwardInput, prepared: PromptHashes, decode: ReadonlySet<WorkerId>): Promise<number> {
+  const { routing } = p.fd;
+  try {
+    const est = await routing.route({
+      tokens: input.tokens, prepared, approximate: input.approximate, requestId: routing.nextRequestId(),
+      loraName: input.loraName, allowedWorkerIds: decode,
+    });
+    abandon(est);
+    return input.tokens.length - est.overlapBlocks * p.o.blockSize;
+  } catch {
+    return input.tokens.length; // every decode worker busy: decide as for a cold prompt
+  }
+}
+
+/** Route a prefill worker among `pool` minus `exclude`; undefined when none is left. */
+async function routePrefill(p: Pairing, input: ForwardInput, prepared: PromptHashes, pool: ReadonlySet<WorkerId>, exclude: ReadonlySet<WorkerId>): Promise<RouteDecision | undefined> {
+  const { routing } = p.fd;
+  try {
+    return await routing.route({
+      tokens: input.tokens, prepared, approximate: input.approximate, requestId: routing.nextRequestId(),
+      loraName: input.loraName, allowedWorkerIds: pool, exclude,
+    });
+  } catch (e) {
+    if (e instanceof RouterError) return undefined;
+    throw e;
+  }
+}
+
+/** vLLM: the prefill request first (retried on the next prefill worker), then the decode request with its kv_transfer_params. */
+async function vllmPair(p: Pairing, input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> {
+  const { fd } = p;
+  const body = encoder.encode(JSON.stringify(vllmPrefillBody(withoutPdFields(json))));
+  const exclude = new Set<WorkerId>();
+  for (let attempt = 0; attempt <= fd.upstream.maxRetries; attempt++) {
+    const decision = await routePrefill(p, input, prepared, prefill, exclude);
+    if (decision === undefined) break;
+    const id = decision.worker.workerId;
+    const s = p.settle(decision);
+    const rec = p.fleet.registry.get(id);
+    if (rec === undefined) {
+      s.retry({ kind: "unlisted" });
+      exclude.add(id);
+      continue;
+    }
+    let r: PrefillResult;
+    try {
+      r = await prefillOnce(fd.upstream, input, s, rec.url, body, { keep: true, firstTokenIsAnswer: true });
+    } catch (e) {
+      s.end({ how: "released" });
+      throw e;
+    }
+    if (r.kind === "ok") {
+      s.end({ how: "prefilled" });
+      p.requests.inc(["disaggregated"]);
+      fd.observe.requests?.of(input.request)?.prefillPair(id);
+      const decodeBody = vllmDecodeBody(withoutPdFields(json), kvTransferParamsOf(r.json));
+      const res = await forward({ ...input, body: encoder.encode(JSON.stringify(decodeBody)), allowedWorkerIds: decode, prefilledElsewhere: true }, fd);
+      return withPrefillWorker(res, id);
+    }
+    if (r.kind === "failed") {
+      exclude.add(id);
+      s.retry({ kind: "failed", reason: r.reason });
+      continue;
+    }
+    s.end({ how: r.kind === "client_gone" ? "client_gone" : "released" });
+    if (r.kind === "client_gone") return new Response(null, { status: 499 });
+    if (r.kind === "client_error") return passOn(r);
+    fd.observe.log.warn(`disagg: prefill answer of worker ${id} is larger than ${MAX_PREFILL_ANSWER_BYTES} bytes; prefilling on the decode worker`);
+    break;
+  }
+  return local(p, input, json, decode, exclude.size > 0 || prefill.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
+}
+
+/**
+ * SGLang: the same body, with a fresh bootstrap room, to both at once, as mini_lb does; the
+ * decode answer goes to the client. The prefill answer is read and dropped; its booking is
+ * released whatever happens to it. A prefill that fails before the decode answer's first byte
+ * gives the pair up (the decode engine is waiting on that room): both are tried again with the
+ * next prefill worker and a new room. After that byte the decode engine must cope (the
+ * simulated one prefills itself).
+ */
+async function sglangPair(p: Pairing, input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> {
+  const { fd, o } = p;
+  const up = fd.upstream;
+  const observers = fd.observe.requests;
+  // The decode half goes out under its own signal (the client's, or this pair given up),
+  // so the server's idle-timeout lift is done here, on the client's request, once.
+  up.keepOpen?.(input.request);
+  const decodeDeps: ForwardDeps = { ...fd, upstream: { ...up, keepOpen: undefined } };
+  const tried = new Set<WorkerId>();
+  for (let attempt = 0; attempt <= up.maxRetries; attempt++) {
+    const decision = await routePrefill(p, input, prepared, prefill, tried);
+    if (decision === undefined) break;
+    const id = decision.worker.workerId;
+    const s = p.settle(decision);
+    const rec = p.fleet.registry.get(id);
+    if (rec === undefined) {
+      s.retry({ kind: "unlisted" });
+      tried.add(id);
+      continue;
+    }
+    const bootstrap = { host: bootstrapHostOf(rec.url), port: o.roles.bootstrapPortOf(rec.url) ?? o.defaultBootstrapPort, room: bootstrapRoom(p.rand) };
+    const body = encoder.encode(JSON.stringify(sglangBody(withoutPdFields(json), bootstrap)));
+    const pair = new AbortController();
+    let decodeAnswered = false;
+    void prefillOnce(up, input, s, rec.url, body, { keep: false, firstTokenIsAnswer: false })
+      .then((r) => {
+        if (r.kind === "failed") {
+          s.retry({ kind: "failed", reason: r.reason });
+          if (!decodeAnswered) pair.abort();
+        } else if (r.kind === "ok") s.end({ how: "prefilled" });
+      })
+      .catch((e) => fd.observe.log.warn(`disagg: prefill worker ${id}: ${(e as Error).message}`))
+      // Whatever else ended it (the client left, a client error): released, nothing said about the worker.
+      .finally(() => s.end({ how: "released" }));
+    const signal = AbortSignal.any([input.request.signal, pair.signal]);
+    const request = new Request(input.request.url, { method: "POST", headers: input.request.headers, signal });
+    observers?.alias(input.request, request);
+    observers?.of(input.request)?.prefillPair(id);
+    const res = await forward({ ...input, request, body, allowedWorkerIds: decode, prefilledElsewhere: true }, decodeDeps);
+    decodeAnswered = true;
+    if (pair.signal.aborted && !input.request.signal.aborted && res.status === 499) {
+      tried.add(id);
+      continue;
+    }
+    p.requests.inc(["disaggregated"]);
+    return withPrefillWorker(res, id);
+  }
+  return local(p, input, json, decode, tried.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
 }
 
 const countersOf = new WeakMap<RouterMetrics, { requests: Counter; prefillFailures: Counter }>();
@@ -329,29 +286,4 @@ function passOn(r: { status: number; body: Uint8Array; headers: readonly string[
     if (name === "content-type") headers.set(name, r.headers[i + 1]!);
   }
   return new Response(r.body, { status: r.status, headers });
-}
-
-/** The whole body (first chunk already read), at most `max` bytes; `keep` false: read to the end and drop it. */
-async function readAll(first: Uint8Array | undefined, done: boolean, reader: UpstreamBody | undefined, max: number, keep = true): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  const add = (c: Uint8Array) => {
-    size += c.length;
-    if (size > max) throw new AnswerTooLarge(`longer than ${max} bytes`);
-    if (keep) parts.push(c);
-  };
-  try {
-    if (first !== undefined) add(first);
-    while (!done && reader !== undefined) {
-      const r = await reader.read();
-      if (r.done) break;
-      if (r.value !== undefined) add(r.value);
-    }
-  } catch (e) {
-    // Too large or broken: close the engine connection instead of leaving the rest unread.
-    void reader?.cancel().catch(() => {});
-    throw e;
-  }
-  if (!keep) return new Uint8Array(0);
-  return concatBytes(parts, size);
 }
