@@ -28,6 +28,7 @@ import { NO_DEADLINES } from "./deadlines.ts";
 import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import { fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
 import { abandon, Settlement } from "./settlement.ts";
+import type { RequestObservation } from "../../observe/request-observation.ts";
 
 /** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
 export interface ForwardDeps {
@@ -122,29 +123,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   for (let attempt = 0; attempt <= d.upstream.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
-      // Every candidate busy: the router waits for one in its admission queue (429 when full or too long).
-      decision = await d.routing.routeOrWait(
-        {
-          tokens: input.tokens,
-          prepared,
-          approximate: input.approximate,
-          requestId,
-          loraName: input.loraName,
-          sessionId: input.sessionId,
-          sessionControl: input.sessionControl,
-          allowedWorkerIds: input.allowedWorkerIds,
-          exclude,
-          prefilledElsewhere: input.prefilledElsewhere,
-        },
-        // A decision made for a client that left meanwhile: nobody will use its booking.
-        {
-          priority: input.priority,
-          signal: input.request.signal,
-          abandon,
-          share: input.share,
-          eachAttempt: obs !== undefined ? (attempt) => obs.routing(attempt) : undefined,
-        },
-      );
+      decision = await decide(input, d, { requestId, prepared, exclude }, obs);
     } catch (e) {
       // Every worker left failed this request: say so rather than "no workers".
       if (failures.length > 0) throw upstreamFailed(failures);
@@ -200,6 +179,37 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     s.retry(a);
   }
   throw upstreamFailed(failures);
+}
+
+/** This try's decision. Every candidate busy: the router waits for one in its admission queue (429 when full or too long). */
+function decide(
+  input: ForwardInput,
+  d: ForwardDeps,
+  t: { readonly requestId: string; readonly prepared: PromptHashes; readonly exclude: ReadonlySet<WorkerId> },
+  obs: RequestObservation | undefined,
+): Promise<RouteDecision> {
+  return d.routing.routeOrWait(
+    {
+      tokens: input.tokens,
+      prepared: t.prepared,
+      approximate: input.approximate,
+      requestId: t.requestId,
+      loraName: input.loraName,
+      sessionId: input.sessionId,
+      sessionControl: input.sessionControl,
+      allowedWorkerIds: input.allowedWorkerIds,
+      exclude: t.exclude,
+      prefilledElsewhere: input.prefilledElsewhere,
+    },
+    // A decision made for a client that left meanwhile: nobody will use its booking.
+    {
+      priority: input.priority,
+      signal: input.request.signal,
+      abandon,
+      share: input.share,
+      eachAttempt: obs !== undefined ? (attempt) => obs.routing(attempt) : undefined,
+    },
+  );
 }
 
 /** Whether a healthy worker other than `id` and those tried may still take the request. */
