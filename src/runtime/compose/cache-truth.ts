@@ -61,12 +61,13 @@ const CANARY_CALL_TIMEOUT_MS = 10_000;
 export interface CanaryWiring {
   readonly truth: CacheTruth;
   readonly blockSize: number;
-  readonly prepare: (tokens: Uint32Array, loraName: string | undefined) => PromptHashes;
-  readonly index: Pick<KvIndex, "findMatches">;
-  readonly worker: (id: WorkerId) => { readonly url: string; readonly dpRanks: number } | undefined;
-  /** Adapters loaded on the worker (the canary runs once more with the first, for its salt). */
-  readonly adapters: (id: WorkerId) => readonly string[];
-  readonly fetch: (url: string, init?: RequestInit) => Promise<Response>;
+  readonly router: { readonly routing: { prepare(tokens: Uint32Array, loraName: string | undefined): PromptHashes }; readonly index: Pick<KvIndex, "findMatches"> };
+  readonly fleet: {
+    readonly registry: { get(id: WorkerId): { readonly url: string; readonly dpRanks: number } | undefined };
+    /** Adapters loaded on the worker (the canary runs once more with the first, for its salt). */
+    readonly adapters: { loadedOn(id: WorkerId): readonly string[] };
+    readonly toEngines: (url: string, init?: RequestInit) => Promise<Response>;
+  };
   readonly now: () => number;
   readonly log: Logger;
 }
@@ -80,7 +81,7 @@ export function canaries(w: CanaryWiring): (id: WorkerId, only?: DpRank) => Prom
   const deps = {
     blockSize: w.blockSize,
     complete: async (url: string, dpRank: DpRank, prompt: readonly number[], model: string | undefined): Promise<CanaryUsage | undefined> => {
-      const res = await w.fetch(`${url}/v1/completions`, {
+      const res = await w.fleet.toEngines(`${url}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json", [HEADER_ENGINE_DP_RANK]: String(dpRank) },
         body: JSON.stringify({ ...(model !== undefined ? { model } : {}), prompt, max_tokens: 1, temperature: 0 }),
@@ -92,19 +93,19 @@ export function canaries(w: CanaryWiring): (id: WorkerId, only?: DpRank) => Prom
       return { promptTokens: u.prompt_tokens, cachedTokens: u.prompt_tokens_details?.cached_tokens };
     },
     indexedBlocks: (tokens: Uint32Array, id: WorkerId, dpRank: DpRank, loraName: string | undefined) =>
-      w.index.findMatches(w.prepare(tokens, loraName).hashes).scores.get(workerKey(id, dpRank)) ?? 0,
+      w.router.index.findMatches(w.router.routing.prepare(tokens, loraName).hashes).scores.get(workerKey(id, dpRank)) ?? 0,
     eventsSeen: (id: WorkerId, dpRank: DpRank) => w.truth.eventsSeen(id, dpRank),
     sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)),
     now: w.now,
     random: Math.random,
   };
   const runAll = async (id: WorkerId, only: DpRank | undefined): Promise<CanaryResult[]> => {
-    const rec = w.worker(id);
+    const rec = w.fleet.registry.get(id);
     if (rec === undefined) return [];
     const out: CanaryResult[] = [];
     const ranks = only !== undefined ? [only] : Array.from({ length: rec.dpRanks }, (_, r) => r);
     const targets = ranks.map((r) => ({ workerId: id, url: rec.url, dpRank: r }) as { workerId: WorkerId; url: string; dpRank: DpRank; model?: string; loraName?: string });
-    const lora = w.adapters(id)[0];
+    const lora = w.fleet.adapters.loadedOn(id)[0];
     if (lora !== undefined) targets.push({ workerId: id, url: rec.url, dpRank: ranks[0]!, model: lora, loraName: lora });
     for (const t of targets) {
       try {
