@@ -223,6 +223,20 @@ describe("cache truth: a healthy fleet", () => {
     const text = await complete(f, 3, true);
     expect(text).not.toContain('"usage"');
     expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
+    // Byte for byte: the stream a client gets without asking for usage is the one it gets when it
+    // asks, minus the usage event (ids and timestamps aside: each answer has its own).
+    const raw = async (extra: Record<string, unknown>) => {
+      const r = await fetch(`${f.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-session-id": "same-engine" },
+        body: JSON.stringify({ prompt: prompt(77), max_tokens: 6, stream: true, ...extra }),
+      });
+      return (await r.text()).replace(/"id":"[^"]*"/g, '"id":"X"').replace(/"created":\d+/g, '"created":0');
+    };
+    const plain = await raw({});
+    const asked = await raw({ stream_options: { include_usage: true } });
+    expect(asked).toContain('"choices":[],"usage":{');
+    expect(plain).toBe(asked.replace(/data: \{[^\n]*"choices":\[\],"usage":\{[^\n]*\n\n/, ""));
     const m = await (await fetch(`${f.url}/metrics`)).text();
     expect(m).toMatch(/switchyard_cache_truth_state\{worker="\d+",dp_rank="0",state="exact"\} 1/);
   });
