@@ -182,6 +182,17 @@ describe("cache truth: each fault is found and named", () => {
     expect(logged(f, "template_or_tokenizer")).toBe(true);
   });
 
+  test("an adapter salted differently: the canary run with it names lora_salt", async () => {
+    const f = await startFleet([["--lora", "sql-adapter", "--fault-lora-salt", "#v2"]]);
+    const v = await until(async () => {
+      const t = await truthOf(f, f.engines[0]!);
+      return t?.cause === "lora_salt" ? t : undefined;
+    }, () => `the adapter's canary\n${f.router.output()}`, 15_000);
+    detections.lora_salt = { requests: 0, seconds: (performance.now() - f.started) / 1000 };
+    expect(v.state).toBe("degraded");
+    expect(logged(f, "lora_salt")).toBe(true);
+  });
+
   test("a restart with sequence numbers from 0: seen in the events, canary after it", async () => {
     const f = await startFleet([[]]);
     const e = f.engines[0]!;

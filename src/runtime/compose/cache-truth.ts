@@ -22,12 +22,14 @@ export interface CacheTruthParts {
     readonly onRestart: (workerId: WorkerId, dpRank: DpRank) => void;
   };
   readonly cacheCheck: CacheCheck;
-  /** Set once the router exists (canaries()): run at registration, after a restart, on demand. */
+  /** Set once the router exists (canaries()): run at registration and after a restart (with --canary), on demand. */
   canary: ((id: WorkerId, only?: DpRank) => Promise<CanaryResult[]>) | undefined;
+  /** --canary: the canary runs by itself at registration and after a restart. */
+  readonly autoCanary: boolean;
 }
 
-export function cacheTruthParts(o: { policy: string; blockSize: number; now: () => number; log: Logger; registry: MetricsRegistry }): CacheTruthParts | undefined {
-  if (o.policy === "approx") return undefined;
+export function cacheTruthParts(o: { policy: string; cacheCheck: boolean; canary: boolean; blockSize: number; now: () => number; log: Logger; registry: MetricsRegistry }): CacheTruthParts | undefined {
+  if (o.policy === "approx" || !o.cacheCheck) return undefined;
   const truth = new CacheTruth({ now: o.now, log: o.log });
   truth.bindMetrics(o.registry, METRIC_PREFIX);
   const parts: CacheTruthParts = {
@@ -36,12 +38,13 @@ export function cacheTruthParts(o: { policy: string; blockSize: number; now: () 
       distrusted: () => truth.distrusted,
       onLiveEvents: (events) => truth.eventsApplied(events),
       onRestart: (w, r) => {
-        o.log.info(`cache truth: worker ${w} dp rank ${r} restarted (its event ids went back); canary`, { worker_id: String(w), dp_rank: r });
-        void parts.canary?.(w, r);
+        o.log.info(`cache truth: worker ${w} dp rank ${r} restarted (its event ids went back)${o.canary ? "; canary" : ""}`, { worker_id: String(w), dp_rank: r });
+        if (o.canary) void parts.canary?.(w, r);
       },
     },
     cacheCheck: { blockSize: o.blockSize, answer: (w: WorkerId, r: DpRank, f) => truth.answer(w, r, f) },
     canary: undefined,
+    autoCanary: o.canary,
   };
   return parts;
 }

@@ -86,7 +86,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   // Shares this router's active load with the others through Redis (started below, once the router exists).
   let loadSync: LoadSync | undefined;
   // Every answer's cached tokens checked against the index (src/fleet/cache-truth).
-  const cacheTruth = cacheTruthParts({ policy: config.policy, blockSize: config.blockSize, now, log, registry: metrics.registry });
+  const cacheTruth = cacheTruthParts({ policy: config.policy, cacheCheck: config.cacheCheck, canary: config.canary, blockSize: config.blockSize, now, log, registry: metrics.registry });
   const { router, admission, sessions, claimsConnection } = await buildRouter(config, choices, log, {
     cacheTruth: cacheTruth?.routerPorts,
     metrics,

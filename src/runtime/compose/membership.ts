@@ -57,7 +57,7 @@ export function buildMembership(
       zeroWorkerSeries(metrics, w.id, tokenizerMismatch);
       void restarts.check(w.id, w.url, AbortSignal.timeout(config.healthTimeout * 1000)); // the instance to compare with
       if (!w.healthy) void health.check(w.id);
-      void d.cacheTruth?.canary?.(w.id); // the engine's hashes, block size and events, checked at once
+      if (d.cacheTruth?.autoCanary === true) void d.cacheTruth.canary?.(w.id); // the engine's hashes, block size and events, checked at once
       // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
       const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
       void tokenizers.check(w.id, w.url, base).then((c) => {
