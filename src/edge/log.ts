@@ -1,5 +1,6 @@
-/** A minimal leveled logger: one line per message on stderr, fields as key=value. */
+/** A minimal leveled logger: one line per message on stderr, fields as key=value (escaped and capped: core/log-value.ts). */
 import type { LogLevel } from "../config/schema.ts";
+import { textLogMessage, textLogValue } from "../core/log-value.ts";
 
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
@@ -11,8 +12,8 @@ export interface Logger {
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 function format(level: LogLevel, message: string, fields?: Record<string, unknown>): string {
-  let line = `${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${message}`;
-  if (fields) for (const [k, v] of Object.entries(fields)) line += ` ${k}=${typeof v === "string" ? v : String(v)}`;
+  let line = `${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${textLogMessage(message)}`;
+  if (fields) for (const [k, v] of Object.entries(fields)) line += ` ${k}=${textLogValue(typeof v === "string" ? v : String(v))}`;
   return line;
 }
 
