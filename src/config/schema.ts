@@ -266,6 +266,18 @@ export const SERVE_OPTIONS = {
     runtimes: EVERYWHERE,
   }),
   maxRetries: row({ schema: v.optional(int(0, 16), 2), meta: "N", help: "other workers tried when one fails before its first byte", runtimes: EVERYWHERE }),
+  trustForwarded: row({
+    schema: v.optional(bool, false),
+    switch: true,
+    help: "a trusted proxy in front sets X-Forwarded-For and Forwarded: append the peer to them (default: replace the client's with the peer)",
+    runtimes: EVERYWHERE,
+  }),
+  forwardCookies: row({
+    schema: v.optional(bool, false),
+    switch: true,
+    help: "pass the client's Cookie header on to engines (default: dropped)",
+    runtimes: EVERYWHERE,
+  }),
   // Bounds found by probing the router (README "Protect it"): an engine answering 500 failed
   // 3-5 of 60 requests until such answers were tried elsewhere; the budget keeps a request
   // that fails everywhere from being multiplied by the fleet's size.

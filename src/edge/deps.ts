@@ -18,6 +18,7 @@ import type { DisaggOptions } from "./disagg/disagg-dispatch.ts";
 import type { Logger } from "./log.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
+import type { ForwardingPolicy } from "./proxy/forwarding.ts";
 import type { RetryPolicy } from "./proxy/retry-policy.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
 import type { TenantGuard } from "./tenants/guard.ts";
@@ -97,6 +98,8 @@ export interface Upstream {
    * since an answer may stream for minutes; the proxy's own deadlines bound it from here.
    */
   readonly keepOpen?: (request: Request) => void;
+  /** X-Forwarded-For / Forwarded and Cookie towards engines (--trust-forwarded, --forward-cookies); without it, neither is added and Cookie passes. */
+  readonly forwarding?: ForwardingPolicy;
 }
 
 /** What the proxy tells worker health about each answer. */

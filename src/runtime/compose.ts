@@ -432,6 +432,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       retry,
       directStreams: rt.directStreams,
       keepOpen: rt.keepOpen,
+      forwarding: { peer: rt.peer, trustForwarded: config.trustForwarded, forwardCookies: config.forwardCookies },
     },
     outcomes: { fence: (id, reason) => health.fence(id, reason), report: (id, failure) => health.report(id, failure) },
     observe: { metrics, log, requests: observe, status },

@@ -163,7 +163,7 @@ export function createDisaggDispatch(fleet: FleetView, fd: ForwardDeps, aggregat
   const prefillOnce = async (input: ForwardInput, decision: RouteDecision, url: string, body: Uint8Array, o: { keep: boolean; firstTokenIsAnswer: boolean }): Promise<PrefillResult> => {
     const keep = o.keep;
     const a = await attemptUpstream({
-      call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request.headers, decision.worker.dpRank, input.upstreamAuthorization), body,
+      call, baseUrl: url, path: input.path, headers: upstreamRequestHeaders(input.request, decision.worker.dpRank, input.upstreamAuthorization, up.forwarding), body,
       clientSignal: input.request.signal, deadlines: up.deadlines ?? NO_DEADLINES, stream: false, last: false,
     });
     if (a.kind === "client_gone") return a;

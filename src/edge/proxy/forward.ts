@@ -146,7 +146,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       continue;
     }
     obs?.decided(decision);
-    const headers = upstreamRequestHeaders(input.request.headers, worker.dpRank, input.upstreamAuthorization);
+    const headers = upstreamRequestHeaders(input.request, worker.dpRank, input.upstreamAuthorization, d.upstream.forwarding);
     obs?.upstream(headers, rec.url, input.path);
     const started = performance.now();
     const a = await attemptUpstream({
