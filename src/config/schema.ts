@@ -211,8 +211,22 @@ export const SERVE_OPTIONS = {
   adminToken: row({
     schema: v.optional(v.pipe(v.string(), v.minLength(8, "must be at least 8 characters"))),
     meta: "TOKEN",
-    help: "bearer token for admin endpoints; without it they answer loopback only",
+    help: "bearer token for admin endpoints; without it they answer loopback clients only at the zero-config local start (loopback --host, no --api-keys), and are closed (403) otherwise",
     runtimes: EVERYWHERE,
+  }),
+  eventsToken: row({
+    schema: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
+    env: ["SWITCHYARD_EVENTS_TOKEN"],
+    meta: "TOKEN",
+    help: "bearer token engines send with their KV event pushes (POST /v1/kv/events); it opens that route only, never the admin API. Give engines the same value (mocker: --events-token / SWITCHYARD_EVENTS_TOKEN)",
+    runtimes: EVERYWHERE,
+  }),
+  eventsTokenFile: row({
+    schema: v.optional(text("a file path")),
+    env: ["SWITCHYARD_EVENTS_TOKEN_FILE"],
+    meta: "FILE",
+    help: "read --events-token from this file (a mounted Secret; surrounding whitespace trimmed)",
+    runtimes: bunOnly("the token file is read by the Bun entry; give --events-token or SWITCHYARD_EVENTS_TOKEN"),
   }),
   healthInterval: row({ schema: v.optional(positive("a number of seconds > 0"), 2), meta: "S", help: "seconds between worker health checks", runtimes: EVERYWHERE }),
   healthTimeout: row({ schema: v.optional(positive("a number of seconds > 0"), 1), meta: "S", help: "seconds before a health check counts as failed", runtimes: EVERYWHERE }),

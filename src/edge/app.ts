@@ -13,6 +13,7 @@ import { buildInfo } from "../core/build-info.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "../observe/registry.ts";
 import { allowedMethods } from "./allowed-methods.ts";
 import { adminAuth } from "./auth.ts";
+import { eventsAuth } from "./events-auth.ts";
 import type { EdgeDeps, Observability } from "./deps.ts";
 import { createDisaggDispatch } from "./disagg/disagg-dispatch.ts";
 import { errorResponse, toErrorResponse, classify, describeError } from "./errors.ts";
@@ -29,7 +30,10 @@ import { guardHandler, tenantMiddleware } from "./tenants/authenticate.ts";
 import { tenantCall } from "./tenants/tenant-dispatch.ts";
 import { statusRoutes } from "../observe/status-routes.ts";
 
-/** Paths that need the admin token (or a loopback peer when no token is set). */
+/** The route engines push KV events to: the events token (--events-token) or the admin door. */
+export const EVENTS_PATH = "/v1/kv/events";
+
+/** Paths that need the admin token (or a loopback peer at the zero-config local start); /v1/kv/events also takes the events token. */
 export const ADMIN_PATHS = ["/v1/workers", "/v1/workers/*", "/v1/kv/*", "/v1/route", "/v1/route/*", "/debug/*", "/ui"] as const;
 
 /** The OpenAI and engine-native routes a client uses: with --api-keys each needs a client key. */
@@ -86,8 +90,11 @@ export function createApp(d: EdgeDeps): Hono {
       await next();
     });
   }
-  const auth = adminAuth(door.adminToken, door.peer);
-  for (const p of ADMIN_PATHS) app.use(p, auth);
+  const openness = door.adminOpenness ?? (door.adminToken !== undefined ? { kind: "token" as const } : { kind: "loopback" as const });
+  const auth = adminAuth(door.adminToken, door.peer, openness);
+  // Engines push events with their own credential (events-auth.ts), never the admin token.
+  const events = eventsAuth({ eventsToken: door.eventsToken, adminToken: door.adminToken, openness, peer: door.peer, refused: d.observe.metrics.kvEventPushesRefused, log: d.observe.log });
+  for (const p of ADMIN_PATHS) app.use(p, p === "/v1/kv/*" ? (c, next) => (c.req.path === EVENTS_PATH ? events(c, next) : auth(c, next)) : auth);
   if (d.tenants !== undefined) {
     const keys = tenantMiddleware(d.tenants);
     for (const p of CLIENT_PATHS) app.use(p, keys);

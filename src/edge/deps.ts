@@ -13,7 +13,7 @@ import type { ModelDirectory } from "../fleet/models.ts";
 import type { WorkerRegistry } from "../fleet/registry.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
 import type { RouterRoom } from "../router/index.ts";
-import type { PeerAddress } from "./auth.ts";
+import type { AdminOpenness, PeerAddress } from "./auth.ts";
 import type { DisaggOptions } from "./disagg/disagg-dispatch.ts";
 import type { Logger } from "./log.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
@@ -49,6 +49,10 @@ export interface EdgeDeps {
 /** Who may come in, and whether this router still takes work: the app's middleware and probes. */
 export interface Door {
   readonly adminToken: string | undefined;
+  /** Who the admin API answers without a token (auth.ts adminOpenness); default: loopback peers. */
+  readonly adminOpenness?: AdminOpenness;
+  /** The engines' credential for POST /v1/kv/events (--events-token); never opens the admin API. */
+  readonly eventsToken?: string;
   /** The peer address of a request (Bun: server.requestIP). */
   readonly peer: PeerAddress;
   /** This router's identity, sent as x-switchyard-router-id on /health so no router registers it as a worker. */

@@ -11,6 +11,7 @@ import type { BuildInfo } from "../core/build-info.ts";
 import type { DecisionLog } from "./decision-log.ts";
 import type { RecentStats } from "./recent-stats.ts";
 import { BUCKET_MS } from "./recent-stats.ts";
+import { statusPageCsp } from "./status-page-csp.ts";
 import { STATUS_PAGE_HTML } from "./status-page.ts";
 
 export type WorkerState = "healthy" | "unhealthy" | "ejected";
@@ -38,7 +39,13 @@ export function workerState(healthy: boolean, ejectedUntil: number | undefined, 
 
 export function statusRoutes(s: StatusSource): Hono {
   const app = new Hono();
-  app.get("/ui", () => new Response(STATUS_PAGE_HTML, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } }));
+  let csp: Promise<string> | undefined;
+  app.get("/ui", async () => {
+    csp ??= statusPageCsp();
+    return new Response(STATUS_PAGE_HTML, {
+      headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "content-security-policy": await csp, "x-content-type-options": "nosniff" },
+    });
+  });
   app.get("/debug/status", (c) => {
     const now = s.now();
     return c.json({

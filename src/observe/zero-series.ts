@@ -14,6 +14,7 @@ const DEADLINES: readonly DeadlineKind[] = ["connect", "first_byte", "response",
 export function zeroRouterSeries(m: RouterMetrics): void {
   for (const reason of ["queue_full", "queue_timeout"]) m.admissionRejections.inc([reason], 0);
   for (const reason of ["unknown_worker", "invalid", "approx_policy"] as const) m.eventDropped(reason, 0);
+  for (const reason of ["missing", "invalid", "forbidden"]) m.kvEventPushesRefused.inc([reason], 0);
 }
 
 export function zeroWorkerSeries(m: RouterMetrics, workerId: bigint, tokenizerMismatch: Gauge): void {

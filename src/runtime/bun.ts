@@ -57,6 +57,30 @@ export interface RunningRouter {
   stop(): Promise<void>;
 }
 
+/** The longest events token file read (a token is a line; a larger file is a wrong path). */
+const MAX_EVENTS_TOKEN_FILE_BYTES = 4096;
+
+/**
+ * The events token: --events-token, else the file --events-token-file names, else (with
+ * --engines) one made for this process, so the embedded engines' pushes never rest on
+ * loopback trust; else none.
+ */
+async function eventsTokenOf(config: Config): Promise<string | undefined> {
+  if (config.eventsToken !== undefined) return config.eventsToken;
+  if (config.eventsTokenFile !== undefined) {
+    let token: string;
+    try {
+      token = (await readBoundedText(config.eventsTokenFile, MAX_EVENTS_TOKEN_FILE_BYTES)).trim();
+    } catch (e) {
+      throw new StartupError(`--events-token-file ${config.eventsTokenFile}: ${(e as Error).message}`);
+    }
+    if (token.length < 16) throw new StartupError(`--events-token-file ${config.eventsTokenFile}: the token must be at least 16 characters`);
+    return token;
+  }
+  if (config.engines > 0) return Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
+  return undefined;
+}
+
 /**
  * Build everything and serve; resolves once the server listens and start-up workers are
  * registered. Throws StartupError (one line for the operator) for a workers file that cannot
@@ -123,6 +147,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     prefillSpeed: (w, msPerToken) => void (registry.has(w.workerId) && c.router.ttft.reportEngineSpeed(keyOf(w), msPerToken)),
   });
 
+  const eventsToken = await eventsTokenOf(config);
   let server: ReturnType<typeof Bun.serve> | undefined;
   // Proxied requests go over pooled sockets on this thread (Bun's fetch hands each request
   // to its own client thread, which costs ~20 µs of CPU per request); https engines use fetch.
@@ -133,6 +158,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
         ? undefined
         : { protocol: config.disagg, roles, minPrefillTokens: config.disaggMinPrefillTokens, blockSize: config.blockSize, defaultBootstrapPort: config.bootstrapPort },
     peer: (req) => server?.requestIP(req)?.address,
+    eventsToken,
     upstream: upstreamClient.call,
     directStreams: true,
     keepOpen: (req) => server?.timeout(req, 0),
@@ -155,7 +181,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   c.listeningOn(port);
   const url = `http://${reachableHost(config.host)}:${port}`;
 
-  const mockers = await startEmbeddedEngines(config, url, log);
+  const mockers = await startEmbeddedEngines(config, url, eventsToken, log);
   await c.registerAll([...config.workers, ...config.prefillWorkers, ...config.decodeWorkers, ...mockers.map((m) => m.url)]);
   await kv.subscribeConfigured();
   const workersFile = workersFileWatch(config.workersFile, { provisioner: kv.provisioner, registry, now, log });

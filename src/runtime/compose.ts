@@ -9,7 +9,7 @@
  * It serves nothing and imports no Bun code (test/architecture.test.ts: portable.ts reaches it).
  */
 import { bindClusterMetrics } from "../edge/cluster-metrics.ts";
-import type { PeerAddress } from "../edge/auth.ts";
+import { adminClosedLine, adminOpenness as adminOpennessOf, type PeerAddress } from "../edge/auth.ts";
 import type { EdgeDeps } from "../edge/deps.ts";
 import type { DisaggOptions } from "../edge/disagg/disagg-dispatch.ts";
 import type { Logger } from "../edge/log.ts";
@@ -121,6 +121,8 @@ export interface RuntimeEdge {
   readonly provisioner?: WorkerProvisioner;
   /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
   readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
+  /** The events token when the runtime found it elsewhere than --events-token (a file, or one made for embedded engines). */
+  readonly eventsToken?: string;
 }
 
 export interface ComposedRouter {
@@ -418,8 +420,19 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   // Engine answers tried again elsewhere, within one fleet-wide budget (edge/proxy/retry-policy.ts)
   // that every app of this router (one per runtime entry) shares.
   const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
+  // An address is no identity once the router is exposed: without a token the admin API is closed then (edge/auth.ts).
+  const adminOpenness = adminOpennessOf({ adminToken: config.adminToken, apiKeys: config.apiKeys, host: config.host });
+  if (adminOpenness.kind === "closed") log.warn(adminClosedLine(adminOpenness.why));
   const edgeDeps = (rt: RuntimeEdge): EdgeDeps => ({
-    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(routerId), draining: () => draining, unready: () => unready },
+    door: {
+      adminToken: config.adminToken,
+      adminOpenness,
+      eventsToken: rt.eventsToken ?? config.eventsToken,
+      peer: rt.peer,
+      routerId: routerIdHex(routerId),
+      draining: () => draining,
+      unready: () => unready,
+    },
     limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength },
     fleet: { registry, models, lora: adapters, tokenizers },
     router,
