@@ -19,6 +19,7 @@ import type { Logger } from "./log.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
 import type { ForwardingPolicy } from "./proxy/forwarding.ts";
+import type { OffLoopJsonParser } from "./request-json.ts";
 import type { RetryPolicy } from "./proxy/retry-policy.ts";
 import type { RouterTokenizers } from "./routing/tokenizers.ts";
 import type { TenantGuard } from "./tenants/guard.ts";
@@ -70,6 +71,8 @@ export interface RequestLimits {
   readonly maxPromptChars?: number;
   /** Longest session id a header may carry (--max-session-id-length); longer: 400 naming the header. */
   readonly maxSessionIdLength?: number;
+  /** Large client bodies parsed (and their prompt size checked) off the event loop (request-json.ts); without it, in-thread. */
+  readonly parseOffLoop?: OffLoopJsonParser;
 }
 
 /** The workers as a request sees them: who is there, what each serves, how text becomes tokens. */

@@ -19,6 +19,7 @@ import { loadEngineTokenizerOnBun } from "./bun/tokens/load-on-bun.ts";
 import { defaultEncodeWorkers } from "./bun/tokens/encode-pool.ts";
 import { SocketHttpClient } from "./bun/upstream/socket-client.ts";
 import { startEmbeddedEngines } from "./bun/embedded-engines.ts";
+import { offLoopJsonParser } from "./bun/json-parse-pool.ts";
 import { EngineLoad } from "./bun/engine-load.ts";
 import { chooseHasher } from "./bun/hasher.ts";
 import { listenOnBun } from "./bun/http-server.ts";
@@ -159,6 +160,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
         : { protocol: config.disagg, roles, minPrefillTokens: config.disaggMinPrefillTokens, blockSize: config.blockSize, defaultBootstrapPort: config.bootstrapPort },
     peer: (req) => server?.requestIP(req)?.address,
     eventsToken,
+    parseOffLoop: offLoopJsonParser()?.parse,
     upstream: upstreamClient.call,
     directStreams: true,
     keepOpen: (req) => server?.timeout(req, 0),

@@ -9,6 +9,7 @@
  * It serves nothing and imports no Bun code (test/architecture.test.ts: portable.ts reaches it).
  */
 import { bindClusterMetrics } from "../edge/cluster-metrics.ts";
+import type { OffLoopJsonParser } from "../edge/request-json.ts";
 import { adminClosedLine, adminOpenness as adminOpennessOf, type PeerAddress } from "../edge/auth.ts";
 import type { EdgeDeps } from "../edge/deps.ts";
 import type { DisaggOptions } from "../edge/disagg/disagg-dispatch.ts";
@@ -121,6 +122,8 @@ export interface RuntimeEdge {
   readonly provisioner?: WorkerProvisioner;
   /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
   readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
+  /** Large client bodies parsed off the event loop (Bun: a Worker); without it, in-thread. */
+  readonly parseOffLoop?: OffLoopJsonParser;
   /** The events token when the runtime found it elsewhere than --events-token (a file, or one made for embedded engines). */
   readonly eventsToken?: string;
 }
@@ -433,7 +436,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
       draining: () => draining,
       unready: () => unready,
     },
-    limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength },
+    limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength, parseOffLoop: rt.parseOffLoop },
     fleet: { registry, models, lora: adapters, tokenizers },
     router,
     upstream: {

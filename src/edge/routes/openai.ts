@@ -5,12 +5,12 @@
  */
 import { Hono } from "hono";
 import { RouterError } from "../../core/errors.ts";
-import { parseJsonObject, readBodyLimited } from "../body.ts";
+import { readJsonRequest } from "../request-json.ts";
 import type { RequestLimits } from "../deps.ts";
 import type { DisaggDispatch } from "../disagg/disagg-dispatch.ts";
 import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
-import { readPrompt, type PromptDeps } from "../routing/prompt-routing.ts";
+import { promptFieldsOf, readPrompt, type PromptDeps } from "../routing/prompt-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { Dispatch } from "./dispatch.ts";
@@ -49,8 +49,7 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
   const { dispatch, split } = d;
 
   const handle = (path: string, kind: "completions" | "chat") => async (req: Request) => {
-    const body = await readBodyLimited(req, d.limits.maxBodyBytes);
-    const json = parseJsonObject(body);
+    const { body, json } = await readJsonRequest(req, d.limits, promptFieldsOf(kind));
     if (json.model !== undefined && typeof json.model !== "string") {
       throw new RouterError("invalid_request", "model: must be a string", "model");
     }

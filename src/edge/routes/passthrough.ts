@@ -8,9 +8,9 @@
  */
 import { Hono } from "hono";
 import { RouterError } from "../../core/errors.ts";
-import { parseJsonObject, readBodyLimited } from "../body.ts";
+import { readJsonRequest } from "../request-json.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
-import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
+import { promptFieldsOf, readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { Dispatch } from "./dispatch.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
@@ -44,8 +44,7 @@ export const PASSTHROUGH_ROUTES: Readonly<Record<string, PromptKind>> = {
 /** Proxy one JSON body to `path` on a worker serving its model. */
 export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
   return async (req: Request): Promise<Response> => {
-    const body = await readBodyLimited(req, d.limits.maxBodyBytes);
-    const json = parseJsonObject(body);
+    const { body, json } = await readJsonRequest(req, d.limits, promptFieldsOf(kind));
     const obs = d.requests?.of(req);
     const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.fleet, json, kind, d.limits.maxPromptChars)) : readPrompt(d.fleet, json, kind, d.limits.maxPromptChars));
     obs?.prompt({ model: json.model, tokens: prompt.tokens.length });

@@ -8,7 +8,9 @@
  */
 import { checkPromptSize } from "../routing/prompt-size.ts";
 import { RouterError } from "../../core/errors.ts";
-import { parseJsonObject, readBodyLimited } from "../body.ts";
+import { readJsonRequest } from "../request-json.ts";
+
+const TOKENIZE_PROMPT_FIELDS = ["messages", "prompt"] as const;
 import { modelRoute } from "../routing/model-routing.ts";
 import type { PassthroughDeps } from "./passthrough.ts";
 
@@ -22,8 +24,8 @@ function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
 export function tokenizeHandler(d: PassthroughDeps) {
   const { fleet } = d;
   return async (req: Request): Promise<Response> => {
-    const body = await readBodyLimited(req, d.limits.maxBodyBytes);
-    const json = parseJsonObject(body);
+    // Both prompt fields are checked off the loop for a large body; in-thread below as before.
+    const { body, json } = await readJsonRequest(req, d.limits, TOKENIZE_PROMPT_FIELDS);
     // An unknown model is the same 404 as on every other route.
     modelRoute(json.model, fleet);
     const tok = fleet.tokenizers?.forModel(json.model);

@@ -96,6 +96,11 @@ const PROMPT_FIELDS: Record<Exclude<PromptKind, "none">, readonly string[]> = {
   generate: ["text", "input_ids"],
 };
 
+/** The fields a kind of body holds its prompt in (none for a route without one). */
+export function promptFieldsOf(kind: PromptKind): readonly string[] {
+  return kind === "none" ? [] : PROMPT_FIELDS[kind];
+}
+
 /**
  * The routing prompt of a request body; throws RouterError("invalid_request") naming a bad
  * prompt field, and a 413 naming it when it holds more than `maxPromptChars` characters
