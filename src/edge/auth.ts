@@ -1,5 +1,5 @@
 /**
- * Admin endpoints (workers, route, debug, the status page): the Hono middleware over the
+ * Admin endpoints (workers, route, debug, the status page): the guard (guards.ts) over the
  * shared rule of src/protocol/admin-access.ts (bearer admin token, else loopback peers only).
  * Loopback is trusted only at the zero-config local start (`adminOpenness`): behind a reverse
  * proxy or sidecar on the same host every client is loopback, so an address is no identity
@@ -7,7 +7,6 @@
  * API is then closed. The peer address comes from the server (Bun's requestIP), never from a
  * header a client could forge.
  */
-import type { MiddlewareHandler } from "hono";
 import { ADMIN_CHALLENGE, adminRefusal, isLoopback, type AdminRefusal } from "../protocol/admin-access.ts";
 import { errorResponse } from "./errors.ts";
 
@@ -56,9 +55,14 @@ export function adminDoorRefusal(token: string | undefined, openness: AdminOpenn
   return adminRefusal(token, req.headers.get("authorization") ?? "", token === undefined ? peer(req) : undefined);
 }
 
-export function adminAuth(token: string | undefined, peer: PeerAddress, openness: AdminOpenness = token !== undefined ? { kind: "token" } : { kind: "loopback" }): MiddlewareHandler {
-  return async (c, next) => {
-    const refused = adminDoorRefusal(token, openness, peer, c.req.raw);
+/** The admin check: the handler's answer, or the 401/403 in OpenAI's shape. */
+export function adminGuard(
+  token: string | undefined,
+  peer: PeerAddress,
+  openness: AdminOpenness = token !== undefined ? { kind: "token" } : { kind: "loopback" },
+): (req: Request, path: string, next: () => Promise<Response>) => Promise<Response> {
+  return async (req, _path, next) => {
+    const refused = adminDoorRefusal(token, openness, peer, req);
     return refused ? refusalResponse(refused) : next();
   };
 }

@@ -7,10 +7,9 @@
  * in the index, so each is counted (switchyard_kv_event_pushes_refused_total{reason}) and the
  * first refusal of each engine (by peer address) is logged once, naming the flag to set.
  */
-import type { MiddlewareHandler } from "hono";
 import type { Counter } from "../observe/registry.ts";
 import { adminDoorRefusal, refusalResponse, type AdminOpenness, type PeerAddress } from "./auth.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../core/logger.ts";
 
 /** Engines whose first refusal was logged; past this many, further engines are not logged (the metric still counts). */
 const MAX_LOGGED_ENGINES = 4096;
@@ -40,21 +39,22 @@ function sameSecret(a: string, b: string): boolean {
   return diff === 0;
 }
 
-export function eventsAuth(d: EventsDoor): MiddlewareHandler {
+/** The guard (guards.ts) of POST /v1/kv/events. */
+export function eventsGuard(d: EventsDoor): (req: Request, path: string, next: () => Promise<Response>) => Promise<Response> {
   const logged = new Set<string>();
-  return async (c, next) => {
-    const authorization = c.req.header("authorization") ?? "";
+  return async (req, _path, next) => {
+    const authorization = req.headers.get("authorization") ?? "";
     const bearer = /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
     if (d.eventsToken !== undefined && bearer !== undefined && sameSecret(bearer, d.eventsToken)) return next();
     // With an events token, engines are expected to carry it: no address passes instead.
     const refused =
       d.eventsToken !== undefined && d.adminToken === undefined
         ? { status: 401 as const, code: "unauthorized" as const, message: "KV event push: the bearer token is not --events-token" }
-        : adminDoorRefusal(d.adminToken, d.openness, d.peer, c.req.raw);
+        : adminDoorRefusal(d.adminToken, d.openness, d.peer, req);
     if (refused === null) return next();
     const reason: EventPushRefusal = refused.status === 403 ? "forbidden" : authorization === "" ? "missing" : "invalid";
     d.refused.inc([reason]);
-    const engine = d.peer(c.req.raw) ?? "unknown";
+    const engine = d.peer(req) ?? "unknown";
     if (!logged.has(engine) && logged.size < MAX_LOGGED_ENGINES) {
       logged.add(engine);
       const fix = d.eventsToken === undefined ? "set --events-token on the router and the same token on every engine" : "give the engine the router's --events-token";

@@ -11,7 +11,7 @@
  */
 import { parseJsonObject, readBodyLimited } from "./body.ts";
 import type { RequestLimits } from "./deps.ts";
-import { checkPromptSize } from "./routing/prompt-size.ts";
+import { checkPromptSize } from "./prompt-route/prompt-size.ts";
 
 export const BODY_BYTES_PER_PROMPT_CHAR = 12;
 /** Room for everything beside the prompt: the model, sampling parameters, tools, a chat template's kwargs. */
@@ -19,12 +19,7 @@ export const BODY_BYTES_BESIDE_PROMPT = 1 << 20;
 /** Bodies this large are parsed off the event loop where the runtime can (parsing 1 MiB of JSON takes ~2-4 ms). */
 export const OFF_LOOP_MIN_BYTES = 1 << 20;
 
-/** Parses a JSON object body and checks its prompt fields off the event loop; resolves with the bytes back (they may have moved). */
-export type OffLoopJsonParser = (
-  body: Uint8Array,
-  promptFields: readonly string[],
-  maxPromptChars: number | undefined,
-) => Promise<{ body: Uint8Array; json: Record<string, unknown> }>;
+export type { OffLoopJsonParser } from "./deps.ts";
 
 /** The largest body a prompt route reads, and how the 413 names it. */
 export function promptBodyLimit(limits: RequestLimits): { readonly bytes: number; readonly name: string } {

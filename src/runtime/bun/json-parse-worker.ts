@@ -5,7 +5,7 @@
  */
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject } from "../../edge/body.ts";
-import { checkPromptSize } from "../../edge/routing/prompt-size.ts";
+import { checkPromptSize } from "../../edge/prompt-route/prompt-size.ts";
 import type { ParseJob, ParseReply } from "./json-parse-pool.ts";
 
 declare const self: Worker;

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { createFormattedLogger, jsonLine, textLine } from "../../../src/observe/logger.ts";
-import { createLogger } from "../../../src/edge/log.ts";
+import { createLogger } from "../../../src/observe/logger.ts";
 import { LOG_VALUE_MAX_CHARS, capLogValue, textLogValue } from "../../../src/core/log-value.ts";
 
 const CONTROLS: string[] = [];

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { RouterError } from "../../../../src/core/errors.ts";
 import { parseJsonObject } from "../../../../src/edge/body.ts";
-import { checkPromptSize } from "../../../../src/edge/routing/prompt-size.ts";
+import { checkPromptSize } from "../../../../src/edge/prompt-route/prompt-size.ts";
 import { JsonParsePool } from "../../../../src/runtime/bun/json-parse-pool.ts";
 
 const pool = new JsonParsePool(new URL("../../../../src/runtime/bun/json-parse-worker.ts", import.meta.url).href);
