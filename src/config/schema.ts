@@ -279,7 +279,7 @@ export const SERVE_OPTIONS = {
   retryBudget: row({
     schema: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(1000, "must be <= 1000")), 20),
     meta: "P",
-    help: "retries of engine answers (--retry-on), beyond 10 per second, as a percentage of the requests of the last 10 s; past it the answer goes to the client",
+    help: "re-sends to another worker (engine answers in --retry-on, connection failures, missed deadlines, fail-over off an ejected or removed worker), beyond 10 per second, as a percentage of the requests of the last 10 s; past it the engine's answer (or a 502) goes to the client",
     runtimes: EVERYWHERE,
   }),
   // Deadlines (seconds; 0 = none). First byte: a 128k-token prompt can take tens of seconds
