@@ -43,14 +43,13 @@ local now = now_ms(ARGV[1])
 local lim = { tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]) }
 local conc = tonumber(ARGV[5])
 local cost = { 1, tonumber(ARGV[6]), tonumber(ARGV[7]) }
-if lim[3] > 0 and cost[3] > lim[3] then cost[3] = lim[3] end
 local names = { 'r', 'p', 'o' }
 local level = { 0, 0, 0 }
 local refused, too_large, retry = 0, 0, 0
 for i = 1, 3 do
   if lim[i] > 0 then
     level[i] = bucket(KEYS[1], names[i], lim[i], now)
-    if i == 2 and cost[i] > lim[i] then
+    if i > 1 and cost[i] > lim[i] then
       too_large = 1
       if refused == 0 then refused = i end
     elseif level[i] < cost[i] then

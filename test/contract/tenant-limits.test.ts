@@ -108,11 +108,12 @@ function contract(name: string, make: Make): void {
       }
     });
 
-    test("output booked (at most a minute's worth), corrected at release", async () => {
+    test("output booked whole (more than a minute's worth is too large), corrected at release", async () => {
       const c = await make();
       try {
         const lim = { outputTokensPerMinute: 100 };
-        expect((await c.acquire(lim, ask(0, 500), "big")).allowed).toBe(true);
+        expect(await c.acquire(lim, ask(0, 500), "huge")).toMatchObject({ allowed: false, refused: "output_tokens", tooLarge: true });
+        expect((await c.acquire(lim, ask(0, 100), "big")).allowed).toBe(true);
         expect((await c.acquire(lim, ask(0, 1), "next")).allowed).toBe(false);
         await c.release(lim, "big", 100, 20);
         expect((await c.acquire(lim, ask(0, 80), "fits")).allowed).toBe(true);

@@ -18,15 +18,13 @@ interface TenantCounters {
   readonly running: Map<string, number>;
 }
 
-/** What a request takes from each per-minute dimension. */
-function costs(ask: Ask, limits: Record<Dimension, number>): Record<Exclude<Dimension, "concurrent">, number> {
-  return {
-    requests: 1,
-    prompt_tokens: ask.promptTokens,
-    // Booked at most one minute's worth, so a large max_tokens can pass on a full bucket; the
-    // answer's real count is charged when it ends.
-    output_tokens: Math.min(ask.outputTokens, limits.output_tokens || ask.outputTokens),
-  };
+/**
+ * What a request takes from each per-minute dimension: the whole ask. The engine is told to
+ * generate no more than the output booked (src/protect/output-cap.ts), so an ask larger than
+ * a minute's worth can never be covered and is refused as too large, like such a prompt.
+ */
+function costs(ask: Ask): Record<Exclude<Dimension, "concurrent">, number> {
+  return { requests: 1, prompt_tokens: ask.promptTokens, output_tokens: ask.outputTokens };
 }
 
 export class LocalLimitCounters {
@@ -36,7 +34,7 @@ export class LocalLimitCounters {
   acquire(tenant: string, limits: TenantLimits, ask: Ask, id: string, now: number): Verdict {
     const lim = limitVector(limits);
     const c = this.#counters(tenant);
-    const cost = costs(ask, lim);
+    const cost = costs(ask);
     let refused: Dimension | undefined;
     let tooLarge = false;
     let retryAfterMs = 0;
@@ -44,7 +42,7 @@ export class LocalLimitCounters {
       if (lim[d] === 0) continue;
       const b = (c.buckets[d] ??= fullBucket(lim[d], now));
       refill(b, lim[d], now);
-      if (d === "prompt_tokens" && cost[d] > lim[d]) {
+      if (d !== "requests" && cost[d] > lim[d]) {
         tooLarge = true;
         refused ??= d;
         continue;
