@@ -19,7 +19,13 @@ const KEYS = {
   output: `sk-out-${crypto.randomUUID()}`,
   outputDefault: `sk-outdef-${crypto.randomUUID()}`,
   outputStream: `sk-outstr-${crypto.randomUUID()}`,
+  prompt: `sk-prompt-${crypto.randomUUID()}`,
+  settle: `sk-settle-${crypto.randomUUID()}`,
 } as const;
+const PROMPT_LIMIT = 1000;
+const SETTLE_LIMIT = 2000;
+/** Far past the prompt limit, in a field other than the routed prompt. */
+const BIG = "x".repeat(120_000);
 const OUTPUT_LIMIT = 1000;
 const DEFAULT_BOOKING = 5;
 
@@ -46,6 +52,8 @@ beforeAll(async () => {
       await entry("output", KEYS.output, outputLimits),
       await entry("output-default", KEYS.outputDefault, outputLimits),
       await entry("output-stream", KEYS.outputStream, outputLimits),
+      await entry("prompt", KEYS.prompt, { limits: { prompt_tokens_per_minute: PROMPT_LIMIT } }),
+      await entry("settle", KEYS.settle, { limits: { prompt_tokens_per_minute: SETTLE_LIMIT } }),
     ],
   };
   writeFileSync(join(dir, "keys.json"), JSON.stringify(doc));
@@ -100,5 +108,54 @@ describe("a request cannot outrun its booking", () => {
     expect(next.status).toBe(429);
     expect(Number(next.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     await next.text();
+  });
+});
+
+describe("the prompt charge covers what the engine will prefill", () => {
+  const user = (content: unknown, extra: Record<string, unknown> = {}) => ({ messages: [{ role: "user", content, ...extra }], max_tokens: 1 });
+  const cases: [string, string, Record<string, unknown>][] = [
+    ["completions batch prompt[1]", "/v1/completions", { prompt: ["hi", BIG], max_tokens: 1 }],
+    ["completions batch of token ids", "/v1/completions", { prompt: [[1, 2], Array.from({ length: 5000 }, (_, i) => i % 500)], max_tokens: 1 }],
+    ["embeddings input[1]", "/v1/embeddings", { input: ["hi", BIG] }],
+    ["chat tools", "/v1/chat/completions", { ...user("hi"), tools: [{ type: "function", function: { name: "f", description: BIG, parameters: {} } }] }],
+    ["chat documents", "/v1/chat/completions", { ...user("hi"), documents: [{ title: "t", text: BIG }] }],
+    ["chat message name", "/v1/chat/completions", user("hi", { name: BIG })],
+    ["chat image part", "/v1/chat/completions", user([{ type: "text", text: "hi" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }])],
+    ["responses instructions", "/v1/responses", { input: "hi", instructions: BIG, max_output_tokens: 1 }],
+    ["rerank documents", "/v1/rerank", { query: "hi", documents: ["a", BIG] }],
+    ["score text_2", "/score", { text_1: "hi", text_2: [BIG] }],
+  ];
+  for (const [name, path, body] of cases) {
+    test(`${name}: refused as too large (429) under a ${PROMPT_LIMIT}-token prompt limit`, async () => {
+      const r = await post(path, KEYS.prompt, body);
+      const e = ((await r.json()) as { error?: { code: string; type: string; message: string } }).error;
+      expect(r.status).toBe(429);
+      expect(e).toMatchObject({ code: "rate_limit_exceeded", type: "tokens" });
+      expect(e!.message).toContain("prompt tokens per minute");
+    });
+  }
+
+  test("a short prompt still passes (the bound is not a refusal of everything)", async () => {
+    const r = await post("/v1/completions", KEYS.prompt, { prompt: ["hi", "there"], max_tokens: 1 });
+    expect(r.status).toBe(200);
+    await r.text();
+  });
+
+  test("the charge is settled to the engine's reported prompt tokens when the answer ends", async () => {
+    // Many short messages: without the tokenizer the template's allowance dominates the charge.
+    const chat = { messages: Array.from({ length: 20 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: "hi" })), max_tokens: 1 };
+    const first = await post("/v1/chat/completions", KEYS.settle, chat);
+    expect(first.status).toBe(200);
+    const charged = SETTLE_LIMIT - Number(first.headers.get("x-ratelimit-remaining-prompt-tokens"));
+    const used = ((await first.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
+    expect(charged).toBeGreaterThan(used); // the bound was above what the engine computed
+    const second = await post("/v1/chat/completions", KEYS.settle, chat);
+    expect(second.status).toBe(200);
+    await second.text();
+    const remaining = Number(second.headers.get("x-ratelimit-remaining-prompt-tokens"));
+    // The first request now costs what the engine reported (the bucket only refills meanwhile),
+    // the second its bound until its own answer settles it.
+    expect(remaining).toBeGreaterThanOrEqual(SETTLE_LIMIT - used - charged - 1);
+    expect(remaining).toBeLessThan(SETTLE_LIMIT - used);
   });
 });

@@ -62,6 +62,8 @@ export interface ForwardInput {
   readonly prepared?: PromptHashes;
   /** The output tokens the body asks for (max_tokens and kin; src/protect/output-budget.ts); undefined: it does not say. */
   readonly maxOutputTokens?: number;
+  /** What the engine will prefill at most, in tokens (src/protect/prompt-charge.ts): a tenant's prompt charge. Computed on demand. */
+  readonly promptCharge?: () => number;
   /** With --api-keys: the request's tenant and what it asks, for fair admission in the router's queue. */
   readonly share?: TenantShare;
   /**

@@ -13,6 +13,7 @@ import type { ForwardInput } from "../proxy/forward.ts";
 import { readPrompt, type PromptDeps } from "../routing/prompt-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
+import { promptCharge } from "../../protect/prompt-charge.ts";
 import type { Dispatch } from "./dispatch.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 
@@ -76,6 +77,7 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       priority: json.priority as number | undefined,
       stream: json.stream === true,
       maxOutputTokens: outputTokensAsked(path, json),
+      promptCharge: () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length),
     };
     obs?.prompt({ model: json.model, tokens: prompt.tokens.length, sessionId: sessionControl?.sessionId ?? input.sessionId });
     return split !== undefined ? split(input, json, json.model) : dispatch(input, json.model);

@@ -12,6 +12,7 @@ import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
 import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
+import { promptCharge } from "../../protect/prompt-charge.ts";
 import type { Dispatch } from "./dispatch.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 import { tokenizeHandler } from "./tokenize.ts";
@@ -54,7 +55,8 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
     const maxOutputTokens = outputTokensAsked(path, json);
-    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens }, json.model);
+    const charge = () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length);
+    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens, promptCharge: charge }, json.model);
   };
 }
 

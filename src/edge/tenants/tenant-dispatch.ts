@@ -7,7 +7,9 @@
  * generate no more than was booked (`max_tokens` or the tenant's default; an ask past the
  * per-minute limit is refused as too large). When the answer is over, the limits get back
  * the request's concurrency slot and the output tokens it really used, and fair admission is
- * corrected the same way.
+ * corrected the same way; the prompt charge (everything the engine will prefill, bounded where
+ * the router cannot count it: src/protect/prompt-charge.ts) is settled to the prompt tokens
+ * the answer reports.
  */
 import { RouterError } from "../../core/errors.ts";
 import { rateLimitedResponse } from "../../protect/limits/ratelimit-headers.ts";
@@ -57,7 +59,8 @@ export async function tenantCall(
   // With an output limit the engine is told the booking (output-cap.ts); else only booked.
   const capped = outputLimit > 0 && !generatesNoOutput(input.path) ? bookedOutput(input, tenant.defaultOutputTokens, outputLimit) : undefined;
   const outputTokens = capped?.booking.booked ?? input.maxOutputTokens ?? (generatesNoOutput(input.path) ? 0 : tenant.defaultOutputTokens);
-  const ask = { promptTokens: input.tokens.length, outputTokens };
+  // Everything the engine will prefill, not only the routed prompt; settled from the answer's usage.
+  const ask = { promptTokens: input.promptCharge?.() ?? input.tokens.length, outputTokens };
   const r = await g.limiter.acquire(tenant, ask, crypto.randomUUID());
   if (!r.allowed) {
     recordLimitStates(input.request, r.verdict.states);
@@ -74,10 +77,10 @@ export async function tenantCall(
   }
   const share: TenantShare | undefined = g.fair ? { tenant: tenant.name, weight: tenant.weight, ...ask } : undefined;
   let settled = false;
-  const settle = (out: number) => {
+  const settle = (out: number, prompt?: number) => {
     if (settled) return;
     settled = true;
-    g.limiter.release(ticket, out);
+    g.limiter.release(ticket, out, prompt);
     if (share !== undefined) g.settle?.(share, out);
   };
   let res: Response;

@@ -27,6 +27,13 @@ function costs(ask: Ask): Record<Exclude<Dimension, "concurrent">, number> {
   return { requests: 1, prompt_tokens: ask.promptTokens, output_tokens: ask.outputTokens };
 }
 
+/** Charge `delta` more to a bucket (a refund when negative), never above its limit. */
+function settle(b: Bucket | undefined, lim: number, delta: number, now: number): void {
+  if (lim === 0 || b === undefined || delta === 0) return;
+  refill(b, lim, now);
+  b.level = Math.min(lim, b.level - delta);
+}
+
 export class LocalLimitCounters {
   readonly #tenants = new Map<string, TenantCounters>();
 
@@ -67,18 +74,17 @@ export class LocalLimitCounters {
 
   /**
    * The request `id` ended with `outputTokens` generated: its concurrency slot frees and the
-   * output bucket is charged the difference from what was booked (a refund when it was less).
+   * output bucket is charged the difference from what was booked (a refund when it was less);
+   * with `prompt`, the prompt bucket is settled the same way to what the engine reported.
    */
-  release(tenant: string, limits: TenantLimits, id: string, outputTokens: number, now: number): void {
+  release(tenant: string, limits: TenantLimits, id: string, outputTokens: number, now: number, prompt?: { readonly charged: number; readonly used: number }): void {
     const c = this.#tenants.get(tenant);
     const booked = c?.running.get(id);
     if (c === undefined || booked === undefined) return;
     c.running.delete(id);
-    const lim = limitVector(limits).output_tokens;
-    const b = c.buckets.output_tokens;
-    if (lim === 0 || b === undefined) return;
-    refill(b, lim, now);
-    b.level = Math.min(lim, b.level - (outputTokens - booked));
+    const lim = limitVector(limits);
+    settle(c.buckets.output_tokens, lim.output_tokens, outputTokens - booked, now);
+    if (prompt !== undefined) settle(c.buckets.prompt_tokens, lim.prompt_tokens, prompt.used - prompt.charged, now);
   }
 
   /** The tenant's state now, without taking anything (headers on answers that took nothing). */
