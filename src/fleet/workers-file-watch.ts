@@ -9,8 +9,8 @@
  * and a file worker removed by other means (DELETE /v1/workers) is added back — the file is
  * the source of truth for the workers it lists; workers added otherwise are never touched.
  * A file that cannot be read or parsed is logged once and the last good set is kept. An
- * entry that fails to register is retried after `retryMs`. File reading and YAML parsing
- * are injected (src/runtime/bun/workers-file.ts: Bun.file, Bun.YAML.parse).
+ * entry that fails to register is retried after `retryMs`. File reading and parsing are
+ * injected (src/runtime/bun/workers-file.ts: a bounded read, the parse on a Worker).
  */
 import type { WorkerId } from "../core/ids.ts";
 import type { WorkerSpec } from "./worker-spec.ts";
@@ -29,6 +29,12 @@ export interface WorkersFileWatchOptions {
    */
   readonly fileVersion?: (path: string) => Promise<string>;
   readonly parseYaml: YamlParse;
+  /**
+   * Text -> the entries, parsed and checked off the event loop where the runtime can (Bun: a
+   * Worker), so a large file does not stall the loop; rejects naming what is wrong. Without
+   * it the file is parsed here with `parseYaml`.
+   */
+  readonly parseFile?: (text: string, path: string) => Promise<WantedWorker[]>;
   /** Change notifications for the file's directory; returns a stop function. Optional. */
   readonly watchDir?: (dir: string, onChange: () => void) => () => void;
   readonly register: (spec: WorkerSpec) => Promise<unknown>;
@@ -153,7 +159,7 @@ export class WorkersFileWatch {
     }
     if (text !== this.#lastText) {
       try {
-        this.#wanted = parseWorkersFile(text, this.o.path, this.o.parseYaml);
+        this.#wanted = this.o.parseFile !== undefined ? await this.o.parseFile(text, this.o.path) : parseWorkersFile(text, this.o.path, this.o.parseYaml);
         this.#lastText = text;
         this.#lastProblem = undefined;
         this.#failedAt.clear();

@@ -99,7 +99,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
       engineWaiting: () => engineLoad.waiting,
       onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
       onWorkerRemoved: (id) => void kv?.sources.unsubscribe(id), // its event stream ends with it
-      keysFile: bunKeysFile(),
+      keysFile: bunKeysFile(() => log.warn("--api-keys: this binary has no embedded parse worker; the keys file is parsed on the event loop")),
       processProbe: processProbe(),
       roleOf: (url) => roles.roleOf(url),
       tracer,
