@@ -9,7 +9,7 @@
  * directory watch are injected; nothing here touches a file system.
  */
 import type { Logger } from "../core/logger.ts";
-import { KeySet } from "./key-set.ts";
+import { KeySet, type PackedKeys } from "./key-set.ts";
 import { KeysFileError, parseKeysDocument, type KeyEntry } from "./keys-document.ts";
 
 /** Tenant names a reload logs at most. */
@@ -21,11 +21,11 @@ export interface KeysFileSource {
   /** Text -> document (JSON, or YAML by extension where the runtime parses YAML); throws on bad syntax. */
   parse(text: string, path: string): unknown;
   /**
-   * Text -> the key entries, parsed and checked off the event loop where the runtime can
+   * Text -> the keys, parsed, checked and packed off the event loop where the runtime can
    * (Bun: a Worker), so a large file does not stall the loop; rejects with KeysFileError naming
-   * the entry and field. Without it, `parse` and the check run here.
+   * the entry and field. Without it, `parse`, the check and the packing run here.
    */
-  entries?(text: string, path: string, where: string): Promise<KeyEntry[]>;
+  keys?(text: string, path: string, where: string): Promise<PackedKeys>;
   /** Change notifications for the file's directory; returns a stop function. */
   watchDir?(dir: string, onChange: () => void): () => void;
 }
@@ -121,7 +121,7 @@ export class KeysWatch {
   /** Parse and put in force; throws KeysFileError naming the entry and field. */
   async #apply(text: string): Promise<void> {
     const where = `--api-keys ${this.o.path}`;
-    const keys = new KeySet(this.o.source.entries !== undefined ? await this.o.source.entries(text, this.o.path, where) : this.#entries(text, where));
+    const keys = new KeySet(this.o.source.keys !== undefined ? await this.o.source.keys(text, this.o.path, where) : this.#entries(text, where));
     this.#keys = keys;
     this.#lastText = text;
     this.#lastProblem = undefined;

@@ -3,7 +3,7 @@
  * real processes: a router with --api-keys and --workers-file in front of a simulated engine.
  * A 30 MiB keys file is refused unread (past the 16 MiB bound) with a line that says so; a
  * file of 100,001 keys and a 3.9 MiB workers file of bad entries are parsed and refused on a
- * Worker thread. Meanwhile /livez is asked in a loop and must keep answering, and the keys and
+ * Worker thread, and a valid file of 100,000 keys is put in force. Meanwhile /livez is asked in a loop and must keep answering, and the keys and
  * workers in force stay. How long /livez took is printed (a figure for the report, never
  * asserted: a test must pass on a busy machine).
  */
@@ -85,6 +85,17 @@ describe("operator files are bounded and parsed off the event loop", () => {
     replace("keys.json", JSON.stringify({ keys }));
     const s = await livezWhile(() => router!.output().slice(before).includes("100001 entries; at most 100000"), "the refusal of the 100,001-key file");
     console.log(`100,001-key file refused: /livez answered ${s.answers} times meanwhile, slowest ${s.slowestMs.toFixed(1)} ms`);
+    expect(await servedWithKey()).toBe(200);
+  });
+
+  test("a valid file of 100,000 keys is put in force; /livez answers throughout", async () => {
+    const before = router!.output().length;
+    const hex = "1".repeat(58);
+    const keys = Array.from({ length: 99_999 }, (_, i) => ({ tenant: `t${i}`, key_sha256: `${hex}${i.toString(16).padStart(6, "0")}` }));
+    keys.push({ tenant: "a", key_sha256: await sha256Hex(KEY) });
+    replace("keys.json", JSON.stringify({ keys }));
+    const s = await livezWhile(() => router!.output().slice(before).includes("100000 keys for 100000 tenants in force"), "the 100,000-key file in force");
+    console.log(`100,000-key file put in force: /livez answered ${s.answers} times meanwhile, slowest ${s.slowestMs.toFixed(1)} ms`);
     expect(await servedWithKey()).toBe(200);
   });
 

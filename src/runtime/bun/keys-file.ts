@@ -6,7 +6,8 @@
  */
 import { watch } from "node:fs";
 import { stat } from "node:fs/promises";
-import { KeysFileError, type KeyEntry } from "../../protect/keys-document.ts";
+import type { PackedKeys } from "../../protect/key-set.ts";
+import { KeysFileError } from "../../protect/keys-document.ts";
 import type { KeysFileSource } from "../../protect/keys-watch.ts";
 import { parseOffLoop } from "./operator-file-parse.ts";
 
@@ -36,9 +37,9 @@ export function bunKeysFile(onInline?: () => void): KeysFileSource {
       return text;
     },
     parse: (text, path) => (isYaml(path) ? Bun.YAML.parse(text) : JSON.parse(text)),
-    async entries(text, path, where) {
+    async keys(text, path, where) {
       const r = await parseOffLoop({ kind: "keys", text, path, where }, onInline);
-      if (r.ok) return r.value as KeyEntry[];
+      if (r.ok) return r.value as PackedKeys;
       throw new KeysFileError(r.stage === "parse" ? `${where}: cannot parse (${r.message})` : r.message);
     },
     watchDir(dir, onChange) {

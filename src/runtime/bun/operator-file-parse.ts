@@ -9,6 +9,7 @@
  */
 import { existsSync } from "node:fs";
 import { parseWorkersFile } from "../../fleet/workers-file.ts";
+import { packKeys } from "../../protect/key-set.ts";
 import { parseKeysDocument } from "../../protect/keys-document.ts";
 
 export type OperatorFileJob =
@@ -55,7 +56,7 @@ export function runOperatorFileJob(job: OperatorFileJob): OperatorFileReply {
     return { ok: false, stage: "parse", message: (e as Error).message };
   }
   try {
-    return { ok: true, value: parseKeysDocument(doc, job.where) };
+    return { ok: true, value: packKeys(parseKeysDocument(doc, job.where)) };
   } catch (e) {
     return { ok: false, stage: "check", message: (e as Error).message };
   }
