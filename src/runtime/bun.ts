@@ -29,7 +29,7 @@ import { parseWorkersFile } from "../fleet/workers-file.ts";
 import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
 import { registerTokenizer } from "../edge/routes/worker-models.ts";
 import { bunKeysFile } from "./bun/keys-file.ts";
-import { composeRouter, reachableHost, StartupError } from "./compose.ts";
+import { composeRouter, listeningLine, reachableHost, StartupError } from "./compose.ts";
 import { processProbe } from "./bun/process-probe.ts";
 import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
 import { keyOf } from "../core/ids.ts";
@@ -165,7 +165,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   c.startChecks();
   engineLoad.start();
 
-  log.info(`switchyard listening on ${url}`, { policy: config.policy, workers: registry.size, block_size: config.blockSize });
+  log.info(listeningLine(config.host, port), { policy: config.policy, workers: registry.size, block_size: config.blockSize });
   const running: RunningRouter = {
     url,
     port,

@@ -98,12 +98,8 @@ export interface RuntimeChoices {
   readonly roleOf?: (url: string) => string;
 }
 
-/** A listen address clients on this machine can use (wildcards -> loopback). */
-export function reachableHost(host: string): string {
-  if (host === "0.0.0.0") return "127.0.0.1";
-  if (host === "::" || host === "[::]") return "[::1]";
-  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
-}
+export { reachableHost } from "./compose/reachable-host.ts";
+export { listeningLine } from "./compose/listen-line.ts";
 
 /** What the runtime adds to the edge's deps: what only it can know or offer. */
 export interface RuntimeEdge {

@@ -130,6 +130,13 @@ describe("a real router process", () => {
     await p.exited;
   }, 30_000);
 
+  test("bound to every interface, the listening line says so (not the loopback URL alone)", async () => {
+    const { p, line } = await serveListening(["--port", "0", "--host", "0.0.0.0"]);
+    expect(line).toMatch(/switchyard listening on http:\/\/0\.0\.0\.0:\d+ \(every interface; http:\/\/127\.0\.0\.1:\d+ from this host\)/);
+    p.kill("SIGKILL");
+    await p.exited;
+  }, 30_000);
+
   test("--burst-claims without --redis starts, and says once that it has no effect", async () => {
     const { p, stderr } = await serveListening(["--port", "0", "--burst-claims"]);
     expectOneWarning(stderr(), "--burst-claims", "has no effect without --redis");
