@@ -33,6 +33,7 @@ describe("parseWorkersFile", () => {
   test("bad files name what is wrong: syntax, shape, the entry and field, duplicates", () => {
     expect(problem(() => parseWorkersFile("[", "w.json", yaml))).toContain("w.json: not valid JSON");
     expect(problem(() => parseWorkersFile("a: [", "w.yml", yaml))).toContain("not valid YAML");
+    expect(problem(() => parseWorkersFile("workers:\n  - url: http://e:1\n   url: http://e:2\n", "w.yml", yaml))).toContain("w.yml: not valid YAML at line 3, column");
     expect(problem(() => parseWorkersFile('{"x": 1}', "w.json", yaml))).toContain('expected a list of workers, or {"workers": [...]}');
     expect(problem(() => parseWorkersFile(JSON.stringify([A, { url: B, dp_ranks: 0 }]), "w.json", yaml))).toContain("workers[1]: dp_ranks: must be >= 1");
     expect(problem(() => parseWorkersFile(JSON.stringify([{ url: A, kv_events: { endpoint: "tcp://h" } }]), "w.json", yaml))).toContain("kv_events.endpoint");
