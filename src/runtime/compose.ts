@@ -284,7 +284,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   }
 
   const tokenizerMismatch = tokenizerMismatchGauge(metrics.registry);
-  zeroRouterSeries(metrics);
+  zeroRouterSeries(metrics, { burstClaims: config.burstClaims && config.redis !== undefined });
   const { health, restarts, outliers } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now, log });
   const membership = new WorkerMembership({
     registry,
