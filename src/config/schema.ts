@@ -57,6 +57,7 @@ const ENGINES_WHY = "embedded simulated engines run on Bun's server";
 const METRICS_WHY = "engine metrics scraping is wired by the Bun entry only";
 const DRAIN_WHY = "workerd stops its isolates itself; requests in flight are not drained";
 const OTLP_WHY = "the OpenTelemetry exporter is wired by the Bun entry only; the trace context is still passed to the engines";
+const TLS_WHY = "the TLS listener (and its reload on change) is Bun's; terminate TLS in front of Deno and workerd";
 const DISCOVERY_WHY = "Kubernetes discovery is wired by the Bun entry only; list the engines with --worker";
 
 export const SERVE_OPTIONS = {
@@ -70,6 +71,18 @@ export const SERVE_OPTIONS = {
     fill: (c: { readonly adminToken: string | undefined }): string => (c.adminToken ? "0.0.0.0" : "127.0.0.1"),
     defaultText: "0.0.0.0 with --admin-token, else 127.0.0.1",
     runtimes: EVERYWHERE,
+  }),
+  tlsCert: row({
+    schema: v.optional(text("a file path")),
+    meta: "FILE",
+    help: "serve HTTPS with this PEM certificate chain (leaf first, then intermediates); needs --tls-key. Both files are re-read when they change (a renewed certificate or a remounted Secret) and served to new connections without a restart; a pair that does not match keeps the previous one",
+    runtimes: bunOnly(TLS_WHY),
+  }),
+  tlsKey: row({
+    schema: v.optional(text("a file path")),
+    meta: "FILE",
+    help: "the PEM private key of --tls-cert",
+    runtimes: bunOnly(TLS_WHY),
   }),
   tokenizers: row({
     flag: "--tokenizer",
@@ -603,6 +616,9 @@ export function crossFieldProblems(c: Config): string[] {
   if (c.discover === "off") {
     const given = [["--discover-namespace", c.discoverNamespace], ["--discover-selector", c.discoverSelector], ["--kubeconfig", c.kubeconfig]] as const;
     for (const [flag, value] of given) if (value !== undefined) out.push(`${flag}: only used with --discover kubernetes`);
+  }
+  if ((c.tlsCert === undefined) !== (c.tlsKey === undefined)) {
+    out.push(c.tlsCert === undefined ? "--tls-key: needs --tls-cert (the certificate it belongs to)" : "--tls-cert: needs --tls-key (its private key)");
   }
   const seen = new Set<string>();
   for (const z of c.zmqEndpoints) {

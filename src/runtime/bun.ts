@@ -22,6 +22,8 @@ import { startEmbeddedEngines } from "./bun/embedded-engines.ts";
 import { EngineLoad } from "./bun/engine-load.ts";
 import { chooseHasher } from "./bun/hasher.ts";
 import { listenOnBun } from "./bun/http-server.ts";
+import { plainListener, TlsListener, type RouterListener } from "./bun/tls-listener.ts";
+import { TlsPairError } from "./bun/tls-pair.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
 import { MAX_WORKERS_FILE_BYTES, workersFileWatch } from "./bun/workers-file.ts";
 import { readBoundedText } from "./bun/bounded-file.ts";
@@ -123,7 +125,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
     prefillSpeed: (w, msPerToken) => void (registry.has(w.workerId) && c.router.ttft.reportEngineSpeed(keyOf(w), msPerToken)),
   });
 
-  let server: ReturnType<typeof Bun.serve> | undefined;
+  let server: RouterListener | undefined;
   // Proxied requests go over pooled sockets on this thread (Bun's fetch hands each request
   // to its own client thread, which costs ~20 µs of CPU per request); https engines use fetch.
   const upstreamClient = new SocketHttpClient({ fallback: fetchUpstream((u, init) => fetch(u, init)), connectTimeoutMs: config.connectTimeout * 1000 });
@@ -145,15 +147,25 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   });
   const app = createApp(deps);
   try {
-    server = listenOnBun(config, deps, (req) => app.fetch(req));
+    const handler = (req: Request) => app.fetch(req);
+    server =
+      config.tlsCert !== undefined && config.tlsKey !== undefined
+        ? await TlsListener.open({
+            certPath: config.tlsCert,
+            keyPath: config.tlsKey,
+            port: config.port,
+            start: (pair, port) => listenOnBun(config, deps, handler, { ...pair, port }),
+            log,
+          })
+        : plainListener(listenOnBun(config, deps, handler));
   } catch (e) {
     c.stopWork();
     await c.close();
-    throw listenError(config, e);
+    throw e instanceof TlsPairError ? new StartupError(e.message) : listenError(config, e);
   }
-  const port = server.port!;
+  const port = server.port;
   c.listeningOn(port);
-  const url = `http://${reachableHost(config.host)}:${port}`;
+  const url = `${server.scheme}://${reachableHost(config.host)}:${port}`;
 
   const mockers = await startEmbeddedEngines(config, url, log);
   await c.registerAll([...config.workers, ...config.prefillWorkers, ...config.decodeWorkers, ...mockers.map((m) => m.url)]);
@@ -165,7 +177,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   c.startChecks();
   engineLoad.start();
 
-  log.info(listeningLine(config.host, port), { policy: config.policy, workers: registry.size, block_size: config.blockSize });
+  log.info(listeningLine(config.host, port, server.scheme), { policy: config.policy, workers: registry.size, block_size: config.blockSize });
   const running: RunningRouter = {
     url,
     port,
