@@ -72,18 +72,6 @@ export const SERVE_OPTIONS = {
     defaultText: "0.0.0.0 with --admin-token, else 127.0.0.1",
     runtimes: EVERYWHERE,
   }),
-  tlsCert: row({
-    schema: v.optional(text("a file path")),
-    meta: "FILE",
-    help: "serve HTTPS with this PEM certificate chain (leaf first, then intermediates); needs --tls-key. Both files are re-read when they change (a renewed certificate or a remounted Secret) and served to new connections without a restart; a pair that does not match keeps the previous one",
-    runtimes: bunOnly(TLS_WHY),
-  }),
-  tlsKey: row({
-    schema: v.optional(text("a file path")),
-    meta: "FILE",
-    help: "the PEM private key of --tls-cert",
-    runtimes: bunOnly(TLS_WHY),
-  }),
   tokenizers: row({
     flag: "--tokenizer",
     schema: v.optional(TokenizerSpecsSchema, []),
@@ -476,6 +464,18 @@ export const SERVE_OPTIONS = {
     meta: "PATH",
     help: "JSON or YAML list of workers (POST /v1/workers entries, kv_events included), re-read when it changes; workers leave when their entry does",
     runtimes: bunOnly("the workers-file watch reads files with Bun"),
+  }),
+  tlsCert: row({
+    schema: v.optional(text("a file path")),
+    meta: "FILE",
+    help: "serve HTTPS with this PEM certificate chain (leaf first, then intermediates); needs --tls-key. Both files are re-read when they change (a renewed certificate or a remounted Secret) and served to new connections without a restart; a pair that does not match keeps the previous one",
+    runtimes: bunOnly(TLS_WHY),
+  }),
+  tlsKey: row({
+    schema: v.optional(text("a file path")),
+    meta: "FILE",
+    help: "the PEM private key of --tls-cert",
+    runtimes: bunOnly(TLS_WHY),
   }),
   engineMetricsInterval: row({
     schema: v.optional(nonNegative("a number of seconds >= 0"), 2),
