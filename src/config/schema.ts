@@ -374,6 +374,13 @@ export const SERVE_OPTIONS = {
   }),
   // Refused elsewhere on its value, so OTEL_EXPORTER_OTLP_ENDPOINT in the environment is
   // refused too rather than silently ignored.
+  alertmanagerUrl: row({
+    schema: v.optional(httpUrl),
+    meta: "URL",
+    help: "Alertmanager whose firing alerts the status page (GET /ui) shows, e.g. http://alertmanager:9093 (its API v2, read at most every 5 s)",
+    defaultText: "no alerts on the page",
+    runtimes: EVERYWHERE,
+  }),
   otlpEndpoint: row({
     schema: v.optional(httpUrl),
     env: ["SWITCHYARD_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"],

@@ -34,6 +34,7 @@ import { bindBuildInfo, bindRecoveryMetrics, bindWorkerInfo, tokenizerMismatchGa
 import { bindProcessMetrics, EventLoopLag, type ProcessProbe } from "../observe/process-metrics.ts";
 import { forgetWorkerSeries, zeroRouterSeries, zeroWorkerSeries } from "../observe/zero-series.ts";
 import type { StatusSource } from "../observe/status-routes.ts";
+import { AlertmanagerReader } from "../observe/alertmanager.ts";
 import { buildInfo } from "../core/build-info.ts";
 import { AdmissionGate, createRouter, StickyRouter } from "../router/index.ts";
 import { openRedisConnection, type RespOpener } from "../sync/redis-client.ts";
@@ -371,6 +372,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   // Sub-millisecond epoch time for access lines and spans; a runtime whose timeOrigin is not
   // the epoch (workerd's is 0, with now() already epoch time) falls back to Date.now().
   const origin = performance.timeOrigin ?? 0;
+  const startedAt = new Date().toISOString();
   const clock = Math.abs(origin + performance.now() - Date.now()) < 60_000 ? () => origin + performance.now() : () => Date.now();
   const decisions = new DecisionLog({
     policy: router.pipeline.name,
@@ -403,6 +405,13 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     now,
     admissionQueue: () => admission.size,
     sessions: () => memorySessions?.().held,
+    replica: () => ({
+      router_id: routerIdHex(routerId),
+      host: choices.localHosts()[0] ?? "unknown",
+      started_at: startedAt,
+      peers: loadSync === undefined ? null : loadSync.peers().map((p) => ({ router_id: routerIdHex(p.routerId), heard_s_ago: Math.round(p.heardMsAgo / 100) / 10, requests: p.requests, complete: p.complete })),
+    }),
+    alerts: config.alertmanagerUrl === undefined ? undefined : ((r) => () => r.read())(new AlertmanagerReader({ url: config.alertmanagerUrl, fetch: (u, init) => fetch(u, init), now: clock })),
   };
   const deadlines = {
     connectMs: config.connectTimeout * 1000,

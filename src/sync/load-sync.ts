@@ -107,6 +107,8 @@ export interface LoadSync {
   stats(): LoadSyncStats;
   /** Other routers heard from and not yet given up on (stats().peers, without building the rest). */
   peerCount(): number;
+  /** Those routers: id, ms since last heard, requests they booked here, whether that picture is complete. */
+  peers(): { routerId: bigint; heardMsAgo: number; requests: number; complete: boolean }[];
 }
 
 function randomEpoch(): string {
@@ -259,6 +261,7 @@ export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
       return stopped;
     },
     peerCount: () => peers.size,
+    peers: () => peers.list(now()),
     stats(): LoadSyncStats {
       const o = outbox.counters;
       const p = peers.counters;
