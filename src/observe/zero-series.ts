@@ -6,14 +6,10 @@
  * the fixed label values of the router-wide ones (reasons, error codes, outcomes) start at 0
  * when the router does.
  */
-import type { RouterErrorCode } from "../core/errors.ts";
-import { STATUS_BY_CODE } from "../edge/errors.ts";
-import type { DeadlineKind } from "../edge/proxy/deadlines.ts";
+import { ROUTER_ERROR_CODES } from "../core/errors.ts";
 import type { BurstClaimOutcome } from "../router/index.ts";
-import type { RouterMetrics } from "./names.ts";
+import { DEADLINE_KINDS, type RouterMetrics } from "./names.ts";
 import type { Gauge } from "./registry.ts";
-
-const DEADLINES: readonly DeadlineKind[] = ["connect", "first_byte", "response", "stream_idle"];
 
 const BURST_OUTCOMES: readonly BurstClaimOutcome[] = ["clear", "counted", "moved", "failed"];
 /** The status a worker's requests_total starts at 0 under, so its share of requests reads 0, not nothing. */
@@ -24,7 +20,7 @@ export function zeroRouterSeries(m: RouterMetrics, o: { burstClaims?: boolean } 
   for (const reason of ["queue_full", "queue_timeout"]) m.admissionRejections.inc([reason], 0);
   for (const reason of ["unknown_worker", "invalid", "approx_policy"] as const) m.eventDropped(reason, 0);
   // Every code the router can answer with itself: the dashboard's routing-errors panel reads 0 on a healthy fleet.
-  for (const code of Object.keys(STATUS_BY_CODE) as RouterErrorCode[]) m.routingErrors.inc([code], 0);
+  for (const code of ROUTER_ERROR_CODES) m.routingErrors.inc([code], 0);
   if (o.burstClaims) for (const outcome of BURST_OUTCOMES) m.burstClaims.inc([outcome], 0);
 }
 
@@ -33,7 +29,7 @@ export function zeroWorkerSeries(m: RouterMetrics, workerId: bigint, tokenizerMi
   m.requests.inc([w, FIRST_STATUS], 0);
   m.workerEjections.inc([w], 0);
   m.upstreamFailures.inc([w], 0);
-  for (const d of DEADLINES) m.deadlineMisses.inc([w, d], 0);
+  for (const d of DEADLINE_KINDS) m.deadlineMisses.inc([w, d], 0);
   tokenizerMismatch.set([w], 0);
 }
 
@@ -43,6 +39,6 @@ export function forgetWorkerSeries(m: RouterMetrics, workerId: bigint, tokenizer
   if (m.requests.get([w, FIRST_STATUS]) === 0) m.requests.remove([w, FIRST_STATUS]);
   m.workerEjections.remove([w]);
   m.upstreamFailures.remove([w]);
-  for (const d of DEADLINES) m.deadlineMisses.remove([w, d]);
+  for (const d of DEADLINE_KINDS) m.deadlineMisses.remove([w, d]);
   tokenizerMismatch.remove([w]);
 }

@@ -6,11 +6,12 @@
  * tokenizer, so an operator can diff it with the engine's own /tokenize. Without a tokenizer
  * for the model the request is proxied to a worker serving it (the engine answers).
  */
-import { checkPromptSize } from "../routing/prompt-size.ts";
+import { checkPromptSize } from "../prompt-route/prompt-size.ts";
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
-import { modelRoute } from "../routing/model-routing.ts";
-import type { PassthroughDeps } from "./passthrough.ts";
+import { modelField, modelRoute } from "../prompt-route/model-routing.ts";
+import type { FleetView, RequestLimits } from "../deps.ts";
+import type { ModelForward } from "../proxy/model-forward.ts";
 
 function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
   const v = body.add_special_tokens;
@@ -19,16 +20,24 @@ function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
   return v;
 }
 
-export function tokenizeHandler(d: PassthroughDeps) {
+/** The request limits, the models and tokenizers (404 and the answer), and the dispatch for a model without a tokenizer. */
+export interface TokenizeDeps {
+  readonly limits: RequestLimits;
+  readonly fleet: FleetView;
+  readonly dispatch: ModelForward;
+}
+
+export function tokenizeHandler(d: TokenizeDeps) {
   const { fleet } = d;
   return async (req: Request): Promise<Response> => {
     const body = await readBodyLimited(req, d.limits.maxBodyBytes);
     const json = parseJsonObject(body);
     // An unknown model is the same 404 as on every other route.
-    modelRoute(json.model, fleet);
+    const model = modelField(json.model, true);
+    modelRoute(model, fleet);
     const tok = fleet.tokenizers?.forModel(json.model);
     if (tok === undefined) {
-      return d.dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, json.model);
+      return d.dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, model);
     }
     if (json.messages !== undefined) checkPromptSize(json.messages, "messages", d.limits.maxPromptChars);
     else checkPromptSize(json.prompt, "prompt", d.limits.maxPromptChars);

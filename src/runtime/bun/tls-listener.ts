@@ -10,7 +10,7 @@
  */
 import { watch } from "node:fs";
 import { dirname } from "node:path";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import { fileVersion } from "./bounded-file.ts";
 import { readTlsPair, TlsPairError, type TlsPair } from "./tls-pair.ts";
 

@@ -3,7 +3,7 @@
  * is named as such: an operator reading "http://127.0.0.1:8080" in a container's log would
  * believe the router unreachable from outside. The loopback URL is added for this host only.
  */
-import { reachableHost } from "./reachable-host.ts";
+import { reachableHost } from "./choices.ts";
 
 export function listeningLine(host: string, port: number, scheme: "http" | "https" = "http"): string {
   const local = `${scheme}://${reachableHost(host)}:${port}`;

@@ -1,18 +1,18 @@
 /**
  * The router's app in-process, built from the real parts around a fake upstream `fetch`, so
  * proxy behaviour is tested without sockets: the decision room through createRouter (as
- * src/runtime/compose.ts builds it: index, scheduler, routing, recovery, bookings), sessions, membership.
+ * src/runtime/compose/ builds it: index, scheduler, routing, recovery, bookings), sessions, membership.
  * Workers are registered directly in the registry (no engine info call); the recovery query
  * answers an error (these tests post admin events, applied as they say).
  */
 import { createApp } from "../../../src/edge/app.ts";
 import type { EdgeDeps } from "../../../src/edge/deps.ts";
 import { fetchUpstream } from "../../../src/edge/proxy/upstream.ts";
-import { silentLogger, type Logger } from "../../../src/edge/log.ts";
+import { silentLogger, type Logger } from "../../../src/core/logger.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";
-import type { KvIndex } from "../../../src/router/index/types.ts";
+import type { KvIndex } from "../../../src/router/kv-index/types.ts";
 import { LoraStateTracker } from "../../../src/fleet/lora/state-tracker.ts";
 import { RouterMetrics } from "../../../src/observe/names.ts";
 import { LoadTracker } from "../../../src/router/books/load-tracker.ts";
@@ -125,7 +125,7 @@ export function harness(o: HarnessOptions): Harness {
   }
   tracker.updateWorkers(o.workers.flatMap((w) => Array.from({ length: w.dpRanks ?? 1 }, (_, r) => ({ workerId: w.id, dpRank: r }))));
   const deps: EdgeDeps = {
-    door: { adminToken: o.adminToken, peer: () => o.peer ?? "127.0.0.1" },
+    access: { adminToken: o.adminToken, peer: () => o.peer ?? "127.0.0.1" },
     limits: { maxBodyBytes: o.maxBodyBytes ?? 1 << 20, maxPromptChars: o.maxPromptChars },
     fleet: { registry, lora: loader, models },
     router,
