@@ -22,6 +22,8 @@ import { startEmbeddedEngines } from "./bun/embedded-engines.ts";
 import { EngineLoad } from "./bun/engine-load.ts";
 import { chooseHasher } from "./bun/hasher.ts";
 import { listenOnBun } from "./bun/http-server.ts";
+import { plainListener, TlsListener, type RouterListener } from "./bun/tls-listener.ts";
+import { TlsPairError } from "./bun/tls-pair.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
 import { MAX_WORKERS_FILE_BYTES, workersFileWatch } from "./bun/workers-file.ts";
 import { readBoundedText } from "./bun/bounded-file.ts";
@@ -29,7 +31,7 @@ import { parseWorkersFile } from "../fleet/workers-file.ts";
 import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
 import { registerTokenizer } from "../edge/routes/worker-models.ts";
 import { bunKeysFile } from "./bun/keys-file.ts";
-import { composeRouter, reachableHost, StartupError, type ComposedRouter, type RuntimeChoices, type RuntimeEdge } from "./compose/index.ts";
+import { composeRouter, listeningLine, reachableHost, StartupError, type ComposedRouter, type RuntimeChoices, type RuntimeEdge } from "./compose/index.ts";
 import { processProbe } from "./bun/process-probe.ts";
 import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
 import { keyOf } from "../core/ids.ts";
@@ -76,7 +78,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const roles = new WorkerRoles();
   for (const u of config.prefillWorkers) roles.set(u, "prefill");
   for (const u of config.decodeWorkers) roles.set(u, "decode");
-  const late: { kv?: ReturnType<typeof kvEventStreams>; server?: ReturnType<typeof Bun.serve> } = {};
+  const late: { kv?: ReturnType<typeof kvEventStreams>; server?: RouterListener } = {};
   const tracer = await otlpTracer(config, log);
   const c = await composeRouter(config, bunChoices(config, { hasher, engineLoad, roles, tracer, late, log }), log);
   const { registry, now } = c;
@@ -88,17 +90,27 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const upstreamClient = new SocketHttpClient({ fallback: fetchUpstream((u, init) => fetch(u, init)), connectTimeoutMs: config.connectTimeout * 1000 });
   const deps = c.edgeDeps(bunEdge(config, { roles, kv, engineLoad, upstreamClient, late }));
   const app = createApp(deps);
-  let server: ReturnType<typeof Bun.serve>;
+  let server: RouterListener;
   try {
-    server = late.server = listenOnBun(config, deps, (req) => app.fetch(req));
+    const handler = (req: Request) => app.fetch(req);
+    server = late.server =
+      config.tlsCert !== undefined && config.tlsKey !== undefined
+        ? await TlsListener.open({
+            certPath: config.tlsCert,
+            keyPath: config.tlsKey,
+            port: config.port,
+            start: (pair, port) => listenOnBun(config, deps, handler, { ...pair, port }),
+            log,
+          })
+        : plainListener(listenOnBun(config, deps, handler));
   } catch (e) {
     c.stopWork();
     await c.close();
-    throw listenError(config, e);
+    throw e instanceof TlsPairError ? new StartupError(e.message) : listenError(config, e);
   }
-  const port = server.port!;
+  const port = server.port;
   c.listeningOn(port);
-  const url = `http://${reachableHost(config.host)}:${port}`;
+  const url = `${server.scheme}://${reachableHost(config.host)}:${port}`;
 
   const mockers = await startEmbeddedEngines(config, url, log);
   await c.registerAll([...config.workers, ...config.prefillWorkers, ...config.decodeWorkers, ...mockers.map((m) => m.url)]);
@@ -110,7 +122,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   c.startChecks();
   engineLoad.start();
 
-  log.info(`switchyard listening on ${url}`, { policy: config.policy, workers: registry.size, block_size: config.blockSize });
+  log.info(listeningLine(config.host, port, server.scheme), { policy: config.policy, workers: registry.size, block_size: config.blockSize });
   return runningRouter(url, port, log, server, {
     c,
     tracer,
@@ -185,7 +197,7 @@ function wireEngineLoad(config: Config, c: ComposedRouter, engineLoad: EngineLoa
 /** What Bun adds to the edge: the peer address and keep-open of its server (once it listens), pooled sockets, direct streams, disagg. */
 function bunEdge(
   config: Config,
-  b: { roles: WorkerRoles; kv: ReturnType<typeof kvEventStreams>; engineLoad: EngineLoad; upstreamClient: SocketHttpClient; late: { server?: ReturnType<typeof Bun.serve> } },
+  b: { roles: WorkerRoles; kv: ReturnType<typeof kvEventStreams>; engineLoad: EngineLoad; upstreamClient: SocketHttpClient; late: { server?: RouterListener } },
 ): RuntimeEdge {
   const { kv, engineLoad, late } = b;
   return {
@@ -211,7 +223,7 @@ function runningRouter(
   url: string,
   port: number,
   log: Logger,
-  server: ReturnType<typeof Bun.serve>,
+  server: RouterListener,
   p: { c: ComposedRouter; tracer: Tracer | undefined; stopParts: () => Promise<void> },
 ): RunningRouter {
   const { c, tracer } = p;
