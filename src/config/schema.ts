@@ -53,6 +53,7 @@ const ENGINES_WHY = "embedded simulated engines run on Bun's server";
 const METRICS_WHY = "engine metrics scraping is wired by the Bun entry only";
 const DRAIN_WHY = "workerd stops its isolates itself; requests in flight are not drained";
 const OTLP_WHY = "the OpenTelemetry exporter is wired by the Bun entry only; the trace context is still passed to the engines";
+const TLS_WHY = "the TLS listener (and its reload on change) is Bun's; terminate TLS in front of Deno and workerd";
 const DISCOVERY_WHY = "Kubernetes discovery is wired by the Bun entry only; list the engines with --worker";
 
 export const SERVE_OPTIONS = {
@@ -301,7 +302,7 @@ export const SERVE_OPTIONS = {
   retryBudget: row({
     schema: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(1000, "must be <= 1000")), 20),
     meta: "P",
-    help: "retries of engine answers (--retry-on), beyond 10 per second, as a percentage of the requests of the last 10 s; past it the answer goes to the client",
+    help: "re-sends to another worker (engine answers in --retry-on, connection failures, missed deadlines, fail-over off an ejected or removed worker), beyond 10 per second, as a percentage of the requests of the last 10 s; past it the engine's answer (or a 502) goes to the client",
     runtimes: EVERYWHERE,
   }),
   // Deadlines (seconds; 0 = none). First byte: a 128k-token prompt can take tens of seconds
@@ -395,6 +396,13 @@ export const SERVE_OPTIONS = {
   }),
   // Refused elsewhere on its value, so OTEL_EXPORTER_OTLP_ENDPOINT in the environment is
   // refused too rather than silently ignored.
+  alertmanagerUrl: row({
+    schema: v.optional(httpUrl),
+    meta: "URL",
+    help: "Alertmanager whose firing alerts the status page (GET /ui) shows, e.g. http://alertmanager:9093 (its API v2, read at most every 5 s)",
+    defaultText: "no alerts on the page",
+    runtimes: EVERYWHERE,
+  }),
   otlpEndpoint: row({
     schema: v.optional(httpUrl),
     env: ["SWITCHYARD_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"],
@@ -485,6 +493,18 @@ export const SERVE_OPTIONS = {
     meta: "PATH",
     help: "JSON or YAML list of workers (POST /v1/workers entries, kv_events included), re-read when it changes; workers leave when their entry does",
     runtimes: bunOnly("the workers-file watch reads files with Bun"),
+  }),
+  tlsCert: row({
+    schema: v.optional(text("a file path")),
+    meta: "FILE",
+    help: "serve HTTPS with this PEM certificate chain (leaf first, then intermediates); needs --tls-key. Both files are re-read when they change (a renewed certificate or a remounted Secret) and served to new connections without a restart; a pair that does not match keeps the previous one",
+    runtimes: bunOnly(TLS_WHY),
+  }),
+  tlsKey: row({
+    schema: v.optional(text("a file path")),
+    meta: "FILE",
+    help: "the PEM private key of --tls-cert",
+    runtimes: bunOnly(TLS_WHY),
   }),
   engineMetricsInterval: row({
     schema: v.optional(nonNegative("a number of seconds >= 0"), 2),
@@ -625,6 +645,9 @@ export function crossFieldProblems(c: Config): string[] {
   if (c.discover === "off") {
     const given = [["--discover-namespace", c.discoverNamespace], ["--discover-selector", c.discoverSelector], ["--kubeconfig", c.kubeconfig]] as const;
     for (const [flag, value] of given) if (value !== undefined) out.push(`${flag}: only used with --discover kubernetes`);
+  }
+  if ((c.tlsCert === undefined) !== (c.tlsKey === undefined)) {
+    out.push(c.tlsCert === undefined ? "--tls-key: needs --tls-cert (the certificate it belongs to)" : "--tls-cert: needs --tls-key (its private key)");
   }
   const seen = new Set<string>();
   for (const z of c.zmqEndpoints) {

@@ -53,7 +53,23 @@ export const MOCKER_OPTIONS = {
     schema: v.optional(u64),
     read: readU64,
     meta: "ID",
-    help: "u64 worker id (default: derived from the base URL, like the router)",
+    help: "u64 worker id (default: derived from --advertise-url, else the\nlisten URL, as the router derives it)",
+    defaultText: false,
+  }),
+  /**
+   * The URL routers reach this engine at. In a container the listen URL (http://0.0.0.0:8000)
+   * is the same for every engine, so every engine would claim the same worker id; the id must
+   * come from the address the router registers instead.
+   */
+  advertiseUrl: row({
+    schema: v.optional(
+      v.pipe(
+        nonEmpty,
+        v.check((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), "must be an http:// or https:// URL"),
+      ),
+    ),
+    meta: "URL",
+    help: "the URL routers reach this engine at (e.g. http://engine-1:8000);\nits worker id is derived from it, as the router does",
     defaultText: false,
   }),
   dpRanks: row({ schema: v.optional(count(1), 1), read: readNumber, meta: "N", help: "data-parallel ranks" }),

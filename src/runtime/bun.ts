@@ -23,6 +23,8 @@ import { offLoopJsonParser } from "./bun/json-parse-pool.ts";
 import { EngineLoad } from "./bun/engine-load.ts";
 import { chooseHasher } from "./bun/hasher.ts";
 import { listenOnBun } from "./bun/http-server.ts";
+import { plainListener, TlsListener, type RouterListener } from "./bun/tls-listener.ts";
+import { TlsPairError } from "./bun/tls-pair.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
 import { MAX_WORKERS_FILE_BYTES, workersFileWatch } from "./bun/workers-file.ts";
 import { readBoundedText } from "./bun/bounded-file.ts";
@@ -30,7 +32,7 @@ import { parseWorkersFile } from "../fleet/workers-file.ts";
 import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
 import { registerTokenizer } from "../edge/routes/worker-models.ts";
 import { bunKeysFile } from "./bun/keys-file.ts";
-import { composeRouter, reachableHost, StartupError, type ComposedRouter, type RuntimeChoices, type RuntimeEdge } from "./compose/index.ts";
+import { composeRouter, listeningLine, reachableHost, StartupError, type ComposedRouter, type RuntimeChoices, type RuntimeEdge } from "./compose/index.ts";
 import { processProbe } from "./bun/process-probe.ts";
 import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
 import { keyOf } from "../core/ids.ts";
@@ -101,9 +103,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const roles = new WorkerRoles();
   for (const u of config.prefillWorkers) roles.set(u, "prefill");
   for (const u of config.decodeWorkers) roles.set(u, "decode");
-  const late: { kv?: ReturnType<typeof kvEventStreams>; server?: ReturnType<typeof Bun.serve> } = {};
+  const late: { kv?: ReturnType<typeof kvEventStreams>; server?: RouterListener } = {};
   const tracer = await otlpTracer(config, log);
-  const c = await composeRouter(config, bunChoices(config, { hasher, engineLoad, roles, tracer, late }), log);
+  const c = await composeRouter(config, bunChoices(config, { hasher, engineLoad, roles, tracer, late, log }), log);
   const { registry, now } = c;
   const kv = (late.kv = kvEventStreams(config, c, hasher, roles, log));
   bindStreamMetrics(c.metrics.registry, () => zmqStreams(registry.list(), (id) => kv.sources.describe(id)));
@@ -114,17 +116,27 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const eventsToken = await eventsTokenOf(config);
   const deps = c.edgeDeps(bunEdge(config, { roles, kv, engineLoad, upstreamClient, late, eventsToken }));
   const app = createApp(deps);
-  let server: ReturnType<typeof Bun.serve>;
+  let server: RouterListener;
   try {
-    server = late.server = listenOnBun(config, deps, (req) => app.fetch(req));
+    const handler = (req: Request) => app.fetch(req);
+    server = late.server =
+      config.tlsCert !== undefined && config.tlsKey !== undefined
+        ? await TlsListener.open({
+            certPath: config.tlsCert,
+            keyPath: config.tlsKey,
+            port: config.port,
+            start: (pair, port) => listenOnBun(config, deps, handler, { ...pair, port }),
+            log,
+          })
+        : plainListener(listenOnBun(config, deps, handler));
   } catch (e) {
     c.stopWork();
     await c.close();
-    throw listenError(config, e);
+    throw e instanceof TlsPairError ? new StartupError(e.message) : listenError(config, e);
   }
-  const port = server.port!;
+  const port = server.port;
   c.listeningOn(port);
-  const url = `http://${reachableHost(config.host)}:${port}`;
+  const url = `${server.scheme}://${reachableHost(config.host)}:${port}`;
 
   const mockers = await startEmbeddedEngines(config, url, eventsToken, log);
   await c.registerAll([...config.workers, ...config.prefillWorkers, ...config.decodeWorkers, ...mockers.map((m) => m.url)]);
@@ -136,7 +148,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   c.startChecks();
   engineLoad.start();
 
-  log.info(`switchyard listening on ${url}`, { policy: config.policy, workers: registry.size, block_size: config.blockSize });
+  log.info(listeningLine(config.host, port, server.scheme), { policy: config.policy, workers: registry.size, block_size: config.blockSize });
   return runningRouter(url, port, log, server, {
     c,
     tracer,
@@ -164,7 +176,7 @@ async function otlpTracer(config: Config, log: Logger): Promise<Tracer | undefin
 /** Bun's implementations for the shared composition; `late` holds what exists only after it (the ZMQ streams). */
 function bunChoices(
   config: Config,
-  b: { hasher: BatchBlockHasher; engineLoad: EngineLoad; roles: WorkerRoles; tracer: Tracer | undefined; late: { kv?: ReturnType<typeof kvEventStreams> } },
+  b: { hasher: BatchBlockHasher; engineLoad: EngineLoad; roles: WorkerRoles; tracer: Tracer | undefined; late: { kv?: ReturnType<typeof kvEventStreams> }; log: Logger },
 ): RuntimeChoices {
   const { engineLoad, roles } = b;
   return {
@@ -184,7 +196,7 @@ function bunChoices(
     engineWaiting: () => engineLoad.waiting,
     onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
     onWorkerRemoved: (id) => void b.late.kv?.sources.unsubscribe(id), // its event stream ends with it
-    keysFile: bunKeysFile(),
+    keysFile: bunKeysFile(() => b.log.warn("--api-keys: this binary has no embedded parse worker; the keys file is parsed on the event loop")),
     processProbe: processProbe(),
     roleOf: (url) => roles.roleOf(url),
     tracer: b.tracer,
@@ -216,7 +228,7 @@ function bunEdge(
     kv: ReturnType<typeof kvEventStreams>;
     engineLoad: EngineLoad;
     upstreamClient: SocketHttpClient;
-    late: { server?: ReturnType<typeof Bun.serve> };
+    late: { server?: RouterListener };
     eventsToken: string | undefined;
   },
 ): RuntimeEdge {
@@ -246,7 +258,7 @@ function runningRouter(
   url: string,
   port: number,
   log: Logger,
-  server: ReturnType<typeof Bun.serve>,
+  server: RouterListener,
   p: { c: ComposedRouter; tracer: Tracer | undefined; stopParts: () => Promise<void> },
 ): RunningRouter {
   const { c, tracer } = p;

@@ -14,6 +14,7 @@ import { promptFieldsOf, readPrompt, type PromptTokenizers } from "../prompt-rou
 import { modelField } from "../prompt-route/model-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
+import { promptCharge } from "../../protect/prompt-charge.ts";
 import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 
@@ -74,6 +75,7 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       priority: json.priority as number | undefined,
       stream: json.stream === true,
       maxOutputTokens: outputTokensAsked(path, json),
+      promptCharge: () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length),
     };
     obs?.prompt({ model: json.model, tokens: prompt.tokens.length, sessionId: sessionControl?.sessionId ?? input.sessionId });
     return split !== undefined ? split(input, json, model) : dispatch(input, model);

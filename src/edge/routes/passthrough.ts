@@ -13,6 +13,7 @@ import type { FleetView, RequestLimits } from "../deps.ts";
 import { promptFieldsOf, readPrompt, type PromptKind } from "../prompt-route/prompt-routing.ts";
 import { modelField } from "../prompt-route/model-routing.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
+import { promptCharge } from "../../protect/prompt-charge.ts";
 import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 import { tokenizeHandler } from "./tokenize.ts";
@@ -54,7 +55,8 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
     const maxOutputTokens = outputTokensAsked(path, json);
-    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens }, modelField(json.model, true));
+    const charge = () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length);
+    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens, promptCharge: charge }, modelField(json.model, true));
   };
 }
 

@@ -21,6 +21,9 @@ export async function startEmbeddedEngines(config: Config, routerUrl: string, ev
         // The embedded engines tokenize with the default tokenizer, as the router does.
         tokenizer: config.tokenizers.find((t) => t.model === undefined)?.path,
         seed: i + 1,
+        // Over --tls-cert the engines push to this very process on loopback, whatever name the
+        // certificate carries.
+        ...(routerUrl.startsWith("https:") ? { fetch: ((u, init) => fetch(u, { ...init, tls: { rejectUnauthorized: false } })) as typeof fetch } : {}),
         log: (line) => log.warn(`[engine ${i}] ${line}`),
       }),
     );
