@@ -6,18 +6,20 @@
 import type { DpRank, WorkerId } from "../../core/ids.ts";
 import type { RouteDecision } from "../../router/index.ts";
 import type { AnswerInput } from "../../fleet/cache-truth/tracker.ts";
-import { prepareBody, tappedReader, UsageTap, type PreparedBody, type TapReader } from "./usage-injection.ts";
+import { prepareBody, tappedReader, UsageTap, type ParsedStreamOptions, type PreparedBody, type TapReader } from "./usage-injection.ts";
 
 /** What the proxy needs of the tracker. */
 export interface CacheCheck {
   readonly blockSize: number;
   answer(workerId: WorkerId, dpRank: DpRank, facts: AnswerInput): void;
+  /** Leading blocks of these prompt hashes the index holds for the rank now. */
+  indexedBlocks(hashes: BigUint64Array, workerId: WorkerId, dpRank: DpRank): number;
 }
 
 /** The body for the engine: usage asked for where it can be; undefined: this request is not checked. */
-export function checkedBody(body: Uint8Array, stream: boolean, skip: boolean): PreparedBody | undefined {
+export function checkedBody(body: Uint8Array, stream: boolean, skip: boolean, streamOptions?: ParsedStreamOptions): PreparedBody | undefined {
   if (skip) return undefined;
-  const p = prepareBody(body, stream);
+  const p = prepareBody(body, stream, streamOptions);
   return p.checked ? p : undefined;
 }
 
@@ -29,6 +31,7 @@ export function watchAnswer(
   check: CacheCheck,
   decision: RouteDecision,
   routerTokens: number,
+  hashes: BigUint64Array,
   prepared: PreparedBody,
   sse: boolean,
   first: Uint8Array | undefined,
@@ -43,6 +46,7 @@ export function watchAnswer(
       predictedBlocks: facts.indexBlocks,
       inFlightBlocks: facts.inFlightBlocks,
       routedBlocks: facts.routedBlocks,
+      indexBlocksNow: () => check.indexedBlocks(hashes, decision.worker.workerId, decision.worker.dpRank),
       blockSize: check.blockSize,
       promptTokens: u.promptTokens,
       cachedTokens: u.cachedTokens,

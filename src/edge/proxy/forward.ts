@@ -31,6 +31,7 @@ import { fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-po
 import { abandon, Settlement } from "./settlement.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
 import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
+import type { ParsedStreamOptions } from "./usage-injection.ts";
 
 /** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
 export interface ForwardDeps {
@@ -61,6 +62,8 @@ export interface ForwardInput {
   readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
   /** The body asked for an SSE stream (`stream: true`); picks the first-byte or the response deadline. */
   readonly stream?: boolean;
+  /** The body's `stream_options` as the route parsed it: the cache check adds include_usage without scanning the body. */
+  readonly streamOptions?: ParsedStreamOptions;
   /** The body's `priority` (vLLM: lower is served first); orders the admission queue. */
   readonly priority?: number;
   /** The prompt's hashes when the caller has them already (a LoRA 404 retry reuses them); else hashed here once. */
@@ -123,7 +126,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const retry = d.upstream.retry ?? GATEWAY_RETRIES_ONLY;
   retry.budget?.request();
   // Usage asked for where the client did not (taken out of its stream again): cache-check.ts.
-  const checked = d.cacheCheck !== undefined ? checkedBody(input.body, input.stream === true, input.approximate === true || input.prefilledElsewhere === true) : undefined;
+  const checked = d.cacheCheck !== undefined ? checkedBody(input.body, input.stream === true, input.approximate === true || input.prefilledElsewhere === true, input.streamOptions) : undefined;
   const mayRetry = (worker: WorkerId) => (status: number) =>
     // A 500 or 429 from the last worker that could serve is the answer (a fencing status goes
     // on: it fences the worker, and the client gets upstream_failed when no worker is left).
@@ -168,7 +171,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
         if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
         let { first, reader } = a;
         if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
-          const t = watchAnswer(d.cacheCheck!, decision, input.tokens.length, checked, isEventStream(a.res.headers), first.value, reader);
+          const t = watchAnswer(d.cacheCheck!, decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
           first = { done: false, value: t.first };
           reader = t.reader as UpstreamBody;
         }

@@ -32,10 +32,18 @@ const dec = new TextDecoder();
 const STREAM_OPTIONS = enc.encode('"stream_options"');
 const INSERT = enc.encode('"stream_options":{"include_usage":true}');
 
-/** The body to send upstream for a request with `stream` as given. */
-export function prepareBody(body: Uint8Array, stream: boolean): PreparedBody {
+/** A body's `stream_options` as its route parsed it (`value` undefined: the body has none). */
+export interface ParsedStreamOptions {
+  readonly value: unknown;
+}
+
+/**
+ * The body to send upstream for a request with `stream` as given. `known`: the body's
+ * `stream_options` as the route read it, when it did (then the body is not scanned for it).
+ */
+export function prepareBody(body: Uint8Array, stream: boolean, known?: ParsedStreamOptions): PreparedBody {
   if (!stream) return { body, strip: false, checked: true };
-  if (indexOfBytes(body, STREAM_OPTIONS, 0) < 0) {
+  if (known !== undefined ? known.value === undefined : indexOfBytes(body, STREAM_OPTIONS, 0) < 0) {
     // The common case: splice the option in after the opening brace, no parse, no re-encoding.
     let i = 0;
     while (i < body.length && isSpace(body[i]!)) i++;
@@ -87,6 +95,8 @@ export interface TapReader {
 
 /** Bytes of the answer's end kept to read usage from when nothing is stripped. */
 const TAIL_BYTES = 4096;
+/** How far from a chunk's end its usage event may start (an event of a few hundred bytes, then [DONE]). */
+const USAGE_SEARCH_BYTES = 2048;
 /** The usage event of an include_usage stream: no choices, then usage. */
 const USAGE_EVENT = enc.encode('"choices":[],"usage":{');
 const EVENT_END = enc.encode("\n\n");
@@ -98,7 +108,9 @@ const EVENT_END = enc.encode("\n\n");
 export class UsageTap {
   usage: ReportedUsage | undefined;
   #carry: Uint8Array | undefined = undefined;
-  #tail: Uint8Array = new Uint8Array(0);
+  /** The last chunks seen (references, not copies), at least TAIL_BYTES of them when there are. */
+  #tail: Uint8Array[] = [];
+  #tailBytes = 0;
 
   constructor(readonly strip: boolean) {}
 
@@ -117,13 +129,14 @@ export class UsageTap {
     const whole = cut + EVENT_END.length;
     this.#carry = whole < buf.length ? buf.slice(whole) : undefined;
     const complete = buf.subarray(0, whole);
-    const at = indexOfBytes(complete, USAGE_EVENT, 0);
+    // Only [DONE] follows the usage event: it is within the last bytes of the chunk that has it.
+    const at = indexOfBytes(complete, USAGE_EVENT, Math.max(0, whole - USAGE_SEARCH_BYTES));
     if (at < 0) return complete;
     const start = lastIndexOfBytes(complete.subarray(0, at), EVENT_END);
     const from = start < 0 ? 0 : start + EVENT_END.length;
     const endAt = indexOfBytes(complete, EVENT_END, at);
     const to = endAt + EVENT_END.length;
-    this.usage = usageOfEvent(complete.subarray(from, to));
+    this.usage = usageOfTail(complete.subarray(from, to));
     if (from === 0 && to === complete.length) return EMPTY;
     return concat(complete.subarray(0, from), complete.subarray(to));
   }
@@ -131,7 +144,7 @@ export class UsageTap {
   /** The end of the answer: bytes still held, and the usage read from the tail. */
   finish(): Uint8Array {
     if (!this.strip) {
-      this.usage = usageOfTail(this.#tail);
+      this.usage = usageOfTail(this.#tail.length === 1 ? this.#tail[0]! : this.#tail.reduce((a, b) => concat(a, b), EMPTY));
       return EMPTY;
     }
     const rest = this.#carry ?? EMPTY;
@@ -145,11 +158,10 @@ export class UsageTap {
   }
 
   #keepTail(chunk: Uint8Array): void {
-    if (chunk.length >= TAIL_BYTES) this.#tail = chunk.slice(chunk.length - TAIL_BYTES);
-    else {
-      const keep = Math.min(this.#tail.length, TAIL_BYTES - chunk.length);
-      this.#tail = concat(this.#tail.subarray(this.#tail.length - keep), chunk);
-    }
+    const tail = chunk.length > TAIL_BYTES ? chunk.subarray(chunk.length - TAIL_BYTES) : chunk;
+    this.#tail.push(tail);
+    this.#tailBytes += tail.length;
+    while (this.#tail.length > 1 && this.#tailBytes - this.#tail[0]!.length >= TAIL_BYTES) this.#tailBytes -= this.#tail.shift()!.length;
   }
 }
 
@@ -201,20 +213,6 @@ export function tappedReader(first: Uint8Array | undefined, reader: TapReader, t
     },
   };
   return { first: out, reader: wrapped };
-}
-
-/** The usage of one SSE event `data: {...}\n\n`. */
-function usageOfEvent(event: Uint8Array): ReportedUsage | undefined {
-  const text = dec.decode(event).trim();
-  const json = text.startsWith("data:") ? text.slice(5).trim() : text;
-  try {
-    const u = (JSON.parse(json) as { usage?: { prompt_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null } }).usage;
-    if (u === undefined || typeof u.prompt_tokens !== "number") return undefined;
-    const c = u.prompt_tokens_details?.cached_tokens;
-    return { promptTokens: u.prompt_tokens, cachedTokens: typeof c === "number" ? c : undefined };
-  } catch {
-    return undefined;
-  }
 }
 
 /** The last usage object in an answer's tail (a whole JSON answer, or a stream's usage chunk). */

@@ -26,6 +26,12 @@ export interface AnswerFacts {
   readonly inFlightBlocks: number;
   /** Blocks the router hashed (it hashes a bounded prefix): hits past them cannot be judged. */
   readonly routedBlocks: number;
+  /**
+   * Blocks the index holds for the prompt on that rank now, at the answer's end (asked only for a hit
+   * deeper than predicted): events that were on their way when the request was routed have come by
+   * then, so a view that is only late is not taken for a false one. Events that never come do not.
+   */
+  readonly indexBlocksNow?: () => number;
   readonly blockSize: number;
   /** The engine's usage. */
   readonly promptTokens: number;
@@ -66,5 +72,6 @@ export function checkAnswer(f: AnswerFacts): { verdict: AnswerVerdict; expected:
   if (cached <= expectedCachedTokens(Math.max(f.predictedBlocks, f.inFlightBlocks), f.routerTokens, f.blockSize)) return { verdict: "agree", expected, cached };
   // Past the hashed prefix the router predicts nothing, so a deeper hit is not news.
   if (f.predictedBlocks >= f.routedBlocks) return { verdict: "agree", expected, cached };
+  if (f.indexBlocksNow !== undefined && cached <= expectedCachedTokens(f.indexBlocksNow(), f.routerTokens, f.blockSize)) return { verdict: "agree", expected, cached };
   return { verdict: "unexpected_hits", expected, cached };
 }

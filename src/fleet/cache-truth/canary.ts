@@ -13,8 +13,11 @@ import { expectedCachedTokens } from "./answer-check.ts";
 import type { TruthCause } from "./source-state.ts";
 
 export const CANARY_TOKENS = 256;
-/** How long the first send's events may take to reach the index. */
-export const CANARY_EVENT_WAIT_MS = 3_000;
+/**
+ * How long the first send's events may take to reach the index: a rank's live events wait while
+ * its registration restore runs, which a loaded machine can make take seconds.
+ */
+export const CANARY_EVENT_WAIT_MS = 8_000;
 
 /** What an engine's answer says of its prompt (its `usage`). */
 export interface CanaryUsage {

@@ -28,7 +28,17 @@ export interface CacheTruthParts {
   readonly autoCanary: boolean;
 }
 
-export function cacheTruthParts(o: { policy: string; cacheCheck: boolean; canary: boolean; blockSize: number; now: () => number; log: Logger; registry: MetricsRegistry }): CacheTruthParts | undefined {
+export function cacheTruthParts(o: {
+  policy: string;
+  cacheCheck: boolean;
+  canary: boolean;
+  blockSize: number;
+  now: () => number;
+  log: Logger;
+  registry: MetricsRegistry;
+  /** The router's index, once it exists (the check reads it at an answer's end). */
+  index: () => Pick<KvIndex, "findMatches"> | undefined;
+}): CacheTruthParts | undefined {
   if (o.policy === "approx" || !o.cacheCheck) return undefined;
   const truth = new CacheTruth({ now: o.now, log: o.log });
   truth.bindMetrics(o.registry, METRIC_PREFIX);
@@ -42,7 +52,11 @@ export function cacheTruthParts(o: { policy: string; cacheCheck: boolean; canary
         if (o.canary) void parts.canary?.(w, r);
       },
     },
-    cacheCheck: { blockSize: o.blockSize, answer: (w: WorkerId, r: DpRank, f) => truth.answer(w, r, f) },
+    cacheCheck: {
+      blockSize: o.blockSize,
+      answer: (w: WorkerId, r: DpRank, f) => truth.answer(w, r, f),
+      indexedBlocks: (hashes, w, r) => o.index()?.findMatches(hashes).scores.get(workerKey(w, r)) ?? 0,
+    },
     canary: undefined,
     autoCanary: o.canary,
   };

@@ -21,7 +21,7 @@ import { RouterMetrics } from "../../observe/names.ts";
 import type { DecisionLog } from "../../observe/decision-log.ts";
 import type { RecentStats } from "../../observe/recent-stats.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
-import type { AdmissionGate, createRouter } from "../../router/index.ts";
+import type { AdmissionGate, createRouter, KvIndex } from "../../router/index.ts";
 import type { LoadSync } from "../../sync/load-sync.ts";
 import type { RuntimeChoices, RuntimeEdge } from "./choices.ts";
 import { edgeDepsBuilder, type AccessState } from "./edge-deps.ts";
@@ -86,7 +86,8 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   // Shares this router's active load with the others through Redis (started below, once the router exists).
   let loadSync: LoadSync | undefined;
   // Every answer's cached tokens checked against the index (src/fleet/cache-truth).
-  const cacheTruth = cacheTruthParts({ policy: config.policy, cacheCheck: config.cacheCheck, canary: config.canary, blockSize: config.blockSize, now, log, registry: metrics.registry });
+  let routerIndex: KvIndex | undefined;
+  const cacheTruth = cacheTruthParts({ policy: config.policy, cacheCheck: config.cacheCheck, canary: config.canary, blockSize: config.blockSize, now, log, registry: metrics.registry, index: () => routerIndex });
   const { router, admission, sessions, claimsConnection } = await buildRouter(config, choices, log, {
     cacheTruth: cacheTruth?.routerPorts,
     metrics,
@@ -96,6 +97,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     clusterMetrics: () => clusterMetrics,
     otherRouters: () => loadSync?.peerCount() ?? 0,
   });
+  routerIndex = router.index;
   if (cacheTruth !== undefined) cacheTruth.canary = canaries({ truth: cacheTruth.truth, blockSize: config.blockSize, router, fleet, now, log });
   const members = buildMembership(config, choices, log, { fleet, router, metrics, now, cacheTruth });
   const loopLag = bindRouterMetrics(choices, { metrics, fleet, router, admission, now });

@@ -19,6 +19,10 @@ describe("checkAnswer", () => {
   test("less than predicted: missed_hits", () => expect(checkAnswer({ ...base, cachedTokens: 32 }).verdict).toBe("missed_hits"));
   test("more than predicted: unexpected_hits", () => expect(checkAnswer({ ...base, cachedTokens: 96 }).verdict).toBe("unexpected_hits"));
   test("more than the index, explained by a request in flight: agree", () => expect(checkAnswer({ ...base, cachedTokens: 96, inFlightBlocks: 6 }).verdict).toBe("agree"));
+  test("more than predicted, but the index holds it by the answer's end (events were on their way): agree; still not: unexpected", () => {
+    expect(checkAnswer({ ...base, cachedTokens: 96, indexBlocksNow: () => 6 }).verdict).toBe("agree");
+    expect(checkAnswer({ ...base, cachedTokens: 96, indexBlocksNow: () => 4 }).verdict).toBe("unexpected_hits");
+  });
   test("deeper than the router hashed: agree", () => expect(checkAnswer({ ...base, predictedBlocks: 6, routedBlocks: 6, routerTokens: 200, promptTokens: 200, cachedTokens: 160 }).verdict).toBe("agree"));
   test("no count from an engine that never reported one: unchecked; from one that did: 0", () => {
     expect(checkAnswer({ ...base, cachedTokens: undefined, speaksCached: false }).verdict).toBe("unchecked");
