@@ -302,8 +302,8 @@ function respond(
     const counter = new SseDataCounter();
     counter.push(first.value);
     counter.finish();
-    if (counter.events > 0) lease.outputTokens(counter.events);
-    obs?.answered(res.status, first.value, isEventStream(res.headers) ? counter.events : undefined);
+    if (counter.tokens > 0) lease.outputTokens(counter.tokens);
+    obs?.answered(res.status, first.value, isEventStream(res.headers) ? counter.tokens : undefined);
     lease.free();
     d.outcomes.report?.(worker.workerId, undefined);
     d.observe.metrics.requests.inc([workerLabel, String(res.status)]);

@@ -35,11 +35,11 @@ export interface ChunkReader {
 }
 
 export interface StreamHooks {
-  /** Called with the running count of data events after each chunk that added some. */
+  /** Called after each chunk that added data events, with the output tokens so far as the engine counts them (sse-counter.ts). */
   onTokens?(total: number): void;
   /** Called with every chunk passed on (the request's observation keeps a JSON answer's tail for its usage). */
   onChunk?(chunk: Uint8Array): void;
-  /** Called exactly once, whatever ends the stream; `bytes`: the engine's bytes passed on to the client. */
+  /** Called exactly once, whatever ends the stream; `tokens`: its output tokens (sse-counter.ts), `bytes`: the engine's bytes passed on to the client. */
   onEnd(how: StreamEnd, tokens: number, bytes: number): void;
 }
 
@@ -93,7 +93,7 @@ export function observeStream(
     if (ended) return;
     ended = true;
     watchdog?.stop();
-    hooks.onEnd(how, counter.events, bytes);
+    hooks.onEnd(how, counter.tokens, bytes);
   };
   /** Direct flavour: send what was written, waiting while the client's socket is full. */
   const flushToClient = async (controller: DirectController): Promise<void> => {
@@ -114,10 +114,10 @@ export function observeStream(
   const see = (chunk: Uint8Array): void => {
     bytes += chunk.byteLength;
     hooks.onChunk?.(chunk);
-    if (counter.push(chunk) > 0) hooks.onTokens?.(counter.events);
+    if (counter.push(chunk) > 0) hooks.onTokens?.(counter.tokens);
   };
   const finish = (): void => {
-    if (counter.finish() > 0) hooks.onTokens?.(counter.events);
+    if (counter.finish() > 0) hooks.onTokens?.(counter.tokens);
     end("done");
   };
   const cancel = (reason: unknown): Promise<void> => {
