@@ -126,7 +126,7 @@ export const MOCKER_OPTIONS = {
     schema: v.optional(v.boolean("must be true or false"), false),
     switch: true,
     read: (text: string) => text !== "false",
-    help: "a running prefill holds back decode steps (aggregated GPU timing)",
+    help: "--scheduler fifo: a running prefill holds back decode steps\n(aggregated GPU timing without chunked prefill)",
     defaultText: false,
   }),
 } as const;

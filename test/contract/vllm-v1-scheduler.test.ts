@@ -1,20 +1,31 @@
 /**
- * `--scheduler v1`: the simulated engine's steps follow vLLM V1's scheduler
- * (vllm/v1/core/sched/scheduler.py `schedule()` at vllm-project/vllm 00024d31): each step has
- * a token budget (`token_budget = self.max_num_scheduled_tokens`); "First, schedule the RUNNING
- * requests" (a decode takes 1 token, a partly computed prompt its next chunk, `num_new_tokens =
- * min(num_new_tokens, token_budget)`); "Next, schedule the WAITING requests" while `token_budget
- * > 0`, up to `max_num_running_reqs`. The engine runs on virtual time; the timing is 1 ms per
+ * `--scheduler v1`: the simulated engine's steps follow vLLM V1's scheduler,
+ * vllm/v1/core/sched/scheduler.py `Scheduler.schedule()` at vllm-project/vllm 00024d31:
+ *     token_budget = self.max_num_scheduled_tokens
+ *     # First, schedule the RUNNING requests.
+ *     while req_index < len(self.running) and token_budget > 0:
+ *         num_new_tokens = (request.num_tokens_with_spec + request.num_output_placeholders
+ *                           - request.num_computed_tokens)
+ *         num_new_tokens = min(num_new_tokens, token_budget)
+ *         ...
+ *         token_budget -= num_new_tokens
+ *     # Next, schedule the WAITING requests.
+ *     while self.waiting and token_budget > 0:
+ *         if len(self.running) == self.max_num_running_reqs:
+ *             break
+ * (a decode needs 1 token, a partly computed prompt its next chunk; a waiting request's cached
+ * prefix is found when it is first scheduled, and its chunk is cut to what is left of the budget:
+ * chunked prefill, on by default in V1). The engine runs on virtual time; the timing is 1 ms per
  * computed prompt token, no overhead, 10 ms per decode step, no batch slowdown, so a step takes
  * 10 ms if it decodes plus 1 ms per prompt token it computes.
  */
 import { describe, expect, test } from "bun:test";
-import type { RouterEvent } from "../../../src/core/events.ts";
-import { type GenerateRequest, MockEngine, rankLoad } from "../../../src/mocker/engine.ts";
-import { AbortedError } from "../../../src/mocker/fifo.ts";
-import { type MockerOptions, resolveMockerOptions } from "../../../src/mocker/options.ts";
-import { stepMs } from "../../../src/mocker/timing.ts";
-import { settle, VirtualClock } from "./virtual-clock.ts";
+import type { RouterEvent } from "../../src/core/events.ts";
+import { type GenerateRequest, MockEngine, rankLoad } from "../../src/mocker/engine.ts";
+import { AbortedError } from "../../src/mocker/fifo.ts";
+import { type MockerOptions, resolveMockerOptions } from "../../src/mocker/options.ts";
+import { stepMs } from "../../src/mocker/timing.ts";
+import { settle, VirtualClock } from "../unit/mocker/virtual-clock.ts";
 
 const BASE: MockerOptions = {
   scheduler: "v1",
