@@ -2,11 +2,11 @@
 /**
  * The command line: `switchyard serve | mocker | transfer`. `serve` parses the flags and
  * starts the router on Bun (src/runtime/bun.ts, the composition root that builds the router
- * room and the app with Bun's pieces); `mocker` and `transfer` start the simulated engine and
+ * and the app with Bun's pieces); `mocker` and `transfer` start the simulated engine and
  * the KV block transfer agent. Each prints one {"url","port"} line once listening and drains
  * on SIGTERM/SIGINT.
  */
-import type { Logger } from "./edge/log.ts";
+import type { Logger } from "./core/logger.ts";
 import { createFormattedLogger } from "./observe/logger.ts";
 import { ConfigError, loadConfig, serveUsage, unknownEnvWarnings } from "./config/load.ts";
 import { versionLine } from "./core/build-info.ts";

@@ -19,7 +19,7 @@
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { RouterEvent } from "../../src/core/events.ts";
-import { createIndexer } from "../../src/router/index/indexer.ts";
+import { createIndexer } from "../../src/router/kv-index/indexer.ts";
 import { startVllmKvSubscriber } from "../../src/runtime/bun/zmq/subscriber.ts";
 import { decodeVllmBatch, newVllmDecodeCounters } from "../../src/runtime/bun/zmq/vllm-decode.ts";
 import { pythonZmqProblem, VllmPublisherProcess } from "../../test/support/vllm-kv-publisher.ts";

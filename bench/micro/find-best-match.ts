@@ -21,7 +21,7 @@ import {
   seqHasherOf,
   type BatchBlockHasher,
 } from "../../src/core/block-hash.ts";
-import { RadixTree } from "../../src/router/index/radix-tree.ts";
+import { RadixTree } from "../../src/router/kv-index/radix-tree.ts";
 import { endpointsOf } from "../../src/router/choose/endpoints.ts";
 import { schedulerConfig } from "../../src/router/choose/config.ts";
 import { findBestMatch } from "../../src/router/choose/find-best-match.ts";

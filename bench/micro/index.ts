@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark of the precise index (src/router/index/radix-tree.ts).
+ * Micro-benchmark of the precise index (src/router/kv-index/radix-tree.ts).
  *
  *   bun bench/micro/index.ts [--json FILE] [--entries N]
  *
@@ -24,7 +24,7 @@
  */
 import { storedEvent, removedEvent } from "../../src/core/events.ts";
 import type { RouterEvent, StoredBlock } from "../../src/core/events.ts";
-import { RadixTree } from "../../src/router/index/radix-tree.ts";
+import { RadixTree } from "../../src/router/kv-index/radix-tree.ts";
 import { xorshift32 } from "../../test/support/prng.ts";
 import { randomU64 } from "../support/tokens.ts";
 

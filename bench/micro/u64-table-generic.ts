@@ -5,14 +5,14 @@
  * tables (indexer/u64-map.ts: width 3; indexer/child-table.ts: width 4 keyed by (path, parent);
  * scheduler/hash64-table.ts: width 4 with an aux column); bench/micro/u64-tables.ts measures it
  * against them. It lost on the inserts and deletes the index lives on (see
- * src/router/index/README.md), so the three stay and this one lives here, as the bench's
+ * src/router/kv-index/README.md), so the three stay and this one lives here, as the bench's
  * comparison, not in src/.
  *
  * Linear probing from mix3(0, lo, hi) (the home ignores k2, so callers can pre-load a row from
  * the u64 alone), backward-shift deletion (no tombstones), load ≤ 3/4, shrinks below 1/8.
  * The value column holds values ≥ 0; -1 marks a free row. Pure; no allocation per operation.
  */
-import { mix3 } from "../../src/router/index/hash-mix.ts";
+import { mix3 } from "../../src/router/kv-index/hash-mix.ts";
 
 const EMPTY = -1;
 const MIN_CAPACITY = 8;

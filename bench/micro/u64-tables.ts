@@ -13,8 +13,8 @@
  */
 import { writeFileSync } from "node:fs";
 import { U64Table } from "./u64-table-generic.ts";
-import { ChildTable } from "../../src/router/index/child-table.ts";
-import { U64Map } from "../../src/router/index/u64-map.ts";
+import { ChildTable } from "../../src/router/kv-index/child-table.ts";
+import { U64Map } from "../../src/router/kv-index/u64-map.ts";
 import { Hash64Table } from "../../src/router/books/hash64-table.ts";
 import { xorshift32 } from "../../test/support/prng.ts";
 import { textTable } from "../support/text-table.ts";

@@ -2,7 +2,7 @@
  * `bun run bench:replay`: replay a trace (a Mooncake file or a generated shape, `gen:chat`,
  * `gen:agentic`, `gen:rag`) against a fresh simulated cluster under each routing policy, and
  * compare them with each other and with offline bounds. `--suite quick|full` runs the issue 14
- * table instead (suite.ts); `--sweep` adds a grid of kv's own knobs. See bench/README.md for the
+ * table instead (suite.ts); `--sweep` adds a grid of kv's own knobs. See bench/replay/README.md for the
  * timing model, the defaults and how they were chosen.
  */
 import { parseArgs } from "node:util";

@@ -3,7 +3,7 @@
  * runs in DIR, grouped by trace (a run may hold any subset of policies): one Markdown table with
  * each run's p90 and, per trace, POLICY's p90 ÷ BASE's (default kv ÷ approx); then the suite's
  * summary against the issue 14 targets (suite.ts summaryTable) over the same medians. How the
- * full-length tables in bench/README.md (issue 14) are made from results/full-length-*.
+ * full-length tables in bench/replay/findings.md (issue 14) are made from results/full-length-*.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -22,7 +22,7 @@ import { LoadTracker } from "../../src/router/books/load-tracker.ts";
 import { RequestLease } from "../../src/router/books/request-lease.ts";
 import { firstTokenSampler, queueAtBooking, TtftPredictor } from "../../src/router/books/ttft-predictor.ts";
 import type { Pipeline } from "../../src/router/choose/types.ts";
-import { createIndexer } from "../../src/router/index/indexer.ts";
+import { createIndexer } from "../../src/router/kv-index/indexer.ts";
 import { createPipeline, isPolicyName } from "../../src/router/choose/registry.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
 import { textTable } from "../support/text-table.ts";

@@ -2,7 +2,7 @@
  * `bun bench/replay/suite-report.ts RUN1.json [RUN2.json ...] [--json MEDIANS.json]`: medians over
  * repeated suite runs (same cells, same order), printed as the summary against the targets and as
  * one Markdown table per cell (TTFT p90 with each run's value, the predictor's error) — what
- * bench/README.md's suite tables are; the medians' JSON feeds suite-plot.ts and ttft-floor.ts.
+ * bench/replay/findings.md's suite tables are; the medians' JSON feeds suite-plot.ts and ttft-floor.ts.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { toJson, type PolicyResult, type ReplayReport } from "./report.ts";

@@ -8,7 +8,7 @@
  * late whatever the policy chose. kv's predictor also starts from its prior speed and learns the
  * engines' real one from these first tokens. In a 300-request cell, that start was most of the
  * predictor's error. On gen-rag with one router, the first 50 requests had p90 1.37, and the last
- * 200 had p90 0.15 (bench/README.md, "Warm clusters"). A router in service has long been past
+ * 200 had p90 0.15 (bench/replay/findings.md, "Warm clusters"). A router in service has long been past
  * both. Every policy gets the same warm-up, so the comparison stays fair.
  *
  * The prompts take the trace's own lengths, the first `perRouter` of them. The predictor's line is

@@ -32,7 +32,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqHasherOf } from "../../src/core/block-hash.ts";
 import { worker } from "../../src/core/ids.ts";
-import { RadixTree } from "../../src/router/index/radix-tree.ts";
+import { RadixTree } from "../../src/router/kv-index/radix-tree.ts";
 import { loadNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
 import { schedulerConfig } from "../../src/router/choose/config.ts";
 import { endpointsOf } from "../../src/router/choose/endpoints.ts";

@@ -11,10 +11,10 @@
  * outlier ejection's settings (flags `--outlier-*`).
  */
 import * as v from "valibot";
+import { LOG_FORMATS, LOG_LEVELS } from "../core/logger.ts";
 import { LOAD_METRICS, POLICY_NAMES, type PolicyName } from "../router/index.ts";
 import { LIMITS_FALLBACKS } from "../protect/limits/limiter.ts";
-import { DEFAULT_RETRY_STATUSES } from "../edge/proxy/retry-policy.ts";
-import { DEFAULT_MAX_PROMPT_CHARS } from "../edge/routing/prompt-size.ts";
+import { DEFAULT_MAX_PROMPT_CHARS, DEFAULT_RETRY_STATUSES } from "./defaults.ts";
 import { listOptions, type OptionGroup, type TableOption, type TableValues } from "./option-table.ts";
 import { bunOnly, EVERYWHERE, notOnWorkerd, valueCheck, type RuntimeOptionDef } from "./runtimes.ts";
 import { TokenizerSpecsSchema } from "./tokenizers.ts";
@@ -36,10 +36,6 @@ export type { PolicyName };
 export const TOKENIZER_LIBRARIES = ["auto", "hf", "native", "bpe"] as const;
 export type TokenizerLibraryName = (typeof TOKENIZER_LIBRARIES)[number];
 
-export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-export const LOG_FORMATS = ["text", "json"] as const;
-export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** A row of serve's table: the machinery's option plus its runtimes and environment. */
 export interface ServeOptionDef extends RuntimeOptionDef {
@@ -123,7 +119,7 @@ export const SERVE_OPTIONS = {
     help: "disaggregated prefill/decode protocol: off | vllm (kv_transfer_params) | sglang (bootstrap rooms)",
     runtimes: bunOnly(DISAGG_WHY),
   }),
-  // Measured on the Mooncake conversation trace (bench/README.md, "Disaggregated prefill/decode"):
+  // Measured on the Mooncake conversation trace (bench/replay/disagg.md):
   // 2048 halves TTFT against always splitting and keeps decode ITL p99 under 20 ms.
   disaggMinPrefillTokens: row({
     schema: v.optional(int(0, 2 ** 31), 2048),
@@ -176,8 +172,8 @@ export const SERVE_OPTIONS = {
       help: "kv-blocks/approx: credit per cached prompt block beyond the prefill it saves, so requests follow the cache; 0 = Dynamo's reference formula, see bench/README.md",
       runtimes: EVERYWHERE,
     }),
-    // Issue 14: on traffic nobody tuned for (generated chat / agentic shapes) the credit alone
-    // piled work on a few engines (work max/mean 1.5-2.4, engines idle); a bound on the prefill
+    // On traffic nobody tuned for (generated chat / agentic shapes) the credit alone piles
+    // work on a few engines (work max/mean 1.5-2.4, engines idle); a bound on the prefill
     // wait relative to the best worker, loosened by a share of the mean queue as the cluster
     // saturates, keeps the hits and cuts TTFT p90. 1.05 / 0.75 (with credit 16) is the setting
     // whose worst TTFT p90 over 7 workloads x 3 loads is closest to each one's best (1.15x;
@@ -218,7 +214,7 @@ export const SERVE_OPTIONS = {
   healthTimeout: row({ schema: v.optional(positive("a number of seconds > 0"), 1), meta: "S", help: "seconds before a health check counts as failed", runtimes: EVERYWHERE }),
   maxBodyBytes: row({ schema: v.optional(int(1, 2 ** 31), 16 * 1024 * 1024), meta: "N", help: "largest accepted request body", runtimes: EVERYWHERE }),
   // Routing costs the event loop time in proportion to the prompt, so a prompt has a limit of
-  // its own far below the body's (README "Protect it": five 15 MB prompts held /livez 4 s).
+  // its own far below the body's (docs/chaos.md, "Found by probing": five 15 MB prompts held /livez 4 s).
   maxPromptChars: row({
     schema: v.optional(int(1, 2 ** 31), DEFAULT_MAX_PROMPT_CHARS),
     meta: "N",
@@ -252,7 +248,7 @@ export const SERVE_OPTIONS = {
     runtimes: EVERYWHERE,
   }),
   // Off by default: on this machine's replays it helps the trace that arrives in bursts and costs
-  // the Poisson-like ones cache hits and predictor error (bench/README.md, "Burst claims").
+  // the Poisson-like ones cache hits and predictor error (bench/replay/findings.md, "Burst claims").
   burstClaims: row({
     schema: v.optional(bool, false),
     switch: true,
@@ -266,7 +262,7 @@ export const SERVE_OPTIONS = {
     runtimes: EVERYWHERE,
   }),
   maxRetries: row({ schema: v.optional(int(0, 16), 2), meta: "N", help: "other workers tried when one fails before its first byte", runtimes: EVERYWHERE }),
-  // Bounds found by probing the router (README "Protect it"): an engine answering 500 failed
+  // Bounds found by probing the router (docs/chaos.md, "Found by probing"): an engine answering 500 failed
   // 3-5 of 60 requests until such answers were tried elsewhere; the budget keeps a request
   // that fails everywhere from being multiplied by the fleet's size.
   retryOn: row({

@@ -5,7 +5,7 @@
  * `ZmqWorker` each once all three are parsed (schema.ts, finishConfig). Parsing only.
  */
 import * as v from "valibot";
-import { MAX_DP_RANKS } from "../fleet/worker-spec.ts";
+import { MAX_DP_RANKS } from "../fleet/membership.ts";
 import { toList } from "./values.ts";
 
 /** vLLM's ZMQ endpoints: tcp://host:port, ipc://path or inproc://name. */

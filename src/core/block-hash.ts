@@ -208,11 +208,6 @@ export function hashMmIdentifier(id: string): bigint | undefined {
   return xxh3_64(utf8.encode(id), 0n);
 }
 
-/** XXH3(data, 1337): Dynamo's compute_block_hash. */
-export function computeBlockHash(data: Uint8Array): bigint {
-  return xxh3_64(data, XXH3_SEED);
-}
-
 /** SGLang's pad value for an MM hash: u32(1_000_000 + (h & (2^30 - 1))). */
 export function padValueForMmHash(h: bigint): number {
   return 1_000_000 + Number(h & 0x3fffffffn);

@@ -38,13 +38,6 @@ export function routerIdHex(id: RouterId): string {
   return id.toString(16).padStart(16, "0");
 }
 
-export const U64_MAX = (1n << 64n) - 1n;
-
-/** Reinterpret any integer (e.g. a signed i64 from an engine) as u64 bits. */
-export function toU64(x: bigint | number): bigint {
-  return BigInt.asUintN(64, typeof x === "bigint" ? x : BigInt(x));
-}
-
 /**
  * Map key for a (worker, dp_rank) pair. Strings keep Map lookups cheap and exact; the
  * format is stable and parseable so keys can travel through logs and Redis.

@@ -53,11 +53,12 @@ function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
   const split = d.disagg !== undefined ? createDisaggDispatch(d.fleet, forward, dispatch, d.disagg) : undefined;
   const g = d.tenants;
   const requests = d.observe.requests;
-  if (g === undefined) return { limits: d.limits, fleet: d.fleet, dispatch, split, requests };
+  if (g === undefined) return { limits: d.limits, fleet: d.fleet, tokenizers: d.fleet.tokenizers, dispatch, split, requests };
   // With client keys, each request goes through its tenant's model list, limits and fair share once.
   return {
     limits: d.limits,
     fleet: d.fleet,
+    tokenizers: d.fleet.tokenizers,
     requests,
     dispatch: (input, model) => tenantCall(g, input, model, (i) => dispatch(i, model)),
     split: split && ((input, json, model) => tenantCall(g, input, model, (i) => split(i, json, model))),
@@ -66,7 +67,7 @@ function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
 
 export function createApp(d: EdgeDeps): Hono {
   const app = new Hono();
-  const { door } = d;
+  const { access } = d;
   const requests = d.observe.requests;
   if (requests !== undefined) {
     // First of all: the request id and the clock start here, and every answer (errors, draining
@@ -79,14 +80,14 @@ export function createApp(d: EdgeDeps): Hono {
       if (res !== c.res) c.res = res;
     });
   }
-  if (door.draining !== undefined) {
-    const draining = door.draining;
+  if (access.draining !== undefined) {
+    const draining = access.draining;
     app.use("*", async (c, next) => {
       if (draining() && !OPEN_WHILE_DRAINING.has(c.req.path)) return drainingRefusal();
       await next();
     });
   }
-  const auth = adminAuth(door.adminToken, door.peer);
+  const auth = adminAuth(access.adminToken, access.peer);
   for (const p of ADMIN_PATHS) app.use(p, auth);
   if (d.tenants !== undefined) {
     const keys = tenantMiddleware(d.tenants);
@@ -96,11 +97,11 @@ export function createApp(d: EdgeDeps): Hono {
   // Readiness: 503 while no worker can take a request, or once shutdown began, so a load
   // balancer stops sending here. Liveness (/livez) only says the process answers.
   // Says "I am a router" so that no router registers this one as a worker (url-policy.ts).
-  const idHeader = door.routerId !== undefined ? { [ROUTER_ID_HEADER]: door.routerId } : undefined;
+  const idHeader = access.routerId !== undefined ? { [ROUTER_ID_HEADER]: access.routerId } : undefined;
   app.get("/health", (c) => {
     const workers = d.fleet.registry.list();
     const healthy = workers.filter((w) => w.healthy).length;
-    const status = door.draining?.() === true || door.unready?.() === true ? "draining" : healthy === 0 ? "no_healthy_worker" : "ok";
+    const status = access.draining?.() === true || access.unready?.() === true ? "draining" : healthy === 0 ? "no_healthy_worker" : "ok";
     return c.json({ status, workers: workers.length, healthy_workers: healthy }, status === "ok" ? 200 : 503, idHeader);
   });
   app.get("/livez", (c) => c.json({ status: "ok" }, 200, idHeader));
@@ -145,7 +146,7 @@ function answerError(o: Observability, e: unknown, req: Request): Response {
  */
 export function createFastRoutes(d: EdgeDeps): Record<string, { POST: (req: Request) => Promise<Response> }> {
   const h = completionHandlers(proxyPath(d));
-  const draining = d.door.draining ?? (() => false);
+  const draining = d.access.draining ?? (() => false);
   const g = d.tenants;
   // With client keys, the same key check and rate-limit headers as the app's middleware.
   const keyed = (fn: RequestHandler): RequestHandler => (g === undefined ? fn : guardHandler(g, fn));

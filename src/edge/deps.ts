@@ -12,29 +12,29 @@ import type { WorkerMembership } from "../fleet/membership.ts";
 import type { ModelDirectory } from "../fleet/models.ts";
 import type { WorkerRegistry } from "../fleet/registry.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
-import type { RouterRoom } from "../router/index.ts";
+import type { RouterApi } from "../router/index.ts";
 import type { PeerAddress } from "./auth.ts";
-import type { DisaggOptions } from "./disagg/disagg-dispatch.ts";
-import type { Logger } from "./log.ts";
+import type { DisaggOptions } from "./disagg/options.ts";
+import type { Logger } from "../core/logger.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
 import type { RetryPolicy } from "./proxy/retry-policy.ts";
-import type { RouterTokenizers } from "./routing/tokenizers.ts";
+import type { RouterTokenizers } from "./prompt-route/tokenizers.ts";
 import type { TenantGuard } from "./tenants/guard.ts";
 import type { RequestObservers } from "../observe/request-observers.ts";
 import type { StatusSource } from "../observe/status-routes.ts";
 
 /** Everything createApp is given: the groups below, each handed on only where it is used. */
 export interface EdgeDeps {
-  readonly door: Door;
+  readonly access: EdgeAccess;
   readonly limits: RequestLimits;
   readonly fleet: FleetView;
   /**
-   * The decision room (src/router createRouter): routing (route, or wait while every worker
+   * The router's API (src/router createRouter): routing (route, or wait while every worker
    * is busy) and leases, the load books and the index (GET /v1/workers, /debug/kv/dump), and
    * `ingest(events, source)` for POST /v1/kv/events.
    */
-  readonly router: RouterRoom;
+  readonly router: RouterApi;
   readonly upstream: Upstream;
   readonly outcomes: WorkerOutcomes;
   readonly observe: Observability;
@@ -46,7 +46,7 @@ export interface EdgeDeps {
 }
 
 /** Who may come in, and whether this router still takes work: the app's middleware and probes. */
-export interface Door {
+export interface EdgeAccess {
   readonly adminToken: string | undefined;
   /** The peer address of a request (Bun: server.requestIP). */
   readonly peer: PeerAddress;
@@ -116,7 +116,7 @@ export interface Observability {
   readonly status?: StatusSource;
 }
 
-/** What the admin routes change or read besides the decision room. */
+/** What the admin routes change or read besides the router's API. */
 export interface AdminDeps {
   readonly membership: WorkerMembership;
   /** Register a worker and subscribe to its KV events (`kv_events`); without it, plain registration. */

@@ -26,7 +26,7 @@
  *
  * A value that cannot be a real cache (0 blocks, negative, not a number, or absurdly large) is a
  * problem to report, never a capacity: an engine's wrong number would otherwise cap the credit the
- * router gives its cache, and unknown (credit whole, as before) is the safe side.
+ * router gives its cache, and unknown (the prefix credited whole) is the safe side.
  */
 import type { DpRank } from "../core/ids.ts";
 import { readSamples, type Sample } from "./prometheus-text.ts";

@@ -113,7 +113,7 @@ function rankOf(s: Sample): number | undefined | "bad" {
 
 /**
  * When the engines' own numbers make a rank busy, which decides whether a request waits in the
- * admission queue (README.md, "Busy and admission"). Either limit may be off.
+ * admission queue (docs/fleet.md, "Busy engines and admission"). Either limit may be off.
  */
 export interface EngineBusyLimits {
   /** Busy when KV usage is above this fraction (--busy-threshold); undefined = not checked. */

@@ -11,7 +11,14 @@ import { capacityOfRank, checkedBlocks, type KvCapacityReading } from "./engine-
 import type { EngineInfo } from "./engine-info.ts";
 import type { ModelDirectory, ServedModel } from "./models.ts";
 import type { WorkerRecord, WorkerRegistry } from "./registry.ts";
-import { MAX_DP_RANKS } from "./worker-spec.ts";
+
+/**
+ * Data-parallel ranks one worker may have, from any source (a registration, the workers file,
+ * --zmq-dp-ranks, the engine's own /v1/engine/info): every rank is a routing target scored on
+ * each request and, with KV events, a subscription: an engine claiming 20,000 ranks would
+ * cost 20,000 /kv/query calls in 5 s and 5.7 ms of routing per request.
+ */
+export const MAX_DP_RANKS = 1024;
 
 export interface RegisterInput {
   readonly url: string;

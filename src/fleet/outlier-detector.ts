@@ -45,17 +45,6 @@ export interface OutlierConfig {
   readonly maxEjectionPercent: number;
 }
 
-/** Envoy's defaults where they fit a handful of engines (Envoy: 85 % over 50 answers, 10 %). */
-export const DEFAULT_OUTLIER_CONFIG: OutlierConfig = {
-  consecutiveFailures: 5,
-  failurePercent: 50,
-  requestVolume: 20,
-  intervalMs: 10_000,
-  baseEjectionMs: 30_000,
-  maxEjectionMs: 300_000,
-  maxEjectionPercent: 50,
-};
-
 export interface Ejection {
   readonly workerId: WorkerId;
   /** Milliseconds (same clock as the calls) when the worker may come back. */

@@ -8,7 +8,7 @@
 import * as v from "valibot";
 import { RouterError } from "../core/errors.ts";
 import { describeIssues, U64Schema } from "../core/events.ts";
-import type { RegisterInput } from "./membership.ts";
+import { MAX_DP_RANKS, type RegisterInput } from "./membership.ts";
 
 /**
  * Where one engine publishes its KV events (vLLM's ZmqEventPublisher: a PUB socket per dp rank,
@@ -34,13 +34,6 @@ export interface WorkerSpec extends Omit<RegisterInput, "restore"> {
 
 /** vLLM's ZMQ endpoints: tcp://host:port, ipc://path or inproc://name. */
 const ZMQ_SCHEMES = ["tcp://", "ipc://", "inproc://"];
-/**
- * Data-parallel ranks one worker may have, from any source (a registration, the workers file,
- * --zmq-dp-ranks, the engine's own /v1/engine/info): every rank is a routing target scored on
- * each request and, with KV events, a subscription. An engine claiming 20,000 ranks caused
- * 20,000 /kv/query calls in 5 s and 5.7 ms of routing per request.
- */
-export const MAX_DP_RANKS = 1024;
 
 const zmqEndpoint = v.pipe(
   v.string("must be a string"),

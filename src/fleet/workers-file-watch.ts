@@ -12,6 +12,7 @@
  * entry that fails to register is retried after `retryMs`. File reading and YAML parsing
  * are injected (src/runtime/bun/workers-file.ts: Bun.file, Bun.YAML.parse).
  */
+import type { Logger } from "../core/logger.ts";
 import type { WorkerId } from "../core/ids.ts";
 import type { WorkerSpec } from "./worker-spec.ts";
 import { diffWorkers, parseWorkersFile, type WantedWorker, type YamlParse } from "./workers-file.ts";
@@ -35,11 +36,7 @@ export interface WorkersFileWatchOptions {
   readonly remove: (id: WorkerId) => void;
   readonly isRegistered: (id: WorkerId) => boolean;
   readonly now: () => number;
-  readonly log: {
-    info(message: string, fields?: Record<string, unknown>): void;
-    warn(message: string, fields?: Record<string, unknown>): void;
-    error(message: string, fields?: Record<string, unknown>): void;
-  };
+  readonly log: Pick<Logger, "info" | "warn" | "error">;
 }
 
 export class WorkersFileWatch {

@@ -20,9 +20,3 @@ export function fakeTextOffset(seed: number, prompt: Uint32Array): number {
 export function fakeToken(offset: number, i: number): string {
   return TEXT[(offset + i) % TEXT.length]!;
 }
-
-export function fakeText(offset: number, count: number): string {
-  let s = "";
-  for (let i = 0; i < count; i++) s += fakeToken(offset, i);
-  return s;
-}

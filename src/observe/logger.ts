@@ -10,12 +10,10 @@
  * src/observe/README.md. The JSON keys follow pino's (`time`, `level`, `msg`) so tools made
  * for pino read these lines as well.
  */
-import type { Logger } from "../edge/log.ts";
-import type { LogFormat, LogLevel } from "../config/schema.ts";
+import { LOG_RANK as RANK, type LogFormat, type LogLevel, type Logger } from "../core/logger.ts";
 
 type Level = LogLevel;
 
-const RANK: Readonly<Record<Level, number>> = { debug: 0, info: 1, warn: 2, error: 3 };
 const TEXT_LEVEL: Readonly<Record<Level, string>> = { debug: "DEBUG", info: "INFO ", warn: "WARN ", error: "ERROR" };
 
 /** A field value JSON can carry: u64 ids are bigints (written as decimal strings), errors as their message. */
@@ -68,5 +66,20 @@ export function createFormattedLogger(o: LoggerOptions): Logger {
     RANK[l] < min
       ? () => {}
       : (message: string, fields?: Record<string, unknown>) => write(format(new Date(clock()).toISOString(), l, message, fields));
+  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}
+
+/**
+ * A plain text logger (`TIME LEVEL message k=v …`, every field written as String(v)) for the
+ * workerd launcher and tests that read lines; the router's own log is createFormattedLogger.
+ */
+export function createLogger(level: LogLevel, write: (line: string) => void = (l) => console.error(l)): Logger {
+  const min = RANK[level];
+  const at = (l: Level) => (message: string, fields?: Record<string, unknown>) => {
+    if (RANK[l] < min) return;
+    let line = `${new Date().toISOString()} ${TEXT_LEVEL[l]} ${message}`;
+    if (fields) for (const [k, v] of Object.entries(fields)) line += ` ${k}=${typeof v === "string" ? v : String(v)}`;
+    write(line);
+  };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }

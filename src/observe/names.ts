@@ -13,6 +13,10 @@ export type RoutingPhase = "hash" | "match" | "schedule" | "total";
 /** Why an event never reached the index. */
 export type EventDropReason = "unknown_worker" | "invalid" | "approx_policy";
 
+/** Which upstream deadline cut a wait (edge/proxy/deadlines.ts): the `deadline` label of upstream_deadline_misses_total. */
+export const DEADLINE_KINDS = ["connect", "first_byte", "response", "stream_idle"] as const;
+export type DeadlineKind = (typeof DEADLINE_KINDS)[number];
+
 /** Seconds; routing work is microseconds to a few milliseconds. */
 const OVERHEAD_BUCKETS = [1e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2];
 const OVERLAP_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096];

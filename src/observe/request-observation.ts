@@ -11,7 +11,7 @@
  * context sent to the engine (this router's upstream span when it traces, else the
  * client's own context when valid; an invalid one is dropped).
  */
-import type { Logger } from "../edge/log.ts";
+import type { Logger } from "../core/logger.ts";
 import { tenantOf } from "../protect/index.ts";
 import type { CandidateView, DecisionLog } from "./decision-log.ts";
 import type { RecentStats } from "./recent-stats.ts";

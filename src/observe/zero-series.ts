@@ -5,11 +5,8 @@
  * rather than 0. So a worker's failure counters start at 0 when it registers (and leave with
  * it), and the fixed reasons of the router-wide ones start at 0 when the router does.
  */
-import type { DeadlineKind } from "../edge/proxy/deadlines.ts";
-import type { RouterMetrics } from "./names.ts";
+import { DEADLINE_KINDS, type RouterMetrics } from "./names.ts";
 import type { Gauge } from "./registry.ts";
-
-const DEADLINES: readonly DeadlineKind[] = ["connect", "first_byte", "response", "stream_idle"];
 
 export function zeroRouterSeries(m: RouterMetrics): void {
   for (const reason of ["queue_full", "queue_timeout"]) m.admissionRejections.inc([reason], 0);
@@ -20,7 +17,7 @@ export function zeroWorkerSeries(m: RouterMetrics, workerId: bigint, tokenizerMi
   const w = String(workerId);
   m.workerEjections.inc([w], 0);
   m.upstreamFailures.inc([w], 0);
-  for (const d of DEADLINES) m.deadlineMisses.inc([w, d], 0);
+  for (const d of DEADLINE_KINDS) m.deadlineMisses.inc([w, d], 0);
   tokenizerMismatch.set([w], 0);
 }
 
@@ -28,6 +25,6 @@ export function forgetWorkerSeries(m: RouterMetrics, workerId: bigint, tokenizer
   const w = String(workerId);
   m.workerEjections.remove([w]);
   m.upstreamFailures.remove([w]);
-  for (const d of DEADLINES) m.deadlineMisses.remove([w, d]);
+  for (const d of DEADLINE_KINDS) m.deadlineMisses.remove([w, d]);
   tokenizerMismatch.remove([w]);
 }

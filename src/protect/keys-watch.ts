@@ -8,6 +8,7 @@
  * only, size-capped), parsing (JSON, or YAML where the runtime has a parser) and the
  * directory watch are injected; nothing here touches a file system.
  */
+import type { Logger } from "../core/logger.ts";
 import { KeySet } from "./key-set.ts";
 import { KeysFileError, parseKeysDocument } from "./keys-document.ts";
 
@@ -30,10 +31,7 @@ export interface KeysWatchOptions {
   readonly pollMs: number;
   /** The runtime's repeating timer; returns a stop function. */
   readonly every: (ms: number, fn: () => void) => () => void;
-  readonly log: {
-    info(message: string, fields?: Record<string, unknown>): void;
-    error(message: string, fields?: Record<string, unknown>): void;
-  };
+  readonly log: Pick<Logger, "info" | "error">;
   /** Told each time a new set is in force (the limiter drops tenants that are gone). */
   readonly onChange?: (keys: KeySet) => void;
 }

@@ -1,5 +1,5 @@
 /**
- * `createRouter(config, ports)`: the router's decision room built in one place, so the
+ * `createRouter(config, ports)`: the router (index, books, scheduler, routing, recovery) built in one place, so the
  * composition root (src/runtime/compose.ts, for every runtime), the edge's test harness and
  * the benches wire it the same way. Runtime-free and without I/O of its own: the hasher, clock, rng, worker
  * registry, session store, metrics and the engines' recovery query are ports.
@@ -23,8 +23,8 @@
 import type { RouterEvent } from "../core/events.ts";
 import type { BatchBlockHasher } from "../core/block-hash.ts";
 import type { DpRank, RouterId, WorkerId, WorkerKey, WorkerWithDpRank } from "../core/ids.ts";
-import { createIndexer } from "./index/indexer.ts";
-import type { KvIndex } from "./index/types.ts";
+import { createIndexer } from "./kv-index/indexer.ts";
+import type { KvIndex } from "./kv-index/types.ts";
 import { RecoveryDriver } from "./recovery/driver.ts";
 import { LossyStreamGuard } from "./recovery/lossy-stream.ts";
 import type { EventSource, WorkerQuery } from "./recovery/types.ts";
@@ -32,7 +32,8 @@ import { schedulerConfig, type SchedulerConfig } from "./choose/config.ts";
 import { LoadTracker } from "./books/load-tracker.ts";
 import { TtftPredictor } from "./books/ttft-predictor.ts";
 import { createPipeline, type PolicyName } from "./choose/registry.ts";
-import type { Pipeline, Rng } from "./choose/types.ts";
+import type { Rng } from "../core/rng.ts";
+import type { Pipeline } from "./choose/types.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
 import { ExternalLeases } from "./books/external-leases.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
@@ -104,7 +105,7 @@ export interface Router {
   readonly recovery: RecoveryDriver;
   readonly leases: ExternalLeases;
   /**
-   * Worker registration's hooks into the room (src/fleet/membership.ts takes this object as
+   * Worker registration's hooks into the router (src/fleet/membership.ts takes this object as
    * its `load` and `recovery`): load slots for every registered rank, a full KV restore for a
    * new rank (`reset`: start it over, e.g. the engine restarted), and a removed worker's blocks
    * gone from both indexes.
@@ -129,8 +130,8 @@ export interface Router {
   expireApprox(now: number): void;
 }
 
-/** What the HTTP edge needs from the room (AppDeps.router): decisions, bookings, books, events in, the learned speeds (GET /v1/workers). */
-export type RouterRoom = Pick<Router, "routing" | "leases" | "tracker" | "index" | "ingest" | "ttft">;
+/** The router's API, what the HTTP edge needs from it (EdgeDeps.router): decisions, bookings, books, events in, the learned speeds (GET /v1/workers). */
+export type RouterApi = Pick<Router, "routing" | "leases" | "tracker" | "index" | "ingest" | "ttft">;
 
 export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const approxMode = config.policy === "approx";

@@ -2,9 +2,9 @@
  * Bitset rows of worker slots, for the records that two or more slots hold at once (a radix
  * tree node cached by several workers, a booked block shared by several workers' requests).
  * A record held by one slot keeps that slot inline and needs no row; most records are, so the
- * memory of a record no longer grows with the number of registered workers: a bitset in every
- * record made 2,000 workers cost 280 bytes per tree node and 512 per booked block, and the
- * index kept that width and its peak size after the workers left.
+ * memory of a record does not grow with the number of registered workers: a bitset in every
+ * record would make 2,000 workers cost 280 bytes per tree node and 512 per booked block, and
+ * the index would keep that width and its peak size after the workers left.
  *
  * Rows are `words` int32s (32 slots each) in one Int32Array with a free list; widening or
  * narrowing the rows copies only the rows, and `compact` renumbers them densely once most

@@ -1,14 +1,14 @@
 /**
- * The router room's one face. Everything outside src/router (the composition root, the HTTP
- * edge, load sync, metrics, config, the event adapters) reaches the room through this file,
- * so what the room offers is written down in one place and its inside can move freely.
- * Inside the room, files import each other directly. What is not exported here (the index's
+ * The router's one public module. Everything outside src/router (the composition root, the HTTP
+ * edge, load sync, metrics, config, the event adapters) reaches src/router through this file,
+ * so what it offers is written down in one place and its inside can move freely.
+ * Inside src/router, files import each other directly. What is not exported here (the index's
  * tree, the scheduler's pipeline pieces, the recovery state machine, the books' internals)
- * is the room's own business; tests and benches of those internals import them by path.
+ * is src/router's own business; tests and benches of those internals import them by path.
  */
 
-// The room, built in one place, and the ports it is given.
-export { createRouter, type IngestResult, type Router, type RouterConfig, type RouterPorts, type RouterRoom } from "./create-router.ts";
+// The router, built in one place, and the ports it is given.
+export { createRouter, type IngestResult, type Router, type RouterConfig, type RouterPorts, type RouterApi } from "./create-router.ts";
 export type { BurstClaimOutcome, Observer, RoutableWorkers, RoutingObserver, Timers } from "./ports.ts";
 export type { BurstClaim, BurstClaims, HeldClaim, PrefixMark } from "./books/burst-claims.ts";
 
@@ -21,7 +21,7 @@ export { POLICY_NAMES, type PolicyName } from "./choose/registry.ts";
 export { LOAD_METRICS, type LoadMetric } from "./choose/filters/load-guard.ts";
 export type { SchedulerConfig } from "./choose/config.ts";
 
-// The load books as load sync, the metrics and /v1/workers read them (the room builds the
+// The load books as load sync, the metrics and /v1/workers read them (createRouter builds the
 // tracker; nobody outside makes one), and the active-sequence events routers share.
 export type { LoadTracker, WorkerLoad } from "./books/load-tracker.ts";
 export {
@@ -32,12 +32,12 @@ export {
 } from "./books/sequence-events.ts";
 
 // The KV index as the metrics and the edge read it.
-export type { EventCounters, KvIndex } from "./index/types.ts";
+export type { EventCounters, KvIndex } from "./kv-index/types.ts";
 
 // Events in: where an event came from, and the engines' recovery query the adapters implement.
 export type { EventSource, WorkerQuery } from "./recovery/types.ts";
 
-// Admission: the queue in front of the room when every worker is busy, and a tenant's share
+// Admission: the queue in front of the scheduler when every worker is busy, and a tenant's share
 // of it (its priority band and fair-admission weight) that the edge hands in per request.
 export { AdmissionGate, type AdmissionGateOptions, type AdmitOptions } from "./admission/admission-gate.ts";
 export type { TenantShare } from "./admission/virtual-token-counter.ts";
@@ -53,6 +53,5 @@ export {
   type Binding,
   type OnExpire,
   type StoreClock,
-  type StoreLogger,
 } from "./sessions/store.ts";
 export { sessionControlOf, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";

@@ -1,5 +1,5 @@
 /**
- * What the router room needs from the pieces around it, as narrow interfaces, so it imports
+ * What the router needs from the pieces around it, as narrow interfaces, so it imports
  * no adapter (src/fleet, src/observe) and runs on any runtime. The Bun composition root
  * passes the real ones (WorkerRegistry, RouterMetrics satisfy these structurally); tests pass
  * small fakes or the same real ones.

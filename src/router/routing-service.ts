@@ -9,14 +9,15 @@
  */
 import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/block-hash.ts";
 import { routerIdHex, type RouterId, type WorkerId, type WorkerKey, type WorkerWithDpRank } from "../core/ids.ts";
-import type { KvIndex } from "./index/types.ts";
+import type { KvIndex } from "./kv-index/types.ts";
 import type { SchedulerConfig } from "./choose/config.ts";
 import { endpoint } from "./choose/endpoints.ts";
 import { CandidatePool } from "./choose/candidate-pool.ts";
 import { findBestMatch } from "./choose/find-best-match.ts";
 import { keepCandidates, type KeptCandidates } from "./choose/kept-candidates.ts";
 import type { LoadTracker } from "./books/load-tracker.ts";
-import type { Candidate, Endpoint, Pipeline, Rng, Selection } from "./choose/types.ts";
+import type { Rng } from "../core/rng.ts";
+import type { Candidate, Endpoint, Pipeline, Selection } from "./choose/types.ts";
 import { claimPrefix, unseenClaims, type BurstClaim, type BurstClaims, type HeldClaim, type UnseenClaims } from "./books/burst-claims.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";

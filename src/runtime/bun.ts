@@ -10,7 +10,7 @@
 import { hostname, networkInterfaces } from "node:os";
 import { createApp } from "../edge/app.ts";
 import { WorkerRoles } from "../edge/disagg/roles.ts";
-import type { Logger } from "../edge/log.ts";
+import type { Logger } from "../core/logger.ts";
 import { fetchUpstream } from "../edge/proxy/upstream.ts";
 import type { Config } from "../config/schema.ts";
 import { openRespConnection } from "./bun/resp-client.ts";

@@ -1,6 +1,6 @@
 /**
  * The one composition every runtime shares: `composeRouter(config, choices, log)` builds the
- * registry, models, tokenizers, session store and sticky routing, the decision room
+ * registry, models, tokenizers, session store and sticky routing, the router core
  * (createRouter), LoRA, passive and active health (outliers, restarts), membership, admission,
  * load sync, metrics and the edge's deps (src/edge/deps.ts, in their small groups) from
  * runtime-free parts. The runtime's entry passes
@@ -11,11 +11,11 @@
 import { bindClusterMetrics } from "../edge/cluster-metrics.ts";
 import type { PeerAddress } from "../edge/auth.ts";
 import type { EdgeDeps } from "../edge/deps.ts";
-import type { DisaggOptions } from "../edge/disagg/disagg-dispatch.ts";
-import type { Logger } from "../edge/log.ts";
+import type { DisaggOptions } from "../edge/disagg/options.ts";
+import type { Logger } from "../core/logger.ts";
 import { fetchUpstream, type UpstreamCall } from "../edge/proxy/upstream.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
-import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/routing/tokenizers.ts";
+import { RouterTokenizers, type RouterTokenizersDeps } from "../edge/prompt-route/tokenizers.ts";
 import type { Config } from "../config/schema.ts";
 import type { BatchBlockHasher } from "../core/block-hash.ts";
 import { routerIdHex, type RouterId, type WorkerId, type WorkerKey } from "../core/ids.ts";
@@ -243,7 +243,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   else if (config.burstClaims) log.warn(`--burst-claims has no effect ${config.redis === undefined ? "without --redis" : `with --policy ${config.policy} (kv only)`}`);
   // Shares this router's active load with the others through Redis (started below, once the router exists).
   let loadSync: LoadSync | undefined;
-  // The decision room (src/router): index, load, scheduler, routing, recovery, bookings.
+  // The router core (src/router): index, load, scheduler, routing, recovery, bookings.
   const router = createRouter(
     {
       policy: config.policy,
@@ -419,7 +419,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   // that every app of this router (one per runtime entry) shares.
   const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
   const edgeDeps = (rt: RuntimeEdge): EdgeDeps => ({
-    door: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(routerId), draining: () => draining, unready: () => unready },
+    access: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(routerId), draining: () => draining, unready: () => unready },
     limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength },
     fleet: { registry, models, lora: adapters, tokenizers },
     router,

@@ -1,5 +1,5 @@
 /**
- * The router on a runtime that is not Bun (src/runtime/deno.ts today): the same decision room
+ * The router on a runtime that is not Bun (src/runtime/deno.ts, workerd.ts): the same router core
  * (createRouter) and the same HTTP app (createApp) as src/main.ts, built only from portable
  * pieces — the portable TypeScript block hasher, the in-memory session store or, with
  * `--redis https://…`, the shared Redis store and active-load sync over Upstash's REST protocol
@@ -16,7 +16,7 @@
  * itself is the one Bun uses too (./compose.ts).
  */
 import { createApp } from "../edge/app.ts";
-import type { Logger } from "../edge/log.ts";
+import type { Logger } from "../core/logger.ts";
 import type { Config } from "../config/schema.ts";
 import { portableBatchHasher } from "../core/block-hash.ts";
 import { loadEngineTokenizer } from "../tokens/load.ts";

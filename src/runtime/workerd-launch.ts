@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, loadConfig, serveUsage, unknownEnvWarnings } from "../config/load.ts";
 import { buildInfo, versionLine } from "../core/build-info.ts";
-import { createLogger } from "../edge/log.ts";
+import { createLogger } from "../observe/logger.ts";
 import { parseKeysDocument } from "../protect/keys-document.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");

@@ -15,7 +15,8 @@
  */
 import type { BurstClaim, BurstClaims, HeldClaim, PrefixMark } from "../router/index.ts";
 import { routerIdHex } from "../core/ids.ts";
-import { LuaScript, type RedisConnection } from "./redis-client.ts";
+import { LuaScript } from "./redis-client.ts";
+import type { RedisConnection } from "./redis-connection.ts";
 import { LUA_NOW_MS } from "./redis-scripts.ts";
 
 /** Default list key (the load sync's channel is "switchyard:active_sequences"). */

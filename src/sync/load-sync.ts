@@ -13,24 +13,20 @@
  *   seen too); an origin silent for deadAfterMs has its requests freed here.
  * Nothing here throws into the request path: the tracker hook only queues.
  */
+import type { Logger } from "../core/logger.ts";
 import type { RouterId } from "../core/ids.ts";
 import type { ActiveSequenceEvent, LoadTracker } from "../router/index.ts";
 import { DEFAULT_COMMAND_TIMEOUT_MS } from "./redis-guard.ts";
 import { LocalMirror } from "./local-mirror.ts";
 import { Outbox } from "./outbox.ts";
 import { PeerTable } from "./peers.ts";
-import { openSyncTransport, type PubSubOpener, type SyncTransport } from "./transport.ts";
+import { openSyncTransport } from "./open-transport.ts";
+import type { PubSubOpener, SyncTransport } from "./transport.ts";
 import { decodeMessage, originPrefix } from "./wire.ts";
 
 export const DEFAULT_SYNC_CHANNEL = "switchyard:active_sequences";
 /** Dynamo's MAX_REPLICA_BATCH_EVENTS. */
 export const MAX_REPLICA_BATCH_EVENTS = 256;
-
-/** Matches src/edge/log.ts's Logger, so the composition can pass its logger as is. */
-export interface SyncLogger {
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-}
 
 export interface LoadSyncOptions {
   /** redis://, rediss:// (pub/sub) or https:// (Upstash REST, a polled stream; needs `token`). */
@@ -63,7 +59,7 @@ export interface LoadSyncOptions {
   readonly streamMaxLen?: number;
   /** Per Redis command (default 50 ms); one that times out marks Redis down until a probe answers (redis-guard.ts). */
   readonly commandTimeoutMs?: number;
-  readonly log?: SyncLogger;
+  readonly log?: Pick<Logger, "info" | "warn">;
 }
 
 export interface LoadSyncStats {

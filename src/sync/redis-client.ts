@@ -10,15 +10,7 @@
  * Both are wrapped in the hang guard.
  */
 import { DEFAULT_PROBE_TIMEOUT_MS, HangGuardConnection, withDeadline } from "./redis-guard.ts";
-
-export interface RedisConnection {
-  readonly kind: "resp" | "rest";
-  eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
-  evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
-  /** Any other command, e.g. ["PING"]. */
-  command(args: readonly string[]): Promise<unknown>;
-  close(): Promise<void>;
-}
+import type { RedisConnection } from "./redis-connection.ts";
 
 /** Opens a RESP connection (redis://, rediss://) with this connect/command deadline. */
 export type RespOpener = (url: string, timeoutMs: number) => Promise<RedisConnection>;

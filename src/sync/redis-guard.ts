@@ -12,7 +12,7 @@
  * trips), and the store/sync layers above degrade as they do for a Redis that is away.
  * The timer is injected so tests drive it; the default is setTimeout.
  */
-import type { RedisConnection } from "./redis-client.ts";
+import type { RedisConnection } from "./redis-connection.ts";
 
 /** The wait a request may pay for a hung Redis before the store is treated as down. */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 50;

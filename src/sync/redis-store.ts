@@ -1,6 +1,6 @@
 /**
  * AffinityStore in Redis, shared by every router, so a session bound by one router is found
- * by all (README.md, "Two routers, one Redis"). Every operation is one Lua script
+ * by all (docs/several-routers.md). Every operation is one Lua script
  * (redis-scripts.ts), so get-and-refresh, compare-and-delete on expiry and the reaper's claim
  * are atomic across routers: each expired engine-backed session is reported to `onExpire` by
  * exactly one router.
@@ -9,8 +9,10 @@
  * nothing, the reaper skips a sweep; the first failure of an outage is logged once, every
  * failure is counted (`stats()`), and the store resumes by itself when Redis answers again.
  */
+import type { Logger } from "../core/logger.ts";
 import type { WorkerWithDpRank } from "../core/ids.ts";
-import { openRedisConnection, type RedisConnection, type RedisConnectionOptions } from "./redis-client.ts";
+import { openRedisConnection, type RedisConnectionOptions } from "./redis-client.ts";
+import type { RedisConnection } from "./redis-connection.ts";
 import { CLAIM_EXPIRED, LOOKUP, PUT, REMOVE } from "./redis-scripts.ts";
 import {
   REAPER_INTERVAL_MS,
@@ -19,7 +21,6 @@ import {
   type Binding,
   type OnExpire,
   type StoreClock,
-  type StoreLogger,
 } from "../router/index.ts";
 
 /** Default key prefix; the {hash tag} keeps all keys of the store in one cluster slot. */
@@ -44,7 +45,7 @@ export interface RedisAffinityStoreOptions {
   readonly now?: () => number;
   /** The reaper's timer. Default: setInterval. */
   readonly every?: StoreClock["every"];
-  readonly logger?: StoreLogger;
+  readonly logger?: Pick<Logger, "warn">;
 }
 
 export interface RedisStoreStats {
@@ -61,7 +62,7 @@ const realEvery: StoreClock["every"] = (ms, fn) => {
   return () => clearInterval(handle);
 };
 
-const consoleLogger: StoreLogger = { warn: (message, fields) => console.warn(message, fields ?? "") };
+const consoleLogger: Pick<Logger, "warn"> = { warn: (message, fields) => console.warn(message, fields ?? "") };
 
 export class RedisAffinityStore implements AffinityStore {
   readonly #conn: RedisConnection;
@@ -69,7 +70,7 @@ export class RedisAffinityStore implements AffinityStore {
   readonly #expiryKey: string;
   readonly #onExpire: OnExpire | undefined;
   readonly #now: (() => number) | undefined;
-  readonly #logger: StoreLogger;
+  readonly #logger: Pick<Logger, "warn">;
   #stopReaper: (() => void) | undefined;
   #sweeping: Promise<number> | undefined;
   #sweepAgain: Promise<number> | undefined;

@@ -10,7 +10,8 @@
  * router. A reader that falls further behind than the trimmed length misses entries; the
  * sync layer sees the gap in `seq` and resyncs. Runs on any fetch runtime.
  */
-import { openRedisConnection, type RedisConnection } from "./redis-client.ts";
+import { openRedisConnection } from "./redis-client.ts";
+import type { RedisConnection } from "./redis-connection.ts";
 import type { SyncTransport, SyncTransportOptions, TransportCounters } from "./transport.ts";
 
 const PAGE = 256;

@@ -8,7 +8,8 @@
  */
 import type { TenantLimits } from "../protect/tenant.ts";
 import { limitVector, type Ask, type Dimension, type DimensionState, type Verdict } from "../protect/limits/verdict.ts";
-import { openRedisConnection, type RedisConnection, type RedisConnectionOptions } from "./redis-client.ts";
+import { openRedisConnection, type RedisConnectionOptions } from "./redis-client.ts";
+import type { RedisConnection } from "./redis-connection.ts";
 import type { HangGuardConnection } from "./redis-guard.ts";
 import { ACQUIRE, RELEASE } from "./tenant-limit-scripts.ts";
 

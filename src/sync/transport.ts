@@ -46,21 +46,3 @@ export interface SyncTransportOptions {
   /** Stream: approximate number of entries kept (XADD MAXLEN ~). */
   readonly streamMaxLen: number;
 }
-
-export async function openSyncTransport(opts: SyncTransportOptions): Promise<SyncTransport> {
-  const scheme = opts.url.slice(0, opts.url.indexOf(":") + 1).toLowerCase();
-  switch (scheme) {
-    case "redis:":
-    case "rediss:": {
-      if (opts.pubsub === undefined) throw new Error(`${scheme}// load sync needs RESP pub/sub, which runs on Bun only (use an Upstash REST https:// URL here)`);
-      return opts.pubsub(opts);
-    }
-    case "https:":
-    case "http:": {
-      const { StreamTransport } = await import("./stream-transport.ts");
-      return StreamTransport.open(opts);
-    }
-    default:
-      throw new Error(`unsupported Redis URL scheme "${scheme}" for load sync (use redis://, rediss:// or https://)`);
-  }
-}

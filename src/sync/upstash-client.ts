@@ -5,7 +5,7 @@
  * store degrades instead) and is aborted after the command timeout.
  */
 import { Redis } from "@upstash/redis";
-import type { RedisConnection } from "./redis-client.ts";
+import type { RedisConnection } from "./redis-connection.ts";
 
 export class UpstashConnection implements RedisConnection {
   readonly kind = "rest";

@@ -7,23 +7,8 @@
  * the library, and the report names the first input that differed so it can be reproduced.
  * Runtime-free; no clock (the caller times it if it wants).
  */
-import type { TokenizerLibrary } from "./engine-tokenizer.ts";
+import type { BpeGuardDifference, BpeGuardResult, TokenizerLibrary } from "./engine-tokenizer.ts";
 import { type CorpusInput, differentialCorpus } from "./guard-corpus.ts";
-
-export interface BpeGuardDifference {
-  /** The input, cut to 200 characters for logs and metric labels. */
-  readonly input: string;
-  readonly inputIndex: number;
-  readonly addSpecialTokens: boolean;
-  /** First differing position, and the ids around it (up to 8 from there) from each encoder. */
-  readonly at: number;
-  readonly bpe: readonly number[];
-  readonly library: readonly number[];
-}
-
-export type BpeGuardResult =
-  | { readonly agree: true; readonly inputs: number; readonly tokens: number }
-  | { readonly agree: false; readonly inputs: number; readonly tokens: number; readonly difference: BpeGuardDifference };
 
 function firstDiff(a: Uint32Array, b: Uint32Array): number {
   const n = Math.min(a.length, b.length);

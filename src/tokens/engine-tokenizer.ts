@@ -4,8 +4,6 @@
  * producing the token ids vLLM's OpenAI server prefills for a request.
  */
 
-import type { BpeGuardResult } from "./bpe-guard.ts";
-
 /** A model's tokenizer + chat template, loaded from an HF model directory. */
 export interface EngineTokenizer {
   /** The directory it was loaded from. */
@@ -31,6 +29,22 @@ export interface EngineTokenizer {
   /** Token ids -> text (special tokens kept), for /detokenize-style needs. */
   decode(ids: Uint32Array): Promise<string>;
 }
+
+/** What the BPE guard (bpe-guard.ts) found: every corpus input encoded alike, or the first difference. */
+export interface BpeGuardDifference {
+  /** The input, cut to 200 characters for logs and metric labels. */
+  readonly input: string;
+  readonly inputIndex: number;
+  readonly addSpecialTokens: boolean;
+  /** First differing position, and the ids around it (up to 8 from there) from each encoder. */
+  readonly at: number;
+  readonly bpe: readonly number[];
+  readonly library: readonly number[];
+}
+
+export type BpeGuardResult =
+  | { readonly agree: true; readonly inputs: number; readonly tokens: number }
+  | { readonly agree: false; readonly inputs: number; readonly tokens: number; readonly difference: BpeGuardDifference };
 
 /**
  * The encoder a tokenizer got: the byte-level BPE (bpe-library.ts), the pure-JS library or HF's

@@ -3,7 +3,7 @@
  * killed (SIGKILL) and started again every 10 s, Redis hung (SIGSTOP) for 2 s mid-run,
  * eight clients of conversations. Asserts the bounds the router promises under churn:
  * almost every request answers, the router's memory and index stay bounded, and the booked
- * load drains to 0 once the load stops. The series is printed (bench/README.md has a run).
+ * load drains to 0 once the load stops. The series is printed (bench/soak/README.md has a run).
  */
 import { expect, test } from "bun:test";
 import { DEFAULT_SOAK, runSoak, SOAK_KV_BLOCKS } from "../../bench/soak/soak.ts";

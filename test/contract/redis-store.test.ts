@@ -7,10 +7,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Redis } from "@upstash/redis";
 import { worker } from "../../src/core/ids.ts";
-import { openRedisConnection, type RedisConnection } from "../../src/sync/redis-client.ts";
+import { openRedisConnection } from "../../src/sync/redis-client.ts";
+import type { RedisConnection } from "../../src/sync/redis-connection.ts";
 import { openRespConnection } from "../../src/runtime/bun/resp-client.ts";
 import { RedisAffinityStore } from "../../src/sync/redis-store.ts";
-import type { Binding, StoreLogger } from "../../src/router/sessions/store.ts";
+import type { Binding } from "../../src/router/sessions/store.ts";
+import type { Logger } from "../../src/core/logger.ts";
 import { until } from "../support/processes.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
@@ -21,7 +23,7 @@ let bridge: UpstashBridge;
 let prefixes = 0;
 /** Each store gets its own keys, so tests sharing the server never see each other. */
 const freshPrefix = () => `t${process.pid}-${++prefixes}:{sticky}:`;
-const silent: StoreLogger = { warn() {} };
+const silent: Pick<Logger, "warn"> = { warn() {} };
 
 beforeAll(async () => {
   server = await startRedisServer();
@@ -194,7 +196,7 @@ describe("several routers sharing one Redis", () => {
 describe("Redis going away", () => {
   test("every call resolves while Redis is down, the outage is logged once, and affinity resumes", async () => {
     const warnings: string[] = [];
-    const logger: StoreLogger = { warn: (m) => warnings.push(m) };
+    const logger: Pick<Logger, "warn"> = { warn: (m) => warnings.push(m) };
     const stores = await Promise.all(
       (["resp", "rest"] as const).map(async (t) =>
         new RedisAffinityStore({ connection: await connect(t), keyPrefix: freshPrefix(), reaperIntervalMs: 0, logger }),

@@ -4,7 +4,12 @@
  * ServiceMonitor against prometheus-operator's CRD schema, `@kubernetes-models/prometheus-operator`),
  * then the rules the deployment relies on: pinned images, probes, resources, non-root,
  * a grace period longer than the drain, the ServiceMonitor on the Service's named port, the
- * discovery Role, the router's flags known to `switchyard serve`.
+ * discovery Role, the router's flags known to `switchyard serve`; safe by default (every
+ * router, engine and Redis pod behind a NetworkPolicy that lets only routers in, every
+ * Secret referenced and none inlined, no secret on a command line); highly available by
+ * default (2 routers or an HPA with 2 at least, a PDB keeping one, spread across nodes,
+ * a PDB per engine pool); engines scraped (PodMonitor), LoRA updatable at run time, and
+ * publishing KV events with the router's block size.
  *
  * What is checked comes from deploy/kubernetes/rendered/*.yaml (committed; `bun run
  * deploy:render` writes them). Where kubectl is installed, the first test of each overlay
@@ -29,7 +34,10 @@ import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
 import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import { ServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor";
+import { PodMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const KDIR = join(ROOT, "deploy", "kubernetes");
@@ -57,7 +65,10 @@ const MODELS: Record<string, new (data: any) => { validate(): void }> = {
   "rbac.authorization.k8s.io/v1/Role": Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
+  "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
   "monitoring.coreos.com/v1/ServiceMonitor": ServiceMonitor,
+  "monitoring.coreos.com/v1/PodMonitor": PodMonitor,
 };
 const CLUSTER_SCOPED = new Set(["Namespace"]);
 
@@ -124,6 +135,10 @@ function flagValue(args: readonly string[], name: string): string | undefined {
   return v;
 }
 
+function envOf(container: any, name: string): any {
+  return (container.env ?? []).find((e: any) => e.name === name);
+}
+
 function flagNames(args: readonly string[]): string[] {
   return args.filter((a) => a.startsWith("--")).map((a) => a.split("=")[0]!);
 }
@@ -174,7 +189,7 @@ function discovered(objs: readonly Obj[]): Workload[] {
 }
 
 test("every overlay directory has a committed render, and nothing else is rendered", () => {
-  expect(OVERLAYS).toEqual(["disagg", "multi-router", "vllm"]);
+  expect(OVERLAYS).toEqual(["disagg", "multi-router", "sglang", "vllm"]);
   const rendered = readdirSync(join(KDIR, "rendered")).filter((f) => f.endsWith(".yaml")).map((f) => f.slice(0, -5)).sort();
   expect(rendered).toEqual(OVERLAYS);
 });
@@ -310,10 +325,10 @@ for (const overlay of OVERLAYS) {
       for (const key of Object.keys(config)) expect(`${key}: ${flags.has(`--${key}`)}`).toBe(`${key}: true`);
       const workers = Bun.YAML.parse(fromConfigMap(flagValue(args, "--workers-file")!)) as { workers: unknown };
       expect(Array.isArray(workers.workers)).toBe(true);
-      // The admin token comes from a Secret the overlay does not ship: optional, so pods start
-      // without it (admin endpoints then answer loopback only).
+      // The admin token comes from a Secret the operator creates; not optional: without it the
+      // pod does not start, rather than start with admin routes open to loopback only.
       const admin = c.env.find((e: any) => e.name === "SWITCHYARD_ADMIN_TOKEN");
-      expect(admin.valueFrom.secretKeyRef.optional).toBe(true);
+      expect(admin.valueFrom.secretKeyRef).toEqual({ name: "switchyard-admin", key: "token" });
     });
 
     test("serve starts with the ConfigMap's config.json and workers file (values checked by the router itself)", async () => {
@@ -410,6 +425,7 @@ for (const overlay of OVERLAYS) {
         const where = e.obj.metadata.name;
         const ann = e.obj.spec.template.metadata.annotations ?? {};
         expect(`${where}: ${ann["switchyard.dev/kv-events"]}`).toMatch(/: (\d+=)?tcp:\/\/\$\(POD_IP\):\d+/);
+        expect(`${where}: ${e.podLabels["switchyard.dev/engine"]}`).toBe(`${where}: true`);
         expect(["prefill", "decode", "both"]).toContain(ann["switchyard.dev/role"]);
         expect(e.pod.containers[0].ports.map((p: any) => p.name)).toContain(portName);
         // The ZMQ publisher the annotation names is the one vLLM is told to bind.
@@ -423,20 +439,173 @@ for (const overlay of OVERLAYS) {
       }
     });
 
+    test("safe: every router, engine and Redis pod is selected by an Ingress NetworkPolicy; engines and Redis let in only routers (engines: other engines, and Prometheus on http)", () => {
+      const policies = objs.filter((o) => o.kind === "NetworkPolicy");
+      const r = router(objs);
+      const engines = discovered(objs);
+      const isRouter = (labels: Record<string, string>) => matches(labels, r.podLabels);
+      const isEngine = (labels: Record<string, string>) => engines.some((e) => matches(labels, e.podLabels));
+      const problems: string[] = [];
+      for (const w of workloads(objs)) {
+        const where = `${w.obj.kind}/${w.obj.metadata.name}`;
+        const mine = policies.filter((p) => p.spec.policyTypes.includes("Ingress") && matches(p.spec.podSelector.matchLabels ?? {}, w.podLabels));
+        if (mine.length === 0) {
+          problems.push(`${where}: no NetworkPolicy selects its pods`);
+          continue;
+        }
+        if (w.obj === r.obj) continue; // the routers are the door: their port is open to clients
+        const ports = new Set((w.pod.containers as any[]).flatMap((c) => (c.ports ?? []).map((p: any) => p.name)));
+        for (const p of mine) {
+          for (const rule of p.spec.ingress ?? []) {
+            if (!rule.from || rule.from.length === 0) problems.push(`${where}: ${p.metadata.name} lets in anyone`);
+            for (const peer of rule.from ?? []) {
+              const labels = peer.podSelector?.matchLabels ?? {};
+              if (peer.namespaceSelector !== undefined || peer.ipBlock !== undefined) {
+                // Outside the namespace: only Prometheus, only an engine's metrics port.
+                const portNames = (rule.ports ?? []).map((x: any) => x.port);
+                if (!isEngine(w.podLabels) || JSON.stringify(portNames) !== JSON.stringify(["http"]) || labels["app.kubernetes.io/name"] !== "prometheus") {
+                  problems.push(`${where}: ${p.metadata.name} lets in ${JSON.stringify(peer)} on ${JSON.stringify(portNames)}`);
+                }
+              } else if (!(isRouter(labels) || (isEngine(w.podLabels) && isEngine(labels)))) {
+                problems.push(`${where}: ${p.metadata.name} lets in pods ${JSON.stringify(labels)}`);
+              }
+              // The router selector really selects the router pods, not nothing.
+              if (labels["app.kubernetes.io/component"] === "router") expect(isRouter(labels)).toBe(true);
+            }
+            for (const port of rule.ports ?? []) {
+              if (typeof port.port === "string" && !ports.has(port.port)) problems.push(`${where}: ${p.metadata.name} names port ${port.port} the pod does not have`);
+            }
+          }
+        }
+      }
+      expect(problems).toEqual([]);
+      // Every engine's HTTP and event ports are reachable from the routers.
+      for (const e of engines) {
+        const peers = policies
+          .filter((p) => matches(p.spec.podSelector.matchLabels ?? {}, e.podLabels))
+          .flatMap((p) => p.spec.ingress.filter((rule: any) => rule.ports === undefined).flatMap((rule: any) => rule.from));
+        expect(peers.some((peer: any) => peer.namespaceSelector === undefined && isRouter(peer.podSelector?.matchLabels ?? {}))).toBe(true);
+      }
+    });
+
+    test("safe: every Secret is referenced, none is inlined; no secret on a command line or in a plain env value", () => {
+      expect(objs.filter((o) => o.kind === "Secret").map((o) => o.metadata.name)).toEqual([]);
+      const referenced = new Set<string>();
+      const problems: string[] = [];
+      for (const w of workloads(objs)) {
+        for (const v of w.pod.volumes ?? []) if (v.secret) referenced.add(v.secret.secretName);
+        for (const c of [...(w.pod.initContainers ?? []), ...w.pod.containers]) {
+          const where = `${w.obj.metadata.name}/${c.name}`;
+          for (const e of c.env ?? []) {
+            if (e.valueFrom?.secretKeyRef) referenced.add(e.valueFrom.secretKeyRef.name);
+            if (/TOKEN|PASSWORD|SECRET|API_KEY/.test(e.name) && e.valueFrom?.secretKeyRef === undefined) problems.push(`${where}: env ${e.name} is not from a Secret`);
+            // A URL may carry a password only as a reference to a Secret-backed variable.
+            if (typeof e.value === "string" && /:\/\/[^/@\s]*:[^/@\s]+@/.test(e.value) && !/:\$\([A-Z_]+\)@/.test(e.value)) problems.push(`${where}: env ${e.name} holds a password`);
+          }
+          const argv = [...(c.command ?? []), ...(c.args ?? [])];
+          for (const f of ["--admin-token", "--redis-token", "--engine-token", "--redis", "--requirepass"]) {
+            if (flagNames(argv).includes(f) || argv.some((a) => a.includes(`${f} `))) problems.push(`${where}: ${f} on the command line`);
+          }
+        }
+      }
+      expect(problems).toEqual([]);
+      for (const name of ["switchyard-admin", "switchyard-api-keys"]) expect(`${name}: ${referenced.has(name)}`).toBe(`${name}: true`);
+      if (overlay === "multi-router") expect(referenced.has("switchyard-redis")).toBe(true);
+    });
+
+    test("safe: the router reads client keys from Secret switchyard-api-keys, mounted as a directory (re-read on change)", () => {
+      const r = router(objs);
+      const c = r.pod.containers[0];
+      const path = flagValue(c.args, "--api-keys")!;
+      expect(path).toBeDefined();
+      const mount = c.volumeMounts.find((m: any) => path.startsWith(`${m.mountPath}/`));
+      expect(mount).toBeDefined();
+      expect(mount.subPath).toBeUndefined();
+      const vol = r.pod.volumes.find((v: any) => v.name === mount.name);
+      expect(vol.secret.secretName).toBe("switchyard-api-keys");
+      expect(vol.secret.optional).toBeUndefined();
+    });
+
+    test("HA: at least 2 routers, a PDB that keeps one, spread across nodes; a PDB per engine pool", () => {
+      const r = router(objs);
+      const hpa = objs.find((o) => o.kind === "HorizontalPodAutoscaler" && o.spec.scaleTargetRef.name === r.obj.metadata.name);
+      expect(r.obj.spec.replicas ?? hpa?.spec.minReplicas).toBeGreaterThanOrEqual(2);
+      const pdbs = objs.filter((o) => o.kind === "PodDisruptionBudget" && matches(o.spec.selector.matchLabels, r.podLabels));
+      expect(pdbs.map((p) => p.spec.minAvailable)).toEqual([1]);
+      const byHost = r.pod.topologySpreadConstraints.find((t: any) => t.topologyKey === "kubernetes.io/hostname");
+      expect(byHost).toMatchObject({ maxSkew: 1, whenUnsatisfiable: "DoNotSchedule", nodeTaintsPolicy: "Honor" });
+      expect(matches(byHost.labelSelector.matchLabels, r.podLabels)).toBe(true);
+      for (const e of discovered(objs)) {
+        const mine = objs.filter((o) => o.kind === "PodDisruptionBudget" && matches(o.spec.selector.matchLabels, e.podLabels));
+        expect(`${e.obj.metadata.name}: ${mine.map((p) => `maxUnavailable=${p.spec.maxUnavailable}`).join(",")}`).toBe(`${e.obj.metadata.name}: maxUnavailable=1`);
+        // A pool's PDB does not reach into another pool.
+        for (const other of discovered(objs).filter((o) => o.obj !== e.obj)) for (const p of mine) expect(matches(p.spec.selector.matchLabels, other.podLabels)).toBe(false);
+      }
+    });
+
+    test("engines: a PodMonitor scrapes every engine pod's named http port; their block size is the router's", () => {
+      const monitors = objs.filter((o) => o.kind === "PodMonitor");
+      const routerBlock = JSON.parse(objs.find((o) => o.kind === "ConfigMap" && o.metadata.name.startsWith("switchyard-config"))!.data!["config.json"]!)["block-size"];
+      expect(routerBlock).toBeGreaterThan(0);
+      for (const e of discovered(objs)) {
+        const where = e.obj.metadata.name;
+        const mine = monitors.filter((m) => matches(m.spec.selector.matchLabels, e.podLabels));
+        expect(`${where}: ${mine.length}`).toBe(`${where}: 1`);
+        const portNames = e.pod.containers[0].ports.map((p: any) => p.name);
+        for (const ep of mine[0]!.spec.podMetricsEndpoints) {
+          expect(ep.path).toBe("/metrics");
+          expect(portNames).toContain(ep.port);
+        }
+        const args: string[] = e.pod.containers[0].args;
+        const block = flagValue(args, "--block-size") ?? flagValue(args, "--page-size");
+        expect(`${where}: ${block}`).toBe(`${where}: ${routerBlock}`);
+      }
+    });
+
+    test("engines: runtime LoRA updates where LoRA is on; not root, with a writable HOME and working directory", () => {
+      for (const e of discovered(objs)) {
+        const c = e.pod.containers[0];
+        const where = e.obj.metadata.name;
+        if ((c.args as string[]).includes("--enable-lora")) {
+          expect(`${where}: ${envOf(c, "VLLM_ALLOW_RUNTIME_LORA_UPDATING")?.value}`).toBe(`${where}: True`);
+          expect(e.obj.spec.template.metadata.annotations["switchyard.dev/lora-slots"]).toBe(flagValue(c.args, "--max-loras"));
+        }
+        // The images expect root (no USER in their Dockerfiles): uid 2000 / gid 0 as vLLM's
+        // own non-root image, with HOME and the working directory on a writable volume and a
+        // user name for a uid without a passwd entry.
+        expect({ where, uid: e.pod.securityContext.runAsUser, gid: e.pod.securityContext.runAsGroup }).toEqual({ where, uid: 2000, gid: 0 });
+        const home = envOf(c, "HOME").value;
+        const writable = (path: string) => c.volumeMounts.some((m: any) => (path === m.mountPath || path.startsWith(`${m.mountPath}/`)) && !m.readOnly);
+        expect(`${where} HOME ${home}: ${writable(home)}`).toBe(`${where} HOME ${home}: true`);
+        expect(`${where} workingDir ${c.workingDir}: ${writable(c.workingDir)}`).toBe(`${where} workingDir ${c.workingDir}: true`);
+        expect(envOf(c, "USER")?.value).toBeDefined();
+      }
+    });
+
     if (overlay === "vllm") {
-      test("vllm: one router, one engine pool of role both", () => {
-        expect(router(objs).obj.spec.replicas).toBe(1);
+      test("vllm: two routers, one engine pool of role both, no Redis", () => {
+        expect(router(objs).obj.spec.replicas).toBe(2);
         const engines = discovered(objs);
         expect(engines.map((e) => e.obj.spec.template.metadata.annotations["switchyard.dev/role"])).toEqual(["both"]);
         expect(flagValue(routerArgs(objs), "--redis")).toBeUndefined();
+        expect(envOf(router(objs).pod.containers[0], "SWITCHYARD_REDIS_URL")).toBeUndefined();
       });
     }
 
     if (overlay === "multi-router") {
-      test("multi-router: 3 routers sharing the in-cluster Redis by its Service", () => {
-        expect(router(objs).obj.spec.replicas).toBe(3);
-        const url = new URL(flagValue(routerArgs(objs), "--redis")!);
-        expect(url.protocol).toBe("redis:");
+      test("multi-router: routers scaled by an HPA, sharing the in-cluster Redis by its Service, as an ACL user with the Secret's password", () => {
+        const r = router(objs);
+        // The HPA owns the count: no replicas field for `kubectl apply` to reset.
+        expect(r.obj.spec.replicas).toBeUndefined();
+        const c = r.pod.containers[0];
+        expect(flagValue(c.args, "--redis")).toBeUndefined();
+        const urlText = envOf(c, "SWITCHYARD_REDIS_URL")!.value as string;
+        // $(REDIS_PASSWORD) is expanded by the kubelet from a variable defined before it.
+        const names = c.env.map((e: any) => e.name);
+        expect(names.indexOf("REDIS_PASSWORD")).toBeLessThan(names.indexOf("SWITCHYARD_REDIS_URL"));
+        expect(envOf(c, "REDIS_PASSWORD")!.valueFrom.secretKeyRef).toEqual({ name: "switchyard-redis", key: "password" });
+        const url = new URL(urlText.replace("$(REDIS_PASSWORD)", "PW"));
+        expect({ protocol: url.protocol, username: url.username, password: url.password }).toEqual({ protocol: "redis:", username: "switchyard", password: "PW" });
         const svc = objs.find((o) => o.kind === "Service" && o.metadata.name === url.hostname);
         expect(svc).toBeDefined();
         const port = svc!.spec.ports.find((p: any) => p.port === Number(url.port));
@@ -444,7 +613,44 @@ for (const overlay of OVERLAYS) {
         const redis = workloads(objs).find((w) => w.obj.kind === "StatefulSet" && matches(svc!.spec.selector, w.podLabels));
         expect(redis).toBeDefined();
         expect(redis!.obj.spec.serviceName).toBe(svc!.metadata.name);
-        expect(redis!.pod.containers[0].ports.map((p: any) => p.name)).toContain(port.targetPort);
+        const rc = redis!.pod.containers[0];
+        expect(rc.ports.map((p: any) => p.name)).toContain(port.targetPort);
+        // Redis reads the same Secret, turns user default off and defines user switchyard
+        // from it; the password reaches neither its command line nor the probes' argv.
+        expect(envOf(rc, "REDIS_PASSWORD")!.valueFrom.secretKeyRef).toEqual({ name: "switchyard-redis", key: "password" });
+        const script = [...rc.command, ...rc.args].join(" ");
+        expect(script).toContain("user default off");
+        expect(script).toMatch(/user switchyard on >%s/);
+        expect(script).toContain("--aclfile");
+        expect(script).not.toContain("--requirepass");
+        for (const probe of [rc.readinessProbe, rc.livenessProbe]) expect(probe.exec.command.join(" ")).toContain('REDISCLI_AUTH="$REDIS_PASSWORD"');
+      });
+
+      test("multi-router: the HPA scales the router Deployment on CPU and on request rate, from 2", () => {
+        const hpas = objs.filter((o) => o.kind === "HorizontalPodAutoscaler");
+        expect(hpas.length).toBe(1);
+        const h = hpas[0]!;
+        expect(h.spec.scaleTargetRef).toEqual({ apiVersion: "apps/v1", kind: "Deployment", name: router(objs).obj.metadata.name });
+        expect(h.spec.minReplicas).toBeGreaterThanOrEqual(2);
+        expect(h.spec.maxReplicas).toBeGreaterThan(h.spec.minReplicas);
+        const kinds = h.spec.metrics.map((m: any) => (m.type === "Resource" ? `Resource/${m.resource.name}` : `${m.type}/${m.pods?.metric?.name}`));
+        expect(kinds).toEqual(["Resource/cpu", "Pods/switchyard_http_requests_per_second"]);
+      });
+    }
+
+    if (overlay === "sglang") {
+      test("sglang: SGLang publishes its KV events over ZMQ (--kv-events-config) with the replay endpoint the annotation names, and serves /metrics", () => {
+        const engines = discovered(objs);
+        expect(engines.length).toBe(1);
+        const e = engines[0]!;
+        const c = e.pod.containers[0];
+        expect(c.command).toEqual(["python3", "-m", "sglang.launch_server"]);
+        const cfg = JSON.parse(flagValue(c.args, "--kv-events-config")!);
+        expect(cfg.publisher).toBe("zmq");
+        const ann = e.obj.spec.template.metadata.annotations;
+        expect(cfg.replay_endpoint).toBe(`tcp://*:${/:(\d+)$/.exec(ann["switchyard.dev/replay"])![1]}`);
+        expect(c.args).toContain("--enable-metrics");
+        expect(c.image).toMatch(/^docker\.io\/lmsysorg\/sglang:v\d/);
       });
     }
 

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { loadConfig } from "../../src/config/load.ts";
 import { portableBatchHasher } from "../../src/core/block-hash.ts";
-import { createLogger } from "../../src/edge/log.ts";
+import { createLogger } from "../../src/observe/logger.ts";
 import { composeRouter, type ComposedRouter } from "../../src/runtime/compose.ts";
 import { EngineLoad } from "../../src/runtime/bun/engine-load.ts";
 import { until } from "../support/processes.ts";

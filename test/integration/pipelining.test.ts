@@ -1,5 +1,5 @@
 /**
- * HTTP/1.1 pipelining, documented as it is (README "Protect it"): Bun 1.4.5's server refuses
+ * HTTP/1.1 pipelining, documented as it is (docs/chaos.md, "Found by probing"): Bun 1.4.5's server refuses
  * async pipelining, so a completion with another request pipelined behind it on the same
  * connection gets no answer at all: the connection is closed at once. The router is left
  * clean (no booking held). What can be answered is: requests answered without waiting

@@ -3,7 +3,7 @@
  * few thousand streamed completions through it, and one printed line with the router's CPU
  * per request (from /proc), so a regression on the hot path shows in CI's output. It asserts
  * that every request was proxied and that the figure was measured, never a timing: CI
- * machines differ, and bench:proxy (bench/README.md) is where the figure is judged beside nginx.
+ * machines differ, and bench:proxy (bench/proxy/README.md) is where the figure is judged beside nginx.
  * Both processes are stopped by PID.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";

@@ -2,7 +2,7 @@
  * CI's short replay: the first 300 requests of the synthetic Mooncake trace against a fresh
  * cluster of real processes (4 simulated engines + the router), under kv and round-robin.
  * It proves the bench runs end to end and that KV-aware routing finds more cached prefix
- * than round-robin on the same arrivals and capacity. The full tables are bench/README.md's.
+ * than round-robin on the same arrivals and capacity. The full tables are bench/replay/findings.md's.
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";

@@ -9,8 +9,9 @@
  * exact sequences here under their own names.
  */
 
-/** Uniform in [0, 1); the shape of the scheduler's injected `Rng`. */
-export type Rng = () => number;
+import type { Rng } from "../../src/core/rng.ts";
+
+export type { Rng };
 
 /** mulberry32: 32-bit state, fast, passes the usual small-test batteries (the one in src/core, which the router uses too). */
 export { mulberry32 } from "../../src/core/mulberry32.ts";

@@ -19,6 +19,7 @@ export interface Rule {
   readonly alert?: string;
   readonly record?: string;
   readonly expr: string;
+  readonly annotations?: Readonly<Record<string, string>>;
 }
 
 export function loadRules(): Rule[] {

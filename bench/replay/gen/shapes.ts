@@ -2,7 +2,7 @@
  * Seeded generators for traffic shapes the Mooncake traces lack (issue 14), in the same
  * form as a Mooncake trace (arrival ms, input/output length, one hash id per 512-token block,
  * equal ids = equal prefix block) plus a session id per conversation / task. Same seed, same
- * trace. Each shape's parameters are documented in bench/README.md; defaults put an 8-engine
+ * trace. Each shape's parameters are documented in bench/replay/findings.md; defaults put an 8-engine
  * simulated cluster (200 µs per uncached token) at roughly half to two thirds utilisation for
  * kv-like hit rates at --arrival-scale 1.
  */

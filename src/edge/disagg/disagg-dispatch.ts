@@ -32,26 +32,11 @@ import { forward, type ForwardDeps, type ForwardInput } from "../proxy/forward.t
 import { upstreamRequestHeaders } from "../proxy/headers.ts";
 import type { UpstreamBody, UpstreamCall } from "../proxy/upstream.ts";
 import type { PromptHashes, RouteDecision } from "../../router/index.ts";
-import { modelRoute } from "../routing/model-routing.ts";
+import { modelRoute } from "../prompt-route/model-routing.ts";
 import type { Dispatch } from "../routes/dispatch.ts";
-import type { WorkerRoles } from "./roles.ts";
+import type { DisaggOptions } from "./options.ts";
 import { bootstrapHostOf, bootstrapRoom, sglangBody } from "./sglang-protocol.ts";
 import { kvTransferParamsOf, vllmDecodeBody, vllmPrefillBody } from "./vllm-protocol.ts";
-
-export type DisaggProtocol = "vllm" | "sglang";
-
-export interface DisaggOptions {
-  readonly protocol: DisaggProtocol;
-  readonly roles: WorkerRoles;
-  /** Uncached prompt tokens on the decode worker below which it prefills locally. */
-  readonly minPrefillTokens: number;
-  /** Tokens per KV block (--block-size): cached blocks -> cached tokens. */
-  readonly blockSize: number;
-  /** SGLang: the prefill engines' bootstrap port when their engine info does not say. */
-  readonly defaultBootstrapPort: number;
-  /** Uniform u32 draws (bootstrap rooms); injected so tests are deterministic. */
-  readonly randomU32?: () => number;
-}
 
 /** Header naming the prefill worker of a disaggregated answer (absent: prefilled on the decode worker). */
 export const HEADER_PREFILL_WORKER = "x-switchyard-prefill-worker";

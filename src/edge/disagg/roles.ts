@@ -10,11 +10,6 @@ import { normalizeWorkerUrl } from "../../core/worker-id.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
 
 export type WorkerRole = "prefill" | "decode" | "both";
-export const WORKER_ROLES: readonly WorkerRole[] = ["prefill", "decode", "both"];
-
-export function isWorkerRole(x: unknown): x is WorkerRole {
-  return x === "prefill" || x === "decode" || x === "both";
-}
 
 /** The healthy workers that can take each half of a request. */
 export interface RolePools {

@@ -10,7 +10,8 @@
  * client yet, so the try ends at once and the request can go elsewhere, instead of waiting
  * out a deadline (600 s for an answer that is not streamed) on an engine known to be gone.
  */
-import { ClientGoneError, DeadlineMissedError, type DeadlineKind, type UpstreamDeadlines } from "./deadlines.ts";
+import type { DeadlineKind } from "../../observe/names.ts";
+import { ClientGoneError, DeadlineMissedError, type UpstreamDeadlines } from "./deadlines.ts";
 import type { ChunkReader } from "./observe-stream.ts";
 import type { UpstreamBody, UpstreamCall, UpstreamResponse } from "./upstream.ts";
 

@@ -14,8 +14,7 @@
  * (observe-stream.ts).
  * 0 means "no deadline".
  */
-
-export type DeadlineKind = "connect" | "first_byte" | "response" | "stream_idle";
+import type { DeadlineKind } from "../../observe/names.ts";
 
 export interface UpstreamDeadlines {
   /** Milliseconds; 0 = none. */

@@ -105,7 +105,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   retry.budget?.request();
   const mayRetry = (worker: WorkerId) => (status: number) =>
     // A 500 or 429 from the last worker that could serve is the answer (a fencing status goes
-    // on: it fences the worker, and the client gets upstream_failed as before).
+    // on: it fences the worker, and the client gets upstream_failed when no worker is left).
     (fencesWorker(status) || anotherWorker(worker, exclude, input.allowedWorkerIds, d)) && (retry.budget === undefined || retryAllowed(retry, d));
   for (let attempt = 0; attempt <= d.upstream.maxRetries; attempt++) {
     let decision: RouteDecision;

@@ -10,8 +10,8 @@
  *
  * Backpressure: a chunk is read from the engine only once the client's socket took the last
  * one, so a client that stops reading stops the engine's socket too (the upstream client
- * pauses it past its high-water mark) instead of the router buffering the whole answer: a
- * 1 GB answer to a client that slept took the router from 69 to 1,451 MB before.
+ * pauses it past its high-water mark) instead of the router buffering the whole answer:
+ * buffered, a 1 GB answer to a client that stops reading would grow the router by about 1.4 GB.
  *
  * Two stream flavours with the same behaviour: a standard pull stream (any runtime), and
  * Bun's "direct" stream (write + flush straight into the socket; less per-chunk work).

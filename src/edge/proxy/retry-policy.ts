@@ -16,9 +16,6 @@ export interface RetryPolicy {
   readonly budget?: RetryBudget;
 }
 
-/** --retry-on's default. */
-export const DEFAULT_RETRY_STATUSES: readonly number[] = [429, 500, 502, 503, 504];
-
 /** Without a policy (tests, embedders): the statuses the proxy always retried, no budget. */
 export const GATEWAY_RETRIES_ONLY: RetryPolicy = { statuses: new Set([502, 503, 504]) };
 

@@ -14,8 +14,8 @@ import { checkBatchBounds } from "../../fleet/events/batch-bounds.ts";
 import { SlicedIngest } from "../../fleet/events/sliced-ingest.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AdminDeps, FleetView, RequestLimits } from "../deps.ts";
-import type { RouterRoom } from "../../router/index.ts";
-import { routeTarget } from "../routing/route-target.ts";
+import type { RouterApi } from "../../router/index.ts";
+import { routeTarget } from "../prompt-route/route-target.ts";
 
 const RouteBody = v.object({
   tokens: v.optional(v.pipe(
@@ -58,7 +58,7 @@ export interface AdminRouteDeps {
   readonly limits: RequestLimits;
   /** POST /v1/route reads prompts and models as the OpenAI routes do. */
   readonly fleet: FleetView;
-  readonly router: RouterRoom;
+  readonly router: RouterApi;
   readonly admin: Pick<AdminDeps, "peekSession">;
 }
 

@@ -1,12 +1,12 @@
 /**
  * One proxied request, from its `model` to the engine's answer: the workers serving the model
- * (routing/model-routing.ts), LoRA adapters loaded where needed, then forward (route, retry,
+ * (prompt-route/model-routing.ts), LoRA adapters loaded where needed, then forward (route, retry,
  * stream). Shared by the OpenAI routes and the pass-through routes. It parses no bodies.
  */
 import type { WorkerId } from "../../core/ids.ts";
 import type { FleetView } from "../deps.ts";
 import { forward, routedWorkerOf, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
-import { modelRoute } from "../routing/model-routing.ts";
+import { modelRoute } from "../prompt-route/model-routing.ts";
 
 export type Dispatch = (input: ForwardInput, model: unknown) => Promise<Response>;
 

@@ -10,7 +10,7 @@ import type { RequestLimits } from "../deps.ts";
 import type { DisaggDispatch } from "../disagg/disagg-dispatch.ts";
 import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
-import { readPrompt, type PromptDeps } from "../routing/prompt-routing.ts";
+import { readPrompt, type PromptTokenizers } from "../prompt-route/prompt-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { Dispatch } from "./dispatch.ts";
@@ -19,7 +19,7 @@ import type { RequestObservers } from "../../observe/request-observers.ts";
 export interface CompletionDeps {
   readonly limits: RequestLimits;
   /** The models' tokenizers, for the tokens a request is routed on. */
-  readonly fleet: PromptDeps;
+  readonly tokenizers?: PromptTokenizers;
   readonly dispatch: Dispatch;
   /** --disagg: completions are split into a prefill and a decode request. */
   readonly split?: DisaggDispatch;
@@ -62,7 +62,7 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
     const obs = d.requests?.of(req);
-    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.fleet, json, kind, d.limits.maxPromptChars)) : readPrompt(d.fleet, json, kind, d.limits.maxPromptChars));
+    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.tokenizers, json, kind, d.limits.maxPromptChars)) : readPrompt(d.tokenizers, json, kind, d.limits.maxPromptChars));
     const sessionControl = sessionControlOf(json);
     const input: ForwardInput = {
       request: req,

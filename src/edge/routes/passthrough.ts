@@ -10,7 +10,7 @@ import { Hono } from "hono";
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
-import { readPrompt, type PromptKind } from "../routing/prompt-routing.ts";
+import { readPrompt, type PromptKind } from "../prompt-route/prompt-routing.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
 import type { Dispatch } from "./dispatch.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
@@ -47,7 +47,7 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
     const body = await readBodyLimited(req, d.limits.maxBodyBytes);
     const json = parseJsonObject(body);
     const obs = d.requests?.of(req);
-    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.fleet, json, kind, d.limits.maxPromptChars)) : readPrompt(d.fleet, json, kind, d.limits.maxPromptChars));
+    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.fleet.tokenizers, json, kind, d.limits.maxPromptChars)) : readPrompt(d.fleet.tokenizers, json, kind, d.limits.maxPromptChars));
     obs?.prompt({ model: json.model, tokens: prompt.tokens.length });
     const priority = json.priority;
     if (priority !== undefined && (typeof priority !== "number" || !Number.isSafeInteger(priority))) {

@@ -6,11 +6,12 @@
  * tokenizer, so an operator can diff it with the engine's own /tokenize. Without a tokenizer
  * for the model the request is proxied to a worker serving it (the engine answers).
  */
-import { checkPromptSize } from "../routing/prompt-size.ts";
+import { checkPromptSize } from "../prompt-route/prompt-size.ts";
 import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
-import { modelRoute } from "../routing/model-routing.ts";
-import type { PassthroughDeps } from "./passthrough.ts";
+import { modelRoute } from "../prompt-route/model-routing.ts";
+import type { FleetView, RequestLimits } from "../deps.ts";
+import type { Dispatch } from "./dispatch.ts";
 
 function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
   const v = body.add_special_tokens;
@@ -19,7 +20,14 @@ function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
   return v;
 }
 
-export function tokenizeHandler(d: PassthroughDeps) {
+/** The request limits, the models and tokenizers (404 and the answer), and the dispatch for a model without a tokenizer. */
+export interface TokenizeDeps {
+  readonly limits: RequestLimits;
+  readonly fleet: FleetView;
+  readonly dispatch: Dispatch;
+}
+
+export function tokenizeHandler(d: TokenizeDeps) {
   const { fleet } = d;
   return async (req: Request): Promise<Response> => {
     const body = await readBodyLimited(req, d.limits.maxBodyBytes);

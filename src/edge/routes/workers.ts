@@ -11,7 +11,7 @@ import { workerKey } from "../../core/ids.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
 import type { AdminDeps, FleetView, RequestLimits } from "../deps.ts";
 import type { WorkerRoles } from "../disagg/roles.ts";
-import type { RouterRoom } from "../../router/index.ts";
+import type { RouterApi } from "../../router/index.ts";
 import { WorkerSpecSchema, workerSpecOf } from "../../fleet/worker-spec.ts";
 import { modelFields, registerTokenizer } from "./worker-models.ts";
 
@@ -26,7 +26,7 @@ export interface WorkerRouteDeps {
   readonly limits: RequestLimits;
   readonly fleet: FleetView;
   /** Each worker's load and cached blocks. */
-  readonly router: Pick<RouterRoom, "tracker" | "index" | "ttft">;
+  readonly router: Pick<RouterApi, "tracker" | "index" | "ttft">;
   readonly admin: AdminDeps;
   /** --disagg: each worker's role, shown and set at registration. */
   readonly roles?: WorkerRoles;
@@ -54,7 +54,7 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
         prefill += d.router.tracker.activeTokens(key, now);
         decode += d.router.tracker.activeBlocks(key);
         cached += d.router.index.workerSize(key);
-        // What the kv policy predicts with on this rank (README, "How it decides").
+        // What the kv policy predicts with on this rank (docs/routing.md).
         const s = d.router.ttft.speed(key);
         speeds.push({ dp_rank: r, ms_per_token: s.msPerToken, latency_ms: s.latencyMs, factor: s.factor, source: s.source });
       }

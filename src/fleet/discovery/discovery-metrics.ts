@@ -18,16 +18,12 @@
  * - `switchyard_discovery_registration_failures_total`.
  */
 import type { MetricsRegistry } from "../../observe/registry.ts";
-import type { FleetCounts } from "./pod-fleet.ts";
-
-export interface DiscoveryLog {
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-  error(message: string, fields?: Record<string, unknown>): void;
-}
 
 export type RelistReason = "start" | "expired" | "error";
 export type WatchRestartReason = "timeout" | "error" | "idle";
+
+/** How many pods are in each state (PodFleet.counts), for the gauge. */
+export type FleetCounts = Record<"routable" | "held" | "waiting" | "rejected", number>;
 
 export interface DiscoveryMetrics {
   rejected(pod: string, field: string): void;

@@ -5,7 +5,8 @@
  * looked at again every `tickMs`. Runtime-free: the runtime's glue passes the connection's
  * fetch (TLS settings inside it), the timers, the clock and the randomness.
  */
-import type { DiscoveryLog, DiscoveryMetrics } from "./discovery-metrics.ts";
+import type { Logger } from "../../core/logger.ts";
+import type { DiscoveryMetrics } from "./discovery-metrics.ts";
 import { KubeApi } from "./kube-api.ts";
 import { PodFleet, type FleetActions } from "./pod-fleet.ts";
 import { PodWatch, type PodWatchOptions, type Timers } from "./pod-watch.ts";
@@ -22,7 +23,7 @@ export interface KubernetesDiscoveryOptions {
   readonly timers: Timers;
   readonly rng: () => number;
   readonly now: () => number;
-  readonly log: DiscoveryLog;
+  readonly log: Pick<Logger, "info" | "warn" | "error">;
   readonly metrics?: DiscoveryMetrics;
   /** How often failed registrations and lost workers are looked at (ms; default 1000). */
   readonly tickMs?: number;

@@ -14,9 +14,10 @@
  * `retryMs` and puts back a pod's worker removed by other means (DELETE /v1/workers): the pods
  * are the source of truth for the workers they made. Workers added otherwise are never touched.
  */
+import type { Logger } from "../../core/logger.ts";
 import type { WorkerId } from "../../core/ids.ts";
 import type { WorkerSpec } from "../worker-spec.ts";
-import type { DiscoveryLog, DiscoveryMetrics } from "./discovery-metrics.ts";
+import type { DiscoveryMetrics, FleetCounts } from "./discovery-metrics.ts";
 import { podKey, podWorker, type PodWorker } from "./pod-worker.ts";
 
 /** What the fleet does to the router; the runtime wires these to the provisioner and health. */
@@ -38,7 +39,7 @@ export interface PodFleetOptions {
   /** A failed registration is tried again after this long (ms; default 5000). */
   readonly retryMs?: number;
   readonly now: () => number;
-  readonly log: DiscoveryLog;
+  readonly log: Pick<Logger, "info" | "warn" | "error">;
   readonly metrics?: DiscoveryMetrics;
 }
 
@@ -60,8 +61,6 @@ interface Entry {
   reported: string | undefined;
 }
 
-/** How many pods are in each state, for the gauge. */
-export type FleetCounts = Record<"routable" | "held" | "waiting" | "rejected", number>;
 
 export class PodFleet {
   readonly #o: PodFleetOptions;

@@ -17,7 +17,8 @@
  * A watch that ends within a second of starting counts as a failure, so a server that closes
  * every watch at once is not hammered. Timers and randomness are injected.
  */
-import type { DiscoveryLog, DiscoveryMetrics, RelistReason, WatchRestartReason } from "./discovery-metrics.ts";
+import type { Logger } from "../../core/logger.ts";
+import type { DiscoveryMetrics, RelistReason, WatchRestartReason } from "./discovery-metrics.ts";
 import { KubeApiError, type KubeApi } from "./kube-api.ts";
 
 export interface PodSink {
@@ -40,7 +41,7 @@ export interface PodWatchOptions {
   readonly rng: () => number;
   /** Milliseconds, monotonic. */
   readonly now: () => number;
-  readonly log: DiscoveryLog;
+  readonly log: Pick<Logger, "info" | "warn" | "error">;
   readonly metrics?: DiscoveryMetrics;
   /** Backoff after failures: base × 2^(n-1), capped, then jittered into [½, 1] of it (ms). */
   readonly backoffBaseMs?: number;

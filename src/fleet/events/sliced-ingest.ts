@@ -1,12 +1,12 @@
 /**
  * Applies event batches in arrival order, a slice of blocks at a time, letting the event
- * loop serve other work between slices: a batch of 300,000 events held the loop 1.5 s in one
- * piece. Batches never interleave (the next waits for the previous to finish), so the index
- * sees events in the order they were posted, as before. The yield is injected.
+ * loop serve other work between slices: in one piece, a batch of 300,000 events holds the
+ * loop about 1.5 s. Batches never interleave (the next waits for the previous to finish), so
+ * the index sees events in the order they were posted. The yield is injected.
  */
 import type { RouterEvent } from "../../core/events.ts";
 import { blocksOf } from "./batch-bounds.ts";
-import type { IngestResult } from "./http-batch.ts";
+import type { IngestResult } from "../../router/index.ts";
 
 export interface SlicedIngestOptions {
   /** Blocks applied between two yields (default 16,384: ~30 ms of index work). */

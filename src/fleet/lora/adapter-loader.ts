@@ -18,6 +18,7 @@
  *
  * PURE: engine calls, the worker list, the clock and the base-model test are injected.
  */
+import type { Logger } from "../../core/logger.ts";
 import { RouterError } from "../../core/errors.ts";
 import type { WorkerId, WorkerWithDpRank } from "../../core/ids.ts";
 import { AdapterAllowlist, adapterNameProblem } from "./adapter-name.ts";
@@ -61,7 +62,7 @@ export interface AdapterLoaderOptions {
   readonly allow?: AdapterAllowlist;
   /** Milliseconds (last use, for LRU). */
   readonly now: () => number;
-  readonly log?: { info(message: string, fields?: Record<string, unknown>): void; warn(message: string, fields?: Record<string, unknown>): void };
+  readonly log?: Pick<Logger, "info" | "warn">;
 }
 
 export interface AdapterLoaderCounters {

@@ -11,6 +11,7 @@
  * It also remembers when the router last used each loaded adapter (`recordUse`), which
  * `--lora-evict` needs to pick the least recently used adapter to unload.
  */
+import type { Logger } from "../../core/logger.ts";
 import { keyOf, type WorkerKey, type WorkerWithDpRank } from "../../core/ids.ts";
 
 /** What a worker publishes per adapter: one entry per (worker, adapter), capacity in each. */
@@ -22,11 +23,6 @@ export interface LoraInfo {
 
 /** vLLM's default `--max-loras`, used when an entry does not say. */
 export const DEFAULT_MAX_GPU_LORA_COUNT = 4;
-
-/** The one thing the tracker reports that is not a return value: a capacity mismatch. */
-export interface LoraLogger {
-  warn(message: string, fields: Record<string, unknown>): void;
-}
 
 export interface SlotUsage {
   readonly worker: WorkerWithDpRank;
@@ -47,15 +43,16 @@ interface WorkerEntry {
   readonly loras: Map<string, LoadedAdapter>;
 }
 
-const silentLogger: LoraLogger = { warn() {} };
+const silentLogger: Pick<Logger, "warn"> = { warn() {} };
 
 export class LoraStateTracker {
   /** lora → workers holding it. Inverse of `WorkerEntry.loras`; empty sets are dropped. */
   readonly #loadedLocations = new Map<string, Map<WorkerKey, WorkerWithDpRank>>();
   readonly #workers = new Map<WorkerKey, WorkerEntry>();
-  readonly #logger: LoraLogger;
+  readonly #logger: Pick<Logger, "warn">;
 
-  constructor(opts: { logger?: LoraLogger } = {}) {
+  /** `logger` hears the one thing the tracker reports that is not a return value: a capacity mismatch. */
+  constructor(opts: { logger?: Pick<Logger, "warn"> } = {}) {
     this.#logger = opts.logger ?? silentLogger;
   }
 

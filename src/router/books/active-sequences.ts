@@ -9,7 +9,7 @@
  */
 import { BlockRefs } from "./block-refs.ts";
 import { u32Halves } from "./hash64-table.ts";
-import type { Rng } from "../choose/types.ts";
+import type { Rng } from "../../core/rng.ts";
 
 /** A request older than this is assumed leaked (its free never came) and is dropped. */
 export const EXPIRY_MS = 300_000;

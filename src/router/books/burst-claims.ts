@@ -7,7 +7,7 @@
  * millisecond or more later. Requests that arrive together (the Mooncake conversation trace sends
  * about ten at each instant of a 3 s grid) are decided by each router before the others' bookings
  * of the same burst reach it: routers that see the same books choose alike, pile onto one engine,
- * and each prediction counts none of the others' prompts (bench/README.md, "Races between
+ * and each prediction counts none of the others' prompts (bench/replay/findings.md, "Races between
  * routers"). A claim orders the decisions instead: each router appends its choice to one shared
  * list in one atomic step that returns the choices appended before it, so the later of two racing
  * routers sees the earlier one's prompt and decides again with it counted.

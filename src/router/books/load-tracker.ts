@@ -13,7 +13,7 @@ import { ActiveSequences } from "./active-sequences.ts";
 import { BlockRefs } from "./block-refs.ts";
 import { u32Halves } from "./hash64-table.ts";
 import type { ActiveSequenceEvent, ActiveSequenceEventData } from "./sequence-events.ts";
-import type { Rng } from "../choose/types.ts";
+import type { Rng } from "../../core/rng.ts";
 
 export interface TrackedRequest {
   readonly requestId: string;
@@ -133,7 +133,7 @@ export class LoadTracker {
 
   /**
    * A rank's KV capacity in blocks, as its engine reported it (undefined: it did not say, and
-   * in-flight prefixes are credited whole, as before). The time-based kv credits a prefix only as
+   * in-flight prefixes are credited whole). The time-based kv credits a prefix only as
    * far as the engine can keep it (ActiveSequences.keptWhenItStarts).
    */
   setKvCapacity(worker: WorkerWithDpRank, blocks: number | undefined): void {

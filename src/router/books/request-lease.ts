@@ -12,7 +12,7 @@
 import type { WorkerWithDpRank } from "../../core/ids.ts";
 import { keyOf } from "../../core/ids.ts";
 import type { LoadTracker } from "./load-tracker.ts";
-import type { Rng } from "../choose/types.ts";
+import type { Rng } from "../../core/rng.ts";
 
 /** What a booking holds: the tracker's TrackedRequest without the clock. */
 export interface Booking {

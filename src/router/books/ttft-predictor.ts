@@ -96,7 +96,7 @@ export const LATENCY_SHARE = 0.25;
 export const RANK_WINDOW = 32;
 /** Once the fleet's window is full, the line is refitted every this many first tokens. */
 export const REFIT_EVERY = 8;
-/** A rank's own factor is used from this many samples that show its speed on (mostly prefill, not latency); before, 1. */
+/** A rank's own factor is used from this many samples that show its speed on (mostly prefill, not latency): one sample could be a latency outlier. */
 export const MIN_OWN_SAMPLES = 4;
 /**
  * A sample shows its rank's speed when at least this share of the tokens it counted are the
@@ -439,7 +439,7 @@ export function queueAtBooking(seqs: ActiveSequences | undefined, claimed = 0): 
  * booked later that overtook it on the way. Counted, the sample says what the engine really did,
  * and those misses do not teach the predictor a slower speed or a longer latency: with four
  * routers, a fifth to a third of the samples were such, and the line they taught predicted small
- * requests on idle engines at twice their time (68 ms for 32 on conversation; bench/README.md,
+ * requests on idle engines at twice their time (68 ms for 32 on conversation; bench/replay/findings.md,
  * "Races between routers"). Never less than the prediction counted: a prefill done just before
  * this first token may be reported by its router a little later. It can also count one that came
  * after this one if the router reads that first token first (both in one turn of its event loop):

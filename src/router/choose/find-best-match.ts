@@ -16,7 +16,8 @@ import type { LoadTracker } from "../books/load-tracker.ts";
 import { TtftPredictor } from "../books/ttft-predictor.ts";
 import type { UnseenClaims } from "../books/burst-claims.ts";
 import { runPipeline } from "./pipeline.ts";
-import type { Endpoint, Pipeline, Rng, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
+import type { Rng } from "../../core/rng.ts";
+import type { Endpoint, Pipeline, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
 
 export interface FindBestMatchInput {
   /** Cached prefix per (worker, dp_rank), from the indexer. */

@@ -1,7 +1,8 @@
 /**
  * Runs one policy for one request: filters in order (stop with an error when one leaves
  * nothing), then Σ weight·term per survivor, then the picker. It picks a worker; it does
- * not book load (find-best-match.ts does, when asked).
+ * not book load, and neither does find-best-match.ts: routing-service.ts books the chosen
+ * worker through the request's lease (books/request-lease.ts).
  */
 import { RouterError } from "../../core/errors.ts";
 import type { Candidate, Pipeline, SchedulingContext } from "./types.ts";

@@ -7,10 +7,8 @@ import type { UnseenClaims } from "../books/burst-claims.ts";
 import type { RouterErrorCode } from "../../core/errors.ts";
 import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
+import type { Rng } from "../../core/rng.ts";
 import type { TtftPredictor } from "../books/ttft-predictor.ts";
-
-/** Uniform in [0, 1). Injected so tests and benches are deterministic. */
-export type Rng = () => number;
 
 /** One schedulable (worker, dp_rank) and its static facts, as the worker registry knows them. */
 export interface Endpoint {

@@ -28,7 +28,7 @@ export type WorkerQuery = (
  */
 export type EventSource = "engine" | "admin";
 
-/** What the driver needs from an index. `KvIndex` (src/router/index/types.ts) satisfies it. */
+/** What the driver needs from an index. `KvIndex` (src/router/kv-index/types.ts) satisfies it. */
 export interface IndexSink {
   applyEvent(event: RouterEvent): unknown;
   removeWorkerDpRank(workerId: WorkerId, dpRank: DpRank): void;

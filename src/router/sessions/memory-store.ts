@@ -14,6 +14,7 @@
  * idle longest; an engine-backed one is reported to `onExpire` like an expiry, so its
  * engine session is closed, and every drop is counted (`evicted`).
  */
+import type { Logger } from "../../core/logger.ts";
 import type { WorkerWithDpRank } from "../../core/ids.ts";
 import {
   REAPER_INTERVAL_MS,
@@ -22,7 +23,6 @@ import {
   type Binding,
   type OnExpire,
   type StoreClock,
-  type StoreLogger,
 } from "./store.ts";
 
 export interface MemoryAffinityStoreOptions {
@@ -31,7 +31,8 @@ export interface MemoryAffinityStoreOptions {
   readonly onExpire?: OnExpire;
   /** Sweep period; 0 turns the timer off (lookups and reapExpired() still expire). */
   readonly reaperIntervalMs?: number;
-  readonly logger?: StoreLogger;
+  /** Where the store reports trouble it absorbs (an on-expire callback that threw). */
+  readonly logger?: Pick<Logger, "warn">;
   /** Bindings held at most; a new one past it drops the least recently used (default 100,000). */
   readonly maxSessions?: number;
 }
@@ -42,7 +43,7 @@ export class MemoryAffinityStore implements AffinityStore {
   readonly #map = new Map<string, Binding>();
   readonly #clock: StoreClock;
   readonly #onExpire: OnExpire | undefined;
-  readonly #logger: StoreLogger | undefined;
+  readonly #logger: Pick<Logger, "warn"> | undefined;
   readonly #maxSessions: number;
   #stopReaper: (() => void) | undefined;
   #evicted = 0;

@@ -44,7 +44,3 @@ export interface StoreClock {
   every(ms: number, fn: () => void): () => void;
 }
 
-/** Where stores report trouble that they absorb (an on-expire callback that threw, Redis down). */
-export interface StoreLogger {
-  warn(message: string, fields?: Record<string, unknown>): void;
-}

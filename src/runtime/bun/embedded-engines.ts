@@ -1,5 +1,5 @@
 /** --engines N: simulated engines started in this process, registering with the router at `routerUrl`. */
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { Config } from "../../config/schema.ts";
 import { startMocker, type MockerHandle } from "../../mocker/index.ts";
 

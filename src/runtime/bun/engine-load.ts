@@ -6,7 +6,7 @@
  * speed. Off (no scraping) with --engine-metrics-interval 0.
  */
 import type { AdmissionGate } from "../../router/index.ts";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { Config } from "../../config/schema.ts";
 import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../observe/names.ts";

@@ -1,5 +1,5 @@
 /** Bun's block hasher for request block hashes: the C library's over bun:ffi when it loads, else TypeScript. */
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import { portableBatchHasher, type BatchBlockHasher } from "../../core/block-hash.ts";
 import { createNativeBlockHasher } from "./ffi-hasher.ts";
 import { loadNativeLibrary } from "../../transfer/native/library.ts";

@@ -8,7 +8,7 @@
 import { homedir } from "node:os";
 import type { Config } from "../../config/schema.ts";
 import type { WorkerId } from "../../core/ids.ts";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import { discoveryMetrics } from "../../fleet/discovery/discovery-metrics.ts";
 import { KubeConfigError, resolveKubeConnection, serviceAccountNamespace, type KubeConnection } from "../../fleet/discovery/kube-config.ts";
 import { KubernetesDiscovery } from "../../fleet/discovery/kubernetes-discovery.ts";

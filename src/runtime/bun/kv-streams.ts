@@ -4,7 +4,7 @@
  * the --zmq-endpoint subscriptions made at start. vLLM serves no /kv/query, so its part of the
  * index comes from its events only (lossy ingest: an id gap wipes the rank first).
  */
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { WorkerRoles } from "../../edge/disagg/roles.ts";
 import type { Config } from "../../config/schema.ts";
 import type { BatchBlockHasher } from "../../core/block-hash.ts";

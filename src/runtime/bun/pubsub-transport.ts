@@ -3,7 +3,8 @@
  * connection (no offline queue, own reconnect with backoff, command timeout), messages in
  * through a dedicated self-reconnecting subscriber. Bun only.
  */
-import { openRedisConnection, type RedisConnection } from "../../sync/redis-client.ts";
+import { openRedisConnection } from "../../sync/redis-client.ts";
+import type { RedisConnection } from "../../sync/redis-connection.ts";
 import { DEFAULT_PROBE_TIMEOUT_MS } from "../../sync/redis-guard.ts";
 import { openRespConnection } from "./resp-client.ts";
 import { RespSubscriber } from "./resp-subscriber.ts";

@@ -7,7 +7,8 @@
  * one waits a backoff (0.2 s doubling to 2 s) and commands fail fast meanwhile.
  */
 import { RedisClient } from "bun";
-import { withTimeout, type RedisConnection, type RespOpener } from "../../sync/redis-client.ts";
+import { withTimeout, type RespOpener } from "../../sync/redis-client.ts";
+import type { RedisConnection } from "../../sync/redis-connection.ts";
 
 const MIN_BACKOFF_MS = 200;
 const MAX_BACKOFF_MS = 2_000;

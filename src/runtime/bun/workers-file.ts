@@ -5,7 +5,7 @@
  */
 import { watch } from "node:fs";
 import { fileVersion, readBoundedText } from "./bounded-file.ts";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { WorkerProvisioner } from "../../fleet/provisioner.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
 import { WorkersFileWatch } from "../../fleet/workers-file-watch.ts";

@@ -3,7 +3,7 @@
  * through a RESP opener the runtime injects; https:// is Upstash REST over fetch), else in
  * memory. It does not bind sessions (src/router/sessions/sticky.ts does).
  */
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { Config } from "../../config/schema.ts";
 import type { RespOpener } from "../../sync/redis-client.ts";
 import { openRedisAffinityStore, type RedisStoreStats } from "../../sync/redis-store.ts";

@@ -4,7 +4,7 @@
  * reproduced and reported) and `switchyard_tokenizer_encoder{tokenizer, encoder, reason}` = 1.
  * Tokenizers load at start and at registration, both through here.
  */
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
 import type { EngineTokenizer } from "../../tokens/index.ts";
 

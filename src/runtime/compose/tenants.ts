@@ -7,7 +7,7 @@
  */
 import type { Config } from "../../config/schema.ts";
 import type { AdmissionGate } from "../../router/index.ts";
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { TenantGuard } from "../../edge/tenants/guard.ts";
 import { bindTenantMetrics } from "../../edge/tenants/metrics.ts";
 import type { RouterMetrics } from "../../observe/names.ts";

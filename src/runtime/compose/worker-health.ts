@@ -5,7 +5,7 @@
  * changing tells us), which wipes and restores the worker's ranks before it is healthy
  * again. It registers no worker (membership does).
  */
-import type { Logger } from "../../edge/log.ts";
+import type { Logger } from "../../core/logger.ts";
 import type { Config } from "../../config/schema.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
 import type { createRouter } from "../../router/index.ts";

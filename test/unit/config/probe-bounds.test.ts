@@ -1,5 +1,5 @@
 /**
- * The options that bound what probing found (README "Protect it"): defaults, the forms they
+ * The options that bound what probing found (docs/chaos.md, "Found by probing"): defaults, the forms they
  * take, and bad values named.
  */
 import { describe, expect, test } from "bun:test";

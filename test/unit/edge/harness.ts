@@ -8,11 +8,11 @@
 import { createApp } from "../../../src/edge/app.ts";
 import type { EdgeDeps } from "../../../src/edge/deps.ts";
 import { fetchUpstream } from "../../../src/edge/proxy/upstream.ts";
-import { silentLogger, type Logger } from "../../../src/edge/log.ts";
+import { silentLogger, type Logger } from "../../../src/core/logger.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import type { WorkerId } from "../../../src/core/ids.ts";
-import type { KvIndex } from "../../../src/router/index/types.ts";
+import type { KvIndex } from "../../../src/router/kv-index/types.ts";
 import { LoraStateTracker } from "../../../src/fleet/lora/state-tracker.ts";
 import { RouterMetrics } from "../../../src/observe/names.ts";
 import { LoadTracker } from "../../../src/router/books/load-tracker.ts";
@@ -125,7 +125,7 @@ export function harness(o: HarnessOptions): Harness {
   }
   tracker.updateWorkers(o.workers.flatMap((w) => Array.from({ length: w.dpRanks ?? 1 }, (_, r) => ({ workerId: w.id, dpRank: r }))));
   const deps: EdgeDeps = {
-    door: { adminToken: o.adminToken, peer: () => o.peer ?? "127.0.0.1" },
+    access: { adminToken: o.adminToken, peer: () => o.peer ?? "127.0.0.1" },
     limits: { maxBodyBytes: o.maxBodyBytes ?? 1 << 20, maxPromptChars: o.maxPromptChars },
     fleet: { registry, lora: loader, models },
     router,

@@ -7,7 +7,7 @@
  * the one worker URL is a closed port.
  */
 import { describe, expect, test } from "bun:test";
-import { createLogger } from "../../../src/edge/log.ts";
+import { createLogger } from "../../../src/observe/logger.ts";
 import { loadConfig } from "../../../src/config/load.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 import { composeRouter, reachableHost, StartupError, type RuntimeChoices } from "../../../src/runtime/compose.ts";
@@ -46,8 +46,8 @@ describe("composeRouter", () => {
     const { lines, log } = capture();
     const removed: bigint[] = [];
     const c = await composeRouter(config, { ...choices, onWorkerRemoved: (id) => void removed.push(id) }, log);
-    const door = c.edgeDeps({ peer: () => undefined }).door;
-    expect(door.draining!()).toBe(false);
+    const access = c.edgeDeps({ peer: () => undefined }).access;
+    expect(access.draining!()).toBe(false);
     await c.registerAll(["http://127.0.0.1:1"]);
     const [w] = c.registry.list();
     expect(w?.url).toBe("http://127.0.0.1:1");
@@ -57,11 +57,11 @@ describe("composeRouter", () => {
     expect(lines.some((l) => l.includes(`worker ${w!.id} removed`))).toBe(true);
     c.startChecks();
     // The drain delay: /health says draining while requests are still served.
-    expect(door.unready!()).toBe(false);
+    expect(access.unready!()).toBe(false);
     c.stopReadiness();
-    expect([door.unready!(), door.draining!()]).toEqual([true, false]);
+    expect([access.unready!(), access.draining!()]).toEqual([true, false]);
     c.startDraining();
-    expect(door.draining!()).toBe(true);
+    expect(access.draining!()).toBe(true);
     c.stopWork();
     await c.close();
   });
@@ -77,7 +77,7 @@ describe("composeRouter", () => {
     };
     const c = await composeRouter(config, { ...choices, randomValues }, log);
     expect(draws).toBe(1);
-    expect(c.edgeDeps({ peer: () => undefined }).door.routerId).toBe("fedcba9876543210");
+    expect(c.edgeDeps({ peer: () => undefined }).access.routerId).toBe("fedcba9876543210");
     expect(c.router.routing.nextRequestId()).toBe("fedcba9876543210-0");
     expect(c.router.tracker.routerId).toBe(0xfedcba9876543210n);
     c.stopWork();

@@ -5,7 +5,7 @@
  * naming the directory, the encoder and the reason.
  */
 import { describe, expect, test } from "bun:test";
-import type { Logger } from "../../../src/edge/log.ts";
+import type { Logger } from "../../../src/core/logger.ts";
 import { RouterMetrics } from "../../../src/observe/names.ts";
 import { reportEncoderChoice } from "../../../src/runtime/compose/encoder-report.ts";
 import type { EncoderChoice, EngineTokenizer } from "../../../src/tokens/index.ts";

@@ -7,8 +7,10 @@
  */
 import { describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig } from "../../../src/config/load.ts";
-import { openRedisConnection, type RedisConnection } from "../../../src/sync/redis-client.ts";
-import { openSyncTransport, type SyncTransport, type SyncTransportOptions } from "../../../src/sync/transport.ts";
+import { openRedisConnection } from "../../../src/sync/redis-client.ts";
+import type { RedisConnection } from "../../../src/sync/redis-connection.ts";
+import { openSyncTransport } from "../../../src/sync/open-transport.ts";
+import type { SyncTransport, SyncTransportOptions } from "../../../src/sync/transport.ts";
 
 const SYNC: SyncTransportOptions = { url: "redis://127.0.0.1:1", channel: "c", commandTimeoutMs: 50, pollMs: 5, streamMaxLen: 10 };
 

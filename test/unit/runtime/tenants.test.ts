@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../../../src/config/load.ts";
-import { silentLogger } from "../../../src/edge/log.ts";
+import { silentLogger } from "../../../src/core/logger.ts";
 import { RouterMetrics } from "../../../src/observe/names.ts";
 import { sha256Hex } from "../../../src/protect/key-set.ts";
 import { AdmissionGate } from "../../../src/router/admission/admission-gate.ts";

@@ -5,7 +5,7 @@
  * hand; command deadlines are real (tens of ms).
  */
 import { describe, expect, test } from "bun:test";
-import type { RedisConnection } from "../../../src/sync/redis-client.ts";
+import type { RedisConnection } from "../../../src/sync/redis-connection.ts";
 import { until } from "../../support/processes.ts";
 import { HangGuardConnection, RedisTimeoutError, RedisUnavailableError, withDeadline } from "../../../src/sync/redis-guard.ts";
 

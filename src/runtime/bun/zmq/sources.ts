@@ -5,19 +5,20 @@
  * stopped when it is removed. Every subscriber hands its events to the same `onEvents`.
  * It does not register workers or apply events to an index.
  */
+import type { Logger } from "../../../core/logger.ts";
 import type { RouterEvent } from "../../../core/events.ts";
 import type { BatchBlockHasher } from "../../../core/block-hash.ts";
 import type { WorkerId } from "../../../core/ids.ts";
 import type { KvEventSources } from "../../../fleet/provisioner.ts";
 import type { KvEventsSpec } from "../../../fleet/worker-spec.ts";
 import { endpointForDpRank } from "./endpoints.ts";
-import { startVllmKvSubscriber, type SubscriberLog, type VllmKvSubscriber, type VllmKvSubscriberOptions } from "./subscriber.ts";
+import { startVllmKvSubscriber, type VllmKvSubscriber, type VllmKvSubscriberOptions } from "./subscriber.ts";
 
 export interface ZmqSourcesOptions {
   readonly blockSize: number;
   readonly onEvents: (events: RouterEvent[]) => void;
   readonly hasher?: BatchBlockHasher;
-  readonly log?: SubscriberLog;
+  readonly log?: Pick<Logger, "info" | "warn">;
   /** Injected in tests; default startVllmKvSubscriber. */
   readonly start?: (opts: VllmKvSubscriberOptions) => Promise<VllmKvSubscriber>;
 }

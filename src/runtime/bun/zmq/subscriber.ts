@@ -16,6 +16,7 @@
  * a synthetic Cleared before the new process's first events: its cache is empty. Ids restart at 0
  * with a new subscriber.
  */
+import type { Logger } from "../../../core/logger.ts";
 import type { RouterEvent } from "../../../core/events.ts";
 import type { BatchBlockHasher } from "../../../core/block-hash.ts";
 import type { DpRank, EventId, WorkerId } from "../../../core/ids.ts";
@@ -26,11 +27,6 @@ import {
   type WorkerBatch, type WorkerCounters, type WorkerStart, type WorkerToMain,
 } from "./worker-protocol.ts";
 import { defaultRecvWorkerUrl } from "./worker-url.ts";
-
-export interface SubscriberLog {
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-}
 
 export interface VllmKvSubscriberOptions {
   /** The engine's PUB endpoint, e.g. "tcp://10.0.0.5:5557" (the subscriber connects). */
@@ -46,7 +42,7 @@ export interface VllmKvSubscriberOptions {
   readonly topic?: string;
   /** Called with every decoded event, in id order; never with an empty array. */
   readonly onEvents: (events: RouterEvent[]) => void;
-  readonly log?: SubscriberLog;
+  readonly log?: Pick<Logger, "info" | "warn">;
   /** tokens_hash hasher (default: portable TypeScript; src/runtime/bun.ts passes the router's own). */
   readonly hasher?: BatchBlockHasher;
   readonly libzmqPath?: string;

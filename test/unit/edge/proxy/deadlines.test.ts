@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import type { UpstreamDeadlines } from "../../../../src/edge/proxy/deadlines.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
-import { silentLogger } from "../../../../src/edge/log.ts";
+import { silentLogger } from "../../../../src/core/logger.ts";
 import type { UpstreamBody, UpstreamCall, UpstreamRequestInit } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { harness } from "../harness.ts";

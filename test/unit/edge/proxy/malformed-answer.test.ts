@@ -4,7 +4,7 @@
  * the engine body cancelled, a failure reported against the worker; never an unhandled 500.
  */
 import { describe, expect, test } from "bun:test";
-import { silentLogger } from "../../../../src/edge/log.ts";
+import { silentLogger } from "../../../../src/core/logger.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
 import type { UpstreamBody, UpstreamResponse } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";

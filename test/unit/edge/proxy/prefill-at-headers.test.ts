@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
-import { silentLogger } from "../../../../src/edge/log.ts";
+import { silentLogger } from "../../../../src/core/logger.ts";
 import type { UpstreamBody, UpstreamCall } from "../../../../src/edge/proxy/upstream.ts";
 import { workerKey } from "../../../../src/core/ids.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";

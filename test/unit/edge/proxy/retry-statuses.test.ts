@@ -5,10 +5,11 @@
  * fleet that fails everywhere gets.
  */
 import { describe, expect, test } from "bun:test";
-import { silentLogger } from "../../../../src/edge/log.ts";
+import { silentLogger } from "../../../../src/core/logger.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
 import { RetryBudget } from "../../../../src/edge/proxy/retry-budget.ts";
-import { DEFAULT_RETRY_STATUSES, type RetryPolicy } from "../../../../src/edge/proxy/retry-policy.ts";
+import { DEFAULT_RETRY_STATUSES } from "../../../../src/config/defaults.ts";
+import type { RetryPolicy } from "../../../../src/edge/proxy/retry-policy.ts";
 import type { UpstreamCall } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { harness } from "../harness.ts";

@@ -5,7 +5,7 @@
  * otherwise end the wait is 600 s for an answer that is not streamed.
  */
 import { describe, expect, test } from "bun:test";
-import { silentLogger } from "../../../../src/edge/log.ts";
+import { silentLogger } from "../../../../src/core/logger.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
 import type { UpstreamCall, UpstreamRequestInit } from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";

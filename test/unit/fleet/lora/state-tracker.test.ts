@@ -157,7 +157,7 @@ describe("LoraStateTracker capacity", () => {
 
   test("a changed capacity is adopted, with one warning naming both values", () => {
     const warnings: Record<string, unknown>[] = [];
-    const tracker = new LoraStateTracker({ logger: { warn: (_m, f) => warnings.push(f) } });
+    const tracker = new LoraStateTracker({ logger: { warn: (_m, f) => warnings.push(f!) } });
     const w = worker(7, 1);
     tracker.handleMdcAddition(w, lora("a", 4));
     tracker.handleMdcAddition(w, lora("b", 4));

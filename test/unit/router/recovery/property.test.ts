@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { workerKey } from "../../../../src/core/ids.ts";
-import { RadixTree } from "../../../../src/router/index/radix-tree.ts";
+import { RadixTree } from "../../../../src/router/kv-index/radix-tree.ts";
 import { ModelIndex, sorted } from "./support/model-index.ts";
 import { simulate, type SimResult } from "./support/simulation.ts";
 

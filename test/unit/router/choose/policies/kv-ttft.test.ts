@@ -17,7 +17,7 @@ import type { DelayToOthers } from "../../../../../src/router/choose/costs/delay
 import { endpointsOf } from "../../../../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../../../../src/router/choose/find-best-match.ts";
 import { createPipeline } from "../../../../../src/router/choose/registry.ts";
-import { RadixTree } from "../../../../../src/router/index/radix-tree.ts";
+import { RadixTree } from "../../../../../src/router/kv-index/radix-tree.ts";
 import { chain, overlapsOf, seededRng } from "../helpers.ts";
 
 const BS = 16;
