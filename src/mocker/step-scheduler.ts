@@ -19,9 +19,15 @@
  * small lag allowance so a step that starts late does not make later arrivals look instant.
  * It knows nothing of caches or HTTP: the engine gives it sequences with callbacks.
  */
-import type { Clock } from "./engine.ts";
 import { AbortedError } from "./fifo.ts";
 import { stepMs, type TimingModel } from "./timing.ts";
+
+/** The engine's Clock (engine.ts), as far as the steps use it. */
+export interface StepClock {
+  /** Monotonic milliseconds. */
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
 
 /** What the scheduler needs of one request. Callbacks run inside a step and must not throw. */
 export interface StepSeq {
@@ -63,7 +69,7 @@ export class StepScheduler {
   #looping = false;
 
   constructor(
-    private readonly clock: Clock,
+    private readonly clock: StepClock,
     private readonly timing: TimingModel,
     private readonly limits: StepLimits,
   ) {
