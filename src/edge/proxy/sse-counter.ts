@@ -11,7 +11,8 @@
  *   as tokens, they made a 32-token answer 33 (completions) or 34 (chat).
  * `data: [DONE]` is no event. A line split across chunks is kept (up to MAX_LINE bytes) until it
  * ends; a line that fits in its chunk is read in place. Keys are matched as `"key"` followed by
- * `:`, which no byte run inside a JSON string can be.
+ * `:`, which no byte run inside a JSON string can be. Cost: about 0.2 µs an event (a few native
+ * searches of a few hundred bytes), where counting the events alone took 0.04 µs.
  */
 
 const NL = 10;
@@ -25,12 +26,13 @@ const DONE = [91, 68, 79, 78, 69, 93]; // "[DONE]"
 /** A line longer than this is not kept whole: it counts as one event with output, its usage unread. */
 const MAX_LINE = 64 * 1024;
 
-const enc = (s: string) => new TextEncoder().encode(`"${s}"`);
-const COMPLETION_TOKENS = enc("completion_tokens");
-const CHOICES = enc("choices");
-const TOOL_CALLS = enc("tool_calls");
-/** Keys whose non-empty string value is output. */
-const OUTPUT_KEYS = ["text", "content", "reasoning_content", "reasoning"].map(enc);
+/** Quoted key names, searched with Buffer's native indexOf (a line is a few hundred bytes). */
+const key = (s: string) => Buffer.from(`"${s}"`, "latin1");
+const K_USAGE = key("completion_tokens");
+const K_CHOICES = key("choices");
+const K_TOOLS = key("tool_calls");
+/** Keys whose non-empty string value is output, the common ones first. */
+const K_OUTPUT = ["content", "text", "reasoning_content", "reasoning"].map(key);
 
 export class SseDataCounter {
   /** Data events seen so far ([DONE] excluded). */
@@ -123,9 +125,10 @@ export class SseDataCounter {
       return;
     }
     this.events++;
-    const usage = lastNumberOf(buf, p, to, COMPLETION_TOKENS);
+    const event = Buffer.from(buf.buffer, buf.byteOffset + p, to - p);
+    const usage = lastNumberOf(event, K_USAGE);
     if (usage !== undefined) this.usageTokens = usage;
-    if (carriesOutput(buf, p, to)) this.contentEvents++;
+    if (carriesOutput(event)) this.contentEvents++;
   }
 }
 
@@ -135,31 +138,32 @@ function startsWith(buf: Uint8Array, at: number, prefix: readonly number[] | Uin
   return true;
 }
 
-/** Where `"key"` + optional spaces + `:` + optional spaces ends (the value's first byte), from `from`; -1 when absent. */
-function valueAfter(buf: Uint8Array, from: number, to: number, key: Uint8Array): number {
-  for (let i = buf.indexOf(QUOTE, from); i >= 0 && i + key.length <= to; i = buf.indexOf(QUOTE, i + 1)) {
-    if (!startsWith(buf, i, key)) continue;
-    let p = skipSpaces(buf, i + key.length, to);
-    if (buf[p] !== COLON) continue;
-    p = skipSpaces(buf, p + 1, to);
-    if (p < to) return p;
+function skipSpaces(buf: Uint8Array, p: number): number {
+  while (p < buf.length && (buf[p] === 32 || buf[p] === 9 || buf[p] === CR || buf[p] === NL)) p++;
+  return p;
+}
+
+/**
+ * Where the value of the next `"name"` + `:` at or after `from` starts (spaces skipped), or -1.
+ * A quoted name followed by `:` is a key: no run of bytes inside a JSON string can be one.
+ */
+function valueOf(event: Buffer, name: Buffer, from: number): number {
+  for (let at = event.indexOf(name, from); at >= 0; at = event.indexOf(name, at + 1)) {
+    const colon = skipSpaces(event, at + name.length);
+    if (event[colon] === COLON) return skipSpaces(event, colon + 1);
   }
   return -1;
 }
 
-function skipSpaces(buf: Uint8Array, p: number, to: number): number {
-  while (p < to && (buf[p] === 32 || buf[p] === 9 || buf[p] === CR || buf[p] === NL)) p++;
-  return p;
-}
-
-/** The integer value of the last `"key": N` in the line. */
-function lastNumberOf(buf: Uint8Array, from: number, to: number, key: Uint8Array): number | undefined {
+/** The integer value of the last `"name": N` in the event. */
+function lastNumberOf(event: Buffer, name: Buffer): number | undefined {
   let found: number | undefined;
-  for (let p = valueAfter(buf, from, to, key); p >= 0; p = valueAfter(buf, p, to, key)) {
+  for (let v = valueOf(event, name, 0); v >= 0; v = valueOf(event, name, v)) {
     let n = 0;
     let digits = 0;
-    while (p < to && buf[p]! >= 48 && buf[p]! <= 57 && digits < 15) {
-      n = n * 10 + (buf[p]! - 48);
+    let p = v;
+    while (p < event.length && event[p]! >= 48 && event[p]! <= 57 && digits < 15) {
+      n = n * 10 + (event[p]! - 48);
       digits++;
       p++;
     }
@@ -168,15 +172,15 @@ function lastNumberOf(buf: Uint8Array, from: number, to: number, key: Uint8Array
   return found;
 }
 
-/** The event carries output: choices not empty, and some output key with a non-empty string, or tool calls. */
-function carriesOutput(buf: Uint8Array, from: number, to: number): boolean {
-  const choices = valueAfter(buf, from, to, CHOICES);
-  if (choices >= 0 && buf[choices] === LBRACKET && buf[skipSpaces(buf, choices + 1, to)] === RBRACKET) return false;
-  for (const key of OUTPUT_KEYS) {
-    for (let p = valueAfter(buf, from, to, key); p >= 0; p = valueAfter(buf, p, to, key)) {
-      if (buf[p] === QUOTE && p + 1 < to && buf[p + 1] !== QUOTE) return true;
+/** The event carries output: its choices are not `[]`, and some output key has a non-empty string, or tool calls are listed. */
+function carriesOutput(event: Buffer): boolean {
+  const choices = valueOf(event, K_CHOICES, 0);
+  if (choices >= 0 && event[choices] === LBRACKET && event[skipSpaces(event, choices + 1)] === RBRACKET) return false;
+  for (const name of K_OUTPUT) {
+    for (let v = valueOf(event, name, 0); v >= 0; v = valueOf(event, name, v)) {
+      if (event[v] === QUOTE && event[v + 1] !== QUOTE && v + 1 < event.length) return true;
     }
   }
-  const tools = valueAfter(buf, from, to, TOOL_CALLS);
-  return tools >= 0 && buf[tools] === LBRACKET && buf[skipSpaces(buf, tools + 1, to)] !== RBRACKET;
+  const tools = valueOf(event, K_TOOLS, 0);
+  return tools >= 0 && event[tools] === LBRACKET && event[skipSpaces(event, tools + 1)] !== RBRACKET;
 }
