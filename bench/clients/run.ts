@@ -73,6 +73,8 @@ async function runOnce(o: Options, workload: WorkloadName, policy: string, seed:
     routerArgs: ["--tokenizer", QWEN3, "--engine-metrics-interval", "0"],
     engineArgs: ["--tokenizer", QWEN3, "--model", MODEL, ...o.engineArgs],
     quiet: true,
+    // Eight engines and a router each load Qwen3's tokenizer at start; a loaded 2-core machine needs more than 20 s.
+    healthDeadlineMs: 120_000,
   });
   try {
     const before = await metricsText(cluster.routerUrl);
