@@ -1,6 +1,6 @@
 /**
  * `bun run bench:clients [--policies kv,sglang,...] [--workloads ...] [--runs 3] [--shape full|short]
- * [--engines 8] [--speedup 1] [--json FILE] [--svg FILE]`: the community's own benchmark clients
+ * [--engines 8] [--speedup 1] [--json FILE] [--svg FILE] [--verbose]`: the community's own benchmark clients
  * (SGLang's bench_serving.py: generated-shared-prefix on completions and chat, random-ids; vLLM's
  * multi-turn benchmark), run unmodified from their pinned source (pins.ts; `bun
  * bench/clients/get.ts` puts them in place) against one router in front of `--engines` simulated
@@ -72,7 +72,7 @@ async function runOnce(o: Options, workload: WorkloadName, policy: string, seed:
     timing: { prefillUsPerToken: 40, decodeMsPerStep: 10, decodeBatchFactor: 0.02, maxConcurrency: 64 },
     routerArgs: ["--tokenizer", QWEN3, "--engine-metrics-interval", "0"],
     engineArgs: ["--tokenizer", QWEN3, "--model", MODEL, ...o.engineArgs],
-    quiet: true,
+    quiet: !o.verbose,
     // Eight engines and a router each load Qwen3's tokenizer at start; a loaded 2-core machine needs more than 20 s.
     healthDeadlineMs: 120_000,
   });
@@ -152,6 +152,8 @@ interface Options {
   speedup: number;
   engineArgs: string[];
   corpus: string;
+  /** The engines' and routers' own output on this process's stdout/stderr. */
+  verbose: boolean;
 }
 
 async function main(): Promise<void> {
@@ -167,13 +169,14 @@ async function main(): Promise<void> {
       corpus: { type: "string", default: "/usr/share/common-licenses/GPL-3" },
       json: { type: "string" },
       svg: { type: "string" },
+      verbose: { type: "boolean", default: false },
     },
   });
   const o: Options = {
     policies: a.policies!.split(",").map((s) => s.trim()).filter(Boolean),
     workloads: a.workloads!.split(",").map((s) => s.trim()).filter(Boolean) as WorkloadName[],
     runs: Number(a.runs), shape: a.shape as "full" | "short", engines: Number(a.engines), speedup: Number(a.speedup),
-    engineArgs: a["engine-arg"]!, corpus: a.corpus!,
+    engineArgs: a["engine-arg"]!, corpus: a.corpus!, verbose: a.verbose!,
   };
   for (const w of o.workloads) if (!WORKLOADS.includes(w)) throw new Error(`--workloads: unknown ${w} (known: ${WORKLOADS.join(", ")})`);
   if (!(o.shape in SHAPES)) throw new Error("--shape: full or short");
