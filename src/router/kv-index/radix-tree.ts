@@ -32,12 +32,19 @@
  *   the children of an emptied node and kept the empty node, which leaks under churn.
  * - find-matches intersects worker sets level by level (score = leading blocks held); it does
  *   not rely on a child's workers being a subset of its parent's, which path nodes break.
+ * - Tiers: a holder is (worker, dp_rank, medium). An engine's CPU or disk tier (vLLM's offloading
+ *   connector, SGLang's HiCache) is a slot of its own with its own lookup, in the same tree and
+ *   the same holder sets, so a block on GPU and CPU is one node held twice. find-matches scores
+ *   GPU slots into `scores` exactly as without tiers, and tier slots beside it (`tierScores`).
+ *   A tier counts repeated announcements of a hash (vLLM re-announces hashes shared by two
+ *   offloaded chunks) and keeps the block until as many removals came; the GPU does not.
  * - Cleared clears the (worker, dp_rank) whose stream sent it, and only that one: event ids
  *   are dense per (worker, dp_rank) publisher, so a Cleared speaks for its own rank (Dynamo's
- *   reference tree cleared every rank of the worker). The rank stays known, empty.
+ *   reference tree cleared every rank of the worker); with a medium, only that medium of it,
+ *   without one every medium (vLLM's AllBlocksCleared, an engine restart). The rank stays known, empty.
  *   Forgetting a worker or a rank is a separate operation: removeWorker / removeWorkerDpRank.
  */
-import type { KvEventStatus, RemovedData, RouterEvent, StoredBlock } from "../../core/events.ts";
+import type { KvEventStatus, KvMedium, RemovedData, RouterEvent, StoredBlock } from "../../core/events.ts";
 import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import { parseWorkerKey } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
@@ -49,7 +56,7 @@ import { dumpTree } from "./tree-dump.ts";
 import type { EventCounters, KvIndex } from "./types.ts";
 import { mix3, pow2AtLeast } from "./hash-mix.ts";
 import { U64BucketMap } from "./u64-bucket-map.ts";
-import { splitInto, wordsOf } from "./u64-split.ts";
+import { join, splitInto, wordsOf } from "./u64-split.ts";
 import type { WorkerSlot } from "./worker-slots.ts";
 import { WorkerSlots } from "./worker-slots.ts";
 
@@ -61,6 +68,8 @@ const PAIRWISE_CHECK_MAX = 32;
  * misses would not), then intersects the worker sets on cache-warm lines.
  */
 const CHUNK = 16;
+/** Removed: a hash whose repeated announcement was dropped, the block still held. */
+const KEPT = -2;
 
 export class RadixTree implements KvIndex {
   private readonly nodes = new NodeStore();
@@ -91,14 +100,16 @@ export class RadixTree implements KvIndex {
   private scored = new Int32Array(64);
   /** Sum of pre-loaded words, kept so the loads cannot be optimised away. */
   private sink = 0;
+  /** The current findMatches call's per-medium scores of tier slots (made when a tier slot scores). */
+  private tierOut: Map<KvMedium, Map<WorkerKey, number>> | undefined;
 
   // ------------------------------------------------------------------ events
 
   applyEvent(event: RouterEvent): KvEventStatus {
     const { workerId, event: ev } = event;
     const data = ev.data;
-    // Every event kind makes its (worker, dp_rank) known, as Dynamo's tree does.
-    const slot = this.internSlot(workerId, ev.dpRank);
+    // Every event kind makes its (worker, dp_rank, medium) known, as Dynamo's tree does.
+    const slot = this.internSlot(workerId, ev.dpRank, ev.medium);
     let status: KvEventStatus;
     switch (data.type) {
       case "stored":
@@ -108,7 +119,9 @@ export class RadixTree implements KvIndex {
         status = this.applyRemoved(slot, data);
         break;
       case "cleared":
-        this.clearSlot(slot);
+        // No medium: the engine reset (or restarted) as a whole, every medium of the rank empties.
+        if (ev.medium === undefined) for (const s of this.slots.mediaOf(workerId, ev.dpRank)) this.clearSlot(s);
+        else this.clearSlot(slot);
         this.compactIfSparse();
         status = "ok";
         break;
@@ -154,6 +167,7 @@ export class RadixTree implements KvIndex {
     const result: OverlapScores = { scores, treeSizes, frequencies: [], indexBlocksOf: this.indexBlocksOf };
     const n = localHashes.length;
     if (n === 0) return result;
+    this.tierOut = undefined;
     const v = wordsOf(localHashes);
     const nodes = this.nodes;
     const rec = nodes.rec;
@@ -247,7 +261,10 @@ export class RadixTree implements KvIndex {
       const slot = this.slots.bySlot[this.scored[j]!]!;
       treeSizes.set(slot.key, slot.blocks.size);
     }
-    return result;
+    if (this.tierOut === undefined) return result;
+    const tierScores = this.tierOut;
+    this.tierOut = undefined;
+    return { ...result, tierScores };
   }
 
   /** Score every slot still in `active` at `depth`, and empty it. */
@@ -275,6 +292,11 @@ export class RadixTree implements KvIndex {
    */
   private readonly indexBlocksOf = (w: WorkerWithDpRank): number => this.slots.find(w.workerId, w.dpRank)?.blocks.size ?? 0;
 
+  /** Blocks one (worker, dp_rank) holds on one medium. */
+  mediumSize(w: WorkerWithDpRank, medium: KvMedium): number {
+    return this.slots.find(w.workerId, w.dpRank, medium)?.blocks.size ?? 0;
+  }
+
   workerSize(key: WorkerKey): number {
     let w: WorkerWithDpRank;
     try {
@@ -287,7 +309,14 @@ export class RadixTree implements KvIndex {
 
   /** Known (worker, dp_rank) pairs, including cleared ones, ordered (Dynamo's RadixTree::get_workers). */
   knownWorkers(): WorkerWithDpRank[] {
-    return this.slots.sorted().map((s) => ({ workerId: s.workerId, dpRank: s.dpRank }));
+    const out: WorkerWithDpRank[] = [];
+    for (const s of this.slots.sorted()) {
+      const last = out[out.length - 1];
+      // Sorted by (worker, rank, medium): a rank's tiers follow its GPU slot.
+      if (last !== undefined && last.workerId === s.workerId && last.dpRank === s.dpRank) continue;
+      out.push({ workerId: s.workerId, dpRank: s.dpRank });
+    }
+    return out;
   }
 
   nodeCount(): number {
@@ -320,10 +349,12 @@ export class RadixTree implements KvIndex {
   }
 
   removeWorkerDpRank(workerId: WorkerId, dpRank: DpRank): void {
-    const s = this.slots.find(workerId, dpRank);
-    if (!s) return;
-    this.clearSlot(s);
-    this.slots.release(s);
+    const media = this.slots.mediaOf(workerId, dpRank);
+    if (media.length === 0) return;
+    for (const s of media) {
+      this.clearSlot(s);
+      this.slots.release(s);
+    }
     this.afterRemovals();
   }
 
@@ -334,9 +365,9 @@ export class RadixTree implements KvIndex {
 
   // ------------------------------------------------------------------ for ApproxIndex
 
-  /** The slot of a (worker, dp_rank), created when missing. */
-  internSlot(workerId: WorkerId, dpRank: DpRank): WorkerSlot {
-    const slot = this.slots.intern(workerId, dpRank);
+  /** The slot of a (worker, dp_rank, medium: GPU unless named), created when missing. */
+  internSlot(workerId: WorkerId, dpRank: DpRank, medium: KvMedium = "gpu"): WorkerSlot {
+    const slot = this.slots.intern(workerId, dpRank, medium);
     if (slot.index >= this.nodes.rows.words * 32) this.nodes.fitWorkers(this.slots.span);
     return slot;
   }
@@ -442,7 +473,16 @@ export class RadixTree implements KvIndex {
   /** The slot holds `child` (a node that exists) under engine hash (hLo, hHi). */
   private holdBlock(slot: WorkerSlot, child: number, hLo: number, hHi: number): void {
     const prev = slot.blocks.set(hLo, hHi, child);
-    if (prev === child) return; // a repeated store: nothing changes
+    if (prev === child) {
+      // A repeated store: nothing changes on the GPU; a tier counts it (see WorkerSlot.repeats).
+      if (slot.medium !== "gpu") {
+        const reps = (slot.repeats ??= new Map());
+        const h = join(hLo, hHi);
+        reps.set(h, (reps.get(h) ?? 0) + 1);
+      }
+      return;
+    }
+    if (prev >= 0 && slot.repeats !== null) forgetRepeats(slot, hLo, hHi);
     if (!this.nodes.addHolder(child, slot.index)) {
       // Already held under another hash: one more alias of the same node.
       const al = (slot.aliases ??= new Map());
@@ -469,7 +509,10 @@ export class RadixTree implements KvIndex {
     for (let i = from; ; ) {
       const prev = map.set(hash[2 * i]!, hash[2 * i + 1]!, child);
       // The hash named another node before: it moved here (after child is held, as above).
-      if (prev >= 0) this.releaseAlias(slot, prev);
+      if (prev >= 0) {
+        if (slot.repeats !== null) forgetRepeats(slot, hash[2 * i]!, hash[2 * i + 1]!);
+        this.releaseAlias(slot, prev);
+      }
       if (++i === n) return;
       lo = paths[2 * i]!;
       hi = paths[2 * i + 1]!;
@@ -493,7 +536,10 @@ export class RadixTree implements KvIndex {
     // nodes released: the same releases in the same order as one hash at a time (a lookup
     // delete never reads a node), but the misses of each pass overlap instead of queueing.
     const held = this.held;
-    for (let i = 0; i < n; i++) held[i] = map.delete(hw[2 * i]!, hw[2 * i + 1]!);
+    const reps = slot.repeats;
+    for (let i = 0; i < n; i++) {
+      held[i] = reps !== null && dropRepeat(slot, reps, hashes[i]!) ? KEPT : map.delete(hw[2 * i]!, hw[2 * i + 1]!);
+    }
     const rec = this.nodes.rec;
     let sink = 0;
     for (let i = 0; i < n; i++) {
@@ -504,6 +550,7 @@ export class RadixTree implements KvIndex {
     let status: KvEventStatus = "ok";
     for (let i = 0; i < n; i++) {
       const node = held[i]!;
+      if (node === KEPT) continue;
       if (node < 0) status = "block_not_found";
       else this.releaseAlias(slot, node);
     }
@@ -613,6 +660,7 @@ export class RadixTree implements KvIndex {
     const held = slot.blocks.values();
     slot.blocks = new U64BucketMap();
     slot.aliases = null;
+    slot.repeats = null;
     for (let i = 0; i < held.length; i++) {
       const n = held[i]!;
       // isLive: an alias of a node freed earlier in this loop (or after a reset) is skipped.
@@ -625,6 +673,15 @@ export class RadixTree implements KvIndex {
       const low = bits & -bits;
       const index = word * 32 + 31 - Math.clz32(low);
       const slot = this.slots.bySlot[index]!;
+      bits ^= low;
+      if (slot.medium !== "gpu") {
+        // A tier's overlap goes beside the GPU's, never into it: GPU scores stay what they were.
+        const out = (this.tierOut ??= new Map());
+        let m = out.get(slot.medium);
+        if (m === undefined) out.set(slot.medium, (m = new Map()));
+        m.set(slot.key, depth);
+        continue;
+      }
       scores.set(slot.key, depth);
       if (nScored === this.scored.length) {
         const grown = new Int32Array(nScored * 2);
@@ -632,10 +689,28 @@ export class RadixTree implements KvIndex {
         this.scored = grown;
       }
       this.scored[nScored++] = index;
-      bits ^= low;
     }
     return nScored;
   }
+}
+
+/** A tier's hash moved to another block: its repeat count belonged to the old one. */
+function forgetRepeats(slot: WorkerSlot, lo: number, hi: number): void {
+  const reps = slot.repeats!;
+  reps.delete(join(lo, hi));
+  if (reps.size === 0) slot.repeats = null;
+}
+
+/** One removal of a hash announced more than once: true when it was a repeat (the block stays). */
+function dropRepeat(slot: WorkerSlot, reps: Map<bigint, number>, h: bigint): boolean {
+  const c = reps.get(h);
+  if (c === undefined) return false;
+  if (c > 1) reps.set(h, c - 1);
+  else {
+    reps.delete(h);
+    if (reps.size === 0) slot.repeats = null;
+  }
+  return true;
 }
 
 /** distinctChain's scratch set: block indices, -1 = free. */
