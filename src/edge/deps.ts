@@ -1,7 +1,7 @@
 /**
  * What the HTTP edge is given, in small groups, so each route and the proxy path take only
  * the groups they use (a route that sees everything can come to depend on anything).
- * src/runtime/compose.ts builds them the same way for every runtime (the runtime adds its
+ * src/runtime/compose/ builds them the same way for every runtime (the runtime adds its
  * own pieces: the peer address, Bun's upstream client, ...); createApp takes them together
  * as EdgeDeps. Tests build the same groups around fakes or real parts.
  */

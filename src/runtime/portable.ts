@@ -13,14 +13,14 @@
  * injects them (src/sync/redis-client.ts, src/sync/transport.ts).
  *
  * The runtime entry passes `serve` (its HTTP server), `sleep` and `readText`; the composition
- * itself is the one Bun uses too (./compose.ts).
+ * itself is the one Bun uses too (./compose/).
  */
 import { createApp } from "../edge/app.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Config } from "../config/schema.ts";
 import { portableBatchHasher } from "../core/block-hash.ts";
 import { loadEngineTokenizer } from "../tokens/load.ts";
-import { composeRouter, reachableHost, StartupError } from "./compose.ts";
+import { composeRouter, reachableHost, StartupError } from "./compose/index.ts";
 import type { KeysFileSource } from "../protect/keys-watch.ts";
 
 /** A start-up input the operator can fix (a tokenizer that cannot load): one line, exit 2. */

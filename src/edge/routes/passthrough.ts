@@ -11,8 +11,9 @@ import { RouterError } from "../../core/errors.ts";
 import { parseJsonObject, readBodyLimited } from "../body.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
 import { readPrompt, type PromptKind } from "../prompt-route/prompt-routing.ts";
+import { modelField } from "../prompt-route/model-routing.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
-import type { Dispatch } from "./dispatch.ts";
+import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 import { tokenizeHandler } from "./tokenize.ts";
 
@@ -21,7 +22,7 @@ export interface PassthroughDeps {
   readonly limits: RequestLimits;
   /** Tokenizers for the routing prompt; models for /tokenize's 404 and its own answer. */
   readonly fleet: FleetView;
-  readonly dispatch: Dispatch;
+  readonly dispatch: ModelForward;
   /** Each request's observation (src/observe): the tokenize span, the prompt for the access line. */
   readonly requests?: RequestObservers;
 }
@@ -54,7 +55,7 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
     const maxOutputTokens = outputTokensAsked(path, json);
-    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens }, json.model);
+    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens }, modelField(json.model, true));
   };
 }
 
