@@ -28,7 +28,8 @@ import { RadixTree } from "../../src/router/kv-index/radix-tree.ts";
 import { xorshift32 } from "../../test/support/prng.ts";
 import { randomU64 } from "../support/tokens.ts";
 
-const WORKERS = 64;
+/** Workers the requests spread over (`--workers`; 64 in the figures of micro/README.md). */
+let WORKERS = 64;
 const EVENT_BLOCKS = 16;
 const REQUEST_BLOCKS = 512;
 const FAMILIES = 48;
@@ -255,9 +256,10 @@ function build(target: number, viaTyped: boolean): Built {
   };
 }
 
-export async function runIndexBench(opts: { entries?: number; tiers?: boolean } = {}): Promise<Record<string, unknown>> {
+export async function runIndexBench(opts: { entries?: number; tiers?: boolean; workers?: number } = {}): Promise<Record<string, unknown>> {
   const target = opts.entries ?? 1_000_000;
   TIERS = opts.tiers ?? false;
+  WORKERS = opts.workers ?? 64;
   const { tree, w, holds, applyNs, storedBlocks, events, heapBytes, rssBytes } = build(target, false);
   const entries = tree.size();
   const typedBuild = build(target, true); // same stream again, as typed arrays (rate only)
@@ -332,7 +334,12 @@ export async function runIndexBench(opts: { entries?: number; tiers?: boolean } 
 
 if (import.meta.main) {
   const e = process.argv.indexOf("--entries");
-  const result = await runIndexBench({ entries: e > 0 ? Number(process.argv[e + 1]) : undefined, tiers: process.argv.includes("--tiers") });
+  const wk = process.argv.indexOf("--workers");
+  const result = await runIndexBench({
+    entries: e > 0 ? Number(process.argv[e + 1]) : undefined,
+    tiers: process.argv.includes("--tiers"),
+    workers: wk > 0 ? Number(process.argv[wk + 1]) : undefined,
+  });
   console.log(JSON.stringify(result, null, 2));
   const i = process.argv.indexOf("--json");
   if (i > 0 && process.argv[i + 1]) {

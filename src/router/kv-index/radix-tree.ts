@@ -50,7 +50,7 @@ import { parseWorkerKey } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 import { ChildTable } from "./child-table.ts";
 import { copyEventCounters, emptyEventCounters } from "./event-counters.ts";
-import { CHILD0, CHILDREN, HOLDERS, NodeStore, PARENT, PATH_HI, PATH_LO, ROOT, ROW, SOLE, STRIDE } from "./node-store.ts";
+import { CHILD0, CHILDREN, HOLDERS, NodeStore, pairSecond, PARENT, PATH_HI, PATH_LO, ROOT, ROW, SOLE, STRIDE } from "./node-store.ts";
 import { childPath, PATH_OUT, ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
 import { dumpTree } from "./tree-dump.ts";
 import type { EventCounters, KvIndex } from "./types.ts";
@@ -221,6 +221,33 @@ export class RadixTree implements KvIndex {
             if (!had) break walk;
             active[k] = bit;
             single = s;
+          }
+        } else if (holders === 2) {
+          // Two holders inline (SOLE and the pair's second in ROW): a block on one engine's GPU
+          // and CPU, or on two engines, needs no row.
+          const a = rec[at + SOLE]!;
+          const b = pairSecond(rec[at + ROW]!);
+          if (depth === 0) {
+            active[a >>> 5] = active[a >>> 5]! | (1 << (a & 31));
+            active[b >>> 5] = active[b >>> 5]! | (1 << (b & 31));
+            single = -1;
+          } else if (single >= 0) {
+            if (single !== a && single !== b) break walk;
+          } else {
+            const ka = a >>> 5;
+            const kb = b >>> 5;
+            const ba = 1 << (a & 31);
+            const bb = 1 << (b & 31);
+            const hasA = (active[ka]! & ba) !== 0;
+            const hasB = (active[kb]! & bb) !== 0;
+            if (hasA) active[ka] = active[ka]! & ~ba;
+            if (hasB) active[kb] = active[kb]! & ~bb;
+            // Everyone else stops at `depth`; a and b go on if they were still matching.
+            nScored = this.scoreAll(scores, active, depth, nScored);
+            if (!hasA && !hasB) break walk;
+            if (hasA) active[ka] = active[ka]! | ba;
+            if (hasB) active[kb] = active[kb]! | bb;
+            single = hasA && hasB ? -1 : hasA ? a : b;
           }
         } else {
           const row = rec[at + ROW]! * words;
