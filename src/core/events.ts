@@ -23,6 +23,13 @@ export interface StoredData {
   readonly type: "stored";
   readonly parentHash: ExternalBlockHash | null;
   readonly blocks: readonly StoredBlock[];
+  /**
+   * A tier's blocks named by reference only (vLLM's OffloadingConnector without self-describing
+   * events): each hash is the engine's hash of the LAST block of a chunk of `span` blocks that
+   * the same (worker, dp rank) already reported on another medium; no tokens come with it. The
+   * index finds the chunk through its own lookups. `blocks` is empty then. Never on the wire.
+   */
+  readonly chunks?: { readonly tailHashes: readonly ExternalBlockHash[]; readonly span: number };
 }
 export interface RemovedData {
   readonly type: "removed";

@@ -147,6 +147,46 @@ describe("vLLM OffloadingConnector events into the index (16-token GPU blocks, 4
     expect(tree.knownWorkers()).toEqual([{ workerId: W, dpRank: 0 }]);
   });
 
+  test("vLLM 0.11 placeholders (a 48-token chunk named by its last block's hash, no tokens) are placed through the engine's own blocks", async () => {
+    const { p, tree, applied, sub, settle } = await fleet();
+    const r = await p.tiered(
+      [
+        { ops: [{ op: "request", req: "a", tokens: TOKENS_A }, { op: "gpu_store", req: "a" }, { op: "offload", req: "a", chunks: [0, 1] }] },
+        // The GPU evicts A's second chunk; B (A's first 4 blocks, then its own) is offloaded too:
+        // its chunk 1 starts with A's block 3, which only the CPU still holds.
+        { ops: [{ op: "gpu_evict", req: "a", blocks: [3, 4, 5] }, { op: "request", req: "b", tokens: TOKENS_B }, { op: "gpu_store", req: "b" }, { op: "offload", req: "b", chunks: [1] }] },
+      ],
+      { block_size: BS, blocks_per_chunk: CHUNK_BLOCKS, self_describing: false, legacy: true },
+    );
+    await settle(r.seqs[1]!);
+    expect(applied.map((a) => a.status)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
+    expect(sub.stats().decode).toMatchObject({ chunkRefs: 2, placeholder: 0, tier: 2 });
+    const all = (tokens: number[]) => [...computeBlockHashes(tokens, BS)].sort();
+    const tokensHeld = (m: Map<bigint, bigint>) => [...new Set(m.values())].sort();
+    expect(tokensHeld(holdings(tree).cpu)).toEqual([...new Set([...all(TOKENS_A), ...all(TOKENS_B)])].sort());
+    // B recomputed block 3 on the GPU (the engine had evicted it), so A matches 4 there.
+    expect(overlap(tree, TOKENS_A)).toEqual({ gpu: 4, cpu: 6, disk: 0 });
+    expect(overlap(tree, TOKENS_B)).toEqual({ gpu: 6, cpu: 6, disk: 0 });
+
+    // A's chunk 1 leaves the CPU: blocks 4 and 5 go, block 3 stays (B's chunk 1 holds it). The
+    // GPU evicts A's chunk 0, which then goes to the disk tier: placed through the CPU's copy.
+    // A chunk of a request the engine never reported on any medium cannot be placed.
+    const r2 = await p.tiered([
+      { ops: [{ op: "offload_evict", req: "a", chunks: [1] }, { op: "gpu_evict", req: "a", blocks: [0, 1, 2] }, { op: "offload", req: "a", chunks: [0], medium: "STORAGE" }] },
+      { ops: [{ op: "request", req: "c", tokens: range(5000, 5048) }, { op: "offload", req: "c", chunks: [0] }] },
+    ]);
+    await settle(r2.seqs[1]!);
+    expect(applied.slice(5).map((a) => [a.event.event.medium ?? "gpu", a.event.event.data.type, a.status])).toEqual([
+      ["cpu", "removed", "ok"],
+      ["gpu", "removed", "ok"],
+      ["disk", "stored", "ok"],
+      ["cpu", "stored", "block_not_found"],
+    ]);
+    expect(overlap(tree, TOKENS_A)).toEqual({ gpu: 0, cpu: 4, disk: 3 });
+    expect(overlap(tree, TOKENS_B)).toEqual({ gpu: 0, cpu: 6, disk: 3 });
+    expect(tree.mediumSize({ workerId: W, dpRank: 0 }, "cpu")).toBe(6);
+  });
+
   test("placeholder payloads (no tokens, no parent) and REMOTE tiers are counted and skipped; the GPU is untouched", async () => {
     const { p, tree, sub, settle } = await fleet();
     const r = await p.tiered(

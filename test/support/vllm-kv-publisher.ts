@@ -185,7 +185,7 @@ export class VllmPublisherProcess {
    */
   async tiered(
     batches: { ops: TieredOp[]; dp_rank?: number | null }[],
-    engine?: { block_size: number; blocks_per_chunk: number; self_describing: boolean },
+    engine?: { block_size: number; blocks_per_chunk: number; self_describing: boolean; legacy?: boolean },
   ): Promise<{ seqs: number[]; hashes: Record<string, bigint[]> }> {
     const r = await this.command<{ seqs: number[]; hashes: Record<string, string[]> }>({ cmd: "tiered", engine, batches });
     const hashes: Record<string, bigint[]> = {};

@@ -31,7 +31,7 @@ line printed is {"pub": endpoint, "replay": endpoint, "pid": n}.
   {"cmd": "publish_oversized", "bytes": N}
       sends one [topic, seq, N zero bytes] message without using up a seq or buffering it:
       a frame past the subscriber's message limit (a hostile or broken publisher).
-  {"cmd": "tiered", "engine": {"block_size": 16, "blocks_per_chunk": 3, "self_describing": true},
+  {"cmd": "tiered", "engine": {"block_size": 16, "blocks_per_chunk": 3, "self_describing": true, "legacy": false},
    "batches": [{"ops": [...], "dp_rank": null}]}
       an engine with vLLM's OffloadingConnector (vllm_offload_events.py): each batch's ops make
       its events (GPU stores and evictions, offloads to CPU / STORAGE and their evictions,
@@ -249,7 +249,9 @@ def main():
             elif name == "tiered":
                 if "engine" in cmd:
                     e = cmd["engine"]
-                    engine = vllm_offload_events.OffloadingEngine(e["block_size"], e["blocks_per_chunk"], e["self_describing"])
+                    engine = vllm_offload_events.OffloadingEngine(
+                        e["block_size"], e["blocks_per_chunk"], e["self_describing"], e.get("legacy", False)
+                    )
                 seqs = []
                 for b in cmd["batches"]:
                     events = vllm_offload_events.run_ops(engine, b["ops"])

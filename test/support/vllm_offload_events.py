@@ -22,6 +22,11 @@ What it models, and what it leaves out:
   (record_store) and emits it; placeholder mode emits the key's hash with no tokens,
   block_size 0 and no parent. Removal fans out to the same hashes; a chunk's metadata is kept
   while any (medium, ownership) residency that expects a removal is left.
+- `legacy`: the connector as in vLLM 0.11 until self-describing events (its take_events as
+  tests/v1/kv_connector/unit/test_offloading_connector.py, commit 0274e03c, checks it): one
+  BlockStored per manager event with every stored chunk's hash (the chunk's last block hash,
+  `_get_block_hashes`), token_ids [], parent None and block_size = the offloaded block size;
+  BlockRemoved with the same hashes; no group_idx.
 - Block hashes are 32-byte digests chained over (parent, tokens), sent as bytes as vLLM does
   unless VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES is set. The digest input is not vLLM's pickle/cbor
   of the tuple: the router never recomputes an engine's hash, only relays it.
@@ -111,10 +116,11 @@ class Meta:
 class OffloadingEngine:
     """One engine: GPU block size, chunk size in blocks, self-describing or placeholder events."""
 
-    def __init__(self, block_size, blocks_per_chunk, self_describing):
+    def __init__(self, block_size, blocks_per_chunk, self_describing, legacy=False):
         self.block_size = block_size
         self.blocks_per_chunk = blocks_per_chunk
-        self.self_describing = self_describing
+        self.self_describing = self_describing and not legacy
+        self.legacy = legacy
         self.group_idx = 0
         self.requests = {}
         self.gpu_cached = set()
@@ -191,6 +197,10 @@ class OffloadingEngine:
         return list(self._take_removed(keys, medium, locality, ownership))
 
     def _take_stored(self, keys, medium, locality, ownership, removal_expected):
+        if self.legacy:
+            yield stored([get_offload_block_hash(k) for k in keys], None, [], self.block_size * self.blocks_per_chunk,
+                         medium, None, None)
+            return
         for key in keys:
             meta = self.pending.get(key)
             if meta is None:
@@ -202,6 +212,9 @@ class OffloadingEngine:
                          meta.group_idx, FULL_ATTENTION, locality, ownership)
 
     def _take_removed(self, keys, medium, locality, ownership):
+        if self.legacy:
+            yield removed([get_offload_block_hash(k) for k in keys], medium, None)
+            return
         by_group = {}
         for key in keys:
             meta = self.pending.get(key)

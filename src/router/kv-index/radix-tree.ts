@@ -37,7 +37,10 @@
  *   the same holder sets, so a block on GPU and CPU is one node held twice. find-matches scores
  *   GPU slots into `scores` exactly as without tiers, and tier slots beside it (`tierScores`).
  *   A tier counts repeated announcements of a hash (vLLM re-announces hashes shared by two
- *   offloaded chunks) and keeps the block until as many removals came; the GPU does not.
+ *   offloaded chunks) and keeps the block until as many removals came; the GPU does not. A tier
+ *   can also hold chunks named only by their last block's hash (applyChunks); a dump writes
+ *   their blocks out one by one, so a replayed index holds the same blocks but no longer knows
+ *   them as chunks (a later removal by the chunk's hash then removes only its last block).
  * - Cleared clears the (worker, dp_rank) whose stream sent it, and only that one: event ids
  *   are dense per (worker, dp_rank) publisher, so a Cleared speaks for its own rank (Dynamo's
  *   reference tree cleared every rank of the worker); with a medium, only that medium of it,
@@ -113,7 +116,9 @@ export class RadixTree implements KvIndex {
     let status: KvEventStatus;
     switch (data.type) {
       case "stored":
-        status = this.applyStoredBlocks(slot, data.parentHash, data.blocks);
+        status = data.chunks === undefined
+          ? this.applyStoredBlocks(slot, data.parentHash, data.blocks)
+          : this.applyChunks(slot, data.chunks.tailHashes, data.chunks.span);
         break;
       case "removed":
         status = this.applyRemoved(slot, data);
@@ -497,6 +502,46 @@ export class RadixTree implements KvIndex {
     return this.storeChain(slot, parentHash !== null, pLo, pHi, tok, hash, n);
   }
 
+  /**
+   * A tier holds chunks named by their last block's hash (vLLM's offloading placeholders): the
+   * hash is the engine's own, so another medium of the same (worker, dp rank) — the GPU first —
+   * knows its node; the chunk is that node and its span - 1 ancestors (the tree is keyed by the
+   * tokens' path, so the ancestors are exactly the chunk's other blocks). A hash no other medium
+   * holds any more (the GPU evicted it before the offload was reported) cannot be placed:
+   * block_not_found, the other chunks still applied.
+   */
+  private applyChunks(slot: WorkerSlot, tails: readonly bigint[], span: number): KvEventStatus {
+    if (slot.medium === "gpu" || !Number.isInteger(span) || span < 1) return "invalid_block";
+    const sources = this.slots.mediaOf(slot.workerId, slot.dpRank).filter((s) => s !== slot);
+    const w = this.parentWords;
+    const chain = new Int32Array(span);
+    let status: KvEventStatus = "ok";
+    for (const h of tails) {
+      splitInto(h, w, 0);
+      const lo = w[0]!;
+      const hi = w[1]!;
+      let n = -1;
+      for (let k = 0; k < sources.length && n < 0; k++) n = sources[k]!.blocks.get(lo, hi);
+      if (n < 0) {
+        status = "block_not_found";
+        continue;
+      }
+      let depth = 0;
+      for (let q = n; depth < span && q !== ROOT; q = this.nodes.get(q, PARENT)) chain[depth++] = q;
+      if (depth < span) {
+        // Fewer blocks above it than a chunk has: not the chunk the engine described.
+        status = "invalid_block";
+        continue;
+      }
+      slot.chunkSpan = span;
+      for (let i = 0; i < span; i++) {
+        chunkKey(lo, hi, i);
+        this.holdBlock(slot, chain[i]!, CHUNK_KEY[0]!, CHUNK_KEY[1]!);
+      }
+    }
+    return status;
+  }
+
   /** The slot holds `child` (a node that exists) under engine hash (hLo, hHi). */
   private holdBlock(slot: WorkerSlot, child: number, hLo: number, hHi: number): void {
     const prev = slot.blocks.set(hLo, hHi, child);
@@ -581,9 +626,29 @@ export class RadixTree implements KvIndex {
       if (node < 0) status = "block_not_found";
       else this.releaseAlias(slot, node);
     }
+    if (slot.chunkSpan > 1) this.removeChunkRest(slot, hashes);
     // No node id is held by any caller once the event is applied: a safe point to compact.
     this.compactIfSparse();
     return status;
+  }
+
+  /** A removed hash that named a chunk: its other blocks' keys go too (those present). */
+  private removeChunkRest(slot: WorkerSlot, hashes: readonly bigint[]): void {
+    const w = this.parentWords;
+    for (const h of hashes) {
+      splitInto(h, w, 0);
+      const lo = w[0]!;
+      const hi = w[1]!;
+      for (let i = 1; i < slot.chunkSpan; i++) {
+        chunkKey(lo, hi, i);
+        const kLo = CHUNK_KEY[0]!;
+        const kHi = CHUNK_KEY[1]!;
+        const reps = slot.repeats;
+        if (reps !== null && dropRepeat(slot, reps, join(kLo, kHi))) continue;
+        const node = slot.blocks.delete(kLo, kHi);
+        if (node >= 0) this.releaseAlias(slot, node);
+      }
+    }
   }
 
   /** Scratch for events of n blocks. */
@@ -719,6 +784,24 @@ export class RadixTree implements KvIndex {
     }
     return nScored;
   }
+}
+
+/** chunkKey's answer: [lo, hi]. */
+const CHUNK_KEY = new Uint32Array(2);
+
+/**
+ * The lookup key of block i of a chunk named by its last block's hash (lo, hi), i counted from
+ * the last: i = 0 is the hash itself; the others are derived from it, distinct per i and, like
+ * the dump's synthetic hashes, not a hash an engine would send but by a 2^-64 accident.
+ */
+function chunkKey(lo: number, hi: number, i: number): void {
+  if (i === 0) {
+    CHUNK_KEY[0] = lo;
+    CHUNK_KEY[1] = hi;
+    return;
+  }
+  CHUNK_KEY[0] = (lo ^ Math.imul(i, 0x9e3779b9)) >>> 0;
+  CHUNK_KEY[1] = (hi ^ 0x6a09e667 ^ Math.imul(i, 0x85ebca6b)) >>> 0;
 }
 
 /** A tier's hash moved to another block: its repeat count belonged to the old one. */

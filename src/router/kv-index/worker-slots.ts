@@ -37,6 +37,12 @@ export interface WorkerSlot {
    * block stays held until its last removal. null while there are none (the usual case).
    */
   repeats: Map<bigint, number> | null;
+  /**
+   * Tiers only: blocks per chunk of the chunks this slot holds by reference (vLLM's offloading
+   * placeholders, StoredData.chunks), 0 when none. A chunk is keyed by its last block's hash and
+   * span - 1 keys derived from it (radix-tree.ts chunkKey), so its removal finds every block.
+   */
+  chunkSpan: number;
 }
 
 /** Media as small codes: where a slot's key-table row lives, and the order of dumps. */
@@ -120,6 +126,7 @@ export class WorkerSlots {
       blocks: new U64BucketMap(),
       aliases: null,
       repeats: null,
+      chunkSpan: 0,
     };
     this.bySlot[index] = slot;
     ranks.set(rankMediumKey(dpRank, medium), slot);

@@ -29,10 +29,14 @@
  *   one BlockStored per offloaded chunk with the chunk's GPU-block hashes, its tokens, the GPU
  *   block size and the parent, so a 48-token CPU chunk over 16-token GPU blocks is three blocks
  *   here; a hash shared by two chunks is announced (and later removed) once per chunk, which the
- *   index reference-counts. Placeholder (the default, and every version before it; the 0.11
- *   connector sent block_size = the CPU block size, the newest sends 0): one hash per chunk, no
- *   token ids, no parent. Nothing in it says which tokens the block holds, and vLLM's own comment
- *   says consumers can ignore it: counted as `placeholder` and skipped.
+ *   index reference-counts. Placeholder (the default, and every version before it): one hash per
+ *   chunk, no token ids, no parent. The hash is the engine's hash of the chunk's last GPU block
+ *   (the 0.11+ connector's `_get_block_hashes`: every block_size_factor-th request block hash).
+ *   Where block_size is the CPU block size, a multiple of the GPU's (0.11 until self-describing
+ *   events; tests/v1/kv_connector/unit/test_offloading_connector.py, commit 0274e03c), the event
+ *   becomes StoredData.chunks: the index places each chunk through the GPU blocks the same engine
+ *   reported. The newest placeholders say block_size 0 (a chunk of unknown length): counted as
+ *   `placeholder` and skipped, as vLLM's comment says consumers may.
  * - Only KV group 0 (or a full / MLA / sink-full attention spec kind). Unknown tags are counted
  *   and skipped.
  *
@@ -86,8 +90,10 @@ export interface VllmDecodeCounters {
   otherMedium: number;
   /** Events kept for a CPU or disk tier (counted in stored / removed too). */
   tier: number;
-  /** Skipped: a tier's BlockStored without token ids (vLLM's placeholder payload). */
+  /** Skipped: a tier's BlockStored without token ids nor a usable block size (vLLM's newest placeholder). */
   placeholder: number;
+  /** Kept: a tier's BlockStored naming chunks by their last block's hash (StoredData.chunks). */
+  chunkRefs: number;
   /** Skipped: KV cache group other than 0, or an attention kind the router does not index. */
   otherGroup: number;
   /** Skipped: the event's block_size is not the worker's. */
@@ -105,7 +111,7 @@ export interface VllmDecodeCounters {
 export function newVllmDecodeCounters(): VllmDecodeCounters {
   return {
     batches: 0, seen: 0, stored: 0, removed: 0, cleared: 0, unknownTag: 0, unknownTags: [],
-    otherMedium: 0, tier: 0, placeholder: 0, otherGroup: 0, blockSizeMismatch: 0, duplicateHash: 0, empty: 0, truncated: 0, malformed: 0,
+    otherMedium: 0, tier: 0, placeholder: 0, chunkRefs: 0, otherGroup: 0, blockSizeMismatch: 0, duplicateHash: 0, empty: 0, truncated: 0, malformed: 0,
   };
 }
 
@@ -478,11 +484,17 @@ function toStored(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounters)
   }
   if (!onIndexedMedium(raw, c)) return undefined;
   const tier = mediumOf(raw) !== "gpu";
+  const bs = opts.blockSize;
   if (tier && tokens.length === 0) {
+    if (raw.blockSize > 0 && raw.blockSize % bs === 0 && hashes.length > 0) {
+      c.chunkRefs++;
+      c.stored++;
+      c.tier++;
+      return { type: "stored", parentHash: null, blocks: [], chunks: { tailHashes: hashes, span: raw.blockSize / bs } };
+    }
     c.placeholder++;
     return undefined;
   }
-  const bs = opts.blockSize;
   if (raw.blockSize !== bs) {
     c.blockSizeMismatch++;
     return undefined;

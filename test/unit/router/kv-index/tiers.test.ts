@@ -161,6 +161,41 @@ describe("RadixTree tiers", () => {
   });
 });
 
+describe("RadixTree chunks by reference (vLLM's offloading placeholders)", () => {
+  function chunks(worker: number, tails: number[], span: number, medium: KvMedium = "cpu"): RouterEvent {
+    const e = storedEvent(BigInt(worker), 0n, [], null, 0, medium);
+    const data = { type: "stored" as const, parentHash: null, blocks: [], chunks: { tailHashes: tails.map((l) => BigInt(l) * 100n), span } };
+    return { ...e, event: { ...e.event, data } };
+  }
+
+  test("a chunk is its last block and the span - 1 above it; removing its hash removes them all", () => {
+    const t = new RadixTree();
+    t.applyEvent(store(1, [1, 2, 3, 4, 5, 6], null));
+    expect(t.applyEvent(chunks(1, [3, 6], 3))).toBe("ok");
+    expect(tiersOf(t.findMatches(q(1, 2, 3, 4, 5, 6)))).toEqual({ cpu: { "1:0": 6 } });
+    expect(t.applyEvent(chunks(1, [6], 3))).toBe("ok"); // announced again: counted
+    expect(t.applyEvent(remove(1, [6], "cpu"))).toBe("ok");
+    expect(tiersOf(t.findMatches(q(1, 2, 3, 4, 5, 6)))).toEqual({ cpu: { "1:0": 6 } });
+    expect(t.applyEvent(remove(1, [6], "cpu"))).toBe("ok");
+    expect(tiersOf(t.findMatches(q(1, 2, 3, 4, 5, 6)))).toEqual({ cpu: { "1:0": 3 } });
+    expect(t.mediumSize({ workerId: 1n, dpRank: 0 }, "cpu")).toBe(3);
+    expect(t.applyEvent(remove(1, [3], "cpu"))).toBe("ok");
+    expect(t.mediumSize({ workerId: 1n, dpRank: 0 }, "cpu")).toBe(0);
+    t.applyEvent(remove(1, [1, 2, 3, 4, 5, 6]));
+    expect(t.nodeCount()).toBe(0);
+  });
+
+  test("unknown hashes, chunks longer than their path and GPU chunks are refused", () => {
+    const t = new RadixTree();
+    t.applyEvent(store(1, [1, 2], null));
+    expect(t.applyEvent(chunks(1, [9, 2], 2))).toBe("block_not_found"); // 9 unknown; 2 placed
+    expect(tiersOf(t.findMatches(q(1, 2)))).toEqual({ cpu: { "1:0": 2 } });
+    expect(t.applyEvent(chunks(1, [2], 3, "disk"))).toBe("invalid_block");
+    expect(t.applyEvent(chunks(1, [2], 1, "gpu"))).toBe("invalid_block");
+    expect(t.applyEvent(chunks(2, [2], 1))).toBe("block_not_found"); // another engine's hash
+  });
+});
+
 describe("storage_tier on the wire (Dynamo's RouterEvent.storage_tier)", () => {
   const events = [
     store(7, [1, 2], null),
