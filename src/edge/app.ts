@@ -43,7 +43,7 @@ function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
     tokenizers: d.fleet.tokenizers,
     requests,
     dispatch: (input, model) => tenantCall(g, input, model, (i) => dispatch(i, model)),
-    split: split && ((input, json, model) => tenantCall(g, input, model, (i) => split(i, json, model))),
+    split: split && ((input, json, model) => tenantCall(g, input, model, (i, recap) => split(i, recap ? recap(json) : json, model))),
   };
 }
 

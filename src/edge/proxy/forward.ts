@@ -5,7 +5,8 @@
  * deadline: attempt.ts) frees the booking, fences that worker and routes again without it;
  * a 500 or 429 (retry-policy.ts) routes again without a fence, within the retry budget;
  * up to `maxRetries` times; so does the worker being taken out of rotation by anyone else
- * (health check, fence, ejection, removal) while the try waits for its first byte. After
+ * (health check, fence, ejection, removal) while the try waits for its first byte. Every
+ * re-send, whatever its cause, draws from the one retry budget (past it: 502). After
  * the first byte, an upstream error reaches the client as a broken stream, a stall past the
  * idle deadline as an error event (observe-stream.ts). A client that leaves before the first
  * byte closes the engine call and blames no worker. Each decision gets a settlement
@@ -63,6 +64,8 @@ export interface ForwardInput {
   readonly prepared?: PromptHashes;
   /** The output tokens the body asks for (max_tokens and kin; src/protect/output-budget.ts); undefined: it does not say. */
   readonly maxOutputTokens?: number;
+  /** What the engine will prefill at most, in tokens (src/protect/prompt-charge.ts): a tenant's prompt charge. Computed on demand. */
+  readonly promptCharge?: () => number;
   /** With --api-keys: the request's tenant and what it asks, for fair admission in the router's queue. */
   readonly share?: TenantShare;
   /**
@@ -137,7 +140,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       exclude.add(worker.workerId);
       continue;
     }
-    const headers = upstreamRequestHeaders(input.request.headers, worker.dpRank, input.upstreamAuthorization);
+    const headers = upstreamRequestHeaders(input.request, worker.dpRank, input.upstreamAuthorization, d.upstream.forwarding);
     s.sent(headers, rec.url, input.path);
     const a = await attemptUpstream({
       call: d.upstream.call,
@@ -177,6 +180,10 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     failures.push(`worker ${worker.workerId}`);
     exclude.add(worker.workerId);
     s.retry(a);
+    // A retryable status took its retry from the budget already (mayRetry); every other
+    // re-send (the worker left rotation, a connection failure, a missed deadline, a broken
+    // first chunk) takes it here.
+    if ((a.kind === "worker_down" || a.status === undefined) && !mayResend(attempt, retry, d)) throw upstreamFailed(failures);
   }
   throw upstreamFailed(failures);
 }
@@ -218,6 +225,17 @@ function anotherWorker(id: WorkerId, tried: ReadonlySet<WorkerId>, allowed: Read
     if (w !== id && !tried.has(w) && (allowed === undefined || allowed.has(w))) return true;
   }
   return false;
+}
+
+/**
+ * Whether the request may be sent again after a try that reached a worker and gave no answer
+ * (the worker left rotation, a connection failure, a missed deadline): every re-send draws
+ * from the one retry budget, so ejections and removals during a burst of failures cannot
+ * multiply the engines' load past it. The last try takes nothing (no re-send follows).
+ */
+function mayResend(attempt: number, retry: RetryPolicy, d: ForwardDeps): boolean {
+  if (attempt >= d.upstream.maxRetries || retry.budget === undefined) return true;
+  return retryAllowed(retry, d);
 }
 
 /** A retry the budget refused is counted, and the engine's answer goes to the client. */

@@ -13,7 +13,7 @@ import { bindClusterMetrics, type ClusterMetrics } from "../../edge/cluster-metr
 import type { EdgeDeps } from "../../edge/deps.ts";
 import type { Logger } from "../../core/logger.ts";
 import type { Config } from "../../config/schema.ts";
-import type { RouterId } from "../../core/ids.ts";
+import { routerIdHex, type RouterId } from "../../core/ids.ts";
 import type { HealthChecker } from "../../fleet/health.ts";
 import type { WorkerMembership } from "../../fleet/membership.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
@@ -106,7 +106,17 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     now,
     otherRouters: syncStats && (() => ({ heard: syncStats().receiving, peers: syncStats().peers })),
   });
-  const observation = buildObservation(config, choices, log, { metrics, fleet, router, admission, outliers: members.outliers, sessionsHeld: sessions.memory, now });
+  const observation = buildObservation(config, choices, log, {
+    metrics,
+    fleet,
+    router,
+    admission,
+    outliers: members.outliers,
+    sessionsHeld: sessions.memory,
+    now,
+    routerId: routerIdHex(routerId),
+    peers: () => loadSync?.peers().map((p) => ({ ...p, routerId: routerIdHex(p.routerId) })),
+  });
   const state: AccessState = { draining: false, unready: false, listeningPort: undefined };
   const edgeDeps = edgeDepsBuilder(config, choices, log, { routerId, fleet, router, members, store: sessions.store, metrics, observation, tenants: tenants?.guard, now }, state);
   return {

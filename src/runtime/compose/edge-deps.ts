@@ -6,6 +6,7 @@
  */
 import type { Config } from "../../config/schema.ts";
 import { routerIdHex, type RouterId } from "../../core/ids.ts";
+import { adminClosedLine, adminOpenness as adminOpennessOf } from "../../edge/auth.ts";
 import type { EdgeDeps } from "../../edge/deps.ts";
 import type { Logger } from "../../core/logger.ts";
 import { RetryBudget } from "../../edge/proxy/retry-budget.ts";
@@ -63,9 +64,20 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
   // Engine answers tried again elsewhere, within one fleet-wide budget (edge/proxy/retry-policy.ts)
   // that every app of this router (one per runtime entry) shares.
   const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
+  // An address is no identity once the router is exposed: without a token the admin API is closed then (edge/auth.ts).
+  const adminOpenness = adminOpennessOf({ adminToken: config.adminToken, apiKeys: config.apiKeys, host: config.host });
+  if (adminOpenness.kind === "closed") log.warn(adminClosedLine(adminOpenness.why));
   return (rt) => ({
-    access: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(p.routerId), draining: () => state.draining, unready: () => state.unready },
-    limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength },
+    access: {
+      adminToken: config.adminToken,
+      adminOpenness,
+      eventsToken: rt.eventsToken ?? config.eventsToken,
+      peer: rt.peer,
+      routerId: routerIdHex(p.routerId),
+      draining: () => state.draining,
+      unready: () => state.unready,
+    },
+    limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength, parseOffLoop: rt.parseOffLoop },
     fleet: { registry: fleet.registry, models: fleet.models, lora: fleet.adapters, tokenizers: fleet.tokenizers },
     router: p.router,
     upstream: {
@@ -77,6 +89,7 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
       retry,
       directStreams: rt.directStreams,
       keepOpen: rt.keepOpen,
+      forwarding: { peer: rt.peer, trustForwarded: config.trustForwarded, forwardCookies: config.forwardCookies },
     },
     outcomes: { fence: (id, reason) => members.health.fence(id, reason), report: (id, failure) => members.health.report(id, failure) },
     observe: { metrics: p.metrics, log, requests: p.observation.observe, status: p.observation.status },

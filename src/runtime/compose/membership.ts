@@ -34,7 +34,7 @@ export function buildMembership(
   const { fleet, router, metrics } = d;
   const { registry, models, tokenizers, toEngines } = fleet;
   const tokenizerMismatch = tokenizerMismatchGauge(metrics.registry);
-  zeroRouterSeries(metrics);
+  zeroRouterSeries(metrics, { burstClaims: config.burstClaims && config.redis !== undefined });
   const { health, restarts, outliers } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now: d.now, log });
   const membership = new WorkerMembership({
     registry,
