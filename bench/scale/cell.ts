@@ -72,7 +72,7 @@ function memory(): number {
   return process.memoryUsage().heapUsed;
 }
 
-// ------------------------------------------------------------------ the router, built as compose.ts builds it
+// ------------------------------------------------------------------ the router, built as runtime/compose/ builds it
 
 const registry = new WorkerRegistry();
 const router = createRouter(

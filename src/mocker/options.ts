@@ -53,7 +53,23 @@ export const MOCKER_OPTIONS = {
     schema: v.optional(u64),
     read: readU64,
     meta: "ID",
-    help: "u64 worker id (default: derived from the base URL, like the router)",
+    help: "u64 worker id (default: derived from --advertise-url, else the\nlisten URL, as the router derives it)",
+    defaultText: false,
+  }),
+  /**
+   * The URL routers reach this engine at. In a container the listen URL (http://0.0.0.0:8000)
+   * is the same for every engine, so every engine would claim the same worker id; the id must
+   * come from the address the router registers instead.
+   */
+  advertiseUrl: row({
+    schema: v.optional(
+      v.pipe(
+        nonEmpty,
+        v.check((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), "must be an http:// or https:// URL"),
+      ),
+    ),
+    meta: "URL",
+    help: "the URL routers reach this engine at (e.g. http://engine-1:8000);\nits worker id is derived from it, as the router does",
     defaultText: false,
   }),
   dpRanks: row({ schema: v.optional(count(1), 1), read: readNumber, meta: "N", help: "data-parallel ranks" }),
@@ -66,7 +82,13 @@ export const MOCKER_OPTIONS = {
     meta: "URL[,URL]",
     help: "push KV events to URL/v1/kv/events (repeatable: every router\ngets every event, each through its own queue)",
   }),
-  adminToken: row({ schema: v.optional(v.string()), meta: "T", help: "Bearer token for the router and this engine's admin routes" }),
+  adminToken: row({ schema: v.optional(v.string()), meta: "T", help: "Bearer token for this engine's admin routes (never sent to a router)" }),
+  eventsToken: row({
+    schema: v.optional(v.string()),
+    meta: "T",
+    help: "Bearer token sent with every KV event push: the router's --events-token\n(else SWITCHYARD_EVENTS_TOKEN, or the file --events-token-file / SWITCHYARD_EVENTS_TOKEN_FILE names)",
+  }),
+  eventsTokenFile: row({ schema: v.optional(v.string()), meta: "FILE", help: "read --events-token from this file (surrounding whitespace trimmed)" }),
   eventBatchMs: row({ schema: v.optional(numberAtLeast(0), 5), read: readNumber, meta: "MS", help: "KV event batching window" }),
   speedup: row({ schema: v.optional(numberAtLeast(0, { above: true }), DEFAULT_TIMING.speedup), read: readNumber, meta: "X", help: "divide all simulated durations by X" }),
   maxConcurrency: row({ schema: v.optional(count(1), 64), read: readNumber, meta: "N", help: "running sequences per dp rank; more queue FIFO" }),

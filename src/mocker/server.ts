@@ -81,7 +81,9 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
 
   const port = server.port!;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
-  const workerId = config.workerId ?? workerIdFromUrl(url);
+  // The id routers derive from the URL they were given: the advertised one where the listen
+  // address is not what they use (0.0.0.0 in a container, a Service name, a port mapping).
+  const workerId = config.workerId ?? workerIdFromUrl(config.advertiseUrl ?? url);
   const { publishers, emit } = eventFanout(config, opts.fetch, log);
   const onPrefilled = config.requestLog === undefined ? undefined : requestLogWriter(config.requestLog, workerId, log);
   const eng = new MockEngine({ config, workerId, clock: realClock, emit, onPrefilled });

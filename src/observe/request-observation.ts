@@ -437,7 +437,9 @@ export class RequestObservation {
       cachedTokens,
       blocks,
     });
-    d.recent?.add({ status, ttftMs: ttft, blocks });
+    // The fleet's traffic only: the status page reads GET /v1/workers every 2 s, and counting its
+    // own reads would swell the requests and thin the error rate it shows.
+    if (this.#route !== "/v1/workers") d.recent?.add({ status, ttftMs: ttft, blocks, worker: this.#worker !== undefined ? String(this.#worker.workerId) : undefined });
     const s = this.#spans;
     if (s !== undefined) {
       this.#endUpstream(undefined);

@@ -313,7 +313,7 @@ describe("mocker in-process", () => {
     await m?.stop();
   });
 
-  test("admin routes require the admin token when one is set; the token goes to the router", async () => {
+  test("admin routes require the admin token when one is set; event pushes carry the events token, never the admin token", async () => {
     const seen: (string | null)[] = [];
     const router = Bun.serve({
       port: 0,
@@ -324,13 +324,13 @@ describe("mocker in-process", () => {
       },
     });
     try {
-      m = await startMocker({ log: () => {}, port: 0, adminToken: "tok", routerUrl: `http://127.0.0.1:${router.port}`, workerId: 99n, blockSize: 4, speedup: 50 });
+      m = await startMocker({ log: () => {}, port: 0, adminToken: "tok", eventsToken: "events-tok", routerUrl: `http://127.0.0.1:${router.port}`, workerId: 99n, blockSize: 4, speedup: 50 });
       expect(m.workerId).toBe(99n);
       expect((await fetch(`${m.url}/kv/clear`, { method: "POST" })).status).toBe(401);
       expect((await fetch(`${m.url}/admin/restart-events`, { method: "POST", headers: { authorization: "Bearer no" } })).status).toBe(401);
       expect((await fetch(`${m.url}/kv/clear`, { method: "POST", headers: { authorization: "Bearer tok" } })).status).toBe(200);
       await m.flushEvents();
-      expect(seen).toEqual(["Bearer tok"]);
+      expect(seen).toEqual(["Bearer events-tok"]);
     } finally {
       router.stop(true);
     }

@@ -1,7 +1,7 @@
 /**
  * The router's app in-process, built from the real parts around a fake upstream `fetch`, so
  * proxy behaviour is tested without sockets: the decision room through createRouter (as
- * src/runtime/compose.ts builds it: index, scheduler, routing, recovery, bookings), sessions, membership.
+ * src/runtime/compose/ builds it: index, scheduler, routing, recovery, bookings), sessions, membership.
  * Workers are registered directly in the registry (no engine info call); the recovery query
  * answers an error (these tests post admin events, applied as they say).
  */
