@@ -16,8 +16,8 @@ import type { PromptScanner } from "./prompt-route/prompt-scan.ts";
  * counted as it comes) rather than read in one go; smaller ones are read whole, as before.
  */
 export const STREAMED_MIN_BYTES = 1 << 20;
-/** First room for a chunked body; it doubles as bytes come, up to the limit. */
-const CHUNKED_FIRST_ROOM = 64 * 1024;
+/** First room for a streamed body; it doubles as bytes come, up to its length or the limit. */
+const FIRST_ROOM = 64 * 1024;
 
 /**
  * What a prompt route adds to the read: `scan` counts the prompt as the bytes stream (a 413
@@ -73,8 +73,8 @@ async function readBody(req: Request, maxBytes: number, limitName: string, field
 }
 
 /**
- * A streamed body into one buffer: sized by its Content-Length, or (chunked) grown by
- * doubling up to the limit, so a body is never held as parts plus their copy. Stops reading
+ * A streamed body into one buffer, grown by doubling up to its Content-Length or the limit,
+ * so a body is never held as parts plus their copy. Stops reading
  * (and cancels the stream) at the limit, at the prompt scanner's 413, or when the budget has
  * no room for a chunked body's next bytes.
  */
@@ -87,7 +87,10 @@ async function readStream(
   length: number | undefined,
 ): Promise<Uint8Array> {
   const reader = stream.getReader();
-  let buf = new Uint8Array(length ?? Math.min(CHUNKED_FIRST_ROOM, maxBytes));
+  // Grown as bytes come, even with a Content-Length: a body refused early (its prompt too
+  // long) must not have cost a buffer of the length it claimed.
+  const room = Math.min(length ?? maxBytes, maxBytes);
+  let buf = new Uint8Array(Math.min(FIRST_ROOM, room));
   let total = 0;
   try {
     for (;;) {
@@ -96,7 +99,7 @@ async function readStream(
       if (total + value.length > maxBytes) throw tooLarge(maxBytes, limitName, field);
       if (length === undefined) streamed.hold?.take(value.length);
       if (total + value.length > buf.length) {
-        const grown = new Uint8Array(Math.min(maxBytes, Math.max(buf.length * 2, total + value.length)));
+        const grown = new Uint8Array(Math.min(Math.max(room, total + value.length), Math.max(buf.length * 2, total + value.length)));
         grown.set(buf.subarray(0, total));
         buf = grown;
       }

@@ -160,13 +160,36 @@ export class PromptScanner {
         continue;
       }
       if (counted) {
-        // UTF-16 length of UTF-8: a continuation byte adds nothing, a 4-byte sequence's lead two.
-        if (b < 0x80 || (b >= 0xc0 && b < 0xf0)) this.count++;
-        else if (b >= 0xf0) this.count += 2;
-        if (this.count > this.limit) return i + 1;
-      } else if (this.key !== undefined) this.addKey(String.fromCharCode(b));
+        i = this.countRun(bytes, i);
+        if (this.count > this.limit) return i;
+      } else if (this.key !== undefined) {
+        this.addKey(String.fromCharCode(b));
+        i++;
+      } else {
+        // A string nobody counts: skip to its next quote or backslash (a byte loop: searching
+        // for each separately would rescan the rest of the chunk at every backslash).
+        while (i < n && bytes[i] !== QUOTE && bytes[i] !== BACKSLASH) i++;
+      }
+    }
+    return i;
+  }
+
+  /**
+   * The hot loop: a counted string's plain bytes from `i` up to a quote or backslash, adding
+   * their UTF-16 length (a continuation byte adds nothing, a 4-byte sequence's lead two).
+   */
+  private countRun(bytes: Uint8Array, i: number): number {
+    const n = bytes.length;
+    const limit = this.limit;
+    let c = this.count;
+    while (i < n && c <= limit) {
+      const b = bytes[i]!;
+      if (b === QUOTE || b === BACKSLASH) break;
+      if (b < 0x80 || (b >= 0xc0 && b < 0xf0)) c++;
+      else if (b >= 0xf0) c += 2;
       i++;
     }
+    this.count = c;
     return i;
   }
 
