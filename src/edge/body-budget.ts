@@ -13,6 +13,13 @@ import { RouterError } from "../core/errors.ts";
 /** 64 MiB: four bodies at the prompt bound of the default --max-prompt-chars (13 MiB each). */
 export const BODY_READ_BUDGET_BYTES = 64 * 1024 * 1024;
 
+/** 503 `unavailable`, Retry-After 1; answered with the connection closed (errors.ts), as the body is left unread. */
+export class BodyBudgetFull extends RouterError {
+  constructor(message: string) {
+    super("unavailable", message, undefined, 1);
+  }
+}
+
 export class BodyReadBudget {
   private used = 0;
 
@@ -29,12 +36,7 @@ export class BodyReadBudget {
     return {
       take: (bytes: number) => {
         if (this.used + bytes > this.maxBytes) {
-          throw new RouterError(
-            "unavailable",
-            `the router is busy reading large request bodies: ${this.used} bytes are being read (at most ${this.maxBytes}); retry shortly`,
-            undefined,
-            1,
-          );
+          throw new BodyBudgetFull(`the router is busy reading large request bodies: ${this.used} bytes are being read (at most ${this.maxBytes}); retry shortly`);
         }
         this.used += bytes;
         mine += bytes;
@@ -48,7 +50,7 @@ export class BodyReadBudget {
 }
 
 export interface BodyHold {
-  /** Throws RouterError "unavailable" (503, Retry-After 1) when the budget has no room for `bytes` more. */
+  /** Throws BodyBudgetFull (503, Retry-After 1) when the budget has no room for `bytes` more. */
   take(bytes: number): void;
   release(): void;
 }

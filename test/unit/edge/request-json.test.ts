@@ -8,6 +8,7 @@
 import { describe, expect, test } from "bun:test";
 import { RouterError } from "../../../src/core/errors.ts";
 import { BodyReadBudget } from "../../../src/edge/body-budget.ts";
+import { toErrorResponse } from "../../../src/edge/errors.ts";
 import type { RequestLimits } from "../../../src/edge/deps.ts";
 import { readJsonRequest } from "../../../src/edge/request-json.ts";
 import { rejectionOf } from "../../support/errors.ts";
@@ -62,6 +63,7 @@ describe("readJsonRequest", () => {
     expect(e.code).toBe("payload_too_large");
     expect(e.field).toBe("prompt");
     expect(e.message).toContain("--max-prompt-chars");
+    expect(toErrorResponse(e).headers.get("connection")).toBe("close");
     // 12.5 MiB offered; refused within a few pieces past the limit.
     expect(pulled()).toBeLessThan(100_000 + 4 * 65536);
   });
@@ -71,7 +73,11 @@ describe("readJsonRequest", () => {
     const big = chunked(`{"model":"m","prompt":"`, "y".repeat(65536), 20, `"}`);
     const e = await rejectionOf(RouterError, readJsonRequest(big.req, limits(10_000_000, budget), ["prompt"]));
     expect(e.code).toBe("unavailable");
-    expect(e.retryAfterSeconds).toBe(1);
+    const answer = toErrorResponse(e);
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get("retry-after")).toBe("1");
+    // The body is left unread: the connection goes with the answer.
+    expect(answer.headers.get("connection")).toBe("close");
     expect(budget.held).toBe(0);
     const small = chunked(`{"model":"m","prompt":"`, "z".repeat(1000), 3, `"}`);
     expect(((await readJsonRequest(small.req, limits(10_000_000, budget), ["prompt"])).json.prompt as string).length).toBe(3000);
