@@ -58,6 +58,12 @@ export interface SimOptions {
    * sees them, as it would see an engine's KV events.
    */
   warmBlocks?: readonly (readonly number[])[];
+  /**
+   * Mean of an exponential delay (ms) between an engine's first token and the router seeing it
+   * (a busy router's event loop, the network): its books hold the prefill that long after the
+   * engine finished. 0 (default): at once.
+   */
+  firstTokenDelayMs?: number;
   /** Called as each request's first token comes (for studies of single decisions). */
   onFirstToken?: (
     i: number,
@@ -223,7 +229,9 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
           caches[e]!.touch(ids);
           ttfts.push(done - arrival);
           o.onFirstToken?.(i, { arrival, start, done, engine: e, uncached, predictedMs: sel.predictedTtftMs, predictedTokens: sel.ttftTokens, bookedUncached: sel.uncachedTokens });
-          lease.firstToken();
+          const seen = o.firstTokenDelayMs ? -Math.log(1 - rng()) * o.firstTokenDelayMs : 0;
+          if (seen > 0) ev.push(done + seen, () => lease.firstToken());
+          else lease.firstToken();
           lanes[e]!.busy = false;
           runLane(e);
           const out = Math.min(r.outputLength, o.maxOutputTokens);

@@ -35,11 +35,23 @@
  * first scrape, not after its fourth slow first token. The router's own samples win wherever it
  * has them: they measure what the engine's figure cannot (queueing, the network, this router).
  *
+ * Running decodes: engines interleave a prefill with the batch that is decoding (vLLM V1 gives
+ * every step a token budget the running decodes take first; chunked prefill shares the rest), so a
+ * first token also waits for decode steps, longer as the batch grows. The prediction adds
+ * `decodeWeight` × the rank's step time at its running decodes (step-times.ts, learned from the
+ * inter-token gaps the router sees). The weight is learned from the first tokens too: the median
+ * of the pairwise slopes of what the line leaves against the step time each sample met, over
+ * pairs whose step times differ. On an engine whose prefill never waits for decodes it comes out
+ * near 0, on a V1-like one near 1 (or more, when a prompt spans several steps); until it has
+ * MIN_DECODE_SAMPLES samples that met decodes it is 0 and the prediction is the line alone.
+ *
  * PURE: times are milliseconds passed in; no clock, no I/O. It books nothing and chooses nothing.
  */
 import { parseWorkerKey, type WorkerId, type WorkerKey } from "../../core/ids.ts";
 import type { ActiveSequences } from "./active-sequences.ts";
-import type { FirstTokenHook } from "./request-lease.ts";
+import { PrefixTraffic } from "./prefix-traffic.ts";
+import type { FirstTokenHook, LeaseEndHook } from "./request-lease.ts";
+import { StepTimes } from "./step-times.ts";
 
 /** One rank's learned speed. */
 export interface EngineSpeed {
@@ -80,6 +92,8 @@ export interface FirstTokenObservation {
   readonly ownTokens?: number;
   /** What was predicted when it was routed, if anything. */
   readonly predictedMs?: number;
+  /** The rank's decode step time (ms) at its running decodes when it was routed (0 or absent: none running). */
+  readonly stepMs?: number;
 }
 
 /** Samples the fleet's line is fitted to: the last this many first tokens, every rank's. */
@@ -122,22 +136,30 @@ export const SAME_AS_FLEET = 1.25;
  * and with no latency that order is by tokens alone, whatever this number is.
  */
 export const PRIOR: EngineSpeed = { msPerToken: 0.05, latencyMs: 0, factor: 1, source: "prior" };
+/** The decode weight is learned once the fleet's window holds this many first tokens that met running decodes. */
+export const MIN_DECODE_SAMPLES = 8;
+/** The decode weight stays within [0, this]: a first token waits for a few steps at most (a prompt over several budgets). */
+export const MAX_DECODE_WEIGHT = 4;
 
 /** A ring of (tokens, ms) samples. */
 class Samples {
   readonly tokens: Float64Array;
   readonly ms: Float64Array;
+  /** The decode step time each sample met (ms; 0: none running). */
+  readonly step: Float64Array;
   count = 0;
   #next = 0;
   constructor(readonly size: number) {
     this.tokens = new Float64Array(size);
     this.ms = new Float64Array(size);
+    this.step = new Float64Array(size);
   }
   /** Adds one sample over the oldest once full; returns the slot it took. */
-  add(tokens: number, ms: number): number {
+  add(tokens: number, ms: number, step = 0): number {
     const at = this.#next;
     this.tokens[at] = tokens;
     this.ms[at] = ms;
+    this.step[at] = step;
     this.#next = (at + 1) % this.size;
     if (this.count < this.size) this.count++;
     return at;
@@ -151,8 +173,8 @@ class RankSamples extends Samples {
     super(size);
     this.own = new Float64Array(size);
   }
-  addOwn(tokens: number, ms: number, own: number): void {
-    this.own[this.add(tokens, ms)] = own;
+  addOwn(tokens: number, ms: number, own: number, step: number): void {
+    this.own[this.add(tokens, ms, step)] = own;
   }
 }
 
@@ -182,6 +204,11 @@ export class TtftPredictor {
   readonly #minGap: number;
   #msPerToken = PRIOR.msPerToken;
   #latencyMs = PRIOR.latencyMs;
+  #decodeWeight = 0;
+  /** Each rank's decode step time, learned from inter-token gaps (fed by the leases: decodeSampler). */
+  readonly steps = new StepTimes();
+  /** Each prefix group's arrival rate and a request's time on its engine (fed by the routing service and the leases). */
+  readonly traffic = new PrefixTraffic();
   #fitted = false;
   #observed = 0;
   /** Per rank, the lower quartile and the median of its ratios to the line (NaN: too few samples), reused by each refit. */
@@ -245,7 +272,19 @@ export class TtftPredictor {
   predict(seqs: ActiveSequences | undefined, key: WorkerKey, uncachedTokens: number, now: number): TtftPrediction {
     const msPerToken = this.msPerTokenOf(key);
     const tokens = this.tokensBefore(seqs, msPerToken, uncachedTokens, now);
-    return { ms: this.#latencyMs + msPerToken * tokens, tokens };
+    return { ms: this.#latencyMs + msPerToken * tokens + this.#decodeWeight * this.stepMsOf(seqs, key), tokens };
+  }
+
+  /** How much of the rank's decode step time (stepMsOf) a first token waits for, as learned (0 until known). */
+  get decodeWeight(): number {
+    return this.#decodeWeight;
+  }
+
+  /** The rank's decode step time at the decodes its books hold running (ms; 0: none running, or no gap seen yet). */
+  stepMsOf(seqs: ActiveSequences | undefined, key: WorkerKey): number {
+    if (seqs === undefined) return 0;
+    const decodes = seqs.activeRequests - seqs.prefillingRequests;
+    return decodes > 0 ? this.steps.stepMs(key, decodes) : 0;
   }
 
   /**
@@ -277,13 +316,14 @@ export class TtftPredictor {
   observe(o: FirstTokenObservation): number | undefined {
     const observed = o.at - o.bookedAt;
     if (!(observed >= 0) || !(o.tokens >= 0)) return undefined;
-    this.#fleet.add(o.tokens, observed);
+    const step = o.stepMs !== undefined && o.stepMs > 0 && Number.isFinite(o.stepMs) ? o.stepMs : 0;
+    this.#fleet.add(o.tokens, observed, step);
     let r = this.#ranks.get(o.key);
     if (r === undefined) {
       r = new RankSamples(RANK_WINDOW);
       this.#ranks.set(o.key, r);
     }
-    r.addOwn(o.tokens, observed, o.ownTokens === undefined ? o.tokens : Math.min(o.tokens, Math.max(0, o.ownTokens)));
+    r.addOwn(o.tokens, observed, o.ownTokens === undefined ? o.tokens : Math.min(o.tokens, Math.max(0, o.ownTokens)), step);
     this.#refit();
     if (o.predictedMs === undefined || !(observed > 0)) return undefined;
     return Math.abs(o.predictedMs / observed - 1);
@@ -295,6 +335,7 @@ export class TtftPredictor {
       if (parseWorkerKey(key).workerId !== workerId) continue;
       this.#ranks.delete(key);
       this.#factors.delete(key);
+      this.steps.forget(key);
     }
     for (const key of [...this.#reported.keys()]) {
       if (parseWorkerKey(key).workerId !== workerId) continue;
@@ -331,9 +372,12 @@ export class TtftPredictor {
     if (k === 0) return;
     const slope = medianOf(slopes.subarray(0, k));
     if (!(slope > 0)) return;
-    // The line's intercept: what the slope leaves, over the whole window. The factors are measured against this line.
+    const w = this.#fitDecodeWeight(slope, slopes);
+    this.#decodeWeight = w;
+    const step = this.#fleet.step;
+    // The line's intercept: what the slope and the decode steps leave, over the whole window. The factors are measured against this line.
     const rest = slopes.subarray(0, n);
-    for (let i = 0; i < n; i++) rest[i] = ms[i]! - slope * tokens[i]!;
+    for (let i = 0; i < n; i++) rest[i] = ms[i]! - slope * tokens[i]! - w * step[i]!;
     const intercept = Math.max(0, medianOf(rest));
     // The latency a prediction adds: what the slope leaves on the window's smallest first tokens
     // (LATENCY_SHARE of it, by tokens), where it is most of the time (LATENCY_SHARE's comment).
@@ -341,11 +385,34 @@ export class TtftPredictor {
     for (let i = 0; i < n; i++) rest[i] = tokens[i]!;
     const cut = selectNth(rest, Math.floor((n - 1) * LATENCY_SHARE));
     let m = 0;
-    for (let i = 0; i < n; i++) if (tokens[i]! <= cut) rest[m++] = ms[i]! - slope * tokens[i]!;
+    for (let i = 0; i < n; i++) if (tokens[i]! <= cut) rest[m++] = ms[i]! - slope * tokens[i]! - w * step[i]!;
     this.#msPerToken = slope;
     this.#latencyMs = Math.max(0, medianOf(rest.subarray(0, m)));
     this.#fitted = true;
     this.#refitFactors(slope, intercept, slopes);
+  }
+
+  /**
+   * The decode weight: the median pairwise slope of what the line's slope leaves (ms − slope ×
+   * tokens) against the step time each sample met, over pairs whose step times differ by at least
+   * a tenth of the window's typical step (closer ones say more about noise); 0 with fewer than
+   * MIN_DECODE_SAMPLES samples that met decodes. Within [0, MAX_DECODE_WEIGHT].
+   */
+  #fitDecodeWeight(slope: number, scratch: Float64Array): number {
+    const { tokens, ms, step, count: n } = this.#fleet;
+    let met = 0;
+    for (let i = 0; i < n; i++) if (step[i]! > 0) scratch[met++] = step[i]!;
+    if (met < MIN_DECODE_SAMPLES) return 0;
+    const minGap = 0.1 * medianOf(scratch.subarray(0, met));
+    let k = 0;
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        const dx = step[j]! - step[i]!;
+        if (Math.abs(dx) >= minGap && Math.abs(dx) > 0) scratch[k++] = (ms[j]! - slope * tokens[j]! - (ms[i]! - slope * tokens[i]!)) / dx;
+      }
+    }
+    if (k === 0) return this.#decodeWeight;
+    return Math.min(MAX_DECODE_WEIGHT, Math.max(0, medianOf(scratch.subarray(0, k))));
   }
 
   /**
@@ -373,7 +440,7 @@ export class TtftPredictor {
       let m = 0;
       for (let j = 0; j < r.count; j++) {
         const t = r.tokens[j]!;
-        if (t >= minTokens && r.own[j]! >= MOSTLY_OWN * t) scratch[m++] = (r.ms[j]! - intercept) / (slope * t);
+        if (t >= minTokens && r.own[j]! >= MOSTLY_OWN * t) scratch[m++] = (r.ms[j]! - intercept - this.#decodeWeight * r.step[j]!) / (slope * t);
       }
       if (m < MIN_OWN_SAMPLES) q[2 * i] = NaN;
       else {
@@ -402,6 +469,8 @@ export interface PredictedBooking {
   /** Of `tokens`, the request's own uncached ones (FirstTokenObservation.ownTokens). */
   readonly ownTokens?: number;
   readonly predictedMs?: number;
+  /** The rank's decode step time the prediction met (FirstTokenObservation.stepMs). */
+  readonly stepMs?: number;
   /**
    * The rank's books just before this request was booked: with them the sample counts
    * the prompts that went ahead of it unseen. Absent: the sample counts `tokens` as they were.
@@ -459,8 +528,23 @@ export function tokensInHindsight(b: PredictedBooking): number {
  */
 export function firstTokenSampler(predictor: TtftPredictor, b: PredictedBooking, onError?: (error: number) => void): FirstTokenHook {
   return (at) => {
-    const error = predictor.observe({ key: b.key, bookedAt: b.bookedAt, tokens: tokensInHindsight(b), ownTokens: b.ownTokens, predictedMs: b.predictedMs, at });
+    const error = predictor.observe({ key: b.key, bookedAt: b.bookedAt, tokens: tokensInHindsight(b), ownTokens: b.ownTokens, predictedMs: b.predictedMs, stepMs: b.stepMs, at });
     if (error !== undefined) onError?.(error);
+  };
+}
+
+/**
+ * The lease's end hook for one booking on `key` (RequestLease.book): the request's time on its
+ * engine for the prefix traffic (Little's law), and, for a streamed answer with at least two
+ * gaps, its mean inter-token gap and the decodes running on the rank then (`seqs`: the rank's
+ * books, still holding this request) for the step-time line.
+ */
+export function decodeSampler(predictor: TtftPredictor, key: WorkerKey, bookedAt: number, seqs: ActiveSequences | undefined): LeaseEndHook {
+  return (end) => {
+    predictor.traffic.finished(end.at - bookedAt);
+    if (seqs === undefined || end.firstTokenAt === undefined || end.lastTokenAt === undefined || end.laterTokens < 2) return;
+    const decodes = seqs.activeRequests - seqs.prefillingRequests;
+    predictor.steps.observe({ key, gapMs: (end.lastTokenAt - end.firstTokenAt) / end.laterTokens, decodes: Math.max(1, decodes) });
   };
 }
 

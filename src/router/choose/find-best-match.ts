@@ -15,6 +15,7 @@ import type { SchedulerConfig } from "./config.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
 import { TtftPredictor } from "../books/ttft-predictor.ts";
 import type { UnseenClaims } from "../books/burst-claims.ts";
+import { groupKeyOf } from "./costs/group-decodes.ts";
 import { runPipeline } from "./pipeline.ts";
 import type { Rng } from "../../core/rng.ts";
 import type { Endpoint, Pipeline, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
@@ -92,7 +93,9 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     ttft: input.ttft ?? (input.pipeline.predictsTtft ? priorPredictor(config.blockSize) : undefined),
     otherRouters: input.otherRouters,
   };
-  const { chosen, candidates } = runPipeline(input.pipeline, ctx, buildCandidates(ctx, input.endpoints, tracker, input.candidatePool));
+  const built = buildCandidates(ctx, input.endpoints, tracker, input.candidatePool);
+  const groupKey = ctx.ttft === undefined ? undefined : groupKeyOf(input.seqHashes, built);
+  const { chosen, candidates } = runPipeline(input.pipeline, ctx, built);
   return {
     worker: chosen.endpoint.worker,
     key: chosen.key,
@@ -101,6 +104,8 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     predictedTtftMs: chosen.predictedTtftMs,
     ttftTokens: chosen.ttftTokens,
     uncachedTokens: chosen.uncachedTokens,
+    stepMs: chosen.stepMs,
+    groupKey,
     candidates,
   };
 }

@@ -1,0 +1,59 @@
+/**
+ * Part of delay-to-others.ts (the kv policy's cost): the decode steps a prefix group's coming requests will meet where this one is placed: the
+ * requests of its group that run at once (books/prefix-traffic.ts, Little's law: the group's
+ * arrival rate, learned per prefix, × a request's time on its engine), each waiting for the
+ * rank's decode step at the batch they find there (the predictor's decode weight × the rank's
+ * step time, books/step-times.ts) in ms. Where the group is not held yet, its batch joins the
+ * rank's; where it is, it is already in it.
+ *
+ * Why: a request's own predicted TTFT prices one request, but the first of a group decides where
+ * the group's whole traffic goes (its siblings follow the cached prefix). Priced as one request,
+ * each new group went to whichever engine was free that instant, and on SGLang's
+ * generated-shared-prefix load one engine collected four groups while another idled (issue 44).
+ * Priced for its traffic, a group whose siblings arrive fast goes where the batch is smallest;
+ * one whose siblings arrive slowly, or a prompt nobody shares, is priced as before (its rate, so
+ * this term, is near 0). A new prefix, whose rate cannot be known yet, is priced at the typical
+ * group's. On an engine whose prefills never wait for decodes the decode weight is 0 and so is
+ * this term.
+ */
+import type { Candidate, CostTerm, SchedulingContext } from "../types.ts";
+
+/** The sequence hash of the longest prefix of the prompt any candidate holds or is computing; undefined when none. */
+export function groupKeyOf(seqHashes: BigUint64Array | null, candidates: readonly Candidate[]): bigint | undefined {
+  if (seqHashes === null) return undefined;
+  let depth = 0;
+  for (const c of candidates) if (c.overlapBlocks > depth) depth = c.overlapBlocks;
+  depth = Math.min(depth, seqHashes.length);
+  return depth === 0 ? undefined : seqHashes[depth - 1];
+}
+
+export interface GroupDecodes extends CostTerm {
+  /** The group's requests expected to run at once, as the last decision priced it (tests, debug). */
+  readonly running: number;
+}
+
+export function groupDecodesCost(): GroupDecodes {
+  let running = 0;
+  let depth = 0;
+  return {
+    type: "group-decodes",
+    get running() {
+      return running;
+    },
+    prepare(ctx: SchedulingContext, candidates: readonly Candidate[]): void {
+      running = 0;
+      const ttft = ctx.ttft;
+      if (ttft === undefined || ttft.decodeWeight === 0) return;
+      const key = groupKeyOf(ctx.request.seqHashes, candidates);
+      depth = 0;
+      for (const c of candidates) if (c.overlapBlocks > depth) depth = c.overlapBlocks;
+      running = ttft.traffic.runningOf(key, ctx.now);
+    },
+    cost(ctx: SchedulingContext, c: Candidate): number {
+      if (running === 0 || ctx.ttft === undefined) return 0;
+      const decodes = c.activeRequests - (c.prefillingRequests ?? 0);
+      const batch = depth > 0 && c.overlapBlocks >= depth ? decodes : decodes + running;
+      return running * ctx.ttft.decodeWeight * ctx.ttft.steps.stepMs(c.key, batch);
+    },
+  };
+}
