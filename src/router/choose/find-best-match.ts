@@ -15,7 +15,7 @@ import type { SchedulerConfig } from "./config.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
 import { TtftPredictor } from "../books/ttft-predictor.ts";
 import type { UnseenClaims } from "../books/burst-claims.ts";
-import { groupKeyOf } from "./costs/group-decodes.ts";
+import { groupOf } from "./costs/group-decodes.ts";
 import { runPipeline } from "./pipeline.ts";
 import type { Rng } from "../../core/rng.ts";
 import type { Endpoint, Pipeline, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
@@ -94,7 +94,10 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     otherRouters: input.otherRouters,
   };
   const built = buildCandidates(ctx, input.endpoints, tracker, input.candidatePool);
-  const groupKey = ctx.ttft === undefined ? undefined : groupKeyOf(input.seqHashes, built);
+  // Every endpoint's, before the filters: a group is where its prefix is, even on a rank that cannot take this request.
+  const group = ctx.ttft === undefined ? undefined : groupOf(input.seqHashes, built);
+  ctx.groupKey = group?.key;
+  ctx.groupDepth = group?.depth ?? 0;
   const { chosen, candidates } = runPipeline(input.pipeline, ctx, built);
   return {
     worker: chosen.endpoint.worker,
@@ -105,7 +108,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     ttftTokens: chosen.ttftTokens,
     uncachedTokens: chosen.uncachedTokens,
     stepMs: chosen.stepMs,
-    groupKey,
+    groupKey: ctx.groupKey,
     candidates,
   };
 }

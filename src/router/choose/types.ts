@@ -72,6 +72,13 @@ export interface SchedulingContext {
    * same one.
    */
   readonly otherRouters?: number;
+  /**
+   * The request's prefix group, set once the candidates are built (find-best-match.ts): the
+   * sequence hash of the longest prefix of the prompt any endpoint holds or is computing, and that
+   * depth in blocks (0 and undefined: none holds any of it, a new group).
+   */
+  groupKey?: bigint;
+  groupDepth?: number;
 }
 
 /** One endpoint as seen by this request: its cache overlap and load, then its cost. */

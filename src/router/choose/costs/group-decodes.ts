@@ -18,13 +18,13 @@
  */
 import type { Candidate, CostTerm, SchedulingContext } from "../types.ts";
 
-/** The sequence hash of the longest prefix of the prompt any candidate holds or is computing; undefined when none. */
-export function groupKeyOf(seqHashes: BigUint64Array | null, candidates: readonly Candidate[]): bigint | undefined {
+/** The depth (blocks) of the longest prefix of the prompt any candidate holds or is computing, and its sequence hash; undefined when none. */
+export function groupOf(seqHashes: BigUint64Array | null, candidates: readonly Candidate[]): { key: bigint; depth: number } | undefined {
   if (seqHashes === null) return undefined;
   let depth = 0;
   for (const c of candidates) if (c.overlapBlocks > depth) depth = c.overlapBlocks;
   depth = Math.min(depth, seqHashes.length);
-  return depth === 0 ? undefined : seqHashes[depth - 1];
+  return depth === 0 ? undefined : { key: seqHashes[depth - 1]!, depth };
 }
 
 export interface GroupDecodes extends CostTerm {
@@ -34,24 +34,21 @@ export interface GroupDecodes extends CostTerm {
 
 export function groupDecodesCost(): GroupDecodes {
   let running = 0;
-  let depth = 0;
   return {
     type: "group-decodes",
     get running() {
       return running;
     },
-    prepare(ctx: SchedulingContext, candidates: readonly Candidate[]): void {
+    prepare(ctx: SchedulingContext): void {
       running = 0;
       const ttft = ctx.ttft;
       if (ttft === undefined || ttft.decodeWeight === 0) return;
-      const key = groupKeyOf(ctx.request.seqHashes, candidates);
-      depth = 0;
-      for (const c of candidates) if (c.overlapBlocks > depth) depth = c.overlapBlocks;
-      running = ttft.traffic.runningOf(key, ctx.now);
+      running = ttft.traffic.runningOf(ctx.groupKey, ctx.now);
     },
     cost(ctx: SchedulingContext, c: Candidate): number {
       if (running === 0 || ctx.ttft === undefined) return 0;
       const decodes = c.activeRequests - (c.prefillingRequests ?? 0);
+      const depth = ctx.groupDepth ?? 0;
       const batch = depth > 0 && c.overlapBlocks >= depth ? decodes : decodes + running;
       return running * ctx.ttft.decodeWeight * ctx.ttft.steps.stepMs(c.key, batch);
     },
