@@ -64,6 +64,7 @@ export class StepTimes {
   #fitted = false;
   #observed = 0;
   readonly #scratch = new Float64Array((STEP_WINDOW * (STEP_WINDOW - 1)) / 2);
+  readonly #rankScratch = new Float64Array(STEP_RANK_WINDOW);
 
   /** Whether any gap has been seen (before that every step reads 0: nothing is known). */
   get fitted(): boolean {
@@ -115,7 +116,7 @@ export class StepTimes {
     this.#factors.clear();
     for (const [key, r] of this.#ranks) {
       if (r.count < MIN_STEP_SAMPLES) continue;
-      const ratios = new Float64Array(r.count);
+      const ratios = this.#rankScratch;
       let m = 0;
       for (let i = 0; i < r.count; i++) {
         const line = base + perSeq * r.x[i]!;
