@@ -39,9 +39,9 @@
  * every step a token budget the running decodes take first; chunked prefill shares the rest), so a
  * first token also waits for decode steps, longer as the batch grows. The prediction adds
  * `decodeWeight` × the rank's step time at its running decodes (step-times.ts, learned from the
- * inter-token gaps the router sees). The weight is learned from the first tokens too: the median
- * of the pairwise slopes of what the line leaves against the step time each sample met, over
- * pairs whose step times differ. On an engine whose prefill never waits for decodes it comes out
+ * inter-token gaps the router sees). The weight is learned from the first tokens too, before the
+ * line: the least-squares slope of first tokens on the step times they met, over pairs of nearly
+ * equal tokens (#fitDecodeWeight); the line is fitted to what it leaves. On an engine whose prefill never waits for decodes it comes out
  * near 0, on a V1-like one near 1 (or more, when a prompt spans several steps); until it has
  * MIN_DECODE_SAMPLES samples that met decodes it is 0 and the prediction is the line alone.
  *
@@ -138,8 +138,14 @@ export const SAME_AS_FLEET = 1.25;
 export const PRIOR: EngineSpeed = { msPerToken: 0.05, latencyMs: 0, factor: 1, source: "prior" };
 /** The decode weight is learned once the fleet's window holds this many first tokens that met running decodes. */
 export const MIN_DECODE_SAMPLES = 8;
-/** The decode weight stays within [0, this]: a first token waits for a few steps at most (a prompt over several budgets). */
-export const MAX_DECODE_WEIGHT = 4;
+/**
+ * The decode weight stays within [0, this]: a first token waits on average for the rest of the step
+ * it arrives in and for its own, about one and a half steps. More is the load the step time stands
+ * for (an engine with more decodes also has more prefills in flight), which the queue already counts.
+ */
+export const MAX_DECODE_WEIGHT = 1.5;
+/** The decode weight is used only this many standard errors above 0. */
+export const DECODE_EVIDENCE = 4;
 
 /** A ring of (tokens, ms) samples. */
 class Samples {
@@ -205,6 +211,7 @@ export class TtftPredictor {
   #msPerToken = PRIOR.msPerToken;
   #latencyMs = PRIOR.latencyMs;
   #decodeWeight = 0;
+  #lastDecodeFit = 0;
   /** Each rank's decode step time, learned from inter-token gaps (fed by the leases: decodeSampler). */
   readonly steps = new StepTimes();
   /** Each prefix group's arrival rate and a request's time on its engine (fed by the routing service and the leases). */
@@ -217,6 +224,8 @@ export class TtftPredictor {
   #mids: Float64Array = new Float64Array(0);
   /** Room for every pairwise slope of the fleet's window, reused by each refit. */
   readonly #scratch = new Float64Array((FLEET_WINDOW * (FLEET_WINDOW - 1)) / 2);
+  /** The window's first tokens less the decode steps they met, reused by each refit. */
+  readonly #adjusted = new Float64Array(FLEET_WINDOW);
 
   constructor(opts: TtftPredictorOptions) {
     if (!(opts.blockSize >= 1)) throw new Error(`block size must be >= 1, got ${opts.blockSize}`);
@@ -357,8 +366,14 @@ export class TtftPredictor {
     // once a full window holds it, and the pairwise slopes are the router's most expensive arithmetic.
     this.#observed++;
     if (this.#fleet.count === FLEET_WINDOW && this.#observed % REFIT_EVERY !== 0) return;
-    const { tokens, ms, count: n } = this.#fleet;
+    const { tokens, count: n } = this.#fleet;
     const slopes = this.#scratch;
+    // The decode steps first, from pairs the tokens cannot explain; the line is fitted to what they leave.
+    // The smaller of this fit and the last: one window's chance correlation does not move decisions.
+    const fit = this.#fitDecodeWeight(slopes);
+    const w = Math.min(fit, this.#lastDecodeFit);
+    this.#lastDecodeFit = fit;
+    const ms = this.#lessDecodes(w);
     let k = 0;
     for (let i = 0; i < n; i++) {
       for (let j = i + 1; j < n; j++) {
@@ -372,12 +387,10 @@ export class TtftPredictor {
     if (k === 0) return;
     const slope = medianOf(slopes.subarray(0, k));
     if (!(slope > 0)) return;
-    const w = this.#fitDecodeWeight(slope, slopes);
     this.#decodeWeight = w;
-    const step = this.#fleet.step;
-    // The line's intercept: what the slope and the decode steps leave, over the whole window. The factors are measured against this line.
+    // The line's intercept: what the slope leaves, over the whole window. The factors are measured against this line.
     const rest = slopes.subarray(0, n);
-    for (let i = 0; i < n; i++) rest[i] = ms[i]! - slope * tokens[i]! - w * step[i]!;
+    for (let i = 0; i < n; i++) rest[i] = ms[i]! - slope * tokens[i]!;
     const intercept = Math.max(0, medianOf(rest));
     // The latency a prediction adds: what the slope leaves on the window's smallest first tokens
     // (LATENCY_SHARE of it, by tokens), where it is most of the time (LATENCY_SHARE's comment).
@@ -385,34 +398,75 @@ export class TtftPredictor {
     for (let i = 0; i < n; i++) rest[i] = tokens[i]!;
     const cut = selectNth(rest, Math.floor((n - 1) * LATENCY_SHARE));
     let m = 0;
-    for (let i = 0; i < n; i++) if (tokens[i]! <= cut) rest[m++] = ms[i]! - slope * tokens[i]! - w * step[i]!;
+    for (let i = 0; i < n; i++) if (tokens[i]! <= cut) rest[m++] = ms[i]! - slope * tokens[i]!;
     this.#msPerToken = slope;
     this.#latencyMs = Math.max(0, medianOf(rest.subarray(0, m)));
     this.#fitted = true;
     this.#refitFactors(slope, intercept, slopes);
   }
 
+  /** The fleet window's first tokens less `w` × the decode step each met (the window's own array when w is 0). */
+  #lessDecodes(w: number): Float64Array {
+    const { ms, step, count: n } = this.#fleet;
+    if (w === 0) return ms;
+    const out = this.#adjusted;
+    for (let i = 0; i < n; i++) out[i] = ms[i]! - w * step[i]!;
+    return out;
+  }
+
   /**
-   * The decode weight: the median pairwise slope of what the line's slope leaves (ms − slope ×
-   * tokens) against the step time each sample met, over pairs whose step times differ by at least
-   * a tenth of the window's typical step (closer ones say more about noise); 0 with fewer than
-   * MIN_DECODE_SAMPLES samples that met decodes. Within [0, MAX_DECODE_WEIGHT].
+   * The decode weight: the least-squares slope of Δms on Δstep over pairs of the fleet's window
+   * whose tokens are within a block of each other (so the tokens do not explain the difference),
+   * each Δms clipped to three times the pairs' median |Δms| (a first token stalled by a busy host
+   * must not decide it). Least squares, not the median of Δms ÷ Δstep: step times in a window
+   * differ by a millisecond or two while first tokens wait a random part of a step, and those
+   * ratios have no stable median. 0 unless the slope is DECODE_EVIDENCE standard errors above 0:
+   * when the window's step times span too little to tell (every engine at a similar batch), the
+   * term could not move a decision anyway, and a guessed weight would take the place of prefill
+   * speed in the line (the first tokens of SGLang's shared-prefix load, whose steps span 1.5 ms
+   * while each waits a random part of one, read 2 there and the slope fell to a quarter in the
+   * timing simulation). Kept as it was with fewer than MIN_DECODE_SAMPLES samples that met
+   * decodes (0 at first) or fewer than MIN_DECODE_SAMPLES such pairs; at most MAX_DECODE_WEIGHT.
    */
-  #fitDecodeWeight(slope: number, scratch: Float64Array): number {
+  #fitDecodeWeight(scratch: Float64Array): number {
     const { tokens, ms, step, count: n } = this.#fleet;
     let met = 0;
-    for (let i = 0; i < n; i++) if (step[i]! > 0) scratch[met++] = step[i]!;
-    if (met < MIN_DECODE_SAMPLES) return 0;
-    const minGap = 0.1 * medianOf(scratch.subarray(0, met));
+    for (let i = 0; i < n; i++) if (step[i]! > 0) met++;
+    if (met < MIN_DECODE_SAMPLES) return this.#lastDecodeFit;
     let k = 0;
     for (let i = 0; i < n; i++) {
       for (let j = i + 1; j < n; j++) {
-        const dx = step[j]! - step[i]!;
-        if (Math.abs(dx) >= minGap && Math.abs(dx) > 0) scratch[k++] = (ms[j]! - slope * tokens[j]! - (ms[i]! - slope * tokens[i]!)) / dx;
+        if (Math.abs(tokens[j]! - tokens[i]!) < this.#minGap && step[j] !== step[i]) scratch[k++] = Math.abs(ms[j]! - ms[i]!);
       }
     }
-    if (k === 0) return this.#decodeWeight;
-    return Math.min(MAX_DECODE_WEIGHT, Math.max(0, medianOf(scratch.subarray(0, k))));
+    if (k < MIN_DECODE_SAMPLES) return this.#lastDecodeFit;
+    const clip = 3 * medianOf(scratch.subarray(0, k));
+    let sxy = 0;
+    let sxx = 0;
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        const dx = step[j]! - step[i]!;
+        if (Math.abs(tokens[j]! - tokens[i]!) >= this.#minGap || dx === 0) continue;
+        const dy = Math.max(-clip, Math.min(clip, ms[j]! - ms[i]!));
+        sxy += dx * dy;
+        sxx += dx * dx;
+      }
+    }
+    if (!(sxx > 0)) return this.#lastDecodeFit;
+    const w = sxy / sxx;
+    // What the window can tell: the slope's standard error from the pairs' residuals, counted as
+    // n samples' worth of evidence rather than k pairs' (each sample is in many pairs).
+    let see = 0;
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        const dx = step[j]! - step[i]!;
+        if (Math.abs(tokens[j]! - tokens[i]!) >= this.#minGap || dx === 0) continue;
+        const r = Math.max(-clip, Math.min(clip, ms[j]! - ms[i]!)) - w * dx;
+        see += r * r;
+      }
+    }
+    const se = Math.sqrt((see / Math.max(1, k - 1) / sxx) * (k / n));
+    return w > DECODE_EVIDENCE * se ? Math.min(MAX_DECODE_WEIGHT, w) : 0;
   }
 
   /**

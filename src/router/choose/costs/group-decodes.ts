@@ -3,8 +3,9 @@
  * requests of its group that run at once (books/prefix-traffic.ts, Little's law: the group's
  * arrival rate, learned per prefix, × a request's time on its engine), each waiting for the
  * rank's decode step at the batch they find there (the predictor's decode weight × the rank's
- * step time, books/step-times.ts) in ms. Where the group is not held yet, its batch joins the
- * rank's; where it is, it is already in it.
+ * step time, books/step-times.ts) in ms. The group's requests spread over the engines that hold
+ * its prefix, so a rank gets its share: of h holders, each 1/h of them, already in its batch;
+ * a rank that would become a new home, 1/(h + 1), added to its batch (a new group: all of it).
  *
  * Why: a request's own predicted TTFT prices one request, but the first of a group decides where
  * the group's whole traffic goes (its siblings follow the cached prefix). Priced as one request,
@@ -34,23 +35,29 @@ export interface GroupDecodes extends CostTerm {
 
 export function groupDecodesCost(): GroupDecodes {
   let running = 0;
+  /** Candidates holding the group's prefix. */
+  let holders = 0;
   return {
     type: "group-decodes",
     get running() {
       return running;
     },
-    prepare(ctx: SchedulingContext): void {
+    prepare(ctx: SchedulingContext, candidates: readonly Candidate[]): void {
       running = 0;
       const ttft = ctx.ttft;
       if (ttft === undefined || ttft.decodeWeight === 0) return;
       running = ttft.traffic.runningOf(ctx.groupKey, ctx.now);
+      holders = 0;
+      const depth = ctx.groupDepth ?? 0;
+      if (depth > 0) for (const c of candidates) if (c.overlapBlocks >= depth) holders++;
     },
     cost(ctx: SchedulingContext, c: Candidate): number {
       if (running === 0 || ctx.ttft === undefined) return 0;
       const decodes = c.activeRequests - (c.prefillingRequests ?? 0);
       const depth = ctx.groupDepth ?? 0;
-      const batch = depth > 0 && c.overlapBlocks >= depth ? decodes : decodes + running;
-      return running * ctx.ttft.decodeWeight * ctx.ttft.steps.stepMs(c.key, batch);
+      const holds = depth > 0 && c.overlapBlocks >= depth;
+      const share = running / (holds ? holders : holders + 1);
+      return share * ctx.ttft.decodeWeight * ctx.ttft.steps.stepMs(c.key, holds ? decodes : decodes + share);
     },
   };
 }
