@@ -3,8 +3,9 @@
  * router sees: one sample per streamed answer (its mean gap between output tokens, and the rank's
  * running decodes then), a fleet line gap = base + perSeq × decodes fitted with medians
  * (Theil–Sen, as the TTFT predictor's line), and per rank a factor on it (a slower GPU, an engine
- * whose host is busier) by the predictor's rules: the median of its own samples ÷ the line, 1
- * unless three quarters of them read more than SAME_AS_FLEET slower, never below 1.
+ * whose host is busier) by the predictor's rules: the median of its own samples' ratios to the
+ * line ÷ the typical rank's, 1 unless three quarters of them read more than STEP_SAME_AS_FLEET
+ * slower, never below 1.
  *
  * Why: engines interleave a prefill with the batch that is decoding (vLLM V1's scheduler gives
  * every step a token budget that the running decodes take first, chunked prefill shares the rest),
@@ -114,6 +115,12 @@ export class StepTimes {
     this.#perSeq = perSeq;
     this.#fitted = n > 0;
     this.#factors.clear();
+    // Each rank's quartile and median ratio to the line; the factor is against the typical rank's
+    // (the lower median of the ranks' medians), not the line, as the TTFT predictor's: a line
+    // through two engines of different speeds reads the faster one's steps as slower than it is.
+    const q1s: number[] = [];
+    const mids: number[] = [];
+    const keys: WorkerKey[] = [];
     for (const [key, r] of this.#ranks) {
       if (r.count < MIN_STEP_SAMPLES) continue;
       const ratios = this.#rankScratch;
@@ -124,9 +131,15 @@ export class StepTimes {
       }
       if (m < MIN_STEP_SAMPLES) continue;
       const sorted = ratios.subarray(0, m).sort();
-      const q1 = sorted[Math.floor((m - 1) / 4)]!;
-      const mid = sorted[m >> 1]!;
-      if (q1 > 1 && mid >= STEP_SAME_AS_FLEET) this.#factors.set(key, Math.min(MAX_STEP_FACTOR, mid));
+      q1s.push(sorted[Math.floor((m - 1) / 4)]!);
+      mids.push(sorted[m >> 1]!);
+      keys.push(key);
+    }
+    if (keys.length === 0) return;
+    const centre = [...mids].sort((a, b) => a - b)[(mids.length - 1) >> 1]!;
+    for (let i = 0; i < keys.length; i++) {
+      const rel = mids[i]! / centre;
+      if (q1s[i]! > centre && rel >= STEP_SAME_AS_FLEET) this.#factors.set(keys[i]!, Math.min(MAX_STEP_FACTOR, rel));
     }
   }
 }
