@@ -1,56 +1,38 @@
 /**
  * The router's HTTP app (Hono, web standards only): OpenAI routes, admin routes behind
- * adminAuth, /health, /livez, /metrics and /version, errors in OpenAI's shape (a wrong method
+ * the admin guard (guards.ts), /health, /livez, /metrics and /version, errors in OpenAI's shape (a wrong method
  * on a known path: 405 with `Allow`). It wires nothing: every part arrives in EdgeDeps from
- * src/runtime/compose.ts, and each route gets only the groups it uses.
+ * src/runtime/compose/, and each route gets only the groups it uses.
  *
  * @example
  * const app = createApp(deps);
  * Bun.serve({ port: 8080, fetch: (req, server) => app.fetch(req, { server }) });
  */
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { buildInfo } from "../core/build-info.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "../observe/registry.ts";
 import { allowedMethods } from "./allowed-methods.ts";
-import { adminAuth } from "./auth.ts";
 import type { EdgeDeps, Observability } from "./deps.ts";
-import { createDisaggDispatch } from "./disagg/disagg-dispatch.ts";
+import { createPairForward } from "./disagg/pair-forward.ts";
 import { errorResponse, toErrorResponse, classify, describeError } from "./errors.ts";
 import { BodyReadError } from "./body.ts";
 import type { ForwardDeps } from "./proxy/forward.ts";
 import { ROUTER_ID_HEADER } from "../fleet/url-policy.ts";
 import { adminRoutes } from "./routes/admin.ts";
-import { createDispatch } from "./routes/dispatch.ts";
+import { createModelForward } from "./proxy/model-forward.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { completionHandlers, openAiRoutes, type CompletionDeps, type RequestHandler } from "./routes/openai.ts";
-import { PASSTHROUGH_ROUTES, passthroughRoutes, type PassthroughDeps } from "./routes/passthrough.ts";
+import { passthroughRoutes, type PassthroughDeps } from "./routes/passthrough.ts";
+import { guarded, requestGuards, type Guard } from "./guards.ts";
 import { workerRoutes } from "./routes/workers.ts";
-import { guardHandler, tenantMiddleware } from "./tenants/authenticate.ts";
-import { tenantCall } from "./tenants/tenant-dispatch.ts";
+import { tenantCall } from "./tenants/tenant-call.ts";
 import { statusRoutes } from "../observe/status-routes.ts";
-
-/** Paths that need the admin token (or a loopback peer when no token is set). */
-export const ADMIN_PATHS = ["/v1/workers", "/v1/workers/*", "/v1/kv/*", "/v1/route", "/v1/route/*", "/debug/*", "/ui"] as const;
-
-/** The OpenAI and engine-native routes a client uses: with --api-keys each needs a client key. */
-export const CLIENT_PATHS: readonly string[] = ["/v1/completions", "/v1/chat/completions", "/v1/models", "/tokenize", ...Object.keys(PASSTHROUGH_ROUTES)];
-
-/** Paths that still answer while the router drains: probes, scrapes and what build it is. */
-const OPEN_WHILE_DRAINING: ReadonlySet<string> = new Set(["/health", "/livez", "/metrics", "/version"]);
-
-/** Shutdown began: new work goes elsewhere (503, retryable); requests in flight finish. */
-function drainingRefusal(): Response {
-  const res = errorResponse(503, "draining", "this router is shutting down; send the request to another one");
-  res.headers.set("retry-after", "1");
-  res.headers.set("connection", "close");
-  return res;
-}
 
 /** The proxy path every proxied route shares: forward's deps, the model dispatch, --disagg's split. */
 function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
   const forward: ForwardDeps = { routing: d.router.routing, registry: d.fleet.registry, upstream: d.upstream, outcomes: d.outcomes, observe: d.observe };
-  const dispatch = createDispatch(d.fleet, forward);
-  const split = d.disagg !== undefined ? createDisaggDispatch(d.fleet, forward, dispatch, d.disagg) : undefined;
+  const dispatch = createModelForward(d.fleet, forward);
+  const split = d.disagg !== undefined ? createPairForward(d.fleet, forward, dispatch, d.disagg) : undefined;
   const g = d.tenants;
   const requests = d.observe.requests;
   if (g === undefined) return { limits: d.limits, fleet: d.fleet, tokenizers: d.fleet.tokenizers, dispatch, split, requests };
@@ -61,37 +43,17 @@ function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
     tokenizers: d.fleet.tokenizers,
     requests,
     dispatch: (input, model) => tenantCall(g, input, model, (i) => dispatch(i, model)),
-    split: split && ((input, json, model) => tenantCall(g, input, model, (i) => split(i, json, model))),
+    split: split && ((input, json, model) => tenantCall(g, input, model, (i, recap) => split(i, recap ? recap(json) : json, model))),
   };
 }
 
 export function createApp(d: EdgeDeps): Hono {
   const app = new Hono();
   const { access } = d;
-  const requests = d.observe.requests;
-  if (requests !== undefined) {
-    // First of all: the request id and the clock start here, and every answer (errors, draining
-    // refusals and key refusals included) passes back through.
-    app.use("*", async (c, next) => {
-      if (!requests.wants(c.req.path)) return next();
-      const obs = requests.begin(c.req.raw, c.req.path);
-      await next();
-      const res = obs.respond(c.res);
-      if (res !== c.res) c.res = res;
-    });
-  }
-  if (access.draining !== undefined) {
-    const draining = access.draining;
-    app.use("*", async (c, next) => {
-      if (draining() && !OPEN_WHILE_DRAINING.has(c.req.path)) return drainingRefusal();
-      await next();
-    });
-  }
-  const auth = adminAuth(access.adminToken, access.peer);
-  for (const p of ADMIN_PATHS) app.use(p, auth);
-  if (d.tenants !== undefined) {
-    const keys = tenantMiddleware(d.tenants);
-    for (const p of CLIENT_PATHS) app.use(p, keys);
+  // Every guard, in the list's order, before any route (the fast routes use the same list).
+  for (const g of requestGuards(d)) {
+    const mw = middleware(g.guard);
+    for (const p of g.paths) app.use(p, mw);
   }
 
   // Readiness: 503 while no worker can take a request, or once shutdown began, so a load
@@ -140,27 +102,29 @@ function answerError(o: Observability, e: unknown, req: Request): Response {
   return toErrorResponse(e);
 }
 
+/** A guard as Hono middleware: a refusal is the answer; otherwise the route's answer, as the guard passes (or changes) it. */
+function middleware(guard: Guard): MiddlewareHandler {
+  return async (c, next) => {
+    let passed = false;
+    const res = await guard(c.req.raw, c.req.path, async () => {
+      passed = true;
+      await next();
+      return c.res;
+    });
+    if (!passed) return res;
+    // Assigning c.res copies the response: only when the guard made a new one.
+    if (res !== c.res) c.res = res;
+  };
+}
+
 /**
  * The hot endpoints as a Bun.serve `routes` table, so they skip the app's router: the same
- * handlers and error answers as createApp's, for runtimes that match paths natively.
+ * handlers, guards (the same list, in the same order) and error answers as createApp's, for
+ * runtimes that match paths natively.
  */
 export function createFastRoutes(d: EdgeDeps): Record<string, { POST: (req: Request) => Promise<Response> }> {
   const h = completionHandlers(proxyPath(d));
-  const draining = d.access.draining ?? (() => false);
-  const g = d.tenants;
-  // With client keys, the same key check and rate-limit headers as the app's middleware.
-  const keyed = (fn: RequestHandler): RequestHandler => (g === undefined ? fn : guardHandler(g, fn));
-  const requests = d.observe.requests;
-  const guard = (fn: RequestHandler, path: string) => {
-    const run = keyed((req) => fn(req).catch((e: unknown) => answerError(d.observe, e, req)));
-    const plain = (req: Request) => (draining() ? Promise.resolve(drainingRefusal()) : run(req));
-    if (requests === undefined) return plain;
-    // The same door as the app's first middleware: the request id and the clock start before
-    // the draining refusal and the key check, so their answers carry an id and an access line too.
-    return async (req: Request) => {
-      const obs = requests.begin(req, path);
-      return obs.respond(await plain(req));
-    };
-  };
-  return { "/v1/completions": { POST: guard(h.completions, "/v1/completions") }, "/v1/chat/completions": { POST: guard(h.chat, "/v1/chat/completions") } };
+  const guards = requestGuards(d);
+  const route = (fn: RequestHandler, path: string) => guarded(guards, path, (req) => fn(req).catch((e: unknown) => answerError(d.observe, e, req)));
+  return { "/v1/completions": { POST: route(h.completions, "/v1/completions") }, "/v1/chat/completions": { POST: route(h.chat, "/v1/chat/completions") } };
 }

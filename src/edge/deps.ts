@@ -1,7 +1,7 @@
 /**
  * What the HTTP edge is given, in small groups, so each route and the proxy path take only
  * the groups they use (a route that sees everything can come to depend on anything).
- * src/runtime/compose.ts builds them the same way for every runtime (the runtime adds its
+ * src/runtime/compose/ builds them the same way for every runtime (the runtime adds its
  * own pieces: the peer address, Bun's upstream client, ...); createApp takes them together
  * as EdgeDeps. Tests build the same groups around fakes or real parts.
  */
@@ -13,11 +13,12 @@ import type { ModelDirectory } from "../fleet/models.ts";
 import type { WorkerRegistry } from "../fleet/registry.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
 import type { RouterApi } from "../router/index.ts";
-import type { PeerAddress } from "./auth.ts";
+import type { AdminOpenness, PeerAddress } from "./auth.ts";
 import type { DisaggOptions } from "./disagg/options.ts";
 import type { Logger } from "../core/logger.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
+import type { ForwardingPolicy } from "./proxy/forwarding.ts";
 import type { RetryPolicy } from "./proxy/retry-policy.ts";
 import type { RouterTokenizers } from "./prompt-route/tokenizers.ts";
 import type { TenantGuard } from "./tenants/guard.ts";
@@ -48,6 +49,10 @@ export interface EdgeDeps {
 /** Who may come in, and whether this router still takes work: the app's middleware and probes. */
 export interface EdgeAccess {
   readonly adminToken: string | undefined;
+  /** Who the admin API answers without a token (auth.ts adminOpenness); default: loopback peers. */
+  readonly adminOpenness?: AdminOpenness;
+  /** The engines' credential for POST /v1/kv/events (--events-token); never opens the admin API. */
+  readonly eventsToken?: string;
   /** The peer address of a request (Bun: server.requestIP). */
   readonly peer: PeerAddress;
   /** This router's identity, sent as x-switchyard-router-id on /health so no router registers it as a worker. */
@@ -58,6 +63,13 @@ export interface EdgeAccess {
   readonly unready?: () => boolean;
 }
 
+/** Parses a JSON object body and checks its prompt fields off the event loop (request-json.ts); resolves with the bytes back (they may have moved). */
+export type OffLoopJsonParser = (
+  body: Uint8Array,
+  promptFields: readonly string[],
+  maxPromptChars: number | undefined,
+) => Promise<{ body: Uint8Array; json: Record<string, unknown> }>;
+
 /** How much of a request the edge reads. */
 export interface RequestLimits {
   readonly maxBodyBytes: number;
@@ -65,6 +77,8 @@ export interface RequestLimits {
   readonly maxPromptChars?: number;
   /** Longest session id a header may carry (--max-session-id-length); longer: 400 naming the header. */
   readonly maxSessionIdLength?: number;
+  /** Large client bodies parsed (and their prompt size checked) off the event loop (request-json.ts); without it, in-thread. */
+  readonly parseOffLoop?: OffLoopJsonParser;
 }
 
 /** The workers as a request sees them: who is there, what each serves, how text becomes tokens. */
@@ -97,6 +111,8 @@ export interface Upstream {
    * since an answer may stream for minutes; the proxy's own deadlines bound it from here.
    */
   readonly keepOpen?: (request: Request) => void;
+  /** X-Forwarded-For / Forwarded and Cookie towards engines (--trust-forwarded, --forward-cookies); without it, neither is added and Cookie passes. */
+  readonly forwarding?: ForwardingPolicy;
 }
 
 /** What the proxy tells worker health about each answer. */

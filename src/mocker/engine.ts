@@ -1,9 +1,13 @@
 /**
- * The simulated engine: dp ranks (each with its prefix cache, event log, FIFO admission
- * and serialized prefill), the request lifecycle, LoRA adapters and sessions. It knows
- * nothing of HTTP; time comes from an injected Clock, so tests can run it on virtual time.
+ * The simulated engine: dp ranks (each with its prefix cache, event log and scheduler), the
+ * request lifecycle, LoRA adapters and sessions. It knows nothing of HTTP; time comes from an
+ * injected Clock, so tests can run it on virtual time.
  *
- * A request on a rank: wait for a running slot (max concurrency, FIFO) -> wait for the
+ * Two schedulers (`--scheduler`). `v1` (the default): vLLM V1's steps, a token budget per step
+ * that running decodes take first and prefill chunks share (step-scheduler.ts); the cached
+ * prefix is looked up and pinned when a request is first scheduled, its blocks stored when its
+ * last chunk ran. `fifo` (what earlier results were measured on): a request on a rank waits
+ * for a running slot (max concurrency, FIFO) -> wait for the
  * rank's single prefill lane -> pin its cached prefix -> prefill the uncached tokens ->
  * store its blocks (KV events) -> first token -> one token per decode step, the step slowing
  * with the number of decoding sequences -> release slot and pins. A client that leaves at any
@@ -22,6 +26,7 @@ import type { MockerConfig } from "./options.ts";
 import { PrefillStats } from "./prefill-stats.ts";
 import { RankKv } from "./rank-kv.ts";
 import { SessionRegistry } from "./sessions.ts";
+import { StepScheduler } from "./step-scheduler.ts";
 import { decodeStepMs, prefillMs } from "./timing.ts";
 
 export interface Clock {
@@ -87,6 +92,28 @@ export interface RankState {
   prefillBusyUntil: number;
   /** Finished requests' prefill time and computed tokens, as vLLM exports them (/metrics). */
   readonly prefillStats: PrefillStats;
+  /** `--scheduler v1`: the rank's steps (slots, prefill and decoding are then unused). */
+  readonly steps: StepScheduler | undefined;
+}
+
+/** A rank's queues as its metrics report them, whichever scheduler runs it. */
+export interface RankLoad {
+  /** Requests scheduled and not finished (vLLM's num_requests_running). */
+  readonly running: number;
+  /** Requests not yet scheduled (vLLM's num_requests_waiting). */
+  readonly waiting: number;
+  /** Running requests past their prefill. */
+  readonly decoding: number;
+  /** Running requests whose prompt is not computed yet (fifo: those waiting for the prefill lane). */
+  readonly prefilling: number;
+}
+
+export function rankLoad(r: RankState): RankLoad {
+  if (r.steps !== undefined) {
+    const decoding = r.steps.decoding;
+    return { running: r.steps.running, waiting: r.steps.waiting, decoding, prefilling: r.steps.running - decoding };
+  }
+  return { running: r.slots.held, waiting: r.slots.waiting, decoding: r.decoding, prefilling: r.prefill.waiting };
 }
 
 export interface EngineCounters {
@@ -151,6 +178,7 @@ export class MockEngine {
       decoding: 0,
       prefillBusyUntil: 0,
       prefillStats: new PrefillStats(),
+      steps: c.scheduler === "v1" ? new StepScheduler(deps.clock, c, { maxNumBatchedTokens: c.maxNumBatchedTokens, maxRunning: c.maxConcurrency }) : undefined,
     }));
   }
 
@@ -185,6 +213,7 @@ export class MockEngine {
     const signal = req.signal;
     const arrivedAt = this.clock.now();
     this.counters.requests++;
+    if (rank.steps !== undefined) return this.generateInSteps(req, sink, rank, rank.steps, local, hashes, arrivedAt);
 
     let admitted = false;
     let prefilling = false;
@@ -261,6 +290,72 @@ export class MockEngine {
       }
       if (lease !== undefined) rank.kv.release(lease);
       if (admitted) rank.slots.release();
+    }
+  }
+
+  /** `--scheduler v1`: the request runs in the rank's steps (step-scheduler.ts). */
+  private async generateInSteps(
+    req: GenerateRequest,
+    sink: TokenSink,
+    rank: RankState,
+    steps: StepScheduler,
+    local: BigUint64Array,
+    hashes: BigUint64Array,
+    arrivedAt: number,
+  ): Promise<GenerateResult> {
+    const c = this.config;
+    const signal = req.signal;
+    let lease: ReturnType<RankKv["begin"]> | undefined;
+    let imported: ImportedKv = { blocks: 0, bytes: 0 };
+    let info: GenerateStart | undefined;
+    let computed = 0;
+    let prefillStart = 0;
+    let firstTokenAt = 0;
+    let text = "";
+    const offset = fakeTextOffset(c.seed, req.tokens);
+    try {
+      if (req.importKv !== undefined) {
+        // vLLM's WAITING_FOR_REMOTE_KVS: the pull happens before the request is scheduled.
+        lease = rank.kv.begin(hashes);
+        if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
+        if (signal?.aborted) throw new AbortedError();
+      }
+      await steps.submit({
+        maxTokens: req.maxTokens,
+        signal,
+        begin: () => {
+          prefillStart = this.clock.now();
+          lease ??= rank.kv.begin(hashes);
+          const cachedTokens = lease.cachedBlocks * c.blockSize;
+          info = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
+          this.counters.promptTokens += req.tokens.length;
+          this.counters.cachedTokens += cachedTokens;
+          sink.start(info);
+          computed = req.tokens.length - cachedTokens - imported.blocks * c.blockSize;
+          return computed;
+        },
+        prefilled: () => {
+          firstTokenAt = this.clock.now();
+          this.onPrefilled?.({
+            requestId: req.requestId, dpRank: req.dpRank, arrivedAt, prefillStartedAt: prefillStart, firstTokenAt,
+            promptTokens: req.tokens.length, cachedTokens: info!.cachedTokens, computedTokens: computed,
+          });
+          rank.kv.commit(lease!, hashes, local);
+        },
+        token: (i) => {
+          const t = fakeToken(offset, i);
+          text += t;
+          this.counters.completionTokens++;
+          sink.token(t, i);
+        },
+      });
+      rank.prefillStats.finished(firstTokenAt - prefillStart, computed);
+      return { ...info!, completionTokens: req.maxTokens, text, transferredBlocks: imported.blocks, transferredBytes: imported.bytes };
+    } catch (e) {
+      if (e instanceof AbortedError) this.counters.aborted++;
+      throw e;
+    } finally {
+      if (lease !== undefined) rank.kv.release(lease);
     }
   }
 

@@ -5,7 +5,8 @@
  * openai-routes.ts (completions, chat, models), native-routes.ts (tokenize, embeddings, rerank,
  * responses, SGLang generate, ...), engine-routes.ts (engine info, metrics), kv-routes.ts (the
  * recovery query and KV admin), handoff-routes.ts (disaggregated prefill/decode), lora-routes.ts,
- * session-routes.ts, health-routes.ts (probes and the drain gate). This file only composes.
+ * session-routes.ts, sglang-info-routes.ts (SGLang's server info), health-routes.ts (probes and the
+ * drain gate). This file only composes.
  *
  * @example
  * const m = await startMocker({ port: 0, kvBlocks: 1024 });
@@ -32,6 +33,7 @@ import { openAiRoutes, unknownModelAnswer } from "./openai-routes.ts";
 import { type MockerOptions, resolveMockerOptions } from "./options.ts";
 import { requestLogWriter } from "./request-log.ts";
 import { sessionRoutes } from "./session-routes.ts";
+import { sglangInfoRoutes } from "./sglang-info-routes.ts";
 import { byteTokenizer, loadMockerTokenizer, type MockerTokenizer } from "./tokenizer.ts";
 
 export interface StartMockerOptions extends MockerOptions {
@@ -79,7 +81,9 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
 
   const port = server.port!;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
-  const workerId = config.workerId ?? workerIdFromUrl(url);
+  // The id routers derive from the URL they were given: the advertised one where the listen
+  // address is not what they use (0.0.0.0 in a container, a Service name, a port mapping).
+  const workerId = config.workerId ?? workerIdFromUrl(config.advertiseUrl ?? url);
   const { publishers, emit } = eventFanout(config, opts.fetch, log);
   const onPrefilled = config.requestLog === undefined ? undefined : requestLogWriter(config.requestLog, workerId, log);
   const eng = new MockEngine({ config, workerId, clock: realClock, emit, onPrefilled });
@@ -119,6 +123,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     ...kvRoutes({ engine: eng, workerId, requireAdmin: adminCheck(config.adminToken) }),
     ...loraRoutes(eng),
     ...sessionRoutes(eng),
+    ...sglangInfoRoutes({ engine: eng, tokenizer }),
     ...disagg.routes,
     ...nativeRoutes({
       engine: eng,

@@ -1,6 +1,6 @@
 /**
  * `createRouter(config, ports)`: the router (index, books, scheduler, routing, recovery) built in one place, so the
- * composition root (src/runtime/compose.ts, for every runtime), the edge's test harness and
+ * composition root (src/runtime/compose/, for every runtime), the edge's test harness and
  * the benches wire it the same way. Runtime-free and without I/O of its own: the hasher, clock, rng, worker
  * registry, session store, metrics and the engines' recovery query are ports.
  *

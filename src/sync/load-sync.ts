@@ -103,6 +103,8 @@ export interface LoadSync {
   stats(): LoadSyncStats;
   /** Other routers heard from and not yet given up on (stats().peers, without building the rest). */
   peerCount(): number;
+  /** Those routers: id, ms since last heard, requests they booked here, whether that picture is complete. */
+  peers(): { routerId: bigint; heardMsAgo: number; requests: number; complete: boolean }[];
 }
 
 function randomEpoch(): string {
@@ -116,7 +118,7 @@ function randomEpoch(): string {
 const PRUNE_EVERY_TICKS = 30;
 
 export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
-  const { tracker, routerId, now } = opts;
+  const { tracker, routerId } = opts;
   const heartbeatMs = opts.heartbeatMs ?? 1_000;
   const deadAfterMs = opts.deadAfterMs ?? 10_000;
   const maxBatchEvents = opts.maxBatchEvents ?? MAX_REPLICA_BATCH_EVENTS;
@@ -139,152 +141,197 @@ export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
     pollMs: opts.pollMs ?? 5,
     streamMaxLen: opts.streamMaxLen ?? 1_000,
   });
-  const log = opts.log;
-  const origin = { routerId, epoch: randomEpoch() };
-  const mirror = new LocalMirror();
-  const peers = new PeerTable(tracker, { deadAfterMs, resyncRetryMs: heartbeatMs });
-  let publishing = true;
-  const outbox = new Outbox({
-    origin,
-    publish: (payload) => transport.publish(payload),
-    snapshot: () => mirror.snapshot((id) => tracker.hasRequest(id)),
-    batchMs: opts.batchMs ?? 1,
-    maxBatchEvents,
-    maxMessageBytes: opts.maxMessageBytes ?? 1 << 20,
-    maxQueuedEvents: opts.maxQueuedEvents ?? 65_536,
-    onPublishResult: (error) => {
-      // Log the state change, not every dropped message.
-      if (error !== undefined && publishing) {
-        publishing = false;
-        log?.warn("load sync: cannot publish to Redis; dropping load events until it is back", { error: String(error) });
-      } else if (error === undefined && !publishing) {
-        publishing = true;
-        log?.info("load sync: publishing to Redis again");
+  const sync = new RunningLoadSync(opts, transport, { heartbeatMs, deadAfterMs, maxBatchEvents });
+  await transport.start((payload) => sync.receive(payload));
+  sync.begin();
+  return sync;
+}
+
+/**
+ * One router's load sync once its transport is open: local load events recorded and published
+ * (the tracker's hook), peers' messages applied, and a heartbeat that announces this router,
+ * gives up on silent peers, asks for resyncs and prunes.
+ */
+class RunningLoadSync implements LoadSync {
+  readonly #o: LoadSyncOptions;
+  readonly #transport: SyncTransport;
+  readonly #heartbeatMs: number;
+  readonly #deadAfterMs: number;
+  readonly #mirror = new LocalMirror();
+  readonly #peers: PeerTable;
+  readonly #outbox: Outbox;
+  readonly #own: string;
+  readonly #previousHook: LoadTracker["onLocalEvent"];
+  readonly #hook: (ev: ActiveSequenceEvent) => void;
+  #publishing = true;
+  #receivedMessages = 0;
+  #invalidMessages = 0;
+  #invalidEvents = 0;
+  #ticks = 0;
+  #running = true;
+  #wasReceiving = false;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #stopped: Promise<void> | undefined;
+
+  constructor(opts: LoadSyncOptions, transport: SyncTransport, t: { heartbeatMs: number; deadAfterMs: number; maxBatchEvents: number }) {
+    const { tracker, routerId } = opts;
+    this.#o = opts;
+    this.#transport = transport;
+    this.#heartbeatMs = t.heartbeatMs;
+    this.#deadAfterMs = t.deadAfterMs;
+    this.#peers = new PeerTable(tracker, { deadAfterMs: t.deadAfterMs, resyncRetryMs: t.heartbeatMs });
+    this.#outbox = new Outbox({
+      origin: { routerId, epoch: randomEpoch() },
+      publish: (payload) => transport.publish(payload),
+      snapshot: () => this.#mirror.snapshot((id) => tracker.hasRequest(id)),
+      batchMs: opts.batchMs ?? 1,
+      maxBatchEvents: t.maxBatchEvents,
+      maxMessageBytes: opts.maxMessageBytes ?? 1 << 20,
+      maxQueuedEvents: opts.maxQueuedEvents ?? 65_536,
+      onPublishResult: (error) => this.#published(error),
+    });
+    this.#own = originPrefix(routerId);
+    this.#previousHook = tracker.onLocalEvent;
+    this.#hook = (ev) => {
+      this.#previousHook?.(ev);
+      try {
+        this.#mirror.record(ev);
+        this.#outbox.push(ev);
+      } catch {
+        // Never into the request path; the peers' gap detection repairs what was not sent.
       }
-    },
-  });
+    };
+    tracker.onLocalEvent = this.#hook;
+  }
 
-  let receivedMessages = 0;
-  let invalidMessages = 0;
-  let invalidEvents = 0;
-  let ticks = 0;
-
-  const previousHook = tracker.onLocalEvent;
-  const hook = (ev: ActiveSequenceEvent): void => {
-    previousHook?.(ev);
-    try {
-      mirror.record(ev);
-      outbox.push(ev);
-    } catch {
-      // Never into the request path; the peers' gap detection repairs what was not sent.
+  /** Log the state change, not every dropped message. */
+  #published(error: unknown): void {
+    const log = this.#o.log;
+    if (error !== undefined && this.#publishing) {
+      this.#publishing = false;
+      log?.warn("load sync: cannot publish to Redis; dropping load events until it is back", { error: String(error) });
+    } else if (error === undefined && !this.#publishing) {
+      this.#publishing = true;
+      log?.info("load sync: publishing to Redis again");
     }
-  };
-  tracker.onLocalEvent = hook;
+  }
 
-  const own = originPrefix(routerId);
-  let running = true;
-  const onMessage = (payload: string): void => {
-    if (!running || payload.startsWith(own)) return; // stopped, or our own echo
-    receivedMessages++;
+  /** A message from the channel (our own echo included). */
+  receive(payload: string): void {
+    if (!this.#running || payload.startsWith(this.#own)) return; // stopped, or our own echo
+    this.#receivedMessages++;
     try {
       const decoded = decodeMessage(payload);
       if (!decoded) {
-        invalidMessages++;
+        this.#invalidMessages++;
         return;
       }
-      invalidEvents += decoded.invalidEvents;
+      this.#invalidEvents += decoded.invalidEvents;
       const m = decoded.message;
       if (m.kind === "resync") {
-        if (m.target === routerId) outbox.requestSnapshot();
+        if (m.target === this.#o.routerId) this.#outbox.requestSnapshot();
         return;
       }
+      const now = this.#o.now;
       const t = now();
-      peers.receive(m, t);
-      for (const target of peers.resyncDue(t)) outbox.resync(target);
+      this.#peers.receive(m, t);
+      for (const target of this.#peers.resyncDue(t)) this.#outbox.resync(target);
     } catch (e) {
-      invalidMessages++;
-      log?.warn("load sync: could not apply a message", { error: String(e) });
+      this.#invalidMessages++;
+      this.#o.log?.warn("load sync: could not apply a message", { error: String(e) });
     }
-  };
+  }
 
-  await transport.start(onMessage);
-  // Announce ourselves at once: peers that see seq 0 know they have our whole history.
-  outbox.heartbeat();
+  /** Receiving has started: announce ourselves and start the heartbeat. */
+  begin(): void {
+    // Announce ourselves at once: peers that see seq 0 know they have our whole history.
+    this.#outbox.heartbeat();
+    this.#wasReceiving = this.#transport.receiving;
+    if (!this.#wasReceiving) this.#o.log?.warn("load sync: Redis is not reachable yet; retrying in the background", { url: this.#o.url });
+    this.#timer = setInterval(() => this.#tick(), this.#heartbeatMs);
+  }
 
-  let wasReceiving = transport.receiving;
-  if (!wasReceiving) log?.warn("load sync: Redis is not reachable yet; retrying in the background", { url: opts.url });
-  const timer = setInterval(() => {
+  #tick(): void {
+    const { log, now, tracker } = this.#o;
+    const peers = this.#peers;
     try {
-      ticks++;
+      this.#ticks++;
       const t = now();
-      outbox.heartbeat();
+      this.#outbox.heartbeat();
       const freedBefore = peers.counters.expiredRequests;
       for (const id of peers.expireSilent(t)) {
-        log?.warn(`load sync: router ${id} silent for over ${deadAfterMs} ms; its requests were freed here`, {
+        log?.warn(`load sync: router ${id} silent for over ${this.#deadAfterMs} ms; its requests were freed here`, {
           freed: peers.counters.expiredRequests - freedBefore,
         });
       }
-      for (const target of peers.resyncDue(t)) outbox.resync(target);
-      if (ticks % PRUNE_EVERY_TICKS === 0) {
+      for (const target of peers.resyncDue(t)) this.#outbox.resync(target);
+      if (this.#ticks % PRUNE_EVERY_TICKS === 0) {
         peers.prune();
-        mirror.prune((id) => tracker.hasRequest(id));
+        this.#mirror.prune((id) => tracker.hasRequest(id));
       }
-      if (transport.receiving !== wasReceiving) {
-        wasReceiving = transport.receiving;
-        if (wasReceiving) log?.info("load sync: receiving from Redis again");
+      if (this.#transport.receiving !== this.#wasReceiving) {
+        this.#wasReceiving = this.#transport.receiving;
+        if (this.#wasReceiving) log?.info("load sync: receiving from Redis again");
         else log?.warn("load sync: lost the Redis subscription; peers' load goes stale until it is back");
       }
     } catch (e) {
       log?.warn("load sync: heartbeat tick failed", { error: String(e) });
     }
-  }, heartbeatMs);
+  }
 
-  let stopped: Promise<void> | undefined;
-  return {
-    stop() {
-      stopped ??= (async () => {
-        running = false;
-        clearInterval(timer);
-        if (tracker.onLocalEvent === hook) tracker.onLocalEvent = previousHook;
-        await outbox.drain();
-        outbox.close();
-        await transport.close();
-        // Remote load would no longer be kept fresh: drop it rather than let it leak.
-        peers.clear(now());
-      })();
-      return stopped;
-    },
-    peerCount: () => peers.size,
-    stats(): LoadSyncStats {
-      const o = outbox.counters;
-      const p = peers.counters;
-      return {
-        transport: transport.kind,
-        receiving: transport.receiving,
-        publishing,
-        publishedMessages: o.messages,
-        publishedEvents: o.events,
-        droppedMessages: o.droppedMessages,
-        droppedEvents: o.droppedEvents,
-        queuedEvents: outbox.queued,
-        receivedMessages,
-        invalidMessages,
-        invalidEvents,
-        peers: peers.size,
-        remoteRequests: peers.remoteRequests,
-        localRequests: mirror.size,
-        gaps: p.gaps,
-        resyncsSent: o.resyncsSent,
-        snapshotsSent: o.snapshotsSent,
-        snapshotsApplied: p.snapshotsApplied,
-        heartbeats: o.heartbeats,
-        expiredPeers: p.expiredPeers,
-        expiredRequests: p.expiredRequests,
-        restartedPeers: p.restartedPeers,
-        reconnects: transport.counters.reconnects,
-        receiveErrors: transport.counters.receiveErrors,
-        ticks,
-      };
-    },
-  };
+  stop(): Promise<void> {
+    this.#stopped ??= (async () => {
+      const { tracker, now } = this.#o;
+      this.#running = false;
+      clearInterval(this.#timer);
+      if (tracker.onLocalEvent === this.#hook) tracker.onLocalEvent = this.#previousHook;
+      await this.#outbox.drain();
+      this.#outbox.close();
+      await this.#transport.close();
+      // Remote load would no longer be kept fresh: drop it rather than let it leak.
+      this.#peers.clear(now());
+    })();
+    return this.#stopped;
+  }
+
+  peerCount(): number {
+    return this.#peers.size;
+  }
+
+  peers(): { routerId: bigint; heardMsAgo: number; requests: number; complete: boolean }[] {
+    return this.#peers.list(this.#o.now());
+  }
+
+  stats(): LoadSyncStats {
+    const o = this.#outbox.counters;
+    const p = this.#peers.counters;
+    const transport = this.#transport;
+    return {
+      transport: transport.kind,
+      receiving: transport.receiving,
+      publishing: this.#publishing,
+      publishedMessages: o.messages,
+      publishedEvents: o.events,
+      droppedMessages: o.droppedMessages,
+      droppedEvents: o.droppedEvents,
+      queuedEvents: this.#outbox.queued,
+      receivedMessages: this.#receivedMessages,
+      invalidMessages: this.#invalidMessages,
+      invalidEvents: this.#invalidEvents,
+      peers: this.#peers.size,
+      remoteRequests: this.#peers.remoteRequests,
+      localRequests: this.#mirror.size,
+      gaps: p.gaps,
+      resyncsSent: o.resyncsSent,
+      snapshotsSent: o.snapshotsSent,
+      snapshotsApplied: p.snapshotsApplied,
+      heartbeats: o.heartbeats,
+      expiredPeers: p.expiredPeers,
+      expiredRequests: p.expiredRequests,
+      restartedPeers: p.restartedPeers,
+      reconnects: transport.counters.reconnects,
+      receiveErrors: transport.counters.receiveErrors,
+      ticks: this.#ticks,
+    };
+  }
 }

@@ -3,7 +3,7 @@
  * with it): two stand-in engines, real HTTP servers on free ports in this process, speak what vLLM
  * and SGLang serve (vLLM: no /v1/engine/info, `vllm:cache_config_info` on /metrics with two DP
  * engines; SGLang: no /v1/engine/info, `max_total_num_tokens` in GET /get_server_info). They are
- * registered through the router's own composition (src/runtime/compose.ts, real fetch), and the
+ * registered through the router's own composition (src/runtime/compose/, real fetch), and the
  * books are read where the scheduler reads them (the tracker's per-rank slot). Then the Bun
  * runtime's metrics scrape (src/runtime/bun/engine-load.ts, wired as src/runtime/bun.ts wires it)
  * hands the vLLM engine's new capacity over after it "restarts" with a larger cache.
@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { loadConfig } from "../../src/config/load.ts";
 import { portableBatchHasher } from "../../src/core/block-hash.ts";
 import { createLogger } from "../../src/observe/logger.ts";
-import { composeRouter, type ComposedRouter } from "../../src/runtime/compose.ts";
+import { composeRouter, type ComposedRouter } from "../../src/runtime/compose/index.ts";
 import { EngineLoad } from "../../src/runtime/bun/engine-load.ts";
 import { until } from "../support/processes.ts";
 

@@ -32,11 +32,19 @@ export interface ModelRoutingDeps {
   readonly models?: ModelDirectory;
 }
 
-export function modelRoute(model: unknown, d: ModelRoutingDeps): ModelRoute {
-  if (model !== undefined && model !== null && typeof model !== "string") {
-    throw new RouterError("invalid_request", "model: must be a string", "model");
-  }
-  if (typeof model !== "string" || model === "") return ANY;
+/**
+ * A body's `model`, checked here once, where the route reads its body: a string, or absent.
+ * `null` counts as absent on the engine-native routes (`nullIsAbsent`); OpenAI's routes refuse it.
+ */
+export function modelField(model: unknown, nullIsAbsent: boolean): string | undefined {
+  if (model === undefined || (model === null && nullIsAbsent)) return undefined;
+  if (typeof model !== "string") throw new RouterError("invalid_request", "model: must be a string", "model");
+  return model;
+}
+
+/** Where `model` (checked by modelField) may go. */
+export function modelRoute(model: string | undefined, d: ModelRoutingDeps): ModelRoute {
+  if (model === undefined || model === "") return ANY;
   const dir = d.models;
   const adapter = dir?.isBase(model) ? undefined : d.lora.adapterOf(model);
   if (adapter !== undefined) return { kind: "lora", loraName: adapter };

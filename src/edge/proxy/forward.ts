@@ -5,13 +5,15 @@
  * deadline: attempt.ts) frees the booking, fences that worker and routes again without it;
  * a 500 or 429 (retry-policy.ts) routes again without a fence, within the retry budget;
  * up to `maxRetries` times; so does the worker being taken out of rotation by anyone else
- * (health check, fence, ejection, removal) while the try waits for its first byte. After
+ * (health check, fence, ejection, removal) while the try waits for its first byte. Every
+ * re-send, whatever its cause, draws from the one retry budget (past it: 502). After
  * the first byte, an upstream error reaches the client as a broken stream, a stall past the
  * idle deadline as an error event (observe-stream.ts). A client that leaves before the first
- * byte closes the engine call and blames no worker. Every answer's outcome is reported
- * (`report`) for outlier ejection. The booking is released exactly once. Every way out is a
- * returned answer or a thrown error (retries, fail-over and a malformed answer included), so
- * a caller holding a tenant's share (edge/tenants) settles it once on either.
+ * byte closes the engine call and blames no worker. Each decision gets a settlement
+ * (settlement.ts): this file says what happened to the try, the settlement frees the booking,
+ * reports the outcome for outlier ejection, counts and observes it, exactly once. Every way
+ * out is a returned answer or a thrown error (retries, fail-over and a malformed answer
+ * included), so a caller holding a tenant's share (edge/tenants) settles it once on either.
  */
 import { RouterError } from "../../core/errors.ts";
 import { errorResponse } from "../errors.ts";
@@ -20,12 +22,13 @@ import type { WorkerRegistry } from "../../fleet/registry.ts";
 import type { PromptHashes, RouteDecision, RoutingService, SessionControl, TenantShare } from "../../router/index.ts";
 import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
-import { observeStream, type ChunkReader, type StreamEnd } from "./observe-stream.ts";
+import { observeStream } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
-import { attemptUpstream } from "./attempt.ts";
+import { attemptUpstream, type FirstRead } from "./attempt.ts";
 import { NO_DEADLINES } from "./deadlines.ts";
 import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
-import { countsAsFailure, fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
+import { fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
+import { abandon, Settlement } from "./settlement.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
 
 /** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
@@ -61,6 +64,8 @@ export interface ForwardInput {
   readonly prepared?: PromptHashes;
   /** The output tokens the body asks for (max_tokens and kin; src/protect/output-budget.ts); undefined: it does not say. */
   readonly maxOutputTokens?: number;
+  /** What the engine will prefill at most, in tokens (src/protect/prompt-charge.ts): a tenant's prompt charge. Computed on demand. */
+  readonly promptCharge?: () => number;
   /** With --api-keys: the request's tenant and what it asks, for fair admission in the router's queue. */
   readonly share?: TenantShare;
   /**
@@ -80,6 +85,16 @@ export interface ForwardInput {
   readonly prefilledElsewhere?: boolean;
 }
 
+/**
+ * The prompt's block hashes under `input`'s adapter: where a request's hashing starts, the one
+ * place for every path. The first to route the request (forward, the LoRA placement, a P/D
+ * pair) passes them on as `prepared`, and every try, the LoRA retry and both halves of a pair
+ * reuse them.
+ */
+export function promptHashes(input: Pick<ForwardInput, "tokens" | "loraName" | "prepared">, routing: Pick<RoutingService, "prepare">): PromptHashes {
+  return input.prepared ?? routing.prepare(input.tokens, input.loraName);
+}
+
 /** The worker each answer forward() made came from (read by dispatch without parsing our own header back). */
 const routedWorkers = new WeakMap<Response, WorkerId>();
 
@@ -91,6 +106,7 @@ export function routedWorkerOf(res: Response): WorkerId | undefined {
 export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Response> {
   d.upstream.keepOpen?.(input.request);
   const obs = d.observe.requests?.of(input.request);
+  const sinks = { outcomes: d.outcomes, metrics: d.observe.metrics, log: d.observe.log };
   // Two ids, two jobs. `requestId` is the router's own (its id in hex, a counter): it names the
   // booking in the load books, which load sync shares with other routers, so it must be unique
   // across the fleet and never come from a client. The client-facing one, obs.id, is the
@@ -100,7 +116,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const exclude = new Set<WorkerId>();
   const failures: string[] = [];
   // Hashed once; every retry reuses them.
-  const prepared = input.prepared ?? d.routing.prepare(input.tokens, input.loraName);
+  const prepared = promptHashes(input, d.routing);
   const retry = d.upstream.retry ?? GATEWAY_RETRIES_ONLY;
   retry.budget?.request();
   const mayRetry = (worker: WorkerId) => (status: number) =>
@@ -110,45 +126,22 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   for (let attempt = 0; attempt <= d.upstream.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
-      // Every candidate busy: the router waits for one in its admission queue (429 when full or too long).
-      decision = await d.routing.routeOrWait(
-        {
-          tokens: input.tokens,
-          prepared,
-          approximate: input.approximate,
-          requestId,
-          loraName: input.loraName,
-          sessionId: input.sessionId,
-          sessionControl: input.sessionControl,
-          allowedWorkerIds: input.allowedWorkerIds,
-          exclude,
-          prefilledElsewhere: input.prefilledElsewhere,
-        },
-        // A decision made for a client that left meanwhile: nobody will use its booking.
-        {
-          priority: input.priority,
-          signal: input.request.signal,
-          abandon: (x) => x.lease.free(),
-          share: input.share,
-          eachAttempt: obs !== undefined ? (attempt) => obs.routing(attempt) : undefined,
-        },
-      );
+      decision = await decide(input, d, { requestId, prepared, exclude }, obs);
     } catch (e) {
       // Every worker left failed this request: say so rather than "no workers".
       if (failures.length > 0) throw upstreamFailed(failures);
       throw e;
     }
-    const { worker, lease } = decision;
+    const s = new Settlement(decision, sinks, obs);
+    const { worker } = decision;
     const rec = d.registry.get(worker.workerId);
     if (!rec) {
-      lease.free();
+      s.retry({ kind: "unlisted" });
       exclude.add(worker.workerId);
       continue;
     }
-    obs?.decided(decision);
-    const headers = upstreamRequestHeaders(input.request.headers, worker.dpRank, input.upstreamAuthorization);
-    obs?.upstream(headers, rec.url, input.path);
-    const started = performance.now();
+    const headers = upstreamRequestHeaders(input.request, worker.dpRank, input.upstreamAuthorization, d.upstream.forwarding);
+    s.sent(headers, rec.url, input.path);
     const a = await attemptUpstream({
       call: d.upstream.call,
       baseUrl: rec.url,
@@ -164,73 +157,66 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       watchWorker: (onDown) => d.registry.onUnavailable(worker.workerId, onDown),
     });
     if (a.kind === "answer") {
-      d.observe.metrics.firstByte.observe((performance.now() - started) / 1000);
-      obs?.firstByte(a.res.status);
+      s.firstByte(a.res.status);
       let answer: Response;
       try {
         if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
-        answer = respond(a.res, a.first, a.reader, decision, d, obs, input.bodyReadByCaller !== true);
+        answer = respond(a.res, a.first, a.reader, s, d, input.bodyReadByCaller !== true);
       } catch (e) {
         // Nothing reached the client: an answer the runtime cannot pass on (a status or a
         // header it refuses) is the worker's failure, not an unhandled 500 that would keep
         // the booking and the engine's stream.
-        answer = malformedAnswer(a.reader, decision, rec.url, (e as Error).message, d, obs);
+        answer = malformedAnswer(a.reader, s, (e as Error).message);
       }
       routedWorkers.set(answer, worker.workerId);
       return answer;
     }
-    lease.free();
     if (a.kind === "client_gone") {
-      obs?.clientGone();
-      return clientGone(worker.workerId, d);
+      // The engine connection is closed already (attempt.ts); nobody reads this answer. Not the worker's fault.
+      s.end({ how: "client_gone" });
+      return new Response(null, { status: 499 });
     }
-    if (a.kind === "worker_down") {
-      // Already out of rotation, and whoever took it out counted why: no fence or report
-      // of our own, just the next worker.
-      failures.push(`worker ${worker.workerId}`);
-      exclude.add(worker.workerId);
-      obs?.attemptFailed(worker.workerId, a.reason);
-      d.observe.log.warn(`worker ${worker.workerId} (${rec.url}) left rotation before its first byte; trying another: ${a.reason}`, requestIdField(obs?.id));
-      continue;
-    }
-    if (a.deadline !== undefined) d.observe.metrics.deadlineMisses.inc([String(worker.workerId), a.deadline]);
-    obs?.attemptFailed(worker.workerId, a.reason);
-    if (a.status !== undefined && !fencesWorker(a.status)) answeredRetryable(worker.workerId, rec.url, a.status, failures, exclude, d, obs?.id);
-    else failAttempt(worker.workerId, rec.url, a.reason, failures, exclude, d, obs?.id);
+    // Out of rotation already (worker_down) or failed: the next worker gets the request.
+    failures.push(`worker ${worker.workerId}`);
+    exclude.add(worker.workerId);
+    s.retry(a);
+    // A retryable status took its retry from the budget already (mayRetry); every other
+    // re-send (the worker left rotation, a connection failure, a missed deadline, a broken
+    // first chunk) takes it here.
+    if ((a.kind === "worker_down" || a.status === undefined) && !mayResend(attempt, retry, d)) throw upstreamFailed(failures);
   }
   throw upstreamFailed(failures);
 }
 
-function failAttempt(
-  id: WorkerId,
-  url: string,
-  reason: string,
-  failures: string[],
-  exclude: Set<WorkerId>,
+/** This try's decision. Every candidate busy: the router waits for one in its admission queue (429 when full or too long). */
+function decide(
+  input: ForwardInput,
   d: ForwardDeps,
-  requestId: string | undefined,
-): void {
-  // The client sees worker ids only; the URL and the engine's answer go to the log.
-  failures.push(`worker ${id}`);
-  exclude.add(id);
-  d.outcomes.fence(id, reason);
-  // After the fence: an ejection this failure causes is what /v1/workers shows as the reason.
-  d.outcomes.report?.(id, reason);
-  d.observe.metrics.upstreamFailures.inc([String(id)]);
-  d.observe.log.warn(`upstream failure before the first byte, worker ${id} (${url}) fenced: ${reason}`, requestIdField(requestId));
-}
-
-/**
- * The engine answered a status worth another worker's try (a 500, a 429: retry-policy.ts)
- * that does not say the worker is down: the next worker gets the request, this one is not
- * fenced (one bad prompt must not fence the fleet), a server error counts towards ejection.
- */
-function answeredRetryable(id: WorkerId, url: string, status: number, failures: string[], exclude: Set<WorkerId>, d: ForwardDeps, requestId: string | undefined): void {
-  failures.push(`worker ${id}`);
-  exclude.add(id);
-  if (countsAsFailure(status)) d.outcomes.report?.(id, `HTTP ${status}`);
-  d.observe.metrics.upstreamFailures.inc([String(id)]);
-  d.observe.log.warn(`worker ${id} (${url}) answered HTTP ${status} before anything reached the client; trying another worker`, requestIdField(requestId));
+  t: { readonly requestId: string; readonly prepared: PromptHashes; readonly exclude: ReadonlySet<WorkerId> },
+  obs: RequestObservation | undefined,
+): Promise<RouteDecision> {
+  return d.routing.routeOrWait(
+    {
+      tokens: input.tokens,
+      prepared: t.prepared,
+      approximate: input.approximate,
+      requestId: t.requestId,
+      loraName: input.loraName,
+      sessionId: input.sessionId,
+      sessionControl: input.sessionControl,
+      allowedWorkerIds: input.allowedWorkerIds,
+      exclude: t.exclude,
+      prefilledElsewhere: input.prefilledElsewhere,
+    },
+    // A decision made for a client that left meanwhile: nobody will use its booking.
+    {
+      priority: input.priority,
+      signal: input.request.signal,
+      abandon,
+      share: input.share,
+      eachAttempt: obs !== undefined ? (attempt) => obs.routing(attempt) : undefined,
+    },
+  );
 }
 
 /** Whether a healthy worker other than `id` and those tried may still take the request. */
@@ -241,20 +227,22 @@ function anotherWorker(id: WorkerId, tried: ReadonlySet<WorkerId>, allowed: Read
   return false;
 }
 
+/**
+ * Whether the request may be sent again after a try that reached a worker and gave no answer
+ * (the worker left rotation, a connection failure, a missed deadline): every re-send draws
+ * from the one retry budget, so ejections and removals during a burst of failures cannot
+ * multiply the engines' load past it. The last try takes nothing (no re-send follows).
+ */
+function mayResend(attempt: number, retry: RetryPolicy, d: ForwardDeps): boolean {
+  if (attempt >= d.upstream.maxRetries || retry.budget === undefined) return true;
+  return retryAllowed(retry, d);
+}
+
 /** A retry the budget refused is counted, and the engine's answer goes to the client. */
 function retryAllowed(retry: RetryPolicy, d: ForwardDeps): boolean {
   if (retry.budget!.tryRetry()) return true;
   d.observe.metrics.retryBudgetExhausted.inc([]);
   return false;
-}
-
-/**
- * The client left before the first byte: the engine connection is closed already
- * (attempt.ts), the booking freed; nobody reads this answer. Not the worker's fault.
- */
-function clientGone(id: WorkerId, d: ForwardDeps): Response {
-  d.observe.metrics.requests.inc([String(id), "client_cancelled"]);
-  return new Response(null, { status: 499 });
 }
 
 function upstreamFailed(failures: readonly string[]): RouterError {
@@ -263,35 +251,28 @@ function upstreamFailed(failures: readonly string[]): RouterError {
 
 function respond(
   res: UpstreamResponse,
-  first: Awaited<ReturnType<ChunkReader["read"]>> | undefined,
+  first: FirstRead | undefined,
   reader: UpstreamBody | undefined,
-  decision: RouteDecision,
+  s: Settlement,
   d: ForwardDeps,
-  obs: RequestObservation | undefined,
   /** Bun's direct stream may carry the body (false: the caller reads it; a pull stream). */
   direct: boolean,
 ): Response {
-  const { worker, lease } = decision;
-  const workerLabel = String(worker.workerId);
-  const headers = clientResponseHeaders(res.headers, workerLabel, worker.dpRank, decision.overlapBlocks);
+  const { worker } = s.decision;
+  const headers = clientResponseHeaders(res.headers, String(worker.workerId), worker.dpRank, s.decision.overlapBlocks);
   const init = { status: res.status, statusText: res.statusText, headers };
+  const sse = isEventStream(res.headers);
   // A non-streamed answer starts (headers) only once the engine has computed the prompt:
   // its prefill load is gone now, not when the whole answer has arrived.
-  if (!isEventStream(res.headers)) lease.prefillDone();
+  if (!sse) s.prefillDone();
   // A streamed answer's first data event is its first token: the TTFT the router learns speeds from.
-  else if (res.status < 300 && first?.value !== undefined && new SseDataCounter().push(first.value) > 0) lease.firstToken();
+  else if (res.status < 300 && first?.value !== undefined && new SseDataCounter().push(first.value) > 0) s.firstToken();
   // A 5xx the engine answered counts against the worker; its body may hold the engine's
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
-  if (res.status >= 500) {
-    obs?.answered(res.status, undefined, undefined);
-    return engineServerError(res, first, reader, decision, d, obs?.id);
-  }
+  if (res.status >= 500) return engineServerError(res, first, reader, s);
   if (!reader || !first || first.done || first.value === undefined) {
-    const answer = new Response(null, init); // first: a refused head frees nothing twice
-    obs?.answered(res.status, undefined, undefined);
-    lease.free();
-    d.outcomes.report?.(worker.workerId, undefined);
-    d.observe.metrics.requests.inc([workerLabel, String(res.status)]);
+    const answer = new Response(null, init); // first: a refused head settles nothing twice
+    s.end({ how: "whole", status: res.status });
     return answer;
   }
   if (reader.drained === true) {
@@ -302,56 +283,26 @@ function respond(
     const counter = new SseDataCounter();
     counter.push(first.value);
     counter.finish();
-    if (counter.events > 0) lease.outputTokens(counter.events);
-    obs?.answered(res.status, first.value, isEventStream(res.headers) ? counter.events : undefined);
-    lease.free();
-    d.outcomes.report?.(worker.workerId, undefined);
-    d.observe.metrics.requests.inc([workerLabel, String(res.status)]);
+    s.tokens(counter.tokens);
+    s.end({ how: "whole", status: res.status, body: first.value, sseEvents: sse ? counter.tokens : undefined });
     return answer;
   }
   const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;
-  const sse = isEventStream(res.headers);
-  const track = obs?.streaming(res.status, sse);
-  const body = observeStream(first.value, reader, {
-    onTokens: (n) => {
-      lease.outputTokens(n);
-      track?.tokens(n);
-    },
-    onChunk: track !== undefined && !sse ? (c) => track.chunk(c) : undefined,
-    onEnd: (how, tokens, bytes) => {
-      track?.end(how, tokens, bytes);
-      lease.free();
-      if (how === "timeout") d.observe.metrics.deadlineMisses.inc([workerLabel, "stream_idle"]);
-      // A client that left or stopped reading says nothing about the worker.
-      if (how !== "cancelled" && how !== "client_timeout") d.outcomes.report?.(worker.workerId, STREAM_FAILURE[how]);
-      d.observe.metrics.requests.inc([workerLabel, how === "done" ? String(res.status) : STREAM_END_LABEL[how]]);
-    },
-  }, direct && d.upstream.directStreams, { idleMs, sse });
+  const body = observeStream(first.value, reader, s.stream(res.status, sse), direct && d.upstream.directStreams, { idleMs, sse });
   return new Response(body, init);
 }
 
 /**
  * The engine's answer cannot be given to the client as it is: 502 naming the worker, the
- * booking freed, the engine connection closed, a failure counted against the worker.
+ * engine connection closed, the settlement counting a failure against the worker.
  */
-function malformedAnswer(reader: UpstreamBody | undefined, decision: RouteDecision, url: string, why: string, d: ForwardDeps, obs: RequestObservation | undefined): Response {
-  const { worker, lease } = decision;
-  const id = String(worker.workerId);
+function malformedAnswer(reader: UpstreamBody | undefined, s: Settlement, why: string): Response {
+  const id = String(s.workerId);
   void reader?.cancel().catch(() => {});
-  lease.free();
-  obs?.answered(502, undefined, undefined);
-  d.outcomes.report?.(worker.workerId, `malformed answer: ${why}`);
-  d.observe.metrics.upstreamFailures.inc([id]);
-  d.observe.metrics.requests.inc([id, "502"]);
-  d.observe.log.warn(`worker ${id} (${url}) sent an answer that cannot be passed on: ${why}`, requestIdField(obs?.id));
+  s.end({ how: "malformed", why });
   const answer = errorResponse(502, "upstream_error", `worker ${id} sent a malformed answer (the router's log has the details)`);
   answer.headers.set(HEADER_WORKER, id);
   return answer;
-}
-
-/** A log line's field naming the client-facing request id, so it joins the access line. */
-function requestIdField(requestId: string | undefined): Record<string, unknown> | undefined {
-  return requestId !== undefined ? { request_id: requestId } : undefined;
 }
 
 /** Bytes of an engine's 5xx answer kept for the log. */
@@ -362,39 +313,18 @@ const ENGINE_ERROR_LOG_BYTES = 1024;
  * client gets the same status in OpenAI's shape naming the worker id; the engine's own
  * answer (which may name internal hosts or paths) is logged, never forwarded.
  */
-function engineServerError(
-  res: UpstreamResponse,
-  first: Awaited<ReturnType<ChunkReader["read"]>> | undefined,
-  reader: UpstreamBody | undefined,
-  decision: RouteDecision,
-  d: ForwardDeps,
-  requestId: string | undefined,
-): Response {
-  const { worker, lease } = decision;
+function engineServerError(res: UpstreamResponse, first: FirstRead | undefined, reader: UpstreamBody | undefined, s: Settlement): Response {
+  const { worker, overlapBlocks } = s.decision;
   const id = String(worker.workerId);
   const text = first?.value !== undefined ? new TextDecoder().decode(first.value.subarray(0, ENGINE_ERROR_LOG_BYTES)) : "";
   if (reader && first !== undefined && !first.done && reader.drained !== true) void reader.cancel().catch(() => {});
-  lease.free();
-  d.outcomes.report?.(worker.workerId, `HTTP ${res.status}`);
-  d.observe.metrics.requests.inc([id, String(res.status)]);
-  d.observe.log.warn(`worker ${id} answered HTTP ${res.status}: ${JSON.stringify(text)}`, requestIdField(requestId));
+  s.end({ how: "engine_error", status: res.status, answer: text });
   const answer = errorResponse(res.status, "upstream_error", `worker ${id} answered HTTP ${res.status} (the router's log has its answer)`);
   answer.headers.set(HEADER_WORKER, id);
   answer.headers.set(HEADER_DP_RANK, String(worker.dpRank));
-  answer.headers.set(HEADER_OVERLAP, String(decision.overlapBlocks));
+  answer.headers.set(HEADER_OVERLAP, String(overlapBlocks));
   return answer;
 }
-
-/** What a stream's end says about the worker (done: its status decides). */
-const STREAM_FAILURE: Partial<Record<StreamEnd, string>> = { error: "stream cut mid-answer", timeout: "stream idle deadline missed" };
-/** requests_total status label of a stream that did not end well. */
-const STREAM_END_LABEL: Record<StreamEnd, string> = {
-  done: "200",
-  error: "stream_error",
-  timeout: "stream_timeout",
-  client_timeout: "client_stalled",
-  cancelled: "client_cancelled",
-};
 
 /** Is the answer an SSE stream? (headers: flat [name, value, ...] as the upstream gives them) */
 function isEventStream(h: UpstreamResponse["headers"]): boolean {

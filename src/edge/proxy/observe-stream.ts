@@ -35,7 +35,7 @@ export interface ChunkReader {
 }
 
 export interface StreamHooks {
-  /** Called with the running count of data events after each chunk that added some. */
+  /** Called after each chunk that added data events, with the output tokens so far as the engine counts them (sse-counter.ts). */
   onTokens?(total: number): void;
   /** Called with every chunk passed on (the request's observation keeps a JSON answer's tail for its usage). */
   onChunk?(chunk: Uint8Array): void;
@@ -77,135 +77,167 @@ export function observeStream(
   direct = false,
   limits: StreamLimits = NO_LIMITS,
 ): ReadableStream<Uint8Array> {
-  const counter = new SseDataCounter();
-  let bytes = 0;
-  let ended = false;
-  /** Pull flavour: errors the client's stream when the client stalls. */
-  let failClient: ((e: Error) => void) | undefined;
-  const watchdog =
-    limits.idleMs > 0
-      ? new IdleWatchdog(limits.idleMs, reader, (e) => {
-          end("client_timeout");
-          failClient?.(e);
-        })
-      : undefined;
-  const end = (how: StreamEnd): void => {
-    if (ended) return;
-    ended = true;
-    watchdog?.stop();
-    hooks.onEnd(how, counter.events, bytes);
-  };
-  /** Direct flavour: send what was written, waiting while the client's socket is full. */
-  const flushToClient = async (controller: DirectController): Promise<void> => {
-    const f = controller.flush(true);
-    if (f === undefined || typeof f === "number") return;
-    await (watchdog === undefined ? f : watchdog.clientTakes(f));
-  };
-  /** A read, timed by the watchdog while it waits on the engine. */
-  const read = watchdog === undefined ? () => reader.read() : () => watchdog.read();
-  /** The idle deadline passed: what the client gets last (an SSE error event, or a cut). */
-  const timedOut = (): Uint8Array | undefined => {
-    end("timeout");
-    if (!limits.sse) return undefined;
-    const e = watchdog!.error;
-    // 504: the engine, not the client, timed out (the stream's own status is already sent).
-    return openAiErrorEvent(504, `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`, { code: "stream_idle_timeout" });
-  };
-  const see = (chunk: Uint8Array): void => {
-    bytes += chunk.byteLength;
-    hooks.onChunk?.(chunk);
-    if (counter.push(chunk) > 0) hooks.onTokens?.(counter.events);
-  };
-  const finish = (): void => {
-    if (counter.finish() > 0) hooks.onTokens?.(counter.events);
-    end("done");
-  };
-  const cancel = (reason: unknown): Promise<void> => {
-    end("cancelled");
-    return reader.cancel(reason).catch(() => {});
-  };
-  let pending = first;
+  const p = new Passage(first, reader, hooks, limits);
+  return direct ? directStream(p) : pullStream(p);
+}
 
-  if (direct) {
-    const source = {
-      type: "direct",
-      async pull(controller: DirectController) {
-        try {
-          let last = false;
-          if (pending !== undefined) {
-            see(pending);
-            controller.write(pending);
-            pending = undefined;
-            last = reader.drained === true;
-            if (!last && !counter.done) await flushToClient(controller);
-          }
-          while (!last) {
-            const r = await read();
-            if (watchdog?.fired) break;
-            if (r.done || r.value === undefined) break;
-            see(r.value);
-            controller.write(r.value);
-            // The end came with this chunk, or only the end follows [DONE]: let close() send
-            // the tail and the end of the stream in one write.
-            last = reader.drained === true;
-            if (!last && !counter.done) await flushToClient(controller);
-          }
-        } catch (e) {
-          if (e instanceof ClientStalledError) throw e; // aborts the client's connection
-          if (ended) return; // the client left; the read was cut short by our cancel
-          if (!watchdog?.fired) {
-            end("error");
-            throw e; // aborts the client's connection
-          }
-        }
-        if (watchdog?.fired) {
-          const tail = timedOut();
-          if (tail === undefined) throw watchdog.error; // not SSE: cut, so it is not mistaken for a whole answer
-          controller.write(tail);
-          controller.close();
-          return;
-        }
-        finish();
-        controller.close();
-      },
-      cancel,
-    };
-    return new ReadableStream(source as unknown as ConstructorParameters<typeof ReadableStream<Uint8Array>>[0]);
+/** One stream on its way: what both flavours share (counting what passes, the one end, the idle deadline). */
+class Passage {
+  readonly counter = new SseDataCounter();
+  bytes = 0;
+  ended = false;
+  /** The chunk read before answering, not yet passed on. */
+  pending: Uint8Array | undefined;
+  /** Pull flavour: errors the client's stream when the client stalls. */
+  failClient: ((e: Error) => void) | undefined;
+  readonly watchdog: IdleWatchdog | undefined;
+
+  constructor(
+    first: Uint8Array | undefined,
+    readonly reader: ChunkReader,
+    readonly hooks: StreamHooks,
+    readonly limits: StreamLimits,
+  ) {
+    this.pending = first;
+    this.watchdog =
+      limits.idleMs > 0
+        ? new IdleWatchdog(limits.idleMs, reader, (e) => {
+            this.end("client_timeout");
+            this.failClient?.(e);
+          })
+        : undefined;
   }
 
+  end(how: StreamEnd): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.watchdog?.stop();
+    this.hooks.onEnd(how, this.counter.tokens, this.bytes);
+  }
+
+  /** Direct flavour: send what was written, waiting while the client's socket is full. */
+  async flushToClient(controller: DirectController): Promise<void> {
+    const f = controller.flush(true);
+    if (f === undefined || typeof f === "number") return;
+    await (this.watchdog === undefined ? f : this.watchdog.clientTakes(f));
+  }
+
+  /** A read, timed by the watchdog while it waits on the engine. */
+  read(): Promise<{ done: boolean; value?: Uint8Array | undefined }> {
+    return this.watchdog === undefined ? this.reader.read() : this.watchdog.read();
+  }
+
+  /** The idle deadline passed: what the client gets last (an SSE error event, or a cut). */
+  timedOut(): Uint8Array | undefined {
+    this.end("timeout");
+    if (!this.limits.sse) return undefined;
+    const e = this.watchdog!.error;
+    // 504: the engine, not the client, timed out (the stream's own status is already sent).
+    return openAiErrorEvent(504, `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`, { code: "stream_idle_timeout" });
+  }
+
+  see(chunk: Uint8Array): void {
+    this.bytes += chunk.byteLength;
+    this.hooks.onChunk?.(chunk);
+    if (this.counter.push(chunk) > 0) this.hooks.onTokens?.(this.counter.tokens);
+  }
+
+  finish(): void {
+    if (this.counter.finish() > 0) this.hooks.onTokens?.(this.counter.tokens);
+    this.end("done");
+  }
+
+  readonly cancel = (reason: unknown): Promise<void> => {
+    this.end("cancelled");
+    return this.reader.cancel(reason).catch(() => {});
+  };
+}
+
+/** Bun's direct stream: write + flush straight into the client's socket. */
+function directStream(p: Passage): ReadableStream<Uint8Array> {
+  const { reader, watchdog, counter } = p;
+  const source = {
+    type: "direct",
+    async pull(controller: DirectController) {
+      try {
+        let last = false;
+        if (p.pending !== undefined) {
+          p.see(p.pending);
+          controller.write(p.pending);
+          p.pending = undefined;
+          last = reader.drained === true;
+          if (!last && !counter.done) await p.flushToClient(controller);
+        }
+        while (!last) {
+          const r = await p.read();
+          if (watchdog?.fired) break;
+          if (r.done || r.value === undefined) break;
+          p.see(r.value);
+          controller.write(r.value);
+          // The end came with this chunk, or only the end follows [DONE]: let close() send
+          // the tail and the end of the stream in one write.
+          last = reader.drained === true;
+          if (!last && !counter.done) await p.flushToClient(controller);
+        }
+      } catch (e) {
+        if (e instanceof ClientStalledError) throw e; // aborts the client's connection
+        if (p.ended) return; // the client left; the read was cut short by our cancel
+        if (!watchdog?.fired) {
+          p.end("error");
+          throw e; // aborts the client's connection
+        }
+      }
+      if (watchdog?.fired) {
+        const tail = p.timedOut();
+        if (tail === undefined) throw watchdog.error; // not SSE: cut, so it is not mistaken for a whole answer
+        controller.write(tail);
+        controller.close();
+        return;
+      }
+      p.finish();
+      controller.close();
+    },
+    cancel: p.cancel,
+  };
+  return new ReadableStream(source as unknown as ConstructorParameters<typeof ReadableStream<Uint8Array>>[0]);
+}
+
+/** A standard pull stream (any runtime). */
+function pullStream(p: Passage): ReadableStream<Uint8Array> {
+  const { reader, watchdog } = p;
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        failClient = (e) => controller.error(e);
+        p.failClient = (e) => controller.error(e);
       },
       async pull(controller) {
         // The client took the last chunk: from here the engine's silence is what is timed.
         watchdog?.clientTook();
-        if (pending !== undefined) {
-          const chunk = pending;
-          pending = undefined;
-          see(chunk);
+        if (p.pending !== undefined) {
+          const chunk = p.pending;
+          p.pending = undefined;
+          p.see(chunk);
           controller.enqueue(chunk);
           if (reader.drained === true) {
-            finish();
+            p.finish();
             controller.close();
           } else watchdog?.clientWaiting();
           return;
         }
         let r: Awaited<ReturnType<ChunkReader["read"]>>;
         try {
-          r = await read();
+          r = await p.read();
         } catch (e) {
           if (!watchdog?.fired) {
-            end("error");
+            p.end("error");
             controller.error(e);
             return;
           }
           r = { done: true };
         }
         if (watchdog?.fired) {
-          if (ended) return;
-          const tail = timedOut();
+          if (p.ended) return;
+          const tail = p.timedOut();
           if (tail === undefined) controller.error(watchdog.error);
           else {
             controller.enqueue(tail);
@@ -214,18 +246,18 @@ export function observeStream(
           return;
         }
         if (r.done || r.value === undefined) {
-          finish();
+          p.finish();
           controller.close();
           return;
         }
-        see(r.value);
+        p.see(r.value);
         controller.enqueue(r.value);
         if (reader.drained === true) {
-          finish();
+          p.finish();
           controller.close();
         } else watchdog?.clientWaiting();
       },
-      cancel,
+      cancel: p.cancel,
     },
     // No read-ahead: a chunk is pulled from upstream only when the client took the last.
     { highWaterMark: 0 },

@@ -5,24 +5,26 @@
  */
 import { Hono } from "hono";
 import { RouterError } from "../../core/errors.ts";
-import { parseJsonObject, readBodyLimited } from "../body.ts";
+import { readJsonRequest } from "../request-json.ts";
 import type { RequestLimits } from "../deps.ts";
-import type { DisaggDispatch } from "../disagg/disagg-dispatch.ts";
+import type { PairForward } from "../disagg/pair-forward.ts";
 import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
-import { readPrompt, type PromptTokenizers } from "../prompt-route/prompt-routing.ts";
+import { promptFieldsOf, readPrompt, type PromptTokenizers } from "../prompt-route/prompt-routing.ts";
+import { modelField } from "../prompt-route/model-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
-import type { Dispatch } from "./dispatch.ts";
+import { promptCharge } from "../../protect/prompt-charge.ts";
+import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 
 export interface CompletionDeps {
   readonly limits: RequestLimits;
   /** The models' tokenizers, for the tokens a request is routed on. */
   readonly tokenizers?: PromptTokenizers;
-  readonly dispatch: Dispatch;
+  readonly dispatch: ModelForward;
   /** --disagg: completions are split into a prefill and a decode request. */
-  readonly split?: DisaggDispatch;
+  readonly split?: PairForward;
   /** Each request's observation (src/observe): the tokenize span, the prompt for the access line. */
   readonly requests?: RequestObservers;
 }
@@ -49,11 +51,8 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
   const { dispatch, split } = d;
 
   const handle = (path: string, kind: "completions" | "chat") => async (req: Request) => {
-    const body = await readBodyLimited(req, d.limits.maxBodyBytes);
-    const json = parseJsonObject(body);
-    if (json.model !== undefined && typeof json.model !== "string") {
-      throw new RouterError("invalid_request", "model: must be a string", "model");
-    }
+    const { body, json } = await readJsonRequest(req, d.limits, promptFieldsOf(kind));
+    const model = modelField(json.model, false);
     if (json.stream !== undefined && typeof json.stream !== "boolean") {
       throw new RouterError("invalid_request", "stream: must be a boolean", "stream");
     }
@@ -76,9 +75,10 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       priority: json.priority as number | undefined,
       stream: json.stream === true,
       maxOutputTokens: outputTokensAsked(path, json),
+      promptCharge: () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length),
     };
     obs?.prompt({ model: json.model, tokens: prompt.tokens.length, sessionId: sessionControl?.sessionId ?? input.sessionId });
-    return split !== undefined ? split(input, json, json.model) : dispatch(input, json.model);
+    return split !== undefined ? split(input, json, model) : dispatch(input, model);
   };
 
   return { completions: handle("/v1/completions", "completions"), chat: handle("/v1/chat/completions", "chat") };

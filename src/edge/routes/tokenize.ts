@@ -8,10 +8,12 @@
  */
 import { checkPromptSize } from "../prompt-route/prompt-size.ts";
 import { RouterError } from "../../core/errors.ts";
-import { parseJsonObject, readBodyLimited } from "../body.ts";
-import { modelRoute } from "../prompt-route/model-routing.ts";
+import { readJsonRequest } from "../request-json.ts";
+import { modelField, modelRoute } from "../prompt-route/model-routing.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
-import type { Dispatch } from "./dispatch.ts";
+import type { ModelForward } from "../proxy/model-forward.ts";
+
+const TOKENIZE_PROMPT_FIELDS = ["messages", "prompt"] as const;
 
 function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
   const v = body.add_special_tokens;
@@ -24,19 +26,20 @@ function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
 export interface TokenizeDeps {
   readonly limits: RequestLimits;
   readonly fleet: FleetView;
-  readonly dispatch: Dispatch;
+  readonly dispatch: ModelForward;
 }
 
 export function tokenizeHandler(d: TokenizeDeps) {
   const { fleet } = d;
   return async (req: Request): Promise<Response> => {
-    const body = await readBodyLimited(req, d.limits.maxBodyBytes);
-    const json = parseJsonObject(body);
+    // Both prompt fields are checked off the loop for a large body; in-thread below as before.
+    const { body, json } = await readJsonRequest(req, d.limits, TOKENIZE_PROMPT_FIELDS);
     // An unknown model is the same 404 as on every other route.
-    modelRoute(json.model, fleet);
+    const model = modelField(json.model, true);
+    modelRoute(model, fleet);
     const tok = fleet.tokenizers?.forModel(json.model);
     if (tok === undefined) {
-      return d.dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, json.model);
+      return d.dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, model);
     }
     if (json.messages !== undefined) checkPromptSize(json.messages, "messages", d.limits.maxPromptChars);
     else checkPromptSize(json.prompt, "prompt", d.limits.maxPromptChars);

@@ -48,12 +48,16 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
       let prefill = 0;
       let decode = 0;
       let cached = 0;
+      // The KV its engines can hold, summed over its ranks; null when some rank did not say.
+      let capacity: number | null = 0;
       const speeds = [];
       for (let r = 0; r < w.dpRanks; r++) {
         const key = workerKey(w.id, r);
         prefill += d.router.tracker.activeTokens(key, now);
         decode += d.router.tracker.activeBlocks(key);
         cached += d.router.index.workerSize(key);
+        const c = d.router.tracker.kvCapacity(key);
+        capacity = capacity === null || c === undefined ? null : capacity + c;
         // What the kv policy predicts with on this rank (docs/routing.md).
         const s = d.router.ttft.speed(key);
         speeds.push({
@@ -71,6 +75,7 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
         active_prefill_tokens: prefill,
         active_decode_blocks: decode,
         cached_blocks: cached,
+        kv_capacity_blocks: capacity,
         prefill_speed: speeds,
         loras: fleet.lora.loadedOn(w.id),
         ...(roles ? { role: roles.roleOf(w.url) } : {}),

@@ -3,10 +3,9 @@
  * must carry `Authorization: Bearer KEY` with a configured key, else 401 in OpenAI's shape
  * (`invalid_api_key`). The answer never repeats the key (nor any part of it). The tenant the
  * key speaks for travels with the request (src/protect/request-tenant.ts); every answer then
- * carries the tenant's rate-limit headers, OpenAI's `x-ratelimit-*`. Used by the app's
- * middleware (app.ts) and by Bun's fast routes alike, so both paths check the same way.
+ * carries the tenant's rate-limit headers, OpenAI's `x-ratelimit-*`. One guard in the list
+ * (guards.ts) the app's middleware and Bun's fast routes share, so both paths check the same way.
  */
-import type { MiddlewareHandler } from "hono";
 import { openAiErrorJson } from "../../protocol/openai-error.ts";
 import { bearerKey } from "../../protect/key-set.ts";
 import { rateLimitHeaders } from "../../protect/limits/ratelimit-headers.ts";
@@ -71,24 +70,14 @@ async function onlyAllowedModels(res: Response, tenant: Tenant): Promise<Respons
   return new Response(JSON.stringify(body), { status: res.status, headers });
 }
 
-/** The app's middleware for the client routes. */
-export function tenantMiddleware(g: TenantGuard): MiddlewareHandler {
-  return async (c, next) => {
-    const tenant = await authenticate(c.req.raw, g);
-    if (tenant instanceof Response) return tenant;
-    await next();
-    if (c.req.method === "GET" && c.req.path === "/v1/models" && tenant.models !== undefined) c.res = await onlyAllowedModels(c.res, tenant);
-    // Headers are set in place where they can be: assigning c.res copies the response.
-    const res = withLimitHeaders(c.req.raw, c.res, g);
-    if (res !== c.res) c.res = res;
-  };
-}
-
-/** The same for a plain handler (Bun's fast routes skip the app's middleware). */
-export function guardHandler(g: TenantGuard, fn: (req: Request) => Promise<Response>): (req: Request) => Promise<Response> {
-  return async (req) => {
+/** The key check as a guard (guards.ts), for the app's middleware and Bun's fast routes alike. */
+export function keyGuard(g: TenantGuard): (req: Request, path: string, next: () => Promise<Response>) => Promise<Response> {
+  return async (req, path, next) => {
     const tenant = await authenticate(req, g);
     if (tenant instanceof Response) return tenant;
-    return withLimitHeaders(req, await fn(req), g);
+    let res = await next();
+    if (req.method === "GET" && path === "/v1/models" && tenant.models !== undefined) res = await onlyAllowedModels(res, tenant);
+    // Headers are set in place where they can be.
+    return withLimitHeaders(req, res, g);
   };
 }

@@ -9,7 +9,7 @@ import type { WorkerRoles } from "../../edge/disagg/roles.ts";
 import type { Config } from "../../config/schema.ts";
 import type { BatchBlockHasher } from "../../core/block-hash.ts";
 import { ZmqEventSources } from "./zmq/sources.ts";
-import type { ComposedRouter } from "../compose.ts";
+import type { ComposedRouter } from "../compose/index.ts";
 import { WorkerProvisioner } from "../../fleet/provisioner.ts";
 
 export function kvEventStreams(config: Config, composed: ComposedRouter, hasher: BatchBlockHasher, roles: WorkerRoles, log: Logger) {

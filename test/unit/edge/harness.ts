@@ -1,7 +1,7 @@
 /**
  * The router's app in-process, built from the real parts around a fake upstream `fetch`, so
  * proxy behaviour is tested without sockets: the decision room through createRouter (as
- * src/runtime/compose.ts builds it: index, scheduler, routing, recovery, bookings), sessions, membership.
+ * src/runtime/compose/ builds it: index, scheduler, routing, recovery, bookings), sessions, membership.
  * Workers are registered directly in the registry (no engine info call); the recovery query
  * answers an error (these tests post admin events, applied as they say).
  */
@@ -15,7 +15,7 @@ import type { WorkerId } from "../../../src/core/ids.ts";
 import type { KvIndex } from "../../../src/router/kv-index/types.ts";
 import { LoraStateTracker } from "../../../src/fleet/lora/state-tracker.ts";
 import { RouterMetrics } from "../../../src/observe/names.ts";
-import { LoadTracker } from "../../../src/router/books/load-tracker.ts";
+import type { LoadTracker } from "../../../src/router/books/load-tracker.ts";
 import { MemoryAffinityStore } from "../../../src/router/sessions/memory-store.ts";
 import { StickyRouter } from "../../../src/router/sessions/sticky.ts";
 import { HealthChecker } from "../../../src/fleet/health.ts";

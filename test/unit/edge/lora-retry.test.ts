@@ -1,5 +1,5 @@
 /**
- * The LoRA 404 retry (routes/dispatch.ts): the engine lost the adapter, it is placed again
+ * The LoRA 404 retry (proxy/model-forward.ts): the engine lost the adapter, it is placed again
  * and the request sent once more — with the prompt hashed once for both tries, and the
  * worker that answered taken from forward() itself, not parsed back from our own header.
  */

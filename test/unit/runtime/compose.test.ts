@@ -1,5 +1,5 @@
 /**
- * The one composition (src/runtime/compose.ts) with portable choices, no server: a runtime that
+ * The one composition (src/runtime/compose/) with portable choices, no server: a runtime that
  * cannot read files refuses --tokenizer by name before anything opens; the runtime's removal
  * hook is called; a start-up engine that cannot be reached is registered unhealthy; draining
  * shows in the app's deps (after the drain delay's readiness-only step); stop and close leave
@@ -10,7 +10,7 @@ import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../../src/observe/logger.ts";
 import { loadConfig } from "../../../src/config/load.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
-import { composeRouter, reachableHost, StartupError, type RuntimeChoices } from "../../../src/runtime/compose.ts";
+import { composeRouter, reachableHost, StartupError, type RuntimeChoices } from "../../../src/runtime/compose/index.ts";
 
 const choices: RuntimeChoices = {
   hasher: portableBatchHasher,

@@ -5,10 +5,11 @@
  */
 import type { WorkerId } from "../../core/ids.ts";
 import type { FleetView } from "../deps.ts";
-import { forward, routedWorkerOf, type ForwardDeps, type ForwardInput } from "../proxy/forward.ts";
+import { forward, promptHashes, routedWorkerOf, type ForwardDeps, type ForwardInput } from "./forward.ts";
 import { modelRoute } from "../prompt-route/model-routing.ts";
 
-export type Dispatch = (input: ForwardInput, model: unknown) => Promise<Response>;
+/** `model`: the body's, checked once where it was read (prompt-route/model-routing.ts modelField). */
+export type ModelForward = (input: ForwardInput, model: string | undefined) => Promise<Response>;
 
 /** Intersection with what the caller already allowed (none: the route's set as is). */
 function within(a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>): ReadonlySet<WorkerId> {
@@ -16,12 +17,12 @@ function within(a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>):
   return new Set([...b].filter((w) => a.has(w)));
 }
 
-export function createDispatch(fleet: FleetView, forwardDeps: ForwardDeps): Dispatch {
+export function createModelForward(fleet: FleetView, forwardDeps: ForwardDeps): ModelForward {
   /** Only to workers holding the adapter (loaded first if none does); one retry if the engine lost it. */
   const forwardLora = async (input: ForwardInput, loraName: string): Promise<Response> => {
     const allowed = async () => within(input.allowedWorkerIds, await fleet.lora.ensure(loraName));
     // Hashed once for both tries (the adapter's name is part of every block hash).
-    const prepared = input.prepared ?? forwardDeps.routing.prepare(input.tokens, loraName);
+    const prepared = promptHashes({ ...input, loraName }, forwardDeps.routing);
     let res = await forward({ ...input, loraName, prepared, allowedWorkerIds: await allowed() }, forwardDeps);
     let worker = routedWorkerOf(res);
     if (res.status === 404 && worker !== undefined) {

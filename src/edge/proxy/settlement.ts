@@ -1,0 +1,244 @@
+/**
+ * The way out of one routing decision: its booking, the outcome the worker's health hears,
+ * the requests_total line and the request's observation, settled by one object made with the
+ * decision. The proxy (forward.ts), the stream it passes on (observe-stream.ts, through
+ * `stream()`) and the prefill half of a P/D pair (disagg/prefill-then-decode.ts) say what
+ * happened; this file alone decides which sinks that touches. Every call is safe to repeat:
+ * `retry` and `end` are the two ways out and only the first of them counts, so the booking
+ * is freed and the answer counted exactly once, whatever ends the request.
+ *
+ * What it does not do: choose the next worker, read the engine's body, or count tokens (the
+ * caller passes the count it has, so how tokens are counted stays the caller's concern).
+ */
+import type { WorkerId } from "../../core/ids.ts";
+import type { RequestObservation, StreamTrack } from "../../observe/request-observation.ts";
+import type { RouterMetrics } from "../../observe/names.ts";
+import type { Counter } from "../../observe/registry.ts";
+import type { RouteDecision } from "../../router/index.ts";
+import type { Logger } from "../../core/logger.ts";
+import type { WorkerOutcomes } from "../deps.ts";
+import type { DeadlineKind } from "../../observe/names.ts";
+import type { StreamEnd, StreamHooks } from "./observe-stream.ts";
+import { countsAsFailure, fencesWorker } from "./retry-policy.ts";
+
+/** What a settlement writes to. */
+export interface SettleDeps {
+  readonly outcomes: WorkerOutcomes;
+  readonly metrics: RouterMetrics;
+  readonly log: Logger;
+}
+
+/** This worker's try ended before anything reached the client; another worker may get the request. */
+export type AttemptFailure =
+  /** The worker left the registry between the decision and the call: nothing was sent. */
+  | { readonly kind: "unlisted" }
+  /** Taken out of rotation by someone else while the try waited; whoever did it counted why. */
+  | { readonly kind: "worker_down"; readonly reason: string }
+  /** Refused, reset, a missed deadline (`deadline`), or a retryable answer (`status`). */
+  | { readonly kind: "failed"; readonly reason: string; readonly status?: number; readonly deadline?: DeadlineKind };
+
+/** How the answer to the client ended. */
+export type SettleEnd =
+  /** The client left before the first byte (the engine call is closed already). */
+  | { readonly how: "client_gone" }
+  /** A whole answer (no body, or all of it already here); `sseEvents`: its output tokens (sse-counter.ts) when it is SSE. */
+  | { readonly how: "whole"; readonly status: number; readonly body?: Uint8Array; readonly sseEvents?: number }
+  /** The engine answered 5xx: its own answer (`answer`) goes to the log, never to the client. */
+  | { readonly how: "engine_error"; readonly status: number; readonly answer: string }
+  /** The engine's answer cannot be passed on (a status or header the runtime refuses). */
+  | { readonly how: "malformed"; readonly why: string }
+  /** A streamed answer ended (observe-stream.ts); `tokens`: output tokens as its counter saw them. */
+  | { readonly how: "stream"; readonly end: StreamEnd; readonly tokens: number; readonly bytes: number }
+  /** A prefill half answered well. */
+  | { readonly how: "prefilled" }
+  /** Released, with nothing to say about the worker (a client error passed on, a prefill answer too large). */
+  | { readonly how: "released" };
+
+/** A prefill half of a P/D pair: its failures are also counted per prefill worker, and no client answer is counted. */
+export interface PrefillHalf {
+  readonly failures: Counter;
+}
+
+/** What a stream's end says about the worker (done: its status decides). */
+const STREAM_FAILURE: Partial<Record<StreamEnd, string>> = { error: "stream cut mid-answer", timeout: "stream idle deadline missed" };
+/** requests_total status label of a stream that did not end well. */
+const STREAM_END_LABEL: Record<StreamEnd, string> = {
+  done: "200",
+  error: "stream_error",
+  timeout: "stream_timeout",
+  client_timeout: "client_stalled",
+  cancelled: "client_cancelled",
+};
+
+/** A decision made for a client that left meanwhile (or an estimate): nobody uses its booking. */
+export function abandon(decision: RouteDecision): void {
+  decision.lease.free();
+}
+
+export class Settlement {
+  readonly decision: RouteDecision;
+  readonly #d: SettleDeps;
+  readonly #obs: RequestObservation | undefined;
+  readonly #prefill: PrefillHalf | undefined;
+  readonly #label: string;
+  #url = "";
+  #sentAt = 0;
+  #status = 0;
+  #track: StreamTrack | undefined;
+  #settled = false;
+
+  constructor(decision: RouteDecision, d: SettleDeps, obs: RequestObservation | undefined, prefill?: PrefillHalf) {
+    this.decision = decision;
+    this.#d = d;
+    this.#obs = obs;
+    this.#prefill = prefill;
+    this.#label = String(decision.worker.workerId);
+  }
+
+  get workerId(): WorkerId {
+    return this.decision.worker.workerId;
+  }
+
+  /** Whether `retry` or `end` ran. */
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  /** The call goes out to `url` with `headers` (the observation adds its request id and trace context). */
+  sent(headers: Record<string, string>, url: string, path: string): void {
+    this.#url = url;
+    this.#obs?.decided(this.decision);
+    this.#obs?.upstream(headers, url, path);
+    this.#sentAt = performance.now();
+  }
+
+  /** The engine's head arrived. */
+  firstByte(status: number): void {
+    this.#d.metrics.firstByte.observe((performance.now() - this.#sentAt) / 1000);
+    this.#obs?.firstByte(status);
+  }
+
+  /** The engine has computed the prompt (a whole answer's head): its prefill load goes. */
+  prefillDone(): void {
+    this.decision.lease.prefillDone();
+  }
+
+  /** The first token arrived: the TTFT the router learns speeds from, then the prefill is done. */
+  firstToken(): void {
+    this.decision.lease.firstToken();
+  }
+
+  /** `total` output tokens so far (a running count; none yet: nothing to book). */
+  tokens(total: number): void {
+    if (total <= 0 || this.#settled) return;
+    this.decision.lease.outputTokens(total);
+    this.#track?.tokens(total);
+  }
+
+  /**
+   * The answer goes out as a stream (`sse`: its data events are its tokens): the hooks
+   * observe-stream.ts calls, ending in `end({ how: "stream" })`.
+   */
+  stream(status: number, sse: boolean): StreamHooks {
+    this.#status = status;
+    const track = (this.#track = this.#obs?.streaming(status, sse));
+    return {
+      onTokens: (n) => this.tokens(n),
+      onChunk: track !== undefined && !sse ? (c) => track.chunk(c) : undefined,
+      onEnd: (end, tokens, bytes) => this.end({ how: "stream", end, tokens, bytes }),
+    };
+  }
+
+  /** This try failed before anything reached the client: release it and say why. */
+  retry(f: AttemptFailure): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.decision.lease.free();
+    if (f.kind === "unlisted") return;
+    const id = this.workerId;
+    const { log, metrics } = this.#d;
+    this.#obs?.attemptFailed(id, f.reason);
+    if (f.kind === "worker_down") {
+      log.warn(`worker ${id} (${this.#url}) left rotation before its first byte; trying another: ${f.reason}`, this.#requestIdField());
+      return;
+    }
+    if (f.deadline !== undefined) metrics.deadlineMisses.inc([this.#label, f.deadline]);
+    if (this.#prefill === undefined && f.status !== undefined && !fencesWorker(f.status)) {
+      // Not fenced: one bad prompt must not fence the fleet; a server error counts towards ejection.
+      if (countsAsFailure(f.status)) this.#d.outcomes.report?.(id, `HTTP ${f.status}`);
+      metrics.upstreamFailures.inc([this.#label]);
+      log.warn(`worker ${id} (${this.#url}) answered HTTP ${f.status} before anything reached the client; trying another worker`, this.#requestIdField());
+      return;
+    }
+    this.#d.outcomes.fence(id, f.reason);
+    // After the fence: an ejection this failure causes is what /v1/workers shows as the reason.
+    this.#d.outcomes.report?.(id, f.reason);
+    metrics.upstreamFailures.inc([this.#label]);
+    if (this.#prefill !== undefined) {
+      this.#prefill.failures.inc([this.#label]);
+      log.warn(`disagg: prefill worker ${id} (${this.#url}) failed before its answer: ${f.reason}`);
+    } else {
+      // The client sees worker ids only; the URL and the engine's answer go to the log.
+      log.warn(`upstream failure before the first byte, worker ${id} (${this.#url}) fenced: ${f.reason}`, this.#requestIdField());
+    }
+  }
+
+  /** The answer is over (or will never come): release, report, count and observe it, once. */
+  end(e: SettleEnd): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    const id = this.workerId;
+    const { outcomes, metrics, log } = this.#d;
+    const obs = this.#obs;
+    switch (e.how) {
+      case "client_gone":
+        this.decision.lease.free();
+        obs?.clientGone();
+        metrics.requests.inc([this.#label, "client_cancelled"]);
+        return;
+      case "whole":
+        obs?.answered(e.status, e.body, e.sseEvents);
+        this.decision.lease.free();
+        outcomes.report?.(id, undefined);
+        metrics.requests.inc([this.#label, String(e.status)]);
+        return;
+      case "engine_error":
+        obs?.answered(e.status, undefined, undefined);
+        this.decision.lease.free();
+        outcomes.report?.(id, `HTTP ${e.status}`);
+        metrics.requests.inc([this.#label, String(e.status)]);
+        log.warn(`worker ${id} answered HTTP ${e.status}: ${JSON.stringify(e.answer)}`, this.#requestIdField());
+        return;
+      case "malformed":
+        this.decision.lease.free();
+        obs?.answered(502, undefined, undefined);
+        outcomes.report?.(id, `malformed answer: ${e.why}`);
+        metrics.upstreamFailures.inc([this.#label]);
+        metrics.requests.inc([this.#label, "502"]);
+        log.warn(`worker ${id} (${this.#url}) sent an answer that cannot be passed on: ${e.why}`, this.#requestIdField());
+        return;
+      case "stream": {
+        this.#track?.end(e.end, e.tokens, e.bytes);
+        this.decision.lease.free();
+        if (e.end === "timeout") metrics.deadlineMisses.inc([this.#label, "stream_idle"]);
+        // A client that left or stopped reading says nothing about the worker.
+        if (e.end !== "cancelled" && e.end !== "client_timeout") outcomes.report?.(id, STREAM_FAILURE[e.end]);
+        metrics.requests.inc([this.#label, e.end === "done" ? String(this.#status) : STREAM_END_LABEL[e.end]]);
+        return;
+      }
+      case "prefilled":
+        this.decision.lease.free();
+        outcomes.report?.(id, undefined);
+        return;
+      case "released":
+        this.decision.lease.free();
+        return;
+    }
+  }
+
+  /** A log line's field naming the client-facing request id, so it joins the access line. */
+  #requestIdField(): Record<string, unknown> | undefined {
+    const id = this.#obs?.id;
+    return id !== undefined ? { request_id: id } : undefined;
+  }
+}
