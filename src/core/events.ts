@@ -33,10 +33,24 @@ export interface ClearedData {
 }
 export type KvCacheEventData = StoredData | RemovedData | ClearedData;
 
+/**
+ * Where an engine keeps a block: its GPU (the prefix cache routing has always priced), its CPU
+ * memory (vLLM's OffloadingConnector, SGLang's HiCache host pool) or its disk / file tier. A
+ * block's holder is (worker, dp rank, medium): one block can be on several media of one engine.
+ */
+export type KvMedium = "gpu" | "cpu" | "disk";
+export const KV_MEDIA: readonly KvMedium[] = ["gpu", "cpu", "disk"];
+
 export interface KvCacheEvent {
   readonly eventId: EventId;
   readonly dpRank: DpRank;
   readonly data: KvCacheEventData;
+  /**
+   * Stored / Removed: the medium they speak for; absent means GPU (every engine without tiers).
+   * Cleared: absent empties every medium of the (worker, dp rank) (an engine reset or restart);
+   * set, only that medium.
+   */
+  readonly medium?: KvMedium;
 }
 
 export interface RouterEvent {
@@ -263,11 +277,14 @@ export function eventDataToWire(d: KvCacheEventData): unknown {
   }
 }
 
+/** Dynamo's RouterEvent.storage_tier (lib/kv-router/src/protocols.rs, snake_case StorageTier) of each medium. */
+const MEDIUM_TIERS: Record<KvMedium, string> = { gpu: "device", cpu: "host_pinned", disk: "disk" };
+
 export function routerEventToWire(e: RouterEvent): unknown {
-  return {
-    worker_id: e.workerId,
-    event: { event_id: e.event.eventId, data: eventDataToWire(e.event.data), dp_rank: e.event.dpRank },
-  };
+  const event = { event_id: e.event.eventId, data: eventDataToWire(e.event.data), dp_rank: e.event.dpRank };
+  const medium = e.event.medium;
+  if (medium === undefined) return { worker_id: e.workerId, event };
+  return { worker_id: e.workerId, storage_tier: MEDIUM_TIERS[medium], event };
 }
 
 /** Format valibot issues as one message naming each bad field path. */

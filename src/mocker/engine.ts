@@ -17,12 +17,13 @@ import type { WorkerId } from "../core/ids.ts";
 import { engineBlockHashes } from "./engine-hash.ts";
 import { fakeTextOffset, fakeToken } from "./fake-text.ts";
 import { AbortedError, FifoSemaphore } from "./fifo.ts";
+import type { RankTiers } from "./kv-tiers.ts";
 import { LoraRegistry } from "./lora.ts";
 import type { MockerConfig } from "./options.ts";
 import { PrefillStats } from "./prefill-stats.ts";
-import { RankKv } from "./rank-kv.ts";
+import { type KvLease, RankKv } from "./rank-kv.ts";
 import { SessionRegistry } from "./sessions.ts";
-import { decodeStepMs, prefillMs } from "./timing.ts";
+import { decodeStepMs, prefillMs, tierLoadMs } from "./timing.ts";
 
 export interface Clock {
   /** Monotonic milliseconds. */
@@ -50,6 +51,12 @@ export interface GenerateRequest {
    */
   readonly importKv?: (hashes: BigUint64Array, fromBlock: number, toBlock: number) => Promise<ImportedKv>;
 }
+
+interface TierLoad {
+  readonly blocks: number;
+  readonly ms: number;
+}
+const NO_TIER_LOAD: TierLoad = { blocks: 0, ms: 0 };
 
 export interface ImportedKv {
   readonly blocks: number;
@@ -87,6 +94,8 @@ export interface RankState {
   prefillBusyUntil: number;
   /** Finished requests' prefill time and computed tokens, as vLLM exports them (/metrics). */
   readonly prefillStats: PrefillStats;
+  /** The rank's host (and disk) tiers with real bytes; null without --kv-host-blocks. */
+  readonly tiers: RankTiers | null;
 }
 
 export interface EngineCounters {
@@ -124,6 +133,8 @@ export interface EngineDeps {
   readonly emit?: (event: RouterEvent) => void;
   /** Each request's first token (the request log). Must not throw. */
   readonly onPrefilled?: (record: PrefillRecord) => void;
+  /** One rank's lower tiers (absent: GPU cache only); `record` puts its events in the rank's log. */
+  readonly makeTiers?: (dpRank: number, record: RankKv["recordTier"]) => RankTiers;
 }
 
 export class MockEngine {
@@ -144,14 +155,18 @@ export class MockEngine {
     this.clock = deps.clock;
     this.onPrefilled = deps.onPrefilled;
     this.loras = new LoraRegistry(c.maxLoras, c.model, c.loras);
-    this.ranks = Array.from({ length: c.dpRanks }, (_, r) => ({
-      kv: new RankKv({ workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit }),
-      slots: new FifoSemaphore(c.maxConcurrency),
-      prefill: new FifoSemaphore(1),
-      decoding: 0,
-      prefillBusyUntil: 0,
-      prefillStats: new PrefillStats(),
-    }));
+    this.ranks = Array.from({ length: c.dpRanks }, (_, r) => {
+      const kv = new RankKv({ workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit });
+      return {
+        kv,
+        slots: new FifoSemaphore(c.maxConcurrency),
+        prefill: new FifoSemaphore(1),
+        decoding: 0,
+        prefillBusyUntil: 0,
+        prefillStats: new PrefillStats(),
+        tiers: deps.makeTiers?.(r, (data, medium) => kv.recordTier(data, medium)) ?? null,
+      };
+    });
   }
 
   now(): number {
@@ -207,14 +222,16 @@ export class MockEngine {
       const prefillStart = this.clock.now();
 
       lease ??= rank.kv.begin(hashes);
-      const cachedTokens = lease.cachedBlocks * c.blockSize;
+      // Blocks right after the GPU prefix that a lower tier holds are loaded, not computed.
+      const tier = rank.tiers !== null && imported.blocks === 0 ? await this.loadFromTiers(rank.tiers, rank.kv, lease, hashes, local) : NO_TIER_LOAD;
+      const cachedTokens = (lease.cachedBlocks + tier.blocks) * c.blockSize;
       const info: GenerateStart = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
       this.counters.promptTokens += req.tokens.length;
       this.counters.cachedTokens += cachedTokens;
       sink.start(info);
 
       const computed = req.tokens.length - cachedTokens - imported.blocks * c.blockSize;
-      prefillDone = this.clock.now() + prefillMs(computed, c);
+      prefillDone = this.clock.now() + tier.ms + prefillMs(computed, c);
       // Without chunked prefill a GPU runs this prefill instead of the rank's decode steps.
       if (c.prefillStallsDecode && computed > 0) rank.prefillBusyUntil = prefillDone;
       await this.sleepUntil(prefillDone, signal);
@@ -223,7 +240,12 @@ export class MockEngine {
         requestId: req.requestId, dpRank: req.dpRank, arrivedAt, prefillStartedAt: prefillStart, firstTokenAt,
         promptTokens: req.tokens.length, cachedTokens, computedTokens: computed,
       });
-      rank.kv.commit(lease, hashes, local);
+      const committed = rank.kv.commit(lease, hashes, local);
+      if (rank.tiers !== null) {
+        // Evicted blocks leave their slots for the new ones: copied down first, then overwritten.
+        await rank.tiers.offload(committed.evicted);
+        rank.tiers.writeComputed(hashes, committed.stored, lease.slots);
+      }
       rank.prefill.release();
       prefilling = false;
       if (signal?.aborted) throw new AbortedError();
@@ -264,6 +286,39 @@ export class MockEngine {
     }
   }
 
+  /**
+   * The lower-tier hits after the GPU prefix: stored into the GPU cache (their slots, evicting
+   * as needed, evictions copied down first), copied up and checked; blocks that fail the check
+   * are computed (their content written as a prefill would). Returns the blocks loaded intact
+   * and the time their transfer takes at the modelled bandwidths.
+   */
+  private async loadFromTiers(tiers: RankTiers, kv: RankKv, lease: KvLease, hashes: BigUint64Array, local: BigUint64Array): Promise<TierLoad> {
+    const from = lease.cachedBlocks;
+    const hits = tiers.match(hashes, from);
+    if (hits.length === 0) return NO_TIER_LOAD;
+    const c = this.config;
+    let placed = 0;
+    try {
+      const res = kv.commit(lease, hashes, local, from + hits.length);
+      placed = Math.max(0, lease.pinned - from);
+      await tiers.offload(res.evicted);
+    } catch (e) {
+      tiers.unpin(hashes, from, hits);
+      throw e;
+    }
+    if (placed < hits.length) tiers.unpin(hashes, from + placed, hits.slice(placed));
+    const good = await tiers.load(hashes, from, hits.slice(0, placed), lease.slots);
+    if (good < placed) {
+      const rest: number[] = [];
+      for (let i = from + good; i < from + placed; i++) rest.push(i);
+      tiers.writeComputed(hashes, rest, lease.slots);
+    }
+    let fromDisk = 0;
+    for (let k = 0; k < good; k++) if (hits[k]!.medium === "disk") fromDisk++;
+    const ms = tierLoadMs((good - fromDisk) * c.blockSize, c.kvHostGbps, c) + tierLoadMs(fromDisk * c.blockSize, c.kvDiskGbps, c);
+    return { blocks: good, ms };
+  }
+
   /** Wait until `t`; with a signal, reject with AbortedError as soon as it aborts. */
   private async sleepUntil(t: number, signal?: AbortSignal): Promise<void> {
     const wait = t - this.clock.now();
@@ -282,11 +337,23 @@ export class MockEngine {
 
   /** Drop every cached block of one rank (or all), each emitting `Cleared`. */
   clearCache(dpRank?: number): void {
-    for (const [r, rank] of this.ranks.entries()) if (dpRank === undefined || dpRank === r) rank.kv.clear();
+    for (const [r, rank] of this.ranks.entries()) {
+      if (dpRank !== undefined && dpRank !== r) continue;
+      rank.tiers?.clear();
+      rank.kv.clear();
+    }
   }
 
   /** Simulated restart of every rank: empty caches, event ids from 0. */
   restartEvents(): void {
-    for (const rank of this.ranks) rank.kv.restart();
+    for (const rank of this.ranks) {
+      rank.tiers?.clear();
+      rank.kv.restart();
+    }
+  }
+
+  /** Frees the tiers' native pools (the disk tier's file too). */
+  close(): void {
+    for (const rank of this.ranks) rank.tiers?.close();
   }
 }

@@ -7,10 +7,17 @@
  * A request holds a `KvLease` from `begin` (cached prefix pinned, at prefill start) through
  * `commit` (its remaining blocks stored, at prefill end) to `release` (request finished).
  */
-import type { KvCacheEventData, RouterEvent, StoredBlock } from "../core/events.ts";
+import type { KvCacheEventData, KvMedium, RouterEvent, StoredBlock } from "../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../core/ids.ts";
 import { RankEventLog, type WorkerKvQueryResponse } from "./event-log.ts";
-import { PrefixCache } from "./prefix-cache.ts";
+import { type EvictedBlock, PrefixCache } from "./prefix-cache.ts";
+
+export interface CommitResult {
+  /** Blocks evicted to make room, with the slots they left (a lower tier copies them from there first). */
+  readonly evicted: readonly EvictedBlock[];
+  /** Indexes (in the prompt) of the blocks newly stored. */
+  readonly stored: readonly number[];
+}
 
 export interface KvLease {
   /** Cache slots of the pinned blocks, `pinned` of them. */
@@ -57,12 +64,15 @@ export class RankKv {
    * Store the request's blocks after its cached prefix (evicting as needed) and emit one
    * Removed event for the evictions, then one Stored event per run of new blocks.
    * A lease from before a clear/restart stores nothing: its prefix is gone.
+   * `upTo` stores only the blocks before it (blocks loaded from a lower tier, ahead of the
+   * computed rest). Returns the blocks evicted (with their slots) and the indexes newly stored.
    */
-  commit(lease: KvLease, hashes: BigUint64Array, tokensHashes: BigUint64Array): void {
-    if (lease.generation !== this.cache.generation) return;
+  commit(lease: KvLease, hashes: BigUint64Array, tokensHashes: BigUint64Array, upTo: number = hashes.length): CommitResult {
+    if (lease.generation !== this.cache.generation) return { evicted: [], stored: [] };
     const stored: number[] = [];
     const evicted: bigint[] = [];
-    lease.pinned = this.cache.storeAndPin(hashes, tokensHashes, lease.pinned, lease.slots, stored, evicted);
+    const evictedInfo: EvictedBlock[] = [];
+    lease.pinned = this.cache.storeAndPin(hashes, tokensHashes, lease.pinned, lease.slots, stored, evicted, upTo, evictedInfo);
     if (evicted.length > 0) this.record({ type: "removed", blockHashes: evicted });
     let i = 0;
     while (i < stored.length) {
@@ -77,6 +87,12 @@ export class RankKv {
       }
       this.record({ type: "stored", parentHash: start > 0 ? hashes[start - 1]! : null, blocks });
     }
+    return { evicted: evictedInfo, stored };
+  }
+
+  /** An event about a lower tier (CPU or disk) of this rank, in the same id sequence as the GPU's. */
+  recordTier(data: KvCacheEventData, medium: KvMedium): void {
+    this.emit(this.log.append(data, medium));
   }
 
   /** Unpin everything the lease holds (idempotent). */

@@ -17,7 +17,10 @@ import { isRouterError } from "../core/errors.ts";
 import type { WorkerId } from "../core/ids.ts";
 import { workerIdFromUrl } from "../core/worker-id.ts";
 import { requireNativeLibrary } from "../transfer/native/library.ts";
-import { type Clock, MockEngine } from "./engine.ts";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Clock, type EngineDeps, MockEngine } from "./engine.ts";
+import { RankTiers } from "./kv-tiers.ts";
 import { engineRoutes } from "./engine-routes.ts";
 import { eventFanout } from "./event-fanout.ts";
 import { handoffRoutes } from "./handoff-routes.ts";
@@ -29,7 +32,7 @@ import { kvRoutes } from "./kv-routes.ts";
 import { loraRoutes } from "./lora-routes.ts";
 import { nativeRoutes } from "./native-routes.ts";
 import { openAiRoutes, unknownModelAnswer } from "./openai-routes.ts";
-import { type MockerOptions, resolveMockerOptions } from "./options.ts";
+import { type MockerConfig, type MockerOptions, resolveMockerOptions } from "./options.ts";
 import { requestLogWriter } from "./request-log.ts";
 import { sessionRoutes } from "./session-routes.ts";
 import { byteTokenizer, loadMockerTokenizer, type MockerTokenizer } from "./tokenizer.ts";
@@ -59,6 +62,22 @@ export interface MockerHandle {
   stop(): Promise<void>;
 }
 
+/** Each rank's host (and disk) tier through the native library; none without --kv-host-blocks. */
+function tierFactory(config: MockerConfig, workerId: WorkerId): EngineDeps["makeTiers"] {
+  if (config.kvHostBlocks === 0) return undefined;
+  const lib = requireNativeLibrary();
+  return (dpRank, record) =>
+    new RankTiers({
+      lib,
+      blockBytes: config.kvBlockBytes,
+      gpuBlocks: config.kvBlocks,
+      hostBlocks: config.kvHostBlocks,
+      diskBlocks: config.kvDiskBlocks,
+      diskPath: join(config.kvDiskDir ?? tmpdir(), `sy-kv-disk-${workerId.toString(16)}-${process.pid}-${dpRank}.bin`),
+      record,
+    });
+}
+
 const realClock: Clock = { now: () => performance.now(), sleep: (ms) => Bun.sleep(ms) };
 
 export async function startMocker(opts: StartMockerOptions = {}): Promise<MockerHandle> {
@@ -84,7 +103,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const workerId = config.workerId ?? workerIdFromUrl(config.advertiseUrl ?? url);
   const { publishers, emit } = eventFanout(config, opts.fetch, log);
   const onPrefilled = config.requestLog === undefined ? undefined : requestLogWriter(config.requestLog, workerId, log);
-  const eng = new MockEngine({ config, workerId, clock: realClock, emit, onPrefilled });
+  const eng = new MockEngine({ config, workerId, clock: realClock, emit, onPrefilled, makeTiers: tierFactory(config, workerId) });
   // Prefill and decode engines move real KV bytes through the native library; an ordinary
   // engine (role both) never loads it.
   const handoff =
@@ -167,12 +186,14 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       await server.stop(true);
       await Promise.all(publishers.map((p) => p.stop()));
       handoff?.stop();
+      eng.close();
       return finished;
     },
     stop: async () => {
       await server.stop(true);
       await Promise.all(publishers.map((p) => p.stop()));
       handoff?.stop();
+      eng.close();
     },
   };
 }
