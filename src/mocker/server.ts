@@ -32,6 +32,8 @@ import { kvRoutes } from "./kv-routes.ts";
 import { loraRoutes } from "./lora-routes.ts";
 import { nativeRoutes } from "./native-routes.ts";
 import { openAiRoutes, unknownModelAnswer } from "./openai-routes.ts";
+import { PeerKv } from "./peer-pull.ts";
+import { peerRoutes } from "./peer-routes.ts";
 import { type MockerConfig, type MockerOptions, resolveMockerOptions } from "./options.ts";
 import { requestLogWriter } from "./request-log.ts";
 import { sessionRoutes } from "./session-routes.ts";
@@ -106,24 +108,27 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const eng = new MockEngine({ config, workerId, clock: realClock, emit, onPrefilled, makeTiers: tierFactory(config, workerId) });
   // Prefill and decode engines move real KV bytes through the native library; an ordinary
   // engine (role both) never loads it.
-  const handoff =
-    config.role === "both"
-      ? null
-      : new KvHandoff({
-          lib: requireNativeLibrary(),
-          workerIdHex: workerId.toString(16),
-          blockBytes: config.kvBlockBytes,
-          poolBlocks: config.kvPoolBlocks,
-          leaseMs: config.kvLeaseMs,
-          log,
-        });
+  const newHandoff = () =>
+    new KvHandoff({
+      lib: requireNativeLibrary(),
+      workerIdHex: workerId.toString(16),
+      blockBytes: config.kvBlockBytes,
+      poolBlocks: config.kvPoolBlocks,
+      leaseMs: config.kvLeaseMs,
+      log,
+    });
+  const handoff = config.role === "both" ? null : newHandoff();
+  // Peer pulls (either side) need the native library only once one happens.
+  let peerHandoff: KvHandoff | null = handoff;
+  const peer = new PeerKv({ engine: eng, handoff: () => (peerHandoff ??= newHandoff()), config, fetch: opts.fetch ?? fetch, log });
+  const peerHttp = peerRoutes(peer);
 
   let seq = 0;
   const newId = (prefix: string) => `${prefix}-${workerId.toString(36)}-${++seq}`;
   const probes = health();
   const disagg = handoffRoutes({ handoff, engine: eng, config, port, workerId, fetch: opts.fetch ?? fetch, log });
   const routes: Route[] = [
-    ...openAiRoutes({ engine: eng, tokenizer, workerId, newId, handoff: disagg, log }),
+    ...openAiRoutes({ engine: eng, tokenizer, workerId, newId, handoff: disagg, peer: peerHttp, log }),
     ...probes.routes,
     ...engineRoutes({
       engine: eng,
@@ -136,11 +141,13 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       tokenizer,
       publishers,
       handoffStats: handoff?.stats,
+      peerStats: peer.stats,
     }),
     ...kvRoutes({ engine: eng, workerId, requireAdmin: adminCheck(config.adminToken) }),
     ...loraRoutes(eng),
     ...sessionRoutes(eng),
     ...disagg.routes,
+    ...peerHttp.routes,
     ...nativeRoutes({
       engine: eng,
       tokenizer,
@@ -185,14 +192,14 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       const finished = server.pendingRequests === 0;
       await server.stop(true);
       await Promise.all(publishers.map((p) => p.stop()));
-      handoff?.stop();
+      peerHandoff?.stop();
       eng.close();
       return finished;
     },
     stop: async () => {
       await server.stop(true);
       await Promise.all(publishers.map((p) => p.stop()));
-      handoff?.stop();
+      peerHandoff?.stop();
       eng.close();
     },
   };
