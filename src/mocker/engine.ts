@@ -157,6 +157,8 @@ export class MockEngine {
     this.loras = new LoraRegistry(c.maxLoras, c.model, c.loras);
     this.ranks = Array.from({ length: c.dpRanks }, (_, r) => {
       const kv = new RankKv({ workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit });
+      const tiers = deps.makeTiers?.(r, (data, medium) => kv.recordTier(data, medium)) ?? null;
+      if (tiers !== null) kv.lowerTiers = () => tiers.held();
       return {
         kv,
         slots: new FifoSemaphore(c.maxConcurrency),
@@ -164,7 +166,7 @@ export class MockEngine {
         decoding: 0,
         prefillBusyUntil: 0,
         prefillStats: new PrefillStats(),
-        tiers: deps.makeTiers?.(r, (data, medium) => kv.recordTier(data, medium)) ?? null,
+        tiers,
       };
     });
   }

@@ -211,6 +211,13 @@ export class RankTiers {
     }
   }
 
+  /** Every block held per medium (tree dumps). */
+  held(): { medium: "cpu" | "disk"; blocks: TierBlock[] }[] {
+    const out: { medium: "cpu" | "disk"; blocks: TierBlock[] }[] = [{ medium: "cpu", blocks: this.host.blocks() }];
+    if (this.disk !== null) out.push({ medium: "disk", blocks: this.disk.blocks() });
+    return out;
+  }
+
   /** Drops every lower-tier block (the caller's Cleared event speaks for every medium). */
   clear(): void {
     this.host.clear();

@@ -11,6 +11,7 @@ import type { KvCacheEventData, KvMedium, RouterEvent, StoredBlock } from "../co
 import type { DpRank, EventId, WorkerId } from "../core/ids.ts";
 import { RankEventLog, type WorkerKvQueryResponse } from "./event-log.ts";
 import { type EvictedBlock, PrefixCache } from "./prefix-cache.ts";
+import type { TierBlock } from "./tier-index.ts";
 
 export interface CommitResult {
   /** Blocks evicted to make room, with the slots they left (a lower tier copies them from there first). */
@@ -119,7 +120,7 @@ export class RankKv {
    */
   dump(): RouterEvent[] {
     const { workerId, dpRank } = this.log;
-    return this.cache.blocks().map((b, i) => ({
+    const out: RouterEvent[] = this.cache.blocks().map((b, i) => ({
       workerId,
       event: {
         eventId: BigInt(i),
@@ -127,7 +128,18 @@ export class RankKv {
         data: { type: "stored", parentHash: b.parentHash, blocks: [{ blockHash: b.blockHash, tokensHash: b.tokensHash }] },
       },
     }));
+    // Then each lower tier's blocks with their medium (each names its own parent).
+    for (const { medium, blocks } of this.lowerTiers?.() ?? []) {
+      for (const b of blocks) {
+        const data: KvCacheEventData = { type: "stored", parentHash: b.parentHash, blocks: [{ blockHash: b.blockHash, tokensHash: b.tokensHash }] };
+        out.push({ workerId, event: { eventId: BigInt(out.length), dpRank, data, medium } });
+      }
+    }
+    return out;
   }
+
+  /** The blocks of this rank's lower tiers, for tree dumps (set once the tiers exist). */
+  lowerTiers: (() => readonly { medium: KvMedium; blocks: readonly TierBlock[] }[]) | undefined;
 
   /** The recovery query (src/protocol/kv-query.ts) for this rank. */
   query(startId?: EventId, endId?: EventId): WorkerKvQueryResponse {

@@ -182,6 +182,13 @@ describe("MockEngine with a host tier", () => {
     expect(again.ttft).toBe(tierLoadMs(16, config.kvHostGbps, config));
     const tiers = engine.ranks[0]!.tiers!;
     expect(tiers.stats).toMatchObject({ loadedFromHost: 4, mismatchedBlocks: 0 });
+    // A tree dump lists the GPU blocks, then the host tier's with their medium.
+    const dump = engine.ranks[0]!.kv.dump();
+    expect(dump.filter((e) => e.event.medium === undefined)).toHaveLength(4);
+    expect(dump.filter((e) => e.event.medium === "cpu").map((e) => (e.event.data.type === "stored" ? e.event.data.blocks[0]!.blockHash : 0n)).sort()).toEqual(
+      [...engineBlockHashes(computeBlockHashes(a, 4, {})), ...engineBlockHashes(computeBlockHashes(b, 4, {}))].sort(),
+    );
+    expect(dump.map((e) => e.event.eventId)).toEqual(dump.map((_, i) => BigInt(i)));
     engine.close();
   });
 
