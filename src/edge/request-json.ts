@@ -21,12 +21,20 @@ export const OFF_LOOP_MIN_BYTES = 1 << 20;
 
 export type { OffLoopJsonParser } from "./deps.ts";
 
-/** The largest body a prompt route reads, and how the 413 names it. */
-export function promptBodyLimit(limits: RequestLimits): { readonly bytes: number; readonly name: string } {
-  if (limits.maxPromptChars === undefined) return { bytes: limits.maxBodyBytes, name: "--max-body-bytes" };
+/**
+ * The largest body a prompt route reads, how the 413 names it, and whether the bound comes
+ * from the prompt's limit (then the 413 names the prompt field, as a prompt refused after
+ * parsing does).
+ */
+export function promptBodyLimit(limits: RequestLimits): {
+  readonly bytes: number;
+  readonly name: string;
+  readonly fromPrompt: boolean;
+} {
+  if (limits.maxPromptChars === undefined) return { bytes: limits.maxBodyBytes, name: "--max-body-bytes", fromPrompt: false };
   const derived = BODY_BYTES_PER_PROMPT_CHAR * limits.maxPromptChars + BODY_BYTES_BESIDE_PROMPT;
-  if (derived >= limits.maxBodyBytes) return { bytes: limits.maxBodyBytes, name: "--max-body-bytes" };
-  return { bytes: derived, name: `${BODY_BYTES_PER_PROMPT_CHAR} bytes per --max-prompt-chars character + 1 MiB` };
+  if (derived >= limits.maxBodyBytes) return { bytes: limits.maxBodyBytes, name: "--max-body-bytes", fromPrompt: false };
+  return { bytes: derived, name: `${BODY_BYTES_PER_PROMPT_CHAR} bytes per --max-prompt-chars character + 1 MiB`, fromPrompt: true };
 }
 
 /**
@@ -40,7 +48,7 @@ export async function readJsonRequest(
   promptFields: readonly string[],
 ): Promise<{ body: Uint8Array; json: Record<string, unknown> }> {
   const bound = promptBodyLimit(limits);
-  const body = await readBodyLimited(req, bound.bytes, bound.name);
+  const body = await readBodyLimited(req, bound.bytes, bound.name, bound.fromPrompt && promptFields.length === 1 ? promptFields[0] : undefined);
   if (body.length >= OFF_LOOP_MIN_BYTES && limits.parseOffLoop !== undefined) {
     return limits.parseOffLoop(body, promptFields, limits.maxPromptChars);
   }

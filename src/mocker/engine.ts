@@ -1,9 +1,13 @@
 /**
- * The simulated engine: dp ranks (each with its prefix cache, event log, FIFO admission
- * and serialized prefill), the request lifecycle, LoRA adapters and sessions. It knows
- * nothing of HTTP; time comes from an injected Clock, so tests can run it on virtual time.
+ * The simulated engine: dp ranks (each with its prefix cache, event log and scheduler), the
+ * request lifecycle, LoRA adapters and sessions. It knows nothing of HTTP; time comes from an
+ * injected Clock, so tests can run it on virtual time.
  *
- * A request on a rank: wait for a running slot (max concurrency, FIFO) -> wait for the
+ * Two schedulers (`--scheduler`). `v1` (the default): vLLM V1's steps, a token budget per step
+ * that running decodes take first and prefill chunks share (step-scheduler.ts); the cached
+ * prefix is looked up and pinned when a request is first scheduled, its blocks stored when its
+ * last chunk ran. `fifo` (what earlier results were measured on): a request on a rank waits
+ * for a running slot (max concurrency, FIFO) -> wait for the
  * rank's single prefill lane -> pin its cached prefix -> prefill the uncached tokens ->
  * store its blocks (KV events) -> first token -> one token per decode step, the step slowing
  * with the number of decoding sequences -> release slot and pins. A client that leaves at any
@@ -21,8 +25,9 @@ import type { RankTiers } from "./kv-tiers.ts";
 import { LoraRegistry } from "./lora.ts";
 import type { MockerConfig } from "./options.ts";
 import { PrefillStats } from "./prefill-stats.ts";
-import { type KvLease, RankKv } from "./rank-kv.ts";
+import { type CommitResult, type KvLease, RankKv } from "./rank-kv.ts";
 import { SessionRegistry } from "./sessions.ts";
+import { StepScheduler } from "./step-scheduler.ts";
 import { decodeStepMs, prefillMs, tierLoadMs } from "./timing.ts";
 
 export interface Clock {
@@ -94,8 +99,30 @@ export interface RankState {
   prefillBusyUntil: number;
   /** Finished requests' prefill time and computed tokens, as vLLM exports them (/metrics). */
   readonly prefillStats: PrefillStats;
+  /** `--scheduler v1`: the rank's steps (slots, prefill and decoding are then unused). */
+  readonly steps: StepScheduler | undefined;
   /** The rank's host (and disk) tiers with real bytes; null without --kv-host-blocks. */
   readonly tiers: RankTiers | null;
+}
+
+/** A rank's queues as its metrics report them, whichever scheduler runs it. */
+export interface RankLoad {
+  /** Requests scheduled and not finished (vLLM's num_requests_running). */
+  readonly running: number;
+  /** Requests not yet scheduled (vLLM's num_requests_waiting). */
+  readonly waiting: number;
+  /** Running requests past their prefill. */
+  readonly decoding: number;
+  /** Running requests whose prompt is not computed yet (fifo: those waiting for the prefill lane). */
+  readonly prefilling: number;
+}
+
+export function rankLoad(r: RankState): RankLoad {
+  if (r.steps !== undefined) {
+    const decoding = r.steps.decoding;
+    return { running: r.steps.running, waiting: r.steps.waiting, decoding, prefilling: r.steps.running - decoding };
+  }
+  return { running: r.slots.held, waiting: r.slots.waiting, decoding: r.decoding, prefilling: r.prefill.waiting };
 }
 
 export interface EngineCounters {
@@ -166,6 +193,7 @@ export class MockEngine {
         decoding: 0,
         prefillBusyUntil: 0,
         prefillStats: new PrefillStats(),
+        steps: c.scheduler === "v1" ? new StepScheduler(deps.clock, c, { maxNumBatchedTokens: c.maxNumBatchedTokens, maxRunning: c.maxConcurrency }) : undefined,
         tiers,
       };
     });
@@ -202,6 +230,7 @@ export class MockEngine {
     const signal = req.signal;
     const arrivedAt = this.clock.now();
     this.counters.requests++;
+    if (rank.steps !== undefined) return this.generateInSteps(req, sink, rank, rank.steps, local, hashes, arrivedAt);
 
     let admitted = false;
     let prefilling = false;
@@ -243,11 +272,7 @@ export class MockEngine {
         promptTokens: req.tokens.length, cachedTokens, computedTokens: computed,
       });
       const committed = rank.kv.commit(lease, hashes, local);
-      if (rank.tiers !== null) {
-        // Evicted blocks leave their slots for the new ones: copied down first, then overwritten.
-        await rank.tiers.offload(committed.evicted);
-        rank.tiers.writeComputed(hashes, committed.stored, lease.slots);
-      }
+      if (rank.tiers !== null) await this.storeToTiers(rank.tiers, committed, hashes, lease.slots);
       rank.prefill.release();
       prefilling = false;
       if (signal?.aborted) throw new AbortedError();
@@ -288,37 +313,131 @@ export class MockEngine {
     }
   }
 
+  /** `--scheduler v1`: the request runs in the rank's steps (step-scheduler.ts). */
+  private async generateInSteps(
+    req: GenerateRequest,
+    sink: TokenSink,
+    rank: RankState,
+    steps: StepScheduler,
+    local: BigUint64Array,
+    hashes: BigUint64Array,
+    arrivedAt: number,
+  ): Promise<GenerateResult> {
+    const c = this.config;
+    const signal = req.signal;
+    let lease: ReturnType<RankKv["begin"]> | undefined;
+    let imported: ImportedKv = { blocks: 0, bytes: 0 };
+    let tier = NO_TIER_LOAD;
+    let info: GenerateStart | undefined;
+    let computed = 0;
+    let prefillStart = 0;
+    let firstTokenAt = 0;
+    let text = "";
+    const offset = fakeTextOffset(c.seed, req.tokens);
+    try {
+      if (req.importKv !== undefined) {
+        // vLLM's WAITING_FOR_REMOTE_KVS: the pull happens before the request is scheduled.
+        lease = rank.kv.begin(hashes);
+        if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
+        if (signal?.aborted) throw new AbortedError();
+      }
+      if (rank.tiers !== null && imported.blocks === 0) {
+        // The OffloadingConnector's load, also before scheduling: the request waits for its
+        // blocks to arrive at the modelled bandwidth while the rank's steps go on.
+        lease ??= rank.kv.begin(hashes);
+        tier = await this.loadFromTiers(rank.tiers, rank.kv, lease, hashes, local);
+        await this.sleepUntil(this.clock.now() + tier.ms, signal);
+      }
+      await steps.submit({
+        maxTokens: req.maxTokens,
+        signal,
+        begin: () => {
+          prefillStart = this.clock.now();
+          lease ??= rank.kv.begin(hashes);
+          const cachedTokens = (lease.cachedBlocks + tier.blocks) * c.blockSize;
+          info = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
+          this.counters.promptTokens += req.tokens.length;
+          this.counters.cachedTokens += cachedTokens;
+          sink.start(info);
+          computed = req.tokens.length - cachedTokens - imported.blocks * c.blockSize;
+          return computed;
+        },
+        prefilled: () => {
+          firstTokenAt = this.clock.now();
+          this.onPrefilled?.({
+            requestId: req.requestId, dpRank: req.dpRank, arrivedAt, prefillStartedAt: prefillStart, firstTokenAt,
+            promptTokens: req.tokens.length, cachedTokens: info!.cachedTokens, computedTokens: computed,
+          });
+          const committed = rank.kv.commit(lease!, hashes, local);
+          // Inside a step (no waiting here): the copies run on the tiers' own lane, in order.
+          if (rank.tiers !== null) void this.storeToTiers(rank.tiers, committed, hashes, lease!.slots);
+        },
+        token: (i) => {
+          const t = fakeToken(offset, i);
+          text += t;
+          this.counters.completionTokens++;
+          sink.token(t, i);
+        },
+      });
+      rank.prefillStats.finished(firstTokenAt - prefillStart, computed);
+      return { ...info!, completionTokens: req.maxTokens, text, transferredBlocks: imported.blocks, transferredBytes: imported.bytes };
+    } catch (e) {
+      if (e instanceof AbortedError) this.counters.aborted++;
+      throw e;
+    } finally {
+      if (lease !== undefined) rank.kv.release(lease);
+    }
+  }
+
   /**
    * The lower-tier hits after the GPU prefix: stored into the GPU cache (their slots, evicting
    * as needed, evictions copied down first), copied up and checked; blocks that fail the check
    * are computed (their content written as a prefill would). Returns the blocks loaded intact
-   * and the time their transfer takes at the modelled bandwidths.
+   * and the time their transfer takes at the modelled bandwidths. On the tiers' lane.
    */
-  private async loadFromTiers(tiers: RankTiers, kv: RankKv, lease: KvLease, hashes: BigUint64Array, local: BigUint64Array): Promise<TierLoad> {
-    const from = lease.cachedBlocks;
-    const hits = tiers.match(hashes, from);
-    if (hits.length === 0) return NO_TIER_LOAD;
-    const c = this.config;
-    let placed = 0;
+  private loadFromTiers(tiers: RankTiers, kv: RankKv, lease: KvLease, hashes: BigUint64Array, local: BigUint64Array): Promise<TierLoad> {
+    return tiers.exclusive(async () => {
+      const from = lease.cachedBlocks;
+      const hits = tiers.match(hashes, from);
+      if (hits.length === 0) return NO_TIER_LOAD;
+      const c = this.config;
+      let placed = 0;
+      try {
+        const res = kv.commit(lease, hashes, local, from + hits.length);
+        placed = Math.max(0, lease.pinned - from);
+        await tiers.offload(res.evicted);
+      } catch (e) {
+        tiers.unpin(hashes, from, hits);
+        throw e;
+      }
+      if (placed < hits.length) tiers.unpin(hashes, from + placed, hits.slice(placed));
+      const good = await tiers.load(hashes, from, hits.slice(0, placed), lease.slots);
+      if (good < placed) {
+        const rest: number[] = [];
+        for (let i = from + good; i < from + placed; i++) rest.push(i);
+        tiers.writeComputed(hashes, rest, lease.slots);
+      }
+      let fromDisk = 0;
+      for (let k = 0; k < good; k++) if (hits[k]!.medium === "disk") fromDisk++;
+      const ms = tierLoadMs((good - fromDisk) * c.blockSize, c.kvHostGbps, c) + tierLoadMs(fromDisk * c.blockSize, c.kvDiskGbps, c);
+      return { blocks: good, ms };
+    });
+  }
+
+  /**
+   * After a commit: the evicted blocks copied down (before their slots are overwritten), then
+   * the new blocks' content written to their slots. On the tiers' lane, so a later eviction of
+   * these blocks copies their content, not the old one. Failures are counted, never thrown.
+   */
+  private async storeToTiers(tiers: RankTiers, committed: CommitResult, hashes: BigUint64Array, slots: Int32Array): Promise<void> {
     try {
-      const res = kv.commit(lease, hashes, local, from + hits.length);
-      placed = Math.max(0, lease.pinned - from);
-      await tiers.offload(res.evicted);
-    } catch (e) {
-      tiers.unpin(hashes, from, hits);
-      throw e;
+      await tiers.exclusive(async () => {
+        await tiers.offload(committed.evicted);
+        tiers.writeComputed(hashes, committed.stored, slots);
+      });
+    } catch {
+      tiers.stats.failures++;
     }
-    if (placed < hits.length) tiers.unpin(hashes, from + placed, hits.slice(placed));
-    const good = await tiers.load(hashes, from, hits.slice(0, placed), lease.slots);
-    if (good < placed) {
-      const rest: number[] = [];
-      for (let i = from + good; i < from + placed; i++) rest.push(i);
-      tiers.writeComputed(hashes, rest, lease.slots);
-    }
-    let fromDisk = 0;
-    for (let k = 0; k < good; k++) if (hits[k]!.medium === "disk") fromDisk++;
-    const ms = tierLoadMs((good - fromDisk) * c.blockSize, c.kvHostGbps, c) + tierLoadMs(fromDisk * c.blockSize, c.kvDiskGbps, c);
-    return { blocks: good, ms };
   }
 
   /** Wait until `t`; with a signal, reject with AbortedError as soon as it aborts. */

@@ -15,13 +15,14 @@
  * blocks' own hashes with their parent and tokens, medium CPU (host) or STORAGE (disk, "disk"
  * here; on the JSON wire Dynamo's storage_tier host_pinned / disk); an eviction removes the same
  * hashes from that medium. Events are self-contained (own parent), so a store is one event per
- * chain of blocks. Callers serialize every call per rank (the rank's prefill lane).
+ * chain of blocks. Callers run every call on the rank's lane (`exclusive`), so a slot is never read mid-copy.
  */
 import type { KvCacheEventData, KvMedium, StoredBlock } from "../core/events.ts";
 import { BlockTransferHandler } from "../transfer/handler.ts";
 import type { NativeLibrary } from "../transfer/native/library.ts";
 import { NativePool } from "../transfer/pools.ts";
 import { handoffLayout } from "./kv-handoff.ts";
+import { FifoSemaphore } from "./fifo.ts";
 import { blockMatches, fillBlock } from "./kv-content.ts";
 import type { EvictedBlock } from "./prefix-cache.ts";
 import { TierIndex, type TierBlock } from "./tier-index.ts";
@@ -52,6 +53,8 @@ export interface TierStats {
   mismatchedBlocks: number;
   /** Seconds spent in native copies (offload and load together). */
   copySeconds: number;
+  /** Offloads that failed (a native error): those blocks are not on a lower tier. */
+  failures: number;
 }
 
 /** Where a lower-tier hit lives. */
@@ -61,7 +64,7 @@ export interface TierHit {
 }
 
 export class RankTiers {
-  readonly stats: TierStats = { offloadedBlocks: 0, spilledBlocks: 0, loadedFromHost: 0, loadedFromDisk: 0, mismatchedBlocks: 0, copySeconds: 0 };
+  readonly stats: TierStats = { offloadedBlocks: 0, spilledBlocks: 0, loadedFromHost: 0, loadedFromDisk: 0, mismatchedBlocks: 0, copySeconds: 0, failures: 0 };
   readonly host: TierIndex;
   readonly disk: TierIndex | null;
   readonly #o: RankTiersOptions;
@@ -71,6 +74,8 @@ export class RankTiers {
   readonly #handler: BlockTransferHandler;
   readonly #buf: Uint8Array;
   readonly #scratch: Uint8Array;
+  /** Every device or pool access of this rank runs on it, one at a time, in call order. */
+  readonly #lane = new FifoSemaphore(1);
 
   constructor(o: RankTiersOptions) {
     this.#o = o;
@@ -89,6 +94,16 @@ export class RankTiers {
       this.disk = null;
     }
     this.#handler = new BlockTransferHandler({ device: this.#device, host: this.#hostPool, disk: this.#diskPool ?? undefined });
+  }
+
+  /** Runs `fn` alone on the rank's tier lane (copies, loads, exports), after those called before. */
+  async exclusive<T>(fn: () => Promise<T> | T): Promise<T> {
+    await this.#lane.acquire();
+    try {
+      return await fn();
+    } finally {
+      this.#lane.release();
+    }
   }
 
   /** Computed blocks land in their GPU slots: `indexes` of the prompt, at `slots[index]`. */

@@ -158,11 +158,22 @@ export const MOCKER_OPTIONS = {
     help: "modelled KV bytes per token for load and pull times\n(Llama-3.1-8B bf16: 2 x 32 layers x 8 KV heads x 128 x 2 B)",
   }),
   kvPullDeadlineMs: row({ schema: v.optional(numberAtLeast(1), 2_000), read: readNumber, meta: "MS", help: "a peer pull not done by then is abandoned and the prefix computed" }),
+  scheduler: row({
+    schema: v.optional(v.picklist(["v1", "fifo"], "must be v1 or fifo"), "v1"),
+    meta: "S",
+    help: "v1: vLLM V1's steps (a token budget per step, running decodes\nfirst, prefill chunks in what is left); fifo: one prefill at a\ntime per rank beside the decodes (earlier results)",
+  }),
+  maxNumBatchedTokens: row({
+    schema: v.optional(count(1), 8192),
+    read: readNumber,
+    meta: "N",
+    help: "--scheduler v1: tokens one step computes (vLLM's\nmax_num_batched_tokens)",
+  }),
   prefillStallsDecode: row({
     schema: v.optional(v.boolean("must be true or false"), false),
     switch: true,
     read: (text: string) => text !== "false",
-    help: "a running prefill holds back decode steps (aggregated GPU timing)",
+    help: "--scheduler fifo: a running prefill holds back decode steps\n(aggregated GPU timing without chunked prefill)",
     defaultText: false,
   }),
 } as const;
@@ -246,6 +257,14 @@ function resolveRouterUrls(opts: MockerOptions, problems: string[]): string[] {
     }
   }
   return [...urls];
+}
+
+/**
+ * The longest sequence the engine takes: its KV cache of one rank (vLLM refuses at start a
+ * max_model_len its cache cannot hold), as /v1/models, /tokenize and SGLang's server info say.
+ */
+export function maxModelLen(c: Pick<MockerConfig, "kvBlocks" | "blockSize">): number {
+  return c.kvBlocks * c.blockSize;
 }
 
 export const MOCKER_USAGE = ["usage: switchyard mocker [flags]", ...usageRows(OPTION_LIST, 24)].join("\n");

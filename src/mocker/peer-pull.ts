@@ -70,8 +70,7 @@ export class PeerKv {
 
   /**
    * Peer side: the leading blocks of `hashes` this engine holds on one rank (its GPU cache, then
-   * its host tier), written to `sy-p2p-<kvRequestId>`. Reads under the rank's prefill lane, as a
-   * real engine's transfer competes with its compute. Null segment when it holds none.
+   * its host tier), written to `sy-p2p-<kvRequestId>`. Null segment when it holds none.
    */
   async export(kvRequestId: string, hashes: BigUint64Array, signal: AbortSignal): Promise<{ segment: string | null; blocks: number }> {
     const name = peerSegmentName(kvRequestId);
@@ -87,13 +86,7 @@ export class PeerKv {
     for (let r = 1; r < eng.ranks.length; r++) if (held(r) > held(best)) best = r;
     if (held(best) === 0) return { segment: null, blocks: 0 };
     const rank = eng.ranks[best]!;
-    this.stats.exportsWaiting++;
-    try {
-      await rank.prefill.acquire(signal);
-    } finally {
-      this.stats.exportsWaiting--;
-    }
-    try {
+    const write = () => {
       const n = held(best); // again: the cache may have changed while waiting
       if (n === 0) return { segment: null, blocks: 0 };
       const exported = this.#o.handoff().exportNamed(name, n, (i, buf) => {
@@ -107,8 +100,20 @@ export class PeerKv {
       this.stats.exports++;
       this.stats.exportedBlocks += n;
       return { segment: exported.segment, blocks: n };
+    };
+    // The host tier is read on its lane (never mid-copy); on the FIFO scheduler the export
+    // also waits for the rank's prefill lane, as a transfer competes with its compute.
+    const fifo = rank.steps === undefined;
+    this.stats.exportsWaiting++;
+    try {
+      if (fifo) await rank.prefill.acquire(signal);
     } finally {
-      rank.prefill.release();
+      this.stats.exportsWaiting--;
+    }
+    try {
+      return rank.tiers !== null ? await rank.tiers.exclusive(write) : write();
+    } finally {
+      if (fifo) rank.prefill.release();
     }
   }
 

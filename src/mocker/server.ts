@@ -5,7 +5,8 @@
  * openai-routes.ts (completions, chat, models), native-routes.ts (tokenize, embeddings, rerank,
  * responses, SGLang generate, ...), engine-routes.ts (engine info, metrics), kv-routes.ts (the
  * recovery query and KV admin), handoff-routes.ts (disaggregated prefill/decode), lora-routes.ts,
- * session-routes.ts, health-routes.ts (probes and the drain gate). This file only composes.
+ * session-routes.ts, sglang-info-routes.ts (SGLang's server info), health-routes.ts (probes and the
+ * drain gate). This file only composes.
  *
  * @example
  * const m = await startMocker({ port: 0, kvBlocks: 1024 });
@@ -37,6 +38,7 @@ import { peerRoutes } from "./peer-routes.ts";
 import { type MockerConfig, type MockerOptions, resolveMockerOptions } from "./options.ts";
 import { requestLogWriter } from "./request-log.ts";
 import { sessionRoutes } from "./session-routes.ts";
+import { sglangInfoRoutes } from "./sglang-info-routes.ts";
 import { byteTokenizer, loadMockerTokenizer, type MockerTokenizer } from "./tokenizer.ts";
 
 export interface StartMockerOptions extends MockerOptions {
@@ -146,6 +148,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     ...kvRoutes({ engine: eng, workerId, requireAdmin: adminCheck(config.adminToken) }),
     ...loraRoutes(eng),
     ...sessionRoutes(eng),
+    ...sglangInfoRoutes({ engine: eng, tokenizer }),
     ...disagg.routes,
     ...peerHttp.routes,
     ...nativeRoutes({

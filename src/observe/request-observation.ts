@@ -57,7 +57,7 @@ export type StreamOutcome = "done" | "error" | "timeout" | "client_timeout" | "c
 
 /** A streamed answer on its way to the client. */
 export interface StreamTrack {
-  /** Running count of output tokens (SSE data events); the first call marks the first token. */
+  /** Running count of output tokens as the engine counts them (edge/proxy/sse-counter.ts); the first count above 0 marks the first token. */
   tokens(total: number): void;
   /** A chunk of an answer that is not SSE: its tail holds the usage (JSON answers put it last). */
   chunk(bytes: Uint8Array): void;
@@ -322,7 +322,7 @@ export class RequestObservation {
     this.#endUpstream("client closed the request");
   }
 
-  /** A whole answer (not streamed): its body (for the usage) and, for SSE, its data events. */
+  /** A whole answer (not streamed): its body (for the usage) and, for SSE, its output tokens (sse-counter.ts). */
   answered(status: number, body: Uint8Array | undefined, sseEvents: number | undefined): void {
     const streamedAtOnce = sseEvents !== undefined;
     this.#answer = {

@@ -11,6 +11,7 @@ import { computeBlockHashes } from "../../src/core/block-hash.ts";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { engineBlockHashes } from "../../src/mocker/engine-hash.ts";
+import { rankLoad } from "../../src/mocker/engine.ts";
 import { type MockerHandle, startMocker } from "../../src/mocker/server.ts";
 import { parseWorkerKvQueryResponse } from "../../src/protocol/kv-query-wire.ts";
 import type { WorkerKvQueryResponse } from "../../src/protocol/kv-query.ts";
@@ -135,8 +136,12 @@ describe("mocker process", () => {
     expect(r.body.usage.prompt_tokens_details.cached_tokens).toBe(40);
   });
 
-  test("streaming sends one SSE chunk per token as it is generated, then usage and [DONE]", async () => {
-    const res = await post("/v1/completions", { prompt: "stream me please", max_tokens: 8, stream: true }, { "x-switchyard-dp-rank": "0" });
+  test("streaming sends one SSE chunk per token as it is generated, then usage (asked for) and [DONE]", async () => {
+    const res = await post(
+      "/v1/completions",
+      { prompt: "stream me please", max_tokens: 8, stream: true, stream_options: { include_usage: true } },
+      { "x-switchyard-dp-rank": "0" },
+    );
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     expect(res.headers.get("x-mocker-cached-tokens")).toBe("0");
     const reader = res.body!.getReader();
@@ -341,9 +346,9 @@ describe("mocker in-process", () => {
     });
     const reader = res.body!.getReader();
     await reader.read();
-    expect(engine.ranks[0]!.slots.held).toBe(1);
+    expect(rankLoad(engine.ranks[0]!).running).toBe(1);
     ctl.abort();
-    await until(() => engine.ranks[0]!.slots.held === 0, "the slot to be released");
+    await until(() => rankLoad(engine.ranks[0]!).running === 0, "the slot to be released");
     expect(engine.counters.aborted).toBe(1);
   });
 });

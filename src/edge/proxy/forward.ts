@@ -283,8 +283,8 @@ function respond(
     const counter = new SseDataCounter();
     counter.push(first.value);
     counter.finish();
-    s.tokens(counter.events);
-    s.end({ how: "whole", status: res.status, body: first.value, sseEvents: sse ? counter.events : undefined });
+    s.tokens(counter.tokens);
+    s.end({ how: "whole", status: res.status, body: first.value, sseEvents: sse ? counter.tokens : undefined });
     return answer;
   }
   const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;

@@ -305,7 +305,7 @@ export class RecoveryDriver {
       const id = ev.event.eventId;
       const last = rank.lastAppliedId();
       if (last !== undefined && id <= last) continue;
-      if (ev.event.data.type === "cleared") {
+      if (ev.event.data.type === "cleared" && ev.event.medium === undefined) {
         c.clears += 1;
         ws.applyReplayedClear(r, id);
         this.sink.applyEvent(ev);
