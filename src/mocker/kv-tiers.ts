@@ -17,6 +17,8 @@
  * hashes from that medium. Events are self-contained (own parent), so a store is one event per
  * chain of blocks. Callers run every call on the rank's lane (`exclusive`), so a slot is never read mid-copy.
  */
+import { readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import type { KvCacheEventData, KvMedium, StoredBlock } from "../core/events.ts";
 import { BlockTransferHandler } from "../transfer/handler.ts";
 import type { NativeLibrary } from "../transfer/native/library.ts";
@@ -284,4 +286,41 @@ export class RankTiers {
     }
   }
 
+}
+
+const DISK_FILE = /^sy-kv-disk-([0-9a-f]{1,16})-(\d{1,10})-\d{1,6}\.bin$/;
+
+/** The disk tier's slot file of one rank of this process. */
+export function diskTierPath(dir: string, workerIdHex: string, dpRank: number): string {
+  return join(dir, `sy-kv-disk-${workerIdHex}-${process.pid}-${dpRank}.bin`);
+}
+
+/**
+ * Removes the disk-tier files a killed earlier process of this engine (same worker id) left in
+ * `dir`: a close removes its own, a SIGKILL cannot. Files of a live process are kept.
+ */
+export function sweepDiskTiers(dir: string, workerIdHex: string): number {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0; // the directory is not there yet: nothing to sweep
+  }
+  let removed = 0;
+  for (const n of names) {
+    const m = DISK_FILE.exec(n);
+    if (m === null || m[1] !== workerIdHex || Number(m[2]) === process.pid || alive(Number(m[2]))) continue;
+    rmSync(join(dir, n), { force: true });
+    removed++;
+  }
+  return removed;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"; // someone else's live process
+  }
 }

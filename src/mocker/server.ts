@@ -13,15 +13,14 @@
  * await fetch(`${m.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: "hi" }) });
  * await m.stop();
  */
+import { tmpdir } from "node:os";
 import { Hono } from "hono";
 import { isRouterError } from "../core/errors.ts";
 import type { WorkerId } from "../core/ids.ts";
 import { workerIdFromUrl } from "../core/worker-id.ts";
 import { requireNativeLibrary } from "../transfer/native/library.ts";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type Clock, type EngineDeps, MockEngine } from "./engine.ts";
-import { RankTiers } from "./kv-tiers.ts";
+import { diskTierPath, RankTiers, sweepDiskTiers } from "./kv-tiers.ts";
 import { engineRoutes } from "./engine-routes.ts";
 import { eventFanout } from "./event-fanout.ts";
 import { handoffRoutes } from "./handoff-routes.ts";
@@ -70,6 +69,9 @@ export interface MockerHandle {
 function tierFactory(config: MockerConfig, workerId: WorkerId): EngineDeps["makeTiers"] {
   if (config.kvHostBlocks === 0) return undefined;
   const lib = requireNativeLibrary();
+  const dir = config.kvDiskDir ?? tmpdir();
+  const hex = workerId.toString(16);
+  if (config.kvDiskBlocks > 0) sweepDiskTiers(dir, hex);
   return (dpRank, record) =>
     new RankTiers({
       lib,
@@ -77,7 +79,7 @@ function tierFactory(config: MockerConfig, workerId: WorkerId): EngineDeps["make
       gpuBlocks: config.kvBlocks,
       hostBlocks: config.kvHostBlocks,
       diskBlocks: config.kvDiskBlocks,
-      diskPath: join(config.kvDiskDir ?? tmpdir(), `sy-kv-disk-${workerId.toString(16)}-${process.pid}-${dpRank}.bin`),
+      diskPath: diskTierPath(dir, hex, dpRank),
       record,
     });
 }

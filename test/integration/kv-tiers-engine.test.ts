@@ -63,7 +63,11 @@ describe("host tier", () => {
     expect((await complete(e, { prompt: a })).status).toBe(200);
     expect((await complete(e, { prompt: prompt(4, 2) })).status).toBe(200);
 
-    const evs = await events(e);
+    // Offloads run after the step that evicted (as vLLM's are asynchronous): wait for their events.
+    const evs = await until(async () => {
+      const all = await events(e);
+      return all.some((x) => x.storage_tier === "host_pinned") ? all : null;
+    }, "CPU events");
     const cpuStored = evs.filter((x) => x.storage_tier === "host_pinned" && "stored" in x.event.data);
     const gpuRemoved = evs.filter((x) => x.storage_tier === undefined && "removed" in x.event.data);
     expect(gpuRemoved).toHaveLength(1);
@@ -91,6 +95,31 @@ describe("host tier", () => {
   });
 });
 
+describe("disk tier", () => {
+  test("host evictions spill to disk (disk events) and load back from it; a killed engine's disk file is swept by its next start", async () => {
+    const disk = mkdtempSync(join(dir, "disk-"));
+    const args = ["--kv-blocks", "4", "--kv-host-blocks", "4", "--kv-disk-blocks", "16", "--kv-disk-dir", disk, "--worker-id", "777123"];
+    const e = await engine(args);
+    const a = prompt(4, 11);
+    for (const p of [a, prompt(4, 12), prompt(4, 13)]) expect((await complete(e, { prompt: p })).status).toBe(200);
+    // a: GPU -> host (by the 2nd prompt) -> disk (by the 3rd).
+    await until(async () => (await events(e)).some((x) => x.storage_tier === "disk" && "stored" in x.event.data), "a disk Stored event");
+    const again = await complete(e, { prompt: a });
+    expect((again.body.usage as { prompt_tokens_details: { cached_tokens: number } }).prompt_tokens_details.cached_tokens).toBe(4 * BS);
+    const url = String(e.info.url);
+    expect(await metric(url, "mocker_kv_tier_disk_loaded_blocks_total")).toBe(4);
+    expect(await metric(url, "mocker_kv_tier_mismatched_blocks_total")).toBe(0);
+    expect(readdirSync(disk)).toHaveLength(1);
+    e.proc.kill("SIGKILL");
+    await e.proc.exited;
+    const [left] = readdirSync(disk);
+    const next = await engine(args);
+    expect(readdirSync(disk)).not.toContain(left);
+    await next.stop();
+    expect(readdirSync(disk)).toEqual([]); // a graceful stop removes its own
+  });
+});
+
 describe("peer pulls (llm-d's remote_kv_source)", () => {
   const source = (p: Proc, id: string) => ({
     kv_transfer_params: { remote_kv_source: { kv_request_id: id, remote_host: "127.0.0.1", remote_port: Number(p.info.port) } },
@@ -108,7 +137,7 @@ describe("peer pulls (llm-d's remote_kv_source)", () => {
     // Evict x from the peer's GPU (8 blocks): it stays in the peer's host tier, and is pulled from there.
     const y = prompt(8, 4);
     expect((await complete(peer, { prompt: y })).status).toBe(200);
-    expect(await metric(String(peer.info.url), "mocker_kv_tier_offloaded_blocks_total")).toBeGreaterThanOrEqual(6);
+    await until(async () => (await metric(String(peer.info.url), "mocker_kv_tier_offloaded_blocks_total")) >= 6, "x offloaded to the peer's host tier");
     const puller2 = await engine([]);
     const r2 = await complete(puller2, { prompt: x, ...source(peer, "it-host-1") });
     expect(r2.body.usage).toMatchObject({ kv_transfer_blocks: 6 });

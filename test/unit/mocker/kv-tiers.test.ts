@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KvCacheEventData, KvMedium, RouterEvent } from "../../../src/core/events.ts";
 import { computeBlockHashes } from "../../../src/core/block-hash.ts";
 import { engineBlockHashes } from "../../../src/mocker/engine-hash.ts";
 import { MockEngine } from "../../../src/mocker/engine.ts";
-import { RankTiers } from "../../../src/mocker/kv-tiers.ts";
+import { diskTierPath, RankTiers, sweepDiskTiers } from "../../../src/mocker/kv-tiers.ts";
 import { resolveMockerOptions, type MockerOptions } from "../../../src/mocker/options.ts";
 import type { EvictedBlock } from "../../../src/mocker/prefix-cache.ts";
 import { type TierBlock, TierIndex } from "../../../src/mocker/tier-index.ts";
@@ -132,6 +132,29 @@ describe("RankTiers (native pools)", () => {
     t.close();
     made.splice(made.indexOf(t), 1);
     expect(existsSync(join(dir, "disk.bin"))).toBe(false);
+  });
+});
+
+describe("tier options and files", () => {
+  test("no tiers by default; a disk tier needs a host tier", () => {
+    expect(resolveMockerOptions({}).kvHostBlocks).toBe(0);
+    expect(() => resolveMockerOptions({ kvDiskBlocks: 8 })).toThrow(/--kv-disk-blocks: needs --kv-host-blocks/);
+  });
+
+  test("a killed engine's disk-tier files are swept by its next start; other engines' and live ones' stay", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sy-sweep-"));
+    try {
+      const dead = "sy-kv-disk-ab-999999999-0.bin"; // no such pid
+      const mine = diskTierPath(dir, "ab", 0);
+      const other = "sy-kv-disk-cd-999999999-0.bin";
+      const live = `sy-kv-disk-ab-${process.ppid}-1.bin`;
+      for (const f of [dead, other, live]) writeFileSync(join(dir, f), "x");
+      writeFileSync(mine, "x");
+      expect(sweepDiskTiers(dir, "ab")).toBe(1);
+      expect(readdirSync(dir).sort()).toEqual([live, mine.slice(dir.length + 1), other].sort());
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
