@@ -15,7 +15,11 @@
  * blocks' own hashes with their parent and tokens, medium CPU (host) or STORAGE (disk, "disk"
  * here; on the JSON wire Dynamo's storage_tier host_pinned / disk); an eviction removes the same
  * hashes from that medium. Events are self-contained (own parent), so a store is one event per
- * chain of blocks. Callers run every call on the rank's lane (`exclusive`), so a slot is never read mid-copy.
+ * chain of blocks. The fields are BlockStored's / BlockRemoved's of vllm/distributed/kv_events.py
+ * (@0181ea31: block hashes, parent, medium), the media vllm/v1/kv_offload's Medium (CPU, STORAGE)
+ * mapped to MEDIUM_CPU / MEDIUM_STORAGE by the events.py above.
+ *
+ * Callers run every call on the rank's lane (`exclusive`), so a slot is never read mid-copy.
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
