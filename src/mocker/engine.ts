@@ -26,6 +26,7 @@ import { LoraRegistry } from "./lora.ts";
 import type { MockerConfig } from "./options.ts";
 import { PrefillStats } from "./prefill-stats.ts";
 import { type CommitResult, type KvLease, RankKv } from "./rank-kv.ts";
+import { mulberry32 } from "../core/mulberry32.ts";
 import { SessionRegistry } from "./sessions.ts";
 import { StepScheduler } from "./step-scheduler.ts";
 import { decodeStepMs, prefillMs, tierLoadMs } from "./timing.ts";
@@ -183,7 +184,10 @@ export class MockEngine {
     this.onPrefilled = deps.onPrefilled;
     this.loras = new LoraRegistry(c.maxLoras, c.model, c.loras);
     this.ranks = Array.from({ length: c.dpRanks }, (_, r) => {
-      const kv = new RankKv({ workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit });
+      const kv = new RankKv({
+        workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit,
+        dropEvents: c.faultDropEvents > 0 ? { share: c.faultDropEvents, random: mulberry32(c.seed * 31 + r + 1) } : undefined,
+      });
       const tiers = deps.makeTiers?.(r, (data, medium) => kv.recordTier(data, medium)) ?? null;
       if (tiers !== null) kv.lowerTiers = () => tiers.held();
       return {
@@ -225,8 +229,11 @@ export class MockEngine {
     const rank = this.ranks[req.dpRank];
     if (rank === undefined) throw new RangeError(`dp rank ${req.dpRank} out of range 0..${this.ranks.length - 1}`);
     const c = this.config;
-    const local = computeBlockHashes(req.tokens, c.blockSize, { loraName: req.loraName });
+    // The faults salt what a router would compute otherwise (options.ts, --fault-*).
+    const loraName = req.loraName !== undefined && c.faultLoraSalt !== undefined ? `${req.loraName}${c.faultLoraSalt}` : req.loraName;
+    const local = computeBlockHashes(req.tokens, c.blockSize, { loraName, cacheNamespace: c.faultHashSeed });
     const hashes = engineBlockHashes(local);
+    const maxHit = maxHitBlocks(req.tokens.length, c.blockSize);
     const signal = req.signal;
     const arrivedAt = this.clock.now();
     this.counters.requests++;
@@ -244,7 +251,7 @@ export class MockEngine {
       if (req.importKv !== undefined) {
         // A pull (and SGLang's wait for the prefill engine's room) computes nothing: it does
         // not take the prefill lane, so it never holds back this rank's other prefills.
-        lease = rank.kv.begin(hashes);
+        lease = rank.kv.begin(hashes, maxHit);
         if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
         if (signal?.aborted) throw new AbortedError();
       }
@@ -252,9 +259,9 @@ export class MockEngine {
       prefilling = true;
       const prefillStart = this.clock.now();
 
-      lease ??= rank.kv.begin(hashes);
+      lease ??= rank.kv.begin(hashes, maxHit);
       // Blocks right after the GPU prefix that a lower tier holds are loaded, not computed.
-      const tier = rank.tiers !== null && imported.blocks === 0 ? await this.loadFromTiers(rank.tiers, rank.kv, lease, hashes, local) : NO_TIER_LOAD;
+      const tier = rank.tiers !== null && imported.blocks === 0 ? await this.loadFromTiers(rank.tiers, rank.kv, lease, hashes, local, maxHit) : NO_TIER_LOAD;
       const cachedTokens = (lease.cachedBlocks + tier.blocks) * c.blockSize;
       const info: GenerateStart = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
       this.counters.promptTokens += req.tokens.length;
@@ -337,15 +344,16 @@ export class MockEngine {
     try {
       if (req.importKv !== undefined) {
         // vLLM's WAITING_FOR_REMOTE_KVS: the pull happens before the request is scheduled.
-        lease = rank.kv.begin(hashes);
+        lease = rank.kv.begin(hashes, maxHitBlocks(req.tokens.length, this.config.blockSize));
         if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
         if (signal?.aborted) throw new AbortedError();
       }
       if (rank.tiers !== null && imported.blocks === 0) {
         // The OffloadingConnector's load, also before scheduling: the request waits for its
         // blocks to arrive at the modelled bandwidth while the rank's steps go on.
-        lease ??= rank.kv.begin(hashes);
-        tier = await this.loadFromTiers(rank.tiers, rank.kv, lease, hashes, local);
+        const maxHit = maxHitBlocks(req.tokens.length, c.blockSize);
+        lease ??= rank.kv.begin(hashes, maxHit);
+        tier = await this.loadFromTiers(rank.tiers, rank.kv, lease, hashes, local, maxHit);
         await this.sleepUntil(this.clock.now() + tier.ms, signal);
       }
       await steps.submit({
@@ -353,7 +361,7 @@ export class MockEngine {
         signal,
         begin: () => {
           prefillStart = this.clock.now();
-          lease ??= rank.kv.begin(hashes);
+          lease ??= rank.kv.begin(hashes, maxHitBlocks(req.tokens.length, this.config.blockSize));
           const cachedTokens = (lease.cachedBlocks + tier.blocks) * c.blockSize;
           info = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
           this.counters.promptTokens += req.tokens.length;
@@ -390,15 +398,16 @@ export class MockEngine {
   }
 
   /**
-   * The lower-tier hits after the GPU prefix: stored into the GPU cache (their slots, evicting
-   * as needed, evictions copied down first), copied up and checked; blocks that fail the check
-   * are computed (their content written as a prefill would). Returns the blocks loaded intact
-   * and the time their transfer takes at the modelled bandwidths. On the tiers' lane.
+   * The lower-tier hits after the GPU prefix (up to `maxHit` blocks in all, as a GPU hit):
+   * stored into the GPU cache (their slots, evicting as needed, evictions copied down first),
+   * copied up and checked; blocks that fail the check are computed (their content written as a
+   * prefill would). Returns the blocks loaded intact and the time their transfer takes at the
+   * modelled bandwidths. On the tiers' lane.
    */
-  private loadFromTiers(tiers: RankTiers, kv: RankKv, lease: KvLease, hashes: BigUint64Array, local: BigUint64Array): Promise<TierLoad> {
+  private loadFromTiers(tiers: RankTiers, kv: RankKv, lease: KvLease, hashes: BigUint64Array, local: BigUint64Array, maxHit: number): Promise<TierLoad> {
     return tiers.exclusive(async () => {
       const from = lease.cachedBlocks;
-      const hits = tiers.match(hashes, from);
+      const hits = tiers.match(hashes, from, maxHit);
       if (hits.length === 0) return NO_TIER_LOAD;
       const c = this.config;
       let placed = 0;
@@ -477,4 +486,9 @@ export class MockEngine {
   close(): void {
     for (const rank of this.ranks) rank.tiers?.close();
   }
+}
+
+/** A prompt's deepest cache hit in blocks: vLLM recomputes at least its last token (rank-kv.ts `begin`). */
+function maxHitBlocks(promptTokens: number, blockSize: number): number {
+  return Math.max(0, Math.floor((promptTokens - 1) / blockSize));
 }

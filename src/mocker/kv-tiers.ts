@@ -179,12 +179,12 @@ export class RankTiers {
   }
 
   /**
-   * The prompt's blocks from `from` on that a lower tier holds, consecutively (host first, then
-   * disk), pinned until `load` or `unpin`.
+   * The prompt's blocks from `from` (before `upTo`) that a lower tier holds, consecutively (host
+   * first, then disk), pinned until `load` or `unpin`.
    */
-  match(hashes: BigUint64Array, from: number): TierHit[] {
+  match(hashes: BigUint64Array, from: number, upTo: number = hashes.length): TierHit[] {
     const hits: TierHit[] = [];
-    for (let i = from; i < hashes.length; i++) {
+    for (let i = from; i < Math.min(upTo, hashes.length); i++) {
       const h = hashes[i]!;
       const hs = this.host.slotOf(h);
       if (hs !== undefined) {

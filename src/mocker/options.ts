@@ -176,6 +176,25 @@ export const MOCKER_OPTIONS = {
     help: "--scheduler fifo: a running prefill holds back decode steps\n(aggregated GPU timing without chunked prefill)",
     defaultText: false,
   }),
+  // Faults, for the router's cache check (src/fleet/cache-truth): each makes this engine's cache
+  // differ from what its events or its tokens let a router believe, as real fleets go wrong.
+  faultChatTemplate: row({
+    schema: v.optional(v.boolean("must be true or false"), false),
+    switch: true,
+    read: (text: string) => text !== "false",
+    help: "fault: chat prompts through another chat template (a system preamble the router does not add)",
+    defaultText: false,
+  }),
+  faultBlockSize: row({ schema: v.optional(count(1)), read: readNumber, meta: "N", help: "fault: the cache runs on blocks of N tokens while the engine still says --block-size", defaultText: false }),
+  faultHashSeed: row({ schema: v.optional(v.string()), meta: "S", help: "fault: block hashes with another seed (as another PYTHONHASHSEED or --prefix-caching-hash-algo)", defaultText: false }),
+  faultDropEvents: row({
+    schema: v.optional(v.pipe(numberAtLeast(0), v.maxValue(1, "must be <= 1")), 0),
+    read: readNumber,
+    meta: "F",
+    help: "fault: share of KV events dropped before they get an id (a full publisher queue: no gap to see)",
+  }),
+  faultEventsUrl: row({ schema: v.optional(v.string()), meta: "URL", help: "fault: KV events go to this URL instead of the routers' (a ZMQ port pointing elsewhere)", defaultText: false }),
+  faultLoraSalt: row({ schema: v.optional(v.string()), meta: "S", help: "fault: LoRA blocks salted with this added to the adapter's name", defaultText: false }),
 } as const;
 
 type TableConfig = TableValues<typeof MOCKER_OPTIONS>;

@@ -38,7 +38,7 @@ import { type MockerConfig, type MockerOptions, resolveMockerOptions } from "./o
 import { requestLogWriter } from "./request-log.ts";
 import { sessionRoutes } from "./session-routes.ts";
 import { sglangInfoRoutes } from "./sglang-info-routes.ts";
-import { byteTokenizer, loadMockerTokenizer, type MockerTokenizer } from "./tokenizer.ts";
+import { byteTokenizer, loadMockerTokenizer, withAnotherTemplate, type MockerTokenizer } from "./tokenizer.ts";
 
 export interface StartMockerOptions extends MockerOptions {
   /** Where to report push failures and the like (default: stderr, rate-limited). */
@@ -90,7 +90,8 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const config = resolveMockerOptions(opts);
   const log = opts.log ?? ((line: string) => console.error(`[mocker] ${line}`));
   // Loaded once at start, never per request.
-  const tokenizer: MockerTokenizer = config.tokenizer !== undefined ? await loadMockerTokenizer(config.tokenizer) : byteTokenizer;
+  const ownTokenizer: MockerTokenizer = config.tokenizer !== undefined ? await loadMockerTokenizer(config.tokenizer) : byteTokenizer;
+  const tokenizer = config.faultChatTemplate ? withAnotherTemplate(ownTokenizer) : ownTokenizer;
 
   // Listening first: the worker id defaults to one derived from the URL, which needs the port.
   const app = new Hono();
@@ -107,9 +108,12 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   // The id routers derive from the URL they were given: the advertised one where the listen
   // address is not what they use (0.0.0.0 in a container, a Service name, a port mapping).
   const workerId = config.workerId ?? workerIdFromUrl(config.advertiseUrl ?? url);
-  const { publishers, emit } = eventFanout(config, opts.fetch, log);
+  const { publishers, emit } = eventFanout(config.faultEventsUrl !== undefined ? { ...config, routerUrls: [config.faultEventsUrl] } : config, opts.fetch, log);
   const onPrefilled = config.requestLog === undefined ? undefined : requestLogWriter(config.requestLog, workerId, log);
-  const eng = new MockEngine({ config, workerId, clock: realClock, emit, onPrefilled, makeTiers: tierFactory(config, workerId) });
+  // --fault-block-size: the cache runs on other blocks than the ones this engine says it has (as
+  // a vLLM whose model enlarged its block size); everything it advertises keeps --block-size.
+  const engineConfig = config.faultBlockSize !== undefined ? { ...config, blockSize: config.faultBlockSize } : config;
+  const eng = new MockEngine({ config: engineConfig, workerId, clock: realClock, emit, onPrefilled, makeTiers: tierFactory(config, workerId) });
   // Prefill and decode engines move real KV bytes through the native library; an ordinary
   // engine (role both) never loads it.
   const newHandoff = () =>
@@ -124,7 +128,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const handoff = config.role === "both" ? null : newHandoff();
   // Peer pulls (either side) need the native library only once one happens.
   let peerHandoff: KvHandoff | null = handoff;
-  const peer = new PeerKv({ engine: eng, handoff: () => (peerHandoff ??= newHandoff()), config, fetch: opts.fetch ?? fetch, log });
+  const peer = new PeerKv({ engine: eng, handoff: () => (peerHandoff ??= newHandoff()), config: engineConfig, fetch: opts.fetch ?? fetch, log });
   const peerHttp = peerRoutes(peer);
 
   let seq = 0;
@@ -135,6 +139,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     ...openAiRoutes({ engine: eng, tokenizer, workerId, newId, handoff: disagg, peer: peerHttp, log }),
     ...probes.routes,
     ...engineRoutes({
+      advertisedBlockSize: config.blockSize,
       engine: eng,
       workerId,
       // Who this process is: a router that sees these change knows the engine restarted and

@@ -189,8 +189,8 @@ describe.each(["v1", "fifo"] as const)("MockEngine with a host tier (--scheduler
 
   test("an evicted prefix comes back from the host tier: CPU events, cached tokens, its load time in place of its prefill", async () => {
     const { clock, engine, events, config } = setup();
-    const a = prompt(16, 0); // 4 blocks: fills the GPU cache
-    const b = prompt(16, 500); // evicts all of a's blocks
+    const a = prompt(17, 0); // 4 blocks (and a token): fills the GPU cache
+    const b = prompt(17, 500); // evicts all of a's blocks
     const computed = await run(engine, clock, a);
     const gpuHit = await run(engine, clock, a);
     expect(gpuHit.cachedTokens).toBe(16);
@@ -220,9 +220,9 @@ describe.each(["v1", "fifo"] as const)("MockEngine with a host tier (--scheduler
 
   test("at an H100's host link the reload is faster than recomputing", async () => {
     const { clock, engine } = setup({ kvHostGbps: 50, kvBytesPerToken: 131_072 });
-    const a = prompt(16, 0);
+    const a = prompt(17, 0);
     const first = await run(engine, clock, a);
-    await run(engine, clock, prompt(16, 500));
+    await run(engine, clock, prompt(17, 500));
     const again = await run(engine, clock, a);
     expect(again.cachedTokens).toBe(16);
     expect(again.ttft).toBeLessThan(first.ttft);
