@@ -276,6 +276,18 @@ export const SERVE_OPTIONS = {
     help: "seconds a burst claim stays in the shared list (longer than the load sync takes to bring a booking to the other routers)",
     runtimes: EVERYWHERE,
   }),
+  cacheCheck: row({
+    schema: v.optional(bool, true),
+    switch: true,
+    help: "check every answer's cached tokens against what the index predicted (stream_options.include_usage added for the engine and its chunk kept from the client); an engine whose view is degraded or blind is routed from the router's own decisions until its answers agree again (docs/observing.md); --cache-check=false: none of it",
+    runtimes: EVERYWHERE,
+  }),
+  canary: row({
+    schema: v.optional(bool, true),
+    switch: true,
+    help: "with --cache-check: a known 256-token prompt sent twice straight to each engine at registration and after a restart seen in its events (never billed to a tenant); --canary=false: only on demand (POST /v1/workers/:id/canary)",
+    runtimes: EVERYWHERE,
+  }),
   maxRetries: row({ schema: v.optional(int(0, 16), 2), meta: "N", help: "other workers tried when one fails before its first byte", runtimes: EVERYWHERE }),
   trustForwarded: row({
     schema: v.optional(bool, false),

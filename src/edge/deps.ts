@@ -5,6 +5,7 @@
  * own pieces: the peer address, Bun's upstream client, ...); createApp takes them together
  * as EdgeDeps. Tests build the same groups around fakes or real parts.
  */
+import type { CacheCheck } from "./proxy/cache-check.ts";
 import type { Binding } from "../router/index.ts";
 import type { WorkerId } from "../core/ids.ts";
 import type { RouterMetrics } from "../observe/names.ts";
@@ -40,6 +41,8 @@ export interface EdgeDeps {
   readonly outcomes: WorkerOutcomes;
   readonly observe: Observability;
   readonly admin: AdminDeps;
+  /** Every answer's cached tokens checked (src/fleet/cache-truth); without it: none. */
+  readonly cacheCheck?: CacheCheck;
   /** --disagg vllm|sglang: completions are split into a prefill and a decode request (edge/disagg). */
   readonly disagg?: DisaggOptions;
   /** --api-keys: client keys on every client route, tenant limits, fair admission (edge/tenants). */
@@ -141,6 +144,8 @@ export interface AdminDeps {
   readonly workerUrlPolicy?: { check(url: string): Promise<void> };
   /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
   readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
+  /** POST /v1/workers/:id/canary: the cache check's canary on that worker now (src/fleet/cache-truth/canary.ts). */
+  readonly canary?: (id: WorkerId) => Promise<readonly { readonly ok: boolean; readonly cause?: string; readonly evidence: string }[]>;
   /** Read a session binding without sliding its TTL (GET /debug/sessions/:id). */
   readonly peekSession?: (sessionId: string) => Promise<Binding | undefined>;
   /** Milliseconds (load decay in GET /v1/workers). */

@@ -56,6 +56,8 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   .state.healthy { background:#e7f6ef; color:var(--ok); }
   .state.unhealthy { background:#fdecea; color:var(--bad); }
   .state.ejected { background:#fff4e5; color:var(--warn); }
+  .view { display:inline-block; margin-left:4px; padding:1px 6px; border-radius:10px; font-size:11px; border:1px solid var(--line); }
+  .view.exact { color:var(--ok); } .view.degraded { color:var(--warn); border-color:var(--warn); } .view.blind { color:var(--bad); border-color:var(--bad); }
   .reason { color:var(--muted); font-size:12px; white-space:normal; max-width:280px; display:block; }
   .rank { display:inline-block; margin-right:6px; }
   .up { color:var(--ok); } .down { color:var(--bad); }
@@ -311,6 +313,16 @@ export const STATUS_PAGE_HTML = `<!doctype html>
     ];
   }
 
+  // Is the router's view of this engine's cache true (cache_truth in /v1/workers): the worst rank's state.
+  function viewBadge(w) {
+    var ranks = w.cache_truth || [];
+    if (ranks.length === 0) return null;
+    var order = { exact: 0, degraded: 1, blind: 2 };
+    var worst = ranks.reduce(function (a, r) { return order[r.state] > order[a.state] ? r : a; }, ranks[0]);
+    var title = ranks.map(function (r) { return "rank " + r.dp_rank + ": " + r.state + (r.cause ? " (" + r.cause + ")" : "") + ", agreement " + pct(r.agreement) + " of " + r.answers_checked + " answers"; }).join("; ");
+    return el("span", { cls: "view " + worst.state, "data-field": "cache_view", title: title, text: "view " + worst.state + (worst.cause ? ": " + worst.cause : "") });
+  }
+
   function renderFleet(workers, states, served) {
     var byId = {};
     states.forEach(function (s) { byId[s.id] = s; });
@@ -324,6 +336,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
       var st = byId[w.id] || { state: w.healthy ? "healthy" : "unhealthy", reason: w.reason || null };
       var stateCell = el("td", null, [
         el("span", { cls: "state " + st.state, "data-field": "state", text: st.state + (st.state === "ejected" && st.ejected_for_s != null ? " (" + st.ejected_for_s + " s)" : "") }),
+        viewBadge(w),
         st.reason && st.state !== "healthy" ? el("span", { cls: "reason", text: st.reason }) : null,
       ]);
       var models = (w.models || []).map(function (m) { return m.id; }).join(", ") || "any";

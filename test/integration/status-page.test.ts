@@ -178,6 +178,9 @@ describe.skipIf(missing !== undefined)(`status page in headless Chromium${missin
       expect(rows).toHaveLength(8);
       expect(rows.every((r) => r.state === "healthy")).toBe(true);
       expect(rows.some((r) => Number(r.cached_blocks) > 0)).toBe(true);
+      // Each engine's cache view (the router checks every answer's cached tokens): true on a healthy fleet.
+      await page.waitForSelector('#fleet tr:nth-child(8) [data-field="cache_view"]');
+      expect(await page.$$eval('#fleet [data-field="cache_view"]', (b) => b.map((x) => x.textContent))).toEqual(Array(8).fill("view exact"));
       expect(await page.textContent("#healthy-count")).toBe("8 / 8");
       expect(Number(await page.textContent("#t-requests"))).toBeGreaterThan(20);
       expect(await page.textContent("#t-hit")).toMatch(/^\d+\.\d%$/);

@@ -30,6 +30,8 @@ import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import { fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
 import { abandon, Settlement } from "./settlement.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
+import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
+import type { ParsedStreamOptions } from "./usage-injection.ts";
 
 /** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
 export interface ForwardDeps {
@@ -40,6 +42,8 @@ export interface ForwardDeps {
   readonly upstream: Upstream;
   readonly outcomes: WorkerOutcomes;
   readonly observe: Observability;
+  /** Every answer's cached tokens checked against the prediction (src/fleet/cache-truth); without it: none. */
+  readonly cacheCheck?: CacheCheck;
 }
 
 export interface ForwardInput {
@@ -58,6 +62,8 @@ export interface ForwardInput {
   readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
   /** The body asked for an SSE stream (`stream: true`); picks the first-byte or the response deadline. */
   readonly stream?: boolean;
+  /** The body's `stream_options` as the route parsed it: the cache check adds include_usage without scanning the body. */
+  readonly streamOptions?: ParsedStreamOptions;
   /** The body's `priority` (vLLM: lower is served first); orders the admission queue. */
   readonly priority?: number;
   /** The prompt's hashes when the caller has them already (a LoRA 404 retry reuses them); else hashed here once. */
@@ -119,6 +125,8 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const prepared = promptHashes(input, d.routing);
   const retry = d.upstream.retry ?? GATEWAY_RETRIES_ONLY;
   retry.budget?.request();
+  // Usage asked for where the client did not (taken out of its stream again): cache-check.ts.
+  const checked = d.cacheCheck !== undefined ? checkedBody(input.body, input.stream === true, input.approximate === true || input.prefilledElsewhere === true, input.streamOptions) : undefined;
   const mayRetry = (worker: WorkerId) => (status: number) =>
     // A 500 or 429 from the last worker that could serve is the answer (a fencing status goes
     // on: it fences the worker, and the client gets upstream_failed when no worker is left).
@@ -147,7 +155,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       baseUrl: rec.url,
       path: input.path,
       headers,
-      body: input.body,
+      body: checked?.body ?? input.body,
       clientSignal: input.request.signal,
       deadlines: d.upstream.deadlines ?? NO_DEADLINES,
       stream: input.stream,
@@ -161,7 +169,13 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       let answer: Response;
       try {
         if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
-        answer = respond(a.res, a.first, a.reader, s, d, input.bodyReadByCaller !== true);
+        let { first, reader } = a;
+        if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
+          const t = watchAnswer(d.cacheCheck!, decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
+          first = { done: false, value: t.first };
+          reader = t.reader as UpstreamBody;
+        }
+        answer = respond(a.res, first, reader, s, d, input.bodyReadByCaller !== true);
       } catch (e) {
         // Nothing reached the client: an answer the runtime cannot pass on (a status or a
         // header it refuses) is the worker's failure, not an unhandled 500 that would keep

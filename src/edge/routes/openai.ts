@@ -74,6 +74,7 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       sessionControl,
       priority: json.priority as number | undefined,
       stream: json.stream === true,
+      streamOptions: { value: json.stream_options },
       maxOutputTokens: outputTokensAsked(path, json),
       promptCharge: () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length),
     };

@@ -56,7 +56,7 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
     }
     const maxOutputTokens = outputTokensAsked(path, json);
     const charge = () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length);
-    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens, promptCharge: charge }, modelField(json.model, true));
+    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, streamOptions: { value: json.stream_options }, maxOutputTokens, promptCharge: charge }, modelField(json.model, true));
   };
 }
 

@@ -105,6 +105,15 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
     );
   });
 
+  // The cache check's canary, on demand: a known prompt sent twice straight to the engine.
+  app.post("/v1/workers/:id/canary", async (c) => {
+    const id = parseId(c.req.param("id"));
+    if (!fleet.registry.has(id)) throw new RouterError("not_found", `no worker ${id}`);
+    if (admin.canary === undefined) throw new RouterError("invalid_request", "the cache check is off (--policy approx)");
+    const results = await admin.canary(id);
+    return c.json({ id: id.toString(), ok: results.length > 0 && results.every((r) => r.ok), results });
+  });
+
   app.delete("/v1/workers/:id", (c) => {
     const w = admin.membership.remove(parseId(c.req.param("id")));
     return c.json({ id: w.id.toString(), removed: true });

@@ -4,6 +4,7 @@
  * client and extras. Also the parts only the edge uses: upstream deadlines, the fleet-wide retry
  * budget and the policy for URLs POST /v1/workers may register. It builds no route.
  */
+import { withCacheTruth, type CacheTruthParts } from "./cache-truth.ts";
 import type { Config } from "../../config/schema.ts";
 import { routerIdHex, type RouterId } from "../../core/ids.ts";
 import { adminClosedLine, adminOpenness as adminOpennessOf } from "../../edge/auth.ts";
@@ -40,6 +41,8 @@ export interface EdgeParts {
   readonly metrics: RouterMetrics;
   readonly observation: Observation;
   readonly tenants?: EdgeDeps["tenants"];
+  /** The cache check's parts (cache-truth.ts); without them: no check. */
+  readonly cacheTruth?: CacheTruthParts;
   readonly now: () => number;
 }
 
@@ -93,8 +96,9 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
     },
     outcomes: { fence: (id, reason) => members.health.fence(id, reason), report: (id, failure) => members.health.report(id, failure) },
     observe: { metrics: p.metrics, log, requests: p.observation.observe, status: p.observation.status },
-    admin: { membership: members.membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: rt.workerDetails, peekSession: (id) => p.store.peek(id), now },
+    admin: { membership: members.membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: withCacheTruth(rt.workerDetails, p.cacheTruth?.truth), canary: p.cacheTruth?.canary, peekSession: (id) => p.store.peek(id), now },
     disagg: rt.disagg,
     tenants: p.tenants,
+    cacheCheck: p.cacheTruth?.cacheCheck,
   });
 }
