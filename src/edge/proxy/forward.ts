@@ -25,14 +25,14 @@ import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
-import { attemptUpstream, type FirstRead } from "./attempt.ts";
+import { attemptUpstream, type AttemptResult, type FirstRead } from "./attempt.ts";
 import { NO_DEADLINES } from "./deadlines.ts";
 import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import { fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
 import { abandon, Settlement } from "./settlement.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
 import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
-import type { ParsedStreamOptions } from "./usage-injection.ts";
+import type { ParsedStreamOptions, PreparedBody } from "./usage-injection.ts";
 import type { RequestSettlement } from "./request-settlement.ts";
 
 /** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
@@ -162,23 +162,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       watchWorker: (onDown) => d.registry.onUnavailable(worker.workerId, onDown),
     });
     if (a.kind === "answer") {
-      s.firstByte(a.res.status);
-      let answer: Response;
-      try {
-        if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
-        let { first, reader } = a;
-        if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
-          const t = watchAnswer(d.cacheCheck!, decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
-          first = { done: false, value: t.first };
-          reader = t.reader as UpstreamBody;
-        }
-        answer = respond(a.res, first, reader, s, d);
-      } catch (e) {
-        // Nothing reached the client: an answer the runtime cannot pass on (a status or a
-        // header it refuses) is the worker's failure, not an unhandled 500 that would keep
-        // the booking and the engine's stream.
-        answer = malformedAnswer(a.reader, s, (e as Error).message);
-      }
+      const answer = answerOf(a, s, input, d, checked, prepared);
       routedWorkers.set(answer, worker.workerId);
       input.settlement?.made(answer, s);
       return answer;
@@ -198,6 +182,33 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     if ((a.kind === "worker_down" || a.status === undefined) && !mayResend(attempt, retry, d)) throw upstreamFailed(failures);
   }
   throw upstreamFailed(failures);
+}
+
+/** The engine's answer to this try, as the client gets it (through the cache check's tap when it watches this one). */
+function answerOf(
+  a: Extract<AttemptResult, { kind: "answer" }>,
+  s: Settlement,
+  input: ForwardInput,
+  d: ForwardDeps,
+  checked: PreparedBody | undefined,
+  prepared: PromptHashes,
+): Response {
+  s.firstByte(a.res.status);
+  try {
+    if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
+    let { first, reader } = a;
+    if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
+      const t = watchAnswer(d.cacheCheck!, s.decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
+      first = { done: false, value: t.first };
+      reader = t.reader as UpstreamBody;
+    }
+    return respond(a.res, first, reader, s, d);
+  } catch (e) {
+    // Nothing reached the client: an answer the runtime cannot pass on (a status or a
+    // header it refuses) is the worker's failure, not an unhandled 500 that would keep
+    // the booking and the engine's stream.
+    return malformedAnswer(a.reader, s, (e as Error).message);
+  }
 }
 
 /** This try's decision. Every candidate busy: the router waits for one in its admission queue (429 when full or too long). */
