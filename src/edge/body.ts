@@ -16,8 +16,6 @@ import type { PromptScanner } from "./prompt-route/prompt-scan.ts";
  * counted as it comes) rather than read in one go; smaller ones are read whole, as before.
  */
 export const STREAMED_MIN_BYTES = 1 << 20;
-/** First room for a streamed body; it doubles as bytes come, up to its length or the limit. */
-const FIRST_ROOM = 64 * 1024;
 
 /**
  * What a prompt route adds to the read: `scan` counts the prompt as the bytes stream (a 413
@@ -73,10 +71,13 @@ async function readBody(req: Request, maxBytes: number, limitName: string, field
 }
 
 /**
- * A streamed body into one buffer, grown by doubling up to its Content-Length or the limit,
- * so a body is never held as parts plus their copy. Stops reading
- * (and cancels the stream) at the limit, at the prompt scanner's 413, or when the budget has
- * no room for a chunked body's next bytes.
+ * A streamed body, its chunks kept as they come and joined once at the end (a single chunk is
+ * used as it is). One buffer grown by doubling allocates about twice the body in all (4 MiB for
+ * a body refused at 1 MiB); the parts allocate nothing beyond the chunks the runtime hands
+ * over, and one copy of a complete body (under bench/protect/refused-bodies.ts the two gave the
+ * same RSS within noise). Stops reading (and cancels the stream) at the limit, at the prompt
+ * scanner's 413, or when the budget has no room for a chunked body's next bytes, so a refused
+ * body never held more than what was read.
  */
 async function readStream(
   stream: ReadableStream<Uint8Array>,
@@ -87,10 +88,7 @@ async function readStream(
   length: number | undefined,
 ): Promise<Uint8Array> {
   const reader = stream.getReader();
-  // Grown as bytes come, even with a Content-Length: a body refused early (its prompt too
-  // long) must not have cost a buffer of the length it claimed.
-  const room = Math.min(length ?? maxBytes, maxBytes);
-  let buf = new Uint8Array(Math.min(FIRST_ROOM, room));
+  const parts: Uint8Array[] = [];
   let total = 0;
   try {
     for (;;) {
@@ -98,12 +96,7 @@ async function readStream(
       if (done) break;
       if (total + value.length > maxBytes) throw tooLarge(maxBytes, limitName, field);
       if (length === undefined) streamed.hold?.take(value.length);
-      if (total + value.length > buf.length) {
-        const grown = new Uint8Array(Math.min(Math.max(room, total + value.length), Math.max(buf.length * 2, total + value.length)));
-        grown.set(buf.subarray(0, total));
-        buf = grown;
-      }
-      buf.set(value, total);
+      parts.push(value);
       total += value.length;
       const over = streamed.scan?.push(value);
       if (over !== undefined) throw promptTooLong(over, streamed.scan!.limit);
@@ -112,7 +105,7 @@ async function readStream(
     await reader.cancel().catch(() => {});
     throw e;
   }
-  return total === buf.length ? buf : buf.subarray(0, total);
+  return concatBytes(parts, total);
 }
 
 /** `parts` (of `total` bytes together) as one array; a single part is returned as it is. */
