@@ -10,7 +10,10 @@
  */
 import { RouterError } from "../core/errors.ts";
 
-/** 64 MiB: four bodies at the prompt bound of the default --max-prompt-chars (13 MiB each). */
+/**
+ * 64 MiB: four bodies at the prompt bound of the default --max-prompt-chars (13 MiB each). The
+ * router uses --max-body-bytes instead when that is larger, so one body alone always fits.
+ */
 export const BODY_READ_BUDGET_BYTES = 64 * 1024 * 1024;
 
 /** 503 `unavailable`, Retry-After 1; answered with the connection closed (errors.ts), as the body is left unread. */
