@@ -17,9 +17,8 @@
 import { RouterError } from "../../core/errors.ts";
 import { errorResponse } from "../errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
-import type { WorkerRegistry } from "../../fleet/registry.ts";
-import type { PromptHashes, RouteDecision, RoutingService, SessionControl, TenantShare } from "../../router/index.ts";
-import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
+import type { PromptHashes, RouteDecision, RoutingService } from "../../router/index.ts";
+import type { ForwardDeps, ForwardInput } from "./forward-input.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
@@ -28,59 +27,11 @@ import { NO_DEADLINES } from "./deadlines.ts";
 import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import { fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
 import { abandon, Settlement } from "./settlement.ts";
+import { apiKindOf } from "./migration/continuation.ts";
+import { movable, movingStream, type MovingContext } from "./migration/move.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
 
-/** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
-export interface ForwardDeps {
-  /** Decisions: routeOrWait (waits in the router's admission gate while every worker is busy), prepare, request ids. */
-  readonly routing: RoutingService;
-  /** A decision's worker -> its URL (gone meanwhile: the next decision), and word when it leaves rotation. */
-  readonly registry: Pick<WorkerRegistry, "get" | "onUnavailable" | "healthyIds">;
-  readonly upstream: Upstream;
-  readonly outcomes: WorkerOutcomes;
-  readonly observe: Observability;
-}
-
-export interface ForwardInput {
-  /** The client's request (headers, abort signal). */
-  readonly request: Request;
-  /** Upstream path, e.g. /v1/chat/completions. */
-  readonly path: string;
-  /** The body exactly as received; forwarded byte for byte. */
-  readonly body: Uint8Array;
-  readonly tokens: Uint32Array;
-  /** The tokens are not the engine's (text without a tokenizer): route approximately. */
-  readonly approximate?: boolean;
-  readonly loraName?: string;
-  readonly sessionId?: string;
-  readonly sessionControl?: SessionControl;
-  readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
-  /** The body asked for an SSE stream (`stream: true`); picks the first-byte or the response deadline. */
-  readonly stream?: boolean;
-  /** The body's `priority` (vLLM: lower is served first); orders the admission queue. */
-  readonly priority?: number;
-  /** The prompt's hashes when the caller has them already (a LoRA 404 retry reuses them); else hashed here once. */
-  readonly prepared?: PromptHashes;
-  /** The output tokens the body asks for (max_tokens and kin; src/protect/output-budget.ts); undefined: it does not say. */
-  readonly maxOutputTokens?: number;
-  /** With --api-keys: the request's tenant and what it asks, for fair admission in the router's queue. */
-  readonly share?: TenantShare;
-  /**
-   * What the engine gets as `Authorization`: undefined passes the client's on (engines with
-   * their own keys), null drops it and a string replaces it. With --api-keys the client's
-   * header holds its key to this router, which must never reach an engine's logs.
-   */
-  readonly upstreamAuthorization?: string | null;
-  /**
-   * The caller reads the answer's body itself before the client does (edge/tenants reads its
-   * usage): the body is then a pull stream, since Bun's direct stream waits for a client's
-   * socket to drain only when it writes to one, so under a JavaScript reader neither the
-   * engine's backpressure nor the stalled-client cut would hold.
-   */
-  readonly bodyReadByCaller?: boolean;
-  /** The decode half of a P/D pair: another worker computes the prompt (RouteInput.prefilledElsewhere). */
-  readonly prefilledElsewhere?: boolean;
-}
+export type { ForwardDeps, ForwardInput } from "./forward-input.ts";
 
 /**
  * The prompt's block hashes under `input`'s adapter: where a request's hashing starts, the one
@@ -120,6 +71,16 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     // A 500 or 429 from the last worker that could serve is the answer (a fencing status goes
     // on: it fences the worker, and the client gets upstream_failed when no worker is left).
     (fencesWorker(status) || anotherWorker(worker, exclude, input.allowedWorkerIds, d)) && (retry.budget === undefined || retryAllowed(retry, d));
+  const kind = apiKindOf(input.path);
+  const moving: MovingContext | undefined =
+    kind !== undefined && movable(input, d.upstream.migration)
+      ? {
+          input, d, kind, exclude, sinks, obs,
+          options: d.upstream.migration,
+          decide: () => decide(input, d, { requestId, prepared, exclude }, obs),
+          budget: () => retry.budget === undefined || retryAllowed(retry, d),
+        }
+      : undefined;
   for (let attempt = 0; attempt <= d.upstream.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
@@ -158,7 +119,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       let answer: Response;
       try {
         if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
-        answer = respond(a.res, a.first, a.reader, s, d, input.bodyReadByCaller !== true);
+        answer = respond(a.res, a.first, a.reader, s, d, input.bodyReadByCaller !== true, moving);
       } catch (e) {
         // Nothing reached the client: an answer the runtime cannot pass on (a status or a
         // header it refuses) is the worker's failure, not an unhandled 500 that would keep
@@ -239,6 +200,8 @@ function respond(
   d: ForwardDeps,
   /** Bun's direct stream may carry the body (false: the caller reads it; a pull stream). */
   direct: boolean,
+  /** The stream may move to another worker when its engine fails (migration/); undefined: it may not. */
+  moving: MovingContext | undefined,
 ): Response {
   const { worker } = s.decision;
   const headers = clientResponseHeaders(res.headers, String(worker.workerId), worker.dpRank, s.decision.overlapBlocks);
@@ -270,6 +233,10 @@ function respond(
     return answer;
   }
   const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;
+  if (moving !== undefined && sse && res.status === 200) {
+    const m = movingStream(moving, first.value, reader, s, res.status);
+    return new Response(observeStream(undefined, m.reader, m.hooks, direct && d.upstream.directStreams, { idleMs, sse }), init);
+  }
   const body = observeStream(first.value, reader, s.stream(res.status, sse), direct && d.upstream.directStreams, { idleMs, sse });
   return new Response(body, init);
 }

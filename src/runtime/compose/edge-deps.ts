@@ -9,6 +9,7 @@ import { routerIdHex, type RouterId } from "../../core/ids.ts";
 import type { EdgeDeps } from "../../edge/deps.ts";
 import type { Logger } from "../../core/logger.ts";
 import { RetryBudget } from "../../edge/proxy/retry-budget.ts";
+import { KeptMemory } from "../../edge/proxy/migration/kept-memory.ts";
 import { fetchUpstream } from "../../edge/proxy/upstream.ts";
 import { WorkerUrlPolicy } from "../../fleet/url-policy.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
@@ -63,6 +64,8 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
   // Engine answers tried again elsewhere, within one fleet-wide budget (edge/proxy/retry-policy.ts)
   // that every app of this router (one per runtime entry) shares.
   const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
+  // One account of what streams keep to be moved, shared by every app of this router.
+  const migration = config.maxMigrations > 0 ? { maxMoves: config.maxMigrations, keepBytes: config.migrationKeepBytes, memory: new KeptMemory(config.migrationMemoryBytes) } : undefined;
   return (rt) => ({
     access: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(p.routerId), draining: () => state.draining, unready: () => state.unready },
     limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength },
@@ -75,6 +78,7 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
       deadlines,
       maxRetries: config.maxRetries,
       retry,
+      migration,
       directStreams: rt.directStreams,
       keepOpen: rt.keepOpen,
     },

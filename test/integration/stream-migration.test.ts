@@ -1,0 +1,108 @@
+/**
+ * A stream survives its engine: real router and simulated engine processes. One of 4 engines
+ * is killed (SIGKILL) or frozen (SIGSTOP) while seeded streams run on it, completions and
+ * chat: every client still reads one whole OpenAI stream (one role chunk, one [DONE], no error,
+ * choice index 0 throughout, one id), its text is exactly what the same seeded engine writes for
+ * the whole request, its usage counts the prompt once and every output token, and every booking
+ * is freed afterwards (/v1/workers load back to 0).
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { startRouter, urlOf, workers } from "./multi-router-cluster.ts";
+import { stopAll, until, type Proc } from "../support/processes.ts";
+import { bookedLoad, metric } from "../chaos/faults.ts";
+import { assemble, openStream, received, reference, requestBody, startSameEngines, type Kind, type Live } from "./migration-support.ts";
+
+const procs: Proc[] = [];
+afterAll(async () => {
+  for (const p of procs) if (p.proc.exitCode === null) p.proc.kill("SIGCONT");
+  await stopAll(procs);
+});
+
+const MAX_TOKENS = 60;
+const STREAMS = 16;
+
+async function cluster(extra: readonly string[] = []) {
+  const engines = await startSameEngines(4);
+  procs.push(...engines);
+  const router = await startRouter(engines, 0, [
+    "--log-level", "error", "--health-interval", "0.2", "--health-timeout", "0.3",
+    "--stream-idle-timeout", "2", "--first-byte-timeout", "5", ...extra,
+  ]);
+  procs.push(router);
+  const url = urlOf(router);
+  await until(async () => (await workers(url)).every((w) => w.healthy), "every engine to be healthy");
+  return { url, engines };
+}
+
+/** Streams of both kinds, read as they arrive; resolves once each has received a few tokens. */
+async function startStreams(url: string, n: number) {
+  const streams: { kind: Kind; body: Record<string, unknown>; live: Live }[] = [];
+  for (let i = 0; i < n; i++) {
+    const kind: Kind = i % 2 === 0 ? "completions" : "chat";
+    const body = requestBody(kind, i, MAX_TOKENS);
+    streams.push({ kind, body, live: openStream(url, kind, body) });
+  }
+  await until(() => streams.every((s) => received(s.live) >= 3), "every stream to be under way", 20_000);
+  return streams;
+}
+
+/** The engine serving the most streams (by the router's x-switchyard-worker), as a process. */
+async function busiest(url: string, engines: readonly Proc[], streams: { live: Live }[]): Promise<{ proc: Proc; on: number }> {
+  const ws = await workers(url);
+  const count = new Map<string, number>();
+  for (const s of streams) count.set(s.live.worker, (count.get(s.live.worker) ?? 0) + 1);
+  const [id, on] = [...count.entries()].sort((a, b) => b[1] - a[1])[0]!;
+  const u = ws.find((w) => w.id === id)!.url;
+  return { proc: engines.find((e) => urlOf(e) === u)!, on };
+}
+
+async function expectExact(streams: { kind: Kind; body: Record<string, unknown>; live: Live }[], refUrl: string): Promise<void> {
+  const refs = await Promise.all(streams.map((s) => reference(refUrl, s.kind, s.body)));
+  for (const [k, s] of streams.entries()) {
+    expect(s.live.broken).toBeUndefined();
+    expect(s.live.status).toBe(200);
+    const a = assemble(s.live.raw);
+    const ref = refs[k]!;
+    expect(a.errors).toBe(0);
+    expect(a.dones).toBe(1);
+    expect(a.text).toBe(ref.text);
+    expect(a.text.length).toBe(MAX_TOKENS);
+    expect(a.roles).toBe(s.kind === "chat" ? 1 : 0);
+    expect(a.ids.size).toBe(1);
+    expect(a.indexes.every((i) => i === 0)).toBe(true);
+    expect(a.usage?.prompt_tokens).toBe(ref.usage.prompt_tokens);
+    expect(a.usage?.completion_tokens).toBe(MAX_TOKENS);
+    expect(a.usage?.total_tokens).toBe(ref.usage.prompt_tokens + MAX_TOKENS);
+  }
+}
+
+describe("a stream survives its engine", () => {
+  test("SIGKILL of one of 4 engines while streams run: 0 client-visible failures, exact text and usage, no booking left", async () => {
+    const { url, engines } = await cluster();
+    const streams = await startStreams(url, STREAMS);
+    const victim = await busiest(url, engines, streams);
+    const movedBefore = await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}');
+    victim.proc.proc.kill("SIGKILL");
+    await Promise.all(streams.map((s) => s.live.done));
+    const moved = (await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}')) - movedBefore;
+    console.log(`migration SIGKILL: ${streams.length} streams, ${victim.on} on the killed engine, ${moved} moved`);
+    expect(moved).toBeGreaterThanOrEqual(victim.on);
+    const survivor = engines.find((e) => e !== victim.proc)!;
+    await expectExact(streams, urlOf(survivor));
+    // The moved streams say so in the stream (an SSE comment clients skip).
+    expect(streams.filter((s) => assemble(s.live.raw).notes.some((n) => n.includes("moved this stream"))).length).toBe(moved);
+    await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 5_000);
+  }, 60_000);
+
+  test("SIGSTOP of one engine while streams run: its streams move once it is out of rotation, exact text", async () => {
+    const { url, engines } = await cluster();
+    const streams = await startStreams(url, 8);
+    const victim = await busiest(url, engines, streams);
+    victim.proc.proc.kill("SIGSTOP");
+    await Promise.all(streams.map((s) => s.live.done));
+    const survivor = engines.find((e) => e !== victim.proc)!;
+    await expectExact(streams, urlOf(survivor));
+    await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed while it is still frozen", 5_000);
+    victim.proc.proc.kill("SIGCONT");
+  }, 60_000);
+});
