@@ -65,8 +65,9 @@ describe("a stream whose engine answers badly mid-stream", () => {
     procs.push(router);
     const url = urlOf(router);
     await until(async () => (await workers(url)).every((w) => w.healthy), "both engines to be healthy");
-    for (const f of faults) await release(f);
     const live = openStream(url, "completions", { prompt: "limit", max_tokens: 8 });
+    await until(() => live.raw.includes("t1 "), "two tokens from the first engine");
+    for (const f of faults) await release(f);
     await live.done;
     const a = assemble(live.raw);
     expect(await moves(url, "moved")).toBe(1);
@@ -85,8 +86,9 @@ describe("a stream whose engine answers badly mid-stream", () => {
     procs.push(router);
     const url = urlOf(router);
     await until(async () => (await workers(url)).every((w) => w.healthy), "both engines to be healthy");
-    for (const f of faults) await release(f);
     const live = openStream(url, "completions", { prompt: "off", max_tokens: 8 }, { "x-switchyard-migrate": "off" });
+    await until(() => live.raw.includes("t1 "), "two tokens from the engine");
+    for (const f of faults) await release(f);
     await live.done;
     const a = assemble(live.raw);
     expect(a.text).toBe("t0 t1 ");
