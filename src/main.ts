@@ -11,6 +11,7 @@ import { createFormattedLogger } from "./observe/logger.ts";
 import { ConfigError, loadConfig, serveUsage, unknownEnvWarnings } from "./config/load.ts";
 import { versionLine } from "./core/build-info.ts";
 import type { Config } from "./config/schema.ts";
+import { closestName } from "./config/closest-name.ts";
 import { runMockerCli } from "./mocker/index.ts";
 import { runTransferAgent, TRANSFER_DRAIN_MS } from "./transfer/agent.ts";
 import { TRANSFER_AGENT_USAGE } from "./transfer/agent-options.ts";
@@ -107,6 +108,12 @@ function onShutdown(drain: () => Promise<void>, log?: Logger): void {
   process.on("SIGTERM", () => shutdown("SIGTERM"));
 }
 
+/** "; did you mean serve?" for a mistyped command (a flag given first is not a command typo). */
+function commandSuggestion(command: string): string {
+  const near = command.startsWith("-") ? undefined : closestName(command, ["serve", "mocker", "transfer", "version", "help"]);
+  return near === undefined ? "" : `; did you mean "${near}"?`;
+}
+
 export async function main(argv: readonly string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -127,7 +134,7 @@ export async function main(argv: readonly string[]): Promise<void> {
       console.log(USAGE);
       return;
     default:
-      console.error(command === undefined ? USAGE : `unknown command "${command}"\n\n${USAGE}`);
+      console.error(command === undefined ? USAGE : `unknown command "${command}"${commandSuggestion(command)}\n\n${USAGE}`);
       process.exit(2);
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The house rules, as folder rules that a path's depth cannot dodge: every relative import is
  * resolved to the file it names, and that file's folder is what the rule checks.
- * - The pure folders (router/**, core, protocol, tokens, fleet/lora, protect) run unchanged on Deno and edge
+ * - The pure folders (router/**, core, protocol, tokens, fleet/lora, fleet/cache-truth, protect) run unchanged on Deno and edge
  *   runtimes and stay deterministic under test: no runtime-specific imports, no I/O globals, no clock.
  * - router/** imports only router, core, protocol and tokens; outside it, src/ reaches it only
  *   through its face, src/router/index.ts.
@@ -18,7 +18,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { code, importCircles, importsOf, layerOf, srcImportGraph, tsFiles, upwardArrows, type ImportEdge } from "./support/import-graph.ts";
 
 const ROOT = join(import.meta.dir, "..");
-const PURE_DIRS = ["src/core", "src/router", "src/tokens", "src/protocol", "src/fleet/lora", "src/protect"];
+const PURE_DIRS = ["src/core", "src/router", "src/tokens", "src/protocol", "src/fleet/lora", "src/fleet/cache-truth", "src/protect"];
 
 /** What a pure module may not mention: runtime modules, I/O globals, wall clocks. */
 const FORBIDDEN: readonly [RegExp, string][] = [

@@ -18,7 +18,7 @@
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { Packr, Unpackr } from "msgpackr";
-import { type BatchBlockHasher } from "../../src/core/block-hash.ts";
+import type { BatchBlockHasher } from "../../src/core/block-hash.ts";
 import { decode } from "../../src/runtime/bun/zmq/msgpack.ts";
 import { decodeVllmBatch } from "../../src/runtime/bun/zmq/vllm-decode.ts";
 import { textTable } from "../support/text-table.ts";

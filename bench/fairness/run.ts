@@ -3,6 +3,14 @@
  * beside a noisy one sending ten times its rate, through one router in front of 4 simulated
  * engines, with the admission queue in arrival order (FIFO, today's behaviour) and with fair
  * admission (virtual token counters); and the quiet tenant alone (solo) for reference.
+ * The `abusive` run puts an abuser beside the quiet tenant instead of the noisy one: a tenant
+ * with prompt and output limits (one quiet request's worth per second) sending at the noisy
+ * rate, in turn, every request shape that once passed a prompt limit with a fraction of its
+ * prefill charged (a batch's `prompt[1]`, embeddings `input[1]`, chat `tools`, `documents`, a
+ * message `name`, an image part, responses `instructions`, rerank `documents`, score `text_2`,
+ * each 120,000 characters) or outran its output booking (`max_tokens: 200000`, and no
+ * `max_tokens` at all). It is refused (429) or held to its limits; the quiet tenant's TTFT
+ * should match its solo run.
  * Reports each tenant's TTFT p50/p90/p99 (measured by the client: queue waits count) and
  * goodput (completed requests per second whose TTFT met the SLO), and the quiet tenant's
  * TTFT p90 against its solo run. Target: quiet p90 ≤ 1.5 × solo, total goodput ≥ FIFO's.
@@ -13,7 +21,7 @@
  * unique text (no cache hits), one token per byte on the engine, so the run is prefill-bound.
  *
  *   bun bench/fairness/run.ts [--seconds 30] [--quiet-rps 1.5] [--noisy-factor 10] [--prompt 8000]
- *        [--max-tokens 16] [--ttft-slo-ms 1000] [--warmup 3] [--seed 1] [--runs solo,fifo,fair] [--json FILE]
+ *        [--max-tokens 16] [--ttft-slo-ms 1000] [--warmup 3] [--seed 1] [--runs solo,fifo,fair,abusive] [--json FILE]
  *
  * A bench, never a timed test: figures depend on the machine (bench/README.md).
  */
@@ -27,9 +35,11 @@ import { percentile } from "../replay/stats.ts";
 import { textTable } from "../support/text-table.ts";
 
 const ENGINES = 4;
-const TENANTS = ["quiet", "noisy"] as const;
+const TENANTS = ["quiet", "noisy", "abuser"] as const;
 type TenantName = (typeof TENANTS)[number];
-type RunName = "solo" | "fifo" | "fair";
+type RunName = "solo" | "fifo" | "fair" | "abusive";
+/** The abuser's side payload: far past its prompt limit, in a field other than the routed prompt. */
+const ABUSE_CHARS = 120_000;
 
 interface Options {
   seconds: number;
@@ -118,6 +128,40 @@ async function request(url: string, key: string, prompt: string, maxTokens: numb
   }
 }
 
+/** The abuser's request shapes, one per path that once slipped past a limit; `i` picks one in turn. */
+function abusiveBody(i: number, prompt: string): { path: string; body: Record<string, unknown> } {
+  const big = "x".repeat(ABUSE_CHARS);
+  const chat = (extra: Record<string, unknown>, content: unknown = prompt) => ({ messages: [{ role: "user", content, ...extra }], max_tokens: 1 });
+  const shapes: { path: string; body: Record<string, unknown> }[] = [
+    { path: "/v1/completions", body: { prompt: [prompt, big], max_tokens: 1 } },
+    { path: "/v1/embeddings", body: { input: [prompt, big] } },
+    { path: "/v1/chat/completions", body: { ...chat({}), tools: [{ type: "function", function: { name: "f", description: big, parameters: {} } }] } },
+    { path: "/v1/chat/completions", body: { ...chat({}), documents: [{ text: big }] } },
+    { path: "/v1/chat/completions", body: chat({ name: big }) },
+    { path: "/v1/chat/completions", body: chat({}, [{ type: "text", text: prompt }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }]) },
+    { path: "/v1/responses", body: { input: prompt, instructions: big, max_output_tokens: 1 } },
+    { path: "/v1/rerank", body: { query: prompt, documents: [big] } },
+    { path: "/score", body: { text_1: prompt, text_2: [big] } },
+    { path: "/v1/completions", body: { prompt, max_tokens: 200_000, stream: true } },
+    { path: "/v1/completions", body: { prompt, stream: true } },
+  ];
+  return shapes[i % shapes.length]!;
+}
+
+/** One abusive request, read to its end; TTFT is not measured (its service is not the point). */
+async function abusiveRequest(url: string, key: string, i: number, prompt: string, giveUpMs: number): Promise<{ status: number; ttftMs: number; completed: boolean; failure?: string }> {
+  const { path, body } = abusiveBody(i, prompt);
+  try {
+    // A router that lets an answer outrun its booking streams for minutes: the abuser hangs up.
+    const signal = AbortSignal.timeout(giveUpMs);
+    const res = await fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: JSON.stringify(body), signal });
+    const text = await res.text();
+    return { status: res.status, ttftMs: NaN, completed: res.status === 200, failure: res.status === 200 ? undefined : `${path} HTTP ${res.status}${res.status === 429 ? "" : ` ${text.slice(0, 80)}`}` };
+  } catch (e) {
+    return { status: -1, ttftMs: NaN, completed: false, failure: String((e as Error).message ?? e).slice(0, 120) };
+  }
+}
+
 /** Open-loop Poisson arrivals for each tenant for `seconds`; resolves when every request is answered. */
 async function drive(url: string, keys: Record<TenantName, string>, rates: Partial<Record<TenantName, number>>, o: Options, run: number): Promise<Sample[]> {
   const samples: Sample[] = [];
@@ -130,6 +174,7 @@ async function drive(url: string, keys: Record<TenantName, string>, rates: Parti
       const arrivals = mulberry32(o.seed * 1000 + ti);
       const text = mulberry32(o.seed * 1000 + 100 * (run + 1) + ti);
       let t = 0;
+      let n = 0;
       for (;;) {
         t += -Math.log(1 - arrivals()) / rps!;
         if (t >= o.seconds) break;
@@ -137,8 +182,9 @@ async function drive(url: string, keys: Record<TenantName, string>, rates: Parti
         if (wait > 0) await Bun.sleep(wait);
         const at = (performance.now() - start) / 1000;
         const prompt = uniquePrompt(o.prompt, text);
+        const sent = tenant === "abuser" ? abusiveRequest(url, keys.abuser, n++, prompt, (o.seconds - at + 5) * 1000) : request(url, keys[tenant as TenantName], prompt, o.maxTokens);
         inflight.push(
-          request(url, keys[tenant as TenantName], prompt, o.maxTokens).then((r) => void samples.push({ tenant: tenant as TenantName, at, doneAt: (performance.now() - start) / 1000, ...r })),
+          sent.then((r) => void samples.push({ tenant: tenant as TenantName, at, doneAt: (performance.now() - start) / 1000, ...r })),
         );
       }
     }),
@@ -186,7 +232,8 @@ async function runOnce(name: RunName, run: number, engines: readonly Proc[], key
   const url = String(router.info.url);
   try {
     await until(async () => ((await (await fetch(`${url}/health`)).json()) as { healthy_workers: number }).healthy_workers === ENGINES, "engines healthy", 20_000);
-    const rates: Partial<Record<TenantName, number>> = name === "solo" ? { quiet: o.quietRps } : { quiet: o.quietRps, noisy: o.quietRps * o.noisyFactor };
+    const rates: Partial<Record<TenantName, number>> =
+      name === "solo" ? { quiet: o.quietRps } : name === "abusive" ? { quiet: o.quietRps, abuser: o.quietRps * o.noisyFactor } : { quiet: o.quietRps, noisy: o.quietRps * o.noisyFactor };
     return await drive(url, keys, rates, o, run);
   } finally {
     await stopAll([router]);
@@ -198,9 +245,12 @@ const fmt = (x: number | undefined, digits = 0) => (x === undefined || Number.is
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
   const dir = mkdtempSync(join(tmpdir(), "switchyard-fairness-"));
-  const keys: Record<TenantName, string> = { quiet: `sk-quiet-${crypto.randomUUID()}`, noisy: `sk-noisy-${crypto.randomUUID()}` };
+  const keys: Record<TenantName, string> = { quiet: `sk-quiet-${crypto.randomUUID()}`, noisy: `sk-noisy-${crypto.randomUUID()}`, abuser: `sk-abuser-${crypto.randomUUID()}` };
   const keysPath = join(dir, "keys.json");
-  writeFileSync(keysPath, JSON.stringify({ keys: await Promise.all(TENANTS.map(async (t) => ({ tenant: t, key_sha256: await sha256Hex(keys[t]) }))) }));
+  // The abuser's limits: one quiet request's worth per second.
+  const abuserLimits = { prompt_tokens_per_minute: 60 * o.prompt, output_tokens_per_minute: 60 * o.maxTokens };
+  const entry = async (t: TenantName) => ({ tenant: t, key_sha256: await sha256Hex(keys[t]), ...(t === "abuser" ? { limits: abuserLimits } : {}) });
+  writeFileSync(keysPath, JSON.stringify({ keys: await Promise.all(TENANTS.map(entry)) }));
   const engines = await Promise.all(
     Array.from({ length: ENGINES }, (_, i) => startMain(["mocker", "--port", "0", "--block-size", "16", "--max-concurrency", "64", "--seed", String(i + 1)])),
   );

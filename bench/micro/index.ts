@@ -28,7 +28,8 @@ import { RadixTree } from "../../src/router/kv-index/radix-tree.ts";
 import { xorshift32 } from "../../test/support/prng.ts";
 import { randomU64 } from "../support/tokens.ts";
 
-const WORKERS = 64;
+/** Workers the requests spread over (`--workers`; 64 in the figures of micro/README.md). */
+let WORKERS = 64;
 const EVENT_BLOCKS = 16;
 const REQUEST_BLOCKS = 512;
 const FAMILIES = 48;
@@ -80,14 +81,24 @@ interface Workload {
   keptBytes: number;
 }
 
+/**
+ * `--tiers`: every engine also offloads every block it computes to a CPU tier (vLLM's
+ * OffloadingConnector stores each computed chunk), so each Stored event has a CPU twin and an
+ * entry is a (block, worker, medium).
+ */
+let TIERS = false;
+
 /** Events storing seq[from..] for a worker: chunks of 16 chained through parent hashes. */
 function storeEvents(worker: number, s: Sequence, from: number, out: RouterEvent[]): number {
+  let n = 0;
   for (let i = from; i < s.local.length; i += EVENT_BLOCKS) {
     const blocks: StoredBlock[] = [];
     for (let j = i; j < Math.min(i + EVENT_BLOCKS, s.local.length); j++) blocks.push({ tokensHash: s.local[j]!, blockHash: s.seq[j]! });
     out.push(storedEvent(BigInt(worker), 0n, blocks, i === 0 ? null : s.seq[i - 1]!));
+    if (TIERS) out.push(storedEvent(BigInt(worker), 0n, blocks, i === 0 ? null : s.seq[i - 1]!, 0, "cpu"));
+    n += blocks.length * (TIERS ? 2 : 1);
   }
-  return s.local.length - from;
+  return n;
 }
 
 function makeFamilies(): Sequence[] {
@@ -203,7 +214,8 @@ function build(target: number, viaTyped: boolean): Built {
   let events = 0;
   const apply = (batch: RouterEvent[]) => {
     if (viaTyped) {
-      const stores = batch.map(typed);
+      // storeHashes is the GPU's path: a tier's twin events are left out of the typed rate.
+      const stores = batch.filter((e) => e.event.medium === undefined).map(typed);
       const t0 = Bun.nanoseconds();
       for (let i = 0; i < stores.length; i++) {
         const s = stores[i]!;
@@ -244,8 +256,10 @@ function build(target: number, viaTyped: boolean): Built {
   };
 }
 
-export async function runIndexBench(opts: { entries?: number } = {}): Promise<Record<string, unknown>> {
+export async function runIndexBench(opts: { entries?: number; tiers?: boolean; workers?: number } = {}): Promise<Record<string, unknown>> {
   const target = opts.entries ?? 1_000_000;
+  TIERS = opts.tiers ?? false;
+  WORKERS = opts.workers ?? 64;
   const { tree, w, holds, applyNs, storedBlocks, events, heapBytes, rssBytes } = build(target, false);
   const entries = tree.size();
   const typedBuild = build(target, true); // same stream again, as typed arrays (rate only)
@@ -286,6 +300,7 @@ export async function runIndexBench(opts: { entries?: number } = {}): Promise<Re
 
   const result = {
     bench: "index",
+    tiers: TIERS ? "every block also on a CPU tier" : "GPU only",
     runtime: `bun ${Bun.version}`,
     workers: WORKERS,
     entries,
@@ -319,7 +334,12 @@ export async function runIndexBench(opts: { entries?: number } = {}): Promise<Re
 
 if (import.meta.main) {
   const e = process.argv.indexOf("--entries");
-  const result = await runIndexBench({ entries: e > 0 ? Number(process.argv[e + 1]) : undefined });
+  const wk = process.argv.indexOf("--workers");
+  const result = await runIndexBench({
+    entries: e > 0 ? Number(process.argv[e + 1]) : undefined,
+    tiers: process.argv.includes("--tiers"),
+    workers: wk > 0 ? Number(process.argv[wk + 1]) : undefined,
+  });
   console.log(JSON.stringify(result, null, 2));
   const i = process.argv.indexOf("--json");
   if (i > 0 && process.argv[i + 1]) {

@@ -1,6 +1,6 @@
 /**
  * Proxy overhead (`bun run bench:proxy [--runs 5] [--seconds 5] [--connections 64]
- * [--max-tokens 16] [--prompt-tokens 1024] [--decode-ms 0] [--stream true|false]
+ * [--max-tokens 16] [--prompt-tokens 1024] [--decode-ms 0] [--stream true|false] [--token-ids true|false]
  * [--router-args "--log-format json ..."] [--baseline-ref REF] [--targets direct,router,nginx]
  * [--profile DIR] [--json FILE] [--svg FILE]`): one simulated
  * engine with zero simulated time (so the proxy is the bottleneck), loaded with streaming
@@ -65,6 +65,8 @@ interface Options {
   threads: number;
   maxTokens: number;
   promptTokens: number;
+  /** The prompt as token ids (routed exactly, so every answer's cached tokens are checked) instead of text (routed approximately). */
+  tokenIds: boolean;
   /** Simulated decode time per output token (0: the whole answer at once; > 0: a real stream). */
   decodeMs: number;
   /** `stream` in the request body: SSE answers, or one JSON answer each. */
@@ -84,7 +86,7 @@ interface Options {
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
-    runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, decodeMs: 0, stream: true, routerArgs: [], profile: undefined, targets: ["direct", "router", "nginx", "floor"], baselineRef: undefined, json: undefined, svg: undefined,
+    runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, tokenIds: false, decodeMs: 0, stream: true, routerArgs: [], profile: undefined, targets: ["direct", "router", "nginx", "floor"], baselineRef: undefined, json: undefined, svg: undefined,
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i]!, argv[i + 1]];
@@ -98,6 +100,7 @@ function parseArgs(argv: readonly string[]): Options {
       case "--prompt-tokens": o.promptTokens = Number(value); break;
       case "--decode-ms": o.decodeMs = Number(value); break;
       case "--stream": o.stream = value !== "false"; break;
+      case "--token-ids": o.tokenIds = value !== "false"; break;
       case "--router-args": o.routerArgs = value.split(" ").filter((x) => x !== ""); break;
       case "--profile": o.profile = value; break;
       case "--targets": o.targets = value.split(",") as Target[]; break;
@@ -164,7 +167,8 @@ function summarize(target: Target, runs: Run[]): Summary {
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
   // Byte tokenizer: one character = one token.
-  const prompt = "The router hashes every block of this prompt. ".repeat(Math.ceil(o.promptTokens / 47)).slice(0, o.promptTokens);
+  const text = "The router hashes every block of this prompt. ".repeat(Math.ceil(o.promptTokens / 47)).slice(0, o.promptTokens);
+  const prompt = o.tokenIds ? Array.from(text, (c) => c.charCodeAt(0)) : text;
   const body = JSON.stringify({ model: "switchyard-sim", prompt, max_tokens: o.maxTokens, stream: o.stream });
 
   let engine: Proc | undefined;

@@ -42,6 +42,8 @@ export interface ClusterOptions {
   /** Routers in front of the same engines (> 1: they share a redis-server). Default 1. */
   routers?: number;
   quiet?: boolean;
+  /** How long each process may take to answer /health (default 20 s; engines loading a tokenizer on a busy machine take longer). */
+  healthDeadlineMs?: number;
 }
 
 export interface Cluster {
@@ -105,7 +107,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       procs.push(p);
       engineUrls.push(url);
     }
-    await Promise.all(engineUrls.map((u, i) => waitHealthy(u, 20_000, procs[i])));
+    await Promise.all(engineUrls.map((u, i) => waitHealthy(u, o.healthDeadlineMs ?? 20_000, procs[i])));
     const routers = routerPorts.map((port) => {
       const router = spawn({
         cmd: [
@@ -120,7 +122,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       procs.push(router);
       return router;
     });
-    await Promise.all(routerUrls.map((u, i) => waitHealthy(u, 20_000, routers[i])));
+    await Promise.all(routerUrls.map((u, i) => waitHealthy(u, o.healthDeadlineMs ?? 20_000, routers[i])));
     return { routerUrl: routerUrls[0]!, routerUrls, routerPids: routers.map((r) => r.pid), engineUrls, stop };
   } catch (e) {
     await stop();

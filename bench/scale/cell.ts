@@ -31,7 +31,7 @@ import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqH
 import { removedEvent, storedEvent, type StoredBlock } from "../../src/core/events.ts";
 import { worker } from "../../src/core/ids.ts";
 import { createRouter } from "../../src/router/create-router.ts";
-import { RadixTree } from "../../src/router/kv-index/radix-tree.ts";
+import type { RadixTree } from "../../src/router/kv-index/radix-tree.ts";
 import { endpointsOf } from "../../src/router/choose/endpoints.ts";
 import { CandidatePool } from "../../src/router/choose/candidate-pool.ts";
 import { findBestMatch } from "../../src/router/choose/find-best-match.ts";

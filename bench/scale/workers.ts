@@ -42,7 +42,7 @@ function settle(): number {
   return rssMb();
 }
 
-let clock = 0;
+const clock = 0;
 const registry = new WorkerRegistry();
 const router = createRouter(
   { policy: "kv", scheduler: { blockSize: BS }, sessionTtlMs: 60_000, approxTtlMs: 3_600_000 },

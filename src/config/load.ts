@@ -10,6 +10,7 @@
  */
 import { isYamlPath, type YamlParse } from "../fleet/workers-file.ts";
 import { closestName } from "./closest-name.ts";
+import { describePosition, locateYamlError } from "./yaml-position.ts";
 import { camel, getAtPath, parseOption, scanOptions, setAtPath, usageRows, type TableOption } from "./option-table.ts";
 import { EVERYWHERE, limitsOn, refusal, RUNTIME_LABEL, type PortableRuntime } from "./runtimes.ts";
 import { crossFieldProblems, derivedEnvName, envNames, finishConfig, SERVE_OPTION_LIST, type Config, type ServeOptionDef } from "./schema.ts";
@@ -87,7 +88,8 @@ function readConfigFile(path: string, src: LoadSources, problems: string[]): Map
   try {
     doc = yaml ? src.parseYaml!(text) : JSON.parse(text);
   } catch (e) {
-    problems.push(`--config ${path}: not valid ${yaml ? "YAML" : "JSON"} (${(e as Error).message})`);
+    const where = yaml ? describePosition(locateYamlError(text, src.parseYaml!)) : "";
+    problems.push(`--config ${path}: not valid ${yaml ? "YAML" : "JSON"}${where}: ${(e as Error).message}`);
     return out;
   }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) {
@@ -96,10 +98,18 @@ function readConfigFile(path: string, src: LoadSources, problems: string[]): Map
   }
   for (const [field, value] of Object.entries(doc)) {
     const o = BY_FILE_FIELD.get(camel(field));
-    if (o === undefined) problems.push(`--config ${path}: unknown field "${field}"`);
+    if (o === undefined) problems.push(`--config ${path}: unknown field "${field}"${fieldSuggestion(field)}`);
     else out.set(o, value);
   }
   return out;
+}
+
+/** "; did you mean ..." with the closest known field, spelled as the file spells its keys (kebab or camel case). */
+function fieldSuggestion(field: string): string {
+  const near = closestName(camel(field), BY_FILE_FIELD.keys());
+  if (near === undefined) return "";
+  const o = BY_FILE_FIELD.get(near)!;
+  return `; did you mean "${/[A-Z]/.test(field) ? near : o.flag.slice(2)}"?`;
 }
 
 /** Parse and validate; throws ConfigError listing every problem. */

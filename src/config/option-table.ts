@@ -12,6 +12,7 @@
  */
 import * as v from "valibot";
 import { scanFlags } from "./flag-scan.ts";
+import { closestName } from "./closest-name.ts";
 
 /** Any schema: one table mixes schemas of every input and output type. */
 export type AnySchema = v.GenericSchema<any, any>;
@@ -122,7 +123,10 @@ export function scanOptionItems<D extends OptionDef>(options: readonly TableOpti
     if ("problem" in item) return item;
     if (accept.includes(item.flag)) return { other: item.flag, text: item.value };
     const option = byFlag.get(item.flag);
-    return option === undefined ? { problem: `${item.flag}: unknown flag` } : { option, text: item.value };
+    if (option !== undefined) return { option, text: item.value };
+    // Compared without the dashes: every flag shares them, and they would loosen the typo bound.
+    const near = closestName(item.flag.replace(/^-+/, ""), [...byFlag.keys(), ...accept].map((f) => f.replace(/^-+/, "")));
+    return { problem: `${item.flag}: unknown flag${near === undefined ? "" : `; did you mean --${near}?`}` };
   });
 }
 

@@ -53,6 +53,7 @@ const ENGINES_WHY = "embedded simulated engines run on Bun's server";
 const METRICS_WHY = "engine metrics scraping is wired by the Bun entry only";
 const DRAIN_WHY = "workerd stops its isolates itself; requests in flight are not drained";
 const OTLP_WHY = "the OpenTelemetry exporter is wired by the Bun entry only; the trace context is still passed to the engines";
+const TLS_WHY = "the TLS listener (and its reload on change) is Bun's; terminate TLS in front of Deno and workerd";
 const DISCOVERY_WHY = "Kubernetes discovery is wired by the Bun entry only; list the engines with --worker";
 
 export const SERVE_OPTIONS = {
@@ -207,8 +208,22 @@ export const SERVE_OPTIONS = {
   adminToken: row({
     schema: v.optional(v.pipe(v.string(), v.minLength(8, "must be at least 8 characters"))),
     meta: "TOKEN",
-    help: "bearer token for admin endpoints; without it they answer loopback only",
+    help: "bearer token for admin endpoints; without it they answer loopback clients only at the zero-config local start (loopback --host, no --api-keys), and are closed (403) otherwise",
     runtimes: EVERYWHERE,
+  }),
+  eventsToken: row({
+    schema: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
+    env: ["SWITCHYARD_EVENTS_TOKEN"],
+    meta: "TOKEN",
+    help: "bearer token engines send with their KV event pushes (POST /v1/kv/events); it opens that route only, never the admin API. Give engines the same value (mocker: --events-token / SWITCHYARD_EVENTS_TOKEN)",
+    runtimes: EVERYWHERE,
+  }),
+  eventsTokenFile: row({
+    schema: v.optional(text("a file path")),
+    env: ["SWITCHYARD_EVENTS_TOKEN_FILE"],
+    meta: "FILE",
+    help: "read --events-token from this file (a mounted Secret; surrounding whitespace trimmed)",
+    runtimes: bunOnly("the token file is read by the Bun entry; give --events-token or SWITCHYARD_EVENTS_TOKEN"),
   }),
   healthInterval: row({ schema: v.optional(positive("a number of seconds > 0"), 2), meta: "S", help: "seconds between worker health checks", runtimes: EVERYWHERE }),
   healthTimeout: row({ schema: v.optional(positive("a number of seconds > 0"), 1), meta: "S", help: "seconds before a health check counts as failed", runtimes: EVERYWHERE }),
@@ -261,6 +276,18 @@ export const SERVE_OPTIONS = {
     help: "seconds a burst claim stays in the shared list (longer than the load sync takes to bring a booking to the other routers)",
     runtimes: EVERYWHERE,
   }),
+  cacheCheck: row({
+    schema: v.optional(bool, true),
+    switch: true,
+    help: "check every answer's cached tokens against what the index predicted (stream_options.include_usage added for the engine and its chunk kept from the client); an engine whose view is degraded or blind is routed from the router's own decisions until its answers agree again (docs/observing.md); --cache-check=false: none of it",
+    runtimes: EVERYWHERE,
+  }),
+  canary: row({
+    schema: v.optional(bool, true),
+    switch: true,
+    help: "with --cache-check: a known 256-token prompt sent twice straight to each engine at registration and after a restart seen in its events (never billed to a tenant); --canary=false: only on demand (POST /v1/workers/:id/canary)",
+    runtimes: EVERYWHERE,
+  }),
   maxRetries: row({ schema: v.optional(int(0, 16), 2), meta: "N", help: "other workers tried when one fails before its first byte", runtimes: EVERYWHERE }),
   // A stream that fails after its first byte goes on on another worker (edge/proxy/migration).
   maxMigrations: row({
@@ -281,6 +308,18 @@ export const SERVE_OPTIONS = {
     help: "bytes all streams together may keep so they can be moved (--migration-keep-bytes each); a stream that finds it full is not moved",
     runtimes: EVERYWHERE,
   }),
+  trustForwarded: row({
+    schema: v.optional(bool, false),
+    switch: true,
+    help: "a trusted proxy in front sets X-Forwarded-For and Forwarded: append the peer to them (default: replace the client's with the peer)",
+    runtimes: EVERYWHERE,
+  }),
+  forwardCookies: row({
+    schema: v.optional(bool, false),
+    switch: true,
+    help: "pass the client's Cookie header on to engines (default: dropped)",
+    runtimes: EVERYWHERE,
+  }),
   // Bounds found by probing the router (docs/chaos.md, "Found by probing"): an engine answering 500 failed
   // 3-5 of 60 requests until such answers were tried elsewhere; the budget keeps a request
   // that fails everywhere from being multiplied by the fleet's size.
@@ -294,7 +333,7 @@ export const SERVE_OPTIONS = {
   retryBudget: row({
     schema: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(1000, "must be <= 1000")), 20),
     meta: "P",
-    help: "retries of engine answers (--retry-on), beyond 10 per second, as a percentage of the requests of the last 10 s; past it the answer goes to the client",
+    help: "re-sends to another worker (engine answers in --retry-on, connection failures, missed deadlines, fail-over off an ejected or removed worker), beyond 10 per second, as a percentage of the requests of the last 10 s; past it the engine's answer (or a 502) goes to the client",
     runtimes: EVERYWHERE,
   }),
   // Deadlines (seconds; 0 = none). First byte: a 128k-token prompt can take tens of seconds
@@ -388,6 +427,13 @@ export const SERVE_OPTIONS = {
   }),
   // Refused elsewhere on its value, so OTEL_EXPORTER_OTLP_ENDPOINT in the environment is
   // refused too rather than silently ignored.
+  alertmanagerUrl: row({
+    schema: v.optional(httpUrl),
+    meta: "URL",
+    help: "Alertmanager whose firing alerts the status page (GET /ui) shows, e.g. http://alertmanager:9093 (its API v2, read at most every 5 s)",
+    defaultText: "no alerts on the page",
+    runtimes: EVERYWHERE,
+  }),
   otlpEndpoint: row({
     schema: v.optional(httpUrl),
     env: ["SWITCHYARD_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"],
@@ -478,6 +524,18 @@ export const SERVE_OPTIONS = {
     meta: "PATH",
     help: "JSON or YAML list of workers (POST /v1/workers entries, kv_events included), re-read when it changes; workers leave when their entry does",
     runtimes: bunOnly("the workers-file watch reads files with Bun"),
+  }),
+  tlsCert: row({
+    schema: v.optional(text("a file path")),
+    meta: "FILE",
+    help: "serve HTTPS with this PEM certificate chain (leaf first, then intermediates); needs --tls-key. Both files are re-read when they change (a renewed certificate or a remounted Secret) and served to new connections without a restart; a pair that does not match keeps the previous one",
+    runtimes: bunOnly(TLS_WHY),
+  }),
+  tlsKey: row({
+    schema: v.optional(text("a file path")),
+    meta: "FILE",
+    help: "the PEM private key of --tls-cert",
+    runtimes: bunOnly(TLS_WHY),
   }),
   engineMetricsInterval: row({
     schema: v.optional(nonNegative("a number of seconds >= 0"), 2),
@@ -618,6 +676,9 @@ export function crossFieldProblems(c: Config): string[] {
   if (c.discover === "off") {
     const given = [["--discover-namespace", c.discoverNamespace], ["--discover-selector", c.discoverSelector], ["--kubeconfig", c.kubeconfig]] as const;
     for (const [flag, value] of given) if (value !== undefined) out.push(`${flag}: only used with --discover kubernetes`);
+  }
+  if ((c.tlsCert === undefined) !== (c.tlsKey === undefined)) {
+    out.push(c.tlsCert === undefined ? "--tls-key: needs --tls-cert (the certificate it belongs to)" : "--tls-cert: needs --tls-key (its private key)");
   }
   const seen = new Set<string>();
   for (const z of c.zmqEndpoints) {

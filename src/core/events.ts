@@ -23,6 +23,13 @@ export interface StoredData {
   readonly type: "stored";
   readonly parentHash: ExternalBlockHash | null;
   readonly blocks: readonly StoredBlock[];
+  /**
+   * A tier's blocks named by reference only (vLLM's OffloadingConnector without self-describing
+   * events): each hash is the engine's hash of the LAST block of a chunk of `span` blocks that
+   * the same (worker, dp rank) already reported on another medium; no tokens come with it. The
+   * index finds the chunk through its own lookups. `blocks` is empty then. Never on the wire.
+   */
+  readonly chunks?: { readonly tailHashes: readonly ExternalBlockHash[]; readonly span: number };
 }
 export interface RemovedData {
   readonly type: "removed";
@@ -33,10 +40,24 @@ export interface ClearedData {
 }
 export type KvCacheEventData = StoredData | RemovedData | ClearedData;
 
+/**
+ * Where an engine keeps a block: its GPU (the prefix cache routing has always priced), its CPU
+ * memory (vLLM's OffloadingConnector, SGLang's HiCache host pool) or its disk / file tier. A
+ * block's holder is (worker, dp rank, medium): one block can be on several media of one engine.
+ */
+export type KvMedium = "gpu" | "cpu" | "disk";
+export const KV_MEDIA: readonly KvMedium[] = ["gpu", "cpu", "disk"];
+
 export interface KvCacheEvent {
   readonly eventId: EventId;
   readonly dpRank: DpRank;
   readonly data: KvCacheEventData;
+  /**
+   * Stored / Removed: the medium they speak for; absent means GPU (every engine without tiers).
+   * Cleared: absent empties every medium of the (worker, dp rank) (an engine reset or restart);
+   * set, only that medium.
+   */
+  readonly medium?: KvMedium;
 }
 
 export interface RouterEvent {
@@ -56,8 +77,9 @@ export function storedEvent(
   blocks: readonly StoredBlock[],
   parentHash: ExternalBlockHash | null = null,
   dpRank: DpRank = 0,
+  medium?: KvMedium,
 ): RouterEvent {
-  return { workerId, event: { eventId, dpRank, data: { type: "stored", parentHash, blocks } } };
+  return { workerId, event: withMedium({ eventId, dpRank, data: { type: "stored", parentHash, blocks } }, medium) };
 }
 
 export function removedEvent(
@@ -65,12 +87,18 @@ export function removedEvent(
   eventId: EventId,
   blockHashes: readonly ExternalBlockHash[],
   dpRank: DpRank = 0,
+  medium?: KvMedium,
 ): RouterEvent {
-  return { workerId, event: { eventId, dpRank, data: { type: "removed", blockHashes } } };
+  return { workerId, event: withMedium({ eventId, dpRank, data: { type: "removed", blockHashes } }, medium) };
 }
 
-export function clearedEvent(workerId: WorkerId, eventId: EventId, dpRank: DpRank = 0): RouterEvent {
-  return { workerId, event: { eventId, dpRank, data: { type: "cleared" } } };
+export function clearedEvent(workerId: WorkerId, eventId: EventId, dpRank: DpRank = 0, medium?: KvMedium): RouterEvent {
+  return { workerId, event: withMedium({ eventId, dpRank, data: { type: "cleared" } }, medium) };
+}
+
+/** GPU is the default: an event about the GPU carries no medium, so GPU-only events stay as they were. */
+function withMedium(e: KvCacheEvent, medium: KvMedium | undefined): KvCacheEvent {
+  return medium === undefined || (medium === "gpu" && e.data.type !== "cleared") ? e : { ...e, medium };
 }
 
 // ---------------------------------------------------------------- wire schemas
@@ -148,9 +176,24 @@ export const KvCacheEventSchema = v.pipe(
   v.transform((e): KvCacheEvent => ({ eventId: e.event_id, dpRank: e.dp_rank, data: e.data })),
 );
 
+/**
+ * Dynamo's RouterEvent.storage_tier (lib/kv-router/src/protocols.rs, newer: snake_case
+ * StorageTier, default device) -> the medium. "external" (a store shared by the fleet) is not one
+ * engine's memory, so no (worker, medium) can hold it: refused by name.
+ */
+const STORAGE_TIERS: Record<string, KvMedium> = { device: "gpu", host_pinned: "cpu", disk: "disk" };
+const MEDIUM_TIERS: Record<KvMedium, string> = { gpu: "device", cpu: "host_pinned", disk: "disk" };
+const StorageTierSchema = v.picklist(
+  ["device", "host_pinned", "disk"],
+  'storage_tier must be "device", "host_pinned" or "disk" ("external" is not held by one worker)',
+);
+
 export const RouterEventSchema = v.pipe(
-  v.object({ worker_id: U64Schema, event: KvCacheEventSchema }),
-  v.transform((e): RouterEvent => ({ workerId: e.worker_id, event: e.event })),
+  v.object({ worker_id: U64Schema, storage_tier: v.optional(StorageTierSchema), event: KvCacheEventSchema }),
+  v.transform((e): RouterEvent => {
+    const medium = e.storage_tier === undefined ? undefined : STORAGE_TIERS[e.storage_tier];
+    return { workerId: e.worker_id, event: withMedium(e.event, medium) };
+  }),
 );
 
 export const RouterEventBatchSchema = v.array(RouterEventSchema);
@@ -239,7 +282,14 @@ export function fastRouterEventBatch(json: unknown): RouterEvent[] | undefined {
     }
     const data = fastData(ev.data);
     if (data === undefined) return undefined;
-    out[i] = { workerId, event: { eventId, dpRank, data } };
+    const tier = e.storage_tier;
+    if (tier === undefined) {
+      out[i] = { workerId, event: { eventId, dpRank, data } };
+      continue;
+    }
+    const medium = typeof tier === "string" && Object.hasOwn(STORAGE_TIERS, tier) ? STORAGE_TIERS[tier] : undefined;
+    if (medium === undefined) return undefined;
+    out[i] = { workerId, event: withMedium({ eventId, dpRank, data }, medium) };
   }
   return out;
 }
@@ -264,10 +314,10 @@ export function eventDataToWire(d: KvCacheEventData): unknown {
 }
 
 export function routerEventToWire(e: RouterEvent): unknown {
-  return {
-    worker_id: e.workerId,
-    event: { event_id: e.event.eventId, data: eventDataToWire(e.event.data), dp_rank: e.event.dpRank },
-  };
+  const event = { event_id: e.event.eventId, data: eventDataToWire(e.event.data), dp_rank: e.event.dpRank };
+  const medium = e.event.medium;
+  if (medium === undefined) return { worker_id: e.workerId, event };
+  return { worker_id: e.workerId, storage_tier: MEDIUM_TIERS[medium], event };
 }
 
 /** Format valibot issues as one message naming each bad field path. */

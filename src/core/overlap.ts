@@ -2,6 +2,7 @@
  * Overlap scores (Dynamo's OverlapScores): for each (worker, dp_rank), how many leading blocks of a
  * request it already holds, plus the size of its part of the index (tie-breaker, Dynamo's DefaultWorkerSelector).
  */
+import type { KvMedium } from "./events.ts";
 import type { WorkerKey, WorkerWithDpRank } from "./ids.ts";
 
 export interface OverlapScores {
@@ -17,6 +18,13 @@ export interface OverlapScores {
    * prefix is best placed where it evicts least. Absent: the index cannot say.
    */
   readonly indexBlocksOf?: (worker: WorkerWithDpRank) => number;
+  /**
+   * Per medium other than GPU (an engine's CPU or disk tier): the leading blocks of the request
+   * each (worker, dp_rank) holds there, counted like `scores` (contiguous from the first block,
+   * that medium alone; workers with 0 absent). `scores` stays the GPU's. Absent when no tier
+   * holds any leading block (always, for engines that report only GPU).
+   */
+  readonly tierScores?: ReadonlyMap<KvMedium, ReadonlyMap<WorkerKey, number>>;
 }
 
 export function emptyOverlapScores(): OverlapScores {

@@ -30,7 +30,7 @@ import { statusRoutes } from "../observe/status-routes.ts";
 
 /** The proxy path every proxied route shares: forward's deps, the model dispatch, --disagg's split. */
 function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
-  const forward: ForwardDeps = { routing: d.router.routing, registry: d.fleet.registry, upstream: d.upstream, outcomes: d.outcomes, observe: d.observe };
+  const forward: ForwardDeps = { routing: d.router.routing, registry: d.fleet.registry, upstream: d.upstream, outcomes: d.outcomes, observe: d.observe, cacheCheck: d.cacheCheck };
   const dispatch = createModelForward(d.fleet, forward);
   const split = d.disagg !== undefined ? createPairForward(d.fleet, forward, dispatch, d.disagg) : undefined;
   const g = d.tenants;
@@ -43,7 +43,7 @@ function proxyPath(d: EdgeDeps): CompletionDeps & PassthroughDeps {
     tokenizers: d.fleet.tokenizers,
     requests,
     dispatch: (input, model) => tenantCall(g, input, model, (i) => dispatch(i, model)),
-    split: split && ((input, json, model) => tenantCall(g, input, model, (i) => split(i, json, model))),
+    split: split && ((input, json, model) => tenantCall(g, input, model, (i, recap) => split(i, recap ? recap(json) : json, model))),
   };
 }
 

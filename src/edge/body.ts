@@ -16,23 +16,32 @@ export class BodyReadError extends RouterError {
   }
 }
 
-export async function readBodyLimited(req: Request, maxBytes: number): Promise<Uint8Array> {
+/**
+ * `limitName`: what the 413 names as the limit (a flag, or how the limit is derived);
+ * `field`: the request field the limit is about, when it is derived from one (the prompt).
+ */
+export async function readBodyLimited(
+  req: Request,
+  maxBytes: number,
+  limitName = "--max-body-bytes",
+  field?: string,
+): Promise<Uint8Array> {
   try {
-    return await readBody(req, maxBytes);
+    return await readBody(req, maxBytes, limitName, field);
   } catch (e) {
     throw e instanceof RouterError ? e : new BodyReadError(e);
   }
 }
 
-async function readBody(req: Request, maxBytes: number): Promise<Uint8Array> {
+async function readBody(req: Request, maxBytes: number, limitName: string, field?: string): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) {
-    throw new RouterError("payload_too_large", `request body is ${declared} bytes; the limit is ${maxBytes} (--max-body-bytes)`);
+    throw new RouterError("payload_too_large", `request body is ${declared} bytes; the limit is ${maxBytes} (${limitName})`, field);
   }
   if (declared !== null) {
     // Read in one go; touching req.body would build a stream object for nothing.
     const bytes = new Uint8Array(await req.arrayBuffer());
-    if (bytes.length > maxBytes) throw tooLarge(maxBytes);
+    if (bytes.length > maxBytes) throw tooLarge(maxBytes, limitName, field);
     return bytes;
   }
   if (!req.body) return new Uint8Array(0);
@@ -46,7 +55,7 @@ async function readBody(req: Request, maxBytes: number): Promise<Uint8Array> {
     total += value.length;
     if (total > maxBytes) {
       await reader.cancel().catch(() => {});
-      throw tooLarge(maxBytes);
+      throw tooLarge(maxBytes, limitName, field);
     }
     parts.push(value);
   }
@@ -65,8 +74,8 @@ export function concatBytes(parts: readonly Uint8Array[], total: number): Uint8A
   return out;
 }
 
-function tooLarge(maxBytes: number): RouterError {
-  return new RouterError("payload_too_large", `request body is larger than ${maxBytes} bytes (--max-body-bytes)`);
+function tooLarge(maxBytes: number, limitName: string, field?: string): RouterError {
+  return new RouterError("payload_too_large", `request body is larger than ${maxBytes} bytes (${limitName})`, field);
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true });

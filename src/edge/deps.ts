@@ -5,6 +5,7 @@
  * own pieces: the peer address, Bun's upstream client, ...); createApp takes them together
  * as EdgeDeps. Tests build the same groups around fakes or real parts.
  */
+import type { CacheCheck } from "./proxy/cache-check.ts";
 import type { Binding } from "../router/index.ts";
 import type { WorkerId } from "../core/ids.ts";
 import type { RouterMetrics } from "../observe/names.ts";
@@ -13,11 +14,12 @@ import type { ModelDirectory } from "../fleet/models.ts";
 import type { WorkerRegistry } from "../fleet/registry.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
 import type { RouterApi } from "../router/index.ts";
-import type { PeerAddress } from "./auth.ts";
+import type { AdminOpenness, PeerAddress } from "./auth.ts";
 import type { DisaggOptions } from "./disagg/options.ts";
 import type { Logger } from "../core/logger.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
+import type { ForwardingPolicy } from "./proxy/forwarding.ts";
 import type { RetryPolicy } from "./proxy/retry-policy.ts";
 import type { KeptMemory } from "./proxy/migration/kept-memory.ts";
 import type { RouterTokenizers } from "./prompt-route/tokenizers.ts";
@@ -40,6 +42,8 @@ export interface EdgeDeps {
   readonly outcomes: WorkerOutcomes;
   readonly observe: Observability;
   readonly admin: AdminDeps;
+  /** Every answer's cached tokens checked (src/fleet/cache-truth); without it: none. */
+  readonly cacheCheck?: CacheCheck;
   /** --disagg vllm|sglang: completions are split into a prefill and a decode request (edge/disagg). */
   readonly disagg?: DisaggOptions;
   /** --api-keys: client keys on every client route, tenant limits, fair admission (edge/tenants). */
@@ -49,6 +53,10 @@ export interface EdgeDeps {
 /** Who may come in, and whether this router still takes work: the app's middleware and probes. */
 export interface EdgeAccess {
   readonly adminToken: string | undefined;
+  /** Who the admin API answers without a token (auth.ts adminOpenness); default: loopback peers. */
+  readonly adminOpenness?: AdminOpenness;
+  /** The engines' credential for POST /v1/kv/events (--events-token); never opens the admin API. */
+  readonly eventsToken?: string;
   /** The peer address of a request (Bun: server.requestIP). */
   readonly peer: PeerAddress;
   /** This router's identity, sent as x-switchyard-router-id on /health so no router registers it as a worker. */
@@ -59,6 +67,13 @@ export interface EdgeAccess {
   readonly unready?: () => boolean;
 }
 
+/** Parses a JSON object body and checks its prompt fields off the event loop (request-json.ts); resolves with the bytes back (they may have moved). */
+export type OffLoopJsonParser = (
+  body: Uint8Array,
+  promptFields: readonly string[],
+  maxPromptChars: number | undefined,
+) => Promise<{ body: Uint8Array; json: Record<string, unknown> }>;
+
 /** How much of a request the edge reads. */
 export interface RequestLimits {
   readonly maxBodyBytes: number;
@@ -66,6 +81,8 @@ export interface RequestLimits {
   readonly maxPromptChars?: number;
   /** Longest session id a header may carry (--max-session-id-length); longer: 400 naming the header. */
   readonly maxSessionIdLength?: number;
+  /** Large client bodies parsed (and their prompt size checked) off the event loop (request-json.ts); without it, in-thread. */
+  readonly parseOffLoop?: OffLoopJsonParser;
 }
 
 /** The workers as a request sees them: who is there, what each serves, how text becomes tokens. */
@@ -109,6 +126,8 @@ export interface Upstream {
    * since an answer may stream for minutes; the proxy's own deadlines bound it from here.
    */
   readonly keepOpen?: (request: Request) => void;
+  /** X-Forwarded-For / Forwarded and Cookie towards engines (--trust-forwarded, --forward-cookies); without it, neither is added and Cookie passes. */
+  readonly forwarding?: ForwardingPolicy;
 }
 
 /** What the proxy tells worker health about each answer. */
@@ -137,6 +156,8 @@ export interface AdminDeps {
   readonly workerUrlPolicy?: { check(url: string): Promise<void> };
   /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
   readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
+  /** POST /v1/workers/:id/canary: the cache check's canary on that worker now (src/fleet/cache-truth/canary.ts). */
+  readonly canary?: (id: WorkerId) => Promise<readonly { readonly ok: boolean; readonly cause?: string; readonly evidence: string }[]>;
   /** Read a session binding without sliding its TTL (GET /debug/sessions/:id). */
   readonly peekSession?: (sessionId: string) => Promise<Binding | undefined>;
   /** Milliseconds (load decay in GET /v1/workers). */

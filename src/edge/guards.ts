@@ -9,6 +9,7 @@
  */
 import type { EdgeDeps } from "./deps.ts";
 import { adminGuard } from "./auth.ts";
+import { eventsGuard } from "./events-auth.ts";
 import { errorResponse } from "./errors.ts";
 import { PASSTHROUGH_ROUTES } from "./routes/passthrough.ts";
 import { keyGuard } from "./tenants/authenticate.ts";
@@ -22,7 +23,10 @@ export interface PathGuard {
   readonly guard: Guard;
 }
 
-/** Paths that need the admin token (or a loopback peer when no token is set). */
+/** The route engines push KV events to: the events token (--events-token) or the admin check (events-auth.ts). */
+export const EVENTS_PATH = "/v1/kv/events";
+
+/** Paths that need the admin token (or a loopback peer at the zero-config local start); EVENTS_PATH also takes the events token. */
 export const ADMIN_PATHS = ["/v1/workers", "/v1/workers/*", "/v1/kv/*", "/v1/route", "/v1/route/*", "/debug/*", "/ui"] as const;
 
 /** The OpenAI and engine-native routes a client uses: with --api-keys each needs a client key. */
@@ -57,7 +61,12 @@ export function requestGuards(d: EdgeDeps): readonly PathGuard[] {
   if (draining !== undefined) {
     guards.push({ paths: ["*"], guard: (_req, path, next) => (draining() && !OPEN_WHILE_DRAINING.has(path) ? Promise.resolve(drainingRefusal()) : next()) });
   }
-  guards.push({ paths: ADMIN_PATHS, guard: adminGuard(d.access.adminToken, d.access.peer) });
+  const a = d.access;
+  const openness = a.adminOpenness ?? (a.adminToken !== undefined ? { kind: "token" as const } : { kind: "loopback" as const });
+  const admin = adminGuard(a.adminToken, a.peer, openness);
+  // Engines push events with their own credential, never the admin token.
+  const events = eventsGuard({ eventsToken: a.eventsToken, adminToken: a.adminToken, openness, peer: a.peer, refused: d.observe.metrics.kvEventPushesRefused, log: d.observe.log });
+  guards.push({ paths: ADMIN_PATHS, guard: (req, path, next) => (path === EVENTS_PATH ? events(req, path, next) : admin(req, path, next)) });
   if (d.tenants !== undefined) guards.push({ paths: CLIENT_PATHS, guard: keyGuard(d.tenants) });
   return guards;
 }

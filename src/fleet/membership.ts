@@ -92,6 +92,13 @@ export interface MembershipDeps {
 }
 
 export class WorkerMembership {
+  /**
+   * The id each registered engine calls itself (its /v1/engine/info worker_id), by that id:
+   * the engine's URL. Events an engine pushes carry this id, so two engines claiming one id
+   * would write into one worker's part of the index.
+   */
+  readonly #claims = new Map<WorkerId, string>();
+
   constructor(private readonly d: MembershipDeps) {}
 
   async register(input: RegisterInput): Promise<RegisterResult> {
@@ -130,6 +137,7 @@ export class WorkerMembership {
         "block_size",
       );
     }
+    if (info?.workerId !== undefined) this.#checkClaim(info.workerId, url);
     if (info?.workerId !== undefined && info.workerId !== id) {
       warnings.push(
         `the engine calls itself worker ${info.workerId} but is registered as ${id}; events it pushes under its own id will be dropped`,
@@ -146,7 +154,10 @@ export class WorkerMembership {
       const from = input.dpRanks !== undefined ? "the registration" : "its /v1/engine/info";
       throw new RouterError("invalid_request", `dp_ranks: ${from} says ${dpRanks} data-parallel ranks; at most ${MAX_DP_RANKS}`, "dp_ranks");
     }
+    // Checked again: another engine's registration may have claimed the id while we awaited.
+    if (info?.workerId !== undefined) this.#checkClaim(info.workerId, url);
     this.d.registry.add(id, url, dpRanks, info !== undefined, input.model ?? info?.model);
+    if (info?.workerId !== undefined) this.#claims.set(info.workerId, url);
     const rec = this.d.registry.get(id)!;
     if (models !== undefined) this.d.models?.directory.set(id, models);
     if (this.d.load.addWorkers !== undefined) this.d.load.addWorkers(ranksOf(id, dpRanks));
@@ -163,6 +174,7 @@ export class WorkerMembership {
   remove(id: WorkerId): WorkerRecord {
     const rec = this.d.registry.remove(id);
     if (!rec) throw new RouterError("worker_not_found", `worker ${id} is not registered`);
+    for (const [claimed, url] of this.#claims) if (url === rec.url) this.#claims.delete(claimed);
     if (this.d.load.removeLoad !== undefined) this.d.load.removeLoad(id);
     else this.#syncLoad();
     this.d.recovery.removeWorker(id);
@@ -215,6 +227,23 @@ export class WorkerMembership {
     throw new RouterError(
       "unavailable",
       `url: this router already has ${this.d.registry.size} workers, its limit (--max-workers ${max}); remove one first or raise the limit`,
+      "url",
+    );
+  }
+
+  /**
+   * An engine at `url` calls itself `claimed`: refused when another registered engine (another
+   * URL) claims that id too, or is registered under it. The usual cause is engines in containers
+   * that derive their id from the same listen address (http://0.0.0.0:8000).
+   */
+  #checkClaim(claimed: WorkerId, url: string): void {
+    const other = this.#claims.get(claimed) ?? this.d.registry.get(claimed)?.url;
+    if (other === undefined || other === url) return;
+    throw new RouterError(
+      "duplicate_request",
+      `worker id clash: the engine at ${url} calls itself worker ${claimed}, which the engine at ${other} already claims; ` +
+        "their KV events would mix in one worker's index. Give each engine its own id: start it with --advertise-url " +
+        "set to the URL this router reaches it at (or a distinct --worker-id)",
       "url",
     );
   }

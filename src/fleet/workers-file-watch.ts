@@ -8,9 +8,10 @@
  * from the file are removed, new or edited ones registered (edited = removed, then added),
  * and a file worker removed by other means (DELETE /v1/workers) is added back — the file is
  * the source of truth for the workers it lists; workers added otherwise are never touched.
- * A file that cannot be read or parsed is logged once and the last good set is kept. An
- * entry that fails to register is retried after `retryMs`. File reading and YAML parsing
- * are injected (src/runtime/bun/workers-file.ts: Bun.file, Bun.YAML.parse).
+ * A file that cannot be read or parsed keeps the last good set, and is logged once when the
+ * same failure lasts (`settleMs`): a file read mid-write is whole a moment later. An
+ * entry that fails to register is retried after `retryMs`. File reading and parsing are
+ * injected (src/runtime/bun/workers-file.ts: a bounded read, the parse on a Worker).
  */
 import type { Logger } from "../core/logger.ts";
 import type { WorkerId } from "../core/ids.ts";
@@ -21,6 +22,12 @@ export interface WorkersFileWatchOptions {
   readonly path: string;
   /** Re-read at least this often (ms; default 1000). */
   readonly pollMs?: number;
+  /**
+   * A file that cannot be read or parsed is logged only when it still fails this long after
+   * the first failing read (ms; default pollMs): a file caught mid-write (truncated, then
+   * written) fails once and is whole a moment later, and is no error.
+   */
+  readonly settleMs?: number;
   /** A failed registration is tried again after this long (ms; default 30000). */
   readonly retryMs?: number;
   readonly readFile: (path: string) => Promise<string>;
@@ -30,6 +37,12 @@ export interface WorkersFileWatchOptions {
    */
   readonly fileVersion?: (path: string) => Promise<string>;
   readonly parseYaml: YamlParse;
+  /**
+   * Text -> the entries, parsed and checked off the event loop where the runtime can (Bun: a
+   * Worker), so a large file does not stall the loop; rejects naming what is wrong. Without
+   * it the file is parsed here with `parseYaml`.
+   */
+  readonly parseFile?: (text: string, path: string) => Promise<WantedWorker[]>;
   /** Change notifications for the file's directory; returns a stop function. Optional. */
   readonly watchDir?: (dir: string, onChange: () => void) => () => void;
   readonly register: (spec: WorkerSpec) => Promise<unknown>;
@@ -46,6 +59,8 @@ export class WorkersFileWatch {
   #wanted: WantedWorker[] = [];
   #lastText: string | undefined;
   #lastProblem: string | undefined;
+  /** The failure seen last (what failed, on which text) and when first: not logged until it lasts. */
+  #unsettled: { key: string; at: number } | undefined;
   #running: Promise<void> | undefined;
   #again = false;
   #againRead = false;
@@ -145,21 +160,23 @@ export class WorkersFileWatch {
       this.#reads++;
     } catch (e) {
       this.#readVersion = undefined;
-      this.#problem(`--workers-file: cannot read ${this.o.path} (${(e as Error).message}); keeping the ${this.#applied.size} workers it listed`);
+      const message = `--workers-file: cannot read ${this.o.path} (${(e as Error).message}); keeping the ${this.#applied.size} workers it listed`;
+      this.#problem(message, message);
       return;
     }
     if (text !== this.#lastText) {
       try {
-        this.#wanted = parseWorkersFile(text, this.o.path, this.o.parseYaml);
+        this.#wanted = this.o.parseFile !== undefined ? await this.o.parseFile(text, this.o.path) : parseWorkersFile(text, this.o.path, this.o.parseYaml);
         this.#lastText = text;
         this.#lastProblem = undefined;
         this.#failedAt.clear();
       } catch (e) {
         this.#readVersion = version;
-        this.#problem(`--workers-file: ${(e as Error).message}; keeping the last good list`);
+        this.#problem(`--workers-file: ${(e as Error).message}; keeping the last good list`, `parse\0${text}`);
         return;
       }
     }
+    this.#unsettled = undefined;
     this.#readVersion = version;
     await this.#reconcile();
   }
@@ -197,8 +214,22 @@ export class WorkersFileWatch {
     );
   }
 
-  /** Log a problem once until it changes (the file is polled every second). */
-  #problem(message: string): void {
+  /**
+   * Log a problem once until it changes (the file is polled every second), and only once the
+   * same failure (`key`: the error, or the same unparsable text) has lasted `settleMs`; until
+   * then the file is read again at the next poll, whatever its version says.
+   */
+  #problem(message: string, key: string): void {
+    const now = this.o.now();
+    if (this.#unsettled?.key !== key) {
+      this.#unsettled = { key, at: now };
+      this.#readVersion = undefined;
+      return;
+    }
+    if (now - this.#unsettled.at < (this.o.settleMs ?? this.o.pollMs ?? 1_000)) {
+      this.#readVersion = undefined;
+      return;
+    }
     if (message === this.#lastProblem) return;
     this.#lastProblem = message;
     this.o.log.error(message);

@@ -10,6 +10,7 @@ import { RouterError } from "../core/errors.ts";
 import type { WorkerId } from "../core/ids.ts";
 import { normalizeWorkerUrl, workerIdFromUrl } from "../core/worker-id.ts";
 import { parseWorkerSpec, type WorkerSpec } from "./worker-spec.ts";
+import { describePosition, locateYamlError } from "../config/yaml-position.ts";
 
 /** One wanted worker: its spec, the id it will have, and a fingerprint to see edits. */
 export interface WantedWorker {
@@ -31,7 +32,8 @@ export function parseWorkersFile(text: string, path: string, parseYaml: YamlPars
   try {
     doc = isYamlPath(path) ? parseYaml(text) : JSON.parse(text);
   } catch (e) {
-    throw new RouterError("invalid_request", `${path}: not valid ${isYamlPath(path) ? "YAML" : "JSON"}: ${(e as Error).message}`);
+    const where = isYamlPath(path) ? describePosition(locateYamlError(text, parseYaml)) : "";
+    throw new RouterError("invalid_request", `${path}: not valid ${isYamlPath(path) ? "YAML" : "JSON"}${where}: ${(e as Error).message}`);
   }
   const list = Array.isArray(doc) ? doc : isObject(doc) && Array.isArray(doc.workers) ? doc.workers : undefined;
   if (list === undefined) {

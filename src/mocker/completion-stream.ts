@@ -1,8 +1,8 @@
 /**
  * A streamed completion answer (SSE): the response and its headers go out when prefill
  * starts, once the cached prefix is known; then one chunk per token (a chat stream's role chunk
- * with the first of them), the usage chunk and
- * `[DONE]`. A client that leaves aborts the request in the engine; an error after the first
+ * with the first of them), the usage chunk only when the request asked for it
+ * (`stream_options.include_usage`, openai.ts SseWriter), and `[DONE]`. A client that leaves aborts the request in the engine; an error after the first
  * byte becomes an error chunk. It parses nothing and decides nothing about the request.
  */
 import type { WorkerId } from "../core/ids.ts";
@@ -11,6 +11,7 @@ import { AbortedError } from "./fifo.ts";
 import { answerHeaders } from "./headers.ts";
 import { error } from "./http.ts";
 import { type ApiKind, type ResponseMeta, SseWriter } from "./openai.ts";
+import type { StreamUsage } from "./requests.ts";
 
 export interface StreamDeps {
   readonly engine: MockEngine;
@@ -29,9 +30,10 @@ export function streamCompletion(
   genReq: GenerateRequest,
   abort: AbortController,
   zero: Record<string, string>,
+  usage: StreamUsage = { include: false, continuous: false },
 ): Promise<Response> {
   const { engine: eng, workerId, log } = deps;
-  const w = new SseWriter(kind, m);
+  const w = new SseWriter(kind, m, usage.continuous ? { promptTokens: genReq.tokens.length } : undefined);
   return new Promise<Response>((resolve, reject) => {
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     let open = true;
@@ -77,12 +79,12 @@ export function streamCompletion(
         },
         token: (t, i) => {
           if (i === 0 && w.isChat) send(w.role());
-          send(w.token(t, i === last));
+          send(w.token(t, i, i === last));
         },
       })
       .then(
         (r) => {
-          send(w.usage(r));
+          if (usage.include) send(w.usage(r));
           send(w.done());
           close();
         },

@@ -23,6 +23,8 @@ export interface EngineRouteDeps {
   readonly publishers: readonly EventPublisher[];
   /** Hand-off counters on a prefill or decode engine; absent on an ordinary one. */
   readonly handoffStats: HandoffStats | undefined;
+  /** The block size it says it has (--block-size), when --fault-block-size runs another. */
+  readonly advertisedBlockSize?: number;
 }
 
 export function engineRoutes(deps: EngineRouteDeps): Route[] {
@@ -35,7 +37,8 @@ export function engineRoutes(deps: EngineRouteDeps): Route[] {
       instance_id: deps.instanceId,
       started_at: deps.startedAt,
       dp_ranks: config.dpRanks,
-      block_size: config.blockSize,
+      // --fault-block-size: the engine says the block size it was started with, not the one it runs.
+      block_size: config.faultBlockSize !== undefined ? deps.advertisedBlockSize ?? config.blockSize : config.blockSize,
       kv_blocks: config.kvBlocks,
       loras: eng.loras.list(),
       max_loras: config.maxLoras,

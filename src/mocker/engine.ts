@@ -1,9 +1,13 @@
 /**
- * The simulated engine: dp ranks (each with its prefix cache, event log, FIFO admission
- * and serialized prefill), the request lifecycle, LoRA adapters and sessions. It knows
- * nothing of HTTP; time comes from an injected Clock, so tests can run it on virtual time.
+ * The simulated engine: dp ranks (each with its prefix cache, event log and scheduler), the
+ * request lifecycle, LoRA adapters and sessions. It knows nothing of HTTP; time comes from an
+ * injected Clock, so tests can run it on virtual time.
  *
- * A request on a rank: wait for a running slot (max concurrency, FIFO) -> wait for the
+ * Two schedulers (`--scheduler`). `v1` (the default): vLLM V1's steps, a token budget per step
+ * that running decodes take first and prefill chunks share (step-scheduler.ts); the cached
+ * prefix is looked up and pinned when a request is first scheduled, its blocks stored when its
+ * last chunk ran. `fifo` (what earlier results were measured on): a request on a rank waits
+ * for a running slot (max concurrency, FIFO) -> wait for the
  * rank's single prefill lane -> pin its cached prefix -> prefill the uncached tokens ->
  * store its blocks (KV events) -> first token -> one token per decode step, the step slowing
  * with the number of decoding sequences -> release slot and pins. A client that leaves at any
@@ -21,7 +25,9 @@ import { LoraRegistry } from "./lora.ts";
 import type { MockerConfig } from "./options.ts";
 import { PrefillStats } from "./prefill-stats.ts";
 import { RankKv } from "./rank-kv.ts";
+import { mulberry32 } from "../core/mulberry32.ts";
 import { SessionRegistry } from "./sessions.ts";
+import { StepScheduler } from "./step-scheduler.ts";
 import { decodeStepMs, prefillMs } from "./timing.ts";
 
 export interface Clock {
@@ -89,6 +95,28 @@ export interface RankState {
   prefillBusyUntil: number;
   /** Finished requests' prefill time and computed tokens, as vLLM exports them (/metrics). */
   readonly prefillStats: PrefillStats;
+  /** `--scheduler v1`: the rank's steps (slots, prefill and decoding are then unused). */
+  readonly steps: StepScheduler | undefined;
+}
+
+/** A rank's queues as its metrics report them, whichever scheduler runs it. */
+export interface RankLoad {
+  /** Requests scheduled and not finished (vLLM's num_requests_running). */
+  readonly running: number;
+  /** Requests not yet scheduled (vLLM's num_requests_waiting). */
+  readonly waiting: number;
+  /** Running requests past their prefill. */
+  readonly decoding: number;
+  /** Running requests whose prompt is not computed yet (fifo: those waiting for the prefill lane). */
+  readonly prefilling: number;
+}
+
+export function rankLoad(r: RankState): RankLoad {
+  if (r.steps !== undefined) {
+    const decoding = r.steps.decoding;
+    return { running: r.steps.running, waiting: r.steps.waiting, decoding, prefilling: r.steps.running - decoding };
+  }
+  return { running: r.slots.held, waiting: r.slots.waiting, decoding: r.decoding, prefilling: r.prefill.waiting };
 }
 
 export interface EngineCounters {
@@ -147,12 +175,16 @@ export class MockEngine {
     this.onPrefilled = deps.onPrefilled;
     this.loras = new LoraRegistry(c.maxLoras, c.model, c.loras);
     this.ranks = Array.from({ length: c.dpRanks }, (_, r) => ({
-      kv: new RankKv({ workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit }),
+      kv: new RankKv({
+        workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit,
+        dropEvents: c.faultDropEvents > 0 ? { share: c.faultDropEvents, random: mulberry32(c.seed * 31 + r + 1) } : undefined,
+      }),
       slots: new FifoSemaphore(c.maxConcurrency),
       prefill: new FifoSemaphore(1),
       decoding: 0,
       prefillBusyUntil: 0,
       prefillStats: new PrefillStats(),
+      steps: c.scheduler === "v1" ? new StepScheduler(deps.clock, c, { maxNumBatchedTokens: c.maxNumBatchedTokens, maxRunning: c.maxConcurrency }) : undefined,
     }));
   }
 
@@ -182,11 +214,15 @@ export class MockEngine {
     const rank = this.ranks[req.dpRank];
     if (rank === undefined) throw new RangeError(`dp rank ${req.dpRank} out of range 0..${this.ranks.length - 1}`);
     const c = this.config;
-    const local = computeBlockHashes(req.tokens, c.blockSize, { loraName: req.loraName });
+    // The faults salt what a router would compute otherwise (options.ts, --fault-*).
+    const loraName = req.loraName !== undefined && c.faultLoraSalt !== undefined ? `${req.loraName}${c.faultLoraSalt}` : req.loraName;
+    const local = computeBlockHashes(req.tokens, c.blockSize, { loraName, cacheNamespace: c.faultHashSeed });
     const hashes = engineBlockHashes(local);
+    const maxHit = maxHitBlocks(req.tokens.length, c.blockSize);
     const signal = req.signal;
     const arrivedAt = this.clock.now();
     this.counters.requests++;
+    if (rank.steps !== undefined) return this.generateInSteps(req, sink, rank, rank.steps, local, hashes, arrivedAt);
 
     let admitted = false;
     let prefilling = false;
@@ -200,7 +236,7 @@ export class MockEngine {
       if (req.importKv !== undefined) {
         // A pull (and SGLang's wait for the prefill engine's room) computes nothing: it does
         // not take the prefill lane, so it never holds back this rank's other prefills.
-        lease = rank.kv.begin(hashes);
+        lease = rank.kv.begin(hashes, maxHit);
         if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
         if (signal?.aborted) throw new AbortedError();
       }
@@ -208,7 +244,7 @@ export class MockEngine {
       prefilling = true;
       const prefillStart = this.clock.now();
 
-      lease ??= rank.kv.begin(hashes);
+      lease ??= rank.kv.begin(hashes, maxHit);
       const cachedTokens = lease.cachedBlocks * c.blockSize;
       const info: GenerateStart = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
       this.counters.promptTokens += req.tokens.length;
@@ -266,6 +302,72 @@ export class MockEngine {
     }
   }
 
+  /** `--scheduler v1`: the request runs in the rank's steps (step-scheduler.ts). */
+  private async generateInSteps(
+    req: GenerateRequest,
+    sink: TokenSink,
+    rank: RankState,
+    steps: StepScheduler,
+    local: BigUint64Array,
+    hashes: BigUint64Array,
+    arrivedAt: number,
+  ): Promise<GenerateResult> {
+    const c = this.config;
+    const signal = req.signal;
+    let lease: ReturnType<RankKv["begin"]> | undefined;
+    let imported: ImportedKv = { blocks: 0, bytes: 0 };
+    let info: GenerateStart | undefined;
+    let computed = 0;
+    let prefillStart = 0;
+    let firstTokenAt = 0;
+    let text = "";
+    const offset = fakeTextOffset(c.seed, req.tokens);
+    try {
+      if (req.importKv !== undefined) {
+        // vLLM's WAITING_FOR_REMOTE_KVS: the pull happens before the request is scheduled.
+        lease = rank.kv.begin(hashes, maxHitBlocks(req.tokens.length, this.config.blockSize));
+        if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
+        if (signal?.aborted) throw new AbortedError();
+      }
+      await steps.submit({
+        maxTokens: req.maxTokens,
+        signal,
+        begin: () => {
+          prefillStart = this.clock.now();
+          lease ??= rank.kv.begin(hashes, maxHitBlocks(req.tokens.length, this.config.blockSize));
+          const cachedTokens = lease.cachedBlocks * c.blockSize;
+          info = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
+          this.counters.promptTokens += req.tokens.length;
+          this.counters.cachedTokens += cachedTokens;
+          sink.start(info);
+          computed = req.tokens.length - cachedTokens - imported.blocks * c.blockSize;
+          return computed;
+        },
+        prefilled: () => {
+          firstTokenAt = this.clock.now();
+          this.onPrefilled?.({
+            requestId: req.requestId, dpRank: req.dpRank, arrivedAt, prefillStartedAt: prefillStart, firstTokenAt,
+            promptTokens: req.tokens.length, cachedTokens: info!.cachedTokens, computedTokens: computed,
+          });
+          rank.kv.commit(lease!, hashes, local);
+        },
+        token: (i) => {
+          const t = fakeToken(offset, i);
+          text += t;
+          this.counters.completionTokens++;
+          sink.token(t, i);
+        },
+      });
+      rank.prefillStats.finished(firstTokenAt - prefillStart, computed);
+      return { ...info!, completionTokens: req.maxTokens, text, transferredBlocks: imported.blocks, transferredBytes: imported.bytes };
+    } catch (e) {
+      if (e instanceof AbortedError) this.counters.aborted++;
+      throw e;
+    } finally {
+      if (lease !== undefined) rank.kv.release(lease);
+    }
+  }
+
   /** Wait until `t`; with a signal, reject with AbortedError as soon as it aborts. */
   private async sleepUntil(t: number, signal?: AbortSignal): Promise<void> {
     const wait = t - this.clock.now();
@@ -291,4 +393,9 @@ export class MockEngine {
   restartEvents(): void {
     for (const rank of this.ranks) rank.kv.restart();
   }
+}
+
+/** A prompt's deepest cache hit in blocks: vLLM recomputes at least its last token (rank-kv.ts `begin`). */
+function maxHitBlocks(promptTokens: number, blockSize: number): number {
+  return Math.max(0, Math.floor((promptTokens - 1) / blockSize));
 }

@@ -15,7 +15,7 @@ export interface EventFanout {
 }
 
 export function eventFanout(
-  config: Pick<MockerConfig, "routerUrls" | "adminToken" | "eventBatchMs">,
+  config: Pick<MockerConfig, "routerUrls" | "eventsToken" | "eventBatchMs">,
   fetchFn: typeof fetch | undefined,
   log: (line: string) => void,
 ): EventFanout {
@@ -23,7 +23,7 @@ export function eventFanout(
     (routerUrl) =>
       new EventPublisher({
         routerUrl,
-        adminToken: config.adminToken,
+        eventsToken: config.eventsToken,
         batchMs: config.eventBatchMs,
         fetch: fetchFn,
         onError: rateLimited(log),

@@ -3,7 +3,7 @@
  * depth, running sequences and cache usage per dp rank, KV event publishing (per router). Read-only:
  * it renders the engine's state, it does not keep any.
  */
-import type { MockEngine } from "./engine.ts";
+import { type MockEngine, rankLoad } from "./engine.ts";
 import type { HandoffStats } from "./kv-handoff.ts";
 import { prefillFamilies } from "./prefill-stats.ts";
 import type { EventPublisher } from "./publisher.ts";
@@ -17,7 +17,7 @@ function family(out: string[], name: string, type: "counter" | "gauge", help: st
 
 export function renderMetrics(engine: MockEngine, publishers: readonly EventPublisher[] = [], handoff?: HandoffStats): string {
   const c = engine.counters;
-  const ranks = engine.ranks.map((r, i) => [`{dp_rank="${i}"}`, r] as const);
+  const ranks = engine.ranks.map((r, i) => [`{dp_rank="${i}"}`, rankLoad(r), r] as const);
   const out: string[] = [];
   family(out, "mocker_requests_total", "counter", "Completion requests received.", [["", c.requests]]);
   family(out, "mocker_unknown_model_total", "counter", "Requests for a model this engine does not serve (404).", [["", c.unknownModel]]);
@@ -25,15 +25,15 @@ export function renderMetrics(engine: MockEngine, publishers: readonly EventPubl
   family(out, "mocker_prompt_tokens_total", "counter", "Prompt tokens of requests that reached prefill.", [["", c.promptTokens]]);
   family(out, "mocker_cached_tokens_total", "counter", "Prompt tokens served from the prefix cache.", [["", c.cachedTokens]]);
   family(out, "mocker_completion_tokens_total", "counter", "Output tokens generated.", [["", c.completionTokens]]);
-  family(out, "mocker_queue_depth", "gauge", "Requests waiting for a running slot.", ranks.map(([l, r]) => [l, r.slots.waiting]));
-  family(out, "mocker_prefill_queue_depth", "gauge", "Admitted requests waiting for the prefill lane.", ranks.map(([l, r]) => [l, r.prefill.waiting]));
-  family(out, "mocker_running", "gauge", "Admitted (running) sequences.", ranks.map(([l, r]) => [l, r.slots.held]));
-  family(out, "mocker_decoding", "gauge", "Sequences in the decode phase.", ranks.map(([l, r]) => [l, r.decoding]));
-  family(out, "mocker_kv_blocks_used", "gauge", "Blocks held by the prefix cache.", ranks.map(([l, r]) => [l, r.kv.cache.size]));
-  family(out, "mocker_kv_blocks_pinned", "gauge", "Cached blocks in use by running requests.", ranks.map(([l, r]) => [l, r.kv.cache.pinnedCount]));
-  family(out, "mocker_kv_blocks_capacity", "gauge", "Prefix-cache capacity in blocks.", ranks.map(([l, r]) => [l, r.kv.cache.capacity]));
-  family(out, "mocker_kv_cache_usage", "gauge", "Fraction of the prefix cache in use.", ranks.map(([l, r]) => [l, r.kv.cache.size / r.kv.cache.capacity]));
-  family(out, "mocker_kv_events_total", "counter", "KV events emitted since the last restart.", ranks.map(([l, r]) => [l, Number(r.kv.log.nextEventId)]));
+  family(out, "mocker_queue_depth", "gauge", "Requests waiting for a running slot.", ranks.map(([l, q]) => [l, q.waiting]));
+  family(out, "mocker_prefill_queue_depth", "gauge", "Admitted requests whose prompt is not computed yet.", ranks.map(([l, q]) => [l, q.prefilling]));
+  family(out, "mocker_running", "gauge", "Admitted (running) sequences.", ranks.map(([l, q]) => [l, q.running]));
+  family(out, "mocker_decoding", "gauge", "Sequences in the decode phase.", ranks.map(([l, q]) => [l, q.decoding]));
+  family(out, "mocker_kv_blocks_used", "gauge", "Blocks held by the prefix cache.", ranks.map(([l, , r]) => [l, r.kv.cache.size]));
+  family(out, "mocker_kv_blocks_pinned", "gauge", "Cached blocks in use by running requests.", ranks.map(([l, , r]) => [l, r.kv.cache.pinnedCount]));
+  family(out, "mocker_kv_blocks_capacity", "gauge", "Prefix-cache capacity in blocks.", ranks.map(([l, , r]) => [l, r.kv.cache.capacity]));
+  family(out, "mocker_kv_cache_usage", "gauge", "Fraction of the prefix cache in use.", ranks.map(([l, , r]) => [l, r.kv.cache.size / r.kv.cache.capacity]));
+  family(out, "mocker_kv_events_total", "counter", "KV events emitted since the last restart.", ranks.map(([l, , r]) => [l, Number(r.kv.log.nextEventId)]));
   family(out, "mocker_loras_loaded", "gauge", "LoRA adapters loaded.", [["", engine.loras.list().length]]);
   family(out, "mocker_sessions_open", "gauge", "Engine-backed sessions open.", [["", engine.sessions.openCount]]);
   // The load gauges under vLLM V1's own names and labels (vllm/v1/metrics/loggers.py,
@@ -41,8 +41,8 @@ export function renderMetrics(engine: MockEngine, publishers: readonly EventPubl
   // --engine-metrics-interval scrape reads this engine as it reads vLLM. KV usage, as in
   // vLLM, counts blocks held by running requests; cached blocks nobody uses are free.
   const vllm = engine.ranks.map((r, i) => [`{engine="${i}",model_name="${escapeLabel(engine.config.model)}"}`, r] as const);
-  family(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", vllm.map(([l, r]) => [l, r.slots.held]));
-  family(out, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", vllm.map(([l, r]) => [l, r.slots.waiting]));
+  family(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", vllm.map(([l, r]) => [l, rankLoad(r).running]));
+  family(out, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", vllm.map(([l, r]) => [l, rankLoad(r).waiting]));
   family(out, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", vllm.map(([l, r]) => [l, r.kv.cache.pinnedCount / r.kv.cache.capacity]));
   // And the prefill histograms vLLM records as each request finishes: the router reads their sums for each engine's own prefill speed.
   out.push(...prefillFamilies(vllm.map(([l, r]) => [l.slice(1, -1), r.prefillStats] as const)));

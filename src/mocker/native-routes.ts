@@ -15,6 +15,7 @@ import { xxh3_64 } from "../core/xxh3.ts";
 import type { MockEngine } from "./engine.ts";
 import { HttpError, readJson, type Route } from "./http.ts";
 import type { MockerTokenizer } from "./tokenizer.ts";
+import { maxModelLen } from "./options.ts";
 
 export interface NativeRouteContext {
   readonly engine: MockEngine;
@@ -204,7 +205,7 @@ export function nativeRoutes(ctx: NativeRouteContext): Route[] {
     else if (typeof body.prompt === "string") tokens = await tokenizer.text(body.prompt, body.add_special_tokens !== false);
     else invalid("prompt", "a string prompt or messages is required");
     const ids = Array.from(tokens);
-    return json({ count: ids.length, max_model_len: engine.config.kvBlocks * engine.config.blockSize, tokens: ids });
+    return json({ count: ids.length, max_model_len: maxModelLen(engine.config), tokens: ids });
   };
 
   const detokenize: NativeHandler = async (_req, body) => {

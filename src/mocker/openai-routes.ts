@@ -15,6 +15,7 @@ import type { HandoffHttp } from "./handoff-routes.ts";
 import { answerHeaders, CACHED_TOKENS_HEADER, requestedRank } from "./headers.ts";
 import { error, HttpError, json, readJson, type Route } from "./http.ts";
 import { completionResponse, type ApiKind, type ResponseMeta } from "./openai.ts";
+import { maxModelLen } from "./options.ts";
 import { parseCompletionRequest, type CompletionRequest } from "./requests.ts";
 import type { MockerTokenizer } from "./tokenizer.ts";
 
@@ -87,7 +88,7 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
         throw e;
       }
     }
-    return streamCompletion(deps, kind, m, genReq, abort, zero);
+    return streamCompletion(deps, kind, m, genReq, abort, zero, parsed.usage);
   }
 
   /** A completions batch (several prompts): each one through the engine, one answer with a choice per prompt. */
@@ -117,9 +118,12 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
   function models(): unknown {
     const created = Math.floor(Date.now() / 1000);
     // vLLM's shape (serving_models.py show_available_models): base models with parent null,
-    // adapters with their base model as parent.
-    const bases = config.models.map((id) => ({ id, object: "model", created, owned_by: "switchyard", root: id, parent: null }));
-    const loras = eng.loras.list().map((id) => ({ id, object: "model", created, owned_by: "switchyard", root: id, parent: config.model }));
+    // adapters with their base model as parent, each with ModelCard's `max_model_len`
+    // (vllm/entrypoints/serve/engine/protocol.py at vllm-project/vllm f1bf7bd0:
+    // `max_model_len: int | None = None`, set to the model config's max_model_len).
+    const max_model_len = maxModelLen(config);
+    const bases = config.models.map((id) => ({ id, object: "model", created, owned_by: "switchyard", root: id, parent: null, max_model_len }));
+    const loras = eng.loras.list().map((id) => ({ id, object: "model", created, owned_by: "switchyard", root: id, parent: config.model, max_model_len }));
     return { object: "list", data: [...bases, ...loras] };
   }
 

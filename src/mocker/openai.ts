@@ -59,7 +59,21 @@ export function completionResponse(kind: ApiKind, m: ResponseMeta, text: string,
 
 const encoder = new TextEncoder();
 
-/** SSE chunks of one streaming response, as bytes ready to enqueue. */
+/**
+ * SSE chunks of one streaming response, as bytes ready to enqueue, shaped as vLLM's stream
+ * generators shape them (vllm/entrypoints/openai/completion/serving.py
+ * `completion_stream_generator` at vllm-project/vllm 030ea52e;
+ * vllm/entrypoints/openai/chat_completion/serving.py `chat_completion_stream_generator` at
+ * 006c49d4):
+ * - a chat stream starts with the role chunk `delta: {role: "assistant", content: ""}`, sent
+ *   when the engine's first output arrives (`if first_iteration:`), i.e. with the first token;
+ * - with `continuous_usage_stats` every chunk carries `usage` {prompt_tokens,
+ *   completion_tokens (so far), total_tokens} (`if include_continuous_usage: chunk.usage =
+ *   UsageInfo(...)`), the role chunk with 0 completion tokens;
+ * - with `include_usage` the stream ends with one more chunk, `choices: []` and the whole
+ *   usage (`if include_usage: ... final_usage_chunk = ...(choices=[], usage=final_usage_info)`);
+ *   without it there is no usage anywhere.
+ */
 export class SseWriter {
   private readonly head: string;
   private readonly tokenOpen: string;
@@ -69,30 +83,41 @@ export class SseWriter {
   constructor(
     private readonly kind: ApiKind,
     m: ResponseMeta,
+    /** Every chunk carries the usage so far (`continuous_usage_stats`); needs the prompt's length. */
+    private readonly continuous?: { readonly promptTokens: number },
   ) {
     const object = kind === "chat" ? "chat.completion.chunk" : "text_completion";
     this.head = `data: {"id":${JSON.stringify(m.id)},"object":"${object}","created":${m.created},"model":${JSON.stringify(m.model)},"choices":[`;
+    // The closes stop after the choices array: the chunk's usage (or none) and `}` follow.
     if (kind === "chat") {
       this.tokenOpen = `${this.head}{"index":0,"delta":{"content":`;
-      this.tokenClose = `},"logprobs":null,"finish_reason":null}]}\n\n`;
-      this.tokenCloseLast = `},"logprobs":null,"finish_reason":"length"}]}\n\n`;
+      this.tokenClose = `},"logprobs":null,"finish_reason":null}]`;
+      this.tokenCloseLast = `},"logprobs":null,"finish_reason":"length"}]`;
     } else {
       this.tokenOpen = `${this.head}{"index":0,"text":`;
-      this.tokenClose = `,"logprobs":null,"finish_reason":null}]}\n\n`;
-      this.tokenCloseLast = `,"logprobs":null,"finish_reason":"length"}]}\n\n`;
+      this.tokenClose = `,"logprobs":null,"finish_reason":null}]`;
+      this.tokenCloseLast = `,"logprobs":null,"finish_reason":"length"}]`;
     }
+  }
+
+  /** The end of a chunk: its running usage with continuous_usage_stats, else nothing. */
+  private tail(completionTokens: number): string {
+    const c = this.continuous;
+    if (c === undefined) return "}\n\n";
+    return `,"usage":{"prompt_tokens":${c.promptTokens},"completion_tokens":${completionTokens},"total_tokens":${c.promptTokens + completionTokens}}}\n\n`;
   }
 
   /** Chat only: the first chunk announces the assistant role (as vLLM does). */
   role(): Uint8Array {
-    return encoder.encode(`${this.head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n`);
+    return encoder.encode(`${this.head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]${this.tail(0)}`);
   }
 
-  token(text: string, last: boolean): Uint8Array {
-    return encoder.encode(this.tokenOpen + JSON.stringify(text) + (last ? this.tokenCloseLast : this.tokenClose));
+  /** Token `index` (0-based) of the answer; `last`: it ends the answer. */
+  token(text: string, index: number, last: boolean): Uint8Array {
+    return encoder.encode(this.tokenOpen + JSON.stringify(text) + (last ? this.tokenCloseLast : this.tokenClose) + this.tail(index + 1));
   }
 
-  /** The closing usage chunk (OpenAI's `stream_options.include_usage` shape: no choices). */
+  /** The closing usage chunk (`stream_options.include_usage`): no choices, the whole usage. */
   usage(u: Usage): Uint8Array {
     return encoder.encode(`${this.head}],"usage":${JSON.stringify(usageToWire(u))}}\n\n`);
   }

@@ -53,7 +53,23 @@ export const MOCKER_OPTIONS = {
     schema: v.optional(u64),
     read: readU64,
     meta: "ID",
-    help: "u64 worker id (default: derived from the base URL, like the router)",
+    help: "u64 worker id (default: derived from --advertise-url, else the\nlisten URL, as the router derives it)",
+    defaultText: false,
+  }),
+  /**
+   * The URL routers reach this engine at. In a container the listen URL (http://0.0.0.0:8000)
+   * is the same for every engine, so every engine would claim the same worker id; the id must
+   * come from the address the router registers instead.
+   */
+  advertiseUrl: row({
+    schema: v.optional(
+      v.pipe(
+        nonEmpty,
+        v.check((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), "must be an http:// or https:// URL"),
+      ),
+    ),
+    meta: "URL",
+    help: "the URL routers reach this engine at (e.g. http://engine-1:8000);\nits worker id is derived from it, as the router does",
     defaultText: false,
   }),
   dpRanks: row({ schema: v.optional(count(1), 1), read: readNumber, meta: "N", help: "data-parallel ranks" }),
@@ -66,7 +82,13 @@ export const MOCKER_OPTIONS = {
     meta: "URL[,URL]",
     help: "push KV events to URL/v1/kv/events (repeatable: every router\ngets every event, each through its own queue)",
   }),
-  adminToken: row({ schema: v.optional(v.string()), meta: "T", help: "Bearer token for the router and this engine's admin routes" }),
+  adminToken: row({ schema: v.optional(v.string()), meta: "T", help: "Bearer token for this engine's admin routes (never sent to a router)" }),
+  eventsToken: row({
+    schema: v.optional(v.string()),
+    meta: "T",
+    help: "Bearer token sent with every KV event push: the router's --events-token\n(else SWITCHYARD_EVENTS_TOKEN, or the file --events-token-file / SWITCHYARD_EVENTS_TOKEN_FILE names)",
+  }),
+  eventsTokenFile: row({ schema: v.optional(v.string()), meta: "FILE", help: "read --events-token from this file (surrounding whitespace trimmed)" }),
   eventBatchMs: row({ schema: v.optional(numberAtLeast(0), 5), read: readNumber, meta: "MS", help: "KV event batching window" }),
   speedup: row({ schema: v.optional(numberAtLeast(0, { above: true }), DEFAULT_TIMING.speedup), read: readNumber, meta: "X", help: "divide all simulated durations by X" }),
   maxConcurrency: row({ schema: v.optional(count(1), 64), read: readNumber, meta: "N", help: "running sequences per dp rank; more queue FIFO" }),
@@ -111,13 +133,43 @@ export const MOCKER_OPTIONS = {
   }),
   kvPoolBlocks: row({ schema: v.optional(count(1), 4096), read: readNumber, meta: "N", help: "decode side: device pool blocks transfers land in" }),
   kvLeaseMs: row({ schema: v.optional(numberAtLeast(1), 30_000), read: readNumber, meta: "MS", help: "prefill side: a segment not fetched by then is removed" }),
+  scheduler: row({
+    schema: v.optional(v.picklist(["v1", "fifo"], "must be v1 or fifo"), "v1"),
+    meta: "S",
+    help: "v1: vLLM V1's steps (a token budget per step, running decodes\nfirst, prefill chunks in what is left); fifo: one prefill at a\ntime per rank beside the decodes (earlier results)",
+  }),
+  maxNumBatchedTokens: row({
+    schema: v.optional(count(1), 8192),
+    read: readNumber,
+    meta: "N",
+    help: "--scheduler v1: tokens one step computes (vLLM's\nmax_num_batched_tokens)",
+  }),
   prefillStallsDecode: row({
     schema: v.optional(v.boolean("must be true or false"), false),
     switch: true,
     read: (text: string) => text !== "false",
-    help: "a running prefill holds back decode steps (aggregated GPU timing)",
+    help: "--scheduler fifo: a running prefill holds back decode steps\n(aggregated GPU timing without chunked prefill)",
     defaultText: false,
   }),
+  // Faults, for the router's cache check (src/fleet/cache-truth): each makes this engine's cache
+  // differ from what its events or its tokens let a router believe, as real fleets go wrong.
+  faultChatTemplate: row({
+    schema: v.optional(v.boolean("must be true or false"), false),
+    switch: true,
+    read: (text: string) => text !== "false",
+    help: "fault: chat prompts through another chat template (a system preamble the router does not add)",
+    defaultText: false,
+  }),
+  faultBlockSize: row({ schema: v.optional(count(1)), read: readNumber, meta: "N", help: "fault: the cache runs on blocks of N tokens while the engine still says --block-size", defaultText: false }),
+  faultHashSeed: row({ schema: v.optional(v.string()), meta: "S", help: "fault: block hashes with another seed (as another PYTHONHASHSEED or --prefix-caching-hash-algo)", defaultText: false }),
+  faultDropEvents: row({
+    schema: v.optional(v.pipe(numberAtLeast(0), v.maxValue(1, "must be <= 1")), 0),
+    read: readNumber,
+    meta: "F",
+    help: "fault: share of KV events dropped before they get an id (a full publisher queue: no gap to see)",
+  }),
+  faultEventsUrl: row({ schema: v.optional(v.string()), meta: "URL", help: "fault: KV events go to this URL instead of the routers' (a ZMQ port pointing elsewhere)", defaultText: false }),
+  faultLoraSalt: row({ schema: v.optional(v.string()), meta: "S", help: "fault: LoRA blocks salted with this added to the adapter's name", defaultText: false }),
 } as const;
 
 type TableConfig = TableValues<typeof MOCKER_OPTIONS>;
@@ -198,6 +250,14 @@ function resolveRouterUrls(opts: MockerOptions, problems: string[]): string[] {
     }
   }
   return [...urls];
+}
+
+/**
+ * The longest sequence the engine takes: its KV cache of one rank (vLLM refuses at start a
+ * max_model_len its cache cannot hold), as /v1/models, /tokenize and SGLang's server info say.
+ */
+export function maxModelLen(c: Pick<MockerConfig, "kvBlocks" | "blockSize">): number {
+  return c.kvBlocks * c.blockSize;
 }
 
 export const MOCKER_USAGE = ["usage: switchyard mocker [flags]", ...usageRows(OPTION_LIST, 24)].join("\n");

@@ -12,7 +12,8 @@ import { stringifyBigint } from "../core/json.ts";
 
 export interface PublisherOptions {
   routerUrl: string;
-  adminToken?: string;
+  /** The router's --events-token: the engine's own credential for pushes, never the admin token. */
+  eventsToken?: string;
   batchMs: number;
   fetch?: typeof fetch;
   /** Called with a description of each failed push (logging). */
@@ -45,7 +46,7 @@ export class EventPublisher {
     this.doFetch = o.fetch ?? fetch;
     // Marks the batch as this engine's own stream, ordered by its ids (src/fleet/events/http-batch.ts).
     this.headers = { "content-type": "application/json", "x-switchyard-event-source": "engine" };
-    if (o.adminToken) this.headers.authorization = `Bearer ${o.adminToken}`;
+    if (o.eventsToken) this.headers.authorization = `Bearer ${o.eventsToken}`;
   }
 
   push(event: RouterEvent): void {

@@ -28,26 +28,41 @@ export interface RankKvOptions {
   bufferSize?: number;
   /** Receives every event as it is made (in id order). */
   emit?: (event: RouterEvent) => void;
+  /**
+   * The fault `--fault-drop-events`: this share of events is lost before it gets an id, as when
+   * vLLM's publisher queue is full (the event is dropped, the next one takes the next sequence
+   * number), so no gap says so. `random` decides which.
+   */
+  dropEvents?: { readonly share: number; readonly random: () => number };
 }
 
 export class RankKv {
   readonly cache: PrefixCache;
   readonly log: RankEventLog;
   private readonly emit: (event: RouterEvent) => void;
+  private readonly drop: RankKvOptions["dropEvents"];
 
   constructor(o: RankKvOptions) {
     this.cache = new PrefixCache(o.capacity);
     this.log = new RankEventLog(o.workerId, o.dpRank, () => this.dump(), o.bufferSize);
     this.emit = o.emit ?? (() => {});
+    this.drop = o.dropEvents !== undefined && o.dropEvents.share > 0 ? o.dropEvents : undefined;
   }
 
   private record(data: KvCacheEventData): void {
+    const drop = this.drop;
+    if (drop !== undefined && drop.random() < drop.share) return;
     this.emit(this.log.append(data));
   }
 
-  /** Pin the cached prefix of a request's engine block hashes. */
-  begin(hashes: BigUint64Array): KvLease {
-    const n = this.cache.matchPrefix(hashes);
+  /**
+   * Pin the cached prefix of a request's engine block hashes, at most `maxHitBlocks` of them. vLLM
+   * caps a hit at the prompt's length minus one token, so a prompt cached whole recomputes its last
+   * block for the logits (vllm/v1/core/kv_cache_manager.py get_computed_blocks at ace980e:
+   * `max_cache_hit_length = request.num_tokens - 1`); the caller passes floor((n - 1) / block size).
+   */
+  begin(hashes: BigUint64Array, maxHitBlocks = hashes.length): KvLease {
+    const n = Math.min(this.cache.matchPrefix(hashes), maxHitBlocks);
     const slots = new Int32Array(hashes.length);
     this.cache.pinPrefix(hashes, n, slots);
     return { slots, pinned: n, cachedBlocks: n, generation: this.cache.generation };

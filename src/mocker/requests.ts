@@ -22,7 +22,17 @@ export interface CompletionRequest {
   readonly seed: number | undefined;
   /** `nvext.session_control.session_id`, when the request runs inside a session. */
   readonly sessionId: string | undefined;
+  /** A stream's usage reporting, read as vLLM reads `stream_options` (see streamOptionsOf). */
+  readonly usage: StreamUsage;
 }
+
+/** Where a stream reports usage: a last chunk with `choices: []`, and/or every chunk. */
+export interface StreamUsage {
+  readonly include: boolean;
+  readonly continuous: boolean;
+}
+
+const NO_STREAM_USAGE: StreamUsage = { include: false, continuous: false };
 
 function bad(field: string, message: string): never {
   throw new RouterError("invalid_request", `${field}: ${message}`, field);
@@ -40,6 +50,31 @@ function optionalString(b: Record<string, unknown>, field: string): string | und
   if (v === undefined || v === null) return undefined;
   if (typeof v !== "string") bad(field, "must be a string");
   return v;
+}
+
+/**
+ * `stream_options` as vLLM reads it. Its StreamOptions model defaults `include_usage` to true
+ * and `continuous_usage_stats` to false (vllm/entrypoints/openai/engine/protocol.py at
+ * vllm-project/vllm d7e52523: `include_usage: bool | None = True`), so `{}` asks for usage;
+ * `should_include_usage` (vllm/entrypoints/serve/utils/api_utils.py at 00a5fdd2) then gives
+ * `include_usage = bool(stream_options.include_usage)` and `include_continuous_usage =
+ * include_usage and bool(stream_options.continuous_usage_stats)`, and no stream_options at all
+ * means neither. The request validator refuses options on a request that does not stream when
+ * they are truthy (`if data.get("stream_options") and not data.get("stream")`: a non-empty
+ * object), with "Stream options can only be defined when `stream=True`.".
+ */
+function streamOptionsOf(b: Record<string, unknown>, stream: boolean): StreamUsage {
+  const o = b.stream_options;
+  if (o === undefined || o === null) return NO_STREAM_USAGE;
+  if (typeof o !== "object" || Array.isArray(o)) bad("stream_options", "must be an object");
+  const opts = o as Record<string, unknown>;
+  if (!stream && Object.keys(opts).length > 0) bad("stream_options", "Stream options can only be defined when `stream=True`.");
+  for (const f of ["include_usage", "continuous_usage_stats"]) {
+    const v = opts[f];
+    if (v !== undefined && v !== null && typeof v !== "boolean") bad(`stream_options.${f}`, "must be a boolean");
+  }
+  const include = opts.include_usage === undefined ? true : opts.include_usage === true;
+  return { include, continuous: include && opts.continuous_usage_stats === true };
 }
 
 function maxTokensOf(b: Record<string, unknown>, kind: ApiKind): number {
@@ -83,6 +118,7 @@ export function parseCompletionRequest(kind: ApiKind, body: unknown, prompts?: r
     maxTokens: maxTokensOf(b, kind),
     seed: seedOf(b),
     sessionId: typeof sc?.session_id === "string" ? sc.session_id : undefined,
+    usage: streamOptionsOf(b, stream === true),
   };
 }
 

@@ -5,7 +5,8 @@
  * openai-routes.ts (completions, chat, models), native-routes.ts (tokenize, embeddings, rerank,
  * responses, SGLang generate, ...), engine-routes.ts (engine info, metrics), kv-routes.ts (the
  * recovery query and KV admin), handoff-routes.ts (disaggregated prefill/decode), lora-routes.ts,
- * session-routes.ts, health-routes.ts (probes and the drain gate). This file only composes.
+ * session-routes.ts, sglang-info-routes.ts (SGLang's server info), health-routes.ts (probes and the
+ * drain gate). This file only composes.
  *
  * @example
  * const m = await startMocker({ port: 0, kvBlocks: 1024 });
@@ -32,7 +33,8 @@ import { openAiRoutes, unknownModelAnswer } from "./openai-routes.ts";
 import { type MockerOptions, resolveMockerOptions } from "./options.ts";
 import { requestLogWriter } from "./request-log.ts";
 import { sessionRoutes } from "./session-routes.ts";
-import { byteTokenizer, loadMockerTokenizer, type MockerTokenizer } from "./tokenizer.ts";
+import { sglangInfoRoutes } from "./sglang-info-routes.ts";
+import { byteTokenizer, loadMockerTokenizer, withAnotherTemplate, type MockerTokenizer } from "./tokenizer.ts";
 
 export interface StartMockerOptions extends MockerOptions {
   /** Where to report push failures and the like (default: stderr, rate-limited). */
@@ -65,7 +67,8 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const config = resolveMockerOptions(opts);
   const log = opts.log ?? ((line: string) => console.error(`[mocker] ${line}`));
   // Loaded once at start, never per request.
-  const tokenizer: MockerTokenizer = config.tokenizer !== undefined ? await loadMockerTokenizer(config.tokenizer) : byteTokenizer;
+  const ownTokenizer: MockerTokenizer = config.tokenizer !== undefined ? await loadMockerTokenizer(config.tokenizer) : byteTokenizer;
+  const tokenizer = config.faultChatTemplate ? withAnotherTemplate(ownTokenizer) : ownTokenizer;
 
   // Listening first: the worker id defaults to one derived from the URL, which needs the port.
   const app = new Hono();
@@ -79,10 +82,15 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
 
   const port = server.port!;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
-  const workerId = config.workerId ?? workerIdFromUrl(url);
-  const { publishers, emit } = eventFanout(config, opts.fetch, log);
+  // The id routers derive from the URL they were given: the advertised one where the listen
+  // address is not what they use (0.0.0.0 in a container, a Service name, a port mapping).
+  const workerId = config.workerId ?? workerIdFromUrl(config.advertiseUrl ?? url);
+  const { publishers, emit } = eventFanout(config.faultEventsUrl !== undefined ? { ...config, routerUrls: [config.faultEventsUrl] } : config, opts.fetch, log);
   const onPrefilled = config.requestLog === undefined ? undefined : requestLogWriter(config.requestLog, workerId, log);
-  const eng = new MockEngine({ config, workerId, clock: realClock, emit, onPrefilled });
+  // --fault-block-size: the cache runs on other blocks than the ones this engine says it has (as
+  // a vLLM whose model enlarged its block size); everything it advertises keeps --block-size.
+  const engineConfig = config.faultBlockSize !== undefined ? { ...config, blockSize: config.faultBlockSize } : config;
+  const eng = new MockEngine({ config: engineConfig, workerId, clock: realClock, emit, onPrefilled });
   // Prefill and decode engines move real KV bytes through the native library; an ordinary
   // engine (role both) never loads it.
   const handoff =
@@ -105,6 +113,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     ...openAiRoutes({ engine: eng, tokenizer, workerId, newId, handoff: disagg, log }),
     ...probes.routes,
     ...engineRoutes({
+      advertisedBlockSize: config.blockSize,
       engine: eng,
       workerId,
       // Who this process is: a router that sees these change knows the engine restarted and
@@ -119,6 +128,7 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     ...kvRoutes({ engine: eng, workerId, requireAdmin: adminCheck(config.adminToken) }),
     ...loraRoutes(eng),
     ...sessionRoutes(eng),
+    ...sglangInfoRoutes({ engine: eng, tokenizer }),
     ...disagg.routes,
     ...nativeRoutes({
       engine: eng,

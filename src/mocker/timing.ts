@@ -2,8 +2,9 @@
  * The timing model of the simulated engine, as pure arithmetic (milliseconds).
  *
  * - Prefill is compute-bound: its time is linear in the prompt tokens NOT served from the
- *   prefix cache, plus a fixed per-request overhead. One prefill runs at a time per dp rank
- *   (the caller serializes them), so uncached load queues up as on a real engine.
+ *   prefix cache, plus a fixed per-request overhead. With `--scheduler fifo` one prefill runs
+ *   at a time per dp rank (the caller serializes them); with `--scheduler v1` prompt chunks
+ *   share a step with the decodes (stepMs).
  * - Decode is memory-bound: one step yields one token for every running sequence, and a
  *   step gets slower as the batch grows.
  * - Everything is divided by `speedup`, so benchmarks can run the same shape faster.
@@ -43,6 +44,19 @@ export function prefillMs(uncachedTokens: number, m: TimingModel): number {
 /** Time of one decode step while `running` sequences decode on the rank (at least 1). */
 export function decodeStepMs(running: number, m: TimingModel): number {
   return (m.decodeMsPerStep * (1 + m.decodeBatchFactor * Math.max(0, running - 1))) / m.speedup;
+}
+
+/**
+ * One step of `--scheduler v1` (vLLM V1: decodes and prompt chunks in one batch): the decode
+ * cost of its `decodes` running sequences plus, for its `prefills` prompt chunks, the fixed
+ * cost of each and the compute of their `prefillTokens`. A step with one whole prompt and no
+ * decodes costs prefillMs, one with only decodes decodeStepMs: an isolated request takes the
+ * same time under either scheduler.
+ */
+export function stepMs(decodes: number, prefills: number, prefillTokens: number, m: TimingModel): number {
+  const decode = decodes > 0 ? m.decodeMsPerStep * (1 + m.decodeBatchFactor * (decodes - 1)) : 0;
+  const prefill = prefills > 0 ? prefills * m.prefillOverheadMs + (prefillTokens * m.prefillUsPerToken) / 1000 : 0;
+  return (decode + prefill) / m.speedup;
 }
 
 /**

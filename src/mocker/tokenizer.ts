@@ -89,3 +89,22 @@ export async function loadMockerTokenizer(dir: string): Promise<MockerTokenizer>
     decode: (ids) => tok.decode(Uint32Array.from(ids)),
   };
 }
+
+/**
+ * The fault `--fault-chat-template`: chat prompts get a system preamble a router's template does
+ * not add (as an engine started with another `--chat-template`, or another revision's), so every
+ * chat prompt is longer and its blocks are not the ones the router hashed.
+ */
+export function withAnotherTemplate(t: MockerTokenizer): MockerTokenizer {
+  return {
+    ...t,
+    async chatPrompt(body) {
+      const own = await t.chatPrompt(body);
+      const preamble = await t.text("<|system|>You are served by another template.<|end|>\n", false);
+      const out = new Uint32Array(preamble.length + own.length);
+      out.set(preamble);
+      out.set(own, preamble.length);
+      return out;
+    },
+  };
+}

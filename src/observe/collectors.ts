@@ -18,7 +18,8 @@ export function bindCollectors(m: RouterMetrics, s: CollectorSources): void {
   m.indexBlocks.onCollect((g) => g.set([], s.index.size()));
   m.kvEventsApplied.onCollect((c) => {
     for (const [type, byStatus] of Object.entries(s.index.counters())) {
-      for (const [status, n] of Object.entries(byStatus)) if (n > 0) c.set([type, status], n);
+      // "ok" of every type from the start (0 before the first event): the dashboard graphs events by type.
+      for (const [status, n] of Object.entries(byStatus)) if (n > 0 || status === "ok") c.set([type, status], n);
     }
   });
   // Prefill tokens first: it reads the tracker once for both load gauges.

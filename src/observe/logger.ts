@@ -11,38 +11,44 @@
  * for pino read these lines as well.
  */
 import { LOG_RANK as RANK, type LogFormat, type LogLevel, type Logger } from "../core/logger.ts";
+import { capLogValue, jsonLogLine, textLogMessage, textLogValue } from "../core/log-value.ts";
 
 type Level = LogLevel;
 
 const TEXT_LEVEL: Readonly<Record<Level, string>> = { debug: "DEBUG", info: "INFO ", warn: "WARN ", error: "ERROR" };
 
-/** A field value JSON can carry: u64 ids are bigints (written as decimal strings), errors as their message. */
+/** A field value JSON can carry: u64 ids are bigints (written as decimal strings), errors as their message; strings capped (core/log-value.ts). */
 function jsonSafe(v: unknown): unknown {
+  if (typeof v === "string") return capLogValue(v);
   if (typeof v === "bigint") return v.toString();
-  if (v instanceof Error) return v.message;
+  if (v instanceof Error) return capLogValue(v.message);
   return v;
 }
 
 /** `{"time":…,"level":…,"msg":…, …fields}`; undefined fields are left out, null kept (a fixed shape per line kind). */
 export function jsonLine(time: string, level: Level, message: string, fields?: Readonly<Record<string, unknown>>): string {
-  const o: Record<string, unknown> = { time, level, msg: message };
+  const o: Record<string, unknown> = { time, level, msg: capLogValue(message) };
   if (fields !== undefined) {
     for (const k in fields) {
       const v = fields[k];
       if (v !== undefined) o[k] = jsonSafe(v);
     }
   }
-  return JSON.stringify(o);
+  return jsonLogLine(JSON.stringify(o));
 }
 
-/** `TIME LEVEL message k=v …`; null and undefined fields are left out, so a line says only what happened. */
+/**
+ * `TIME LEVEL message k=v …`; null and undefined fields are left out, so a line says only what
+ * happened. Values that are not plain printable text are quoted and escaped, long ones cut
+ * (core/log-value.ts): whatever a client puts in a value, one call writes one line.
+ */
 export function textLine(time: string, level: Level, message: string, fields?: Readonly<Record<string, unknown>>): string {
-  let line = `${time} ${TEXT_LEVEL[level]} ${message}`;
+  let line = `${time} ${TEXT_LEVEL[level]} ${textLogMessage(message)}`;
   if (fields !== undefined) {
     for (const k in fields) {
       const v = fields[k];
       if (v === undefined || v === null) continue;
-      line += ` ${k}=${typeof v === "string" ? v : Array.isArray(v) ? JSON.stringify(v) : String(jsonSafe(v))}`;
+      line += ` ${k}=${textLogValue(typeof v === "string" ? v : Array.isArray(v) ? JSON.stringify(v) : String(jsonSafe(v)))}`;
     }
   }
   return line;
@@ -77,8 +83,9 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
   const min = RANK[level];
   const at = (l: Level) => (message: string, fields?: Record<string, unknown>) => {
     if (RANK[l] < min) return;
-    let line = `${new Date().toISOString()} ${TEXT_LEVEL[l]} ${message}`;
-    if (fields) for (const [k, v] of Object.entries(fields)) line += ` ${k}=${typeof v === "string" ? v : String(v)}`;
+    // Escaped and capped as the formatted text lines are (core/log-value.ts): one call, one line.
+    let line = `${new Date().toISOString()} ${TEXT_LEVEL[l]} ${textLogMessage(message)}`;
+    if (fields) for (const [k, v] of Object.entries(fields)) line += ` ${k}=${textLogValue(typeof v === "string" ? v : String(v))}`;
     write(line);
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };

@@ -55,6 +55,8 @@ export class RouterMetrics {
     `${METRIC_PREFIX}kv_events_applied_total`, "KV events applied to the index by type and status", ["event_type", "status"]);
   readonly kvEventsDropped: Counter = this.registry.counter(
     `${METRIC_PREFIX}kv_events_dropped_total`, "KV events received but not applied, by reason", ["reason"]);
+  readonly kvEventPushesRefused: Counter = this.registry.counter(
+    `${METRIC_PREFIX}kv_event_pushes_refused_total`, "KV event pushes (POST /v1/kv/events) refused at the door, by reason (missing or invalid credential, admin API closed): each is a gap in the index", ["reason"]);
   readonly indexBlocks: Gauge = this.registry.gauge(
     `${METRIC_PREFIX}index_blocks`, "Blocks in the KV index (a block held by k workers counts k times)");
   readonly activePrefillTokens: Gauge = this.registry.gauge(

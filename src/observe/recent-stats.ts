@@ -1,7 +1,7 @@
 /**
  * The last minutes of traffic in 10-second buckets, for the status page's small charts
  * (GET /debug/recent): requests, errors, the cache hit ratio beside the best any candidate
- * offered, and TTFT p50 / p90. Prometheus has all of this too; the page must work with no
+ * offered, TTFT p50 / p90, and each worker's requests (its share). Prometheus has all of this too; the page must work with no
  * Prometheus at all (a laptop, a first deployment), so the router keeps this much itself.
  * Fixed memory: BUCKETS buckets, each with at most TTFT_SAMPLES samples (a reservoir).
  */
@@ -21,12 +21,16 @@ interface Bucket {
   bestBlocks: number;
   ttftSeen: number;
   ttft: number[];
+  /** Requests each worker answered (routed requests only); as many keys as registered workers. */
+  byWorker: Map<string, number>;
 }
 
 export interface RecentSample {
   readonly status: number;
   readonly ttftMs?: number;
   readonly blocks?: { readonly prompt: number; readonly cached: number; readonly best: number };
+  /** The worker it was routed to (decimal id), for each worker's share of requests. */
+  readonly worker?: string;
 }
 
 export class RecentStats {
@@ -42,6 +46,7 @@ export class RecentStats {
     const b = this.#bucket(this.clock());
     b.requests++;
     if (s.status >= 500) b.errors++;
+    if (s.worker !== undefined) b.byWorker.set(s.worker, (b.byWorker.get(s.worker) ?? 0) + 1);
     if (s.blocks !== undefined) {
       b.promptBlocks += s.blocks.prompt;
       b.cachedBlocks += s.blocks.cached;
@@ -80,12 +85,25 @@ export class RecentStats {
     return out;
   }
 
+  /** Requests each worker answered over the last `buckets` buckets (the newest included). */
+  workerRequests(buckets: number): Record<string, number> {
+    const current = Math.floor(this.clock() / BUCKET_MS) * BUCKET_MS;
+    const out: Record<string, number> = {};
+    for (let i = 0; i < Math.min(buckets, BUCKETS); i++) {
+      const start = current - i * BUCKET_MS;
+      const b = this.#buckets[slot(start)];
+      if (b === undefined || b.start !== start) continue;
+      for (const [w, n] of b.byWorker) out[w] = (out[w] ?? 0) + n;
+    }
+    return out;
+  }
+
   #bucket(now: number): Bucket {
     const start = Math.floor(now / BUCKET_MS) * BUCKET_MS;
     const i = slot(start);
     let b = this.#buckets[i];
     if (b === undefined || b.start !== start) {
-      b = { start, requests: 0, errors: 0, promptBlocks: 0, cachedBlocks: 0, bestBlocks: 0, ttftSeen: 0, ttft: [] };
+      b = { start, requests: 0, errors: 0, promptBlocks: 0, cachedBlocks: 0, bestBlocks: 0, ttftSeen: 0, ttft: [], byWorker: new Map() };
       this.#buckets[i] = b;
     }
     return b;

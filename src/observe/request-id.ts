@@ -13,7 +13,7 @@ export const REQUEST_ID_HEADER = "x-request-id";
 export const MAX_REQUEST_ID_LENGTH = 128;
 
 /** Letters, digits and the separators ids use in practice; no spaces, quotes or control bytes. */
-const SAFE_ID = /^[A-Za-z0-9._:@\/+=-]+$/;
+const SAFE_ID = /^[A-Za-z0-9._:@/+=-]+$/;
 
 /** The client's id when it may be kept as it is; undefined means "make a new one". */
 export function acceptedRequestId(header: string | null | undefined): string | undefined {

@@ -57,7 +57,7 @@ export type StreamOutcome = "done" | "error" | "timeout" | "client_timeout" | "c
 
 /** A streamed answer on its way to the client. */
 export interface StreamTrack {
-  /** Running count of output tokens (SSE data events); the first call marks the first token. */
+  /** Running count of output tokens as the engine counts them (edge/proxy/sse-counter.ts); the first count above 0 marks the first token. */
   tokens(total: number): void;
   /** A chunk of an answer that is not SSE: its tail holds the usage (JSON answers put it last). */
   chunk(bytes: Uint8Array): void;
@@ -329,7 +329,7 @@ export class RequestObservation {
     this.#endUpstream("client closed the request");
   }
 
-  /** A whole answer (not streamed): its body (for the usage) and, for SSE, its data events. */
+  /** A whole answer (not streamed): its body (for the usage) and, for SSE, its output tokens (sse-counter.ts). */
   answered(status: number, body: Uint8Array | undefined, sseEvents: number | undefined): void {
     const streamedAtOnce = sseEvents !== undefined;
     this.#answer = {
@@ -444,7 +444,9 @@ export class RequestObservation {
       cachedTokens,
       blocks,
     });
-    d.recent?.add({ status, ttftMs: ttft, blocks });
+    // The fleet's traffic only: the status page reads GET /v1/workers every 2 s, and counting its
+    // own reads would swell the requests and thin the error rate it shows.
+    if (this.#route !== "/v1/workers") d.recent?.add({ status, ttftMs: ttft, blocks, worker: this.#worker !== undefined ? String(this.#worker.workerId) : undefined });
     const s = this.#spans;
     if (s !== undefined) {
       this.#endUpstream(undefined);

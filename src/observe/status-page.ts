@@ -3,10 +3,18 @@
  * script, no build step, no external asset), kept in the binary as this string so it is
  * served the same way on Bun, Deno and workerd. Its script reads the router's own JSON
  * (GET /v1/workers, /debug/status, /debug/decisions) every 2 s (`?refresh=MS` to change)
- * and draws: the fleet (health, role, models, booked load, engine KV usage and queue, cached
- * blocks, event streams per rank), the cache hit rate beside the best possible and TTFT over
- * the last minutes as small SVG charts, sessions, LoRA placement, and the last routing
- * decisions with each candidate's cost term by term. Elements carry data-* attributes so a
+ * and draws: which router this is among N and the routers sharing its Redis, the alerts firing
+ * (with --alertmanager-url), the fleet (health, role, models, share of requests, booked load,
+ * engine KV in use and queue, KV cached against capacity, event streams per rank), the error
+ * rate, the cache hit rate beside the best possible and TTFT over the last minutes as small SVG
+ * charts with a time axis, sessions, LoRA placement, and the last routing decisions with each
+ * candidate's cost term by term.
+ *
+ * Two KV columns, because they answer different questions: "KV in use" is the engine's own
+ * figure (vLLM's kv_cache_usage_perc = 1 - free blocks / all blocks, and a cached block no
+ * running request holds is free: vllm/v1/core/block_pool.py @002f3491, free_blocks and
+ * get_usage), so it reads 0% on an idle engine whose cache is full; "KV cached" is the blocks
+ * the router's index says the engine holds over the capacity it reported. Elements carry data-* attributes so a
  * browser test can read what a person sees. The script avoids backticks: this file is a
  * template literal.
  */
@@ -26,7 +34,10 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   header .meta { color:var(--muted); }
   header .right { margin-left:auto; color:var(--muted); }
   main { padding:16px 20px; display:grid; gap:16px; }
-  .tiles { display:grid; grid-template-columns:repeat(6, minmax(120px, 1fr)); gap:12px; }
+  .tiles { display:grid; grid-template-columns:repeat(7, minmax(110px, 1fr)); gap:12px; }
+  .axis { display:flex; justify-content:space-between; color:var(--muted); font-size:11px; margin-top:2px; font-variant-numeric:tabular-nums; }
+  .alert-critical { color:var(--bad); font-weight:600; } .alert-warning { color:var(--warn); font-weight:600; }
+  .replica { display:flex; flex-wrap:wrap; gap:4px 24px; align-items:baseline; }
   .tile, section { background:var(--card); border:1px solid var(--line); border-radius:8px; }
   .tile { padding:10px 12px; }
   .tile .label { color:var(--muted); font-size:12px; }
@@ -45,6 +56,8 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   .state.healthy { background:#e7f6ef; color:var(--ok); }
   .state.unhealthy { background:#fdecea; color:var(--bad); }
   .state.ejected { background:#fff4e5; color:var(--warn); }
+  .view { display:inline-block; margin-left:4px; padding:1px 6px; border-radius:10px; font-size:11px; border:1px solid var(--line); }
+  .view.exact { color:var(--ok); } .view.degraded { color:var(--warn); border-color:var(--warn); } .view.blind { color:var(--bad); border-color:var(--bad); }
   .reason { color:var(--muted); font-size:12px; white-space:normal; max-width:280px; display:block; }
   .rank { display:inline-block; margin-right:6px; }
   .up { color:var(--ok); } .down { color:var(--bad); }
@@ -66,26 +79,39 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 </header>
 <main>
   <div id="error" hidden></div>
+  <section data-testid="replica">
+    <h2>This router</h2>
+    <div class="replica"><span>id <b id="r-id" data-testid="router-id">–</b></span><span>host <b id="r-host">–</b></span><span>up since <b id="r-since">–</b></span>
+      <span id="r-peers-count" data-testid="peer-count">–</span></div>
+    <table data-testid="peers" id="peers-table" hidden><thead><tr><th>other router (same Redis)</th><th class="num">last heard</th><th class="num">requests it booked here</th><th>picture</th></tr></thead><tbody id="peers"></tbody></table>
+  </section>
+  <section data-testid="alerts" id="alerts-section" hidden>
+    <h2>Firing alerts <span class="muted" id="alerts-source"></span></h2>
+    <div id="alerts-error" class="reason" hidden></div>
+    <table><thead><tr><th>alert</th><th>severity</th><th>since</th><th>summary</th></tr></thead><tbody id="alerts"></tbody></table>
+    <div class="empty" id="alerts-empty" hidden>No alert firing.</div>
+  </section>
   <div class="tiles">
     <div class="tile"><div class="label">requests, last minute</div><div class="value" id="t-requests">–</div></div>
     <div class="tile"><div class="label">cache hit, last 5 min</div><div class="value" id="t-hit">–</div></div>
     <div class="tile"><div class="label">best possible hit</div><div class="value" id="t-best">–</div></div>
+    <div class="tile"><div class="label">5xx errors, last 5 min</div><div class="value" id="t-errors" data-testid="error-rate">–</div></div>
     <div class="tile"><div class="label">TTFT p50 / p90</div><div class="value" id="t-ttft">–</div></div>
     <div class="tile"><div class="label">admission queue</div><div class="value" id="t-queue" data-testid="admission-queue">–</div></div>
     <div class="tile"><div class="label">sessions</div><div class="value" id="t-sessions" data-testid="sessions">–</div></div>
   </div>
   <div class="charts">
-    <section class="chart"><h2>Cache hit ratio</h2><svg id="c-hit" data-testid="chart-hit" viewBox="0 0 300 120" preserveAspectRatio="none"></svg>
+    <section class="chart"><h2>Cache hit ratio</h2><svg id="c-hit" data-testid="chart-hit" viewBox="0 0 300 120" preserveAspectRatio="none"></svg><div class="axis" id="a-hit" data-testid="axis-hit"></div>
       <div class="legend"><i style="background:var(--accent)"></i>hit<i style="background:var(--accent2)"></i>best possible</div></section>
-    <section class="chart"><h2>Time to first token (ms)</h2><svg id="c-ttft" data-testid="chart-ttft" viewBox="0 0 300 120" preserveAspectRatio="none"></svg>
+    <section class="chart"><h2>Time to first token (ms)</h2><svg id="c-ttft" data-testid="chart-ttft" viewBox="0 0 300 120" preserveAspectRatio="none"></svg><div class="axis" id="a-ttft" data-testid="axis-ttft"></div>
       <div class="legend"><i style="background:var(--accent)"></i>p50<i style="background:var(--accent2)"></i>p90</div></section>
-    <section class="chart"><h2>Requests per 10 s</h2><svg id="c-req" data-testid="chart-requests" viewBox="0 0 300 120" preserveAspectRatio="none"></svg>
+    <section class="chart"><h2>Requests per 10 s</h2><svg id="c-req" data-testid="chart-requests" viewBox="0 0 300 120" preserveAspectRatio="none"></svg><div class="axis" id="a-req" data-testid="axis-requests"></div>
       <div class="legend"><i style="background:var(--accent)"></i>requests<i style="background:var(--bad)"></i>5xx</div></section>
   </div>
   <section>
     <h2>Fleet</h2>
     <table data-testid="fleet">
-      <thead><tr><th>worker</th><th>url</th><th>state</th><th>role</th><th>models</th><th class="num" title="prefill tokens of in-flight requests booked here">booked prefill</th><th class="num" title="KV blocks of in-flight requests booked here">booked blocks</th><th class="num" title="blocks the router's index says this engine holds">cached blocks</th><th title="the engine's own /metrics">KV usage</th><th title="the engine's own /metrics">running / waiting</th><th>event streams</th></tr></thead>
+      <thead><tr><th>worker</th><th>url</th><th>state</th><th>role</th><th>models</th><th class="num" title="this worker's part of the requests routed in the last 5 minutes">share (5 min)</th><th class="num" title="prefill tokens of in-flight requests booked here">booked prefill</th><th class="num" title="KV blocks of in-flight requests booked here">booked blocks</th><th class="num" title="blocks the router's index says this engine holds">cached blocks</th><th title="the engine's own /metrics: blocks held by running requests (cached blocks no request holds count as free, as in vLLM)">KV in use</th><th title="the engine's own /metrics">running / waiting</th><th class="num" title="blocks the router's index says the engine holds, over the KV capacity it reported">KV cached</th><th>event streams</th></tr></thead>
       <tbody id="fleet"></tbody>
     </table>
     <div class="empty" id="fleet-empty" hidden>No workers registered. Add one with POST /v1/workers or start the router with --worker.</div>
@@ -189,6 +215,56 @@ export const STATUS_PAGE_HTML = `<!doctype html>
     t.textContent = opts.label(max); svg.appendChild(t);
   }
 
+  function clock(iso) { return new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false }); }
+  /** Time labels under a chart: the first bucket's, every quarter, and now. */
+  function axis(div, pts) {
+    div.textContent = "";
+    if (pts.length === 0) return;
+    var n = pts.length;
+    [0, Math.round((n - 1) / 4), Math.round((n - 1) / 2), Math.round(3 * (n - 1) / 4), n - 1].forEach(function (j, k) {
+      div.appendChild(el("span", { "data-time": pts[j].time, text: k === 4 ? "now" : clock(pts[j].time) }));
+    });
+  }
+
+  function renderReplica(r) {
+    $("r-id").textContent = r.router_id;
+    $("r-host").textContent = r.host;
+    $("r-since").textContent = new Date(r.started_at).toLocaleString();
+    var body = $("peers");
+    body.textContent = "";
+    if (r.peers == null) {
+      $("r-peers-count").textContent = "alone: no --redis, so it shares nothing with other routers";
+      $("peers-table").hidden = true;
+      return;
+    }
+    $("r-peers-count").textContent = r.peers.length + " other router" + (r.peers.length === 1 ? "" : "s") + " sharing its Redis";
+    r.peers.forEach(function (p) {
+      body.appendChild(el("tr", { "data-router-id": p.router_id }, [
+        el("td", { text: p.router_id }), el("td", { cls: "num", text: p.heard_s_ago + " s ago" }),
+        el("td", { cls: "num", text: String(p.requests) }), el("td", { text: p.complete ? "complete" : "resyncing" }),
+      ]));
+    });
+    $("peers-table").hidden = r.peers.length === 0;
+  }
+
+  function renderAlerts(a) {
+    $("alerts-section").hidden = a == null;
+    if (a == null) return;
+    $("alerts-source").textContent = "from " + a.source + (a.total > a.firing.length ? " (" + a.firing.length + " of " + a.total + " shown)" : "");
+    $("alerts-error").hidden = a.error == null;
+    $("alerts-error").textContent = a.error || "";
+    var body = $("alerts");
+    body.textContent = "";
+    a.firing.forEach(function (x) {
+      var summary = x.runbook_url ? el("a", { href: x.runbook_url, text: x.summary || "runbook" }) : el("span", { text: x.summary || "" });
+      body.appendChild(el("tr", { "data-alert": x.name, "data-severity": x.severity || "" }, [
+        el("td", { text: x.name }), el("td", { cls: "alert-" + (x.severity || "none"), text: x.severity || "–" }),
+        el("td", { text: new Date(x.starts_at).toLocaleString() }), el("td", { cls: "terms" }, [summary]),
+      ]));
+    });
+    $("alerts-empty").hidden = a.firing.length > 0 || a.error != null;
+  }
+
   function renderStatus(s, workers) {
     var r = s.router;
     $("build").textContent = "v" + r.version + " · " + r.commit + " · " + r.runtime + " · policy " + r.policy + " · block size " + r.block_size;
@@ -203,6 +279,9 @@ export const STATUS_PAGE_HTML = `<!doctype html>
       last30.forEach(function (p) { if (p[key] != null) { num += p[key] * p.requests; den += p.requests; } });
       return den > 0 ? num / den : null;
     };
+    var req30 = last30.reduce(function (a, p) { return a + p.requests; }, 0), err30 = last30.reduce(function (a, p) { return a + p.errors; }, 0);
+    $("t-errors").textContent = req30 > 0 ? pct(err30 / req30) : "–";
+    $("t-errors").title = err30 + " of " + req30 + " requests answered 5xx";
     $("t-hit").textContent = pct(weighted("hit_ratio"));
     $("t-best").textContent = pct(weighted("ideal_hit_ratio"));
     var lastTtft = null;
@@ -211,6 +290,9 @@ export const STATUS_PAGE_HTML = `<!doctype html>
     chart($("c-hit"), [pts.map(function (p) { return p.hit_ratio; }), pts.map(function (p) { return p.ideal_hit_ratio; })], ["#3559e0", "#9aa9f5"], { max: 1, label: function () { return "100%"; } });
     chart($("c-ttft"), [pts.map(function (p) { return p.ttft_p50_ms; }), pts.map(function (p) { return p.ttft_p90_ms; })], ["#3559e0", "#9aa9f5"], { label: function (m) { return Math.round(m) + " ms"; } });
     chart($("c-req"), [pts.map(function (p) { return p.requests; }), pts.map(function (p) { return p.errors; })], ["#3559e0", "#b42318"], { bars: true, label: function (m) { return String(m); } });
+    axis($("a-hit"), pts); axis($("a-ttft"), pts); axis($("a-req"), pts);
+    renderReplica(s.replica);
+    renderAlerts(s.alerts);
   }
 
   function streamsCell(w) {
@@ -231,9 +313,21 @@ export const STATUS_PAGE_HTML = `<!doctype html>
     ];
   }
 
-  function renderFleet(workers, states) {
+  // Is the router's view of this engine's cache true (cache_truth in /v1/workers): the worst rank's state.
+  function viewBadge(w) {
+    var ranks = w.cache_truth || [];
+    if (ranks.length === 0) return null;
+    var order = { exact: 0, degraded: 1, blind: 2 };
+    var worst = ranks.reduce(function (a, r) { return order[r.state] > order[a.state] ? r : a; }, ranks[0]);
+    var title = ranks.map(function (r) { return "rank " + r.dp_rank + ": " + r.state + (r.cause ? " (" + r.cause + ")" : "") + ", agreement " + pct(r.agreement) + " of " + r.answers_checked + " answers"; }).join("; ");
+    return el("span", { cls: "view " + worst.state, "data-field": "cache_view", title: title, text: "view " + worst.state + (worst.cause ? ": " + worst.cause : "") });
+  }
+
+  function renderFleet(workers, states, served) {
     var byId = {};
     states.forEach(function (s) { byId[s.id] = s; });
+    var total = 0;
+    for (var k in served) total += served[k];
     var body = $("fleet");
     body.textContent = "";
     urls = {};
@@ -242,6 +336,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
       var st = byId[w.id] || { state: w.healthy ? "healthy" : "unhealthy", reason: w.reason || null };
       var stateCell = el("td", null, [
         el("span", { cls: "state " + st.state, "data-field": "state", text: st.state + (st.state === "ejected" && st.ejected_for_s != null ? " (" + st.ejected_for_s + " s)" : "") }),
+        viewBadge(w),
         st.reason && st.state !== "healthy" ? el("span", { cls: "reason", text: st.reason }) : null,
       ]);
       var models = (w.models || []).map(function (m) { return m.id; }).join(", ") || "any";
@@ -251,10 +346,15 @@ export const STATUS_PAGE_HTML = `<!doctype html>
         stateCell,
         el("td", { "data-field": "role", text: w.role || "both" }),
         el("td", { "data-field": "models", text: models }),
+        el("td", { cls: "num", "data-field": "share", "data-requests": String(served[w.id] || 0), title: (served[w.id] || 0) + " of " + total + " requests", text: total > 0 ? pct((served[w.id] || 0) / total) : "–" }),
         el("td", { cls: "num", "data-field": "active_prefill_tokens", text: String(w.active_prefill_tokens) }),
         el("td", { cls: "num", "data-field": "active_decode_blocks", text: String(w.active_decode_blocks) }),
         el("td", { cls: "num", "data-field": "cached_blocks", text: String(w.cached_blocks) }),
-      ].concat(engineCells(w), [el("td", { "data-field": "streams" }, [streamsCell(w)])]));
+      ].concat(engineCells(w), [
+        el("td", { cls: "num", "data-field": "kv_cached", title: w.cached_blocks + " of " + (w.kv_capacity_blocks == null ? "unknown" : w.kv_capacity_blocks) + " blocks",
+          text: w.kv_capacity_blocks ? pct(Math.min(1, w.cached_blocks / w.kv_capacity_blocks)) : "–" }),
+        el("td", { "data-field": "streams" }, [streamsCell(w)]),
+      ]));
       body.appendChild(row);
     });
     $("fleet-empty").hidden = workers.length > 0;
@@ -321,7 +421,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   function refresh() {
     Promise.all([get("/v1/workers"), get("/debug/status"), get("/debug/decisions")]).then(function (r) {
       var workers = r[0].workers, status = r[1], decisions = r[2];
-      renderFleet(workers, status.workers);
+      renderFleet(workers, status.workers, status.worker_requests || {});
       renderStatus(status, workers);
       renderLora(workers);
       renderDecisions(decisions);

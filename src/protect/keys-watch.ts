@@ -9,8 +9,8 @@
  * directory watch are injected; nothing here touches a file system.
  */
 import type { Logger } from "../core/logger.ts";
-import { KeySet } from "./key-set.ts";
-import { KeysFileError, parseKeysDocument } from "./keys-document.ts";
+import { KeySet, type PackedKeys } from "./key-set.ts";
+import { KeysFileError, parseKeysDocument, type KeyEntry } from "./keys-document.ts";
 
 /** Tenant names a reload logs at most. */
 const LOGGED_TENANTS = 20;
@@ -20,6 +20,12 @@ export interface KeysFileSource {
   read(path: string): Promise<string>;
   /** Text -> document (JSON, or YAML by extension where the runtime parses YAML); throws on bad syntax. */
   parse(text: string, path: string): unknown;
+  /**
+   * Text -> the keys, parsed, checked and packed off the event loop where the runtime can
+   * (Bun: a Worker), so a large file does not stall the loop; rejects with KeysFileError naming
+   * the entry and field. Without it, `parse`, the check and the packing run here.
+   */
+  keys?(text: string, path: string, where: string): Promise<PackedKeys>;
   /** Change notifications for the file's directory; returns a stop function. */
   watchDir?(dir: string, onChange: () => void): () => void;
 }
@@ -59,7 +65,7 @@ export class KeysWatch {
     } catch (e) {
       throw new KeysFileError(`--api-keys: cannot read ${this.o.path} (${(e as Error).message})`);
     }
-    this.#apply(text);
+    await this.#apply(text);
     if (this.o.pollMs > 0) this.#stops.push(this.o.every(this.o.pollMs, () => void this.check()));
     const slash = this.o.path.lastIndexOf("/");
     const dir = slash > 0 ? this.o.path.slice(0, slash) : slash === 0 ? "/" : ".";
@@ -106,21 +112,16 @@ export class KeysWatch {
     }
     if (text === this.#lastText) return;
     try {
-      this.#apply(text);
+      await this.#apply(text);
     } catch (e) {
       this.#problem(`${(e as Error).message}; keeping the ${this.#keys?.size ?? 0} keys in force`);
     }
   }
 
   /** Parse and put in force; throws KeysFileError naming the entry and field. */
-  #apply(text: string): void {
-    let doc: unknown;
-    try {
-      doc = this.o.source.parse(text, this.o.path);
-    } catch (e) {
-      throw new KeysFileError(`--api-keys ${this.o.path}: cannot parse (${(e as Error).message})`);
-    }
-    const keys = new KeySet(parseKeysDocument(doc, `--api-keys ${this.o.path}`));
+  async #apply(text: string): Promise<void> {
+    const where = `--api-keys ${this.o.path}`;
+    const keys = new KeySet(this.o.source.keys !== undefined ? await this.o.source.keys(text, this.o.path, where) : this.#entries(text, where));
     this.#keys = keys;
     this.#lastText = text;
     this.#lastProblem = undefined;
@@ -128,6 +129,17 @@ export class KeysWatch {
     const names = keys.tenants.slice(0, LOGGED_TENANTS).map((t) => t.name).join(",");
     this.o.log.info(`--api-keys: ${keys.size} keys for ${keys.tenants.length} tenants in force`, { tenants: keys.tenants.length > LOGGED_TENANTS ? `${names},…` : names });
     this.o.onChange?.(keys);
+  }
+
+  /** Parse and check on this thread (runtimes without `entries`). */
+  #entries(text: string, where: string): KeyEntry[] {
+    let doc: unknown;
+    try {
+      doc = this.o.source.parse(text, this.o.path);
+    } catch (e) {
+      throw new KeysFileError(`${where}: cannot parse (${(e as Error).message})`);
+    }
+    return parseKeysDocument(doc, where);
   }
 
   /** Log a problem once until it changes (the file is polled). */

@@ -26,6 +26,10 @@ export function outputTokensAsked(path: string, body: Record<string, unknown>): 
     asked = typeof sp === "object" && sp !== null ? (sp as Record<string, unknown>).max_new_tokens : undefined;
   } else asked = body.max_tokens;
   if (typeof asked !== "number" || !Number.isFinite(asked) || asked < 0) return undefined;
-  const n = typeof body.n === "number" && Number.isSafeInteger(body.n) && body.n > 1 ? Math.min(body.n, MAX_CHOICES) : 1;
-  return Math.floor(asked) * n;
+  return Math.floor(asked) * choicesAsked(body);
+}
+
+/** The choices a body asks for (`n`, at least 1), as far as booking goes. */
+export function choicesAsked(body: Record<string, unknown>): number {
+  return typeof body.n === "number" && Number.isSafeInteger(body.n) && body.n > 1 ? Math.min(body.n, MAX_CHOICES) : 1;
 }

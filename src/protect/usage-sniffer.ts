@@ -1,33 +1,60 @@
 /**
- * The output tokens an answer reports, read from its bytes as they pass: OpenAI's
- * `"completion_tokens": N` (the `usage` of a whole answer, or of a stream's last chunk with
- * `stream_options.include_usage`), SGLang's `"completion_tokens"` in `meta_info` too. The
- * last occurrence wins (a stream's usage comes last). Nothing is decoded or copied beyond a
- * few bytes kept across chunk boundaries. Pure.
+ * The tokens an answer reports, read from its bytes as they pass: OpenAI's
+ * `"completion_tokens": N` and `"prompt_tokens": N` (the `usage` of a whole answer, of an
+ * embeddings or score answer, or of a stream's last chunk with `stream_options.include_usage`),
+ * SGLang's in `meta_info` too. The last occurrence wins (a stream's usage comes last). A
+ * generated text cannot fake one: inside a JSON string its quotes are escaped, so the needle
+ * (with both quotes) never matches there. Nothing is decoded or copied beyond a few bytes kept
+ * across chunk boundaries. Pure.
  */
 
-const NEEDLE = new TextEncoder().encode('"completion_tokens"');
-/** Bytes kept from a chunk's end, so a needle and its number split across chunks are still read. */
-const TAIL = NEEDLE.length + 24;
+const COMPLETION = new TextEncoder().encode('"completion_tokens"');
+const PROMPT = new TextEncoder().encode('"prompt_tokens"');
 
 export class UsageSniffer {
-  /** The last count seen, if any. */
-  completionTokens: number | undefined;
+  readonly #completion = new NumberAfter(COMPLETION);
+  readonly #prompt = new NumberAfter(PROMPT);
+
+  /** The last output count seen, if any. */
+  get completionTokens(): number | undefined {
+    return this.#completion.value;
+  }
+
+  /** The last prompt count seen, if any. */
+  get promptTokens(): number | undefined {
+    return this.#prompt.value;
+  }
+
+  push(chunk: Uint8Array): void {
+    this.#completion.push(chunk);
+    this.#prompt.push(chunk);
+  }
+}
+
+/** The last integer after `needle` + `:` in a byte stream. */
+class NumberAfter {
+  value: number | undefined;
   #tail = new Uint8Array(0);
+  /** Bytes kept from a chunk's end, so a needle and its number split across chunks are still read. */
+  readonly #keep: number;
+
+  constructor(private readonly needle: Uint8Array) {
+    this.#keep = needle.length + 24;
+  }
 
   push(chunk: Uint8Array): void {
     // Look at the kept tail plus this chunk; a needle can only start in the tail if it ends here.
     const buf = this.#tail.length === 0 ? chunk : concat(this.#tail, chunk);
     let from = 0;
     for (;;) {
-      const at = indexOf(buf, from);
+      const at = indexOf(buf, this.needle, from);
       if (at < 0) break;
-      const n = readNumberAfter(buf, at + NEEDLE.length);
+      const n = readNumberAfter(buf, at + this.needle.length);
       if (n === "cut") break;
-      if (n !== undefined) this.completionTokens = n;
-      from = at + NEEDLE.length;
+      if (n !== undefined) this.value = n;
+      from = at + this.needle.length;
     }
-    this.#tail = buf.slice(Math.max(0, buf.length - TAIL));
+    this.#tail = buf.slice(Math.max(0, buf.length - this.#keep));
   }
 }
 
@@ -38,12 +65,12 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   return out;
 }
 
-function indexOf(buf: Uint8Array, from: number): number {
-  const first = NEEDLE[0]!;
-  for (let i = buf.indexOf(first, from); i >= 0 && i + NEEDLE.length <= buf.length; i = buf.indexOf(first, i + 1)) {
+function indexOf(buf: Uint8Array, needle: Uint8Array, from: number): number {
+  const first = needle[0]!;
+  for (let i = buf.indexOf(first, from); i >= 0 && i + needle.length <= buf.length; i = buf.indexOf(first, i + 1)) {
     let k = 1;
-    while (k < NEEDLE.length && buf[i + k] === NEEDLE[k]) k++;
-    if (k === NEEDLE.length) return i;
+    while (k < needle.length && buf[i + k] === needle[k]) k++;
+    if (k === needle.length) return i;
   }
   return -1;
 }

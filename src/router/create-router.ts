@@ -86,6 +86,12 @@ export interface RouterPorts {
   readonly claims?: BurstClaims;
   /** Other live routers booking on the same engines (RoutingDeps.otherRouters); without it: none. */
   readonly otherRouters?: () => number;
+  /** The ranks the cache check distrusts (RoutingDeps.distrusted); without it: no check. */
+  readonly distrusted?: () => ReadonlySet<WorkerKey>;
+  /** Live events an engine sent (not dumps or replays), before they are applied: the cache check hears who talks. */
+  readonly onLiveEvents?: (events: readonly RouterEvent[]) => void;
+  /** A rank's events showed its engine restarted (ids went back). */
+  readonly onRestart?: (workerId: WorkerId, dpRank: DpRank) => void;
 }
 
 export interface IngestResult {
@@ -138,6 +144,8 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const prune = config.approxTtlMs === undefined ? undefined : { ttlMs: config.approxTtlMs };
   const index = createIndexer(approxMode ? "approximate" : "precise", { prune });
   const approxIndex = approxMode || config.inexactIndex === false ? undefined : createIndexer("approximate", { prune });
+  // The router's own decisions on the ranks the cache check distrusts (src/fleet/cache-truth).
+  const fallbackIndex = approxMode || ports.distrusted === undefined ? undefined : createIndexer("approximate", { prune });
   const routerId = config.routerId ?? 0n;
   const tracker = new LoadTracker({ blockSize: config.scheduler.blockSize, routerId });
   const scheduler = schedulerConfig(config.scheduler);
@@ -157,6 +165,8 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     rng: ports.rng,
     recordDecisions: approxMode,
     approxIndex,
+    distrusted: approxMode ? undefined : ports.distrusted,
+    fallbackIndex,
     sessionTtlMs: config.sessionTtlMs,
     engineSessions: ports.engineSessions,
     busyKeys: ports.busyKeys,
@@ -167,7 +177,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     claims: ports.claims,
     otherRouters: ports.otherRouters,
   });
-  const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn });
+  const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn, onRestart: ports.onRestart });
   const leases = new ExternalLeases(tracker);
   const isKnown = (w: WorkerId, r: DpRank) => (ports.workers.get(w)?.dpRanks ?? 0) > r;
   const gaps = new LossyStreamGuard();
@@ -201,11 +211,13 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
         recovery.removeWorker(workerId);
         ttft.forgetWorker(workerId);
         approxIndex?.removeWorker(workerId);
+        fallbackIndex?.removeWorker(workerId);
         gaps.forget(workerId); // its ZMQ ids, so a worker that comes and goes leaves nothing behind
       },
     },
     ingest(events, source) {
       if (approxMode) return ignoredInApprox(events.length);
+      if (source === "engine") ports.onLiveEvents?.(events);
       let accepted = 0;
       let dropped = 0;
       for (const ev of events) {
@@ -221,6 +233,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     },
     ingestLossy(events) {
       if (approxMode) return ignoredInApprox(events.length);
+      ports.onLiveEvents?.(events);
       let accepted = 0;
       let dropped = 0;
       for (const ev of events) {
@@ -244,6 +257,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     expireApprox(now) {
       if (approxMode) index.expire(now);
       approxIndex?.expire(now);
+      fallbackIndex?.expire(now);
     },
   };
 }

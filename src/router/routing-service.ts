@@ -10,6 +10,7 @@
 import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/block-hash.ts";
 import { routerIdHex, type RouterId, type WorkerId, type WorkerKey, type WorkerWithDpRank } from "../core/ids.ts";
 import type { KvIndex } from "./kv-index/types.ts";
+import type { OverlapScores } from "../core/overlap.ts";
 import type { SchedulerConfig } from "./choose/config.ts";
 import { endpoint } from "./choose/endpoints.ts";
 import { CandidatePool } from "./choose/candidate-pool.ts";
@@ -51,6 +52,13 @@ export interface RoutingDeps {
    * as SGLang's router does, and never mixes with the engines' events. Without it they use `index`.
    */
   readonly approxIndex?: KvIndex;
+  /**
+   * The (worker, dp rank)s whose events the cache check (src/fleet/cache-truth) found false:
+   * they are scored from `fallbackIndex`, the router's own decisions on them, instead of the
+   * index their events built. Undefined: no check, and the decisions carry no check facts.
+   */
+  readonly distrusted?: () => ReadonlySet<WorkerKey>;
+  readonly fallbackIndex?: KvIndex;
   readonly sessionTtlMs: number;
   /** Opens / closes engine-backed sessions (nvext.session_control); without it they are refused. */
   readonly engineSessions?: EngineSessionOps;
@@ -122,6 +130,12 @@ export interface RouteDecision {
   readonly candidatesTotal: number;
   /** The most prompt blocks any candidate had cached. */
   readonly bestOverlapBlocks: number;
+  /**
+   * With the cache check on (RoutingDeps.distrusted): what the events' index matched on the chosen
+   * rank (also when the fallback scored it), the leading blocks requests in flight there were
+   * computing, and the blocks hashed. What the engine's reported cached tokens are checked against.
+   */
+  readonly check?: { readonly indexBlocks: number; readonly inFlightBlocks: number; readonly routedBlocks: number };
 }
 
 /** How routeOrWait waits, and what the caller sees of its tries. */
@@ -195,7 +209,9 @@ export class RoutingService {
     const t1 = timer();
     const approx = input.approximate === true && d.approxIndex !== undefined;
     const index = approx ? d.approxIndex! : d.index;
-    const overlaps = index.findMatches(hashes);
+    const indexed = index.findMatches(hashes);
+    const distrusted = approx ? undefined : d.distrusted?.();
+    const overlaps = distrusted !== undefined && distrusted.size > 0 && d.fallbackIndex !== undefined ? withFallback(indexed, d.fallbackIndex.findMatches(hashes), distrusted) : indexed;
     const t2 = timer();
 
     const sc = input.sessionControl;
@@ -251,6 +267,11 @@ export class RoutingService {
             d.metrics.ttftPredictionError?.observe(e),
           )
         : undefined;
+    // Read before this request is booked there: the prefixes others were computing on that rank.
+    const check =
+      d.distrusted !== undefined && !approx
+        ? { indexBlocks: indexed.scores.get(sel.key) ?? 0, inFlightBlocks: inFlightBlocks(d.tracker, sel.key, seqHashes), routedBlocks: hashes.length }
+        : undefined;
     const lease = RequestLease.book(
       d.tracker,
       { requestId: input.requestId, worker: sel.worker, seqHashes, isl: input.tokens.length, overlap: sel.overlapBlocks, loraName: input.loraName },
@@ -261,6 +282,7 @@ export class RoutingService {
       sample,
     );
     if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
+    else if (distrusted?.has(sel.key) === true) d.fallbackIndex?.recordDecision(hashes, seqHashes, sel.worker, now);
     const t4 = timer();
 
     const m = d.metrics;
@@ -281,6 +303,7 @@ export class RoutingService {
       candidates: kept.candidates,
       candidatesTotal: kept.total,
       bestOverlapBlocks: kept.bestOverlapBlocks,
+      check,
     };
   }
 
@@ -365,3 +388,25 @@ export class RoutingService {
  * and ~0.6 s more when its booking was freed.
  */
 export const MAX_ROUTED_BLOCKS = 16_384;
+
+/** The overlaps with the distrusted ranks' taken from the fallback index (their own decisions). */
+function withFallback(indexed: OverlapScores, fallback: OverlapScores, distrusted: ReadonlySet<WorkerKey>): OverlapScores {
+  const scores = new Map(indexed.scores);
+  const treeSizes = new Map(indexed.treeSizes);
+  for (const key of distrusted) {
+    scores.delete(key);
+    treeSizes.delete(key);
+    const s = fallback.scores.get(key);
+    if (s !== undefined) scores.set(key, s);
+    const t = fallback.treeSizes.get(key);
+    if (t !== undefined) treeSizes.set(key, t);
+  }
+  return { ...indexed, scores, treeSizes };
+}
+
+/** Leading blocks of the prompt that requests in flight on `key` hold in the books. */
+function inFlightBlocks(tracker: LoadTracker, key: WorkerKey, seqHashes: BigUint64Array | null): number {
+  const slot = tracker.slotOf(key);
+  if (slot === undefined || seqHashes === null || seqHashes.length === 0) return 0;
+  return tracker.heldPrefixCounts(seqHashes)[slot.slot] ?? 0;
+}

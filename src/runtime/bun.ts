@@ -19,9 +19,12 @@ import { loadEngineTokenizerOnBun } from "./bun/tokens/load-on-bun.ts";
 import { defaultEncodeWorkers } from "./bun/tokens/encode-pool.ts";
 import { SocketHttpClient } from "./bun/upstream/socket-client.ts";
 import { startEmbeddedEngines } from "./bun/embedded-engines.ts";
+import { offLoopJsonParser } from "./bun/json-parse-pool.ts";
 import { EngineLoad } from "./bun/engine-load.ts";
 import { chooseHasher } from "./bun/hasher.ts";
 import { listenOnBun } from "./bun/http-server.ts";
+import { plainListener, TlsListener, type RouterListener } from "./bun/tls-listener.ts";
+import { TlsPairError } from "./bun/tls-pair.ts";
 import { kvEventStreams } from "./bun/kv-streams.ts";
 import { MAX_WORKERS_FILE_BYTES, workersFileWatch } from "./bun/workers-file.ts";
 import { readBoundedText } from "./bun/bounded-file.ts";
@@ -29,7 +32,7 @@ import { parseWorkersFile } from "../fleet/workers-file.ts";
 import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
 import { registerTokenizer } from "../edge/routes/worker-models.ts";
 import { bunKeysFile } from "./bun/keys-file.ts";
-import { composeRouter, reachableHost, StartupError, type ComposedRouter, type RuntimeChoices, type RuntimeEdge } from "./compose/index.ts";
+import { composeRouter, listeningLine, reachableHost, StartupError, type ComposedRouter, type RuntimeChoices, type RuntimeEdge } from "./compose/index.ts";
 import { processProbe } from "./bun/process-probe.ts";
 import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
 import { keyOf } from "../core/ids.ts";
@@ -59,6 +62,30 @@ export interface RunningRouter {
   stop(): Promise<void>;
 }
 
+/** The longest events token file read (a token is a line; a larger file is a wrong path). */
+const MAX_EVENTS_TOKEN_FILE_BYTES = 4096;
+
+/**
+ * The events token: --events-token, else the file --events-token-file names, else (with
+ * --engines) one made for this process, so the embedded engines' pushes never rest on
+ * loopback trust; else none.
+ */
+async function eventsTokenOf(config: Config): Promise<string | undefined> {
+  if (config.eventsToken !== undefined) return config.eventsToken;
+  if (config.eventsTokenFile !== undefined) {
+    let token: string;
+    try {
+      token = (await readBoundedText(config.eventsTokenFile, MAX_EVENTS_TOKEN_FILE_BYTES)).trim();
+    } catch (e) {
+      throw new StartupError(`--events-token-file ${config.eventsTokenFile}: ${(e as Error).message}`);
+    }
+    if (token.length < 16) throw new StartupError(`--events-token-file ${config.eventsTokenFile}: the token must be at least 16 characters`);
+    return token;
+  }
+  if (config.engines > 0) return Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
+  return undefined;
+}
+
 /**
  * Build everything and serve; resolves once the server listens and start-up workers are
  * registered. Throws StartupError (one line for the operator) for a workers file that cannot
@@ -76,9 +103,9 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const roles = new WorkerRoles();
   for (const u of config.prefillWorkers) roles.set(u, "prefill");
   for (const u of config.decodeWorkers) roles.set(u, "decode");
-  const late: { kv?: ReturnType<typeof kvEventStreams>; server?: ReturnType<typeof Bun.serve> } = {};
+  const late: { kv?: ReturnType<typeof kvEventStreams>; server?: RouterListener } = {};
   const tracer = await otlpTracer(config, log);
-  const c = await composeRouter(config, bunChoices(config, { hasher, engineLoad, roles, tracer, late }), log);
+  const c = await composeRouter(config, bunChoices(config, { hasher, engineLoad, roles, tracer, late, log }), log);
   const { registry, now } = c;
   const kv = (late.kv = kvEventStreams(config, c, hasher, roles, log));
   bindStreamMetrics(c.metrics.registry, () => zmqStreams(registry.list(), (id) => kv.sources.describe(id)));
@@ -86,21 +113,32 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   // Proxied requests go over pooled sockets on this thread (Bun's fetch hands each request
   // to its own client thread, which costs ~20 µs of CPU per request); https engines use fetch.
   const upstreamClient = new SocketHttpClient({ fallback: fetchUpstream((u, init) => fetch(u, init)), connectTimeoutMs: config.connectTimeout * 1000 });
-  const deps = c.edgeDeps(bunEdge(config, { roles, kv, engineLoad, upstreamClient, late }));
+  const eventsToken = await eventsTokenOf(config);
+  const deps = c.edgeDeps(bunEdge(config, { roles, kv, engineLoad, upstreamClient, late, eventsToken }));
   const app = createApp(deps);
-  let server: ReturnType<typeof Bun.serve>;
+  let server: RouterListener;
   try {
-    server = late.server = listenOnBun(config, deps, (req) => app.fetch(req));
+    const handler = (req: Request) => app.fetch(req);
+    server = late.server =
+      config.tlsCert !== undefined && config.tlsKey !== undefined
+        ? await TlsListener.open({
+            certPath: config.tlsCert,
+            keyPath: config.tlsKey,
+            port: config.port,
+            start: (pair, port) => listenOnBun(config, deps, handler, { ...pair, port }),
+            log,
+          })
+        : plainListener(listenOnBun(config, deps, handler));
   } catch (e) {
     c.stopWork();
     await c.close();
-    throw listenError(config, e);
+    throw e instanceof TlsPairError ? new StartupError(e.message) : listenError(config, e);
   }
-  const port = server.port!;
+  const port = server.port;
   c.listeningOn(port);
-  const url = `http://${reachableHost(config.host)}:${port}`;
+  const url = `${server.scheme}://${reachableHost(config.host)}:${port}`;
 
-  const mockers = await startEmbeddedEngines(config, url, log);
+  const mockers = await startEmbeddedEngines(config, url, eventsToken, log);
   await c.registerAll([...config.workers, ...config.prefillWorkers, ...config.decodeWorkers, ...mockers.map((m) => m.url)]);
   await kv.subscribeConfigured();
   const workersFile = workersFileWatch(config.workersFile, { provisioner: kv.provisioner, registry, now, log });
@@ -110,7 +148,7 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   c.startChecks();
   engineLoad.start();
 
-  log.info(`switchyard listening on ${url}`, { policy: config.policy, workers: registry.size, block_size: config.blockSize });
+  log.info(listeningLine(config.host, port, server.scheme), { policy: config.policy, workers: registry.size, block_size: config.blockSize });
   return runningRouter(url, port, log, server, {
     c,
     tracer,
@@ -138,7 +176,7 @@ async function otlpTracer(config: Config, log: Logger): Promise<Tracer | undefin
 /** Bun's implementations for the shared composition; `late` holds what exists only after it (the ZMQ streams). */
 function bunChoices(
   config: Config,
-  b: { hasher: BatchBlockHasher; engineLoad: EngineLoad; roles: WorkerRoles; tracer: Tracer | undefined; late: { kv?: ReturnType<typeof kvEventStreams> } },
+  b: { hasher: BatchBlockHasher; engineLoad: EngineLoad; roles: WorkerRoles; tracer: Tracer | undefined; late: { kv?: ReturnType<typeof kvEventStreams> }; log: Logger },
 ): RuntimeChoices {
   const { engineLoad, roles } = b;
   return {
@@ -158,7 +196,7 @@ function bunChoices(
     engineWaiting: () => engineLoad.waiting,
     onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
     onWorkerRemoved: (id) => void b.late.kv?.sources.unsubscribe(id), // its event stream ends with it
-    keysFile: bunKeysFile(),
+    keysFile: bunKeysFile(() => b.log.warn("--api-keys: this binary has no embedded parse worker; the keys file is parsed on the event loop")),
     processProbe: processProbe(),
     roleOf: (url) => roles.roleOf(url),
     tracer: b.tracer,
@@ -185,7 +223,14 @@ function wireEngineLoad(config: Config, c: ComposedRouter, engineLoad: EngineLoa
 /** What Bun adds to the edge: the peer address and keep-open of its server (once it listens), pooled sockets, direct streams, disagg. */
 function bunEdge(
   config: Config,
-  b: { roles: WorkerRoles; kv: ReturnType<typeof kvEventStreams>; engineLoad: EngineLoad; upstreamClient: SocketHttpClient; late: { server?: ReturnType<typeof Bun.serve> } },
+  b: {
+    roles: WorkerRoles;
+    kv: ReturnType<typeof kvEventStreams>;
+    engineLoad: EngineLoad;
+    upstreamClient: SocketHttpClient;
+    late: { server?: RouterListener };
+    eventsToken: string | undefined;
+  },
 ): RuntimeEdge {
   const { kv, engineLoad, late } = b;
   return {
@@ -194,6 +239,8 @@ function bunEdge(
         ? undefined
         : { protocol: config.disagg, roles: b.roles, minPrefillTokens: config.disaggMinPrefillTokens, blockSize: config.blockSize, defaultBootstrapPort: config.bootstrapPort },
     peer: (req) => late.server?.requestIP(req)?.address,
+    eventsToken: b.eventsToken,
+    parseOffLoop: offLoopJsonParser()?.parse,
     upstream: b.upstreamClient.call,
     directStreams: true,
     keepOpen: (req) => late.server?.timeout(req, 0),
@@ -211,7 +258,7 @@ function runningRouter(
   url: string,
   port: number,
   log: Logger,
-  server: ReturnType<typeof Bun.serve>,
+  server: RouterListener,
   p: { c: ComposedRouter; tracer: Tracer | undefined; stopParts: () => Promise<void> },
 ): RunningRouter {
   const { c, tracer } = p;

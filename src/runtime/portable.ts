@@ -20,7 +20,7 @@ import type { Logger } from "../core/logger.ts";
 import type { Config } from "../config/schema.ts";
 import { portableBatchHasher } from "../core/block-hash.ts";
 import { loadEngineTokenizer } from "../tokens/load.ts";
-import { composeRouter, reachableHost, StartupError } from "./compose/index.ts";
+import { composeRouter, listeningLine, reachableHost, StartupError } from "./compose/index.ts";
 import type { KeysFileSource } from "../protect/keys-watch.ts";
 
 /** A start-up input the operator can fix (a tokenizer that cannot load): one line, exit 2. */
@@ -74,7 +74,7 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
   const url = `http://${reachableHost(config.host)}:${server.port}`;
   await c.registerAll(config.workers);
   c.startChecks();
-  log.info(`switchyard listening on ${url}`, { policy: config.policy, workers: c.registry.size, block_size: config.blockSize });
+  log.info(listeningLine(config.host, server.port), { policy: config.policy, workers: c.registry.size, block_size: config.blockSize });
   return {
     url,
     port: server.port,

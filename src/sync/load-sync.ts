@@ -103,6 +103,8 @@ export interface LoadSync {
   stats(): LoadSyncStats;
   /** Other routers heard from and not yet given up on (stats().peers, without building the rest). */
   peerCount(): number;
+  /** Those routers: id, ms since last heard, requests they booked here, whether that picture is complete. */
+  peers(): { routerId: bigint; heardMsAgo: number; requests: number; complete: boolean }[];
 }
 
 function randomEpoch(): string {
@@ -294,6 +296,10 @@ class RunningLoadSync implements LoadSync {
 
   peerCount(): number {
     return this.#peers.size;
+  }
+
+  peers(): { routerId: bigint; heardMsAgo: number; requests: number; complete: boolean }[] {
+    return this.#peers.list(this.#o.now());
   }
 
   stats(): LoadSyncStats {

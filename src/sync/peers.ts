@@ -77,6 +77,11 @@ export class PeerTable {
     return this.#peers.get(routerId)?.requests;
   }
 
+  /** Every router heard from and not given up on: who, when last heard (ms ago), what it has booked here. */
+  list(now: number): { routerId: bigint; heardMsAgo: number; requests: number; complete: boolean }[] {
+    return [...this.#peers.values()].map((p) => ({ routerId: p.routerId, heardMsAgo: Math.max(0, now - p.lastSeenAt), requests: p.requests.size, complete: !p.incomplete }));
+  }
+
   isComplete(routerId: bigint): boolean {
     const p = this.#peers.get(routerId);
     return p !== undefined && !p.incomplete;

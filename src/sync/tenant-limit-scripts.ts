@@ -43,14 +43,13 @@ local now = now_ms(ARGV[1])
 local lim = { tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]) }
 local conc = tonumber(ARGV[5])
 local cost = { 1, tonumber(ARGV[6]), tonumber(ARGV[7]) }
-if lim[3] > 0 and cost[3] > lim[3] then cost[3] = lim[3] end
 local names = { 'r', 'p', 'o' }
 local level = { 0, 0, 0 }
 local refused, too_large, retry = 0, 0, 0
 for i = 1, 3 do
   if lim[i] > 0 then
     level[i] = bucket(KEYS[1], names[i], lim[i], now)
-    if i == 2 and cost[i] > lim[i] then
+    if i > 1 and cost[i] > lim[i] then
       too_large = 1
       if refused == 0 then refused = i end
     elseif level[i] < cost[i] then
@@ -108,17 +107,24 @@ return out
 
 /**
  * Release. KEYS: buckets hash, running set. ARGV: now, limit output tokens, output tokens
- * generated minus booked (a refund when negative), request id. The request's slot frees and
- * the output bucket is charged the difference.
+ * generated minus booked (a refund when negative), request id, limit prompt tokens, prompt
+ * tokens reported minus charged. The request's slot frees and each bucket is charged its
+ * difference.
  */
 export const RELEASE = new LuaScript(`${PRELUDE}
 local now = now_ms(ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[4])
-local lim, delta = tonumber(ARGV[2]), tonumber(ARGV[3])
-if lim > 0 and delta ~= 0 then
-  local l = math.min(lim, bucket(KEYS[1], 'o', lim, now) - delta)
-  redis.call('HSET', KEYS[1], 'o', string.format('%.3f', l), 'ot', string.format('%d', now))
-  redis.call('PEXPIRE', KEYS[1], math.max(60000, reset_ms(l, lim) + 60000))
+local ttl = 0
+local function settle(name, lim, delta)
+  if lim > 0 and delta ~= 0 then
+    local l = math.min(lim, bucket(KEYS[1], name, lim, now) - delta)
+    redis.call('HSET', KEYS[1], name, string.format('%.3f', l), name .. 't', string.format('%d', now))
+    ttl = math.max(ttl, 60000, reset_ms(l, lim) + 60000)
+  end
 end
+settle('o', tonumber(ARGV[2]), tonumber(ARGV[3]))
+settle('p', tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or '0'))
+-- Only ever lengthened: another bucket in the hash may need longer.
+if ttl > 0 and redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
 `);

@@ -81,10 +81,21 @@ export class RedisLimitCounters {
     };
   }
 
-  /** The request `id` ended: free its slot, charge the output difference. Throws when Redis does not answer. */
-  async release(tenant: string, limits: TenantLimits, id: string, bookedOutput: number, outputTokens: number): Promise<void> {
+  /**
+   * The request `id` ended: free its slot, charge the output difference, and settle the prompt
+   * charge to what the engine reported (`prompt`, when it did). Throws when Redis does not answer.
+   */
+  async release(tenant: string, limits: TenantLimits, id: string, bookedOutput: number, outputTokens: number, prompt?: { readonly charged: number; readonly used: number }): Promise<void> {
     const lim = limitVector(limits);
-    await RELEASE.run(this.#conn, this.#keys(tenant), [this.#nowArg(), String(lim.output_tokens), String(Math.round(outputTokens - bookedOutput)), id]);
+    const promptDelta = prompt === undefined ? 0 : Math.round(prompt.used - prompt.charged);
+    await RELEASE.run(this.#conn, this.#keys(tenant), [
+      this.#nowArg(),
+      String(lim.output_tokens),
+      String(Math.round(outputTokens - bookedOutput)),
+      id,
+      String(lim.prompt_tokens),
+      String(promptDelta),
+    ]);
   }
 
   close(): Promise<void> {

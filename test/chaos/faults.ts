@@ -107,6 +107,6 @@ export function summary(outcomes: readonly Outcome[]): { total: number; failed: 
 }
 
 /** Every worker's booked load, summed (0 = every booking was freed). */
-export async function bookedLoad(routerUrl: string): Promise<number> {
-  return (await workers(routerUrl)).reduce((s, w) => s + w.active_prefill_tokens + w.active_decode_blocks, 0);
+export async function bookedLoad(routerUrl: string, adminToken?: string): Promise<number> {
+  return (await workers(routerUrl, adminToken)).reduce((s, w) => s + w.active_prefill_tokens + w.active_decode_blocks, 0);
 }

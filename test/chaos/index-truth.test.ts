@@ -54,6 +54,9 @@ describe("index truth after loss", () => {
     await engine!.proc.exited;
     engine = await startEngine(); // same port, same worker id, an empty cache, no events
     await until(async () => (await cachedOnRouter()) === 0, "the router to drop the restarted engine's old blocks", 5_000);
+    // The blocks are dropped inside the health check that then marks the worker healthy again
+    // (restart-detector.ts): on a busy machine a request sent in between finds no healthy worker.
+    await until(async () => (await workers(routerUrl))[0]?.healthy === true, "the restarted engine to be healthy again", 5_000);
 
     const again = await send(routerUrl, { prompt: p, max_tokens: 1 });
     expect(again.status).toBe(200);

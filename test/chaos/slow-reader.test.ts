@@ -65,7 +65,7 @@ describe("a client that stops reading", () => {
     writeFileSync(join(dir, "keys.json"), JSON.stringify({ keys: [{ tenant: "t", key_sha256: await sha256Hex(key), limits: { concurrent_requests: 1 } }] }));
     const engine = await startFaultEngine("flood", ["--flood-mb", "256"]);
     procs.push(engine);
-    const router = await startRouter([engine], 0, ["--log-level", "error", "--stream-idle-timeout", "1", "--api-keys", join(dir, "keys.json")]);
+    const router = await startRouter([engine], 0, ["--log-level", "error", "--stream-idle-timeout", "1", "--api-keys", join(dir, "keys.json"), "--admin-token", "slow-reader-admin"]);
     procs.push(router);
     const url = urlOf(router);
     const engineUrl = String(engine.info.url);
@@ -75,14 +75,14 @@ describe("a client that stops reading", () => {
     let peak = before;
     await until(async () => {
       peak = Math.max(peak, await rssMb(router.pid));
-      return (await metric(url, "switchyard_requests_total", `{worker="${(await (await fetch(`${url}/v1/workers`)).json() as { workers: { id: string }[] }).workers[0]!.id}",status="client_stalled"}`)) === 1;
+      return (await metric(url, "switchyard_requests_total", `{worker="${(await (await fetch(`${url}/v1/workers`, { headers: { authorization: "Bearer slow-reader-admin" } })).json() as { workers: { id: string }[] }).workers[0]!.id}",status="client_stalled"}`)) === 1;
     }, "the router to give up on the client that reads nothing", 10_000, 50);
     const sent = (await engineStats(engineUrl)).bytes_sent / (1 << 20);
     console.log(`chaos slow reader with a key: router RSS ${Math.round(before)} -> peak ${Math.round(peak)} MB; engine sent ${sent.toFixed(1)} of 256 MiB`);
     expect(peak - before).toBeLessThan(64);
     expect(sent).toBeLessThan(64);
     await until(async () => (await engineStats(engineUrl)).closed_by_peer === 1, "the engine to see its connection closed", 3_000);
-    expect(await bookedLoad(url)).toBe(0);
+    expect(await bookedLoad(url, "slow-reader-admin")).toBe(0);
     // The tenant's one concurrent slot is free again: a reading client is served, and its
     // stream flows (it broke after the first chunk when the body was Bun's direct stream).
     const r = await fetch(`${url}/v1/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });

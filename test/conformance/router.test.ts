@@ -16,6 +16,8 @@ const BS = 4;
 /** What each runtime's navigator.userAgent starts with. */
 const RUNTIME_AGENT: Record<string, RegExp> = { bun: /^Bun\//, deno: /^Deno\//, workerd: /^Cloudflare-Workers/ };
 const ADMIN = "conformance-admin";
+/** Engines push events with their own credential, never the admin token. */
+const EVENTS_TOKEN = "conformance-events-token-0123";
 
 for (const rt of RUNTIMES) {
   describe(`router conformance on ${rt.name}`, () => {
@@ -25,10 +27,10 @@ for (const rt of RUNTIMES) {
     const workerIds: string[] = [];
 
     beforeAll(async () => {
-      router = await startRouter(rt, ["--port", "0", "--block-size", String(BS), "--admin-token", ADMIN, "--health-interval", "1"]);
+      router = await startRouter(rt, ["--port", "0", "--block-size", String(BS), "--admin-token", ADMIN, "--events-token", EVENTS_TOKEN, "--health-interval", "1"]);
       url = String(router.info.url);
       for (let i = 0; i < 2; i++) {
-        engines.push(await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--router-url", url, "--admin-token", ADMIN, "--seed", String(i + 1)]));
+        engines.push(await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--router-url", url, "--admin-token", ADMIN, "--events-token", EVENTS_TOKEN, "--seed", String(i + 1)]));
       }
       for (const e of engines) {
         const res = await fetch(`${url}/v1/workers`, {
@@ -192,9 +194,9 @@ for (const rt of RUNTIMES.filter((r) => r.name !== "workerd")) {
     });
 
     test("text is routed on the model's tokens, and the engine tokenizes the probe as the router does", async () => {
-      router = await startRouter(rt, ["--port", "0", "--block-size", String(BS), "--admin-token", ADMIN, "--tokenizer", `qwen=${QWEN}`]);
+      router = await startRouter(rt, ["--port", "0", "--block-size", String(BS), "--admin-token", ADMIN, "--events-token", EVENTS_TOKEN, "--tokenizer", `qwen=${QWEN}`]);
       const url = String(router.info.url);
-      engine = await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--tokenizer", QWEN, "--model", "qwen", "--router-url", url, "--admin-token", ADMIN]);
+      engine = await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--tokenizer", QWEN, "--model", "qwen", "--router-url", url, "--admin-token", ADMIN, "--events-token", EVENTS_TOKEN]);
       const reg = await fetch(`${url}/v1/workers`, {
         method: "POST",
         headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },

@@ -33,7 +33,7 @@ afterAll(async () => {
 /** The counters under test with a clock the test moves. */
 interface Counters {
   acquire(limits: TenantLimits, ask: Ask, id: string): Promise<Verdict>;
-  release(limits: TenantLimits, id: string, booked: number, out: number): Promise<void>;
+  release(limits: TenantLimits, id: string, booked: number, out: number, prompt?: { charged: number; used: number }): Promise<void>;
   advance(ms: number): void;
   close(): Promise<void>;
 }
@@ -46,7 +46,7 @@ function local(): Make {
     const c = new LocalLimitCounters();
     return {
       acquire: async (l, a, id) => c.acquire("t", l, a, id, now),
-      release: async (l, id, _booked, out) => c.release("t", l, id, out, now),
+      release: async (l, id, _booked, out, prompt) => c.release("t", l, id, out, now, prompt),
       advance: (ms) => void (now += ms),
       close: async () => {},
     };
@@ -65,7 +65,7 @@ function redis(transport: "resp" | "rest", shared?: string, sharedClock?: { now:
     const c = new RedisLimitCounters({ connection, keyPrefix: prefix, now: () => clock.now, leaseMs: 5_000 });
     return {
       acquire: (l, a, id) => c.acquire("t", l, a, id),
-      release: (l, id, booked, out) => c.release("t", l, id, booked, out),
+      release: (l, id, booked, out, prompt) => c.release("t", l, id, booked, out, prompt),
       advance: (ms) => void (clock.now += ms),
       close: () => c.close(),
     };
@@ -108,14 +108,35 @@ function contract(name: string, make: Make): void {
       }
     });
 
-    test("output booked (at most a minute's worth), corrected at release", async () => {
+    test("output booked whole (more than a minute's worth is too large), corrected at release", async () => {
       const c = await make();
       try {
         const lim = { outputTokensPerMinute: 100 };
-        expect((await c.acquire(lim, ask(0, 500), "big")).allowed).toBe(true);
+        expect(await c.acquire(lim, ask(0, 500), "huge")).toMatchObject({ allowed: false, refused: "output_tokens", tooLarge: true });
+        expect((await c.acquire(lim, ask(0, 100), "big")).allowed).toBe(true);
         expect((await c.acquire(lim, ask(0, 1), "next")).allowed).toBe(false);
         await c.release(lim, "big", 100, 20);
         expect((await c.acquire(lim, ask(0, 80), "fits")).allowed).toBe(true);
+      } finally {
+        await c.close();
+      }
+    });
+
+    test("prompt charged at its bound, settled at release to what the engine reported (refund or debt)", async () => {
+      const c = await make();
+      try {
+        const lim = { promptTokensPerMinute: 1000, outputTokensPerMinute: 100 };
+        expect((await c.acquire(lim, ask(900, 10), "a")).allowed).toBe(true);
+        expect((await c.acquire(lim, ask(200, 10), "b")).allowed).toBe(false);
+        await c.release(lim, "a", 10, 10, { charged: 900, used: 300 }); // 600 back
+        const r = await c.acquire(lim, ask(600, 10), "c");
+        expect(r.allowed).toBe(true);
+        expect(r.states.prompt_tokens!.remaining).toBe(100);
+        // More than charged: a debt that later requests wait for; the output bucket untouched.
+        await c.release(lim, "c", 10, 10, { charged: 600, used: 900 });
+        const after = await c.acquire(lim, ask(1, 1), "d");
+        expect(after).toMatchObject({ allowed: false, refused: "prompt_tokens" });
+        expect(after.states.output_tokens!.remaining).toBe(80);
       } finally {
         await c.close();
       }

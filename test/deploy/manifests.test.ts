@@ -401,16 +401,16 @@ for (const overlay of OVERLAYS) {
       expect(pdbs.length).toBe(1);
     });
 
-    test("the discovery Role grants list + watch on endpointslices and pods, bound to the router's ServiceAccount", () => {
+    test("the discovery Role grants list + watch on pods only (what the code watches), bound to the router's ServiceAccount", () => {
       const role = objs.find((o) => o.kind === "Role")!;
       const grants = (group: string, resource: string) =>
         new Set(role.rules!.filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r) => r.verbs as string[]));
-      for (const [group, resource] of [["discovery.k8s.io", "endpointslices"], ["", "pods"]] as const) {
-        const verbs = grants(group, resource);
-        expect(`${resource}: ${["list", "watch"].every((v) => verbs.has(v))}`).toBe(`${resource}: true`);
-        // Read-only.
-        expect([...verbs].filter((v) => !["get", "list", "watch"].includes(v))).toEqual([]);
-      }
+      const verbs = grants("", "pods");
+      expect(["list", "watch"].every((v) => verbs.has(v))).toBe(true);
+      // Read-only.
+      expect([...verbs].filter((v) => !["get", "list", "watch"].includes(v))).toEqual([]);
+      // Discovery watches pods (src/fleet/discovery/pod-watch.ts): no grant for what it never reads.
+      expect(role.rules!.flatMap((r) => r.resources as string[])).toEqual(["pods"]);
       const binding = objs.find((o) => o.kind === "RoleBinding" && o.roleRef.kind === "Role" && o.roleRef.name === role.metadata.name)!;
       expect(binding.subjects).toContainEqual({ kind: "ServiceAccount", name: router(objs).pod.serviceAccountName, namespace: NAMESPACE });
       expect(objs.some((o) => o.kind === "ServiceAccount" && o.metadata.name === router(objs).pod.serviceAccountName)).toBe(true);
@@ -432,7 +432,7 @@ for (const overlay of OVERLAYS) {
         const kvPort = /:(\d+)$/.exec(ann["switchyard.dev/kv-events"])![1];
         const kvConfig = e.pod.containers[0].args.find((a: string) => a.startsWith("--kv-events-config="));
         expect(JSON.parse(kvConfig.slice("--kv-events-config=".length)).endpoint).toBe(`tcp://*:${kvPort}`);
-        // EndpointSlices come from a Service selecting these pods, carrying the port by name.
+        // A headless Service selects these pods and names the same port (scrapes, names; discovery reads the pods).
         const svcs = objs.filter((o) => o.kind === "Service" && matches(o.spec.selector, e.podLabels) && matches(sel, o.metadata.labels));
         expect(svcs.length).toBe(1);
         expect(svcs[0]!.spec.ports.map((p: any) => p.name)).toContain(portName);

@@ -136,7 +136,7 @@ function brokenLinks(file: string): string[] {
 function stalePaths(file: string): string[] {
   const out: string[] = [];
   for (const { line, text } of proseLines(readFileSync(join(ROOT, file), "utf8"), true)) {
-    for (const m of text.matchAll(/`((?:src|test|bench|deploy|ffi|cuda|docs|scripts)\/[A-Za-z0-9_.\/-]+)`/g)) {
+    for (const m of text.matchAll(/`((?:src|test|bench|deploy|ffi|cuda|docs|scripts)\/[A-Za-z0-9_./-]+)`/g)) {
       const path = m[1]!;
       if (path.startsWith("ffi/build") || path.startsWith("dist/")) continue;
       if (!existsSync(join(ROOT, path))) out.push(`${file}:${line}: ${path}`);

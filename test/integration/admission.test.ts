@@ -41,6 +41,8 @@ beforeAll(async () => {
     "serve", "--port", "0", "--host", "127.0.0.1", "--worker", `http://127.0.0.1:${engine.port}`,
     "--busy-threshold", "1", "--worker-capacity", "100", "--max-queue", "3", "--queue-timeout", "2",
     "--engine-metrics-interval", "0",
+    // This engine holds every completion until the test lets it go: no canary sent to it by itself.
+    "--canary=false",
   ]);
   routerUrl = String(router.info.url);
   await until(async () => ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the worker to be healthy");

@@ -10,6 +10,8 @@ import { freePort, startMain, stopAll, until, type Proc } from "../support/proce
 import type { WorkerView } from "./multi-router-cluster.ts";
 
 export const TOKEN = "disagg-admin-token";
+/** Engines push events with their own credential, never the admin token. */
+export const EVENTS_TOKEN = "disagg-events-token-0123";
 export const BS = 16;
 export const admin = { authorization: `Bearer ${TOKEN}` };
 
@@ -29,7 +31,7 @@ export function segmentsOf(engines: readonly Proc[]): string[] {
 
 export function engineArgs(role: "prefill" | "decode", protocol: "vllm" | "sglang", routerUrl: string, extra: readonly string[] = []): string[] {
   return [
-    "mocker", "--port", "0", "--router-url", routerUrl, "--admin-token", TOKEN, "--event-batch-ms", "2", "--block-size", String(BS),
+    "mocker", "--port", "0", "--router-url", routerUrl, "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--event-batch-ms", "2", "--block-size", String(BS),
     "--role", role, "--disagg", protocol, "--kv-block-bytes", "8192", "--kv-lease-ms", "3000", "--speedup", "4", ...extra,
   ];
 }
@@ -43,7 +45,7 @@ export async function startCluster(
   const prefill = await Promise.all(Array.from({ length: opts.prefill }, () => startMain(engineArgs("prefill", protocol, routerUrl))));
   const decode = await Promise.all(Array.from({ length: opts.decode }, () => startMain(engineArgs("decode", protocol, routerUrl))));
   const router = await startMain([
-    "serve", "--port", String(port), "--host", "127.0.0.1", "--admin-token", TOKEN, "--block-size", String(BS),
+    "serve", "--port", String(port), "--host", "127.0.0.1", "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--block-size", String(BS),
     "--disagg", protocol, "--disagg-min-prefill-tokens", String(opts.minPrefillTokens), "--health-interval", "1",
     ...prefill.flatMap((e) => ["--prefill-worker", String(e.info.url)]),
     ...decode.flatMap((e) => ["--decode-worker", String(e.info.url)]),

@@ -29,7 +29,8 @@ async function clean(): Promise<void> {
 describe("--disagg sglang", () => {
   test("prefill and decode run at once; the decode engine pulls the room's blocks, checked", async () => {
     for (const [i, stream] of [[1, false], [2, true]] as const) {
-      const res = await complete(c, { prompt: tokens(24, i), max_tokens: 3, stream });
+      // A stream carries its usage (and so the transfer counts) only when asked for it, as on vLLM.
+      const res = await complete(c, { prompt: tokens(24, i), max_tokens: 3, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) });
       expect(res.status).toBe(200);
       expect(c.prefill.map((p) => String(p.info.worker_id))).toContain(res.headers.get("x-switchyard-prefill-worker")!);
       const text = await res.text();

@@ -25,6 +25,8 @@ beforeAll(async () => {
   router = await startMain([
     "serve", "--port", "0", "--host", "127.0.0.1", "--block-size", "16", "--worker", String(engine.info.url),
     "--engine-metrics-interval", "0.05", "--busy-waiting", "0", "--max-queue", "16", "--queue-timeout", "20",
+    // The engine must be idle after registration: no canary sent to it by itself.
+    "--canary=false",
   ]);
   routerUrl = String(router.info.url);
   await until(async () => ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the engine to be healthy");

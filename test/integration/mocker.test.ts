@@ -11,6 +11,7 @@ import { computeBlockHashes } from "../../src/core/block-hash.ts";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { engineBlockHashes } from "../../src/mocker/engine-hash.ts";
+import { rankLoad } from "../../src/mocker/engine.ts";
 import { type MockerHandle, startMocker } from "../../src/mocker/server.ts";
 import { parseWorkerKvQueryResponse } from "../../src/protocol/kv-query-wire.ts";
 import type { WorkerKvQueryResponse } from "../../src/protocol/kv-query.ts";
@@ -135,8 +136,12 @@ describe("mocker process", () => {
     expect(r.body.usage.prompt_tokens_details.cached_tokens).toBe(40);
   });
 
-  test("streaming sends one SSE chunk per token as it is generated, then usage and [DONE]", async () => {
-    const res = await post("/v1/completions", { prompt: "stream me please", max_tokens: 8, stream: true }, { "x-switchyard-dp-rank": "0" });
+  test("streaming sends one SSE chunk per token as it is generated, then usage (asked for) and [DONE]", async () => {
+    const res = await post(
+      "/v1/completions",
+      { prompt: "stream me please", max_tokens: 8, stream: true, stream_options: { include_usage: true } },
+      { "x-switchyard-dp-rank": "0" },
+    );
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     expect(res.headers.get("x-mocker-cached-tokens")).toBe("0");
     const reader = res.body!.getReader();
@@ -308,7 +313,7 @@ describe("mocker in-process", () => {
     await m?.stop();
   });
 
-  test("admin routes require the admin token when one is set; the token goes to the router", async () => {
+  test("admin routes require the admin token when one is set; event pushes carry the events token, never the admin token", async () => {
     const seen: (string | null)[] = [];
     const router = Bun.serve({
       port: 0,
@@ -319,13 +324,13 @@ describe("mocker in-process", () => {
       },
     });
     try {
-      m = await startMocker({ log: () => {}, port: 0, adminToken: "tok", routerUrl: `http://127.0.0.1:${router.port}`, workerId: 99n, blockSize: 4, speedup: 50 });
+      m = await startMocker({ log: () => {}, port: 0, adminToken: "tok", eventsToken: "events-tok", routerUrl: `http://127.0.0.1:${router.port}`, workerId: 99n, blockSize: 4, speedup: 50 });
       expect(m.workerId).toBe(99n);
       expect((await fetch(`${m.url}/kv/clear`, { method: "POST" })).status).toBe(401);
       expect((await fetch(`${m.url}/admin/restart-events`, { method: "POST", headers: { authorization: "Bearer no" } })).status).toBe(401);
       expect((await fetch(`${m.url}/kv/clear`, { method: "POST", headers: { authorization: "Bearer tok" } })).status).toBe(200);
       await m.flushEvents();
-      expect(seen).toEqual(["Bearer tok"]);
+      expect(seen).toEqual(["Bearer events-tok"]);
     } finally {
       router.stop(true);
     }
@@ -341,9 +346,9 @@ describe("mocker in-process", () => {
     });
     const reader = res.body!.getReader();
     await reader.read();
-    expect(engine.ranks[0]!.slots.held).toBe(1);
+    expect(rankLoad(engine.ranks[0]!).running).toBe(1);
     ctl.abort();
-    await until(() => engine.ranks[0]!.slots.held === 0, "the slot to be released");
+    await until(() => rankLoad(engine.ranks[0]!).running === 0, "the slot to be released");
     expect(engine.counters.aborted).toBe(1);
   });
 });

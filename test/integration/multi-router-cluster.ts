@@ -138,8 +138,9 @@ export interface WorkerView {
   loras: string[];
 }
 
-export async function workers(routerUrl: string): Promise<WorkerView[]> {
-  const r = await fetch(`${routerUrl}/v1/workers`);
+/** `adminToken`: for a router whose admin API is closed to addresses (--api-keys, a non-loopback --host). */
+export async function workers(routerUrl: string, adminToken?: string): Promise<WorkerView[]> {
+  const r = await fetch(`${routerUrl}/v1/workers`, adminToken === undefined ? undefined : { headers: { authorization: `Bearer ${adminToken}` } });
   if (!r.ok) throw new Error(`GET /v1/workers: HTTP ${r.status}`);
   return ((await r.json()) as { workers: WorkerView[] }).workers;
 }

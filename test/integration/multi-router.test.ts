@@ -50,7 +50,7 @@ function logs(): string {
 
 describe("worker identity", () => {
   test("every router knows each engine under the same id, the one the engine derives from its URL", async () => {
-    const views = await Promise.all(r.map(workers));
+    const views = await Promise.all(r.map((u) => workers(u)));
     const ids = views.map((v) => v.map((w) => `${w.id}@${w.url}`).sort());
     expect(ids[1]).toEqual(ids[0]!);
     expect(ids[2]).toEqual(ids[0]!);

@@ -12,6 +12,8 @@ import { compareBlocks, engineBlocks, routerBlocks } from "./multi-router-cluste
 setDefaultTimeout(30_000);
 
 const TOKEN = "integration-admin-token";
+/** Engines push events with their own credential, never the admin token. */
+const EVENTS_TOKEN = "integration-events-token";
 const MAX_BODY = 65_536;
 const BS = 16;
 
@@ -26,14 +28,14 @@ beforeAll(async () => {
   engines = await Promise.all(
     [1, 2, 3, 4].map((seed) =>
       startMain([
-        "mocker", "--port", "0", "--router-url", routerUrl, "--admin-token", TOKEN, "--event-batch-ms", "2",
+        "mocker", "--port", "0", "--router-url", routerUrl, "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--event-batch-ms", "2",
         "--block-size", String(BS), "--seed", String(seed), "--decode-ms-per-step", "8",
       ]),
     ),
   );
   for (const e of engines) engineUrl.set(String(e.info.worker_id), String(e.info.url));
   router = await startMain([
-    "serve", "--port", String(port), "--host", "127.0.0.1", "--admin-token", TOKEN, "--block-size", String(BS),
+    "serve", "--port", String(port), "--host", "127.0.0.1", "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--block-size", String(BS),
     // Health checks are slow here on purpose: the engine-kill test must see fencing, not a check.
     "--health-interval", "30", "--max-body-bytes", String(MAX_BODY),
     ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
@@ -328,7 +330,7 @@ describe("workers", () => {
   });
 
   test("register and remove a worker at run time; its blocks leave the index", async () => {
-    const extra = await startMain(["mocker", "--port", "0", "--router-url", routerUrl, "--admin-token", TOKEN, "--event-batch-ms", "2"]);
+    const extra = await startMain(["mocker", "--port", "0", "--router-url", routerUrl, "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--event-batch-ms", "2"]);
     try {
       const r = await fetch(`${routerUrl}/v1/workers`, { method: "POST", headers: admin, body: JSON.stringify({ url: extra.info.url }) });
       expect(r.status).toBe(201);

@@ -73,6 +73,13 @@ test("unknown commands and bad flags fail with a message", async () => {
   expect(unknown.exitCode).toBe(2);
   expect(unknown.stderr.toString()).toContain('unknown command "frobnicate"');
   expect(unknown.stderr.toString()).toContain("serve");
+  expect(unknown.stderr.toString()).not.toContain("did you mean");
+  const typo = Bun.spawnSync({ cmd: [process.execPath, MAIN, "mockr"], cwd: ROOT });
+  expect(typo.exitCode).toBe(2);
+  expect(typo.stderr.toString()).toContain('unknown command "mockr"; did you mean "mocker"?');
+  const flag = Bun.spawnSync({ cmd: [process.execPath, MAIN, "serve", "--blok-size", "16"], cwd: ROOT });
+  expect(flag.exitCode).toBe(2);
+  expect(flag.stderr.toString()).toContain("--blok-size: unknown flag; did you mean --block-size?");
 
   const bad = Bun.spawnSync({ cmd: [process.execPath, MAIN, "serve", "--port", "x", "--policy", "nope"], cwd: ROOT });
   expect(bad.exitCode).toBe(2);

@@ -86,6 +86,25 @@ describe("start-up inputs that cannot work: one line, exit 2", () => {
     expect(stderr).toStartWith(`--tokenizer ${join(dir, "no-tokenizer")}: `);
   }, 20_000);
 
+  test("a TLS pair that cannot be served: the file and why, exit 2, no stack", async () => {
+    const cert = join(dir, "tls.crt");
+    const key = join(dir, "tls.key");
+    const other = join(dir, "other.key");
+    const made = Bun.spawnSync({ cmd: ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost"], stderr: "pipe" });
+    expect(made.exitCode).toBe(0);
+    expect(Bun.spawnSync({ cmd: ["openssl", "genrsa", "-out", other, "2048"], stderr: "pipe" }).exitCode).toBe(0);
+    const missing = await serveFails(["--port", "0", "--tls-cert", join(dir, "none.crt"), "--tls-key", key]);
+    expect(missing.code).toBe(2);
+    expectNoStack(missing.stderr);
+    expect(missing.stderr).toContain(`--tls-cert ${join(dir, "none.crt")}: cannot read`);
+    const mismatch = await serveFails(["--port", "0", "--tls-cert", cert, "--tls-key", other]);
+    expect(mismatch.code).toBe(2);
+    expect(mismatch.stderr).toContain(`--tls-key ${other}: not the private key of the certificate in ${cert}`);
+    const alone = await serveFails(["--port", "0", "--tls-cert", cert]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain("--tls-cert: needs --tls-key");
+  }, 30_000);
+
   test("a --config file that cannot be read: the configuration error, exit 2, no stack", async () => {
     const { code, stderr } = await serveFails(["--config", join(dir, "none.yaml")]);
     expect(code).toBe(2);
@@ -126,6 +145,13 @@ describe("a real router process", () => {
     expect(line).toContain("block_size=32");
     expect(line).toContain("policy=round-robin");
     expectOneWarning(stderr(), "SWITCHYARD_BLOKC_SIZE", "did you mean SWITCHYARD_BLOCK_SIZE?");
+    p.kill("SIGKILL");
+    await p.exited;
+  }, 30_000);
+
+  test("bound to every interface, the listening line says so (not the loopback URL alone)", async () => {
+    const { p, line } = await serveListening(["--port", "0", "--host", "0.0.0.0"]);
+    expect(line).toMatch(/switchyard listening on http:\/\/0\.0\.0\.0:\d+ \(every interface; http:\/\/127\.0\.0\.1:\d+ from this host\)/);
     p.kill("SIGKILL");
     await p.exited;
   }, 30_000);

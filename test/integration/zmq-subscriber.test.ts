@@ -149,16 +149,22 @@ describe("startVllmKvSubscriber with a vLLM-style publisher", () => {
     expect(got).toEqual([clearedEvent(W, 0n, 3)]);
   });
 
-  test("events of another block size, or off the GPU, are counted and never reach the router", async () => {
+  test("events of another block size, or of a medium no engine holds, are counted and never reach the router; a CPU tier's do, with their medium", async () => {
     const p = await publisher();
     const { sub, got, waitFor } = await subscriber(p);
     await p.publish([
-      { events: [{ ...stored([1], null, range(0, 32)), block_size: 32 } as PublisherEvent, { ...removed([1]), medium: "CPU" } as PublisherEvent] },
+      {
+        events: [
+          { ...stored([1], null, range(0, 32)), block_size: 32 } as PublisherEvent,
+          { ...removed([1]), medium: "CPU" } as PublisherEvent,
+          { ...removed([2]), medium: "EXTERNAL" } as PublisherEvent,
+        ],
+      },
       { events: [cleared] },
     ]);
-    await waitFor(1);
-    expect(got).toEqual([clearedEvent(W, 0n)]);
-    expect(sub.stats().decode).toMatchObject({ blockSizeMismatch: 1, otherMedium: 1 });
+    await waitFor(2);
+    expect(got).toEqual([removedEvent(W, 0n, [1n], 0, "cpu"), clearedEvent(W, 1n)]);
+    expect(sub.stats().decode).toMatchObject({ blockSizeMismatch: 1, otherMedium: 1, tier: 1 });
   });
 
   test("a frame over the message limit ends the session: subscribed again on a new socket, and events flow again (a gap replayed as usual)", async () => {

@@ -8,6 +8,9 @@ import { freePorts, startMain, stopAll, until, type Proc } from "./processes.ts"
 import { startStandInVllm, type StandInVllm } from "./stand-in-vllm.ts";
 import { pythonZmqProblem, VllmPublisherProcess } from "./vllm-kv-publisher.ts";
 
+/** Engines push events with their own credential (never the admin token); derived so each fleet has its own. */
+const eventsToken = (adminToken: string): string => `events-${adminToken}-0123456789`;
+
 export const FLEET_MODEL = "sim";
 
 export interface FleetOptions {
@@ -52,11 +55,11 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
     vllm?.server.stop(true);
   };
   try {
-    const common = ["--model", FLEET_MODEL, "--event-batch-ms", "5", "--decode-ms-per-step", "3", ...(token ? ["--admin-token", token] : []), ...(o.engineArgs ?? [])];
+    const common = ["--model", FLEET_MODEL, "--event-batch-ms", "5", "--decode-ms-per-step", "3", ...(token ? ["--admin-token", token, "--events-token", eventsToken(token)] : []), ...(o.engineArgs ?? [])];
     engines.push(...(await Promise.all(Array.from({ length: o.engines }, (_, i) => startMain(["mocker", "--port", "0", "--router-url", url, "--seed", String(i + 1), ...common])))));
     router = await startMain([
       "serve", "--port", String(port), "--host", "127.0.0.1", "--health-interval", "0.5", "--engine-metrics-interval", "0.5", "--log-level", "warn",
-      ...(token ? ["--admin-token", token] : []),
+      ...(token ? ["--admin-token", token, "--events-token", eventsToken(token)] : []),
       ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
       ...(o.extraWorkers ?? []).flatMap((u) => ["--worker", u]),
       ...(o.routerArgs ?? []),

@@ -42,6 +42,14 @@ export type PublisherEvent =
   | { type: "BlockRemoved"; block_hashes: JsonHash[]; medium?: string | null; group_idx?: number | null }
   | { type: "AllBlocksCleared" };
 
+/** One operation of the offloading engine (test/support/vllm_offload_events.py run_ops). */
+export type TieredOp =
+  | { op: "request"; req: string; tokens: number[] }
+  | { op: "gpu_store"; req: string }
+  | { op: "gpu_evict"; req: string; blocks: number[] }
+  | { op: "offload" | "offload_evict"; req: string; chunks: number[]; medium?: "CPU" | "STORAGE"; locality?: "LOCAL" | "REMOTE"; ownership?: string; removal_expected?: boolean }
+  | { op: "cleared" };
+
 export interface PublisherBatch {
   events: PublisherEvent[];
   dp_rank?: number | null;
@@ -168,6 +176,21 @@ export class VllmPublisherProcess {
   /** One message of `bytes` zero bytes of payload, outside the seq order (past a subscriber's message limit). */
   async publishOversized(bytes: number): Promise<void> {
     await this.command({ cmd: "publish_oversized", bytes });
+  }
+
+  /**
+   * An engine with vLLM's OffloadingConnector (vllm_offload_events.py) publishes one batch per
+   * list of ops; `engine` (re)creates it. Returns the seqs and every request's block hashes as
+   * the router reads them.
+   */
+  async tiered(
+    batches: { ops: TieredOp[]; dp_rank?: number | null }[],
+    engine?: { block_size: number; blocks_per_chunk: number; self_describing: boolean; legacy?: boolean },
+  ): Promise<{ seqs: number[]; hashes: Record<string, bigint[]> }> {
+    const r = await this.command<{ seqs: number[]; hashes: Record<string, string[]> }>({ cmd: "tiered", engine, batches });
+    const hashes: Record<string, bigint[]> = {};
+    for (const [name, hs] of Object.entries(r.hashes)) hashes[name] = hs.map(BigInt);
+    return { seqs: r.seqs, hashes };
   }
 
   bench(o: { batches: number; eventsPerBatch: number; blocksPerEvent: number; blockSize: number; format?: "array" | "map" }): Promise<BenchReply> {

@@ -31,6 +31,13 @@ line printed is {"pub": endpoint, "replay": endpoint, "pid": n}.
   {"cmd": "publish_oversized", "bytes": N}
       sends one [topic, seq, N zero bytes] message without using up a seq or buffering it:
       a frame past the subscriber's message limit (a hostile or broken publisher).
+  {"cmd": "tiered", "engine": {"block_size": 16, "blocks_per_chunk": 3, "self_describing": true, "legacy": false},
+   "batches": [{"ops": [...], "dp_rank": null}]}
+      an engine with vLLM's OffloadingConnector (vllm_offload_events.py): each batch's ops make
+      its events (GPU stores and evictions, offloads to CPU / STORAGE and their evictions,
+      AllBlocksCleared), sent in the newest map form. The engine lives until the next
+      "tiered" command that names one. Replies with the seqs and each request's block hashes
+      as the router reads them ("u64" decimal strings).
   {"cmd": "exit"}
 Needs Debian's python3-zmq and python3-msgpack (run with /usr/bin/python3).
 """
@@ -44,6 +51,8 @@ import time
 
 import msgpack
 import zmq
+
+import vllm_offload_events
 
 END_SEQ = (-1).to_bytes(8, "big", signed=True)
 BUFFER_STEPS = 10_000
@@ -189,6 +198,7 @@ def main():
     ap.add_argument("--topic", default="")
     args = ap.parse_args()
     pub = Publisher(args.pub_port, args.replay_port, args.topic)
+    engine = None
     print(json.dumps({
         "pub": f"tcp://127.0.0.1:{pub.pub_port}", "replay": f"tcp://127.0.0.1:{pub.replay_port}", "pid": os.getpid(),
     }), flush=True)
@@ -236,6 +246,19 @@ def main():
                 reply = {"ok": name}
             elif name == "bench":
                 reply = bench(pub, cmd)
+            elif name == "tiered":
+                if "engine" in cmd:
+                    e = cmd["engine"]
+                    engine = vllm_offload_events.OffloadingEngine(
+                        e["block_size"], e["blocks_per_chunk"], e["self_describing"], e.get("legacy", False)
+                    )
+                seqs = []
+                for b in cmd["batches"]:
+                    events = vllm_offload_events.run_ops(engine, b["ops"])
+                    payload = msgpack.packb([time.time(), events, b.get("dp_rank")], use_bin_type=True)
+                    seqs.append(pub.publish(payload, b.get("send", True)))
+                hashes = {name: [str(vllm_offload_events.u64_of(h)) for h in r.block_hashes] for name, r in engine.requests.items()}
+                reply = {"ok": name, "seqs": seqs, "hashes": hashes}
             else:
                 reply = {"error": f"unknown command {name!r}"}
             print(json.dumps(reply), flush=True)

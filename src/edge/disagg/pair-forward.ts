@@ -41,9 +41,7 @@ export const HEADER_PREFILL_WORKER = "x-switchyard-prefill-worker";
 
 export type DisaggPath = "disaggregated" | "local_short_prompt" | "fallback_no_prefill_worker" | "fallback_prefill_failed" | "aggregated_lora";
 
-export interface PairForward {
-  (input: ForwardInput, json: Readonly<Record<string, unknown>>, model: string | undefined): Promise<Response>;
-}
+export type PairForward = (input: ForwardInput, json: Readonly<Record<string, unknown>>, model: string | undefined) => Promise<Response>
 
 const encoder = new TextEncoder();
 

@@ -46,7 +46,7 @@ export interface PrefillCall {
 
 export async function prefillOnce(up: Upstream, input: ForwardInput, s: Settlement, url: string, body: Uint8Array, o: PrefillCall): Promise<PrefillResult> {
   const keep = o.keep;
-  const headers = upstreamRequestHeaders(input.request.headers, s.decision.worker.dpRank, input.upstreamAuthorization);
+  const headers = upstreamRequestHeaders(input.request, s.decision.worker.dpRank, input.upstreamAuthorization, up.forwarding);
   s.sent(headers, url, input.path);
   const a = await attemptUpstream({
     call: up.call, baseUrl: url, path: input.path, headers, body,

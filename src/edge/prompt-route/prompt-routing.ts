@@ -21,6 +21,12 @@ export interface RoutingPrompt {
   readonly tokens: Uint32Array;
   /** True when `tokens` are not the engine's (text without a tokenizer, media parts). */
   readonly approximate: boolean;
+  /**
+   * The engine's tokens for the whole prompt field (every prompt of a batch; a chat with its
+   * tools and documents as the template renders them), when the router made them all; what
+   * a tenant is charged (src/protect/prompt-charge.ts). Absent: not known exactly.
+   */
+  readonly exactTokens?: number;
 }
 
 /** What the request's body holds a prompt in. */
@@ -71,14 +77,16 @@ function renamed<T>(p: Promise<T>, field: string): Promise<T> {
 async function firstOf(value: unknown, field: string, tok: EngineTokenizer | undefined): Promise<RoutingPrompt> {
   const prompts = await renamed(requestPrompts({ prompt: value }, "completions", tok), field);
   const first = prompts[0]!;
-  return { tokens: first.tokens, approximate: !first.exact };
+  let all = 0;
+  for (const p of prompts) all += p.tokens.length;
+  return { tokens: first.tokens, approximate: !first.exact, exactTokens: prompts.every((p) => p.exact) ? all : undefined };
 }
 
 async function chat(body: Record<string, unknown>, messages: unknown, tok: EngineTokenizer | undefined): Promise<RoutingPrompt> {
   const stripped = withoutMedia(messages);
   if (stripped === MEDIA_FREE && messages === body.messages) {
     const [p] = await requestPrompts(body, "chat", tok);
-    return { tokens: p!.tokens, approximate: !p!.exact };
+    return { tokens: p!.tokens, approximate: !p!.exact, exactTokens: p!.exact ? p!.tokens.length : undefined };
   }
   const msgs = stripped === MEDIA_FREE ? messages : stripped;
   // Media (or a Responses input): the text alone, never taken for the engine's tokens.
@@ -95,6 +103,11 @@ const PROMPT_FIELDS: Record<Exclude<PromptKind, "none">, readonly string[]> = {
   responses: ["input"],
   generate: ["text", "input_ids"],
 };
+
+/** The fields a kind of body holds its prompt in (none for a route without one). */
+export function promptFieldsOf(kind: PromptKind): readonly string[] {
+  return kind === "none" ? [] : PROMPT_FIELDS[kind];
+}
 
 /**
  * The routing prompt of a request body; throws RouterError("invalid_request") naming a bad
@@ -116,7 +129,8 @@ export async function readPrompt(tokenizers: PromptTokenizers | undefined, body:
     case "embeddings":
       return body.input === undefined ? NONE : firstOf(body.input, "input", tok);
     case "responses":
-      if (typeof body.input === "string") return firstOf(body.input, "input", tok);
+      // Routed on the input alone; `instructions` and `tools` are prefilled too (no exact count).
+      if (typeof body.input === "string") return { ...(await firstOf(body.input, "input", tok)), exactTokens: undefined };
       // Responses items are not all chat messages (tool outputs, reasoning): route on what reads as one, else by load.
       if (Array.isArray(body.input) && body.input.length > 0) return chat(body, body.input, undefined).catch(() => NONE);
       return NONE;

@@ -7,6 +7,8 @@ import type { WorkerId } from "../../core/ids.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
 import type { PromptHashes, RoutingService, SessionControl, TenantShare } from "../../router/index.ts";
 import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
+import type { CacheCheck } from "./cache-check.ts";
+import type { ParsedStreamOptions } from "./usage-injection.ts";
 
 /** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
 export interface ForwardDeps {
@@ -17,6 +19,8 @@ export interface ForwardDeps {
   readonly upstream: Upstream;
   readonly outcomes: WorkerOutcomes;
   readonly observe: Observability;
+  /** Every answer's cached tokens checked against the prediction (src/fleet/cache-truth); without it: none. */
+  readonly cacheCheck?: CacheCheck;
 }
 
 export interface ForwardInput {
@@ -35,12 +39,16 @@ export interface ForwardInput {
   readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
   /** The body asked for an SSE stream (`stream: true`); picks the first-byte or the response deadline. */
   readonly stream?: boolean;
+  /** The body's `stream_options` as the route parsed it: the cache check adds include_usage without scanning the body. */
+  readonly streamOptions?: ParsedStreamOptions;
   /** The body's `priority` (vLLM: lower is served first); orders the admission queue. */
   readonly priority?: number;
   /** The prompt's hashes when the caller has them already (a LoRA 404 retry reuses them); else hashed here once. */
   readonly prepared?: PromptHashes;
   /** The output tokens the body asks for (max_tokens and kin; src/protect/output-budget.ts); undefined: it does not say. */
   readonly maxOutputTokens?: number;
+  /** What the engine will prefill at most, in tokens (src/protect/prompt-charge.ts): a tenant's prompt charge. Computed on demand. */
+  readonly promptCharge?: () => number;
   /** With --api-keys: the request's tenant and what it asks, for fair admission in the router's queue. */
   readonly share?: TenantShare;
   /**

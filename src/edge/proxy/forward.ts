@@ -5,7 +5,8 @@
  * deadline: attempt.ts) frees the booking, fences that worker and routes again without it;
  * a 500 or 429 (retry-policy.ts) routes again without a fence, within the retry budget;
  * up to `maxRetries` times; so does the worker being taken out of rotation by anyone else
- * (health check, fence, ejection, removal) while the try waits for its first byte. After
+ * (health check, fence, ejection, removal) while the try waits for its first byte. Every
+ * re-send, whatever its cause, draws from the one retry budget (past it: 502). After
  * the first byte, an upstream error reaches the client as a broken stream, a stall past the
  * idle deadline as an error event (observe-stream.ts). A client that leaves before the first
  * byte closes the engine call and blames no worker. Each decision gets a settlement
@@ -30,6 +31,8 @@ import { abandon, Settlement } from "./settlement.ts";
 import { apiKindOf } from "./migration/continuation.ts";
 import { movable, movingStream, type MovingContext } from "./migration/move.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
+import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
+import type { ParsedStreamOptions } from "./usage-injection.ts";
 
 export type { ForwardDeps, ForwardInput } from "./forward-input.ts";
 
@@ -67,6 +70,8 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const prepared = promptHashes(input, d.routing);
   const retry = d.upstream.retry ?? GATEWAY_RETRIES_ONLY;
   retry.budget?.request();
+  // Usage asked for where the client did not (taken out of its stream again): cache-check.ts.
+  const checked = d.cacheCheck !== undefined ? checkedBody(input.body, input.stream === true, input.approximate === true || input.prefilledElsewhere === true, input.streamOptions) : undefined;
   const mayRetry = (worker: WorkerId) => (status: number) =>
     // A 500 or 429 from the last worker that could serve is the answer (a fencing status goes
     // on: it fences the worker, and the client gets upstream_failed when no worker is left).
@@ -98,14 +103,14 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       exclude.add(worker.workerId);
       continue;
     }
-    const headers = upstreamRequestHeaders(input.request.headers, worker.dpRank, input.upstreamAuthorization);
+    const headers = upstreamRequestHeaders(input.request, worker.dpRank, input.upstreamAuthorization, d.upstream.forwarding);
     s.sent(headers, rec.url, input.path);
     const a = await attemptUpstream({
       call: d.upstream.call,
       baseUrl: rec.url,
       path: input.path,
       headers,
-      body: input.body,
+      body: checked?.body ?? input.body,
       clientSignal: input.request.signal,
       deadlines: d.upstream.deadlines ?? NO_DEADLINES,
       stream: input.stream,
@@ -119,7 +124,13 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       let answer: Response;
       try {
         if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
-        answer = respond(a.res, a.first, a.reader, s, d, input.bodyReadByCaller !== true, moving);
+        let { first, reader } = a;
+        if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
+          const t = watchAnswer(d.cacheCheck!, decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
+          first = { done: false, value: t.first };
+          reader = t.reader as UpstreamBody;
+        }
+        answer = respond(a.res, first, reader, s, d, input.bodyReadByCaller !== true, moving);
       } catch (e) {
         // Nothing reached the client: an answer the runtime cannot pass on (a status or a
         // header it refuses) is the worker's failure, not an unhandled 500 that would keep
@@ -138,6 +149,10 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     failures.push(`worker ${worker.workerId}`);
     exclude.add(worker.workerId);
     s.retry(a);
+    // A retryable status took its retry from the budget already (mayRetry); every other
+    // re-send (the worker left rotation, a connection failure, a missed deadline, a broken
+    // first chunk) takes it here.
+    if ((a.kind === "worker_down" || a.status === undefined) && !mayResend(attempt, retry, d)) throw upstreamFailed(failures);
   }
   throw upstreamFailed(failures);
 }
@@ -179,6 +194,17 @@ function anotherWorker(id: WorkerId, tried: ReadonlySet<WorkerId>, allowed: Read
     if (w !== id && !tried.has(w) && (allowed === undefined || allowed.has(w))) return true;
   }
   return false;
+}
+
+/**
+ * Whether the request may be sent again after a try that reached a worker and gave no answer
+ * (the worker left rotation, a connection failure, a missed deadline): every re-send draws
+ * from the one retry budget, so ejections and removals during a burst of failures cannot
+ * multiply the engines' load past it. The last try takes nothing (no re-send follows).
+ */
+function mayResend(attempt: number, retry: RetryPolicy, d: ForwardDeps): boolean {
+  if (attempt >= d.upstream.maxRetries || retry.budget === undefined) return true;
+  return retryAllowed(retry, d);
 }
 
 /** A retry the budget refused is counted, and the engine's answer goes to the client. */
@@ -228,8 +254,8 @@ function respond(
     const counter = new SseDataCounter();
     counter.push(first.value);
     counter.finish();
-    s.tokens(counter.events);
-    s.end({ how: "whole", status: res.status, body: first.value, sseEvents: sse ? counter.events : undefined });
+    s.tokens(counter.tokens);
+    s.end({ how: "whole", status: res.status, body: first.value, sseEvents: sse ? counter.tokens : undefined });
     return answer;
   }
   const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;

@@ -1,27 +1,14 @@
 /**
- * Which headers travel between client and engine. Hop-by-hop headers (RFC 9110 §7.6.1)
- * describe one connection and never cross a proxy; content-length is recomputed by the
- * runtime. Upstream is asked for an identity encoding, because the runtime's fetch would
+ * Which headers travel between client and engine. Hop-by-hop headers (RFC 9110 §7.6.1: the
+ * fixed set and every name a `Connection` header lists; forwarding.ts) describe one connection
+ * and never cross a proxy; content-length is recomputed by the runtime. Upstream is asked for an identity encoding, because the runtime's fetch would
  * decompress a gzip body while the header still said gzip.
  *
  * Hot path: both directions are plain objects (cheaper to hand to fetch or Response than a
  * Headers built entry by entry).
  */
 
-const HOP_BY_HOP = [
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "host",
-  "content-length",
-] as const;
-const HOP_BY_HOP_SET: ReadonlySet<string> = new Set(HOP_BY_HOP);
+import { applyForwarding, connectionNamed, isHopByHop, type ForwardingPolicy } from "./forwarding.ts";
 
 /** Headers the router adds to every proxied response. */
 export const HEADER_WORKER = "x-switchyard-worker";
@@ -40,15 +27,20 @@ export const HEADER_ENGINE_DP_RANK = "x-data-parallel-rank";
 export const SESSION_HEADERS = ["x-session-id", "x-dynamo-session-id"] as const;
 
 /**
- * Request headers to send upstream: the client's minus hop-by-hop, plus the dp rank.
- * `authorization`: undefined keeps the client's, null drops it, a string replaces it (a
- * client's key to this router stays here: ForwardInput.upstreamAuthorization).
+ * Request headers to send upstream: the client's minus hop-by-hop, plus the dp rank and, with
+ * a forwarding policy, the client's address (X-Forwarded-For, Forwarded) and its Cookie only
+ * when configured (forwarding.ts). `authorization`: undefined keeps the client's, null drops
+ * it, a string replaces it (a client's key to this router stays here:
+ * ForwardInput.upstreamAuthorization).
  */
-export function upstreamRequestHeaders(incoming: Headers, dpRank: number, authorization?: string | null): Record<string, string> {
+export function upstreamRequestHeaders(request: Request, dpRank: number, authorization?: string | null, forwarding?: ForwardingPolicy): Record<string, string> {
+  const incoming = request.headers;
+  const named = connectionNamed(incoming.get("connection"));
   const out: Record<string, string> = {};
   incoming.forEach((value, name) => {
-    if (!HOP_BY_HOP_SET.has(name)) out[name] = value;
+    if (!isHopByHop(name, named)) out[name] = value;
   });
+  if (forwarding !== undefined) applyForwarding(out, request, forwarding);
   if (authorization !== undefined) {
     delete out.authorization;
     if (authorization !== null) out.authorization = authorization;
@@ -75,9 +67,11 @@ export function clientResponseHeaders(
   // No prototype: any header name (even "__proto__") is just a key.
   const out: Record<string, string> = Object.create(null);
   let pairs: [string, string][] | undefined;
+  let named: ReadonlySet<string> | undefined;
+  for (let i = 0; i < upstream.length; i += 2) if (upstream[i] === "connection") named = connectionNamed(upstream[i + 1]);
   for (let i = 0; i < upstream.length; i += 2) {
     const name = upstream[i]!;
-    if (HOP_BY_HOP_SET.has(name) || ROUTING_HEADERS.has(name)) continue;
+    if (isHopByHop(name, named) || ROUTING_HEADERS.has(name)) continue;
     if (pairs === undefined && name in out) pairs = Object.entries(out);
     if (pairs !== undefined) pairs.push([name, upstream[i + 1]!]);
     else out[name] = upstream[i + 1]!;

@@ -41,7 +41,7 @@ export interface ChunkReader {
 }
 
 export interface StreamHooks {
-  /** Called with the running count of data events after each chunk that added some. */
+  /** Called after each chunk that added data events, with the output tokens so far as the engine counts them (sse-counter.ts). */
   onTokens?(total: number): void;
   /** Called with every chunk passed on (the request's observation keeps a JSON answer's tail for its usage). */
   onChunk?(chunk: Uint8Array): void;
@@ -118,7 +118,7 @@ class Passage {
     if (this.ended) return;
     this.ended = true;
     this.watchdog?.stop();
-    this.hooks.onEnd(how, this.counter.events, this.bytes);
+    this.hooks.onEnd(how, this.counter.tokens, this.bytes);
   }
 
   /** Direct flavour: send what was written, waiting while the client's socket is full. */
@@ -145,11 +145,11 @@ class Passage {
   see(chunk: Uint8Array): void {
     this.bytes += chunk.byteLength;
     this.hooks.onChunk?.(chunk);
-    if (this.counter.push(chunk) > 0) this.hooks.onTokens?.(this.counter.events);
+    if (this.counter.push(chunk) > 0) this.hooks.onTokens?.(this.counter.tokens);
   }
 
   finish(): void {
-    if (this.counter.finish() > 0) this.hooks.onTokens?.(this.counter.events);
+    if (this.counter.finish() > 0) this.hooks.onTokens?.(this.counter.tokens);
     this.end("done");
   }
 

@@ -41,7 +41,7 @@ export type AttemptFailure =
 export type SettleEnd =
   /** The client left before the first byte (the engine call is closed already). */
   | { readonly how: "client_gone" }
-  /** A whole answer (no body, or all of it already here); `sseEvents`: its data events when it is SSE. */
+  /** A whole answer (no body, or all of it already here); `sseEvents`: its output tokens (sse-counter.ts) when it is SSE. */
   | { readonly how: "whole"; readonly status: number; readonly body?: Uint8Array; readonly sseEvents?: number }
   /** The engine answered 5xx: its own answer (`answer`) goes to the log, never to the client. */
   | { readonly how: "engine_error"; readonly status: number; readonly answer: string }

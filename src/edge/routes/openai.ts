@@ -5,15 +5,16 @@
  */
 import { Hono } from "hono";
 import { RouterError } from "../../core/errors.ts";
-import { parseJsonObject, readBodyLimited } from "../body.ts";
+import { readJsonRequest } from "../request-json.ts";
 import type { RequestLimits } from "../deps.ts";
 import type { PairForward } from "../disagg/pair-forward.ts";
 import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
-import { readPrompt, type PromptTokenizers } from "../prompt-route/prompt-routing.ts";
+import { promptFieldsOf, readPrompt, type PromptTokenizers } from "../prompt-route/prompt-routing.ts";
 import { modelField } from "../prompt-route/model-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
+import { promptCharge } from "../../protect/prompt-charge.ts";
 import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 
@@ -50,8 +51,7 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
   const { dispatch, split } = d;
 
   const handle = (path: string, kind: "completions" | "chat") => async (req: Request) => {
-    const body = await readBodyLimited(req, d.limits.maxBodyBytes);
-    const json = parseJsonObject(body);
+    const { body, json } = await readJsonRequest(req, d.limits, promptFieldsOf(kind));
     const model = modelField(json.model, false);
     if (json.stream !== undefined && typeof json.stream !== "boolean") {
       throw new RouterError("invalid_request", "stream: must be a boolean", "stream");
@@ -74,7 +74,9 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       sessionControl,
       priority: json.priority as number | undefined,
       stream: json.stream === true,
+      streamOptions: { value: json.stream_options },
       maxOutputTokens: outputTokensAsked(path, json),
+      promptCharge: () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length),
     };
     obs?.prompt({ model: json.model, tokens: prompt.tokens.length, sessionId: sessionControl?.sessionId ?? input.sessionId });
     return split !== undefined ? split(input, json, model) : dispatch(input, model);

@@ -8,11 +8,12 @@
  */
 import { Hono } from "hono";
 import { RouterError } from "../../core/errors.ts";
-import { parseJsonObject, readBodyLimited } from "../body.ts";
+import { readJsonRequest } from "../request-json.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
-import { readPrompt, type PromptKind } from "../prompt-route/prompt-routing.ts";
+import { promptFieldsOf, readPrompt, type PromptKind } from "../prompt-route/prompt-routing.ts";
 import { modelField } from "../prompt-route/model-routing.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
+import { promptCharge } from "../../protect/prompt-charge.ts";
 import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 import { tokenizeHandler } from "./tokenize.ts";
@@ -45,8 +46,7 @@ export const PASSTHROUGH_ROUTES: Readonly<Record<string, PromptKind>> = {
 /** Proxy one JSON body to `path` on a worker serving its model. */
 export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
   return async (req: Request): Promise<Response> => {
-    const body = await readBodyLimited(req, d.limits.maxBodyBytes);
-    const json = parseJsonObject(body);
+    const { body, json } = await readJsonRequest(req, d.limits, promptFieldsOf(kind));
     const obs = d.requests?.of(req);
     const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.fleet.tokenizers, json, kind, d.limits.maxPromptChars)) : readPrompt(d.fleet.tokenizers, json, kind, d.limits.maxPromptChars));
     obs?.prompt({ model: json.model, tokens: prompt.tokens.length });
@@ -55,7 +55,8 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
       throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
     }
     const maxOutputTokens = outputTokensAsked(path, json);
-    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, maxOutputTokens }, modelField(json.model, true));
+    const charge = () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length);
+    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, streamOptions: { value: json.stream_options }, maxOutputTokens, promptCharge: charge }, modelField(json.model, true));
   };
 }
 

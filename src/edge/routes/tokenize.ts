@@ -8,10 +8,12 @@
  */
 import { checkPromptSize } from "../prompt-route/prompt-size.ts";
 import { RouterError } from "../../core/errors.ts";
-import { parseJsonObject, readBodyLimited } from "../body.ts";
+import { readJsonRequest } from "../request-json.ts";
 import { modelField, modelRoute } from "../prompt-route/model-routing.ts";
 import type { FleetView, RequestLimits } from "../deps.ts";
 import type { ModelForward } from "../proxy/model-forward.ts";
+
+const TOKENIZE_PROMPT_FIELDS = ["messages", "prompt"] as const;
 
 function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
   const v = body.add_special_tokens;
@@ -30,8 +32,8 @@ export interface TokenizeDeps {
 export function tokenizeHandler(d: TokenizeDeps) {
   const { fleet } = d;
   return async (req: Request): Promise<Response> => {
-    const body = await readBodyLimited(req, d.limits.maxBodyBytes);
-    const json = parseJsonObject(body);
+    // Both prompt fields are checked off the loop for a large body; in-thread below as before.
+    const { body, json } = await readJsonRequest(req, d.limits, TOKENIZE_PROMPT_FIELDS);
     // An unknown model is the same 404 as on every other route.
     const model = modelField(json.model, true);
     modelRoute(model, fleet);

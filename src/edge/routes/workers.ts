@@ -48,12 +48,16 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
       let prefill = 0;
       let decode = 0;
       let cached = 0;
+      // The KV its engines can hold, summed over its ranks; null when some rank did not say.
+      let capacity: number | null = 0;
       const speeds = [];
       for (let r = 0; r < w.dpRanks; r++) {
         const key = workerKey(w.id, r);
         prefill += d.router.tracker.activeTokens(key, now);
         decode += d.router.tracker.activeBlocks(key);
         cached += d.router.index.workerSize(key);
+        const c = d.router.tracker.kvCapacity(key);
+        capacity = capacity === null || c === undefined ? null : capacity + c;
         // What the kv policy predicts with on this rank (docs/routing.md).
         const s = d.router.ttft.speed(key);
         speeds.push({ dp_rank: r, ms_per_token: s.msPerToken, latency_ms: s.latencyMs, factor: s.factor, source: s.source });
@@ -67,6 +71,7 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
         active_prefill_tokens: prefill,
         active_decode_blocks: decode,
         cached_blocks: cached,
+        kv_capacity_blocks: capacity,
         prefill_speed: speeds,
         loras: fleet.lora.loadedOn(w.id),
         ...(roles ? { role: roles.roleOf(w.url) } : {}),
@@ -94,6 +99,15 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
       { id: w.id.toString(), url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy, created: res.created, warnings },
       res.created ? 201 : 200,
     );
+  });
+
+  // The cache check's canary, on demand: a known prompt sent twice straight to the engine.
+  app.post("/v1/workers/:id/canary", async (c) => {
+    const id = parseId(c.req.param("id"));
+    if (!fleet.registry.has(id)) throw new RouterError("not_found", `no worker ${id}`);
+    if (admin.canary === undefined) throw new RouterError("invalid_request", "the cache check is off (--policy approx)");
+    const results = await admin.canary(id);
+    return c.json({ id: id.toString(), ok: results.length > 0 && results.every((r) => r.ok), results });
   });
 
   app.delete("/v1/workers/:id", (c) => {

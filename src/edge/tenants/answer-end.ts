@@ -1,22 +1,24 @@
 /**
- * Tells when an answer is over and how many output tokens it had, without changing a byte:
+ * Tells when an answer is over, how many output tokens it had and how many prompt tokens the
+ * engine says it computed (its usage; undefined when it says nothing), without changing a byte:
  * the body is read on demand (nothing is pulled before the client asks, so backpressure
  * still reaches the engine) and passed on as is, while the answer's own `usage`
- * (`completion_tokens`) is read on the side, or SSE events are counted when it has none.
+ * (`completion_tokens`) is read on the side, or an SSE answer's output events are counted
+ * when it has none (sse-counter.ts: not the role, usage or empty events).
  * The callback runs exactly once: at the end, on an error, or when the client leaves.
  */
 import { SseDataCounter } from "../proxy/sse-counter.ts";
 import { UsageSniffer } from "../../protect/usage-sniffer.ts";
 
 /**
- * `res` with `onEnd(outputTokens)` called once its body is done. `outputTokens`: the answer's
- * usage when it reports one, else its SSE data events, else `fallback` for a success and 0
+ * `res` with `onEnd(outputTokens, promptTokens)` called once its body is done. `outputTokens`: the answer's
+ * usage when it reports one, else its SSE events with output, else `fallback` for a success and 0
  * for an error answer.
  */
-export function onAnswerEnd(res: Response, fallback: number, onEnd: (outputTokens: number) => void): Response {
+export function onAnswerEnd(res: Response, fallback: number, onEnd: (outputTokens: number, promptTokens: number | undefined) => void): Response {
   const errorAnswer = res.status >= 400;
   if (res.body === null) {
-    onEnd(errorAnswer ? 0 : fallback);
+    onEnd(errorAnswer ? 0 : fallback, undefined);
     return res;
   }
   const usage = new UsageSniffer();
@@ -26,7 +28,7 @@ export function onAnswerEnd(res: Response, fallback: number, onEnd: (outputToken
     if (ended) return;
     ended = true;
     sse.finish();
-    onEnd(usage.completionTokens ?? (sse.events > 0 ? sse.events : errorAnswer ? 0 : fallback));
+    onEnd(usage.completionTokens ?? (sse.events > 0 ? sse.tokens : errorAnswer ? 0 : fallback), usage.promptTokens);
   };
   const reader = res.body.getReader();
   const body = new ReadableStream<Uint8Array>(

@@ -25,7 +25,8 @@ export type LimitBackend = "redis" | "local" | "fallback_local" | "fallback_open
 /** The shared counters (src/sync/tenant-limits.ts); every call may throw when Redis does not answer. */
 export interface SharedLimitCounters {
   acquire(tenant: string, limits: TenantLimits, ask: Ask, id: string): Promise<Verdict & { readonly bookedOutput: number }>;
-  release(tenant: string, limits: TenantLimits, id: string, bookedOutput: number, outputTokens: number): Promise<void>;
+  /** `prompt`: the prompt charged and the prompt the engine reported, when it did (the difference is settled). */
+  release(tenant: string, limits: TenantLimits, id: string, bookedOutput: number, outputTokens: number, prompt?: { readonly charged: number; readonly used: number }): Promise<void>;
 }
 
 export interface LimiterOptions {
@@ -51,6 +52,8 @@ export interface LimitTicket {
   /** The limits it was taken against (the fallback's share, when local during an outage). */
   readonly limits: TenantLimits;
   readonly bookedOutput: number;
+  /** The prompt tokens charged at admission. */
+  readonly chargedPrompt: number;
   readonly verdict: Verdict;
 }
 
@@ -67,23 +70,23 @@ export class TenantLimiter {
 
   /** Check `ask` for `tenant` and take it when there is room. Throws RouterError("unavailable") when fail-closed without Redis. */
   async acquire(tenant: Tenant, ask: Ask, id: string): Promise<LimitResult> {
-    if (!hasLimits(tenant.limits)) return { allowed: true, ticket: { tenant, id, backend: "none", limits: tenant.limits, bookedOutput: ask.outputTokens, verdict: UNLIMITED } };
+    if (!hasLimits(tenant.limits)) return { allowed: true, ticket: { tenant, id, backend: "none", limits: tenant.limits, bookedOutput: ask.outputTokens, chargedPrompt: ask.promptTokens, verdict: UNLIMITED } };
     const shared = this.o.shared;
     if (shared === undefined) {
       this.o.onCheck?.("local");
-      return this.#result(tenant, id, "local", tenant.limits, this.#local.acquire(tenant.name, tenant.limits, ask, id, this.o.now()), ask.outputTokens);
+      return this.#result(tenant, id, "local", tenant.limits, this.#local.acquire(tenant.name, tenant.limits, ask, id, this.o.now()), ask.outputTokens, ask.promptTokens);
     }
     try {
       const v = await shared.acquire(tenant.name, tenant.limits, ask, id);
       this.o.onCheck?.("redis");
-      return this.#result(tenant, id, "redis", tenant.limits, v, v.bookedOutput);
+      return this.#result(tenant, id, "redis", tenant.limits, v, v.bookedOutput, ask.promptTokens);
     } catch (e) {
       this.o.onSharedError?.(e);
     }
     switch (this.o.fallback) {
       case "open":
         this.o.onCheck?.("fallback_open");
-        return { allowed: true, ticket: { tenant, id, backend: "none", limits: tenant.limits, bookedOutput: ask.outputTokens, verdict: UNLIMITED } };
+        return { allowed: true, ticket: { tenant, id, backend: "none", limits: tenant.limits, bookedOutput: ask.outputTokens, chargedPrompt: ask.promptTokens, verdict: UNLIMITED } };
       case "closed":
         this.o.onCheck?.("fallback_closed");
         throw new RouterError("unavailable", "the shared rate limits cannot be checked right now (Redis does not answer and --limits-fallback is closed); try again shortly", undefined, 1);
@@ -93,18 +96,23 @@ export class TenantLimiter {
         const share = shareOf(tenant.limits, routers);
         const last = this.#last.get(tenant.name);
         if (last?.shared === true) this.#local.seed(tenant.name, share, last.states, routers, last.at);
-        return this.#result(tenant, id, "local", share, this.#local.acquire(tenant.name, share, ask, id, this.o.now()), ask.outputTokens);
+        return this.#result(tenant, id, "local", share, this.#local.acquire(tenant.name, share, ask, id, this.o.now()), ask.outputTokens, ask.promptTokens);
       }
     }
   }
 
-  /** The request's answer is over with `outputTokens` generated: give back its slot, charge the output difference. */
-  release(ticket: LimitTicket, outputTokens: number): void {
+  /**
+   * The request's answer is over with `outputTokens` generated and, when the engine said,
+   * `promptTokens` prefilled: give back its slot, charge the output difference and settle the
+   * prompt charge to what the engine reported.
+   */
+  release(ticket: LimitTicket, outputTokens: number, promptTokens?: number): void {
+    const prompt = promptTokens === undefined ? undefined : { charged: ticket.chargedPrompt, used: promptTokens };
     if (ticket.backend === "local") {
-      this.#local.release(ticket.tenant.name, ticket.limits, ticket.id, outputTokens, this.o.now());
+      this.#local.release(ticket.tenant.name, ticket.limits, ticket.id, outputTokens, this.o.now(), prompt);
     } else if (ticket.backend === "redis") {
       // Off the request path; a lost release costs at most a slot until its lease lapses.
-      void this.o.shared!.release(ticket.tenant.name, ticket.limits, ticket.id, ticket.bookedOutput, outputTokens).catch((e: unknown) => this.o.onSharedError?.(e));
+      void this.o.shared!.release(ticket.tenant.name, ticket.limits, ticket.id, ticket.bookedOutput, outputTokens, prompt).catch((e: unknown) => this.o.onSharedError?.(e));
     }
   }
 
@@ -120,12 +128,12 @@ export class TenantLimiter {
     for (const t of this.#last.keys()) if (!tenants.has(t)) this.#last.delete(t);
   }
 
-  #result(tenant: Tenant, id: string, backend: "redis" | "local", limits: TenantLimits, v: Verdict, bookedOutput: number): LimitResult {
+  #result(tenant: Tenant, id: string, backend: "redis" | "local", limits: TenantLimits, v: Verdict, bookedOutput: number, chargedPrompt: number): LimitResult {
     this.#last.set(tenant.name, { states: v.states, at: this.o.now(), shared: backend === "redis" });
     if (!v.allowed) {
       this.o.onRefused?.(tenant.name, v.refused ?? "unknown");
       return { allowed: false, verdict: v };
     }
-    return { allowed: true, ticket: { tenant, id, backend, limits, bookedOutput, verdict: v } };
+    return { allowed: true, ticket: { tenant, id, backend, limits, bookedOutput, chargedPrompt, verdict: v } };
   }
 }

@@ -18,15 +18,20 @@ interface TenantCounters {
   readonly running: Map<string, number>;
 }
 
-/** What a request takes from each per-minute dimension. */
-function costs(ask: Ask, limits: Record<Dimension, number>): Record<Exclude<Dimension, "concurrent">, number> {
-  return {
-    requests: 1,
-    prompt_tokens: ask.promptTokens,
-    // Booked at most one minute's worth, so a large max_tokens can pass on a full bucket; the
-    // answer's real count is charged when it ends.
-    output_tokens: Math.min(ask.outputTokens, limits.output_tokens || ask.outputTokens),
-  };
+/**
+ * What a request takes from each per-minute dimension: the whole ask. The engine is told to
+ * generate no more than the output booked (src/protect/output-cap.ts), so an ask larger than
+ * a minute's worth can never be covered and is refused as too large, like such a prompt.
+ */
+function costs(ask: Ask): Record<Exclude<Dimension, "concurrent">, number> {
+  return { requests: 1, prompt_tokens: ask.promptTokens, output_tokens: ask.outputTokens };
+}
+
+/** Charge `delta` more to a bucket (a refund when negative), never above its limit. */
+function settle(b: Bucket | undefined, lim: number, delta: number, now: number): void {
+  if (lim === 0 || b === undefined || delta === 0) return;
+  refill(b, lim, now);
+  b.level = Math.min(lim, b.level - delta);
 }
 
 export class LocalLimitCounters {
@@ -36,7 +41,7 @@ export class LocalLimitCounters {
   acquire(tenant: string, limits: TenantLimits, ask: Ask, id: string, now: number): Verdict {
     const lim = limitVector(limits);
     const c = this.#counters(tenant);
-    const cost = costs(ask, lim);
+    const cost = costs(ask);
     let refused: Dimension | undefined;
     let tooLarge = false;
     let retryAfterMs = 0;
@@ -44,7 +49,7 @@ export class LocalLimitCounters {
       if (lim[d] === 0) continue;
       const b = (c.buckets[d] ??= fullBucket(lim[d], now));
       refill(b, lim[d], now);
-      if (d === "prompt_tokens" && cost[d] > lim[d]) {
+      if (d !== "requests" && cost[d] > lim[d]) {
         tooLarge = true;
         refused ??= d;
         continue;
@@ -69,18 +74,17 @@ export class LocalLimitCounters {
 
   /**
    * The request `id` ended with `outputTokens` generated: its concurrency slot frees and the
-   * output bucket is charged the difference from what was booked (a refund when it was less).
+   * output bucket is charged the difference from what was booked (a refund when it was less);
+   * with `prompt`, the prompt bucket is settled the same way to what the engine reported.
    */
-  release(tenant: string, limits: TenantLimits, id: string, outputTokens: number, now: number): void {
+  release(tenant: string, limits: TenantLimits, id: string, outputTokens: number, now: number, prompt?: { readonly charged: number; readonly used: number }): void {
     const c = this.#tenants.get(tenant);
     const booked = c?.running.get(id);
     if (c === undefined || booked === undefined) return;
     c.running.delete(id);
-    const lim = limitVector(limits).output_tokens;
-    const b = c.buckets.output_tokens;
-    if (lim === 0 || b === undefined) return;
-    refill(b, lim, now);
-    b.level = Math.min(lim, b.level - (outputTokens - booked));
+    const lim = limitVector(limits);
+    settle(c.buckets.output_tokens, lim.output_tokens, outputTokens - booked, now);
+    if (prompt !== undefined) settle(c.buckets.prompt_tokens, lim.prompt_tokens, prompt.used - prompt.charged, now);
   }
 
   /** The tenant's state now, without taking anything (headers on answers that took nothing). */

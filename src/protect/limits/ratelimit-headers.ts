@@ -54,7 +54,7 @@ export function rateLimitedResponse(tenant: string, v: Verdict): Response {
   const s = v.states[d];
   const type = d === "prompt_tokens" || d === "output_tokens" ? "tokens" : "requests";
   const message = v.tooLarge
-    ? `Request too large for tenant ${tenant} on ${WHAT[d]}: limit ${s?.limit ?? "?"}; this request alone asks more, so it can never pass. Send a shorter prompt.`
+    ? `Request too large for tenant ${tenant} on ${WHAT[d]}: limit ${s?.limit ?? "?"}; this request alone asks more, so it can never pass. ${d === "output_tokens" ? "Ask for fewer output tokens (max_tokens, or fewer choices)." : "Send a shorter prompt."}`
     : `Rate limit reached for tenant ${tenant} on ${WHAT[d]}: limit ${s?.limit ?? "?"}. Please try again in ${formatReset(v.retryAfterMs)}.`;
   const res = new Response(openAiErrorJson(429, message, { code: "rate_limit_exceeded", type }), {
     status: 429,

@@ -144,6 +144,11 @@ export class LoadTracker {
     if (slot) slot.seqs.kvCapacityBlocks = this.#kvCapacity.get(key);
   }
 
+  /** A rank's KV capacity in blocks as its engine reported it; undefined: unknown. */
+  kvCapacity(key: WorkerKey): number | undefined {
+    return this.#kvCapacity.get(key);
+  }
+
   hasWorker(key: WorkerKey): boolean {
     return this.#slots.has(key);
   }

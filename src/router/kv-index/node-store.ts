@@ -4,8 +4,11 @@
  * A node is an int id; its record is STRIDE int32s at rec[id * STRIDE]:
  *   PARENT, PATH_LO, PATH_HI (path hash, see path-hash.ts), CHILDREN (count), CHILD0 (first
  *   child, or -1), HOLDERS (count of worker slots holding it; -1 marks a free id), SOLE (the
- *   slot when exactly one holds it, else -1), ROW (a bitset row in `rows` when two or more do,
- *   else -1).
+ *   slot when one or two hold it, else -1), ROW (with two holders the second one inline, as
+ *   -(slot + 2); a bitset row in `rows` when three or more do; else -1).
+ * Two holders are common and need no row: an engine's GPU and its CPU tier (two slots, see
+ * worker-slots.ts), or a prefix on two engines. A row is as wide as the slots in use (256 B at
+ * 2,048 slots), so a pair in a row cost several times the record.
  * Most nodes have exactly one child, kept in CHILD0, so a chain needs no edge-table entry;
  * a chain stored by one event gets consecutive ids, so walking it reads memory in order; and
  * everything a lookup step needs about a node sits in one 32-byte record, i.e. half a cache
@@ -38,6 +41,11 @@ export const SOLE = 6;
 export const ROW = 7;
 /** Int32s per record. */
 export const STRIDE = 8;
+
+/** The second holder of a two-holder node, from its ROW field. */
+export function pairSecond(row: number): number {
+  return -row - 2;
+}
 
 const INITIAL_CAPACITY = 1024;
 const INITIAL_FREE = 64;
@@ -133,6 +141,7 @@ export class NodeStore {
     const holders = this.rec[r + HOLDERS]!;
     if (holders <= 0) return false;
     if (holders === 1) return this.rec[r + SOLE] === w;
+    if (holders === 2) return this.rec[r + SOLE] === w || pairSecond(this.rec[r + ROW]!) === w;
     return this.rows.has(this.rec[r + ROW]!, w);
   }
 
@@ -147,14 +156,22 @@ export class NodeStore {
       return true;
     }
     if (holders === 1) {
-      const sole = rec[r + SOLE]!;
-      if (sole === w) return false;
+      if (rec[r + SOLE] === w) return false;
+      rec[r + ROW] = -(w + 2);
+      rec[r + HOLDERS] = 2;
+      return true;
+    }
+    if (holders === 2) {
+      const a = rec[r + SOLE]!;
+      const b = pairSecond(rec[r + ROW]!);
+      if (a === w || b === w) return false;
       const row = this.rows.alloc();
-      this.rows.set(row, sole);
+      this.rows.set(row, a);
+      this.rows.set(row, b);
       this.rows.set(row, w);
       rec[r + ROW] = row;
       rec[r + SOLE] = -1;
-      rec[r + HOLDERS] = 2;
+      rec[r + HOLDERS] = 3;
       return true;
     }
     const row = rec[r + ROW]!;
@@ -176,13 +193,23 @@ export class NodeStore {
       rec[r + HOLDERS] = 0;
       return true;
     }
+    if (holders === 2) {
+      const b = pairSecond(rec[r + ROW]!);
+      if (rec[r + SOLE] === w) rec[r + SOLE] = b;
+      else if (b !== w) return false;
+      rec[r + ROW] = -1;
+      rec[r + HOLDERS] = 1;
+      return true;
+    }
     const row = rec[r + ROW]!;
     if (!this.rows.has(row, w)) return false;
     this.rows.clear(row, w);
-    if (holders === 2) {
-      // One holder left: back inline, the row freed.
-      rec[r + SOLE] = this.rows.first(row);
-      rec[r + ROW] = -1;
+    if (holders === 3) {
+      // Two holders left: back inline, the row freed.
+      const a = this.rows.first(row);
+      this.rows.clear(row, a);
+      rec[r + SOLE] = a;
+      rec[r + ROW] = -(this.rows.first(row) + 2);
       this.rows.free(row);
     }
     rec[r + HOLDERS] = holders - 1;
@@ -229,7 +256,7 @@ export class NodeStore {
     this.rows.compact((move) => {
       for (let n = 0; n < next; n++) {
         const r = n * STRIDE;
-        if (rec[r + HOLDERS]! >= 2) rec[r + ROW] = move(rec[r + ROW]!);
+        if (rec[r + HOLDERS]! >= 3) rec[r + ROW] = move(rec[r + ROW]!);
       }
     });
     return remap;

@@ -32,24 +32,34 @@
  *   the children of an emptied node and kept the empty node, which leaks under churn.
  * - find-matches intersects worker sets level by level (score = leading blocks held); it does
  *   not rely on a child's workers being a subset of its parent's, which path nodes break.
+ * - Tiers: a holder is (worker, dp_rank, medium). An engine's CPU or disk tier (vLLM's offloading
+ *   connector, SGLang's HiCache) is a slot of its own with its own lookup, in the same tree and
+ *   the same holder sets, so a block on GPU and CPU is one node held twice. find-matches scores
+ *   GPU slots into `scores` exactly as without tiers, and tier slots beside it (`tierScores`).
+ *   A tier counts repeated announcements of a hash (vLLM re-announces hashes shared by two
+ *   offloaded chunks) and keeps the block until as many removals came; the GPU does not. A tier
+ *   can also hold chunks named only by their last block's hash (applyChunks); a dump writes
+ *   their blocks out one by one, so a replayed index holds the same blocks but no longer knows
+ *   them as chunks (a later removal by the chunk's hash then removes only its last block).
  * - Cleared clears the (worker, dp_rank) whose stream sent it, and only that one: event ids
  *   are dense per (worker, dp_rank) publisher, so a Cleared speaks for its own rank (Dynamo's
- *   reference tree cleared every rank of the worker). The rank stays known, empty.
+ *   reference tree cleared every rank of the worker); with a medium, only that medium of it,
+ *   without one every medium (vLLM's AllBlocksCleared, an engine restart). The rank stays known, empty.
  *   Forgetting a worker or a rank is a separate operation: removeWorker / removeWorkerDpRank.
  */
-import type { KvEventStatus, RemovedData, RouterEvent, StoredBlock } from "../../core/events.ts";
+import type { KvEventStatus, KvMedium, RemovedData, RouterEvent, StoredBlock } from "../../core/events.ts";
 import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import { parseWorkerKey } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 import { ChildTable } from "./child-table.ts";
 import { copyEventCounters, emptyEventCounters } from "./event-counters.ts";
-import { CHILD0, CHILDREN, HOLDERS, NodeStore, PARENT, PATH_HI, PATH_LO, ROOT, ROW, SOLE, STRIDE } from "./node-store.ts";
+import { CHILD0, CHILDREN, HOLDERS, NodeStore, pairSecond, PARENT, PATH_HI, PATH_LO, ROOT, ROW, SOLE, STRIDE } from "./node-store.ts";
 import { childPath, PATH_OUT, ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
 import { dumpTree } from "./tree-dump.ts";
 import type { EventCounters, KvIndex } from "./types.ts";
 import { mix3, pow2AtLeast } from "./hash-mix.ts";
 import { U64BucketMap } from "./u64-bucket-map.ts";
-import { splitInto, wordsOf } from "./u64-split.ts";
+import { join, splitInto, wordsOf } from "./u64-split.ts";
 import type { WorkerSlot } from "./worker-slots.ts";
 import { WorkerSlots } from "./worker-slots.ts";
 
@@ -61,6 +71,8 @@ const PAIRWISE_CHECK_MAX = 32;
  * misses would not), then intersects the worker sets on cache-warm lines.
  */
 const CHUNK = 16;
+/** Removed: a hash whose repeated announcement was dropped, the block still held. */
+const KEPT = -2;
 
 export class RadixTree implements KvIndex {
   private readonly nodes = new NodeStore();
@@ -91,24 +103,30 @@ export class RadixTree implements KvIndex {
   private scored = new Int32Array(64);
   /** Sum of pre-loaded words, kept so the loads cannot be optimised away. */
   private sink = 0;
+  /** The current findMatches call's per-medium scores of tier slots (made when a tier slot scores). */
+  private tierOut: Map<KvMedium, Map<WorkerKey, number>> | undefined;
 
   // ------------------------------------------------------------------ events
 
   applyEvent(event: RouterEvent): KvEventStatus {
     const { workerId, event: ev } = event;
     const data = ev.data;
-    // Every event kind makes its (worker, dp_rank) known, as Dynamo's tree does.
-    const slot = this.internSlot(workerId, ev.dpRank);
+    // Every event kind makes its (worker, dp_rank, medium) known, as Dynamo's tree does.
+    const slot = this.internSlot(workerId, ev.dpRank, ev.medium);
     let status: KvEventStatus;
     switch (data.type) {
       case "stored":
-        status = this.applyStoredBlocks(slot, data.parentHash, data.blocks);
+        status = data.chunks === undefined
+          ? this.applyStoredBlocks(slot, data.parentHash, data.blocks)
+          : this.applyChunks(slot, data.chunks.tailHashes, data.chunks.span);
         break;
       case "removed":
         status = this.applyRemoved(slot, data);
         break;
       case "cleared":
-        this.clearSlot(slot);
+        // No medium: the engine reset (or restarted) as a whole, every medium of the rank empties.
+        if (ev.medium === undefined) for (const s of this.slots.mediaOf(workerId, ev.dpRank)) this.clearSlot(s);
+        else this.clearSlot(slot);
         this.compactIfSparse();
         status = "ok";
         break;
@@ -154,6 +172,7 @@ export class RadixTree implements KvIndex {
     const result: OverlapScores = { scores, treeSizes, frequencies: [], indexBlocksOf: this.indexBlocksOf };
     const n = localHashes.length;
     if (n === 0) return result;
+    this.tierOut = undefined;
     const v = wordsOf(localHashes);
     const nodes = this.nodes;
     const rec = nodes.rec;
@@ -208,6 +227,33 @@ export class RadixTree implements KvIndex {
             active[k] = bit;
             single = s;
           }
+        } else if (holders === 2) {
+          // Two holders inline (SOLE and the pair's second in ROW): a block on one engine's GPU
+          // and CPU, or on two engines, needs no row.
+          const a = rec[at + SOLE]!;
+          const b = pairSecond(rec[at + ROW]!);
+          if (depth === 0) {
+            active[a >>> 5] = active[a >>> 5]! | (1 << (a & 31));
+            active[b >>> 5] = active[b >>> 5]! | (1 << (b & 31));
+            single = -1;
+          } else if (single >= 0) {
+            if (single !== a && single !== b) break walk;
+          } else {
+            const ka = a >>> 5;
+            const kb = b >>> 5;
+            const ba = 1 << (a & 31);
+            const bb = 1 << (b & 31);
+            const hasA = (active[ka]! & ba) !== 0;
+            const hasB = (active[kb]! & bb) !== 0;
+            if (hasA) active[ka] = active[ka]! & ~ba;
+            if (hasB) active[kb] = active[kb]! & ~bb;
+            // Everyone else stops at `depth`; a and b go on if they were still matching.
+            nScored = this.scoreAll(scores, active, depth, nScored);
+            if (!hasA && !hasB) break walk;
+            if (hasA) active[ka] = active[ka]! | ba;
+            if (hasB) active[kb] = active[kb]! | bb;
+            single = hasA && hasB ? -1 : hasA ? a : b;
+          }
         } else {
           const row = rec[at + ROW]! * words;
           let any = 0;
@@ -247,7 +293,10 @@ export class RadixTree implements KvIndex {
       const slot = this.slots.bySlot[this.scored[j]!]!;
       treeSizes.set(slot.key, slot.blocks.size);
     }
-    return result;
+    if (this.tierOut === undefined) return result;
+    const tierScores = this.tierOut;
+    this.tierOut = undefined;
+    return { ...result, tierScores };
   }
 
   /** Score every slot still in `active` at `depth`, and empty it. */
@@ -275,6 +324,11 @@ export class RadixTree implements KvIndex {
    */
   private readonly indexBlocksOf = (w: WorkerWithDpRank): number => this.slots.find(w.workerId, w.dpRank)?.blocks.size ?? 0;
 
+  /** Blocks one (worker, dp_rank) holds on one medium. */
+  mediumSize(w: WorkerWithDpRank, medium: KvMedium): number {
+    return this.slots.find(w.workerId, w.dpRank, medium)?.blocks.size ?? 0;
+  }
+
   workerSize(key: WorkerKey): number {
     let w: WorkerWithDpRank;
     try {
@@ -287,7 +341,14 @@ export class RadixTree implements KvIndex {
 
   /** Known (worker, dp_rank) pairs, including cleared ones, ordered (Dynamo's RadixTree::get_workers). */
   knownWorkers(): WorkerWithDpRank[] {
-    return this.slots.sorted().map((s) => ({ workerId: s.workerId, dpRank: s.dpRank }));
+    const out: WorkerWithDpRank[] = [];
+    for (const s of this.slots.sorted()) {
+      const last = out[out.length - 1];
+      // Sorted by (worker, rank, medium): a rank's tiers follow its GPU slot.
+      if (last !== undefined && last.workerId === s.workerId && last.dpRank === s.dpRank) continue;
+      out.push({ workerId: s.workerId, dpRank: s.dpRank });
+    }
+    return out;
   }
 
   nodeCount(): number {
@@ -320,10 +381,12 @@ export class RadixTree implements KvIndex {
   }
 
   removeWorkerDpRank(workerId: WorkerId, dpRank: DpRank): void {
-    const s = this.slots.find(workerId, dpRank);
-    if (!s) return;
-    this.clearSlot(s);
-    this.slots.release(s);
+    const media = this.slots.mediaOf(workerId, dpRank);
+    if (media.length === 0) return;
+    for (const s of media) {
+      this.clearSlot(s);
+      this.slots.release(s);
+    }
     this.afterRemovals();
   }
 
@@ -334,9 +397,9 @@ export class RadixTree implements KvIndex {
 
   // ------------------------------------------------------------------ for ApproxIndex
 
-  /** The slot of a (worker, dp_rank), created when missing. */
-  internSlot(workerId: WorkerId, dpRank: DpRank): WorkerSlot {
-    const slot = this.slots.intern(workerId, dpRank);
+  /** The slot of a (worker, dp_rank, medium: GPU unless named), created when missing. */
+  internSlot(workerId: WorkerId, dpRank: DpRank, medium: KvMedium = "gpu"): WorkerSlot {
+    const slot = this.slots.intern(workerId, dpRank, medium);
     if (slot.index >= this.nodes.rows.words * 32) this.nodes.fitWorkers(this.slots.span);
     return slot;
   }
@@ -439,10 +502,59 @@ export class RadixTree implements KvIndex {
     return this.storeChain(slot, parentHash !== null, pLo, pHi, tok, hash, n);
   }
 
+  /**
+   * A tier holds chunks named by their last block's hash (vLLM's offloading placeholders): the
+   * hash is the engine's own, so another medium of the same (worker, dp rank) — the GPU first —
+   * knows its node; the chunk is that node and its span - 1 ancestors (the tree is keyed by the
+   * tokens' path, so the ancestors are exactly the chunk's other blocks). A hash no other medium
+   * holds any more (the GPU evicted it before the offload was reported) cannot be placed:
+   * block_not_found, the other chunks still applied.
+   */
+  private applyChunks(slot: WorkerSlot, tails: readonly bigint[], span: number): KvEventStatus {
+    if (slot.medium === "gpu" || !Number.isInteger(span) || span < 1) return "invalid_block";
+    const sources = this.slots.mediaOf(slot.workerId, slot.dpRank).filter((s) => s !== slot);
+    const w = this.parentWords;
+    const chain = new Int32Array(span);
+    let status: KvEventStatus = "ok";
+    for (const h of tails) {
+      splitInto(h, w, 0);
+      const lo = w[0]!;
+      const hi = w[1]!;
+      let n = -1;
+      for (let k = 0; k < sources.length && n < 0; k++) n = sources[k]!.blocks.get(lo, hi);
+      if (n < 0) {
+        status = "block_not_found";
+        continue;
+      }
+      let depth = 0;
+      for (let q = n; depth < span && q !== ROOT; q = this.nodes.get(q, PARENT)) chain[depth++] = q;
+      if (depth < span) {
+        // Fewer blocks above it than a chunk has: not the chunk the engine described.
+        status = "invalid_block";
+        continue;
+      }
+      slot.chunkSpan = span;
+      for (let i = 0; i < span; i++) {
+        chunkKey(lo, hi, i);
+        this.holdBlock(slot, chain[i]!, CHUNK_KEY[0]!, CHUNK_KEY[1]!);
+      }
+    }
+    return status;
+  }
+
   /** The slot holds `child` (a node that exists) under engine hash (hLo, hHi). */
   private holdBlock(slot: WorkerSlot, child: number, hLo: number, hHi: number): void {
     const prev = slot.blocks.set(hLo, hHi, child);
-    if (prev === child) return; // a repeated store: nothing changes
+    if (prev === child) {
+      // A repeated store: nothing changes on the GPU; a tier counts it (see WorkerSlot.repeats).
+      if (slot.medium !== "gpu") {
+        const reps = (slot.repeats ??= new Map());
+        const h = join(hLo, hHi);
+        reps.set(h, (reps.get(h) ?? 0) + 1);
+      }
+      return;
+    }
+    if (prev >= 0 && slot.repeats !== null) forgetRepeats(slot, hLo, hHi);
     if (!this.nodes.addHolder(child, slot.index)) {
       // Already held under another hash: one more alias of the same node.
       const al = (slot.aliases ??= new Map());
@@ -469,7 +581,10 @@ export class RadixTree implements KvIndex {
     for (let i = from; ; ) {
       const prev = map.set(hash[2 * i]!, hash[2 * i + 1]!, child);
       // The hash named another node before: it moved here (after child is held, as above).
-      if (prev >= 0) this.releaseAlias(slot, prev);
+      if (prev >= 0) {
+        if (slot.repeats !== null) forgetRepeats(slot, hash[2 * i]!, hash[2 * i + 1]!);
+        this.releaseAlias(slot, prev);
+      }
       if (++i === n) return;
       lo = paths[2 * i]!;
       hi = paths[2 * i + 1]!;
@@ -493,7 +608,10 @@ export class RadixTree implements KvIndex {
     // nodes released: the same releases in the same order as one hash at a time (a lookup
     // delete never reads a node), but the misses of each pass overlap instead of queueing.
     const held = this.held;
-    for (let i = 0; i < n; i++) held[i] = map.delete(hw[2 * i]!, hw[2 * i + 1]!);
+    const reps = slot.repeats;
+    for (let i = 0; i < n; i++) {
+      held[i] = reps !== null && dropRepeat(slot, reps, hashes[i]!) ? KEPT : map.delete(hw[2 * i]!, hw[2 * i + 1]!);
+    }
     const rec = this.nodes.rec;
     let sink = 0;
     for (let i = 0; i < n; i++) {
@@ -504,12 +622,33 @@ export class RadixTree implements KvIndex {
     let status: KvEventStatus = "ok";
     for (let i = 0; i < n; i++) {
       const node = held[i]!;
+      if (node === KEPT) continue;
       if (node < 0) status = "block_not_found";
       else this.releaseAlias(slot, node);
     }
+    if (slot.chunkSpan > 1) this.removeChunkRest(slot, hashes);
     // No node id is held by any caller once the event is applied: a safe point to compact.
     this.compactIfSparse();
     return status;
+  }
+
+  /** A removed hash that named a chunk: its other blocks' keys go too (those present). */
+  private removeChunkRest(slot: WorkerSlot, hashes: readonly bigint[]): void {
+    const w = this.parentWords;
+    for (const h of hashes) {
+      splitInto(h, w, 0);
+      const lo = w[0]!;
+      const hi = w[1]!;
+      for (let i = 1; i < slot.chunkSpan; i++) {
+        chunkKey(lo, hi, i);
+        const kLo = CHUNK_KEY[0]!;
+        const kHi = CHUNK_KEY[1]!;
+        const reps = slot.repeats;
+        if (reps !== null && dropRepeat(slot, reps, join(kLo, kHi))) continue;
+        const node = slot.blocks.delete(kLo, kHi);
+        if (node >= 0) this.releaseAlias(slot, node);
+      }
+    }
   }
 
   /** Scratch for events of n blocks. */
@@ -613,6 +752,7 @@ export class RadixTree implements KvIndex {
     const held = slot.blocks.values();
     slot.blocks = new U64BucketMap();
     slot.aliases = null;
+    slot.repeats = null;
     for (let i = 0; i < held.length; i++) {
       const n = held[i]!;
       // isLive: an alias of a node freed earlier in this loop (or after a reset) is skipped.
@@ -625,6 +765,15 @@ export class RadixTree implements KvIndex {
       const low = bits & -bits;
       const index = word * 32 + 31 - Math.clz32(low);
       const slot = this.slots.bySlot[index]!;
+      bits ^= low;
+      if (slot.medium !== "gpu") {
+        // A tier's overlap goes beside the GPU's, never into it: GPU scores stay what they were.
+        const out = (this.tierOut ??= new Map());
+        let m = out.get(slot.medium);
+        if (m === undefined) out.set(slot.medium, (m = new Map()));
+        m.set(slot.key, depth);
+        continue;
+      }
       scores.set(slot.key, depth);
       if (nScored === this.scored.length) {
         const grown = new Int32Array(nScored * 2);
@@ -632,10 +781,46 @@ export class RadixTree implements KvIndex {
         this.scored = grown;
       }
       this.scored[nScored++] = index;
-      bits ^= low;
     }
     return nScored;
   }
+}
+
+/** chunkKey's answer: [lo, hi]. */
+const CHUNK_KEY = new Uint32Array(2);
+
+/**
+ * The lookup key of block i of a chunk named by its last block's hash (lo, hi), i counted from
+ * the last: i = 0 is the hash itself; the others are derived from it, distinct per i and, like
+ * the dump's synthetic hashes, not a hash an engine would send but by a 2^-64 accident.
+ */
+function chunkKey(lo: number, hi: number, i: number): void {
+  if (i === 0) {
+    CHUNK_KEY[0] = lo;
+    CHUNK_KEY[1] = hi;
+    return;
+  }
+  CHUNK_KEY[0] = (lo ^ Math.imul(i, 0x9e3779b9)) >>> 0;
+  CHUNK_KEY[1] = (hi ^ 0x6a09e667 ^ Math.imul(i, 0x85ebca6b)) >>> 0;
+}
+
+/** A tier's hash moved to another block: its repeat count belonged to the old one. */
+function forgetRepeats(slot: WorkerSlot, lo: number, hi: number): void {
+  const reps = slot.repeats!;
+  reps.delete(join(lo, hi));
+  if (reps.size === 0) slot.repeats = null;
+}
+
+/** One removal of a hash announced more than once: true when it was a repeat (the block stays). */
+function dropRepeat(slot: WorkerSlot, reps: Map<bigint, number>, h: bigint): boolean {
+  const c = reps.get(h);
+  if (c === undefined) return false;
+  if (c > 1) reps.set(h, c - 1);
+  else {
+    reps.delete(h);
+    if (reps.size === 0) slot.repeats = null;
+  }
+  return true;
 }
 
 /** distinctChain's scratch set: block indices, -1 = free. */

@@ -2,7 +2,8 @@
  * The radix tree as a list of Stored/Removed events that rebuild an equal tree when replayed
  * in order into an empty index (Dynamo's dump_tree_as_events, used by recovery and the worker-local indexer).
  *
- * Per (worker, dp_rank), ordered by (worker_id, dp_rank); per worker, its blocks in
+ * Per (worker, dp_rank, medium), ordered by (worker_id, dp_rank, medium: GPU, CPU, disk), each
+ * event carrying its medium (none for GPU, as before tiers); per holder, its blocks in
  * breadth-first order (by depth), one Stored event per block, parent_hash = the worker's
  * own hash of the parent, event ids 0, 1, 2, … across the dump. Each worker's own engine
  * hashes are emitted (Dynamo emitted the node's first hash for every worker, which loses the
@@ -13,6 +14,9 @@
  * Stored of the missing path (with synthetic hashes the worker does not use) followed by a
  * Removed of those synthetic hashes: replayed, the worker holds exactly the block, and the
  * path nodes exist as in the original.
+ *
+ * A tier's hash announced n extra times (WorkerSlot.repeats) is emitted n extra times, so the
+ * replayed tier needs as many removals as the original.
  */
 import type { RouterEvent, StoredBlock } from "../../core/events.ts";
 import { removedEvent, storedEvent } from "../../core/events.ts";
@@ -56,16 +60,19 @@ export function dumpTree(nodes: NodeStore, slots: WorkerSlots): RouterEvent[] {
         p = nodes.get(p, PARENT);
       }
       const parentHash = p === ROOT ? null : join(lo[entryOf[p]!]!, hi[entryOf[p]!]!);
+      const times = 1 + (slot.repeats?.get(block.blockHash) ?? 0);
       if (path.length === 0) {
-        events.push(storedEvent(slot.workerId, eventId++, [block], parentHash, slot.dpRank));
+        for (let t = 0; t < times; t++) events.push(storedEvent(slot.workerId, eventId++, [block], parentHash, slot.dpRank, slot.medium));
         continue;
       }
       path.reverse();
       const synthetic = syntheticHashes(slot, path, nodes);
       const blocks = path.map((q, i) => ({ blockHash: synthetic[i]!, tokensHash: tokensHashOf(nodes, q) }));
       blocks.push(block);
-      events.push(storedEvent(slot.workerId, eventId++, blocks, parentHash, slot.dpRank));
-      events.push(removedEvent(slot.workerId, eventId++, synthetic, slot.dpRank));
+      for (let t = 0; t < times; t++) {
+        events.push(storedEvent(slot.workerId, eventId++, blocks, parentHash, slot.dpRank, slot.medium));
+        events.push(removedEvent(slot.workerId, eventId++, synthetic, slot.dpRank, slot.medium));
+      }
     }
     for (let i = 0; i < count; i++) entryOf[node[i]!] = -1;
   }

@@ -33,6 +33,8 @@ export interface RecoveryDriverOptions {
   readonly restartIdMargin?: bigint;
   /** Told about failed queries and dropped recoveries (for logs). */
   readonly onWarning?: (message: string) => void;
+  /** Told when a rank's events show its engine restarted (the cache check sends a canary). */
+  readonly onRestart?: (workerId: WorkerId, dpRank: DpRank) => void;
 }
 
 export class RecoveryDriver {
@@ -156,7 +158,10 @@ export class RecoveryDriver {
         return;
       case "apply_clear":
         c.clears += 1;
-        if (action.afterRestart) c.restarts += 1;
+        if (action.afterRestart) {
+          c.restarts += 1;
+          this.opts.onRestart?.(w, r);
+        }
         this.sink.applyEvent(action.event);
         if (action.followUp !== undefined) {
           c.gaps += 1;
@@ -175,6 +180,7 @@ export class RecoveryDriver {
         c.restarts += 1;
         this.sink.removeWorkerDpRank(w, r);
         this.spawn(w, r, ws, action.epoch, undefined);
+        this.opts.onRestart?.(w, r);
         return;
     }
   }
@@ -305,7 +311,7 @@ export class RecoveryDriver {
       const id = ev.event.eventId;
       const last = rank.lastAppliedId();
       if (last !== undefined && id <= last) continue;
-      if (ev.event.data.type === "cleared") {
+      if (ev.event.data.type === "cleared" && ev.event.medium === undefined) {
         c.clears += 1;
         ws.applyReplayedClear(r, id);
         this.sink.applyEvent(ev);

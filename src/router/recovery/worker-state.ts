@@ -118,7 +118,9 @@ export class WorkerState {
     const id = event.event.eventId;
     const rank = this.rank(dpRank);
 
-    if (event.event.data.type === "cleared") {
+    // A Cleared of the whole rank is a barrier (the rank is empty as of its id). A Cleared of one
+    // tier (a medium named) leaves the GPU as it was: an event like any other, in id order.
+    if (event.event.data.type === "cleared" && event.event.medium === undefined) {
       const last = rank.lastAppliedId();
       const afterRestart = last !== undefined && isEngineRestart(id, last, this.restartIdMargin);
       if (last !== undefined && id <= last && !afterRestart) return IGNORE_STALE;

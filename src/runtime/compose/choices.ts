@@ -2,6 +2,7 @@
  * What a runtime hands the shared composition: its choices (`RuntimeChoices`, for building the
  * router) and what it adds to the edge's deps (`RuntimeEdge`). Types only, and `reachableHost`.
  */
+import type { OffLoopJsonParser } from "../../edge/request-json.ts";
 import type { PeerAddress } from "../../edge/auth.ts";
 import type { DisaggOptions } from "../../edge/disagg/options.ts";
 import type { UpstreamCall } from "../../edge/proxy/upstream.ts";
@@ -61,6 +62,10 @@ export interface RuntimeEdge {
   readonly provisioner?: WorkerProvisioner;
   /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
   readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
+  /** Large client bodies parsed off the event loop (Bun: a Worker); without it, in-thread. */
+  readonly parseOffLoop?: OffLoopJsonParser;
+  /** The events token when the runtime found it elsewhere than --events-token (a file, or one made for embedded engines). */
+  readonly eventsToken?: string;
 }
 
 /** A listen address clients on this machine can use (wildcards -> loopback). */

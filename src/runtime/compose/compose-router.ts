@@ -13,7 +13,7 @@ import { bindClusterMetrics, type ClusterMetrics } from "../../edge/cluster-metr
 import type { EdgeDeps } from "../../edge/deps.ts";
 import type { Logger } from "../../core/logger.ts";
 import type { Config } from "../../config/schema.ts";
-import type { RouterId } from "../../core/ids.ts";
+import { routerIdHex, type RouterId } from "../../core/ids.ts";
 import type { HealthChecker } from "../../fleet/health.ts";
 import type { WorkerMembership } from "../../fleet/membership.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
@@ -21,7 +21,7 @@ import { RouterMetrics } from "../../observe/names.ts";
 import type { DecisionLog } from "../../observe/decision-log.ts";
 import type { RecentStats } from "../../observe/recent-stats.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
-import type { AdmissionGate, createRouter } from "../../router/index.ts";
+import type { AdmissionGate, createRouter, KvIndex } from "../../router/index.ts";
 import type { LoadSync } from "../../sync/load-sync.ts";
 import type { RuntimeChoices, RuntimeEdge } from "./choices.ts";
 import { edgeDepsBuilder, type AccessState } from "./edge-deps.ts";
@@ -31,6 +31,7 @@ import { bindRouterMetrics, buildObservation } from "./observe.ts";
 import { buildRouter } from "./router.ts";
 import { startSync } from "./sync.ts";
 import { buildTenants } from "./tenants.ts";
+import { cacheTruthParts, canaries } from "./cache-truth.ts";
 
 /** How often the approximate index drops expired decisions. */
 const APPROX_EXPIRE_EVERY_MS = 1_000;
@@ -84,7 +85,11 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
   let clusterMetrics: ClusterMetrics | undefined;
   // Shares this router's active load with the others through Redis (started below, once the router exists).
   let loadSync: LoadSync | undefined;
+  // Every answer's cached tokens checked against the index (src/fleet/cache-truth).
+  let routerIndex: KvIndex | undefined;
+  const cacheTruth = cacheTruthParts({ policy: config.policy, cacheCheck: config.cacheCheck, canary: config.canary, blockSize: config.blockSize, now, log, registry: metrics.registry, index: () => routerIndex });
   const { router, admission, sessions, claimsConnection } = await buildRouter(config, choices, log, {
+    cacheTruth: cacheTruth?.routerPorts,
     metrics,
     now,
     routerId,
@@ -92,7 +97,9 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     clusterMetrics: () => clusterMetrics,
     otherRouters: () => loadSync?.peerCount() ?? 0,
   });
-  const members = buildMembership(config, choices, log, { fleet, router, metrics, now });
+  routerIndex = router.index;
+  if (cacheTruth !== undefined) cacheTruth.canary = canaries({ truth: cacheTruth.truth, blockSize: config.blockSize, router, fleet, now, log });
+  const members = buildMembership(config, choices, log, { fleet, router, metrics, now, cacheTruth });
   const loopLag = bindRouterMetrics(choices, { metrics, fleet, router, admission, now });
   loadSync = await startSync(config, choices, log, { tracker: router.tracker, routerId, now });
   const syncStats = loadSync && (() => loadSync!.stats());
@@ -106,9 +113,19 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     now,
     otherRouters: syncStats && (() => ({ heard: syncStats().receiving, peers: syncStats().peers })),
   });
-  const observation = buildObservation(config, choices, log, { metrics, fleet, router, admission, outliers: members.outliers, sessionsHeld: sessions.memory, now });
+  const observation = buildObservation(config, choices, log, {
+    metrics,
+    fleet,
+    router,
+    admission,
+    outliers: members.outliers,
+    sessionsHeld: sessions.memory,
+    now,
+    routerId: routerIdHex(routerId),
+    peers: () => loadSync?.peers().map((p) => ({ ...p, routerId: routerIdHex(p.routerId) })),
+  });
   const state: AccessState = { draining: false, unready: false, listeningPort: undefined };
-  const edgeDeps = edgeDepsBuilder(config, choices, log, { routerId, fleet, router, members, store: sessions.store, metrics, observation, tenants: tenants?.guard, now }, state);
+  const edgeDeps = edgeDepsBuilder(config, choices, log, { routerId, fleet, router, members, store: sessions.store, metrics, observation, tenants: tenants?.guard, cacheTruth, now }, state);
   return {
     now,
     metrics,

@@ -4,8 +4,10 @@
  * client and extras. Also the parts only the edge uses: upstream deadlines, the fleet-wide retry
  * budget and the policy for URLs POST /v1/workers may register. It builds no route.
  */
+import { withCacheTruth, type CacheTruthParts } from "./cache-truth.ts";
 import type { Config } from "../../config/schema.ts";
 import { routerIdHex, type RouterId } from "../../core/ids.ts";
+import { adminClosedLine, adminOpenness as adminOpennessOf } from "../../edge/auth.ts";
 import type { EdgeDeps } from "../../edge/deps.ts";
 import type { Logger } from "../../core/logger.ts";
 import { RetryBudget } from "../../edge/proxy/retry-budget.ts";
@@ -40,6 +42,8 @@ export interface EdgeParts {
   readonly metrics: RouterMetrics;
   readonly observation: Observation;
   readonly tenants?: EdgeDeps["tenants"];
+  /** The cache check's parts (cache-truth.ts); without them: no check. */
+  readonly cacheTruth?: CacheTruthParts;
   readonly now: () => number;
 }
 
@@ -66,9 +70,20 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
   const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
   // One account of what streams keep to be moved, shared by every app of this router.
   const migration = config.maxMigrations > 0 ? { maxMoves: config.maxMigrations, keepBytes: config.migrationKeepBytes, memory: new KeptMemory(config.migrationMemoryBytes) } : undefined;
+  // An address is no identity once the router is exposed: without a token the admin API is closed then (edge/auth.ts).
+  const adminOpenness = adminOpennessOf({ adminToken: config.adminToken, apiKeys: config.apiKeys, host: config.host });
+  if (adminOpenness.kind === "closed") log.warn(adminClosedLine(adminOpenness.why));
   return (rt) => ({
-    access: { adminToken: config.adminToken, peer: rt.peer, routerId: routerIdHex(p.routerId), draining: () => state.draining, unready: () => state.unready },
-    limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength },
+    access: {
+      adminToken: config.adminToken,
+      adminOpenness,
+      eventsToken: rt.eventsToken ?? config.eventsToken,
+      peer: rt.peer,
+      routerId: routerIdHex(p.routerId),
+      draining: () => state.draining,
+      unready: () => state.unready,
+    },
+    limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength, parseOffLoop: rt.parseOffLoop },
     fleet: { registry: fleet.registry, models: fleet.models, lora: fleet.adapters, tokenizers: fleet.tokenizers },
     router: p.router,
     upstream: {
@@ -81,11 +96,13 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
       migration,
       directStreams: rt.directStreams,
       keepOpen: rt.keepOpen,
+      forwarding: { peer: rt.peer, trustForwarded: config.trustForwarded, forwardCookies: config.forwardCookies },
     },
     outcomes: { fence: (id, reason) => members.health.fence(id, reason), report: (id, failure) => members.health.report(id, failure) },
     observe: { metrics: p.metrics, log, requests: p.observation.observe, status: p.observation.status },
-    admin: { membership: members.membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: rt.workerDetails, peekSession: (id) => p.store.peek(id), now },
+    admin: { membership: members.membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: withCacheTruth(rt.workerDetails, p.cacheTruth?.truth), canary: p.cacheTruth?.canary, peekSession: (id) => p.store.peek(id), now },
     disagg: rt.disagg,
     tenants: p.tenants,
+    cacheCheck: p.cacheTruth?.cacheCheck,
   });
 }

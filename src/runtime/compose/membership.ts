@@ -4,6 +4,7 @@
  * capacity and models) and, on add and removal, tells everyone who keeps per-worker state.
  * It registers no worker itself (compose-router.ts's registerAll and the admin routes do).
  */
+import type { CacheTruthParts } from "./cache-truth.ts";
 import type { Config } from "../../config/schema.ts";
 import type { Logger } from "../../core/logger.ts";
 import { probeKvCapacity } from "../../fleet/engine-capacity-probe.ts";
@@ -29,12 +30,12 @@ export function buildMembership(
   config: Config,
   choices: Pick<RuntimeChoices, "onEngineInfo" | "onWorkerRemoved">,
   log: Logger,
-  d: { readonly fleet: Fleet; readonly router: ReturnType<typeof createRouter>; readonly metrics: RouterMetrics; readonly now: () => number },
+  d: { readonly fleet: Fleet; readonly router: ReturnType<typeof createRouter>; readonly metrics: RouterMetrics; readonly now: () => number; readonly cacheTruth?: CacheTruthParts },
 ): Members {
   const { fleet, router, metrics } = d;
   const { registry, models, tokenizers, toEngines } = fleet;
   const tokenizerMismatch = tokenizerMismatchGauge(metrics.registry);
-  zeroRouterSeries(metrics);
+  zeroRouterSeries(metrics, { burstClaims: config.burstClaims && config.redis !== undefined });
   const { health, restarts, outliers } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now: d.now, log });
   const membership = new WorkerMembership({
     registry,
@@ -56,6 +57,7 @@ export function buildMembership(
       zeroWorkerSeries(metrics, w.id, tokenizerMismatch);
       void restarts.check(w.id, w.url, AbortSignal.timeout(config.healthTimeout * 1000)); // the instance to compare with
       if (!w.healthy) void health.check(w.id);
+      if (d.cacheTruth?.autoCanary === true) void d.cacheTruth.canary?.(w.id); // the engine's hashes, block size and events, checked at once
       // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
       const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
       void tokenizers.check(w.id, w.url, base).then((c) => {
@@ -68,6 +70,7 @@ export function buildMembership(
       restarts.forget(w.id);
       choices.onWorkerRemoved?.(w.id);
       tokenizers.forget(w.id);
+      d.cacheTruth?.truth.forget(w.id);
       forgetWorkerSeries(metrics, w.id, tokenizerMismatch);
       log.info(`worker ${w.id} removed`, { url: w.url });
     },

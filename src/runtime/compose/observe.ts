@@ -15,7 +15,8 @@ import { bindProcessMetrics, EventLoopLag } from "../../observe/process-metrics.
 import { RecentStats } from "../../observe/recent-stats.ts";
 import { RequestMetrics } from "../../observe/request-metrics.ts";
 import { RequestObservers } from "../../observe/request-observers.ts";
-import type { StatusSource } from "../../observe/status-routes.ts";
+import type { ReplicaView, StatusSource } from "../../observe/status-routes.ts";
+import { AlertmanagerReader } from "../../observe/alertmanager.ts";
 import type { AdmissionGate, createRouter } from "../../router/index.ts";
 import type { RuntimeChoices } from "./choices.ts";
 import type { Fleet } from "./fleet.ts";
@@ -51,7 +52,7 @@ export interface Observation {
 /** Each request's observation and the status page's sources. */
 export function buildObservation(
   config: Config,
-  choices: Pick<RuntimeChoices, "tracer">,
+  choices: Pick<RuntimeChoices, "tracer" | "localHosts">,
   log: Logger,
   d: {
     readonly metrics: RouterMetrics;
@@ -61,10 +62,14 @@ export function buildObservation(
     readonly outliers: Members["outliers"];
     readonly sessionsHeld?: () => { readonly held: number };
     readonly now: () => number;
+    /** This router's id on the wire (hex) and the routers sharing its Redis (undefined: no --redis). */
+    readonly routerId: string;
+    readonly peers: () => { routerId: string; heardMsAgo: number; requests: number; complete: boolean }[] | undefined;
   },
 ): Observation {
   const { registry } = d.fleet;
   const clock = epochClock();
+  const startedAt = new Date(clock()).toISOString();
   const decisions = new DecisionLog({
     policy: d.router.pipeline.name,
     costs: d.router.pipeline.costs,
@@ -96,8 +101,22 @@ export function buildObservation(
     now: d.now,
     admissionQueue: () => d.admission.size,
     sessions: () => d.sessionsHeld?.().held,
+    replica: (): ReplicaView => ({
+      router_id: d.routerId,
+      host: choices.localHosts()[0] ?? "unknown",
+      started_at: startedAt,
+      peers: d.peers()?.map((p) => ({ router_id: p.routerId, heard_s_ago: Math.round(p.heardMsAgo / 100) / 10, requests: p.requests, complete: p.complete })) ?? null,
+    }),
+    alerts: alertsOf(config.alertmanagerUrl, clock),
   };
   return { observe, decisions, recent, status };
+}
+
+/** The firing alerts of --alertmanager-url for the status page; none without it. */
+function alertsOf(url: string | undefined, clock: () => number): StatusSource["alerts"] {
+  if (url === undefined) return undefined;
+  const reader = new AlertmanagerReader({ url, fetch: (u, init) => fetch(u, init), now: clock });
+  return () => reader.read();
 }
 
 /**

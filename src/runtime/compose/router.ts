@@ -3,6 +3,7 @@
  * or Redis), sticky routing, the admission gate, burst claims (--burst-claims) and createRouter
  * itself, with the gate woken by the router's own books. It starts no timer and no sync (sync.ts).
  */
+import type { CacheTruthParts } from "./cache-truth.ts";
 import type { ClusterMetrics } from "../../edge/cluster-metrics.ts";
 import type { Config } from "../../config/schema.ts";
 import type { RouterId } from "../../core/ids.ts";
@@ -36,6 +37,8 @@ export interface RouterInputs {
   readonly clusterMetrics: () => ClusterMetrics | undefined;
   /** Routers heard through load sync (0 until it starts). */
   readonly otherRouters: () => number;
+  /** The cache check's router ports (cache-truth.ts); without them: no check. */
+  readonly cacheTruth?: CacheTruthParts["routerPorts"];
 }
 
 export async function buildRouter(config: Config, choices: RuntimeChoices, log: Logger, d: RouterInputs): Promise<RouterParts> {
@@ -86,6 +89,7 @@ export async function buildRouter(config: Config, choices: RuntimeChoices, log: 
       claims,
       // The load sync starts later, once the router exists; until then this router is alone.
       otherRouters: d.otherRouters,
+      ...d.cacheTruth,
     },
   );
   if (config.scheduler.busyThreshold !== null) pumpOnFreedLoad(router, admission);

@@ -60,7 +60,7 @@ describe("loadConfig", () => {
       loadConfig({ argv: ["--port", "x", "--engines", "-1"], env: {} });
       throw new Error("unreachable");
     } catch (e) {
-      expect((e as Error).message).toMatch(/invalid configuration:\n  - --port.*\n  - --engines/);
+      expect((e as Error).message).toMatch(/invalid configuration:\n {2}- --port.*\n {2}- --engines/);
     }
   });
 

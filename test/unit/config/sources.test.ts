@@ -111,3 +111,32 @@ describe("options Deno and workerd lack", () => {
     expect(p.map((x) => x.slice(0, x.indexOf(":")))).toEqual(["--port (SWITCHYARD_PORT / PORT)", "--engines", "--workers-file"]);
   });
 });
+
+describe("typos are answered with what was probably meant", () => {
+  test("an unknown flag names the closest flag (serve and mocker share the table machinery)", () => {
+    expect(problems(() => loadConfig({ argv: ["--blokc-size", "4"], env: {} }))).toContain("--blokc-size: unknown flag; did you mean --block-size?");
+    expect(problems(() => loadConfig({ argv: ["--confg", "c.json"], env: {} }))).toContain("--confg: unknown flag; did you mean --config?");
+    // Nothing close: no guess.
+    expect(problems(() => loadConfig({ argv: ["--zzzzzzzz", "4"], env: {} }))).toContain("--zzzzzzzz: unknown flag");
+  });
+
+  test("an unknown config field names the closest field, spelled as the file spells keys", () => {
+    expect(problems(() => loadConfig({ argv: ["--config", "c.yaml"], env: {}, readFile: () => "blokc-size: 4", parseYaml }))[0]).toBe(
+      '--config c.yaml: unknown field "blokc-size"; did you mean "block-size"?',
+    );
+    expect(problems(() => loadConfig({ argv: ["--config", "c.json"], env: {}, readFile: () => '{"blokcSize": 4}' }))[0]).toBe(
+      '--config c.json: unknown field "blokcSize"; did you mean "blockSize"?',
+    );
+  });
+});
+
+describe("YAML errors say where", () => {
+  test("line and column of the first place the file stops being readable, with the line", () => {
+    const text = "port: 0\nblock-size: [16\npolicy: approx\n";
+    expect(problems(() => loadConfig({ argv: ["--config", "c.yaml"], env: {}, readFile: () => text, parseYaml }))[0]).toStartWith(
+      '--config c.yaml: not valid YAML at line 2, column 13 ("block-size: [16"): ',
+    );
+    const indented = "port: 0\n  block-size: 16\n";
+    expect(problems(() => loadConfig({ argv: ["--config", "c.yaml"], env: {}, readFile: () => indented, parseYaml }))[0]).toContain("at line 2, column 13");
+  });
+});

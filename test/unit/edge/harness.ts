@@ -15,7 +15,7 @@ import type { WorkerId } from "../../../src/core/ids.ts";
 import type { KvIndex } from "../../../src/router/kv-index/types.ts";
 import { LoraStateTracker } from "../../../src/fleet/lora/state-tracker.ts";
 import { RouterMetrics } from "../../../src/observe/names.ts";
-import { LoadTracker } from "../../../src/router/books/load-tracker.ts";
+import type { LoadTracker } from "../../../src/router/books/load-tracker.ts";
 import { MemoryAffinityStore } from "../../../src/router/sessions/memory-store.ts";
 import { StickyRouter } from "../../../src/router/sessions/sticky.ts";
 import { HealthChecker } from "../../../src/fleet/health.ts";

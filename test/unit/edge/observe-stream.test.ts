@@ -29,7 +29,7 @@ async function readAll(s: ReadableStream<Uint8Array>): Promise<Uint8Array[]> {
 
 describe("observeStream", () => {
   test("passes every chunk through unchanged, in order, and reports token counts and the end once", async () => {
-    const chunks = ["data: {\"t\":1}\n\n", "data: {\"t\":2}\n", "\n", "data: [DONE]\n\n"];
+    const chunks = ["data: {\"choices\":[{\"text\":\"a\"}]}\n\n", "data: {\"choices\":[{\"text\":\"b\"}]}\n", "\n", "data: [DONE]\n\n"];
     const totals: number[] = [];
     const ends: [StreamEnd, number][] = [];
     const upstream = source(chunks).getReader();
@@ -88,7 +88,7 @@ describe("observeStream, Bun direct flavour (served through Bun.serve)", () => {
   test("bytes arrive unchanged and the end is reported once as done", async () => {
     const ends: StreamEnd[] = [];
     const totals: number[] = [];
-    const chunks = ['data: {"a":1}\n\n', 'data: {"a":2}\n\n', "data: [DONE]\n\n"];
+    const chunks = ['data: {"choices":[{"text":"a"}]}\n\n', 'data: {"choices":[{"text":"b"}]}\n\n', "data: [DONE]\n\n"];
     const server = await serveObserved(source(chunks), ends, totals);
     try {
       const text = await (await fetch(`http://127.0.0.1:${server.port}/`)).text();
@@ -129,7 +129,7 @@ function drainingReader(chunks: string[]) {
 }
 
 describe("observeStream with a reader that knows it is drained", () => {
-  const chunks = ['data: {"a":1}\n\n', 'data: {"a":2}\n\ndata: [DONE]\n\n'];
+  const chunks = ['data: {"choices":[{"text":"a"}]}\n\n', 'data: {"choices":[{"text":"b"}]}\n\ndata: [DONE]\n\n'];
 
   test("pull flavour: ends right after the last chunk, without another read", async () => {
     const reader = drainingReader(chunks);

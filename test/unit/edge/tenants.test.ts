@@ -8,6 +8,7 @@
  * reach the admission gate.
  */
 import { describe, expect, test } from "bun:test";
+import { SPECIAL_PER_SEQUENCE } from "../../../src/protect/prompt-charge.ts";
 import { createApp, createFastRoutes } from "../../../src/edge/app.ts";
 import { onAnswerEnd } from "../../../src/edge/tenants/answer-end.ts";
 import type { TenantGuard } from "../../../src/edge/tenants/guard.ts";
@@ -209,7 +210,8 @@ describe("limits per tenant", () => {
     const r = await g.request("/v1/completions", KEY_A, { ...completion, priority: 0 });
     expect(r.status).toBe(500);
     await r.text();
-    expect(g.settled).toEqual([{ share: { tenant: "team-a", weight: 2, promptTokens: completion.prompt.length, outputTokens: 4 }, out: 0 }]);
+    // No tokenizer: the prompt's UTF-8 bytes and its special tokens' allowance (prompt-charge.ts).
+    expect(g.settled).toEqual([{ share: { tenant: "team-a", weight: 2, promptTokens: completion.prompt.length + SPECIAL_PER_SEQUENCE, outputTokens: 4 }, out: 0 }]);
   });
 });
 

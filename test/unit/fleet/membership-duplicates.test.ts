@@ -9,14 +9,14 @@ import { WorkerMembership } from "../../../src/fleet/membership.ts";
 import { WorkerRegistry } from "../../../src/fleet/registry.ts";
 import { rejectionOf } from "../../support/errors.ts";
 
-function setup() {
+function setup(claims: Record<string, bigint> = {}) {
   const registry = new WorkerRegistry();
   const m = new WorkerMembership({
     registry,
     blockSize: 16,
     load: { updateWorkers: () => {} },
     recovery: { addRank: () => {}, removeWorker: () => {} },
-    engineInfo: async () => ({ loras: [] }),
+    engineInfo: async (url) => ({ loras: [], workerId: claims[url] }),
   });
   return { registry, m };
 }
@@ -41,5 +41,33 @@ describe("the same engine URL twice", () => {
     await s.m.register({ url: "http://engine:8000", id: 5n });
     s.m.remove(5n);
     expect((await s.m.register({ url: "http://engine:8000", id: 6n })).created).toBe(true);
+  });
+});
+
+describe("two engines claiming one worker id", () => {
+  test("the second engine is refused with a message naming both URLs and the fix", async () => {
+    const s = setup({ "http://engine-1:8000": 7n, "http://engine-2:8000": 7n });
+    await s.m.register({ url: "http://engine-1:8000" });
+    const e = await rejectionOf(RouterError, s.m.register({ url: "http://engine-2:8000" }));
+    expect(e.code).toBe("duplicate_request");
+    expect(e.message).toContain("worker id clash");
+    expect(e.message).toContain("http://engine-1:8000");
+    expect(e.message).toContain("http://engine-2:8000");
+    expect(e.message).toContain("--advertise-url");
+    expect(s.registry.size).toBe(1);
+  });
+
+  test("an engine claiming the id another engine is registered under is refused", async () => {
+    const s = setup({ "http://engine-2:8000": 5n });
+    await s.m.register({ url: "http://engine-1:8000", id: 5n });
+    expect((await rejectionOf(RouterError, s.m.register({ url: "http://engine-2:8000" }))).message).toContain("worker id clash");
+  });
+
+  test("once the first is removed its claim goes with it; distinct claims never clash", async () => {
+    const s = setup({ "http://engine-1:8000": 7n, "http://engine-2:8000": 7n, "http://engine-3:8000": 8n });
+    const first = await s.m.register({ url: "http://engine-1:8000" });
+    expect((await s.m.register({ url: "http://engine-3:8000" })).created).toBe(true);
+    s.m.remove(first.worker.id);
+    expect((await s.m.register({ url: "http://engine-2:8000" })).created).toBe(true);
   });
 });

@@ -33,6 +33,7 @@ describe("parseWorkersFile", () => {
   test("bad files name what is wrong: syntax, shape, the entry and field, duplicates", () => {
     expect(problem(() => parseWorkersFile("[", "w.json", yaml))).toContain("w.json: not valid JSON");
     expect(problem(() => parseWorkersFile("a: [", "w.yml", yaml))).toContain("not valid YAML");
+    expect(problem(() => parseWorkersFile("workers:\n  - url: http://e:1\n   url: http://e:2\n", "w.yml", yaml))).toContain("w.yml: not valid YAML at line 3, column");
     expect(problem(() => parseWorkersFile('{"x": 1}', "w.json", yaml))).toContain('expected a list of workers, or {"workers": [...]}');
     expect(problem(() => parseWorkersFile(JSON.stringify([A, { url: B, dp_ranks: 0 }]), "w.json", yaml))).toContain("workers[1]: dp_ranks: must be >= 1");
     expect(problem(() => parseWorkersFile(JSON.stringify([{ url: A, kv_events: { endpoint: "tcp://h" } }]), "w.json", yaml))).toContain("kv_events.endpoint");
@@ -57,8 +58,10 @@ describe("WorkersFileWatch", () => {
     const files = { text: initial, fail: false };
     const registered = new Map<bigint, WorkerSpec>();
     const errors: string[] = [];
+    const clock = { ms: 0 };
     let refuse = false;
     const w = new WorkersFileWatch({
+      settleMs: 500,
       path: "/mnt/cfg/workers.json",
       readFile: async () => {
         if (files.fail) throw new Error("ENOENT");
@@ -71,11 +74,11 @@ describe("WorkersFileWatch", () => {
       },
       remove: (id) => void registered.delete(id),
       isRegistered: (id) => registered.has(id),
-      now: () => 0,
+      now: () => clock.ms,
       retryMs: 1_000,
       log: { info() {}, warn() {}, error: (m) => void errors.push(m) },
     });
-    return { w, files, registered, errors, refuse: (v: boolean) => (refuse = v) };
+    return { w, files, registered, errors, clock, refuse: (v: boolean) => (refuse = v) };
   }
 
   test("reconciles on each check; a bad or unreadable file keeps the set and is logged once", async () => {
@@ -87,13 +90,43 @@ describe("WorkersFileWatch", () => {
     expect([...s.registered.keys()]).toEqual([workerIdFromUrl(B)]);
     s.files.text = "{broken";
     await s.w.check();
+    s.clock.ms += 500;
+    await s.w.check();
     await s.w.check();
     expect([...s.registered.keys()]).toEqual([workerIdFromUrl(B)]);
     expect(s.errors).toHaveLength(1);
     s.files.fail = true;
     await s.w.check();
+    s.clock.ms += 500;
+    await s.w.check();
     expect([...s.registered.keys()]).toEqual([workerIdFromUrl(B)]);
     expect(s.errors[1]).toContain("cannot read");
+  });
+
+  test("a file read mid-write (cut short, then whole) logs nothing; one still unreadable after settleMs is an error", async () => {
+    const whole = JSON.stringify([A, B]);
+    const s = setup(JSON.stringify([A]));
+    await s.w.check();
+    for (const partial of ["", whole.slice(0, 20)]) {
+      s.files.text = partial; // truncated, then half written
+      await s.w.check();
+      s.clock.ms += 100;
+      await s.w.check(); // the same cut text again, before settleMs: still not an error
+    }
+    s.files.text = whole;
+    await s.w.check();
+    expect(s.errors).toEqual([]);
+    expect(s.registered.size).toBe(2);
+    s.files.text = whole.slice(0, 20);
+    await s.w.check();
+    s.clock.ms += 499;
+    await s.w.check();
+    expect(s.errors).toEqual([]);
+    s.clock.ms += 1;
+    await s.w.check();
+    expect(s.errors).toHaveLength(1);
+    expect(s.errors[0]).toContain("not valid JSON");
+    expect(s.registered.size).toBe(2); // the last good list is kept
   });
 
   test("a failed registration is not retried before retryMs; a removed listed worker comes back", async () => {

@@ -5,7 +5,8 @@ import { type GenerateRequest, MockEngine } from "../../../src/mocker/engine.ts"
 import { resolveMockerOptions, parseMockerArgs, type MockerOptions } from "../../../src/mocker/options.ts";
 import { VirtualClock } from "./virtual-clock.ts";
 
-const BASE: MockerOptions = { blockSize: 4, kvBlocks: 64, prefillUsPerToken: 1000, prefillOverheadMs: 0, decodeMsPerStep: 10, decodeBatchFactor: 0 };
+/** On the FIFO prefill lane (`--scheduler fifo`), whose timing these tests pin. */
+const BASE: MockerOptions = { scheduler: "fifo", blockSize: 4, kvBlocks: 64, prefillUsPerToken: 1000, prefillOverheadMs: 0, decodeMsPerStep: 10, decodeBatchFactor: 0 };
 const prompt = (n: number, base = 0) => Uint32Array.from({ length: n }, (_, i) => base + i);
 
 function run(engine: MockEngine, clock: VirtualClock, req: Partial<GenerateRequest> & { tokens: Uint32Array }) {

@@ -7,8 +7,12 @@ import { AbortedError } from "../../../src/mocker/fifo.ts";
 import { resolveMockerOptions, type MockerOptions } from "../../../src/mocker/options.ts";
 import { settle, VirtualClock } from "./virtual-clock.ts";
 
-/** 1 ms per uncached token, no overhead, 10 ms decode steps, no batch slowdown. */
+/**
+ * 1 ms per uncached token, no overhead, 10 ms decode steps, no batch slowdown, on the FIFO
+ * prefill lane (`--scheduler fifo`); vLLM V1's steps are step-scheduler.test.ts.
+ */
 const BASE: MockerOptions = {
+  scheduler: "fifo",
   blockSize: 4,
   kvBlocks: 64,
   prefillUsPerToken: 1000,

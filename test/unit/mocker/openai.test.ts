@@ -17,14 +17,14 @@ const dataOf = (b: Uint8Array) => {
 describe("OpenAI bodies", () => {
   test("completion chunks carry choices[0].text and the last one finish_reason", () => {
     const w = new SseWriter("completions", meta);
-    const c = dataOf(w.token('a"\n', false));
+    const c = dataOf(w.token('a"\n', 0, false));
     expect(c).toMatchObject({ id: "cmpl-1", object: "text_completion", model: 'm"odel', choices: [{ index: 0, text: 'a"\n', finish_reason: null }] });
-    expect(dataOf(w.token("b", true)).choices[0].finish_reason).toBe("length");
+    expect(dataOf(w.token("b", 1, true)).choices[0].finish_reason).toBe("length");
   });
   test("chat chunks carry choices[0].delta.content, after a role chunk", () => {
     const w = new SseWriter("chat", meta);
     expect(dataOf(w.role()).choices[0].delta).toEqual({ role: "assistant", content: "" });
-    expect(dataOf(w.token("x", false))).toMatchObject({ object: "chat.completion.chunk", choices: [{ delta: { content: "x" } }] });
+    expect(dataOf(w.token("x", 0, false))).toMatchObject({ object: "chat.completion.chunk", choices: [{ delta: { content: "x" } }] });
   });
   test("the usage chunk reports cached tokens; the stream ends with [DONE]", () => {
     const w = new SseWriter("completions", meta);

@@ -36,6 +36,15 @@ describe("mocker options", () => {
     ]);
   });
 
+  test("an unknown flag close to a known one says which was probably meant", () => {
+    expect(problems(() => parseMockerArgs(["--advertize-url", "http://e:1"]))).toEqual(["--advertize-url: unknown flag; did you mean --advertise-url?"]);
+  });
+
+  test("--advertise-url must be an http(s) URL", () => {
+    expect(resolveMockerOptions({ advertiseUrl: "http://engine-1:8000" }).advertiseUrl).toBe("http://engine-1:8000");
+    expect(problems(() => resolveMockerOptions({ advertiseUrl: "engine-1:8000" }))[0]).toContain("--advertise-url: must be an http:// or https:// URL");
+  });
+
   test("every bad flag is reported at once", () => {
     expect(problems(() => parseMockerArgs(["--nope", "1", "--port", "x", "--worker-id", "-1", "stray", "--seed"]))).toEqual([
       "--nope: unknown flag",

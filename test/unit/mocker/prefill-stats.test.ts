@@ -17,7 +17,8 @@ describe("MockEngine's vLLM prefill histograms", () => {
   test("two requests on one rank, the second behind the first and half cached: each counts its own prefill, not its wait", async () => {
     const clock = new VirtualClock();
     const engine = new MockEngine({
-      config: resolveMockerOptions({ blockSize: 4, kvBlocks: 64, prefillUsPerToken: 1000, prefillOverheadMs: 2, decodeMsPerStep: 10, decodeBatchFactor: 0, dpRanks: 2 }),
+      // The FIFO lane: b waits behind c without prefilling (v1 would compute both in one step).
+      config: resolveMockerOptions({ scheduler: "fifo", blockSize: 4, kvBlocks: 64, prefillUsPerToken: 1000, prefillOverheadMs: 2, decodeMsPerStep: 10, decodeBatchFactor: 0, dpRanks: 2 }),
       workerId: 1n,
       clock,
     });

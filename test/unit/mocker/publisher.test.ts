@@ -24,9 +24,9 @@ function fakeFetch(fail: (n: number) => boolean = () => false) {
 const ev = (id: number) => storedEvent(18446744073709551615n, BigInt(id), [{ blockHash: 2n ** 63n + BigInt(id), tokensHash: 5n }]);
 
 describe("EventPublisher", () => {
-  test("batches events into one POST of a RouterEvent array, with the Bearer token", async () => {
+  test("batches events into one POST of a RouterEvent array, with the events token as Bearer", async () => {
     const { calls, f } = fakeFetch();
-    const p = new EventPublisher({ routerUrl: "http://router:1/", adminToken: "s3cret", batchMs: 1000, fetch: f });
+    const p = new EventPublisher({ routerUrl: "http://router:1/", eventsToken: "s3cret", batchMs: 1000, fetch: f });
     p.push(ev(0));
     p.push(ev(1));
     expect(calls.length).toBe(0); // still inside the batching window

@@ -19,7 +19,7 @@ describe("the simulated engine's request log", () => {
     const clock = new VirtualClock();
     const records: PrefillRecord[] = [];
     // 1 ms per uncached token, no overhead: the second request waits out the first's 8 ms prefill.
-    const config = resolveMockerOptions({ blockSize: 4, kvBlocks: 64, prefillUsPerToken: 1000, prefillOverheadMs: 0, decodeMsPerStep: 10, decodeBatchFactor: 0 });
+    const config = resolveMockerOptions({ scheduler: "fifo", blockSize: 4, kvBlocks: 64, prefillUsPerToken: 1000, prefillOverheadMs: 0, decodeMsPerStep: 10, decodeBatchFactor: 0 });
     const engine = new MockEngine({ config, workerId: 7n, clock, onPrefilled: (r) => records.push(r) });
     const a = engine.generate({ tokens: prompt(8), maxTokens: 2, dpRank: 0, requestId: "a" }, sink);
     // Shares a's first block (4 tokens), which is cached by the time it gets the lane.

@@ -21,6 +21,7 @@ function source(over: Partial<StatusSource> = {}): StatusSource {
     now: () => now,
     admissionQueue: () => 4,
     sessions: () => 12,
+    replica: () => ({ router_id: "00000000000000aa", host: "router-0", started_at: "2026-12-07T20:00:00.000Z", peers: [{ router_id: "00000000000000bb", heard_s_ago: 0.4, requests: 3, complete: true }] }),
     ...over,
   };
 }
@@ -47,6 +48,23 @@ describe("the status page's endpoints", () => {
     expect((s.recent as unknown[]).length).toBe(BUCKETS);
     const shared = (await (await statusRoutes(source({ sessions: () => undefined })).request("/debug/status")).json()) as { sessions: unknown };
     expect(shared.sessions).toBeNull();
+    expect(s.replica).toEqual({ router_id: "00000000000000aa", host: "router-0", started_at: "2026-12-07T20:00:00.000Z", peers: [{ router_id: "00000000000000bb", heard_s_ago: 0.4, requests: 3, complete: true }] });
+    expect(s.alerts).toBeNull(); // no --alertmanager-url
+  });
+
+  test("GET /debug/status: each worker's requests over the last five minutes, for its share", async () => {
+    let t = 1_700_000_000_000;
+    const recent = new RecentStats(() => t);
+    for (const w of ["1", "1", "2"]) recent.add({ status: 200, worker: w });
+    recent.add({ status: 503 }); // refused before routing: no worker
+    t += 4 * 60_000;
+    recent.add({ status: 200, worker: "2" });
+    const s = (await (await statusRoutes(source({ recent })).request("/debug/status")).json()) as { worker_requests: unknown; share_seconds: number };
+    expect(s.share_seconds).toBe(300);
+    expect(s.worker_requests).toEqual({ "1": 2, "2": 2 });
+    t += 2 * 60_000; // the first three are now older than five minutes
+    const later = (await (await statusRoutes(source({ recent })).request("/debug/status")).json()) as { worker_requests: unknown };
+    expect(later.worker_requests).toEqual({ "2": 1 });
   });
 
   test("GET /ui: one HTML document that reads the JSON endpoints; GET /debug/decisions: the formula", async () => {

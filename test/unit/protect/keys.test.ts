@@ -3,7 +3,7 @@
  * sharing it, and the key set's lookup by SHA-256 (keys never held in clear).
  */
 import { describe, expect, test } from "bun:test";
-import { bearerKey, KeySet, sha256Hex } from "../../../src/protect/key-set.ts";
+import { bearerKey, KeySet, packKeys, sha256Hex } from "../../../src/protect/key-set.ts";
 import { KeysFileError, parseKeysDocument } from "../../../src/protect/keys-document.ts";
 import { DEFAULT_OUTPUT_TOKENS } from "../../../src/protect/tenant.ts";
 
@@ -80,6 +80,17 @@ describe("KeySet", () => {
     expect(await set.lookup(H1)).toBeUndefined();
     expect(await set.lookup("")).toBeUndefined();
     expect(set.tenants.map((t) => t.name)).toEqual(["one", "two"]);
+  });
+
+  test("packed (as a Worker hands them over): every key of many finds its tenant, tenants once each, in any file order", async () => {
+    const keys = Array.from({ length: 300 }, (_, i) => `sk-${i}`);
+    const doc = await Promise.all(keys.map(async (k, i) => ({ tenant: `t${i % 7}`, key_sha256: await sha256Hex(k) })));
+    const set = new KeySet(packKeys(parseKeysDocument(doc.reverse(), "k")));
+    expect(set.size).toBe(300);
+    expect(set.tenants.map((t) => t.name).sort()).toEqual(["t0", "t1", "t2", "t3", "t4", "t5", "t6"]);
+    for (const [i, k] of keys.entries()) expect((await set.lookup(k))?.name).toBe(`t${i % 7}`);
+    for (const k of ["sk-300", "sk--1", "", "sk-0 "]) expect(await set.lookup(k)).toBeUndefined();
+    expect(await new KeySet([]).lookup("sk-0")).toBeUndefined();
   });
 
   test("sha256Hex is the hex SHA-256 of the UTF-8 text (the form sha256sum prints)", async () => {

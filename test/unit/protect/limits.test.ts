@@ -44,10 +44,11 @@ describe("LocalLimitCounters", () => {
     expect(r).toMatchObject({ allowed: false, refused: "prompt_tokens", tooLarge: true });
   });
 
-  test("output: booked at admission (at most a minute's worth), corrected when the answer ends", () => {
+  test("output: more than a minute's worth is refused as too large; the whole ask is booked, corrected when the answer ends", () => {
     const c = new LocalLimitCounters();
     const lim = { outputTokensPerMinute: 100 };
-    expect(c.acquire("t", lim, ask(0, 500), "big", 0).allowed).toBe(true); // booked 100, the whole bucket
+    expect(c.acquire("t", lim, ask(0, 500), "huge", 0)).toMatchObject({ allowed: false, refused: "output_tokens", tooLarge: true });
+    expect(c.acquire("t", lim, ask(0, 100), "big", 0).allowed).toBe(true); // the whole bucket
     expect(c.acquire("t", lim, ask(0, 1), "next", 0).allowed).toBe(false);
     c.release("t", lim, "big", 20, 0); // only 20 generated: 80 back
     expect(c.acquire("t", lim, ask(0, 80), "fits", 0).allowed).toBe(true);

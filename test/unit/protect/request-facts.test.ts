@@ -22,6 +22,20 @@ describe("outputTokensAsked", () => {
 });
 
 describe("UsageSniffer", () => {
+  test("reads prompt_tokens too (not prompt_tokens_details), and no count from inside a generated string", () => {
+    const s = new UsageSniffer();
+    const text = '{"choices":[{"text":"say \\"prompt_tokens\\": 1"}],"usage":{"prompt_tokens":512,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens":2}}';
+    for (let cut = 0; cut <= text.length; cut += 7) {
+      const t = new UsageSniffer();
+      t.push(enc.encode(text.slice(0, cut)));
+      t.push(enc.encode(text.slice(cut)));
+      expect(t.promptTokens).toBe(512);
+    }
+    s.push(enc.encode('{"object":"list","data":[],"usage":{"prompt_tokens":7,"total_tokens":7}}'));
+    expect(s.promptTokens).toBe(7);
+    expect(s.completionTokens).toBeUndefined();
+  });
+
   test("reads completion_tokens from a whole answer and from a stream's last usage chunk", () => {
     const s = new UsageSniffer();
     s.push(enc.encode('{"id":"x","usage":{"prompt_tokens":12,"completion_tokens": 34,"total_tokens":46}}'));

@@ -64,7 +64,7 @@ describe("edgeDepsBuilder", () => {
     const fleet = await buildFleet(config, choices, log, metrics, now);
     const built = await buildRouter(config, choices, log, { metrics, now, routerId: 0x2an, fleet, clusterMetrics: () => undefined, otherRouters: () => 0 });
     const members = buildMembership(config, choices, log, { fleet, router: built.router, metrics, now });
-    const observation = buildObservation(config, choices, log, { metrics, fleet, router: built.router, admission: built.admission, outliers: members.outliers, now });
+    const observation = buildObservation(config, choices, log, { metrics, fleet, router: built.router, admission: built.admission, outliers: members.outliers, now, routerId: "00000000000000aa", peers: () => undefined });
     const state: AccessState = { draining: false, unready: false, listeningPort: undefined };
     const edgeDeps = edgeDepsBuilder(config, choices, log, { routerId: 0x2an, fleet, router: built.router, members, store: built.sessions.store, metrics, observation, now }, state);
     const stop = async () => {

@@ -11,7 +11,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { type BpeTokenizerJson, byteLevelBpePlan, createBpeLibrary } from "../../../src/tokens/bpe-library.ts";
 import { readTextWithBun } from "../../../src/runtime/bun/tokens/load-on-bun.ts";
-import { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
+import type { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
 import { loadEngineTokenizer } from "../../../src/tokens/index.ts";
 import { createNativeLibrary } from "../../../src/runtime/bun/tokens/native-library.ts";
 

@@ -12,7 +12,7 @@ import { gunzipSync } from "node:zlib";
 import { readFileSync, readdirSync } from "node:fs";
 import { readTextWithBun } from "../../../src/runtime/bun/tokens/load-on-bun.ts";
 import { type BpeTokenizerJson, byteLevelBpePlan, createBpeLibrary } from "../../../src/tokens/bpe-library.ts";
-import { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
+import type { HfEngineTokenizer } from "../../../src/tokens/hf-engine-tokenizer.ts";
 import { type ChatTemplateRequest, loadEngineTokenizer } from "../../../src/tokens/index.ts";
 import { createNativeLibrary } from "../../../src/runtime/bun/tokens/native-library.ts";
 

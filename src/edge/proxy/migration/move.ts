@@ -140,7 +140,7 @@ class Host implements MoveHost {
         ctx.exclude.add(id);
         continue;
       }
-      const headers = upstreamRequestHeaders(input.request.headers, decision.worker.dpRank, input.upstreamAuthorization);
+      const headers = upstreamRequestHeaders(input.request, decision.worker.dpRank, input.upstreamAuthorization, d.upstream.forwarding);
       s.sent(headers, rec.url, input.path);
       const a = await attemptUpstream({
         call: d.upstream.call,
@@ -169,6 +169,7 @@ class Host implements MoveHost {
         void a.reader?.cancel().catch(() => {});
         ctx.exclude.add(id);
         s.retry({ kind: "failed", reason: `continuation answered HTTP ${a.res.status}${a.res.status === 200 ? " with no stream" : ""}`, status: a.res.status === 200 ? undefined : a.res.status });
+        if (attempt < d.upstream.maxRetries && !ctx.budget()) break;
         continue;
       }
       if (a.kind === "client_gone") {
@@ -177,6 +178,8 @@ class Host implements MoveHost {
       }
       ctx.exclude.add(id);
       s.retry(a);
+      // Every further try of a continuation draws from the one retry budget, as forward's do.
+      if (attempt < d.upstream.maxRetries && !ctx.budget()) break;
     }
     this.relay.switchTo(undefined, track);
     return undefined;

@@ -118,6 +118,11 @@ export class ZmqEventSources implements KvEventSources {
           batches_lost: st.lostBatches,
           restarts: st.restarts,
           decode_errors: st.decodeErrors,
+          // Events of the engine's CPU / disk tiers indexed, and tier events skipped: vLLM's
+          // tokenless placeholders (self_describing_kv_events off) and media no engine holds.
+          tier_events: st.decode.tier,
+          tier_placeholders_skipped: st.decode.placeholder,
+          other_medium_skipped: st.decode.otherMedium,
         };
       }),
     };

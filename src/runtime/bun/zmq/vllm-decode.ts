@@ -16,9 +16,29 @@
  *   hashes from extra_keys. Blocks stop where token_ids run out; an event whose block_size is not
  *   the worker's, or that repeats a hash (parent included), is dropped (Dynamo turns it into a
  *   no-op).
- * - BlockRemoved → Removed. AllBlocksCleared → Cleared.
- * - Only GPU placements are kept (medium nil/"GPU"/"DEVICE"), only KV group 0 (or a full /
- *   MLA / sink-full attention spec kind). Unknown tags are counted and skipped.
+ * - BlockRemoved → Removed. AllBlocksCleared → Cleared of every medium (vLLM's block pool sends it
+ *   on a prefix-cache reset; it names no medium).
+ * - The medium is the holder's third part (core/events.ts KvMedium), mapped as Dynamo maps a
+ *   medium to its StorageTier (shared/spec/router.md §1.1): nil/"GPU"/"DEVICE" → GPU (the event
+ *   carries no medium, exactly as before tiers); "CPU"/"CPU_PINNED"/"CPU_TIER1" → CPU;
+ *   "CPU_TIER2"/"DISK"/"NVME"/"STORAGE"/"FS" → disk. Other media (external, network, shared) and
+ *   `locality` "REMOTE" tiers are not one engine's memory: counted and skipped.
+ * - vLLM's OffloadingConnector (distributed/kv_transfer/kv_connector/v1/offloading/events.py,
+ *   commit 030ea52e; base.py Medium/Locality/OffloadingEvent, commit 0105e232) publishes a CPU or
+ *   STORAGE tier two ways. Self-describing (kv_connector_extra_config "self_describing_kv_events"):
+ *   one BlockStored per offloaded chunk with the chunk's GPU-block hashes, its tokens, the GPU
+ *   block size and the parent, so a 48-token CPU chunk over 16-token GPU blocks is three blocks
+ *   here; a hash shared by two chunks is announced (and later removed) once per chunk, which the
+ *   index reference-counts. Placeholder (the default, and every version before it): one hash per
+ *   chunk, no token ids, no parent. The hash is the engine's hash of the chunk's last GPU block
+ *   (the 0.11+ connector's `_get_block_hashes`: every block_size_factor-th request block hash).
+ *   Where block_size is the CPU block size, a multiple of the GPU's (0.11 until self-describing
+ *   events; tests/v1/kv_connector/unit/test_offloading_connector.py, commit 0274e03c), the event
+ *   becomes StoredData.chunks: the index places each chunk through the GPU blocks the same engine
+ *   reported. The newest placeholders say block_size 0 (a chunk of unknown length): counted as
+ *   `placeholder` and skipped, as vLLM's comment says consumers may.
+ * - Only KV group 0 (or a full / MLA / sink-full attention spec kind). Unknown tags are counted
+ *   and skipped.
  *
  * Event ids: the events this batch yields get `firstEventId, firstEventId+1, …` (dense);
  * the caller owns the counter (see subscriber.ts for why ids are not the ZMQ seq itself).
@@ -27,7 +47,7 @@
  * an array/map); one bad event is counted as malformed and skipped.
  */
 import { computeBlockHashesWith, hashMmIdentifier, portableBatchHasher, type BatchBlockHasher, type BlockExtraInfo } from "../../../core/block-hash.ts";
-import type { KvCacheEventData, RouterEvent, StoredBlock } from "../../../core/events.ts";
+import type { KvCacheEvent, KvCacheEventData, KvMedium, RouterEvent, StoredBlock } from "../../../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../../../core/ids.ts";
 import { MsgpackError, MsgpackReader, type MsgpackValue } from "./msgpack.ts";
 
@@ -66,8 +86,14 @@ export interface VllmDecodeCounters {
   unknownTag: number;
   /** Names of unknown tags seen (the first 16 distinct). */
   unknownTags: string[];
-  /** Skipped: not a GPU placement. */
+  /** Skipped: a medium that is not this engine's GPU, CPU or disk, or a REMOTE-locality tier. */
   otherMedium: number;
+  /** Events kept for a CPU or disk tier (counted in stored / removed too). */
+  tier: number;
+  /** Skipped: a tier's BlockStored without token ids nor a usable block size (vLLM's newest placeholder). */
+  placeholder: number;
+  /** Kept: a tier's BlockStored naming chunks by their last block's hash (StoredData.chunks). */
+  chunkRefs: number;
   /** Skipped: KV cache group other than 0, or an attention kind the router does not index. */
   otherGroup: number;
   /** Skipped: the event's block_size is not the worker's. */
@@ -85,17 +111,18 @@ export interface VllmDecodeCounters {
 export function newVllmDecodeCounters(): VllmDecodeCounters {
   return {
     batches: 0, seen: 0, stored: 0, removed: 0, cleared: 0, unknownTag: 0, unknownTags: [],
-    otherMedium: 0, otherGroup: 0, blockSizeMismatch: 0, duplicateHash: 0, empty: 0, truncated: 0, malformed: 0,
+    otherMedium: 0, tier: 0, placeholder: 0, chunkRefs: 0, otherGroup: 0, blockSizeMismatch: 0, duplicateHash: 0, empty: 0, truncated: 0, malformed: 0,
   };
 }
 
 /** Attention kinds whose blocks the router indexes (Dynamo keeps only these). */
 const INDEXED_SPEC_KINDS = new Set(["full_attention", "mla_attention", "sink_full_attention"]);
-/**
- * Media that mean "on this engine's GPU" (Dynamo's storage-tier mapping): only blocks there are
- * indexed, as in Dynamo, whose prefix index holds device blocks only.
- */
-const GPU_MEDIA = new Set(["GPU", "DEVICE"]);
+/** Medium strings (upper-cased) → the holder's medium; Dynamo's StorageTier mapping plus vLLM's "FS". */
+const MEDIA = new Map<string, KvMedium>([
+  ["GPU", "gpu"], ["DEVICE", "gpu"],
+  ["CPU", "cpu"], ["CPU_PINNED", "cpu"], ["CPU_TIER1", "cpu"],
+  ["CPU_TIER2", "disk"], ["DISK", "disk"], ["NVME", "disk"], ["STORAGE", "disk"], ["FS", "disk"],
+]);
 
 /**
  * Positional field order after the tag: BlockStored's fields as declared by the vLLM versions
@@ -123,6 +150,7 @@ interface RawEvent {
   tokens: Uint32Array | undefined;
   blockSize: number | undefined;
   medium: string | null;
+  locality: string | null;
   loraName: string | null;
   extraKeys: MsgpackValue;
   groupIdx: number | null;
@@ -133,7 +161,7 @@ interface RawEvent {
 function rawEvent(): RawEvent {
   return {
     tag: undefined, blockHashes: undefined, parent: null, tokens: undefined, blockSize: undefined,
-    medium: null, loraName: null, extraKeys: null, groupIdx: null, specKind: null, bad: false,
+    medium: null, locality: null, loraName: null, extraKeys: null, groupIdx: null, specKind: null, bad: false,
   };
 }
 
@@ -185,7 +213,10 @@ export function decodeVllmBatch(
   for (const raw of raws) {
     const data = toEventData(raw, opts, counters);
     if (data === undefined) continue;
-    events.push({ workerId: opts.workerId, event: { eventId: id, dpRank: rank, data } });
+    // GPU events carry no medium: an engine without tiers yields exactly what it always did.
+    const medium = data.type === "cleared" ? "gpu" : mediumOf(raw);
+    const event: KvCacheEvent = medium === "gpu" ? { eventId: id, dpRank: rank, data } : { eventId: id, dpRank: rank, data, medium: medium! };
+    events.push({ workerId: opts.workerId, event });
     id++;
   }
   return { ts, dpRank: rank, events };
@@ -289,6 +320,10 @@ function readField(r: MsgpackReader, name: string, ev: RawEvent): void {
       if (kind !== "nil" && kind !== "str") break;
       ev.loraName = r.tryNil() ? null : r.readStr();
       return;
+    case "locality":
+      if (kind !== "nil" && kind !== "str") break;
+      ev.locality = r.tryNil() ? null : r.readStr();
+      return;
     case "extra_keys":
       ev.extraKeys = r.readValue();
       return;
@@ -301,7 +336,7 @@ function readField(r: MsgpackReader, name: string, ev: RawEvent): void {
       ev.specKind = r.tryNil() ? null : r.readStr();
       return;
     default:
-      // lora_id (deprecated), sliding window, event_version, locality, ownership, future fields.
+      // lora_id (deprecated), sliding window, event_version, ownership, future fields.
       r.skip();
       return;
   }
@@ -400,12 +435,13 @@ function toEventData(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounte
         c.malformed++;
         return undefined;
       }
-      if (!onIndexedGpu(raw, c)) return undefined;
+      if (!onIndexedMedium(raw, c)) return undefined;
       if (raw.blockHashes.length === 0) {
         c.empty++;
         return undefined;
       }
       c.removed++;
+      if (mediumOf(raw) !== "gpu") c.tier++;
       return { type: "removed", blockHashes: raw.blockHashes };
     }
     case "AllBlocksCleared":
@@ -418,9 +454,16 @@ function toEventData(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounte
   }
 }
 
-/** GPU medium, KV group 0 / an indexed attention kind; counts what it rejects. */
-function onIndexedGpu(raw: RawEvent, c: VllmDecodeCounters): boolean {
-  if (raw.medium !== null && raw.medium !== "GPU" && !GPU_MEDIA.has(raw.medium.toUpperCase())) {
+/** The event's medium: GPU when none is named; undefined for a medium the index does not hold. */
+function mediumOf(raw: RawEvent): KvMedium | undefined {
+  if (raw.medium === null || raw.medium === "GPU") return "gpu";
+  return MEDIA.get(raw.medium.toUpperCase());
+}
+
+/** This engine's GPU, CPU or disk, KV group 0 / an indexed attention kind; counts what it rejects. */
+function onIndexedMedium(raw: RawEvent, c: VllmDecodeCounters): boolean {
+  const medium = mediumOf(raw);
+  if (medium === undefined || (medium !== "gpu" && raw.locality !== null && raw.locality.toUpperCase() === "REMOTE")) {
     c.otherMedium++;
     return false;
   }
@@ -439,8 +482,19 @@ function toStored(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounters)
     c.malformed++;
     return undefined;
   }
-  if (!onIndexedGpu(raw, c)) return undefined;
+  if (!onIndexedMedium(raw, c)) return undefined;
+  const tier = mediumOf(raw) !== "gpu";
   const bs = opts.blockSize;
+  if (tier && tokens.length === 0) {
+    if (raw.blockSize > 0 && raw.blockSize % bs === 0 && hashes.length > 0) {
+      c.chunkRefs++;
+      c.stored++;
+      c.tier++;
+      return { type: "stored", parentHash: null, blocks: [], chunks: { tailHashes: hashes, span: raw.blockSize / bs } };
+    }
+    c.placeholder++;
+    return undefined;
+  }
   if (raw.blockSize !== bs) {
     c.blockSizeMismatch++;
     return undefined;
@@ -462,6 +516,7 @@ function toStored(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounters)
   const blocks = new Array<StoredBlock>(n);
   for (let i = 0; i < n; i++) blocks[i] = { blockHash: hashes[i]!, tokensHash: local[i]! };
   c.stored++;
+  if (tier) c.tier++;
   return { type: "stored", parentHash: raw.parent, blocks };
 }
 

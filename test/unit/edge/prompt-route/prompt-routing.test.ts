@@ -13,8 +13,10 @@ const bytes = (s: string) => [...tokenizeText(s)];
 describe("readPrompt without a tokenizer", () => {
   test("text is bytes, marked approximate; token ids are exact; a batch routes on its first prompt", async () => {
     expect(await readPrompt(none, { prompt: "hi" }, "completions")).toEqual({ tokens: Uint32Array.from(bytes("hi")), approximate: true });
-    expect(await readPrompt(none, { prompt: [5, 6] }, "completions")).toEqual({ tokens: Uint32Array.of(5, 6), approximate: false });
-    expect(await readPrompt(none, { prompt: [[7, 8], "x"] }, "completions")).toEqual({ tokens: Uint32Array.of(7, 8), approximate: false });
+    expect(await readPrompt(none, { prompt: [5, 6] }, "completions")).toEqual({ tokens: Uint32Array.of(5, 6), approximate: false, exactTokens: 2 });
+    // The whole batch is known exactly only when every prompt is: what a tenant is charged.
+    expect(await readPrompt(none, { prompt: [[7, 8], "x"] }, "completions")).toEqual({ tokens: Uint32Array.of(7, 8), approximate: false, exactTokens: undefined });
+    expect((await readPrompt(none, { prompt: [[7, 8], [1, 2, 3]] }, "completions")).exactTokens).toBe(5);
     expect((await readPrompt(none, { prompt: ["ab", "cd"] }, "completions")).tokens).toEqual(Uint32Array.from(bytes("ab")));
   });
 
@@ -26,10 +28,10 @@ describe("readPrompt without a tokenizer", () => {
   });
 
   test("embeddings, responses and SGLang bodies: their prompt fields; none: one placeholder token", async () => {
-    expect(await readPrompt(none, { input: [1, 2, 3] }, "embeddings")).toEqual({ tokens: Uint32Array.of(1, 2, 3), approximate: false });
+    expect(await readPrompt(none, { input: [1, 2, 3] }, "embeddings")).toEqual({ tokens: Uint32Array.of(1, 2, 3), approximate: false, exactTokens: 3 });
     expect((await readPrompt(none, { input: "abc" }, "responses")).tokens).toEqual(Uint32Array.from(bytes("abc")));
     expect((await readPrompt(none, { text: "abc" }, "generate")).approximate).toBe(true);
-    expect(await readPrompt(none, { input_ids: [9] }, "generate")).toEqual({ tokens: Uint32Array.of(9), approximate: false });
+    expect(await readPrompt(none, { input_ids: [9] }, "generate")).toEqual({ tokens: Uint32Array.of(9), approximate: false, exactTokens: 1 });
     const placeholder = { tokens: Uint32Array.of(0), approximate: true };
     expect(await readPrompt(none, { query: "q" }, "none")).toEqual(placeholder);
     expect(await readPrompt(none, {}, "embeddings")).toEqual(placeholder);
@@ -55,10 +57,12 @@ describe("readPrompt with the model's tokenizer (Qwen3)", () => {
 
   test("text and chats are the engine's tokens (exact); another model's text stays approximate", async () => {
     const p = await readPrompt(d, { model: "qwen", prompt: "Hello, world" }, "completions");
-    expect(p).toEqual({ tokens: await tok.encodeText("Hello, world", true), approximate: false });
+    const ids = await tok.encodeText("Hello, world", true);
+    expect(p).toEqual({ tokens: ids, approximate: false, exactTokens: ids.length });
     const messages = [{ role: "user", content: "Hello" }];
     const c = await readPrompt(d, { model: "qwen", messages }, "chat");
-    expect(c).toEqual({ tokens: await tok.encodeChat({ messages }, false), approximate: false });
+    const chatIds = await tok.encodeChat({ messages }, false);
+    expect(c).toEqual({ tokens: chatIds, approximate: false, exactTokens: chatIds.length });
     expect((await readPrompt(d, { model: "other", prompt: "Hello" }, "completions")).approximate).toBe(true);
   });
 

@@ -130,7 +130,7 @@ describe("AdmissionGate", () => {
 
 describe("AdmissionGate: no head-of-line blocking across candidate sets", () => {
   test("a waiter whose workers are busy does not hold up one whose workers are free; order kept within a set", async () => {
-    let now = 0;
+    const now = 0;
     const g = new AdmissionGate({ maxQueue: 10, timeoutMs: 1e9, tickMs: 1e9, now: () => now, timers });
     const free = { a: 0, b: 0 };
     const order: string[] = [];

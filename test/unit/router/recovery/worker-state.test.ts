@@ -165,3 +165,19 @@ describe("WorkerState discovery and failures", () => {
     expect(ws.isEmpty()).toBe(true);
   });
 });
+
+describe("WorkerState and tiers", () => {
+  test("a Cleared of one tier is an ordinary event: in id order, no barrier, a gap before it still recovered", () => {
+    const ws = new WorkerState();
+    liveRank(ws, 0, 4n);
+    const tierClear = { ...makeClearEvent(5), event: { ...makeClearEvent(5).event, medium: "cpu" as const } };
+    expect(ws.observeLiveEvent(tierClear)).toEqual({ kind: "apply", event: tierClear });
+    expect(ws.rankCursor(0)).toEqual(live(5n));
+    const later = { ...makeClearEvent(9), event: { ...makeClearEvent(9).event, medium: "disk" as const } };
+    expect(ws.observeLiveEvent(later)).toEqual({ kind: "spawn_incremental", epoch: 0, startEventId: 6n });
+    // The whole rank's Cleared is still the barrier it was.
+    const ws2 = new WorkerState();
+    liveRank(ws2, 0, 4n);
+    expect(ws2.observeLiveEvent(makeClearEvent(9)).kind).toBe("apply_clear");
+  });
+});

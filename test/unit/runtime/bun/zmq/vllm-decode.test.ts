@@ -119,13 +119,16 @@ describe("decodeVllmBatch, map form (newer vLLM)", () => {
 
   test("the batch's data_parallel_rank wins over the configured one", () => {
     expect(out.dpRank).toBe(3);
-    expect(out.events.map((e) => e.event.dpRank)).toEqual([3, 3]);
+    expect(out.events.map((e) => e.event.dpRank)).toEqual([3, 3, 3]);
   });
 
-  test("CPU placements, other KV groups and unknown tags are counted and skipped; ids stay dense", () => {
-    expect(out.events.map((e) => [e.event.eventId, e.event.data.type])).toEqual([[0n, "stored"], [1n, "removed"]]);
-    expect({ otherMedium: c.otherMedium, otherGroup: c.otherGroup, unknownTag: c.unknownTag, tags: c.unknownTags }).toEqual({
-      otherMedium: 1, otherGroup: 1, unknownTag: 1, tags: ["BlockMigrated"],
+  test("a CPU placement is kept with its medium (GPU events carry none); other KV groups and unknown tags are counted and skipped; ids stay dense", () => {
+    expect(out.events.map((e) => [e.event.eventId, e.event.data.type, e.event.medium])).toEqual([
+      [0n, "stored", undefined], [1n, "stored", "cpu"], [2n, "removed", undefined],
+    ]);
+    expect(storedOf(out.events[1]!).blocks).toEqual([{ blockHash: 21n, tokensHash: computeBlockHashes(range(0, 16), 16)[0]! }]);
+    expect({ otherMedium: c.otherMedium, tier: c.tier, otherGroup: c.otherGroup, unknownTag: c.unknownTag, tags: c.unknownTags }).toEqual({
+      otherMedium: 0, tier: 1, otherGroup: 1, unknownTag: 1, tags: ["BlockMigrated"],
     });
   });
 

@@ -1,0 +1,259 @@
+/**
+ * Every answer's usage, read for the cache check (src/fleet/cache-truth), without changing what
+ * the client sees.
+ *
+ * A streamed answer carries usage only when the body asks for it (`stream_options.include_usage`).
+ * Where the client did not ask, the engine is asked for it here (`prepareBody`) and the one chunk it
+ * adds is taken out of the client's stream (`tapUsage`, strip mode). Byte-exact otherwise, because
+ * of how vLLM writes that chunk (vllm/entrypoints/openai/serving_chat.py,
+ * chat_completion_stream_generator, at 003fe59): its other chunks are dumped with
+ * `exclude_unset=True` and `usage` is only set on them with `continuous_usage_stats` (which we never
+ * add), so asking for usage changes nothing but one extra event, `data: {..."choices":[],
+ * "usage":{...}}\n\n`, sent after the last token and before `data: [DONE]`. A client that asked for
+ * `continuous_usage_stats` without `include_usage` would see usage on every chunk if we added it, so
+ * such a body is left alone (no check for that answer). Completions streams are the same
+ * (serving_completion.py).
+ *
+ * Where the client asked itself, or the answer is not streamed, nothing is changed: the usage is
+ * read from the last bytes as they pass. Pure: bytes in, bytes out.
+ */
+
+export interface PreparedBody {
+  /** What the engine gets. */
+  readonly body: Uint8Array;
+  /** include_usage was added here: take the usage chunk out of the client's stream. */
+  readonly strip: boolean;
+  /** The answer will carry usage (false: a body we could not or would not touch). */
+  readonly checked: boolean;
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+const STREAM_OPTIONS = enc.encode('"stream_options"');
+const INSERT = enc.encode('"stream_options":{"include_usage":true}');
+
+/** A body's `stream_options` as its route parsed it (`value` undefined: the body has none). */
+export interface ParsedStreamOptions {
+  readonly value: unknown;
+}
+
+/**
+ * The body to send upstream for a request with `stream` as given. `known`: the body's
+ * `stream_options` as the route read it, when it did (then the body is not scanned for it).
+ */
+export function prepareBody(body: Uint8Array, stream: boolean, known?: ParsedStreamOptions): PreparedBody {
+  if (!stream) return { body, strip: false, checked: true };
+  if (known !== undefined ? known.value === undefined : indexOfBytes(body, STREAM_OPTIONS, 0) < 0) {
+    // The common case: splice the option in after the opening brace, no parse, no re-encoding.
+    let i = 0;
+    while (i < body.length && isSpace(body[i]!)) i++;
+    if (body[i] !== 0x7b /* { */) return { body, strip: false, checked: false };
+    let j = i + 1;
+    while (j < body.length && isSpace(body[j]!)) j++;
+    const comma = body[j] === 0x7d /* } */ ? 0 : 1;
+    const out = new Uint8Array(body.length + INSERT.length + comma);
+    out.set(body.subarray(0, i + 1));
+    out.set(INSERT, i + 1);
+    if (comma) out[i + 1 + INSERT.length] = 0x2c;
+    out.set(body.subarray(i + 1), i + 1 + INSERT.length + comma);
+    return { body: out, strip: true, checked: true };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(dec.decode(body));
+  } catch {
+    return { body, strip: false, checked: false };
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return { body, strip: false, checked: false };
+  const o = parsed as Record<string, unknown>;
+  const so = o.stream_options;
+  if (so !== null && typeof so === "object" && !Array.isArray(so)) {
+    const opts = so as Record<string, unknown>;
+    if (opts.include_usage === true) return { body, strip: false, checked: true };
+    // Adding include_usage would turn continuous usage on for every chunk: not ours to change.
+    if (opts.continuous_usage_stats === true) return { body, strip: false, checked: false };
+    o.stream_options = { ...opts, include_usage: true };
+  } else if (so === undefined || so === null) {
+    o.stream_options = { include_usage: true };
+  } else return { body, strip: false, checked: false }; // the engine answers 400 for it anyway
+  return { body: enc.encode(JSON.stringify(o)), strip: true, checked: true };
+}
+
+/** What an answer's usage says. */
+export interface ReportedUsage {
+  readonly promptTokens: number;
+  /** `prompt_tokens_details.cached_tokens`; undefined: the answer does not say (vLLM omits it at 0). */
+  readonly cachedTokens: number | undefined;
+}
+
+/** The part of a stream reader the proxy uses (observe-stream.ts's ChunkReader). */
+export interface TapReader {
+  read(): Promise<{ done: boolean; value?: Uint8Array | undefined }>;
+  cancel(reason?: unknown): Promise<void>;
+  readonly drained?: boolean;
+}
+
+/** Bytes of the answer's end kept to read usage from when nothing is stripped. */
+const TAIL_BYTES = 4096;
+/** How far from a chunk's end its usage event may start (an event of a few hundred bytes, then [DONE]). */
+const USAGE_SEARCH_BYTES = 2048;
+/** The usage event of an include_usage stream: no choices, then usage. */
+const USAGE_EVENT = enc.encode('"choices":[],"usage":{');
+const EVENT_END = enc.encode("\n\n");
+
+/**
+ * Watches (and in strip mode filters) an answer's bytes. `push` returns what goes to the client;
+ * `finish` what is left at the end, and then `usage` holds what the answer reported.
+ */
+export class UsageTap {
+  usage: ReportedUsage | undefined;
+  #carry: Uint8Array | undefined = undefined;
+  /** The last chunks seen (references, not copies), at least TAIL_BYTES of them when there are. */
+  #tail: Uint8Array[] = [];
+  #tailBytes = 0;
+
+  constructor(readonly strip: boolean) {}
+
+  push(chunk: Uint8Array): Uint8Array {
+    if (!this.strip) {
+      this.#keepTail(chunk);
+      return chunk;
+    }
+    // Only whole events go on, so the usage event can be cut out even when split across chunks.
+    const buf = this.#carry === undefined ? chunk : concat(this.#carry, chunk);
+    const cut = lastIndexOfBytes(buf, EVENT_END);
+    if (cut < 0) {
+      this.#carry = buf;
+      return EMPTY;
+    }
+    const whole = cut + EVENT_END.length;
+    this.#carry = whole < buf.length ? buf.slice(whole) : undefined;
+    const complete = buf.subarray(0, whole);
+    // Only [DONE] follows the usage event: it is within the last bytes of the chunk that has it.
+    const at = indexOfBytes(complete, USAGE_EVENT, Math.max(0, whole - USAGE_SEARCH_BYTES));
+    if (at < 0) return complete;
+    const start = lastIndexOfBytes(complete.subarray(0, at), EVENT_END);
+    const from = start < 0 ? 0 : start + EVENT_END.length;
+    const endAt = indexOfBytes(complete, EVENT_END, at);
+    const to = endAt + EVENT_END.length;
+    this.usage = usageOfTail(complete.subarray(from, to));
+    if (from === 0 && to === complete.length) return EMPTY;
+    return concat(complete.subarray(0, from), complete.subarray(to));
+  }
+
+  /** The end of the answer: bytes still held, and the usage read from the tail. */
+  finish(): Uint8Array {
+    if (!this.strip) {
+      this.usage = usageOfTail(this.#tail.length === 1 ? this.#tail[0]! : this.#tail.reduce((a, b) => concat(a, b), EMPTY));
+      return EMPTY;
+    }
+    const rest = this.#carry ?? EMPTY;
+    this.#carry = undefined;
+    return rest;
+  }
+
+  /** Bytes held back (strip mode): a partial event. */
+  get holding(): boolean {
+    return this.#carry !== undefined;
+  }
+
+  #keepTail(chunk: Uint8Array): void {
+    const tail = chunk.length > TAIL_BYTES ? chunk.subarray(chunk.length - TAIL_BYTES) : chunk;
+    this.#tail.push(tail);
+    this.#tailBytes += tail.length;
+    while (this.#tail.length > 1 && this.#tailBytes - this.#tail[0]!.length >= TAIL_BYTES) this.#tailBytes -= this.#tail.shift()!.length;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/**
+ * An answer's reader through a tap: what it yields is what the client gets; `onEnd` runs once
+ * with the usage when the engine's body ended (not when it broke or the client left).
+ */
+export function tappedReader(first: Uint8Array | undefined, reader: TapReader, tap: UsageTap, onEnd: (u: ReportedUsage | undefined) => void): { first: Uint8Array | undefined; reader: TapReader } {
+  let ended = false;
+  const end = (): Uint8Array => {
+    const rest = tap.finish();
+    if (!ended) {
+      ended = true;
+      onEnd(tap.usage);
+    }
+    return rest;
+  };
+  let out = first !== undefined ? tap.push(first) : undefined;
+  let finished = false;
+  if (first !== undefined && reader.drained === true) {
+    const rest = end();
+    finished = true;
+    if (rest.length > 0) out = concat(out!, rest);
+  }
+  const wrapped: TapReader = {
+    async read() {
+      if (finished) return { done: true };
+      for (;;) {
+        const r = await reader.read();
+        if (r.done || r.value === undefined) {
+          finished = true;
+          const rest = end();
+          return rest.length > 0 ? { done: false, value: rest } : { done: true };
+        }
+        const v = tap.push(r.value);
+        if (reader.drained === true) {
+          finished = true;
+          const rest = end();
+          return { done: false, value: rest.length > 0 ? concat(v, rest) : v };
+        }
+        if (v.length > 0) return { done: false, value: v };
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+    get drained() {
+      return finished || (reader.drained === true && !tap.holding);
+    },
+  };
+  return { first: out, reader: wrapped };
+}
+
+/** The last usage object in an answer's tail (a whole JSON answer, or a stream's usage chunk). */
+export function usageOfTail(tail: Uint8Array): ReportedUsage | undefined {
+  const text = dec.decode(tail);
+  const at = text.lastIndexOf('"usage"');
+  if (at < 0) return undefined;
+  const u = text.slice(at);
+  const p = /"prompt_tokens"\s*:\s*(\d+)/.exec(u);
+  if (p === null) return undefined;
+  const c = /"cached_tokens"\s*:\s*(\d+)/.exec(u);
+  return { promptTokens: Number(p[1]), cachedTokens: c !== null ? Number(c[1]) : undefined };
+}
+
+function isSpace(b: number): boolean {
+  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+export function indexOfBytes(hay: Uint8Array, needle: Uint8Array, from: number): number {
+  const first = needle[0]!;
+  const last = hay.length - needle.length;
+  for (let i = hay.indexOf(first, from); i >= 0 && i <= last; i = hay.indexOf(first, i + 1)) {
+    let j = 1;
+    while (j < needle.length && hay[i + j] === needle[j]) j++;
+    if (j === needle.length) return i;
+  }
+  return -1;
+}
+
+function lastIndexOfBytes(hay: Uint8Array, needle: Uint8Array): number {
+  for (let i = hay.length - needle.length; i >= 0; i--) {
+    let j = 0;
+    while (j < needle.length && hay[i + j] === needle[j]) j++;
+    if (j === needle.length) return i;
+  }
+  return -1;
+}

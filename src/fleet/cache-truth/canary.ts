@@ -1,0 +1,103 @@
+/**
+ * The canary: a known prompt sent twice straight to one engine rank (never through the proxy, so
+ * no tenant is billed and no request metric moves; 2 x 256 prompt tokens and 2 output tokens).
+ * After the first send, the blocks the engine published must be in the router's index under the
+ * hashes the router computes for that prompt; the second send must report the cached tokens vLLM
+ * reports for a prompt cached whole (answer-check.ts): floor((256 - 1) / block size) blocks. That
+ * checks the block size, the hash algorithm and seed, the LoRA salt (with an adapter) and that the
+ * events reach this router. Each run's prompt starts with a fresh nonce, so it is never cached yet.
+ * Runtime-free: the engine call, the index, the clock and the sleep come in.
+ */
+import type { DpRank, WorkerId } from "../../core/ids.ts";
+import { expectedCachedTokens } from "./answer-check.ts";
+import type { TruthCause } from "./source-state.ts";
+
+export const CANARY_TOKENS = 256;
+/**
+ * How long the first send's events may take to reach the index: a rank's live events wait while
+ * its registration restore runs, which a loaded machine can make take seconds.
+ */
+export const CANARY_EVENT_WAIT_MS = 8_000;
+
+/** What an engine's answer says of its prompt (its `usage`). */
+export interface CanaryUsage {
+  readonly promptTokens: number;
+  readonly cachedTokens: number | undefined;
+}
+
+export interface CanaryDeps {
+  readonly blockSize: number;
+  /** One completion of these token ids on the rank, straight to the engine; its usage. Throws on failure. */
+  readonly complete: (url: string, dpRank: DpRank, prompt: readonly number[], model: string | undefined) => Promise<CanaryUsage | undefined>;
+  /** Leading blocks of `tokens` the router's index holds for the rank (hashed as the router hashes them). */
+  readonly indexedBlocks: (tokens: Uint32Array, workerId: WorkerId, dpRank: DpRank, loraName: string | undefined) => number;
+  /** Live events heard from the rank so far. */
+  readonly eventsSeen: (workerId: WorkerId, dpRank: DpRank) => number;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly now: () => number;
+  readonly random: () => number;
+}
+
+export interface CanaryTarget {
+  readonly workerId: WorkerId;
+  readonly url: string;
+  readonly dpRank: DpRank;
+  /** The model to name (undefined: the engine's default). */
+  readonly model?: string;
+  /** The model is this LoRA adapter: its blocks are salted with its name. */
+  readonly loraName?: string;
+}
+
+export interface CanaryResult {
+  readonly ok: boolean;
+  readonly cause?: TruthCause;
+  readonly evidence: string;
+}
+
+/** The canary's prompt: a nonce, then a fixed pattern (token ids well inside any vocabulary). */
+export function canaryPrompt(nonce: number): number[] {
+  const out = new Array<number>(CANARY_TOKENS);
+  out[0] = 1000 + (nonce % 20_000);
+  for (let i = 1; i < CANARY_TOKENS; i++) out[i] = 1000 + ((nonce * 7919 + i * 104_729) % 20_000);
+  return out;
+}
+
+/** Other block sizes an engine may run with, to name the one whose hit we saw. */
+const BLOCK_SIZES = [1, 8, 16, 32, 64, 128];
+
+export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryResult> {
+  const prompt = canaryPrompt(Math.floor(d.random() * 1e9));
+  const tokens = Uint32Array.from(prompt);
+  const full = Math.floor(CANARY_TOKENS / d.blockSize);
+  const before = d.eventsSeen(t.workerId, t.dpRank);
+  const first = await d.complete(t.url, t.dpRank, prompt, t.model);
+  if (first !== undefined && first.promptTokens !== CANARY_TOKENS) {
+    return { ok: false, cause: "template_or_tokenizer", evidence: `the engine counted ${first.promptTokens} prompt tokens for ${CANARY_TOKENS} token ids` };
+  }
+  const deadline = d.now() + CANARY_EVENT_WAIT_MS;
+  let indexed = d.indexedBlocks(tokens, t.workerId, t.dpRank, t.loraName);
+  while (indexed < full && d.now() < deadline) {
+    await d.sleep(50);
+    indexed = d.indexedBlocks(tokens, t.workerId, t.dpRank, t.loraName);
+  }
+  const heard = d.eventsSeen(t.workerId, t.dpRank) - before;
+  const second = await d.complete(t.url, t.dpRank, prompt, t.model);
+  const expected = expectedCachedTokens(full, CANARY_TOKENS, d.blockSize);
+  const cached = second?.cachedTokens ?? 0;
+  if (second === undefined) return { ok: false, cause: "cached_tokens", evidence: "the engine's answer carries no usage" };
+  if (cached !== expected) {
+    const other = BLOCK_SIZES.find((b) => b !== d.blockSize && cached > 0 && cached === expectedCachedTokens(Math.floor(CANARY_TOKENS / b), CANARY_TOKENS, b));
+    if (other !== undefined) return { ok: false, cause: "block_size", evidence: `the engine served ${cached} of ${CANARY_TOKENS} cached tokens, whole blocks of ${other}; the router hashes blocks of ${d.blockSize} (expected ${expected})` };
+  }
+  if (indexed < full) {
+    if (heard === 0) return { ok: false, cause: "no_events", evidence: `no event from this rank within ${CANARY_EVENT_WAIT_MS} ms of the first send; the index holds ${indexed} of its ${full} blocks` };
+    const cause: TruthCause = t.loraName !== undefined ? "lora_salt" : "block_hashes";
+    return {
+      ok: false,
+      cause,
+      evidence: `${heard} events came after the first send, but the index holds ${indexed} of its ${full} blocks under the router's hashes${t.loraName !== undefined ? ` (adapter ${t.loraName}: its salt is not the router's)` : ""}`,
+    };
+  }
+  if (cached !== expected) return { ok: false, cause: "cached_tokens", evidence: `the second send reported ${cached} cached tokens, expected ${expected}` };
+  return { ok: true, evidence: `${full} blocks indexed under the router's hashes, ${cached} cached tokens reported as expected${t.loraName !== undefined ? ` (adapter ${t.loraName})` : ""}` };
+}

@@ -1,0 +1,206 @@
+/**
+ * Is one event source's picture true? One (worker, dp rank)'s state, from the verdicts of its
+ * answers (answer-check.ts) and its canaries. Pure: time comes in as `now` (ms).
+ *
+ * - exact: the index's predictions are served; the router routes on it.
+ * - degraded: the index claims blocks the engine does not serve, or the engine's prompts or
+ *   blocks are not the router's (another template, tokenizer, block size): its overlaps are false.
+ * - blind: the engine serves hits the router never heard of: its events are missing (dropped, or
+ *   published where this router does not listen).
+ *
+ * Rules (over the last `window` checked answers of the source, DEFAULT_TRUTH_RULES):
+ * - `tokensDiffer` answers whose prompt length is not the router's -> degraded, template_or_tokenizer;
+ * - `blockSize` answers whose hit is not whole blocks of the router's size -> degraded, block_size;
+ * - `hitsNeeded` answers that served less than predicted, and at least `share` of those with a
+ *   predicted hit -> degraded, stale_index (a restart missed, another engine's events, or hashes
+ *   that stopped matching);
+ * - `unexpectedNeeded` answers that served more than the index and the in-flight requests
+ *   explain, and at least `unexpectedShare` of those with a hit (a prompt's shared system prefix
+ *   makes nearly every answer a hit, so a lost event shows in a few of them) -> blind, with the cause read from the event stream:
+ *   no_events (no live event since `quietMs`), block_hashes (events come, but no prediction of
+ *   the window ever hit: their hashes are not the router's), else events_missing;
+ * - a canary that fails -> degraded at once, with the canary's cause.
+ * Back to exact (hysteresis): `recoverAgree` agreeing answers in a row, `recoverHits` of them with
+ * a predicted hit the engine served, and at least `minDwellMs` since the state was entered. Entering
+ * needs a share of a window; leaving needs a clean run, so a source near a threshold does not flap.
+ */
+import type { AnswerVerdict } from "./answer-check.ts";
+
+export type TruthState = "exact" | "degraded" | "blind";
+export type TruthCause =
+  | "template_or_tokenizer"
+  | "block_size"
+  | "block_hashes"
+  | "stale_index"
+  | "events_missing"
+  | "no_events"
+  | "lora_salt"
+  | "cached_tokens";
+
+export interface TruthRules {
+  readonly window: number;
+  readonly tokensDiffer: number;
+  readonly blockSize: number;
+  readonly hitsNeeded: number;
+  readonly share: number;
+  readonly unexpectedNeeded: number;
+  readonly unexpectedShare: number;
+  readonly quietMs: number;
+  readonly recoverAgree: number;
+  readonly recoverHits: number;
+  readonly minDwellMs: number;
+}
+
+export const DEFAULT_TRUTH_RULES: TruthRules = {
+  window: 20,
+  tokensDiffer: 3,
+  blockSize: 2,
+  hitsNeeded: 3,
+  share: 0.5,
+  unexpectedNeeded: 4,
+  unexpectedShare: 0.2,
+  quietMs: 30_000,
+  recoverAgree: 10,
+  recoverHits: 3,
+  minDwellMs: 30_000,
+};
+
+/** One checked answer, as the state keeps it. */
+export interface CheckedAnswer {
+  readonly verdict: AnswerVerdict;
+  /** Cached tokens the router predicted (its index) and the engine reported. */
+  readonly expected: number;
+  readonly cached: number;
+}
+
+/** What the event path says about this source (the tracker counts it). */
+export interface EventFacts {
+  /** Live events applied since registration. */
+  readonly seen: number;
+  /** When the last one came (ms), if any. */
+  readonly lastAt: number | undefined;
+}
+
+export interface Transition {
+  readonly from: TruthState;
+  readonly to: TruthState;
+  readonly cause: TruthCause | undefined;
+  /** What the decision rests on, for the log line. */
+  readonly evidence: string;
+  readonly at: number;
+}
+
+export class SourceTruth {
+  state: TruthState = "exact";
+  cause: TruthCause | undefined;
+  since: number;
+  /** Answers checked since registration, and those that agreed. */
+  checked = 0;
+  agreed = 0;
+  #window: CheckedAnswer[] = [];
+  #run = 0;
+  #runHits = 0;
+
+  constructor(
+    now: number,
+    readonly rules: TruthRules = DEFAULT_TRUTH_RULES,
+  ) {
+    this.since = now;
+  }
+
+  /** Share of the window that agreed (1 with nothing checked yet). */
+  get agreement(): number {
+    let n = 0;
+    let ok = 0;
+    for (const a of this.#window) {
+      if (a.verdict === "unchecked") continue;
+      n++;
+      if (a.verdict === "agree") ok++;
+    }
+    return n === 0 ? 1 : ok / n;
+  }
+
+  observe(a: CheckedAnswer, events: EventFacts, now: number): Transition | undefined {
+    if (a.verdict === "unchecked") return undefined;
+    this.checked++;
+    if (a.verdict === "agree") this.agreed++;
+    this.#window.push(a);
+    if (this.#window.length > this.rules.window) this.#window.shift();
+    if (this.state !== "exact") {
+      if (a.verdict === "agree") {
+        this.#run++;
+        if (a.expected > 0) this.#runHits++;
+      } else {
+        this.#run = 0;
+        this.#runHits = 0;
+      }
+      if (this.#run >= this.rules.recoverAgree && this.#runHits >= this.rules.recoverHits && now - this.since >= this.rules.minDwellMs) {
+        const evidence = `${this.#run} answers in a row served what the index predicted (${this.#runHits} with hits) after ${Math.round((now - this.since) / 1000)} s ${this.state}`;
+        this.#window = [];
+        return this.#move("exact", undefined, evidence, now);
+      }
+    }
+    const found = this.#rule(events, now);
+    if (found === undefined) return undefined;
+    // Only a move to another state: a new cause within the same state is not news.
+    if (found.state === this.state) return undefined;
+    if (this.state !== "exact" && found.state === "degraded" && this.state === "blind") return undefined;
+    return this.#move(found.state, found.cause, found.evidence, now);
+  }
+
+  /** A canary failed: degraded at once. */
+  canaryFailed(cause: TruthCause, evidence: string, now: number): Transition | undefined {
+    if (this.state === "degraded" && this.cause === cause) return undefined;
+    return this.#move("degraded", cause, `canary: ${evidence}`, now);
+  }
+
+  #move(to: TruthState, cause: TruthCause | undefined, evidence: string, now: number): Transition {
+    const t: Transition = { from: this.state, to, cause, evidence, at: now };
+    this.state = to;
+    this.cause = cause;
+    this.since = now;
+    this.#run = 0;
+    this.#runHits = 0;
+    return t;
+  }
+
+  #rule(events: EventFacts, now: number): { state: TruthState; cause: TruthCause; evidence: string } | undefined {
+    const r = this.rules;
+    let tokens = 0;
+    let blocks = 0;
+    let missed = 0;
+    let predicted = 0;
+    let unexpected = 0;
+    let hits = 0;
+    let predictedServed = 0;
+    for (const a of this.#window) {
+      if (a.verdict === "tokens_differ") tokens++;
+      else if (a.verdict === "block_size") blocks++;
+      else if (a.verdict === "missed_hits") missed++;
+      else if (a.verdict === "unexpected_hits") unexpected++;
+      if (a.expected > 0) predicted++;
+      if (a.cached > 0) hits++;
+      if (a.expected > 0 && a.cached >= a.expected) predictedServed++;
+    }
+    const n = this.#window.length;
+    if (tokens >= r.tokensDiffer) return { state: "degraded", cause: "template_or_tokenizer", evidence: `${tokens} of the last ${n} answers: the engine's prompt length is not the router's` };
+    if (blocks >= r.blockSize) return { state: "degraded", cause: "block_size", evidence: `${blocks} of the last ${n} answers: a cache hit that is not whole blocks of the router's size` };
+    if (unexpected >= r.unexpectedNeeded && unexpected >= r.unexpectedShare * hits) {
+      const quiet = events.lastAt === undefined || now - events.lastAt >= r.quietMs;
+      const cause: TruthCause = quiet ? "no_events" : predictedServed === 0 ? "block_hashes" : "events_missing";
+      const why =
+        cause === "no_events"
+          ? events.seen === 0
+            ? "no live event from this source since it registered"
+            : `no live event for ${Math.round((now - events.lastAt!) / 1000)} s`
+          : cause === "block_hashes"
+            ? `${events.seen} events came, but no predicted hit in the window was served: their block hashes are not the router's`
+            : "events come, but not all of them";
+      return { state: "blind", cause, evidence: `${unexpected} of ${hits} answers with cache hits served blocks the router never heard of; ${why}` };
+    }
+    if (missed >= r.hitsNeeded && missed >= r.share * predicted) {
+      return { state: "degraded", cause: "stale_index", evidence: `${missed} of ${predicted} answers with a predicted hit served less than the index holds` };
+    }
+    return undefined;
+  }
+}

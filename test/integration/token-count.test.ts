@@ -1,0 +1,84 @@
+/**
+ * The router counts output tokens as the engine does (edge/proxy/sse-counter.ts): a real router
+ * in front of a real simulated engine, 32 tokens asked each time, completions and chat, streamed
+ * with and without `stream_options.include_usage` and whole. The access line's `output_tokens`
+ * and `switchyard_completion_tokens_total` must equal the engine's own usage (its
+ * `mocker_completion_tokens_total` and, where it sent one, the answer's `usage`): 32, not the
+ * 33 (completions) or 34 (chat) that counting every data event gave.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
+
+const N = 32;
+let engine: Proc | undefined;
+let router: Proc | undefined;
+let url = "";
+
+beforeAll(async () => {
+  engine = await startMain(["mocker", "--port", "0", "--block-size", "16", "--speedup", "20"]);
+  router = await startMain([
+    "serve", "--port", "0", "--host", "127.0.0.1", "--block-size", "16", "--log-format", "json", "--health-interval", "30",
+    "--worker", String(engine.info.url),
+  ]);
+  url = String(router.info.url);
+});
+
+afterAll(async () => {
+  await stopAll([router, engine]);
+});
+
+function accessLine(id: string): Record<string, unknown> | undefined {
+  return router!
+    .output()
+    .split("\n")
+    .filter((l) => l.startsWith("{") && l.includes('"msg":"request"'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .find((l) => l.request_id === id);
+}
+
+/** A counter's value summed over its series, from a Prometheus text page. */
+async function counter(base: string, name: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split("\n")) if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  return sum;
+}
+
+const CASES = [
+  { kind: "completions", stream: true, usage: false },
+  { kind: "completions", stream: true, usage: true },
+  { kind: "completions", stream: false, usage: false },
+  { kind: "chat", stream: true, usage: false },
+  { kind: "chat", stream: true, usage: true },
+  { kind: "chat", stream: false, usage: false },
+] as const;
+
+describe("output tokens: router = engine (real processes)", () => {
+  for (const c of CASES) {
+    test(`${c.kind}, ${c.stream ? `streamed ${c.usage ? "with" : "without"} include_usage` : "whole"}: ${N} tokens are ${N} in the access log and the metrics`, async () => {
+      const id = `tok-${c.kind}-${c.stream}-${c.usage}`;
+      const routerBefore = await counter(url, "switchyard_completion_tokens_total");
+      const engineBefore = await counter(String(engine!.info.url), "mocker_completion_tokens_total");
+      const input = c.kind === "chat" ? { messages: [{ role: "user", content: `count me ${id}` }] } : { prompt: `count me ${id}` };
+      const res = await fetch(`${url}${c.kind === "chat" ? "/v1/chat/completions" : "/v1/completions"}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": id },
+        body: JSON.stringify({
+          model: "switchyard-sim", max_tokens: N, ...input, stream: c.stream,
+          ...(c.usage ? { stream_options: { include_usage: true } } : {}),
+        }),
+      });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      if (c.usage || !c.stream) {
+        const last = c.stream ? JSON.parse(text.split("\n\n").filter((e) => e !== "").at(-2)!.slice(6)) : JSON.parse(text);
+        expect(last.usage.completion_tokens).toBe(N);
+      } else expect(text).not.toContain('"usage"');
+      const line = await until(() => accessLine(id), `the access line of ${id}`);
+      expect(line.output_tokens).toBe(N);
+      expect(await counter(String(engine!.info.url), "mocker_completion_tokens_total")).toBe(engineBefore + N);
+      await until(async () => (await counter(url, "switchyard_completion_tokens_total")) === routerBefore + N, "the router's completion tokens to grow by exactly N", 5000);
+      expect(await counter(url, "switchyard_completion_tokens_total")).toBe(routerBefore + N);
+    });
+  }
+});
