@@ -321,7 +321,7 @@ export class MockEngine {
     let prefillStart = 0;
     let firstTokenAt = 0;
     let text = "";
-    const offset = fakeTextOffset(c.seed, req.tokens);
+    const offset = fakeTextOffset(c.seed, req.tokens, req.seed);
     try {
       if (req.importKv !== undefined) {
         // vLLM's WAITING_FOR_REMOTE_KVS: the pull happens before the request is scheduled.
