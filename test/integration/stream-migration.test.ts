@@ -7,6 +7,7 @@
  * is freed afterwards (/v1/workers load back to 0).
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
 import { startRouter, urlOf, workers } from "./multi-router-cluster.ts";
 import { stopAll, until, type Proc } from "../support/processes.ts";
 import { bookedLoad, metric } from "../chaos/faults.ts";
@@ -104,5 +105,52 @@ describe("a stream survives its engine", () => {
     await expectExact(streams, urlOf(survivor));
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed while it is still frozen", 5_000);
     victim.proc.proc.kill("SIGCONT");
+  }, 60_000);
+
+  test("the official npm openai client reads every migrated stream without an error, and the text it assembles is exact", async () => {
+    const { url, engines } = await cluster();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const runs = Array.from({ length: 8 }, (_, i) => {
+      const kind: Kind = i % 2 === 0 ? "completions" : "chat";
+      const body = requestBody(kind, 100 + i, MAX_TOKENS);
+      const run = { kind, body, worker: "", text: "", usage: undefined as { prompt_tokens: number; completion_tokens: number } | undefined, error: undefined as string | undefined, done: Promise.resolve() };
+      run.done = (async () => {
+        try {
+          if (kind === "chat") {
+            const { data, response } = await client.chat.completions.create({ ...(body as { messages: OpenAI.ChatCompletionMessageParam[] }), model: "switchyard-sim", stream: true }).withResponse();
+            run.worker = response.headers.get("x-switchyard-worker") ?? "";
+            for await (const c of data) {
+              run.text += c.choices[0]?.delta?.content ?? "";
+              if (c.usage) run.usage = c.usage;
+            }
+          } else {
+            const { data, response } = await client.completions.create({ ...(body as { prompt: string }), model: "switchyard-sim", stream: true }).withResponse();
+            run.worker = response.headers.get("x-switchyard-worker") ?? "";
+            for await (const c of data) {
+              run.text += c.choices[0]?.text ?? "";
+              if (c.usage) run.usage = c.usage;
+            }
+          }
+        } catch (e) {
+          run.error = String(e);
+        }
+      })();
+      return run;
+    });
+    await until(() => runs.every((r) => r.text.length >= 3 || r.error !== undefined), "every client stream to be under way", 20_000);
+    expect(runs.map((r) => r.error).filter((e) => e !== undefined)).toEqual([]);
+    const victim = await busiest(url, engines, runs.map((r) => ({ live: { worker: r.worker } as Live })));
+    victim.proc.proc.kill("SIGKILL");
+    await Promise.all(runs.map((r) => r.done));
+    const survivor = engines.find((e) => e !== victim.proc)!;
+    const refs = await Promise.all(runs.map((r) => reference(urlOf(survivor), r.kind, r.body)));
+    console.log(`migration, npm openai: ${runs.length} streams, ${victim.on} on the killed engine`);
+    for (const [k, r] of runs.entries()) {
+      expect(r.error).toBeUndefined();
+      expect(r.text).toBe(refs[k]!.text);
+      expect(r.usage?.prompt_tokens).toBe(refs[k]!.usage.prompt_tokens);
+      expect(r.usage?.completion_tokens).toBe(MAX_TOKENS);
+    }
+    await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 5_000);
   }, 60_000);
 });
