@@ -296,6 +296,12 @@ export const SERVE_OPTIONS = {
     help: "times one streamed answer may move to another worker when its engine fails after the first byte (continued from the text sent so far); 0 = never; a request turns it off with x-switchyard-migrate: off",
     runtimes: EVERYWHERE,
   }),
+  migrateAfter: row({
+    schema: v.optional(nonNegative("a number of seconds >= 0"), 30),
+    meta: "S",
+    help: "seconds a stream may go on on a worker taken out of rotation to drain (a pod not ready or terminating) before it moves to another worker (--max-migrations); 0 = at once",
+    runtimes: EVERYWHERE,
+  }),
   migrationKeepBytes: row({
     schema: v.optional(int(0, 2 ** 31), 4 * 1024 * 1024),
     meta: "N",

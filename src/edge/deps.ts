@@ -100,6 +100,8 @@ export interface FleetView {
 /** --max-migrations and the bounds on what streams keep to be moved. */
 export interface MigrationOptions {
   readonly maxMoves: number;
+  /** A stream on a worker taken out to drain moves after this long (--migrate-after). */
+  readonly migrateAfterMs: number;
   /** Bytes one stream may keep. */
   readonly keepBytes: number;
   /** What every stream keeps, against one router-wide limit. */

@@ -15,7 +15,7 @@ export interface ForwardDeps {
   /** Decisions: routeOrWait (waits in the router's admission gate while every worker is busy), prepare, request ids. */
   readonly routing: RoutingService;
   /** A decision's worker -> its URL (gone meanwhile: the next decision), and word when it leaves rotation. */
-  readonly registry: Pick<WorkerRegistry, "get" | "onUnavailable" | "healthyIds">;
+  readonly registry: Pick<WorkerRegistry, "get" | "onUnavailable" | "onDraining" | "healthyIds">;
   readonly upstream: Upstream;
   readonly outcomes: WorkerOutcomes;
   readonly observe: Observability;

@@ -152,15 +152,16 @@ export class Settlement {
   /**
    * The stream this try was passing on failed after its first byte and goes on on another worker
    * (migration/): this try ends as a failure of its worker (fenced when `fence`: the engine
-   * connection broke), and hands over the stream's observation to the settlement that continues it.
+   * connection broke; not reported at all when not `blame`: a planned move), and hands over the stream's observation to the settlement that continues it.
    */
-  migrated(why: string, fence: boolean): StreamTrack | undefined {
+  migrated(why: string, fence: boolean, blame = true): StreamTrack | undefined {
     if (this.#settled) return undefined;
     this.#settled = true;
     this.decision.lease.free();
     const id = this.workerId;
     if (fence) this.#d.outcomes.fence(id, why);
-    this.#d.outcomes.report?.(id, why);
+    // A planned move (the worker drains) says nothing about the worker.
+    if (blame) this.#d.outcomes.report?.(id, why);
     this.#d.metrics.requests.inc([this.#label, "migrated"]);
     this.#d.log.warn(`worker ${id} (${this.#url}) failed mid-stream; the stream goes on elsewhere: ${why}`, this.#requestIdField());
     const track = this.#track;

@@ -69,7 +69,7 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
   // that every app of this router (one per runtime entry) shares.
   const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
   // One account of what streams keep to be moved, shared by every app of this router.
-  const migration = config.maxMigrations > 0 ? { maxMoves: config.maxMigrations, keepBytes: config.migrationKeepBytes, memory: new KeptMemory(config.migrationMemoryBytes) } : undefined;
+  const migration = config.maxMigrations > 0 ? { maxMoves: config.maxMigrations, migrateAfterMs: config.migrateAfter * 1000, keepBytes: config.migrationKeepBytes, memory: new KeptMemory(config.migrationMemoryBytes) } : undefined;
   // An address is no identity once the router is exposed: without a token the admin API is closed then (edge/auth.ts).
   const adminOpenness = adminOpennessOf({ adminToken: config.adminToken, apiKeys: config.apiKeys, host: config.host });
   if (adminOpenness.kind === "closed") log.warn(adminClosedLine(adminOpenness.why));

@@ -103,9 +103,22 @@ class Host implements MoveHost {
     return this.relay.current!.workerId;
   }
 
-  watch(onDown: (reason: string) => void): () => void {
+  watch(onDown: (reason: string, planned: boolean) => void): () => void {
     const s = this.relay.current;
-    return s === undefined ? () => {} : this.ctx.d.registry.onUnavailable(s.workerId, onDown);
+    if (s === undefined) return () => {};
+    const { registry } = this.ctx.d;
+    const after = this.ctx.options.migrateAfterMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const offDown = registry.onUnavailable(s.workerId, (reason) => onDown(reason, false));
+    // Taken out to drain: its engine still serves, so the stream stays until --migrate-after.
+    const offDrain = registry.onDraining(s.workerId, (reason) => {
+      timer = setTimeout(() => onDown(reason, true), after);
+    });
+    return () => {
+      offDown();
+      offDrain();
+      if (timer !== undefined) clearTimeout(timer);
+    };
   }
 
   budget(): boolean {
@@ -118,12 +131,12 @@ class Host implements MoveHost {
     this.ctx.d.observe.log.warn(`a stream that failed mid-answer was not moved (${outcome}): ${why}`, id !== undefined ? { request_id: id } : undefined);
   }
 
-  async move(body: Uint8Array, why: string, fence: boolean): Promise<Continuation | undefined> {
+  async move(body: Uint8Array, why: string, fence: boolean, planned: boolean): Promise<Continuation | undefined> {
     const { ctx } = this;
     const { d, input } = ctx;
     const old = this.relay.current!;
     const from = old.workerId;
-    const track = old.migrated(why, fence);
+    const track = old.migrated(why, fence, !planned);
     ctx.exclude.add(from);
     for (let attempt = 0; attempt <= d.upstream.maxRetries; attempt++) {
       let decision: RouteDecision;

@@ -45,12 +45,12 @@ export interface Continuation {
 export interface MoveHost {
   /** The worker the stream comes from now. */
   readonly workerId: bigint;
-  /** Subscribe to the current worker leaving rotation; returns the unsubscribe. */
-  watch(onDown: (reason: string) => void): () => void;
+  /** Subscribe to the current worker leaving rotation (`planned`: to drain, past --migrate-after); returns the unsubscribe. */
+  watch(onDown: (reason: string, planned: boolean) => void): () => void;
   /** May one more move be spent (the fleet-wide retry budget)? */
   budget(): boolean;
-  /** End the current try as failed (`why`, fenced when `fence`) and start `body` on another worker; undefined: none took it. */
-  move(body: Uint8Array, why: string, fence: boolean): Promise<Continuation | undefined>;
+  /** End the current try as failed (`why`, fenced when `fence`; a `planned` move blames nobody) and start `body` on another worker; undefined: none took it. */
+  move(body: Uint8Array, why: string, fence: boolean, planned: boolean): Promise<Continuation | undefined>;
   /** The stream could not be moved: `outcome` says why, for the metric. */
   gaveUp(outcome: "refused" | "failed", why: string): void;
 }
@@ -76,6 +76,8 @@ interface Failure {
   readonly held?: Uint8Array;
   /** The engine was silent past the idle deadline. */
   readonly idle?: boolean;
+  /** A planned move (the worker drains): nothing failed. */
+  readonly planned?: boolean;
 }
 
 export class MovingReader implements ChunkReader {
@@ -114,7 +116,7 @@ export class MovingReader implements ChunkReader {
     this.#up = upstream;
     this.#pending = first;
     this.#workerId = host.workerId;
-    this.#unwatch = host.watch((reason) => this.#interruptWith({ why: `worker left rotation (${reason})`, fence: false }));
+    this.#unwatch = host.watch((reason, planned) => this.#interruptWith({ why: planned ? `planned move (${reason})` : `worker left rotation (${reason})`, fence: false, planned }));
   }
 
   get drained(): boolean | undefined {
@@ -336,7 +338,7 @@ export class MovingReader implements ChunkReader {
     this.#carry = undefined;
     this.#moves++;
     const from = this.#workerId;
-    const c = await this.host.move(plan.body, f.why, f.fence);
+    const c = await this.host.move(plan.body, f.why, f.fence, f.planned === true);
     if (c === undefined) {
       this.failedEnd = "error";
       this.host.gaveUp("failed", f.why);
@@ -351,7 +353,7 @@ export class MovingReader implements ChunkReader {
     this.#splicer = new Splicer(this.#t, plan.produced);
     // An SSE comment: clients skip it; a person reading the raw stream sees the move.
     this.#queue.push(encoder.encode(`: switchyard moved this stream from worker ${from} to worker ${c.workerId} (${oneLine(f.why)})\n\n`));
-    this.#unwatch = this.host.watch((reason) => this.#interruptWith({ why: `worker left rotation (${reason})`, fence: false }));
+    this.#unwatch = this.host.watch((reason, planned) => this.#interruptWith({ why: planned ? `planned move (${reason})` : `worker left rotation (${reason})`, fence: false, planned }));
   }
 
   /** No move: the stream ends the way it would have without migration. */
