@@ -20,7 +20,8 @@ afterAll(async () => {
 });
 
 const MAX_TOKENS = 60;
-const STREAMS = 16;
+/** Streams in the kill test; MIGRATION_STREAMS=200 for the one-off figure (docs/chaos.md). */
+const STREAMS = Number(process.env.MIGRATION_STREAMS ?? 16);
 
 async function cluster(extra: readonly string[] = []) {
   const engines = await startSameEngines(4);
@@ -91,7 +92,10 @@ describe("a stream survives its engine", () => {
     const survivor = engines.find((e) => e !== victim.proc)!;
     await expectExact(streams, urlOf(survivor));
     // The moved streams say so in the stream (an SSE comment clients skip).
-    expect(streams.filter((s) => assemble(s.live.raw).notes.some((n) => n.includes("moved this stream"))).length).toBe(moved);
+    // (A stream may move twice: a loaded machine can fail a healthy engine's health check too.)
+    const notes = streams.map((s) => assemble(s.live.raw).notes.filter((n) => n.includes("moved this stream")).length);
+    expect(notes.reduce((a, b) => a + b, 0)).toBe(moved);
+    expect(notes.filter((n) => n > 0).length).toBeGreaterThanOrEqual(victim.on);
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 5_000);
   }, 60_000);
 
