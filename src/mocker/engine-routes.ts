@@ -7,6 +7,7 @@ import type { WorkerId } from "../core/ids.ts";
 import type { MockEngine } from "./engine.ts";
 import { json, type Route } from "./http.ts";
 import type { HandoffStats } from "./kv-handoff.ts";
+import type { PeerStats } from "./peer-pull.ts";
 import { renderMetrics } from "./metrics.ts";
 import type { EventPublisher } from "./publisher.ts";
 import type { MockerTokenizer } from "./tokenizer.ts";
@@ -23,6 +24,7 @@ export interface EngineRouteDeps {
   readonly publishers: readonly EventPublisher[];
   /** Hand-off counters on a prefill or decode engine; absent on an ordinary one. */
   readonly handoffStats: HandoffStats | undefined;
+  readonly peerStats?: PeerStats;
   /** The block size it says it has (--block-size), when --fault-block-size runs another. */
   readonly advertisedBlockSize?: number;
 }
@@ -56,7 +58,7 @@ export function engineRoutes(deps: EngineRouteDeps): Route[] {
     {
       method: "GET",
       path: "/metrics",
-      handle: () => new Response(renderMetrics(eng, deps.publishers, deps.handoffStats), { headers: { "content-type": "text/plain; version=0.0.4" } }),
+      handle: () => new Response(renderMetrics(eng, deps.publishers, deps.handoffStats, deps.peerStats), { headers: { "content-type": "text/plain; version=0.0.4" } }),
     },
   ];
 }

@@ -21,14 +21,15 @@ import type { WorkerId } from "../core/ids.ts";
 import { engineBlockHashes } from "./engine-hash.ts";
 import { fakeTextOffset, fakeToken } from "./fake-text.ts";
 import { AbortedError, FifoSemaphore } from "./fifo.ts";
+import type { RankTiers } from "./kv-tiers.ts";
 import { LoraRegistry } from "./lora.ts";
 import type { MockerConfig } from "./options.ts";
 import { PrefillStats } from "./prefill-stats.ts";
-import { RankKv } from "./rank-kv.ts";
+import { type CommitResult, type KvLease, RankKv } from "./rank-kv.ts";
 import { mulberry32 } from "../core/mulberry32.ts";
 import { SessionRegistry } from "./sessions.ts";
 import { StepScheduler } from "./step-scheduler.ts";
-import { decodeStepMs, prefillMs } from "./timing.ts";
+import { decodeStepMs, prefillMs, tierLoadMs } from "./timing.ts";
 
 export interface Clock {
   /** Monotonic milliseconds. */
@@ -58,6 +59,12 @@ export interface GenerateRequest {
    */
   readonly importKv?: (hashes: BigUint64Array, fromBlock: number, toBlock: number) => Promise<ImportedKv>;
 }
+
+interface TierLoad {
+  readonly blocks: number;
+  readonly ms: number;
+}
+const NO_TIER_LOAD: TierLoad = { blocks: 0, ms: 0 };
 
 export interface ImportedKv {
   readonly blocks: number;
@@ -97,6 +104,8 @@ export interface RankState {
   readonly prefillStats: PrefillStats;
   /** `--scheduler v1`: the rank's steps (slots, prefill and decoding are then unused). */
   readonly steps: StepScheduler | undefined;
+  /** The rank's host (and disk) tiers with real bytes; null without --kv-host-blocks. */
+  readonly tiers: RankTiers | null;
 }
 
 /** A rank's queues as its metrics report them, whichever scheduler runs it. */
@@ -154,6 +163,8 @@ export interface EngineDeps {
   readonly emit?: (event: RouterEvent) => void;
   /** Each request's first token (the request log). Must not throw. */
   readonly onPrefilled?: (record: PrefillRecord) => void;
+  /** One rank's lower tiers (absent: GPU cache only); `record` puts its events in the rank's log. */
+  readonly makeTiers?: (dpRank: number, record: RankKv["recordTier"]) => RankTiers;
 }
 
 export class MockEngine {
@@ -174,18 +185,24 @@ export class MockEngine {
     this.clock = deps.clock;
     this.onPrefilled = deps.onPrefilled;
     this.loras = new LoraRegistry(c.maxLoras, c.model, c.loras);
-    this.ranks = Array.from({ length: c.dpRanks }, (_, r) => ({
-      kv: new RankKv({
+    this.ranks = Array.from({ length: c.dpRanks }, (_, r) => {
+      const kv = new RankKv({
         workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit,
         dropEvents: c.faultDropEvents > 0 ? { share: c.faultDropEvents, random: mulberry32(c.seed * 31 + r + 1) } : undefined,
-      }),
-      slots: new FifoSemaphore(c.maxConcurrency),
-      prefill: new FifoSemaphore(1),
-      decoding: 0,
-      prefillBusyUntil: 0,
-      prefillStats: new PrefillStats(),
-      steps: c.scheduler === "v1" ? new StepScheduler(deps.clock, c, { maxNumBatchedTokens: c.maxNumBatchedTokens, maxRunning: c.maxConcurrency }) : undefined,
-    }));
+      });
+      const tiers = deps.makeTiers?.(r, (data, medium) => kv.recordTier(data, medium)) ?? null;
+      if (tiers !== null) kv.lowerTiers = () => tiers.held();
+      return {
+        kv,
+        slots: new FifoSemaphore(c.maxConcurrency),
+        prefill: new FifoSemaphore(1),
+        decoding: 0,
+        prefillBusyUntil: 0,
+        prefillStats: new PrefillStats(),
+        steps: c.scheduler === "v1" ? new StepScheduler(deps.clock, c, { maxNumBatchedTokens: c.maxNumBatchedTokens, maxRunning: c.maxConcurrency }) : undefined,
+        tiers,
+      };
+    });
   }
 
   now(): number {
@@ -245,14 +262,16 @@ export class MockEngine {
       const prefillStart = this.clock.now();
 
       lease ??= rank.kv.begin(hashes, maxHit);
-      const cachedTokens = lease.cachedBlocks * c.blockSize;
+      // Blocks right after the GPU prefix that a lower tier holds are loaded, not computed.
+      const tier = rank.tiers !== null && imported.blocks === 0 ? await this.loadFromTiers(rank.tiers, rank.kv, lease, hashes, local, maxHit) : NO_TIER_LOAD;
+      const cachedTokens = (lease.cachedBlocks + tier.blocks) * c.blockSize;
       const info: GenerateStart = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
       this.counters.promptTokens += req.tokens.length;
       this.counters.cachedTokens += cachedTokens;
       sink.start(info);
 
       const computed = req.tokens.length - cachedTokens - imported.blocks * c.blockSize;
-      prefillDone = this.clock.now() + prefillMs(computed, c);
+      prefillDone = this.clock.now() + tier.ms + prefillMs(computed, c);
       // Without chunked prefill a GPU runs this prefill instead of the rank's decode steps.
       if (c.prefillStallsDecode && computed > 0) rank.prefillBusyUntil = prefillDone;
       await this.sleepUntil(prefillDone, signal);
@@ -261,7 +280,8 @@ export class MockEngine {
         requestId: req.requestId, dpRank: req.dpRank, arrivedAt, prefillStartedAt: prefillStart, firstTokenAt,
         promptTokens: req.tokens.length, cachedTokens, computedTokens: computed,
       });
-      rank.kv.commit(lease, hashes, local);
+      const committed = rank.kv.commit(lease, hashes, local);
+      if (rank.tiers !== null) await this.storeToTiers(rank.tiers, committed, hashes, lease.slots);
       rank.prefill.release();
       prefilling = false;
       if (signal?.aborted) throw new AbortedError();
@@ -316,6 +336,7 @@ export class MockEngine {
     const signal = req.signal;
     let lease: ReturnType<RankKv["begin"]> | undefined;
     let imported: ImportedKv = { blocks: 0, bytes: 0 };
+    let tier = NO_TIER_LOAD;
     let info: GenerateStart | undefined;
     let computed = 0;
     let prefillStart = 0;
@@ -329,13 +350,21 @@ export class MockEngine {
         if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
         if (signal?.aborted) throw new AbortedError();
       }
+      if (rank.tiers !== null && imported.blocks === 0) {
+        // The OffloadingConnector's load, also before scheduling: the request waits for its
+        // blocks to arrive at the modelled bandwidth while the rank's steps go on.
+        const maxHit = maxHitBlocks(req.tokens.length, c.blockSize);
+        lease ??= rank.kv.begin(hashes, maxHit);
+        tier = await this.loadFromTiers(rank.tiers, rank.kv, lease, hashes, local, maxHit);
+        await this.sleepUntil(this.clock.now() + tier.ms, signal);
+      }
       await steps.submit({
         maxTokens: req.maxTokens,
         signal,
         begin: () => {
           prefillStart = this.clock.now();
           lease ??= rank.kv.begin(hashes, maxHitBlocks(req.tokens.length, this.config.blockSize));
-          const cachedTokens = lease.cachedBlocks * c.blockSize;
+          const cachedTokens = (lease.cachedBlocks + tier.blocks) * c.blockSize;
           info = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
           this.counters.promptTokens += req.tokens.length;
           this.counters.cachedTokens += cachedTokens;
@@ -349,7 +378,9 @@ export class MockEngine {
             requestId: req.requestId, dpRank: req.dpRank, arrivedAt, prefillStartedAt: prefillStart, firstTokenAt,
             promptTokens: req.tokens.length, cachedTokens: info!.cachedTokens, computedTokens: computed,
           });
-          rank.kv.commit(lease!, hashes, local);
+          const committed = rank.kv.commit(lease!, hashes, local);
+          // Inside a step (no waiting here): the copies run on the tiers' own lane, in order.
+          if (rank.tiers !== null) void this.storeToTiers(rank.tiers, committed, hashes, lease!.slots);
         },
         token: (i) => {
           const t = fakeToken(offset, i);
@@ -365,6 +396,58 @@ export class MockEngine {
       throw e;
     } finally {
       if (lease !== undefined) rank.kv.release(lease);
+    }
+  }
+
+  /**
+   * The lower-tier hits after the GPU prefix (up to `maxHit` blocks in all, as a GPU hit):
+   * stored into the GPU cache (their slots, evicting as needed, evictions copied down first),
+   * copied up and checked; blocks that fail the check are computed (their content written as a
+   * prefill would). Returns the blocks loaded intact and the time their transfer takes at the
+   * modelled bandwidths. On the tiers' lane.
+   */
+  private loadFromTiers(tiers: RankTiers, kv: RankKv, lease: KvLease, hashes: BigUint64Array, local: BigUint64Array, maxHit: number): Promise<TierLoad> {
+    return tiers.exclusive(async () => {
+      const from = lease.cachedBlocks;
+      const hits = tiers.match(hashes, from, maxHit);
+      if (hits.length === 0) return NO_TIER_LOAD;
+      const c = this.config;
+      let placed = 0;
+      try {
+        const res = kv.commit(lease, hashes, local, from + hits.length);
+        placed = Math.max(0, lease.pinned - from);
+        await tiers.offload(res.evicted);
+      } catch (e) {
+        tiers.unpin(hashes, from, hits);
+        throw e;
+      }
+      if (placed < hits.length) tiers.unpin(hashes, from + placed, hits.slice(placed));
+      const good = await tiers.load(hashes, from, hits.slice(0, placed), lease.slots);
+      if (good < placed) {
+        const rest: number[] = [];
+        for (let i = from + good; i < from + placed; i++) rest.push(i);
+        tiers.writeComputed(hashes, rest, lease.slots);
+      }
+      let fromDisk = 0;
+      for (let k = 0; k < good; k++) if (hits[k]!.medium === "disk") fromDisk++;
+      const ms = tierLoadMs((good - fromDisk) * c.blockSize, c.kvHostGbps, c) + tierLoadMs(fromDisk * c.blockSize, c.kvDiskGbps, c);
+      return { blocks: good, ms };
+    });
+  }
+
+  /**
+   * After a commit: the evicted blocks copied down (before their slots are overwritten), then
+   * the new blocks' content written to their slots. On the tiers' lane, so a later eviction of
+   * these blocks copies their content, not the old one. Failures are counted, never thrown.
+   */
+  private async storeToTiers(tiers: RankTiers, committed: CommitResult, hashes: BigUint64Array, slots: Int32Array): Promise<void> {
+    try {
+      await tiers.exclusive(async () => {
+        await tiers.offload(committed.evicted);
+        tiers.writeComputed(hashes, committed.stored, slots);
+      });
+    } catch {
+      tiers.stats.failures++;
     }
   }
 
@@ -386,12 +469,24 @@ export class MockEngine {
 
   /** Drop every cached block of one rank (or all), each emitting `Cleared`. */
   clearCache(dpRank?: number): void {
-    for (const [r, rank] of this.ranks.entries()) if (dpRank === undefined || dpRank === r) rank.kv.clear();
+    for (const [r, rank] of this.ranks.entries()) {
+      if (dpRank !== undefined && dpRank !== r) continue;
+      rank.tiers?.clear();
+      rank.kv.clear();
+    }
   }
 
   /** Simulated restart of every rank: empty caches, event ids from 0. */
   restartEvents(): void {
-    for (const rank of this.ranks) rank.kv.restart();
+    for (const rank of this.ranks) {
+      rank.tiers?.clear();
+      rank.kv.restart();
+    }
+  }
+
+  /** Frees the tiers' native pools (the disk tier's file too). */
+  close(): void {
+    for (const rank of this.ranks) rank.tiers?.close();
   }
 }
 

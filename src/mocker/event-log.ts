@@ -3,7 +3,7 @@
  * the recovery ring buffer (src/protocol/event-buffer.ts), which answers the recovery query
  * (src/protocol/kv-query.ts). Pure; the tree dump comes from the caller (it knows the cache).
  */
-import type { KvCacheEventData, RouterEvent } from "../core/events.ts";
+import type { KvCacheEventData, KvMedium, RouterEvent } from "../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../core/ids.ts";
 import { EventBuffer, WORKER_KV_INDEXER_BUFFER_SIZE } from "../protocol/event-buffer.ts";
 import type { WorkerKvQueryResponse } from "../protocol/kv-query.ts";
@@ -39,8 +39,10 @@ export class RankEventLog {
   }
 
   /** Give `data` the next id, keep it in the ring, and return the event. */
-  append(data: KvCacheEventData): RouterEvent {
-    const event: RouterEvent = { workerId: this.workerId, event: { eventId: this.nextId++, dpRank: this.dpRank, data } };
+  append(data: KvCacheEventData, medium?: KvMedium): RouterEvent {
+    const base = { eventId: this.nextId++, dpRank: this.dpRank, data };
+    // A GPU event carries no medium, as every engine without tiers sends it.
+    const event: RouterEvent = { workerId: this.workerId, event: medium === undefined || medium === "gpu" ? base : { ...base, medium } };
     this.buffer.push(event);
     return event;
   }

@@ -75,7 +75,17 @@ export function handoffLayout(blockBytes: number): BlockLayout {
 }
 
 export function isHandoffSegment(name: unknown): name is string {
-  return typeof name === "string" && SEGMENT_NAME.test(name);
+  return typeof name === "string" && (SEGMENT_NAME.test(name) || PEER_SEGMENT_NAME.test(name));
+}
+
+/**
+ * A peer pull's segment is named by the puller's kv_request_id (peer-pull.ts), so the puller can
+ * remove it even when the peer dies before answering with the name.
+ */
+const PEER_SEGMENT_NAME = /^sy-p2p-[A-Za-z0-9-]{1,64}$/;
+export function peerSegmentName(kvRequestId: string): string | null {
+  const name = `sy-p2p-${kvRequestId}`;
+  return PEER_SEGMENT_NAME.test(name) ? name : null;
 }
 
 export class KvHandoff {
@@ -110,13 +120,19 @@ export class KvHandoff {
 
   /** Prefill side: the blocks of `hashes` (engine hashes, prompt order) into a new segment. */
   exportBlocks(hashes: BigUint64Array): ExportedKv {
-    const n = hashes.length;
-    if (n === 0) return { segment: null, blocks: 0, bytes: 0 };
-    const segment = `${this.#prefix}${process.pid}-${++this.#seq}`;
+    if (hashes.length === 0) return { segment: null, blocks: 0, bytes: 0 };
+    return this.exportNamed(`${this.#prefix}${process.pid}-${++this.#seq}`, hashes.length, (i, buf) => fillBlock(hashes[i]!, buf));
+  }
+
+  /**
+   * `n` blocks into new segment `segment` (it must not exist), block i's bytes from `fill`;
+   * leased like every export. A peer pull names its segment itself (peerSegmentName).
+   */
+  exportNamed(segment: string, n: number, fill: (i: number, buf: Uint8Array) => void): ExportedKv {
     const pool = NativePool.createShared(this.#o.lib, { name: segment, numBlocks: n, layout: this.#layout });
     try {
       for (let i = 0; i < n; i++) {
-        fillBlock(hashes[i]!, this.#buf);
+        fill(i, this.#buf);
         pool.writeBlock(i, this.#buf);
       }
     } catch (e) {
@@ -135,14 +151,17 @@ export class KvHandoff {
     return { segment, blocks: n, bytes };
   }
 
-  /** Decode side: blocks [from, to) of the prompt from `segment`; never rejects. */
-  async importBlocks(segment: string, hashes: BigUint64Array, from: number, to: number): Promise<ImportOutcome> {
+  /**
+   * Decode side: blocks [from, to) of the prompt from `segment`, whose block k is the prompt's
+   * block `base + k` (0 for a P/D hand-off, which exports the whole prompt); never rejects.
+   */
+  async importBlocks(segment: string, hashes: BigUint64Array, from: number, to: number, base = 0): Promise<ImportOutcome> {
     if (!isHandoffSegment(segment)) return this.#failed(`not a hand-off segment name: ${JSON.stringify(segment).slice(0, 80)}`);
     await this.#copyLane.acquire();
     let src: NativePool | undefined;
     try {
       src = NativePool.openShared(this.#o.lib, { name: segment, layout: this.#layout });
-      const want = Math.min(to, src.numBlocks);
+      const want = Math.min(to, base + src.numBlocks);
       if (want <= from) return this.#failed(`segment ${segment} holds ${src.numBlocks} blocks, none past ${from}`);
       const device = (this.#device ??= NativePool.create(this.#o.lib, { kind: "device", numBlocks: this.#o.poolBlocks, layout: this.#layout, backend: "cpu" }));
       const handler = new BlockTransferHandler({ host: src, device });
@@ -151,7 +170,7 @@ export class KvHandoff {
       for (let start = from; start < want; start += device.numBlocks) {
         const end = Math.min(want, start + device.numBlocks);
         const blocks: [number, number][] = [];
-        for (let b = start; b < end; b++) blocks.push([b, b - start]);
+        for (let b = start; b < end; b++) blocks.push([b - base, b - start]);
         const t0 = performance.now();
         await handler.executeTransfer({ fromPool: "host", toPool: "device", blocks });
         this.stats.importCopySeconds += (performance.now() - t0) / 1000;
@@ -204,6 +223,19 @@ export class KvHandoff {
       const timer = setTimeout(() => done(null), Math.max(0, Math.min(waitMs, MAX_ROOM_WAIT_MS)));
       waiters.add(done);
     });
+  }
+
+  /** Removes `segment` if it is still there (a pull given up); never throws. */
+  discard(segment: string): void {
+    if (!isHandoffSegment(segment)) return;
+    const timer = this.#leases.get(segment);
+    if (timer !== undefined) clearTimeout(timer);
+    this.#leases.delete(segment);
+    try {
+      NativePool.unlinkShared(this.#o.lib, segment);
+    } catch {
+      // already gone
+    }
   }
 
   /** Removes every live segment and the device pool. */

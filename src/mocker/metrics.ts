@@ -5,6 +5,8 @@
  */
 import { type MockEngine, rankLoad } from "./engine.ts";
 import type { HandoffStats } from "./kv-handoff.ts";
+import type { TierStats } from "./kv-tiers.ts";
+import type { PeerStats } from "./peer-pull.ts";
 import { prefillFamilies } from "./prefill-stats.ts";
 import type { EventPublisher } from "./publisher.ts";
 
@@ -15,7 +17,7 @@ function family(out: string[], name: string, type: "counter" | "gauge", help: st
   for (const [labels, value] of samples) out.push(`${name}${labels} ${value}`);
 }
 
-export function renderMetrics(engine: MockEngine, publishers: readonly EventPublisher[] = [], handoff?: HandoffStats): string {
+export function renderMetrics(engine: MockEngine, publishers: readonly EventPublisher[] = [], handoff?: HandoffStats, peer?: PeerStats): string {
   const c = engine.counters;
   const ranks = engine.ranks.map((r, i) => [`{dp_rank="${i}"}`, rankLoad(r), r] as const);
   const out: string[] = [];
@@ -63,6 +65,27 @@ export function renderMetrics(engine: MockEngine, publishers: readonly EventPubl
     family(out, "mocker_kv_exported_segments_total", "counter", "Shared-memory segments written (prefill side).", [["", h.exportedSegments]]);
     family(out, "mocker_kv_expired_segments_total", "counter", "Segments no decode engine fetched within --kv-lease-ms, removed.", [["", h.expiredSegments]]);
   }
+  const tiered = ranks.filter(([, , r]) => r.tiers !== null);
+  if (tiered.length > 0) {
+    const t = (get: (s: TierStats) => number): Sample[] => tiered.map(([l, , r]) => [l, get(r.tiers!.stats)]);
+    family(out, "mocker_kv_tier_blocks", "gauge", "Blocks held by the host tier.", tiered.map(([l, , r]) => [l, r.tiers!.host.size]));
+    family(out, "mocker_kv_tier_offloaded_blocks_total", "counter", "GPU evictions copied device -> host.", t((s) => s.offloadedBlocks));
+    family(out, "mocker_kv_tier_spilled_blocks_total", "counter", "Host evictions copied host -> disk.", t((s) => s.spilledBlocks));
+    family(out, "mocker_kv_tier_loaded_blocks_total", "counter", "Blocks loaded into the GPU from the host tier instead of computed.", t((s) => s.loadedFromHost));
+    family(out, "mocker_kv_tier_disk_loaded_blocks_total", "counter", "Blocks loaded into the GPU from the disk tier instead of computed.", t((s) => s.loadedFromDisk));
+    family(out, "mocker_kv_tier_offload_failures_total", "counter", "Offloads that failed (those blocks never reached the host tier).", t((s) => s.failures));
+    family(out, "mocker_kv_tier_mismatched_blocks_total", "counter", "Loaded blocks whose bytes were wrong (must stay 0).", t((s) => s.mismatchedBlocks));
+  }
+  if (peer !== undefined && peer.pulls + peer.exports > 0) {
+    family(out, "mocker_kv_p2p_exports_total", "counter", "Peer pulls this engine served.", [["", peer.exports]]);
+    family(out, "mocker_kv_p2p_exported_blocks_total", "counter", "Blocks written for pulling peers.", [["", peer.exportedBlocks]]);
+    family(out, "mocker_kv_p2p_pulls_total", "counter", "Pulls this engine made (kv_transfer_params.remote_kv_source).", [["", peer.pulls]]);
+    family(out, "mocker_kv_p2p_pulled_blocks_total", "counter", "Blocks pulled from peers, content checked.", [["", peer.pulledBlocks]]);
+    family(out, "mocker_kv_p2p_pull_failures_total", "counter", "Pulls that fell back to computing (peer down, bad bytes, deadline).", [["", peer.pullFailures]]);
+    family(out, "mocker_kv_p2p_mismatched_blocks_total", "counter", "Pulled blocks whose bytes were wrong (must stay 0).", [["", peer.mismatchedBlocks]]);
+    family(out, "mocker_kv_p2p_pull_timeouts_total", "counter", "Pulls abandoned at --kv-pull-deadline-ms.", [["", peer.pullTimeouts]]);
+  }
+  if (peer !== undefined && (peer.exportsWaiting > 0 || peer.pulls + peer.exports > 0)) family(out, "mocker_kv_p2p_exports_waiting", "gauge", "Peer exports waiting for a rank's prefill lane.", [["", peer.exportsWaiting]]);
   return out.join("\n") + "\n";
 }
 

@@ -12,6 +12,8 @@ import type { DisaggDirective } from "./disagg-request.ts";
 import type { MockEngine } from "./engine.ts";
 import { AbortedError } from "./fifo.ts";
 import type { HandoffHttp } from "./handoff-routes.ts";
+import type { PeerHttp } from "./peer-routes.ts";
+import type { RemoteKvSource } from "./peer-pull.ts";
 import { answerHeaders, CACHED_TOKENS_HEADER, requestedRank } from "./headers.ts";
 import { error, HttpError, json, readJson, type Route } from "./http.ts";
 import { completionResponse, type ApiKind, type ResponseMeta } from "./openai.ts";
@@ -26,6 +28,8 @@ export interface OpenAiRouteDeps {
   /** A response id with this prefix, unique in this process. */
   readonly newId: (prefix: string) => string;
   readonly handoff: HandoffHttp;
+  /** Peer pulls: `kv_transfer_params.remote_kv_source` (llm-d's P2P source). */
+  readonly peer: PeerHttp;
   readonly log: (line: string) => void;
 }
 
@@ -51,6 +55,7 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
     let parsed: CompletionRequest;
     let dpRank: number | undefined;
     let directive: DisaggDirective = { kind: "none" };
+    let source: RemoteKvSource | null = null;
     try {
       const body = await readJson(req);
       const b = body !== null && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
@@ -60,6 +65,7 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
         : b.prompt === undefined ? undefined : await tokenizer.completionPrompts(b.prompt);
       parsed = parseCompletionRequest(kind, body, prompts);
       if (b !== undefined) directive = handoff.directive(b);
+      if (b !== undefined) source = deps.peer.sourceOf(b);
       dpRank = requestedRank(req, eng.ranks.length);
     } catch (e) {
       if (e instanceof HttpError || isRouterError(e)) return error(400, e.message, "invalid_request_error", zero);
@@ -74,7 +80,7 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
     req.signal.addEventListener("abort", () => abort.abort(), { once: true });
     const genReq = {
       tokens: parsed.tokens, maxTokens: parsed.maxTokens, seed: parsed.seed, loraName, dpRank: eng.pickRank(dpRank), signal: abort.signal,
-      importKv: handoff.importerFor(directive),
+      importKv: handoff.importerFor(directive) ?? deps.peer.importerFor(source),
       requestId: req.headers.get("x-request-id") ?? undefined,
     };
 

@@ -133,6 +133,31 @@ export const MOCKER_OPTIONS = {
   }),
   kvPoolBlocks: row({ schema: v.optional(count(1), 4096), read: readNumber, meta: "N", help: "decode side: device pool blocks transfers land in" }),
   kvLeaseMs: row({ schema: v.optional(numberAtLeast(1), 30_000), read: readNumber, meta: "MS", help: "prefill side: a segment not fetched by then is removed" }),
+  /*
+   * Lower tiers and peer pulls. Off unless --kv-host-blocks is set (an engine without tiers
+   * behaves as before). The defaults are an H100 node's figures (docs/engines.md says where
+   * each comes from): a DGX H100 has 2 TB of DRAM for 8 GPUs of 80 GB HBM (host tier ~3x the
+   * GPU cache), PCIe Gen5 x16 between host and GPU (63 GB/s raw per direction, ~50 sustained),
+   * PCIe Gen4 NVMe data drives (~7 GB/s read), and one 400 Gb/s NIC per GPU (50 GB/s).
+   */
+  kvHostBlocks: row({
+    schema: v.optional(count(0), 0),
+    read: readNumber,
+    meta: "N",
+    help: "host (CPU) tier blocks per dp rank: GPU evictions are copied there and\nloaded back instead of recomputed; 0 = no tiers (an H100 node: ~3x --kv-blocks)",
+  }),
+  kvDiskBlocks: row({ schema: v.optional(count(0), 0), read: readNumber, meta: "N", help: "disk tier blocks per dp rank under the host tier (0 = none; needs --kv-host-blocks)" }),
+  kvDiskDir: row({ schema: v.optional(nonEmpty), meta: "DIR", help: "directory of the disk tier's slot file (default: the system temp dir)", defaultText: false }),
+  kvHostGbps: row({ schema: v.optional(numberAtLeast(0, { above: true }), 50), read: readNumber, meta: "GB/S", help: "modelled host->GPU load bandwidth (PCIe Gen5 x16, sustained)" }),
+  kvDiskGbps: row({ schema: v.optional(numberAtLeast(0, { above: true }), 7), read: readNumber, meta: "GB/S", help: "modelled disk->GPU load bandwidth (one PCIe Gen4 NVMe drive)" }),
+  kvPeerGbps: row({ schema: v.optional(numberAtLeast(0, { above: true }), 50), read: readNumber, meta: "GB/S", help: "modelled peer pull bandwidth (one 400 Gb/s NIC per GPU)" }),
+  kvBytesPerToken: row({
+    schema: v.optional(count(1), 131_072),
+    read: readNumber,
+    meta: "N",
+    help: "modelled KV bytes per token for load and pull times\n(Llama-3.1-8B bf16: 2 x 32 layers x 8 KV heads x 128 x 2 B)",
+  }),
+  kvPullDeadlineMs: row({ schema: v.optional(numberAtLeast(1), 2_000), read: readNumber, meta: "MS", help: "a peer pull not done by then is abandoned and the prefix computed" }),
   scheduler: row({
     schema: v.optional(v.picklist(["v1", "fifo"], "must be v1 or fifo"), "v1"),
     meta: "S",
@@ -234,6 +259,7 @@ export function resolveMockerOptions(opts: MockerOptions = {}): MockerConfig {
   if (loras.some((l) => l === "" || c.models.includes(l))) problems.push("--lora: names must be non-empty and differ from every --model");
   if (new Set(loras).size > c.maxLoras) problems.push(`--lora: ${new Set(loras).size} adapters exceed --max-loras ${c.maxLoras}`);
   c.loras = [...new Set(loras)];
+  if (c.kvDiskBlocks > 0 && c.kvHostBlocks === 0) problems.push("--kv-disk-blocks: needs --kv-host-blocks (the disk tier sits under the host tier)");
   if (problems.length > 0) throw new MockerOptionsError(problems);
   return c;
 }

@@ -21,6 +21,11 @@ export interface CachedBlock {
   readonly depth: number;
 }
 
+/** A block evicted from the cache, with what a lower tier needs to describe it and the slot it left. */
+export interface EvictedBlock extends CachedBlock {
+  readonly slot: number;
+}
+
 export class PrefixCache {
   readonly capacity: number;
   /** Bumped by clear(); slot indexes taken before a clear must not be released after it. */
@@ -101,7 +106,9 @@ export class PrefixCache {
    *
    * @param stored  receives the indexes of newly stored blocks (ascending)
    * @param evicted receives the hashes of evicted blocks (in eviction order)
-   * @returns the index after the last pinned block (`hashes.length` when all fit)
+   * @param upTo    store blocks before this index only (default: all)
+   * @param evictedInfo receives each evicted block's description and slot (a lower tier copies it from there)
+   * @returns the index after the last pinned block (`upTo` when all fit)
    */
   storeAndPin(
     hashes: BigUint64Array,
@@ -110,12 +117,14 @@ export class PrefixCache {
     slotsOut: Int32Array,
     stored: number[],
     evicted: bigint[],
+    upTo: number = hashes.length,
+    evictedInfo?: EvictedBlock[],
   ): number {
-    for (let i = from; i < hashes.length; i++) {
+    for (let i = from; i < upTo; i++) {
       const h = hashes[i]!;
       let s = this.index.get(h);
       if (s === undefined) {
-        s = this.allocate(evicted);
+        s = this.allocate(evicted, evictedInfo);
         if (s === NONE) return i;
         this.hash[s] = h;
         this.tokensHash[s] = tokensHashes[i]!;
@@ -128,7 +137,7 @@ export class PrefixCache {
       this.pin(s);
       slotsOut[i] = s;
     }
-    return hashes.length;
+    return upTo;
   }
 
   /**
@@ -177,13 +186,20 @@ export class PrefixCache {
     this.freeTop = this.capacity;
   }
 
-  private allocate(evicted: bigint[]): number {
+  private allocate(evicted: bigint[], info?: EvictedBlock[]): number {
     if (this.freeTop > 0) return this.free[--this.freeTop]!;
     const s = this.lruHead;
     if (s === NONE) return NONE;
     this.unlink(s);
     this.index.delete(this.hash[s]!);
     evicted.push(this.hash[s]!);
+    info?.push({
+      blockHash: this.hash[s]!,
+      parentHash: this.hasParent[s] ? this.parent[s]! : null,
+      tokensHash: this.tokensHash[s]!,
+      depth: this.depth[s]!,
+      slot: s,
+    });
     return s;
   }
 

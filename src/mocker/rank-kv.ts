@@ -7,10 +7,18 @@
  * A request holds a `KvLease` from `begin` (cached prefix pinned, at prefill start) through
  * `commit` (its remaining blocks stored, at prefill end) to `release` (request finished).
  */
-import type { KvCacheEventData, RouterEvent, StoredBlock } from "../core/events.ts";
+import type { KvCacheEventData, KvMedium, RouterEvent, StoredBlock } from "../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../core/ids.ts";
 import { RankEventLog, type WorkerKvQueryResponse } from "./event-log.ts";
-import { PrefixCache } from "./prefix-cache.ts";
+import { type EvictedBlock, PrefixCache } from "./prefix-cache.ts";
+import type { TierBlock } from "./tier-index.ts";
+
+export interface CommitResult {
+  /** Blocks evicted to make room, with the slots they left (a lower tier copies them from there first). */
+  readonly evicted: readonly EvictedBlock[];
+  /** Indexes (in the prompt) of the blocks newly stored. */
+  readonly stored: readonly number[];
+}
 
 export interface KvLease {
   /** Cache slots of the pinned blocks, `pinned` of them. */
@@ -72,12 +80,15 @@ export class RankKv {
    * Store the request's blocks after its cached prefix (evicting as needed) and emit one
    * Removed event for the evictions, then one Stored event per run of new blocks.
    * A lease from before a clear/restart stores nothing: its prefix is gone.
+   * `upTo` stores only the blocks before it (blocks loaded from a lower tier, ahead of the
+   * computed rest). Returns the blocks evicted (with their slots) and the indexes newly stored.
    */
-  commit(lease: KvLease, hashes: BigUint64Array, tokensHashes: BigUint64Array): void {
-    if (lease.generation !== this.cache.generation) return;
+  commit(lease: KvLease, hashes: BigUint64Array, tokensHashes: BigUint64Array, upTo: number = hashes.length): CommitResult {
+    if (lease.generation !== this.cache.generation) return { evicted: [], stored: [] };
     const stored: number[] = [];
     const evicted: bigint[] = [];
-    lease.pinned = this.cache.storeAndPin(hashes, tokensHashes, lease.pinned, lease.slots, stored, evicted);
+    const evictedInfo: EvictedBlock[] = [];
+    lease.pinned = this.cache.storeAndPin(hashes, tokensHashes, lease.pinned, lease.slots, stored, evicted, upTo, evictedInfo);
     if (evicted.length > 0) this.record({ type: "removed", blockHashes: evicted });
     let i = 0;
     while (i < stored.length) {
@@ -92,6 +103,14 @@ export class RankKv {
       }
       this.record({ type: "stored", parentHash: start > 0 ? hashes[start - 1]! : null, blocks });
     }
+    return { evicted: evictedInfo, stored };
+  }
+
+  /** An event about a lower tier (CPU or disk) of this rank, in the same id sequence as the GPU's. */
+  recordTier(data: KvCacheEventData, medium: KvMedium): void {
+    const drop = this.drop;
+    if (drop !== undefined && drop.random() < drop.share) return;
+    this.emit(this.log.append(data, medium));
   }
 
   /** Unpin everything the lease holds (idempotent). */
@@ -118,7 +137,7 @@ export class RankKv {
    */
   dump(): RouterEvent[] {
     const { workerId, dpRank } = this.log;
-    return this.cache.blocks().map((b, i) => ({
+    const out: RouterEvent[] = this.cache.blocks().map((b, i) => ({
       workerId,
       event: {
         eventId: BigInt(i),
@@ -126,7 +145,18 @@ export class RankKv {
         data: { type: "stored", parentHash: b.parentHash, blocks: [{ blockHash: b.blockHash, tokensHash: b.tokensHash }] },
       },
     }));
+    // Then each lower tier's blocks with their medium (each names its own parent).
+    for (const { medium, blocks } of this.lowerTiers?.() ?? []) {
+      for (const b of blocks) {
+        const data: KvCacheEventData = { type: "stored", parentHash: b.parentHash, blocks: [{ blockHash: b.blockHash, tokensHash: b.tokensHash }] };
+        out.push({ workerId, event: { eventId: BigInt(out.length), dpRank, data, medium } });
+      }
+    }
+    return out;
   }
+
+  /** The blocks of this rank's lower tiers, for tree dumps (set once the tiers exist). */
+  lowerTiers: (() => readonly { medium: KvMedium; blocks: readonly TierBlock[] }[]) | undefined;
 
   /** The recovery query (src/protocol/kv-query.ts) for this rank. */
   query(startId?: EventId, endId?: EventId): WorkerKvQueryResponse {

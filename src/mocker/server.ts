@@ -13,12 +13,14 @@
  * await fetch(`${m.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: "hi" }) });
  * await m.stop();
  */
+import { tmpdir } from "node:os";
 import { Hono } from "hono";
 import { isRouterError } from "../core/errors.ts";
 import type { WorkerId } from "../core/ids.ts";
 import { workerIdFromUrl } from "../core/worker-id.ts";
 import { requireNativeLibrary } from "../transfer/native/library.ts";
-import { type Clock, MockEngine } from "./engine.ts";
+import { type Clock, type EngineDeps, MockEngine } from "./engine.ts";
+import { diskTierPath, RankTiers, sweepDiskTiers } from "./kv-tiers.ts";
 import { engineRoutes } from "./engine-routes.ts";
 import { eventFanout } from "./event-fanout.ts";
 import { handoffRoutes } from "./handoff-routes.ts";
@@ -30,7 +32,9 @@ import { kvRoutes } from "./kv-routes.ts";
 import { loraRoutes } from "./lora-routes.ts";
 import { nativeRoutes } from "./native-routes.ts";
 import { openAiRoutes, unknownModelAnswer } from "./openai-routes.ts";
-import { type MockerOptions, resolveMockerOptions } from "./options.ts";
+import { PeerKv } from "./peer-pull.ts";
+import { peerRoutes } from "./peer-routes.ts";
+import { type MockerConfig, type MockerOptions, resolveMockerOptions } from "./options.ts";
 import { requestLogWriter } from "./request-log.ts";
 import { sessionRoutes } from "./session-routes.ts";
 import { sglangInfoRoutes } from "./sglang-info-routes.ts";
@@ -59,6 +63,25 @@ export interface MockerHandle {
    */
   drain(timeoutMs: number): Promise<boolean>;
   stop(): Promise<void>;
+}
+
+/** Each rank's host (and disk) tier through the native library; none without --kv-host-blocks. */
+function tierFactory(config: MockerConfig, workerId: WorkerId): EngineDeps["makeTiers"] {
+  if (config.kvHostBlocks === 0) return undefined;
+  const lib = requireNativeLibrary();
+  const dir = config.kvDiskDir ?? tmpdir();
+  const hex = workerId.toString(16);
+  if (config.kvDiskBlocks > 0) sweepDiskTiers(dir, hex);
+  return (dpRank, record) =>
+    new RankTiers({
+      lib,
+      blockBytes: config.kvBlockBytes,
+      gpuBlocks: config.kvBlocks,
+      hostBlocks: config.kvHostBlocks,
+      diskBlocks: config.kvDiskBlocks,
+      diskPath: diskTierPath(dir, hex, dpRank),
+      record,
+    });
 }
 
 const realClock: Clock = { now: () => performance.now(), sleep: (ms) => Bun.sleep(ms) };
@@ -90,27 +113,30 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   // --fault-block-size: the cache runs on other blocks than the ones this engine says it has (as
   // a vLLM whose model enlarged its block size); everything it advertises keeps --block-size.
   const engineConfig = config.faultBlockSize !== undefined ? { ...config, blockSize: config.faultBlockSize } : config;
-  const eng = new MockEngine({ config: engineConfig, workerId, clock: realClock, emit, onPrefilled });
+  const eng = new MockEngine({ config: engineConfig, workerId, clock: realClock, emit, onPrefilled, makeTiers: tierFactory(config, workerId) });
   // Prefill and decode engines move real KV bytes through the native library; an ordinary
   // engine (role both) never loads it.
-  const handoff =
-    config.role === "both"
-      ? null
-      : new KvHandoff({
-          lib: requireNativeLibrary(),
-          workerIdHex: workerId.toString(16),
-          blockBytes: config.kvBlockBytes,
-          poolBlocks: config.kvPoolBlocks,
-          leaseMs: config.kvLeaseMs,
-          log,
-        });
+  const newHandoff = () =>
+    new KvHandoff({
+      lib: requireNativeLibrary(),
+      workerIdHex: workerId.toString(16),
+      blockBytes: config.kvBlockBytes,
+      poolBlocks: config.kvPoolBlocks,
+      leaseMs: config.kvLeaseMs,
+      log,
+    });
+  const handoff = config.role === "both" ? null : newHandoff();
+  // Peer pulls (either side) need the native library only once one happens.
+  let peerHandoff: KvHandoff | null = handoff;
+  const peer = new PeerKv({ engine: eng, handoff: () => (peerHandoff ??= newHandoff()), config: engineConfig, fetch: opts.fetch ?? fetch, log });
+  const peerHttp = peerRoutes(peer);
 
   let seq = 0;
   const newId = (prefix: string) => `${prefix}-${workerId.toString(36)}-${++seq}`;
   const probes = health();
   const disagg = handoffRoutes({ handoff, engine: eng, config, port, workerId, fetch: opts.fetch ?? fetch, log });
   const routes: Route[] = [
-    ...openAiRoutes({ engine: eng, tokenizer, workerId, newId, handoff: disagg, log }),
+    ...openAiRoutes({ engine: eng, tokenizer, workerId, newId, handoff: disagg, peer: peerHttp, log }),
     ...probes.routes,
     ...engineRoutes({
       advertisedBlockSize: config.blockSize,
@@ -124,12 +150,14 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       tokenizer,
       publishers,
       handoffStats: handoff?.stats,
+      peerStats: peer.stats,
     }),
     ...kvRoutes({ engine: eng, workerId, requireAdmin: adminCheck(config.adminToken) }),
     ...loraRoutes(eng),
     ...sessionRoutes(eng),
     ...sglangInfoRoutes({ engine: eng, tokenizer }),
     ...disagg.routes,
+    ...peerHttp.routes,
     ...nativeRoutes({
       engine: eng,
       tokenizer,
@@ -174,13 +202,15 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
       const finished = server.pendingRequests === 0;
       await server.stop(true);
       await Promise.all(publishers.map((p) => p.stop()));
-      handoff?.stop();
+      peerHandoff?.stop();
+      eng.close();
       return finished;
     },
     stop: async () => {
       await server.stop(true);
       await Promise.all(publishers.map((p) => p.stop()));
-      handoff?.stop();
+      peerHandoff?.stop();
+      eng.close();
     },
   };
 }

@@ -66,3 +66,13 @@ export function stepMs(decodes: number, prefills: number, prefillTokens: number,
 export function isolatedRequestMs(uncachedTokens: number, outputTokens: number, running: number, m: TimingModel): number {
   return prefillMs(uncachedTokens, m) + Math.max(0, outputTokens - 1) * decodeStepMs(running, m);
 }
+
+/**
+ * Time to move `tokens` tokens' KV at `gbps` GB/s (10^9 bytes/s), `kvBytesPerToken` modelled
+ * bytes each: a load from a lower tier or a pull from a peer. The simulated blocks are smaller
+ * (--kv-block-bytes); the time is the modelled model's, not the copy's.
+ */
+export function tierLoadMs(tokens: number, gbps: number, m: { kvBytesPerToken: number; speedup: number }): number {
+  if (tokens <= 0) return 0;
+  return (tokens * m.kvBytesPerToken) / (gbps * 1e6) / m.speedup;
+}
