@@ -100,6 +100,8 @@ export class MovingReader implements ChunkReader {
   #interrupt: Failure | undefined;
   #failure: Failure | undefined;
   #queue: Uint8Array[] = [];
+  /** A read of the engine the fast path handed over to the slow one. */
+  #got: { done: boolean; value?: Uint8Array | undefined } | { error: unknown } | undefined;
   #finished = false;
   #sawDone = false;
   #unwatch: (() => void) | undefined;
@@ -135,7 +137,34 @@ export class MovingReader implements ChunkReader {
     return true;
   }
 
-  async read(): Promise<{ done: boolean; value?: Uint8Array | undefined }> {
+  /**
+   * The no-failure path costs one `then` on the engine's read (no async frame): a chunk of whole,
+   * well-formed events is passed at once; anything else (an end, a failure, a split event, a
+   * move under way) goes the slow way.
+   */
+  read(): Promise<{ done: boolean; value?: Uint8Array | undefined }> {
+    if (this.#queue.length > 0 || this.#failure !== undefined || this.#finished || this.#pending !== undefined || this.#splicer !== undefined || this.#interrupt !== undefined || this.#got !== undefined) {
+      return this.#slow();
+    }
+    return this.#up.read().then(
+      (r) => {
+        if (this.#off && !r.done) return r;
+        if (!r.done && r.value !== undefined && this.#interrupt === undefined) {
+          const out = this.#accept(r.value);
+          if (out !== undefined && out.byteLength > 0) return { done: false, value: out };
+          return this.#slow();
+        }
+        this.#got = r;
+        return this.#slow();
+      },
+      (e: unknown) => {
+        this.#got = { error: e };
+        return this.#slow();
+      },
+    );
+  }
+
+  async #slow(): Promise<{ done: boolean; value?: Uint8Array | undefined }> {
     for (;;) {
       const q = this.#queue.shift();
       if (q !== undefined) return { done: false, value: q };
@@ -147,12 +176,15 @@ export class MovingReader implements ChunkReader {
       }
       if (this.#finished) return { done: true };
       let r: { done: boolean; value?: Uint8Array | undefined };
+      const got = this.#got;
+      this.#got = undefined;
       if (this.#pending !== undefined) {
         r = { done: false, value: this.#pending };
         this.#pending = undefined;
       } else {
         try {
-          r = await this.#up.read();
+          if (got !== undefined && "error" in got) throw got.error;
+          r = got ?? (await this.#up.read());
         } catch (e) {
           this.#failure = this.#interrupt ?? { why: `stream cut: ${(e as Error)?.message ?? String(e)}`, fence: true, error: e };
           this.#interrupt = undefined;
@@ -259,7 +291,8 @@ export class MovingReader implements ChunkReader {
       return;
     }
     this.#held += n;
-    this.#raw.push(bytes.slice());
+    // A reference, not a copy: the upstream readers hand out a fresh array per read.
+    this.#raw.push(bytes);
     this.#rawBytes += n;
     if (this.#rawBytes > FOLD_BYTES) this.#fold();
   }
