@@ -128,14 +128,13 @@ describe("an engine whose answers fail is ejected, though its /health answers", 
   }, 30_000);
 
   test("a stream that stalls mid-answer, with migration (the default), goes on on the other engine after the idle deadline; none fails", async () => {
-    const { url, badUrl } = await cluster("stall", ["--stream-idle-timeout", "0.3"]);
+    const { url } = await cluster("stall", ["--stream-idle-timeout", "0.3"]);
     const outcomes = await load(url, 12, 2, "stall-migrated");
     const s = summary(outcomes);
     report("engine stalling mid-stream, migrated", s);
     expect(s.failed).toBe(0);
     expect(await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}')).toBeGreaterThanOrEqual(1);
     expect(s.longestMs).toBeLessThan(300 + 1_500);
-    await until(async () => (await engineStats(badUrl)).open === 0, "the stalling engine to see its streams closed", 3_000);
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
   }, 30_000);
 });
