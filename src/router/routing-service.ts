@@ -23,7 +23,7 @@ import { claimPrefix, unseenClaims, type BurstClaim, type BurstClaims, type Held
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
-import { firstTokenSampler, queueAtBooking, type TtftPredictor } from "./books/ttft-predictor.ts";
+import { decodeSampler, firstTokenSampler, queueAtBooking, type TtftPredictor } from "./books/ttft-predictor.ts";
 import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";
 import type { AdmissionGate, AdmitOptions } from "./admission/admission-gate.ts";
 
@@ -263,10 +263,13 @@ export class RoutingService {
     // The rank's queue is read here, before this request is booked there: the sample's hindsight count starts from it.
     const sample =
       d.ttft && sel.ttftTokens !== undefined && input.prefilledElsewhere !== true
-        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, queue: queueAtBooking(d.tracker.slotOf(sel.key), unseen?.tokens.get(sel.key)) }, (e) =>
+        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, stepMs: sel.stepMs, queue: queueAtBooking(d.tracker.slotOf(sel.key), unseen?.tokens.get(sel.key)) }, (e) =>
             d.metrics.ttftPredictionError?.observe(e),
           )
         : undefined;
+    // The prefix group's arrival and, when the booking goes, the request's time there and its decode gaps: the group's traffic and the rank's step time.
+    if (d.ttft && sel.groupKey !== undefined) d.ttft.traffic.arrive(sel.groupKey, now);
+    const ended = d.ttft && input.prefilledElsewhere !== true ? decodeSampler(d.ttft, sel.key, now, d.tracker.slotOf(sel.key)) : undefined;
     // Read before this request is booked there: the prefixes others were computing on that rank.
     const check =
       d.distrusted !== undefined && !approx
@@ -280,6 +283,7 @@ export class RoutingService {
       d.now,
       d.rng,
       sample,
+      ended,
     );
     if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
     else if (distrusted?.has(sel.key) === true) d.fallbackIndex?.recordDecision(hashes, seqHashes, sel.worker, now);

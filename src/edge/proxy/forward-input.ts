@@ -9,6 +9,7 @@ import type { PromptHashes, RoutingService, SessionControl, TenantShare } from "
 import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
 import type { CacheCheck } from "./cache-check.ts";
 import type { ParsedStreamOptions } from "./usage-injection.ts";
+import type { RequestSettlement } from "./request-settlement.ts";
 
 /** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
 export interface ForwardDeps {
@@ -57,13 +58,8 @@ export interface ForwardInput {
    * header holds its key to this router, which must never reach an engine's logs.
    */
   readonly upstreamAuthorization?: string | null;
-  /**
-   * The caller reads the answer's body itself before the client does (edge/tenants reads its
-   * usage): the body is then a pull stream, since Bun's direct stream waits for a client's
-   * socket to drain only when it writes to one, so under a JavaScript reader neither the
-   * engine's backpressure nor the stalled-client cut would hold.
-   */
-  readonly bodyReadByCaller?: boolean;
+  /** The client's request as a whole (a tenant's charge settles at its end); each decision's settlement tells it how its answer ended. */
+  readonly settlement?: RequestSettlement;
   /** The decode half of a P/D pair: another worker computes the prompt (RouteInput.prefilledElsewhere). */
   readonly prefilledElsewhere?: boolean;
 }

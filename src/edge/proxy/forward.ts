@@ -13,7 +13,8 @@
  * (settlement.ts): this file says what happened to the try, the settlement frees the booking,
  * reports the outcome for outlier ejection, counts and observes it, exactly once. Every way
  * out is a returned answer or a thrown error (retries, fail-over and a malformed answer
- * included), so a caller holding a tenant's share (edge/tenants) settles it once on either.
+ * included); with the request's settlement (request-settlement.ts), each answer is marked as
+ * made by its decision, whose settlement hands the answer's end on to the request.
  */
 import { RouterError } from "../../core/errors.ts";
 import { errorResponse } from "../errors.ts";
@@ -23,7 +24,7 @@ import type { ForwardDeps, ForwardInput } from "./forward-input.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
-import { attemptUpstream, type FirstRead } from "./attempt.ts";
+import { attemptUpstream, type AttemptResult, type FirstRead } from "./attempt.ts";
 import { NO_DEADLINES } from "./deadlines.ts";
 import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import { fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
@@ -32,7 +33,8 @@ import { apiKindOf } from "./migration/continuation.ts";
 import { movable, movingStream, type MovingContext } from "./migration/move.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
 import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
-import type { ParsedStreamOptions } from "./usage-injection.ts";
+import type { ParsedStreamOptions, PreparedBody } from "./usage-injection.ts";
+import type { RequestSettlement } from "./request-settlement.ts";
 
 export type { ForwardDeps, ForwardInput } from "./forward-input.ts";
 
@@ -95,7 +97,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       if (failures.length > 0) throw upstreamFailed(failures);
       throw e;
     }
-    const s = new Settlement(decision, sinks, obs);
+    const s = new Settlement(decision, sinks, obs, undefined, input.settlement);
     const { worker } = decision;
     const rec = d.registry.get(worker.workerId);
     if (!rec) {
@@ -120,24 +122,9 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       watchWorker: (onDown) => d.registry.onUnavailable(worker.workerId, onDown),
     });
     if (a.kind === "answer") {
-      s.firstByte(a.res.status);
-      let answer: Response;
-      try {
-        if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
-        let { first, reader } = a;
-        if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
-          const t = watchAnswer(d.cacheCheck!, decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
-          first = { done: false, value: t.first };
-          reader = t.reader as UpstreamBody;
-        }
-        answer = respond(a.res, first, reader, s, d, input.bodyReadByCaller !== true, moving);
-      } catch (e) {
-        // Nothing reached the client: an answer the runtime cannot pass on (a status or a
-        // header it refuses) is the worker's failure, not an unhandled 500 that would keep
-        // the booking and the engine's stream.
-        answer = malformedAnswer(a.reader, s, (e as Error).message);
-      }
+      const answer = answerOf(a, s, input, d, checked, prepared, moving);
       routedWorkers.set(answer, worker.workerId);
+      input.settlement?.made(answer, s);
       return answer;
     }
     if (a.kind === "client_gone") {
@@ -155,6 +142,34 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     if ((a.kind === "worker_down" || a.status === undefined) && !mayResend(attempt, retry, d)) throw upstreamFailed(failures);
   }
   throw upstreamFailed(failures);
+}
+
+/** The engine's answer to this try, as the client gets it (through the cache check's tap when it watches this one). */
+function answerOf(
+  a: Extract<AttemptResult, { kind: "answer" }>,
+  s: Settlement,
+  input: ForwardInput,
+  d: ForwardDeps,
+  checked: PreparedBody | undefined,
+  prepared: PromptHashes,
+  moving: MovingContext | undefined,
+): Response {
+  s.firstByte(a.res.status);
+  try {
+    if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
+    let { first, reader } = a;
+    if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
+      const t = watchAnswer(d.cacheCheck!, s.decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
+      first = { done: false, value: t.first };
+      reader = t.reader as UpstreamBody;
+    }
+    return respond(a.res, first, reader, s, d, moving);
+  } catch (e) {
+    // Nothing reached the client: an answer the runtime cannot pass on (a status or a
+    // header it refuses) is the worker's failure, not an unhandled 500 that would keep
+    // the booking and the engine's stream.
+    return malformedAnswer(a.reader, s, (e as Error).message);
+  }
 }
 
 /** This try's decision. Every candidate busy: the router waits for one in its admission queue (429 when full or too long). */
@@ -224,8 +239,6 @@ function respond(
   reader: UpstreamBody | undefined,
   s: Settlement,
   d: ForwardDeps,
-  /** Bun's direct stream may carry the body (false: the caller reads it; a pull stream). */
-  direct: boolean,
   /** The stream may move to another worker when its engine fails (migration/); undefined: it may not. */
   moving: MovingContext | undefined,
 ): Response {
@@ -261,9 +274,9 @@ function respond(
   const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;
   if (moving !== undefined && sse && res.status === 200) {
     const m = movingStream(moving, first.value, reader, s, res.status);
-    return new Response(observeStream(undefined, m.reader, m.hooks, direct && d.upstream.directStreams, { idleMs, sse }), init);
+    return new Response(observeStream(undefined, m.reader, m.hooks, d.upstream.directStreams, { idleMs, sse }), init);
   }
-  const body = observeStream(first.value, reader, s.stream(res.status, sse), direct && d.upstream.directStreams, { idleMs, sse });
+  const body = observeStream(first.value, reader, s.stream(res.status, sse), d.upstream.directStreams, { idleMs, sse });
   return new Response(body, init);
 }
 

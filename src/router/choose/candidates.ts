@@ -11,8 +11,9 @@
  * the prefix when this request starts, given its KV capacity (ActiveSequences.keptWhenItStarts).
  *
  * With a TTFT predictor in the context, every candidate also carries its predicted time to
- * first token (books/ttft-predictor.ts), the uncached tokens that prediction assumed and the
- * rank's speed it used.
+ * first token (books/ttft-predictor.ts), the uncached tokens that prediction assumed, the
+ * rank's speed it used, and the rank's decode step time at its running decodes (what a first
+ * token there waits for, as much as the predictor's decode weight says).
  *
  * This runs once per endpoint per request, so at a thousand ranks it is written to allocate
  * nothing but the candidates themselves, and those only without a pool (candidate-pool.ts): no
@@ -30,6 +31,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
   const ttft = ctx.ttft;
   const now = ctx.now;
   const latencyMs = ttft === undefined ? 0 : ttft.latencyMs;
+  const decodeWeight = ttft === undefined ? 0 : ttft.decodeWeight;
   // Sequence hashes chain the prefix: the blocks of it a slot holds are a leading run.
   const held = tracker.heldPrefixCounts(seqHashes);
   const n = seqHashes?.length ?? 0;
@@ -55,6 +57,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
     let lastBookedAt: number | undefined;
     let uncachedTokens = Math.max(0, isl - indexed * bs);
     let ttftTokens = msPerToken === undefined ? undefined : uncachedTokens;
+    let stepMs = 0;
     // Claimed by decisions this router's books do not hold yet: queued ahead all the same, and
     // the prefix they share with this prompt is computed before it, as for a booked request.
     const unseen = claimed === undefined ? 0 : (claimed.tokens.get(e.key) ?? 0);
@@ -73,6 +76,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       prefillTokens = seqs.newTokens(isl, overlapBlocks) + activePrefillTokens;
       decodeBlocks = n - heldHere + activeDecodeBlocks;
       ttftTokens = msPerToken === undefined ? undefined : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
+      if (ttft !== undefined) stepMs = ttft.stepMsOf(seqs, e.key);
     }
     if (unseen > 0) {
       activePrefillTokens += unseen;
@@ -80,7 +84,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       if (ttftTokens !== undefined) ttftTokens += unseen;
     }
     const tracked = seqs !== undefined;
-    const predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens;
+    const predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens + decodeWeight * stepMs;
     if (reused === undefined) {
       // A fresh object literal: building one is cheaper than filling a blank one.
       out[i] = {
@@ -100,6 +104,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         predictedTtftMs,
         ttftTokens,
         msPerToken,
+        stepMs,
         cost: 0,
       };
     } else {
@@ -118,6 +123,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       c.predictedTtftMs = predictedTtftMs;
       c.ttftTokens = ttftTokens;
       c.msPerToken = msPerToken;
+      c.stepMs = stepMs;
       c.cost = 0;
     }
   }

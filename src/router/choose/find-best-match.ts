@@ -15,6 +15,7 @@ import type { SchedulerConfig } from "./config.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
 import { TtftPredictor } from "../books/ttft-predictor.ts";
 import type { UnseenClaims } from "../books/burst-claims.ts";
+import { groupOf } from "./costs/group-decodes.ts";
 import { runPipeline } from "./pipeline.ts";
 import type { Rng } from "../../core/rng.ts";
 import type { Endpoint, Pipeline, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
@@ -92,7 +93,12 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     ttft: input.ttft ?? (input.pipeline.predictsTtft ? priorPredictor(config.blockSize) : undefined),
     otherRouters: input.otherRouters,
   };
-  const { chosen, candidates } = runPipeline(input.pipeline, ctx, buildCandidates(ctx, input.endpoints, tracker, input.candidatePool));
+  const built = buildCandidates(ctx, input.endpoints, tracker, input.candidatePool);
+  // Every endpoint's, before the filters: a group is where its prefix is, even on a rank that cannot take this request.
+  const group = ctx.ttft === undefined ? undefined : groupOf(input.seqHashes, built);
+  ctx.groupKey = group?.key;
+  ctx.groupDepth = group?.depth ?? 0;
+  const { chosen, candidates } = runPipeline(input.pipeline, ctx, built);
   return {
     worker: chosen.endpoint.worker,
     key: chosen.key,
@@ -101,6 +107,8 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     predictedTtftMs: chosen.predictedTtftMs,
     ttftTokens: chosen.ttftTokens,
     uncachedTokens: chosen.uncachedTokens,
+    stepMs: chosen.stepMs,
+    groupKey: ctx.groupKey,
     candidates,
   };
 }

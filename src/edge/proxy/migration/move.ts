@@ -49,8 +49,7 @@ export function movable(input: ForwardInput, options: MigrationOptions | undefin
 
 /** The body and hooks of a stream that can move, starting on the try `s` settles. */
 export function movingStream(ctx: MovingContext, first: Uint8Array | undefined, reader: UpstreamBody, s: Settlement, status: number): { reader: MovingReader; hooks: StreamHooks } {
-  s.stream(status, true);
-  const relay = new Relay(s);
+  const relay = new Relay(s, s.stream(status, true));
   const host = new Host(ctx, relay);
   const moving = new MovingReader(first, reader, host, {
     kind: ctx.kind,
@@ -63,7 +62,11 @@ export function movingStream(ctx: MovingContext, first: Uint8Array | undefined, 
   return { reader: moving, hooks: relay };
 }
 
-/** The stream's hooks, passed on to whichever settlement carries the stream now. */
+/**
+ * The stream's hooks, passed on to whichever settlement carries the stream now. The bytes the
+ * client gets are counted by the first settlement's hooks (a tenant's charge reads them), whatever
+ * engine sent them; the request hears the end from the first settlement, which made its answer.
+ */
 class Relay implements StreamHooks {
   reader: MovingReader | undefined;
   /** Data events the client got before the current try began (its own tokens start there). */
@@ -71,8 +74,17 @@ class Relay implements StreamHooks {
   #last = 0;
   /** The stream's observation, when no try carries it (every move failed). */
   track: StreamTrack | undefined;
+  readonly onChunk: StreamHooks["onChunk"];
+  readonly onTail: StreamHooks["onTail"];
 
-  constructor(public current: Settlement | undefined) {}
+  constructor(
+    readonly first: Settlement,
+    firstHooks: StreamHooks,
+    public current: Settlement | undefined = first,
+  ) {
+    this.onChunk = firstHooks.onChunk;
+    this.onTail = firstHooks.onTail;
+  }
 
   onTokens(total: number): void {
     this.#last = total;
@@ -84,6 +96,7 @@ class Relay implements StreamHooks {
     const end = how === "done" && this.reader?.failedEnd !== undefined ? this.reader.failedEnd : how;
     if (this.current !== undefined) this.current.end({ how: "stream", end, tokens, bytes });
     else this.track?.end(end, tokens, bytes);
+    if (this.current !== this.first) this.first.movedStreamEnded();
   }
 
   switchTo(s: Settlement | undefined, track: StreamTrack | undefined): void {
