@@ -8,6 +8,10 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sha256Hex } from "../../src/protect/key-set.ts";
 import { startRouter, urlOf, workers } from "./multi-router-cluster.ts";
 import { stopAll, until, type Proc } from "../support/processes.ts";
 import { bookedLoad, metric } from "../chaos/faults.ts";
@@ -23,7 +27,7 @@ const MAX_TOKENS = 60;
 /** Streams in the kill test; MIGRATION_STREAMS=200 for the issue's one-off figure (docs/chaos.md). */
 const STREAMS = Number(process.env.MIGRATION_STREAMS ?? 16);
 
-async function cluster(extra: readonly string[] = []) {
+async function cluster(extra: readonly string[] = [], adminHeaders: Record<string, string> = {}) {
   const engines = await startSameEngines(4);
   procs.push(...engines);
   const router = await startRouter(engines, 0, [
@@ -32,8 +36,15 @@ async function cluster(extra: readonly string[] = []) {
   ]);
   procs.push(router);
   const url = urlOf(router);
-  await until(async () => (await workers(url)).every((w) => w.healthy), "every engine to be healthy");
+  await until(async () => (await adminWorkers(url, adminHeaders)).every((w) => w.healthy), "every engine to be healthy");
   return { url, engines };
+}
+
+/** GET /v1/workers with the admin's headers (--api-keys closes the admin API to anyone without its token). */
+async function adminWorkers(url: string, headers: Record<string, string>): Promise<{ id: string; url: string; healthy: boolean; active_prefill_tokens: number; active_decode_blocks: number }[]> {
+  const r = await fetch(`${url}/v1/workers`, { headers });
+  if (r.status !== 200) throw new Error(`GET /v1/workers: HTTP ${r.status}`);
+  return ((await r.json()) as { workers: { id: string; url: string; healthy: boolean; active_prefill_tokens: number; active_decode_blocks: number }[] }).workers;
 }
 
 /** Streams of both kinds, read as they arrive; resolves once each has received a few tokens. */
@@ -49,8 +60,8 @@ async function startStreams(url: string, n: number) {
 }
 
 /** The engine serving the most streams (by the router's x-switchyard-worker), as a process. */
-async function busiest(url: string, engines: readonly Proc[], streams: { live: Live }[]): Promise<{ proc: Proc; on: number }> {
-  const ws = await workers(url);
+async function busiest(url: string, engines: readonly Proc[], streams: { live: Live }[], adminHeaders: Record<string, string> = {}): Promise<{ proc: Proc; on: number }> {
+  const ws = await adminWorkers(url, adminHeaders);
   const count = new Map<string, number>();
   for (const s of streams) count.set(s.live.worker, (count.get(s.live.worker) ?? 0) + 1);
   const [id, on] = [...count.entries()].sort((a, b) => b[1] - a[1])[0]!;
@@ -156,5 +167,31 @@ describe("a stream survives its engine", () => {
       expect(r.usage?.completion_tokens).toBe(MAX_TOKENS);
     }
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 5_000);
+  }, 60_000);
+
+  test("with --api-keys: a tenant's concurrent slots are all given back after streams moved (its next full burst is admitted)", async () => {
+    const key = `sk-test-migration-${crypto.randomUUID()}`;
+    const dir = mkdtempSync(join(tmpdir(), "switchyard-migration-keys-"));
+    const file = join(dir, "keys.yaml");
+    writeFileSync(file, `keys:\n  - tenant: alpha\n    key_sha256: ${await sha256Hex(key)}\n    limits: {concurrent_requests: 8}\n`);
+    const admin = { authorization: "Bearer admin-token-for-this-test" };
+    const { url, engines } = await cluster(["--api-keys", file, "--admin-token", "admin-token-for-this-test"], admin);
+    const auth = { authorization: `Bearer ${key}` };
+    const streams = Array.from({ length: 8 }, (_, i) => {
+      const kind: Kind = i % 2 === 0 ? "completions" : "chat";
+      const body = requestBody(kind, 200 + i, MAX_TOKENS);
+      return { kind, body, live: openStream(url, kind, body, auth) };
+    });
+    await until(() => streams.every((s) => received(s.live) >= 3 || s.live.status >= 400), "every stream to be under way", 20_000);
+    expect(streams.map((s) => s.live.status)).toEqual(Array(8).fill(200));
+    const victim = await busiest(url, engines, streams, admin);
+    victim.proc.proc.kill("SIGKILL");
+    await Promise.all(streams.map((s) => s.live.done));
+    await expectExact(streams, urlOf(engines.find((e) => e !== victim.proc)!));
+    // Every slot is free again: 8 more at once are all admitted (a leaked one would be a 429).
+    const again = Array.from({ length: 8 }, (_, i) => openStream(url, "completions", requestBody("completions", 300 + i, 4), auth));
+    await Promise.all(again.map((l) => l.done));
+    expect(again.map((l) => l.status)).toEqual(Array(8).fill(200));
+    await until(async () => (await adminWorkers(url, admin)).every((w) => w.active_prefill_tokens + w.active_decode_blocks === 0), "every booking to be freed", 5_000);
   }, 60_000);
 });
