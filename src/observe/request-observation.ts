@@ -117,6 +117,8 @@ export class RequestObservation {
   /** The kv policy's predicted TTFT on the chosen worker (ms from the decision), beside the observed one in the access line. */
   #predictedTtftMs: number | undefined;
   #retries: string[] | undefined;
+  /** Moves of the stream to another worker (edge/proxy/migration), "from -> to: why". */
+  #migrations: string[] | undefined;
   #routingFrom: number | undefined;
   #routeStart = 0;
   #routeEnd = 0;
@@ -316,6 +318,11 @@ export class RequestObservation {
     this.#endUpstream(reason);
   }
 
+  /** The stream moved from one worker to another after its first byte (edge/proxy/migration). */
+  migrated(from: bigint, to: bigint, why: string): void {
+    (this.#migrations ??= []).push(`worker ${from} -> worker ${to}: ${why}`);
+  }
+
   /** The client left before the first byte. */
   clientGone(): void {
     this.#cancelled = true;
@@ -481,6 +488,7 @@ export class RequestObservation {
       best_cached_blocks: routed ? this.#best : null,
       retries: this.#retries?.length ?? 0,
       retry_reasons: this.#retries ?? [],
+      migrations: this.#migrations ?? [],
       admission_wait_ms: this.#admissionWaitMs !== undefined ? ms(this.#admissionWaitMs) : null,
       client_cancelled: cancelled,
       ttfb_ms: this.#firstByteAt !== undefined ? ms(this.#firstByteAt - this.#start) : null,
