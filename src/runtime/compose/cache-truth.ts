@@ -72,7 +72,7 @@ export function withCacheTruth(
   return (id) => ({ ...details?.(id), cache_truth: truth.view(id) });
 }
 
-/** Seconds one canary call to an engine may take. */
+/** The longest one canary call to an engine may take (a prompt of a few hundred tokens, one token out). */
 const CANARY_CALL_TIMEOUT_MS = 10_000;
 
 export interface CanaryWiring {
@@ -87,6 +87,13 @@ export interface CanaryWiring {
   };
   readonly now: () => number;
   readonly log: Logger;
+  /**
+   * The router's shortest deadline on an engine (--first-byte-timeout, --stream-idle-timeout;
+   * 0 = none), when shorter than the canary's own: a canary waits no longer on a hung or
+   * stalled engine than a client's request would, so it does not hold the engine's
+   * connections past the point where the router gave up on the clients'.
+   */
+  readonly engineDeadlinesMs?: readonly number[];
 }
 
 /**
@@ -95,6 +102,7 @@ export interface CanaryWiring {
  */
 export function canaries(w: CanaryWiring): (id: WorkerId, only?: DpRank) => Promise<CanaryResult[]> {
   const running = new Map<WorkerId, Promise<CanaryResult[]>>();
+  const callTimeoutMs = Math.min(CANARY_CALL_TIMEOUT_MS, ...(w.engineDeadlinesMs ?? []).filter((ms) => ms > 0));
   const deps = {
     blockSize: w.blockSize,
     complete: async (url: string, dpRank: DpRank, prompt: readonly number[], model: string | undefined): Promise<CanaryUsage | undefined> => {
@@ -102,7 +110,7 @@ export function canaries(w: CanaryWiring): (id: WorkerId, only?: DpRank) => Prom
         method: "POST",
         headers: { "content-type": "application/json", [HEADER_ENGINE_DP_RANK]: String(dpRank) },
         body: JSON.stringify({ ...(model !== undefined ? { model } : {}), prompt, max_tokens: 1, temperature: 0 }),
-        signal: AbortSignal.timeout(CANARY_CALL_TIMEOUT_MS),
+        signal: AbortSignal.timeout(callTimeoutMs),
       });
       if (!res.ok) throw new Error(`the engine answered HTTP ${res.status}`);
       const u = ((await res.json()) as { usage?: { prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } }).usage;
