@@ -32,6 +32,7 @@ export function blankCandidate(e: Endpoint): CandidateSlot {
     predictedTtftMs: undefined,
     ttftTokens: undefined,
     msPerToken: undefined,
+    kvPlan: undefined,
     cost: 0,
   };
 }

@@ -22,6 +22,7 @@
 import type { LoadTracker } from "../books/load-tracker.ts";
 import type { CandidatePool } from "./candidate-pool.ts";
 import { listViewOf, overlapsByPosition } from "./list-view.ts";
+import type { KvPlan } from "../kv-plan/plan.ts";
 import type { Candidate, Endpoint, SchedulingContext } from "./types.ts";
 
 export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker, pool?: CandidatePool): Candidate[] {
@@ -30,6 +31,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
   const ttft = ctx.ttft;
   const now = ctx.now;
   const latencyMs = ttft === undefined ? 0 : ttft.latencyMs;
+  const planner = ctx.kvPlanner;
   // Sequence hashes chain the prefix: the blocks of it a slot holds are a leading run.
   const held = tracker.heldPrefixCounts(seqHashes);
   const n = seqHashes?.length ?? 0;
@@ -80,7 +82,18 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       if (ttftTokens !== undefined) ttftTokens += unseen;
     }
     const tracked = seqs !== undefined;
-    const predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens;
+    let predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens;
+    // Part of what it would compute may come faster from its own tiers or a peer (kv-plan/).
+    let kvPlan: KvPlan | undefined;
+    if (planner !== undefined && seqs !== undefined && ttftTokens !== undefined) {
+      kvPlan = planner.plan({ key: e.key, worker: e.worker, creditedBlocks: overlapBlocks, uncachedTokens, msPerToken: msPerToken! });
+      if (kvPlan !== undefined) {
+        uncachedTokens -= kvPlan.tokens;
+        ttftTokens -= kvPlan.tokens;
+        predictedTtftMs = latencyMs + msPerToken! * ttftTokens + kvPlan.transferMs;
+        kvPlan.predictedTtftMs = predictedTtftMs;
+      }
+    }
     if (reused === undefined) {
       // A fresh object literal: building one is cheaper than filling a blank one.
       out[i] = {
@@ -100,6 +113,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         predictedTtftMs,
         ttftTokens,
         msPerToken,
+        kvPlan,
         cost: 0,
       };
     } else {
@@ -118,6 +132,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       c.predictedTtftMs = predictedTtftMs;
       c.ttftTokens = ttftTokens;
       c.msPerToken = msPerToken;
+      c.kvPlan = kvPlan;
       c.cost = 0;
     }
   }

@@ -17,6 +17,7 @@ import { TtftPredictor } from "../books/ttft-predictor.ts";
 import type { UnseenClaims } from "../books/burst-claims.ts";
 import { runPipeline } from "./pipeline.ts";
 import type { Rng } from "../../core/rng.ts";
+import type { KvPlanner } from "../kv-plan/plan.ts";
 import type { Endpoint, Pipeline, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
 
 export interface FindBestMatchInput {
@@ -51,6 +52,8 @@ export interface FindBestMatchInput {
    * only until the next decision on the same endpoint list, so a caller that keeps any copies them.
    */
   readonly candidatePool?: CandidatePool;
+  /** Prices loads from tiers and pulls from peers for the policies that predict TTFT (kv-plan/); absent: none. */
+  readonly kvPlanner?: KvPlanner;
 }
 
 /**
@@ -91,6 +94,8 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     // prior speed on every engine, which orders candidates by prefill tokens queued and uncached.
     ttft: input.ttft ?? (input.pipeline.predictsTtft ? priorPredictor(config.blockSize) : undefined),
     otherRouters: input.otherRouters,
+    // Only where a tier holds some of the prompt: otherwise no candidate can load or pull any of it.
+    kvPlanner: input.kvPlanner !== undefined && input.pipeline.predictsTtft === true && input.kvPlanner.prepare(input.overlaps, config.blockSize, input.now) ? input.kvPlanner : undefined,
   };
   const { chosen, candidates } = runPipeline(input.pipeline, ctx, buildCandidates(ctx, input.endpoints, tracker, input.candidatePool));
   return {
@@ -101,6 +106,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     predictedTtftMs: chosen.predictedTtftMs,
     ttftTokens: chosen.ttftTokens,
     uncachedTokens: chosen.uncachedTokens,
+    kvPlan: chosen.kvPlan,
     candidates,
   };
 }

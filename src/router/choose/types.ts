@@ -9,6 +9,7 @@ import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 import type { Rng } from "../../core/rng.ts";
 import type { TtftPredictor } from "../books/ttft-predictor.ts";
+import type { KvPlan, KvPlanner } from "../kv-plan/plan.ts";
 
 /** One schedulable (worker, dp_rank) and its static facts, as the worker registry knows them. */
 export interface Endpoint {
@@ -72,6 +73,11 @@ export interface SchedulingContext {
    * same one.
    */
   readonly otherRouters?: number;
+  /**
+   * Prices loads from a candidate's own tiers and pulls from peers (kv-plan/plan.ts), already
+   * prepared with this request's overlaps; absent: every uncached token is computed.
+   */
+  readonly kvPlanner?: KvPlanner;
 }
 
 /** One endpoint as seen by this request: its cache overlap and load, then its cost. */
@@ -107,6 +113,8 @@ export interface Candidate {
   readonly ttftTokens?: number;
   /** The rank's prefill ms per token that prediction used, so the costs need not look its speed up again. */
   readonly msPerToken?: number;
+  /** The transfer its prediction counts (a load from its tiers or a pull from a peer), when one beats computing. */
+  readonly kvPlan?: KvPlan;
   /** Σ weight·term, set by the pipeline. Lower is better. */
   cost: number;
 }
@@ -161,6 +169,8 @@ export interface Selection {
   readonly predictedTtftMs?: number;
   readonly ttftTokens?: number;
   readonly uncachedTokens?: number;
+  /** The chosen candidate's transfer plan, if any. */
+  readonly kvPlan?: KvPlan;
   /** The candidates that survived the filters, with their costs. */
   readonly candidates: readonly Candidate[];
 }
