@@ -184,10 +184,3 @@ export function learnFromFirstToken(rates: TransferRates, plan: KvPlan, observed
   const perToken = Math.max(0, transferMs - plan.queuedMs) / plan.tokens;
   for (const r of plan.rates) rates.observe(r.key, perToken);
 }
-
-/** One line for the access log, /debug/decisions and the status page: "96 blocks pulled from worker X, predicted 41 ms, observed 38 ms". */
-export function describePlan(p: KvPlan, observedTtftMs = p.observedTtftMs): string {
-  const what = p.kind === "pull" ? `${p.blocks} blocks pulled from worker ${p.from!.workerId} rank ${p.from!.dpRank}` : `${p.blocks} blocks loaded from ${p.media.join(" and ")}`;
-  const obs = observedTtftMs === undefined ? "" : `, observed ${Math.round(observedTtftMs)} ms`;
-  return `${what}, predicted ${Math.round(p.predictedTtftMs)} ms${obs}`;
-}

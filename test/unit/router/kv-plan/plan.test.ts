@@ -16,7 +16,8 @@ import { schedulerConfig } from "../../../../src/router/choose/config.ts";
 import { endpointsOf } from "../../../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../../../src/router/choose/find-best-match.ts";
 import { createPipeline } from "../../../../src/router/choose/registry.ts";
-import { describePlan, KvPlanner, learnFromFirstToken } from "../../../../src/router/kv-plan/plan.ts";
+import { kvPlanText as describePlan } from "../../../../src/observe/kv-plan-text.ts";
+import { KvPlanner, learnFromFirstToken } from "../../../../src/router/kv-plan/plan.ts";
 import { PRIOR_SHARE, TransferRates } from "../../../../src/router/kv-plan/transfer-rates.ts";
 import { chain, seededRng } from "../choose/helpers.ts";
 
