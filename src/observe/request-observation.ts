@@ -493,7 +493,7 @@ export class RequestObservation {
       ttft_ms: ttft !== undefined ? ms(ttft) : null,
       // A P/D pair's decode worker was priced as if it prefilled; its first token came after another worker's prefill.
       predicted_ttft_ms: routed && this.#prefillWorker === undefined && this.#predictedTtftMs !== undefined ? ms(this.#predictedTtftMs) : null,
-      kv_plan: routed && this.#kvPlan !== undefined ? kvPlanText(this.#kvPlan, ttft) : null,
+      kv_plan: routed && this.#kvPlan !== undefined ? kvPlanText(this.#kvPlan, this.#kvPlan.observedTtftMs ?? ttft) : null,
       duration_ms: ms(end - this.#start),
       output_tokens: a?.outputTokens ?? null,
       bytes_out: a?.bytes ?? null,
