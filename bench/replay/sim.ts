@@ -5,7 +5,10 @@
  * per uncached token, an LRU prefix cache of `kvBlocks` trace blocks checked when the prefill
  * starts and filled when it ends (as the simulated engine does; the router's precise index sees
  * the caches as KV events would, without their delay, and knows each engine's capacity as an engine
- * reports it), decode of `maxOutputTokens` steps.
+ * reports it), decode of `maxOutputTokens` steps. With `engine: "v1"` each engine instead steps as
+ * vLLM V1's scheduler does (src/mocker/step-scheduler.ts on the engine-wire branch: a token budget
+ * per step, running decodes first, prefill chunks in what is left; a step costs its decodes' time
+ * plus its prompt tokens'), so first tokens wait for the decodes running there.
  *
  * Why: on the shared 2-core machine the real replay's TTFTs move ±30% run to run, more than the
  * differences between settings of one policy; choosing kv's defaults needs a measurement
@@ -20,7 +23,7 @@ import { endpointsOf } from "../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../src/router/choose/find-best-match.ts";
 import { LoadTracker } from "../../src/router/books/load-tracker.ts";
 import { RequestLease } from "../../src/router/books/request-lease.ts";
-import { firstTokenSampler, queueAtBooking, TtftPredictor } from "../../src/router/books/ttft-predictor.ts";
+import { decodeSampler, firstTokenSampler, queueAtBooking, TtftPredictor } from "../../src/router/books/ttft-predictor.ts";
 import type { Pipeline } from "../../src/router/choose/types.ts";
 import { createIndexer } from "../../src/router/kv-index/indexer.ts";
 import { createPipeline, isPolicyName } from "../../src/router/choose/registry.ts";
@@ -58,6 +61,31 @@ export interface SimOptions {
    * sees them, as it would see an engine's KV events.
    */
   warmBlocks?: readonly (readonly number[])[];
+  /**
+   * Mean of an exponential delay (ms) between an engine's first token and the router seeing it
+   * (a busy router's event loop, the network): its books hold the prefill that long after the
+   * engine finished. 0 (default): at once.
+   */
+  firstTokenDelayMs?: number;
+  /**
+   * "fifo" (default): one prefill lane per engine, decodes beside it and never in its way. "v1":
+   * vLLM V1's steps (`v1BatchedTokens` per step, 8,192 by default; at most 64 running; a decode
+   * step 1 + 0.02 × (decodes − 1) times `decodeMsPerStep`; 1 ms per prompt chunk).
+   */
+  engine?: "fifo" | "v1";
+  v1BatchedTokens?: number;
+  /**
+   * Feed the routers' predictors what the router feeds them on the request path: the step time
+   * each first token met, the inter-token gaps, each prefix group's arrivals. Off: they learn from
+   * first tokens alone, as before running decodes and prefix groups were priced (the kv of 99be34e).
+   */
+  learnDecodes?: boolean;
+  /**
+   * Count each answer's output tokens on its lease at its first token and at its end, as the
+   * router's proxy does (its output blocks then hold KV in the books). Always on with
+   * `learnDecodes`; off by default, as the studies before it ran.
+   */
+  countOutput?: boolean;
   /** Called as each request's first token comes (for studies of single decisions). */
   onFirstToken?: (
     i: number,
@@ -165,6 +193,65 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
   const t0 = trace[0]?.timestamp ?? 0;
   let lastT = 0;
 
+  // vLLM V1's steps per engine (o.engine === "v1").
+  interface StepEntry {
+    begin(): number;
+    prefillLeft: number;
+    generated: number;
+    readonly out: number;
+    first(at: number): void;
+    end(at: number): void;
+  }
+  const v1 = keys.map(() => ({ waiting: [] as StepEntry[], running: [] as StepEntry[], stepping: false }));
+  const budgetOf = o.v1BatchedTokens ?? 8192;
+  const step = (e: number) => {
+    const x = v1[e]!;
+    if (x.stepping || (x.waiting.length === 0 && x.running.length === 0)) return;
+    const work: [StepEntry, number][] = [];
+    let budget = budgetOf;
+    let decodes = 0;
+    let chunks = 0;
+    let tokens = 0;
+    for (const r of x.running) {
+      if (budget <= 0) break;
+      const n = r.prefillLeft > 0 ? Math.min(r.prefillLeft, budget) : 1;
+      if (r.prefillLeft > 0) {
+        chunks++;
+        tokens += n;
+      } else decodes++;
+      work.push([r, n]);
+      budget -= n;
+    }
+    while (x.waiting.length > 0 && budget > 0 && x.running.length < 64) {
+      const r = x.waiting.shift()!;
+      r.prefillLeft = Math.max(1, r.begin());
+      x.running.push(r);
+      const n = Math.min(r.prefillLeft, budget);
+      work.push([r, n]);
+      budget -= n;
+      chunks++;
+      tokens += n;
+    }
+    const ms = (decodes > 0 ? o.decodeMsPerStep * (1 + 0.02 * (decodes - 1)) : 0) + chunks + (tokens * o.prefillUsPerToken) / 1000;
+    x.stepping = true;
+    ev.push(ev.now + ms, () => {
+      x.stepping = false;
+      for (const [r, n] of work) {
+        if (r.prefillLeft > 0) {
+          r.prefillLeft -= n;
+          if (r.prefillLeft > 0) continue;
+          r.first(ev.now);
+        }
+        r.generated++;
+        if (r.generated >= r.out) {
+          x.running.splice(x.running.indexOf(r), 1);
+          r.end(ev.now);
+        }
+      }
+      step(e);
+    });
+  };
+
   const runLane = (e: number) => {
     const lane = lanes[e]!;
     if (lane.busy) return;
@@ -206,10 +293,53 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
       });
       const booking = { requestId: `r${i}`, worker: sel.worker, seqHashes, isl: r.inputLength, overlap: sel.overlapBlocks };
       const queue = queueAtBooking(tracker.slotOf(sel.key));
-      const sample = firstTokenSampler(predictor, { key: sel.key, bookedAt: arrival, tokens: sel.ttftTokens ?? 0, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, queue }, (e) => errors.push(e));
-      const lease = RequestLease.book(tracker, booking, arrival, config.blockSize, () => ev.now, rng, sample);
+      const learn = o.learnDecodes === true;
+      const count = learn || o.countOutput === true;
+      const sample = firstTokenSampler(predictor, { key: sel.key, bookedAt: arrival, tokens: sel.ttftTokens ?? 0, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, stepMs: learn ? sel.stepMs : undefined, queue }, (e) => errors.push(e));
+      if (learn && sel.groupKey !== undefined) predictor.traffic.arrive(sel.groupKey, arrival);
+      const ended = learn ? decodeSampler(predictor, sel.key, arrival, tracker.slotOf(sel.key)) : undefined;
+      const lease = RequestLease.book(tracker, booking, arrival, config.blockSize, () => ev.now, rng, sample, ended);
       const e = keys.indexOf(sel.key);
       approxIndex?.recordDecision(seqHashes, seqHashes, sel.worker, arrival);
+      const out = Math.min(r.outputLength, o.maxOutputTokens);
+      const firstToken = (at: number) => {
+        const seen = o.firstTokenDelayMs ? -Math.log(1 - rng()) * o.firstTokenDelayMs : 0;
+        const tell = () => {
+          lease.firstToken();
+          if (count) lease.outputTokens(1);
+        };
+        if (seen > 0) ev.push(at + seen, tell);
+        else tell();
+      };
+      if (o.engine === "v1") {
+        let start = 0;
+        let uncached = 0;
+        v1[e]!.waiting.push({
+          prefillLeft: 0, generated: 0, out: Math.max(1, out),
+          begin: () => {
+            start = ev.now;
+            const cached = caches[e]!.prefix(ids);
+            caches[e]!.touch(ids.slice(0, cached));
+            uncached = r.inputLength - cached * TRACE_BLOCK_TOKENS;
+            work[e]! += uncached;
+            cachedBlocks += cached;
+            promptBlocks += ids.length;
+            return uncached;
+          },
+          first: (at) => {
+            caches[e]!.touch(ids);
+            ttfts.push(at - arrival);
+            o.onFirstToken?.(i, { arrival, start, done: at, engine: e, uncached, predictedMs: sel.predictedTtftMs, predictedTokens: sel.ttftTokens, bookedUncached: sel.uncachedTokens });
+            firstToken(at);
+          },
+          end: () => {
+            if (count) lease.outputTokens(out);
+            lease.free();
+          },
+        });
+        step(e);
+        return;
+      }
       lanes[e]!.queue.push(() => {
         const start = ev.now;
         const cached = caches[e]!.prefix(ids);
@@ -223,11 +353,13 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
           caches[e]!.touch(ids);
           ttfts.push(done - arrival);
           o.onFirstToken?.(i, { arrival, start, done, engine: e, uncached, predictedMs: sel.predictedTtftMs, predictedTokens: sel.ttftTokens, bookedUncached: sel.uncachedTokens });
-          lease.firstToken();
+          firstToken(done);
           lanes[e]!.busy = false;
           runLane(e);
-          const out = Math.min(r.outputLength, o.maxOutputTokens);
-          ev.push(done + Math.max(0, out - 1) * o.decodeMsPerStep, () => lease.free());
+          ev.push(done + Math.max(0, out - 1) * o.decodeMsPerStep, () => {
+            if (count) lease.outputTokens(out);
+            lease.free();
+          });
         });
       });
       runLane(e);

@@ -10,7 +10,7 @@ export function traceOf(spec: string, limit: number, seed: number): { trace: Tra
     return { trace: generate(shape as Shape, seed).slice(0, limit), name: `gen-${shape}` };
   }
   if (!existsSync(spec)) {
-    throw new Error(`trace ${spec} not found: pass --trace PATH (Mooncake JSONL; bench/replay/fixtures/synthetic-300.jsonl is a small one) or gen:chat|agentic|rag`);
+    throw new Error(`trace ${spec} not found: pass --trace PATH (Mooncake JSONL; bench/replay/fixtures/synthetic-300.jsonl is a small one) or gen:${SHAPES.join("|")}`);
   }
   return { trace: loadTrace(spec, limit), name: spec.split("/").pop()!.replace(/\.jsonl$/, "") };
 }

@@ -25,7 +25,7 @@ import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
 import { learnFromFirstToken, type KvPlan, type KvPlanner } from "./kv-plan/plan.ts";
 import type { FirstTokenHook } from "./books/request-lease.ts";
-import { firstTokenSampler, queueAtBooking, type TtftPredictor } from "./books/ttft-predictor.ts";
+import { decodeSampler, firstTokenSampler, queueAtBooking, type TtftPredictor } from "./books/ttft-predictor.ts";
 import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";
 import type { AdmissionGate, AdmitOptions } from "./admission/admission-gate.ts";
 
@@ -282,7 +282,7 @@ export class RoutingService {
     const transferMs = plan?.transferMs ?? 0;
     const computeSample =
       d.ttft && sel.ttftTokens !== undefined && input.prefilledElsewhere !== true
-        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs === undefined ? undefined : sel.predictedTtftMs - transferMs, queue: queueAtBooking(d.tracker.slotOf(sel.key), unseen?.tokens.get(sel.key)) }, (e) =>
+        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs === undefined ? undefined : sel.predictedTtftMs - transferMs, stepMs: sel.stepMs, queue: queueAtBooking(d.tracker.slotOf(sel.key), unseen?.tokens.get(sel.key)) }, (e) =>
             d.metrics.ttftPredictionError?.observe(e),
           )
         : undefined;
@@ -290,6 +290,9 @@ export class RoutingService {
     // time less the transfer's predicted part.
     const sample = plan === undefined || d.kvPlanner === undefined ? computeSample : planSampler(d.kvPlanner, plan, now, computeSample);
     if (plan?.kind === "pull") d.kvPlanner?.rates.startPull(plan.fromKey!, now, plan.transferMs - plan.queuedMs);
+    // The prefix group's arrival and, when the booking goes, the request's time there and its decode gaps: the group's traffic and the rank's step time.
+    if (d.ttft && sel.groupKey !== undefined) d.ttft.traffic.arrive(sel.groupKey, now);
+    const ended = d.ttft && input.prefilledElsewhere !== true ? decodeSampler(d.ttft, sel.key, now, d.tracker.slotOf(sel.key)) : undefined;
     // Read before this request is booked there: the prefixes others were computing on that rank.
     const check =
       d.distrusted !== undefined && !approx
@@ -303,6 +306,7 @@ export class RoutingService {
       d.now,
       d.rng,
       sample,
+      ended,
     );
     if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
     else if (distrusted?.has(sel.key) === true) d.fallbackIndex?.recordDecision(hashes, seqHashes, sel.worker, now);

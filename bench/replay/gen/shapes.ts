@@ -11,7 +11,7 @@ import { TRACE_BLOCK_TOKENS, type TraceRequest } from "../trace.ts";
 
 const B = TRACE_BLOCK_TOKENS;
 
-export const SHAPES = ["chat", "agentic", "rag"] as const;
+export const SHAPES = ["chat", "agentic", "rag", "shared-prefix"] as const;
 export type Shape = (typeof SHAPES)[number];
 
 const exp = (rng: Rng, mean: number) => -Math.log(1 - rng()) * mean;
@@ -182,8 +182,50 @@ export function rag(seed: number, p: RagParams = RAG_DEFAULTS): TraceRequest[] {
   return finish(drafts);
 }
 
+export interface SharedPrefixParams {
+  groups: number;
+  promptsPerGroup: number;
+  systemBlocks: number;
+  /** Tokens of each request's own question, after its group's system prompt (less than a block). */
+  questionTokens: number;
+  /** Requests per second (Poisson). */
+  rate: number;
+  outputTokens: number;
+}
+
+/**
+ * SGLang's generated-shared-prefix load (python/sglang/bench_serving.py,
+ * `sample_generated_shared_prefix_requests`, sgl-project/sglang main): `groups` system prompts of
+ * 2,048 tokens, `promptsPerGroup` questions of 128 tokens on each, the requests shuffled
+ * (`random.shuffle(input_requests)`) and sent at Poisson arrivals of `rate` per second. The
+ * issue's setting: 16 × 16 at 32 req/s, so every group's siblings arrive through the whole run
+ * and most groups' first requests come in its first second.
+ */
+export const SHARED_PREFIX_DEFAULTS: SharedPrefixParams = { groups: 16, promptsPerGroup: 16, systemBlocks: 4, questionTokens: 128, rate: 32, outputTokens: 256 };
+
+export function sharedPrefix(seed: number, p: SharedPrefixParams = SHARED_PREFIX_DEFAULTS): TraceRequest[] {
+  const rng = mulberry32(seed);
+  const blocks = new Blocks();
+  const systems = Array.from({ length: p.groups }, () => blocks.take(p.systemBlocks));
+  const rows: { ids: number[]; session: string }[] = [];
+  for (let g = 0; g < p.groups; g++) for (let q = 0; q < p.promptsPerGroup; q++) rows.push({ ids: [...systems[g]!, ...blocks.take(1)], session: `group-${g}` });
+  for (let i = rows.length - 1; i > 0; i--) {
+    const j = Math.floor(rng() * (i + 1));
+    [rows[i], rows[j]] = [rows[j]!, rows[i]!];
+  }
+  let t = 0;
+  const drafts: Draft[] = rows.map((r) => {
+    const d = { t, ids: r.ids, out: p.outputTokens, session: r.session, tail: B - p.questionTokens };
+    t += exp(rng, 1000 / p.rate);
+    return d;
+  });
+  return finish(drafts);
+}
+
 export function generate(shape: Shape, seed: number): TraceRequest[] {
   switch (shape) {
+    case "shared-prefix":
+      return sharedPrefix(seed);
     case "chat":
       return chat(seed);
     case "agentic":

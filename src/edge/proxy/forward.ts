@@ -13,7 +13,8 @@
  * (settlement.ts): this file says what happened to the try, the settlement frees the booking,
  * reports the outcome for outlier ejection, counts and observes it, exactly once. Every way
  * out is a returned answer or a thrown error (retries, fail-over and a malformed answer
- * included), so a caller holding a tenant's share (edge/tenants) settles it once on either.
+ * included); with the request's settlement (request-settlement.ts), each answer is marked as
+ * made by its decision, whose settlement hands the answer's end on to the request.
  */
 import { RouterError } from "../../core/errors.ts";
 import { errorResponse } from "../errors.ts";
@@ -24,7 +25,7 @@ import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
-import { attemptUpstream, type FirstRead } from "./attempt.ts";
+import { attemptUpstream, type AttemptResult, type FirstRead } from "./attempt.ts";
 import { NO_DEADLINES } from "./deadlines.ts";
 import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import { fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
@@ -32,7 +33,8 @@ import { abandon, Settlement } from "./settlement.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
 import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
 import { kvRequestIdOf, withKvSource, type KvSource } from "./kv-source.ts";
-import type { ParsedStreamOptions } from "./usage-injection.ts";
+import type { ParsedStreamOptions, PreparedBody } from "./usage-injection.ts";
+import type { RequestSettlement } from "./request-settlement.ts";
 
 /** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
 export interface ForwardDeps {
@@ -81,13 +83,8 @@ export interface ForwardInput {
    * header holds its key to this router, which must never reach an engine's logs.
    */
   readonly upstreamAuthorization?: string | null;
-  /**
-   * The caller reads the answer's body itself before the client does (edge/tenants reads its
-   * usage): the body is then a pull stream, since Bun's direct stream waits for a client's
-   * socket to drain only when it writes to one, so under a JavaScript reader neither the
-   * engine's backpressure nor the stalled-client cut would hold.
-   */
-  readonly bodyReadByCaller?: boolean;
+  /** The client's request as a whole (a tenant's charge settles at its end); each decision's settlement tells it how its answer ended. */
+  readonly settlement?: RequestSettlement;
   /** The decode half of a P/D pair: another worker computes the prompt (RouteInput.prefilledElsewhere). */
   readonly prefilledElsewhere?: boolean;
 }
@@ -141,7 +138,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       if (failures.length > 0) throw upstreamFailed(failures);
       throw e;
     }
-    const s = new Settlement(decision, sinks, obs);
+    const s = new Settlement(decision, sinks, obs, undefined, input.settlement);
     const { worker } = decision;
     const rec = d.registry.get(worker.workerId);
     if (!rec) {
@@ -168,24 +165,9 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       watchWorker: (onDown) => d.registry.onUnavailable(worker.workerId, onDown),
     });
     if (a.kind === "answer") {
-      s.firstByte(a.res.status);
-      let answer: Response;
-      try {
-        if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
-        let { first, reader } = a;
-        if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
-          const t = watchAnswer(d.cacheCheck!, decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
-          first = { done: false, value: t.first };
-          reader = t.reader as UpstreamBody;
-        }
-        answer = respond(a.res, first, reader, s, d, input.bodyReadByCaller !== true);
-      } catch (e) {
-        // Nothing reached the client: an answer the runtime cannot pass on (a status or a
-        // header it refuses) is the worker's failure, not an unhandled 500 that would keep
-        // the booking and the engine's stream.
-        answer = malformedAnswer(a.reader, s, (e as Error).message);
-      }
+      const answer = answerOf(a, s, input, d, checked, prepared);
       routedWorkers.set(answer, worker.workerId);
+      input.settlement?.made(answer, s);
       return answer;
     }
     if (a.kind === "client_gone") {
@@ -203,6 +185,33 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     if ((a.kind === "worker_down" || a.status === undefined) && !mayResend(attempt, retry, d)) throw upstreamFailed(failures);
   }
   throw upstreamFailed(failures);
+}
+
+/** The engine's answer to this try, as the client gets it (through the cache check's tap when it watches this one). */
+function answerOf(
+  a: Extract<AttemptResult, { kind: "answer" }>,
+  s: Settlement,
+  input: ForwardInput,
+  d: ForwardDeps,
+  checked: PreparedBody | undefined,
+  prepared: PromptHashes,
+): Response {
+  s.firstByte(a.res.status);
+  try {
+    if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
+    let { first, reader } = a;
+    if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
+      const t = watchAnswer(d.cacheCheck!, s.decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
+      first = { done: false, value: t.first };
+      reader = t.reader as UpstreamBody;
+    }
+    return respond(a.res, first, reader, s, d);
+  } catch (e) {
+    // Nothing reached the client: an answer the runtime cannot pass on (a status or a
+    // header it refuses) is the worker's failure, not an unhandled 500 that would keep
+    // the booking and the engine's stream.
+    return malformedAnswer(a.reader, s, (e as Error).message);
+  }
 }
 
 /** The peer a decision's plan pulls from, while it is still registered. */
@@ -279,8 +288,6 @@ function respond(
   reader: UpstreamBody | undefined,
   s: Settlement,
   d: ForwardDeps,
-  /** Bun's direct stream may carry the body (false: the caller reads it; a pull stream). */
-  direct: boolean,
 ): Response {
   const { worker } = s.decision;
   const headers = clientResponseHeaders(res.headers, String(worker.workerId), worker.dpRank, s.decision.overlapBlocks);
@@ -312,7 +319,7 @@ function respond(
     return answer;
   }
   const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;
-  const body = observeStream(first.value, reader, s.stream(res.status, sse), direct && d.upstream.directStreams, { idleMs, sse });
+  const body = observeStream(first.value, reader, s.stream(res.status, sse), d.upstream.directStreams, { idleMs, sse });
   return new Response(body, init);
 }
 

@@ -39,6 +39,8 @@ export interface StreamHooks {
   onTokens?(total: number): void;
   /** Called with every chunk passed on (the request's observation keeps a JSON answer's tail for its usage). */
   onChunk?(chunk: Uint8Array): void;
+  /** Called with what the router adds after the engine's bytes (the idle deadline's error event), before `onEnd`. */
+  onTail?(chunk: Uint8Array): void;
   /** Called exactly once, whatever ends the stream; `bytes`: the engine's bytes passed on to the client. */
   onEnd(how: StreamEnd, tokens: number, bytes: number): void;
 }
@@ -129,11 +131,13 @@ class Passage {
 
   /** The idle deadline passed: what the client gets last (an SSE error event, or a cut). */
   timedOut(): Uint8Array | undefined {
-    this.end("timeout");
-    if (!this.limits.sse) return undefined;
     const e = this.watchdog!.error;
     // 504: the engine, not the client, timed out (the stream's own status is already sent).
-    return openAiErrorEvent(504, `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`, { code: "stream_idle_timeout" });
+    const tail = this.limits.sse ? openAiErrorEvent(504, `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`, { code: "stream_idle_timeout" }) : undefined;
+    // Before the end: what reads the client's bytes at the end has read this too.
+    if (tail !== undefined) this.hooks.onTail?.(tail);
+    this.end("timeout");
+    return tail;
   }
 
   see(chunk: Uint8Array): void {

@@ -2,13 +2,16 @@
  * The way out of one routing decision: its booking, the outcome the worker's health hears,
  * the requests_total line and the request's observation, settled by one object made with the
  * decision. The proxy (forward.ts), the stream it passes on (observe-stream.ts, through
- * `stream()`) and the prefill half of a P/D pair (disagg/prefill-then-decode.ts) say what
+ * `stream()`) and the prefill half of a P/D pair (disagg/pair-forward.ts) say what
  * happened; this file alone decides which sinks that touches. Every call is safe to repeat:
  * `retry` and `end` are the two ways out and only the first of them counts, so the booking
- * is freed and the answer counted exactly once, whatever ends the request.
+ * is freed and the answer counted exactly once, whatever ends the request. A decision made for
+ * a client's request hands its answer's end to that request's settlement (request-settlement.ts),
+ * with what the client got counted on the way, for the charges that span the whole request.
  *
- * What it does not do: choose the next worker, read the engine's body, or count tokens (the
- * caller passes the count it has, so how tokens are counted stays the caller's concern).
+ * What it does not do: choose the next worker, or count the booking's tokens (the caller
+ * passes the count it has). The bytes it is shown for the request's charges are the client's,
+ * counted as they pass (request-settlement.ts AnswerCount), never read ahead.
  */
 import type { WorkerId } from "../../core/ids.ts";
 import type { RequestObservation, StreamTrack } from "../../observe/request-observation.ts";
@@ -20,6 +23,7 @@ import type { WorkerOutcomes } from "../deps.ts";
 import type { DeadlineKind } from "../../observe/names.ts";
 import type { StreamEnd, StreamHooks } from "./observe-stream.ts";
 import { countsAsFailure, fencesWorker } from "./retry-policy.ts";
+import { AnswerCount, type DecisionAnswer, type RequestSettlement } from "./request-settlement.ts";
 
 /** What a settlement writes to. */
 export interface SettleDeps {
@@ -86,12 +90,17 @@ export class Settlement {
   #status = 0;
   #track: StreamTrack | undefined;
   #settled = false;
+  /** The client's request this decision answers, when something settles at its end (a tenant's charge). */
+  readonly #request: RequestSettlement | undefined;
+  /** The streamed answer's bytes counted for `#request`. */
+  #count: AnswerCount | undefined;
 
-  constructor(decision: RouteDecision, d: SettleDeps, obs: RequestObservation | undefined, prefill?: PrefillHalf) {
+  constructor(decision: RouteDecision, d: SettleDeps, obs: RequestObservation | undefined, prefill?: PrefillHalf, request?: RequestSettlement) {
     this.decision = decision;
     this.#d = d;
     this.#obs = obs;
     this.#prefill = prefill;
+    this.#request = request;
     this.#label = String(decision.worker.workerId);
   }
 
@@ -142,9 +151,18 @@ export class Settlement {
   stream(status: number, sse: boolean): StreamHooks {
     this.#status = status;
     const track = (this.#track = this.#obs?.streaming(status, sse));
+    const count = (this.#count = this.#request !== undefined ? new AnswerCount() : undefined);
+    const observed = track !== undefined && !sse ? track : undefined;
     return {
       onTokens: (n) => this.tokens(n),
-      onChunk: track !== undefined && !sse ? (c) => track.chunk(c) : undefined,
+      onChunk:
+        count === undefined && observed === undefined
+          ? undefined
+          : (c) => {
+              count?.push(c);
+              observed?.chunk(c);
+            },
+      onTail: count !== undefined ? (c) => count.push(c) : undefined,
       onEnd: (end, tokens, bytes) => this.end({ how: "stream", end, tokens, bytes }),
     };
   }
@@ -183,10 +201,40 @@ export class Settlement {
     }
   }
 
-  /** The answer is over (or will never come): release, report, count and observe it, once. */
+  /** The answer is over (or will never come): release, report, count and observe it, once; then tell the request. */
   end(e: SettleEnd): void {
     if (this.#settled) return;
     this.#settled = true;
+    this.#release(e);
+    const answer = this.#request !== undefined ? this.#clientAnswer(e) : undefined;
+    if (answer !== undefined) this.#request!.decisionEnded(this, answer);
+  }
+
+  /** What the client got from this decision, as the request's charges read it (a prefill half's end: nothing). */
+  #clientAnswer(e: SettleEnd): DecisionAnswer | undefined {
+    switch (e.how) {
+      case "client_gone":
+        return { status: 499 };
+      case "whole": {
+        if (e.body === undefined) return { status: e.status };
+        const count = new AnswerCount();
+        count.push(e.body);
+        return { status: e.status, count };
+      }
+      // The client gets the router's own error body, which reports no usage.
+      case "engine_error":
+        return { status: e.status };
+      case "malformed":
+        return { status: 502 };
+      case "stream":
+        return { status: this.#status, count: this.#count };
+      case "prefilled":
+      case "released":
+        return undefined;
+    }
+  }
+
+  #release(e: SettleEnd): void {
     const id = this.workerId;
     const { outcomes, metrics, log } = this.#d;
     const obs = this.#obs;

@@ -60,7 +60,11 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
         capacity = capacity === null || c === undefined ? null : capacity + c;
         // What the kv policy predicts with on this rank (docs/routing.md).
         const s = d.router.ttft.speed(key);
-        speeds.push({ dp_rank: r, ms_per_token: s.msPerToken, latency_ms: s.latencyMs, factor: s.factor, source: s.source });
+        speeds.push({
+          dp_rank: r, ms_per_token: s.msPerToken, latency_ms: s.latencyMs, factor: s.factor, source: s.source,
+          // Its decode step with one sequence running (learned from inter-token gaps), and how much of a step a first token waits for (the fleet's).
+          decode_step_ms: d.router.ttft.steps.stepMs(key, 1), decode_weight: d.router.ttft.decodeWeight,
+        });
       }
       return {
         id: w.id.toString(),

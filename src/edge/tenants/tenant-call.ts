@@ -9,7 +9,9 @@
  * the request's concurrency slot and the output tokens it really used, and fair admission is
  * corrected the same way; the prompt charge (everything the engine will prefill, bounded where
  * the router cannot count it: src/protect/prompt-charge.ts) is settled to the prompt tokens
- * the answer reports.
+ * the answer reports. That end is the request's settlement's (edge/proxy/request-settlement.ts),
+ * across a LoRA retry and both halves of a P/D pair: the charge subscribes to it and counts
+ * nothing itself.
  */
 import { RouterError } from "../../core/errors.ts";
 import { rateLimitedResponse } from "../../protect/limits/ratelimit-headers.ts";
@@ -20,7 +22,7 @@ import { requestTenant } from "../../protect/request-tenant.ts";
 import { effectivePriority, mayUseModel } from "../../protect/tenant.ts";
 import type { TenantShare } from "../../router/index.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
-import { onAnswerEnd } from "./answer-end.ts";
+import { RequestSettlement } from "../proxy/request-settlement.ts";
 import { recordLimitStates } from "./authenticate.ts";
 import type { TenantGuard } from "./guard.ts";
 
@@ -76,20 +78,19 @@ export async function tenantCall(
     input = { ...input, body: new TextEncoder().encode(stringifyBigint(recap(capped.json))) };
   }
   const share: TenantShare | undefined = g.fair ? { tenant: tenant.name, weight: tenant.weight, ...ask } : undefined;
-  let settled = false;
-  const settle = (out: number, prompt?: number) => {
-    if (settled) return;
-    settled = true;
+  // A success whose answer reports nothing is charged what was booked.
+  const settlement = new RequestSettlement(outputTokens);
+  settlement.onEnd((out, prompt) => {
     g.limiter.release(ticket, out, prompt);
     if (share !== undefined) g.settle?.(share, out);
-  };
+  });
   let res: Response;
   try {
-    // onAnswerEnd reads the body for its usage: the proxy then hands it a pull stream.
-    res = await go({ ...input, priority: effectivePriority(tenant, input.priority), share, upstreamAuthorization: g.engineAuthorization, bodyReadByCaller: true }, recap);
+    res = await go({ ...input, priority: effectivePriority(tenant, input.priority), share, upstreamAuthorization: g.engineAuthorization, settlement }, recap);
   } catch (e) {
-    settle(0);
+    settlement.failed();
     throw e;
   }
-  return onAnswerEnd(res, outputTokens, settle);
+  settlement.answered(res);
+  return res;
 }

@@ -28,6 +28,21 @@ export interface Booking {
 /** Told when a request's first token is seen (ms), by whoever booked it (the TTFT predictor's samples). */
 export type FirstTokenHook = (at: number) => void;
 
+/** What a streamed answer showed of its engine's decode, told once when the booking is released. */
+export interface LeaseEnd {
+  /** When it was freed (ms). */
+  readonly at: number;
+  /** When its first token came (ms); undefined: none seen (not streamed, or failed first). */
+  readonly firstTokenAt: number | undefined;
+  /** When the last output tokens were counted (ms). */
+  readonly lastTokenAt: number | undefined;
+  /** Output tokens counted after the first token's event (the gaps between them are decode steps). */
+  readonly laterTokens: number;
+}
+
+/** Told when a booking is released (the decode step learner's samples). */
+export type LeaseEndHook = (end: LeaseEnd) => void;
+
 export class RequestLease {
   #prefillDone = false;
   #onFirstToken: FirstTokenHook | undefined;
@@ -35,6 +50,12 @@ export class RequestLease {
   #afterFree: (() => void) | undefined;
   /** Blocks the sequence spans so far: ceil((isl + output) / blockSize). */
   #blocks: number;
+  #onEnd: LeaseEndHook | undefined;
+  #firstTokenAt: number | undefined;
+  #lastTokenAt: number | undefined;
+  /** Output tokens counted when the first token came, and the latest total. */
+  #tokensAtFirst = 0;
+  #tokens = 0;
 
   constructor(
     private readonly tracker: LoadTracker,
@@ -44,21 +65,24 @@ export class RequestLease {
     private readonly now: () => number,
     private readonly rng: Rng,
     onFirstToken?: FirstTokenHook,
+    onEnd?: LeaseEndHook,
   ) {
     this.#blocks = Math.ceil(isl / blockSize);
     this.#onFirstToken = onFirstToken;
+    this.#onEnd = onEnd;
   }
 
   /**
    * Book `b` on its worker at time `at` (ms) and return the lease that frees it. Throws RouterError
    * duplicate_request when the id is already booked. A worker the tracker does not know yet
    * (membership and tracker momentarily out of step) is added first. `onFirstToken` hears the
-   * time of the first token, once, if `firstToken()` reports it.
+   * time of the first token, once, if `firstToken()` reports it; `onEnd` what the answer showed of
+   * the engine's decode, once, when it is freed.
    */
-  static book(tracker: LoadTracker, b: Booking, at: number, blockSize: number, now: () => number, rng: Rng, onFirstToken?: FirstTokenHook): RequestLease {
+  static book(tracker: LoadTracker, b: Booking, at: number, blockSize: number, now: () => number, rng: Rng, onFirstToken?: FirstTokenHook, onEnd?: LeaseEndHook): RequestLease {
     if (!tracker.hasWorker(keyOf(b.worker))) tracker.addWorkers([b.worker]);
     tracker.addRequest(b, at);
-    return new RequestLease(tracker, b.requestId, b.isl, blockSize, now, rng, onFirstToken);
+    return new RequestLease(tracker, b.requestId, b.isl, blockSize, now, rng, onFirstToken, onEnd);
   }
 
   get freed(): boolean {
@@ -74,7 +98,9 @@ export class RequestLease {
     if (this.#prefillDone || this.#freed) return;
     const hook = this.#onFirstToken;
     this.#onFirstToken = undefined;
-    hook?.(this.now());
+    const at = this.now();
+    this.#firstTokenAt = at;
+    hook?.(at);
     this.prefillDone();
   }
 
@@ -89,6 +115,12 @@ export class RequestLease {
   outputTokens(total: number): void {
     if (this.#freed) return;
     this.prefillDone();
+    if (this.#onEnd !== undefined && total > this.#tokens) {
+      // The first count after the first token is the first token's own event: gaps start there.
+      if (this.#firstTokenAt !== undefined && this.#lastTokenAt === undefined) this.#tokensAtFirst = this.#tokens;
+      this.#tokens = total;
+      if (this.#firstTokenAt !== undefined) this.#lastTokenAt = this.now();
+    }
     const blocks = Math.ceil((this.isl + total) / this.blockSize);
     while (this.#blocks < blocks) {
       this.#blocks++;
@@ -100,6 +132,14 @@ export class RequestLease {
   free(): boolean {
     if (this.#freed) return false;
     this.#freed = true;
+    const end = this.#onEnd;
+    if (end !== undefined) {
+      this.#onEnd = undefined;
+      const at = this.now();
+      const later = this.#lastTokenAt === undefined ? 0 : this.#tokens - Math.max(1, this.#tokensAtFirst);
+      // Told before the booking goes, so the rank's books still count this request's batch.
+      end({ at, firstTokenAt: this.#firstTokenAt, lastTokenAt: this.#lastTokenAt, laterTokens: Math.max(0, later) });
+    }
     this.tracker.free(this.requestId, this.now());
     const after = this.#afterFree;
     if (after) {

@@ -35,11 +35,23 @@
  * first scrape, not after its fourth slow first token. The router's own samples win wherever it
  * has them: they measure what the engine's figure cannot (queueing, the network, this router).
  *
+ * Running decodes: engines interleave a prefill with the batch that is decoding (vLLM V1 gives
+ * every step a token budget the running decodes take first; chunked prefill shares the rest), so a
+ * first token also waits for decode steps, longer as the batch grows. The prediction adds
+ * `decodeWeight` × the rank's step time at its running decodes (step-times.ts, learned from the
+ * inter-token gaps the router sees). The weight is learned from the first tokens too, before the
+ * line: the least-squares slope of first tokens on the step times they met, over pairs of nearly
+ * equal tokens (#fitDecodeWeight); the line is fitted to what it leaves. On an engine whose prefill never waits for decodes it comes out
+ * near 0, on a V1-like one near 1 (or more, when a prompt spans several steps); until it has
+ * MIN_DECODE_SAMPLES samples that met decodes it is 0 and the prediction is the line alone.
+ *
  * PURE: times are milliseconds passed in; no clock, no I/O. It books nothing and chooses nothing.
  */
 import { parseWorkerKey, type WorkerId, type WorkerKey } from "../../core/ids.ts";
 import type { ActiveSequences } from "./active-sequences.ts";
-import type { FirstTokenHook } from "./request-lease.ts";
+import { PrefixTraffic } from "./prefix-traffic.ts";
+import type { FirstTokenHook, LeaseEndHook } from "./request-lease.ts";
+import { StepTimes } from "./step-times.ts";
 
 /** One rank's learned speed. */
 export interface EngineSpeed {
@@ -80,6 +92,8 @@ export interface FirstTokenObservation {
   readonly ownTokens?: number;
   /** What was predicted when it was routed, if anything. */
   readonly predictedMs?: number;
+  /** The rank's decode step time (ms) at its running decodes when it was routed (0 or absent: none running). */
+  readonly stepMs?: number;
 }
 
 /** Samples the fleet's line is fitted to: the last this many first tokens, every rank's. */
@@ -122,22 +136,36 @@ export const SAME_AS_FLEET = 1.25;
  * and with no latency that order is by tokens alone, whatever this number is.
  */
 export const PRIOR: EngineSpeed = { msPerToken: 0.05, latencyMs: 0, factor: 1, source: "prior" };
+/** The decode weight is learned once the fleet's window holds this many first tokens that met running decodes. */
+export const MIN_DECODE_SAMPLES = 8;
+/**
+ * The decode weight stays within [0, this]: a first token waits on average for the rest of the step
+ * it arrives in and for its own, about one and a half steps. More is the load the step time stands
+ * for (an engine with more decodes also has more prefills in flight), which the queue already counts.
+ */
+export const MAX_DECODE_WEIGHT = 1.5;
+/** The decode weight is used only this many standard errors above 0. */
+export const DECODE_EVIDENCE = 4;
 
 /** A ring of (tokens, ms) samples. */
 class Samples {
   readonly tokens: Float64Array;
   readonly ms: Float64Array;
+  /** The decode step time each sample met (ms; 0: none running). */
+  readonly step: Float64Array;
   count = 0;
   #next = 0;
   constructor(readonly size: number) {
     this.tokens = new Float64Array(size);
     this.ms = new Float64Array(size);
+    this.step = new Float64Array(size);
   }
   /** Adds one sample over the oldest once full; returns the slot it took. */
-  add(tokens: number, ms: number): number {
+  add(tokens: number, ms: number, step = 0): number {
     const at = this.#next;
     this.tokens[at] = tokens;
     this.ms[at] = ms;
+    this.step[at] = step;
     this.#next = (at + 1) % this.size;
     if (this.count < this.size) this.count++;
     return at;
@@ -151,8 +179,8 @@ class RankSamples extends Samples {
     super(size);
     this.own = new Float64Array(size);
   }
-  addOwn(tokens: number, ms: number, own: number): void {
-    this.own[this.add(tokens, ms)] = own;
+  addOwn(tokens: number, ms: number, own: number, step: number): void {
+    this.own[this.add(tokens, ms, step)] = own;
   }
 }
 
@@ -182,6 +210,12 @@ export class TtftPredictor {
   readonly #minGap: number;
   #msPerToken = PRIOR.msPerToken;
   #latencyMs = PRIOR.latencyMs;
+  #decodeWeight = 0;
+  #lastDecodeFit = 0;
+  /** Each rank's decode step time, learned from inter-token gaps (fed by the leases: decodeSampler). */
+  readonly steps = new StepTimes();
+  /** Each prefix group's arrival rate and a request's time on its engine (fed by the routing service and the leases). */
+  readonly traffic = new PrefixTraffic();
   #fitted = false;
   #observed = 0;
   /** Per rank, the lower quartile and the median of its ratios to the line (NaN: too few samples), reused by each refit. */
@@ -190,6 +224,8 @@ export class TtftPredictor {
   #mids: Float64Array = new Float64Array(0);
   /** Room for every pairwise slope of the fleet's window, reused by each refit. */
   readonly #scratch = new Float64Array((FLEET_WINDOW * (FLEET_WINDOW - 1)) / 2);
+  /** The window's first tokens less the decode steps they met, reused by each refit. */
+  readonly #adjusted = new Float64Array(FLEET_WINDOW);
 
   constructor(opts: TtftPredictorOptions) {
     if (!(opts.blockSize >= 1)) throw new Error(`block size must be >= 1, got ${opts.blockSize}`);
@@ -245,7 +281,19 @@ export class TtftPredictor {
   predict(seqs: ActiveSequences | undefined, key: WorkerKey, uncachedTokens: number, now: number): TtftPrediction {
     const msPerToken = this.msPerTokenOf(key);
     const tokens = this.tokensBefore(seqs, msPerToken, uncachedTokens, now);
-    return { ms: this.#latencyMs + msPerToken * tokens, tokens };
+    return { ms: this.#latencyMs + msPerToken * tokens + this.#decodeWeight * this.stepMsOf(seqs, key), tokens };
+  }
+
+  /** How much of the rank's decode step time (stepMsOf) a first token waits for, as learned (0 until known). */
+  get decodeWeight(): number {
+    return this.#decodeWeight;
+  }
+
+  /** The rank's decode step time at the decodes its books hold running (ms; 0: none running, or no gap seen yet). */
+  stepMsOf(seqs: ActiveSequences | undefined, key: WorkerKey): number {
+    if (seqs === undefined) return 0;
+    const decodes = seqs.activeRequests - seqs.prefillingRequests;
+    return decodes > 0 ? this.steps.stepMs(key, decodes) : 0;
   }
 
   /**
@@ -277,13 +325,14 @@ export class TtftPredictor {
   observe(o: FirstTokenObservation): number | undefined {
     const observed = o.at - o.bookedAt;
     if (!(observed >= 0) || !(o.tokens >= 0)) return undefined;
-    this.#fleet.add(o.tokens, observed);
+    const step = o.stepMs !== undefined && o.stepMs > 0 && Number.isFinite(o.stepMs) ? o.stepMs : 0;
+    this.#fleet.add(o.tokens, observed, step);
     let r = this.#ranks.get(o.key);
     if (r === undefined) {
       r = new RankSamples(RANK_WINDOW);
       this.#ranks.set(o.key, r);
     }
-    r.addOwn(o.tokens, observed, o.ownTokens === undefined ? o.tokens : Math.min(o.tokens, Math.max(0, o.ownTokens)));
+    r.addOwn(o.tokens, observed, o.ownTokens === undefined ? o.tokens : Math.min(o.tokens, Math.max(0, o.ownTokens)), step);
     this.#refit();
     if (o.predictedMs === undefined || !(observed > 0)) return undefined;
     return Math.abs(o.predictedMs / observed - 1);
@@ -295,6 +344,7 @@ export class TtftPredictor {
       if (parseWorkerKey(key).workerId !== workerId) continue;
       this.#ranks.delete(key);
       this.#factors.delete(key);
+      this.steps.forget(key);
     }
     for (const key of [...this.#reported.keys()]) {
       if (parseWorkerKey(key).workerId !== workerId) continue;
@@ -316,8 +366,14 @@ export class TtftPredictor {
     // once a full window holds it, and the pairwise slopes are the router's most expensive arithmetic.
     this.#observed++;
     if (this.#fleet.count === FLEET_WINDOW && this.#observed % REFIT_EVERY !== 0) return;
-    const { tokens, ms, count: n } = this.#fleet;
+    const { tokens, count: n } = this.#fleet;
     const slopes = this.#scratch;
+    // The decode steps first, from pairs the tokens cannot explain; the line is fitted to what they leave.
+    // The smaller of this fit and the last: one window's chance correlation does not move decisions.
+    const fit = this.#fitDecodeWeight(slopes);
+    const w = Math.min(fit, this.#lastDecodeFit);
+    this.#lastDecodeFit = fit;
+    const ms = this.#lessDecodes(w);
     let k = 0;
     for (let i = 0; i < n; i++) {
       for (let j = i + 1; j < n; j++) {
@@ -331,6 +387,7 @@ export class TtftPredictor {
     if (k === 0) return;
     const slope = medianOf(slopes.subarray(0, k));
     if (!(slope > 0)) return;
+    this.#decodeWeight = w;
     // The line's intercept: what the slope leaves, over the whole window. The factors are measured against this line.
     const rest = slopes.subarray(0, n);
     for (let i = 0; i < n; i++) rest[i] = ms[i]! - slope * tokens[i]!;
@@ -346,6 +403,70 @@ export class TtftPredictor {
     this.#latencyMs = Math.max(0, medianOf(rest.subarray(0, m)));
     this.#fitted = true;
     this.#refitFactors(slope, intercept, slopes);
+  }
+
+  /** The fleet window's first tokens less `w` × the decode step each met (the window's own array when w is 0). */
+  #lessDecodes(w: number): Float64Array {
+    const { ms, step, count: n } = this.#fleet;
+    if (w === 0) return ms;
+    const out = this.#adjusted;
+    for (let i = 0; i < n; i++) out[i] = ms[i]! - w * step[i]!;
+    return out;
+  }
+
+  /**
+   * The decode weight: the least-squares slope of Δms on Δstep over pairs of the fleet's window
+   * whose tokens are within a block of each other (so the tokens do not explain the difference),
+   * each Δms clipped to three times the pairs' median |Δms| (a first token stalled by a busy host
+   * must not decide it). Least squares, not the median of Δms ÷ Δstep: step times in a window
+   * differ by a millisecond or two while first tokens wait a random part of a step, and those
+   * ratios have no stable median. 0 unless the slope is DECODE_EVIDENCE standard errors above 0:
+   * when the window's step times span too little to tell (every engine at a similar batch), the
+   * term could not move a decision anyway, and a guessed weight would take the place of prefill
+   * speed in the line (the first tokens of SGLang's shared-prefix load, whose steps span 1.5 ms
+   * while each waits a random part of one, read 2 there and the slope fell to a quarter in the
+   * timing simulation). Kept as it was with fewer than MIN_DECODE_SAMPLES samples that met
+   * decodes (0 at first) or fewer than MIN_DECODE_SAMPLES such pairs; at most MAX_DECODE_WEIGHT.
+   */
+  #fitDecodeWeight(scratch: Float64Array): number {
+    const { tokens, ms, step, count: n } = this.#fleet;
+    let met = 0;
+    for (let i = 0; i < n; i++) if (step[i]! > 0) met++;
+    if (met < MIN_DECODE_SAMPLES) return this.#lastDecodeFit;
+    let k = 0;
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        if (Math.abs(tokens[j]! - tokens[i]!) < this.#minGap && step[j] !== step[i]) scratch[k++] = Math.abs(ms[j]! - ms[i]!);
+      }
+    }
+    if (k < MIN_DECODE_SAMPLES) return this.#lastDecodeFit;
+    const clip = 3 * medianOf(scratch.subarray(0, k));
+    let sxy = 0;
+    let sxx = 0;
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        const dx = step[j]! - step[i]!;
+        if (Math.abs(tokens[j]! - tokens[i]!) >= this.#minGap || dx === 0) continue;
+        const dy = Math.max(-clip, Math.min(clip, ms[j]! - ms[i]!));
+        sxy += dx * dy;
+        sxx += dx * dx;
+      }
+    }
+    if (!(sxx > 0)) return this.#lastDecodeFit;
+    const w = sxy / sxx;
+    // What the window can tell: the slope's standard error from the pairs' residuals, counted as
+    // n samples' worth of evidence rather than k pairs' (each sample is in many pairs).
+    let see = 0;
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        const dx = step[j]! - step[i]!;
+        if (Math.abs(tokens[j]! - tokens[i]!) >= this.#minGap || dx === 0) continue;
+        const r = Math.max(-clip, Math.min(clip, ms[j]! - ms[i]!)) - w * dx;
+        see += r * r;
+      }
+    }
+    const se = Math.sqrt((see / Math.max(1, k - 1) / sxx) * (k / n));
+    return w > DECODE_EVIDENCE * se ? Math.min(MAX_DECODE_WEIGHT, w) : 0;
   }
 
   /**
@@ -373,7 +494,7 @@ export class TtftPredictor {
       let m = 0;
       for (let j = 0; j < r.count; j++) {
         const t = r.tokens[j]!;
-        if (t >= minTokens && r.own[j]! >= MOSTLY_OWN * t) scratch[m++] = (r.ms[j]! - intercept) / (slope * t);
+        if (t >= minTokens && r.own[j]! >= MOSTLY_OWN * t) scratch[m++] = (r.ms[j]! - intercept - this.#decodeWeight * r.step[j]!) / (slope * t);
       }
       if (m < MIN_OWN_SAMPLES) q[2 * i] = NaN;
       else {
@@ -402,6 +523,8 @@ export interface PredictedBooking {
   /** Of `tokens`, the request's own uncached ones (FirstTokenObservation.ownTokens). */
   readonly ownTokens?: number;
   readonly predictedMs?: number;
+  /** The rank's decode step time the prediction met (FirstTokenObservation.stepMs). */
+  readonly stepMs?: number;
   /**
    * The rank's books just before this request was booked: with them the sample counts
    * the prompts that went ahead of it unseen. Absent: the sample counts `tokens` as they were.
@@ -459,8 +582,23 @@ export function tokensInHindsight(b: PredictedBooking): number {
  */
 export function firstTokenSampler(predictor: TtftPredictor, b: PredictedBooking, onError?: (error: number) => void): FirstTokenHook {
   return (at) => {
-    const error = predictor.observe({ key: b.key, bookedAt: b.bookedAt, tokens: tokensInHindsight(b), ownTokens: b.ownTokens, predictedMs: b.predictedMs, at });
+    const error = predictor.observe({ key: b.key, bookedAt: b.bookedAt, tokens: tokensInHindsight(b), ownTokens: b.ownTokens, predictedMs: b.predictedMs, stepMs: b.stepMs, at });
     if (error !== undefined) onError?.(error);
+  };
+}
+
+/**
+ * The lease's end hook for one booking on `key` (RequestLease.book): the request's time on its
+ * engine for the prefix traffic (Little's law), and, for a streamed answer with at least two
+ * gaps, its mean inter-token gap and the decodes running on the rank then (`seqs`: the rank's
+ * books, still holding this request) for the step-time line.
+ */
+export function decodeSampler(predictor: TtftPredictor, key: WorkerKey, bookedAt: number, seqs: ActiveSequences | undefined): LeaseEndHook {
+  return (end) => {
+    predictor.traffic.finished(end.at - bookedAt);
+    if (seqs === undefined || end.firstTokenAt === undefined || end.lastTokenAt === undefined || end.laterTokens < 2) return;
+    const decodes = seqs.activeRequests - seqs.prefillingRequests;
+    predictor.steps.observe({ key, gapMs: (end.lastTokenAt - end.firstTokenAt) / end.laterTokens, decodes: Math.max(1, decodes) });
   };
 }
 

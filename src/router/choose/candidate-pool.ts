@@ -32,6 +32,7 @@ export function blankCandidate(e: Endpoint): CandidateSlot {
     predictedTtftMs: undefined,
     ttftTokens: undefined,
     msPerToken: undefined,
+    stepMs: 0,
     kvPlan: undefined,
     cost: 0,
   };

@@ -11,8 +11,9 @@
  * the prefix when this request starts, given its KV capacity (ActiveSequences.keptWhenItStarts).
  *
  * With a TTFT predictor in the context, every candidate also carries its predicted time to
- * first token (books/ttft-predictor.ts), the uncached tokens that prediction assumed and the
- * rank's speed it used.
+ * first token (books/ttft-predictor.ts), the uncached tokens that prediction assumed, the
+ * rank's speed it used, and the rank's decode step time at its running decodes (what a first
+ * token there waits for, as much as the predictor's decode weight says).
  *
  * This runs once per endpoint per request, so at a thousand ranks it is written to allocate
  * nothing but the candidates themselves, and those only without a pool (candidate-pool.ts): no
@@ -32,6 +33,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
   const now = ctx.now;
   const latencyMs = ttft === undefined ? 0 : ttft.latencyMs;
   const planner = ctx.kvPlanner;
+  const decodeWeight = ttft === undefined ? 0 : ttft.decodeWeight;
   // Sequence hashes chain the prefix: the blocks of it a slot holds are a leading run.
   const held = tracker.heldPrefixCounts(seqHashes);
   const n = seqHashes?.length ?? 0;
@@ -57,6 +59,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
     let lastBookedAt: number | undefined;
     let uncachedTokens = Math.max(0, isl - indexed * bs);
     let ttftTokens = msPerToken === undefined ? undefined : uncachedTokens;
+    let stepMs = 0;
     // Claimed by decisions this router's books do not hold yet: queued ahead all the same, and
     // the prefix they share with this prompt is computed before it, as for a booked request.
     const unseen = claimed === undefined ? 0 : (claimed.tokens.get(e.key) ?? 0);
@@ -75,6 +78,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       prefillTokens = seqs.newTokens(isl, overlapBlocks) + activePrefillTokens;
       decodeBlocks = n - heldHere + activeDecodeBlocks;
       ttftTokens = msPerToken === undefined ? undefined : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
+      if (ttft !== undefined) stepMs = ttft.stepMsOf(seqs, e.key);
     }
     if (unseen > 0) {
       activePrefillTokens += unseen;
@@ -82,7 +86,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       if (ttftTokens !== undefined) ttftTokens += unseen;
     }
     const tracked = seqs !== undefined;
-    let predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens;
+    let predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens + decodeWeight * stepMs;
     // Part of what it would compute may come faster from its own tiers or a peer (kv-plan/).
     let kvPlan: KvPlan | undefined;
     if (planner !== undefined && seqs !== undefined && ttftTokens !== undefined) {
@@ -90,7 +94,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       if (kvPlan !== undefined) {
         uncachedTokens -= kvPlan.tokens;
         ttftTokens -= kvPlan.tokens;
-        predictedTtftMs = latencyMs + msPerToken! * ttftTokens + kvPlan.transferMs;
+        predictedTtftMs = latencyMs + msPerToken! * ttftTokens + decodeWeight * stepMs + kvPlan.transferMs;
         kvPlan.predictedTtftMs = predictedTtftMs;
       }
     }
@@ -113,6 +117,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         predictedTtftMs,
         ttftTokens,
         msPerToken,
+        stepMs,
         kvPlan,
         cost: 0,
       };
@@ -132,6 +137,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       c.predictedTtftMs = predictedTtftMs;
       c.ttftTokens = ttftTokens;
       c.msPerToken = msPerToken;
+      c.stepMs = stepMs;
       c.kvPlan = kvPlan;
       c.cost = 0;
     }

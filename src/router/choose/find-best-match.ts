@@ -15,6 +15,7 @@ import type { SchedulerConfig } from "./config.ts";
 import type { LoadTracker } from "../books/load-tracker.ts";
 import { TtftPredictor } from "../books/ttft-predictor.ts";
 import type { UnseenClaims } from "../books/burst-claims.ts";
+import { groupOf } from "./costs/group-decodes.ts";
 import { runPipeline } from "./pipeline.ts";
 import type { Rng } from "../../core/rng.ts";
 import type { KvPlanner } from "../kv-plan/plan.ts";
@@ -97,7 +98,12 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     // Only where a tier holds some of the prompt: otherwise no candidate can load or pull any of it.
     kvPlanner: input.kvPlanner !== undefined && input.pipeline.predictsTtft === true && input.kvPlanner.prepare(input.overlaps, config.blockSize, input.now) ? input.kvPlanner : undefined,
   };
-  const { chosen, candidates } = runPipeline(input.pipeline, ctx, buildCandidates(ctx, input.endpoints, tracker, input.candidatePool));
+  const built = buildCandidates(ctx, input.endpoints, tracker, input.candidatePool);
+  // Every endpoint's, before the filters: a group is where its prefix is, even on a rank that cannot take this request.
+  const group = ctx.ttft === undefined ? undefined : groupOf(input.seqHashes, built);
+  ctx.groupKey = group?.key;
+  ctx.groupDepth = group?.depth ?? 0;
+  const { chosen, candidates } = runPipeline(input.pipeline, ctx, built);
   return {
     worker: chosen.endpoint.worker,
     key: chosen.key,
@@ -106,6 +112,8 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     predictedTtftMs: chosen.predictedTtftMs,
     ttftTokens: chosen.ttftTokens,
     uncachedTokens: chosen.uncachedTokens,
+    stepMs: chosen.stepMs,
+    groupKey: ctx.groupKey,
     kvPlan: chosen.kvPlan,
     candidates,
   };

@@ -74,6 +74,13 @@ export interface SchedulingContext {
    */
   readonly otherRouters?: number;
   /**
+   * The request's prefix group, set once the candidates are built (find-best-match.ts): the
+   * sequence hash of the longest prefix of the prompt any endpoint holds or is computing, and that
+   * depth in blocks (0 and undefined: none holds any of it, a new group).
+   */
+  groupKey?: bigint;
+  groupDepth?: number;
+  /**
    * Prices loads from a candidate's own tiers and pulls from peers (kv-plan/plan.ts), already
    * prepared with this request's overlaps; absent: every uncached token is computed.
    */
@@ -113,6 +120,8 @@ export interface Candidate {
   readonly ttftTokens?: number;
   /** The rank's prefill ms per token that prediction used, so the costs need not look its speed up again. */
   readonly msPerToken?: number;
+  /** The rank's decode step time at its running decodes (ms; 0: none running or none learned), as the prediction met it. */
+  readonly stepMs?: number;
   /** The transfer its prediction counts (a load from its tiers or a pull from a peer), when one beats computing. */
   readonly kvPlan?: KvPlan;
   /** Σ weight·term, set by the pipeline. Lower is better. */
@@ -169,6 +178,13 @@ export interface Selection {
   readonly predictedTtftMs?: number;
   readonly ttftTokens?: number;
   readonly uncachedTokens?: number;
+  /** The chosen rank's decode step time the prediction met (the TTFT sample's, for the decode weight). */
+  readonly stepMs?: number;
+  /**
+   * The request's prefix group: the sequence hash of the longest prefix of it some candidate holds
+   * or is computing (undefined: none, a new group). The routing service counts the arrival under it.
+   */
+  readonly groupKey?: bigint;
   /** The chosen candidate's transfer plan, if any. */
   readonly kvPlan?: KvPlan;
   /** The candidates that survived the filters, with their costs. */

@@ -75,73 +75,18 @@ export async function buildTenants(config: Config, d: TenantsDeps): Promise<Buil
   }
   if (d.keysFile === undefined) throw new StartupError("--api-keys: this runtime cannot read the keys file");
   const fair = config.fairAdmission;
-  let limiter: TenantLimiter | undefined;
-  const watch = new KeysWatch({
-    path,
-    source: d.keysFile,
-    pollMs: KEYS_POLL_MS,
-    every: (ms, fn) => {
-      const t = setInterval(fn, ms);
-      return () => clearInterval(t);
-    },
-    log: d.log,
-    onChange: (keys) => limiter?.retain(new Set(keys.tenants.map((t) => t.name))),
-  });
-  try {
-    await watch.start();
-  } catch (e) {
-    if (e instanceof KeysFileError) throw new StartupError(e.message);
-    throw e;
-  }
-  let shared: RedisLimitCounters | undefined;
-  let outage = false;
-  if (config.redis !== undefined) {
-    shared = await openRedisLimitCounters({
-      url: config.redis,
-      token: config.redisToken,
-      resp: d.resp,
-      commandTimeoutMs: config.redisTimeout * 1000,
-      onAvailabilityChange: (up) => {
-        if (up && outage) d.log.warn("tenant limits: Redis answers again; limits are shared by every router again");
-        outage = !up;
-      },
-    });
-  }
-  const count = new RouterCount();
-  const others = d.otherRouters;
-  let counting: ReturnType<typeof setInterval> | undefined;
-  if (others !== undefined && config.limitsRouters === undefined) {
-    const look = () => {
-      const o = others();
-      if (o.heard && shared?.up !== false) count.sample(o.peers + 1, d.now());
-    };
-    counting = setInterval(look, ROUTER_COUNT_EVERY_MS);
-    look();
-  }
-  const tenantNames = () => watch.keys!.tenants.map((t) => t.name);
+  // The watch is started before the limiter exists; a change then reaches it once it does.
+  const holder: { limiter?: TenantLimiter } = {};
+  const watch = await startKeysWatch(path, d.keysFile, d.log, (names) => holder.limiter?.retain(names));
+  const shared = await openSharedCounters(config, d);
+  const routers = countRouters(config, d, shared);
   const m = bindTenantMetrics(d.metrics, {
-    tenants: tenantNames,
+    tenants: () => watch.keys!.tenants.map((t) => t.name),
     sharedUp: shared && (() => shared.up),
-    routers: shared && (() => config.limitsRouters ?? count.value),
+    routers: shared && routers.value,
     serviceOf: fair ? (t) => d.admission.serviceOf(t) : undefined,
   });
-  let warned = false;
-  limiter = new TenantLimiter({
-    shared,
-    fallback: config.limitsFallback,
-    routers: () => config.limitsRouters ?? count.value,
-    now: d.now,
-    onCheck: (backend) => {
-      m.check(backend);
-      if (backend === "redis") warned = false;
-    },
-    onRefused: (tenant, limit) => m.refused(tenant, limit),
-    onSharedError: (e) => {
-      if (warned) return;
-      warned = true;
-      d.log.warn(`tenant limits: Redis does not answer (${(e as Error).message}); --limits-fallback ${config.limitsFallback} until it does`);
-    },
-  });
+  const limiter = (holder.limiter = buildLimiter(config, d, shared, routers.value, m));
   d.log.info("client API keys required on every client route", {
     limits: shared ? "shared through Redis" : "this router only",
     fallback: shared ? config.limitsFallback : "none",
@@ -159,10 +104,94 @@ export async function buildTenants(config: Config, d: TenantsDeps): Promise<Buil
     guard,
     stop: () => {
       watch.stop();
-      clearInterval(counting);
+      routers.stop();
     },
     close: async () => {
       await shared?.close();
     },
   };
+}
+
+/** The keys file read once (a bad one stops the start, naming what is wrong) and watched; `onTenants` hears each change's tenant names. */
+async function startKeysWatch(path: string, source: KeysFileSource, log: Logger, onTenants: (names: Set<string>) => void): Promise<KeysWatch> {
+  const watch = new KeysWatch({
+    path,
+    source,
+    pollMs: KEYS_POLL_MS,
+    every: (ms, fn) => {
+      const t = setInterval(fn, ms);
+      return () => clearInterval(t);
+    },
+    log,
+    onChange: (keys) => onTenants(new Set(keys.tenants.map((t) => t.name))),
+  });
+  try {
+    await watch.start();
+  } catch (e) {
+    if (e instanceof KeysFileError) throw new StartupError(e.message);
+    throw e;
+  }
+  return watch;
+}
+
+/** With --redis: the limits' counters shared by every router, saying once when Redis answers again after an outage. */
+async function openSharedCounters(config: Config, d: TenantsDeps): Promise<RedisLimitCounters | undefined> {
+  if (config.redis === undefined) return undefined;
+  let outage = false;
+  return openRedisLimitCounters({
+    url: config.redis,
+    token: config.redisToken,
+    resp: d.resp,
+    commandTimeoutMs: config.redisTimeout * 1000,
+    onAvailabilityChange: (up) => {
+      if (up && outage) d.log.warn("tenant limits: Redis answers again; limits are shared by every router again");
+      outage = !up;
+    },
+  });
+}
+
+/**
+ * How many routers share the limits (--limits-routers, else counted through Redis every
+ * second while it answers: RouterCount); `stop` ends the counting.
+ */
+function countRouters(config: Config, d: TenantsDeps, shared: RedisLimitCounters | undefined): { value: () => number; stop: () => void } {
+  const count = new RouterCount();
+  const others = d.otherRouters;
+  let counting: ReturnType<typeof setInterval> | undefined;
+  if (others !== undefined && config.limitsRouters === undefined) {
+    const look = () => {
+      const o = others();
+      if (o.heard && shared?.up !== false) count.sample(o.peers + 1, d.now());
+    };
+    counting = setInterval(look, ROUTER_COUNT_EVERY_MS);
+    look();
+  }
+  return { value: () => config.limitsRouters ?? count.value, stop: () => clearInterval(counting) };
+}
+
+/** The tenant limits, counted in the metrics; a Redis failure is logged once per outage (until a check reaches Redis again). */
+function buildLimiter(
+  config: Config,
+  d: TenantsDeps,
+  shared: RedisLimitCounters | undefined,
+  routers: () => number,
+  m: ReturnType<typeof bindTenantMetrics>,
+): TenantLimiter {
+  let warned = false;
+  return new TenantLimiter({
+    shared,
+    fallback: config.limitsFallback,
+    routers,
+    now: d.now,
+    onCheck: (backend) => {
+      m.check(backend);
+      if (backend === "redis") warned = false;
+    },
+    onRefused: (tenant, limit) => m.refused(tenant, limit),
+    onSharedError: (e) => {
+      if (warned) return;
+      warned = true;
+      d.log.warn(`tenant limits: Redis does not answer (${(e as Error).message}); --limits-fallback ${config.limitsFallback} until it does`);
+    },
+  });
 }

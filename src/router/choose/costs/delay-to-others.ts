@@ -14,8 +14,13 @@
  * ρ is the share of engines found busy (a prefill booked) at this policy's decisions, smoothed
  * over about a hundred of them: arrivals see the time average (for Poisson arrivals exactly), so
  * this is the utilisation the requests meet. One estimate per pipeline (one per router).
+ *
+ * The others a placement delays also include its prefix group's coming requests, which follow the
+ * cached prefix wherever this one puts it: the decode steps they will meet there are added
+ * (costs/group-decodes.ts; 0 where decodes do not delay first tokens).
  */
 import type { Candidate, CostTerm, SchedulingContext } from "../types.ts";
+import { groupDecodesCost, type GroupDecodes } from "./group-decodes.ts";
 
 /** Weight of the newest decision in the busy share: about the last hundred decisions count. */
 const SMOOTHING = 0.01;
@@ -27,6 +32,8 @@ export interface DelayToOthers extends CostTerm {
   readonly rho: number;
   /** Requests waiting behind a prefill at that share: the weight of this request's own prefill time. */
   readonly queueWeight: number;
+  /** The prefix group's part (group-decodes.ts). */
+  readonly group: GroupDecodes;
 }
 
 /** M/M/1's mean queue length at utilisation ρ. */
@@ -35,7 +42,9 @@ export const meanQueueLength = (r: number): number => (r * r) / (1 - r);
 export function delayToOthersCost(weightAt: (rho: number) => number = meanQueueLength): DelayToOthers {
   let rho = 0;
   let weight = 0;
+  const group = groupDecodesCost();
   return {
+    group,
     type: "delay-to-others",
     get rho() {
       return rho;
@@ -43,15 +52,17 @@ export function delayToOthersCost(weightAt: (rho: number) => number = meanQueueL
     get queueWeight() {
       return weight;
     },
-    prepare(_ctx: SchedulingContext, candidates: readonly Candidate[]): void {
+    prepare(ctx: SchedulingContext, candidates: readonly Candidate[]): void {
       let busy = 0;
       for (const c of candidates) if ((c.prefillingRequests ?? 0) > 0) busy++;
       rho += SMOOTHING * (busy / candidates.length - rho);
       weight = weightAt(Math.min(MAX_RHO, rho));
+      group.prepare!(ctx, candidates);
     },
     cost(ctx: SchedulingContext, c: Candidate): number {
-      if (ctx.ttft === undefined || weight === 0) return 0;
-      return weight * (c.msPerToken ?? ctx.ttft.msPerTokenOf(c.key)) * (c.uncachedTokens ?? 0);
+      if (ctx.ttft === undefined) return 0;
+      const queued = weight === 0 ? 0 : weight * (c.msPerToken ?? ctx.ttft.msPerTokenOf(c.key)) * (c.uncachedTokens ?? 0);
+      return queued + group.cost(ctx, c);
     },
   };
 }

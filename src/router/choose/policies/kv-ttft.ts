@@ -3,7 +3,8 @@
  * predicted TTFT (costs/predicted-ttft.ts: the prefill queued ahead there and this request's
  * uncached tokens there, at that engine's learned speed, plus its overhead) plus the delay its
  * prefill would cause the requests queuing behind it at the cluster's load
- * (costs/delay-to-others.ts), both in milliseconds; the cheapest wins, and among candidates
+ * (costs/delay-to-others.ts, which also prices the decode steps the request's prefix group's
+ * coming requests will meet there: costs/group-decodes.ts), both in milliseconds; the cheapest wins, and among candidates
  * within one block's prefill time of it, the one that leaves the cache better placed
  * (pickers/fastest-then-cache.ts). In-flight prefixes count as cached where they are being
  * computed: an engine that prefills one request after another will have them when it gets to

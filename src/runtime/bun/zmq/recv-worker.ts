@@ -133,95 +133,10 @@ function run(cfg: WorkerStart): void {
   const lib = loadLibzmq(cfg.libzmqPath);
   const control = new Int32Array(cfg.control);
   const ctx = new ZmqContext(lib.symbols);
-  let monitors = 0;
-  /** The live SUB socket and the PAIR socket its monitor events arrive on. */
-  const openLive = (): { sub: ZmqSocket; mon: ZmqSocket } => {
-    const sub = ctx.socket(ZMQ_SUB);
-    sub.setInt(ZMQ_RCVHWM, cfg.rcvHwm);
-    sub.setInt(ZMQ_RCVTIMEO, cfg.pollMs);
-    sub.setInt64(ZMQ_MAXMSGSIZE, cfg.maxMessageBytes);
-    sub.setBytes(ZMQ_SUBSCRIBE, new TextEncoder().encode(cfg.topic));
-    const endpoint = `inproc://switchyard-session-${monitors++}`;
-    sub.monitor(endpoint, WATCHED_EVENTS);
-    const mon = ctx.socket(ZMQ_PAIR);
-    mon.connect(endpoint);
-    sub.connect(cfg.endpoint);
-    return { sub, mon };
-  };
-  let { sub, mon } = openLive();
-  const watch = new SessionWatch(performance.now(), { silentMs: cfg.deadSessionMs });
-  const monStaged = stagedMessage(64);
-  const tellSession = () => post({ type: "session", state: watch.state, resubscribes: watch.resubscribes });
-  /** Read every monitor event queued; then replace a dead session. */
-  const watchSession = () => {
-    let changed = false;
-    while (mon.recvMessage(monStaged, ZMQ_DONTWAIT)) {
-      // Frame 1: u16 event id and u32 value, native (little-endian) order; frame 2: the endpoint.
-      if (monStaged.frames < 1 || monStaged.lengths[0]! < 6) continue;
-      const at = monStaged.offsets[0]!;
-      const ev = monStaged.bytes[at]! | (monStaged.bytes[at + 1]! << 8);
-      if (watch.event(ev, performance.now())) changed = true;
-    }
-    const now = performance.now();
-    if (watch.dead(now)) {
-      post({ type: "log", level: "warn", message: `KV event session ended for good (${watch.lastProblem ?? "no answer"}; a frame over ${cfg.maxMessageBytes} bytes ends it too): subscribing again` });
-      sub.close();
-      mon.close();
-      ({ sub, mon } = openLive());
-      watch.resubscribed(now);
-      changed = true;
-    }
-    if (changed) tellSession();
-  };
-
+  const session = new LiveSession(ctx, cfg);
   let malformedFrames = 0;
-  let dealer: ZmqSocket | undefined;
-  const replayStaged = stagedMessage();
-
-  /**
-   * One replay request, vLLM's protocol: send ["", start] (8-byte big-endian seq); read
-   * ["", seq, payload] until an empty payload ends it. A start older than the engine's buffer
-   * gets no error, just what is left, so the caller checks the seqs it got.
-   */
-  function* replay(start: number): Generator<SeqMessage> {
-    if (cfg.replayEndpoint === undefined) return;
-    if (dealer === undefined) {
-      dealer = ctx.socket(ZMQ_DEALER);
-      dealer.setInt(ZMQ_RCVTIMEO, cfg.replayTimeoutMs);
-      dealer.setInt64(ZMQ_MAXMSGSIZE, cfg.maxMessageBytes);
-      dealer.connect(cfg.replayEndpoint);
-    }
-    const d = dealer;
-    let finished = false;
-    try {
-      d.sendMultipart([new Uint8Array(0), u64be(start)]);
-      for (;;) {
-        if (Atomics.load(control, CONTROL_STOP) !== 0) return;
-        if (!d.recvMessage(replayStaged, 0)) {
-          post({ type: "log", level: "warn", message: `replay from seq ${start}: no answer within ${cfg.replayTimeoutMs} ms` });
-          return;
-        }
-        const m = replayStaged;
-        if (m.frames < 3 || m.lengths[1] !== 8) {
-          malformedFrames++;
-          continue;
-        }
-        if (m.lengths[2] === 0) {
-          finished = true;
-          return;
-        }
-        yield { seq: seqOf(m.bytes, m.offsets[1]!), payload: m.bytes.subarray(m.offsets[2]!, m.offsets[2]! + m.lengths[2]!) };
-      }
-    } finally {
-      // An unfinished answer would be read by the next request: drop the socket instead.
-      if (!finished) {
-        d.close();
-        dealer = undefined;
-      }
-    }
-  }
-
-  const sequencer = new Sequencer(cfg.replayEndpoint === undefined ? undefined : replay);
+  const replay = cfg.replayEndpoint === undefined ? undefined : new ReplayClient(ctx, cfg, cfg.replayEndpoint, control, () => malformedFrames++);
+  const sequencer = new Sequencer(replay === undefined ? undefined : (start) => replay.replay(start));
   const counters = (): WorkerCounters => ({ ...sequencer.stats, malformedFrames });
   const out = new HandOff(cfg.maxBatch, control, cfg.maxInflight, counters);
   const deliver = (m: SequencedMessage) => out.add(m);
@@ -239,20 +154,143 @@ function run(cfg: WorkerStart): void {
   post({ type: "ready", version: lib.version });
   try {
     while (Atomics.load(control, CONTROL_STOP) === 0) {
-      const got = sub.recvMessage(live, 0); // false: the receive timeout, to look at the stop flag
+      const got = session.sub.recvMessage(live, 0); // false: the receive timeout, to look at the stop flag
       if (got) {
         handle(live);
-        while (out.size < cfg.maxBatch && sub.recvMessage(live, ZMQ_DONTWAIT)) handle(live);
+        while (out.size < cfg.maxBatch && session.sub.recvMessage(live, ZMQ_DONTWAIT)) handle(live);
         out.flush();
       }
-      watchSession();
+      session.look();
     }
     out.flush();
   } finally {
-    sub.close();
-    mon.close();
-    (dealer as ZmqSocket | undefined)?.close();
+    session.close();
+    replay?.close();
     ctx.term();
     post({ type: "stopped", counters: counters() });
+  }
+}
+
+/**
+ * The live SUB socket, watched through the PAIR socket its monitor events arrive on; a
+ * session that ended for good is replaced by a new pair of sockets.
+ */
+class LiveSession {
+  sub: ZmqSocket;
+  #mon: ZmqSocket;
+  #monitors = 0;
+  readonly #watch: SessionWatch;
+  readonly #monStaged = stagedMessage(64);
+
+  constructor(
+    private readonly ctx: ZmqContext,
+    private readonly cfg: WorkerStart,
+  ) {
+    ({ sub: this.sub, mon: this.#mon } = this.#open());
+    this.#watch = new SessionWatch(performance.now(), { silentMs: cfg.deadSessionMs });
+  }
+
+  #open(): { sub: ZmqSocket; mon: ZmqSocket } {
+    const { ctx, cfg } = this;
+    const sub = ctx.socket(ZMQ_SUB);
+    sub.setInt(ZMQ_RCVHWM, cfg.rcvHwm);
+    sub.setInt(ZMQ_RCVTIMEO, cfg.pollMs);
+    sub.setInt64(ZMQ_MAXMSGSIZE, cfg.maxMessageBytes);
+    sub.setBytes(ZMQ_SUBSCRIBE, new TextEncoder().encode(cfg.topic));
+    const endpoint = `inproc://switchyard-session-${this.#monitors++}`;
+    sub.monitor(endpoint, WATCHED_EVENTS);
+    const mon = ctx.socket(ZMQ_PAIR);
+    mon.connect(endpoint);
+    sub.connect(cfg.endpoint);
+    return { sub, mon };
+  }
+
+  /** Read every monitor event queued; then replace a dead session. The main thread hears of any change. */
+  look(): void {
+    const watch = this.#watch;
+    const monStaged = this.#monStaged;
+    let changed = false;
+    while (this.#mon.recvMessage(monStaged, ZMQ_DONTWAIT)) {
+      // Frame 1: u16 event id and u32 value, native (little-endian) order; frame 2: the endpoint.
+      if (monStaged.frames < 1 || monStaged.lengths[0]! < 6) continue;
+      const at = monStaged.offsets[0]!;
+      const ev = monStaged.bytes[at]! | (monStaged.bytes[at + 1]! << 8);
+      if (watch.event(ev, performance.now())) changed = true;
+    }
+    const now = performance.now();
+    if (watch.dead(now)) {
+      post({ type: "log", level: "warn", message: `KV event session ended for good (${watch.lastProblem ?? "no answer"}; a frame over ${this.cfg.maxMessageBytes} bytes ends it too): subscribing again` });
+      this.close();
+      ({ sub: this.sub, mon: this.#mon } = this.#open());
+      watch.resubscribed(now);
+      changed = true;
+    }
+    if (changed) post({ type: "session", state: watch.state, resubscribes: watch.resubscribes });
+  }
+
+  close(): void {
+    this.sub.close();
+    this.#mon.close();
+  }
+}
+
+/** The DEALER on the engine's replay endpoint, opened on the first replay and dropped after an unfinished one. */
+class ReplayClient {
+  #dealer: ZmqSocket | undefined;
+  readonly #staged = stagedMessage();
+
+  constructor(
+    private readonly ctx: ZmqContext,
+    private readonly cfg: WorkerStart,
+    private readonly endpoint: string,
+    private readonly control: Int32Array,
+    private readonly onMalformed: () => void,
+  ) {}
+
+  /**
+   * One replay request, vLLM's protocol: send ["", start] (8-byte big-endian seq); read
+   * ["", seq, payload] until an empty payload ends it. A start older than the engine's buffer
+   * gets no error, just what is left, so the caller checks the seqs it got.
+   */
+  *replay(start: number): Generator<SeqMessage> {
+    const { cfg } = this;
+    if (this.#dealer === undefined) {
+      this.#dealer = this.ctx.socket(ZMQ_DEALER);
+      this.#dealer.setInt(ZMQ_RCVTIMEO, cfg.replayTimeoutMs);
+      this.#dealer.setInt64(ZMQ_MAXMSGSIZE, cfg.maxMessageBytes);
+      this.#dealer.connect(this.endpoint);
+    }
+    const d = this.#dealer;
+    let finished = false;
+    try {
+      d.sendMultipart([new Uint8Array(0), u64be(start)]);
+      for (;;) {
+        if (Atomics.load(this.control, CONTROL_STOP) !== 0) return;
+        if (!d.recvMessage(this.#staged, 0)) {
+          post({ type: "log", level: "warn", message: `replay from seq ${start}: no answer within ${cfg.replayTimeoutMs} ms` });
+          return;
+        }
+        const m = this.#staged;
+        if (m.frames < 3 || m.lengths[1] !== 8) {
+          this.onMalformed();
+          continue;
+        }
+        if (m.lengths[2] === 0) {
+          finished = true;
+          return;
+        }
+        yield { seq: seqOf(m.bytes, m.offsets[1]!), payload: m.bytes.subarray(m.offsets[2]!, m.offsets[2]! + m.lengths[2]!) };
+      }
+    } finally {
+      // An unfinished answer would be read by the next request: drop the socket instead.
+      if (!finished) {
+        d.close();
+        this.#dealer = undefined;
+      }
+    }
+  }
+
+  close(): void {
+    this.#dealer?.close();
   }
 }

@@ -109,150 +109,23 @@ export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Prom
   if (!(opts.blockSize > 0)) throw new Error(`blockSize must be > 0, got ${opts.blockSize}`);
   const control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4));
   const worker = new Worker(String(opts.recvWorkerUrl ?? defaultRecvWorkerUrl()));
-  const decode = newVllmDecodeCounters();
-  let workerCounters: WorkerCounters = {
-    live: 0, replayed: 0, gaps: 0, lostBatches: 0, restarts: 0, replayRequests: 0, replayFailures: 0, lastSeq: -1, malformedFrames: 0,
-  };
-  let nextId = 0n;
-  let batches = 0, events = 0, decodeErrors = 0, handoffs = 0;
-  let lastRank: DpRank = opts.dpRank ?? 0;
-  let session: ReturnType<VllmKvSubscriber["session"]> = { state: "connecting", resubscribes: 0 };
-  let stopped = false;
-  let gone = false;
-  let resolveWorkerGone!: () => void;
-  const workerGone = new Promise<void>((r) => (resolveWorkerGone = r));
-  const resolveStopped = () => {
-    gone = true;
-    resolveWorkerGone();
-  };
-  let started: { resolve: (v: string) => void; reject: (e: Error) => void } | undefined;
-  const whenReady = new Promise<string>((resolve, reject) => (started = { resolve, reject }));
-
-  const handleBatch = (b: WorkerBatch) => {
-    handoffs++;
-    workerCounters = b.counters;
-    const out: RouterEvent[] = [];
-    for (let i = 0; i < b.count; i++) {
-      batches++;
-      if ((b.flags[i]! & FLAG_RESTART) !== 0) {
-        opts.log?.warn("vLLM KV publisher restarted (seq went back): clearing its blocks", { endpoint: opts.endpoint, seq: b.seqs[i] });
-        out.push({ workerId: opts.workerId, event: { eventId: nextId++, dpRank: lastRank, data: { type: "cleared" } } });
-      }
-      const lost = b.lost[i]!;
-      if (lost > 0) {
-        opts.log?.warn("vLLM KV batches lost (not replayable)", { endpoint: opts.endpoint, lost, before_seq: b.seqs[i] });
-        nextId += BigInt(lost);
-      }
-      const payload = b.bytes.subarray(b.offsets[i]!, b.offsets[i + 1]!);
-      try {
-        const d = decodeVllmBatch(
-          payload,
-          { workerId: opts.workerId, blockSize: opts.blockSize, dpRank: opts.dpRank, firstEventId: nextId, hasher: opts.hasher },
-          decode,
-        );
-        lastRank = d.dpRank;
-        nextId += BigInt(d.events.length);
-        for (const e of d.events) out.push(e);
-      } catch (e) {
-        if (!(e instanceof VllmDecodeError)) throw e;
-        if (decodeErrors++ % DECODE_ERROR_LOG_EVERY === 0) {
-          opts.log?.warn(`undecodable vLLM KV batch: ${e.message}`, { endpoint: opts.endpoint, seq: b.seqs[i], errors: decodeErrors });
-        }
-        nextId += 1n; // an id gap, as for a lost batch
-      }
-    }
-    events += out.length;
-    if (out.length > 0) {
-      try {
-        opts.onEvents(out);
-      } catch (e) {
-        opts.log?.warn(`KV event handler threw: ${(e as Error).message}`, { endpoint: opts.endpoint });
-      }
-    }
-  };
-
-  worker.onmessage = (e: MessageEvent<WorkerToMain>) => {
-    const m = e.data;
-    switch (m.type) {
-      case "batch":
-        try {
-          handleBatch(m);
-        } finally {
-          Atomics.sub(control, CONTROL_INFLIGHT, 1);
-          Atomics.notify(control, CONTROL_INFLIGHT);
-        }
-        return;
-      case "ready":
-        started?.resolve(m.version);
-        return;
-      case "fatal":
-        started?.reject(new Error(m.message));
-        opts.log?.warn(`vLLM KV subscriber stopped: ${m.message}`, { endpoint: opts.endpoint });
-        resolveStopped();
-        return;
-      case "log":
-        opts.log?.[m.level](m.message, { endpoint: opts.endpoint });
-        return;
-      case "session":
-        session = { state: m.state, resubscribes: m.resubscribes };
-        return;
-      case "stopped":
-        workerCounters = m.counters;
-        resolveStopped();
-        return;
-    }
-  };
-  worker.onerror = (e) => {
-    started?.reject(new Error(`vLLM KV receive worker failed: ${e.message}`));
-    opts.log?.warn(`vLLM KV receive worker failed: ${e.message}`, { endpoint: opts.endpoint });
-    resolveStopped();
-  };
-
-  const pollMs = opts.pollMs ?? DEFAULTS.pollMs;
-  const replayTimeoutMs = opts.replayTimeoutMs ?? DEFAULTS.replayTimeoutMs;
-  const start: WorkerStart = {
-    type: "start",
-    endpoint: opts.endpoint,
-    replayEndpoint: opts.replayEndpoint,
-    topic: opts.topic ?? "",
-    libzmqPath: opts.libzmqPath ?? libzmqPath(),
-    pollMs,
-    replayTimeoutMs,
-    maxBatch: opts.maxBatch ?? DEFAULTS.maxBatch,
-    maxInflight: DEFAULTS.maxInflight,
-    rcvHwm: DEFAULTS.rcvHwm,
-    maxMessageBytes: opts.maxMessageBytes ?? DEFAULTS.maxMessageBytes,
-    deadSessionMs: opts.deadSessionMs ?? DEFAULTS.deadSessionMs,
-    control: control.buffer as SharedArrayBuffer,
-  };
+  const decoder = new BatchDecoder(opts);
+  // Listening before the start message, so no message of the worker is missed.
+  const link = listen(worker, control, decoder, opts);
+  const start = startMessage(opts, control);
   worker.postMessage(start);
 
+  let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     Atomics.store(control, CONTROL_STOP, 1);
     Atomics.notify(control, CONTROL_INFLIGHT);
-    await Promise.race([workerGone, Bun.sleep(pollMs + replayTimeoutMs + 1_000)]);
+    await Promise.race([link.workerGone, Bun.sleep(start.pollMs + start.replayTimeoutMs + 1_000)]);
     worker.terminate();
   };
 
-  const startTimeoutMs = opts.startTimeoutMs ?? DEFAULTS.startTimeoutMs;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let version: string;
-  try {
-    version = await Promise.race([
-      whenReady,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`vLLM KV subscriber for ${opts.endpoint} did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
-      }),
-    ]);
-  } catch (e) {
-    await stop();
-    throw e;
-  } finally {
-    clearTimeout(timer);
-  }
-  started = undefined;
+  const version = await readyWithin(link, opts, stop);
   opts.log?.info("subscribed to vLLM KV events", {
     endpoint: opts.endpoint, replay: opts.replayEndpoint ?? null, worker_id: String(opts.workerId), libzmq: version,
   });
@@ -260,8 +133,193 @@ export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Prom
   return {
     libzmqVersion: version,
     stop,
-    running: () => !stopped && !gone,
-    session: () => session,
-    stats: () => ({ ...workerCounters, batches, events, decodeErrors, handoffs, nextEventId: nextId, decode: { ...decode } }),
+    running: () => !stopped && !link.gone,
+    session: () => link.session,
+    stats: () => ({ ...link.counters, ...decoder.stats() }),
   };
+}
+
+/**
+ * The worker's batches turned into RouterEvents with dense ids, in the order they arrive
+ * (seq order: the worker orders them), and handed to `onEvents`.
+ */
+class BatchDecoder {
+  readonly #opts: VllmKvSubscriberOptions;
+  readonly #decode = newVllmDecodeCounters();
+  #nextId = 0n;
+  #batches = 0;
+  #events = 0;
+  #decodeErrors = 0;
+  #handoffs = 0;
+  #lastRank: DpRank;
+
+  constructor(opts: VllmKvSubscriberOptions) {
+    this.#opts = opts;
+    this.#lastRank = opts.dpRank ?? 0;
+  }
+
+  handle(b: WorkerBatch): void {
+    const opts = this.#opts;
+    this.#handoffs++;
+    const out: RouterEvent[] = [];
+    for (let i = 0; i < b.count; i++) {
+      this.#batches++;
+      if ((b.flags[i]! & FLAG_RESTART) !== 0) {
+        opts.log?.warn("vLLM KV publisher restarted (seq went back): clearing its blocks", { endpoint: opts.endpoint, seq: b.seqs[i] });
+        out.push({ workerId: opts.workerId, event: { eventId: this.#nextId++, dpRank: this.#lastRank, data: { type: "cleared" } } });
+      }
+      const lost = b.lost[i]!;
+      if (lost > 0) {
+        opts.log?.warn("vLLM KV batches lost (not replayable)", { endpoint: opts.endpoint, lost, before_seq: b.seqs[i] });
+        this.#nextId += BigInt(lost);
+      }
+      this.#decodeOne(b.bytes.subarray(b.offsets[i]!, b.offsets[i + 1]!), b.seqs[i], out);
+    }
+    this.#events += out.length;
+    if (out.length > 0) {
+      try {
+        opts.onEvents(out);
+      } catch (e) {
+        opts.log?.warn(`KV event handler threw: ${(e as Error).message}`, { endpoint: opts.endpoint });
+      }
+    }
+  }
+
+  /** One payload's events appended to `out`; an undecodable one is an id gap, as a lost batch is. */
+  #decodeOne(payload: Uint8Array, seq: number | undefined, out: RouterEvent[]): void {
+    const opts = this.#opts;
+    try {
+      const d = decodeVllmBatch(
+        payload,
+        { workerId: opts.workerId, blockSize: opts.blockSize, dpRank: opts.dpRank, firstEventId: this.#nextId, hasher: opts.hasher },
+        this.#decode,
+      );
+      this.#lastRank = d.dpRank;
+      this.#nextId += BigInt(d.events.length);
+      for (const e of d.events) out.push(e);
+    } catch (e) {
+      if (!(e instanceof VllmDecodeError)) throw e;
+      if (this.#decodeErrors++ % DECODE_ERROR_LOG_EVERY === 0) {
+        opts.log?.warn(`undecodable vLLM KV batch: ${e.message}`, { endpoint: opts.endpoint, seq, errors: this.#decodeErrors });
+      }
+      this.#nextId += 1n;
+    }
+  }
+
+  stats(): Omit<VllmKvSubscriberStats, keyof WorkerCounters> {
+    return {
+      batches: this.#batches, events: this.#events, decodeErrors: this.#decodeErrors, handoffs: this.#handoffs,
+      nextEventId: this.#nextId, decode: { ...this.#decode },
+    };
+  }
+}
+
+/** What the main side knows of its receive worker, kept up to date by the worker's messages. */
+interface WorkerLink {
+  counters: WorkerCounters;
+  session: ReturnType<VllmKvSubscriber["session"]>;
+  /** The worker stopped, failed or reported a fatal error. */
+  gone: boolean;
+  readonly workerGone: Promise<void>;
+  /** The worker's libzmq version once its sockets are up; rejected by a fatal error before. */
+  readonly whenReady: Promise<string>;
+  /** Set once ready (or given up on): later failures no longer concern the start. */
+  started: { resolve: (v: string) => void; reject: (e: Error) => void } | undefined;
+}
+
+/** The worker's messages handled: batches decoded (then the in-flight slot given back), readiness, logs, session, end. */
+function listen(worker: Worker, control: Int32Array, decoder: BatchDecoder, opts: VllmKvSubscriberOptions): WorkerLink {
+  let resolveWorkerGone!: () => void;
+  let started: WorkerLink["started"];
+  const whenReady = new Promise<string>((resolve, reject) => (started = { resolve, reject }));
+  const link: WorkerLink = {
+    counters: { live: 0, replayed: 0, gaps: 0, lostBatches: 0, restarts: 0, replayRequests: 0, replayFailures: 0, lastSeq: -1, malformedFrames: 0 },
+    session: { state: "connecting", resubscribes: 0 },
+    gone: false,
+    workerGone: new Promise<void>((r) => (resolveWorkerGone = r)),
+    whenReady,
+    started,
+  };
+  const resolveStopped = () => {
+    link.gone = true;
+    resolveWorkerGone();
+  };
+  worker.onmessage = (e: MessageEvent<WorkerToMain>) => {
+    const m = e.data;
+    switch (m.type) {
+      case "batch":
+        try {
+          link.counters = m.counters;
+          decoder.handle(m);
+        } finally {
+          Atomics.sub(control, CONTROL_INFLIGHT, 1);
+          Atomics.notify(control, CONTROL_INFLIGHT);
+        }
+        return;
+      case "ready":
+        link.started?.resolve(m.version);
+        return;
+      case "fatal":
+        link.started?.reject(new Error(m.message));
+        opts.log?.warn(`vLLM KV subscriber stopped: ${m.message}`, { endpoint: opts.endpoint });
+        resolveStopped();
+        return;
+      case "log":
+        opts.log?.[m.level](m.message, { endpoint: opts.endpoint });
+        return;
+      case "session":
+        link.session = { state: m.state, resubscribes: m.resubscribes };
+        return;
+      case "stopped":
+        link.counters = m.counters;
+        resolveStopped();
+        return;
+    }
+  };
+  worker.onerror = (e) => {
+    link.started?.reject(new Error(`vLLM KV receive worker failed: ${e.message}`));
+    opts.log?.warn(`vLLM KV receive worker failed: ${e.message}`, { endpoint: opts.endpoint });
+    resolveStopped();
+  };
+  return link;
+}
+
+/** The receive worker's start message: the sockets' settings, defaults filled in. */
+function startMessage(opts: VllmKvSubscriberOptions, control: Int32Array): WorkerStart {
+  return {
+    type: "start",
+    endpoint: opts.endpoint,
+    replayEndpoint: opts.replayEndpoint,
+    topic: opts.topic ?? "",
+    libzmqPath: opts.libzmqPath ?? libzmqPath(),
+    pollMs: opts.pollMs ?? DEFAULTS.pollMs,
+    replayTimeoutMs: opts.replayTimeoutMs ?? DEFAULTS.replayTimeoutMs,
+    maxBatch: opts.maxBatch ?? DEFAULTS.maxBatch,
+    maxInflight: DEFAULTS.maxInflight,
+    rcvHwm: DEFAULTS.rcvHwm,
+    maxMessageBytes: opts.maxMessageBytes ?? DEFAULTS.maxMessageBytes,
+    deadSessionMs: opts.deadSessionMs ?? DEFAULTS.deadSessionMs,
+    control: control.buffer as SharedArrayBuffer,
+  };
+}
+
+/** The worker's libzmq version once it is ready, within the start deadline; else stopped and the reason thrown. */
+async function readyWithin(link: WorkerLink, opts: VllmKvSubscriberOptions, stop: () => Promise<void>): Promise<string> {
+  const startTimeoutMs = opts.startTimeoutMs ?? DEFAULTS.startTimeoutMs;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const version = await Promise.race([
+      link.whenReady,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`vLLM KV subscriber for ${opts.endpoint} did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
+      }),
+    ]);
+    link.started = undefined;
+    return version;
+  } catch (e) {
+    await stop();
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -1,0 +1,175 @@
+/**
+ * The kv policy sees the whole load: running decodes in the prediction (a warm engine whose batch
+ * is full of decodes), a new prefix group's placement priced for the traffic it brings (a group
+ * whose siblings arrive fast vs slowly), and a burst of 16 new groups on 8 idle engines. Engines
+ * prefill at 0.01 ms per token with 1 ms of latency, and every decode step takes 10 ms + 0.2 ms
+ * per running decode; the predictor is taught that before each case (a first token waits for one
+ * step, as on vLLM V1, unless a case says its engines never make it wait). Blocks of 16 tokens.
+ */
+import { describe, expect, test } from "bun:test";
+import type { WorkerKey } from "../../../../../src/core/ids.ts";
+import type { OverlapScores } from "../../../../../src/core/overlap.ts";
+import { LoadTracker } from "../../../../../src/router/books/load-tracker.ts";
+import { RequestLease } from "../../../../../src/router/books/request-lease.ts";
+import { decodeSampler, firstTokenSampler, queueAtBooking, TtftPredictor } from "../../../../../src/router/books/ttft-predictor.ts";
+import { schedulerConfig } from "../../../../../src/router/choose/config.ts";
+import { endpointsOf } from "../../../../../src/router/choose/endpoints.ts";
+import { findBestMatch } from "../../../../../src/router/choose/find-best-match.ts";
+import { createPipeline } from "../../../../../src/router/choose/registry.ts";
+import { chain, overlapsOf, seededRng } from "../helpers.ts";
+
+const BS = 16;
+const step = (decodes: number) => 10 + 0.2 * decodes;
+
+/** `waits`: how many decode steps a first token waits for on these engines (1: vLLM V1; 0: a separate prefill lane). */
+function world(engines: number, waits = 1) {
+  const endpoints = endpointsOf(Array.from({ length: engines }, (_, i) => ({ workerId: BigInt(i + 1) })));
+  const config = schedulerConfig({ blockSize: BS });
+  const tracker = new LoadTracker({ blockSize: BS });
+  tracker.updateWorkers(endpoints.map((e) => e.worker));
+  const ttft = new TtftPredictor({ blockSize: BS });
+  const rng = seededRng(5);
+  for (let i = 0; i < 64; i++) {
+    const e = endpoints[i % engines]!;
+    const d = 1 + Math.floor(rng() * 60);
+    ttft.steps.observe({ key: e.key, gapMs: step(d), decodes: d });
+  }
+  for (let i = 0; i < 48; i++) {
+    const e = endpoints[i % engines]!;
+    const tokens = 100 + Math.floor(rng() * 3000);
+    const stepMs = step(1 + Math.floor(rng() * 60));
+    ttft.observe({ key: e.key, bookedAt: -1e6, at: -1e6 + 1 + 0.01 * tokens + waits * stepMs, tokens, stepMs });
+  }
+  const pipeline = createPipeline("kv", config);
+  const rngPick = seededRng(1);
+  const clock = { now: 0 };
+  const leases = new Map<string, RequestLease>();
+  /** Choose, count the group's arrival and book, as the routing service does; returns the selection. */
+  const route = (id: string, hashes: BigUint64Array | null, isl: number, overlaps: OverlapScores = overlapsOf()) => {
+    const now = clock.now;
+    const sel = findBestMatch({ overlaps, seqHashes: hashes, isl, endpoints, tracker, pipeline, config, now, rng: rngPick, ttft });
+    if (sel.groupKey !== undefined) ttft.traffic.arrive(sel.groupKey, now);
+    const sample = firstTokenSampler(ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens!, predictedMs: sel.predictedTtftMs, stepMs: sel.stepMs, queue: queueAtBooking(tracker.slotOf(sel.key)) });
+    const booking = { requestId: id, worker: sel.worker, seqHashes: hashes, isl, overlap: sel.overlapBlocks };
+    leases.set(id, RequestLease.book(tracker, booking, now, BS, () => clock.now, rngPick, sample, decodeSampler(ttft, sel.key, now, tracker.slotOf(sel.key))));
+    return sel;
+  };
+  /** `n` requests decoding on engine `i` (booked there, their first tokens seen). */
+  const decoding = (i: number, n: number) => {
+    const worker = endpoints[i]!.worker;
+    for (let k = 0; k < n; k++) {
+      const lease = RequestLease.book(tracker, { requestId: `dec-${i}-${k}`, worker, seqHashes: null, isl: 32, overlap: 0 }, clock.now, BS, () => clock.now, rngPick);
+      lease.firstToken();
+    }
+  };
+  /** A prefill of `tokens` booked on engine `i` and not done yet. */
+  const queued = (i: number, tokens: number) => {
+    RequestLease.book(tracker, { requestId: `q-${i}-${tokens}`, worker: endpoints[i]!.worker, seqHashes: null, isl: tokens, overlap: 0 }, clock.now, BS, () => clock.now, rngPick);
+  };
+  return { endpoints, keys: endpoints.map((e) => e.key), tracker, ttft, route, leases, clock, decoding, queued };
+}
+
+/** A group's prompt: its 128-block (2,048-token) system prompt, then `own` blocks of question. */
+function groupPrompt(group: number, question: number, own = 8): BigUint64Array {
+  const h = new BigUint64Array(128 + own);
+  h.set(chain(100 + group, 128));
+  h.set(chain(10_000 + 100 * group + question, own, 128), 128);
+  return h;
+}
+
+describe("kv sees the whole load: a burst of new groups", () => {
+  test("16 new groups on 8 idle engines, one a millisecond: two groups on every engine; their siblings follow them, 32 requests and the same prefill work on each", () => {
+    const w = world(8);
+    const home = new Map<number, WorkerKey>();
+    for (let g = 0; g < 16; g++) {
+      w.clock.now = g;
+      home.set(g, w.route(`g${g}-0`, groupPrompt(g, 0), 136 * BS).key);
+    }
+    const groupsOn = new Map<WorkerKey, number>();
+    for (const k of home.values()) groupsOn.set(k, (groupsOn.get(k) ?? 0) + 1);
+    expect([...groupsOn.values()]).toEqual(new Array(8).fill(2));
+    // The first prefills are done (2,176 tokens each: 22 ms, two per engine); their decodes run on.
+    w.clock.now = 60;
+    for (let g = 0; g < 16; g++) w.leases.get(`g${g}-0`)!.firstToken();
+    // The siblings: 15 per group, shuffled, one every 4 ms, each prefilled before the next comes.
+    const order: [number, number][] = [];
+    for (let g = 0; g < 16; g++) for (let q = 1; q < 16; q++) order.push([g, q]);
+    const rng = seededRng(7);
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(rng() * (i + 1));
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    const requests = new Map<WorkerKey, number>(w.keys.map((k) => [k, 2]));
+    const work = new Map<WorkerKey, number>(w.keys.map((k) => [k, 2 * 136 * BS]));
+    for (const [g, q] of order) {
+      w.clock.now += 4;
+      const sel = w.route(`g${g}-${q}`, groupPrompt(g, q), 136 * BS);
+      requests.set(sel.key, requests.get(sel.key)! + 1);
+      work.set(sel.key, work.get(sel.key)! + sel.uncachedTokens!);
+      w.leases.get(`g${g}-${q}`)!.firstToken();
+    }
+    expect([...requests.values()]).toEqual(new Array(8).fill(32));
+    const meanWork = [...work.values()].reduce((s, x) => s + x, 0) / 8;
+    expect(Math.max(...work.values()) / meanWork).toBeLessThanOrEqual(1.25);
+  });
+});
+
+describe("kv sees the whole load: running decodes", () => {
+  test("a warm engine whose batch is full of decodes: a short prompt is computed again on an idle engine, since the first token there would wait for a 22 ms step", () => {
+    const w = world(2);
+    w.decoding(0, 60);
+    const hashes = chain(3, 65);
+    // Engine 1 holds the first 64 blocks; engine 2 nothing. 1,040 tokens.
+    const overlaps = overlapsOf({ [w.keys[0]!]: 64 });
+    const sel = w.route("r", hashes, 65 * BS, overlaps);
+    expect(sel.key).toBe(w.keys[1]!);
+    const warm = sel.candidates.find((c) => c.key === w.keys[0])!;
+    expect(warm.stepMs).toBeCloseTo(step(60), 0);
+    expect(warm.predictedTtftMs! - sel.predictedTtftMs!).toBeGreaterThan(5);
+  });
+
+  test("the same on engines whose prefills never wait for decodes: the warm engine, as before", () => {
+    const w = world(2, 0);
+    expect(w.ttft.decodeWeight).toBeLessThan(0.15);
+    w.decoding(0, 60);
+    const sel = w.route("r", chain(3, 65), 65 * BS, overlapsOf({ [w.keys[0]!]: 64 }));
+    expect(sel.key).toBe(w.keys[0]!);
+  });
+});
+
+describe("kv sees the whole load: a group's traffic", () => {
+  /**
+   * Engine 3 holds the group's system prompt but has 20,000 tokens of prefill queued and 40
+   * decodes; engine 1 runs 20 decodes and nothing queued; engine 2 runs 8 decodes behind 500
+   * queued tokens. A request of the group is predicted fastest on engine 1 (37 ms against 39
+   * and 220), but wherever it goes the group's coming requests follow.
+   */
+  function placed(msBetweenSiblings: number) {
+    const w = world(3);
+    const now = 100_000;
+    w.clock.now = now;
+    w.decoding(0, 20);
+    w.decoding(1, 8);
+    w.queued(1, 500);
+    w.decoding(2, 40);
+    w.queued(2, 20_000);
+    const prompt = groupPrompt(1, 99);
+    for (let t = now - 30 * msBetweenSiblings; t < now; t += msBetweenSiblings) w.ttft.traffic.arrive(prompt[127]!, t);
+    // A request stays on its engine 2 s (prefill and decode).
+    w.ttft.traffic.finished(2000);
+    const sel = w.route("r", prompt, 136 * BS, overlapsOf({ [w.keys[2]!]: 128 }));
+    const byKey = new Map(sel.candidates.map((c) => [c.key, c]));
+    return { w, sel, byKey };
+  }
+
+  test("siblings every 50 ms (40 of them running at once): the group goes where the batch it brings makes the smallest steps, not to the engine that is fastest for this one request", () => {
+    const { w, sel, byKey } = placed(50);
+    expect(byKey.get(w.keys[0]!)!.predictedTtftMs!).toBeLessThan(byKey.get(w.keys[1]!)!.predictedTtftMs!);
+    expect(sel.key).toBe(w.keys[1]!);
+  });
+
+  test("siblings every 10 s: priced as one request, the fastest engine", () => {
+    const { w, sel } = placed(10_000);
+    expect(sel.key).toBe(w.keys[0]!);
+  });
+});
