@@ -296,7 +296,13 @@ export class RoutingService {
     // Read before this request is booked there: the prefixes others were computing on that rank.
     const check =
       d.distrusted !== undefined && !approx
-        ? { indexBlocks: indexed.scores.get(sel.key) ?? 0, inFlightBlocks: inFlightBlocks(d.tracker, sel.key, seqHashes), routedBlocks: hashes.length }
+        ? {
+            indexBlocks: indexed.scores.get(sel.key) ?? 0,
+            // A load from the engine's own tiers is reported cached (vLLM counts a connector's hits in
+            // num_cached_tokens): blocks the router expected there, not an index that lied.
+            inFlightBlocks: Math.max(inFlightBlocks(d.tracker, sel.key, seqHashes), plan?.kind === "load" ? plan.fromBlock + plan.blocks : 0),
+            routedBlocks: hashes.length,
+          }
         : undefined;
     const lease = RequestLease.book(
       d.tracker,

@@ -124,6 +124,22 @@ describe("kv plan (a real router and simulated engines with host tiers)", () => 
     expect(await metric(String(puller.info.url), "mocker_kv_p2p_pulled_blocks_total")).toBe(6);
   });
 
+  test("the prefix on the engine's own CPU tier: loaded there, the plan logged", async () => {
+    const x = prompt(6, 3);
+    const url = String(puller.info.url);
+    expect((await complete(url, { model: "mb", prompt: x })).status).toBe(200);
+    expect((await complete(url, { model: "mb", prompt: prompt(8, 4) })).status).toBe(200); // evicts x to the host tier
+    await until(async () => ((await metric(url, "mocker_kv_tier_offloaded_blocks_total")) >= 6 ? true : null), "x offloaded");
+    await until(async () => ((await metric(routerUrl, "switchyard_kv_events_applied_total")) >= (await engineEvents(source)) + (await engineEvents(puller)) + (await engineEvents(slow)) ? true : null), "x indexed on the CPU tier");
+    const loadedBefore = await metric(url, "mocker_kv_tier_loaded_blocks_total");
+    const r = await streamed({ model: "mb", prompt: x }, "it-plan-load");
+    expect(r.status).toBe(200);
+    expect(r.usage.prompt_tokens_details).toEqual({ cached_tokens: 6 * BS });
+    expect(await metric(url, "mocker_kv_tier_loaded_blocks_total")).toBe(loadedBefore + 6);
+    const line = await until(() => accessLines().find((l) => l.request_id === "it-plan-load"), "the access line");
+    expect(line.kv_plan).toMatch(/^6 blocks loaded from cpu, predicted \d+ ms, observed \d+ ms$/);
+  });
+
   test("a pull that fails (too slow for the engine's deadline): the engine computes the prefix, the request succeeds, the plan is logged", async () => {
     const x = prompt(6, 2);
     expect((await complete(String(source.info.url), { model: "ma", prompt: x })).status).toBe(200);

@@ -34,6 +34,8 @@ export interface KvPlan {
   readonly fromKey?: WorkerKey;
   /** The rate keys the transfer is learned under (one per medium for a load, the link for a pull), with their token shares. */
   readonly rates: readonly { readonly key: string; readonly tokens: number }[];
+  /** The transfer's blocks start here (the blocks before it are cached there already). */
+  readonly fromBlock: number;
   readonly blocks: number;
   readonly tokens: number;
   /** Predicted transfer time, ms (a pull's includes what the source's other pulls have left). */
@@ -135,7 +137,7 @@ export class KvPlanner {
       ms += t * this.rates.msPerToken(m, key, c.msPerToken);
     }
     const tokens = cpuTokens + diskTokens;
-    return { kind: "load", media, rates, blocks: Math.ceil(tokens / bs), tokens, transferMs: ms, queuedMs: 0, computeMs: tokens * c.msPerToken, predictedTtftMs: 0 };
+    return { kind: "load", media, rates, fromBlock: c.creditedBlocks, blocks: Math.ceil(tokens / bs), tokens, transferMs: ms, queuedMs: 0, computeMs: tokens * c.msPerToken, predictedTtftMs: 0 };
   }
 
   #pull(c: PlanInput, room: number): KvPlan | undefined {
@@ -155,6 +157,7 @@ export class KvPlanner {
         from: s.worker,
         fromKey: s.key,
         rates: [{ key, tokens }],
+        fromBlock: c.creditedBlocks,
         blocks: Math.ceil(tokens / this.#bs),
         tokens,
         transferMs: ms,
