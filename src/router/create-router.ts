@@ -155,7 +155,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const ttft = new TtftPredictor({ blockSize: config.scheduler.blockSize });
   // An engine that reports a lower tier runs a KV connector: it can pull a peer's blocks and serve its own.
   const hasTier = (w: WorkerWithDpRank) => (index.mediumSize?.(w, "cpu") ?? 0) > 0 || (index.mediumSize?.(w, "disk") ?? 0) > 0;
-  const kvPlanner = approxMode ? undefined : new KvPlanner(new TransferRates(), hasTier);
+  const kvPlanner = approxMode ? undefined : new KvPlanner(new TransferRates(), hasTier, () => index.hasTiers?.() ?? false);
   const routing = new RoutingService({
     routerId,
     registry: ports.workers,

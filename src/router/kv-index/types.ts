@@ -42,4 +42,6 @@ export interface KvIndex {
   nodeCount(): number;
   /** Blocks one (worker, dp_rank) holds on one medium (the precise index; others hold GPU only). */
   mediumSize?(w: WorkerWithDpRank, medium: KvMedium): number;
+  /** Whether any (worker, dp_rank) has a CPU or disk tier (the precise index; others: none). */
+  hasTiers?(): boolean;
 }

@@ -23,6 +23,8 @@ import { TransferRates } from "./transfer-rates.ts";
 
 /** Peers weighed per candidate for a pull: the deepest holders (a pull from the fifth-deepest is never the best one). */
 const SOURCES = 4;
+/** Holders read per decision, deepest first, before keeping those that can export. */
+const MAX_SOURCES = 16;
 
 /** A transfer planned for a request on one rank. Built only for a candidate it makes faster. */
 export interface KvPlan {
@@ -80,6 +82,8 @@ export class KvPlanner {
   constructor(
     readonly rates: TransferRates,
     private readonly pullCapable: (w: WorkerWithDpRank) => boolean,
+    /** Whether any engine reports a tier at all (cheap: read once per decision). */
+    private readonly anyTier: () => boolean = () => true,
   ) {}
 
   /**
@@ -93,16 +97,29 @@ export class KvPlanner {
     this.#now = now;
     this.#bs = blockSize;
     this.#sources = [];
+    // A fleet whose engines report no tier pays nothing more per decision.
+    if (tiers === undefined && !this.anyTier()) return false;
     // A source's depth: the leading blocks it can export, from its GPU cache or its host tier.
-    const depth = new Map<WorkerKey, number>();
-    for (const [k, n] of overlaps.scores) depth.set(k, n);
-    if (this.#cpu !== undefined) for (const [k, n] of this.#cpu) depth.set(k, Math.max(n, depth.get(k) ?? 0));
-    for (const [key, d] of depth) {
-      const worker = parseWorkerKey(key);
-      if (this.pullCapable(worker)) this.#sources.push({ key, worker, depth: d });
+    // Only the deepest few are kept (one pass, a short sorted list), then those that can export.
+    const top: { key: WorkerKey; depth: number }[] = [];
+    const consider = (key: WorkerKey, d: number) => {
+      if (top.length === MAX_SOURCES && d <= top[MAX_SOURCES - 1]!.depth) return;
+      const i = top.findIndex((t) => t.key === key);
+      if (i >= 0) {
+        if (top[i]!.depth >= d) return;
+        top.splice(i, 1);
+      }
+      let at = top.length;
+      while (at > 0 && top[at - 1]!.depth < d) at--;
+      top.splice(at, 0, { key, depth: d });
+      if (top.length > MAX_SOURCES) top.pop();
+    };
+    for (const [k, n] of overlaps.scores) consider(k, n);
+    if (this.#cpu !== undefined) for (const [k, n] of this.#cpu) consider(k, n);
+    for (const t of top) {
+      const worker = parseWorkerKey(t.key);
+      if (this.pullCapable(worker)) this.#sources.push({ key: t.key, worker, depth: t.depth });
     }
-    this.#sources.sort((a, b) => b.depth - a.depth);
-    if (this.#sources.length > 4 * SOURCES) this.#sources.length = 4 * SOURCES;
     return tiers !== undefined || this.#sources.length > 0;
   }
 
