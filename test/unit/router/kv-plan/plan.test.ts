@@ -19,6 +19,8 @@ import { createPipeline } from "../../../../src/router/choose/registry.ts";
 import { kvPlanText as describePlan } from "../../../../src/observe/kv-plan-text.ts";
 import { KvPlanner, learnFromFirstToken } from "../../../../src/router/kv-plan/plan.ts";
 import { PRIOR_SHARE, TransferRates } from "../../../../src/router/kv-plan/transfer-rates.ts";
+import { storedEvent } from "../../../../src/core/events.ts";
+import { RadixTree } from "../../../../src/router/kv-index/radix-tree.ts";
 import { chain, seededRng } from "../choose/helpers.ts";
 
 const BS = 16;
@@ -150,5 +152,23 @@ describe("kv-plan: where the shared prefix comes from", () => {
     expect(withPlans.key).toBe(without.key);
     expect(withPlans.predictedTtftMs).toBe(without.predictedTtftMs!);
     expect(withPlans.candidates.map((c) => c.cost)).toEqual(without.candidates.map((c) => c.cost));
+  });
+
+  test("a fleet where no engine reports a tier: the planner reads nothing and plans nothing", () => {
+    const rates = new TransferRates();
+    const planner = new KvPlanner(rates, () => true, () => false);
+    expect(planner.prepare(overlaps({ [K2]: 100 }), BS, 0)).toBe(false);
+    // A tier in the request's overlaps is enough to plan.
+    expect(planner.prepare(overlaps({ [K2]: 100 }, { cpu: { [K1]: 100 } }), BS, 0)).toBe(true);
+  });
+
+  test("the index knows whether any engine reports a tier", () => {
+    const tree = new RadixTree();
+    tree.applyEvent(storedEvent(1n, 0n, [{ blockHash: 11n, tokensHash: 11n }]));
+    expect(tree.hasTiers()).toBe(false);
+    tree.applyEvent(storedEvent(1n, 1n, [{ blockHash: 11n, tokensHash: 11n }], null, 0, "cpu"));
+    expect(tree.hasTiers()).toBe(true);
+    tree.removeWorker(1n);
+    expect(tree.hasTiers()).toBe(false);
   });
 });
