@@ -15,6 +15,7 @@ import type { WorkerRegistry } from "../fleet/registry.ts";
 import type { WorkerProvisioner } from "../fleet/provisioner.ts";
 import type { RouterApi } from "../router/index.ts";
 import type { AdminOpenness, PeerAddress } from "./auth.ts";
+import type { BodyReadBudget } from "./body-budget.ts";
 import type { DisaggOptions } from "./disagg/options.ts";
 import type { Logger } from "../core/logger.ts";
 import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
@@ -82,6 +83,8 @@ export interface RequestLimits {
   readonly maxSessionIdLength?: number;
   /** Large client bodies parsed (and their prompt size checked) off the event loop (request-json.ts); without it, in-thread. */
   readonly parseOffLoop?: OffLoopJsonParser;
+  /** Bytes of large bodies being read at once, router-wide (body-budget.ts); without it, unbounded. */
+  readonly bodyBudget?: BodyReadBudget;
 }
 
 /** The workers as a request sees them: who is there, what each serves, how text becomes tokens. */

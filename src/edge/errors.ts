@@ -6,6 +6,7 @@
  */
 import { isRouterError, type RouterErrorCode } from "../core/errors.ts";
 import { errorResponse } from "../protocol/openai-error.ts";
+import { BodyBudgetFull } from "./body-budget.ts";
 
 export const STATUS_BY_CODE: Readonly<Record<RouterErrorCode, number>> = {
   invalid_request: 400,
@@ -47,6 +48,10 @@ export function toErrorResponse(e: unknown): Response {
   const res = errorResponse(c.status, c.code, c.message, c.param);
   // 429 from the admission queue: tell the client when to come back (RFC 9110 §10.2.3).
   if (isRouterError(e) && e.retryAfterSeconds !== undefined) res.headers.set("retry-after", String(Math.max(1, Math.ceil(e.retryAfterSeconds))));
+  // A 413, or a 503 for a full body budget, is answered before the body is all read: closing
+  // the connection drops the rest unread, where keeping it open would make the server read and
+  // discard it on the event loop (RFC 9110 §15.5.14 allows either for a 413).
+  if (c.status === 413 || e instanceof BodyBudgetFull) res.headers.set("connection", "close");
   return res;
 }
 

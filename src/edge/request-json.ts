@@ -5,12 +5,17 @@
  *   --max-body-bytes): the most a prompt within its limit can take as JSON is a token id
  *   with its separator, 12 bytes (`4294967295, `). A larger Content-Length is a 413 before
  *   a byte is read; a chunked body is counted as it streams and cut at the bound;
+ * - a body of 1 MiB or more, or chunked, is streamed into one buffer while its prompt fields
+ *   are counted (prompt-route/prompt-scan.ts): a prompt past --max-prompt-chars is a 413 as
+ *   soon as the bytes read show it, with no parse and the rest left unread; its bytes are held
+ *   against the router-wide budget of bodies being read (body-budget.ts: 503 past it);
  * - a body of OFF_LOOP_MIN_BYTES or more is decoded, parsed and its prompt size checked off
- *   the event loop when the runtime offers a parser (Bun: a Worker, runtime/bun/json-parse-pool.ts),
- *   so a prompt past --max-prompt-chars is refused without parsing it on the loop.
+ *   the event loop when the runtime offers a parser (Bun: a Worker, runtime/bun/json-parse-pool.ts).
+ * A body that passes is forwarded as the client's bytes, unchanged.
  */
 import { parseJsonObject, readBodyLimited } from "./body.ts";
 import type { RequestLimits } from "./deps.ts";
+import { PromptScanner } from "./prompt-route/prompt-scan.ts";
 import { checkPromptSize } from "./prompt-route/prompt-size.ts";
 
 export const BODY_BYTES_PER_PROMPT_CHAR = 12;
@@ -48,11 +53,18 @@ export async function readJsonRequest(
   promptFields: readonly string[],
 ): Promise<{ body: Uint8Array; json: Record<string, unknown> }> {
   const bound = promptBodyLimit(limits);
-  const body = await readBodyLimited(req, bound.bytes, bound.name, bound.fromPrompt && promptFields.length === 1 ? promptFields[0] : undefined);
-  if (body.length >= OFF_LOOP_MIN_BYTES && limits.parseOffLoop !== undefined) {
-    return limits.parseOffLoop(body, promptFields, limits.maxPromptChars);
+  const scan = limits.maxPromptChars !== undefined && promptFields.length > 0 ? new PromptScanner(promptFields, limits.maxPromptChars) : undefined;
+  const hold = limits.bodyBudget?.hold();
+  try {
+    const field = bound.fromPrompt && promptFields.length === 1 ? promptFields[0] : undefined;
+    const body = await readBodyLimited(req, bound.bytes, bound.name, field, { scan, hold });
+    if (body.length >= OFF_LOOP_MIN_BYTES && limits.parseOffLoop !== undefined) {
+      return await limits.parseOffLoop(body, promptFields, limits.maxPromptChars);
+    }
+    const json = parseJsonObject(body);
+    for (const f of promptFields) checkPromptSize(json[f], f, limits.maxPromptChars);
+    return { body, json };
+  } finally {
+    hold?.release();
   }
-  const json = parseJsonObject(body);
-  for (const f of promptFields) checkPromptSize(json[f], f, limits.maxPromptChars);
-  return { body, json };
 }

@@ -9,6 +9,10 @@
  * Containerfile as its BUILD_BASE / RUNTIME_BASE build arguments: the same file, the same
  * stages a `docker build .` runs with oven/bun and debian:bookworm-slim.
  *
+ * The commands are docs/deploying.md's own (doc-commands.ts): its host setting writes the
+ * containers.conf CONTAINERS_CONF points at, its build line builds the image, and its run line
+ * (`serve --engines 2` on a published port) must answer a completion.
+ *
  * Slow (a few minutes from nothing; the bases are kept between runs, keyed by the script's
  * content and Bun's version). SWITCHYARD_IMAGE_TEST=1 runs it and fails when a tool is
  * missing; =0 skips it (.ci/run sets that when no image input changed); unset: it runs when
@@ -16,10 +20,11 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePorts, until } from "../support/processes.ts";
+import { imageDocCommands, runHostSetting, shellWords } from "./doc-commands.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const FORCE = process.env.SWITCHYARD_IMAGE_TEST;
@@ -39,11 +44,13 @@ const DRAIN_TIMEOUT_S = 20;
 const BUILD_DEADLINE_MS = 15 * 60_000;
 
 const work = mkdtempSync(join(tmpdir(), "sy-image-test-"));
-// Podman's default ulimits are refused on the machines this was written on; an empty list
-// changes nothing elsewhere.
-const containersConf = join(work, "containers.conf");
-writeFileSync(containersConf, "[containers]\ndefault_ulimits = []\n");
+// docs/deploying.md's own lines: its host setting (podman's default ulimits off, refused on
+// the machines this was written on), then its build and run lines (doc-commands.ts).
+const doc = imageDocCommands();
+const containersConf = runHostSetting(doc.hostSetting, work).path;
 const env = { ...process.env, CONTAINERS_CONF: containersConf };
+/** The page's tag, replaced by this run's own (the only change made to the page's lines). */
+const DOC_TAG = "switchyard:0.1.0";
 // Debian's default runtime (crun) fails on hybrid cgroups here; runc works everywhere podman does.
 const RUNTIME = Bun.which("runc") !== null ? ["--runtime", "runc"] : [];
 
@@ -146,14 +153,17 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
         console.log(`[deploy/image] bases made in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
       }
       const t1 = performance.now();
+      // The page's build line as the shell expands it, its tag replaced by this run's; before
+      // it, what this host needs: chroot isolation, the Debian-made bases (no registry), and
+      // --layers=false (no intermediate images left behind: the ~600 MB build stage).
+      const docBuild = shellWords(doc.build, ROOT).map((a) => (a === DOC_TAG ? IMAGE : a));
+      expect(docBuild).toContain(IMAGE);
       await podmanOk(
         [
-          // --layers=false: no intermediate images left behind (the ~600 MB build stage);
-          // every run builds from the bases, as CI does.
           "build", "--isolation", "chroot", "--layers=false",
           "--build-arg", `BUILD_BASE=${buildBase}`,
           "--build-arg", `RUNTIME_BASE=${runtimeBase}`,
-          "-f", "Containerfile", "-t", IMAGE, ".",
+          ...docBuild,
         ],
         BUILD_DEADLINE_MS,
       );
@@ -234,6 +244,35 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
       await second.arrayBuffer();
     } catch (e) {
       console.error(await logs(state.router));
+      throw e;
+    }
+  }, 90_000);
+
+  test("the page's run line: serve --engines 2 answers a completion on the published port", async () => {
+    expect(state.built).toBe(true);
+    const [hostPort] = freePorts(1) as [number];
+    // As written, but detached and named (removed in afterAll), on a free host port, with runc.
+    const docRun = shellWords(doc.run, ROOT).map((a) => (a === DOC_TAG ? IMAGE : a === "8080:8080" ? `${hostPort}:8080` : a));
+    expect(docRun).toContain(IMAGE);
+    expect(docRun).toContain(`${hostPort}:8080`);
+    const name = `sy-image-test-${run}-doc-run`;
+    started.push(name);
+    await podmanOk(["run", "-d", "--name", name, ...RUNTIME, ...docRun]);
+    try {
+      const url = `http://127.0.0.1:${hostPort}`;
+      await until(async () => {
+        const r = await fetch(`${url}/health`).catch(() => undefined);
+        return r !== undefined && r.status === 200 && ((await r.json()) as { healthy_workers?: number }).healthy_workers === 2;
+      }, "the page's container to answer /health with its 2 engines", 60_000, 200);
+      const r = await fetch(`${url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "hello from the docs", max_tokens: 4 }),
+      });
+      expect(r.status).toBe(200);
+      expect(((await r.json()) as { choices: { text: string }[] }).choices[0]!.text.length).toBeGreaterThan(0);
+    } catch (e) {
+      console.error(await logs(name));
       throw e;
     }
   }, 90_000);

@@ -2,7 +2,8 @@
  * A refused request costs constant time (real router and engine processes): a body past the
  * bound --max-prompt-chars implies is refused with a 413 naming the limit before it is read,
  * on its Content-Length alone (the test sends the head and no body), or, chunked, as soon as
- * the bytes streamed pass the bound (the rest never sent). No timing here: bench/protect/
+ * the bytes streamed pass the bound (the rest never sent); a body within the bound whose prompt
+ * is too long, as soon as the prompt's bytes show it (no parse, the rest never sent). No timing here: bench/protect/
  * refused-bodies.ts measures /livez and RSS under the same abuse.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -64,6 +65,26 @@ describe("refused bodies cost constant time (real router)", () => {
     expect(got()).toStartWith("HTTP/1.1 413");
     expect(got()).toContain(`larger than ${BOUND} bytes`);
   });
+
+  for (const framing of ["content-length", "chunked"] as const) {
+    test(`${framing}: a body within the bound whose prompt passes --max-prompt-chars is a 413 naming the field once the prompt's bytes show it; the rest is never needed; the connection is closed`, async () => {
+      const { sock, got } = open();
+      const framingHeader = framing === "chunked" ? "Transfer-Encoding: chunked" : `Content-Length: ${BOUND - 1}`;
+      sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${framingHeader}\r\n\r\n`);
+      // The prompt's first MAX_PROMPT_CHARS + 64 KiB characters, and nothing after: only a
+      // count made while the bytes stream can answer.
+      const start = Buffer.from(`{"model":"switchyard-sim","prompt":"${"x".repeat(MAX_PROMPT_CHARS + 65536)}`);
+      if (framing === "chunked") sock.write(`${start.length.toString(16)}\r\n`);
+      sock.write(start);
+      if (framing === "chunked") sock.write("\r\n");
+      await until(() => got().includes("\r\n\r\n{"), () => `the router's answer to an unfinished body (got: ${JSON.stringify(got().slice(0, 200))})`);
+      sock.destroy();
+      expect(got()).toStartWith("HTTP/1.1 413");
+      expect(got().toLowerCase()).toContain("\r\nconnection: close\r\n");
+      const error = (JSON.parse(got().slice(got().indexOf("\r\n\r\n") + 4).replace(/\s+$/, "")) as { error: { message: string; param: string } }).error;
+      expect(error).toMatchObject({ param: "prompt", message: `prompt: the prompt is longer than ${MAX_PROMPT_CHARS} characters (--max-prompt-chars)` });
+    });
+  }
 
   test("a body within the bound whose prompt is past --max-prompt-chars is still a 413 naming the field; a good one is served", async () => {
     const big = await fetch(`${router!.info.url}/v1/completions`, {

@@ -12,9 +12,12 @@ import { RouterError } from "../../core/errors.ts";
 /** Throws a 413 naming the field and the flag when `value` holds more than `limit` characters. */
 export function checkPromptSize(value: unknown, field: string, limit: number | undefined): void {
   if (limit === undefined) return;
-  if (sizeUpTo(value, limit) > limit) {
-    throw new RouterError("payload_too_large", `${field}: the prompt is longer than ${limit} characters (--max-prompt-chars)`, field);
-  }
+  if (sizeUpTo(value, limit) > limit) throw promptTooLong(field, limit);
+}
+
+/** The 413 for a prompt field past --max-prompt-chars (also raised while the body streams: prompt-scan.ts). */
+export function promptTooLong(field: string, limit: number): RouterError {
+  return new RouterError("payload_too_large", `${field}: the prompt is longer than ${limit} characters (--max-prompt-chars)`, field);
 }
 
 /**

@@ -8,6 +8,7 @@ import { withCacheTruth, type CacheTruthParts } from "./cache-truth.ts";
 import type { Config } from "../../config/schema.ts";
 import { routerIdHex, type RouterId } from "../../core/ids.ts";
 import { adminClosedLine, adminOpenness as adminOpennessOf } from "../../edge/auth.ts";
+import { BODY_READ_BUDGET_BYTES, BodyReadBudget } from "../../edge/body-budget.ts";
 import type { EdgeDeps } from "../../edge/deps.ts";
 import type { Logger } from "../../core/logger.ts";
 import { RetryBudget } from "../../edge/proxy/retry-budget.ts";
@@ -80,7 +81,7 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
       draining: () => state.draining,
       unready: () => state.unready,
     },
-    limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength, parseOffLoop: rt.parseOffLoop },
+    limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength, parseOffLoop: rt.parseOffLoop, bodyBudget: new BodyReadBudget(Math.max(BODY_READ_BUDGET_BYTES, config.maxBodyBytes)) },
     fleet: { registry: fleet.registry, models: fleet.models, lora: fleet.adapters, tokenizers: fleet.tokenizers },
     router: p.router,
     upstream: {
