@@ -121,6 +121,8 @@ export class RequestObservation {
   #predictedTtftMs: number | undefined;
   #kvPlan: KvPlanView | undefined;
   #retries: string[] | undefined;
+  /** Moves of the stream to another worker (edge/proxy/migration), "from -> to: why". */
+  #migrations: string[] | undefined;
   #routingFrom: number | undefined;
   #routeStart = 0;
   #routeEnd = 0;
@@ -322,6 +324,11 @@ export class RequestObservation {
     this.#endUpstream(reason);
   }
 
+  /** The stream moved from one worker to another after its first byte (edge/proxy/migration). */
+  migrated(from: bigint, to: bigint, why: string): void {
+    (this.#migrations ??= []).push(`worker ${from} -> worker ${to}: ${why}`);
+  }
+
   /** The client left before the first byte. */
   clientGone(): void {
     this.#cancelled = true;
@@ -487,6 +494,7 @@ export class RequestObservation {
       best_cached_blocks: routed ? this.#best : null,
       retries: this.#retries?.length ?? 0,
       retry_reasons: this.#retries ?? [],
+      migrations: this.#migrations ?? [],
       admission_wait_ms: this.#admissionWaitMs !== undefined ? ms(this.#admissionWaitMs) : null,
       client_cancelled: cancelled,
       ttfb_ms: this.#firstByteAt !== undefined ? ms(this.#firstByteAt - this.#start) : null,
