@@ -33,6 +33,7 @@ import { apiKindOf } from "./migration/continuation.ts";
 import { movable, movingStream, type MovingContext } from "./migration/move.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
 import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
+import { kvRequestIdOf, withKvSource, type KvSource } from "./kv-source.ts";
 import type { ParsedStreamOptions, PreparedBody } from "./usage-injection.ts";
 import type { RequestSettlement } from "./request-settlement.ts";
 
@@ -106,13 +107,15 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       continue;
     }
     const headers = upstreamRequestHeaders(input.request, worker.dpRank, input.upstreamAuthorization, d.upstream.forwarding);
+    // A planned pull names its source to the engine (kv-source.ts); the client's header never passes.
+    const sent = withKvSource(checked?.body ?? input.body, headers, kvSourceOf(decision, d, requestId, attempt));
     s.sent(headers, rec.url, input.path);
     const a = await attemptUpstream({
       call: d.upstream.call,
       baseUrl: rec.url,
       path: input.path,
       headers,
-      body: checked?.body ?? input.body,
+      body: sent.body,
       clientSignal: input.request.signal,
       deadlines: d.upstream.deadlines ?? NO_DEADLINES,
       stream: input.stream,
@@ -170,6 +173,13 @@ function answerOf(
     // the booking and the engine's stream.
     return malformedAnswer(a.reader, s, (e as Error).message);
   }
+}
+
+/** The peer a decision's plan pulls from, while it is still registered. */
+function kvSourceOf(decision: RouteDecision, d: ForwardDeps, requestId: string, attempt: number): KvSource | undefined {
+  const from = decision.kvPlan?.kind === "pull" ? decision.kvPlan.from : undefined;
+  const url = from === undefined ? undefined : d.registry.get(from.workerId)?.url;
+  return url === undefined ? undefined : { url, kvRequestId: kvRequestIdOf(requestId, attempt) };
 }
 
 /** This try's decision. Every candidate busy: the router waits for one in its admission queue (429 when full or too long). */
