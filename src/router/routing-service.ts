@@ -270,10 +270,12 @@ export class RoutingService {
     // The prefix group's arrival and, when the booking goes, the request's time there and its decode gaps: the group's traffic and the rank's step time.
     if (d.ttft && sel.groupKey !== undefined) d.ttft.traffic.arrive(sel.groupKey, now);
     const ended = d.ttft && input.prefilledElsewhere !== true ? decodeSampler(d.ttft, sel.key, now, d.tracker.slotOf(sel.key)) : undefined;
-    // Read before this request is booked there: the prefixes others were computing on that rank.
+    // Read before this request is booked there: the prefixes others were computing on that rank
+    // (not needed when the index matched every routed block: then no hit can be unexpected).
+    const indexBlocks = d.distrusted !== undefined && !approx ? (indexed.scores.get(sel.key) ?? 0) : 0;
     const check =
       d.distrusted !== undefined && !approx
-        ? { indexBlocks: indexed.scores.get(sel.key) ?? 0, inFlightBlocks: inFlightBlocks(d.tracker, sel.key, seqHashes), routedBlocks: hashes.length }
+        ? { indexBlocks, inFlightBlocks: indexBlocks >= hashes.length ? indexBlocks : inFlightBlocks(d.tracker, sel.key, seqHashes), routedBlocks: hashes.length }
         : undefined;
     const lease = RequestLease.book(
       d.tracker,
