@@ -271,11 +271,11 @@ export class RoutingService {
     if (d.ttft && sel.groupKey !== undefined) d.ttft.traffic.arrive(sel.groupKey, now);
     const ended = d.ttft && input.prefilledElsewhere !== true ? decodeSampler(d.ttft, sel.key, now, d.tracker.slotOf(sel.key)) : undefined;
     // Read before this request is booked there: the prefixes others were computing on that rank
-    // (not needed when the index matched every routed block: then no hit can be unexpected).
+    // (not read when the index matched every routed block: no hit can be unexpected then, so 0).
     const indexBlocks = d.distrusted !== undefined && !approx ? (indexed.scores.get(sel.key) ?? 0) : 0;
     const check =
       d.distrusted !== undefined && !approx
-        ? { indexBlocks, inFlightBlocks: indexBlocks >= hashes.length ? indexBlocks : inFlightBlocks(d.tracker, sel.key, seqHashes), routedBlocks: hashes.length }
+        ? { indexBlocks, inFlightBlocks: indexBlocks >= hashes.length ? 0 : inFlightBlocks(d.tracker, sel.key, seqHashes), routedBlocks: hashes.length }
         : undefined;
     const lease = RequestLease.book(
       d.tracker,
