@@ -9,7 +9,11 @@
  * served, and each engine's share. The check's target: with the fault, TTFT p90 no worse than
  * approximate routing's, and the healthy engines' p90 as without the fault.
  *
- * bun bench/cache-truth/fault-ttft.ts [--requests 400] [--concurrency 12] [--groups 16] [--seed 1]
+ * On a shared machine the load drifts more between configurations than they differ: `--rounds R`
+ * runs them all R times, the order turned each round, and reports each figure's median over the
+ * rounds (and each round's p90).
+ *
+ * bun bench/cache-truth/fault-ttft.ts [--rounds 3] [--requests 300] [--concurrency 12] [--groups 16] [--seed 1]
  */
 import { freePort, startMain, stopAll, type Proc } from "../../test/support/processes.ts";
 
@@ -17,7 +21,8 @@ const arg = (name: string, d: string) => {
   const i = process.argv.indexOf(name);
   return i > 0 ? process.argv[i + 1]! : d;
 };
-const REQUESTS = Number(arg("--requests", "400"));
+const ROUNDS = Number(arg("--rounds", "3"));
+const REQUESTS = Number(arg("--requests", "300"));
 const CONCURRENCY = Number(arg("--concurrency", "12"));
 const GROUPS = Number(arg("--groups", "16"));
 const SEED = Number(arg("--seed", "1"));
@@ -65,7 +70,15 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 
-async function runConfig(c: Config, prompts: number[][]): Promise<string> {
+interface Figures {
+  readonly p50: number;
+  readonly p90: number;
+  readonly healthyP90: number;
+  /** Requests per engine. */
+  readonly served: number[];
+}
+
+async function runConfig(c: Config, prompts: number[][]): Promise<Figures> {
   const procs: Proc[] = [];
   try {
     const port = freePort();
@@ -109,16 +122,25 @@ async function runConfig(c: Config, prompts: number[][]): Promise<string> {
     );
     const all = ttft.map((t) => t.ms);
     const healthy = ttft.filter((t) => t.engine !== 0).map((t) => t.ms);
-    const share = [0, 1, 2, 3].map((e) => `${Math.round((100 * ttft.filter((t) => t.engine === e).length) / ttft.length)}%`).join(" ");
-    return `| ${c.name} | ${pct(all, 50).toFixed(0)} | ${pct(all, 90).toFixed(0)} | ${pct(healthy, 90).toFixed(0)} | ${share} |`;
+    return { p50: pct(all, 50), p90: pct(all, 90), healthyP90: pct(healthy, 90), served: [0, 1, 2, 3].map((e) => ttft.filter((t) => t.engine === e).length) };
   } finally {
     await stopAll(procs);
   }
 }
 
 const prompts = trace();
-const rows: string[] = [];
-for (const c of CONFIGS) rows.push(await runConfig(c, prompts));
-console.log(`${REQUESTS} requests, ${GROUPS} prefix groups (${PREFIX} + ${SUFFIX} tokens, 16 out), ${CONCURRENCY} at a time, engine 0 faulty (--fault-hash-seed 99) where it says fault`);
-console.log("| configuration | TTFT p50 ms | TTFT p90 ms | p90 on engines 1-3 | share per engine 0 1 2 3 |\n|---|---:|---:|---:|---|");
-for (const r of rows) console.log(r);
+const results = CONFIGS.map(() => [] as Figures[]);
+for (let round = 0; round < ROUNDS; round++) {
+  const order = CONFIGS.map((_, i) => i);
+  if (round % 2 === 1) order.reverse();
+  for (const i of order) results[i]!.push(await runConfig(CONFIGS[i]!, prompts));
+}
+const med = (xs: number[]) => pct(xs, 50);
+console.log(`${REQUESTS} requests, ${GROUPS} prefix groups (${PREFIX} + ${SUFFIX} tokens, 16 out), ${CONCURRENCY} at a time, engine 0 faulty (--fault-hash-seed 99) where it says fault; medians of ${ROUNDS} rounds`);
+console.log("| configuration | TTFT p50 ms | TTFT p90 ms (each round) | p90 on engines 1-3 | share per engine 0 1 2 3 |\n|---|---:|---:|---:|---|");
+CONFIGS.forEach((c, i) => {
+  const r = results[i]!;
+  const total = r.reduce((n, f) => n + f.served.reduce((a, b) => a + b, 0), 0);
+  const share = [0, 1, 2, 3].map((e) => `${Math.round((100 * r.reduce((n, f) => n + f.served[e]!, 0)) / total)}%`).join(" ");
+  console.log(`| ${c.name} | ${med(r.map((f) => f.p50)).toFixed(0)} | ${med(r.map((f) => f.p90)).toFixed(0)} (${r.map((f) => f.p90.toFixed(0)).join(", ")}) | ${med(r.map((f) => f.healthyP90)).toFixed(0)} | ${share} |`);
+});
