@@ -192,7 +192,8 @@ async function main(): Promise<void> {
     router = o.profile === undefined
       ? await startMain(routerCommand)
       : await startCommand([process.execPath, "--cpu-prof", `--cpu-prof-dir=${o.profile}`, MAIN, ...routerCommand], "router (profiled)");
-    nginx = await startNginx(engineUrl);
+    // Only when asked for: a before/after run of the router alone needs no nginx installed.
+    if (o.targets.includes("nginx")) nginx = await startNginx(engineUrl);
     if (o.baselineRef !== undefined) {
       baselineDir = extractRef(o.baselineRef);
       const cmd = [...routerCommand];
@@ -210,12 +211,12 @@ async function main(): Promise<void> {
       floor: floor ? `${floor.info.url}/v1/completions` : "",
       direct: `${engineUrl}/v1/completions`,
       router: `${router.info.url}/v1/completions`,
-      nginx: `${nginx.url}/v1/completions`,
+      nginx: nginx !== undefined ? `${nginx.url}/v1/completions` : "",
       baseline: baseline ? `${baseline.info.url}/v1/completions` : "",
       observed: observed ? `${observed.info.url}/v1/completions` : "",
     };
     const proxyPid: Record<Target, number | undefined> = {
-      direct: undefined, router: router.pid, nginx: nginx.pid, floor: floor?.pid, baseline: baseline?.pid, observed: observed?.pid,
+      direct: undefined, router: router.pid, nginx: nginx?.pid, floor: floor?.pid, baseline: baseline?.pid, observed: observed?.pid,
     };
     const enginePid = engine.pid;
     const load = async (t: Target, seconds: number): Promise<Run> => {

@@ -112,6 +112,9 @@ function fieldSuggestion(field: string): string {
   return `; did you mean "${/[A-Z]/.test(field) ? near : o.flag.slice(2)}"?`;
 }
 
+/** Options whose value is a credential (or holds one, as a Redis URL's password): never echoed in an error. */
+const SECRET_FLAGS: ReadonlySet<string> = new Set(["--admin-token", "--events-token", "--redis"]);
+
 /** Parse and validate; throws ConfigError listing every problem. */
 export function loadConfig(src: LoadSources): Config {
   const flags = scanOptions(SERVE_OPTION_LIST, src.argv, ["--config"]);
@@ -125,7 +128,7 @@ export function loadConfig(src: LoadSources): Config {
     const raw = flags.values.get(o) ?? fromEnv ?? fromFile.get(o);
     const parsed = parseOption(o.def, raw);
     if (!parsed.ok) {
-      const shown = raw === undefined ? "" : ` (got ${JSON.stringify(raw)})`;
+      const shown = raw === undefined ? "" : SECRET_FLAGS.has(o.flag) ? " (the value is not shown: it is a secret)" : ` (got ${JSON.stringify(raw)})`;
       problems.push(`${label(o)}: ${parsed.message}${shown}`);
       continue;
     }

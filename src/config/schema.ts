@@ -289,6 +289,31 @@ export const SERVE_OPTIONS = {
     runtimes: EVERYWHERE,
   }),
   maxRetries: row({ schema: v.optional(int(0, 16), 2), meta: "N", help: "other workers tried when one fails before its first byte", runtimes: EVERYWHERE }),
+  // A stream that fails after its first byte goes on on another worker (edge/proxy/migration).
+  maxMigrations: row({
+    schema: v.optional(int(0, 16), 2),
+    meta: "N",
+    help: "times one streamed answer may move to another worker when its engine fails after the first byte (continued from the text sent so far); 0 = never; a request turns it off with x-switchyard-migrate: off",
+    runtimes: EVERYWHERE,
+  }),
+  migrateAfter: row({
+    schema: v.optional(nonNegative("a number of seconds >= 0"), 30),
+    meta: "S",
+    help: "seconds a stream may go on on a worker taken out of rotation to drain (a pod not ready or terminating) before it moves to another worker (--max-migrations); 0 = at once",
+    runtimes: EVERYWHERE,
+  }),
+  migrationKeepBytes: row({
+    schema: v.optional(int(0, 2 ** 31), 4 * 1024 * 1024),
+    meta: "N",
+    help: "bytes one stream may keep of what it sent (its text, 2 bytes a character, and up to 64 KiB of raw events) so it can be moved; past it the stream is not moved",
+    runtimes: EVERYWHERE,
+  }),
+  migrationMemoryBytes: row({
+    schema: v.optional(int(0, 2 ** 40), 256 * 1024 * 1024),
+    meta: "N",
+    help: "bytes all streams together may keep so they can be moved (--migration-keep-bytes each); a stream that finds it full is not moved",
+    runtimes: EVERYWHERE,
+  }),
   trustForwarded: row({
     schema: v.optional(bool, false),
     switch: true,

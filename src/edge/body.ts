@@ -39,8 +39,11 @@ export class BodyReadError extends RouterError {
  * `limitName`: what the 413 names as the limit (a flag, or how the limit is derived);
  * `field`: the request field the limit is about, when it is derived from one (the prompt).
  */
+/** What is read of a request (or of an engine's answer: both are bodies with headers). */
+export type LimitedBody = Pick<Request, "headers" | "body" | "arrayBuffer">;
+
 export async function readBodyLimited(
-  req: Request,
+  req: LimitedBody,
   maxBytes: number,
   limitName = "--max-body-bytes",
   field?: string,
@@ -53,7 +56,7 @@ export async function readBodyLimited(
   }
 }
 
-async function readBody(req: Request, maxBytes: number, limitName: string, field: string | undefined, streamed: StreamedRead): Promise<Uint8Array> {
+async function readBody(req: LimitedBody, maxBytes: number, limitName: string, field: string | undefined, streamed: StreamedRead): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) {
     throw new RouterError("payload_too_large", `request body is ${declared} bytes; the limit is ${maxBytes} (${limitName})`, field);

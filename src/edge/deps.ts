@@ -22,6 +22,7 @@ import type { UpstreamDeadlines } from "./proxy/deadlines.ts";
 import type { UpstreamCall } from "./proxy/upstream.ts";
 import type { ForwardingPolicy } from "./proxy/forwarding.ts";
 import type { RetryPolicy } from "./proxy/retry-policy.ts";
+import type { KeptMemory } from "./proxy/migration/kept-memory.ts";
 import type { RouterTokenizers } from "./prompt-route/tokenizers.ts";
 import type { TenantGuard } from "./tenants/guard.ts";
 import type { RequestObservers } from "../observe/request-observers.ts";
@@ -99,6 +100,17 @@ export interface FleetView {
 }
 
 /** How the edge calls engines: the proxy's client and its bounds. */
+/** --max-migrations and the bounds on what streams keep to be moved. */
+export interface MigrationOptions {
+  readonly maxMoves: number;
+  /** A stream on a worker taken out to drain moves after this long (--migrate-after). */
+  readonly migrateAfterMs: number;
+  /** Bytes one stream may keep. */
+  readonly keepBytes: number;
+  /** What every stream keeps, against one router-wide limit. */
+  readonly memory: KeptMemory;
+}
+
 export interface Upstream {
   /** The proxy's upstream client (Bun: pooled sockets; elsewhere over fetch). */
   readonly call: UpstreamCall;
@@ -110,6 +122,8 @@ export interface Upstream {
   readonly retry?: RetryPolicy;
   /** Workers tried after the first one fails before its first byte. */
   readonly maxRetries: number;
+  /** Streams moved to another worker when their engine fails after the first byte (edge/proxy/migration); without it, never. */
+  readonly migration?: MigrationOptions;
   /** The runtime is Bun: stream response bodies through Bun's direct streams. */
   readonly directStreams?: boolean;
   /**

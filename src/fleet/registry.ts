@@ -25,6 +25,7 @@ export class WorkerRegistry {
   /** Which worker each base URL is registered as: one engine, one worker. */
   readonly #byUrl = new Map<string, WorkerId>();
   readonly #watchers = new Map<WorkerId, Set<UnavailableListener>>();
+  readonly #drainWatchers = new Map<WorkerId, Set<UnavailableListener>>();
   #targets: WorkerWithDpRank[] | undefined;
   #healthyIds: Set<WorkerId> | undefined;
   #models: Set<string> | undefined;
@@ -85,6 +86,7 @@ export class WorkerRegistry {
     // was out of rotation already (a held worker that then fails). One taken out to drain
     // (`finishInFlight`: a pod not ready or terminating) keeps them: its engine still serves.
     if (!healthy && !finishInFlight) this.#tellUnavailable(id, rec.reason ?? "unhealthy");
+    if (!healthy && finishInFlight) this.#tellDraining(id, rec.reason ?? "draining");
     return changed;
   }
 
@@ -104,6 +106,30 @@ export class WorkerRegistry {
       s.delete(listener);
       if (s.size === 0) this.#watchers.delete(id);
     };
+  }
+
+  /**
+   * Call `listener` once when this worker is taken out of rotation to drain (a pod not ready or
+   * terminating: its engine still serves what it has). A stream on it may then move elsewhere
+   * before the pod goes (edge/proxy/migration, --migrate-after). Returns the unsubscribe.
+   */
+  onDraining(id: WorkerId, listener: UnavailableListener): () => void {
+    let set = this.#drainWatchers.get(id);
+    if (set === undefined) this.#drainWatchers.set(id, (set = new Set()));
+    set.add(listener);
+    return () => {
+      const s = this.#drainWatchers.get(id);
+      if (s === undefined) return;
+      s.delete(listener);
+      if (s.size === 0) this.#drainWatchers.delete(id);
+    };
+  }
+
+  #tellDraining(id: WorkerId, reason: string): void {
+    const set = this.#drainWatchers.get(id);
+    if (set === undefined) return;
+    this.#drainWatchers.delete(id);
+    for (const listener of set) listener(reason);
   }
 
   #tellUnavailable(id: WorkerId, reason: string): void {

@@ -43,6 +43,8 @@ const MIN_SLEEP_MS = 1;
 export interface GenerateRequest {
   readonly tokens: Uint32Array;
   readonly maxTokens: number;
+  /** The body's `seed`: the text then depends on it and each token's position only (fake-text.ts). */
+  readonly seed?: number;
   /** A loaded adapter, or undefined for the base model. */
   readonly loraName?: string;
   readonly dpRank: number;
@@ -287,7 +289,7 @@ export class MockEngine {
       // The prefill step samples the first token; each decode step yields one more.
       rank.decoding++;
       decoding = true;
-      const offset = fakeTextOffset(c.seed, req.tokens);
+      const offset = fakeTextOffset(c.seed, req.tokens, req.seed);
       let text = "";
       let due = prefillDone;
       for (let i = 0; i < req.maxTokens; i++) {
@@ -340,7 +342,7 @@ export class MockEngine {
     let prefillStart = 0;
     let firstTokenAt = 0;
     let text = "";
-    const offset = fakeTextOffset(c.seed, req.tokens);
+    const offset = fakeTextOffset(c.seed, req.tokens, req.seed);
     try {
       if (req.importKv !== undefined) {
         // vLLM's WAITING_FOR_REMOTE_KVS: the pull happens before the request is scheduled.

@@ -79,7 +79,7 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
     const abort = new AbortController();
     req.signal.addEventListener("abort", () => abort.abort(), { once: true });
     const genReq = {
-      tokens: parsed.tokens, maxTokens: parsed.maxTokens, loraName, dpRank: eng.pickRank(dpRank), signal: abort.signal,
+      tokens: parsed.tokens, maxTokens: parsed.maxTokens, seed: parsed.seed, loraName, dpRank: eng.pickRank(dpRank), signal: abort.signal,
       importKv: handoff.importerFor(directive) ?? deps.peer.importerFor(source),
       requestId: req.headers.get("x-request-id") ?? undefined,
     };

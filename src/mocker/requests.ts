@@ -18,6 +18,8 @@ export interface CompletionRequest {
   readonly model: string | undefined;
   readonly stream: boolean;
   readonly maxTokens: number;
+  /** The body's `seed` (an integer), when it has one. */
+  readonly seed: number | undefined;
   /** `nvext.session_control.session_id`, when the request runs inside a session. */
   readonly sessionId: string | undefined;
   /** A stream's usage reporting, read as vLLM reads `stream_options` (see streamOptionsOf). */
@@ -85,6 +87,13 @@ function maxTokensOf(b: Record<string, unknown>, kind: ApiKind): number {
   return v;
 }
 
+function seedOf(b: Record<string, unknown>): number | undefined {
+  const v = b.seed;
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isSafeInteger(v)) bad("seed", "must be an integer");
+  return v;
+}
+
 /**
  * `prompts`: the body's prompts as the engine's tokenizer made them (mocker/tokenizer.ts);
  * without them the prompt is tokenized here, one token per byte, and must be a single one.
@@ -107,6 +116,7 @@ export function parseCompletionRequest(kind: ApiKind, body: unknown, prompts?: r
     model: optionalString(b, "model"),
     stream: stream === true,
     maxTokens: maxTokensOf(b, kind),
+    seed: seedOf(b),
     sessionId: typeof sc?.session_id === "string" ? sc.session_id : undefined,
     usage: streamOptionsOf(b, stream === true),
   };

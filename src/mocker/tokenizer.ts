@@ -62,7 +62,7 @@ export const byteTokenizer: MockerTokenizer = {
     });
   },
   async chatPrompt(body) {
-    return chatPromptTokens(textParts(body.messages));
+    return chatPromptTokens(textParts(body.messages), body.continue_final_message === true);
   },
   async text(text) {
     return tokenizeText(text);

@@ -12,6 +12,8 @@
  * always add up to the cost the scheduler compared.
  */
 
+import { kvPlanText, type KvPlanView } from "./kv-plan-text.ts";
+
 /** What a candidate carries (src/router/choose/types.ts Candidate, read structurally). */
 export interface CandidateView {
   readonly endpoint: { readonly worker: { readonly workerId: bigint; readonly dpRank: number } };
@@ -50,6 +52,8 @@ export interface DecisionRecord {
   readonly candidatesTotal?: number;
   /** The most prompt blocks any had cached, when `candidates` holds only some. */
   readonly bestOverlapBlocks?: number;
+  /** The chosen engine's KV plan; its observed TTFT appears once its first token came. */
+  readonly kvPlan?: KvPlanView;
 }
 
 /** Decisions kept: enough to see a pattern on the page, few enough to keep memory flat. */
@@ -99,6 +103,7 @@ export class DecisionLog {
       overlap_blocks: d.overlapBlocks,
       best_overlap_blocks: d.bestOverlapBlocks ?? d.candidates.reduce((m, c) => Math.max(m, c.overlapBlocks), 0),
       sticky: d.sticky,
+      kv_plan: d.kvPlan === undefined ? null : kvPlanText(d.kvPlan),
       candidates_total: d.candidatesTotal ?? d.candidates.length,
       formula: this.formula(),
       candidates: shown.map((c) => ({

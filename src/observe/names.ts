@@ -39,6 +39,8 @@ export class RouterMetrics {
     `${METRIC_PREFIX}upstream_failures_total`, "Upstream failures before the first byte (worker fenced, request retried)", ["worker"]);
   readonly retryBudgetExhausted: Counter = this.registry.counter(
     `${METRIC_PREFIX}retry_budget_exhausted_total`, "Engine answers passed to the client because the retry budget (--retry-budget) allowed no retry");
+  readonly streamMigrations: Counter = this.registry.counter(
+    `${METRIC_PREFIX}stream_migrations_total`, "Streams that failed after their first byte, by what followed (moved: continued on another worker; refused: not movable, ended as before; failed: no worker took the continuation)", ["outcome"]);
   readonly routingOverhead: Histogram = this.registry.histogram(
     `${METRIC_PREFIX}routing_overhead_seconds`, "Time spent routing a request, per phase", ["phase"], OVERHEAD_BUCKETS);
   readonly overlapBlocks: Histogram = this.registry.histogram(

@@ -14,6 +14,7 @@
 import type { Logger } from "../core/logger.ts";
 import { tenantOf } from "../protect/index.ts";
 import type { CandidateView, DecisionLog } from "./decision-log.ts";
+import { kvPlanText, type KvPlanView } from "./kv-plan-text.ts";
 import type { RecentStats } from "./recent-stats.ts";
 import { acceptedRequestId, newRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
 import type { RequestMetrics } from "./request-metrics.ts";
@@ -50,6 +51,8 @@ export interface DecisionView {
   readonly candidatesTotal?: number;
   /** The most prompt blocks any had cached, when `candidates` holds only some. */
   readonly bestOverlapBlocks?: number;
+  /** The transfer the decision counted on (a load from the engine's tiers or a pull from a peer). */
+  readonly kvPlan?: KvPlanView;
 }
 
 /** How a streamed answer ended (the proxy's StreamEnd): client_timeout is a client that took nothing for the stream-idle deadline and was cut. */
@@ -116,7 +119,10 @@ export class RequestObservation {
   #best = 0;
   /** The kv policy's predicted TTFT on the chosen worker (ms from the decision), beside the observed one in the access line. */
   #predictedTtftMs: number | undefined;
+  #kvPlan: KvPlanView | undefined;
   #retries: string[] | undefined;
+  /** Moves of the stream to another worker (edge/proxy/migration), "from -> to: why". */
+  #migrations: string[] | undefined;
   #routingFrom: number | undefined;
   #routeStart = 0;
   #routeEnd = 0;
@@ -215,6 +221,7 @@ export class RequestObservation {
     this.#best = best;
     const w = decision.worker;
     this.#predictedTtftMs = cands?.find((c) => c.endpoint.worker.workerId === w.workerId && c.endpoint.worker.dpRank === w.dpRank)?.predictedTtftMs;
+    this.#kvPlan = decision.kvPlan;
     const wait = this.#routingFrom !== undefined ? this.#routeStart - this.#routingFrom : 0;
     this.#admissionWaitMs = wait;
     this.#d.decisions?.record({
@@ -228,6 +235,7 @@ export class RequestObservation {
       candidates: cands ?? [],
       candidatesTotal: decision.candidatesTotal,
       bestOverlapBlocks: decision.bestOverlapBlocks,
+      kvPlan: decision.kvPlan,
     });
     if (this.#spans === undefined) return;
     // Sub-millisecond waits are the first try itself, not a queue.
@@ -314,6 +322,11 @@ export class RequestObservation {
     // The next try's admission wait starts now, not before this failed call.
     this.#routingFrom = undefined;
     this.#endUpstream(reason);
+  }
+
+  /** The stream moved from one worker to another after its first byte (edge/proxy/migration). */
+  migrated(from: bigint, to: bigint, why: string): void {
+    (this.#migrations ??= []).push(`worker ${from} -> worker ${to}: ${why}`);
   }
 
   /** The client left before the first byte. */
@@ -481,12 +494,14 @@ export class RequestObservation {
       best_cached_blocks: routed ? this.#best : null,
       retries: this.#retries?.length ?? 0,
       retry_reasons: this.#retries ?? [],
+      migrations: this.#migrations ?? [],
       admission_wait_ms: this.#admissionWaitMs !== undefined ? ms(this.#admissionWaitMs) : null,
       client_cancelled: cancelled,
       ttfb_ms: this.#firstByteAt !== undefined ? ms(this.#firstByteAt - this.#start) : null,
       ttft_ms: ttft !== undefined ? ms(ttft) : null,
       // A P/D pair's decode worker was priced as if it prefilled; its first token came after another worker's prefill.
       predicted_ttft_ms: routed && this.#prefillWorker === undefined && this.#predictedTtftMs !== undefined ? ms(this.#predictedTtftMs) : null,
+      kv_plan: routed && this.#kvPlan !== undefined ? kvPlanText(this.#kvPlan, this.#kvPlan.observedTtftMs ?? ttft) : null,
       duration_ms: ms(end - this.#start),
       output_tokens: a?.outputTokens ?? null,
       bytes_out: a?.bytes ?? null,

@@ -31,6 +31,8 @@ import type { EventSource, WorkerQuery } from "./recovery/types.ts";
 import { schedulerConfig, type SchedulerConfig } from "./choose/config.ts";
 import { LoadTracker } from "./books/load-tracker.ts";
 import { TtftPredictor } from "./books/ttft-predictor.ts";
+import { KvPlanner } from "./kv-plan/plan.ts";
+import { TransferRates } from "./kv-plan/transfer-rates.ts";
 import { createPipeline, type PolicyName } from "./choose/registry.ts";
 import type { Rng } from "../core/rng.ts";
 import type { Pipeline } from "./choose/types.ts";
@@ -151,6 +153,9 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const scheduler = schedulerConfig(config.scheduler);
   const pipeline = createPipeline(config.policy, scheduler);
   const ttft = new TtftPredictor({ blockSize: config.scheduler.blockSize });
+  // An engine that reports a lower tier runs a KV connector: it can pull a peer's blocks and serve its own.
+  const hasTier = (w: WorkerWithDpRank) => (index.mediumSize?.(w, "cpu") ?? 0) > 0 || (index.mediumSize?.(w, "disk") ?? 0) > 0;
+  const kvPlanner = approxMode ? undefined : new KvPlanner(new TransferRates(), hasTier, () => index.hasTiers?.() ?? false);
   const routing = new RoutingService({
     routerId,
     registry: ports.workers,
@@ -176,6 +181,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     ttft,
     claims: ports.claims,
     otherRouters: ports.otherRouters,
+    kvPlanner,
   });
   const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn, onRestart: ports.onRestart });
   const leases = new ExternalLeases(tracker);
@@ -210,6 +216,7 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
       removeWorker: (workerId) => {
         recovery.removeWorker(workerId);
         ttft.forgetWorker(workerId);
+        kvPlanner?.rates.forgetWorker(workerId);
         approxIndex?.removeWorker(workerId);
         fallbackIndex?.removeWorker(workerId);
         gaps.forget(workerId); // its ZMQ ids, so a worker that comes and goes leaves nothing behind

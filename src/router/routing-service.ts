@@ -23,6 +23,8 @@ import { claimPrefix, unseenClaims, type BurstClaim, type BurstClaims, type Held
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
+import { learnFromFirstToken, type KvPlan, type KvPlanner } from "./kv-plan/plan.ts";
+import type { FirstTokenHook } from "./books/request-lease.ts";
 import { decodeSampler, firstTokenSampler, queueAtBooking, type TtftPredictor } from "./books/ttft-predictor.ts";
 import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";
 import type { AdmissionGate, AdmitOptions } from "./admission/admission-gate.ts";
@@ -83,6 +85,8 @@ export interface RoutingDeps {
    * prompts other decisions claimed that these books do not hold yet. Without it: no claims.
    */
   readonly claims?: BurstClaims;
+  /** Prices loads from engines' tiers and pulls from peers, and learns their speeds (kv-plan/); without it: none. */
+  readonly kvPlanner?: KvPlanner;
 }
 
 /** A prompt's block hashes, computed once per request and reused by its retries. */
@@ -136,6 +140,18 @@ export interface RouteDecision {
    * computing, and the blocks hashed. What the engine's reported cached tokens are checked against.
    */
   readonly check?: { readonly indexBlocks: number; readonly inFlightBlocks: number; readonly routedBlocks: number };
+  /**
+   * The transfer the decision counted on (kv-plan/plan.ts): a load from the chosen engine's tiers,
+   * or a pull from the peer the edge names to the engine. Its observed TTFT is filled in at the first token.
+   */
+  readonly kvPlan?: KvPlan;
+}
+
+function planSampler(planner: KvPlanner, plan: KvPlan, bookedAt: number, compute: FirstTokenHook | undefined): FirstTokenHook {
+  return (at) => {
+    learnFromFirstToken(planner.rates, plan, at - bookedAt);
+    compute?.(at - plan.transferMs);
+  };
 }
 
 /** How routeOrWait waits, and what the caller sees of its tries. */
@@ -239,6 +255,7 @@ export class RoutingService {
         otherRouters: d.otherRouters?.(),
         candidatePool: this.#candidatePool,
         unseen,
+        kvPlanner: d.kvPlanner,
       });
     let now = d.now();
     let sel = choose(now);
@@ -261,12 +278,18 @@ export class RoutingService {
     // The scheduler only chose; the lease books (and later frees) the load, and hands the
     // first token's time to the predictor, which learns the engine's speed from it.
     // The rank's queue is read here, before this request is booked there: the sample's hindsight count starts from it.
-    const sample =
+    const plan = input.prefilledElsewhere === true ? undefined : sel.kvPlan;
+    const transferMs = plan?.transferMs ?? 0;
+    const computeSample =
       d.ttft && sel.ttftTokens !== undefined && input.prefilledElsewhere !== true
-        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, stepMs: sel.stepMs, queue: queueAtBooking(d.tracker.slotOf(sel.key), unseen?.tokens.get(sel.key)) }, (e) =>
+        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs === undefined ? undefined : sel.predictedTtftMs - transferMs, stepMs: sel.stepMs, queue: queueAtBooking(d.tracker.slotOf(sel.key), unseen?.tokens.get(sel.key)) }, (e) =>
             d.metrics.ttftPredictionError?.observe(e),
           )
         : undefined;
+    // With a transfer planned, the first token teaches its rate; the compute speed learns from the
+    // time less the transfer's predicted part.
+    const sample = plan === undefined || d.kvPlanner === undefined ? computeSample : planSampler(d.kvPlanner, plan, now, computeSample);
+    if (plan?.kind === "pull") d.kvPlanner?.rates.startPull(plan.fromKey!, now, plan.transferMs - plan.queuedMs);
     // The prefix group's arrival and, when the booking goes, the request's time there and its decode gaps: the group's traffic and the rank's step time.
     if (d.ttft && sel.groupKey !== undefined) d.ttft.traffic.arrive(sel.groupKey, now);
     const ended = d.ttft && input.prefilledElsewhere !== true ? decodeSampler(d.ttft, sel.key, now, d.tracker.slotOf(sel.key)) : undefined;
@@ -275,7 +298,13 @@ export class RoutingService {
     const indexBlocks = d.distrusted !== undefined && !approx ? (indexed.scores.get(sel.key) ?? 0) : 0;
     const check =
       d.distrusted !== undefined && !approx
-        ? { indexBlocks, inFlightBlocks: indexBlocks >= hashes.length ? 0 : inFlightBlocks(d.tracker, sel.key, seqHashes), routedBlocks: hashes.length }
+        ? {
+            indexBlocks,
+            // A load from the engine's own tiers is reported cached (vLLM counts a connector's hits in
+            // num_cached_tokens): blocks the router expected there, not an index that lied.
+            inFlightBlocks: Math.max(indexBlocks >= hashes.length ? 0 : inFlightBlocks(d.tracker, sel.key, seqHashes), plan?.kind === "load" ? plan.fromBlock + plan.blocks : 0),
+            routedBlocks: hashes.length,
+          }
         : undefined;
     const lease = RequestLease.book(
       d.tracker,
@@ -310,6 +339,7 @@ export class RoutingService {
       candidatesTotal: kept.total,
       bestOverlapBlocks: kept.bestOverlapBlocks,
       check,
+      kvPlan: plan,
     };
   }
 

@@ -38,8 +38,8 @@ function contentText(content: unknown, field: string): string {
   return text;
 }
 
-/** Tokens of a chat `messages` field. */
-export function chatPromptTokens(messages: unknown): Uint32Array {
+/** Tokens of a chat `messages` field; `continueFinal`: the body's `continue_final_message` (tokenize.ts renderChat). */
+export function chatPromptTokens(messages: unknown, continueFinal = false): Uint32Array {
   if (!Array.isArray(messages) || messages.length === 0) invalid("messages", "must be a non-empty array");
   const msgs: ChatMessage[] = messages.map((m: unknown, i) => {
     const msg = m as { role?: unknown; content?: unknown } | null;
@@ -48,7 +48,7 @@ export function chatPromptTokens(messages: unknown): Uint32Array {
     }
     return { role: msg.role, content: contentText(msg.content, `messages[${i}].content`) };
   });
-  return tokenizeChat(msgs);
+  return tokenizeChat(msgs, continueFinal);
 }
 
 /**

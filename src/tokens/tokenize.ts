@@ -43,13 +43,16 @@ export const ASSISTANT_PREFIX = "<|assistant|>\n";
  * The chat template as text: `<|role|>\ncontent\n` per message, then `<|assistant|>\n`.
  * A finished multi-turn conversation therefore starts with the previous turn's prompt
  * followed by the previous answer's tokens, as with a real chat template.
+ * `continueFinal` (vLLM's `continue_final_message` with `add_generation_prompt: false`): the
+ * final message stays open (no closing newline, no new turn), so `[..., {assistant, "abc"}]`
+ * renders as the prompt that was answered followed by `abc`.
  */
-export function renderChat(messages: readonly ChatMessage[]): string {
+export function renderChat(messages: readonly ChatMessage[], continueFinal = false): string {
   let out = "";
   for (const m of messages) out += `<|${m.role}|>\n${m.content}\n`;
-  return out + ASSISTANT_PREFIX;
+  return continueFinal && messages.length > 0 ? out.slice(0, -1) : out + ASSISTANT_PREFIX;
 }
 
-export function tokenizeChat(messages: readonly ChatMessage[]): Uint32Array {
-  return tokenizeText(renderChat(messages));
+export function tokenizeChat(messages: readonly ChatMessage[], continueFinal = false): Uint32Array {
+  return tokenizeText(renderChat(messages, continueFinal));
 }

@@ -70,14 +70,24 @@ describe("an engine whose answers fail is ejected, though its /health answers", 
     expect(performance.now() - t0).toBeLessThan(4_000);
   }, 30_000);
 
-  test("cut streams: the client sees a broken stream, at most the threshold (+ in flight) times; ejected", async () => {
-    const { url, badView } = await cluster("cut");
+  test("cut streams, without migration (--max-migrations 0): the client sees a broken stream, at most the threshold (+ in flight) times; ejected", async () => {
+    const { url, badView } = await cluster("cut", ["--max-migrations", "0"]);
     const s = summary(await load(url, TOTAL, CONCURRENCY, "cut-streams"));
     report("engine cutting its streams", s);
     expect(s.failed).toBeGreaterThanOrEqual(1);
     expect(s.failed).toBeLessThanOrEqual(CONSECUTIVE + CONCURRENCY - 1);
     expect((await badView()).healthy).toBe(false);
     expect(await bookedLoad(url)).toBe(0);
+  }, 30_000);
+
+  test("cut streams with migration (the default): every cut stream goes on on the other engine, none fails; still ejected", async () => {
+    const { url, badView } = await cluster("cut");
+    const s = summary(await load(url, TOTAL, CONCURRENCY, "cut-migrated"));
+    report("engine cutting its streams, migrated", s);
+    expect(s.failed).toBe(0);
+    expect(await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}')).toBeGreaterThanOrEqual(1);
+    expect((await badView()).healthy).toBe(false);
+    await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
   }, 30_000);
 
   test("hang with /health 200: every request served by the other engine within the first-byte deadline; the engine saw each cancel", async () => {
@@ -100,8 +110,8 @@ describe("an engine whose answers fail is ejected, though its /health answers", 
     expect(await bookedLoad(url)).toBe(0);
   }, 30_000);
 
-  test("a stream that stalls mid-answer ends with an OpenAI-shaped error event after the idle deadline", async () => {
-    const { url, badUrl } = await cluster("stall", ["--stream-idle-timeout", "0.3"]);
+  test("a stream that stalls mid-answer, without migration (--max-migrations 0), ends with an OpenAI-shaped error event after the idle deadline", async () => {
+    const { url, badUrl } = await cluster("stall", ["--stream-idle-timeout", "0.3", "--max-migrations", "0"]);
     // Send until one lands on the stalling engine (the scheduler spreads distinct prompts).
     const outcomes = await load(url, 12, 2, "stall");
     const stalled = outcomes.filter((o) => !o.complete);
@@ -115,5 +125,16 @@ describe("an engine whose answers fail is ejected, though its /health answers", 
     }
     await until(async () => (await engineStats(badUrl)).open === 0, "the stalling engine to see its streams closed", 3_000);
     expect(await bookedLoad(url)).toBe(0);
+  }, 30_000);
+
+  test("a stream that stalls mid-answer, with migration (the default), goes on on the other engine after the idle deadline; none fails", async () => {
+    const { url } = await cluster("stall", ["--stream-idle-timeout", "0.3"]);
+    const outcomes = await load(url, 12, 2, "stall-migrated");
+    const s = summary(outcomes);
+    report("engine stalling mid-stream, migrated", s);
+    expect(s.failed).toBe(0);
+    expect(await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}')).toBeGreaterThanOrEqual(1);
+    expect(s.longestMs).toBeLessThan(300 + 1_500);
+    await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
   }, 30_000);
 });

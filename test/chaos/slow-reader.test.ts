@@ -32,10 +32,12 @@ async function rssMb(pid: number): Promise<number> {
 }
 
 describe("a client that stops reading", () => {
+  // Routers run without the canary here: the flooding engine counts every connection closed on it,
+  // and the canary's own (a bounded read, cut at 64 KiB) is not the client's stream.
   test("the engine's socket is stopped, not buffered in the router; the client is cut after --stream-idle-timeout", async () => {
     const engine = await startFaultEngine("flood", ["--flood-mb", "256"]);
     procs.push(engine);
-    const router = await startRouter([engine], 0, ["--log-level", "error", "--stream-idle-timeout", "1"]);
+    const router = await startRouter([engine], 0, ["--log-level", "error", "--stream-idle-timeout", "1", "--canary=false"]);
     procs.push(router);
     const url = urlOf(router);
     const engineUrl = String(engine.info.url);
@@ -65,7 +67,7 @@ describe("a client that stops reading", () => {
     writeFileSync(join(dir, "keys.json"), JSON.stringify({ keys: [{ tenant: "t", key_sha256: await sha256Hex(key), limits: { concurrent_requests: 1 } }] }));
     const engine = await startFaultEngine("flood", ["--flood-mb", "256"]);
     procs.push(engine);
-    const router = await startRouter([engine], 0, ["--log-level", "error", "--stream-idle-timeout", "1", "--api-keys", join(dir, "keys.json"), "--admin-token", "slow-reader-admin"]);
+    const router = await startRouter([engine], 0, ["--log-level", "error", "--stream-idle-timeout", "1", "--canary=false", "--api-keys", join(dir, "keys.json"), "--admin-token", "slow-reader-admin"]);
     procs.push(router);
     const url = urlOf(router);
     const engineUrl = String(engine.info.url);
@@ -94,5 +96,24 @@ describe("a client that stops reading", () => {
     }
     expect(got).toBeGreaterThanOrEqual(32 << 20);
     client.close();
+  }, 30_000);
+
+  test("the canary reads at most 64 KiB of an engine's answer: a flooding engine costs the router no memory at registration", async () => {
+    const engine = await startFaultEngine("flood", ["--flood-mb", "256"]);
+    procs.push(engine);
+    const router = await startRouter([engine], 0, ["--log-level", "error"]);
+    procs.push(router);
+    const engineUrl = String(engine.info.url);
+    const before = await rssMb(router.pid);
+    let peak = before;
+    // The canary runs at registration; its answer is cut at the bound and its connection closed.
+    await until(async () => {
+      peak = Math.max(peak, await rssMb(router.pid));
+      return (await engineStats(engineUrl)).closed_by_peer >= 1;
+    }, "the canary to cut the flooding answer", 15_000, 50);
+    const sent = (await engineStats(engineUrl)).bytes_sent / (1 << 20);
+    console.log(`chaos flooding canary answer: router RSS ${Math.round(before)} -> peak ${Math.round(peak)} MB; engine sent ${sent.toFixed(1)} of 256 MiB`);
+    expect(peak - before).toBeLessThan(64); // unbounded, the router read all 256 MiB (RSS +400-500 MB)
+    expect(sent).toBeLessThan(64);
   }, 30_000);
 });

@@ -62,3 +62,20 @@ export function runHostSetting(line: string, dir: string): { path: string; conte
   const path = r.stdout.toString();
   return { path, content: readFileSync(path, "utf8") };
 }
+
+/**
+ * The Compose section's `podman compose` line (its arguments after `podman compose`), and the
+ * `.env.example` it copies, from the fenced `sh` block under "## Compose".
+ */
+export function composeDocCommand(markdown: string = readFileSync(DEPLOYING_MD, "utf8")): { args: string; envFile: string } {
+  const heading = "## Compose";
+  const at = markdown.indexOf(`\n${heading}\n`);
+  if (at < 0) throw new Error(`docs/deploying.md: no "${heading}" heading`);
+  const m = /^```sh\n([\s\S]*?)\n```/m.exec(markdown.slice(at + heading.length + 2));
+  if (m === null) throw new Error(`docs/deploying.md: no \`\`\`sh block under "${heading}"`);
+  const lines = m[1]!.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim());
+  const up = lines.find((l) => l.startsWith("podman compose "));
+  const cp = lines.find((l) => l.startsWith("cp "));
+  if (up === undefined || cp === undefined) throw new Error("docs/deploying.md: the Compose block has no `cp` or `podman compose` line");
+  return { args: up.slice("podman compose ".length), envFile: cp.split(/\s+/)[1]! };
+}

@@ -59,7 +59,7 @@ export function writeKubeconfig(dir: string, server: string, token = TOKEN): str
   return path;
 }
 
-export async function startK8sCluster(o: { engines: number; routerArgs?: readonly string[]; api?: StandInOptions; before?: (c: { api: StandInKubeApiserver; engines: Proc[] }) => void }): Promise<K8sCluster> {
+export async function startK8sCluster(o: { engines: number; routerArgs?: readonly string[]; engineArgs?: readonly string[]; seed?: number; api?: StandInOptions; before?: (c: { api: StandInKubeApiserver; engines: Proc[] }) => void }): Promise<K8sCluster> {
   const dir = mkdtempSync(join(tmpdir(), "switchyard-k8s-"));
   const api = StandInKubeApiserver.start({ token: TOKEN, namespaces: [NAMESPACE], bookmarkEveryMs: 1_000, ...o.api });
   const port = freePort();
@@ -68,7 +68,7 @@ export async function startK8sCluster(o: { engines: number; routerArgs?: readonl
   let router: Proc | undefined;
   try {
     engines = await Promise.all(
-      Array.from({ length: o.engines }, (_, i) => startMain(["mocker", "--port", "0", "--router-url", routerUrl, "--speedup", "10", "--seed", String(i + 1)])),
+      Array.from({ length: o.engines }, (_, i) => startMain(["mocker", "--port", "0", "--router-url", routerUrl, "--speedup", "10", "--seed", String(o.seed ?? i + 1), ...(o.engineArgs ?? [])])),
     );
     o.before?.({ api, engines });
     const kubeconfig = writeKubeconfig(dir, api.url);

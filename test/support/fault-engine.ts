@@ -11,6 +11,8 @@
  * - `cut`: the answer's head and one event, then the connection is dropped mid-answer;
  * - `hang`: never answers (the request is held; /health stays 200);
  * - `stall`: the head and one event, then silence (the stream stays open);
+ * - `garbage`: the head and two events, then (once POST /release was called) an error event
+ *   mid-answer and the end of the stream, as an engine failing after its first token does;
  * - `flood`: an SSE answer of `--flood-mb` MiB (default 256) in 64 KiB events, as fast as the
  *   connection takes them (a huge answer, for backpressure tests).
  * GET /stats: `{"requests", "closed_by_peer", "open", "bytes_sent"}` — requests whose client closed the
@@ -19,8 +21,10 @@
  */
 import { parseArgs } from "node:util";
 
-export type FaultMode = "ok" | "error500" | "cut" | "hang" | "stall" | "flood";
-const MODES: readonly FaultMode[] = ["ok", "error500", "cut", "hang", "stall", "flood"];
+export type FaultMode = "ok" | "error500" | "cut" | "hang" | "stall" | "flood" | "garbage";
+const MODES: readonly FaultMode[] = ["ok", "error500", "cut", "hang", "stall", "flood", "garbage"];
+/** `garbage` streams send their error event once this is true (POST /release). */
+let released = false;
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
@@ -85,6 +89,24 @@ function answer(req: Request): Response | Promise<Response> {
         { headers: SSE },
       );
     }
+    case "garbage": {
+      let sent = 0;
+      return new Response(
+        new ReadableStream<Uint8Array>({
+          async pull(c) {
+            if (sent < 2) {
+              c.enqueue(event(sent++));
+              return;
+            }
+            while (!released) await Bun.sleep(5);
+            c.enqueue(enc.encode('data: {"error":{"message":"engine failed mid-answer (fault-engine)","type":"server_error","code":500}}\n\n'));
+            done();
+            c.close();
+          },
+        }),
+        { headers: SSE },
+      );
+    }
     case "cut":
     case "stall": {
       const cut = mode === "cut";
@@ -144,6 +166,9 @@ const server = Bun.serve({
         return Response.json({ object: "list", data: [{ id: "fault-sim", object: "model" }] });
       case "GET /kv/query":
         return Response.json({ tree_dump: { events: [], last_event_id: null } });
+      case "POST /release":
+        released = true;
+        return Response.json({ released });
       case "GET /stats":
         return Response.json(stats);
       case "POST /fault": {

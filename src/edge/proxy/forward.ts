@@ -19,9 +19,8 @@
 import { RouterError } from "../../core/errors.ts";
 import { errorResponse } from "../errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
-import type { WorkerRegistry } from "../../fleet/registry.ts";
-import type { PromptHashes, RouteDecision, RoutingService, SessionControl, TenantShare } from "../../router/index.ts";
-import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
+import type { PromptHashes, RouteDecision, RoutingService } from "../../router/index.ts";
+import type { ForwardDeps, ForwardInput } from "./forward-input.ts";
 import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
 import { observeStream } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
@@ -30,63 +29,15 @@ import { NO_DEADLINES } from "./deadlines.ts";
 import type { UpstreamBody, UpstreamResponse } from "./upstream.ts";
 import { fencesWorker, GATEWAY_RETRIES_ONLY, type RetryPolicy } from "./retry-policy.ts";
 import { abandon, Settlement } from "./settlement.ts";
+import { apiKindOf } from "./migration/continuation.ts";
+import { movable, movingStream, type MovingContext } from "./migration/move.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
 import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
+import { kvRequestIdOf, withKvSource, type KvSource } from "./kv-source.ts";
 import type { ParsedStreamOptions, PreparedBody } from "./usage-injection.ts";
 import type { RequestSettlement } from "./request-settlement.ts";
 
-/** What the proxy path needs: the same for every proxied route (and the decode half under --disagg). */
-export interface ForwardDeps {
-  /** Decisions: routeOrWait (waits in the router's admission gate while every worker is busy), prepare, request ids. */
-  readonly routing: RoutingService;
-  /** A decision's worker -> its URL (gone meanwhile: the next decision), and word when it leaves rotation. */
-  readonly registry: Pick<WorkerRegistry, "get" | "onUnavailable" | "healthyIds">;
-  readonly upstream: Upstream;
-  readonly outcomes: WorkerOutcomes;
-  readonly observe: Observability;
-  /** Every answer's cached tokens checked against the prediction (src/fleet/cache-truth); without it: none. */
-  readonly cacheCheck?: CacheCheck;
-}
-
-export interface ForwardInput {
-  /** The client's request (headers, abort signal). */
-  readonly request: Request;
-  /** Upstream path, e.g. /v1/chat/completions. */
-  readonly path: string;
-  /** The body exactly as received; forwarded byte for byte. */
-  readonly body: Uint8Array;
-  readonly tokens: Uint32Array;
-  /** The tokens are not the engine's (text without a tokenizer): route approximately. */
-  readonly approximate?: boolean;
-  readonly loraName?: string;
-  readonly sessionId?: string;
-  readonly sessionControl?: SessionControl;
-  readonly allowedWorkerIds?: ReadonlySet<WorkerId>;
-  /** The body asked for an SSE stream (`stream: true`); picks the first-byte or the response deadline. */
-  readonly stream?: boolean;
-  /** The body's `stream_options` as the route parsed it: the cache check adds include_usage without scanning the body. */
-  readonly streamOptions?: ParsedStreamOptions;
-  /** The body's `priority` (vLLM: lower is served first); orders the admission queue. */
-  readonly priority?: number;
-  /** The prompt's hashes when the caller has them already (a LoRA 404 retry reuses them); else hashed here once. */
-  readonly prepared?: PromptHashes;
-  /** The output tokens the body asks for (max_tokens and kin; src/protect/output-budget.ts); undefined: it does not say. */
-  readonly maxOutputTokens?: number;
-  /** What the engine will prefill at most, in tokens (src/protect/prompt-charge.ts): a tenant's prompt charge. Computed on demand. */
-  readonly promptCharge?: () => number;
-  /** With --api-keys: the request's tenant and what it asks, for fair admission in the router's queue. */
-  readonly share?: TenantShare;
-  /**
-   * What the engine gets as `Authorization`: undefined passes the client's on (engines with
-   * their own keys), null drops it and a string replaces it. With --api-keys the client's
-   * header holds its key to this router, which must never reach an engine's logs.
-   */
-  readonly upstreamAuthorization?: string | null;
-  /** The client's request as a whole (a tenant's charge settles at its end); each decision's settlement tells it how its answer ended. */
-  readonly settlement?: RequestSettlement;
-  /** The decode half of a P/D pair: another worker computes the prompt (RouteInput.prefilledElsewhere). */
-  readonly prefilledElsewhere?: boolean;
-}
+export type { ForwardDeps, ForwardInput } from "./forward-input.ts";
 
 /**
  * The prompt's block hashes under `input`'s adapter: where a request's hashing starts, the one
@@ -128,6 +79,16 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     // A 500 or 429 from the last worker that could serve is the answer (a fencing status goes
     // on: it fences the worker, and the client gets upstream_failed when no worker is left).
     (fencesWorker(status) || anotherWorker(worker, exclude, input.allowedWorkerIds, d)) && (retry.budget === undefined || retryAllowed(retry, d));
+  const kind = apiKindOf(input.path);
+  const moving: MovingContext | undefined =
+    kind !== undefined && movable(input, d.upstream.migration)
+      ? {
+          input, d, kind, exclude, sinks, obs,
+          options: d.upstream.migration,
+          decide: () => decide(input, d, { requestId, prepared, exclude }, obs),
+          budget: () => retry.budget === undefined || retryAllowed(retry, d),
+        }
+      : undefined;
   for (let attempt = 0; attempt <= d.upstream.maxRetries; attempt++) {
     let decision: RouteDecision;
     try {
@@ -146,13 +107,15 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       continue;
     }
     const headers = upstreamRequestHeaders(input.request, worker.dpRank, input.upstreamAuthorization, d.upstream.forwarding);
+    // A planned pull names its source to the engine (kv-source.ts); the client's header never passes.
+    const sent = withKvSource(checked?.body ?? input.body, headers, kvSourceOf(decision, d, requestId, attempt));
     s.sent(headers, rec.url, input.path);
     const a = await attemptUpstream({
       call: d.upstream.call,
       baseUrl: rec.url,
       path: input.path,
       headers,
-      body: checked?.body ?? input.body,
+      body: sent.body,
       clientSignal: input.request.signal,
       deadlines: d.upstream.deadlines ?? NO_DEADLINES,
       stream: input.stream,
@@ -162,7 +125,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       watchWorker: (onDown) => d.registry.onUnavailable(worker.workerId, onDown),
     });
     if (a.kind === "answer") {
-      const answer = answerOf(a, s, input, d, checked, prepared);
+      const answer = answerOf(a, s, input, d, checked, prepared, moving);
       routedWorkers.set(answer, worker.workerId);
       input.settlement?.made(answer, s);
       return answer;
@@ -192,6 +155,7 @@ function answerOf(
   d: ForwardDeps,
   checked: PreparedBody | undefined,
   prepared: PromptHashes,
+  moving: MovingContext | undefined,
 ): Response {
   s.firstByte(a.res.status);
   try {
@@ -202,13 +166,20 @@ function answerOf(
       first = { done: false, value: t.first };
       reader = t.reader as UpstreamBody;
     }
-    return respond(a.res, first, reader, s, d);
+    return respond(a.res, first, reader, s, d, moving);
   } catch (e) {
     // Nothing reached the client: an answer the runtime cannot pass on (a status or a
     // header it refuses) is the worker's failure, not an unhandled 500 that would keep
     // the booking and the engine's stream.
     return malformedAnswer(a.reader, s, (e as Error).message);
   }
+}
+
+/** The peer a decision's plan pulls from, while it is still registered. */
+function kvSourceOf(decision: RouteDecision, d: ForwardDeps, requestId: string, attempt: number): KvSource | undefined {
+  const from = decision.kvPlan?.kind === "pull" ? decision.kvPlan.from : undefined;
+  const url = from === undefined ? undefined : d.registry.get(from.workerId)?.url;
+  return url === undefined ? undefined : { url, kvRequestId: kvRequestIdOf(requestId, attempt) };
 }
 
 /** This try's decision. Every candidate busy: the router waits for one in its admission queue (429 when full or too long). */
@@ -278,6 +249,8 @@ function respond(
   reader: UpstreamBody | undefined,
   s: Settlement,
   d: ForwardDeps,
+  /** The stream may move to another worker when its engine fails (migration/); undefined: it may not. */
+  moving: MovingContext | undefined,
 ): Response {
   const { worker } = s.decision;
   const headers = clientResponseHeaders(res.headers, String(worker.workerId), worker.dpRank, s.decision.overlapBlocks);
@@ -309,6 +282,10 @@ function respond(
     return answer;
   }
   const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;
+  if (moving !== undefined && sse && res.status === 200) {
+    const m = movingStream(moving, first.value, reader, s, res.status);
+    return new Response(observeStream(undefined, m.reader, m.hooks, d.upstream.directStreams, { idleMs, sse }), init);
+  }
   const body = observeStream(first.value, reader, s.stream(res.status, sse), d.upstream.directStreams, { idleMs, sse });
   return new Response(body, init);
 }

@@ -32,6 +32,12 @@ export interface ChunkReader {
    * write. Readers that cannot tell leave it undefined.
    */
   readonly drained?: boolean;
+  /**
+   * The engine sent nothing for the stream-idle deadline. A reader that can go on without this
+   * engine (migration/moving-reader.ts) answers true and the wait is timed afresh; otherwise the
+   * stream ends with the idle deadline's error event.
+   */
+  engineSilent?(): boolean;
 }
 
 export interface StreamHooks {
@@ -355,6 +361,11 @@ class IdleWatchdog {
     }
     if (waited < this.ms) {
       this.#arm(this.ms - Math.max(waited, clientWaited));
+      return;
+    }
+    if (this.reader.engineSilent?.() === true) {
+      this.#waitingSince = now;
+      this.#arm(this.ms);
       return;
     }
     this.fired = true;

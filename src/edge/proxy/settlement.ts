@@ -180,6 +180,39 @@ export class Settlement {
     };
   }
 
+  /**
+   * The stream this try was passing on failed after its first byte and goes on on another worker
+   * (migration/): this try ends as a failure of its worker (fenced when `fence`: the engine
+   * connection broke; not reported at all when not `blame`: a planned move), and hands over the
+   * stream's observation to the settlement that continues it. The client's request still knows
+   * this settlement as the one that made its answer: `movedStreamEnded` tells it the end.
+   */
+  migrated(why: string, fence: boolean, blame = true): StreamTrack | undefined {
+    if (this.#settled) return undefined;
+    this.#settled = true;
+    this.decision.lease.free();
+    const id = this.workerId;
+    if (fence) this.#d.outcomes.fence(id, why);
+    // A planned move (the worker drains) says nothing about the worker.
+    if (blame) this.#d.outcomes.report?.(id, why);
+    this.#d.metrics.requests.inc([this.#label, "migrated"]);
+    this.#d.log.warn(`worker ${id} (${this.#url}) failed mid-stream; the stream goes on elsewhere: ${why}`, this.#requestIdField());
+    const track = this.#track;
+    this.#track = undefined;
+    return track;
+  }
+
+  /** This try continues a stream another try began (`track`: that stream's observation); it ends like any stream. */
+  continues(status: number, track: StreamTrack | undefined): void {
+    this.#status = status;
+    this.#track = track;
+  }
+
+  /** A stream this settlement began and that moved is over: its request hears the answer (the bytes counted across every move). */
+  movedStreamEnded(): void {
+    this.#request?.decisionEnded(this, { status: this.#status, count: this.#count });
+  }
+
   /** This try failed before anything reached the client: release it and say why. */
   retry(f: AttemptFailure): void {
     if (this.#settled) return;

@@ -105,6 +105,11 @@ const K_USAGE = Buffer.from('"usage"', "latin1");
 const K_PROMPT = Buffer.from('"prompt_tokens"', "latin1");
 const K_CACHED = Buffer.from('"cached_tokens"', "latin1");
 const K_COMPLETION = Buffer.from('"completion_tokens"', "latin1");
+/**
+ * The longest partial event held back in strip mode. vLLM's usage event is a few hundred bytes
+ * (ids, model name, four counts); an unfinished event longer than this is some other event.
+ */
+export const MAX_USAGE_EVENT_BYTES = 64 * 1024;
 
 /**
  * Watches (and in strip mode filters) an answer's bytes. `push` returns what goes to the client;
@@ -117,6 +122,8 @@ const K_COMPLETION = Buffer.from('"completion_tokens"', "latin1");
 export class UsageTap {
   usage: ReportedUsage | undefined;
   #carry: Uint8Array | undefined = undefined;
+  /** Strip mode: the current event outgrew MAX_USAGE_EVENT_BYTES and passes until its end. */
+  #passing = false;
   /** The last chunks seen (references, not copies), at least TAIL_BYTES of them when there are. */
   #tail: Uint8Array[] = [];
   #tailBytes = 0;
@@ -128,12 +135,29 @@ export class UsageTap {
       this.#keepTail(chunk);
       return chunk;
     }
+    if (this.#passing) {
+      // Inside an event already too long to be the usage event: it goes on as it comes.
+      const end = find(chunk, EVENT_END, 0);
+      if (end < 0) return chunk;
+      this.#passing = false;
+      const upTo = end + EVENT_END.length;
+      if (upTo === chunk.length) return chunk;
+      const rest = this.push(chunk.subarray(upTo));
+      return rest.length === 0 ? chunk.subarray(0, upTo) : concat(chunk.subarray(0, upTo), rest);
+    }
     // Only whole events go on, so the usage event can be cut out even when split across chunks.
     const buf = this.#carry === undefined ? chunk : concat(this.#carry, chunk);
     const n = buf.length;
     // The common chunk ends on an event's end: no search for it, nothing held back.
     const cut = n >= 2 && buf[n - 1] === 0x0a && buf[n - 2] === 0x0a ? n - 2 : findLast(buf, EVENT_END, n - 1);
     if (cut < 0) {
+      if (buf.length > MAX_USAGE_EVENT_BYTES) {
+        // Holding it would buffer an endless event in the router (the engine's socket is only
+        // stopped while the client reads nothing): it is not the usage event, so pass it on.
+        this.#carry = undefined;
+        this.#passing = true;
+        return buf;
+      }
       this.#carry = buf;
       return EMPTY;
     }

@@ -18,6 +18,7 @@ import type { UnseenClaims } from "../books/burst-claims.ts";
 import { groupOf } from "./costs/group-decodes.ts";
 import { runPipeline } from "./pipeline.ts";
 import type { Rng } from "../../core/rng.ts";
+import type { KvPlanner } from "../kv-plan/plan.ts";
 import type { Endpoint, Pipeline, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
 
 export interface FindBestMatchInput {
@@ -52,6 +53,8 @@ export interface FindBestMatchInput {
    * only until the next decision on the same endpoint list, so a caller that keeps any copies them.
    */
   readonly candidatePool?: CandidatePool;
+  /** Prices loads from tiers and pulls from peers for the policies that predict TTFT (kv-plan/); absent: none. */
+  readonly kvPlanner?: KvPlanner;
 }
 
 /**
@@ -92,6 +95,8 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     // prior speed on every engine, which orders candidates by prefill tokens queued and uncached.
     ttft: input.ttft ?? (input.pipeline.predictsTtft ? priorPredictor(config.blockSize) : undefined),
     otherRouters: input.otherRouters,
+    // Only where a tier holds some of the prompt: otherwise no candidate can load or pull any of it.
+    kvPlanner: input.kvPlanner !== undefined && input.pipeline.predictsTtft === true && input.kvPlanner.prepare(input.overlaps, config.blockSize, input.now) ? input.kvPlanner : undefined,
   };
   const built = buildCandidates(ctx, input.endpoints, tracker, input.candidatePool);
   // Every endpoint's, before the filters: a group is where its prefix is, even on a rank that cannot take this request.
@@ -109,6 +114,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     uncachedTokens: chosen.uncachedTokens,
     stepMs: chosen.stepMs,
     groupKey: ctx.groupKey,
+    kvPlan: chosen.kvPlan,
     candidates,
   };
 }

@@ -324,6 +324,11 @@ export class RadixTree implements KvIndex {
    */
   private readonly indexBlocksOf = (w: WorkerWithDpRank): number => this.slots.find(w.workerId, w.dpRank)?.blocks.size ?? 0;
 
+  /** Whether any (worker, dp_rank) has a CPU or disk tier here. */
+  hasTiers(): boolean {
+    return this.slots.tierSlots > 0;
+  }
+
   /** Blocks one (worker, dp_rank) holds on one medium. */
   mediumSize(w: WorkerWithDpRank, medium: KvMedium): number {
     return this.slots.find(w.workerId, w.dpRank, medium)?.blocks.size ?? 0;

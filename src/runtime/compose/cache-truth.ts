@@ -13,6 +13,7 @@ import { METRIC_PREFIX } from "../../observe/names.ts";
 import { runCanary, type CanaryResult, type CanaryUsage } from "../../fleet/cache-truth/canary.ts";
 import type { KvIndex, PromptHashes } from "../../router/index.ts";
 import { HEADER_ENGINE_DP_RANK } from "../../edge/proxy/headers.ts";
+import { readBodyLimited } from "../../edge/body.ts";
 
 export interface CacheTruthParts {
   readonly truth: CacheTruth;
@@ -72,8 +73,10 @@ export function withCacheTruth(
   return (id) => ({ ...details?.(id), cache_truth: truth.view(id) });
 }
 
-/** Seconds one canary call to an engine may take. */
+/** The longest one canary call to an engine may take (a prompt of a few hundred tokens, one token out). */
 const CANARY_CALL_TIMEOUT_MS = 10_000;
+/** The most of a canary's answer read (a one-token completion with usage is well under 1 KiB). */
+const CANARY_ANSWER_MAX_BYTES = 64 * 1024;
 
 export interface CanaryWiring {
   readonly truth: CacheTruth;
@@ -87,6 +90,13 @@ export interface CanaryWiring {
   };
   readonly now: () => number;
   readonly log: Logger;
+  /**
+   * The router's shortest deadline on an engine (--first-byte-timeout, --stream-idle-timeout;
+   * 0 = none), when shorter than the canary's own: a canary waits no longer on a hung or
+   * stalled engine than a client's request would, so it does not hold the engine's
+   * connections past the point where the router gave up on the clients'.
+   */
+  readonly engineDeadlinesMs?: readonly number[];
 }
 
 /**
@@ -95,6 +105,7 @@ export interface CanaryWiring {
  */
 export function canaries(w: CanaryWiring): (id: WorkerId, only?: DpRank) => Promise<CanaryResult[]> {
   const running = new Map<WorkerId, Promise<CanaryResult[]>>();
+  const callTimeoutMs = Math.min(CANARY_CALL_TIMEOUT_MS, ...(w.engineDeadlinesMs ?? []).filter((ms) => ms > 0));
   const deps = {
     blockSize: w.blockSize,
     complete: async (url: string, dpRank: DpRank, prompt: readonly number[], model: string | undefined): Promise<CanaryUsage | undefined> => {
@@ -102,10 +113,15 @@ export function canaries(w: CanaryWiring): (id: WorkerId, only?: DpRank) => Prom
         method: "POST",
         headers: { "content-type": "application/json", [HEADER_ENGINE_DP_RANK]: String(dpRank) },
         body: JSON.stringify({ ...(model !== undefined ? { model } : {}), prompt, max_tokens: 1, temperature: 0 }),
-        signal: AbortSignal.timeout(CANARY_CALL_TIMEOUT_MS),
+        signal: AbortSignal.timeout(callTimeoutMs),
       });
-      if (!res.ok) throw new Error(`the engine answered HTTP ${res.status}`);
-      const u = ((await res.json()) as { usage?: { prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } }).usage;
+      if (!res.ok) {
+        await res.body?.cancel().catch(() => {});
+        throw new Error(`the engine answered HTTP ${res.status}`);
+      }
+      // Bounded: one token's answer is a few hundred bytes; an engine must not make the router hold more.
+      const bytes = await readBodyLimited(res, CANARY_ANSWER_MAX_BYTES, "the canary's answer bound");
+      const u = (JSON.parse(new TextDecoder().decode(bytes)) as { usage?: { prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } }).usage;
       if (u === undefined || typeof u.prompt_tokens !== "number") return undefined;
       return { promptTokens: u.prompt_tokens, cachedTokens: u.prompt_tokens_details?.cached_tokens };
     },

@@ -98,7 +98,7 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     otherRouters: () => loadSync?.peerCount() ?? 0,
   });
   routerIndex = router.index;
-  if (cacheTruth !== undefined) cacheTruth.canary = canaries({ truth: cacheTruth.truth, blockSize: config.blockSize, router, fleet, now, log });
+  if (cacheTruth !== undefined) cacheTruth.canary = canaries({ truth: cacheTruth.truth, blockSize: config.blockSize, router, fleet, now, log, engineDeadlinesMs: [config.firstByteTimeout * 1000, config.streamIdleTimeout * 1000] });
   const members = buildMembership(config, choices, log, { fleet, router, metrics, now, cacheTruth });
   const loopLag = bindRouterMetrics(choices, { metrics, fleet, router, admission, now });
   loadSync = await startSync(config, choices, log, { tracker: router.tracker, routerId, now });

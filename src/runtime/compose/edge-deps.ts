@@ -12,6 +12,7 @@ import { BODY_READ_BUDGET_BYTES, BodyReadBudget } from "../../edge/body-budget.t
 import type { EdgeDeps } from "../../edge/deps.ts";
 import type { Logger } from "../../core/logger.ts";
 import { RetryBudget } from "../../edge/proxy/retry-budget.ts";
+import { KeptMemory } from "../../edge/proxy/migration/kept-memory.ts";
 import { fetchUpstream } from "../../edge/proxy/upstream.ts";
 import { WorkerUrlPolicy } from "../../fleet/url-policy.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
@@ -68,6 +69,8 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
   // Engine answers tried again elsewhere, within one fleet-wide budget (edge/proxy/retry-policy.ts)
   // that every app of this router (one per runtime entry) shares.
   const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
+  // One account of what streams keep to be moved, shared by every app of this router.
+  const migration = config.maxMigrations > 0 ? { maxMoves: config.maxMigrations, migrateAfterMs: config.migrateAfter * 1000, keepBytes: config.migrationKeepBytes, memory: new KeptMemory(config.migrationMemoryBytes) } : undefined;
   // An address is no identity once the router is exposed: without a token the admin API is closed then (edge/auth.ts).
   const adminOpenness = adminOpennessOf({ adminToken: config.adminToken, apiKeys: config.apiKeys, host: config.host });
   if (adminOpenness.kind === "closed") log.warn(adminClosedLine(adminOpenness.why));
@@ -91,6 +94,7 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
       deadlines,
       maxRetries: config.maxRetries,
       retry,
+      migration,
       directStreams: rt.directStreams,
       keepOpen: rt.keepOpen,
       forwarding: { peer: rt.peer, trustForwarded: config.trustForwarded, forwardCookies: config.forwardCookies },

@@ -191,3 +191,31 @@ describe("shared state, LoRA and ZMQ options", () => {
     expect(p.join("\n")).toContain("given twice");
   });
 });
+
+describe("secrets in errors", () => {
+  test("a refused credential is named, never echoed: --events-token (flag or environment) and a Redis URL with a password", () => {
+    for (const argv of [
+      ["--events-token", "ev19609-short"],
+      ["--redis", "ftp://user:hunter2-password@redis:6379"],
+    ]) {
+      let message = "";
+      try {
+        loadConfig({ argv, env: {} });
+      } catch (e) {
+        message = (e as Error).message;
+      }
+      expect(message).toContain(argv[0]!);
+      expect(message).toContain("not shown");
+      expect(message).not.toContain(argv[1]!);
+      expect(message).not.toContain(argv[1]!.includes("hunter2") ? "hunter2" : argv[1]!);
+    }
+    let fromEnv = "";
+    try {
+      loadConfig({ argv: [], env: { SWITCHYARD_EVENTS_TOKEN: "tiny-secret" } });
+    } catch (e) {
+      fromEnv = (e as Error).message;
+    }
+    expect(fromEnv).toContain("not shown");
+    expect(fromEnv).not.toContain("tiny-secret");
+  });
+});
