@@ -16,7 +16,7 @@
 import type { Logger } from "../core/logger.ts";
 import type { RouterId } from "../core/ids.ts";
 import type { ActiveSequenceEvent, LoadTracker } from "../router/index.ts";
-import { DEFAULT_COMMAND_TIMEOUT_MS } from "./redis-guard.ts";
+import { DEFAULT_PROBE_TIMEOUT_MS } from "./redis-guard.ts";
 import { LocalMirror } from "./local-mirror.ts";
 import { Outbox } from "./outbox.ts";
 import { PeerTable } from "./peers.ts";
@@ -27,6 +27,15 @@ import { decodeMessage, originPrefix } from "./wire.ts";
 export const DEFAULT_SYNC_CHANNEL = "switchyard:active_sequences";
 /** Dynamo's MAX_REPLICA_BATCH_EVENTS. */
 export const MAX_REPLICA_BATCH_EVENTS = 256;
+/**
+ * The sync's Redis commands (publish, stream poll) are off the request path: one message is in
+ * flight and the next batch fills meanwhile, so a slow answer costs no request anything. A
+ * timeout here is not free as it is for a lookup: the message is dropped, the guard marks the
+ * connection down so the batches behind it are dropped too, and every peer asks for a snapshot.
+ * So the sync gets the probe's deadline (1 s, a hang), not a request's 50 ms budget, which a
+ * merely busy machine (or a distant Upstash region) overruns.
+ */
+export const DEFAULT_SYNC_COMMAND_TIMEOUT_MS = DEFAULT_PROBE_TIMEOUT_MS;
 
 export interface LoadSyncOptions {
   /** redis://, rediss:// (pub/sub) or https:// (Upstash REST, a polled stream; needs `token`). */
@@ -57,7 +66,10 @@ export interface LoadSyncOptions {
   readonly pollMs?: number;
   /** Stream length kept, approximately (https:// only, default 1000). */
   readonly streamMaxLen?: number;
-  /** Per Redis command (default 50 ms); one that times out marks Redis down until a probe answers (redis-guard.ts). */
+  /**
+   * Per Redis command of the sync (default DEFAULT_SYNC_COMMAND_TIMEOUT_MS, 1 s); one that times
+   * out drops its message and marks Redis down until a probe answers (redis-guard.ts).
+   */
   readonly commandTimeoutMs?: number;
   readonly log?: Pick<Logger, "info" | "warn">;
 }
@@ -137,7 +149,7 @@ export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
     channel: opts.channel ?? DEFAULT_SYNC_CHANNEL,
     token: opts.token,
     pubsub: opts.pubsub,
-    commandTimeoutMs: opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+    commandTimeoutMs: opts.commandTimeoutMs ?? DEFAULT_SYNC_COMMAND_TIMEOUT_MS,
     pollMs: opts.pollMs ?? 5,
     streamMaxLen: opts.streamMaxLen ?? 1_000,
   });

@@ -132,8 +132,14 @@ for (const transport of ["resp", "rest"] as const) {
       const [a, b] = await pair(transport, clock.now);
       for (let i = 0; i < 600; i++) add(a, `burst-${i}`, 1, clock.t);
       await until(() => b.tracker.activeRequests(KEY) === 600, () => `B to see 600 requests (has ${b.tracker.activeRequests(KEY)})`);
-      // B may hear the last message before A's PUBLISH reply is back: wait for A's count too.
-      const s = await until(() => (a.sync.stats().publishedEvents === 600 ? a.sync.stats() : undefined), "A to count 600 published events");
+      // B may hear the last message before A's PUBLISH reply is back: wait for A to settle all
+      // 600 (published or dropped; B also gets dropped ones through a snapshot), then assert.
+      const s = await until(() => {
+        const st = a.sync.stats();
+        return st.publishedEvents + st.droppedEvents === 600 ? st : undefined;
+      }, () => `A to settle 600 events (${JSON.stringify(a.sync.stats())})`);
+      expect(s.droppedEvents).toBe(0);
+      expect(s.publishedEvents).toBe(600);
       expect(s.publishedMessages).toBeGreaterThanOrEqual(3); // ceil(600 / 256)
       expect(b.sync.stats().gaps).toBe(0);
     });
@@ -145,7 +151,11 @@ for (const transport of ["resp", "rest"] as const) {
       add(a, "early-1", 2, clock.t);
       add(a, "early-2", 5, clock.t);
       a.tracker.markPrefillCompleted("early-1", clock.t);
-      await until(() => a.sync.stats().publishedEvents === 3, "A to publish its events");
+      const settled = await until(() => {
+        const st = a.sync.stats();
+        return st.publishedEvents + st.droppedEvents === 3 ? st : undefined;
+      }, "A to publish its events");
+      expect(settled.droppedEvents).toBe(0);
 
       const b = await router(2n, transport, clock.now, { channel });
       await until(() => b.tracker.activeRequests(KEY) === 2, "B to learn A's earlier requests");

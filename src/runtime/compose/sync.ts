@@ -7,7 +7,7 @@ import type { Config } from "../../config/schema.ts";
 import { routerIdHex, type RouterId } from "../../core/ids.ts";
 import type { Logger } from "../../core/logger.ts";
 import type { createRouter } from "../../router/index.ts";
-import { startLoadSync, type LoadSync } from "../../sync/load-sync.ts";
+import { DEFAULT_SYNC_COMMAND_TIMEOUT_MS, startLoadSync, type LoadSync } from "../../sync/load-sync.ts";
 import type { RuntimeChoices } from "./choices.ts";
 
 export async function startSync(
@@ -21,7 +21,9 @@ export async function startSync(
     url: config.redis,
     token: config.redisToken,
     pubsub: choices.pubsub,
-    commandTimeoutMs: config.redisTimeout * 1000,
+    // --redis-timeout is a request's budget; the sync is off the request path and waits at
+    // least the probe's deadline (load-sync.ts), more where the operator allows requests more.
+    commandTimeoutMs: Math.max(config.redisTimeout * 1000, DEFAULT_SYNC_COMMAND_TIMEOUT_MS),
     tracker: d.tracker,
     routerId: d.routerId,
     now: d.now,
