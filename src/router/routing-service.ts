@@ -293,14 +293,16 @@ export class RoutingService {
     // The prefix group's arrival and, when the booking goes, the request's time there and its decode gaps: the group's traffic and the rank's step time.
     if (d.ttft && sel.groupKey !== undefined) d.ttft.traffic.arrive(sel.groupKey, now);
     const ended = d.ttft && input.prefilledElsewhere !== true ? decodeSampler(d.ttft, sel.key, now, d.tracker.slotOf(sel.key)) : undefined;
-    // Read before this request is booked there: the prefixes others were computing on that rank.
+    // Read before this request is booked there: the prefixes others were computing on that rank
+    // (not read when the index matched every routed block: no hit can be unexpected then, so 0).
+    const indexBlocks = d.distrusted !== undefined && !approx ? (indexed.scores.get(sel.key) ?? 0) : 0;
     const check =
       d.distrusted !== undefined && !approx
         ? {
-            indexBlocks: indexed.scores.get(sel.key) ?? 0,
+            indexBlocks,
             // A load from the engine's own tiers is reported cached (vLLM counts a connector's hits in
             // num_cached_tokens): blocks the router expected there, not an index that lied.
-            inFlightBlocks: Math.max(inFlightBlocks(d.tracker, sel.key, seqHashes), plan?.kind === "load" ? plan.fromBlock + plan.blocks : 0),
+            inFlightBlocks: Math.max(indexBlocks >= hashes.length ? 0 : inFlightBlocks(d.tracker, sel.key, seqHashes), plan?.kind === "load" ? plan.fromBlock + plan.blocks : 0),
             routedBlocks: hashes.length,
           }
         : undefined;

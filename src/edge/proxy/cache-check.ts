@@ -25,7 +25,9 @@ export function checkedBody(body: Uint8Array, stream: boolean, skip: boolean, st
 
 /**
  * The answer's first chunk and reader, through a tap that (for an injected stream) takes the
- * usage event out and, at the end, reports the usage against the decision's prediction.
+ * usage event out and, at the end, reports the usage against the decision's prediction. The
+ * engine's output count of a usage taken out goes to `engineTokens` (the settlement), since the
+ * router's own token counter, downstream of the tap, no longer sees it.
  */
 export function watchAnswer(
   check: CacheCheck,
@@ -36,11 +38,14 @@ export function watchAnswer(
   sse: boolean,
   first: Uint8Array | undefined,
   reader: TapReader,
+  engineTokens: (completionTokens: number) => void = () => {},
 ): { first: Uint8Array | undefined; reader: TapReader } {
   const facts = decision.check;
   const tap = new UsageTap(prepared.strip && sse);
   return tappedReader(first, reader, tap, (u) => {
-    if (u === undefined || facts === undefined) return;
+    if (u === undefined) return;
+    if (tap.strip && u.completionTokens !== undefined) engineTokens(u.completionTokens);
+    if (facts === undefined) return;
     check.answer(decision.worker.workerId, decision.worker.dpRank, {
       routerTokens,
       predictedBlocks: facts.indexBlocks,

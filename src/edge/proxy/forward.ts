@@ -162,7 +162,7 @@ function answerOf(
     if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
     let { first, reader } = a;
     if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
-      const t = watchAnswer(d.cacheCheck!, s.decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
+      const t = watchAnswer(d.cacheCheck!, s.decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader, (n) => s.engineUsage(n));
       first = { done: false, value: t.first };
       reader = t.reader as UpstreamBody;
     }

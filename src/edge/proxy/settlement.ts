@@ -94,6 +94,8 @@ export class Settlement {
   readonly #request: RequestSettlement | undefined;
   /** The streamed answer's bytes counted for `#request`. */
   #count: AnswerCount | undefined;
+  /** Output tokens from the engine's own usage, read by the cache check before it took that usage out of the client's stream. */
+  #engineTokens: number | undefined;
 
   constructor(decision: RouteDecision, d: SettleDeps, obs: RequestObservation | undefined, prefill?: PrefillHalf, request?: RequestSettlement) {
     this.decision = decision;
@@ -137,8 +139,19 @@ export class Settlement {
     this.decision.lease.firstToken();
   }
 
+  /**
+   * The engine's usage said `completionTokens`, and the client's stream will not carry it (the
+   * router asked for it: edge/proxy/cache-check.ts): the counts below take it over the events
+   * counted, as they would have had the usage reached the counter.
+   */
+  engineUsage(completionTokens: number): void {
+    this.#engineTokens = completionTokens;
+    this.tokens(completionTokens);
+  }
+
   /** `total` output tokens so far (a running count; none yet: nothing to book). */
   tokens(total: number): void {
+    if (this.#engineTokens !== undefined) total = this.#engineTokens;
     if (total <= 0 || this.#settled) return;
     this.decision.lease.outputTokens(total);
     this.#track?.tokens(total);
@@ -278,7 +291,7 @@ export class Settlement {
         metrics.requests.inc([this.#label, "client_cancelled"]);
         return;
       case "whole":
-        obs?.answered(e.status, e.body, e.sseEvents);
+        obs?.answered(e.status, e.body, e.sseEvents !== undefined ? (this.#engineTokens ?? e.sseEvents) : undefined);
         this.decision.lease.free();
         outcomes.report?.(id, undefined);
         metrics.requests.inc([this.#label, String(e.status)]);
@@ -299,7 +312,7 @@ export class Settlement {
         log.warn(`worker ${id} (${this.#url}) sent an answer that cannot be passed on: ${e.why}`, this.#requestIdField());
         return;
       case "stream": {
-        this.#track?.end(e.end, e.tokens, e.bytes);
+        this.#track?.end(e.end, this.#engineTokens ?? e.tokens, e.bytes);
         this.decision.lease.free();
         if (e.end === "timeout") metrics.deadlineMisses.inc([this.#label, "stream_idle"]);
         // A client that left or stopped reading says nothing about the worker.

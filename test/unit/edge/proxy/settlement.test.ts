@@ -123,6 +123,21 @@ describe("each way out touches its sinks", () => {
     }
   });
 
+  test("the engine's usage taken out of the client's stream: its output count wins over the events counted, in the booking, the track and a whole answer", () => {
+    const t = setup();
+    const hooks = t.s.stream(200, true);
+    hooks.onTokens?.(2);
+    t.s.engineUsage(7);
+    hooks.onTokens?.(3); // the counter, downstream of the tap, saw fewer
+    hooks.onEnd("done", 3, 10);
+    expect(t.calls).toEqual(["lease.outputTokens 2", "lease.outputTokens 7", "lease.outputTokens 7", "lease.free"]);
+    expect(t.seen).toEqual(["streaming 200 true", "track.tokens 2", "track.tokens 7", "track.tokens 7", "track.end done 7 10"]);
+    const w = setup();
+    w.s.engineUsage(5);
+    w.s.end({ how: "whole", status: 200, sseEvents: 4 });
+    expect(w.seen).toEqual(["answered 200 5"]);
+  });
+
   test("a stream that is not SSE hands its chunks to the observation (its usage is in the tail)", () => {
     const t = setup();
     t.s.stream(200, false).onChunk?.(new Uint8Array([1]));

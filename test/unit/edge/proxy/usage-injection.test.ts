@@ -76,7 +76,7 @@ describe("the usage tap", () => {
       let usage: unknown;
       const t = tappedReader(chunks[0], r, new UsageTap(true), (u) => (usage = u));
       expect(await drain(t.first, t.reader)).toBe(without);
-      expect(usage).toEqual({ promptTokens: 40, cachedTokens: 32 });
+      expect(usage).toEqual({ promptTokens: 40, cachedTokens: 32, completionTokens: 1 });
     });
   }
   test("observe mode passes everything and reads the usage from the tail", async () => {
@@ -84,7 +84,7 @@ describe("the usage tap", () => {
     let usage: unknown;
     const t = tappedReader(bytes.slice(0, 100), readerOf([bytes.slice(100)]), new UsageTap(false), (u) => (usage = u));
     expect(await drain(t.first, t.reader)).toBe(withUsage);
-    expect(usage).toEqual({ promptTokens: 40, cachedTokens: 32 });
+    expect(usage).toEqual({ promptTokens: 40, cachedTokens: 32, completionTokens: 1 });
   });
   test("a whole answer in the first chunk (drained) ends at once", async () => {
     let usage: unknown;
@@ -92,10 +92,27 @@ describe("the usage tap", () => {
     const t = tappedReader(body, readerOf([]), new UsageTap(false), (u) => (usage = u));
     expect(t.reader.drained).toBe(true);
     expect(dec.decode(t.first)).toBe(dec.decode(body));
-    expect(usage).toEqual({ promptTokens: 9, cachedTokens: undefined });
+    expect(usage).toEqual({ promptTokens: 9, cachedTokens: undefined, completionTokens: 2 });
+  });
+  test("strip mode: one event a chunk, the usage event and [DONE] apart or together, CRLF-free SSE of a chat stream", async () => {
+    for (const chunks of [[...EVENTS, USAGE, DONE], [...EVENTS, USAGE + DONE], [EVENTS.join(""), USAGE, DONE], [EVENTS.join("") + USAGE.slice(0, 30), USAGE.slice(30) + DONE]]) {
+      const bytes = chunks.map((c) => enc.encode(c));
+      let usage: unknown;
+      const t = tappedReader(bytes[0], readerOf(bytes.slice(1)), new UsageTap(true), (u) => (usage = u));
+      expect(await drain(t.first, t.reader)).toBe(without);
+      expect(usage).toEqual({ promptTokens: 40, cachedTokens: 32, completionTokens: 1 });
+    }
+  });
+  test("strip mode: a stream without a usage event passes unchanged (a content chunk that mentions choices or usage is no usage event)", async () => {
+    const tricky = `${HEAD}{"index":0,"delta":{"content":"\\"usage\\": \\"choices\\":[]"},"finish_reason":null}]}\n\n`;
+    const bytes = enc.encode(EVENTS.join("") + tricky + DONE);
+    let usage: unknown = "unset";
+    const t = tappedReader(bytes.slice(0, 5), readerOf([bytes.slice(5)]), new UsageTap(true), (u) => (usage = u));
+    expect(await drain(t.first, t.reader)).toBe(EVENTS.join("") + tricky + DONE);
+    expect(usage).toBeUndefined();
   });
   test("usageOfTail reads the last usage", () => {
-    expect(usageOfTail(enc.encode(USAGE + DONE))).toEqual({ promptTokens: 40, cachedTokens: 32 });
+    expect(usageOfTail(enc.encode(USAGE + DONE))).toEqual({ promptTokens: 40, cachedTokens: 32, completionTokens: 1 });
     expect(usageOfTail(enc.encode(DONE))).toBeUndefined();
   });
 });
