@@ -18,11 +18,9 @@ let url = "";
 
 beforeAll(async () => {
   engine = await startMain(["mocker", "--port", "0", "--block-size", "16", "--speedup", "20"]);
-  // No canary: the engine's own token counter, compared below, would also count the canary's
-  // token whenever it lands (it is the router's call, not a client's request).
   router = await startMain([
     "serve", "--port", "0", "--host", "127.0.0.1", "--block-size", "16", "--log-format", "json", "--health-interval", "30",
-    "--canary=false", "--worker", String(engine.info.url),
+    "--worker", String(engine.info.url),
   ]);
   url = String(router.info.url);
   // The canary (a known prompt sent twice at registration) makes tokens on the engine too: done before the counts start.
