@@ -6,7 +6,7 @@
  * timing model, the defaults and how they were chosen.
  */
 import { parseArgs } from "node:util";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { runCell } from "./cell.ts";
 import { formatTable, toJson, toSvg } from "./report.ts";

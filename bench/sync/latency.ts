@@ -6,7 +6,7 @@
  *   bun bench/sync/latency.ts [--n 2000] [--burst 10000] [--blocks 256]
  * Prints p50/p99/max per transport and setting, a burst throughput, and encode/decode cost.
  */
-import { keyOf, worker } from "../../src/core/ids.ts";
+import { worker } from "../../src/core/ids.ts";
 import { LoadTracker } from "../../src/router/books/load-tracker.ts";
 import type { ActiveSequenceEvent } from "../../src/router/books/sequence-events.ts";
 import { startLoadSync, type LoadSync, type LoadSyncOptions } from "../../src/sync/load-sync.ts";

@@ -10,8 +10,6 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import type { Server } from "bun";
 import { computeBlockHashes } from "../../src/core/block-hash.ts";
-import { parseJsonBigintSafe } from "../../src/core/json.ts";
-import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import { pythonZmqProblem, VllmPublisherProcess, type PublisherEvent } from "../support/vllm-kv-publisher.ts";
 import { BS, indexedTokenHashes, urlOf } from "../integration/multi-router-cluster.ts";

@@ -6,7 +6,6 @@
  * subscription go), drops its blocks and forgets it. Needs libzmq5, python3-zmq, python3-msgpack.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { computeBlockHashes } from "../../src/core/block-hash.ts";
 import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, until, type Proc } from "../support/processes.ts";

@@ -8,7 +8,6 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { computeBlockHashes } from "../../src/core/block-hash.ts";
-import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import { startStandInVllm, type StandInVllm } from "../support/stand-in-vllm.ts";

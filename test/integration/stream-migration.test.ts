@@ -12,7 +12,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sha256Hex } from "../../src/protect/key-set.ts";
-import { startRouter, urlOf, workers } from "./multi-router-cluster.ts";
+import { startRouter, urlOf, } from "./multi-router-cluster.ts";
 import { stopAll, until, type Proc } from "../support/processes.ts";
 import { bookedLoad, metric } from "../chaos/faults.ts";
 import { assemble, openStream, received, reference, requestBody, startSameEngines, type Kind, type Live } from "./migration-support.ts";

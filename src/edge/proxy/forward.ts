@@ -32,10 +32,9 @@ import { abandon, Settlement } from "./settlement.ts";
 import { apiKindOf } from "./migration/continuation.ts";
 import { movable, movingStream, type MovingContext } from "./migration/move.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
-import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
+import { checkedBody, watchAnswer, } from "./cache-check.ts";
 import { kvRequestIdOf, withKvSource, type KvSource } from "./kv-source.ts";
-import type { ParsedStreamOptions, PreparedBody } from "./usage-injection.ts";
-import type { RequestSettlement } from "./request-settlement.ts";
+import type { PreparedBody } from "./usage-injection.ts";
 
 export type { ForwardDeps, ForwardInput } from "./forward-input.ts";
 
