@@ -33,7 +33,11 @@ function cpuSeconds(pid: number): number {
 }
 
 const text = "The router hashes every block of this prompt. ".repeat(22).slice(0, 1024);
-const body = JSON.stringify({ prompt: Array.from(text, (c) => c.charCodeAt(0)), max_tokens: 16, stream: STREAM });
+const body = JSON.stringify({
+  prompt: Array.from(text, (c) => c.charCodeAt(0)),
+  max_tokens: 16,
+  stream: STREAM,
+});
 
 async function load(url: string, n: number): Promise<void> {
   let next = 0;
@@ -41,7 +45,11 @@ async function load(url: string, n: number): Promise<void> {
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < n) {
         next++;
-        const r = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
+        const r = await fetch(`${url}/v1/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+        });
         await r.text();
         if (r.status !== 200) throw new Error(`HTTP ${r.status}`);
       }
@@ -51,9 +59,33 @@ async function load(url: string, n: number): Promise<void> {
 
 const procs: Proc[] = [];
 try {
-  const engine = await startMain(["mocker", "--port", "0", "--prefill-us-per-token", "0", "--prefill-overhead-ms", "0", "--decode-ms-per-step", "0", "--max-concurrency", "1024", "--kv-blocks", "65536"]);
+  const engine = await startMain([
+    "mocker",
+    "--port",
+    "0",
+    "--prefill-us-per-token",
+    "0",
+    "--prefill-overhead-ms",
+    "0",
+    "--decode-ms-per-step",
+    "0",
+    "--max-concurrency",
+    "1024",
+    "--kv-blocks",
+    "65536",
+  ]);
   procs.push(engine);
-  const common = ["serve", "--port", "0", "--host", "127.0.0.1", "--worker", String(engine.info.url), "--log-level", "warn"];
+  const common = [
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--worker",
+    String(engine.info.url),
+    "--log-level",
+    "warn",
+  ];
   const on = await startMain(SAME ? [...common, "--cache-check=false"] : common);
   const off = await startMain([...common, "--cache-check=false"]);
   procs.push(on, off);
@@ -62,13 +94,19 @@ try {
     { name: "check off", proc: off, us: [] as number[] },
   ];
   if (BASE !== "") {
-    const base = await startCommand([process.execPath, join(BASE, "src", "main.ts"), ...common], "base router");
+    const base = await startCommand(
+      [process.execPath, join(BASE, "src", "main.ts"), ...common],
+      "base router",
+    );
     procs.push(base);
     routers.push({ name: `check on (${BASE})`, proc: base, us: [] });
   }
   for (const r of routers) await load(String(r.proc.info.url), 300); // warm-up
   for (let round = 0; round < ROUNDS; round++) {
-    const order = [...routers.slice(round % routers.length), ...routers.slice(0, round % routers.length)];
+    const order = [
+      ...routers.slice(round % routers.length),
+      ...routers.slice(0, round % routers.length),
+    ];
     for (const r of order) {
       const c0 = cpuSeconds(r.proc.pid);
       await load(String(r.proc.info.url), REQUESTS);
@@ -76,13 +114,20 @@ try {
     }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  for (const r of routers) console.log(`${r.name}: ${r.us.map((x) => x.toFixed(0)).join(" ")} µs/request (median ${median(r.us).toFixed(0)})`);
+  for (const r of routers)
+    console.log(
+      `${r.name}: ${r.us.map((x) => x.toFixed(0)).join(" ")} µs/request (median ${median(r.us).toFixed(0)})`,
+    );
   const base = median(routers[1]!.us);
   for (const r of routers.filter((x) => x !== routers[1])) {
     const diffs = r.us.map((x, i) => x - routers[1]!.us[i]!);
-    console.log(`${r.name} - off, paired per round: ${diffs.map((x) => x.toFixed(1)).join(" ")} µs (median ${median(diffs).toFixed(1)} µs, ${((100 * median(diffs)) / base).toFixed(1)}% of off's median)`);
+    console.log(
+      `${r.name} - off, paired per round: ${diffs.map((x) => x.toFixed(1)).join(" ")} µs (median ${median(diffs).toFixed(1)} µs, ${((100 * median(diffs)) / base).toFixed(1)}% of off's median)`,
+    );
   }
-  console.log(`${STREAM ? "streamed" : "whole"} completions, 1024 token ids, 16 out, ${CONCURRENCY} at a time, ${ROUNDS} rounds x ${REQUESTS}`);
+  console.log(
+    `${STREAM ? "streamed" : "whole"} completions, 1024 token ids, 16 out, ${CONCURRENCY} at a time, ${ROUNDS} rounds x ${REQUESTS}`,
+  );
 } finally {
   await stopAll(procs);
 }

@@ -44,10 +44,15 @@ function rng(seed: number): () => number {
 
 function trace(): number[][] {
   const r = rng(SEED);
-  const prefixes = Array.from({ length: GROUPS }, (_, g) => Array.from({ length: PREFIX }, (_, i) => 1000 + ((g * 7919 + i * 31) % 30000)));
+  const prefixes = Array.from({ length: GROUPS }, (_, g) =>
+    Array.from({ length: PREFIX }, (_, i) => 1000 + ((g * 7919 + i * 31) % 30000)),
+  );
   return Array.from({ length: REQUESTS }, (_, k) => {
     const g = Math.floor(r() * GROUPS);
-    return [...prefixes[g]!, ...Array.from({ length: SUFFIX }, (_, i) => 40000 + ((k * 131 + i) % 20000))];
+    return [
+      ...prefixes[g]!,
+      ...Array.from({ length: SUFFIX }, (_, i) => 40000 + ((k * 131 + i) % 20000)),
+    ];
   });
 }
 
@@ -85,21 +90,62 @@ async function runConfig(c: Config, prompts: number[][]): Promise<Figures> {
     const url = `http://127.0.0.1:${port}`;
     const engines = await Promise.all(
       [0, 1, 2, 3].map((i) =>
-        startMain(["mocker", "--port", "0", "--router-url", url, "--event-batch-ms", "2", "--block-size", String(BS), "--seed", String(i + 1), ...(c.fault && i === 0 ? ["--fault-hash-seed", "99"] : [])]),
+        startMain([
+          "mocker",
+          "--port",
+          "0",
+          "--router-url",
+          url,
+          "--event-batch-ms",
+          "2",
+          "--block-size",
+          String(BS),
+          "--seed",
+          String(i + 1),
+          ...(c.fault && i === 0 ? ["--fault-hash-seed", "99"] : []),
+        ]),
       ),
     );
     procs.push(...engines);
-    const router = await startMain(["serve", "--port", String(port), "--host", "127.0.0.1", "--block-size", String(BS), "--log-level", "warn", ...c.router, ...engines.flatMap((e) => ["--worker", String(e.info.url)])]);
+    const router = await startMain([
+      "serve",
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+      "--block-size",
+      String(BS),
+      "--log-level",
+      "warn",
+      ...c.router,
+      ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
+    ]);
     procs.push(router);
     // Registered (and, with the check, canaried) before the trace starts.
     for (const deadline = Date.now() + 15_000; Date.now() < deadline; ) {
-      const { workers } = (await (await fetch(`${url}/v1/workers`)).json()) as { workers: { healthy: boolean; cache_truth?: { canary: unknown }[] }[] };
-      if (workers.length === 4 && workers.every((w) => w.healthy && (c.router.length > 0 || (w.cache_truth ?? []).some((r) => r.canary !== null)))) break;
+      const { workers } = (await (await fetch(`${url}/v1/workers`)).json()) as {
+        workers: { healthy: boolean; cache_truth?: { canary: unknown }[] }[];
+      };
+      if (
+        workers.length === 4 &&
+        workers.every(
+          (w) =>
+            w.healthy &&
+            (c.router.length > 0 || (w.cache_truth ?? []).some((r) => r.canary !== null)),
+        )
+      )
+        break;
       await Bun.sleep(50);
     }
     const workerOf = new Map<string, number>();
-    const { workers } = (await (await fetch(`${url}/v1/workers`)).json()) as { workers: { id: string; url: string }[] };
-    for (const w of workers) workerOf.set(w.id, engines.findIndex((e) => String(e.info.url) === w.url));
+    const { workers } = (await (await fetch(`${url}/v1/workers`)).json()) as {
+      workers: { id: string; url: string }[];
+    };
+    for (const w of workers)
+      workerOf.set(
+        w.id,
+        engines.findIndex((e) => String(e.info.url) === w.url),
+      );
     const ttft: { ms: number; engine: number }[] = [];
     let next = 0;
     await Promise.all(
@@ -107,7 +153,11 @@ async function runConfig(c: Config, prompts: number[][]): Promise<Figures> {
         while (next < prompts.length) {
           const prompt = prompts[next++]!;
           const t0 = performance.now();
-          const res = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt, max_tokens: 16, stream: true }) });
+          const res = await fetch(`${url}/v1/completions`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ prompt, max_tokens: 16, stream: true }),
+          });
           const reader = res.body!.getReader();
           let first: number | undefined;
           for (;;) {
@@ -116,13 +166,21 @@ async function runConfig(c: Config, prompts: number[][]): Promise<Figures> {
             first ??= performance.now() - t0;
           }
           if (res.status !== 200 || first === undefined) throw new Error(`HTTP ${res.status}`);
-          ttft.push({ ms: first, engine: workerOf.get(res.headers.get("x-switchyard-worker") ?? "") ?? -1 });
+          ttft.push({
+            ms: first,
+            engine: workerOf.get(res.headers.get("x-switchyard-worker") ?? "") ?? -1,
+          });
         }
       }),
     );
     const all = ttft.map((t) => t.ms);
     const healthy = ttft.filter((t) => t.engine !== 0).map((t) => t.ms);
-    return { p50: pct(all, 50), p90: pct(all, 90), healthyP90: pct(healthy, 90), served: [0, 1, 2, 3].map((e) => ttft.filter((t) => t.engine === e).length) };
+    return {
+      p50: pct(all, 50),
+      p90: pct(all, 90),
+      healthyP90: pct(healthy, 90),
+      served: [0, 1, 2, 3].map((e) => ttft.filter((t) => t.engine === e).length),
+    };
   } finally {
     await stopAll(procs);
   }
@@ -136,11 +194,19 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const i of order) results[i]!.push(await runConfig(CONFIGS[i]!, prompts));
 }
 const med = (xs: number[]) => pct(xs, 50);
-console.log(`${REQUESTS} requests, ${GROUPS} prefix groups (${PREFIX} + ${SUFFIX} tokens, 16 out), ${CONCURRENCY} at a time, engine 0 faulty (--fault-hash-seed 99) where it says fault; medians of ${ROUNDS} rounds`);
-console.log("| configuration | TTFT p50 ms | TTFT p90 ms (each round) | p90 on engines 1-3 | share per engine 0 1 2 3 |\n|---|---:|---:|---:|---|");
+console.log(
+  `${REQUESTS} requests, ${GROUPS} prefix groups (${PREFIX} + ${SUFFIX} tokens, 16 out), ${CONCURRENCY} at a time, engine 0 faulty (--fault-hash-seed 99) where it says fault; medians of ${ROUNDS} rounds`,
+);
+console.log(
+  "| configuration | TTFT p50 ms | TTFT p90 ms (each round) | p90 on engines 1-3 | share per engine 0 1 2 3 |\n|---|---:|---:|---:|---|",
+);
 CONFIGS.forEach((c, i) => {
   const r = results[i]!;
   const total = r.reduce((n, f) => n + f.served.reduce((a, b) => a + b, 0), 0);
-  const share = [0, 1, 2, 3].map((e) => `${Math.round((100 * r.reduce((n, f) => n + f.served[e]!, 0)) / total)}%`).join(" ");
-  console.log(`| ${c.name} | ${med(r.map((f) => f.p50)).toFixed(0)} | ${med(r.map((f) => f.p90)).toFixed(0)} (${r.map((f) => f.p90.toFixed(0)).join(", ")}) | ${med(r.map((f) => f.healthyP90)).toFixed(0)} | ${share} |`);
+  const share = [0, 1, 2, 3]
+    .map((e) => `${Math.round((100 * r.reduce((n, f) => n + f.served[e]!, 0)) / total)}%`)
+    .join(" ");
+  console.log(
+    `| ${c.name} | ${med(r.map((f) => f.p50)).toFixed(0)} | ${med(r.map((f) => f.p90)).toFixed(0)} (${r.map((f) => f.p90.toFixed(0)).join(", ")}) | ${med(r.map((f) => f.healthyP90)).toFixed(0)} | ${share} |`,
+  );
 });

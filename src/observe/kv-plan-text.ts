@@ -14,7 +14,10 @@ export interface KvPlanView {
 }
 
 export function kvPlanText(p: KvPlanView, observedTtftMs = p.observedTtftMs): string {
-  const what = p.kind === "pull" && p.from !== undefined ? `${p.blocks} blocks pulled from worker ${p.from.workerId} rank ${p.from.dpRank}` : `${p.blocks} blocks loaded from ${p.media.join(" and ")}`;
+  const what =
+    p.kind === "pull" && p.from !== undefined
+      ? `${p.blocks} blocks pulled from worker ${p.from.workerId} rank ${p.from.dpRank}`
+      : `${p.blocks} blocks loaded from ${p.media.join(" and ")}`;
   const seen = observedTtftMs === undefined ? "" : `, observed ${Math.round(observedTtftMs)} ms`;
   return `${what}, predicted ${Math.round(p.predictedTtftMs)} ms${seen}`;
 }

@@ -135,13 +135,19 @@ export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
   const deadAfterMs = opts.deadAfterMs ?? 10_000;
   const maxBatchEvents = opts.maxBatchEvents ?? MAX_REPLICA_BATCH_EVENTS;
   if (routerId !== tracker.routerId) {
-    throw new Error(`load sync router id ${routerId} differs from the tracker's (${tracker.routerId}); build the tracker with { routerId }`);
+    throw new Error(
+      `load sync router id ${routerId} differs from the tracker's (${tracker.routerId}); build the tracker with { routerId }`,
+    );
   }
   if (!(heartbeatMs > 0) || !(deadAfterMs >= 2 * heartbeatMs)) {
-    throw new Error(`load sync needs heartbeatMs > 0 and deadAfterMs >= 2 × heartbeatMs (got ${heartbeatMs}, ${deadAfterMs})`);
+    throw new Error(
+      `load sync needs heartbeatMs > 0 and deadAfterMs >= 2 × heartbeatMs (got ${heartbeatMs}, ${deadAfterMs})`,
+    );
   }
   if (!(maxBatchEvents >= 1 && maxBatchEvents <= MAX_REPLICA_BATCH_EVENTS)) {
-    throw new Error(`load sync maxBatchEvents must be 1–${MAX_REPLICA_BATCH_EVENTS}, got ${maxBatchEvents}`);
+    throw new Error(
+      `load sync maxBatchEvents must be 1–${MAX_REPLICA_BATCH_EVENTS}, got ${maxBatchEvents}`,
+    );
   }
 
   const transport: SyncTransport = await openSyncTransport({
@@ -185,13 +191,20 @@ class RunningLoadSync implements LoadSync {
   #timer: ReturnType<typeof setInterval> | undefined;
   #stopped: Promise<void> | undefined;
 
-  constructor(opts: LoadSyncOptions, transport: SyncTransport, t: { heartbeatMs: number; deadAfterMs: number; maxBatchEvents: number }) {
+  constructor(
+    opts: LoadSyncOptions,
+    transport: SyncTransport,
+    t: { heartbeatMs: number; deadAfterMs: number; maxBatchEvents: number },
+  ) {
     const { tracker, routerId } = opts;
     this.#o = opts;
     this.#transport = transport;
     this.#heartbeatMs = t.heartbeatMs;
     this.#deadAfterMs = t.deadAfterMs;
-    this.#peers = new PeerTable(tracker, { deadAfterMs: t.deadAfterMs, resyncRetryMs: t.heartbeatMs });
+    this.#peers = new PeerTable(tracker, {
+      deadAfterMs: t.deadAfterMs,
+      resyncRetryMs: t.heartbeatMs,
+    });
     this.#outbox = new Outbox({
       origin: { routerId, epoch: randomEpoch() },
       publish: (payload) => transport.publish(payload),
@@ -221,7 +234,9 @@ class RunningLoadSync implements LoadSync {
     const log = this.#o.log;
     if (error !== undefined && this.#publishing) {
       this.#publishing = false;
-      log?.warn("load sync: cannot publish to Redis; dropping load events until it is back", { error: String(error) });
+      log?.warn("load sync: cannot publish to Redis; dropping load events until it is back", {
+        error: String(error),
+      });
     } else if (error === undefined && !this.#publishing) {
       this.#publishing = true;
       log?.info("load sync: publishing to Redis again");
@@ -259,7 +274,10 @@ class RunningLoadSync implements LoadSync {
     // Announce ourselves at once: peers that see seq 0 know they have our whole history.
     this.#outbox.heartbeat();
     this.#wasReceiving = this.#transport.receiving;
-    if (!this.#wasReceiving) this.#o.log?.warn("load sync: Redis is not reachable yet; retrying in the background", { url: this.#o.url });
+    if (!this.#wasReceiving)
+      this.#o.log?.warn("load sync: Redis is not reachable yet; retrying in the background", {
+        url: this.#o.url,
+      });
     this.#timer = setInterval(() => this.#tick(), this.#heartbeatMs);
   }
 
@@ -272,9 +290,12 @@ class RunningLoadSync implements LoadSync {
       this.#outbox.heartbeat();
       const freedBefore = peers.counters.expiredRequests;
       for (const id of peers.expireSilent(t)) {
-        log?.warn(`load sync: router ${id} silent for over ${this.#deadAfterMs} ms; its requests were freed here`, {
-          freed: peers.counters.expiredRequests - freedBefore,
-        });
+        log?.warn(
+          `load sync: router ${id} silent for over ${this.#deadAfterMs} ms; its requests were freed here`,
+          {
+            freed: peers.counters.expiredRequests - freedBefore,
+          },
+        );
       }
       for (const target of peers.resyncDue(t)) this.#outbox.resync(target);
       if (this.#ticks % PRUNE_EVERY_TICKS === 0) {
@@ -284,7 +305,10 @@ class RunningLoadSync implements LoadSync {
       if (this.#transport.receiving !== this.#wasReceiving) {
         this.#wasReceiving = this.#transport.receiving;
         if (this.#wasReceiving) log?.info("load sync: receiving from Redis again");
-        else log?.warn("load sync: lost the Redis subscription; peers' load goes stale until it is back");
+        else
+          log?.warn(
+            "load sync: lost the Redis subscription; peers' load goes stale until it is back",
+          );
       }
     } catch (e) {
       log?.warn("load sync: heartbeat tick failed", { error: String(e) });

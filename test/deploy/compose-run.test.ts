@@ -30,9 +30,17 @@ import { ensureTestBases, runWithDeadline } from "./test-bases.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const FORCE = process.env.SWITCHYARD_IMAGE_TEST;
-const podmanHasCompose = Bun.which("podman") !== null && Bun.spawnSync({ cmd: ["podman", "compose", "version"], stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+const podmanHasCompose =
+  Bun.which("podman") !== null &&
+  Bun.spawnSync({ cmd: ["podman", "compose", "version"], stdout: "ignore", stderr: "ignore" })
+    .exitCode === 0;
 const COMPOSE = podmanHasCompose ? ["podman", "compose"] : ["podman-compose"];
-const missing = ["podman", "runc", "mmdebstrap", ...(podmanHasCompose ? [] : ["podman-compose"])].filter((t) => Bun.which(t) === null);
+const missing = [
+  "podman",
+  "runc",
+  "mmdebstrap",
+  ...(podmanHasCompose ? [] : ["podman-compose"]),
+].filter((t) => Bun.which(t) === null);
 const skipReason =
   FORCE === "0"
     ? "SWITCHYARD_IMAGE_TEST=0 (.ci/run sets it when the last commit changed no image input, or when not root; its log says which)"
@@ -82,7 +90,8 @@ async function podman(args: readonly string[], deadlineMs = 60_000) {
 
 async function podmanOk(args: readonly string[], deadlineMs?: number): Promise<string> {
   const r = await podman(args, deadlineMs);
-  if (r.code !== 0) throw new Error(redact(`podman ${args.join(" ")} exited ${r.code}\n${r.err}${r.out}`));
+  if (r.code !== 0)
+    throw new Error(redact(`podman ${args.join(" ")} exited ${r.code}\n${r.err}${r.out}`));
   return r.out.trim();
 }
 
@@ -97,20 +106,34 @@ function composeArgs(sub: "up" | "down"): string[] {
 
 async function compose(sub: "up" | "down"): Promise<void> {
   const r = await runWithDeadline([...COMPOSE, ...composeArgs(sub)], env, 5 * 60_000);
-  if (r.code !== 0) throw new Error(redact(`${COMPOSE.join(" ")} ${sub} exited ${r.code}\n${r.err.slice(-4000)}${r.out.slice(-4000)}`));
+  if (r.code !== 0)
+    throw new Error(
+      redact(
+        `${COMPOSE.join(" ")} ${sub} exited ${r.code}\n${r.err.slice(-4000)}${r.out.slice(-4000)}`,
+      ),
+    );
 }
 
 /** This project's containers (every state), by name. */
 async function projectContainers(): Promise<string[]> {
-  const out = await podmanOk(["ps", "-a", "--filter", `label=io.podman.compose.project=${PROJECT}`, "--format", "{{.Names}}"]);
+  const out = await podmanOk([
+    "ps",
+    "-a",
+    "--filter",
+    `label=io.podman.compose.project=${PROJECT}`,
+    "--format",
+    "{{.Names}}",
+  ]);
   return out.split("\n").filter((n) => n !== "");
 }
 
 async function logsOf(names: readonly string[]): Promise<string> {
-  const parts = await Promise.all(names.map(async (n) => {
-    const r = await podman(["logs", "--tail", "40", n], 10_000);
-    return `--- ${n}\n${r.out}${r.err}`;
-  }));
+  const parts = await Promise.all(
+    names.map(async (n) => {
+      const r = await podman(["logs", "--tail", "40", n], 10_000);
+      return `--- ${n}\n${r.out}${r.err}`;
+    }),
+  );
   return redact(parts.join("\n"));
 }
 
@@ -134,54 +157,104 @@ describe.skipIf(skipReason !== undefined)("deploy/compose in podman", () => {
     "the router/engine image and a Debian-made Redis image are built",
     async () => {
       const bases = await ensureTestBases(env);
-      if (bases.madeS !== undefined) console.log(`[deploy/compose-run] bases made in ${bases.madeS.toFixed(0)} s`);
+      if (bases.madeS !== undefined)
+        console.log(`[deploy/compose-run] bases made in ${bases.madeS.toFixed(0)} s`);
       const t0 = performance.now();
       await podmanOk(
         [
-          "build", "--isolation", "chroot", "--layers=false",
-          "--build-arg", `BUILD_BASE=${bases.build}`, "--build-arg", `RUNTIME_BASE=${bases.runtime}`,
-          "-t", IMAGE, ".",
+          "build",
+          "--isolation",
+          "chroot",
+          "--layers=false",
+          "--build-arg",
+          `BUILD_BASE=${bases.build}`,
+          "--build-arg",
+          `RUNTIME_BASE=${bases.runtime}`,
+          "-t",
+          IMAGE,
+          ".",
         ],
         BUILD_DEADLINE_MS,
       );
       // Redis keyed by its Containerfile and the base, kept between runs like the bases.
       const redisFile = join(ROOT, "deploy/image/redis-debian.Containerfile");
-      const redisKey = createHash("sha256").update(readFileSync(redisFile)).update(bases.key).digest("hex").slice(0, 12);
+      const redisKey = createHash("sha256")
+        .update(readFileSync(redisFile))
+        .update(bases.key)
+        .digest("hex")
+        .slice(0, 12);
       const redisImage = `localhost/switchyard-test-base/redis:${redisKey}`;
       if ((await podman(["image", "exists", redisImage])).code !== 0) {
         await podmanOk(
-          ["build", "--isolation", "chroot", "--layers=false", "--build-arg", `BASE=${bases.runtime}`, "-f", redisFile, "-t", redisImage, join(ROOT, "deploy/image")],
+          [
+            "build",
+            "--isolation",
+            "chroot",
+            "--layers=false",
+            "--build-arg",
+            `BASE=${bases.runtime}`,
+            "-f",
+            redisFile,
+            "-t",
+            redisImage,
+            join(ROOT, "deploy/image"),
+          ],
           BUILD_DEADLINE_MS,
         );
       }
       env.REDIS_IMAGE = redisImage;
-      console.log(`[deploy/compose-run] images built in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+      console.log(
+        `[deploy/compose-run] images built in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+      );
       state.built = true;
     },
     BUILD_DEADLINE_MS + 11 * 60_000,
   );
 
-  test("the page's compose line brings up a router, three engines and Redis, each in its own container", async () => {
-    expect(state.built).toBe(true);
-    expect(secretNames.sort()).toEqual(["REDIS_PASSWORD", "SWITCHYARD_ADMIN_TOKEN", "SWITCHYARD_EVENTS_TOKEN"]);
-    await compose("up");
-    state.up = true;
-    const names = await projectContainers();
-    const services = ["router", "engine-1", "engine-2", "engine-3", "redis"];
-    try {
-      for (const s of services) expect(names.some((n) => n.includes(s))).toBe(true);
-      await until(async () => {
-        const r = await fetch(`http://127.0.0.1:${routerPort}/health`).catch(() => undefined);
-        return r !== undefined && r.status === 200 && ((await r.json()) as { healthy_workers?: number }).healthy_workers === 3;
-      }, "the router's /health with its 3 engines healthy", 90_000, 250);
-      // Five containers, all still running: the engines are not in the router's container.
-      const running = await podmanOk(["ps", "--filter", `label=io.podman.compose.project=${PROJECT}`, "--format", "{{.Names}}"]);
-      expect(running.split("\n").filter((n) => n !== "").length).toBe(5);
-    } catch (e) {
-      console.error(await logsOf(names));
-      throw e;
-    }
-  }, 6 * 60_000);
+  test(
+    "the page's compose line brings up a router, three engines and Redis, each in its own container",
+    async () => {
+      expect(state.built).toBe(true);
+      expect(secretNames.sort()).toEqual([
+        "REDIS_PASSWORD",
+        "SWITCHYARD_ADMIN_TOKEN",
+        "SWITCHYARD_EVENTS_TOKEN",
+      ]);
+      await compose("up");
+      state.up = true;
+      const names = await projectContainers();
+      const services = ["router", "engine-1", "engine-2", "engine-3", "redis"];
+      try {
+        for (const s of services) expect(names.some((n) => n.includes(s))).toBe(true);
+        await until(
+          async () => {
+            const r = await fetch(`http://127.0.0.1:${routerPort}/health`).catch(() => undefined);
+            return (
+              r !== undefined &&
+              r.status === 200 &&
+              ((await r.json()) as { healthy_workers?: number }).healthy_workers === 3
+            );
+          },
+          "the router's /health with its 3 engines healthy",
+          90_000,
+          250,
+        );
+        // Five containers, all still running: the engines are not in the router's container.
+        const running = await podmanOk([
+          "ps",
+          "--filter",
+          `label=io.podman.compose.project=${PROJECT}`,
+          "--format",
+          "{{.Names}}",
+        ]);
+        expect(running.split("\n").filter((n) => n !== "").length).toBe(5);
+      } catch (e) {
+        console.error(await logsOf(names));
+        throw e;
+      }
+    },
+    6 * 60_000,
+  );
 
   test("a completion routes with overlap on its second turn; no event push was refused", async () => {
     expect(state.up).toBe(true);
@@ -192,8 +265,11 @@ describe.skipIf(skipReason !== undefined)("deploy/compose in podman", () => {
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ prompt, max_tokens: 8 }),
       });
-    const workerIds = (Bun.YAML.parse(readFileSync(join(ROOT, "deploy/compose/workers.yaml"), "utf8")) as { workers: { id: number }[] })
-      .workers.map((w) => String(w.id));
+    const workerIds = (
+      Bun.YAML.parse(readFileSync(join(ROOT, "deploy/compose/workers.yaml"), "utf8")) as {
+        workers: { id: number }[];
+      }
+    ).workers.map((w) => String(w.id));
     try {
       const prefix = "You are a helpful assistant in a compose project. ".repeat(8);
       const first = await complete(`${prefix}Tell me about KV caches.`);
@@ -205,9 +281,19 @@ describe.skipIf(skipReason !== undefined)("deploy/compose in podman", () => {
       // The engine's stored-block events travel from its container to the router's: the
       // second turn, same prefix, goes to the same engine with its cached blocks counted.
       // Polled: an engine pushes its events a moment after it answers.
-      const metrics = async () => (await (await fetch(`${base}/metrics`)).text());
-      const stored = (m: string) => Number(/^switchyard_kv_events_applied_total\{event_type="stored",status="ok"\} (\d+)/m.exec(m)?.[1] ?? 0);
-      await until(async () => stored(await metrics()) > 0, "the engine's stored events applied by the router", 30_000, 100);
+      const metrics = async () => await (await fetch(`${base}/metrics`)).text();
+      const stored = (m: string) =>
+        Number(
+          /^switchyard_kv_events_applied_total\{event_type="stored",status="ok"\} (\d+)/m.exec(
+            m,
+          )?.[1] ?? 0,
+        );
+      await until(
+        async () => stored(await metrics()) > 0,
+        "the engine's stored events applied by the router",
+        30_000,
+        100,
+      );
       const second = await complete(`${prefix}And about routers?`);
       expect(second.status).toBe(200);
       expect(second.headers.get("x-switchyard-worker")).toBe(w1);
@@ -215,7 +301,9 @@ describe.skipIf(skipReason !== undefined)("deploy/compose in podman", () => {
       await second.arrayBuffer();
 
       const m = await metrics();
-      const refused = [...m.matchAll(/^switchyard_kv_event_pushes_refused_total\{reason="([a-z_]+)"\} (\S+)$/gm)];
+      const refused = [
+        ...m.matchAll(/^switchyard_kv_event_pushes_refused_total\{reason="([a-z_]+)"\} (\S+)$/gm),
+      ];
       expect(refused.map((r) => r[1]).sort()).toEqual(["forbidden", "invalid", "missing"]);
       for (const r of refused) expect(`${r[1]}=${r[2]}`).toBe(`${r[1]}=0`);
       // Every pushed event named a worker the router knows (the ids workers.yaml pairs).

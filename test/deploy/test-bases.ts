@@ -22,7 +22,11 @@ export function testBaseTags(): TestBases {
     .update(Bun.version)
     .digest("hex")
     .slice(0, 12);
-  return { runtime: `localhost/switchyard-test-base/runtime:${key}`, build: `localhost/switchyard-test-base/build:${key}`, key };
+  return {
+    runtime: `localhost/switchyard-test-base/runtime:${key}`,
+    build: `localhost/switchyard-test-base/build:${key}`,
+    key,
+  };
 }
 
 /** Run a command with a deadline (SIGKILL at it); never hangs the suite. */
@@ -33,23 +37,45 @@ export async function runWithDeadline(
 ): Promise<{ code: number; out: string; err: string }> {
   let proc;
   try {
-    proc = Bun.spawn({ cmd: [...cmd], env, cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    proc = Bun.spawn({
+      cmd: [...cmd],
+      env,
+      cwd: ROOT,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
   } catch (e) {
     return { code: 127, out: "", err: `${cmd[0]}: ${(e as Error).message}` }; // not installed
   }
   const timer = setTimeout(() => proc.kill("SIGKILL"), deadlineMs);
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   clearTimeout(timer);
   return { code, out, err };
 }
 
 /** Make both bases unless podman already has them (debian-bases.sh: mmdebstrap, minutes). */
-export async function ensureTestBases(env: Record<string, string | undefined>): Promise<TestBases & { madeS?: number }> {
+export async function ensureTestBases(
+  env: Record<string, string | undefined>,
+): Promise<TestBases & { madeS?: number }> {
   const bases = testBaseTags();
-  const have = await Promise.all([bases.runtime, bases.build].map((t) => runWithDeadline(["podman", "image", "exists", t], env, 60_000)));
+  const have = await Promise.all(
+    [bases.runtime, bases.build].map((t) =>
+      runWithDeadline(["podman", "image", "exists", t], env, 60_000),
+    ),
+  );
   if (have.every((r) => r.code === 0)) return bases;
   const t0 = performance.now();
-  const r = await runWithDeadline(["bash", join(ROOT, "deploy/image/debian-bases.sh"), bases.runtime, bases.build], env, 10 * 60_000);
-  if (r.code !== 0) throw new Error(`debian-bases.sh exited ${r.code}\n${r.err.slice(-4000)}${r.out.slice(-2000)}`);
+  const r = await runWithDeadline(
+    ["bash", join(ROOT, "deploy/image/debian-bases.sh"), bases.runtime, bases.build],
+    env,
+    10 * 60_000,
+  );
+  if (r.code !== 0)
+    throw new Error(`debian-bases.sh exited ${r.code}\n${r.err.slice(-4000)}${r.out.slice(-2000)}`);
   return { ...bases, madeS: (performance.now() - t0) / 1000 };
 }

@@ -33,9 +33,13 @@ function pythonOpenai(): { python: string } | { missing: string } {
   };
   const venv = join(dir, "venv");
   const made = sh(["python3", "-m", "venv", venv]);
-  if (made.code !== 0) return { missing: `python3 -m venv failed: ${made.out.trim().split("\n").pop()}` };
+  if (made.code !== 0)
+    return { missing: `python3 -m venv failed: ${made.out.trim().split("\n").pop()}` };
   const pip = sh([join(venv, "bin/pip"), "install", "--retries", "0", "--timeout", "2", "openai"]);
-  if (pip.code !== 0) return { missing: `pip install openai failed (no wheel index?): ${pip.out.trim().split("\n").pop()}` };
+  if (pip.code !== 0)
+    return {
+      missing: `pip install openai failed (no wheel index?): ${pip.out.trim().split("\n").pop()}`,
+    };
   return { python: join(venv, "bin/python") };
 }
 const py = pythonOpenai();
@@ -48,11 +52,54 @@ beforeAll(async () => {
   checked = `http://127.0.0.1:${onPort}`;
   unchecked = `http://127.0.0.1:${offPort}`;
   // Each engine pushes its KV events to its router, so the checked router's predictions are true.
-  const engine = (router: string) => startMain(["mocker", "--port", "0", "--block-size", "16", "--seed", "7", "--speedup", "20", "--tokenizer", QWEN, "--model", MODEL, "--router-url", router, "--event-batch-ms", "2"], STARTUP_MS);
+  const engine = (router: string) =>
+    startMain(
+      [
+        "mocker",
+        "--port",
+        "0",
+        "--block-size",
+        "16",
+        "--seed",
+        "7",
+        "--speedup",
+        "20",
+        "--tokenizer",
+        QWEN,
+        "--model",
+        MODEL,
+        "--router-url",
+        router,
+        "--event-batch-ms",
+        "2",
+      ],
+      STARTUP_MS,
+    );
   const [a, b] = await Promise.all([engine(checked), engine(unchecked)]);
   procs.push(a, b);
-  const serve = (port: number, e: Proc, extra: string[]) => startMain(["serve", "--port", String(port), "--host", "127.0.0.1", "--block-size", "16", "--health-interval", "30", "--tokenizer", `${MODEL}=${QWEN}`, "--worker", String(e.info.url), ...extra], STARTUP_MS);
-  procs.push(...(await Promise.all([serve(onPort, a, []), serve(offPort, b, ["--cache-check=false"])])));
+  const serve = (port: number, e: Proc, extra: string[]) =>
+    startMain(
+      [
+        "serve",
+        "--port",
+        String(port),
+        "--host",
+        "127.0.0.1",
+        "--block-size",
+        "16",
+        "--health-interval",
+        "30",
+        "--tokenizer",
+        `${MODEL}=${QWEN}`,
+        "--worker",
+        String(e.info.url),
+        ...extra,
+      ],
+      STARTUP_MS,
+    );
+  procs.push(
+    ...(await Promise.all([serve(onPort, a, []), serve(offPort, b, ["--cache-check=false"])])),
+  );
 });
 
 afterAll(async () => {
@@ -63,9 +110,14 @@ afterAll(async () => {
 /** Runs a client script; its JSON line. */
 async function client(cmd: string[]): Promise<{ client: string; raw: string; chunks: unknown[] }> {
   const p = Bun.spawn({ cmd, cwd: ROOT, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(p.stdout).text(),
+    new Response(p.stderr).text(),
+    p.exited,
+  ]);
   const line = out.split("\n").find((l) => l.startsWith("{"));
-  if (code !== 0 || line === undefined) throw new Error(`${cmd.join(" ")}: exit ${code}\n${out}\n${err}`);
+  if (code !== 0 || line === undefined)
+    throw new Error(`${cmd.join(" ")}: exit ${code}\n${out}\n${err}`);
   return JSON.parse(line) as { client: string; raw: string; chunks: unknown[] };
 }
 
@@ -76,8 +128,13 @@ function sameAside(text: string): string {
 
 /** Answers the router with the check has checked (its /v1/workers). */
 async function answersChecked(): Promise<number> {
-  const { workers } = (await (await fetch(`${checked}/v1/workers`)).json()) as { workers: { cache_truth?: { answers_checked: number }[] }[] };
-  return workers.reduce((n, w) => n + (w.cache_truth ?? []).reduce((m, s) => m + s.answers_checked, 0), 0);
+  const { workers } = (await (await fetch(`${checked}/v1/workers`)).json()) as {
+    workers: { cache_truth?: { answers_checked: number }[] }[];
+  };
+  return workers.reduce(
+    (n, w) => n + (w.cache_truth ?? []).reduce((m, s) => m + s.answers_checked, 0),
+    0,
+  );
 }
 
 const CASES = [
@@ -88,11 +145,16 @@ const CASES = [
 ] as const;
 
 /** Each case streamed twice through both routers by one client (`run`): the same bytes, the same chunks. */
-async function sameThroughBoth(run: (base: string, kind: string, usage: boolean, prompt: string) => string[], prefix: string): Promise<number> {
+async function sameThroughBoth(
+  run: (base: string, kind: string, usage: boolean, prompt: string) => string[],
+  prefix: string,
+): Promise<number> {
   let n = 0;
   for (const c of CASES) {
     // A prompt long enough for cached blocks, asked twice: the second answer has a cache hit to check.
-    const prompt = `${prefix} ${c.kind} ${c.usage} `.repeat(12) + "a shared prefix long enough for a few blocks of sixteen tokens";
+    const prompt =
+      `${prefix} ${c.kind} ${c.usage} `.repeat(12) +
+      "a shared prefix long enough for a few blocks of sixteen tokens";
     const before = await answersChecked();
     for (let round = 0; round < 2; round++) {
       const on = await client(run(`${checked}/v1`, c.kind, c.usage, prompt));
@@ -107,20 +169,40 @@ async function sameThroughBoth(run: (base: string, kind: string, usage: boolean,
     }
     // The router with the check read the second answer's usage and its cache hit (so it did ask
     // for usage where the client did not); the first, with no hit, says nothing to check.
-    await until(async () => (await answersChecked()) > before, `the answers of ${c.kind} (include_usage ${c.usage}) to be checked`, 5000);
+    await until(
+      async () => (await answersChecked()) > before,
+      `the answers of ${c.kind} (include_usage ${c.usage}) to be checked`,
+      5000,
+    );
   }
   return n;
 }
 
 describe("the openai clients see the same stream with and without the injected include_usage", () => {
-  test.skipIf(node === null)(`npm openai under Node: same raw bytes, same chunks${node === null ? " (skipped: no node)" : ""}`, async () => {
-    const script = join(CLIENTS, "stream-bytes.mjs");
-    expect(await sameThroughBoth((base, kind, usage, prompt) => [node!, script, base, MODEL, kind, String(usage), prompt], "npm openai")).toBe(CASES.length * 2);
-  });
+  test.skipIf(node === null)(
+    `npm openai under Node: same raw bytes, same chunks${node === null ? " (skipped: no node)" : ""}`,
+    async () => {
+      const script = join(CLIENTS, "stream-bytes.mjs");
+      expect(
+        await sameThroughBoth(
+          (base, kind, usage, prompt) => [node!, script, base, MODEL, kind, String(usage), prompt],
+          "npm openai",
+        ),
+      ).toBe(CASES.length * 2);
+    },
+  );
 
-  test.skipIf("missing" in py)(`Python's openai: same raw bytes, same chunks${"missing" in py ? ` (skipped: ${py.missing})` : ""}`, async () => {
-    const python = (py as { python: string }).python;
-    const script = join(CLIENTS, "stream_bytes.py");
-    expect(await sameThroughBoth((base, kind, usage, prompt) => [python, script, base, MODEL, kind, String(usage), prompt], "python openai")).toBe(CASES.length * 2);
-  });
+  test.skipIf("missing" in py)(
+    `Python's openai: same raw bytes, same chunks${"missing" in py ? ` (skipped: ${py.missing})` : ""}`,
+    async () => {
+      const python = (py as { python: string }).python;
+      const script = join(CLIENTS, "stream_bytes.py");
+      expect(
+        await sameThroughBoth(
+          (base, kind, usage, prompt) => [python, script, base, MODEL, kind, String(usage), prompt],
+          "python openai",
+        ),
+      ).toBe(CASES.length * 2);
+    },
+  );
 });

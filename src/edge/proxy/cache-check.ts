@@ -6,7 +6,14 @@
 import type { DpRank, WorkerId } from "../../core/ids.ts";
 import type { RouteDecision } from "../../router/index.ts";
 import type { AnswerInput } from "../../fleet/cache-truth/tracker.ts";
-import { prepareBody, tappedReader, UsageTap, type ParsedStreamOptions, type PreparedBody, type TapReader } from "./usage-injection.ts";
+import {
+  prepareBody,
+  tappedReader,
+  UsageTap,
+  type ParsedStreamOptions,
+  type PreparedBody,
+  type TapReader,
+} from "./usage-injection.ts";
 
 /** What the proxy needs of the tracker. */
 export interface CacheCheck {
@@ -17,7 +24,12 @@ export interface CacheCheck {
 }
 
 /** The body for the engine: usage asked for where it can be; undefined: this request is not checked. */
-export function checkedBody(body: Uint8Array, stream: boolean, skip: boolean, streamOptions?: ParsedStreamOptions): PreparedBody | undefined {
+export function checkedBody(
+  body: Uint8Array,
+  stream: boolean,
+  skip: boolean,
+  streamOptions?: ParsedStreamOptions,
+): PreparedBody | undefined {
   if (skip) return undefined;
   const p = prepareBody(body, stream, streamOptions);
   return p.checked ? p : undefined;
@@ -51,7 +63,8 @@ export function watchAnswer(
       predictedBlocks: facts.indexBlocks,
       inFlightBlocks: facts.inFlightBlocks,
       routedBlocks: facts.routedBlocks,
-      indexBlocksNow: () => check.indexedBlocks(hashes, decision.worker.workerId, decision.worker.dpRank),
+      indexBlocksNow: () =>
+        check.indexedBlocks(hashes, decision.worker.workerId, decision.worker.dpRank),
       blockSize: check.blockSize,
       promptTokens: u.promptTokens,
       cachedTokens: u.cachedTokens,

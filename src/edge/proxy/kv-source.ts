@@ -46,20 +46,34 @@ export function kvRequestIdOf(requestId: string, attempt: number): string {
  * header set and the body's JSON object given `kv_transfer_params.remote_kv_source`; without,
  * the header dropped and the body as it was. Returns whether the source was named.
  */
-export function withKvSource(body: Uint8Array, headers: Record<string, string>, source: KvSource | undefined): { body: Uint8Array; named: boolean } {
-  for (const name of Object.keys(headers)) if (name.toLowerCase() === HEADER_KV_SOURCE) delete headers[name];
+export function withKvSource(
+  body: Uint8Array,
+  headers: Record<string, string>,
+  source: KvSource | undefined,
+): { body: Uint8Array; named: boolean } {
+  for (const name of Object.keys(headers))
+    if (name.toLowerCase() === HEADER_KV_SOURCE) delete headers[name];
   if (source === undefined) return { body, named: false };
   const hp = hostPortOf(source.url);
   const open = firstBrace(body);
-  if (hp === undefined || open < 0 || contains(body, KV_TRANSFER_PARAMS)) return { body, named: false };
-  const field = JSON.stringify({ remote_kv_source: { kv_request_id: source.kvRequestId, remote_host: hp.host, remote_port: hp.port } });
+  if (hp === undefined || open < 0 || contains(body, KV_TRANSFER_PARAMS))
+    return { body, named: false };
+  const field = JSON.stringify({
+    remote_kv_source: {
+      kv_request_id: source.kvRequestId,
+      remote_host: hp.host,
+      remote_port: hp.port,
+    },
+  });
   // Spliced in after the object's opening brace: the client's bytes stay as they were.
   const rest = body.subarray(open + 1);
   const head = encoder.encode(`{"kv_transfer_params":${field}${emptyObject(rest) ? "" : ","}`);
   const out = new Uint8Array(head.length + rest.length);
   out.set(head);
   out.set(rest, head.length);
-  headers[HEADER_KV_SOURCE] = hp.host.includes(":") ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`;
+  headers[HEADER_KV_SOURCE] = hp.host.includes(":")
+    ? `[${hp.host}]:${hp.port}`
+    : `${hp.host}:${hp.port}`;
   return { body: out, named: true };
 }
 

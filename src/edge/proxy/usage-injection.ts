@@ -41,7 +41,11 @@ export interface ParsedStreamOptions {
  * The body to send upstream for a request with `stream` as given. `known`: the body's
  * `stream_options` as the route read it, when it did (then the body is not scanned for it).
  */
-export function prepareBody(body: Uint8Array, stream: boolean, known?: ParsedStreamOptions): PreparedBody {
+export function prepareBody(
+  body: Uint8Array,
+  stream: boolean,
+  known?: ParsedStreamOptions,
+): PreparedBody {
   if (!stream) return { body, strip: false, checked: true };
   if (known !== undefined ? known.value === undefined : indexOfBytes(body, STREAM_OPTIONS, 0) < 0) {
     // The common case: splice the option in after the opening brace, no parse, no re-encoding.
@@ -64,7 +68,8 @@ export function prepareBody(body: Uint8Array, stream: boolean, known?: ParsedStr
   } catch {
     return { body, strip: false, checked: false };
   }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return { body, strip: false, checked: false };
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+    return { body, strip: false, checked: false };
   const o = parsed as Record<string, unknown>;
   const so = o.stream_options;
   if (so !== null && typeof so === "object" && !Array.isArray(so)) {
@@ -149,7 +154,10 @@ export class UsageTap {
     const buf = this.#carry === undefined ? chunk : concat(this.#carry, chunk);
     const n = buf.length;
     // The common chunk ends on an event's end: no search for it, nothing held back.
-    const cut = n >= 2 && buf[n - 1] === 0x0a && buf[n - 2] === 0x0a ? n - 2 : findLast(buf, EVENT_END, n - 1);
+    const cut =
+      n >= 2 && buf[n - 1] === 0x0a && buf[n - 2] === 0x0a
+        ? n - 2
+        : findLast(buf, EVENT_END, n - 1);
     if (cut < 0) {
       if (buf.length > MAX_USAGE_EVENT_BYTES) {
         // Holding it would buffer an endless event in the router (the engine's socket is only
@@ -207,7 +215,8 @@ export class UsageTap {
     const tail = chunk.length > TAIL_BYTES ? chunk.subarray(chunk.length - TAIL_BYTES) : chunk;
     this.#tail.push(tail);
     this.#tailBytes += tail.length;
-    while (this.#tail.length > 1 && this.#tailBytes - this.#tail[0]!.length >= TAIL_BYTES) this.#tailBytes -= this.#tail.shift()!.length;
+    while (this.#tail.length > 1 && this.#tailBytes - this.#tail[0]!.length >= TAIL_BYTES)
+      this.#tailBytes -= this.#tail.shift()!.length;
   }
 }
 
@@ -217,7 +226,12 @@ const EMPTY = new Uint8Array(0);
  * An answer's reader through a tap: what it yields is what the client gets; `onEnd` runs once
  * with the usage when the engine's body ended (not when it broke or the client left).
  */
-export function tappedReader(first: Uint8Array | undefined, reader: TapReader, tap: UsageTap, onEnd: (u: ReportedUsage | undefined) => void): { first: Uint8Array | undefined; reader: TapReader } {
+export function tappedReader(
+  first: Uint8Array | undefined,
+  reader: TapReader,
+  tap: UsageTap,
+  onEnd: (u: ReportedUsage | undefined) => void,
+): { first: Uint8Array | undefined; reader: TapReader } {
   let ended = false;
   const end = (): Uint8Array => {
     const rest = tap.finish();
@@ -272,11 +286,20 @@ function usageIn(b: Uint8Array, from: number, to: number): ReportedUsage | undef
   if (at < from) return undefined;
   const promptTokens = numberAfter(b, K_PROMPT, at, to);
   if (promptTokens === undefined) return undefined;
-  return { promptTokens, cachedTokens: numberAfter(b, K_CACHED, at, to), completionTokens: numberAfter(b, K_COMPLETION, at, to) };
+  return {
+    promptTokens,
+    cachedTokens: numberAfter(b, K_CACHED, at, to),
+    completionTokens: numberAfter(b, K_COMPLETION, at, to),
+  };
 }
 
 /** The integer after the first `"name":` in `b[from, to)`. */
-function numberAfter(b: Uint8Array, name: Uint8Array, from: number, to: number): number | undefined {
+function numberAfter(
+  b: Uint8Array,
+  name: Uint8Array,
+  from: number,
+  to: number,
+): number | undefined {
   for (let k = find(b, name, from); k >= 0 && k < to; k = find(b, name, k + 1)) {
     let p = k + name.length;
     while (p < to && isSpace(b[p]!)) p++;

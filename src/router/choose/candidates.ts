@@ -26,7 +26,12 @@ import { listViewOf, overlapsByPosition } from "./list-view.ts";
 import type { KvPlan } from "../kv-plan/plan.ts";
 import type { Candidate, Endpoint, SchedulingContext } from "./types.ts";
 
-export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker, pool?: CandidatePool): Candidate[] {
+export function buildCandidates(
+  ctx: SchedulingContext,
+  endpoints: readonly Endpoint[],
+  tracker: LoadTracker,
+  pool?: CandidatePool,
+): Candidate[] {
   const { isl, seqHashes, overlaps, unseen: claimed } = ctx.request;
   const bs = ctx.blockSize;
   const ttft = ctx.ttft;
@@ -77,7 +82,10 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       uncachedTokens = seqs.newTokens(isl, credited);
       prefillTokens = seqs.newTokens(isl, overlapBlocks) + activePrefillTokens;
       decodeBlocks = n - heldHere + activeDecodeBlocks;
-      ttftTokens = msPerToken === undefined ? undefined : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
+      ttftTokens =
+        msPerToken === undefined
+          ? undefined
+          : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
       if (ttft !== undefined) stepMs = ttft.stepMsOf(seqs, e.key);
     }
     if (unseen > 0) {
@@ -86,15 +94,25 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       if (ttftTokens !== undefined) ttftTokens += unseen;
     }
     const tracked = seqs !== undefined;
-    let predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens + decodeWeight * stepMs;
+    let predictedTtftMs =
+      ttftTokens === undefined
+        ? undefined
+        : latencyMs + msPerToken! * ttftTokens + decodeWeight * stepMs;
     // Part of what it would compute may come faster from its own tiers or a peer (kv-plan/).
     let kvPlan: KvPlan | undefined;
     if (planner !== undefined && seqs !== undefined && ttftTokens !== undefined) {
-      kvPlan = planner.plan({ key: e.key, worker: e.worker, creditedBlocks: overlapBlocks, uncachedTokens, msPerToken: msPerToken! });
+      kvPlan = planner.plan({
+        key: e.key,
+        worker: e.worker,
+        creditedBlocks: overlapBlocks,
+        uncachedTokens,
+        msPerToken: msPerToken!,
+      });
       if (kvPlan !== undefined) {
         uncachedTokens -= kvPlan.tokens;
         ttftTokens -= kvPlan.tokens;
-        predictedTtftMs = latencyMs + msPerToken! * ttftTokens + decodeWeight * stepMs + kvPlan.transferMs;
+        predictedTtftMs =
+          latencyMs + msPerToken! * ttftTokens + decodeWeight * stepMs + kvPlan.transferMs;
         kvPlan.predictedTtftMs = predictedTtftMs;
       }
     }

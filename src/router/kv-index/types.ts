@@ -33,7 +33,12 @@ export interface KvIndex {
   /** Blocks held by one (worker, dp_rank). */
   workerSize(key: WorkerKey): number;
   /** Record the router's own decision (approximate mode); a no-op for the precise index. */
-  recordDecision(localHashes: BigUint64Array, seqHashes: BigUint64Array, target: WorkerWithDpRank, now: number): void;
+  recordDecision(
+    localHashes: BigUint64Array,
+    seqHashes: BigUint64Array,
+    target: WorkerWithDpRank,
+    now: number,
+  ): void;
   /** Expire/prune approximate entries whose TTL passed; a no-op for the precise index. */
   expire(now: number): void;
   /** Events applied so far, by type and status (a fresh copy). */

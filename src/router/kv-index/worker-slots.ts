@@ -100,7 +100,13 @@ export class WorkerSlots {
   /** The slot of (workerId, dpRank, medium), created when missing. */
   intern(workerId: WorkerId, dpRank: DpRank, medium: KvMedium = "gpu"): WorkerSlot {
     const last = this.last;
-    if (last !== undefined && last.workerId === workerId && last.dpRank === dpRank && last.medium === medium) return last;
+    if (
+      last !== undefined &&
+      last.workerId === workerId &&
+      last.dpRank === dpRank &&
+      last.medium === medium
+    )
+      return last;
     const found = this.find(workerId, dpRank, medium);
     if (found) return (this.last = found);
     let ranks = this.byId.get(workerId);
@@ -180,7 +186,9 @@ export class WorkerSlots {
     for (const s of this.bySlot) if (s) out.push(s);
     out.sort((a, b) =>
       a.workerId !== b.workerId
-        ? a.workerId < b.workerId ? -1 : 1
+        ? a.workerId < b.workerId
+          ? -1
+          : 1
         : a.dpRank - b.dpRank || MEDIUM_CODE[a.medium] - MEDIUM_CODE[b.medium],
     );
     return out;

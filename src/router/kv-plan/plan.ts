@@ -141,12 +141,18 @@ export class KvPlanner {
     const cpu = this.#cpu?.get(c.key) ?? 0;
     const disk = this.#disk?.get(c.key) ?? 0;
     const cpuTokens = Math.min(room, Math.max(0, cpu - c.creditedBlocks) * bs);
-    const diskTokens = Math.min(room - cpuTokens, Math.max(0, disk - Math.max(c.creditedBlocks, cpu)) * bs);
+    const diskTokens = Math.min(
+      room - cpuTokens,
+      Math.max(0, disk - Math.max(c.creditedBlocks, cpu)) * bs,
+    );
     if (cpuTokens + diskTokens <= 0) return undefined;
     const media: ("cpu" | "disk")[] = [];
     const rates: { key: string; tokens: number }[] = [];
     let ms = 0;
-    for (const [m, t] of [["cpu", cpuTokens], ["disk", diskTokens]] as const) {
+    for (const [m, t] of [
+      ["cpu", cpuTokens],
+      ["disk", diskTokens],
+    ] as const) {
       if (t <= 0) continue;
       const key = TransferRates.keyOf(m, c.key);
       media.push(m);
@@ -154,7 +160,18 @@ export class KvPlanner {
       ms += t * this.rates.msPerToken(m, key, c.msPerToken);
     }
     const tokens = cpuTokens + diskTokens;
-    return { kind: "load", media, rates, fromBlock: c.creditedBlocks, blocks: Math.ceil(tokens / bs), tokens, transferMs: ms, queuedMs: 0, computeMs: tokens * c.msPerToken, predictedTtftMs: 0 };
+    return {
+      kind: "load",
+      media,
+      rates,
+      fromBlock: c.creditedBlocks,
+      blocks: Math.ceil(tokens / bs),
+      tokens,
+      transferMs: ms,
+      queuedMs: 0,
+      computeMs: tokens * c.msPerToken,
+      predictedTtftMs: 0,
+    };
   }
 
   #pull(c: PlanInput, room: number): KvPlan | undefined {
@@ -197,7 +214,11 @@ function saves(p: KvPlan): number {
  * other parts, spread over the plan's rates by their tokens. A transfer that failed (the engine
  * computed instead) reads as a transfer as slow as computing, so that source stops being chosen.
  */
-export function learnFromFirstToken(rates: TransferRates, plan: KvPlan, observedTtftMs: number): void {
+export function learnFromFirstToken(
+  rates: TransferRates,
+  plan: KvPlan,
+  observedTtftMs: number,
+): void {
   plan.observedTtftMs = observedTtftMs;
   const transferMs = Math.max(0, observedTtftMs - (plan.predictedTtftMs - plan.transferMs));
   // What the source's other pulls had left was waited for, and is not the link's speed.

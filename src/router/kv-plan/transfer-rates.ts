@@ -26,7 +26,11 @@ const MAX_RATES = 4096;
 /** Pulls remembered per source, the oldest dropped first (they have usually ended). */
 const MAX_PULLS_PER_SOURCE = 64;
 
-export const PRIOR_SHARE: Readonly<Record<"cpu" | "disk" | "link", number>> = { cpu: 1 / 16, disk: 1 / 4, link: 1 / 8 };
+export const PRIOR_SHARE: Readonly<Record<"cpu" | "disk" | "link", number>> = {
+  cpu: 1 / 16,
+  disk: 1 / 4,
+  link: 1 / 8,
+};
 
 export type TransferKind = Exclude<KvMedium, "gpu"> | "link";
 
@@ -53,7 +57,11 @@ export class TransferRates {
 
   reading(kind: TransferKind, key: string, computeMsPerToken: number): RateReading {
     const s = this.#rates.get(key);
-    return { msPerToken: this.msPerToken(kind, key, computeMsPerToken), source: s && s.length > 0 ? "learned" : "prior", samples: s?.length ?? 0 };
+    return {
+      msPerToken: this.msPerToken(kind, key, computeMsPerToken),
+      source: s && s.length > 0 ? "learned" : "prior",
+      samples: s?.length ?? 0,
+    };
   }
 
   observe(key: string, msPerToken: number): void {
@@ -97,7 +105,8 @@ export class TransferRates {
   /** A worker left: its rates and pulls are forgotten (a new incarnation may sit elsewhere). */
   forgetWorker(workerId: bigint): void {
     const w = workerId.toString();
-    const mine = (k: string) => k.startsWith(`${w}:`) || k.includes(`>${w}:`) || k.startsWith(`${w}>`);
+    const mine = (k: string) =>
+      k.startsWith(`${w}:`) || k.includes(`>${w}:`) || k.startsWith(`${w}>`);
     for (const k of [...this.#rates.keys()]) if (mine(k)) this.#rates.delete(k);
     for (const k of [...this.#pulls.keys()]) if (mine(k)) this.#pulls.delete(k);
   }

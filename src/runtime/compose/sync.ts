@@ -7,14 +7,22 @@ import type { Config } from "../../config/schema.ts";
 import { routerIdHex, type RouterId } from "../../core/ids.ts";
 import type { Logger } from "../../core/logger.ts";
 import type { createRouter } from "../../router/index.ts";
-import { DEFAULT_SYNC_COMMAND_TIMEOUT_MS, startLoadSync, type LoadSync } from "../../sync/load-sync.ts";
+import {
+  DEFAULT_SYNC_COMMAND_TIMEOUT_MS,
+  startLoadSync,
+  type LoadSync,
+} from "../../sync/load-sync.ts";
 import type { RuntimeChoices } from "./choices.ts";
 
 export async function startSync(
   config: Config,
   choices: Pick<RuntimeChoices, "pubsub">,
   log: Logger,
-  d: { readonly tracker: ReturnType<typeof createRouter>["tracker"]; readonly routerId: RouterId; readonly now: () => number },
+  d: {
+    readonly tracker: ReturnType<typeof createRouter>["tracker"];
+    readonly routerId: RouterId;
+    readonly now: () => number;
+  },
 ): Promise<LoadSync | undefined> {
   if (config.redis === undefined) return undefined;
   const loadSync = await startLoadSync({
@@ -29,6 +37,8 @@ export async function startSync(
     now: d.now,
     log,
   });
-  log.info("active load: shared with the other routers through Redis", { router_id: routerIdHex(d.routerId) });
+  log.info("active load: shared with the other routers through Redis", {
+    router_id: routerIdHex(d.routerId),
+  });
   return loadSync;
 }

@@ -13,10 +13,18 @@ import { keyOf, worker } from "../../../src/core/ids.ts";
 import { loadConfig } from "../../../src/config/load.ts";
 import { LoadTracker } from "../../../src/router/books/load-tracker.ts";
 import { startSync } from "../../../src/runtime/compose/sync.ts";
-import { DEFAULT_SYNC_COMMAND_TIMEOUT_MS, startLoadSync, type LoadSync } from "../../../src/sync/load-sync.ts";
+import {
+  DEFAULT_SYNC_COMMAND_TIMEOUT_MS,
+  startLoadSync,
+  type LoadSync,
+} from "../../../src/sync/load-sync.ts";
 import type { RedisConnection } from "../../../src/sync/redis-connection.ts";
 import { HangGuardConnection } from "../../../src/sync/redis-guard.ts";
-import type { PubSubOpener, SyncTransport, SyncTransportOptions } from "../../../src/sync/transport.ts";
+import type {
+  PubSubOpener,
+  SyncTransport,
+  SyncTransportOptions,
+} from "../../../src/sync/transport.ts";
 import { until } from "../../support/processes.ts";
 
 const W = worker(3n);
@@ -24,7 +32,8 @@ const SLOW_MS = 200;
 
 /** A live Redis that answers every command after SLOW_MS. */
 function slowRedis(): RedisConnection {
-  const later = (v: unknown) => new Promise<unknown>((resolve) => setTimeout(() => resolve(v), SLOW_MS));
+  const later = (v: unknown) =>
+    new Promise<unknown>((resolve) => setTimeout(() => resolve(v), SLOW_MS));
   return {
     kind: "resp",
     eval: () => later(null),
@@ -61,14 +70,32 @@ describe("load sync command deadline", () => {
     const seen: SyncTransportOptions[] = [];
     const tracker = new LoadTracker({ blockSize: 16, routerId: 1n });
     tracker.updateWorkers([W]);
-    const sync = await startLoadSync({ url: "redis://127.0.0.1:1", pubsub: slowTransport(seen), tracker, routerId: 1n, now: () => 0 });
+    const sync = await startLoadSync({
+      url: "redis://127.0.0.1:1",
+      pubsub: slowTransport(seen),
+      tracker,
+      routerId: 1n,
+      now: () => 0,
+    });
     open.push(sync);
     expect(seen[0]!.commandTimeoutMs).toBe(DEFAULT_SYNC_COMMAND_TIMEOUT_MS);
 
     // Three rounds: each new event waits behind a slow message in flight.
     for (let i = 0; i < 3; i++) {
-      tracker.addRequest({ requestId: `r-${i}`, worker: W, seqHashes: BigUint64Array.of(BigInt(i + 1)), isl: 16, overlap: 0 }, 0);
-      await until(() => sync.stats().publishedEvents + sync.stats().droppedEvents === i + 1, `event ${i} to be published or dropped`);
+      tracker.addRequest(
+        {
+          requestId: `r-${i}`,
+          worker: W,
+          seqHashes: BigUint64Array.of(BigInt(i + 1)),
+          isl: 16,
+          overlap: 0,
+        },
+        0,
+      );
+      await until(
+        () => sync.stats().publishedEvents + sync.stats().droppedEvents === i + 1,
+        `event ${i} to be published or dropped`,
+      );
     }
     expect(sync.stats().droppedEvents).toBe(0);
     expect(sync.stats().publishedEvents).toBe(3);
@@ -81,10 +108,19 @@ describe("load sync command deadline", () => {
       ["5", 5_000],
     ] as const) {
       const seen: SyncTransportOptions[] = [];
-      const config = loadConfig({ argv: ["--redis", "redis://127.0.0.1:1", "--redis-timeout", flag], env: {} });
+      const config = loadConfig({
+        argv: ["--redis", "redis://127.0.0.1:1", "--redis-timeout", flag],
+        env: {},
+      });
       const tracker = new LoadTracker({ blockSize: 16, routerId: 2n });
-      const log = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Parameters<typeof startSync>[2];
-      const sync = await startSync(config, { pubsub: slowTransport(seen) }, log, { tracker, routerId: 2n, now: () => 0 });
+      const log = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Parameters<
+        typeof startSync
+      >[2];
+      const sync = await startSync(config, { pubsub: slowTransport(seen) }, log, {
+        tracker,
+        routerId: 2n,
+        now: () => 0,
+      });
       if (sync) open.push(sync);
       expect(seen[0]!.commandTimeoutMs).toBe(want);
     }

@@ -30,7 +30,9 @@ const K2 = "2:0";
 const K3 = "3:0";
 
 function world(engines = 3, tiered: readonly WorkerKey[] = [K1, K2, K3]) {
-  const endpoints = endpointsOf(Array.from({ length: engines }, (_, i) => ({ workerId: BigInt(i + 1) })));
+  const endpoints = endpointsOf(
+    Array.from({ length: engines }, (_, i) => ({ workerId: BigInt(i + 1) })),
+  );
   const config = schedulerConfig({ blockSize: BS });
   const tracker = new LoadTracker({ blockSize: BS });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
@@ -48,19 +50,53 @@ function world(engines = 3, tiered: readonly WorkerKey[] = [K1, K2, K3]) {
   const pick = seededRng(1);
   let n = 0;
   const choose = (hashes: BigUint64Array, overlaps: OverlapScores, now = 0, withPlanner = true) =>
-    findBestMatch({ overlaps, seqHashes: hashes, isl: hashes.length * BS, endpoints, tracker, pipeline, config, now, rng: pick, ttft, kvPlanner: withPlanner ? planner : undefined });
+    findBestMatch({
+      overlaps,
+      seqHashes: hashes,
+      isl: hashes.length * BS,
+      endpoints,
+      tracker,
+      pipeline,
+      config,
+      now,
+      rng: pick,
+      ttft,
+      kvPlanner: withPlanner ? planner : undefined,
+    });
   /** A prefill of `tokens` booked on `key` (nothing it shares with the prompts here): a queue there. */
   const busy = (key: WorkerKey, tokens: number) => {
     const e = endpoints.find((x) => x.key === key)!;
-    RequestLease.book(tracker, { requestId: `busy${n++}`, worker: e.worker, seqHashes: chain(9000 + n, tokens / BS), isl: tokens, overlap: 0 }, 0, BS, () => 0, pick);
+    RequestLease.book(
+      tracker,
+      {
+        requestId: `busy${n++}`,
+        worker: e.worker,
+        seqHashes: chain(9000 + n, tokens / BS),
+        isl: tokens,
+        overlap: 0,
+      },
+      0,
+      BS,
+      () => 0,
+      pick,
+    );
   };
   return { choose, busy, rates, planner };
 }
 
-function overlaps(gpu: Record<WorkerKey, number>, tiers: Partial<Record<KvMedium, Record<WorkerKey, number>>> = {}): OverlapScores {
+function overlaps(
+  gpu: Record<WorkerKey, number>,
+  tiers: Partial<Record<KvMedium, Record<WorkerKey, number>>> = {},
+): OverlapScores {
   const tierScores = new Map<KvMedium, Map<WorkerKey, number>>();
-  for (const [m, s] of Object.entries(tiers)) tierScores.set(m as KvMedium, new Map(Object.entries(s)));
-  return { scores: new Map(Object.entries(gpu)), treeSizes: new Map(), frequencies: [], tierScores: tierScores.size > 0 ? tierScores : undefined };
+  for (const [m, s] of Object.entries(tiers))
+    tierScores.set(m as KvMedium, new Map(Object.entries(s)));
+  return {
+    scores: new Map(Object.entries(gpu)),
+    treeSizes: new Map(),
+    frequencies: [],
+    tierScores: tierScores.size > 0 ? tierScores : undefined,
+  };
 }
 
 /** 100 shared blocks (1,600 tokens) then 4 of its own. */
@@ -81,7 +117,10 @@ describe("kv-plan: where the shared prefix comes from", () => {
     expect(sel.kvPlan?.media).toEqual(["cpu"]);
     expect(sel.kvPlan?.blocks).toBe(100);
     // 64 tokens computed, 1,600 loaded at the prior (1/16 of computing), 1 ms latency.
-    expect(sel.predictedTtftMs!).toBeCloseTo(1 + 64 * MS_PER_TOKEN + 1600 * MS_PER_TOKEN * PRIOR_SHARE.cpu, 1);
+    expect(sel.predictedTtftMs!).toBeCloseTo(
+      1 + 64 * MS_PER_TOKEN + 1600 * MS_PER_TOKEN * PRIOR_SHARE.cpu,
+      1,
+    );
     expect(sel.uncachedTokens).toBe(64);
   });
 
@@ -94,7 +133,9 @@ describe("kv-plan: where the shared prefix comes from", () => {
     expect(sel.kvPlan?.kind).toBe("pull");
     expect(sel.kvPlan?.fromKey).toBe(K2);
     expect(sel.kvPlan?.tokens).toBe(1600);
-    expect(describePlan(sel.kvPlan!)).toMatch(/^100 blocks pulled from worker 2 rank 0, predicted \d+ ms$/);
+    expect(describePlan(sel.kvPlan!)).toMatch(
+      /^100 blocks pulled from worker 2 rank 0, predicted \d+ ms$/,
+    );
   });
 
   test("a busy peer: of two holders, the pull comes from the one whose link other pulls are not using", () => {
@@ -120,7 +161,9 @@ describe("kv-plan: where the shared prefix comes from", () => {
     // The pull's first token came as late as if the engine had computed the whole prompt (it did: the pull failed).
     learnFromFirstToken(w.rates, first.kvPlan!, 1 + 1664 * MS_PER_TOKEN * 1.2);
     expect(first.kvPlan!.observedTtftMs).toBeCloseTo(1 + 1664 * MS_PER_TOKEN * 1.2, 6);
-    expect(describePlan(first.kvPlan!)).toMatch(/^100 blocks pulled from worker 2 rank 0, predicted \d+ ms, observed 21 ms$/);
+    expect(describePlan(first.kvPlan!)).toMatch(
+      /^100 blocks pulled from worker 2 rank 0, predicted \d+ ms, observed 21 ms$/,
+    );
     expect(w.rates.reading("link", linkKey, MS_PER_TOKEN).source).toBe("learned");
     expect(w.rates.msPerToken("link", linkKey, MS_PER_TOKEN)).toBeGreaterThan(MS_PER_TOKEN);
     // Per link: worker 3 still pulls over its own, untaught one.
@@ -137,7 +180,10 @@ describe("kv-plan: where the shared prefix comes from", () => {
     const rates = new TransferRates();
     for (let i = 0; i < 9; i++) rates.observe("1:0|cpu", 0.0005);
     expect(rates.msPerToken("cpu", "1:0|cpu", MS_PER_TOKEN)).toBeCloseTo(0.0005, 9);
-    expect(rates.msPerToken("cpu", "2:0|cpu", MS_PER_TOKEN)).toBeCloseTo(MS_PER_TOKEN * PRIOR_SHARE.cpu, 9);
+    expect(rates.msPerToken("cpu", "2:0|cpu", MS_PER_TOKEN)).toBeCloseTo(
+      MS_PER_TOKEN * PRIOR_SHARE.cpu,
+      9,
+    );
   });
 
   test("engines that report no tier are priced exactly as without plans, even where a peer holds more", () => {
@@ -156,7 +202,11 @@ describe("kv-plan: where the shared prefix comes from", () => {
 
   test("a fleet where no engine reports a tier: the planner reads nothing and plans nothing", () => {
     const rates = new TransferRates();
-    const planner = new KvPlanner(rates, () => true, () => false);
+    const planner = new KvPlanner(
+      rates,
+      () => true,
+      () => false,
+    );
     expect(planner.prepare(overlaps({ [K2]: 100 }), BS, 0)).toBe(false);
     // A tier in the request's overlaps is enough to plan.
     expect(planner.prepare(overlaps({ [K2]: 100 }, { cpu: { [K1]: 100 } }), BS, 0)).toBe(true);
