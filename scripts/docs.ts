@@ -31,7 +31,8 @@ export function renderFlagReference(): string {
     },
     {
       command: "transfer",
-      intro: "The KV block transfer agent ([engines.md](../engines.md#kv-block-transfers)). Flags only, but for the admin token.",
+      intro:
+        "The KV block transfer agent ([engines.md](../engines.md#kv-block-transfers)). Flags only, but for the admin token.",
       options: listOptions(TRANSFER_OPTIONS),
     },
   ]);

@@ -48,7 +48,11 @@ async function runServe(argv: readonly string[]): Promise<void> {
     throw e;
   }
   const sink = stderrLogSink();
-  const log = createFormattedLogger({ level: config.logLevel, format: config.logFormat, write: sink.write });
+  const log = createFormattedLogger({
+    level: config.logLevel,
+    format: config.logFormat,
+    write: sink.write,
+  });
   for (const w of unknownEnvWarnings(process.env)) log.warn(w);
   let router: RunningRouter;
   try {
@@ -67,7 +71,11 @@ async function runServe(argv: readonly string[]): Promise<void> {
   // One machine-readable line, so scripts and tests started with --port 0 find the router.
   console.log(JSON.stringify({ url: router.url, port: router.port }));
   // The last lines (access lines of the drained requests) are written before the exit.
-  onShutdown(() => router.drain(config.drainTimeout * 1000, config.drainDelay * 1000).then(() => sink.flush()), log);
+  onShutdown(
+    () =>
+      router.drain(config.drainTimeout * 1000, config.drainDelay * 1000).then(() => sink.flush()),
+    log,
+  );
 }
 
 async function runTransfer(argv: readonly string[]): Promise<void> {
@@ -110,7 +118,9 @@ function onShutdown(drain: () => Promise<void>, log?: Logger): void {
 
 /** "; did you mean serve?" for a mistyped command (a flag given first is not a command typo). */
 function commandSuggestion(command: string): string {
-  const near = command.startsWith("-") ? undefined : closestName(command, ["serve", "mocker", "transfer", "version", "help"]);
+  const near = command.startsWith("-")
+    ? undefined
+    : closestName(command, ["serve", "mocker", "transfer", "version", "help"]);
   return near === undefined ? "" : `; did you mean "${near}"?`;
 }
 
@@ -134,7 +144,11 @@ export async function main(argv: readonly string[]): Promise<void> {
       console.log(USAGE);
       return;
     default:
-      console.error(command === undefined ? USAGE : `unknown command "${command}"${commandSuggestion(command)}\n\n${USAGE}`);
+      console.error(
+        command === undefined
+          ? USAGE
+          : `unknown command "${command}"${commandSuggestion(command)}\n\n${USAGE}`,
+      );
       process.exit(2);
   }
 }

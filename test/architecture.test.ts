@@ -15,10 +15,27 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { code, importCircles, importsOf, layerOf, srcImportGraph, tsFiles, upwardArrows, type ImportEdge } from "./support/import-graph.ts";
+import {
+  code,
+  importCircles,
+  importsOf,
+  layerOf,
+  srcImportGraph,
+  tsFiles,
+  upwardArrows,
+  type ImportEdge,
+} from "./support/import-graph.ts";
 
 const ROOT = join(import.meta.dir, "..");
-const PURE_DIRS = ["src/core", "src/router", "src/tokens", "src/protocol", "src/fleet/lora", "src/fleet/cache-truth", "src/protect"];
+const PURE_DIRS = [
+  "src/core",
+  "src/router",
+  "src/tokens",
+  "src/protocol",
+  "src/fleet/lora",
+  "src/fleet/cache-truth",
+  "src/protect",
+];
 
 /** What a pure module may not mention: runtime modules, I/O globals, wall clocks. */
 const FORBIDDEN: readonly [RegExp, string][] = [
@@ -40,7 +57,11 @@ const FORBIDDEN: readonly [RegExp, string][] = [
 function importedPaths(file: string, text: string): string[] {
   const out: string[] = [];
   for (const m of code(text).matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)) {
-    out.push(relative(ROOT, resolve(dirname(file), m[1]!)).split("\\").join("/"));
+    out.push(
+      relative(ROOT, resolve(dirname(file), m[1]!))
+        .split("\\")
+        .join("/"),
+    );
   }
   return out;
 }
@@ -70,10 +91,26 @@ const RULES: readonly FolderRule[] = [
     why: "choosing works from the overlap it is given; it does not walk the index",
   },
   // package.json is data (the version core/build-info.ts reports), not code or a runtime.
-  { from: "src/core", allowed: ["src/core", "package.json"], why: "the shared vocabulary depends on nothing" },
-  { from: "src/protocol", allowed: ["src/protocol", "src/core"], why: "the wire protocol depends on nothing but the shared vocabulary" },
-  { from: "src/tokens", allowed: ["src/tokens", "src/core"], why: "the tokenizer seam is runtime-free; Bun's wiring lives in runtime/bun/tokens" },
-  { from: "src/protect", allowed: ["src/protect", "src/core", "src/protocol"], why: "keys and tenant limits take their file reader, Redis counters and clock as parameters" },
+  {
+    from: "src/core",
+    allowed: ["src/core", "package.json"],
+    why: "the shared vocabulary depends on nothing",
+  },
+  {
+    from: "src/protocol",
+    allowed: ["src/protocol", "src/core"],
+    why: "the wire protocol depends on nothing but the shared vocabulary",
+  },
+  {
+    from: "src/tokens",
+    allowed: ["src/tokens", "src/core"],
+    why: "the tokenizer seam is runtime-free; Bun's wiring lives in runtime/bun/tokens",
+  },
+  {
+    from: "src/protect",
+    allowed: ["src/protect", "src/core", "src/protocol"],
+    why: "keys and tenant limits take their file reader, Redis counters and clock as parameters",
+  },
   {
     from: "src/mocker",
     forbidden: ["src/router", "src/edge", "src/fleet", "src/runtime", "src/observe", "src/sync"],
@@ -81,14 +118,24 @@ const RULES: readonly FolderRule[] = [
   },
   {
     from: "src/transfer",
-    forbidden: ["src/router", "src/edge", "src/fleet", "src/runtime", "src/observe", "src/sync", "src/mocker"],
+    forbidden: [
+      "src/router",
+      "src/edge",
+      "src/fleet",
+      "src/runtime",
+      "src/observe",
+      "src/sync",
+      "src/mocker",
+    ],
     why: "the transfer agent is a separate program with its own small edge",
   },
 ];
 
 function ruleViolations(rule: FolderRule, paths: readonly string[]): string[] {
   return paths.filter((p) =>
-    rule.allowed ? !rule.allowed.some((d) => inFolder(p, d)) : rule.forbidden!.some((d) => inFolder(p, d)),
+    rule.allowed
+      ? !rule.allowed.some((d) => inFolder(p, d))
+      : rule.forbidden!.some((d) => inFolder(p, d)),
   );
 }
 
@@ -140,59 +187,120 @@ describe("architecture: folder rules", () => {
     }
   }
   test("outside src/router, the router is imported only through src/router/index.ts", () => {
-    const bad = srcFiles.flatMap((f) => routerFaceViolations(f, importedPaths(f, readFileSync(f, "utf8"))).map((p) => `${relative(ROOT, f)} -> ${p}`));
+    const bad = srcFiles.flatMap((f) =>
+      routerFaceViolations(f, importedPaths(f, readFileSync(f, "utf8"))).map(
+        (p) => `${relative(ROOT, f)} -> ${p}`,
+      ),
+    );
     expect(bad).toEqual([]);
   });
   test("runtime/bun/** is imported only by runtime/bun.ts", () => {
-    const bad = srcFiles.flatMap((f) => bunOnlyViolations(f, importedPaths(f, readFileSync(f, "utf8"))).map((p) => `${relative(ROOT, f)} -> ${p}`));
+    const bad = srcFiles.flatMap((f) =>
+      bunOnlyViolations(f, importedPaths(f, readFileSync(f, "utf8"))).map(
+        (p) => `${relative(ROOT, f)} -> ${p}`,
+      ),
+    );
     expect(bad).toEqual([]);
   });
 });
 
 describe("architecture: the checker itself", () => {
   test("flags a runtime import and a clock read, not a comment naming them", () => {
-    const bad = code('import { x } from "node:fs";\nconst t = Date.now();\n// Bun.write is only mentioned in a comment\n');
-    expect(FORBIDDEN.filter(([re]) => re.test(bad)).map(([, what]) => what)).toEqual(["node:* import", "wall clock (pass time in)"]);
+    const bad = code(
+      'import { x } from "node:fs";\nconst t = Date.now();\n// Bun.write is only mentioned in a comment\n',
+    );
+    expect(FORBIDDEN.filter(([re]) => re.test(bad)).map(([, what]) => what)).toEqual([
+      "node:* import",
+      "wall clock (pass time in)",
+    ]);
   });
 
-  test("an import planted at any depth is resolved to its folder (the old `from \"../X/\"` hole is closed)", () => {
+  test('an import planted at any depth is resolved to its folder (the old `from "../X/"` hole is closed)', () => {
     const router = RULES[0]!;
     // Two and three levels up, which the old one-level regex did not see.
-    const deep = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'import { W } from "../../../fleet/registry.ts";');
+    const deep = importedPaths(
+      join(ROOT, "src/router/choose/costs/y.ts"),
+      'import { W } from "../../../fleet/registry.ts";',
+    );
     expect(deep).toEqual(["src/fleet/registry.ts"]);
     expect(ruleViolations(router, deep)).toEqual(["src/fleet/registry.ts"]);
-    const deeper = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'export * from "../../../../src/edge/app.ts";');
+    const deeper = importedPaths(
+      join(ROOT, "src/router/choose/costs/y.ts"),
+      'export * from "../../../../src/edge/app.ts";',
+    );
     expect(ruleViolations(router, deeper)).toEqual(["src/edge/app.ts"]);
     // Inside src/router, and its allowed neighbours, pass.
-    const fine = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'import { a } from "../../books/load-tracker.ts";\nimport { b } from "../../../core/ids.ts";');
+    const fine = importedPaths(
+      join(ROOT, "src/router/choose/costs/y.ts"),
+      'import { a } from "../../books/load-tracker.ts";\nimport { b } from "../../../core/ids.ts";',
+    );
     expect(ruleViolations(router, fine)).toEqual([]);
     // choose/ may not walk the index, however deep the importer.
-    const walk = importedPaths(join(ROOT, "src/router/choose/costs/y.ts"), 'import type { K } from "../../kv-index/types.ts";');
+    const walk = importedPaths(
+      join(ROOT, "src/router/choose/costs/y.ts"),
+      'import type { K } from "../../kv-index/types.ts";',
+    );
     expect(ruleViolations(RULES[1]!, walk)).toEqual(["src/router/kv-index/types.ts"]);
   });
 
   test("a planted import of runtime/bun/** from outside runtime/bun.ts is flagged, from inside it is not", () => {
     const planted = 'import { SocketUpstream } from "./bun/upstream/socket-client.ts";';
-    expect(bunOnlyViolations(join(ROOT, "src/runtime/portable.ts"), importedPaths(join(ROOT, "src/runtime/portable.ts"), planted))).toEqual([
-      "src/runtime/bun/upstream/socket-client.ts",
+    expect(
+      bunOnlyViolations(
+        join(ROOT, "src/runtime/portable.ts"),
+        importedPaths(join(ROOT, "src/runtime/portable.ts"), planted),
+      ),
+    ).toEqual(["src/runtime/bun/upstream/socket-client.ts"]);
+    const viaMocker = importedPaths(
+      join(ROOT, "src/mocker/x.ts"),
+      'import { a } from "../runtime/bun/tokens/load-on-bun.ts";',
+    );
+    expect(bunOnlyViolations(join(ROOT, "src/mocker/x.ts"), viaMocker)).toEqual([
+      "src/runtime/bun/tokens/load-on-bun.ts",
     ]);
-    const viaMocker = importedPaths(join(ROOT, "src/mocker/x.ts"), 'import { a } from "../runtime/bun/tokens/load-on-bun.ts";');
-    expect(bunOnlyViolations(join(ROOT, "src/mocker/x.ts"), viaMocker)).toEqual(["src/runtime/bun/tokens/load-on-bun.ts"]);
-    expect(bunOnlyViolations(join(ROOT, "src/runtime/bun.ts"), importedPaths(join(ROOT, "src/runtime/bun.ts"), 'import { a } from "./bun/hasher.ts";'))).toEqual([]);
+    expect(
+      bunOnlyViolations(
+        join(ROOT, "src/runtime/bun.ts"),
+        importedPaths(join(ROOT, "src/runtime/bun.ts"), 'import { a } from "./bun/hasher.ts";'),
+      ),
+    ).toEqual([]);
   });
 
   test("a planted import of a router internal from outside src/router is flagged; index.ts, and imports inside src/router, are not", () => {
     const sync = join(ROOT, "src/sync/x.ts");
-    expect(routerFaceViolations(sync, importedPaths(sync, 'import type { T } from "../router/books/load-tracker.ts";'))).toEqual(["src/router/books/load-tracker.ts"]);
-    expect(routerFaceViolations(sync, importedPaths(sync, 'import type { K } from "../router/kv-index/types.ts";'))).toEqual(["src/router/kv-index/types.ts"]);
-    expect(routerFaceViolations(sync, importedPaths(sync, 'import type { T } from "../router/index.ts";'))).toEqual([]);
+    expect(
+      routerFaceViolations(
+        sync,
+        importedPaths(sync, 'import type { T } from "../router/books/load-tracker.ts";'),
+      ),
+    ).toEqual(["src/router/books/load-tracker.ts"]);
+    expect(
+      routerFaceViolations(
+        sync,
+        importedPaths(sync, 'import type { K } from "../router/kv-index/types.ts";'),
+      ),
+    ).toEqual(["src/router/kv-index/types.ts"]);
+    expect(
+      routerFaceViolations(
+        sync,
+        importedPaths(sync, 'import type { T } from "../router/index.ts";'),
+      ),
+    ).toEqual([]);
     const inside = join(ROOT, "src/router/choose/y.ts");
-    expect(routerFaceViolations(inside, importedPaths(inside, 'import { a } from "../books/load-tracker.ts";'))).toEqual([]);
+    expect(
+      routerFaceViolations(
+        inside,
+        importedPaths(inside, 'import { a } from "../books/load-tracker.ts";'),
+      ),
+    ).toEqual([]);
   });
 
   test("the separate programs may not reach the router or the edge", () => {
     const mocker = RULES.find((r) => r.from === "src/mocker")!;
-    const paths = importedPaths(join(ROOT, "src/mocker/a/b.ts"), 'import { r } from "../../router/index.ts";\nimport { e } from "../../edge/app.ts";\nimport { c } from "../../core/ids.ts";');
+    const paths = importedPaths(
+      join(ROOT, "src/mocker/a/b.ts"),
+      'import { r } from "../../router/index.ts";\nimport { e } from "../../edge/app.ts";\nimport { c } from "../../core/ids.ts";',
+    );
     expect(ruleViolations(mocker, paths)).toEqual(["src/router/index.ts", "src/edge/app.ts"]);
   });
 });
@@ -201,7 +309,11 @@ describe("architecture: the checker itself", () => {
  * The Deno and workerd entries run everything they import: no file reachable from them may use
  * Bun. The conformance suite proves it at run time; this names the file at once.
  */
-const PORTABLE_ENTRIES = ["src/runtime/portable.ts", "src/runtime/deno.ts", "src/runtime/workerd.ts"];
+const PORTABLE_ENTRIES = [
+  "src/runtime/portable.ts",
+  "src/runtime/deno.ts",
+  "src/runtime/workerd.ts",
+];
 const BUN_USE: readonly [RegExp, string][] = [
   [/from\s+["'](bun|bun:[a-z]+)["']/, "bun module import"],
   [/\bBun\./, "Bun.* global"],
@@ -216,7 +328,8 @@ function reachable(entries: readonly string[]): string[] {
     if (seen.has(f)) continue;
     seen.add(f);
     const text = code(readFileSync(f, "utf8"));
-    for (const m of text.matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+\.ts)["']/g)) stack.push(resolve(dirname(f), m[1]!));
+    for (const m of text.matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+\.ts)["']/g))
+      stack.push(resolve(dirname(f), m[1]!));
   }
   return [...seen];
 }
@@ -229,7 +342,13 @@ describe("architecture: the Deno and workerd entries reach no Bun code", () => {
     expect(rel).toContain("src/edge/app.ts");
   });
   test("the Upstash REST store and load sync are in it; nothing of runtime/bun/** is (Bun's entry injects the RESP pieces)", () => {
-    for (const f of ["src/sync/redis-store.ts", "src/sync/upstash-client.ts", "src/sync/load-sync.ts", "src/sync/stream-transport.ts"]) expect(rel).toContain(f);
+    for (const f of [
+      "src/sync/redis-store.ts",
+      "src/sync/upstash-client.ts",
+      "src/sync/load-sync.ts",
+      "src/sync/stream-transport.ts",
+    ])
+      expect(rel).toContain(f);
     expect(rel.filter((f) => inFolder(f, BUN_ONLY))).toEqual([]);
   });
   for (const f of graph) {
@@ -248,7 +367,14 @@ describe("architecture: no import circle, no arrow up the layers", () => {
   const edges = srcImportGraph();
   test("the graph holds src's imports, lazy ones included", () => {
     expect(edges.length).toBeGreaterThan(1000);
-    expect(edges.some((e) => e.from === "src/sync/open-transport.ts" && e.to === "src/sync/stream-transport.ts" && e.lazy)).toBe(true);
+    expect(
+      edges.some(
+        (e) =>
+          e.from === "src/sync/open-transport.ts" &&
+          e.to === "src/sync/stream-transport.ts" &&
+          e.lazy,
+      ),
+    ).toBe(true);
   });
   test("no file-level import circle in src", () => {
     expect(importCircles(edges)).toEqual([]);
@@ -274,7 +400,11 @@ describe("architecture: the graph checker itself", () => {
       'const e = await import("./e.ts");',
       '// import { f } from "./f.ts";',
     ].join("\n");
-    expect(importsOf(file, text).map((e) => `${e.to}${e.lazy ? " lazy" : ""}`).sort()).toEqual([
+    expect(
+      importsOf(file, text)
+        .map((e) => `${e.to}${e.lazy ? " lazy" : ""}`)
+        .sort(),
+    ).toEqual([
       "src/core/b.ts",
       "src/edge/a.ts",
       "src/edge/c.ts",
@@ -283,7 +413,12 @@ describe("architecture: the graph checker itself", () => {
     ]);
   });
   test("finds a planted circle, a lazy one only when lazy imports count, and a file importing itself", () => {
-    const planted = [edge("src/a.ts", "src/b.ts"), edge("src/b.ts", "src/c.ts"), edge("src/c.ts", "src/a.ts"), edge("src/c.ts", "src/d.ts")];
+    const planted = [
+      edge("src/a.ts", "src/b.ts"),
+      edge("src/b.ts", "src/c.ts"),
+      edge("src/c.ts", "src/a.ts"),
+      edge("src/c.ts", "src/d.ts"),
+    ];
     expect(importCircles(planted)).toEqual([["src/a.ts", "src/b.ts", "src/c.ts"]]);
     const lazy = [edge("src/x.ts", "src/y.ts"), edge("src/y.ts", "src/x.ts", true)];
     expect(importCircles(lazy)).toEqual([["src/x.ts", "src/y.ts"]]);
@@ -291,7 +426,11 @@ describe("architecture: the graph checker itself", () => {
     expect(importCircles([edge("src/s.ts", "src/s.ts")])).toEqual([["src/s.ts"]]);
   });
   test("flags an arrow up the layers, not one down or across", () => {
-    const up = [edge("src/config/schema.ts", "src/edge/proxy/retry-policy.ts"), edge("src/router/x.ts", "src/core/ids.ts"), edge("src/fleet/a.ts", "src/sync/b.ts")];
+    const up = [
+      edge("src/config/schema.ts", "src/edge/proxy/retry-policy.ts"),
+      edge("src/router/x.ts", "src/core/ids.ts"),
+      edge("src/fleet/a.ts", "src/sync/b.ts"),
+    ];
     expect(upwardArrows(up)).toEqual(["src/config/schema.ts -> src/edge/proxy/retry-policy.ts"]);
     expect(layerOf("src/runtime/bun-compiled.ts")).toBeGreaterThan(layerOf("src/main.ts")!);
   });

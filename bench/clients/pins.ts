@@ -30,7 +30,12 @@ export const SGLANG: PinnedClient = {
   name: "sglang",
   repo: "sgl-project/sglang",
   commit: "88a6f9dab5cc67b71d85a93a9d3f924879e33aa8",
-  files: [{ path: "python/sglang/bench_serving.py", sha256: "ff5eae60d6e13bbcc7b1279bc1156a2039b55ce1acf2dad53b32a35164d2246b" }],
+  files: [
+    {
+      path: "python/sglang/bench_serving.py",
+      sha256: "ff5eae60d6e13bbcc7b1279bc1156a2039b55ce1acf2dad53b32a35164d2246b",
+    },
+  ],
 };
 
 /**
@@ -42,9 +47,18 @@ export const VLLM: PinnedClient = {
   repo: "vllm-project/vllm",
   commit: "4845aee6b78c5543e036df1f9bbb8a9bfa4961f2",
   files: [
-    { path: "benchmarks/multi_turn/benchmark_serving_multi_turn.py", sha256: "ff1ef1708ef936432111596e0320c3b8af0c9062a0150a3a490ee672d5628d36" },
-    { path: "benchmarks/multi_turn/bench_dataset.py", sha256: "e34b3d602a0f096d580da1dc0cf3103ec0d112717c6c4a403d656cf4d5facf0a" },
-    { path: "benchmarks/multi_turn/bench_utils.py", sha256: "b968e44ef6260fd1cea8410b3bf4cab751d9d4ad14bdc43f6268d113ad81a548" },
+    {
+      path: "benchmarks/multi_turn/benchmark_serving_multi_turn.py",
+      sha256: "ff1ef1708ef936432111596e0320c3b8af0c9062a0150a3a490ee672d5628d36",
+    },
+    {
+      path: "benchmarks/multi_turn/bench_dataset.py",
+      sha256: "e34b3d602a0f096d580da1dc0cf3103ec0d112717c6c4a403d656cf4d5facf0a",
+    },
+    {
+      path: "benchmarks/multi_turn/bench_utils.py",
+      sha256: "b968e44ef6260fd1cea8410b3bf4cab751d9d4ad14bdc43f6268d113ad81a548",
+    },
   ],
 };
 
@@ -54,7 +68,8 @@ export const CLIENTS = [SGLANG, VLLM] as const;
 export const PACKAGES = ["aiohttp", "numpy", "pandas", "requests", "tqdm", "transformers"] as const;
 
 /** Where the clients, their venv and the stand-in module live: outside the repository. */
-export const CACHE_DIR = process.env.SWITCHYARD_CLIENTS_DIR ?? join(homedir(), ".cache", "switchyard", "bench-clients");
+export const CACHE_DIR =
+  process.env.SWITCHYARD_CLIENTS_DIR ?? join(homedir(), ".cache", "switchyard", "bench-clients");
 
 export const clientDir = (c: PinnedClient) => join(CACHE_DIR, c.name);
 export const venvPython = () => join(CACHE_DIR, "venv", "bin", "python");

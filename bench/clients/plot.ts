@@ -22,9 +22,17 @@ export function clientsSvg(cells: readonly CellResult[]): string {
           { series: series[0]!, value: c.median.ttft.p50, runs: c.runs.map((r) => r.ttft.p50) },
           { series: series[1]!, value: c.median.ttft.p90, runs: c.runs.map((r) => r.ttft.p90) },
           { series: series[2]!, value: c.median.ttft.p99, runs: c.runs.map((r) => r.ttft.p99) },
-          { series: series[3]!, value: c.median.routerTtft.p90, runs: c.runs.map((r) => r.routerTtft.p90) },
+          {
+            series: series[3]!,
+            value: c.median.routerTtft.p90,
+            runs: c.runs.map((r) => r.routerTtft.p90),
+          },
         ],
       })),
   }));
-  return barChartsSvg("bench:clients: TTFT as the clients measured it, and as the router saw it (medians of the runs)", panels, 2);
+  return barChartsSvg(
+    "bench:clients: TTFT as the clients measured it, and as the router saw it (medians of the runs)",
+    panels,
+    2,
+  );
 }

@@ -10,7 +10,12 @@ import { join } from "node:path";
 import { clientDir, SGLANG, VLLM } from "./pins.ts";
 
 export type WorkloadName = "gsp-completions" | "gsp-chat" | "random-ids" | "multi-turn";
-export const WORKLOADS: readonly WorkloadName[] = ["gsp-completions", "gsp-chat", "random-ids", "multi-turn"];
+export const WORKLOADS: readonly WorkloadName[] = [
+  "gsp-completions",
+  "gsp-chat",
+  "random-ids",
+  "multi-turn",
+];
 
 /** The load of one workload; `full` is the issue's shape, `short` a check that fits a loaded machine. */
 export interface Shape {
@@ -37,14 +42,36 @@ export interface Shape {
 export const SHAPES: Record<"full" | "short", Shape> = {
   // issue 44's runs: 16 groups × 16, a 2,048-token system prompt, 32 req/s; 12 multi-turn clients.
   full: {
-    gspGroups: 16, gspPerGroup: 16, gspSystem: 2048, gspQuestion: 128, gspOutput: 256, rate: 32,
-    randomPrompts: 256, randomInput: 1024, randomOutput: 256,
-    conversations: 24, turns: 12, clients: 12, turnInput: 140, turnOutput: 100,
+    gspGroups: 16,
+    gspPerGroup: 16,
+    gspSystem: 2048,
+    gspQuestion: 128,
+    gspOutput: 256,
+    rate: 32,
+    randomPrompts: 256,
+    randomInput: 1024,
+    randomOutput: 256,
+    conversations: 24,
+    turns: 12,
+    clients: 12,
+    turnInput: 140,
+    turnOutput: 100,
   },
   short: {
-    gspGroups: 4, gspPerGroup: 4, gspSystem: 512, gspQuestion: 64, gspOutput: 32, rate: 16,
-    randomPrompts: 16, randomInput: 512, randomOutput: 32,
-    conversations: 4, turns: 4, clients: 2, turnInput: 60, turnOutput: 16,
+    gspGroups: 4,
+    gspPerGroup: 4,
+    gspSystem: 512,
+    gspQuestion: 64,
+    gspOutput: 32,
+    rate: 16,
+    randomPrompts: 16,
+    randomInput: 512,
+    randomOutput: 32,
+    conversations: 4,
+    turns: 4,
+    clients: 2,
+    turnInput: 60,
+    turnOutput: 16,
   },
 };
 
@@ -86,29 +113,75 @@ export function clientRun(w: WorkloadName, s: Shape, c: RunContext): ClientRun {
   const out = join(c.outDir, `${w}.jsonl`);
   const dataset =
     w === "random-ids"
-      ? ["--dataset-name", "random-ids", "--num-prompts", String(s.randomPrompts), "--random-input-len", String(s.randomInput), "--random-output-len", String(s.randomOutput), "--random-range-ratio", "1"]
+      ? [
+          "--dataset-name",
+          "random-ids",
+          "--num-prompts",
+          String(s.randomPrompts),
+          "--random-input-len",
+          String(s.randomInput),
+          "--random-output-len",
+          String(s.randomOutput),
+          "--random-range-ratio",
+          "1",
+        ]
       : [
-          "--dataset-name", "generated-shared-prefix", "--gsp-num-groups", String(s.gspGroups), "--gsp-prompts-per-group", String(s.gspPerGroup),
-          "--gsp-system-prompt-len", String(s.gspSystem), "--gsp-question-len", String(s.gspQuestion), "--gsp-output-len", String(s.gspOutput),
+          "--dataset-name",
+          "generated-shared-prefix",
+          "--gsp-num-groups",
+          String(s.gspGroups),
+          "--gsp-prompts-per-group",
+          String(s.gspPerGroup),
+          "--gsp-system-prompt-len",
+          String(s.gspSystem),
+          "--gsp-question-len",
+          String(s.gspQuestion),
+          "--gsp-output-len",
+          String(s.gspOutput),
         ];
   const expected = w === "random-ids" ? s.randomPrompts : s.gspGroups * s.gspPerGroup;
   return {
     cwd: c.outDir,
     cmd: [
-      c.python, join(clientDir(SGLANG), "bench_serving.py"), "--backend", w === "gsp-chat" ? "sglang-oai-chat" : "sglang-oai",
-      "--base-url", c.routerUrl, "--model", c.model, "--tokenizer", c.tokenizer, ...dataset,
-      "--request-rate", String(s.rate), "--seed", String(c.seed), "--output-file", out, "--output-details",
+      c.python,
+      join(clientDir(SGLANG), "bench_serving.py"),
+      "--backend",
+      w === "gsp-chat" ? "sglang-oai-chat" : "sglang-oai",
+      "--base-url",
+      c.routerUrl,
+      "--model",
+      c.model,
+      "--tokenizer",
+      c.tokenizer,
+      ...dataset,
+      "--request-rate",
+      String(s.rate),
+      "--seed",
+      String(c.seed),
+      "--output-file",
+      out,
+      "--output-details",
     ],
     read: () => {
       const lines = readFileSync(out, "utf8").trim().split("\n");
-      const r = JSON.parse(lines.at(-1)!) as { completed: number; ttfts: number[]; itls: number[][]; errors: string[]; output_throughput: number; request_throughput: number };
+      const r = JSON.parse(lines.at(-1)!) as {
+        completed: number;
+        ttfts: number[];
+        itls: number[][];
+        errors: string[];
+        output_throughput: number;
+        request_throughput: number;
+      };
       const ok = r.errors.map((e) => e === "");
       return {
         expected,
         completed: r.completed,
         failed: expected - r.completed,
         ttftMs: r.ttfts.filter((_, i) => ok[i]).map((t) => t * 1000),
-        itlMs: r.itls.filter((_, i) => ok[i]).flat().map((t) => t * 1000),
+        itlMs: r.itls
+          .filter((_, i) => ok[i])
+          .flat()
+          .map((t) => t * 1000),
         outputThroughput: r.output_throughput,
         requestThroughput: r.request_throughput,
       };
@@ -120,25 +193,53 @@ function multiTurn(s: Shape, c: RunContext): ClientRun {
   const input = join(c.outDir, "multi-turn.json");
   const stats = join(c.outDir, "multi-turn-stats.json");
   // generate_multi_turn.json's shape (benchmarks/multi_turn), sized by the Shape, on a local text.
-  writeFileSync(input, JSON.stringify({
-    filetype: "generate_conversations", num_conversations: s.conversations, text_files: [c.corpus], print_stats: false,
-    prompt_input: {
-      num_turns: { distribution: "constant", value: s.turns },
-      common_prefix_num_tokens: { distribution: "constant", value: 500 },
-      prefix_num_tokens: { distribution: "lognormal", average: 1000, max: 5000 },
-      num_tokens: { distribution: "constant", value: s.turnInput },
-    },
-    prompt_output: { num_tokens: { distribution: "constant", value: s.turnOutput } },
-  }));
+  writeFileSync(
+    input,
+    JSON.stringify({
+      filetype: "generate_conversations",
+      num_conversations: s.conversations,
+      text_files: [c.corpus],
+      print_stats: false,
+      prompt_input: {
+        num_turns: { distribution: "constant", value: s.turns },
+        common_prefix_num_tokens: { distribution: "constant", value: 500 },
+        prefix_num_tokens: { distribution: "lognormal", average: 1000, max: 5000 },
+        num_tokens: { distribution: "constant", value: s.turnInput },
+      },
+      prompt_output: { num_tokens: { distribution: "constant", value: s.turnOutput } },
+    }),
+  );
   return {
     cwd: clientDir(VLLM),
     cmd: [
-      c.python, "benchmark_serving_multi_turn.py", "--model", c.tokenizer, "--served-model-name", c.model, "--url", c.routerUrl,
-      "--input-file", input, "--num-clients", String(s.clients), "--max-active-conversations", String(s.clients * 2),
-      "--seed", String(c.seed), "--no-early-stop", "--stats-json-output", stats,
+      c.python,
+      "benchmark_serving_multi_turn.py",
+      "--model",
+      c.tokenizer,
+      "--served-model-name",
+      c.model,
+      "--url",
+      c.routerUrl,
+      "--input-file",
+      input,
+      "--num-clients",
+      String(s.clients),
+      "--max-active-conversations",
+      String(s.clients * 2),
+      "--seed",
+      String(c.seed),
+      "--no-early-stop",
+      "--stats-json-output",
+      stats,
     ],
     read: (stdout) => {
-      const rows = JSON.parse(readFileSync(stats, "utf8")) as { ttft_ms: number; tpot_ms: number; start_time_ms: number; latency_ms: number; output_num_tokens: number }[];
+      const rows = JSON.parse(readFileSync(stats, "utf8")) as {
+        ttft_ms: number;
+        tpot_ms: number;
+        start_time_ms: number;
+        latency_ms: number;
+        output_num_tokens: number;
+      }[];
       // The client's own count, one line per client: which turns it sends is its business.
       let successes = 0;
       let failures = 0;

@@ -29,7 +29,11 @@ const BS = 16;
 
 const packr = new Packr({ useRecords: false, variableMapSize: true });
 // "auto" (documented in msgpackr's README) is missing from its type declaration.
-const unpackr = new Unpackr({ useRecords: false, int64AsType: "auto" as "bigint", mapsAsObjects: false });
+const unpackr = new Unpackr({
+  useRecords: false,
+  int64AsType: "auto" as "bigint",
+  mapsAsObjects: false,
+});
 
 /** One batch of `events` BlockStored events of `blocks` blocks each, as vLLM's publisher packs it. */
 function vllmBatch(events: number, blocks: number, seed: number): Uint8Array {
@@ -41,13 +45,30 @@ function vllmBatch(events: number, blocks: number, seed: number): Uint8Array {
       h = (h * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
       hashes.push(h | (1n << 63n)); // past 2^53, as real hashes mostly are
     }
-    const tokens = Array.from({ length: blocks * BS }, (_, i) => (seed * 7919 + e * 131 + i * 17) % 151_000);
-    evs.push(["BlockStored", hashes, e === 0 ? null : hashes[0]! ^ 1n, tokens, BS, null, "GPU", null, null, 0, null, null]);
+    const tokens = Array.from(
+      { length: blocks * BS },
+      (_, i) => (seed * 7919 + e * 131 + i * 17) % 151_000,
+    );
+    evs.push([
+      "BlockStored",
+      hashes,
+      e === 0 ? null : hashes[0]! ^ 1n,
+      tokens,
+      BS,
+      null,
+      "GPU",
+      null,
+      null,
+      0,
+      null,
+      null,
+    ]);
   }
   return packr.pack([1_700_000_000.25, evs, 0]);
 }
 
-const noHash: BatchBlockHasher = (tokens, blockSize) => new BigUint64Array(Math.floor(tokens.length / blockSize));
+const noHash: BatchBlockHasher = (tokens, blockSize) =>
+  new BigUint64Array(Math.floor(tokens.length / blockSize));
 
 interface Row {
   case: string;
@@ -87,7 +108,10 @@ for (const [name, events, blocks] of CASES) {
   // Same answers before timing: both decoders read the same values.
   const ours = decode(payloads[0]!) as unknown[];
   const theirs = unpackr.unpack(payloads[0]!) as unknown[];
-  if (JSON.stringify(ours, (_k, x) => (typeof x === "bigint" ? `${x}n` : x)) !== JSON.stringify(theirs, (_k, x) => (typeof x === "bigint" ? `${x}n` : x))) {
+  if (
+    JSON.stringify(ours, (_k, x) => (typeof x === "bigint" ? `${x}n` : x)) !==
+    JSON.stringify(theirs, (_k, x) => (typeof x === "bigint" ? `${x}n` : x))
+  ) {
     throw new Error(`${name}: decode() and msgpackr disagree`);
   }
   let k = 0;
@@ -96,7 +120,10 @@ for (const [name, events, blocks] of CASES) {
   const ns = {
     "ours decode()": nsPerOp(() => decode(next()), payloads),
     "msgpackr unpack": nsPerOp(() => unpackr.unpack(next()), payloads),
-    "ours vLLM, no hashing": nsPerOp(() => decodeVllmBatch(next(), { ...opts, hasher: noHash }), payloads),
+    "ours vLLM, no hashing": nsPerOp(
+      () => decodeVllmBatch(next(), { ...opts, hasher: noHash }),
+      payloads,
+    ),
     "ours vLLM, portable": nsPerOp(() => decodeVllmBatch(next(), opts), payloads),
   };
   rows.push({ case: name, bytes: payloads[0]!.length, ns });
@@ -104,5 +131,10 @@ for (const [name, events, blocks] of CASES) {
 
 const cols = Object.keys(rows[0]!.ns);
 console.log(`median ns per batch (${RUNS} runs)`);
-console.log(textTable(["case", "bytes", ...cols], rows.map((r) => [r.case, String(r.bytes), ...cols.map((c) => r.ns[c]!.toFixed(0))])));
+console.log(
+  textTable(
+    ["case", "bytes", ...cols],
+    rows.map((r) => [r.case, String(r.bytes), ...cols.map((c) => r.ns[c]!.toFixed(0))]),
+  ),
+);
 if (values.json) writeFileSync(values.json, JSON.stringify(rows, null, 2));

@@ -24,7 +24,9 @@ import { startVllmKvSubscriber } from "../../src/runtime/bun/zmq/subscriber.ts";
 import { decodeVllmBatch, newVllmDecodeCounters } from "../../src/runtime/bun/zmq/vllm-decode.ts";
 import { pythonZmqProblem, VllmPublisherProcess } from "../../test/support/vllm-kv-publisher.ts";
 
-const { values } = parseArgs({ options: { batches: { type: "string" }, json: { type: "string" } } });
+const { values } = parseArgs({
+  options: { batches: { type: "string" }, json: { type: "string" } },
+});
 const N = Number(values.batches ?? 100_000);
 const BS = 16;
 
@@ -38,11 +40,46 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: "1 event x 1 block", eventsPerBatch: 1, blocksPerEvent: 1, sink: "none", format: "array", batches: N },
-  { name: "1 event x 1 block, map form", eventsPerBatch: 1, blocksPerEvent: 1, sink: "none", format: "map", batches: N },
-  { name: "8 events x 4 blocks", eventsPerBatch: 8, blocksPerEvent: 4, sink: "none", format: "array", batches: Math.ceil(N / 4) },
-  { name: "8 events x 4 blocks -> RadixTree", eventsPerBatch: 8, blocksPerEvent: 4, sink: "index", format: "array", batches: Math.ceil(N / 4) },
-  { name: "1 event x 64 blocks (1024 tokens)", eventsPerBatch: 1, blocksPerEvent: 64, sink: "none", format: "array", batches: Math.ceil(N / 10) },
+  {
+    name: "1 event x 1 block",
+    eventsPerBatch: 1,
+    blocksPerEvent: 1,
+    sink: "none",
+    format: "array",
+    batches: N,
+  },
+  {
+    name: "1 event x 1 block, map form",
+    eventsPerBatch: 1,
+    blocksPerEvent: 1,
+    sink: "none",
+    format: "map",
+    batches: N,
+  },
+  {
+    name: "8 events x 4 blocks",
+    eventsPerBatch: 8,
+    blocksPerEvent: 4,
+    sink: "none",
+    format: "array",
+    batches: Math.ceil(N / 4),
+  },
+  {
+    name: "8 events x 4 blocks -> RadixTree",
+    eventsPerBatch: 8,
+    blocksPerEvent: 4,
+    sink: "index",
+    format: "array",
+    batches: Math.ceil(N / 4),
+  },
+  {
+    name: "1 event x 64 blocks (1024 tokens)",
+    eventsPerBatch: 1,
+    blocksPerEvent: 64,
+    sink: "none",
+    format: "array",
+    batches: Math.ceil(N / 10),
+  },
 ];
 
 interface Result {
@@ -63,7 +100,8 @@ interface Result {
 async function runCase(c: Case): Promise<Result> {
   const pub = await VllmPublisherProcess.start();
   const index = createIndexer("precise");
-  let events = 0, blocks = 0;
+  let events = 0,
+    blocks = 0;
   const sinkNone = (evs: RouterEvent[]) => {
     events += evs.length;
     for (const e of evs) if (e.event.data.type === "stored") blocks += e.event.data.blocks.length;
@@ -82,10 +120,17 @@ async function runCase(c: Case): Promise<Result> {
   try {
     await pub.waitSubscriber();
     const t0 = performance.now();
-    const reply = await pub.bench({ batches: c.batches, eventsPerBatch: c.eventsPerBatch, blocksPerEvent: c.blocksPerEvent, blockSize: BS, format: c.format });
+    const reply = await pub.bench({
+      batches: c.batches,
+      eventsPerBatch: c.eventsPerBatch,
+      blocksPerEvent: c.blocksPerEvent,
+      blockSize: BS,
+      format: c.format,
+    });
     const deadline = performance.now() + 120_000;
     while (sub.stats().lastSeq < reply.last_seq) {
-      if (performance.now() > deadline) throw new Error(`subscriber stuck at seq ${sub.stats().lastSeq} of ${reply.last_seq}`);
+      if (performance.now() > deadline)
+        throw new Error(`subscriber stuck at seq ${sub.stats().lastSeq} of ${reply.last_seq}`);
       await Bun.sleep(1);
     }
     const seconds = (performance.now() - t0) / 1000;
@@ -119,7 +164,11 @@ function decodeOnly(c: Case): number {
   let id = 0n;
   const t0 = performance.now();
   for (let i = 0; i < iters; i++) {
-    const d = decodeVllmBatch(payloads[i & 63]!, { workerId: 1n, blockSize: BS, firstEventId: id }, counters);
+    const d = decodeVllmBatch(
+      payloads[i & 63]!,
+      { workerId: 1n, blockSize: BS, firstEventId: id },
+      counters,
+    );
     id += BigInt(d.events.length);
   }
   return iters / ((performance.now() - t0) / 1000);
@@ -133,9 +182,9 @@ function encodeBatch(c: Case, v: number): Uint8Array {
   const str = (s: string) => (u8(0xa0 | s.length), [...s].forEach((ch) => u8(ch.charCodeAt(0))));
   const uint = (x: number) => {
     if (x < 128) u8(x);
-    else if (x < 256) (u8(0xcc), u8(x));
-    else if (x < 65536) (u8(0xcd), u8(x >> 8), u8(x & 0xff));
-    else (u8(0xce), u8((x >>> 24) & 0xff), u8((x >>> 16) & 0xff), u8((x >>> 8) & 0xff), u8(x & 0xff));
+    else if (x < 256) u8(0xcc), u8(x);
+    else if (x < 65536) u8(0xcd), u8(x >> 8), u8(x & 0xff);
+    else u8(0xce), u8((x >>> 24) & 0xff), u8((x >>> 16) & 0xff), u8((x >>> 8) & 0xff), u8(x & 0xff);
   };
   const u64 = (x: bigint) => {
     u8(0xcf);
@@ -150,7 +199,8 @@ function encodeBatch(c: Case, v: number): Uint8Array {
     arr(12);
     str("BlockStored");
     arr(c.blocksPerEvent);
-    for (let i = 0; i < c.blocksPerEvent; i++) u64((BigInt(base + i) * 0x9e3779b97f4a7c15n) % 2n ** 64n | 2n ** 63n);
+    for (let i = 0; i < c.blocksPerEvent; i++)
+      u64(((BigInt(base + i) * 0x9e3779b97f4a7c15n) % 2n ** 64n) | (2n ** 63n));
     u8(0xc0);
     arr(c.blocksPerEvent * BS);
     for (let t = base * BS; t < (base + c.blocksPerEvent) * BS; t++) uint(t);

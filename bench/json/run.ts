@@ -15,14 +15,18 @@ import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { median } from "../replay/stats.ts";
 import { textTable } from "../support/text-table.ts";
 
-const { values } = parseArgs({ options: { json: { type: "string" }, "budget-ms": { type: "string" } } });
+const { values } = parseArgs({
+  options: { json: { type: "string" }, "budget-ms": { type: "string" } },
+});
 const budgetMs = Number(values["budget-ms"] ?? 300);
 
 /** The parser before issue 12, kept here as the reference it is measured against. */
 const OLD_PATTERN = /("(?:[^"\\]|\\.)*")|(-?\d{16,})(?![\d.eE])/g;
 function oldParse(text: string): unknown {
-  const quoted = text.replace(OLD_PATTERN, (_m, str: string | undefined, num: string | undefined) =>
-    str !== undefined ? str : `"${num}"`,
+  const quoted = text.replace(
+    OLD_PATTERN,
+    (_m, str: string | undefined, num: string | undefined) =>
+      str !== undefined ? str : `"${num}"`,
   );
   return JSON.parse(quoted);
 }
@@ -75,7 +79,18 @@ for (const [name, text] of cases) {
   const now = timeMedian(() => parseJsonBigintSafe(text));
   const plain = timeMedian(() => JSON.parse(text));
   const before = timeOnce(() => oldParse(text));
-  rows.push({ case: name, bytes: text.length, before_us: Math.round(before), after_median_us: Math.round(now), json_parse_median_us: Math.round(plain) });
+  rows.push({
+    case: name,
+    bytes: text.length,
+    before_us: Math.round(before),
+    after_median_us: Math.round(now),
+    json_parse_median_us: Math.round(plain),
+  });
 }
-console.log(textTable(["case", "bytes", "before µs (1 run)", "after µs (median)", "JSON.parse µs (median)"], rows.map((r) => Object.values(r).map(String))));
+console.log(
+  textTable(
+    ["case", "bytes", "before µs (1 run)", "after µs (median)", "JSON.parse µs (median)"],
+    rows.map((r) => Object.values(r).map(String)),
+  ),
+);
 if (values.json) writeFileSync(values.json, JSON.stringify(rows, null, 2));

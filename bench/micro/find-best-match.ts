@@ -56,7 +56,13 @@ function store(tree: RadixTree, w: number, tokens: Uint32Array): void {
   // Engines emit events of 16 blocks chained by parent hash; the index sees the same.
   for (let i = 0; i < local.length; i += 16) {
     const end = Math.min(local.length, i + 16);
-    tree.storeHashes(BigInt(w), 0, i === 0 ? null : seq[i - 1]!, local.subarray(i, end), seq.subarray(i, end));
+    tree.storeHashes(
+      BigInt(w),
+      0,
+      i === 0 ? null : seq[i - 1]!,
+      local.subarray(i, end),
+      seq.subarray(i, end),
+    );
   }
 }
 
@@ -80,7 +86,16 @@ function buildWorld(entries: number): World {
     for (let k = 0; k < 16; k++) {
       const toks = concat(families[(w + k) % families.length]!, randomTokens(1024));
       const seq = computeSeqHashes(computeBlockHashesWith(portableBatchHasher, toks, BS));
-      tracker.addRequest({ requestId: `bg-${id++}`, worker: worker(w), seqHashes: seq, isl: toks.length, overlap: 0 }, 0);
+      tracker.addRequest(
+        {
+          requestId: `bg-${id++}`,
+          worker: worker(w),
+          seqHashes: seq,
+          isl: toks.length,
+          overlap: 0,
+        },
+        0,
+      );
       if (k % 2 === 0) tracker.markPrefillCompleted(`bg-${id - 1}`, 0);
     }
   }
@@ -94,13 +109,25 @@ interface Phases {
   total: Float64Array;
 }
 
-function measure(world: World, hasher: BatchBlockHasher, queries: Uint32Array[], rounds: number): Record<string, { p50: number; p99: number }> {
+function measure(
+  world: World,
+  hasher: BatchBlockHasher,
+  queries: Uint32Array[],
+  rounds: number,
+): Record<string, { p50: number; p99: number }> {
   const config = schedulerConfig({ blockSize: BS });
   const pipeline = createPipeline("kv", config);
-  const endpoints = endpointsOf(Array.from({ length: WORKERS }, (_, i) => ({ workerId: BigInt(i) })));
+  const endpoints = endpointsOf(
+    Array.from({ length: WORKERS }, (_, i) => ({ workerId: BigInt(i) })),
+  );
   const rng = mulberry32(1);
   const n = queries.length * rounds;
-  const ph: Phases = { hash: new Float64Array(n), match: new Float64Array(n), schedule: new Float64Array(n), total: new Float64Array(n) };
+  const ph: Phases = {
+    hash: new Float64Array(n),
+    match: new Float64Array(n),
+    schedule: new Float64Array(n),
+    total: new Float64Array(n),
+  };
   const seqHasher = seqHasherOf(hasher);
   let i = 0;
   for (let round = 0; round < rounds; round++) {
@@ -111,7 +138,17 @@ function measure(world: World, hasher: BatchBlockHasher, queries: Uint32Array[],
       const t1 = performance.now();
       const overlaps = world.tree.findMatches(local);
       const t2 = performance.now();
-      findBestMatch({ overlaps, seqHashes: seq, isl: q.length, endpoints, tracker: world.tracker, pipeline, config, now: 1, rng });
+      findBestMatch({
+        overlaps,
+        seqHashes: seq,
+        isl: q.length,
+        endpoints,
+        tracker: world.tracker,
+        pipeline,
+        config,
+        now: 1,
+        rng,
+      });
       const t3 = performance.now();
       ph.hash[i] = (t1 - t0) * 1000;
       ph.match[i] = (t2 - t1) * 1000;
@@ -128,7 +165,9 @@ function measure(world: World, hasher: BatchBlockHasher, queries: Uint32Array[],
   return out;
 }
 
-export async function runFindBestMatchBench(opts: { entries?: number } = {}): Promise<Record<string, unknown>> {
+export async function runFindBestMatchBench(
+  opts: { entries?: number } = {},
+): Promise<Record<string, unknown>> {
   const world = buildWorld(opts.entries ?? 1_000_000);
   const q8k = Array.from({ length: 64 }, (_, i) => {
     const f = world.families[(i * 5) % world.families.length]!;
@@ -155,12 +194,23 @@ export async function runFindBestMatchBench(opts: { entries?: number } = {}): Pr
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({ options: { json: { type: "string" }, entries: { type: "string" } } });
-  const r = await runFindBestMatchBench({ entries: values.entries ? Number(values.entries) : undefined });
-  console.log(`find-best-match: ${r.workers} workers, ${r.indexed_entries} indexed entries, block size ${r.block_size}`);
+  const { values } = parseArgs({
+    options: { json: { type: "string" }, entries: { type: "string" } },
+  });
+  const r = await runFindBestMatchBench({
+    entries: values.entries ? Number(values.entries) : undefined,
+  });
+  console.log(
+    `find-best-match: ${r.workers} workers, ${r.indexed_entries} indexed entries, block size ${r.block_size}`,
+  );
   console.log("case            phase       p50 µs    p99 µs");
-  for (const [k, v] of Object.entries(r.latency_us as Record<string, Record<string, { p50: number; p99: number }>>)) {
-    for (const [phase, x] of Object.entries(v)) console.log(`${k.padEnd(15)} ${phase.padEnd(9)} ${x.p50.toFixed(1).padStart(9)} ${x.p99.toFixed(1).padStart(9)}`);
+  for (const [k, v] of Object.entries(
+    r.latency_us as Record<string, Record<string, { p50: number; p99: number }>>,
+  )) {
+    for (const [phase, x] of Object.entries(v))
+      console.log(
+        `${k.padEnd(15)} ${phase.padEnd(9)} ${x.p50.toFixed(1).padStart(9)} ${x.p99.toFixed(1).padStart(9)}`,
+      );
   }
   if (values.json) writeFileSync(values.json, JSON.stringify(r, null, 2));
 }

@@ -8,7 +8,11 @@
  * (one FFI call per prompt, output array included). Median of timed batches after a warm-up,
  * as µs per prompt and tokens/s. Needs `bun run build:ffi`.
  */
-import { portableBatchHasher, XXH3_SEED, type BatchBlockHasher } from "../../src/core/block-hash.ts";
+import {
+  portableBatchHasher,
+  XXH3_SEED,
+  type BatchBlockHasher,
+} from "../../src/core/block-hash.ts";
 import { createNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
 import { loadNativeLibrary } from "../../src/transfer/native/library.ts";
 import { randomTokens } from "../../test/support/prng.ts";
@@ -28,7 +32,12 @@ interface CaseResult {
 /** Deterministic pseudo-random token ids (seeded xorshift32), vocabulary 150k. */
 const makeTokens = (n: number, seed = 12345): Uint32Array => randomTokens(n, 150_000, seed);
 
-function timeCase(hasher: CaseResult["hasher"], h: BatchBlockHasher, tokens: Uint32Array, bs: number): CaseResult {
+function timeCase(
+  hasher: CaseResult["hasher"],
+  h: BatchBlockHasher,
+  tokens: Uint32Array,
+  bs: number,
+): CaseResult {
   const fn = () => h(tokens, bs, XXH3_SEED);
   const warmEnd = performance.now() + 400;
   while (performance.now() < warmEnd) fn();
@@ -48,7 +57,15 @@ function timeCase(hasher: CaseResult["hasher"], h: BatchBlockHasher, tokens: Uin
   }
   const med = median(samples);
   const k = tokens.length >= 1024 ? `${tokens.length >> 10}k` : String(tokens.length);
-  return { name: `${hasher} ${k} bs${bs}`, hasher, tokens: tokens.length, blockSize: bs, medianUs: med, minUs: Math.min(...samples), tokensPerSec: tokens.length / (med / 1e6) };
+  return {
+    name: `${hasher} ${k} bs${bs}`,
+    hasher,
+    tokens: tokens.length,
+    blockSize: bs,
+    medianUs: med,
+    minUs: Math.min(...samples),
+    tokensPerSec: tokens.length / (med / 1e6),
+  };
 }
 
 export async function runNativeHashBench(): Promise<Record<string, unknown>> {
@@ -57,12 +74,22 @@ export async function runNativeHashBench(): Promise<Record<string, unknown>> {
   const native = createNativeBlockHasher(lib.library);
   const t8k = makeTokens(8192);
   const t128k = makeTokens(131072);
-  for (const [t, bs] of [[t8k, 16], [t128k, 16], [t128k, 512]] as const) {
-    const a = portableBatchHasher(t, bs, XXH3_SEED), b = native(t, bs, XXH3_SEED);
-    if (a.length !== b.length || a.some((v, i) => v !== b[i])) throw new Error(`native and portable hashes differ at bs ${bs}`);
+  for (const [t, bs] of [
+    [t8k, 16],
+    [t128k, 16],
+    [t128k, 512],
+  ] as const) {
+    const a = portableBatchHasher(t, bs, XXH3_SEED),
+      b = native(t, bs, XXH3_SEED);
+    if (a.length !== b.length || a.some((v, i) => v !== b[i]))
+      throw new Error(`native and portable hashes differ at bs ${bs}`);
   }
   const cases: CaseResult[] = [];
-  for (const [t, bs] of [[t8k, 16], [t128k, 16], [t128k, 512]] as const) {
+  for (const [t, bs] of [
+    [t8k, 16],
+    [t128k, 16],
+    [t128k, 512],
+  ] as const) {
     cases.push(timeCase("portable", portableBatchHasher, t, bs));
     cases.push(timeCase("native", native, t, bs));
   }
@@ -72,9 +99,18 @@ export async function runNativeHashBench(): Promise<Record<string, unknown>> {
 function printTable(cases: CaseResult[]): void {
   const head = ["case", "median µs", "min µs", "Mtok/s", "speed-up"];
   const rows = cases.map((c) => {
-    const portable = cases.find((p) => p.hasher === "portable" && p.tokens === c.tokens && p.blockSize === c.blockSize);
-    const up = c.hasher === "native" && portable ? `${(portable.medianUs / c.medianUs).toFixed(1)}x` : "";
-    return [c.name, c.medianUs.toFixed(2), c.minUs.toFixed(2), (c.tokensPerSec / 1e6).toFixed(1), up];
+    const portable = cases.find(
+      (p) => p.hasher === "portable" && p.tokens === c.tokens && p.blockSize === c.blockSize,
+    );
+    const up =
+      c.hasher === "native" && portable ? `${(portable.medianUs / c.medianUs).toFixed(1)}x` : "";
+    return [
+      c.name,
+      c.medianUs.toFixed(2),
+      c.minUs.toFixed(2),
+      (c.tokensPerSec / 1e6).toFixed(1),
+      up,
+    ];
   });
   console.log(textTable(head, rows));
 }

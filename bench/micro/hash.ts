@@ -9,7 +9,12 @@
  * reports the median of several timed runs (after a 600 ms warm-up) as µs per prompt and
  * tokens/s.
  */
-import { computeBlockHashes, computeSeqHashes, portableBatchHasher, XXH3_SEED } from "../../src/core/block-hash.ts";
+import {
+  computeBlockHashes,
+  computeSeqHashes,
+  portableBatchHasher,
+  XXH3_SEED,
+} from "../../src/core/block-hash.ts";
 import { randomTokens } from "../../test/support/prng.ts";
 import { median } from "../replay/stats.ts";
 import { textTable } from "../support/text-table.ts";
@@ -29,7 +34,13 @@ interface CaseResult {
 const makeTokens = (n: number, seed = 12345): Uint32Array => randomTokens(n, 150_000, seed);
 
 /** Times `fn` in batches of `inner` calls so short cases are not dominated by timer noise. */
-function timeCase(name: string, tokens: number, blockSize: number, blocks: number, fn: () => unknown): CaseResult {
+function timeCase(
+  name: string,
+  tokens: number,
+  blockSize: number,
+  blocks: number,
+  fn: () => unknown,
+): CaseResult {
   // Warm up long enough for the optimizing JIT tier (FTL compiles in the background and
   // takes ~100 ms for the unrolled long path), so the figures are steady-state.
   const warmEnd = performance.now() + 600;
@@ -74,13 +85,25 @@ export async function runHashBench(): Promise<Record<string, unknown>> {
     timeCase("portable 8k bs16 (number[] via computeBlockHashes)", 8192, 16, 512, () =>
       computeBlockHashes(asArray8k, 16),
     ),
-    timeCase("portable 128k bs16", 131072, 16, 8192, () => portableBatchHasher(t128k, 16, XXH3_SEED)),
-    timeCase("portable 128k bs512", 131072, 512, 256, () => portableBatchHasher(t128k, 512, XXH3_SEED)),
-    timeCase("portable 128k bs32 (general 17-128 path)", 131072, 32, 4096, () => portableBatchHasher(t128k, 32, XXH3_SEED)),
-    timeCase("portable 128k bs64 (general long path)", 131072, 64, 2048, () => portableBatchHasher(t128k, 64, XXH3_SEED)),
+    timeCase("portable 128k bs16", 131072, 16, 8192, () =>
+      portableBatchHasher(t128k, 16, XXH3_SEED),
+    ),
+    timeCase("portable 128k bs512", 131072, 512, 256, () =>
+      portableBatchHasher(t128k, 512, XXH3_SEED),
+    ),
+    timeCase("portable 128k bs32 (general 17-128 path)", 131072, 32, 4096, () =>
+      portableBatchHasher(t128k, 32, XXH3_SEED),
+    ),
+    timeCase("portable 128k bs64 (general long path)", 131072, 64, 2048, () =>
+      portableBatchHasher(t128k, 64, XXH3_SEED),
+    ),
     timeCase("seq hashes 8192 blocks", 131072, 16, 8192, () => computeSeqHashes(seq128k)),
   ];
-  return { bench: "hash", runtime: typeof Bun !== "undefined" ? `bun ${Bun.version}` : "unknown", cases };
+  return {
+    bench: "hash",
+    runtime: typeof Bun !== "undefined" ? `bun ${Bun.version}` : "unknown",
+    cases,
+  };
 }
 
 function printTable(cases: CaseResult[]): void {

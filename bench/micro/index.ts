@@ -63,7 +63,8 @@ interface Sequence {
 function extend(base: Sequence, locals: bigint[]): Sequence {
   const local = [...base.local, ...locals];
   const seq = [...base.seq];
-  for (let i = base.local.length; i < local.length; i++) seq.push(chain(i === 0 ? 0n : seq[i - 1]!, local[i]!));
+  for (let i = base.local.length; i < local.length; i++)
+    seq.push(chain(i === 0 ? 0n : seq[i - 1]!, local[i]!));
   return { local, seq };
 }
 const EMPTY: Sequence = { local: [], seq: [] };
@@ -93,9 +94,11 @@ function storeEvents(worker: number, s: Sequence, from: number, out: RouterEvent
   let n = 0;
   for (let i = from; i < s.local.length; i += EVENT_BLOCKS) {
     const blocks: StoredBlock[] = [];
-    for (let j = i; j < Math.min(i + EVENT_BLOCKS, s.local.length); j++) blocks.push({ tokensHash: s.local[j]!, blockHash: s.seq[j]! });
+    for (let j = i; j < Math.min(i + EVENT_BLOCKS, s.local.length); j++)
+      blocks.push({ tokensHash: s.local[j]!, blockHash: s.seq[j]! });
     out.push(storedEvent(BigInt(worker), 0n, blocks, i === 0 ? null : s.seq[i - 1]!));
-    if (TIERS) out.push(storedEvent(BigInt(worker), 0n, blocks, i === 0 ? null : s.seq[i - 1]!, 0, "cpu"));
+    if (TIERS)
+      out.push(storedEvent(BigInt(worker), 0n, blocks, i === 0 ? null : s.seq[i - 1]!, 0, "cpu"));
     n += blocks.length * (TIERS ? 2 : 1);
   }
   return n;
@@ -144,7 +147,11 @@ function quantile(sorted: Float64Array, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
-function latency(tree: RadixTree, queries: BigUint64Array[], rounds: number): { p50Us: number; p99Us: number; maxUs: number; meanScored: number } {
+function latency(
+  tree: RadixTree,
+  queries: BigUint64Array[],
+  rounds: number,
+): { p50Us: number; p99Us: number; maxUs: number; meanScored: number } {
   for (let i = 0; i < 2000; i++) tree.findMatches(queries[i % queries.length]!); // warm-up
   const times = new Float64Array(queries.length * rounds);
   let scored = 0;
@@ -159,7 +166,12 @@ function latency(tree: RadixTree, queries: BigUint64Array[], rounds: number): { 
     }
   }
   times.sort();
-  return { p50Us: quantile(times, 0.5), p99Us: quantile(times, 0.99), maxUs: times[times.length - 1]!, meanScored: scored / times.length };
+  return {
+    p50Us: quantile(times, 0.5),
+    p99Us: quantile(times, 0.99),
+    maxUs: times[times.length - 1]!,
+    meanScored: scored / times.length,
+  };
 }
 
 function memory(): { heapUsed: number; rss: number } {
@@ -203,8 +215,15 @@ function typed(e: RouterEvent): TypedStore {
  */
 function build(target: number, viaTyped: boolean): Built {
   rand32 = xorshift32(RNG_SEED); // every build sees the same workload
-  const w: Workload = { families: makeFamilies(), samples: [], longDocs: [], history: [], keptBytes: 0 };
-  for (let d = 0; d < LONG_DOCS; d++) w.longDocs.push(extend(EMPTY, Array.from({ length: LONG_BLOCKS }, randomHash)));
+  const w: Workload = {
+    families: makeFamilies(),
+    samples: [],
+    longDocs: [],
+    history: [],
+    keptBytes: 0,
+  };
+  for (let d = 0; d < LONG_DOCS; d++)
+    w.longDocs.push(extend(EMPTY, Array.from({ length: LONG_BLOCKS }, randomHash)));
   const holds = Array.from({ length: WORKERS }, () => new Set<number>());
 
   const before = memory();
@@ -256,11 +275,16 @@ function build(target: number, viaTyped: boolean): Built {
   };
 }
 
-export async function runIndexBench(opts: { entries?: number; tiers?: boolean; workers?: number } = {}): Promise<Record<string, unknown>> {
+export async function runIndexBench(
+  opts: { entries?: number; tiers?: boolean; workers?: number } = {},
+): Promise<Record<string, unknown>> {
   const target = opts.entries ?? 1_000_000;
   TIERS = opts.tiers ?? false;
   WORKERS = opts.workers ?? 64;
-  const { tree, w, holds, applyNs, storedBlocks, events, heapBytes, rssBytes } = build(target, false);
+  const { tree, w, holds, applyNs, storedBlocks, events, heapBytes, rssBytes } = build(
+    target,
+    false,
+  );
   const entries = tree.size();
   const typedBuild = build(target, true); // same stream again, as typed arrays (rate only)
   const typedNsPerBlock = typedBuild.applyNs / typedBuild.storedBlocks;
@@ -286,7 +310,12 @@ export async function runIndexBench(opts: { entries?: number; tiers?: boolean; w
   const q8kPrefix = Array.from({ length: 400 }, () => toQuery(newRequest(w, pickFamily()).local));
   const q8kRepeat = w.samples;
   const q128kFull = w.longDocs.map((d) => toQuery(d.local));
-  const q128kHalf = w.longDocs.map((d) => toQuery([...d.local.slice(0, LONG_BLOCKS / 2), ...Array.from({ length: LONG_BLOCKS / 2 }, randomHash)]));
+  const q128kHalf = w.longDocs.map((d) =>
+    toQuery([
+      ...d.local.slice(0, LONG_BLOCKS / 2),
+      ...Array.from({ length: LONG_BLOCKS / 2 }, randomHash),
+    ]),
+  );
 
   // Dump and replay (recovery, worker-local query): how long a full-index dump takes.
   const d0 = Bun.nanoseconds();
@@ -320,7 +349,12 @@ export async function runIndexBench(opts: { entries?: number; tiers?: boolean; w
       bytesPerEntryTypedArrays: +(tree.memoryBytes() / entries).toFixed(1),
       targetBytesPerEntry: 100,
     },
-    dump: { events: dump.length, dumpMs: +dumpMs.toFixed(1), replayMs: +replayMs.toFixed(1), replicaEqual },
+    dump: {
+      events: dump.length,
+      dumpMs: +dumpMs.toFixed(1),
+      replayMs: +replayMs.toFixed(1),
+      replicaEqual,
+    },
     findMatches: {
       "8k prefix hit + new tail": latency(tree, q8kPrefix, 5),
       "8k exact repeat": latency(tree, q8kRepeat, 5),

@@ -25,8 +25,18 @@ export interface MicroReport {
     error?: string;
   };
   index?: {
-    apply?: { blocksPerSec?: Maybe; typedArraysBlocksPerSec?: Maybe; churnBlocksPerSec?: Maybe; targetBlocksPerSec?: Maybe };
-    memory?: { bytesPerEntryHeap?: Maybe; bytesPerEntryTypedArrays?: Maybe; bytesPerEntryRss?: Maybe; targetBytesPerEntry?: Maybe };
+    apply?: {
+      blocksPerSec?: Maybe;
+      typedArraysBlocksPerSec?: Maybe;
+      churnBlocksPerSec?: Maybe;
+      targetBlocksPerSec?: Maybe;
+    };
+    memory?: {
+      bytesPerEntryHeap?: Maybe;
+      bytesPerEntryTypedArrays?: Maybe;
+      bytesPerEntryRss?: Maybe;
+      targetBytesPerEntry?: Maybe;
+    };
     error?: string;
   };
 }
@@ -41,19 +51,29 @@ const APPLY_TARGET = 5_000_000;
 const BYTES_TARGET = 100;
 
 const isNumber = (x: Maybe): x is number => typeof x === "number" && Number.isFinite(x);
-const verdict = (x: Maybe, met: (v: number) => boolean) => (isNumber(x) ? (met(x) ? ", met" : ", missed") : "");
+const verdict = (x: Maybe, met: (v: number) => boolean) =>
+  isNumber(x) ? (met(x) ? ", met" : ", missed") : "";
 
 function routePanel(f: NonNullable<MicroReport["find-best-match"]>): BarPanel {
   const lat = f.latency_us ?? {};
   const cases = ROUTE_TARGETS_US.filter(([key]) => lat[key] !== undefined);
-  const entries = isNumber(f.indexed_entries) ? `, ${(f.indexed_entries / 1e6).toFixed(1)} M entries` : "";
+  const entries = isNumber(f.indexed_entries)
+    ? `, ${(f.indexed_entries / 1e6).toFixed(1)} M entries`
+    : "";
   return {
     title: `hash + match + schedule${f.workers ? `, ${f.workers} workers` : ""}${entries}`,
     yLabel: "µs (log)",
     yLog: true,
     series: ["p50", "p99"],
-    groups: cases.map(([key, label]) => ({ label, bars: (["p50", "p99"] as const).map((q) => ({ series: q, value: lat[key]?.total?.[q] })) })),
-    targets: cases.map(([key, label, p99]) => ({ y: p99, group: label, label: `p99 ≤ ${p99} µs${verdict(lat[key]?.total?.p99, (v) => v <= p99)}` })),
+    groups: cases.map(([key, label]) => ({
+      label,
+      bars: (["p50", "p99"] as const).map((q) => ({ series: q, value: lat[key]?.total?.[q] })),
+    })),
+    targets: cases.map(([key, label, p99]) => ({
+      y: p99,
+      group: label,
+      label: `p99 ≤ ${p99} µs${verdict(lat[key]?.total?.p99, (v) => v <= p99)}`,
+    })),
   };
 }
 
@@ -67,9 +87,17 @@ function applyPanel(a: NonNullable<NonNullable<MicroReport["index"]>["apply"]>):
     groups: [
       { label: "events", bars: [{ series: "blocks/s", value: a.blocksPerSec }] },
       { label: "typed arrays", bars: [{ series: "blocks/s", value: a.typedArraysBlocksPerSec }] },
-      { label: "store + evict\n(steady churn)", bars: [{ series: "blocks/s", value: a.churnBlocksPerSec }] },
+      {
+        label: "store + evict\n(steady churn)",
+        bars: [{ series: "blocks/s", value: a.churnBlocksPerSec }],
+      },
     ],
-    targets: [{ y: target, label: `events ≥ ${target / 1e6} M blocks/s${rate(a.blocksPerSec)}${verdict(a.blocksPerSec, (v) => v >= target)}` }],
+    targets: [
+      {
+        y: target,
+        label: `events ≥ ${target / 1e6} M blocks/s${rate(a.blocksPerSec)}${verdict(a.blocksPerSec, (v) => v >= target)}`,
+      },
+    ],
   };
 }
 
@@ -81,10 +109,18 @@ function memoryPanel(m: NonNullable<NonNullable<MicroReport["index"]>["memory"]>
     series: ["bytes"],
     groups: [
       { label: "heap +\ntyped arrays", bars: [{ series: "bytes", value: m.bytesPerEntryHeap }] },
-      { label: "the index's\ntyped arrays", bars: [{ series: "bytes", value: m.bytesPerEntryTypedArrays }] },
+      {
+        label: "the index's\ntyped arrays",
+        bars: [{ series: "bytes", value: m.bytesPerEntryTypedArrays }],
+      },
       { label: "RSS", bars: [{ series: "bytes", value: m.bytesPerEntryRss }] },
     ],
-    targets: [{ y: target, label: `heap + typed arrays ≤ ${target} B${verdict(m.bytesPerEntryHeap, (v) => v <= target)}` }],
+    targets: [
+      {
+        y: target,
+        label: `heap + typed arrays ≤ ${target} B${verdict(m.bytesPerEntryHeap, (v) => v <= target)}`,
+      },
+    ],
   };
 }
 
@@ -94,15 +130,24 @@ export function microSvg(r: MicroReport): string {
   if (f?.latency_us !== undefined) panels.push(routePanel(f));
   if (r.index?.apply !== undefined) panels.push(applyPanel(r.index.apply));
   if (r.index?.memory !== undefined) panels.push(memoryPanel(r.index.memory));
-  if (panels.length === 0) throw new Error("nothing to plot: the JSON has no find-best-match or index figures (bench:micro --json, with those parts run)");
+  if (panels.length === 0)
+    throw new Error(
+      "nothing to plot: the JSON has no find-best-match or index figures (bench:micro --json, with those parts run)",
+    );
   const load = r.load_average ? `load average ${r.load_average.join(" ")}` : "";
-  return barChartsSvg(`bench:micro: the routing core against its targets\none run${load ? `, ${load}` : ""}`, panels, 3);
+  return barChartsSvg(
+    `bench:micro: the routing core against its targets\none run${load ? `, ${load}` : ""}`,
+    panels,
+    3,
+  );
 }
 
 if (import.meta.main) {
   const [input, output] = process.argv.slice(2);
   if (!input || !output) {
-    console.error("usage: bun bench/micro/plot.ts RUN.json OUT.svg   (RUN.json: what bench:micro --json wrote)");
+    console.error(
+      "usage: bun bench/micro/plot.ts RUN.json OUT.svg   (RUN.json: what bench:micro --json wrote)",
+    );
     process.exit(2);
   }
   writeFileSync(output, microSvg(JSON.parse(readFileSync(input, "utf8")) as MicroReport));

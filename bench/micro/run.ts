@@ -16,7 +16,9 @@ import { runSchedulerBench } from "./scheduler.ts";
 import { runU64TablesBench } from "./u64-tables.ts";
 import { microSvg, type MicroReport } from "./plot.ts";
 
-const { values } = parseArgs({ options: { json: { type: "string" }, svg: { type: "string" }, only: { type: "string" } } });
+const { values } = parseArgs({
+  options: { json: { type: "string" }, svg: { type: "string" }, only: { type: "string" } },
+});
 const parts: [string, () => Promise<Record<string, unknown>>][] = [
   ["hash", runHashBench],
   ["hash-native", runNativeHashBench],
@@ -45,19 +47,50 @@ if (values.svg) writeFileSync(values.svg, microSvg(results as MicroReport));
 /** The figures the issues set targets for, one line each (details in the JSON). */
 function printSummary(r: Record<string, any>): void {
   const rows: [string, string, string][] = [];
-  const fmt = (x: unknown, d = 1) => (typeof x === "number" && Number.isFinite(x) ? x.toFixed(d) : "-");
+  const fmt = (x: unknown, d = 1) =>
+    typeof x === "number" && Number.isFinite(x) ? x.toFixed(d) : "-";
   const fbm = r["find-best-match"]?.latency_us;
   for (const k of ["8k/native", "8k/portable", "128k/native", "128k/portable"]) {
     const t = fbm?.[k]?.total;
     // Issue 24's targets: 8k ≤ 25 µs native / ≤ 100 µs portable, 128k ≤ 250 µs native (p99).
-    const target = k === "8k/native" ? "p99 ≤ 25 µs" : k === "8k/portable" ? "p99 ≤ 100 µs" : k === "128k/native" ? "p99 ≤ 250 µs" : "";
-    if (t) rows.push([`hash+match+schedule ${k}, 64 workers, ${r["find-best-match"].indexed_entries} entries`, `p50 ${fmt(t.p50)} µs, p99 ${fmt(t.p99)} µs`, target]);
+    const target =
+      k === "8k/native"
+        ? "p99 ≤ 25 µs"
+        : k === "8k/portable"
+          ? "p99 ≤ 100 µs"
+          : k === "128k/native"
+            ? "p99 ≤ 250 µs"
+            : "";
+    if (t)
+      rows.push([
+        `hash+match+schedule ${k}, 64 workers, ${r["find-best-match"].indexed_entries} entries`,
+        `p50 ${fmt(t.p50)} µs, p99 ${fmt(t.p99)} µs`,
+        target,
+      ]);
   }
   const idx = r.index;
-  if (idx?.apply) rows.push(["event apply, stored blocks/s (events of 16, 64 workers)", `${fmt(idx.apply.blocksPerSec / 1e6, 2)} M/s`, "≥ 5 M/s"]);
-  if (idx?.memory) rows.push(["bytes per (block, worker) entry at 1M", `${fmt(idx.memory.bytesPerEntryHeap)} B (heap + typed arrays)`, "≤ 100 B"]);
-  for (const c of (r["hash-native"]?.cases ?? []) as { name: string; medianUs: number; tokensPerSec: number }[]) {
-    rows.push([`hash ${c.name}`, `${fmt(c.medianUs, 2)} µs (${fmt(c.tokensPerSec / 1e6, 0)} Mtok/s)`, ""]);
+  if (idx?.apply)
+    rows.push([
+      "event apply, stored blocks/s (events of 16, 64 workers)",
+      `${fmt(idx.apply.blocksPerSec / 1e6, 2)} M/s`,
+      "≥ 5 M/s",
+    ]);
+  if (idx?.memory)
+    rows.push([
+      "bytes per (block, worker) entry at 1M",
+      `${fmt(idx.memory.bytesPerEntryHeap)} B (heap + typed arrays)`,
+      "≤ 100 B",
+    ]);
+  for (const c of (r["hash-native"]?.cases ?? []) as {
+    name: string;
+    medianUs: number;
+    tokensPerSec: number;
+  }[]) {
+    rows.push([
+      `hash ${c.name}`,
+      `${fmt(c.medianUs, 2)} µs (${fmt(c.tokensPerSec / 1e6, 0)} Mtok/s)`,
+      "",
+    ]);
   }
   const w = [0, 1, 2].map((i) => Math.max(...rows.map((x) => x[i].length)));
   console.log("\nsummary");
@@ -66,7 +99,11 @@ function printSummary(r: Record<string, any>): void {
 
 function loadAverage(): number[] | null {
   try {
-    return require("node:fs").readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).map(Number);
+    return require("node:fs")
+      .readFileSync("/proc/loadavg", "utf8")
+      .split(" ")
+      .slice(0, 3)
+      .map(Number);
   } catch {
     return null;
   }

@@ -81,7 +81,9 @@ interface World {
 
 function buildWorld(): World {
   const config = schedulerConfig({ blockSize: BLOCK_SIZE });
-  const endpoints = endpointsOf(Array.from({ length: WORKERS }, (_, i) => ({ workerId: BigInt(1000 + i) })));
+  const endpoints = endpointsOf(
+    Array.from({ length: WORKERS }, (_, i) => ({ workerId: BigInt(1000 + i) })),
+  );
   const tracker = new LoadTracker({ blockSize: BLOCK_SIZE });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
   const rng = mulberry32(42);
@@ -94,7 +96,13 @@ function buildWorld(): World {
       conversations.push(conv);
       const id = `active-${n++}`;
       tracker.addRequest(
-        { requestId: id, worker: e.worker, seqHashes: prompt(system, conv, segment(50_000 + n, BLOCKS)), isl: BLOCKS * BLOCK_SIZE, overlap: SYSTEM_BLOCKS },
+        {
+          requestId: id,
+          worker: e.worker,
+          seqHashes: prompt(system, conv, segment(50_000 + n, BLOCKS)),
+          isl: BLOCKS * BLOCK_SIZE,
+          overlap: SYSTEM_BLOCKS,
+        },
         0,
       );
       if (r % 2 === 0) {
@@ -156,14 +164,29 @@ function timeCalls(name: string, fn: (i: number) => void): CaseResult {
   };
 }
 
-function scheduleCase(world: World, policy: PolicyName, label: string, temperature = 0): CaseResult {
+function scheduleCase(
+  world: World,
+  policy: PolicyName,
+  label: string,
+  temperature = 0,
+): CaseResult {
   const config = { ...world.config, temperature };
   const pipeline = createPipeline(policy, config);
   const rng = mulberry32(7);
   const { tracker, endpoints, requests } = world;
   return timeCalls(label, (i) => {
     const r = requests[i % REQUEST_POOL]!;
-    findBestMatch({ overlaps: r.overlaps, seqHashes: r.seqHashes, isl: BLOCKS * BLOCK_SIZE, endpoints, tracker, pipeline, config, now: 0, rng });
+    findBestMatch({
+      overlaps: r.overlaps,
+      seqHashes: r.seqHashes,
+      isl: BLOCKS * BLOCK_SIZE,
+      endpoints,
+      tracker,
+      pipeline,
+      config,
+      now: 0,
+      rng,
+    });
   });
 }
 
@@ -178,8 +201,24 @@ function lifecycleCase(world: World): CaseResult {
     const r = requests[i % REQUEST_POOL]!;
     const id = ids[i]!;
     const isl = BLOCKS * BLOCK_SIZE;
-    const sel = findBestMatch({ overlaps: r.overlaps, seqHashes: r.seqHashes, isl, endpoints, tracker, pipeline, config, now: 0, rng });
-    const booking = { requestId: id, worker: sel.worker, seqHashes: r.seqHashes, isl, overlap: sel.overlapBlocks };
+    const sel = findBestMatch({
+      overlaps: r.overlaps,
+      seqHashes: r.seqHashes,
+      isl,
+      endpoints,
+      tracker,
+      pipeline,
+      config,
+      now: 0,
+      rng,
+    });
+    const booking = {
+      requestId: id,
+      worker: sel.worker,
+      seqHashes: r.seqHashes,
+      isl,
+      overlap: sel.overlapBlocks,
+    };
     const lease = RequestLease.book(tracker, booking, 0, BLOCK_SIZE, () => 0, rng);
     lease.prefillDone();
     lease.free();
@@ -233,7 +272,16 @@ export async function runSchedulerBench(): Promise<Record<string, unknown>> {
 }
 
 function printTable(cases: CaseResult[]): void {
-  const head = ["case", "calls", "p50 µs", "p90 µs", "p99 µs", "max µs", "mean µs", "best batch µs"];
+  const head = [
+    "case",
+    "calls",
+    "p50 µs",
+    "p90 µs",
+    "p99 µs",
+    "max µs",
+    "mean µs",
+    "best batch µs",
+  ];
   const rows = cases.map((c) => [
     c.name,
     String(c.calls),

@@ -32,7 +32,8 @@ export class U64Table {
   private readonly kc: number;
 
   constructor(shape: U64TableShape, expected = 0) {
-    if (!Number.isInteger(shape.width) || shape.width < shape.keyColumns + 1) throw new RangeError(`width ${shape.width} leaves no value column`);
+    if (!Number.isInteger(shape.width) || shape.width < shape.keyColumns + 1)
+      throw new RangeError(`width ${shape.width} leaves no value column`);
     this.w = shape.width;
     this.kc = shape.keyColumns;
     let cap = MIN_CAPACITY;
@@ -164,7 +165,8 @@ export class U64Table {
   /** Calls fn for every row (lo, hi as u32, the row offset). fn must not modify the table. */
   forEach(fn: (lo: number, hi: number, p: number) => void): void {
     const s = this.rows;
-    for (let p = 0; p < s.length; p += this.w) if (s[p + this.kc] !== EMPTY) fn(s[p]! >>> 0, s[p + 1]! >>> 0, p);
+    for (let p = 0; p < s.length; p += this.w)
+      if (s[p + this.kc] !== EMPTY) fn(s[p]! >>> 0, s[p + 1]! >>> 0, p);
   }
 
   private emptyRows(cap: number): Int32Array {

@@ -36,16 +36,44 @@ const VARIANTS: readonly (readonly [string, Variant, Variant])[] = [
     {
       name: "U64Map",
       make: () => new U64Map(),
-      insert: (t, lo, hi, n) => { const m = t as U64Map; for (let i = 0; i < n; i++) m.set(lo[i]!, hi[i]!, i); return m.size; },
-      hit: (t, lo, hi, n) => { const m = t as U64Map; let s = 0; for (let i = 0; i < n; i++) s += m.get(lo[i]!, hi[i]!); return s; },
-      remove: (t, lo, hi, n) => { const m = t as U64Map; let s = 0; for (let i = 0; i < n; i++) s += m.delete(lo[i]!, hi[i]!); return s; },
+      insert: (t, lo, hi, n) => {
+        const m = t as U64Map;
+        for (let i = 0; i < n; i++) m.set(lo[i]!, hi[i]!, i);
+        return m.size;
+      },
+      hit: (t, lo, hi, n) => {
+        const m = t as U64Map;
+        let s = 0;
+        for (let i = 0; i < n; i++) s += m.get(lo[i]!, hi[i]!);
+        return s;
+      },
+      remove: (t, lo, hi, n) => {
+        const m = t as U64Map;
+        let s = 0;
+        for (let i = 0; i < n; i++) s += m.delete(lo[i]!, hi[i]!);
+        return s;
+      },
     },
     {
       name: "U64Table(3)",
       make: () => new U64Table({ width: 3, keyColumns: 2 }),
-      insert: (t, lo, hi, n) => { const m = t as U64Table; for (let i = 0; i < n; i++) m.set(lo[i]!, hi[i]!, 0, i); return m.size; },
-      hit: (t, lo, hi, n) => { const m = t as U64Table; let s = 0; for (let i = 0; i < n; i++) s += m.get(lo[i]!, hi[i]!); return s; },
-      remove: (t, lo, hi, n) => { const m = t as U64Table; let s = 0; for (let i = 0; i < n; i++) s += m.delete(lo[i]!, hi[i]!); return s; },
+      insert: (t, lo, hi, n) => {
+        const m = t as U64Table;
+        for (let i = 0; i < n; i++) m.set(lo[i]!, hi[i]!, 0, i);
+        return m.size;
+      },
+      hit: (t, lo, hi, n) => {
+        const m = t as U64Table;
+        let s = 0;
+        for (let i = 0; i < n; i++) s += m.get(lo[i]!, hi[i]!);
+        return s;
+      },
+      remove: (t, lo, hi, n) => {
+        const m = t as U64Table;
+        let s = 0;
+        for (let i = 0; i < n; i++) s += m.delete(lo[i]!, hi[i]!);
+        return s;
+      },
     },
   ],
   [
@@ -53,16 +81,44 @@ const VARIANTS: readonly (readonly [string, Variant, Variant])[] = [
     {
       name: "ChildTable",
       make: () => new ChildTable(),
-      insert: (t, lo, hi, n) => { const m = t as ChildTable; for (let i = 0; i < n; i++) m.set(PARENT(i), lo[i]!, hi[i]!, i); return m.size; },
-      hit: (t, lo, hi, n) => { const m = t as ChildTable; let s = 0; for (let i = 0; i < n; i++) s += m.get(PARENT(i), lo[i]!, hi[i]!); return s; },
-      remove: (t, lo, hi, n) => { const m = t as ChildTable; let s = 0; for (let i = 0; i < n; i++) s += m.delete(PARENT(i), lo[i]!, hi[i]!); return s; },
+      insert: (t, lo, hi, n) => {
+        const m = t as ChildTable;
+        for (let i = 0; i < n; i++) m.set(PARENT(i), lo[i]!, hi[i]!, i);
+        return m.size;
+      },
+      hit: (t, lo, hi, n) => {
+        const m = t as ChildTable;
+        let s = 0;
+        for (let i = 0; i < n; i++) s += m.get(PARENT(i), lo[i]!, hi[i]!);
+        return s;
+      },
+      remove: (t, lo, hi, n) => {
+        const m = t as ChildTable;
+        let s = 0;
+        for (let i = 0; i < n; i++) s += m.delete(PARENT(i), lo[i]!, hi[i]!);
+        return s;
+      },
     },
     {
       name: "U64Table(4, k3)",
       make: () => new U64Table({ width: 4, keyColumns: 3 }),
-      insert: (t, lo, hi, n) => { const m = t as U64Table; for (let i = 0; i < n; i++) m.set(lo[i]!, hi[i]!, PARENT(i), i); return m.size; },
-      hit: (t, lo, hi, n) => { const m = t as U64Table; let s = 0; for (let i = 0; i < n; i++) s += m.get(lo[i]!, hi[i]!, PARENT(i)); return s; },
-      remove: (t, lo, hi, n) => { const m = t as U64Table; let s = 0; for (let i = 0; i < n; i++) s += m.delete(lo[i]!, hi[i]!, PARENT(i)); return s; },
+      insert: (t, lo, hi, n) => {
+        const m = t as U64Table;
+        for (let i = 0; i < n; i++) m.set(lo[i]!, hi[i]!, PARENT(i), i);
+        return m.size;
+      },
+      hit: (t, lo, hi, n) => {
+        const m = t as U64Table;
+        let s = 0;
+        for (let i = 0; i < n; i++) s += m.get(lo[i]!, hi[i]!, PARENT(i));
+        return s;
+      },
+      remove: (t, lo, hi, n) => {
+        const m = t as U64Table;
+        let s = 0;
+        for (let i = 0; i < n; i++) s += m.delete(lo[i]!, hi[i]!, PARENT(i));
+        return s;
+      },
     },
   ],
   [
@@ -70,16 +126,50 @@ const VARIANTS: readonly (readonly [string, Variant, Variant])[] = [
     {
       name: "Hash64Table",
       make: () => new Hash64Table(),
-      insert: (t, lo, hi, n) => { const m = t as Hash64Table; for (let i = 0; i < n; i++) m.findOrInsert(lo[i]!, hi[i]!, i); return m.size; },
-      hit: (t, lo, hi, n) => { const m = t as Hash64Table; let s = 0; for (let i = 0; i < n; i++) { const p = m.find(lo[i]!, hi[i]!); s += m.valueAt(p) + m.auxAt(p); } return s; },
-      remove: (t, lo, hi, n) => { const m = t as Hash64Table; let s = 0; for (let i = 0; i < n; i++) s += m.delete(lo[i]!, hi[i]!) ? 1 : 0; return s; },
+      insert: (t, lo, hi, n) => {
+        const m = t as Hash64Table;
+        for (let i = 0; i < n; i++) m.findOrInsert(lo[i]!, hi[i]!, i);
+        return m.size;
+      },
+      hit: (t, lo, hi, n) => {
+        const m = t as Hash64Table;
+        let s = 0;
+        for (let i = 0; i < n; i++) {
+          const p = m.find(lo[i]!, hi[i]!);
+          s += m.valueAt(p) + m.auxAt(p);
+        }
+        return s;
+      },
+      remove: (t, lo, hi, n) => {
+        const m = t as Hash64Table;
+        let s = 0;
+        for (let i = 0; i < n; i++) s += m.delete(lo[i]!, hi[i]!) ? 1 : 0;
+        return s;
+      },
     },
     {
       name: "U64Table(4)",
       make: () => new U64Table({ width: 4, keyColumns: 2 }),
-      insert: (t, lo, hi, n) => { const m = t as U64Table; for (let i = 0; i < n; i++) m.findOrInsert(lo[i]!, hi[i]!, 0, i); return m.size; },
-      hit: (t, lo, hi, n) => { const m = t as U64Table; let s = 0; for (let i = 0; i < n; i++) { const p = m.find(lo[i]!, hi[i]!); s += m.at(p, 2) + m.at(p, 3); } return s; },
-      remove: (t, lo, hi, n) => { const m = t as U64Table; let s = 0; for (let i = 0; i < n; i++) s += m.delete(lo[i]!, hi[i]!) >= 0 ? 1 : 0; return s; },
+      insert: (t, lo, hi, n) => {
+        const m = t as U64Table;
+        for (let i = 0; i < n; i++) m.findOrInsert(lo[i]!, hi[i]!, 0, i);
+        return m.size;
+      },
+      hit: (t, lo, hi, n) => {
+        const m = t as U64Table;
+        let s = 0;
+        for (let i = 0; i < n; i++) {
+          const p = m.find(lo[i]!, hi[i]!);
+          s += m.at(p, 2) + m.at(p, 3);
+        }
+        return s;
+      },
+      remove: (t, lo, hi, n) => {
+        const m = t as U64Table;
+        let s = 0;
+        for (let i = 0; i < n; i++) s += m.delete(lo[i]!, hi[i]!) >= 0 ? 1 : 0;
+        return s;
+      },
     },
   ],
 ];
@@ -134,12 +224,15 @@ function measure(v: Variant, n: number, runs: number): Record<string, number> {
 /** Misses on the find-position tables: find alone (valueAt of -1 would read garbage). */
 function missesOf(t: unknown, v: Variant, lo: Int32Array, hi: Int32Array, n: number): number {
   let s = 0;
-  if (v.name === "Hash64Table") for (let i = 0; i < n; i++) s += (t as Hash64Table).find(lo[i]!, hi[i]!);
+  if (v.name === "Hash64Table")
+    for (let i = 0; i < n; i++) s += (t as Hash64Table).find(lo[i]!, hi[i]!);
   else for (let i = 0; i < n; i++) s += (t as U64Table).find(lo[i]!, hi[i]!);
   return s;
 }
 
-export async function runU64TablesBench(opts: { runs?: number } = {}): Promise<Record<string, unknown>> {
+export async function runU64TablesBench(
+  opts: { runs?: number } = {},
+): Promise<Record<string, unknown>> {
   const runs = opts.runs ?? 5;
   const cases: Record<string, unknown>[] = [];
   // Same answers before timing: both tables of a shape hold and find the same values.
@@ -147,20 +240,35 @@ export async function runU64TablesBench(opts: { runs?: number } = {}): Promise<R
     const [lo, hi] = keys(4096, 7);
     const answers = [ours, generic].map((v) => {
       const t = v.make();
-      return [v.insert(t, lo, hi, 4096), v.hit(t, lo, hi, 4096), v.remove(t, lo, hi, 2048), v.hit(t, lo.subarray(2048), hi.subarray(2048), 2048)].join();
+      return [
+        v.insert(t, lo, hi, 4096),
+        v.hit(t, lo, hi, 4096),
+        v.remove(t, lo, hi, 2048),
+        v.hit(t, lo.subarray(2048), hi.subarray(2048), 2048),
+      ].join();
     });
-    if (answers[0] !== answers[1]) throw new Error(`${shape}: ${ours.name} ${answers[0]} != ${generic.name} ${answers[1]}`);
+    if (answers[0] !== answers[1])
+      throw new Error(`${shape}: ${ours.name} ${answers[0]} != ${generic.name} ${answers[1]}`);
   }
   for (const n of [1 << 16, 1 << 20]) {
     for (const [shape, ours, generic] of VARIANTS) {
-      for (const v of [ours, generic]) cases.push({ shape, n, table: v.name, ...measure(v, n, runs) });
+      for (const v of [ours, generic])
+        cases.push({ shape, n, table: v.name, ...measure(v, n, runs) });
     }
   }
   const fmt = (x: unknown) => (x as number).toFixed(1);
   console.log(
     textTable(
       ["shape", "keys", "table", "insert", "hit", "miss", "delete"],
-      cases.map((c) => [String(c.shape), String(c.n), String(c.table), fmt(c.insert), fmt(c.hit), fmt(c.miss), fmt(c.delete)]),
+      cases.map((c) => [
+        String(c.shape),
+        String(c.n),
+        String(c.table),
+        fmt(c.insert),
+        fmt(c.hit),
+        fmt(c.miss),
+        fmt(c.delete),
+      ]),
     ),
   );
   return { bench: "u64-tables", unit: "ns/op (median)", runs, cases };
@@ -169,7 +277,9 @@ export async function runU64TablesBench(opts: { runs?: number } = {}): Promise<R
 if (import.meta.main) {
   const args = process.argv.slice(2);
   const runsAt = args.indexOf("--runs");
-  const result = await runU64TablesBench({ runs: runsAt >= 0 ? Number(args[runsAt + 1]) : undefined });
+  const result = await runU64TablesBench({
+    runs: runsAt >= 0 ? Number(args[runsAt + 1]) : undefined,
+  });
   const jsonAt = args.indexOf("--json");
   if (jsonAt >= 0) writeFileSync(args[jsonAt + 1]!, JSON.stringify(result, null, 2));
 }

@@ -10,7 +10,9 @@
 import pino from "pino";
 import { createFormattedLogger } from "../../src/observe/logger.ts";
 
-const LINES = process.argv.includes("--lines") ? Number(process.argv[process.argv.indexOf("--lines") + 1]) : 50_000;
+const LINES = process.argv.includes("--lines")
+  ? Number(process.argv[process.argv.indexOf("--lines") + 1])
+  : 50_000;
 
 /** An access line as the router writes it (request-observation.ts). */
 function fields(i: number): Record<string, unknown> {
@@ -49,21 +51,31 @@ function cpuUs(): number {
   return u.user + u.system;
 }
 
-type Candidate = { name: string; make: () => { line: (i: number) => void; flush: () => Promise<void> } };
+type Candidate = {
+  name: string;
+  make: () => { line: (i: number) => void; flush: () => Promise<void> };
+};
 
 const CANDIDATES: Candidate[] = [
   {
     name: "off (fields built, no line)",
     make: () => {
       let sink = 0;
-      return { line: (i) => void (sink += Object.keys(fields(i)).length), flush: async () => void sink };
+      return {
+        line: (i) => void (sink += Object.keys(fields(i)).length),
+        flush: async () => void sink,
+      };
     },
   },
   {
     name: "json logger, line made but not written",
     make: () => {
       let sink = 0;
-      const log = createFormattedLogger({ level: "info", format: "json", write: (l) => void (sink += l.length) });
+      const log = createFormattedLogger({
+        level: "info",
+        format: "json",
+        write: (l) => void (sink += l.length),
+      });
       return { line: (i) => log.info("request", fields(i)), flush: async () => void sink };
     },
   },
@@ -71,7 +83,10 @@ const CANDIDATES: Candidate[] = [
     name: "pino, line made but not written",
     make: () => {
       let sink = 0;
-      const log = pino({ base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, { write: (l: string) => void (sink += l.length) });
+      const log = pino(
+        { base: undefined, timestamp: pino.stdTimeFunctions.isoTime },
+        { write: (l: string) => void (sink += l.length) },
+      );
       return { line: (i) => log.info(fields(i), "request"), flush: async () => void sink };
     },
   },
@@ -85,7 +100,11 @@ const CANDIDATES: Candidate[] = [
   {
     name: "json logger -> process.stderr.write",
     make: () => {
-      const log = createFormattedLogger({ level: "info", format: "json", write: (l) => void process.stderr.write(l + "\n") });
+      const log = createFormattedLogger({
+        level: "info",
+        format: "json",
+        write: (l) => void process.stderr.write(l + "\n"),
+      });
       return { line: (i) => log.info("request", fields(i)), flush: async () => {} };
     },
   },
@@ -109,7 +128,10 @@ const CANDIDATES: Candidate[] = [
           }
         },
       });
-      return { line: (i) => log.info("request", fields(i)), flush: async () => void (await w.flush()) };
+      return {
+        line: (i) => log.info("request", fields(i)),
+        flush: async () => void (await w.flush()),
+      };
     },
   },
   {
@@ -124,7 +146,10 @@ const CANDIDATES: Candidate[] = [
     make: () => {
       const dest = pino.destination({ dest: 2, sync: false, minLength: 4096 });
       const log = pino({ base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, dest);
-      return { line: (i) => log.info(fields(i), "request"), flush: () => new Promise((r) => dest.flush(() => r())) };
+      return {
+        line: (i) => log.info(fields(i), "request"),
+        flush: () => new Promise((r) => dest.flush(() => r())),
+      };
     },
   },
   {
@@ -155,10 +180,16 @@ async function child(index: number): Promise<void> {
 }
 
 async function parent(): Promise<void> {
-  console.log(`access line cost, ${LINES} lines x 5 rounds (best), stderr = a pipe drained by the parent`);
+  console.log(
+    `access line cost, ${LINES} lines x 5 rounds (best), stderr = a pipe drained by the parent`,
+  );
   console.log("| writer | CPU µs / line |\n|---|---:|");
   for (let i = 0; i < CANDIDATES.length; i++) {
-    const p = Bun.spawn({ cmd: [process.execPath, import.meta.path, "--child", String(i), "--lines", String(LINES)], stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn({
+      cmd: [process.execPath, import.meta.path, "--child", String(i), "--lines", String(LINES)],
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const drained = (async () => {
       for await (const _ of p.stderr) {
         // drained, as a log collector would

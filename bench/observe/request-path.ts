@@ -28,7 +28,10 @@ const REQUESTS = arg("--requests", 4000);
 const ROUNDS = arg("--rounds", 9);
 
 const enc = new TextEncoder();
-const SSE = enc.encode(Array.from({ length: 16 }, (_, i) => `data: {"choices":[{"text":"t${i}"}]}\n\n`).join("") + "data: [DONE]\n\n");
+const SSE = enc.encode(
+  Array.from({ length: 16 }, (_, i) => `data: {"choices":[{"text":"t${i}"}]}\n\n`).join("") +
+    "data: [DONE]\n\n",
+);
 const prompt = "The router hashes every block of this prompt. ".repeat(23).slice(0, 1024);
 
 function median(xs: readonly number[]): number {
@@ -38,12 +41,22 @@ function median(xs: readonly number[]): number {
 }
 
 async function child(): Promise<void> {
-  const sink = Bun.serve({ hostname: "127.0.0.1", port: 0, async fetch(req) { await req.arrayBuffer(); return new Response(new Uint8Array(0)); } });
+  const sink = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      await req.arrayBuffer();
+      return new Response(new Uint8Array(0));
+    },
+  });
   const logSink = stderrLogSink();
   const make = (accessLines: boolean, tracer: Tracer | undefined, sampleRatio = 1) => {
     const log = createFormattedLogger({ level: "info", format: "json", write: logSink.write });
     const h = harness({
-      workers: [{ id: 1n, url: "http://w1:1" }, { id: 2n, url: "http://w2:2" }],
+      workers: [
+        { id: 1n, url: "http://w1:1" },
+        { id: 2n, url: "http://w2:2" },
+      ],
       blockSize: 16,
       log,
       fetch: async () => new Response(SSE, { headers: { "content-type": "text/event-stream" } }),
@@ -54,7 +67,12 @@ async function child(): Promise<void> {
           metrics: new RequestMetrics(metrics.registry),
           tracer,
           sampleRatio,
-          decisions: new DecisionLog({ policy: router.pipeline.name, costs: router.pipeline.costs, blockSize, overlapWeight: router.scheduler.overlapScoreWeight }),
+          decisions: new DecisionLog({
+            policy: router.pipeline.name,
+            costs: router.pipeline.costs,
+            blockSize,
+            overlapWeight: router.scheduler.overlapScoreWeight,
+          }),
           recent: new RecentStats(() => Date.now()),
           clock: () => performance.timeOrigin + performance.now(),
           blockSize,
@@ -62,19 +80,42 @@ async function child(): Promise<void> {
         }),
     });
     return async () => {
-      const r = await h.request("/v1/completions", { json: { model: "base", prompt, max_tokens: 16, stream: true } });
+      const r = await h.request("/v1/completions", {
+        json: { model: "base", prompt, max_tokens: 16, stream: true },
+      });
       await r.arrayBuffer();
     };
   };
-  const tracerA = otelTracer({ endpoint: `http://127.0.0.1:${sink.port}`, serviceVersion: "bench" });
-  const tracerB = otelTracer({ endpoint: `http://127.0.0.1:${sink.port}`, serviceVersion: "bench" });
-  const tracerC = otelTracer({ endpoint: `http://127.0.0.1:${sink.port}`, serviceVersion: "bench" });
+  const tracerA = otelTracer({
+    endpoint: `http://127.0.0.1:${sink.port}`,
+    serviceVersion: "bench",
+  });
+  const tracerB = otelTracer({
+    endpoint: `http://127.0.0.1:${sink.port}`,
+    serviceVersion: "bench",
+  });
+  const tracerC = otelTracer({
+    endpoint: `http://127.0.0.1:${sink.port}`,
+    serviceVersion: "bench",
+  });
   const configs = [
-    { name: "observed, no access line (metrics only)", run: make(false, undefined), tracer: undefined },
-    { name: "access line (JSON, FileSink to a pipe)", run: make(true, undefined), tracer: undefined },
+    {
+      name: "observed, no access line (metrics only)",
+      run: make(false, undefined),
+      tracer: undefined,
+    },
+    {
+      name: "access line (JSON, FileSink to a pipe)",
+      run: make(true, undefined),
+      tracer: undefined,
+    },
     { name: "tracing (OTLP/HTTP protobuf)", run: make(false, tracerA), tracer: tracerA },
     { name: "access line + tracing", run: make(true, tracerB), tracer: tracerB },
-    { name: "access line + 10% of traces recorded", run: make(true, tracerC, 0.1), tracer: tracerC },
+    {
+      name: "access line + 10% of traces recorded",
+      run: make(true, tracerC, 0.1),
+      tracer: tracerC,
+    },
   ];
   const cpu = () => {
     const u = process.cpuUsage();
@@ -101,7 +142,19 @@ async function child(): Promise<void> {
 }
 
 async function parent(): Promise<void> {
-  const p = Bun.spawn({ cmd: [process.execPath, import.meta.path, "--child", "--requests", String(REQUESTS), "--rounds", String(ROUNDS)], stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn({
+    cmd: [
+      process.execPath,
+      import.meta.path,
+      "--child",
+      "--requests",
+      String(REQUESTS),
+      "--rounds",
+      String(ROUNDS),
+    ],
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const drained = (async () => {
     for await (const _ of p.stderr) {
       // drained, as a log collector would
@@ -112,11 +165,17 @@ async function parent(): Promise<void> {
   await drained;
   const rows = JSON.parse(out.trim().split("\n").pop()!) as { name: string; us: number[] }[];
   const base = rows[0]!.us;
-  console.log(`request path in one process: ${REQUESTS} streamed completions (1024-token prompt, 16 tokens) per config per round, ${ROUNDS} rounds interleaved`);
-  console.log("| config | CPU µs / request (median) | vs metrics only, same round (median) |\n|---|---:|---:|");
+  console.log(
+    `request path in one process: ${REQUESTS} streamed completions (1024-token prompt, 16 tokens) per config per round, ${ROUNDS} rounds interleaved`,
+  );
+  console.log(
+    "| config | CPU µs / request (median) | vs metrics only, same round (median) |\n|---|---:|---:|",
+  );
   for (const r of rows) {
     const d = median(r.us.map((x, i) => x - base[i]!));
-    console.log(`| ${r.name} | ${median(r.us).toFixed(1)} | ${r === rows[0] ? "–" : `${d >= 0 ? "+" : ""}${d.toFixed(1)}`} |`);
+    console.log(
+      `| ${r.name} | ${median(r.us).toFixed(1)} | ${r === rows[0] ? "–" : `${d >= 0 ? "+" : ""}${d.toFixed(1)}`} |`,
+    );
   }
 }
 

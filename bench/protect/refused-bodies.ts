@@ -32,7 +32,9 @@ function rssMb(pid: number): number {
 }
 
 function pct(sorted: number[], p: number): number {
-  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  return sorted.length === 0
+    ? NaN
+    : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 /** One POST of `body` over a raw socket (Content-Length, or chunked in 64 KiB pieces); resolves with the status line. */
@@ -72,7 +74,13 @@ const floodAt = own.indexOf("--flood");
 if (floodAt >= 0) {
   // The client process: CLIENTS loops of POSTs until the deadline, then the answers as JSON.
   const port = Number(own[floodAt + 1]);
-  const body = Buffer.from(JSON.stringify({ model: "switchyard-sim", prompt: "x".repeat(MB * 1_000_000 - 60), max_tokens: 1 }));
+  const body = Buffer.from(
+    JSON.stringify({
+      model: "switchyard-sim",
+      prompt: "x".repeat(MB * 1_000_000 - 60),
+      max_tokens: 1,
+    }),
+  );
   const answers = new Map<string, number>();
   const end = performance.now() + SECONDS * 1000;
   await Promise.all(
@@ -88,7 +96,18 @@ if (floodAt >= 0) {
 }
 
 const engine = await startMain(["mocker", "--port", "0"]);
-const router = await startMain(["serve", "--port", "0", "--host", "127.0.0.1", "--worker", String(engine.info.url), "--log-level", "error", ...routerFlags]);
+const router = await startMain([
+  "serve",
+  "--port",
+  "0",
+  "--host",
+  "127.0.0.1",
+  "--worker",
+  String(engine.info.url),
+  "--log-level",
+  "error",
+  ...routerFlags,
+]);
 const port = Number(new URL(String(router.info.url)).port);
 try {
   await Bun.sleep(300);
@@ -96,7 +115,19 @@ try {
   let rssPeak = rssBefore;
   const livez: number[] = [];
   const flood = Bun.spawn({
-    cmd: [process.execPath, import.meta.path, "--flood", String(port), "--seconds", String(SECONDS), "--clients", String(CLIENTS), "--mb", String(MB), ...(CHUNKED ? ["--chunked"] : [])],
+    cmd: [
+      process.execPath,
+      import.meta.path,
+      "--flood",
+      String(port),
+      "--seconds",
+      String(SECONDS),
+      "--clients",
+      String(CLIENTS),
+      "--mb",
+      String(MB),
+      ...(CHUNKED ? ["--chunked"] : []),
+    ],
     stdout: "pipe",
     stderr: "inherit",
   });
@@ -113,7 +144,10 @@ try {
     }
   })();
   await poll;
-  const answers = JSON.parse((await new Response(flood.stdout).text()).trim() || "{}") as Record<string, number>;
+  const answers = JSON.parse((await new Response(flood.stdout).text()).trim() || "{}") as Record<
+    string,
+    number
+  >;
   await flood.exited;
   livez.sort((a, b) => a - b);
   const f = (x: number) => x.toFixed(1);

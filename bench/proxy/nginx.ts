@@ -60,10 +60,17 @@ http {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await until(async () => {
-      if (proc.exitCode !== null) throw new Error(`nginx exited with ${proc.exitCode}: ${await new Response(proc.stderr).text()}`);
-      return (await fetch(`${url}/health`)).ok;
-    }, "nginx to answer", 10_000);
+    await until(
+      async () => {
+        if (proc.exitCode !== null)
+          throw new Error(
+            `nginx exited with ${proc.exitCode}: ${await new Response(proc.stderr).text()}`,
+          );
+        return (await fetch(`${url}/health`)).ok;
+      },
+      "nginx to answer",
+      10_000,
+    );
   } catch (e) {
     await stop();
     throw e;

@@ -39,14 +39,21 @@ export function proxyMode(o: ProxyReport["options"]): string {
 }
 
 export function proxySvg(r: ProxyReport): string {
-  if (!Array.isArray(r.summary) || r.options === undefined) throw new Error("not bench:proxy --json output: no summary or options");
+  if (!Array.isArray(r.summary) || r.options === undefined)
+    throw new Error("not bench:proxy --json output: no summary or options");
   const o = r.options;
   const row = (t: string) => r.summary.find((s) => s.target === t);
   const router = row("router");
   const nginx = row("nginx");
-  const label = (t: string) => (t === "baseline" && o.baselineRef ? `baseline\n${o.baselineRef.slice(0, 12)}` : t);
+  const label = (t: string) =>
+    t === "baseline" && o.baselineRef ? `baseline\n${o.baselineRef.slice(0, 12)}` : t;
   const series = r.summary.map((s) => s.target);
-  const panel = (title: string, yLabel: string, value: (x: { rps: Maybe; proxyCpuUs?: Maybe }) => Maybe, target: TargetLine | undefined): BarPanel => ({
+  const panel = (
+    title: string,
+    yLabel: string,
+    value: (x: { rps: Maybe; proxyCpuUs?: Maybe }) => Maybe,
+    target: TargetLine | undefined,
+  ): BarPanel => ({
     title,
     yLabel,
     series,
@@ -58,21 +65,33 @@ export function proxySvg(r: ProxyReport): string {
     targets: target ? [target] : [],
   });
   const judged = (mine: Maybe, theirs: Maybe, bound: number, atLeast: boolean): string => {
-    if (typeof mine !== "number" || typeof theirs !== "number" || !Number.isFinite(mine / theirs)) return "";
+    if (typeof mine !== "number" || typeof theirs !== "number" || !Number.isFinite(mine / theirs))
+      return "";
     const ratio = mine / theirs;
     return `: ${ratio.toFixed(2)}, ${(atLeast ? ratio >= bound : ratio <= bound) ? "met" : "missed"}`;
   };
   const times = (x: Maybe, k: number) => (typeof x === "number" ? x * k : undefined);
   // Where the line is, in the panel's unit, so it reads without the axis.
-  const at = (y: number | undefined, unit: string) => (y === undefined || !Number.isFinite(y) ? "" : ` (${Math.round(y)}${unit})`);
-  const throughput = panel("requests/s (median; dots: each run)", "requests/s", (x) => x.rps, nginx && {
-    y: times(nginx.rps, THROUGHPUT_TARGET),
-    label: `router ≥ ${THROUGHPUT_TARGET} × nginx${at(times(nginx.rps, THROUGHPUT_TARGET), "/s")}${judged(router?.rps, nginx.rps, THROUGHPUT_TARGET, true)}`,
-  });
-  const cpu = panel("proxy CPU per request (median; dots: each run)", "CPU µs per request", (x) => x.proxyCpuUs, nginx && {
-    y: times(nginx.proxyCpuUs, CPU_TARGET),
-    label: `router ≤ ${CPU_TARGET} × nginx${at(times(nginx.proxyCpuUs, CPU_TARGET), " µs")}${judged(router?.proxyCpuUs, nginx.proxyCpuUs, CPU_TARGET, false)}`,
-  });
+  const at = (y: number | undefined, unit: string) =>
+    y === undefined || !Number.isFinite(y) ? "" : ` (${Math.round(y)}${unit})`;
+  const throughput = panel(
+    "requests/s (median; dots: each run)",
+    "requests/s",
+    (x) => x.rps,
+    nginx && {
+      y: times(nginx.rps, THROUGHPUT_TARGET),
+      label: `router ≥ ${THROUGHPUT_TARGET} × nginx${at(times(nginx.rps, THROUGHPUT_TARGET), "/s")}${judged(router?.rps, nginx.rps, THROUGHPUT_TARGET, true)}`,
+    },
+  );
+  const cpu = panel(
+    "proxy CPU per request (median; dots: each run)",
+    "CPU µs per request",
+    (x) => x.proxyCpuUs,
+    nginx && {
+      y: times(nginx.proxyCpuUs, CPU_TARGET),
+      label: `router ≤ ${CPU_TARGET} × nginx${at(times(nginx.proxyCpuUs, CPU_TARGET), " µs")}${judged(router?.proxyCpuUs, nginx.proxyCpuUs, CPU_TARGET, false)}`,
+    },
+  );
   const extra = [
     o.routerArgs && o.routerArgs.length > 0 ? `router flags ${o.routerArgs.join(" ")}` : "",
     o.baselineRef ? `baseline = router at ${o.baselineRef}` : "",
@@ -85,7 +104,9 @@ export function proxySvg(r: ProxyReport): string {
 if (import.meta.main) {
   const [input, output] = process.argv.slice(2);
   if (!input || !output) {
-    console.error("usage: bun bench/proxy/plot.ts RUN.json OUT.svg   (RUN.json: what bench:proxy --json wrote)");
+    console.error(
+      "usage: bun bench/proxy/plot.ts RUN.json OUT.svg   (RUN.json: what bench:proxy --json wrote)",
+    );
     process.exit(2);
   }
   writeFileSync(output, proxySvg(JSON.parse(readFileSync(input, "utf8")) as ProxyReport));

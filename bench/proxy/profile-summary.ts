@@ -50,12 +50,22 @@ export function summarize(path: string, top = 40): string {
   }
   const busy = p.samples.length - idle;
   const pct = (x: number) => `${((100 * x) / busy).toFixed(1).padStart(5)}%`;
-  const rows = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, v]) => `${pct(v)}  ${k}`);
+  const rows = (m: Map<string, number>) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, v]) => `${pct(v)}  ${k}`);
   return [
     `${busy} busy samples of ${p.samples.length} (${idle} idle/program)`,
-    "", "self, by function:", ...rows(self),
-    "", "inclusive, by function:", ...rows(incl).filter((l) => !l.includes("(root)")),
-    "", "self, by file:", ...rows(files),
+    "",
+    "self, by function:",
+    ...rows(self),
+    "",
+    "inclusive, by function:",
+    ...rows(incl).filter((l) => !l.includes("(root)")),
+    "",
+    "self, by file:",
+    ...rows(files),
   ].join("\n");
 }
 

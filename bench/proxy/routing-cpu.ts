@@ -8,7 +8,12 @@
  * wrk and sockets. Native hashing is used when the C library is built.
  */
 import { createRouter } from "../../src/router/create-router.ts";
-import { computeBlockHashesWith, computeSeqHashes, portableBatchHasher, seqHasherOf } from "../../src/core/block-hash.ts";
+import {
+  computeBlockHashesWith,
+  computeSeqHashes,
+  portableBatchHasher,
+  seqHasherOf,
+} from "../../src/core/block-hash.ts";
 import { RouterMetrics } from "../../src/observe/names.ts";
 import { loadNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
 import { MemoryAffinityStore } from "../../src/router/sessions/memory-store.ts";
@@ -24,8 +29,12 @@ const ITERS = arg("--iters", 50_000);
 const PROMPT = arg("--prompt-tokens", 1024);
 const BS = arg("--block-size", 16);
 
-const prompt = "The router hashes every block of this prompt. ".repeat(Math.ceil(PROMPT / 47)).slice(0, PROMPT);
-const bodyBytes = new TextEncoder().encode(JSON.stringify({ model: "switchyard-sim", prompt, max_tokens: 16, stream: true }));
+const prompt = "The router hashes every block of this prompt. "
+  .repeat(Math.ceil(PROMPT / 47))
+  .slice(0, PROMPT);
+const bodyBytes = new TextEncoder().encode(
+  JSON.stringify({ model: "switchyard-sim", prompt, max_tokens: 16, stream: true }),
+);
 const native = loadNativeBlockHasher();
 const hasher = native ?? portableBatchHasher;
 
@@ -38,7 +47,9 @@ const { index, tracker, routing } = createRouter(
     now: () => performance.now(),
     rng: Math.random,
     workers: registry,
-    sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => 0, every: () => () => {} } })),
+    sticky: new StickyRouter(
+      new MemoryAffinityStore({ clock: { now: () => 0, every: () => () => {} } }),
+    ),
     metrics: new RouterMetrics(),
     query: async () => ({ kind: "error", message: "no engines in this bench" }),
     sleep: async () => {},
@@ -54,7 +65,11 @@ const seq = computeSeqHashes(blocks);
 let sink = 0;
 
 /** µs per call of fn, best of 5 rounds (the machine is shared). */
-async function time(label: string, fn: () => unknown | Promise<unknown>, iters = ITERS): Promise<void> {
+async function time(
+  label: string,
+  fn: () => unknown | Promise<unknown>,
+  iters = ITERS,
+): Promise<void> {
   let best = Infinity;
   for (let round = 0; round < 5; round++) {
     const t0 = performance.now();
@@ -67,15 +82,21 @@ async function time(label: string, fn: () => unknown | Promise<unknown>, iters =
   console.log(`${label.padEnd(34)} ${best.toFixed(2).padStart(7)} µs`);
 }
 
-console.log(`${PROMPT}-token text prompt, block size ${BS}, ${native ? "native" : "portable"} block hasher, best of 5 x ${ITERS}`);
+console.log(
+  `${PROMPT}-token text prompt, block size ${BS}, ${native ? "native" : "portable"} block hasher, best of 5 x ${ITERS}`,
+);
 await time("JSON.parse(body)", () => JSON.parse(dec.decode(bodyBytes)));
 const json = JSON.parse(dec.decode(bodyBytes));
 await time("promptTokens", () => (sink += promptTokens(json).length));
 await time("block hashes", () => (sink += computeBlockHashesWith(hasher, tokens, BS).length));
 await time("sequence hashes (portable)", () => (sink += computeSeqHashes(blocks).length));
 const seqHasher = seqHasherOf(hasher);
-if (seqHasher !== computeSeqHashes) await time("sequence hashes (native)", () => (sink += seqHasher(blocks).length));
-await time("block + sequence hashes", () => (sink += seqHasher(computeBlockHashesWith(hasher, tokens, BS)).length));
+if (seqHasher !== computeSeqHashes)
+  await time("sequence hashes (native)", () => (sink += seqHasher(blocks).length));
+await time(
+  "block + sequence hashes",
+  () => (sink += seqHasher(computeBlockHashesWith(hasher, tokens, BS)).length),
+);
 await time("index.findMatches", () => index.findMatches(blocks));
 // Concurrent requests like the proxy bench's 64 connections: book, then release in order.
 const open: { free(): boolean }[] = [];

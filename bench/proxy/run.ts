@@ -25,11 +25,28 @@
  * `--svg FILE` draws the run (plot.ts: req/s and CPU per request per target, with the targets);
  * `bun bench/proxy/plot.ts RUN.json OUT.svg` re-draws a saved `--json`.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { summarize as summarizeProfile } from "./profile-summary.ts";
-import { freePort, MAIN, ROOT, startCommand, startMain, stopAll, type Proc } from "../../test/support/processes.ts";
+import {
+  freePort,
+  MAIN,
+  ROOT,
+  startCommand,
+  startMain,
+  stopAll,
+  type Proc,
+} from "../../test/support/processes.ts";
 import { startNginx, type Nginx } from "./nginx.ts";
 import { runWrk, type WrkResult } from "./wrk.ts";
 import { startOtlpSink, type OtlpSink } from "../support/otlp-sink.ts";
@@ -86,28 +103,73 @@ interface Options {
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
-    runs: 5, seconds: 5, connections: 64, threads: 1, maxTokens: 16, promptTokens: 1024, tokenIds: false, decodeMs: 0, stream: true, routerArgs: [], profile: undefined, targets: ["direct", "router", "nginx", "floor"], baselineRef: undefined, json: undefined, svg: undefined,
+    runs: 5,
+    seconds: 5,
+    connections: 64,
+    threads: 1,
+    maxTokens: 16,
+    promptTokens: 1024,
+    tokenIds: false,
+    decodeMs: 0,
+    stream: true,
+    routerArgs: [],
+    profile: undefined,
+    targets: ["direct", "router", "nginx", "floor"],
+    baselineRef: undefined,
+    json: undefined,
+    svg: undefined,
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i]!, argv[i + 1]];
     if (value === undefined) throw new Error(`${flag}: needs a value`);
     switch (flag) {
-      case "--runs": o.runs = Number(value); break;
-      case "--seconds": o.seconds = Number(value); break;
-      case "--connections": o.connections = Number(value); break;
-      case "--threads": o.threads = Number(value); break;
-      case "--max-tokens": o.maxTokens = Number(value); break;
-      case "--prompt-tokens": o.promptTokens = Number(value); break;
-      case "--decode-ms": o.decodeMs = Number(value); break;
-      case "--stream": o.stream = value !== "false"; break;
-      case "--token-ids": o.tokenIds = value !== "false"; break;
-      case "--router-args": o.routerArgs = value.split(" ").filter((x) => x !== ""); break;
-      case "--profile": o.profile = value; break;
-      case "--targets": o.targets = value.split(",") as Target[]; break;
-      case "--baseline-ref": o.baselineRef = value; break;
-      case "--json": o.json = value; break;
-      case "--svg": o.svg = value; break;
-      default: throw new Error(`unknown flag ${flag}`);
+      case "--runs":
+        o.runs = Number(value);
+        break;
+      case "--seconds":
+        o.seconds = Number(value);
+        break;
+      case "--connections":
+        o.connections = Number(value);
+        break;
+      case "--threads":
+        o.threads = Number(value);
+        break;
+      case "--max-tokens":
+        o.maxTokens = Number(value);
+        break;
+      case "--prompt-tokens":
+        o.promptTokens = Number(value);
+        break;
+      case "--decode-ms":
+        o.decodeMs = Number(value);
+        break;
+      case "--stream":
+        o.stream = value !== "false";
+        break;
+      case "--token-ids":
+        o.tokenIds = value !== "false";
+        break;
+      case "--router-args":
+        o.routerArgs = value.split(" ").filter((x) => x !== "");
+        break;
+      case "--profile":
+        o.profile = value;
+        break;
+      case "--targets":
+        o.targets = value.split(",") as Target[];
+        break;
+      case "--baseline-ref":
+        o.baselineRef = value;
+        break;
+      case "--json":
+        o.json = value;
+        break;
+      case "--svg":
+        o.svg = value;
+        break;
+      default:
+        throw new Error(`unknown flag ${flag}`);
     }
   }
   if (o.baselineRef !== undefined && !o.targets.includes("baseline")) o.targets.push("baseline");
@@ -123,10 +185,10 @@ function extractRef(ref: string): string {
   if (untar.exitCode !== 0) throw new Error(`tar: ${untar.stderr.toString()}`);
   symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
   mkdirSync(join(dir, "ffi"), { recursive: true });
-  if (existsSync(join(ROOT, "ffi", "build"))) symlinkSync(join(ROOT, "ffi", "build"), join(dir, "ffi", "build"));
+  if (existsSync(join(ROOT, "ffi", "build")))
+    symlinkSync(join(ROOT, "ffi", "build"), join(dir, "ffi", "build"));
   return dir;
 }
-
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -167,9 +229,16 @@ function summarize(target: Target, runs: Run[]): Summary {
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
   // Byte tokenizer: one character = one token.
-  const text = "The router hashes every block of this prompt. ".repeat(Math.ceil(o.promptTokens / 47)).slice(0, o.promptTokens);
+  const text = "The router hashes every block of this prompt. "
+    .repeat(Math.ceil(o.promptTokens / 47))
+    .slice(0, o.promptTokens);
   const prompt = o.tokenIds ? Array.from(text, (c) => c.charCodeAt(0)) : text;
-  const body = JSON.stringify({ model: "switchyard-sim", prompt, max_tokens: o.maxTokens, stream: o.stream });
+  const body = JSON.stringify({
+    model: "switchyard-sim",
+    prompt,
+    max_tokens: o.maxTokens,
+    stream: o.stream,
+  });
 
   let engine: Proc | undefined;
   let router: Proc | undefined;
@@ -181,29 +250,72 @@ async function main(): Promise<void> {
   let baselineDir: string | undefined;
   try {
     engine = await startMain([
-      "mocker", "--port", "0", "--prefill-us-per-token", "0", "--prefill-overhead-ms", "0", "--decode-ms-per-step", String(o.decodeMs),
-      "--max-concurrency", "4096", "--kv-blocks", "65536",
+      "mocker",
+      "--port",
+      "0",
+      "--prefill-us-per-token",
+      "0",
+      "--prefill-overhead-ms",
+      "0",
+      "--decode-ms-per-step",
+      String(o.decodeMs),
+      "--max-concurrency",
+      "4096",
+      "--kv-blocks",
+      "65536",
     ]);
     const engineUrl = String(engine.info.url);
     const routerPort = freePort();
     const routerCommand = [
-      "serve", "--port", String(routerPort), "--host", "127.0.0.1", "--worker", engineUrl, "--log-level", "warn", "--health-interval", "10", ...o.routerArgs,
+      "serve",
+      "--port",
+      String(routerPort),
+      "--host",
+      "127.0.0.1",
+      "--worker",
+      engineUrl,
+      "--log-level",
+      "warn",
+      "--health-interval",
+      "10",
+      ...o.routerArgs,
     ];
-    router = o.profile === undefined
-      ? await startMain(routerCommand)
-      : await startCommand([process.execPath, "--cpu-prof", `--cpu-prof-dir=${o.profile}`, MAIN, ...routerCommand], "router (profiled)");
+    router =
+      o.profile === undefined
+        ? await startMain(routerCommand)
+        : await startCommand(
+            [process.execPath, "--cpu-prof", `--cpu-prof-dir=${o.profile}`, MAIN, ...routerCommand],
+            "router (profiled)",
+          );
     // Only when asked for: a before/after run of the router alone needs no nginx installed.
     if (o.targets.includes("nginx")) nginx = await startNginx(engineUrl);
     if (o.baselineRef !== undefined) {
       baselineDir = extractRef(o.baselineRef);
       const cmd = [...routerCommand];
       cmd[cmd.indexOf("--port") + 1] = String(freePort());
-      baseline = await startCommand([process.execPath, join(baselineDir, "src", "main.ts"), ...cmd], `router at ${o.baselineRef}`);
+      baseline = await startCommand(
+        [process.execPath, join(baselineDir, "src", "main.ts"), ...cmd],
+        `router at ${o.baselineRef}`,
+      );
     }
-    if (o.targets.includes("floor")) floor = await startCommand([process.execPath, join(import.meta.dir, "floor.ts"), "--upstream", engineUrl], "floor proxy");
+    if (o.targets.includes("floor"))
+      floor = await startCommand(
+        [process.execPath, join(import.meta.dir, "floor.ts"), "--upstream", engineUrl],
+        "floor proxy",
+      );
     if (o.targets.includes("observed")) {
       sink = startOtlpSink();
-      const cmd = [...routerCommand, "--log-level", "info", "--log-format", "json", "--otlp-endpoint", sink.url, "--otlp-sample-ratio", "1"];
+      const cmd = [
+        ...routerCommand,
+        "--log-level",
+        "info",
+        "--log-format",
+        "json",
+        "--otlp-endpoint",
+        sink.url,
+        "--otlp-sample-ratio",
+        "1",
+      ];
       cmd[cmd.indexOf("--port") + 1] = String(freePort());
       observed = await startLoggingRouter(cmd);
     }
@@ -216,24 +328,46 @@ async function main(): Promise<void> {
       observed: observed ? `${observed.info.url}/v1/completions` : "",
     };
     const proxyPid: Record<Target, number | undefined> = {
-      direct: undefined, router: router.pid, nginx: nginx?.pid, floor: floor?.pid, baseline: baseline?.pid, observed: observed?.pid,
+      direct: undefined,
+      router: router.pid,
+      nginx: nginx?.pid,
+      floor: floor?.pid,
+      baseline: baseline?.pid,
+      observed: observed?.pid,
     };
     const enginePid = engine.pid;
     const load = async (t: Target, seconds: number): Promise<Run> => {
       const p0 = proxyPid[t] === undefined ? undefined : cpuSeconds(proxyPid[t]!);
       const e0 = cpuSeconds(enginePid);
-      const r = await runWrk({ url: urls[t], body, connections: o.connections, threads: o.threads, seconds });
+      const r = await runWrk({
+        url: urls[t],
+        body,
+        connections: o.connections,
+        threads: o.threads,
+        seconds,
+      });
       const p1 = proxyPid[t] === undefined ? undefined : cpuSeconds(proxyPid[t]!);
       const e1 = cpuSeconds(enginePid);
       const perReq = (a: number | undefined, b: number | undefined) =>
-        a === undefined || b === undefined || r.requests === 0 ? undefined : ((b - a) / r.requests) * 1e6;
+        a === undefined || b === undefined || r.requests === 0
+          ? undefined
+          : ((b - a) / r.requests) * 1e6;
       return { ...r, proxyCpuUs: perReq(p0, p1), engineCpuUs: perReq(e0, e1) };
     };
 
     const targets = o.targets;
-    console.error(`warm-up (1 s each), then ${o.runs} interleaved runs of ${o.seconds} s x ${targets.length} targets`);
+    console.error(
+      `warm-up (1 s each), then ${o.runs} interleaved runs of ${o.seconds} s x ${targets.length} targets`,
+    );
     for (const t of targets) await load(t, 1);
-    const results: Record<Target, Run[]> = { direct: [], router: [], nginx: [], floor: [], baseline: [], observed: [] };
+    const results: Record<Target, Run[]> = {
+      direct: [],
+      router: [],
+      nginx: [],
+      floor: [],
+      baseline: [],
+      observed: [],
+    };
     for (let run = 0; run < o.runs; run++) {
       // Rotate the order so no target always runs on a warmer (or hotter) machine.
       for (let k = 0; k < targets.length; k++) {
@@ -246,8 +380,23 @@ async function main(): Promise<void> {
       }
     }
     // A target not loaded (--targets) has no runs: its figures are NaN, and so are ratios with it.
-    const none: Summary = { target: "direct", runs: [], rps: NaN, p50Ms: NaN, p99Ms: NaN, proxyCpuUs: undefined, engineCpuUs: undefined, errors: 0, non2xx: 0 };
-    const s = Object.fromEntries(TARGETS.map((t) => [t, results[t].length > 0 ? summarize(t, results[t]) : { ...none, target: t }])) as Record<Target, Summary>;
+    const none: Summary = {
+      target: "direct",
+      runs: [],
+      rps: NaN,
+      p50Ms: NaN,
+      p99Ms: NaN,
+      proxyCpuUs: undefined,
+      engineCpuUs: undefined,
+      errors: 0,
+      non2xx: 0,
+    };
+    const s = Object.fromEntries(
+      TARGETS.map((t) => [
+        t,
+        results[t].length > 0 ? summarize(t, results[t]) : { ...none, target: t },
+      ]),
+    ) as Record<Target, Summary>;
     const report = {
       bench: "proxy",
       date: new Date().toISOString(),
@@ -256,13 +405,22 @@ async function main(): Promise<void> {
       summary: targets.map((t) => ({ ...s[t], runs: undefined })),
       ratios: {
         routerVsNginxThroughput: s.router.rps / s.nginx.rps,
-        routerVsNginxCpu: s.router.proxyCpuUs !== undefined && s.nginx.proxyCpuUs !== undefined ? s.router.proxyCpuUs / s.nginx.proxyCpuUs : NaN,
+        routerVsNginxCpu:
+          s.router.proxyCpuUs !== undefined && s.nginx.proxyCpuUs !== undefined
+            ? s.router.proxyCpuUs / s.nginx.proxyCpuUs
+            : NaN,
         routerVsDirectThroughput: s.router.rps / s.direct.rps,
         nginxVsDirectThroughput: s.nginx.rps / s.direct.rps,
         routerVsBaselineThroughput: s.router.rps / s.baseline.rps,
-        routerVsBaselineCpu: s.router.proxyCpuUs !== undefined && s.baseline.proxyCpuUs !== undefined ? s.router.proxyCpuUs / s.baseline.proxyCpuUs : NaN,
+        routerVsBaselineCpu:
+          s.router.proxyCpuUs !== undefined && s.baseline.proxyCpuUs !== undefined
+            ? s.router.proxyCpuUs / s.baseline.proxyCpuUs
+            : NaN,
         observedVsNginxThroughput: s.observed.rps / s.nginx.rps,
-        observedVsNginxCpu: s.observed.proxyCpuUs !== undefined && s.nginx.proxyCpuUs !== undefined ? s.observed.proxyCpuUs / s.nginx.proxyCpuUs : NaN,
+        observedVsNginxCpu:
+          s.observed.proxyCpuUs !== undefined && s.nginx.proxyCpuUs !== undefined
+            ? s.observed.proxyCpuUs / s.nginx.proxyCpuUs
+            : NaN,
         routerAddedP50Ms: s.router.p50Ms - s.direct.p50Ms,
         routerAddedP99Ms: s.router.p99Ms - s.direct.p99Ms,
         nginxAddedP50Ms: s.nginx.p50Ms - s.direct.p50Ms,
@@ -287,8 +445,13 @@ async function main(): Promise<void> {
     if (baselineDir !== undefined) rmSync(baselineDir, { recursive: true, force: true });
   }
   if (o.profile !== undefined) {
-    const files = readdirSync(o.profile).filter((f) => f.endsWith(".cpuprofile")).sort();
-    if (files.length > 0) console.log(`\nrouter profile (${o.profile}/${files.at(-1)}):\n${summarizeProfile(`${o.profile}/${files.at(-1)}`, 30)}`);
+    const files = readdirSync(o.profile)
+      .filter((f) => f.endsWith(".cpuprofile"))
+      .sort();
+    if (files.length > 0)
+      console.log(
+        `\nrouter profile (${o.profile}/${files.at(-1)}):\n${summarizeProfile(`${o.profile}/${files.at(-1)}`, 30)}`,
+      );
   }
 }
 
@@ -297,7 +460,13 @@ async function main(): Promise<void> {
  * line for failure messages, which would grow this process by the whole log and tax its CPU.
  */
 async function startLoggingRouter(args: readonly string[]): Promise<Proc> {
-  const proc = Bun.spawn({ cmd: [process.execPath, MAIN, ...args], cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn({
+    cmd: [process.execPath, MAIN, ...args],
+    cwd: ROOT,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   void (async () => {
     for await (const _chunk of proc.stderr) {
       // dropped, as a log shipper that has forwarded it
@@ -308,7 +477,8 @@ async function startLoggingRouter(args: readonly string[]): Promise<Proc> {
   let out = "";
   while (!/^\{.*\}$/m.test(out)) {
     const r = await reader.read();
-    if (r.done) throw new Error(`observed router exited before printing its address (${proc.exitCode})`);
+    if (r.done)
+      throw new Error(`observed router exited before printing its address (${proc.exitCode})`);
     out += dec.decode(r.value, { stream: true });
   }
   void (async () => {
@@ -316,7 +486,10 @@ async function startLoggingRouter(args: readonly string[]): Promise<Proc> {
       // keep stdout drained too
     }
   })().catch(() => {});
-  const info = JSON.parse(out.split("\n").find((l) => l.startsWith("{"))!) as Record<string, unknown>;
+  const info = JSON.parse(out.split("\n").find((l) => l.startsWith("{"))!) as Record<
+    string,
+    unknown
+  >;
   const stop = async () => {
     proc.kill("SIGTERM");
     await proc.exited;
@@ -328,11 +501,19 @@ function fmtUs(x: number | undefined): string {
   return x === undefined ? "n/a" : `${x.toFixed(0)} µs/req`;
 }
 
-function printTable(rows: readonly Omit<Summary, "runs">[], r: Record<string, number>, o: Options): void {
+function printTable(
+  rows: readonly Omit<Summary, "runs">[],
+  r: Record<string, number>,
+  o: Options,
+): void {
   const decode = o.decodeMs > 0 ? `, ${o.decodeMs} ms per token` : "";
   const extra = o.routerArgs.length > 0 ? `; router flags: ${o.routerArgs.join(" ")}` : "";
-  console.log(`\nproxy overhead: ${o.stream ? "streaming" : "whole-answer"} completions, ${o.promptTokens}-token prompt, ${o.maxTokens} tokens out${decode}, wrk -c${o.connections} -t${o.threads}, median of ${o.runs} x ${o.seconds} s${extra}`);
-  console.log("| target | req/s | p50 ms | p99 ms | proxy CPU µs/req | engine CPU µs/req | socket errors | non-2xx |");
+  console.log(
+    `\nproxy overhead: ${o.stream ? "streaming" : "whole-answer"} completions, ${o.promptTokens}-token prompt, ${o.maxTokens} tokens out${decode}, wrk -c${o.connections} -t${o.threads}, median of ${o.runs} x ${o.seconds} s${extra}`,
+  );
+  console.log(
+    "| target | req/s | p50 ms | p99 ms | proxy CPU µs/req | engine CPU µs/req | socket errors | non-2xx |",
+  );
   console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
   const us = (x: number | undefined) => (x === undefined ? "-" : x.toFixed(0));
   for (const x of rows) {
@@ -342,19 +523,36 @@ function printTable(rows: readonly Omit<Summary, "runs">[], r: Record<string, nu
   }
   const router = rows.find((x) => x.target === "router");
   const nginx = rows.find((x) => x.target === "nginx");
-  const cpuRatio = router?.proxyCpuUs !== undefined && nginx?.proxyCpuUs !== undefined ? router.proxyCpuUs / nginx.proxyCpuUs : undefined;
+  const cpuRatio =
+    router?.proxyCpuUs !== undefined && nginx?.proxyCpuUs !== undefined
+      ? router.proxyCpuUs / nginx.proxyCpuUs
+      : undefined;
   const verdict = (met: boolean) => (met ? "met" : "missed");
-  if (Number.isFinite(r.routerVsNginxThroughput)) console.log(`\nrouter / nginx throughput: ${r.routerVsNginxThroughput!.toFixed(2)} (target ≥ 0.9: ${verdict(r.routerVsNginxThroughput! >= 0.9)})`);
-  if (cpuRatio !== undefined) console.log(`router / nginx CPU per request: ${cpuRatio.toFixed(2)} (target ≤ 2: ${verdict(cpuRatio <= 2)})`);
+  if (Number.isFinite(r.routerVsNginxThroughput))
+    console.log(
+      `\nrouter / nginx throughput: ${r.routerVsNginxThroughput!.toFixed(2)} (target ≥ 0.9: ${verdict(r.routerVsNginxThroughput! >= 0.9)})`,
+    );
+  if (cpuRatio !== undefined)
+    console.log(
+      `router / nginx CPU per request: ${cpuRatio.toFixed(2)} (target ≤ 2: ${verdict(cpuRatio <= 2)})`,
+    );
   if (Number.isFinite(r.observedVsNginxThroughput)) {
     const cpu = Number.isFinite(r.observedVsNginxCpu) ? r.observedVsNginxCpu!.toFixed(2) : "n/a";
-    console.log(`observed (access log + every request traced) / nginx: throughput ${r.observedVsNginxThroughput!.toFixed(2)} (≥ 0.9: ${verdict(r.observedVsNginxThroughput! >= 0.9)}), CPU per request ${cpu} (≤ 2: ${verdict(r.observedVsNginxCpu! <= 2)})`);
+    console.log(
+      `observed (access log + every request traced) / nginx: throughput ${r.observedVsNginxThroughput!.toFixed(2)} (≥ 0.9: ${verdict(r.observedVsNginxThroughput! >= 0.9)}), CPU per request ${cpu} (≤ 2: ${verdict(r.observedVsNginxCpu! <= 2)})`,
+    );
   }
   if (Number.isFinite(r.routerVsBaselineThroughput)) {
-    console.log(`router / baseline (${o.baselineRef}): throughput ${r.routerVsBaselineThroughput!.toFixed(3)}, CPU per request ${r.routerVsBaselineCpu!.toFixed(3)}`);
+    console.log(
+      `router / baseline (${o.baselineRef}): throughput ${r.routerVsBaselineThroughput!.toFixed(3)}, CPU per request ${r.routerVsBaselineCpu!.toFixed(3)}`,
+    );
   }
-  console.log(`router / direct throughput: ${r.routerVsDirectThroughput!.toFixed(2)};  nginx / direct: ${r.nginxVsDirectThroughput!.toFixed(2)}`);
-  console.log(`added latency vs direct: router p50 +${r.routerAddedP50Ms!.toFixed(2)} ms, p99 +${r.routerAddedP99Ms!.toFixed(2)} ms; nginx p50 +${r.nginxAddedP50Ms!.toFixed(2)} ms, p99 +${r.nginxAddedP99Ms!.toFixed(2)} ms`);
+  console.log(
+    `router / direct throughput: ${r.routerVsDirectThroughput!.toFixed(2)};  nginx / direct: ${r.nginxVsDirectThroughput!.toFixed(2)}`,
+  );
+  console.log(
+    `added latency vs direct: router p50 +${r.routerAddedP50Ms!.toFixed(2)} ms, p99 +${r.routerAddedP99Ms!.toFixed(2)} ms; nginx p50 +${r.nginxAddedP50Ms!.toFixed(2)} ms, p99 +${r.nginxAddedP99Ms!.toFixed(2)} ms`,
+  );
 }
 
 await main();

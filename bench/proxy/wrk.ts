@@ -49,11 +49,27 @@ export async function runWrk(o: WrkOptions): Promise<WrkResult> {
     const script = join(dir, "post.lua");
     writeFileSync(script, luaScript(o.body));
     const proc = Bun.spawn({
-      cmd: [WRK, "-t", String(o.threads), "-c", String(o.connections), "-d", `${o.seconds}s`, "--timeout", "10s", "-s", script, o.url],
+      cmd: [
+        WRK,
+        "-t",
+        String(o.threads),
+        "-c",
+        String(o.connections),
+        "-d",
+        `${o.seconds}s`,
+        "--timeout",
+        "10s",
+        "-s",
+        script,
+        o.url,
+      ],
       stdout: "pipe",
       stderr: "pipe",
     });
-    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    const [out, err] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+    ]);
     await proc.exited;
     const line = out.split("\n").find((l) => l.startsWith("WRK_JSON "));
     if (!line) throw new Error(`wrk printed no summary (exit ${proc.exitCode}):\n${out}\n${err}`);

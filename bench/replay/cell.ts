@@ -41,7 +41,12 @@ export interface CellOptions {
    * Drive an already running router instead (its engines' URLs for their counters; its process
    * ids, if given, for its CPU time; sessionHeader: send X-Session-ID, as for prodstack-session).
    */
-  externalRouter?: { routerUrls: string[]; engineUrls: string[]; routerPids?: number[]; sessionHeader?: boolean };
+  externalRouter?: {
+    routerUrls: string[];
+    engineUrls: string[];
+    routerPids?: number[];
+    sessionHeader?: boolean;
+  };
   ttftSloMs: number;
   /** Warm-up requests per router before each policy's replay (warmup.ts); default DEFAULT_WARMUP_PER_ROUTER, 0: none. */
   warmupPerRouter?: number;
@@ -64,30 +69,64 @@ export function wantsSessionHeader(policy: string): boolean {
 export async function runCell(o: CellOptions): Promise<ReplayReport> {
   const trace = o.trace;
   const unique = uniqueFullBlocks(trace);
-  const kvBlocks = o.kvBlocks ?? Math.max(1, Math.ceil((unique * o.kvFraction * (TRACE_BLOCK_TOKENS / o.blockSize)) / o.engines));
+  const kvBlocks =
+    o.kvBlocks ??
+    Math.max(
+      1,
+      Math.ceil((unique * o.kvFraction * (TRACE_BLOCK_TOKENS / o.blockSize)) / o.engines),
+    );
   const ideal = idealHitRate(trace);
   const traceBlocksPerEngine = Math.floor((kvBlocks * o.blockSize) / TRACE_BLOCK_TOKENS);
   const offline: ReplayReport["offline"] = {};
   for (const p of ["oracle", "round-robin", "random"] as const) {
     const r = simulateOffline(trace, p, o.engines, traceBlocksPerEngine, { seed: o.seed });
-    offline[p] = { hit_rate: r.hitRate, hit_rate_vs_ideal: ideal ? r.hitRate / ideal : 0, load_max_over_mean: r.loadMaxOverMean };
+    offline[p] = {
+      hit_rate: r.hitRate,
+      hit_rate_vs_ideal: ideal ? r.hitRate / ideal : 0,
+      load_max_over_mean: r.loadMaxOverMean,
+    };
   }
   const report: ReplayReport = {
-    trace: o.traceName, requests: trace.length, engines: o.engines, kv_blocks_per_engine: kvBlocks, block_size: o.blockSize, speedup: o.speedup,
-    unique_blocks: unique, ideal_hit_rate: ideal, offline, policies: {},
-    routers: o.routers, engine_restarts: o.engineRestarts, arrival_scale: o.arrivalScale, prompt_format: o.promptFormat,
+    trace: o.traceName,
+    requests: trace.length,
+    engines: o.engines,
+    kv_blocks_per_engine: kvBlocks,
+    block_size: o.blockSize,
+    speedup: o.speedup,
+    unique_blocks: unique,
+    ideal_hit_rate: ideal,
+    offline,
+    policies: {},
+    routers: o.routers,
+    engine_restarts: o.engineRestarts,
+    arrival_scale: o.arrivalScale,
+    prompt_format: o.promptFormat,
   };
   for (const entry of o.policies) {
     const { policy, args } = parsePolicyEntry(entry);
     const start = () =>
       startCluster({
-        engines: o.engines, kvBlocks, blockSize: o.blockSize, speedup: o.speedup, policy, timing: o.timing,
-        routerArgs: [...o.routerArgs, ...args], engineArgs: [...(o.engineArgs ?? [])], routers: o.routers, quiet: !o.verbose,
+        engines: o.engines,
+        kvBlocks,
+        blockSize: o.blockSize,
+        speedup: o.speedup,
+        policy,
+        timing: o.timing,
+        routerArgs: [...o.routerArgs, ...args],
+        engineArgs: [...(o.engineArgs ?? [])],
+        routers: o.routers,
+        quiet: !o.verbose,
       });
     let cluster;
     try {
       cluster = o.externalRouter
-        ? { routerUrl: o.externalRouter.routerUrls[0]!, routerUrls: o.externalRouter.routerUrls, routerPids: o.externalRouter.routerPids ?? [], engineUrls: o.externalRouter.engineUrls, stop: async () => {} }
+        ? {
+            routerUrl: o.externalRouter.routerUrls[0]!,
+            routerUrls: o.externalRouter.routerUrls,
+            routerPids: o.externalRouter.routerPids ?? [],
+            engineUrls: o.externalRouter.engineUrls,
+            stop: async () => {},
+          }
         : await start().catch(async (e) => {
             // One more try: a process that exits at start (a port taken meanwhile, a checkout
             // caught mid-edit) should cost one policy's row, not a suite of many minutes.
@@ -101,7 +140,12 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
     }
     try {
       try {
-        await warmUp(trace, { routerUrls: cluster.routerUrls, perRouter: o.warmupPerRouter ?? DEFAULT_WARMUP_PER_ROUTER, promptFormat: o.promptFormat, seed: o.seed });
+        await warmUp(trace, {
+          routerUrls: cluster.routerUrls,
+          perRouter: o.warmupPerRouter ?? DEFAULT_WARMUP_PER_ROUTER,
+          promptFormat: o.promptFormat,
+          seed: o.seed,
+        });
       } catch (e) {
         // Said, not fatal: the replay still measures what it can (its errors show in the row).
         o.onError?.(entry, `warm-up: ${(e as Error).message}`);
@@ -115,14 +159,27 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
         action: () => restartEngine(cluster.engineUrls[k % cluster.engineUrls.length]!),
       }));
       const { outcomes, wallMs } = await replay(trace, {
-        routerUrls: cluster.routerUrls, speedup: o.speedup, maxOutputTokens: o.maxOutputTokens, arrivalScale: o.arrivalScale,
-        promptFormat: o.promptFormat, sessionHeader: wantsSessionHeader(policy) || (o.externalRouter?.sessionHeader ?? false), actions: cluster.engineUrls.length ? actions : [],
+        routerUrls: cluster.routerUrls,
+        speedup: o.speedup,
+        maxOutputTokens: o.maxOutputTokens,
+        arrivalScale: o.arrivalScale,
+        promptFormat: o.promptFormat,
+        sessionHeader: wantsSessionHeader(policy) || (o.externalRouter?.sessionHeader ?? false),
+        actions: cluster.engineUrls.length ? actions : [],
         onProgress: (d, t, e) => o.onProgress?.(entry, d, t, e),
       });
       const after = await Promise.all(cluster.engineUrls.map(readEngineCounters));
-      const cpuMs = cluster.routerPids.reduce((s, pid, i) => s + processCpuMs(pid) - cpuBefore[i]!, 0);
+      const cpuMs = cluster.routerPids.reduce(
+        (s, pid, i) => s + processCpuMs(pid) - cpuBefore[i]!,
+        0,
+      );
       const metricsAfter = await routerMetrics(cluster.routerUrls);
-      const overhead = sinceWarmUp(metricsAfter.slice(0, 1), metricsBefore.slice(0, 1), "switchyard_routing_overhead_seconds", { phase: "total" });
+      const overhead = sinceWarmUp(
+        metricsAfter.slice(0, 1),
+        metricsBefore.slice(0, 1),
+        "switchyard_routing_overhead_seconds",
+        { phase: "total" },
+      );
       const result = resultOf(o, outcomes, wallMs, overhead, ideal);
       result.ttft_prediction_error = predictionError(metricsAfter, metricsBefore);
       if (cluster.engineUrls.length > 0) {
@@ -131,9 +188,12 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
         result.engine_request_max_over_mean = w.requestMaxOverMean;
         result.idle_engines = w.idleEngines;
         // Prefill busy time ÷ (engines × replay time), both in trace time.
-        result.utilisation = (w.computedTokens * o.timing.prefillUsPerToken) / 1000 / o.speedup / (o.engines * wallMs);
+        result.utilisation =
+          (w.computedTokens * o.timing.prefillUsPerToken) / 1000 / o.speedup / (o.engines * wallMs);
       }
-      result.router_cpu_us_per_request = cluster.routerPids.length ? (cpuMs * 1000) / outcomes.length : NaN;
+      result.router_cpu_us_per_request = cluster.routerPids.length
+        ? (cpuMs * 1000) / outcomes.length
+        : NaN;
       report.policies[entry] = result;
       const firstError = outcomes.find((x) => !x.ok);
       if (firstError) o.onError?.(entry, firstError.error ?? "error");
@@ -146,11 +206,22 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
 
 /** Each router's /metrics text ("" where it did not answer). */
 function routerMetrics(routerUrls: readonly string[]): Promise<string[]> {
-  return Promise.all(routerUrls.map((u) => fetch(`${u}/metrics`).then((r) => r.text()).catch(() => "")));
+  return Promise.all(
+    routerUrls.map((u) =>
+      fetch(`${u}/metrics`)
+        .then((r) => r.text())
+        .catch(() => ""),
+    ),
+  );
 }
 
 /** Histogram `name` summed over the routers, counting only what each gained between its two readings; undefined when none has it. */
-function sinceWarmUp(after: readonly string[], before: readonly string[], name: string, labels: Record<string, string> = {}): HistogramBuckets | undefined {
+function sinceWarmUp(
+  after: readonly string[],
+  before: readonly string[],
+  name: string,
+  labels: Record<string, string> = {},
+): HistogramBuckets | undefined {
   const byLe = new Map<number, number>();
   let sum = 0;
   let count = 0;
@@ -165,7 +236,11 @@ function sinceWarmUp(after: readonly string[], before: readonly string[], name: 
     count += since.count;
   });
   if (!seen) return undefined;
-  return { buckets: [...byLe].map(([le, c]) => ({ le, count: c })).sort((x, y) => x.le - y.le), sum, count };
+  return {
+    buckets: [...byLe].map(([le, c]) => ({ le, count: c })).sort((x, y) => x.le - y.le),
+    sum,
+    count,
+  };
 }
 
 /**
@@ -173,13 +248,22 @@ function sinceWarmUp(after: readonly string[], before: readonly string[], name: 
  * histograms summed over every router (each predicts its own requests), the warm-up's first tokens
  * left out. Undefined when no router has the histogram or none predicted anything.
  */
-function predictionError(after: readonly string[], before: readonly string[]): { p50: number; p90: number } | undefined {
+function predictionError(
+  after: readonly string[],
+  before: readonly string[],
+): { p50: number; p90: number } | undefined {
   const h = sinceWarmUp(after, before, "switchyard_ttft_prediction_error_ratio");
   if (h === undefined || h.buckets.every((b) => b.count === 0)) return undefined;
   return { p50: histogramQuantile(h.buckets, 0.5), p90: histogramQuantile(h.buckets, 0.9) };
 }
 
-function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, overhead: HistogramBuckets | undefined, ideal: number): PolicyResult {
+function resultOf(
+  o: CellOptions,
+  outcomes: RequestOutcome[],
+  wallMs: number,
+  overhead: HistogramBuckets | undefined,
+  ideal: number,
+): PolicyResult {
   const ok = outcomes.filter((x) => x.ok);
   // Hit rate in full trace blocks, as the offline bounds count them.
   let cachedBlocks = 0;
@@ -197,7 +281,13 @@ function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, ov
   const ttfts = ok.map((x) => x.ttftMs).filter((x) => Number.isFinite(x));
   const t = summarize(ttfts);
   const e = summarize(ok.map((x) => x.e2eMs));
-  const placed = summarize(placementTtfts(o.trace, outcomes, { prefillUsPerToken: o.timing.prefillUsPerToken, speedup: o.speedup, arrivalScale: o.arrivalScale }));
+  const placed = summarize(
+    placementTtfts(o.trace, outcomes, {
+      prefillUsPerToken: o.timing.prefillUsPerToken,
+      speedup: o.speedup,
+      arrivalScale: o.arrivalScale,
+    }),
+  );
   return {
     hit_rate: hit,
     hit_rate_vs_ideal: ideal ? hit / ideal : 0,
@@ -206,7 +296,12 @@ function resultOf(o: CellOptions, outcomes: RequestOutcome[], wallMs: number, ov
     e2e_ms: { p50: e.p50, p90: e.p90, p99: e.p99 },
     output_tokens_per_s: ok.reduce((s, x) => s + x.outputTokens, 0) / (wallMs / 1000),
     load_max_over_mean: mean && share.size ? Math.max(...counts) / mean : NaN,
-    router_overhead_us: overhead ? { p50: histogramQuantile(overhead.buckets, 0.5) * 1e6, p99: histogramQuantile(overhead.buckets, 0.99) * 1e6 } : { p50: NaN, p99: NaN },
+    router_overhead_us: overhead
+      ? {
+          p50: histogramQuantile(overhead.buckets, 0.5) * 1e6,
+          p99: histogramQuantile(overhead.buckets, 0.99) * 1e6,
+        }
+      : { p50: NaN, p99: NaN },
     requests: outcomes.length,
     errors: outcomes.length - ok.length,
     rejected_429: outcomes.filter((x) => x.error?.startsWith("HTTP 429")).length,

@@ -12,9 +12,14 @@ const ROOT = join(import.meta.dir, "..", "..");
 const MAIN = join(ROOT, "src", "main.ts");
 
 /** Resolves once `url`/health answers 2xx; fails at once if `proc` exits first. */
-export async function waitHealthy(url: string, deadlineMs = 20_000, proc?: Subprocess): Promise<void> {
+export async function waitHealthy(
+  url: string,
+  deadlineMs = 20_000,
+  proc?: Subprocess,
+): Promise<void> {
   const state = await until(
-    async () => (proc && proc.exitCode !== null ? "exited" : (await fetch(`${url}/health`)).ok && "healthy"),
+    async () =>
+      proc && proc.exitCode !== null ? "exited" : (await fetch(`${url}/health`)).ok && "healthy",
     `${url} to be healthy`,
     deadlineMs,
     50,
@@ -58,7 +63,10 @@ export interface Cluster {
 
 /** A simulated engine restart: caches empty, KV event ids from 0 (the mocker's admin route). */
 export async function restartEngine(engineUrl: string): Promise<void> {
-  const res = await fetch(`${engineUrl}/admin/restart-events`, { method: "POST", signal: AbortSignal.timeout(5000) });
+  const res = await fetch(`${engineUrl}/admin/restart-events`, {
+    method: "POST",
+    signal: AbortSignal.timeout(5000),
+  });
   if (!res.ok) throw new Error(`${engineUrl}: restart failed with HTTP ${res.status}`);
 }
 
@@ -77,7 +85,9 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   let redis: RedisServer | undefined;
   const stop = async () => {
     for (const p of procs) p.kill("SIGTERM");
-    await Promise.all(procs.map((p) => Promise.race([p.exited, Bun.sleep(3000).then(() => p.kill("SIGKILL"))])));
+    await Promise.all(
+      procs.map((p) => Promise.race([p.exited, Bun.sleep(3000).then(() => p.kill("SIGKILL"))])),
+    );
     await redis?.stop();
   };
   try {
@@ -96,34 +106,77 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       const url = `http://127.0.0.1:${port}`;
       const p = spawn({
         cmd: [
-          process.execPath, MAIN, "mocker", "--host", "127.0.0.1", "--port", String(port), ...eventTargets.flatMap((u) => ["--router-url", u]),
-          "--block-size", String(o.blockSize), "--kv-blocks", String(o.kvBlocks), "--speedup", String(o.speedup),
-          "--prefill-us-per-token", String(o.timing.prefillUsPerToken), "--decode-ms-per-step", String(o.timing.decodeMsPerStep),
-          "--decode-batch-factor", String(o.timing.decodeBatchFactor), "--max-concurrency", String(o.timing.maxConcurrency),
-          "--seed", String(i + 1), ...(o.engineArgs ?? []),
+          process.execPath,
+          MAIN,
+          "mocker",
+          "--host",
+          "127.0.0.1",
+          "--port",
+          String(port),
+          ...eventTargets.flatMap((u) => ["--router-url", u]),
+          "--block-size",
+          String(o.blockSize),
+          "--kv-blocks",
+          String(o.kvBlocks),
+          "--speedup",
+          String(o.speedup),
+          "--prefill-us-per-token",
+          String(o.timing.prefillUsPerToken),
+          "--decode-ms-per-step",
+          String(o.timing.decodeMsPerStep),
+          "--decode-batch-factor",
+          String(o.timing.decodeBatchFactor),
+          "--max-concurrency",
+          String(o.timing.maxConcurrency),
+          "--seed",
+          String(i + 1),
+          ...(o.engineArgs ?? []),
         ],
-        stdout: stdio, stderr: stdio,
+        stdout: stdio,
+        stderr: stdio,
       });
       procs.push(p);
       engineUrls.push(url);
     }
-    await Promise.all(engineUrls.map((u, i) => waitHealthy(u, o.healthDeadlineMs ?? 20_000, procs[i])));
+    await Promise.all(
+      engineUrls.map((u, i) => waitHealthy(u, o.healthDeadlineMs ?? 20_000, procs[i])),
+    );
     const routers = routerPorts.map((port) => {
       const router = spawn({
         cmd: [
-          process.execPath, MAIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--policy", o.policy,
-          "--block-size", String(o.blockSize), ...engineUrls.flatMap((u) => ["--worker", u]),
+          process.execPath,
+          MAIN,
+          "serve",
+          "--host",
+          "127.0.0.1",
+          "--port",
+          String(port),
+          "--policy",
+          o.policy,
+          "--block-size",
+          String(o.blockSize),
+          ...engineUrls.flatMap((u) => ["--worker", u]),
           // 1 s, not the default 50 ms: a dozen processes share this machine's 2 cores, and a
           // Redis answer late by scheduling alone would mark the store down mid-replay.
-          ...(redis ? ["--redis", redis.url, "--redis-timeout", "1"] : []), ...(o.routerArgs ?? []),
+          ...(redis ? ["--redis", redis.url, "--redis-timeout", "1"] : []),
+          ...(o.routerArgs ?? []),
         ],
-        stdout: stdio, stderr: stdio,
+        stdout: stdio,
+        stderr: stdio,
       });
       procs.push(router);
       return router;
     });
-    await Promise.all(routerUrls.map((u, i) => waitHealthy(u, o.healthDeadlineMs ?? 20_000, routers[i])));
-    return { routerUrl: routerUrls[0]!, routerUrls, routerPids: routers.map((r) => r.pid), engineUrls, stop };
+    await Promise.all(
+      routerUrls.map((u, i) => waitHealthy(u, o.healthDeadlineMs ?? 20_000, routers[i])),
+    );
+    return {
+      routerUrl: routerUrls[0]!,
+      routerUrls,
+      routerPids: routers.map((r) => r.pid),
+      engineUrls,
+      stop,
+    };
   } catch (e) {
     await stop();
     throw e;

@@ -51,19 +51,38 @@ const runs = count("runs");
 const engines = count("engines");
 const speedup = count("speedup");
 const { trace, name } = traceOf(a.trace!, before + after, 1);
-if (trace.length < before + after) throw new Error(`${a.trace} has ${trace.length} requests, fewer than --before + --after (${before + after})`);
-const kvBlocks = Math.ceil((uniqueFullBlocks(trace) * 0.5 * (TRACE_BLOCK_TOKENS / BLOCK_SIZE)) / engines);
+if (trace.length < before + after)
+  throw new Error(
+    `${a.trace} has ${trace.length} requests, fewer than --before + --after (${before + after})`,
+  );
+const kvBlocks = Math.ceil(
+  (uniqueFullBlocks(trace) * 0.5 * (TRACE_BLOCK_TOKENS / BLOCK_SIZE)) / engines,
+);
 
 type Arm = "reports" | "none";
-interface ArmRun { first: ErrorSummary; all: ErrorSummary; speedSource: string }
+interface ArmRun {
+  first: ErrorSummary;
+  all: ErrorSummary;
+  speedSource: string;
+}
 
 /** The text of a process's stdout and stderr, collected until it exits. */
 function collect(p: Subprocess<"ignore", "pipe", "pipe">): Promise<string> {
-  return Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]).then(([o, e]) => o + e);
+  return Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]).then(
+    ([o, e]) => o + e,
+  );
 }
 
 async function runArm(arm: Arm): Promise<ArmRun> {
-  const cluster = await startCluster({ engines, kvBlocks, blockSize: BLOCK_SIZE, speedup, policy: "kv", timing: SUITE_TIMING, routerArgs: ["--engine-metrics-interval", "0"] });
+  const cluster = await startCluster({
+    engines,
+    kvBlocks,
+    blockSize: BLOCK_SIZE,
+    speedup,
+    policy: "kv",
+    timing: SUITE_TIMING,
+    routerArgs: ["--engine-metrics-interval", "0"],
+  });
   try {
     const options = { speedup, maxOutputTokens: 8 };
     await replay(trace.slice(0, before), { ...options, routerUrls: cluster.routerUrls });
@@ -71,24 +90,47 @@ async function runArm(arm: Arm): Promise<ArmRun> {
     process.kill(cluster.routerPids[0]!, "SIGTERM");
     const port = new URL(cluster.routerUrl).port;
     const deadline = performance.now() + 10_000;
-    while (await fetch(`${cluster.routerUrl}/livez`).then(() => true, () => false)) {
-      if (performance.now() > deadline) throw new Error("the first router did not stop within 10 s");
+    while (
+      await fetch(`${cluster.routerUrl}/livez`).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      if (performance.now() > deadline)
+        throw new Error("the first router did not stop within 10 s");
       await Bun.sleep(20);
     }
     const router = spawn({
       cmd: [
-        process.execPath, MAIN, "serve", "--host", "127.0.0.1", "--port", port, "--policy", "kv", "--block-size", String(BLOCK_SIZE),
-        ...cluster.engineUrls.flatMap((u) => ["--worker", u]), "--log-format", "json",
-        "--engine-metrics-interval", arm === "reports" ? "0.2" : "0",
+        process.execPath,
+        MAIN,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        port,
+        "--policy",
+        "kv",
+        "--block-size",
+        String(BLOCK_SIZE),
+        ...cluster.engineUrls.flatMap((u) => ["--worker", u]),
+        "--log-format",
+        "json",
+        "--engine-metrics-interval",
+        arm === "reports" ? "0.2" : "0",
       ],
-      stdout: "pipe", stderr: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
     });
     const log = collect(router);
     try {
       await waitHealthy(cluster.routerUrl, 20_000, router);
       // What the first request will be predicted with: the first scrape has landed, or there is none.
       const speedSource = await firstSpeedSource(cluster.routerUrl, arm === "reports" ? 5_000 : 0);
-      await replay(trace.slice(before, before + after), { ...options, routerUrls: cluster.routerUrls });
+      await replay(trace.slice(before, before + after), {
+        ...options,
+        routerUrls: cluster.routerUrls,
+      });
       router.kill("SIGTERM");
       const samples = samplesOf(await log);
       return { first: summarize(samples.slice(0, FIRST)), all: summarize(samples), speedSource };
@@ -104,9 +146,14 @@ async function runArm(arm: Arm): Promise<ArmRun> {
 async function firstSpeedSource(url: string, waitMs: number): Promise<string> {
   const end = performance.now() + waitMs;
   for (;;) {
-    const body = (await (await fetch(`${url}/v1/workers`)).json()) as { workers: { prefill_speed: { source: string }[] }[] };
-    const sources = [...new Set(body.workers.flatMap((w) => w.prefill_speed.map((s) => s.source)))].sort();
-    if ((sources.length === 1 && sources[0] === "engine") || performance.now() >= end) return sources.join("+");
+    const body = (await (await fetch(`${url}/v1/workers`)).json()) as {
+      workers: { prefill_speed: { source: string }[] }[];
+    };
+    const sources = [
+      ...new Set(body.workers.flatMap((w) => w.prefill_speed.map((s) => s.source))),
+    ].sort();
+    if ((sources.length === 1 && sources[0] === "engine") || performance.now() >= end)
+      return sources.join("+");
     await Bun.sleep(20);
   }
 }
@@ -116,7 +163,9 @@ for (let r = 0; r < runs; r++) {
   for (const arm of (r % 2 === 0 ? ["reports", "none"] : ["none", "reports"]) as Arm[]) {
     const x = await runArm(arm);
     results[arm].push(x);
-    console.error(`run ${r + 1} ${arm}: first ${FIRST} p50 ${x.first.p50.toFixed(2)} p90 ${x.first.p90.toFixed(2)} ratio ${x.first.ratio.toFixed(2)}; all ${after} p90 ${x.all.p90.toFixed(2)} (speeds at the first request: ${x.speedSource})`);
+    console.error(
+      `run ${r + 1} ${arm}: first ${FIRST} p50 ${x.first.p50.toFixed(2)} p90 ${x.first.p90.toFixed(2)} ratio ${x.first.ratio.toFixed(2)}; all ${after} p90 ${x.all.p90.toFixed(2)} (speeds at the first request: ${x.speedSource})`,
+    );
   }
 }
 
@@ -124,14 +173,34 @@ const f = (x: number) => x.toFixed(2);
 const rows = (["reports", "none"] as Arm[]).map((arm) => {
   const rs = results[arm];
   return [
-    arm, rs.map((x) => x.speedSource).join(", "),
-    `${f(median(rs.map((x) => x.first.p50)))} / ${f(median(rs.map((x) => x.first.p90)))}`, f(median(rs.map((x) => x.first.ratio))),
-    `${f(median(rs.map((x) => x.all.p50)))} / ${f(median(rs.map((x) => x.all.p90)))}`, rs.map((x) => f(x.first.p90)).join(", "),
+    arm,
+    rs.map((x) => x.speedSource).join(", "),
+    `${f(median(rs.map((x) => x.first.p50)))} / ${f(median(rs.map((x) => x.first.p90)))}`,
+    f(median(rs.map((x) => x.first.ratio))),
+    `${f(median(rs.map((x) => x.all.p50)))} / ${f(median(rs.map((x) => x.all.p90)))}`,
+    rs.map((x) => f(x.first.p90)).join(", "),
   ];
 });
-console.log(`cold start of a router in front of a running fleet: ${name}, ${engines} engines, ${before} requests before, ${after} after, medians of ${runs} run(s)`);
-console.log(textTable(["engine speeds", "source at first request", `first ${FIRST} err p50 / p90`, `first ${FIRST} pred ÷ obs`, `all ${after} err p50 / p90`, `first ${FIRST} p90 (runs)`], rows));
+console.log(
+  `cold start of a router in front of a running fleet: ${name}, ${engines} engines, ${before} requests before, ${after} after, medians of ${runs} run(s)`,
+);
+console.log(
+  textTable(
+    [
+      "engine speeds",
+      "source at first request",
+      `first ${FIRST} err p50 / p90`,
+      `first ${FIRST} pred ÷ obs`,
+      `all ${after} err p50 / p90`,
+      `first ${FIRST} p90 (runs)`,
+    ],
+    rows,
+  ),
+);
 if (a.json) {
   mkdirSync(dirname(a.json), { recursive: true });
-  writeFileSync(a.json, JSON.stringify({ trace: name, engines, before, after, first: FIRST, runs: results }, null, 2));
+  writeFileSync(
+    a.json,
+    JSON.stringify({ trace: name, engines, before, after, first: FIRST, runs: results }, null, 2),
+  );
 }

@@ -76,7 +76,11 @@ async function send(url: string, r: TraceRequest, maxOut: number): Promise<Outco
     const res = await fetch(`${url}/v1/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ prompt: Array.from(promptTokens(r)), max_tokens: Math.max(2, Math.min(r.outputLength, maxOut)), stream: true }),
+      body: JSON.stringify({
+        prompt: Array.from(promptTokens(r)),
+        max_tokens: Math.max(2, Math.min(r.outputLength, maxOut)),
+        stream: true,
+      }),
     });
     if (!res.ok || !res.body) {
       await res.text();
@@ -108,41 +112,92 @@ async function metricSum(urls: readonly string[], name: string): Promise<number>
   let s = 0;
   for (const u of urls) {
     const text = await (await fetch(`${u}/metrics`)).text();
-    for (const l of text.split("\n")) if (l.startsWith(`${name} `)) s += Number(l.slice(name.length + 1));
+    for (const l of text.split("\n"))
+      if (l.startsWith(`${name} `)) s += Number(l.slice(name.length + 1));
   }
   return s;
 }
 
-async function runSetup(s: Setup, trace: readonly TraceRequest[], o: DisaggBenchOptions): Promise<DisaggRow> {
+async function runSetup(
+  s: Setup,
+  trace: readonly TraceRequest[],
+  o: DisaggBenchOptions,
+): Promise<DisaggRow> {
   const n = s.prefill + s.decode + s.aggregated;
   const ports = freePorts(n + 1);
   const routerUrl = `http://127.0.0.1:${ports[0]}`;
   const procs: Subprocess[] = [];
   const stdio = o.quiet === false ? "inherit" : "ignore";
-  const roles = [...Array(s.prefill).fill("prefill"), ...Array(s.decode).fill("decode"), ...Array(s.aggregated).fill("both")] as string[];
+  const roles = [
+    ...Array(s.prefill).fill("prefill"),
+    ...Array(s.decode).fill("decode"),
+    ...Array(s.aggregated).fill("both"),
+  ] as string[];
   const urls = ports.slice(1).map((p) => `http://127.0.0.1:${p}`);
   try {
     for (const [i, role] of roles.entries()) {
       procs.push(
         spawn({
           cmd: [
-            process.execPath, MAIN, "mocker", "--port", String(ports[i + 1]), "--router-url", routerUrl, "--block-size", String(o.blockSize),
-            "--kv-blocks", String(o.kvBlocks), "--speedup", String(o.speedup), "--prefill-us-per-token", String(o.prefillUsPerToken),
-            "--decode-ms-per-step", String(o.decodeMsPerStep), "--decode-batch-factor", String(o.decodeBatchFactor), "--seed", String(i + 1),
-            "--prefill-stalls-decode", "--role", role, "--disagg", "vllm", "--kv-block-bytes", String(o.kvBlockBytes), "--kv-pool-blocks", "256",
+            process.execPath,
+            MAIN,
+            "mocker",
+            "--port",
+            String(ports[i + 1]),
+            "--router-url",
+            routerUrl,
+            "--block-size",
+            String(o.blockSize),
+            "--kv-blocks",
+            String(o.kvBlocks),
+            "--speedup",
+            String(o.speedup),
+            "--prefill-us-per-token",
+            String(o.prefillUsPerToken),
+            "--decode-ms-per-step",
+            String(o.decodeMsPerStep),
+            "--decode-batch-factor",
+            String(o.decodeBatchFactor),
+            "--seed",
+            String(i + 1),
+            "--prefill-stalls-decode",
+            "--role",
+            role,
+            "--disagg",
+            "vllm",
+            "--kv-block-bytes",
+            String(o.kvBlockBytes),
+            "--kv-pool-blocks",
+            "256",
           ],
-          stdout: stdio, stderr: stdio,
+          stdout: stdio,
+          stderr: stdio,
         }),
       );
     }
     await Promise.all(urls.map((u, i) => waitHealthy(u, 30_000, procs[i])));
-    const workerFlags = roles.flatMap((role, i) => [role === "prefill" ? "--prefill-worker" : role === "decode" ? "--decode-worker" : "--worker", urls[i]!]);
+    const workerFlags = roles.flatMap((role, i) => [
+      role === "prefill" ? "--prefill-worker" : role === "decode" ? "--decode-worker" : "--worker",
+      urls[i]!,
+    ]);
     const router = spawn({
       cmd: [
-        process.execPath, MAIN, "serve", "--host", "127.0.0.1", "--port", String(ports[0]), "--block-size", String(o.blockSize), ...workerFlags,
-        ...(s.prefill > 0 ? ["--disagg", "vllm", "--disagg-min-prefill-tokens", String(s.minPrefillTokens)] : []),
+        process.execPath,
+        MAIN,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(ports[0]),
+        "--block-size",
+        String(o.blockSize),
+        ...workerFlags,
+        ...(s.prefill > 0
+          ? ["--disagg", "vllm", "--disagg-min-prefill-tokens", String(s.minPrefillTokens)]
+          : []),
       ],
-      stdout: stdio, stderr: stdio,
+      stdout: stdio,
+      stderr: stdio,
     });
     procs.push(router);
     await waitHealthy(routerUrl, 30_000, router);
@@ -163,15 +218,24 @@ async function runSetup(s: Setup, trace: readonly TraceRequest[], o: DisaggBench
     const bytes = await metricSum(decodeUrls, "mocker_kv_transfer_bytes_total");
     const secs = await metricSum(decodeUrls, "mocker_kv_transfer_copy_seconds_total");
     return {
-      setup: s.name, ok: ok.length, errors: out.length - ok.length,
-      ttftP50Ms: percentile(ttft, 50), ttftP90Ms: percentile(ttft, 90), itlP50Ms: percentile(gaps, 50), itlP99Ms: percentile(gaps, 99),
+      setup: s.name,
+      ok: ok.length,
+      errors: out.length - ok.length,
+      ttftP50Ms: percentile(ttft, 50),
+      ttftP90Ms: percentile(ttft, 90),
+      itlP50Ms: percentile(gaps, 50),
+      itlP99Ms: percentile(gaps, 99),
       disaggregatedShare: ok.filter((x) => x.disaggregated).length / Math.max(1, ok.length),
-      blocks: await metricSum(decodeUrls, "mocker_kv_transfer_blocks_total"), gb: bytes / 1e9, copyGBps: secs > 0 ? bytes / secs / 1e9 : NaN,
+      blocks: await metricSum(decodeUrls, "mocker_kv_transfer_blocks_total"),
+      gb: bytes / 1e9,
+      copyGBps: secs > 0 ? bytes / secs / 1e9 : NaN,
       mismatches: await metricSum(decodeUrls, "mocker_kv_transfer_mismatched_blocks_total"),
     };
   } finally {
     for (const p of procs) p.kill("SIGTERM");
-    await Promise.all(procs.map((p) => Promise.race([p.exited, Bun.sleep(5000).then(() => p.kill("SIGKILL"))])));
+    await Promise.all(
+      procs.map((p) => Promise.race([p.exited, Bun.sleep(5000).then(() => p.kill("SIGKILL"))])),
+    );
   }
 }
 
@@ -189,14 +253,22 @@ export function memcpyGBps(): number {
   return runs[2]!;
 }
 
-export async function runDisaggBench(o: DisaggBenchOptions): Promise<{ rows: DisaggRow[]; memcpyGBps: number; options: DisaggBenchOptions }> {
+export async function runDisaggBench(
+  o: DisaggBenchOptions,
+): Promise<{ rows: DisaggRow[]; memcpyGBps: number; options: DisaggBenchOptions }> {
   const trace = loadTrace(o.tracePath, o.requests);
   const splits = o.splits ?? [[2, 6]];
   const total = splits[0]![0] + splits[0]![1];
   const setups: Setup[] = [
     { name: `${total} aggregated`, prefill: 0, decode: 0, aggregated: total, minPrefillTokens: 0 },
     ...splits.flatMap(([p, d]) =>
-      o.minPrefillTokens.map((m) => ({ name: m === 0 ? `${p}P+${d}D always` : `${p}P+${d}D min ${m}`, prefill: p, decode: d, aggregated: 0, minPrefillTokens: m })),
+      o.minPrefillTokens.map((m) => ({
+        name: m === 0 ? `${p}P+${d}D always` : `${p}P+${d}D min ${m}`,
+        prefill: p,
+        decode: d,
+        aggregated: 0,
+        minPrefillTokens: m,
+      })),
     ),
   ];
   const rows: DisaggRow[] = [];
@@ -209,13 +281,27 @@ export async function runDisaggBench(o: DisaggBenchOptions): Promise<{ rows: Dis
 
 export function formatDisaggTable(r: { rows: DisaggRow[]; memcpyGBps: number }): string {
   const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
-  const head = "setup                 ok  err  TTFT p50  TTFT p90  ITL p50  ITL p99  split   blocks     GB  copy GB/s  mismatches";
+  const head =
+    "setup                 ok  err  TTFT p50  TTFT p90  ITL p50  ITL p99  split   blocks     GB  copy GB/s  mismatches";
   const lines = r.rows.map((x) =>
     [
-      x.setup.padEnd(20), String(x.ok).padStart(4), String(x.errors).padStart(4), f(x.ttftP50Ms).padStart(9), f(x.ttftP90Ms).padStart(9),
-      f(x.itlP50Ms, 2).padStart(8), f(x.itlP99Ms, 2).padStart(8), `${f(x.disaggregatedShare * 100, 0)}%`.padStart(6),
-      String(x.blocks).padStart(8), f(x.gb, 2).padStart(6), f(x.copyGBps, 2).padStart(10), String(x.mismatches).padStart(11),
+      x.setup.padEnd(20),
+      String(x.ok).padStart(4),
+      String(x.errors).padStart(4),
+      f(x.ttftP50Ms).padStart(9),
+      f(x.ttftP90Ms).padStart(9),
+      f(x.itlP50Ms, 2).padStart(8),
+      f(x.itlP99Ms, 2).padStart(8),
+      `${f(x.disaggregatedShare * 100, 0)}%`.padStart(6),
+      String(x.blocks).padStart(8),
+      f(x.gb, 2).padStart(6),
+      f(x.copyGBps, 2).padStart(10),
+      String(x.mismatches).padStart(11),
     ].join(" "),
   );
-  return [head, ...lines, `memcpy on this machine: ${f(r.memcpyGBps, 1)} GB/s (TypedArray.set, 256 MiB, median of 5); times in ms`].join("\n");
+  return [
+    head,
+    ...lines,
+    `memcpy on this machine: ${f(r.memcpyGBps, 1)} GB/s (TypedArray.set, 256 MiB, median of 5); times in ms`,
+  ].join("\n");
 }

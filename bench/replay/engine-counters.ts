@@ -23,8 +23,11 @@ function total(text: string, name: string): number {
 
 /** The simulated engine's counters, else vLLM V1's (prompt tokens, prefix-cache hits in tokens, finished requests). */
 export async function readEngineCounters(engineUrl: string): Promise<EngineCounters> {
-  const text = await fetch(`${engineUrl}/metrics`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text());
-  const first = (...names: string[]) => names.map((n) => total(text, n)).find((x) => !Number.isNaN(x)) ?? NaN;
+  const text = await fetch(`${engineUrl}/metrics`, { signal: AbortSignal.timeout(5000) }).then(
+    (r) => r.text(),
+  );
+  const first = (...names: string[]) =>
+    names.map((n) => total(text, n)).find((x) => !Number.isNaN(x)) ?? NaN;
   return {
     requests: first("mocker_requests_total", "vllm:request_success_total"),
     promptTokens: first("mocker_prompt_tokens_total", "vllm:prompt_tokens_total"),
@@ -44,9 +47,14 @@ export interface WorkSummary {
   readonly perEngineComputed: number[];
 }
 
-export function summarizeWork(before: readonly EngineCounters[], after: readonly EngineCounters[]): WorkSummary {
+export function summarizeWork(
+  before: readonly EngineCounters[],
+  after: readonly EngineCounters[],
+): WorkSummary {
   const reqs = after.map((a, i) => a.requests - before[i]!.requests);
-  const work = after.map((a, i) => a.promptTokens - a.cachedTokens - (before[i]!.promptTokens - before[i]!.cachedTokens));
+  const work = after.map(
+    (a, i) => a.promptTokens - a.cachedTokens - (before[i]!.promptTokens - before[i]!.cachedTokens),
+  );
   const maxOverMean = (xs: number[]) => {
     const mean = xs.reduce((s, x) => s + x, 0) / xs.length;
     return mean > 0 ? Math.max(...xs) / mean : 0;

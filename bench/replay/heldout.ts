@@ -31,11 +31,13 @@ const { values: a } = parseArgs({
   },
 });
 const shape = a.shape as Shape;
-if (!(SHAPES as readonly string[]).includes(shape)) throw new Error(`--shape must be one of ${SHAPES.join(", ")}, got ${a.shape}`);
+if (!(SHAPES as readonly string[]).includes(shape))
+  throw new Error(`--shape must be one of ${SHAPES.join(", ")}, got ${a.shape}`);
 const nums = (s: string, name: string) =>
   s.split(",").map((x) => {
     const v = Number(x);
-    if (!(v > 0)) throw new Error(`--${name} takes positive numbers separated by commas, got "${s}"`);
+    if (!(v > 0))
+      throw new Error(`--${name} takes positive numbers separated by commas, got "${s}"`);
     return v;
   });
 const seeds = nums(a.seeds!, "seeds");
@@ -43,7 +45,8 @@ const routerCounts = nums(a.routers!, "routers");
 const loads = nums(a.loads!, "loads");
 const runs = nums(a.runs!, "runs")[0]!;
 const policies = a.policies!.split(",");
-const f = (x: number | undefined, d = 0) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
+const f = (x: number | undefined, d = 0) =>
+  x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-";
 
 /** The placement TTFT's p90 (placement.ts: the engines' model for where each request went), kv's against a peer's. */
 const placement = (m: Map<string, ReturnType<typeof medianResult>>, a: string, b: string) => {
@@ -60,35 +63,77 @@ for (const seed of seeds) {
       const perPolicy = new Map<string, PolicyResult[]>();
       for (let run = 1; run <= runs; run++) {
         const report = await runCell({
-          trace, traceName: `gen-${shape} seed ${seed}`, engines: 8, kvFraction: 0.5, blockSize: 512, speedup: Number(a.speedup), timing: SUITE_TIMING,
-          policies, seed, maxOutputTokens: 8, routers, engineRestarts: 0, arrivalScale: 1 / load, promptFormat: "tokens",
-          routerArgs: ["--engine-metrics-interval", "0"], ttftSloMs: 1000, verbose: false,
+          trace,
+          traceName: `gen-${shape} seed ${seed}`,
+          engines: 8,
+          kvFraction: 0.5,
+          blockSize: 512,
+          speedup: Number(a.speedup),
+          timing: SUITE_TIMING,
+          policies,
+          seed,
+          maxOutputTokens: 8,
+          routers,
+          engineRestarts: 0,
+          arrivalScale: 1 / load,
+          promptFormat: "tokens",
+          routerArgs: ["--engine-metrics-interval", "0"],
+          ttftSloMs: 1000,
+          verbose: false,
           onError: (p, m) => console.error(`seed ${seed}, N ${routers}, load ×${load}, ${p}: ${m}`),
         });
         if (a["json-dir"]) {
           mkdirSync(a["json-dir"], { recursive: true });
-          writeFileSync(join(a["json-dir"], `${shape}-s${seed}-n${routers}-x${load}-r${run}.json`), toJson(report));
+          writeFileSync(
+            join(a["json-dir"], `${shape}-s${seed}-n${routers}-x${load}-r${run}.json`),
+            toJson(report),
+          );
         }
-        for (const [p, r] of Object.entries(report.policies)) perPolicy.set(p, [...(perPolicy.get(p) ?? []), r]);
+        for (const [p, r] of Object.entries(report.policies))
+          perPolicy.set(p, [...(perPolicy.get(p) ?? []), r]);
         console.error(`seed ${seed}, N ${routers}, load ×${load}: run ${run}/${runs} done`);
       }
       const m = new Map([...perPolicy].map(([p, rs]) => [p, medianResult(rs)] as const));
       const kv = m.get("kv");
       const sg = m.get("sglang");
-      const each = (p: string) => `${f(m.get(p)?.ttft_ms.p90)} (${(perPolicy.get(p) ?? []).map((r) => f(r.ttft_ms.p90)).join(", ")})`;
+      const each = (p: string) =>
+        `${f(m.get(p)?.ttft_ms.p90)} (${(perPolicy.get(p) ?? []).map((r) => f(r.ttft_ms.p90)).join(", ")})`;
       rows.push([
-        String(seed), String(routers), `×${load}`, f(kv?.utilisation, 2), each("kv"), each("sglang"), kv && sg ? f(kv.ttft_ms.p90 / sg.ttft_ms.p90, 2) : "-",
-        kv && sg ? `${f(kv.ttft_ms.p99)} / ${f(sg.ttft_ms.p99)}` : "-", ...policies.filter((p) => p !== "kv" && p !== "sglang").map(each),
-        kv?.ttft_prediction_error ? `${f(kv.ttft_prediction_error.p50, 2)} / ${f(kv.ttft_prediction_error.p90, 2)}` : "-",
+        String(seed),
+        String(routers),
+        `×${load}`,
+        f(kv?.utilisation, 2),
+        each("kv"),
+        each("sglang"),
+        kv && sg ? f(kv.ttft_ms.p90 / sg.ttft_ms.p90, 2) : "-",
+        kv && sg ? `${f(kv.ttft_ms.p99)} / ${f(sg.ttft_ms.p99)}` : "-",
+        ...policies.filter((p) => p !== "kv" && p !== "sglang").map(each),
+        kv?.ttft_prediction_error
+          ? `${f(kv.ttft_prediction_error.p50, 2)} / ${f(kv.ttft_prediction_error.p90, 2)}`
+          : "-",
         placement(m, "kv", "sglang"),
       ]);
     }
   }
 }
-console.log(`held-out gen-${shape}: medians of ${runs} run(s) per cell, TTFT in wall ms (speedup ${a.speedup})`);
+console.log(
+  `held-out gen-${shape}: medians of ${runs} run(s) per cell, TTFT in wall ms (speedup ${a.speedup})`,
+);
 console.log(
   textTable(
-    ["seed", "N", "load", "util", "kv p90 (runs)", "sglang p90 (runs)", "kv ÷ sglang", "p99 kv / sglang", ...policies.filter((p) => p !== "kv" && p !== "sglang").map((p) => `${p} p90 (runs)`), "kv pred err p50 / p90", "placement p90 kv / sglang (÷)"],
+    [
+      "seed",
+      "N",
+      "load",
+      "util",
+      "kv p90 (runs)",
+      "sglang p90 (runs)",
+      "kv ÷ sglang",
+      "p99 kv / sglang",
+      ...policies.filter((p) => p !== "kv" && p !== "sglang").map((p) => `${p} p90 (runs)`),
+      "kv pred err p50 / p90",
+      "placement p90 kv / sglang (÷)",
+    ],
     rows,
   ),
 );

@@ -106,5 +106,9 @@ export function simulateOffline(
     for (let k = ids.length - 1; k >= 0; k--) caches[w]!.touch(ids[k]!);
   }
   const mean = trace.length / workers;
-  return { hitRate: total ? hits / total : 0, loadMaxOverMean: mean ? Math.max(...counts) / mean : 0, assignment };
+  return {
+    hitRate: total ? hits / total : 0,
+    loadMaxOverMean: mean ? Math.max(...counts) / mean : 0,
+    assignment,
+  };
 }

@@ -23,10 +23,15 @@ export interface PlacementTiming {
 }
 
 /** Placement TTFT (ms, wall) per successful outcome with a known worker, in outcome order. */
-export function placementTtfts(trace: readonly TraceRequest[], outcomes: readonly RequestOutcome[], t: PlacementTiming): number[] {
+export function placementTtfts(
+  trace: readonly TraceRequest[],
+  outcomes: readonly RequestOutcome[],
+  t: PlacementTiming,
+): number[] {
   const model = { ...DEFAULT_TIMING, prefillUsPerToken: t.prefillUsPerToken, speedup: t.speedup };
   const t0 = trace.length ? trace[0]!.timestamp : 0;
-  const sentAt = (o: RequestOutcome) => ((trace[o.index]!.timestamp - t0) * t.arrivalScale) / t.speedup;
+  const sentAt = (o: RequestOutcome) =>
+    ((trace[o.index]!.timestamp - t0) * t.arrivalScale) / t.speedup;
   const byWorker = Map.groupBy(
     outcomes.filter((o) => o.ok && o.worker !== undefined),
     (o) => o.worker!,

@@ -36,7 +36,8 @@ export function jsonLinesOf(text: string, contains?: string): Record<string, unk
     if (start < 0 || (contains !== undefined && !line.includes(contains))) continue;
     try {
       const o = JSON.parse(line.slice(start));
-      if (o !== null && typeof o === "object" && !Array.isArray(o)) out.push(o as Record<string, unknown>);
+      if (o !== null && typeof o === "object" && !Array.isArray(o))
+        out.push(o as Record<string, unknown>);
     } catch {
       // Not JSON: skipped.
     }
@@ -50,10 +51,16 @@ export const accessLinesOf = (text: string) => jsonLinesOf(text, '"msg":"request
 /** The access lines that carry both a prediction and a TTFT, in arrival order. Other lines (and non-JSON output) are skipped. */
 export function samplesOf(text: string): Sample[] {
   const out: Sample[] = [];
-  for (const o of accessLinesOf(text) as { time?: string; duration_ms?: number; predicted_ttft_ms?: number | null; ttft_ms?: number | null }[]) {
+  for (const o of accessLinesOf(text) as {
+    time?: string;
+    duration_ms?: number;
+    predicted_ttft_ms?: number | null;
+    ttft_ms?: number | null;
+  }[]) {
     const p = o.predicted_ttft_ms;
     const t = o.ttft_ms;
-    if (typeof p !== "number" || typeof t !== "number" || !(t > 0) || typeof o.time !== "string") continue;
+    if (typeof p !== "number" || typeof t !== "number" || !(t > 0) || typeof o.time !== "string")
+      continue;
     out.push({ at: Date.parse(o.time) - (o.duration_ms ?? 0), predictedMs: p, observedMs: t });
   }
   return out.sort((a, b) => a.at - b.at);
@@ -73,27 +80,49 @@ export function summarize(samples: readonly Sample[]): ErrorSummary {
   const err = samples.map((s) => Math.abs(s.predictedMs / s.observedMs - 1)).sort((a, b) => a - b);
   const ratio = samples.map((s) => s.predictedMs / s.observedMs).sort((a, b) => a - b);
   if (err.length === 0) return { n: 0, p50: NaN, p90: NaN, ratio: NaN, over: 0 };
-  return { n: err.length, p50: percentile(err, 50), p90: percentile(err, 90), ratio: percentile(ratio, 50), over: err.filter((e) => e > 0.3).length };
+  return {
+    n: err.length,
+    p50: percentile(err, 50),
+    p90: percentile(err, 90),
+    ratio: percentile(ratio, 50),
+    over: err.filter((e) => e > 0.3).length,
+  };
 }
 
 /** `parts` consecutive slices of about equal size (the last takes the remainder). */
 export function phases(samples: readonly Sample[], parts: number): Sample[][] {
   const size = Math.max(1, Math.floor(samples.length / parts));
   const out: Sample[][] = [];
-  for (let k = 0; k < parts && k * size < samples.length; k++) out.push(samples.slice(k * size, k === parts - 1 ? samples.length : (k + 1) * size));
+  for (let k = 0; k < parts && k * size < samples.length; k++)
+    out.push(samples.slice(k * size, k === parts - 1 ? samples.length : (k + 1) * size));
   return out;
 }
 
 if (import.meta.main) {
-  const { values: a, positionals } = parseArgs({ allowPositionals: true, options: { parts: { type: "string", default: "10" } } });
+  const { values: a, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { parts: { type: "string", default: "10" } },
+  });
   const file = positionals[0];
-  if (file === undefined) throw new Error("usage: bun bench/replay/pred-err-phases.ts LOG [--parts 10]");
+  if (file === undefined)
+    throw new Error("usage: bun bench/replay/pred-err-phases.ts LOG [--parts 10]");
   const parts = Number(a.parts);
-  if (!(Number.isInteger(parts) && parts >= 1)) throw new Error(`--parts must be a whole number ≥ 1, got ${a.parts}`);
+  if (!(Number.isInteger(parts) && parts >= 1))
+    throw new Error(`--parts must be a whole number ≥ 1, got ${a.parts}`);
   const samples = samplesOf(readFileSync(file, "utf8"));
-  if (samples.length === 0) throw new Error(`${file}: no access lines with predicted_ttft_ms and ttft_ms (was the router run with --log-format json under --policy kv?)`);
+  if (samples.length === 0)
+    throw new Error(
+      `${file}: no access lines with predicted_ttft_ms and ttft_ms (was the router run with --log-format json under --policy kv?)`,
+    );
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : "-");
-  const row = (name: string, s: ErrorSummary) => [name, String(s.n), f(s.p50), f(s.p90), f(s.ratio), String(s.over)];
+  const row = (name: string, s: ErrorSummary) => [
+    name,
+    String(s.n),
+    f(s.p50),
+    f(s.p90),
+    f(s.ratio),
+    String(s.over),
+  ];
   let from = 0;
   const rows = phases(samples, parts).map((p) => {
     const r = row(`${from + 1}–${from + p.length}`, summarize(p));
@@ -102,5 +131,17 @@ if (import.meta.main) {
   });
   rows.push(row("whole run", summarize(samples)));
   rows.push(row("after the first third", summarize(samples.slice(Math.floor(samples.length / 3)))));
-  console.log(textTable(["requests (arrival order)", "n", "err p50", "err p90", "predicted ÷ observed (median)", "> 0.3 off"], rows));
+  console.log(
+    textTable(
+      [
+        "requests (arrival order)",
+        "n",
+        "err p50",
+        "err p90",
+        "predicted ÷ observed (median)",
+        "> 0.3 off",
+      ],
+      rows,
+    ),
+  );
 }

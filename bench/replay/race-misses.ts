@@ -51,7 +51,15 @@ export function decisionsOf(text: string): Decision[] {
   for (const o of accessLinesOf(text)) {
     if (o.msg !== "request") continue;
     const { request_id: id, worker, dp_rank: rank, predicted_ttft_ms: p, ttft_ms: t } = o;
-    if (typeof id !== "string" || typeof worker !== "string" || typeof rank !== "number" || typeof p !== "number" || typeof t !== "number" || !(t > 0)) continue;
+    if (
+      typeof id !== "string" ||
+      typeof worker !== "string" ||
+      typeof rank !== "number" ||
+      typeof p !== "number" ||
+      typeof t !== "number" ||
+      !(t > 0)
+    )
+      continue;
     out.push({ requestId: id, worker, dpRank: rank, predictedMs: p, observedMs: t });
   }
   return out;
@@ -60,10 +68,32 @@ export function decisionsOf(text: string): Decision[] {
 export function engineRequestsOf(text: string): EngineRequest[] {
   const out: EngineRequest[] = [];
   for (const o of jsonLinesOf(text)) {
-    const { request_id: id, worker, dp_rank: rank, arrived_at: a, prefill_started_at: s, first_token_at: f, computed_tokens: c } = o;
+    const {
+      request_id: id,
+      worker,
+      dp_rank: rank,
+      arrived_at: a,
+      prefill_started_at: s,
+      first_token_at: f,
+      computed_tokens: c,
+    } = o;
     if (typeof id !== "string" || typeof worker !== "string" || typeof rank !== "number") continue;
-    if (typeof a !== "number" || typeof s !== "number" || typeof f !== "number" || typeof c !== "number") continue;
-    out.push({ requestId: id, worker, dpRank: rank, arrivedAt: a, prefillStartedAt: s, firstTokenAt: f, computedTokens: c });
+    if (
+      typeof a !== "number" ||
+      typeof s !== "number" ||
+      typeof f !== "number" ||
+      typeof c !== "number"
+    )
+      continue;
+    out.push({
+      requestId: id,
+      worker,
+      dpRank: rank,
+      arrivedAt: a,
+      prefillStartedAt: s,
+      firstTokenAt: f,
+      computedTokens: c,
+    });
   }
   return out;
 }
@@ -91,7 +121,10 @@ export interface Miss {
 }
 
 /** Every joined request, in the order it reached its engine, with what was ahead of it there. */
-export function joinRequests(decisions: readonly Decision[], engine: readonly EngineRequest[]): Miss[] {
+export function joinRequests(
+  decisions: readonly Decision[],
+  engine: readonly EngineRequest[],
+): Miss[] {
   const byId = new Map(engine.map((e) => [e.requestId, e]));
   const byRank = new Map<string, EngineRequest[]>();
   for (const e of engine) {
@@ -120,7 +153,14 @@ export function joinRequests(decisions: readonly Decision[], engine: readonly En
       const gap = e.arrivedAt - x.arrivedAt;
       if (youngestOtherMs === undefined || gap < youngestOtherMs) youngestOtherMs = gap;
     }
-    out.push({ decision: d, engine: e, error: d.predictedMs / d.observedMs - 1, othersAhead, youngestOtherMs, ownAhead });
+    out.push({
+      decision: d,
+      engine: e,
+      error: d.predictedMs / d.observedMs - 1,
+      othersAhead,
+      youngestOtherMs,
+      ownAhead,
+    });
   }
   return out.sort((a, b) => a.engine.arrivedAt - b.engine.arrivedAt);
 }
@@ -132,7 +172,11 @@ export function raceBucket(m: Miss): string {
   return `≥ ${RACE_BUCKETS[RACE_BUCKETS.length - 1]} ms`;
 }
 
-export const BUCKET_NAMES = ["none", ...RACE_BUCKETS.map((b) => `< ${b} ms`), `≥ ${RACE_BUCKETS[RACE_BUCKETS.length - 1]} ms`];
+export const BUCKET_NAMES = [
+  "none",
+  ...RACE_BUCKETS.map((b) => `< ${b} ms`),
+  `≥ ${RACE_BUCKETS[RACE_BUCKETS.length - 1]} ms`,
+];
 
 export interface ClassSummary {
   readonly n: number;
@@ -147,7 +191,13 @@ export interface ClassSummary {
 }
 
 export function summarizeClass(ms: readonly Miss[]): ClassSummary {
-  const med = (xs: number[]) => (xs.length === 0 ? NaN : percentile(xs.sort((a, b) => a - b), 50));
+  const med = (xs: number[]) =>
+    xs.length === 0
+      ? NaN
+      : percentile(
+          xs.sort((a, b) => a - b),
+          50,
+        );
   const buckets = new Map<string, number>(BUCKET_NAMES.map((b) => [b, 0]));
   for (const m of ms) buckets.set(raceBucket(m), buckets.get(raceBucket(m))! + 1);
   return {
@@ -172,11 +222,16 @@ export function classes(ms: readonly Miss[]): { tooLow: Miss[]; within: Miss[]; 
 if (import.meta.main) {
   const { positionals } = parseArgs({ allowPositionals: true, options: {} });
   const [accessFile, engineFile] = positionals;
-  if (accessFile === undefined || engineFile === undefined) throw new Error("usage: bun bench/replay/race-misses.ts ACCESS_LOG ENGINE_LOG");
+  if (accessFile === undefined || engineFile === undefined)
+    throw new Error("usage: bun bench/replay/race-misses.ts ACCESS_LOG ENGINE_LOG");
   const decisions = decisionsOf(readFileSync(accessFile, "utf8"));
   const engine = engineRequestsOf(readFileSync(engineFile, "utf8"));
-  if (decisions.length === 0) throw new Error(`${accessFile}: no access lines with predicted_ttft_ms and ttft_ms (--policy kv --log-format json?)`);
-  if (engine.length === 0) throw new Error(`${engineFile}: no engine request-log lines (mocker --request-log?)`);
+  if (decisions.length === 0)
+    throw new Error(
+      `${accessFile}: no access lines with predicted_ttft_ms and ttft_ms (--policy kv --log-format json?)`,
+    );
+  if (engine.length === 0)
+    throw new Error(`${engineFile}: no engine request-log lines (mocker --request-log?)`);
   const all = joinRequests(decisions, engine);
   const kept = all.slice(Math.floor(all.length / 3));
   const { tooLow, within, tooHigh } = classes(kept);
@@ -189,8 +244,31 @@ if (import.meta.main) {
     ] as const
   ).map(([name, ms]) => {
     const s = summarizeClass(ms);
-    return [name, String(s.n), f(s.observedMs), f(s.predictedMs), f(s.queuedMs), f(s.ownMs), ...BUCKET_NAMES.map((b) => String(s.buckets.get(b)))];
+    return [
+      name,
+      String(s.n),
+      f(s.observedMs),
+      f(s.predictedMs),
+      f(s.queuedMs),
+      f(s.ownMs),
+      ...BUCKET_NAMES.map((b) => String(s.buckets.get(b))),
+    ];
   });
-  console.log(`${kept.length} requests joined (of ${all.length}; the first third left out); medians in ms; the last columns count requests by how long before them the youngest request from another router that was still in the engine ahead of them arrived there`);
-  console.log(textTable(["", "n", "TTFT", "predicted", "engine queue", "own prefill", ...BUCKET_NAMES.map((b) => `rival ${b}`)], rows));
+  console.log(
+    `${kept.length} requests joined (of ${all.length}; the first third left out); medians in ms; the last columns count requests by how long before them the youngest request from another router that was still in the engine ahead of them arrived there`,
+  );
+  console.log(
+    textTable(
+      [
+        "",
+        "n",
+        "TTFT",
+        "predicted",
+        "engine queue",
+        "own prefill",
+        ...BUCKET_NAMES.map((b) => `rival ${b}`),
+      ],
+      rows,
+    ),
+  );
 }

@@ -39,7 +39,14 @@ export function replayRequestId(replay: number, router: number, index: number): 
   return `replay-${replay}-r${router}-${index}`;
 }
 
-async function sendOne(routerUrl: string, requestId: string, r: TraceRequest, maxOutput: number, model: string, o: ReplayOptions): Promise<RequestOutcome> {
+async function sendOne(
+  routerUrl: string,
+  requestId: string,
+  r: TraceRequest,
+  maxOutput: number,
+  model: string,
+  o: ReplayOptions,
+): Promise<RequestOutcome> {
   const started = performance.now();
   const body = JSON.stringify({
     model,
@@ -49,13 +56,26 @@ async function sendOne(routerUrl: string, requestId: string, r: TraceRequest, ma
     stream_options: { include_usage: true },
   });
   try {
-    const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": requestId };
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      "x-request-id": requestId,
+    };
     if (o.sessionHeader && r.sessionId !== undefined) headers["x-session-id"] = r.sessionId;
     const res = await fetch(`${routerUrl}/v1/completions`, { method: "POST", headers, body });
     const worker = res.headers.get("x-switchyard-worker") ?? undefined;
     if (!res.ok || !res.body) {
       const text = await res.text();
-      return { index: r.index, ok: false, error: `HTTP ${res.status}: ${text.slice(0, 200)}`, worker, ttftMs: NaN, e2eMs: performance.now() - started, promptTokens: r.inputLength, cachedTokens: 0, outputTokens: 0 };
+      return {
+        index: r.index,
+        ok: false,
+        error: `HTTP ${res.status}: ${text.slice(0, 200)}`,
+        worker,
+        ttftMs: NaN,
+        e2eMs: performance.now() - started,
+        promptTokens: r.inputLength,
+        cachedTokens: 0,
+        outputTokens: 0,
+      };
     }
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
@@ -77,9 +97,27 @@ async function sendOne(routerUrl: string, requestId: string, r: TraceRequest, ma
     const m = CACHED.exec(tail);
     if (m) cached = Number(m[1]);
     const e2e = performance.now() - started;
-    return { index: r.index, ok: true, worker, ttftMs: ttft, e2eMs: e2e, promptTokens: r.inputLength, cachedTokens: cached, outputTokens: Math.max(0, chunks - 1) };
+    return {
+      index: r.index,
+      ok: true,
+      worker,
+      ttftMs: ttft,
+      e2eMs: e2e,
+      promptTokens: r.inputLength,
+      cachedTokens: cached,
+      outputTokens: Math.max(0, chunks - 1),
+    };
   } catch (e) {
-    return { index: r.index, ok: false, error: String(e), ttftMs: NaN, e2eMs: performance.now() - started, promptTokens: r.inputLength, cachedTokens: 0, outputTokens: 0 };
+    return {
+      index: r.index,
+      ok: false,
+      error: String(e),
+      ttftMs: NaN,
+      e2eMs: performance.now() - started,
+      promptTokens: r.inputLength,
+      cachedTokens: 0,
+      outputTokens: 0,
+    };
   }
 }
 
@@ -99,7 +137,10 @@ export interface ReplayOptions {
   onProgress?: (done: number, total: number, errors: number) => void;
 }
 
-export async function replay(trace: readonly TraceRequest[], o: ReplayOptions): Promise<{ outcomes: RequestOutcome[]; wallMs: number }> {
+export async function replay(
+  trace: readonly TraceRequest[],
+  o: ReplayOptions,
+): Promise<{ outcomes: RequestOutcome[]; wallMs: number }> {
   const t0 = trace.length ? trace[0]!.timestamp : 0;
   const start = performance.now();
   const replayNo = ++replays;
@@ -111,13 +152,21 @@ export async function replay(trace: readonly TraceRequest[], o: ReplayOptions): 
   const actionsDone: Promise<void>[] = [];
   for (let i = 0; i < trace.length; i++) {
     const r = trace[i]!;
-    while (actions.length > 0 && i >= actions[0]!.atFraction * trace.length) actionsDone.push(actions.shift()!.action());
+    while (actions.length > 0 && i >= actions[0]!.atFraction * trace.length)
+      actionsDone.push(actions.shift()!.action());
     const due = ((r.timestamp - t0) * scale) / o.speedup;
     const wait = due - (performance.now() - start);
     if (wait > 1) await Bun.sleep(wait);
     const router = i % o.routerUrls.length;
     pending.push(
-      sendOne(o.routerUrls[router]!, replayRequestId(replayNo, router, r.index), r, o.maxOutputTokens, o.model ?? DEFAULT_MODEL, o).then((x) => {
+      sendOne(
+        o.routerUrls[router]!,
+        replayRequestId(replayNo, router, r.index),
+        r,
+        o.maxOutputTokens,
+        o.model ?? DEFAULT_MODEL,
+        o,
+      ).then((x) => {
         done++;
         if (!x.ok) errors++;
         o.onProgress?.(done, trace.length, errors);

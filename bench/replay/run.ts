@@ -6,7 +6,7 @@
  * timing model, the defaults and how they were chosen.
  */
 import { parseArgs } from "node:util";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { runCell } from "./cell.ts";
 import { formatTable, toJson, toSvg } from "./report.ts";
@@ -18,7 +18,10 @@ const ROOT = join(import.meta.dir, "..", "..");
 const { values: a } = parseArgs({
   options: {
     // The Mooncake traces sit beside the checkout in the project's workspace; elsewhere pass --trace.
-    trace: { type: "string", default: join(ROOT, "..", "shared", "traces", "conversation_trace.jsonl") },
+    trace: {
+      type: "string",
+      default: join(ROOT, "..", "shared", "traces", "conversation_trace.jsonl"),
+    },
     requests: { type: "string", default: "1000" },
     speedup: { type: "string", default: "20" },
     engines: { type: "string", default: "8" },
@@ -78,7 +81,8 @@ const { values: a } = parseArgs({
 
 const num = (name: keyof typeof a) => {
   const v = Number(a[name]);
-  if (!Number.isFinite(v) || v < 0) throw new Error(`--${String(name)} must be a non-negative number, got ${a[name]}`);
+  if (!Number.isFinite(v) || v < 0)
+    throw new Error(`--${String(name)} must be a non-negative number, got ${a[name]}`);
   return v;
 };
 
@@ -90,7 +94,9 @@ function progress(policy: string, done: number, total: number, errors: number): 
   // Redraw on a terminal every time; into a pipe or log only when the bar grows.
   if (!process.stderr.isTTY && filled === lastFilled && done !== total) return;
   lastFilled = done === total ? -1 : filled;
-  process.stderr.write(`\r${policy.padEnd(13)} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${done}/${total} errors ${errors}   `);
+  process.stderr.write(
+    `\r${policy.padEnd(13)} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${done}/${total} errors ${errors}   `,
+  );
   if (done === total) process.stderr.write("\n");
 }
 
@@ -98,9 +104,17 @@ function progress(policy: string, done: number, total: number, errors: number): 
 function issue13Args(): string[] {
   const out: string[] = [];
   if (a.admission !== undefined) {
-    out.push("--busy-waiting", String(num("admission")), "--max-queue", "100000", "--queue-timeout", String(num("queue-timeout")));
+    out.push(
+      "--busy-waiting",
+      String(num("admission")),
+      "--max-queue",
+      "100000",
+      "--queue-timeout",
+      String(num("queue-timeout")),
+    );
   }
-  if (a.admission !== undefined || a["engine-metrics"]) out.push("--engine-metrics-interval", "0.05");
+  if (a.admission !== undefined || a["engine-metrics"])
+    out.push("--engine-metrics-interval", "0.05");
   else out.push("--engine-metrics-interval", "0");
   return out;
 }
@@ -110,17 +124,26 @@ function sweepEntries(): string[] {
   const credits = a["sweep-credits"]!.split(",").map(Number);
   const factors = a["sweep-wait-factors"]!.split(",").map(Number);
   const out: string[] = [];
-  for (const c of credits) for (const w of factors) out.push(`kv+overlap-credit=${c}+prefill-wait-factor=${w}`);
+  for (const c of credits)
+    for (const w of factors) out.push(`kv+overlap-credit=${c}+prefill-wait-factor=${w}`);
   return out;
 }
 
 if (a.disagg) {
   const { runDisaggBench, formatDisaggTable } = await import("./disagg.ts");
   const r = await runDisaggBench({
-    tracePath: a.trace!, requests: num("requests"), speedup: num("speedup"), blockSize: num("block-size"),
-    kvBlocks: a["kv-blocks"] ? num("kv-blocks") : 4096, kvBlockBytes: num("kv-block-bytes"), maxOutputTokens: num("max-output-tokens"),
-    prefillUsPerToken: num("prefill-us-per-token"), decodeMsPerStep: num("decode-ms-per-step"), decodeBatchFactor: num("decode-batch-factor"),
-    minPrefillTokens: a["disagg-min-prefill-tokens"]!.split(",").map(Number), quiet: !a.verbose,
+    tracePath: a.trace!,
+    requests: num("requests"),
+    speedup: num("speedup"),
+    blockSize: num("block-size"),
+    kvBlocks: a["kv-blocks"] ? num("kv-blocks") : 4096,
+    kvBlockBytes: num("kv-block-bytes"),
+    maxOutputTokens: num("max-output-tokens"),
+    prefillUsPerToken: num("prefill-us-per-token"),
+    decodeMsPerStep: num("decode-ms-per-step"),
+    decodeBatchFactor: num("decode-batch-factor"),
+    minPrefillTokens: a["disagg-min-prefill-tokens"]!.split(",").map(Number),
+    quiet: !a.verbose,
     splits: a["disagg-split"]!.split(",").map((x) => x.split(":").map(Number) as [number, number]),
   });
   console.log(formatDisaggTable(r));
@@ -132,34 +155,70 @@ if (a.disagg) {
 }
 
 if (a.suite !== undefined) {
-  if (!(SUITES as readonly string[]).includes(a.suite)) throw new Error(`--suite must be one of ${SUITES.join(", ")}`);
+  if (!(SUITES as readonly string[]).includes(a.suite))
+    throw new Error(`--suite must be one of ${SUITES.join(", ")}`);
   await runSuite(a.suite as SuiteName, {
-    json: a.json, quiet: a.quiet, verbose: a.verbose, onProgress: progress, warmupPerRouter: num("warmup"),
-    requests: a["suite-requests"] ? num("suite-requests") : undefined, speedup: a["suite-speedup"] ? num("suite-speedup") : undefined,
+    json: a.json,
+    quiet: a.quiet,
+    verbose: a.verbose,
+    onProgress: progress,
+    warmupPerRouter: num("warmup"),
+    requests: a["suite-requests"] ? num("suite-requests") : undefined,
+    speedup: a["suite-speedup"] ? num("suite-speedup") : undefined,
     cells: a["suite-cells"] !== undefined ? parseCellList(a["suite-cells"]) : undefined,
     policies: a["suite-policies"]?.split(","),
-    routerArgs: a["router-arg"], engineArgs: a["engine-arg"],
+    routerArgs: a["router-arg"],
+    engineArgs: a["engine-arg"],
   });
   process.exit(0);
 }
 
 const promptFormat = a["prompt-format"];
-if (promptFormat !== "tokens" && promptFormat !== "text") throw new Error(`--prompt-format must be tokens or text, got ${promptFormat}`);
+if (promptFormat !== "tokens" && promptFormat !== "text")
+  throw new Error(`--prompt-format must be tokens or text, got ${promptFormat}`);
 const { trace, name } = traceOf(a.trace!, num("requests"), num("seed"));
 if (trace.length === 0) throw new Error(`no requests in ${a.trace}`);
-const policies = a.policies!.split(",").map((s) => s.trim()).filter(Boolean);
+const policies = a
+  .policies!.split(",")
+  .map((s) => s.trim())
+  .filter(Boolean);
 if (a.sweep) policies.push(...sweepEntries());
 
 const report = await runCell({
-  trace, traceName: name, engines: num("engines"), kvBlocks: a["kv-blocks"] ? num("kv-blocks") : undefined, kvFraction: num("kv-fraction"),
-  blockSize: num("block-size"), speedup: num("speedup"),
-  timing: { prefillUsPerToken: num("prefill-us-per-token"), decodeMsPerStep: num("decode-ms-per-step"), decodeBatchFactor: num("decode-batch-factor"), maxConcurrency: num("max-concurrency") },
-  policies, seed: num("seed"), maxOutputTokens: num("max-output-tokens"), routers: num("routers"), engineRestarts: num("engine-restarts"),
-  arrivalScale: num("arrival-scale"), promptFormat, routerArgs: [...issue13Args(), ...a["router-arg"]!], engineArgs: a["engine-arg"]!,
+  trace,
+  traceName: name,
+  engines: num("engines"),
+  kvBlocks: a["kv-blocks"] ? num("kv-blocks") : undefined,
+  kvFraction: num("kv-fraction"),
+  blockSize: num("block-size"),
+  speedup: num("speedup"),
+  timing: {
+    prefillUsPerToken: num("prefill-us-per-token"),
+    decodeMsPerStep: num("decode-ms-per-step"),
+    decodeBatchFactor: num("decode-batch-factor"),
+    maxConcurrency: num("max-concurrency"),
+  },
+  policies,
+  seed: num("seed"),
+  maxOutputTokens: num("max-output-tokens"),
+  routers: num("routers"),
+  engineRestarts: num("engine-restarts"),
+  arrivalScale: num("arrival-scale"),
+  promptFormat,
+  routerArgs: [...issue13Args(), ...a["router-arg"]!],
+  engineArgs: a["engine-arg"]!,
   externalRouter: a.router!.length
-    ? { routerUrls: a.router!, engineUrls: a["engine-url"]!, routerPids: a["router-pid"]!.map(Number), sessionHeader: a["session-header"]! }
+    ? {
+        routerUrls: a.router!,
+        engineUrls: a["engine-url"]!,
+        routerPids: a["router-pid"]!.map(Number),
+        sessionHeader: a["session-header"]!,
+      }
     : undefined,
-  ttftSloMs: num("ttft-slo-ms"), warmupPerRouter: num("warmup"), verbose: a.verbose!, onProgress: progress,
+  ttftSloMs: num("ttft-slo-ms"),
+  warmupPerRouter: num("warmup"),
+  verbose: a.verbose!,
+  onProgress: progress,
   onError: (p, m) => !a.quiet && console.error(`${p}: first error: ${m}`),
 });
 

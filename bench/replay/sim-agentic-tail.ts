@@ -42,7 +42,11 @@ export function sharedPrefixes(trace: readonly TraceRequest[]): number[][] {
 }
 
 /** Prefix p on engines (p × copies + c) mod engines, c < copies: each engine gets at most ceil(prefixes × copies ÷ engines). */
-export function placeCopies(prefixes: readonly (readonly number[])[], engines: number, copies: number): number[][] {
+export function placeCopies(
+  prefixes: readonly (readonly number[])[],
+  engines: number,
+  copies: number,
+): number[][] {
   const out = Array.from({ length: engines }, () => [] as number[]);
   prefixes.forEach((ids, p) => {
     for (let c = 0; c < copies; c++) out[(p * copies + c) % engines]!.push(...ids);
@@ -52,7 +56,9 @@ export function placeCopies(prefixes: readonly (readonly number[])[], engines: n
 
 /** Every engine's cache full of blocks no trace request has (ids from 2^40 up), for SimOptions.warmBlocks. */
 export function fullOfOthers(engines: number, kvBlocks: number): number[][] {
-  return Array.from({ length: engines }, (_, e) => Array.from({ length: kvBlocks }, (_, k) => 2 ** 40 + e * kvBlocks + k));
+  return Array.from({ length: engines }, (_, e) =>
+    Array.from({ length: kvBlocks }, (_, k) => 2 ** 40 + e * kvBlocks + k),
+  );
 }
 
 interface Tail {
@@ -65,7 +71,10 @@ interface Tail {
 
 function run(trace: readonly TraceRequest[], policy: string, o: SimOptions): Tail {
   const xs: { i: number; arrival: number; start: number; done: number; engine: number }[] = [];
-  const r = simulate(trace, policy, schedulerConfig(KV_DEFAULTS), { ...o, onFirstToken: (i, x) => xs.push({ i, ...x }) });
+  const r = simulate(trace, policy, schedulerConfig(KV_DEFAULTS), {
+    ...o,
+    onFirstToken: (i, x) => xs.push({ i, ...x }),
+  });
   const byEngine = Map.groupBy(xs, (x) => x.engine);
   xs.sort((a, b) => a.done - a.arrival - (b.done - b.arrival));
   const slow = xs.slice(Math.floor(xs.length * 0.9));
@@ -84,7 +93,12 @@ function run(trace: readonly TraceRequest[], policy: string, o: SimOptions): Tai
     }
   }
   const n = Math.max(1, slow.length);
-  return { p90: r.ttft.p90, behindOwnTask: own / n, behindOthers: others / n, ownPrefill: prefill / n };
+  return {
+    p90: r.ttft.p90,
+    behindOwnTask: own / n,
+    behindOthers: others / n,
+    ownPrefill: prefill / n,
+  };
 }
 
 if (import.meta.main) {
@@ -107,14 +121,51 @@ if (import.meta.main) {
       const kvFull = run(trace, "kv", { ...o, warmBlocks: full });
       note(`×${load} kv`, kv.p90 / sglang.p90);
       note(`×${load} kv, tools on two engines`, kvWarm.p90 / sglang.p90);
-      note(`×${load} kv, caches full at the start (÷ sglang's, also full)`, kvFull.p90 / sglangFull.p90);
-      for (const [name, t, base] of [["sglang", sglang, sglang], ["kv", kv, sglang], ["kv, tools on two engines", kvWarm, sglang], ["sglang, caches full", sglangFull, sglangFull], ["kv, caches full", kvFull, sglangFull]] as const) {
-        rows.push([`×${load}`, String(seed), name, f(t.p90), (t.p90 / base.p90).toFixed(2), f(t.behindOwnTask), f(t.behindOthers), f(t.ownPrefill)]);
+      note(
+        `×${load} kv, caches full at the start (÷ sglang's, also full)`,
+        kvFull.p90 / sglangFull.p90,
+      );
+      for (const [name, t, base] of [
+        ["sglang", sglang, sglang],
+        ["kv", kv, sglang],
+        ["kv, tools on two engines", kvWarm, sglang],
+        ["sglang, caches full", sglangFull, sglangFull],
+        ["kv, caches full", kvFull, sglangFull],
+      ] as const) {
+        rows.push([
+          `×${load}`,
+          String(seed),
+          name,
+          f(t.p90),
+          (t.p90 / base.p90).toFixed(2),
+          f(t.behindOwnTask),
+          f(t.behindOthers),
+          f(t.ownPrefill),
+        ]);
       }
     }
   }
-  console.log("sim, gen-agentic (held-out seeds), 8 engines, half capacity, 1 router; trace ms. Slowest tenth: mean ms per request");
-  console.log(textTable(["load", "seed", "policy", "p90", "÷ sglang", "waited behind own task", "behind other tasks", "own prefill"], rows));
+  console.log(
+    "sim, gen-agentic (held-out seeds), 8 engines, half capacity, 1 router; trace ms. Slowest tenth: mean ms per request",
+  );
+  console.log(
+    textTable(
+      [
+        "load",
+        "seed",
+        "policy",
+        "p90",
+        "÷ sglang",
+        "waited behind own task",
+        "behind other tasks",
+        "own prefill",
+      ],
+      rows,
+    ),
+  );
   const geo = (xs: number[]) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
-  for (const [k, xs] of ratios) console.log(`${k}: p90 ÷ sglang, geometric mean over ${xs.length} seeds: ${geo(xs).toFixed(2)}`);
+  for (const [k, xs] of ratios)
+    console.log(
+      `${k}: p90 ÷ sglang, geometric mean over ${xs.length} seeds: ${geo(xs).toFixed(2)}`,
+    );
 }

@@ -21,16 +21,40 @@ const ratios: number[] = [];
 for (const [name, trace, frac] of simWorkloads(N)) {
   for (const scale of [2, 1, 0.5]) {
     const one = simulate(trace, "kv", config, simOptions(trace, frac, scale, 1));
-    const r = new Map(policies.map((p) => [p, simulate(trace, p, config, simOptions(trace, frac, scale, ROUTERS))] as const));
+    const r = new Map(
+      policies.map(
+        (p) => [p, simulate(trace, p, config, simOptions(trace, frac, scale, ROUTERS))] as const,
+      ),
+    );
     const kv = r.get("kv")!;
     const approx = r.get("approx")!;
     ratios.push(kv.ttft.p90 / approx.ttft.p90);
     rows.push([
-      name, `×${1 / scale}`, one.ttft.p90.toFixed(0), ...policies.map((p) => `${r.get(p)!.ttft.p90.toFixed(0)} (${r.get(p)!.hit.toFixed(2)})`),
-      (kv.ttft.p90 / approx.ttft.p90).toFixed(2), `${kv.workMaxOverMean.toFixed(2)} @${kv.util.toFixed(2)}`,
+      name,
+      `×${1 / scale}`,
+      one.ttft.p90.toFixed(0),
+      ...policies.map((p) => `${r.get(p)!.ttft.p90.toFixed(0)} (${r.get(p)!.hit.toFixed(2)})`),
+      (kv.ttft.p90 / approx.ttft.p90).toFixed(2),
+      `${kv.workMaxOverMean.toFixed(2)} @${kv.util.toFixed(2)}`,
     ]);
   }
 }
-console.log(`sim, ${N} requests per workload, 8 engines, ${ROUTERS} routers; TTFT p90 in trace ms (hit rate)`);
-console.log(textTable(["workload", "load", "kv, 1 router", ...policies.map((p) => `${p}, ${ROUTERS}`), "kv ÷ approx", "kv work max/mean @util"], rows));
-console.log(`kv ÷ approx p90 ≤ 0.8 on ${ratios.filter((x) => x <= 0.8).length} of ${ratios.length} cells; median ${median(ratios).toFixed(2)}`);
+console.log(
+  `sim, ${N} requests per workload, 8 engines, ${ROUTERS} routers; TTFT p90 in trace ms (hit rate)`,
+);
+console.log(
+  textTable(
+    [
+      "workload",
+      "load",
+      "kv, 1 router",
+      ...policies.map((p) => `${p}, ${ROUTERS}`),
+      "kv ÷ approx",
+      "kv work max/mean @util",
+    ],
+    rows,
+  ),
+);
+console.log(
+  `kv ÷ approx p90 ≤ 0.8 on ${ratios.filter((x) => x <= 0.8).length} of ${ratios.length} cells; median ${median(ratios).toFixed(2)}`,
+);

@@ -26,8 +26,31 @@ for (const seed of seeds) {
   const results = policies.map((p) => [p, simulate(trace, p, config, o)] as const);
   const blocks = simulate(trace, "kv-blocks", config, o).ttft.p90;
   for (const [p, r] of results) {
-    rows.push([String(seed), String(o.kvBlocks), p, r.ttft.p90.toFixed(0), (r.ttft.p90 / blocks).toFixed(2), r.hit.toFixed(2), r.workMaxOverMean.toFixed(2), r.predictorError.p50.toFixed(2)]);
+    rows.push([
+      String(seed),
+      String(o.kvBlocks),
+      p,
+      r.ttft.p90.toFixed(0),
+      (r.ttft.p90 / blocks).toFixed(2),
+      r.hit.toFixed(2),
+      r.workMaxOverMean.toFixed(2),
+      r.predictorError.p50.toFixed(2),
+    ]);
   }
 }
 console.log(`sim ${shape}, first ${N} requests, 8 engines, load ×${1 / scale}; TTFT in trace ms`);
-console.log(textTable(["seed", "blocks per engine", "policy", "p90", "÷ kv-blocks", "hit", "work max/mean", "pred err p50"], rows));
+console.log(
+  textTable(
+    [
+      "seed",
+      "blocks per engine",
+      "policy",
+      "p90",
+      "÷ kv-blocks",
+      "hit",
+      "work max/mean",
+      "pred err p50",
+    ],
+    rows,
+  ),
+);

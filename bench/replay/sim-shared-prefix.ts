@@ -39,7 +39,12 @@ const rows: string[][] = [];
  */
 const kv16 = (): Pipeline => {
   const base = createPipeline("kv", config);
-  return { ...kvTtftPipeline([...base.filters]), picker: fastestThenCachePicker((ctx, best) => (best.msPerToken ?? ctx.ttft!.msPerTokenOf(best.key)) * 16) };
+  return {
+    ...kvTtftPipeline([...base.filters]),
+    picker: fastestThenCachePicker(
+      (ctx, best) => (best.msPerToken ?? ctx.ttft!.msPerTokenOf(best.key)) * 16,
+    ),
+  };
 };
 for (const seed of seeds) {
   const trace = sharedPrefix(seed, { ...SHARED_PREFIX_DEFAULTS, rate, outputTokens: out });
@@ -53,21 +58,63 @@ for (const seed of seeds) {
     const requests = new Array<number>(engines).fill(0);
     const work = new Array<number>(engines).fill(0);
     const firsts: number[] = [];
-    const r = simulate(trace, p === "kv-16" || p === "kv-before" ? "kv" : p, config, {
-      engines, kvBlocks: 4096, prefillUsPerToken: usPerToken, decodeMsPerStep: decodeMs, maxOutputTokens: out, arrivalScale: 1, seed, firstTokenDelayMs: delay,
-      engine, learnDecodes: p !== "kv-before", countOutput: true,
-      onFirstToken: (i, x) => {
-        requests[x.engine]!++;
-        work[x.engine]! += x.uncached;
-        if (firstOfGroup.has(i)) firsts.push(x.done - x.arrival);
+    const r = simulate(
+      trace,
+      p === "kv-16" || p === "kv-before" ? "kv" : p,
+      config,
+      {
+        engines,
+        kvBlocks: 4096,
+        prefillUsPerToken: usPerToken,
+        decodeMsPerStep: decodeMs,
+        maxOutputTokens: out,
+        arrivalScale: 1,
+        seed,
+        firstTokenDelayMs: delay,
+        engine,
+        learnDecodes: p !== "kv-before",
+        countOutput: true,
+        onFirstToken: (i, x) => {
+          requests[x.engine]!++;
+          work[x.engine]! += x.uncached;
+          if (firstOfGroup.has(i)) firsts.push(x.done - x.arrival);
+        },
       },
-    }, p === "kv-16" ? kv16 : undefined);
-    const maxOverMean = (xs: number[]) => Math.max(...xs) / (xs.reduce((s, x) => s + x, 0) / xs.length);
+      p === "kv-16" ? kv16 : undefined,
+    );
+    const maxOverMean = (xs: number[]) =>
+      Math.max(...xs) / (xs.reduce((s, x) => s + x, 0) / xs.length);
     rows.push([
-      String(seed), p, r.ttft.p50.toFixed(0), r.ttft.p90.toFixed(0), r.ttft.p99.toFixed(0), summarize(firsts).p50.toFixed(0),
-      maxOverMean(requests).toFixed(2), maxOverMean(work).toFixed(2), requests.join(" "), r.predictorError.p90.toFixed(2),
+      String(seed),
+      p,
+      r.ttft.p50.toFixed(0),
+      r.ttft.p90.toFixed(0),
+      r.ttft.p99.toFixed(0),
+      summarize(firsts).p50.toFixed(0),
+      maxOverMean(requests).toFixed(2),
+      maxOverMean(work).toFixed(2),
+      requests.join(" "),
+      r.predictorError.p90.toFixed(2),
     ]);
   }
 }
-console.log(`sim shared-prefix: 16 groups × 16, ${rate} req/s, ${engines} engines, ${engine} engines, ${usPerToken} µs per uncached token, ${decodeMs} ms a decode step, ${out} output tokens; TTFT in ms`);
-console.log(textTable(["seed", "policy", "p50", "p90", "p99", "group's first p50", "requests max/mean", "work max/mean", "requests per engine", "pred err p90"], rows));
+console.log(
+  `sim shared-prefix: 16 groups × 16, ${rate} req/s, ${engines} engines, ${engine} engines, ${usPerToken} µs per uncached token, ${decodeMs} ms a decode step, ${out} output tokens; TTFT in ms`,
+);
+console.log(
+  textTable(
+    [
+      "seed",
+      "policy",
+      "p50",
+      "p90",
+      "p99",
+      "group's first p50",
+      "requests max/mean",
+      "work max/mean",
+      "requests per engine",
+      "pred err p90",
+    ],
+    rows,
+  ),
+);

@@ -28,16 +28,35 @@ for (const [name, trace, frac] of simWorkloads(N)) {
   for (const scale of SCALES) {
     const o = simOptions(trace, frac, scale, ROUTERS);
     const offline = simulateOffline(trace, "oracle", o.engines, o.kvBlocks, { seed: 1 });
-    const oracleTtft = simulate(trace, "kv", config, { ...o, routers: 1, assignment: offline.assignment }).ttft.p90;
-    const ref = ttftFloor(trace, { engines: o.engines, speedup: 1, arrivalScale: scale, prefillUsPerToken: o.prefillUsPerToken, prefillOverheadMs: 1 });
+    const oracleTtft = simulate(trace, "kv", config, {
+      ...o,
+      routers: 1,
+      assignment: offline.assignment,
+    }).ttft.p90;
+    const ref = ttftFloor(trace, {
+      engines: o.engines,
+      speedup: 1,
+      arrivalScale: scale,
+      prefillUsPerToken: o.prefillUsPerToken,
+      prefillOverheadMs: 1,
+    });
     const peer = peers.map((p) => [p, simulate(trace, p, config, o)] as const);
     const best90 = peer.reduce((b, x) => (x[1].ttft.p90 < b[1].ttft.p90 ? x : b));
     const best99 = Math.min(...peer.map((x) => x[1].ttft.p99));
     const line = (label: string, r: SimResult) =>
       rows.push([
-        name, `×${1 / scale}`, label, f(r.ttft.p90, 0), f(r.ttft.p90 / best90[1].ttft.p90), f(r.ttft.p99 / best99),
-        f(r.ttft.p90 / ref.pooled.p90), f(r.ttft.p90 / ref.pooledCausal.p90), f(r.hit / offline.hitRate), f(oracleTtft, 0),
-        `${f(r.workMaxOverMean)} @${f(r.util)}`, `${f(r.predictorError.p50)} / ${f(r.predictorError.p90)}`,
+        name,
+        `×${1 / scale}`,
+        label,
+        f(r.ttft.p90, 0),
+        f(r.ttft.p90 / best90[1].ttft.p90),
+        f(r.ttft.p99 / best99),
+        f(r.ttft.p90 / ref.pooled.p90),
+        f(r.ttft.p90 / ref.pooledCausal.p90),
+        f(r.hit / offline.hitRate),
+        f(oracleTtft, 0),
+        `${f(r.workMaxOverMean)} @${f(r.util)}`,
+        `${f(r.predictorError.p50)} / ${f(r.predictorError.p90)}`,
       ]);
     for (const p of OURS) line(p, simulate(trace, p, config, o));
     line(`best peer: ${best90[0]}`, best90[1]);
@@ -46,7 +65,20 @@ for (const [name, trace, frac] of simWorkloads(N)) {
 console.log(`sim, ${N} requests per workload, 8 engines, ${ROUTERS} router(s); TTFT in trace ms`);
 console.log(
   textTable(
-    ["workload", "load", "policy", "p90", "÷ best peer p90", "p99 ÷ best peer p99", "÷ pooled", "÷ pooled causal", "hit ÷ oracle", "oracle p90", "work max/mean @util", "pred err p50 / p90"],
+    [
+      "workload",
+      "load",
+      "policy",
+      "p90",
+      "÷ best peer p90",
+      "p99 ÷ best peer p99",
+      "÷ pooled",
+      "÷ pooled causal",
+      "hit ÷ oracle",
+      "oracle p90",
+      "work max/mean @util",
+      "pred err p50 / p90",
+    ],
     rows,
   ),
 );

@@ -21,15 +21,30 @@ export function simWorkloads(n: number): [string, TraceRequest[], number][] {
 }
 
 /** The suite's cluster in the simulation: 8 engines, the mocker's timing, 32 output tokens. */
-export function simOptions(trace: readonly TraceRequest[], kvFraction: number, arrivalScale: number, routers = 1): SimOptions {
+export function simOptions(
+  trace: readonly TraceRequest[],
+  kvFraction: number,
+  arrivalScale: number,
+  routers = 1,
+): SimOptions {
   const engines = 8;
   return {
-    engines, kvBlocks: Math.max(1, Math.ceil((uniqueFullBlocks(trace) * kvFraction) / engines)), prefillUsPerToken: 200, decodeMsPerStep: 20,
-    maxOutputTokens: 32, arrivalScale, seed: 1, routers,
+    engines,
+    kvBlocks: Math.max(1, Math.ceil((uniqueFullBlocks(trace) * kvFraction) / engines)),
+    prefillUsPerToken: 200,
+    decodeMsPerStep: 20,
+    maxOutputTokens: 32,
+    arrivalScale,
+    seed: 1,
+    routers,
   };
 }
 
 /** kv's knobs at the router's defaults, as the CLI sets them (src/config/schema.ts), on trace blocks. */
 export const KV_DEFAULTS: Partial<SchedulerConfig> = {
-  blockSize: TRACE_BLOCK_TOKENS, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75,
+  blockSize: TRACE_BLOCK_TOKENS,
+  overlapCredit: 16,
+  inflightOverlap: true,
+  prefillWaitFactor: 1.05,
+  prefillWaitQueueShare: 0.75,
 };

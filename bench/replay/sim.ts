@@ -23,7 +23,12 @@ import { endpointsOf } from "../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../src/router/choose/find-best-match.ts";
 import { LoadTracker } from "../../src/router/books/load-tracker.ts";
 import { RequestLease } from "../../src/router/books/request-lease.ts";
-import { decodeSampler, firstTokenSampler, queueAtBooking, TtftPredictor } from "../../src/router/books/ttft-predictor.ts";
+import {
+  decodeSampler,
+  firstTokenSampler,
+  queueAtBooking,
+  TtftPredictor,
+} from "../../src/router/books/ttft-predictor.ts";
 import type { Pipeline } from "../../src/router/choose/types.ts";
 import { createIndexer } from "../../src/router/kv-index/indexer.ts";
 import { createPipeline, isPolicyName } from "../../src/router/choose/registry.ts";
@@ -89,7 +94,16 @@ export interface SimOptions {
   /** Called as each request's first token comes (for studies of single decisions). */
   onFirstToken?: (
     i: number,
-    x: { arrival: number; start: number; done: number; engine: number; uncached: number; predictedMs: number | undefined; predictedTokens: number | undefined; bookedUncached: number | undefined },
+    x: {
+      arrival: number;
+      start: number;
+      done: number;
+      engine: number;
+      uncached: number;
+      predictedMs: number | undefined;
+      predictedTokens: number | undefined;
+      bookedUncached: number | undefined;
+    },
   ) => void;
 }
 
@@ -162,19 +176,31 @@ class Events {
     return [top[0], top[2]];
   }
 }
-const less = (a: [number, number, unknown], b: [number, number, unknown]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+const less = (a: [number, number, unknown], b: [number, number, unknown]) =>
+  a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
 
 /** `makePipeline` replaces the named policy's pipeline (a variant under study); `policy` still names it. */
-export function simulate(trace: readonly TraceRequest[], policy: string, config: SchedulerConfig, o: SimOptions, makePipeline?: () => Pipeline): SimResult {
+export function simulate(
+  trace: readonly TraceRequest[],
+  policy: string,
+  config: SchedulerConfig,
+  o: SimOptions,
+  makePipeline?: () => Pipeline,
+): SimResult {
   if (!isPolicyName(policy)) throw new Error(`unknown policy ${policy}`);
-  const endpoints = endpointsOf(Array.from({ length: o.engines }, (_, i) => ({ workerId: BigInt(i + 1) })));
+  const endpoints = endpointsOf(
+    Array.from({ length: o.engines }, (_, i) => ({ workerId: BigInt(i + 1) })),
+  );
   const keys: WorkerKey[] = endpoints.map((e) => e.key);
   const tracker = new LoadTracker({ blockSize: config.blockSize });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
   // The engines' KV capacity, as the router learns it from each engine (kv_blocks, num_gpu_blocks).
   for (const e of endpoints) tracker.setKvCapacity(e.worker, o.kvBlocks);
   // One pipeline per router: the peers' own trees (sglang, prodstack-prefix, llm-d) are per process.
-  const pipelines = Array.from({ length: Math.max(1, o.routers ?? 1) }, () => makePipeline?.() ?? createPipeline(policy, config));
+  const pipelines = Array.from(
+    { length: Math.max(1, o.routers ?? 1) },
+    () => makePipeline?.() ?? createPipeline(policy, config),
+  );
   // One predictor per router, as in the router: each learns from the first tokens of its own requests.
   const predictors = pipelines.map(() => new TtftPredictor({ blockSize: config.blockSize }));
   const errors: number[] = [];
@@ -189,7 +215,10 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
   let cachedBlocks = 0;
   let promptBlocks = 0;
   const ev = new Events();
-  const approxIndexes = policy === "approx" ? Array.from({ length: Math.max(1, o.routers ?? 1) }, () => createIndexer("approximate")) : undefined;
+  const approxIndexes =
+    policy === "approx"
+      ? Array.from({ length: Math.max(1, o.routers ?? 1) }, () => createIndexer("approximate"))
+      : undefined;
   const t0 = trace[0]?.timestamp ?? 0;
   let lastT = 0;
 
@@ -202,7 +231,11 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
     first(at: number): void;
     end(at: number): void;
   }
-  const v1 = keys.map(() => ({ waiting: [] as StepEntry[], running: [] as StepEntry[], stepping: false }));
+  const v1 = keys.map(() => ({
+    waiting: [] as StepEntry[],
+    running: [] as StepEntry[],
+    stepping: false,
+  }));
   const budgetOf = o.v1BatchedTokens ?? 8192;
   const step = (e: number) => {
     const x = v1[e]!;
@@ -232,7 +265,10 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
       chunks++;
       tokens += n;
     }
-    const ms = (decodes > 0 ? o.decodeMsPerStep * (1 + 0.02 * (decodes - 1)) : 0) + chunks + (tokens * o.prefillUsPerToken) / 1000;
+    const ms =
+      (decodes > 0 ? o.decodeMsPerStep * (1 + 0.02 * (decodes - 1)) : 0) +
+      chunks +
+      (tokens * o.prefillUsPerToken) / 1000;
     x.stepping = true;
     ev.push(ev.now + ms, () => {
       x.stepping = false;
@@ -287,18 +323,56 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
       const predictor = predictors[i % predictors.length]!;
       const assigned = o.assignment?.[i];
       const sel = findBestMatch({
-        overlaps, seqHashes, isl: r.inputLength, endpoints: assigned === undefined ? endpoints : [endpoints[assigned]!], tracker,
-        pipeline: pipelines[i % pipelines.length]!, config, now: arrival, rng, sessionId: r.sessionId, ttft: predictor,
+        overlaps,
+        seqHashes,
+        isl: r.inputLength,
+        endpoints: assigned === undefined ? endpoints : [endpoints[assigned]!],
+        tracker,
+        pipeline: pipelines[i % pipelines.length]!,
+        config,
+        now: arrival,
+        rng,
+        sessionId: r.sessionId,
+        ttft: predictor,
         otherRouters: pipelines.length - 1,
       });
-      const booking = { requestId: `r${i}`, worker: sel.worker, seqHashes, isl: r.inputLength, overlap: sel.overlapBlocks };
+      const booking = {
+        requestId: `r${i}`,
+        worker: sel.worker,
+        seqHashes,
+        isl: r.inputLength,
+        overlap: sel.overlapBlocks,
+      };
       const queue = queueAtBooking(tracker.slotOf(sel.key));
       const learn = o.learnDecodes === true;
       const count = learn || o.countOutput === true;
-      const sample = firstTokenSampler(predictor, { key: sel.key, bookedAt: arrival, tokens: sel.ttftTokens ?? 0, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, stepMs: learn ? sel.stepMs : undefined, queue }, (e) => errors.push(e));
+      const sample = firstTokenSampler(
+        predictor,
+        {
+          key: sel.key,
+          bookedAt: arrival,
+          tokens: sel.ttftTokens ?? 0,
+          ownTokens: sel.uncachedTokens,
+          predictedMs: sel.predictedTtftMs,
+          stepMs: learn ? sel.stepMs : undefined,
+          queue,
+        },
+        (e) => errors.push(e),
+      );
       if (learn && sel.groupKey !== undefined) predictor.traffic.arrive(sel.groupKey, arrival);
-      const ended = learn ? decodeSampler(predictor, sel.key, arrival, tracker.slotOf(sel.key)) : undefined;
-      const lease = RequestLease.book(tracker, booking, arrival, config.blockSize, () => ev.now, rng, sample, ended);
+      const ended = learn
+        ? decodeSampler(predictor, sel.key, arrival, tracker.slotOf(sel.key))
+        : undefined;
+      const lease = RequestLease.book(
+        tracker,
+        booking,
+        arrival,
+        config.blockSize,
+        () => ev.now,
+        rng,
+        sample,
+        ended,
+      );
       const e = keys.indexOf(sel.key);
       approxIndex?.recordDecision(seqHashes, seqHashes, sel.worker, arrival);
       const out = Math.min(r.outputLength, o.maxOutputTokens);
@@ -315,7 +389,9 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
         let start = 0;
         let uncached = 0;
         v1[e]!.waiting.push({
-          prefillLeft: 0, generated: 0, out: Math.max(1, out),
+          prefillLeft: 0,
+          generated: 0,
+          out: Math.max(1, out),
           begin: () => {
             start = ev.now;
             const cached = caches[e]!.prefix(ids);
@@ -329,7 +405,16 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
           first: (at) => {
             caches[e]!.touch(ids);
             ttfts.push(at - arrival);
-            o.onFirstToken?.(i, { arrival, start, done: at, engine: e, uncached, predictedMs: sel.predictedTtftMs, predictedTokens: sel.ttftTokens, bookedUncached: sel.uncachedTokens });
+            o.onFirstToken?.(i, {
+              arrival,
+              start,
+              done: at,
+              engine: e,
+              uncached,
+              predictedMs: sel.predictedTtftMs,
+              predictedTokens: sel.ttftTokens,
+              bookedUncached: sel.uncachedTokens,
+            });
             firstToken(at);
           },
           end: () => {
@@ -352,7 +437,16 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
         ev.push(done, () => {
           caches[e]!.touch(ids);
           ttfts.push(done - arrival);
-          o.onFirstToken?.(i, { arrival, start, done, engine: e, uncached, predictedMs: sel.predictedTtftMs, predictedTokens: sel.ttftTokens, bookedUncached: sel.uncachedTokens });
+          o.onFirstToken?.(i, {
+            arrival,
+            start,
+            done,
+            engine: e,
+            uncached,
+            predictedMs: sel.predictedTtftMs,
+            predictedTokens: sel.ttftTokens,
+            bookedUncached: sel.uncachedTokens,
+          });
           firstToken(done);
           lanes[e]!.busy = false;
           runLane(e);
@@ -378,7 +472,10 @@ export function simulate(trace: readonly TraceRequest[], policy: string, config:
     ttft: { p50: t.p50, p90: t.p90, p99: t.p99 },
     predictorError: { p50: err.p50, p90: err.p90 },
     workMaxOverMean: mean ? Math.max(...work) / mean : 0,
-    util: (work.reduce((s, w) => s + w, 0) * o.prefillUsPerToken) / 1000 / (o.engines * Math.max(1, lastT)),
+    util:
+      (work.reduce((s, w) => s + w, 0) * o.prefillUsPerToken) /
+      1000 /
+      (o.engines * Math.max(1, lastT)),
     idle: work.filter((w) => w === 0).length,
   };
 }
@@ -391,7 +488,11 @@ if (import.meta.main) {
       requests: { type: "string", default: "2000" },
       engines: { type: "string", default: "8" },
       "kv-fraction": { type: "string", default: "0.5" },
-      policies: { type: "string", default: "kv,dynamo,sglang,llm-d,prodstack-prefix,prodstack-session,least-loaded,round-robin" },
+      policies: {
+        type: "string",
+        default:
+          "kv,dynamo,sglang,llm-d,prodstack-prefix,prodstack-session,least-loaded,round-robin",
+      },
       "arrival-scale": { type: "string", default: "1" },
       sweep: { type: "boolean", default: false },
       "sweep-credits": { type: "string", default: "0,8,32,128" },
@@ -403,20 +504,67 @@ if (import.meta.main) {
   });
   const { trace, name } = traceOf(a.trace!, Number(a.requests), Number(a.seed));
   const engines = Number(a.engines);
-  const kvBlocks = Math.max(1, Math.ceil((uniqueFullBlocks(trace) * Number(a["kv-fraction"])) / engines));
-  const o: SimOptions = { engines, kvBlocks, prefillUsPerToken: 200, decodeMsPerStep: 20, maxOutputTokens: 32, arrivalScale: Number(a["arrival-scale"]), seed: Number(a.seed), routers: Number(a.routers) };
+  const kvBlocks = Math.max(
+    1,
+    Math.ceil((uniqueFullBlocks(trace) * Number(a["kv-fraction"])) / engines),
+  );
+  const o: SimOptions = {
+    engines,
+    kvBlocks,
+    prefillUsPerToken: 200,
+    decodeMsPerStep: 20,
+    maxOutputTokens: 32,
+    arrivalScale: Number(a["arrival-scale"]),
+    seed: Number(a.seed),
+    routers: Number(a.routers),
+  };
   const base = KV_DEFAULTS;
-  const entries: [string, string, Partial<SchedulerConfig>][] = a.policies!.split(",").map((p) => [p, p, {}]);
+  const entries: [string, string, Partial<SchedulerConfig>][] = a
+    .policies!.split(",")
+    .map((p) => [p, p, {}]);
   if (a.sweep) {
     for (const c of a["sweep-credits"]!.split(",").map(Number))
       for (const f of a["sweep-wait-factors"]!.split(",").map(Number))
         for (const s of f === 0 ? [0] : a["sweep-slacks"]!.split(",").map(Number))
-          entries.push([`kv c=${c} f=${f} s=${s}`, "kv", { overlapCredit: c, prefillWaitFactor: f === 0 ? null : f, prefillWaitQueueShare: s }]);
+          entries.push([
+            `kv c=${c} f=${f} s=${s}`,
+            "kv",
+            { overlapCredit: c, prefillWaitFactor: f === 0 ? null : f, prefillWaitQueueShare: s },
+          ]);
   }
   const rows = entries.map(([label, policy, over]) => {
     const r = simulate(trace, policy, schedulerConfig({ ...base, ...over }), o);
-    return [label, r.hit.toFixed(3), r.ttft.p50.toFixed(0), r.ttft.p90.toFixed(0), r.ttft.p99.toFixed(0), r.workMaxOverMean.toFixed(2), String(r.idle), r.util.toFixed(2), r.predictorError.p50.toFixed(2), r.predictorError.p90.toFixed(2)];
+    return [
+      label,
+      r.hit.toFixed(3),
+      r.ttft.p50.toFixed(0),
+      r.ttft.p90.toFixed(0),
+      r.ttft.p99.toFixed(0),
+      r.workMaxOverMean.toFixed(2),
+      String(r.idle),
+      r.util.toFixed(2),
+      r.predictorError.p50.toFixed(2),
+      r.predictorError.p90.toFixed(2),
+    ];
   });
-  console.log(`sim ${name}: ${trace.length} requests, ${engines} engines × ${kvBlocks} blocks, ideal hit ${idealHitRate(trace).toFixed(3)}, arrival scale ${a["arrival-scale"]}, ${a.routers} router(s) (TTFT in trace ms)`);
-  console.log(textTable(["policy", "hit", "ttft p50", "p90", "p99", "work max/mean", "idle", "util", "pred err p50", "p90"], rows));
+  console.log(
+    `sim ${name}: ${trace.length} requests, ${engines} engines × ${kvBlocks} blocks, ideal hit ${idealHitRate(trace).toFixed(3)}, arrival scale ${a["arrival-scale"]}, ${a.routers} router(s) (TTFT in trace ms)`,
+  );
+  console.log(
+    textTable(
+      [
+        "policy",
+        "hit",
+        "ttft p50",
+        "p90",
+        "p99",
+        "work max/mean",
+        "idle",
+        "util",
+        "pred err p50",
+        "p90",
+      ],
+      rows,
+    ),
+  );
 }

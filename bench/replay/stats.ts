@@ -5,7 +5,12 @@ export function percentile(sorted: ArrayLike<number>, p: number): number {
   return sorted[i]!;
 }
 
-export function summarize(values: readonly number[]): { p50: number; p90: number; p99: number; mean: number } {
+export function summarize(values: readonly number[]): {
+  p50: number;
+  p90: number;
+  p99: number;
+  mean: number;
+} {
   const s = [...values].sort((a, b) => a - b);
   const mean = s.reduce((a, b) => a + b, 0) / (s.length || 1);
   return { p50: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), mean };
@@ -22,7 +27,10 @@ export function median(values: readonly number[]): number {
  * Quantile from a Prometheus histogram (cumulative bucket counts by upper bound), by linear
  * interpolation inside the bucket, as histogram_quantile() does.
  */
-export function histogramQuantile(buckets: readonly { le: number; count: number }[], q: number): number {
+export function histogramQuantile(
+  buckets: readonly { le: number; count: number }[],
+  q: number,
+): number {
   const b = [...buckets].sort((x, y) => x.le - y.le);
   const total = b.length ? b[b.length - 1]!.count : 0;
   if (total === 0) return NaN;

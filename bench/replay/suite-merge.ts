@@ -12,25 +12,38 @@
 import { readFileSync } from "node:fs";
 import { writeSuiteJson, type SuiteCell } from "./suite.ts";
 
-const cellId = (c: SuiteCell) => `${c.workload} | ${c.routers} router(s) | ${c.restarts} restart(s) | arrival ×${c.arrival_scale}`;
+const cellId = (c: SuiteCell) =>
+  `${c.workload} | ${c.routers} router(s) | ${c.restarts} restart(s) | arrival ×${c.arrival_scale}`;
 
-export function mergeSuiteRuns(base: readonly SuiteCell[], update: readonly SuiteCell[]): SuiteCell[] {
+export function mergeSuiteRuns(
+  base: readonly SuiteCell[],
+  update: readonly SuiteCell[],
+): SuiteCell[] {
   const byId = new Map(update.map((c) => [cellId(c), c] as const));
   const known = new Set(base.map(cellId));
   const stray = [...byId.keys()].filter((id) => !known.has(id));
-  if (stray.length > 0) throw new Error(`the update has cells the base does not: ${stray.join("; ")}`);
+  if (stray.length > 0)
+    throw new Error(`the update has cells the base does not: ${stray.join("; ")}`);
   return base.map((c) => {
     const u = byId.get(cellId(c));
     if (u === undefined) return c;
     const names = Object.keys(u.report.policies);
     const rerun = [...new Set([...(c.report.rerun_policies ?? []), ...names])];
-    return { ...c, report: { ...c.report, policies: { ...c.report.policies, ...u.report.policies }, rerun_policies: rerun } };
+    return {
+      ...c,
+      report: {
+        ...c.report,
+        policies: { ...c.report.policies, ...u.report.policies },
+        rerun_policies: rerun,
+      },
+    };
   });
 }
 
 if (import.meta.main) {
   const [basePath, updatePath, outPath] = process.argv.slice(2);
-  if (outPath === undefined) throw new Error("usage: bun bench/replay/suite-merge.ts BASE.json UPDATE.json OUT.json");
+  if (outPath === undefined)
+    throw new Error("usage: bun bench/replay/suite-merge.ts BASE.json UPDATE.json OUT.json");
   const read = (p: string) => JSON.parse(readFileSync(p, "utf8")) as SuiteCell[];
   writeSuiteJson(outPath, mergeSuiteRuns(read(basePath!), read(updatePath!)));
 }

@@ -19,7 +19,13 @@ import { loadTrace, type TraceRequest } from "./trace.ts";
 export const SUITES = ["quick", "full", "smoke"] as const;
 export type SuiteName = (typeof SUITES)[number];
 
-export const PEERS = ["dynamo", "sglang", "llm-d", "prodstack-prefix", "prodstack-session"] as const;
+export const PEERS = [
+  "dynamo",
+  "sglang",
+  "llm-d",
+  "prodstack-prefix",
+  "prodstack-session",
+] as const;
 /** Ours: kv (predicted TTFT, the default) and kv-blocks (the kv before it), side by side in every cell. */
 const ALL = ["kv", "kv-blocks", "approx", ...PEERS, "least-loaded", "round-robin"];
 const TRACES = join(import.meta.dir, "..", "..", "..", "shared", "traces");
@@ -47,17 +53,42 @@ export interface CellSpec {
 const mooncake = (file: string, n: number) => () => loadTrace(join(TRACES, file), n);
 const gen = (shape: Shape, n: number) => () => generate(shape, 1).slice(0, n);
 /** The simulated engines' timing in every suite cell (ttft-floor.ts computes its floor with it). */
-export const SUITE_TIMING = { prefillUsPerToken: 200, decodeMsPerStep: 20, decodeBatchFactor: 0.02, maxConcurrency: 64 } as const;
+export const SUITE_TIMING = {
+  prefillUsPerToken: 200,
+  decodeMsPerStep: 20,
+  decodeBatchFactor: 0.02,
+  maxConcurrency: 64,
+} as const;
 const MOONCAKE_SPEEDUP = 20;
 const GEN_SPEEDUP = 10;
 
 /** The quick and full suites' seven workloads, first `n` requests of each (ttft-floor.ts rebuilds a cell's trace by name). */
 export function suiteWorkloads(n: number): Workload[] {
   return [
-    { name: "conversation, half", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.5, speedup: MOONCAKE_SPEEDUP },
-    { name: "conversation, quarter", trace: mooncake("conversation_trace.jsonl", n), kvFraction: 0.25, speedup: MOONCAKE_SPEEDUP },
-    { name: "synthetic, half", trace: mooncake("synthetic_trace.jsonl", n), kvFraction: 0.5, speedup: MOONCAKE_SPEEDUP },
-    { name: "synthetic, quarter", trace: mooncake("synthetic_trace.jsonl", n), kvFraction: 0.25, speedup: MOONCAKE_SPEEDUP },
+    {
+      name: "conversation, half",
+      trace: mooncake("conversation_trace.jsonl", n),
+      kvFraction: 0.5,
+      speedup: MOONCAKE_SPEEDUP,
+    },
+    {
+      name: "conversation, quarter",
+      trace: mooncake("conversation_trace.jsonl", n),
+      kvFraction: 0.25,
+      speedup: MOONCAKE_SPEEDUP,
+    },
+    {
+      name: "synthetic, half",
+      trace: mooncake("synthetic_trace.jsonl", n),
+      kvFraction: 0.5,
+      speedup: MOONCAKE_SPEEDUP,
+    },
+    {
+      name: "synthetic, quarter",
+      trace: mooncake("synthetic_trace.jsonl", n),
+      kvFraction: 0.25,
+      speedup: MOONCAKE_SPEEDUP,
+    },
     { name: "gen-chat, half", trace: gen("chat", n), kvFraction: 0.5, speedup: GEN_SPEEDUP },
     { name: "gen-agentic, half", trace: gen("agentic", n), kvFraction: 0.5, speedup: GEN_SPEEDUP },
     { name: "gen-rag, half", trace: gen("rag", n), kvFraction: 0.5, speedup: GEN_SPEEDUP },
@@ -66,7 +97,12 @@ export function suiteWorkloads(n: number): Workload[] {
 
 export function cells(suite: SuiteName, requests: number | undefined): CellSpec[] {
   if (suite === "smoke") {
-    const w: Workload = { name: "gen-chat (80)", trace: gen("chat", 80), kvFraction: 0.5, speedup: 40 };
+    const w: Workload = {
+      name: "gen-chat (80)",
+      trace: gen("chat", 80),
+      kvFraction: 0.5,
+      speedup: 40,
+    };
     return [
       { workload: w, policies: ["kv", ...PEERS], routers: 1, restarts: 0, arrivalScale: 1 },
       { workload: w, policies: ["kv"], routers: 2, restarts: 1, arrivalScale: 1 },
@@ -79,14 +115,43 @@ export function cells(suite: SuiteName, requests: number | undefined): CellSpec[
   for (const w of workloads) {
     const quarter = w.kvFraction < 0.5;
     // quick: the full policy list at half capacity; a quarter only for ours and the best-known peers.
-    out.push({ workload: w, policies: quick(suite) && quarter ? ["kv", "kv-blocks", "approx", "dynamo", "sglang", "least-loaded"] : ALL, routers: 1, restarts: 0, arrivalScale: 1 });
+    out.push({
+      workload: w,
+      policies:
+        quick(suite) && quarter
+          ? ["kv", "kv-blocks", "approx", "dynamo", "sglang", "least-loaded"]
+          : ALL,
+      routers: 1,
+      restarts: 0,
+      arrivalScale: 1,
+    });
     if (quick(suite) && quarter) continue;
-    for (const r of routerCounts) out.push({ workload: w, policies: ["kv", "kv-blocks", "approx", "dynamo", "sglang"], routers: r, restarts: 0, arrivalScale: 1 });
+    for (const r of routerCounts)
+      out.push({
+        workload: w,
+        policies: ["kv", "kv-blocks", "approx", "dynamo", "sglang"],
+        routers: r,
+        restarts: 0,
+        arrivalScale: 1,
+      });
     if (!quick(suite) || w.name.startsWith("gen-agentic") || w.name.startsWith("conversation")) {
-      out.push({ workload: w, policies: ["kv", "kv-blocks", "approx", "dynamo"], routers: 1, restarts: 2, arrivalScale: 1 });
+      out.push({
+        workload: w,
+        policies: ["kv", "kv-blocks", "approx", "dynamo"],
+        routers: 1,
+        restarts: 2,
+        arrivalScale: 1,
+      });
     }
     if (!quick(suite) || w.name.startsWith("gen-chat")) {
-      for (const s of scales) out.push({ workload: w, policies: ["kv", "kv-blocks", "dynamo", "sglang", "least-loaded", "round-robin"], routers: 1, restarts: 0, arrivalScale: s });
+      for (const s of scales)
+        out.push({
+          workload: w,
+          policies: ["kv", "kv-blocks", "dynamo", "sglang", "least-loaded", "round-robin"],
+          routers: 1,
+          restarts: 0,
+          arrivalScale: s,
+        });
     }
   }
   return out;
@@ -100,7 +165,8 @@ export function parseCellRange(text: string): { from: number; to: number } {
   if (!m) throw new Error(`--suite-cells must be A-B or A (1-based cell numbers), got "${text}"`);
   const from = Number(m[1]);
   const to = m[2] !== undefined ? Number(m[2]) : from;
-  if (from < 1 || to < from) throw new Error(`--suite-cells: ${text} is not a range of cells (1-based, A ≤ B)`);
+  if (from < 1 || to < from)
+    throw new Error(`--suite-cells: ${text} is not a range of cells (1-based, A ≤ B)`);
   return { from, to };
 }
 
@@ -160,41 +226,73 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
   const all = cells(suite, o.requests);
   const chosen = o.cells ?? all.map((_, i) => i + 1);
   const beyond = chosen.filter((i) => i > all.length);
-  if (beyond.length > 0) throw new Error(`--suite-cells: suite ${suite} has cells 1-${all.length} (asked for ${beyond.join(", ")})`);
+  if (beyond.length > 0)
+    throw new Error(
+      `--suite-cells: suite ${suite} has cells 1-${all.length} (asked for ${beyond.join(", ")})`,
+    );
   for (const i of chosen) {
     const c = all[i - 1]!;
-    const policies = o.policies === undefined ? c.policies : c.policies.filter((p) => o.policies!.includes(p));
+    const policies =
+      o.policies === undefined ? c.policies : c.policies.filter((p) => o.policies!.includes(p));
     if (policies.length === 0) continue;
     const report = await runCell({
-      trace: c.workload.trace(), traceName: c.workload.name, engines: suite === "smoke" ? 4 : 8, kvFraction: c.workload.kvFraction,
-      blockSize: 512, speedup: o.speedup ?? c.workload.speedup,
+      trace: c.workload.trace(),
+      traceName: c.workload.name,
+      engines: suite === "smoke" ? 4 : 8,
+      kvFraction: c.workload.kvFraction,
+      blockSize: 512,
+      speedup: o.speedup ?? c.workload.speedup,
       timing: SUITE_TIMING,
       // 8 output tokens (32 in full): TTFT is what is compared, and every streamed token costs
       // this shared machine CPU that the router and engines need.
-      policies, seed: 1, maxOutputTokens: suite === "full" ? 32 : 8, routers: c.routers, engineRestarts: c.restarts, arrivalScale: c.arrivalScale,
-      promptFormat: "tokens", routerArgs: ["--engine-metrics-interval", "0", ...(o.routerArgs ?? [])], engineArgs: o.engineArgs, ttftSloMs: 1000, warmupPerRouter: o.warmupPerRouter, verbose: o.verbose ?? false,
+      policies,
+      seed: 1,
+      maxOutputTokens: suite === "full" ? 32 : 8,
+      routers: c.routers,
+      engineRestarts: c.restarts,
+      arrivalScale: c.arrivalScale,
+      promptFormat: "tokens",
+      routerArgs: ["--engine-metrics-interval", "0", ...(o.routerArgs ?? [])],
+      engineArgs: o.engineArgs,
+      ttftSloMs: 1000,
+      warmupPerRouter: o.warmupPerRouter,
+      verbose: o.verbose ?? false,
       onProgress: o.onProgress,
       onError: (p, m) => console.error(`${c.workload.name}, ${p}: ${m}`),
     });
-    results.push({ workload: c.workload.name, routers: c.routers, restarts: c.restarts, arrival_scale: c.arrivalScale, report });
-    console.log(`cell ${i}/${all.length}: ${c.workload.name}, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrivalScale}\n${formatTable(report)}\n`);
+    results.push({
+      workload: c.workload.name,
+      routers: c.routers,
+      restarts: c.restarts,
+      arrival_scale: c.arrivalScale,
+      report,
+    });
+    console.log(
+      `cell ${i}/${all.length}: ${c.workload.name}, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrivalScale}\n${formatTable(report)}\n`,
+    );
     if (o.json) writeSuiteJson(o.json, results);
   }
   // The time-based kv's targets (ttft-targets.ts, loaded here: it reads this module's workloads).
   const { ttftSummaryTable, ttftTallyTable } = await import("./ttft-targets.ts");
   console.log(ttftSummaryTable(results));
   console.log(ttftTallyTable(results));
-  console.log(`suite ${suite}: ${results.length} cells in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  console.log(
+    `suite ${suite}: ${results.length} cells in ${((performance.now() - started) / 1000).toFixed(0)} s`,
+  );
   return results;
 }
 
 /** A suite run's file: one cell a line (each report as toJson writes it), the form suite-report.ts and suite-merge.ts read. */
 export function writeSuiteJson(path: string, results: readonly SuiteCell[]): void {
   mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, `[${results.map((r) => JSON.stringify({ ...r, report: JSON.parse(toJson(r.report)) })).join(",\n")}]\n`);
+  writeFileSync(
+    path,
+    `[${results.map((r) => JSON.stringify({ ...r, report: JSON.parse(toJson(r.report)) })).join(",\n")}]\n`,
+  );
 }
 
-const f = (x: number | undefined, d = 2) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
+const f = (x: number | undefined, d = 2) =>
+  x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-";
 
 /** One line per cell: kv against the best peer, least-loaded, approx and the oracle, as the targets read. */
 /** The issue's targets, in the order the summary and the tally name them. */
@@ -218,8 +316,13 @@ interface CellVerdict {
 export function judgeCell(c: SuiteCell): CellVerdict {
   const p = c.report.policies;
   const kv = p["kv"];
-  const peers = PEERS.map((n): readonly [string, PolicyResult | undefined] => [n, p[n]]).filter((x): x is readonly [string, PolicyResult] => x[1] !== undefined);
-  const best90 = peers.reduce<readonly [string, PolicyResult] | undefined>((b, x) => (!b || x[1].ttft_ms.p90 < b[1].ttft_ms.p90 ? x : b), undefined);
+  const peers = PEERS.map((n): readonly [string, PolicyResult | undefined] => [n, p[n]]).filter(
+    (x): x is readonly [string, PolicyResult] => x[1] !== undefined,
+  );
+  const best90 = peers.reduce<readonly [string, PolicyResult] | undefined>(
+    (b, x) => (!b || x[1].ttft_ms.p90 < b[1].ttft_ms.p90 ? x : b),
+    undefined,
+  );
   const best99 = peers.reduce((m, x) => Math.min(m, x[1].ttft_ms.p99), Infinity);
   const ll = p["least-loaded"];
   const approx = p["approx"];
@@ -234,22 +337,57 @@ export function judgeCell(c: SuiteCell): CellVerdict {
   judge("hit", Number.isFinite(oracle), () => kv!.hit_rate < 0.95 * oracle);
   judge("p90", best90 !== undefined, () => kv!.ttft_ms.p90 > 0.8 * best90![1].ttft_ms.p90);
   judge("p99", Number.isFinite(best99), () => kv!.ttft_ms.p99 > best99);
-  judge("≤ll", ll !== undefined, () => kv!.ttft_ms.p90 > ll!.ttft_ms.p90 || kv!.ttft_ms.p99 > ll!.ttft_ms.p99);
+  judge(
+    "≤ll",
+    ll !== undefined,
+    () => kv!.ttft_ms.p90 > ll!.ttft_ms.p90 || kv!.ttft_ms.p99 > ll!.ttft_ms.p99,
+  );
   judge("work", (kv?.utilisation ?? 0) > 0.5, () => (kv!.work_max_over_mean ?? 0) > 1.25);
-  judge("N4 vs approx", c.routers >= 4 && approx !== undefined, () => kv!.ttft_ms.p90 > 0.8 * approx!.ttft_ms.p90);
+  judge(
+    "N4 vs approx",
+    c.routers >= 4 && approx !== undefined,
+    () => kv!.ttft_ms.p90 > 0.8 * approx!.ttft_ms.p90,
+  );
   if (kv && kv.errors > 0) missed.push(`${kv.errors} errors`);
   return { kv, best90, best99, ll, approx, oracle, applies, missed };
 }
 
 export function summaryTable(cells: readonly SuiteCell[]): string {
-  const head = ["workload", "N", "restarts", "load", "util", "kv p90", "best peer p90", "÷", "kv p99", "best peer p99", "ll p99", "kv hit÷oracle", "kv work max/mean", "vs approx p90", "targets missed"];
+  const head = [
+    "workload",
+    "N",
+    "restarts",
+    "load",
+    "util",
+    "kv p90",
+    "best peer p90",
+    "÷",
+    "kv p99",
+    "best peer p99",
+    "ll p99",
+    "kv hit÷oracle",
+    "kv work max/mean",
+    "vs approx p90",
+    "targets missed",
+  ];
   const rows = cells.map((c) => {
     const { kv, best90, best99, ll, approx, oracle, missed } = judgeCell(c);
     return [
-      c.workload, String(c.routers), String(c.restarts), `×${1 / c.arrival_scale}`, f(kv?.utilisation), f(kv?.ttft_ms.p90, 0),
-      best90 ? `${f(best90[1].ttft_ms.p90, 0)} ${best90[0]}` : "-", best90 && kv ? f(kv.ttft_ms.p90 / best90[1].ttft_ms.p90) : "-",
-      f(kv?.ttft_ms.p99, 0), f(best99, 0), f(ll?.ttft_ms.p99, 0), kv ? f(kv.hit_rate / oracle) : "-", f(kv?.work_max_over_mean),
-      kv && approx ? f(kv.ttft_ms.p90 / approx.ttft_ms.p90) : "-", missed.join(", ") || (kv ? "none" : "-"),
+      c.workload,
+      String(c.routers),
+      String(c.restarts),
+      `×${1 / c.arrival_scale}`,
+      f(kv?.utilisation),
+      f(kv?.ttft_ms.p90, 0),
+      best90 ? `${f(best90[1].ttft_ms.p90, 0)} ${best90[0]}` : "-",
+      best90 && kv ? f(kv.ttft_ms.p90 / best90[1].ttft_ms.p90) : "-",
+      f(kv?.ttft_ms.p99, 0),
+      f(best99, 0),
+      f(ll?.ttft_ms.p99, 0),
+      kv ? f(kv.hit_rate / oracle) : "-",
+      f(kv?.work_max_over_mean),
+      kv && approx ? f(kv.ttft_ms.p90 / approx.ttft_ms.p90) : "-",
+      missed.join(", ") || (kv ? "none" : "-"),
     ];
   });
   return textTable(head, rows);

@@ -24,7 +24,13 @@ export function loadTrace(path: string, limit = Infinity): TraceRequest[] {
   for (const line of lines) {
     if (out.length >= limit) break;
     if (!line.trim()) continue;
-    const o = JSON.parse(line) as { timestamp: number; input_length: number; output_length: number; hash_ids: number[]; session_id?: string };
+    const o = JSON.parse(line) as {
+      timestamp: number;
+      input_length: number;
+      output_length: number;
+      hash_ids: number[];
+      session_id?: string;
+    };
     out.push({
       index: out.length,
       timestamp: o.timestamp,
@@ -46,7 +52,12 @@ export function fullBlockIds(r: TraceRequest): readonly number[] {
  * 512 token ids for a trace block id: the same id always gives the same tokens, different ids
  * give different tokens (xorshift32 seeded by the id). Token ids stay below 32000, like a vocab.
  */
-export function blockTokens(id: number, out: Uint32Array, offset: number, count = TRACE_BLOCK_TOKENS): void {
+export function blockTokens(
+  id: number,
+  out: Uint32Array,
+  offset: number,
+  count = TRACE_BLOCK_TOKENS,
+): void {
   let x = (id * 2654435761 + 0x9e3779b9) >>> 0 || 1;
   for (let i = 0; i < count; i++) {
     x ^= x << 13;

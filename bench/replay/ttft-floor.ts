@@ -83,7 +83,11 @@ export function floorPrefillMs(trace: readonly TraceRequest[], o: FloorOptions):
  * Per request, its TTFT (wall ms) through the cell's engines as one shared FIFO queue (a request
  * starts on the first free lane), each taking `prefillOf(request, i)`, asked in arrival order.
  */
-function sharedQueue(trace: readonly TraceRequest[], o: FloorOptions, prefillOf: (r: TraceRequest, i: number) => number): number[] {
+function sharedQueue(
+  trace: readonly TraceRequest[],
+  o: FloorOptions,
+  prefillOf: (r: TraceRequest, i: number) => number,
+): number[] {
   const t0 = trace[0]?.timestamp ?? 0;
   const free = new Array<number>(o.engines).fill(0);
   return trace.map((r, i) => {
@@ -103,8 +107,13 @@ export function ttftFloor(trace: readonly TraceRequest[], o: FloorOptions): Floo
     const { p90, p99 } = summarize(xs);
     return { p90, p99 };
   };
-  const floor: Floor = { floor: q(prefill), pooled: q(pooled), pooledCausal: q(pooledCausal(trace, o)) };
-  if (o.kvBlocks !== undefined) floor.pooledCellCache = q(pooledCellCache(trace, { ...o, kvBlocks: o.kvBlocks }));
+  const floor: Floor = {
+    floor: q(prefill),
+    pooled: q(pooled),
+    pooledCausal: q(pooledCausal(trace, o)),
+  };
+  if (o.kvBlocks !== undefined)
+    floor.pooledCellCache = q(pooledCellCache(trace, { ...o, kvBlocks: o.kvBlocks }));
   return floor;
 }
 
@@ -114,7 +123,10 @@ export function ttftFloor(trace: readonly TraceRequest[], o: FloorOptions): Floo
  * engines × kvBlocks blocks does not hold when it starts. As in pooled, its blocks are in the
  * cache from its start (touched last block first, so eviction takes leaves, as sim.ts's engines).
  */
-export function pooledCellCache(trace: readonly TraceRequest[], o: FloorOptions & { kvBlocks: number }): number[] {
+export function pooledCellCache(
+  trace: readonly TraceRequest[],
+  o: FloorOptions & { kvBlocks: number },
+): number[] {
   const cache = new Lru(o.engines * o.kvBlocks);
   return sharedQueue(trace, o, (r) => {
     const ids = fullBlockIds(r);
@@ -142,7 +154,8 @@ export function pooledCausal(trace: readonly TraceRequest[], o: FloorOptions): n
     // The prefix someone has computed or is computing, and when all of it will be ready.
     let known = 0;
     let knownAt = arrival;
-    while (known < ids.length && ready.has(ids[known]!)) knownAt = Math.max(knownAt, ready.get(ids[known++]!)!);
+    while (known < ids.length && ready.has(ids[known]!))
+      knownAt = Math.max(knownAt, ready.get(ids[known++]!)!);
     let best = { end: Infinity, lane: 0, computedFrom: 0 };
     for (let lane = 0; lane < free.length; lane++) {
       const start = Math.max(arrival, free[lane]!);
@@ -153,31 +166,72 @@ export function pooledCausal(trace: readonly TraceRequest[], o: FloorOptions): n
       }
     }
     free[best.lane] = best.end;
-    for (let k = best.computedFrom; k < ids.length; k++) ready.set(ids[k]!, Math.min(ready.get(ids[k]!) ?? Infinity, best.end));
+    for (let k = best.computedFrom; k < ids.length; k++)
+      ready.set(ids[k]!, Math.min(ready.get(ids[k]!) ?? Infinity, best.end));
     return best.end - arrival;
   });
 }
 
 /** One row per cell: kv, the best peer, and the floor (trace rebuilt from the cell's workload). */
 export function floorTable(cells: readonly SuiteCell[]): string {
-  const f = (x: number | undefined, d = 0) => (x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-");
+  const f = (x: number | undefined, d = 0) =>
+    x !== undefined && Number.isFinite(x) ? x.toFixed(d) : "-";
   const rows = cells.map((c) => {
     const w = suiteWorkloads(c.report.requests).find((x) => x.name === c.workload);
     const { kv, best90: best } = judgeCell(c);
-    if (!w) return [c.workload, String(c.routers), String(c.restarts), `×${1 / c.arrival_scale}`, f(kv?.ttft_ms.p90), "-", "-", "-", "-", "-", "-"];
+    if (!w)
+      return [
+        c.workload,
+        String(c.routers),
+        String(c.restarts),
+        `×${1 / c.arrival_scale}`,
+        f(kv?.ttft_ms.p90),
+        "-",
+        "-",
+        "-",
+        "-",
+        "-",
+        "-",
+      ];
     const fl = ttftFloor(w.trace(), {
-      engines: c.report.engines, speedup: c.report.speedup, arrivalScale: c.arrival_scale,
-      prefillUsPerToken: SUITE_TIMING.prefillUsPerToken, prefillOverheadMs: DEFAULT_TIMING.prefillOverheadMs,
+      engines: c.report.engines,
+      speedup: c.report.speedup,
+      arrivalScale: c.arrival_scale,
+      prefillUsPerToken: SUITE_TIMING.prefillUsPerToken,
+      prefillOverheadMs: DEFAULT_TIMING.prefillOverheadMs,
     });
     // Below 1, no policy can reach 0.8 × the best peer; near 1, only a policy at the floor itself.
     const room = best ? ((0.8 * best[1].ttft_ms.p90) / fl.floor.p90).toFixed(2) : "-";
     return [
-      c.workload, String(c.routers), String(c.restarts), `×${1 / c.arrival_scale}`, f(kv?.ttft_ms.p90),
-      best ? `${f(best[1].ttft_ms.p90)} ${best[0]}` : "-", f(fl.floor.p90), f(fl.pooled.p90), f(fl.pooledCausal.p90),
-      kv ? (kv.ttft_ms.p90 / fl.floor.p90).toFixed(2) : "-", room,
+      c.workload,
+      String(c.routers),
+      String(c.restarts),
+      `×${1 / c.arrival_scale}`,
+      f(kv?.ttft_ms.p90),
+      best ? `${f(best[1].ttft_ms.p90)} ${best[0]}` : "-",
+      f(fl.floor.p90),
+      f(fl.pooled.p90),
+      f(fl.pooledCausal.p90),
+      kv ? (kv.ttft_ms.p90 / fl.floor.p90).toFixed(2) : "-",
+      room,
     ];
   });
-  return textTable(["workload", "N", "restarts", "load", "kv p90", "best peer p90", "floor p90", "pooled p90", "pooled causal p90", "kv ÷ floor", "0.8 × best peer ÷ floor"], rows);
+  return textTable(
+    [
+      "workload",
+      "N",
+      "restarts",
+      "load",
+      "kv p90",
+      "best peer p90",
+      "floor p90",
+      "pooled p90",
+      "pooled causal p90",
+      "kv ÷ floor",
+      "0.8 × best peer ÷ floor",
+    ],
+    rows,
+  );
 }
 
 if (import.meta.main) {

@@ -42,17 +42,22 @@ export interface WarmUpOptions {
  * nothing useful.
  */
 export async function warmUp(trace: readonly TraceRequest[], o: WarmUpOptions): Promise<void> {
-  if (!(Number.isInteger(o.perRouter) && o.perRouter >= 0)) throw new Error(`warm-up requests per router must be a whole number >= 0, got ${o.perRouter}`);
+  if (!(Number.isInteger(o.perRouter) && o.perRouter >= 0))
+    throw new Error(`warm-up requests per router must be a whole number >= 0, got ${o.perRouter}`);
   if (o.perRouter === 0 || trace.length === 0) return;
   const rand = mulberry32(o.seed ^ 0x5eed_a11);
-  const lengths = Array.from({ length: o.perRouter }, (_, i) => trace[i % trace.length]!.inputLength);
+  const lengths = Array.from(
+    { length: o.perRouter },
+    (_, i) => trace[i % trace.length]!.inputLength,
+  );
   await Promise.all(
     o.routerUrls.map(async (url) => {
       // Prompts are drawn here, in order, so the same seed gives every run the same warm-up.
       const prompts = lengths.map((n) => warmUpPrompt(n, rand, o.promptFormat));
       let next = 0;
       const lane = async () => {
-        while (next < prompts.length) await sendWarmUp(url, prompts[next++]!, o.model ?? DEFAULT_MODEL);
+        while (next < prompts.length)
+          await sendWarmUp(url, prompts[next++]!, o.model ?? DEFAULT_MODEL);
       };
       await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, prompts.length) }, lane));
     }),
@@ -60,12 +65,20 @@ export async function warmUp(trace: readonly TraceRequest[], o: WarmUpOptions): 
 }
 
 /** `n` random tokens (ids below 32,000, as the trace's), written as the replay writes a prompt in `format`. */
-export function warmUpPrompt(n: number, rand: () => number, format: PromptFormat): number[] | string {
+export function warmUpPrompt(
+  n: number,
+  rand: () => number,
+  format: PromptFormat,
+): number[] | string {
   const tokens = Array.from({ length: n }, () => Math.floor(rand() * 32000));
   return format === "text" ? tokensAsText(tokens) : tokens;
 }
 
-async function sendWarmUp(routerUrl: string, prompt: number[] | string, model: string): Promise<void> {
+async function sendWarmUp(
+  routerUrl: string,
+  prompt: number[] | string,
+  model: string,
+): Promise<void> {
   const res = await fetch(`${routerUrl}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -74,5 +87,6 @@ async function sendWarmUp(routerUrl: string, prompt: number[] | string, model: s
   });
   // Read the stream through: the first token is what the router learns from, the end frees the load.
   const text = await res.text();
-  if (!res.ok) throw new Error(`warm-up request to ${routerUrl}: HTTP ${res.status}: ${text.slice(0, 200)}`);
+  if (!res.ok)
+    throw new Error(`warm-up request to ${routerUrl}: HTTP ${res.status}: ${text.slice(0, 200)}`);
 }

@@ -24,7 +24,10 @@ const WORKERS = 16;
 const N = 2000;
 const WARMUP = 300;
 
-const targets: WorkerWithDpRank[] = Array.from({ length: WORKERS }, (_, i) => ({ workerId: BigInt(i + 1), dpRank: 0 }));
+const targets: WorkerWithDpRank[] = Array.from({ length: WORKERS }, (_, i) => ({
+  workerId: BigInt(i + 1),
+  dpRank: 0,
+}));
 const workers = {
   isRoutable: () => true,
   healthyTargets: () => targets,
@@ -32,7 +35,7 @@ const workers = {
 };
 const noop = { observe() {} };
 let seed = 12345;
-const rng = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+const rng = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
 const router = createRouter(
   { policy: "kv", scheduler: { blockSize: BS }, sessionTtlMs: 60_000 },
   {
@@ -40,7 +43,9 @@ const router = createRouter(
     now: () => performance.now(),
     rng,
     workers,
-    sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => 0, every: () => () => {} } })),
+    sticky: new StickyRouter(
+      new MemoryAffinityStore({ clock: { now: () => 0, every: () => () => {} } }),
+    ),
     metrics: { phases: { hash: noop, match: noop, schedule: noop, total: noop }, overlap: noop },
     query: async () => ({ kind: "error", message: "none" }),
     sleep: async () => {},
@@ -50,13 +55,18 @@ router.tracker.updateWorkers(targets);
 
 function prompt(conversation: number, length: number): Uint32Array {
   const t = new Uint32Array(length);
-  for (let i = 0; i < length; i++) t[i] = i < 4096 ? (i * 7919) % 150_000 : (conversation * 104_729 + i * 31) % 150_000;
+  for (let i = 0; i < length; i++)
+    t[i] = i < 4096 ? (i * 7919) % 150_000 : (conversation * 104_729 + i * 31) % 150_000;
   return t;
 }
 
 // Each worker holds its conversation (the shared 4k prefix + its own tail).
 for (const w of targets) {
-  const hashes = computeBlockHashesWith(portableBatchHasher, prompt(Number(w.workerId), TOKENS), BS);
+  const hashes = computeBlockHashesWith(
+    portableBatchHasher,
+    prompt(Number(w.workerId), TOKENS),
+    BS,
+  );
   const blocks = Array.from(hashes, (h) => ({ blockHash: h, tokensHash: h }));
   router.ingest([storedEvent(w.workerId, 0n, blocks, null, 0)], "admin");
 }
@@ -75,7 +85,19 @@ for (let i = 0; i < WARMUP + N; i++) {
 samples.sort((a, b) => a - b);
 const q = (p: number) => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))]!;
 const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
-const runtime = "Deno" in globalThis ? `deno ${(globalThis as { Deno?: { version: { deno: string } } }).Deno!.version.deno}` : "Bun" in globalThis ? `bun ${(globalThis as { Bun?: { version: string } }).Bun!.version}` : "unknown";
+const runtime =
+  "Deno" in globalThis
+    ? `deno ${(globalThis as { Deno?: { version: { deno: string } } }).Deno!.version.deno}`
+    : "Bun" in globalThis
+      ? `bun ${(globalThis as { Bun?: { version: string } }).Bun!.version}`
+      : "unknown";
 console.log(
-  JSON.stringify({ runtime, tokens: TOKENS, samples: N, p50_us: +q(0.5).toFixed(1), p99_us: +q(0.99).toFixed(1), mean_us: +mean.toFixed(1) }),
+  JSON.stringify({
+    runtime,
+    tokens: TOKENS,
+    samples: N,
+    p50_us: +q(0.5).toFixed(1),
+    p99_us: +q(0.99).toFixed(1),
+    mean_us: +mean.toFixed(1),
+  }),
 );

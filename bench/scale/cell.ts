@@ -27,7 +27,13 @@
  *   it stays linear; then every one of them removed, and memory after a full GC against before.
  */
 import { parseArgs } from "node:util";
-import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqHasherOf, type BatchBlockHasher } from "../../src/core/block-hash.ts";
+import {
+  computeBlockHashesWith,
+  computeSeqHashesWith,
+  portableBatchHasher,
+  seqHasherOf,
+  type BatchBlockHasher,
+} from "../../src/core/block-hash.ts";
 import { removedEvent, storedEvent, type StoredBlock } from "../../src/core/events.ts";
 import { worker } from "../../src/core/ids.ts";
 import { createRouter } from "../../src/router/create-router.ts";
@@ -47,7 +53,11 @@ import { percentile } from "../replay/stats.ts";
 import { concat, randomTokens as randomTokensFrom, randomU64 } from "../support/tokens.ts";
 
 const { values } = parseArgs({
-  options: { workers: { type: "string", default: "64" }, entries: { type: "string", default: "1000000" }, register: { type: "string", default: "1000" } },
+  options: {
+    workers: { type: "string", default: "64" },
+    entries: { type: "string", default: "1000000" },
+    register: { type: "string", default: "1000" },
+  },
 });
 const W = Number(values.workers);
 const E = Number(values.entries);
@@ -82,7 +92,9 @@ const router = createRouter(
     now: () => performance.now(),
     rng: mulberry32(1),
     workers: registry,
-    sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => 0, every: () => () => {} } })),
+    sticky: new StickyRouter(
+      new MemoryAffinityStore({ clock: { now: () => 0, every: () => () => {} } }),
+    ),
     metrics: new RouterMetrics(),
     query: async () => ({ kind: "error", message: "no engines in this bench" }),
     sleep: async () => {},
@@ -97,7 +109,12 @@ const membership = new WorkerMembership({
   engineInfo: async () => ({ loras: [], dpRanks: 1, blockSize: BS }),
 });
 const idOf = (i: number) => BigInt(i + 1);
-const register = (i: number) => membership.register({ url: `http://10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:8000`, id: idOf(i), restore: false });
+const register = (i: number) =>
+  membership.register({
+    url: `http://10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:8000`,
+    id: idOf(i),
+    restore: false,
+  });
 
 const mem0 = memory();
 for (let i = 0; i < W; i++) await register(i);
@@ -121,11 +138,23 @@ const tokBuf = new BigUint64Array(REQUEST_BLOCKS);
 const seqBuf = new BigUint64Array(REQUEST_BLOCKS);
 
 /** Store blocks [from, n) of (local, seq) for worker w, in events of 16; timed inside the index only. */
-function storeRange(w: number, local: BigUint64Array, seq: BigUint64Array, from: number, n: number): void {
+function storeRange(
+  w: number,
+  local: BigUint64Array,
+  seq: BigUint64Array,
+  from: number,
+  n: number,
+): void {
   for (let i = from; i < n; i += EVENT_BLOCKS) {
     const end = Math.min(n, i + EVENT_BLOCKS);
     const t0 = performance.now();
-    tree.storeHashes(idOf(w), 0, i === 0 ? null : seq[i - 1]!, local.subarray(i, end), seq.subarray(i, end));
+    tree.storeHashes(
+      idOf(w),
+      0,
+      i === 0 ? null : seq[i - 1]!,
+      local.subarray(i, end),
+      seq.subarray(i, end),
+    );
     storeMs += performance.now() - t0;
     storedBlocks += end - i;
   }
@@ -176,7 +205,16 @@ for (let w = 0; w < W; w++) {
   for (let k = 0; k < 16; k++) {
     const toks = concat(families[(w + k) % FAMILIES]!.tokens.subarray(0, 512), randomTokens(512));
     const seq = computeSeqHashesWith(seqHasher, computeBlockHashesWith(hasher, toks, BS));
-    router.tracker.addRequest({ requestId: `bg-${w}-${k}`, worker: worker(w + 1), seqHashes: seq, isl: toks.length, overlap: 0 }, 0);
+    router.tracker.addRequest(
+      {
+        requestId: `bg-${w}-${k}`,
+        worker: worker(w + 1),
+        seqHashes: seq,
+        isl: toks.length,
+        overlap: 0,
+      },
+      0,
+    );
     if (k % 2 === 0) router.tracker.markPrefillCompleted(`bg-${w}-${k}`, 0);
   }
 }
@@ -211,7 +249,18 @@ function routeLatency(
         const local = computeBlockHashesWith(h, q, BS);
         const seq = computeSeqHashesWith(sh, local);
         const overlaps = tree.findMatches(local);
-        const sel = findBestMatch({ overlaps, seqHashes: seq, isl: q.length, endpoints, tracker: router.tracker, pipeline: router.pipeline, config: router.scheduler, now: 1, rng, candidatePool });
+        const sel = findBestMatch({
+          overlaps,
+          seqHashes: seq,
+          isl: q.length,
+          endpoints,
+          tracker: router.tracker,
+          pipeline: router.pipeline,
+          config: router.scheduler,
+          now: 1,
+          rng,
+          candidatePool,
+        });
         keepCandidates(sel.candidates, sel.key);
         out.push((performance.now() - t0) * 1000);
         const c1 = process.cpuUsage();
@@ -224,15 +273,27 @@ function routeLatency(
   const w = Float64Array.from(wall).sort();
   const c = Float64Array.from(cpu).sort();
   const f = (x: number) => +x.toFixed(1);
-  return { p50: f(percentile(w, 50)), p99: f(Math.min(...p99s)), cpu_p50: f(percentile(c, 50)), cpu_p99: f(percentile(c, 99)) };
+  return {
+    p50: f(percentile(w, 50)),
+    p99: f(Math.min(...p99s)),
+    cpu_p50: f(percentile(c, 50)),
+    cpu_p99: f(percentile(c, 99)),
+  };
 }
 const q8k = Array.from({ length: 64 }, (_, i) => {
   const f = families[(i * 5) % FAMILIES]!;
   return concat(f.tokens, randomTokens(REQUEST_BLOCKS * BS - f.tokens.length));
 });
-const q128k = Array.from({ length: 4 }, (_, i) => (docs[i] ? concat(docs[i]!.tokens, randomTokens(16 * BS)) : randomTokens(8192 * BS)));
+const q128k = Array.from({ length: 4 }, (_, i) =>
+  docs[i] ? concat(docs[i]!.tokens, randomTokens(16 * BS)) : randomTokens(8192 * BS),
+);
 const route: Record<string, { p50: number; p99: number; cpu_p50: number; cpu_p99: number }> = {};
-const hashers: [string, BatchBlockHasher][] = native ? [["native", native], ["portable", portableBatchHasher]] : [["portable", portableBatchHasher]];
+const hashers: [string, BatchBlockHasher][] = native
+  ? [
+      ["native", native],
+      ["portable", portableBatchHasher],
+    ]
+  : [["portable", portableBatchHasher]];
 for (const [name, h] of hashers) {
   routeLatency(h, q8k, 1, 10); // warm-up: the JIT's optimizing tier
   route[`8k_${name}`] = routeLatency(h, q8k, 5, 8);
@@ -283,7 +344,11 @@ const memRemoved = memory();
  * stays at its size. Once as RouterEvent objects (applyEvent: HTTP event batches) and once as
  * typed arrays (storeHashes: the ZMQ subscriber's path). Building the events is not timed.
  */
-function applyAtSize(): { events_blocks_per_s: number; typed_blocks_per_s: number; removed_blocks_per_s: number } {
+function applyAtSize(): {
+  events_blocks_per_s: number;
+  typed_blocks_per_s: number;
+  removed_blocks_per_s: number;
+} {
   const ROUNDS = 16;
   const PER_ROUND = 64 * 16; // events per round
   let evMs = 0;
@@ -292,7 +357,12 @@ function applyAtSize(): { events_blocks_per_s: number; typed_blocks_per_s: numbe
   let blocks = 0;
   for (let r = 0; r < ROUNDS; r++) {
     for (const typed of [false, true]) {
-      const evs: { w: bigint; local: BigUint64Array; seq: BigUint64Array; ev: ReturnType<typeof storedEvent> }[] = [];
+      const evs: {
+        w: bigint;
+        local: BigUint64Array;
+        seq: BigUint64Array;
+        ev: ReturnType<typeof storedEvent>;
+      }[] = [];
       for (let e = 0; e < PER_ROUND; e++) {
         const local = new BigUint64Array(EVENT_BLOCKS);
         const seq = new BigUint64Array(EVENT_BLOCKS);
@@ -347,7 +417,11 @@ console.log(
       many_ms: +registerManyMs.toFixed(1),
       per_100_ms: slices,
       remove_ms: +removeMs.toFixed(1),
-      memory_mb: { before: +(memBeforeRegister / 2 ** 20).toFixed(1), registered: +(memRegistered / 2 ** 20).toFixed(1), removed: +(memRemoved / 2 ** 20).toFixed(1) },
+      memory_mb: {
+        before: +(memBeforeRegister / 2 ** 20).toFixed(1),
+        registered: +(memRegistered / 2 ** 20).toFixed(1),
+        removed: +(memRemoved / 2 ** 20).toFixed(1),
+      },
       memory_after_removal_ratio: +(memRemoved / memBeforeRegister).toFixed(3),
     },
   }),

@@ -11,10 +11,18 @@ import { parseArgs } from "node:util";
 import { type MockerHandle, startMocker } from "../../src/mocker/index.ts";
 
 const { values } = parseArgs({
-  options: { engines: { type: "string", default: "64" }, ports: { type: "string" }, "router-url": { type: "string", multiple: true, default: [] }, speedup: { type: "string", default: "50" } },
+  options: {
+    engines: { type: "string", default: "64" },
+    ports: { type: "string" },
+    "router-url": { type: "string", multiple: true, default: [] },
+    speedup: { type: "string", default: "50" },
+  },
 });
 const n = Number(values.engines);
-const ports = (values.ports ?? "").split(",").filter((p) => p !== "").map(Number);
+const ports = (values.ports ?? "")
+  .split(",")
+  .filter((p) => p !== "")
+  .map(Number);
 const engines: MockerHandle[] = [];
 for (let i = 0; i < n; i++) {
   engines.push(

@@ -46,7 +46,9 @@ async function stopProc(p: Subprocess): Promise<void> {
   }
 }
 
-async function firstJsonLine(p: Subprocess<"ignore", "pipe", "inherit">): Promise<Record<string, unknown>> {
+async function firstJsonLine(
+  p: Subprocess<"ignore", "pipe", "inherit">,
+): Promise<Record<string, unknown>> {
   const dec = new TextDecoder();
   let buf = "";
   for await (const chunk of p.stdout) {
@@ -60,12 +62,18 @@ async function firstJsonLine(p: Subprocess<"ignore", "pipe", "inherit">): Promis
 async function eventsApplied(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   let n = 0;
-  for (const line of text.split("\n")) if (line.startsWith("switchyard_kv_events_applied_total{")) n += Number(line.split(" ").at(-1));
+  for (const line of text.split("\n"))
+    if (line.startsWith("switchyard_kv_events_applied_total{")) n += Number(line.split(" ").at(-1));
   return n;
 }
 
 /** Open-loop load at `rate` requests/s for `seconds`, round robin over `targets`; resolves when all answered. */
-async function load(targets: readonly string[], rate: number, seconds: number, seed: number): Promise<number> {
+async function load(
+  targets: readonly string[],
+  rate: number,
+  seconds: number,
+  seed: number,
+): Promise<number> {
   let x = seed >>> 0 || 1;
   const rnd = () => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), (x >>> 0) % 150_000);
   const inflight: Promise<unknown>[] = [];
@@ -77,10 +85,18 @@ async function load(targets: readonly string[], rate: number, seconds: number, s
     if (wait > 0) await Bun.sleep(wait);
     // A shared 256-token prefix per "tenant" (one of 32) + a unique tail: events store new blocks, matches find some.
     const prefix = Array.from({ length: 256 }, (_, k) => ((i % 32) * 7919 + k) % 150_000);
-    const body = JSON.stringify({ model: "switchyard-sim", prompt: [...prefix, ...Array.from({ length: PROMPT_TOKENS - 256 }, rnd)], max_tokens: 4 });
+    const body = JSON.stringify({
+      model: "switchyard-sim",
+      prompt: [...prefix, ...Array.from({ length: PROMPT_TOKENS - 256 }, rnd)],
+      max_tokens: 4,
+    });
     const url = targets[i % targets.length]!;
     inflight.push(
-      fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body })
+      fetch(`${url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      })
         .then(async (r) => {
           await r.arrayBuffer();
           if (r.ok) ok++;
@@ -97,7 +113,12 @@ interface Window {
   eventsPerS: number[];
 }
 
-async function measure(pids: readonly number[], urls: readonly string[], seconds: number, work: () => Promise<unknown>): Promise<Window> {
+async function measure(
+  pids: readonly number[],
+  urls: readonly string[],
+  seconds: number,
+  work: () => Promise<unknown>,
+): Promise<Window> {
   const c0 = pids.map(cpuMs);
   const e0 = await Promise.all(urls.map(eventsApplied));
   const t0 = performance.now();
@@ -106,18 +127,34 @@ async function measure(pids: readonly number[], urls: readonly string[], seconds
   const c1 = pids.map(cpuMs);
   const e1 = await Promise.all(urls.map(eventsApplied));
   void seconds;
-  return { cpuMsPerS: c1.map((c, i) => (c - c0[i]!) / s), eventsPerS: e1.map((e, i) => (e - e0[i]!) / s) };
+  return {
+    cpuMsPerS: c1.map((c, i) => (c - c0[i]!) / s),
+    eventsPerS: e1.map((e, i) => (e - e0[i]!) / s),
+  };
 }
 
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-async function startRouters(ports: readonly number[], engineUrls: readonly string[], redisUrl: string | undefined): Promise<{ procs: Subprocess[]; urls: string[] }> {
+async function startRouters(
+  ports: readonly number[],
+  engineUrls: readonly string[],
+  redisUrl: string | undefined,
+): Promise<{ procs: Subprocess[]; urls: string[] }> {
   const procs = ports.map((port) =>
     spawn({
       cmd: [
-        process.execPath, MAIN, "serve", "--host", "127.0.0.1", "--port", String(port), ...engineUrls.flatMap((u) => ["--worker", u]),
+        process.execPath,
+        MAIN,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        ...engineUrls.flatMap((u) => ["--worker", u]),
         // 1 s: a dozen busy processes share 2 cores; a Redis answer late by scheduling alone would mark the store down.
-        ...(redisUrl ? ["--redis", redisUrl, "--redis-timeout", "1"] : []), "--log-level", "warn",
+        ...(redisUrl ? ["--redis", redisUrl, "--redis-timeout", "1"] : []),
+        "--log-level",
+        "warn",
       ],
       cwd: ROOT,
       stdin: "ignore",
@@ -126,11 +163,19 @@ async function startRouters(ports: readonly number[], engineUrls: readonly strin
     }),
   );
   const urls = ports.map((p) => `http://127.0.0.1:${p}`);
-  await Promise.all(urls.map((u) => until(async () => (await fetch(`${u}/health`)).ok, `${u} healthy`, 60_000, 100)));
+  await Promise.all(
+    urls.map((u) =>
+      until(async () => (await fetch(`${u}/health`)).ok, `${u} healthy`, 60_000, 100),
+    ),
+  );
   return { procs, urls };
 }
 
-export async function runRouters(ns: readonly number[], rate = 100, seconds = 6): Promise<RoutersRow[]> {
+export async function runRouters(
+  ns: readonly number[],
+  rate = 100,
+  seconds = 6,
+): Promise<RoutersRow[]> {
   const rows: RoutersRow[] = [];
   for (const n of ns) {
     const redis = await startRedisServer();
@@ -138,7 +183,15 @@ export async function runRouters(ns: readonly number[], rate = 100, seconds = 6)
     const routerPorts = ports.slice(0, n);
     const routerUrls = routerPorts.map((p) => `http://127.0.0.1:${p}`);
     const fleet = spawn({
-      cmd: [process.execPath, join(import.meta.dir, "fleet.ts"), "--engines", String(ENGINES), "--ports", ports.slice(n).join(","), ...routerUrls.flatMap((u) => ["--router-url", u])],
+      cmd: [
+        process.execPath,
+        join(import.meta.dir, "fleet.ts"),
+        "--engines",
+        String(ENGINES),
+        "--ports",
+        ports.slice(n).join(","),
+        ...routerUrls.flatMap((u) => ["--router-url", u]),
+      ],
       cwd: ROOT,
       stdin: "ignore",
       stdout: "pipe",
@@ -152,13 +205,20 @@ export async function runRouters(ns: readonly number[], rate = 100, seconds = 6)
       await Bun.sleep(2000); // registration's restores and the first health checks settle
       const pids = routers.map((p) => p.pid);
       const idle = await measure(pids, set.urls, seconds, () => Bun.sleep(seconds * 1000));
-      const events = await measure(pids, set.urls, seconds, () => load(engineUrls, rate, seconds, 1));
+      const events = await measure(pids, set.urls, seconds, () =>
+        load(engineUrls, rate, seconds, 1),
+      );
       const routed = await measure(pids, set.urls, seconds, () => load(set.urls, rate, seconds, 2));
       await Promise.all(routers.map(stopProc));
       set = await startRouters(routerPorts, engineUrls, undefined);
       routers = set.procs;
       await Bun.sleep(2000);
-      const noSync = await measure(routers.map((p) => p.pid), set.urls, seconds, () => load(set.urls, rate, seconds, 3));
+      const noSync = await measure(
+        routers.map((p) => p.pid),
+        set.urls,
+        seconds,
+        () => load(set.urls, rate, seconds, 3),
+      );
       const r = (x: number) => +x.toFixed(1);
       rows.push({
         routers: n,
@@ -183,8 +243,19 @@ export async function runRouters(ns: readonly number[], rate = 100, seconds = 6)
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({ options: { routers: { type: "string", default: "1,2,4,8" }, rate: { type: "string", default: "100" }, seconds: { type: "string", default: "6" }, json: { type: "string" } } });
-  const rows = await runRouters(values.routers!.split(",").map(Number), Number(values.rate), Number(values.seconds));
+  const { values } = parseArgs({
+    options: {
+      routers: { type: "string", default: "1,2,4,8" },
+      rate: { type: "string", default: "100" },
+      seconds: { type: "string", default: "6" },
+      json: { type: "string" },
+    },
+  });
+  const rows = await runRouters(
+    values.routers!.split(",").map(Number),
+    Number(values.rate),
+    Number(values.seconds),
+  );
   console.log(JSON.stringify(rows, null, 2));
   if (values.json) await Bun.write(values.json, JSON.stringify(rows, null, 2));
 }

@@ -40,7 +40,14 @@ export interface Cell {
   nodes: number;
   native_hasher: boolean;
   build_s: number;
-  apply: { build_blocks_per_s: number; at_size: { events_blocks_per_s: number; typed_blocks_per_s: number; removed_blocks_per_s: number } };
+  apply: {
+    build_blocks_per_s: number;
+    at_size: {
+      events_blocks_per_s: number;
+      typed_blocks_per_s: number;
+      removed_blocks_per_s: number;
+    };
+  };
   memory: { bytes_per_entry: number; index_typed_arrays_per_entry: number; heap_mb: number };
   route_us: Record<string, { p50: number; p99: number; cpu_p50?: number; cpu_p99?: number }>;
   registration: {
@@ -66,13 +73,37 @@ interface Results {
   routers?: RoutersRow[];
 }
 
-async function runCell(workers: number, entries: number): Promise<Cell | { workers: number; entries: number; error: string }> {
-  const p = Bun.spawn([process.execPath, `${import.meta.dir}/cell.ts`, "--workers", String(workers), "--entries", String(entries), "--register", values.register!], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) return { workers, entries, error: `exit ${code}: ${err.trim().split("\n").slice(-3).join(" | ")}` };
+async function runCell(
+  workers: number,
+  entries: number,
+): Promise<Cell | { workers: number; entries: number; error: string }> {
+  const p = Bun.spawn(
+    [
+      process.execPath,
+      `${import.meta.dir}/cell.ts`,
+      "--workers",
+      String(workers),
+      "--entries",
+      String(entries),
+      "--register",
+      values.register!,
+    ],
+    {
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  const [out, err, code] = await Promise.all([
+    new Response(p.stdout).text(),
+    new Response(p.stderr).text(),
+    p.exited,
+  ]);
+  if (code !== 0)
+    return {
+      workers,
+      entries,
+      error: `exit ${code}: ${err.trim().split("\n").slice(-3).join(" | ")}`,
+    };
   return JSON.parse(out.trim().split("\n").at(-1)!) as Cell;
 }
 
@@ -89,17 +120,23 @@ const k = (n: number) => (n >= 1e6 ? `${n / 1e6} M` : n >= 1e3 ? `${n / 1e3} k` 
 function report(r: Results): void {
   console.log(`load average at the start: ${r.load_average.join(" ")}`);
   const many = r.cells[0]?.registration.many ?? 1000;
-  console.log(`\n| workers | entries | route 8k native p50/p99 µs: CPU (wall) | 8k portable | 128k native | 128k portable | apply M blocks/s (build / events / typed) | B per entry (heap / index arrays) | register 1 / ${many} ms (per 100: min-max) | memory after removal |`);
+  console.log(
+    `\n| workers | entries | route 8k native p50/p99 µs: CPU (wall) | 8k portable | 128k native | 128k portable | apply M blocks/s (build / events / typed) | B per entry (heap / index arrays) | register 1 / ${many} ms (per 100: min-max) | memory after removal |`,
+  );
   console.log("|---:|---:|---|---|---|---|---|---|---|---|");
   for (const c of r.cells) {
     if ("error" in c) {
-      console.log(`| ${c.workers} | ${k(c.entries)} | failed: ${(c as unknown as { error: string }).error} |`);
+      console.log(
+        `| ${c.workers} | ${k(c.entries)} | failed: ${(c as unknown as { error: string }).error} |`,
+      );
       continue;
     }
     const rt = (key: string) => {
       const x = c.route_us[key];
       if (!x) return "—";
-      return x.cpu_p99 !== undefined ? `${x.cpu_p50} / ${x.cpu_p99} (wall ${x.p50} / ${x.p99})` : `${x.p50} / ${x.p99}`;
+      return x.cpu_p99 !== undefined
+        ? `${x.cpu_p50} / ${x.cpu_p99} (wall ${x.p50} / ${x.p99})`
+        : `${x.p50} / ${x.p99}`;
     };
     const a = c.apply;
     const s = c.registration.per_100_ms;
@@ -113,11 +150,15 @@ function report(r: Results): void {
     );
   }
   if (r.routers) {
-    console.log("\n| routers | engines | requests/s (all) | events/s into each router | CPU ms/s per router: idle | events | load sync | requests |");
+    console.log(
+      "\n| routers | engines | requests/s (all) | events/s into each router | CPU ms/s per router: idle | events | load sync | requests |",
+    );
     console.log("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (const x of r.routers) {
       const c = x.per_router_cpu_ms_per_s;
-      console.log(`| ${x.routers} | ${x.engines} | ${x.requests_per_s} | ${x.events_per_s} | ${c.idle} | ${c.events} | ${c.load_sync} | ${c.requests} |`);
+      console.log(
+        `| ${x.routers} | ${x.engines} | ${x.requests_per_s} | ${x.events_per_s} | ${c.idle} | ${c.events} | ${c.load_sync} | ${c.requests} |`,
+      );
     }
   }
 }
@@ -132,22 +173,108 @@ export function scaleSvg(r: Results, before?: Results): string {
     byEntries.map((e) => ({
       name: `${k(e)} entries${name}`,
       dashed,
-      points: cells.filter((c) => sizeOf(c) === e).map((c) => [c.workers, f(c) ?? NaN] as const).sort((a, b) => a[0] - b[0]),
+      points: cells
+        .filter((c) => sizeOf(c) === e)
+        .map((c) => [c.workers, f(c) ?? NaN] as const)
+        .sort((a, b) => a[0] - b[0]),
     }));
   const panels: Panel[] = [
-    { title: "route 8k tokens, native: CPU p99", xLabel: "workers", yLabel: "µs", xLog: true, yLog: true, series: line("", (c) => c.route_us["8k_native"]?.cpu_p99 ?? c.route_us["8k_native"]?.p99), targets: [{ y: 25, label: "25 µs (64 × 1 M)" }, { y: 100, label: "100 µs (1,024 × 10 M)" }] },
-    { title: "route 8k tokens, portable: CPU p99", xLabel: "workers", yLabel: "µs", xLog: true, yLog: true, series: line("", (c) => c.route_us["8k_portable"]?.cpu_p99 ?? c.route_us["8k_portable"]?.p99), targets: [{ y: 100, label: "100 µs (64 × 1 M)" }] },
-    { title: "route 128k tokens, native: CPU p99", xLabel: "workers", yLabel: "µs", xLog: true, yLog: true, series: line("", (c) => c.route_us["128k_native"]?.cpu_p99 ?? c.route_us["128k_native"]?.p99), targets: [{ y: 250, label: "250 µs" }] },
-    { title: "route 8k native: CPU p50 (solid), wall p99 (dashed)", xLabel: "workers", yLabel: "µs", xLog: true, yLog: true, series: [...line(" CPU p50", (c) => c.route_us["8k_native"]?.cpu_p50 ?? c.route_us["8k_native"]?.p50), ...line(" wall p99", (c) => c.route_us["8k_native"]?.p99, true)] },
-    { title: "event apply (Stored, typed arrays)", xLabel: "workers", yLabel: "blocks/s", xLog: true, yLog: true, series: line("", (c) => c.apply.at_size.typed_blocks_per_s), targets: [{ y: 5e6, label: "5 M/s" }] },
-    { title: "event apply (Stored, event objects)", xLabel: "workers", yLabel: "blocks/s", xLog: true, yLog: true, series: line("", (c) => c.apply.at_size.events_blocks_per_s), targets: [{ y: 5e6, label: "5 M/s" }] },
-    { title: "memory per (block, worker) entry", xLabel: "workers", yLabel: "bytes (heap + typed arrays)", xLog: true, yLog: true, series: line("", (c) => c.memory.bytes_per_entry), targets: [{ y: 100, label: "100 B" }] },
-    { title: `registering ${cells[0]?.registration.many ?? 1000} more workers`, xLabel: "workers already registered", yLabel: "ms", xLog: true, yLog: true, series: line("", (c) => c.registration.many_ms), targets: [{ y: 1000, label: "1 s" }] },
-    { title: "memory after they leave ÷ before", xLabel: "workers already registered", yLabel: "ratio", xLog: true, yLog: true, series: line("", (c) => c.registration.memory_after_removal_ratio), targets: [{ y: 1.1, label: "1.1" }] },
+    {
+      title: "route 8k tokens, native: CPU p99",
+      xLabel: "workers",
+      yLabel: "µs",
+      xLog: true,
+      yLog: true,
+      series: line("", (c) => c.route_us["8k_native"]?.cpu_p99 ?? c.route_us["8k_native"]?.p99),
+      targets: [
+        { y: 25, label: "25 µs (64 × 1 M)" },
+        { y: 100, label: "100 µs (1,024 × 10 M)" },
+      ],
+    },
+    {
+      title: "route 8k tokens, portable: CPU p99",
+      xLabel: "workers",
+      yLabel: "µs",
+      xLog: true,
+      yLog: true,
+      series: line("", (c) => c.route_us["8k_portable"]?.cpu_p99 ?? c.route_us["8k_portable"]?.p99),
+      targets: [{ y: 100, label: "100 µs (64 × 1 M)" }],
+    },
+    {
+      title: "route 128k tokens, native: CPU p99",
+      xLabel: "workers",
+      yLabel: "µs",
+      xLog: true,
+      yLog: true,
+      series: line("", (c) => c.route_us["128k_native"]?.cpu_p99 ?? c.route_us["128k_native"]?.p99),
+      targets: [{ y: 250, label: "250 µs" }],
+    },
+    {
+      title: "route 8k native: CPU p50 (solid), wall p99 (dashed)",
+      xLabel: "workers",
+      yLabel: "µs",
+      xLog: true,
+      yLog: true,
+      series: [
+        ...line(
+          " CPU p50",
+          (c) => c.route_us["8k_native"]?.cpu_p50 ?? c.route_us["8k_native"]?.p50,
+        ),
+        ...line(" wall p99", (c) => c.route_us["8k_native"]?.p99, true),
+      ],
+    },
+    {
+      title: "event apply (Stored, typed arrays)",
+      xLabel: "workers",
+      yLabel: "blocks/s",
+      xLog: true,
+      yLog: true,
+      series: line("", (c) => c.apply.at_size.typed_blocks_per_s),
+      targets: [{ y: 5e6, label: "5 M/s" }],
+    },
+    {
+      title: "event apply (Stored, event objects)",
+      xLabel: "workers",
+      yLabel: "blocks/s",
+      xLog: true,
+      yLog: true,
+      series: line("", (c) => c.apply.at_size.events_blocks_per_s),
+      targets: [{ y: 5e6, label: "5 M/s" }],
+    },
+    {
+      title: "memory per (block, worker) entry",
+      xLabel: "workers",
+      yLabel: "bytes (heap + typed arrays)",
+      xLog: true,
+      yLog: true,
+      series: line("", (c) => c.memory.bytes_per_entry),
+      targets: [{ y: 100, label: "100 B" }],
+    },
+    {
+      title: `registering ${cells[0]?.registration.many ?? 1000} more workers`,
+      xLabel: "workers already registered",
+      yLabel: "ms",
+      xLog: true,
+      yLog: true,
+      series: line("", (c) => c.registration.many_ms),
+      targets: [{ y: 1000, label: "1 s" }],
+    },
+    {
+      title: "memory after they leave ÷ before",
+      xLabel: "workers already registered",
+      yLabel: "ratio",
+      xLog: true,
+      yLog: true,
+      series: line("", (c) => c.registration.memory_after_removal_ratio),
+      targets: [{ y: 1.1, label: "1.1" }],
+    },
   ];
   if (before !== undefined) {
     const old = before.cells.filter((c) => !("error" in c));
-    for (const [key, label] of [["8k_native", "8k native"], ["128k_native", "128k native"]] as const) {
+    for (const [key, label] of [
+      ["8k_native", "8k native"],
+      ["128k_native", "128k native"],
+    ] as const) {
       panels.push({
         title: `route ${label} p50 (wall): before (dashed) and now`,
         xLabel: "workers",
@@ -155,8 +282,21 @@ export function scaleSvg(r: Results, before?: Results): string {
         xLog: true,
         yLog: true,
         series: byEntries.flatMap((e, color) => [
-          { name: `${k(e)} now`, color, points: cells.filter((c) => sizeOf(c) === e).map((c) => [c.workers, c.route_us[key]?.p50 ?? NaN] as const) },
-          { name: `${k(e)} before`, color, dashed: true, points: old.filter((c) => sizeOf(c) === e).map((c) => [c.workers, c.route_us[key]?.p50 ?? NaN] as const) },
+          {
+            name: `${k(e)} now`,
+            color,
+            points: cells
+              .filter((c) => sizeOf(c) === e)
+              .map((c) => [c.workers, c.route_us[key]?.p50 ?? NaN] as const),
+          },
+          {
+            name: `${k(e)} before`,
+            color,
+            dashed: true,
+            points: old
+              .filter((c) => sizeOf(c) === e)
+              .map((c) => [c.workers, c.route_us[key]?.p50 ?? NaN] as const),
+          },
         ]),
       });
     }
@@ -167,7 +307,12 @@ export function scaleSvg(r: Results, before?: Results): string {
     title: `registration, ${k(byEntries.at(-1) ?? 0)} entries: cumulative`,
     xLabel: "workers registered (after the first)",
     yLabel: "ms",
-    series: big.map((c) => ({ name: `${c.workers} already`, points: c.registration.per_100_ms.map((_, i, a) => [(i + 1) * 100, a.slice(0, i + 1).reduce((x, y) => x + y, 0)] as const) })),
+    series: big.map((c) => ({
+      name: `${c.workers} already`,
+      points: c.registration.per_100_ms.map(
+        (_, i, a) => [(i + 1) * 100, a.slice(0, i + 1).reduce((x, y) => x + y, 0)] as const,
+      ),
+    })),
   });
   if (r.routers && r.routers.length > 0) {
     const pts = (f: (x: RoutersRow) => number) => r.routers!.map((x) => [x.routers, f(x)] as const);
@@ -208,6 +353,8 @@ if (import.meta.main) {
   }
   report(results);
   if (values.json && !values.plot) writeFileSync(values.json, JSON.stringify(results, null, 2));
-  const before = values.before ? (JSON.parse(readFileSync(values.before, "utf8")) as Results) : undefined;
+  const before = values.before
+    ? (JSON.parse(readFileSync(values.before, "utf8")) as Results)
+    : undefined;
   if (values.svg) writeFileSync(values.svg, scaleSvg(results, before));
 }

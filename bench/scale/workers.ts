@@ -51,7 +51,9 @@ const router = createRouter(
     now: () => clock,
     rng: Math.random,
     workers: registry,
-    sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } })),
+    sticky: new StickyRouter(
+      new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } }),
+    ),
     metrics: new RouterMetrics(),
     query: async () => ({ kind: "tree_dump", events: [], lastEventId: null }),
     sleep: async () => {},
@@ -75,10 +77,20 @@ console.log(`start: RSS ${settle()} MB`);
 let registered = 0;
 for (const target of steps) {
   const t0 = performance.now();
-  for (; registered < target; registered++) await membership.register({ url: `http://10.${registered >> 16}.${(registered >> 8) & 255}.${registered & 255}:8000` });
+  for (; registered < target; registered++)
+    await membership.register({
+      url: `http://10.${registered >> 16}.${(registered >> 8) & 255}.${registered & 255}:8000`,
+    });
   const ms = performance.now() - t0;
-  console.log(`registered up to ${target} workers: this step ${Math.round(ms)} ms (${(ms / (target - (report.steps as unknown[]).reduce((a: number, s) => a + (s as { added: number }).added, 0))).toFixed(2)} ms each); RSS ${settle()} MB`);
-  (report.steps as unknown[]).push({ workers: target, added: target - ((report.steps as { workers: number }[]).at(-1)?.workers ?? 0), ms: Math.round(ms), rssMb: rssMb() });
+  console.log(
+    `registered up to ${target} workers: this step ${Math.round(ms)} ms (${(ms / (target - (report.steps as unknown[]).reduce((a: number, s) => a + (s as { added: number }).added, 0))).toFixed(2)} ms each); RSS ${settle()} MB`,
+  );
+  (report.steps as unknown[]).push({
+    workers: target,
+    added: target - ((report.steps as { workers: number }[]).at(-1)?.workers ?? 0),
+    ms: Math.round(ms),
+    rssMb: rssMb(),
+  });
 }
 
 // Distinct prompts, each decided onto one worker: the approximate index's nodes, and (while
@@ -96,21 +108,40 @@ for (let p = 0; p < prompts; p++) {
 }
 const routedMs = Math.round(performance.now() - t1);
 const routedRss = settle();
-console.log(`routed ${prompts} prompts of ${blocks} blocks in ${routedMs} ms (${(routedMs / prompts).toFixed(1)} ms each), leases held: index ${router.approxIndex?.nodeCount()} nodes, ${indexBytes()} MB of typed arrays; RSS ${routedRss} MB`);
-report.routed = { prompts, blocks, msEach: routedMs / prompts, nodes: router.approxIndex?.nodeCount(), indexMb: indexBytes(), rssMb: routedRss };
+console.log(
+  `routed ${prompts} prompts of ${blocks} blocks in ${routedMs} ms (${(routedMs / prompts).toFixed(1)} ms each), leases held: index ${router.approxIndex?.nodeCount()} nodes, ${indexBytes()} MB of typed arrays; RSS ${routedRss} MB`,
+);
+report.routed = {
+  prompts,
+  blocks,
+  msEach: routedMs / prompts,
+  nodes: router.approxIndex?.nodeCount(),
+  indexMb: indexBytes(),
+  rssMb: routedRss,
+};
 for (const l of leases) l.free();
 const freedRss = settle();
 console.log(`leases freed: RSS ${freedRss} MB`);
 report.freed = { rssMb: freedRss };
 
 // Every worker leaves but the one that holds the first prompt's blocks.
-const ids = registry.list().map((w) => w.id).filter((id) => id !== keep);
+const ids = registry
+  .list()
+  .map((w) => w.id)
+  .filter((id) => id !== keep);
 const t2 = performance.now();
 for (const id of ids) membership.remove(id);
 const removeMs = Math.round(performance.now() - t2);
 const oneLeftRss = settle();
-console.log(`removed ${ids.length} workers in ${removeMs} ms: index ${router.approxIndex?.nodeCount()} nodes, ${indexBytes()} MB; RSS ${oneLeftRss} MB`);
-report.oneLeft = { ms: removeMs, nodes: router.approxIndex?.nodeCount(), indexMb: indexBytes(), rssMb: oneLeftRss };
+console.log(
+  `removed ${ids.length} workers in ${removeMs} ms: index ${router.approxIndex?.nodeCount()} nodes, ${indexBytes()} MB; RSS ${oneLeftRss} MB`,
+);
+report.oneLeft = {
+  ms: removeMs,
+  nodes: router.approxIndex?.nodeCount(),
+  indexMb: indexBytes(),
+  rssMb: oneLeftRss,
+};
 membership.remove(keep!);
 const noneRss = settle();
 console.log(`removed the last: index ${indexBytes()} MB; RSS ${noneRss} MB`);

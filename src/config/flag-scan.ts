@@ -14,9 +14,14 @@
  * those behaviours, so a change in them shows up there. Pure.
  */
 
-export type FlagItem = { readonly flag: string; readonly value: string } | { readonly problem: string };
+export type FlagItem =
+  | { readonly flag: string; readonly value: string }
+  | { readonly problem: string };
 
-export function scanFlags(argv: readonly string[], isSwitch: (flag: string) => boolean): FlagItem[] {
+export function scanFlags(
+  argv: readonly string[],
+  isSwitch: (flag: string) => boolean,
+): FlagItem[] {
   const out: FlagItem[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;

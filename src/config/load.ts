@@ -11,9 +11,25 @@
 import { isYamlPath, type YamlParse } from "../fleet/workers-file.ts";
 import { closestName } from "./closest-name.ts";
 import { describePosition, locateYamlError } from "./yaml-position.ts";
-import { camel, getAtPath, parseOption, scanOptions, setAtPath, usageRows, type TableOption } from "./option-table.ts";
+import {
+  camel,
+  getAtPath,
+  parseOption,
+  scanOptions,
+  setAtPath,
+  usageRows,
+  type TableOption,
+} from "./option-table.ts";
 import { EVERYWHERE, limitsOn, refusal, RUNTIME_LABEL, type PortableRuntime } from "./runtimes.ts";
-import { crossFieldProblems, derivedEnvName, envNames, finishConfig, SERVE_OPTION_LIST, type Config, type ServeOptionDef } from "./schema.ts";
+import {
+  crossFieldProblems,
+  derivedEnvName,
+  envNames,
+  finishConfig,
+  SERVE_OPTION_LIST,
+  type Config,
+  type ServeOptionDef,
+} from "./schema.ts";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -76,7 +92,9 @@ function readConfigFile(path: string, src: LoadSources, problems: string[]): Map
     return out;
   }
   if (text.length > MAX_CONFIG_CHARS) {
-    problems.push(`--config ${path}: ${text.length} characters, more than a config file may have (${MAX_CONFIG_CHARS}); is it the right file?`);
+    problems.push(
+      `--config ${path}: ${text.length} characters, more than a config file may have (${MAX_CONFIG_CHARS}); is it the right file?`,
+    );
     return out;
   }
   const yaml = isYamlPath(path);
@@ -89,16 +107,21 @@ function readConfigFile(path: string, src: LoadSources, problems: string[]): Map
     doc = yaml ? src.parseYaml!(text) : JSON.parse(text);
   } catch (e) {
     const where = yaml ? describePosition(locateYamlError(text, src.parseYaml!)) : "";
-    problems.push(`--config ${path}: not valid ${yaml ? "YAML" : "JSON"}${where}: ${(e as Error).message}`);
+    problems.push(
+      `--config ${path}: not valid ${yaml ? "YAML" : "JSON"}${where}: ${(e as Error).message}`,
+    );
     return out;
   }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) {
-    problems.push(`--config ${path}: must hold ${yaml ? "a YAML mapping" : "a JSON object"} of option names to values`);
+    problems.push(
+      `--config ${path}: must hold ${yaml ? "a YAML mapping" : "a JSON object"} of option names to values`,
+    );
     return out;
   }
   for (const [field, value] of Object.entries(doc)) {
     const o = BY_FILE_FIELD.get(camel(field));
-    if (o === undefined) problems.push(`--config ${path}: unknown field "${field}"${fieldSuggestion(field)}`);
+    if (o === undefined)
+      problems.push(`--config ${path}: unknown field "${field}"${fieldSuggestion(field)}`);
     else out.set(o, value);
   }
   return out;
@@ -112,20 +135,32 @@ function fieldSuggestion(field: string): string {
   return `; did you mean "${/[A-Z]/.test(field) ? near : o.flag.slice(2)}"?`;
 }
 
+/** Options whose value is a credential (or holds one, as a Redis URL's password): never echoed in an error. */
+const SECRET_FLAGS: ReadonlySet<string> = new Set(["--admin-token", "--events-token", "--redis"]);
+
 /** Parse and validate; throws ConfigError listing every problem. */
 export function loadConfig(src: LoadSources): Config {
   const flags = scanOptions(SERVE_OPTION_LIST, src.argv, ["--config"]);
   const problems = [...flags.problems];
   const configPath = flags.other.get("--config") ?? src.env[CONFIG_ENV];
-  const fromFile = configPath ? readConfigFile(configPath, src, problems) : new Map<Option, unknown>();
+  const fromFile = configPath
+    ? readConfigFile(configPath, src, problems)
+    : new Map<Option, unknown>();
   const runtime = src.runtime ?? "bun";
   const values: Record<string, unknown> = {};
   for (const o of SERVE_OPTION_LIST) {
-    const fromEnv = envNames(o).map((name) => src.env[name]).find((x) => x !== undefined && x !== "");
+    const fromEnv = envNames(o)
+      .map((name) => src.env[name])
+      .find((x) => x !== undefined && x !== "");
     const raw = flags.values.get(o) ?? fromEnv ?? fromFile.get(o);
     const parsed = parseOption(o.def, raw);
     if (!parsed.ok) {
-      const shown = raw === undefined ? "" : ` (got ${JSON.stringify(raw)})`;
+      const shown =
+        raw === undefined
+          ? ""
+          : SECRET_FLAGS.has(o.flag)
+            ? " (the value is not shown: it is a secret)"
+            : ` (got ${JSON.stringify(raw)})`;
       problems.push(`${label(o)}: ${parsed.message}${shown}`);
       continue;
     }
@@ -136,7 +171,8 @@ export function loadConfig(src: LoadSources): Config {
   if (problems.length > 0) throw new ConfigError(problems);
   // Defaults that follow from other options (the listen address from the admin token).
   for (const o of SERVE_OPTION_LIST) {
-    if (o.def.fill !== undefined && getAtPath(values, o.path) === undefined) setAtPath(values, o.path, (o.def.fill as (c: unknown) => unknown)(values));
+    if (o.def.fill !== undefined && getAtPath(values, o.path) === undefined)
+      setAtPath(values, o.path, (o.def.fill as (c: unknown) => unknown)(values));
   }
   const config = finishConfig(values as Config);
   const more = crossFieldProblems(config);
@@ -156,12 +192,18 @@ function defaultReadFile(path: string): string {
  */
 export function unknownEnvWarnings(env: Readonly<Record<string, string | undefined>>): string[] {
   const PREFIX = "SWITCHYARD_";
-  const known = new Set([...SERVE_OPTION_LIST.flatMap(envNames), ...OTHER_ENV].filter((n) => n.startsWith(PREFIX)).map((n) => n.slice(PREFIX.length)));
+  const known = new Set(
+    [...SERVE_OPTION_LIST.flatMap(envNames), ...OTHER_ENV]
+      .filter((n) => n.startsWith(PREFIX))
+      .map((n) => n.slice(PREFIX.length)),
+  );
   const out: string[] = [];
   for (const name of Object.keys(env).sort()) {
     if (!name.startsWith(PREFIX) || known.has(name.slice(PREFIX.length))) continue;
     const near = closestName(name.slice(PREFIX.length), known);
-    out.push(`environment variable ${name} is not a switchyard setting and is ignored${near === undefined ? "" : ` (did you mean ${PREFIX}${near}?)`}`);
+    out.push(
+      `environment variable ${name} is not a switchyard setting and is ignored${near === undefined ? "" : ` (did you mean ${PREFIX}${near}?)`}`,
+    );
   }
   return out;
 }
@@ -171,12 +213,21 @@ export function serveUsage(runtime: "bun" | PortableRuntime = "bun"): string {
   // The environment variable is named only where it is not the flag's own upper-case name.
   const shown = SERVE_OPTION_LIST.map((o) => {
     const env = envNames(o);
-    return env.length === 1 && env[0] === derivedEnvName(o.flag) ? o : { ...o, def: { ...o.def, help: `${o.def.help} [env ${env.join(", ")}]` } };
+    return env.length === 1 && env[0] === derivedEnvName(o.flag)
+      ? o
+      : { ...o, def: { ...o.def, help: `${o.def.help} [env ${env.join(", ")}]` } };
   });
   const meta = (flag: string, metaText: string | undefined, help: string): Option => ({
     path: [flag],
     flag,
-    def: { schema: undefined as never, meta: metaText, switch: metaText === undefined ? true : undefined, help, defaultText: false, runtimes: EVERYWHERE },
+    def: {
+      schema: undefined as never,
+      meta: metaText,
+      switch: metaText === undefined ? true : undefined,
+      help,
+      defaultText: false,
+      runtimes: EVERYWHERE,
+    },
   });
   const lines = [
     "usage: switchyard serve [flags]",
@@ -187,15 +238,27 @@ export function serveUsage(runtime: "bun" | PortableRuntime = "bun"): string {
     ...usageRows(
       [
         ...shown,
-        meta("--config", "FILE", `options as a JSON object, or YAML for .yaml/.yml [env ${CONFIG_ENV}]`),
-        meta("--version", undefined, "print the version, the commit it was built from and the runtime, and exit"),
+        meta(
+          "--config",
+          "FILE",
+          `options as a JSON object, or YAML for .yaml/.yml [env ${CONFIG_ENV}]`,
+        ),
+        meta(
+          "--version",
+          undefined,
+          "print the version, the commit it was built from and the runtime, and exit",
+        ),
       ],
       USAGE_WIDTH,
     ),
   ];
   if (runtime !== "bun") {
     const { atDefault, someValues } = limitsOn(SERVE_OPTION_LIST, runtime);
-    lines.push("", `On ${RUNTIME_LABEL[runtime]} these are refused unless left at their default: ${atDefault.join(", ")}.`, `These take some values only: ${someValues.join(", ")}.`);
+    lines.push(
+      "",
+      `On ${RUNTIME_LABEL[runtime]} these are refused unless left at their default: ${atDefault.join(", ")}.`,
+      `These take some values only: ${someValues.join(", ")}.`,
+    );
   }
   return lines.join("\n");
 }

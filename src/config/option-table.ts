@@ -81,7 +81,9 @@ export function camel(kebabCase: string): string {
   return kebabCase.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 }
 
-function isGroup<D extends OptionDef>(e: TableEntry<D>): e is OptionGroup<Readonly<Record<string, D>>> {
+function isGroup<D extends OptionDef>(
+  e: TableEntry<D>,
+): e is OptionGroup<Readonly<Record<string, D>>> {
   return "group" in e;
 }
 
@@ -117,21 +119,36 @@ export type OptionItem<D extends OptionDef> =
   | { readonly problem: string };
 
 /** argv -> items in command-line order, through the one scanner (./flag-scan.ts); unknown flags are problems. */
-export function scanOptionItems<D extends OptionDef>(options: readonly TableOption<D>[], argv: readonly string[], accept: readonly string[] = []): OptionItem<D>[] {
+export function scanOptionItems<D extends OptionDef>(
+  options: readonly TableOption<D>[],
+  argv: readonly string[],
+  accept: readonly string[] = [],
+): OptionItem<D>[] {
   const byFlag = new Map(options.map((o) => [o.flag, o]));
-  return scanFlags(argv, (flag) => byFlag.get(flag)?.def.switch === true).map((item): OptionItem<D> => {
-    if ("problem" in item) return item;
-    if (accept.includes(item.flag)) return { other: item.flag, text: item.value };
-    const option = byFlag.get(item.flag);
-    if (option !== undefined) return { option, text: item.value };
-    // Compared without the dashes: every flag shares them, and they would loosen the typo bound.
-    const near = closestName(item.flag.replace(/^-+/, ""), [...byFlag.keys(), ...accept].map((f) => f.replace(/^-+/, "")));
-    return { problem: `${item.flag}: unknown flag${near === undefined ? "" : `; did you mean --${near}?`}` };
-  });
+  return scanFlags(argv, (flag) => byFlag.get(flag)?.def.switch === true).map(
+    (item): OptionItem<D> => {
+      if ("problem" in item) return item;
+      if (accept.includes(item.flag)) return { other: item.flag, text: item.value };
+      const option = byFlag.get(item.flag);
+      if (option !== undefined) return { option, text: item.value };
+      // Compared without the dashes: every flag shares them, and they would loosen the typo bound.
+      const near = closestName(
+        item.flag.replace(/^-+/, ""),
+        [...byFlag.keys(), ...accept].map((f) => f.replace(/^-+/, "")),
+      );
+      return {
+        problem: `${item.flag}: unknown flag${near === undefined ? "" : `; did you mean --${near}?`}`,
+      };
+    },
+  );
 }
 
 /** argv -> each option's text (a list's texts, in order), the caller's own flags, and every problem. */
-export function scanOptions<D extends OptionDef>(options: readonly TableOption<D>[], argv: readonly string[], accept: readonly string[] = []): ScannedFlags<D> {
+export function scanOptions<D extends OptionDef>(
+  options: readonly TableOption<D>[],
+  argv: readonly string[],
+  accept: readonly string[] = [],
+): ScannedFlags<D> {
   const values = new Map<TableOption<D>, string | string[]>();
   const other = new Map<string, string>();
   const problems: string[] = [];
@@ -165,19 +182,30 @@ export function usageRows(options: readonly TableOption[], width: number): strin
   return options.map((o) => {
     const shown = o.def.switch ? o.flag : `${o.flag} ${o.def.meta ?? (o.def.list ? "URL" : "X")}`;
     const note = defaultNote(o.def);
-    const text = o.def.help.endsWith("\n") ? `${o.def.help}${note}` : note === "" ? o.def.help : `${o.def.help} ${note}`;
+    const text = o.def.help.endsWith("\n")
+      ? `${o.def.help}${note}`
+      : note === ""
+        ? o.def.help
+        : `${o.def.help} ${note}`;
     return `  ${shown.padEnd(width)} ${text.split("\n").join(`\n${indent}`)}`;
   });
 }
 
 /** Parse one option's raw value (undefined: not given, so its default) with its schema. */
-export function parseOption(def: OptionDef, raw: unknown): { ok: true; value: unknown } | { ok: false; message: string } {
+export function parseOption(
+  def: OptionDef,
+  raw: unknown,
+): { ok: true; value: unknown } | { ok: false; message: string } {
   const r = v.safeParse(def.schema, raw, { abortPipeEarly: true });
   return r.success ? { ok: true, value: r.output } : { ok: false, message: r.issues[0].message };
 }
 
 /** Sets `value` at `path` in a nested record, creating the group object on the way. */
-export function setAtPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+export function setAtPath(
+  target: Record<string, unknown>,
+  path: readonly string[],
+  value: unknown,
+): void {
   let at = target;
   for (const k of path.slice(0, -1)) at = (at[k] ??= {}) as Record<string, unknown>;
   at[path[path.length - 1]!] = value;
@@ -185,6 +213,7 @@ export function setAtPath(target: Record<string, unknown>, path: readonly string
 
 export function getAtPath(source: unknown, path: readonly string[]): unknown {
   let at = source;
-  for (const k of path) at = at === undefined || at === null ? undefined : (at as Record<string, unknown>)[k];
+  for (const k of path)
+    at = at === undefined || at === null ? undefined : (at as Record<string, unknown>)[k];
   return at;
 }

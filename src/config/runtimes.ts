@@ -12,7 +12,10 @@ import { parseOption, type OptionDef, type TableOption } from "./option-table.ts
 export type PortableRuntime = "deno" | "workerd";
 
 /** How the runtimes are named in messages. */
-export const RUNTIME_LABEL: Readonly<Record<PortableRuntime, string>> = { deno: "Deno", workerd: "workerd" };
+export const RUNTIME_LABEL: Readonly<Record<PortableRuntime, string>> = {
+  deno: "Deno",
+  workerd: "workerd",
+};
 
 /**
  * One runtime's support of an option: `true` (as on Bun); a reason (any value but the
@@ -35,7 +38,9 @@ export const bunOnly = (why: string): Runtimes => ({ deno: why, workerd: why });
 export const notOnWorkerd = (why: string): Runtimes => ({ deno: true, workerd: why });
 
 /** The same check of the value on Deno and workerd. */
-export const valueCheck = (check: (value: unknown, runtime: string) => string | undefined): Runtimes => ({ deno: check, workerd: check });
+export const valueCheck = (
+  check: (value: unknown, runtime: string) => string | undefined,
+): Runtimes => ({ deno: check, workerd: check });
 
 /** An option of a table with a runtime column. */
 export interface RuntimeOptionDef extends OptionDef {
@@ -47,7 +52,11 @@ function same(a: unknown, b: unknown): boolean {
 }
 
 /** The refusal of this option's parsed value on `runtime`, or undefined when it works there. */
-export function refusal(o: TableOption<RuntimeOptionDef>, value: unknown, runtime: PortableRuntime): string | undefined {
+export function refusal(
+  o: TableOption<RuntimeOptionDef>,
+  value: unknown,
+  runtime: PortableRuntime,
+): string | undefined {
   const support = o.def.runtimes[runtime];
   if (support === true) return undefined;
   const label = RUNTIME_LABEL[runtime];
@@ -61,10 +70,17 @@ export function refusal(o: TableOption<RuntimeOptionDef>, value: unknown, runtim
 }
 
 /** What a runtime limits, for its --help: flags it takes only at their default, flags it takes with some values only. */
-export function limitsOn(options: readonly TableOption<RuntimeOptionDef>[], runtime: PortableRuntime): { atDefault: string[]; someValues: string[] } {
+export function limitsOn(
+  options: readonly TableOption<RuntimeOptionDef>[],
+  runtime: PortableRuntime,
+): { atDefault: string[]; someValues: string[] } {
   const limited = options.filter((o) => o.def.runtimes[runtime] !== true);
   return {
-    atDefault: limited.filter((o) => typeof o.def.runtimes[runtime] === "string").map((o) => o.flag),
-    someValues: limited.filter((o) => typeof o.def.runtimes[runtime] === "function").map((o) => o.flag),
+    atDefault: limited
+      .filter((o) => typeof o.def.runtimes[runtime] === "string")
+      .map((o) => o.flag),
+    someValues: limited
+      .filter((o) => typeof o.def.runtimes[runtime] === "function")
+      .map((o) => o.flag),
   };
 }

@@ -15,10 +15,34 @@ import { LOG_FORMATS, LOG_LEVELS } from "../core/logger.ts";
 import { LOAD_METRICS, POLICY_NAMES, type PolicyName } from "../router/index.ts";
 import { LIMITS_FALLBACKS } from "../protect/limits/limiter.ts";
 import { DEFAULT_MAX_PROMPT_CHARS, DEFAULT_RETRY_STATUSES } from "./defaults.ts";
-import { listOptions, type OptionGroup, type TableOption, type TableValues } from "./option-table.ts";
-import { bunOnly, EVERYWHERE, notOnWorkerd, valueCheck, type RuntimeOptionDef } from "./runtimes.ts";
+import {
+  listOptions,
+  type OptionGroup,
+  type TableOption,
+  type TableValues,
+} from "./option-table.ts";
+import {
+  bunOnly,
+  EVERYWHERE,
+  notOnWorkerd,
+  valueCheck,
+  type RuntimeOptionDef,
+} from "./runtimes.ts";
 import { TokenizerSpecsSchema } from "./tokenizers.ts";
-import { bool, factorOrOff, httpStatuses, httpUrl, int, nonNegative, oneOf, patternList, positive, redisUrl, text, urlList } from "./values.ts";
+import {
+  bool,
+  factorOrOff,
+  httpStatuses,
+  httpUrl,
+  int,
+  nonNegative,
+  oneOf,
+  patternList,
+  positive,
+  redisUrl,
+  text,
+  urlList,
+} from "./values.ts";
 import { dpRankPairs, sameWorkerUrl, zmqPairs, zmqWorkers, type ZmqWorker } from "./zmq-pairs.ts";
 
 export type { ZmqEndpointPair, ZmqWorker, DpRanksPair } from "./zmq-pairs.ts";
@@ -36,7 +60,6 @@ export type { PolicyName };
 export const TOKENIZER_LIBRARIES = ["auto", "hf", "native", "bpe"] as const;
 export type TokenizerLibraryName = (typeof TOKENIZER_LIBRARIES)[number];
 
-
 /** A row of serve's table: the machinery's option plus its runtimes and environment. */
 export interface ServeOptionDef extends RuntimeOptionDef {
   /** Environment variables, first found wins; default: SWITCHYARD_ + the flag in upper snake case. */
@@ -45,26 +68,40 @@ export interface ServeOptionDef extends RuntimeOptionDef {
 
 type Row = ServeOptionDef;
 const row = <const D extends Row>(d: D): D => d;
-const group = <const G extends Readonly<Record<string, Row>>>(members: G, flagPrefix?: string): OptionGroup<G> => (flagPrefix === undefined ? { group: members } : { group: members, flagPrefix });
+const group = <const G extends Readonly<Record<string, Row>>>(
+  members: G,
+  flagPrefix?: string,
+): OptionGroup<G> =>
+  flagPrefix === undefined ? { group: members } : { group: members, flagPrefix };
 
 const DISAGG_WHY = "disaggregated prefill/decode is wired by the Bun entry only";
 const ZMQ_WHY = "ZMQ event streams use libzmq over bun:ffi (send events over HTTP instead)";
 const ENGINES_WHY = "embedded simulated engines run on Bun's server";
 const METRICS_WHY = "engine metrics scraping is wired by the Bun entry only";
 const DRAIN_WHY = "workerd stops its isolates itself; requests in flight are not drained";
-const OTLP_WHY = "the OpenTelemetry exporter is wired by the Bun entry only; the trace context is still passed to the engines";
-const TLS_WHY = "the TLS listener (and its reload on change) is Bun's; terminate TLS in front of Deno and workerd";
-const DISCOVERY_WHY = "Kubernetes discovery is wired by the Bun entry only; list the engines with --worker";
+const OTLP_WHY =
+  "the OpenTelemetry exporter is wired by the Bun entry only; the trace context is still passed to the engines";
+const TLS_WHY =
+  "the TLS listener (and its reload on change) is Bun's; terminate TLS in front of Deno and workerd";
+const DISCOVERY_WHY =
+  "Kubernetes discovery is wired by the Bun entry only; list the engines with --worker";
 
 export const SERVE_OPTIONS = {
-  port: row({ schema: v.optional(int(0, 65535), 8080), env: ["SWITCHYARD_PORT", "PORT"], meta: "N", help: "listen port; 0 = any free port", runtimes: EVERYWHERE }),
+  port: row({
+    schema: v.optional(int(0, 65535), 8080),
+    env: ["SWITCHYARD_PORT", "PORT"],
+    meta: "N",
+    help: "listen port; 0 = any free port",
+    runtimes: EVERYWHERE,
+  }),
   host: row({
     schema: v.optional(text()),
     meta: "ADDR",
     help: "listen address",
     // Without a token the admin endpoints answer loopback peers only, so listening on
     // every interface is the safe default only once a token protects them.
-    fill: (c: { readonly adminToken: string | undefined }): string => (c.adminToken ? "0.0.0.0" : "127.0.0.1"),
+    fill: (c: { readonly adminToken: string | undefined }): string =>
+      c.adminToken ? "0.0.0.0" : "127.0.0.1",
     defaultText: "0.0.0.0 with --admin-token, else 127.0.0.1",
     runtimes: EVERYWHERE,
   }),
@@ -74,13 +111,19 @@ export const SERVE_OPTIONS = {
     list: true,
     meta: "[MODEL=]PATH",
     help: "Hugging Face model directory (tokenizer.json + chat template) the engines tokenize with: text is routed on the exact tokens; MODEL=PATH for one model of a mixed fleet; repeatable. Without one: token-id prompts exact, text approximate",
-    runtimes: notOnWorkerd("workerd has no file system to read tokenizer directories from (text is routed on the router's own decisions)"),
+    runtimes: notOnWorkerd(
+      "workerd has no file system to read tokenizer directories from (text is routed on the router's own decisions)",
+    ),
   }),
   tokenizerLibrary: row({
     schema: v.optional(oneOf(TOKENIZER_LIBRARIES), "auto"),
     meta: "L",
     help: `the encoder behind --tokenizer: ${TOKENIZER_LIBRARIES.join("|")} (auto = our byte-level BPE where the tokenizer qualifies and encodes a built-in differential corpus exactly as the library does, else the library; hf = @huggingface/tokenizers, pure JS; native = HF's Rust tokenizers addon; bpe = the byte-level BPE unchecked, where it qualifies: src/tokens/README.md)`,
-    runtimes: valueCheck((lib, runtime) => (lib === "native" ? `native is not available on ${runtime} (HF's Rust addon loads on Bun/Node only; use hf or bpe)` : undefined)),
+    runtimes: valueCheck((lib, runtime) =>
+      lib === "native"
+        ? `native is not available on ${runtime} (HF's Rust addon loads on Bun/Node only; use hf or bpe)`
+        : undefined,
+    ),
   }),
   tokenizerWorkers: row({
     schema: v.optional(v.nullable(int(0, 64)), null),
@@ -89,7 +132,14 @@ export const SERVE_OPTIONS = {
     defaultText: "cores - 1, 1 to 4",
     runtimes: bunOnly("the encode pool uses Bun Workers"),
   }),
-  workers: row({ flag: "--worker", schema: v.optional(urlList, []), list: true, env: ["SWITCHYARD_WORKERS"], help: "engine base URL; repeatable (env: comma list)", runtimes: EVERYWHERE }),
+  workers: row({
+    flag: "--worker",
+    schema: v.optional(urlList, []),
+    list: true,
+    env: ["SWITCHYARD_WORKERS"],
+    help: "engine base URL; repeatable (env: comma list)",
+    runtimes: EVERYWHERE,
+  }),
   // Every registration source (flags, API, workers file, ZMQ, Kubernetes discovery) counts
   // against one cap, so the index and load books stay bounded whoever registers.
   maxWorkers: row({
@@ -134,13 +184,41 @@ export const SERVE_OPTIONS = {
     help: "--disagg sglang: the prefill engines' bootstrap port when their /v1/engine/info does not say (SGLang's)",
     runtimes: bunOnly(DISAGG_WHY),
   }),
-  engines: row({ schema: v.optional(int(0, 64), 0), meta: "N", help: "start N embedded simulated engines in-process", runtimes: bunOnly(ENGINES_WHY) }),
-  engineSpeedup: row({ schema: v.optional(positive("a number > 0"), 1), help: "time speed-up of embedded engines", runtimes: bunOnly(ENGINES_WHY) }),
-  policy: row({ schema: v.optional(oneOf(POLICIES), "kv"), meta: "NAME", help: `routing policy: ${POLICIES.join("|")}`, runtimes: EVERYWHERE }),
-  blockSize: row({ schema: v.optional(int(1, 1 << 20), 16), meta: "N", help: "KV block size in tokens; must match the engines", runtimes: EVERYWHERE }),
+  engines: row({
+    schema: v.optional(int(0, 64), 0),
+    meta: "N",
+    help: "start N embedded simulated engines in-process",
+    runtimes: bunOnly(ENGINES_WHY),
+  }),
+  engineSpeedup: row({
+    schema: v.optional(positive("a number > 0"), 1),
+    help: "time speed-up of embedded engines",
+    runtimes: bunOnly(ENGINES_WHY),
+  }),
+  policy: row({
+    schema: v.optional(oneOf(POLICIES), "kv"),
+    meta: "NAME",
+    help: `routing policy: ${POLICIES.join("|")}`,
+    runtimes: EVERYWHERE,
+  }),
+  blockSize: row({
+    schema: v.optional(int(1, 1 << 20), 16),
+    meta: "N",
+    help: "KV block size in tokens; must match the engines",
+    runtimes: EVERYWHERE,
+  }),
   scheduler: group({
-    overlapScoreWeight: row({ flag: "--overlap-weight", schema: v.optional(nonNegative("a number >= 0"), 1), help: "weight of uncached prefill blocks in the cost", runtimes: EVERYWHERE }),
-    temperature: row({ schema: v.optional(nonNegative("a number >= 0"), 0), help: "softmax temperature; 0 = always the cheapest", runtimes: EVERYWHERE }),
+    overlapScoreWeight: row({
+      flag: "--overlap-weight",
+      schema: v.optional(nonNegative("a number >= 0"), 1),
+      help: "weight of uncached prefill blocks in the cost",
+      runtimes: EVERYWHERE,
+    }),
+    temperature: row({
+      schema: v.optional(nonNegative("a number >= 0"), 0),
+      help: "softmax temperature; 0 = always the cheapest",
+      runtimes: EVERYWHERE,
+    }),
     loadGuardFactor: row({
       flag: "--load-guard",
       schema: v.optional(factorOrOff, 0),
@@ -148,8 +226,16 @@ export const SERVE_OPTIONS = {
       help: "kv-blocks/approx: skip workers whose load exceeds FACTOR x the mean (e.g. 1.25); 0 = off",
       runtimes: EVERYWHERE,
     }),
-    loadGuardMetric: row({ schema: v.optional(oneOf(LOAD_METRICS), "requests"), help: `what the load guard measures: ${LOAD_METRICS.join("|")}`, runtimes: EVERYWHERE }),
-    activeRequestWeight: row({ schema: v.optional(nonNegative("a number >= 0"), 0), help: "kv-blocks/approx: extra cost per active request on a worker", runtimes: EVERYWHERE }),
+    loadGuardMetric: row({
+      schema: v.optional(oneOf(LOAD_METRICS), "requests"),
+      help: `what the load guard measures: ${LOAD_METRICS.join("|")}`,
+      runtimes: EVERYWHERE,
+    }),
+    activeRequestWeight: row({
+      schema: v.optional(nonNegative("a number >= 0"), 0),
+      help: "kv-blocks/approx: extra cost per active request on a worker",
+      runtimes: EVERYWHERE,
+    }),
     busyThreshold: row({
       schema: v.optional(v.nullable(positive("a number > 0")), null),
       help: "a rank is busy when its engine's KV usage (engine metrics) or its booked prefill tokens / --worker-capacity exceed this fraction; busy ranks are skipped, and when all are, requests queue",
@@ -198,7 +284,12 @@ export const SERVE_OPTIONS = {
       runtimes: EVERYWHERE,
     }),
   }),
-  sessionTtl: row({ schema: v.optional(positive("a number of seconds > 0"), 300), meta: "S", help: "sticky session sliding TTL, seconds", runtimes: EVERYWHERE }),
+  sessionTtl: row({
+    schema: v.optional(positive("a number of seconds > 0"), 300),
+    meta: "S",
+    help: "sticky session sliding TTL, seconds",
+    runtimes: EVERYWHERE,
+  }),
   sessionReaperInterval: row({
     schema: v.optional(positive("a number of seconds > 0"), 30),
     meta: "S",
@@ -223,11 +314,28 @@ export const SERVE_OPTIONS = {
     env: ["SWITCHYARD_EVENTS_TOKEN_FILE"],
     meta: "FILE",
     help: "read --events-token from this file (a mounted Secret; surrounding whitespace trimmed)",
-    runtimes: bunOnly("the token file is read by the Bun entry; give --events-token or SWITCHYARD_EVENTS_TOKEN"),
+    runtimes: bunOnly(
+      "the token file is read by the Bun entry; give --events-token or SWITCHYARD_EVENTS_TOKEN",
+    ),
   }),
-  healthInterval: row({ schema: v.optional(positive("a number of seconds > 0"), 2), meta: "S", help: "seconds between worker health checks", runtimes: EVERYWHERE }),
-  healthTimeout: row({ schema: v.optional(positive("a number of seconds > 0"), 1), meta: "S", help: "seconds before a health check counts as failed", runtimes: EVERYWHERE }),
-  maxBodyBytes: row({ schema: v.optional(int(1, 2 ** 31), 16 * 1024 * 1024), meta: "N", help: "largest accepted request body", runtimes: EVERYWHERE }),
+  healthInterval: row({
+    schema: v.optional(positive("a number of seconds > 0"), 2),
+    meta: "S",
+    help: "seconds between worker health checks",
+    runtimes: EVERYWHERE,
+  }),
+  healthTimeout: row({
+    schema: v.optional(positive("a number of seconds > 0"), 1),
+    meta: "S",
+    help: "seconds before a health check counts as failed",
+    runtimes: EVERYWHERE,
+  }),
+  maxBodyBytes: row({
+    schema: v.optional(int(1, 2 ** 31), 16 * 1024 * 1024),
+    meta: "N",
+    help: "largest accepted request body",
+    runtimes: EVERYWHERE,
+  }),
   // Routing costs the event loop time in proportion to the prompt, so a prompt has a limit of
   // its own far below the body's (docs/chaos.md, "Found by probing": five 15 MB prompts held /livez 4 s).
   maxPromptChars: row({
@@ -257,7 +365,10 @@ export const SERVE_OPTIONS = {
     runtimes: EVERYWHERE,
   }),
   redisTimeout: row({
-    schema: v.optional(v.pipe(positive("a number of seconds > 0"), v.maxValue(10, "must be at most 10 seconds")), 0.05),
+    schema: v.optional(
+      v.pipe(positive("a number of seconds > 0"), v.maxValue(10, "must be at most 10 seconds")),
+      0.05,
+    ),
     meta: "S",
     help: "seconds a request may wait for Redis; a command slower than this marks Redis down (no waits) until it answers a probe",
     runtimes: EVERYWHERE,
@@ -271,7 +382,10 @@ export const SERVE_OPTIONS = {
     runtimes: EVERYWHERE,
   }),
   burstClaimWindow: row({
-    schema: v.optional(v.pipe(positive("a number of seconds > 0"), v.maxValue(10, "must be at most 10 seconds")), 0.1),
+    schema: v.optional(
+      v.pipe(positive("a number of seconds > 0"), v.maxValue(10, "must be at most 10 seconds")),
+      0.1,
+    ),
     meta: "S",
     help: "seconds a burst claim stays in the shared list (longer than the load sync takes to bring a booking to the other routers)",
     runtimes: EVERYWHERE,
@@ -288,7 +402,12 @@ export const SERVE_OPTIONS = {
     help: "with --cache-check: a known 256-token prompt sent twice straight to each engine at registration and after a restart seen in its events (never billed to a tenant); --canary=false: only on demand (POST /v1/workers/:id/canary)",
     runtimes: EVERYWHERE,
   }),
-  maxRetries: row({ schema: v.optional(int(0, 16), 2), meta: "N", help: "other workers tried when one fails before its first byte", runtimes: EVERYWHERE }),
+  maxRetries: row({
+    schema: v.optional(int(0, 16), 2),
+    meta: "N",
+    help: "other workers tried when one fails before its first byte",
+    runtimes: EVERYWHERE,
+  }),
   // A stream that fails after its first byte goes on on another worker (edge/proxy/migration).
   maxMigrations: row({
     schema: v.optional(int(0, 16), 2),
@@ -337,7 +456,10 @@ export const SERVE_OPTIONS = {
     runtimes: EVERYWHERE,
   }),
   retryBudget: row({
-    schema: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(1000, "must be <= 1000")), 20),
+    schema: v.optional(
+      v.pipe(nonNegative("a percentage"), v.maxValue(1000, "must be <= 1000")),
+      20,
+    ),
     meta: "P",
     help: "re-sends to another worker (engine answers in --retry-on, connection failures, missed deadlines, fail-over off an ejected or removed worker), beyond 10 per second, as a percentage of the requests of the last 10 s; past it the engine's answer (or a 502) goes to the client",
     runtimes: EVERYWHERE,
@@ -401,7 +523,10 @@ export const SERVE_OPTIONS = {
         runtimes: EVERYWHERE,
       }),
       failurePercent: row({
-        schema: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(100, "must be <= 100")), 50),
+        schema: v.optional(
+          v.pipe(nonNegative("a percentage"), v.maxValue(100, "must be <= 100")),
+          50,
+        ),
         meta: "P",
         help: "share of failed answers (of at least 20 in 10 s) that ejects a worker; 0 = off",
         runtimes: EVERYWHERE,
@@ -412,9 +537,17 @@ export const SERVE_OPTIONS = {
         help: "seconds of a first ejection; the k-th in a row lasts k times as long",
         runtimes: EVERYWHERE,
       }),
-      maxEjectionTime: row({ schema: v.optional(positive("a number of seconds > 0"), 300), meta: "S", help: "longest ejection, seconds (at least the base time)", runtimes: EVERYWHERE }),
+      maxEjectionTime: row({
+        schema: v.optional(positive("a number of seconds > 0"), 300),
+        meta: "S",
+        help: "longest ejection, seconds (at least the base time)",
+        runtimes: EVERYWHERE,
+      }),
       maxEjectionPercent: row({
-        schema: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(100, "must be <= 100")), 50),
+        schema: v.optional(
+          v.pipe(nonNegative("a percentage"), v.maxValue(100, "must be <= 100")),
+          50,
+        ),
         meta: "P",
         help: "most workers ejected at once, percent (one always may be)",
         runtimes: EVERYWHERE,
@@ -422,8 +555,18 @@ export const SERVE_OPTIONS = {
     },
     "outlier",
   ),
-  approxTtl: row({ schema: v.optional(positive("a number of seconds > 0"), 120), meta: "S", help: "approx policy: seconds a routing decision stays in the index", runtimes: EVERYWHERE }),
-  logLevel: row({ schema: v.optional(oneOf(LOG_LEVELS), "info"), meta: "LEVEL", help: LOG_LEVELS.join("|"), runtimes: EVERYWHERE }),
+  approxTtl: row({
+    schema: v.optional(positive("a number of seconds > 0"), 120),
+    meta: "S",
+    help: "approx policy: seconds a routing decision stays in the index",
+    runtimes: EVERYWHERE,
+  }),
+  logLevel: row({
+    schema: v.optional(oneOf(LOG_LEVELS), "info"),
+    meta: "LEVEL",
+    help: LOG_LEVELS.join("|"),
+    runtimes: EVERYWHERE,
+  }),
   // Observability (src/observe): the access log's format and where spans go.
   logFormat: row({
     schema: v.optional(oneOf(LOG_FORMATS), "text"),
@@ -462,7 +605,10 @@ export const SERVE_OPTIONS = {
     runtimes: EVERYWHERE,
   }),
   loraPath: row({
-    schema: v.optional(v.pipe(v.string("must be a string"), v.includes("{name}", "must contain {name}")), "{name}"),
+    schema: v.optional(
+      v.pipe(v.string("must be a string"), v.includes("{name}", "must contain {name}")),
+      "{name}",
+    ),
     meta: "TEMPLATE",
     help: "lora_path sent to the engine when the router loads an adapter; {name} = the adapter",
     runtimes: EVERYWHERE,
@@ -505,7 +651,12 @@ export const SERVE_OPTIONS = {
     help: "that worker's data-parallel rank count: ranks 0..N-1 are subscribed (rank r on port + r) and routed to (default 1); repeatable",
     runtimes: bunOnly(ZMQ_WHY),
   }),
-  maxSessions: row({ schema: v.optional(int(1, 2 ** 31), 100_000), meta: "N", help: "sticky sessions held in memory; past it the least recently used is dropped", runtimes: EVERYWHERE }),
+  maxSessions: row({
+    schema: v.optional(int(1, 2 ** 31), 100_000),
+    meta: "N",
+    help: "sticky sessions held in memory; past it the least recently used is dropped",
+    runtimes: EVERYWHERE,
+  }),
   maxSessionIdLength: row({
     schema: v.optional(int(1, 65_536), 256),
     meta: "N",
@@ -563,8 +714,18 @@ export const SERVE_OPTIONS = {
     defaultText: "unbounded",
     runtimes: EVERYWHERE,
   }),
-  maxQueue: row({ schema: v.optional(int(0, 1_000_000), 1024), meta: "N", help: "requests that may wait when every worker is busy; more get 429; 0 = 429 at once", runtimes: EVERYWHERE }),
-  queueTimeout: row({ schema: v.optional(positive("a number of seconds > 0"), 30), meta: "S", help: "seconds a request may wait for a worker that is not busy before a 429", runtimes: EVERYWHERE }),
+  maxQueue: row({
+    schema: v.optional(int(0, 1_000_000), 1024),
+    meta: "N",
+    help: "requests that may wait when every worker is busy; more get 429; 0 = 429 at once",
+    runtimes: EVERYWHERE,
+  }),
+  queueTimeout: row({
+    schema: v.optional(positive("a number of seconds > 0"), 30),
+    meta: "S",
+    help: "seconds a request may wait for a worker that is not busy before a 429",
+    runtimes: EVERYWHERE,
+  }),
   // Engines found by the router itself (src/fleet/discovery): the pods a label selector matches.
   discover: row({
     schema: v.optional(v.picklist(["off", "kubernetes"], "must be off or kubernetes"), "off"),
@@ -573,20 +734,39 @@ export const SERVE_OPTIONS = {
     runtimes: bunOnly(DISCOVERY_WHY),
   }),
   discoverNamespace: row({
-    schema: v.optional(v.pipe(v.string("must be a string"), v.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name (lower-case letters, digits, '-')"))),
+    schema: v.optional(
+      v.pipe(
+        v.string("must be a string"),
+        v.regex(
+          /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
+          "must be a namespace name (lower-case letters, digits, '-')",
+        ),
+      ),
+    ),
     meta: "NS",
     help: "--discover kubernetes: the namespace watched",
     defaultText: "the router pod's own, else the kubeconfig context's, else default",
     runtimes: bunOnly(DISCOVERY_WHY),
   }),
   discoverSelector: row({
-    schema: v.optional(v.pipe(v.string("must be a string"), v.trim(), v.nonEmpty("must not be empty"))),
+    schema: v.optional(
+      v.pipe(v.string("must be a string"), v.trim(), v.nonEmpty("must not be empty")),
+    ),
     meta: "LABELS",
     help: "--discover kubernetes: label selector of the engine pods, e.g. app=vllm (required with it)",
     runtimes: bunOnly(DISCOVERY_WHY),
   }),
   discoverPortName: row({
-    schema: v.optional(v.pipe(v.string("must be a string"), v.regex(/^[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$/, "must be a port name (at most 15 lower-case letters, digits, '-')")), "http"),
+    schema: v.optional(
+      v.pipe(
+        v.string("must be a string"),
+        v.regex(
+          /^[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$/,
+          "must be a port name (at most 15 lower-case letters, digits, '-')",
+        ),
+      ),
+      "http",
+    ),
     meta: "NAME",
     help: "--discover kubernetes: the container port, by name, the engine serves HTTP on",
     runtimes: bunOnly(DISCOVERY_WHY),
@@ -608,7 +788,10 @@ export const SERVE_OPTIONS = {
     // Deno has no YAML parser without a download; workerd gets the document from its
     // launcher, which runs on Bun and parses either.
     runtimes: {
-      deno: (path, runtime) => (typeof path === "string" && /\.ya?ml$/i.test(path) ? `a YAML keys file is read on Bun only (its YAML parser); give the same document as JSON on ${runtime}` : undefined),
+      deno: (path, runtime) =>
+        typeof path === "string" && /\.ya?ml$/i.test(path)
+          ? `a YAML keys file is read on Bun only (its YAML parser); give the same document as JSON on ${runtime}`
+          : undefined,
       workerd: true,
     },
   }),
@@ -637,7 +820,8 @@ export const SERVE_OPTIONS = {
 export interface Config extends TableValues<typeof SERVE_OPTIONS> {}
 
 /** The table's options in order, groups flattened, each with its flag. */
-export const SERVE_OPTION_LIST: readonly TableOption<ServeOptionDef>[] = listOptions<ServeOptionDef>(SERVE_OPTIONS);
+export const SERVE_OPTION_LIST: readonly TableOption<ServeOptionDef>[] =
+  listOptions<ServeOptionDef>(SERVE_OPTIONS);
 
 /** The environment variable a flag gets unless its row names others: `--block-size` -> SWITCHYARD_BLOCK_SIZE. */
 export function derivedEnvName(flag: string): string {
@@ -653,13 +837,17 @@ export function envNames(o: TableOption<ServeOptionDef>): readonly string[] {
 export function finishConfig(c: Config): Config {
   const join = (z: ZmqWorker): ZmqWorker => ({
     ...z,
-    replayEndpoint: c.zmqReplayEndpoints.find((r) => sameWorkerUrl(r.workerUrl, z.workerUrl))?.endpoint,
+    replayEndpoint: c.zmqReplayEndpoints.find((r) => sameWorkerUrl(r.workerUrl, z.workerUrl))
+      ?.endpoint,
     dpRanks: c.zmqDpRanks.find((r) => sameWorkerUrl(r.workerUrl, z.workerUrl))?.dpRanks ?? 1,
   });
   return {
     ...c,
     // A max below the base would make the first ejection longer than the longest.
-    outlier: { ...c.outlier, maxEjectionTime: Math.max(c.outlier.maxEjectionTime, c.outlier.baseEjectionTime) },
+    outlier: {
+      ...c.outlier,
+      maxEjectionTime: Math.max(c.outlier.maxEjectionTime, c.outlier.baseEjectionTime),
+    },
     zmqEndpoints: c.zmqEndpoints.map(join),
   };
 }
@@ -668,23 +856,38 @@ export function finishConfig(c: Config): Config {
 export function crossFieldProblems(c: Config): string[] {
   const out: string[] = [];
   if (c.redis !== undefined && /^https?:/i.test(c.redis) && c.redisToken === undefined) {
-    out.push("--redis-token (SWITCHYARD_REDIS_TOKEN / UPSTASH_REDIS_REST_TOKEN): needed for an https:// (Upstash REST) --redis URL");
+    out.push(
+      "--redis-token (SWITCHYARD_REDIS_TOKEN / UPSTASH_REDIS_REST_TOKEN): needed for an https:// (Upstash REST) --redis URL",
+    );
   }
   for (const d of c.zmqDpRanks) {
-    if (!c.zmqEndpoints.some((z) => sameWorkerUrl(z.workerUrl, d.workerUrl))) out.push(`--zmq-dp-ranks: ${d.workerUrl} has no --zmq-endpoint`);
+    if (!c.zmqEndpoints.some((z) => sameWorkerUrl(z.workerUrl, d.workerUrl)))
+      out.push(`--zmq-dp-ranks: ${d.workerUrl} has no --zmq-endpoint`);
   }
   for (const r of c.zmqReplayEndpoints) {
-    if (!c.zmqEndpoints.some((z) => sameWorkerUrl(z.workerUrl, r.workerUrl))) out.push(`--zmq-replay-endpoint: ${r.workerUrl} has no --zmq-endpoint`);
+    if (!c.zmqEndpoints.some((z) => sameWorkerUrl(z.workerUrl, r.workerUrl)))
+      out.push(`--zmq-replay-endpoint: ${r.workerUrl} has no --zmq-endpoint`);
   }
   if (c.discover === "kubernetes" && c.discoverSelector === undefined) {
-    out.push("--discover-selector (SWITCHYARD_DISCOVER_SELECTOR): needed with --discover kubernetes (the labels of the engine pods, e.g. app=vllm)");
+    out.push(
+      "--discover-selector (SWITCHYARD_DISCOVER_SELECTOR): needed with --discover kubernetes (the labels of the engine pods, e.g. app=vllm)",
+    );
   }
   if (c.discover === "off") {
-    const given = [["--discover-namespace", c.discoverNamespace], ["--discover-selector", c.discoverSelector], ["--kubeconfig", c.kubeconfig]] as const;
-    for (const [flag, value] of given) if (value !== undefined) out.push(`${flag}: only used with --discover kubernetes`);
+    const given = [
+      ["--discover-namespace", c.discoverNamespace],
+      ["--discover-selector", c.discoverSelector],
+      ["--kubeconfig", c.kubeconfig],
+    ] as const;
+    for (const [flag, value] of given)
+      if (value !== undefined) out.push(`${flag}: only used with --discover kubernetes`);
   }
   if ((c.tlsCert === undefined) !== (c.tlsKey === undefined)) {
-    out.push(c.tlsCert === undefined ? "--tls-key: needs --tls-cert (the certificate it belongs to)" : "--tls-cert: needs --tls-key (its private key)");
+    out.push(
+      c.tlsCert === undefined
+        ? "--tls-key: needs --tls-cert (the certificate it belongs to)"
+        : "--tls-cert: needs --tls-key (its private key)",
+    );
   }
   const seen = new Set<string>();
   for (const z of c.zmqEndpoints) {

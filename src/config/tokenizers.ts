@@ -18,13 +18,19 @@ export function parseTokenizerSpec(s: string): TokenizerSpec | string {
   const eq = t.indexOf("=");
   const model = eq > 0 ? t.slice(0, eq).trim() : undefined;
   const path = (eq > 0 ? t.slice(eq + 1) : t).trim();
-  if (eq === 0 || path === "" || model === "") return `must be PATH or MODEL=PATH (got ${JSON.stringify(s)})`;
+  if (eq === 0 || path === "" || model === "")
+    return `must be PATH or MODEL=PATH (got ${JSON.stringify(s)})`;
   return { model, path };
 }
 
 function items(x: unknown): unknown {
-  if (typeof x === "string") return x.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  if (x !== null && typeof x === "object" && !Array.isArray(x)) return Object.entries(x).map(([m, p]) => (typeof p === "string" ? `${m}=${p}` : p));
+  if (typeof x === "string")
+    return x
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+  if (x !== null && typeof x === "object" && !Array.isArray(x))
+    return Object.entries(x).map(([m, p]) => (typeof p === "string" ? `${m}=${p}` : p));
   return x;
 }
 
@@ -43,7 +49,12 @@ export const TokenizerSpecsSchema = v.pipe(
       }
       const key = spec.model ?? "";
       if (seen.has(key)) {
-        addIssue({ message: spec.model === undefined ? "only one default PATH (without MODEL=) may be given" : `model ${spec.model} is given twice` });
+        addIssue({
+          message:
+            spec.model === undefined
+              ? "only one default PATH (without MODEL=) may be given"
+              : `model ${spec.model} is given twice`,
+        });
         return NEVER;
       }
       seen.add(key);

@@ -12,9 +12,15 @@ function coerceNumber(x: unknown): unknown {
   return x;
 }
 
-export const num = (what: string) => v.pipe(v.unknown(), v.transform(coerceNumber), v.number(`must be ${what}`));
+export const num = (what: string) =>
+  v.pipe(v.unknown(), v.transform(coerceNumber), v.number(`must be ${what}`));
 export const int = (min: number, max: number) =>
-  v.pipe(num(`an integer in [${min}, ${max}]`), v.integer(`must be an integer in [${min}, ${max}]`), v.minValue(min, `must be >= ${min}`), v.maxValue(max, `must be <= ${max}`));
+  v.pipe(
+    num(`an integer in [${min}, ${max}]`),
+    v.integer(`must be an integer in [${min}, ${max}]`),
+    v.minValue(min, `must be >= ${min}`),
+    v.maxValue(max, `must be <= ${max}`),
+  );
 export const nonNegative = (what: string) => v.pipe(num(what), v.minValue(0, "must be >= 0"));
 export const positive = (what: string) => v.pipe(num(what), v.gtValue(0, "must be > 0"));
 /** A factor where 0 means off (then null) and anything else must be at least 1. */
@@ -33,13 +39,22 @@ function coerceBoolean(x: unknown): unknown {
   return x;
 }
 
-export const bool = v.pipe(v.unknown(), v.transform(coerceBoolean), v.boolean("must be true or false"));
+export const bool = v.pipe(
+  v.unknown(),
+  v.transform(coerceBoolean),
+  v.boolean("must be true or false"),
+);
 
-export const text = (what = "a string") => v.pipe(v.string(`must be ${what}`), v.nonEmpty("must not be empty"));
+export const text = (what = "a string") =>
+  v.pipe(v.string(`must be ${what}`), v.nonEmpty("must not be empty"));
 
 /** "a,b" -> ["a","b"]; arrays pass through. */
 export function toList(x: unknown): unknown {
-  if (typeof x === "string") return x.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  if (typeof x === "string")
+    return x
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
   return x;
 }
 
@@ -53,7 +68,15 @@ export const httpStatuses = v.pipe(
     const list = items.flatMap((i) => (typeof i === "string" ? (toList(i) as string[]) : [i]));
     return list.length === 1 && String(list[0]).toLowerCase() === "none" ? [] : list;
   }),
-  v.array(v.pipe(num(STATUS_MESSAGE.slice("must be ".length)), v.integer(STATUS_MESSAGE), v.minValue(400, STATUS_MESSAGE), v.maxValue(599, STATUS_MESSAGE)), "must be a list of HTTP statuses"),
+  v.array(
+    v.pipe(
+      num(STATUS_MESSAGE.slice("must be ".length)),
+      v.integer(STATUS_MESSAGE),
+      v.minValue(400, STATUS_MESSAGE),
+      v.maxValue(599, STATUS_MESSAGE),
+    ),
+    "must be a list of HTTP statuses",
+  ),
 );
 
 const isHttpUrl = (s: string): boolean => {
@@ -65,12 +88,23 @@ const isHttpUrl = (s: string): boolean => {
   }
 };
 
-export const httpUrl = v.pipe(v.string("must be a URL string"), v.check(isHttpUrl, "must be an http:// or https:// URL"));
+export const httpUrl = v.pipe(
+  v.string("must be a URL string"),
+  v.check(isHttpUrl, "must be an http:// or https:// URL"),
+);
 
-export const urlList = v.pipe(v.unknown(), v.transform(toList), v.array(httpUrl, "must be a list of URLs"));
+export const urlList = v.pipe(
+  v.unknown(),
+  v.transform(toList),
+  v.array(httpUrl, "must be a list of URLs"),
+);
 
 export const patternList = (what: string) =>
-  v.pipe(v.unknown(), v.transform(toList), v.array(v.pipe(v.string(), v.nonEmpty("must not be empty")), `must be a list of ${what}`));
+  v.pipe(
+    v.unknown(),
+    v.transform(toList),
+    v.array(v.pipe(v.string(), v.nonEmpty("must not be empty")), `must be a list of ${what}`),
+  );
 
 export const redisUrl = v.pipe(
   v.string("must be a URL string"),
@@ -83,4 +117,5 @@ export const redisUrl = v.pipe(
   }, "must be a redis://, rediss:// or https:// URL"),
 );
 
-export const oneOf = <const T extends readonly [string, ...string[]]>(names: T) => v.picklist(names, `must be one of ${names.join(", ")}`);
+export const oneOf = <const T extends readonly [string, ...string[]]>(names: T) =>
+  v.picklist(names, `must be one of ${names.join(", ")}`);

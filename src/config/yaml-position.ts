@@ -19,7 +19,10 @@ export interface TextPosition {
   readonly text: string;
 }
 
-export function locateYamlError(text: string, parse: (text: string) => unknown): TextPosition | undefined {
+export function locateYamlError(
+  text: string,
+  parse: (text: string) => unknown,
+): TextPosition | undefined {
   const lines = text.split("\n");
   if (lines.length > MAX_LINES) return undefined;
   const reads = (t: string): boolean => {

@@ -54,7 +54,8 @@ export function parseZmqPair(s: string): ZmqEndpointPair | string {
 function parseDpRanksPair(s: string): DpRanksPair | string {
   const eq = s.lastIndexOf("=");
   const n = Number(s.slice(eq + 1).trim());
-  if (eq <= 0 || !Number.isInteger(n) || n < 1 || n > MAX_DP_RANKS) return `must be WORKER_URL=N with N an integer in [1, ${MAX_DP_RANKS}] (got ${JSON.stringify(s)})`;
+  if (eq <= 0 || !Number.isInteger(n) || n < 1 || n > MAX_DP_RANKS)
+    return `must be WORKER_URL=N with N an integer in [1, ${MAX_DP_RANKS}] (got ${JSON.stringify(s)})`;
   return { workerUrl: s.slice(0, eq).trim(), dpRanks: n };
 }
 
@@ -83,7 +84,9 @@ export const dpRankPairs = pairs("WORKER_URL=N", parseDpRanksPair);
 /** --zmq-endpoint: each a worker of its own, without replay endpoint and with one rank until finishConfig joins the other two. */
 export const zmqWorkers = v.pipe(
   zmqPairs,
-  v.transform((list): ZmqWorker[] => list.map((p) => ({ ...p, replayEndpoint: undefined, dpRanks: 1 }))),
+  v.transform((list): ZmqWorker[] =>
+    list.map((p) => ({ ...p, replayEndpoint: undefined, dpRanks: 1 })),
+  ),
 );
 
 export function sameWorkerUrl(a: string, b: string): boolean {

@@ -59,7 +59,11 @@ export interface BlockHashOptions {
 }
 
 /** Hashes floor(len / blockSize) blocks of `tokens` (u32 LE bytes) with `seed`, no MM. */
-export type BatchBlockHasher = ((tokens: Uint32Array, blockSize: number, seed: bigint) => BigUint64Array) & {
+export type BatchBlockHasher = ((
+  tokens: Uint32Array,
+  blockSize: number,
+  seed: bigint,
+) => BigUint64Array) & {
   /**
    * The same implementation's sequence hasher, when it has one (the native library: one
    * FFI call per prompt). Callers use `seqHasherOf(hasher)`.
@@ -76,7 +80,10 @@ export function seqHasherOf(hasher: BatchBlockHasher): SeqHasher {
 }
 
 /** Sequence hashes through an injected implementation (native or portable). */
-export function computeSeqHashesWith(seqHasher: SeqHasher, blockHashes: BigUint64Array): BigUint64Array {
+export function computeSeqHashesWith(
+  seqHasher: SeqHasher,
+  blockHashes: BigUint64Array,
+): BigUint64Array {
   return seqHasher(blockHashes);
 }
 
@@ -132,7 +139,11 @@ export const portableBatchHasher: BatchBlockHasher = (tokens, blockSize, seed) =
 };
 
 /** LocalBlockHash per full block (Dynamo's compute_block_hash_for_seq), using the portable hasher. */
-export function computeBlockHashes(tokens: ArrayLike<number>, blockSize: number, opts?: BlockHashOptions): BigUint64Array {
+export function computeBlockHashes(
+  tokens: ArrayLike<number>,
+  blockSize: number,
+  opts?: BlockHashOptions,
+): BigUint64Array {
   return computeBlockHashesWith(portableBatchHasher, tokens, blockSize, opts);
 }
 

@@ -21,7 +21,10 @@ export interface BuildInfo {
 
 export function buildInfo(): BuildInfo {
   // typeof: an identifier nobody defined is no ReferenceError this way.
-  const commit = typeof SWITCHYARD_COMMIT === "string" && SWITCHYARD_COMMIT !== "" ? SWITCHYARD_COMMIT : "unknown";
+  const commit =
+    typeof SWITCHYARD_COMMIT === "string" && SWITCHYARD_COMMIT !== ""
+      ? SWITCHYARD_COMMIT
+      : "unknown";
   const agent = typeof navigator !== "undefined" ? navigator.userAgent : undefined;
   return { version: pkg.version, commit, runtime: agent || "unknown" };
 }

@@ -79,7 +79,10 @@ export function storedEvent(
   dpRank: DpRank = 0,
   medium?: KvMedium,
 ): RouterEvent {
-  return { workerId, event: withMedium({ eventId, dpRank, data: { type: "stored", parentHash, blocks } }, medium) };
+  return {
+    workerId,
+    event: withMedium({ eventId, dpRank, data: { type: "stored", parentHash, blocks } }, medium),
+  };
 }
 
 export function removedEvent(
@@ -89,16 +92,26 @@ export function removedEvent(
   dpRank: DpRank = 0,
   medium?: KvMedium,
 ): RouterEvent {
-  return { workerId, event: withMedium({ eventId, dpRank, data: { type: "removed", blockHashes } }, medium) };
+  return {
+    workerId,
+    event: withMedium({ eventId, dpRank, data: { type: "removed", blockHashes } }, medium),
+  };
 }
 
-export function clearedEvent(workerId: WorkerId, eventId: EventId, dpRank: DpRank = 0, medium?: KvMedium): RouterEvent {
+export function clearedEvent(
+  workerId: WorkerId,
+  eventId: EventId,
+  dpRank: DpRank = 0,
+  medium?: KvMedium,
+): RouterEvent {
   return { workerId, event: withMedium({ eventId, dpRank, data: { type: "cleared" } }, medium) };
 }
 
 /** GPU is the default: an event about the GPU carries no medium, so GPU-only events stay as they were. */
 function withMedium(e: KvCacheEvent, medium: KvMedium | undefined): KvCacheEvent {
-  return medium === undefined || (medium === "gpu" && e.data.type !== "cleared") ? e : { ...e, medium };
+  return medium === undefined || (medium === "gpu" && e.data.type !== "cleared")
+    ? e
+    : { ...e, medium };
 }
 
 // ---------------------------------------------------------------- wire schemas
@@ -119,7 +132,8 @@ export const U64Schema = v.pipe(
       if (!DECIMAL.test(x)) addIssue({ message: "must be a decimal integer" });
     } else if (typeof x === "number") {
       if (!Number.isInteger(x)) addIssue({ message: "must be an integer" });
-      if (!Number.isSafeInteger(x)) addIssue({ message: "must be a safe integer; send larger values as strings" });
+      if (!Number.isSafeInteger(x))
+        addIssue({ message: "must be a safe integer; send larger values as strings" });
     } else if (typeof x !== "bigint") {
       addIssue({ message: "must be an unsigned 64-bit integer (number or decimal string)" });
     }
@@ -153,14 +167,20 @@ const RemovedWire = v.object({ removed: v.object({ block_hashes: v.array(U64Sche
 const ClearedWire = v.literal("cleared");
 
 export const KvCacheEventDataSchema = v.pipe(
-  v.union([StoredWire, RemovedWire, ClearedWire], 'data must be {"stored":{...}}, {"removed":{...}} or "cleared"'),
+  v.union(
+    [StoredWire, RemovedWire, ClearedWire],
+    'data must be {"stored":{...}}, {"removed":{...}} or "cleared"',
+  ),
   v.transform((d): KvCacheEventData => {
     if (d === "cleared") return { type: "cleared" };
     if ("stored" in d) {
       return {
         type: "stored",
         parentHash: d.stored.parent_hash ?? null,
-        blocks: d.stored.blocks.map((b) => ({ blockHash: b.block_hash, tokensHash: b.tokens_hash })),
+        blocks: d.stored.blocks.map((b) => ({
+          blockHash: b.block_hash,
+          tokensHash: b.tokens_hash,
+        })),
       };
     }
     return { type: "removed", blockHashes: d.removed.block_hashes };
@@ -189,7 +209,11 @@ const StorageTierSchema = v.picklist(
 );
 
 export const RouterEventSchema = v.pipe(
-  v.object({ worker_id: U64Schema, storage_tier: v.optional(StorageTierSchema), event: KvCacheEventSchema }),
+  v.object({
+    worker_id: U64Schema,
+    storage_tier: v.optional(StorageTierSchema),
+    event: KvCacheEventSchema,
+  }),
   v.transform((e): RouterEvent => {
     const medium = e.storage_tier === undefined ? undefined : STORAGE_TIERS[e.storage_tier];
     return { workerId: e.worker_id, event: withMedium(e.event, medium) };
@@ -277,7 +301,8 @@ export function fastRouterEventBatch(json: unknown): RouterEvent[] | undefined {
     const r = ev.dp_rank;
     let dpRank = 0;
     if (r !== undefined) {
-      if (typeof r !== "number" || !Number.isInteger(r) || r < 0 || r > 0xffffffff) return undefined;
+      if (typeof r !== "number" || !Number.isInteger(r) || r < 0 || r > 0xffffffff)
+        return undefined;
       dpRank = r;
     }
     const data = fastData(ev.data);
@@ -287,7 +312,10 @@ export function fastRouterEventBatch(json: unknown): RouterEvent[] | undefined {
       out[i] = { workerId, event: { eventId, dpRank, data } };
       continue;
     }
-    const medium = typeof tier === "string" && Object.hasOwn(STORAGE_TIERS, tier) ? STORAGE_TIERS[tier] : undefined;
+    const medium =
+      typeof tier === "string" && Object.hasOwn(STORAGE_TIERS, tier)
+        ? STORAGE_TIERS[tier]
+        : undefined;
     if (medium === undefined) return undefined;
     out[i] = { workerId, event: withMedium({ eventId, dpRank, data }, medium) };
   }
@@ -314,7 +342,11 @@ export function eventDataToWire(d: KvCacheEventData): unknown {
 }
 
 export function routerEventToWire(e: RouterEvent): unknown {
-  const event = { event_id: e.event.eventId, data: eventDataToWire(e.event.data), dp_rank: e.event.dpRank };
+  const event = {
+    event_id: e.event.eventId,
+    data: eventDataToWire(e.event.data),
+    dp_rank: e.event.dpRank,
+  };
   const medium = e.event.medium;
   if (medium === undefined) return { worker_id: e.workerId, event };
   return { worker_id: e.workerId, storage_tier: MEDIUM_TIERS[medium], event };

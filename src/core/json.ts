@@ -119,10 +119,13 @@ const rawJSON = (JSON as unknown as { rawJSON?: (text: string) => unknown }).raw
 
 /** JSON.stringify that writes bigints as bare integers (exact), for events and dumps. */
 export function stringifyBigint(value: unknown): string {
-  if (rawJSON) return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? rawJSON(v.toString()) : v));
+  if (rawJSON)
+    return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? rawJSON(v.toString()) : v));
   // Runtimes without rawJSON: mark bigints with a sentinel string, then strip the quotes
   // around them. (A string that itself reads "\u0000n<digits>" would be turned into a
   // number here, which is why rawJSON comes first: same speed, no such string.)
-  const s = JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? `\u0000n${v.toString()}` : v));
+  const s = JSON.stringify(value, (_k, v) =>
+    typeof v === "bigint" ? `\u0000n${v.toString()}` : v,
+  );
   return s.replace(/"\\u0000n(-?\d+)"/g, "$1");
 }

@@ -64,7 +64,9 @@ export function textLogValue(raw: string): string {
 /** A text-format message: capped, its non-printable characters escaped (not quoted: it is the line's prose). */
 export function textLogMessage(raw: string): string {
   const s = capLogValue(raw);
-  return NOT_PRINTABLE.test(s) ? s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, escapeChar) : s;
+  return NOT_PRINTABLE.test(s)
+    ? s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, escapeChar)
+    : s;
 }
 
 const JSON_RAW = /[\u007f-\u009f\u2028\u2029]/;

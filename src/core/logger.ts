@@ -9,7 +9,12 @@ export const LOG_FORMATS = ["text", "json"] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** Each level's order: a logger at level L writes the levels whose rank is at least L's. */
-export const LOG_RANK: Readonly<Record<LogLevel, number>> = { debug: 0, info: 1, warn: 2, error: 3 };
+export const LOG_RANK: Readonly<Record<LogLevel, number>> = {
+  debug: 0,
+  info: 1,
+  warn: 2,
+  error: 3,
+};
 
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;

@@ -53,11 +53,16 @@ const P64_3 = 0x165667b19e3779f9n;
 const P64_4 = 0x85ebca77c2b2ae63n;
 const P64_5 = 0x27d4eb2f165667c5n;
 // The same primes as int32 halves for the hot paths.
-const P64_1_H = 0x9e3779b1 | 0, P64_1_L = 0x85ebca87 | 0;
-const P64_2_H = 0xc2b2ae3d | 0, P64_2_L = 0x27d4eb4f;
-const P64_3_H = 0x165667b1, P64_3_L = 0x9e3779f9 | 0;
-const MX1_H = 0x16566791, MX1_L = 0x9e3779f9 | 0;
-const MX2_H = 0x9fb21c65 | 0, MX2_L = 0x1e98df25;
+const P64_1_H = 0x9e3779b1 | 0,
+  P64_1_L = 0x85ebca87 | 0;
+const P64_2_H = 0xc2b2ae3d | 0,
+  P64_2_L = 0x27d4eb4f;
+const P64_3_H = 0x165667b1,
+  P64_3_L = 0x9e3779f9 | 0;
+const MX1_H = 0x16566791,
+  MX1_L = 0x9e3779f9 | 0;
+const MX2_H = 0x9fb21c65 | 0,
+  MX2_L = 0x1e98df25;
 
 /** Initial long-path accumulators as [hi, lo] int32 pairs. */
 const INIT_ACC = new Int32Array(16);
@@ -102,7 +107,10 @@ function mul64(aH: number, aL: number, bH: number, bL: number): void {
 
 /** XXH3_mul128_fold64: low ^ high halves of the 128-bit product. */
 function mul128Fold(aH: number, aL: number, bH: number, bL: number): void {
-  const uaH = aH >>> 0, uaL = aL >>> 0, ubH = bH >>> 0, ubL = bL >>> 0;
+  const uaH = aH >>> 0,
+    uaL = aL >>> 0,
+    ubH = bH >>> 0,
+    ubL = bL >>> 0;
   const llL = Math.imul(aL, bL);
   const llH = (uaL * (ubL * INV32) - (llL >>> 0) * INV32 + 0.5) | 0;
   const hhL = Math.imul(aH, bH);
@@ -289,7 +297,12 @@ function seedCtx(seed: bigint): SeedCtx {
 /** mix16B(bytes i..i+16, keys at secret offset o); result in rH/rL. */
 function mix16(w: Int32Array, i: number, keys: Int32Array, o: number): void {
   const k = 4 * o;
-  mul128Fold(wd(w, i + 4) ^ keys[k]!, wd(w, i) ^ keys[k + 1]!, wd(w, i + 12) ^ keys[k + 2]!, wd(w, i + 8) ^ keys[k + 3]!);
+  mul128Fold(
+    wd(w, i + 4) ^ keys[k]!,
+    wd(w, i) ^ keys[k + 1]!,
+    wd(w, i + 12) ^ keys[k + 2]!,
+    wd(w, i + 8) ^ keys[k + 3]!,
+  );
 }
 
 /** Hash bytes off .. off+len of w with len <= 240; result in rH/rL. */
@@ -297,8 +310,10 @@ function hashShort(w: Int32Array, off: number, len: number, ctx: SeedCtx): void 
   if (len <= 16) {
     if (len > 8) {
       const f = ctx.bf916;
-      const inLoL = wd(w, off) ^ f[1]!, inLoH = wd(w, off + 4) ^ f[0]!;
-      const inHiL = wd(w, off + len - 8) ^ f[3]!, inHiH = wd(w, off + len - 4) ^ f[2]!;
+      const inLoL = wd(w, off) ^ f[1]!,
+        inLoH = wd(w, off + 4) ^ f[0]!;
+      const inHiL = wd(w, off + len - 8) ^ f[3]!,
+        inHiH = wd(w, off + len - 4) ^ f[2]!;
       mul128Fold(inLoH, inLoL, inHiH, inHiL);
       // len + swap64(inLo) + inHi + fold
       const sL = len + (bswap32(inLoH) >>> 0) + (inHiL >>> 0) + (rL >>> 0);
@@ -307,7 +322,9 @@ function hashShort(w: Int32Array, off: number, len: number, ctx: SeedCtx): void 
       const f = ctx.bf48;
       rrmxmx(wd(w, off) ^ f[0]!, wd(w, off + len - 4) ^ f[1]!, len);
     } else if (len > 0) {
-      const c1 = byteAt(w, off), c2 = byteAt(w, off + (len >> 1)), c3 = byteAt(w, off + len - 1);
+      const c1 = byteAt(w, off),
+        c2 = byteAt(w, off + (len >> 1)),
+        c3 = byteAt(w, off + len - 1);
       const combined = (c1 << 16) | (c2 << 24) | c3 | (len << 8);
       avalanche64(ctx.bf13[0]!, combined ^ ctx.bf13[1]!);
     } else {
@@ -319,22 +336,39 @@ function hashShort(w: Int32Array, off: number, len: number, ctx: SeedCtx): void 
   const keys = ctx.mixKeys;
   mul64(0, len, P64_1_H, P64_1_L);
   // Sum of 64-bit terms: hi halves wrap in int32, lo halves add up exactly as doubles.
-  let sH = rH, sL = rL >>> 0;
+  let sH = rH,
+    sL = rL >>> 0;
   if (len <= 128) {
     if (len > 32) {
       if (len > 64) {
         if (len > 96) {
-          mix16(w, off + 48, keys, 96); sH = (sH + rH) | 0; sL += rL >>> 0;
-          mix16(w, off + len - 64, keys, 112); sH = (sH + rH) | 0; sL += rL >>> 0;
+          mix16(w, off + 48, keys, 96);
+          sH = (sH + rH) | 0;
+          sL += rL >>> 0;
+          mix16(w, off + len - 64, keys, 112);
+          sH = (sH + rH) | 0;
+          sL += rL >>> 0;
         }
-        mix16(w, off + 32, keys, 64); sH = (sH + rH) | 0; sL += rL >>> 0;
-        mix16(w, off + len - 48, keys, 80); sH = (sH + rH) | 0; sL += rL >>> 0;
+        mix16(w, off + 32, keys, 64);
+        sH = (sH + rH) | 0;
+        sL += rL >>> 0;
+        mix16(w, off + len - 48, keys, 80);
+        sH = (sH + rH) | 0;
+        sL += rL >>> 0;
       }
-      mix16(w, off + 16, keys, 32); sH = (sH + rH) | 0; sL += rL >>> 0;
-      mix16(w, off + len - 32, keys, 48); sH = (sH + rH) | 0; sL += rL >>> 0;
+      mix16(w, off + 16, keys, 32);
+      sH = (sH + rH) | 0;
+      sL += rL >>> 0;
+      mix16(w, off + len - 32, keys, 48);
+      sH = (sH + rH) | 0;
+      sL += rL >>> 0;
     }
-    mix16(w, off, keys, 0); sH = (sH + rH) | 0; sL += rL >>> 0;
-    mix16(w, off + len - 16, keys, 16); sH = (sH + rH) | 0; sL += rL >>> 0;
+    mix16(w, off, keys, 0);
+    sH = (sH + rH) | 0;
+    sL += rL >>> 0;
+    mix16(w, off + len - 16, keys, 16);
+    sH = (sH + rH) | 0;
+    sL += rL >>> 0;
     avalanche((sH + Math.floor(sL * INV32)) | 0, sL | 0);
     return;
   }
@@ -372,18 +406,33 @@ const acc = new Int32Array(16); // [hi, lo] per lane, handed to mergeAccs
  * are scrambled. The lanes live in local variables (unrolled by hand: this is the hot loop
  * of large block sizes).
  */
-function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Array, lastBase: number, ctx: SeedCtx): void {
+function hashLongWords(
+  w: Int32Array,
+  base: number,
+  len: number,
+  lastW: Int32Array,
+  lastBase: number,
+  ctx: SeedCtx,
+): void {
   const keys = ctx.longKeys;
   // Lane v = a_h * 2^32 + a_l, with a_l a running sum of signed lo words (exact as a
   // double) and the sign bits folded into a_h; normalized before scrambles and the merge.
-  let a0h = (INIT_ACC[0]! + (INIT_ACC[1]! >>> 31)) | 0, a0l = INIT_ACC[1]!;
-  let a1h = (INIT_ACC[2]! + (INIT_ACC[3]! >>> 31)) | 0, a1l = INIT_ACC[3]!;
-  let a2h = (INIT_ACC[4]! + (INIT_ACC[5]! >>> 31)) | 0, a2l = INIT_ACC[5]!;
-  let a3h = (INIT_ACC[6]! + (INIT_ACC[7]! >>> 31)) | 0, a3l = INIT_ACC[7]!;
-  let a4h = (INIT_ACC[8]! + (INIT_ACC[9]! >>> 31)) | 0, a4l = INIT_ACC[9]!;
-  let a5h = (INIT_ACC[10]! + (INIT_ACC[11]! >>> 31)) | 0, a5l = INIT_ACC[11]!;
-  let a6h = (INIT_ACC[12]! + (INIT_ACC[13]! >>> 31)) | 0, a6l = INIT_ACC[13]!;
-  let a7h = (INIT_ACC[14]! + (INIT_ACC[15]! >>> 31)) | 0, a7l = INIT_ACC[15]!;
+  let a0h = (INIT_ACC[0]! + (INIT_ACC[1]! >>> 31)) | 0,
+    a0l = INIT_ACC[1]!;
+  let a1h = (INIT_ACC[2]! + (INIT_ACC[3]! >>> 31)) | 0,
+    a1l = INIT_ACC[3]!;
+  let a2h = (INIT_ACC[4]! + (INIT_ACC[5]! >>> 31)) | 0,
+    a2l = INIT_ACC[5]!;
+  let a3h = (INIT_ACC[6]! + (INIT_ACC[7]! >>> 31)) | 0,
+    a3l = INIT_ACC[7]!;
+  let a4h = (INIT_ACC[8]! + (INIT_ACC[9]! >>> 31)) | 0,
+    a4l = INIT_ACC[9]!;
+  let a5h = (INIT_ACC[10]! + (INIT_ACC[11]! >>> 31)) | 0,
+    a5l = INIT_ACC[11]!;
+  let a6h = (INIT_ACC[12]! + (INIT_ACC[13]! >>> 31)) | 0,
+    a6l = INIT_ACC[13]!;
+  let a7h = (INIT_ACC[14]! + (INIT_ACC[15]! >>> 31)) | 0,
+    a7l = INIT_ACC[15]!;
   const nbBlocks = Math.floor((len - 1) / 1024);
   const nbStripes = Math.floor((len - 1 - 1024 * nbBlocks) / 64);
   let p = base;
@@ -391,7 +440,10 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
     const full = n < nbBlocks;
     const stripes = full ? 16 : nbStripes + 1;
     for (let s = 0; s < stripes; s++) {
-      let src = w, q = p, key = keys, k = 2 * s;
+      let src = w,
+        q = p,
+        key = keys,
+        k = 2 * s;
       if (!full && s === nbStripes) {
         src = lastW;
         q = lastBase;
@@ -401,8 +453,10 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
         p += 16;
       }
       {
-        const dvL = src[q + 0]!, dvH = src[q + 1]!;
-        const dkL = dvL ^ key[k + 0]!, dkH = dvH ^ key[k + 1]!;
+        const dvL = src[q + 0]!,
+          dvH = src[q + 1]!;
+        const dkL = dvL ^ key[k + 0]!,
+          dkH = dvH ^ key[k + 1]!;
         a1h = (a1h + dvH + (dvL >>> 31)) | 0;
         a1l += dvL;
         const pL = Math.imul(dkL, dkH);
@@ -410,8 +464,10 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
         a0l += pL;
       }
       {
-        const dvL = src[q + 2]!, dvH = src[q + 3]!;
-        const dkL = dvL ^ key[k + 2]!, dkH = dvH ^ key[k + 3]!;
+        const dvL = src[q + 2]!,
+          dvH = src[q + 3]!;
+        const dkL = dvL ^ key[k + 2]!,
+          dkH = dvH ^ key[k + 3]!;
         a0h = (a0h + dvH + (dvL >>> 31)) | 0;
         a0l += dvL;
         const pL = Math.imul(dkL, dkH);
@@ -419,8 +475,10 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
         a1l += pL;
       }
       {
-        const dvL = src[q + 4]!, dvH = src[q + 5]!;
-        const dkL = dvL ^ key[k + 4]!, dkH = dvH ^ key[k + 5]!;
+        const dvL = src[q + 4]!,
+          dvH = src[q + 5]!;
+        const dkL = dvL ^ key[k + 4]!,
+          dkH = dvH ^ key[k + 5]!;
         a3h = (a3h + dvH + (dvL >>> 31)) | 0;
         a3l += dvL;
         const pL = Math.imul(dkL, dkH);
@@ -428,8 +486,10 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
         a2l += pL;
       }
       {
-        const dvL = src[q + 6]!, dvH = src[q + 7]!;
-        const dkL = dvL ^ key[k + 6]!, dkH = dvH ^ key[k + 7]!;
+        const dvL = src[q + 6]!,
+          dvH = src[q + 7]!;
+        const dkL = dvL ^ key[k + 6]!,
+          dkH = dvH ^ key[k + 7]!;
         a2h = (a2h + dvH + (dvL >>> 31)) | 0;
         a2l += dvL;
         const pL = Math.imul(dkL, dkH);
@@ -437,8 +497,10 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
         a3l += pL;
       }
       {
-        const dvL = src[q + 8]!, dvH = src[q + 9]!;
-        const dkL = dvL ^ key[k + 8]!, dkH = dvH ^ key[k + 9]!;
+        const dvL = src[q + 8]!,
+          dvH = src[q + 9]!;
+        const dkL = dvL ^ key[k + 8]!,
+          dkH = dvH ^ key[k + 9]!;
         a5h = (a5h + dvH + (dvL >>> 31)) | 0;
         a5l += dvL;
         const pL = Math.imul(dkL, dkH);
@@ -446,8 +508,10 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
         a4l += pL;
       }
       {
-        const dvL = src[q + 10]!, dvH = src[q + 11]!;
-        const dkL = dvL ^ key[k + 10]!, dkH = dvH ^ key[k + 11]!;
+        const dvL = src[q + 10]!,
+          dvH = src[q + 11]!;
+        const dkL = dvL ^ key[k + 10]!,
+          dkH = dvH ^ key[k + 11]!;
         a4h = (a4h + dvH + (dvL >>> 31)) | 0;
         a4l += dvL;
         const pL = Math.imul(dkL, dkH);
@@ -455,8 +519,10 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
         a5l += pL;
       }
       {
-        const dvL = src[q + 12]!, dvH = src[q + 13]!;
-        const dkL = dvL ^ key[k + 12]!, dkH = dvH ^ key[k + 13]!;
+        const dvL = src[q + 12]!,
+          dvH = src[q + 13]!;
+        const dkL = dvL ^ key[k + 12]!,
+          dkH = dvH ^ key[k + 13]!;
         a7h = (a7h + dvH + (dvL >>> 31)) | 0;
         a7l += dvL;
         const pL = Math.imul(dkL, dkH);
@@ -464,8 +530,10 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
         a6l += pL;
       }
       {
-        const dvL = src[q + 14]!, dvH = src[q + 15]!;
-        const dkL = dvL ^ key[k + 14]!, dkH = dvH ^ key[k + 15]!;
+        const dvL = src[q + 14]!,
+          dvH = src[q + 15]!;
+        const dkL = dvL ^ key[k + 14]!,
+          dkH = dvH ^ key[k + 15]!;
         a6h = (a6h + dvH + (dvL >>> 31)) | 0;
         a6l += dvL;
         const pL = Math.imul(dkL, dkH);
@@ -475,56 +543,64 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
     }
     if (full) {
       {
-        const h = (a0h + Math.floor(a0l * INV32)) | 0, l = a0l | 0;
+        const h = (a0h + Math.floor(a0l * INV32)) | 0,
+          l = a0l | 0;
         mul32(l ^ (h >>> 15) ^ keys[32]!, P32_1);
         const nh = (rH + Math.imul(h ^ keys[33]!, P32_1)) | 0;
         a0h = (nh + (rL >>> 31)) | 0;
         a0l = rL;
       }
       {
-        const h = (a1h + Math.floor(a1l * INV32)) | 0, l = a1l | 0;
+        const h = (a1h + Math.floor(a1l * INV32)) | 0,
+          l = a1l | 0;
         mul32(l ^ (h >>> 15) ^ keys[34]!, P32_1);
         const nh = (rH + Math.imul(h ^ keys[35]!, P32_1)) | 0;
         a1h = (nh + (rL >>> 31)) | 0;
         a1l = rL;
       }
       {
-        const h = (a2h + Math.floor(a2l * INV32)) | 0, l = a2l | 0;
+        const h = (a2h + Math.floor(a2l * INV32)) | 0,
+          l = a2l | 0;
         mul32(l ^ (h >>> 15) ^ keys[36]!, P32_1);
         const nh = (rH + Math.imul(h ^ keys[37]!, P32_1)) | 0;
         a2h = (nh + (rL >>> 31)) | 0;
         a2l = rL;
       }
       {
-        const h = (a3h + Math.floor(a3l * INV32)) | 0, l = a3l | 0;
+        const h = (a3h + Math.floor(a3l * INV32)) | 0,
+          l = a3l | 0;
         mul32(l ^ (h >>> 15) ^ keys[38]!, P32_1);
         const nh = (rH + Math.imul(h ^ keys[39]!, P32_1)) | 0;
         a3h = (nh + (rL >>> 31)) | 0;
         a3l = rL;
       }
       {
-        const h = (a4h + Math.floor(a4l * INV32)) | 0, l = a4l | 0;
+        const h = (a4h + Math.floor(a4l * INV32)) | 0,
+          l = a4l | 0;
         mul32(l ^ (h >>> 15) ^ keys[40]!, P32_1);
         const nh = (rH + Math.imul(h ^ keys[41]!, P32_1)) | 0;
         a4h = (nh + (rL >>> 31)) | 0;
         a4l = rL;
       }
       {
-        const h = (a5h + Math.floor(a5l * INV32)) | 0, l = a5l | 0;
+        const h = (a5h + Math.floor(a5l * INV32)) | 0,
+          l = a5l | 0;
         mul32(l ^ (h >>> 15) ^ keys[42]!, P32_1);
         const nh = (rH + Math.imul(h ^ keys[43]!, P32_1)) | 0;
         a5h = (nh + (rL >>> 31)) | 0;
         a5l = rL;
       }
       {
-        const h = (a6h + Math.floor(a6l * INV32)) | 0, l = a6l | 0;
+        const h = (a6h + Math.floor(a6l * INV32)) | 0,
+          l = a6l | 0;
         mul32(l ^ (h >>> 15) ^ keys[44]!, P32_1);
         const nh = (rH + Math.imul(h ^ keys[45]!, P32_1)) | 0;
         a6h = (nh + (rL >>> 31)) | 0;
         a6l = rL;
       }
       {
-        const h = (a7h + Math.floor(a7l * INV32)) | 0, l = a7l | 0;
+        const h = (a7h + Math.floor(a7l * INV32)) | 0,
+          l = a7l | 0;
         mul32(l ^ (h >>> 15) ^ keys[46]!, P32_1);
         const nh = (rH + Math.imul(h ^ keys[47]!, P32_1)) | 0;
         a7h = (nh + (rL >>> 31)) | 0;
@@ -553,9 +629,15 @@ function hashLongWords(w: Int32Array, base: number, len: number, lastW: Int32Arr
 
 function mergeAccs(len: number, mk: Int32Array): void {
   mul64(0, len, P64_1_H, P64_1_L);
-  let sH = rH, sL = rL >>> 0;
+  let sH = rH,
+    sL = rL >>> 0;
   for (let i = 0; i < 4; i++) {
-    mul128Fold(acc[4 * i]! ^ mk[4 * i + 1]!, acc[4 * i + 1]! ^ mk[4 * i]!, acc[4 * i + 2]! ^ mk[4 * i + 3]!, acc[4 * i + 3]! ^ mk[4 * i + 2]!);
+    mul128Fold(
+      acc[4 * i]! ^ mk[4 * i + 1]!,
+      acc[4 * i + 1]! ^ mk[4 * i]!,
+      acc[4 * i + 2]! ^ mk[4 * i + 3]!,
+      acc[4 * i + 3]! ^ mk[4 * i + 2]!,
+    );
     sH = (sH + rH) | 0;
     sL += rL >>> 0;
   }
@@ -621,7 +703,12 @@ export function xxh3_64Words(words: Int32Array, byteLength: number, seed: bigint
  * `words`, for every j < out.length. `chunkBytes` is a positive multiple of 4 and `words`
  * holds at least out.length chunks.
  */
-export function xxh3_64Chunks(words: Int32Array, chunkBytes: number, seed: bigint, out: BigUint64Array): void {
+export function xxh3_64Chunks(
+  words: Int32Array,
+  chunkBytes: number,
+  seed: bigint,
+  out: BigUint64Array,
+): void {
   const n = out.length;
   if (n === 0) return;
   const out32 = new Int32Array(out.buffer, out.byteOffset, 2 * n);
@@ -653,21 +740,38 @@ export function xxh3_64Chunks(words: Int32Array, chunkBytes: number, seed: bigin
  */
 function hashChunks64(w: Int32Array, n: number, ctx: SeedCtx, out32: Int32Array): void {
   const k = ctx.mixKeys;
-  const a0H = k[0]!, a0L = k[1]!, b0H = k[2]!, b0L = k[3]!;
-  const a1H = k[128]!, a1L = k[129]!, b1H = k[130]!, b1L = k[131]!;
-  const a2H = k[192]!, a2L = k[193]!, b2H = k[194]!, b2L = k[195]!;
-  const a3H = k[64]!, a3L = k[65]!, b3H = k[66]!, b3L = k[67]!;
+  const a0H = k[0]!,
+    a0L = k[1]!,
+    b0H = k[2]!,
+    b0L = k[3]!;
+  const a1H = k[128]!,
+    a1L = k[129]!,
+    b1H = k[130]!,
+    b1L = k[131]!;
+  const a2H = k[192]!,
+    a2L = k[193]!,
+    b2H = k[194]!,
+    b2L = k[195]!;
+  const a3H = k[64]!,
+    a3L = k[65]!,
+    b3H = k[66]!,
+    b3L = k[67]!;
   mul64(0, 64, P64_1_H, P64_1_L);
-  const initH = rH, initL = rL >>> 0;
+  const initH = rH,
+    initL = rL >>> 0;
   for (let j = 0, t = 0; j < n; j++, t += 16) {
     mul128Fold(w[t + 1]! ^ a0H, w[t]! ^ a0L, w[t + 3]! ^ b0H, w[t + 2]! ^ b0L);
-    let sH = (initH + rH) | 0, sL = initL + (rL >>> 0);
+    let sH = (initH + rH) | 0,
+      sL = initL + (rL >>> 0);
     mul128Fold(w[t + 5]! ^ a1H, w[t + 4]! ^ a1L, w[t + 7]! ^ b1H, w[t + 6]! ^ b1L);
-    sH = (sH + rH) | 0; sL += rL >>> 0;
+    sH = (sH + rH) | 0;
+    sL += rL >>> 0;
     mul128Fold(w[t + 9]! ^ a2H, w[t + 8]! ^ a2L, w[t + 11]! ^ b2H, w[t + 10]! ^ b2L);
-    sH = (sH + rH) | 0; sL += rL >>> 0;
+    sH = (sH + rH) | 0;
+    sL += rL >>> 0;
     mul128Fold(w[t + 13]! ^ a3H, w[t + 12]! ^ a3L, w[t + 15]! ^ b3H, w[t + 14]! ^ b3L);
-    sH = (sH + rH) | 0; sL += rL >>> 0;
+    sH = (sH + rH) | 0;
+    sL += rL >>> 0;
     avalanche((sH + Math.floor(sL * INV32)) | 0, sL | 0);
     out32[2 * j + LO] = rL;
     out32[2 * j + HI] = rH;
@@ -680,19 +784,26 @@ function hashChunks64(w: Int32Array, n: number, ctx: SeedCtx, out32: Int32Array)
  */
 export function xxh3_64Chain(values: BigUint64Array, seed: bigint, out: BigUint64Array): void {
   const n = values.length;
-  if (out.length !== n) throw new RangeError(`xxh3_64Chain: out has ${out.length} slots for ${n} values`);
+  if (out.length !== n)
+    throw new RangeError(`xxh3_64Chain: out has ${out.length} slots for ${n} values`);
   if (n === 0) return;
   const in32 = new Int32Array(values.buffer, values.byteOffset, 2 * n);
   const out32 = new Int32Array(out.buffer, out.byteOffset, 2 * n);
   const f = seedCtx(seed).bf916;
-  const b1H = f[0]!, b1L = f[1]!, b2H = f[2]!, b2L = f[3]!;
-  let pH = in32[HI]!, pL = in32[LO]!;
+  const b1H = f[0]!,
+    b1L = f[1]!,
+    b2H = f[2]!,
+    b2L = f[3]!;
+  let pH = in32[HI]!,
+    pL = in32[LO]!;
   out32[LO] = pL;
   out32[HI] = pH;
   for (let i = 1; i < n; i++) {
     // The 9–16 byte class with len = 16: inLo = prev ^ bf1, inHi = value ^ bf2.
-    const inLoH = pH ^ b1H, inLoL = pL ^ b1L;
-    const inHiH = in32[2 * i + HI]! ^ b2H, inHiL = in32[2 * i + LO]! ^ b2L;
+    const inLoH = pH ^ b1H,
+      inLoL = pL ^ b1L;
+    const inHiH = in32[2 * i + HI]! ^ b2H,
+      inHiL = in32[2 * i + LO]! ^ b2L;
     mul128Fold(inLoH, inLoL, inHiH, inHiL);
     const sL = 16 + (bswap32(inLoH) >>> 0) + (inHiL >>> 0) + (rL >>> 0);
     avalanche((bswap32(inLoL) + inHiH + rH + Math.floor(sL * INV32)) | 0, sL | 0);

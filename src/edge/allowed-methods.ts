@@ -24,7 +24,9 @@ function patternOf(path: string): RegExp {
  * is no route. A GET route answers HEAD too (Hono does), so HEAD is listed with it.
  */
 export function allowedMethods(routes: readonly RouteEntry[]): (path: string) => string[] {
-  const table = routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, pattern: patternOf(r.path) }));
+  const table = routes
+    .filter((r) => r.method !== "ALL")
+    .map((r) => ({ method: r.method, pattern: patternOf(r.path) }));
   return (path) => {
     const out: string[] = [];
     for (const r of table) if (r.pattern.test(path) && !out.includes(r.method)) out.push(r.method);

@@ -7,7 +7,12 @@
  * API is then closed. The peer address comes from the server (Bun's requestIP), never from a
  * header a client could forge.
  */
-import { ADMIN_CHALLENGE, adminRefusal, isLoopback, type AdminRefusal } from "../protocol/admin-access.ts";
+import {
+  ADMIN_CHALLENGE,
+  adminRefusal,
+  isLoopback,
+  type AdminRefusal,
+} from "../protocol/admin-access.ts";
 import { errorResponse } from "./errors.ts";
 
 export { isLoopback } from "../protocol/admin-access.ts";
@@ -19,7 +24,10 @@ export type PeerAddress = (req: Request) => string | undefined;
  * Who the admin API answers without a token: loopback peers (`"loopback"`) only when the
  * router listens on loopback and has no client keys; otherwise nobody (`closed`, with why).
  */
-export type AdminOpenness = { readonly kind: "token" } | { readonly kind: "loopback" } | { readonly kind: "closed"; readonly why: string };
+export type AdminOpenness =
+  | { readonly kind: "token" }
+  | { readonly kind: "loopback" }
+  | { readonly kind: "closed"; readonly why: string };
 
 /** A listen address on this machine only (what the zero-config start binds). */
 export function isLoopbackHost(host: string): boolean {
@@ -27,7 +35,11 @@ export function isLoopbackHost(host: string): boolean {
   return h === "localhost" || isLoopback(h);
 }
 
-export function adminOpenness(o: { readonly adminToken: string | undefined; readonly apiKeys: string | undefined; readonly host: string }): AdminOpenness {
+export function adminOpenness(o: {
+  readonly adminToken: string | undefined;
+  readonly apiKeys: string | undefined;
+  readonly host: string;
+}): AdminOpenness {
   if (o.adminToken !== undefined) return { kind: "token" };
   if (o.apiKeys !== undefined) return { kind: "closed", why: "--api-keys is set" };
   if (!isLoopbackHost(o.host)) return { kind: "closed", why: `the router listens on ${o.host}` };
@@ -40,7 +52,11 @@ export function adminClosedLine(why: string): string {
 }
 
 function closedRefusal(why: string): AdminRefusal {
-  return { status: 403, code: "forbidden", message: `admin endpoint: closed, because ${why} and no --admin-token is configured; set --admin-token and send it as a bearer token` };
+  return {
+    status: 403,
+    code: "forbidden",
+    message: `admin endpoint: closed, because ${why} and no --admin-token is configured; set --admin-token and send it as a bearer token`,
+  };
 }
 
 export function refusalResponse(refused: AdminRefusal): Response {
@@ -50,9 +66,18 @@ export function refusalResponse(refused: AdminRefusal): Response {
 }
 
 /** null when the request may pass the admin door. */
-export function adminDoorRefusal(token: string | undefined, openness: AdminOpenness, peer: PeerAddress, req: Request): AdminRefusal | null {
+export function adminDoorRefusal(
+  token: string | undefined,
+  openness: AdminOpenness,
+  peer: PeerAddress,
+  req: Request,
+): AdminRefusal | null {
   if (token === undefined && openness.kind === "closed") return closedRefusal(openness.why);
-  return adminRefusal(token, req.headers.get("authorization") ?? "", token === undefined ? peer(req) : undefined);
+  return adminRefusal(
+    token,
+    req.headers.get("authorization") ?? "",
+    token === undefined ? peer(req) : undefined,
+  );
 }
 
 /** The admin check: the handler's answer, or the 401/403 in OpenAI's shape. */

@@ -39,7 +39,9 @@ export class BodyReadBudget {
     return {
       take: (bytes: number) => {
         if (this.used + bytes > this.maxBytes) {
-          throw new BodyBudgetFull(`the router is busy reading large request bodies: ${this.used} bytes are being read (at most ${this.maxBytes}); retry shortly`);
+          throw new BodyBudgetFull(
+            `the router is busy reading large request bodies: ${this.used} bytes are being read (at most ${this.maxBytes}); retry shortly`,
+          );
         }
         this.used += bytes;
         mine += bytes;

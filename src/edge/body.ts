@@ -31,7 +31,10 @@ export interface StreamedRead {
 export class BodyReadError extends RouterError {
   constructor(cause: unknown) {
     const why = cause instanceof Error ? cause.message || cause.name : String(cause);
-    super("invalid_request", `request body could not be read (malformed chunked encoding, or the client closed the connection mid-body): ${why}`);
+    super(
+      "invalid_request",
+      `request body could not be read (malformed chunked encoding, or the client closed the connection mid-body): ${why}`,
+    );
   }
 }
 
@@ -56,10 +59,20 @@ export async function readBodyLimited(
   }
 }
 
-async function readBody(req: LimitedBody, maxBytes: number, limitName: string, field: string | undefined, streamed: StreamedRead): Promise<Uint8Array> {
+async function readBody(
+  req: LimitedBody,
+  maxBytes: number,
+  limitName: string,
+  field: string | undefined,
+  streamed: StreamedRead,
+): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) {
-    throw new RouterError("payload_too_large", `request body is ${declared} bytes; the limit is ${maxBytes} (${limitName})`, field);
+    throw new RouterError(
+      "payload_too_large",
+      `request body is ${declared} bytes; the limit is ${maxBytes} (${limitName})`,
+      field,
+    );
   }
   if (declared !== null && Number(declared) < STREAMED_MIN_BYTES) {
     // Read in one go; touching req.body would build a stream object for nothing.
@@ -68,7 +81,8 @@ async function readBody(req: LimitedBody, maxBytes: number, limitName: string, f
     return bytes;
   }
   if (!req.body) return new Uint8Array(0);
-  const length = declared === null || !Number.isSafeInteger(Number(declared)) ? undefined : Number(declared);
+  const length =
+    declared === null || !Number.isSafeInteger(Number(declared)) ? undefined : Number(declared);
   if (length !== undefined) streamed.hold?.take(length);
   return readStream(req.body, maxBytes, limitName, field, streamed, length);
 }
@@ -124,7 +138,11 @@ export function concatBytes(parts: readonly Uint8Array[], total: number): Uint8A
 }
 
 function tooLarge(maxBytes: number, limitName: string, field?: string): RouterError {
-  return new RouterError("payload_too_large", `request body is larger than ${maxBytes} bytes (${limitName})`, field);
+  return new RouterError(
+    "payload_too_large",
+    `request body is larger than ${maxBytes} bytes (${limitName})`,
+    field,
+  );
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -139,12 +157,16 @@ function decode(bytes: Uint8Array): string {
 
 /** A JSON object body (plain JSON.parse). */
 export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
-  if (bytes.length === 0) throw new RouterError("invalid_request", "request body is empty; expected a JSON object");
+  if (bytes.length === 0)
+    throw new RouterError("invalid_request", "request body is empty; expected a JSON object");
   let value: unknown;
   try {
     value = JSON.parse(decode(bytes));
   } catch (e) {
-    throw new RouterError("invalid_request", `request body is not valid JSON: ${(e as Error).message}`);
+    throw new RouterError(
+      "invalid_request",
+      `request body is not valid JSON: ${(e as Error).message}`,
+    );
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new RouterError("invalid_request", "request body must be a JSON object");
@@ -154,10 +176,14 @@ export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
 
 /** Any JSON body whose long integers (u64 ids, hashes) must keep every bit. */
 export function parseJsonExact(bytes: Uint8Array): unknown {
-  if (bytes.length === 0) throw new RouterError("invalid_request", "request body is empty; expected JSON");
+  if (bytes.length === 0)
+    throw new RouterError("invalid_request", "request body is empty; expected JSON");
   try {
     return parseJsonBigintSafe(decode(bytes));
   } catch (e) {
-    throw new RouterError("invalid_request", `request body is not valid JSON: ${(e as Error).message}`);
+    throw new RouterError(
+      "invalid_request",
+      `request body is not valid JSON: ${(e as Error).message}`,
+    );
   }
 }

@@ -162,7 +162,11 @@ export interface AdminDeps {
   /** Per-worker extras for GET /v1/workers: KV event subscriptions, engine metrics. */
   readonly workerDetails?: (id: WorkerId) => Record<string, unknown>;
   /** POST /v1/workers/:id/canary: the cache check's canary on that worker now (src/fleet/cache-truth/canary.ts). */
-  readonly canary?: (id: WorkerId) => Promise<readonly { readonly ok: boolean; readonly cause?: string; readonly evidence: string }[]>;
+  readonly canary?: (
+    id: WorkerId,
+  ) => Promise<
+    readonly { readonly ok: boolean; readonly cause?: string; readonly evidence: string }[]
+  >;
   /** Read a session binding without sliding its TTL (GET /debug/sessions/:id). */
   readonly peekSession?: (sessionId: string) => Promise<Binding | undefined>;
   /** Milliseconds (load decay in GET /v1/workers). */

@@ -32,9 +32,19 @@ export const STATUS_BY_CODE: Readonly<Record<RouterErrorCode, number>> = {
 export { errorResponse } from "../protocol/openai-error.ts";
 
 /** Status and code of any thrown value. */
-export function classify(e: unknown): { status: number; code: string; message: string; param?: string } {
-  if (isRouterError(e)) return { status: STATUS_BY_CODE[e.code], code: e.code, message: e.message, param: e.field };
-  return { status: 500, code: "internal", message: "internal error (the router's log has the details)" };
+export function classify(e: unknown): {
+  status: number;
+  code: string;
+  message: string;
+  param?: string;
+} {
+  if (isRouterError(e))
+    return { status: STATUS_BY_CODE[e.code], code: e.code, message: e.message, param: e.field };
+  return {
+    status: 500,
+    code: "internal",
+    message: "internal error (the router's log has the details)",
+  };
 }
 
 /** A thrown value for the log: never an empty line (a DOMException's stack can be ""). */
@@ -47,7 +57,8 @@ export function toErrorResponse(e: unknown): Response {
   const c = classify(e);
   const res = errorResponse(c.status, c.code, c.message, c.param);
   // 429 from the admission queue: tell the client when to come back (RFC 9110 §10.2.3).
-  if (isRouterError(e) && e.retryAfterSeconds !== undefined) res.headers.set("retry-after", String(Math.max(1, Math.ceil(e.retryAfterSeconds))));
+  if (isRouterError(e) && e.retryAfterSeconds !== undefined)
+    res.headers.set("retry-after", String(Math.max(1, Math.ceil(e.retryAfterSeconds))));
   // A 413, or a 503 for a full body budget, is answered before the body is all read: closing
   // the connection drops the rest unread, where keeping it open would make the server read and
   // discard it on the event loop (RFC 9110 §15.5.14 allows either for a 413).

@@ -40,30 +40,47 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /** The guard (guards.ts) of POST /v1/kv/events. */
-export function eventsGuard(d: EventsDoor): (req: Request, path: string, next: () => Promise<Response>) => Promise<Response> {
+export function eventsGuard(
+  d: EventsDoor,
+): (req: Request, path: string, next: () => Promise<Response>) => Promise<Response> {
   const logged = new Set<string>();
   return async (req, _path, next) => {
     const authorization = req.headers.get("authorization") ?? "";
     const bearer = /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
-    if (d.eventsToken !== undefined && bearer !== undefined && sameSecret(bearer, d.eventsToken)) return next();
+    if (d.eventsToken !== undefined && bearer !== undefined && sameSecret(bearer, d.eventsToken))
+      return next();
     // With an events token, engines are expected to carry it: no address passes instead.
     const refused =
       d.eventsToken !== undefined && d.adminToken === undefined
-        ? { status: 401 as const, code: "unauthorized" as const, message: "KV event push: the bearer token is not --events-token" }
+        ? {
+            status: 401 as const,
+            code: "unauthorized" as const,
+            message: "KV event push: the bearer token is not --events-token",
+          }
         : adminDoorRefusal(d.adminToken, d.openness, d.peer, req);
     if (refused === null) return next();
-    const reason: EventPushRefusal = refused.status === 403 ? "forbidden" : authorization === "" ? "missing" : "invalid";
+    const reason: EventPushRefusal =
+      refused.status === 403 ? "forbidden" : authorization === "" ? "missing" : "invalid";
     d.refused.inc([reason]);
     const engine = d.peer(req) ?? "unknown";
     if (!logged.has(engine) && logged.size < MAX_LOGGED_ENGINES) {
       logged.add(engine);
-      const fix = d.eventsToken === undefined ? "set --events-token on the router and the same token on every engine" : "give the engine the router's --events-token";
-      d.log.warn(`KV event push refused (${reason}): ${fix}; further refusals from this engine are counted in switchyard_kv_event_pushes_refused_total, not logged`, { peer: engine, status: refused.status });
+      const fix =
+        d.eventsToken === undefined
+          ? "set --events-token on the router and the same token on every engine"
+          : "give the engine the router's --events-token";
+      d.log.warn(
+        `KV event push refused (${reason}): ${fix}; further refusals from this engine are counted in switchyard_kv_event_pushes_refused_total, not logged`,
+        { peer: engine, status: refused.status },
+      );
     }
     return refusalResponse(
       d.eventsToken === undefined
         ? refused
-        : { ...refused, message: `KV event push: send \`Authorization: Bearer <--events-token>\` (${refused.message})` },
+        : {
+            ...refused,
+            message: `KV event push: send \`Authorization: Bearer <--events-token>\` (${refused.message})`,
+          },
     );
   };
 }

@@ -36,10 +36,16 @@ export function promptBodyLimit(limits: RequestLimits): {
   readonly name: string;
   readonly fromPrompt: boolean;
 } {
-  if (limits.maxPromptChars === undefined) return { bytes: limits.maxBodyBytes, name: "--max-body-bytes", fromPrompt: false };
+  if (limits.maxPromptChars === undefined)
+    return { bytes: limits.maxBodyBytes, name: "--max-body-bytes", fromPrompt: false };
   const derived = BODY_BYTES_PER_PROMPT_CHAR * limits.maxPromptChars + BODY_BYTES_BESIDE_PROMPT;
-  if (derived >= limits.maxBodyBytes) return { bytes: limits.maxBodyBytes, name: "--max-body-bytes", fromPrompt: false };
-  return { bytes: derived, name: `${BODY_BYTES_PER_PROMPT_CHAR} bytes per --max-prompt-chars character + 1 MiB`, fromPrompt: true };
+  if (derived >= limits.maxBodyBytes)
+    return { bytes: limits.maxBodyBytes, name: "--max-body-bytes", fromPrompt: false };
+  return {
+    bytes: derived,
+    name: `${BODY_BYTES_PER_PROMPT_CHAR} bytes per --max-prompt-chars character + 1 MiB`,
+    fromPrompt: true,
+  };
 }
 
 /**
@@ -53,7 +59,10 @@ export async function readJsonRequest(
   promptFields: readonly string[],
 ): Promise<{ body: Uint8Array; json: Record<string, unknown> }> {
   const bound = promptBodyLimit(limits);
-  const scan = limits.maxPromptChars !== undefined && promptFields.length > 0 ? new PromptScanner(promptFields, limits.maxPromptChars) : undefined;
+  const scan =
+    limits.maxPromptChars !== undefined && promptFields.length > 0
+      ? new PromptScanner(promptFields, limits.maxPromptChars)
+      : undefined;
   const hold = limits.bodyBudget?.hold();
   try {
     const field = bound.fromPrompt && promptFields.length === 1 ? promptFields[0] : undefined;

@@ -5,7 +5,11 @@
  * does not know which engine it is talking to. Each with a deadline; a failure or a page without
  * the numbers is "said nothing". Reading the answers is engine-capacity.ts. It sets nothing itself.
  */
-import { readSglangKvCapacity, readVllmKvCapacity, type KvCapacityReading } from "./engine-capacity.ts";
+import {
+  readSglangKvCapacity,
+  readVllmKvCapacity,
+  type KvCapacityReading,
+} from "./engine-capacity.ts";
 
 export interface KvCapacityProbeOptions {
   /** The router's block size: the capacity comes back in its blocks. */
@@ -18,17 +22,25 @@ export interface KvCapacityProbeOptions {
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** What the engine said about its capacity (vLLM's answer first), or undefined when it said nothing. */
-export async function probeKvCapacity(url: string, o: KvCapacityProbeOptions): Promise<KvCapacityReading | undefined> {
+export async function probeKvCapacity(
+  url: string,
+  o: KvCapacityProbeOptions,
+): Promise<KvCapacityReading | undefined> {
   const [vllm, sglang] = await Promise.all([
-    bodyOf(`${url}/metrics`, o).then((t) => (t === undefined ? undefined : readVllmKvCapacity(t, o.blockSize))),
-    sglangInfo(url, o).then((info) => (info === undefined ? undefined : readSglangKvCapacity(info, o.blockSize))),
+    bodyOf(`${url}/metrics`, o).then((t) =>
+      t === undefined ? undefined : readVllmKvCapacity(t, o.blockSize),
+    ),
+    sglangInfo(url, o).then((info) =>
+      info === undefined ? undefined : readSglangKvCapacity(info, o.blockSize),
+    ),
   ]);
   return vllm ?? sglang;
 }
 
 async function sglangInfo(url: string, o: KvCapacityProbeOptions): Promise<unknown> {
   // Newer SGLang logs a deprecation warning for every /get_server_info: the new name first.
-  const text = (await bodyOf(`${url}/server_info`, o)) ?? (await bodyOf(`${url}/get_server_info`, o));
+  const text =
+    (await bodyOf(`${url}/server_info`, o)) ?? (await bodyOf(`${url}/get_server_info`, o));
   if (text === undefined) return undefined;
   try {
     // Plain numbers: a token count past 2^53 is absurd whatever its last digits.

@@ -63,7 +63,8 @@ export function capacityOfRank(r: KvCapacityReading, dpRank: DpRank): number | u
  */
 export function blocksFromTokens(tokens: number, blockSize: number): number | string {
   if (!Number.isFinite(tokens)) return `${tokens} is not a number of tokens`;
-  if (tokens > MAX_KV_TOKENS_PER_RANK) return `${tokens} tokens is more than any engine's KV cache holds (at most ${MAX_KV_TOKENS_PER_RANK})`;
+  if (tokens > MAX_KV_TOKENS_PER_RANK)
+    return `${tokens} tokens is more than any engine's KV cache holds (at most ${MAX_KV_TOKENS_PER_RANK})`;
   const blocks = Math.floor(tokens / blockSize);
   if (!(blocks >= 1)) return `${tokens} tokens is less than one ${blockSize}-token block`;
   return blocks;
@@ -71,8 +72,10 @@ export function blocksFromTokens(tokens: number, blockSize: number): number | st
 
 /** A count of the router's blocks an engine reported directly (the simulated engine's kv_blocks), or why it is not one. */
 export function checkedBlocks(blocks: number, blockSize: number): number | string {
-  if (!Number.isSafeInteger(blocks) || blocks < 1) return `${blocks} is not a positive number of blocks`;
-  if (blocks * blockSize > MAX_KV_TOKENS_PER_RANK) return `${blocks} blocks of ${blockSize} tokens is more than any engine's KV cache holds`;
+  if (!Number.isSafeInteger(blocks) || blocks < 1)
+    return `${blocks} is not a positive number of blocks`;
+  if (blocks * blockSize > MAX_KV_TOKENS_PER_RANK)
+    return `${blocks} blocks of ${blockSize} tokens is more than any engine's KV cache holds`;
   return blocks;
 }
 
@@ -83,7 +86,11 @@ export function readVllmKvCapacity(text: string, blockSize: number): KvCapacityR
 }
 
 /** The same from samples already read (the scraper reads one page for load and capacity at once). */
-export function vllmKvCapacity(samples: readonly Sample[], errors: readonly string[], blockSize: number): KvCapacityReading | undefined {
+export function vllmKvCapacity(
+  samples: readonly Sample[],
+  errors: readonly string[],
+  blockSize: number,
+): KvCapacityReading | undefined {
   const series = samples.filter((s) => s.name === VLLM_CACHE_CONFIG_INFO);
   if (series.length === 0 && errors.length === 0) return undefined;
   const source = `vLLM's ${VLLM_CACHE_CONFIG_INFO}`;
@@ -94,7 +101,12 @@ export function vllmKvCapacity(samples: readonly Sample[], errors: readonly stri
   const engines = new Set(series.map((s) => s.labels.engine ?? "")).size;
   for (const s of series) {
     const engine = s.labels.engine;
-    const rank = engine === undefined || engine === "" ? undefined : /^\d+$/.test(engine) ? Number(engine) : NaN;
+    const rank =
+      engine === undefined || engine === ""
+        ? undefined
+        : /^\d+$/.test(engine)
+          ? Number(engine)
+          : NaN;
     if (Number.isNaN(rank)) {
       problems.push(`engine label ${JSON.stringify(engine)} is not a DP rank`);
       continue;
@@ -114,7 +126,10 @@ export function vllmKvCapacity(samples: readonly Sample[], errors: readonly stri
   return { source, byRank, everyRank, problems };
 }
 
-function tokensOfEngine(labels: Readonly<Record<string, string>>, engines: number): number | string {
+function tokensOfEngine(
+  labels: Readonly<Record<string, string>>,
+  engines: number,
+): number | string {
   const own = labels.kv_cache_size_tokens;
   if (own !== undefined && own !== "None") return numberLabel("kv_cache_size_tokens", own);
   const blocks = labels.num_gpu_blocks;
@@ -137,13 +152,20 @@ function numberLabel(name: string, text: string): number | string {
 }
 
 /** SGLang's capacity from its server info (parsed JSON); `undefined` when it has no `max_total_num_tokens`. */
-export function readSglangKvCapacity(info: unknown, blockSize: number): KvCapacityReading | undefined {
-  if (typeof info !== "object" || info === null || !("max_total_num_tokens" in info)) return undefined;
+export function readSglangKvCapacity(
+  info: unknown,
+  blockSize: number,
+): KvCapacityReading | undefined {
+  if (typeof info !== "object" || info === null || !("max_total_num_tokens" in info))
+    return undefined;
   const source = "SGLang's server info max_total_num_tokens";
   const tokens = (info as { max_total_num_tokens: unknown }).max_total_num_tokens;
-  const blocks = typeof tokens === "number" && Number.isInteger(tokens)
-    ? tokens < 0 ? `${tokens} tokens is negative` : blocksFromTokens(tokens, blockSize)
-    : `${typeof tokens === "bigint" ? String(tokens) : JSON.stringify(tokens)} is not a whole number of tokens`;
+  const blocks =
+    typeof tokens === "number" && Number.isInteger(tokens)
+      ? tokens < 0
+        ? `${tokens} tokens is negative`
+        : blocksFromTokens(tokens, blockSize)
+      : `${typeof tokens === "bigint" ? String(tokens) : JSON.stringify(tokens)} is not a whole number of tokens`;
   if (typeof blocks === "string") return { source, byRank: new Map(), problems: [blocks] };
   return { source, byRank: new Map(), everyRank: blocks, problems: [] };
 }

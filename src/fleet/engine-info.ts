@@ -54,7 +54,8 @@ export async function fetchEngineInfo(
   const text = await res.text();
   if (!res.ok) throw new Error(`GET ${url}/v1/engine/info answered HTTP ${res.status}`);
   const parsed = v.safeParse(EngineInfoSchema, parseJsonBigintSafe(text));
-  if (!parsed.success) throw new Error(`GET ${url}/v1/engine/info: unexpected body (${parsed.issues[0]?.message})`);
+  if (!parsed.success)
+    throw new Error(`GET ${url}/v1/engine/info: unexpected body (${parsed.issues[0]?.message})`);
   const o = parsed.output;
   return {
     workerId: o.worker_id,

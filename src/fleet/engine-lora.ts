@@ -20,7 +20,11 @@ export interface EngineLoraClientOptions {
 /** The engine's error text: OpenAI-shaped `{"error":{"message"}}`, `{"message"}`, or the body. */
 function messageOf(text: string): string {
   try {
-    const j = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown; detail?: unknown };
+    const j = JSON.parse(text) as {
+      error?: { message?: unknown } | string;
+      message?: unknown;
+      detail?: unknown;
+    };
     const m = typeof j.error === "object" ? j.error?.message : (j.error ?? j.message ?? j.detail);
     if (typeof m === "string") return m;
   } catch {
@@ -29,7 +33,12 @@ function messageOf(text: string): string {
   return text.slice(0, 500);
 }
 
-async function post(doFetch: Fetch, url: string, body: unknown, timeoutMs: number): Promise<EngineAnswer> {
+async function post(
+  doFetch: Fetch,
+  url: string,
+  body: unknown,
+  timeoutMs: number,
+): Promise<EngineAnswer> {
   let res: Response;
   try {
     res = await doFetch(url, {
@@ -50,8 +59,15 @@ export function engineLoraClient(o: EngineLoraClientOptions = {}): LoraEngineCli
   const timeoutMs = o.timeoutMs ?? 5_000;
   const loadTimeoutMs = o.loadTimeoutMs ?? 120_000;
   return {
-    load: (url, name, path) => post(doFetch, `${url}/v1/load_lora_adapter`, { lora_name: name, lora_path: path }, loadTimeoutMs),
-    unload: (url, name) => post(doFetch, `${url}/v1/unload_lora_adapter`, { lora_name: name }, timeoutMs),
+    load: (url, name, path) =>
+      post(
+        doFetch,
+        `${url}/v1/load_lora_adapter`,
+        { lora_name: name, lora_path: path },
+        loadTimeoutMs,
+      ),
+    unload: (url, name) =>
+      post(doFetch, `${url}/v1/unload_lora_adapter`, { lora_name: name }, timeoutMs),
     async listLoaded(url) {
       try {
         const info = await fetchEngineInfo(url, timeoutMs, doFetch);
@@ -60,7 +76,9 @@ export function engineLoraClient(o: EngineLoraClientOptions = {}): LoraEngineCli
         const res = await doFetch(`${url}/v1/models`, { signal: AbortSignal.timeout(timeoutMs) });
         if (!res.ok) throw infoError;
         const body = (await res.json()) as { data?: { id?: unknown; parent?: unknown }[] };
-        const loras = (body.data ?? []).filter((m) => typeof m.id === "string" && m.parent != null).map((m) => m.id as string);
+        const loras = (body.data ?? [])
+          .filter((m) => typeof m.id === "string" && m.parent != null)
+          .map((m) => m.id as string);
         return { loras };
       }
     },

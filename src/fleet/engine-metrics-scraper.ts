@@ -86,7 +86,8 @@ export class EngineMetricsScraper {
     const workers = this.o.workers();
     const live = new Set(workers.map((w) => w.id));
     for (const id of this.#reports.keys()) if (!live.has(id)) this.#reports.delete(id);
-    for (const id of this.#capacityWarned.keys()) if (!live.has(id)) this.#capacityWarned.delete(id);
+    for (const id of this.#capacityWarned.keys())
+      if (!live.has(id)) this.#capacityWarned.delete(id);
     this.#prefill.keepOnly(live);
     await Promise.all(workers.filter((w) => !this.#inflight.has(w.id)).map((w) => this.#scrape(w)));
     this.o.onRound?.();
@@ -97,7 +98,9 @@ export class EngineMetricsScraper {
     const prev = this.#reports.get(w.id);
     try {
       const timeoutMs = this.o.timeoutMs ?? Math.min(this.o.intervalMs, 2_000);
-      const res = await this.o.fetch(`${w.url}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
+      const res = await this.o.fetch(`${w.url}/metrics`, {
+        signal: AbortSignal.timeout(timeoutMs),
+      });
       if (!res.ok) {
         await res.body?.cancel().catch(() => {});
         throw new Error(`HTTP ${res.status}`);
@@ -108,16 +111,24 @@ export class EngineMetricsScraper {
         throw new Error(`metrics page of ${length} bytes is over ${MAX_BODY_BYTES}`);
       }
       const withCapacity = this.o.onKvCapacity !== undefined && this.o.blockSize !== undefined;
-      const load = readEngineLoad(await res.text(), w.dpRanks, withCapacity ? this.o.blockSize : undefined);
-      if (this.#reports.has(w.id) || prev === undefined) this.#reports.set(w.id, { load, at: this.o.now() });
+      const load = readEngineLoad(
+        await res.text(),
+        w.dpRanks,
+        withCapacity ? this.o.blockSize : undefined,
+      );
+      if (this.#reports.has(w.id) || prev === undefined)
+        this.#reports.set(w.id, { load, at: this.o.now() });
       if (load.kvCapacity !== undefined) this.#handCapacity(w, load.kvCapacity);
       if (this.o.onPrefillSpeed !== undefined) this.#handPrefillSpeeds(w, load);
       if (load.engine === undefined && !this.#warned.has(w.id)) {
         this.#warned.add(w.id);
-        this.o.warn?.(`worker ${w.id} (${w.url}): /metrics has none of vLLM's or SGLang's load gauges; its own load is unknown`);
+        this.o.warn?.(
+          `worker ${w.id} (${w.url}): /metrics has none of vLLM's or SGLang's load gauges; its own load is unknown`,
+        );
       }
     } catch (e) {
-      const error = (e as Error).name === "TimeoutError" ? "scrape timed out" : (e as Error).message;
+      const error =
+        (e as Error).name === "TimeoutError" ? "scrape timed out" : (e as Error).message;
       if (this.o.workers().some((x) => x.id === w.id)) this.#reports.set(w.id, { ...prev, error });
     } finally {
       this.#inflight.delete(w.id);
@@ -128,15 +139,20 @@ export class EngineMetricsScraper {
     const problems = reading.problems.join("; ");
     if (problems !== (this.#capacityWarned.get(w.id) ?? "")) {
       this.#capacityWarned.set(w.id, problems);
-      for (const p of reading.problems) this.o.warn?.(`worker ${w.id} (${w.url}): KV capacity: ${reading.source} not taken: ${p}`);
+      for (const p of reading.problems)
+        this.o.warn?.(`worker ${w.id} (${w.url}): KV capacity: ${reading.source} not taken: ${p}`);
     }
-    for (let r = 0; r < w.dpRanks; r++) this.o.onKvCapacity!({ workerId: w.id, dpRank: r }, capacityOfRank(reading, r));
+    for (let r = 0; r < w.dpRanks; r++)
+      this.o.onKvCapacity!({ workerId: w.id, dpRank: r }, capacityOfRank(reading, r));
   }
 
   #handPrefillSpeeds(w: ScrapedWorker, load: EngineLoad): void {
     for (const r of load.ranks) {
       if (r.prefillSeconds === undefined || r.prefillTokens === undefined) continue;
-      const ms = this.#prefill.update(w.id, r.dpRank, { seconds: r.prefillSeconds, tokens: r.prefillTokens });
+      const ms = this.#prefill.update(w.id, r.dpRank, {
+        seconds: r.prefillSeconds,
+        tokens: r.prefillTokens,
+      });
       if (ms !== undefined) this.o.onPrefillSpeed!({ workerId: w.id, dpRank: r.dpRank }, ms);
     }
   }
@@ -151,7 +167,8 @@ export class EngineMetricsScraper {
     const now = this.o.now();
     const stale = this.o.staleAfterMs ?? 3 * this.o.intervalMs;
     for (const [id, r] of this.#reports) {
-      if (r.load !== undefined && r.at !== undefined && now - r.at <= stale) yield [id, r.load] as const;
+      if (r.load !== undefined && r.at !== undefined && now - r.at <= stale)
+        yield [id, r.load] as const;
     }
   }
 }

@@ -23,7 +23,11 @@
  * rank (e.g. two `model_name`s) add up; usage takes the highest.
  */
 import { keyOf, type DpRank, type WorkerId, type WorkerKey } from "../core/ids.ts";
-import { VLLM_CACHE_CONFIG_INFO, vllmKvCapacity, type KvCapacityReading } from "./engine-capacity.ts";
+import {
+  VLLM_CACHE_CONFIG_INFO,
+  vllmKvCapacity,
+  type KvCapacityReading,
+} from "./engine-capacity.ts";
 import { readSamples, type Sample } from "./prometheus-text.ts";
 
 export type EngineKind = "vllm" | "sglang";
@@ -77,10 +81,19 @@ const RANK_LABELS = ["engine", "dp_rank"] as const;
 export function readEngineLoad(text: string, dpRanks: number, blockSize?: number): EngineLoad {
   const read = readSamples(text, blockSize === undefined ? WANTED : WANTED_WITH_CAPACITY);
   const capacitySamples = read.samples.filter((s) => s.name === VLLM_CACHE_CONFIG_INFO);
-  const samples = capacitySamples.length === 0 ? read.samples : read.samples.filter((s) => s.name !== VLLM_CACHE_CONFIG_INFO);
+  const samples =
+    capacitySamples.length === 0
+      ? read.samples
+      : read.samples.filter((s) => s.name !== VLLM_CACHE_CONFIG_INFO);
   const capacityErrors = read.errors.filter((e) => e.includes(VLLM_CACHE_CONFIG_INFO));
-  const errors = capacityErrors.length === 0 ? read.errors : read.errors.filter((e) => !e.includes(VLLM_CACHE_CONFIG_INFO));
-  const kvCapacity = blockSize === undefined ? undefined : vllmKvCapacity(capacitySamples, capacityErrors, blockSize);
+  const errors =
+    capacityErrors.length === 0
+      ? read.errors
+      : read.errors.filter((e) => !e.includes(VLLM_CACHE_CONFIG_INFO));
+  const kvCapacity =
+    blockSize === undefined
+      ? undefined
+      : vllmKvCapacity(capacitySamples, capacityErrors, blockSize);
   let engine: EngineKind | undefined;
   // vLLM's current usage name wins over the legacy one when an engine exports both.
   const hasCurrentUsage = samples.some((s) => s.name === "vllm:kv_cache_usage_perc");
@@ -99,7 +112,12 @@ export function readEngineLoad(text: string, dpRanks: number, blockSize?: number
       else a[n.field] = (a[n.field] ?? 0) + s.value;
     }
   }
-  return { engine, ranks: acc.map((a, dpRank) => ({ dpRank, ...a })), errors, ...(kvCapacity ? { kvCapacity } : {}) };
+  return {
+    engine,
+    ranks: acc.map((a, dpRank) => ({ dpRank, ...a })),
+    errors,
+    ...(kvCapacity ? { kvCapacity } : {}),
+  };
 }
 
 function rankOf(s: Sample): number | undefined | "bad" {
@@ -123,8 +141,10 @@ export interface EngineBusyLimits {
 }
 
 export function isEngineBusy(load: EngineRankLoad, limits: EngineBusyLimits): boolean {
-  if (limits.kvUsage !== undefined && load.kvUsage !== undefined && load.kvUsage > limits.kvUsage) return true;
-  if (limits.waiting !== undefined && load.waiting !== undefined && load.waiting > limits.waiting) return true;
+  if (limits.kvUsage !== undefined && load.kvUsage !== undefined && load.kvUsage > limits.kvUsage)
+    return true;
+  if (limits.waiting !== undefined && load.waiting !== undefined && load.waiting > limits.waiting)
+    return true;
   return false;
 }
 
@@ -136,16 +156,21 @@ export function busyEngineRanks(
   const out = new Set<WorkerKey>();
   if (limits.kvUsage === undefined && limits.waiting === undefined) return out;
   for (const [workerId, load] of reports) {
-    for (const r of load.ranks) if (isEngineBusy(r, limits)) out.add(keyOf({ workerId, dpRank: r.dpRank }));
+    for (const r of load.ranks)
+      if (isEngineBusy(r, limits)) out.add(keyOf({ workerId, dpRank: r.dpRank }));
   }
   return out;
 }
 
 /** Requests waiting in each (worker, rank)'s engine, for the engine-waiting cost. */
-export function waitingByRank(reports: Iterable<readonly [WorkerId, EngineLoad]>): Map<WorkerKey, number> {
+export function waitingByRank(
+  reports: Iterable<readonly [WorkerId, EngineLoad]>,
+): Map<WorkerKey, number> {
   const out = new Map<WorkerKey, number>();
   for (const [workerId, load] of reports) {
-    for (const r of load.ranks) if (r.waiting !== undefined && r.waiting > 0) out.set(keyOf({ workerId, dpRank: r.dpRank }), r.waiting);
+    for (const r of load.ranks)
+      if (r.waiting !== undefined && r.waiting > 0)
+        out.set(keyOf({ workerId, dpRank: r.dpRank }), r.waiting);
   }
   return out;
 }

@@ -45,7 +45,10 @@ export function engineSessions(o: EngineSessionsOptions): EngineSessions {
     } catch {
       status = undefined;
     }
-    if (!res.ok || status !== "ok") throw new Error(`${path} on worker ${worker} answered HTTP ${res.status}: ${text.slice(0, 200)}`);
+    if (!res.ok || status !== "ok")
+      throw new Error(
+        `${path} on worker ${worker} answered HTTP ${res.status}: ${text.slice(0, 200)}`,
+      );
   };
   return {
     async open(worker, sessionId, timeoutS) {
@@ -55,7 +58,9 @@ export function engineSessions(o: EngineSessionsOptions): EngineSessions {
       } catch (e) {
         o.onResult?.("open", false);
         // The engine's URL and answer go to the log only: this error reaches the client (502).
-        o.warn?.(`could not open session ${sessionId} on worker ${worker}: ${(e as Error).message}`);
+        o.warn?.(
+          `could not open session ${sessionId} on worker ${worker}: ${(e as Error).message}`,
+        );
         throw new Error("the engine did not accept the session (the router's log has its answer)");
       }
     },
@@ -64,7 +69,9 @@ export function engineSessions(o: EngineSessionsOptions): EngineSessions {
         () => o.onResult?.("close", true),
         (e: unknown) => {
           o.onResult?.("close", false);
-          o.warn?.(`could not close session ${sessionId} on worker ${worker}: ${(e as Error).message}`);
+          o.warn?.(
+            `could not close session ${sessionId} on worker ${worker}: ${(e as Error).message}`,
+          );
         },
       );
     },

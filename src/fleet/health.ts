@@ -120,7 +120,10 @@ export class HealthChecker {
     let reason: string | undefined;
     try {
       // Never followed: a /health that redirects (to another host, say) is not this engine healthy.
-      const res = await this.#fetch(`${rec.url}/health`, { signal: AbortSignal.timeout(this.#o.timeoutMs), redirect: "manual" });
+      const res = await this.#fetch(`${rec.url}/health`, {
+        signal: AbortSignal.timeout(this.#o.timeoutMs),
+        redirect: "manual",
+      });
       ok = res.ok;
       if (!ok) reason = `health check answered HTTP ${res.status}`;
       await res.body?.cancel().catch(() => {});
@@ -138,7 +141,9 @@ export class HealthChecker {
       od.readmitted(id, now);
     }
     if (ok && this.#o.afterHealthy) {
-      await this.#o.afterHealthy(id, rec.url, AbortSignal.timeout(this.#o.timeoutMs)).catch(() => {});
+      await this.#o
+        .afterHealthy(id, rec.url, AbortSignal.timeout(this.#o.timeoutMs))
+        .catch(() => {});
       // A hold or a fence that came while the models were re-read wins over this check.
       if (this.#held.has(id) || (this.#fences.get(id) ?? 0) !== fenceAtStart) return false;
     }
@@ -153,6 +158,7 @@ export class HealthChecker {
   }
 
   #set(id: WorkerId, healthy: boolean, reason: string | undefined, finishInFlight = false): void {
-    if (this.#o.registry.setHealthy(id, healthy, reason, finishInFlight)) this.#o.onChange?.(id, healthy, reason);
+    if (this.#o.registry.setHealthy(id, healthy, reason, finishInFlight))
+      this.#o.onChange?.(id, healthy, reason);
   }
 }

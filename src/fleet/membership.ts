@@ -62,9 +62,15 @@ export interface MembershipDeps {
     /** The KV blocks each rank's engine says it holds (engine info's kv_blocks, else `kvCapacity`), for the time-based kv's credit. */
     setKvCapacity?(worker: WorkerWithDpRank, blocks: number | undefined): void;
   };
-  readonly recovery: { addRank(workerId: WorkerId, dpRank: DpRank): void; removeWorker(workerId: WorkerId): void };
+  readonly recovery: {
+    addRank(workerId: WorkerId, dpRank: DpRank): void;
+    removeWorker(workerId: WorkerId): void;
+  };
   readonly lora?: {
-    handleMdcAddition(worker: WorkerWithDpRank, info: { name: string; maxGpuLoraCount?: number }): void;
+    handleMdcAddition(
+      worker: WorkerWithDpRank,
+      info: { name: string; maxGpuLoraCount?: number },
+    ): void;
     handleWorkerRemoval(worker: WorkerWithDpRank): void;
     /** Known capacity before any adapter is loaded, so the router can place the first one. */
     setWorkerCapacity?(worker: WorkerWithDpRank, capacity: number): void;
@@ -77,7 +83,10 @@ export interface MembershipDeps {
    */
   readonly kvCapacity?: (url: string) => Promise<KvCapacityReading | undefined>;
   /** Which models each worker serves, and how to ask an engine (GET /v1/models). */
-  readonly models?: { readonly directory: ModelDirectory; readonly fetch: (url: string) => Promise<ServedModel[]> };
+  readonly models?: {
+    readonly directory: ModelDirectory;
+    readonly fetch: (url: string) => Promise<ServedModel[]>;
+  };
   /** A worker was added or removed (health checker bookkeeping, logs). */
   readonly onAdded?: (w: WorkerRecord) => void;
   readonly onRemoved?: (w: WorkerRecord) => void;
@@ -107,7 +116,11 @@ export class WorkerMembership {
       url = normalizeWorkerUrl(input.url);
       if (!/^https?:$/.test(new URL(url).protocol)) throw new Error("scheme");
     } catch {
-      throw new RouterError("invalid_request", `url: must be an http:// or https:// URL (got ${JSON.stringify(input.url)})`, "url");
+      throw new RouterError(
+        "invalid_request",
+        `url: must be an http:// or https:// URL (got ${JSON.stringify(input.url)})`,
+        "url",
+      );
     }
     const id = input.id ?? workerIdFromUrl(url);
     const known = this.#existing(id, url);
@@ -117,16 +130,22 @@ export class WorkerMembership {
     const warnings: string[] = [];
     let info: EngineInfo | undefined;
     // Asked together: a registration waits for the slower of the two, not their sum.
-    const served = input.models === undefined ? this.#servedModels(url) : Promise.resolve(input.models.map((id) => ({ id, parent: null })));
+    const served =
+      input.models === undefined
+        ? this.#servedModels(url)
+        : Promise.resolve(input.models.map((id) => ({ id, parent: null })));
     try {
       info = await this.d.engineInfo(url);
     } catch (e) {
-      warnings.push(`engine info unavailable (${(e as Error).message}); registered as unhealthy until a health check passes`);
+      warnings.push(
+        `engine info unavailable (${(e as Error).message}); registered as unhealthy until a health check passes`,
+      );
     }
     // Only engines that did not say kv_blocks are asked again (vLLM and SGLang serve no engine info).
-    const probed = info?.kvBlocks === undefined && this.d.kvCapacity !== undefined
-      ? this.d.kvCapacity(url).catch(() => undefined)
-      : Promise.resolve(undefined);
+    const probed =
+      info?.kvBlocks === undefined && this.d.kvCapacity !== undefined
+        ? this.d.kvCapacity(url).catch(() => undefined)
+        : Promise.resolve(undefined);
     const models = await served;
     const capacity = this.#kvCapacity(info, await probed, warnings);
     const blockSize = input.blockSize ?? info?.blockSize;
@@ -152,7 +171,11 @@ export class WorkerMembership {
     // One cap whatever said it: the registration, or the engine about itself.
     if (!Number.isSafeInteger(dpRanks) || dpRanks < 1 || dpRanks > MAX_DP_RANKS) {
       const from = input.dpRanks !== undefined ? "the registration" : "its /v1/engine/info";
-      throw new RouterError("invalid_request", `dp_ranks: ${from} says ${dpRanks} data-parallel ranks; at most ${MAX_DP_RANKS}`, "dp_ranks");
+      throw new RouterError(
+        "invalid_request",
+        `dp_ranks: ${from} says ${dpRanks} data-parallel ranks; at most ${MAX_DP_RANKS}`,
+        "dp_ranks",
+      );
     }
     // Checked again: another engine's registration may have claimed the id while we awaited.
     if (info?.workerId !== undefined) this.#checkClaim(info.workerId, url);
@@ -162,9 +185,15 @@ export class WorkerMembership {
     if (models !== undefined) this.d.models?.directory.set(id, models);
     if (this.d.load.addWorkers !== undefined) this.d.load.addWorkers(ranksOf(id, dpRanks));
     else this.#syncLoad();
-    for (let r = 0; r < dpRanks; r++) this.d.load.setKvCapacity?.({ workerId: id, dpRank: r }, capacity(r));
+    for (let r = 0; r < dpRanks; r++)
+      this.d.load.setKvCapacity?.({ workerId: id, dpRank: r }, capacity(r));
     if (input.restore !== false) for (let r = 0; r < dpRanks; r++) this.d.recovery.addRank(id, r);
-    this.#recordLoras(id, dpRanks, input.loras ?? info?.loras ?? [], input.maxLoras ?? info?.maxLoras);
+    this.#recordLoras(
+      id,
+      dpRanks,
+      input.loras ?? info?.loras ?? [],
+      input.maxLoras ?? info?.maxLoras,
+    );
     for (const w of warnings) this.d.warn?.(`worker ${id} (${url}): ${w}`);
     this.d.onAdded?.(rec);
     return { worker: rec, created: true, warnings };
@@ -179,7 +208,9 @@ export class WorkerMembership {
     else this.#syncLoad();
     this.d.recovery.removeWorker(id);
     this.d.models?.directory.remove(id);
-    if (this.d.lora) for (let r = 0; r < rec.dpRanks; r++) this.d.lora.handleWorkerRemoval({ workerId: id, dpRank: r });
+    if (this.d.lora)
+      for (let r = 0; r < rec.dpRanks; r++)
+        this.d.lora.handleWorkerRemoval({ workerId: id, dpRank: r });
     this.d.onRemoved?.(rec);
     return rec;
   }
@@ -198,7 +229,11 @@ export class WorkerMembership {
    * Each rank's KV capacity in blocks: engine info's kv_blocks, else what the probe read; a value
    * that cannot be a real cache is a warning and leaves the capacity unknown.
    */
-  #kvCapacity(info: EngineInfo | undefined, probed: KvCapacityReading | undefined, warnings: string[]): (dpRank: number) => number | undefined {
+  #kvCapacity(
+    info: EngineInfo | undefined,
+    probed: KvCapacityReading | undefined,
+    warnings: string[],
+  ): (dpRank: number) => number | undefined {
     if (info?.kvBlocks !== undefined) {
       const blocks = checkedBlocks(info.kvBlocks, this.d.blockSize);
       if (typeof blocks === "number") return () => blocks;
@@ -211,7 +246,12 @@ export class WorkerMembership {
   }
 
   /** Adapters are engine-wide (vLLM loads one for every rank): record each on every rank. */
-  #recordLoras(id: WorkerId, dpRanks: number, loras: readonly string[], maxLoras: number | undefined): void {
+  #recordLoras(
+    id: WorkerId,
+    dpRanks: number,
+    loras: readonly string[],
+    maxLoras: number | undefined,
+  ): void {
     const lora = this.d.lora;
     if (!lora) return;
     for (let r = 0; r < dpRanks; r++) {
@@ -254,17 +294,27 @@ export class WorkerMembership {
       // The same engine under a second id would count twice: twice the load it can take,
       // every request's cost split between two views of one cache.
       const other = this.d.registry.idOfUrl(url);
-      if (other !== undefined) throw new RouterError("duplicate_request", `url: ${url} is already registered as worker ${other}`, "url");
+      if (other !== undefined)
+        throw new RouterError(
+          "duplicate_request",
+          `url: ${url} is already registered as worker ${other}`,
+          "url",
+        );
       return undefined;
     }
     if (rec.url === url) return rec;
-    throw new RouterError("duplicate_request", `worker id ${id} is already registered for ${rec.url}`, "id");
+    throw new RouterError(
+      "duplicate_request",
+      `worker id ${id} is already registered for ${rec.url}`,
+      "id",
+    );
   }
 
   /** The tracker keeps slots of every registered rank, healthy or not (load survives a fence). */
   #syncLoad(): void {
     const targets: WorkerWithDpRank[] = [];
-    for (const w of this.d.registry.list()) for (let r = 0; r < w.dpRanks; r++) targets.push({ workerId: w.id, dpRank: r });
+    for (const w of this.d.registry.list())
+      for (let r = 0; r < w.dpRanks; r++) targets.push({ workerId: w.id, dpRank: r });
     this.d.load.updateWorkers(targets);
   }
 }

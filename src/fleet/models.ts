@@ -110,7 +110,8 @@ export class ModelDirectory {
   /** Every model of the given workers, each name once (first listing wins). */
   union(workers: Iterable<WorkerId>): ServedModel[] {
     const out = new Map<string, ServedModel>();
-    for (const w of workers) for (const m of this.#byWorker.get(w) ?? []) if (!out.has(m.id)) out.set(m.id, m);
+    for (const w of workers)
+      for (const m of this.#byWorker.get(w) ?? []) if (!out.has(m.id)) out.set(m.id, m);
     return [...out.values()];
   }
 

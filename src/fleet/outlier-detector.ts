@@ -95,7 +95,11 @@ export class OutlierDetector {
     let reason: string | undefined;
     if (c.consecutiveFailures > 0 && s.consecutive >= c.consecutiveFailures) {
       reason = `${s.consecutive} failures in a row (last: ${what})`;
-    } else if (c.failurePercent > 0 && s.windowTotal >= c.requestVolume && (100 * s.windowFailed) / s.windowTotal >= c.failurePercent) {
+    } else if (
+      c.failurePercent > 0 &&
+      s.windowTotal >= c.requestVolume &&
+      (100 * s.windowFailed) / s.windowTotal >= c.failurePercent
+    ) {
       reason = `${s.windowFailed} of its last ${s.windowTotal} answers failed (last: ${what})`;
     }
     if (reason === undefined || !this.#mayEject(nowMs)) return undefined;
@@ -135,7 +139,15 @@ export class OutlierDetector {
   #state(id: WorkerId, nowMs: number): WorkerState {
     let s = this.#workers.get(id);
     if (s === undefined) {
-      s = { consecutive: 0, windowStart: nowMs, windowTotal: 0, windowFailed: 0, backoff: 0, ejectedUntil: undefined, returnedAt: undefined };
+      s = {
+        consecutive: 0,
+        windowStart: nowMs,
+        windowTotal: 0,
+        windowFailed: 0,
+        backoff: 0,
+        ejectedUntil: undefined,
+        returnedAt: undefined,
+      };
       this.#workers.set(id, s);
     } else if (nowMs - s.windowStart >= this.#c.intervalMs) {
       s.windowStart = nowMs;
@@ -149,7 +161,8 @@ export class OutlierDetector {
     const n = this.#population();
     if (n < 2) return false;
     let ejected = 0;
-    for (const s of this.#workers.values()) if (s.ejectedUntil !== undefined && nowMs < s.ejectedUntil) ejected++;
+    for (const s of this.#workers.values())
+      if (s.ejectedUntil !== undefined && nowMs < s.ejectedUntil) ejected++;
     if (ejected === 0) return true;
     return (100 * (ejected + 1)) / n <= this.#c.maxEjectionPercent;
   }

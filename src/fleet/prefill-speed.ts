@@ -35,7 +35,8 @@ export class PrefillSpeeds {
   readonly #base = new Map<WorkerId, Map<DpRank, PrefillCounters>>();
 
   constructor(private readonly minTokens = MIN_PREFILL_TOKENS) {
-    if (!(minTokens >= 1)) throw new Error(`minimum prefilled tokens must be >= 1, got ${minTokens}`);
+    if (!(minTokens >= 1))
+      throw new Error(`minimum prefilled tokens must be >= 1, got ${minTokens}`);
   }
 
   /**
@@ -43,7 +44,15 @@ export class PrefillSpeeds {
    * or undefined when too few tokens were prefilled since (or the counters make no sense).
    */
   update(workerId: WorkerId, dpRank: DpRank, now: PrefillCounters): number | undefined {
-    if (!(Number.isFinite(now.seconds) && now.seconds >= 0 && Number.isFinite(now.tokens) && now.tokens >= 0)) return undefined;
+    if (
+      !(
+        Number.isFinite(now.seconds) &&
+        now.seconds >= 0 &&
+        Number.isFinite(now.tokens) &&
+        now.tokens >= 0
+      )
+    )
+      return undefined;
     let ranks = this.#base.get(workerId);
     if (ranks === undefined) this.#base.set(workerId, (ranks = new Map()));
     let base = ranks.get(dpRank) ?? ZERO;

@@ -33,7 +33,8 @@ export function readSamples(text: string, wanted: ReadonlySet<string>): ParsedSa
     const name = line.slice(0, nameEnd);
     if (!wanted.has(name)) continue;
     const r = parseSample(line, name, nameEnd);
-    if (typeof r === "string") errors.push(`${r}: ${line.length > 200 ? line.slice(0, 200) + "…" : line}`);
+    if (typeof r === "string")
+      errors.push(`${r}: ${line.length > 200 ? line.slice(0, 200) + "…" : line}`);
     else samples.push(r);
   }
   return { samples, errors };
@@ -73,8 +74,12 @@ function parseSample(line: string, name: string, at: number): Sample | string {
       i = j + 1;
     }
   }
-  const rest = line.slice(i).trim().split(/[ \t]+/);
-  if (rest.length < 1 || rest.length > 2 || rest[0] === "") return "expected a value (and an optional timestamp)";
+  const rest = line
+    .slice(i)
+    .trim()
+    .split(/[ \t]+/);
+  if (rest.length < 1 || rest.length > 2 || rest[0] === "")
+    return "expected a value (and an optional timestamp)";
   const value = parseValue(rest[0]!);
   if (value === undefined) return `bad value ${JSON.stringify(rest[0])}`;
   return { name, labels, value };

@@ -47,11 +47,19 @@ export class WorkerProvisioner {
   async register(spec: WorkerSpec): Promise<RegisterResult> {
     const kv = spec.kvEvents;
     if (kv && !this.d.sources) {
-      throw new RouterError("invalid_request", "kv_events: this router has no ZMQ support (libzmq is not available here)", "kv_events");
+      throw new RouterError(
+        "invalid_request",
+        "kv_events: this router has no ZMQ support (libzmq is not available here)",
+        "kv_events",
+      );
     }
     const { kvEvents: _, role, ...input } = spec;
     if (role !== undefined) this.d.setRole?.(spec.url, role);
-    const res = await this.d.membership.register({ ...input, dpRanks: kv?.dpRanks ?? spec.dpRanks, restore: kv ? false : undefined });
+    const res = await this.d.membership.register({
+      ...input,
+      dpRanks: kv?.dpRanks ?? spec.dpRanks,
+      restore: kv ? false : undefined,
+    });
     if (!kv || this.d.sources!.has(res.worker.id)) return res;
     if (res.worker.dpRanks !== kv.dpRanks) {
       if (res.created) this.d.membership.remove(res.worker.id);
@@ -67,7 +75,11 @@ export class WorkerProvisioner {
     } catch (e) {
       // A worker whose events cannot be read would be routed blind: take it out again.
       if (res.created) this.d.membership.remove(res.worker.id);
-      throw new RouterError("unavailable", `kv_events: cannot subscribe to ${kv.endpoint}: ${(e as Error).message}`, "kv_events");
+      throw new RouterError(
+        "unavailable",
+        `kv_events: cannot subscribe to ${kv.endpoint}: ${(e as Error).message}`,
+        "kv_events",
+      );
     }
     return res;
   }

@@ -34,7 +34,14 @@ export class WorkerRegistry {
   add(id: WorkerId, url: string, dpRanks: number, healthy = true, model?: string): boolean {
     if (this.#byId.has(id)) return false;
     const base = url.replace(/\/+$/, "");
-    this.#byId.set(id, { id, url: base, dpRanks, healthy, reason: healthy ? undefined : "not checked yet", model });
+    this.#byId.set(id, {
+      id,
+      url: base,
+      dpRanks,
+      healthy,
+      reason: healthy ? undefined : "not checked yet",
+      model,
+    });
     this.#byUrl.set(base, id);
     this.#invalidate();
     return true;
@@ -162,7 +169,8 @@ export class WorkerRegistry {
   isBaseModel(name: string): boolean {
     if (this.#models === undefined) {
       this.#models = new Set();
-      for (const rec of this.#byId.values()) if (rec.model !== undefined) this.#models.add(rec.model);
+      for (const rec of this.#byId.values())
+        if (rec.model !== undefined) this.#models.add(rec.model);
     }
     return this.#models.has(name);
   }
@@ -170,7 +178,9 @@ export class WorkerRegistry {
   /** Ids of healthy workers; cached like healthyTargets. */
   healthyIds(): ReadonlySet<WorkerId> {
     if (this.#healthyIds === undefined) {
-      this.#healthyIds = new Set([...this.#byId.values()].filter((r) => r.healthy).map((r) => r.id));
+      this.#healthyIds = new Set(
+        [...this.#byId.values()].filter((r) => r.healthy).map((r) => r.id),
+      );
     }
     return this.#healthyIds;
   }

@@ -55,11 +55,17 @@ export class WorkerUrlPolicy {
     }
     const normalized = `${u.protocol}//${u.host.toLowerCase()}${u.pathname.replace(/\/+$/, "")}`;
     const withPort = `${u.protocol}//${u.hostname.toLowerCase()}:${portOf(u)}${u.pathname.replace(/\/+$/, "")}`;
-    if (this.#allow.length > 0 && !this.#allow.some((p) => p.test(normalized) || p.test(withPort))) {
+    if (
+      this.#allow.length > 0 &&
+      !this.#allow.some((p) => p.test(normalized) || p.test(withPort))
+    ) {
       throw refuse(`${normalized} matches no --worker-allow pattern`);
     }
     if (this.isOwnAddress(u)) throw refuse(`${normalized} is this router's own address`);
-    if (await this.#answersAsRouter(u)) throw refuse(`${normalized} answers as a Switchyard router (${ROUTER_ID_HEADER}), not an engine`);
+    if (await this.#answersAsRouter(u))
+      throw refuse(
+        `${normalized} answers as a Switchyard router (${ROUTER_ID_HEADER}), not an engine`,
+      );
   }
 
   /** The URL names this router's port on one of this machine's addresses. */
@@ -68,7 +74,12 @@ export class WorkerUrlPolicy {
     if (port === undefined || portOf(u) !== port) return false;
     const host = u.hostname.toLowerCase();
     const bare = host.replace(/^\[|\]$/g, "");
-    if (ALWAYS_LOCAL.includes(host) || ALWAYS_LOCAL.includes(bare) || /^127\.\d+\.\d+\.\d+$/.test(bare)) return true;
+    if (
+      ALWAYS_LOCAL.includes(host) ||
+      ALWAYS_LOCAL.includes(bare) ||
+      /^127\.\d+\.\d+\.\d+$/.test(bare)
+    )
+      return true;
     if (/^::ffff:127\./.test(bare) || bare === "::ffff:7f00:1") return true;
     return this.o.localHosts().some((h) => h.toLowerCase().replace(/^\[|\]$/g, "") === bare);
   }
@@ -76,7 +87,10 @@ export class WorkerUrlPolicy {
   async #answersAsRouter(u: URL): Promise<boolean> {
     const base = u.href.replace(/\/+$/, "");
     try {
-      const res = await this.o.fetch(`${base}/health`, { signal: AbortSignal.timeout(this.o.probeTimeoutMs ?? 1_000), redirect: "manual" });
+      const res = await this.o.fetch(`${base}/health`, {
+        signal: AbortSignal.timeout(this.o.probeTimeoutMs ?? 1_000),
+        redirect: "manual",
+      });
       await res.body?.cancel().catch(() => {});
       return res.headers.get(ROUTER_ID_HEADER) !== null;
     } catch {

@@ -16,7 +16,12 @@
 import type { Logger } from "../core/logger.ts";
 import type { WorkerId } from "../core/ids.ts";
 import type { WorkerSpec } from "./worker-spec.ts";
-import { diffWorkers, parseWorkersFile, type WantedWorker, type YamlParse } from "./workers-file.ts";
+import {
+  diffWorkers,
+  parseWorkersFile,
+  type WantedWorker,
+  type YamlParse,
+} from "./workers-file.ts";
 
 export interface WorkersFileWatchOptions {
   readonly path: string;
@@ -91,7 +96,9 @@ export class WorkersFileWatch {
     try {
       this.#unwatch = this.o.watchDir?.(dir, () => void this.check());
     } catch (e) {
-      this.o.log.warn(`--workers-file: cannot watch ${dir} (${(e as Error).message}); polling every ${this.o.pollMs ?? 1_000} ms`);
+      this.o.log.warn(
+        `--workers-file: cannot watch ${dir} (${(e as Error).message}); polling every ${this.o.pollMs ?? 1_000} ms`,
+      );
     }
   }
 
@@ -166,13 +173,19 @@ export class WorkersFileWatch {
     }
     if (text !== this.#lastText) {
       try {
-        this.#wanted = this.o.parseFile !== undefined ? await this.o.parseFile(text, this.o.path) : parseWorkersFile(text, this.o.path, this.o.parseYaml);
+        this.#wanted =
+          this.o.parseFile !== undefined
+            ? await this.o.parseFile(text, this.o.path)
+            : parseWorkersFile(text, this.o.path, this.o.parseYaml);
         this.#lastText = text;
         this.#lastProblem = undefined;
         this.#failedAt.clear();
       } catch (e) {
         this.#readVersion = version;
-        this.#problem(`--workers-file: ${(e as Error).message}; keeping the last good list`, `parse\0${text}`);
+        this.#problem(
+          `--workers-file: ${(e as Error).message}; keeping the last good list`,
+          `parse\0${text}`,
+        );
         return;
       }
     }
@@ -184,14 +197,17 @@ export class WorkersFileWatch {
   /** Apply the list read last: remove what left it, register what is new or edited (or was removed by other means). */
   async #reconcile(): Promise<void> {
     // A file worker removed by other means is no longer applied: it is added back below.
-    for (const id of [...this.#applied.keys()]) if (!this.o.isRegistered(id)) this.#applied.delete(id);
+    for (const id of [...this.#applied.keys()])
+      if (!this.o.isRegistered(id)) this.#applied.delete(id);
     const { remove, add } = diffWorkers(this.#applied, this.#wanted);
     for (const id of remove) {
       this.#applied.delete(id);
       if (!this.o.isRegistered(id)) continue;
       try {
         this.o.remove(id);
-        this.o.log.info(`--workers-file: worker ${id} removed (no longer listed, or its entry changed)`);
+        this.o.log.info(
+          `--workers-file: worker ${id} removed (no longer listed, or its entry changed)`,
+        );
       } catch (e) {
         this.o.log.warn(`--workers-file: cannot remove worker ${id}: ${(e as Error).message}`);
       }
@@ -208,7 +224,9 @@ export class WorkersFileWatch {
           this.#failedAt.delete(w.id);
         } catch (e) {
           this.#failedAt.set(w.id, { fingerprint: w.fingerprint, at: now });
-          this.o.log.error(`--workers-file: cannot register ${w.spec.url}: ${(e as Error).message} (retried in ${retryMs / 1000} s)`);
+          this.o.log.error(
+            `--workers-file: cannot register ${w.spec.url}: ${(e as Error).message} (retried in ${retryMs / 1000} s)`,
+          );
         }
       }),
     );

@@ -33,11 +33,21 @@ export function parseWorkersFile(text: string, path: string, parseYaml: YamlPars
     doc = isYamlPath(path) ? parseYaml(text) : JSON.parse(text);
   } catch (e) {
     const where = isYamlPath(path) ? describePosition(locateYamlError(text, parseYaml)) : "";
-    throw new RouterError("invalid_request", `${path}: not valid ${isYamlPath(path) ? "YAML" : "JSON"}${where}: ${(e as Error).message}`);
+    throw new RouterError(
+      "invalid_request",
+      `${path}: not valid ${isYamlPath(path) ? "YAML" : "JSON"}${where}: ${(e as Error).message}`,
+    );
   }
-  const list = Array.isArray(doc) ? doc : isObject(doc) && Array.isArray(doc.workers) ? doc.workers : undefined;
+  const list = Array.isArray(doc)
+    ? doc
+    : isObject(doc) && Array.isArray(doc.workers)
+      ? doc.workers
+      : undefined;
   if (list === undefined) {
-    throw new RouterError("invalid_request", `${path}: expected a list of workers, or {"workers": [...]}`);
+    throw new RouterError(
+      "invalid_request",
+      `${path}: expected a list of workers, or {"workers": [...]}`,
+    );
   }
   const out: WantedWorker[] = [];
   const seen = new Map<WorkerId, number>();
@@ -50,12 +60,24 @@ export function parseWorkersFile(text: string, path: string, parseYaml: YamlPars
       if (!/^https?:$/.test(new URL(url).protocol)) throw new Error("scheme");
       id = spec.id ?? workerIdFromUrl(url);
     } catch {
-      throw new RouterError("invalid_request", `${path}: workers[${i}].url: must be an http:// or https:// URL`, "url");
+      throw new RouterError(
+        "invalid_request",
+        `${path}: workers[${i}].url: must be an http:// or https:// URL`,
+        "url",
+      );
     }
     const dup = seen.get(id);
-    if (dup !== undefined) throw new RouterError("invalid_request", `${path}: workers[${i}] is the same worker as workers[${dup}] (id ${id})`);
+    if (dup !== undefined)
+      throw new RouterError(
+        "invalid_request",
+        `${path}: workers[${i}] is the same worker as workers[${dup}] (id ${id})`,
+      );
     seen.set(id, i);
-    out.push({ id, spec, fingerprint: JSON.stringify(spec, (_k, v) => (typeof v === "bigint" ? v.toString() : v)) });
+    out.push({
+      id,
+      spec,
+      fingerprint: JSON.stringify(spec, (_k, v) => (typeof v === "bigint" ? v.toString() : v)),
+    });
   });
   return out;
 }
@@ -67,7 +89,10 @@ export interface WorkersDiff {
 }
 
 /** What to do to go from the workers the file added (`applied`: id → fingerprint) to `wanted`. */
-export function diffWorkers(applied: ReadonlyMap<WorkerId, string>, wanted: readonly WantedWorker[]): WorkersDiff {
+export function diffWorkers(
+  applied: ReadonlyMap<WorkerId, string>,
+  wanted: readonly WantedWorker[],
+): WorkersDiff {
   const want = new Map(wanted.map((w) => [w.id, w]));
   const remove: WorkerId[] = [];
   for (const [id, fp] of applied) {

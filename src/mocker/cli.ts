@@ -3,14 +3,25 @@
  * `{"url","port","worker_id"}` on stdout (tests and scripts read it); SIGINT/SIGTERM drains, a second one exits at once.
  */
 import { readFileSync } from "node:fs";
-import { MOCKER_USAGE, MockerOptionsError, parseMockerArgs, resolveMockerOptions } from "./options.ts";
+import {
+  MOCKER_USAGE,
+  MockerOptionsError,
+  parseMockerArgs,
+  resolveMockerOptions,
+} from "./options.ts";
 import { type MockerHandle, startMocker } from "./server.ts";
 
 /** The events token: the flag, the file the flag names, then SWITCHYARD_EVENTS_TOKEN, then the file SWITCHYARD_EVENTS_TOKEN_FILE names. */
 function eventsTokenOf(o: { eventsToken?: string; eventsTokenFile?: string }): string | undefined {
   const file = o.eventsTokenFile ?? process.env.SWITCHYARD_EVENTS_TOKEN_FILE;
-  const fromFile = () => (file === undefined ? undefined : readFileSync(file, "utf8").slice(0, 4096).trim());
-  return o.eventsToken ?? (o.eventsTokenFile !== undefined ? fromFile() : (process.env.SWITCHYARD_EVENTS_TOKEN || fromFile()));
+  const fromFile = () =>
+    file === undefined ? undefined : readFileSync(file, "utf8").slice(0, 4096).trim();
+  return (
+    o.eventsToken ??
+    (o.eventsTokenFile !== undefined
+      ? fromFile()
+      : process.env.SWITCHYARD_EVENTS_TOKEN || fromFile())
+  );
 }
 
 /** How long a SIGTERM-ed engine lets requests in flight finish. */
@@ -33,7 +44,9 @@ export async function runMockerCli(argv: readonly string[]): Promise<MockerHandl
     throw e;
   }
   const handle = await startMocker({ ...opts, eventsToken: eventsTokenOf(opts) });
-  console.log(JSON.stringify({ url: handle.url, port: handle.port, worker_id: handle.workerId.toString() }));
+  console.log(
+    JSON.stringify({ url: handle.url, port: handle.port, worker_id: handle.workerId.toString() }),
+  );
   // First signal: drain (requests in flight finish, bounded) and exit 0; a second: exit now.
   let stopping = false;
   const shutdown = () => {

@@ -33,7 +33,11 @@ export function streamCompletion(
   usage: StreamUsage = { include: false, continuous: false },
 ): Promise<Response> {
   const { engine: eng, workerId, log } = deps;
-  const w = new SseWriter(kind, m, usage.continuous ? { promptTokens: genReq.tokens.length } : undefined);
+  const w = new SseWriter(
+    kind,
+    m,
+    usage.continuous ? { promptTokens: genReq.tokens.length } : undefined,
+  );
   return new Promise<Response>((resolve, reject) => {
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     let open = true;
@@ -90,7 +94,8 @@ export function streamCompletion(
         },
         (e) => {
           if (!responded) {
-            if (e instanceof AbortedError) resolve(error(499, "client closed the request", "aborted", zero));
+            if (e instanceof AbortedError)
+              resolve(error(499, "client closed the request", "aborted", zero));
             else reject(e);
             return;
           }

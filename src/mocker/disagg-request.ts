@@ -15,7 +15,12 @@ export type DisaggDirective =
   | { readonly kind: "none" }
   | { readonly kind: "vllm-prefill" }
   | { readonly kind: "vllm-decode"; readonly segment: string | null }
-  | { readonly kind: "sglang"; readonly host: string; readonly port: number; readonly room: string };
+  | {
+      readonly kind: "sglang";
+      readonly host: string;
+      readonly port: number;
+      readonly room: string;
+    };
 
 const NONE: DisaggDirective = { kind: "none" };
 
@@ -28,23 +33,38 @@ export function parseDisaggDirective(body: Record<string, unknown>): DisaggDirec
   if (kvp !== undefined && kvp !== null) {
     if (typeof kvp !== "object" || Array.isArray(kvp)) bad("kv_transfer_params: must be an object");
     const p = kvp as Record<string, unknown>;
-    if (p.do_remote_decode === true && p.do_remote_prefill === true) bad("kv_transfer_params: do_remote_decode and do_remote_prefill are both true");
+    if (p.do_remote_decode === true && p.do_remote_prefill === true)
+      bad("kv_transfer_params: do_remote_decode and do_remote_prefill are both true");
     if (p.do_remote_decode === true) return { kind: "vllm-prefill" };
     if (p.do_remote_prefill === true) {
       const seg = p.switchyard_shm;
-      if (seg !== undefined && seg !== null && typeof seg !== "string") bad("kv_transfer_params.switchyard_shm: must be a string");
+      if (seg !== undefined && seg !== null && typeof seg !== "string")
+        bad("kv_transfer_params.switchyard_shm: must be a string");
       return { kind: "vllm-decode", segment: typeof seg === "string" ? seg : null };
     }
   }
   const room = body.bootstrap_room;
   if (room === undefined || room === null) return NONE;
-  if (!(typeof room === "number" && Number.isInteger(room) && room >= 0) && !(typeof room === "string" && /^\d{1,20}$/.test(room))) {
+  if (
+    !(typeof room === "number" && Number.isInteger(room) && room >= 0) &&
+    !(typeof room === "string" && /^\d{1,20}$/.test(room))
+  ) {
     bad("bootstrap_room: must be a non-negative integer");
   }
   const host = body.bootstrap_host;
-  if (typeof host !== "string" || host === "" || host.length > 255 || /[/\s@?#]/.test(host)) bad("bootstrap_host: must be a host name or address");
+  if (typeof host !== "string" || host === "" || host.length > 255 || /[/\s@?#]/.test(host))
+    bad("bootstrap_host: must be a host name or address");
   const port = body.bootstrap_port ?? null;
-  if (port !== null && !(typeof port === "number" && Number.isInteger(port) && port > 0 && port < 65536)) bad("bootstrap_port: must be a port number");
+  if (
+    port !== null &&
+    !(typeof port === "number" && Number.isInteger(port) && port > 0 && port < 65536)
+  )
+    bad("bootstrap_port: must be a port number");
   // SGLang draws rooms up to 2^63: past 2^53 both engines round the same JSON number alike.
-  return { kind: "sglang", host, port: port ?? 8998, room: typeof room === "number" ? BigInt(room).toString() : room };
+  return {
+    kind: "sglang",
+    host,
+    port: port ?? 8998,
+    room: typeof room === "number" ? BigInt(room).toString() : room,
+  };
 }

@@ -40,7 +40,10 @@ export function engineRoutes(deps: EngineRouteDeps): Route[] {
       started_at: deps.startedAt,
       dp_ranks: config.dpRanks,
       // --fault-block-size: the engine says the block size it was started with, not the one it runs.
-      block_size: config.faultBlockSize !== undefined ? deps.advertisedBlockSize ?? config.blockSize : config.blockSize,
+      block_size:
+        config.faultBlockSize !== undefined
+          ? (deps.advertisedBlockSize ?? config.blockSize)
+          : config.blockSize,
       kv_blocks: config.kvBlocks,
       loras: eng.loras.list(),
       max_loras: config.maxLoras,
@@ -49,7 +52,9 @@ export function engineRoutes(deps: EngineRouteDeps): Route[] {
       tokenizer: deps.tokenizer.source,
       max_concurrency: config.maxConcurrency,
       role: config.role,
-      ...(config.role !== "both" ? { disagg: config.disagg, bootstrap_port: port, kv_block_bytes: config.kvBlockBytes } : {}),
+      ...(config.role !== "both"
+        ? { disagg: config.disagg, bootstrap_port: port, kv_block_bytes: config.kvBlockBytes }
+        : {}),
     };
   }
 
@@ -58,7 +63,10 @@ export function engineRoutes(deps: EngineRouteDeps): Route[] {
     {
       method: "GET",
       path: "/metrics",
-      handle: () => new Response(renderMetrics(eng, deps.publishers, deps.handoffStats, deps.peerStats), { headers: { "content-type": "text/plain; version=0.0.4" } }),
+      handle: () =>
+        new Response(renderMetrics(eng, deps.publishers, deps.handoffStats, deps.peerStats), {
+          headers: { "content-type": "text/plain; version=0.0.4" },
+        }),
     },
   ];
 }

@@ -57,7 +57,11 @@ export interface GenerateRequest {
    * range arrived intact (0: compute them here). It never rejects. The time it takes is the
    * real copy's, not modelled.
    */
-  readonly importKv?: (hashes: BigUint64Array, fromBlock: number, toBlock: number) => Promise<ImportedKv>;
+  readonly importKv?: (
+    hashes: BigUint64Array,
+    fromBlock: number,
+    toBlock: number,
+  ) => Promise<ImportedKv>;
 }
 
 interface TierLoad {
@@ -123,9 +127,19 @@ export interface RankLoad {
 export function rankLoad(r: RankState): RankLoad {
   if (r.steps !== undefined) {
     const decoding = r.steps.decoding;
-    return { running: r.steps.running, waiting: r.steps.waiting, decoding, prefilling: r.steps.running - decoding };
+    return {
+      running: r.steps.running,
+      waiting: r.steps.waiting,
+      decoding,
+      prefilling: r.steps.running - decoding,
+    };
   }
-  return { running: r.slots.held, waiting: r.slots.waiting, decoding: r.decoding, prefilling: r.prefill.waiting };
+  return {
+    running: r.slots.held,
+    waiting: r.slots.waiting,
+    decoding: r.decoding,
+    prefilling: r.prefill.waiting,
+  };
 }
 
 export interface EngineCounters {
@@ -173,7 +187,14 @@ export class MockEngine {
   readonly ranks: RankState[];
   readonly loras: LoraRegistry;
   readonly sessions = new SessionRegistry();
-  readonly counters: EngineCounters = { requests: 0, aborted: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, unknownModel: 0 };
+  readonly counters: EngineCounters = {
+    requests: 0,
+    aborted: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    completionTokens: 0,
+    unknownModel: 0,
+  };
   private readonly clock: Clock;
   private readonly onPrefilled: ((record: PrefillRecord) => void) | undefined;
   private nextRank = 0;
@@ -187,8 +208,15 @@ export class MockEngine {
     this.loras = new LoraRegistry(c.maxLoras, c.model, c.loras);
     this.ranks = Array.from({ length: c.dpRanks }, (_, r) => {
       const kv = new RankKv({
-        workerId: deps.workerId, dpRank: r, capacity: c.kvBlocks, bufferSize: c.eventBufferSize, emit: deps.emit,
-        dropEvents: c.faultDropEvents > 0 ? { share: c.faultDropEvents, random: mulberry32(c.seed * 31 + r + 1) } : undefined,
+        workerId: deps.workerId,
+        dpRank: r,
+        capacity: c.kvBlocks,
+        bufferSize: c.eventBufferSize,
+        emit: deps.emit,
+        dropEvents:
+          c.faultDropEvents > 0
+            ? { share: c.faultDropEvents, random: mulberry32(c.seed * 31 + r + 1) }
+            : undefined,
       });
       const tiers = deps.makeTiers?.(r, (data, medium) => kv.recordTier(data, medium)) ?? null;
       if (tiers !== null) kv.lowerTiers = () => tiers.held();
@@ -199,7 +227,13 @@ export class MockEngine {
         decoding: 0,
         prefillBusyUntil: 0,
         prefillStats: new PrefillStats(),
-        steps: c.scheduler === "v1" ? new StepScheduler(deps.clock, c, { maxNumBatchedTokens: c.maxNumBatchedTokens, maxRunning: c.maxConcurrency }) : undefined,
+        steps:
+          c.scheduler === "v1"
+            ? new StepScheduler(deps.clock, c, {
+                maxNumBatchedTokens: c.maxNumBatchedTokens,
+                maxRunning: c.maxConcurrency,
+              })
+            : undefined,
         tiers,
       };
     });
@@ -229,17 +263,25 @@ export class MockEngine {
   /** Run one request to completion (or abort). Rejects with AbortedError on abort. */
   async generate(req: GenerateRequest, sink: TokenSink): Promise<GenerateResult> {
     const rank = this.ranks[req.dpRank];
-    if (rank === undefined) throw new RangeError(`dp rank ${req.dpRank} out of range 0..${this.ranks.length - 1}`);
+    if (rank === undefined)
+      throw new RangeError(`dp rank ${req.dpRank} out of range 0..${this.ranks.length - 1}`);
     const c = this.config;
     // The faults salt what a router would compute otherwise (options.ts, --fault-*).
-    const loraName = req.loraName !== undefined && c.faultLoraSalt !== undefined ? `${req.loraName}${c.faultLoraSalt}` : req.loraName;
-    const local = computeBlockHashes(req.tokens, c.blockSize, { loraName, cacheNamespace: c.faultHashSeed });
+    const loraName =
+      req.loraName !== undefined && c.faultLoraSalt !== undefined
+        ? `${req.loraName}${c.faultLoraSalt}`
+        : req.loraName;
+    const local = computeBlockHashes(req.tokens, c.blockSize, {
+      loraName,
+      cacheNamespace: c.faultHashSeed,
+    });
     const hashes = engineBlockHashes(local);
     const maxHit = maxHitBlocks(req.tokens.length, c.blockSize);
     const signal = req.signal;
     const arrivedAt = this.clock.now();
     this.counters.requests++;
-    if (rank.steps !== undefined) return this.generateInSteps(req, sink, rank, rank.steps, local, hashes, arrivedAt);
+    if (rank.steps !== undefined)
+      return this.generateInSteps(req, sink, rank, rank.steps, local, hashes, arrivedAt);
 
     let admitted = false;
     let prefilling = false;
@@ -254,7 +296,8 @@ export class MockEngine {
         // A pull (and SGLang's wait for the prefill engine's room) computes nothing: it does
         // not take the prefill lane, so it never holds back this rank's other prefills.
         lease = rank.kv.begin(hashes, maxHit);
-        if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
+        if (lease.cachedBlocks < hashes.length)
+          imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
         if (signal?.aborted) throw new AbortedError();
       }
       await rank.prefill.acquire(signal);
@@ -263,9 +306,16 @@ export class MockEngine {
 
       lease ??= rank.kv.begin(hashes, maxHit);
       // Blocks right after the GPU prefix that a lower tier holds are loaded, not computed.
-      const tier = rank.tiers !== null && imported.blocks === 0 ? await this.loadFromTiers(rank.tiers, rank.kv, lease, hashes, local, maxHit) : NO_TIER_LOAD;
+      const tier =
+        rank.tiers !== null && imported.blocks === 0
+          ? await this.loadFromTiers(rank.tiers, rank.kv, lease, hashes, local, maxHit)
+          : NO_TIER_LOAD;
       const cachedTokens = (lease.cachedBlocks + tier.blocks) * c.blockSize;
-      const info: GenerateStart = { dpRank: req.dpRank, cachedTokens, promptTokens: req.tokens.length };
+      const info: GenerateStart = {
+        dpRank: req.dpRank,
+        cachedTokens,
+        promptTokens: req.tokens.length,
+      };
       this.counters.promptTokens += req.tokens.length;
       this.counters.cachedTokens += cachedTokens;
       sink.start(info);
@@ -277,8 +327,14 @@ export class MockEngine {
       await this.sleepUntil(prefillDone, signal);
       const firstTokenAt = this.clock.now();
       this.onPrefilled?.({
-        requestId: req.requestId, dpRank: req.dpRank, arrivedAt, prefillStartedAt: prefillStart, firstTokenAt,
-        promptTokens: req.tokens.length, cachedTokens, computedTokens: computed,
+        requestId: req.requestId,
+        dpRank: req.dpRank,
+        arrivedAt,
+        prefillStartedAt: prefillStart,
+        firstTokenAt,
+        promptTokens: req.tokens.length,
+        cachedTokens,
+        computedTokens: computed,
       });
       const committed = rank.kv.commit(lease, hashes, local);
       if (rank.tiers !== null) await this.storeToTiers(rank.tiers, committed, hashes, lease.slots);
@@ -306,7 +362,13 @@ export class MockEngine {
       }
       // Recorded when the request finishes, as vLLM records it.
       rank.prefillStats.finished(firstTokenAt - prefillStart, computed);
-      return { ...info, completionTokens: req.maxTokens, text, transferredBlocks: imported.blocks, transferredBytes: imported.bytes };
+      return {
+        ...info,
+        completionTokens: req.maxTokens,
+        text,
+        transferredBlocks: imported.blocks,
+        transferredBytes: imported.bytes,
+      };
     } catch (e) {
       if (e instanceof AbortedError) this.counters.aborted++;
       throw e;
@@ -314,7 +376,8 @@ export class MockEngine {
       if (decoding) rank.decoding--;
       if (prefilling) {
         // Cut short: the GPU is not busy with it any more.
-        if (rank.prefillBusyUntil === prefillDone) rank.prefillBusyUntil = Math.min(prefillDone, this.clock.now());
+        if (rank.prefillBusyUntil === prefillDone)
+          rank.prefillBusyUntil = Math.min(prefillDone, this.clock.now());
         rank.prefill.release();
       }
       if (lease !== undefined) rank.kv.release(lease);
@@ -347,7 +410,8 @@ export class MockEngine {
       if (req.importKv !== undefined) {
         // vLLM's WAITING_FOR_REMOTE_KVS: the pull happens before the request is scheduled.
         lease = rank.kv.begin(hashes, maxHitBlocks(req.tokens.length, this.config.blockSize));
-        if (lease.cachedBlocks < hashes.length) imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
+        if (lease.cachedBlocks < hashes.length)
+          imported = await req.importKv(hashes, lease.cachedBlocks, hashes.length);
         if (signal?.aborted) throw new AbortedError();
       }
       if (rank.tiers !== null && imported.blocks === 0) {
@@ -375,12 +439,19 @@ export class MockEngine {
         prefilled: () => {
           firstTokenAt = this.clock.now();
           this.onPrefilled?.({
-            requestId: req.requestId, dpRank: req.dpRank, arrivedAt, prefillStartedAt: prefillStart, firstTokenAt,
-            promptTokens: req.tokens.length, cachedTokens: info!.cachedTokens, computedTokens: computed,
+            requestId: req.requestId,
+            dpRank: req.dpRank,
+            arrivedAt,
+            prefillStartedAt: prefillStart,
+            firstTokenAt,
+            promptTokens: req.tokens.length,
+            cachedTokens: info!.cachedTokens,
+            computedTokens: computed,
           });
           const committed = rank.kv.commit(lease!, hashes, local);
           // Inside a step (no waiting here): the copies run on the tiers' own lane, in order.
-          if (rank.tiers !== null) void this.storeToTiers(rank.tiers, committed, hashes, lease!.slots);
+          if (rank.tiers !== null)
+            void this.storeToTiers(rank.tiers, committed, hashes, lease!.slots);
         },
         token: (i) => {
           const t = fakeToken(offset, i);
@@ -390,7 +461,13 @@ export class MockEngine {
         },
       });
       rank.prefillStats.finished(firstTokenAt - prefillStart, computed);
-      return { ...info!, completionTokens: req.maxTokens, text, transferredBlocks: imported.blocks, transferredBytes: imported.bytes };
+      return {
+        ...info!,
+        completionTokens: req.maxTokens,
+        text,
+        transferredBlocks: imported.blocks,
+        transferredBytes: imported.bytes,
+      };
     } catch (e) {
       if (e instanceof AbortedError) this.counters.aborted++;
       throw e;
@@ -406,7 +483,14 @@ export class MockEngine {
    * prefill would). Returns the blocks loaded intact and the time their transfer takes at the
    * modelled bandwidths. On the tiers' lane.
    */
-  private loadFromTiers(tiers: RankTiers, kv: RankKv, lease: KvLease, hashes: BigUint64Array, local: BigUint64Array, maxHit: number): Promise<TierLoad> {
+  private loadFromTiers(
+    tiers: RankTiers,
+    kv: RankKv,
+    lease: KvLease,
+    hashes: BigUint64Array,
+    local: BigUint64Array,
+    maxHit: number,
+  ): Promise<TierLoad> {
     return tiers.exclusive(async () => {
       const from = lease.cachedBlocks;
       const hits = tiers.match(hashes, from, maxHit);
@@ -430,7 +514,9 @@ export class MockEngine {
       }
       let fromDisk = 0;
       for (let k = 0; k < good; k++) if (hits[k]!.medium === "disk") fromDisk++;
-      const ms = tierLoadMs((good - fromDisk) * c.blockSize, c.kvHostGbps, c) + tierLoadMs(fromDisk * c.blockSize, c.kvDiskGbps, c);
+      const ms =
+        tierLoadMs((good - fromDisk) * c.blockSize, c.kvHostGbps, c) +
+        tierLoadMs(fromDisk * c.blockSize, c.kvDiskGbps, c);
       return { blocks: good, ms };
     });
   }
@@ -440,7 +526,12 @@ export class MockEngine {
    * the new blocks' content written to their slots. On the tiers' lane, so a later eviction of
    * these blocks copies their content, not the old one. Failures are counted, never thrown.
    */
-  private async storeToTiers(tiers: RankTiers, committed: CommitResult, hashes: BigUint64Array, slots: Int32Array): Promise<void> {
+  private async storeToTiers(
+    tiers: RankTiers,
+    committed: CommitResult,
+    hashes: BigUint64Array,
+    slots: Int32Array,
+  ): Promise<void> {
     try {
       await tiers.exclusive(async () => {
         await tiers.offload(committed.evicted);

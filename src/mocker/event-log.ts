@@ -42,7 +42,10 @@ export class RankEventLog {
   append(data: KvCacheEventData, medium?: KvMedium): RouterEvent {
     const base = { eventId: this.nextId++, dpRank: this.dpRank, data };
     // A GPU event carries no medium, as every engine without tiers sends it.
-    const event: RouterEvent = { workerId: this.workerId, event: medium === undefined || medium === "gpu" ? base : { ...base, medium } };
+    const event: RouterEvent = {
+      workerId: this.workerId,
+      event: medium === undefined || medium === "gpu" ? base : { ...base, medium },
+    };
     this.buffer.push(event);
     return event;
   }

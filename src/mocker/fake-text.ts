@@ -22,7 +22,10 @@ const TEXT =
  */
 export function fakeTextOffset(seed: number, prompt: Uint32Array, requestSeed?: number): number {
   if (requestSeed !== undefined) {
-    const h = Math.imul((seed ^ 0x9e3779b9) >>> 0, 0x01000193) ^ Math.imul(requestSeed >>> 0, 0x85ebca6b) ^ Math.floor(requestSeed / 2 ** 32);
+    const h =
+      Math.imul((seed ^ 0x9e3779b9) >>> 0, 0x01000193) ^
+      Math.imul(requestSeed >>> 0, 0x85ebca6b) ^
+      Math.floor(requestSeed / 2 ** 32);
     return ((h >>> 0) + prompt.length) % TEXT.length;
   }
   let h = (seed ^ 0x9e3779b9 ^ prompt.length) >>> 0;

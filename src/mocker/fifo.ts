@@ -22,7 +22,8 @@ export class FifoSemaphore {
   private qHead = 0;
 
   constructor(readonly permits: number) {
-    if (!(Number.isInteger(permits) && permits > 0)) throw new RangeError(`permits must be a positive integer (got ${permits})`);
+    if (!(Number.isInteger(permits) && permits > 0))
+      throw new RangeError(`permits must be a positive integer (got ${permits})`);
   }
 
   /** Permits held. */

@@ -17,7 +17,10 @@ import type { ExportedKv, KvHandoff } from "./kv-handoff.ts";
 import type { MockerConfig } from "./options.ts";
 import { completionResponse, type ApiKind, type ResponseMeta } from "./openai.ts";
 
-export type GenerateRequestOf = GenerateRequest & { readonly tokens: Uint32Array; readonly loraName?: string };
+export type GenerateRequestOf = GenerateRequest & {
+  readonly tokens: Uint32Array;
+  readonly loraName?: string;
+};
 
 export interface HandoffRouteDeps {
   /** Null on an ordinary engine (role both): it never loads the native library. */
@@ -36,9 +39,16 @@ export interface HandoffHttp {
   directive(body: Record<string, unknown>): DisaggDirective;
   /** Whether this request is the prefill half of a hand-off (this engine must write its blocks). */
   exportsKv(d: DisaggDirective): boolean;
-  prefillAndExport(kind: ApiKind, m: ResponseMeta, genReq: GenerateRequestOf, d: DisaggDirective): Promise<Response>;
+  prefillAndExport(
+    kind: ApiKind,
+    m: ResponseMeta,
+    genReq: GenerateRequestOf,
+    d: DisaggDirective,
+  ): Promise<Response>;
   /** The decode half: where this request's prompt blocks come from, if anywhere. */
-  importerFor(d: DisaggDirective): ((h: BigUint64Array, from: number, to: number) => Promise<ImportedKv>) | undefined;
+  importerFor(
+    d: DisaggDirective,
+  ): ((h: BigUint64Array, from: number, to: number) => Promise<ImportedKv>) | undefined;
   /** GET /v1/kv/bootstrap/:room?wait_ms=N */
   readonly routes: readonly Route[];
 }
@@ -57,20 +67,35 @@ export function handoffRoutes(deps: HandoffRouteDeps): HandoffHttp {
    * `kv_transfer_params` (NixlConnector's fields, block ids = segment slots), SGLang under the
    * bootstrap room, which the decode engine asks for. Always a JSON answer, never a stream.
    */
-  async function prefillAndExport(kind: ApiKind, m: ResponseMeta, genReq: GenerateRequestOf, d: DisaggDirective): Promise<Response> {
+  async function prefillAndExport(
+    kind: ApiKind,
+    m: ResponseMeta,
+    genReq: GenerateRequestOf,
+    d: DisaggDirective,
+  ): Promise<Response> {
     let r;
     try {
-      r = await eng.generate({ ...genReq, maxTokens: 1, importKv: undefined }, { start: () => {}, token: () => {} });
+      r = await eng.generate(
+        { ...genReq, maxTokens: 1, importKv: undefined },
+        { start: () => {}, token: () => {} },
+      );
     } catch (e) {
-      if (e instanceof AbortedError) return error(499, "client closed the request", "aborted", { [CACHED_TOKENS_HEADER]: "0" });
+      if (e instanceof AbortedError)
+        return error(499, "client closed the request", "aborted", { [CACHED_TOKENS_HEADER]: "0" });
       throw e;
     }
-    const hashes = engineBlockHashes(computeBlockHashes(genReq.tokens, config.blockSize, { loraName: genReq.loraName }));
+    const hashes = engineBlockHashes(
+      computeBlockHashes(genReq.tokens, config.blockSize, { loraName: genReq.loraName }),
+    );
     let exported: ExportedKv;
     try {
       exported = handoff!.exportBlocks(hashes);
     } catch (e) {
-      return error(500, `kv export failed: ${e instanceof Error ? e.message : String(e)}`, "kv_transfer_error");
+      return error(
+        500,
+        `kv export failed: ${e instanceof Error ? e.message : String(e)}`,
+        "kv_transfer_error",
+      );
     }
     const body = JSON.parse(completionResponse(kind, m, r.text, r)) as Record<string, unknown>;
     if (d.kind === "sglang") {
@@ -90,10 +115,15 @@ export function handoffRoutes(deps: HandoffRouteDeps): HandoffHttp {
         switchyard_shm: exported.segment,
       };
     }
-    return json(body, 200, { ...answerHeaders(r, false, workerId), "x-mocker-kv-exported-blocks": String(exported.blocks) });
+    return json(body, 200, {
+      ...answerHeaders(r, false, workerId),
+      "x-mocker-kv-exported-blocks": String(exported.blocks),
+    });
   }
 
-  function importerFor(d: DisaggDirective): ((h: BigUint64Array, from: number, to: number) => Promise<ImportedKv>) | undefined {
+  function importerFor(
+    d: DisaggDirective,
+  ): ((h: BigUint64Array, from: number, to: number) => Promise<ImportedKv>) | undefined {
     if (handoff === null) return undefined;
     if (d.kind === "vllm-decode") {
       const segment = d.segment;
@@ -111,29 +141,40 @@ export function handoffRoutes(deps: HandoffRouteDeps): HandoffHttp {
   }
 
   /** SGLang: the prefill engine's hand-off for the room, once its prefill is done; null if it never comes. */
-  async function askBootstrap(d: Extract<DisaggDirective, { kind: "sglang" }>): Promise<ExportedKv | null> {
+  async function askBootstrap(
+    d: Extract<DisaggDirective, { kind: "sglang" }>,
+  ): Promise<ExportedKv | null> {
     const host = d.host.includes(":") && !d.host.startsWith("[") ? `[${d.host}]` : d.host;
     const waitMs = Math.min(config.kvLeaseMs, 30_000);
     try {
-      const res = await fetchFn(`http://${host}:${d.port}/v1/kv/bootstrap/${d.room}?wait_ms=${waitMs}`, {
-        signal: AbortSignal.timeout(waitMs + 2_000),
-      });
+      const res = await fetchFn(
+        `http://${host}:${d.port}/v1/kv/bootstrap/${d.room}?wait_ms=${waitMs}`,
+        {
+          signal: AbortSignal.timeout(waitMs + 2_000),
+        },
+      );
       if (!res.ok) {
-        log(`kv bootstrap: room ${d.room} at ${host}:${d.port} answered ${res.status}; prefilling here`);
+        log(
+          `kv bootstrap: room ${d.room} at ${host}:${d.port} answered ${res.status}; prefilling here`,
+        );
         return null;
       }
       return (await res.json()) as ExportedKv;
     } catch (e) {
-      log(`kv bootstrap: room ${d.room} at ${host}:${d.port} failed (${e instanceof Error ? e.message : String(e)}); prefilling here`);
+      log(
+        `kv bootstrap: room ${d.room} at ${host}:${d.port} failed (${e instanceof Error ? e.message : String(e)}); prefilling here`,
+      );
       return null;
     }
   }
 
   /** GET /v1/kv/bootstrap/:room?wait_ms=N — the prefill engine's hand-off for one room (long-poll). */
   async function bootstrapRoom(req: Request, room: string): Promise<Response> {
-    if (handoff === null || config.role !== "prefill") return error(404, "this engine is not a prefill engine", "not_found");
+    if (handoff === null || config.role !== "prefill")
+      return error(404, "this engine is not a prefill engine", "not_found");
     const wait = Number(new URL(req.url).searchParams.get("wait_ms") ?? "0");
-    if (!Number.isFinite(wait) || wait < 0) return error(400, "wait_ms: must be a non-negative number", "invalid_request_error");
+    if (!Number.isFinite(wait) || wait < 0)
+      return error(400, "wait_ms: must be a non-negative number", "invalid_request_error");
     const r = await handoff.waitRoom(room, wait);
     return r === null ? json({ status: "pending", room }, 404) : json(r);
   }
@@ -150,7 +191,12 @@ export function handoffRoutes(deps: HandoffRouteDeps): HandoffHttp {
         path: "/v1/kv/bootstrap/*",
         handle: (c) => {
           const room = c.req.path.slice("/v1/kv/bootstrap/".length);
-          if (!/^\d{1,20}$/.test(room)) return error(400, "bootstrap room: must be a non-negative integer", "invalid_request_error");
+          if (!/^\d{1,20}$/.test(room))
+            return error(
+              400,
+              "bootstrap room: must be a non-negative integer",
+              "invalid_request_error",
+            );
           return bootstrapRoom(c.req.raw, room);
         },
       },

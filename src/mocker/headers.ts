@@ -17,7 +17,11 @@ export function requestedRank(req: Request, dpRanks: number): number | undefined
 }
 
 /** The headers of one completion answer, streamed or not. */
-export function answerHeaders(start: GenerateStart, streaming: boolean, workerId: WorkerId): Record<string, string> {
+export function answerHeaders(
+  start: GenerateStart,
+  streaming: boolean,
+  workerId: WorkerId,
+): Record<string, string> {
   return {
     "content-type": streaming ? "text/event-stream" : "application/json",
     ...(streaming ? { "cache-control": "no-cache" } : {}),

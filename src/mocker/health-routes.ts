@@ -22,7 +22,11 @@ export function health(): Health {
   let draining = false;
   return {
     routes: [
-      { method: "GET", path: "/health", handle: () => (draining ? json({ status: "draining" }, 503) : json({ status: "ok" })) },
+      {
+        method: "GET",
+        path: "/health",
+        handle: () => (draining ? json({ status: "draining" }, 503) : json({ status: "ok" })),
+      },
       { method: "GET", path: "/livez", handle: () => json({ status: "ok" }) },
     ],
     gate: async (c, next) => {

@@ -24,8 +24,16 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
   return new Response(stringifyBigint(body), { status, headers: { ...JSON_HEADERS, ...headers } });
 }
 
-export function error(status: number, message: string, type: string, headers?: Record<string, string>): Response {
-  return new Response(errorBody(status, message, type), { status, headers: { ...JSON_HEADERS, ...headers } });
+export function error(
+  status: number,
+  message: string,
+  type: string,
+  headers?: Record<string, string>,
+): Response {
+  return new Response(errorBody(status, message, type), {
+    status,
+    headers: { ...JSON_HEADERS, ...headers },
+  });
 }
 
 /** Thrown by a handler to answer with this status; the app's error handler turns it into `error(...)`. */
@@ -44,7 +52,11 @@ export async function readJson(req: Request): Promise<unknown> {
   try {
     return JSON.parse(text);
   } catch {
-    throw new HttpError(400, `request body is not valid JSON: ${text.slice(0, 80)}`, "invalid_request_error");
+    throw new HttpError(
+      400,
+      `request body is not valid JSON: ${text.slice(0, 80)}`,
+      "invalid_request_error",
+    );
   }
 }
 

@@ -71,7 +71,14 @@ export interface KvHandoffOptions {
 
 /** One u32 element per 4 bytes: any block size that is a multiple of 4. */
 export function handoffLayout(blockBytes: number): BlockLayout {
-  return { kind: "fully-contiguous", numLayers: 1, outerDim: 1, pageSize: 1, innerDim: blockBytes / 4, elemBytes: 4 };
+  return {
+    kind: "fully-contiguous",
+    numLayers: 1,
+    outerDim: 1,
+    pageSize: 1,
+    innerDim: blockBytes / 4,
+    elemBytes: 4,
+  };
 }
 
 export function isHandoffSegment(name: unknown): name is string {
@@ -90,8 +97,16 @@ export function peerSegmentName(kvRequestId: string): string | null {
 
 export class KvHandoff {
   readonly stats: HandoffStats = {
-    exportedBlocks: 0, exportedBytes: 0, exportedSegments: 0, expiredSegments: 0, importedBlocks: 0, importedBytes: 0,
-    importCopySeconds: 0, imports: 0, importFailures: 0, mismatchedBlocks: 0,
+    exportedBlocks: 0,
+    exportedBytes: 0,
+    exportedSegments: 0,
+    expiredSegments: 0,
+    importedBlocks: 0,
+    importedBytes: 0,
+    importCopySeconds: 0,
+    imports: 0,
+    importFailures: 0,
+    mismatchedBlocks: 0,
   };
   readonly #o: KvHandoffOptions;
   readonly #layout: BlockLayout;
@@ -121,7 +136,11 @@ export class KvHandoff {
   /** Prefill side: the blocks of `hashes` (engine hashes, prompt order) into a new segment. */
   exportBlocks(hashes: BigUint64Array): ExportedKv {
     if (hashes.length === 0) return { segment: null, blocks: 0, bytes: 0 };
-    return this.exportNamed(`${this.#prefix}${process.pid}-${++this.#seq}`, hashes.length, (i, buf) => fillBlock(hashes[i]!, buf));
+    return this.exportNamed(
+      `${this.#prefix}${process.pid}-${++this.#seq}`,
+      hashes.length,
+      (i, buf) => fillBlock(hashes[i]!, buf),
+    );
   }
 
   /**
@@ -129,7 +148,11 @@ export class KvHandoff {
    * leased like every export. A peer pull names its segment itself (peerSegmentName).
    */
   exportNamed(segment: string, n: number, fill: (i: number, buf: Uint8Array) => void): ExportedKv {
-    const pool = NativePool.createShared(this.#o.lib, { name: segment, numBlocks: n, layout: this.#layout });
+    const pool = NativePool.createShared(this.#o.lib, {
+      name: segment,
+      numBlocks: n,
+      layout: this.#layout,
+    });
     try {
       for (let i = 0; i < n; i++) {
         fill(i, this.#buf);
@@ -155,15 +178,28 @@ export class KvHandoff {
    * Decode side: blocks [from, to) of the prompt from `segment`, whose block k is the prompt's
    * block `base + k` (0 for a P/D hand-off, which exports the whole prompt); never rejects.
    */
-  async importBlocks(segment: string, hashes: BigUint64Array, from: number, to: number, base = 0): Promise<ImportOutcome> {
-    if (!isHandoffSegment(segment)) return this.#failed(`not a hand-off segment name: ${JSON.stringify(segment).slice(0, 80)}`);
+  async importBlocks(
+    segment: string,
+    hashes: BigUint64Array,
+    from: number,
+    to: number,
+    base = 0,
+  ): Promise<ImportOutcome> {
+    if (!isHandoffSegment(segment))
+      return this.#failed(`not a hand-off segment name: ${JSON.stringify(segment).slice(0, 80)}`);
     await this.#copyLane.acquire();
     let src: NativePool | undefined;
     try {
       src = NativePool.openShared(this.#o.lib, { name: segment, layout: this.#layout });
       const want = Math.min(to, base + src.numBlocks);
-      if (want <= from) return this.#failed(`segment ${segment} holds ${src.numBlocks} blocks, none past ${from}`);
-      const device = (this.#device ??= NativePool.create(this.#o.lib, { kind: "device", numBlocks: this.#o.poolBlocks, layout: this.#layout, backend: "cpu" }));
+      if (want <= from)
+        return this.#failed(`segment ${segment} holds ${src.numBlocks} blocks, none past ${from}`);
+      const device = (this.#device ??= NativePool.create(this.#o.lib, {
+        kind: "device",
+        numBlocks: this.#o.poolBlocks,
+        layout: this.#layout,
+        backend: "cpu",
+      }));
       const handler = new BlockTransferHandler({ host: src, device });
       let good = 0;
       // In rounds of at most the device pool's size: each round is copied, then checked.
@@ -183,7 +219,10 @@ export class KvHandoff {
           good++;
         }
       }
-      return this.#settle(good, want < to ? `segment ${segment} holds only ${src.numBlocks} blocks` : undefined);
+      return this.#settle(
+        good,
+        want < to ? `segment ${segment} holds only ${src.numBlocks} blocks` : undefined,
+      );
     } catch (e) {
       return this.#failed(`${segment}: ${e instanceof Error ? e.message : String(e)}`);
     } finally {
@@ -217,7 +256,8 @@ export class KvHandoff {
       const done = (e: ExportedKv | null) => {
         clearTimeout(timer);
         waiters.delete(done);
-        if (waiters.size === 0 && this.#roomWaiters.get(room) === waiters) this.#roomWaiters.delete(room);
+        if (waiters.size === 0 && this.#roomWaiters.get(room) === waiters)
+          this.#roomWaiters.delete(room);
         resolve(e);
       };
       const timer = setTimeout(() => done(null), Math.max(0, Math.min(waitMs, MAX_ROOM_WAIT_MS)));
@@ -278,6 +318,8 @@ export class KvHandoff {
     } catch {
       return; // no /dev/shm listing here: nothing to sweep
     }
-    for (const n of names) if (n.startsWith(this.#prefix) && isHandoffSegment(n)) NativePool.unlinkShared(this.#o.lib, n);
+    for (const n of names)
+      if (n.startsWith(this.#prefix) && isHandoffSegment(n))
+        NativePool.unlinkShared(this.#o.lib, n);
   }
 }

@@ -27,7 +27,11 @@ export function kvRoutes(deps: KvRouteDeps): Route[] {
     const asked = u64Param(params, "worker_id");
     // A router that asks the wrong engine must not index this one's blocks under another id.
     if (asked !== undefined && asked !== workerId) {
-      throw new HttpError(400, `worker_id ${asked} is not this worker (${workerId})`, "invalid_request_error");
+      throw new HttpError(
+        400,
+        `worker_id ${asked} is not this worker (${workerId})`,
+        "invalid_request_error",
+      );
     }
     const r = eng.ranks[rank]!.kv.query(u64Param(params, "start_id"), u64Param(params, "end_id"));
     return json(workerKvQueryResponseToWire(r));

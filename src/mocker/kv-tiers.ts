@@ -70,7 +70,15 @@ export interface TierHit {
 }
 
 export class RankTiers {
-  readonly stats: TierStats = { offloadedBlocks: 0, spilledBlocks: 0, loadedFromHost: 0, loadedFromDisk: 0, mismatchedBlocks: 0, copySeconds: 0, failures: 0 };
+  readonly stats: TierStats = {
+    offloadedBlocks: 0,
+    spilledBlocks: 0,
+    loadedFromHost: 0,
+    loadedFromDisk: 0,
+    mismatchedBlocks: 0,
+    copySeconds: 0,
+    failures: 0,
+  };
   readonly host: TierIndex;
   readonly disk: TierIndex | null;
   readonly #o: RankTiersOptions;
@@ -88,18 +96,38 @@ export class RankTiers {
     const layout = handoffLayout(o.blockBytes);
     this.#buf = new Uint8Array(o.blockBytes);
     this.#scratch = new Uint8Array(o.blockBytes);
-    this.#device = NativePool.create(o.lib, { kind: "device", numBlocks: o.gpuBlocks, layout, backend: "cpu" });
-    this.#hostPool = NativePool.create(o.lib, { kind: "host", numBlocks: o.hostBlocks, layout, backend: "cpu" });
+    this.#device = NativePool.create(o.lib, {
+      kind: "device",
+      numBlocks: o.gpuBlocks,
+      layout,
+      backend: "cpu",
+    });
+    this.#hostPool = NativePool.create(o.lib, {
+      kind: "host",
+      numBlocks: o.hostBlocks,
+      layout,
+      backend: "cpu",
+    });
     this.host = new TierIndex(o.hostBlocks);
     if (o.diskBlocks > 0) {
       if (o.diskPath === undefined) throw new Error("a disk tier needs a file path");
-      this.#diskPool = NativePool.create(o.lib, { kind: "disk", numBlocks: o.diskBlocks, layout, diskPath: o.diskPath, unlinkOnClose: true });
+      this.#diskPool = NativePool.create(o.lib, {
+        kind: "disk",
+        numBlocks: o.diskBlocks,
+        layout,
+        diskPath: o.diskPath,
+        unlinkOnClose: true,
+      });
       this.disk = new TierIndex(o.diskBlocks);
     } else {
       this.#diskPool = null;
       this.disk = null;
     }
-    this.#handler = new BlockTransferHandler({ device: this.#device, host: this.#hostPool, disk: this.#diskPool ?? undefined });
+    this.#handler = new BlockTransferHandler({
+      device: this.#device,
+      host: this.#hostPool,
+      disk: this.#diskPool ?? undefined,
+    });
   }
 
   /** Runs `fn` alone on the rank's tier lane (copies, loads, exports), after those called before. */
@@ -145,7 +173,11 @@ export class RankTiers {
     try {
       if (hostEvicted.length > 0) await this.#spill(hostEvicted);
       if (fresh.length > 0) {
-        await this.#copy("device", "host", fresh.map((f) => [f.slot, f.hostSlot]));
+        await this.#copy(
+          "device",
+          "host",
+          fresh.map((f) => [f.slot, f.hostSlot]),
+        );
         this.stats.offloadedBlocks += fresh.length;
       }
     } finally {
@@ -169,12 +201,17 @@ export class RankTiers {
         if (diskSlot !== null) moved.push({ ...b, diskSlot });
       }
       if (moved.length > 0) {
-        await this.#copy("host", "disk", moved.map((m) => [m.slot, m.diskSlot]));
+        await this.#copy(
+          "host",
+          "disk",
+          moved.map((m) => [m.slot, m.diskSlot]),
+        );
         this.stats.spilledBlocks += moved.length;
       }
     }
     this.#o.record({ type: "removed", blockHashes: blocks.map((b) => b.blockHash) }, "cpu");
-    if (diskEvicted.length > 0) this.#o.record({ type: "removed", blockHashes: diskEvicted.map((b) => b.blockHash) }, "disk");
+    if (diskEvicted.length > 0)
+      this.#o.record({ type: "removed", blockHashes: diskEvicted.map((b) => b.blockHash) }, "disk");
     this.#stored(moved, "disk");
   }
 
@@ -202,18 +239,25 @@ export class RankTiers {
 
   /** Releases hits taken by `match` without loading them. */
   unpin(hashes: BigUint64Array, from: number, hits: readonly TierHit[]): void {
-    for (const [k, hit] of hits.entries()) (hit.medium === "cpu" ? this.host : this.disk!).unpin(hashes[from + k]!);
+    for (const [k, hit] of hits.entries())
+      (hit.medium === "cpu" ? this.host : this.disk!).unpin(hashes[from + k]!);
   }
 
   /**
    * Copies the hits (blocks from, from+1, ... of the prompt) into their device slots and checks
    * each; returns how many leading ones hold exactly their tokens' content. Unpins the hits.
    */
-  async load(hashes: BigUint64Array, from: number, hits: readonly TierHit[], slots: Int32Array): Promise<number> {
+  async load(
+    hashes: BigUint64Array,
+    from: number,
+    hits: readonly TierHit[],
+    slots: Int32Array,
+  ): Promise<number> {
     try {
       const fromHost: [number, number][] = [];
       const fromDisk: [number, number][] = [];
-      for (const [k, hit] of hits.entries()) (hit.medium === "cpu" ? fromHost : fromDisk).push([hit.slot, slots[from + k]!]);
+      for (const [k, hit] of hits.entries())
+        (hit.medium === "cpu" ? fromHost : fromDisk).push([hit.slot, slots[from + k]!]);
       if (fromHost.length > 0) await this.#copy("host", "device", fromHost);
       if (fromDisk.length > 0) await this.#copy("disk", "device", fromDisk);
       this.stats.loadedFromHost += fromHost.length;
@@ -228,13 +272,16 @@ export class RankTiers {
       return hits.length;
     } finally {
       this.unpin(hashes, from, hits);
-      for (const [k, hit] of hits.entries()) if (hit.medium === "cpu") this.host.touch(hashes[from + k]!);
+      for (const [k, hit] of hits.entries())
+        if (hit.medium === "cpu") this.host.touch(hashes[from + k]!);
     }
   }
 
   /** Every block held per medium (tree dumps). */
   held(): { medium: "cpu" | "disk"; blocks: TierBlock[] }[] {
-    const out: { medium: "cpu" | "disk"; blocks: TierBlock[] }[] = [{ medium: "cpu", blocks: this.host.blocks() }];
+    const out: { medium: "cpu" | "disk"; blocks: TierBlock[] }[] = [
+      { medium: "cpu", blocks: this.host.blocks() },
+    ];
     if (this.disk !== null) out.push({ medium: "disk", blocks: this.disk.blocks() });
     return out;
   }
@@ -251,7 +298,11 @@ export class RankTiers {
     this.#diskPool?.close();
   }
 
-  async #copy(from: "device" | "host" | "disk", to: "device" | "host" | "disk", blocks: [number, number][]): Promise<void> {
+  async #copy(
+    from: "device" | "host" | "disk",
+    to: "device" | "host" | "disk",
+    blocks: [number, number][],
+  ): Promise<void> {
     const t0 = performance.now();
     await this.#handler.executeTransfer({ fromPool: from, toPool: to, blocks });
     this.stats.copySeconds += (performance.now() - t0) / 1000;
@@ -289,7 +340,6 @@ export class RankTiers {
       }
     }
   }
-
 }
 
 const DISK_FILE = /^sy-kv-disk-([0-9a-f]{1,16})-(\d{1,10})-\d{1,6}\.bin$/;
@@ -313,7 +363,8 @@ export function sweepDiskTiers(dir: string, workerIdHex: string): number {
   let removed = 0;
   for (const n of names) {
     const m = DISK_FILE.exec(n);
-    if (m === null || m[1] !== workerIdHex || Number(m[2]) === process.pid || alive(Number(m[2]))) continue;
+    if (m === null || m[1] !== workerIdHex || Number(m[2]) === process.pid || alive(Number(m[2])))
+      continue;
     rmSync(join(dir, n), { force: true });
     removed++;
   }

@@ -15,7 +15,9 @@ export function loraRoutes(engine: MockEngine): Route[] {
       handle: async (c) => {
         const { name, path: loraPath } = parseLoadLora(await readJson(c.req.raw));
         const r = engine.loras.load(name, loraPath);
-        return r.ok ? new Response(r.message) : error(r.status, r.message, r.status === 404 ? "NotFoundError" : "BadRequestError");
+        return r.ok
+          ? new Response(r.message)
+          : error(r.status, r.message, r.status === 404 ? "NotFoundError" : "BadRequestError");
       },
     },
     {
@@ -24,7 +26,9 @@ export function loraRoutes(engine: MockEngine): Route[] {
       handle: async (c) => {
         const { name } = parseUnloadLora(await readJson(c.req.raw));
         const r = engine.loras.unload(name);
-        return r.ok ? new Response(r.message) : error(r.status, r.message, r.status === 404 ? "NotFoundError" : "BadRequestError");
+        return r.ok
+          ? new Response(r.message)
+          : error(r.status, r.message, r.status === 404 ? "NotFoundError" : "BadRequestError");
       },
     },
   ];

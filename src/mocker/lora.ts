@@ -5,7 +5,9 @@
  * salted by name, so they simply stop matching once no request uses the adapter).
  */
 
-export type LoraResult = { ok: true; message: string } | { ok: false; status: 400 | 404; message: string };
+export type LoraResult =
+  | { ok: true; message: string }
+  | { ok: false; status: 400 | 404; message: string };
 
 export class LoraRegistry {
   private readonly loaded = new Map<string, string>(); // name -> path
@@ -29,8 +31,14 @@ export class LoraRegistry {
 
   load(name: string, path: string): LoraResult {
     if (name === "") return { ok: false, status: 400, message: "lora_name must not be empty" };
-    if (name === this.baseModel) return { ok: false, status: 400, message: `"${name}" is the base model's name` };
-    if (this.loaded.has(name)) return { ok: false, status: 400, message: `The lora adapter '${name}' has already been loaded.` };
+    if (name === this.baseModel)
+      return { ok: false, status: 400, message: `"${name}" is the base model's name` };
+    if (this.loaded.has(name))
+      return {
+        ok: false,
+        status: 400,
+        message: `The lora adapter '${name}' has already been loaded.`,
+      };
     if (this.loaded.size >= this.maxLoras) {
       return {
         ok: false,
@@ -43,7 +51,8 @@ export class LoraRegistry {
   }
 
   unload(name: string): LoraResult {
-    if (!this.loaded.delete(name)) return { ok: false, status: 404, message: `The lora adapter '${name}' cannot be found.` };
+    if (!this.loaded.delete(name))
+      return { ok: false, status: 404, message: `The lora adapter '${name}' cannot be found.` };
     return { ok: true, message: `Success: LoRA adapter '${name}' removed successfully.` };
   }
 }

@@ -44,7 +44,10 @@ const now = () => Math.floor(Date.now() / 1000);
 /** A deterministic unit-ish vector for a token sequence (same tokens, same vector). */
 function embeddingOf(tokens: Uint32Array): number[] {
   const seed = xxh3_64(new Uint8Array(tokens.buffer, tokens.byteOffset, tokens.byteLength), 0n);
-  return Array.from({ length: EMBEDDING_DIM }, (_, i) => Number((seed >> BigInt(i * 8)) & 0xffn) / 255 - 0.5);
+  return Array.from(
+    { length: EMBEDDING_DIM },
+    (_, i) => Number((seed >> BigInt(i * 8)) & 0xffn) / 255 - 0.5,
+  );
 }
 
 /** Deterministic relevance in [0, 1) of a pair of token sequences. */
@@ -57,7 +60,8 @@ function scoreOf(a: Uint32Array, b: Uint32Array): number {
 
 function stringOrList(value: unknown, field: string): string[] {
   if (typeof value === "string") return [value];
-  if (Array.isArray(value) && value.length > 0 && value.every((x) => typeof x === "string")) return value as string[];
+  if (Array.isArray(value) && value.length > 0 && value.every((x) => typeof x === "string"))
+    return value as string[];
   return invalid(field, "must be a string or a non-empty array of strings");
 }
 
@@ -68,7 +72,8 @@ function postWithObject(path: string, handler: NativeHandler): Route {
     path,
     handle: async (c) => {
       const body = await readJson(c.req.raw);
-      if (body === null || typeof body !== "object" || Array.isArray(body)) throw new HttpError(400, "request body must be a JSON object", "invalid_request_error");
+      if (body === null || typeof body !== "object" || Array.isArray(body))
+        throw new HttpError(400, "request body must be a JSON object", "invalid_request_error");
       return handler(c.req.raw, body as Record<string, unknown>);
     },
   };
@@ -78,7 +83,8 @@ export function nativeRoutes(ctx: NativeRouteContext): Route[] {
   const { engine, tokenizer } = ctx;
   const modelOf = (body: Record<string, unknown>): string => {
     const m = body.model;
-    if (m !== undefined && m !== null && typeof m !== "string") invalid("model", "must be a string");
+    if (m !== undefined && m !== null && typeof m !== "string")
+      invalid("model", "must be a string");
     return typeof m === "string" ? m : engine.config.model;
   };
   /** The adapter (or undefined for a base model); null: unknown model. */
@@ -88,21 +94,33 @@ export function nativeRoutes(ctx: NativeRouteContext): Route[] {
   const inputs = async (value: unknown): Promise<Uint32Array[]> => {
     if (value === undefined) invalid("input", "is required");
     const items = await tokenizer.completionPrompts(value).catch((e: unknown) => {
-      throw e instanceof RouterError ? new RouterError("invalid_request", e.message.replace(/^prompt/, "input"), "input") : e;
+      throw e instanceof RouterError
+        ? new RouterError("invalid_request", e.message.replace(/^prompt/, "input"), "input")
+        : e;
     });
     return items;
   };
 
-  const pooled = (object: "embedding" | "pooling") => async (_req: Request, body: Record<string, unknown>) => {
-    const model = modelOf(body);
-    if (resolve(model) === null) return ctx.unknownModel(model);
-    const prompts = await inputs(body.input);
-    const tokens = prompts.reduce((a, p) => a + p.length, 0);
-    const data = prompts.map((p, index) =>
-      object === "embedding" ? { index, object, embedding: embeddingOf(p) } : { index, object, data: embeddingOf(p) },
-    );
-    return json({ id: ctx.newId(object === "embedding" ? "embd" : "pool"), object: "list", created: now(), model, data, usage: { prompt_tokens: tokens, total_tokens: tokens, completion_tokens: 0 } });
-  };
+  const pooled =
+    (object: "embedding" | "pooling") => async (_req: Request, body: Record<string, unknown>) => {
+      const model = modelOf(body);
+      if (resolve(model) === null) return ctx.unknownModel(model);
+      const prompts = await inputs(body.input);
+      const tokens = prompts.reduce((a, p) => a + p.length, 0);
+      const data = prompts.map((p, index) =>
+        object === "embedding"
+          ? { index, object, embedding: embeddingOf(p) }
+          : { index, object, data: embeddingOf(p) },
+      );
+      return json({
+        id: ctx.newId(object === "embedding" ? "embd" : "pool"),
+        object: "list",
+        created: now(),
+        model,
+        data,
+        usage: { prompt_tokens: tokens, total_tokens: tokens, completion_tokens: 0 },
+      });
+    };
 
   /** vLLM's ClassificationResponse: one label per input, from its vector. */
   const classify: NativeHandler = async (_req, body) => {
@@ -114,9 +132,21 @@ export function nativeRoutes(ctx: NativeRouteContext): Route[] {
       const v = embeddingOf(p).slice(0, 2);
       const e = v.map(Math.exp);
       const probs = e.map((x) => x / (e[0]! + e[1]!));
-      return { index, label: probs[0]! >= probs[1]! ? "LABEL_0" : "LABEL_1", probs, num_classes: 2 };
+      return {
+        index,
+        label: probs[0]! >= probs[1]! ? "LABEL_0" : "LABEL_1",
+        probs,
+        num_classes: 2,
+      };
     });
-    return json({ id: ctx.newId("classify"), object: "list", created: now(), model, data, usage: { prompt_tokens: tokens, total_tokens: tokens, completion_tokens: 0 } });
+    return json({
+      id: ctx.newId("classify"),
+      object: "list",
+      created: now(),
+      model,
+      data,
+      usage: { prompt_tokens: tokens, total_tokens: tokens, completion_tokens: 0 },
+    });
   };
 
   const score: NativeHandler = async (_req, body) => {
@@ -124,12 +154,24 @@ export function nativeRoutes(ctx: NativeRouteContext): Route[] {
     if (resolve(model) === null) return ctx.unknownModel(model);
     const left = stringOrList(body.text_1 ?? body.queries, "text_1");
     const right = stringOrList(body.text_2 ?? body.documents ?? body.items, "text_2");
-    if (left.length !== 1 && left.length !== right.length) invalid("text_1", "must be one text or as many as text_2");
+    if (left.length !== 1 && left.length !== right.length)
+      invalid("text_1", "must be one text or as many as text_2");
     const a = await Promise.all(left.map((t) => tokenizer.text(t, true)));
     const b = await Promise.all(right.map((t) => tokenizer.text(t, true)));
-    const data = b.map((bt, index) => ({ index, object: "score", score: scoreOf(a[a.length === 1 ? 0 : index]!, bt) }));
+    const data = b.map((bt, index) => ({
+      index,
+      object: "score",
+      score: scoreOf(a[a.length === 1 ? 0 : index]!, bt),
+    }));
     const tokens = [...a, ...b].reduce((s, t) => s + t.length, 0);
-    return json({ id: ctx.newId("score"), object: "list", created: now(), model, data, usage: { prompt_tokens: tokens, total_tokens: tokens, completion_tokens: 0 } });
+    return json({
+      id: ctx.newId("score"),
+      object: "list",
+      created: now(),
+      model,
+      data,
+      usage: { prompt_tokens: tokens, total_tokens: tokens, completion_tokens: 0 },
+    });
   };
 
   const rerank: NativeHandler = async (_req, body) => {
@@ -138,26 +180,49 @@ export function nativeRoutes(ctx: NativeRouteContext): Route[] {
     if (typeof body.query !== "string") invalid("query", "must be a string");
     const docs = stringOrList(body.documents, "documents");
     const q = await tokenizer.text(body.query, true);
-    const scored = await Promise.all(docs.map(async (text, index) => ({ index, document: { text }, relevance_score: scoreOf(q, await tokenizer.text(text, true)) })));
+    const scored = await Promise.all(
+      docs.map(async (text, index) => ({
+        index,
+        document: { text },
+        relevance_score: scoreOf(q, await tokenizer.text(text, true)),
+      })),
+    );
     scored.sort((x, y) => y.relevance_score - x.relevance_score || x.index - y.index);
     const topN = typeof body.top_n === "number" && body.top_n > 0 ? body.top_n : scored.length;
-    return json({ id: ctx.newId("rerank"), model, usage: { total_tokens: q.length }, results: scored.slice(0, topN) });
+    return json({
+      id: ctx.newId("rerank"),
+      model,
+      usage: { total_tokens: q.length },
+      results: scored.slice(0, topN),
+    });
   };
 
   /** One request through the engine (cache, events, timing), non streaming. */
-  const run = async (req: Request, tokens: Uint32Array, maxTokens: number, loraName: string | undefined) => {
+  const run = async (
+    req: Request,
+    tokens: Uint32Array,
+    maxTokens: number,
+    loraName: string | undefined,
+  ) => {
     if (tokens.length === 0) invalid("input", "must not be empty");
     const abort = new AbortController();
     req.signal.addEventListener("abort", () => abort.abort(), { once: true });
     return engine.generate(
-      { tokens, maxTokens, loraName, dpRank: engine.pickRank(ctx.dpRank(req)), signal: abort.signal },
+      {
+        tokens,
+        maxTokens,
+        loraName,
+        dpRank: engine.pickRank(ctx.dpRank(req)),
+        signal: abort.signal,
+      },
       { start: () => {}, token: () => {} },
     );
   };
 
   const maxTokensOf = (value: unknown, field: string): number => {
     if (value === undefined || value === null) return 16;
-    if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > 1 << 20) invalid(field, "must be an integer in [1, 1048576]");
+    if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > 1 << 20)
+      invalid(field, "must be an integer in [1, 1048576]");
     return value;
   };
 
@@ -169,14 +234,37 @@ export function nativeRoutes(ctx: NativeRouteContext): Route[] {
     const input = body.input;
     let tokens: Uint32Array;
     if (typeof input === "string") tokens = await tokenizer.text(input, true);
-    else if (Array.isArray(input)) tokens = await tokenizer.chatPrompt({ ...body, messages: input });
+    else if (Array.isArray(input))
+      tokens = await tokenizer.chatPrompt({ ...body, messages: input });
     else invalid("input", "must be a string or an array of messages");
-    const r = await run(req, tokens, maxTokensOf(body.max_output_tokens, "max_output_tokens"), lora);
+    const r = await run(
+      req,
+      tokens,
+      maxTokensOf(body.max_output_tokens, "max_output_tokens"),
+      lora,
+    );
     const id = ctx.newId("resp");
     return json({
-      id, object: "response", created_at: now(), model, status: "completed",
-      output: [{ type: "message", id: `msg_${id}`, role: "assistant", status: "completed", content: [{ type: "output_text", text: r.text, annotations: [] }] }],
-      usage: { input_tokens: r.promptTokens, input_tokens_details: { cached_tokens: r.cachedTokens }, output_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
+      id,
+      object: "response",
+      created_at: now(),
+      model,
+      status: "completed",
+      output: [
+        {
+          type: "message",
+          id: `msg_${id}`,
+          role: "assistant",
+          status: "completed",
+          content: [{ type: "output_text", text: r.text, annotations: [] }],
+        },
+      ],
+      usage: {
+        input_tokens: r.promptTokens,
+        input_tokens_details: { cached_tokens: r.cachedTokens },
+        output_tokens: r.completionTokens,
+        total_tokens: r.promptTokens + r.completionTokens,
+      },
     });
   };
 
@@ -187,13 +275,25 @@ export function nativeRoutes(ctx: NativeRouteContext): Route[] {
     if (body.stream === true) invalid("stream", "streaming /generate is not simulated");
     let tokens: Uint32Array;
     if (typeof body.text === "string") tokens = await tokenizer.text(body.text, true);
-    else if (body.input_ids !== undefined) tokens = (await tokenizer.completionPrompts(body.input_ids))[0]!;
+    else if (body.input_ids !== undefined)
+      tokens = (await tokenizer.completionPrompts(body.input_ids))[0]!;
     else invalid("text", "one of text or input_ids is required");
     const sp = (body.sampling_params ?? {}) as Record<string, unknown>;
-    const r = await run(req, tokens, maxTokensOf(sp.max_new_tokens, "sampling_params.max_new_tokens"), lora);
+    const r = await run(
+      req,
+      tokens,
+      maxTokensOf(sp.max_new_tokens, "sampling_params.max_new_tokens"),
+      lora,
+    );
     return json({
       text: r.text,
-      meta_info: { id: ctx.newId("gen"), prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, cached_tokens: r.cachedTokens, finish_reason: { type: "length", length: r.completionTokens } },
+      meta_info: {
+        id: ctx.newId("gen"),
+        prompt_tokens: r.promptTokens,
+        completion_tokens: r.completionTokens,
+        cached_tokens: r.cachedTokens,
+        finish_reason: { type: "length", length: r.completionTokens },
+      },
     });
   };
 
@@ -202,7 +302,8 @@ export function nativeRoutes(ctx: NativeRouteContext): Route[] {
     if (resolve(model) === null) return ctx.unknownModel(model);
     let tokens: Uint32Array;
     if (body.messages !== undefined) tokens = await tokenizer.chatPrompt(body);
-    else if (typeof body.prompt === "string") tokens = await tokenizer.text(body.prompt, body.add_special_tokens !== false);
+    else if (typeof body.prompt === "string")
+      tokens = await tokenizer.text(body.prompt, body.add_special_tokens !== false);
     else invalid("prompt", "a string prompt or messages is required");
     const ids = Array.from(tokens);
     return json({ count: ids.length, max_model_len: maxModelLen(engine.config), tokens: ids });
@@ -212,7 +313,11 @@ export function nativeRoutes(ctx: NativeRouteContext): Route[] {
     const model = modelOf(body);
     if (resolve(model) === null) return ctx.unknownModel(model);
     const t = body.tokens;
-    if (!Array.isArray(t) || !t.every((x) => typeof x === "number" && Number.isInteger(x) && x >= 0)) invalid("tokens", "must be an array of token ids");
+    if (
+      !Array.isArray(t) ||
+      !t.every((x) => typeof x === "number" && Number.isInteger(x) && x >= 0)
+    )
+      invalid("tokens", "must be an array of token ids");
     return json({ prompt: await tokenizer.decode(t as number[]) });
   };
 

@@ -37,7 +37,9 @@ export interface OpenAiRouteDeps {
 export function unknownModelAnswer(engine: MockEngine): (model: string) => Response {
   return (model) => {
     engine.counters.unknownModel++;
-    return error(404, `The model \`${model}\` does not exist.`, "NotFoundError", { [CACHED_TOKENS_HEADER]: "0" });
+    return error(404, `The model \`${model}\` does not exist.`, "NotFoundError", {
+      [CACHED_TOKENS_HEADER]: "0",
+    });
   };
 }
 
@@ -47,7 +49,11 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
   const unknownModel = unknownModelAnswer(eng);
 
   function meta(kind: ApiKind, model: string): ResponseMeta {
-    return { id: newId(kind === "chat" ? "chatcmpl" : "cmpl"), created: Math.floor(Date.now() / 1000), model };
+    return {
+      id: newId(kind === "chat" ? "chatcmpl" : "cmpl"),
+      created: Math.floor(Date.now() / 1000),
+      model,
+    };
   }
 
   async function completions(req: Request, kind: ApiKind): Promise<Response> {
@@ -58,17 +64,27 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
     let source: RemoteKvSource | null = null;
     try {
       const body = await readJson(req);
-      const b = body !== null && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+      const b =
+        body !== null && typeof body === "object" && !Array.isArray(body)
+          ? (body as Record<string, unknown>)
+          : undefined;
       const prompts =
-        b === undefined ? undefined
-        : kind === "chat" ? (b.messages === undefined ? undefined : [await tokenizer.chatPrompt(b)])
-        : b.prompt === undefined ? undefined : await tokenizer.completionPrompts(b.prompt);
+        b === undefined
+          ? undefined
+          : kind === "chat"
+            ? b.messages === undefined
+              ? undefined
+              : [await tokenizer.chatPrompt(b)]
+            : b.prompt === undefined
+              ? undefined
+              : await tokenizer.completionPrompts(b.prompt);
       parsed = parseCompletionRequest(kind, body, prompts);
       if (b !== undefined) directive = handoff.directive(b);
       if (b !== undefined) source = deps.peer.sourceOf(b);
       dpRank = requestedRank(req, eng.ranks.length);
     } catch (e) {
-      if (e instanceof HttpError || isRouterError(e)) return error(400, e.message, "invalid_request_error", zero);
+      if (e instanceof HttpError || isRouterError(e))
+        return error(400, e.message, "invalid_request_error", zero);
       throw e;
     }
     const loraName = eng.resolveModel(parsed.model);
@@ -79,7 +95,12 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
     const abort = new AbortController();
     req.signal.addEventListener("abort", () => abort.abort(), { once: true });
     const genReq = {
-      tokens: parsed.tokens, maxTokens: parsed.maxTokens, seed: parsed.seed, loraName, dpRank: eng.pickRank(dpRank), signal: abort.signal,
+      tokens: parsed.tokens,
+      maxTokens: parsed.maxTokens,
+      seed: parsed.seed,
+      loraName,
+      dpRank: eng.pickRank(dpRank),
+      signal: abort.signal,
       importKv: handoff.importerFor(directive) ?? deps.peer.importerFor(source),
       requestId: req.headers.get("x-request-id") ?? undefined,
     };
@@ -88,9 +109,12 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
     if (!parsed.stream) {
       try {
         const r = await eng.generate(genReq, { start: () => {}, token: () => {} });
-        return new Response(completionResponse(kind, m, r.text, r), { headers: answerHeaders(r, false, workerId) });
+        return new Response(completionResponse(kind, m, r.text, r), {
+          headers: answerHeaders(r, false, workerId),
+        });
       } catch (e) {
-        if (e instanceof AbortedError) return error(499, "client closed the request", "aborted", zero);
+        if (e instanceof AbortedError)
+          return error(499, "client closed the request", "aborted", zero);
         throw e;
       }
     }
@@ -98,26 +122,63 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
   }
 
   /** A completions batch (several prompts): each one through the engine, one answer with a choice per prompt. */
-  async function batch(req: Request, parsed: CompletionRequest, loraName: string | undefined, dpRank: number | undefined): Promise<Response> {
-    if (parsed.stream) return error(400, "prompt: streaming a batch of prompts is not simulated", "invalid_request_error");
+  async function batch(
+    req: Request,
+    parsed: CompletionRequest,
+    loraName: string | undefined,
+    dpRank: number | undefined,
+  ): Promise<Response> {
+    if (parsed.stream)
+      return error(
+        400,
+        "prompt: streaming a batch of prompts is not simulated",
+        "invalid_request_error",
+      );
     const rank = eng.pickRank(dpRank);
     const requestId = req.headers.get("x-request-id") ?? undefined;
     const results = await Promise.all(
-      parsed.prompts.map((tokens) => eng.generate({ tokens, maxTokens: parsed.maxTokens, loraName, dpRank: rank, signal: req.signal, requestId }, { start: () => {}, token: () => {} })),
+      parsed.prompts.map((tokens) =>
+        eng.generate(
+          {
+            tokens,
+            maxTokens: parsed.maxTokens,
+            loraName,
+            dpRank: rank,
+            signal: req.signal,
+            requestId,
+          },
+          { start: () => {}, token: () => {} },
+        ),
+      ),
     );
     const m = meta("completions", parsed.model ?? config.model);
-    const sum = (f: (r: (typeof results)[number]) => number) => results.reduce((a, r) => a + f(r), 0);
+    const sum = (f: (r: (typeof results)[number]) => number) =>
+      results.reduce((a, r) => a + f(r), 0);
     return json(
       {
-        id: m.id, object: "text_completion", created: m.created, model: m.model,
-        choices: results.map((r, index) => ({ index, text: r.text, logprobs: null, finish_reason: "length" })),
+        id: m.id,
+        object: "text_completion",
+        created: m.created,
+        model: m.model,
+        choices: results.map((r, index) => ({
+          index,
+          text: r.text,
+          logprobs: null,
+          finish_reason: "length",
+        })),
         usage: {
-          prompt_tokens: sum((r) => r.promptTokens), completion_tokens: sum((r) => r.completionTokens),
-          total_tokens: sum((r) => r.promptTokens + r.completionTokens), prompt_tokens_details: { cached_tokens: sum((r) => r.cachedTokens) },
+          prompt_tokens: sum((r) => r.promptTokens),
+          completion_tokens: sum((r) => r.completionTokens),
+          total_tokens: sum((r) => r.promptTokens + r.completionTokens),
+          prompt_tokens_details: { cached_tokens: sum((r) => r.cachedTokens) },
         },
       },
       200,
-      { [CACHED_TOKENS_HEADER]: String(sum((r) => r.cachedTokens)), "x-mocker-dp-rank": String(rank), "x-mocker-worker-id": workerId.toString() },
+      {
+        [CACHED_TOKENS_HEADER]: String(sum((r) => r.cachedTokens)),
+        "x-mocker-dp-rank": String(rank),
+        "x-mocker-worker-id": workerId.toString(),
+      },
     );
   }
 
@@ -128,14 +189,38 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
     // (vllm/entrypoints/serve/engine/protocol.py at vllm-project/vllm f1bf7bd0:
     // `max_model_len: int | None = None`, set to the model config's max_model_len).
     const max_model_len = maxModelLen(config);
-    const bases = config.models.map((id) => ({ id, object: "model", created, owned_by: "switchyard", root: id, parent: null, max_model_len }));
-    const loras = eng.loras.list().map((id) => ({ id, object: "model", created, owned_by: "switchyard", root: id, parent: config.model, max_model_len }));
+    const bases = config.models.map((id) => ({
+      id,
+      object: "model",
+      created,
+      owned_by: "switchyard",
+      root: id,
+      parent: null,
+      max_model_len,
+    }));
+    const loras = eng.loras.list().map((id) => ({
+      id,
+      object: "model",
+      created,
+      owned_by: "switchyard",
+      root: id,
+      parent: config.model,
+      max_model_len,
+    }));
     return { object: "list", data: [...bases, ...loras] };
   }
 
   return [
-    { method: "POST", path: "/v1/completions", handle: (c: Context) => completions(c.req.raw, "completions") },
-    { method: "POST", path: "/v1/chat/completions", handle: (c: Context) => completions(c.req.raw, "chat") },
+    {
+      method: "POST",
+      path: "/v1/completions",
+      handle: (c: Context) => completions(c.req.raw, "completions"),
+    },
+    {
+      method: "POST",
+      path: "/v1/chat/completions",
+      handle: (c: Context) => completions(c.req.raw, "chat"),
+    },
     { method: "GET", path: "/v1/models", handle: () => json(models()) },
   ];
 }

@@ -22,7 +22,9 @@ export function usageToWire(u: Usage): unknown {
     completion_tokens: u.completionTokens,
     total_tokens: u.promptTokens + u.completionTokens,
     prompt_tokens_details: { cached_tokens: u.cachedTokens },
-    ...(u.transferredBlocks ? { kv_transfer_blocks: u.transferredBlocks, kv_transfer_bytes: u.transferredBytes ?? 0 } : {}),
+    ...(u.transferredBlocks
+      ? { kv_transfer_blocks: u.transferredBlocks, kv_transfer_bytes: u.transferredBytes ?? 0 }
+      : {}),
   };
 }
 
@@ -42,10 +44,20 @@ export interface ResponseMeta {
 }
 
 /** A non-streaming response. */
-export function completionResponse(kind: ApiKind, m: ResponseMeta, text: string, usage: Usage): string {
+export function completionResponse(
+  kind: ApiKind,
+  m: ResponseMeta,
+  text: string,
+  usage: Usage,
+): string {
   const choice =
     kind === "chat"
-      ? { index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: "length" }
+      ? {
+          index: 0,
+          message: { role: "assistant", content: text },
+          logprobs: null,
+          finish_reason: "length",
+        }
       : { index: 0, text, logprobs: null, finish_reason: "length" };
   return JSON.stringify({
     id: m.id,
@@ -109,12 +121,19 @@ export class SseWriter {
 
   /** Chat only: the first chunk announces the assistant role (as vLLM does). */
   role(): Uint8Array {
-    return encoder.encode(`${this.head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]${this.tail(0)}`);
+    return encoder.encode(
+      `${this.head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]${this.tail(0)}`,
+    );
   }
 
   /** Token `index` (0-based) of the answer; `last`: it ends the answer. */
   token(text: string, index: number, last: boolean): Uint8Array {
-    return encoder.encode(this.tokenOpen + JSON.stringify(text) + (last ? this.tokenCloseLast : this.tokenClose) + this.tail(index + 1));
+    return encoder.encode(
+      this.tokenOpen +
+        JSON.stringify(text) +
+        (last ? this.tokenCloseLast : this.tokenClose) +
+        this.tail(index + 1),
+    );
   }
 
   /** The closing usage chunk (`stream_options.include_usage`): no choices, the whole usage. */

@@ -52,7 +52,10 @@ export interface PeerKvOptions {
   readonly engine: MockEngine;
   /** The native side, made on first use: an engine that never pulls or serves never loads the library. */
   readonly handoff: () => KvHandoff;
-  readonly config: Pick<MockerConfig, "blockSize" | "kvPeerGbps" | "kvBytesPerToken" | "speedup" | "kvPullDeadlineMs">;
+  readonly config: Pick<
+    MockerConfig,
+    "blockSize" | "kvPeerGbps" | "kvBytesPerToken" | "speedup" | "kvPullDeadlineMs"
+  >;
   readonly fetch: typeof fetch;
   readonly log: (line: string) => void;
 }
@@ -61,7 +64,16 @@ export interface PeerKvOptions {
 export const MAX_EXPORT_BLOCKS = 65_536;
 
 export class PeerKv {
-  readonly stats: PeerStats = { exports: 0, exportedBlocks: 0, exportsWaiting: 0, pulls: 0, pulledBlocks: 0, pullFailures: 0, pullTimeouts: 0, mismatchedBlocks: 0 };
+  readonly stats: PeerStats = {
+    exports: 0,
+    exportedBlocks: 0,
+    exportsWaiting: 0,
+    pulls: 0,
+    pulledBlocks: 0,
+    pullFailures: 0,
+    pullTimeouts: 0,
+    mismatchedBlocks: 0,
+  };
   readonly #o: PeerKvOptions;
 
   constructor(o: PeerKvOptions) {
@@ -72,14 +84,22 @@ export class PeerKv {
    * Peer side: the leading blocks of `hashes` this engine holds on one rank (its GPU cache, then
    * its host tier), written to `sy-p2p-<kvRequestId>`. Null segment when it holds none.
    */
-  async export(kvRequestId: string, hashes: BigUint64Array, signal: AbortSignal): Promise<{ segment: string | null; blocks: number }> {
+  async export(
+    kvRequestId: string,
+    hashes: BigUint64Array,
+    signal: AbortSignal,
+  ): Promise<{ segment: string | null; blocks: number }> {
     const name = peerSegmentName(kvRequestId);
     if (name === null) throw new RangeError("kv_request_id: 1 to 64 letters, digits or '-'");
     const eng = this.#o.engine;
     const held = (r: number) => {
       const rank = eng.ranks[r]!;
       let n = 0;
-      while (n < hashes.length && (rank.kv.cache.has(hashes[n]!) || rank.tiers?.host.has(hashes[n]!) === true)) n++;
+      while (
+        n < hashes.length &&
+        (rank.kv.cache.has(hashes[n]!) || rank.tiers?.host.has(hashes[n]!) === true)
+      )
+        n++;
       return n;
     };
     let best = 0;
@@ -118,7 +138,9 @@ export class PeerKv {
   }
 
   /** Puller side: the engine's importKv for a request naming `src`. Never rejects. */
-  importer(src: RemoteKvSource): (hashes: BigUint64Array, from: number, to: number) => Promise<ImportedKv> {
+  importer(
+    src: RemoteKvSource,
+  ): (hashes: BigUint64Array, from: number, to: number) => Promise<ImportedKv> {
     return async (hashes, from, to) => {
       const name = peerSegmentName(src.kvRequestId);
       if (name === null) return { blocks: 0, bytes: 0 };
@@ -127,18 +149,28 @@ export class PeerKv {
       const deadline = AbortSignal.timeout(c.kvPullDeadlineMs);
       this.stats.pulls++;
       try {
-        const host = src.host.includes(":") && !src.host.startsWith("[") ? `[${src.host}]` : src.host;
+        const host =
+          src.host.includes(":") && !src.host.startsWith("[") ? `[${src.host}]` : src.host;
         const res = await this.#o.fetch(`http://${host}:${src.port}/v1/kv/p2p/export`, {
           method: "POST",
           headers: { "content-type": "application/json" },
-          body: JSON.stringify({ kv_request_id: src.kvRequestId, block_hashes: Array.from(hashes.subarray(from, to), String) }),
+          body: JSON.stringify({
+            kv_request_id: src.kvRequestId,
+            block_hashes: Array.from(hashes.subarray(from, to), String),
+          }),
           signal: deadline,
         });
         if (!res.ok) throw new Error(`peer ${host}:${src.port} answered ${res.status}`);
         const ans = (await res.json()) as { segment?: unknown; blocks?: unknown };
-        const blocks = typeof ans.blocks === "number" && Number.isInteger(ans.blocks) ? Math.min(ans.blocks, to - from) : 0;
+        const blocks =
+          typeof ans.blocks === "number" && Number.isInteger(ans.blocks)
+            ? Math.min(ans.blocks, to - from)
+            : 0;
         if (blocks <= 0) return { blocks: 0, bytes: 0 };
-        if (ans.segment !== name) throw new Error(`peer answered segment ${JSON.stringify(ans.segment)?.slice(0, 80)}, not ${name}`);
+        if (ans.segment !== name)
+          throw new Error(
+            `peer answered segment ${JSON.stringify(ans.segment)?.slice(0, 80)}, not ${name}`,
+          );
         // The wire time of the modelled model's KV over the peer link, then the bytes land.
         await sleepUnlessAborted(tierLoadMs(blocks * c.blockSize, c.kvPeerGbps, c), deadline);
         const wrongBefore = handoff.stats.mismatchedBlocks;
@@ -150,7 +182,9 @@ export class PeerKv {
       } catch (e) {
         if (deadline.aborted) this.stats.pullTimeouts++;
         this.stats.pullFailures++;
-        this.#o.log(`kv pull from ${src.host}:${src.port}: ${deadline.aborted ? `no blocks within ${c.kvPullDeadlineMs} ms` : e instanceof Error ? e.message : String(e)}; computing the prefix here`);
+        this.#o.log(
+          `kv pull from ${src.host}:${src.port}: ${deadline.aborted ? `no blocks within ${c.kvPullDeadlineMs} ms` : e instanceof Error ? e.message : String(e)}; computing the prefix here`,
+        );
         return { blocks: 0, bytes: 0 };
       } finally {
         handoff.discard(name);

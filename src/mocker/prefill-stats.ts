@@ -8,7 +8,10 @@
  */
 
 /** vLLM's request_latency_buckets (loggers.py), in seconds. */
-const TIME_BUCKETS = [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0];
+const TIME_BUCKETS = [
+  0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+  480.0, 960.0, 1920.0, 7680.0,
+];
 /** vLLM's build_1_2_5_buckets(max_model_len) for a max_model_len of 131072: 1, 2, 5, 10, ... 100000. */
 const TOKEN_BUCKETS = oneTwoFive(131_072);
 
@@ -43,7 +46,11 @@ class Histogram {
       running += this.counts[i]!;
       out.push(`${name}_bucket{${labels},le="${b.toFixed(1)}"} ${running}`);
     });
-    out.push(`${name}_bucket{${labels},le="+Inf"} ${this.count}`, `${name}_sum{${labels}} ${this.sum}`, `${name}_count{${labels}} ${this.count}`);
+    out.push(
+      `${name}_bucket{${labels},le="+Inf"} ${this.count}`,
+      `${name}_sum{${labels}} ${this.sum}`,
+      `${name}_count{${labels}} ${this.count}`,
+    );
     return out;
   }
 }
@@ -60,7 +67,9 @@ export class PrefillStats {
 }
 
 /** Both families, every rank's series under its `labels`, with HELP and TYPE as vLLM writes them. */
-export function prefillFamilies(ranks: readonly (readonly [labels: string, stats: PrefillStats])[]): string[] {
+export function prefillFamilies(
+  ranks: readonly (readonly [labels: string, stats: PrefillStats])[],
+): string[] {
   return [
     "# HELP vllm:request_prefill_time_seconds Histogram of time spent in PREFILL phase for request.",
     "# TYPE vllm:request_prefill_time_seconds histogram",

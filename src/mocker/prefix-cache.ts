@@ -48,7 +48,8 @@ export class PrefixCache {
   private pinned = 0;
 
   constructor(capacity: number) {
-    if (!(Number.isInteger(capacity) && capacity > 0)) throw new RangeError(`capacity must be a positive integer (got ${capacity})`);
+    if (!(Number.isInteger(capacity) && capacity > 0))
+      throw new RangeError(`capacity must be a positive integer (got ${capacity})`);
     this.capacity = capacity;
     this.hash = new BigUint64Array(capacity);
     this.parent = new BigUint64Array(capacity);

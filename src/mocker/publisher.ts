@@ -60,12 +60,16 @@ export class EventPublisher {
   private fire(): void {
     this.timer = undefined;
     if (this.inFlight !== undefined || this.pending.length === 0) return;
-    const batch = this.pending.length <= MAX_BATCH_EVENTS ? this.pending : this.pending.slice(0, MAX_BATCH_EVENTS);
+    const batch =
+      this.pending.length <= MAX_BATCH_EVENTS
+        ? this.pending
+        : this.pending.slice(0, MAX_BATCH_EVENTS);
     this.pending = batch === this.pending ? [] : this.pending.slice(MAX_BATCH_EVENTS);
     this.inFlight = this.send(batch).finally(() => {
       this.inFlight = undefined;
       // Events that arrived meanwhile go out after their own batching window.
-      if (this.pending.length > 0 && !this.stopped) this.timer = setTimeout(() => this.fire(), this.o.batchMs);
+      if (this.pending.length > 0 && !this.stopped)
+        this.timer = setTimeout(() => this.fire(), this.o.batchMs);
     });
   }
 
@@ -86,7 +90,9 @@ export class EventPublisher {
     } catch (e) {
       this.failedBatches++;
       this.droppedEvents += batch.length;
-      this.o.onError?.(`KV event push of ${batch.length} events to ${this.url} failed: ${e instanceof Error ? e.message : String(e)}`);
+      this.o.onError?.(
+        `KV event push of ${batch.length} events to ${this.url} failed: ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
   }
 

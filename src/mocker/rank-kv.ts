@@ -83,12 +83,26 @@ export class RankKv {
    * `upTo` stores only the blocks before it (blocks loaded from a lower tier, ahead of the
    * computed rest). Returns the blocks evicted (with their slots) and the indexes newly stored.
    */
-  commit(lease: KvLease, hashes: BigUint64Array, tokensHashes: BigUint64Array, upTo: number = hashes.length): CommitResult {
+  commit(
+    lease: KvLease,
+    hashes: BigUint64Array,
+    tokensHashes: BigUint64Array,
+    upTo: number = hashes.length,
+  ): CommitResult {
     if (lease.generation !== this.cache.generation) return { evicted: [], stored: [] };
     const stored: number[] = [];
     const evicted: bigint[] = [];
     const evictedInfo: EvictedBlock[] = [];
-    lease.pinned = this.cache.storeAndPin(hashes, tokensHashes, lease.pinned, lease.slots, stored, evicted, upTo, evictedInfo);
+    lease.pinned = this.cache.storeAndPin(
+      hashes,
+      tokensHashes,
+      lease.pinned,
+      lease.slots,
+      stored,
+      evicted,
+      upTo,
+      evictedInfo,
+    );
     if (evicted.length > 0) this.record({ type: "removed", blockHashes: evicted });
     let i = 0;
     while (i < stored.length) {
@@ -142,13 +156,21 @@ export class RankKv {
       event: {
         eventId: BigInt(i),
         dpRank,
-        data: { type: "stored", parentHash: b.parentHash, blocks: [{ blockHash: b.blockHash, tokensHash: b.tokensHash }] },
+        data: {
+          type: "stored",
+          parentHash: b.parentHash,
+          blocks: [{ blockHash: b.blockHash, tokensHash: b.tokensHash }],
+        },
       },
     }));
     // Then each lower tier's blocks with their medium (each names its own parent).
     for (const { medium, blocks } of this.lowerTiers?.() ?? []) {
       for (const b of blocks) {
-        const data: KvCacheEventData = { type: "stored", parentHash: b.parentHash, blocks: [{ blockHash: b.blockHash, tokensHash: b.tokensHash }] };
+        const data: KvCacheEventData = {
+          type: "stored",
+          parentHash: b.parentHash,
+          blocks: [{ blockHash: b.blockHash, tokensHash: b.tokensHash }],
+        };
         out.push({ workerId, event: { eventId: BigInt(out.length), dpRank, data, medium } });
       }
     }

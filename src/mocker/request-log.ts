@@ -13,7 +13,12 @@ import { appendFileSync } from "node:fs";
 import type { WorkerId } from "../core/ids.ts";
 import type { PrefillRecord } from "./engine.ts";
 
-export function requestLogWriter(path: string, workerId: WorkerId, log: (line: string) => void, timeOrigin = performance.timeOrigin): (r: PrefillRecord) => void {
+export function requestLogWriter(
+  path: string,
+  workerId: WorkerId,
+  log: (line: string) => void,
+  timeOrigin = performance.timeOrigin,
+): (r: PrefillRecord) => void {
   const worker = workerId.toString();
   const epoch = (t: number) => Math.round((timeOrigin + t) * 1000) / 1000;
   let failed = false;

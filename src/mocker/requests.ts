@@ -68,17 +68,20 @@ function streamOptionsOf(b: Record<string, unknown>, stream: boolean): StreamUsa
   if (o === undefined || o === null) return NO_STREAM_USAGE;
   if (typeof o !== "object" || Array.isArray(o)) bad("stream_options", "must be an object");
   const opts = o as Record<string, unknown>;
-  if (!stream && Object.keys(opts).length > 0) bad("stream_options", "Stream options can only be defined when `stream=True`.");
+  if (!stream && Object.keys(opts).length > 0)
+    bad("stream_options", "Stream options can only be defined when `stream=True`.");
   for (const f of ["include_usage", "continuous_usage_stats"]) {
     const v = opts[f];
-    if (v !== undefined && v !== null && typeof v !== "boolean") bad(`stream_options.${f}`, "must be a boolean");
+    if (v !== undefined && v !== null && typeof v !== "boolean")
+      bad(`stream_options.${f}`, "must be a boolean");
   }
   const include = opts.include_usage === undefined ? true : opts.include_usage === true;
   return { include, continuous: include && opts.continuous_usage_stats === true };
 }
 
 function maxTokensOf(b: Record<string, unknown>, kind: ApiKind): number {
-  const field = kind === "chat" && b.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
+  const field =
+    kind === "chat" && b.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
   const v = b[field];
   if (v === undefined || v === null) return DEFAULT_MAX_TOKENS;
   if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > MAX_MAX_TOKENS) {
@@ -98,17 +101,25 @@ function seedOf(b: Record<string, unknown>): number | undefined {
  * `prompts`: the body's prompts as the engine's tokenizer made them (mocker/tokenizer.ts);
  * without them the prompt is tokenized here, one token per byte, and must be a single one.
  */
-export function parseCompletionRequest(kind: ApiKind, body: unknown, prompts?: readonly Uint32Array[]): CompletionRequest {
+export function parseCompletionRequest(
+  kind: ApiKind,
+  body: unknown,
+  prompts?: readonly Uint32Array[],
+): CompletionRequest {
   const b = asObject(body);
   if (kind === "chat" && b.messages === undefined) bad("messages", "is required");
   if (kind === "completions" && b.prompt === undefined) bad("prompt", "is required");
-  if (prompts === undefined) prompts = [kind === "chat" ? chatPromptTokens(b.messages) : completionPromptTokens(b.prompt)];
+  if (prompts === undefined)
+    prompts = [kind === "chat" ? chatPromptTokens(b.messages) : completionPromptTokens(b.prompt)];
   const tokens = prompts[0]!;
-  for (const p of prompts) if (p.length === 0) bad(kind === "chat" ? "messages" : "prompt", "must not be empty");
+  for (const p of prompts)
+    if (p.length === 0) bad(kind === "chat" ? "messages" : "prompt", "must not be empty");
   const stream = b.stream;
-  if (stream !== undefined && stream !== null && typeof stream !== "boolean") bad("stream", "must be a boolean");
+  if (stream !== undefined && stream !== null && typeof stream !== "boolean")
+    bad("stream", "must be a boolean");
   if (b.n !== undefined && b.n !== null && b.n !== 1) bad("n", "only n = 1 is supported");
-  const sc = (b.nvext as { session_control?: { session_id?: unknown } } | undefined)?.session_control;
+  const sc = (b.nvext as { session_control?: { session_id?: unknown } } | undefined)
+    ?.session_control;
   return {
     kind,
     tokens,
@@ -136,7 +147,10 @@ export function parseUnloadLora(body: unknown): { name: string } {
   return { name };
 }
 
-export function parseSessionOpen(body: unknown, defaultTimeoutS: number): { sessionId: string; timeoutS: number } {
+export function parseSessionOpen(
+  body: unknown,
+  defaultTimeoutS: number,
+): { sessionId: string; timeoutS: number } {
   const b = asObject(body);
   const sessionId = optionalString(b, "session_id");
   if (sessionId === undefined || sessionId === "") bad("session_id", "is required");
@@ -165,8 +179,13 @@ export function u64Param(params: URLSearchParams, name: string): bigint | undefi
 }
 
 /** A dp rank (query parameter or header) in [0, dpRanks); undefined when absent. */
-export function dpRankValue(raw: string | null, dpRanks: number, field: string): number | undefined {
+export function dpRankValue(
+  raw: string | null,
+  dpRanks: number,
+  field: string,
+): number | undefined {
   if (raw === null || raw === "") return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) >= dpRanks) bad(field, `must be an integer in [0, ${dpRanks - 1}] (got "${raw}")`);
+  if (!/^\d+$/.test(raw) || Number(raw) >= dpRanks)
+    bad(field, `must be an integer in [0, ${dpRanks - 1}] (got "${raw}")`);
   return Number(raw);
 }

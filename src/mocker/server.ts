@@ -38,7 +38,12 @@ import { type MockerConfig, type MockerOptions, resolveMockerOptions } from "./o
 import { requestLogWriter } from "./request-log.ts";
 import { sessionRoutes } from "./session-routes.ts";
 import { sglangInfoRoutes } from "./sglang-info-routes.ts";
-import { byteTokenizer, loadMockerTokenizer, withAnotherTemplate, type MockerTokenizer } from "./tokenizer.ts";
+import {
+  byteTokenizer,
+  loadMockerTokenizer,
+  withAnotherTemplate,
+  type MockerTokenizer,
+} from "./tokenizer.ts";
 
 export interface StartMockerOptions extends MockerOptions {
   /** Where to report push failures and the like (default: stderr, rate-limited). */
@@ -90,7 +95,8 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const config = resolveMockerOptions(opts);
   const log = opts.log ?? ((line: string) => console.error(`[mocker] ${line}`));
   // Loaded once at start, never per request.
-  const ownTokenizer: MockerTokenizer = config.tokenizer !== undefined ? await loadMockerTokenizer(config.tokenizer) : byteTokenizer;
+  const ownTokenizer: MockerTokenizer =
+    config.tokenizer !== undefined ? await loadMockerTokenizer(config.tokenizer) : byteTokenizer;
   const tokenizer = config.faultChatTemplate ? withAnotherTemplate(ownTokenizer) : ownTokenizer;
 
   // Listening first: the worker id defaults to one derived from the URL, which needs the port.
@@ -108,12 +114,29 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   // The id routers derive from the URL they were given: the advertised one where the listen
   // address is not what they use (0.0.0.0 in a container, a Service name, a port mapping).
   const workerId = config.workerId ?? workerIdFromUrl(config.advertiseUrl ?? url);
-  const { publishers, emit } = eventFanout(config.faultEventsUrl !== undefined ? { ...config, routerUrls: [config.faultEventsUrl] } : config, opts.fetch, log);
-  const onPrefilled = config.requestLog === undefined ? undefined : requestLogWriter(config.requestLog, workerId, log);
+  const { publishers, emit } = eventFanout(
+    config.faultEventsUrl !== undefined
+      ? { ...config, routerUrls: [config.faultEventsUrl] }
+      : config,
+    opts.fetch,
+    log,
+  );
+  const onPrefilled =
+    config.requestLog === undefined
+      ? undefined
+      : requestLogWriter(config.requestLog, workerId, log);
   // --fault-block-size: the cache runs on other blocks than the ones this engine says it has (as
   // a vLLM whose model enlarged its block size); everything it advertises keeps --block-size.
-  const engineConfig = config.faultBlockSize !== undefined ? { ...config, blockSize: config.faultBlockSize } : config;
-  const eng = new MockEngine({ config: engineConfig, workerId, clock: realClock, emit, onPrefilled, makeTiers: tierFactory(config, workerId) });
+  const engineConfig =
+    config.faultBlockSize !== undefined ? { ...config, blockSize: config.faultBlockSize } : config;
+  const eng = new MockEngine({
+    config: engineConfig,
+    workerId,
+    clock: realClock,
+    emit,
+    onPrefilled,
+    makeTiers: tierFactory(config, workerId),
+  });
   // Prefill and decode engines move real KV bytes through the native library; an ordinary
   // engine (role both) never loads it.
   const newHandoff = () =>
@@ -128,15 +151,37 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   const handoff = config.role === "both" ? null : newHandoff();
   // Peer pulls (either side) need the native library only once one happens.
   let peerHandoff: KvHandoff | null = handoff;
-  const peer = new PeerKv({ engine: eng, handoff: () => (peerHandoff ??= newHandoff()), config: engineConfig, fetch: opts.fetch ?? fetch, log });
+  const peer = new PeerKv({
+    engine: eng,
+    handoff: () => (peerHandoff ??= newHandoff()),
+    config: engineConfig,
+    fetch: opts.fetch ?? fetch,
+    log,
+  });
   const peerHttp = peerRoutes(peer);
 
   let seq = 0;
   const newId = (prefix: string) => `${prefix}-${workerId.toString(36)}-${++seq}`;
   const probes = health();
-  const disagg = handoffRoutes({ handoff, engine: eng, config, port, workerId, fetch: opts.fetch ?? fetch, log });
+  const disagg = handoffRoutes({
+    handoff,
+    engine: eng,
+    config,
+    port,
+    workerId,
+    fetch: opts.fetch ?? fetch,
+    log,
+  });
   const routes: Route[] = [
-    ...openAiRoutes({ engine: eng, tokenizer, workerId, newId, handoff: disagg, peer: peerHttp, log }),
+    ...openAiRoutes({
+      engine: eng,
+      tokenizer,
+      workerId,
+      newId,
+      handoff: disagg,
+      peer: peerHttp,
+      log,
+    }),
     ...probes.routes,
     ...engineRoutes({
       advertisedBlockSize: config.blockSize,
@@ -173,7 +218,8 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
   // (logged). Unknown paths 404, known paths with another method 405, in the engine's shape.
   app.onError((e) => {
     if (e instanceof HttpError) return error(e.status, e.message, e.type);
-    if (isRouterError(e) && e.code === "invalid_request") return error(400, e.message, "invalid_request_error");
+    if (isRouterError(e) && e.code === "invalid_request")
+      return error(400, e.message, "invalid_request_error");
     log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     return error(500, e instanceof Error ? e.message : String(e), "internal_error");
   });
@@ -181,7 +227,11 @@ export async function startMocker(opts: StartMockerOptions = {}): Promise<Mocker
     const path = c.req.path;
     const known = knownPaths.has(path);
     const method = c.req.method;
-    return error(known ? 405 : 404, known ? `method ${method} not allowed on ${path}` : `no route ${method} ${path}`, known ? "method_not_allowed" : "not_found");
+    return error(
+      known ? 405 : 404,
+      known ? `method ${method} not allowed on ${path}` : `no route ${method} ${path}`,
+      known ? "method_not_allowed" : "not_found",
+    );
   });
   app.use("*", probes.gate);
   for (const r of routes) app.on(r.method, r.path, r.handle);

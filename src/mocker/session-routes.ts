@@ -14,7 +14,10 @@ export function sessionRoutes(engine: MockEngine): Route[] {
       method: "POST",
       path: "/v1/sessions/open",
       handle: async (c) => {
-        const { sessionId, timeoutS } = parseSessionOpen(await readJson(c.req.raw), DEFAULT_SESSION_TIMEOUT_S);
+        const { sessionId, timeoutS } = parseSessionOpen(
+          await readJson(c.req.raw),
+          DEFAULT_SESSION_TIMEOUT_S,
+        );
         engine.sessions.open(sessionId, timeoutS, Date.now());
         return json({ status: "ok" });
       },
@@ -28,6 +31,10 @@ export function sessionRoutes(engine: MockEngine): Route[] {
         return json({ status: "ok" });
       },
     },
-    { method: "GET", path: "/v1/sessions", handle: () => json({ sessions: engine.sessions.list(Date.now()) }) },
+    {
+      method: "GET",
+      path: "/v1/sessions",
+      handle: () => json({ sessions: engine.sessions.list(Date.now()) }),
+    },
   ];
 }

@@ -35,7 +35,14 @@ export class SessionRegistry {
   private entry(id: string): Entry {
     let e = this.sessions.get(id);
     if (e === undefined) {
-      e = { timeoutS: DEFAULT_SESSION_TIMEOUT_S, open: false, openedCount: 0, closedCount: 0, openedAt: null, lastUsed: null };
+      e = {
+        timeoutS: DEFAULT_SESSION_TIMEOUT_S,
+        open: false,
+        openedCount: 0,
+        closedCount: 0,
+        openedAt: null,
+        lastUsed: null,
+      };
       this.sessions.set(id, e);
     }
     return e;

@@ -58,6 +58,11 @@ export function sglangInfoRoutes(deps: SglangInfoDeps): Route[] {
   return [
     { method: "GET", path: "/get_server_info", handle: info },
     { method: "GET", path: "/server_info", handle: info },
-    { method: "GET", path: "/get_model_info", handle: () => json({ model_path: c.model, tokenizer_path: tokenizer.source, is_generation: true }) },
+    {
+      method: "GET",
+      path: "/get_model_info",
+      handle: () =>
+        json({ model_path: c.model, tokenizer_path: tokenizer.source, is_generation: true }),
+    },
   ];
 }

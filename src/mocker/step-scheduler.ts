@@ -73,7 +73,8 @@ export class StepScheduler {
     private readonly timing: TimingModel,
     private readonly limits: StepLimits,
   ) {
-    if (!(limits.maxNumBatchedTokens >= 1 && limits.maxRunning >= 1)) throw new RangeError("step limits must be >= 1");
+    if (!(limits.maxNumBatchedTokens >= 1 && limits.maxRunning >= 1))
+      throw new RangeError("step limits must be >= 1");
   }
 
   /** Requests not yet scheduled. */
@@ -161,7 +162,11 @@ export class StepScheduler {
         prefills++;
       }
     }
-    while (this.#waiting.length > 0 && budget > 0 && this.#running.length < this.limits.maxRunning) {
+    while (
+      this.#waiting.length > 0 &&
+      budget > 0 &&
+      this.#running.length < this.limits.maxRunning
+    ) {
       const e = this.#waiting.shift()!;
       // A fully cached prompt still runs its last token through the model (vLLM recomputes it).
       e.prefillLeft = Math.max(1, e.seq.begin());

@@ -24,7 +24,8 @@ export class TierIndex {
   readonly #free: number[] = [];
 
   constructor(capacity: number) {
-    if (!(Number.isInteger(capacity) && capacity > 0)) throw new RangeError(`tier capacity must be a positive integer (got ${capacity})`);
+    if (!(Number.isInteger(capacity) && capacity > 0))
+      throw new RangeError(`tier capacity must be a positive integer (got ${capacity})`);
     this.capacity = capacity;
     for (let s = capacity - 1; s >= 0; s--) this.#free.push(s);
   }
@@ -61,7 +62,8 @@ export class TierIndex {
 
   unpin(hash: bigint): void {
     const e = this.#entries.get(hash);
-    if (e === undefined || e.pins <= 0) throw new Error(`block ${hash} unpinned more often than pinned`);
+    if (e === undefined || e.pins <= 0)
+      throw new Error(`block ${hash} unpinned more often than pinned`);
     e.pins--;
   }
 
@@ -71,19 +73,31 @@ export class TierIndex {
    * when every block is pinned. The block must not be held already.
    */
   insert(block: TierBlock, evicted: (TierBlock & { slot: number })[]): number | null {
-    if (this.#entries.has(block.blockHash)) throw new Error(`block ${block.blockHash} is already in this tier`);
+    if (this.#entries.has(block.blockHash))
+      throw new Error(`block ${block.blockHash} is already in this tier`);
     let slot = this.#free.pop();
     if (slot === undefined) {
       for (const e of this.#entries.values()) {
         if (e.pins > 0) continue;
         this.#entries.delete(e.blockHash);
-        evicted.push({ blockHash: e.blockHash, parentHash: e.parentHash, tokensHash: e.tokensHash, slot: e.slot });
+        evicted.push({
+          blockHash: e.blockHash,
+          parentHash: e.parentHash,
+          tokensHash: e.tokensHash,
+          slot: e.slot,
+        });
         slot = e.slot;
         break;
       }
     }
     if (slot === undefined) return null;
-    this.#entries.set(block.blockHash, { blockHash: block.blockHash, parentHash: block.parentHash, tokensHash: block.tokensHash, slot, pins: 0 });
+    this.#entries.set(block.blockHash, {
+      blockHash: block.blockHash,
+      parentHash: block.parentHash,
+      tokensHash: block.tokensHash,
+      slot,
+      pins: 0,
+    });
     return slot;
   }
 
@@ -98,7 +112,11 @@ export class TierIndex {
 
   /** Every block held, least recently used first. */
   blocks(): TierBlock[] {
-    return [...this.#entries.values()].map(({ blockHash, parentHash, tokensHash }) => ({ blockHash, parentHash, tokensHash }));
+    return [...this.#entries.values()].map(({ blockHash, parentHash, tokensHash }) => ({
+      blockHash,
+      parentHash,
+      tokensHash,
+    }));
   }
 
   clear(): void {

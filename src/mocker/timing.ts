@@ -38,7 +38,9 @@ export const DEFAULT_TIMING: TimingModel = {
 
 /** Time of one prefill that must compute `uncachedTokens` tokens. */
 export function prefillMs(uncachedTokens: number, m: TimingModel): number {
-  return (m.prefillOverheadMs + (Math.max(0, uncachedTokens) * m.prefillUsPerToken) / 1000) / m.speedup;
+  return (
+    (m.prefillOverheadMs + (Math.max(0, uncachedTokens) * m.prefillUsPerToken) / 1000) / m.speedup
+  );
 }
 
 /** Time of one decode step while `running` sequences decode on the rank (at least 1). */
@@ -53,9 +55,17 @@ export function decodeStepMs(running: number, m: TimingModel): number {
  * decodes costs prefillMs, one with only decodes decodeStepMs: an isolated request takes the
  * same time under either scheduler.
  */
-export function stepMs(decodes: number, prefills: number, prefillTokens: number, m: TimingModel): number {
+export function stepMs(
+  decodes: number,
+  prefills: number,
+  prefillTokens: number,
+  m: TimingModel,
+): number {
   const decode = decodes > 0 ? m.decodeMsPerStep * (1 + m.decodeBatchFactor * (decodes - 1)) : 0;
-  const prefill = prefills > 0 ? prefills * m.prefillOverheadMs + (prefillTokens * m.prefillUsPerToken) / 1000 : 0;
+  const prefill =
+    prefills > 0
+      ? prefills * m.prefillOverheadMs + (prefillTokens * m.prefillUsPerToken) / 1000
+      : 0;
   return (decode + prefill) / m.speedup;
 }
 
@@ -63,7 +73,12 @@ export function stepMs(decodes: number, prefills: number, prefillTokens: number,
  * Expected end-to-end time of an isolated request (no queueing, constant batch): prefill,
  * which yields the first token, then one decode step per further token. For docs and tests.
  */
-export function isolatedRequestMs(uncachedTokens: number, outputTokens: number, running: number, m: TimingModel): number {
+export function isolatedRequestMs(
+  uncachedTokens: number,
+  outputTokens: number,
+  running: number,
+  m: TimingModel,
+): number {
   return prefillMs(uncachedTokens, m) + Math.max(0, outputTokens - 1) * decodeStepMs(running, m);
 }
 
@@ -72,7 +87,11 @@ export function isolatedRequestMs(uncachedTokens: number, outputTokens: number, 
  * bytes each: a load from a lower tier or a pull from a peer. The simulated blocks are smaller
  * (--kv-block-bytes); the time is the modelled model's, not the copy's.
  */
-export function tierLoadMs(tokens: number, gbps: number, m: { kvBytesPerToken: number; speedup: number }): number {
+export function tierLoadMs(
+  tokens: number,
+  gbps: number,
+  m: { kvBytesPerToken: number; speedup: number },
+): number {
   if (tokens <= 0) return 0;
   return (tokens * m.kvBytesPerToken) / (gbps * 1e6) / m.speedup;
 }

@@ -31,7 +31,8 @@ function invalid(field: string, message: string): never {
 /** A completions `prompt` batch: each element a string or token ids. */
 export function batchItems(prompt: unknown): unknown[] {
   if (typeof prompt === "string") return [prompt];
-  if (!Array.isArray(prompt) || prompt.length === 0) invalid("prompt", "must be a non-empty string, array of token ids, or batch of either");
+  if (!Array.isArray(prompt) || prompt.length === 0)
+    invalid("prompt", "must be a non-empty string, array of token ids, or batch of either");
   if (typeof prompt[0] === "number") return [prompt];
   return prompt;
 }
@@ -44,7 +45,10 @@ function textParts(messages: unknown): unknown {
   return messages.map((m: unknown) => {
     const msg = m as { content?: unknown } | null;
     if (msg === null || typeof msg !== "object" || !Array.isArray(msg.content)) return m;
-    return { ...msg, content: (msg.content as ({ type?: unknown } | null)[]).filter((p) => p?.type === "text") };
+    return {
+      ...msg,
+      content: (msg.content as ({ type?: unknown } | null)[]).filter((p) => p?.type === "text"),
+    };
   });
 }
 
@@ -57,7 +61,9 @@ export const byteTokenizer: MockerTokenizer = {
         return completionPromptTokens(p);
       } catch (e) {
         // The single-prompt parser names `prompt`; name the batch element instead.
-        throw e instanceof RouterError ? new RouterError("invalid_request", `prompt[${i}]: ${e.message}`, `prompt[${i}]`) : e;
+        throw e instanceof RouterError
+          ? new RouterError("invalid_request", `prompt[${i}]: ${e.message}`, `prompt[${i}]`)
+          : e;
       }
     });
   },
@@ -75,14 +81,22 @@ export const byteTokenizer: MockerTokenizer = {
 /** A Hugging Face tokenizer directory as the engine's tokenizer (vLLM's tokenization, src/tokens). */
 export async function loadMockerTokenizer(dir: string): Promise<MockerTokenizer> {
   // The mocker is its own Bun program: the portable tokenizer with Bun's file reader, no worker pool.
-  const tok = await loadEngineTokenizer(dir, { impl: "pure", now: () => Date.now(), readText: (path) => Bun.file(path).text() });
+  const tok = await loadEngineTokenizer(dir, {
+    impl: "pure",
+    now: () => Date.now(),
+    readText: (path) => Bun.file(path).text(),
+  });
   return {
     source: tok.source,
     async completionPrompts(prompt) {
       return (await requestPrompts({ prompt }, "completions", tok)).map((p) => p.tokens);
     },
     async chatPrompt(body) {
-      const [p] = await requestPrompts({ ...body, messages: textParts(body.messages) }, "chat", tok);
+      const [p] = await requestPrompts(
+        { ...body, messages: textParts(body.messages) },
+        "chat",
+        tok,
+      );
       return p!.tokens;
     },
     text: (text, addSpecialTokens) => tok.encodeText(text, addSpecialTokens),
@@ -100,7 +114,10 @@ export function withAnotherTemplate(t: MockerTokenizer): MockerTokenizer {
     ...t,
     async chatPrompt(body) {
       const own = await t.chatPrompt(body);
-      const preamble = await t.text("<|system|>You are served by another template.<|end|>\n", false);
+      const preamble = await t.text(
+        "<|system|>You are served by another template.<|end|>\n",
+        false,
+      );
       const out = new Uint32Array(preamble.length + own.length);
       out.set(preamble);
       out.set(own, preamble.length);

@@ -64,7 +64,13 @@ export class AlertmanagerReader {
     const base = new URL(o.url);
     this.#source = `${base.protocol}//${base.host}${base.pathname.replace(/\/+$/, "")}`;
     this.#endpoint = `${o.url.replace(/\/+$/, "")}/api/v2/alerts?active=true&silenced=false&inhibited=false`;
-    this.#last = { source: this.#source, firing: [], total: 0, error: "not read yet", read_at: null };
+    this.#last = {
+      source: this.#source,
+      firing: [],
+      total: 0,
+      error: "not read yet",
+      read_at: null,
+    };
   }
 
   /** The alerts as last read, read again when older than cacheMs. */
@@ -77,16 +83,33 @@ export class AlertmanagerReader {
   async #fetch(): Promise<AlertsView> {
     let view: AlertsView;
     try {
-      const res = await this.o.fetch(this.#endpoint, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(this.o.timeoutMs ?? 2_000) });
+      const res = await this.o.fetch(this.#endpoint, {
+        headers: { accept: "application/json" },
+        signal: AbortSignal.timeout(this.o.timeoutMs ?? 2_000),
+      });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       const text = await res.text();
-      if (text.length > MAX_BYTES) throw new Error(`answer of ${text.length} bytes, more than ${MAX_BYTES}`);
+      if (text.length > MAX_BYTES)
+        throw new Error(`answer of ${text.length} bytes, more than ${MAX_BYTES}`);
       const parsed = v.safeParse(GettableAlerts, JSON.parse(text));
-      if (!parsed.success) throw new Error(`not Alertmanager's alert list (${parsed.issues[0].message} at ${v.getDotPath(parsed.issues[0]) ?? "the top"})`);
+      if (!parsed.success)
+        throw new Error(
+          `not Alertmanager's alert list (${parsed.issues[0].message} at ${v.getDotPath(parsed.issues[0]) ?? "the top"})`,
+        );
       // Active only: the query already leaves out silenced and inhibited alerts; an Alertmanager that ignores it still says so per alert.
       const active = parsed.output.filter((a) => (a.status?.state ?? "active") === "active");
-      active.sort((a, b) => severityRank(a.labels.severity) - severityRank(b.labels.severity) || a.startsAt.localeCompare(b.startsAt));
-      view = { source: this.#source, firing: active.slice(0, MAX_SHOWN).map(toFiring), total: active.length, error: null, read_at: new Date(this.o.now()).toISOString() };
+      active.sort(
+        (a, b) =>
+          severityRank(a.labels.severity) - severityRank(b.labels.severity) ||
+          a.startsAt.localeCompare(b.startsAt),
+      );
+      view = {
+        source: this.#source,
+        firing: active.slice(0, MAX_SHOWN).map(toFiring),
+        total: active.length,
+        error: null,
+        read_at: new Date(this.o.now()).toISOString(),
+      };
     } catch (e) {
       view = { ...this.#last, error: `cannot read ${this.#source}: ${(e as Error).message}` };
     }

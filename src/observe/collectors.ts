@@ -19,7 +19,8 @@ export function bindCollectors(m: RouterMetrics, s: CollectorSources): void {
   m.kvEventsApplied.onCollect((c) => {
     for (const [type, byStatus] of Object.entries(s.index.counters())) {
       // "ok" of every type from the start (0 before the first event): the dashboard graphs events by type.
-      for (const [status, n] of Object.entries(byStatus)) if (n > 0 || status === "ok") c.set([type, status], n);
+      for (const [status, n] of Object.entries(byStatus))
+        if (n > 0 || status === "ok") c.set([type, status], n);
     }
   });
   // Prefill tokens first: it reads the tracker once for both load gauges.

@@ -12,6 +12,8 @@
  * always add up to the cost the scheduler compared.
  */
 
+import { kvPlanText, type KvPlanView } from "./kv-plan-text.ts";
+
 /** What a candidate carries (src/router/choose/types.ts Candidate, read structurally). */
 export interface CandidateView {
   readonly endpoint: { readonly worker: { readonly workerId: bigint; readonly dpRank: number } };
@@ -50,6 +52,8 @@ export interface DecisionRecord {
   readonly candidatesTotal?: number;
   /** The most prompt blocks any had cached, when `candidates` holds only some. */
   readonly bestOverlapBlocks?: number;
+  /** The chosen engine's KV plan; its observed TTFT appears once its first token came. */
+  readonly kvPlan?: KvPlanView;
 }
 
 /** Decisions kept: enough to see a pattern on the page, few enough to keep memory flat. */
@@ -97,8 +101,10 @@ export class DecisionLog {
       worker: d.chosen.workerId.toString(),
       dp_rank: d.chosen.dpRank,
       overlap_blocks: d.overlapBlocks,
-      best_overlap_blocks: d.bestOverlapBlocks ?? d.candidates.reduce((m, c) => Math.max(m, c.overlapBlocks), 0),
+      best_overlap_blocks:
+        d.bestOverlapBlocks ?? d.candidates.reduce((m, c) => Math.max(m, c.overlapBlocks), 0),
       sticky: d.sticky,
+      kv_plan: d.kvPlan === undefined ? null : kvPlanText(d.kvPlan),
       candidates_total: d.candidatesTotal ?? d.candidates.length,
       formula: this.formula(),
       candidates: shown.map((c) => ({
@@ -117,12 +123,15 @@ export class DecisionLog {
 
   /** The cost as the policy adds it up, e.g. "1×kv + 16×overlap-credit". */
   formula(): string {
-    if (this.shape.costs.length === 0) return `${this.shape.policy} picks without a cost (its own rule)`;
+    if (this.shape.costs.length === 0)
+      return `${this.shape.policy} picks without a cost (its own rule)`;
     return this.shape.costs.map((c) => `${c.weight}×${c.term.type}`).join(" + ");
   }
 
   /** Each weighted term's value for one candidate; what cannot be recomputed is the remainder. */
-  terms(c: CandidateView): { term: string; weight: number; value: number | null; detail: string }[] {
+  terms(
+    c: CandidateView,
+  ): { term: string; weight: number; value: number | null; detail: string }[] {
     const s = this.shape;
     const out: { term: string; weight: number; value: number | null; detail: string }[] = [];
     let known = 0;
@@ -139,16 +148,30 @@ export class DecisionLog {
     if (unknown.length === 1) {
       const [u] = unknown as [{ term: string; weight: number }];
       const rest = c.cost - known;
-      out.push({ term: u.term, weight: u.weight, value: u.weight === 0 ? null : round(rest / u.weight), detail: "read at decision time" });
+      out.push({
+        term: u.term,
+        weight: u.weight,
+        value: u.weight === 0 ? null : round(rest / u.weight),
+        detail: "read at decision time",
+      });
     } else if (unknown.length > 1) {
       // Two remainders cannot be told apart: one line carries their weighted sum, so the terms still add up.
-      out.push({ term: unknown.map((u) => `${u.weight}×${u.term}`).join(" + "), weight: 1, value: round(c.cost - known), detail: "read at decision time" });
+      out.push({
+        term: unknown.map((u) => `${u.weight}×${u.term}`).join(" + "),
+        weight: 1,
+        value: round(c.cost - known),
+        detail: "read at decision time",
+      });
     }
     return out;
   }
 }
 
-function termValue(type: string, c: CandidateView, s: CostShape): { value: number; detail: string } | undefined {
+function termValue(
+  type: string,
+  c: CandidateView,
+  s: CostShape,
+): { value: number; detail: string } | undefined {
   switch (type) {
     case "dynamo-kv":
       return {

@@ -15,7 +15,12 @@ import { capLogValue, jsonLogLine, textLogMessage, textLogValue } from "../core/
 
 type Level = LogLevel;
 
-const TEXT_LEVEL: Readonly<Record<Level, string>> = { debug: "DEBUG", info: "INFO ", warn: "WARN ", error: "ERROR" };
+const TEXT_LEVEL: Readonly<Record<Level, string>> = {
+  debug: "DEBUG",
+  info: "INFO ",
+  warn: "WARN ",
+  error: "ERROR",
+};
 
 /** A field value JSON can carry: u64 ids are bigints (written as decimal strings), errors as their message; strings capped (core/log-value.ts). */
 function jsonSafe(v: unknown): unknown {
@@ -26,7 +31,12 @@ function jsonSafe(v: unknown): unknown {
 }
 
 /** `{"time":…,"level":…,"msg":…, …fields}`; undefined fields are left out, null kept (a fixed shape per line kind). */
-export function jsonLine(time: string, level: Level, message: string, fields?: Readonly<Record<string, unknown>>): string {
+export function jsonLine(
+  time: string,
+  level: Level,
+  message: string,
+  fields?: Readonly<Record<string, unknown>>,
+): string {
   const o: Record<string, unknown> = { time, level, msg: capLogValue(message) };
   if (fields !== undefined) {
     for (const k in fields) {
@@ -42,7 +52,12 @@ export function jsonLine(time: string, level: Level, message: string, fields?: R
  * happened. Values that are not plain printable text are quoted and escaped, long ones cut
  * (core/log-value.ts): whatever a client puts in a value, one call writes one line.
  */
-export function textLine(time: string, level: Level, message: string, fields?: Readonly<Record<string, unknown>>): string {
+export function textLine(
+  time: string,
+  level: Level,
+  message: string,
+  fields?: Readonly<Record<string, unknown>>,
+): string {
   let line = `${time} ${TEXT_LEVEL[level]} ${textLogMessage(message)}`;
   if (fields !== undefined) {
     for (const k in fields) {
@@ -71,7 +86,8 @@ export function createFormattedLogger(o: LoggerOptions): Logger {
   const at = (l: Level) =>
     RANK[l] < min
       ? () => {}
-      : (message: string, fields?: Record<string, unknown>) => write(format(new Date(clock()).toISOString(), l, message, fields));
+      : (message: string, fields?: Record<string, unknown>) =>
+          write(format(new Date(clock()).toISOString(), l, message, fields));
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 
@@ -79,13 +95,18 @@ export function createFormattedLogger(o: LoggerOptions): Logger {
  * A plain text logger (`TIME LEVEL message k=v …`, every field written as String(v)) for the
  * workerd launcher and tests that read lines; the router's own log is createFormattedLogger.
  */
-export function createLogger(level: LogLevel, write: (line: string) => void = (l) => console.error(l)): Logger {
+export function createLogger(
+  level: LogLevel,
+  write: (line: string) => void = (l) => console.error(l),
+): Logger {
   const min = RANK[level];
   const at = (l: Level) => (message: string, fields?: Record<string, unknown>) => {
     if (RANK[l] < min) return;
     // Escaped and capped as the formatted text lines are (core/log-value.ts): one call, one line.
     let line = `${new Date().toISOString()} ${TEXT_LEVEL[l]} ${textLogMessage(message)}`;
-    if (fields) for (const [k, v] of Object.entries(fields)) line += ` ${k}=${textLogValue(typeof v === "string" ? v : String(v))}`;
+    if (fields)
+      for (const [k, v] of Object.entries(fields))
+        line += ` ${k}=${textLogValue(typeof v === "string" ? v : String(v))}`;
     write(line);
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };

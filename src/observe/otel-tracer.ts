@@ -11,7 +11,15 @@
  * from the SDK's context manager: the router's request path is callbacks and promises across
  * many requests at once, and an explicit parent cannot attach a span to the wrong request.
  */
-import { createTraceState, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes as OtelAttributes } from "@opentelemetry/api";
+import {
+  createTraceState,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Attributes as OtelAttributes,
+} from "@opentelemetry/api";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
@@ -26,7 +34,11 @@ export function otlpTracesUrl(endpoint: string): string {
   return u.toString();
 }
 
-const KIND: Readonly<Record<Kind, SpanKind>> = { server: SpanKind.SERVER, client: SpanKind.CLIENT, internal: SpanKind.INTERNAL };
+const KIND: Readonly<Record<Kind, SpanKind>> = {
+  server: SpanKind.SERVER,
+  client: SpanKind.CLIENT,
+  internal: SpanKind.INTERNAL,
+};
 
 /** Attributes without the undefined ones (the SDK warns on each). */
 function clean(a: Attributes | undefined): OtelAttributes | undefined {
@@ -53,9 +65,21 @@ export interface OtelTracerOptions {
 export function otelTracer(o: OtelTracerOptions): Tracer {
   const exporter = new OTLPTraceExporter({ url: otlpTracesUrl(o.endpoint) });
   const provider = new TracerProvider({
-    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: o.serviceName ?? "switchyard", [ATTR_SERVICE_VERSION]: o.serviceVersion, ...o.resource }),
+    resource: resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: o.serviceName ?? "switchyard",
+      [ATTR_SERVICE_VERSION]: o.serviceVersion,
+      ...o.resource,
+    }),
     // An export that hangs (a collector away) is given up after 10 s; the queue drops beyond 8 192 spans.
-    spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: o.exportDelayMs ?? 1000, maxExportBatchSize: 512, maxQueueSize: 8192, exportTimeoutMillis: 10_000 })],
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter,
+        scheduledDelayMillis: o.exportDelayMs ?? 1000,
+        maxExportBatchSize: 512,
+        maxQueueSize: 8192,
+        exportTimeoutMillis: 10_000,
+      }),
+    ],
   });
   const tracer = provider.getTracer(o.serviceName ?? "switchyard", o.serviceVersion);
   return {
@@ -71,11 +95,20 @@ export function otelTracer(o: OtelTracerOptions): Tracer {
               isRemote: s.remoteParent === true,
               traceState: p.tracestate !== undefined ? createTraceState(p.tracestate) : undefined,
             });
-      const span = tracer.startSpan(s.name, { kind: KIND[s.kind], startTime: s.startMs, attributes: clean(s.attributes) }, parent);
+      const span = tracer.startSpan(
+        s.name,
+        { kind: KIND[s.kind], startTime: s.startMs, attributes: clean(s.attributes) },
+        parent,
+      );
       const sc = span.spanContext();
       return {
         // The trace state travels with the identity, so children made from it keep the caller's.
-        identity: { traceId: sc.traceId, spanId: sc.spanId, sampled: (sc.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED, tracestate: sc.traceState?.serialize() || undefined },
+        identity: {
+          traceId: sc.traceId,
+          spanId: sc.spanId,
+          sampled: (sc.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED,
+          tracestate: sc.traceState?.serialize() || undefined,
+        },
         set: (a) => void span.setAttributes(clean(a) ?? {}),
         event: (name, timeMs, a) => void span.addEvent(name, clean(a), timeMs),
         fail: (message) => void span.setStatus({ code: SpanStatusCode.ERROR, message }),

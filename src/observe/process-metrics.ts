@@ -22,9 +22,17 @@ export interface ProcessProbe {
 }
 
 export function bindProcessMetrics(r: MetricsRegistry, probe: ProcessProbe): void {
-  r.counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds").onCollect((c) => c.set([], probe.cpuSeconds()));
-  r.gauge("process_resident_memory_bytes", "Resident memory size in bytes").onCollect((g) => g.set([], probe.residentBytes()));
-  r.gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds").onCollect((g) => g.set([], probe.startTimeSeconds()));
+  r.counter(
+    "process_cpu_seconds_total",
+    "Total user and system CPU time spent in seconds",
+  ).onCollect((c) => c.set([], probe.cpuSeconds()));
+  r.gauge("process_resident_memory_bytes", "Resident memory size in bytes").onCollect((g) =>
+    g.set([], probe.residentBytes()),
+  );
+  r.gauge(
+    "process_start_time_seconds",
+    "Start time of the process since unix epoch in seconds",
+  ).onCollect((g) => g.set([], probe.startTimeSeconds()));
   const optional = (name: string, help: string, read: (() => number | undefined) | undefined) => {
     if (read === undefined) return;
     r.gauge(name, help).onCollect((g) => {
@@ -33,7 +41,11 @@ export function bindProcessMetrics(r: MetricsRegistry, probe: ProcessProbe): voi
       else g.set([], v);
     });
   };
-  optional("process_virtual_memory_bytes", "Virtual memory size in bytes", probe.virtualBytes?.bind(probe));
+  optional(
+    "process_virtual_memory_bytes",
+    "Virtual memory size in bytes",
+    probe.virtualBytes?.bind(probe),
+  );
   optional("process_open_fds", "Number of open file descriptors", probe.openFds?.bind(probe));
   optional("process_max_fds", "Maximum number of open file descriptors", probe.maxFds?.bind(probe));
 }
@@ -53,7 +65,10 @@ export class EventLoopLag {
 
   constructor(
     private readonly now: () => number,
-    private readonly timers: { every(fn: () => void, ms: number): unknown; stop(handle: unknown): void },
+    private readonly timers: {
+      every(fn: () => void, ms: number): unknown;
+      stop(handle: unknown): void;
+    },
   ) {}
 
   start(): void {
@@ -83,8 +98,9 @@ export class EventLoopLag {
   }
 
   bind(r: MetricsRegistry): void {
-    r.gauge("switchyard_event_loop_lag_seconds", "Longest delay of a timer on the router's event loop since the previous scrape").onCollect((g) =>
-      g.set([], this.takeWorstSeconds()),
-    );
+    r.gauge(
+      "switchyard_event_loop_lag_seconds",
+      "Longest delay of a timer on the router's event loop since the previous scrape",
+    ).onCollect((g) => g.set([], this.takeWorstSeconds()));
   }
 }

@@ -103,7 +103,17 @@ export class RecentStats {
     const i = slot(start);
     let b = this.#buckets[i];
     if (b === undefined || b.start !== start) {
-      b = { start, requests: 0, errors: 0, promptBlocks: 0, cachedBlocks: 0, bestBlocks: 0, ttftSeen: 0, ttft: [], byWorker: new Map() };
+      b = {
+        start,
+        requests: 0,
+        errors: 0,
+        promptBlocks: 0,
+        cachedBlocks: 0,
+        bestBlocks: 0,
+        ttftSeen: 0,
+        ttft: [],
+        byWorker: new Map(),
+      };
       this.#buckets[i] = b;
     }
     return b;

@@ -70,7 +70,8 @@ export class Counter extends Metric {
   }
   samples(out: string[]): void {
     this.#collect?.(this);
-    for (const { labels, value } of this.#values.values()) out.push(`${this.name}${labelText(this.labelNames, labels)} ${formatNumber(value)}`);
+    for (const { labels, value } of this.#values.values())
+      out.push(`${this.name}${labelText(this.labelNames, labels)} ${formatNumber(value)}`);
   }
 }
 
@@ -101,7 +102,8 @@ export class Gauge extends Metric {
   }
   samples(out: string[]): void {
     this.#collect?.(this);
-    for (const { labels, value } of this.#values.values()) out.push(`${this.name}${labelText(this.labelNames, labels)} ${formatNumber(value)}`);
+    for (const { labels, value } of this.#values.values())
+      out.push(`${this.name}${labelText(this.labelNames, labels)} ${formatNumber(value)}`);
   }
 }
 
@@ -121,7 +123,12 @@ export interface HistogramSeries {
 export class Histogram extends Metric {
   readonly type = "histogram";
   readonly #series = new Map<string, Series>();
-  constructor(name: string, help: string, labelNames: readonly string[], readonly buckets: readonly number[]) {
+  constructor(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    readonly buckets: readonly number[],
+  ) {
     super(name, help, labelNames);
   }
   observe(labels: LabelValues, value: number): void {
@@ -160,9 +167,13 @@ export class Histogram extends Metric {
       let cum = 0;
       for (let i = 0; i < this.buckets.length; i++) {
         cum += s.counts[i]!;
-        out.push(`${this.name}_bucket${labelText(this.labelNames, s.labels, `le="${formatNumber(this.buckets[i]!)}"`)} ${cum}`);
+        out.push(
+          `${this.name}_bucket${labelText(this.labelNames, s.labels, `le="${formatNumber(this.buckets[i]!)}"`)} ${cum}`,
+        );
       }
-      out.push(`${this.name}_bucket${labelText(this.labelNames, s.labels, 'le="+Inf"')} ${s.count}`);
+      out.push(
+        `${this.name}_bucket${labelText(this.labelNames, s.labels, 'le="+Inf"')} ${s.count}`,
+      );
       out.push(`${this.name}_sum${labelText(this.labelNames, s.labels)} ${formatNumber(s.sum)}`);
       out.push(`${this.name}_count${labelText(this.labelNames, s.labels)} ${s.count}`);
     }
@@ -177,11 +188,17 @@ export class MetricsRegistry {
   gauge(name: string, help: string, labelNames: readonly string[] = []): Gauge {
     return this.#add(new Gauge(name, help, labelNames));
   }
-  histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): Histogram {
+  histogram(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    buckets: readonly number[],
+  ): Histogram {
     return this.#add(new Histogram(name, help, labelNames, buckets));
   }
   #add<M extends Metric>(m: M): M {
-    if (this.#metrics.some((x) => x.name === m.name)) throw new Error(`metric ${m.name} registered twice`);
+    if (this.#metrics.some((x) => x.name === m.name))
+      throw new Error(`metric ${m.name} registered twice`);
     this.#metrics.push(m);
     return m;
   }

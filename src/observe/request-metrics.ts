@@ -77,20 +77,80 @@ export class RequestMetrics {
 
   constructor(r: MetricsRegistry) {
     const p = METRIC_PREFIX;
-    this.requests = r.counter(`${p}http_requests_total`, "Client requests the router finished, by model, route and status class (cancelled: the client left first)", ["model", "route", "status_class"]);
-    this.duration = r.histogram(`${p}request_duration_seconds`, "Time from the request's arrival to the answer's last byte", ["model", "route"], DURATION_BUCKETS);
-    this.ttft = r.histogram(`${p}time_to_first_token_seconds`, "Time from the request's arrival to its first streamed token (streamed answers)", ["model", "route"], TTFT_BUCKETS);
-    this.itl = r.histogram(`${p}inter_token_latency_seconds`, "Mean gap between a streamed answer's tokens, one observation per answer", ["model", "route"], ITL_BUCKETS);
-    this.promptTokens = r.counter(`${p}prompt_tokens_total`, "Prompt tokens of routed requests, as the router tokenized them", ["model"]);
-    this.completionTokens = r.counter(`${p}completion_tokens_total`, "Output tokens of answers, as the engine counts them (its usage; a stream without usage: its events with output)", ["model"]);
-    this.cachedTokens = r.counter(`${p}cached_tokens_total`, "Prompt tokens already cached on the chosen worker (prefix blocks x block size)", ["model"]);
-    this.promptBlocks = r.counter(`${p}prompt_blocks_total`, "Full prompt blocks of routed requests", ["model"]);
-    this.cachedBlocks = r.counter(`${p}cached_blocks_total`, "Prompt blocks cached on the worker the router chose", ["model"]);
-    this.bestCachedBlocks = r.counter(`${p}best_cached_blocks_total`, "Prompt blocks cached on the candidate with the longest cached prefix: the hit the router could have had", ["model"]);
-    this.tenantRequests = r.counter(`${p}tenant_requests_total`, "Client requests the router finished for each tenant (--api-keys), by status class (cancelled: the client left first)", ["tenant", "status_class"]);
-    this.tenantPromptTokens = r.counter(`${p}tenant_prompt_tokens_total`, "Prompt tokens of each tenant's routed requests, as the router tokenized them", ["tenant"]);
-    this.tenantCompletionTokens = r.counter(`${p}tenant_completion_tokens_total`, "Output tokens of each tenant's answers, as the engine counts them (its usage; a stream without usage: its events with output)", ["tenant"]);
-    this.tenantTtft = r.histogram(`${p}tenant_time_to_first_token_seconds`, "Time from a tenant's request's arrival to its first streamed token (what fair admission evens out between tenants)", ["tenant"], TTFT_BUCKETS);
+    this.requests = r.counter(
+      `${p}http_requests_total`,
+      "Client requests the router finished, by model, route and status class (cancelled: the client left first)",
+      ["model", "route", "status_class"],
+    );
+    this.duration = r.histogram(
+      `${p}request_duration_seconds`,
+      "Time from the request's arrival to the answer's last byte",
+      ["model", "route"],
+      DURATION_BUCKETS,
+    );
+    this.ttft = r.histogram(
+      `${p}time_to_first_token_seconds`,
+      "Time from the request's arrival to its first streamed token (streamed answers)",
+      ["model", "route"],
+      TTFT_BUCKETS,
+    );
+    this.itl = r.histogram(
+      `${p}inter_token_latency_seconds`,
+      "Mean gap between a streamed answer's tokens, one observation per answer",
+      ["model", "route"],
+      ITL_BUCKETS,
+    );
+    this.promptTokens = r.counter(
+      `${p}prompt_tokens_total`,
+      "Prompt tokens of routed requests, as the router tokenized them",
+      ["model"],
+    );
+    this.completionTokens = r.counter(
+      `${p}completion_tokens_total`,
+      "Output tokens of answers, as the engine counts them (its usage; a stream without usage: its events with output)",
+      ["model"],
+    );
+    this.cachedTokens = r.counter(
+      `${p}cached_tokens_total`,
+      "Prompt tokens already cached on the chosen worker (prefix blocks x block size)",
+      ["model"],
+    );
+    this.promptBlocks = r.counter(
+      `${p}prompt_blocks_total`,
+      "Full prompt blocks of routed requests",
+      ["model"],
+    );
+    this.cachedBlocks = r.counter(
+      `${p}cached_blocks_total`,
+      "Prompt blocks cached on the worker the router chose",
+      ["model"],
+    );
+    this.bestCachedBlocks = r.counter(
+      `${p}best_cached_blocks_total`,
+      "Prompt blocks cached on the candidate with the longest cached prefix: the hit the router could have had",
+      ["model"],
+    );
+    this.tenantRequests = r.counter(
+      `${p}tenant_requests_total`,
+      "Client requests the router finished for each tenant (--api-keys), by status class (cancelled: the client left first)",
+      ["tenant", "status_class"],
+    );
+    this.tenantPromptTokens = r.counter(
+      `${p}tenant_prompt_tokens_total`,
+      "Prompt tokens of each tenant's routed requests, as the router tokenized them",
+      ["tenant"],
+    );
+    this.tenantCompletionTokens = r.counter(
+      `${p}tenant_completion_tokens_total`,
+      "Output tokens of each tenant's answers, as the engine counts them (its usage; a stream without usage: its events with output)",
+      ["tenant"],
+    );
+    this.tenantTtft = r.histogram(
+      `${p}tenant_time_to_first_token_seconds`,
+      "Time from a tenant's request's arrival to its first streamed token (what fair admission evens out between tenants)",
+      ["tenant"],
+      TTFT_BUCKETS,
+    );
   }
 
   /**

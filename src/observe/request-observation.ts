@@ -14,10 +14,19 @@
 import type { Logger } from "../core/logger.ts";
 import { tenantOf } from "../protect/index.ts";
 import type { CandidateView, DecisionLog } from "./decision-log.ts";
+import { kvPlanText, type KvPlanView } from "./kv-plan-text.ts";
 import type { RecentStats } from "./recent-stats.ts";
 import { acceptedRequestId, newRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
 import type { RequestMetrics } from "./request-metrics.ts";
-import { formatTraceparent, newTraceParent, parseTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, validTracestate, type TraceParent } from "./trace-context.ts";
+import {
+  formatTraceparent,
+  newTraceParent,
+  parseTraceparent,
+  TRACEPARENT_HEADER,
+  TRACESTATE_HEADER,
+  validTracestate,
+  type TraceParent,
+} from "./trace-context.ts";
 import type { Attributes, SpanHandle, SpanIdentity, Tracer } from "./tracing.ts";
 
 export interface ObserveDeps {
@@ -50,6 +59,8 @@ export interface DecisionView {
   readonly candidatesTotal?: number;
   /** The most prompt blocks any had cached, when `candidates` holds only some. */
   readonly bestOverlapBlocks?: number;
+  /** The transfer the decision counted on (a load from the engine's tiers or a pull from a peer). */
+  readonly kvPlan?: KvPlanView;
 }
 
 /** How a streamed answer ended (the proxy's StreamEnd): client_timeout is a client that took nothing for the stream-idle deadline and was cut. */
@@ -116,6 +127,7 @@ export class RequestObservation {
   #best = 0;
   /** The kv policy's predicted TTFT on the chosen worker (ms from the decision), beside the observed one in the access line. */
   #predictedTtftMs: number | undefined;
+  #kvPlan: KvPlanView | undefined;
   #retries: string[] | undefined;
   /** Moves of the stream to another worker (edge/proxy/migration), "from -> to: why". */
   #migrations: string[] | undefined;
@@ -145,7 +157,11 @@ export class RequestObservation {
     // with probability sampleRatio. One not recorded still gets a context (flagged unsampled),
     // so the engine and the access line agree on its trace id and the engine records nothing either.
     const ratio = d.sampleRatio ?? 1;
-    const unsampledNew = d.tracer !== undefined && client === undefined && ratio < 1 && (d.rng ?? Math.random)() >= ratio;
+    const unsampledNew =
+      d.tracer !== undefined &&
+      client === undefined &&
+      ratio < 1 &&
+      (d.rng ?? Math.random)() >= ratio;
     this.#clientParent = unsampledNew ? newTraceParent(false) : client;
     if (d.tracer !== undefined && !unsampledNew && (client === undefined || client.sampled)) {
       const parent = this.#clientParent && { ...this.#clientParent, tracestate: this.#tracestate };
@@ -174,7 +190,11 @@ export class RequestObservation {
   }
 
   /** The body's model, prompt size, stream flag and session, once the prompt is read. */
-  prompt(p: { readonly model: unknown; readonly tokens: number; readonly sessionId?: string }): void {
+  prompt(p: {
+    readonly model: unknown;
+    readonly tokens: number;
+    readonly sessionId?: string;
+  }): void {
     this.#model = typeof p.model === "string" ? p.model : undefined;
     this.#promptTokens = p.tokens;
     if (p.sessionId !== undefined) this.#session = hashSessionId(p.sessionId);
@@ -213,10 +233,14 @@ export class RequestObservation {
     let best = decision.overlapBlocks;
     const cands = decision.candidates;
     if (decision.bestOverlapBlocks !== undefined) best = Math.max(best, decision.bestOverlapBlocks);
-    else if (cands !== undefined) for (const c of cands) if (c.overlapBlocks > best) best = c.overlapBlocks;
+    else if (cands !== undefined)
+      for (const c of cands) if (c.overlapBlocks > best) best = c.overlapBlocks;
     this.#best = best;
     const w = decision.worker;
-    this.#predictedTtftMs = cands?.find((c) => c.endpoint.worker.workerId === w.workerId && c.endpoint.worker.dpRank === w.dpRank)?.predictedTtftMs;
+    this.#predictedTtftMs = cands?.find(
+      (c) => c.endpoint.worker.workerId === w.workerId && c.endpoint.worker.dpRank === w.dpRank,
+    )?.predictedTtftMs;
+    this.#kvPlan = decision.kvPlan;
     const wait = this.#routingFrom !== undefined ? this.#routeStart - this.#routingFrom : 0;
     this.#admissionWaitMs = wait;
     this.#d.decisions?.record({
@@ -230,6 +254,7 @@ export class RequestObservation {
       candidates: cands ?? [],
       candidatesTotal: decision.candidatesTotal,
       bestOverlapBlocks: decision.bestOverlapBlocks,
+      kvPlan: decision.kvPlan,
     });
     if (this.#spans === undefined) return;
     // Sub-millisecond waits are the first try itself, not a queue.
@@ -239,10 +264,13 @@ export class RequestObservation {
     if (cands !== undefined) {
       for (const c of cands) {
         const w = c.endpoint.worker;
-        if (w.workerId === decision.worker.workerId && w.dpRank === decision.worker.dpRank) chosenCost = c.cost;
+        if (w.workerId === decision.worker.workerId && w.dpRank === decision.worker.dpRank)
+          chosenCost = c.cost;
       }
       for (const c of [...cands].sort((a, b) => a.cost - b.cost).slice(0, 8)) {
-        costs.push(`${c.endpoint.worker.workerId}:${c.endpoint.worker.dpRank} overlap=${c.overlapBlocks} cost=${Math.round(c.cost * 1000) / 1000}`);
+        costs.push(
+          `${c.endpoint.worker.workerId}:${c.endpoint.worker.dpRank} overlap=${c.overlapBlocks} cost=${Math.round(c.cost * 1000) / 1000}`,
+        );
       }
     }
     this.#child("route", this.#routeStart || this.#d.clock(), this.#routeEnd || this.#d.clock(), {
@@ -270,7 +298,10 @@ export class RequestObservation {
     headers[REQUEST_ID_HEADER] = this.id;
     const now = this.#d.clock();
     this.#sentAt = now;
-    let ctx: SpanIdentity | undefined = this.#clientParent && { ...this.#clientParent, tracestate: this.#tracestate };
+    let ctx: SpanIdentity | undefined = this.#clientParent && {
+      ...this.#clientParent,
+      tracestate: this.#tracestate,
+    };
     const s = this.#spans;
     if (s !== undefined) {
       const url = safeUrl(baseUrl);
@@ -283,9 +314,13 @@ export class RequestObservation {
           "http.request.method": "POST",
           "url.full": baseUrl + path,
           "server.address": url?.hostname,
-          "server.port": url !== undefined ? Number(url.port || (url.protocol === "https:" ? 443 : 80)) : undefined,
+          "server.port":
+            url !== undefined
+              ? Number(url.port || (url.protocol === "https:" ? 443 : 80))
+              : undefined,
           "http.request.resend_count": this.#retries?.length || undefined,
-          "switchyard.worker.id": this.#worker !== undefined ? String(this.#worker.workerId) : undefined,
+          "switchyard.worker.id":
+            this.#worker !== undefined ? String(this.#worker.workerId) : undefined,
         },
       });
       ctx = { ...s.upstream.identity, tracestate: this.#tracestate };
@@ -305,7 +340,11 @@ export class RequestObservation {
     this.#firstByteAt = now;
     const s = this.#spans;
     if (s?.upstream !== undefined) {
-      s.upstream.set({ "http.response.status_code": status, "switchyard.upstream.first_byte_ms": this.#sentAt !== undefined ? ms(now - this.#sentAt) : undefined });
+      s.upstream.set({
+        "http.response.status_code": status,
+        "switchyard.upstream.first_byte_ms":
+          this.#sentAt !== undefined ? ms(now - this.#sentAt) : undefined,
+      });
       s.upstream.event("first_byte", now);
     }
   }
@@ -352,7 +391,16 @@ export class RequestObservation {
    * finishes the record, if it is the answer the client gets.
    */
   streaming(status: number, sse: boolean): StreamTrack {
-    const a: Answer = { status, streamed: sse, firstTokenAt: undefined, outputTokens: 0, bytes: 0, ended: false, outcome: "done", onEnded: undefined };
+    const a: Answer = {
+      status,
+      streamed: sse,
+      firstTokenAt: undefined,
+      outputTokens: 0,
+      bytes: 0,
+      ended: false,
+      outcome: "done",
+      onEnded: undefined,
+    };
     this.#answer = a;
     let tail: Uint8Array | undefined;
     return {
@@ -370,7 +418,14 @@ export class RequestObservation {
         a.bytes = bytes;
         // A client cut for taking nothing left the answer as surely as one that hung up.
         if (how === "cancelled" || how === "client_timeout") this.#cancelled = true;
-        if (this.#answer === a) this.#endUpstream(how === "error" ? "stream cut mid-answer" : how === "timeout" ? "stream idle deadline missed" : undefined);
+        if (this.#answer === a)
+          this.#endUpstream(
+            how === "error"
+              ? "stream cut mid-answer"
+              : how === "timeout"
+                ? "stream idle deadline missed"
+                : undefined,
+          );
         a.onEnded?.();
       },
     };
@@ -408,7 +463,13 @@ export class RequestObservation {
 
   #child(name: string, startMs: number, endMs: number, attributes?: Attributes): void {
     const s = this.#spans!;
-    const span = this.#d.tracer!.start({ name, kind: "internal", parent: s.server.identity, startMs, attributes });
+    const span = this.#d.tracer!.start({
+      name,
+      kind: "internal",
+      parent: s.server.identity,
+      startMs,
+      attributes,
+    });
     span.end(endMs);
   }
 
@@ -425,8 +486,17 @@ export class RequestObservation {
     const promptBlocks = Math.floor(this.#promptTokens / d.blockSize);
     const cachedTokens = Math.min(this.#promptTokens, this.#overlap * d.blockSize);
     const ttft = a?.firstTokenAt !== undefined ? a.firstTokenAt - this.#start : undefined;
-    const itl = a?.streamed && a.firstTokenAt !== undefined && a.outputTokens >= 2 ? (end - a.firstTokenAt) / (a.outputTokens - 1) : undefined;
-    const blocks = routed ? { prompt: promptBlocks, cached: Math.min(this.#overlap, promptBlocks), best: Math.min(this.#best, promptBlocks) } : undefined;
+    const itl =
+      a?.streamed && a.firstTokenAt !== undefined && a.outputTokens >= 2
+        ? (end - a.firstTokenAt) / (a.outputTokens - 1)
+        : undefined;
+    const blocks = routed
+      ? {
+          prompt: promptBlocks,
+          cached: Math.min(this.#overlap, promptBlocks),
+          best: Math.min(this.#best, promptBlocks),
+        }
+      : undefined;
     // Bounded: only tenants the keys file names (never the key); undefined without --api-keys or
     // for a request refused before its key was accepted.
     const tenant = tenantOf(this.#request);
@@ -446,7 +516,13 @@ export class RequestObservation {
     });
     // The fleet's traffic only: the status page reads GET /v1/workers every 2 s, and counting its
     // own reads would swell the requests and thin the error rate it shows.
-    if (this.#route !== "/v1/workers") d.recent?.add({ status, ttftMs: ttft, blocks, worker: this.#worker !== undefined ? String(this.#worker.workerId) : undefined });
+    if (this.#route !== "/v1/workers")
+      d.recent?.add({
+        status,
+        ttftMs: ttft,
+        blocks,
+        worker: this.#worker !== undefined ? String(this.#worker.workerId) : undefined,
+      });
     const s = this.#spans;
     if (s !== undefined) {
       this.#endUpstream(undefined);
@@ -456,7 +532,8 @@ export class RequestObservation {
         "gen_ai.request.model": this.#model,
         "gen_ai.usage.input_tokens": routed ? this.#promptTokens : undefined,
         "gen_ai.usage.output_tokens": a?.outputTokens,
-        "switchyard.worker.id": this.#worker !== undefined ? String(this.#worker.workerId) : undefined,
+        "switchyard.worker.id":
+          this.#worker !== undefined ? String(this.#worker.workerId) : undefined,
         "switchyard.tenant": tenant,
         "switchyard.client_cancelled": cancelled || undefined,
         "error.type": this.#error ?? (status >= 500 ? String(status) : undefined),
@@ -494,7 +571,14 @@ export class RequestObservation {
       ttfb_ms: this.#firstByteAt !== undefined ? ms(this.#firstByteAt - this.#start) : null,
       ttft_ms: ttft !== undefined ? ms(ttft) : null,
       // A P/D pair's decode worker was priced as if it prefilled; its first token came after another worker's prefill.
-      predicted_ttft_ms: routed && this.#prefillWorker === undefined && this.#predictedTtftMs !== undefined ? ms(this.#predictedTtftMs) : null,
+      predicted_ttft_ms:
+        routed && this.#prefillWorker === undefined && this.#predictedTtftMs !== undefined
+          ? ms(this.#predictedTtftMs)
+          : null,
+      kv_plan:
+        routed && this.#kvPlan !== undefined
+          ? kvPlanText(this.#kvPlan, this.#kvPlan.observedTtftMs ?? ttft)
+          : null,
       duration_ms: ms(end - this.#start),
       output_tokens: a?.outputTokens ?? null,
       bytes_out: a?.bytes ?? null,
@@ -537,7 +621,8 @@ const USAGE_TAIL_BYTES = 512;
 
 /** The last USAGE_TAIL_BYTES of what arrived so far, `prev` then `chunk`. */
 function keepTail(prev: Uint8Array | undefined, chunk: Uint8Array): Uint8Array {
-  if (chunk.byteLength >= USAGE_TAIL_BYTES || prev === undefined) return chunk.subarray(Math.max(0, chunk.byteLength - USAGE_TAIL_BYTES)).slice();
+  if (chunk.byteLength >= USAGE_TAIL_BYTES || prev === undefined)
+    return chunk.subarray(Math.max(0, chunk.byteLength - USAGE_TAIL_BYTES)).slice();
   const keep = Math.min(prev.byteLength, USAGE_TAIL_BYTES - chunk.byteLength);
   const out = new Uint8Array(keep + chunk.byteLength);
   out.set(prev.subarray(prev.byteLength - keep));
@@ -565,13 +650,15 @@ export function completionTokensOf(body: Uint8Array): number {
     i = skipSpace(body, i + 1);
     let n = 0;
     let digits = 0;
-    for (; i < body.byteLength && body[i]! >= 0x30 && body[i]! <= 0x39; i++, digits++) n = n * 10 + (body[i]! - 0x30);
+    for (; i < body.byteLength && body[i]! >= 0x30 && body[i]! <= 0x39; i++, digits++)
+      n = n * 10 + (body[i]! - 0x30);
     if (digits > 0) return n;
   }
   return 0;
 }
 
 function skipSpace(b: Uint8Array, i: number): number {
-  while (i < b.byteLength && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
+  while (i < b.byteLength && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09))
+    i++;
   return i;
 }

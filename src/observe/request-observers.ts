@@ -41,7 +41,14 @@ export function routeLabel(path: string): string {
  * pushing KV events (thousands of batches a second under load), the status page and what it
  * polls. Observing them would bury the requests in the access log and cost the event path.
  */
-const UNOBSERVED: ReadonlySet<string> = new Set(["/health", "/livez", "/metrics", "/v1/kv/events", "/ui", "/ui/"]);
+const UNOBSERVED: ReadonlySet<string> = new Set([
+  "/health",
+  "/livez",
+  "/metrics",
+  "/v1/kv/events",
+  "/ui",
+  "/ui/",
+]);
 const UNOBSERVED_PREFIXES = ["/debug/"];
 
 export function observed(path: string): boolean {

@@ -17,7 +17,9 @@ function inlineScript(html: string): string {
 }
 
 async function sha256Base64(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)),
+  );
   let bin = "";
   for (const b of digest) bin += String.fromCharCode(b);
   return btoa(bin);

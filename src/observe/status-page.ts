@@ -397,7 +397,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
       ]);
       var shown = !!open[x.request_id];
       var why = el("span", { cls: "why", role: "button", "data-testid": "why",
-        text: (shown ? "▼ " : "▶ ") + (x.sticky ? "sticky session, " : "") + x.candidates_total + " candidate" + (x.candidates_total === 1 ? "" : "s") });
+        text: (shown ? "▼ " : "▶ ") + (x.sticky ? "sticky session, " : "") + x.candidates_total + " candidate" + (x.candidates_total === 1 ? "" : "s") + (x.kv_plan ? "; " + x.kv_plan : "") });
       var detail = el("tr", { cls: "detail", "data-detail-for": x.request_id }, [el("td", { colspan: "6" }, [cands])]);
       detail.hidden = !shown;
       why.addEventListener("click", function () {

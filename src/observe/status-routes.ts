@@ -23,7 +23,11 @@ export interface StatusSource {
   readonly build: BuildInfo;
   readonly policy: string;
   readonly blockSize: number;
-  readonly workers: () => Iterable<{ readonly id: bigint; readonly healthy: boolean; readonly reason?: string }>;
+  readonly workers: () => Iterable<{
+    readonly id: bigint;
+    readonly healthy: boolean;
+    readonly reason?: string;
+  }>;
   /** When a worker's ejection ends (ms, the router's clock), while it is ejected. */
   readonly ejectedUntil: (id: bigint) => number | undefined;
   /** The router's clock (ms), for how long an ejection has left. */
@@ -42,13 +46,24 @@ export interface ReplicaView {
   readonly host: string;
   readonly started_at: string;
   /** null: no --redis, so this router shares nothing and sees no other. */
-  readonly peers: readonly { readonly router_id: string; readonly heard_s_ago: number; readonly requests: number; readonly complete: boolean }[] | null;
+  readonly peers:
+    | readonly {
+        readonly router_id: string;
+        readonly heard_s_ago: number;
+        readonly requests: number;
+        readonly complete: boolean;
+      }[]
+    | null;
 }
 
 /** The window of each worker's share of requests: the last five minutes. */
 const SHARE_BUCKETS = (5 * 60_000) / BUCKET_MS;
 
-export function workerState(healthy: boolean, ejectedUntil: number | undefined, now: number): WorkerState {
+export function workerState(
+  healthy: boolean,
+  ejectedUntil: number | undefined,
+  now: number,
+): WorkerState {
   if (ejectedUntil !== undefined && ejectedUntil > now) return "ejected";
   return healthy ? "healthy" : "unhealthy";
 }
@@ -59,7 +74,12 @@ export function statusRoutes(s: StatusSource): Hono {
   app.get("/ui", async () => {
     csp ??= statusPageCsp();
     return new Response(STATUS_PAGE_HTML, {
-      headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "content-security-policy": await csp, "x-content-type-options": "nosniff" },
+      headers: {
+        "content-type": "text/html; charset=utf-8",
+        "cache-control": "no-store",
+        "content-security-policy": await csp,
+        "x-content-type-options": "nosniff",
+      },
     });
   });
   app.get("/debug/status", async (c) => {
@@ -87,6 +107,8 @@ export function statusRoutes(s: StatusSource): Hono {
       recent: s.recent.series(),
     });
   });
-  app.get("/debug/decisions", (c) => c.json({ formula: s.decisions.formula(), decisions: s.decisions.list() }));
+  app.get("/debug/decisions", (c) =>
+    c.json({ formula: s.decisions.formula(), decisions: s.decisions.list() }),
+  );
   return app;
 }

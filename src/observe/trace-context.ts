@@ -50,14 +50,18 @@ export function formatTraceparent(traceId: string, spanId: string, sampled: bool
 const MAX_TRACESTATE_LENGTH = 512;
 const MAX_TRACESTATE_MEMBERS = 32;
 /** simple-key or tenant@system key; value: printable ASCII without ',' and '=', no trailing space. */
-const MEMBER = /^[a-z0-9][_0-9a-z\-*/]{0,255}(@[a-z][_0-9a-z\-*/]{0,13})?=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
+const MEMBER =
+  /^[a-z0-9][_0-9a-z\-*/]{0,255}(@[a-z][_0-9a-z\-*/]{0,13})?=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
 
 /** The header as it may be passed on, or undefined when it breaks the spec's grammar (then it is dropped). */
 export function validTracestate(header: string | null | undefined): string | undefined {
   if (header === null || header === undefined) return undefined;
   const h = header.trim();
   if (h.length === 0 || h.length > MAX_TRACESTATE_LENGTH) return undefined;
-  const members = h.split(",").map((m) => m.trim()).filter((m) => m !== "");
+  const members = h
+    .split(",")
+    .map((m) => m.trim())
+    .filter((m) => m !== "");
   if (members.length === 0 || members.length > MAX_TRACESTATE_MEMBERS) return undefined;
   return members.every((m) => MEMBER.test(m)) ? members.join(",") : undefined;
 }

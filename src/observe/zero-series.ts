@@ -18,14 +18,19 @@ const FIRST_STATUS = "200";
 /** `burstClaims`: the routers share burst claims (--burst-claims with --redis), so their outcomes are graphed. */
 export function zeroRouterSeries(m: RouterMetrics, o: { burstClaims?: boolean } = {}): void {
   for (const reason of ["queue_full", "queue_timeout"]) m.admissionRejections.inc([reason], 0);
-  for (const reason of ["unknown_worker", "invalid", "approx_policy"] as const) m.eventDropped(reason, 0);
+  for (const reason of ["unknown_worker", "invalid", "approx_policy"] as const)
+    m.eventDropped(reason, 0);
   for (const reason of ["missing", "invalid", "forbidden"]) m.kvEventPushesRefused.inc([reason], 0);
   // Every code the router can answer with itself: the dashboard's routing-errors panel reads 0 on a healthy fleet.
   for (const code of ROUTER_ERROR_CODES) m.routingErrors.inc([code], 0);
   if (o.burstClaims) for (const outcome of BURST_OUTCOMES) m.burstClaims.inc([outcome], 0);
 }
 
-export function zeroWorkerSeries(m: RouterMetrics, workerId: bigint, tokenizerMismatch: Gauge): void {
+export function zeroWorkerSeries(
+  m: RouterMetrics,
+  workerId: bigint,
+  tokenizerMismatch: Gauge,
+): void {
   const w = String(workerId);
   m.requests.inc([w, FIRST_STATUS], 0);
   m.workerEjections.inc([w], 0);
@@ -34,7 +39,11 @@ export function zeroWorkerSeries(m: RouterMetrics, workerId: bigint, tokenizerMi
   tokenizerMismatch.set([w], 0);
 }
 
-export function forgetWorkerSeries(m: RouterMetrics, workerId: bigint, tokenizerMismatch: Gauge): void {
+export function forgetWorkerSeries(
+  m: RouterMetrics,
+  workerId: bigint,
+  tokenizerMismatch: Gauge,
+): void {
   const w = String(workerId);
   // Only the zero it was given: the counts of requests it did serve stay, as they always have.
   if (m.requests.get([w, FIRST_STATUS]) === 0) m.requests.remove([w, FIRST_STATUS]);

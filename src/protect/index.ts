@@ -8,4 +8,9 @@ export type { Tenant, TenantLimits } from "./tenant.ts";
 export { KeySet, bearerKey, sha256Hex } from "./key-set.ts";
 export { KeysWatch, type KeysFileSource } from "./keys-watch.ts";
 export { KeysFileError, parseKeysDocument } from "./keys-document.ts";
-export { TenantLimiter, LIMITS_FALLBACKS, type LimitsFallback, type SharedLimitCounters } from "./limits/limiter.ts";
+export {
+  TenantLimiter,
+  LIMITS_FALLBACKS,
+  type LimitsFallback,
+  type SharedLimitCounters,
+} from "./limits/limiter.ts";

@@ -28,7 +28,9 @@ export interface PackedKeys {
 
 /** Pack `entries` (lower-case hex digests, unique: keys-document.ts checks both). */
 export function packKeys(entries: readonly KeyEntry[]): PackedKeys {
-  const sorted = [...entries].sort((a, b) => (a.sha256 < b.sha256 ? -1 : a.sha256 > b.sha256 ? 1 : 0));
+  const sorted = [...entries].sort((a, b) =>
+    a.sha256 < b.sha256 ? -1 : a.sha256 > b.sha256 ? 1 : 0,
+  );
   const index = new Map<Tenant, number>();
   const tenants: Tenant[] = [];
   const tenantOf = new Uint32Array(sorted.length);
@@ -63,7 +65,8 @@ export class KeySet {
     const i = this.#find(digest);
     if (i < 0) return undefined;
     const at = i * DIGEST_CHARS;
-    if (!timingSafeEqualHex(this.#keys.digests.slice(at, at + DIGEST_CHARS), digest)) return undefined;
+    if (!timingSafeEqualHex(this.#keys.digests.slice(at, at + DIGEST_CHARS), digest))
+      return undefined;
     return this.#keys.tenants[this.#keys.tenantOf[i]!];
   }
 

@@ -38,7 +38,15 @@ const LIMIT_FIELDS: Readonly<Record<string, keyof TenantLimits>> = {
   output_tokens_per_minute: "outputTokensPerMinute",
   concurrent_requests: "concurrentRequests",
 };
-const KEY_FIELDS = new Set(["tenant", "key_sha256", "priority", "weight", "models", "limits", "output_tokens"]);
+const KEY_FIELDS = new Set([
+  "tenant",
+  "key_sha256",
+  "priority",
+  "weight",
+  "models",
+  "limits",
+  "output_tokens",
+]);
 const DEFAULT_FIELDS = new Set(["priority", "weight", "models", "limits", "output_tokens"]);
 
 /** A keys file that cannot be used; the message names the entry and the field. */
@@ -55,12 +63,16 @@ export function parseKeysDocument(doc: unknown, where: string): KeyEntry[] {
   let defaults: Record<string, unknown> = {};
   if (Array.isArray(doc)) list = doc;
   else if (isObject(doc)) {
-    for (const k of Object.keys(doc)) if (k !== "keys" && k !== "defaults") fail(k, `unknown field (expected "keys" and optionally "defaults")`);
+    for (const k of Object.keys(doc))
+      if (k !== "keys" && k !== "defaults")
+        fail(k, `unknown field (expected "keys" and optionally "defaults")`);
     list = doc.keys;
     if (doc.defaults !== undefined) {
       if (!isObject(doc.defaults)) fail("defaults", "must be an object");
       defaults = doc.defaults as Record<string, unknown>;
-      for (const k of Object.keys(defaults)) if (!DEFAULT_FIELDS.has(k)) fail(`defaults.${k}`, `unknown field (expected ${[...DEFAULT_FIELDS].join(", ")})`);
+      for (const k of Object.keys(defaults))
+        if (!DEFAULT_FIELDS.has(k))
+          fail(`defaults.${k}`, `unknown field (expected ${[...DEFAULT_FIELDS].join(", ")})`);
     }
   }
   if (!Array.isArray(list)) return fail("keys", 'expected a list of keys, or {"keys": [...]}');
@@ -73,10 +85,19 @@ export function parseKeysDocument(doc: unknown, where: string): KeyEntry[] {
     const at = `keys[${i}]`;
     if (!isObject(entry)) fail(at, "must be an object with tenant and key_sha256");
     const e = entry as Record<string, unknown>;
-    for (const k of Object.keys(e)) if (!KEY_FIELDS.has(k)) fail(`${at}.${k}`, `unknown field (expected ${[...KEY_FIELDS].join(", ")})`);
-    if (typeof e.tenant !== "string" || !TENANT_NAME.test(e.tenant)) fail(`${at}.tenant`, "must be 1-64 letters, digits, '.', '_' or '-' (it becomes a metrics label)");
+    for (const k of Object.keys(e))
+      if (!KEY_FIELDS.has(k))
+        fail(`${at}.${k}`, `unknown field (expected ${[...KEY_FIELDS].join(", ")})`);
+    if (typeof e.tenant !== "string" || !TENANT_NAME.test(e.tenant))
+      fail(
+        `${at}.tenant`,
+        "must be 1-64 letters, digits, '.', '_' or '-' (it becomes a metrics label)",
+      );
     if (typeof e.key_sha256 !== "string" || !SHA256_HEX.test(e.key_sha256)) {
-      fail(`${at}.key_sha256`, "must be the key's SHA-256 as 64 hex digits (printf %s \"$KEY\" | sha256sum), never the key itself");
+      fail(
+        `${at}.key_sha256`,
+        'must be the key\'s SHA-256 as 64 hex digits (printf %s "$KEY" | sha256sum), never the key itself',
+      );
     }
     const sha256 = (e.key_sha256 as string).toLowerCase();
     const dup = byHash.get(sha256);
@@ -91,10 +112,19 @@ export function parseKeysDocument(doc: unknown, where: string): KeyEntry[] {
       models: own.models ?? base.models,
       defaultOutputTokens: own.outputTokens ?? base.outputTokens ?? DEFAULT_OUTPUT_TOKENS,
     };
-    const fingerprint = JSON.stringify([tenant.limits, tenant.priority, tenant.weight, tenant.models, tenant.defaultOutputTokens]);
+    const fingerprint = JSON.stringify([
+      tenant.limits,
+      tenant.priority,
+      tenant.weight,
+      tenant.models,
+      tenant.defaultOutputTokens,
+    ]);
     const same = byTenant.get(tenant.name);
     if (same !== undefined && same.fingerprint !== fingerprint) {
-      fail(at, `tenant ${tenant.name} is also keys[${same.index}], with other limits, priority, weight, models or output_tokens; keys of one tenant must agree`);
+      fail(
+        at,
+        `tenant ${tenant.name} is also keys[${same.index}], with other limits, priority, weight, models or output_tokens; keys of one tenant must agree`,
+      );
     }
     if (same === undefined) byTenant.set(tenant.name, { index: i, tenant, fingerprint });
     // Keys of one tenant share one Tenant object, so its counters are one.
@@ -111,27 +141,52 @@ interface TenantFields {
   readonly outputTokens?: number;
 }
 
-function tenantFields(o: Record<string, unknown>, at: string, fail: (at: string, message: string) => never): TenantFields {
+function tenantFields(
+  o: Record<string, unknown>,
+  at: string,
+  fail: (at: string, message: string) => never,
+): TenantFields {
   const limits: Record<string, number> = {};
   if (o.limits !== undefined) {
     if (!isObject(o.limits)) fail(`${at}.limits`, "must be an object");
     for (const [k, v] of Object.entries(o.limits as Record<string, unknown>)) {
       const field = LIMIT_FIELDS[k];
-      if (field === undefined) fail(`${at}.limits.${k}`, `unknown limit (expected ${Object.keys(LIMIT_FIELDS).join(", ")})`);
-      if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) fail(`${at}.limits.${k}`, "must be an integer >= 1 (leave it out for no limit)");
+      if (field === undefined)
+        fail(
+          `${at}.limits.${k}`,
+          `unknown limit (expected ${Object.keys(LIMIT_FIELDS).join(", ")})`,
+        );
+      if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1)
+        fail(`${at}.limits.${k}`, "must be an integer >= 1 (leave it out for no limit)");
       limits[field!] = v as number;
     }
   }
-  if (o.priority !== undefined && (typeof o.priority !== "number" || !Number.isSafeInteger(o.priority))) fail(`${at}.priority`, "must be an integer (lower is served first)");
-  if (o.weight !== undefined && (typeof o.weight !== "number" || !(o.weight > 0) || !Number.isFinite(o.weight) || o.weight > 1e6)) {
+  if (
+    o.priority !== undefined &&
+    (typeof o.priority !== "number" || !Number.isSafeInteger(o.priority))
+  )
+    fail(`${at}.priority`, "must be an integer (lower is served first)");
+  if (
+    o.weight !== undefined &&
+    (typeof o.weight !== "number" ||
+      !(o.weight > 0) ||
+      !Number.isFinite(o.weight) ||
+      o.weight > 1e6)
+  ) {
     fail(`${at}.weight`, "must be a number > 0 (at most 1e6)");
   }
-  if (o.output_tokens !== undefined && (typeof o.output_tokens !== "number" || !Number.isSafeInteger(o.output_tokens) || o.output_tokens < 1)) {
+  if (
+    o.output_tokens !== undefined &&
+    (typeof o.output_tokens !== "number" ||
+      !Number.isSafeInteger(o.output_tokens) ||
+      o.output_tokens < 1)
+  ) {
     fail(`${at}.output_tokens`, "must be an integer >= 1");
   }
   let models: string[] | undefined;
   if (o.models !== undefined) {
-    if (!Array.isArray(o.models) || o.models.some((m) => typeof m !== "string" || m === "")) fail(`${at}.models`, "must be a list of model names (* = any run of characters)");
+    if (!Array.isArray(o.models) || o.models.some((m) => typeof m !== "string" || m === ""))
+      fail(`${at}.models`, "must be a list of model names (* = any run of characters)");
     models = o.models as string[];
   }
   return {

@@ -73,7 +73,9 @@ export class KeysWatch {
       const stop = this.o.source.watchDir?.(dir, () => void this.check());
       if (stop) this.#stops.push(stop);
     } catch (e) {
-      this.o.log.error(`--api-keys: cannot watch ${dir} (${(e as Error).message}); re-read every ${this.o.pollMs} ms only`);
+      this.o.log.error(
+        `--api-keys: cannot watch ${dir} (${(e as Error).message}); re-read every ${this.o.pollMs} ms only`,
+      );
     }
     return this.#keys!;
   }
@@ -107,7 +109,9 @@ export class KeysWatch {
     try {
       text = await this.o.source.read(this.o.path);
     } catch (e) {
-      this.#problem(`--api-keys: cannot read ${this.o.path} (${(e as Error).message}); keeping the ${this.#keys?.size ?? 0} keys in force`);
+      this.#problem(
+        `--api-keys: cannot read ${this.o.path} (${(e as Error).message}); keeping the ${this.#keys?.size ?? 0} keys in force`,
+      );
       return;
     }
     if (text === this.#lastText) return;
@@ -121,13 +125,22 @@ export class KeysWatch {
   /** Parse and put in force; throws KeysFileError naming the entry and field. */
   async #apply(text: string): Promise<void> {
     const where = `--api-keys ${this.o.path}`;
-    const keys = new KeySet(this.o.source.keys !== undefined ? await this.o.source.keys(text, this.o.path, where) : this.#entries(text, where));
+    const keys = new KeySet(
+      this.o.source.keys !== undefined
+        ? await this.o.source.keys(text, this.o.path, where)
+        : this.#entries(text, where),
+    );
     this.#keys = keys;
     this.#lastText = text;
     this.#lastProblem = undefined;
     // Tenant names only (never keys or their digests), and a few: a file may hold thousands.
-    const names = keys.tenants.slice(0, LOGGED_TENANTS).map((t) => t.name).join(",");
-    this.o.log.info(`--api-keys: ${keys.size} keys for ${keys.tenants.length} tenants in force`, { tenants: keys.tenants.length > LOGGED_TENANTS ? `${names},…` : names });
+    const names = keys.tenants
+      .slice(0, LOGGED_TENANTS)
+      .map((t) => t.name)
+      .join(",");
+    this.o.log.info(`--api-keys: ${keys.size} keys for ${keys.tenants.length} tenants in force`, {
+      tenants: keys.tenants.length > LOGGED_TENANTS ? `${names},…` : names,
+    });
     this.o.onChange?.(keys);
   }
 

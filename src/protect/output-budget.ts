@@ -7,7 +7,18 @@
  */
 
 /** Paths whose answers generate no tokens. */
-const NO_OUTPUT = new Set(["/v1/embeddings", "/pooling", "/classify", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/detokenize", "/tokenize"]);
+const NO_OUTPUT = new Set([
+  "/v1/embeddings",
+  "/pooling",
+  "/classify",
+  "/score",
+  "/v1/score",
+  "/rerank",
+  "/v1/rerank",
+  "/v2/rerank",
+  "/detokenize",
+  "/tokenize",
+]);
 /** Choices a body may ask for, as far as booking goes (vLLM refuses far fewer anyway). */
 const MAX_CHOICES = 128;
 
@@ -23,7 +34,10 @@ export function outputTokensAsked(path: string, body: Record<string, unknown>): 
   else if (path === "/v1/responses") asked = body.max_output_tokens;
   else if (path === "/generate") {
     const sp = body.sampling_params;
-    asked = typeof sp === "object" && sp !== null ? (sp as Record<string, unknown>).max_new_tokens : undefined;
+    asked =
+      typeof sp === "object" && sp !== null
+        ? (sp as Record<string, unknown>).max_new_tokens
+        : undefined;
   } else asked = body.max_tokens;
   if (typeof asked !== "number" || !Number.isFinite(asked) || asked < 0) return undefined;
   return Math.floor(asked) * choicesAsked(body);
@@ -31,5 +45,7 @@ export function outputTokensAsked(path: string, body: Record<string, unknown>): 
 
 /** The choices a body asks for (`n`, at least 1), as far as booking goes. */
 export function choicesAsked(body: Record<string, unknown>): number {
-  return typeof body.n === "number" && Number.isSafeInteger(body.n) && body.n > 1 ? Math.min(body.n, MAX_CHOICES) : 1;
+  return typeof body.n === "number" && Number.isSafeInteger(body.n) && body.n > 1
+    ? Math.min(body.n, MAX_CHOICES)
+    : 1;
 }

@@ -20,7 +20,12 @@ export interface OutputBooking {
  * else the tenant's default bounded by the per-minute limit (`limit`, 0 = none). A request that
  * asks more than the limit keeps its ask: the limiter refuses it as too large.
  */
-export function outputBooking(asked: number | undefined, body: Record<string, unknown>, defaultTokens: number, limit: number): OutputBooking {
+export function outputBooking(
+  asked: number | undefined,
+  body: Record<string, unknown>,
+  defaultTokens: number,
+  limit: number,
+): OutputBooking {
   const n = choicesAsked(body);
   if (asked !== undefined) return { booked: asked, perChoice: Math.floor(asked / n) };
   const whole = limit > 0 ? Math.min(defaultTokens, limit) : defaultTokens;
@@ -30,7 +35,11 @@ export function outputBooking(asked: number | undefined, body: Record<string, un
 }
 
 /** `body` with its generation cap set to `perChoice` in every field `path`'s engine reads it from. */
-export function withOutputCap(path: string, body: Record<string, unknown>, perChoice: number): Record<string, unknown> {
+export function withOutputCap(
+  path: string,
+  body: Record<string, unknown>,
+  perChoice: number,
+): Record<string, unknown> {
   switch (path) {
     case "/v1/chat/completions":
       return { ...body, max_tokens: perChoice, max_completion_tokens: perChoice };
@@ -38,7 +47,10 @@ export function withOutputCap(path: string, body: Record<string, unknown>, perCh
       return { ...body, max_output_tokens: perChoice };
     case "/generate": {
       const sp = body.sampling_params;
-      const params = typeof sp === "object" && sp !== null && !Array.isArray(sp) ? (sp as Record<string, unknown>) : {};
+      const params =
+        typeof sp === "object" && sp !== null && !Array.isArray(sp)
+          ? (sp as Record<string, unknown>)
+          : {};
       return { ...body, sampling_params: { ...params, max_new_tokens: perChoice } };
     }
     default:

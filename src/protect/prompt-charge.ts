@@ -31,14 +31,30 @@ export const TEMPLATE_PER_MESSAGE = 16;
 export const MEDIA_PART_TOKENS = 4096;
 
 /** Content-part types and keys that carry media, not text. */
-const MEDIA_TYPES = new Set(["image_url", "input_image", "image", "input_audio", "audio_url", "audio", "video_url", "video", "file", "input_file"]);
+const MEDIA_TYPES = new Set([
+  "image_url",
+  "input_image",
+  "image",
+  "input_audio",
+  "audio_url",
+  "audio",
+  "video_url",
+  "video",
+  "file",
+  "input_file",
+]);
 
 /**
  * The charge for a body sent to `path`. `exactTokens`: the engine's tokens for the route's
  * prompt field(s), when the router made them all (absent: bounded from the text).
  * `routedTokens`: the tokens the request was routed on (the charge is never below them).
  */
-export function promptCharge(path: string, body: Record<string, unknown>, exactTokens: number | undefined, routedTokens: number): number {
+export function promptCharge(
+  path: string,
+  body: Record<string, unknown>,
+  exactTokens: number | undefined,
+  routedTokens: number,
+): number {
   return Math.max(routedTokens, Math.ceil(charge(path, body, exactTokens)));
 }
 
@@ -52,14 +68,24 @@ function charge(path: string, b: Record<string, unknown>, exact: number | undefi
     case "/pooling":
     case "/classify":
       // vLLM's pooling routes also take a chat (`messages`) in place of `input`.
-      return (exact ?? sequencesBound(b.input)) + (b.messages !== undefined ? chatBound(b.messages) : 0);
+      return (
+        (exact ?? sequencesBound(b.input)) + (b.messages !== undefined ? chatBound(b.messages) : 0)
+      );
     case "/v1/responses":
-      return chatBound(typeof b.input === "string" ? [b.input] : b.input) + textBound(b.instructions) + textBound(b.tools);
+      return (
+        chatBound(typeof b.input === "string" ? [b.input] : b.input) +
+        textBound(b.instructions) +
+        textBound(b.tools)
+      );
     case "/generate":
       return exact ?? sequencesBound(b.text) + sequencesBound(b.input_ids);
     case "/score":
     case "/v1/score":
-      return pairsBound(b.text_1, b.text_2) + pairsBound(b.data_1, b.data_2) + pairsBound(b.queries, b.documents ?? b.items);
+      return (
+        pairsBound(b.text_1, b.text_2) +
+        pairsBound(b.data_1, b.data_2) +
+        pairsBound(b.queries, b.documents ?? b.items)
+      );
     case "/rerank":
     case "/v1/rerank":
     case "/v2/rerank":
@@ -81,7 +107,11 @@ function chatBound(messages: unknown): number {
 function sequencesBound(v: unknown): number {
   if (v === undefined || v === null) return 0;
   if (typeof v === "string") return utf8Bytes(v) + SPECIAL_PER_SEQUENCE;
-  if (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === "string" || Array.isArray(x))) {
+  if (
+    Array.isArray(v) &&
+    v.length > 0 &&
+    v.every((x) => typeof x === "string" || Array.isArray(x))
+  ) {
     let sum = 0;
     for (const x of v) sum += sequencesBound(x);
     return sum;
@@ -149,7 +179,12 @@ export function utf8Bytes(s: string): number {
     const c = s.charCodeAt(i);
     if (c < 0x80) continue;
     if (c < 0x800) n += 1;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+    else if (
+      c >= 0xd800 &&
+      c <= 0xdbff &&
+      i + 1 < s.length &&
+      (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00
+    ) {
       n += 2; // a pair: 4 bytes for 2 code units
       i++;
     } else n += 2;

@@ -32,7 +32,10 @@ export interface Tenant {
 export const DEFAULT_OUTPUT_TOKENS = 256;
 
 /** The priority a request waits at: its own, but never ahead of its tenant's band. */
-export function effectivePriority(tenant: Tenant, requested: number | undefined): number | undefined {
+export function effectivePriority(
+  tenant: Tenant,
+  requested: number | undefined,
+): number | undefined {
   if (tenant.priority === undefined) return requested;
   return requested === undefined ? tenant.priority : Math.max(tenant.priority, requested);
 }

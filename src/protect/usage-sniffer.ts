@@ -67,7 +67,11 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 
 function indexOf(buf: Uint8Array, needle: Uint8Array, from: number): number {
   const first = needle[0]!;
-  for (let i = buf.indexOf(first, from); i >= 0 && i + needle.length <= buf.length; i = buf.indexOf(first, i + 1)) {
+  for (
+    let i = buf.indexOf(first, from);
+    i >= 0 && i + needle.length <= buf.length;
+    i = buf.indexOf(first, i + 1)
+  ) {
     let k = 1;
     while (k < needle.length && buf[i + k] === needle[k]) k++;
     if (k === needle.length) return i;

@@ -49,14 +49,27 @@ function basicPassword(b64: string): string | undefined {
 }
 
 /** null when the caller may pass. `authorization` is the header's value ("" when absent). */
-export function adminRefusal(token: string | undefined, authorization: string, peer: string | undefined): AdminRefusal | null {
+export function adminRefusal(
+  token: string | undefined,
+  authorization: string,
+  peer: string | undefined,
+): AdminRefusal | null {
   if (token !== undefined) {
     const bearer = /^Bearer\s+(.+)$/i.exec(authorization);
     const basic = bearer ? undefined : /^Basic\s+(.+)$/i.exec(authorization);
     const given = bearer ? bearer[1]!.trim() : basic ? basicPassword(basic[1]!) : undefined;
-    if (given === undefined) return { status: 401, code: "unauthorized", message: "admin endpoint: send `Authorization: Bearer <admin token>`" };
+    if (given === undefined)
+      return {
+        status: 401,
+        code: "unauthorized",
+        message: "admin endpoint: send `Authorization: Bearer <admin token>`",
+      };
     if (!timingSafeEqual(given, token)) {
-      return { status: 401, code: "unauthorized", message: `admin endpoint: the ${bearer ? "bearer token" : "password"} is not the admin token` };
+      return {
+        status: 401,
+        code: "unauthorized",
+        message: `admin endpoint: the ${bearer ? "bearer token" : "password"} is not the admin token`,
+      };
     }
     return null;
   }

@@ -29,7 +29,8 @@ export class EventBuffer {
 
   constructor(opts: EventBufferOptions) {
     this.capacity = opts.capacity ?? WORKER_KV_INDEXER_BUFFER_SIZE;
-    if (!(this.capacity >= 1)) throw new Error(`event buffer capacity must be >= 1, got ${this.capacity}`);
+    if (!(this.capacity >= 1))
+      throw new Error(`event buffer capacity must be >= 1, got ${this.capacity}`);
     this.ring = new Array(this.capacity);
     this.dump = opts.dump;
   }
@@ -81,7 +82,12 @@ export class EventBuffer {
     const oldest = this.at(0).event.eventId;
     const newest = this.at(this.count - 1).event.eventId;
     if (start > newest) {
-      return { kind: "too_new", requestedStart: start, requestedEnd: end ?? newest, newestAvailable: newest };
+      return {
+        kind: "too_new",
+        requestedStart: start,
+        requestedEnd: end ?? newest,
+        newestAvailable: newest,
+      };
     }
     if (start < oldest) return this.treeDump();
     const stop = end !== undefined && end < newest ? end : newest;

@@ -19,7 +19,10 @@ const EventsBody = v.union([
     last_event_id: v.optional(v.nullable(U64Schema), null),
   }),
   // Older workers: a bare list, no last id.
-  v.pipe(v.array(RouterEventSchema), v.transform((events) => ({ events, last_event_id: null }))),
+  v.pipe(
+    v.array(RouterEventSchema),
+    v.transform((events) => ({ events, last_event_id: null })),
+  ),
 ]);
 
 const Response = v.union(
@@ -27,7 +30,11 @@ const Response = v.union(
     v.object({ events: EventsBody }),
     v.object({ tree_dump: EventsBody }),
     v.object({
-      too_new: v.object({ requested_start: U64Schema, requested_end: U64Schema, newest_available: U64Schema }),
+      too_new: v.object({
+        requested_start: U64Schema,
+        requested_end: U64Schema,
+        newest_available: U64Schema,
+      }),
     }),
     v.object({ invalid_range: v.object({ start_id: U64Schema, end_id: U64Schema }) }),
     v.object({ error: v.string() }),
@@ -39,19 +46,38 @@ const Response = v.union(
 export const WorkerKvQueryResponseSchema = v.pipe(
   Response,
   v.transform((r): WorkerKvQueryResponse => {
-    if ("events" in r) return { kind: "events", events: r.events.events, lastEventId: lastIdOf(r.events) };
-    if ("tree_dump" in r) return { kind: "tree_dump", events: r.tree_dump.events, lastEventId: r.tree_dump.last_event_id };
+    if ("events" in r)
+      return { kind: "events", events: r.events.events, lastEventId: lastIdOf(r.events) };
+    if ("tree_dump" in r)
+      return {
+        kind: "tree_dump",
+        events: r.tree_dump.events,
+        lastEventId: r.tree_dump.last_event_id,
+      };
     if ("too_new" in r) {
       const t = r.too_new;
-      return { kind: "too_new", requestedStart: t.requested_start, requestedEnd: t.requested_end, newestAvailable: t.newest_available };
+      return {
+        kind: "too_new",
+        requestedStart: t.requested_start,
+        requestedEnd: t.requested_end,
+        newestAvailable: t.newest_available,
+      };
     }
-    if ("invalid_range" in r) return { kind: "invalid_range", startId: r.invalid_range.start_id, endId: r.invalid_range.end_id };
+    if ("invalid_range" in r)
+      return {
+        kind: "invalid_range",
+        startId: r.invalid_range.start_id,
+        endId: r.invalid_range.end_id,
+      };
     return { kind: "error", message: r.error };
   }),
 );
 
 /** An events answer without last_event_id ends at its last event. */
-function lastIdOf(body: { events: readonly { event: { eventId: bigint } }[]; last_event_id: bigint | null }): bigint | null {
+function lastIdOf(body: {
+  events: readonly { event: { eventId: bigint } }[];
+  last_event_id: bigint | null;
+}): bigint | null {
   if (body.last_event_id !== null) return body.last_event_id;
   const tail = body.events[body.events.length - 1];
   return tail === undefined ? null : tail.event.eventId;
@@ -83,9 +109,17 @@ export function workerKvQueryResponseToWire(r: WorkerKvQueryResponse): unknown {
   switch (r.kind) {
     case "events":
     case "tree_dump":
-      return { [r.kind]: { events: r.events.map(routerEventToWire), last_event_id: r.lastEventId } };
+      return {
+        [r.kind]: { events: r.events.map(routerEventToWire), last_event_id: r.lastEventId },
+      };
     case "too_new":
-      return { too_new: { requested_start: r.requestedStart, requested_end: r.requestedEnd, newest_available: r.newestAvailable } };
+      return {
+        too_new: {
+          requested_start: r.requestedStart,
+          requested_end: r.requestedEnd,
+          newest_available: r.newestAvailable,
+        },
+      };
     case "invalid_range":
       return { invalid_range: { start_id: r.startId, end_id: r.endId } };
     case "error":

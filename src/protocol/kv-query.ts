@@ -14,9 +14,17 @@ import type { EventId } from "../core/ids.ts";
  */
 export type WorkerKvQueryResponse =
   /** The buffered events with their original ids, in id order. */
-  | { readonly kind: "events"; readonly events: readonly RouterEvent[]; readonly lastEventId: EventId | null }
+  | {
+      readonly kind: "events";
+      readonly events: readonly RouterEvent[];
+      readonly lastEventId: EventId | null;
+    }
   /** The worker's whole current state as Stored events (synthetic ids), as of `lastEventId`. */
-  | { readonly kind: "tree_dump"; readonly events: readonly RouterEvent[]; readonly lastEventId: EventId | null }
+  | {
+      readonly kind: "tree_dump";
+      readonly events: readonly RouterEvent[];
+      readonly lastEventId: EventId | null;
+    }
   /** `start` is past the newest event the worker has. */
   | {
       readonly kind: "too_new";

@@ -42,7 +42,11 @@ export function openAiErrorType(status: number): string {
 }
 
 /** The error body as an object. */
-export function openAiError(status: number, message: string, o: OpenAiErrorOptions = {}): { error: OpenAiErrorObject } {
+export function openAiError(
+  status: number,
+  message: string,
+  o: OpenAiErrorOptions = {},
+): { error: OpenAiErrorObject } {
   return {
     error: {
       message,
@@ -65,12 +69,21 @@ const encoder = new TextEncoder();
  * sent: a client reading events sees why the answer stopped (OpenAI's SDKs raise on it).
  * `status` only picks `type` (and vLLM's numeric `code`); the stream's own status stays.
  */
-export function openAiErrorEvent(status: number, message: string, o?: OpenAiErrorOptions): Uint8Array {
+export function openAiErrorEvent(
+  status: number,
+  message: string,
+  o?: OpenAiErrorOptions,
+): Uint8Array {
   return encoder.encode(`data: ${openAiErrorJson(status, message, o)}\n\n`);
 }
 
 /** An error response in OpenAI's shape; `code` is OpenAI's string code. */
-export function errorResponse(status: number, code: string, message: string, param?: string): Response {
+export function errorResponse(
+  status: number,
+  code: string,
+  message: string,
+  param?: string,
+): Response {
   return new Response(openAiErrorJson(status, message, { code, param }), {
     status,
     headers: { "content-type": "application/json" },

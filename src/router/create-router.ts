@@ -31,6 +31,8 @@ import type { EventSource, WorkerQuery } from "./recovery/types.ts";
 import { schedulerConfig, type SchedulerConfig } from "./choose/config.ts";
 import { LoadTracker } from "./books/load-tracker.ts";
 import { TtftPredictor } from "./books/ttft-predictor.ts";
+import { KvPlanner } from "./kv-plan/plan.ts";
+import { TransferRates } from "./kv-plan/transfer-rates.ts";
 import { createPipeline, type PolicyName } from "./choose/registry.ts";
 import type { Rng } from "../core/rng.ts";
 import type { Pipeline } from "./choose/types.ts";
@@ -67,7 +69,9 @@ export interface RouterPorts {
   readonly now: () => number;
   readonly rng: Rng;
   /** The worker registry: who is routable, and how many dp ranks a worker has. */
-  readonly workers: RoutableWorkers & { get(id: WorkerId): { readonly dpRanks: number } | undefined };
+  readonly workers: RoutableWorkers & {
+    get(id: WorkerId): { readonly dpRanks: number } | undefined;
+  };
   readonly sticky: StickyRouter;
   readonly metrics: RoutingObserver;
   /** The engines' KV recovery query (events/kv-query-client.ts over HTTP). */
@@ -137,20 +141,35 @@ export interface Router {
 }
 
 /** The router's API, what the HTTP edge needs from it (EdgeDeps.router): decisions, bookings, books, events in, the learned speeds (GET /v1/workers). */
-export type RouterApi = Pick<Router, "routing" | "leases" | "tracker" | "index" | "ingest" | "ttft">;
+export type RouterApi = Pick<
+  Router,
+  "routing" | "leases" | "tracker" | "index" | "ingest" | "ttft"
+>;
 
 export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
   const approxMode = config.policy === "approx";
   const prune = config.approxTtlMs === undefined ? undefined : { ttlMs: config.approxTtlMs };
   const index = createIndexer(approxMode ? "approximate" : "precise", { prune });
-  const approxIndex = approxMode || config.inexactIndex === false ? undefined : createIndexer("approximate", { prune });
+  const approxIndex =
+    approxMode || config.inexactIndex === false
+      ? undefined
+      : createIndexer("approximate", { prune });
   // The router's own decisions on the ranks the cache check distrusts (src/fleet/cache-truth).
-  const fallbackIndex = approxMode || ports.distrusted === undefined ? undefined : createIndexer("approximate", { prune });
+  const fallbackIndex =
+    approxMode || ports.distrusted === undefined
+      ? undefined
+      : createIndexer("approximate", { prune });
   const routerId = config.routerId ?? 0n;
   const tracker = new LoadTracker({ blockSize: config.scheduler.blockSize, routerId });
   const scheduler = schedulerConfig(config.scheduler);
   const pipeline = createPipeline(config.policy, scheduler);
   const ttft = new TtftPredictor({ blockSize: config.scheduler.blockSize });
+  // An engine that reports a lower tier runs a KV connector: it can pull a peer's blocks and serve its own.
+  const hasTier = (w: WorkerWithDpRank) =>
+    (index.mediumSize?.(w, "cpu") ?? 0) > 0 || (index.mediumSize?.(w, "disk") ?? 0) > 0;
+  const kvPlanner = approxMode
+    ? undefined
+    : new KvPlanner(new TransferRates(), hasTier, () => index.hasTiers?.() ?? false);
   const routing = new RoutingService({
     routerId,
     registry: ports.workers,
@@ -176,8 +195,15 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     ttft,
     claims: ports.claims,
     otherRouters: ports.otherRouters,
+    kvPlanner,
   });
-  const recovery = new RecoveryDriver({ sink: index, query: ports.query, sleep: ports.sleep, onWarning: ports.warn, onRestart: ports.onRestart });
+  const recovery = new RecoveryDriver({
+    sink: index,
+    query: ports.query,
+    sleep: ports.sleep,
+    onWarning: ports.warn,
+    onRestart: ports.onRestart,
+  });
   const leases = new ExternalLeases(tracker);
   const isKnown = (w: WorkerId, r: DpRank) => (ports.workers.get(w)?.dpRanks ?? 0) > r;
   const gaps = new LossyStreamGuard();
@@ -206,10 +232,12 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
       removeLoad: (workerId) => tracker.removeWorker(workerId),
       setKvCapacity: (worker, blocks) => tracker.setKvCapacity(worker, blocks),
       // approx restores nothing from an engine: its index is its own decisions.
-      addRank: (workerId, dpRank, reset) => (approxMode ? undefined : recovery.addRank(workerId, dpRank, reset)),
+      addRank: (workerId, dpRank, reset) =>
+        approxMode ? undefined : recovery.addRank(workerId, dpRank, reset),
       removeWorker: (workerId) => {
         recovery.removeWorker(workerId);
         ttft.forgetWorker(workerId);
+        kvPlanner?.rates.forgetWorker(workerId);
         approxIndex?.removeWorker(workerId);
         fallbackIndex?.removeWorker(workerId);
         gaps.forget(workerId); // its ZMQ ids, so a worker that comes and goes leaves nothing behind

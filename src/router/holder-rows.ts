@@ -128,7 +128,8 @@ export class HolderRows {
     if (words === oldWords) bits.set(old.subarray(0, Math.min(old.length, bits.length)));
     else {
       const keep = Math.min(words, oldWords);
-      for (let r = 0; r < this.#next; r++) bits.set(old.subarray(r * oldWords, r * oldWords + keep), r * words);
+      for (let r = 0; r < this.#next; r++)
+        bits.set(old.subarray(r * oldWords, r * oldWords + keep), r * words);
       // Free rows are linked through their first word, which the copy kept.
     }
     this.bits = bits;

@@ -8,12 +8,31 @@
  */
 
 // The router, built in one place, and the ports it is given.
-export { createRouter, type IngestResult, type Router, type RouterConfig, type RouterPorts, type RouterApi } from "./create-router.ts";
-export type { BurstClaimOutcome, Observer, RoutableWorkers, RoutingObserver, Timers } from "./ports.ts";
+export {
+  createRouter,
+  type IngestResult,
+  type Router,
+  type RouterConfig,
+  type RouterPorts,
+  type RouterApi,
+} from "./create-router.ts";
+export type {
+  BurstClaimOutcome,
+  Observer,
+  RoutableWorkers,
+  RoutingObserver,
+  Timers,
+} from "./ports.ts";
 export type { BurstClaim, BurstClaims, HeldClaim, PrefixMark } from "./books/burst-claims.ts";
 
 // One decision and the booking it holds until it is freed.
-export type { PromptHashes, RouteDecision, RouteInput, RouteWaitOptions, RoutingService } from "./routing-service.ts";
+export type {
+  PromptHashes,
+  RouteDecision,
+  RouteInput,
+  RouteWaitOptions,
+  RoutingService,
+} from "./routing-service.ts";
 export type { RequestLease } from "./books/request-lease.ts";
 
 // The policies and scheduler knobs the config validates its flags against.
@@ -39,7 +58,11 @@ export type { EventSource, WorkerQuery } from "./recovery/types.ts";
 
 // Admission: the queue in front of the scheduler when every worker is busy, and a tenant's share
 // of it (its priority band and fair-admission weight) that the edge hands in per request.
-export { AdmissionGate, type AdmissionGateOptions, type AdmitOptions } from "./admission/admission-gate.ts";
+export {
+  AdmissionGate,
+  type AdmissionGateOptions,
+  type AdmitOptions,
+} from "./admission/admission-gate.ts";
 export type { TenantShare } from "./admission/virtual-token-counter.ts";
 
 // Sticky sessions: the policy, the store interface every store implements, the embedded store,
@@ -54,4 +77,8 @@ export {
   type OnExpire,
   type StoreClock,
 } from "./sessions/store.ts";
-export { sessionControlOf, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";
+export {
+  sessionControlOf,
+  type EngineSessionOps,
+  type SessionControl,
+} from "./sessions/session-control.ts";

@@ -7,8 +7,19 @@
  * Web standards only: no Request/Response here, so the HTTP routes stay thin. Pure (src/router):
  * clock, rng, metrics and the router's identity are injected.
  */
-import { computeBlockHashesWith, seqHasherOf, type BatchBlockHasher, type SeqHasher } from "../core/block-hash.ts";
-import { routerIdHex, type RouterId, type WorkerId, type WorkerKey, type WorkerWithDpRank } from "../core/ids.ts";
+import {
+  computeBlockHashesWith,
+  seqHasherOf,
+  type BatchBlockHasher,
+  type SeqHasher,
+} from "../core/block-hash.ts";
+import {
+  routerIdHex,
+  type RouterId,
+  type WorkerId,
+  type WorkerKey,
+  type WorkerWithDpRank,
+} from "../core/ids.ts";
 import type { KvIndex } from "./kv-index/types.ts";
 import type { OverlapScores } from "../core/overlap.ts";
 import type { SchedulerConfig } from "./choose/config.ts";
@@ -19,12 +30,30 @@ import { keepCandidates, type KeptCandidates } from "./choose/kept-candidates.ts
 import type { LoadTracker } from "./books/load-tracker.ts";
 import type { Rng } from "../core/rng.ts";
 import type { Candidate, Endpoint, Pipeline, Selection } from "./choose/types.ts";
-import { claimPrefix, unseenClaims, type BurstClaim, type BurstClaims, type HeldClaim, type UnseenClaims } from "./books/burst-claims.ts";
+import {
+  claimPrefix,
+  unseenClaims,
+  type BurstClaim,
+  type BurstClaims,
+  type HeldClaim,
+  type UnseenClaims,
+} from "./books/burst-claims.ts";
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
-import { decodeSampler, firstTokenSampler, queueAtBooking, type TtftPredictor } from "./books/ttft-predictor.ts";
-import { applySessionTurn, type EngineSessionOps, type SessionControl } from "./sessions/session-control.ts";
+import { learnFromFirstToken, type KvPlan, type KvPlanner } from "./kv-plan/plan.ts";
+import type { FirstTokenHook } from "./books/request-lease.ts";
+import {
+  decodeSampler,
+  firstTokenSampler,
+  queueAtBooking,
+  type TtftPredictor,
+} from "./books/ttft-predictor.ts";
+import {
+  applySessionTurn,
+  type EngineSessionOps,
+  type SessionControl,
+} from "./sessions/session-control.ts";
 import type { AdmissionGate, AdmitOptions } from "./admission/admission-gate.ts";
 
 export interface RoutingDeps {
@@ -83,6 +112,8 @@ export interface RoutingDeps {
    * prompts other decisions claimed that these books do not hold yet. Without it: no claims.
    */
   readonly claims?: BurstClaims;
+  /** Prices loads from engines' tiers and pulls from peers, and learns their speeds (kv-plan/); without it: none. */
+  readonly kvPlanner?: KvPlanner;
 }
 
 /** A prompt's block hashes, computed once per request and reused by its retries. */
@@ -135,7 +166,28 @@ export interface RouteDecision {
    * rank (also when the fallback scored it), the leading blocks requests in flight there were
    * computing, and the blocks hashed. What the engine's reported cached tokens are checked against.
    */
-  readonly check?: { readonly indexBlocks: number; readonly inFlightBlocks: number; readonly routedBlocks: number };
+  readonly check?: {
+    readonly indexBlocks: number;
+    readonly inFlightBlocks: number;
+    readonly routedBlocks: number;
+  };
+  /**
+   * The transfer the decision counted on (kv-plan/plan.ts): a load from the chosen engine's tiers,
+   * or a pull from the peer the edge names to the engine. Its observed TTFT is filled in at the first token.
+   */
+  readonly kvPlan?: KvPlan;
+}
+
+function planSampler(
+  planner: KvPlanner,
+  plan: KvPlan,
+  bookedAt: number,
+  compute: FirstTokenHook | undefined,
+): FirstTokenHook {
+  return (at) => {
+    learnFromFirstToken(planner.rates, plan, at - bookedAt);
+    compute?.(at - plan.transferMs);
+  };
 }
 
 /** How routeOrWait waits, and what the caller sees of its tries. */
@@ -181,7 +233,8 @@ export class RoutingService {
    */
   prepare(tokens: Uint32Array, loraName: string | undefined): PromptHashes {
     const bs = this.d.scheduler.blockSize;
-    const routed = tokens.length > MAX_ROUTED_BLOCKS * bs ? tokens.subarray(0, MAX_ROUTED_BLOCKS * bs) : tokens;
+    const routed =
+      tokens.length > MAX_ROUTED_BLOCKS * bs ? tokens.subarray(0, MAX_ROUTED_BLOCKS * bs) : tokens;
     const hashes = computeBlockHashesWith(this.d.hasher, routed, bs, { loraName });
     return { hashes, seqHashes: this.#seqHasher(hashes) };
   }
@@ -211,15 +264,23 @@ export class RoutingService {
     const index = approx ? d.approxIndex! : d.index;
     const indexed = index.findMatches(hashes);
     const distrusted = approx ? undefined : d.distrusted?.();
-    const overlaps = distrusted !== undefined && distrusted.size > 0 && d.fallbackIndex !== undefined ? withFallback(indexed, d.fallbackIndex.findMatches(hashes), distrusted) : indexed;
+    const overlaps =
+      distrusted !== undefined && distrusted.size > 0 && d.fallbackIndex !== undefined
+        ? withFallback(indexed, d.fallbackIndex.findMatches(hashes), distrusted)
+        : indexed;
     const t2 = timer();
 
     const sc = input.sessionControl;
     const sessionId = sc?.sessionId ?? input.sessionId;
     // Open and close turns only peek: the binding changes with this turn anyway.
-    const pinned = sessionId !== undefined ? await this.#liveBinding(sessionId, sc?.action === undefined, input) : undefined;
+    const pinned =
+      sessionId !== undefined
+        ? await this.#liveBinding(sessionId, sc?.action === undefined, input)
+        : undefined;
     const t3 = timer();
-    const endpoints = pinned ? [endpoint(pinned.workerId, pinned.dpRank)] : this.#schedulable(input.exclude);
+    const endpoints = pinned
+      ? [endpoint(pinned.workerId, pinned.dpRank)]
+      : this.#schedulable(input.exclude);
     const choose = (now: number, unseen?: UnseenClaims) =>
       findBestMatch({
         overlaps,
@@ -239,6 +300,7 @@ export class RoutingService {
         otherRouters: d.otherRouters?.(),
         candidatePool: this.#candidatePool,
         unseen,
+        kvPlanner: d.kvPlanner,
       });
     let now = d.now();
     let sel = choose(now);
@@ -261,23 +323,66 @@ export class RoutingService {
     // The scheduler only chose; the lease books (and later frees) the load, and hands the
     // first token's time to the predictor, which learns the engine's speed from it.
     // The rank's queue is read here, before this request is booked there: the sample's hindsight count starts from it.
-    const sample =
+    const plan = input.prefilledElsewhere === true ? undefined : sel.kvPlan;
+    const transferMs = plan?.transferMs ?? 0;
+    const computeSample =
       d.ttft && sel.ttftTokens !== undefined && input.prefilledElsewhere !== true
-        ? firstTokenSampler(d.ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens, ownTokens: sel.uncachedTokens, predictedMs: sel.predictedTtftMs, stepMs: sel.stepMs, queue: queueAtBooking(d.tracker.slotOf(sel.key), unseen?.tokens.get(sel.key)) }, (e) =>
-            d.metrics.ttftPredictionError?.observe(e),
+        ? firstTokenSampler(
+            d.ttft,
+            {
+              key: sel.key,
+              bookedAt: now,
+              tokens: sel.ttftTokens,
+              ownTokens: sel.uncachedTokens,
+              predictedMs:
+                sel.predictedTtftMs === undefined ? undefined : sel.predictedTtftMs - transferMs,
+              stepMs: sel.stepMs,
+              queue: queueAtBooking(d.tracker.slotOf(sel.key), unseen?.tokens.get(sel.key)),
+            },
+            (e) => d.metrics.ttftPredictionError?.observe(e),
           )
         : undefined;
+    // With a transfer planned, the first token teaches its rate; the compute speed learns from the
+    // time less the transfer's predicted part.
+    const sample =
+      plan === undefined || d.kvPlanner === undefined
+        ? computeSample
+        : planSampler(d.kvPlanner, plan, now, computeSample);
+    if (plan?.kind === "pull")
+      d.kvPlanner?.rates.startPull(plan.fromKey!, now, plan.transferMs - plan.queuedMs);
     // The prefix group's arrival and, when the booking goes, the request's time there and its decode gaps: the group's traffic and the rank's step time.
     if (d.ttft && sel.groupKey !== undefined) d.ttft.traffic.arrive(sel.groupKey, now);
-    const ended = d.ttft && input.prefilledElsewhere !== true ? decodeSampler(d.ttft, sel.key, now, d.tracker.slotOf(sel.key)) : undefined;
-    // Read before this request is booked there: the prefixes others were computing on that rank.
+    const ended =
+      d.ttft && input.prefilledElsewhere !== true
+        ? decodeSampler(d.ttft, sel.key, now, d.tracker.slotOf(sel.key))
+        : undefined;
+    // Read before this request is booked there: the prefixes others were computing on that rank
+    // (not read when the index matched every routed block: no hit can be unexpected then, so 0).
+    const indexBlocks =
+      d.distrusted !== undefined && !approx ? (indexed.scores.get(sel.key) ?? 0) : 0;
     const check =
       d.distrusted !== undefined && !approx
-        ? { indexBlocks: indexed.scores.get(sel.key) ?? 0, inFlightBlocks: inFlightBlocks(d.tracker, sel.key, seqHashes), routedBlocks: hashes.length }
+        ? {
+            indexBlocks,
+            // A load from the engine's own tiers is reported cached (vLLM counts a connector's hits in
+            // num_cached_tokens): blocks the router expected there, not an index that lied.
+            inFlightBlocks: Math.max(
+              indexBlocks >= hashes.length ? 0 : inFlightBlocks(d.tracker, sel.key, seqHashes),
+              plan?.kind === "load" ? plan.fromBlock + plan.blocks : 0,
+            ),
+            routedBlocks: hashes.length,
+          }
         : undefined;
     const lease = RequestLease.book(
       d.tracker,
-      { requestId: input.requestId, worker: sel.worker, seqHashes, isl: input.tokens.length, overlap: sel.overlapBlocks, loraName: input.loraName },
+      {
+        requestId: input.requestId,
+        worker: sel.worker,
+        seqHashes,
+        isl: input.tokens.length,
+        overlap: sel.overlapBlocks,
+        loraName: input.loraName,
+      },
       now,
       bs,
       d.now,
@@ -286,7 +391,8 @@ export class RoutingService {
       ended,
     );
     if (approx || d.recordDecisions) index.recordDecision(hashes, seqHashes, sel.worker, now);
-    else if (distrusted?.has(sel.key) === true) d.fallbackIndex?.recordDecision(hashes, seqHashes, sel.worker, now);
+    else if (distrusted?.has(sel.key) === true)
+      d.fallbackIndex?.recordDecision(hashes, seqHashes, sel.worker, now);
     const t4 = timer();
 
     const m = d.metrics;
@@ -298,7 +404,8 @@ export class RoutingService {
     m.overlap.observe(sel.overlapBlocks);
 
     if (sc) await applySessionTurn(sc, sel.worker, lease, d.sticky, d.engineSessions);
-    else if (input.sessionId !== undefined && !pinned) await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
+    else if (input.sessionId !== undefined && !pinned)
+      await d.sticky.bindRouterOnly(input.sessionId, sel.worker, d.sessionTtlMs);
     return {
       worker: sel.worker,
       overlapBlocks: sel.overlapBlocks,
@@ -308,6 +415,7 @@ export class RoutingService {
       candidatesTotal: kept.total,
       bestOverlapBlocks: kept.bestOverlapBlocks,
       check,
+      kvPlan: plan,
     };
   }
 
@@ -324,7 +432,13 @@ export class RoutingService {
   ): Promise<{ sel: Selection; kept: KeptCandidates; unseen: UnseenClaims } | undefined> {
     const d = this.d;
     const claims = d.claims!;
-    const mine: BurstClaim = { routerId: d.routerId, requestId: input.requestId, worker: sel.worker, tokens: this.#newTokens(input, sel), prefix: claimPrefix(seqHashes) };
+    const mine: BurstClaim = {
+      routerId: d.routerId,
+      requestId: input.requestId,
+      worker: sel.worker,
+      tokens: this.#newTokens(input, sel),
+      prefix: claimPrefix(seqHashes),
+    };
     let held: HeldClaim;
     let unseen: UnseenClaims | undefined;
     try {
@@ -348,7 +462,11 @@ export class RoutingService {
       return { sel: again, kept, unseen };
     }
     d.metrics.burstClaim?.("moved");
-    const moved: BurstClaim = { ...mine, worker: again.worker, tokens: this.#newTokens(input, again) };
+    const moved: BurstClaim = {
+      ...mine,
+      worker: again.worker,
+      tokens: this.#newTokens(input, again),
+    };
     // Awaited (a second round trip, for moved decisions only): until the claim moves, later
     // claimers read this prompt at its old place, and all move away from it alike.
     try {
@@ -365,7 +483,11 @@ export class RoutingService {
   }
 
   /** The session's (worker, rank) if it is bound, registered, healthy, allowed and not excluded (`slide`: TTL slides). */
-  async #liveBinding(sessionId: string, slide: boolean, input: RouteInput): Promise<WorkerWithDpRank | undefined> {
+  async #liveBinding(
+    sessionId: string,
+    slide: boolean,
+    input: RouteInput,
+  ): Promise<WorkerWithDpRank | undefined> {
     const w = slide ? await this.d.sticky.resolve(sessionId) : await this.d.sticky.peek(sessionId);
     if (w === undefined || input.exclude?.has(w.workerId)) return undefined;
     if (input.allowedWorkerIds && !input.allowedWorkerIds.has(w.workerId)) return undefined;
@@ -394,7 +516,11 @@ export class RoutingService {
 export const MAX_ROUTED_BLOCKS = 16_384;
 
 /** The overlaps with the distrusted ranks' taken from the fallback index (their own decisions). */
-function withFallback(indexed: OverlapScores, fallback: OverlapScores, distrusted: ReadonlySet<WorkerKey>): OverlapScores {
+function withFallback(
+  indexed: OverlapScores,
+  fallback: OverlapScores,
+  distrusted: ReadonlySet<WorkerKey>,
+): OverlapScores {
   const scores = new Map(indexed.scores);
   const treeSizes = new Map(indexed.treeSizes);
   for (const key of distrusted) {
@@ -409,7 +535,11 @@ function withFallback(indexed: OverlapScores, fallback: OverlapScores, distruste
 }
 
 /** Leading blocks of the prompt that requests in flight on `key` hold in the books. */
-function inFlightBlocks(tracker: LoadTracker, key: WorkerKey, seqHashes: BigUint64Array | null): number {
+function inFlightBlocks(
+  tracker: LoadTracker,
+  key: WorkerKey,
+  seqHashes: BigUint64Array | null,
+): number {
   const slot = tracker.slotOf(key);
   if (slot === undefined || seqHashes === null || seqHashes.length === 0) return 0;
   return tracker.heldPrefixCounts(seqHashes)[slot.slot] ?? 0;

@@ -32,7 +32,15 @@ import { parseWorkersFile } from "../fleet/workers-file.ts";
 import { kubernetesDiscovery, resolveKubeTarget } from "./bun/kube-discovery.ts";
 import { registerTokenizer } from "../edge/routes/worker-models.ts";
 import { bunKeysFile } from "./bun/keys-file.ts";
-import { composeRouter, listeningLine, reachableHost, StartupError, type ComposedRouter, type RuntimeChoices, type RuntimeEdge } from "./compose/index.ts";
+import {
+  composeRouter,
+  listeningLine,
+  reachableHost,
+  StartupError,
+  type ComposedRouter,
+  type RuntimeChoices,
+  type RuntimeEdge,
+} from "./compose/index.ts";
 import { processProbe } from "./bun/process-probe.ts";
 import { bindStreamMetrics, type StreamState } from "../observe/fleet-metrics.ts";
 import { keyOf } from "../core/ids.ts";
@@ -77,12 +85,18 @@ async function eventsTokenOf(config: Config): Promise<string | undefined> {
     try {
       token = (await readBoundedText(config.eventsTokenFile, MAX_EVENTS_TOKEN_FILE_BYTES)).trim();
     } catch (e) {
-      throw new StartupError(`--events-token-file ${config.eventsTokenFile}: ${(e as Error).message}`);
+      throw new StartupError(
+        `--events-token-file ${config.eventsTokenFile}: ${(e as Error).message}`,
+      );
     }
-    if (token.length < 16) throw new StartupError(`--events-token-file ${config.eventsTokenFile}: the token must be at least 16 characters`);
+    if (token.length < 16)
+      throw new StartupError(
+        `--events-token-file ${config.eventsTokenFile}: the token must be at least 16 characters`,
+      );
     return token;
   }
-  if (config.engines > 0) return Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
+  if (config.engines > 0)
+    return Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
   return undefined;
 }
 
@@ -105,16 +119,27 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   for (const u of config.decodeWorkers) roles.set(u, "decode");
   const late: { kv?: ReturnType<typeof kvEventStreams>; server?: RouterListener } = {};
   const tracer = await otlpTracer(config, log);
-  const c = await composeRouter(config, bunChoices(config, { hasher, engineLoad, roles, tracer, late, log }), log);
+  const c = await composeRouter(
+    config,
+    bunChoices(config, { hasher, engineLoad, roles, tracer, late, log }),
+    log,
+  );
   const { registry, now } = c;
   const kv = (late.kv = kvEventStreams(config, c, hasher, roles, log));
-  bindStreamMetrics(c.metrics.registry, () => zmqStreams(registry.list(), (id) => kv.sources.describe(id)));
+  bindStreamMetrics(c.metrics.registry, () =>
+    zmqStreams(registry.list(), (id) => kv.sources.describe(id)),
+  );
   wireEngineLoad(config, c, engineLoad, log);
   // Proxied requests go over pooled sockets on this thread (Bun's fetch hands each request
   // to its own client thread, which costs ~20 µs of CPU per request); https engines use fetch.
-  const upstreamClient = new SocketHttpClient({ fallback: fetchUpstream((u, init) => fetch(u, init)), connectTimeoutMs: config.connectTimeout * 1000 });
+  const upstreamClient = new SocketHttpClient({
+    fallback: fetchUpstream((u, init) => fetch(u, init)),
+    connectTimeoutMs: config.connectTimeout * 1000,
+  });
   const eventsToken = await eventsTokenOf(config);
-  const deps = c.edgeDeps(bunEdge(config, { roles, kv, engineLoad, upstreamClient, late, eventsToken }));
+  const deps = c.edgeDeps(
+    bunEdge(config, { roles, kv, engineLoad, upstreamClient, late, eventsToken }),
+  );
   const app = createApp(deps);
   let server: RouterListener;
   try {
@@ -139,16 +164,40 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const url = `${server.scheme}://${reachableHost(config.host)}:${port}`;
 
   const mockers = await startEmbeddedEngines(config, url, eventsToken, log);
-  await c.registerAll([...config.workers, ...config.prefillWorkers, ...config.decodeWorkers, ...mockers.map((m) => m.url)]);
+  await c.registerAll([
+    ...config.workers,
+    ...config.prefillWorkers,
+    ...config.decodeWorkers,
+    ...mockers.map((m) => m.url),
+  ]);
   await kv.subscribeConfigured();
-  const workersFile = workersFileWatch(config.workersFile, { provisioner: kv.provisioner, registry, now, log });
+  const workersFile = workersFileWatch(config.workersFile, {
+    provisioner: kv.provisioner,
+    registry,
+    now,
+    log,
+  });
   await workersFile?.start();
-  const discovery = kube && kubernetesDiscovery(config, kube, { provisioner: kv.provisioner, health: c.health, registry, metrics: c.metrics.registry, now, log, tokenizer: (id, path) => registerTokenizer(deps.fleet, id, path) });
+  const discovery =
+    kube &&
+    kubernetesDiscovery(config, kube, {
+      provisioner: kv.provisioner,
+      health: c.health,
+      registry,
+      metrics: c.metrics.registry,
+      now,
+      log,
+      tokenizer: (id, path) => registerTokenizer(deps.fleet, id, path),
+    });
   await discovery?.start();
   c.startChecks();
   engineLoad.start();
 
-  log.info(listeningLine(config.host, port, server.scheme), { policy: config.policy, workers: registry.size, block_size: config.blockSize });
+  log.info(listeningLine(config.host, port, server.scheme), {
+    policy: config.policy,
+    workers: registry.size,
+    block_size: config.blockSize,
+  });
   return runningRouter(url, port, log, server, {
     c,
     tracer,
@@ -168,7 +217,11 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
 /** --otlp-endpoint: the OpenTelemetry SDK is loaded only when spans are exported. */
 async function otlpTracer(config: Config, log: Logger): Promise<Tracer | undefined> {
   if (config.otlpEndpoint === undefined) return undefined;
-  const tracer = (await import("../observe/otel-tracer.ts")).otelTracer({ endpoint: config.otlpEndpoint, serviceVersion: buildInfo().version, resource: { "service.instance.id": crypto.randomUUID() } });
+  const tracer = (await import("../observe/otel-tracer.ts")).otelTracer({
+    endpoint: config.otlpEndpoint,
+    serviceVersion: buildInfo().version,
+    resource: { "service.instance.id": crypto.randomUUID() },
+  });
   log.info("traces: exporting spans over OTLP/HTTP", { endpoint: config.otlpEndpoint });
   return tracer;
 }
@@ -176,7 +229,14 @@ async function otlpTracer(config: Config, log: Logger): Promise<Tracer | undefin
 /** Bun's implementations for the shared composition; `late` holds what exists only after it (the ZMQ streams). */
 function bunChoices(
   config: Config,
-  b: { hasher: BatchBlockHasher; engineLoad: EngineLoad; roles: WorkerRoles; tracer: Tracer | undefined; late: { kv?: ReturnType<typeof kvEventStreams> }; log: Logger },
+  b: {
+    hasher: BatchBlockHasher;
+    engineLoad: EngineLoad;
+    roles: WorkerRoles;
+    tracer: Tracer | undefined;
+    late: { kv?: ReturnType<typeof kvEventStreams> };
+    log: Logger;
+  },
 ): RuntimeChoices {
   const { engineLoad, roles } = b;
   return {
@@ -185,18 +245,29 @@ function bunChoices(
     loadTokenizer: (dir) =>
       loadEngineTokenizerOnBun(dir, {
         impl: config.tokenizerLibrary === "native" ? "native" : "pure",
-        byteLevelBpe: config.tokenizerLibrary === "auto" ? "guarded" : config.tokenizerLibrary === "bpe",
-        encodePool: config.tokenizerWorkers === 0 ? undefined : { workers: config.tokenizerWorkers ?? defaultEncodeWorkers() },
+        byteLevelBpe:
+          config.tokenizerLibrary === "auto" ? "guarded" : config.tokenizerLibrary === "bpe",
+        encodePool:
+          config.tokenizerWorkers === 0
+            ? undefined
+            : { workers: config.tokenizerWorkers ?? defaultEncodeWorkers() },
       }),
     resp: openRespConnection, // redis:// is Bun's RedisClient; the portable runtimes pass none
     pubsub: openPubSubTransport,
     sleep: (ms) => Bun.sleep(ms),
-    localHosts: () => [hostname(), ...Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address))],
+    localHosts: () => [
+      hostname(),
+      ...Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address)),
+    ],
     busyKeys: () => engineLoad.busy,
     engineWaiting: () => engineLoad.waiting,
     onEngineInfo: (url, info) => roles.learn(url, info), // a role the engine reports (--disagg); flags win
     onWorkerRemoved: (id) => void b.late.kv?.sources.unsubscribe(id), // its event stream ends with it
-    keysFile: bunKeysFile(() => b.log.warn("--api-keys: this binary has no embedded parse worker; the keys file is parsed on the event loop")),
+    keysFile: bunKeysFile(() =>
+      b.log.warn(
+        "--api-keys: this binary has no embedded parse worker; the keys file is parsed on the event loop",
+      ),
+    ),
     processProbe: processProbe(),
     roleOf: (url) => roles.roleOf(url),
     tracer: b.tracer,
@@ -204,7 +275,12 @@ function bunChoices(
 }
 
 /** The engines' /metrics scraper, reading and writing the composed router's parts. */
-function wireEngineLoad(config: Config, c: ComposedRouter, engineLoad: EngineLoad, log: Logger): void {
+function wireEngineLoad(
+  config: Config,
+  c: ComposedRouter,
+  engineLoad: EngineLoad,
+  log: Logger,
+): void {
   const { registry } = c;
   engineLoad.wire(config, {
     workers: () => registry.list(),
@@ -214,9 +290,11 @@ function wireEngineLoad(config: Config, c: ComposedRouter, engineLoad: EngineLoa
     now: c.now,
     log,
     // A page read before its worker was removed must not give the books a capacity for it again.
-    kvCapacity: (w, blocks) => void (registry.has(w.workerId) && c.router.members.setKvCapacity(w, blocks)),
+    kvCapacity: (w, blocks) =>
+      void (registry.has(w.workerId) && c.router.members.setKvCapacity(w, blocks)),
     // Likewise a prefill speed: the predictor keeps reports only for registered workers.
-    prefillSpeed: (w, msPerToken) => void (registry.has(w.workerId) && c.router.ttft.reportEngineSpeed(keyOf(w), msPerToken)),
+    prefillSpeed: (w, msPerToken) =>
+      void (registry.has(w.workerId) && c.router.ttft.reportEngineSpeed(keyOf(w), msPerToken)),
   });
 }
 
@@ -237,7 +315,13 @@ function bunEdge(
     disagg:
       config.disagg === "off"
         ? undefined
-        : { protocol: config.disagg, roles: b.roles, minPrefillTokens: config.disaggMinPrefillTokens, blockSize: config.blockSize, defaultBootstrapPort: config.bootstrapPort },
+        : {
+            protocol: config.disagg,
+            roles: b.roles,
+            minPrefillTokens: config.disaggMinPrefillTokens,
+            blockSize: config.blockSize,
+            defaultBootstrapPort: config.bootstrapPort,
+          },
     peer: (req) => late.server?.requestIP(req)?.address,
     eventsToken: b.eventsToken,
     parseOffLoop: offLoopJsonParser()?.parse,
@@ -268,7 +352,9 @@ function runningRouter(
     async drain(timeoutMs, delayMs = 0) {
       if (delayMs > 0) {
         c.stopReadiness();
-        log.info(`drain delay: /health answers 503 for ${delayMs / 1000} s while requests are still served`);
+        log.info(
+          `drain delay: /health answers 503 for ${delayMs / 1000} s while requests are still served`,
+        );
         await Bun.sleep(delayMs);
       }
       // Still listening: probes see 503 "draining", new requests a retryable 503 (guards.ts).
@@ -277,7 +363,11 @@ function runningRouter(
       const end = performance.now() + timeoutMs;
       while (server.pendingRequests > 0 && performance.now() < end) await Bun.sleep(DRAIN_POLL_MS);
       const finished = server.pendingRequests === 0;
-      log.info(finished ? "drained: every in-flight request finished" : `drain timeout (${timeoutMs / 1000} s): cutting what is left`);
+      log.info(
+        finished
+          ? "drained: every in-flight request finished"
+          : `drain timeout (${timeoutMs / 1000} s): cutting what is left`,
+      );
       await running.stop();
       return finished;
     },
@@ -288,8 +378,16 @@ function runningRouter(
       // Spans of the last requests (the drained ones included) leave before the process does,
       // but an unreachable collector must not hold the exit past a short bound.
       if (tracer !== undefined) {
-        const exported = tracer.shutdown().then(() => "exported", (e: Error) => `not exported: ${e.message}`);
-        const how = await Promise.race([exported, Bun.sleep(TRACE_EXPORT_ON_EXIT_MS).then(() => `not exported within ${TRACE_EXPORT_ON_EXIT_MS} ms`)]);
+        const exported = tracer.shutdown().then(
+          () => "exported",
+          (e: Error) => `not exported: ${e.message}`,
+        );
+        const how = await Promise.race([
+          exported,
+          Bun.sleep(TRACE_EXPORT_ON_EXIT_MS).then(
+            () => `not exported within ${TRACE_EXPORT_ON_EXIT_MS} ms`,
+          ),
+        ]);
         if (how !== "exported") log.warn(`traces: the last spans were ${how}`);
       }
     },
@@ -298,12 +396,28 @@ function runningRouter(
 }
 
 /** Each subscribed ZMQ (worker, dp rank) stream's state, from the sources' per-worker description. */
-function* zmqStreams(workers: Iterable<{ readonly id: bigint }>, describe: (id: bigint) => Record<string, unknown> | undefined): Iterable<StreamState> {
+function* zmqStreams(
+  workers: Iterable<{ readonly id: bigint }>,
+  describe: (id: bigint) => Record<string, unknown> | undefined,
+): Iterable<StreamState> {
   for (const w of workers) {
     const ranks = describe(w.id)?.ranks;
     if (!Array.isArray(ranks)) continue;
-    for (const r of ranks as { dp_rank: number; connected: boolean; events: number; gaps: number; batches_lost: number }[]) {
-      yield { worker: w.id, dpRank: r.dp_rank, connected: r.connected, events: r.events, gaps: r.gaps, lostBatches: r.batches_lost };
+    for (const r of ranks as {
+      dp_rank: number;
+      connected: boolean;
+      events: number;
+      gaps: number;
+      batches_lost: number;
+    }[]) {
+      yield {
+        worker: w.id,
+        dpRank: r.dp_rank,
+        connected: r.connected,
+        events: r.events,
+        gaps: r.gaps,
+        lostBatches: r.batches_lost,
+      };
     }
   }
 }
@@ -349,8 +463,17 @@ function checkPortFree(config: Config): void {
 function listenError(config: Config, e: unknown): StartupError {
   const code = (e as { code?: string }).code;
   const where = `${config.host}:${config.port}`;
-  if (code === "EADDRINUSE") return new StartupError(`--port ${config.port}: ${where} is already in use (another process listens there; pick another --port, or 0 for any free one)`);
-  if (code === "EACCES") return new StartupError(`--port ${config.port}: not allowed to listen on ${where} (ports below 1024 need privileges)`);
-  if (code === "EADDRNOTAVAIL") return new StartupError(`--host ${config.host}: no such address on this machine`);
-  return new StartupError(`--port ${config.port} / --host ${config.host}: cannot listen on ${where} (${(e as Error).message})`);
+  if (code === "EADDRINUSE")
+    return new StartupError(
+      `--port ${config.port}: ${where} is already in use (another process listens there; pick another --port, or 0 for any free one)`,
+    );
+  if (code === "EACCES")
+    return new StartupError(
+      `--port ${config.port}: not allowed to listen on ${where} (ports below 1024 need privileges)`,
+    );
+  if (code === "EADDRNOTAVAIL")
+    return new StartupError(`--host ${config.host}: no such address on this machine`);
+  return new StartupError(
+    `--port ${config.port} / --host ${config.host}: cannot listen on ${where} (${(e as Error).message})`,
+  );
 }

@@ -24,7 +24,9 @@ declare const Deno: {
   readonly env: { toObject(): Record<string, string> };
   readTextFileSync(path: string): string;
   readTextFile(path: string): Promise<string>;
-  stat(path: string): Promise<{ readonly isFile: boolean; readonly size: number; readonly mtime: Date | null }>;
+  stat(
+    path: string,
+  ): Promise<{ readonly isFile: boolean; readonly size: number; readonly mtime: Date | null }>;
   serve(
     options: { port: number; hostname: string; onListen?: (addr: unknown) => void },
     handler: (req: Request, info: DenoServeInfo) => Response | Promise<Response>,
@@ -46,7 +48,12 @@ let config;
 try {
   // Options Deno cannot honour are refused by name unless left at their default; a YAML
   // --config needs a parser Deno does not have built in, so it is refused by name too.
-  config = loadConfig({ argv, env: Deno.env.toObject(), readFile: (p) => Deno.readTextFileSync(p), runtime: "deno" });
+  config = loadConfig({
+    argv,
+    env: Deno.env.toObject(),
+    readFile: (p) => Deno.readTextFileSync(p),
+    runtime: "deno",
+  });
 } catch (e) {
   if (e instanceof ConfigError) {
     console.error(`${e.message}\n\nrun \`switchyard serve --help\` for the list of flags`);
@@ -66,8 +73,13 @@ const platform: PortablePlatform = {
       });
     } catch (e) {
       // One line for the operator, as on Bun (Deno names the error class AddrInUse).
-      if ((e as Error).name === "AddrInUse") throw new PortableStartupError(`--port ${port}: ${hostname}:${port} is already in use (pick another --port, or 0 for any free one)`);
-      throw new PortableStartupError(`--port ${port} / --host ${hostname}: cannot listen (${(e as Error).message})`);
+      if ((e as Error).name === "AddrInUse")
+        throw new PortableStartupError(
+          `--port ${port}: ${hostname}:${port} is already in use (pick another --port, or 0 for any free one)`,
+        );
+      throw new PortableStartupError(
+        `--port ${port} / --host ${hostname}: cannot listen (${(e as Error).message})`,
+      );
     }
     return { port: server.addr.port, stop: () => server.shutdown() };
   },
@@ -96,7 +108,10 @@ function denoKeysFile() {
       return text;
     },
     parse(text: string, path: string): unknown {
-      if (/\.ya?ml$/i.test(path)) throw new Error("a YAML keys file is read on Bun only (its YAML parser); give the same document as JSON on Deno");
+      if (/\.ya?ml$/i.test(path))
+        throw new Error(
+          "a YAML keys file is read on Bun only (its YAML parser); give the same document as JSON on Deno",
+        );
       return JSON.parse(text);
     },
   };

@@ -33,7 +33,11 @@ export interface PortableServer {
 
 export interface PortablePlatform {
   /** Listen on (host, port) and answer with `fetch`; `peer` gives a request's address when the runtime can tell. */
-  serve(fetch: (req: Request) => Response | Promise<Response>, port: number, host: string): Promise<PortableServer>;
+  serve(
+    fetch: (req: Request) => Response | Promise<Response>,
+    port: number,
+    host: string,
+  ): Promise<PortableServer>;
   readonly peer: (req: Request) => string | undefined;
   readonly sleep: (ms: number) => Promise<void>;
   /** Reads a text file (tokenizer directories); without it --tokenizer is refused. */
@@ -50,7 +54,11 @@ export interface PortableRouter {
   stop(): Promise<void>;
 }
 
-export async function startPortableRouter(config: Config, platform: PortablePlatform, log: Logger): Promise<PortableRouter> {
+export async function startPortableRouter(
+  config: Config,
+  platform: PortablePlatform,
+  log: Logger,
+): Promise<PortableRouter> {
   const readText = platform.readText;
   const c = await composeRouter(
     config,
@@ -60,7 +68,15 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
       loadTokenizer:
         readText === undefined
           ? undefined
-          : (dir) => loadEngineTokenizer(dir, { readText, now: () => Date.now(), byteLevelBpe: config.tokenizerLibrary === "auto" ? "guarded" : config.tokenizerLibrary === "bpe" }),
+          : (dir) =>
+              loadEngineTokenizer(dir, {
+                readText,
+                now: () => Date.now(),
+                byteLevelBpe:
+                  config.tokenizerLibrary === "auto"
+                    ? "guarded"
+                    : config.tokenizerLibrary === "bpe",
+              }),
       sleep: platform.sleep,
       // Loopback names only: the portable runtimes do not list network interfaces.
       localHosts: () => ["127.0.0.1", "localhost", "::1", config.host],
@@ -74,7 +90,11 @@ export async function startPortableRouter(config: Config, platform: PortablePlat
   const url = `http://${reachableHost(config.host)}:${server.port}`;
   await c.registerAll(config.workers);
   c.startChecks();
-  log.info(listeningLine(config.host, server.port), { policy: config.policy, workers: c.registry.size, block_size: config.blockSize });
+  log.info(listeningLine(config.host, server.port), {
+    policy: config.policy,
+    workers: c.registry.size,
+    block_size: config.blockSize,
+  });
   return {
     url,
     port: server.port,

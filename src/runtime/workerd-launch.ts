@@ -8,7 +8,15 @@
  * /livez, and prints the same {"url","port"} line. SIGTERM/SIGINT stop workerd and remove the
  * directory. --port 0 picks a free port first (workerd's config names a fixed address).
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, loadConfig, serveUsage, unknownEnvWarnings } from "../config/load.ts";
@@ -24,7 +32,8 @@ const MAX_KEYS_FILE_BYTES = 32 * 1024 * 1024;
 function readKeysDocument(path: string): unknown {
   const s = statSync(path);
   if (!s.isFile()) throw new Error("not a regular file");
-  if (s.size > MAX_KEYS_FILE_BYTES) throw new Error(`${s.size} bytes; at most ${MAX_KEYS_FILE_BYTES}`);
+  if (s.size > MAX_KEYS_FILE_BYTES)
+    throw new Error(`${s.size} bytes; at most ${MAX_KEYS_FILE_BYTES}`);
   const text = readFileSync(path, "utf8");
   const doc = /\.ya?ml$/i.test(path) ? Bun.YAML.parse(text) : JSON.parse(text);
   parseKeysDocument(doc, `--api-keys ${path}`);
@@ -84,7 +93,9 @@ function freePort(host: string): number {
 async function main(argvIn: readonly string[]): Promise<void> {
   const argv = argvIn[0] === "serve" ? argvIn.slice(1) : argvIn;
   if (argv.includes("--help") || argv.includes("-h")) {
-    console.log(`${serveUsage("workerd")}\nAdmin endpoints need --admin-token on workerd (it does not tell a request's peer).`);
+    console.log(
+      `${serveUsage("workerd")}\nAdmin endpoints need --admin-token on workerd (it does not tell a request's peer).`,
+    );
     return;
   }
   if (argv.includes("--version")) {
@@ -95,7 +106,12 @@ async function main(argvIn: readonly string[]): Promise<void> {
   let config;
   try {
     // Parsed here, on Bun, so a YAML --config works; what workerd cannot honour is refused by name.
-    config = loadConfig({ argv, env: process.env, parseYaml: (text) => Bun.YAML.parse(text), runtime: "workerd" });
+    config = loadConfig({
+      argv,
+      env: process.env,
+      parseYaml: (text) => Bun.YAML.parse(text),
+      runtime: "workerd",
+    });
   } catch (e) {
     if (e instanceof ConfigError) {
       console.error(`${e.message}\n\nrun \`switchyard serve --help\` for the list of flags`);
@@ -123,16 +139,31 @@ async function main(argvIn: readonly string[]): Promise<void> {
 
   const dir = mkdtempSync(join(tmpdir(), "switchyard-workerd-"));
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
-  const built = await Bun.build({ entrypoints: [join(ROOT, "src", "runtime", "workerd.ts")], target: "browser", format: "esm", minify: false });
+  const built = await Bun.build({
+    entrypoints: [join(ROOT, "src", "runtime", "workerd.ts")],
+    target: "browser",
+    format: "esm",
+    minify: false,
+  });
   if (!built.success) {
     cleanup();
     console.error(`bundling the workerd router failed:\n${built.logs.map(String).join("\n")}`);
     process.exit(1);
   }
   writeFileSync(join(dir, "router.js"), await built.outputs[0]!.text());
-  writeFileSync(join(dir, "config.capnp"), workerdConfig(JSON.stringify({ ...config, port, publicUrl: url, apiKeysDocument }), `${host}:${port}`));
+  writeFileSync(
+    join(dir, "config.capnp"),
+    workerdConfig(
+      JSON.stringify({ ...config, port, publicUrl: url, apiKeysDocument }),
+      `${host}:${port}`,
+    ),
+  );
 
-  const child = Bun.spawn({ cmd: [workerdBinary(), "serve", join(dir, "config.capnp"), "--experimental"], stdout: "inherit", stderr: "inherit" });
+  const child = Bun.spawn({
+    cmd: [workerdBinary(), "serve", join(dir, "config.capnp"), "--experimental"],
+    stdout: "inherit",
+    stderr: "inherit",
+  });
   const stop = () => {
     child.kill("SIGTERM");
   };
@@ -145,7 +176,10 @@ async function main(argvIn: readonly string[]): Promise<void> {
       console.error(`workerd exited with code ${child.exitCode} before answering`);
       process.exit(1);
     }
-    const ok = await fetch(`${url}/livez`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/livez`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (performance.now() > end) {
       child.kill("SIGKILL");

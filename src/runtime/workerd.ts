@@ -50,7 +50,10 @@ export class RouterObject {
       peer: () => undefined,
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       // The keys file as the launcher read it (workerd has no file system; a change needs a restart).
-      keysFile: config.apiKeysDocument === undefined ? undefined : { read: async () => config.apiKeysDocument!, parse: (t) => JSON.parse(t) },
+      keysFile:
+        config.apiKeysDocument === undefined
+          ? undefined
+          : { read: async () => config.apiKeysDocument!, parse: (t) => JSON.parse(t) },
     };
     const log = createFormattedLogger({ level: config.logLevel, format: config.logFormat });
     this.#handler = startPortableRouter(config, platform, log).then(() => handler!);

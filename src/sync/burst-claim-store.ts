@@ -74,11 +74,21 @@ export class RedisBurstClaims implements BurstClaims {
     this.#windowMs = opts.windowMs ?? DEFAULT_CLAIM_WINDOW_MS;
   }
 
-  async claim(mine: BurstClaim, replaces?: HeldClaim): Promise<{ held: HeldClaim; earlier: BurstClaim[] }> {
+  async claim(
+    mine: BurstClaim,
+    replaces?: HeldClaim,
+  ): Promise<{ held: HeldClaim; earlier: BurstClaim[] }> {
     const now = this.opts.now === undefined ? "" : String(Math.floor(this.opts.now()));
-    const args = [now, String(this.#windowMs), String(MAX_CLAIMS), encodeClaim(mine), replaces?.stored ?? ""];
+    const args = [
+      now,
+      String(this.#windowMs),
+      String(MAX_CLAIMS),
+      encodeClaim(mine),
+      replaces?.stored ?? "",
+    ];
     const reply = await CLAIM.run(this.conn, [this.#key], args);
-    if (!Array.isArray(reply) || reply.length === 0) throw new Error(`burst claim: unexpected reply ${String(reply)}`);
+    if (!Array.isArray(reply) || reply.length === 0)
+      throw new Error(`burst claim: unexpected reply ${String(reply)}`);
     const earlier: BurstClaim[] = [];
     for (let i = 1; i < reply.length; i++) {
       const c = decodeStoredClaim(String(reply[i]));
@@ -94,7 +104,8 @@ export function encodeClaim(c: BurstClaim): string {
   return `${routerIdHex(c.routerId)}|${c.worker.workerId}|${c.worker.dpRank}|${Math.max(0, Math.round(c.tokens))}|${prefix}|${c.requestId}`;
 }
 
-const STORED = /^\d+\|([0-9a-f]{16})\|(\d+)\|(\d+)\|(\d+)\|((?:\d+:[0-9a-f]{1,16})(?:,\d+:[0-9a-f]{1,16})*)?\|(.*)$/s;
+const STORED =
+  /^\d+\|([0-9a-f]{16})\|(\d+)\|(\d+)\|(\d+)\|((?:\d+:[0-9a-f]{1,16})(?:,\d+:[0-9a-f]{1,16})*)?\|(.*)$/s;
 
 /** A stored claim ("<at>|" + encodeClaim), or undefined for anything else (never throws). */
 export function decodeStoredClaim(s: string): BurstClaim | undefined {

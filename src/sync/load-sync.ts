@@ -16,7 +16,7 @@
 import type { Logger } from "../core/logger.ts";
 import type { RouterId } from "../core/ids.ts";
 import type { ActiveSequenceEvent, LoadTracker } from "../router/index.ts";
-import { DEFAULT_COMMAND_TIMEOUT_MS } from "./redis-guard.ts";
+import { DEFAULT_PROBE_TIMEOUT_MS } from "./redis-guard.ts";
 import { LocalMirror } from "./local-mirror.ts";
 import { Outbox } from "./outbox.ts";
 import { PeerTable } from "./peers.ts";
@@ -27,6 +27,15 @@ import { decodeMessage, originPrefix } from "./wire.ts";
 export const DEFAULT_SYNC_CHANNEL = "switchyard:active_sequences";
 /** Dynamo's MAX_REPLICA_BATCH_EVENTS. */
 export const MAX_REPLICA_BATCH_EVENTS = 256;
+/**
+ * The sync's Redis commands (publish, stream poll) are off the request path: one message is in
+ * flight and the next batch fills meanwhile, so a slow answer costs no request anything. A
+ * timeout here is not free as it is for a lookup: the message is dropped, the guard marks the
+ * connection down so the batches behind it are dropped too, and every peer asks for a snapshot.
+ * So the sync gets the probe's deadline (1 s, a hang), not a request's 50 ms budget, which a
+ * merely busy machine (or a distant Upstash region) overruns.
+ */
+export const DEFAULT_SYNC_COMMAND_TIMEOUT_MS = DEFAULT_PROBE_TIMEOUT_MS;
 
 export interface LoadSyncOptions {
   /** redis://, rediss:// (pub/sub) or https:// (Upstash REST, a polled stream; needs `token`). */
@@ -57,7 +66,10 @@ export interface LoadSyncOptions {
   readonly pollMs?: number;
   /** Stream length kept, approximately (https:// only, default 1000). */
   readonly streamMaxLen?: number;
-  /** Per Redis command (default 50 ms); one that times out marks Redis down until a probe answers (redis-guard.ts). */
+  /**
+   * Per Redis command of the sync (default DEFAULT_SYNC_COMMAND_TIMEOUT_MS, 1 s); one that times
+   * out drops its message and marks Redis down until a probe answers (redis-guard.ts).
+   */
   readonly commandTimeoutMs?: number;
   readonly log?: Pick<Logger, "info" | "warn">;
 }
@@ -123,13 +135,19 @@ export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
   const deadAfterMs = opts.deadAfterMs ?? 10_000;
   const maxBatchEvents = opts.maxBatchEvents ?? MAX_REPLICA_BATCH_EVENTS;
   if (routerId !== tracker.routerId) {
-    throw new Error(`load sync router id ${routerId} differs from the tracker's (${tracker.routerId}); build the tracker with { routerId }`);
+    throw new Error(
+      `load sync router id ${routerId} differs from the tracker's (${tracker.routerId}); build the tracker with { routerId }`,
+    );
   }
   if (!(heartbeatMs > 0) || !(deadAfterMs >= 2 * heartbeatMs)) {
-    throw new Error(`load sync needs heartbeatMs > 0 and deadAfterMs >= 2 × heartbeatMs (got ${heartbeatMs}, ${deadAfterMs})`);
+    throw new Error(
+      `load sync needs heartbeatMs > 0 and deadAfterMs >= 2 × heartbeatMs (got ${heartbeatMs}, ${deadAfterMs})`,
+    );
   }
   if (!(maxBatchEvents >= 1 && maxBatchEvents <= MAX_REPLICA_BATCH_EVENTS)) {
-    throw new Error(`load sync maxBatchEvents must be 1–${MAX_REPLICA_BATCH_EVENTS}, got ${maxBatchEvents}`);
+    throw new Error(
+      `load sync maxBatchEvents must be 1–${MAX_REPLICA_BATCH_EVENTS}, got ${maxBatchEvents}`,
+    );
   }
 
   const transport: SyncTransport = await openSyncTransport({
@@ -137,7 +155,7 @@ export async function startLoadSync(opts: LoadSyncOptions): Promise<LoadSync> {
     channel: opts.channel ?? DEFAULT_SYNC_CHANNEL,
     token: opts.token,
     pubsub: opts.pubsub,
-    commandTimeoutMs: opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+    commandTimeoutMs: opts.commandTimeoutMs ?? DEFAULT_SYNC_COMMAND_TIMEOUT_MS,
     pollMs: opts.pollMs ?? 5,
     streamMaxLen: opts.streamMaxLen ?? 1_000,
   });
@@ -173,13 +191,20 @@ class RunningLoadSync implements LoadSync {
   #timer: ReturnType<typeof setInterval> | undefined;
   #stopped: Promise<void> | undefined;
 
-  constructor(opts: LoadSyncOptions, transport: SyncTransport, t: { heartbeatMs: number; deadAfterMs: number; maxBatchEvents: number }) {
+  constructor(
+    opts: LoadSyncOptions,
+    transport: SyncTransport,
+    t: { heartbeatMs: number; deadAfterMs: number; maxBatchEvents: number },
+  ) {
     const { tracker, routerId } = opts;
     this.#o = opts;
     this.#transport = transport;
     this.#heartbeatMs = t.heartbeatMs;
     this.#deadAfterMs = t.deadAfterMs;
-    this.#peers = new PeerTable(tracker, { deadAfterMs: t.deadAfterMs, resyncRetryMs: t.heartbeatMs });
+    this.#peers = new PeerTable(tracker, {
+      deadAfterMs: t.deadAfterMs,
+      resyncRetryMs: t.heartbeatMs,
+    });
     this.#outbox = new Outbox({
       origin: { routerId, epoch: randomEpoch() },
       publish: (payload) => transport.publish(payload),
@@ -209,7 +234,9 @@ class RunningLoadSync implements LoadSync {
     const log = this.#o.log;
     if (error !== undefined && this.#publishing) {
       this.#publishing = false;
-      log?.warn("load sync: cannot publish to Redis; dropping load events until it is back", { error: String(error) });
+      log?.warn("load sync: cannot publish to Redis; dropping load events until it is back", {
+        error: String(error),
+      });
     } else if (error === undefined && !this.#publishing) {
       this.#publishing = true;
       log?.info("load sync: publishing to Redis again");
@@ -247,7 +274,10 @@ class RunningLoadSync implements LoadSync {
     // Announce ourselves at once: peers that see seq 0 know they have our whole history.
     this.#outbox.heartbeat();
     this.#wasReceiving = this.#transport.receiving;
-    if (!this.#wasReceiving) this.#o.log?.warn("load sync: Redis is not reachable yet; retrying in the background", { url: this.#o.url });
+    if (!this.#wasReceiving)
+      this.#o.log?.warn("load sync: Redis is not reachable yet; retrying in the background", {
+        url: this.#o.url,
+      });
     this.#timer = setInterval(() => this.#tick(), this.#heartbeatMs);
   }
 
@@ -260,9 +290,12 @@ class RunningLoadSync implements LoadSync {
       this.#outbox.heartbeat();
       const freedBefore = peers.counters.expiredRequests;
       for (const id of peers.expireSilent(t)) {
-        log?.warn(`load sync: router ${id} silent for over ${this.#deadAfterMs} ms; its requests were freed here`, {
-          freed: peers.counters.expiredRequests - freedBefore,
-        });
+        log?.warn(
+          `load sync: router ${id} silent for over ${this.#deadAfterMs} ms; its requests were freed here`,
+          {
+            freed: peers.counters.expiredRequests - freedBefore,
+          },
+        );
       }
       for (const target of peers.resyncDue(t)) this.#outbox.resync(target);
       if (this.#ticks % PRUNE_EVERY_TICKS === 0) {
@@ -272,7 +305,10 @@ class RunningLoadSync implements LoadSync {
       if (this.#transport.receiving !== this.#wasReceiving) {
         this.#wasReceiving = this.#transport.receiving;
         if (this.#wasReceiving) log?.info("load sync: receiving from Redis again");
-        else log?.warn("load sync: lost the Redis subscription; peers' load goes stale until it is back");
+        else
+          log?.warn(
+            "load sync: lost the Redis subscription; peers' load goes stale until it is back",
+          );
       }
     } catch (e) {
       log?.warn("load sync: heartbeat tick failed", { error: String(e) });

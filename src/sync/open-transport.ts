@@ -6,7 +6,10 @@ export async function openSyncTransport(opts: SyncTransportOptions): Promise<Syn
   switch (scheme) {
     case "redis:":
     case "rediss:": {
-      if (opts.pubsub === undefined) throw new Error(`${scheme}// load sync needs RESP pub/sub, which runs on Bun only (use an Upstash REST https:// URL here)`);
+      if (opts.pubsub === undefined)
+        throw new Error(
+          `${scheme}// load sync needs RESP pub/sub, which runs on Bun only (use an Upstash REST https:// URL here)`,
+        );
       return opts.pubsub(opts);
     }
     case "https:":
@@ -15,6 +18,8 @@ export async function openSyncTransport(opts: SyncTransportOptions): Promise<Syn
       return StreamTransport.open(opts);
     }
     default:
-      throw new Error(`unsupported Redis URL scheme "${scheme}" for load sync (use redis://, rediss:// or https://)`);
+      throw new Error(
+        `unsupported Redis URL scheme "${scheme}" for load sync (use redis://, rediss:// or https://)`,
+      );
   }
 }

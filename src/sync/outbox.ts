@@ -12,7 +12,13 @@
  * before `maxMessageBytes` (Redis disconnects pub/sub readers with too much unread output).
  */
 import type { ActiveSequenceEvent } from "../router/index.ts";
-import { encodeEvent, encodeEventsMessage, encodeHeartbeat, encodeResync, encodeSnapshotMessage } from "./wire.ts";
+import {
+  encodeEvent,
+  encodeEventsMessage,
+  encodeHeartbeat,
+  encodeResync,
+  encodeSnapshotMessage,
+} from "./wire.ts";
 
 export interface OutboxOptions {
   readonly origin: { readonly routerId: bigint; readonly epoch: string };
@@ -59,7 +65,9 @@ export class Outbox {
   /** The queue head, already encoded, that did not fit in the previous message. */
   #carry: string | undefined;
   /** The snapshot being sent: its parts go before anything else, so their seqs are consecutive. */
-  #snapshot: { readonly events: readonly ActiveSequenceEvent[]; index: number; part: number } | undefined;
+  #snapshot:
+    | { readonly events: readonly ActiveSequenceEvent[]; index: number; part: number }
+    | undefined;
   readonly #resyncTargets = new Set<bigint>();
   #snapshotWanted = false;
   #heartbeatWanted = false;
@@ -132,7 +140,8 @@ export class Outbox {
     this.#closed = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.counters.droppedEvents += this.#queue.length - this.#head + (this.#carry === undefined ? 0 : 1);
+    this.counters.droppedEvents +=
+      this.#queue.length - this.#head + (this.#carry === undefined ? 0 : 1);
     this.#queue = [];
     this.#head = 0;
     this.#carry = undefined;
@@ -197,12 +206,21 @@ export class Outbox {
     return undefined;
   }
 
-  #nextSnapshotPart(s: { readonly events: readonly ActiveSequenceEvent[]; index: number; part: number }): { payload: string; events: number } {
+  #nextSnapshotPart(s: {
+    readonly events: readonly ActiveSequenceEvent[];
+    index: number;
+    part: number;
+  }): { payload: string; events: number } {
     const encoded: string[] = [];
     let bytes = 0;
     while (s.index < s.events.length && encoded.length < this.opts.maxBatchEvents) {
       const text = this.#encode(s.events[s.index]!);
-      if (text !== undefined && encoded.length > 0 && bytes + text.length > this.opts.maxMessageBytes) break; // re-encoded next part
+      if (
+        text !== undefined &&
+        encoded.length > 0 &&
+        bytes + text.length > this.opts.maxMessageBytes
+      )
+        break; // re-encoded next part
       s.index++;
       if (text === undefined) continue;
       encoded.push(text);
@@ -210,7 +228,10 @@ export class Outbox {
     }
     const last = s.index >= s.events.length;
     if (last) this.#snapshot = undefined;
-    return { payload: encodeSnapshotMessage(this.opts.origin, ++this.#seq, s.part++, last, encoded), events: 0 };
+    return {
+      payload: encodeSnapshotMessage(this.opts.origin, ++this.#seq, s.part++, last, encoded),
+      events: 0,
+    };
   }
 
   #nextEvents(): { payload: string; events: number } | undefined {
@@ -233,7 +254,10 @@ export class Outbox {
     }
     this.#compact();
     if (encoded.length === 0) return undefined;
-    return { payload: encodeEventsMessage(this.opts.origin, ++this.#seq, encoded), events: encoded.length };
+    return {
+      payload: encodeEventsMessage(this.opts.origin, ++this.#seq, encoded),
+      events: encoded.length,
+    };
   }
 
   #compact(): void {

@@ -53,7 +53,13 @@ export interface PeerCounters {
 }
 
 export class PeerTable {
-  readonly counters: PeerCounters = { gaps: 0, snapshotsApplied: 0, expiredPeers: 0, expiredRequests: 0, restartedPeers: 0 };
+  readonly counters: PeerCounters = {
+    gaps: 0,
+    snapshotsApplied: 0,
+    expiredPeers: 0,
+    expiredRequests: 0,
+    restartedPeers: 0,
+  };
   readonly #peers = new Map<bigint, Peer>();
 
   constructor(
@@ -78,8 +84,15 @@ export class PeerTable {
   }
 
   /** Every router heard from and not given up on: who, when last heard (ms ago), what it has booked here. */
-  list(now: number): { routerId: bigint; heardMsAgo: number; requests: number; complete: boolean }[] {
-    return [...this.#peers.values()].map((p) => ({ routerId: p.routerId, heardMsAgo: Math.max(0, now - p.lastSeenAt), requests: p.requests.size, complete: !p.incomplete }));
+  list(
+    now: number,
+  ): { routerId: bigint; heardMsAgo: number; requests: number; complete: boolean }[] {
+    return [...this.#peers.values()].map((p) => ({
+      routerId: p.routerId,
+      heardMsAgo: Math.max(0, now - p.lastSeenAt),
+      requests: p.requests.size,
+      complete: !p.incomplete,
+    }));
   }
 
   isComplete(routerId: bigint): boolean {
@@ -242,5 +255,11 @@ export class PeerTable {
 
 function freeOf(routerId: bigint, requestId: string): ActiveSequenceEvent {
   // The worker is not needed to free: the tracker knows where the request was booked.
-  return { requestId, worker: { workerId: 0n, dpRank: 0 }, data: { type: "free" }, routerId, loraName: null };
+  return {
+    requestId,
+    worker: { workerId: 0n, dpRank: 0 },
+    data: { type: "free" },
+    routerId,
+    loraName: null,
+  };
 }

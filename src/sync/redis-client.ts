@@ -38,15 +38,24 @@ export interface RedisConnectionOptions {
 export { DEFAULT_COMMAND_TIMEOUT_MS } from "./redis-guard.ts";
 
 /** Open by URL scheme, behind the hang guard. */
-export async function openRedisConnection(url: string, opts: RedisConnectionOptions = {}): Promise<HangGuardConnection> {
+export async function openRedisConnection(
+  url: string,
+  opts: RedisConnectionOptions = {},
+): Promise<HangGuardConnection> {
   const scheme = url.slice(0, url.indexOf(":") + 1).toLowerCase();
   // The transport's own deadline is the probe's: the guard puts the short one on commands.
-  const innerTimeoutMs = Math.max(opts.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS, opts.commandTimeoutMs ?? 0);
+  const innerTimeoutMs = Math.max(
+    opts.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS,
+    opts.commandTimeoutMs ?? 0,
+  );
   let inner: RedisConnection;
   switch (scheme) {
     case "redis:":
     case "rediss:": {
-      if (opts.resp === undefined) throw new Error(`${scheme}// needs a RESP client, which runs on Bun only (use an Upstash REST https:// URL here)`);
+      if (opts.resp === undefined)
+        throw new Error(
+          `${scheme}// needs a RESP client, which runs on Bun only (use an Upstash REST https:// URL here)`,
+        );
       inner = await opts.resp(url, innerTimeoutMs);
       break;
     }
@@ -58,7 +67,9 @@ export async function openRedisConnection(url: string, opts: RedisConnectionOpti
       break;
     }
     default:
-      throw new Error(`unsupported Redis URL scheme "${scheme}" (use redis://, rediss:// or https://)`);
+      throw new Error(
+        `unsupported Redis URL scheme "${scheme}" (use redis://, rediss:// or https://)`,
+      );
   }
   return new HangGuardConnection(inner, {
     timeoutMs: opts.commandTimeoutMs,
@@ -75,7 +86,11 @@ export class LuaScript {
     void sha1Hex(source).then((h) => (this.#sha1 = h));
   }
 
-  async run(conn: RedisConnection, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  async run(
+    conn: RedisConnection,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
     const sha1 = this.#sha1;
     if (sha1 !== undefined) {
       try {
@@ -90,7 +105,9 @@ export class LuaScript {
 }
 
 async function sha1Hex(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-1", new TextEncoder().encode(text)));
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-1", new TextEncoder().encode(text)),
+  );
   let hex = "";
   for (const b of digest) hex += b.toString(16).padStart(2, "0");
   return hex;

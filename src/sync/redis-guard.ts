@@ -135,7 +135,11 @@ export class HangGuardConnection implements RedisConnection {
   #run(op: () => Promise<unknown>, what: string): Promise<unknown> {
     if (!this.#up) {
       this.#refused++;
-      return Promise.reject(new RedisUnavailableError(`${what}: Redis did not answer in time; treated as down until it answers a probe`));
+      return Promise.reject(
+        new RedisUnavailableError(
+          `${what}: Redis did not answer in time; treated as down until it answers a probe`,
+        ),
+      );
     }
     let started: Promise<unknown>;
     try {

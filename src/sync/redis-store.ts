@@ -62,7 +62,9 @@ const realEvery: StoreClock["every"] = (ms, fn) => {
   return () => clearInterval(handle);
 };
 
-const consoleLogger: Pick<Logger, "warn"> = { warn: (message, fields) => console.warn(message, fields ?? "") };
+const consoleLogger: Pick<Logger, "warn"> = {
+  warn: (message, fields) => console.warn(message, fields ?? ""),
+};
 
 export class RedisAffinityStore implements AffinityStore {
   readonly #conn: RedisConnection;
@@ -99,7 +101,12 @@ export class RedisAffinityStore implements AffinityStore {
     return this.#lookup(sessionId, false);
   }
 
-  async put(sessionId: string, worker: WorkerWithDpRank, ttlMs: number, kind: AffinityKind): Promise<void> {
+  async put(
+    sessionId: string,
+    worker: WorkerWithDpRank,
+    ttlMs: number,
+    kind: AffinityKind,
+  ): Promise<void> {
     const args = [
       this.#nowArg(),
       sessionId,
@@ -110,11 +117,15 @@ export class RedisAffinityStore implements AffinityStore {
       String(NATIVE_EXPIRY_SLACK_MS),
       String(ENGINE_GRACE_MS),
     ];
-    await this.#call(() => PUT.run(this.#conn, [this.#bindingKey(sessionId), this.#expiryKey], args));
+    await this.#call(() =>
+      PUT.run(this.#conn, [this.#bindingKey(sessionId), this.#expiryKey], args),
+    );
   }
 
   async remove(sessionId: string): Promise<Binding | undefined> {
-    const reply = await this.#call(() => REMOVE.run(this.#conn, [this.#bindingKey(sessionId), this.#expiryKey], [sessionId]));
+    const reply = await this.#call(() =>
+      REMOVE.run(this.#conn, [this.#bindingKey(sessionId), this.#expiryKey], [sessionId]),
+    );
     return Array.isArray(reply) && Number(reply[0]) === 1 ? decodeBinding(reply[1]) : undefined;
   }
 
@@ -148,7 +159,11 @@ export class RedisAffinityStore implements AffinityStore {
   }
 
   stats(): RedisStoreStats {
-    return { available: this.#available, errors: this.#errors, expiredClaimed: this.#expiredClaimed };
+    return {
+      available: this.#available,
+      errors: this.#errors,
+      expiredClaimed: this.#expiredClaimed,
+    };
   }
 
   async #sweep(): Promise<number> {
@@ -170,8 +185,16 @@ export class RedisAffinityStore implements AffinityStore {
   }
 
   async #lookup(sessionId: string, refresh: boolean): Promise<Binding | undefined> {
-    const args = [this.#nowArg(), sessionId, refresh ? "1" : "0", String(NATIVE_EXPIRY_SLACK_MS), String(ENGINE_GRACE_MS)];
-    const reply = await this.#call(() => LOOKUP.run(this.#conn, [this.#bindingKey(sessionId), this.#expiryKey], args));
+    const args = [
+      this.#nowArg(),
+      sessionId,
+      refresh ? "1" : "0",
+      String(NATIVE_EXPIRY_SLACK_MS),
+      String(ENGINE_GRACE_MS),
+    ];
+    const reply = await this.#call(() =>
+      LOOKUP.run(this.#conn, [this.#bindingKey(sessionId), this.#expiryKey], args),
+    );
     if (!Array.isArray(reply)) return undefined;
     const status = Number(reply[0]);
     if (status === 1) return decodeBinding(reply[1]);
@@ -198,16 +221,21 @@ export class RedisAffinityStore implements AffinityStore {
       const reply = await op();
       if (!this.#available) {
         this.#available = true;
-        this.#logger.warn("sticky-session store: Redis is reachable again", { errors: this.#errors });
+        this.#logger.warn("sticky-session store: Redis is reachable again", {
+          errors: this.#errors,
+        });
       }
       return reply;
     } catch (error) {
       this.#errors++;
       if (this.#available) {
         this.#available = false;
-        this.#logger.warn("sticky-session store: Redis unavailable; sessions are not sticky until it returns", {
-          error: String((error as Error)?.message ?? error),
-        });
+        this.#logger.warn(
+          "sticky-session store: Redis unavailable; sessions are not sticky until it returns",
+          {
+            error: String((error as Error)?.message ?? error),
+          },
+        );
       }
       return undefined;
     }
@@ -245,7 +273,9 @@ export interface OpenRedisAffinityStoreOptions
 }
 
 /** Connect (by URL scheme) and build the store. Redis being down at start is not an error. */
-export async function openRedisAffinityStore(opts: OpenRedisAffinityStoreOptions): Promise<RedisAffinityStore> {
+export async function openRedisAffinityStore(
+  opts: OpenRedisAffinityStoreOptions,
+): Promise<RedisAffinityStore> {
   const connection = await openRedisConnection(opts.url, opts);
   return new RedisAffinityStore({ ...opts, connection });
 }

@@ -36,7 +36,10 @@ export class StreamTransport implements SyncTransport {
   }
 
   static async open(opts: SyncTransportOptions): Promise<StreamTransport> {
-    const conn = await openRedisConnection(opts.url, { token: opts.token, commandTimeoutMs: opts.commandTimeoutMs });
+    const conn = await openRedisConnection(opts.url, {
+      token: opts.token,
+      commandTimeoutMs: opts.commandTimeoutMs,
+    });
     return new StreamTransport(opts, conn);
   }
 
@@ -45,7 +48,16 @@ export class StreamTransport implements SyncTransport {
   }
 
   async publish(payload: string): Promise<void> {
-    await this.conn.command(["XADD", this.opts.channel, "MAXLEN", "~", String(this.opts.streamMaxLen), "*", "m", payload]);
+    await this.conn.command([
+      "XADD",
+      this.opts.channel,
+      "MAXLEN",
+      "~",
+      String(this.opts.streamMaxLen),
+      "*",
+      "m",
+      payload,
+    ]);
   }
 
   async start(onMessage: (payload: string) => void): Promise<void> {
@@ -66,7 +78,14 @@ export class StreamTransport implements SyncTransport {
     let full = false;
     try {
       this.#lastId ??= await this.#endId();
-      const reply = await this.conn.command(["XREAD", "COUNT", String(PAGE), "STREAMS", this.opts.channel, this.#lastId]);
+      const reply = await this.conn.command([
+        "XREAD",
+        "COUNT",
+        String(PAGE),
+        "STREAMS",
+        this.opts.channel,
+        this.#lastId,
+      ]);
       full = this.#deliver(reply) >= PAGE;
       if (this.#failing) this.counters.reconnects++;
       this.#failing = false;
@@ -108,7 +127,8 @@ export class StreamTransport implements SyncTransport {
       const fields: unknown = entry[1];
       if (!Array.isArray(fields)) continue;
       for (let i = 0; i + 1 < fields.length; i += 2) {
-        if (fields[i] === "m" && typeof fields[i + 1] === "string") this.#onMessage(fields[i + 1] as string);
+        if (fields[i] === "m" && typeof fields[i + 1] === "string")
+          this.#onMessage(fields[i + 1] as string);
       }
     }
     return entries.length;

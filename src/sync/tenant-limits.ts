@@ -7,7 +7,13 @@
  * decides what a request gets without Redis.
  */
 import type { TenantLimits } from "../protect/tenant.ts";
-import { limitVector, type Ask, type Dimension, type DimensionState, type Verdict } from "../protect/limits/verdict.ts";
+import {
+  limitVector,
+  type Ask,
+  type Dimension,
+  type DimensionState,
+  type Verdict,
+} from "../protect/limits/verdict.ts";
 import { openRedisConnection, type RedisConnectionOptions } from "./redis-client.ts";
 import type { RedisConnection } from "./redis-connection.ts";
 import type { HangGuardConnection } from "./redis-guard.ts";
@@ -21,7 +27,13 @@ export const LIMITS_KEY_PREFIX = "switchyard:{limits}:";
  */
 export const CONCURRENCY_LEASE_MS = 15 * 60_000;
 
-const REFUSED: readonly (Dimension | undefined)[] = [undefined, "requests", "prompt_tokens", "output_tokens", "concurrent"];
+const REFUSED: readonly (Dimension | undefined)[] = [
+  undefined,
+  "requests",
+  "prompt_tokens",
+  "output_tokens",
+  "concurrent",
+];
 
 export interface RedisLimitCountersOptions {
   readonly connection: RedisConnection;
@@ -50,7 +62,12 @@ export class RedisLimitCounters {
   }
 
   /** Check `ask` and take it when every limited dimension has room. Throws when Redis does not answer. */
-  async acquire(tenant: string, limits: TenantLimits, ask: Ask, id: string): Promise<Verdict & { readonly bookedOutput: number }> {
+  async acquire(
+    tenant: string,
+    limits: TenantLimits,
+    ask: Ask,
+    id: string,
+  ): Promise<Verdict & { readonly bookedOutput: number }> {
     const lim = limitVector(limits);
     const reply = await ACQUIRE.run(this.#conn, this.#keys(tenant), [
       this.#nowArg(),
@@ -63,13 +80,18 @@ export class RedisLimitCounters {
       id,
       String(this.#leaseMs),
     ]);
-    if (!Array.isArray(reply) || reply.length < 12) throw new Error(`tenant limits: unexpected reply from Redis (${JSON.stringify(reply)?.slice(0, 80)})`);
+    if (!Array.isArray(reply) || reply.length < 12)
+      throw new Error(
+        `tenant limits: unexpected reply from Redis (${JSON.stringify(reply)?.slice(0, 80)})`,
+      );
     const n = reply.map(Number);
     const states: Partial<Record<Dimension, DimensionState>> = {};
     (["requests", "prompt_tokens", "output_tokens"] as const).forEach((d, i) => {
-      if (lim[d] > 0) states[d] = { limit: lim[d], remaining: n[4 + 2 * i]!, resetMs: n[5 + 2 * i]! };
+      if (lim[d] > 0)
+        states[d] = { limit: lim[d], remaining: n[4 + 2 * i]!, resetMs: n[5 + 2 * i]! };
     });
-    if (lim.concurrent > 0) states.concurrent = { limit: lim.concurrent, remaining: Math.max(0, n[10]!), resetMs: 0 };
+    if (lim.concurrent > 0)
+      states.concurrent = { limit: lim.concurrent, remaining: Math.max(0, n[10]!), resetMs: 0 };
     const allowed = n[0] === 1;
     return {
       allowed,
@@ -85,7 +107,14 @@ export class RedisLimitCounters {
    * The request `id` ended: free its slot, charge the output difference, and settle the prompt
    * charge to what the engine reported (`prompt`, when it did). Throws when Redis does not answer.
    */
-  async release(tenant: string, limits: TenantLimits, id: string, bookedOutput: number, outputTokens: number, prompt?: { readonly charged: number; readonly used: number }): Promise<void> {
+  async release(
+    tenant: string,
+    limits: TenantLimits,
+    id: string,
+    bookedOutput: number,
+    outputTokens: number,
+    prompt?: { readonly charged: number; readonly used: number },
+  ): Promise<void> {
     const lim = limitVector(limits);
     const promptDelta = prompt === undefined ? 0 : Math.round(prompt.used - prompt.charged);
     await RELEASE.run(this.#conn, this.#keys(tenant), [
@@ -111,13 +140,17 @@ export class RedisLimitCounters {
   }
 }
 
-export interface OpenRedisLimitCountersOptions extends Omit<RedisLimitCountersOptions, "connection">, RedisConnectionOptions {
+export interface OpenRedisLimitCountersOptions
+  extends Omit<RedisLimitCountersOptions, "connection">,
+    RedisConnectionOptions {
   /** redis://, rediss:// (RESP) or https:// (Upstash REST, with `token`). */
   readonly url: string;
 }
 
 /** Connect (by URL scheme, behind the hang guard) and build the counters. Redis being down at start is not an error. */
-export async function openRedisLimitCounters(o: OpenRedisLimitCountersOptions): Promise<RedisLimitCounters> {
+export async function openRedisLimitCounters(
+  o: OpenRedisLimitCountersOptions,
+): Promise<RedisLimitCounters> {
   const connection = await openRedisConnection(o.url, o);
   return new RedisLimitCounters({ ...o, connection });
 }

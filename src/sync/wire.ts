@@ -31,7 +31,11 @@ interface Origin {
 }
 
 export type SyncMessage =
-  | (Origin & { readonly kind: "events"; readonly seq: number; readonly events: readonly ActiveSequenceEvent[] })
+  | (Origin & {
+      readonly kind: "events";
+      readonly seq: number;
+      readonly events: readonly ActiveSequenceEvent[];
+    })
   | (Origin & {
       readonly kind: "snapshot";
       readonly seq: number;
@@ -65,11 +69,21 @@ function head(o: Origin, kind: SyncMessage["kind"]): string {
 }
 
 /** An events message from events already encoded with encodeEvent. */
-export function encodeEventsMessage(o: Origin, seq: number, encodedEvents: readonly string[]): string {
+export function encodeEventsMessage(
+  o: Origin,
+  seq: number,
+  encodedEvents: readonly string[],
+): string {
   return `${head(o, "events")},"seq":${seq},"events":[${encodedEvents.join(",")}]}`;
 }
 
-export function encodeSnapshotMessage(o: Origin, seq: number, part: number, last: boolean, encodedEvents: readonly string[]): string {
+export function encodeSnapshotMessage(
+  o: Origin,
+  seq: number,
+  part: number,
+  last: boolean,
+  encodedEvents: readonly string[],
+): string {
   return `${head(o, "snapshot")},"seq":${seq},"part":${part},"last":${last},"events":[${encodedEvents.join(",")}]}`;
 }
 
@@ -90,7 +104,13 @@ const U64_STRING = v.pipe(
 const SEQ = v.pipe(v.number(), v.integer(), v.minValue(0));
 
 const Envelope = v.variant("kind", [
-  v.object({ kind: v.literal("events"), router_id: U64_STRING, epoch: v.string(), seq: SEQ, events: v.array(v.unknown()) }),
+  v.object({
+    kind: v.literal("events"),
+    router_id: U64_STRING,
+    epoch: v.string(),
+    seq: SEQ,
+    events: v.array(v.unknown()),
+  }),
   v.object({
     kind: v.literal("snapshot"),
     router_id: U64_STRING,
@@ -101,7 +121,12 @@ const Envelope = v.variant("kind", [
     events: v.array(v.unknown()),
   }),
   v.object({ kind: v.literal("heartbeat"), router_id: U64_STRING, epoch: v.string(), seq: SEQ }),
-  v.object({ kind: v.literal("resync"), router_id: U64_STRING, epoch: v.string(), target: U64_STRING }),
+  v.object({
+    kind: v.literal("resync"),
+    router_id: U64_STRING,
+    epoch: v.string(),
+    target: U64_STRING,
+  }),
 ]);
 
 export interface Decoded {
@@ -122,8 +147,10 @@ export function decodeMessage(text: string): Decoded | undefined {
   if (!env.success) return undefined;
   const m = env.output;
   const origin = { routerId: m.router_id, epoch: m.epoch };
-  if (m.kind === "heartbeat") return { message: { ...origin, kind: "heartbeat", seq: m.seq }, invalidEvents: 0 };
-  if (m.kind === "resync") return { message: { ...origin, kind: "resync", target: m.target }, invalidEvents: 0 };
+  if (m.kind === "heartbeat")
+    return { message: { ...origin, kind: "heartbeat", seq: m.seq }, invalidEvents: 0 };
+  if (m.kind === "resync")
+    return { message: { ...origin, kind: "resync", target: m.target }, invalidEvents: 0 };
   const events: ActiveSequenceEvent[] = [];
   let invalid = 0;
   for (const raw of m.events) {
@@ -142,7 +169,8 @@ export function decodeMessage(text: string): Decoded | undefined {
 
 /** One ActiveSequenceEvent; the sequence hashes are taken out, read in one loop, and put back. */
 function decodeEvent(raw: unknown): ActiveSequenceEvent | undefined {
-  const add = (raw as { data?: { AddRequest?: { token_sequence?: unknown } } } | null)?.data?.AddRequest;
+  const add = (raw as { data?: { AddRequest?: { token_sequence?: unknown } } } | null)?.data
+    ?.AddRequest;
   let tokens: BigUint64Array | null = null;
   if (add && typeof add === "object" && Array.isArray(add.token_sequence)) {
     const read = readU64Array(add.token_sequence);

@@ -25,14 +25,19 @@ export class AddedTokenFinder {
   private readonly first: string;
 
   constructor(contents: readonly string[]) {
-    if (contents.length === 0 || contents.some((t) => t.length === 0)) throw new Error("added tokens must be non-empty strings");
-    const source = [...contents].sort((a, b) => b.length - a.length).map(escapeRegExp).join("|");
+    if (contents.length === 0 || contents.some((t) => t.length === 0))
+      throw new Error("added tokens must be non-empty strings");
+    const source = [...contents]
+      .sort((a, b) => b.length - a.length)
+      .map(escapeRegExp)
+      .join("|");
     this.anywhere = new RegExp(source, "gu");
     this.sticky = new RegExp(source, "uy");
     const firsts = new Set(contents.map((t) => t.charCodeAt(0)));
     const [only] = firsts;
     // A surrogate would need the regex's code point stepping (never split a pair): leave it to the regex.
-    this.first = firsts.size === 1 && (only! < 0xd800 || only! > 0xdfff) ? String.fromCharCode(only!) : "";
+    this.first =
+      firsts.size === 1 && (only! < 0xd800 || only! > 0xdfff) ? String.fromCharCode(only!) : "";
   }
 
   /** Where the next token at or after `from` starts (its text in `found`), or -1. */

@@ -26,11 +26,25 @@ export interface BpeTokenizerJson {
   normalizer?: { type?: string; normalizers?: { type?: string }[] } | null;
   pre_tokenizer?: {
     type?: string;
-    pretokenizers?: { type?: string; pattern?: { Regex?: string }; behavior?: string; invert?: boolean; add_prefix_space?: boolean; use_regex?: boolean }[];
+    pretokenizers?: {
+      type?: string;
+      pattern?: { Regex?: string };
+      behavior?: string;
+      invert?: boolean;
+      add_prefix_space?: boolean;
+      use_regex?: boolean;
+    }[];
   } | null;
   post_processor?: PostProcessorJson | null;
   decoder?: { type?: string } | null;
-  added_tokens?: { id: number; content: string; lstrip?: boolean; rstrip?: boolean; single_word?: boolean; normalized?: boolean }[];
+  added_tokens?: {
+    id: number;
+    content: string;
+    lstrip?: boolean;
+    rstrip?: boolean;
+    single_word?: boolean;
+    normalized?: boolean;
+  }[];
   model?: {
     type?: string;
     dropout?: number | null;
@@ -85,7 +99,9 @@ const BYTE_CHAR: readonly number[] = (() => {
 })();
 const CHAR_BYTE = new Map<number, number>(BYTE_CHAR.map((c, b) => [c, b]));
 
-function templateIds(pp: PostProcessorJson | null | undefined): { prefix: number[]; suffix: number[] } | string {
+function templateIds(
+  pp: PostProcessorJson | null | undefined,
+): { prefix: number[]; suffix: number[] } | string {
   if (pp === null || pp === undefined || pp.type === "ByteLevel") return { prefix: [], suffix: [] };
   if (pp.type === "Sequence") {
     let found: { prefix: number[]; suffix: number[] } = { prefix: [], suffix: [] };
@@ -105,7 +121,8 @@ function templateIds(pp: PostProcessorJson | null | undefined): { prefix: number
     let seen = false;
     for (const item of pp.single ?? []) {
       if ("Sequence" in item && item.Sequence !== undefined) {
-        if (item.Sequence.id !== "A" || seen) return "a single template other than [specials, A, specials]";
+        if (item.Sequence.id !== "A" || seen)
+          return "a single template other than [specials, A, specials]";
         seen = true;
       } else if ("SpecialToken" in item && item.SpecialToken !== undefined) {
         const ids = pp.special_tokens?.[item.SpecialToken.id]?.ids;
@@ -125,7 +142,8 @@ export function byteLevelBpePlan(tokenizer: BpeTokenizerJson): ByteLevelBpePlan 
   if (m?.type !== "BPE") return `model ${m?.type} is not BPE`;
   if (m.dropout !== null && m.dropout !== undefined && m.dropout !== 0) return "BPE dropout";
   if (m.byte_fallback === true) return "byte_fallback";
-  if ((m.continuing_subword_prefix ?? "") !== "" || (m.end_of_word_suffix ?? "") !== "") return "subword prefix/suffix";
+  if ((m.continuing_subword_prefix ?? "") !== "" || (m.end_of_word_suffix ?? "") !== "")
+    return "subword prefix/suffix";
   if (m.vocab === undefined || !Array.isArray(m.merges)) return "no vocab or merges";
   const n = tokenizer.normalizer;
   let nfc = false;
@@ -137,15 +155,22 @@ export function byteLevelBpePlan(tokenizer: BpeTokenizerJson): ByteLevelBpePlan 
   const pre = tokenizer.pre_tokenizer;
   const steps = pre?.type === "Sequence" ? (pre.pretokenizers ?? []) : [];
   const bytes = steps.at(-1);
-  const splits = steps.slice(0, -1).map((x) =>
-    x.type === "Split" && typeof x.pattern?.Regex === "string" &&
-    ((x.behavior === "Isolated" && x.invert !== true) || (x.behavior === "Removed" && x.invert === true))
-      ? { regex: x.pattern.Regex, matchesOnly: x.behavior === "Removed" }
-      : undefined,
-  );
+  const splits = steps
+    .slice(0, -1)
+    .map((x) =>
+      x.type === "Split" &&
+      typeof x.pattern?.Regex === "string" &&
+      ((x.behavior === "Isolated" && x.invert !== true) ||
+        (x.behavior === "Removed" && x.invert === true))
+        ? { regex: x.pattern.Regex, matchesOnly: x.behavior === "Removed" }
+        : undefined,
+    );
   if (
-    splits.length === 0 || splits.includes(undefined) ||
-    bytes?.type !== "ByteLevel" || bytes.add_prefix_space === true || bytes.use_regex === true
+    splits.length === 0 ||
+    splits.includes(undefined) ||
+    bytes?.type !== "ByteLevel" ||
+    bytes.add_prefix_space === true ||
+    bytes.use_regex === true
   ) {
     return "pre-tokenizer is not Sequence[Split(Regex, Isolated | Removed+invert)..., ByteLevel(no prefix space, no regex)]";
   }
@@ -154,7 +179,8 @@ export function byteLevelBpePlan(tokenizer: BpeTokenizerJson): ByteLevelBpePlan 
   const odd = added.find((t) => t.lstrip || t.rstrip || t.single_word);
   if (odd) return `added token ${JSON.stringify(odd.content)} strips whitespace`;
   for (let b = 0; b < 256; b++) {
-    if (m.vocab[String.fromCharCode(BYTE_CHAR[b]!)] === undefined) return `byte ${b} is not in the vocab`;
+    if (m.vocab[String.fromCharCode(BYTE_CHAR[b]!)] === undefined)
+      return `byte ${b} is not in the vocab`;
   }
   const template = templateIds(tokenizer.post_processor);
   if (typeof template === "string") return template;
@@ -164,7 +190,9 @@ export function byteLevelBpePlan(tokenizer: BpeTokenizerJson): ByteLevelBpePlan 
     splits: splits as { regex: string; matchesOnly: boolean }[],
     nfc,
     ignoreMerges: m.ignore_merges === true,
-    added: added.filter((t) => t.content.length > 0).map((t) => ({ id: t.id, content: t.content, normalized: t.normalized === true })),
+    added: added
+      .filter((t) => t.content.length > 0)
+      .map((t) => ({ id: t.id, content: t.content, normalized: t.normalized === true })),
     ...template,
   };
 }
@@ -221,7 +249,11 @@ export class ByteLevelBpe {
    * matches at a position: the pattern's hand-written pre-tokenizer where it has one
    * (split-matchers.ts), else the regex made sticky.
    */
-  private readonly splitters: readonly { readonly re: RegExp; readonly matchAt: SplitMatcher; readonly matchesOnly: boolean }[];
+  private readonly splitters: readonly {
+    readonly re: RegExp;
+    readonly matchAt: SplitMatcher;
+    readonly matchesOnly: boolean;
+  }[];
   /** Added tokens matched on the raw text, and those matched on a piece's normalized text. */
   private readonly addedFinder: AddedTokenFinder | undefined;
   private readonly normalizedFinder: AddedTokenFinder | undefined;
@@ -294,8 +326,16 @@ export class ByteLevelBpe {
       this.mergedByRank[rank] = merged;
     });
     this.splitters = plan.splits.map(({ regex, matchesOnly }) => {
-      const compiled = (new SplitPreTokenizer({ type: "Split", pattern: { Regex: regex }, behavior: "Isolated", invert: false }) as unknown as { pattern: unknown }).pattern;
-      if (!(compiled instanceof RegExp)) throw new Error(`the split regex ${JSON.stringify(regex)} did not compile`);
+      const compiled = (
+        new SplitPreTokenizer({
+          type: "Split",
+          pattern: { Regex: regex },
+          behavior: "Isolated",
+          invert: false,
+        }) as unknown as { pattern: unknown }
+      ).pattern;
+      if (!(compiled instanceof RegExp))
+        throw new Error(`the split regex ${JSON.stringify(regex)} did not compile`);
       const sticky = new RegExp(compiled.source, `${compiled.flags.replace("g", "")}y`);
       // test(), not exec(): no match array to allocate per piece; the sticky match is [pos, lastIndex).
       const byRegex: SplitMatcher = (text, pos) => {
@@ -304,10 +344,13 @@ export class ByteLevelBpe {
       };
       return { re: compiled, matchAt: handWrittenMatcher(regex) ?? byRegex, matchesOnly };
     });
-    const finder = (contents: string[]) => (contents.length === 0 ? undefined : new AddedTokenFinder(contents));
+    const finder = (contents: string[]) =>
+      contents.length === 0 ? undefined : new AddedTokenFinder(contents);
     const norm = (c: string) => (plan.nfc ? c.normalize("NFC") : c);
     this.addedFinder = finder(plan.added.filter((t) => !t.normalized).map((t) => t.content));
-    this.normalizedFinder = finder(plan.added.filter((t) => t.normalized).map((t) => norm(t.content)));
+    this.normalizedFinder = finder(
+      plan.added.filter((t) => t.normalized).map((t) => norm(t.content)),
+    );
     for (const t of plan.added) {
       this.addedId.set(t.normalized ? norm(t.content) : t.content, t.id);
       spelled[t.id] = this.utf8.encode(t.content);
@@ -337,9 +380,15 @@ export class ByteLevelBpe {
    * between go on: raw pieces to normalization (then the normalized added tokens), normalized
    * ones to the splits.
    */
-  private cutAdded(text: string, finder: AddedTokenFinder | undefined, out: IdBuffer, raw: boolean): void {
+  private cutAdded(
+    text: string,
+    finder: AddedTokenFinder | undefined,
+    out: IdBuffer,
+    raw: boolean,
+  ): void {
     const next = (piece: string) => {
-      if (raw) this.cutAdded(this.nfc ? piece.normalize("NFC") : piece, this.normalizedFinder, out, false);
+      if (raw)
+        this.cutAdded(this.nfc ? piece.normalize("NFC") : piece, this.normalizedFinder, out, false);
       else this.split(piece, 0, out);
     };
     if (finder === undefined) {
@@ -604,7 +653,6 @@ export class ByteLevelBpe {
     }
     return this.lossy.decode(buf);
   }
-
 }
 
 function splitMerge(s: string): [string, string] {
@@ -615,8 +663,16 @@ function splitMerge(s: string): [string, string] {
 /** transformers' `clean_up_tokenization` (tokenization_utils_base.py), applied by decode when the config asks. */
 function cleanUpTokenization(s: string): string {
   return s
-    .replaceAll(" .", ".").replaceAll(" ?", "?").replaceAll(" !", "!").replaceAll(" ,", ",").replaceAll(" ' ", "'")
-    .replaceAll(" n't", "n't").replaceAll(" 'm", "'m").replaceAll(" 's", "'s").replaceAll(" 've", "'ve").replaceAll(" 're", "'re");
+    .replaceAll(" .", ".")
+    .replaceAll(" ?", "?")
+    .replaceAll(" !", "!")
+    .replaceAll(" ,", ",")
+    .replaceAll(" ' ", "'")
+    .replaceAll(" n't", "n't")
+    .replaceAll(" 'm", "'m")
+    .replaceAll(" 's", "'s")
+    .replaceAll(" 've", "'ve")
+    .replaceAll(" 're", "'re");
 }
 
 /**

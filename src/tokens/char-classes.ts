@@ -44,7 +44,8 @@ function buildPlane(plane: number): Uint8Array {
   // apply() on array-likes, not fromCharCode(...chunk): spreading a typed array walks its
   // iterator (~60 ms here); and not a "utf-16le" TextDecoder, which not every runtime has.
   let text = "";
-  for (let i = 0; i < codes.length; i += 4096) text += String.fromCharCode.apply(null, codes.subarray(i, i + 4096) as unknown as number[]);
+  for (let i = 0; i < codes.length; i += 4096)
+    text += String.fromCharCode.apply(null, codes.subarray(i, i + 4096) as unknown as number[]);
   for (const [bit, re] of PROPERTIES) {
     re.lastIndex = 0;
     for (let m = re.exec(text); m !== null; m = re.exec(text)) {

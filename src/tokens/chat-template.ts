@@ -26,7 +26,20 @@ export interface CompiledChatTemplate {
 /** transformers' continue_final_message marker (render_jinja_template, 5.18). */
 const CONTINUE_TAG = "CONTINUE_FINAL_MESSAGE_TAG ";
 
-const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const MONTHS = [
+  "January",
+  "February",
+  "March",
+  "April",
+  "May",
+  "June",
+  "July",
+  "August",
+  "September",
+  "October",
+  "November",
+  "December",
+];
 const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 
 /**
@@ -38,23 +51,41 @@ export function strftime(ms: number, format: string): string {
   const pad = (n: number, w = 2) => String(n).padStart(w, "0");
   return format.replace(/%([a-zA-Z%])/g, (all, c: string) => {
     switch (c) {
-      case "Y": return String(d.getUTCFullYear());
-      case "y": return pad(d.getUTCFullYear() % 100);
-      case "m": return pad(d.getUTCMonth() + 1);
-      case "d": return pad(d.getUTCDate());
-      case "e": return String(d.getUTCDate()).padStart(2, " ");
-      case "B": return MONTHS[d.getUTCMonth()]!;
-      case "b": case "h": return MONTHS[d.getUTCMonth()]!.slice(0, 3);
-      case "A": return DAYS[d.getUTCDay()]!;
-      case "a": return DAYS[d.getUTCDay()]!.slice(0, 3);
-      case "H": return pad(d.getUTCHours());
-      case "I": return pad(((d.getUTCHours() + 11) % 12) + 1);
-      case "p": return d.getUTCHours() < 12 ? "AM" : "PM";
-      case "M": return pad(d.getUTCMinutes());
-      case "S": return pad(d.getUTCSeconds());
-      case "j": return pad(Math.floor((ms - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000) + 1, 3);
-      case "%": return "%";
-      default: return all;
+      case "Y":
+        return String(d.getUTCFullYear());
+      case "y":
+        return pad(d.getUTCFullYear() % 100);
+      case "m":
+        return pad(d.getUTCMonth() + 1);
+      case "d":
+        return pad(d.getUTCDate());
+      case "e":
+        return String(d.getUTCDate()).padStart(2, " ");
+      case "B":
+        return MONTHS[d.getUTCMonth()]!;
+      case "b":
+      case "h":
+        return MONTHS[d.getUTCMonth()]!.slice(0, 3);
+      case "A":
+        return DAYS[d.getUTCDay()]!;
+      case "a":
+        return DAYS[d.getUTCDay()]!.slice(0, 3);
+      case "H":
+        return pad(d.getUTCHours());
+      case "I":
+        return pad(((d.getUTCHours() + 11) % 12) + 1);
+      case "p":
+        return d.getUTCHours() < 12 ? "AM" : "PM";
+      case "M":
+        return pad(d.getUTCMinutes());
+      case "S":
+        return pad(d.getUTCSeconds());
+      case "j":
+        return pad(Math.floor((ms - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000) + 1, 3);
+      case "%":
+        return "%";
+      default:
+        return all;
     }
   });
 }
@@ -87,7 +118,11 @@ class JinjaChatTemplate implements CompiledChatTemplate {
     }
   }
 
-  render(messages: readonly Record<string, unknown>[], context: TemplateContext, continueFinalMessage: boolean): string {
+  render(
+    messages: readonly Record<string, unknown>[],
+    context: TemplateContext,
+    continueFinalMessage: boolean,
+  ): string {
     let chat = messages;
     let finalMessage = "";
     if (continueFinalMessage) {
@@ -95,14 +130,24 @@ class JinjaChatTemplate implements CompiledChatTemplate {
       const last = messages[messages.length - 1];
       const content = last?.content;
       if (content === undefined || content === null) {
-        throw new RouterError("invalid_request", 'continue_final_message is set but the final message has no "content" to continue', "messages");
+        throw new RouterError(
+          "invalid_request",
+          'continue_final_message is set but the final message has no "content" to continue',
+          "messages",
+        );
       }
       if (!this.source.includes("content")) {
-        throw new RouterError("invalid_request", 'continue_final_message is set to "content" but this is not an accepted field in the chat_template', "continue_final_message");
+        throw new RouterError(
+          "invalid_request",
+          'continue_final_message is set to "content" but this is not an accepted field in the chat_template',
+          "continue_final_message",
+        );
       }
       let tagged: unknown;
       if (Array.isArray(content)) {
-        const blocks = content.map((b) => (b !== null && typeof b === "object" ? { ...(b as object) } : b)) as Record<string, unknown>[];
+        const blocks = content.map((b) =>
+          b !== null && typeof b === "object" ? { ...(b as object) } : b,
+        ) as Record<string, unknown>[];
         let i = blocks.length - 1;
         for (; i >= 0; i--) {
           const b = blocks[i];
@@ -112,7 +157,12 @@ class JinjaChatTemplate implements CompiledChatTemplate {
             break;
           }
         }
-        if (i < 0) throw new RouterError("invalid_request", "continue_final_message is set but we could not find any text to continue in the final message", "messages");
+        if (i < 0)
+          throw new RouterError(
+            "invalid_request",
+            "continue_final_message is set but we could not find any text to continue in the final message",
+            "messages",
+          );
         tagged = blocks;
       } else {
         finalMessage = String(content);
@@ -126,7 +176,12 @@ class JinjaChatTemplate implements CompiledChatTemplate {
       // environment here: the same globals (jinja's and transformers'), then the context.
       const env = new Environment();
       const globals: Record<string, unknown> = {
-        true: true, false: false, none: null, True: true, False: false, None: null,
+        true: true,
+        false: false,
+        none: null,
+        True: true,
+        False: false,
+        None: null,
         range: pythonRange,
         strftime_now: (format: string) => strftime(this.now(), format),
         raise_exception: (message: unknown) => {
@@ -144,7 +199,11 @@ class JinjaChatTemplate implements CompiledChatTemplate {
     if (!continueFinalMessage) return rendered;
     const tag = CONTINUE_TAG.trim();
     if (!rendered.includes(finalMessage.trim()) || !rendered.includes(tag)) {
-      throw new RouterError("invalid_request", "continue_final_message is set but the final message does not appear in the chat after applying the chat template", "messages");
+      throw new RouterError(
+        "invalid_request",
+        "continue_final_message is set but the final message does not appear in the chat after applying the chat template",
+        "messages",
+      );
     }
     const at = rendered.lastIndexOf(tag);
     // The template kept the tag's trailing space: cut exactly; otherwise it trimmed the message.

@@ -48,8 +48,14 @@ function isAttr(node: unknown, name: string, key: string): boolean {
 /** vLLM's `_is_var_or_elems_access`: through filters, tests and slices. */
 function isVarOrElems(node: unknown, name: string, key?: string): boolean {
   if (!isNode(node)) return false;
-  if (node.type === "FilterExpression" || node.type === "TestExpression") return isVarOrElems(node.operand, name, key);
-  if (node.type === "MemberExpression" && node.computed && isNode(node.property) && node.property.type === "SliceExpression") {
+  if (node.type === "FilterExpression" || node.type === "TestExpression")
+    return isVarOrElems(node.operand, name, key);
+  if (
+    node.type === "MemberExpression" &&
+    node.computed &&
+    isNode(node.property) &&
+    node.property.type === "SliceExpression"
+  ) {
     return isVarOrElems(node.object, name, key);
   }
   return key === undefined ? isVar(node, name) : isAttr(node, name, key);

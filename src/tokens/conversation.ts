@@ -32,7 +32,8 @@ const TEXT_PARTS: Readonly<Record<string, string>> = {
 function contentTexts(content: unknown, field: string): string[] {
   if (content === undefined || content === null) return [];
   if (typeof content === "string") return [content];
-  if (!Array.isArray(content)) invalid(field, "must be a string, null or an array of content parts");
+  if (!Array.isArray(content))
+    invalid(field, "must be a string, null or an array of content parts");
   const texts: string[] = [];
   content.forEach((part: unknown, i) => {
     const f = `${field}[${i}]`;
@@ -44,7 +45,10 @@ function contentTexts(content: unknown, field: string): string[] {
     const type = part.type;
     const key = typeof type === "string" ? TEXT_PARTS[type] : undefined;
     if (key === undefined) {
-      invalid(`${f}.type`, `only text content parts are supported by the router's tokenizer (got ${JSON.stringify(type ?? null)})`);
+      invalid(
+        `${f}.type`,
+        `only text content parts are supported by the router's tokenizer (got ${JSON.stringify(type ?? null)})`,
+      );
     }
     const text = part[key];
     if (text === undefined || text === null) {
@@ -86,7 +90,8 @@ function parseMessage(m: unknown, i: number, format: ContentFormat): Conversatio
   const field = `messages[${i}]`;
   if (!isObject(m)) invalid(field, "must be an object");
   const role = m.role;
-  if (typeof role !== "string" || role === "") invalid(`${field}.role`, "must be a non-empty string");
+  if (typeof role !== "string" || role === "")
+    invalid(`${field}.role`, "must be a non-empty string");
   const texts = contentTexts(m.content, `${field}.content`);
   const out: ConversationMessage = {
     role,
@@ -120,7 +125,10 @@ export function withoutMediaParts(messages: unknown): { messages: unknown; dropp
   const out = messages.map((m: unknown) => {
     if (!isObject(m) || !Array.isArray(m.content)) return m;
     const content = m.content.filter(
-      (p: unknown) => typeof p === "string" || !isObject(p) || (typeof p.type === "string" && TEXT_PARTS[p.type] !== undefined),
+      (p: unknown) =>
+        typeof p === "string" ||
+        !isObject(p) ||
+        (typeof p.type === "string" && TEXT_PARTS[p.type] !== undefined),
     );
     if (content.length === m.content.length) return m;
     dropped = true;
@@ -130,7 +138,8 @@ export function withoutMediaParts(messages: unknown): { messages: unknown; dropp
 }
 
 export function parseConversation(messages: unknown, format: ContentFormat): ConversationMessage[] {
-  if (!Array.isArray(messages) || messages.length === 0) invalid("messages", "must be a non-empty array");
+  if (!Array.isArray(messages) || messages.length === 0)
+    invalid("messages", "must be a non-empty array");
   return messages.map((m, i) => parseMessage(m, i, format));
 }
 
@@ -150,7 +159,11 @@ export function toolDicts(tools: unknown): Record<string, unknown>[] | null {
     const fn = t.function;
     if (!isObject(fn)) invalid(`${f}.function`, "must be an object");
     if (typeof fn.name !== "string") invalid(`${f}.function.name`, "must be a string");
-    if (fn.description !== undefined && fn.description !== null && typeof fn.description !== "string") {
+    if (
+      fn.description !== undefined &&
+      fn.description !== null &&
+      typeof fn.description !== "string"
+    ) {
       invalid(`${f}.function.description`, "must be a string");
     }
     if (fn.parameters !== undefined && fn.parameters !== null && !isObject(fn.parameters)) {
@@ -160,7 +173,12 @@ export function toolDicts(tools: unknown): Record<string, unknown>[] | null {
     const { type: _type, function: _fn, ...toolExtra } = t;
     return {
       type: "function",
-      function: { name, description: description ?? null, parameters: parameters ?? null, ...fnExtra },
+      function: {
+        name,
+        description: description ?? null,
+        parameters: parameters ?? null,
+        ...fnExtra,
+      },
       ...toolExtra,
     };
   });

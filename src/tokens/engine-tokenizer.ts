@@ -44,7 +44,12 @@ export interface BpeGuardDifference {
 
 export type BpeGuardResult =
   | { readonly agree: true; readonly inputs: number; readonly tokens: number }
-  | { readonly agree: false; readonly inputs: number; readonly tokens: number; readonly difference: BpeGuardDifference };
+  | {
+      readonly agree: false;
+      readonly inputs: number;
+      readonly tokens: number;
+      readonly difference: BpeGuardDifference;
+    };
 
 /**
  * The encoder a tokenizer got: the byte-level BPE (bpe-library.ts), the pure-JS library or HF's

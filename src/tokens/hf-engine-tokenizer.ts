@@ -8,7 +8,12 @@ import { RouterError } from "../core/errors.ts";
 import { type CompiledChatTemplate, compileChatTemplate } from "./chat-template.ts";
 import { type ContentFormat, detectContentFormat } from "./content-format.ts";
 import { parseConversation, toolDicts } from "./conversation.ts";
-import type { ChatTemplateRequest, EncoderChoice, EngineTokenizer, TokenizerLibrary } from "./engine-tokenizer.ts";
+import type {
+  ChatTemplateRequest,
+  EncoderChoice,
+  EngineTokenizer,
+  TokenizerLibrary,
+} from "./engine-tokenizer.ts";
 import { type ModelFiles, pickChatTemplate } from "./model-files.ts";
 import { SegmentCache, type SegmentPlan } from "./segment-cache.ts";
 
@@ -37,7 +42,10 @@ function concat(parts: readonly Uint32Array[], total: number): Uint32Array {
 
 export class HfEngineTokenizer implements EngineTokenizer {
   readonly implementation: string;
-  private readonly compiled = new Map<string, { template: CompiledChatTemplate; format: ContentFormat }>();
+  private readonly compiled = new Map<
+    string,
+    { template: CompiledChatTemplate; format: ContentFormat }
+  >();
   private cache: SegmentCache | undefined;
 
   constructor(
@@ -86,11 +94,15 @@ export class HfEngineTokenizer implements EngineTokenizer {
 
   renderChat(req: ChatTemplateRequest): string {
     if (req.chat_template !== undefined && req.chat_template !== null) {
-      invalid("chat_template", "a request may not choose the chat template (vLLM rejects it unless --trust-request-chat-template)");
+      invalid(
+        "chat_template",
+        "a request may not choose the chat template (vLLM rejects it unless --trust-request-chat-template)",
+      );
     }
     const tools = toolDicts(req.tools);
     const source = pickChatTemplate(this.files.chatTemplates, tools !== null);
-    if (source === undefined) invalid("messages", `the model at ${this.files.dir} has no chat template`);
+    if (source === undefined)
+      invalid("messages", `the model at ${this.files.dir} has no chat template`);
     const { template, format } = this.template(source);
     const messages = parseConversation(req.messages, format);
 
@@ -100,23 +112,38 @@ export class HfEngineTokenizer implements EngineTokenizer {
     if (kw !== undefined && kw !== null && (typeof kw !== "object" || Array.isArray(kw))) {
       invalid("chat_template_kwargs", "must be an object");
     }
-    const kwargs: Record<string, unknown> = { tools, ...(kw as Record<string, unknown> | undefined) };
+    const kwargs: Record<string, unknown> = {
+      tools,
+      ...(kw as Record<string, unknown> | undefined),
+    };
     for (const k of Object.keys(kwargs)) {
-      if (FORBIDDEN_KWARGS.has(k)) invalid(`chat_template_kwargs.${k}`, "may not be set by a request");
+      if (FORBIDDEN_KWARGS.has(k))
+        invalid(`chat_template_kwargs.${k}`, "may not be set by a request");
     }
     delete kwargs.tokenize;
-    const addGenerationPrompt = optionalBool(req.add_generation_prompt, "add_generation_prompt", true);
+    const addGenerationPrompt = optionalBool(
+      req.add_generation_prompt,
+      "add_generation_prompt",
+      true,
+    );
     const continueFinal = optionalBool(req.continue_final_message, "continue_final_message", false);
     if (addGenerationPrompt && continueFinal) {
-      invalid("continue_final_message", "cannot set both `continue_final_message` and `add_generation_prompt` to true");
+      invalid(
+        "continue_final_message",
+        "cannot set both `continue_final_message` and `add_generation_prompt` to true",
+      );
     }
     if (req.documents !== undefined && req.documents !== null) {
-      if (!Array.isArray(req.documents) || req.documents.some((d) => d === null || typeof d !== "object" || Array.isArray(d))) {
+      if (
+        !Array.isArray(req.documents) ||
+        req.documents.some((d) => d === null || typeof d !== "object" || Array.isArray(d))
+      ) {
         invalid("documents", "must be a list of objects");
       }
       kwargs.documents = req.documents;
     }
-    if (req.reasoning_effort !== undefined && req.reasoning_effort !== null) kwargs.reasoning_effort = req.reasoning_effort;
+    if (req.reasoning_effort !== undefined && req.reasoning_effort !== null)
+      kwargs.reasoning_effort = req.reasoning_effort;
     delete kwargs.add_generation_prompt;
     delete kwargs.continue_final_message;
 
@@ -134,12 +161,16 @@ export class HfEngineTokenizer implements EngineTokenizer {
 
   async encodeChat(req: ChatTemplateRequest, addSpecialTokens = false): Promise<Uint32Array> {
     const text = this.renderChat(req);
-    if (addSpecialTokens || this.cache === undefined) return await this.encoder.encode(text, addSpecialTokens);
+    if (addSpecialTokens || this.cache === undefined)
+      return await this.encoder.encode(text, addSpecialTokens);
     return await this.encodeSegmented(text, this.cache);
   }
 
   /** Ids of `text` without special tokens, piece by piece through the cache. */
-  async encodeSegmented(text: string, cache: SegmentCache | undefined = this.cache): Promise<Uint32Array> {
+  async encodeSegmented(
+    text: string,
+    cache: SegmentCache | undefined = this.cache,
+  ): Promise<Uint32Array> {
     const plan = this.plan!;
     const pieces = plan.cut(text);
     const parts: Uint32Array[] = new Array(pieces.length);

@@ -1,4 +1,10 @@
-export { ASSISTANT_PREFIX, type ChatMessage, renderChat, tokenizeChat, tokenizeText } from "./tokenize.ts";
+export {
+  ASSISTANT_PREFIX,
+  type ChatMessage,
+  renderChat,
+  tokenizeChat,
+  tokenizeText,
+} from "./tokenize.ts";
 export { chatPromptTokens, completionPromptTokens, promptTokens } from "./prompt.ts";
 export type {
   ChatTemplateRequest,

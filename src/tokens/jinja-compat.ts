@@ -21,9 +21,15 @@
 import { Environment, Interpreter } from "@huggingface/jinja";
 
 /** Python's str.isspace() characters. */
-const PY_SPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
+const PY_SPACE =
+  "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
 
-export function pyStrip(s: string, chars: string | null | undefined, left: boolean, right: boolean): string {
+export function pyStrip(
+  s: string,
+  chars: string | null | undefined,
+  left: boolean,
+  right: boolean,
+): string {
   const set = chars === null || chars === undefined ? PY_SPACE : chars;
   // Chat templates strip whole messages: scan code units from the ends, no copies. A set
   // with astral characters (surrogate pairs) is matched by code point instead.
@@ -83,7 +89,12 @@ function pyReprString(s: string): string {
     else if (ch === "\t") out += "\\t";
     else if (ch !== " " && NOT_PRINTABLE.test(ch)) {
       // str.isprintable() is false for categories C* and Z* (but the space): escaped by size.
-      out += c < 0x100 ? `\\x${c.toString(16).padStart(2, "0")}` : c < 0x10000 ? `\\u${c.toString(16).padStart(4, "0")}` : `\\U${c.toString(16).padStart(8, "0")}`;
+      out +=
+        c < 0x100
+          ? `\\x${c.toString(16).padStart(2, "0")}`
+          : c < 0x10000
+            ? `\\u${c.toString(16).padStart(4, "0")}`
+            : `\\U${c.toString(16).padStart(8, "0")}`;
     } else out += ch;
   }
   return out + q;
@@ -111,13 +122,35 @@ function pyRepr(v: RV): string {
 type FilterNode = { type: string; value?: string; callee?: { value?: string }; args?: unknown[] };
 
 /** Filters that give "" on an undefined value in Python Jinja (str(Undefined) is ""). */
-const UNDEFINED_AS_EMPTY_STRING = new Set(["trim", "upper", "lower", "title", "capitalize", "string", "first", "last", "join"]);
+const UNDEFINED_AS_EMPTY_STRING = new Set([
+  "trim",
+  "upper",
+  "lower",
+  "title",
+  "capitalize",
+  "string",
+  "first",
+  "last",
+  "join",
+]);
 
 /** Filters Python Jinja applies to str(value) (do_trim, do_upper, ...). */
 const STR_FILTERS = new Set(["trim", "upper", "lower", "title", "capitalize"]);
 
 /** AST node types that are statements (their NullValue result means "no output"). */
-const STATEMENTS = new Set(["__IterationScope", "Program", "If", "For", "Break", "Continue", "Set", "Macro", "Comment", "FilterStatement", "CallStatement"]);
+const STATEMENTS = new Set([
+  "__IterationScope",
+  "Program",
+  "If",
+  "For",
+  "Break",
+  "Continue",
+  "Set",
+  "Macro",
+  "Comment",
+  "FilterStatement",
+  "CallStatement",
+]);
 type Builtins = Map<string, unknown>;
 
 let applied = false;
@@ -128,14 +161,18 @@ export function applyJinjaCompat(): void {
   // The runtime value classes are not exported; reach them through values the library makes.
   const env = new Environment();
   const str = env.set("s", "x") as unknown as { constructor: { prototype: object } };
-  const fnValue = (env.set("f", () => null) as unknown as { constructor: new (fn: (args: RV[]) => unknown) => unknown })
-    .constructor;
+  const fnValue = (
+    env.set("f", () => null) as unknown as {
+      constructor: new (fn: (args: RV[]) => unknown) => unknown;
+    }
+  ).constructor;
   const arr = env.set("a", []) as unknown as { constructor: new (v: unknown[]) => unknown };
   const StringProto = str.constructor.prototype;
   const StringCtor = str.constructor as unknown as new (v: string) => RV;
   const ArrayCtor = arr.constructor;
   const desc = Object.getOwnPropertyDescriptor(StringProto, "builtins");
-  if (desc?.get === undefined) throw new Error("jinja-compat: @huggingface/jinja's StringValue has no builtins getter");
+  if (desc?.get === undefined)
+    throw new Error("jinja-compat: @huggingface/jinja's StringValue has no builtins getter");
   const original = desc.get;
   const charsArg = (args: RV[]): string | null => {
     const c = args[0];
@@ -150,13 +187,21 @@ export function applyJinjaCompat(): void {
       if (this._pyPatched) return map;
       this._pyPatched = true;
       const s = this.value as string;
-      const strip = (l: boolean, r: boolean) => new fnValue((args) => new StringCtor(pyStrip(s, charsArg(args), l, r)));
+      const strip = (l: boolean, r: boolean) =>
+        new fnValue((args) => new StringCtor(pyStrip(s, charsArg(args), l, r)));
       map.set("strip", strip(true, true));
       map.set("lstrip", strip(true, false));
       map.set("rstrip", strip(false, true));
       map.set(
         "capitalize",
-        new fnValue(() => new StringCtor(s.length === 0 ? s : [...s][0]!.toUpperCase() + [...s].slice(1).join("").toLowerCase())),
+        new fnValue(
+          () =>
+            new StringCtor(
+              s.length === 0
+                ? s
+                : [...s][0]!.toUpperCase() + [...s].slice(1).join("").toLowerCase(),
+            ),
+        ),
       );
       const split = map.get("split") as { value: (args: RV[], scope: unknown) => unknown };
       map.set(
@@ -165,7 +210,9 @@ export function applyJinjaCompat(): void {
           const sep = args[0];
           if (sep !== undefined && sep.type !== "NullValue") return split.value(args, undefined);
           const max = args[1]?.value;
-          return new ArrayCtor(pySplitWhitespace(s, typeof max === "number" ? max : -1).map((p) => new StringCtor(p)));
+          return new ArrayCtor(
+            pySplitWhitespace(s, typeof max === "number" ? max : -1).map((p) => new StringCtor(p)),
+          );
         }),
       );
       return map;
@@ -174,7 +221,14 @@ export function applyJinjaCompat(): void {
   // `is iterable`: a dict is iterable in Python (Gemma 3's template tests
   // `arguments is iterable and arguments is mapping`).
   const tests = (Environment as unknown as { TESTS: Map<string, (v: RV) => boolean> }).TESTS;
-  tests.set("iterable", (v) => v.type === "ArrayValue" || v.type === "TupleValue" || v.type === "StringValue" || v.type === "ObjectValue");
+  tests.set(
+    "iterable",
+    (v) =>
+      v.type === "ArrayValue" ||
+      v.type === "TupleValue" ||
+      v.type === "StringValue" ||
+      v.type === "ObjectValue",
+  );
   // Python's str() of booleans, None, lists and dicts when printed.
   const protoOf = (v: unknown) => Object.getPrototypeOf(v) as { toString(this: RV): string };
   protoOf(env.set("b", true)).toString = function (this: RV) {
@@ -213,7 +267,11 @@ export function applyJinjaCompat(): void {
   const evaluate = forProto.evaluate;
   forProto.evaluate = function (node, environment) {
     if (node?.type === ITERATION) {
-      return interp.evaluateBlock.call(this, node.statements as { type: string }[], new Environment(environment as Environment));
+      return interp.evaluateBlock.call(
+        this,
+        node.statements as { type: string }[],
+        new Environment(environment as Environment),
+      );
     }
     return evaluate.call(this, node, environment);
   };
@@ -233,7 +291,8 @@ export function applyJinjaCompat(): void {
   // (prints "", iterates empty, length 0) — e.g. `param.description | trim` of a parameter
   // sent without a description.
   const undefinedValue = env.set("u", undefined) as unknown as RV;
-  const IntegerCtor = (env.set("i", 1) as unknown as { constructor: new (v: number) => RV }).constructor;
+  const IntegerCtor = (env.set("i", 1) as unknown as { constructor: new (v: number) => RV })
+    .constructor;
   const proto = Interpreter.prototype as unknown as {
     applyFilter(operand: RV, filter: FilterNode, env: unknown): RV;
     evaluate(node: unknown, env: unknown): RV;
@@ -248,22 +307,38 @@ export function applyJinjaCompat(): void {
     }
     // Python's string filters apply str() first: `None | trim` is "None" (a tool sent
     // without a description, dumped by vLLM as None), `3 | upper` is "3".
-    if (name !== undefined && STR_FILTERS.has(name) && operand.type !== "StringValue" && operand.type !== "UndefinedValue") {
+    if (
+      name !== undefined &&
+      STR_FILTERS.has(name) &&
+      operand.type !== "StringValue" &&
+      operand.type !== "UndefinedValue"
+    ) {
       return this.applyFilter(new StringCtor(operand.toString()), filter, environment);
     }
     // select/rejectattr: the library skips items whose attribute is missing, so
     // `selectattr("tool_calls", "undefined")` selected nothing; Python tests Undefined too.
-    if ((name === "selectattr" || name === "rejectattr") && filter.type === "CallExpression" && operand.type === "ArrayValue") {
+    if (
+      (name === "selectattr" || name === "rejectattr") &&
+      filter.type === "CallExpression" &&
+      operand.type === "ArrayValue"
+    ) {
       const [attr, testName, value] = (filter.args ?? []).map((a) => this.evaluate(a, environment));
       const tests = (environment as { tests: Map<string, (...a: RV[]) => boolean> }).tests;
-      const test = testName === undefined ? (x: RV) => (x as unknown as { __bool__(): RV }).__bool__().value === true : tests.get(testName.value as string);
+      const test =
+        testName === undefined
+          ? (x: RV) => (x as unknown as { __bool__(): RV }).__bool__().value === true
+          : tests.get(testName.value as string);
       if (test === undefined) throw new Error(`Unknown test: ${String(testName?.value)}`);
       const select = name === "selectattr";
       const path = String(attr?.value ?? "").split(".");
       return new ArrayCtor(
         (operand.value as RV[]).filter((item) => {
           let v: RV = item;
-          for (const key of path) v = v.value instanceof Map ? ((v.value as Map<string, RV>).get(key) ?? undefinedValue) : undefinedValue;
+          for (const key of path)
+            v =
+              v.value instanceof Map
+                ? ((v.value as Map<string, RV>).get(key) ?? undefinedValue)
+                : undefinedValue;
           const hit = value === undefined ? test(v) : test(v, value);
           return select ? hit : !hit;
         }),
@@ -274,17 +349,28 @@ export function applyJinjaCompat(): void {
     }
     if (name === "map" && filter.type === "CallExpression" && operand.type === "ArrayValue") {
       const first = filter.args?.[0] as { type?: string } | undefined;
-      if (filter.args?.length === 1 && first !== undefined && first.type !== "KeywordArgumentExpression") {
+      if (
+        filter.args?.length === 1 &&
+        first !== undefined &&
+        first.type !== "KeywordArgumentExpression"
+      ) {
         const fname = this.evaluate(first, environment);
         if (fname.type === "StringValue") {
           const node: FilterNode = { type: "Identifier", value: fname.value as string };
-          return new ArrayCtor((operand.value as RV[]).map((v) => this.applyFilter(v, node, environment))) as RV;
+          return new ArrayCtor(
+            (operand.value as RV[]).map((v) => this.applyFilter(v, node, environment)),
+          ) as RV;
         }
       }
     }
     if (operand.type === "StringValue") {
-      if (filter.type === "Identifier" && filter.value === "trim") return new StringCtor(pyStrip(operand.value as string, null, true, true));
-      if (filter.type === "CallExpression" && filter.callee?.value === "trim" && filter.args?.length === 1) {
+      if (filter.type === "Identifier" && filter.value === "trim")
+        return new StringCtor(pyStrip(operand.value as string, null, true, true));
+      if (
+        filter.type === "CallExpression" &&
+        filter.callee?.value === "trim" &&
+        filter.args?.length === 1
+      ) {
         const chars = this.evaluate(filter.args[0], environment);
         return new StringCtor(pyStrip(operand.value as string, charsArg([chars]), true, true));
       }

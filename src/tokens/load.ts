@@ -5,7 +5,14 @@
  * (`opts.nativeLibrary`, from runtime/bun/tokens/native-library.ts, which wires both on Bun). Checks
  * the segment cache on a probe text with the real library before turning it on.
  */
-import type { EncoderChoice, EngineTokenizer, ReadText, TokenizerImpl, TokenizerLibrary, TokenizerLibraryFactory } from "./engine-tokenizer.ts";
+import type {
+  EncoderChoice,
+  EngineTokenizer,
+  ReadText,
+  TokenizerImpl,
+  TokenizerLibrary,
+  TokenizerLibraryFactory,
+} from "./engine-tokenizer.ts";
 import { type BpeTokenizerJson, byteLevelBpePlan, createBpeLibrary } from "./bpe-library.ts";
 import { guardBpe } from "./bpe-guard.ts";
 import { HfEngineTokenizer } from "./hf-engine-tokenizer.ts";
@@ -40,7 +47,11 @@ export interface LoadTokenizerOptions {
    * encode-pool.ts, wired by ./bun.ts), told whether the encoder chosen is the byte-level BPE
    * (the workers load the same one). Default: in this thread.
    */
-  offload?: (library: TokenizerLibrary, dir: string, byteLevelBpe: boolean) => TokenizerLibrary | Promise<TokenizerLibrary>;
+  offload?: (
+    library: TokenizerLibrary,
+    dir: string,
+    byteLevelBpe: boolean,
+  ) => TokenizerLibrary | Promise<TokenizerLibrary>;
 }
 
 const noClock = (): number => {
@@ -66,20 +77,37 @@ function sameIds(a: Uint32Array, b: Uint32Array): boolean {
 }
 
 /** The pure encoder: the byte-level BPE where tokenizer.json qualifies (and, guarded, agrees with the library), else the library. */
-async function pureEncoder(files: ModelFiles, mode: boolean | "guarded"): Promise<{ library: TokenizerLibrary; choice: EncoderChoice }> {
+async function pureEncoder(
+  files: ModelFiles,
+  mode: boolean | "guarded",
+): Promise<{ library: TokenizerLibrary; choice: EncoderChoice }> {
   const args = [files.tokenizerJson, files.config, files.tokenizerJsonPath] as const;
-  if (mode === false) return { library: await createPureLibrary(...args), choice: { encoder: "library", reason: "the library was asked for" } };
+  if (mode === false)
+    return {
+      library: await createPureLibrary(...args),
+      choice: { encoder: "library", reason: "the library was asked for" },
+    };
   const plan = byteLevelBpePlan(files.tokenizer as BpeTokenizerJson);
   if (typeof plan === "string") {
     const lib = await createPureLibrary(...args);
     return {
-      library: { ...lib, implementation: `${lib.implementation}; byte-level BPE not used: ${plan}` },
-      choice: { encoder: "library", reason: `the byte-level BPE does not take this tokenizer.json: ${plan}` },
+      library: {
+        ...lib,
+        implementation: `${lib.implementation}; byte-level BPE not used: ${plan}`,
+      },
+      choice: {
+        encoder: "library",
+        reason: `the byte-level BPE does not take this tokenizer.json: ${plan}`,
+      },
     };
   }
   const bpe = createBpeLibrary(plan, files.config);
   if (mode === true) return { library: bpe, choice: { encoder: "byte-level-bpe" } };
-  return guardedChoice(bpe, await createPureLibrary(...args), plan.added.map((t) => t.content));
+  return guardedChoice(
+    bpe,
+    await createPureLibrary(...args),
+    plan.added.map((t) => t.content),
+  );
 }
 
 /** The byte-level BPE if it encodes the differential corpus exactly as the library, else the library (saying where they differ). */
@@ -93,42 +121,70 @@ export async function guardedChoice(
   if (guard.agree) return { library: bpe, choice: { encoder: "byte-level-bpe", guard } };
   const d = guard.difference;
   const reason = `the byte-level BPE differs from the library on differential input ${d.inputIndex} ${JSON.stringify(d.input)} (add_special_tokens ${d.addSpecialTokens}, id ${d.at}: ${JSON.stringify(d.bpe)} vs ${JSON.stringify(d.library)})`;
-  return { library: { ...lib, implementation: `${lib.implementation}; byte-level BPE not used: ${reason}` }, choice: { encoder: "library", reason, guard } };
+  return {
+    library: {
+      ...lib,
+      implementation: `${lib.implementation}; byte-level BPE not used: ${reason}`,
+    },
+    choice: { encoder: "library", reason, guard },
+  };
 }
 
 /** A model directory's pure encoder alone (text -> ids, no template): what an encode worker runs. */
-export async function loadPureLibrary(dir: string, opts: { readText: ReadText; byteLevelBpe?: boolean }): Promise<TokenizerLibrary> {
+export async function loadPureLibrary(
+  dir: string,
+  opts: { readText: ReadText; byteLevelBpe?: boolean },
+): Promise<TokenizerLibrary> {
   const files = await loadModelFiles(dir, opts.readText);
   return (await pureEncoder(files, opts.byteLevelBpe === true)).library;
 }
 
-export async function loadEngineTokenizer(dir: string, opts: LoadTokenizerOptions = {}): Promise<EngineTokenizer> {
+export async function loadEngineTokenizer(
+  dir: string,
+  opts: LoadTokenizerOptions = {},
+): Promise<EngineTokenizer> {
   const impl = opts.impl ?? "pure";
   if (opts.readText === undefined) {
-    throw new Error("loadEngineTokenizer: no file reader; pass opts.readText (on Bun use loadEngineTokenizerOnBun from src/runtime/bun/tokens/load-on-bun.ts)");
+    throw new Error(
+      "loadEngineTokenizer: no file reader; pass opts.readText (on Bun use loadEngineTokenizerOnBun from src/runtime/bun/tokens/load-on-bun.ts)",
+    );
   }
   if (impl !== "native" && impl !== "pure") {
-    throw new Error(`loadEngineTokenizer: impl must be "native" or "pure" (got ${JSON.stringify(impl)})`);
+    throw new Error(
+      `loadEngineTokenizer: impl must be "native" or "pure" (got ${JSON.stringify(impl)})`,
+    );
   }
   const native = opts.nativeLibrary;
   if (impl === "native" && native === undefined) {
-    throw new Error('loadEngineTokenizer: impl "native" needs opts.nativeLibrary (native-library.ts; Bun/Node only)');
+    throw new Error(
+      'loadEngineTokenizer: impl "native" needs opts.nativeLibrary (native-library.ts; Bun/Node only)',
+    );
   }
   const files = await loadModelFiles(dir, opts.readText);
   if (files.config.split_special_tokens === true) {
     // transformers then encodes special-token text as plain text (encode_special_tokens);
     // neither library exposes that switch, so the ids would differ: refuse rather than guess.
-    throw new Error(`${dir}/tokenizer_config.json: split_special_tokens: true is not supported by the router's tokenizer`);
+    throw new Error(
+      `${dir}/tokenizer_config.json: split_special_tokens: true is not supported by the router's tokenizer`,
+    );
   }
   let encoder: TokenizerLibrary;
   let choice: EncoderChoice;
   try {
-    if (impl === "pure") ({ library: encoder, choice } = await pureEncoder(files, opts.byteLevelBpe ?? "guarded"));
-    else [encoder, choice] = [await native!(files.tokenizerJson, files.config, files.tokenizerJsonPath), { encoder: "native", reason: "the native library was asked for" }];
+    if (impl === "pure")
+      ({ library: encoder, choice } = await pureEncoder(files, opts.byteLevelBpe ?? "guarded"));
+    else
+      [encoder, choice] = [
+        await native!(files.tokenizerJson, files.config, files.tokenizerJsonPath),
+        { encoder: "native", reason: "the native library was asked for" },
+      ];
   } catch (e) {
-    throw new Error(`${files.tokenizerJsonPath}: the ${impl} tokenizer library cannot load it (${(e as Error).message})`);
+    throw new Error(
+      `${files.tokenizerJsonPath}: the ${impl} tokenizer library cannot load it (${(e as Error).message})`,
+    );
   }
-  if (impl === "pure" && opts.offload !== undefined) encoder = await opts.offload(encoder, dir, choice.encoder === "byte-level-bpe");
+  if (impl === "pure" && opts.offload !== undefined)
+    encoder = await opts.offload(encoder, dir, choice.encoder === "byte-level-bpe");
   const plan = segmentPlan(files.tokenizer);
   const tok = new HfEngineTokenizer(
     // The encoder has what it needs: drop tokenizer.json's text and parsed tree (vocab, merges:

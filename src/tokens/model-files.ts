@@ -45,7 +45,15 @@ export interface PreTokenizerJson {
 }
 
 /** transformers' SPECIAL_TOKENS_ATTRIBUTES minus additional_special_tokens (5.x special_tokens_map). */
-const SPECIAL_TOKEN_KEYS = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"];
+const SPECIAL_TOKEN_KEYS = [
+  "bos_token",
+  "eos_token",
+  "unk_token",
+  "sep_token",
+  "pad_token",
+  "cls_token",
+  "mask_token",
+];
 
 function join(dir: string, name: string): string {
   return dir.endsWith("/") ? dir + name : `${dir}/${name}`;
@@ -70,7 +78,11 @@ function parseJson(text: string, path: string): unknown {
 /** A token in tokenizer_config.json: a string or an AddedToken dict `{content, ...}`. */
 function tokenString(v: unknown): string | undefined {
   if (typeof v === "string") return v;
-  if (v !== null && typeof v === "object" && typeof (v as { content?: unknown }).content === "string") {
+  if (
+    v !== null &&
+    typeof v === "object" &&
+    typeof (v as { content?: unknown }).content === "string"
+  ) {
     return (v as { content: string }).content;
   }
   return undefined;
@@ -85,7 +97,9 @@ function chatTemplatesOf(v: unknown, path: string): ChatTemplates | undefined {
     for (const [i, t] of v.entries()) {
       const { name, template } = (t ?? {}) as { name?: unknown; template?: unknown };
       if (typeof name !== "string" || typeof template !== "string") {
-        throw new Error(`${path}: chat_template[${i}] must be {"name": string, "template": string}`);
+        throw new Error(
+          `${path}: chat_template[${i}] must be {"name": string, "template": string}`,
+        );
       }
       named[name] = template;
     }
@@ -100,7 +114,9 @@ export async function loadModelFiles(dir: string, readText: ReadText): Promise<M
   try {
     tokenizerJson = await readText(tokenizerJsonPath);
   } catch (e) {
-    throw new Error(`${tokenizerJsonPath}: cannot be read (${(e as Error).message}); a model directory needs tokenizer.json`);
+    throw new Error(
+      `${tokenizerJsonPath}: cannot be read (${(e as Error).message}); a model directory needs tokenizer.json`,
+    );
   }
   const tokenizer = parseJson(tokenizerJson, tokenizerJsonPath) as TokenizerJson;
   if (tokenizer === null || typeof tokenizer !== "object" || typeof tokenizer.model !== "object") {
@@ -108,18 +124,28 @@ export async function loadModelFiles(dir: string, readText: ReadText): Promise<M
   }
   const configPath = join(dir, "tokenizer_config.json");
   const configText = await readOptional(readText, configPath);
-  const config = (configText === undefined ? {} : parseJson(configText, configPath)) as Record<string, unknown>;
+  const config = (configText === undefined ? {} : parseJson(configText, configPath)) as Record<
+    string,
+    unknown
+  >;
   if (config === null || typeof config !== "object" || Array.isArray(config)) {
     throw new Error(`${configPath}: must hold a JSON object`);
   }
   // transformers 5.x: a chat_template.jinja file wins over tokenizer_config's `chat_template`;
   // chat_template.json is the processor's template, used by vLLM when the tokenizer has none.
-  let chatTemplates: ChatTemplates | undefined = await readOptional(readText, join(dir, "chat_template.jinja"));
+  let chatTemplates: ChatTemplates | undefined = await readOptional(
+    readText,
+    join(dir, "chat_template.jinja"),
+  );
   chatTemplates ??= chatTemplatesOf(config.chat_template, configPath);
   if (chatTemplates === undefined) {
     const p = join(dir, "chat_template.json");
     const t = await readOptional(readText, p);
-    if (t !== undefined) chatTemplates = chatTemplatesOf((parseJson(t, p) as { chat_template?: unknown }).chat_template, p);
+    if (t !== undefined)
+      chatTemplates = chatTemplatesOf(
+        (parseJson(t, p) as { chat_template?: unknown }).chat_template,
+        p,
+      );
   }
   const specialTokens: Record<string, string> = {};
   for (const k of SPECIAL_TOKEN_KEYS) {
@@ -133,7 +159,10 @@ export async function loadModelFiles(dir: string, readText: ReadText): Promise<M
  * transformers' get_chat_template (tokenization_utils_base.py, 5.18): with named templates,
  * "tool_use" when tools are given and it exists, else "default"; a single template as is.
  */
-export function pickChatTemplate(templates: ChatTemplates | undefined, hasTools: boolean): string | undefined {
+export function pickChatTemplate(
+  templates: ChatTemplates | undefined,
+  hasTools: boolean,
+): string | undefined {
   if (templates === undefined || typeof templates === "string") return templates;
   if (hasTools && templates.tool_use !== undefined) return templates.tool_use;
   return templates.default;

@@ -86,11 +86,22 @@ export class PieceCache {
   }
 
   /** Remembers text[start, end) -> ids[0 .. n) (not already held: `find` missed it). */
-  add(text: string, start: number, end: number, hash: number, ids: ArrayLike<number>, n: number): void {
+  add(
+    text: string,
+    start: number,
+    end: number,
+    hash: number,
+    ids: ArrayLike<number>,
+    n: number,
+  ): void {
     const len = end - start;
     if (len > this.keys.length || n > this.ids.length) return;
     let e = this.count;
-    if (e === this.maxEntries || this.keyAt[e]! + len > this.keys.length || this.idAt[e]! + n > this.ids.length) {
+    if (
+      e === this.maxEntries ||
+      this.keyAt[e]! + len > this.keys.length ||
+      this.idAt[e]! + n > this.ids.length
+    ) {
       this.clear();
       e = 0;
     }

@@ -16,7 +16,8 @@ export function completionPromptTokens(prompt: unknown): Uint32Array {
   const first = prompt[0];
   if (typeof first === "number") return tokenIds(prompt, "prompt");
   // A batch of prompts: strings or token arrays. Only a batch of one is routable.
-  if (prompt.length > 1) invalid("prompt", `only one prompt per request is supported (got ${prompt.length})`);
+  if (prompt.length > 1)
+    invalid("prompt", `only one prompt per request is supported (got ${prompt.length})`);
   if (typeof first === "string") return tokenizeText(first);
   if (Array.isArray(first)) return tokenIds(first, "prompt[0]");
   return invalid("prompt[0]", "must be a string or an array of token ids");
@@ -40,10 +41,16 @@ function contentText(content: unknown, field: string): string {
 
 /** Tokens of a chat `messages` field; `continueFinal`: the body's `continue_final_message` (tokenize.ts renderChat). */
 export function chatPromptTokens(messages: unknown, continueFinal = false): Uint32Array {
-  if (!Array.isArray(messages) || messages.length === 0) invalid("messages", "must be a non-empty array");
+  if (!Array.isArray(messages) || messages.length === 0)
+    invalid("messages", "must be a non-empty array");
   const msgs: ChatMessage[] = messages.map((m: unknown, i) => {
     const msg = m as { role?: unknown; content?: unknown } | null;
-    if (msg === null || typeof msg !== "object" || typeof msg.role !== "string" || msg.role === "") {
+    if (
+      msg === null ||
+      typeof msg !== "object" ||
+      typeof msg.role !== "string" ||
+      msg.role === ""
+    ) {
       invalid(`messages[${i}].role`, "must be a non-empty string");
     }
     return { role: msg.role, content: contentText(msg.content, `messages[${i}].content`) };
@@ -63,7 +70,11 @@ export function promptTokens(body: unknown): Uint32Array {
   let tokens: Uint32Array;
   if (b.messages !== undefined) tokens = chatPromptTokens(b.messages);
   else if (b.prompt !== undefined) tokens = completionPromptTokens(b.prompt);
-  else throw new RouterError("invalid_request", "request body needs `prompt` (completions) or `messages` (chat)");
+  else
+    throw new RouterError(
+      "invalid_request",
+      "request body needs `prompt` (completions) or `messages` (chat)",
+    );
   if (tokens.length === 0) invalid("prompt", "must not be empty");
   return tokens;
 }

@@ -12,11 +12,15 @@ function toU32(ids: readonly number[]): Uint32Array {
   return out;
 }
 
-export const createPureLibrary: TokenizerLibraryFactory = (tokenizerJson, tokenizerConfig): TokenizerLibrary => {
+export const createPureLibrary: TokenizerLibraryFactory = (
+  tokenizerJson,
+  tokenizerConfig,
+): TokenizerLibrary => {
   const tok = new Tokenizer(JSON.parse(tokenizerJson) as object, tokenizerConfig);
   return {
     implementation: "@huggingface/tokenizers (pure JS)",
-    encode: (text, addSpecialTokens) => toU32(tok.encode(text, { add_special_tokens: addSpecialTokens }).ids),
+    encode: (text, addSpecialTokens) =>
+      toU32(tok.encode(text, { add_special_tokens: addSpecialTokens }).ids),
     decode: (ids) => tok.decode(Array.from(ids), { skip_special_tokens: false }),
   };
 };

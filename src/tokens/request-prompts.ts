@@ -39,7 +39,8 @@ function addSpecialTokens(body: Record<string, unknown>, dflt: boolean): boolean
 function truncation(body: Record<string, unknown>): number | undefined {
   const v = body.truncate_prompt_tokens;
   if (v === undefined || v === null || v === -1) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 1) invalid("truncate_prompt_tokens", "must be an integer >= 1, or -1");
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1)
+    invalid("truncate_prompt_tokens", "must be an integer >= 1, or -1");
   return v;
 }
 
@@ -51,7 +52,11 @@ function lastN(tokens: Uint32Array, n: number | undefined): Uint32Array {
  * HF truncation with special tokens: the text is cut from the left to leave room for what
  * the post-processor adds (BOS...), which stays. Exact when the specials are a prefix.
  */
-async function truncatedText(text: string, n: number, tok: EngineTokenizer): Promise<RequestPrompt> {
+async function truncatedText(
+  text: string,
+  n: number,
+  tok: EngineTokenizer,
+): Promise<RequestPrompt> {
   const full = await tok.encodeText(text, true);
   if (full.length <= n) return { tokens: full, exact: true };
   const plain = await tok.encodeText(text, false);
@@ -76,31 +81,42 @@ async function textPrompt(
   tok: EngineTokenizer | undefined,
   truncate: number | undefined,
 ): Promise<RequestPrompt> {
-  if (tok === undefined) return nonEmpty({ tokens: lastN(tokenizeText(text), truncate), exact: false }, field);
-  if (truncate !== undefined && add) return nonEmpty(await truncatedText(text, truncate, tok), field);
+  if (tok === undefined)
+    return nonEmpty({ tokens: lastN(tokenizeText(text), truncate), exact: false }, field);
+  if (truncate !== undefined && add)
+    return nonEmpty(await truncatedText(text, truncate, tok), field);
   return nonEmpty({ tokens: lastN(await tok.encodeText(text, add), truncate), exact: true }, field);
 }
 
-async function completionPrompts(body: Record<string, unknown>, tok: EngineTokenizer | undefined): Promise<RequestPrompt[]> {
+async function completionPrompts(
+  body: Record<string, unknown>,
+  tok: EngineTokenizer | undefined,
+): Promise<RequestPrompt[]> {
   const prompt = body.prompt;
   const add = addSpecialTokens(body, true);
   const truncate = truncation(body);
   if (typeof prompt === "string") return [await textPrompt(prompt, "prompt", add, tok, truncate)];
-  if (!Array.isArray(prompt)) invalid("prompt", "must be a string, an array of token ids, or an array of those");
+  if (!Array.isArray(prompt))
+    invalid("prompt", "must be a string, an array of token ids, or an array of those");
   if (prompt.length === 0) invalid("prompt", "must not be empty");
-  if (typeof prompt[0] === "number") return [{ tokens: lastN(tokenIds(prompt, "prompt"), truncate), exact: true }];
+  if (typeof prompt[0] === "number")
+    return [{ tokens: lastN(tokenIds(prompt, "prompt"), truncate), exact: true }];
   const out: RequestPrompt[] = [];
   for (let i = 0; i < prompt.length; i++) {
     const p: unknown = prompt[i];
     const field = `prompt[${i}]`;
     if (typeof p === "string") out.push(await textPrompt(p, field, add, tok, truncate));
-    else if (Array.isArray(p)) out.push({ tokens: lastN(tokenIds(p, field), truncate), exact: true });
+    else if (Array.isArray(p))
+      out.push({ tokens: lastN(tokenIds(p, field), truncate), exact: true });
     else invalid(field, "must be a string or an array of token ids");
   }
   return out;
 }
 
-async function chatPrompts(body: Record<string, unknown>, tok: EngineTokenizer | undefined): Promise<RequestPrompt[]> {
+async function chatPrompts(
+  body: Record<string, unknown>,
+  tok: EngineTokenizer | undefined,
+): Promise<RequestPrompt[]> {
   if (body.messages === undefined) invalid("messages", "is required");
   const add = addSpecialTokens(body, false);
   const truncate = truncation(body);
@@ -108,7 +124,13 @@ async function chatPrompts(body: Record<string, unknown>, tok: EngineTokenizer |
   // run; the text around them still routes, approximately.
   const { messages, dropped } = withoutMediaParts(body.messages);
   const req = (dropped ? { ...body, messages } : body) as unknown as ChatTemplateRequest;
-  if (tok === undefined) return [nonEmpty({ tokens: lastN(chatPromptTokens(req.messages), truncate), exact: false }, "messages")];
+  if (tok === undefined)
+    return [
+      nonEmpty(
+        { tokens: lastN(chatPromptTokens(req.messages), truncate), exact: false },
+        "messages",
+      ),
+    ];
   const ids = await tok.encodeChat(req, add);
   // With add_special_tokens the post-processor's tokens would survive the cut; rare: approximate.
   const exact = !dropped && !(add && truncate !== undefined && ids.length > truncate);

@@ -25,7 +25,8 @@ function escapeRegExp(s: string): string {
 
 function positionDependent(p: PreTokenizerJson | null | undefined): boolean {
   if (!p) return false;
-  if (p.type === "Metaspace" && (p.prepend_scheme === "first" || p.prepend_scheme === undefined)) return true;
+  if (p.type === "Metaspace" && (p.prepend_scheme === "first" || p.prepend_scheme === undefined))
+    return true;
   return (p.pretokenizers ?? []).some(positionDependent);
 }
 
@@ -33,13 +34,18 @@ function positionDependent(p: PreTokenizerJson | null | undefined): boolean {
 export function segmentPlan(tokenizer: TokenizerJson): SegmentPlan | string {
   const added: AddedTokenJson[] = tokenizer.added_tokens ?? [];
   const stripping = added.find((t) => t.lstrip || t.rstrip || t.single_word);
-  if (stripping) return `added token ${JSON.stringify(stripping.content)} strips whitespace around it`;
-  if (positionDependent(tokenizer.pre_tokenizer)) return "the Metaspace pre-tokenizer treats the first piece differently";
+  if (stripping)
+    return `added token ${JSON.stringify(stripping.content)} strips whitespace around it`;
+  if (positionDependent(tokenizer.pre_tokenizer))
+    return "the Metaspace pre-tokenizer treats the first piece differently";
   // Normalized added tokens are matched inside pieces by the library itself; split only on the others.
   const raw = added.filter((t) => t.normalized !== true && t.content.length > 0);
   if (raw.length === 0) return "the tokenizer has no added tokens to split at";
   // Longest first: JS alternation is leftmost-first, which then equals HF's leftmost-longest.
-  const alternatives = raw.map((t) => t.content).sort((a, b) => b.length - a.length).map(escapeRegExp);
+  const alternatives = raw
+    .map((t) => t.content)
+    .sort((a, b) => b.length - a.length)
+    .map(escapeRegExp);
   const finder = new AddedTokenFinder(raw.map((t) => t.content));
   return {
     pattern: new RegExp(`(${alternatives.join("|")})`, "u"),

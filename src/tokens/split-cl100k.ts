@@ -13,7 +13,20 @@
  * Runtime-free; no I/O.
  */
 import { BMP_CLASSES, classOf, LETTER, NUMBER, SPACE } from "./char-classes.ts";
-import { breaksAfter, CR, codePointAt, contractionAt, digitsAt, isAt, LF, NOT_OTHER, otherRun, runOf, SPACE_CHAR, whitespaceAt } from "./split-scan.ts";
+import {
+  breaksAfter,
+  CR,
+  codePointAt,
+  contractionAt,
+  digitsAt,
+  isAt,
+  LF,
+  NOT_OTHER,
+  otherRun,
+  runOf,
+  SPACE_CHAR,
+  whitespaceAt,
+} from "./split-scan.ts";
 
 const BMP = BMP_CLASSES; // module-local: see split-scan.ts
 const APOSTROPHE = 0x27;
@@ -42,10 +55,12 @@ export function cl100kMatcher(maxDigits: number): (s: string, pos: number) => nu
     // \p{N}{1,maxDigits}
     if ((k0 & NUMBER) !== 0) return digitsAt(s, pos, maxDigits);
     // [^\r\n\p{L}\p{N}]?\p{L}+ : one non-letter, non-digit, non-CR/LF before a letter run.
-    if (c0 !== CR && c0 !== LF && pos + w0 < n && isAt(s, pos + w0, LETTER)) return runOf(s, pos + w0, LETTER);
+    if (c0 !== CR && c0 !== LF && pos + w0 < n && isAt(s, pos + w0, LETTER))
+      return runOf(s, pos + w0, LETTER);
     // ` ?[^\s\p{L}\p{N}]+[\r\n]*`
     if ((k0 & SPACE) === 0) return breaksAfter(s, otherRun(s, pos + w0), false);
-    if (c0 === SPACE_CHAR && pos + 1 < n && !isAt(s, pos + 1, NOT_OTHER)) return breaksAfter(s, otherRun(s, pos + 1), false);
+    if (c0 === SPACE_CHAR && pos + 1 < n && !isAt(s, pos + 1, NOT_OTHER))
+      return breaksAfter(s, otherRun(s, pos + 1), false);
     // \s*[\r\n]+|\s+(?!\S)|\s+
     return whitespaceAt(s, pos);
   };

@@ -12,7 +12,20 @@
  * Runtime-free; no I/O.
  */
 import { BMP_CLASSES, classOf, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH } from "./char-classes.ts";
-import { breaksAfter, CR, codePointAt, contractionAt, digitsAt, isAt, LF, NOT_OTHER, otherRun, runOf, SPACE_CHAR, whitespaceAt } from "./split-scan.ts";
+import {
+  breaksAfter,
+  CR,
+  codePointAt,
+  contractionAt,
+  digitsAt,
+  isAt,
+  LF,
+  NOT_OTHER,
+  otherRun,
+  runOf,
+  SPACE_CHAR,
+  whitespaceAt,
+} from "./split-scan.ts";
 
 const BMP = BMP_CLASSES; // module-local: see split-scan.ts
 const WORDISH = UPPERISH | LOWERISH;
@@ -35,7 +48,12 @@ function casedWordAt(s: string, q: number): number {
       cp = codePointAt(s, i);
       k = classOf(cp);
     }
-    if ((k & UPPERISH) === 0) return (k & LOWERISH) !== 0 ? runOf(s, i, LOWERISH) : lastLower < 0 ? -1 : runOf(s, lastLower, LOWERISH);
+    if ((k & UPPERISH) === 0)
+      return (k & LOWERISH) !== 0
+        ? runOf(s, i, LOWERISH)
+        : lastLower < 0
+          ? -1
+          : runOf(s, lastLower, LOWERISH);
     if ((k & LOWERISH) !== 0) lastLower = i;
     i += cp > 0xffff ? 2 : 1;
   }
@@ -49,7 +67,10 @@ function capitalsAt(s: string, q: number): number {
 }
 
 /** The matcher for o200k's pattern; `contractions` false and `maxDigits` 1 give Mistral NeMo's. */
-export function o200kMatcher(contractions: boolean, maxDigits: number): (s: string, pos: number) => number {
+export function o200kMatcher(
+  contractions: boolean,
+  maxDigits: number,
+): (s: string, pos: number) => number {
   return (s, pos) => {
     const n = s.length;
     if (pos >= n) return -1;
@@ -64,7 +85,12 @@ export function o200kMatcher(contractions: boolean, maxDigits: number): (s: stri
     }
     // The two word alternatives: [^\r\n\p{L}\p{N}]? may take c0, and then each is tried after
     // it first. A word needs an upper- or lower-ish code point where it starts.
-    const afterPrefix = (k0 & (LETTER | NUMBER)) === 0 && c0 !== CR && c0 !== LF && pos + w0 < n && isAt(s, pos + w0, WORDISH);
+    const afterPrefix =
+      (k0 & (LETTER | NUMBER)) === 0 &&
+      c0 !== CR &&
+      c0 !== LF &&
+      pos + w0 < n &&
+      isAt(s, pos + w0, WORDISH);
     const here = (k0 & WORDISH) !== 0;
     if (afterPrefix || here) {
       let end = afterPrefix ? casedWordAt(s, pos + w0) : -1;
@@ -81,7 +107,8 @@ export function o200kMatcher(contractions: boolean, maxDigits: number): (s: stri
     if ((k0 & NUMBER) !== 0) return digitsAt(s, pos, maxDigits);
     // ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
     if ((k0 & SPACE) === 0) return breaksAfter(s, otherRun(s, pos + w0), true);
-    if (c0 === SPACE_CHAR && pos + 1 < n && !isAt(s, pos + 1, NOT_OTHER)) return breaksAfter(s, otherRun(s, pos + 1), true);
+    if (c0 === SPACE_CHAR && pos + 1 < n && !isAt(s, pos + 1, NOT_OTHER))
+      return breaksAfter(s, otherRun(s, pos + 1), true);
     // \s*[\r\n]+|\s+(?!\S)|\s+
     return whitespaceAt(s, pos);
   };

@@ -37,16 +37,25 @@ function fail(e: unknown): Response {
 
 function poolParam(c: Context, deps: TransferAppDeps): NativePool {
   const kind = c.req.param("pool") ?? "";
-  if (!POOL_KINDS.includes(kind as PoolKind)) throw new TransferError("invalid-argument", `unknown pool ${JSON.stringify(kind)}`);
+  if (!POOL_KINDS.includes(kind as PoolKind))
+    throw new TransferError("invalid-argument", `unknown pool ${JSON.stringify(kind)}`);
   const pool = deps.pools[kind as PoolKind];
-  if (!pool) throw new TransferError("pool-not-initialized", `the ${kind} pool is not initialized on this agent`);
+  if (!pool)
+    throw new TransferError(
+      "pool-not-initialized",
+      `the ${kind} pool is not initialized on this agent`,
+    );
   return pool;
 }
 
 function indexParam(c: Context): number {
   const raw = c.req.param("index") ?? "";
   const n = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isInteger(n)) throw new TransferError("invalid-argument", `block index must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n))
+    throw new TransferError(
+      "invalid-argument",
+      `block index must be a non-negative integer, got ${JSON.stringify(raw)}`,
+    );
   return n;
 }
 
@@ -132,7 +141,10 @@ export function createTransferApp(deps: TransferAppDeps): Hono {
       const index = indexParam(c);
       const bytes = new Uint8Array(await c.req.arrayBuffer());
       if (bytes.length !== pool.blockBytes) {
-        throw new TransferError("invalid-argument", `the body is ${bytes.length} bytes; a block is ${pool.blockBytes}`);
+        throw new TransferError(
+          "invalid-argument",
+          `the body is ${bytes.length} bytes; a block is ${pool.blockBytes}`,
+        );
       }
       pool.writeBlock(index, bytes);
       return c.json({ ok: true, bytes: bytes.length });

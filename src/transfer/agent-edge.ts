@@ -15,7 +15,11 @@ export type PeerAddress = (req: Request) => string | undefined;
 /** Bearer admin token when one is set, else loopback peers only; refusals in OpenAI's shape. */
 export function agentAdminAuth(token: string | undefined, peer: PeerAddress): MiddlewareHandler {
   return async (c, next) => {
-    const refused = adminRefusal(token, c.req.header("authorization") ?? "", token === undefined ? peer(c.req.raw) : undefined);
+    const refused = adminRefusal(
+      token,
+      c.req.header("authorization") ?? "",
+      token === undefined ? peer(c.req.raw) : undefined,
+    );
     if (refused) return errorResponse(refused.status, refused.code, refused.message);
     return next();
   };

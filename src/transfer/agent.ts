@@ -37,7 +37,10 @@ export interface TransferAgentDeps {
   readonly log?: (line: string) => void;
 }
 
-export async function runTransferAgent(argv: string[], deps: TransferAgentDeps = {}): Promise<TransferAgent> {
+export async function runTransferAgent(
+  argv: string[],
+  deps: TransferAgentDeps = {},
+): Promise<TransferAgent> {
   const env = deps.env ?? process.env;
   const log = deps.log ?? ((line: string) => console.error(line));
   const opts = parseTransferAgentArgs(argv, env);
@@ -53,7 +56,15 @@ export async function runTransferAgent(argv: string[], deps: TransferAgentDeps =
   };
   try {
     const make = (kind: PoolKind, numBlocks: number, diskPath?: string) => {
-      if (numBlocks > 0) pools[kind] = NativePool.create(lib, { kind, numBlocks, layout: opts.layout, backend: opts.backend, diskPath, directIo: opts.directIo });
+      if (numBlocks > 0)
+        pools[kind] = NativePool.create(lib, {
+          kind,
+          numBlocks,
+          layout: opts.layout,
+          backend: opts.backend,
+          diskPath,
+          directIo: opts.directIo,
+        });
     };
     make("device", opts.deviceBlocks);
     make("host", opts.hostBlocks);
@@ -66,14 +77,23 @@ export async function runTransferAgent(argv: string[], deps: TransferAgentDeps =
       make("disk", opts.diskBlocks, path);
     }
     if (opts.worldSize > 1) {
-      group = NativeReplicationGroup.join(lib, { name: opts.group!, rank: opts.rank, worldSize: opts.worldSize, timeoutMs: opts.groupTimeoutMs });
+      group = NativeReplicationGroup.join(lib, {
+        name: opts.group!,
+        rank: opts.rank,
+        worldSize: opts.worldSize,
+        timeoutMs: opts.groupTimeoutMs,
+      });
     }
   } catch (e) {
     cleanup();
     throw e;
   }
 
-  const handler = new BlockTransferHandler({ ...pools, maxBatchSize: opts.maxBatchSize, replication: group });
+  const handler = new BlockTransferHandler({
+    ...pools,
+    maxBatchSize: opts.maxBatchSize,
+    replication: group,
+  });
   let server: ReturnType<typeof Bun.serve> | undefined;
   let draining = false;
   const app = createTransferApp({
@@ -92,7 +112,8 @@ export async function runTransferAgent(argv: string[], deps: TransferAgentDeps =
       fetch: (req) => {
         const path = new URL(req.url).pathname;
         if (req.method === "GET" && path === "/livez") return Response.json({ status: "ok" });
-        if (draining && req.method === "GET" && path === "/health") return Response.json({ status: "draining" }, { status: 503 });
+        if (draining && req.method === "GET" && path === "/health")
+          return Response.json({ status: "draining" }, { status: 503 });
         if (draining) return errorResponse(503, "draining", "the transfer agent is shutting down");
         return app.fetch(req);
       },
@@ -102,9 +123,13 @@ export async function runTransferAgent(argv: string[], deps: TransferAgentDeps =
     throw e;
   }
   const port = server.port ?? opts.port;
-  const sizes = (Object.entries(pools) as [PoolKind, NativePool][]).map(([k, p]) => `${k} ${p.numBlocks}x${p.blockBytes}B`).join(", ");
+  const sizes = (Object.entries(pools) as [PoolKind, NativePool][])
+    .map(([k, p]) => `${k} ${p.numBlocks}x${p.blockBytes}B`)
+    .join(", ");
   const path = lib.gpuUsable ? "gpu" : "cpu";
-  log(`switchyard transfer: listening on http://${opts.host}:${port} (${path} path; ${handler.transferMode}; pools: ${sizes || "none"})`);
+  log(
+    `switchyard transfer: listening on http://${opts.host}:${port} (${path} path; ${handler.transferMode}; pools: ${sizes || "none"})`,
+  );
 
   let stopped = false;
   const stop = async () => {

@@ -20,10 +20,12 @@ export function maxTransferBatchSize(env: Readonly<Record<string, string | undef
  * in order, every batch full except possibly the last.
  */
 export function splitIntoBatches(pairs: Uint32Array, maxBatch: number): Uint32Array[] {
-  if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new RangeError(`max batch size must be a positive integer, got ${maxBatch}`);
+  if (!Number.isInteger(maxBatch) || maxBatch < 1)
+    throw new RangeError(`max batch size must be a positive integer, got ${maxBatch}`);
   const n = pairs.length >>> 1;
   if (n <= maxBatch) return [pairs];
   const out: Uint32Array[] = [];
-  for (let i = 0; i < n; i += maxBatch) out.push(pairs.subarray(2 * i, 2 * Math.min(n, i + maxBatch)));
+  for (let i = 0; i < n; i += maxBatch)
+    out.push(pairs.subarray(2 * i, 2 * Math.min(n, i + maxBatch)));
   return out;
 }

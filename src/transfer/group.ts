@@ -47,16 +47,30 @@ export class NativeReplicationGroup implements BlockBroadcaster {
   static join(lib: NativeLibrary, spec: GroupSpec): NativeReplicationGroup {
     // Checked here too, for a message in the caller's terms (the C side checks again).
     if (!Number.isInteger(spec.worldSize) || spec.worldSize < 1) {
-      throw new TransferError("invalid-argument", `world size must be a positive integer, got ${spec.worldSize}`);
+      throw new TransferError(
+        "invalid-argument",
+        `world size must be a positive integer, got ${spec.worldSize}`,
+      );
     }
     if (!Number.isInteger(spec.rank) || spec.rank < 0 || spec.rank >= spec.worldSize) {
-      throw new TransferError("invalid-argument", `rank ${spec.rank} violates 0 <= rank < world size (${spec.worldSize})`);
+      throw new TransferError(
+        "invalid-argument",
+        `rank ${spec.rank} violates 0 <= rank < world size (${spec.worldSize})`,
+      );
     }
     const name = utf8.encode(spec.name);
     const sym = lib.unsafeSymbols;
     const flags = spec.cpuOnly ? SY_GROUP_CPU_ONLY : 0;
-    const handle = sym.sy_group_create(name, name, spec.rank, spec.worldSize, spec.timeoutMs ?? 0, flags);
-    if (handle < 0) throw fromStatus(handle, lib.lastError(), `joining group ${spec.name} as rank ${spec.rank}`);
+    const handle = sym.sy_group_create(
+      name,
+      name,
+      spec.rank,
+      spec.worldSize,
+      spec.timeoutMs ?? 0,
+      flags,
+    );
+    if (handle < 0)
+      throw fromStatus(handle, lib.lastError(), `joining group ${spec.name} as rank ${spec.rank}`);
     return new NativeReplicationGroup(lib, handle, spec, sym.sy_group_uses_nccl(handle) === 1);
   }
 
@@ -67,9 +81,19 @@ export class NativeReplicationGroup implements BlockBroadcaster {
 
   async broadcast(pool: TransferPool, indices: Uint32Array): Promise<void> {
     const g = this.#live("broadcast");
-    if (!(pool instanceof NativePool)) throw new TransferError("invalid-argument", "broadcast: the pool is not a native pool");
-    const job = this.#lib.unsafeSymbols.sy_group_bcast_submit(g, pool.unsafeHandle, indices, indices);
-    await awaitJob(this.#lib, job, `broadcast of ${indices.length} ${pool.kind} blocks (rank ${this.rank}/${this.worldSize})`);
+    if (!(pool instanceof NativePool))
+      throw new TransferError("invalid-argument", "broadcast: the pool is not a native pool");
+    const job = this.#lib.unsafeSymbols.sy_group_bcast_submit(
+      g,
+      pool.unsafeHandle,
+      indices,
+      indices,
+    );
+    await awaitJob(
+      this.#lib,
+      job,
+      `broadcast of ${indices.length} ${pool.kind} blocks (rank ${this.rank}/${this.worldSize})`,
+    );
   }
 
   /** Blocks until every rank has called it (used at start-up and by tests). */

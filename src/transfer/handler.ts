@@ -47,7 +47,13 @@ export interface BlockTransferHandlerOptions {
   readonly maxJobsInFlight?: number;
 }
 
-const ALLOWED: ReadonlySet<string> = new Set(["device>host", "device>disk", "host>device", "host>disk", "disk>device"]);
+const ALLOWED: ReadonlySet<string> = new Set([
+  "device>host",
+  "device>disk",
+  "host>device",
+  "host>disk",
+  "disk>device",
+]);
 
 export function isAllowedDirection(from: PoolKind, to: PoolKind): boolean {
   return ALLOWED.has(`${from}>${to}`);
@@ -61,7 +67,10 @@ export function toPairs(blocks: readonly (readonly [number, number])[]): Uint32A
     for (let k = 0; k < 2; k++) {
       const v = b[k];
       if (!Number.isInteger(v) || v! < 0 || v! > 0xffff_ffff) {
-        throw new TransferError("invalid-argument", `blocks[${i}][${k}] is not a block index: ${String(v)}`);
+        throw new TransferError(
+          "invalid-argument",
+          `blocks[${i}][${k}] is not a block index: ${String(v)}`,
+        );
       }
       pairs[2 * i + k] = v!;
     }
@@ -81,11 +90,26 @@ export class BlockTransferHandler {
     this.#maxBatch = opts.maxBatchSize ?? DEFAULT_MAX_TRANSFER_BATCH_SIZE;
     this.#jobs = new JobSlots(opts.maxJobsInFlight);
     if (!Number.isInteger(this.#maxBatch) || this.#maxBatch < 1) {
-      throw new TransferError("invalid-argument", `max batch size must be a positive integer, got ${this.#maxBatch}`);
+      throw new TransferError(
+        "invalid-argument",
+        `max batch size must be a positive integer, got ${this.#maxBatch}`,
+      );
     }
     const r = opts.replication;
-    if (r && !(Number.isInteger(r.rank) && Number.isInteger(r.worldSize) && r.worldSize > 0 && r.rank >= 0 && r.rank < r.worldSize)) {
-      throw new TransferError("invalid-argument", `replication invariant violated: 0 <= rank < world size; got rank=${r.rank}, world size=${r.worldSize}`);
+    if (
+      r &&
+      !(
+        Number.isInteger(r.rank) &&
+        Number.isInteger(r.worldSize) &&
+        r.worldSize > 0 &&
+        r.rank >= 0 &&
+        r.rank < r.worldSize
+      )
+    ) {
+      throw new TransferError(
+        "invalid-argument",
+        `replication invariant violated: 0 <= rank < world size; got rank=${r.rank}, world size=${r.worldSize}`,
+      );
     }
     this.#replication = r;
     this.#scheduler = opts.scheduler;
@@ -108,7 +132,8 @@ export class BlockTransferHandler {
       return { blocks, batches: 1, mode: "replicated" };
     }
     const batches = splitIntoBatches(pairs, this.#maxBatch);
-    if (batches.length === 1) await this.#jobs.run(() => this.#sharded(request.fromPool, request.toPool, pairs));
+    if (batches.length === 1)
+      await this.#jobs.run(() => this.#sharded(request.fromPool, request.toPool, pairs));
     else await this.#shardedBatches(request.fromPool, request.toPool, batches);
     return { blocks, batches: batches.length, mode: "sharded" };
   }
@@ -116,32 +141,46 @@ export class BlockTransferHandler {
   /** Executes without batching (one call per request). */
   async executeTransferDirect(request: BlockTransferRequest): Promise<void> {
     const pairs = toPairs(request.blocks);
-    if (this.#replication) await this.#replicated(request.fromPool, request.toPool, pairs, this.#replication);
+    if (this.#replication)
+      await this.#replicated(request.fromPool, request.toPool, pairs, this.#replication);
     else await this.#sharded(request.fromPool, request.toPool, pairs);
   }
 
   /** One leader message (seed: `impl Handler for BlockTransferHandler`). */
   async handle(message: TransferMessage): Promise<void> {
     if (message.data.length !== 1) {
-      throw new TransferError("invalid-argument", "Block transfer request must have exactly one data element");
+      throw new TransferError(
+        "invalid-argument",
+        "Block transfer request must have exactly one data element",
+      );
     }
     const request = parseWireRequest(message.data[0]!);
     let failure: unknown;
     let ran = false;
     try {
       if (request.connectorReq) {
-        if (!this.#scheduler) throw new TransferError("invalid-argument", "scheduler client is required for a connector request");
+        if (!this.#scheduler)
+          throw new TransferError(
+            "invalid-argument",
+            "scheduler client is required for a connector request",
+          );
         const scheduled = await this.#scheduler.scheduleTransfer(request.connectorReq);
         ran = true;
         try {
           // Cancellation is not supported (the seed asserts Execute); report it as the result.
           if (scheduled.decision !== "execute") {
-            throw new TransferError("unsupported", `scheduler decided "${scheduled.decision}"; only "execute" is supported`);
+            throw new TransferError(
+              "unsupported",
+              `scheduler decided "${scheduled.decision}"; only "execute" is supported`,
+            );
           }
           await this.executeTransfer(request);
           await scheduled.markComplete({ ok: true });
         } catch (e) {
-          await scheduled.markComplete({ ok: false, error: e instanceof Error ? e : new Error(String(e)) });
+          await scheduled.markComplete({
+            ok: false,
+            error: e instanceof Error ? e : new Error(String(e)),
+          });
           throw e;
         }
       } else {
@@ -159,11 +198,19 @@ export class BlockTransferHandler {
 
   #pool(kind: PoolKind, role: "Source" | "Target"): TransferPool {
     const pool = this.#pools[kind];
-    if (!pool) throw new TransferError("pool-not-initialized", `${role} pool manager not initialized (${kind} pool)`);
+    if (!pool)
+      throw new TransferError(
+        "pool-not-initialized",
+        `${role} pool manager not initialized (${kind} pool)`,
+      );
     return pool;
   }
 
-  async #shardedBatches(from: PoolKind, to: PoolKind, batches: readonly Uint32Array[]): Promise<void> {
+  async #shardedBatches(
+    from: PoolKind,
+    to: PoolKind,
+    batches: readonly Uint32Array[],
+  ): Promise<void> {
     let failure: { error: unknown } | undefined;
     await Promise.all(
       batches.map((b) =>
@@ -181,13 +228,19 @@ export class BlockTransferHandler {
   }
 
   async #sharded(from: PoolKind, to: PoolKind, pairs: Uint32Array): Promise<void> {
-    if (!isAllowedDirection(from, to)) throw new TransferError("invalid-direction", `Invalid transfer type: ${from} -> ${to}.`);
+    if (!isAllowedDirection(from, to))
+      throw new TransferError("invalid-direction", `Invalid transfer type: ${from} -> ${to}.`);
     const src = this.#pool(from, "Source");
     const dst = this.#pool(to, "Target");
     await src.copyTo(dst, pairs);
   }
 
-  async #replicated(from: PoolKind, to: PoolKind, pairs: Uint32Array, group: BlockBroadcaster): Promise<void> {
+  async #replicated(
+    from: PoolKind,
+    to: PoolKind,
+    pairs: Uint32Array,
+    group: BlockBroadcaster,
+  ): Promise<void> {
     if (from === "device" && to === "device") return this.#sharded(from, to, pairs); // local on every rank
     const useBcast = to === "device";
     const isRank0 = group.rank === 0;
@@ -195,7 +248,8 @@ export class BlockTransferHandler {
     if (isRank0) await this.#sharded(from, to, pairs);
     if (useBcast) {
       const device = this.#pools.device;
-      if (!device) throw new TransferError("pool-not-initialized", "Device blocks required for broadcast");
+      if (!device)
+        throw new TransferError("pool-not-initialized", "Device blocks required for broadcast");
       const targets = new Uint32Array(pairs.length >>> 1);
       for (let i = 0; i < targets.length; i++) targets[i] = pairs[2 * i + 1]!;
       await group.broadcast(device, targets);

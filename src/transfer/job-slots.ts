@@ -26,7 +26,8 @@ export class JobSlots {
 
   /** Runs `fn` once a slot is free; the slot is given back however `fn` ends. */
   async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.#active >= this.limit) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    if (this.#active >= this.limit)
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
     else this.#active++;
     try {
       return await fn();

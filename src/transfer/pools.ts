@@ -44,18 +44,28 @@ export interface PoolSpec {
   readonly directIo?: boolean;
 }
 
-const KIND_CODE: Readonly<Record<PoolKind, number>> = { device: SY_POOL_DEVICE, host: SY_POOL_HOST, disk: SY_POOL_DISK };
-const BACKEND_CODE: Readonly<Record<PoolBackend, number>> = { auto: SY_BACKEND_AUTO, cpu: SY_BACKEND_CPU, cuda: SY_BACKEND_CUDA };
+const KIND_CODE: Readonly<Record<PoolKind, number>> = {
+  device: SY_POOL_DEVICE,
+  host: SY_POOL_HOST,
+  disk: SY_POOL_DISK,
+};
+const BACKEND_CODE: Readonly<Record<PoolBackend, number>> = {
+  auto: SY_BACKEND_AUTO,
+  cpu: SY_BACKEND_CPU,
+  cuda: SY_BACKEND_CUDA,
+};
 const EMPTY = new Uint8Array(0);
 
 /** sy_layout as six uint32 fields; refuses a field that is not a uint32. */
 function layoutBytes(l: BlockLayout): Uint32Array {
   const layout = new Uint32Array(SY_LAYOUT_FIELDS);
   const kindIndex = LAYOUT_KINDS.indexOf(l.kind);
-  if (kindIndex < 0) throw new TransferError("invalid-argument", `unknown layout kind ${String(l.kind)}`);
+  if (kindIndex < 0)
+    throw new TransferError("invalid-argument", `unknown layout kind ${String(l.kind)}`);
   const fields = [kindIndex, l.numLayers, l.outerDim, l.pageSize, l.innerDim, l.elemBytes];
   for (const [i, f] of fields.entries()) {
-    if (!Number.isInteger(f) || f < 0 || f > 0xffff_ffff) throw new TransferError("invalid-argument", `layout field ${i} is not a uint32: ${f}`);
+    if (!Number.isInteger(f) || f < 0 || f > 0xffff_ffff)
+      throw new TransferError("invalid-argument", `layout field ${i} is not a uint32: ${f}`);
     layout[i] = f;
   }
   return layout;
@@ -63,7 +73,11 @@ function layoutBytes(l: BlockLayout): Uint32Array {
 
 function shmSymbols(lib: NativeLibrary) {
   const shm = lib.unsafeShmSymbols;
-  if (shm === null) throw new TransferError("unavailable", `${lib.path} predates shared-memory pools (rebuild with \`bun run build:ffi\`)`);
+  if (shm === null)
+    throw new TransferError(
+      "unavailable",
+      `${lib.path} predates shared-memory pools (rebuild with \`bun run build:ffi\`)`,
+    );
   return shm;
 }
 const utf8 = new TextEncoder();
@@ -85,7 +99,13 @@ export class NativePool implements TransferPool {
   /** A shared-memory reader: never written, never a transfer destination. */
   readonly readOnly: boolean;
 
-  private constructor(lib: NativeLibrary, handle: number, spec: PoolSpec, info: BigUint64Array, shared?: { name: string; readOnly: boolean }) {
+  private constructor(
+    lib: NativeLibrary,
+    handle: number,
+    spec: PoolSpec,
+    info: BigUint64Array,
+    shared?: { name: string; readOnly: boolean },
+  ) {
     this.#lib = lib;
     this.#handle = handle;
     this.kind = spec.kind;
@@ -104,21 +124,47 @@ export class NativePool implements TransferPool {
    * exist), maps it read-write. A host pool for transfers. close() unmaps, the segment stays
    * until unlinkShared.
    */
-  static createShared(lib: NativeLibrary, spec: { name: string; numBlocks: number; layout: BlockLayout }): NativePool {
+  static createShared(
+    lib: NativeLibrary,
+    spec: { name: string; numBlocks: number; layout: BlockLayout },
+  ): NativePool {
     const shm = shmSymbols(lib);
     const name = utf8.encode(spec.name);
-    const handle = shm.sy_shm_pool_create(name, name, layoutBytes(spec.layout), layoutBytes(spec.layout), spec.numBlocks);
-    if (handle < 0) throw fromStatus(handle, lib.lastError(), `creating shared-memory pool ${spec.name}`);
-    return NativePool.#wrap(lib, handle, { kind: "host", numBlocks: spec.numBlocks, layout: spec.layout }, { name: spec.name, readOnly: false });
+    const handle = shm.sy_shm_pool_create(
+      name,
+      name,
+      layoutBytes(spec.layout),
+      layoutBytes(spec.layout),
+      spec.numBlocks,
+    );
+    if (handle < 0)
+      throw fromStatus(handle, lib.lastError(), `creating shared-memory pool ${spec.name}`);
+    return NativePool.#wrap(
+      lib,
+      handle,
+      { kind: "host", numBlocks: spec.numBlocks, layout: spec.layout },
+      { name: spec.name, readOnly: false },
+    );
   }
 
   /** A reader's read-only mapping of segment `name`; its header must match `layout`. */
   static openShared(lib: NativeLibrary, spec: { name: string; layout: BlockLayout }): NativePool {
     const shm = shmSymbols(lib);
     const name = utf8.encode(spec.name);
-    const handle = shm.sy_shm_pool_open(name, name, layoutBytes(spec.layout), layoutBytes(spec.layout));
-    if (handle < 0) throw fromStatus(handle, lib.lastError(), `opening shared-memory pool ${spec.name}`);
-    return NativePool.#wrap(lib, handle, { kind: "host", numBlocks: 0, layout: spec.layout }, { name: spec.name, readOnly: true });
+    const handle = shm.sy_shm_pool_open(
+      name,
+      name,
+      layoutBytes(spec.layout),
+      layoutBytes(spec.layout),
+    );
+    if (handle < 0)
+      throw fromStatus(handle, lib.lastError(), `opening shared-memory pool ${spec.name}`);
+    return NativePool.#wrap(
+      lib,
+      handle,
+      { kind: "host", numBlocks: 0, layout: spec.layout },
+      { name: spec.name, readOnly: true },
+    );
   }
 
   /** Removes segment `name` (mappings stay valid until closed). False when it was already gone. */
@@ -144,14 +190,33 @@ export class NativePool implements TransferPool {
   }
 
   /** A device pool over another process's memory (its ipcHandle); device -> device pulls from it are allowed. */
-  static openIpc(lib: NativeLibrary, spec: { handle: Uint8Array; numBlocks: number; layout: BlockLayout }): NativePool {
+  static openIpc(
+    lib: NativeLibrary,
+    spec: { handle: Uint8Array; numBlocks: number; layout: BlockLayout },
+  ): NativePool {
     const layout = layoutBytes(spec.layout);
-    const handle = shmSymbols(lib).sy_pool_open_ipc(spec.handle, spec.handle, layout, layout, spec.numBlocks);
+    const handle = shmSymbols(lib).sy_pool_open_ipc(
+      spec.handle,
+      spec.handle,
+      layout,
+      layout,
+      spec.numBlocks,
+    );
     if (handle < 0) throw fromStatus(handle, lib.lastError(), "opening a CUDA IPC pool");
-    return NativePool.#wrap(lib, handle, { kind: "device", numBlocks: spec.numBlocks, layout: spec.layout }, { name: "cuda-ipc", readOnly: false });
+    return NativePool.#wrap(
+      lib,
+      handle,
+      { kind: "device", numBlocks: spec.numBlocks, layout: spec.layout },
+      { name: "cuda-ipc", readOnly: false },
+    );
   }
 
-  static #wrap(lib: NativeLibrary, handle: number, spec: PoolSpec, shared: { name: string; readOnly: boolean }): NativePool {
+  static #wrap(
+    lib: NativeLibrary,
+    handle: number,
+    spec: PoolSpec,
+    shared: { name: string; readOnly: boolean },
+  ): NativePool {
     const info = new BigUint64Array(SY_POOL_INFO_FIELDS);
     const st = lib.unsafeSymbols.sy_pool_info(handle, info, info);
     if (st < 0) {
@@ -164,15 +229,31 @@ export class NativePool implements TransferPool {
   static create(lib: NativeLibrary, spec: PoolSpec): NativePool {
     const layout = layoutBytes(spec.layout);
     if (!Number.isSafeInteger(spec.numBlocks) || spec.numBlocks < 0) {
-      throw new TransferError("invalid-argument", `numBlocks must be a non-negative integer, got ${spec.numBlocks}`);
+      throw new TransferError(
+        "invalid-argument",
+        `numBlocks must be a non-negative integer, got ${spec.numBlocks}`,
+      );
     }
     const kind = KIND_CODE[spec.kind];
     const backend = BACKEND_CODE[spec.backend ?? "auto"];
-    if (kind === undefined || backend === undefined) throw new TransferError("invalid-argument", `unknown pool kind or backend`);
-    const path = spec.kind === "disk" && spec.diskPath !== undefined ? utf8.encode(spec.diskPath) : EMPTY;
-    const flags = (spec.unlinkOnClose ? SY_DISK_UNLINK_ON_CLOSE : 0) | (spec.directIo === false ? SY_DISK_NO_DIRECT : 0);
+    if (kind === undefined || backend === undefined)
+      throw new TransferError("invalid-argument", `unknown pool kind or backend`);
+    const path =
+      spec.kind === "disk" && spec.diskPath !== undefined ? utf8.encode(spec.diskPath) : EMPTY;
+    const flags =
+      (spec.unlinkOnClose ? SY_DISK_UNLINK_ON_CLOSE : 0) |
+      (spec.directIo === false ? SY_DISK_NO_DIRECT : 0);
     const sym = lib.unsafeSymbols;
-    const handle = sym.sy_pool_create(kind, backend, layout, layout, spec.numBlocks, path, path, flags);
+    const handle = sym.sy_pool_create(
+      kind,
+      backend,
+      layout,
+      layout,
+      spec.numBlocks,
+      path,
+      path,
+      flags,
+    );
     if (handle < 0) throw fromStatus(handle, lib.lastError(), `creating the ${spec.kind} pool`);
     const info = new BigUint64Array(SY_POOL_INFO_FIELDS);
     const st = sym.sy_pool_info(handle, info, info);
@@ -193,7 +274,8 @@ export class NativePool implements TransferPool {
   }
 
   #live(what: string): number {
-    if (this.#handle === null) throw new TransferError("closed", `${what}: the ${this.kind} pool is closed`);
+    if (this.#handle === null)
+      throw new TransferError("closed", `${what}: the ${this.kind} pool is closed`);
     return this.#handle;
   }
 
@@ -215,7 +297,11 @@ export class NativePool implements TransferPool {
   async copyTo(dst: TransferPool, pairs: Uint32Array): Promise<void> {
     const [src, to] = this.#endpoints(dst, "copyTo");
     const what = `transfer ${this.kind} -> ${dst.kind}`;
-    await awaitJob(this.#lib, this.#lib.unsafeSymbols.sy_transfer_submit(src, to, pairs, pairs), what);
+    await awaitJob(
+      this.#lib,
+      this.#lib.unsafeSymbols.sy_transfer_submit(src, to, pairs, pairs),
+      what,
+    );
   }
 
   /** Copies on the calling thread (plus the library's helpers); blocks until done. */
@@ -226,8 +312,13 @@ export class NativePool implements TransferPool {
   }
 
   #endpoints(dst: TransferPool, what: string): [number, number] {
-    if (!(dst instanceof NativePool)) throw new TransferError("invalid-argument", `${what}: the destination is not a native pool`);
-    if (dst.#lib !== this.#lib) throw new TransferError("invalid-argument", `${what}: the pools belong to different libraries`);
+    if (!(dst instanceof NativePool))
+      throw new TransferError("invalid-argument", `${what}: the destination is not a native pool`);
+    if (dst.#lib !== this.#lib)
+      throw new TransferError(
+        "invalid-argument",
+        `${what}: the pools belong to different libraries`,
+      );
     return [this.#live(what), dst.#live(what)];
   }
 

@@ -41,7 +41,13 @@ export const TransferRequestSchema = v.strictObject(
     from_pool: PoolName,
     to_pool: PoolName,
     blocks: v.pipe(
-      v.array(v.strictTuple([BlockIndex, BlockIndex], "must be a [from, to] pair (exactly two block indexes)"), "must be an array of [from, to] pairs"),
+      v.array(
+        v.strictTuple(
+          [BlockIndex, BlockIndex],
+          "must be a [from, to] pair (exactly two block indexes)",
+        ),
+        "must be an array of [from, to] pairs",
+      ),
       v.maxLength(MAX_BLOCKS_PER_REQUEST, `must hold at most ${MAX_BLOCKS_PER_REQUEST} pairs`),
     ),
     connector_req: v.optional(v.nullable(LeaderRequestSchema)),
@@ -57,14 +63,27 @@ export function parseTransferRequest(value: unknown): BlockTransferRequest {
   if (!r.success) {
     const issue = r.issues[0];
     const path = v.getDotPath(issue) ?? "body";
-    throw new TransferError("invalid-argument", `invalid transfer request: ${path} ${issue.message}`);
+    throw new TransferError(
+      "invalid-argument",
+      `invalid transfer request: ${path} ${issue.message}`,
+    );
   }
   const o = r.output;
   const c = o.connector_req;
   const connectorReq: LeaderTransferRequest | undefined = c
-    ? { requestId: c.request_id, uuid: c.uuid, requirement: c.requirement, requestType: c.request_type }
+    ? {
+        requestId: c.request_id,
+        uuid: c.uuid,
+        requirement: c.requirement,
+        requestType: c.request_type,
+      }
     : undefined;
-  return { fromPool: o.from_pool as PoolKind, toPool: o.to_pool as PoolKind, blocks: o.blocks, ...(connectorReq ? { connectorReq } : {}) };
+  return {
+    fromPool: o.from_pool as PoolKind,
+    toPool: o.to_pool as PoolKind,
+    blocks: o.blocks,
+    ...(connectorReq ? { connectorReq } : {}),
+  };
 }
 
 /** The leader's JSON bytes -> request. */
@@ -73,7 +92,10 @@ export function parseWireRequest(data: Uint8Array): BlockTransferRequest {
   try {
     value = JSON.parse(new TextDecoder().decode(data));
   } catch (e) {
-    throw new TransferError("invalid-argument", `transfer request is not JSON: ${(e as Error).message}`);
+    throw new TransferError(
+      "invalid-argument",
+      `transfer request is not JSON: ${(e as Error).message}`,
+    );
   }
   return parseTransferRequest(value);
 }

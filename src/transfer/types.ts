@@ -11,7 +11,11 @@ export const POOL_KINDS: readonly PoolKind[] = ["device", "host", "disk"];
 
 /** LayoutType: one region per pool, or one per layer (block-first or outer-first). */
 export type LayoutKind = "fully-contiguous" | "layer-separate" | "layer-separate-outer";
-export const LAYOUT_KINDS: readonly LayoutKind[] = ["fully-contiguous", "layer-separate", "layer-separate-outer"];
+export const LAYOUT_KINDS: readonly LayoutKind[] = [
+  "fully-contiguous",
+  "layer-separate",
+  "layer-separate-outer",
+];
 
 /**
  * Geometry of one block: numLayers x outerDim chunks (outerDim 2 = K and V), each chunk

@@ -22,7 +22,11 @@ async function livezDuring(url: string, work: () => Promise<void>): Promise<numb
   const script = `const ms = []; let run = true; process.on("SIGTERM", () => (run = false));
     while (run) { const t0 = performance.now(); await (await fetch(${JSON.stringify(`${url}/livez`)})).arrayBuffer(); ms.push(performance.now() - t0); await Bun.sleep(5); }
     console.log(JSON.stringify(ms));`;
-  const poller = Bun.spawn({ cmd: [process.execPath, "-e", script], stdout: "pipe", stderr: "inherit" });
+  const poller = Bun.spawn({
+    cmd: [process.execPath, "-e", script],
+    stdout: "pipe",
+    stderr: "inherit",
+  });
   try {
     await Bun.sleep(200); // the poller's first request is out
     await work();
@@ -40,7 +44,11 @@ function body(prompt: string): Uint8Array {
 }
 
 async function post(url: string, bytes: Uint8Array): Promise<Response> {
-  return fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: bytes });
+  return fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: bytes,
+  });
 }
 
 function quantile(xs: number[], q: number): number {
@@ -61,7 +69,11 @@ function text(tag: string, n: number): string {
 describe("huge text prompts, one client", () => {
   test("five 15 MB prompts in a row: each a 413 naming prompt and the flag; /livez p99 stays low; RSS does not follow", async () => {
     // Engines that prefill fast: a 1 Mi-token prompt (one token per byte) is routine for them.
-    const engines = await startEngines(2, [], ["--decode-ms-per-step", "1", "--prefill-us-per-token", "0.01"]);
+    const engines = await startEngines(
+      2,
+      [],
+      ["--decode-ms-per-step", "1", "--prefill-us-per-token", "0.01"],
+    );
     procs.push(...engines);
     const router = await startRouter(engines, 0, ["--log-level", "error"]);
     procs.push(router);
@@ -80,9 +92,13 @@ describe("huge text prompts, one client", () => {
       }
     });
     const p99 = quantile(livez, 0.99);
-    console.log(`chaos five 15 MB prompts: statuses ${statuses.join(",")}; /livez p50 ${quantile(livez, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${Math.max(...livez).toFixed(0)} ms over ${livez.length}; RSS ${Math.round(before)} -> ${Math.round(peak)} MB`);
+    console.log(
+      `chaos five 15 MB prompts: statuses ${statuses.join(",")}; /livez p50 ${quantile(livez, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${Math.max(...livez).toFixed(0)} ms over ${livez.length}; RSS ${Math.round(before)} -> ${Math.round(peak)} MB`,
+    );
     expect(statuses).toEqual([413, 413, 413, 413, 413]);
-    const err = JSON.parse(bodies[0]!) as { error: { message: string; param: string; code: string } };
+    const err = JSON.parse(bodies[0]!) as {
+      error: { message: string; param: string; code: string };
+    };
     expect(err.error.param).toBe("prompt");
     expect(err.error.message).toContain("--max-prompt-chars");
     expect(p99).toBeLessThan(250); // before: p99 439 ms, the longest wait 4.0 s (the loop blocked 2-2.8 s per prompt)
@@ -98,7 +114,9 @@ describe("huge text prompts, one client", () => {
         await r.arrayBuffer();
       }
     });
-    console.log(`chaos three 1 Mi-character prompts: /livez p99 ${quantile(atLimit, 0.99).toFixed(1)} ms, max ${Math.max(...atLimit).toFixed(0)} ms`);
+    console.log(
+      `chaos three 1 Mi-character prompts: /livez p99 ${quantile(atLimit, 0.99).toFixed(1)} ms, max ${Math.max(...atLimit).toFixed(0)} ms`,
+    );
     expect(quantile(atLimit, 0.99)).toBeLessThan(250);
     expect(await bookedLoad(url)).toBe(0);
   }, 60_000);

@@ -45,12 +45,21 @@ describe("clients that misbehave", () => {
     const leavers = Array.from({ length: LEAVERS }, (_, k) => {
       const ctl = new AbortController();
       // Distinct token prompts: nothing cached, each one a full prefill.
-      const tokens = Array.from({ length: PROMPT_TOKENS }, (_, i) => 1000 + ((i * 7919 + k * 104_729) % 30_000));
-      const p = complete(url, { prompt: tokens, max_tokens: 4, stream: true }, {}, ctl.signal).then((r) => r.arrayBuffer()).catch(() => "left");
+      const tokens = Array.from(
+        { length: PROMPT_TOKENS },
+        (_, i) => 1000 + ((i * 7919 + k * 104_729) % 30_000),
+      );
+      const p = complete(url, { prompt: tokens, max_tokens: 4, stream: true }, {}, ctl.signal)
+        .then((r) => r.arrayBuffer())
+        .catch(() => "left");
       return { ctl, p };
     });
     // All of them on the engine: the first in prefill, the rest queued behind it.
-    await until(async () => (await engineCounter("mocker_requests_total")) - receivedBefore >= LEAVERS, "every long prompt to reach the engine", 10_000);
+    await until(
+      async () => (await engineCounter("mocker_requests_total")) - receivedBefore >= LEAVERS,
+      "every long prompt to reach the engine",
+      10_000,
+    );
     for (const l of leavers) l.ctl.abort();
     await Promise.all(leavers.map((l) => l.p));
 
@@ -59,10 +68,16 @@ describe("clients that misbehave", () => {
     expect(r.status).toBe(200);
     await r.arrayBuffer();
     const waited = performance.now() - t0;
-    console.log(`chaos ${LEAVERS} clients leaving before the first byte: legitimate request waited ${Math.round(waited)} ms (${LEAVERS} prefills would be ${LEAVERS * PREFILL_MS} ms)`);
+    console.log(
+      `chaos ${LEAVERS} clients leaving before the first byte: legitimate request waited ${Math.round(waited)} ms (${LEAVERS} prefills would be ${LEAVERS * PREFILL_MS} ms)`,
+    );
     // At most the prefill already running, plus its own: not the ${LEAVERS} queued ones.
     expect(waited).toBeLessThan(PREFILL_MS + 1_500);
-    await until(async () => (await engineAborted()) - abortedBefore >= LEAVERS - 1, "the engine to count the abandoned requests as aborted", 5_000);
+    await until(
+      async () => (await engineAborted()) - abortedBefore >= LEAVERS - 1,
+      "the engine to count the abandoned requests as aborted",
+      5_000,
+    );
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
   }, 30_000);
 
@@ -75,7 +90,9 @@ describe("clients that misbehave", () => {
       const s = connect(port, "127.0.0.1");
       s.on("error", () => {});
       s.on("close", () => closedAt.push(performance.now() - t0));
-      s.write("POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{");
+      s.write(
+        "POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{",
+      );
       return s;
     });
     const drip = setInterval(() => {
@@ -85,13 +102,20 @@ describe("clients that misbehave", () => {
       const r = await complete(url, { prompt: "served while slow bodies drip", max_tokens: 1 });
       expect(r.status).toBe(200);
       await r.arrayBuffer();
-      await until(() => closedAt.length === N, () => `every slow-body connection to be cut (${closedAt.length}/${N})`, 8_000, 50);
+      await until(
+        () => closedAt.length === N,
+        () => `every slow-body connection to be cut (${closedAt.length}/${N})`,
+        8_000,
+        50,
+      );
     } finally {
       clearInterval(drip);
       for (const s of sockets) s.destroy();
     }
     const longest = Math.max(...closedAt);
-    console.log(`chaos ${N} slow-body clients: all cut, the last after ${Math.round(longest)} ms (--idle-timeout 1)`);
+    console.log(
+      `chaos ${N} slow-body clients: all cut, the last after ${Math.round(longest)} ms (--idle-timeout 1)`,
+    );
     // uSockets checks timeouts on a 4 s tick, so a cut comes between 1 s and 1 + 4 s.
     expect(longest).toBeLessThan(1_000 + 4_500);
     expect(await bookedLoad(url)).toBe(0);

@@ -19,7 +19,11 @@ async function inFlight(url: string, n: number, tokens: number): Promise<Promise
   const all = Array.from({ length: n }, (_, i) =>
     (async () => {
       const t0 = performance.now();
-      const r = await complete(url, { prompt: `drain ${i}: a prompt to stream`, max_tokens: tokens, stream: true });
+      const r = await complete(url, {
+        prompt: `drain ${i}: a prompt to stream`,
+        max_tokens: tokens,
+        stream: true,
+      });
       started++;
       let text = "";
       try {
@@ -27,7 +31,13 @@ async function inFlight(url: string, n: number, tokens: number): Promise<Promise
       } catch (e) {
         text = `[client error: ${(e as Error).message}]`;
       }
-      return { status: r.status, complete: text.includes("data: [DONE]"), ms: performance.now() - t0, worker: "", text };
+      return {
+        status: r.status,
+        complete: text.includes("data: [DONE]"),
+        ms: performance.now() - t0,
+        worker: "",
+        text,
+      };
     })(),
   );
   await until(() => started === n, "every stream to start", 10_000);
@@ -47,14 +57,22 @@ describe("drain and readiness", () => {
     const streams = await inFlight(url, STREAMS, 40); // ~0.8 s each
     const t0 = performance.now();
     router.proc.kill("SIGTERM");
-    await until(async () => (await fetch(`${url}/health`)).status === 503, "/health to say draining", 3_000);
-    expect(((await (await fetch(`${url}/health`)).json()) as { status: string }).status).toBe("draining");
+    await until(
+      async () => (await fetch(`${url}/health`)).status === 503,
+      "/health to say draining",
+      3_000,
+    );
+    expect(((await (await fetch(`${url}/health`)).json()) as { status: string }).status).toBe(
+      "draining",
+    );
     expect((await fetch(`${url}/livez`)).status).toBe(200);
     const refused = await complete(url, { prompt: "too late", max_tokens: 1 });
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("draining");
     const s = summary(await Promise.all(streams));
-    console.log(`chaos SIGTERM during load: failed ${s.failed}/${s.total}, longest stream ${s.longestMs} ms`);
+    console.log(
+      `chaos SIGTERM during load: failed ${s.failed}/${s.total}, longest stream ${s.longestMs} ms`,
+    );
     expect(s.failed).toBe(0);
     expect(await exitOf(router, 5_000)).toBe(0);
     expect(performance.now() - t0).toBeLessThan(5_000);
@@ -81,7 +99,11 @@ describe("drain and readiness", () => {
     const pending = streamed(engineUrl, "an engine-side stream", 30);
     await Bun.sleep(100);
     engine!.proc.kill("SIGTERM");
-    await until(async () => (await fetch(`${engineUrl}/health`)).status === 503, "the engine's /health to say draining", 3_000);
+    await until(
+      async () => (await fetch(`${engineUrl}/health`)).status === 503,
+      "the engine's /health to say draining",
+      3_000,
+    );
     expect((await complete(engineUrl, { prompt: "too late", max_tokens: 1 })).status).toBe(503);
     const o = await pending;
     expect(o.complete).toBe(true);
@@ -89,7 +111,17 @@ describe("drain and readiness", () => {
   }, 30_000);
 
   test("the transfer agent answers /livez and exits 0 on SIGTERM", async () => {
-    const agent = await startMain(["transfer", "--port", "0", "--device-blocks", "4", "--host-blocks", "4", "--disk-blocks", "0"]);
+    const agent = await startMain([
+      "transfer",
+      "--port",
+      "0",
+      "--device-blocks",
+      "4",
+      "--host-blocks",
+      "4",
+      "--disk-blocks",
+      "0",
+    ]);
     procs.push(agent);
     expect((await fetch(`${urlOf(agent)}/livez`)).status).toBe(200);
     agent.proc.kill("SIGTERM");
@@ -106,8 +138,16 @@ describe("drain and readiness", () => {
     expect((await fetch(`${u}/livez`)).status).toBe(200);
     const engines = await startEngines(1, []);
     procs.push(...engines);
-    const r = await fetch(`${u}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ url: engines[0]!.info.url }) });
+    const r = await fetch(`${u}/v1/workers`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: engines[0]!.info.url }),
+    });
     expect(r.status).toBe(201);
-    await until(async () => (await fetch(`${u}/health`)).status === 200, "the router to be ready", 5_000);
+    await until(
+      async () => (await fetch(`${u}/health`)).status === 200,
+      "the router to be ready",
+      5_000,
+    );
   }, 30_000);
 });

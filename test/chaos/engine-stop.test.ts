@@ -30,8 +30,18 @@ async function cluster(deadlineS = DEADLINE_S) {
   procs.push(...engines);
   const d = String(deadlineS);
   const router = await startRouter(engines, 0, [
-    "--log-level", "error", "--health-interval", "0.2", "--health-timeout", "0.2",
-    "--first-byte-timeout", d, "--stream-idle-timeout", d, "--connect-timeout", d,
+    "--log-level",
+    "error",
+    "--health-interval",
+    "0.2",
+    "--health-timeout",
+    "0.2",
+    "--first-byte-timeout",
+    d,
+    "--stream-idle-timeout",
+    d,
+    "--connect-timeout",
+    d,
   ]);
   procs.push(router);
   return { url: urlOf(router), engines };
@@ -44,7 +54,8 @@ function steadyLoad(url: string, tag: string) {
   let i = 0;
   const done = Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
-      while (running) out.push(await streamed(url, `${tag} ${i++}: a prompt about routers and caches`, 20));
+      while (running)
+        out.push(await streamed(url, `${tag} ${i++}: a prompt about routers and caches`, 20));
     }),
   );
   return {
@@ -64,11 +75,21 @@ describe("an engine frozen or killed mid-load", () => {
     const l = steadyLoad(url, "sigstop");
     await until(() => l.out.length >= 12, "the load to be under way", 10_000);
     victim.proc.kill("SIGSTOP");
-    await until(async () => (await workers(url)).find((w) => w.url === victim.info.url)?.healthy === false, "the frozen engine to be marked unhealthy", 5_000);
+    await until(
+      async () => (await workers(url)).find((w) => w.url === victim.info.url)?.healthy === false,
+      "the frozen engine to be marked unhealthy",
+      5_000,
+    );
     const before = l.out.length;
-    await until(() => l.out.length >= before + 24, "more requests to be served by the other engine", 10_000);
+    await until(
+      () => l.out.length >= before + 24,
+      "more requests to be served by the other engine",
+      10_000,
+    );
     const s = summary(await l.stop());
-    console.log(`chaos engine SIGSTOP: failed ${s.failed}/${s.total}, longest wait ${s.longestMs} ms`);
+    console.log(
+      `chaos engine SIGSTOP: failed ${s.failed}/${s.total}, longest wait ${s.longestMs} ms`,
+    );
     expect(s.failed).toBeLessThanOrEqual(CONCURRENCY);
     expect(s.longestMs).toBeLessThan(2 * DEADLINE_S * 1000 + 2_000); // first byte + idle + slack; was 19-20 s
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
@@ -79,7 +100,16 @@ describe("an engine frozen or killed mid-load", () => {
     const engines = await startEngines(2, [], ["--decode-ms-per-step", "10"]);
     procs.push(...engines);
     // The issue's setting: a 2 s first-byte deadline, the default 600 s response deadline.
-    const router = await startRouter(engines, 0, ["--log-level", "error", "--health-interval", "0.3", "--health-timeout", "0.3", "--first-byte-timeout", "2"]);
+    const router = await startRouter(engines, 0, [
+      "--log-level",
+      "error",
+      "--health-interval",
+      "0.3",
+      "--health-timeout",
+      "0.3",
+      "--first-byte-timeout",
+      "2",
+    ]);
     procs.push(router);
     const url = urlOf(router);
     const victim = engines[0]!;
@@ -89,12 +119,22 @@ describe("an engine frozen or killed mid-load", () => {
     const t0 = performance.now();
     const answers = await Promise.all(
       Array.from({ length: 6 }, async (_, i) => {
-        const r = await complete(url, { prompt: `${i} whole answer wanted: tell me about routers`, max_tokens: 4 });
-        return { status: r.status, worker: r.headers.get("x-switchyard-worker"), body: await r.text(), ms: performance.now() - t0 };
+        const r = await complete(url, {
+          prompt: `${i} whole answer wanted: tell me about routers`,
+          max_tokens: 4,
+        });
+        return {
+          status: r.status,
+          worker: r.headers.get("x-switchyard-worker"),
+          body: await r.text(),
+          ms: performance.now() - t0,
+        };
       }),
     );
     const longest = Math.round(Math.max(...answers.map((a) => a.ms)));
-    console.log(`chaos engine SIGSTOP, whole answers: ${answers.filter((a) => a.status === 200).length}/6 answered, longest ${longest} ms`);
+    console.log(
+      `chaos engine SIGSTOP, whole answers: ${answers.filter((a) => a.status === 200).length}/6 answered, longest ${longest} ms`,
+    );
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
     expect(answers.every((a) => a.worker !== victimId)).toBe(true);
     expect(longest).toBeLessThan(5_000); // health check (0.3 s + 0.3 s) and the second engine's answer; was 600 s
@@ -112,9 +152,15 @@ describe("an engine frozen or killed mid-load", () => {
     await until(() => l.out.length >= 12, "the load to be under way", 10_000);
     victim.proc.kill("SIGKILL");
     const before = l.out.length;
-    await until(() => l.out.length >= before + 24, "more requests to be served by the other engine", 10_000);
+    await until(
+      () => l.out.length >= before + 24,
+      "more requests to be served by the other engine",
+      10_000,
+    );
     const s = summary(await l.stop());
-    console.log(`chaos engine SIGKILL: failed ${s.failed}/${s.total}, longest wait ${s.longestMs} ms`);
+    console.log(
+      `chaos engine SIGKILL: failed ${s.failed}/${s.total}, longest wait ${s.longestMs} ms`,
+    );
     expect(s.failed).toBeLessThanOrEqual(CONCURRENCY);
     expect(s.longestMs).toBeLessThan(2_000);
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);

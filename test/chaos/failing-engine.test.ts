@@ -10,7 +10,16 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { startRouter, urlOf } from "../integration/multi-router-cluster.ts";
 import { stopAll, until, type Proc } from "../support/processes.ts";
-import { bookedLoad, engineStats, load, metric, setFault, startFaultEngine, summary, workers } from "./faults.ts";
+import {
+  bookedLoad,
+  engineStats,
+  load,
+  metric,
+  setFault,
+  startFaultEngine,
+  summary,
+  workers,
+} from "./faults.ts";
 
 const CONCURRENCY = 4;
 const TOTAL = 60;
@@ -24,8 +33,16 @@ async function cluster(mode: string, routerFlags: readonly string[] = []) {
   const [good, bad] = await Promise.all([startFaultEngine("ok"), startFaultEngine(mode)]);
   procs.push(good, bad);
   const router = await startRouter([good, bad], 0, [
-    "--log-level", "error", "--health-interval", "0.2", "--max-retries", "2",
-    "--outlier-consecutive-failures", String(CONSECUTIVE), "--outlier-base-ejection-time", "3",
+    "--log-level",
+    "error",
+    "--health-interval",
+    "0.2",
+    "--max-retries",
+    "2",
+    "--outlier-consecutive-failures",
+    String(CONSECUTIVE),
+    "--outlier-base-ejection-time",
+    "3",
     ...routerFlags,
   ]);
   procs.push(router);
@@ -46,7 +63,9 @@ describe("an engine whose answers fail is ejected, though its /health answers", 
     report("engine answering 500, retried", s);
     expect(s.failed).toBe(0); // before: 5 of 60 (the issue's probe), one per 500 until the ejection
     const bad = await badView();
-    expect(await metric(url, "switchyard_upstream_failures_total", `{worker="${bad.id}"}`)).toBeGreaterThanOrEqual(1); // it did get traffic
+    expect(
+      await metric(url, "switchyard_upstream_failures_total", `{worker="${bad.id}"}`),
+    ).toBeGreaterThanOrEqual(1); // it did get traffic
     expect(await metric(url, "switchyard_worker_ejections_total", `{worker="${bad.id}"}`)).toBe(1);
     expect(bad.healthy).toBe(false);
     expect(await bookedLoad(url)).toBe(0);
@@ -58,7 +77,9 @@ describe("an engine whose answers fail is ejected, though its /health answers", 
     report("engine answering 500", s);
     expect(s.failed).toBeGreaterThanOrEqual(1); // it did get traffic, so the fault was real
     expect(s.failed).toBeLessThanOrEqual(CONSECUTIVE + CONCURRENCY - 1);
-    expect(await metric(url, "switchyard_worker_ejections_total", `{worker="${(await badView()).id}"}`)).toBe(1);
+    expect(
+      await metric(url, "switchyard_worker_ejections_total", `{worker="${(await badView()).id}"}`),
+    ).toBe(1);
     const view = await badView();
     expect(view.healthy).toBe(false);
     expect((view as unknown as { reason: string }).reason).toContain("ejected");
@@ -85,7 +106,9 @@ describe("an engine whose answers fail is ejected, though its /health answers", 
     const s = summary(await load(url, TOTAL, CONCURRENCY, "cut-migrated"));
     report("engine cutting its streams, migrated", s);
     expect(s.failed).toBe(0);
-    expect(await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}')).toBeGreaterThanOrEqual(1);
+    expect(
+      await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}'),
+    ).toBeGreaterThanOrEqual(1);
     expect((await badView()).healthy).toBe(false);
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
   }, 30_000);
@@ -100,18 +123,31 @@ describe("an engine whose answers fail is ejected, though its /health answers", 
     expect(s.longestMs).toBeLessThan(300 + 1_500);
     const stats = await engineStats(badUrl);
     expect(stats.requests).toBeGreaterThanOrEqual(1);
-    await until(async () => (await engineStats(badUrl)).open === 0, "the hung engine to see every request closed", 3_000);
+    await until(
+      async () => (await engineStats(badUrl)).open === 0,
+      "the hung engine to see every request closed",
+      3_000,
+    );
     expect((await engineStats(badUrl)).closed_by_peer).toBe(stats.requests);
     // The first miss fences the engine; requests still waiting on it then leave at once
     // (worker out of rotation) instead of each waiting out its own deadline.
-    const misses = await metric(url, "switchyard_upstream_deadline_misses_total", `{worker="${(await badView()).id}",deadline="first_byte"}`);
+    const misses = await metric(
+      url,
+      "switchyard_upstream_deadline_misses_total",
+      `{worker="${(await badView()).id}",deadline="first_byte"}`,
+    );
     expect(misses).toBeGreaterThanOrEqual(1);
     expect(misses).toBeLessThanOrEqual(stats.requests);
     expect(await bookedLoad(url)).toBe(0);
   }, 30_000);
 
   test("a stream that stalls mid-answer, without migration (--max-migrations 0), ends with an OpenAI-shaped error event after the idle deadline", async () => {
-    const { url, badUrl } = await cluster("stall", ["--stream-idle-timeout", "0.3", "--max-migrations", "0"]);
+    const { url, badUrl } = await cluster("stall", [
+      "--stream-idle-timeout",
+      "0.3",
+      "--max-migrations",
+      "0",
+    ]);
     // Send until one lands on the stalling engine (the scheduler spreads distinct prompts).
     const outcomes = await load(url, 12, 2, "stall");
     const stalled = outcomes.filter((o) => !o.complete);
@@ -123,7 +159,11 @@ describe("an engine whose answers fail is ejected, though its /health answers", 
       expect(o.text).toContain('"code":"stream_idle_timeout"');
       expect(o.ms).toBeLessThan(300 + 1_500);
     }
-    await until(async () => (await engineStats(badUrl)).open === 0, "the stalling engine to see its streams closed", 3_000);
+    await until(
+      async () => (await engineStats(badUrl)).open === 0,
+      "the stalling engine to see its streams closed",
+      3_000,
+    );
     expect(await bookedLoad(url)).toBe(0);
   }, 30_000);
 
@@ -133,7 +173,9 @@ describe("an engine whose answers fail is ejected, though its /health answers", 
     const s = summary(outcomes);
     report("engine stalling mid-stream, migrated", s);
     expect(s.failed).toBe(0);
-    expect(await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}')).toBeGreaterThanOrEqual(1);
+    expect(
+      await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}'),
+    ).toBeGreaterThanOrEqual(1);
     expect(s.longestMs).toBeLessThan(300 + 1_500);
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 3_000);
   }, 30_000);

@@ -12,7 +12,15 @@ export { metric, workers };
 /** Start a fault engine (`mode`: ok | error500 | cut | hang | stall | flood). */
 export async function startFaultEngine(mode: string, extra: readonly string[] = []): Promise<Proc> {
   const proc = Bun.spawn({
-    cmd: [process.execPath, join(ROOT, "test/support/fault-engine.ts"), "--port", "0", "--mode", mode, ...extra],
+    cmd: [
+      process.execPath,
+      join(ROOT, "test/support/fault-engine.ts"),
+      "--port",
+      "0",
+      "--mode",
+      mode,
+      ...extra,
+    ],
     cwd: ROOT,
     stdin: "ignore",
     stdout: "pipe",
@@ -23,7 +31,8 @@ export async function startFaultEngine(mode: string, extra: readonly string[] = 
   const reader = proc.stdout.getReader();
   while (!out.includes("\n")) {
     const { value, done } = await reader.read();
-    if (done) throw new Error(`fault engine exited before printing its address (exit ${proc.exitCode})`);
+    if (done)
+      throw new Error(`fault engine exited before printing its address (exit ${proc.exitCode})`);
     out += dec.decode(value);
   }
   reader.releaseLock();
@@ -64,7 +73,11 @@ export interface Outcome {
 }
 
 /** One streamed completion, read to its end; a broken stream is an incomplete outcome, not a throw. */
-export async function streamed(routerUrl: string, prompt: string | number[], maxTokens = 4): Promise<Outcome> {
+export async function streamed(
+  routerUrl: string,
+  prompt: string | number[],
+  maxTokens = 4,
+): Promise<Outcome> {
   const t0 = performance.now();
   let status = 0;
   let worker = "";
@@ -82,7 +95,12 @@ export async function streamed(routerUrl: string, prompt: string | number[], max
 }
 
 /** `total` streamed requests, `concurrency` at a time, prompts distinct per index. */
-export async function load(routerUrl: string, total: number, concurrency: number, tag: string): Promise<Outcome[]> {
+export async function load(
+  routerUrl: string,
+  total: number,
+  concurrency: number,
+  tag: string,
+): Promise<Outcome[]> {
   const out: Outcome[] = [];
   let next = 0;
   await Promise.all(
@@ -98,7 +116,11 @@ export async function load(routerUrl: string, total: number, concurrency: number
 }
 
 /** Summary of a load for assertions and the report: failed / total, longest wait. */
-export function summary(outcomes: readonly Outcome[]): { total: number; failed: number; longestMs: number } {
+export function summary(outcomes: readonly Outcome[]): {
+  total: number;
+  failed: number;
+  longestMs: number;
+} {
   return {
     total: outcomes.length,
     failed: outcomes.filter((o) => !o.complete).length,
@@ -108,5 +130,8 @@ export function summary(outcomes: readonly Outcome[]): { total: number; failed: 
 
 /** Every worker's booked load, summed (0 = every booking was freed). */
 export async function bookedLoad(routerUrl: string, adminToken?: string): Promise<number> {
-  return (await workers(routerUrl, adminToken)).reduce((s, w) => s + w.active_prefill_tokens + w.active_decode_blocks, 0);
+  return (await workers(routerUrl, adminToken)).reduce(
+    (s, w) => s + w.active_prefill_tokens + w.active_decode_blocks,
+    0,
+  );
 }

@@ -12,7 +12,14 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { stopAll, until, type Proc } from "../support/processes.ts";
 import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
-import { metric, prompt, send, startCluster, urlOf, workers } from "../integration/multi-router-cluster.ts";
+import {
+  metric,
+  prompt,
+  send,
+  startCluster,
+  urlOf,
+  workers,
+} from "../integration/multi-router-cluster.ts";
 
 setDefaultTimeout(60_000);
 
@@ -41,7 +48,13 @@ function startLoad(routerUrl: string, tag: string) {
       const t0 = performance.now();
       let status = 0;
       try {
-        status = (await send(routerUrl, { prompt: prompt(`${tag}-${c}-${k % 3}`, 2), max_tokens: 1 }, { "x-session-id": `${tag}-${c}-${k % 3}` })).status;
+        status = (
+          await send(
+            routerUrl,
+            { prompt: prompt(`${tag}-${c}-${k % 3}`, 2), max_tokens: 1 },
+            { "x-session-id": `${tag}-${c}-${k % 3}` },
+          )
+        ).status;
       } catch {
         status = -1;
       }
@@ -72,13 +85,24 @@ function summary(samples: readonly Sample[], from: number, to: number) {
 }
 
 async function totalLoad(routerUrl: string): Promise<number> {
-  return (await workers(routerUrl)).reduce((a, w) => a + w.active_prefill_tokens + w.active_decode_blocks, 0);
+  return (await workers(routerUrl)).reduce(
+    (a, w) => a + w.active_prefill_tokens + w.active_decode_blocks,
+    0,
+  );
 }
 
 /** A new session's second turn lands where its first did (the store answers again). */
 async function sticks(routerUrl: string, id: string): Promise<boolean> {
-  const a = await send(routerUrl, { prompt: prompt(`${id}-a`, 2), max_tokens: 1 }, { "x-session-id": id });
-  const b = await send(routerUrl, { prompt: prompt(`${id}-b`, 2), max_tokens: 1 }, { "x-session-id": id });
+  const a = await send(
+    routerUrl,
+    { prompt: prompt(`${id}-a`, 2), max_tokens: 1 },
+    { "x-session-id": id },
+  );
+  const b = await send(
+    routerUrl,
+    { prompt: prompt(`${id}-b`, 2), max_tokens: 1 },
+    { "x-session-id": id },
+  );
   const bound = await fetch(`${routerUrl}/debug/sessions/${id}`);
   return a.status === 200 && b.status === 200 && bound.status === 200 && a.worker === b.worker;
 }
@@ -100,12 +124,22 @@ for (const transport of ["resp", "rest"] as const) {
       }
       let routers: Proc[];
       // The default bound (50 ms) is what is under test, stated so the test helpers do not raise it.
-      ({ engines, routers } = await startCluster(2, 1, [...flags, "--redis-timeout", "0.05", "--session-reaper-interval", "0.5"]));
+      ({ engines, routers } = await startCluster(2, 1, [
+        ...flags,
+        "--redis-timeout",
+        "0.05",
+        "--session-reaper-interval",
+        "0.5",
+      ]));
       router = routers[0];
       url = urlOf(router!);
       // The first writes may miss the 50 ms bound while the machine is busy starting things.
       let attempt = 0;
-      await until(async () => sticks(url, `${transport}-warm-${attempt++}`), "a session to stick before the outage", 10_000);
+      await until(
+        async () => sticks(url, `${transport}-warm-${attempt++}`),
+        "a session to stick before the outage",
+        10_000,
+      );
     });
 
     afterAll(async () => {
@@ -124,7 +158,11 @@ for (const transport of ["resp", "rest"] as const) {
       await Bun.sleep(2_000); // Redis hung
       const t2 = performance.now();
       process.kill(redis!.pid!, "SIGCONT");
-      await until(async () => (await metric(url, "switchyard_affinity_store_available")) === 1, "the store to be available again", 10_000);
+      await until(
+        async () => (await metric(url, "switchyard_affinity_store_available")) === 1,
+        "the store to be available again",
+        10_000,
+      );
       const t3 = performance.now();
       await Bun.sleep(500);
       await load.stop();
@@ -132,7 +170,9 @@ for (const transport of ["resp", "rest"] as const) {
       const before = summary(load.samples, t0, t1);
       const hung = summary(load.samples, t1, t2);
       const after = summary(load.samples, t3, t4);
-      console.log(`redis SIGSTOP (${transport}): before ${JSON.stringify(before)} hung ${JSON.stringify(hung)} after ${JSON.stringify(after)}; back ${Math.round(t3 - t2)} ms after SIGCONT`);
+      console.log(
+        `redis SIGSTOP (${transport}): before ${JSON.stringify(before)} hung ${JSON.stringify(hung)} after ${JSON.stringify(after)}; back ${Math.round(t3 - t2)} ms after SIGCONT`,
+      );
       expect(load.samples.filter((s) => s.status !== 200)).toEqual([]);
       expect(hung.requests).toBeGreaterThan(10);
       expect(hung.max).toBeLessThan(HANG_MAX_MS);
@@ -141,7 +181,11 @@ for (const transport of ["resp", "rest"] as const) {
       // write may still miss the 50 ms bound on a loaded machine (that request then routes
       // without a binding, which is the designed fallback, not a failure).
       let attempt = 0;
-      await until(async () => sticks(url, `${transport}-after-stop-${attempt++}`), "sessions to stick again after SIGCONT", 10_000);
+      await until(
+        async () => sticks(url, `${transport}-after-stop-${attempt++}`),
+        "sessions to stick again after SIGCONT",
+        10_000,
+      );
       await until(async () => (await totalLoad(url)) === 0, "the booked load to go back to 0");
     });
 
@@ -154,7 +198,13 @@ for (const transport of ["resp", "rest"] as const) {
       await Bun.sleep(1_000); // Redis gone
       const t2 = performance.now();
       await redis!.restart(); // same port, empty
-      await until(async () => (await metric(url, "switchyard_affinity_store_available")) === 1 && (await sticks(url, `${transport}-probe-${performance.now()}`)), "sessions to stick again", 10_000);
+      await until(
+        async () =>
+          (await metric(url, "switchyard_affinity_store_available")) === 1 &&
+          (await sticks(url, `${transport}-probe-${performance.now()}`)),
+        "sessions to stick again",
+        10_000,
+      );
       await load.stop();
       const down = summary(load.samples, t1, t2);
       console.log(`redis SIGKILL (${transport}): down ${JSON.stringify(down)}`);

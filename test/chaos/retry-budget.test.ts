@@ -15,7 +15,10 @@ import { engineStats, startFaultEngine, streamed } from "./faults.ts";
 /** A counter summed over all its label sets. */
 async function total(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  return text.split("\n").filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)).reduce((s, l) => s + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+    .reduce((s, l) => s + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
 }
 
 const BURST = 300;
@@ -31,18 +34,31 @@ describe("the retry budget bounds every re-send", () => {
     procs.push(...engines);
     // No canary: its calls at registration are the router's own, not re-sends of the clients'
     // requests, and the engines count every request they see.
-    const router = await startRouter(engines, 0, ["--log-level", "error", "--health-interval", "0.2", "--canary=false"]);
+    const router = await startRouter(engines, 0, [
+      "--log-level",
+      "error",
+      "--health-interval",
+      "0.2",
+      "--canary=false",
+    ]);
     procs.push(router);
     const url = urlOf(router);
     const t0 = performance.now();
-    const outcomes = await Promise.all(Array.from({ length: BURST }, (_, i) => streamed(url, `${i} burst: tell me about routers`)));
+    const outcomes = await Promise.all(
+      Array.from({ length: BURST }, (_, i) => streamed(url, `${i} burst: tell me about routers`)),
+    );
     const seconds = (performance.now() - t0) / 1000;
-    const sends = (await Promise.all(engines.map((e) => engineStats(String(e.info.url))))).reduce((s, x) => s + x.requests, 0);
+    const sends = (await Promise.all(engines.map((e) => engineStats(String(e.info.url))))).reduce(
+      (s, x) => s + x.requests,
+      0,
+    );
     // Every window of 10 s the burst touched gets its own floor (a sliding window).
     const windows = Math.ceil((seconds + 1) / 10);
     const bound = BURST + Math.floor(SHARE * BURST) + FLOOR_PER_WINDOW * windows;
     const ejections = await total(url, "switchyard_worker_ejections_total");
-    console.log(`retry budget: ${sends} engine sends for ${BURST} requests in ${seconds.toFixed(1)} s (bound ${bound}), ${ejections} ejections`);
+    console.log(
+      `retry budget: ${sends} engine sends for ${BURST} requests in ${seconds.toFixed(1)} s (bound ${bound}), ${ejections} ejections`,
+    );
     expect(outcomes.every((o) => o.status !== 200)).toBe(true); // the fault was real
     expect(ejections).toBeGreaterThanOrEqual(1); // fail-over off an ejected worker happened
     expect(sends).toBeGreaterThan(BURST); // retries happened at all

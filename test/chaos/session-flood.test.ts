@@ -7,7 +7,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { complete, metric, startEngines, startRouter, urlOf } from "../integration/multi-router-cluster.ts";
+import {
+  complete,
+  metric,
+  startEngines,
+  startRouter,
+  urlOf,
+} from "../integration/multi-router-cluster.ts";
 import { stopAll, type Proc } from "../support/processes.ts";
 
 const MAX_SESSIONS = 500;
@@ -16,7 +22,9 @@ const CONCURRENCY = 32;
 
 /** Resident set size of a process in MiB (Linux /proc). */
 function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))!;
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmRSS:"))!;
   return Number(line.replace(/\D+/g, "")) / 1024;
 }
 
@@ -27,13 +35,22 @@ describe("session flood (real router)", () => {
 
   beforeAll(async () => {
     engine = await startEngines(1, [], ["--speedup", "50"]);
-    router = await startRouter(engine, 0, ["--max-sessions", String(MAX_SESSIONS), "--log-level", "warn"]);
+    router = await startRouter(engine, 0, [
+      "--max-sessions",
+      String(MAX_SESSIONS),
+      "--log-level",
+      "warn",
+    ]);
     url = urlOf(router);
   });
   afterAll(() => stopAll([router, ...engine]));
 
   test("a 15 KB X-Session-ID is a 400 naming the header; nothing is bound", async () => {
-    const res = await complete(url, { prompt: "hello", max_tokens: 1 }, { "x-session-id": "s".repeat(15_000) });
+    const res = await complete(
+      url,
+      { prompt: "hello", max_tokens: 1 },
+      { "x-session-id": "s".repeat(15_000) },
+    );
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: { message: string; param: string; code: string } };
     expect(body.error.param).toBe("x-session-id");
@@ -43,7 +60,8 @@ describe("session flood (real router)", () => {
 
   test(`${FLOOD} distinct ids: the store stays at ${MAX_SESSIONS}, the rest are evicted and counted, RSS bounded`, async () => {
     // Warm the path first so the RSS baseline includes the code that handles a request.
-    for (let i = 0; i < 50; i++) await (await complete(url, { prompt: "warm", max_tokens: 1 })).arrayBuffer();
+    for (let i = 0; i < 50; i++)
+      await (await complete(url, { prompt: "warm", max_tokens: 1 })).arrayBuffer();
     const before = rssMiB(router!.pid);
     let next = 0;
     const statuses = new Map<number, number>();
@@ -52,7 +70,11 @@ describe("session flood (real router)", () => {
       Array.from({ length: CONCURRENCY }, async () => {
         while (next < FLOOD) {
           const i = next++;
-          const res = await complete(url, { prompt: `flood ${i}`, max_tokens: 1 }, { "x-session-id": `${pad}-${i}` });
+          const res = await complete(
+            url,
+            { prompt: `flood ${i}`, max_tokens: 1 },
+            { "x-session-id": `${pad}-${i}` },
+          );
           await res.arrayBuffer();
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         }

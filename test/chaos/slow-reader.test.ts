@@ -37,26 +37,56 @@ describe("a client that stops reading", () => {
   test("the engine's socket is stopped, not buffered in the router; the client is cut after --stream-idle-timeout", async () => {
     const engine = await startFaultEngine("flood", ["--flood-mb", "256"]);
     procs.push(engine);
-    const router = await startRouter([engine], 0, ["--log-level", "error", "--stream-idle-timeout", "1", "--canary=false"]);
+    const router = await startRouter([engine], 0, [
+      "--log-level",
+      "error",
+      "--stream-idle-timeout",
+      "1",
+      "--canary=false",
+    ]);
     procs.push(router);
     const url = urlOf(router);
     const engineUrl = String(engine.info.url);
     const before = await rssMb(router.pid);
-    const client = await stalledClient(Number(new URL(url).port), postRequest("/v1/completions", { prompt: "a huge answer, please", max_tokens: 1, stream: true }));
+    const client = await stalledClient(
+      Number(new URL(url).port),
+      postRequest("/v1/completions", {
+        prompt: "a huge answer, please",
+        max_tokens: 1,
+        stream: true,
+      }),
+    );
     const t0 = performance.now();
     let peak = before;
-    await until(async () => {
-      peak = Math.max(peak, await rssMb(router.pid));
-      return client.isClosed();
-    }, "the router to cut the client that reads nothing", 10_000, 50);
+    await until(
+      async () => {
+        peak = Math.max(peak, await rssMb(router.pid));
+        return client.isClosed();
+      },
+      "the router to cut the client that reads nothing",
+      10_000,
+      50,
+    );
     const cutAfter = performance.now() - t0;
     const sent = (await engineStats(engineUrl)).bytes_sent / (1 << 20);
-    console.log(`chaos slow reader: router RSS ${Math.round(before)} -> peak ${Math.round(peak)} MB; engine sent ${sent.toFixed(1)} of 256 MiB; client cut after ${Math.round(cutAfter)} ms`);
+    console.log(
+      `chaos slow reader: router RSS ${Math.round(before)} -> peak ${Math.round(peak)} MB; engine sent ${sent.toFixed(1)} of 256 MiB; client cut after ${Math.round(cutAfter)} ms`,
+    );
     expect(peak - before).toBeLessThan(64); // before: the whole answer (256 MiB here, 1.4 GB in the probe)
     expect(sent).toBeLessThan(64);
     expect(cutAfter).toBeLessThan(1_000 + 2_000);
-    await until(async () => (await engineStats(engineUrl)).closed_by_peer === 1, "the engine to see its connection closed", 3_000);
-    expect(await metric(url, "switchyard_requests_total", `{worker="${(await (await fetch(`${url}/v1/workers`)).json() as { workers: { id: string }[] }).workers[0]!.id}",status="client_stalled"}`)).toBe(1);
+    await until(
+      async () => (await engineStats(engineUrl)).closed_by_peer === 1,
+      "the engine to see its connection closed",
+      3_000,
+    );
+    expect(
+      await metric(
+        url,
+        "switchyard_requests_total",
+        `{worker="${((await (await fetch(`${url}/v1/workers`)).json()) as { workers: { id: string }[] }).workers[0]!.id}",status="client_stalled"}`,
+      ),
+    ).toBe(1);
     expect(await bookedLoad(url)).toBe(0);
   }, 30_000);
 
@@ -64,30 +94,71 @@ describe("a client that stops reading", () => {
     const key = `sk-test-stall-${crypto.randomUUID()}`;
     const dir = mkdtempSync(join(tmpdir(), "switchyard-stall-keys-"));
     dirs.push(dir);
-    writeFileSync(join(dir, "keys.json"), JSON.stringify({ keys: [{ tenant: "t", key_sha256: await sha256Hex(key), limits: { concurrent_requests: 1 } }] }));
+    writeFileSync(
+      join(dir, "keys.json"),
+      JSON.stringify({
+        keys: [
+          { tenant: "t", key_sha256: await sha256Hex(key), limits: { concurrent_requests: 1 } },
+        ],
+      }),
+    );
     const engine = await startFaultEngine("flood", ["--flood-mb", "256"]);
     procs.push(engine);
-    const router = await startRouter([engine], 0, ["--log-level", "error", "--stream-idle-timeout", "1", "--canary=false", "--api-keys", join(dir, "keys.json"), "--admin-token", "slow-reader-admin"]);
+    const router = await startRouter([engine], 0, [
+      "--log-level",
+      "error",
+      "--stream-idle-timeout",
+      "1",
+      "--canary=false",
+      "--api-keys",
+      join(dir, "keys.json"),
+      "--admin-token",
+      "slow-reader-admin",
+    ]);
     procs.push(router);
     const url = urlOf(router);
     const engineUrl = String(engine.info.url);
     const body = { prompt: "a huge answer, please", max_tokens: 1, stream: true };
     const before = await rssMb(router.pid);
-    const client = await stalledClient(Number(new URL(url).port), postRequest("/v1/completions", body, { authorization: `Bearer ${key}` }));
+    const client = await stalledClient(
+      Number(new URL(url).port),
+      postRequest("/v1/completions", body, { authorization: `Bearer ${key}` }),
+    );
     let peak = before;
-    await until(async () => {
-      peak = Math.max(peak, await rssMb(router.pid));
-      return (await metric(url, "switchyard_requests_total", `{worker="${(await (await fetch(`${url}/v1/workers`, { headers: { authorization: "Bearer slow-reader-admin" } })).json() as { workers: { id: string }[] }).workers[0]!.id}",status="client_stalled"}`)) === 1;
-    }, "the router to give up on the client that reads nothing", 10_000, 50);
+    await until(
+      async () => {
+        peak = Math.max(peak, await rssMb(router.pid));
+        return (
+          (await metric(
+            url,
+            "switchyard_requests_total",
+            `{worker="${((await (await fetch(`${url}/v1/workers`, { headers: { authorization: "Bearer slow-reader-admin" } })).json()) as { workers: { id: string }[] }).workers[0]!.id}",status="client_stalled"}`,
+          )) === 1
+        );
+      },
+      "the router to give up on the client that reads nothing",
+      10_000,
+      50,
+    );
     const sent = (await engineStats(engineUrl)).bytes_sent / (1 << 20);
-    console.log(`chaos slow reader with a key: router RSS ${Math.round(before)} -> peak ${Math.round(peak)} MB; engine sent ${sent.toFixed(1)} of 256 MiB`);
+    console.log(
+      `chaos slow reader with a key: router RSS ${Math.round(before)} -> peak ${Math.round(peak)} MB; engine sent ${sent.toFixed(1)} of 256 MiB`,
+    );
     expect(peak - before).toBeLessThan(64);
     expect(sent).toBeLessThan(64);
-    await until(async () => (await engineStats(engineUrl)).closed_by_peer === 1, "the engine to see its connection closed", 3_000);
+    await until(
+      async () => (await engineStats(engineUrl)).closed_by_peer === 1,
+      "the engine to see its connection closed",
+      3_000,
+    );
     expect(await bookedLoad(url, "slow-reader-admin")).toBe(0);
     // The tenant's one concurrent slot is free again: a reading client is served, and its
     // stream flows (it broke after the first chunk when the body was Bun's direct stream).
-    const r = await fetch(`${url}/v1/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const r = await fetch(`${url}/v1/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     expect(r.status).toBe(200);
     let got = 0;
     for await (const chunk of r.body!) {
@@ -107,12 +178,19 @@ describe("a client that stops reading", () => {
     const before = await rssMb(router.pid);
     let peak = before;
     // The canary runs at registration; its answer is cut at the bound and its connection closed.
-    await until(async () => {
-      peak = Math.max(peak, await rssMb(router.pid));
-      return (await engineStats(engineUrl)).closed_by_peer >= 1;
-    }, "the canary to cut the flooding answer", 15_000, 50);
+    await until(
+      async () => {
+        peak = Math.max(peak, await rssMb(router.pid));
+        return (await engineStats(engineUrl)).closed_by_peer >= 1;
+      },
+      "the canary to cut the flooding answer",
+      15_000,
+      50,
+    );
     const sent = (await engineStats(engineUrl)).bytes_sent / (1 << 20);
-    console.log(`chaos flooding canary answer: router RSS ${Math.round(before)} -> peak ${Math.round(peak)} MB; engine sent ${sent.toFixed(1)} of 256 MiB`);
+    console.log(
+      `chaos flooding canary answer: router RSS ${Math.round(before)} -> peak ${Math.round(peak)} MB; engine sent ${sent.toFixed(1)} of 256 MiB`,
+    );
     expect(peak - before).toBeLessThan(64); // unbounded, the router read all 256 MiB (RSS +400-500 MB)
     expect(sent).toBeLessThan(64);
   }, 30_000);

@@ -13,7 +13,14 @@ test("soak: 60 s of load with engine kills and a Redis hang", async () => {
   const r = await runSoak(opts);
   const { samples, ...summary } = r;
   console.log(`soak (seed ${opts.seed}): ${JSON.stringify(summary)}`);
-  console.log(samples.map((s) => `${s.t}s rss=${s.rssMiB} index=${s.indexBlocks} load=${s.activeLoad} ok=${s.ok} failed=${s.failed}${s.event ? ` ${s.event}` : ""}`).join("\n"));
+  console.log(
+    samples
+      .map(
+        (s) =>
+          `${s.t}s rss=${s.rssMiB} index=${s.indexBlocks} load=${s.activeLoad} ok=${s.ok} failed=${s.failed}${s.event ? ` ${s.event}` : ""}`,
+      )
+      .join("\n"),
+  );
   expect(r.kills).toBeGreaterThanOrEqual(5);
   expect(r.requests).toBeGreaterThan(1_000);
   expect(r.failed / r.requests).toBeLessThan(0.02); // streams cut by a SIGKILL fail; nothing else may
@@ -21,7 +28,12 @@ test("soak: 60 s of load with engine kills and a Redis hang", async () => {
   expect(r.indexMaxBlocks).toBeLessThanOrEqual(opts.engines * SOAK_KV_BLOCKS);
   // Memory settles: the last quarter's median within 1.5x (+32 MiB) of the second quarter's.
   const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const q = (from: number, to: number) => median(samples.filter((s) => s.t >= from * opts.durationS && s.t < to * opts.durationS).map((s) => s.rssMiB));
+  const q = (from: number, to: number) =>
+    median(
+      samples
+        .filter((s) => s.t >= from * opts.durationS && s.t < to * opts.durationS)
+        .map((s) => s.rssMiB),
+    );
   expect(q(0.75, 1.01)).toBeLessThan(q(0.25, 0.5) * 1.5 + 32);
   expect(r.rssMaxMiB).toBeLessThan(512);
 }, 120_000);

@@ -28,24 +28,49 @@ let engine: Proc | undefined;
 let dir = "";
 let keysPath = "";
 
-async function complete(url: string, key: string | undefined, body: Record<string, unknown> = {}): Promise<Response> {
+async function complete(
+  url: string,
+  key: string | undefined,
+  body: Record<string, unknown> = {},
+): Promise<Response> {
   const res = await fetch(`${url}/v1/completions`, {
     method: "POST",
-    headers: { "content-type": "application/json", ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}) },
+    headers: {
+      "content-type": "application/json",
+      ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}),
+    },
     body: JSON.stringify({ model: MODEL, prompt: "conformance keys", max_tokens: 1, ...body }),
   });
   return res;
 }
 
 async function healthy(url: string): Promise<void> {
-  await until(async () => ((await (await fetch(`${url}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, `${url} to count its engine healthy`, 20_000);
+  await until(
+    async () =>
+      ((await (await fetch(`${url}/health`)).json()) as { healthy_workers: number })
+        .healthy_workers === 1,
+    `${url} to count its engine healthy`,
+    20_000,
+  );
 }
 
 beforeAll(async () => {
   engine = await startMain(["mocker", "--port", "0", "--block-size", "4", "--model", MODEL]);
   dir = mkdtempSync(join(tmpdir(), "switchyard-conformance-keys-"));
   keysPath = join(dir, "keys.json");
-  writeFileSync(keysPath, JSON.stringify({ keys: [{ tenant: "conf", key_sha256: await sha256Hex(KEY), models: [MODEL], limits: { requests_per_minute: LIMIT } }] }));
+  writeFileSync(
+    keysPath,
+    JSON.stringify({
+      keys: [
+        {
+          tenant: "conf",
+          key_sha256: await sha256Hex(KEY),
+          models: [MODEL],
+          limits: { requests_per_minute: LIMIT },
+        },
+      ],
+    }),
+  );
 }, 30_000);
 
 afterAll(async () => {
@@ -59,7 +84,18 @@ for (const rt of RUNTIMES) {
     let url = "";
 
     beforeAll(async () => {
-      router = await startRouter(rt, ["--port", "0", "--block-size", "4", "--api-keys", keysPath, "--worker", String(engine!.info.url), "--health-interval", "1"]);
+      router = await startRouter(rt, [
+        "--port",
+        "0",
+        "--block-size",
+        "4",
+        "--api-keys",
+        keysPath,
+        "--worker",
+        String(engine!.info.url),
+        "--health-interval",
+        "1",
+      ]);
       url = String(router.info.url);
       await healthy(url);
     }, 90_000);
@@ -72,7 +108,9 @@ for (const rt of RUNTIMES) {
       for (const key of [undefined, `${KEY}x`]) {
         const r = await complete(url, key);
         expect(r.status).toBe(401);
-        expect(((await r.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
+        expect(((await r.json()) as { error: { code: string } }).error.code).toBe(
+          "invalid_api_key",
+        );
       }
       const other = await complete(url, KEY, { model: "another-model" });
       expect(other.status).toBe(404);
@@ -92,7 +130,9 @@ for (const rt of RUNTIMES) {
       }
       expect(last!.status).toBe(429);
       expect(Number(last!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-      expect(((await last!.json()) as { error: { code: string } }).error.code).toBe("rate_limit_exceeded");
+      expect(((await last!.json()) as { error: { code: string } }).error.code).toBe(
+        "rate_limit_exceeded",
+      );
     });
   });
 }
@@ -106,8 +146,22 @@ describe("one tenant limit shared by routers on Bun, Deno and workerd through Up
     redis = await startRedisServer();
     bridge = await startUpstashBridge({ redisPort: redis.port });
     const flags = [
-      "--port", "0", "--block-size", "4", "--api-keys", keysPath, "--worker", String(engine!.info.url), "--health-interval", "1",
-      "--redis", bridge.url, "--redis-token", bridge.token, "--redis-timeout", "1",
+      "--port",
+      "0",
+      "--block-size",
+      "4",
+      "--api-keys",
+      keysPath,
+      "--worker",
+      String(engine!.info.url),
+      "--health-interval",
+      "1",
+      "--redis",
+      bridge.url,
+      "--redis-token",
+      bridge.token,
+      "--redis-timeout",
+      "1",
     ];
     for (const rt of RUNTIMES) routers.set(rt.name, await startRouter(rt, flags));
     for (const r of routers.values()) await healthy(String(r.info.url));

@@ -14,7 +14,11 @@ import { RUNTIMES, startRouter } from "./runtimes.ts";
 
 const BS = 4;
 /** What each runtime's navigator.userAgent starts with. */
-const RUNTIME_AGENT: Record<string, RegExp> = { bun: /^Bun\//, deno: /^Deno\//, workerd: /^Cloudflare-Workers/ };
+const RUNTIME_AGENT: Record<string, RegExp> = {
+  bun: /^Bun\//,
+  deno: /^Deno\//,
+  workerd: /^Cloudflare-Workers/,
+};
 const ADMIN = "conformance-admin";
 /** Engines push events with their own credential, never the admin token. */
 const EVENTS_TOKEN = "conformance-events-token-0123";
@@ -27,10 +31,37 @@ for (const rt of RUNTIMES) {
     const workerIds: string[] = [];
 
     beforeAll(async () => {
-      router = await startRouter(rt, ["--port", "0", "--block-size", String(BS), "--admin-token", ADMIN, "--events-token", EVENTS_TOKEN, "--health-interval", "1"]);
+      router = await startRouter(rt, [
+        "--port",
+        "0",
+        "--block-size",
+        String(BS),
+        "--admin-token",
+        ADMIN,
+        "--events-token",
+        EVENTS_TOKEN,
+        "--health-interval",
+        "1",
+      ]);
       url = String(router.info.url);
       for (let i = 0; i < 2; i++) {
-        engines.push(await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--router-url", url, "--admin-token", ADMIN, "--events-token", EVENTS_TOKEN, "--seed", String(i + 1)]));
+        engines.push(
+          await startMain([
+            "mocker",
+            "--port",
+            "0",
+            "--block-size",
+            String(BS),
+            "--router-url",
+            url,
+            "--admin-token",
+            ADMIN,
+            "--events-token",
+            EVENTS_TOKEN,
+            "--seed",
+            String(i + 1),
+          ]),
+        );
       }
       for (const e of engines) {
         const res = await fetch(`${url}/v1/workers`, {
@@ -40,12 +71,20 @@ for (const rt of RUNTIMES) {
         });
         expect(res.status).toBeLessThan(300);
       }
-      const listed = await until(async () => {
-        const r = (await (await fetch(`${url}/v1/workers`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {
-          workers: { id: string; healthy: boolean }[];
-        };
-        return r.workers.length === 2 && r.workers.every((w) => w.healthy) ? r.workers : undefined;
-      }, `two healthy workers on the ${rt.name} router`, 20_000);
+      const listed = await until(
+        async () => {
+          const r = (await (
+            await fetch(`${url}/v1/workers`, { headers: { authorization: `Bearer ${ADMIN}` } })
+          ).json()) as {
+            workers: { id: string; healthy: boolean }[];
+          };
+          return r.workers.length === 2 && r.workers.every((w) => w.healthy)
+            ? r.workers
+            : undefined;
+        },
+        `two healthy workers on the ${rt.name} router`,
+        20_000,
+      );
       workerIds.push(...listed.map((w) => w.id));
     }, 90_000);
 
@@ -57,11 +96,18 @@ for (const rt of RUNTIMES) {
       const res = await fetch(`${url}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "switchyard-sim", prompt: "conformance: route me", max_tokens: 3 }),
+        body: JSON.stringify({
+          model: "switchyard-sim",
+          prompt: "conformance: route me",
+          max_tokens: 3,
+        }),
       });
       expect(res.status).toBe(200);
       expect(workerIds).toContain(res.headers.get("x-switchyard-worker")!);
-      const body = (await res.json()) as { choices: { text: string }[]; usage: { completion_tokens: number } };
+      const body = (await res.json()) as {
+        choices: { text: string }[];
+        usage: { completion_tokens: number };
+      };
       expect(body.usage.completion_tokens).toBe(3);
     });
 
@@ -71,11 +117,14 @@ for (const rt of RUNTIMES) {
       const res = await fetch(`${url}/v1/kv/events`, {
         method: "POST",
         headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
-        body: `[{"worker_id":${worker},"event":{"event_id":0,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":${hash},"tokens_hash":${hash}}]}}}},` +
+        body:
+          `[{"worker_id":${worker},"event":{"event_id":0,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":${hash},"tokens_hash":${hash}}]}}}},` +
           `{"worker_id":424242,"event":{"event_id":0,"data":"cleared"}}]`,
       });
       expect(await res.json()).toEqual({ accepted: 1, dropped: 1 });
-      const dump = await (await fetch(`${url}/debug/kv/dump`, { headers: { authorization: `Bearer ${ADMIN}` } })).text();
+      const dump = await (
+        await fetch(`${url}/debug/kv/dump`, { headers: { authorization: `Bearer ${ADMIN}` } })
+      ).text();
       expect(dump).toContain(hash);
     });
 
@@ -86,7 +135,11 @@ for (const rt of RUNTIMES) {
           method: "POST",
           headers: { "content-type": "application/json", "x-session-id": "conformance-session" },
           // Different prompts: without the session they could go anywhere.
-          body: JSON.stringify({ model: "switchyard-sim", prompt: `turn ${i} ${"x".repeat(i * 40)}`, max_tokens: 1 }),
+          body: JSON.stringify({
+            model: "switchyard-sim",
+            prompt: `turn ${i} ${"x".repeat(i * 40)}`,
+            max_tokens: 1,
+          }),
         });
         expect(res.status).toBe(200);
         seen.add(res.headers.get("x-switchyard-worker")!);
@@ -102,14 +155,20 @@ for (const rt of RUNTIMES) {
         body: JSON.stringify({ url }),
       });
       expect(res.status).toBe(400);
-      expect(((await res.json()) as { error: { message: string } }).error.message).toContain("router");
+      expect(((await res.json()) as { error: { message: string } }).error.message).toContain(
+        "router",
+      );
     });
 
     test("observability: the request id echoed, the status page and its JSON, the per-model metrics", async () => {
       const res = await fetch(`${url}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json", "x-request-id": `conformance-${rt.name}` },
-        body: JSON.stringify({ model: "switchyard-sim", prompt: "conformance: observe me", max_tokens: 2 }),
+        body: JSON.stringify({
+          model: "switchyard-sim",
+          prompt: "conformance: observe me",
+          max_tokens: 2,
+        }),
       });
       expect(res.status).toBe(200);
       expect(res.headers.get("x-request-id")).toBe(`conformance-${rt.name}`);
@@ -121,17 +180,30 @@ for (const rt of RUNTIMES) {
       const denied = await fetch(`${url}/ui`);
       expect(denied.status).toBe(401);
       expect(denied.headers.get("www-authenticate")).toContain("Basic");
-      const status = (await (await fetch(`${url}/debug/status`, { headers: auth })).json()) as { workers: { state: string }[]; router: { runtime: string } };
+      const status = (await (await fetch(`${url}/debug/status`, { headers: auth })).json()) as {
+        workers: { state: string }[];
+        router: { runtime: string };
+      };
       expect(status.workers.map((w) => w.state)).toEqual(["healthy", "healthy"]);
-      const decisions = (await (await fetch(`${url}/debug/decisions`, { headers: auth })).json()) as { decisions: { request_id: string }[] };
+      const decisions = (await (
+        await fetch(`${url}/debug/decisions`, { headers: auth })
+      ).json()) as { decisions: { request_id: string }[] };
       expect(decisions.decisions.map((d) => d.request_id)).toContain(`conformance-${rt.name}`);
       const metrics = await (await fetch(`${url}/metrics`)).text();
-      expect(metrics).toContain('switchyard_http_requests_total{model="switchyard-sim",route="/v1/completions",status_class="2xx"}');
-      expect(metrics).toMatch(/switchyard_build_info\{version="[^"]+",commit="[^"]+",runtime="[^"]+"\} 1/);
+      expect(metrics).toContain(
+        'switchyard_http_requests_total{model="switchyard-sim",route="/v1/completions",status_class="2xx"}',
+      );
+      expect(metrics).toMatch(
+        /switchyard_build_info\{version="[^"]+",commit="[^"]+",runtime="[^"]+"\} 1/,
+      );
     });
 
     test("errors: a malformed body is 400 naming the problem, an unknown route 404, admin without token 401", async () => {
-      const bad = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" });
+      const bad = await fetch(`${url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{",
+      });
       expect(bad.status).toBe(400);
       const err = (await bad.json()) as { error: { type: string; message: string } };
       expect(err.error.type).toBe("invalid_request_error");
@@ -144,7 +216,11 @@ for (const rt of RUNTIMES) {
     });
 
     test("GET /version names the package version and this runtime", async () => {
-      const v = (await (await fetch(`${url}/version`)).json()) as { version: string; commit: string; runtime: string };
+      const v = (await (await fetch(`${url}/version`)).json()) as {
+        version: string;
+        commit: string;
+        runtime: string;
+      };
       expect(v.version).toBe(pkg.version);
       expect(v.commit).toBe("unknown");
       expect(v.runtime).toMatch(RUNTIME_AGENT[rt.name]!);
@@ -155,14 +231,29 @@ for (const rt of RUNTIMES) {
 describe("flags a runtime cannot honour are refused by name", () => {
   test("workerd: --tokenizer exits 2 naming it", async () => {
     const rt = RUNTIMES.find((r) => r.name === "workerd")!;
-    const proc = Bun.spawn({ cmd: rt.command(["--tokenizer", "/models/x"]), stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn({
+      cmd: rt.command(["--tokenizer", "/models/x"]),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     expect(await proc.exited).toBe(2);
-    expect(await new Response(proc.stderr).text()).toContain("--tokenizer: not available on workerd");
+    expect(await new Response(proc.stderr).text()).toContain(
+      "--tokenizer: not available on workerd",
+    );
   }, 60_000);
 
   test("deno: Bun-only flags left at their default (--engines 0, --idle-timeout 10, --disagg off) start the router", async () => {
     const rt = RUNTIMES.find((r) => r.name === "deno")!;
-    const router = await startRouter(rt, ["--port", "0", "--engines", "0", "--idle-timeout", "10", "--disagg", "off"]);
+    const router = await startRouter(rt, [
+      "--port",
+      "0",
+      "--engines",
+      "0",
+      "--idle-timeout",
+      "10",
+      "--disagg",
+      "off",
+    ]);
     try {
       expect((await fetch(`${String(router.info.url)}/livez`)).status).toBe(200);
     } finally {
@@ -172,7 +263,11 @@ describe("flags a runtime cannot honour are refused by name", () => {
 
   test("deno: --zmq-endpoint and --engines exit 2 naming both", async () => {
     const rt = RUNTIMES.find((r) => r.name === "deno")!;
-    const proc = Bun.spawn({ cmd: rt.command(["--engines", "1", "--zmq-endpoint", "http://w:1=tcp://w:5557"]), stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn({
+      cmd: rt.command(["--engines", "1", "--zmq-endpoint", "http://w:1=tcp://w:5557"]),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const code = await proc.exited;
     const stderr = await new Response(proc.stderr).text();
     expect(code).toBe(2);
@@ -194,30 +289,69 @@ for (const rt of RUNTIMES.filter((r) => r.name !== "workerd")) {
     });
 
     test("text is routed on the model's tokens, and the engine tokenizes the probe as the router does", async () => {
-      router = await startRouter(rt, ["--port", "0", "--block-size", String(BS), "--admin-token", ADMIN, "--events-token", EVENTS_TOKEN, "--tokenizer", `qwen=${QWEN}`]);
+      router = await startRouter(rt, [
+        "--port",
+        "0",
+        "--block-size",
+        String(BS),
+        "--admin-token",
+        ADMIN,
+        "--events-token",
+        EVENTS_TOKEN,
+        "--tokenizer",
+        `qwen=${QWEN}`,
+      ]);
       const url = String(router.info.url);
-      engine = await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--tokenizer", QWEN, "--model", "qwen", "--router-url", url, "--admin-token", ADMIN, "--events-token", EVENTS_TOKEN]);
+      engine = await startMain([
+        "mocker",
+        "--port",
+        "0",
+        "--block-size",
+        String(BS),
+        "--tokenizer",
+        QWEN,
+        "--model",
+        "qwen",
+        "--router-url",
+        url,
+        "--admin-token",
+        ADMIN,
+        "--events-token",
+        EVENTS_TOKEN,
+      ]);
       const reg = await fetch(`${url}/v1/workers`, {
         method: "POST",
         headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
         body: JSON.stringify({ url: engine.info.url }),
       });
       expect(reg.status).toBeLessThan(300);
-      const w = await until(async () => {
-        const r = (await (await fetch(`${url}/v1/workers`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {
-          workers: { text_routing?: string; tokenizer_check?: string; healthy: boolean }[];
-        };
-        const x = r.workers[0];
-        return x?.tokenizer_check !== undefined && x.healthy ? x : undefined;
-      }, `the tokenizer probe on the ${rt.name} router`, 20_000);
+      const w = await until(
+        async () => {
+          const r = (await (
+            await fetch(`${url}/v1/workers`, { headers: { authorization: `Bearer ${ADMIN}` } })
+          ).json()) as {
+            workers: { text_routing?: string; tokenizer_check?: string; healthy: boolean }[];
+          };
+          const x = r.workers[0];
+          return x?.tokenizer_check !== undefined && x.healthy ? x : undefined;
+        },
+        `the tokenizer probe on the ${rt.name} router`,
+        20_000,
+      );
       expect(w).toMatchObject({ text_routing: "exact", tokenizer_check: "match" });
       const res = await fetch(`${url}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "qwen", messages: [{ role: "user", content: "Which track for the 7:40 freight?" }], max_tokens: 2 }),
+        body: JSON.stringify({
+          model: "qwen",
+          messages: [{ role: "user", content: "Which track for the 7:40 freight?" }],
+          max_tokens: 2,
+        }),
       });
       expect(res.status).toBe(200);
-      expect(((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens).toBeGreaterThan(5);
+      expect(
+        ((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens,
+      ).toBeGreaterThan(5);
     }, 90_000);
   });
 }

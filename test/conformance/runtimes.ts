@@ -26,12 +26,26 @@ export function denoBinary(): string {
   return join(ROOT, "node_modules", ".bin", "deno");
 }
 
-export const DENO_RUN = ["run", "--allow-net", "--allow-env", "--allow-read", "--node-modules-dir=manual", join(ROOT, "src", "runtime", "deno.ts")];
+export const DENO_RUN = [
+  "run",
+  "--allow-net",
+  "--allow-env",
+  "--allow-read",
+  "--node-modules-dir=manual",
+  join(ROOT, "src", "runtime", "deno.ts"),
+];
 
 export const RUNTIMES: readonly Runtime[] = [
   { name: "bun", command: (flags) => [process.execPath, MAIN, "serve", ...flags] },
   { name: "deno", command: (flags) => [denoBinary(), ...DENO_RUN, ...flags] },
-  { name: "workerd", command: (flags) => [process.execPath, join(ROOT, "src", "runtime", "workerd-launch.ts"), ...flags] },
+  {
+    name: "workerd",
+    command: (flags) => [
+      process.execPath,
+      join(ROOT, "src", "runtime", "workerd-launch.ts"),
+      ...flags,
+    ],
+  },
 ];
 
 /** Start the router on `rt`; Deno compiles and workerd bundles on first start, so their deadline is longer. */

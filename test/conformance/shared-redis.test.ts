@@ -36,17 +36,28 @@ interface Routed {
   readonly dpRank: number;
 }
 
-async function send(url: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Routed> {
+async function send(
+  url: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<Routed> {
   const res = await fetch(`${url}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ model: "switchyard-sim", max_tokens: 1, ...body }),
   });
   await res.arrayBuffer();
-  return { status: res.status, worker: res.headers.get("x-switchyard-worker") ?? "", dpRank: Number(res.headers.get("x-switchyard-dp-rank")) };
+  return {
+    status: res.status,
+    worker: res.headers.get("x-switchyard-worker") ?? "",
+    dpRank: Number(res.headers.get("x-switchyard-dp-rank")),
+  };
 }
 
-async function peek(url: string, id: string): Promise<{ worker_id: string; dp_rank: number } | undefined> {
+async function peek(
+  url: string,
+  id: string,
+): Promise<{ worker_id: string; dp_rank: number } | undefined> {
   const r = await fetch(`${url}/debug/sessions/${encodeURIComponent(id)}`, { headers: AUTH });
   if (r.status === 404) return undefined;
   if (!r.ok) throw new Error(`GET /debug/sessions/${id}: HTTP ${r.status}`);
@@ -66,21 +77,51 @@ beforeAll(async () => {
   bridge = await startUpstashBridge({ redisPort: redis.port });
   for (let i = 0; i < 2; i++) {
     engines.push(
-      await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--dp-ranks", "2", "--decode-ms-per-step", "8", "--seed", String(i + 1)]),
+      await startMain([
+        "mocker",
+        "--port",
+        "0",
+        "--block-size",
+        String(BS),
+        "--dp-ranks",
+        "2",
+        "--decode-ms-per-step",
+        "8",
+        "--seed",
+        String(i + 1),
+      ]),
     );
   }
   const flags = [
-    "--port", "0", "--block-size", String(BS), "--admin-token", ADMIN, "--health-interval", "1",
-    "--redis", bridge.url, "--redis-token", bridge.token, "--redis-timeout", String(REDIS_TIMEOUT_S),
+    "--port",
+    "0",
+    "--block-size",
+    String(BS),
+    "--admin-token",
+    ADMIN,
+    "--health-interval",
+    "1",
+    "--redis",
+    bridge.url,
+    "--redis-token",
+    bridge.token,
+    "--redis-timeout",
+    String(REDIS_TIMEOUT_S),
     ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
   ];
   // One at a time: Deno compiles and workerd bundles on first start (2 shared cores).
   for (const rt of RUNTIMES) routers.set(rt.name, await startRouter(rt, flags));
   for (const rt of RUNTIMES) {
-    await until(async () => {
-      const r = (await (await fetch(`${urlOf(rt.name)}/v1/workers`, { headers: AUTH })).json()) as { workers: { healthy: boolean }[] };
-      return r.workers.length === 2 && r.workers.every((w) => w.healthy);
-    }, `two healthy workers on the ${rt.name} router`, 20_000);
+    await until(
+      async () => {
+        const r = (await (
+          await fetch(`${urlOf(rt.name)}/v1/workers`, { headers: AUTH })
+        ).json()) as { workers: { healthy: boolean }[] };
+        return r.workers.length === 2 && r.workers.every((w) => w.healthy);
+      },
+      `two healthy workers on the ${rt.name} router`,
+      20_000,
+    );
   }
 }, 180_000);
 
@@ -102,11 +143,21 @@ describe("Bun, Deno and workerd routers sharing Redis over Upstash REST", () => 
         expect(first.status).toBe(200);
         for (const other of others) {
           // The binding itself, read without sliding its TTL, as the other router sees it.
-          expect(await peek(urlOf(other.name), id)).toMatchObject({ worker_id: first.worker, dp_rank: first.dpRank });
+          expect(await peek(urlOf(other.name), id)).toMatchObject({
+            worker_id: first.worker,
+            dp_rank: first.dpRank,
+          });
           // And a request there (different prompt: without the session it could go anywhere).
-          const next = await send(urlOf(other.name), { prompt: `${id} next turn on ${other.name} ${"y".repeat(40 * s)}` }, h);
+          const next = await send(
+            urlOf(other.name),
+            { prompt: `${id} next turn on ${other.name} ${"y".repeat(40 * s)}` },
+            h,
+          );
           expect(next.status).toBe(200);
-          expect({ worker: next.worker, dpRank: next.dpRank }).toEqual({ worker: first.worker, dpRank: first.dpRank });
+          expect({ worker: next.worker, dpRank: next.dpRank }).toEqual({
+            worker: first.worker,
+            dpRank: first.dpRank,
+          });
         }
       }
       expect(bridge!.requests.get("/pipeline") ?? 0).toBeGreaterThan(0); // it really went through REST
@@ -117,18 +168,29 @@ describe("Bun, Deno and workerd routers sharing Redis over Upstash REST", () => 
     const res = await fetch(`${urlOf("bun")}/v1/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model: "switchyard-sim", prompt: "a long stream to share", max_tokens: 5000, stream: true }),
+      body: JSON.stringify({
+        model: "switchyard-sim",
+        prompt: "a long stream to share",
+        max_tokens: 5000,
+        stream: true,
+      }),
     });
     expect(res.status).toBe(200);
     const worker = res.headers.get("x-switchyard-worker")!;
     const reader = res.body!.getReader();
     await reader.read();
     for (const name of ["deno", "workerd"] as const) {
-      await until(async () => (await loadOn(urlOf(name), worker)) > 0, `the ${name} router to see the Bun router's load`);
+      await until(
+        async () => (await loadOn(urlOf(name), worker)) > 0,
+        `the ${name} router to see the Bun router's load`,
+      );
     }
     await reader.cancel();
     for (const name of ["deno", "workerd"] as const) {
-      await until(async () => (await loadOn(urlOf(name), worker)) === 0, `the ${name} router to see it freed`);
+      await until(
+        async () => (await loadOn(urlOf(name), worker)) === 0,
+        `the ${name} router to see it freed`,
+      );
     }
   });
 
@@ -140,22 +202,33 @@ describe("Bun, Deno and workerd routers sharing Redis over Upstash REST", () => 
       try {
         for (let i = 0; i < 5; i++) {
           const t0 = performance.now();
-          const r = await send(url, { prompt: `while redis hangs ${i}` }, { "x-session-id": `hung-${name}-${i}` });
+          const r = await send(
+            url,
+            { prompt: `while redis hangs ${i}` },
+            { "x-session-id": `hung-${name}-${i}` },
+          );
           took.push(performance.now() - t0);
           expect(r.status).toBe(200);
         }
       } finally {
         process.kill(redis!.pid!, "SIGCONT");
       }
-      console.log(`${name} router, redis SIGSTOP, --redis-timeout ${REDIS_TIMEOUT_S}s: request ms ${took.map(Math.round).join(", ")}`);
+      console.log(
+        `${name} router, redis SIGSTOP, --redis-timeout ${REDIS_TIMEOUT_S}s: request ms ${took.map(Math.round).join(", ")}`,
+      );
       expect(Math.max(...took)).toBeLessThan(HANG_MAX_MS);
       // Back: a new binding is written through this router and read by the Bun one.
-      await until(async () => {
-        const id = `after-hang-${name}-${performance.now()}`;
-        const first = await send(url, { prompt: "after the hang" }, { "x-session-id": id });
-        const seen = await peek(urlOf("bun"), id);
-        return first.status === 200 && seen?.worker_id === first.worker;
-      }, `sessions shared again through ${name} after SIGCONT`, 15_000, 200);
+      await until(
+        async () => {
+          const id = `after-hang-${name}-${performance.now()}`;
+          const first = await send(url, { prompt: "after the hang" }, { "x-session-id": id });
+          const seen = await peek(urlOf("bun"), id);
+          return first.status === 200 && seen?.worker_id === first.worker;
+        },
+        `sessions shared again through ${name} after SIGCONT`,
+        15_000,
+        200,
+      );
     });
   }
 });
@@ -164,11 +237,17 @@ describe("redis:// (RESP) is refused by name where it cannot run", () => {
   for (const name of ["deno", "workerd"] as const) {
     test(`${name}: --redis redis://… exits 2 naming it and the REST alternative`, async () => {
       const rt = RUNTIMES.find((r) => r.name === name)!;
-      const proc = Bun.spawn({ cmd: rt.command(["--redis", "redis://127.0.0.1:1"]), stdout: "pipe", stderr: "pipe" });
+      const proc = Bun.spawn({
+        cmd: rt.command(["--redis", "redis://127.0.0.1:1"]),
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       const code = await proc.exited;
       const stderr = await new Response(proc.stderr).text();
       expect(code).toBe(2);
-      expect(stderr).toContain(`--redis: redis:// is not available on ${name === "deno" ? "Deno" : "workerd"}`);
+      expect(stderr).toContain(
+        `--redis: redis:// is not available on ${name === "deno" ? "Deno" : "workerd"}`,
+      );
       expect(stderr).toContain("https://");
     }, 60_000);
   }

@@ -45,14 +45,19 @@ export function runAffinityStoreContract(name: string, makeStore: MakeStore): vo
     let clock: FakeClock;
     let closed: Closed[];
 
-    async function make(opts: Partial<StoreOptions> & { throwOnExpire?: boolean } = {}): Promise<StoreUnderTest> {
+    async function make(
+      opts: Partial<StoreOptions> & { throwOnExpire?: boolean } = {},
+    ): Promise<StoreUnderTest> {
       clock = new FakeClock();
       closed = [];
       const onExpire: OnExpire = (id, b) => {
         closed.push([id, b]);
         if (opts.throwOnExpire) throw new Error(`close of ${id} failed`);
       };
-      const h = await makeStore(clock, { onExpire, reaperIntervalMs: opts.reaperIntervalMs ?? HOUR });
+      const h = await makeStore(clock, {
+        onExpire,
+        reaperIntervalMs: opts.reaperIntervalMs ?? HOUR,
+      });
       open.push(h);
       return h;
     }
@@ -125,7 +130,10 @@ export function runAffinityStoreContract(name: string, makeStore: MakeStore): vo
       const router = new StickyRouter(h.store);
       await router.bindEngineSession("sess-1", worker(42, 1), 300 * S);
 
-      expect(await router.unbind("sess-1")).toMatchObject({ worker: worker(42, 1), kind: "engine-backed" });
+      expect(await router.unbind("sess-1")).toMatchObject({
+        worker: worker(42, 1),
+        kind: "engine-backed",
+      });
       expect(await router.resolve("sess-1")).toBeUndefined();
       expect(await router.unbind("sess-1")).toBeUndefined();
       // An unbound engine session is the caller's to close, never the reaper's.
@@ -169,7 +177,11 @@ export function runAffinityStoreContract(name: string, makeStore: MakeStore): vo
 
       expect(await router.resolve("sess-expired")).toBeUndefined();
       expect(closedIds()).toEqual(["sess-expired"]);
-      expect(closed[0]![1]).toMatchObject({ worker: worker(99, 0), kind: "engine-backed", ttlMs: 1 * S });
+      expect(closed[0]![1]).toMatchObject({
+        worker: worker(99, 0),
+        kind: "engine-backed",
+        ttlMs: 1 * S,
+      });
       expect(await router.resolve("sess-expired")).toBeUndefined();
       await h.reap();
       expect(closedIds()).toEqual(["sess-expired"]);
@@ -267,25 +279,35 @@ export function runAffinityStoreContract(name: string, makeStore: MakeStore): vo
       const h = await make();
       const ids = ["a:b", "x|1|2|e|3", "with space", "ünïcødé-会话", "k".repeat(300), "{tag}"];
       const workers: WorkerWithDpRank[] = ids.map((_, i) => worker(1000 + i, i));
-      for (let i = 0; i < ids.length; i++) await h.store.put(ids[i]!, workers[i]!, (10 + i) * S, "engine-backed");
+      for (let i = 0; i < ids.length; i++)
+        await h.store.put(ids[i]!, workers[i]!, (10 + i) * S, "engine-backed");
 
-      for (let i = 0; i < ids.length; i++) expect((await h.store.get(ids[i]!))?.worker).toEqual(workers[i]!);
+      for (let i = 0; i < ids.length; i++)
+        expect((await h.store.get(ids[i]!))?.worker).toEqual(workers[i]!);
       await h.advance(10 * S + 1); // ids[0] (10 s) expires, the others (≥ 11 s) live
       await h.reap();
       expect(closedIds()).toEqual([ids[0]!]);
-      for (let i = 1; i < ids.length; i++) expect((await h.store.peek(ids[i]!))?.worker).toEqual(workers[i]!);
+      for (let i = 1; i < ids.length; i++)
+        expect((await h.store.peek(ids[i]!))?.worker).toEqual(workers[i]!);
     });
 
     test("many sessions expire independently, each by its own TTL", async () => {
       const h = await make();
       const n = 60;
       for (let i = 0; i < n; i++) {
-        await h.store.put(`s${i}`, worker(i), (i + 1) * S, i % 2 === 0 ? "engine-backed" : "router-only");
+        await h.store.put(
+          `s${i}`,
+          worker(i),
+          (i + 1) * S,
+          i % 2 === 0 ? "engine-backed" : "router-only",
+        );
       }
       await h.advance(30 * S + 500); // s0..s29 (TTL 1..30 s) have expired
       await h.reap();
 
-      const expectedClosed = Array.from({ length: 30 }, (_, i) => i).filter((i) => i % 2 === 0).map((i) => `s${i}`);
+      const expectedClosed = Array.from({ length: 30 }, (_, i) => i)
+        .filter((i) => i % 2 === 0)
+        .map((i) => `s${i}`);
       expect(closedIds().sort()).toEqual(expectedClosed.sort());
       for (let i = 0; i < n; i++) {
         const b = await h.store.peek(`s${i}`);

@@ -9,7 +9,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { worker } from "../../src/core/ids.ts";
 import type { BurstClaim } from "../../src/router/index.ts";
-import { decodeStoredClaim, encodeClaim, MAX_CLAIMS, RedisBurstClaims } from "../../src/sync/burst-claim-store.ts";
+import {
+  decodeStoredClaim,
+  encodeClaim,
+  MAX_CLAIMS,
+  RedisBurstClaims,
+} from "../../src/sync/burst-claim-store.ts";
 import { openRedisConnection } from "../../src/sync/redis-client.ts";
 import type { RedisConnection } from "../../src/sync/redis-connection.ts";
 import { openRespConnection } from "../../src/runtime/bun/resp-client.ts";
@@ -58,8 +63,16 @@ for (const transport of ["resp", "rest"] as const) {
     test("each claim returns the ones appended before it, oldest first, its own router's included", async () => {
       const key = freshKey();
       let now = 1_000_000;
-      const a = new RedisBurstClaims(await connect(transport), { key, windowMs: 100, now: () => now });
-      const b = new RedisBurstClaims(await connect(transport), { key, windowMs: 100, now: () => now });
+      const a = new RedisBurstClaims(await connect(transport), {
+        key,
+        windowMs: 100,
+        now: () => now,
+      });
+      const b = new RedisBurstClaims(await connect(transport), {
+        key,
+        windowMs: 100,
+        now: () => now,
+      });
       const first = await a.claim(claim(1n, "a-0", 7, 500));
       expect(first.earlier).toEqual([]);
       now += 1;
@@ -73,13 +86,25 @@ for (const transport of ["resp", "rest"] as const) {
 
     test("claims sent at once from four connections are ordered: the k-th sees exactly the k - 1 before it", async () => {
       const key = freshKey();
-      const stores = await Promise.all([0, 1, 2, 3].map(async () => new RedisBurstClaims(await connect(transport), { key, windowMs: 10_000 })));
-      const sent = stores.flatMap((s, r) => [0, 1, 2].map((i) => ({ s, c: claim(BigInt(r + 1), `r${r}-${i}`, 1 + i, 10 * (r + 1) + i) })));
+      const stores = await Promise.all(
+        [0, 1, 2, 3].map(
+          async () => new RedisBurstClaims(await connect(transport), { key, windowMs: 10_000 }),
+        ),
+      );
+      const sent = stores.flatMap((s, r) =>
+        [0, 1, 2].map((i) => ({
+          s,
+          c: claim(BigInt(r + 1), `r${r}-${i}`, 1 + i, 10 * (r + 1) + i),
+        })),
+      );
       const replies = await Promise.all(sent.map(({ s, c }) => s.claim(c)));
       // Redis ran them one at a time: sorted by how many they saw, each reply extends the previous by one claim.
-      const order = replies.map((r, i) => ({ seen: r.earlier, mine: sent[i]!.c })).sort((x, y) => x.seen.length - y.seen.length);
+      const order = replies
+        .map((r, i) => ({ seen: r.earlier, mine: sent[i]!.c }))
+        .sort((x, y) => x.seen.length - y.seen.length);
       expect(order.map((o) => o.seen.length)).toEqual([...order.keys()]);
-      for (let k = 1; k < order.length; k++) expect(order[k]!.seen).toEqual([...order[k - 1]!.seen, order[k - 1]!.mine]);
+      for (let k = 1; k < order.length; k++)
+        expect(order[k]!.seen).toEqual([...order[k - 1]!.seen, order[k - 1]!.mine]);
     });
 
     test("a moved claim replaces its old place: later claims see it once, where it went", async () => {
@@ -95,7 +120,11 @@ for (const transport of ["resp", "rest"] as const) {
     test("claims older than the window are dropped, and the list holds at most MAX_CLAIMS", async () => {
       const key = freshKey();
       let now = 5_000_000;
-      const s = new RedisBurstClaims(await connect(transport), { key, windowMs: 100, now: () => now });
+      const s = new RedisBurstClaims(await connect(transport), {
+        key,
+        windowMs: 100,
+        now: () => now,
+      });
       await s.claim(claim(1n, "old", 1, 10));
       now += 60;
       await s.claim(claim(1n, "mid", 1, 10));
@@ -125,11 +154,22 @@ describe("the stored form", () => {
       ],
     };
     expect(decodeStoredClaim(`123|${encodeClaim(c)}`)).toEqual(c);
-    expect(decodeStoredClaim(`123|${encodeClaim({ ...c, prefix: [] })}`)).toEqual({ ...c, prefix: [] });
+    expect(decodeStoredClaim(`123|${encodeClaim({ ...c, prefix: [] })}`)).toEqual({
+      ...c,
+      prefix: [],
+    });
   });
 
   test("anything else decodes to undefined, never a throw", () => {
-    const bad = ["", "abc", "1|zz|1|0|1||x", "1|0000000000000001|1|0|-5||x", `1|0000000000000001|${1n << 64n}|0|1||x`, "1|0000000000000001|1|0|5|1:|x", "1|0000000000000001|1|0|5|1:12345678901234567|x"];
+    const bad = [
+      "",
+      "abc",
+      "1|zz|1|0|1||x",
+      "1|0000000000000001|1|0|-5||x",
+      `1|0000000000000001|${1n << 64n}|0|1||x`,
+      "1|0000000000000001|1|0|5|1:|x",
+      "1|0000000000000001|1|0|5|1:12345678901234567|x",
+    ];
     for (const s of bad) {
       expect(decodeStoredClaim(s)).toBeUndefined();
     }

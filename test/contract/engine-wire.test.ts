@@ -45,7 +45,18 @@ let url = "";
 
 beforeAll(async () => {
   engine = await startCommand(
-    [process.execPath, join(ROOT, "test", "support", "run-mocker.ts"), "--port", "0", "--block-size", String(BLOCK_SIZE), "--kv-blocks", String(KV_BLOCKS), "--speedup", "20"],
+    [
+      process.execPath,
+      join(ROOT, "test", "support", "run-mocker.ts"),
+      "--port",
+      "0",
+      "--block-size",
+      String(BLOCK_SIZE),
+      "--kv-blocks",
+      String(KV_BLOCKS),
+      "--speedup",
+      "20",
+    ],
     "mocker",
   );
   url = engine.info.url as string;
@@ -59,20 +70,33 @@ type Kind = "completions" | "chat";
 const PATH: Record<Kind, string> = { completions: "/v1/completions", chat: "/v1/chat/completions" };
 
 function body(kind: Kind, extra: Record<string, unknown>): Record<string, unknown> {
-  const input = kind === "chat" ? { messages: [{ role: "user", content: "tell me about routers" }] } : { prompt: "tell me about routers" };
+  const input =
+    kind === "chat"
+      ? { messages: [{ role: "user", content: "tell me about routers" }] }
+      : { prompt: "tell me about routers" };
   return { model: "switchyard-sim", max_tokens: 5, ...input, ...extra };
 }
 
 /** Every `data:` event of a stream before `[DONE]`, parsed; the stream must end with `[DONE]`. */
-async function streamed(kind: Kind, extra: Record<string, unknown>): Promise<Record<string, any>[]> {
-  const res = await fetch(`${url}${PATH[kind]}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body(kind, { stream: true, ...extra })) });
+async function streamed(
+  kind: Kind,
+  extra: Record<string, unknown>,
+): Promise<Record<string, any>[]> {
+  const res = await fetch(`${url}${PATH[kind]}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body(kind, { stream: true, ...extra })),
+  });
   expect(res.status).toBe(200);
   const events = (await res.text()).split("\n\n").filter((e) => e !== "");
   expect(events.at(-1)).toBe("data: [DONE]");
-  return events.slice(0, -1).map((e) => JSON.parse(e.slice("data: ".length)) as Record<string, any>);
+  return events
+    .slice(0, -1)
+    .map((e) => JSON.parse(e.slice("data: ".length)) as Record<string, any>);
 }
 
-const content = (kind: Kind, c: Record<string, any>): string => (kind === "chat" ? (c.choices[0].delta.content ?? "") : c.choices[0].text);
+const content = (kind: Kind, c: Record<string, any>): string =>
+  kind === "chat" ? (c.choices[0].delta.content ?? "") : c.choices[0].text;
 
 for (const kind of ["completions", "chat"] as const) {
   describe(`${kind} stream, as vLLM sends it`, () => {
@@ -83,12 +107,16 @@ for (const kind of ["completions", "chat"] as const) {
         expect(c.usage).toBeUndefined();
       }
       expect(chunks.filter((c) => content(kind, c) !== "").length).toBe(5);
-      if (kind === "chat") expect(chunks[0]!.choices[0].delta).toEqual({ role: "assistant", content: "" });
+      if (kind === "chat")
+        expect(chunks[0]!.choices[0].delta).toEqual({ role: "assistant", content: "" });
       else expect(chunks.length).toBe(5);
     });
 
     test("include_usage: false is the same as none; continuous_usage_stats alone gives nothing either", async () => {
-      for (const opts of [{ include_usage: false }, { include_usage: false, continuous_usage_stats: true }]) {
+      for (const opts of [
+        { include_usage: false },
+        { include_usage: false, continuous_usage_stats: true },
+      ]) {
         const chunks = await streamed(kind, { stream_options: opts });
         expect(chunks.every((c) => c.usage === undefined && c.choices.length === 1)).toBe(true);
       }
@@ -99,7 +127,10 @@ for (const kind of ["completions", "chat"] as const) {
         const chunks = await streamed(kind, { stream_options: opts });
         const last = chunks.at(-1)!;
         expect(last.choices).toEqual([]);
-        expect(last.usage).toMatchObject({ completion_tokens: 5, total_tokens: last.usage.prompt_tokens + 5 });
+        expect(last.usage).toMatchObject({
+          completion_tokens: 5,
+          total_tokens: last.usage.prompt_tokens + 5,
+        });
         expect(last.object).toBe(kind === "chat" ? "chat.completion.chunk" : "text_completion");
         for (const c of chunks.slice(0, -1)) {
           expect(c.choices.length).toBe(1);
@@ -109,35 +140,63 @@ for (const kind of ["completions", "chat"] as const) {
     });
 
     test("continuous_usage_stats with include_usage: each chunk carries the usage so far (the role chunk 0)", async () => {
-      const chunks = await streamed(kind, { stream_options: { include_usage: true, continuous_usage_stats: true } });
+      const chunks = await streamed(kind, {
+        stream_options: { include_usage: true, continuous_usage_stats: true },
+      });
       const perChunk = chunks.slice(0, -1);
       const prompt = chunks.at(-1)!.usage.prompt_tokens as number;
       const expected = kind === "chat" ? [0, 1, 2, 3, 4, 5] : [1, 2, 3, 4, 5];
       expect(perChunk.map((c) => c.usage.completion_tokens)).toEqual(expected);
-      for (const c of perChunk) expect(c.usage).toEqual({ prompt_tokens: prompt, completion_tokens: c.usage.completion_tokens, total_tokens: prompt + c.usage.completion_tokens });
+      for (const c of perChunk)
+        expect(c.usage).toEqual({
+          prompt_tokens: prompt,
+          completion_tokens: c.usage.completion_tokens,
+          total_tokens: prompt + c.usage.completion_tokens,
+        });
       expect(chunks.at(-1)!.choices).toEqual([]);
     });
 
     test("stream_options on a request that does not stream is a 400 naming it; an empty one is allowed", async () => {
-      const bad = await fetch(`${url}${PATH[kind]}`, { method: "POST", body: JSON.stringify(body(kind, { stream: false, stream_options: { include_usage: true } })) });
+      const bad = await fetch(`${url}${PATH[kind]}`, {
+        method: "POST",
+        body: JSON.stringify(
+          body(kind, { stream: false, stream_options: { include_usage: true } }),
+        ),
+      });
       expect(bad.status).toBe(400);
-      expect(((await bad.json()) as { error: { message: string } }).error.message).toContain("Stream options can only be defined when `stream=True`.");
-      const ok = await fetch(`${url}${PATH[kind]}`, { method: "POST", body: JSON.stringify(body(kind, { stream_options: {} })) });
+      expect(((await bad.json()) as { error: { message: string } }).error.message).toContain(
+        "Stream options can only be defined when `stream=True`.",
+      );
+      const ok = await fetch(`${url}${PATH[kind]}`, {
+        method: "POST",
+        body: JSON.stringify(body(kind, { stream_options: {} })),
+      });
       expect(ok.status).toBe(200);
-      expect(((await ok.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(5);
+      expect(
+        ((await ok.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens,
+      ).toBe(5);
     });
 
     test("a stream_options value of the wrong type is a 400 naming the field", async () => {
-      const bad = await fetch(`${url}${PATH[kind]}`, { method: "POST", body: JSON.stringify(body(kind, { stream: true, stream_options: { include_usage: "yes" } })) });
+      const bad = await fetch(`${url}${PATH[kind]}`, {
+        method: "POST",
+        body: JSON.stringify(
+          body(kind, { stream: true, stream_options: { include_usage: "yes" } }),
+        ),
+      });
       expect(bad.status).toBe(400);
-      expect(((await bad.json()) as { error: { message: string } }).error.message).toContain("stream_options.include_usage");
+      expect(((await bad.json()) as { error: { message: string } }).error.message).toContain(
+        "stream_options.include_usage",
+      );
     });
   });
 }
 
 describe("what the clients read about the server", () => {
   test("GET /v1/models: every card has vLLM's max_model_len", async () => {
-    const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: Record<string, unknown>[] };
+    const models = (await (await fetch(`${url}/v1/models`)).json()) as {
+      data: Record<string, unknown>[];
+    };
     expect(models.data.length).toBeGreaterThan(0);
     for (const m of models.data) expect(m.max_model_len).toBe(BLOCK_SIZE * KV_BLOCKS);
   });
@@ -147,7 +206,13 @@ describe("what the clients read about the server", () => {
       const res = await fetch(`${url}${path}`);
       expect(res.status).toBe(200);
       const info = (await res.json()) as Record<string, any>;
-      expect(info).toMatchObject({ model_path: "switchyard-sim", served_model_name: "switchyard-sim", dp_size: 1, page_size: BLOCK_SIZE, max_total_num_tokens: BLOCK_SIZE * KV_BLOCKS });
+      expect(info).toMatchObject({
+        model_path: "switchyard-sim",
+        served_model_name: "switchyard-sim",
+        dp_size: 1,
+        page_size: BLOCK_SIZE,
+        max_total_num_tokens: BLOCK_SIZE * KV_BLOCKS,
+      });
       expect(typeof info.version).toBe("string");
       // bench_serving.py: server_info_json["internal_states"][0].get("avg_spec_accept_length", None)
       expect(Array.isArray(info.internal_states)).toBe(true);
@@ -155,6 +220,10 @@ describe("what the clients read about the server", () => {
       expect(info.internal_states[0].avg_spec_accept_length).toBeUndefined();
     }
     const model = (await (await fetch(`${url}/get_model_info`)).json()) as Record<string, unknown>;
-    expect(model).toEqual({ model_path: "switchyard-sim", tokenizer_path: "bytes", is_generation: true });
+    expect(model).toEqual({
+      model_path: "switchyard-sim",
+      tokenizer_path: "bytes",
+      is_generation: true,
+    });
   });
 });

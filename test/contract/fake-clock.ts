@@ -36,7 +36,8 @@ export class FakeClock implements StoreClock {
     const target = this.#now + ms;
     for (;;) {
       let next: Timer | undefined;
-      for (const t of this.#timers.values()) if (t.due <= target && (!next || t.due < next.due)) next = t;
+      for (const t of this.#timers.values())
+        if (t.due <= target && (!next || t.due < next.due)) next = t;
       if (!next) break;
       this.#now = next.due;
       next.due += next.ms;

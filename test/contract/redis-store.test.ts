@@ -68,14 +68,23 @@ describe("RedisAffinityStore on the wire", () => {
   test("a binding is one string key; engine-backed ids sit in the expiry set, router-only ones do not", async () => {
     const prefix = freshPrefix();
     const raw = await connect("resp");
-    const store = new RedisAffinityStore({ connection: await connect("resp"), keyPrefix: prefix, now: () => 1_000_000, reaperIntervalMs: 0 });
+    const store = new RedisAffinityStore({
+      connection: await connect("resp"),
+      keyPrefix: prefix,
+      now: () => 1_000_000,
+      reaperIntervalMs: 0,
+    });
     try {
       await store.put("e", worker(18446744073709551615n, 3), 300_000, "engine-backed");
       await store.put("r", worker(42, 0), 60_000, "router-only");
 
-      expect(await raw.command(["GET", `${prefix}s:e`])).toBe("18446744073709551615|3|300000|e|1300000");
+      expect(await raw.command(["GET", `${prefix}s:e`])).toBe(
+        "18446744073709551615|3|300000|e|1300000",
+      );
       expect(await raw.command(["GET", `${prefix}s:r`])).toBe("42|0|60000|r|1060000");
-      expect(await raw.command(["ZRANGE", `${prefix}expiry`, "0", "-1", "WITHSCORES"])).toEqual([["e", 1_300_000]]);
+      expect(await raw.command(["ZRANGE", `${prefix}expiry`, "0", "-1", "WITHSCORES"])).toEqual([
+        ["e", 1_300_000],
+      ]);
       // Redis's own TTL only collects garbage; it is always longer than the binding's.
       expect(Number(await raw.command(["PTTL", `${prefix}s:r`]))).toBeGreaterThan(60_000);
       expect(Number(await raw.command(["PTTL", `${prefix}s:e`]))).toBeGreaterThan(300_000);
@@ -88,10 +97,18 @@ describe("RedisAffinityStore on the wire", () => {
   test("scripts are reloaded after the server forgets them (SCRIPT FLUSH)", async () => {
     for (const transport of ["resp", "rest"] as const) {
       const raw = await connect("resp");
-      const store = new RedisAffinityStore({ connection: await connect(transport), keyPrefix: freshPrefix(), reaperIntervalMs: 0, logger: silent });
+      const store = new RedisAffinityStore({
+        connection: await connect(transport),
+        keyPrefix: freshPrefix(),
+        reaperIntervalMs: 0,
+        logger: silent,
+      });
       try {
         await store.put("s", worker(1, 1), 60_000, "router-only");
-        await until(async () => (await store.get("s")) !== undefined, `a ${transport} store to read its binding`);
+        await until(
+          async () => (await store.get("s")) !== undefined,
+          `a ${transport} store to read its binding`,
+        );
         expect(await raw.command(["SCRIPT", "FLUSH"])).toBe("OK");
         expect((await store.get("s"))?.worker).toEqual(worker(1, 1));
         expect(store.stats().errors).toBe(0);
@@ -119,7 +136,10 @@ describe("RedisAffinityStore on the wire", () => {
       const b = await store.peek("e");
       expect(b?.expiresAt).toBeGreaterThanOrEqual(redisNow + 150);
       expect(b!.expiresAt).toBeLessThan(redisNow + 150 + 2_000);
-      await until(() => closed.length === 1, "the reaper to close the session after 150 ms of Redis time");
+      await until(
+        () => closed.length === 1,
+        "the reaper to close the session after 150 ms of Redis time",
+      );
       expect(closed).toEqual(["e"]);
       expect(await store.peek("e")).toBeUndefined();
     } finally {
@@ -135,24 +155,25 @@ describe("several routers sharing one Redis", () => {
     // lookups race reapers and reapers race each other for the same expiries.
     const seed = 20261121;
     let state = seed;
-    const rng = () => ((state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+    const rng = () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32;
     const prefix = freshPrefix();
     const closes = new Map<string, number>();
     const byRouter = [0, 0, 0];
     const routers = await Promise.all(
-      (["resp", "resp", "rest"] as const).map(async (transport, i) =>
-        new RedisAffinityStore({
-          // 720 lookups at once queue behind each other: this test is about exactly-once, not hangs.
-          connection: await connect(transport, 5_000),
-          keyPrefix: prefix,
-          reaperIntervalMs: 15,
-          logger: silent,
-          onExpire: (id: string, b: Binding) => {
-            expect(b.kind).toBe("engine-backed");
-            closes.set(id, (closes.get(id) ?? 0) + 1);
-            byRouter[i]!++;
-          },
-        }),
+      (["resp", "resp", "rest"] as const).map(
+        async (transport, i) =>
+          new RedisAffinityStore({
+            // 720 lookups at once queue behind each other: this test is about exactly-once, not hangs.
+            connection: await connect(transport, 5_000),
+            keyPrefix: prefix,
+            reaperIntervalMs: 15,
+            logger: silent,
+            onExpire: (id: string, b: Binding) => {
+              expect(b.kind).toBe("engine-backed");
+              closes.set(id, (closes.get(id) ?? 0) + 1);
+              byRouter[i]!++;
+            },
+          }),
       ),
     );
     try {
@@ -169,12 +190,20 @@ describe("several routers sharing one Redis", () => {
       const lookups = async () => {
         for (let round = 0; round < 6; round++) {
           await Promise.all(
-            routers.flatMap((r) => Array.from({ length: n }, (_, i) => (rng() < 0.5 ? r.peek(`sess-${i}`) : r.get(`sess-${i}`)))),
+            routers.flatMap((r) =>
+              Array.from({ length: n }, (_, i) =>
+                rng() < 0.5 ? r.peek(`sess-${i}`) : r.get(`sess-${i}`),
+              ),
+            ),
           );
         }
       };
       await lookups();
-      await until(() => closes.size === engine.size, `all ${engine.size} engine sessions to be closed`, 10_000);
+      await until(
+        () => closes.size === engine.size,
+        `all ${engine.size} engine sessions to be closed`,
+        10_000,
+      );
       await Promise.all(routers.map((r) => r.reapExpired()));
       await lookups();
 
@@ -198,8 +227,14 @@ describe("Redis going away", () => {
     const warnings: string[] = [];
     const logger: Pick<Logger, "warn"> = { warn: (m) => warnings.push(m) };
     const stores = await Promise.all(
-      (["resp", "rest"] as const).map(async (t) =>
-        new RedisAffinityStore({ connection: await connect(t), keyPrefix: freshPrefix(), reaperIntervalMs: 0, logger }),
+      (["resp", "rest"] as const).map(
+        async (t) =>
+          new RedisAffinityStore({
+            connection: await connect(t),
+            keyPrefix: freshPrefix(),
+            reaperIntervalMs: 0,
+            logger,
+          }),
       ),
     );
     try {
@@ -245,11 +280,27 @@ describe("Redis going away", () => {
 
 describe("upstash bridge (test support)", () => {
   test("checks the token, and base64-encodes nested replies when asked", async () => {
-    const wrong = new Redis({ url: bridge.url, token: "nope", retry: { retries: 0 }, enableTelemetry: false });
+    const wrong = new Redis({
+      url: bridge.url,
+      token: "nope",
+      retry: { retries: 0 },
+      enableTelemetry: false,
+    });
     await expect(wrong.get("x")).rejects.toThrow("Unauthorized");
 
-    const plain = new Redis({ url: bridge.url, token: bridge.token, responseEncoding: false, enableTelemetry: false, automaticDeserialization: false });
-    const encoded = new Redis({ url: bridge.url, token: bridge.token, enableTelemetry: false, automaticDeserialization: false });
+    const plain = new Redis({
+      url: bridge.url,
+      token: bridge.token,
+      responseEncoding: false,
+      enableTelemetry: false,
+      automaticDeserialization: false,
+    });
+    const encoded = new Redis({
+      url: bridge.url,
+      token: bridge.token,
+      enableTelemetry: false,
+      automaticDeserialization: false,
+    });
     const key = `${freshPrefix()}list`;
     await encoded.rpush(key, "ünï", "1234", "PONG");
     expect(await encoded.lrange(key, 0, -1)).toEqual(["ünï", "1234", "PONG"]);

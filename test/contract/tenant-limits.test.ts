@@ -33,7 +33,13 @@ afterAll(async () => {
 /** The counters under test with a clock the test moves. */
 interface Counters {
   acquire(limits: TenantLimits, ask: Ask, id: string): Promise<Verdict>;
-  release(limits: TenantLimits, id: string, booked: number, out: number, prompt?: { charged: number; used: number }): Promise<void>;
+  release(
+    limits: TenantLimits,
+    id: string,
+    booked: number,
+    out: number,
+    prompt?: { charged: number; used: number },
+  ): Promise<void>;
   advance(ms: number): void;
   close(): Promise<void>;
 }
@@ -60,9 +66,17 @@ function redis(transport: "resp" | "rest", shared?: string, sharedClock?: { now:
     const clock = sharedClock ?? { now: 1_000_000 };
     const connection =
       transport === "resp"
-        ? await openRedisConnection(server.url, { resp: openRespConnection, commandTimeoutMs: 2_000 })
+        ? await openRedisConnection(server.url, {
+            resp: openRespConnection,
+            commandTimeoutMs: 2_000,
+          })
         : await openRedisConnection(bridge.url, { token: bridge.token, commandTimeoutMs: 2_000 });
-    const c = new RedisLimitCounters({ connection, keyPrefix: prefix, now: () => clock.now, leaseMs: 5_000 });
+    const c = new RedisLimitCounters({
+      connection,
+      keyPrefix: prefix,
+      now: () => clock.now,
+      leaseMs: 5_000,
+    });
     return {
       acquire: (l, a, id) => c.acquire("t", l, a, id),
       release: (l, id, booked, out, prompt) => c.release("t", l, id, booked, out, prompt),
@@ -80,7 +94,8 @@ function contract(name: string, make: Make): void {
       const c = await make();
       try {
         const lim = { requestsPerMinute: 6 };
-        for (let i = 0; i < 6; i++) expect((await c.acquire(lim, ask(), `r${i}`)).allowed).toBe(true);
+        for (let i = 0; i < 6; i++)
+          expect((await c.acquire(lim, ask(), `r${i}`)).allowed).toBe(true);
         const r = await c.acquire(lim, ask(), "r6");
         expect(r).toMatchObject({ allowed: false, refused: "requests", retryAfterMs: 10_000 });
         expect(r.states.requests).toEqual({ limit: 6, remaining: 0, resetMs: 60_000 });
@@ -102,7 +117,11 @@ function contract(name: string, make: Make): void {
         expect(r).toMatchObject({ allowed: false, refused: "prompt_tokens", retryAfterMs: 6_000 });
         expect(r.states.requests!.remaining).toBe(99);
         expect(r.states.prompt_tokens!.remaining).toBe(200);
-        expect(await c.acquire(lim, ask(5000), "huge")).toMatchObject({ allowed: false, refused: "prompt_tokens", tooLarge: true });
+        expect(await c.acquire(lim, ask(5000), "huge")).toMatchObject({
+          allowed: false,
+          refused: "prompt_tokens",
+          tooLarge: true,
+        });
       } finally {
         await c.close();
       }
@@ -112,7 +131,11 @@ function contract(name: string, make: Make): void {
       const c = await make();
       try {
         const lim = { outputTokensPerMinute: 100 };
-        expect(await c.acquire(lim, ask(0, 500), "huge")).toMatchObject({ allowed: false, refused: "output_tokens", tooLarge: true });
+        expect(await c.acquire(lim, ask(0, 500), "huge")).toMatchObject({
+          allowed: false,
+          refused: "output_tokens",
+          tooLarge: true,
+        });
         expect((await c.acquire(lim, ask(0, 100), "big")).allowed).toBe(true);
         expect((await c.acquire(lim, ask(0, 1), "next")).allowed).toBe(false);
         await c.release(lim, "big", 100, 20);
@@ -146,9 +169,17 @@ function contract(name: string, make: Make): void {
       const c = await make();
       try {
         const lim = { concurrentRequests: 2 };
-        expect((await c.acquire(lim, ask(), "a")).states.concurrent).toEqual({ limit: 2, remaining: 1, resetMs: 0 });
+        expect((await c.acquire(lim, ask(), "a")).states.concurrent).toEqual({
+          limit: 2,
+          remaining: 1,
+          resetMs: 0,
+        });
         expect((await c.acquire(lim, ask(), "b")).allowed).toBe(true);
-        expect(await c.acquire(lim, ask(), "c")).toMatchObject({ allowed: false, refused: "concurrent", retryAfterMs: 1000 });
+        expect(await c.acquire(lim, ask(), "c")).toMatchObject({
+          allowed: false,
+          refused: "concurrent",
+          retryAfterMs: 1000,
+        });
         await c.release(lim, "a", 5, 5);
         expect((await c.acquire(lim, ask(), "d")).allowed).toBe(true);
       } finally {
@@ -166,10 +197,16 @@ describe("shared counters", () => {
   test("three routers (RESP and REST mixed) draw on one limit: exactly the limit passes", async () => {
     const prefix = freshPrefix();
     const clock = { now: 5_000_000 };
-    const routers = await Promise.all([redis("resp", prefix, clock)(), redis("resp", prefix, clock)(), redis("rest", prefix, clock)()]);
+    const routers = await Promise.all([
+      redis("resp", prefix, clock)(),
+      redis("resp", prefix, clock)(),
+      redis("rest", prefix, clock)(),
+    ]);
     try {
       const lim = { requestsPerMinute: 50 };
-      const verdicts = await Promise.all(Array.from({ length: 90 }, (_, i) => routers[i % 3]!.acquire(lim, ask(), `r${i}`)));
+      const verdicts = await Promise.all(
+        Array.from({ length: 90 }, (_, i) => routers[i % 3]!.acquire(lim, ask(), `r${i}`)),
+      );
       expect(verdicts.filter((v) => v.allowed).length).toBe(50);
     } finally {
       await Promise.all(routers.map((r) => r.close()));
@@ -192,7 +229,10 @@ describe("shared counters", () => {
   });
 
   test("with Redis's own clock (no test clock), checks still take from one bucket", async () => {
-    const connection = await openRedisConnection(server.url, { resp: openRespConnection, commandTimeoutMs: 2_000 });
+    const connection = await openRedisConnection(server.url, {
+      resp: openRespConnection,
+      commandTimeoutMs: 2_000,
+    });
     const c = new RedisLimitCounters({ connection, keyPrefix: freshPrefix() });
     try {
       const lim = { requestsPerMinute: 3 };

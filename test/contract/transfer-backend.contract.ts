@@ -9,11 +9,21 @@ import { join } from "node:path";
 import { TransferError } from "../../src/transfer/errors.ts";
 import { BlockTransferHandler } from "../../src/transfer/handler.ts";
 import type { NativePool } from "../../src/transfer/pools.ts";
-import { LAYOUT_KINDS, type BlockLayout, type LayoutKind, type PoolKind } from "../../src/transfer/types.ts";
+import {
+  LAYOUT_KINDS,
+  type BlockLayout,
+  type LayoutKind,
+  type PoolKind,
+} from "../../src/transfer/types.ts";
 import { equalBytes, pattern } from "../unit/transfer/native/native-lib.ts";
 import { rejectionOf } from "../support/errors.ts";
 
-export type MakePool = (kind: PoolKind, numBlocks: number, layout: BlockLayout, diskPath?: string) => NativePool;
+export type MakePool = (
+  kind: PoolKind,
+  numBlocks: number,
+  layout: BlockLayout,
+  diskPath?: string,
+) => NativePool;
 
 /** 2 layers x K/V x 4 tokens x 128 elements x 2 bytes = 4 KiB blocks (1 KiB chunks). */
 export function smallLayout(kind: LayoutKind): BlockLayout {
@@ -42,7 +52,12 @@ export function runTransferBackendContract(name: string, makePool: MakePool): vo
     let files = 0;
     const open: NativePool[] = [];
     const pool = (kind: PoolKind, n: number, layout: BlockLayout) => {
-      const p = makePool(kind, n, layout, kind === "disk" ? join(dir, `pool-${files++}.bin`) : undefined);
+      const p = makePool(
+        kind,
+        n,
+        layout,
+        kind === "disk" ? join(dir, `pool-${files++}.bin`) : undefined,
+      );
       open.push(p);
       return p;
     };
@@ -53,7 +68,8 @@ export function runTransferBackendContract(name: string, makePool: MakePool): vo
 
     for (const [from, to] of DIRECTIONS) {
       for (const srcLayout of LAYOUT_KINDS) {
-        const dstLayout = LAYOUT_KINDS[(LAYOUT_KINDS.indexOf(srcLayout) + 1) % LAYOUT_KINDS.length]!;
+        const dstLayout =
+          LAYOUT_KINDS[(LAYOUT_KINDS.indexOf(srcLayout) + 1) % LAYOUT_KINDS.length]!;
         test(`${from} -> ${to} moves blocks byte for byte (${srcLayout} -> ${dstLayout})`, async () => {
           const seed = from.length * 100 + to.length * 10 + LAYOUT_KINDS.indexOf(srcLayout);
           const src = pool(from, 8, smallLayout(srcLayout));
@@ -61,12 +77,22 @@ export function runTransferBackendContract(name: string, makePool: MakePool): vo
           for (let b = 0; b < 8; b++) src.writeBlock(b, pattern(src.blockBytes, seed + b));
           // reversed and sparse, so a wrong index cannot pass
           await src.copyTo(dst, Uint32Array.of(0, 7, 1, 6, 5, 2));
-          for (const [f, t] of [[0, 7], [1, 6], [5, 2]] as const) {
-            expect(equalBytes(dst.readBlock(t), pattern(src.blockBytes, seed + f)), `seed ${seed + f}: block ${f} -> ${t}`).toBe(true);
+          for (const [f, t] of [
+            [0, 7],
+            [1, 6],
+            [5, 2],
+          ] as const) {
+            expect(
+              equalBytes(dst.readBlock(t), pattern(src.blockBytes, seed + f)),
+              `seed ${seed + f}: block ${f} -> ${t}`,
+            ).toBe(true);
           }
           expect(equalBytes(dst.readBlock(0), new Uint8Array(dst.blockBytes))).toBe(true); // untouched
           src.copyToSync(dst, Uint32Array.of(3, 0)); // the blocking call agrees
-          expect(equalBytes(dst.readBlock(0), pattern(src.blockBytes, seed + 3)), `seed ${seed + 3}`).toBe(true);
+          expect(
+            equalBytes(dst.readBlock(0), pattern(src.blockBytes, seed + 3)),
+            `seed ${seed + 3}`,
+          ).toBe(true);
         });
       }
     }
@@ -114,11 +140,16 @@ export function runTransferBackendContract(name: string, makePool: MakePool): vo
       const jobs = [];
       for (let j = 0; j < 8; j++) {
         const pairs = new Uint32Array(16);
-        for (let k = 0; k < 8; k++) (pairs[2 * k] = 8 * j + k), (pairs[2 * k + 1] = 63 - (8 * j + k));
+        for (let k = 0; k < 8; k++)
+          (pairs[2 * k] = 8 * j + k), (pairs[2 * k + 1] = 63 - (8 * j + k));
         jobs.push(host.copyTo(disk, pairs));
       }
       await Promise.all(jobs);
-      for (let b = 0; b < 64; b++) expect(equalBytes(disk.readBlock(63 - b), pattern(host.blockBytes, 500 + b)), `seed ${500 + b}`).toBe(true);
+      for (let b = 0; b < 64; b++)
+        expect(
+          equalBytes(disk.readBlock(63 - b), pattern(host.blockBytes, 500 + b)),
+          `seed ${500 + b}`,
+        ).toBe(true);
     });
 
     test("the handler splits a 40-block request into batches of 16 and moves every block", async () => {
@@ -129,7 +160,11 @@ export function runTransferBackendContract(name: string, makePool: MakePool): vo
       const blocks = Array.from({ length: 40 }, (_, i) => [i, 39 - i] as const);
       const summary = await handler.executeTransfer({ fromPool: "host", toPool: "device", blocks });
       expect(summary).toEqual({ blocks: 40, batches: 3, mode: "sharded" });
-      for (let b = 0; b < 40; b++) expect(equalBytes(device.readBlock(39 - b), pattern(host.blockBytes, 900 + b)), `seed ${900 + b}`).toBe(true);
+      for (let b = 0; b < 40; b++)
+        expect(
+          equalBytes(device.readBlock(39 - b), pattern(host.blockBytes, 900 + b)),
+          `seed ${900 + b}`,
+        ).toBe(true);
     });
   });
 }

@@ -40,21 +40,33 @@ const BASE: MockerOptions = {
 function setup(opts: MockerOptions = {}) {
   const clock = new VirtualClock();
   const events: RouterEvent[] = [];
-  const engine = new MockEngine({ config: resolveMockerOptions({ ...BASE, ...opts }), workerId: 7n, clock, emit: (e) => events.push(e) });
+  const engine = new MockEngine({
+    config: resolveMockerOptions({ ...BASE, ...opts }),
+    workerId: 7n,
+    clock,
+    emit: (e) => events.push(e),
+  });
   return { clock, engine, events };
 }
 
 const prompt = (n: number, base = 0) => Uint32Array.from({ length: n }, (_, i) => base + i);
 
-function track(engine: MockEngine, clock: VirtualClock, req: Partial<GenerateRequest> & { tokens: Uint32Array }) {
+function track(
+  engine: MockEngine,
+  clock: VirtualClock,
+  req: Partial<GenerateRequest> & { tokens: Uint32Array },
+) {
   const rec = { startAt: NaN, cached: NaN, tokenAt: [] as number[] };
-  const done = engine.generate({ maxTokens: 3, dpRank: 0, ...req }, {
-    start: (s) => {
-      rec.startAt = clock.now();
-      rec.cached = s.cachedTokens;
+  const done = engine.generate(
+    { maxTokens: 3, dpRank: 0, ...req },
+    {
+      start: (s) => {
+        rec.startAt = clock.now();
+        rec.cached = s.cachedTokens;
+      },
+      token: () => rec.tokenAt.push(clock.now()),
     },
-    token: () => rec.tokenAt.push(clock.now()),
-  });
+  );
   done.catch(() => {});
   return { rec, done };
 }
@@ -112,12 +124,22 @@ describe("vLLM V1 steps (--scheduler v1)", () => {
     const a = track(engine, clock, { tokens: prompt(4, 0), maxTokens: 2 });
     const b = track(engine, clock, { tokens: prompt(4, 50), maxTokens: 1 });
     await settle();
-    expect(rankLoad(engine.ranks[0]!)).toEqual({ running: 1, waiting: 1, decoding: 0, prefilling: 1 });
+    expect(rankLoad(engine.ranks[0]!)).toEqual({
+      running: 1,
+      waiting: 1,
+      decoding: 0,
+      prefilling: 1,
+    });
     await clock.run();
     expect(a.rec.tokenAt).toEqual([4, 14]);
     expect(b.rec.startAt).toBe(14);
     expect(b.rec.tokenAt).toEqual([18]);
-    expect(rankLoad(engine.ranks[0]!)).toEqual({ running: 0, waiting: 0, decoding: 0, prefilling: 0 });
+    expect(rankLoad(engine.ranks[0]!)).toEqual({
+      running: 0,
+      waiting: 0,
+      decoding: 0,
+      prefilling: 0,
+    });
   });
 
   test("the cached prefix is looked up when the request is first scheduled; cached tokens are not computed", async () => {
@@ -138,7 +160,12 @@ describe("vLLM V1 steps (--scheduler v1)", () => {
     const b = track(engine, clock, { tokens: prompt(8, 100), maxTokens: 1 });
     await clock.run(3);
     ctl.abort();
-    expect(await a.done.then(() => "finished", (e: unknown) => e)).toBeInstanceOf(AbortedError);
+    expect(
+      await a.done.then(
+        () => "finished",
+        (e: unknown) => e,
+      ),
+    ).toBeInstanceOf(AbortedError);
     await clock.run();
     expect(a.rec.tokenAt).toEqual([]);
     expect(b.rec.tokenAt).toEqual([16]);
@@ -148,7 +175,13 @@ describe("vLLM V1 steps (--scheduler v1)", () => {
   });
 
   test("a step's time: the decode batch's cost plus each prompt chunk's overhead and tokens", () => {
-    const m = { prefillUsPerToken: 40, prefillOverheadMs: 1, decodeMsPerStep: 10, decodeBatchFactor: 0.02, speedup: 1 };
+    const m = {
+      prefillUsPerToken: 40,
+      prefillOverheadMs: 1,
+      decodeMsPerStep: 10,
+      decodeBatchFactor: 0.02,
+      speedup: 1,
+    };
     expect(stepMs(0, 1, 1000, m)).toBeCloseTo(41);
     expect(stepMs(11, 0, 0, m)).toBeCloseTo(12);
     expect(stepMs(11, 2, 1000, m)).toBeCloseTo(12 + 2 + 40);

@@ -34,16 +34,22 @@ interface Service {
   security_opt?: string[];
 }
 
-const compose = Bun.YAML.parse(readFileSync(join(DIR, "compose.yaml"), "utf8")) as { services: Record<string, Service> };
+const compose = Bun.YAML.parse(readFileSync(join(DIR, "compose.yaml"), "utf8")) as {
+  services: Record<string, Service>;
+};
 const services = compose.services;
-const workersFile = Bun.YAML.parse(readFileSync(join(DIR, "workers.yaml"), "utf8")) as { workers: { url: string; id: number }[] };
+const workersFile = Bun.YAML.parse(readFileSync(join(DIR, "workers.yaml"), "utf8")) as {
+  workers: { url: string; id: number }[];
+};
 
 function flag(argv: readonly string[], name: string): string | undefined {
   const i = argv.indexOf(name);
   return i >= 0 ? argv[i + 1] : undefined;
 }
 
-const engines = Object.entries(services).filter(([, s]) => Array.isArray(s.command) && s.command[0] === "mocker");
+const engines = Object.entries(services).filter(
+  ([, s]) => Array.isArray(s.command) && s.command[0] === "mocker",
+);
 const router = services.router!;
 const routerArgv = router.command as string[];
 
@@ -58,7 +64,9 @@ describe("deploy/compose", () => {
   });
 
   test("each engine's worker id is its own and is the id the router's workers file gives its URL", () => {
-    const mount = router.volumes!.find((v) => v.split(":")[1] === flag(routerArgv, "--workers-file"));
+    const mount = router.volumes!.find(
+      (v) => v.split(":")[1] === flag(routerArgv, "--workers-file"),
+    );
     expect(mount?.split(":")[0]).toBe("./workers.yaml");
     const ids = new Set<string>();
     for (const [name, e] of engines) {
@@ -83,9 +91,19 @@ describe("deploy/compose", () => {
     expect(eventsToken).toMatch(/^\$\{SWITCHYARD_EVENTS_TOKEN:\?/);
     for (const [name, e] of engines) {
       const argv = e.command as string[];
-      expect({ name, to: flag(argv, "--router-url") }).toEqual({ name, to: `http://router:${routerPort}` });
-      expect({ name, token: e.environment?.SWITCHYARD_EVENTS_TOKEN }).toEqual({ name, token: eventsToken });
-      expect({ name, admin: e.environment?.SWITCHYARD_ADMIN_TOKEN, flag: argv.includes("--admin-token") }).toEqual({ name, admin: undefined, flag: false });
+      expect({ name, to: flag(argv, "--router-url") }).toEqual({
+        name,
+        to: `http://router:${routerPort}`,
+      });
+      expect({ name, token: e.environment?.SWITCHYARD_EVENTS_TOKEN }).toEqual({
+        name,
+        token: eventsToken,
+      });
+      expect({
+        name,
+        admin: e.environment?.SWITCHYARD_ADMIN_TOKEN,
+        flag: argv.includes("--admin-token"),
+      }).toEqual({ name, admin: undefined, flag: false });
     }
     expect(router.environment!.SWITCHYARD_ADMIN_TOKEN).toMatch(/^\$\{SWITCHYARD_ADMIN_TOKEN:\?/);
     // The two credentials are different variables.
@@ -94,8 +112,18 @@ describe("deploy/compose", () => {
 
   test("no secret on a command line; Redis requires the router's user and password", () => {
     for (const [name, s] of Object.entries(services)) {
-      const argv = [...(s.entrypoint ?? []), ...(Array.isArray(s.command) ? s.command : [s.command])].join(" ");
-      for (const f of ["--admin-token", "--events-token", "--redis-token", "--redis ", "--requirepass", "${"]) {
+      const argv = [
+        ...(s.entrypoint ?? []),
+        ...(Array.isArray(s.command) ? s.command : [s.command]),
+      ].join(" ");
+      for (const f of [
+        "--admin-token",
+        "--events-token",
+        "--redis-token",
+        "--redis ",
+        "--requirepass",
+        "${",
+      ]) {
         expect({ name, has: f, found: argv.includes(f) }).toEqual({ name, has: f, found: false });
       }
     }
@@ -113,7 +141,13 @@ describe("deploy/compose", () => {
 
   test("the router and engines run with the Kubernetes pod's settings", () => {
     for (const [name, s] of [["router", router] as const, ...engines]) {
-      expect({ name, read_only: s.read_only, tmpfs: s.tmpfs, cap_drop: s.cap_drop, security_opt: s.security_opt }).toEqual({
+      expect({
+        name,
+        read_only: s.read_only,
+        tmpfs: s.tmpfs,
+        cap_drop: s.cap_drop,
+        security_opt: s.security_opt,
+      }).toEqual({
         name,
         read_only: true,
         tmpfs: ["/tmp"],
@@ -123,7 +157,10 @@ describe("deploy/compose", () => {
     }
     // Published on the host's loopback only: the admin token is the only thing between the
     // admin routes and whoever reaches the port.
-    expect(router.ports).toEqual([`127.0.0.1:${flag(routerArgv, "--port")}:${flag(routerArgv, "--port")}`]);
+    // (host port SWITCHYARD_PORT, 8080 by default: the compose test picks a free one).
+    expect(router.ports).toEqual([
+      `127.0.0.1:\${SWITCHYARD_PORT:-8080}:${flag(routerArgv, "--port")}`,
+    ]);
   });
 
   test(".env.example names every variable compose.yaml requires", () => {
@@ -135,10 +172,27 @@ describe("deploy/compose", () => {
   });
 
   test("serve accepts the workers file (entries checked by the router itself)", async () => {
-    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { bin: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+      bin: Record<string, string>;
+    };
     const proc = Bun.spawn({
-      cmd: [process.execPath, join(ROOT, pkg.bin.switchyard!), "serve", "--workers-file", join(DIR, "workers.yaml"), "--port", "0", "--host", "127.0.0.1", "--health-interval", "60"],
-      cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe",
+      cmd: [
+        process.execPath,
+        join(ROOT, pkg.bin.switchyard!),
+        "serve",
+        "--workers-file",
+        join(DIR, "workers.yaml"),
+        "--port",
+        "0",
+        "--host",
+        "127.0.0.1",
+        "--health-interval",
+        "60",
+      ],
+      cwd: ROOT,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
     });
     try {
       const reader = proc.stdout.getReader();
@@ -152,13 +206,19 @@ describe("deploy/compose", () => {
       if (!out.includes('"port"')) {
         proc.kill("SIGKILL");
         await proc.exited;
-        throw new Error(`serve did not start (exit ${proc.exitCode}):\n${await new Response(proc.stderr).text()}`);
+        throw new Error(
+          `serve did not start (exit ${proc.exitCode}):\n${await new Response(proc.stderr).text()}`,
+        );
       }
       const port = JSON.parse(out.split("\n")[0]!).port as number;
       // The three engines are registered (unreachable from here, so not healthy) under their ids.
-      const workers = (await (await fetch(`http://127.0.0.1:${port}/v1/workers`)).json()) as { workers?: { id: string; url: string }[] } | { id: string; url: string }[];
+      const workers = (await (await fetch(`http://127.0.0.1:${port}/v1/workers`)).json()) as
+        | { workers?: { id: string; url: string }[] }
+        | { id: string; url: string }[];
       const list = Array.isArray(workers) ? workers : (workers.workers ?? []);
-      expect(list.map((w) => [new URL(w.url).hostname, String(w.id)]).sort()).toEqual(workersFile.workers.map((w) => [new URL(w.url).hostname, String(w.id)]).sort());
+      expect(list.map((w) => [new URL(w.url).hostname, String(w.id)]).sort()).toEqual(
+        workersFile.workers.map((w) => [new URL(w.url).hostname, String(w.id)]).sort(),
+      );
     } finally {
       proc.kill("SIGTERM");
       await proc.exited;

@@ -33,12 +33,24 @@ describe("docs/deploying.md's image commands", () => {
   });
 
   test("run: the published port, the tag, serve with two embedded engines", () => {
-    expect(shellWords(doc.run, ROOT)).toEqual(["--rm", "-p", "8080:8080", "switchyard:0.1.0", "serve", "--engines", "2"]);
+    expect(shellWords(doc.run, ROOT)).toEqual([
+      "--rm",
+      "-p",
+      "8080:8080",
+      "switchyard:0.1.0",
+      "serve",
+      "--engines",
+      "2",
+    ]);
   });
 
   test("extraction: comments dropped, a missing block or heading named", () => {
     expect(doc.lines.some((l) => l.includes("#") && !l.includes("'"))).toBe(false);
-    expect(() => imageDocCommands("# x\n\n## Build the image\n\nno block\n\n## Next\n```sh\ndocker build .\n```\n")).toThrow("no ```sh block");
+    expect(() =>
+      imageDocCommands(
+        "# x\n\n## Build the image\n\nno block\n\n## Next\n```sh\ndocker build .\n```\n",
+      ),
+    ).toThrow("no ```sh block");
     expect(() => imageDocCommands("# x\n")).toThrow('no "## Build the image" heading');
   });
 });

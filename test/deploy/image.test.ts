@@ -68,12 +68,23 @@ interface Result {
 async function podman(args: readonly string[], deadlineMs = 60_000): Promise<Result> {
   let proc;
   try {
-    proc = Bun.spawn({ cmd: ["podman", ...args], env, cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    proc = Bun.spawn({
+      cmd: ["podman", ...args],
+      env,
+      cwd: ROOT,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
   } catch (e) {
     return { code: 127, out: "", err: `podman: ${(e as Error).message}` }; // not installed
   }
   const timer = setTimeout(() => proc.kill("SIGKILL"), deadlineMs);
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   clearTimeout(timer);
   return { code, out, err };
 }
@@ -86,10 +97,16 @@ async function podmanOk(args: readonly string[], deadlineMs?: number): Promise<s
 
 /** The settings deploy/kubernetes gives the router's pod, as podman flags. */
 const POD_LIKE = [
-  "--network", "host",
-  "--read-only", "--read-only-tmpfs=false", "--tmpfs", "/tmp", // readOnlyRootFilesystem + emptyDir /tmp
-  "--cap-drop", "ALL", // capabilities: drop ALL
-  "--security-opt", "no-new-privileges", // allowPrivilegeEscalation: false
+  "--network",
+  "host",
+  "--read-only",
+  "--read-only-tmpfs=false",
+  "--tmpfs",
+  "/tmp", // readOnlyRootFilesystem + emptyDir /tmp
+  "--cap-drop",
+  "ALL", // capabilities: drop ALL
+  "--security-opt",
+  "no-new-privileges", // allowPrivilegeEscalation: false
 ];
 
 /** Start a detached container from the test image; its name is kept for afterAll. */
@@ -102,10 +119,15 @@ async function startContainer(role: string, args: readonly string[]): Promise<st
 
 /** Wait for the `{"url","port"}` line every command prints on stdout once it listens. */
 async function listening(name: string): Promise<void> {
-  await until(async () => {
-    const r = await podman(["logs", name], 10_000);
-    return r.out.split("\n").some((l) => l.startsWith("{") && l.includes('"port"'));
-  }, `${name} to print its address`, 30_000, 100);
+  await until(
+    async () => {
+      const r = await podman(["logs", name], 10_000);
+      return r.out.split("\n").some((l) => l.startsWith("{") && l.includes('"port"'));
+    },
+    `${name} to print its address`,
+    30_000,
+    100,
+  );
 }
 
 async function logs(name: string): Promise<string> {
@@ -139,18 +161,31 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
         .slice(0, 12);
       const runtimeBase = `localhost/switchyard-test-base/runtime:${key}`;
       const buildBase = `localhost/switchyard-test-base/build:${key}`;
-      const have = await Promise.all([runtimeBase, buildBase].map((t) => podman(["image", "exists", t])));
+      const have = await Promise.all(
+        [runtimeBase, buildBase].map((t) => podman(["image", "exists", t])),
+      );
       const t0 = performance.now();
       if (have.some((r) => r.code !== 0)) {
         const proc = Bun.spawn({
           cmd: ["bash", join(ROOT, "deploy/image/debian-bases.sh"), runtimeBase, buildBase],
-          env, cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe",
+          env,
+          cwd: ROOT,
+          stdin: "ignore",
+          stdout: "pipe",
+          stderr: "pipe",
         });
         const timer = setTimeout(() => proc.kill("SIGKILL"), 10 * 60_000);
-        const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+        const [out, err, code] = await Promise.all([
+          new Response(proc.stdout).text(),
+          new Response(proc.stderr).text(),
+          proc.exited,
+        ]);
         clearTimeout(timer);
-        if (code !== 0) throw new Error(`debian-bases.sh exited ${code}\n${err.slice(-4000)}${out.slice(-2000)}`);
-        console.log(`[deploy/image] bases made in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+        if (code !== 0)
+          throw new Error(`debian-bases.sh exited ${code}\n${err.slice(-4000)}${out.slice(-2000)}`);
+        console.log(
+          `[deploy/image] bases made in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+        );
       }
       const t1 = performance.now();
       // The page's build line as the shell expands it, its tag replaced by this run's; before
@@ -160,16 +195,23 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
       expect(docBuild).toContain(IMAGE);
       await podmanOk(
         [
-          "build", "--isolation", "chroot", "--layers=false",
-          "--build-arg", `BUILD_BASE=${buildBase}`,
-          "--build-arg", `RUNTIME_BASE=${runtimeBase}`,
+          "build",
+          "--isolation",
+          "chroot",
+          "--layers=false",
+          "--build-arg",
+          `BUILD_BASE=${buildBase}`,
+          "--build-arg",
+          `RUNTIME_BASE=${runtimeBase}`,
           ...docBuild,
         ],
         BUILD_DEADLINE_MS,
       );
       const buildS = (performance.now() - t1) / 1000;
       const size = Number(await podmanOk(["image", "inspect", "--format", "{{.Size}}", IMAGE]));
-      const baseSize = Number(await podmanOk(["image", "inspect", "--format", "{{.Size}}", runtimeBase]));
+      const baseSize = Number(
+        await podmanOk(["image", "inspect", "--format", "{{.Size}}", runtimeBase]),
+      );
       console.log(
         `[deploy/image] image ${(size / 1e6).toFixed(0)} MB (runtime base ${(baseSize / 1e6).toFixed(0)} MB), ` +
           `podman build ${buildS.toFixed(0)} s (no layer cache)`,
@@ -185,7 +227,9 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
 
   test("runs as a numeric non-root user, with the binary as entrypoint and serve as command", async () => {
     expect(state.built).toBe(true);
-    const cfg = JSON.parse(await podmanOk(["image", "inspect", "--format", "{{json .Config}}", IMAGE])) as {
+    const cfg = JSON.parse(
+      await podmanOk(["image", "inspect", "--format", "{{json .Config}}", IMAGE]),
+    ) as {
       User: string;
       Entrypoint: string[];
       Cmd: string[];
@@ -203,22 +247,41 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
     const routerUrl = `http://127.0.0.1:${routerPort}`;
     // Engines push KV events to the router (loopback: host network, so no admin token needed).
     state.engines = await Promise.all(
-      [e1, e2].map((p, i) => startContainer(`engine${i}`, ["mocker", "--port", String(p), "--router-url", routerUrl])),
+      [e1, e2].map((p, i) =>
+        startContainer(`engine${i}`, ["mocker", "--port", String(p), "--router-url", routerUrl]),
+      ),
     );
     state.router = await startContainer("router", [
-      "serve", "--port", String(routerPort), "--host", "127.0.0.1",
-      "--worker", `http://127.0.0.1:${e1}`, "--worker", `http://127.0.0.1:${e2}`,
-      "--drain-timeout", String(DRAIN_TIMEOUT_S), "--health-interval", "0.5",
+      "serve",
+      "--port",
+      String(routerPort),
+      "--host",
+      "127.0.0.1",
+      "--worker",
+      `http://127.0.0.1:${e1}`,
+      "--worker",
+      `http://127.0.0.1:${e2}`,
+      "--drain-timeout",
+      String(DRAIN_TIMEOUT_S),
+      "--health-interval",
+      "0.5",
     ]);
     try {
       await Promise.all([...state.engines, state.router].map(listening));
-      await until(async () => {
-        const r = await fetch(`${routerUrl}/health`);
-        const body = (await r.json()) as { healthy_workers?: number };
-        return r.status === 200 && body.healthy_workers === 2;
-      }, "both engines healthy behind the router", 30_000, 100);
+      await until(
+        async () => {
+          const r = await fetch(`${routerUrl}/health`);
+          const body = (await r.json()) as { healthy_workers?: number };
+          return r.status === 200 && body.healthy_workers === 2;
+        },
+        "both engines healthy behind the router",
+        30_000,
+        100,
+      );
 
-      const workers = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as { workers: { id: string }[] };
+      const workers = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as {
+        workers: { id: string }[];
+      };
       const ids = workers.workers.map((w) => w.id);
       const complete = (prompt: string) =>
         fetch(`${routerUrl}/v1/completions`, {
@@ -252,7 +315,9 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
     expect(state.built).toBe(true);
     const [hostPort] = freePorts(1) as [number];
     // As written, but detached and named (removed in afterAll), on a free host port, with runc.
-    const docRun = shellWords(doc.run, ROOT).map((a) => (a === DOC_TAG ? IMAGE : a === "8080:8080" ? `${hostPort}:8080` : a));
+    const docRun = shellWords(doc.run, ROOT).map((a) =>
+      a === DOC_TAG ? IMAGE : a === "8080:8080" ? `${hostPort}:8080` : a,
+    );
     expect(docRun).toContain(IMAGE);
     expect(docRun).toContain(`${hostPort}:8080`);
     const name = `sy-image-test-${run}-doc-run`;
@@ -260,17 +325,28 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
     await podmanOk(["run", "-d", "--name", name, ...RUNTIME, ...docRun]);
     try {
       const url = `http://127.0.0.1:${hostPort}`;
-      await until(async () => {
-        const r = await fetch(`${url}/health`).catch(() => undefined);
-        return r !== undefined && r.status === 200 && ((await r.json()) as { healthy_workers?: number }).healthy_workers === 2;
-      }, "the page's container to answer /health with its 2 engines", 60_000, 200);
+      await until(
+        async () => {
+          const r = await fetch(`${url}/health`).catch(() => undefined);
+          return (
+            r !== undefined &&
+            r.status === 200 &&
+            ((await r.json()) as { healthy_workers?: number }).healthy_workers === 2
+          );
+        },
+        "the page's container to answer /health with its 2 engines",
+        60_000,
+        200,
+      );
       const r = await fetch(`${url}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ prompt: "hello from the docs", max_tokens: 4 }),
       });
       expect(r.status).toBe(200);
-      expect(((await r.json()) as { choices: { text: string }[] }).choices[0]!.text.length).toBeGreaterThan(0);
+      expect(
+        ((await r.json()) as { choices: { text: string }[] }).choices[0]!.text.length,
+      ).toBeGreaterThan(0);
     } catch (e) {
       console.error(await logs(name));
       throw e;
@@ -299,12 +375,23 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
     const r = await fetch(`http://127.0.0.1:${state.routerPort}/v1/workers`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ url: `http://127.0.0.1:${enginePort}`, kv_events: { endpoint: `tcp://127.0.0.1:${zmqPort}` } }),
+      body: JSON.stringify({
+        url: `http://127.0.0.1:${enginePort}`,
+        kv_events: { endpoint: `tcp://127.0.0.1:${zmqPort}` },
+      }),
     });
     const body = (await r.json()) as { id: string };
     expect(r.status).toBe(201);
-    await until(async () => (await logs(state.router)).match(/subscribed to vLLM KV events .*libzmq=4\.\d+\.\d+/), "the ZMQ subscription log line", 10_000, 100);
-    const del = await fetch(`http://127.0.0.1:${state.routerPort}/v1/workers/${body.id}`, { method: "DELETE" });
+    await until(
+      async () =>
+        (await logs(state.router)).match(/subscribed to vLLM KV events .*libzmq=4\.\d+\.\d+/),
+      "the ZMQ subscription log line",
+      10_000,
+      100,
+    );
+    const del = await fetch(`http://127.0.0.1:${state.routerPort}/v1/workers/${body.id}`, {
+      method: "DELETE",
+    });
     expect(del.status).toBeLessThan(300);
   });
 
@@ -325,10 +412,15 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
 
     const t0 = performance.now();
     await podmanOk(["kill", "--signal", "TERM", state.router]);
-    await until(async () => {
-      const h = await fetch(`${base}/health`);
-      return h.status === 503 && ((await h.json()) as { status: string }).status === "draining";
-    }, "/health to answer 503 draining", 5_000, 20);
+    await until(
+      async () => {
+        const h = await fetch(`${base}/health`);
+        return h.status === 503 && ((await h.json()) as { status: string }).status === "draining";
+      },
+      "/health to answer 503 draining",
+      5_000,
+      20,
+    );
 
     for (;;) {
       const { value, done } = await reader.read();
@@ -361,7 +453,19 @@ describe.skipIf(skipReason !== undefined)("container image (Containerfile)", () 
     // Why deploy/kubernetes mounts an emptyDir on /tmp: Bun unpacks the embedded native
     // libraries there at start, and a read-only root without one fails.
     const ro = await podman(
-      [...oneShot("read-only"), "--network", "host", "--read-only", "--read-only-tmpfs=false", IMAGE, "serve", "--port", "0", "--host", "127.0.0.1"],
+      [
+        ...oneShot("read-only"),
+        "--network",
+        "host",
+        "--read-only",
+        "--read-only-tmpfs=false",
+        IMAGE,
+        "serve",
+        "--port",
+        "0",
+        "--host",
+        "127.0.0.1",
+      ],
       30_000,
     );
     expect(ro.code).not.toBe(0);

@@ -14,7 +14,10 @@ describe("docs/reference/flags.md", () => {
 
   test("names every serve flag, once", () => {
     const page = renderFlagReference();
-    const serve = page.slice(page.indexOf("## switchyard serve"), page.indexOf("## switchyard mocker"));
+    const serve = page.slice(
+      page.indexOf("## switchyard serve"),
+      page.indexOf("## switchyard mocker"),
+    );
     for (const o of SERVE_OPTION_LIST) expect(serve.split(`| \`${o.flag}\` |`).length - 1).toBe(1);
   });
 });

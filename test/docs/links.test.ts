@@ -27,7 +27,10 @@ function walk(dir: string, out: string[]): void {
  * checked before its commit; outside a git checkout, every .md file but dependencies and builds.
  */
 function markdownFiles(): string[] {
-  const r = Bun.spawnSync(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"], { cwd: ROOT, stderr: "ignore" });
+  const r = Bun.spawnSync(
+    ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
+    { cwd: ROOT, stderr: "ignore" },
+  );
   let files: string[];
   if (r.exitCode === 0) files = r.stdout.toString().split("\n");
   else {
@@ -48,7 +51,8 @@ function proseLines(text: string, keepCodeSpans = false): { line: number; text: 
       else if (m[1]![0] === fence) fence = undefined;
       return;
     }
-    if (fence === undefined) out.push({ line: i + 1, text: keepCodeSpans ? raw : raw.replace(/`[^`]*`/g, "``") });
+    if (fence === undefined)
+      out.push({ line: i + 1, text: keepCodeSpans ? raw : raw.replace(/`[^`]*`/g, "``") });
   });
   return out;
 }
@@ -112,7 +116,12 @@ function brokenLinks(file: string): string[] {
     const hash = target.indexOf("#");
     const pathPart = decodeURI(hash === -1 ? target : target.slice(0, hash));
     const anchor = hash === -1 ? undefined : decodeURIComponent(target.slice(hash + 1));
-    const dest = pathPart === "" ? abs : pathPart.startsWith("/") ? join(ROOT, pathPart) : resolve(dirname(abs), pathPart);
+    const dest =
+      pathPart === ""
+        ? abs
+        : pathPart.startsWith("/")
+          ? join(ROOT, pathPart)
+          : resolve(dirname(abs), pathPart);
     const where = `${file}:${line}: ${target}`;
     if (relative(ROOT, dest).startsWith("..")) {
       out.push(`${where} (outside the repository)`);
@@ -122,8 +131,15 @@ function brokenLinks(file: string): string[] {
       out.push(`${where} (no such file)`);
       continue;
     }
-    if (anchor === undefined || anchor === "" || !dest.endsWith(".md") || statSync(dest).isDirectory()) continue;
-    if (!anchorsOf(dest).has(anchor)) out.push(`${where} (no heading #${anchor} in ${relative(ROOT, dest)})`);
+    if (
+      anchor === undefined ||
+      anchor === "" ||
+      !dest.endsWith(".md") ||
+      statSync(dest).isDirectory()
+    )
+      continue;
+    if (!anchorsOf(dest).has(anchor))
+      out.push(`${where} (no heading #${anchor} in ${relative(ROOT, dest)})`);
   }
   return out;
 }
@@ -136,7 +152,9 @@ function brokenLinks(file: string): string[] {
 function stalePaths(file: string): string[] {
   const out: string[] = [];
   for (const { line, text } of proseLines(readFileSync(join(ROOT, file), "utf8"), true)) {
-    for (const m of text.matchAll(/`((?:src|test|bench|deploy|ffi|cuda|docs|scripts)\/[A-Za-z0-9_./-]+)`/g)) {
+    for (const m of text.matchAll(
+      /`((?:src|test|bench|deploy|ffi|cuda|docs|scripts)\/[A-Za-z0-9_./-]+)`/g,
+    )) {
       const path = m[1]!;
       if (path.startsWith("ffi/build") || path.startsWith("dist/")) continue;
       if (!existsSync(join(ROOT, path))) out.push(`${file}:${line}: ${path}`);
@@ -145,21 +163,35 @@ function stalePaths(file: string): string[] {
   return out;
 }
 
-const NEWCOMER_PAGES = (f: string): boolean => f === "README.md" || f === "bench/README.md" || f.startsWith("docs/") || (f.startsWith("src/") && f.endsWith("/README.md"));
+const NEWCOMER_PAGES = (f: string): boolean =>
+  f === "README.md" ||
+  f === "bench/README.md" ||
+  f.startsWith("docs/") ||
+  (f.startsWith("src/") && f.endsWith("/README.md"));
 
 describe("Markdown links", () => {
   test("GitHub's anchors: punctuation dropped, repeats numbered", () => {
-    const a = headingAnchors("# Many workers (`bench/scale/workers.ts`)\n## Issue 14: the peers' policies\n## Tests\n## Tests\n```\n# not a heading\n```\n");
-    expect([...a]).toEqual(["many-workers-benchscaleworkersts", "issue-14-the-peers-policies", "tests", "tests-1"]);
+    const a = headingAnchors(
+      "# Many workers (`bench/scale/workers.ts`)\n## Issue 14: the peers' policies\n## Tests\n## Tests\n```\n# not a heading\n```\n",
+    );
+    expect([...a]).toEqual([
+      "many-workers-benchscaleworkersts",
+      "issue-14-the-peers-policies",
+      "tests",
+      "tests-1",
+    ]);
   });
 
   test("links in code are not links", () => {
-    expect(linkTargets("see [a](x.md) and `[b](y.md)`\n```\n[c](z.md)\n```\n").map((l) => l.target)).toEqual(["x.md"]);
+    expect(
+      linkTargets("see [a](x.md) and `[b](y.md)`\n```\n[c](z.md)\n```\n").map((l) => l.target),
+    ).toEqual(["x.md"]);
   });
 
   test("every relative link in every Markdown file resolves, anchors included", () => {
     const files = markdownFiles();
-    for (const must of ["README.md", "docs/running.md", "bench/README.md"]) expect(files).toContain(must);
+    for (const must of ["README.md", "docs/running.md", "bench/README.md"])
+      expect(files).toContain(must);
     expect(files.flatMap(brokenLinks)).toEqual([]);
   });
 

@@ -14,9 +14,11 @@ const SEED = 12_012;
 
 /** What the parser must give for a generated value: long integers as decimal strings. */
 function expected(v: unknown): unknown {
-  if (typeof v === "bigint") return v.toString().replace("-", "").length >= 16 ? v.toString() : Number(v);
+  if (typeof v === "bigint")
+    return v.toString().replace("-", "").length >= 16 ? v.toString() : Number(v);
   if (Array.isArray(v)) return v.map(expected);
-  if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, expected(x)]));
+  if (v !== null && typeof v === "object")
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, expected(x)]));
   return JSON.parse(JSON.stringify(v));
 }
 

@@ -32,20 +32,43 @@ beforeAll(async () => {
         const label = ((await req.json()) as { prompt: number[] }).prompt[0]!;
         arrived.push(label);
         await new Promise<void>((resolve) => held.set(label, resolve));
-        return Response.json({ id: `c${label}`, object: "text_completion", choices: [{ index: 0, text: "ok", finish_reason: "stop" }] });
+        return Response.json({
+          id: `c${label}`,
+          object: "text_completion",
+          choices: [{ index: 0, text: "ok", finish_reason: "stop" }],
+        });
       }
       return new Response("not found", { status: 404 });
     },
   });
   router = await startMain([
-    "serve", "--port", "0", "--host", "127.0.0.1", "--worker", `http://127.0.0.1:${engine.port}`,
-    "--busy-threshold", "1", "--worker-capacity", "100", "--max-queue", "3", "--queue-timeout", "2",
-    "--engine-metrics-interval", "0",
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--worker",
+    `http://127.0.0.1:${engine.port}`,
+    "--busy-threshold",
+    "1",
+    "--worker-capacity",
+    "100",
+    "--max-queue",
+    "3",
+    "--queue-timeout",
+    "2",
+    "--engine-metrics-interval",
+    "0",
     // This engine holds every completion until the test lets it go: no canary sent to it by itself.
     "--canary=false",
   ]);
   routerUrl = String(router.info.url);
-  await until(async () => ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the worker to be healthy");
+  await until(
+    async () =>
+      ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number })
+        .healthy_workers === 1,
+    "the worker to be healthy",
+  );
 });
 
 afterAll(async () => {
@@ -59,7 +82,12 @@ function send(label: number, priority?: number): Promise<Response> {
   return fetch(`${routerUrl}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "m", prompt, max_tokens: 1, ...(priority !== undefined ? { priority } : {}) }),
+    body: JSON.stringify({
+      model: "m",
+      prompt,
+      max_tokens: 1,
+      ...(priority !== undefined ? { priority } : {}),
+    }),
   });
 }
 
@@ -69,8 +97,16 @@ async function metric(name: string): Promise<number> {
   return line === undefined ? 0 : Number(line.split(" ").pop());
 }
 
-const queued = (n: number) => until(async () => (await metric("switchyard_admission_queue_length")) === n, `${n} requests in the admission queue`);
-const arrivedCount = (n: number) => until(() => arrived.length === n, () => `${n} requests at the engine (got ${JSON.stringify(arrived)})`);
+const queued = (n: number) =>
+  until(
+    async () => (await metric("switchyard_admission_queue_length")) === n,
+    `${n} requests in the admission queue`,
+  );
+const arrivedCount = (n: number) =>
+  until(
+    () => arrived.length === n,
+    () => `${n} requests at the engine (got ${JSON.stringify(arrived)})`,
+  );
 
 /** Let the engine finish `label`, then check the answer. */
 async function finish(label: number, res: Promise<Response>): Promise<void> {

@@ -17,7 +17,17 @@ let routerUrl = "";
 const engines: Proc[] = [];
 
 beforeAll(async () => {
-  router = await startMain(["serve", "--port", "0", "--host", "127.0.0.1", "--block-size", "4", "--health-interval", "0.2"]);
+  router = await startMain([
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--block-size",
+    "4",
+    "--health-interval",
+    "0.2",
+  ]);
   routerUrl = String(router.info.url);
 });
 
@@ -28,18 +38,43 @@ afterAll(async () => {
 /** A simulated engine on 0.0.0.0:port (as in a container), pushing its events to the router. */
 async function engine(port: number, advertise: string): Promise<Proc> {
   const p = await startMain([
-    "mocker", "--host", "0.0.0.0", "--port", String(port), "--advertise-url", advertise, "--block-size", "4",
-    "--router-url", routerUrl, "--event-batch-ms", "2", "--decode-ms-per-step", "1", "--prefill-us-per-token", "1",
+    "mocker",
+    "--host",
+    "0.0.0.0",
+    "--port",
+    String(port),
+    "--advertise-url",
+    advertise,
+    "--block-size",
+    "4",
+    "--router-url",
+    routerUrl,
+    "--event-batch-ms",
+    "2",
+    "--decode-ms-per-step",
+    "1",
+    "--prefill-us-per-token",
+    "1",
   ]);
   engines.push(p);
   return p;
 }
 
 const register = (url: string) =>
-  fetch(`${routerUrl}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ url }) });
+  fetch(`${routerUrl}/v1/workers`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ url }),
+  });
 
-interface WorkerRow { id: string; url: string; cached_blocks: number; healthy: boolean }
-const workers = async () => ((await (await fetch(`${routerUrl}/v1/workers`)).json()) as { workers: WorkerRow[] }).workers;
+interface WorkerRow {
+  id: string;
+  url: string;
+  cached_blocks: number;
+  healthy: boolean;
+}
+const workers = async () =>
+  ((await (await fetch(`${routerUrl}/v1/workers`)).json()) as { workers: WorkerRow[] }).workers;
 
 describe("--advertise-url", () => {
   test("two engines claiming one id (the shared listen address): the second is refused, naming both and the flag", async () => {
@@ -74,17 +109,32 @@ describe("--advertise-url", () => {
       expect(res.status).toBe(201);
       expect(((await res.json()) as { warnings: string[] }).warnings).toEqual([]);
     }
-    await until(async () => (await workers()).filter((w) => w.healthy).length === 2, "both engines healthy");
+    await until(
+      async () => (await workers()).filter((w) => w.healthy).length === 2,
+      "both engines healthy",
+    );
 
     const ask = async (prompt: string) => {
-      const r = await fetch(`${routerUrl}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "switchyard-sim", prompt, max_tokens: 2 }) });
+      const r = await fetch(`${routerUrl}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "switchyard-sim", prompt, max_tokens: 2 }),
+      });
       expect(r.status).toBe(200);
-      return { worker: r.headers.get("x-mocker-worker-id"), usage: ((await r.json()) as { usage: { prompt_tokens_details?: { cached_tokens?: number } } }).usage };
+      return {
+        worker: r.headers.get("x-mocker-worker-id"),
+        usage: (
+          (await r.json()) as { usage: { prompt_tokens_details?: { cached_tokens?: number } } }
+        ).usage,
+      };
     };
     const prompt = "a shared first turn long enough to fill several four-token blocks";
     const turn1 = await ask(prompt);
     const served = (await workers()).find((w) => w.id === turn1.worker)!;
-    await until(async () => ((await workers()).find((w) => w.id === served.id)?.cached_blocks ?? 0) > 0, "the engine's pushed events in the router's index");
+    await until(
+      async () => ((await workers()).find((w) => w.id === served.id)?.cached_blocks ?? 0) > 0,
+      "the engine's pushed events in the router's index",
+    );
     const turn2 = await ask(`${prompt} and a second turn`);
     expect(turn2.worker).toBe(turn1.worker);
     expect(turn2.usage.prompt_tokens_details?.cached_tokens ?? 0).toBeGreaterThan(0);

@@ -43,19 +43,36 @@ async function keysYaml(withB: boolean): Promise<string> {
 function post(path: string, key: string | undefined, body: unknown): Promise<Response> {
   return fetch(`${url}${path}`, {
     method: "POST",
-    headers: { "content-type": "application/json", ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}) },
+    headers: {
+      "content-type": "application/json",
+      ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}),
+    },
     body: JSON.stringify(body),
   });
 }
 
 beforeAll(async () => {
-  engines = await Promise.all([1, 2].map((seed) => startMain(["mocker", "--port", "0", "--block-size", "16", "--seed", String(seed)])));
+  engines = await Promise.all(
+    [1, 2].map((seed) =>
+      startMain(["mocker", "--port", "0", "--block-size", "16", "--seed", String(seed)]),
+    ),
+  );
   dir = mkdtempSync(join(tmpdir(), "switchyard-api-keys-"));
   publish(await keysYaml(false));
   symlinkSync(join("..data", "keys.yaml"), join(dir, "keys.yaml"));
   router = await startMain([
-    "serve", "--port", "0", "--host", "127.0.0.1", "--block-size", "16", "--log-level", "debug",
-    "--api-keys", join(dir, "keys.yaml"), ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--block-size",
+    "16",
+    "--log-level",
+    "debug",
+    "--api-keys",
+    join(dir, "keys.yaml"),
+    ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
   ]);
   url = String(router.info.url);
 });
@@ -72,10 +89,15 @@ describe("--api-keys (real processes)", () => {
       expect(r.status).toBe(401);
       expect(((await r.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
     }
-    const models = await fetch(`${url}/v1/models`, { headers: { authorization: `Bearer ${WRONG}` } });
+    const models = await fetch(`${url}/v1/models`, {
+      headers: { authorization: `Bearer ${WRONG}` },
+    });
     expect(models.status).toBe(401);
     await models.text();
-    const ok = await post("/v1/chat/completions", KEY_A, { messages: [{ role: "user", content: "hi" }], max_tokens: 2 });
+    const ok = await post("/v1/chat/completions", KEY_A, {
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 2,
+    });
     expect(ok.status).toBe(200);
     expect(ok.headers.get("x-ratelimit-limit-requests")).toBe("3");
     await ok.text();
@@ -93,7 +115,9 @@ describe("--api-keys (real processes)", () => {
     expect(last!.status).toBe(429);
     expect(Number(last!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(last!.headers.get("x-ratelimit-remaining-requests")).toBe("0");
-    expect(((await last!.json()) as { error: { code: string } }).error.code).toBe("rate_limit_exceeded");
+    expect(((await last!.json()) as { error: { code: string } }).error.code).toBe(
+      "rate_limit_exceeded",
+    );
   });
 
   test("a new version of the keys file is picked up; a broken one keeps the keys in force, logged by entry and field", async () => {
@@ -105,7 +129,10 @@ describe("--api-keys (real processes)", () => {
       return r.status === 200;
     }, "bravo's key to be accepted after the file changed");
     publish(`keys:\n  - tenant: alpha\n    key_sha256: not-a-hash\n`);
-    await until(() => router!.output().includes("keys[0].key_sha256"), "the broken file to be logged with its entry and field");
+    await until(
+      () => router!.output().includes("keys[0].key_sha256"),
+      "the broken file to be logged with its entry and field",
+    );
     const still = await post("/v1/completions", KEY_B, { prompt: "b", max_tokens: 1 });
     expect(still.status).toBe(200);
     await still.text();
@@ -113,7 +140,8 @@ describe("--api-keys (real processes)", () => {
 
   test("no key appears in the router's output, the engines' output or /metrics", async () => {
     // Something in every place a key could leak: requests with each key, good and wrong.
-    for (const key of [KEY_A, KEY_B, WRONG]) await (await post("/v1/completions", key, { prompt: "leak?", max_tokens: 1 })).text();
+    for (const key of [KEY_A, KEY_B, WRONG])
+      await (await post("/v1/completions", key, { prompt: "leak?", max_tokens: 1 })).text();
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toContain("switchyard_api_key_failures_total");
     const everywhere = [router!.output(), ...engines.map((e) => e.output()), metrics].join("\n");

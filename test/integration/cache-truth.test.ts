@@ -30,33 +30,83 @@ interface Fleet {
   readonly started: number;
 }
 
-async function startFleet(engineFlags: readonly (readonly string[])[], o: { tokenizer?: boolean; routerBs?: number } = {}): Promise<Fleet> {
+async function startFleet(
+  engineFlags: readonly (readonly string[])[],
+  o: { tokenizer?: boolean; routerBs?: number } = {},
+): Promise<Fleet> {
   const port = freePort();
   const url = `http://127.0.0.1:${port}`;
   const tok = o.tokenizer === true ? ["--tokenizer", QWEN, "--model", MODEL] : [];
   const engines = await Promise.all(
     engineFlags.map((flags, i) =>
-      startMain(["mocker", "--port", "0", "--router-url", url, "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--event-batch-ms", "2", "--block-size", String(BS), "--seed", String(i + 1), "--decode-ms-per-step", "1", ...tok, ...flags]),
+      startMain([
+        "mocker",
+        "--port",
+        "0",
+        "--router-url",
+        url,
+        "--admin-token",
+        TOKEN,
+        "--events-token",
+        EVENTS_TOKEN,
+        "--event-batch-ms",
+        "2",
+        "--block-size",
+        String(BS),
+        "--seed",
+        String(i + 1),
+        "--decode-ms-per-step",
+        "1",
+        ...tok,
+        ...flags,
+      ]),
     ),
   );
   procs.push(...engines);
   const started = performance.now();
   const router = await startMain([
-    "serve", "--port", String(port), "--host", "127.0.0.1", "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--block-size", String(o.routerBs ?? BS), "--health-interval", "30",
+    "serve",
+    "--port",
+    String(port),
+    "--host",
+    "127.0.0.1",
+    "--admin-token",
+    TOKEN,
+    "--events-token",
+    EVENTS_TOKEN,
+    "--block-size",
+    String(o.routerBs ?? BS),
+    "--health-interval",
+    "30",
     ...(o.tokenizer === true ? ["--tokenizer", `${MODEL}=${QWEN}`] : []),
     ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
   ]);
   procs.push(router);
-  await until(async () => {
-    const r = await fetch(`${url}/v1/workers`, { headers: { authorization: `Bearer ${TOKEN}` } });
-    const { workers } = (await r.json()) as { workers: { healthy: boolean }[] };
-    return workers.length === engines.length && workers.every((w) => w.healthy);
-  }, () => `the engines to register\n${router.output()}`, 15_000);
+  await until(
+    async () => {
+      const r = await fetch(`${url}/v1/workers`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      const { workers } = (await r.json()) as { workers: { healthy: boolean }[] };
+      return workers.length === engines.length && workers.every((w) => w.healthy);
+    },
+    () => `the engines to register\n${router.output()}`,
+    15_000,
+  );
   return { url, router, engines, started };
 }
 
-interface TruthView { dp_rank: number; state: string; cause: string | null; agreement: number; answers_checked: number; canary: { ok: boolean; evidence: string } | null }
-interface WorkerView { id: string; url: string; cache_truth?: TruthView[] }
+interface TruthView {
+  dp_rank: number;
+  state: string;
+  cause: string | null;
+  agreement: number;
+  answers_checked: number;
+  canary: { ok: boolean; evidence: string } | null;
+}
+interface WorkerView {
+  id: string;
+  url: string;
+  cache_truth?: TruthView[];
+}
 
 async function truthOf(f: Fleet, engine: Proc): Promise<TruthView | undefined> {
   const r = await fetch(`${f.url}/v1/workers`, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -91,8 +141,15 @@ async function chat(f: Fleet, i: number): Promise<void> {
       model: MODEL,
       max_tokens: 4,
       messages: [
-        { role: "system", content: "You are the switchyard's dispatcher. Answer with the track number and one short reason, nothing else." },
-        { role: "user", content: `Which track for train ${i}, given that track ${i % 7} is closed today?` },
+        {
+          role: "system",
+          content:
+            "You are the switchyard's dispatcher. Answer with the track number and one short reason, nothing else.",
+        },
+        {
+          role: "user",
+          content: `Which track for train ${i}, given that track ${i % 7} is closed today?`,
+        },
       ],
     }),
   });
@@ -104,23 +161,38 @@ async function chat(f: Fleet, i: number): Promise<void> {
  * Traffic (each prompt twice, so there are hits to check) until the engine's source leaves exact;
  * the requests it took and the seconds since the router started.
  */
-async function untilDetected(f: Fleet, engine: Proc, send: (i: number) => Promise<unknown>, max = 60): Promise<{ requests: number; seconds: number; view: TruthView }> {
+async function untilDetected(
+  f: Fleet,
+  engine: Proc,
+  send: (i: number) => Promise<unknown>,
+  max = 60,
+): Promise<{ requests: number; seconds: number; view: TruthView }> {
   let requests = 0;
   for (let i = 0; i < max; i++) {
     const v = await truthOf(f, engine);
-    if (v !== undefined && v.state !== "exact") return { requests, seconds: (performance.now() - f.started) / 1000, view: v };
+    if (v !== undefined && v.state !== "exact")
+      return { requests, seconds: (performance.now() - f.started) / 1000, view: v };
     await send(Math.floor(i / 2));
     requests++;
   }
-  const v = await until(async () => {
-    const t = await truthOf(f, engine);
-    return t !== undefined && t.state !== "exact" ? t : undefined;
-  }, "the fault to be detected", 20_000); // traffic may avoid the engine: then the canary finds it
+  const v = await until(
+    async () => {
+      const t = await truthOf(f, engine);
+      return t !== undefined && t.state !== "exact" ? t : undefined;
+    },
+    "the fault to be detected",
+    20_000,
+  ); // traffic may avoid the engine: then the canary finds it
   return { requests, seconds: (performance.now() - f.started) / 1000, view: v };
 }
 
 function logged(f: Fleet, cause: string): boolean {
-  return f.router.output().split("\n").some((l) => l.includes("cache truth:") && l.includes("-> ") && l.includes(`(cause: ${cause})`));
+  return f.router
+    .output()
+    .split("\n")
+    .some(
+      (l) => l.includes("cache truth:") && l.includes("-> ") && l.includes(`(cause: ${cause})`),
+    );
 }
 
 const detections: Record<string, { requests: number; seconds: number }> = {};
@@ -131,10 +203,14 @@ describe("cache truth: each fault is found and named", () => {
     const d = await untilDetected(f, f.engines[0]!, (i) => complete(f, i, false));
     detections.block_size = d;
     // The answers see hits the router never heard of; the canary (a prompt cached whole) names why.
-    const v = await until(async () => {
-      const t = await truthOf(f, f.engines[0]!);
-      return t?.canary !== null && t?.canary !== undefined ? t : undefined;
-    }, "the registration canary", 30_000);
+    const v = await until(
+      async () => {
+        const t = await truthOf(f, f.engines[0]!);
+        return t?.canary !== null && t?.canary !== undefined ? t : undefined;
+      },
+      "the registration canary",
+      30_000,
+    );
     detections.block_size_canary = { requests: 0, seconds: (performance.now() - f.started) / 1000 };
     expect(v.canary?.ok).toBe(false);
     expect(v.state).toBe("degraded");
@@ -158,7 +234,16 @@ describe("cache truth: each fault is found and named", () => {
     expect(logged(f, "no_events")).toBe(true);
     for (let i = 0; i < 10; i++) await complete(f, 50 + Math.floor(i / 2), false);
     const healthy = await truthOf(f, f.engines[1]!);
-    if (healthy?.state !== "exact") console.log(JSON.stringify(healthy), f.router.output().split("\n").filter((l) => !l.includes("INFO  worker") && !l.startsWith("{")).slice(0, 40).join("\n"));
+    if (healthy?.state !== "exact")
+      console.log(
+        JSON.stringify(healthy),
+        f.router
+          .output()
+          .split("\n")
+          .filter((l) => !l.includes("INFO  worker") && !l.startsWith("{"))
+          .slice(0, 40)
+          .join("\n"),
+      );
     expect(healthy).toMatchObject({ state: "exact", cause: null });
     expect(healthy!.answers_checked).toBeGreaterThan(0);
   });
@@ -190,10 +275,14 @@ describe("cache truth: each fault is found and named", () => {
 
   test("an adapter salted differently: the canary run with it names lora_salt", async () => {
     const f = await startFleet([["--lora", "sql-adapter", "--fault-lora-salt", "#v2"]]);
-    const v = await until(async () => {
-      const t = await truthOf(f, f.engines[0]!);
-      return t?.cause === "lora_salt" ? t : undefined;
-    }, () => `the adapter's canary\n${f.router.output()}`, 30_000);
+    const v = await until(
+      async () => {
+        const t = await truthOf(f, f.engines[0]!);
+        return t?.cause === "lora_salt" ? t : undefined;
+      },
+      () => `the adapter's canary\n${f.router.output()}`,
+      30_000,
+    );
     detections.lora_salt = { requests: 0, seconds: (performance.now() - f.started) / 1000 };
     expect(v.state).toBe("degraded");
     expect(logged(f, "lora_salt")).toBe(true);
@@ -202,10 +291,17 @@ describe("cache truth: each fault is found and named", () => {
   test("a restart with sequence numbers from 0: seen in the events, canary after it", async () => {
     const f = await startFleet([[]]);
     const e = f.engines[0]!;
-    await until(async () => (await truthOf(f, e))?.canary?.ok === true, "the registration canary", 30_000);
+    await until(
+      async () => (await truthOf(f, e))?.canary?.ok === true,
+      "the registration canary",
+      30_000,
+    );
     for (let i = 0; i < 6; i++) await complete(f, Math.floor(i / 2), false);
     const t0 = performance.now();
-    const r = await fetch(`${e.info.url}/admin/restart-events`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
+    const r = await fetch(`${e.info.url}/admin/restart-events`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(r.status).toBe(200);
     let requests = 0;
     await until(
@@ -219,7 +315,15 @@ describe("cache truth: each fault is found and named", () => {
     );
     detections.restart = { requests, seconds: (performance.now() - t0) / 1000 };
     // The canary after it finds the restarted engine's picture true again.
-    await until(() => f.router.output().split("\n").filter((l) => l.includes("canary passed")).length >= 2, "a canary after the restart", 30_000);
+    await until(
+      () =>
+        f.router
+          .output()
+          .split("\n")
+          .filter((l) => l.includes("canary passed")).length >= 2,
+      "a canary after the restart",
+      30_000,
+    );
     expect((await truthOf(f, e))?.state).toBe("exact");
   });
 });
@@ -227,9 +331,17 @@ describe("cache truth: each fault is found and named", () => {
 describe("cache truth: a healthy fleet", () => {
   test("no false alarm; the canary passes; streams reach clients without the injected usage chunk", async () => {
     const f = await startFleet([[], []]);
-    for (const e of f.engines) await until(async () => (await truthOf(f, e))?.canary?.ok === true, "the registration canaries", 30_000);
+    for (const e of f.engines)
+      await until(
+        async () => (await truthOf(f, e))?.canary?.ok === true,
+        "the registration canaries",
+        30_000,
+      );
     // Concurrent bursts of shared prefixes too: requests in flight explain each other's hits.
-    for (let round = 0; round < 6; round++) await Promise.all([0, 1, 2, 3, 4, 5].map((k) => complete(f, round * 3 + (k % 3), k % 2 === 0)));
+    for (let round = 0; round < 6; round++)
+      await Promise.all(
+        [0, 1, 2, 3, 4, 5].map((k) => complete(f, round * 3 + (k % 3), k % 2 === 0)),
+      );
     for (let i = 0; i < 30; i++) await complete(f, Math.floor(i / 2), i % 3 === 0);
     const views = await Promise.all(f.engines.map((e) => truthOf(f, e)));
     for (const v of views) expect(v).toMatchObject({ state: "exact", cause: null });
@@ -248,7 +360,9 @@ describe("cache truth: a healthy fleet", () => {
         headers: { "content-type": "application/json", "x-session-id": "same-engine" },
         body: JSON.stringify({ prompt: prompt(77), max_tokens: 6, stream: true, ...extra }),
       });
-      return (await r.text()).replace(/"id":"[^"]*"/g, '"id":"X"').replace(/"created":\d+/g, '"created":0');
+      return (await r.text())
+        .replace(/"id":"[^"]*"/g, '"id":"X"')
+        .replace(/"created":\d+/g, '"created":0');
     };
     const plain = await raw({});
     const asked = await raw({ stream_options: { include_usage: true } });

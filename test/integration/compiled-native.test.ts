@@ -25,26 +25,46 @@ afterAll(async () => {
 });
 
 test("the compiled router loads the embedded native library from an empty folder", async () => {
-  if (!existsSync(LIB)) throw new Error(`${LIB} is not built: run \`bun run build:ffi\` (the compile command embeds it)`);
+  if (!existsSync(LIB))
+    throw new Error(
+      `${LIB} is not built: run \`bun run build:ffi\` (the compile command embeds it)`,
+    );
   const bin = join(dir, "switchyard");
   const built = compileSwitchyard(bin);
   expect(built.exitCode).toBe(0);
   // The binary names the commit it was built from (src/core/build-info.ts).
-  const head = Bun.spawnSync({ cmd: ["git", "rev-parse", "--short", "HEAD"], cwd: ROOT, stdout: "pipe" });
+  const head = Bun.spawnSync({
+    cmd: ["git", "rev-parse", "--short", "HEAD"],
+    cwd: ROOT,
+    stdout: "pipe",
+  });
   const commit = head.exitCode === 0 ? head.stdout.toString().trim() : "unknown";
   const version = Bun.spawnSync({ cmd: [bin, "--version"], stdout: "pipe" });
-  expect(version.stdout.toString().trim()).toMatch(new RegExp(`^switchyard \\d+\\.\\d+\\.\\d+\\S* \\(${commit}, bun \\d+\\.\\d+\\.\\d+\\)$`));
+  expect(version.stdout.toString().trim()).toMatch(
+    new RegExp(`^switchyard \\d+\\.\\d+\\.\\d+\\S* \\(${commit}, bun \\d+\\.\\d+\\.\\d+\\)$`),
+  );
   const run = mkdtempSync(join(dir, "cwd-"));
   const env = { ...process.env };
   delete env.SWITCHYARD_FFI_LIB;
-  const p = Bun.spawn({ cmd: [bin, "serve", "--port", "0", "--log-level", "info"], cwd: run, env, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn({
+    cmd: [bin, "serve", "--port", "0", "--log-level", "info"],
+    cwd: run,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   proc = p;
   let err = "";
   void (async () => {
     const dec = new TextDecoder();
-    for await (const c of p.stderr as ReadableStream<Uint8Array>) err += dec.decode(c, { stream: true });
+    for await (const c of p.stderr as ReadableStream<Uint8Array>)
+      err += dec.decode(c, { stream: true });
   })().catch(() => {});
-  const line = await until(() => err.split("\n").find((l) => l.includes("block hasher:")), () => `the hasher line\n${err}`, 15_000);
+  const line = await until(
+    () => err.split("\n").find((l) => l.includes("block hasher:")),
+    () => `the hasher line\n${err}`,
+    15_000,
+  );
   expect(line).toContain("block hasher: native");
   expect(line).toContain("$bunfs");
 }, 60_000);

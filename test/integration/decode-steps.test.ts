@@ -14,14 +14,45 @@ let fast: Proc | undefined;
 let slow: Proc | undefined;
 let router: Proc | undefined;
 
-interface Speed { dp_rank: number; decode_step_ms: number; decode_weight: number }
-interface WorkerView { url: string; prefill_speed: Speed[] }
+interface Speed {
+  dp_rank: number;
+  decode_step_ms: number;
+  decode_weight: number;
+}
+interface WorkerView {
+  url: string;
+  prefill_speed: Speed[];
+}
 
 beforeAll(async () => {
   [fast, slow] = await Promise.all(
-    [FAST_MS, SLOW_MS].map((ms, i) => startMain(["mocker", "--port", "0", "--decode-ms-per-step", String(ms), "--decode-batch-factor", "0", "--seed", String(i + 1)])),
+    [FAST_MS, SLOW_MS].map((ms, i) =>
+      startMain([
+        "mocker",
+        "--port",
+        "0",
+        "--decode-ms-per-step",
+        String(ms),
+        "--decode-batch-factor",
+        "0",
+        "--seed",
+        String(i + 1),
+      ]),
+    ),
   );
-  router = await startMain(["serve", "--port", "0", "--host", "127.0.0.1", "--worker", String(fast!.info.url), "--worker", String(slow!.info.url), "--policy", "round-robin"]);
+  router = await startMain([
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--worker",
+    String(fast!.info.url),
+    "--worker",
+    String(slow!.info.url),
+    "--policy",
+    "round-robin",
+  ]);
 });
 
 afterAll(async () => {
@@ -29,7 +60,9 @@ afterAll(async () => {
 });
 
 async function workers(): Promise<WorkerView[]> {
-  return ((await (await fetch(`${router!.info.url}/v1/workers`)).json()) as { workers: WorkerView[] }).workers;
+  return (
+    (await (await fetch(`${router!.info.url}/v1/workers`)).json()) as { workers: WorkerView[] }
+  ).workers;
 }
 
 describe("decode steps learned from the streamed answers", () => {
@@ -43,7 +76,11 @@ describe("decode steps learned from the streamed answers", () => {
       const res = await fetch(`${router!.info.url}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ prompt: `decode steps ${i} `.padEnd(200, "xyz"), max_tokens: 12, stream: true }),
+        body: JSON.stringify({
+          prompt: `decode steps ${i} `.padEnd(200, "xyz"),
+          max_tokens: 12,
+          stream: true,
+        }),
       });
       expect(res.status).toBe(200);
       await res.text();

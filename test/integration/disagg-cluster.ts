@@ -29,29 +29,88 @@ export function segmentsOf(engines: readonly Proc[]): string[] {
   return readdirSync("/dev/shm").filter((n) => prefixes.some((p) => n.startsWith(p)));
 }
 
-export function engineArgs(role: "prefill" | "decode", protocol: "vllm" | "sglang", routerUrl: string, extra: readonly string[] = []): string[] {
+export function engineArgs(
+  role: "prefill" | "decode",
+  protocol: "vllm" | "sglang",
+  routerUrl: string,
+  extra: readonly string[] = [],
+): string[] {
   return [
-    "mocker", "--port", "0", "--router-url", routerUrl, "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--event-batch-ms", "2", "--block-size", String(BS),
-    "--role", role, "--disagg", protocol, "--kv-block-bytes", "8192", "--kv-lease-ms", "3000", "--speedup", "4", ...extra,
+    "mocker",
+    "--port",
+    "0",
+    "--router-url",
+    routerUrl,
+    "--admin-token",
+    TOKEN,
+    "--events-token",
+    EVENTS_TOKEN,
+    "--event-batch-ms",
+    "2",
+    "--block-size",
+    String(BS),
+    "--role",
+    role,
+    "--disagg",
+    protocol,
+    "--kv-block-bytes",
+    "8192",
+    "--kv-lease-ms",
+    "3000",
+    "--speedup",
+    "4",
+    ...extra,
   ];
 }
 
 export async function startCluster(
   protocol: "vllm" | "sglang",
-  opts: { prefill: number; decode: number; minPrefillTokens: number; routerArgs?: readonly string[] },
+  opts: {
+    prefill: number;
+    decode: number;
+    minPrefillTokens: number;
+    routerArgs?: readonly string[];
+  },
 ): Promise<Cluster> {
   const port = freePort();
   const routerUrl = `http://127.0.0.1:${port}`;
-  const prefill = await Promise.all(Array.from({ length: opts.prefill }, () => startMain(engineArgs("prefill", protocol, routerUrl))));
-  const decode = await Promise.all(Array.from({ length: opts.decode }, () => startMain(engineArgs("decode", protocol, routerUrl))));
+  const prefill = await Promise.all(
+    Array.from({ length: opts.prefill }, () =>
+      startMain(engineArgs("prefill", protocol, routerUrl)),
+    ),
+  );
+  const decode = await Promise.all(
+    Array.from({ length: opts.decode }, () => startMain(engineArgs("decode", protocol, routerUrl))),
+  );
   const router = await startMain([
-    "serve", "--port", String(port), "--host", "127.0.0.1", "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--block-size", String(BS),
-    "--disagg", protocol, "--disagg-min-prefill-tokens", String(opts.minPrefillTokens), "--health-interval", "1",
+    "serve",
+    "--port",
+    String(port),
+    "--host",
+    "127.0.0.1",
+    "--admin-token",
+    TOKEN,
+    "--events-token",
+    EVENTS_TOKEN,
+    "--block-size",
+    String(BS),
+    "--disagg",
+    protocol,
+    "--disagg-min-prefill-tokens",
+    String(opts.minPrefillTokens),
+    "--health-interval",
+    "1",
     ...prefill.flatMap((e) => ["--prefill-worker", String(e.info.url)]),
     ...decode.flatMap((e) => ["--decode-worker", String(e.info.url)]),
     ...(opts.routerArgs ?? []),
   ]);
-  const c: Cluster = { routerUrl, router, prefill, decode, stop: () => stopAll([router, ...c.prefill, ...c.decode]) };
+  const c: Cluster = {
+    routerUrl,
+    router,
+    prefill,
+    decode,
+    stop: () => stopAll([router, ...c.prefill, ...c.decode]),
+  };
   await until(async () => {
     const ws = await workers(c);
     return ws.length === opts.prefill + opts.decode && ws.every((w) => w.healthy);
@@ -69,10 +128,13 @@ export async function workers(c: Cluster): Promise<WorkerView[]> {
 /** Every booking of every worker back to zero. */
 export async function bookingsReleased(c: Cluster): Promise<void> {
   let last: WorkerView[] = [];
-  await until(async () => {
-    last = await workers(c);
-    return last.every((w) => w.active_prefill_tokens === 0 && w.active_decode_blocks === 0);
-  }, () => `bookings released: ${JSON.stringify(last)}`);
+  await until(
+    async () => {
+      last = await workers(c);
+      return last.every((w) => w.active_prefill_tokens === 0 && w.active_decode_blocks === 0);
+    },
+    () => `bookings released: ${JSON.stringify(last)}`,
+  );
 }
 
 /** Prometheus text of a process, as one number per metric name (labels summed). */
@@ -80,7 +142,8 @@ export async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   let sum = 0;
   for (const line of text.split("\n")) {
-    if (line.startsWith(name) && (line[name.length] === " " || line[name.length] === "{")) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+    if (line.startsWith(name) && (line[name.length] === " " || line[name.length] === "{"))
+      sum += Number(line.slice(line.lastIndexOf(" ") + 1));
   }
   return sum;
 }
@@ -100,9 +163,16 @@ export async function sumOver(engines: readonly Proc[], name: string): Promise<n
 
 /** A prompt of token ids: `blocks` full blocks + `extra` tokens, distinct per `seed`. */
 export function tokens(blocks: number, seed: number, extra = 3): number[] {
-  return Array.from({ length: blocks * BS + extra }, (_, i) => 1000 + ((seed * 7919 + i * 31) % 30000));
+  return Array.from(
+    { length: blocks * BS + extra },
+    (_, i) => 1000 + ((seed * 7919 + i * 31) % 30000),
+  );
 }
 
 export function complete(c: Cluster, body: Record<string, unknown>): Promise<Response> {
-  return fetch(`${c.routerUrl}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  return fetch(`${c.routerUrl}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 }

@@ -7,7 +7,18 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { until } from "../support/processes.ts";
-import { bookingsReleased, complete, metric, metricLabelled, segmentsOf, startCluster, sumOver, tokens, workers, type Cluster } from "./disagg-cluster.ts";
+import {
+  bookingsReleased,
+  complete,
+  metric,
+  metricLabelled,
+  segmentsOf,
+  startCluster,
+  sumOver,
+  tokens,
+  workers,
+  type Cluster,
+} from "./disagg-cluster.ts";
 
 setDefaultTimeout(60_000);
 
@@ -22,17 +33,30 @@ afterAll(async () => {
 
 async function clean(): Promise<void> {
   await bookingsReleased(c);
-  await until(() => segmentsOf([...c.prefill, ...c.decode]).length === 0, () => `segments removed: ${segmentsOf([...c.prefill, ...c.decode])}`);
+  await until(
+    () => segmentsOf([...c.prefill, ...c.decode]).length === 0,
+    () => `segments removed: ${segmentsOf([...c.prefill, ...c.decode])}`,
+  );
   expect(await sumOver(c.decode, "mocker_kv_transfer_mismatched_blocks_total")).toBe(0);
 }
 
 describe("--disagg sglang", () => {
   test("prefill and decode run at once; the decode engine pulls the room's blocks, checked", async () => {
-    for (const [i, stream] of [[1, false], [2, true]] as const) {
+    for (const [i, stream] of [
+      [1, false],
+      [2, true],
+    ] as const) {
       // A stream carries its usage (and so the transfer counts) only when asked for it, as on vLLM.
-      const res = await complete(c, { prompt: tokens(24, i), max_tokens: 3, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) });
+      const res = await complete(c, {
+        prompt: tokens(24, i),
+        max_tokens: 3,
+        stream,
+        ...(stream ? { stream_options: { include_usage: true } } : {}),
+      });
       expect(res.status).toBe(200);
-      expect(c.prefill.map((p) => String(p.info.worker_id))).toContain(res.headers.get("x-switchyard-prefill-worker")!);
+      expect(c.prefill.map((p) => String(p.info.worker_id))).toContain(
+        res.headers.get("x-switchyard-prefill-worker")!,
+      );
       const text = await res.text();
       expect(text).toContain('"kv_transfer_blocks":24');
     }
@@ -67,14 +91,21 @@ describe("--disagg sglang", () => {
         expect(body.usage.kv_transfer_blocks).toBeUndefined();
       } else {
         // the other prefill engine, at once or in the retried pair (new room)
-        expect(res.headers.get("x-switchyard-prefill-worker")).toBe(String(c.prefill[1]!.info.worker_id));
+        expect(res.headers.get("x-switchyard-prefill-worker")).toBe(
+          String(c.prefill[1]!.info.worker_id),
+        );
         expect(body.usage.kv_transfer_blocks).toBe(20);
       }
     }
     expect(await failures()).toBe(1); // then fenced: never picked again
-    await until(async () => (await workers(c)).filter((w) => !w.healthy).length === 1, "the killed prefill worker marked unhealthy");
+    await until(
+      async () => (await workers(c)).filter((w) => !w.healthy).length === 1,
+      "the killed prefill worker marked unhealthy",
+    );
     const res = await complete(c, { prompt: tokens(20, 30), max_tokens: 2 });
-    expect(res.headers.get("x-switchyard-prefill-worker")).toBe(String(c.prefill[1]!.info.worker_id));
+    expect(res.headers.get("x-switchyard-prefill-worker")).toBe(
+      String(c.prefill[1]!.info.worker_id),
+    );
     await res.arrayBuffer();
     await clean();
   });
@@ -82,12 +113,21 @@ describe("--disagg sglang", () => {
   test("no healthy prefill engine: local prefill on the decode engine, counted", async () => {
     c.prefill[1]!.proc.kill("SIGKILL");
     await c.prefill[1]!.proc.exited;
-    await until(async () => (await workers(c)).filter((w) => !w.healthy).length === 2, "both prefill workers unhealthy");
+    await until(
+      async () => (await workers(c)).filter((w) => !w.healthy).length === 2,
+      "both prefill workers unhealthy",
+    );
     const res = await complete(c, { prompt: tokens(20, 40), max_tokens: 2 });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-switchyard-prefill-worker")).toBeNull();
     await res.arrayBuffer();
-    expect(await metricLabelled(c.routerUrl, "switchyard_disagg_requests_total", 'path="fallback_no_prefill_worker"')).toBe(1);
+    expect(
+      await metricLabelled(
+        c.routerUrl,
+        "switchyard_disagg_requests_total",
+        'path="fallback_no_prefill_worker"',
+      ),
+    ).toBe(1);
     await clean();
   });
 });

@@ -14,7 +14,11 @@ import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, until, type Proc } from "../support/processes.ts";
 import { startStandInVllm, type StandInVllm } from "../support/stand-in-vllm.ts";
-import { pythonZmqProblem, VllmPublisherProcess, type PublisherEvent } from "../support/vllm-kv-publisher.ts";
+import {
+  pythonZmqProblem,
+  VllmPublisherProcess,
+  type PublisherEvent,
+} from "../support/vllm-kv-publisher.ts";
 import { consecutiveFreePorts } from "./zmq-ports.ts";
 
 setDefaultTimeout(30_000);
@@ -42,12 +46,29 @@ beforeAll(async () => {
   vllmUrl = vllm.url;
   // vLLM's rule: rank r publishes on port + r (and replays on replay port + r).
   const ports = consecutiveFreePorts(2 * RANKS);
-  for (let r = 0; r < RANKS; r++) publishers.push(await VllmPublisherProcess.start({ pubPort: ports[0]! + r, replayPort: ports[0]! + RANKS + r }));
+  for (let r = 0; r < RANKS; r++)
+    publishers.push(
+      await VllmPublisherProcess.start({
+        pubPort: ports[0]! + r,
+        replayPort: ports[0]! + RANKS + r,
+      }),
+    );
   router = await startMain([
-    "serve", "--port", "0", "--host", "127.0.0.1", "--block-size", String(BS), "--health-interval", "0.2",
-    "--zmq-endpoint", `${vllmUrl}=${publishers[0]!.pub}`,
-    "--zmq-replay-endpoint", `${vllmUrl}=${publishers[0]!.replay}`,
-    "--zmq-dp-ranks", `${vllmUrl}=${RANKS}`,
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--block-size",
+    String(BS),
+    "--health-interval",
+    "0.2",
+    "--zmq-endpoint",
+    `${vllmUrl}=${publishers[0]!.pub}`,
+    "--zmq-replay-endpoint",
+    `${vllmUrl}=${publishers[0]!.replay}`,
+    "--zmq-dp-ranks",
+    `${vllmUrl}=${RANKS}`,
   ]);
   routerUrl = String(router.info.url);
 });
@@ -61,7 +82,10 @@ afterAll(async () => {
 /** tokens_hash values of the worker's stored blocks on each rank, from the router's index. */
 async function indexedByRank(): Promise<Map<number, Set<bigint>>> {
   const dump = parseJsonBigintSafe(await (await fetch(`${routerUrl}/debug/kv/dump`)).text()) as {
-    events: { worker_id: unknown; event: { dp_rank?: number; data: { stored?: { blocks: { tokens_hash: unknown }[] } } } }[];
+    events: {
+      worker_id: unknown;
+      event: { dp_rank?: number; data: { stored?: { blocks: { tokens_hash: unknown }[] } } };
+    }[];
   };
   const out = new Map<number, Set<bigint>>();
   for (const ev of dump.events) {
@@ -87,7 +111,13 @@ describe("a two-rank vLLM engine over ZMQ", () => {
       // The first batch carries the blocks; later empty ones make a late subscriber replay it.
       for (let r = 0; r < RANKS; r++) {
         const stored: PublisherEvent = {
-          type: "BlockStored", block_hashes: [r * 100 + 1, r * 100 + 2], parent_block_hash: null, token_ids: tokensOf(r), block_size: BS, lora_id: null, medium: "GPU",
+          type: "BlockStored",
+          block_hashes: [r * 100 + 1, r * 100 + 2],
+          parent_block_hash: null,
+          token_ids: tokensOf(r),
+          block_size: BS,
+          lora_id: null,
+          medium: "GPU",
         };
         await publishers[r]!.publish([{ events: n === 0 ? [stored] : [], dp_rank: r }]);
       }
@@ -101,7 +131,19 @@ describe("a two-rank vLLM engine over ZMQ", () => {
     expect(want[1]!.some((h) => got.get(0)?.has(h) === true)).toBe(false);
 
     const ws = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as {
-      workers: { dp_ranks: number; kv_events: { dp_ranks: number; ranks: { dp_rank: number; endpoint: string; connected: boolean; last_seq: number; batches_lost: number }[] } }[];
+      workers: {
+        dp_ranks: number;
+        kv_events: {
+          dp_ranks: number;
+          ranks: {
+            dp_rank: number;
+            endpoint: string;
+            connected: boolean;
+            last_seq: number;
+            batches_lost: number;
+          }[];
+        };
+      }[];
     };
     expect(ws.workers).toHaveLength(1);
     expect(ws.workers[0]!.dp_ranks).toBe(2);
@@ -114,7 +156,12 @@ describe("a two-rank vLLM engine over ZMQ", () => {
   });
 
   test("a prompt goes to the rank that holds it, and the engine is told the rank (X-data-parallel-rank)", async () => {
-    await until(async () => ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the worker to pass a health check");
+    await until(
+      async () =>
+        ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number })
+          .healthy_workers === 1,
+      "the worker to pass a health check",
+    );
     for (const r of [1, 0]) {
       const res = await fetch(`${routerUrl}/v1/completions`, {
         method: "POST",

@@ -39,7 +39,11 @@ function standIn(routes: Record<string, () => Response>): string {
   const s = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    fetch: (req) => (routes[`${req.method} ${new URL(req.url).pathname}`] ?? (() => new Response("not found", { status: 404 })))(),
+    fetch: (req) =>
+      (
+        routes[`${req.method} ${new URL(req.url).pathname}`] ??
+        (() => new Response("not found", { status: 404 }))
+      )(),
   });
   served.push(s);
   return `http://127.0.0.1:${s.port}`;
@@ -54,19 +58,37 @@ let badUrl = "";
 beforeAll(async () => {
   vllmUrl = standIn({
     "GET /health": () => new Response(null, { status: 200 }),
-    "GET /metrics": () => new Response(vllmMetrics(vllmBlocks), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }),
+    "GET /metrics": () =>
+      new Response(vllmMetrics(vllmBlocks), {
+        headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
+      }),
   });
   sglangUrl = standIn({
     "GET /health": () => new Response(null, { status: 200 }),
     "GET /get_server_info": () =>
-      Response.json({ model_path: "Qwen/Qwen3-8B", page_size: 1, dp_size: 1, max_total_num_tokens: 163_840, max_req_input_len: 40954, internal_states: [{}], version: "0.5.4" }),
+      Response.json({
+        model_path: "Qwen/Qwen3-8B",
+        page_size: 1,
+        dp_size: 1,
+        max_total_num_tokens: 163_840,
+        max_req_input_len: 40954,
+        internal_states: [{}],
+        version: "0.5.4",
+      }),
   });
   // An engine whose report no cache can have: the books stay unknown and the log says why.
   badUrl = standIn({ "GET /get_server_info": () => Response.json({ max_total_num_tokens: -1 }) });
-  const config = loadConfig({ argv: ["--block-size", "16", "--health-interval", "60", "--engine-metrics-interval", "0.05"], env: {} });
+  const config = loadConfig({
+    argv: ["--block-size", "16", "--health-interval", "60", "--engine-metrics-interval", "0.05"],
+    env: {},
+  });
   c = await composeRouter(
     config,
-    { hasher: portableBatchHasher, sleep: (ms) => new Promise((r) => setTimeout(r, ms)), localHosts: () => ["127.0.0.1"] },
+    {
+      hasher: portableBatchHasher,
+      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+      localHosts: () => ["127.0.0.1"],
+    },
     createLogger("info", (l) => logLines.push(l)),
   );
 });
@@ -92,12 +114,17 @@ describe("a real engine's KV capacity in the router's books", () => {
     // SGLang: 163,840 tokens in 16-token blocks.
     expect(capacity(sglangUrl, 0)).toBe(10_240);
     expect(capacity(badUrl, 0)).toBeUndefined();
-    expect(logLines.some((l) => l.includes("KV capacity") && l.includes("-1 tokens is negative"))).toBe(true);
+    expect(
+      logLines.some((l) => l.includes("KV capacity") && l.includes("-1 tokens is negative")),
+    ).toBe(true);
   });
 
   test("the metrics scrape hands a changed capacity over (an engine restarted with a larger cache)", async () => {
     const engineLoad = new EngineLoad();
-    const config = loadConfig({ argv: ["--block-size", "16", "--engine-metrics-interval", "0.05"], env: {} });
+    const config = loadConfig({
+      argv: ["--block-size", "16", "--engine-metrics-interval", "0.05"],
+      env: {},
+    });
     engineLoad.wire(config, {
       workers: () => c.registry.list(),
       engineHeaders: {},
@@ -105,12 +132,16 @@ describe("a real engine's KV capacity in the router's books", () => {
       metrics: c.metrics,
       now: c.now,
       log: createLogger("error", () => {}),
-      kvCapacity: (w, blocks) => void (c.registry.has(w.workerId) && c.router.members.setKvCapacity(w, blocks)),
+      kvCapacity: (w, blocks) =>
+        void (c.registry.has(w.workerId) && c.router.members.setKvCapacity(w, blocks)),
     });
     vllmBlocks = 12_000;
     engineLoad.start();
     try {
-      await until(async () => (capacity(vllmUrl, 0) === 6_000 && capacity(vllmUrl, 1) === 6_000) || undefined, "the scraped capacity in the books");
+      await until(
+        async () => (capacity(vllmUrl, 0) === 6_000 && capacity(vllmUrl, 1) === 6_000) || undefined,
+        "the scraped capacity in the books",
+      );
       // SGLang's page says nothing about capacity: what registration found stays.
       expect(capacity(sglangUrl, 0)).toBe(10_240);
     } finally {

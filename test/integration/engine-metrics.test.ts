@@ -15,21 +15,62 @@ let engine: Proc | undefined;
 let router: Proc | undefined;
 let routerUrl = "";
 
-interface RankView { dp_rank: number; running: number | null; waiting: number | null; kv_usage: number | null; busy: boolean }
-interface WorkerView { dp_ranks: number; engine_metrics?: { engine: string | null; age_ms?: number; error?: string; ranks: RankView[] } }
+interface RankView {
+  dp_rank: number;
+  running: number | null;
+  waiting: number | null;
+  kv_usage: number | null;
+  busy: boolean;
+}
+interface WorkerView {
+  dp_ranks: number;
+  engine_metrics?: { engine: string | null; age_ms?: number; error?: string; ranks: RankView[] };
+}
 
 beforeAll(async () => {
   engine = await startMain([
-    "mocker", "--port", "0", "--block-size", "16", "--dp-ranks", "2", "--max-concurrency", "1", "--decode-ms-per-step", "60", "--seed", "3",
+    "mocker",
+    "--port",
+    "0",
+    "--block-size",
+    "16",
+    "--dp-ranks",
+    "2",
+    "--max-concurrency",
+    "1",
+    "--decode-ms-per-step",
+    "60",
+    "--seed",
+    "3",
   ]);
   router = await startMain([
-    "serve", "--port", "0", "--host", "127.0.0.1", "--block-size", "16", "--worker", String(engine.info.url),
-    "--engine-metrics-interval", "0.05", "--busy-waiting", "0", "--max-queue", "16", "--queue-timeout", "20",
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--block-size",
+    "16",
+    "--worker",
+    String(engine.info.url),
+    "--engine-metrics-interval",
+    "0.05",
+    "--busy-waiting",
+    "0",
+    "--max-queue",
+    "16",
+    "--queue-timeout",
+    "20",
     // The engine must be idle after registration: no canary sent to it by itself.
     "--canary=false",
   ]);
   routerUrl = String(router.info.url);
-  await until(async () => ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the engine to be healthy");
+  await until(
+    async () =>
+      ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number })
+        .healthy_workers === 1,
+    "the engine to be healthy",
+  );
 });
 
 afterAll(async () => {
@@ -37,14 +78,18 @@ afterAll(async () => {
 });
 
 async function worker(): Promise<WorkerView> {
-  return ((await (await fetch(`${routerUrl}/v1/workers`)).json()) as { workers: WorkerView[] }).workers[0]!;
+  return ((await (await fetch(`${routerUrl}/v1/workers`)).json()) as { workers: WorkerView[] })
+    .workers[0]!;
 }
 
 function complete(i: number, maxTokens: number): Promise<Response> {
   return fetch(`${routerUrl}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ prompt: `request ${i}: ${"tell me about routers ".repeat(4)}`, max_tokens: maxTokens }),
+    body: JSON.stringify({
+      prompt: `request ${i}: ${"tell me about routers ".repeat(4)}`,
+      max_tokens: maxTokens,
+    }),
   });
 }
 
@@ -69,11 +114,17 @@ describe("engine metrics", () => {
       const v = await worker();
       const rs = v.engine_metrics?.ranks ?? [];
       // A running request holds KV blocks once its prefill started: usage above 0 too.
-      return rs.length === 2 && rs.every((r) => r.busy && (r.waiting ?? 0) >= 1 && r.running === 1 && (r.kv_usage ?? 0) > 0) ? rs : undefined;
+      return rs.length === 2 &&
+        rs.every((r) => r.busy && (r.waiting ?? 0) >= 1 && r.running === 1 && (r.kv_usage ?? 0) > 0)
+        ? rs
+        : undefined;
     }, "both ranks reported busy (a waiting request each, KV in use)");
     expect(busyBoth.map((r) => r.dp_rank)).toEqual([0, 1]);
     await until(
-      async () => /switchyard_engine_load\{worker="\d+",dp_rank="1",metric="waiting"\} [1-9]/.test(await (await fetch(`${routerUrl}/metrics`)).text()),
+      async () =>
+        /switchyard_engine_load\{worker="\d+",dp_rank="1",metric="waiting"\} [1-9]/.test(
+          await (await fetch(`${routerUrl}/metrics`)).text(),
+        ),
       "the engine's waiting requests in the router's /metrics",
     );
 

@@ -40,12 +40,20 @@ beforeAll(async () => {
     port: 0,
     fetch(req) {
       const path = new URL(req.url).pathname;
-      if (path === "/v1/models") return new Response(null, { status: 302, headers: { location: `${to}${path}` } });
+      if (path === "/v1/models")
+        return new Response(null, { status: 302, headers: { location: `${to}${path}` } });
       if (path === "/v1/engine/info") return Response.json({ dp_ranks: 1, block_size: 16 });
       return Response.json({ status: "ok" });
     },
   });
-  router = await startRouter([], 0, ["--log-level", "error", "--health-interval", "0.1", "--health-timeout", "0.5"]);
+  router = await startRouter([], 0, [
+    "--log-level",
+    "error",
+    "--health-interval",
+    "0.1",
+    "--health-timeout",
+    "0.5",
+  ]);
 });
 afterAll(async () => {
   await stopAll([router]);
@@ -57,9 +65,18 @@ afterAll(async () => {
 describe("redirects from an engine", () => {
   test("a /health that redirects is unhealthy, naming the 302; the host it points at is never called", async () => {
     const url = urlOf(router);
-    const r = await fetch(`${url}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ url: `http://127.0.0.1:${engine.port}` }) });
+    const r = await fetch(`${url}/v1/workers`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: `http://127.0.0.1:${engine.port}` }),
+    });
     expect(r.status).toBe(201);
-    await until(async () => ((await workers(url))[0] as unknown as { reason?: string })?.reason?.includes("302"), "the health check to name the 302", 5_000);
+    await until(
+      async () =>
+        ((await workers(url))[0] as unknown as { reason?: string })?.reason?.includes("302"),
+      "the health check to name the 302",
+      5_000,
+    );
     const w = (await workers(url))[0]!;
     expect(w.healthy).toBe(false);
     // Several health rounds later, still unhealthy and still nobody asked the other host.
@@ -71,10 +88,18 @@ describe("redirects from an engine", () => {
 
   test("GET /v1/models asks a healthy engine whose list is unknown; its redirect is not followed", async () => {
     const url = urlOf(router);
-    const r = await fetch(`${url}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ url: `http://127.0.0.1:${listsElsewhere.port}` }) });
+    const r = await fetch(`${url}/v1/workers`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: `http://127.0.0.1:${listsElsewhere.port}` }),
+    });
     expect(r.status).toBe(201);
     const id = ((await r.json()) as { id: string }).id;
-    await until(async () => (await workers(url)).some((w) => String(w.id) === id && w.healthy), "the second engine to be healthy", 5_000);
+    await until(
+      async () => (await workers(url)).some((w) => String(w.id) === id && w.healthy),
+      "the second engine to be healthy",
+      5_000,
+    );
     const models = await fetch(`${url}/v1/models`);
     expect(models.status).toBe(200);
     expect(((await models.json()) as { data: unknown[] }).data).toEqual([]);

@@ -15,9 +15,25 @@ let plain: Proc | undefined;
 let trusting: Proc | undefined;
 
 beforeAll(async () => {
-  engine = await startCommand([process.execPath, join(import.meta.dir, "..", "support", "header-echo-engine.ts")], "header-echo engine");
-  const common = ["serve", "--port", "0", "--host", "127.0.0.1", "--worker", String(engine.info.url), "--health-interval", "30"];
-  [plain, trusting] = await Promise.all([startMain(common), startMain([...common, "--trust-forwarded", "--forward-cookies"])]);
+  engine = await startCommand(
+    [process.execPath, join(import.meta.dir, "..", "support", "header-echo-engine.ts")],
+    "header-echo engine",
+  );
+  const common = [
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--worker",
+    String(engine.info.url),
+    "--health-interval",
+    "30",
+  ];
+  [plain, trusting] = await Promise.all([
+    startMain(common),
+    startMain([...common, "--trust-forwarded", "--forward-cookies"]),
+  ]);
 });
 
 afterAll(async () => {
@@ -25,7 +41,11 @@ afterAll(async () => {
 });
 
 /** One HTTP/1.1 request written byte for byte (a fetch client would drop or refuse some of these headers). */
-function rawRequest(url: string, headerLines: readonly string[], body: string): Promise<{ head: string; body: string }> {
+function rawRequest(
+  url: string,
+  headerLines: readonly string[],
+  body: string,
+): Promise<{ head: string; body: string }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const sock = connect(Number(port), hostname);
@@ -38,7 +58,16 @@ function rawRequest(url: string, headerLines: readonly string[], body: string): 
       resolve({ head: data.slice(0, at), body: data.slice(at + 4) });
     });
     sock.write(
-      [`POST /v1/completions HTTP/1.1`, `Host: ${hostname}:${port}`, "Content-Type: application/json", `Content-Length: ${Buffer.byteLength(body)}`, "Connection: close, x-secret", ...headerLines, "", body].join("\r\n"),
+      [
+        `POST /v1/completions HTTP/1.1`,
+        `Host: ${hostname}:${port}`,
+        "Content-Type: application/json",
+        `Content-Length: ${Buffer.byteLength(body)}`,
+        "Connection: close, x-secret",
+        ...headerLines,
+        "",
+        body,
+      ].join("\r\n"),
     );
   });
 }
@@ -58,18 +87,37 @@ const HOSTILE = [
   "X-Kept: yes",
 ];
 
-async function echoed(router: Proc): Promise<{ engineSaw: Record<string, string>; clientHead: string }> {
-  const res = await rawRequest(String(router.info.url), HOSTILE, JSON.stringify({ model: "echo", prompt: "hi", max_tokens: 1 }));
+async function echoed(
+  router: Proc,
+): Promise<{ engineSaw: Record<string, string>; clientHead: string }> {
+  const res = await rawRequest(
+    String(router.info.url),
+    HOSTILE,
+    JSON.stringify({ model: "echo", prompt: "hi", max_tokens: 1 }),
+  );
   expect(res.head).toStartWith("HTTP/1.1 200");
   // The body may be chunked; the echo is the one JSON object in it.
   const json = res.body.slice(res.body.indexOf("{"), res.body.lastIndexOf("}") + 1);
-  return { engineSaw: (JSON.parse(json) as { headers: Record<string, string> }).headers, clientHead: res.head.toLowerCase() };
+  return {
+    engineSaw: (JSON.parse(json) as { headers: Record<string, string> }).headers,
+    clientHead: res.head.toLowerCase(),
+  };
 }
 
 describe("headers across the proxy (real router, header-echoing engine process)", () => {
   test("hop-by-hop and Connection-named headers stay here; the client's forwarding claims are replaced; Cookie dropped", async () => {
     const { engineSaw, clientHead } = await echoed(plain!);
-    for (const name of ["x-secret", "keep-alive", "te", "trailer", "upgrade", "proxy-authorization", "proxy-connection", "cookie", "x-real-ip"]) {
+    for (const name of [
+      "x-secret",
+      "keep-alive",
+      "te",
+      "trailer",
+      "upgrade",
+      "proxy-authorization",
+      "proxy-connection",
+      "cookie",
+      "x-real-ip",
+    ]) {
       expect(engineSaw[name]).toBeUndefined();
     }
     expect(engineSaw["x-kept"]).toBe("yes");

@@ -59,21 +59,59 @@ export function writeKubeconfig(dir: string, server: string, token = TOKEN): str
   return path;
 }
 
-export async function startK8sCluster(o: { engines: number; routerArgs?: readonly string[]; engineArgs?: readonly string[]; seed?: number; api?: StandInOptions; before?: (c: { api: StandInKubeApiserver; engines: Proc[] }) => void }): Promise<K8sCluster> {
+export async function startK8sCluster(o: {
+  engines: number;
+  routerArgs?: readonly string[];
+  engineArgs?: readonly string[];
+  seed?: number;
+  api?: StandInOptions;
+  before?: (c: { api: StandInKubeApiserver; engines: Proc[] }) => void;
+}): Promise<K8sCluster> {
   const dir = mkdtempSync(join(tmpdir(), "switchyard-k8s-"));
-  const api = StandInKubeApiserver.start({ token: TOKEN, namespaces: [NAMESPACE], bookmarkEveryMs: 1_000, ...o.api });
+  const api = StandInKubeApiserver.start({
+    token: TOKEN,
+    namespaces: [NAMESPACE],
+    bookmarkEveryMs: 1_000,
+    ...o.api,
+  });
   const port = freePort();
   const routerUrl = `http://127.0.0.1:${port}`;
   let engines: Proc[] = [];
   let router: Proc | undefined;
   try {
     engines = await Promise.all(
-      Array.from({ length: o.engines }, (_, i) => startMain(["mocker", "--port", "0", "--router-url", routerUrl, "--speedup", "10", "--seed", String(o.seed ?? i + 1), ...(o.engineArgs ?? [])])),
+      Array.from({ length: o.engines }, (_, i) =>
+        startMain([
+          "mocker",
+          "--port",
+          "0",
+          "--router-url",
+          routerUrl,
+          "--speedup",
+          "10",
+          "--seed",
+          String(o.seed ?? i + 1),
+          ...(o.engineArgs ?? []),
+        ]),
+      ),
     );
     o.before?.({ api, engines });
     const kubeconfig = writeKubeconfig(dir, api.url);
     router = await startMain(
-      ["serve", "--port", String(port), "--host", "127.0.0.1", "--discover", "kubernetes", "--discover-selector", SELECTOR, "--kubeconfig", kubeconfig, ...(o.routerArgs ?? [])],
+      [
+        "serve",
+        "--port",
+        String(port),
+        "--host",
+        "127.0.0.1",
+        "--discover",
+        "kubernetes",
+        "--discover-selector",
+        SELECTOR,
+        "--kubeconfig",
+        kubeconfig,
+        ...(o.routerArgs ?? []),
+      ],
       60_000,
     );
     const r = router;
@@ -98,8 +136,19 @@ export async function startK8sCluster(o: { engines: number; routerArgs?: readonl
 }
 
 /** The pod of engine `i`: its address and named port are the engine's. */
-export function enginePod(engine: Proc, name: string, o: { ready?: boolean; annotations?: Record<string, string> } = {}) {
-  return { name, namespace: NAMESPACE, labels: LABELS, ip: "127.0.0.1", ports: [{ name: "http", containerPort: Number(engine.info.port) }], ...o };
+export function enginePod(
+  engine: Proc,
+  name: string,
+  o: { ready?: boolean; annotations?: Record<string, string> } = {},
+) {
+  return {
+    name,
+    namespace: NAMESPACE,
+    labels: LABELS,
+    ip: "127.0.0.1",
+    ports: [{ name: "http", containerPort: Number(engine.info.port) }],
+    ...o,
+  };
 }
 
 export async function workers(routerUrl: string): Promise<WorkerView[]> {
@@ -129,7 +178,11 @@ export interface Completion {
   readonly body: string;
 }
 
-export async function complete(routerUrl: string, prompt: string, o: { maxTokens?: number; stream?: boolean } = {}): Promise<Completion> {
+export async function complete(
+  routerUrl: string,
+  prompt: string,
+  o: { maxTokens?: number; stream?: boolean } = {},
+): Promise<Completion> {
   const sentAt = performance.now();
   const r = await fetch(`${routerUrl}/v1/completions`, {
     method: "POST",
@@ -137,5 +190,11 @@ export async function complete(routerUrl: string, prompt: string, o: { maxTokens
     body: JSON.stringify({ prompt, max_tokens: o.maxTokens ?? 4, stream: o.stream ?? false }),
   });
   const body = await r.text();
-  return { status: r.status, worker: r.headers.get("x-switchyard-worker"), sentAt, doneAt: performance.now(), body };
+  return {
+    status: r.status,
+    worker: r.headers.get("x-switchyard-worker"),
+    sentAt,
+    doneAt: performance.now(),
+    body,
+  };
 }

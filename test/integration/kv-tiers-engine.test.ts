@@ -21,23 +21,43 @@ afterAll(async () => {
 });
 
 async function engine(extra: readonly string[]): Promise<Proc> {
-  const p = await startMain(["mocker", "--port", "0", "--block-size", String(BS), "--kv-block-bytes", "8192", ...extra]);
+  const p = await startMain([
+    "mocker",
+    "--port",
+    "0",
+    "--block-size",
+    String(BS),
+    "--kv-block-bytes",
+    "8192",
+    ...extra,
+  ]);
   procs.push(p);
   return p;
 }
 
 /** `blocks` full blocks + 3 tokens, distinct per seed. */
-const prompt = (blocks: number, seed: number) => Array.from({ length: blocks * BS + 3 }, (_, i) => 1000 + ((seed * 7919 + i * 31) % 30000));
+const prompt = (blocks: number, seed: number) =>
+  Array.from({ length: blocks * BS + 3 }, (_, i) => 1000 + ((seed * 7919 + i * 31) % 30000));
 
-async function complete(p: Proc, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
-  const r = await fetch(`${p.info.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ max_tokens: 1, ...body }) });
+async function complete(
+  p: Proc,
+  body: Record<string, unknown>,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(`${p.info.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ max_tokens: 1, ...body }),
+  });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 }
 
 /** This test's shared-memory segments now in /dev/shm. */
 const segments = () => readdirSync("/dev/shm").filter((n) => n.startsWith("sy-p2p-it-"));
 
-type WireEvent = { storage_tier?: string; event: { data: Record<string, { blocks?: { block_hash: unknown }[]; block_hashes?: unknown[] }> } };
+type WireEvent = {
+  storage_tier?: string;
+  event: { data: Record<string, { blocks?: { block_hash: unknown }[]; block_hashes?: unknown[] }> };
+};
 async function events(p: Proc): Promise<WireEvent[]> {
   const r = await fetch(`${p.info.url}/kv/query?dp_rank=0&start_id=0&end_id=100000`);
   const b = (await r.json()) as { events?: { events: WireEvent[] } };
@@ -52,13 +72,25 @@ interface LogLine {
   first_token_at: number;
 }
 const logLines = (file: string): LogLine[] =>
-  readFileSync(file, "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as LogLine);
+  readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l) as LogLine);
 
 describe("host tier", () => {
   test("GPU evictions go to the host tier with CPU events; the evicted prefix loads back byte-exact, faster than its prefill", async () => {
     const log = join(dir, "tiers.jsonl");
     // 4 GPU blocks: a second 4-block prompt evicts the first. 5 ms per computed token.
-    const e = await engine(["--kv-blocks", "4", "--kv-host-blocks", "16", "--prefill-us-per-token", "5000", "--request-log", log]);
+    const e = await engine([
+      "--kv-blocks",
+      "4",
+      "--kv-host-blocks",
+      "16",
+      "--prefill-us-per-token",
+      "5000",
+      "--request-log",
+      log,
+    ]);
     const a = prompt(4, 1);
     expect((await complete(e, { prompt: a })).status).toBe(200);
     expect((await complete(e, { prompt: prompt(4, 2) })).status).toBe(200);
@@ -68,17 +100,26 @@ describe("host tier", () => {
       const all = await events(e);
       return all.some((x) => x.storage_tier === "host_pinned") ? all : null;
     }, "CPU events");
-    const cpuStored = evs.filter((x) => x.storage_tier === "host_pinned" && "stored" in x.event.data);
+    const cpuStored = evs.filter(
+      (x) => x.storage_tier === "host_pinned" && "stored" in x.event.data,
+    );
     const gpuRemoved = evs.filter((x) => x.storage_tier === undefined && "removed" in x.event.data);
     expect(gpuRemoved).toHaveLength(1);
     const evicted = gpuRemoved[0]!.event.data.removed!.block_hashes!.map(String).sort();
     // Every block the GPU evicted is announced on the CPU medium (vLLM's OffloadingConnector semantics).
-    expect(cpuStored.flatMap((x) => x.event.data.stored!.blocks!.map((b) => String(b.block_hash))).sort()).toEqual(evicted);
+    expect(
+      cpuStored
+        .flatMap((x) => x.event.data.stored!.blocks!.map((b) => String(b.block_hash)))
+        .sort(),
+    ).toEqual(evicted);
     expect(evicted).toHaveLength(4);
 
     const again = await complete(e, { prompt: a });
     expect(again.status).toBe(200);
-    expect((again.body.usage as { prompt_tokens_details: { cached_tokens: number } }).prompt_tokens_details.cached_tokens).toBe(4 * BS);
+    expect(
+      (again.body.usage as { prompt_tokens_details: { cached_tokens: number } })
+        .prompt_tokens_details.cached_tokens,
+    ).toBe(4 * BS);
     const url = String(e.info.url);
     expect(await metric(url, "mocker_kv_tier_loaded_blocks_total")).toBe(4);
     expect(await metric(url, "mocker_kv_tier_mismatched_blocks_total")).toBe(0);
@@ -91,21 +132,42 @@ describe("host tier", () => {
     expect(reload!.computed_tokens).toBe(3);
     // The engine's own timing (arrival to first token): the reload took the modelled load
     // (~0.2 ms) plus 3 computed tokens, not 67 tokens of prefill.
-    expect(reload!.first_token_at - reload!.arrived_at).toBeLessThan(first!.first_token_at - first!.arrived_at);
+    expect(reload!.first_token_at - reload!.arrived_at).toBeLessThan(
+      first!.first_token_at - first!.arrived_at,
+    );
   });
 });
 
 describe("disk tier", () => {
   test("host evictions spill to disk (disk events) and load back from it; a killed engine's disk file is swept by its next start", async () => {
     const disk = mkdtempSync(join(dir, "disk-"));
-    const args = ["--kv-blocks", "4", "--kv-host-blocks", "4", "--kv-disk-blocks", "16", "--kv-disk-dir", disk, "--worker-id", "777123"];
+    const args = [
+      "--kv-blocks",
+      "4",
+      "--kv-host-blocks",
+      "4",
+      "--kv-disk-blocks",
+      "16",
+      "--kv-disk-dir",
+      disk,
+      "--worker-id",
+      "777123",
+    ];
     const e = await engine(args);
     const a = prompt(4, 11);
-    for (const p of [a, prompt(4, 12), prompt(4, 13)]) expect((await complete(e, { prompt: p })).status).toBe(200);
+    for (const p of [a, prompt(4, 12), prompt(4, 13)])
+      expect((await complete(e, { prompt: p })).status).toBe(200);
     // a: GPU -> host (by the 2nd prompt) -> disk (by the 3rd).
-    await until(async () => (await events(e)).some((x) => x.storage_tier === "disk" && "stored" in x.event.data), "a disk Stored event");
+    await until(
+      async () =>
+        (await events(e)).some((x) => x.storage_tier === "disk" && "stored" in x.event.data),
+      "a disk Stored event",
+    );
     const again = await complete(e, { prompt: a });
-    expect((again.body.usage as { prompt_tokens_details: { cached_tokens: number } }).prompt_tokens_details.cached_tokens).toBe(4 * BS);
+    expect(
+      (again.body.usage as { prompt_tokens_details: { cached_tokens: number } })
+        .prompt_tokens_details.cached_tokens,
+    ).toBe(4 * BS);
     const url = String(e.info.url);
     expect(await metric(url, "mocker_kv_tier_disk_loaded_blocks_total")).toBe(4);
     expect(await metric(url, "mocker_kv_tier_mismatched_blocks_total")).toBe(0);
@@ -122,7 +184,13 @@ describe("disk tier", () => {
 
 describe("peer pulls (llm-d's remote_kv_source)", () => {
   const source = (p: Proc, id: string) => ({
-    kv_transfer_params: { remote_kv_source: { kv_request_id: id, remote_host: "127.0.0.1", remote_port: Number(p.info.port) } },
+    kv_transfer_params: {
+      remote_kv_source: {
+        kv_request_id: id,
+        remote_host: "127.0.0.1",
+        remote_port: Number(p.info.port),
+      },
+    },
   });
 
   test("a pull moves byte-exact blocks from a peer's GPU cache and from its host tier; nothing stays in /dev/shm", async () => {
@@ -137,7 +205,11 @@ describe("peer pulls (llm-d's remote_kv_source)", () => {
     // Evict x from the peer's GPU (8 blocks): it stays in the peer's host tier, and is pulled from there.
     const y = prompt(8, 4);
     expect((await complete(peer, { prompt: y })).status).toBe(200);
-    await until(async () => (await metric(String(peer.info.url), "mocker_kv_tier_offloaded_blocks_total")) >= 6, "x offloaded to the peer's host tier");
+    await until(
+      async () =>
+        (await metric(String(peer.info.url), "mocker_kv_tier_offloaded_blocks_total")) >= 6,
+      "x offloaded to the peer's host tier",
+    );
     const puller2 = await engine([]);
     const r2 = await complete(puller2, { prompt: x, ...source(peer, "it-host-1") });
     expect(r2.body.usage).toMatchObject({ kv_transfer_blocks: 6 });
@@ -151,7 +223,12 @@ describe("peer pulls (llm-d's remote_kv_source)", () => {
 
   test("a bad remote_kv_source is a 400 naming the field", async () => {
     const e = await engine([]);
-    const r = await complete(e, { prompt: prompt(2, 5), kv_transfer_params: { remote_kv_source: { kv_request_id: "x", remote_host: "127.0.0.1", remote_port: 0 } } });
+    const r = await complete(e, {
+      prompt: prompt(2, 5),
+      kv_transfer_params: {
+        remote_kv_source: { kv_request_id: "x", remote_host: "127.0.0.1", remote_port: 0 },
+      },
+    });
     expect(r.status).toBe(400);
     expect(JSON.stringify(r.body)).toContain("remote_kv_source.remote_port");
   });
@@ -181,12 +258,17 @@ describe("peer pulls (llm-d's remote_kv_source)", () => {
     const before = segments();
     const x = prompt(4, 7);
     expect((await complete(peer, { prompt: x })).status).toBe(200);
-    const pending = complete(puller, { prompt: x, ...source(peer, "it-puller-dies") }).catch(() => null);
+    const pending = complete(puller, { prompt: x, ...source(peer, "it-puller-dies") }).catch(
+      () => null,
+    );
     await until(() => segments().includes("sy-p2p-it-puller-dies"), "the peer's export segment");
     puller.proc.kill("SIGKILL");
     await puller.proc.exited;
     await pending;
-    await until(() => !segments().includes("sy-p2p-it-puller-dies"), "the segment removed by the peer's lease");
+    await until(
+      () => !segments().includes("sy-p2p-it-puller-dies"),
+      "the segment removed by the peer's lease",
+    );
     expect(segments()).toEqual(before);
   });
 });

@@ -46,7 +46,8 @@ function manualClock(start = 1_000) {
 /** Distinct sequence hashes per request id (so blocks are never shared by accident). */
 function hashes(requestId: string, n: number): BigUint64Array {
   let base = 0xcbf29ce484222325n;
-  for (const ch of requestId) base = BigInt.asUintN(64, (base ^ BigInt(ch.charCodeAt(0))) * 0x100000001b3n);
+  for (const ch of requestId)
+    base = BigInt.asUintN(64, (base ^ BigInt(ch.charCodeAt(0))) * 0x100000001b3n);
   const out = new BigUint64Array(n);
   for (let i = 0; i < n; i++) out[i] = BigInt.asUintN(64, base + BigInt(i) * 0x9e3779b97f4a7c15n);
   return out;
@@ -85,11 +86,18 @@ async function router(
 }
 
 function add(r: Router, requestId: string, blocks: number, now: number): void {
-  r.tracker.addRequest({ requestId, worker: W, seqHashes: hashes(requestId, blocks), isl: blocks * BLOCK, overlap: 0 }, now);
+  r.tracker.addRequest(
+    { requestId, worker: W, seqHashes: hashes(requestId, blocks), isl: blocks * BLOCK, overlap: 0 },
+    now,
+  );
 }
 
 /** Both routers on one channel. */
-async function pair(transport: Transport, now: () => number, extra: Partial<LoadSyncOptions> = {}): Promise<[Router, Router]> {
+async function pair(
+  transport: Transport,
+  now: () => number,
+  extra: Partial<LoadSyncOptions> = {},
+): Promise<[Router, Router]> {
   const channel = `test:load-sync:${crypto.randomUUID()}`;
   const a = await router(1n, transport, now, { channel, ...extra });
   const b = await router(2n, transport, now, { channel, ...extra });
@@ -112,7 +120,10 @@ for (const transport of ["resp", "rest"] as const) {
       expect(b.tracker.activeBlocks(KEY)).toBe(4);
 
       add(b, "b-1", 3, clock.t);
-      await until(() => a.tracker.activeBlocks(KEY) === 7, "A to see B's 3 blocks next to its own 4");
+      await until(
+        () => a.tracker.activeBlocks(KEY) === 7,
+        "A to see B's 3 blocks next to its own 4",
+      );
       expect(a.tracker.activeTokens(KEY, clock.t)).toBe(3 * BLOCK);
 
       a.tracker.free("a-1", clock.t);
@@ -131,9 +142,21 @@ for (const transport of ["resp", "rest"] as const) {
       const clock = manualClock();
       const [a, b] = await pair(transport, clock.now);
       for (let i = 0; i < 600; i++) add(a, `burst-${i}`, 1, clock.t);
-      await until(() => b.tracker.activeRequests(KEY) === 600, () => `B to see 600 requests (has ${b.tracker.activeRequests(KEY)})`);
-      // B may hear the last message before A's PUBLISH reply is back: wait for A's count too.
-      const s = await until(() => (a.sync.stats().publishedEvents === 600 ? a.sync.stats() : undefined), "A to count 600 published events");
+      await until(
+        () => b.tracker.activeRequests(KEY) === 600,
+        () => `B to see 600 requests (has ${b.tracker.activeRequests(KEY)})`,
+      );
+      // B may hear the last message before A's PUBLISH reply is back: wait for A to settle all
+      // 600 (published or dropped; B also gets dropped ones through a snapshot), then assert.
+      const s = await until(
+        () => {
+          const st = a.sync.stats();
+          return st.publishedEvents + st.droppedEvents === 600 ? st : undefined;
+        },
+        () => `A to settle 600 events (${JSON.stringify(a.sync.stats())})`,
+      );
+      expect(s.droppedEvents).toBe(0);
+      expect(s.publishedEvents).toBe(600);
       expect(s.publishedMessages).toBeGreaterThanOrEqual(3); // ceil(600 / 256)
       expect(b.sync.stats().gaps).toBe(0);
     });
@@ -145,7 +168,11 @@ for (const transport of ["resp", "rest"] as const) {
       add(a, "early-1", 2, clock.t);
       add(a, "early-2", 5, clock.t);
       a.tracker.markPrefillCompleted("early-1", clock.t);
-      await until(() => a.sync.stats().publishedEvents === 3, "A to publish its events");
+      const settled = await until(() => {
+        const st = a.sync.stats();
+        return st.publishedEvents + st.droppedEvents === 3 ? st : undefined;
+      }, "A to publish its events");
+      expect(settled.droppedEvents).toBe(0);
 
       const b = await router(2n, transport, clock.now, { channel });
       await until(() => b.tracker.activeRequests(KEY) === 2, "B to learn A's earlier requests");
@@ -154,7 +181,10 @@ for (const transport of ["resp", "rest"] as const) {
       expect(b.sync.stats().snapshotsApplied).toBeGreaterThanOrEqual(1);
       // And it keeps following.
       a.tracker.free("early-2", clock.t);
-      await until(() => b.tracker.activeRequests(KEY) === 1, "B to see the free after the snapshot");
+      await until(
+        () => b.tracker.activeRequests(KEY) === 1,
+        "B to see the free after the snapshot",
+      );
     });
 
     test("A dies without freeing: B frees A's requests once A has been silent for deadAfterMs", async () => {
@@ -191,16 +221,27 @@ for (const transport of ["resp", "rest"] as const) {
       expect(b.sync.stats().receiving).toBe(false);
       add(a, "early", 2, t()); // dropped: nowhere to publish
       await redis.restart();
-      await until(() => a.sync.stats().publishing && b.sync.stats().receiving, "both routers to reach Redis", 15_000);
+      await until(
+        () => a.sync.stats().publishing && b.sync.stats().receiving,
+        "both routers to reach Redis",
+        15_000,
+      );
       add(a, "later", 3, t());
       await until(() => b.tracker.hasRemoteRequest(1n, "later"), "B to see A's add", 15_000);
       // "early" was never published; B learns it from A's snapshot (A's seq ran ahead of B's view).
-      await until(() => b.tracker.hasRemoteRequest(1n, "early"), "B to get the dropped add from a snapshot", 15_000);
+      await until(
+        () => b.tracker.hasRemoteRequest(1n, "early"),
+        "B to get the dropped add from a snapshot",
+        15_000,
+      );
       expect(b.tracker.activeBlocks(KEY)).toBe(5);
     }, 30_000);
 
     test("Redis killed and restarted mid-run: nothing throws, propagation resumes, missed events are repaired", async () => {
-      const [a, b] = await pair(transport, () => performance.now(), { deadAfterMs: 10_000, commandTimeoutMs: 300 });
+      const [a, b] = await pair(transport, () => performance.now(), {
+        deadAfterMs: 10_000,
+        commandTimeoutMs: 300,
+      });
       const t = () => performance.now();
       add(a, "before", 2, t());
       add(a, "freed-during", 3, t());
@@ -210,15 +251,32 @@ for (const transport of ["resp", "rest"] as const) {
       // The request path keeps working while Redis is away.
       expect(() => add(a, "during", 4, t())).not.toThrow();
       expect(() => a.tracker.free("freed-during", t())).not.toThrow();
-      await until(() => a.sync.stats().droppedEvents >= 2, "A to drop the events it cannot publish");
+      await until(
+        () => a.sync.stats().droppedEvents >= 2,
+        "A to drop the events it cannot publish",
+      );
       expect(b.tracker.hasRemoteRequest(1n, "during")).toBe(false);
 
       await redis.restart();
-      await until(() => a.sync.stats().publishing && b.sync.stats().receiving, "A to publish and B to receive again", 15_000);
+      await until(
+        () => a.sync.stats().publishing && b.sync.stats().receiving,
+        "A to publish and B to receive again",
+        15_000,
+      );
       add(a, "after", 1, t());
-      await until(() => b.tracker.hasRemoteRequest(1n, "after"), "B to see an add made after the restart", 15_000);
+      await until(
+        () => b.tracker.hasRemoteRequest(1n, "after"),
+        "B to see an add made after the restart",
+        15_000,
+      );
       // The outage's add and free reach B through a snapshot (A's seq moved on while B missed it).
-      await until(() => b.tracker.hasRemoteRequest(1n, "during") && !b.tracker.hasRemoteRequest(1n, "freed-during"), "B to repair the missed events", 15_000);
+      await until(
+        () =>
+          b.tracker.hasRemoteRequest(1n, "during") &&
+          !b.tracker.hasRemoteRequest(1n, "freed-during"),
+        "B to repair the missed events",
+        15_000,
+      );
       expect(b.tracker.activeBlocks(KEY)).toBe(2 + 4 + 1);
       expect(b.sync.stats().snapshotsApplied).toBeGreaterThanOrEqual(1);
       expect(b.sync.stats().reconnects).toBeGreaterThanOrEqual(1);

@@ -19,12 +19,25 @@ beforeAll(async () => {
     fetch(req) {
       const path = new URL(req.url).pathname;
       if (path === "/health") return new Response("ok");
-      if (path === "/v1/models") return Response.json({ object: "list", data: [{ id: "stand-in", object: "model" }] });
+      if (path === "/v1/models")
+        return Response.json({ object: "list", data: [{ id: "stand-in", object: "model" }] });
       return Response.json({ choices: [{ text: "ok" }] });
     },
   });
   for (const format of ["text", "json"] as const) {
-    routers[format] = await startMain(["serve", "--port", "0", "--host", "127.0.0.1", "--worker", `http://127.0.0.1:${engine.port}`, "--log-format", format, "--health-interval", "30"]);
+    routers[format] = await startMain([
+      "serve",
+      "--port",
+      "0",
+      "--host",
+      "127.0.0.1",
+      "--worker",
+      `http://127.0.0.1:${engine.port}`,
+      "--log-format",
+      format,
+      "--health-interval",
+      "30",
+    ]);
   }
 });
 
@@ -59,7 +72,10 @@ describe("logs that cannot be forged (real router)", () => {
       const big = "q".repeat(1_000_000);
       await send(r, big);
       await until(() => r.output().includes("forge-1000000"), "the access line");
-      const line = r.output().split("\n").find((l) => l.includes("forge-1000000"))!;
+      const line = r
+        .output()
+        .split("\n")
+        .find((l) => l.includes("forge-1000000"))!;
       expect(line).toContain("... (1000000 bytes)");
       expect(line.length).toBeLessThan(LOG_VALUE_MAX_CHARS * 3);
     });

@@ -7,7 +7,18 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { stopAll, until, type Proc } from "../support/processes.ts";
-import { engineLoras, freePorts, loopbackUrl, metric, prompt, send, startEngines, startRouter, urlOf, workers } from "./multi-router-cluster.ts";
+import {
+  engineLoras,
+  freePorts,
+  loopbackUrl,
+  metric,
+  prompt,
+  send,
+  startEngines,
+  startRouter,
+  urlOf,
+  workers,
+} from "./multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
 
@@ -39,7 +50,8 @@ async function holders(name: string): Promise<string[]> {
   return out;
 }
 
-const loads = (url: string, result: string) => metric(url, "switchyard_lora_loads_total", `{result="${result}"}`);
+const loads = (url: string, result: string) =>
+  metric(url, "switchyard_lora_loads_total", `{result="${result}"}`);
 
 async function cachedOn(worker: string): Promise<number> {
   return (await workers(r1)).find((w) => w.id === worker)!.cached_blocks;
@@ -51,7 +63,11 @@ describe("LoRA adapters loaded on demand", () => {
     expect(first.status).toBe(200);
     expect(await holders("sql")).toEqual([engineById.get(first.worker)!]);
     for (const [i, url] of [r1, r2, r2, r1].entries()) {
-      const next = await send(url, { model: "sql", prompt: prompt(`sql-${i + 1}`, 2), max_tokens: 1 });
+      const next = await send(url, {
+        model: "sql",
+        prompt: prompt(`sql-${i + 1}`, 2),
+        max_tokens: 1,
+      });
       expect(next.status).toBe(200);
       expect(next.worker).toBe(first.worker);
     }
@@ -66,7 +82,9 @@ describe("LoRA adapters loaded on demand", () => {
   test("concurrent first requests for one adapter on one router trigger one load", async () => {
     const before = await loads(r2, "loaded");
     const all = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => send(r2, { model: "chat", prompt: prompt(`chat-${i}`, 2), max_tokens: 1 })),
+      Array.from({ length: 8 }, (_, i) =>
+        send(r2, { model: "chat", prompt: prompt(`chat-${i}`, 2), max_tokens: 1 }),
+      ),
     );
     expect(all.map((x) => x.status)).toEqual(Array(8).fill(200));
     expect(new Set(all.map((x) => x.worker)).size).toBe(1);
@@ -82,14 +100,20 @@ describe("LoRA adapters loaded on demand", () => {
     const cachedBefore = new Map((await workers(r1)).map((w) => [w.id, w.cached_blocks]));
     const sqlWorker = (await send(r1, { model: "sql", prompt: p, max_tokens: 1 }, pin)).worker;
     const cachedAfterLora = cachedBefore.get(sqlWorker)! + 6;
-    await until(async () => (await cachedOn(sqlWorker)) >= cachedAfterLora, "the adapter's blocks in router 1's index");
+    await until(
+      async () => (await cachedOn(sqlWorker)) >= cachedAfterLora,
+      "the adapter's blocks in router 1's index",
+    );
 
     // Same tokens, base model, same engine (the session pins it): nothing cached for it yet.
     const base = await send(r1, { model: BASE, prompt: p, max_tokens: 1 }, pin);
     expect(base.status).toBe(200);
     expect(base.worker).toBe(sqlWorker);
     expect(base.overlap).toBe(0);
-    await until(async () => (await cachedOn(sqlWorker)) >= cachedAfterLora + 6, "the base model's blocks in the index");
+    await until(
+      async () => (await cachedOn(sqlWorker)) >= cachedAfterLora + 6,
+      "the base model's blocks in the index",
+    );
 
     // Each now matches its own blocks.
     expect((await send(r1, { model: "sql", prompt: p, max_tokens: 1 }, pin)).overlap).toBe(6);
@@ -97,7 +121,9 @@ describe("LoRA adapters loaded on demand", () => {
   });
 
   test("no free slot anywhere: 503 naming the adapter, through either router", async () => {
-    expect((await send(r1, { model: "third", prompt: prompt("third", 2), max_tokens: 1 })).status).toBe(200);
+    expect(
+      (await send(r1, { model: "third", prompt: prompt("third", 2), max_tokens: 1 })).status,
+    ).toBe(200);
     for (const url of [r1, r2]) {
       const full = await send(url, { model: "fourth", prompt: prompt("fourth", 2), max_tokens: 1 });
       expect(full.status).toBe(503);
@@ -126,6 +152,8 @@ describe("LoRA adapters loaded on demand", () => {
     // Router 1 still believes `evicted` is there: the engine's 404 makes it look again.
     const stale = await send(r1, { model: evicted, prompt: prompt("stale", 2), max_tokens: 1 });
     expect(stale.status).toBe(503);
-    expect((JSON.parse(stale.text) as { error: { message: string } }).error.message).toContain(`"${evicted}"`);
+    expect((JSON.parse(stale.text) as { error: { message: string } }).error.message).toContain(
+      `"${evicted}"`,
+    );
   });
 });

@@ -17,7 +17,9 @@ export interface Assembled {
   /** Choice indexes seen, in order (one per chunk with a choice). */
   readonly indexes: number[];
   readonly ids: Set<string>;
-  readonly usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | undefined;
+  readonly usage:
+    | { prompt_tokens: number; completion_tokens: number; total_tokens: number }
+    | undefined;
   /** SSE comments (the router's note of a move). */
   readonly notes: string[];
 }
@@ -75,7 +77,12 @@ export function path(kind: Kind): string {
 }
 
 /** A streamed request whose bytes are kept as they arrive. */
-export function openStream(url: string, kind: Kind, body: Record<string, unknown>, headers: Record<string, string> = {}): Live {
+export function openStream(
+  url: string,
+  kind: Kind,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Live {
   const live: Live = { status: 0, worker: "", raw: "", broken: undefined, done: Promise.resolve() };
   (live as { done: Promise<void> }).done = (async () => {
     try {
@@ -87,7 +94,8 @@ export function openStream(url: string, kind: Kind, body: Record<string, unknown
       live.status = r.status;
       live.worker = r.headers.get("x-switchyard-worker") ?? "";
       const dec = new TextDecoder();
-      for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) live.raw += dec.decode(chunk, { stream: true });
+      for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>)
+        live.raw += dec.decode(chunk, { stream: true });
     } catch (e) {
       live.broken = (e as Error).message;
     }
@@ -105,19 +113,39 @@ export function received(live: Live): number {
 /** The body of request `i`: a seeded request of `maxTokens`, its prompt its own. */
 export function requestBody(kind: Kind, i: number, maxTokens: number): Record<string, unknown> {
   const prompt = `request ${i}: tell me, at length, about routers and their caches`;
-  const common = { max_tokens: maxTokens, seed: 1000 + i, temperature: 0.7, stream_options: { include_usage: true } };
-  return kind === "chat" ? { ...common, messages: [{ role: "system", content: "be brief" }, { role: "user", content: prompt }] } : { ...common, prompt };
+  const common = {
+    max_tokens: maxTokens,
+    seed: 1000 + i,
+    temperature: 0.7,
+    stream_options: { include_usage: true },
+  };
+  return kind === "chat"
+    ? {
+        ...common,
+        messages: [
+          { role: "system", content: "be brief" },
+          { role: "user", content: prompt },
+        ],
+      }
+    : { ...common, prompt };
 }
 
 /** What the same seeded engine writes for the whole request, asked of `engineUrl` directly, not streamed. */
-export async function reference(engineUrl: string, kind: Kind, body: Record<string, unknown>): Promise<{ text: string; usage: { prompt_tokens: number; completion_tokens: number } }> {
+export async function reference(
+  engineUrl: string,
+  kind: Kind,
+  body: Record<string, unknown>,
+): Promise<{ text: string; usage: { prompt_tokens: number; completion_tokens: number } }> {
   const r = await fetch(`${engineUrl}${path(kind)}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ ...body, stream: false, stream_options: undefined }),
   });
   if (r.status !== 200) throw new Error(`reference: HTTP ${r.status} ${await r.text()}`);
-  const j = (await r.json()) as { choices: { text?: string; message?: { content: string } }[]; usage: { prompt_tokens: number; completion_tokens: number } };
+  const j = (await r.json()) as {
+    choices: { text?: string; message?: { content: string } }[];
+    usage: { prompt_tokens: number; completion_tokens: number };
+  };
   return { text: j.choices[0]!.text ?? j.choices[0]!.message!.content, usage: j.usage };
 }
 
@@ -125,7 +153,20 @@ export async function reference(engineUrl: string, kind: Kind, body: Record<stri
 export function startSameEngines(n: number, extra: readonly string[] = []): Promise<Proc[]> {
   return Promise.all(
     Array.from({ length: n }, () =>
-      startMain(["mocker", "--port", "0", "--block-size", "16", "--seed", "3", "--decode-ms-per-step", "25", "--event-batch-ms", "2", ...extra]),
+      startMain([
+        "mocker",
+        "--port",
+        "0",
+        "--block-size",
+        "16",
+        "--seed",
+        "3",
+        "--decode-ms-per-step",
+        "25",
+        "--event-batch-ms",
+        "2",
+        ...extra,
+      ]),
     ),
   );
 }

@@ -29,7 +29,8 @@ const collector = Bun.serve({
   port: 0,
   hostname: "127.0.0.1",
   fetch: async (req) => {
-    if (req.method !== "POST" || new URL(req.url).pathname !== "/v1/kv/events") return new Response("no", { status: 404 });
+    if (req.method !== "POST" || new URL(req.url).pathname !== "/v1/kv/events")
+      return new Response("no", { status: 404 });
     batches.push(v.parse(RouterEventBatchSchema, parseJsonBigintSafe(await req.text())));
     return new Response(null, { status: 204 });
   },
@@ -45,9 +46,26 @@ let workerId = 0n;
 beforeAll(async () => {
   proc = Bun.spawn({
     cmd: [
-      process.execPath, join(ROOT, "test/support/run-mocker.ts"), "--port", "0", "--block-size", String(BS),
-      "--kv-blocks", String(KV_BLOCKS), "--dp-ranks", "2", "--router-url", `http://127.0.0.1:${collector.port}`,
-      "--event-batch-ms", "2", "--decode-ms-per-step", "15", "--max-loras", "1", "--seed", "3",
+      process.execPath,
+      join(ROOT, "test/support/run-mocker.ts"),
+      "--port",
+      "0",
+      "--block-size",
+      String(BS),
+      "--kv-blocks",
+      String(KV_BLOCKS),
+      "--dp-ranks",
+      "2",
+      "--router-url",
+      `http://127.0.0.1:${collector.port}`,
+      "--event-batch-ms",
+      "2",
+      "--decode-ms-per-step",
+      "15",
+      "--max-loras",
+      "1",
+      "--seed",
+      "3",
     ],
     cwd: ROOT,
     stdout: "pipe",
@@ -61,7 +79,11 @@ beforeAll(async () => {
     text += new TextDecoder().decode(value);
   }
   reader.releaseLock();
-  const info = JSON.parse(text.slice(0, text.indexOf("\n"))) as { url: string; port: number; worker_id: string };
+  const info = JSON.parse(text.slice(0, text.indexOf("\n"))) as {
+    url: string;
+    port: number;
+    worker_id: string;
+  };
   url = info.url;
   workerId = BigInt(info.worker_id);
 });
@@ -74,8 +96,16 @@ afterAll(async () => {
   collector.stop(true);
 });
 
-function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+function post(
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
 }
 
 interface Usage {
@@ -84,7 +114,11 @@ interface Usage {
   prompt_tokens_details: { cached_tokens: number };
 }
 
-async function complete(prompt: string | number[], extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+async function complete(
+  prompt: string | number[],
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+) {
   const res = await post("/v1/completions", { prompt, max_tokens: 2, ...extra }, headers);
   const body = (await res.json()) as { choices: { text: string }[]; usage: Usage };
   return { res, body };
@@ -104,10 +138,20 @@ describe("mocker process", () => {
     expect(workerId).toBe(workerIdFromUrl(url));
     const info = await (await fetch(`${url}/v1/engine/info`)).json();
     expect(info).toEqual({
-      worker_id: workerId.toString(), dp_ranks: 2, block_size: BS, kv_blocks: KV_BLOCKS, loras: [], max_loras: 1,
-      model: "switchyard-sim", models: ["switchyard-sim"], tokenizer: "bytes", max_concurrency: 64,
+      worker_id: workerId.toString(),
+      dp_ranks: 2,
+      block_size: BS,
+      kv_blocks: KV_BLOCKS,
+      loras: [],
+      max_loras: 1,
+      model: "switchyard-sim",
+      models: ["switchyard-sim"],
+      tokenizer: "bytes",
+      max_concurrency: 64,
       // who this process is (restart detection) and its P/D role (an ordinary engine: both)
-      instance_id: expect.any(String), started_at: expect.any(Number), role: "both",
+      instance_id: expect.any(String),
+      started_at: expect.any(Number),
+      role: "both",
     });
     expect(await (await fetch(`${url}/health`)).json()).toEqual({ status: "ok" });
   });
@@ -117,7 +161,11 @@ describe("mocker process", () => {
     expect(first.res.status).toBe(200);
     expect(first.res.headers.get("x-mocker-cached-tokens")).toBe("0");
     expect(first.body.choices[0]!.text.length).toBe(2);
-    expect(first.body.usage).toMatchObject({ prompt_tokens: 43, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 0 } });
+    expect(first.body.usage).toMatchObject({
+      prompt_tokens: 43,
+      completion_tokens: 2,
+      prompt_tokens_details: { cached_tokens: 0 },
+    });
 
     const again = await complete(PROMPT_A, {}, { "x-switchyard-dp-rank": "0" });
     expect(again.res.headers.get("x-mocker-cached-tokens")).toBe("40");
@@ -139,7 +187,12 @@ describe("mocker process", () => {
   test("streaming sends one SSE chunk per token as it is generated, then usage (asked for) and [DONE]", async () => {
     const res = await post(
       "/v1/completions",
-      { prompt: "stream me please", max_tokens: 8, stream: true, stream_options: { include_usage: true } },
+      {
+        prompt: "stream me please",
+        max_tokens: 8,
+        stream: true,
+        stream_options: { include_usage: true },
+      },
       { "x-switchyard-dp-rank": "0" },
     );
     expect(res.headers.get("content-type")).toBe("text/event-stream");
@@ -153,7 +206,8 @@ describe("mocker process", () => {
       const { value, done } = await reader.read();
       if (done) break;
       const s = dec.decode(value, { stream: true });
-      if (s.includes('"text"') && doneSeenAtFirstToken === undefined) doneSeenAtFirstToken = s.includes("[DONE]");
+      if (s.includes('"text"') && doneSeenAtFirstToken === undefined)
+        doneSeenAtFirstToken = s.includes("[DONE]");
       reads++;
       all += s;
     }
@@ -167,11 +221,19 @@ describe("mocker process", () => {
     expect(tokens.length).toBe(8);
     for (const c of tokens) expect(c.choices[0].text.length).toBe(1);
     expect(tokens.at(-1).choices[0].finish_reason).toBe("length");
-    expect(chunks.at(-1).usage).toMatchObject({ prompt_tokens: 16, completion_tokens: 8, prompt_tokens_details: { cached_tokens: 0 } });
+    expect(chunks.at(-1).usage).toMatchObject({
+      prompt_tokens: 16,
+      completion_tokens: 8,
+      prompt_tokens_details: { cached_tokens: 0 },
+    });
   });
 
   test("chat streaming uses delta.content after a role chunk", async () => {
-    const res = await post("/v1/chat/completions", { messages: [{ role: "user", content: "hi there" }], max_tokens: 3, stream: true });
+    const res = await post("/v1/chat/completions", {
+      messages: [{ role: "user", content: "hi there" }],
+      max_tokens: 3,
+      stream: true,
+    });
     const events = (await res.text()).split("\n\n").filter((e) => e !== "" && e !== "data: [DONE]");
     const chunks = events.map((e) => JSON.parse(e.slice(6)));
     expect(chunks[0].choices[0].delta.role).toBe("assistant");
@@ -181,10 +243,16 @@ describe("mocker process", () => {
   test("pushed event batches parse as RouterEvent batches, with ids dense from 0 per dp rank", async () => {
     for (const rank of [0, 1]) {
       const q = await query(`dp_rank=${rank}&start_id=0`);
-      if (q.kind !== "events" || q.lastEventId === null) throw new Error(`expected buffered events, got ${q.kind}`);
+      if (q.kind !== "events" || q.lastEventId === null)
+        throw new Error(`expected buffered events, got ${q.kind}`);
       const last = q.lastEventId;
-      await until(() => pushed().some((e) => e.event.dpRank === rank && e.event.eventId === last), `events of rank ${rank} up to ${last}`);
-      const ids = pushed().filter((e) => e.event.dpRank === rank).map((e) => e.event.eventId);
+      await until(
+        () => pushed().some((e) => e.event.dpRank === rank && e.event.eventId === last),
+        `events of rank ${rank} up to ${last}`,
+      );
+      const ids = pushed()
+        .filter((e) => e.event.dpRank === rank)
+        .map((e) => e.event.eventId);
       expect(ids).toEqual(Array.from({ length: Number(last) + 1 }, (_, i) => BigInt(i)));
       expect(pushed().every((e) => e.workerId === workerId)).toBe(true);
       // The replay answer is exactly what was pushed.
@@ -196,7 +264,9 @@ describe("mocker process", () => {
     const tokens = tokenizeText(PROMPT_A);
     const local = computeBlockHashes(tokens, BS);
     const engine = engineBlockHashes(local);
-    const stored = pushed().filter((e) => e.event.dpRank === 0).flatMap((e) => (e.event.data.type === "stored" ? e.event.data.blocks : []));
+    const stored = pushed()
+      .filter((e) => e.event.dpRank === 0)
+      .flatMap((e) => (e.event.data.type === "stored" ? e.event.data.blocks : []));
     for (let i = 0; i < local.length; i++) {
       expect(stored).toContainEqual({ blockHash: engine[i]!, tokensHash: local[i]! });
     }
@@ -204,10 +274,18 @@ describe("mocker process", () => {
 
   test("under eviction pressure the tree dump equals the block set the pushed events describe", async () => {
     // 24 blocks per rank; these prompts need far more, so the LRU evicts.
-    for (let i = 0; i < 12; i++) await complete(`prompt number ${i} with some padding text`, { max_tokens: 1 }, { "x-switchyard-dp-rank": "0" });
+    for (let i = 0; i < 12; i++)
+      await complete(
+        `prompt number ${i} with some padding text`,
+        { max_tokens: 1 },
+        { "x-switchyard-dp-rank": "0" },
+      );
     const q = await query("dp_rank=0");
     if (q.kind !== "tree_dump") throw new Error(`expected a tree dump, got ${q.kind}`);
-    await until(() => pushed().some((e) => e.event.dpRank === 0 && e.event.eventId === q.lastEventId), "all rank-0 events pushed");
+    await until(
+      () => pushed().some((e) => e.event.dpRank === 0 && e.event.eventId === q.lastEventId),
+      "all rank-0 events pushed",
+    );
     // Replay the pushed events the way an indexer would.
     const held = new Set<bigint>();
     for (const e of pushed().filter((e) => e.event.dpRank === 0)) {
@@ -232,7 +310,11 @@ describe("mocker process", () => {
   });
 
   test("query answers follow spec §3.8", async () => {
-    expect(await query("dp_rank=1&start_id=5&end_id=2")).toEqual({ kind: "invalid_range", startId: 5n, endId: 2n });
+    expect(await query("dp_rank=1&start_id=5&end_id=2")).toEqual({
+      kind: "invalid_range",
+      startId: 5n,
+      endId: 2n,
+    });
     const tooNew = await query("dp_rank=1&start_id=1000000");
     expect(tooNew.kind).toBe("too_new");
     const bad = await fetch(`${url}/kv/query?dp_rank=7`);
@@ -240,18 +322,30 @@ describe("mocker process", () => {
   });
 
   test("LoRA adapters: salted hashes, slot limit, unknown models are 404", async () => {
-    expect((await post("/v1/load_lora_adapter", { lora_name: "ad-1", lora_path: "/x" })).status).toBe(200);
+    expect(
+      (await post("/v1/load_lora_adapter", { lora_name: "ad-1", lora_path: "/x" })).status,
+    ).toBe(200);
     const full = await post("/v1/load_lora_adapter", { lora_name: "ad-2", lora_path: "/y" });
     expect(full.status).toBe(400);
-    expect(((await full.json()) as { error: { message: string } }).error.message).toContain("--max-loras");
+    expect(((await full.json()) as { error: { message: string } }).error.message).toContain(
+      "--max-loras",
+    );
 
     const before = pushed().length;
     const r = await complete(PROMPT_A, { model: "ad-1" }, { "x-switchyard-dp-rank": "0" });
     expect(r.res.status).toBe(200);
     expect(r.body.usage.prompt_tokens_details.cached_tokens).toBe(0); // base blocks never match
     const lora = computeBlockHashes(tokenizeText(PROMPT_A), BS, { loraName: "ad-1" });
-    await until(() => pushed().slice(before).some((e) => e.event.data.type === "stored"), "the LoRA request's Stored event");
-    const stored = pushed().slice(before).flatMap((e) => (e.event.data.type === "stored" ? e.event.data.blocks : []));
+    await until(
+      () =>
+        pushed()
+          .slice(before)
+          .some((e) => e.event.data.type === "stored"),
+      "the LoRA request's Stored event",
+    );
+    const stored = pushed()
+      .slice(before)
+      .flatMap((e) => (e.event.data.type === "stored" ? e.event.data.blocks : []));
     expect(stored.map((b) => b.tokensHash)).toEqual([...lora]);
 
     const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
@@ -262,10 +356,18 @@ describe("mocker process", () => {
   });
 
   test("sessions count every open and close", async () => {
-    expect(await (await post("/v1/sessions/open", { session_id: "s-1", timeout: 60 })).json()).toEqual({ status: "ok" });
-    expect(await (await post("/v1/sessions/close", { session_id: "s-1" })).json()).toEqual({ status: "ok" });
-    const list = (await (await fetch(`${url}/v1/sessions`)).json()) as { sessions: { session_id: string; closed_count: number; open: boolean }[] };
-    expect(list.sessions).toContainEqual(expect.objectContaining({ session_id: "s-1", closed_count: 1, open: false, timeout: 60 }));
+    expect(
+      await (await post("/v1/sessions/open", { session_id: "s-1", timeout: 60 })).json(),
+    ).toEqual({ status: "ok" });
+    expect(await (await post("/v1/sessions/close", { session_id: "s-1" })).json()).toEqual({
+      status: "ok",
+    });
+    const list = (await (await fetch(`${url}/v1/sessions`)).json()) as {
+      sessions: { session_id: string; closed_count: number; open: boolean }[];
+    };
+    expect(list.sessions).toContainEqual(
+      expect.objectContaining({ session_id: "s-1", closed_count: 1, open: false, timeout: 60 }),
+    );
   });
 
   test("bad input is a 400 with an OpenAI error body", async () => {
@@ -278,13 +380,22 @@ describe("mocker process", () => {
     }
     const notJson = await fetch(`${url}/v1/completions`, { method: "POST", body: "{nope" });
     expect(notJson.status).toBe(400);
-    expect((await post("/v1/completions", { prompt: "x" }, { "x-switchyard-dp-rank": "2" })).status).toBe(400);
+    expect(
+      (await post("/v1/completions", { prompt: "x" }, { "x-switchyard-dp-rank": "2" })).status,
+    ).toBe(400);
     expect((await fetch(`${url}/nowhere`)).status).toBe(404);
   });
 
   test("metrics expose requests, cached and prompt tokens, queue depth, running and cache usage", async () => {
     const text = await (await fetch(`${url}/metrics`)).text();
-    for (const name of ["mocker_requests_total", "mocker_cached_tokens_total", "mocker_prompt_tokens_total", "mocker_queue_depth", "mocker_running", "mocker_kv_cache_usage"]) {
+    for (const name of [
+      "mocker_requests_total",
+      "mocker_cached_tokens_total",
+      "mocker_prompt_tokens_total",
+      "mocker_queue_depth",
+      "mocker_running",
+      "mocker_kv_cache_usage",
+    ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
     expect(Number(/^mocker_cached_tokens_total (\d+)$/m.exec(text)![1])).toBeGreaterThanOrEqual(80);
@@ -293,7 +404,10 @@ describe("mocker process", () => {
 
   test("clear emits Cleared; a restart empties the cache and starts ids at 0 again", async () => {
     expect((await post("/kv/clear?dp_rank=1", {})).status).toBe(200);
-    await until(() => pushed().some((e) => e.event.dpRank === 1 && e.event.data.type === "cleared"), "a Cleared event");
+    await until(
+      () => pushed().some((e) => e.event.dpRank === 1 && e.event.data.type === "cleared"),
+      "a Cleared event",
+    );
     const afterClear = await query("dp_rank=1");
     expect(afterClear.kind === "tree_dump" && afterClear.events.length).toBe(0);
 
@@ -324,11 +438,34 @@ describe("mocker in-process", () => {
       },
     });
     try {
-      m = await startMocker({ log: () => {}, port: 0, adminToken: "tok", eventsToken: "events-tok", routerUrl: `http://127.0.0.1:${router.port}`, workerId: 99n, blockSize: 4, speedup: 50 });
+      m = await startMocker({
+        log: () => {},
+        port: 0,
+        adminToken: "tok",
+        eventsToken: "events-tok",
+        routerUrl: `http://127.0.0.1:${router.port}`,
+        workerId: 99n,
+        blockSize: 4,
+        speedup: 50,
+      });
       expect(m.workerId).toBe(99n);
       expect((await fetch(`${m.url}/kv/clear`, { method: "POST" })).status).toBe(401);
-      expect((await fetch(`${m.url}/admin/restart-events`, { method: "POST", headers: { authorization: "Bearer no" } })).status).toBe(401);
-      expect((await fetch(`${m.url}/kv/clear`, { method: "POST", headers: { authorization: "Bearer tok" } })).status).toBe(200);
+      expect(
+        (
+          await fetch(`${m.url}/admin/restart-events`, {
+            method: "POST",
+            headers: { authorization: "Bearer no" },
+          })
+        ).status,
+      ).toBe(401);
+      expect(
+        (
+          await fetch(`${m.url}/kv/clear`, {
+            method: "POST",
+            headers: { authorization: "Bearer tok" },
+          })
+        ).status,
+      ).toBe(200);
       await m.flushEvents();
       expect(seen).toEqual(["Bearer events-tok"]);
     } finally {
@@ -374,24 +511,47 @@ describe("mocker with several routers", () => {
     let e: MockerHandle | undefined;
     try {
       // Two as a comma list, one through the old single-URL option.
-      e = await startMocker({ log: () => {}, port: 0, routerUrl: urls[0], routerUrls: [`${urls[1]},${urls[2]}`], blockSize: 4, speedup: 50, eventBatchMs: 1 });
-      for (const p of ["alpha beta gamma delta epsilon", "alpha beta gamma delta zeta eta", "theta iota kappa lambda"]) {
-        const r = await fetch(`${e.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: p, max_tokens: 1 }) });
+      e = await startMocker({
+        log: () => {},
+        port: 0,
+        routerUrl: urls[0],
+        routerUrls: [`${urls[1]},${urls[2]}`],
+        blockSize: 4,
+        speedup: 50,
+        eventBatchMs: 1,
+      });
+      for (const p of [
+        "alpha beta gamma delta epsilon",
+        "alpha beta gamma delta zeta eta",
+        "theta iota kappa lambda",
+      ]) {
+        const r = await fetch(`${e.url}/v1/completions`, {
+          method: "POST",
+          body: JSON.stringify({ prompt: p, max_tokens: 1 }),
+        });
         expect(r.status).toBe(200);
         await r.text();
       }
       const emitted = () => Number(e!.engine.ranks[0]!.kv.log.nextEventId);
       expect(emitted()).toBeGreaterThanOrEqual(3);
       // The two live routers get everything while the third still hangs on its first POST.
-      await until(() => got[0]!.length === emitted() && got[1]!.length === emitted(), "both live routers to receive every event");
+      await until(
+        () => got[0]!.length === emitted() && got[1]!.length === emitted(),
+        "both live routers to receive every event",
+      );
       expect(got[2]!.length).toBe(0);
       expect(got[1]).toEqual(got[0]!);
-      expect(got[0]!.map((x) => x.event.eventId)).toEqual(Array.from({ length: emitted() }, (_, i) => BigInt(i)));
+      expect(got[0]!.map((x) => x.event.eventId)).toEqual(
+        Array.from({ length: emitted() }, (_, i) => BigInt(i)),
+      );
       release();
       await e.flushEvents();
       expect(got[2]).toEqual(got[0]!);
       const metrics = await (await fetch(`${e.url}/metrics`)).text();
-      for (const u of urls) expect(metrics).toMatch(new RegExp(`^mocker_event_batches_sent_total\\{router="${u}"\\} [1-9]`, "m"));
+      for (const u of urls)
+        expect(metrics).toMatch(
+          new RegExp(`^mocker_event_batches_sent_total\\{router="${u}"\\} [1-9]`, "m"),
+        );
     } finally {
       release();
       await e?.stop();

@@ -33,14 +33,28 @@ const procs: BinProc[] = [];
 
 /** Start the binary with `args` and wait for its `{"url"}` line. */
 async function startBinary(args: readonly string[]): Promise<BinProc> {
-  const proc = Bun.spawn({ cmd: [bin, ...args], cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn({
+    cmd: [bin, ...args],
+    cwd: dir,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   let out = "";
   let err = "";
   const dec = new TextDecoder();
-  void (async () => { for await (const c of proc.stdout) out += dec.decode(c, { stream: true }); })().catch(() => {});
-  void (async () => { for await (const c of proc.stderr) err += dec.decode(c, { stream: true }); })().catch(() => {});
+  void (async () => {
+    for await (const c of proc.stdout) out += dec.decode(c, { stream: true });
+  })().catch(() => {});
+  void (async () => {
+    for await (const c of proc.stderr) err += dec.decode(c, { stream: true });
+  })().catch(() => {});
   const output = () => `--- stdout\n${out}\n--- stderr\n${err}`;
-  const line = await until(() => out.split("\n").find((l) => l.startsWith("{") && l.endsWith("}")), () => `${args[0]} to print its address\n${output()}`, 15_000);
+  const line = await until(
+    () => out.split("\n").find((l) => l.startsWith("{") && l.endsWith("}")),
+    () => `${args[0]} to print its address\n${output()}`,
+    15_000,
+  );
   const p = { proc, url: String((JSON.parse(line) as { url: string }).url), output };
   procs.push(p);
   return p;
@@ -68,11 +82,26 @@ afterAll(async () => {
 
 describe("the compiled binary", () => {
   test("two compiled routers share sessions through Redis; one also reads a worker's KV events over ZMQ", async () => {
-    const engines = await Promise.all([1, 2].map((seed) => startBinary(["mocker", "--port", "0", "--seed", String(seed), "--block-size", String(BS)])));
+    const engines = await Promise.all(
+      [1, 2].map((seed) =>
+        startBinary(["mocker", "--port", "0", "--seed", String(seed), "--block-size", String(BS)]),
+      ),
+    );
     const workers = engines.flatMap((e) => ["--worker", e.url]);
     const vllmUrl = "http://127.0.0.1:9"; // never answers HTTP: only its events matter here
     const [r1, r2] = await Promise.all([
-      startBinary(["serve", "--port", "0", "--redis", redis!.url, ...workers, "--zmq-endpoint", `${vllmUrl}=${publisher!.pub}`, "--zmq-replay-endpoint", `${vllmUrl}=${publisher!.replay}`]),
+      startBinary([
+        "serve",
+        "--port",
+        "0",
+        "--redis",
+        redis!.url,
+        ...workers,
+        "--zmq-endpoint",
+        `${vllmUrl}=${publisher!.pub}`,
+        "--zmq-replay-endpoint",
+        `${vllmUrl}=${publisher!.replay}`,
+      ]),
       startBinary(["serve", "--port", "0", "--redis", redis!.url, ...workers]),
     ]);
 
@@ -86,12 +115,35 @@ describe("the compiled binary", () => {
     await publisher!.waitSubscriber();
     const tokens = Array.from({ length: BS }, (_, i) => 300 + i);
     const expected = computeBlockHashes(tokens, BS)[0]!;
-    await publisher!.publish([{ events: [{ type: "BlockStored", block_hashes: [77], parent_block_hash: null, token_ids: tokens, block_size: BS, lora_id: null, medium: "GPU" }] }]);
-    await until(async () => {
-      const dump = parseJsonBigintSafe(await (await fetch(`${r1!.url}/debug/kv/dump`)).text()) as {
-        events: { event: { data: { stored?: { blocks: { tokens_hash: bigint | number | string }[] } } } }[];
-      };
-      return dump.events.some((e) => e.event.data.stored?.blocks.some((x) => BigInt(x.tokens_hash) === expected));
-    }, () => `the ZMQ event in the compiled router's index\n${r1!.output()}`);
+    await publisher!.publish([
+      {
+        events: [
+          {
+            type: "BlockStored",
+            block_hashes: [77],
+            parent_block_hash: null,
+            token_ids: tokens,
+            block_size: BS,
+            lora_id: null,
+            medium: "GPU",
+          },
+        ],
+      },
+    ]);
+    await until(
+      async () => {
+        const dump = parseJsonBigintSafe(
+          await (await fetch(`${r1!.url}/debug/kv/dump`)).text(),
+        ) as {
+          events: {
+            event: { data: { stored?: { blocks: { tokens_hash: bigint | number | string }[] } } };
+          }[];
+        };
+        return dump.events.some((e) =>
+          e.event.data.stored?.blocks.some((x) => BigInt(x.tokens_hash) === expected),
+        );
+      },
+      () => `the ZMQ event in the compiled router's index\n${r1!.output()}`,
+    );
   });
 });

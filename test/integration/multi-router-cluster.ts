@@ -17,12 +17,27 @@ export const BS = 16;
 export const loopbackUrl = (port: number): string => `http://127.0.0.1:${port}`;
 
 /** `n` engines pushing their KV events to every router in `routerUrls` (one `--router-url` each). */
-export async function startEngines(n: number, routerUrls: readonly string[], extra: readonly string[] = []): Promise<Proc[]> {
+export async function startEngines(
+  n: number,
+  routerUrls: readonly string[],
+  extra: readonly string[] = [],
+): Promise<Proc[]> {
   return Promise.all(
     Array.from({ length: n }, (_, i) =>
       startMain([
-        "mocker", "--port", "0", ...routerUrls.flatMap((u) => ["--router-url", u]), "--event-batch-ms", "2",
-        "--block-size", String(BS), "--seed", String(i + 1), "--decode-ms-per-step", "8", ...extra,
+        "mocker",
+        "--port",
+        "0",
+        ...routerUrls.flatMap((u) => ["--router-url", u]),
+        "--event-batch-ms",
+        "2",
+        "--block-size",
+        String(BS),
+        "--seed",
+        String(i + 1),
+        "--decode-ms-per-step",
+        "8",
+        ...extra,
       ]),
     ),
   );
@@ -39,10 +54,21 @@ export async function startEngines(n: number, routerUrls: readonly string[], ext
 const TEST_REDIS_TIMEOUT = ["--redis-timeout", "1"];
 
 /** A router in front of `engines`; `port` 0 picks a free one. */
-export function startRouter(engines: readonly Proc[], port: number, extra: readonly string[] = []): Promise<Proc> {
-  const redisBound = extra.includes("--redis") && !extra.includes("--redis-timeout") ? TEST_REDIS_TIMEOUT : [];
+export function startRouter(
+  engines: readonly Proc[],
+  port: number,
+  extra: readonly string[] = [],
+): Promise<Proc> {
+  const redisBound =
+    extra.includes("--redis") && !extra.includes("--redis-timeout") ? TEST_REDIS_TIMEOUT : [];
   return startMain([
-    "serve", "--port", String(port), "--host", "127.0.0.1", "--block-size", String(BS),
+    "serve",
+    "--port",
+    String(port),
+    "--host",
+    "127.0.0.1",
+    "--block-size",
+    String(BS),
     ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
     ...extra,
     ...redisBound,
@@ -64,7 +90,9 @@ export async function startCluster(
   routerFlags: readonly string[] = [],
   engineFlags: readonly string[] = [],
 ): Promise<{ engines: Proc[]; routers: Proc[] }> {
-  const routers = await Promise.all(Array.from({ length: nRouters }, () => startRouter([], 0, routerFlags)));
+  const routers = await Promise.all(
+    Array.from({ length: nRouters }, () => startRouter([], 0, routerFlags)),
+  );
   const engines = await startEngines(nEngines, routers.map(urlOf), engineFlags);
   await Promise.all(routers.map((r) => registerWorkers(urlOf(r), engines)));
   return { engines, routers };
@@ -78,10 +106,15 @@ export async function registerWorkers(routerUrl: string, engines: readonly Proc[
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ url: urlOf(e) }),
     });
-    if (res.status !== 201 && res.status !== 200) throw new Error(`POST ${routerUrl}/v1/workers ${urlOf(e)}: HTTP ${res.status} ${await res.text()}`);
+    if (res.status !== 201 && res.status !== 200)
+      throw new Error(
+        `POST ${routerUrl}/v1/workers ${urlOf(e)}: HTTP ${res.status} ${await res.text()}`,
+      );
   }
   await until(
-    async () => ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === engines.length,
+    async () =>
+      ((await (await fetch(`${routerUrl}/health`)).json()) as { healthy_workers: number })
+        .healthy_workers === engines.length,
     `${routerUrl} to count ${engines.length} healthy workers`,
   );
 }
@@ -122,7 +155,11 @@ export function routing(r: Response): Routed {
 }
 
 /** Send a completion, read its body, and return the status and routing headers. */
-export async function send(routerUrl: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Routed & { status: number; text: string }> {
+export async function send(
+  routerUrl: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<Routed & { status: number; text: string }> {
   const r = await complete(routerUrl, body, headers);
   const text = await r.text();
   return { status: r.status, text, ...routing(r) };
@@ -140,7 +177,10 @@ export interface WorkerView {
 
 /** `adminToken`: for a router whose admin API is closed to addresses (--api-keys, a non-loopback --host). */
 export async function workers(routerUrl: string, adminToken?: string): Promise<WorkerView[]> {
-  const r = await fetch(`${routerUrl}/v1/workers`, adminToken === undefined ? undefined : { headers: { authorization: `Bearer ${adminToken}` } });
+  const r = await fetch(
+    `${routerUrl}/v1/workers`,
+    adminToken === undefined ? undefined : { headers: { authorization: `Bearer ${adminToken}` } },
+  );
   if (!r.ok) throw new Error(`GET /v1/workers: HTTP ${r.status}`);
   return ((await r.json()) as { workers: WorkerView[] }).workers;
 }
@@ -161,7 +201,8 @@ export interface EngineSession {
 }
 
 export async function engineSessions(engineUrl: string): Promise<EngineSession[]> {
-  return ((await (await fetch(`${engineUrl}/v1/sessions`)).json()) as { sessions: EngineSession[] }).sessions;
+  return ((await (await fetch(`${engineUrl}/v1/sessions`)).json()) as { sessions: EngineSession[] })
+    .sessions;
 }
 
 export async function engineLoras(engineUrl: string): Promise<string[]> {
@@ -169,55 +210,102 @@ export async function engineLoras(engineUrl: string): Promise<string[]> {
 }
 
 /** The binding a router's store holds for a session, read without sliding it; undefined: none. */
-export async function peekSession(routerUrl: string, id: string): Promise<{ worker_id: string; dp_rank: number; kind: string; ttl_ms: number; expires_at_ms: number } | undefined> {
+export async function peekSession(
+  routerUrl: string,
+  id: string,
+): Promise<
+  | { worker_id: string; dp_rank: number; kind: string; ttl_ms: number; expires_at_ms: number }
+  | undefined
+> {
   const r = await fetch(`${routerUrl}/debug/sessions/${encodeURIComponent(id)}`);
   if (r.status === 404) return undefined;
   if (!r.ok) throw new Error(`GET /debug/sessions/${id}: HTTP ${r.status}`);
-  return (await r.json()) as { worker_id: string; dp_rank: number; kind: string; ttl_ms: number; expires_at_ms: number };
+  return (await r.json()) as {
+    worker_id: string;
+    dp_rank: number;
+    kind: string;
+    ttl_ms: number;
+    expires_at_ms: number;
+  };
 }
 
 /** One cached block as `worker/block_hash/tokens_hash`, comparable across engines and routers. */
 export type BlockKey = string;
 
 /** Every block the engines hold (dp rank 0), from their /kv/query tree dumps. */
-export async function engineBlocks(engineUrls: readonly string[], headers: Record<string, string> = {}): Promise<Set<BlockKey>> {
+export async function engineBlocks(
+  engineUrls: readonly string[],
+  headers: Record<string, string> = {},
+): Promise<Set<BlockKey>> {
   const out = new Set<BlockKey>();
   for (const url of engineUrls) {
-    const resp = parseWorkerKvQueryResponse(await (await fetch(`${url}/kv/query?dp_rank=0`, { headers })).text());
-    if (resp.kind !== "tree_dump") throw new Error(`expected a tree dump from ${url}, got ${resp.kind}`);
+    const resp = parseWorkerKvQueryResponse(
+      await (await fetch(`${url}/kv/query?dp_rank=0`, { headers })).text(),
+    );
+    if (resp.kind !== "tree_dump")
+      throw new Error(`expected a tree dump from ${url}, got ${resp.kind}`);
     for (const ev of resp.events) {
       if (ev.event.data.type !== "stored") continue;
-      for (const b of ev.event.data.blocks) out.add(`${ev.workerId}/${b.blockHash}/${b.tokensHash}`);
+      for (const b of ev.event.data.blocks)
+        out.add(`${ev.workerId}/${b.blockHash}/${b.tokensHash}`);
     }
   }
   return out;
 }
 
 /** Every block in a router's index, from its /debug/kv/dump. */
-export async function routerBlocks(routerUrl: string, headers: Record<string, string> = {}): Promise<Set<BlockKey>> {
+export async function routerBlocks(
+  routerUrl: string,
+  headers: Record<string, string> = {},
+): Promise<Set<BlockKey>> {
   const res = await fetch(`${routerUrl}/debug/kv/dump`, { headers });
   if (!res.ok) throw new Error(`GET /debug/kv/dump: HTTP ${res.status}`);
   const json = parseJsonBigintSafe(await res.text()) as {
-    events: { worker_id: string | number | bigint; event: { data: { stored?: { blocks: { block_hash: string | number | bigint; tokens_hash: string | number | bigint }[] } } } }[];
+    events: {
+      worker_id: string | number | bigint;
+      event: {
+        data: {
+          stored?: {
+            blocks: {
+              block_hash: string | number | bigint;
+              tokens_hash: string | number | bigint;
+            }[];
+          };
+        };
+      };
+    }[];
   };
   const out = new Set<BlockKey>();
   for (const ev of json.events) {
-    for (const b of ev.event.data.stored?.blocks ?? []) out.add(`${BigInt(ev.worker_id)}/${BigInt(b.block_hash)}/${BigInt(b.tokens_hash)}`);
+    for (const b of ev.event.data.stored?.blocks ?? [])
+      out.add(`${BigInt(ev.worker_id)}/${BigInt(b.block_hash)}/${BigInt(b.tokens_hash)}`);
   }
   return out;
 }
 
 /** Whether two block sets are equal, and a one-line summary of how they differ (failure messages). */
-export function compareBlocks(engines: ReadonlySet<BlockKey>, router: ReadonlySet<BlockKey>): { same: boolean; detail: string } {
+export function compareBlocks(
+  engines: ReadonlySet<BlockKey>,
+  router: ReadonlySet<BlockKey>,
+): { same: boolean; detail: string } {
   const missing = [...engines].filter((b) => !router.has(b)).length;
   const extra = [...router].filter((b) => !engines.has(b)).length;
-  return { same: missing === 0 && extra === 0, detail: `engines ${engines.size} blocks, router ${router.size} (${missing} missing, ${extra} extra)` };
+  return {
+    same: missing === 0 && extra === 0,
+    detail: `engines ${engines.size} blocks, router ${router.size} (${missing} missing, ${extra} extra)`,
+  };
 }
 
 /** The tokens_hash of every block a router's index holds for the engine at `workerUrl` (GET /debug/kv/dump). */
-export async function indexedTokenHashes(routerUrl: string, workerUrl: string): Promise<Set<bigint>> {
+export async function indexedTokenHashes(
+  routerUrl: string,
+  workerUrl: string,
+): Promise<Set<bigint>> {
   const dump = parseJsonBigintSafe(await (await fetch(`${routerUrl}/debug/kv/dump`)).text()) as {
-    events: { worker_id: bigint | number | string; event: { data: { stored?: { blocks: { tokens_hash: bigint | number | string }[] } } } }[];
+    events: {
+      worker_id: bigint | number | string;
+      event: { data: { stored?: { blocks: { tokens_hash: bigint | number | string }[] } } };
+    }[];
   };
   const worker = workerIdFromUrl(workerUrl);
   const out = new Set<bigint>();

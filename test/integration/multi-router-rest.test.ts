@@ -8,7 +8,15 @@ import { startRedisServer, type RedisServer } from "../support/redis-server.ts";
 import { stopAll, until, type Proc } from "../support/processes.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
 import {
-  complete, engineSessions, peekSession, prompt, routing, send, startCluster, urlOf, workers,
+  complete,
+  engineSessions,
+  peekSession,
+  prompt,
+  routing,
+  send,
+  startCluster,
+  urlOf,
+  workers,
 } from "./multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
@@ -23,7 +31,14 @@ const engineById = new Map<string, string>();
 beforeAll(async () => {
   redis = await startRedisServer();
   bridge = await startUpstashBridge({ redisPort: redis.port });
-  const shared = ["--redis", bridge.url, "--redis-token", bridge.token, "--session-reaper-interval", "0.2"];
+  const shared = [
+    "--redis",
+    bridge.url,
+    "--redis-token",
+    bridge.token,
+    "--session-reaper-interval",
+    "0.2",
+  ];
   ({ engines, routers } = await startCluster(3, 2, shared));
   for (const e of engines) engineById.set(String(e.info.worker_id), urlOf(e));
   r = routers.map(urlOf);
@@ -43,24 +58,42 @@ describe("two routers over Upstash REST", () => {
       expect(first.status).toBe(200);
       const next = await send(r[1]!, { prompt: prompt(`rest-${s}-b`, 4), max_tokens: 1 }, h);
       expect(next.status).toBe(200);
-      expect({ worker: next.worker, dpRank: next.dpRank }).toEqual({ worker: first.worker, dpRank: first.dpRank });
+      expect({ worker: next.worker, dpRank: next.dpRank }).toEqual({
+        worker: first.worker,
+        dpRank: first.dpRank,
+      });
     }
     expect(bridge!.requests.get("/pipeline") ?? 0).toBeGreaterThan(0); // it really went through REST
   });
 
   test("an expired engine-backed session is closed exactly once", async () => {
-    const res = await send(r[1]!, { prompt: prompt("rest-eng", 2), max_tokens: 1, nvext: { session_control: { session_id: "rest-eng", action: "open", timeout: 1 } } });
+    const res = await send(r[1]!, {
+      prompt: prompt("rest-eng", 2),
+      max_tokens: 1,
+      nvext: { session_control: { session_id: "rest-eng", action: "open", timeout: 1 } },
+    });
     expect(res.status).toBe(200);
-    expect(await peekSession(r[0]!, "rest-eng")).toMatchObject({ worker_id: res.worker, kind: "engine-backed" });
+    expect(await peekSession(r[0]!, "rest-eng")).toMatchObject({
+      worker_id: res.worker,
+      kind: "engine-backed",
+    });
     const engine = engineById.get(res.worker)!;
-    const closed = async () => (await engineSessions(engine)).find((s) => s.session_id === "rest-eng")?.closed_count ?? 0;
-    await until(async () => (await closed()) >= 1, "the expired session to be closed on its engine");
+    const closed = async () =>
+      (await engineSessions(engine)).find((s) => s.session_id === "rest-eng")?.closed_count ?? 0;
+    await until(
+      async () => (await closed()) >= 1,
+      "the expired session to be closed on its engine",
+    );
     await Bun.sleep(600); // three more reaper periods on both routers
     expect(await closed()).toBe(1);
   });
 
   test("a long stream through router 1 shows as load in router 2's /v1/workers", async () => {
-    const res = await complete(r[0]!, { prompt: prompt("rest-long", 8), max_tokens: 5000, stream: true });
+    const res = await complete(r[0]!, {
+      prompt: prompt("rest-long", 8),
+      max_tokens: 5000,
+      stream: true,
+    });
     const reader = res.body!.getReader();
     await reader.read();
     const w = routing(res).worker;
@@ -68,7 +101,10 @@ describe("two routers over Upstash REST", () => {
       const v = (await workers(r[1]!)).find((x) => x.id === w)!;
       return v.active_prefill_tokens + v.active_decode_blocks;
     };
-    await until(async () => (await loadOn()) > 0, "router 2 to see the load through the REST stream");
+    await until(
+      async () => (await loadOn()) > 0,
+      "router 2 to see the load through the REST stream",
+    );
     await reader.cancel();
     await until(async () => (await loadOn()) === 0, "router 2 to see it freed");
   });

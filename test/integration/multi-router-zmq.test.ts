@@ -8,11 +8,14 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { computeBlockHashes } from "../../src/core/block-hash.ts";
-import { parseJsonBigintSafe } from "../../src/core/json.ts";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
 import { startStandInVllm, type StandInVllm } from "../support/stand-in-vllm.ts";
-import { pythonZmqProblem, VllmPublisherProcess, type PublisherEvent } from "../support/vllm-kv-publisher.ts";
+import {
+  pythonZmqProblem,
+  VllmPublisherProcess,
+  type PublisherEvent,
+} from "../support/vllm-kv-publisher.ts";
 import { BS, indexedTokenHashes, urlOf } from "./multi-router-cluster.ts";
 
 setDefaultTimeout(30_000);
@@ -33,8 +36,19 @@ beforeAll(async () => {
   routers = await Promise.all(
     [0, 1].map(() =>
       startMain([
-        "serve", "--port", "0", "--host", "127.0.0.1", "--block-size", String(BS), "--health-interval", "0.2",
-        "--zmq-endpoint", `${vllmUrl}=${publisher!.pub}`, "--zmq-replay-endpoint", `${vllmUrl}=${publisher!.replay}`,
+        "serve",
+        "--port",
+        "0",
+        "--host",
+        "127.0.0.1",
+        "--block-size",
+        String(BS),
+        "--health-interval",
+        "0.2",
+        "--zmq-endpoint",
+        `${vllmUrl}=${publisher!.pub}`,
+        "--zmq-replay-endpoint",
+        `${vllmUrl}=${publisher!.replay}`,
       ]),
     ),
   );
@@ -50,7 +64,11 @@ afterAll(async () => {
 const indexed = (routerUrl: string): Promise<Set<bigint>> => indexedTokenHashes(routerUrl, vllmUrl);
 
 /** Publish `events`, then empty batches until `done` holds: a late subscriber sees a seq and replays the rest. */
-async function publishUntil(events: PublisherEvent[], done: () => Promise<boolean>, what: string): Promise<void> {
+async function publishUntil(
+  events: PublisherEvent[],
+  done: () => Promise<boolean>,
+  what: string,
+): Promise<void> {
   await publisher!.waitSubscriber();
   await publisher!.publish([{ events }]);
   await until(async () => {
@@ -65,7 +83,13 @@ describe("vLLM workers over ZMQ", () => {
   test("both routers index the worker's events; neither asked it for /kv/query or a restore", async () => {
     const expected = computeBlockHashes(TOKENS, BS);
     const stored: PublisherEvent = {
-      type: "BlockStored", block_hashes: [901, 902], parent_block_hash: null, token_ids: TOKENS, block_size: BS, lora_id: null, medium: "GPU",
+      type: "BlockStored",
+      block_hashes: [901, 902],
+      parent_block_hash: null,
+      token_ids: TOKENS,
+      block_size: BS,
+      lora_id: null,
+      medium: "GPU",
     };
     const both = async () => {
       for (const p of routers) {
@@ -77,14 +101,23 @@ describe("vLLM workers over ZMQ", () => {
     await publishUntil([stored], both, "both routers to index the stored blocks");
     expect(vllm!.hits.get("/kv/query") ?? 0).toBe(0);
     for (const p of routers) {
-      const ws = (await (await fetch(`${urlOf(p)}/v1/workers`)).json()) as { workers: { id: string; url: string }[] };
-      expect(ws.workers).toEqual([expect.objectContaining({ id: workerIdFromUrl(vllmUrl).toString(), url: vllmUrl })]);
+      const ws = (await (await fetch(`${urlOf(p)}/v1/workers`)).json()) as {
+        workers: { id: string; url: string }[];
+      };
+      expect(ws.workers).toEqual([
+        expect.objectContaining({ id: workerIdFromUrl(vllmUrl).toString(), url: vllmUrl }),
+      ]);
     }
   });
 
   test("a request with that prefix is routed with the overlap the events announced", async () => {
     for (const p of routers) {
-      await until(async () => ((await (await fetch(`${urlOf(p)}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the worker to pass a health check");
+      await until(
+        async () =>
+          ((await (await fetch(`${urlOf(p)}/health`)).json()) as { healthy_workers: number })
+            .healthy_workers === 1,
+        "the worker to pass a health check",
+      );
       const r = await fetch(`${urlOf(p)}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -101,7 +134,11 @@ describe("vLLM workers over ZMQ", () => {
       for (const p of routers) if ((await indexed(urlOf(p))).size > 0) return false;
       return true;
     };
-    await publishUntil([{ type: "AllBlocksCleared" }], emptied, "both routers to drop the worker's blocks");
+    await publishUntil(
+      [{ type: "AllBlocksCleared" }],
+      emptied,
+      "both routers to drop the worker's blocks",
+    );
     expect(vllm!.hits.get("/kv/query") ?? 0).toBe(0);
   });
 });

@@ -32,7 +32,10 @@ const completion = (tag: string) => {
 const livez = "GET /livez HTTP/1.1\r\nhost: x\r\n\r\n";
 
 /** Write `wire` in one go; collect what comes back until the server closes or `statuses` answers arrived. */
-async function exchange(wire: string, statuses: number): Promise<{ text: string; closed: boolean }> {
+async function exchange(
+  wire: string,
+  statuses: number,
+): Promise<{ text: string; closed: boolean }> {
   let text = "";
   let closed = false;
   const s = await Bun.connect({
@@ -49,7 +52,11 @@ async function exchange(wire: string, statuses: number): Promise<{ text: string;
   });
   s.write(wire);
   const count = () => text.split("HTTP/1.1 ").length - 1;
-  await until(() => closed || (count() >= statuses && text.endsWith("}")), "an answer or a close", 5_000);
+  await until(
+    () => closed || (count() >= statuses && text.endsWith("}")),
+    "an answer or a close",
+    5_000,
+  );
   s.end();
   return { text, closed };
 }
@@ -73,7 +80,15 @@ describe("HTTP/1.1 pipelining", () => {
 
   test("requests one after the other on one keep-alive connection: all answered", async () => {
     let text = "";
-    const s = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data(_s, d) { text += new TextDecoder().decode(d); } } });
+    const s = await Bun.connect({
+      hostname: "127.0.0.1",
+      port,
+      socket: {
+        data(_s, d) {
+          text += new TextDecoder().decode(d);
+        },
+      },
+    });
     for (let i = 1; i <= 3; i++) {
       s.write(completion(`sequential ${i}`));
       await until(() => text.split("text_completion").length - 1 === i, `answer ${i}`, 5_000);

@@ -13,19 +13,22 @@ import { loadRules, RULES_FILE, RULES_TEST_FILE, splitAlert } from "../support/p
 
 const missing = missingTool(PROMTOOL, "prometheus");
 
-describe.skipIf(missing !== undefined)(`Prometheus rules against promtool${missing ? ` (skipped: ${missing})` : ""}`, () => {
-  test("promtool check rules: valid", () => {
-    const r = runTool([PROMTOOL, "check", "rules", RULES_FILE]);
-    expect(r.out).toContain("SUCCESS");
-    expect(r.code).toBe(0);
-  });
+describe.skipIf(missing !== undefined)(
+  `Prometheus rules against promtool${missing ? ` (skipped: ${missing})` : ""}`,
+  () => {
+    test("promtool check rules: valid", () => {
+      const r = runTool([PROMTOOL, "check", "rules", RULES_FILE]);
+      expect(r.out).toContain("SUCCESS");
+      expect(r.code).toBe(0);
+    });
 
-  test("promtool test rules: every unit test passes", () => {
-    const r = runTool([PROMTOOL, "test", "rules", RULES_TEST_FILE]);
-    expect(r.out).toContain("SUCCESS");
-    expect(r.code).toBe(0);
-  });
-});
+    test("promtool test rules: every unit test passes", () => {
+      const r = runTool([PROMTOOL, "test", "rules", RULES_TEST_FILE]);
+      expect(r.out).toContain("SUCCESS");
+      expect(r.code).toBe(0);
+    });
+  },
+);
 
 describe("the rules file's shape", () => {
   const rules = loadRules();
@@ -34,10 +37,23 @@ describe("the rules file's shape", () => {
   test("the alerts the operators asked for are all there", () => {
     const alerts = rules.filter((r) => r.alert !== undefined).map((r) => r.alert!);
     for (const a of [
-      "SwitchyardNoHealthyWorker", "SwitchyardWorkerEjected", "SwitchyardKvEventGapsRising", "SwitchyardKvEventsLost", "SwitchyardKvStreamDown",
-      "SwitchyardAdmissionRejecting", "SwitchyardRedisDown", "SwitchyardBurstClaimsFailing", "SwitchyardTokenizerMismatch", "SwitchyardRouterCpuSaturated",
-      "SwitchyardRouterDown", "SwitchyardRoutersAbsent", "SwitchyardTtftBudgetBurnFast", "SwitchyardTtftBudgetBurnSlow", "SwitchyardKvStreamStale",
-      "SwitchyardCacheHitFarBelowBest", "SwitchyardKvEventPushesRefused",
+      "SwitchyardNoHealthyWorker",
+      "SwitchyardWorkerEjected",
+      "SwitchyardKvEventGapsRising",
+      "SwitchyardKvEventsLost",
+      "SwitchyardKvStreamDown",
+      "SwitchyardAdmissionRejecting",
+      "SwitchyardRedisDown",
+      "SwitchyardBurstClaimsFailing",
+      "SwitchyardTokenizerMismatch",
+      "SwitchyardRouterCpuSaturated",
+      "SwitchyardRouterDown",
+      "SwitchyardRoutersAbsent",
+      "SwitchyardTtftBudgetBurnFast",
+      "SwitchyardTtftBudgetBurnSlow",
+      "SwitchyardKvStreamStale",
+      "SwitchyardCacheHitFarBelowBest",
+      "SwitchyardKvEventPushesRefused",
     ]) {
       expect(alerts).toContain(a);
     }
@@ -45,7 +61,9 @@ describe("the rules file's shape", () => {
 
   test("every alert has a unit test that expects it to fire", () => {
     for (const r of rules.filter((x) => x.alert !== undefined)) {
-      expect(tests).toMatch(new RegExp(`alertname: ${r.alert}\\n\\s+exp_alerts:\\n\\s+- exp_labels`));
+      expect(tests).toMatch(
+        new RegExp(`alertname: ${r.alert}\\n\\s+exp_alerts:\\n\\s+- exp_labels`),
+      );
     }
   });
 
@@ -53,7 +71,10 @@ describe("the rules file's shape", () => {
     const index = readFileSync(join(ROOT, "deploy", "runbooks", "README.md"), "utf8");
     for (const r of rules.filter((x) => x.alert !== undefined)) {
       const url = r.annotations?.runbook_url;
-      expect({ alert: r.alert, url }).toEqual({ alert: r.alert, url: `deploy/runbooks/${r.alert}.md` });
+      expect({ alert: r.alert, url }).toEqual({
+        alert: r.alert,
+        url: `deploy/runbooks/${r.alert}.md`,
+      });
       const page = join(ROOT, url!);
       expect({ page: url, exists: existsSync(page) }).toEqual({ page: url, exists: true });
       expect(readFileSync(page, "utf8").split("\n")[0]).toBe(`# ${r.alert}`);
@@ -66,14 +87,23 @@ describe("the rules file's shape", () => {
     expect(expr("SwitchyardRouterDown")).toContain('up{job="switchyard"}');
     // Absent targets count as 0: no series at all must still fire.
     expect(expr("SwitchyardRoutersAbsent")).toContain("or vector(0)");
-    for (const a of ["SwitchyardTtftBudgetBurnFast", "SwitchyardTtftBudgetBurnSlow"]) expect(expr(a)).toContain("model:switchyard_time_to_first_token_slow:ratio");
-    const windows = rules.filter((r) => r.record === "model:switchyard_time_to_first_token_slow:ratio");
-    expect(windows.every((r) => r.expr.includes("switchyard_time_to_first_token_seconds_bucket"))).toBe(true);
+    for (const a of ["SwitchyardTtftBudgetBurnFast", "SwitchyardTtftBudgetBurnSlow"])
+      expect(expr(a)).toContain("model:switchyard_time_to_first_token_slow:ratio");
+    const windows = rules.filter(
+      (r) => r.record === "model:switchyard_time_to_first_token_slow:ratio",
+    );
+    expect(
+      windows.every((r) => r.expr.includes("switchyard_time_to_first_token_seconds_bucket")),
+    ).toBe(true);
     expect(expr("SwitchyardKvStreamStale")).toContain("switchyard_kv_stream_events_total");
   });
 
   test("every alert is SIGNAL OP NUMBER (the real-Prometheus test queries SIGNAL on a healthy fleet)", () => {
-    for (const r of rules.filter((x) => x.alert !== undefined)) expect({ alert: r.alert, split: splitAlert(r.expr) !== undefined }).toEqual({ alert: r.alert, split: true });
+    for (const r of rules.filter((x) => x.alert !== undefined))
+      expect({ alert: r.alert, split: splitAlert(r.expr) !== undefined }).toEqual({
+        alert: r.alert,
+        split: true,
+      });
     expect(splitAlert("(a or b) == 0")).toEqual({ signal: "(a or b)", op: "==", threshold: 0 });
   });
 });

@@ -18,8 +18,30 @@ let engine: Proc | undefined;
 let router: Proc | undefined;
 
 beforeAll(async () => {
-  engine = await startMain(["mocker", "--port", "0", "--prefill-us-per-token", "0", "--prefill-overhead-ms", "0", "--decode-ms-per-step", "0", "--max-concurrency", "1024"]);
-  router = await startMain(["serve", "--port", "0", "--host", "127.0.0.1", "--worker", String(engine.info.url), "--log-level", "warn"]);
+  engine = await startMain([
+    "mocker",
+    "--port",
+    "0",
+    "--prefill-us-per-token",
+    "0",
+    "--prefill-overhead-ms",
+    "0",
+    "--decode-ms-per-step",
+    "0",
+    "--max-concurrency",
+    "1024",
+  ]);
+  router = await startMain([
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--worker",
+    String(engine.info.url),
+    "--log-level",
+    "warn",
+  ]);
 });
 
 afterAll(async () => {
@@ -37,11 +59,24 @@ describe("proxy smoke", () => {
   test(`${REQUESTS} streamed completions through the router: all proxied, CPU per request printed`, async () => {
     const url = `${String(router!.info.url)}/v1/completions`;
     // The bench's request: a 1024-character prompt (byte tokens without a tokenizer), 16 tokens out.
-    const body = JSON.stringify({ model: "switchyard-sim", prompt: "The router hashes every block of this prompt. ".repeat(22).slice(0, 1024), max_tokens: 16, stream: true });
+    const body = JSON.stringify({
+      model: "switchyard-sim",
+      prompt: "The router hashes every block of this prompt. ".repeat(22).slice(0, 1024),
+      max_tokens: 16,
+      stream: true,
+    });
     const once = async (): Promise<boolean> => {
-      const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body });
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
       const text = await res.text();
-      return res.status === 200 && res.headers.get("x-switchyard-worker") !== null && text.includes("[DONE]");
+      return (
+        res.status === 200 &&
+        res.headers.get("x-switchyard-worker") !== null &&
+        text.includes("[DONE]")
+      );
     };
     for (let i = 0; i < 200; i++) await once(); // warm-up: the JIT, the connection pool
     const c0 = cpuSeconds(router!.pid);
@@ -58,7 +93,9 @@ describe("proxy smoke", () => {
     );
     const seconds = (performance.now() - t0) / 1000;
     const cpuUs = ((cpuSeconds(router!.pid) - c0) / REQUESTS) * 1e6;
-    console.log(`[bench smoke] proxy: router CPU ${cpuUs.toFixed(0)} µs per request (${REQUESTS} streamed completions, ${CONCURRENCY} at a time, ${(REQUESTS / seconds).toFixed(0)} req/s on this machine; judged beside nginx in bench:proxy, not here)`);
+    console.log(
+      `[bench smoke] proxy: router CPU ${cpuUs.toFixed(0)} µs per request (${REQUESTS} streamed completions, ${CONCURRENCY} at a time, ${(REQUESTS / seconds).toFixed(0)} req/s on this machine; judged beside nginx in bench:proxy, not here)`,
+    );
     expect(ok).toBe(REQUESTS);
     expect(Number.isFinite(cpuUs) && cpuUs > 0).toBe(true);
   });

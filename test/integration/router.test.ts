@@ -28,16 +28,44 @@ beforeAll(async () => {
   engines = await Promise.all(
     [1, 2, 3, 4].map((seed) =>
       startMain([
-        "mocker", "--port", "0", "--router-url", routerUrl, "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--event-batch-ms", "2",
-        "--block-size", String(BS), "--seed", String(seed), "--decode-ms-per-step", "8",
+        "mocker",
+        "--port",
+        "0",
+        "--router-url",
+        routerUrl,
+        "--admin-token",
+        TOKEN,
+        "--events-token",
+        EVENTS_TOKEN,
+        "--event-batch-ms",
+        "2",
+        "--block-size",
+        String(BS),
+        "--seed",
+        String(seed),
+        "--decode-ms-per-step",
+        "8",
       ]),
     ),
   );
   for (const e of engines) engineUrl.set(String(e.info.worker_id), String(e.info.url));
   router = await startMain([
-    "serve", "--port", String(port), "--host", "127.0.0.1", "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--block-size", String(BS),
+    "serve",
+    "--port",
+    String(port),
+    "--host",
+    "127.0.0.1",
+    "--admin-token",
+    TOKEN,
+    "--events-token",
+    EVENTS_TOKEN,
+    "--block-size",
+    String(BS),
     // Health checks are slow here on purpose: the engine-kill test must see fencing, not a check.
-    "--health-interval", "30", "--max-body-bytes", String(MAX_BODY),
+    "--health-interval",
+    "30",
+    "--max-body-bytes",
+    String(MAX_BODY),
     ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
   ]);
 });
@@ -76,7 +104,9 @@ async function workers(): Promise<WorkerView[]> {
 }
 
 async function allIdle(): Promise<boolean> {
-  return (await workers()).every((w) => w.active_prefill_tokens === 0 && w.active_decode_blocks === 0);
+  return (await workers()).every(
+    (w) => w.active_prefill_tokens === 0 && w.active_decode_blocks === 0,
+  );
 }
 
 /** A prompt of `blocks` full blocks that shares nothing with prompts of other tags. */
@@ -108,7 +138,10 @@ async function completeAndIndex(body: Record<string, unknown>, blocks: number): 
   expect(r.status).toBe(200);
   await r.text();
   const w = routing(r).worker;
-  await until(async () => (await cachedOn(w)) >= before.get(w)! + blocks, `${blocks} new blocks of worker ${w} in the router's index`);
+  await until(
+    async () => (await cachedOn(w)) >= before.get(w)! + blocks,
+    `${blocks} new blocks of worker ${w} in the router's index`,
+  );
   return w;
 }
 
@@ -132,7 +165,9 @@ describe("routing", () => {
     const busy: Response[] = [];
     for (let i = 0; i < 3; i++) {
       // Different prompts, one session: only the binding keeps them together.
-      busy.push(await complete({ prompt: prompt(`busy${i}`, 8), max_tokens: 400, stream: true }, session));
+      busy.push(
+        await complete({ prompt: prompt(`busy${i}`, 8), max_tokens: 400, stream: true }, session),
+      );
     }
     const readers = busy.map((r) => r.body!.getReader());
     await Promise.all(readers.map((r) => r.read())); // all three are streaming now
@@ -154,7 +189,12 @@ describe("routing", () => {
   test("a client that leaves before the first byte leaks no load", async () => {
     const ac = new AbortController();
     // ~24k uncached tokens: about a second of simulated prefill before the engine answers.
-    const pending = complete({ prompt: prompt("leaver", 1500), max_tokens: 5, stream: true }, {}, "/v1/completions", ac.signal);
+    const pending = complete(
+      { prompt: prompt("leaver", 1500), max_tokens: 5, stream: true },
+      {},
+      "/v1/completions",
+      ac.signal,
+    );
     await until(async () => !(await allIdle()), "the request to be booked");
     ac.abort();
     await pending.catch(() => {});
@@ -170,7 +210,11 @@ describe("routing", () => {
   });
 
   test("chat completions are routed and answered with routing headers", async () => {
-    const r = await complete({ messages: [{ role: "user", content: prompt("chat", 4) }], max_tokens: 3 }, {}, "/v1/chat/completions");
+    const r = await complete(
+      { messages: [{ role: "user", content: prompt("chat", 4) }], max_tokens: 3 },
+      {},
+      "/v1/chat/completions",
+    );
     expect(r.status).toBe(200);
     const body = (await r.json()) as { object: string };
     expect(body.object).toBe("chat.completion");
@@ -182,7 +226,13 @@ describe("routing", () => {
     const w = await completeAndIndex({ prompt: tokens, max_tokens: 1 }, 4);
     // The count above may include late blocks of earlier tests: wait for these very blocks.
     await until(async () => {
-      const r = (await (await fetch(`${routerUrl}/v1/route`, { method: "POST", headers: admin, body: JSON.stringify({ tokens }) })).json()) as { request_id: string; overlap_blocks: number };
+      const r = (await (
+        await fetch(`${routerUrl}/v1/route`, {
+          method: "POST",
+          headers: admin,
+          body: JSON.stringify({ tokens }),
+        })
+      ).json()) as { request_id: string; overlap_blocks: number };
       await fetch(`${routerUrl}/v1/route/${r.request_id}/free`, { method: "POST", headers: admin });
       return r.overlap_blocks === 4;
     }, "the prompt's 4 blocks in the router's index");
@@ -221,7 +271,13 @@ describe("index", () => {
     let detail = "";
     await until(
       async () => {
-        const [e, r] = await Promise.all([engineBlocks(engines.map((p) => String(p.info.url)), admin), routerBlocks(routerUrl, admin)]);
+        const [e, r] = await Promise.all([
+          engineBlocks(
+            engines.map((p) => String(p.info.url)),
+            admin,
+          ),
+          routerBlocks(routerUrl, admin),
+        ]);
         const c = compareBlocks(e, r);
         detail = c.detail;
         return e.size > 0 && c.same;
@@ -240,21 +296,37 @@ describe("route protocol for frontends that forward themselves", () => {
       body: JSON.stringify({ tokens, request_id: "ext-1" }),
     });
     expect(r.status).toBe(200);
-    const d = (await r.json()) as { request_id: string; worker_id: string; dp_rank: number; overlap_blocks: number };
+    const d = (await r.json()) as {
+      request_id: string;
+      worker_id: string;
+      dp_rank: number;
+      overlap_blocks: number;
+    };
     expect(d).toMatchObject({ request_id: "ext-1", dp_rank: 0, overlap_blocks: 0 });
     expect(engineUrl.has(d.worker_id)).toBe(true);
     const mine = async () => (await workers()).find((w) => w.id === d.worker_id)!;
     expect((await mine()).active_prefill_tokens).toBe(3 * BS);
 
-    const again = await fetch(`${routerUrl}/v1/route`, { method: "POST", headers: admin, body: JSON.stringify({ tokens, request_id: "ext-1" }) });
+    const again = await fetch(`${routerUrl}/v1/route`, {
+      method: "POST",
+      headers: admin,
+      body: JSON.stringify({ tokens, request_id: "ext-1" }),
+    });
     expect(again.status).toBe(409);
     for (const bad of ["a\u0000b", "x".repeat(257)]) {
-      const refused = await fetch(`${routerUrl}/v1/route`, { method: "POST", headers: admin, body: JSON.stringify({ tokens, request_id: bad }) });
+      const refused = await fetch(`${routerUrl}/v1/route`, {
+        method: "POST",
+        headers: admin,
+        body: JSON.stringify({ tokens, request_id: bad }),
+      });
       expect(refused.status).toBe(400);
       expect(JSON.stringify(await refused.json())).toContain("request_id");
     }
 
-    const p = await fetch(`${routerUrl}/v1/route/ext-1/prefill-done`, { method: "POST", headers: admin });
+    const p = await fetch(`${routerUrl}/v1/route/ext-1/prefill-done`, {
+      method: "POST",
+      headers: admin,
+    });
     expect(await p.json()).toEqual({ success: true });
     expect((await mine()).active_prefill_tokens).toBe(0);
     expect((await mine()).active_decode_blocks).toBeGreaterThan(0);
@@ -266,8 +338,21 @@ describe("route protocol for frontends that forward themselves", () => {
   });
 
   test("events of an unregistered worker are counted and dropped", async () => {
-    const batch = [{ worker_id: 12345, event: { event_id: 0, dp_rank: 0, data: { stored: { parent_hash: null, blocks: [{ block_hash: 1, tokens_hash: 2 }] } } } }];
-    const r = await fetch(`${routerUrl}/v1/kv/events`, { method: "POST", headers: admin, body: JSON.stringify(batch) });
+    const batch = [
+      {
+        worker_id: 12345,
+        event: {
+          event_id: 0,
+          dp_rank: 0,
+          data: { stored: { parent_hash: null, blocks: [{ block_hash: 1, tokens_hash: 2 }] } },
+        },
+      },
+    ];
+    const r = await fetch(`${routerUrl}/v1/kv/events`, {
+      method: "POST",
+      headers: admin,
+      body: JSON.stringify(batch),
+    });
     expect(await r.json()).toEqual({ accepted: 0, dropped: 1 });
     const metrics = await (await fetch(`${routerUrl}/metrics`)).text();
     expect(metrics).toMatch(/switchyard_kv_events_dropped_total\{reason="unknown_worker"\} [1-9]/);
@@ -283,20 +368,36 @@ describe("bad requests", () => {
     expect(typeof body.error.code).toBe("string");
   }
   const post = (path: string, body: string, headers: Record<string, string> = {}) =>
-    fetch(`${routerUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+    fetch(`${routerUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body,
+    });
 
   test("invalid JSON, missing or mistyped fields get 400 naming the field", async () => {
     await expectError(await post("/v1/completions", "{not json"), 400, "not valid JSON");
     await expectError(await post("/v1/completions", "{}"), 400, "prompt");
     await expectError(await post("/v1/completions", '{"prompt": 5}'), 400, "prompt");
     await expectError(await post("/v1/completions", '{"prompt": [1, -2]}'), 400, "prompt[1]");
-    await expectError(await post("/v1/completions", '{"prompt": "x", "stream": "yes"}'), 400, "stream");
-    await expectError(await post("/v1/chat/completions", '{"messages": [{"content": "hi"}]}'), 400, "messages[0].role");
+    await expectError(
+      await post("/v1/completions", '{"prompt": "x", "stream": "yes"}'),
+      400,
+      "stream",
+    );
+    await expectError(
+      await post("/v1/chat/completions", '{"messages": [{"content": "hi"}]}'),
+      400,
+      "messages[0].role",
+    );
     await expectError(await post("/v1/completions", "[1,2]"), 400, "JSON object");
   });
 
   test("a body over --max-body-bytes gets 413", async () => {
-    await expectError(await post("/v1/completions", JSON.stringify({ prompt: "x".repeat(MAX_BODY) })), 413, "limit");
+    await expectError(
+      await post("/v1/completions", JSON.stringify({ prompt: "x".repeat(MAX_BODY) })),
+      413,
+      "limit",
+    );
   });
 
   test("admin endpoints without the token get 401, with a wrong one too", async () => {
@@ -305,16 +406,36 @@ describe("bad requests", () => {
     await expectError(await fetch(`${routerUrl}/v1/workers`, { method: "DELETE" }), 401, "Bearer");
     await expectError(await post("/v1/kv/events", "[]"), 401, "Bearer");
     await expectError(await post("/v1/route", '{"tokens":[1]}'), 401, "Bearer");
-    await expectError(await fetch(`${routerUrl}/debug/kv/dump`, { headers: { authorization: "Bearer nope" } }), 401, "not the admin token");
+    await expectError(
+      await fetch(`${routerUrl}/debug/kv/dump`, { headers: { authorization: "Bearer nope" } }),
+      401,
+      "not the admin token",
+    );
   });
 
   test("admin bodies are validated with the field named", async () => {
     await expectError(await post("/v1/workers", '{"url": 5}', admin), 400, "url");
-    await expectError(await post("/v1/workers", '{"url": "http://127.0.0.1:1", "block_size": 8}', admin), 400, "block_size");
-    await expectError(await post("/v1/kv/events", '[{"worker_id": "x", "event": {}}]', admin), 400, "worker_id");
+    await expectError(
+      await post("/v1/workers", '{"url": "http://127.0.0.1:1", "block_size": 8}', admin),
+      400,
+      "block_size",
+    );
+    await expectError(
+      await post("/v1/kv/events", '[{"worker_id": "x", "event": {}}]', admin),
+      400,
+      "worker_id",
+    );
     await expectError(await post("/v1/route", '{"tokens": []}', admin), 400, "tokens");
-    await expectError(await fetch(`${routerUrl}/v1/workers/abc`, { method: "DELETE", headers: admin }), 400, "worker id");
-    await expectError(await fetch(`${routerUrl}/v1/workers/99`, { method: "DELETE", headers: admin }), 404, "not registered");
+    await expectError(
+      await fetch(`${routerUrl}/v1/workers/abc`, { method: "DELETE", headers: admin }),
+      400,
+      "worker id",
+    );
+    await expectError(
+      await fetch(`${routerUrl}/v1/workers/99`, { method: "DELETE", headers: admin }),
+      404,
+      "not registered",
+    );
   });
 
   test("an unknown path gets a 404 in OpenAI's shape", async () => {
@@ -330,21 +451,50 @@ describe("workers", () => {
   });
 
   test("register and remove a worker at run time; its blocks leave the index", async () => {
-    const extra = await startMain(["mocker", "--port", "0", "--router-url", routerUrl, "--admin-token", TOKEN, "--events-token", EVENTS_TOKEN, "--event-batch-ms", "2"]);
+    const extra = await startMain([
+      "mocker",
+      "--port",
+      "0",
+      "--router-url",
+      routerUrl,
+      "--admin-token",
+      TOKEN,
+      "--events-token",
+      EVENTS_TOKEN,
+      "--event-batch-ms",
+      "2",
+    ]);
     try {
-      const r = await fetch(`${routerUrl}/v1/workers`, { method: "POST", headers: admin, body: JSON.stringify({ url: extra.info.url }) });
+      const r = await fetch(`${routerUrl}/v1/workers`, {
+        method: "POST",
+        headers: admin,
+        body: JSON.stringify({ url: extra.info.url }),
+      });
       expect(r.status).toBe(201);
       const reg = (await r.json()) as { id: string; created: boolean };
       expect(reg.id).toBe(String(extra.info.worker_id)); // workerIdFromUrl, as the engine derives it
-      const again = await fetch(`${routerUrl}/v1/workers`, { method: "POST", headers: admin, body: JSON.stringify({ url: extra.info.url }) });
+      const again = await fetch(`${routerUrl}/v1/workers`, {
+        method: "POST",
+        headers: admin,
+        body: JSON.stringify({ url: extra.info.url }),
+      });
       expect(again.status).toBe(200);
 
       // Fill it directly (not through the router): the events reach the router's index.
-      const direct = await fetch(`${extra.info.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: prompt("extra", 5), max_tokens: 1 }) });
+      const direct = await fetch(`${extra.info.url}/v1/completions`, {
+        method: "POST",
+        body: JSON.stringify({ prompt: prompt("extra", 5), max_tokens: 1 }),
+      });
       await direct.text();
-      await until(async () => (await cachedOn(reg.id)) >= 5, "the new worker's blocks in the index");
+      await until(
+        async () => (await cachedOn(reg.id)) >= 5,
+        "the new worker's blocks in the index",
+      );
 
-      const del = await fetch(`${routerUrl}/v1/workers/${reg.id}`, { method: "DELETE", headers: admin });
+      const del = await fetch(`${routerUrl}/v1/workers/${reg.id}`, {
+        method: "DELETE",
+        headers: admin,
+      });
       expect(del.status).toBe(200);
       expect((await workers()).some((w) => w.id === reg.id)).toBe(false);
       const dump = await (await fetch(`${routerUrl}/debug/kv/dump`, { headers: admin })).text();
@@ -356,11 +506,16 @@ describe("workers", () => {
 });
 
 describe("an engine dies", () => {
-  test("its stream breaks; new requests fail over to another worker; load returns to 0", async () => {
+  test("its stream breaks (migration turned off for it); new requests fail over to another worker; load returns to 0", async () => {
     const base = prompt("doomed", 12);
     const victim = await completeAndIndex({ prompt: base, max_tokens: 1 }, 12);
 
-    const streaming = await complete({ prompt: `${base} long answer`, max_tokens: 2000, stream: true });
+    // The client turned migration off (test/integration/stream-migration*.test.ts cover the
+    // default, where the stream goes on on another engine).
+    const streaming = await complete(
+      { prompt: `${base} long answer`, max_tokens: 2000, stream: true },
+      { "x-switchyard-migrate": "off" },
+    );
     expect(routing(streaming).worker).toBe(victim);
     const reader = streaming.body!.getReader();
     await reader.read();
@@ -389,7 +544,9 @@ describe("an engine dies", () => {
 
     const metrics = await (await fetch(`${routerUrl}/metrics`)).text();
     // The series exists from registration at 0 (src/observe/zero-series.ts): the failure made it 1 or more.
-    expect(metrics).toMatch(new RegExp(`switchyard_upstream_failures_total\\{worker="${victim}"\\} [1-9]`));
+    expect(metrics).toMatch(
+      new RegExp(`switchyard_upstream_failures_total\\{worker="${victim}"\\} [1-9]`),
+    );
     expect((await workers()).find((w) => w.id === victim)?.healthy).toBe(false);
 
     // Fenced: later requests do not even try it.

@@ -33,7 +33,14 @@ describe("security (real router)", () => {
       },
     });
     engines = await startEngines(1, [], ["--max-loras", "1"]);
-    router = await startRouter(engines, 0, ["--lora-load-on-demand", "--lora-evict", "--max-retries", "0", "--health-interval", "0.2"]);
+    router = await startRouter(engines, 0, [
+      "--lora-load-on-demand",
+      "--lora-evict",
+      "--max-retries",
+      "0",
+      "--health-interval",
+      "0.2",
+    ]);
     url = urlOf(router);
   });
   afterAll(async () => {
@@ -58,10 +65,22 @@ describe("security (real router)", () => {
     // Register the failing engine alone, under its own router (no other worker to fall back on).
     // One retry allowed, one worker: the router gives up itself (502) instead of passing the
     // engine's last answer through, which a proxy does for answers it does not retry.
-    const solo = await startRouter([], 0, ["--worker", engineUrl, "--max-retries", "1", "--health-interval", "0.2"]);
+    const solo = await startRouter([], 0, [
+      "--worker",
+      engineUrl,
+      "--max-retries",
+      "1",
+      "--health-interval",
+      "0.2",
+    ]);
     try {
       const soloUrl = urlOf(solo);
-      await until(async () => ((await (await fetch(`${soloUrl}/health`)).json()) as { healthy_workers: number }).healthy_workers === 1, "the fake engine to be healthy");
+      await until(
+        async () =>
+          ((await (await fetch(`${soloUrl}/health`)).json()) as { healthy_workers: number })
+            .healthy_workers === 1,
+        "the fake engine to be healthy",
+      );
       const res = await fetch(`${soloUrl}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -83,12 +102,26 @@ describe("security (real router)", () => {
   test("the router's own calls to an engine carry --engine-token, never the admin token", async () => {
     const engineUrl = `http://127.0.0.1:${fakeEngine!.port}`;
     const before = engineCalls.length;
-    const r = await startRouter([], 0, ["--worker", engineUrl, "--admin-token", ADMIN_TOKEN, "--engine-token", ENGINE_TOKEN, "--host", "127.0.0.1"]);
+    const r = await startRouter([], 0, [
+      "--worker",
+      engineUrl,
+      "--admin-token",
+      ADMIN_TOKEN,
+      "--engine-token",
+      ENGINE_TOKEN,
+      "--host",
+      "127.0.0.1",
+    ]);
     try {
       const own = (c: string) => c.startsWith("/kv/query") || c.startsWith("/v1/engine/info");
-      await until(() => engineCalls.slice(before).filter(own).length >= 2, "the router's /v1/engine/info and /kv/query calls");
+      await until(
+        () => engineCalls.slice(before).filter(own).length >= 2,
+        "the router's /v1/engine/info and /kv/query calls",
+      );
       const calls = engineCalls.slice(before);
-      expect(calls.filter(own).map((c) => c.split(" ").slice(1).join(" "))).toEqual(calls.filter(own).map(() => `Bearer ${ENGINE_TOKEN}`));
+      expect(calls.filter(own).map((c) => c.split(" ").slice(1).join(" "))).toEqual(
+        calls.filter(own).map(() => `Bearer ${ENGINE_TOKEN}`),
+      );
       expect(calls.some((c) => c.includes(ADMIN_TOKEN))).toBe(false);
     } finally {
       await r.stop();
@@ -97,17 +130,28 @@ describe("security (real router)", () => {
 
   test("POST /v1/workers refuses this router's own URL and any router's, and URLs off --worker-allow", async () => {
     const register = (routerUrl: string, workerUrl: string) =>
-      fetch(`${routerUrl}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ url: workerUrl }) });
+      fetch(`${routerUrl}/v1/workers`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ url: workerUrl }),
+      });
     const own = await register(url, url);
     expect(own.status).toBe(400);
-    expect(((await own.json()) as { error: { param: string; message: string } }).error).toMatchObject({ param: "url" });
+    expect(
+      ((await own.json()) as { error: { param: string; message: string } }).error,
+    ).toMatchObject({ param: "url" });
     const ownByName = await register(url, url.replace("127.0.0.1", "localhost"));
     expect(ownByName.status).toBe(400);
-    const other = await startRouter([], 0, ["--worker-allow", `${urlOf(engines[0]!).replace(/:\d+$/, "")}:*`]);
+    const other = await startRouter([], 0, [
+      "--worker-allow",
+      `${urlOf(engines[0]!).replace(/:\d+$/, "")}:*`,
+    ]);
     try {
       const peer = await register(url, urlOf(other));
       expect(peer.status).toBe(400);
-      expect(((await peer.json()) as { error: { message: string } }).error.message).toContain("answers as a Switchyard router");
+      expect(((await peer.json()) as { error: { message: string } }).error.message).toContain(
+        "answers as a Switchyard router",
+      );
       // The other router allows only loopback engine URLs of the pattern; the engine matches.
       expect((await register(urlOf(other), "http://10.255.255.1:8000")).status).toBe(400);
       expect((await register(urlOf(other), urlOf(engines[0]!))).status).toBe(201);
@@ -115,7 +159,9 @@ describe("security (real router)", () => {
       await other.stop();
     }
     // Nothing was registered on the first router by the refused calls.
-    const listed = (await (await fetch(`${url}/v1/workers`)).json()) as { workers: { url: string }[] };
+    const listed = (await (await fetch(`${url}/v1/workers`)).json()) as {
+      workers: { url: string }[];
+    };
     expect(listed.workers.map((w) => w.url)).toEqual([urlOf(engines[0]!)]);
   });
 
@@ -127,7 +173,9 @@ describe("security (real router)", () => {
         port,
         socket: {
           open(s) {
-            s.write("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n");
+            s.write(
+              "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n",
+            );
           },
           data() {},
           close: () => resolve(),
@@ -135,7 +183,10 @@ describe("security (real router)", () => {
         },
       });
     });
-    await until(() => router!.output().includes("request body could not be read"), "the body-read log line");
+    await until(
+      () => router!.output().includes("request body could not be read"),
+      "the body-read log line",
+    );
     expect(router!.output()).not.toMatch(/unhandled error: \n/);
   });
 });

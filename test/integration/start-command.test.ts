@@ -3,7 +3,15 @@
  * embedded simulated engines, ready for curl. Also the command dispatch of main.ts.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { freePort, MAIN, ROOT, startMain, stopAll, until, type Proc } from "../support/processes.ts";
+import {
+  freePort,
+  MAIN,
+  ROOT,
+  startMain,
+  stopAll,
+  until,
+  type Proc,
+} from "../support/processes.ts";
 
 // Real processes: starting them and polling their state takes longer than the 5 s default.
 setDefaultTimeout(30_000);
@@ -25,19 +33,27 @@ afterAll(async () => {
 async function metric(name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   let sum = 0;
-  for (const line of text.split("\n")) if (line.startsWith(name)) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  for (const line of text.split("\n"))
+    if (line.startsWith(name)) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
   return sum;
 }
 
 test("a curl-like completion is answered with routing headers, and /metrics moves", async () => {
-  const health = (await (await fetch(`${url}/health`)).json()) as { workers: number; healthy_workers: number };
+  const health = (await (await fetch(`${url}/health`)).json()) as {
+    workers: number;
+    healthy_workers: number;
+  };
   expect(health).toMatchObject({ workers: 2, healthy_workers: 2 });
   const before = await metric("switchyard_requests_total");
 
   const r = await fetch(`${url}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "switchyard-sim", prompt: "Hello from the start command test", max_tokens: 4 }),
+    body: JSON.stringify({
+      model: "switchyard-sim",
+      prompt: "Hello from the start command test",
+      max_tokens: 4,
+    }),
   });
   expect(r.status).toBe(200);
   const body = (await r.json()) as { choices: { text: string }[] };
@@ -46,10 +62,18 @@ test("a curl-like completion is answered with routing headers, and /metrics move
   expect(r.headers.get("x-switchyard-dp-rank")).toBe("0");
   expect(r.headers.get("x-switchyard-overlap-blocks")).toMatch(/^\d+$/);
 
-  await until(async () => (await metric("switchyard_requests_total")) === before + 1, "requests_total to count the request");
-  expect(await metric('switchyard_routing_overhead_seconds_count{phase="total"}')).toBeGreaterThan(0);
+  await until(
+    async () => (await metric("switchyard_requests_total")) === before + 1,
+    "requests_total to count the request",
+  );
+  expect(await metric('switchyard_routing_overhead_seconds_count{phase="total"}')).toBeGreaterThan(
+    0,
+  );
   // The embedded engines push their KV events to this router.
-  await until(async () => (await metric("switchyard_index_blocks")) > 0, "the index to hold the prompt's blocks");
+  await until(
+    async () => (await metric("switchyard_index_blocks")) > 0,
+    "the index to hold the prompt's blocks",
+  );
 });
 
 test("without an admin token, admin endpoints answer loopback clients", async () => {
@@ -61,7 +85,11 @@ test("without an admin token, admin endpoints answer loopback clients", async ()
 });
 
 test("every command answers --help", () => {
-  for (const [cmd, needle] of [["serve", "--worker"], ["mocker", "--kv-blocks"], ["transfer", "switchyard transfer"]] as const) {
+  for (const [cmd, needle] of [
+    ["serve", "--worker"],
+    ["mocker", "--kv-blocks"],
+    ["transfer", "switchyard transfer"],
+  ] as const) {
     const r = Bun.spawnSync({ cmd: [process.execPath, MAIN, cmd, "--help"], cwd: ROOT });
     expect(r.exitCode).toBe(0);
     expect(r.stdout.toString()).toContain(needle);
@@ -77,11 +105,17 @@ test("unknown commands and bad flags fail with a message", async () => {
   const typo = Bun.spawnSync({ cmd: [process.execPath, MAIN, "mockr"], cwd: ROOT });
   expect(typo.exitCode).toBe(2);
   expect(typo.stderr.toString()).toContain('unknown command "mockr"; did you mean "mocker"?');
-  const flag = Bun.spawnSync({ cmd: [process.execPath, MAIN, "serve", "--blok-size", "16"], cwd: ROOT });
+  const flag = Bun.spawnSync({
+    cmd: [process.execPath, MAIN, "serve", "--blok-size", "16"],
+    cwd: ROOT,
+  });
   expect(flag.exitCode).toBe(2);
   expect(flag.stderr.toString()).toContain("--blok-size: unknown flag; did you mean --block-size?");
 
-  const bad = Bun.spawnSync({ cmd: [process.execPath, MAIN, "serve", "--port", "x", "--policy", "nope"], cwd: ROOT });
+  const bad = Bun.spawnSync({
+    cmd: [process.execPath, MAIN, "serve", "--port", "x", "--policy", "nope"],
+    cwd: ROOT,
+  });
   expect(bad.exitCode).toBe(2);
   const err = bad.stderr.toString();
   expect(err).toContain("--port");

@@ -26,10 +26,21 @@ afterAll(async () => {
  * the test gives it (CI itself sets SWITCHYARD_IMAGE_TEST, which the router rightly warns about,
  * and that warning would be a second stderr line here).
  */
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SWITCHYARD_")));
+const cleanEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.startsWith("SWITCHYARD_")),
+);
 
-async function serveFails(args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
-  const p = Bun.spawn({ cmd: [process.execPath, MAIN, "serve", ...args], cwd: ROOT, env: { ...cleanEnv, ...env }, stdout: "pipe", stderr: "pipe" });
+async function serveFails(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stderr: string }> {
+  const p = Bun.spawn({
+    cmd: [process.execPath, MAIN, "serve", ...args],
+    cwd: ROOT,
+    env: { ...cleanEnv, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   started.push(p);
   const code = await Promise.race([p.exited, Bun.sleep(15_000).then(() => null)]);
   return { code, stderr: await new Response(p.stderr).text() };
@@ -46,9 +57,16 @@ describe("start-up inputs that cannot work: one line, exit 2", () => {
   test("a port already in use (the line names --port; nothing else is printed)", async () => {
     const taken = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     try {
-      const { code, stderr } = await serveFails(["--port", String(taken.port), "--host", "127.0.0.1"]);
+      const { code, stderr } = await serveFails([
+        "--port",
+        String(taken.port),
+        "--host",
+        "127.0.0.1",
+      ]);
       expect(code).toBe(2);
-      expect(stderr.trim().split("\n")).toEqual([`--port ${taken.port}: 127.0.0.1:${taken.port} is already in use (another process listens there; pick another --port, or 0 for any free one)`]);
+      expect(stderr.trim().split("\n")).toEqual([
+        `--port ${taken.port}: 127.0.0.1:${taken.port} is already in use (another process listens there; pick another --port, or 0 for any free one)`,
+      ]);
     } finally {
       taken.stop(true);
     }
@@ -79,7 +97,14 @@ describe("start-up inputs that cannot work: one line, exit 2", () => {
   }, 45_000);
 
   test("a tokenizer directory that cannot be read (the one line after the start-up log)", async () => {
-    const { code, stderr } = await serveFails(["--port", "0", "--log-level", "warn", "--tokenizer", join(dir, "no-tokenizer")]);
+    const { code, stderr } = await serveFails([
+      "--port",
+      "0",
+      "--log-level",
+      "warn",
+      "--tokenizer",
+      join(dir, "no-tokenizer"),
+    ]);
     expect(code).toBe(2);
     expectNoStack(stderr);
     expect(stderr.trim().split("\n")).toHaveLength(1);
@@ -90,16 +115,45 @@ describe("start-up inputs that cannot work: one line, exit 2", () => {
     const cert = join(dir, "tls.crt");
     const key = join(dir, "tls.key");
     const other = join(dir, "other.key");
-    const made = Bun.spawnSync({ cmd: ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost"], stderr: "pipe" });
+    const made = Bun.spawnSync({
+      cmd: [
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+        "-days",
+        "1",
+        "-subj",
+        "/CN=localhost",
+      ],
+      stderr: "pipe",
+    });
     expect(made.exitCode).toBe(0);
-    expect(Bun.spawnSync({ cmd: ["openssl", "genrsa", "-out", other, "2048"], stderr: "pipe" }).exitCode).toBe(0);
-    const missing = await serveFails(["--port", "0", "--tls-cert", join(dir, "none.crt"), "--tls-key", key]);
+    expect(
+      Bun.spawnSync({ cmd: ["openssl", "genrsa", "-out", other, "2048"], stderr: "pipe" }).exitCode,
+    ).toBe(0);
+    const missing = await serveFails([
+      "--port",
+      "0",
+      "--tls-cert",
+      join(dir, "none.crt"),
+      "--tls-key",
+      key,
+    ]);
     expect(missing.code).toBe(2);
     expectNoStack(missing.stderr);
     expect(missing.stderr).toContain(`--tls-cert ${join(dir, "none.crt")}: cannot read`);
     const mismatch = await serveFails(["--port", "0", "--tls-cert", cert, "--tls-key", other]);
     expect(mismatch.code).toBe(2);
-    expect(mismatch.stderr).toContain(`--tls-key ${other}: not the private key of the certificate in ${cert}`);
+    expect(mismatch.stderr).toContain(
+      `--tls-key ${other}: not the private key of the certificate in ${cert}`,
+    );
     const alone = await serveFails(["--port", "0", "--tls-cert", cert]);
     expect(alone.code).toBe(2);
     expect(alone.stderr).toContain("--tls-cert: needs --tls-key");
@@ -118,14 +172,24 @@ describe("start-up inputs that cannot work: one line, exit 2", () => {
  * for its listening line: the process, the stderr so far, and that line.
  */
 async function serveListening(args: readonly string[], env: Record<string, string> = {}) {
-  const p = Bun.spawn({ cmd: [process.execPath, MAIN, "serve", ...args], cwd: ROOT, env: { ...cleanEnv, ...env }, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn({
+    cmd: [process.execPath, MAIN, "serve", ...args],
+    cwd: ROOT,
+    env: { ...cleanEnv, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   started.push(p);
   let err = "";
   void (async () => {
     const dec = new TextDecoder();
     for await (const c of p.stderr) err += dec.decode(c, { stream: true });
   })().catch(() => {});
-  const line = await until(() => err.split("\n").find((l) => l.includes("switchyard listening on")), () => `the listening line\n${err}`, 15_000);
+  const line = await until(
+    () => err.split("\n").find((l) => l.includes("switchyard listening on")),
+    () => `the listening line\n${err}`,
+    15_000,
+  );
   return { p, stderr: () => err, line };
 }
 
@@ -141,7 +205,10 @@ describe("a real router process", () => {
   test("reads a YAML --config, and warns once about each unknown SWITCHYARD_* variable", async () => {
     const config = join(dir, "router.yaml");
     writeFileSync(config, "port: 0\nblock-size: 32\npolicy: round-robin\nlog-level: info\n");
-    const { p, stderr, line } = await serveListening(["--config", config], { SWITCHYARD_BLOKC_SIZE: "64", SWITCHYARD_BLOCK_SIZE: "" });
+    const { p, stderr, line } = await serveListening(["--config", config], {
+      SWITCHYARD_BLOKC_SIZE: "64",
+      SWITCHYARD_BLOCK_SIZE: "",
+    });
     expect(line).toContain("block_size=32");
     expect(line).toContain("policy=round-robin");
     expectOneWarning(stderr(), "SWITCHYARD_BLOKC_SIZE", "did you mean SWITCHYARD_BLOCK_SIZE?");
@@ -151,7 +218,9 @@ describe("a real router process", () => {
 
   test("bound to every interface, the listening line says so (not the loopback URL alone)", async () => {
     const { p, line } = await serveListening(["--port", "0", "--host", "0.0.0.0"]);
-    expect(line).toMatch(/switchyard listening on http:\/\/0\.0\.0\.0:\d+ \(every interface; http:\/\/127\.0\.0\.1:\d+ from this host\)/);
+    expect(line).toMatch(
+      /switchyard listening on http:\/\/0\.0\.0\.0:\d+ \(every interface; http:\/\/127\.0\.0\.1:\d+ from this host\)/,
+    );
     p.kill("SIGKILL");
     await p.exited;
   }, 30_000);
@@ -167,7 +236,9 @@ describe("a real router process", () => {
     for (const args of [["--version"], ["serve", "--version"]]) {
       const r = Bun.spawnSync({ cmd: [process.execPath, MAIN, ...args], cwd: ROOT });
       expect(r.exitCode).toBe(0);
-      expect(r.stdout.toString().trim()).toBe(`switchyard ${pkg.version} (unknown, bun ${Bun.version})`);
+      expect(r.stdout.toString().trim()).toBe(
+        `switchyard ${pkg.version} (unknown, bun ${Bun.version})`,
+      );
     }
   });
 });

@@ -9,7 +9,14 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { workerIdFromUrl } from "../../src/core/worker-id.ts";
 import { until } from "../support/processes.ts";
-import { enginePod, metric, NAMESPACE, startK8sCluster, workers, type K8sCluster } from "./k8s-cluster.ts";
+import {
+  enginePod,
+  metric,
+  NAMESPACE,
+  startK8sCluster,
+  workers,
+  type K8sCluster,
+} from "./k8s-cluster.ts";
 import { assemble, openStream, received, reference } from "./migration-support.ts";
 
 setDefaultTimeout(60_000);
@@ -36,13 +43,24 @@ afterAll(async () => {
 });
 
 test("a stream on a pod that begins terminating moves after --migrate-after; exact text, the worker not blamed", async () => {
-  await until(async () => (await workers(c.routerUrl)).find((w) => w.url === urlOf(0))?.healthy === true, "engine-0 routable");
-  const body = { prompt: "a long answer from a pod about to go", max_tokens: 150, seed: 11, stream_options: { include_usage: true } };
+  await until(
+    async () => (await workers(c.routerUrl)).find((w) => w.url === urlOf(0))?.healthy === true,
+    "engine-0 routable",
+  );
+  const body = {
+    prompt: "a long answer from a pod about to go",
+    max_tokens: 150,
+    seed: 11,
+    stream_options: { include_usage: true },
+  };
   const live = openStream(c.routerUrl, "completions", body);
   await until(() => received(live) >= 3, "the stream under way on engine-0");
   expect(live.worker).toBe(idOf(0));
   c.api.setReady("engine-1", true, NAMESPACE);
-  await until(async () => (await workers(c.routerUrl)).find((w) => w.url === urlOf(1))?.healthy === true, "engine-1 routable");
+  await until(
+    async () => (await workers(c.routerUrl)).find((w) => w.url === urlOf(1))?.healthy === true,
+    "engine-1 routable",
+  );
   c.api.terminatePod("engine-0", NAMESPACE);
   await live.done;
   const a = assemble(live.raw);
@@ -53,9 +71,20 @@ test("a stream on a pod that begins terminating moves after --migrate-after; exa
   expect(a.text).toBe(ref.text);
   expect(a.usage?.completion_tokens).toBe(150);
   expect(a.usage?.prompt_tokens).toBe(ref.usage.prompt_tokens);
-  expect(a.notes.some((n) => n.includes(`from worker ${idOf(0)} to worker ${idOf(1)} (planned move`))).toBe(true);
-  expect(await metric(c.routerUrl, "switchyard_stream_migrations_total", 'outcome="moved"')).toBe(1);
-  expect(await metric(c.routerUrl, "switchyard_requests_total", `worker="${idOf(0)}",status="migrated"`)).toBe(1);
-  expect(await metric(c.routerUrl, "switchyard_worker_ejections_total", `worker="${idOf(0)}"`)).toBe(0);
-  await until(async () => (await metric(c.routerUrl, "switchyard_active_decode_blocks")) === 0, "every booking to be freed");
+  expect(
+    a.notes.some((n) => n.includes(`from worker ${idOf(0)} to worker ${idOf(1)} (planned move`)),
+  ).toBe(true);
+  expect(await metric(c.routerUrl, "switchyard_stream_migrations_total", 'outcome="moved"')).toBe(
+    1,
+  );
+  expect(
+    await metric(c.routerUrl, "switchyard_requests_total", `worker="${idOf(0)}",status="migrated"`),
+  ).toBe(1);
+  expect(
+    await metric(c.routerUrl, "switchyard_worker_ejections_total", `worker="${idOf(0)}"`),
+  ).toBe(0);
+  await until(
+    async () => (await metric(c.routerUrl, "switchyard_active_decode_blocks")) === 0,
+    "every booking to be freed",
+  );
 });

@@ -16,7 +16,16 @@ afterAll(async () => {
   await stopAll(procs);
 });
 
-const ROUTER_FLAGS = ["--log-level", "error", "--health-interval", "0.2", "--health-timeout", "0.3", "--stream-idle-timeout", "5"];
+const ROUTER_FLAGS = [
+  "--log-level",
+  "error",
+  "--health-interval",
+  "0.2",
+  "--health-timeout",
+  "0.3",
+  "--stream-idle-timeout",
+  "5",
+];
 
 async function release(engine: Proc): Promise<void> {
   const r = await fetch(`${urlOf(engine)}/release`, { method: "POST" });
@@ -24,7 +33,8 @@ async function release(engine: Proc): Promise<void> {
 }
 
 /** The router's count of moves by outcome. */
-const moves = (url: string, outcome: string) => metric(url, "switchyard_stream_migrations_total", `{outcome="${outcome}"}`);
+const moves = (url: string, outcome: string) =>
+  metric(url, "switchyard_stream_migrations_total", `{outcome="${outcome}"}`);
 
 describe("a stream whose engine answers badly mid-stream", () => {
   test("an error event after two tokens: the stream moves to the other engine, which continues from the text sent; one [DONE], no error", async () => {
@@ -36,17 +46,36 @@ describe("a stream whose engine answers badly mid-stream", () => {
     const router = await startRouter([fault], 0, ROUTER_FLAGS);
     procs.push(router);
     const url = urlOf(router);
-    await until(async () => (await workers(url))[0]?.healthy === true, "the fault engine to be healthy");
-    const body = { prompt: "a malformed answer", max_tokens: 12, seed: 5, stream_options: { include_usage: true } };
+    await until(
+      async () => (await workers(url))[0]?.healthy === true,
+      "the fault engine to be healthy",
+    );
+    const body = {
+      prompt: "a malformed answer",
+      max_tokens: 12,
+      seed: 5,
+      stream_options: { include_usage: true },
+    };
     const live = openStream(url, "completions", body);
     await until(() => live.raw.includes("t1 "), "two tokens from the fault engine");
-    await fetch(`${url}/v1/workers`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ url: urlOf(engine!) }) });
-    await until(async () => (await workers(url)).filter((w) => w.healthy).length === 2, "the simulated engine to join");
+    await fetch(`${url}/v1/workers`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: urlOf(engine!) }),
+    });
+    await until(
+      async () => (await workers(url)).filter((w) => w.healthy).length === 2,
+      "the simulated engine to join",
+    );
     await release(fault);
     await live.done;
     const a = assemble(live.raw);
     // The continuation is what the simulated engine writes for the prompt + the 2 tokens sent, for the 10 tokens left.
-    const rest = await reference(urlOf(engine!), "completions", { ...body, prompt: `${body.prompt}t0 t1 `, max_tokens: 10 });
+    const rest = await reference(urlOf(engine!), "completions", {
+      ...body,
+      prompt: `${body.prompt}t0 t1 `,
+      max_tokens: 10,
+    });
     expect(live.broken).toBeUndefined();
     expect(a.errors).toBe(0);
     expect(a.dones).toBe(1);
@@ -64,7 +93,10 @@ describe("a stream whose engine answers badly mid-stream", () => {
     const router = await startRouter(faults, 0, [...ROUTER_FLAGS, "--max-migrations", "1"]);
     procs.push(router);
     const url = urlOf(router);
-    await until(async () => (await workers(url)).every((w) => w.healthy), "both engines to be healthy");
+    await until(
+      async () => (await workers(url)).every((w) => w.healthy),
+      "both engines to be healthy",
+    );
     const live = openStream(url, "completions", { prompt: "limit", max_tokens: 8 });
     await until(() => live.raw.includes("t1 "), "two tokens from the first engine");
     for (const f of faults) await release(f);
@@ -85,8 +117,16 @@ describe("a stream whose engine answers badly mid-stream", () => {
     const router = await startRouter(faults, 0, ROUTER_FLAGS);
     procs.push(router);
     const url = urlOf(router);
-    await until(async () => (await workers(url)).every((w) => w.healthy), "both engines to be healthy");
-    const live = openStream(url, "completions", { prompt: "off", max_tokens: 8 }, { "x-switchyard-migrate": "off" });
+    await until(
+      async () => (await workers(url)).every((w) => w.healthy),
+      "both engines to be healthy",
+    );
+    const live = openStream(
+      url,
+      "completions",
+      { prompt: "off", max_tokens: 8 },
+      { "x-switchyard-migrate": "off" },
+    );
     await until(() => live.raw.includes("t1 "), "two tokens from the engine");
     for (const f of faults) await release(f);
     await live.done;

@@ -12,10 +12,19 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sha256Hex } from "../../src/protect/key-set.ts";
-import { startRouter, urlOf, workers } from "./multi-router-cluster.ts";
+import { startRouter, urlOf } from "./multi-router-cluster.ts";
 import { stopAll, until, type Proc } from "../support/processes.ts";
 import { bookedLoad, metric } from "../chaos/faults.ts";
-import { assemble, openStream, received, reference, requestBody, startSameEngines, type Kind, type Live } from "./migration-support.ts";
+import {
+  assemble,
+  openStream,
+  received,
+  reference,
+  requestBody,
+  startSameEngines,
+  type Kind,
+  type Live,
+} from "./migration-support.ts";
 
 const procs: Proc[] = [];
 afterAll(async () => {
@@ -31,20 +40,53 @@ async function cluster(extra: readonly string[] = [], adminHeaders: Record<strin
   const engines = await startSameEngines(4);
   procs.push(...engines);
   const router = await startRouter(engines, 0, [
-    "--log-level", "error", "--health-interval", "0.2", "--health-timeout", "0.3",
-    "--stream-idle-timeout", "2", "--first-byte-timeout", "5", ...extra,
+    "--log-level",
+    "error",
+    "--health-interval",
+    "0.2",
+    "--health-timeout",
+    "0.3",
+    "--stream-idle-timeout",
+    "2",
+    "--first-byte-timeout",
+    "5",
+    ...extra,
   ]);
   procs.push(router);
   const url = urlOf(router);
-  await until(async () => (await adminWorkers(url, adminHeaders)).every((w) => w.healthy), "every engine to be healthy");
+  await until(
+    async () => (await adminWorkers(url, adminHeaders)).every((w) => w.healthy),
+    "every engine to be healthy",
+  );
   return { url, engines };
 }
 
 /** GET /v1/workers with the admin's headers (--api-keys closes the admin API to anyone without its token). */
-async function adminWorkers(url: string, headers: Record<string, string>): Promise<{ id: string; url: string; healthy: boolean; active_prefill_tokens: number; active_decode_blocks: number }[]> {
+async function adminWorkers(
+  url: string,
+  headers: Record<string, string>,
+): Promise<
+  {
+    id: string;
+    url: string;
+    healthy: boolean;
+    active_prefill_tokens: number;
+    active_decode_blocks: number;
+  }[]
+> {
   const r = await fetch(`${url}/v1/workers`, { headers });
   if (r.status !== 200) throw new Error(`GET /v1/workers: HTTP ${r.status}`);
-  return ((await r.json()) as { workers: { id: string; url: string; healthy: boolean; active_prefill_tokens: number; active_decode_blocks: number }[] }).workers;
+  return (
+    (await r.json()) as {
+      workers: {
+        id: string;
+        url: string;
+        healthy: boolean;
+        active_prefill_tokens: number;
+        active_decode_blocks: number;
+      }[];
+    }
+  ).workers;
 }
 
 /** Streams of both kinds, read as they arrive; resolves once each has received a few tokens. */
@@ -55,12 +97,21 @@ async function startStreams(url: string, n: number) {
     const body = requestBody(kind, i, MAX_TOKENS);
     streams.push({ kind, body, live: openStream(url, kind, body) });
   }
-  await until(() => streams.every((s) => received(s.live) >= 3), "every stream to be under way", 20_000);
+  await until(
+    () => streams.every((s) => received(s.live) >= 3),
+    "every stream to be under way",
+    20_000,
+  );
   return streams;
 }
 
 /** The engine serving the most streams (by the router's x-switchyard-worker), as a process. */
-async function busiest(url: string, engines: readonly Proc[], streams: { live: Live }[], adminHeaders: Record<string, string> = {}): Promise<{ proc: Proc; on: number }> {
+async function busiest(
+  url: string,
+  engines: readonly Proc[],
+  streams: { live: Live }[],
+  adminHeaders: Record<string, string> = {},
+): Promise<{ proc: Proc; on: number }> {
   const ws = await adminWorkers(url, adminHeaders);
   const count = new Map<string, number>();
   for (const s of streams) count.set(s.live.worker, (count.get(s.live.worker) ?? 0) + 1);
@@ -69,7 +120,10 @@ async function busiest(url: string, engines: readonly Proc[], streams: { live: L
   return { proc: engines.find((e) => urlOf(e) === u)!, on };
 }
 
-async function expectExact(streams: { kind: Kind; body: Record<string, unknown>; live: Live }[], refUrl: string): Promise<void> {
+async function expectExact(
+  streams: { kind: Kind; body: Record<string, unknown>; live: Live }[],
+  refUrl: string,
+): Promise<void> {
   const refs = await Promise.all(streams.map((s) => reference(refUrl, s.kind, s.body)));
   for (const [k, s] of streams.entries()) {
     expect(s.live.broken).toBeUndefined();
@@ -94,17 +148,26 @@ describe("a stream survives its engine", () => {
     const { url, engines } = await cluster();
     const streams = await startStreams(url, STREAMS);
     const victim = await busiest(url, engines, streams);
-    const movedBefore = await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}');
+    const movedBefore = await metric(
+      url,
+      "switchyard_stream_migrations_total",
+      '{outcome="moved"}',
+    );
     victim.proc.proc.kill("SIGKILL");
     await Promise.all(streams.map((s) => s.live.done));
-    const moved = (await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}')) - movedBefore;
-    console.log(`migration SIGKILL: ${streams.length} streams, ${victim.on} on the killed engine, ${moved} moved`);
+    const moved =
+      (await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}')) - movedBefore;
+    console.log(
+      `migration SIGKILL: ${streams.length} streams, ${victim.on} on the killed engine, ${moved} moved`,
+    );
     expect(moved).toBeGreaterThanOrEqual(victim.on);
     const survivor = engines.find((e) => e !== victim.proc)!;
     await expectExact(streams, urlOf(survivor));
     // The moved streams say so in the stream (an SSE comment clients skip).
     // (A stream may move twice: a loaded machine can fail a healthy engine's health check too.)
-    const notes = streams.map((s) => assemble(s.live.raw).notes.filter((n) => n.includes("moved this stream")).length);
+    const notes = streams.map(
+      (s) => assemble(s.live.raw).notes.filter((n) => n.includes("moved this stream")).length,
+    );
     expect(notes.reduce((a, b) => a + b, 0)).toBe(moved);
     expect(notes.filter((n) => n > 0).length).toBeGreaterThanOrEqual(victim.on);
     await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed", 5_000);
@@ -118,7 +181,11 @@ describe("a stream survives its engine", () => {
     await Promise.all(streams.map((s) => s.live.done));
     const survivor = engines.find((e) => e !== victim.proc)!;
     await expectExact(streams, urlOf(survivor));
-    await until(async () => (await bookedLoad(url)) === 0, "every booking to be freed while it is still frozen", 5_000);
+    await until(
+      async () => (await bookedLoad(url)) === 0,
+      "every booking to be freed while it is still frozen",
+      5_000,
+    );
     victim.proc.proc.kill("SIGCONT");
   }, 60_000);
 
@@ -128,18 +195,34 @@ describe("a stream survives its engine", () => {
     const runs = Array.from({ length: 8 }, (_, i) => {
       const kind: Kind = i % 2 === 0 ? "completions" : "chat";
       const body = requestBody(kind, 100 + i, MAX_TOKENS);
-      const run = { kind, body, worker: "", text: "", usage: undefined as { prompt_tokens: number; completion_tokens: number } | undefined, error: undefined as string | undefined, done: Promise.resolve() };
+      const run = {
+        kind,
+        body,
+        worker: "",
+        text: "",
+        usage: undefined as { prompt_tokens: number; completion_tokens: number } | undefined,
+        error: undefined as string | undefined,
+        done: Promise.resolve(),
+      };
       run.done = (async () => {
         try {
           if (kind === "chat") {
-            const { data, response } = await client.chat.completions.create({ ...(body as { messages: OpenAI.ChatCompletionMessageParam[] }), model: "switchyard-sim", stream: true }).withResponse();
+            const { data, response } = await client.chat.completions
+              .create({
+                ...(body as { messages: OpenAI.ChatCompletionMessageParam[] }),
+                model: "switchyard-sim",
+                stream: true,
+              })
+              .withResponse();
             run.worker = response.headers.get("x-switchyard-worker") ?? "";
             for await (const c of data) {
               run.text += c.choices[0]?.delta?.content ?? "";
               if (c.usage) run.usage = c.usage;
             }
           } else {
-            const { data, response } = await client.completions.create({ ...(body as { prompt: string }), model: "switchyard-sim", stream: true }).withResponse();
+            const { data, response } = await client.completions
+              .create({ ...(body as { prompt: string }), model: "switchyard-sim", stream: true })
+              .withResponse();
             run.worker = response.headers.get("x-switchyard-worker") ?? "";
             for await (const c of data) {
               run.text += c.choices[0]?.text ?? "";
@@ -152,9 +235,17 @@ describe("a stream survives its engine", () => {
       })();
       return run;
     });
-    await until(() => runs.every((r) => r.text.length >= 3 || r.error !== undefined), "every client stream to be under way", 20_000);
+    await until(
+      () => runs.every((r) => r.text.length >= 3 || r.error !== undefined),
+      "every client stream to be under way",
+      20_000,
+    );
     expect(runs.map((r) => r.error).filter((e) => e !== undefined)).toEqual([]);
-    const victim = await busiest(url, engines, runs.map((r) => ({ live: { worker: r.worker } as Live })));
+    const victim = await busiest(
+      url,
+      engines,
+      runs.map((r) => ({ live: { worker: r.worker } as Live })),
+    );
     victim.proc.proc.kill("SIGKILL");
     await Promise.all(runs.map((r) => r.done));
     const survivor = engines.find((e) => e !== victim.proc)!;
@@ -173,25 +264,44 @@ describe("a stream survives its engine", () => {
     const key = `sk-test-migration-${crypto.randomUUID()}`;
     const dir = mkdtempSync(join(tmpdir(), "switchyard-migration-keys-"));
     const file = join(dir, "keys.yaml");
-    writeFileSync(file, `keys:\n  - tenant: alpha\n    key_sha256: ${await sha256Hex(key)}\n    limits: {concurrent_requests: 8}\n`);
+    writeFileSync(
+      file,
+      `keys:\n  - tenant: alpha\n    key_sha256: ${await sha256Hex(key)}\n    limits: {concurrent_requests: 8}\n`,
+    );
     const admin = { authorization: "Bearer admin-token-for-this-test" };
-    const { url, engines } = await cluster(["--api-keys", file, "--admin-token", "admin-token-for-this-test"], admin);
+    const { url, engines } = await cluster(
+      ["--api-keys", file, "--admin-token", "admin-token-for-this-test"],
+      admin,
+    );
     const auth = { authorization: `Bearer ${key}` };
     const streams = Array.from({ length: 8 }, (_, i) => {
       const kind: Kind = i % 2 === 0 ? "completions" : "chat";
       const body = requestBody(kind, 200 + i, MAX_TOKENS);
       return { kind, body, live: openStream(url, kind, body, auth) };
     });
-    await until(() => streams.every((s) => received(s.live) >= 3 || s.live.status >= 400), "every stream to be under way", 20_000);
+    await until(
+      () => streams.every((s) => received(s.live) >= 3 || s.live.status >= 400),
+      "every stream to be under way",
+      20_000,
+    );
     expect(streams.map((s) => s.live.status)).toEqual(Array(8).fill(200));
     const victim = await busiest(url, engines, streams, admin);
     victim.proc.proc.kill("SIGKILL");
     await Promise.all(streams.map((s) => s.live.done));
     await expectExact(streams, urlOf(engines.find((e) => e !== victim.proc)!));
     // Every slot is free again: 8 more at once are all admitted (a leaked one would be a 429).
-    const again = Array.from({ length: 8 }, (_, i) => openStream(url, "completions", requestBody("completions", 300 + i, 4), auth));
+    const again = Array.from({ length: 8 }, (_, i) =>
+      openStream(url, "completions", requestBody("completions", 300 + i, 4), auth),
+    );
     await Promise.all(again.map((l) => l.done));
     expect(again.map((l) => l.status)).toEqual(Array(8).fill(200));
-    await until(async () => (await adminWorkers(url, admin)).every((w) => w.active_prefill_tokens + w.active_decode_blocks === 0), "every booking to be freed", 5_000);
+    await until(
+      async () =>
+        (await adminWorkers(url, admin)).every(
+          (w) => w.active_prefill_tokens + w.active_decode_blocks === 0,
+        ),
+      "every booking to be freed",
+      5_000,
+    );
   }, 60_000);
 });

@@ -39,7 +39,10 @@ interface Outcome {
 }
 
 /** `perRouter` requests through every router at once (CLIENTS_PER_ROUTER in flight on each). */
-async function burst(perRouter: number, tag: string): Promise<{ outcomes: Outcome[]; elapsedMs: number }> {
+async function burst(
+  perRouter: number,
+  tag: string,
+): Promise<{ outcomes: Outcome[]; elapsedMs: number }> {
   const outcomes: Outcome[] = [];
   const t0 = performance.now();
   await Promise.all(
@@ -72,12 +75,36 @@ const admitted = (o: readonly Outcome[]) => o.filter((x) => x.status === 200).le
 beforeAll(async () => {
   redis = await startRedisServer();
   dir = mkdtempSync(join(tmpdir(), "switchyard-shared-limits-"));
-  writeFileSync(join(dir, "keys.json"), JSON.stringify({ keys: [{ tenant: "shared", key_sha256: await sha256Hex(KEY), limits: { requests_per_minute: LIMIT } }] }));
+  writeFileSync(
+    join(dir, "keys.json"),
+    JSON.stringify({
+      keys: [
+        {
+          tenant: "shared",
+          key_sha256: await sha256Hex(KEY),
+          limits: { requests_per_minute: LIMIT },
+        },
+      ],
+    }),
+  );
   engines = await startEngines(2, []);
-  const flags = ["--redis", redis.url, "--redis-timeout", String(REDIS_TIMEOUT_S), "--api-keys", join(dir, "keys.json")];
+  const flags = [
+    "--redis",
+    redis.url,
+    "--redis-timeout",
+    String(REDIS_TIMEOUT_S),
+    "--api-keys",
+    join(dir, "keys.json"),
+  ];
   routers = await Promise.all([0, 1, 2].map(() => startRouter(engines, 0, flags)));
   // Each router counts the routers it hears through Redis: the share it keeps when Redis hangs.
-  for (const r of routers) await until(async () => (await metric(urlOf(r), "switchyard_tenant_limits_routers")) === 3, `${urlOf(r)} to count 3 routers`, 20_000, 100);
+  for (const r of routers)
+    await until(
+      async () => (await metric(urlOf(r), "switchyard_tenant_limits_routers")) === 3,
+      `${urlOf(r)} to count 3 routers`,
+      20_000,
+      100,
+    );
 });
 
 afterAll(async () => {
@@ -98,10 +125,15 @@ describe("tenant limits shared by three routers through Redis", () => {
     const allowed = LIMIT + (LIMIT * elapsedMs) / 60_000;
     const got = admitted(outcomes);
     used = got;
-    console.log(`shared limit ${LIMIT}/min, 3 routers: admitted ${got} of ${outcomes.length} in ${Math.round(elapsedMs)} ms (one limit allows ${allowed.toFixed(1)})`);
+    console.log(
+      `shared limit ${LIMIT}/min, 3 routers: admitted ${got} of ${outcomes.length} in ${Math.round(elapsedMs)} ms (one limit allows ${allowed.toFixed(1)})`,
+    );
     expect(outcomes.every((o) => o.status === 200 || o.status === 429)).toBe(true);
     expect(Math.abs(got - allowed)).toBeLessThanOrEqual(0.05 * LIMIT);
-    for (const r of routers) expect(await metric(urlOf(r), "switchyard_tenant_limit_checks_total", '{backend="redis"}')).toBeGreaterThan(0);
+    for (const r of routers)
+      expect(
+        await metric(urlOf(r), "switchyard_tenant_limit_checks_total", '{backend="redis"}'),
+      ).toBeGreaterThan(0);
   });
 
   test("Redis SIGSTOPped: no request waits past the bound or fails; each router keeps limit ÷ 3; shared again after SIGCONT", async () => {
@@ -116,23 +148,42 @@ describe("tenant limits shared by three routers through Redis", () => {
       outage = await burst(LIMIT / 3 + 40, "outage");
       for (const r of routers) {
         expect(await metric(urlOf(r), "switchyard_tenant_limits_shared")).toBe(0);
-        expect(await metric(urlOf(r), "switchyard_tenant_limit_checks_total", '{backend="fallback_local"}')).toBeGreaterThan(0);
+        expect(
+          await metric(
+            urlOf(r),
+            "switchyard_tenant_limit_checks_total",
+            '{backend="fallback_local"}',
+          ),
+        ).toBeGreaterThan(0);
       }
     } finally {
       process.kill(redis.pid!, "SIGCONT");
     }
     const slowest = Math.max(...outage.outcomes.map((o) => o.ms));
-    console.log(`redis SIGSTOP: admitted ${admitted(outage.outcomes)} of ${outage.outcomes.length} in ${Math.round(outage.elapsedMs)} ms (local shares of ${Math.floor(LIMIT / 3)}, seeded from what Redis said was left); slowest request ${Math.round(slowest)} ms`);
+    console.log(
+      `redis SIGSTOP: admitted ${admitted(outage.outcomes)} of ${outage.outcomes.length} in ${Math.round(outage.elapsedMs)} ms (local shares of ${Math.floor(LIMIT / 3)}, seeded from what Redis said was left); slowest request ${Math.round(slowest)} ms`,
+    );
     expect(slowest).toBeLessThan(HANG_MAX_MS);
     expect(outage.outcomes.every((o) => o.status === 200 || o.status === 429)).toBe(true);
     // Across both phases the fleet stays within one limit (the burst plus the refill since it
     // began), within 5 %: the local shares started from what Redis said was left, not full.
     const sinceStart = performance.now() - started;
-    expect(used + admitted(outage.outcomes)).toBeLessThanOrEqual(LIMIT + (LIMIT * sinceStart) / 60_000 + 0.05 * LIMIT);
+    expect(used + admitted(outage.outcomes)).toBeLessThanOrEqual(
+      LIMIT + (LIMIT * sinceStart) / 60_000 + 0.05 * LIMIT,
+    );
     // The hang guard's probe finds Redis again by itself; checks go back to it.
-    for (const r of routers) await until(async () => (await metric(urlOf(r), "switchyard_tenant_limits_shared")) === 1, `${urlOf(r)} to share its limits again`, 20_000, 50);
+    for (const r of routers)
+      await until(
+        async () => (await metric(urlOf(r), "switchyard_tenant_limits_shared")) === 1,
+        `${urlOf(r)} to share its limits again`,
+        20_000,
+        50,
+      );
     const after = await burst(3, "after");
     expect(after.outcomes.every((o) => o.status === 200 || o.status === 429)).toBe(true);
-    for (const r of routers) expect(await metric(urlOf(r), "switchyard_tenant_limit_checks_total", '{backend="redis"}')).toBeGreaterThan(LIMIT / 3);
+    for (const r of routers)
+      expect(
+        await metric(urlOf(r), "switchyard_tenant_limit_checks_total", '{backend="redis"}'),
+      ).toBeGreaterThan(LIMIT / 3);
   });
 });

@@ -6,8 +6,10 @@
  * `mocker_completion_tokens_total` and, where it sent one, the answer's `usage`): 32, not the
  * 33 (completions) or 34 (chat) that counting every data event gave.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
+
+setDefaultTimeout(30_000);
 
 const N = 32;
 let engine: Proc | undefined;
@@ -17,10 +19,32 @@ let url = "";
 beforeAll(async () => {
   engine = await startMain(["mocker", "--port", "0", "--block-size", "16", "--speedup", "20"]);
   router = await startMain([
-    "serve", "--port", "0", "--host", "127.0.0.1", "--block-size", "16", "--log-format", "json", "--health-interval", "30",
-    "--worker", String(engine.info.url),
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--block-size",
+    "16",
+    "--log-format",
+    "json",
+    "--health-interval",
+    "30",
+    "--worker",
+    String(engine.info.url),
   ]);
   url = String(router.info.url);
+  // The canary (a known prompt sent twice at registration) makes tokens on the engine too: done before the counts start.
+  await until(
+    async () => {
+      const { workers } = (await (await fetch(`${url}/v1/workers`)).json()) as {
+        workers: { cache_truth?: { canary: unknown }[] }[];
+      };
+      return workers.length === 1 && (workers[0]!.cache_truth ?? []).some((r) => r.canary !== null);
+    },
+    "the registration canary to finish",
+    10_000,
+  );
 });
 
 afterAll(async () => {
@@ -40,7 +64,9 @@ function accessLine(id: string): Record<string, unknown> | undefined {
 async function counter(base: string, name: string): Promise<number> {
   const text = await (await fetch(`${base}/metrics`)).text();
   let sum = 0;
-  for (const line of text.split("\n")) if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  for (const line of text.split("\n"))
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+      sum += Number(line.slice(line.lastIndexOf(" ") + 1));
   return sum;
 }
 
@@ -58,27 +84,92 @@ describe("output tokens: router = engine (real processes)", () => {
     test(`${c.kind}, ${c.stream ? `streamed ${c.usage ? "with" : "without"} include_usage` : "whole"}: ${N} tokens are ${N} in the access log and the metrics`, async () => {
       const id = `tok-${c.kind}-${c.stream}-${c.usage}`;
       const routerBefore = await counter(url, "switchyard_completion_tokens_total");
-      const engineBefore = await counter(String(engine!.info.url), "mocker_completion_tokens_total");
-      const input = c.kind === "chat" ? { messages: [{ role: "user", content: `count me ${id}` }] } : { prompt: `count me ${id}` };
-      const res = await fetch(`${url}${c.kind === "chat" ? "/v1/chat/completions" : "/v1/completions"}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-request-id": id },
-        body: JSON.stringify({
-          model: "switchyard-sim", max_tokens: N, ...input, stream: c.stream,
-          ...(c.usage ? { stream_options: { include_usage: true } } : {}),
-        }),
-      });
+      const engineBefore = await counter(
+        String(engine!.info.url),
+        "mocker_completion_tokens_total",
+      );
+      const input =
+        c.kind === "chat"
+          ? { messages: [{ role: "user", content: `count me ${id}` }] }
+          : { prompt: `count me ${id}` };
+      const res = await fetch(
+        `${url}${c.kind === "chat" ? "/v1/chat/completions" : "/v1/completions"}`,
+        {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-request-id": id },
+          body: JSON.stringify({
+            model: "switchyard-sim",
+            max_tokens: N,
+            ...input,
+            stream: c.stream,
+            ...(c.usage ? { stream_options: { include_usage: true } } : {}),
+          }),
+        },
+      );
       expect(res.status).toBe(200);
       const text = await res.text();
       if (c.usage || !c.stream) {
-        const last = c.stream ? JSON.parse(text.split("\n\n").filter((e) => e !== "").at(-2)!.slice(6)) : JSON.parse(text);
+        const last = c.stream
+          ? JSON.parse(
+              text
+                .split("\n\n")
+                .filter((e) => e !== "")
+                .at(-2)!
+                .slice(6),
+            )
+          : JSON.parse(text);
         expect(last.usage.completion_tokens).toBe(N);
       } else expect(text).not.toContain('"usage"');
       const line = await until(() => accessLine(id), `the access line of ${id}`);
       expect(line.output_tokens).toBe(N);
-      expect(await counter(String(engine!.info.url), "mocker_completion_tokens_total")).toBe(engineBefore + N);
-      await until(async () => (await counter(url, "switchyard_completion_tokens_total")) === routerBefore + N, "the router's completion tokens to grow by exactly N", 5000);
+      expect(await counter(String(engine!.info.url), "mocker_completion_tokens_total")).toBe(
+        engineBefore + N,
+      );
+      await until(
+        async () => (await counter(url, "switchyard_completion_tokens_total")) === routerBefore + N,
+        "the router's completion tokens to grow by exactly N",
+        5000,
+      );
       expect(await counter(url, "switchyard_completion_tokens_total")).toBe(routerBefore + N);
     });
   }
+
+  test(`completions with token ids, streamed without include_usage: the router asks the engine for usage itself (the cache check), takes it out of the stream, and counts ${N} from it`, async () => {
+    // Token ids route exactly, so the answer is checked: the router adds include_usage for the engine.
+    const prompt = Array.from({ length: 40 }, (_, i) => 1000 + i);
+    const checked = async () => {
+      const { workers } = (await (await fetch(`${url}/v1/workers`)).json()) as {
+        workers: { cache_truth?: { answers_checked: number }[] }[];
+      };
+      return workers.reduce(
+        (n, w) => n + (w.cache_truth ?? []).reduce((m, r) => m + r.answers_checked, 0),
+        0,
+      );
+    };
+    const before = await checked();
+    // Twice: the second answer reports a cache hit, which the check counts (the first, with none, says nothing to check).
+    for (const round of [1, 2]) {
+      const id = `tok-ids-injected-${round}`;
+      const routerBefore = await counter(url, "switchyard_completion_tokens_total");
+      const res = await fetch(`${url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": id },
+        body: JSON.stringify({ model: "switchyard-sim", max_tokens: N, prompt, stream: true }),
+      });
+      expect(res.status).toBe(200);
+      expect(await res.text()).not.toContain('"usage"');
+      const line = await until(() => accessLine(id), `the access line of ${id}`);
+      expect(line.output_tokens).toBe(N);
+      await until(
+        async () => (await counter(url, "switchyard_completion_tokens_total")) === routerBefore + N,
+        "the router's completion tokens to grow by exactly N",
+        5000,
+      );
+    }
+    await until(
+      async () => (await checked()) > before,
+      "the router to have read the usage it asked for",
+      5000,
+    );
+  });
 });

@@ -35,14 +35,29 @@ afterAll(async () => {
 });
 
 function text(rng: () => number, chars: number): string {
-  const words = ["the", " router", " 你好", " 123", "\n", " café", " 😀", " def f(x):", "  ", " don't"];
+  const words = [
+    "the",
+    " router",
+    " 你好",
+    " 123",
+    "\n",
+    " café",
+    " 😀",
+    " def f(x):",
+    "  ",
+    " don't",
+  ];
   let s = "";
   while (s.length < chars) s += words[Math.floor(rng() * words.length)];
   return s;
 }
 
 async function tokenize(p: Proc, body: unknown): Promise<number[]> {
-  const res = await fetch(`${String(p.info.url)}/tokenize`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${String(p.info.url)}/tokenize`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   expect(res.status).toBe(200);
   return ((await res.json()) as { tokens: number[] }).tokens;
 }
@@ -51,27 +66,49 @@ describe("--tokenizer-workers", () => {
   // A router prints its address on stdout as soon as it listens; its start-up log reaches this
   // process on stderr, its own pipe, possibly later: each line is waited for.
   test("the start-up log says where large encodes run", async () => {
-    await until(() => pooled!.output().includes("encodes of 32768+ characters in 1 worker(s)"), "the pooled router's worker count in its log");
+    await until(
+      () => pooled!.output().includes("encodes of 32768+ characters in 1 worker(s)"),
+      "the pooled router's worker count in its log",
+    );
     // The in-thread router's encoder line is the one that would name its workers.
-    await until(() => inThread!.output().includes("@huggingface/tokenizers (pure JS)"), "the in-thread router's encoder in its log");
+    await until(
+      () => inThread!.output().includes("@huggingface/tokenizers (pure JS)"),
+      "the in-thread router's encoder in its log",
+    );
     expect(inThread!.output()).not.toContain("worker(s)");
   });
 
   test("--tokenizer-library: the byte-level BPE by default once its differential check passed, the library when asked for", async () => {
-    await until(() => pooled!.output().includes("byte-level BPE (pure JS"), "the byte-level BPE named in the pooled router's log");
     await until(
-      () => pooled!.output().includes("the byte-level BPE encodes as the library does on the differential corpus"),
+      () => pooled!.output().includes("byte-level BPE (pure JS"),
+      "the byte-level BPE named in the pooled router's log",
+    );
+    await until(
+      () =>
+        pooled!
+          .output()
+          .includes("the byte-level BPE encodes as the library does on the differential corpus"),
       "the differential check's verdict in the pooled router's log",
     );
-    await until(() => inThread!.output().includes("@huggingface/tokenizers (pure JS)"), "the library named in the in-thread router's log");
+    await until(
+      () => inThread!.output().includes("@huggingface/tokenizers (pure JS)"),
+      "the library named in the in-thread router's log",
+    );
     const metrics = await (await fetch(`${String(pooled!.info.url)}/metrics`)).text();
-    expect(metrics).toContain(`switchyard_tokenizer_encoder{tokenizer="${QWEN}",encoder="byte-level-bpe",reason=""} 1`);
+    expect(metrics).toContain(
+      `switchyard_tokenizer_encoder{tokenizer="${QWEN}",encoder="byte-level-bpe",reason=""} 1`,
+    );
   });
 
   test("large and small prompts: the same ids from the Worker, the event loop and this process", async () => {
     const rng = mulberry32(SEED);
     const local = await loadEngineTokenizerOnBun(QWEN);
-    const large = { messages: Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: text(rng, 20_000) })) };
+    const large = {
+      messages: Array.from({ length: 12 }, (_, i) => ({
+        role: i % 2 ? "assistant" : "user",
+        content: text(rng, 20_000),
+      })),
+    };
     const small = { messages: [{ role: "user", content: text(rng, 300) }] };
     const prompt = { prompt: text(rng, 100_000) };
     const cases: [unknown, Uint32Array][] = [

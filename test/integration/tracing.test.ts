@@ -12,7 +12,12 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { otelTracer } from "../../src/observe/otel-tracer.ts";
 import { parseTraceparent } from "../../src/observe/trace-context.ts";
 import type { Tracer } from "../../src/observe/tracing.ts";
-import { SPAN_KIND, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.ts";
+import {
+  SPAN_KIND,
+  startOtlpReceiver,
+  type OtlpReceiver,
+  type ReceivedSpan,
+} from "../support/otlp-receiver.ts";
 import { startMain, stopAll, until, type Proc } from "../support/processes.ts";
 
 setDefaultTimeout(30_000);
@@ -36,14 +41,23 @@ function standInEngine(): ReturnType<typeof Bun.serve> {
     async fetch(req) {
       const path = new URL(req.url).pathname;
       if (path === "/health") return new Response("ok");
-      if (path === "/v1/models") return Response.json({ object: "list", data: [{ id: "traced", object: "model" }] });
+      if (path === "/v1/models")
+        return Response.json({ object: "list", data: [{ id: "traced", object: "model" }] });
       if (path !== "/v1/completions") return new Response("not found", { status: 404 });
       const id = req.headers.get("x-request-id") ?? "";
       const tp = req.headers.get("traceparent") ?? "";
       received.set(id, [...(received.get(id) ?? []), tp]);
       // The engine's own span, under whatever context it was handed (the router's upstream span).
       const parent = parseTraceparent(tp);
-      const span = parent?.sampled ? engineTracer!.start({ name: "engine generate", kind: "server", parent, remoteParent: true, startMs: Date.now() }) : undefined;
+      const span = parent?.sampled
+        ? engineTracer!.start({
+            name: "engine generate",
+            kind: "server",
+            parent,
+            remoteParent: true,
+            startMs: Date.now(),
+          })
+        : undefined;
       if (failFirst.delete(id)) {
         span?.fail("busy");
         span?.end(Date.now());
@@ -51,7 +65,9 @@ function standInEngine(): ReturnType<typeof Bun.serve> {
       }
       await Bun.sleep(5);
       span?.end(Date.now());
-      const sse = ["a", "b", "c"].map((t) => `data: {"choices":[{"text":"${t}"}]}\n\n`).join("") + "data: [DONE]\n\n";
+      const sse =
+        ["a", "b", "c"].map((t) => `data: {"choices":[{"text":"${t}"}]}\n\n`).join("") +
+        "data: [DONE]\n\n";
       return new Response(sse, { headers: { "content-type": "text/event-stream" } });
     },
   });
@@ -59,20 +75,40 @@ function standInEngine(): ReturnType<typeof Bun.serve> {
 
 beforeAll(async () => {
   rx = startOtlpReceiver();
-  engineTracer = otelTracer({ endpoint: rx.url, serviceName: "stand-in-engine", serviceVersion: "0", exportDelayMs: 50 });
+  engineTracer = otelTracer({
+    endpoint: rx.url,
+    serviceName: "stand-in-engine",
+    serviceVersion: "0",
+    exportDelayMs: 50,
+  });
   engines.push(standInEngine(), standInEngine());
   router = await startMain([
-    "serve", "--port", "0", "--log-format", "json", "--health-interval", "30", "--otlp-endpoint", rx.url,
+    "serve",
+    "--port",
+    "0",
+    "--log-format",
+    "json",
+    "--health-interval",
+    "30",
+    "--otlp-endpoint",
+    rx.url,
     ...engines.flatMap((e) => ["--worker", `http://127.0.0.1:${e.port}`]),
   ]);
   // The route span's candidate count is asserted: both engines must be registered and healthy
   // first (a registration slowed by a loaded machine is retried, not waited for, at start).
-  await until(async () => {
-    const res = await fetch(`${router!.info.url}/v1/workers`);
-    const body = (await res.json()) as { workers?: { healthy?: boolean }[] } | { healthy?: boolean }[];
-    const list = Array.isArray(body) ? body : (body.workers ?? []);
-    return list.filter((w) => w.healthy === true).length === engines.length;
-  }, "both engines registered and healthy", 15_000, 20);
+  await until(
+    async () => {
+      const res = await fetch(`${router!.info.url}/v1/workers`);
+      const body = (await res.json()) as
+        | { workers?: { healthy?: boolean }[] }
+        | { healthy?: boolean }[];
+      const list = Array.isArray(body) ? body : (body.workers ?? []);
+      return list.filter((w) => w.healthy === true).length === engines.length;
+    },
+    "both engines registered and healthy",
+    15_000,
+    20,
+  );
 });
 
 afterAll(async () => {
@@ -82,7 +118,10 @@ afterAll(async () => {
   rx?.stop();
 });
 
-async function complete(headers: Record<string, string>, prompt = "trace me through the router"): Promise<Response> {
+async function complete(
+  headers: Record<string, string>,
+  prompt = "trace me through the router",
+): Promise<Response> {
   const res = await fetch(`${router!.info.url}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -98,25 +137,40 @@ function spansOf(traceId: string): ReceivedSpan[] {
 
 /** Wait until the trace has the router's request span and the engine's span (exports are batched, ~1 s). */
 function traceOf(traceId: string, engineSpans = 1): Promise<ReceivedSpan[]> {
-  return until(() => {
-    const s = spansOf(traceId);
-    return s.some((x) => x.kind === SPAN_KIND.server && x.scope === "switchyard" && x.name.startsWith("POST /v1")) &&
-      s.filter((x) => x.name === "engine generate").length >= engineSpans
-      ? s
-      : undefined;
-  }, () => `the spans of trace ${traceId} (have ${JSON.stringify(spansOf(traceId).map((x) => x.name))})`, 15_000, 50);
+  return until(
+    () => {
+      const s = spansOf(traceId);
+      return s.some(
+        (x) =>
+          x.kind === SPAN_KIND.server && x.scope === "switchyard" && x.name.startsWith("POST /v1"),
+      ) && s.filter((x) => x.name === "engine generate").length >= engineSpans
+        ? s
+        : undefined;
+    },
+    () =>
+      `the spans of trace ${traceId} (have ${JSON.stringify(spansOf(traceId).map((x) => x.name))})`,
+    15_000,
+    50,
+  );
 }
 
 function accessLine(requestId: string): Promise<Record<string, unknown>> {
   return until(() => {
-    const l = router!.output().split("\n").find((x) => x.includes('"msg":"request"') && x.includes(`"request_id":"${requestId}"`));
+    const l = router!
+      .output()
+      .split("\n")
+      .find((x) => x.includes('"msg":"request"') && x.includes(`"request_id":"${requestId}"`));
     return l ? (JSON.parse(l) as Record<string, unknown>) : undefined;
   }, `the access line of ${requestId}`);
 }
 
 describe("tracing (a real router, --otlp-endpoint, OTLP/HTTP protobuf)", () => {
   test("a client's trace is continued through the router into the engine, each span under its parent", async () => {
-    await complete({ "x-request-id": "trace-1", traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`, tracestate: "client=1" });
+    await complete({
+      "x-request-id": "trace-1",
+      traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`,
+      tracestate: "client=1",
+    });
     const spans = await traceOf(CLIENT_TRACE);
     expect(rx!.contentTypes).toContain("application/x-protobuf");
     const router = spans.filter((s) => s.scope === "switchyard");
@@ -131,7 +185,8 @@ describe("tracing (a real router, --otlp-endpoint, OTLP/HTTP protobuf)", () => {
       "gen_ai.usage.output_tokens": 3,
       "switchyard.request_id": "trace-1",
     });
-    const child = (name: string) => router.find((s) => s.name === name && s.parentSpanId === server.spanId);
+    const child = (name: string) =>
+      router.find((s) => s.name === name && s.parentSpanId === server.spanId);
     expect(child("tokenize")).toBeDefined();
     const route = child("route")!;
     expect(route.attributes["switchyard.route.candidates"]).toBe(2);
@@ -141,7 +196,11 @@ describe("tracing (a real router, --otlp-endpoint, OTLP/HTTP protobuf)", () => {
     expect((route.attributes["switchyard.route.candidate_costs"] as string[]).length).toBe(2);
     const upstream = child("POST")!;
     expect(upstream.kind).toBe(SPAN_KIND.client);
-    expect(upstream.attributes).toMatchObject({ "http.request.method": "POST", "http.response.status_code": 200, "server.address": "127.0.0.1" });
+    expect(upstream.attributes).toMatchObject({
+      "http.request.method": "POST",
+      "http.response.status_code": 200,
+      "server.address": "127.0.0.1",
+    });
     expect(String(upstream.attributes["url.full"])).toEndWith("/v1/completions");
     // To the first byte (an event, and its time) and to the end (the span's end).
     const firstByte = upstream.events.find((e) => e.name === "first_byte")!;
@@ -167,22 +226,31 @@ describe("tracing (a real router, --otlp-endpoint, OTLP/HTTP protobuf)", () => {
     const spans = await traceOf(tp.traceId);
     const server = spans.find((s) => s.scope === "switchyard" && s.kind === SPAN_KIND.server)!;
     expect(server.parentSpanId).toBe("");
-    expect(spans.find((s) => s.name === "POST" && s.kind === SPAN_KIND.client)!.spanId).toBe(tp.spanId);
+    expect(spans.find((s) => s.name === "POST" && s.kind === SPAN_KIND.client)!.spanId).toBe(
+      tp.spanId,
+    );
     expect((await accessLine("trace-2")).trace_id).toBe(tp.traceId);
   });
 
   test("a failed try and its retry are two upstream spans; the failed one is an error", async () => {
     failFirst.add("trace-3");
     const trace = "5bf92f3577b34da6a3ce929d0e0e4737";
-    await complete({ "x-request-id": "trace-3", traceparent: `00-${trace}-${CLIENT_SPAN}-01` }, "a request whose first engine is busy");
+    await complete(
+      { "x-request-id": "trace-3", traceparent: `00-${trace}-${CLIENT_SPAN}-01` },
+      "a request whose first engine is busy",
+    );
     const spans = await traceOf(trace, 2);
-    const tries = spans.filter((s) => s.scope === "switchyard" && s.kind === SPAN_KIND.client).sort((a, b) => Number(a.startNs - b.startNs));
+    const tries = spans
+      .filter((s) => s.scope === "switchyard" && s.kind === SPAN_KIND.client)
+      .sort((a, b) => Number(a.startNs - b.startNs));
     expect(tries).toHaveLength(2);
     expect(tries[0]!.status.code).toBe(2);
     expect(tries[0]!.status.message).toContain("503");
     expect(tries[1]!.status.code).toBe(0);
     expect(tries[1]!.attributes["http.request.resend_count"]).toBe(1);
-    expect(received.get("trace-3")!.map((t) => parseTraceparent(t)!.spanId)).toEqual(tries.map((t) => t.spanId));
+    expect(received.get("trace-3")!.map((t) => parseTraceparent(t)!.spanId)).toEqual(
+      tries.map((t) => t.spanId),
+    );
     expect(await accessLine("trace-3")).toMatchObject({ retries: 1, trace_id: trace });
   });
 

@@ -6,19 +6,30 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { equalBytes, nativeLibrary, pattern, REPO_ROOT } from "../unit/transfer/native/native-lib.ts";
+import {
+  equalBytes,
+  nativeLibrary,
+  pattern,
+  REPO_ROOT,
+} from "../unit/transfer/native/native-lib.ts";
 
 const TOKEN = "transfer-test-token";
 let proc: ReturnType<typeof Bun.spawn> | undefined;
 let base = "";
 
-async function readyLine(p: ReturnType<typeof Bun.spawn>, deadlineMs: number): Promise<{ port: number }> {
+async function readyLine(
+  p: ReturnType<typeof Bun.spawn>,
+  deadlineMs: number,
+): Promise<{ port: number }> {
   const reader = (p.stdout as ReadableStream<Uint8Array>).getReader();
   const dec = new TextDecoder();
   let buf = "";
   const deadline = Date.now() + deadlineMs;
   while (Date.now() < deadline) {
-    const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now()).then(() => null)]);
+    const next = await Promise.race([
+      reader.read(),
+      Bun.sleep(deadline - Date.now()).then(() => null),
+    ]);
     if (next === null || next.done) break;
     buf += dec.decode(next.value);
     const line = buf.split("\n").find((l) => l.includes('"ready":true'));
@@ -27,17 +38,38 @@ async function readyLine(p: ReturnType<typeof Bun.spawn>, deadlineMs: number): P
       return JSON.parse(line) as { port: number };
     }
   }
-  throw new Error(`transfer agent did not start: ${buf}\n${await new Response(p.stderr as ReadableStream).text()}`);
+  throw new Error(
+    `transfer agent did not start: ${buf}\n${await new Response(p.stderr as ReadableStream).text()}`,
+  );
 }
 
 const auth = { authorization: `Bearer ${TOKEN}` };
 const post = (body: unknown, headers: Record<string, string> = auth) =>
-  fetch(`${base}/v1/transfer`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+  fetch(`${base}/v1/transfer`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
 
 beforeAll(async () => {
   nativeLibrary();
   proc = Bun.spawn(
-    ["bun", join(REPO_ROOT, "test/support/run-transfer-agent.ts"), "--port", "0", "--admin-token", TOKEN, "--device-blocks", "8", "--host-blocks", "8", "--disk-blocks", "8", "--backend", "cpu"],
+    [
+      "bun",
+      join(REPO_ROOT, "test/support/run-transfer-agent.ts"),
+      "--port",
+      "0",
+      "--admin-token",
+      TOKEN,
+      "--device-blocks",
+      "8",
+      "--host-blocks",
+      "8",
+      "--disk-blocks",
+      "8",
+      "--backend",
+      "cpu",
+    ],
     { stdout: "pipe", stderr: "pipe", env: { ...process.env, SWITCHYARD_ADMIN_TOKEN: "" } },
   );
   const { port } = await readyLine(proc, 15_000);
@@ -55,7 +87,12 @@ describe("switchyard transfer agent (real process)", () => {
   test("GET /v1/transfer/pools lists the pools and the runtime path", async () => {
     const res = await fetch(`${base}/v1/transfer/pools`, { headers: auth });
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { mode: string; gpu: boolean; runtime_status: string[]; pools: Record<string, { num_blocks: number; block_bytes: number; path?: string } | null> };
+    const body = (await res.json()) as {
+      mode: string;
+      gpu: boolean;
+      runtime_status: string[];
+      pools: Record<string, { num_blocks: number; block_bytes: number; path?: string } | null>;
+    };
     expect(body.mode).toBe("sharded");
     expect(body.pools.device?.num_blocks).toBe(8);
     expect(body.pools.disk?.num_blocks).toBe(8);
@@ -67,12 +104,21 @@ describe("switchyard transfer agent (real process)", () => {
 
   test("a transfer request answers 200 and the bytes arrive: host -> disk -> device", async () => {
     const data = pattern(blockBytes, 31337);
-    const put = await fetch(`${base}/v1/transfer/pools/host/blocks/3`, { method: "PUT", headers: auth, body: data });
+    const put = await fetch(`${base}/v1/transfer/pools/host/blocks/3`, {
+      method: "PUT",
+      headers: auth,
+      body: data,
+    });
     expect(put.status).toBe(200);
 
     const toDisk = await post({ from_pool: "host", to_pool: "disk", blocks: [[3, 7]] });
     expect(toDisk.status).toBe(200);
-    expect(await toDisk.json()).toMatchObject({ ok: true, blocks: 1, batches: 1, bytes: blockBytes });
+    expect(await toDisk.json()).toMatchObject({
+      ok: true,
+      blocks: 1,
+      batches: 1,
+      bytes: blockBytes,
+    });
 
     const toDevice = await post({ from_pool: "Disk", to_pool: "Device", blocks: [[7, 5]] });
     expect(toDevice.status).toBe(200);
@@ -87,7 +133,9 @@ describe("switchyard transfer agent (real process)", () => {
     const res = await post({ from_pool: "host", to_pool: "gpu", blocks: [[0, 0]] });
     expect(res.status).toBe(400);
     expect(JSON.stringify(await res.json())).toContain("to_pool");
-    expect((await post({ from_pool: "host", to_pool: "disk", blocks: [[0, -1]] })).status).toBe(400);
+    expect((await post({ from_pool: "host", to_pool: "disk", blocks: [[0, -1]] })).status).toBe(
+      400,
+    );
   });
 
   test("an invalid direction or an out-of-range block is 400 and the agent keeps serving", async () => {
@@ -96,12 +144,23 @@ describe("switchyard transfer agent (real process)", () => {
     expect(JSON.stringify(await dir.json())).toContain("Invalid transfer type");
     const range = await post({ from_pool: "host", to_pool: "device", blocks: [[0, 8]] });
     expect(range.status).toBe(400);
-    expect((await post({ from_pool: "host", to_pool: "device", blocks: [[0, 7]] })).status).toBe(200);
+    expect((await post({ from_pool: "host", to_pool: "device", blocks: [[0, 7]] })).status).toBe(
+      200,
+    );
   });
 
   test("without the admin token every route is 401", async () => {
-    expect((await post({ from_pool: "host", to_pool: "disk", blocks: [[0, 0]] }, {})).status).toBe(401);
-    expect((await post({ from_pool: "host", to_pool: "disk", blocks: [[0, 0]] }, { authorization: "Bearer wrong-token" })).status).toBe(401);
+    expect((await post({ from_pool: "host", to_pool: "disk", blocks: [[0, 0]] }, {})).status).toBe(
+      401,
+    );
+    expect(
+      (
+        await post(
+          { from_pool: "host", to_pool: "disk", blocks: [[0, 0]] },
+          { authorization: "Bearer wrong-token" },
+        )
+      ).status,
+    ).toBe(401);
     expect((await fetch(`${base}/v1/transfer/pools`)).status).toBe(401);
     expect((await fetch(`${base}/v1/transfer/pools/host/blocks/0`)).status).toBe(401);
   });

@@ -15,9 +15,28 @@ beforeAll(async () => {
   nativeLibrary();
   proc = Bun.spawn(
     [
-      process.execPath, join(REPO_ROOT, "test/support/run-transfer-agent.ts"), "--port", "0", "--backend", "cpu",
-      "--device-blocks", "0", "--host-blocks", "512", "--disk-blocks", "512",
-      "--num-layers", "1", "--outer-dim", "1", "--block-size", "1", "--inner-dim", "16384", "--elem-bytes", "2",
+      process.execPath,
+      join(REPO_ROOT, "test/support/run-transfer-agent.ts"),
+      "--port",
+      "0",
+      "--backend",
+      "cpu",
+      "--device-blocks",
+      "0",
+      "--host-blocks",
+      "512",
+      "--disk-blocks",
+      "512",
+      "--num-layers",
+      "1",
+      "--outer-dim",
+      "1",
+      "--block-size",
+      "1",
+      "--inner-dim",
+      "16384",
+      "--elem-bytes",
+      "2",
     ],
     { stdout: "pipe", stderr: "pipe", env: { ...process.env, SWITCHYARD_ADMIN_TOKEN: "" } },
   );
@@ -52,6 +71,9 @@ describe("transfer agent: requests above 65,536 pairs", () => {
       body: JSON.stringify({ from_pool: "host", to_pool: "disk", blocks }),
     });
     const body = (await res.json()) as Record<string, unknown>;
-    expect({ status: res.status, body }).toMatchObject({ status: 200, body: { ok: true, blocks: n, batches: 4375 } });
+    expect({ status: res.status, body }).toMatchObject({
+      status: 200,
+      body: { ok: true, blocks: n, batches: 4375 },
+    });
   }, 60_000);
 });

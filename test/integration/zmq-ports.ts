@@ -7,7 +7,8 @@ export function consecutiveFreePorts(n: number, attempts = 200): number[] {
     const base = 20_000 + Math.floor(Math.random() * 40_000);
     const probes: { stop(force?: boolean): void }[] = [];
     try {
-      for (let i = 0; i < n; i++) probes.push(Bun.listen({ hostname: "127.0.0.1", port: base + i, socket: { data() {} } }));
+      for (let i = 0; i < n; i++)
+        probes.push(Bun.listen({ hostname: "127.0.0.1", port: base + i, socket: { data() {} } }));
       return Array.from({ length: n }, (_, i) => base + i);
     } catch {
       // taken: try another base

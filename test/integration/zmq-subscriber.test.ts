@@ -4,11 +4,25 @@
  * Debian's libzmq5 over bun:ffi. Needs: apt-get install -y libzmq5 python3-zmq python3-msgpack.
  */
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { clearedEvent, removedEvent, storedEvent, type RouterEvent } from "../../src/core/events.ts";
+import {
+  clearedEvent,
+  removedEvent,
+  storedEvent,
+  type RouterEvent,
+} from "../../src/core/events.ts";
 import { computeBlockHashes } from "../../src/core/block-hash.ts";
-import { startVllmKvSubscriber, type VllmKvSubscriber, type VllmKvSubscriberOptions } from "../../src/runtime/bun/zmq/subscriber.ts";
+import {
+  startVllmKvSubscriber,
+  type VllmKvSubscriber,
+  type VllmKvSubscriberOptions,
+} from "../../src/runtime/bun/zmq/subscriber.ts";
 import { until } from "../support/processes.ts";
-import { pythonZmqProblem, VllmPublisherProcess, type PublisherBatch, type PublisherEvent } from "../support/vllm-kv-publisher.ts";
+import {
+  pythonZmqProblem,
+  VllmPublisherProcess,
+  type PublisherBatch,
+  type PublisherEvent,
+} from "../support/vllm-kv-publisher.ts";
 
 const W = 4242n;
 const BS = 16;
@@ -19,25 +33,56 @@ const SHA_U64 = 6920916392769383918n;
 
 const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
 
-function stored(hashes: (number | string)[], parent: number | string | null, tokens: number[], lora: string | null = null): PublisherEvent {
+function stored(
+  hashes: (number | string)[],
+  parent: number | string | null,
+  tokens: number[],
+  lora: string | null = null,
+): PublisherEvent {
   return {
-    type: "BlockStored", block_hashes: hashes, parent_block_hash: parent, token_ids: tokens, block_size: BS,
-    lora_id: null, medium: "GPU", lora_name: lora,
+    type: "BlockStored",
+    block_hashes: hashes,
+    parent_block_hash: parent,
+    token_ids: tokens,
+    block_size: BS,
+    lora_id: null,
+    medium: "GPU",
+    lora_name: lora,
   };
 }
-const removed = (hashes: (number | string)[]): PublisherEvent => ({ type: "BlockRemoved", block_hashes: hashes, medium: "GPU" });
+const removed = (hashes: (number | string)[]): PublisherEvent => ({
+  type: "BlockRemoved",
+  block_hashes: hashes,
+  medium: "GPU",
+});
 const cleared: PublisherEvent = { type: "AllBlocksCleared" };
 
 /** A Stored RouterEvent the way the router must see it: engine hashes + tokens_hash from §2.2. */
-function expectStored(id: bigint, hashes: bigint[], parent: bigint | null, tokens: number[], lora?: string, dpRank = 0): RouterEvent {
+function expectStored(
+  id: bigint,
+  hashes: bigint[],
+  parent: bigint | null,
+  tokens: number[],
+  lora?: string,
+  dpRank = 0,
+): RouterEvent {
   const local = computeBlockHashes(tokens, BS, { loraName: lora });
-  return storedEvent(W, id, hashes.map((h, i) => ({ blockHash: h, tokensHash: local[i]! })), parent, dpRank);
+  return storedEvent(
+    W,
+    id,
+    hashes.map((h, i) => ({ blockHash: h, tokensHash: local[i]! })),
+    parent,
+    dpRank,
+  );
 }
 
 const procs: VllmPublisherProcess[] = [];
 const subs: VllmKvSubscriber[] = [];
 
-async function publisher(opts?: { pubPort?: number; replayPort?: number }): Promise<VllmPublisherProcess> {
+async function publisher(opts?: {
+  pubPort?: number;
+  replayPort?: number;
+}): Promise<VllmPublisherProcess> {
   const p = await VllmPublisherProcess.start(opts);
   procs.push(p);
   return p;
@@ -57,13 +102,19 @@ async function subscriber(p: VllmPublisherProcess, extra: Partial<VllmKvSubscrib
   });
   subs.push(sub);
   await p.waitSubscriber();
-  const waitFor = (n: number) => until(() => got.length >= n, () => `${n} events (have ${got.length}; ${JSON.stringify(sub.stats(), (_, v) => (typeof v === "bigint" ? String(v) : v))})`);
+  const waitFor = (n: number) =>
+    until(
+      () => got.length >= n,
+      () =>
+        `${n} events (have ${got.length}; ${JSON.stringify(sub.stats(), (_, v) => (typeof v === "bigint" ? String(v) : v))})`,
+    );
   return { sub, got, warnings, waitFor };
 }
 
 beforeAll(() => {
   const problem = pythonZmqProblem();
-  if (problem !== undefined) throw new Error(`the ZeroMQ integration tests need a python publisher: ${problem}`);
+  if (problem !== undefined)
+    throw new Error(`the ZeroMQ integration tests need a python publisher: ${problem}`);
 });
 
 afterEach(async () => {
@@ -92,7 +143,15 @@ describe("startVllmKvSubscriber with a vLLM-style publisher", () => {
       expect(await p.publish(SCENARIO, format)).toEqual([0, 1, 2]);
       await waitFor(4);
       expect(got).toEqual(SCENARIO_EVENTS);
-      expect(sub.stats()).toMatchObject({ live: 3, replayed: 0, gaps: 0, lostBatches: 0, batches: 3, events: 4, nextEventId: 4n });
+      expect(sub.stats()).toMatchObject({
+        live: 3,
+        replayed: 0,
+        gaps: 0,
+        lostBatches: 0,
+        batches: 3,
+        events: 4,
+        nextEventId: 4n,
+      });
     });
   }
 
@@ -102,7 +161,13 @@ describe("startVllmKvSubscriber with a vLLM-style publisher", () => {
     await p.publish([SCENARIO[0]!, { ...SCENARIO[1]!, send: false }, SCENARIO[2]!]);
     await waitFor(4);
     expect(got).toEqual(SCENARIO_EVENTS);
-    expect(sub.stats()).toMatchObject({ live: 2, replayed: 1, gaps: 1, lostBatches: 0, replayRequests: 1 });
+    expect(sub.stats()).toMatchObject({
+      live: 2,
+      replayed: 1,
+      gaps: 1,
+      lostBatches: 0,
+      replayRequests: 1,
+    });
   });
 
   test("a late joiner gets the history still in the publisher's replay buffer", async () => {
@@ -120,14 +185,21 @@ describe("startVllmKvSubscriber with a vLLM-style publisher", () => {
     const { sub, got, warnings, waitFor } = await subscriber(p, { replayEndpoint: undefined });
     await p.publish([SCENARIO[0]!, { ...SCENARIO[1]!, send: false }, SCENARIO[2]!]);
     await waitFor(3);
-    expect(got.map((e) => [e.event.eventId, e.event.data.type])).toEqual([[0n, "stored"], [2n, "removed"], [3n, "cleared"]]);
+    expect(got.map((e) => [e.event.eventId, e.event.data.type])).toEqual([
+      [0n, "stored"],
+      [2n, "removed"],
+      [3n, "cleared"],
+    ]);
     expect(sub.stats()).toMatchObject({ gaps: 1, lostBatches: 1, replayRequests: 0 });
     expect(warnings.some((w) => w.includes("lost"))).toBe(true);
   });
 
   test("a restarted engine (seq back at 0 on the same endpoint) is cleared before its new events", async () => {
     const first = await publisher();
-    const ports = { pubPort: Number(first.pub.split(":").pop()), replayPort: Number(first.replay.split(":").pop()) };
+    const ports = {
+      pubPort: Number(first.pub.split(":").pop()),
+      replayPort: Number(first.replay.split(":").pop()),
+    };
     const { sub, got, waitFor } = await subscriber(first, { dpRank: 1 });
     await first.publish([SCENARIO[0]!, SCENARIO[0]!, SCENARIO[0]!]); // seqs 0..2
     await waitFor(3);
@@ -137,7 +209,10 @@ describe("startVllmKvSubscriber with a vLLM-style publisher", () => {
     await second.waitSubscriber(); // the SUB reconnects and subscribes again by itself
     await second.publish([{ events: [stored([7], null, range(0, 16))] }]); // seq 0 again
     await waitFor(5);
-    expect(got.slice(3)).toEqual([clearedEvent(W, 3n, 1), expectStored(4n, [7n], null, range(0, 16), undefined, 1)]);
+    expect(got.slice(3)).toEqual([
+      clearedEvent(W, 3n, 1),
+      expectStored(4n, [7n], null, range(0, 16), undefined, 1),
+    ]);
     expect(sub.stats().restarts).toBe(1);
   });
 
@@ -169,14 +244,21 @@ describe("startVllmKvSubscriber with a vLLM-style publisher", () => {
 
   test("a frame over the message limit ends the session: subscribed again on a new socket, and events flow again (a gap replayed as usual)", async () => {
     const p = await publisher();
-    const { sub, got, warnings, waitFor } = await subscriber(p, { maxMessageBytes: 64 * 1024, deadSessionMs: 300 });
+    const { sub, got, warnings, waitFor } = await subscriber(p, {
+      maxMessageBytes: 64 * 1024,
+      deadSessionMs: 300,
+    });
     await p.publish([SCENARIO[0]!]);
     await waitFor(1);
     await until(() => sub.session().state === "connected", "the session to show connected");
     // Before: libzmq ended the session for good (it does not reconnect after a protocol
     // error), nothing more ever arrived, and the subscription still showed connected.
     await p.publishOversized(1024 * 1024);
-    await until(() => sub.session().resubscribes === 1, () => `a new subscription (session ${JSON.stringify(sub.session())})`, 5_000);
+    await until(
+      () => sub.session().resubscribes === 1,
+      () => `a new subscription (session ${JSON.stringify(sub.session())})`,
+      5_000,
+    );
     expect(warnings.some((w) => w.includes("subscribing again"))).toBe(true);
     await p.waitSubscriber();
     await until(() => sub.session().state === "connected", "the new session to show connected");
@@ -215,7 +297,11 @@ describe("startVllmKvSubscriber with a vLLM-style publisher", () => {
 describe("startVllmKvSubscriber without libzmq", () => {
   test("start fails with a message naming the package to install", async () => {
     const start = startVllmKvSubscriber({
-      endpoint: "tcp://127.0.0.1:1", workerId: W, blockSize: BS, onEvents: () => {}, libzmqPath: "/nonexistent/libzmq.so.5",
+      endpoint: "tcp://127.0.0.1:1",
+      workerId: W,
+      blockSize: BS,
+      onEvents: () => {},
+      libzmqPath: "/nonexistent/libzmq.so.5",
     });
     await expect(start).rejects.toThrow("apt-get install -y libzmq5");
   });

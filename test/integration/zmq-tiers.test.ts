@@ -12,7 +12,10 @@ import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { computeBlockHashes } from "../../src/core/block-hash.ts";
 import type { KvEventStatus, KvMedium, RouterEvent } from "../../src/core/events.ts";
 import { RadixTree } from "../../src/router/kv-index/radix-tree.ts";
-import { startVllmKvSubscriber, type VllmKvSubscriber } from "../../src/runtime/bun/zmq/subscriber.ts";
+import {
+  startVllmKvSubscriber,
+  type VllmKvSubscriber,
+} from "../../src/runtime/bun/zmq/subscriber.ts";
 import { until } from "../support/processes.ts";
 import { pythonZmqProblem, VllmPublisherProcess } from "../support/vllm-kv-publisher.ts";
 
@@ -29,7 +32,8 @@ const subs: VllmKvSubscriber[] = [];
 
 beforeAll(() => {
   const problem = pythonZmqProblem();
-  if (problem !== undefined) throw new Error(`the ZeroMQ integration tests need a python publisher: ${problem}`);
+  if (problem !== undefined)
+    throw new Error(`the ZeroMQ integration tests need a python publisher: ${problem}`);
 });
 
 afterEach(async () => {
@@ -57,13 +61,20 @@ async function fleet() {
   await p.waitSubscriber();
   /** Wait until every batch up to `seq` was decoded (events or none). */
   const settle = (seq: number) =>
-    until(() => sub.stats().lastSeq >= seq, () => `batch ${seq} (last seen ${sub.stats().lastSeq})`);
+    until(
+      () => sub.stats().lastSeq >= seq,
+      () => `batch ${seq} (last seen ${sub.stats().lastSeq})`,
+    );
   return { p, tree, applied, sub, settle };
 }
 
 /** What the index holds for worker W, per medium: block hash -> tokens hash, from a dump. */
 function holdings(tree: RadixTree): Record<KvMedium, Map<bigint, bigint>> {
-  const out: Record<KvMedium, Map<bigint, bigint>> = { gpu: new Map(), cpu: new Map(), disk: new Map() };
+  const out: Record<KvMedium, Map<bigint, bigint>> = {
+    gpu: new Map(),
+    cpu: new Map(),
+    disk: new Map(),
+  };
   for (const e of tree.dump()) {
     const d = e.event.data;
     if (e.workerId !== W || d.type !== "stored") continue;
@@ -74,7 +85,10 @@ function holdings(tree: RadixTree): Record<KvMedium, Map<bigint, bigint>> {
 }
 
 /** The expected holdings of one medium: these blocks of these requests. */
-function expectHeld(got: Map<bigint, bigint>, want: [hashes: bigint[], tokens: number[], blocks: number[]][]): void {
+function expectHeld(
+  got: Map<bigint, bigint>,
+  want: [hashes: bigint[], tokens: number[], blocks: number[]][],
+): void {
   const expected = new Map<bigint, bigint>();
   for (const [hashes, tokens, blocks] of want) {
     const local = computeBlockHashes(tokens, BS);
@@ -87,7 +101,11 @@ function expectHeld(got: Map<bigint, bigint>, want: [hashes: bigint[], tokens: n
 function overlap(tree: RadixTree, tokens: number[]): Record<KvMedium, number> {
   const s = tree.findMatches(computeBlockHashes(tokens, BS));
   const key = `${W}:0`;
-  return { gpu: s.scores.get(key) ?? 0, cpu: s.tierScores?.get("cpu")?.get(key) ?? 0, disk: s.tierScores?.get("disk")?.get(key) ?? 0 };
+  return {
+    gpu: s.scores.get(key) ?? 0,
+    cpu: s.tierScores?.get("cpu")?.get(key) ?? 0,
+    disk: s.tierScores?.get("disk")?.get(key) ?? 0,
+  };
 }
 
 describe("vLLM OffloadingConnector events into the index (16-token GPU blocks, 48-token CPU blocks)", () => {
@@ -99,10 +117,27 @@ describe("vLLM OffloadingConnector events into the index (16-token GPU blocks, 4
     // new ones and offloads its chunk 1 (blocks 3..5: block 3 is A's, announced again).
     const r1 = await p.tiered(
       [
-        { ops: [{ op: "request", req: "a", tokens: TOKENS_A }, { op: "gpu_store", req: "a" }, { op: "offload", req: "a", chunks: [0, 1] }] },
-        { ops: [{ op: "request", req: "b", tokens: TOKENS_B }, { op: "gpu_store", req: "b" }, { op: "offload", req: "b", chunks: [1] }] },
+        {
+          ops: [
+            { op: "request", req: "a", tokens: TOKENS_A },
+            { op: "gpu_store", req: "a" },
+            { op: "offload", req: "a", chunks: [0, 1] },
+          ],
+        },
+        {
+          ops: [
+            { op: "request", req: "b", tokens: TOKENS_B },
+            { op: "gpu_store", req: "b" },
+            { op: "offload", req: "b", chunks: [1] },
+          ],
+        },
         // The GPU evicts A's last block; A's chunk 0 is written to the STORAGE tier too.
-        { ops: [{ op: "gpu_evict", req: "a", blocks: [5] }, { op: "offload", req: "a", chunks: [0], medium: "STORAGE" }] },
+        {
+          ops: [
+            { op: "gpu_evict", req: "a", blocks: [5] },
+            { op: "offload", req: "a", chunks: [0], medium: "STORAGE" },
+          ],
+        },
       ],
       engine,
     );
@@ -113,22 +148,34 @@ describe("vLLM OffloadingConnector events into the index (16-token GPU blocks, 4
 
     expect(applied.every((a) => a.status === "ok")).toBe(true);
     const h = holdings(tree);
-    expectHeld(h.gpu, [[A, TOKENS_A, [0, 1, 2, 3, 4]], [B, TOKENS_B, [4, 5]]]);
-    expectHeld(h.cpu, [[A, TOKENS_A, [0, 1, 2, 3, 4, 5]], [B, TOKENS_B, [4, 5]]]);
+    expectHeld(h.gpu, [
+      [A, TOKENS_A, [0, 1, 2, 3, 4]],
+      [B, TOKENS_B, [4, 5]],
+    ]);
+    expectHeld(h.cpu, [
+      [A, TOKENS_A, [0, 1, 2, 3, 4, 5]],
+      [B, TOKENS_B, [4, 5]],
+    ]);
     expectHeld(h.disk, [[A, TOKENS_A, [0, 1, 2]]]);
     expect(overlap(tree, TOKENS_A)).toEqual({ gpu: 5, cpu: 6, disk: 3 });
     expect(overlap(tree, TOKENS_B)).toEqual({ gpu: 6, cpu: 6, disk: 3 });
     expect(tree.mediumSize({ workerId: W, dpRank: 0 }, "cpu")).toBe(8);
     expect(tree.workerSize(`${W}:0`)).toBe(7); // GPU blocks only, as before tiers
-    expect(sub.stats().decode).toMatchObject({ tier: 4, placeholder: 0, otherMedium: 0, blockSizeMismatch: 0 });
+    expect(sub.stats().decode).toMatchObject({
+      tier: 4,
+      placeholder: 0,
+      otherMedium: 0,
+      blockSizeMismatch: 0,
+    });
 
     // A's chunk 1 leaves the CPU: its removal names blocks 3..5, but block 3 was announced
     // twice (B's chunk 1 too), so the CPU keeps it until B's chunk 1 leaves as well.
-    const r2 = await p.tiered([
-      { ops: [{ op: "offload_evict", req: "a", chunks: [1] }] },
-    ]);
+    const r2 = await p.tiered([{ ops: [{ op: "offload_evict", req: "a", chunks: [1] }] }]);
     await settle(r2.seqs[0]!);
-    expectHeld(holdings(tree).cpu, [[A, TOKENS_A, [0, 1, 2, 3]], [B, TOKENS_B, [4, 5]]]);
+    expectHeld(holdings(tree).cpu, [
+      [A, TOKENS_A, [0, 1, 2, 3]],
+      [B, TOKENS_B, [4, 5]],
+    ]);
     expect(overlap(tree, TOKENS_A)).toEqual({ gpu: 5, cpu: 4, disk: 3 });
     expect(overlap(tree, TOKENS_B)).toEqual({ gpu: 6, cpu: 6, disk: 3 });
 
@@ -151,10 +198,23 @@ describe("vLLM OffloadingConnector events into the index (16-token GPU blocks, 4
     const { p, tree, applied, sub, settle } = await fleet();
     const r = await p.tiered(
       [
-        { ops: [{ op: "request", req: "a", tokens: TOKENS_A }, { op: "gpu_store", req: "a" }, { op: "offload", req: "a", chunks: [0, 1] }] },
+        {
+          ops: [
+            { op: "request", req: "a", tokens: TOKENS_A },
+            { op: "gpu_store", req: "a" },
+            { op: "offload", req: "a", chunks: [0, 1] },
+          ],
+        },
         // The GPU evicts A's second chunk; B (A's first 4 blocks, then its own) is offloaded too:
         // its chunk 1 starts with A's block 3, which only the CPU still holds.
-        { ops: [{ op: "gpu_evict", req: "a", blocks: [3, 4, 5] }, { op: "request", req: "b", tokens: TOKENS_B }, { op: "gpu_store", req: "b" }, { op: "offload", req: "b", chunks: [1] }] },
+        {
+          ops: [
+            { op: "gpu_evict", req: "a", blocks: [3, 4, 5] },
+            { op: "request", req: "b", tokens: TOKENS_B },
+            { op: "gpu_store", req: "b" },
+            { op: "offload", req: "b", chunks: [1] },
+          ],
+        },
       ],
       { block_size: BS, blocks_per_chunk: CHUNK_BLOCKS, self_describing: false, legacy: true },
     );
@@ -163,7 +223,9 @@ describe("vLLM OffloadingConnector events into the index (16-token GPU blocks, 4
     expect(sub.stats().decode).toMatchObject({ chunkRefs: 2, placeholder: 0, tier: 2 });
     const all = (tokens: number[]) => [...computeBlockHashes(tokens, BS)].sort();
     const tokensHeld = (m: Map<bigint, bigint>) => [...new Set(m.values())].sort();
-    expect(tokensHeld(holdings(tree).cpu)).toEqual([...new Set([...all(TOKENS_A), ...all(TOKENS_B)])].sort());
+    expect(tokensHeld(holdings(tree).cpu)).toEqual(
+      [...new Set([...all(TOKENS_A), ...all(TOKENS_B)])].sort(),
+    );
     // B recomputed block 3 on the GPU (the engine had evicted it), so A matches 4 there.
     expect(overlap(tree, TOKENS_A)).toEqual({ gpu: 4, cpu: 6, disk: 0 });
     expect(overlap(tree, TOKENS_B)).toEqual({ gpu: 6, cpu: 6, disk: 0 });
@@ -172,11 +234,26 @@ describe("vLLM OffloadingConnector events into the index (16-token GPU blocks, 4
     // GPU evicts A's chunk 0, which then goes to the disk tier: placed through the CPU's copy.
     // A chunk of a request the engine never reported on any medium cannot be placed.
     const r2 = await p.tiered([
-      { ops: [{ op: "offload_evict", req: "a", chunks: [1] }, { op: "gpu_evict", req: "a", blocks: [0, 1, 2] }, { op: "offload", req: "a", chunks: [0], medium: "STORAGE" }] },
-      { ops: [{ op: "request", req: "c", tokens: range(5000, 5048) }, { op: "offload", req: "c", chunks: [0] }] },
+      {
+        ops: [
+          { op: "offload_evict", req: "a", chunks: [1] },
+          { op: "gpu_evict", req: "a", blocks: [0, 1, 2] },
+          { op: "offload", req: "a", chunks: [0], medium: "STORAGE" },
+        ],
+      },
+      {
+        ops: [
+          { op: "request", req: "c", tokens: range(5000, 5048) },
+          { op: "offload", req: "c", chunks: [0] },
+        ],
+      },
     ]);
     await settle(r2.seqs[1]!);
-    expect(applied.slice(5).map((a) => [a.event.event.medium ?? "gpu", a.event.event.data.type, a.status])).toEqual([
+    expect(
+      applied
+        .slice(5)
+        .map((a) => [a.event.event.medium ?? "gpu", a.event.event.data.type, a.status]),
+    ).toEqual([
       ["cpu", "removed", "ok"],
       ["gpu", "removed", "ok"],
       ["disk", "stored", "ok"],
@@ -191,7 +268,13 @@ describe("vLLM OffloadingConnector events into the index (16-token GPU blocks, 4
     const { p, tree, sub, settle } = await fleet();
     const r = await p.tiered(
       [
-        { ops: [{ op: "request", req: "a", tokens: TOKENS_A }, { op: "gpu_store", req: "a" }, { op: "offload", req: "a", chunks: [0, 1] }] },
+        {
+          ops: [
+            { op: "request", req: "a", tokens: TOKENS_A },
+            { op: "gpu_store", req: "a" },
+            { op: "offload", req: "a", chunks: [0, 1] },
+          ],
+        },
       ],
       { block_size: BS, blocks_per_chunk: CHUNK_BLOCKS, self_describing: false },
     );
@@ -199,12 +282,22 @@ describe("vLLM OffloadingConnector events into the index (16-token GPU blocks, 4
     // Self-describing again, into a shared file system tier that is not this engine's own.
     const r2 = await p.tiered(
       [
-        { ops: [{ op: "request", req: "a", tokens: TOKENS_A }, { op: "offload", req: "a", chunks: [0], medium: "STORAGE", locality: "REMOTE" }] },
+        {
+          ops: [
+            { op: "request", req: "a", tokens: TOKENS_A },
+            { op: "offload", req: "a", chunks: [0], medium: "STORAGE", locality: "REMOTE" },
+          ],
+        },
       ],
       { block_size: BS, blocks_per_chunk: CHUNK_BLOCKS, self_describing: true },
     );
     await settle(r2.seqs[0]!);
-    expect(sub.stats().decode).toMatchObject({ placeholder: 2, otherMedium: 1, tier: 0, stored: 1 });
+    expect(sub.stats().decode).toMatchObject({
+      placeholder: 2,
+      otherMedium: 1,
+      tier: 0,
+      stored: 1,
+    });
     const h = holdings(tree);
     expectHeld(h.gpu, [[A, TOKENS_A, [0, 1, 2, 3, 4, 5]]]);
     expect(h.cpu.size + h.disk.size).toBe(0);

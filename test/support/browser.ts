@@ -12,7 +12,11 @@ export const ARTIFACTS = join(ROOT, ".artifacts");
 
 export async function launchChromium(): Promise<Browser> {
   // --no-sandbox: CI and these machines run as root, where Chromium's sandbox refuses to start.
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage"],
+  });
 }
 
 /** Where a test's screenshot goes: .artifacts/<folder>/<name>.png (the folder made on demand). */

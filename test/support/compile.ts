@@ -7,10 +7,22 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "./processes.ts";
 
-export function compileSwitchyard(outfile: string): { readonly exitCode: number; readonly stderr: string; readonly script: string } {
-  const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: { compile: string } }).scripts.compile;
-  if (!script.startsWith("bun ")) throw new Error(`the compile script does not start with bun: ${script}`);
+export function compileSwitchyard(outfile: string): {
+  readonly exitCode: number;
+  readonly stderr: string;
+  readonly script: string;
+} {
+  const script = (
+    JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: { compile: string } }
+  ).scripts.compile;
+  if (!script.startsWith("bun "))
+    throw new Error(`the compile script does not start with bun: ${script}`);
   const cmd = `'${process.execPath}' ${script.slice("bun ".length).replace("dist/switchyard", `'${outfile}'`)}`;
-  const built = Bun.spawnSync({ cmd: ["sh", "-c", cmd], cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const built = Bun.spawnSync({
+    cmd: ["sh", "-c", cmd],
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   return { exitCode: built.exitCode, stderr: built.stderr.toString(), script };
 }

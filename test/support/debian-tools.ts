@@ -19,6 +19,11 @@ export function missingTool(bin: string, pkg: string): string | undefined {
 
 /** Run a tool to completion with `stdin`; its exit code and output. */
 export function runTool(cmd: readonly string[], stdin?: string): { code: number; out: string } {
-  const r = Bun.spawnSync({ cmd: [...cmd], stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin), stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync({
+    cmd: [...cmd],
+    stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   return { code: r.exitCode ?? -1, out: `${r.stdout.toString()}${r.stderr.toString()}` };
 }

@@ -19,7 +19,10 @@ export function thrownBy<E extends Error>(type: ErrorClass<E>, fn: () => unknown
 }
 
 /** The `type` error that `p` rejects with. */
-export async function rejectionOf<E extends Error>(type: ErrorClass<E>, p: Promise<unknown>): Promise<E> {
+export async function rejectionOf<E extends Error>(
+  type: ErrorClass<E>,
+  p: Promise<unknown>,
+): Promise<E> {
   try {
     await p;
   } catch (e) {

@@ -42,7 +42,10 @@ const floodBytes = Number(values["flood-mb"]) * (1 << 20);
 
 const stats = { requests: 0, closed_by_peer: 0, open: 0, bytes_sent: 0 };
 const enc = new TextEncoder();
-const event = (i: number) => enc.encode(`data: {"id":"f","object":"text_completion","choices":[{"index":0,"text":"t${i} "}]}\n\n`);
+const event = (i: number) =>
+  enc.encode(
+    `data: {"id":"f","object":"text_completion","choices":[{"index":0,"text":"t${i} "}]}\n\n`,
+  );
 const SSE = { "content-type": "text/event-stream" };
 
 function answer(req: Request): Response | Promise<Response> {
@@ -55,14 +58,28 @@ function answer(req: Request): Response | Promise<Response> {
       stats.open--;
     }
   };
-  req.signal.addEventListener("abort", () => {
-    if (!finished) stats.closed_by_peer++;
-    done();
-  }, { once: true });
+  req.signal.addEventListener(
+    "abort",
+    () => {
+      if (!finished) stats.closed_by_peer++;
+      done();
+    },
+    { once: true },
+  );
   switch (mode) {
     case "error500":
       done();
-      return Response.json({ error: { message: "engine failure (fault-engine)", type: "server_error", code: null, param: null } }, { status: 500 });
+      return Response.json(
+        {
+          error: {
+            message: "engine failure (fault-engine)",
+            type: "server_error",
+            code: null,
+            param: null,
+          },
+        },
+        { status: 500 },
+      );
     case "hang":
       return new Promise<Response>(() => {});
     case "flood": {
@@ -99,7 +116,11 @@ function answer(req: Request): Response | Promise<Response> {
               return;
             }
             while (!released) await Bun.sleep(5);
-            c.enqueue(enc.encode('data: {"error":{"message":"engine failed mid-answer (fault-engine)","type":"server_error","code":500}}\n\n'));
+            c.enqueue(
+              enc.encode(
+                'data: {"error":{"message":"engine failed mid-answer (fault-engine)","type":"server_error","code":500}}\n\n',
+              ),
+            );
             done();
             c.close();
           },
@@ -173,7 +194,11 @@ const server = Bun.serve({
         return Response.json(stats);
       case "POST /fault": {
         const m = ((await req.json()) as { mode?: string }).mode as FaultMode;
-        if (!MODES.includes(m)) return Response.json({ error: `mode must be one of ${MODES.join(", ")}` }, { status: 400 });
+        if (!MODES.includes(m))
+          return Response.json(
+            { error: `mode must be one of ${MODES.join(", ")}` },
+            { status: 400 },
+          );
         mode = m;
         return Response.json({ mode });
       }

@@ -10,11 +10,16 @@ const server = Bun.serve({
   fetch(req) {
     const path = new URL(req.url).pathname;
     if (path === "/health") return new Response("ok");
-    if (path === "/v1/models") return Response.json({ object: "list", data: [{ id: "echo", object: "model" }] });
+    if (path === "/v1/models")
+      return Response.json({ object: "list", data: [{ id: "echo", object: "model" }] });
     const seen: Record<string, string> = {};
     req.headers.forEach((v, k) => (seen[k] = v));
     return new Response(JSON.stringify({ choices: [{ text: "ok" }], headers: seen }), {
-      headers: { "content-type": "application/json", connection: "x-engine-secret", "x-engine-secret": "engine-only" },
+      headers: {
+        "content-type": "application/json",
+        connection: "x-engine-secret",
+        "x-engine-secret": "engine-only",
+      },
     });
   },
 });

@@ -40,25 +40,33 @@ export interface ImportEdge {
   readonly lazy: boolean;
 }
 
-const STATIC_IMPORT = /(?:^|[\s;}])(?:import|export)\b[^"'`;]*?\bfrom\s*["'](\.{1,2}\/[^"']+)["']|(?:^|[\s;])import\s*["'](\.{1,2}\/[^"']+)["']/g;
+const STATIC_IMPORT =
+  /(?:^|[\s;}])(?:import|export)\b[^"'`;]*?\bfrom\s*["'](\.{1,2}\/[^"']+)["']|(?:^|[\s;])import\s*["'](\.{1,2}\/[^"']+)["']/g;
 const LAZY_IMPORT = /\bimport\s*\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
 
-const repoPath = (file: string, spec: string): string => relative(ROOT, resolve(dirname(file), spec)).split("\\").join("/");
+const repoPath = (file: string, spec: string): string =>
+  relative(ROOT, resolve(dirname(file), spec))
+    .split("\\")
+    .join("/");
 
 /** The relative imports of `text`, a file at absolute path `file`. */
 export function importsOf(file: string, text: string): ImportEdge[] {
   const from = relative(ROOT, file).split("\\").join("/");
   const body = code(text);
   const out: ImportEdge[] = [];
-  for (const m of body.matchAll(STATIC_IMPORT)) out.push({ from, to: repoPath(file, (m[1] ?? m[2])!), lazy: false });
-  for (const m of body.matchAll(LAZY_IMPORT)) out.push({ from, to: repoPath(file, m[1]!), lazy: true });
+  for (const m of body.matchAll(STATIC_IMPORT))
+    out.push({ from, to: repoPath(file, (m[1] ?? m[2])!), lazy: false });
+  for (const m of body.matchAll(LAZY_IMPORT))
+    out.push({ from, to: repoPath(file, m[1]!), lazy: true });
   return out;
 }
 
 /** Every import edge between .ts files of src/ (edges to non-.ts files such as package.json are left out). */
 export function srcImportGraph(root = ROOT): ImportEdge[] {
   const files = tsFiles(join(root, "src"));
-  return files.flatMap((f) => importsOf(f, readFileSync(f, "utf8"))).filter((e) => e.to.endsWith(".ts"));
+  return files
+    .flatMap((f) => importsOf(f, readFileSync(f, "utf8")))
+    .filter((e) => e.to.endsWith(".ts"));
 }
 
 /**
@@ -152,7 +160,8 @@ export function layerOf(path: string): number | undefined {
   let best: { layer: number; len: number } | undefined;
   LAYERS.forEach((dirs, layer) => {
     for (const d of dirs) {
-      if ((path === d || path.startsWith(`${d}/`)) && (!best || d.length > best.len)) best = { layer, len: d.length };
+      if ((path === d || path.startsWith(`${d}/`)) && (!best || d.length > best.len))
+        best = { layer, len: d.length };
     }
   });
   return best?.layer;
@@ -174,7 +183,9 @@ if (import.meta.main) {
   const edges = srcImportGraph();
   const strict = importCircles(edges, false);
   const all = importCircles(edges, true);
-  console.log(`files: ${new Set(edges.flatMap((e) => [e.from, e.to])).size}, imports: ${edges.length}`);
+  console.log(
+    `files: ${new Set(edges.flatMap((e) => [e.from, e.to])).size}, imports: ${edges.length}`,
+  );
   console.log(`circles (static imports): ${strict.length}`);
   console.log(`circles (with lazy import()): ${all.length}`);
   for (const c of all) console.log(`  [${c.length}] ${c.join(", ")}`);

@@ -30,7 +30,13 @@ const GETS: Record<string, string> = {
 };
 
 export function startMalformedEngine(answer: string): MalformedEngine {
-  const engine: MalformedEngine = { url: "", posts: 0, closedByPeer: 0, answer, stop: () => server.stop(true) };
+  const engine: MalformedEngine = {
+    url: "",
+    posts: 0,
+    closedByPeer: 0,
+    answer,
+    stop: () => server.stop(true),
+  };
   const server: TCPSocketListener<{ buf: string; posted: boolean }> = Bun.listen({
     hostname: "127.0.0.1",
     port: 0,
@@ -54,7 +60,11 @@ export function startMalformedEngine(answer: string): MalformedEngine {
             s.write(engine.answer);
           } else {
             const path = (target ?? "").split("?")[0]!;
-            s.write(path === "/kv/query" ? ok({ tree_dump: { events: [], last_event_id: null } }) : (GETS[path] ?? "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"));
+            s.write(
+              path === "/kv/query"
+                ? ok({ tree_dump: { events: [], last_event_id: null } })
+                : (GETS[path] ?? "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"),
+            );
           }
         }
       },

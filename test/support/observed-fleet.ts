@@ -36,13 +36,18 @@ export interface Fleet {
   stop(): Promise<void>;
 }
 
-const CONVERSATIONS = Array.from({ length: 6 }, (_, i) => `You are assistant number ${i}. Here is a long shared system prompt about topic ${i}: ${"context ".repeat(40)}`);
+const CONVERSATIONS = Array.from(
+  { length: 6 },
+  (_, i) =>
+    `You are assistant number ${i}. Here is a long shared system prompt about topic ${i}: ${"context ".repeat(40)}`,
+);
 
 export async function startFleet(o: FleetOptions): Promise<Fleet> {
   const [port] = freePorts(1);
   const url = `http://127.0.0.1:${port}`;
   const token = o.adminToken;
-  const headers: Record<string, string> = token !== undefined ? { authorization: `Bearer ${token}` } : {};
+  const headers: Record<string, string> =
+    token !== undefined ? { authorization: `Bearer ${token}` } : {};
   const engines: Proc[] = [];
   let router: Proc | undefined;
   let publisher: VllmPublisherProcess | undefined;
@@ -55,10 +60,44 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
     vllm?.server.stop(true);
   };
   try {
-    const common = ["--model", FLEET_MODEL, "--event-batch-ms", "5", "--decode-ms-per-step", "3", ...(token ? ["--admin-token", token, "--events-token", eventsToken(token)] : []), ...(o.engineArgs ?? [])];
-    engines.push(...(await Promise.all(Array.from({ length: o.engines }, (_, i) => startMain(["mocker", "--port", "0", "--router-url", url, "--seed", String(i + 1), ...common])))));
+    const common = [
+      "--model",
+      FLEET_MODEL,
+      "--event-batch-ms",
+      "5",
+      "--decode-ms-per-step",
+      "3",
+      ...(token ? ["--admin-token", token, "--events-token", eventsToken(token)] : []),
+      ...(o.engineArgs ?? []),
+    ];
+    engines.push(
+      ...(await Promise.all(
+        Array.from({ length: o.engines }, (_, i) =>
+          startMain([
+            "mocker",
+            "--port",
+            "0",
+            "--router-url",
+            url,
+            "--seed",
+            String(i + 1),
+            ...common,
+          ]),
+        ),
+      )),
+    );
     router = await startMain([
-      "serve", "--port", String(port), "--host", "127.0.0.1", "--health-interval", "0.5", "--engine-metrics-interval", "0.5", "--log-level", "warn",
+      "serve",
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+      "--health-interval",
+      "0.5",
+      "--engine-metrics-interval",
+      "0.5",
+      "--log-level",
+      "warn",
       ...(token ? ["--admin-token", token, "--events-token", eventsToken(token)] : []),
       ...engines.flatMap((e) => ["--worker", String(e.info.url)]),
       ...(o.extraWorkers ?? []).flatMap((u) => ["--worker", u]),
@@ -70,21 +109,48 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
       const r = await fetch(`${url}/v1/workers`, {
         method: "POST",
         headers: { "content-type": "application/json", ...headers },
-        body: JSON.stringify({ url: vllm.url, kv_events: { endpoint: publisher.pub, replay_endpoint: publisher.replay } }),
+        body: JSON.stringify({
+          url: vllm.url,
+          kv_events: { endpoint: publisher.pub, replay_endpoint: publisher.replay },
+        }),
       });
       if (!r.ok) throw new Error(`registering the ZMQ worker: ${r.status} ${await r.text()}`);
       await publisher.waitSubscriber();
-      await publisher.publish([{ events: [{ type: "BlockStored", block_hashes: [1, 2], parent_block_hash: null, token_ids: Array.from({ length: 32 }, (_, i) => i), block_size: 16, lora_id: null, medium: "GPU" }] }]);
+      await publisher.publish([
+        {
+          events: [
+            {
+              type: "BlockStored",
+              block_hashes: [1, 2],
+              parent_block_hash: null,
+              token_ids: Array.from({ length: 32 }, (_, i) => i),
+              block_size: 16,
+              lora_id: null,
+              medium: "GPU",
+            },
+          ],
+        },
+      ]);
     }
     const expected = o.engines + (vllm ? 1 : 0) + (o.extraWorkers?.length ?? 0);
-    await until(async () => ((await (await fetch(`${url}/health`)).json()) as { healthy_workers: number }).healthy_workers === expected, `${expected} healthy workers`, 20_000);
+    await until(
+      async () =>
+        ((await (await fetch(`${url}/health`)).json()) as { healthy_workers: number })
+          .healthy_workers === expected,
+      `${expected} healthy workers`,
+      20_000,
+    );
   } catch (e) {
     await stop();
     throw e;
   }
   const r = router;
 
-  const load = async (seconds: number, concurrency: number, requests = Infinity): Promise<Map<number, number>> => {
+  const load = async (
+    seconds: number,
+    concurrency: number,
+    requests = Infinity,
+  ): Promise<Map<number, number>> => {
     const end = performance.now() + seconds * 1000;
     const statuses = new Map<number, number>();
     let n = 0;
@@ -95,11 +161,21 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
         const bad = i % 25 === 24;
         const body = bad
           ? { model: FLEET_MODEL, prompt: 3 }
-          : { model: FLEET_MODEL, prompt: `${CONVERSATIONS[(i + c) % CONVERSATIONS.length]} turn ${i}`, max_tokens: 6, stream: i % 2 === 0 };
+          : {
+              model: FLEET_MODEL,
+              prompt: `${CONVERSATIONS[(i + c) % CONVERSATIONS.length]} turn ${i}`,
+              max_tokens: 6,
+              stream: i % 2 === 0,
+            };
         try {
           // Half the clients hold a sticky session, half are routed afresh on every request.
-          const session: Record<string, string> = c % 2 === 0 ? { "x-session-id": `client-${c}` } : {};
-          const res = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json", ...session }, body: JSON.stringify(body) });
+          const session: Record<string, string> =
+            c % 2 === 0 ? { "x-session-id": `client-${c}` } : {};
+          const res = await fetch(`${url}/v1/completions`, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...session },
+            body: JSON.stringify(body),
+          });
           await res.arrayBuffer();
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         } catch {

@@ -47,7 +47,10 @@ class Reader {
     }
   }
   fixed64(): bigint {
-    const v = new DataView(this.buf.buffer, this.buf.byteOffset + this.pos, 8).getBigUint64(0, true);
+    const v = new DataView(this.buf.buffer, this.buf.byteOffset + this.pos, 8).getBigUint64(
+      0,
+      true,
+    );
     this.pos += 8;
     return v;
   }
@@ -93,7 +96,8 @@ function anyValue(buf: Uint8Array): unknown {
     if (f === 5 && w === 2) {
       const arr = new Reader(r.bytes());
       const out: unknown[] = [];
-      for (const [af, aw] of arr.fields()) if (af === 1 && aw === 2) out.push(anyValue(arr.bytes()));
+      for (const [af, aw] of arr.fields())
+        if (af === 1 && aw === 2) out.push(anyValue(arr.bytes()));
       return out;
     }
   }
@@ -114,8 +118,19 @@ function keyValues(into: Record<string, unknown>, buf: Uint8Array): void {
 function span(buf: Uint8Array, resource: Record<string, unknown>, scope: string): ReceivedSpan {
   const r = new Reader(buf);
   const s = {
-    traceId: "", spanId: "", parentSpanId: "", traceState: "", name: "", kind: 0, startNs: 0n, endNs: 0n,
-    attributes: {} as Record<string, unknown>, events: [] as { name: string; timeNs: bigint }[], status: { code: 0, message: "" }, resource, scope,
+    traceId: "",
+    spanId: "",
+    parentSpanId: "",
+    traceState: "",
+    name: "",
+    kind: 0,
+    startNs: 0n,
+    endNs: 0n,
+    attributes: {} as Record<string, unknown>,
+    events: [] as { name: string; timeNs: bigint }[],
+    status: { code: 0, message: "" },
+    resource,
+    scope,
   };
   for (const [f, w] of r.fields()) {
     if (f === 1 && w === 2) s.traceId = hex(r.bytes());
@@ -158,7 +173,8 @@ export function decodeTraceRequest(buf: Uint8Array): ReceivedSpan[] {
     for (const [rf, rw] of rs.fields()) {
       if (rf === 1 && rw === 2) {
         const res = new Reader(rs.bytes());
-        for (const [xf, xw] of res.fields()) if (xf === 1 && xw === 2) keyValues(resource, res.bytes());
+        for (const [xf, xw] of res.fields())
+          if (xf === 1 && xw === 2) keyValues(resource, res.bytes());
       } else if (rf === 2 && rw === 2) scopes.push(rs.bytes());
     }
     for (const sbuf of scopes) {
@@ -181,19 +197,43 @@ export function decodeTraceRequest(buf: Uint8Array): ReceivedSpan[] {
 function decodeJsonRequest(body: unknown): ReceivedSpan[] {
   const out: ReceivedSpan[] = [];
   const value = (v: Record<string, unknown>): unknown =>
-    v.stringValue ?? v.boolValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.doubleValue ??
-    (v.arrayValue ? ((v.arrayValue as { values?: Record<string, unknown>[] }).values ?? []).map(value) : undefined);
-  const kv = (list: { key: string; value: Record<string, unknown> }[] | undefined) => Object.fromEntries((list ?? []).map((a) => [a.key, value(a.value)]));
+    v.stringValue ??
+    v.boolValue ??
+    (v.intValue !== undefined ? Number(v.intValue) : undefined) ??
+    v.doubleValue ??
+    (v.arrayValue
+      ? ((v.arrayValue as { values?: Record<string, unknown>[] }).values ?? []).map(value)
+      : undefined);
+  const kv = (list: { key: string; value: Record<string, unknown> }[] | undefined) =>
+    Object.fromEntries((list ?? []).map((a) => [a.key, value(a.value)]));
   for (const rs of (body as { resourceSpans?: unknown[] }).resourceSpans ?? []) {
-    const r = rs as { resource?: { attributes?: { key: string; value: Record<string, unknown> }[] }; scopeSpans?: { scope?: { name?: string }; spans?: Record<string, unknown>[] }[] };
+    const r = rs as {
+      resource?: { attributes?: { key: string; value: Record<string, unknown> }[] };
+      scopeSpans?: { scope?: { name?: string }; spans?: Record<string, unknown>[] }[];
+    };
     const resource = kv(r.resource?.attributes);
     for (const ss of r.scopeSpans ?? []) {
       for (const s of ss.spans ?? []) {
         out.push({
-          traceId: String(s.traceId ?? ""), spanId: String(s.spanId ?? ""), parentSpanId: String(s.parentSpanId ?? ""), traceState: String(s.traceState ?? ""),
-          name: String(s.name ?? ""), kind: Number(s.kind ?? 0), startNs: BigInt(String(s.startTimeUnixNano ?? 0)), endNs: BigInt(String(s.endTimeUnixNano ?? 0)),
-          attributes: kv(s.attributes as never), events: ((s.events as { name: string; timeUnixNano: string }[]) ?? []).map((e) => ({ name: e.name, timeNs: BigInt(e.timeUnixNano) })),
-          status: { code: Number((s.status as { code?: number })?.code ?? 0), message: String((s.status as { message?: string })?.message ?? "") }, resource, scope: ss.scope?.name ?? "",
+          traceId: String(s.traceId ?? ""),
+          spanId: String(s.spanId ?? ""),
+          parentSpanId: String(s.parentSpanId ?? ""),
+          traceState: String(s.traceState ?? ""),
+          name: String(s.name ?? ""),
+          kind: Number(s.kind ?? 0),
+          startNs: BigInt(String(s.startTimeUnixNano ?? 0)),
+          endNs: BigInt(String(s.endTimeUnixNano ?? 0)),
+          attributes: kv(s.attributes as never),
+          events: ((s.events as { name: string; timeUnixNano: string }[]) ?? []).map((e) => ({
+            name: e.name,
+            timeNs: BigInt(e.timeUnixNano),
+          })),
+          status: {
+            code: Number((s.status as { code?: number })?.code ?? 0),
+            message: String((s.status as { message?: string })?.message ?? ""),
+          },
+          resource,
+          scope: ss.scope?.name ?? "",
         });
       }
     }
@@ -216,13 +256,16 @@ export function startOtlpReceiver(): OtlpReceiver {
     hostname: "127.0.0.1",
     port: 0,
     async fetch(req) {
-      if (req.method !== "POST" || new URL(req.url).pathname !== "/v1/traces") return new Response("not found", { status: 404 });
+      if (req.method !== "POST" || new URL(req.url).pathname !== "/v1/traces")
+        return new Response("not found", { status: 404 });
       const type = (req.headers.get("content-type") ?? "").split(";")[0]!.trim();
       contentTypes.push(type);
       if (type === "application/x-protobuf") {
         spans.push(...decodeTraceRequest(new Uint8Array(await req.arrayBuffer())));
         // An empty ExportTraceServiceResponse: full success.
-        return new Response(new Uint8Array(0), { headers: { "content-type": "application/x-protobuf" } });
+        return new Response(new Uint8Array(0), {
+          headers: { "content-type": "application/x-protobuf" },
+        });
       }
       if (type === "application/json") {
         spans.push(...decodeJsonRequest(await req.json()));
@@ -231,5 +274,10 @@ export function startOtlpReceiver(): OtlpReceiver {
       return new Response("unsupported content type", { status: 415 });
     },
   });
-  return { url: `http://127.0.0.1:${server.port}`, spans, contentTypes, stop: () => server.stop(true) };
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    spans,
+    contentTypes,
+    stop: () => server.stop(true),
+  };
 }

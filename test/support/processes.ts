@@ -19,7 +19,9 @@ export function freePort(): number {
  * are chosen, so no two repeat (e.g. routers' ports, chosen before the engines that need them).
  */
 export function freePorts(n: number): number[] {
-  const probes = Array.from({ length: n }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
+  const probes = Array.from({ length: n }, () =>
+    Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }),
+  );
   const ports = probes.map((p) => p.port);
   for (const p of probes) p.stop(true);
   return ports;
@@ -43,7 +45,9 @@ export async function until<T>(
     }
     if (performance.now() > end) {
       const label = typeof what === "string" ? what : what();
-      throw new Error(`timed out after ${deadlineMs} ms waiting for ${label}${last ? ` (last error: ${String(last)})` : ""}`);
+      throw new Error(
+        `timed out after ${deadlineMs} ms waiting for ${label}${last ? ` (last error: ${String(last)})` : ""}`,
+      );
     }
     await Bun.sleep(everyMs);
   }
@@ -71,8 +75,18 @@ export function startMain(args: readonly string[], deadlineMs = 15_000): Promise
 }
 
 /** Start any command from the checkout (another runtime's entry) and wait for its JSON address line. */
-export async function startCommand(cmd: readonly string[], label: string, deadlineMs = 15_000): Promise<Proc> {
-  const proc = Bun.spawn({ cmd: [...cmd], cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+export async function startCommand(
+  cmd: readonly string[],
+  label: string,
+  deadlineMs = 15_000,
+): Promise<Proc> {
+  const proc = Bun.spawn({
+    cmd: [...cmd],
+    cwd: ROOT,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   let out = "";
   let err = "";
   void drain(proc.stdout, (s) => (out += s)).catch(() => {});
@@ -81,7 +95,10 @@ export async function startCommand(cmd: readonly string[], label: string, deadli
   const stop = async () => {
     if (proc.exitCode !== null || proc.signalCode !== null) return;
     proc.kill("SIGTERM");
-    const killed = await Promise.race([proc.exited.then(() => true), Bun.sleep(3_000).then(() => false)]);
+    const killed = await Promise.race([
+      proc.exited.then(() => true),
+      Bun.sleep(3_000).then(() => false),
+    ]);
     if (!killed) {
       proc.kill("SIGKILL");
       await proc.exited;
@@ -90,10 +107,19 @@ export async function startCommand(cmd: readonly string[], label: string, deadli
   const end = performance.now() + deadlineMs;
   for (;;) {
     const line = out.split("\n").find((l) => l.startsWith("{") && l.endsWith("}"));
-    if (line !== undefined) return { proc, pid: proc.pid, info: JSON.parse(line) as Record<string, unknown>, output, stop };
+    if (line !== undefined)
+      return {
+        proc,
+        pid: proc.pid,
+        info: JSON.parse(line) as Record<string, unknown>,
+        output,
+        stop,
+      };
     if (proc.exitCode !== null || performance.now() > end) {
       await stop();
-      throw new Error(`${label} did not print its address (exit code ${proc.exitCode})\n${output()}`);
+      throw new Error(
+        `${label} did not print its address (exit code ${proc.exitCode})\n${output()}`,
+      );
     }
     await Bun.sleep(10);
   }

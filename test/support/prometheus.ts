@@ -28,7 +28,9 @@ export function loadRules(): Rule[] {
 }
 
 /** An alert's expression split into the signal it watches and its threshold; undefined when not of that form. */
-export function splitAlert(expr: string): { signal: string; op: string; threshold: number } | undefined {
+export function splitAlert(
+  expr: string,
+): { signal: string; op: string; threshold: number } | undefined {
   const m = /^([\s\S]*\S)\s*(==|!=|>=|<=|>|<)\s*(-?[0-9.]+(?:e-?[0-9]+)?)\s*$/.exec(expr.trim());
   return m ? { signal: m[1]!, op: m[2]!, threshold: Number(m[3]) } : undefined;
 }
@@ -46,8 +48,15 @@ interface Panel {
 }
 
 /** Every panel's every target, and the template variables' queries, from the dashboard JSON. */
-export function dashboardQueries(): { panels: DashboardQuery[]; variables: { name: string; query: string }[]; json: Record<string, unknown> } {
-  const json = JSON.parse(readFileSync(DASHBOARD_FILE, "utf8")) as { panels: Panel[]; templating: { list: { name: string; type: string; query: unknown }[] } };
+export function dashboardQueries(): {
+  panels: DashboardQuery[];
+  variables: { name: string; query: string }[];
+  json: Record<string, unknown>;
+} {
+  const json = JSON.parse(readFileSync(DASHBOARD_FILE, "utf8")) as {
+    panels: Panel[];
+    templating: { list: { name: string; type: string; query: unknown }[] };
+  };
   const panels: DashboardQuery[] = [];
   const walk = (ps: readonly Panel[]) => {
     for (const p of ps) {
@@ -58,13 +67,19 @@ export function dashboardQueries(): { panels: DashboardQuery[]; variables: { nam
   walk(json.panels);
   const variables = json.templating.list
     .filter((v) => v.type === "query")
-    .map((v) => ({ name: v.name, query: typeof v.query === "string" ? v.query : (v.query as { query: string }).query }));
+    .map((v) => ({
+      name: v.name,
+      query: typeof v.query === "string" ? v.query : (v.query as { query: string }).query,
+    }));
   return { panels, variables, json: json as unknown as Record<string, unknown> };
 }
 
 /** A dashboard expression as Grafana sends it: variables set to "all", the rate interval to `rate`. */
 export function grafanaExpand(expr: string, rate: string): string {
-  return expr.replaceAll("$__rate_interval", rate).replaceAll("$instance", ".*").replaceAll("$model", ".*");
+  return expr
+    .replaceAll("$__rate_interval", rate)
+    .replaceAll("$instance", ".*")
+    .replaceAll("$model", ".*");
 }
 
 export interface PrometheusServer {
@@ -76,7 +91,10 @@ export interface PrometheusServer {
   stop(): Promise<void>;
 }
 
-export async function startPrometheus(targets: readonly string[], opts: { scrapeSeconds?: number; ruleFiles?: readonly string[] } = {}): Promise<PrometheusServer> {
+export async function startPrometheus(
+  targets: readonly string[],
+  opts: { scrapeSeconds?: number; ruleFiles?: readonly string[] } = {},
+): Promise<PrometheusServer> {
   const dir = mkdtempSync(join(tmpdir(), "switchyard-prom-"));
   const every = `${opts.scrapeSeconds ?? 1}s`;
   const config = [
@@ -93,19 +111,31 @@ export async function startPrometheus(targets: readonly string[], opts: { scrape
   writeFileSync(join(dir, "prometheus.yml"), config + "\n");
   const port = freePort();
   const proc: Subprocess<"ignore", "pipe", "pipe"> = Bun.spawn({
-    cmd: [PROMETHEUS, `--config.file=${join(dir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--log.level=warn"],
+    cmd: [
+      PROMETHEUS,
+      `--config.file=${join(dir, "prometheus.yml")}`,
+      `--storage.tsdb.path=${join(dir, "data")}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      "--log.level=warn",
+    ],
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
   });
   let out = "";
   const dec = new TextDecoder();
-  for (const s of [proc.stdout, proc.stderr]) void (async () => { for await (const c of s) out += dec.decode(c, { stream: true }); })().catch(() => {});
+  for (const s of [proc.stdout, proc.stderr])
+    void (async () => {
+      for await (const c of s) out += dec.decode(c, { stream: true });
+    })().catch(() => {});
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
       proc.kill("SIGTERM");
-      const done = await Promise.race([proc.exited.then(() => true), Bun.sleep(5_000).then(() => false)]);
+      const done = await Promise.race([
+        proc.exited.then(() => true),
+        Bun.sleep(5_000).then(() => false),
+      ]);
       if (!done) {
         proc.kill("SIGKILL");
         await proc.exited;
@@ -114,7 +144,12 @@ export async function startPrometheus(targets: readonly string[], opts: { scrape
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await until(async () => proc.exitCode === null && (await fetch(`${url}/-/ready`)).ok, () => `prometheus to be ready\n${out}`, 20_000, 100);
+    await until(
+      async () => proc.exitCode === null && (await fetch(`${url}/-/ready`)).ok,
+      () => `prometheus to be ready\n${out}`,
+      20_000,
+      100,
+    );
   } catch (e) {
     await stop();
     throw e;
@@ -126,9 +161,17 @@ export async function startPrometheus(targets: readonly string[], opts: { scrape
     stop,
     async query(expr) {
       const r = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(expr)}`);
-      const body = (await r.json()) as { status: string; error?: string; data?: { resultType: string; result: { metric: Record<string, string>; value: [number, string] }[] } };
+      const body = (await r.json()) as {
+        status: string;
+        error?: string;
+        data?: {
+          resultType: string;
+          result: { metric: Record<string, string>; value: [number, string] }[];
+        };
+      };
       if (body.status !== "success") throw new Error(`query failed: ${body.error} — ${expr}`);
-      if (body.data!.resultType !== "vector") throw new Error(`not a vector (${body.data!.resultType}): ${expr}`);
+      if (body.data!.resultType !== "vector")
+        throw new Error(`not a vector (${body.data!.resultType}): ${expr}`);
       return body.data!.result;
     },
   };

@@ -68,19 +68,37 @@ class LocalRedis implements RedisServer {
   async restart(): Promise<void> {
     if (this.#proc) throw new Error(`redis-server on port ${this.port} is already running`);
     const proc = Bun.spawn(
-      [this.binary, "--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"],
+      [
+        this.binary,
+        "--port",
+        String(this.port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--loglevel",
+        "warning",
+      ],
       { stdin: "ignore", stdout: "pipe", stderr: "pipe" },
     );
     this.#proc = proc;
     const deadline = performance.now() + START_DEADLINE_MS;
     for (;;) {
       if (proc.exitCode !== null || proc.signalCode !== null) {
-        const out = (await new Response(proc.stdout).text()) + (await new Response(proc.stderr).text());
+        const out =
+          (await new Response(proc.stdout).text()) + (await new Response(proc.stderr).text());
         this.#proc = undefined;
-        throw new Error(`redis-server on port ${this.port} exited (${proc.exitCode ?? proc.signalCode}): ${out.trim()}`);
+        throw new Error(
+          `redis-server on port ${this.port} exited (${proc.exitCode ?? proc.signalCode}): ${out.trim()}`,
+        );
       }
       if (await ping(this.url)) return;
-      if (performance.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer PING in ${START_DEADLINE_MS} ms`);
+      if (performance.now() > deadline)
+        throw new Error(
+          `redis-server on port ${this.port} did not answer PING in ${START_DEADLINE_MS} ms`,
+        );
       await Bun.sleep(20);
     }
   }
@@ -90,7 +108,10 @@ class LocalRedis implements RedisServer {
     if (!proc) return;
     this.#proc = undefined;
     proc.kill("SIGTERM");
-    const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(5_000).then(() => false)]);
+    const exited = await Promise.race([
+      proc.exited.then(() => true),
+      Bun.sleep(5_000).then(() => false),
+    ]);
     if (!exited) {
       proc.kill("SIGKILL");
       await proc.exited;
@@ -99,7 +120,11 @@ class LocalRedis implements RedisServer {
 }
 
 async function ping(url: string): Promise<boolean> {
-  const client = new RedisClient(url, { autoReconnect: false, connectionTimeout: 500, enableOfflineQueue: false });
+  const client = new RedisClient(url, {
+    autoReconnect: false,
+    connectionTimeout: 500,
+    enableOfflineQueue: false,
+  });
   try {
     await client.connect();
     return (await client.send("PING", [])) === "PONG";

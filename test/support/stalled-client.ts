@@ -43,8 +43,14 @@ export async function stalledClient(port: number, request: string): Promise<Stal
 }
 
 /** A POST of `json` as one HTTP/1.1 request, with `headers` besides its own. */
-export function postRequest(path: string, json: unknown, headers: Record<string, string> = {}): string {
+export function postRequest(
+  path: string,
+  json: unknown,
+  headers: Record<string, string> = {},
+): string {
   const body = JSON.stringify(json);
-  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join("");
   return `POST ${path} HTTP/1.1\r\nhost: test\r\n${extra}content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }

@@ -54,8 +54,19 @@ export interface Pod {
     deletionTimestamp?: string;
     deletionGracePeriodSeconds?: number;
   };
-  spec: { containers: { name: string; image: string; ports?: { name?: string; containerPort: number; protocol: "TCP" }[] }[] };
-  status: { phase: string; podIP?: string; podIPs?: { ip: string }[]; conditions: { type: string; status: "True" | "False" }[] };
+  spec: {
+    containers: {
+      name: string;
+      image: string;
+      ports?: { name?: string; containerPort: number; protocol: "TCP" }[];
+    }[];
+  };
+  status: {
+    phase: string;
+    podIP?: string;
+    podIPs?: { ip: string }[];
+    conditions: { type: string; status: "True" | "False" }[];
+  };
 }
 
 export interface StandInOptions {
@@ -166,7 +177,16 @@ export class StandInKubeApiserver {
         ...(p.annotations ? { annotations: { ...p.annotations } } : {}),
       },
       spec: {
-        containers: [{ name: "engine", image: "engine:latest", ports: (p.ports ?? [{ name: "http", containerPort: 8000 }]).map((x) => ({ ...x, protocol: "TCP" as const })) }],
+        containers: [
+          {
+            name: "engine",
+            image: "engine:latest",
+            ports: (p.ports ?? [{ name: "http", containerPort: 8000 }]).map((x) => ({
+              ...x,
+              protocol: "TCP" as const,
+            })),
+          },
+        ],
       },
       status: {
         phase: p.ip ? "Running" : "Pending",
@@ -191,17 +211,25 @@ export class StandInKubeApiserver {
 
   /** The kubelet's readiness probe result. */
   setReady(name: string, ready: boolean, namespace = "default"): Pod {
-    return this.updatePod(name, (p) => {
-      p.status.conditions = [{ type: "Ready", status: ready ? "True" : "False" }];
-    }, namespace);
+    return this.updatePod(
+      name,
+      (p) => {
+        p.status.conditions = [{ type: "Ready", status: ready ? "True" : "False" }];
+      },
+      namespace,
+    );
   }
 
   /** A graceful delete began: deletionTimestamp set, the object stays until `removePod`. */
   terminatePod(name: string, namespace = "default", graceSeconds = 30): Pod {
-    return this.updatePod(name, (p) => {
-      p.metadata.deletionTimestamp = "2025-01-01T00:00:30Z";
-      p.metadata.deletionGracePeriodSeconds = graceSeconds;
-    }, namespace);
+    return this.updatePod(
+      name,
+      (p) => {
+        p.metadata.deletionTimestamp = "2025-01-01T00:00:30Z";
+        p.metadata.deletionGracePeriodSeconds = graceSeconds;
+      },
+      namespace,
+    );
   }
 
   /** The object is gone (grace period over): DELETED with its last state. */
@@ -270,7 +298,12 @@ export class StandInKubeApiserver {
     obj.metadata.resourceVersion = String(rv);
     if (type === "DELETED") this.#pods.delete(key);
     else this.#pods.set(key, obj);
-    const change: Change = { rv, type, obj: structuredClone(obj), prev: prev && structuredClone(prev) };
+    const change: Change = {
+      rv,
+      type,
+      obj: structuredClone(obj),
+      prev: prev && structuredClone(prev),
+    };
     this.#history.push(change);
     const limit = this.#o.historyLimit ?? 10_000;
     while (this.#history.length > limit) this.#compactedTo = this.#history.shift()!.rv;
@@ -287,36 +320,78 @@ export class StandInKubeApiserver {
   #handle(req: Request): Response {
     const u = new URL(req.url);
     const query = Object.fromEntries(u.searchParams);
-    const seen = (status: number) => this.requests.push({ path: u.pathname, query, authorization: req.headers.get("authorization"), status });
-    if (req.method !== "GET") return this.#answer(seen, status(405, "MethodNotAllowed", `the server does not allow this method on the requested resource`));
-    if (this.#o.token !== undefined && req.headers.get("authorization") !== `Bearer ${this.#o.token}`) {
+    const seen = (status: number) =>
+      this.requests.push({
+        path: u.pathname,
+        query,
+        authorization: req.headers.get("authorization"),
+        status,
+      });
+    if (req.method !== "GET")
+      return this.#answer(
+        seen,
+        status(
+          405,
+          "MethodNotAllowed",
+          `the server does not allow this method on the requested resource`,
+        ),
+      );
+    if (
+      this.#o.token !== undefined &&
+      req.headers.get("authorization") !== `Bearer ${this.#o.token}`
+    ) {
       return this.#answer(seen, status(401, "Unauthorized", "Unauthorized"));
     }
     const m = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?pods(?:\/([^/]+))?$/.exec(u.pathname);
-    if (!m) return this.#answer(seen, status(404, "NotFound", "the server could not find the requested resource"));
+    if (!m)
+      return this.#answer(
+        seen,
+        status(404, "NotFound", "the server could not find the requested resource"),
+      );
     const namespace = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
     const name = m[2] === undefined ? undefined : decodeURIComponent(m[2]);
     const watching = query.watch === "1" || query.watch === "true";
     const verb = name !== undefined ? "get" : watching ? "watch" : "list";
     const allowed = this.#o.namespaces;
     if (allowed !== undefined && (namespace === undefined || !allowed.includes(namespace))) {
-      const where = namespace === undefined ? "at the cluster scope" : `in the namespace "${namespace}"`;
-      return this.#answer(seen, status(403, "Forbidden", `pods is forbidden: User "system:serviceaccount:test:switchyard" cannot ${verb} resource "pods" in API group "" ${where}`));
+      const where =
+        namespace === undefined ? "at the cluster scope" : `in the namespace "${namespace}"`;
+      return this.#answer(
+        seen,
+        status(
+          403,
+          "Forbidden",
+          `pods is forbidden: User "system:serviceaccount:test:switchyard" cannot ${verb} resource "pods" in API group "" ${where}`,
+        ),
+      );
     }
     if (name !== undefined) {
       const p = this.#pods.get(`${namespace}/${name}`);
-      return this.#answer(seen, p ? Response.json(withKind(p)) : status(404, "NotFound", `pods "${name}" not found`));
+      return this.#answer(
+        seen,
+        p ? Response.json(withKind(p)) : status(404, "NotFound", `pods "${name}" not found`),
+      );
     }
     let selector: Selector;
     try {
       selector = parseSelector(query.labelSelector ?? "");
     } catch (e) {
-      return this.#answer(seen, status(400, "BadRequest", `unable to parse requirement: ${(e as Error).message}`));
+      return this.#answer(
+        seen,
+        status(400, "BadRequest", `unable to parse requirement: ${(e as Error).message}`),
+      );
     }
     if (!watching) {
-      const items = [...this.#pods.values()].filter((p) => inScope(p, namespace) && selector(p.metadata.labels ?? {}));
+      const items = [...this.#pods.values()].filter(
+        (p) => inScope(p, namespace) && selector(p.metadata.labels ?? {}),
+      );
       seen(200);
-      return Response.json({ kind: "PodList", apiVersion: "v1", metadata: { resourceVersion: String(this.#rv) }, items });
+      return Response.json({
+        kind: "PodList",
+        apiVersion: "v1",
+        metadata: { resourceVersion: String(this.#rv) },
+        items,
+      });
     }
     return this.#watch(namespace, selector, query, seen);
   }
@@ -326,15 +401,26 @@ export class StandInKubeApiserver {
     return res;
   }
 
-  #watch(namespace: string | undefined, selector: Selector, query: Record<string, string>, seen: (s: number) => void): Response {
+  #watch(
+    namespace: string | undefined,
+    selector: Selector,
+    query: Record<string, string>,
+    seen: (s: number) => void,
+  ): Response {
     const rvParam = query.resourceVersion ?? "";
     const from = rvParam === "" || rvParam === "0" ? undefined : Number(rvParam);
     if (from !== undefined && !Number.isInteger(from)) {
-      return this.#answer(seen, status(400, "BadRequest", `invalid resource version: ${JSON.stringify(rvParam)}`));
+      return this.#answer(
+        seen,
+        status(400, "BadRequest", `invalid resource version: ${JSON.stringify(rvParam)}`),
+      );
     }
     const gone = from !== undefined && from < this.#compactedTo;
     if (gone && this.#o.goneAs === "http") {
-      return this.#answer(seen, status(410, "Gone", `too old resource version: ${from} (${this.#compactedTo})`));
+      return this.#answer(
+        seen,
+        status(410, "Gone", `too old resource version: ${from} (${this.#compactedTo})`),
+      );
     }
     seen(200);
     let ctl!: ReadableStreamDefaultController<Uint8Array>;
@@ -368,18 +454,23 @@ export class StandInKubeApiserver {
       start: (c) => {
         ctl = c;
         if (gone) {
-          watcher.send(errorLine(410, "Expired", `too old resource version: ${from} (${this.#compactedTo})`));
+          watcher.send(
+            errorLine(410, "Expired", `too old resource version: ${from} (${this.#compactedTo})`),
+          );
           watcher.close();
           return;
         }
         if (from !== undefined && from > this.#rv) {
-          watcher.send(errorLine(504, "Timeout", `Too large resource version: ${from}, current: ${this.#rv}`));
+          watcher.send(
+            errorLine(504, "Timeout", `Too large resource version: ${from}, current: ${this.#rv}`),
+          );
           watcher.close();
           return;
         }
         if (from === undefined) {
           for (const p of this.#pods.values()) {
-            if (inScope(p, namespace) && selector(p.metadata.labels ?? {})) watcher.send(`${JSON.stringify({ type: "ADDED", object: withKind(p) })}\n`);
+            if (inScope(p, namespace) && selector(p.metadata.labels ?? {}))
+              watcher.send(`${JSON.stringify({ type: "ADDED", object: withKind(p) })}\n`);
           }
         } else {
           for (const ch of this.#history) {
@@ -394,7 +485,9 @@ export class StandInKubeApiserver {
       },
       cancel: () => watcher.close(),
     });
-    return new Response(body, { headers: { "content-type": "application/json", "transfer-encoding": "chunked" } });
+    return new Response(body, {
+      headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
+    });
   }
 }
 
@@ -428,7 +521,15 @@ function eventLine(ch: Change, w: Watcher): string | undefined {
 }
 
 function statusBody(code: number, reason: string, message: string): Record<string, unknown> {
-  return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code };
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    message,
+    reason,
+    code,
+  };
 }
 
 function status(code: number, reason: string, message: string): Response {
@@ -443,7 +544,8 @@ function errorLine(code: number, reason: string, message: string): string {
 
 type Selector = (labels: Record<string, string>) => boolean;
 
-const KEY = /^([a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?\/)?[a-z0-9A-Z]([-a-z0-9A-Z_.]{0,61}[a-z0-9A-Z])?$/;
+const KEY =
+  /^([a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?\/)?[a-z0-9A-Z]([-a-z0-9A-Z_.]{0,61}[a-z0-9A-Z])?$/;
 const VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
 /** "a=b,c,!d,e in (x,y),f notin (z),g!=h" → one predicate (every requirement must hold). */
@@ -496,7 +598,9 @@ function requirement(s: string): Selector {
     const k = key(set[1]!);
     const values = new Set(set[3]!.split(",").map(value));
     if (values.size === 0) throw new Error(`${JSON.stringify(s)}: a set needs at least one value`);
-    return set[2] === "in" ? (l) => k in l && values.has(l[k]!) : (l) => !(k in l) || !values.has(l[k]!);
+    return set[2] === "in"
+      ? (l) => k in l && values.has(l[k]!)
+      : (l) => !(k in l) || !values.has(l[k]!);
   }
   const ne = s.indexOf("!=");
   if (ne > 0) {

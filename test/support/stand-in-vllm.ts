@@ -13,7 +13,9 @@ export interface StandInVllm {
   readonly hits: Map<string, number>;
 }
 
-export function startStandInVllm(onCompletion?: (req: Request) => void | Promise<void>): StandInVllm {
+export function startStandInVllm(
+  onCompletion?: (req: Request) => void | Promise<void>,
+): StandInVllm {
   const hits = new Map<string, number>();
   const server = Bun.serve({
     hostname: "127.0.0.1",
@@ -24,7 +26,11 @@ export function startStandInVllm(onCompletion?: (req: Request) => void | Promise
       if (path === "/health") return new Response("ok");
       if (path === "/v1/completions") {
         await onCompletion?.(req);
-        return Response.json({ id: "cmpl-1", object: "text_completion", choices: [{ index: 0, text: "ok", finish_reason: "stop" }] });
+        return Response.json({
+          id: "cmpl-1",
+          object: "text_completion",
+          choices: [{ index: 0, text: "ok", finish_reason: "stop" }],
+        });
       }
       return new Response("not found", { status: 404 });
     },

@@ -27,7 +27,10 @@ class RespError {
   constructor(readonly message: string) {}
 }
 
-export async function startUpstashBridge(opts: { redisPort: number; token?: string }): Promise<UpstashBridge> {
+export async function startUpstashBridge(opts: {
+  redisPort: number;
+  token?: string;
+}): Promise<UpstashBridge> {
   const token = opts.token ?? `test-token-${crypto.randomUUID()}`;
   const redis = new RespSocket(opts.redisPort);
   const requests = new Map<string, number>();
@@ -39,7 +42,8 @@ export async function startUpstashBridge(opts: { redisPort: number; token?: stri
       const path = new URL(req.url).pathname;
       requests.set(path, (requests.get(path) ?? 0) + 1);
       if (req.method !== "POST") return json({ error: "ERR only POST is supported" }, 405);
-      if (req.headers.get("authorization") !== `Bearer ${token}`) return json({ error: "Unauthorized" }, 401);
+      if (req.headers.get("authorization") !== `Bearer ${token}`)
+        return json({ error: "Unauthorized" }, 401);
       const base64 = req.headers.get("upstash-encoding")?.toLowerCase() === "base64";
       const out = (v: Resp) => toJson(v, base64);
       let body: unknown;
@@ -51,11 +55,17 @@ export async function startUpstashBridge(opts: { redisPort: number; token?: stri
       try {
         if (path === "/" || path === "") {
           const [reply] = await redis.run([commandOf(body)]);
-          return reply instanceof RespError ? json({ error: reply.message }, 400) : json({ result: out(reply!) });
+          return reply instanceof RespError
+            ? json({ error: reply.message }, 400)
+            : json({ result: out(reply!) });
         }
         if (path === "/pipeline") {
           const replies = await redis.run(commandsOf(body));
-          return json(replies.map((r) => (r instanceof RespError ? { error: r.message } : { result: out(r) })));
+          return json(
+            replies.map((r) =>
+              r instanceof RespError ? { error: r.message } : { result: out(r) },
+            ),
+          );
         }
         if (path === "/multi-exec") {
           const commands = commandsOf(body);
@@ -63,7 +73,9 @@ export async function startUpstashBridge(opts: { redisPort: number; token?: stri
           const exec = replies[replies.length - 1];
           if (exec instanceof RespError) return json({ error: exec.message }, 400);
           if (!Array.isArray(exec)) return json({ error: "ERR transaction aborted" }, 400);
-          return json(exec.map((r) => (r instanceof RespError ? { error: r.message } : { result: out(r) })));
+          return json(
+            exec.map((r) => (r instanceof RespError ? { error: r.message } : { result: out(r) })),
+          );
         }
         return json({ error: `ERR unknown path ${path}` }, 404);
       } catch (e) {
@@ -87,17 +99,22 @@ export async function startUpstashBridge(opts: { redisPort: number; token?: stri
 class BadRequest extends Error {}
 
 function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
 }
 
 /** Numbers and booleans arrive as JSON values; Redis wants every argument as a string. */
 function commandOf(body: unknown): string[] {
-  if (!Array.isArray(body) || body.length === 0) throw new BadRequest("ERR a command is a non-empty array");
+  if (!Array.isArray(body) || body.length === 0)
+    throw new BadRequest("ERR a command is a non-empty array");
   return body.map((a) => (typeof a === "string" ? a : JSON.stringify(a)));
 }
 
 function commandsOf(body: unknown): string[][] {
-  if (!Array.isArray(body) || body.length === 0) throw new BadRequest("ERR expected an array of commands");
+  if (!Array.isArray(body) || body.length === 0)
+    throw new BadRequest("ERR expected an array of commands");
   return body.map(commandOf);
 }
 
@@ -131,7 +148,9 @@ class RespSocket {
   /** Write all commands at once; resolve with their replies, in order. */
   async run(commands: readonly string[][]): Promise<Resp[]> {
     const socket = await this.#connect();
-    const replies = commands.map(() => new Promise<Resp>((resolve, reject) => this.#pending.push({ resolve, reject })));
+    const replies = commands.map(
+      () => new Promise<Resp>((resolve, reject) => this.#pending.push({ resolve, reject })),
+    );
     socket.write(encodeCommands(commands));
     return Promise.all(replies);
   }

@@ -14,13 +14,19 @@ export const PYTHON_ZMQ_PACKAGES = "libzmq5 python3-zmq python3-msgpack";
 export function pythonZmqProblem(): string | undefined {
   let r;
   try {
-    r = Bun.spawnSync({ cmd: [SYSTEM_PYTHON, "-c", "import zmq, msgpack"], stdout: "ignore", stderr: "pipe" });
+    r = Bun.spawnSync({
+      cmd: [SYSTEM_PYTHON, "-c", "import zmq, msgpack"],
+      stdout: "ignore",
+      stderr: "pipe",
+    });
   } catch (e) {
     return `${SYSTEM_PYTHON} cannot run (${(e as Error).message})`;
   }
   if (r.exitCode === 0) return undefined;
-  return `${SYSTEM_PYTHON} cannot import zmq/msgpack (${r.stderr.toString().trim().split("\n").pop()}); ` +
-    `install them with: apt-get install -y ${PYTHON_ZMQ_PACKAGES}`;
+  return (
+    `${SYSTEM_PYTHON} cannot import zmq/msgpack (${r.stderr.toString().trim().split("\n").pop()}); ` +
+    `install them with: apt-get install -y ${PYTHON_ZMQ_PACKAGES}`
+  );
 }
 
 /** A KV event in the publisher's JSON form; hashes: number, "int:<decimal>" or "hex:<bytes>". */
@@ -39,7 +45,12 @@ export type PublisherEvent =
       group_idx?: number | null;
       kv_cache_spec_kind?: string | null;
     }
-  | { type: "BlockRemoved"; block_hashes: JsonHash[]; medium?: string | null; group_idx?: number | null }
+  | {
+      type: "BlockRemoved";
+      block_hashes: JsonHash[];
+      medium?: string | null;
+      group_idx?: number | null;
+    }
   | { type: "AllBlocksCleared" };
 
 /** One operation of the offloading engine (test/support/vllm_offload_events.py run_ops). */
@@ -47,7 +58,15 @@ export type TieredOp =
   | { op: "request"; req: string; tokens: number[] }
   | { op: "gpu_store"; req: string }
   | { op: "gpu_evict"; req: string; blocks: number[] }
-  | { op: "offload" | "offload_evict"; req: string; chunks: number[]; medium?: "CPU" | "STORAGE"; locality?: "LOCAL" | "REMOTE"; ownership?: string; removal_expected?: boolean }
+  | {
+      op: "offload" | "offload_evict";
+      req: string;
+      chunks: number[];
+      medium?: "CPU" | "STORAGE";
+      locality?: "LOCAL" | "REMOTE";
+      ownership?: string;
+      removal_expected?: boolean;
+    }
   | { op: "cleared" };
 
 export interface PublisherBatch {
@@ -81,9 +100,18 @@ export class VllmPublisherProcess {
     return this.proc.pid;
   }
 
-  static async start(opts: { pubPort?: number; replayPort?: number; deadlineMs?: number } = {}): Promise<VllmPublisherProcess> {
+  static async start(
+    opts: { pubPort?: number; replayPort?: number; deadlineMs?: number } = {},
+  ): Promise<VllmPublisherProcess> {
     const proc = Bun.spawn({
-      cmd: [SYSTEM_PYTHON, PUBLISHER_SCRIPT, "--pub-port", String(opts.pubPort ?? 0), "--replay-port", String(opts.replayPort ?? 0)],
+      cmd: [
+        SYSTEM_PYTHON,
+        PUBLISHER_SCRIPT,
+        "--pub-port",
+        String(opts.pubPort ?? 0),
+        "--replay-port",
+        String(opts.replayPort ?? 0),
+      ],
       stdin: "pipe",
       stdout: "pipe",
       stderr: "pipe",
@@ -91,7 +119,10 @@ export class VllmPublisherProcess {
     const p = new VllmPublisherProcess(proc);
     p.pump();
     try {
-      const hello = (await p.nextLine(opts.deadlineMs ?? 10_000)) as { pub: string; replay: string };
+      const hello = (await p.nextLine(opts.deadlineMs ?? 10_000)) as {
+        pub: string;
+        replay: string;
+      };
       p.pub = hello.pub;
       p.replay = hello.replay;
       return p;
@@ -129,9 +160,13 @@ export class VllmPublisherProcess {
         if ("warning" in v) continue;
         return v;
       }
-      if (this.proc.exitCode !== null) throw new Error(`publisher exited (${this.proc.exitCode}): ${this.stderr}`);
+      if (this.proc.exitCode !== null)
+        throw new Error(`publisher exited (${this.proc.exitCode}): ${this.stderr}`);
       const left = end - performance.now();
-      if (left <= 0) throw new Error(`no reply from the publisher within ${deadlineMs} ms; stderr: ${this.stderr}`);
+      if (left <= 0)
+        throw new Error(
+          `no reply from the publisher within ${deadlineMs} ms; stderr: ${this.stderr}`,
+        );
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, Math.min(left, 100));
         this.waiter = () => {
@@ -144,7 +179,10 @@ export class VllmPublisherProcess {
   }
 
   /** Send one command and wait for its reply (commands are serialized). */
-  command<T = Record<string, unknown>>(cmd: Record<string, unknown>, deadlineMs = 30_000): Promise<T> {
+  command<T = Record<string, unknown>>(
+    cmd: Record<string, unknown>,
+    deadlineMs = 30_000,
+  ): Promise<T> {
     const run = async () => {
       this.proc.stdin.write(JSON.stringify(cmd) + "\n");
       await this.proc.stdin.flush();
@@ -158,13 +196,20 @@ export class VllmPublisherProcess {
   }
 
   async waitSubscriber(timeoutMs = 5_000): Promise<void> {
-    const r = await this.command<{ subscribed: boolean }>({ cmd: "wait_subscriber", timeout_ms: timeoutMs }, timeoutMs + 5_000);
-    if (!r.subscribed) throw new Error(`no subscriber reached the publisher within ${timeoutMs} ms`);
+    const r = await this.command<{ subscribed: boolean }>(
+      { cmd: "wait_subscriber", timeout_ms: timeoutMs },
+      timeoutMs + 5_000,
+    );
+    if (!r.subscribed)
+      throw new Error(`no subscriber reached the publisher within ${timeoutMs} ms`);
   }
 
   /** Wait until the subscription is gone; returns whether one is still present. */
   async waitUnsubscribed(timeoutMs = 5_000): Promise<boolean> {
-    const r = await this.command<{ subscribed: boolean }>({ cmd: "wait_subscriber", subscribed: false, timeout_ms: timeoutMs }, timeoutMs + 5_000);
+    const r = await this.command<{ subscribed: boolean }>(
+      { cmd: "wait_subscriber", subscribed: false, timeout_ms: timeoutMs },
+      timeoutMs + 5_000,
+    );
     return r.subscribed;
   }
 
@@ -185,17 +230,39 @@ export class VllmPublisherProcess {
    */
   async tiered(
     batches: { ops: TieredOp[]; dp_rank?: number | null }[],
-    engine?: { block_size: number; blocks_per_chunk: number; self_describing: boolean; legacy?: boolean },
+    engine?: {
+      block_size: number;
+      blocks_per_chunk: number;
+      self_describing: boolean;
+      legacy?: boolean;
+    },
   ): Promise<{ seqs: number[]; hashes: Record<string, bigint[]> }> {
-    const r = await this.command<{ seqs: number[]; hashes: Record<string, string[]> }>({ cmd: "tiered", engine, batches });
+    const r = await this.command<{ seqs: number[]; hashes: Record<string, string[]> }>({
+      cmd: "tiered",
+      engine,
+      batches,
+    });
     const hashes: Record<string, bigint[]> = {};
     for (const [name, hs] of Object.entries(r.hashes)) hashes[name] = hs.map(BigInt);
     return { seqs: r.seqs, hashes };
   }
 
-  bench(o: { batches: number; eventsPerBatch: number; blocksPerEvent: number; blockSize: number; format?: "array" | "map" }): Promise<BenchReply> {
+  bench(o: {
+    batches: number;
+    eventsPerBatch: number;
+    blocksPerEvent: number;
+    blockSize: number;
+    format?: "array" | "map";
+  }): Promise<BenchReply> {
     return this.command<BenchReply>(
-      { cmd: "bench", batches: o.batches, events_per_batch: o.eventsPerBatch, blocks_per_event: o.blocksPerEvent, block_size: o.blockSize, format: o.format ?? "array" },
+      {
+        cmd: "bench",
+        batches: o.batches,
+        events_per_batch: o.eventsPerBatch,
+        blocks_per_event: o.blocksPerEvent,
+        block_size: o.blockSize,
+        format: o.format ?? "array",
+      },
       600_000,
     );
   }
@@ -208,7 +275,10 @@ export class VllmPublisherProcess {
     } catch {
       return;
     }
-    const exited = await Promise.race([this.proc.exited.then(() => true), Bun.sleep(3_000).then(() => false)]);
+    const exited = await Promise.race([
+      this.proc.exited.then(() => true),
+      Bun.sleep(3_000).then(() => false),
+    ]);
     if (!exited) {
       try {
         process.kill(this.proc.pid, "SIGKILL");

@@ -13,7 +13,10 @@ const median = (xs: number[]) => {
 };
 const f = (x: number, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
-const groups = new Map<string, { trace: string; policy: string; runs: ReplayReport["policies"][string][] }>();
+const groups = new Map<
+  string,
+  { trace: string; policy: string; runs: ReplayReport["policies"][string][] }
+>();
 for (const file of process.argv.slice(2)) {
   const r = JSON.parse(readFileSync(file, "utf8")) as ReplayReport;
   for (const [policy, p] of Object.entries(r.policies)) {
@@ -23,15 +26,47 @@ for (const file of process.argv.slice(2)) {
     groups.set(key, g);
   }
 }
-const head = ["trace", "router / policy", "runs", "ttft p50", "p90", "p99", "hit", "work max/mean", "req max/mean", "cpu µs/req", "errors"];
+const head = [
+  "trace",
+  "router / policy",
+  "runs",
+  "ttft p50",
+  "p90",
+  "p99",
+  "hit",
+  "work max/mean",
+  "req max/mean",
+  "cpu µs/req",
+  "errors",
+];
 const rows = [...groups.values()].map(({ trace, policy, runs }) => {
-  const m = (get: (p: (typeof runs)[number]) => number | undefined) => median(runs.map((p) => get(p) ?? NaN));
+  const m = (get: (p: (typeof runs)[number]) => number | undefined) =>
+    median(runs.map((p) => get(p) ?? NaN));
   return [
-    trace, policy, String(runs.length), f(m((p) => p.ttft_ms.p50)), f(m((p) => p.ttft_ms.p90)), f(m((p) => p.ttft_ms.p99)),
-    f(m((p) => p.hit_rate), 3), f(m((p) => p.work_max_over_mean), 2), f(m((p) => p.engine_request_max_over_mean), 2),
-    f(m((p) => p.router_cpu_us_per_request)), String(runs.reduce((s, p) => s + p.errors, 0)),
+    trace,
+    policy,
+    String(runs.length),
+    f(m((p) => p.ttft_ms.p50)),
+    f(m((p) => p.ttft_ms.p90)),
+    f(m((p) => p.ttft_ms.p99)),
+    f(
+      m((p) => p.hit_rate),
+      3,
+    ),
+    f(
+      m((p) => p.work_max_over_mean),
+      2,
+    ),
+    f(
+      m((p) => p.engine_request_max_over_mean),
+      2,
+    ),
+    f(m((p) => p.router_cpu_us_per_request)),
+    String(runs.reduce((s, p) => s + p.errors, 0)),
   ];
 });
 const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(w[i]!)).join(" | ")} |`;
-console.log([line(head), `|${w.map((n) => "-".repeat(n + 2)).join("|")}|`, ...rows.map(line)].join("\n"));
+console.log(
+  [line(head), `|${w.map((n) => "-".repeat(n + 2)).join("|")}|`, ...rows.map(line)].join("\n"),
+);

@@ -9,8 +9,15 @@ import { idealHitRate } from "../oracle.ts";
 import { uniqueFullBlocks } from "../trace.ts";
 import { SHAPES, generate, toJsonl, type Shape } from "./shapes.ts";
 
-const { values: a } = parseArgs({ options: { shape: { type: "string", default: "chat" }, seed: { type: "string", default: "1" }, out: { type: "string" } } });
-if (!(SHAPES as readonly string[]).includes(a.shape!)) throw new Error(`--shape must be one of ${SHAPES.join(", ")}`);
+const { values: a } = parseArgs({
+  options: {
+    shape: { type: "string", default: "chat" },
+    seed: { type: "string", default: "1" },
+    out: { type: "string" },
+  },
+});
+if (!(SHAPES as readonly string[]).includes(a.shape!))
+  throw new Error(`--shape must be one of ${SHAPES.join(", ")}`);
 const trace = generate(a.shape as Shape, Number(a.seed));
 const span = (trace.at(-1)!.timestamp - trace[0]!.timestamp) / 1000;
 const tokens = trace.reduce((s, r) => s + r.inputLength, 0);

@@ -64,8 +64,16 @@ export interface ChatParams {
 }
 
 export const CHAT_DEFAULTS: ChatParams = {
-  conversations: 320, systemPrompts: 12, systemBlocks: 4, minTurns: 2, maxTurns: 7,
-  userBlocks: 1, answerBlocks: 1, meanGapS: 0.15, meanThinkS: 10, outputTokens: 200,
+  conversations: 320,
+  systemPrompts: 12,
+  systemBlocks: 4,
+  minTurns: 2,
+  maxTurns: 7,
+  userBlocks: 1,
+  answerBlocks: 1,
+  meanGapS: 0.15,
+  meanThinkS: 10,
+  outputTokens: 200,
 };
 
 /** Multi-turn chat: shared system prompts, each turn's prompt = the whole history + a new message. */
@@ -82,7 +90,13 @@ export function chat(seed: number, p: ChatParams = CHAT_DEFAULTS): TraceRequest[
     const turns = int(rng, p.minTurns, p.maxTurns);
     for (let k = 0; k < turns; k++) {
       history = [...history, ...blocks.take(p.userBlocks)];
-      drafts.push({ t, ids: history, out: p.outputTokens, session: `chat-${c}`, tail: int(rng, 0, 200) });
+      drafts.push({
+        t,
+        ids: history,
+        out: p.outputTokens,
+        session: `chat-${c}`,
+        tail: int(rng, 0, 200),
+      });
       history = [...history, ...blocks.take(p.answerBlocks)];
       t += exp(rng, p.meanThinkS * 1000);
     }
@@ -110,8 +124,17 @@ export interface AgenticParams {
 }
 
 export const AGENTIC_DEFAULTS: AgenticParams = {
-  tasks: 120, agents: 6, toolBlocks: 12, minSteps: 2, maxSteps: 5, minFanOut: 2, maxFanOut: 6,
-  resultBlocks: 1, meanGapS: 0.8, meanStepS: 2, outputTokens: 30,
+  tasks: 120,
+  agents: 6,
+  toolBlocks: 12,
+  minSteps: 2,
+  maxSteps: 5,
+  minFanOut: 2,
+  maxFanOut: 6,
+  resultBlocks: 1,
+  meanGapS: 0.8,
+  meanStepS: 2,
+  outputTokens: 30,
 };
 
 /** Agentic tool loops: long shared tool prompt, bursts of parallel calls, short outputs. */
@@ -129,7 +152,13 @@ export function agentic(seed: number, p: AgenticParams = AGENTIC_DEFAULTS): Trac
     for (let s = 0; s < steps; s++) {
       const fan = int(rng, p.minFanOut, p.maxFanOut);
       for (let f = 0; f < fan; f++) {
-        drafts.push({ t: t + rng() * 20, ids: [...context, ...blocks.take(1)], out: p.outputTokens, session: `task-${task}`, tail: int(rng, 100, 400) });
+        drafts.push({
+          t: t + rng() * 20,
+          ids: [...context, ...blocks.take(1)],
+          out: p.outputTokens,
+          session: `task-${task}`,
+          tail: int(rng, 100, 400),
+        });
       }
       context = [...context, ...blocks.take(p.resultBlocks)];
       t += exp(rng, p.meanStepS * 1000);
@@ -153,8 +182,15 @@ export interface RagParams {
 }
 
 export const RAG_DEFAULTS: RagParams = {
-  requests: 1200, documents: 400, minDocBlocks: 2, maxDocBlocks: 8, docsPerRequest: 1, zipf: 0.6,
-  systemBlocks: 1, meanGapS: 0.08, outputTokens: 100,
+  requests: 1200,
+  documents: 400,
+  minDocBlocks: 2,
+  maxDocBlocks: 8,
+  docsPerRequest: 1,
+  zipf: 0.6,
+  systemBlocks: 1,
+  meanGapS: 0.08,
+  outputTokens: 100,
 };
 
 /** RAG: one shared instruction block, then a retrieved document (popular ones reused a few times), then the question. */
@@ -162,7 +198,9 @@ export function rag(seed: number, p: RagParams = RAG_DEFAULTS): TraceRequest[] {
   const rng = mulberry32(seed);
   const blocks = new Blocks();
   const system = blocks.take(p.systemBlocks);
-  const docs = Array.from({ length: p.documents }, () => blocks.take(int(rng, p.minDocBlocks, p.maxDocBlocks)));
+  const docs = Array.from({ length: p.documents }, () =>
+    blocks.take(int(rng, p.minDocBlocks, p.maxDocBlocks)),
+  );
   const weights = docs.map((_, i) => 1 / (i + 1) ** p.zipf);
   const total = weights.reduce((s, w) => s + w, 0);
   const pickDoc = () => {
@@ -201,21 +239,39 @@ export interface SharedPrefixParams {
  * issue's setting: 16 × 16 at 32 req/s, so every group's siblings arrive through the whole run
  * and most groups' first requests come in its first second.
  */
-export const SHARED_PREFIX_DEFAULTS: SharedPrefixParams = { groups: 16, promptsPerGroup: 16, systemBlocks: 4, questionTokens: 128, rate: 32, outputTokens: 256 };
+export const SHARED_PREFIX_DEFAULTS: SharedPrefixParams = {
+  groups: 16,
+  promptsPerGroup: 16,
+  systemBlocks: 4,
+  questionTokens: 128,
+  rate: 32,
+  outputTokens: 256,
+};
 
-export function sharedPrefix(seed: number, p: SharedPrefixParams = SHARED_PREFIX_DEFAULTS): TraceRequest[] {
+export function sharedPrefix(
+  seed: number,
+  p: SharedPrefixParams = SHARED_PREFIX_DEFAULTS,
+): TraceRequest[] {
   const rng = mulberry32(seed);
   const blocks = new Blocks();
   const systems = Array.from({ length: p.groups }, () => blocks.take(p.systemBlocks));
   const rows: { ids: number[]; session: string }[] = [];
-  for (let g = 0; g < p.groups; g++) for (let q = 0; q < p.promptsPerGroup; q++) rows.push({ ids: [...systems[g]!, ...blocks.take(1)], session: `group-${g}` });
+  for (let g = 0; g < p.groups; g++)
+    for (let q = 0; q < p.promptsPerGroup; q++)
+      rows.push({ ids: [...systems[g]!, ...blocks.take(1)], session: `group-${g}` });
   for (let i = rows.length - 1; i > 0; i--) {
     const j = Math.floor(rng() * (i + 1));
     [rows[i], rows[j]] = [rows[j]!, rows[i]!];
   }
   let t = 0;
   const drafts: Draft[] = rows.map((r) => {
-    const d = { t, ids: r.ids, out: p.outputTokens, session: r.session, tail: B - p.questionTokens };
+    const d = {
+      t,
+      ids: r.ids,
+      out: p.outputTokens,
+      session: r.session,
+      tail: B - p.questionTokens,
+    };
     t += exp(rng, 1000 / p.rate);
     return d;
   });
@@ -237,7 +293,17 @@ export function generate(shape: Shape, seed: number): TraceRequest[] {
 
 /** Mooncake JSONL (plus session_id), for `--trace FILE` or other tools. */
 export function toJsonl(trace: readonly TraceRequest[]): string {
-  return trace
-    .map((r) => JSON.stringify({ timestamp: r.timestamp, input_length: r.inputLength, output_length: r.outputLength, hash_ids: r.hashIds, session_id: r.sessionId }))
-    .join("\n") + "\n";
+  return (
+    trace
+      .map((r) =>
+        JSON.stringify({
+          timestamp: r.timestamp,
+          input_length: r.inputLength,
+          output_length: r.outputLength,
+          hash_ids: r.hashIds,
+          session_id: r.sessionId,
+        }),
+      )
+      .join("\n") + "\n"
+  );
 }

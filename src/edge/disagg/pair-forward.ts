@@ -39,14 +39,28 @@ import { kvTransferParamsOf, vllmDecodeBody, vllmPrefillBody } from "./vllm-prot
 /** Header naming the prefill worker of a disaggregated answer (absent: prefilled on the decode worker). */
 export const HEADER_PREFILL_WORKER = "x-switchyard-prefill-worker";
 
-export type DisaggPath = "disaggregated" | "local_short_prompt" | "fallback_no_prefill_worker" | "fallback_prefill_failed" | "aggregated_lora";
+export type DisaggPath =
+  | "disaggregated"
+  | "local_short_prompt"
+  | "fallback_no_prefill_worker"
+  | "fallback_prefill_failed"
+  | "aggregated_lora";
 
-export type PairForward = (input: ForwardInput, json: Readonly<Record<string, unknown>>, model: string | undefined) => Promise<Response>
+export type PairForward = (
+  input: ForwardInput,
+  json: Readonly<Record<string, unknown>>,
+  model: string | undefined,
+) => Promise<Response>;
 
 const encoder = new TextEncoder();
 
 /** The fields of both P/D protocols; only the router sets them under --disagg. */
-const PD_FIELDS = ["kv_transfer_params", "bootstrap_host", "bootstrap_port", "bootstrap_room"] as const;
+const PD_FIELDS = [
+  "kv_transfer_params",
+  "bootstrap_host",
+  "bootstrap_port",
+  "bootstrap_room",
+] as const;
 
 function withoutPdFields(json: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...json };
@@ -54,7 +68,10 @@ function withoutPdFields(json: Readonly<Record<string, unknown>>): Record<string
   return out;
 }
 
-function within(a: ReadonlySet<WorkerId> | undefined, b: ReadonlySet<WorkerId>): ReadonlySet<WorkerId> {
+function within(
+  a: ReadonlySet<WorkerId> | undefined,
+  b: ReadonlySet<WorkerId>,
+): ReadonlySet<WorkerId> {
   return a === undefined ? b : new Set([...b].filter((w) => a.has(w)));
 }
 
@@ -72,7 +89,12 @@ interface Pairing {
 }
 
 /** The request with its pools, routed on `model` (`fleet` says which workers serve it). */
-export function createPairForward(fleet: FleetView, fd: ForwardDeps, aggregated: ModelForward, o: DisaggOptions): PairForward {
+export function createPairForward(
+  fleet: FleetView,
+  fd: ForwardDeps,
+  aggregated: ModelForward,
+  o: DisaggOptions,
+): PairForward {
   const { metrics, log } = fd.observe;
   const { requests, prefillFailures } = disaggCounters(metrics);
   const p: Pairing = {
@@ -80,7 +102,10 @@ export function createPairForward(fleet: FleetView, fd: ForwardDeps, aggregated:
     fd,
     o,
     requests,
-    settle: (decision) => new Settlement(decision, { outcomes: fd.outcomes, metrics, log }, undefined, { failures: prefillFailures }),
+    settle: (decision) =>
+      new Settlement(decision, { outcomes: fd.outcomes, metrics, log }, undefined, {
+        failures: prefillFailures,
+      }),
     rand: o.randomU32 ?? (() => crypto.getRandomValues(new Uint32Array(1))[0]!),
   };
   return async (input, json, model) => {
@@ -94,14 +119,24 @@ export function createPairForward(fleet: FleetView, fd: ForwardDeps, aggregated:
     const pools = o.roles.pools(fleet.registry);
     const prefill = within(allowed, pools.prefill);
     const decode = within(input.allowedWorkerIds, within(allowed, pools.decode));
-    const withLora: ForwardInput = { ...input, loraName: route.kind === "workers" ? route.loraName : input.loraName };
-    if (decode.size === 0) throw new RouterError("no_endpoints", "no healthy decode worker serves this request (--disagg: prefill workers only prefill)");
+    const withLora: ForwardInput = {
+      ...input,
+      loraName: route.kind === "workers" ? route.loraName : input.loraName,
+    };
+    if (decode.size === 0)
+      throw new RouterError(
+        "no_endpoints",
+        "no healthy decode worker serves this request (--disagg: prefill workers only prefill)",
+      );
     // Hashed once: the estimate, every prefill try and the decode half (forward) reuse them.
     const prepared = promptHashes(withLora, fd.routing);
     const routed: ForwardInput = { ...withLora, prepared };
-    if ((await uncachedOnDecode(p, routed, prepared, decode)) < o.minPrefillTokens) return local(p, routed, json, decode, "local_short_prompt");
+    if ((await uncachedOnDecode(p, routed, prepared, decode)) < o.minPrefillTokens)
+      return local(p, routed, json, decode, "local_short_prompt");
     if (prefill.size === 0) return local(p, routed, json, decode, "fallback_no_prefill_worker");
-    return o.protocol === "vllm" ? vllmPair(p, routed, json, prepared, prefill, decode) : sglangPair(p, routed, json, prepared, prefill, decode);
+    return o.protocol === "vllm"
+      ? vllmPair(p, routed, json, prepared, prefill, decode)
+      : sglangPair(p, routed, json, prepared, prefill, decode);
   };
 }
 
@@ -111,19 +146,36 @@ export function createPairForward(fleet: FleetView, fd: ForwardDeps, aggregated:
  * a client's `kv_transfer_params` or `bootstrap_host` would make an engine pull from where
  * the client says).
  */
-function local(p: Pairing, input: ForwardInput, json: Readonly<Record<string, unknown>>, decode: ReadonlySet<WorkerId>, path: DisaggPath): Promise<Response> {
+function local(
+  p: Pairing,
+  input: ForwardInput,
+  json: Readonly<Record<string, unknown>>,
+  decode: ReadonlySet<WorkerId>,
+  path: DisaggPath,
+): Promise<Response> {
   p.requests.inc([path]);
-  const body = PD_FIELDS.some((f) => f in json) ? encoder.encode(JSON.stringify(withoutPdFields(json))) : input.body;
+  const body = PD_FIELDS.some((f) => f in json)
+    ? encoder.encode(JSON.stringify(withoutPdFields(json)))
+    : input.body;
   return forward({ ...input, body, allowedWorkerIds: decode }, p.fd);
 }
 
 /** Uncached tokens on the decode worker the scheduler picks now (its booking released at once). */
-async function uncachedOnDecode(p: Pairing, input: ForwardInput, prepared: PromptHashes, decode: ReadonlySet<WorkerId>): Promise<number> {
+async function uncachedOnDecode(
+  p: Pairing,
+  input: ForwardInput,
+  prepared: PromptHashes,
+  decode: ReadonlySet<WorkerId>,
+): Promise<number> {
   const { routing } = p.fd;
   try {
     const est = await routing.route({
-      tokens: input.tokens, prepared, approximate: input.approximate, requestId: routing.nextRequestId(),
-      loraName: input.loraName, allowedWorkerIds: decode,
+      tokens: input.tokens,
+      prepared,
+      approximate: input.approximate,
+      requestId: routing.nextRequestId(),
+      loraName: input.loraName,
+      allowedWorkerIds: decode,
     });
     abandon(est);
     return input.tokens.length - est.overlapBlocks * p.o.blockSize;
@@ -133,12 +185,23 @@ async function uncachedOnDecode(p: Pairing, input: ForwardInput, prepared: Promp
 }
 
 /** Route a prefill worker among `pool` minus `exclude`; undefined when none is left. */
-async function routePrefill(p: Pairing, input: ForwardInput, prepared: PromptHashes, pool: ReadonlySet<WorkerId>, exclude: ReadonlySet<WorkerId>): Promise<RouteDecision | undefined> {
+async function routePrefill(
+  p: Pairing,
+  input: ForwardInput,
+  prepared: PromptHashes,
+  pool: ReadonlySet<WorkerId>,
+  exclude: ReadonlySet<WorkerId>,
+): Promise<RouteDecision | undefined> {
   const { routing } = p.fd;
   try {
     return await routing.route({
-      tokens: input.tokens, prepared, approximate: input.approximate, requestId: routing.nextRequestId(),
-      loraName: input.loraName, allowedWorkerIds: pool, exclude,
+      tokens: input.tokens,
+      prepared,
+      approximate: input.approximate,
+      requestId: routing.nextRequestId(),
+      loraName: input.loraName,
+      allowedWorkerIds: pool,
+      exclude,
     });
   } catch (e) {
     if (e instanceof RouterError) return undefined;
@@ -147,7 +210,14 @@ async function routePrefill(p: Pairing, input: ForwardInput, prepared: PromptHas
 }
 
 /** vLLM: the prefill request first (retried on the next prefill worker), then the decode request with its kv_transfer_params. */
-async function vllmPair(p: Pairing, input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> {
+async function vllmPair(
+  p: Pairing,
+  input: ForwardInput,
+  json: Readonly<Record<string, unknown>>,
+  prepared: PromptHashes,
+  prefill: ReadonlySet<WorkerId>,
+  decode: ReadonlySet<WorkerId>,
+): Promise<Response> {
   const { fd } = p;
   const body = encoder.encode(JSON.stringify(vllmPrefillBody(withoutPdFields(json))));
   const exclude = new Set<WorkerId>();
@@ -164,7 +234,10 @@ async function vllmPair(p: Pairing, input: ForwardInput, json: Readonly<Record<s
     }
     let r: PrefillResult;
     try {
-      r = await prefillOnce(fd.upstream, input, s, rec.url, body, { keep: true, firstTokenIsAnswer: true });
+      r = await prefillOnce(fd.upstream, input, s, rec.url, body, {
+        keep: true,
+        firstTokenIsAnswer: true,
+      });
     } catch (e) {
       s.end({ how: "released" });
       throw e;
@@ -174,7 +247,15 @@ async function vllmPair(p: Pairing, input: ForwardInput, json: Readonly<Record<s
       p.requests.inc(["disaggregated"]);
       fd.observe.requests?.of(input.request)?.prefillPair(id);
       const decodeBody = vllmDecodeBody(withoutPdFields(json), kvTransferParamsOf(r.json));
-      const res = await forward({ ...input, body: encoder.encode(JSON.stringify(decodeBody)), allowedWorkerIds: decode, prefilledElsewhere: true }, fd);
+      const res = await forward(
+        {
+          ...input,
+          body: encoder.encode(JSON.stringify(decodeBody)),
+          allowedWorkerIds: decode,
+          prefilledElsewhere: true,
+        },
+        fd,
+      );
       return withPrefillWorker(res, id);
     }
     if (r.kind === "failed") {
@@ -185,10 +266,18 @@ async function vllmPair(p: Pairing, input: ForwardInput, json: Readonly<Record<s
     s.end({ how: r.kind === "client_gone" ? "client_gone" : "released" });
     if (r.kind === "client_gone") return new Response(null, { status: 499 });
     if (r.kind === "client_error") return passOn(r);
-    fd.observe.log.warn(`disagg: prefill answer of worker ${id} is larger than ${MAX_PREFILL_ANSWER_BYTES} bytes; prefilling on the decode worker`);
+    fd.observe.log.warn(
+      `disagg: prefill answer of worker ${id} is larger than ${MAX_PREFILL_ANSWER_BYTES} bytes; prefilling on the decode worker`,
+    );
     break;
   }
-  return local(p, input, json, decode, exclude.size > 0 || prefill.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
+  return local(
+    p,
+    input,
+    json,
+    decode,
+    exclude.size > 0 || prefill.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker",
+  );
 }
 
 /**
@@ -199,7 +288,14 @@ async function vllmPair(p: Pairing, input: ForwardInput, json: Readonly<Record<s
  * next prefill worker and a new room. After that byte the decode engine must cope (the
  * simulated one prefills itself).
  */
-async function sglangPair(p: Pairing, input: ForwardInput, json: Readonly<Record<string, unknown>>, prepared: PromptHashes, prefill: ReadonlySet<WorkerId>, decode: ReadonlySet<WorkerId>): Promise<Response> {
+async function sglangPair(
+  p: Pairing,
+  input: ForwardInput,
+  json: Readonly<Record<string, unknown>>,
+  prepared: PromptHashes,
+  prefill: ReadonlySet<WorkerId>,
+  decode: ReadonlySet<WorkerId>,
+): Promise<Response> {
   const { fd, o } = p;
   const up = fd.upstream;
   const observers = fd.observe.requests;
@@ -219,7 +315,11 @@ async function sglangPair(p: Pairing, input: ForwardInput, json: Readonly<Record
       tried.add(id);
       continue;
     }
-    const bootstrap = { host: bootstrapHostOf(rec.url), port: o.roles.bootstrapPortOf(rec.url) ?? o.defaultBootstrapPort, room: bootstrapRoom(p.rand) };
+    const bootstrap = {
+      host: bootstrapHostOf(rec.url),
+      port: o.roles.bootstrapPortOf(rec.url) ?? o.defaultBootstrapPort,
+      room: bootstrapRoom(p.rand),
+    };
     const body = encoder.encode(JSON.stringify(sglangBody(withoutPdFields(json), bootstrap)));
     const pair = new AbortController();
     let decodeAnswered = false;
@@ -234,10 +334,17 @@ async function sglangPair(p: Pairing, input: ForwardInput, json: Readonly<Record
       // Whatever else ended it (the client left, a client error): released, nothing said about the worker.
       .finally(() => s.end({ how: "released" }));
     const signal = AbortSignal.any([input.request.signal, pair.signal]);
-    const request = new Request(input.request.url, { method: "POST", headers: input.request.headers, signal });
+    const request = new Request(input.request.url, {
+      method: "POST",
+      headers: input.request.headers,
+      signal,
+    });
     observers?.alias(input.request, request);
     observers?.of(input.request)?.prefillPair(id);
-    const res = await forward({ ...input, request, body, allowedWorkerIds: decode, prefilledElsewhere: true }, decodeDeps);
+    const res = await forward(
+      { ...input, request, body, allowedWorkerIds: decode, prefilledElsewhere: true },
+      decodeDeps,
+    );
     decodeAnswered = true;
     if (pair.signal.aborted && !input.request.signal.aborted && res.status === 499) {
       tried.add(id);
@@ -246,7 +353,13 @@ async function sglangPair(p: Pairing, input: ForwardInput, json: Readonly<Record
     p.requests.inc(["disaggregated"]);
     return withPrefillWorker(res, id);
   }
-  return local(p, input, json, decode, tried.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker");
+  return local(
+    p,
+    input,
+    json,
+    decode,
+    tried.size > 0 ? "fallback_prefill_failed" : "fallback_no_prefill_worker",
+  );
 }
 
 const countersOf = new WeakMap<RouterMetrics, { requests: Counter; prefillFailures: Counter }>();
@@ -261,7 +374,11 @@ function disaggCounters(m: RouterMetrics): { requests: Counter; prefillFailures:
         "Completion requests under --disagg, by path (disaggregated|local_short_prompt|fallback_no_prefill_worker|fallback_prefill_failed|aggregated_lora)",
         ["path"],
       ),
-      prefillFailures: m.registry.counter("switchyard_disagg_prefill_failures_total", "Prefill requests that failed before their answer, by prefill worker", ["worker"]),
+      prefillFailures: m.registry.counter(
+        "switchyard_disagg_prefill_failures_total",
+        "Prefill requests that failed before their answer, by prefill worker",
+        ["worker"],
+      ),
     };
     countersOf.set(m, c);
   }

@@ -44,13 +44,32 @@ export interface PrefillCall {
   readonly firstTokenIsAnswer: boolean;
 }
 
-export async function prefillOnce(up: Upstream, input: ForwardInput, s: Settlement, url: string, body: Uint8Array, o: PrefillCall): Promise<PrefillResult> {
+export async function prefillOnce(
+  up: Upstream,
+  input: ForwardInput,
+  s: Settlement,
+  url: string,
+  body: Uint8Array,
+  o: PrefillCall,
+): Promise<PrefillResult> {
   const keep = o.keep;
-  const headers = upstreamRequestHeaders(input.request, s.decision.worker.dpRank, input.upstreamAuthorization, up.forwarding);
+  const headers = upstreamRequestHeaders(
+    input.request,
+    s.decision.worker.dpRank,
+    input.upstreamAuthorization,
+    up.forwarding,
+  );
   s.sent(headers, url, input.path);
   const a = await attemptUpstream({
-    call: up.call, baseUrl: url, path: input.path, headers, body,
-    clientSignal: input.request.signal, deadlines: up.deadlines ?? NO_DEADLINES, stream: false, last: false,
+    call: up.call,
+    baseUrl: url,
+    path: input.path,
+    headers,
+    body,
+    clientSignal: input.request.signal,
+    deadlines: up.deadlines ?? NO_DEADLINES,
+    stream: false,
+    last: false,
   });
   if (a.kind === "client_gone") return a;
   if (a.kind === "failed") return a;
@@ -59,13 +78,20 @@ export async function prefillOnce(up: Upstream, input: ForwardInput, s: Settleme
   else s.prefillDone();
   let bytes: Uint8Array;
   try {
-    bytes = await readAll(a.first?.value, a.first?.done === true, a.reader, keep ? MAX_PREFILL_ANSWER_BYTES : Infinity, keep);
+    bytes = await readAll(
+      a.first?.value,
+      a.first?.done === true,
+      a.reader,
+      keep ? MAX_PREFILL_ANSWER_BYTES : Infinity,
+      keep,
+    );
   } catch (e) {
     if (e instanceof AnswerTooLarge) return { kind: "too_large" };
     return { kind: "failed", reason: `prefill answer unreadable: ${(e as Error).message}` };
   }
   if (a.res.status >= 500) return { kind: "failed", reason: `HTTP ${a.res.status}` };
-  if (a.res.status >= 400) return { kind: "client_error", status: a.res.status, body: bytes, headers: a.res.headers };
+  if (a.res.status >= 400)
+    return { kind: "client_error", status: a.res.status, body: bytes, headers: a.res.headers };
   if (!keep) return { kind: "ok", json: undefined };
   try {
     return { kind: "ok", json: JSON.parse(new TextDecoder().decode(bytes)) };
@@ -75,7 +101,13 @@ export async function prefillOnce(up: Upstream, input: ForwardInput, s: Settleme
 }
 
 /** The whole body (first chunk already read), at most `max` bytes; `keep` false: read to the end and drop it. */
-async function readAll(first: Uint8Array | undefined, done: boolean, reader: UpstreamBody | undefined, max: number, keep = true): Promise<Uint8Array> {
+async function readAll(
+  first: Uint8Array | undefined,
+  done: boolean,
+  reader: UpstreamBody | undefined,
+  max: number,
+  keep = true,
+): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   let size = 0;
   const add = (c: Uint8Array) => {

@@ -12,7 +12,12 @@ export function sglangBody(
   client: Readonly<Record<string, unknown>>,
   bootstrap: { readonly host: string; readonly port: number; readonly room: number },
 ): Record<string, unknown> {
-  return { ...client, bootstrap_host: bootstrap.host, bootstrap_port: bootstrap.port, bootstrap_room: bootstrap.room };
+  return {
+    ...client,
+    bootstrap_host: bootstrap.host,
+    bootstrap_port: bootstrap.port,
+    bootstrap_room: bootstrap.room,
+  };
 }
 
 /** A room id in 0..2^53-1 from two uniform u32 draws. */

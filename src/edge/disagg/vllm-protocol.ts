@@ -11,7 +11,9 @@
  * Pure: JSON objects in, JSON objects out.
  */
 
-export function vllmPrefillBody(client: Readonly<Record<string, unknown>>): Record<string, unknown> {
+export function vllmPrefillBody(
+  client: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
   const body: Record<string, unknown> = { ...client };
   body.kv_transfer_params = {
     do_remote_decode: true,
@@ -35,10 +37,14 @@ export function vllmPrefillBody(client: Readonly<Record<string, unknown>>): Reco
 export function kvTransferParamsOf(prefillAnswer: unknown): Record<string, unknown> | undefined {
   if (prefillAnswer === null || typeof prefillAnswer !== "object") return undefined;
   const p = (prefillAnswer as Record<string, unknown>).kv_transfer_params;
-  if (p === null || typeof p !== "object" || Array.isArray(p) || Object.keys(p).length === 0) return undefined;
+  if (p === null || typeof p !== "object" || Array.isArray(p) || Object.keys(p).length === 0)
+    return undefined;
   return p as Record<string, unknown>;
 }
 
-export function vllmDecodeBody(client: Readonly<Record<string, unknown>>, params: Record<string, unknown> | undefined): Record<string, unknown> {
+export function vllmDecodeBody(
+  client: Readonly<Record<string, unknown>>,
+  params: Record<string, unknown> | undefined,
+): Record<string, unknown> {
   return params === undefined ? { ...client } : { ...client, kv_transfer_params: params };
 }

@@ -19,7 +19,11 @@ export type ModelRoute =
   /** Every worker may serve it. */
   | { readonly kind: "any" }
   /** Only these workers; `loraName` salts the hashes (an adapter the engines list). */
-  | { readonly kind: "workers"; readonly workerIds: ReadonlySet<WorkerId>; readonly loraName?: string }
+  | {
+      readonly kind: "workers";
+      readonly workerIds: ReadonlySet<WorkerId>;
+      readonly loraName?: string;
+    }
   /** An adapter the router places: ask the LoRA loader for its holders. */
   | { readonly kind: "lora"; readonly loraName: string };
 
@@ -38,7 +42,8 @@ export interface ModelRoutingDeps {
  */
 export function modelField(model: unknown, nullIsAbsent: boolean): string | undefined {
   if (model === undefined || (model === null && nullIsAbsent)) return undefined;
-  if (typeof model !== "string") throw new RouterError("invalid_request", "model: must be a string", "model");
+  if (typeof model !== "string")
+    throw new RouterError("invalid_request", "model: must be a string", "model");
   return model;
 }
 
@@ -51,7 +56,9 @@ export function modelRoute(model: string | undefined, d: ModelRoutingDeps): Mode
   if (dir === undefined) return ANY;
   const served = dir.servedBy(model);
   if (served.size > 0) {
-    return dir.parentOf(model) !== undefined ? { kind: "workers", workerIds: served, loraName: model } : { kind: "workers", workerIds: served };
+    return dir.parentOf(model) !== undefined
+      ? { kind: "workers", workerIds: served, loraName: model }
+      : { kind: "workers", workerIds: served };
   }
   const unknown = new Set<WorkerId>();
   for (const w of d.registry.list()) if (dir.of(w.id) === undefined) unknown.add(w.id);

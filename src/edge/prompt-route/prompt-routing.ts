@@ -74,24 +74,48 @@ function renamed<T>(p: Promise<T>, field: string): Promise<T> {
 }
 
 /** A completions-style field (text, token ids, or a batch of either): its first prompt. */
-async function firstOf(value: unknown, field: string, tok: EngineTokenizer | undefined): Promise<RoutingPrompt> {
+async function firstOf(
+  value: unknown,
+  field: string,
+  tok: EngineTokenizer | undefined,
+): Promise<RoutingPrompt> {
   const prompts = await renamed(requestPrompts({ prompt: value }, "completions", tok), field);
   const first = prompts[0]!;
   let all = 0;
   for (const p of prompts) all += p.tokens.length;
-  return { tokens: first.tokens, approximate: !first.exact, exactTokens: prompts.every((p) => p.exact) ? all : undefined };
+  return {
+    tokens: first.tokens,
+    approximate: !first.exact,
+    exactTokens: prompts.every((p) => p.exact) ? all : undefined,
+  };
 }
 
-async function chat(body: Record<string, unknown>, messages: unknown, tok: EngineTokenizer | undefined): Promise<RoutingPrompt> {
+async function chat(
+  body: Record<string, unknown>,
+  messages: unknown,
+  tok: EngineTokenizer | undefined,
+): Promise<RoutingPrompt> {
   const stripped = withoutMedia(messages);
   if (stripped === MEDIA_FREE && messages === body.messages) {
     const [p] = await requestPrompts(body, "chat", tok);
-    return { tokens: p!.tokens, approximate: !p!.exact, exactTokens: p!.exact ? p!.tokens.length : undefined };
+    return {
+      tokens: p!.tokens,
+      approximate: !p!.exact,
+      exactTokens: p!.exact ? p!.tokens.length : undefined,
+    };
   }
   const msgs = stripped === MEDIA_FREE ? messages : stripped;
   // Media (or a Responses input): the text alone, never taken for the engine's tokens.
-  const tokens = tok !== undefined ? await tok.encodeChat({ ...body, messages: msgs }, false) : chatPromptTokens(msgs);
-  if (tokens.length === 0) throw new RouterError("invalid_request", "messages: must not be empty (it has no tokens)", "messages");
+  const tokens =
+    tok !== undefined
+      ? await tok.encodeChat({ ...body, messages: msgs }, false)
+      : chatPromptTokens(msgs);
+  if (tokens.length === 0)
+    throw new RouterError(
+      "invalid_request",
+      "messages: must not be empty (it has no tokens)",
+      "messages",
+    );
   return { tokens, approximate: true };
 }
 
@@ -114,25 +138,34 @@ export function promptFieldsOf(kind: PromptKind): readonly string[] {
  * prompt field, and a 413 naming it when it holds more than `maxPromptChars` characters
  * (--max-prompt-chars; prompt-size.ts; undefined: no limit).
  */
-export async function readPrompt(tokenizers: PromptTokenizers | undefined, body: Record<string, unknown>, kind: PromptKind, maxPromptChars?: number): Promise<RoutingPrompt> {
+export async function readPrompt(
+  tokenizers: PromptTokenizers | undefined,
+  body: Record<string, unknown>,
+  kind: PromptKind,
+  maxPromptChars?: number,
+): Promise<RoutingPrompt> {
   if (kind === "none") return NONE;
   // Before any work on it: tokenizing, hashing and booking all grow with the prompt.
   for (const field of PROMPT_FIELDS[kind]) checkPromptSize(body[field], field, maxPromptChars);
   const tok = tokenizers?.forModel(body.model);
   switch (kind) {
     case "completions":
-      if (body.prompt === undefined) throw new RouterError("invalid_request", "prompt: is required", "prompt");
+      if (body.prompt === undefined)
+        throw new RouterError("invalid_request", "prompt: is required", "prompt");
       return firstOf(body.prompt, "prompt", tok);
     case "chat":
-      if (body.messages === undefined) throw new RouterError("invalid_request", "messages: is required", "messages");
+      if (body.messages === undefined)
+        throw new RouterError("invalid_request", "messages: is required", "messages");
       return chat(body, body.messages, tok);
     case "embeddings":
       return body.input === undefined ? NONE : firstOf(body.input, "input", tok);
     case "responses":
       // Routed on the input alone; `instructions` and `tools` are prefilled too (no exact count).
-      if (typeof body.input === "string") return { ...(await firstOf(body.input, "input", tok)), exactTokens: undefined };
+      if (typeof body.input === "string")
+        return { ...(await firstOf(body.input, "input", tok)), exactTokens: undefined };
       // Responses items are not all chat messages (tool outputs, reasoning): route on what reads as one, else by load.
-      if (Array.isArray(body.input) && body.input.length > 0) return chat(body, body.input, undefined).catch(() => NONE);
+      if (Array.isArray(body.input) && body.input.length > 0)
+        return chat(body, body.input, undefined).catch(() => NONE);
       return NONE;
     case "generate":
       if (typeof body.text === "string") return firstOf(body.text, "text", tok);

@@ -132,7 +132,8 @@ export class PromptScanner {
         this.hexLeft--;
         if (this.key !== undefined) {
           this.hex += String.fromCharCode(b);
-          if (this.hexLeft === 0) this.addKey(String.fromCharCode(Number.parseInt(this.hex, 16) || 0));
+          if (this.hexLeft === 0)
+            this.addKey(String.fromCharCode(Number.parseInt(this.hex, 16) || 0));
         }
         i++;
         continue;
@@ -200,5 +201,7 @@ export class PromptScanner {
 }
 
 function isNumberByte(b: number): boolean {
-  return (b >= 0x30 && b <= 0x39) || b === 0x2d || b === 0x2b || b === 0x2e || b === 0x65 || b === 0x45;
+  return (
+    (b >= 0x30 && b <= 0x39) || b === 0x2d || b === 0x2b || b === 0x2e || b === 0x65 || b === 0x45
+  );
 }

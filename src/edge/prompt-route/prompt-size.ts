@@ -17,7 +17,11 @@ export function checkPromptSize(value: unknown, field: string, limit: number | u
 
 /** The 413 for a prompt field past --max-prompt-chars (also raised while the body streams: prompt-scan.ts). */
 export function promptTooLong(field: string, limit: number): RouterError {
-  return new RouterError("payload_too_large", `${field}: the prompt is longer than ${limit} characters (--max-prompt-chars)`, field);
+  return new RouterError(
+    "payload_too_large",
+    `${field}: the prompt is longer than ${limit} characters (--max-prompt-chars)`,
+    field,
+  );
 }
 
 /**

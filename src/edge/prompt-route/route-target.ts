@@ -27,19 +27,38 @@ export async function routeTarget(
   let approximate = false;
   if (b.tokens !== undefined) tokens = Uint32Array.from(b.tokens);
   else if (raw.messages !== undefined || raw.prompt !== undefined) {
-    const p = await readPrompt(fleet.tokenizers, raw, raw.messages !== undefined ? "chat" : "completions", maxPromptChars);
+    const p = await readPrompt(
+      fleet.tokenizers,
+      raw,
+      raw.messages !== undefined ? "chat" : "completions",
+      maxPromptChars,
+    );
     tokens = p.tokens;
     approximate = p.approximate;
   } else {
-    throw new RouterError("invalid_request", "invalid route request: one of tokens, prompt or messages is required", "tokens");
+    throw new RouterError(
+      "invalid_request",
+      "invalid route request: one of tokens, prompt or messages is required",
+      "tokens",
+    );
   }
   const route = modelRoute(b.model ?? undefined, fleet);
   switch (route.kind) {
     case "any":
       return { tokens, approximate, loraName: b.lora ?? undefined };
     case "lora":
-      return { tokens, approximate, loraName: route.loraName, allowedWorkerIds: await fleet.lora.ensure(route.loraName) };
+      return {
+        tokens,
+        approximate,
+        loraName: route.loraName,
+        allowedWorkerIds: await fleet.lora.ensure(route.loraName),
+      };
     case "workers":
-      return { tokens, approximate, loraName: route.loraName ?? b.lora ?? undefined, allowedWorkerIds: route.workerIds };
+      return {
+        tokens,
+        approximate,
+        loraName: route.loraName ?? b.lora ?? undefined,
+        allowedWorkerIds: route.workerIds,
+      };
   }
 }

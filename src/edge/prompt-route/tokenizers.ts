@@ -10,7 +10,8 @@ import type { WorkerId } from "../../core/ids.ts";
 import type { EngineTokenizer } from "../../tokens/index.ts";
 
 /** A text crossing the usual piece boundaries: words, punctuation, digits, newlines, CJK, emoji. */
-export const TOKENIZER_PROBE = "Switchyard tokenizer probe: Hello, world! 1234 5678\n\tIt's 你好, ça va? 😀 <|end|>";
+export const TOKENIZER_PROBE =
+  "Switchyard tokenizer probe: Hello, world! 1234 5678\n\tIt's 你好, ça va? 😀 <|end|>";
 
 export type TokenizerCheck =
   | { readonly status: "match" }
@@ -89,7 +90,11 @@ export class RouterTokenizers {
    * Compare our tokens of the probe with the engine's own POST /tokenize for `model`.
    * Nothing to compare (no tokenizer for the model): undefined, and nothing recorded.
    */
-  async check(worker: WorkerId, url: string, model: string | undefined): Promise<TokenizerCheck | undefined> {
+  async check(
+    worker: WorkerId,
+    url: string,
+    model: string | undefined,
+  ): Promise<TokenizerCheck | undefined> {
     const tok = this.forModel(model);
     if (tok === undefined) return undefined;
     const ours = await tok.encodeText(TOKENIZER_PROBE, true);
@@ -98,18 +103,30 @@ export class RouterTokenizers {
       const res = await this.d.fetch(`${url}/tokenize`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ ...(model !== undefined ? { model } : {}), prompt: TOKENIZER_PROBE }),
+        body: JSON.stringify({
+          ...(model !== undefined ? { model } : {}),
+          prompt: TOKENIZER_PROBE,
+        }),
         signal: AbortSignal.timeout(this.d.timeoutMs),
       });
-      const body = (await res.json().catch(() => undefined)) as { tokens?: unknown; max_model_len?: unknown } | undefined;
+      const body = (await res.json().catch(() => undefined)) as
+        | { tokens?: unknown; max_model_len?: unknown }
+        | undefined;
       if (!res.ok || !Array.isArray(body?.tokens)) {
-        result = { status: "unchecked", detail: `POST ${url}/tokenize answered HTTP ${res.status}` };
+        result = {
+          status: "unchecked",
+          detail: `POST ${url}/tokenize answered HTTP ${res.status}`,
+        };
       } else {
-        if (typeof body.max_model_len === "number" && model !== undefined) this.#maxModelLen.set(model, body.max_model_len);
+        if (typeof body.max_model_len === "number" && model !== undefined)
+          this.#maxModelLen.set(model, body.max_model_len);
         result = compare(ours, body.tokens as unknown[], tok.source);
       }
     } catch (e) {
-      result = { status: "unchecked", detail: `POST ${url}/tokenize failed: ${(e as Error).message}` };
+      result = {
+        status: "unchecked",
+        detail: `POST ${url}/tokenize failed: ${(e as Error).message}`,
+      };
     }
     this.#checks.set(worker, result);
     return result;

@@ -22,9 +22,19 @@ export type FirstRead = Awaited<ReturnType<ChunkReader["read"]>>;
 
 export type AttemptResult =
   /** The engine answered: head, and the first chunk when there is a body. */
-  | { readonly kind: "answer"; readonly res: UpstreamResponse; readonly first: FirstRead | undefined; readonly reader: UpstreamBody | undefined }
+  | {
+      readonly kind: "answer";
+      readonly res: UpstreamResponse;
+      readonly first: FirstRead | undefined;
+      readonly reader: UpstreamBody | undefined;
+    }
   /** This worker failed the request before its first byte; another may serve it. */
-  | { readonly kind: "failed"; readonly reason: string; readonly deadline?: DeadlineKind; readonly status?: number }
+  | {
+      readonly kind: "failed";
+      readonly reason: string;
+      readonly deadline?: DeadlineKind;
+      readonly status?: number;
+    }
   /** The client left before the first byte. */
   | { readonly kind: "client_gone" }
   /** The router stopped sending this worker requests while the try waited (it is unhealthy already). */
@@ -87,14 +97,23 @@ export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
   }
   const kind = a.stream === true ? "first_byte" : "response";
   const limit = a.stream === true ? a.deadlines.firstByteMs : a.deadlines.responseMs;
-  const timer = limit > 0 ? setTimeout(() => stop(new DeadlineMissedError(kind, limit)), limit) : undefined;
-  const unwatch = a.watchWorker?.((reason) => stop(new WorkerDownError(`worker became unavailable while its first byte was awaited (${reason})`)));
+  const timer =
+    limit > 0 ? setTimeout(() => stop(new DeadlineMissedError(kind, limit)), limit) : undefined;
+  const unwatch = a.watchWorker?.((reason) =>
+    stop(
+      new WorkerDownError(`worker became unavailable while its first byte was awaited (${reason})`),
+    ),
+  );
   let res: UpstreamResponse | undefined;
   let pending: Promise<UpstreamResponse> | undefined;
   try {
     pending = a.call(a.baseUrl, a.path, { headers: a.headers, body: a.body, signal: ctl.signal });
     res = await waitFor(pending);
-    if ((a.retryOn ?? GATEWAY_STATUSES).has(res.status) && !a.last && (a.mayRetry?.(res.status) ?? true)) {
+    if (
+      (a.retryOn ?? GATEWAY_STATUSES).has(res.status) &&
+      !a.last &&
+      (a.mayRetry?.(res.status) ?? true)
+    ) {
       await res.body?.cancel().catch(() => {});
       return { kind: "failed", reason: `HTTP ${res.status}`, status: res.status };
     }
@@ -106,10 +125,15 @@ export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
     // Close what was opened: the engine must see that nobody waits for this answer (a head
     // that lost the race to the abort included).
     if (res !== undefined) void res.body?.cancel().catch(() => {});
-    else void pending?.then((late) => late.body?.cancel().catch(() => {}), () => {});
+    else
+      void pending?.then(
+        (late) => late.body?.cancel().catch(() => {}),
+        () => {},
+      );
     const why = ctl.signal.aborted ? ctl.signal.reason : e;
     if (why instanceof ClientGoneError) return { kind: "client_gone" };
-    if (why instanceof DeadlineMissedError) return { kind: "failed", reason: why.message, deadline: why.kind };
+    if (why instanceof DeadlineMissedError)
+      return { kind: "failed", reason: why.message, deadline: why.kind };
     if (why instanceof WorkerDownError) return { kind: "worker_down", reason: why.message };
     return { kind: "failed", reason: (why as Error).message };
   } finally {

@@ -6,7 +6,14 @@
 import type { DpRank, WorkerId } from "../../core/ids.ts";
 import type { RouteDecision } from "../../router/index.ts";
 import type { AnswerInput } from "../../fleet/cache-truth/tracker.ts";
-import { prepareBody, tappedReader, UsageTap, type ParsedStreamOptions, type PreparedBody, type TapReader } from "./usage-injection.ts";
+import {
+  prepareBody,
+  tappedReader,
+  UsageTap,
+  type ParsedStreamOptions,
+  type PreparedBody,
+  type TapReader,
+} from "./usage-injection.ts";
 
 /** What the proxy needs of the tracker. */
 export interface CacheCheck {
@@ -17,7 +24,12 @@ export interface CacheCheck {
 }
 
 /** The body for the engine: usage asked for where it can be; undefined: this request is not checked. */
-export function checkedBody(body: Uint8Array, stream: boolean, skip: boolean, streamOptions?: ParsedStreamOptions): PreparedBody | undefined {
+export function checkedBody(
+  body: Uint8Array,
+  stream: boolean,
+  skip: boolean,
+  streamOptions?: ParsedStreamOptions,
+): PreparedBody | undefined {
   if (skip) return undefined;
   const p = prepareBody(body, stream, streamOptions);
   return p.checked ? p : undefined;
@@ -25,7 +37,9 @@ export function checkedBody(body: Uint8Array, stream: boolean, skip: boolean, st
 
 /**
  * The answer's first chunk and reader, through a tap that (for an injected stream) takes the
- * usage event out and, at the end, reports the usage against the decision's prediction.
+ * usage event out and, at the end, reports the usage against the decision's prediction. The
+ * engine's output count of a usage taken out goes to `engineTokens` (the settlement), since the
+ * router's own token counter, downstream of the tap, no longer sees it.
  */
 export function watchAnswer(
   check: CacheCheck,
@@ -36,17 +50,21 @@ export function watchAnswer(
   sse: boolean,
   first: Uint8Array | undefined,
   reader: TapReader,
+  engineTokens: (completionTokens: number) => void = () => {},
 ): { first: Uint8Array | undefined; reader: TapReader } {
   const facts = decision.check;
   const tap = new UsageTap(prepared.strip && sse);
   return tappedReader(first, reader, tap, (u) => {
-    if (u === undefined || facts === undefined) return;
+    if (u === undefined) return;
+    if (tap.strip && u.completionTokens !== undefined) engineTokens(u.completionTokens);
+    if (facts === undefined) return;
     check.answer(decision.worker.workerId, decision.worker.dpRank, {
       routerTokens,
       predictedBlocks: facts.indexBlocks,
       inFlightBlocks: facts.inFlightBlocks,
       routedBlocks: facts.routedBlocks,
-      indexBlocksNow: () => check.indexedBlocks(hashes, decision.worker.workerId, decision.worker.dpRank),
+      indexBlocksNow: () =>
+        check.indexedBlocks(hashes, decision.worker.workerId, decision.worker.dpRank),
       blockSize: check.blockSize,
       promptTokens: u.promptTokens,
       cachedTokens: u.cachedTokens,

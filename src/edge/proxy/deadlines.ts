@@ -28,7 +28,12 @@ export interface UpstreamDeadlines {
 }
 
 /** No deadline at all (tests, embedders that bring their own). */
-export const NO_DEADLINES: UpstreamDeadlines = { connectMs: 0, firstByteMs: 0, responseMs: 0, streamIdleMs: 0 };
+export const NO_DEADLINES: UpstreamDeadlines = {
+  connectMs: 0,
+  firstByteMs: 0,
+  responseMs: 0,
+  streamIdleMs: 0,
+};
 
 /** A deadline passed before the engine answered (or while it streamed). */
 export class DeadlineMissedError extends Error {

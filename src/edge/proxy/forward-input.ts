@@ -5,7 +5,12 @@
  */
 import type { WorkerId } from "../../core/ids.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
-import type { PromptHashes, RoutingService, SessionControl, TenantShare } from "../../router/index.ts";
+import type {
+  PromptHashes,
+  RoutingService,
+  SessionControl,
+  TenantShare,
+} from "../../router/index.ts";
 import type { Observability, Upstream, WorkerOutcomes } from "../deps.ts";
 import type { CacheCheck } from "./cache-check.ts";
 import type { ParsedStreamOptions } from "./usage-injection.ts";

@@ -21,7 +21,13 @@ import { errorResponse } from "../errors.ts";
 import type { WorkerId } from "../../core/ids.ts";
 import type { PromptHashes, RouteDecision, RoutingService } from "../../router/index.ts";
 import type { ForwardDeps, ForwardInput } from "./forward-input.ts";
-import { clientResponseHeaders, HEADER_DP_RANK, HEADER_OVERLAP, HEADER_WORKER, upstreamRequestHeaders } from "./headers.ts";
+import {
+  clientResponseHeaders,
+  HEADER_DP_RANK,
+  HEADER_OVERLAP,
+  HEADER_WORKER,
+  upstreamRequestHeaders,
+} from "./headers.ts";
 import { observeStream } from "./observe-stream.ts";
 import { SseDataCounter } from "./sse-counter.ts";
 import { attemptUpstream, type AttemptResult, type FirstRead } from "./attempt.ts";
@@ -32,9 +38,9 @@ import { abandon, Settlement } from "./settlement.ts";
 import { apiKindOf } from "./migration/continuation.ts";
 import { movable, movingStream, type MovingContext } from "./migration/move.ts";
 import type { RequestObservation } from "../../observe/request-observation.ts";
-import { checkedBody, watchAnswer, type CacheCheck } from "./cache-check.ts";
-import type { ParsedStreamOptions, PreparedBody } from "./usage-injection.ts";
-import type { RequestSettlement } from "./request-settlement.ts";
+import { checkedBody, watchAnswer } from "./cache-check.ts";
+import { kvRequestIdOf, withKvSource, type KvSource } from "./kv-source.ts";
+import type { PreparedBody } from "./usage-injection.ts";
 
 export type { ForwardDeps, ForwardInput } from "./forward-input.ts";
 
@@ -44,7 +50,10 @@ export type { ForwardDeps, ForwardInput } from "./forward-input.ts";
  * pair) passes them on as `prepared`, and every try, the LoRA retry and both halves of a pair
  * reuse them.
  */
-export function promptHashes(input: Pick<ForwardInput, "tokens" | "loraName" | "prepared">, routing: Pick<RoutingService, "prepare">): PromptHashes {
+export function promptHashes(
+  input: Pick<ForwardInput, "tokens" | "loraName" | "prepared">,
+  routing: Pick<RoutingService, "prepare">,
+): PromptHashes {
   return input.prepared ?? routing.prepare(input.tokens, input.loraName);
 }
 
@@ -73,16 +82,30 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
   const retry = d.upstream.retry ?? GATEWAY_RETRIES_ONLY;
   retry.budget?.request();
   // Usage asked for where the client did not (taken out of its stream again): cache-check.ts.
-  const checked = d.cacheCheck !== undefined ? checkedBody(input.body, input.stream === true, input.approximate === true || input.prefilledElsewhere === true, input.streamOptions) : undefined;
+  const checked =
+    d.cacheCheck !== undefined
+      ? checkedBody(
+          input.body,
+          input.stream === true,
+          input.approximate === true || input.prefilledElsewhere === true,
+          input.streamOptions,
+        )
+      : undefined;
   const mayRetry = (worker: WorkerId) => (status: number) =>
     // A 500 or 429 from the last worker that could serve is the answer (a fencing status goes
     // on: it fences the worker, and the client gets upstream_failed when no worker is left).
-    (fencesWorker(status) || anotherWorker(worker, exclude, input.allowedWorkerIds, d)) && (retry.budget === undefined || retryAllowed(retry, d));
+    (fencesWorker(status) || anotherWorker(worker, exclude, input.allowedWorkerIds, d)) &&
+    (retry.budget === undefined || retryAllowed(retry, d));
   const kind = apiKindOf(input.path);
   const moving: MovingContext | undefined =
     kind !== undefined && movable(input, d.upstream.migration)
       ? {
-          input, d, kind, exclude, sinks, obs,
+          input,
+          d,
+          kind,
+          exclude,
+          sinks,
+          obs,
           options: d.upstream.migration,
           decide: () => decide(input, d, { requestId, prepared, exclude }, obs),
           budget: () => retry.budget === undefined || retryAllowed(retry, d),
@@ -105,14 +128,25 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       exclude.add(worker.workerId);
       continue;
     }
-    const headers = upstreamRequestHeaders(input.request, worker.dpRank, input.upstreamAuthorization, d.upstream.forwarding);
+    const headers = upstreamRequestHeaders(
+      input.request,
+      worker.dpRank,
+      input.upstreamAuthorization,
+      d.upstream.forwarding,
+    );
+    // A planned pull names its source to the engine (kv-source.ts); the client's header never passes.
+    const sent = withKvSource(
+      checked?.body ?? input.body,
+      headers,
+      kvSourceOf(decision, d, requestId, attempt),
+    );
     s.sent(headers, rec.url, input.path);
     const a = await attemptUpstream({
       call: d.upstream.call,
       baseUrl: rec.url,
       path: input.path,
       headers,
-      body: checked?.body ?? input.body,
+      body: sent.body,
       clientSignal: input.request.signal,
       deadlines: d.upstream.deadlines ?? NO_DEADLINES,
       stream: input.stream,
@@ -139,7 +173,8 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     // A retryable status took its retry from the budget already (mayRetry); every other
     // re-send (the worker left rotation, a connection failure, a missed deadline, a broken
     // first chunk) takes it here.
-    if ((a.kind === "worker_down" || a.status === undefined) && !mayResend(attempt, retry, d)) throw upstreamFailed(failures);
+    if ((a.kind === "worker_down" || a.status === undefined) && !mayResend(attempt, retry, d))
+      throw upstreamFailed(failures);
   }
   throw upstreamFailed(failures);
 }
@@ -156,10 +191,27 @@ function answerOf(
 ): Response {
   s.firstByte(a.res.status);
   try {
-    if (a.res.status < 200 || a.res.status > 599) throw new Error(`status ${a.res.status} is not a final HTTP status`);
+    if (a.res.status < 200 || a.res.status > 599)
+      throw new Error(`status ${a.res.status} is not a final HTTP status`);
     let { first, reader } = a;
-    if (checked !== undefined && a.res.status < 300 && reader !== undefined && first !== undefined && !first.done) {
-      const t = watchAnswer(d.cacheCheck!, s.decision, input.tokens.length, prepared.hashes, checked, isEventStream(a.res.headers), first.value, reader);
+    if (
+      checked !== undefined &&
+      a.res.status < 300 &&
+      reader !== undefined &&
+      first !== undefined &&
+      !first.done
+    ) {
+      const t = watchAnswer(
+        d.cacheCheck!,
+        s.decision,
+        input.tokens.length,
+        prepared.hashes,
+        checked,
+        isEventStream(a.res.headers),
+        first.value,
+        reader,
+        (n) => s.engineUsage(n),
+      );
       first = { done: false, value: t.first };
       reader = t.reader as UpstreamBody;
     }
@@ -172,11 +224,27 @@ function answerOf(
   }
 }
 
+/** The peer a decision's plan pulls from, while it is still registered. */
+function kvSourceOf(
+  decision: RouteDecision,
+  d: ForwardDeps,
+  requestId: string,
+  attempt: number,
+): KvSource | undefined {
+  const from = decision.kvPlan?.kind === "pull" ? decision.kvPlan.from : undefined;
+  const url = from === undefined ? undefined : d.registry.get(from.workerId)?.url;
+  return url === undefined ? undefined : { url, kvRequestId: kvRequestIdOf(requestId, attempt) };
+}
+
 /** This try's decision. Every candidate busy: the router waits for one in its admission queue (429 when full or too long). */
 function decide(
   input: ForwardInput,
   d: ForwardDeps,
-  t: { readonly requestId: string; readonly prepared: PromptHashes; readonly exclude: ReadonlySet<WorkerId> },
+  t: {
+    readonly requestId: string;
+    readonly prepared: PromptHashes;
+    readonly exclude: ReadonlySet<WorkerId>;
+  },
   obs: RequestObservation | undefined,
 ): Promise<RouteDecision> {
   return d.routing.routeOrWait(
@@ -204,7 +272,12 @@ function decide(
 }
 
 /** Whether a healthy worker other than `id` and those tried may still take the request. */
-function anotherWorker(id: WorkerId, tried: ReadonlySet<WorkerId>, allowed: ReadonlySet<WorkerId> | undefined, d: ForwardDeps): boolean {
+function anotherWorker(
+  id: WorkerId,
+  tried: ReadonlySet<WorkerId>,
+  allowed: ReadonlySet<WorkerId> | undefined,
+  d: ForwardDeps,
+): boolean {
   for (const w of d.registry.healthyIds()) {
     if (w !== id && !tried.has(w) && (allowed === undefined || allowed.has(w))) return true;
   }
@@ -230,7 +303,10 @@ function retryAllowed(retry: RetryPolicy, d: ForwardDeps): boolean {
 }
 
 function upstreamFailed(failures: readonly string[]): RouterError {
-  return new RouterError("upstream_failed", `no worker could serve the request (tried ${failures.join(", ")}; the router's log has the reasons)`);
+  return new RouterError(
+    "upstream_failed",
+    `no worker could serve the request (tried ${failures.join(", ")}; the router's log has the reasons)`,
+  );
 }
 
 function respond(
@@ -243,14 +319,24 @@ function respond(
   moving: MovingContext | undefined,
 ): Response {
   const { worker } = s.decision;
-  const headers = clientResponseHeaders(res.headers, String(worker.workerId), worker.dpRank, s.decision.overlapBlocks);
+  const headers = clientResponseHeaders(
+    res.headers,
+    String(worker.workerId),
+    worker.dpRank,
+    s.decision.overlapBlocks,
+  );
   const init = { status: res.status, statusText: res.statusText, headers };
   const sse = isEventStream(res.headers);
   // A non-streamed answer starts (headers) only once the engine has computed the prompt:
   // its prefill load is gone now, not when the whole answer has arrived.
   if (!sse) s.prefillDone();
   // A streamed answer's first data event is its first token: the TTFT the router learns speeds from.
-  else if (res.status < 300 && first?.value !== undefined && new SseDataCounter().push(first.value) > 0) s.firstToken();
+  else if (
+    res.status < 300 &&
+    first?.value !== undefined &&
+    new SseDataCounter().push(first.value) > 0
+  )
+    s.firstToken();
   // A 5xx the engine answered counts against the worker; its body may hold the engine's
   // internals (URLs, stack traces), so it goes to the log and the client gets the worker id.
   if (res.status >= 500) return engineServerError(res, first, reader, s);
@@ -268,15 +354,29 @@ function respond(
     counter.push(first.value);
     counter.finish();
     s.tokens(counter.tokens);
-    s.end({ how: "whole", status: res.status, body: first.value, sseEvents: sse ? counter.tokens : undefined });
+    s.end({
+      how: "whole",
+      status: res.status,
+      body: first.value,
+      sseEvents: sse ? counter.tokens : undefined,
+    });
     return answer;
   }
   const idleMs = d.upstream.deadlines?.streamIdleMs ?? 0;
   if (moving !== undefined && sse && res.status === 200) {
     const m = movingStream(moving, first.value, reader, s, res.status);
-    return new Response(observeStream(undefined, m.reader, m.hooks, d.upstream.directStreams, { idleMs, sse }), init);
+    return new Response(
+      observeStream(undefined, m.reader, m.hooks, d.upstream.directStreams, { idleMs, sse }),
+      init,
+    );
   }
-  const body = observeStream(first.value, reader, s.stream(res.status, sse), d.upstream.directStreams, { idleMs, sse });
+  const body = observeStream(
+    first.value,
+    reader,
+    s.stream(res.status, sse),
+    d.upstream.directStreams,
+    { idleMs, sse },
+  );
   return new Response(body, init);
 }
 
@@ -288,7 +388,11 @@ function malformedAnswer(reader: UpstreamBody | undefined, s: Settlement, why: s
   const id = String(s.workerId);
   void reader?.cancel().catch(() => {});
   s.end({ how: "malformed", why });
-  const answer = errorResponse(502, "upstream_error", `worker ${id} sent a malformed answer (the router's log has the details)`);
+  const answer = errorResponse(
+    502,
+    "upstream_error",
+    `worker ${id} sent a malformed answer (the router's log has the details)`,
+  );
   answer.headers.set(HEADER_WORKER, id);
   return answer;
 }
@@ -301,13 +405,26 @@ const ENGINE_ERROR_LOG_BYTES = 1024;
  * client gets the same status in OpenAI's shape naming the worker id; the engine's own
  * answer (which may name internal hosts or paths) is logged, never forwarded.
  */
-function engineServerError(res: UpstreamResponse, first: FirstRead | undefined, reader: UpstreamBody | undefined, s: Settlement): Response {
+function engineServerError(
+  res: UpstreamResponse,
+  first: FirstRead | undefined,
+  reader: UpstreamBody | undefined,
+  s: Settlement,
+): Response {
   const { worker, overlapBlocks } = s.decision;
   const id = String(worker.workerId);
-  const text = first?.value !== undefined ? new TextDecoder().decode(first.value.subarray(0, ENGINE_ERROR_LOG_BYTES)) : "";
-  if (reader && first !== undefined && !first.done && reader.drained !== true) void reader.cancel().catch(() => {});
+  const text =
+    first?.value !== undefined
+      ? new TextDecoder().decode(first.value.subarray(0, ENGINE_ERROR_LOG_BYTES))
+      : "";
+  if (reader && first !== undefined && !first.done && reader.drained !== true)
+    void reader.cancel().catch(() => {});
   s.end({ how: "engine_error", status: res.status, answer: text });
-  const answer = errorResponse(res.status, "upstream_error", `worker ${id} answered HTTP ${res.status} (the router's log has its answer)`);
+  const answer = errorResponse(
+    res.status,
+    "upstream_error",
+    `worker ${id} answered HTTP ${res.status} (the router's log has its answer)`,
+  );
   answer.headers.set(HEADER_WORKER, id);
   answer.headers.set(HEADER_DP_RANK, String(worker.dpRank));
   answer.headers.set(HEADER_OVERLAP, String(overlapBlocks));
@@ -317,7 +434,8 @@ function engineServerError(res: UpstreamResponse, first: FirstRead | undefined, 
 /** Is the answer an SSE stream? (headers: flat [name, value, ...] as the upstream gives them) */
 function isEventStream(h: UpstreamResponse["headers"]): boolean {
   for (let i = 0; i + 1 < h.length; i += 2) {
-    if (h[i]!.toLowerCase() === "content-type") return h[i + 1]!.toLowerCase().startsWith("text/event-stream");
+    if (h[i]!.toLowerCase() === "content-type")
+      return h[i + 1]!.toLowerCase().startsWith("text/event-stream");
   }
   return false;
 }

@@ -29,7 +29,13 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
 ]);
 
 /** Claims about earlier hops a client can make up; replaced unless --trust-forwarded. */
-const FORWARDED_CLAIMS: ReadonlySet<string> = new Set(["x-forwarded-for", "forwarded", "x-forwarded-host", "x-forwarded-proto", "x-real-ip"]);
+const FORWARDED_CLAIMS: ReadonlySet<string> = new Set([
+  "x-forwarded-for",
+  "forwarded",
+  "x-forwarded-host",
+  "x-forwarded-proto",
+  "x-real-ip",
+]);
 
 /** How the router tells engines about the client (--trust-forwarded, --forward-cookies) and who the peer is. */
 export interface ForwardingPolicy {
@@ -60,7 +66,9 @@ export function isHopByHop(name: string, named: ReadonlySet<string> | undefined)
 /** A Forwarded parameter value: a token as it is, anything else a quoted-string (IPv6 in brackets). */
 function forwardedValue(v: string, isAddress: boolean): string {
   if (isAddress && v.includes(":")) return `"[${v}]"`;
-  return /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(v) ? v : `"${v.replace(/[\\"]/g, "\\$&").replace(/[\u0000-\u001f\u007f]/g, "")}"`;
+  return /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(v)
+    ? v
+    : `"${v.replace(/[\\"]/g, "\\$&").replace(/[\u0000-\u001f\u007f]/g, "")}"`;
 }
 
 /** The peer as X-Forwarded-For writes it: the address without an IPv4-mapped prefix, or "unknown". */
@@ -73,7 +81,11 @@ function peerAddress(peer: string | undefined): string {
  * Sets the forwarding headers on `out` (the request headers going upstream, hop-by-hop already
  * removed) for `request`, and drops what the policy says must not pass.
  */
-export function applyForwarding(out: Record<string, string>, request: Request, policy: ForwardingPolicy): void {
+export function applyForwarding(
+  out: Record<string, string>,
+  request: Request,
+  policy: ForwardingPolicy,
+): void {
   if (!policy.forwardCookies) delete out.cookie;
   if (!policy.trustForwarded) for (const name of FORWARDED_CLAIMS) delete out[name];
   const addr = peerAddress(policy.peer(request));

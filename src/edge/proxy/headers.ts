@@ -8,7 +8,12 @@
  * Headers built entry by entry).
  */
 
-import { applyForwarding, connectionNamed, isHopByHop, type ForwardingPolicy } from "./forwarding.ts";
+import {
+  applyForwarding,
+  connectionNamed,
+  isHopByHop,
+  type ForwardingPolicy,
+} from "./forwarding.ts";
 
 /** Headers the router adds to every proxied response. */
 export const HEADER_WORKER = "x-switchyard-worker";
@@ -33,7 +38,12 @@ export const SESSION_HEADERS = ["x-session-id", "x-dynamo-session-id"] as const;
  * it, a string replaces it (a client's key to this router stays here:
  * ForwardInput.upstreamAuthorization).
  */
-export function upstreamRequestHeaders(request: Request, dpRank: number, authorization?: string | null, forwarding?: ForwardingPolicy): Record<string, string> {
+export function upstreamRequestHeaders(
+  request: Request,
+  dpRank: number,
+  authorization?: string | null,
+  forwarding?: ForwardingPolicy,
+): Record<string, string> {
   const incoming = request.headers;
   const named = connectionNamed(incoming.get("connection"));
   const out: Record<string, string> = {};
@@ -51,7 +61,11 @@ export function upstreamRequestHeaders(request: Request, dpRank: number, authori
   return out;
 }
 
-const ROUTING_HEADERS: ReadonlySet<string> = new Set([HEADER_WORKER, HEADER_DP_RANK, HEADER_OVERLAP]);
+const ROUTING_HEADERS: ReadonlySet<string> = new Set([
+  HEADER_WORKER,
+  HEADER_DP_RANK,
+  HEADER_OVERLAP,
+]);
 
 /**
  * Response headers to send the client: upstream's (flat [name, value, ...], names lower-case)
@@ -68,7 +82,8 @@ export function clientResponseHeaders(
   const out: Record<string, string> = Object.create(null);
   let pairs: [string, string][] | undefined;
   let named: ReadonlySet<string> | undefined;
-  for (let i = 0; i < upstream.length; i += 2) if (upstream[i] === "connection") named = connectionNamed(upstream[i + 1]);
+  for (let i = 0; i < upstream.length; i += 2)
+    if (upstream[i] === "connection") named = connectionNamed(upstream[i + 1]);
   for (let i = 0; i < upstream.length; i += 2) {
     const name = upstream[i]!;
     if (isHopByHop(name, named) || ROUTING_HEADERS.has(name)) continue;

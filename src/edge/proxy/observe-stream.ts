@@ -139,7 +139,13 @@ class Passage {
   timedOut(): Uint8Array | undefined {
     const e = this.watchdog!.error;
     // 504: the engine, not the client, timed out (the stream's own status is already sent).
-    const tail = this.limits.sse ? openAiErrorEvent(504, `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`, { code: "stream_idle_timeout" }) : undefined;
+    const tail = this.limits.sse
+      ? openAiErrorEvent(
+          504,
+          `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`,
+          { code: "stream_idle_timeout" },
+        )
+      : undefined;
     // Before the end: what reads the client's bytes at the end has read this too.
     if (tail !== undefined) this.hooks.onTail?.(tail);
     this.end("timeout");
@@ -209,7 +215,9 @@ function directStream(p: Passage): ReadableStream<Uint8Array> {
     },
     cancel: p.cancel,
   };
-  return new ReadableStream(source as unknown as ConstructorParameters<typeof ReadableStream<Uint8Array>>[0]);
+  return new ReadableStream(
+    source as unknown as ConstructorParameters<typeof ReadableStream<Uint8Array>>[0],
+  );
 }
 
 /** A standard pull stream (any runtime). */

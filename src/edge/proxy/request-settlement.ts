@@ -32,7 +32,9 @@ export class AnswerCount {
    */
   read(status: number, fallback: number): [outputTokens: number, promptTokens: number | undefined] {
     this.#sse.finish();
-    const out = this.#usage.completionTokens ?? (this.#sse.events > 0 ? this.#sse.tokens : status >= 400 ? 0 : fallback);
+    const out =
+      this.#usage.completionTokens ??
+      (this.#sse.events > 0 ? this.#sse.tokens : status >= 400 ? 0 : fallback);
     return [out, this.#usage.promptTokens];
   }
 }
@@ -101,7 +103,10 @@ export class RequestSettlement {
     if (this.#done) return;
     this.#done = true;
     this.#ended.clear();
-    const [out, prompt] = a.count?.read(a.status, this.#fallback) ?? [a.status >= 400 ? 0 : this.#fallback, undefined];
+    const [out, prompt] = a.count?.read(a.status, this.#fallback) ?? [
+      a.status >= 400 ? 0 : this.#fallback,
+      undefined,
+    ];
     for (const fn of this.#listeners) fn(out, prompt);
   }
 }

@@ -39,20 +39,35 @@ export type AttemptFailure =
   /** Taken out of rotation by someone else while the try waited; whoever did it counted why. */
   | { readonly kind: "worker_down"; readonly reason: string }
   /** Refused, reset, a missed deadline (`deadline`), or a retryable answer (`status`). */
-  | { readonly kind: "failed"; readonly reason: string; readonly status?: number; readonly deadline?: DeadlineKind };
+  | {
+      readonly kind: "failed";
+      readonly reason: string;
+      readonly status?: number;
+      readonly deadline?: DeadlineKind;
+    };
 
 /** How the answer to the client ended. */
 export type SettleEnd =
   /** The client left before the first byte (the engine call is closed already). */
   | { readonly how: "client_gone" }
   /** A whole answer (no body, or all of it already here); `sseEvents`: its output tokens (sse-counter.ts) when it is SSE. */
-  | { readonly how: "whole"; readonly status: number; readonly body?: Uint8Array; readonly sseEvents?: number }
+  | {
+      readonly how: "whole";
+      readonly status: number;
+      readonly body?: Uint8Array;
+      readonly sseEvents?: number;
+    }
   /** The engine answered 5xx: its own answer (`answer`) goes to the log, never to the client. */
   | { readonly how: "engine_error"; readonly status: number; readonly answer: string }
   /** The engine's answer cannot be passed on (a status or header the runtime refuses). */
   | { readonly how: "malformed"; readonly why: string }
   /** A streamed answer ended (observe-stream.ts); `tokens`: output tokens as its counter saw them. */
-  | { readonly how: "stream"; readonly end: StreamEnd; readonly tokens: number; readonly bytes: number }
+  | {
+      readonly how: "stream";
+      readonly end: StreamEnd;
+      readonly tokens: number;
+      readonly bytes: number;
+    }
   /** A prefill half answered well. */
   | { readonly how: "prefilled" }
   /** Released, with nothing to say about the worker (a client error passed on, a prefill answer too large). */
@@ -64,7 +79,10 @@ export interface PrefillHalf {
 }
 
 /** What a stream's end says about the worker (done: its status decides). */
-const STREAM_FAILURE: Partial<Record<StreamEnd, string>> = { error: "stream cut mid-answer", timeout: "stream idle deadline missed" };
+const STREAM_FAILURE: Partial<Record<StreamEnd, string>> = {
+  error: "stream cut mid-answer",
+  timeout: "stream idle deadline missed",
+};
 /** requests_total status label of a stream that did not end well. */
 const STREAM_END_LABEL: Record<StreamEnd, string> = {
   done: "200",
@@ -94,8 +112,16 @@ export class Settlement {
   readonly #request: RequestSettlement | undefined;
   /** The streamed answer's bytes counted for `#request`. */
   #count: AnswerCount | undefined;
+  /** Output tokens from the engine's own usage, read by the cache check before it took that usage out of the client's stream. */
+  #engineTokens: number | undefined;
 
-  constructor(decision: RouteDecision, d: SettleDeps, obs: RequestObservation | undefined, prefill?: PrefillHalf, request?: RequestSettlement) {
+  constructor(
+    decision: RouteDecision,
+    d: SettleDeps,
+    obs: RequestObservation | undefined,
+    prefill?: PrefillHalf,
+    request?: RequestSettlement,
+  ) {
     this.decision = decision;
     this.#d = d;
     this.#obs = obs;
@@ -137,8 +163,19 @@ export class Settlement {
     this.decision.lease.firstToken();
   }
 
+  /**
+   * The engine's usage said `completionTokens`, and the client's stream will not carry it (the
+   * router asked for it: edge/proxy/cache-check.ts): the counts below take it over the events
+   * counted, as they would have had the usage reached the counter.
+   */
+  engineUsage(completionTokens: number): void {
+    this.#engineTokens = completionTokens;
+    this.tokens(completionTokens);
+  }
+
   /** `total` output tokens so far (a running count; none yet: nothing to book). */
   tokens(total: number): void {
+    if (this.#engineTokens !== undefined) total = this.#engineTokens;
     if (total <= 0 || this.#settled) return;
     this.decision.lease.outputTokens(total);
     this.#track?.tokens(total);
@@ -183,7 +220,10 @@ export class Settlement {
     // A planned move (the worker drains) says nothing about the worker.
     if (blame) this.#d.outcomes.report?.(id, why);
     this.#d.metrics.requests.inc([this.#label, "migrated"]);
-    this.#d.log.warn(`worker ${id} (${this.#url}) failed mid-stream; the stream goes on elsewhere: ${why}`, this.#requestIdField());
+    this.#d.log.warn(
+      `worker ${id} (${this.#url}) failed mid-stream; the stream goes on elsewhere: ${why}`,
+      this.#requestIdField(),
+    );
     const track = this.#track;
     this.#track = undefined;
     return track;
@@ -210,7 +250,10 @@ export class Settlement {
     const { log, metrics } = this.#d;
     this.#obs?.attemptFailed(id, f.reason);
     if (f.kind === "worker_down") {
-      log.warn(`worker ${id} (${this.#url}) left rotation before its first byte; trying another: ${f.reason}`, this.#requestIdField());
+      log.warn(
+        `worker ${id} (${this.#url}) left rotation before its first byte; trying another: ${f.reason}`,
+        this.#requestIdField(),
+      );
       return;
     }
     if (f.deadline !== undefined) metrics.deadlineMisses.inc([this.#label, f.deadline]);
@@ -218,7 +261,10 @@ export class Settlement {
       // Not fenced: one bad prompt must not fence the fleet; a server error counts towards ejection.
       if (countsAsFailure(f.status)) this.#d.outcomes.report?.(id, `HTTP ${f.status}`);
       metrics.upstreamFailures.inc([this.#label]);
-      log.warn(`worker ${id} (${this.#url}) answered HTTP ${f.status} before anything reached the client; trying another worker`, this.#requestIdField());
+      log.warn(
+        `worker ${id} (${this.#url}) answered HTTP ${f.status} before anything reached the client; trying another worker`,
+        this.#requestIdField(),
+      );
       return;
     }
     this.#d.outcomes.fence(id, f.reason);
@@ -230,7 +276,10 @@ export class Settlement {
       log.warn(`disagg: prefill worker ${id} (${this.#url}) failed before its answer: ${f.reason}`);
     } else {
       // The client sees worker ids only; the URL and the engine's answer go to the log.
-      log.warn(`upstream failure before the first byte, worker ${id} (${this.#url}) fenced: ${f.reason}`, this.#requestIdField());
+      log.warn(
+        `upstream failure before the first byte, worker ${id} (${this.#url}) fenced: ${f.reason}`,
+        this.#requestIdField(),
+      );
     }
   }
 
@@ -278,7 +327,11 @@ export class Settlement {
         metrics.requests.inc([this.#label, "client_cancelled"]);
         return;
       case "whole":
-        obs?.answered(e.status, e.body, e.sseEvents);
+        obs?.answered(
+          e.status,
+          e.body,
+          e.sseEvents !== undefined ? (this.#engineTokens ?? e.sseEvents) : undefined,
+        );
         this.decision.lease.free();
         outcomes.report?.(id, undefined);
         metrics.requests.inc([this.#label, String(e.status)]);
@@ -288,7 +341,10 @@ export class Settlement {
         this.decision.lease.free();
         outcomes.report?.(id, `HTTP ${e.status}`);
         metrics.requests.inc([this.#label, String(e.status)]);
-        log.warn(`worker ${id} answered HTTP ${e.status}: ${JSON.stringify(e.answer)}`, this.#requestIdField());
+        log.warn(
+          `worker ${id} answered HTTP ${e.status}: ${JSON.stringify(e.answer)}`,
+          this.#requestIdField(),
+        );
         return;
       case "malformed":
         this.decision.lease.free();
@@ -296,15 +352,22 @@ export class Settlement {
         outcomes.report?.(id, `malformed answer: ${e.why}`);
         metrics.upstreamFailures.inc([this.#label]);
         metrics.requests.inc([this.#label, "502"]);
-        log.warn(`worker ${id} (${this.#url}) sent an answer that cannot be passed on: ${e.why}`, this.#requestIdField());
+        log.warn(
+          `worker ${id} (${this.#url}) sent an answer that cannot be passed on: ${e.why}`,
+          this.#requestIdField(),
+        );
         return;
       case "stream": {
-        this.#track?.end(e.end, e.tokens, e.bytes);
+        this.#track?.end(e.end, this.#engineTokens ?? e.tokens, e.bytes);
         this.decision.lease.free();
         if (e.end === "timeout") metrics.deadlineMisses.inc([this.#label, "stream_idle"]);
         // A client that left or stopped reading says nothing about the worker.
-        if (e.end !== "cancelled" && e.end !== "client_timeout") outcomes.report?.(id, STREAM_FAILURE[e.end]);
-        metrics.requests.inc([this.#label, e.end === "done" ? String(this.#status) : STREAM_END_LABEL[e.end]]);
+        if (e.end !== "cancelled" && e.end !== "client_timeout")
+          outcomes.report?.(id, STREAM_FAILURE[e.end]);
+        metrics.requests.inc([
+          this.#label,
+          e.end === "done" ? String(this.#status) : STREAM_END_LABEL[e.end],
+        ]);
         return;
       }
       case "prefilled":

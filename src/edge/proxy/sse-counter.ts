@@ -90,7 +90,9 @@ export class SseDataCounter {
       return;
     }
     if (this.#lineLen + len > this.#line.length) {
-      const grown = new Uint8Array(Math.min(MAX_LINE, Math.max(this.#line.length * 2, this.#lineLen + len)));
+      const grown = new Uint8Array(
+        Math.min(MAX_LINE, Math.max(this.#line.length * 2, this.#lineLen + len)),
+      );
       grown.set(this.#line.subarray(0, this.#lineLen));
       this.#line = grown;
     }
@@ -175,12 +177,19 @@ function lastNumberOf(event: Buffer, name: Buffer): number | undefined {
 /** The event carries output: its choices are not `[]`, and some output key has a non-empty string, or tool calls are listed. */
 function carriesOutput(event: Buffer): boolean {
   const choices = valueOf(event, K_CHOICES, 0);
-  if (choices >= 0 && event[choices] === LBRACKET && event[skipSpaces(event, choices + 1)] === RBRACKET) return false;
+  if (
+    choices >= 0 &&
+    event[choices] === LBRACKET &&
+    event[skipSpaces(event, choices + 1)] === RBRACKET
+  )
+    return false;
   for (const name of K_OUTPUT) {
     for (let v = valueOf(event, name, 0); v >= 0; v = valueOf(event, name, v)) {
       if (event[v] === QUOTE && event[v + 1] !== QUOTE && v + 1 < event.length) return true;
     }
   }
   const tools = valueOf(event, K_TOOLS, 0);
-  return tools >= 0 && event[tools] === LBRACKET && event[skipSpaces(event, tools + 1)] !== RBRACKET;
+  return (
+    tools >= 0 && event[tools] === LBRACKET && event[skipSpaces(event, tools + 1)] !== RBRACKET
+  );
 }

@@ -39,10 +39,16 @@ export interface UpstreamResponse {
  * POST `init.body` to `baseUrl + path`. Rejects when no answer head arrives (connection
  * refused or reset, ...): the proxy then tries another worker.
  */
-export type UpstreamCall = (baseUrl: string, path: string, init: UpstreamRequestInit) => Promise<UpstreamResponse>;
+export type UpstreamCall = (
+  baseUrl: string,
+  path: string,
+  init: UpstreamRequestInit,
+) => Promise<UpstreamResponse>;
 
 /** An UpstreamCall over a fetch function. */
-export function fetchUpstream(fetchFn: (url: string, init: RequestInit) => Promise<Response>): UpstreamCall {
+export function fetchUpstream(
+  fetchFn: (url: string, init: RequestInit) => Promise<Response>,
+): UpstreamCall {
   return async (baseUrl, path, init) => {
     const res = await fetchFn(baseUrl + path, {
       method: "POST",
@@ -56,6 +62,11 @@ export function fetchUpstream(fetchFn: (url: string, init: RequestInit) => Promi
     });
     const headers: string[] = [];
     res.headers.forEach((value, name) => headers.push(name, value));
-    return { status: res.status, statusText: res.statusText, headers, body: res.body?.getReader() ?? null };
+    return {
+      status: res.status,
+      statusText: res.statusText,
+      headers,
+      body: res.body?.getReader() ?? null,
+    };
   };
 }

@@ -9,7 +9,11 @@ import * as v from "valibot";
 import { RouterError } from "../../core/errors.ts";
 import { describeIssues, routerEventToWire } from "../../core/events.ts";
 import { stringifyBigint } from "../../core/json.ts";
-import { EVENT_SOURCE_HEADER, eventSourceOf, parseEventBatch } from "../../fleet/events/http-batch.ts";
+import {
+  EVENT_SOURCE_HEADER,
+  eventSourceOf,
+  parseEventBatch,
+} from "../../fleet/events/http-batch.ts";
 import { checkBatchBounds } from "../../fleet/events/batch-bounds.ts";
 import { SlicedIngest } from "../../fleet/events/sliced-ingest.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
@@ -18,19 +22,30 @@ import type { RouterApi } from "../../router/index.ts";
 import { routeTarget } from "../prompt-route/route-target.ts";
 
 const RouteBody = v.object({
-  tokens: v.optional(v.pipe(
-    v.array(
-      v.pipe(v.number("must be a number"), v.integer("must be an integer"), v.minValue(0, "must be >= 0"), v.maxValue(0xffffffff, "must fit in u32")),
-      "must be an array of token ids",
+  tokens: v.optional(
+    v.pipe(
+      v.array(
+        v.pipe(
+          v.number("must be a number"),
+          v.integer("must be an integer"),
+          v.minValue(0, "must be >= 0"),
+          v.maxValue(0xffffffff, "must fit in u32"),
+        ),
+        "must be an array of token ids",
+      ),
+      v.minLength(1, "must not be empty"),
     ),
-    v.minLength(1, "must not be empty"),
-  )),
+  ),
   // The same prompt fields as the OpenAI routes: tokenized like them.
   prompt: v.optional(v.unknown()),
   messages: v.optional(v.unknown()),
-  model: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
+  model: v.optional(
+    v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
+  ),
   lora: v.optional(v.nullable(v.string("must be a string"))),
-  session_id: v.optional(v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty")))),
+  session_id: v.optional(
+    v.nullable(v.pipe(v.string("must be a string"), v.nonEmpty("must not be empty"))),
+  ),
   // Bounded and printable: the id keys load shared with other routers (never NUL-led, see
   // scheduler/load-tracker.ts remoteRequestKey) and is echoed in logs.
   request_id: v.optional(
@@ -76,16 +91,27 @@ export function adminRoutes(d: AdminRouteDeps): Hono {
     const events = parseEventBatch(parseJsonExact(await readBodyLimited(c.req.raw, limit)));
     const source = eventSourceOf(c.req.header(EVENT_SOURCE_HEADER));
     checkBatchBounds(events, source);
-    const { accepted, dropped } = await sliced.ingest(events, (slice) => d.router.ingest(slice, source));
+    const { accepted, dropped } = await sliced.ingest(events, (slice) =>
+      d.router.ingest(slice, source),
+    );
     return c.json({ accepted, dropped });
   });
 
   app.post("/v1/route", async (c) => {
     const raw = parseJsonExact(await readBodyLimited(c.req.raw, d.limits.maxBodyBytes));
     const r = v.safeParse(RouteBody, raw);
-    if (!r.success) throw new RouterError("invalid_request", `invalid route request: ${describeIssues(r.issues.slice(0, 5))}`);
+    if (!r.success)
+      throw new RouterError(
+        "invalid_request",
+        `invalid route request: ${describeIssues(r.issues.slice(0, 5))}`,
+      );
     const b = r.output;
-    const target = await routeTarget(d.fleet, raw as Record<string, unknown>, b, d.limits.maxPromptChars);
+    const target = await routeTarget(
+      d.fleet,
+      raw as Record<string, unknown>,
+      b,
+      d.limits.maxPromptChars,
+    );
     const requestId = b.request_id ?? d.router.routing.nextRequestId();
     const decision = await d.router.routing.route({
       tokens: target.tokens,
@@ -105,10 +131,16 @@ export function adminRoutes(d: AdminRouteDeps): Hono {
     });
   });
 
-  app.post("/v1/route/:request_id/prefill-done", (c) => c.json({ success: d.router.leases.prefillDone(c.req.param("request_id")) }));
-  app.post("/v1/route/:request_id/free", (c) => c.json({ success: d.router.leases.free(c.req.param("request_id")) }));
+  app.post("/v1/route/:request_id/prefill-done", (c) =>
+    c.json({ success: d.router.leases.prefillDone(c.req.param("request_id")) }),
+  );
+  app.post("/v1/route/:request_id/free", (c) =>
+    c.json({ success: d.router.leases.free(c.req.param("request_id")) }),
+  );
 
-  app.get("/debug/kv/dump", () => jsonResponse(stringifyBigint({ events: d.router.index.dump().map(routerEventToWire) })));
+  app.get("/debug/kv/dump", () =>
+    jsonResponse(stringifyBigint({ events: d.router.index.dump().map(routerEventToWire) })),
+  );
 
   // A session's binding as the store holds it, without sliding its TTL (peek).
   app.get("/debug/sessions/:id", async (c) => {

@@ -34,7 +34,10 @@ function smaller(a: unknown, b: unknown): unknown {
  * engine is a base model (parent null), as model routing counts it. Without an engine's
  * word, `owned_by` is "switchyard" and `root` the id; `created` is this answer's time.
  */
-export function mergeModelCards(lists: Iterable<readonly ServedModel[]>, created: number): ModelCard[] {
+export function mergeModelCards(
+  lists: Iterable<readonly ServedModel[]>,
+  created: number,
+): ModelCard[] {
   const byId = new Map<string, { parent: string | null; fields: Record<string, unknown> }>();
   for (const list of lists) {
     for (const m of list) {
@@ -47,19 +50,37 @@ export function mergeModelCards(lists: Iterable<readonly ServedModel[]>, created
       }
     }
   }
-  return [...byId].map(([id, c]) => ({ id, object: "model", created, owned_by: "switchyard", root: id, parent: c.parent, ...c.fields }));
+  return [...byId].map(([id, c]) => ({
+    id,
+    object: "model",
+    created,
+    owned_by: "switchyard",
+    root: id,
+    parent: c.parent,
+    ...c.fields,
+  }));
 }
 
-export function modelRoutes(fleet: Pick<FleetView, "registry" | "models">, upstream: Pick<Upstream, "fetch">): Hono {
+export function modelRoutes(
+  fleet: Pick<FleetView, "registry" | "models">,
+  upstream: Pick<Upstream, "fetch">,
+): Hono {
   const app = new Hono();
   app.get("/v1/models", async (c) => {
     const healthy = fleet.registry.list().filter((w) => w.healthy);
-    if (healthy.length === 0) throw new RouterError("no_endpoints", "no healthy worker to ask for its models");
+    if (healthy.length === 0)
+      throw new RouterError("no_endpoints", "no healthy worker to ask for its models");
     const created = Math.floor(Date.now() / 1000);
     // Every healthy worker's list is known (read at registration and each health check): no fan-out.
     const dir = fleet.models;
     if (dir !== undefined && healthy.every((w) => dir.of(w.id) !== undefined)) {
-      return c.json({ object: "list", data: mergeModelCards(healthy.map((w) => dir.of(w.id)!), created) });
+      return c.json({
+        object: "list",
+        data: mergeModelCards(
+          healthy.map((w) => dir.of(w.id)!),
+          created,
+        ),
+      });
     }
     const lists = await Promise.all(
       healthy.map((w) =>
@@ -69,7 +90,13 @@ export function modelRoutes(fleet: Pick<FleetView, "registry" | "models">, upstr
           .catch(() => undefined),
       ),
     );
-    return c.json({ object: "list", data: mergeModelCards(lists.filter((l) => l !== undefined), created) });
+    return c.json({
+      object: "list",
+      data: mergeModelCards(
+        lists.filter((l) => l !== undefined),
+        created,
+      ),
+    });
   });
   return app;
 }

@@ -10,7 +10,11 @@ import type { RequestLimits } from "../deps.ts";
 import type { PairForward } from "../disagg/pair-forward.ts";
 import { SESSION_HEADERS } from "../proxy/headers.ts";
 import type { ForwardInput } from "../proxy/forward.ts";
-import { promptFieldsOf, readPrompt, type PromptTokenizers } from "../prompt-route/prompt-routing.ts";
+import {
+  promptFieldsOf,
+  readPrompt,
+  type PromptTokenizers,
+} from "../prompt-route/prompt-routing.ts";
 import { modelField } from "../prompt-route/model-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
@@ -36,7 +40,11 @@ function sessionIdOf(headers: Headers, maxLength: number | undefined): string | 
     if (v === null || v.trim() === "") continue;
     const id = v.trim();
     if (maxLength !== undefined && id.length > maxLength) {
-      throw new RouterError("invalid_request", `${name}: session id is ${id.length} characters; the limit is ${maxLength} (--max-session-id-length)`, name);
+      throw new RouterError(
+        "invalid_request",
+        `${name}: session id is ${id.length} characters; the limit is ${maxLength} (--max-session-id-length)`,
+        name,
+      );
     }
     return id;
   }
@@ -47,7 +55,10 @@ function sessionIdOf(headers: Headers, maxLength: number | undefined): string | 
 export type RequestHandler = (req: Request) => Promise<Response>;
 
 /** The proxied endpoints as plain Request handlers (Hono routes them; Bun.serve may too). */
-export function completionHandlers(d: CompletionDeps): { completions: RequestHandler; chat: RequestHandler } {
+export function completionHandlers(d: CompletionDeps): {
+  completions: RequestHandler;
+  chat: RequestHandler;
+} {
   const { dispatch, split } = d;
 
   const handle = (path: string, kind: "completions" | "chat") => async (req: Request) => {
@@ -57,11 +68,20 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       throw new RouterError("invalid_request", "stream: must be a boolean", "stream");
     }
     // vLLM's `priority` (lower is served first): orders the admission queue; forwarded as is.
-    if (json.priority !== undefined && (typeof json.priority !== "number" || !Number.isSafeInteger(json.priority))) {
-      throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
+    if (
+      json.priority !== undefined &&
+      (typeof json.priority !== "number" || !Number.isSafeInteger(json.priority))
+    ) {
+      throw new RouterError(
+        "invalid_request",
+        "priority: must be an integer (lower is served first)",
+        "priority",
+      );
     }
     const obs = d.requests?.of(req);
-    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.tokenizers, json, kind, d.limits.maxPromptChars)) : readPrompt(d.tokenizers, json, kind, d.limits.maxPromptChars));
+    const prompt = await (obs !== undefined
+      ? obs.tokenize(() => readPrompt(d.tokenizers, json, kind, d.limits.maxPromptChars))
+      : readPrompt(d.tokenizers, json, kind, d.limits.maxPromptChars));
     const sessionControl = sessionControlOf(json);
     const input: ForwardInput = {
       request: req,
@@ -78,11 +98,18 @@ export function completionHandlers(d: CompletionDeps): { completions: RequestHan
       maxOutputTokens: outputTokensAsked(path, json),
       promptCharge: () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length),
     };
-    obs?.prompt({ model: json.model, tokens: prompt.tokens.length, sessionId: sessionControl?.sessionId ?? input.sessionId });
+    obs?.prompt({
+      model: json.model,
+      tokens: prompt.tokens.length,
+      sessionId: sessionControl?.sessionId ?? input.sessionId,
+    });
     return split !== undefined ? split(input, json, model) : dispatch(input, model);
   };
 
-  return { completions: handle("/v1/completions", "completions"), chat: handle("/v1/chat/completions", "chat") };
+  return {
+    completions: handle("/v1/completions", "completions"),
+    chat: handle("/v1/chat/completions", "chat"),
+  };
 }
 
 export function openAiRoutes(d: CompletionDeps): Hono {

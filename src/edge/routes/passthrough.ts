@@ -48,15 +48,38 @@ export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
   return async (req: Request): Promise<Response> => {
     const { body, json } = await readJsonRequest(req, d.limits, promptFieldsOf(kind));
     const obs = d.requests?.of(req);
-    const prompt = await (obs !== undefined ? obs.tokenize(() => readPrompt(d.fleet.tokenizers, json, kind, d.limits.maxPromptChars)) : readPrompt(d.fleet.tokenizers, json, kind, d.limits.maxPromptChars));
+    const prompt = await (obs !== undefined
+      ? obs.tokenize(() => readPrompt(d.fleet.tokenizers, json, kind, d.limits.maxPromptChars))
+      : readPrompt(d.fleet.tokenizers, json, kind, d.limits.maxPromptChars));
     obs?.prompt({ model: json.model, tokens: prompt.tokens.length });
     const priority = json.priority;
-    if (priority !== undefined && (typeof priority !== "number" || !Number.isSafeInteger(priority))) {
-      throw new RouterError("invalid_request", "priority: must be an integer (lower is served first)", "priority");
+    if (
+      priority !== undefined &&
+      (typeof priority !== "number" || !Number.isSafeInteger(priority))
+    ) {
+      throw new RouterError(
+        "invalid_request",
+        "priority: must be an integer (lower is served first)",
+        "priority",
+      );
     }
     const maxOutputTokens = outputTokensAsked(path, json);
     const charge = () => promptCharge(path, json, prompt.exactTokens, prompt.tokens.length);
-    return d.dispatch({ request: req, path, body, tokens: prompt.tokens, approximate: prompt.approximate, priority, stream: json.stream === true, streamOptions: { value: json.stream_options }, maxOutputTokens, promptCharge: charge }, modelField(json.model, true));
+    return d.dispatch(
+      {
+        request: req,
+        path,
+        body,
+        tokens: prompt.tokens,
+        approximate: prompt.approximate,
+        priority,
+        stream: json.stream === true,
+        streamOptions: { value: json.stream_options },
+        maxOutputTokens,
+        promptCharge: charge,
+      },
+      modelField(json.model, true),
+    );
   };
 }
 

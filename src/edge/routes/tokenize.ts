@@ -18,7 +18,12 @@ const TOKENIZE_PROMPT_FIELDS = ["messages", "prompt"] as const;
 function addSpecial(body: Record<string, unknown>, dflt: boolean): boolean {
   const v = body.add_special_tokens;
   if (v === undefined || v === null) return dflt;
-  if (typeof v !== "boolean") throw new RouterError("invalid_request", "add_special_tokens: must be a boolean", "add_special_tokens");
+  if (typeof v !== "boolean")
+    throw new RouterError(
+      "invalid_request",
+      "add_special_tokens: must be a boolean",
+      "add_special_tokens",
+    );
   return v;
 }
 
@@ -39,9 +44,13 @@ export function tokenizeHandler(d: TokenizeDeps) {
     modelRoute(model, fleet);
     const tok = fleet.tokenizers?.forModel(json.model);
     if (tok === undefined) {
-      return d.dispatch({ request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true }, model);
+      return d.dispatch(
+        { request: req, path: "/tokenize", body, tokens: Uint32Array.of(0), approximate: true },
+        model,
+      );
     }
-    if (json.messages !== undefined) checkPromptSize(json.messages, "messages", d.limits.maxPromptChars);
+    if (json.messages !== undefined)
+      checkPromptSize(json.messages, "messages", d.limits.maxPromptChars);
     else checkPromptSize(json.prompt, "prompt", d.limits.maxPromptChars);
     let tokens: Uint32Array;
     if (json.messages !== undefined) {
@@ -50,12 +59,21 @@ export function tokenizeHandler(d: TokenizeDeps) {
     } else if (typeof json.prompt === "string") {
       tokens = await tok.encodeText(json.prompt, addSpecial(json, true));
     } else {
-      throw new RouterError("invalid_request", "prompt: a string `prompt` or `messages` is required", "prompt");
+      throw new RouterError(
+        "invalid_request",
+        "prompt: a string `prompt` or `messages` is required",
+        "prompt",
+      );
     }
     const ids = Array.from(tokens);
-    const maxModelLen = fleet.tokenizers!.maxModelLen(typeof json.model === "string" ? json.model : undefined) ?? null;
-    return new Response(JSON.stringify({ count: ids.length, max_model_len: maxModelLen, tokens: ids }), {
-      headers: { "content-type": "application/json", "x-switchyard-tokenizer": tok.source },
-    });
+    const maxModelLen =
+      fleet.tokenizers!.maxModelLen(typeof json.model === "string" ? json.model : undefined) ??
+      null;
+    return new Response(
+      JSON.stringify({ count: ids.length, max_model_len: maxModelLen, tokens: ids }),
+      {
+        headers: { "content-type": "application/json", "x-switchyard-tokenizer": tok.source },
+      },
+    );
   };
 }

@@ -39,9 +39,18 @@ export function modelFields(d: FleetView, id: WorkerId): Record<string, unknown>
  * worker serves that has none yet (or as the default when its models are unknown and there
  * is none); a model keeps its first tokenizer (a different path is a warning). Then probe the engine.
  */
-export async function registerTokenizer(d: FleetView, id: WorkerId, path: string): Promise<string[]> {
+export async function registerTokenizer(
+  d: FleetView,
+  id: WorkerId,
+  path: string,
+): Promise<string[]> {
   const toks = d.tokenizers;
-  if (toks === undefined) throw new RouterError("invalid_request", "tokenizer: this router cannot load tokenizers", "tokenizer");
+  if (toks === undefined)
+    throw new RouterError(
+      "invalid_request",
+      "tokenizer: this router cannot load tokenizers",
+      "tokenizer",
+    );
   const bases = (d.models?.of(id) ?? []).filter((m) => m.parent === null).map((m) => m.id);
   const fallback = d.registry.get(id)?.model;
   const models: (string | undefined)[] = bases.length > 0 ? bases : [fallback];
@@ -51,10 +60,17 @@ export async function registerTokenizer(d: FleetView, id: WorkerId, path: string
       // A model has one tokenizer for the whole fleet: the first one given stays.
       const own = toks.ownOf(m);
       if (own === undefined) await toks.add(m, path);
-      else if (own.source !== path) warnings.push(`tokenizer: ${m ?? "the default"} is already tokenized with ${own.source}; ${path} is not used`);
+      else if (own.source !== path)
+        warnings.push(
+          `tokenizer: ${m ?? "the default"} is already tokenized with ${own.source}; ${path} is not used`,
+        );
     }
   } catch (e) {
-    throw new RouterError("invalid_request", `tokenizer: cannot load ${JSON.stringify(path)}: ${(e as Error).message}`, "tokenizer");
+    throw new RouterError(
+      "invalid_request",
+      `tokenizer: cannot load ${JSON.stringify(path)}: ${(e as Error).message}`,
+      "tokenizer",
+    );
   }
   const rec = d.registry.get(id);
   if (rec !== undefined) {

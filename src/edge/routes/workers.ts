@@ -34,7 +34,8 @@ export interface WorkerRouteDeps {
 
 function parseId(raw: string): bigint {
   const r = v.safeParse(U64Schema, raw);
-  if (!r.success) throw new RouterError("invalid_request", `worker id: ${describeIssues(r.issues)}`, "id");
+  if (!r.success)
+    throw new RouterError("invalid_request", `worker id: ${describeIssues(r.issues)}`, "id");
   return r.output;
 }
 
@@ -61,9 +62,14 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
         // What the kv policy predicts with on this rank (docs/routing.md).
         const s = d.router.ttft.speed(key);
         speeds.push({
-          dp_rank: r, ms_per_token: s.msPerToken, latency_ms: s.latencyMs, factor: s.factor, source: s.source,
+          dp_rank: r,
+          ms_per_token: s.msPerToken,
+          latency_ms: s.latencyMs,
+          factor: s.factor,
+          source: s.source,
           // Its decode step with one sequence running (learned from inter-token gaps), and how much of a step a first token waits for (the fleet's).
-          decode_step_ms: d.router.ttft.steps.stepMs(key, 1), decode_weight: d.router.ttft.decodeWeight,
+          decode_step_ms: d.router.ttft.steps.stepMs(key, 1),
+          decode_weight: d.router.ttft.decodeWeight,
         });
       }
       return {
@@ -89,18 +95,39 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
   app.post("/v1/workers", async (c) => {
     const body = parseJsonExact(await readBodyLimited(c.req.raw, d.limits.maxBodyBytes));
     const r = v.safeParse(RegisterBody, body);
-    if (!r.success) throw new RouterError("invalid_request", `invalid worker registration: ${describeIssues(r.issues)}`);
+    if (!r.success)
+      throw new RouterError(
+        "invalid_request",
+        `invalid worker registration: ${describeIssues(r.issues)}`,
+      );
     const b = r.output;
     await admin.workerUrlPolicy?.check(b.url); // never this router, any router, or a URL off --worker-allow
     if (b.role !== undefined) roles?.set(b.url, b.role); // before it can be routed to
     const { kvEvents, role: _role, ...input } = workerSpecOf(b, "invalid worker registration");
-    if (kvEvents && !admin.provisioner) throw new RouterError("invalid_request", "kv_events: this router cannot subscribe to ZMQ event streams", "kv_events");
+    if (kvEvents && !admin.provisioner)
+      throw new RouterError(
+        "invalid_request",
+        "kv_events: this router cannot subscribe to ZMQ event streams",
+        "kv_events",
+      );
     // With kv_events the worker's index comes from its event stream (no /kv/query restore).
-    const res = admin.provisioner ? await admin.provisioner.register({ ...input, kvEvents }) : await admin.membership.register(input);
+    const res = admin.provisioner
+      ? await admin.provisioner.register({ ...input, kvEvents })
+      : await admin.membership.register(input);
     const w = res.worker;
-    const warnings = b.tokenizer !== undefined ? [...res.warnings, ...(await registerTokenizer(fleet, w.id, b.tokenizer))] : res.warnings;
+    const warnings =
+      b.tokenizer !== undefined
+        ? [...res.warnings, ...(await registerTokenizer(fleet, w.id, b.tokenizer))]
+        : res.warnings;
     return c.json(
-      { id: w.id.toString(), url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy, created: res.created, warnings },
+      {
+        id: w.id.toString(),
+        url: w.url,
+        dp_ranks: w.dpRanks,
+        healthy: w.healthy,
+        created: res.created,
+        warnings,
+      },
       res.created ? 201 : 200,
     );
   });
@@ -109,9 +136,14 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
   app.post("/v1/workers/:id/canary", async (c) => {
     const id = parseId(c.req.param("id"));
     if (!fleet.registry.has(id)) throw new RouterError("not_found", `no worker ${id}`);
-    if (admin.canary === undefined) throw new RouterError("invalid_request", "the cache check is off (--policy approx)");
+    if (admin.canary === undefined)
+      throw new RouterError("invalid_request", "the cache check is off (--policy approx)");
     const results = await admin.canary(id);
-    return c.json({ id: id.toString(), ok: results.length > 0 && results.every((r) => r.ok), results });
+    return c.json({
+      id: id.toString(),
+      ok: results.length > 0 && results.every((r) => r.ok),
+      results,
+    });
   });
 
   app.delete("/v1/workers/:id", (c) => {

@@ -22,10 +22,16 @@ export function recordLimitStates(request: Request, states: Verdict["states"]): 
 }
 
 function refusal(message: string): Response {
-  return new Response(openAiErrorJson(401, message, { code: "invalid_api_key", type: "invalid_request_error" }), {
-    status: 401,
-    headers: { "content-type": "application/json", "www-authenticate": 'Bearer realm="switchyard"' },
-  });
+  return new Response(
+    openAiErrorJson(401, message, { code: "invalid_api_key", type: "invalid_request_error" }),
+    {
+      status: 401,
+      headers: {
+        "content-type": "application/json",
+        "www-authenticate": 'Bearer realm="switchyard"',
+      },
+    },
+  );
 }
 
 /** The request's tenant, or the 401 to answer. */
@@ -64,19 +70,23 @@ export function withLimitHeaders(req: Request, res: Response, g: TenantGuard): R
 async function onlyAllowedModels(res: Response, tenant: Tenant): Promise<Response> {
   if (tenant.models === undefined || !res.ok) return res;
   const body = (await res.json()) as { data?: { id?: unknown }[] };
-  if (Array.isArray(body.data)) body.data = body.data.filter((m) => typeof m.id === "string" && mayUseModel(tenant, m.id));
+  if (Array.isArray(body.data))
+    body.data = body.data.filter((m) => typeof m.id === "string" && mayUseModel(tenant, m.id));
   const headers = new Headers(res.headers);
   headers.delete("content-length");
   return new Response(JSON.stringify(body), { status: res.status, headers });
 }
 
 /** The key check as a guard (guards.ts), for the app's middleware and Bun's fast routes alike. */
-export function keyGuard(g: TenantGuard): (req: Request, path: string, next: () => Promise<Response>) => Promise<Response> {
+export function keyGuard(
+  g: TenantGuard,
+): (req: Request, path: string, next: () => Promise<Response>) => Promise<Response> {
   return async (req, path, next) => {
     const tenant = await authenticate(req, g);
     if (tenant instanceof Response) return tenant;
     let res = await next();
-    if (req.method === "GET" && path === "/v1/models" && tenant.models !== undefined) res = await onlyAllowedModels(res, tenant);
+    if (req.method === "GET" && path === "/v1/models" && tenant.models !== undefined)
+      res = await onlyAllowedModels(res, tenant);
     // Headers are set in place where they can be.
     return withLimitHeaders(req, res, g);
   };

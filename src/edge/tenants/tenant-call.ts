@@ -30,7 +30,11 @@ import type { TenantGuard } from "./guard.ts";
  * The output a request books and the body it is parsed from (exactly: long integers keep every
  * bit, so the body rewritten with its cap differs from the client's in the cap alone).
  */
-function bookedOutput(input: ForwardInput, defaultTokens: number, limit: number): { booking: OutputBooking; json: Record<string, unknown> } {
+function bookedOutput(
+  input: ForwardInput,
+  defaultTokens: number,
+  limit: number,
+): { booking: OutputBooking; json: Record<string, unknown> } {
   const json = parseJsonBigintSafe(new TextDecoder().decode(input.body)) as Record<string, unknown>;
   return { booking: outputBooking(input.maxOutputTokens, json, defaultTokens, limit), json };
 }
@@ -44,23 +48,41 @@ export async function tenantCall(
   g: TenantGuard,
   input: ForwardInput,
   model: unknown,
-  go: (input: ForwardInput, recap: ((json: Record<string, unknown>) => Record<string, unknown>) | undefined) => Promise<Response>,
+  go: (
+    input: ForwardInput,
+    recap: ((json: Record<string, unknown>) => Record<string, unknown>) | undefined,
+  ) => Promise<Response>,
 ): Promise<Response> {
   const tenant = requestTenant(input.request);
   // Only the key check sets a tenant; a route it does not cover stays as it was.
-  if (tenant === undefined) return go({ ...input, upstreamAuthorization: g.engineAuthorization }, undefined);
+  if (tenant === undefined)
+    return go({ ...input, upstreamAuthorization: g.engineAuthorization }, undefined);
   if (tenant.models !== undefined) {
     if (typeof model !== "string") {
-      throw new RouterError("invalid_request", "model: this API key may use only some models; name one", "model");
+      throw new RouterError(
+        "invalid_request",
+        "model: this API key may use only some models; name one",
+        "model",
+      );
     }
     if (!mayUseModel(tenant, model)) {
-      throw new RouterError("model_not_found", `The model \`${model}\` does not exist or you do not have access to it.`, "model");
+      throw new RouterError(
+        "model_not_found",
+        `The model \`${model}\` does not exist or you do not have access to it.`,
+        "model",
+      );
     }
   }
   const outputLimit = tenant.limits.outputTokensPerMinute ?? 0;
   // With an output limit the engine is told the booking (output-cap.ts); else only booked.
-  const capped = outputLimit > 0 && !generatesNoOutput(input.path) ? bookedOutput(input, tenant.defaultOutputTokens, outputLimit) : undefined;
-  const outputTokens = capped?.booking.booked ?? input.maxOutputTokens ?? (generatesNoOutput(input.path) ? 0 : tenant.defaultOutputTokens);
+  const capped =
+    outputLimit > 0 && !generatesNoOutput(input.path)
+      ? bookedOutput(input, tenant.defaultOutputTokens, outputLimit)
+      : undefined;
+  const outputTokens =
+    capped?.booking.booked ??
+    input.maxOutputTokens ??
+    (generatesNoOutput(input.path) ? 0 : tenant.defaultOutputTokens);
   // Everything the engine will prefill, not only the routed prompt; settled from the answer's usage.
   const ask = { promptTokens: input.promptCharge?.() ?? input.tokens.length, outputTokens };
   const r = await g.limiter.acquire(tenant, ask, crypto.randomUUID());
@@ -77,7 +99,9 @@ export async function tenantCall(
     recap = (json) => withOutputCap(path, json, perChoice);
     input = { ...input, body: new TextEncoder().encode(stringifyBigint(recap(capped.json))) };
   }
-  const share: TenantShare | undefined = g.fair ? { tenant: tenant.name, weight: tenant.weight, ...ask } : undefined;
+  const share: TenantShare | undefined = g.fair
+    ? { tenant: tenant.name, weight: tenant.weight, ...ask }
+    : undefined;
   // A success whose answer reports nothing is charged what was booked.
   const settlement = new RequestSettlement(outputTokens);
   settlement.onEnd((out, prompt) => {
@@ -86,7 +110,16 @@ export async function tenantCall(
   });
   let res: Response;
   try {
-    res = await go({ ...input, priority: effectivePriority(tenant, input.priority), share, upstreamAuthorization: g.engineAuthorization, settlement }, recap);
+    res = await go(
+      {
+        ...input,
+        priority: effectivePriority(tenant, input.priority),
+        share,
+        upstreamAuthorization: g.engineAuthorization,
+        settlement,
+      },
+      recap,
+    );
   } catch (e) {
     settlement.failed();
     throw e;

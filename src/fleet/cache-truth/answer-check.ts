@@ -60,18 +60,31 @@ export function expectedCachedTokens(blocks: number, tokens: number, blockSize: 
   return Math.min(blocks, Math.floor((tokens - 1) / blockSize)) * blockSize;
 }
 
-export function checkAnswer(f: AnswerFacts): { verdict: AnswerVerdict; expected: number; cached: number } {
+export function checkAnswer(f: AnswerFacts): {
+  verdict: AnswerVerdict;
+  expected: number;
+  cached: number;
+} {
   const cached = f.cachedTokens ?? (f.speaksCached ? 0 : undefined);
-  if (f.promptTokens !== f.routerTokens) return { verdict: "tokens_differ", expected: 0, cached: cached ?? 0 };
+  if (f.promptTokens !== f.routerTokens)
+    return { verdict: "tokens_differ", expected: 0, cached: cached ?? 0 };
   if (cached === undefined) return { verdict: "unchecked", expected: 0, cached: 0 };
   const expected = expectedCachedTokens(f.predictedBlocks, f.routerTokens, f.blockSize);
   if (cached % f.blockSize !== 0) return { verdict: "block_size", expected, cached };
   if (cached === expected) return { verdict: "agree", expected, cached };
   if (cached < expected) return { verdict: "missed_hits", expected, cached };
   // A prefix another request was computing there: the router sent it, its events were on the way.
-  if (cached <= expectedCachedTokens(Math.max(f.predictedBlocks, f.inFlightBlocks), f.routerTokens, f.blockSize)) return { verdict: "agree", expected, cached };
+  if (
+    cached <=
+    expectedCachedTokens(Math.max(f.predictedBlocks, f.inFlightBlocks), f.routerTokens, f.blockSize)
+  )
+    return { verdict: "agree", expected, cached };
   // Past the hashed prefix the router predicts nothing, so a deeper hit is not news.
   if (f.predictedBlocks >= f.routedBlocks) return { verdict: "agree", expected, cached };
-  if (f.indexBlocksNow !== undefined && cached <= expectedCachedTokens(f.indexBlocksNow(), f.routerTokens, f.blockSize)) return { verdict: "agree", expected, cached };
+  if (
+    f.indexBlocksNow !== undefined &&
+    cached <= expectedCachedTokens(f.indexBlocksNow(), f.routerTokens, f.blockSize)
+  )
+    return { verdict: "agree", expected, cached };
   return { verdict: "unexpected_hits", expected, cached };
 }

@@ -28,9 +28,19 @@ export interface CanaryUsage {
 export interface CanaryDeps {
   readonly blockSize: number;
   /** One completion of these token ids on the rank, straight to the engine; its usage. Throws on failure. */
-  readonly complete: (url: string, dpRank: DpRank, prompt: readonly number[], model: string | undefined) => Promise<CanaryUsage | undefined>;
+  readonly complete: (
+    url: string,
+    dpRank: DpRank,
+    prompt: readonly number[],
+    model: string | undefined,
+  ) => Promise<CanaryUsage | undefined>;
   /** Leading blocks of `tokens` the router's index holds for the rank (hashed as the router hashes them). */
-  readonly indexedBlocks: (tokens: Uint32Array, workerId: WorkerId, dpRank: DpRank, loraName: string | undefined) => number;
+  readonly indexedBlocks: (
+    tokens: Uint32Array,
+    workerId: WorkerId,
+    dpRank: DpRank,
+    loraName: string | undefined,
+  ) => number;
   /** Live events heard from the rank so far. */
   readonly eventsSeen: (workerId: WorkerId, dpRank: DpRank) => number;
   readonly sleep: (ms: number) => Promise<void>;
@@ -72,7 +82,11 @@ export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryR
   const before = d.eventsSeen(t.workerId, t.dpRank);
   const first = await d.complete(t.url, t.dpRank, prompt, t.model);
   if (first !== undefined && first.promptTokens !== CANARY_TOKENS) {
-    return { ok: false, cause: "template_or_tokenizer", evidence: `the engine counted ${first.promptTokens} prompt tokens for ${CANARY_TOKENS} token ids` };
+    return {
+      ok: false,
+      cause: "template_or_tokenizer",
+      evidence: `the engine counted ${first.promptTokens} prompt tokens for ${CANARY_TOKENS} token ids`,
+    };
   }
   const deadline = d.now() + CANARY_EVENT_WAIT_MS;
   let indexed = d.indexedBlocks(tokens, t.workerId, t.dpRank, t.loraName);
@@ -84,13 +98,29 @@ export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryR
   const second = await d.complete(t.url, t.dpRank, prompt, t.model);
   const expected = expectedCachedTokens(full, CANARY_TOKENS, d.blockSize);
   const cached = second?.cachedTokens ?? 0;
-  if (second === undefined) return { ok: false, cause: "cached_tokens", evidence: "the engine's answer carries no usage" };
+  if (second === undefined)
+    return { ok: false, cause: "cached_tokens", evidence: "the engine's answer carries no usage" };
   if (cached !== expected) {
-    const other = BLOCK_SIZES.find((b) => b !== d.blockSize && cached > 0 && cached === expectedCachedTokens(Math.floor(CANARY_TOKENS / b), CANARY_TOKENS, b));
-    if (other !== undefined) return { ok: false, cause: "block_size", evidence: `the engine served ${cached} of ${CANARY_TOKENS} cached tokens, whole blocks of ${other}; the router hashes blocks of ${d.blockSize} (expected ${expected})` };
+    const other = BLOCK_SIZES.find(
+      (b) =>
+        b !== d.blockSize &&
+        cached > 0 &&
+        cached === expectedCachedTokens(Math.floor(CANARY_TOKENS / b), CANARY_TOKENS, b),
+    );
+    if (other !== undefined)
+      return {
+        ok: false,
+        cause: "block_size",
+        evidence: `the engine served ${cached} of ${CANARY_TOKENS} cached tokens, whole blocks of ${other}; the router hashes blocks of ${d.blockSize} (expected ${expected})`,
+      };
   }
   if (indexed < full) {
-    if (heard === 0) return { ok: false, cause: "no_events", evidence: `no event from this rank within ${CANARY_EVENT_WAIT_MS} ms of the first send; the index holds ${indexed} of its ${full} blocks` };
+    if (heard === 0)
+      return {
+        ok: false,
+        cause: "no_events",
+        evidence: `no event from this rank within ${CANARY_EVENT_WAIT_MS} ms of the first send; the index holds ${indexed} of its ${full} blocks`,
+      };
     const cause: TruthCause = t.loraName !== undefined ? "lora_salt" : "block_hashes";
     return {
       ok: false,
@@ -98,6 +128,14 @@ export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryR
       evidence: `${heard} events came after the first send, but the index holds ${indexed} of its ${full} blocks under the router's hashes${t.loraName !== undefined ? ` (adapter ${t.loraName}: its salt is not the router's)` : ""}`,
     };
   }
-  if (cached !== expected) return { ok: false, cause: "cached_tokens", evidence: `the second send reported ${cached} cached tokens, expected ${expected}` };
-  return { ok: true, evidence: `${full} blocks indexed under the router's hashes, ${cached} cached tokens reported as expected${t.loraName !== undefined ? ` (adapter ${t.loraName})` : ""}` };
+  if (cached !== expected)
+    return {
+      ok: false,
+      cause: "cached_tokens",
+      evidence: `the second send reported ${cached} cached tokens, expected ${expected}`,
+    };
+  return {
+    ok: true,
+    evidence: `${full} blocks indexed under the router's hashes, ${cached} cached tokens reported as expected${t.loraName !== undefined ? ` (adapter ${t.loraName})` : ""}`,
+  };
 }

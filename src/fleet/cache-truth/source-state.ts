@@ -134,7 +134,11 @@ export class SourceTruth {
         this.#run = 0;
         this.#runHits = 0;
       }
-      if (this.#run >= this.rules.recoverAgree && this.#runHits >= this.rules.recoverHits && now - this.since >= this.rules.minDwellMs) {
+      if (
+        this.#run >= this.rules.recoverAgree &&
+        this.#runHits >= this.rules.recoverHits &&
+        now - this.since >= this.rules.minDwellMs
+      ) {
         const evidence = `${this.#run} answers in a row served what the index predicted (${this.#runHits} with hits) after ${Math.round((now - this.since) / 1000)} s ${this.state}`;
         this.#window = [];
         return this.#move("exact", undefined, evidence, now);
@@ -144,7 +148,8 @@ export class SourceTruth {
     if (found === undefined) return undefined;
     // Only a move to another state: a new cause within the same state is not news.
     if (found.state === this.state) return undefined;
-    if (this.state !== "exact" && found.state === "degraded" && this.state === "blind") return undefined;
+    if (this.state !== "exact" && found.state === "degraded" && this.state === "blind")
+      return undefined;
     return this.#move(found.state, found.cause, found.evidence, now);
   }
 
@@ -164,7 +169,10 @@ export class SourceTruth {
     return t;
   }
 
-  #rule(events: EventFacts, now: number): { state: TruthState; cause: TruthCause; evidence: string } | undefined {
+  #rule(
+    events: EventFacts,
+    now: number,
+  ): { state: TruthState; cause: TruthCause; evidence: string } | undefined {
     const r = this.rules;
     let tokens = 0;
     let blocks = 0;
@@ -183,11 +191,25 @@ export class SourceTruth {
       if (a.expected > 0 && a.cached >= a.expected) predictedServed++;
     }
     const n = this.#window.length;
-    if (tokens >= r.tokensDiffer) return { state: "degraded", cause: "template_or_tokenizer", evidence: `${tokens} of the last ${n} answers: the engine's prompt length is not the router's` };
-    if (blocks >= r.blockSize) return { state: "degraded", cause: "block_size", evidence: `${blocks} of the last ${n} answers: a cache hit that is not whole blocks of the router's size` };
+    if (tokens >= r.tokensDiffer)
+      return {
+        state: "degraded",
+        cause: "template_or_tokenizer",
+        evidence: `${tokens} of the last ${n} answers: the engine's prompt length is not the router's`,
+      };
+    if (blocks >= r.blockSize)
+      return {
+        state: "degraded",
+        cause: "block_size",
+        evidence: `${blocks} of the last ${n} answers: a cache hit that is not whole blocks of the router's size`,
+      };
     if (unexpected >= r.unexpectedNeeded && unexpected >= r.unexpectedShare * hits) {
       const quiet = events.lastAt === undefined || now - events.lastAt >= r.quietMs;
-      const cause: TruthCause = quiet ? "no_events" : predictedServed === 0 ? "block_hashes" : "events_missing";
+      const cause: TruthCause = quiet
+        ? "no_events"
+        : predictedServed === 0
+          ? "block_hashes"
+          : "events_missing";
       const why =
         cause === "no_events"
           ? events.seen === 0
@@ -196,10 +218,18 @@ export class SourceTruth {
           : cause === "block_hashes"
             ? `${events.seen} events came, but no predicted hit in the window was served: their block hashes are not the router's`
             : "events come, but not all of them";
-      return { state: "blind", cause, evidence: `${unexpected} of ${hits} answers with cache hits served blocks the router never heard of; ${why}` };
+      return {
+        state: "blind",
+        cause,
+        evidence: `${unexpected} of ${hits} answers with cache hits served blocks the router never heard of; ${why}`,
+      };
     }
     if (missed >= r.hitsNeeded && missed >= r.share * predicted) {
-      return { state: "degraded", cause: "stale_index", evidence: `${missed} of ${predicted} answers with a predicted hit served less than the index holds` };
+      return {
+        state: "degraded",
+        cause: "stale_index",
+        evidence: `${missed} of ${predicted} answers with a predicted hit served less than the index holds`,
+      };
     }
     return undefined;
   }

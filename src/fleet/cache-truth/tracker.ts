@@ -10,7 +10,14 @@ import type { Logger } from "../../core/logger.ts";
 import type { RouterEvent } from "../../core/events.ts";
 import type { MetricsRegistry } from "../../observe/registry.ts";
 import { checkAnswer, type AnswerFacts } from "./answer-check.ts";
-import { DEFAULT_TRUTH_RULES, SourceTruth, type Transition, type TruthCause, type TruthRules, type TruthState } from "./source-state.ts";
+import {
+  DEFAULT_TRUTH_RULES,
+  SourceTruth,
+  type Transition,
+  type TruthCause,
+  type TruthRules,
+  type TruthState,
+} from "./source-state.ts";
 
 export interface CacheTruthOptions {
   readonly now: () => number;
@@ -38,7 +45,11 @@ export interface SourceView {
   readonly agreement: number;
   readonly answers_checked: number;
   readonly events_seen: number;
-  readonly canary: { readonly ok: boolean; readonly age_ms: number; readonly evidence: string } | null;
+  readonly canary: {
+    readonly ok: boolean;
+    readonly age_ms: number;
+    readonly evidence: string;
+  } | null;
 }
 
 export type AnswerInput = Omit<AnswerFacts, "speaksCached">;
@@ -59,7 +70,15 @@ export class CacheTruth {
     const key = workerKey(workerId, dpRank);
     let s = this.#sources.get(key);
     if (s === undefined) {
-      s = { workerId, dpRank, truth: new SourceTruth(this.#o.now(), this.#o.rules ?? DEFAULT_TRUTH_RULES), speaksCached: false, eventsSeen: 0, lastEventAt: undefined, canary: undefined };
+      s = {
+        workerId,
+        dpRank,
+        truth: new SourceTruth(this.#o.now(), this.#o.rules ?? DEFAULT_TRUTH_RULES),
+        speaksCached: false,
+        eventsSeen: 0,
+        lastEventAt: undefined,
+        canary: undefined,
+      };
       this.#sources.set(key, s);
     }
     return s;
@@ -81,19 +100,29 @@ export class CacheTruth {
     const now = this.#o.now();
     let last: Source | undefined;
     for (const e of events) {
-      if (last === undefined || last.workerId !== e.workerId || last.dpRank !== e.event.dpRank) last = this.#source(e.workerId, e.event.dpRank);
+      if (last === undefined || last.workerId !== e.workerId || last.dpRank !== e.event.dpRank)
+        last = this.#source(e.workerId, e.event.dpRank);
       last.eventsSeen++;
       last.lastEventAt = now;
     }
   }
 
   /** A canary's result (canary.ts). A failure degrades the source at once. */
-  canaryResult(workerId: WorkerId, dpRank: DpRank, ok: boolean, cause: TruthCause | undefined, evidence: string): void {
+  canaryResult(
+    workerId: WorkerId,
+    dpRank: DpRank,
+    ok: boolean,
+    cause: TruthCause | undefined,
+    evidence: string,
+  ): void {
     const s = this.#source(workerId, dpRank);
     const now = this.#o.now();
     s.canary = { ok, at: now, evidence };
     if (ok) {
-      this.#o.log.info(`cache truth: canary passed on worker ${workerId} dp rank ${dpRank}: ${evidence}`, { worker_id: String(workerId), dp_rank: dpRank });
+      this.#o.log.info(
+        `cache truth: canary passed on worker ${workerId} dp rank ${dpRank}: ${evidence}`,
+        { worker_id: String(workerId), dp_rank: dpRank },
+      );
       return;
     }
     const t = s.truth.canaryFailed(cause ?? "cached_tokens", evidence, now);
@@ -136,7 +165,14 @@ export class CacheTruth {
         agreement: Math.round(s.truth.agreement * 1000) / 1000,
         answers_checked: s.truth.checked,
         events_seen: s.eventsSeen,
-        canary: s.canary !== undefined ? { ok: s.canary.ok, age_ms: Math.max(0, now - s.canary.at), evidence: s.canary.evidence } : null,
+        canary:
+          s.canary !== undefined
+            ? {
+                ok: s.canary.ok,
+                age_ms: Math.max(0, now - s.canary.at),
+                evidence: s.canary.evidence,
+              }
+            : null,
       });
     }
     return out.sort((a, b) => a.dp_rank - b.dp_rank);
@@ -144,15 +180,30 @@ export class CacheTruth {
 
   /** switchyard_cache_truth_state, _agreement and _transitions_total, read at scrape time. */
   bindMetrics(r: MetricsRegistry, prefix: string): void {
-    r.gauge(`${prefix}cache_truth_state`, "1 for the state of each (worker, dp rank) event source: exact (the index's predictions are served), degraded (they are false), blind (the engine serves hits the router never heard of)", ["worker", "dp_rank", "state"]).onCollect((g) => {
+    r.gauge(
+      `${prefix}cache_truth_state`,
+      "1 for the state of each (worker, dp rank) event source: exact (the index's predictions are served), degraded (they are false), blind (the engine serves hits the router never heard of)",
+      ["worker", "dp_rank", "state"],
+    ).onCollect((g) => {
       g.reset();
-      for (const s of this.#sources.values()) for (const st of STATES) g.set([String(s.workerId), String(s.dpRank), st], s.truth.state === st ? 1 : 0);
+      for (const s of this.#sources.values())
+        for (const st of STATES)
+          g.set([String(s.workerId), String(s.dpRank), st], s.truth.state === st ? 1 : 0);
     });
-    r.gauge(`${prefix}cache_agreement`, "Share of a source's last checked answers whose reported cached tokens were what the router's index predicted", ["worker", "dp_rank"]).onCollect((g) => {
+    r.gauge(
+      `${prefix}cache_agreement`,
+      "Share of a source's last checked answers whose reported cached tokens were what the router's index predicted",
+      ["worker", "dp_rank"],
+    ).onCollect((g) => {
       g.reset();
-      for (const s of this.#sources.values()) g.set([String(s.workerId), String(s.dpRank)], s.truth.agreement);
+      for (const s of this.#sources.values())
+        g.set([String(s.workerId), String(s.dpRank)], s.truth.agreement);
     });
-    r.counter(`${prefix}cache_truth_transitions_total`, "State changes of the event sources, by the state entered and its cause", ["worker", "to", "cause"]).onCollect((c) => {
+    r.counter(
+      `${prefix}cache_truth_transitions_total`,
+      "State changes of the event sources, by the state entered and its cause",
+      ["worker", "to", "cause"],
+    ).onCollect((c) => {
       for (const [k, n] of this.#transitionCounts) {
         const [w, to, cause] = k.split("|") as [string, string, string];
         c.set([w, to, cause], n);
@@ -169,7 +220,14 @@ export class CacheTruth {
     this.#transitionCounts.set(k, (this.#transitionCounts.get(k) ?? 0) + 1);
     this.transitions.push({ to: t.to, cause, workerId: s.workerId });
     if (this.transitions.length > 100) this.transitions.shift();
-    const fields = { worker_id: String(s.workerId), dp_rank: s.dpRank, from: t.from, to: t.to, cause: t.cause ?? null, evidence: t.evidence };
+    const fields = {
+      worker_id: String(s.workerId),
+      dp_rank: s.dpRank,
+      from: t.from,
+      to: t.to,
+      cause: t.cause ?? null,
+      evidence: t.evidence,
+    };
     const line = `cache truth: worker ${s.workerId} dp rank ${s.dpRank} ${t.from} -> ${t.to}${t.cause !== undefined ? ` (cause: ${t.cause})` : ""}: ${t.evidence}${t.to === "exact" ? "" : "; routed from the router's own decisions until its answers agree again"}`;
     if (t.to === "exact") this.#o.log.info(line, fields);
     else this.#o.log.warn(line, fields);

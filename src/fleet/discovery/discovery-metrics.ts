@@ -38,12 +38,34 @@ export interface DiscoveryMetrics {
 }
 
 export function discoveryMetrics(registry: MetricsRegistry): DiscoveryMetrics {
-  const rejected = registry.counter("switchyard_discovery_rejected_total", "Pod versions discovery skipped, by pod and the field that was wrong", ["pod", "field"]);
-  const failures = registry.counter("switchyard_discovery_registration_failures_total", "Registrations of discovered pods that failed (retried)");
-  const up = registry.gauge("switchyard_discovery_api_up", "1 while the Kubernetes API answers discovery's list and watch");
-  const relists = registry.counter("switchyard_discovery_relists_total", "Full lists of the pods, by reason (start|expired|error)", ["reason"]);
-  const restarts = registry.counter("switchyard_discovery_watch_restarts_total", "Watches started again, by reason (timeout|error|idle)", ["reason"]);
-  const pods = registry.gauge("switchyard_discovery_pods", "Discovered pods by state (routable|held|waiting|rejected)", ["state"]);
+  const rejected = registry.counter(
+    "switchyard_discovery_rejected_total",
+    "Pod versions discovery skipped, by pod and the field that was wrong",
+    ["pod", "field"],
+  );
+  const failures = registry.counter(
+    "switchyard_discovery_registration_failures_total",
+    "Registrations of discovered pods that failed (retried)",
+  );
+  const up = registry.gauge(
+    "switchyard_discovery_api_up",
+    "1 while the Kubernetes API answers discovery's list and watch",
+  );
+  const relists = registry.counter(
+    "switchyard_discovery_relists_total",
+    "Full lists of the pods, by reason (start|expired|error)",
+    ["reason"],
+  );
+  const restarts = registry.counter(
+    "switchyard_discovery_watch_restarts_total",
+    "Watches started again, by reason (timeout|error|idle)",
+    ["reason"],
+  );
+  const pods = registry.gauge(
+    "switchyard_discovery_pods",
+    "Discovered pods by state (routable|held|waiting|rejected)",
+    ["state"],
+  );
   const fieldsOf = new Map<string, Set<string>>();
   return {
     rejected: (pod, field) => {

@@ -48,7 +48,13 @@ export class WatchProtocolError extends Error {
   override readonly name = "WatchProtocolError";
 }
 
-const EVENT_TYPES: ReadonlySet<string> = new Set(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]);
+const EVENT_TYPES: ReadonlySet<string> = new Set([
+  "ADDED",
+  "MODIFIED",
+  "DELETED",
+  "BOOKMARK",
+  "ERROR",
+]);
 /** One event is one object; a line longer than this is a broken stream, not a pod. */
 const MAX_LINE_CHARS = 16 * 1024 * 1024;
 /**
@@ -114,7 +120,10 @@ export class KubeApi {
     const token = await this.d.token();
     const headers: Record<string, string> = { accept: "application/json" };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
-    const res = await this.d.fetch(`${this.d.server}${path}${qs ? `?${qs}` : ""}`, { headers, signal });
+    const res = await this.d.fetch(`${this.d.server}${path}${qs ? `?${qs}` : ""}`, {
+      headers,
+      signal,
+    });
     if (res.ok) return res;
     const text = await res.text().catch(() => "");
     let reason: string | undefined;
@@ -126,12 +135,19 @@ export class KubeApi {
     } catch {
       // not a Status object: the text itself is the message
     }
-    throw new KubeApiError(res.status, reason, `HTTP ${res.status}${reason ? ` ${reason}` : ""}: ${message || res.statusText}`);
+    throw new KubeApiError(
+      res.status,
+      reason,
+      `HTTP ${res.status}${reason ? ` ${reason}` : ""}: ${message || res.statusText}`,
+    );
   }
 }
 
 /** A body's text, refused (WatchProtocolError) once it passes `limit` bytes. */
-async function readBounded(body: ReadableStream<Uint8Array> | null, limit: number): Promise<string> {
+async function readBounded(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+): Promise<string> {
   if (body === null) return "";
   const reader = body.getReader();
   const dec = new TextDecoder();
@@ -142,7 +158,8 @@ async function readBounded(body: ReadableStream<Uint8Array> | null, limit: numbe
       const { done, value } = await reader.read();
       if (done) break;
       bytes += value.byteLength;
-      if (bytes > limit) throw new WatchProtocolError(`list: the answer is larger than ${limit} bytes`);
+      if (bytes > limit)
+        throw new WatchProtocolError(`list: the answer is larger than ${limit} bytes`);
       text += dec.decode(value, { stream: true });
     }
     return text + dec.decode();
@@ -168,7 +185,8 @@ async function* readEvents(body: ReadableStream<Uint8Array> | null): AsyncGenera
         buf = buf.slice(nl + 1);
         if (line !== "") yield parseEvent(line);
       }
-      if (buf.length > MAX_LINE_CHARS) throw new WatchProtocolError(`watch: a line longer than ${MAX_LINE_CHARS} characters`);
+      if (buf.length > MAX_LINE_CHARS)
+        throw new WatchProtocolError(`watch: a line longer than ${MAX_LINE_CHARS} characters`);
     }
     const last = (buf + dec.decode()).trim();
     if (last !== "") yield parseEvent(last);
@@ -185,7 +203,12 @@ function parseEvent(line: string): WatchEvent {
     throw new WatchProtocolError(`watch: a line that is not JSON: ${line.slice(0, 120)}`);
   }
   const e = x as { type?: unknown; object?: unknown };
-  if (typeof e?.type !== "string" || !EVENT_TYPES.has(e.type) || typeof e.object !== "object" || e.object === null) {
+  if (
+    typeof e?.type !== "string" ||
+    !EVENT_TYPES.has(e.type) ||
+    typeof e.object !== "object" ||
+    e.object === null
+  ) {
     throw new WatchProtocolError(`watch: not an event: ${line.slice(0, 120)}`);
   }
   return { type: e.type as WatchEventType, object: e.object as Record<string, unknown> };

@@ -58,17 +58,21 @@ export async function resolveKubeConnection(s: KubeConfigSources): Promise<KubeC
   for (const path of listed) {
     if (await readable(path, s)) return fromKubeconfigFile(path, s, "$KUBECONFIG");
   }
-  if (listed.length > 0) throw new KubeConfigError(`$KUBECONFIG names no readable file (${listed.join(", ")})`);
+  if (listed.length > 0)
+    throw new KubeConfigError(`$KUBECONFIG names no readable file (${listed.join(", ")})`);
   const home = s.home ?? s.env.HOME;
   const fallback = home ? `${home.replace(/\/+$/, "")}/.kube/config` : undefined;
-  if (fallback !== undefined && (await readable(fallback, s))) return fromKubeconfigFile(fallback, s, "~/.kube/config");
+  if (fallback !== undefined && (await readable(fallback, s)))
+    return fromKubeconfigFile(fallback, s, "~/.kube/config");
   throw new KubeConfigError(
     "no Kubernetes API to talk to: not in a pod (KUBERNETES_SERVICE_HOST/PORT unset), no $KUBECONFIG and no ~/.kube/config; give --kubeconfig PATH",
   );
 }
 
 /** The pod's namespace from its service account, when the router runs in a pod. */
-export async function serviceAccountNamespace(readFile: (path: string) => Promise<string>): Promise<string | undefined> {
+export async function serviceAccountNamespace(
+  readFile: (path: string) => Promise<string>,
+): Promise<string | undefined> {
   try {
     const ns = (await readFile(`${SERVICE_ACCOUNT_DIR}/namespace`)).trim();
     return ns === "" ? undefined : ns;
@@ -77,7 +81,11 @@ export async function serviceAccountNamespace(readFile: (path: string) => Promis
   }
 }
 
-async function inCluster(host: string, port: string, s: KubeConfigSources): Promise<KubeConnection> {
+async function inCluster(
+  host: string,
+  port: string,
+  s: KubeConfigSources,
+): Promise<KubeConnection> {
   const tokenPath = `${SERVICE_ACCOUNT_DIR}/token`;
   const ca = await mustRead(`${SERVICE_ACCOUNT_DIR}/ca.crt`, s, "in-cluster config");
   await mustRead(tokenPath, s, "in-cluster config"); // fail at start, not at the first list
@@ -91,7 +99,11 @@ async function inCluster(host: string, port: string, s: KubeConfigSources): Prom
   };
 }
 
-async function fromKubeconfigFile(path: string, s: KubeConfigSources, how: string): Promise<KubeConnection> {
+async function fromKubeconfigFile(
+  path: string,
+  s: KubeConfigSources,
+  how: string,
+): Promise<KubeConnection> {
   const text = await mustRead(path, s, how);
   let doc: unknown;
   try {
@@ -105,27 +117,62 @@ async function fromKubeconfigFile(path: string, s: KubeConfigSources, how: strin
   const cfg = obj(doc, what);
   const current = str(cfg["current-context"]);
   if (current === undefined) throw new KubeConfigError(`${what}: current-context is not set`);
-  const context = obj(named(cfg.contexts, current, "context", what).context, `${what}: context ${current}`);
+  const context = obj(
+    named(cfg.contexts, current, "context", what).context,
+    `${what}: context ${current}`,
+  );
   const clusterName = str(context.cluster);
   const userName = str(context.user);
-  if (clusterName === undefined) throw new KubeConfigError(`${what}: context ${current} names no cluster`);
-  const cluster = obj(named(cfg.clusters, clusterName, "cluster", what).cluster, `${what}: cluster ${clusterName}`);
+  if (clusterName === undefined)
+    throw new KubeConfigError(`${what}: context ${current} names no cluster`);
+  const cluster = obj(
+    named(cfg.clusters, clusterName, "cluster", what).cluster,
+    `${what}: cluster ${clusterName}`,
+  );
   const server = str(cluster.server);
-  if (server === undefined) throw new KubeConfigError(`${what}: cluster ${clusterName} has no server`);
-  const user = userName === undefined ? {} : obj(named(cfg.users, userName, "user", what).user ?? {}, `${what}: user ${userName}`);
+  if (server === undefined)
+    throw new KubeConfigError(`${what}: cluster ${clusterName} has no server`);
+  const user =
+    userName === undefined
+      ? {}
+      : obj(named(cfg.users, userName, "user", what).user ?? {}, `${what}: user ${userName}`);
   for (const plugin of ["exec", "auth-provider"]) {
     if (user[plugin] !== undefined) {
-      throw new KubeConfigError(`${what}: user ${userName} authenticates with ${plugin}, which is not supported (it runs a program); give the router a token (a service account's) or a client certificate`);
+      throw new KubeConfigError(
+        `${what}: user ${userName} authenticates with ${plugin}, which is not supported (it runs a program); give the router a token (a service account's) or a client certificate`,
+      );
     }
   }
   if (user.username !== undefined || user.password !== undefined) {
-    throw new KubeConfigError(`${what}: user ${userName}: basic authentication is not supported (Kubernetes removed it); use a token`);
+    throw new KubeConfigError(
+      `${what}: user ${userName}: basic authentication is not supported (Kubernetes removed it); use a token`,
+    );
   }
-  const ca = await pem(cluster["certificate-authority-data"], cluster["certificate-authority"], rel, s, `${what}: cluster ${clusterName} certificate-authority`);
-  const clientCert = await pem(user["client-certificate-data"], user["client-certificate"], rel, s, `${what}: user ${userName} client-certificate`);
-  const clientKey = await pem(user["client-key-data"], user["client-key"], rel, s, `${what}: user ${userName} client-key`);
+  const ca = await pem(
+    cluster["certificate-authority-data"],
+    cluster["certificate-authority"],
+    rel,
+    s,
+    `${what}: cluster ${clusterName} certificate-authority`,
+  );
+  const clientCert = await pem(
+    user["client-certificate-data"],
+    user["client-certificate"],
+    rel,
+    s,
+    `${what}: user ${userName} client-certificate`,
+  );
+  const clientKey = await pem(
+    user["client-key-data"],
+    user["client-key"],
+    rel,
+    s,
+    `${what}: user ${userName} client-key`,
+  );
   if ((clientCert === undefined) !== (clientKey === undefined)) {
-    throw new KubeConfigError(`${what}: user ${userName} has a client certificate without its key (or the other way round)`);
+    throw new KubeConfigError(
+      `${what}: user ${userName} has a client certificate without its key (or the other way round)`,
+    );
   }
   const token = str(user.token);
   const tokenFile = str(user.tokenFile);
@@ -134,7 +181,12 @@ async function fromKubeconfigFile(path: string, s: KubeConfigSources, how: strin
     ...(ca !== undefined ? { ca } : {}),
     ...(cluster["insecure-skip-tls-verify"] === true ? { insecureSkipTlsVerify: true } : {}),
     ...(clientCert !== undefined ? { clientCert, clientKey } : {}),
-    token: token !== undefined ? () => Promise.resolve(token) : tokenFile !== undefined ? () => tokenFromFile(rel(tokenFile), s) : () => Promise.resolve(undefined),
+    token:
+      token !== undefined
+        ? () => Promise.resolve(token)
+        : tokenFile !== undefined
+          ? () => tokenFromFile(rel(tokenFile), s)
+          : () => Promise.resolve(undefined),
     ...(str(context.namespace) !== undefined ? { namespace: str(context.namespace) } : {}),
     source: `${what} (context ${current})`,
   };
@@ -168,11 +220,19 @@ async function mustRead(path: string, s: KubeConfigSources, how: string): Promis
 }
 
 /** `*-data` (base64 PEM) wins over the path, as in kubectl. */
-async function pem(data: unknown, path: unknown, rel: (p: string) => string, s: KubeConfigSources, what: string): Promise<string | undefined> {
+async function pem(
+  data: unknown,
+  path: unknown,
+  rel: (p: string) => string,
+  s: KubeConfigSources,
+  what: string,
+): Promise<string | undefined> {
   const d = str(data);
   if (d !== undefined) {
     try {
-      return new TextDecoder().decode(Uint8Array.from(atob(d.replace(/\s+/g, "")), (c) => c.charCodeAt(0)));
+      return new TextDecoder().decode(
+        Uint8Array.from(atob(d.replace(/\s+/g, "")), (c) => c.charCodeAt(0)),
+      );
     } catch {
       throw new KubeConfigError(`${what}-data: not valid base64`);
     }

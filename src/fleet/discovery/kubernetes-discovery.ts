@@ -28,7 +28,10 @@ export interface KubernetesDiscoveryOptions {
   /** How often failed registrations and lost workers are looked at (ms; default 1000). */
   readonly tickMs?: number;
   /** Tuning of the watch loop (tests shorten them). */
-  readonly watch?: Pick<PodWatchOptions, "backoffBaseMs" | "backoffMaxMs" | "idleMs" | "watchTimeoutSeconds">;
+  readonly watch?: Pick<
+    PodWatchOptions,
+    "backoffBaseMs" | "backoffMaxMs" | "idleMs" | "watchTimeoutSeconds"
+  >;
   readonly retryMs?: number;
 }
 
@@ -40,7 +43,14 @@ export class KubernetesDiscovery {
 
   constructor(o: KubernetesDiscoveryOptions) {
     this.#o = o;
-    this.fleet = new PodFleet({ portName: o.portName, actions: o.actions, retryMs: o.retryMs, now: o.now, log: o.log, metrics: o.metrics });
+    this.fleet = new PodFleet({
+      portName: o.portName,
+      actions: o.actions,
+      retryMs: o.retryMs,
+      now: o.now,
+      log: o.log,
+      metrics: o.metrics,
+    });
     o.metrics?.countPods(() => this.fleet.counts());
     this.#watch = new PodWatch({
       api: new KubeApi({ server: o.server, fetch: o.fetch, token: o.token }),

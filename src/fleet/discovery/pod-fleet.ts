@@ -61,7 +61,6 @@ interface Entry {
   reported: string | undefined;
 }
 
-
 export class PodFleet {
   readonly #o: PodFleetOptions;
   readonly #entries = new Map<string, Entry>();
@@ -138,7 +137,15 @@ export class PodFleet {
     let e = this.#entries.get(key);
     if (e === undefined) {
       if (want === undefined) return;
-      e = { key, want, applied: undefined, running: false, again: false, failed: undefined, reported: undefined };
+      e = {
+        key,
+        want,
+        applied: undefined,
+        running: false,
+        again: false,
+        failed: undefined,
+        reported: undefined,
+      };
       this.#entries.set(key, e);
     }
     e.want = want;
@@ -172,15 +179,22 @@ export class PodFleet {
     const w = e.want;
     const a = e.applied;
     // The worker no longer says what the pod says (gone, new address, new annotations, now invalid).
-    if (a !== undefined && (w === undefined || w.kind !== "worker" || w.fingerprint !== a.fingerprint)) {
+    if (
+      a !== undefined &&
+      (w === undefined || w.kind !== "worker" || w.fingerprint !== a.fingerprint)
+    ) {
       e.applied = undefined;
       this.#owners.delete(a.id);
       if (actions.isRegistered(a.id)) {
         try {
           actions.remove(a.id);
-          log.info(`discovery: pod ${e.key}: worker ${a.id} removed (${w === undefined ? "pod gone" : "pod changed"})`);
+          log.info(
+            `discovery: pod ${e.key}: worker ${a.id} removed (${w === undefined ? "pod gone" : "pod changed"})`,
+          );
         } catch (err) {
-          log.warn(`discovery: pod ${e.key}: cannot remove worker ${a.id}: ${(err as Error).message}`);
+          log.warn(
+            `discovery: pod ${e.key}: cannot remove worker ${a.id}: ${(err as Error).message}`,
+          );
         }
       }
       this.#wakeWaitersOf(a.id);
@@ -202,18 +216,27 @@ export class PodFleet {
         const note = `owner:${owner}:${w.fingerprint}`;
         if (e.reported !== note) {
           e.reported = note;
-          log.warn(`discovery: pod ${e.key} has the address of pod ${owner} (${w.spec.url}), which is still registered; it waits until that one is gone`);
+          log.warn(
+            `discovery: pod ${e.key} has the address of pod ${owner} (${w.spec.url}), which is still registered; it waits until that one is gone`,
+          );
         }
         return;
       }
-      if (e.failed !== undefined && e.failed.fingerprint === w.fingerprint && this.#o.now() - e.failed.at < (this.#o.retryMs ?? 5_000)) return;
+      if (
+        e.failed !== undefined &&
+        e.failed.fingerprint === w.fingerprint &&
+        this.#o.now() - e.failed.at < (this.#o.retryMs ?? 5_000)
+      )
+        return;
       this.#owners.set(w.id, e.key);
       try {
         await actions.register(w.spec);
       } catch (err) {
         this.#owners.delete(w.id);
         e.failed = { fingerprint: w.fingerprint, at: this.#o.now() };
-        log.error(`discovery: pod ${e.key}: cannot register ${w.spec.url}: ${(err as Error).message} (retried in ${(this.#o.retryMs ?? 5_000) / 1000} s)`);
+        log.error(
+          `discovery: pod ${e.key}: cannot register ${w.spec.url}: ${(err as Error).message} (retried in ${(this.#o.retryMs ?? 5_000) / 1000} s)`,
+        );
         this.#o.metrics?.registrationFailed();
         return;
       }
@@ -223,9 +246,13 @@ export class PodFleet {
       log.info(`discovery: pod ${e.key}: worker ${w.id} registered`, { url: w.spec.url });
       if (w.tokenizer !== undefined && actions.tokenizer !== undefined) {
         try {
-          for (const warning of await actions.tokenizer(w.id, w.tokenizer)) log.warn(`discovery: pod ${e.key}: ${warning}`);
+          for (const warning of await actions.tokenizer(w.id, w.tokenizer))
+            log.warn(`discovery: pod ${e.key}: ${warning}`);
         } catch (err) {
-          log.warn(`discovery: pod ${e.key}: ${(err as Error).message}`, { pod: e.key, field: "tokenizer" });
+          log.warn(`discovery: pod ${e.key}: ${(err as Error).message}`, {
+            pod: e.key,
+            field: "tokenizer",
+          });
           this.#o.metrics?.rejected(e.key, "tokenizer");
         }
       }
@@ -245,7 +272,8 @@ export class PodFleet {
       log.info(`discovery: pod ${e.key}: ready again, worker ${cur.id} takes requests`);
     } else if (w.state !== "ready" && !cur.held) {
       cur.held = true;
-      const reason = w.state === "terminating" ? "draining: pod terminating" : "draining: pod not ready";
+      const reason =
+        w.state === "terminating" ? "draining: pod terminating" : "draining: pod not ready";
       actions.hold(cur.id, reason);
       log.info(`discovery: pod ${e.key}: ${w.state}, worker ${cur.id} gets no new requests`);
     }
@@ -254,7 +282,8 @@ export class PodFleet {
   /** A pod that waited for this address may now take it. */
   #wakeWaitersOf(id: WorkerId): void {
     for (const other of this.#entries.values()) {
-      if (other.applied === undefined && other.want?.kind === "worker" && other.want.id === id) void this.#sync(other);
+      if (other.applied === undefined && other.want?.kind === "worker" && other.want.id === id)
+        void this.#sync(other);
     }
   }
 }

@@ -106,7 +106,10 @@ export class PodWatch {
           const list = await this.#list();
           this.#recovered();
           metrics?.relisted(relistReason);
-          log.info(`discovery: ${list.items.length} pods match ${JSON.stringify(selector)} in namespace ${namespace}`, { resource_version: list.resourceVersion, reason: relistReason });
+          log.info(
+            `discovery: ${list.items.length} pods match ${JSON.stringify(selector)} in namespace ${namespace}`,
+            { resource_version: list.resourceVersion, reason: relistReason },
+          );
           sink.replaceAll(list.items);
           this.#rv = list.resourceVersion;
           firstAttemptOver();
@@ -137,8 +140,13 @@ export class PodWatch {
       };
       try {
         resetIdle();
-        const timeoutSeconds = this.#o.watchTimeoutSeconds?.() ?? Math.floor(300 + this.#o.rng() * 300);
-        const events = await api.watchPods(namespace, { labelSelector: selector, resourceVersion: this.#rv!, timeoutSeconds }, ctl.signal);
+        const timeoutSeconds =
+          this.#o.watchTimeoutSeconds?.() ?? Math.floor(300 + this.#o.rng() * 300);
+        const events = await api.watchPods(
+          namespace,
+          { labelSelector: selector, resourceVersion: this.#rv!, timeoutSeconds },
+          ctl.signal,
+        );
         this.#recovered();
         for await (const ev of events) {
           resetIdle();
@@ -153,10 +161,14 @@ export class PodWatch {
         if (this.#stopped) break;
         if (idle.fired) {
           reason = "idle";
-          log.info(`discovery: no event or bookmark for ${idleMs / 1000} s; watching again from resource version ${this.#rv}`);
+          log.info(
+            `discovery: no event or bookmark for ${idleMs / 1000} s; watching again from resource version ${this.#rv}`,
+          );
         } else if (isExpired(e)) {
           reason = "expired";
-          log.info(`discovery: resource version ${this.#rv} is gone from the API server's history (410); listing again`);
+          log.info(
+            `discovery: resource version ${this.#rv} is gone from the API server's history (410); listing again`,
+          );
           this.#rv = undefined;
           relistReason = "expired";
         } else {
@@ -186,7 +198,10 @@ export class PodWatch {
     const ctl = new AbortController();
     const cancel = () => ctl.abort();
     this.#abort.signal.addEventListener("abort", cancel);
-    const h = this.#o.timers.set(() => ctl.abort(new Error(`no answer in ${LIST_DEADLINE_MS / 1000} s`)), LIST_DEADLINE_MS);
+    const h = this.#o.timers.set(
+      () => ctl.abort(new Error(`no answer in ${LIST_DEADLINE_MS / 1000} s`)),
+      LIST_DEADLINE_MS,
+    );
     try {
       return await this.#o.api.listPods(this.#o.namespace, this.#o.selector, ctl.signal);
     } finally {
@@ -205,10 +220,13 @@ export class PodWatch {
     const kind = e instanceof KubeApiError ? `http ${e.status}` : "connection";
     if (kind === this.#failing) return;
     this.#failing = kind;
-    const hint = e instanceof KubeApiError && (e.status === 401 || e.status === 403)
-      ? ` (the router's service account needs get, list and watch on pods in namespace ${this.#o.namespace})`
-      : "";
-    this.#o.log.error(`discovery: the Kubernetes API failed (${message})${hint}; the last known workers keep routing, retrying with backoff`);
+    const hint =
+      e instanceof KubeApiError && (e.status === 401 || e.status === 403)
+        ? ` (the router's service account needs get, list and watch on pods in namespace ${this.#o.namespace})`
+        : "";
+    this.#o.log.error(
+      `discovery: the Kubernetes API failed (${message})${hint}; the last known workers keep routing, retrying with backoff`,
+    );
   }
 
   #recovered(): void {
@@ -247,7 +265,11 @@ function statusError(st: Record<string, unknown>): Error {
   const code = typeof st.code === "number" ? st.code : 0;
   const message = typeof st.message === "string" ? st.message : JSON.stringify(st).slice(0, 200);
   if (code === 410) return new Expired(message);
-  return new KubeApiError(code, typeof st.reason === "string" ? st.reason : undefined, `watch ERROR ${code}: ${message}`);
+  return new KubeApiError(
+    code,
+    typeof st.reason === "string" ? st.reason : undefined,
+    `watch ERROR ${code}: ${message}`,
+  );
 }
 
 function isExpired(e: unknown): boolean {

@@ -30,14 +30,25 @@ export function checkBatchBounds(events: readonly RouterEvent[], source: EventSo
     const e = events[i]!;
     const n = blocksOf(e);
     if (n > MAX_EVENT_BLOCKS) {
-      throw new RouterError("payload_too_large", `events[${i}]: ${n} blocks in one event; at most ${MAX_EVENT_BLOCKS}`, `events[${i}]`);
+      throw new RouterError(
+        "payload_too_large",
+        `events[${i}]: ${n} blocks in one event; at most ${MAX_EVENT_BLOCKS}`,
+        `events[${i}]`,
+      );
     }
     total += n;
     if (total > MAX_BATCH_BLOCKS) {
-      throw new RouterError("payload_too_large", `the batch carries more than ${MAX_BATCH_BLOCKS} blocks (at events[${i}]); send it in smaller batches`);
+      throw new RouterError(
+        "payload_too_large",
+        `the batch carries more than ${MAX_BATCH_BLOCKS} blocks (at events[${i}]); send it in smaller batches`,
+      );
     }
     if (source === "engine" && e.event.eventId > MAX_ENGINE_EVENT_ID) {
-      throw new RouterError("invalid_request", `events[${i}].event.event_id: ${e.event.eventId} is past 2^53 - 1; an engine's ids are dense from 0`, `events[${i}].event.event_id`);
+      throw new RouterError(
+        "invalid_request",
+        `events[${i}].event.event_id: ${e.event.eventId} is past 2^53 - 1; an engine's ids are dense from 0`,
+        `events[${i}].event.event_id`,
+      );
     }
   }
 }

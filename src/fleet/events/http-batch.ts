@@ -15,7 +15,12 @@
  */
 import * as v from "valibot";
 import { RouterError } from "../../core/errors.ts";
-import { describeIssues, fastRouterEventBatch, RouterEventBatchSchema, type RouterEvent } from "../../core/events.ts";
+import {
+  describeIssues,
+  fastRouterEventBatch,
+  RouterEventBatchSchema,
+  type RouterEvent,
+} from "../../core/events.ts";
 import type { EventSource } from "../../router/index.ts";
 
 export type { EventSource } from "../../router/index.ts";
@@ -35,7 +40,10 @@ export function parseEventBatch(json: unknown): RouterEvent[] {
   if (fast !== undefined) return fast;
   const result = v.safeParse(RouterEventBatchSchema, json);
   if (!result.success) {
-    throw new RouterError("invalid_request", `invalid KV event batch: ${describeIssues(result.issues.slice(0, 5))}`);
+    throw new RouterError(
+      "invalid_request",
+      `invalid KV event batch: ${describeIssues(result.issues.slice(0, 5))}`,
+    );
   }
   return result.output;
 }

@@ -17,15 +17,25 @@ export interface KvQueryClientOptions {
 
 export function kvQueryClient(o: KvQueryClientOptions): WorkerQuery {
   const doFetch = o.fetch ?? ((url, init) => fetch(url, init));
-  return async (workerId: WorkerId, dpRank: DpRank, startId?: EventId, endId?: EventId): Promise<WorkerKvQueryResponse> => {
+  return async (
+    workerId: WorkerId,
+    dpRank: DpRank,
+    startId?: EventId,
+    endId?: EventId,
+  ): Promise<WorkerKvQueryResponse> => {
     const base = o.urlOf(workerId);
-    if (base === undefined) return { kind: "error", message: `worker ${workerId} is not registered` };
+    if (base === undefined)
+      return { kind: "error", message: `worker ${workerId} is not registered` };
     const q = new URLSearchParams({ dp_rank: String(dpRank) });
     if (startId !== undefined) q.set("start_id", startId.toString());
     if (endId !== undefined) q.set("end_id", endId.toString());
-    const res = await doFetch(`${base}/kv/query?${q}`, { headers: o.headers, signal: AbortSignal.timeout(o.timeoutMs) });
+    const res = await doFetch(`${base}/kv/query?${q}`, {
+      headers: o.headers,
+      signal: AbortSignal.timeout(o.timeoutMs),
+    });
     const text = await res.text();
-    if (!res.ok && !text.startsWith("{")) return { kind: "error", message: `GET /kv/query answered HTTP ${res.status}` };
+    if (!res.ok && !text.startsWith("{"))
+      return { kind: "error", message: `GET /kv/query answered HTTP ${res.status}` };
     return parseWorkerKvQueryResponse(text);
   };
 }

@@ -26,20 +26,30 @@ export class SlicedIngest {
   }
 
   /** Apply `events` through `apply`, slice by slice, after every batch queued before it. */
-  ingest(events: readonly RouterEvent[], apply: (slice: readonly RouterEvent[]) => IngestResult): Promise<IngestResult> {
+  ingest(
+    events: readonly RouterEvent[],
+    apply: (slice: readonly RouterEvent[]) => IngestResult,
+  ): Promise<IngestResult> {
     const run = this.#tail.then(() => this.#run(events, apply));
     this.#tail = run.catch(() => {});
     return run;
   }
 
-  async #run(events: readonly RouterEvent[], apply: (slice: readonly RouterEvent[]) => IngestResult): Promise<IngestResult> {
+  async #run(
+    events: readonly RouterEvent[],
+    apply: (slice: readonly RouterEvent[]) => IngestResult,
+  ): Promise<IngestResult> {
     let accepted = 0;
     let dropped = 0;
     let from = 0;
     while (from < events.length) {
       let to = from;
       let blocks = 0;
-      while (to < events.length && (to === from || blocks + blocksOf(events[to]!) <= this.#sliceBlocks)) blocks += blocksOf(events[to++]!);
+      while (
+        to < events.length &&
+        (to === from || blocks + blocksOf(events[to]!) <= this.#sliceBlocks)
+      )
+        blocks += blocksOf(events[to++]!);
       const r = apply(from === 0 && to === events.length ? events : events.slice(from, to));
       accepted += r.accepted;
       dropped += r.dropped;

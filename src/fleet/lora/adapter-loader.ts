@@ -26,7 +26,9 @@ import { lruEvictionCandidate, placeAdapter } from "./placement.ts";
 import type { LoraStateTracker } from "./state-tracker.ts";
 
 /** What an engine answered to a load or unload. */
-export type EngineAnswer = { readonly ok: true } | { readonly ok: false; readonly status: number; readonly message: string };
+export type EngineAnswer =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly status: number; readonly message: string };
 
 /** The engine calls (vLLM's dynamic LoRA API), by worker base URL. */
 export interface LoraEngineClient {
@@ -35,7 +37,9 @@ export interface LoraEngineClient {
   /** POST {url}/v1/unload_lora_adapter {lora_name}. */
   unload(url: string, name: string): Promise<EngineAnswer>;
   /** The adapters the engine holds now, and its slots when it says. */
-  listLoaded(url: string): Promise<{ readonly loras: readonly string[]; readonly maxLoras?: number }>;
+  listLoaded(
+    url: string,
+  ): Promise<{ readonly loras: readonly string[]; readonly maxLoras?: number }>;
 }
 
 /** A worker as the loader needs it; adapters are engine-wide, so every rank holds them. */
@@ -83,7 +87,13 @@ const ALREADY_LOADED = /already been loaded|already loaded/i;
 const rank0 = (w: LoraWorker): WorkerWithDpRank => ({ workerId: w.id, dpRank: 0 });
 
 export class AdapterLoader {
-  readonly counters: AdapterLoaderCounters = { loads: 0, alreadyLoaded: 0, unloads: 0, noCapacity: 0, refusals: 0 };
+  readonly counters: AdapterLoaderCounters = {
+    loads: 0,
+    alreadyLoaded: 0,
+    unloads: 0,
+    noCapacity: 0,
+    refusals: 0,
+  };
   readonly #inflight = new Map<string, Promise<ReadonlySet<WorkerId>>>();
 
   readonly #allow: AdapterAllowlist;
@@ -110,10 +120,18 @@ export class AdapterLoader {
   #checkLoadable(name: string): void {
     const problem = adapterNameProblem(name);
     if (problem !== undefined) {
-      throw new RouterError("invalid_request", `model: not a servable model, and as a LoRA adapter name it ${problem}`, "model");
+      throw new RouterError(
+        "invalid_request",
+        `model: not a servable model, and as a LoRA adapter name it ${problem}`,
+        "model",
+      );
     }
     if (!this.#allow.allows(name)) {
-      throw new RouterError("not_found", `model: "${name}" is not served by any worker and is not an adapter this router may load (--lora-allow)`, "model");
+      throw new RouterError(
+        "not_found",
+        `model: "${name}" is not served by any worker and is not an adapter this router may load (--lora-allow)`,
+        "model",
+      );
     }
   }
 
@@ -146,7 +164,8 @@ export class AdapterLoader {
   /** The engine said it does not have `name` (another router unloaded it): forget it there. */
   missing(name: string, worker: WorkerId): void {
     const w = this.o.workers().find((x) => x.id === worker);
-    for (let r = 0; r < (w?.dpRanks ?? 1); r++) this.o.tracker.handleMdcRemoval({ workerId: worker, dpRank: r }, name);
+    for (let r = 0; r < (w?.dpRanks ?? 1); r++)
+      this.o.tracker.handleMdcRemoval({ workerId: worker, dpRank: r }, name);
   }
 
   #holders(name: string, workers: readonly LoraWorker[]): Set<WorkerId> {
@@ -172,30 +191,44 @@ export class AdapterLoader {
       let target = placeAdapter(name, this.o.tracker, candidates);
       if (!target) {
         // Only adapters the router may manage are evicted; others were loaded by the operator.
-        const isPinned = (victimName: string) => !this.#allow.allows(victimName) || adapterNameProblem(victimName) !== undefined;
-        const victim = this.o.evict ? lruEvictionCandidate(name, this.o.tracker, candidates, { isPinned }) : undefined;
+        const isPinned = (victimName: string) =>
+          !this.#allow.allows(victimName) || adapterNameProblem(victimName) !== undefined;
+        const victim = this.o.evict
+          ? lruEvictionCandidate(name, this.o.tracker, candidates, { isPinned })
+          : undefined;
         if (!victim) throw this.#noCapacity(name, workers);
         const w = byId.get(victim.worker.workerId)!;
         const r = await this.o.engine.unload(w.url, victim.evict);
         if (!r.ok && r.status !== 404) {
-          this.o.log?.warn(`lora: worker ${w.id} refused to unload adapter "${victim.evict}"`, { status: r.status, message: r.message });
+          this.o.log?.warn(`lora: worker ${w.id} refused to unload adapter "${victim.evict}"`, {
+            status: r.status,
+            message: r.message,
+          });
           await this.#refresh(w);
           refused.add(w.id);
           continue;
         }
         this.counters.unloads++;
-        this.o.log?.info(`lora: unloaded least recently used adapter "${victim.evict}" from worker ${w.id} to make room for "${name}"`);
-        for (let r = 0; r < w.dpRanks; r++) this.o.tracker.handleMdcRemoval({ workerId: w.id, dpRank: r }, victim.evict);
+        this.o.log?.info(
+          `lora: unloaded least recently used adapter "${victim.evict}" from worker ${w.id} to make room for "${name}"`,
+        );
+        for (let r = 0; r < w.dpRanks; r++)
+          this.o.tracker.handleMdcRemoval({ workerId: w.id, dpRank: r }, victim.evict);
         target = victim.worker;
       }
 
       const w = byId.get(target.workerId)!;
-      const answer = await this.o.engine.load(w.url, name, this.o.pathTemplate.replaceAll("{name}", name));
+      const answer = await this.o.engine.load(
+        w.url,
+        name,
+        this.o.pathTemplate.replaceAll("{name}", name),
+      );
       if (answer.ok || (answer.status === 400 && ALREADY_LOADED.test(answer.message))) {
         if (answer.ok) this.counters.loads++;
         else this.counters.alreadyLoaded++;
         this.#record(w, name);
-        if (answer.ok) this.o.log?.info(`lora: loaded adapter "${name}" on worker ${w.id}`, { url: w.url });
+        if (answer.ok)
+          this.o.log?.info(`lora: loaded adapter "${name}" on worker ${w.id}`, { url: w.url });
         return new Set([w.id]);
       }
       // Refused: our picture of that engine is stale (another router filled its slots), or
@@ -205,12 +238,22 @@ export class AdapterLoader {
       if (fresh?.includes(name)) return new Set([w.id]);
       if (fresh !== undefined && this.o.tracker.freeSlots(rank0(w)) > 0) {
         // The engine's answer goes to the log, not to the client (it may name paths or hosts).
-        this.o.log?.warn(`lora: worker ${w.id} refused to load adapter "${name}"`, { status: answer.status, message: answer.message });
-        throw new RouterError("not_found", `LoRA adapter "${name}" could not be loaded on worker ${w.id} (the router's log has the engine's answer)`, "model");
+        this.o.log?.warn(`lora: worker ${w.id} refused to load adapter "${name}"`, {
+          status: answer.status,
+          message: answer.message,
+        });
+        throw new RouterError(
+          "not_found",
+          `LoRA adapter "${name}" could not be loaded on worker ${w.id} (the router's log has the engine's answer)`,
+          "model",
+        );
       }
       if (fresh === undefined) refused.add(w.id);
     }
-    throw this.#noCapacity(name, this.o.workers().filter((w) => !refused.has(w.id)));
+    throw this.#noCapacity(
+      name,
+      this.o.workers().filter((w) => !refused.has(w.id)),
+    );
   }
 
   /** Re-read one engine's adapters into the tracker; undefined when it did not answer. */
@@ -225,8 +268,11 @@ export class AdapterLoader {
     for (let r = 0; r < w.dpRanks; r++) {
       const worker = { workerId: w.id, dpRank: r };
       if (listed.maxLoras !== undefined) t.setWorkerCapacity(worker, listed.maxLoras);
-      for (const old of t.lorasOn(worker)) if (!listed.loras.includes(old)) t.handleMdcRemoval(worker, old);
-      for (const name of listed.loras) if (!t.isLoaded(name, worker)) t.handleMdcAddition(worker, { name, maxGpuLoraCount: t.capacity(worker) });
+      for (const old of t.lorasOn(worker))
+        if (!listed.loras.includes(old)) t.handleMdcRemoval(worker, old);
+      for (const name of listed.loras)
+        if (!t.isLoaded(name, worker))
+          t.handleMdcAddition(worker, { name, maxGpuLoraCount: t.capacity(worker) });
     }
     return listed.loras;
   }
@@ -234,18 +280,30 @@ export class AdapterLoader {
   #record(w: LoraWorker, name: string): void {
     for (let r = 0; r < w.dpRanks; r++) {
       const worker = { workerId: w.id, dpRank: r };
-      this.o.tracker.handleMdcAddition(worker, { name, maxGpuLoraCount: this.o.tracker.capacity(worker) });
+      this.o.tracker.handleMdcAddition(worker, {
+        name,
+        maxGpuLoraCount: this.o.tracker.capacity(worker),
+      });
     }
   }
 
   #noCapacity(name: string, workers: readonly LoraWorker[]): RouterError {
     this.counters.noCapacity++;
-    if (workers.length === 0) return new RouterError("no_endpoints", `no healthy worker to load LoRA adapter "${name}" on`);
+    if (workers.length === 0)
+      return new RouterError("no_endpoints", `no healthy worker to load LoRA adapter "${name}" on`);
     const slots = workers.map((w) => {
       const c = this.o.tracker.capacity(rank0(w));
-      return c === undefined ? `${w.id}: slots unknown` : `${w.id}: ${this.o.tracker.loadedCount(rank0(w))}/${c}`;
+      return c === undefined
+        ? `${w.id}: slots unknown`
+        : `${w.id}: ${this.o.tracker.loadedCount(rank0(w))}/${c}`;
     });
-    const hint = this.o.evict ? "and no adapter can be unloaded" : "(start the router with --lora-evict to unload the least recently used one)";
-    return new RouterError("lora_no_capacity", `no worker has a free LoRA slot for adapter "${name}" ${hint}; slots in use: ${slots.join(", ")}`, "model");
+    const hint = this.o.evict
+      ? "and no adapter can be unloaded"
+      : "(start the router with --lora-evict to unload the least recently used one)";
+    return new RouterError(
+      "lora_no_capacity",
+      `no worker has a free LoRA slot for adapter "${name}" ${hint}; slots in use: ${slots.join(", ")}`,
+      "model",
+    );
   }
 }

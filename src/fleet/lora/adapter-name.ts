@@ -25,7 +25,8 @@ const VALID_NAME = new RegExp(`^${PART}(?:/${PART})*$`);
 /** Why `name` is not a valid adapter name for the router to load, or undefined when it is. */
 export function adapterNameProblem(name: string): string | undefined {
   if (name.length === 0) return "is empty";
-  if (name.length > MAX_ADAPTER_NAME_LENGTH) return `is ${name.length} characters; the limit is ${MAX_ADAPTER_NAME_LENGTH}`;
+  if (name.length > MAX_ADAPTER_NAME_LENGTH)
+    return `is ${name.length} characters; the limit is ${MAX_ADAPTER_NAME_LENGTH}`;
   if (!VALID_NAME.test(name)) {
     return 'may hold only letters, digits, ".", "_", "-" and "/" between parts, each part starting with a letter or digit';
   }

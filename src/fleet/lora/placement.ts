@@ -33,7 +33,10 @@ function scoreWithName(name: Uint8Array, worker: WorkerWithDpRank): bigint {
 }
 
 /** Workers in the adapter's preference order: highest score first; ties: larger (id, rank). */
-export function rankWorkers(loraName: string, workers: readonly WorkerWithDpRank[]): WorkerWithDpRank[] {
+export function rankWorkers(
+  loraName: string,
+  workers: readonly WorkerWithDpRank[],
+): WorkerWithDpRank[] {
   const name = utf8.encode(loraName);
   const scored = workers.map((w) => ({ w, s: scoreWithName(name, w) }));
   scored.sort((a, b) => (a.s !== b.s ? (a.s > b.s ? -1 : 1) : compareWorkers(b.w, a.w)));
@@ -41,7 +44,11 @@ export function rankWorkers(loraName: string, workers: readonly WorkerWithDpRank
 }
 
 /** The first `n` workers of the adapter's HRW order (all of them when n ≥ |workers|). */
-export function replicaSet(loraName: string, workers: readonly WorkerWithDpRank[], n: number): WorkerWithDpRank[] {
+export function replicaSet(
+  loraName: string,
+  workers: readonly WorkerWithDpRank[],
+  n: number,
+): WorkerWithDpRank[] {
   return rankWorkers(loraName, workers).slice(0, Math.max(0, n));
 }
 
@@ -100,7 +107,9 @@ export function lruEvictionCandidate(
   candidates: readonly WorkerWithDpRank[],
   opts: EvictionOptions = {},
 ): Eviction | undefined {
-  const eligible = candidates.filter((w) => (tracker.capacity(w) ?? 0) > 0 && !tracker.isLoaded(loraName, w));
+  const eligible = candidates.filter(
+    (w) => (tracker.capacity(w) ?? 0) > 0 && !tracker.isLoaded(loraName, w),
+  );
   const preference = new Map(rankWorkers(loraName, eligible).map((w, i) => [keyOf(w), i]));
   let best: (Eviction & { rank: number }) | undefined;
   for (const w of eligible) {

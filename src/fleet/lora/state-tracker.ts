@@ -142,7 +142,8 @@ export class LoraStateTracker {
   /** Workers with a known capacity. */
   listWorkers(): WorkerWithDpRank[] {
     const out: WorkerWithDpRank[] = [];
-    for (const entry of this.#workers.values()) if (entry.capacity !== undefined) out.push(entry.worker);
+    for (const entry of this.#workers.values())
+      if (entry.capacity !== undefined) out.push(entry.worker);
     return out;
   }
 
@@ -169,7 +170,8 @@ export class LoraStateTracker {
 
   getWorkerCapacities(): Map<WorkerKey, number> {
     const out = new Map<WorkerKey, number>();
-    for (const [key, entry] of this.#workers) if (entry.capacity !== undefined) out.set(key, entry.capacity);
+    for (const [key, entry] of this.#workers)
+      if (entry.capacity !== undefined) out.set(key, entry.capacity);
     return out;
   }
 

@@ -20,13 +20,30 @@ export const LIMITS_FALLBACKS = ["local", "open", "closed"] as const;
 export type LimitsFallback = (typeof LIMITS_FALLBACKS)[number];
 
 /** Which counters answered a check. */
-export type LimitBackend = "redis" | "local" | "fallback_local" | "fallback_open" | "fallback_closed";
+export type LimitBackend =
+  | "redis"
+  | "local"
+  | "fallback_local"
+  | "fallback_open"
+  | "fallback_closed";
 
 /** The shared counters (src/sync/tenant-limits.ts); every call may throw when Redis does not answer. */
 export interface SharedLimitCounters {
-  acquire(tenant: string, limits: TenantLimits, ask: Ask, id: string): Promise<Verdict & { readonly bookedOutput: number }>;
+  acquire(
+    tenant: string,
+    limits: TenantLimits,
+    ask: Ask,
+    id: string,
+  ): Promise<Verdict & { readonly bookedOutput: number }>;
   /** `prompt`: the prompt charged and the prompt the engine reported, when it did (the difference is settled). */
-  release(tenant: string, limits: TenantLimits, id: string, bookedOutput: number, outputTokens: number, prompt?: { readonly charged: number; readonly used: number }): Promise<void>;
+  release(
+    tenant: string,
+    limits: TenantLimits,
+    id: string,
+    bookedOutput: number,
+    outputTokens: number,
+    prompt?: { readonly charged: number; readonly used: number },
+  ): Promise<void>;
 }
 
 export interface LimiterOptions {
@@ -57,24 +74,49 @@ export interface LimitTicket {
   readonly verdict: Verdict;
 }
 
-export type LimitResult = { readonly allowed: true; readonly ticket: LimitTicket } | { readonly allowed: false; readonly verdict: Verdict };
+export type LimitResult =
+  | { readonly allowed: true; readonly ticket: LimitTicket }
+  | { readonly allowed: false; readonly verdict: Verdict };
 
 const UNLIMITED: Verdict = { allowed: true, retryAfterMs: 0, states: {} };
 
 export class TenantLimiter {
   readonly #local = new LocalLimitCounters();
   /** The last states each tenant's checks returned (the headers of answers that took nothing), when, and from where. */
-  readonly #last = new Map<string, { readonly states: Verdict["states"]; readonly at: number; readonly shared: boolean }>();
+  readonly #last = new Map<
+    string,
+    { readonly states: Verdict["states"]; readonly at: number; readonly shared: boolean }
+  >();
 
   constructor(private readonly o: LimiterOptions) {}
 
   /** Check `ask` for `tenant` and take it when there is room. Throws RouterError("unavailable") when fail-closed without Redis. */
   async acquire(tenant: Tenant, ask: Ask, id: string): Promise<LimitResult> {
-    if (!hasLimits(tenant.limits)) return { allowed: true, ticket: { tenant, id, backend: "none", limits: tenant.limits, bookedOutput: ask.outputTokens, chargedPrompt: ask.promptTokens, verdict: UNLIMITED } };
+    if (!hasLimits(tenant.limits))
+      return {
+        allowed: true,
+        ticket: {
+          tenant,
+          id,
+          backend: "none",
+          limits: tenant.limits,
+          bookedOutput: ask.outputTokens,
+          chargedPrompt: ask.promptTokens,
+          verdict: UNLIMITED,
+        },
+      };
     const shared = this.o.shared;
     if (shared === undefined) {
       this.o.onCheck?.("local");
-      return this.#result(tenant, id, "local", tenant.limits, this.#local.acquire(tenant.name, tenant.limits, ask, id, this.o.now()), ask.outputTokens, ask.promptTokens);
+      return this.#result(
+        tenant,
+        id,
+        "local",
+        tenant.limits,
+        this.#local.acquire(tenant.name, tenant.limits, ask, id, this.o.now()),
+        ask.outputTokens,
+        ask.promptTokens,
+      );
     }
     try {
       const v = await shared.acquire(tenant.name, tenant.limits, ask, id);
@@ -86,17 +128,42 @@ export class TenantLimiter {
     switch (this.o.fallback) {
       case "open":
         this.o.onCheck?.("fallback_open");
-        return { allowed: true, ticket: { tenant, id, backend: "none", limits: tenant.limits, bookedOutput: ask.outputTokens, chargedPrompt: ask.promptTokens, verdict: UNLIMITED } };
+        return {
+          allowed: true,
+          ticket: {
+            tenant,
+            id,
+            backend: "none",
+            limits: tenant.limits,
+            bookedOutput: ask.outputTokens,
+            chargedPrompt: ask.promptTokens,
+            verdict: UNLIMITED,
+          },
+        };
       case "closed":
         this.o.onCheck?.("fallback_closed");
-        throw new RouterError("unavailable", "the shared rate limits cannot be checked right now (Redis does not answer and --limits-fallback is closed); try again shortly", undefined, 1);
+        throw new RouterError(
+          "unavailable",
+          "the shared rate limits cannot be checked right now (Redis does not answer and --limits-fallback is closed); try again shortly",
+          undefined,
+          1,
+        );
       case "local": {
         this.o.onCheck?.("fallback_local");
         const routers = this.o.routers();
         const share = shareOf(tenant.limits, routers);
         const last = this.#last.get(tenant.name);
-        if (last?.shared === true) this.#local.seed(tenant.name, share, last.states, routers, last.at);
-        return this.#result(tenant, id, "local", share, this.#local.acquire(tenant.name, share, ask, id, this.o.now()), ask.outputTokens, ask.promptTokens);
+        if (last?.shared === true)
+          this.#local.seed(tenant.name, share, last.states, routers, last.at);
+        return this.#result(
+          tenant,
+          id,
+          "local",
+          share,
+          this.#local.acquire(tenant.name, share, ask, id, this.o.now()),
+          ask.outputTokens,
+          ask.promptTokens,
+        );
       }
     }
   }
@@ -107,19 +174,41 @@ export class TenantLimiter {
    * prompt charge to what the engine reported.
    */
   release(ticket: LimitTicket, outputTokens: number, promptTokens?: number): void {
-    const prompt = promptTokens === undefined ? undefined : { charged: ticket.chargedPrompt, used: promptTokens };
+    const prompt =
+      promptTokens === undefined
+        ? undefined
+        : { charged: ticket.chargedPrompt, used: promptTokens };
     if (ticket.backend === "local") {
-      this.#local.release(ticket.tenant.name, ticket.limits, ticket.id, outputTokens, this.o.now(), prompt);
+      this.#local.release(
+        ticket.tenant.name,
+        ticket.limits,
+        ticket.id,
+        outputTokens,
+        this.o.now(),
+        prompt,
+      );
     } else if (ticket.backend === "redis") {
       // Off the request path; a lost release costs at most a slot until its lease lapses.
-      void this.o.shared!.release(ticket.tenant.name, ticket.limits, ticket.id, ticket.bookedOutput, outputTokens, prompt).catch((e: unknown) => this.o.onSharedError?.(e));
+      void this.o
+        .shared!.release(
+          ticket.tenant.name,
+          ticket.limits,
+          ticket.id,
+          ticket.bookedOutput,
+          outputTokens,
+          prompt,
+        )
+        .catch((e: unknown) => this.o.onSharedError?.(e));
     }
   }
 
   /** The tenant's limits as last seen here (for the headers of answers that took nothing). */
   states(tenant: Tenant): Verdict["states"] {
     if (!hasLimits(tenant.limits)) return {};
-    return this.#last.get(tenant.name)?.states ?? this.#local.peek(tenant.name, tenant.limits, this.o.now());
+    return (
+      this.#last.get(tenant.name)?.states ??
+      this.#local.peek(tenant.name, tenant.limits, this.o.now())
+    );
   }
 
   /** Forget tenants no longer configured (the keys file changed). */
@@ -128,12 +217,27 @@ export class TenantLimiter {
     for (const t of this.#last.keys()) if (!tenants.has(t)) this.#last.delete(t);
   }
 
-  #result(tenant: Tenant, id: string, backend: "redis" | "local", limits: TenantLimits, v: Verdict, bookedOutput: number, chargedPrompt: number): LimitResult {
-    this.#last.set(tenant.name, { states: v.states, at: this.o.now(), shared: backend === "redis" });
+  #result(
+    tenant: Tenant,
+    id: string,
+    backend: "redis" | "local",
+    limits: TenantLimits,
+    v: Verdict,
+    bookedOutput: number,
+    chargedPrompt: number,
+  ): LimitResult {
+    this.#last.set(tenant.name, {
+      states: v.states,
+      at: this.o.now(),
+      shared: backend === "redis",
+    });
     if (!v.allowed) {
       this.o.onRefused?.(tenant.name, v.refused ?? "unknown");
       return { allowed: false, verdict: v };
     }
-    return { allowed: true, ticket: { tenant, id, backend, limits, bookedOutput, chargedPrompt, verdict: v } };
+    return {
+      allowed: true,
+      ticket: { tenant, id, backend, limits, bookedOutput, chargedPrompt, verdict: v },
+    };
   }
 }

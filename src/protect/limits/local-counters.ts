@@ -7,7 +7,13 @@
  */
 import type { TenantLimits } from "../tenant.ts";
 import { fullBucket, msUntil, refill, type Bucket } from "./token-bucket.ts";
-import { limitVector, type Ask, type Dimension, type DimensionState, type Verdict } from "./verdict.ts";
+import {
+  limitVector,
+  type Ask,
+  type Dimension,
+  type DimensionState,
+  type Verdict,
+} from "./verdict.ts";
 
 /** A refused concurrency slot frees when some request ends, which nobody can predict: come back in a second. */
 export const CONCURRENCY_RETRY_MS = 1_000;
@@ -66,10 +72,17 @@ export class LocalLimitCounters {
     }
     const allowed = refused === undefined;
     if (allowed) {
-      for (const d of ["requests", "prompt_tokens", "output_tokens"] as const) if (lim[d] > 0) c.buckets[d]!.level -= cost[d];
+      for (const d of ["requests", "prompt_tokens", "output_tokens"] as const)
+        if (lim[d] > 0) c.buckets[d]!.level -= cost[d];
       c.running.set(id, cost.output_tokens);
     }
-    return { allowed, refused, tooLarge: tooLarge || undefined, retryAfterMs: allowed ? 0 : retryAfterMs, states: this.#states(c, lim) };
+    return {
+      allowed,
+      refused,
+      tooLarge: tooLarge || undefined,
+      retryAfterMs: allowed ? 0 : retryAfterMs,
+      states: this.#states(c, lim),
+    };
   }
 
   /**
@@ -77,14 +90,22 @@ export class LocalLimitCounters {
    * output bucket is charged the difference from what was booked (a refund when it was less);
    * with `prompt`, the prompt bucket is settled the same way to what the engine reported.
    */
-  release(tenant: string, limits: TenantLimits, id: string, outputTokens: number, now: number, prompt?: { readonly charged: number; readonly used: number }): void {
+  release(
+    tenant: string,
+    limits: TenantLimits,
+    id: string,
+    outputTokens: number,
+    now: number,
+    prompt?: { readonly charged: number; readonly used: number },
+  ): void {
     const c = this.#tenants.get(tenant);
     const booked = c?.running.get(id);
     if (c === undefined || booked === undefined) return;
     c.running.delete(id);
     const lim = limitVector(limits);
     settle(c.buckets.output_tokens, lim.output_tokens, outputTokens - booked, now);
-    if (prompt !== undefined) settle(c.buckets.prompt_tokens, lim.prompt_tokens, prompt.used - prompt.charged, now);
+    if (prompt !== undefined)
+      settle(c.buckets.prompt_tokens, lim.prompt_tokens, prompt.used - prompt.charged, now);
   }
 
   /** The tenant's state now, without taking anything (headers on answers that took nothing). */
@@ -103,7 +124,13 @@ export class LocalLimitCounters {
    * refills from there. A fallback that started full would let every router admit a whole
    * share again right after the fleet used up the limit.
    */
-  seed(tenant: string, limits: TenantLimits, states: Verdict["states"], routers: number, at: number): void {
+  seed(
+    tenant: string,
+    limits: TenantLimits,
+    states: Verdict["states"],
+    routers: number,
+    at: number,
+  ): void {
     const lim = limitVector(limits);
     const c = this.#counters(tenant);
     for (const d of ["requests", "prompt_tokens", "output_tokens"] as const) {
@@ -129,9 +156,18 @@ export class LocalLimitCounters {
     for (const d of ["requests", "prompt_tokens", "output_tokens"] as const) {
       const b = c.buckets[d];
       if (lim[d] === 0 || b === undefined) continue;
-      out[d] = { limit: lim[d], remaining: Math.floor(b.level), resetMs: msUntil(b, lim[d], lim[d]) };
+      out[d] = {
+        limit: lim[d],
+        remaining: Math.floor(b.level),
+        resetMs: msUntil(b, lim[d], lim[d]),
+      };
     }
-    if (lim.concurrent > 0) out.concurrent = { limit: lim.concurrent, remaining: Math.max(0, lim.concurrent - c.running.size), resetMs: 0 };
+    if (lim.concurrent > 0)
+      out.concurrent = {
+        limit: lim.concurrent,
+        remaining: Math.max(0, lim.concurrent - c.running.size),
+        resetMs: 0,
+      };
     return out;
   }
 }

@@ -24,7 +24,10 @@ export function formatReset(ms: number): string {
 export function rateLimitHeaders(states: Verdict["states"]): [string, string][] {
   const out: [string, string][] = [];
   const put = (suffix: string, s: DimensionState, reset: boolean) => {
-    out.push([`x-ratelimit-limit-${suffix}`, String(s.limit)], [`x-ratelimit-remaining-${suffix}`, String(Math.max(0, s.remaining))]);
+    out.push(
+      [`x-ratelimit-limit-${suffix}`, String(s.limit)],
+      [`x-ratelimit-remaining-${suffix}`, String(Math.max(0, s.remaining))],
+    );
     if (reset) out.push([`x-ratelimit-reset-${suffix}`, formatReset(s.resetMs)]);
   };
   if (states.requests) put("requests", states.requests, true);
@@ -36,7 +39,10 @@ export function rateLimitHeaders(states: Verdict["states"]): [string, string][] 
   return out;
 }
 
-function tightest(a: DimensionState | undefined, b: DimensionState | undefined): DimensionState | undefined {
+function tightest(
+  a: DimensionState | undefined,
+  b: DimensionState | undefined,
+): DimensionState | undefined {
   if (a === undefined || b === undefined) return a ?? b;
   return a.remaining / a.limit <= b.remaining / b.limit ? a : b;
 }
@@ -60,7 +66,8 @@ export function rateLimitedResponse(tenant: string, v: Verdict): Response {
     status: 429,
     headers: { "content-type": "application/json" },
   });
-  if (!v.tooLarge) res.headers.set("retry-after", String(Math.max(1, Math.ceil(v.retryAfterMs / 1000))));
+  if (!v.tooLarge)
+    res.headers.set("retry-after", String(Math.max(1, Math.ceil(v.retryAfterMs / 1000))));
   for (const [k, val] of rateLimitHeaders(v.states)) res.headers.set(k, val);
   return res;
 }

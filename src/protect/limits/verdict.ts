@@ -56,7 +56,8 @@ export function hasLimits(l: TenantLimits): boolean {
 export function shareOf(l: TenantLimits, routers: number): TenantLimits {
   const n = Math.max(1, Math.floor(routers));
   if (n === 1) return l;
-  const part = (x: number | undefined) => (x === undefined ? undefined : Math.max(1, Math.floor(x / n)));
+  const part = (x: number | undefined) =>
+    x === undefined ? undefined : Math.max(1, Math.floor(x / n));
   return {
     requestsPerMinute: part(l.requestsPerMinute),
     promptTokensPerMinute: part(l.promptTokensPerMinute),

@@ -83,7 +83,11 @@ export class AdmissionGate {
   constructor(private readonly o: AdmissionGateOptions) {
     // The queue refuses at maxSize; with maxQueue 0 every busy request is refused at once.
     this.#fair = o.fair === true ? new VirtualTokenCounters() : undefined;
-    this.#queue = new AdmissionQueue<Waiter>({ maxSize: o.maxQueue, timeoutMs: o.timeoutMs, fair: this.#fair });
+    this.#queue = new AdmissionQueue<Waiter>({
+      maxSize: o.maxQueue,
+      timeoutMs: o.timeoutMs,
+      fair: this.#fair,
+    });
   }
 
   /** Requests waiting now. */
@@ -116,15 +120,33 @@ export class AdmissionGate {
       }
     }
     return new Promise<T>((resolve, reject) => {
-      const w: Waiter = { attempt, abandon: opts.abandon as ((r: unknown) => void) | undefined, resolve: resolve as (v: unknown) => void, reject, signal, share };
+      const w: Waiter = {
+        attempt,
+        abandon: opts.abandon as ((r: unknown) => void) | undefined,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        signal,
+        share,
+      };
       const r = this.#queue.enqueue(w, priority, this.o.now(), share);
       if (!r.queued) {
-        reject(this.#reject("queue_full", `every worker is busy and the admission queue is full (${this.o.maxQueue} waiting); try again later`));
+        reject(
+          this.#reject(
+            "queue_full",
+            `every worker is busy and the admission queue is full (${this.o.maxQueue} waiting); try again later`,
+          ),
+        );
         return;
       }
       if (signal) {
         w.onAbort = () => {
-          if (this.#queue.remove(r.entry)) reject(new RouterError("invalid_request", "the client closed the request while it waited for a worker"));
+          if (this.#queue.remove(r.entry))
+            reject(
+              new RouterError(
+                "invalid_request",
+                "the client closed the request while it waited for a worker",
+              ),
+            );
         };
         signal.addEventListener("abort", w.onAbort, { once: true });
       }
@@ -159,7 +181,10 @@ export class AdmissionGate {
   close(): void {
     if (this.#timer !== undefined) this.o.timers.clear(this.#timer);
     this.#timer = undefined;
-    for (let e = this.#queue.shift(); e; e = this.#queue.shift()) this.#settle(e, () => e.item.reject(new RouterError("unavailable", "the router is stopping")));
+    for (let e = this.#queue.shift(); e; e = this.#queue.shift())
+      this.#settle(e, () =>
+        e.item.reject(new RouterError("unavailable", "the router is stopping")),
+      );
   }
 
   async #drain(): Promise<void> {
@@ -168,7 +193,14 @@ export class AdmissionGate {
       do {
         this.#again = false;
         for (const e of this.#queue.expire(this.o.now())) {
-          this.#settle(e, () => e.item.reject(this.#reject("queue_timeout", `every worker stayed busy for ${this.o.timeoutMs / 1000} s (--queue-timeout); try again later`)));
+          this.#settle(e, () =>
+            e.item.reject(
+              this.#reject(
+                "queue_timeout",
+                `every worker stayed busy for ${this.o.timeoutMs / 1000} s (--queue-timeout); try again later`,
+              ),
+            ),
+          );
         }
         // In queue order; a waiter still busy keeps its place and the next one is tried, so
         // a request whose workers (model, adapter, session) are all busy does not hold up
@@ -207,7 +239,10 @@ export class AdmissionGate {
 
   #schedule(): void {
     if (this.#timer !== undefined || this.#queue.size === 0) return;
-    const wait = Math.min(this.o.tickMs ?? DEFAULT_TICK_MS, this.#queue.nextDeadlineIn(this.o.now()) ?? Infinity);
+    const wait = Math.min(
+      this.o.tickMs ?? DEFAULT_TICK_MS,
+      this.#queue.nextDeadlineIn(this.o.now()) ?? Infinity,
+    );
     this.#timer = this.o.timers.set(() => {
       this.#timer = undefined;
       this.pump();
@@ -223,7 +258,12 @@ export class AdmissionGate {
     this.#rejected[reason]++;
     this.o.onRejected?.(reason);
     // Come back after about one queue timeout: by then the line has moved or drained.
-    return new RouterError(reason, message, undefined, Math.max(1, Math.ceil(this.o.timeoutMs / 1000)));
+    return new RouterError(
+      reason,
+      message,
+      undefined,
+      Math.max(1, Math.ceil(this.o.timeoutMs / 1000)),
+    );
   }
 }
 

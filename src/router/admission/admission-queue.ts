@@ -42,7 +42,9 @@ export interface AdmissionQueueOptions {
   readonly fair?: VirtualTokenCounters;
 }
 
-export type EnqueueResult<T> = { readonly queued: true; readonly entry: QueuedEntry<T> } | { readonly queued: false; readonly reason: "queue_full" };
+export type EnqueueResult<T> =
+  | { readonly queued: true; readonly entry: QueuedEntry<T> }
+  | { readonly queued: false; readonly reason: "queue_full" };
 
 export class AdmissionQueue<T> {
   /** Kept sorted by (priority, seq): the head is entries[0]. Bounded by maxSize, so insertion by binary search is cheap. */
@@ -54,8 +56,10 @@ export class AdmissionQueue<T> {
   #shared = 0;
 
   constructor(readonly options: AdmissionQueueOptions) {
-    if (!(options.maxSize >= 0) || !Number.isInteger(options.maxSize)) throw new Error(`maxSize must be an integer >= 0, got ${options.maxSize}`);
-    if (!(options.timeoutMs > 0)) throw new Error(`timeoutMs must be > 0, got ${options.timeoutMs}`);
+    if (!(options.maxSize >= 0) || !Number.isInteger(options.maxSize))
+      throw new Error(`maxSize must be an integer >= 0, got ${options.maxSize}`);
+    if (!(options.timeoutMs > 0))
+      throw new Error(`timeoutMs must be > 0, got ${options.timeoutMs}`);
   }
 
   get size(): number {
@@ -64,7 +68,8 @@ export class AdmissionQueue<T> {
 
   /** Put `item` in line, or refuse it when the queue is full. */
   enqueue(item: T, priority: number, now: number, share?: TenantShare): EnqueueResult<T> {
-    if (this.#entries.length >= this.options.maxSize) return { queued: false, reason: "queue_full" };
+    if (this.#entries.length >= this.options.maxSize)
+      return { queued: false, reason: "queue_full" };
     const entry: QueuedEntry<T> = { item, priority, enqueuedAt: now, seq: this.#seq++, share };
     this.#join(entry);
     // First index whose entry sorts after the new one (same priority: after, it came later).
@@ -130,7 +135,8 @@ export class AdmissionQueue<T> {
     const band = this.#backlog.get(priority);
     if (band?.has(share.tenant)) return;
     let floor: number | undefined;
-    if (band !== undefined) for (const t of band.keys()) floor = Math.min(floor ?? Infinity, fair.counter(t));
+    if (band !== undefined)
+      for (const t of band.keys()) floor = Math.min(floor ?? Infinity, fair.counter(t));
     fair.lift(share.tenant, floor);
   }
 
@@ -184,13 +190,21 @@ export class AdmissionQueue<T> {
  * lifted to the others' counter, and making a light tenant's one request wait behind a heavy
  * tenant's backlog head would cost it a whole extra turn for nothing. Then arrival order.
  */
-function fairOrder<T>(all: readonly QueuedEntry<T>[], from: number, to: number, n: number, fair: VirtualTokenCounters, out: QueuedEntry<T>[]): void {
+function fairOrder<T>(
+  all: readonly QueuedEntry<T>[],
+  from: number,
+  to: number,
+  n: number,
+  fair: VirtualTokenCounters,
+  out: QueuedEntry<T>[],
+): void {
   const lines = new Map<string, { entries: QueuedEntry<T>[]; next: number; counter: number }>();
   for (let i = from; i < to; i++) {
     const e = all[i]!;
     const tenant = e.share?.tenant ?? "";
     let line = lines.get(tenant);
-    if (line === undefined) lines.set(tenant, (line = { entries: [], next: 0, counter: fair.counter(tenant) }));
+    if (line === undefined)
+      lines.set(tenant, (line = { entries: [], next: 0, counter: fair.counter(tenant) }));
     line.entries.push(e);
   }
   for (let picked = 0; picked < n; picked++) {
@@ -204,11 +218,16 @@ function fairOrder<T>(all: readonly QueuedEntry<T>[], from: number, to: number, 
       if (line.counter > best.counter) continue;
       const waiting = line.entries.length - line.next;
       const bestWaiting = best.entries.length - best.next;
-      if (waiting < bestWaiting || (waiting === bestWaiting && line.entries[line.next]!.seq < best.entries[best.next]!.seq)) best = line;
+      if (
+        waiting < bestWaiting ||
+        (waiting === bestWaiting && line.entries[line.next]!.seq < best.entries[best.next]!.seq)
+      )
+        best = line;
     }
     if (best === undefined) return;
     const e = best.entries[best.next++]!;
     out.push(e);
-    if (e.share !== undefined) best.counter += serviceTokens(e.share.promptTokens, e.share.outputTokens) / e.share.weight;
+    if (e.share !== undefined)
+      best.counter += serviceTokens(e.share.promptTokens, e.share.outputTokens) / e.share.weight;
   }
 }

@@ -57,7 +57,8 @@ export class VirtualTokenCounters {
    */
   settle(share: TenantShare, outputTokens: number): void {
     const delta = OUTPUT_TOKEN_WEIGHT * (outputTokens - share.outputTokens);
-    if (delta !== 0) this.#counters.set(share.tenant, this.counter(share.tenant) + delta / share.weight);
+    if (delta !== 0)
+      this.#counters.set(share.tenant, this.counter(share.tenant) + delta / share.weight);
   }
 
   /**

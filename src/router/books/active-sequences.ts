@@ -97,8 +97,15 @@ export class ActiveSequences {
     const expired = this.forceExpiry(now);
     const seq = req.seqHashes;
     const promptNodes = new Int32Array(seq ? seq.length : 0);
-    if (seq && seq.length > 0) this.refs.acquireAll(this.slot, u32Halves(seq), seq.length, promptNodes);
-    const state: RequestState = { promptNodes, seqHashes: seq, outputNodes: null, startedAt: now, prefillTokens: this.newTokens(req.isl, req.overlap) };
+    if (seq && seq.length > 0)
+      this.refs.acquireAll(this.slot, u32Halves(seq), seq.length, promptNodes);
+    const state: RequestState = {
+      promptNodes,
+      seqHashes: seq,
+      outputNodes: null,
+      startedAt: now,
+      prefillTokens: this.newTokens(req.isl, req.overlap),
+    };
     this.#requests.set(req.requestId, state);
     if (now > this.#lastBookedAt) this.#lastBookedAt = now;
     if (state.prefillTokens > 0) {
@@ -238,12 +245,18 @@ export class ActiveSequences {
   addOutputBlock(requestId: string, decayFraction: number | undefined, rng: Rng): boolean {
     const state = this.#requests.get(requestId);
     if (!state) return false;
-    const node = this.refs.acquire(this.slot, (rng() * 0x1_0000_0000) >>> 0, (rng() * 0x1_0000_0000) >>> 0);
+    const node = this.refs.acquire(
+      this.slot,
+      (rng() * 0x1_0000_0000) >>> 0,
+      (rng() * 0x1_0000_0000) >>> 0,
+    );
     (state.outputNodes ??= []).push(node);
     if (decayFraction !== undefined) {
       const refs = this.refs;
-      for (const n of state.promptNodes) if (refs.refCount(n) === 1) refs.setFraction(n, decayFraction);
-      for (const n of state.outputNodes) if (refs.refCount(n) === 1) refs.setFraction(n, decayFraction);
+      for (const n of state.promptNodes)
+        if (refs.refCount(n) === 1) refs.setFraction(n, decayFraction);
+      for (const n of state.outputNodes)
+        if (refs.refCount(n) === 1) refs.setFraction(n, decayFraction);
     }
     return true;
   }
@@ -280,7 +293,8 @@ export class ActiveSequences {
   newBlocks(seqHashes: BigUint64Array): number {
     const halves = u32Halves(seqHashes);
     let missing = 0;
-    for (let i = 0; i < seqHashes.length; i++) if (!this.refs.holds(this.slot, halves[2 * i]!, halves[2 * i + 1]!)) missing++;
+    for (let i = 0; i < seqHashes.length; i++)
+      if (!this.refs.holds(this.slot, halves[2 * i]!, halves[2 * i + 1]!)) missing++;
     return missing;
   }
 

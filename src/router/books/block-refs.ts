@@ -93,7 +93,8 @@ export class BlockRefs {
 
   /** Give a slot index back; the slot must hold no block any more. */
   releaseSlot(slot: number): void {
-    if (this.#unique[slot] !== 0) throw new Error(`slot ${slot} still holds ${this.#unique[slot]} blocks`);
+    if (this.#unique[slot] !== 0)
+      throw new Error(`slot ${slot} still holds ${this.#unique[slot]} blocks`);
     this.#slotInUse[slot] = 0;
     this.#fitRows(); // narrower when the last slots left
   }
@@ -437,7 +438,12 @@ export class BlockRefs {
 
   /** Bytes of the typed arrays (entries, holder rows, extra holdings; the hash tables aside). */
   get bytes(): number {
-    return this.#ent.byteLength + this.#entFrac.byteLength + this.#rows.bytes() + this.#nodeSlot.length * 20;
+    return (
+      this.#ent.byteLength +
+      this.#entFrac.byteLength +
+      this.#rows.bytes() +
+      this.#nodeSlot.length * 20
+    );
   }
 
   /** Live (block, slot) holdings: for tests and memory accounting. */
@@ -509,7 +515,10 @@ export class BlockRefs {
   }
 }
 
-function grow<T extends Int32Array | Uint32Array | Float64Array | Uint8Array>(old: T, bigger: T): T {
+function grow<T extends Int32Array | Uint32Array | Float64Array | Uint8Array>(
+  old: T,
+  bigger: T,
+): T {
   bigger.set(old as never);
   return bigger;
 }

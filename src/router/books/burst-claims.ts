@@ -55,7 +55,9 @@ export function claimPrefix(seqHashes: BigUint64Array | null): PrefixMark[] {
     if (p >= 2 && mid < n) depths.add(mid);
   }
   for (let back = 0; back < n; back = back === 0 ? 1 : back * 2) depths.add(n - back);
-  return [...depths].sort((a, b) => a - b).map((blocks) => ({ blocks, hash: seqHashes![blocks - 1]! }));
+  return [...depths]
+    .sort((a, b) => a - b)
+    .map((blocks) => ({ blocks, hash: seqHashes![blocks - 1]! }));
 }
 
 /**
@@ -63,7 +65,10 @@ export function claimPrefix(seqHashes: BigUint64Array | null): PrefixMark[] {
  * deepest mark equal to this prompt's hash at the same depth (a sequence hash equal at depth d
  * means the whole d-block prefix is equal). At most a third short of the truth.
  */
-export function sharedBlocks(prefix: readonly PrefixMark[], seqHashes: BigUint64Array | null): number {
+export function sharedBlocks(
+  prefix: readonly PrefixMark[],
+  seqHashes: BigUint64Array | null,
+): number {
   if (seqHashes === null) return 0;
   let shared = 0;
   for (const m of prefix) {
@@ -85,7 +90,10 @@ export interface BurstClaims {
    * that are still inside the window, every router's, this one's included. Rejects when the
    * store is away or late (the caller decides without them).
    */
-  claim(mine: BurstClaim, replaces?: HeldClaim): Promise<{ readonly held: HeldClaim; readonly earlier: readonly BurstClaim[] }>;
+  claim(
+    mine: BurstClaim,
+    replaces?: HeldClaim,
+  ): Promise<{ readonly held: HeldClaim; readonly earlier: readonly BurstClaim[] }>;
 }
 
 /**
@@ -104,7 +112,12 @@ export interface UnseenClaims {
  * synced from their router, and not booked and freed already), per rank. Undefined when there
  * are none. `self` is the claim being decided, never counted; `seqHashes` are its prompt's.
  */
-export function unseenClaims(earlier: readonly BurstClaim[], tracker: LoadTracker, self: BurstClaim, seqHashes: BigUint64Array | null): UnseenClaims | undefined {
+export function unseenClaims(
+  earlier: readonly BurstClaim[],
+  tracker: LoadTracker,
+  self: BurstClaim,
+  seqHashes: BigUint64Array | null,
+): UnseenClaims | undefined {
   let tokens: Map<WorkerKey, number> | undefined;
   let shared: Map<WorkerKey, number> | undefined;
   for (const c of earlier) {

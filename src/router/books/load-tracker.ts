@@ -7,7 +7,13 @@
  * PURE: `now` is milliseconds, passed in; the output-block rng is passed in.
  */
 import { RouterError } from "../../core/errors.ts";
-import { keyOf, parseWorkerKey, type WorkerId, type WorkerKey, type WorkerWithDpRank } from "../../core/ids.ts";
+import {
+  keyOf,
+  parseWorkerKey,
+  type WorkerId,
+  type WorkerKey,
+  type WorkerWithDpRank,
+} from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 import { ActiveSequences } from "./active-sequences.ts";
 import { BlockRefs } from "./block-refs.ts";
@@ -128,7 +134,8 @@ export class LoadTracker {
   removeWorker(workerId: WorkerId): void {
     const keys = this.#keysOf.get(workerId);
     if (keys !== undefined) for (const key of [...keys]) this.#dropSlot(key);
-    for (const key of [...this.#kvCapacity.keys()]) if (parseWorkerKey(key).workerId === workerId) this.#kvCapacity.delete(key);
+    for (const key of [...this.#kvCapacity.keys()])
+      if (parseWorkerKey(key).workerId === workerId) this.#kvCapacity.delete(key);
   }
 
   /**
@@ -232,8 +239,10 @@ export class LoadTracker {
    */
   addRequest(req: TrackedRequest, now: number): string[] {
     const slot = this.#slotOf(req.worker);
-    if (!slot) throw new RouterError("worker_not_found", `worker ${keyOf(req.worker)} is not tracked`);
-    if (this.#requestSlot.has(req.requestId)) throw new RouterError("duplicate_request", `request ${req.requestId} is already active`);
+    if (!slot)
+      throw new RouterError("worker_not_found", `worker ${keyOf(req.worker)} is not tracked`);
+    if (this.#requestSlot.has(req.requestId))
+      throw new RouterError("duplicate_request", `request ${req.requestId} is already active`);
     const expired = this.#book(slot, req, now);
     // Without a listener (no replicas) the event is not even built. The wire's expected
     // output is always null: nothing on the request path predicts a request's output length.
@@ -295,7 +304,12 @@ export class LoadTracker {
     return expired;
   }
 
-  #emit(requestId: string, worker: WorkerWithDpRank, loraName: string | null, data: ActiveSequenceEventData): void {
+  #emit(
+    requestId: string,
+    worker: WorkerWithDpRank,
+    loraName: string | null,
+    data: ActiveSequenceEventData,
+  ): void {
     this.onLocalEvent?.({ requestId, worker, data, routerId: this.routerId, loraName });
   }
 
@@ -413,7 +427,8 @@ export class LoadTracker {
     const cap = this.#refs.slotCapacity;
     if (this.#held.length !== cap) this.#held = new Int32Array(cap);
     else this.#held.fill(0);
-    if (seqHashes && seqHashes.length > 0) this.#refs.countHeld(u32Halves(seqHashes), seqHashes.length, this.#held);
+    if (seqHashes && seqHashes.length > 0)
+      this.#refs.countHeld(u32Halves(seqHashes), seqHashes.length, this.#held);
     return this.#held;
   }
 
@@ -426,7 +441,8 @@ export class LoadTracker {
     const cap = this.#refs.slotCapacity;
     if (this.#held.length !== cap) this.#held = new Int32Array(cap);
     else this.#held.fill(0);
-    if (seqHashes && seqHashes.length > 0) this.#refs.countHeldPrefix(u32Halves(seqHashes), seqHashes.length, this.#held);
+    if (seqHashes && seqHashes.length > 0)
+      this.#refs.countHeldPrefix(u32Halves(seqHashes), seqHashes.length, this.#held);
     return this.#held;
   }
 

@@ -56,7 +56,9 @@ export class PrefixTraffic {
   /** A request spent `ms` on its engine (booked to freed). */
   finished(ms: number): void {
     if (!(ms >= 0 && Number.isFinite(ms))) return;
-    this.#durationMs = Number.isNaN(this.#durationMs) ? ms : this.#durationMs + DURATION_SMOOTHING * (ms - this.#durationMs);
+    this.#durationMs = Number.isNaN(this.#durationMs)
+      ? ms
+      : this.#durationMs + DURATION_SMOOTHING * (ms - this.#durationMs);
   }
 
   /** The smoothed time a request stays on its engine (ms); 0 before any finished. */

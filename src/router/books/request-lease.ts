@@ -79,7 +79,16 @@ export class RequestLease {
    * time of the first token, once, if `firstToken()` reports it; `onEnd` what the answer showed of
    * the engine's decode, once, when it is freed.
    */
-  static book(tracker: LoadTracker, b: Booking, at: number, blockSize: number, now: () => number, rng: Rng, onFirstToken?: FirstTokenHook, onEnd?: LeaseEndHook): RequestLease {
+  static book(
+    tracker: LoadTracker,
+    b: Booking,
+    at: number,
+    blockSize: number,
+    now: () => number,
+    rng: Rng,
+    onFirstToken?: FirstTokenHook,
+    onEnd?: LeaseEndHook,
+  ): RequestLease {
     if (!tracker.hasWorker(keyOf(b.worker))) tracker.addWorkers([b.worker]);
     tracker.addRequest(b, at);
     return new RequestLease(tracker, b.requestId, b.isl, blockSize, now, rng, onFirstToken, onEnd);
@@ -117,7 +126,8 @@ export class RequestLease {
     this.prefillDone();
     if (this.#onEnd !== undefined && total > this.#tokens) {
       // The first count after the first token is the first token's own event: gaps start there.
-      if (this.#firstTokenAt !== undefined && this.#lastTokenAt === undefined) this.#tokensAtFirst = this.#tokens;
+      if (this.#firstTokenAt !== undefined && this.#lastTokenAt === undefined)
+        this.#tokensAtFirst = this.#tokens;
       this.#tokens = total;
       if (this.#firstTokenAt !== undefined) this.#lastTokenAt = this.now();
     }
@@ -136,9 +146,15 @@ export class RequestLease {
     if (end !== undefined) {
       this.#onEnd = undefined;
       const at = this.now();
-      const later = this.#lastTokenAt === undefined ? 0 : this.#tokens - Math.max(1, this.#tokensAtFirst);
+      const later =
+        this.#lastTokenAt === undefined ? 0 : this.#tokens - Math.max(1, this.#tokensAtFirst);
       // Told before the booking goes, so the rank's books still count this request's batch.
-      end({ at, firstTokenAt: this.#firstTokenAt, lastTokenAt: this.#lastTokenAt, laterTokens: Math.max(0, later) });
+      end({
+        at,
+        firstTokenAt: this.#firstTokenAt,
+        lastTokenAt: this.#lastTokenAt,
+        laterTokens: Math.max(0, later),
+      });
     }
     this.tracker.free(this.requestId, this.now());
     const after = this.#afterFree;

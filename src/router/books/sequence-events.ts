@@ -19,7 +19,10 @@ export interface AddRequestData {
   readonly overlap: number;
   readonly expectedOutputTokens: number | null;
 }
-export type ActiveSequenceEventData = AddRequestData | { readonly type: "free" } | { readonly type: "mark_prefill_completed" };
+export type ActiveSequenceEventData =
+  | AddRequestData
+  | { readonly type: "free" }
+  | { readonly type: "mark_prefill_completed" };
 
 export interface ActiveSequenceEvent {
   readonly requestId: string;

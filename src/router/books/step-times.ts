@@ -106,7 +106,8 @@ export class StepTimes {
     const { x, y, count: n } = this.#fleet;
     const s = this.#scratch;
     let k = 0;
-    for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) if (x[j] !== x[i]) s[k++] = (y[j]! - y[i]!) / (x[j]! - x[i]!);
+    for (let i = 0; i < n; i++)
+      for (let j = i + 1; j < n; j++) if (x[j] !== x[i]) s[k++] = (y[j]! - y[i]!) / (x[j]! - x[i]!);
     // A batch that grows makes no step faster: a negative slope is noise.
     const perSeq = k === 0 ? 0 : Math.max(0, median(s.subarray(0, k)));
     for (let i = 0; i < n; i++) s[i] = y[i]! - perSeq * x[i]!;
@@ -139,7 +140,8 @@ export class StepTimes {
     const centre = [...mids].sort((a, b) => a - b)[(mids.length - 1) >> 1]!;
     for (let i = 0; i < keys.length; i++) {
       const rel = mids[i]! / centre;
-      if (q1s[i]! > centre && rel >= STEP_SAME_AS_FLEET) this.#factors.set(keys[i]!, Math.min(MAX_STEP_FACTOR, rel));
+      if (q1s[i]! > centre && rel >= STEP_SAME_AS_FLEET)
+        this.#factors.set(keys[i]!, Math.min(MAX_STEP_FACTOR, rel));
     }
   }
 }

@@ -239,7 +239,15 @@ export class TtftPredictor {
     const reported = own === undefined ? this.#reportedFactors.get(key) : undefined;
     const factor = own ?? reported ?? 1;
     const source =
-      own !== undefined ? "own" : reported !== undefined ? "engine" : this.#fitted ? "fleet" : this.#typicalReport !== undefined ? "engine" : "prior";
+      own !== undefined
+        ? "own"
+        : reported !== undefined
+          ? "engine"
+          : this.#fitted
+            ? "fleet"
+            : this.#typicalReport !== undefined
+              ? "engine"
+              : "prior";
     return { msPerToken: this.#msPerToken * factor, latencyMs: this.#latencyMs, factor, source };
   }
 
@@ -278,10 +286,18 @@ export class TtftPredictor {
    * The predicted TTFT of a request booked now on `key` that must compute `uncachedTokens`
    * there, behind the prefills `seqs` (the rank's books) still hold. No books: an idle rank.
    */
-  predict(seqs: ActiveSequences | undefined, key: WorkerKey, uncachedTokens: number, now: number): TtftPrediction {
+  predict(
+    seqs: ActiveSequences | undefined,
+    key: WorkerKey,
+    uncachedTokens: number,
+    now: number,
+  ): TtftPrediction {
     const msPerToken = this.msPerTokenOf(key);
     const tokens = this.tokensBefore(seqs, msPerToken, uncachedTokens, now);
-    return { ms: this.#latencyMs + msPerToken * tokens + this.#decodeWeight * this.stepMsOf(seqs, key), tokens };
+    return {
+      ms: this.#latencyMs + msPerToken * tokens + this.#decodeWeight * this.stepMsOf(seqs, key),
+      tokens,
+    };
   }
 
   /** How much of the rank's decode step time (stepMsOf) a first token waits for, as learned (0 until known). */
@@ -314,7 +330,12 @@ export class TtftPredictor {
   }
 
   /** predict()'s tokens at a speed the caller looked up (msPerTokenOf): its ms is latencyMs + msPerToken × this. */
-  tokensBefore(seqs: ActiveSequences | undefined, msPerToken: number, uncachedTokens: number, now: number): number {
+  tokensBefore(
+    seqs: ActiveSequences | undefined,
+    msPerToken: number,
+    uncachedTokens: number,
+    now: number,
+  ): number {
     return (seqs === undefined ? 0 : tokensAhead(seqs, msPerToken, now)) + uncachedTokens;
   }
 
@@ -332,7 +353,12 @@ export class TtftPredictor {
       r = new RankSamples(RANK_WINDOW);
       this.#ranks.set(o.key, r);
     }
-    r.addOwn(o.tokens, observed, o.ownTokens === undefined ? o.tokens : Math.min(o.tokens, Math.max(0, o.ownTokens)), step);
+    r.addOwn(
+      o.tokens,
+      observed,
+      o.ownTokens === undefined ? o.tokens : Math.min(o.tokens, Math.max(0, o.ownTokens)),
+      step,
+    );
     this.#refit();
     if (o.predictedMs === undefined || !(observed > 0)) return undefined;
     return Math.abs(o.predictedMs / observed - 1);
@@ -436,7 +462,8 @@ export class TtftPredictor {
     let k = 0;
     for (let i = 0; i < n; i++) {
       for (let j = i + 1; j < n; j++) {
-        if (Math.abs(tokens[j]! - tokens[i]!) < this.#minGap && step[j] !== step[i]) scratch[k++] = Math.abs(ms[j]! - ms[i]!);
+        if (Math.abs(tokens[j]! - tokens[i]!) < this.#minGap && step[j] !== step[i])
+          scratch[k++] = Math.abs(ms[j]! - ms[i]!);
       }
     }
     if (k < MIN_DECODE_SAMPLES) return this.#lastDecodeFit;
@@ -494,7 +521,8 @@ export class TtftPredictor {
       let m = 0;
       for (let j = 0; j < r.count; j++) {
         const t = r.tokens[j]!;
-        if (t >= minTokens && r.own[j]! >= MOSTLY_OWN * t) scratch[m++] = (r.ms[j]! - intercept - this.#decodeWeight * r.step[j]!) / (slope * t);
+        if (t >= minTokens && r.own[j]! >= MOSTLY_OWN * t)
+          scratch[m++] = (r.ms[j]! - intercept - this.#decodeWeight * r.step[j]!) / (slope * t);
       }
       if (m < MIN_OWN_SAMPLES) q[2 * i] = NaN;
       else {
@@ -547,8 +575,13 @@ export interface QueueAtBooking {
  * the books do not hold yet (burst-claims.ts), queued ahead all the same: once their bookings
  * arrive and finish, they are not counted again as prompts that went ahead unseen.
  */
-export function queueAtBooking(seqs: ActiveSequences | undefined, claimed = 0): QueueAtBooking | undefined {
-  return seqs === undefined ? undefined : { seqs, queuedTokens: seqs.activeTokens() + claimed, prefilledTokens: seqs.prefilledTokens };
+export function queueAtBooking(
+  seqs: ActiveSequences | undefined,
+  claimed = 0,
+): QueueAtBooking | undefined {
+  return seqs === undefined
+    ? undefined
+    : { seqs, queuedTokens: seqs.activeTokens() + claimed, prefilledTokens: seqs.prefilledTokens };
 }
 
 /**
@@ -580,9 +613,21 @@ export function tokensInHindsight(b: PredictedBooking): number {
  * its tokens counted in hindsight (tokensInHindsight). `onError` hears |predicted ÷ observed − 1|
  * (the metric: the decision's prediction, whatever the hindsight).
  */
-export function firstTokenSampler(predictor: TtftPredictor, b: PredictedBooking, onError?: (error: number) => void): FirstTokenHook {
+export function firstTokenSampler(
+  predictor: TtftPredictor,
+  b: PredictedBooking,
+  onError?: (error: number) => void,
+): FirstTokenHook {
   return (at) => {
-    const error = predictor.observe({ key: b.key, bookedAt: b.bookedAt, tokens: tokensInHindsight(b), ownTokens: b.ownTokens, predictedMs: b.predictedMs, stepMs: b.stepMs, at });
+    const error = predictor.observe({
+      key: b.key,
+      bookedAt: b.bookedAt,
+      tokens: tokensInHindsight(b),
+      ownTokens: b.ownTokens,
+      predictedMs: b.predictedMs,
+      stepMs: b.stepMs,
+      at,
+    });
     if (error !== undefined) onError?.(error);
   };
 }
@@ -593,12 +638,27 @@ export function firstTokenSampler(predictor: TtftPredictor, b: PredictedBooking,
  * gaps, its mean inter-token gap and the decodes running on the rank then (`seqs`: the rank's
  * books, still holding this request) for the step-time line.
  */
-export function decodeSampler(predictor: TtftPredictor, key: WorkerKey, bookedAt: number, seqs: ActiveSequences | undefined): LeaseEndHook {
+export function decodeSampler(
+  predictor: TtftPredictor,
+  key: WorkerKey,
+  bookedAt: number,
+  seqs: ActiveSequences | undefined,
+): LeaseEndHook {
   return (end) => {
     predictor.traffic.finished(end.at - bookedAt);
-    if (seqs === undefined || end.firstTokenAt === undefined || end.lastTokenAt === undefined || end.laterTokens < 2) return;
+    if (
+      seqs === undefined ||
+      end.firstTokenAt === undefined ||
+      end.lastTokenAt === undefined ||
+      end.laterTokens < 2
+    )
+      return;
     const decodes = seqs.activeRequests - seqs.prefillingRequests;
-    predictor.steps.observe({ key, gapMs: (end.lastTokenAt - end.firstTokenAt) / end.laterTokens, decodes: Math.max(1, decodes) });
+    predictor.steps.observe({
+      key,
+      gapMs: (end.lastTokenAt - end.firstTokenAt) / end.laterTokens,
+      decodes: Math.max(1, decodes),
+    });
   };
 }
 

@@ -33,6 +33,7 @@ export function blankCandidate(e: Endpoint): CandidateSlot {
     ttftTokens: undefined,
     msPerToken: undefined,
     stepMs: 0,
+    kvPlan: undefined,
     cost: 0,
   };
 }

@@ -23,14 +23,21 @@
 import type { LoadTracker } from "../books/load-tracker.ts";
 import type { CandidatePool } from "./candidate-pool.ts";
 import { listViewOf, overlapsByPosition } from "./list-view.ts";
+import type { KvPlan } from "../kv-plan/plan.ts";
 import type { Candidate, Endpoint, SchedulingContext } from "./types.ts";
 
-export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker, pool?: CandidatePool): Candidate[] {
+export function buildCandidates(
+  ctx: SchedulingContext,
+  endpoints: readonly Endpoint[],
+  tracker: LoadTracker,
+  pool?: CandidatePool,
+): Candidate[] {
   const { isl, seqHashes, overlaps, unseen: claimed } = ctx.request;
   const bs = ctx.blockSize;
   const ttft = ctx.ttft;
   const now = ctx.now;
   const latencyMs = ttft === undefined ? 0 : ttft.latencyMs;
+  const planner = ctx.kvPlanner;
   const decodeWeight = ttft === undefined ? 0 : ttft.decodeWeight;
   // Sequence hashes chain the prefix: the blocks of it a slot holds are a leading run.
   const held = tracker.heldPrefixCounts(seqHashes);
@@ -75,7 +82,10 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       uncachedTokens = seqs.newTokens(isl, credited);
       prefillTokens = seqs.newTokens(isl, overlapBlocks) + activePrefillTokens;
       decodeBlocks = n - heldHere + activeDecodeBlocks;
-      ttftTokens = msPerToken === undefined ? undefined : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
+      ttftTokens =
+        msPerToken === undefined
+          ? undefined
+          : ttft!.tokensBefore(seqs, msPerToken, uncachedTokens, now);
       if (ttft !== undefined) stepMs = ttft.stepMsOf(seqs, e.key);
     }
     if (unseen > 0) {
@@ -84,7 +94,28 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       if (ttftTokens !== undefined) ttftTokens += unseen;
     }
     const tracked = seqs !== undefined;
-    const predictedTtftMs = ttftTokens === undefined ? undefined : latencyMs + msPerToken! * ttftTokens + decodeWeight * stepMs;
+    let predictedTtftMs =
+      ttftTokens === undefined
+        ? undefined
+        : latencyMs + msPerToken! * ttftTokens + decodeWeight * stepMs;
+    // Part of what it would compute may come faster from its own tiers or a peer (kv-plan/).
+    let kvPlan: KvPlan | undefined;
+    if (planner !== undefined && seqs !== undefined && ttftTokens !== undefined) {
+      kvPlan = planner.plan({
+        key: e.key,
+        worker: e.worker,
+        creditedBlocks: overlapBlocks,
+        uncachedTokens,
+        msPerToken: msPerToken!,
+      });
+      if (kvPlan !== undefined) {
+        uncachedTokens -= kvPlan.tokens;
+        ttftTokens -= kvPlan.tokens;
+        predictedTtftMs =
+          latencyMs + msPerToken! * ttftTokens + decodeWeight * stepMs + kvPlan.transferMs;
+        kvPlan.predictedTtftMs = predictedTtftMs;
+      }
+    }
     if (reused === undefined) {
       // A fresh object literal: building one is cheaper than filling a blank one.
       out[i] = {
@@ -105,6 +136,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
         ttftTokens,
         msPerToken,
         stepMs,
+        kvPlan,
         cost: 0,
       };
     } else {
@@ -124,6 +156,7 @@ export function buildCandidates(ctx: SchedulingContext, endpoints: readonly Endp
       c.ttftTokens = ttftTokens;
       c.msPerToken = msPerToken;
       c.stepMs = stepMs;
+      c.kvPlan = kvPlan;
       c.cost = 0;
     }
   }

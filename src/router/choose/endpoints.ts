@@ -35,5 +35,10 @@ export function endpoint(
   facts: { readonly maxNumBatchedTokens?: number; readonly healthy?: boolean } = {},
 ): Endpoint {
   const worker = { workerId: BigInt(workerId), dpRank };
-  return { worker, key: keyOf(worker), maxNumBatchedTokens: facts.maxNumBatchedTokens, healthy: facts.healthy };
+  return {
+    worker,
+    key: keyOf(worker),
+    maxNumBatchedTokens: facts.maxNumBatchedTokens,
+    healthy: facts.healthy,
+  };
 }

@@ -18,7 +18,14 @@ import type { UnseenClaims } from "../books/burst-claims.ts";
 import { groupOf } from "./costs/group-decodes.ts";
 import { runPipeline } from "./pipeline.ts";
 import type { Rng } from "../../core/rng.ts";
-import type { Endpoint, Pipeline, SchedulingContext, SchedulingRequest, Selection } from "./types.ts";
+import type { KvPlanner } from "../kv-plan/plan.ts";
+import type {
+  Endpoint,
+  Pipeline,
+  SchedulingContext,
+  SchedulingRequest,
+  Selection,
+} from "./types.ts";
 
 export interface FindBestMatchInput {
   /** Cached prefix per (worker, dp_rank), from the indexer. */
@@ -52,6 +59,8 @@ export interface FindBestMatchInput {
    * only until the next decision on the same endpoint list, so a caller that keeps any copies them.
    */
   readonly candidatePool?: CandidatePool;
+  /** Prices loads from tiers and pulls from peers for the policies that predict TTFT (kv-plan/); absent: none. */
+  readonly kvPlanner?: KvPlanner;
 }
 
 /**
@@ -68,7 +77,8 @@ function priorPredictor(blockSize: number): TtftPredictor {
 
 export function findBestMatch(input: FindBestMatchInput): Selection {
   const { isl, config, tracker } = input;
-  if (!(isl > 0)) throw new RouterError("invalid_request", "the prompt must have at least one token", "isl");
+  if (!(isl > 0))
+    throw new RouterError("invalid_request", "the prompt must have at least one token", "isl");
   const request: SchedulingRequest = {
     isl,
     seqHashes: input.seqHashes,
@@ -90,8 +100,16 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     rng: input.rng,
     // A caller without a router's predictor (a bench, a test) still gets predictions: the
     // prior speed on every engine, which orders candidates by prefill tokens queued and uncached.
-    ttft: input.ttft ?? (input.pipeline.predictsTtft ? priorPredictor(config.blockSize) : undefined),
+    ttft:
+      input.ttft ?? (input.pipeline.predictsTtft ? priorPredictor(config.blockSize) : undefined),
     otherRouters: input.otherRouters,
+    // Only where a tier holds some of the prompt: otherwise no candidate can load or pull any of it.
+    kvPlanner:
+      input.kvPlanner !== undefined &&
+      input.pipeline.predictsTtft === true &&
+      input.kvPlanner.prepare(input.overlaps, config.blockSize, input.now)
+        ? input.kvPlanner
+        : undefined,
   };
   const built = buildCandidates(ctx, input.endpoints, tracker, input.candidatePool);
   // Every endpoint's, before the filters: a group is where its prefix is, even on a rank that cannot take this request.
@@ -109,6 +127,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     uncachedTokens: chosen.uncachedTokens,
     stepMs: chosen.stepMs,
     groupKey: ctx.groupKey,
+    kvPlan: chosen.kvPlan,
     candidates,
   };
 }

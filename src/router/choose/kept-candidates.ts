@@ -24,7 +24,11 @@ export interface KeptCandidates {
   readonly bestOverlapBlocks: number;
 }
 
-export function keepCandidates(all: readonly Candidate[], chosenKey: WorkerKey, keep: number = CANDIDATES_KEPT): KeptCandidates {
+export function keepCandidates(
+  all: readonly Candidate[],
+  chosenKey: WorkerKey,
+  keep: number = CANDIDATES_KEPT,
+): KeptCandidates {
   // The `keep` cheapest by (cost, position), as positions in cost order: a short insertion list.
   // Once it is full, a candidate enters only below the dearest kept (`worst`): one comparison
   // for most of a thousand ranks.
@@ -44,9 +48,14 @@ export function keepCandidates(all: readonly Candidate[], chosenKey: WorkerKey, 
   // The chosen one is nearly always among the cheapest; else the cheapest candidate under its key.
   if (!top.some((i) => all[i]!.key === chosenKey)) {
     let chosen = -1;
-    for (let i = 0; i < all.length; i++) if (all[i]!.key === chosenKey && (chosen < 0 || all[i]!.cost < all[chosen]!.cost)) chosen = i;
+    for (let i = 0; i < all.length; i++)
+      if (all[i]!.key === chosenKey && (chosen < 0 || all[i]!.cost < all[chosen]!.cost)) chosen = i;
     if (chosen >= 0) top.push(chosen);
   }
   top.sort((a, b) => a - b);
-  return { candidates: top.map((i) => ({ ...all[i]! })), total: all.length, bestOverlapBlocks: best };
+  return {
+    candidates: top.map((i) => ({ ...all[i]! })),
+    total: all.length,
+    bestOverlapBlocks: best,
+  };
 }

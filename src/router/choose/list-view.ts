@@ -31,7 +31,8 @@ const views = new WeakMap<readonly Endpoint[], ListView>();
 
 export function listViewOf(endpoints: readonly Endpoint[], tracker: LoadTracker): ListView {
   const cached = views.get(endpoints);
-  if (cached !== undefined && cached.tracker === tracker && cached.version === tracker.slotsVersion) return cached;
+  if (cached !== undefined && cached.tracker === tracker && cached.version === tracker.slotsVersion)
+    return cached;
   const seqs = endpoints.map((e) => tracker.slotOf(e.key));
   const view: ListView = {
     endpoints,
@@ -59,7 +60,10 @@ function positionsOf(endpoints: readonly Endpoint[]): Map<WorkerKey, number> | u
  * The request's overlap scores and tree sizes by position in the list (0 where absent). The
  * arrays are the view's scratch: valid until the next call for this list.
  */
-export function overlapsByPosition(view: ListView, overlaps: OverlapScores): { scores: Float64Array; treeSizes: Float64Array } {
+export function overlapsByPosition(
+  view: ListView,
+  overlaps: OverlapScores,
+): { scores: Float64Array; treeSizes: Float64Array } {
   const { scores, treeSizes, positionOf, endpoints } = view;
   scores.fill(0);
   treeSizes.fill(0);

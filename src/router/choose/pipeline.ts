@@ -13,14 +13,21 @@ export interface PipelineResult {
   readonly candidates: readonly Candidate[];
 }
 
-export function runPipeline(pipeline: Pipeline, ctx: SchedulingContext, candidates: readonly Candidate[]): PipelineResult {
+export function runPipeline(
+  pipeline: Pipeline,
+  ctx: SchedulingContext,
+  candidates: readonly Candidate[],
+): PipelineResult {
   if (candidates.length === 0) throw new RouterError("no_endpoints", "no workers to schedule on");
   let survivors = candidates;
   for (const f of pipeline.filters) {
     survivors = f.filter(ctx, survivors);
     if (survivors.length === 0) {
       const code = f.whenEmpty ?? "no_endpoints";
-      throw new RouterError(code, `no worker left after filter ${f.type} (${candidates.length} candidates before filtering)`);
+      throw new RouterError(
+        code,
+        `no worker left after filter ${f.type} (${candidates.length} candidates before filtering)`,
+      );
     }
   }
   const costs = pipeline.costs;

@@ -68,12 +68,17 @@ function eligibility(config: SchedulerConfig): Filter[] {
 
 function kvPipeline(name: PolicyName, config: SchedulerConfig): Pipeline {
   const filters = eligibility(config);
-  if (config.loadGuardFactor !== null) filters.push(loadGuard(config.loadGuardFactor, config.loadGuardMetric));
-  if (config.prefillWaitFactor !== null) filters.push(prefillWaitBound(config.prefillWaitFactor, config.prefillWaitQueueShare));
+  if (config.loadGuardFactor !== null)
+    filters.push(loadGuard(config.loadGuardFactor, config.loadGuardMetric));
+  if (config.prefillWaitFactor !== null)
+    filters.push(prefillWaitBound(config.prefillWaitFactor, config.prefillWaitQueueShare));
   const costs: WeightedCost[] = [{ term: dynamoKvCost, weight: 1 }];
-  if (config.activeRequestWeight !== 0) costs.push({ term: activeRequestsCost, weight: config.activeRequestWeight });
-  if (config.overlapCredit !== 0) costs.push({ term: overlapCreditCost, weight: config.overlapCredit });
-  if (config.engineWaitingWeight !== 0) costs.push({ term: engineWaitingCost, weight: config.engineWaitingWeight });
+  if (config.activeRequestWeight !== 0)
+    costs.push({ term: activeRequestsCost, weight: config.activeRequestWeight });
+  if (config.overlapCredit !== 0)
+    costs.push({ term: overlapCreditCost, weight: config.overlapCredit });
+  if (config.engineWaitingWeight !== 0)
+    costs.push({ term: engineWaitingCost, weight: config.engineWaitingWeight });
   return { name, filters, costs, picker: temperaturePicker };
 }
 
@@ -99,9 +104,19 @@ export function createPipeline(name: PolicyName, config: SchedulerConfig): Pipel
     case "dynamo":
       return dynamoPipeline(eligibility(config), config);
     case "sglang":
-      return { name, filters: eligibility(config), costs: [], picker: sglangCacheAwarePicker(config.blockSize) };
+      return {
+        name,
+        filters: eligibility(config),
+        costs: [],
+        picker: sglangCacheAwarePicker(config.blockSize),
+      };
     case "llm-d":
-      return { name, filters: eligibility(config), costs: [], picker: llmdPicker(config.blockSize) };
+      return {
+        name,
+        filters: eligibility(config),
+        costs: [],
+        picker: llmdPicker(config.blockSize),
+      };
     case "prodstack-prefix":
       return { name, filters: eligibility(config), costs: [], picker: prodstackPrefixPicker() };
     case "prodstack-session":

@@ -9,6 +9,7 @@ import type { WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 import type { Rng } from "../../core/rng.ts";
 import type { TtftPredictor } from "../books/ttft-predictor.ts";
+import type { KvPlan, KvPlanner } from "../kv-plan/plan.ts";
 
 /** One schedulable (worker, dp_rank) and its static facts, as the worker registry knows them. */
 export interface Endpoint {
@@ -79,6 +80,11 @@ export interface SchedulingContext {
    */
   groupKey?: bigint;
   groupDepth?: number;
+  /**
+   * Prices loads from a candidate's own tiers and pulls from peers (kv-plan/plan.ts), already
+   * prepared with this request's overlaps; absent: every uncached token is computed.
+   */
+  readonly kvPlanner?: KvPlanner;
 }
 
 /** One endpoint as seen by this request: its cache overlap and load, then its cost. */
@@ -116,6 +122,8 @@ export interface Candidate {
   readonly msPerToken?: number;
   /** The rank's decode step time at its running decodes (ms; 0: none running or none learned), as the prediction met it. */
   readonly stepMs?: number;
+  /** The transfer its prediction counts (a load from its tiers or a pull from a peer), when one beats computing. */
+  readonly kvPlan?: KvPlan;
   /** Σ weight·term, set by the pipeline. Lower is better. */
   cost: number;
 }
@@ -177,6 +185,8 @@ export interface Selection {
    * or is computing (undefined: none, a new group). The routing service counts the arrival under it.
    */
   readonly groupKey?: bigint;
+  /** The chosen candidate's transfer plan, if any. */
+  readonly kvPlan?: KvPlan;
   /** The candidates that survived the filters, with their costs. */
   readonly candidates: readonly Candidate[];
 }

@@ -32,7 +32,11 @@ export class ApproxIndex implements KvIndex {
 
   constructor(config: Partial<PruneConfig> = {}) {
     const full = { ...DEFAULT_PRUNE_CONFIG, ...config };
-    if (!(full.ttlMs > 0) || !(full.maxTreeSize >= 0) || !(full.pruneTargetRatio >= 0 && full.pruneTargetRatio <= 1)) {
+    if (
+      !(full.ttlMs > 0) ||
+      !(full.maxTreeSize >= 0) ||
+      !(full.pruneTargetRatio >= 0 && full.pruneTargetRatio <= 1)
+    ) {
       throw new RangeError(`invalid prune config ${JSON.stringify(full)}`);
     }
     this.timers = new PruneManager(full, (a, b) => {
@@ -47,8 +51,14 @@ export class ApproxIndex implements KvIndex {
     return this.timers.config;
   }
 
-  recordDecision(localHashes: BigUint64Array, seqHashes: BigUint64Array, target: WorkerWithDpRank, now: number): void {
-    if (localHashes.length !== seqHashes.length) throw new RangeError("localHashes and seqHashes differ in length");
+  recordDecision(
+    localHashes: BigUint64Array,
+    seqHashes: BigUint64Array,
+    target: WorkerWithDpRank,
+    now: number,
+  ): void {
+    if (localHashes.length !== seqHashes.length)
+      throw new RangeError("localHashes and seqHashes differ in length");
     this.expire(now);
     const n = localHashes.length;
     if (n === 0) return;
@@ -59,7 +69,8 @@ export class ApproxIndex implements KvIndex {
     // Deepest block first: blocks of one decision share an expiry and pop deepest first, so
     // pushed in this order each heap entry stays where it lands (in the other order each one
     // sifted up past its shallower siblings: ~log2(n) swaps per block, every request).
-    for (let i = n - 1; i >= 0; i--) this.timers.insert(slot.index, seq[2 * i]!, seq[2 * i + 1]!, i, expiry);
+    for (let i = n - 1; i >= 0; i--)
+      this.timers.insert(slot.index, seq[2 * i]!, seq[2 * i + 1]!, i, expiry);
     this.timers.endInsert();
     const size = this.tree.size();
     if (size > this.timers.config.maxTreeSize) this.timers.prune(size, this.removeTimed);
@@ -85,7 +96,8 @@ export class ApproxIndex implements KvIndex {
   }
 
   removeWorker(workerId: WorkerId): void {
-    for (const w of this.tree.knownWorkers()) if (w.workerId === workerId) this.dropTimers(w.workerId, w.dpRank);
+    for (const w of this.tree.knownWorkers())
+      if (w.workerId === workerId) this.dropTimers(w.workerId, w.dpRank);
     this.tree.removeWorker(workerId);
   }
 

@@ -236,7 +236,8 @@ export class NodeStore {
     const limit = this.nextUnused;
     const remap = new Int32Array(limit).fill(-1);
     let next = 0;
-    for (let n = 0; n < limit; n++) if (n === ROOT || old[n * STRIDE + HOLDERS]! >= 0) remap[n] = next++;
+    for (let n = 0; n < limit; n++)
+      if (n === ROOT || old[n * STRIDE + HOLDERS]! >= 0) remap[n] = next++;
     const capacity = Math.max(INITIAL_CAPACITY, Math.ceil(next * 1.5));
     const rec = new Int32Array(capacity * STRIDE);
     for (let n = 0; n < limit; n++) {

@@ -24,7 +24,11 @@ export interface PruneConfig {
   readonly pruneTargetRatio: number;
 }
 
-export const DEFAULT_PRUNE_CONFIG: PruneConfig = { ttlMs: 120_000, maxTreeSize: 2 ** 20, pruneTargetRatio: 0.8 };
+export const DEFAULT_PRUNE_CONFIG: PruneConfig = {
+  ttlMs: 120_000,
+  maxTreeSize: 2 ** 20,
+  pruneTargetRatio: 0.8,
+};
 
 /** Heap rebuild threshold: heap entries per live timer. */
 export const HEAP_REBUILD_FACTOR = 50;

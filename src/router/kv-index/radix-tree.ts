@@ -47,13 +47,32 @@
  *   without one every medium (vLLM's AllBlocksCleared, an engine restart). The rank stays known, empty.
  *   Forgetting a worker or a rank is a separate operation: removeWorker / removeWorkerDpRank.
  */
-import type { KvEventStatus, KvMedium, RemovedData, RouterEvent, StoredBlock } from "../../core/events.ts";
+import type {
+  KvEventStatus,
+  KvMedium,
+  RemovedData,
+  RouterEvent,
+  StoredBlock,
+} from "../../core/events.ts";
 import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import { parseWorkerKey } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 import { ChildTable } from "./child-table.ts";
 import { copyEventCounters, emptyEventCounters } from "./event-counters.ts";
-import { CHILD0, CHILDREN, HOLDERS, NodeStore, pairSecond, PARENT, PATH_HI, PATH_LO, ROOT, ROW, SOLE, STRIDE } from "./node-store.ts";
+import {
+  CHILD0,
+  CHILDREN,
+  HOLDERS,
+  NodeStore,
+  pairSecond,
+  PARENT,
+  PATH_HI,
+  PATH_LO,
+  ROOT,
+  ROW,
+  SOLE,
+  STRIDE,
+} from "./node-store.ts";
 import { childPath, PATH_OUT, ROOT_PATH_HI, ROOT_PATH_LO } from "./path-hash.ts";
 import { dumpTree } from "./tree-dump.ts";
 import type { EventCounters, KvIndex } from "./types.ts";
@@ -116,16 +135,18 @@ export class RadixTree implements KvIndex {
     let status: KvEventStatus;
     switch (data.type) {
       case "stored":
-        status = data.chunks === undefined
-          ? this.applyStoredBlocks(slot, data.parentHash, data.blocks)
-          : this.applyChunks(slot, data.chunks.tailHashes, data.chunks.span);
+        status =
+          data.chunks === undefined
+            ? this.applyStoredBlocks(slot, data.parentHash, data.blocks)
+            : this.applyChunks(slot, data.chunks.tailHashes, data.chunks.span);
         break;
       case "removed":
         status = this.applyRemoved(slot, data);
         break;
       case "cleared":
         // No medium: the engine reset (or restarted) as a whole, every medium of the rank empties.
-        if (ev.medium === undefined) for (const s of this.slots.mediaOf(workerId, ev.dpRank)) this.clearSlot(s);
+        if (ev.medium === undefined)
+          for (const s of this.slots.mediaOf(workerId, ev.dpRank)) this.clearSlot(s);
         else this.clearSlot(slot);
         this.compactIfSparse();
         status = "ok";
@@ -147,7 +168,8 @@ export class RadixTree implements KvIndex {
     blockHashes: BigUint64Array,
   ): KvEventStatus {
     const n = tokensHashes.length;
-    if (n !== blockHashes.length) throw new RangeError("tokensHashes and blockHashes differ in length");
+    if (n !== blockHashes.length)
+      throw new RangeError("tokensHashes and blockHashes differ in length");
     const slot = this.internSlot(workerId, dpRank);
     let pLo = 0;
     let pHi = 0;
@@ -159,7 +181,15 @@ export class RadixTree implements KvIndex {
     this.fitBlocks(n);
     this.tokBig.set(tokensHashes);
     this.hashBig.set(blockHashes);
-    const status = this.storeChain(slot, parentHash !== null, pLo, pHi, this.tokWords, this.hashWords, n);
+    const status = this.storeChain(
+      slot,
+      parentHash !== null,
+      pLo,
+      pHi,
+      this.tokWords,
+      this.hashWords,
+      n,
+    );
     this.applied.stored[status]++;
     return status;
   }
@@ -169,7 +199,12 @@ export class RadixTree implements KvIndex {
   findMatches(localHashes: BigUint64Array, _now?: number): OverlapScores {
     const scores = new Map<WorkerKey, number>();
     const treeSizes = new Map<WorkerKey, number>();
-    const result: OverlapScores = { scores, treeSizes, frequencies: [], indexBlocksOf: this.indexBlocksOf };
+    const result: OverlapScores = {
+      scores,
+      treeSizes,
+      frequencies: [],
+      indexBlocksOf: this.indexBlocksOf,
+    };
     const n = localHashes.length;
     if (n === 0) return result;
     this.tierOut = undefined;
@@ -300,7 +335,12 @@ export class RadixTree implements KvIndex {
   }
 
   /** Score every slot still in `active` at `depth`, and empty it. */
-  private scoreAll(scores: Map<WorkerKey, number>, active: Int32Array, depth: number, nScored: number): number {
+  private scoreAll(
+    scores: Map<WorkerKey, number>,
+    active: Int32Array,
+    depth: number,
+    nScored: number,
+  ): number {
     for (let k = 0; k < active.length; k++) {
       const a = active[k]!;
       if (a !== 0) {
@@ -322,7 +362,13 @@ export class RadixTree implements KvIndex {
    * (OverlapScores.indexBlocksOf). By worker, not key: a key is parsed back into a bigint, and a
    * cold prompt on an idle fleet reads this for every candidate (2,048 reads at 1,024 ranks: ~185 µs by key, ~52 by worker).
    */
-  private readonly indexBlocksOf = (w: WorkerWithDpRank): number => this.slots.find(w.workerId, w.dpRank)?.blocks.size ?? 0;
+  private readonly indexBlocksOf = (w: WorkerWithDpRank): number =>
+    this.slots.find(w.workerId, w.dpRank)?.blocks.size ?? 0;
+
+  /** Whether any (worker, dp_rank) has a CPU or disk tier here. */
+  hasTiers(): boolean {
+    return this.slots.tierSlots > 0;
+  }
 
   /** Blocks one (worker, dp_rank) holds on one medium. */
   mediumSize(w: WorkerWithDpRank, medium: KvMedium): number {
@@ -482,7 +528,11 @@ export class RadixTree implements KvIndex {
 
   // ------------------------------------------------------------------ internals
 
-  private applyStoredBlocks(slot: WorkerSlot, parentHash: bigint | null, blocks: readonly StoredBlock[]): KvEventStatus {
+  private applyStoredBlocks(
+    slot: WorkerSlot,
+    parentHash: bigint | null,
+    blocks: readonly StoredBlock[],
+  ): KvEventStatus {
     const n = blocks.length;
     this.fitBlocks(n);
     const tok = this.tokWords;
@@ -570,7 +620,14 @@ export class RadixTree implements KvIndex {
    * parent is the node just made, so nothing needs looking up, and each is born held by the
    * slot alone. The common case: an engine stores what no worker had.
    */
-  private storeFresh(slot: WorkerSlot, cur: number, from: number, n: number, paths: Int32Array, hash: Uint32Array): void {
+  private storeFresh(
+    slot: WorkerSlot,
+    cur: number,
+    from: number,
+    n: number,
+    paths: Int32Array,
+    hash: Uint32Array,
+  ): void {
     const nodes = this.nodes;
     const map = slot.blocks;
     const w = slot.index;
@@ -610,7 +667,10 @@ export class RadixTree implements KvIndex {
     const held = this.held;
     const reps = slot.repeats;
     for (let i = 0; i < n; i++) {
-      held[i] = reps !== null && dropRepeat(slot, reps, hashes[i]!) ? KEPT : map.delete(hw[2 * i]!, hw[2 * i + 1]!);
+      held[i] =
+        reps !== null && dropRepeat(slot, reps, hashes[i]!)
+          ? KEPT
+          : map.delete(hw[2 * i]!, hw[2 * i + 1]!);
     }
     const rec = this.nodes.rec;
     let sink = 0;
@@ -714,7 +774,8 @@ export class RadixTree implements KvIndex {
     const nodes = this.nodes;
     while (n !== ROOT && nodes.get(n, HOLDERS) === 0 && nodes.get(n, CHILDREN) === 0) {
       const p = nodes.get(n, PARENT);
-      if (nodes.get(p, CHILD0) !== n) this.edges.delete(p, nodes.get(n, PATH_LO), nodes.get(n, PATH_HI));
+      if (nodes.get(p, CHILD0) !== n)
+        this.edges.delete(p, nodes.get(n, PATH_LO), nodes.get(n, PATH_HI));
       nodes.free(n); // unlinks CHILD0; may reset the arrays when the tree empties
       n = p;
     }
@@ -760,7 +821,13 @@ export class RadixTree implements KvIndex {
     }
   }
 
-  private score(scores: Map<WorkerKey, number>, word: number, bits: number, depth: number, nScored: number): number {
+  private score(
+    scores: Map<WorkerKey, number>,
+    word: number,
+    bits: number,
+    depth: number,
+    nScored: number,
+  ): number {
     while (bits !== 0) {
       const low = bits & -bits;
       const index = word * 32 + 31 - Math.clz32(low);
@@ -830,7 +897,13 @@ let seenTable = new Int32Array(256);
  * True when the chain's block hashes are pairwise distinct and differ from the parent hash:
  * a repeat would make a block its own ancestor (Dynamo's RadixTree self-reference check).
  */
-function distinctChain(hasParent: boolean, pLo: number, pHi: number, hash: Uint32Array, n: number): boolean {
+function distinctChain(
+  hasParent: boolean,
+  pLo: number,
+  pHi: number,
+  hash: Uint32Array,
+  n: number,
+): boolean {
   if (hasParent) {
     for (let i = 0; i < n; i++) if (hash[2 * i] === pLo && hash[2 * i + 1] === pHi) return false;
   }

@@ -47,11 +47,20 @@ export function dumpTree(nodes: NodeStore, slots: WorkerSlots): RouterEvent[] {
       k++;
     });
     const order = Array.from({ length: count }, (_, i) => i);
-    order.sort((a, b) => depth[node[a]!]! - depth[node[b]!]! || node[a]! - node[b]! || hi[a]! - hi[b]! || lo[a]! - lo[b]!);
+    order.sort(
+      (a, b) =>
+        depth[node[a]!]! - depth[node[b]!]! ||
+        node[a]! - node[b]! ||
+        hi[a]! - hi[b]! ||
+        lo[a]! - lo[b]!,
+    );
 
     for (const e of order) {
       const n = node[e]!;
-      const block: StoredBlock = { blockHash: join(lo[e]!, hi[e]!), tokensHash: tokensHashOf(nodes, n) };
+      const block: StoredBlock = {
+        blockHash: join(lo[e]!, hi[e]!),
+        tokensHash: tokensHashOf(nodes, n),
+      };
       // Path nodes between the nearest ancestor this worker holds (or the root) and n.
       const path: number[] = [];
       let p = nodes.get(n, PARENT);
@@ -62,15 +71,23 @@ export function dumpTree(nodes: NodeStore, slots: WorkerSlots): RouterEvent[] {
       const parentHash = p === ROOT ? null : join(lo[entryOf[p]!]!, hi[entryOf[p]!]!);
       const times = 1 + (slot.repeats?.get(block.blockHash) ?? 0);
       if (path.length === 0) {
-        for (let t = 0; t < times; t++) events.push(storedEvent(slot.workerId, eventId++, [block], parentHash, slot.dpRank, slot.medium));
+        for (let t = 0; t < times; t++)
+          events.push(
+            storedEvent(slot.workerId, eventId++, [block], parentHash, slot.dpRank, slot.medium),
+          );
         continue;
       }
       path.reverse();
       const synthetic = syntheticHashes(slot, path, nodes);
-      const blocks = path.map((q, i) => ({ blockHash: synthetic[i]!, tokensHash: tokensHashOf(nodes, q) }));
+      const blocks = path.map((q, i) => ({
+        blockHash: synthetic[i]!,
+        tokensHash: tokensHashOf(nodes, q),
+      }));
       blocks.push(block);
       for (let t = 0; t < times; t++) {
-        events.push(storedEvent(slot.workerId, eventId++, blocks, parentHash, slot.dpRank, slot.medium));
+        events.push(
+          storedEvent(slot.workerId, eventId++, blocks, parentHash, slot.dpRank, slot.medium),
+        );
         events.push(removedEvent(slot.workerId, eventId++, synthetic, slot.dpRank, slot.medium));
       }
     }
@@ -81,7 +98,12 @@ export function dumpTree(nodes: NodeStore, slots: WorkerSlots): RouterEvent[] {
 
 function tokensHashOf(nodes: NodeStore, n: number): bigint {
   const p = nodes.get(n, PARENT);
-  tokensOf(nodes.get(p, PATH_LO), nodes.get(p, PATH_HI), nodes.get(n, PATH_LO), nodes.get(n, PATH_HI));
+  tokensOf(
+    nodes.get(p, PATH_LO),
+    nodes.get(p, PATH_HI),
+    nodes.get(n, PATH_LO),
+    nodes.get(n, PATH_HI),
+  );
   return join(PATH_OUT[0]!, PATH_OUT[1]!);
 }
 

@@ -3,7 +3,7 @@
  * The router, the recovery core and the benches code against this, never a concrete class.
  * PURE: no I/O; `now` (milliseconds, any monotonic origin) is passed in where time matters.
  */
-import type { KvEventStatus, KvEventType, RouterEvent } from "../../core/events.ts";
+import type { KvEventStatus, KvEventType, KvMedium, RouterEvent } from "../../core/events.ts";
 import type { DpRank, WorkerId, WorkerKey, WorkerWithDpRank } from "../../core/ids.ts";
 import type { OverlapScores } from "../../core/overlap.ts";
 
@@ -33,11 +33,20 @@ export interface KvIndex {
   /** Blocks held by one (worker, dp_rank). */
   workerSize(key: WorkerKey): number;
   /** Record the router's own decision (approximate mode); a no-op for the precise index. */
-  recordDecision(localHashes: BigUint64Array, seqHashes: BigUint64Array, target: WorkerWithDpRank, now: number): void;
+  recordDecision(
+    localHashes: BigUint64Array,
+    seqHashes: BigUint64Array,
+    target: WorkerWithDpRank,
+    now: number,
+  ): void;
   /** Expire/prune approximate entries whose TTL passed; a no-op for the precise index. */
   expire(now: number): void;
   /** Events applied so far, by type and status (a fresh copy). */
   counters(): EventCounters;
   /** Tree nodes alive besides the root (leak checks, memory metrics). */
   nodeCount(): number;
+  /** Blocks one (worker, dp_rank) holds on one medium (the precise index; others hold GPU only). */
+  mediumSize?(w: WorkerWithDpRank, medium: KvMedium): number;
+  /** Whether any (worker, dp_rank) has a CPU or disk tier (the precise index; others: none). */
+  hasTiers?(): boolean;
 }

@@ -43,7 +43,9 @@ export class U64BucketMap {
   private count = 0;
 
   constructor(expected = 0) {
-    const buckets = pow2AtLeast(Math.max(MIN_BUCKETS, Math.ceil((expected * 10) / (ENTRIES * MAX_LOAD_TENTHS))));
+    const buckets = pow2AtLeast(
+      Math.max(MIN_BUCKETS, Math.ceil((expected * 10) / (ENTRIES * MAX_LOAD_TENTHS))),
+    );
     this.table = new Int32Array(buckets * BUCKET);
     this.mask = buckets - 1;
   }
@@ -196,7 +198,8 @@ export class U64BucketMap {
     const mask = buckets - 1;
     for (let base = 0; base < old.length; base += BUCKET) {
       const end = base + 1 + 3 * (old[base]! & COUNT_MASK);
-      for (let p = base + 1; p < end; p += 3) place(t, mask, mix3(0, old[p]!, old[p + 1]!) & mask, old[p]!, old[p + 1]!, old[p + 2]!);
+      for (let p = base + 1; p < end; p += 3)
+        place(t, mask, mix3(0, old[p]!, old[p + 1]!) & mask, old[p]!, old[p + 1]!, old[p + 2]!);
     }
     this.table = t;
     this.mask = mask;
@@ -204,7 +207,14 @@ export class U64BucketMap {
 }
 
 /** Put an absent key in the first bucket with room from its home, counting it in the full ones passed. */
-function place(t: Int32Array, mask: number, home: number, l: number, h: number, value: number): void {
+function place(
+  t: Int32Array,
+  mask: number,
+  home: number,
+  l: number,
+  h: number,
+  value: number,
+): void {
   for (let b = home; ; b = (b + 1) & mask) {
     const base = b << LOG_BUCKET;
     const c = t[base]! & COUNT_MASK;

@@ -88,11 +88,20 @@ export class WorkerKeyTable {
     const old = this.rows;
     this.rows = new Int32Array(cap * ROW).fill(FREE);
     this.mask = cap - 1;
-    for (let p = 0; p < old.length; p += ROW) if (old[p + 3] !== FREE) insert(this.rows, this.mask, old[p]!, old[p + 1]!, old[p + 2]!, old[p + 3]!);
+    for (let p = 0; p < old.length; p += ROW)
+      if (old[p + 3] !== FREE)
+        insert(this.rows, this.mask, old[p]!, old[p + 1]!, old[p + 2]!, old[p + 3]!);
   }
 }
 
-function insert(r: Int32Array, mask: number, l: number, h: number, rank: number, slot: number): void {
+function insert(
+  r: Int32Array,
+  mask: number,
+  l: number,
+  h: number,
+  rank: number,
+  slot: number,
+): void {
   let i = mix3(rank, l, h) & mask;
   while (r[i * ROW + 3] !== FREE) i = (i + 1) & mask;
   const p = i * ROW;

@@ -66,6 +66,8 @@ export class WorkerSlots {
   private readonly idWords = new Uint32Array(2);
   /** The last slot found: events come in runs from one worker. */
   private last: WorkerSlot | undefined;
+  /** Slots of a CPU or disk tier: none means every engine reports only GPU. */
+  tierSlots = 0;
 
   /** The slot of (workerId, dpRank, medium), or undefined. */
   find(workerId: WorkerId, dpRank: DpRank, medium: KvMedium = "gpu"): WorkerSlot | undefined {
@@ -98,7 +100,13 @@ export class WorkerSlots {
   /** The slot of (workerId, dpRank, medium), created when missing. */
   intern(workerId: WorkerId, dpRank: DpRank, medium: KvMedium = "gpu"): WorkerSlot {
     const last = this.last;
-    if (last !== undefined && last.workerId === workerId && last.dpRank === dpRank && last.medium === medium) return last;
+    if (
+      last !== undefined &&
+      last.workerId === workerId &&
+      last.dpRank === dpRank &&
+      last.medium === medium
+    )
+      return last;
     const found = this.find(workerId, dpRank, medium);
     if (found) return (this.last = found);
     let ranks = this.byId.get(workerId);
@@ -130,6 +138,7 @@ export class WorkerSlots {
     };
     this.bySlot[index] = slot;
     ranks.set(rankMediumKey(dpRank, medium), slot);
+    if (medium !== "gpu") this.tierSlots++;
     if (inU64(workerId)) {
       // An id outside u64 would alias another's halves: only the Map knows those.
       const w = this.idWords;
@@ -152,6 +161,7 @@ export class WorkerSlots {
     const k = rankMediumKey(slot.dpRank, slot.medium);
     if (!ranks || ranks.get(k) !== slot) return;
     ranks.delete(k);
+    if (slot.medium !== "gpu") this.tierSlots--;
     if (this.last === slot) this.last = undefined;
     if (ranks.size === 0) this.byId.delete(slot.workerId);
     this.bySlot[slot.index] = undefined;
@@ -176,7 +186,9 @@ export class WorkerSlots {
     for (const s of this.bySlot) if (s) out.push(s);
     out.sort((a, b) =>
       a.workerId !== b.workerId
-        ? a.workerId < b.workerId ? -1 : 1
+        ? a.workerId < b.workerId
+          ? -1
+          : 1
         : a.dpRank - b.dpRank || MEDIUM_CODE[a.medium] - MEDIUM_CODE[b.medium],
     );
     return out;

@@ -72,7 +72,11 @@ export function applyBarrier(_c: CursorState, clearId: EventId): CursorState {
  * `got < last` and (`got == 0` or `last - got > margin`). Ids within `margin` of the
  * last applied one are duplicates; see README.md for the limits of telling them apart.
  */
-export function isEngineRestart(got: EventId, lastApplied: EventId, margin: bigint = RESTART_ID_MARGIN): boolean {
+export function isEngineRestart(
+  got: EventId,
+  lastApplied: EventId,
+  margin: bigint = RESTART_ID_MARGIN,
+): boolean {
   if (got >= lastApplied) return false;
   return got === 0n || lastApplied - got > margin;
 }

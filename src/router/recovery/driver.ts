@@ -9,7 +9,14 @@ import type { DpRank, EventId, WorkerId } from "../../core/ids.ts";
 import { advanceTo, live, type CursorState } from "./cursor.ts";
 import type { RankState } from "./rank-state.ts";
 import { Semaphore } from "./semaphore.ts";
-import { emptyRecoveryStats, type EventSource, type IndexSink, type RecoveryStats, type WorkerKvQueryResponse, type WorkerQuery } from "./types.ts";
+import {
+  emptyRecoveryStats,
+  type EventSource,
+  type IndexSink,
+  type RecoveryStats,
+  type WorkerKvQueryResponse,
+  type WorkerQuery,
+} from "./types.ts";
 import { WorkerState, type LiveEventAction } from "./worker-state.ts";
 
 /** Query attempts after the first before a recovery gives up (Dynamo's WorkerQueryClient). */
@@ -87,7 +94,8 @@ export class RecoveryDriver {
     const ws = this.worker(workerId);
     const action = ws.handleDiscoveredRank(dpRank, reset);
     if (action.resetRank) this.sink.removeWorkerDpRank(workerId, dpRank);
-    if (action.restoreEpoch !== undefined) this.spawn(workerId, dpRank, ws, action.restoreEpoch, undefined);
+    if (action.restoreEpoch !== undefined)
+      this.spawn(workerId, dpRank, ws, action.restoreEpoch, undefined);
   }
 
   /** A (worker, dp_rank) went away: its blocks go; the worker goes with its last rank. */
@@ -187,7 +195,13 @@ export class RecoveryDriver {
 
   // ------------------------------------------------------------------ recovery tasks
 
-  private spawn(w: WorkerId, r: DpRank, ws: WorkerState, epoch: number, start: EventId | undefined): void {
+  private spawn(
+    w: WorkerId,
+    r: DpRank,
+    ws: WorkerState,
+    epoch: number,
+    start: EventId | undefined,
+  ): void {
     const rank = ws.ranks.get(r);
     if (rank === undefined) return;
     this.counters.recoveries += 1;
@@ -210,13 +224,24 @@ export class RecoveryDriver {
       });
   }
 
-  private isCurrent(w: WorkerId, r: DpRank, ws: WorkerState, rank: RankState, epoch: number): boolean {
+  private isCurrent(
+    w: WorkerId,
+    r: DpRank,
+    ws: WorkerState,
+    rank: RankState,
+    epoch: number,
+  ): boolean {
     return this.workers.get(w) === ws && ws.isCurrent(r, rank, epoch);
   }
 
   /** Query, apply, drain; repeat from the first missing id while the drain finds holes. */
   private async recover(
-    w: WorkerId, r: DpRank, ws: WorkerState, rank: RankState, epoch: number, start: EventId | undefined,
+    w: WorkerId,
+    r: DpRank,
+    ws: WorkerState,
+    rank: RankState,
+    epoch: number,
+    start: EventId | undefined,
   ): Promise<void> {
     let startId = start;
     let stalls = 0;
@@ -259,7 +284,9 @@ export class RecoveryDriver {
    */
   private giveUp(w: WorkerId, r: DpRank, ws: WorkerState, wasReplay: boolean): void {
     this.counters.failed += 1;
-    this.warn(`KV events of ${w}:${r} could not be recovered; its blocks were dropped from the index until a restore or new events`);
+    this.warn(
+      `KV events of ${w}:${r} could not be recovered; its blocks were dropped from the index until a restore or new events`,
+    );
     this.sink.removeWorkerDpRank(w, r);
     ws.abandonRecovery(r);
     if (!wasReplay) return;
@@ -269,7 +296,12 @@ export class RecoveryDriver {
 
   /** A usable answer (events or dump), or undefined when the rank went stale or we gave up. */
   private async queryWithRetry(
-    w: WorkerId, r: DpRank, ws: WorkerState, rank: RankState, epoch: number, start: EventId | undefined,
+    w: WorkerId,
+    r: DpRank,
+    ws: WorkerState,
+    rank: RankState,
+    epoch: number,
+    start: EventId | undefined,
   ): Promise<Extract<WorkerKvQueryResponse, { kind: "events" | "tree_dump" }> | undefined> {
     for (let attempt = 0; ; attempt++) {
       await this.permits.acquire();
@@ -294,7 +326,10 @@ export class RecoveryDriver {
   }
 
   private applyResponse(
-    w: WorkerId, r: DpRank, ws: WorkerState, rank: RankState,
+    w: WorkerId,
+    r: DpRank,
+    ws: WorkerState,
+    rank: RankState,
     resp: Extract<WorkerKvQueryResponse, { kind: "events" | "tree_dump" }>,
   ): void {
     const c = this.counters;
@@ -323,7 +358,10 @@ export class RecoveryDriver {
     }
     const last = rank.lastAppliedId();
     const lastEventId = resp.lastEventId;
-    const cursor = lastEventId !== null && (last === undefined || lastEventId > last) ? live(lastEventId) : rank.cursor;
+    const cursor =
+      lastEventId !== null && (last === undefined || lastEventId > last)
+        ? live(lastEventId)
+        : rank.cursor;
     ws.beginSuccessfulRecoveryDrain(r, cursor);
   }
 
@@ -345,7 +383,9 @@ export class RecoveryDriver {
   }
 }
 
-function describeFailure(resp: Exclude<WorkerKvQueryResponse, { kind: "events" | "tree_dump" }>): string {
+function describeFailure(
+  resp: Exclude<WorkerKvQueryResponse, { kind: "events" | "tree_dump" }>,
+): string {
   switch (resp.kind) {
     case "too_new":
       return `too_new (asked ${resp.requestedStart}..${resp.requestedEnd}, newest ${resp.newestAvailable})`;

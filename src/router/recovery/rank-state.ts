@@ -5,7 +5,13 @@
  */
 import type { RouterEvent } from "../../core/events.ts";
 import type { EventId } from "../../core/ids.ts";
-import { BEFORE_FIRST_EVENT_ID, INITIAL_CURSOR, advanceTo, lastAppliedId, type CursorState } from "./cursor.ts";
+import {
+  BEFORE_FIRST_EVENT_ID,
+  INITIAL_CURSOR,
+  advanceTo,
+  lastAppliedId,
+  type CursorState,
+} from "./cursor.ts";
 
 /** Live events kept while a recovery is in flight; beyond this the oldest go (a later gap refetches them). */
 export const RECOVERY_PENDING_LIVE_EVENT_LIMIT = 1024;
@@ -38,7 +44,10 @@ export class RankState {
    */
   epoch: number;
 
-  constructor(epoch = 0, readonly pendingLimit: number = RECOVERY_PENDING_LIVE_EVENT_LIMIT) {
+  constructor(
+    epoch = 0,
+    readonly pendingLimit: number = RECOVERY_PENDING_LIVE_EVENT_LIMIT,
+  ) {
     this.epoch = epoch;
   }
 
@@ -52,7 +61,8 @@ export class RankState {
   }
 
   clearMaxSeenIfCaughtUp(lastApplied: EventId): void {
-    if (this.maxSeenLiveId !== undefined && this.maxSeenLiveId <= lastApplied) this.maxSeenLiveId = undefined;
+    if (this.maxSeenLiveId !== undefined && this.maxSeenLiveId <= lastApplied)
+      this.maxSeenLiveId = undefined;
   }
 
   /** Record the id and keep the event; returns how many old events the limit pushed out. */

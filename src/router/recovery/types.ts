@@ -71,7 +71,20 @@ export interface RecoveryStats {
 
 export function emptyRecoveryStats(): RecoveryStats {
   return {
-    applied: 0, replayed: 0, dumped: 0, stale: 0, gaps: 0, restores: 0, restarts: 0, clears: 0,
-    buffered: 0, dropped: 0, recoveries: 0, retries: 0, failed: 0, admin: 0, discarded: 0,
+    applied: 0,
+    replayed: 0,
+    dumped: 0,
+    stale: 0,
+    gaps: 0,
+    restores: 0,
+    restarts: 0,
+    clears: 0,
+    buffered: 0,
+    dropped: 0,
+    recoveries: 0,
+    retries: 0,
+    failed: 0,
+    admin: 0,
+    discarded: 0,
   };
 }

@@ -6,10 +6,21 @@
 import type { RouterEvent } from "../../core/events.ts";
 import type { DpRank, EventId } from "../../core/ids.ts";
 import {
-  BEFORE_FIRST_EVENT_ID, INITIAL_CURSOR, RESTART_ID_MARGIN, advanceTo, applyBarrier, isEngineRestart, live, observe,
+  BEFORE_FIRST_EVENT_ID,
+  INITIAL_CURSOR,
+  RESTART_ID_MARGIN,
+  advanceTo,
+  applyBarrier,
+  isEngineRestart,
+  live,
+  observe,
   type CursorState,
 } from "./cursor.ts";
-import { RECOVERY_PENDING_LIVE_EVENT_LIMIT, RankState, type PendingDrainAction } from "./rank-state.ts";
+import {
+  RECOVERY_PENDING_LIVE_EVENT_LIMIT,
+  RankState,
+  type PendingDrainAction,
+} from "./rank-state.ts";
 import { emptyRecoveryStats, type RecoveryStats } from "./types.ts";
 
 export interface FollowUp {
@@ -125,7 +136,12 @@ export class WorkerState {
       const afterRestart = last !== undefined && isEngineRestart(id, last, this.restartIdMargin);
       if (last !== undefined && id <= last && !afterRestart) return IGNORE_STALE;
       // A restarted engine's Cleared says "empty as of id": the barrier alone is exact.
-      return { kind: "apply_clear", event, followUp: this.applyClearBarrier(dpRank, id), afterRestart };
+      return {
+        kind: "apply_clear",
+        event,
+        followUp: this.applyClearBarrier(dpRank, id),
+        afterRestart,
+      };
     }
 
     const obs = observe(rank.cursor, id);

@@ -51,7 +51,8 @@ export class MemoryAffinityStore implements AffinityStore {
   constructor(opts: MemoryAffinityStoreOptions) {
     this.#clock = opts.clock;
     this.#maxSessions = opts.maxSessions ?? DEFAULT_MAX_SESSIONS;
-    if (!(this.#maxSessions >= 1)) throw new RangeError(`maxSessions must be >= 1, got ${opts.maxSessions}`);
+    if (!(this.#maxSessions >= 1))
+      throw new RangeError(`maxSessions must be >= 1, got ${opts.maxSessions}`);
     this.#onExpire = opts.onExpire;
     this.#logger = opts.logger;
     const interval = opts.reaperIntervalMs ?? REAPER_INTERVAL_MS;
@@ -66,7 +67,12 @@ export class MemoryAffinityStore implements AffinityStore {
     return this.#lookup(sessionId, false);
   }
 
-  async put(sessionId: string, worker: WorkerWithDpRank, ttlMs: number, kind: AffinityKind): Promise<void> {
+  async put(
+    sessionId: string,
+    worker: WorkerWithDpRank,
+    ttlMs: number,
+    kind: AffinityKind,
+  ): Promise<void> {
     // Delete first so the binding moves to the most recently used end.
     const replaced = this.#map.delete(sessionId);
     if (!replaced) this.#makeRoom();

@@ -11,7 +11,11 @@
  */
 import { RouterError } from "../../core/errors.ts";
 import type { WorkerId, WorkerWithDpRank } from "../../core/ids.ts";
-import { DEFAULT_SESSION_TIMEOUT_S, SESSION_TIMEOUT_FALLBACK_BUFFER_S, type StickyRouter } from "./sticky.ts";
+import {
+  DEFAULT_SESSION_TIMEOUT_S,
+  SESSION_TIMEOUT_FALLBACK_BUFFER_S,
+  type StickyRouter,
+} from "./sticky.ts";
 import type { RequestLease } from "../books/request-lease.ts";
 
 export interface SessionControl {
@@ -44,16 +48,25 @@ function bad(field: string, message: string): RouterError {
 export function sessionControlOf(body: Record<string, unknown>): SessionControl | undefined {
   const nvext = body.nvext;
   if (nvext === undefined || nvext === null) return undefined;
-  if (typeof nvext !== "object" || Array.isArray(nvext)) throw new RouterError("invalid_request", "nvext: must be an object", "nvext");
+  if (typeof nvext !== "object" || Array.isArray(nvext))
+    throw new RouterError("invalid_request", "nvext: must be an object", "nvext");
   const sc = (nvext as Record<string, unknown>).session_control;
   if (sc === undefined || sc === null) return undefined;
-  if (typeof sc !== "object" || Array.isArray(sc)) throw new RouterError("invalid_request", `${PARAM}: must be an object`, PARAM);
+  if (typeof sc !== "object" || Array.isArray(sc))
+    throw new RouterError("invalid_request", `${PARAM}: must be an object`, PARAM);
   const o = sc as Record<string, unknown>;
-  if (typeof o.session_id !== "string" || o.session_id.trim() === "") throw bad("session_id", "must be a non-empty string");
+  if (typeof o.session_id !== "string" || o.session_id.trim() === "")
+    throw bad("session_id", "must be a non-empty string");
   const action = o.action ?? undefined;
-  if (action !== undefined && action !== "open" && action !== "close") throw bad("action", 'must be "open" or "close"');
+  if (action !== undefined && action !== "open" && action !== "close")
+    throw bad("action", 'must be "open" or "close"');
   const timeout = o.timeout ?? DEFAULT_SESSION_TIMEOUT_S;
-  if (typeof timeout !== "number" || !Number.isFinite(timeout) || timeout <= 0 || timeout > MAX_SESSION_TIMEOUT_S) {
+  if (
+    typeof timeout !== "number" ||
+    !Number.isFinite(timeout) ||
+    timeout <= 0 ||
+    timeout > MAX_SESSION_TIMEOUT_S
+  ) {
     throw bad("timeout", `must be a number of seconds > 0 and <= ${MAX_SESSION_TIMEOUT_S}`);
   }
   return { sessionId: o.session_id, action, timeoutS: timeout };
@@ -75,14 +88,25 @@ export async function applySessionTurn(
   if (sc.action === undefined) return;
   if (!engine) {
     lease.free(); // the booking was made for this request; a refused turn must not leak it
-    throw new RouterError("invalid_request", `${PARAM}.action: engine sessions are not available on this router`, `${PARAM}.action`);
+    throw new RouterError(
+      "invalid_request",
+      `${PARAM}.action: engine sessions are not available on this router`,
+      `${PARAM}.action`,
+    );
   }
   if (sc.action === "open") {
     try {
-      await engine.open(worker.workerId, sc.sessionId, sc.timeoutS + SESSION_TIMEOUT_FALLBACK_BUFFER_S);
+      await engine.open(
+        worker.workerId,
+        sc.sessionId,
+        sc.timeoutS + SESSION_TIMEOUT_FALLBACK_BUFFER_S,
+      );
     } catch (e) {
       lease.free();
-      throw new RouterError("upstream_failed", `worker ${worker.workerId} did not open session ${sc.sessionId}: ${(e as Error).message}`);
+      throw new RouterError(
+        "upstream_failed",
+        `worker ${worker.workerId} did not open session ${sc.sessionId}: ${(e as Error).message}`,
+      );
     }
     try {
       await sticky.bindEngineSession(sc.sessionId, worker, sc.timeoutS * 1000);

@@ -76,10 +76,19 @@ export class StickyRouter {
     return this.store.remove(sessionId);
   }
 
-  async #bind(sessionId: string, worker: WorkerWithDpRank, ttlMs: number, kind: AffinityKind): Promise<void> {
+  async #bind(
+    sessionId: string,
+    worker: WorkerWithDpRank,
+    ttlMs: number,
+    kind: AffinityKind,
+  ): Promise<void> {
     this.checkSessionId(sessionId);
     if (!(ttlMs > 0) || !Number.isFinite(ttlMs)) {
-      throw new RouterError("invalid_request", `session timeout must be positive, got ${ttlMs} ms`, "session_control.timeout");
+      throw new RouterError(
+        "invalid_request",
+        `session timeout must be positive, got ${ttlMs} ms`,
+        "session_control.timeout",
+      );
     }
     await this.store.put(sessionId, worker, ttlMs, kind);
   }

@@ -21,7 +21,12 @@ export interface AffinityStore {
   /** The binding without touching its TTL. */
   peek(sessionId: string): Promise<Binding | undefined>;
   /** Create or overwrite a binding. */
-  put(sessionId: string, worker: WorkerWithDpRank, ttlMs: number, kind: AffinityKind): Promise<void>;
+  put(
+    sessionId: string,
+    worker: WorkerWithDpRank,
+    ttlMs: number,
+    kind: AffinityKind,
+  ): Promise<void>;
   /** Remove and return the binding, if there was one. */
   remove(sessionId: string): Promise<Binding | undefined>;
   /** Stop timers and connections. */
@@ -43,4 +48,3 @@ export interface StoreClock {
   /** Call `fn` every `ms` milliseconds until the returned function is called. */
   every(ms: number, fn: () => void): () => void;
 }
-

@@ -19,7 +19,10 @@ export async function readBoundedText(path: string, maxBytes: number): Promise<s
   // A path check first: opening a FIFO for reading would block until a writer comes.
   const st = await stat(path);
   if (!st.isFile()) throw new FileRefusedError(`${path} is not a regular file`);
-  if (st.size > maxBytes) throw new FileRefusedError(`${path} is ${st.size} bytes, more than the ${maxBytes} bytes allowed`);
+  if (st.size > maxBytes)
+    throw new FileRefusedError(
+      `${path} is ${st.size} bytes, more than the ${maxBytes} bytes allowed`,
+    );
   const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const again = await fh.stat();
@@ -31,7 +34,8 @@ export async function readBoundedText(path: string, maxBytes: number): Promise<s
       if (bytesRead === 0) break;
       n += bytesRead;
     }
-    if (n > maxBytes) throw new FileRefusedError(`${path} is more than the ${maxBytes} bytes allowed`);
+    if (n > maxBytes)
+      throw new FileRefusedError(`${path} is more than the ${maxBytes} bytes allowed`);
     return buf.toString("utf8", 0, n);
   } finally {
     await fh.close();

@@ -7,7 +7,12 @@ import { startMocker, type MockerHandle } from "../../mocker/index.ts";
  * `eventsToken`: what the engines push their events with (the router's own events token): the
  * router listens on every interface in the image, where no address is trusted.
  */
-export async function startEmbeddedEngines(config: Config, routerUrl: string, eventsToken: string | undefined, log: Logger): Promise<MockerHandle[]> {
+export async function startEmbeddedEngines(
+  config: Config,
+  routerUrl: string,
+  eventsToken: string | undefined,
+  log: Logger,
+): Promise<MockerHandle[]> {
   const mockers: MockerHandle[] = [];
   for (let i = 0; i < config.engines; i++) {
     mockers.push(
@@ -23,7 +28,12 @@ export async function startEmbeddedEngines(config: Config, routerUrl: string, ev
         seed: i + 1,
         // Over --tls-cert the engines push to this very process on loopback, whatever name the
         // certificate carries.
-        ...(routerUrl.startsWith("https:") ? { fetch: ((u, init) => fetch(u, { ...init, tls: { rejectUnauthorized: false } })) as typeof fetch } : {}),
+        ...(routerUrl.startsWith("https:")
+          ? {
+              fetch: ((u, init) =>
+                fetch(u, { ...init, tls: { rejectUnauthorized: false } })) as typeof fetch,
+            }
+          : {}),
         log: (line) => log.warn(`[engine ${i}] ${line}`),
       }),
     );

@@ -21,20 +21,26 @@ export class EngineLoad {
   #scraper: EngineMetricsScraper | undefined;
 
   /** Starts nothing yet: `start()` does. */
-  wire(config: Config, deps: {
-    workers: () => readonly ScrapedWorker[];
-    engineHeaders: Record<string, string>;
-    admission: AdmissionGate;
-    metrics: RouterMetrics;
-    now: () => number;
-    log: Logger;
-    /** The load books' port for an engine's KV capacity (vLLM's vllm:cache_config_info on the scraped page). */
-    kvCapacity?: (worker: WorkerWithDpRank, blocks: number | undefined) => void;
-    /** The TTFT predictor's port for a rank's prefill speed as its engine measures it (vLLM's prefill counters). */
-    prefillSpeed?: (worker: WorkerWithDpRank, msPerToken: number) => void;
-  }): void {
+  wire(
+    config: Config,
+    deps: {
+      workers: () => readonly ScrapedWorker[];
+      engineHeaders: Record<string, string>;
+      admission: AdmissionGate;
+      metrics: RouterMetrics;
+      now: () => number;
+      log: Logger;
+      /** The load books' port for an engine's KV capacity (vLLM's vllm:cache_config_info on the scraped page). */
+      kvCapacity?: (worker: WorkerWithDpRank, blocks: number | undefined) => void;
+      /** The TTFT predictor's port for a rank's prefill speed as its engine measures it (vLLM's prefill counters). */
+      prefillSpeed?: (worker: WorkerWithDpRank, msPerToken: number) => void;
+    },
+  ): void {
     if (config.engineMetricsInterval <= 0) return;
-    const limits = { kvUsage: config.scheduler.busyThreshold ?? undefined, waiting: config.busyWaiting ?? undefined };
+    const limits = {
+      kvUsage: config.scheduler.busyThreshold ?? undefined,
+      waiting: config.busyWaiting ?? undefined,
+    };
     const scraper = new EngineMetricsScraper({
       workers: deps.workers,
       intervalMs: config.engineMetricsInterval * 1000,
@@ -46,7 +52,8 @@ export class EngineLoad {
       onPrefillSpeed: deps.prefillSpeed,
       onRound: () => {
         this.busy = busyEngineRanks(scraper.freshLoads(), limits);
-        if (config.scheduler.engineWaitingWeight > 0) this.waiting = waitingByRank(scraper.freshLoads());
+        if (config.scheduler.engineWaitingWeight > 0)
+          this.waiting = waitingByRank(scraper.freshLoads());
         deps.admission.pump();
       },
     });

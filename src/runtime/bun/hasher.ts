@@ -10,6 +10,8 @@ export function chooseHasher(log: Logger): BatchBlockHasher {
     log.info("block hasher: native", { library: lib.library.path });
     return createNativeBlockHasher(lib.library);
   }
-  log.info(`block hasher: portable TypeScript (native library ${lib.reason})`, { detail: lib.message });
+  log.info(`block hasher: portable TypeScript (native library ${lib.reason})`, {
+    detail: lib.message,
+  });
   return portableBatchHasher;
 }

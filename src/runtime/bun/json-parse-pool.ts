@@ -21,13 +21,28 @@ export interface ParseJob {
 }
 
 export type ParseReply =
-  | { readonly id: number; readonly ok: true; readonly body: Uint8Array; readonly json: Record<string, unknown> }
-  | { readonly id: number; readonly ok: false; readonly code: RouterErrorCode; readonly message: string; readonly param?: string };
+  | {
+      readonly id: number;
+      readonly ok: true;
+      readonly body: Uint8Array;
+      readonly json: Record<string, unknown>;
+    }
+  | {
+      readonly id: number;
+      readonly ok: false;
+      readonly code: RouterErrorCode;
+      readonly message: string;
+      readonly param?: string;
+    };
 
 export const JSON_POOL_DEFAULTS = { maxHeldBytes: 128 * 1024 * 1024, timeoutMs: 10_000 } as const;
 
 /** Compiled binary: the worker embedded at its path under the build root (see runtime/bun/zmq/worker-url.ts). */
-const COMPILED_PATHS = ["runtime/bun/json-parse-worker.js", "src/runtime/bun/json-parse-worker.js", "json-parse-worker.js"];
+const COMPILED_PATHS = [
+  "runtime/bun/json-parse-worker.js",
+  "src/runtime/bun/json-parse-worker.js",
+  "json-parse-worker.js",
+];
 
 function workerUrl(metaUrl: string = import.meta.url): string | undefined {
   const beside = new URL("./json-parse-worker.ts", metaUrl);
@@ -73,7 +88,8 @@ export class JsonParsePool {
     w.onerror = (e) => {
       // Every job it held fails; the next job gets a new worker.
       this.worker = undefined;
-      for (const id of [...this.pending.keys()]) this.take(id)?.reject(new Error(`the JSON parse worker died: ${e.message}`));
+      for (const id of [...this.pending.keys()])
+        this.take(id)?.reject(new Error(`the JSON parse worker died: ${e.message}`));
     };
     return w;
   }
@@ -95,7 +111,12 @@ export class JsonParsePool {
   readonly parse: OffLoopJsonParser = (body, promptFields, maxPromptChars) => {
     if (this.heldBytes + body.length > this.o.maxHeldBytes) {
       return Promise.reject(
-        new RouterError("unavailable", `the router is busy reading large requests: ${this.heldBytes} bytes are waiting to be parsed (at most ${this.o.maxHeldBytes}); retry shortly`, undefined, 1),
+        new RouterError(
+          "unavailable",
+          `the router is busy reading large requests: ${this.heldBytes} bytes are waiting to be parsed (at most ${this.o.maxHeldBytes}); retry shortly`,
+          undefined,
+          1,
+        ),
       );
     }
     this.worker ??= this.spawn();
@@ -105,7 +126,14 @@ export class JsonParsePool {
       const bytes = body.length;
       const job: ParseJob = { id, body, promptFields, maxPromptChars };
       const timer = setTimeout(() => {
-        this.take(id)?.reject(new RouterError("unavailable", `a request body of ${bytes} bytes was not parsed within ${this.o.timeoutMs} ms; retry shortly`, undefined, 1));
+        this.take(id)?.reject(
+          new RouterError(
+            "unavailable",
+            `a request body of ${bytes} bytes was not parsed within ${this.o.timeoutMs} ms; retry shortly`,
+            undefined,
+            1,
+          ),
+        );
       }, this.o.timeoutMs);
       this.pending.set(id, { job, bytes, resolve, reject, timer });
       this.heldBytes += bytes;

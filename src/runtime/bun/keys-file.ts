@@ -28,11 +28,17 @@ export function bunKeysFile(onInline?: () => void): KeysFileSource {
       // stat follows symlinks (a mounted Secret's ..data swap): the target must be a regular file.
       const s = await stat(path);
       if (!s.isFile()) throw new Error("not a regular file");
-      if (s.size > MAX_KEYS_FILE_BYTES) throw new Error(`the file is ${s.size} bytes, more than the ${MAX_KEYS_FILE_BYTES} bytes a keys file may have`);
+      if (s.size > MAX_KEYS_FILE_BYTES)
+        throw new Error(
+          `the file is ${s.size} bytes, more than the ${MAX_KEYS_FILE_BYTES} bytes a keys file may have`,
+        );
       const stamp = `${s.ino}:${s.size}:${s.mtimeMs}`;
       if (last?.stamp === stamp) return last.text;
       const text = await Bun.file(path).text();
-      if (text.length > MAX_KEYS_FILE_BYTES) throw new Error(`the file is more than the ${MAX_KEYS_FILE_BYTES} bytes a keys file may have`);
+      if (text.length > MAX_KEYS_FILE_BYTES)
+        throw new Error(
+          `the file is more than the ${MAX_KEYS_FILE_BYTES} bytes a keys file may have`,
+        );
       last = { stamp, text };
       return text;
     },
@@ -40,7 +46,9 @@ export function bunKeysFile(onInline?: () => void): KeysFileSource {
     async keys(text, path, where) {
       const r = await parseOffLoop({ kind: "keys", text, path, where }, onInline);
       if (r.ok) return r.value as PackedKeys;
-      throw new KeysFileError(r.stage === "parse" ? `${where}: cannot parse (${r.message})` : r.message);
+      throw new KeysFileError(
+        r.stage === "parse" ? `${where}: cannot parse (${r.message})` : r.message,
+      );
     },
     watchDir(dir, onChange) {
       const w = watch(dir, () => onChange());

@@ -10,7 +10,12 @@ import type { Config } from "../../config/schema.ts";
 import type { WorkerId } from "../../core/ids.ts";
 import type { Logger } from "../../core/logger.ts";
 import { discoveryMetrics } from "../../fleet/discovery/discovery-metrics.ts";
-import { KubeConfigError, resolveKubeConnection, serviceAccountNamespace, type KubeConnection } from "../../fleet/discovery/kube-config.ts";
+import {
+  KubeConfigError,
+  resolveKubeConnection,
+  serviceAccountNamespace,
+  type KubeConnection,
+} from "../../fleet/discovery/kube-config.ts";
 import { KubernetesDiscovery } from "../../fleet/discovery/kubernetes-discovery.ts";
 import type { HealthChecker } from "../../fleet/health.ts";
 import type { WorkerProvisioner } from "../../fleet/provisioner.ts";
@@ -27,12 +32,24 @@ export interface KubeTarget {
  * Where to watch, resolved before the router listens so a missing config stops the start
  * (`problem` is then the message); undefined without --discover kubernetes.
  */
-export async function resolveKubeTarget(config: Config): Promise<KubeTarget | { problem: string } | undefined> {
+export async function resolveKubeTarget(
+  config: Config,
+): Promise<KubeTarget | { problem: string } | undefined> {
   if (config.discover !== "kubernetes") return undefined;
   const readFile = (p: string) => Bun.file(p).text();
   try {
-    const connection = await resolveKubeConnection({ kubeconfig: config.kubeconfig, env: process.env, home: homedir(), readFile, parseYaml: (t) => Bun.YAML.parse(t) });
-    const namespace = config.discoverNamespace ?? (await serviceAccountNamespace(readFile)) ?? connection.namespace ?? "default";
+    const connection = await resolveKubeConnection({
+      kubeconfig: config.kubeconfig,
+      env: process.env,
+      home: homedir(),
+      readFile,
+      parseYaml: (t) => Bun.YAML.parse(t),
+    });
+    const namespace =
+      config.discoverNamespace ??
+      (await serviceAccountNamespace(readFile)) ??
+      connection.namespace ??
+      "default";
     return { connection, namespace, selector: config.discoverSelector! };
   } catch (e) {
     if (e instanceof KubeConfigError) return { problem: `--discover kubernetes: ${e.message}` };
@@ -60,7 +77,10 @@ export function kubernetesDiscovery(
     ...(c.clientCert !== undefined ? { cert: c.clientCert, key: c.clientKey } : {}),
     ...(c.insecureSkipTlsVerify ? { rejectUnauthorized: false } : {}),
   };
-  d.log.info(`discovery: watching pods ${JSON.stringify(target.selector)} in namespace ${target.namespace} at ${c.server}`, { config: c.source, port_name: config.discoverPortName });
+  d.log.info(
+    `discovery: watching pods ${JSON.stringify(target.selector)} in namespace ${target.namespace} at ${c.server}`,
+    { config: c.source, port_name: config.discoverPortName },
+  );
   return new KubernetesDiscovery({
     server: c.server,
     // Bun's fetch takes the CA and client certificate per request (its `tls` option).
@@ -77,7 +97,10 @@ export function kubernetesDiscovery(
       isRegistered: (id) => d.registry.has(id),
       tokenizer: d.tokenizer,
     },
-    timers: { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
+    timers: {
+      set: (fn, ms) => setTimeout(fn, ms),
+      clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+    },
     rng: Math.random,
     now: d.now,
     log: d.log,

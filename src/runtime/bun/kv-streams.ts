@@ -12,7 +12,13 @@ import { ZmqEventSources } from "./zmq/sources.ts";
 import type { ComposedRouter } from "../compose/index.ts";
 import { WorkerProvisioner } from "../../fleet/provisioner.ts";
 
-export function kvEventStreams(config: Config, composed: ComposedRouter, hasher: BatchBlockHasher, roles: WorkerRoles, log: Logger) {
+export function kvEventStreams(
+  config: Config,
+  composed: ComposedRouter,
+  hasher: BatchBlockHasher,
+  roles: WorkerRoles,
+  log: Logger,
+) {
   const sources = new ZmqEventSources({
     blockSize: config.blockSize,
     hasher,
@@ -34,10 +40,17 @@ export function kvEventStreams(config: Config, composed: ComposedRouter, hasher:
         try {
           await provisioner.register({
             url: z.workerUrl,
-            kvEvents: { endpoint: z.endpoint, replayEndpoint: z.replayEndpoint, dpRanks: z.dpRanks, topic: "" },
+            kvEvents: {
+              endpoint: z.endpoint,
+              replayEndpoint: z.replayEndpoint,
+              dpRanks: z.dpRanks,
+              topic: "",
+            },
           });
         } catch (e) {
-          log.error(`cannot subscribe to the KV events of ${z.workerUrl} at ${z.endpoint}: ${(e as Error).message}`);
+          log.error(
+            `cannot subscribe to the KV events of ${z.workerUrl} at ${z.endpoint}: ${(e as Error).message}`,
+          );
         }
       }
     },

@@ -31,7 +31,8 @@ export function stderrLogSink(): LogSink {
       w.write(line + "\n");
       waiting += line.length + 1;
       if (waiting >= FLUSH_BYTES) void flush().catch(() => {});
-      else if (timer === undefined) timer = setTimeout(() => void flush().catch(() => {}), FLUSH_EVERY_MS);
+      else if (timer === undefined)
+        timer = setTimeout(() => void flush().catch(() => {}), FLUSH_EVERY_MS);
     },
     flush,
   };

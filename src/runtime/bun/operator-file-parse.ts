@@ -25,7 +25,11 @@ export type OperatorFileReply =
 export const PARSE_DEADLINE_MS = 30_000;
 
 /** Compiled binary: the worker embedded at its path under the build root (see runtime/bun/zmq/worker-url.ts). */
-const COMPILED_PATHS = ["runtime/bun/operator-file-worker.js", "src/runtime/bun/operator-file-worker.js", "operator-file-worker.js"];
+const COMPILED_PATHS = [
+  "runtime/bun/operator-file-worker.js",
+  "src/runtime/bun/operator-file-worker.js",
+  "operator-file-worker.js",
+];
 
 function workerUrl(): string | undefined {
   const beside = new URL("./operator-file-worker.ts", import.meta.url);
@@ -63,7 +67,10 @@ export function runOperatorFileJob(job: OperatorFileJob): OperatorFileReply {
 }
 
 /** The reply to `job` from a Worker; here when this build has none (`onInline` is told). */
-export function parseOffLoop(job: OperatorFileJob, onInline?: () => void): Promise<OperatorFileReply> {
+export function parseOffLoop(
+  job: OperatorFileJob,
+  onInline?: () => void,
+): Promise<OperatorFileReply> {
   const url = workerUrl();
   if (url === undefined) {
     onInline?.();
@@ -79,9 +86,18 @@ export function parseOffLoop(job: OperatorFileJob, onInline?: () => void): Promi
       worker.terminate();
       resolve(r);
     };
-    const timer = setTimeout(() => finish({ ok: false, stage: "parse", message: `not parsed within ${PARSE_DEADLINE_MS / 1000} s` }), PARSE_DEADLINE_MS);
+    const timer = setTimeout(
+      () =>
+        finish({
+          ok: false,
+          stage: "parse",
+          message: `not parsed within ${PARSE_DEADLINE_MS / 1000} s`,
+        }),
+      PARSE_DEADLINE_MS,
+    );
     worker.onmessage = (e: MessageEvent<OperatorFileReply>) => finish(e.data);
-    worker.onerror = (e) => finish({ ok: false, stage: "parse", message: `the parse worker failed (${e.message})` });
+    worker.onerror = (e) =>
+      finish({ ok: false, stage: "parse", message: `the parse worker failed (${e.message})` });
     worker.postMessage(job);
   });
 }

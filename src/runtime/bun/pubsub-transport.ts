@@ -8,7 +8,12 @@ import type { RedisConnection } from "../../sync/redis-connection.ts";
 import { DEFAULT_PROBE_TIMEOUT_MS } from "../../sync/redis-guard.ts";
 import { openRespConnection } from "./resp-client.ts";
 import { RespSubscriber } from "./resp-subscriber.ts";
-import type { PubSubOpener, SyncTransport, SyncTransportOptions, TransportCounters } from "../../sync/transport.ts";
+import type {
+  PubSubOpener,
+  SyncTransport,
+  SyncTransportOptions,
+  TransportCounters,
+} from "../../sync/transport.ts";
 
 export class PubSubTransport implements SyncTransport {
   readonly kind = "pubsub";
@@ -20,7 +25,13 @@ export class PubSubTransport implements SyncTransport {
   ) {}
 
   static async open(opts: SyncTransportOptions): Promise<PubSubTransport> {
-    return new PubSubTransport(opts, await openRedisConnection(opts.url, { commandTimeoutMs: opts.commandTimeoutMs, resp: openRespConnection }));
+    return new PubSubTransport(
+      opts,
+      await openRedisConnection(opts.url, {
+        commandTimeoutMs: opts.commandTimeoutMs,
+        resp: openRespConnection,
+      }),
+    );
   }
 
   get receiving(): boolean {
@@ -28,7 +39,10 @@ export class PubSubTransport implements SyncTransport {
   }
 
   get counters(): TransportCounters {
-    return { reconnects: this.#subscriber?.reconnects ?? 0, receiveErrors: this.#subscriber?.errors ?? 0 };
+    return {
+      reconnects: this.#subscriber?.reconnects ?? 0,
+      receiveErrors: this.#subscriber?.errors ?? 0,
+    };
   }
 
   async publish(payload: string): Promise<void> {
@@ -38,7 +52,12 @@ export class PubSubTransport implements SyncTransport {
   start(onMessage: (payload: string) => void): Promise<void> {
     // Subscribing is off the request path: it gets the probe's deadline, not the command's.
     const connectTimeoutMs = Math.max(this.opts.commandTimeoutMs, DEFAULT_PROBE_TIMEOUT_MS);
-    this.#subscriber = new RespSubscriber(this.opts.url, this.opts.channel, connectTimeoutMs, onMessage);
+    this.#subscriber = new RespSubscriber(
+      this.opts.url,
+      this.opts.channel,
+      connectTimeoutMs,
+      onMessage,
+    );
     return this.#subscriber.start();
   }
 

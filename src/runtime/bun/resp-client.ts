@@ -67,7 +67,8 @@ export class RespConnection implements RedisConnection {
     if (this.#client.connected) return Promise.resolve();
     if (this.#connecting) return this.#connecting;
     const now = performance.now();
-    if (now < this.#retryAt) return Promise.reject(new Error("redis unavailable (waiting to reconnect)"));
+    if (now < this.#retryAt)
+      return Promise.reject(new Error("redis unavailable (waiting to reconnect)"));
     this.#connecting = withTimeout(this.#client.connect(), this.#timeoutMs, "redis connect").then(
       () => {
         this.#connecting = undefined;
@@ -85,4 +86,5 @@ export class RespConnection implements RedisConnection {
 }
 
 /** The RESP opener the Bun runtime hands to openRedisConnection (`resp`); see redis-client.ts. */
-export const openRespConnection: RespOpener = (url, timeoutMs) => RespConnection.open(url, timeoutMs);
+export const openRespConnection: RespOpener = (url, timeoutMs) =>
+  RespConnection.open(url, timeoutMs);

@@ -138,7 +138,9 @@ export class TlsListener implements RouterListener {
       try {
         this.#watchers.push(watch(dir, () => void this.check()));
       } catch (e) {
-        this.o.log.warn(`TLS: cannot watch ${dir} (${(e as Error).message}); looking at the files every ${this.o.pollMs ?? 1_000} ms`);
+        this.o.log.warn(
+          `TLS: cannot watch ${dir} (${(e as Error).message}); looking at the files every ${this.o.pollMs ?? 1_000} ms`,
+        );
       }
     }
   }
@@ -164,7 +166,9 @@ export class TlsListener implements RouterListener {
     try {
       next = this.o.start(pair, this.port);
     } catch (e) {
-      this.o.log.error(`TLS: cannot listen with the new certificate (${(e as Error).message}); still serving ${this.#pair.subject}`);
+      this.o.log.error(
+        `TLS: cannot listen with the new certificate (${(e as Error).message}); still serving ${this.#pair.subject}`,
+      );
       return;
     }
     const old = this.#current;
@@ -174,7 +178,10 @@ export class TlsListener implements RouterListener {
     // Stops accepting; its open connections (streams included) finish on the old certificate.
     this.#retiring.add(old);
     void Promise.resolve(old.stop(false)).finally(() => this.#retiring.delete(old));
-    this.o.log.info("TLS: certificate reloaded; new connections get it", { subject: pair.subject, not_after: pair.notAfter });
+    this.o.log.info("TLS: certificate reloaded; new connections get it", {
+      subject: pair.subject,
+      not_after: pair.notAfter,
+    });
   }
 
   #bad(message: string): void {
@@ -183,14 +190,20 @@ export class TlsListener implements RouterListener {
     const p = this.#problem;
     if (p.logged || now - p.since < (this.o.settleMs ?? 2_000)) return;
     p.logged = true;
-    this.o.log.error(`TLS: ${message}; still serving the previous certificate (${this.#pair.subject}, until ${this.#pair.notAfter})`);
+    this.o.log.error(
+      `TLS: ${message}; still serving the previous certificate (${this.#pair.subject}, until ${this.#pair.notAfter})`,
+    );
   }
 }
 
 async function versionOf(o: TlsListenerOptions): Promise<string> {
   const [c, k] = await Promise.all([
-    fileVersion(o.certPath).catch((e: Error) => Promise.reject(new TlsPairError(`--tls-cert ${o.certPath}: cannot read (${e.message})`))),
-    fileVersion(o.keyPath).catch((e: Error) => Promise.reject(new TlsPairError(`--tls-key ${o.keyPath}: cannot read (${e.message})`))),
+    fileVersion(o.certPath).catch((e: Error) =>
+      Promise.reject(new TlsPairError(`--tls-cert ${o.certPath}: cannot read (${e.message})`)),
+    ),
+    fileVersion(o.keyPath).catch((e: Error) =>
+      Promise.reject(new TlsPairError(`--tls-key ${o.keyPath}: cannot read (${e.message})`)),
+    ),
   ]);
   return `${c}|${k}`;
 }

@@ -25,14 +25,20 @@ export interface TlsPair {
 
 export async function readTlsPair(certPath: string, keyPath: string): Promise<TlsPair> {
   const [cert, key] = await Promise.all([
-    readBoundedText(certPath, MAX_PEM_BYTES).catch((e: Error) => Promise.reject(new TlsPairError(`--tls-cert ${certPath}: cannot read (${e.message})`))),
-    readBoundedText(keyPath, MAX_PEM_BYTES).catch((e: Error) => Promise.reject(new TlsPairError(`--tls-key ${keyPath}: cannot read (${e.message})`))),
+    readBoundedText(certPath, MAX_PEM_BYTES).catch((e: Error) =>
+      Promise.reject(new TlsPairError(`--tls-cert ${certPath}: cannot read (${e.message})`)),
+    ),
+    readBoundedText(keyPath, MAX_PEM_BYTES).catch((e: Error) =>
+      Promise.reject(new TlsPairError(`--tls-key ${keyPath}: cannot read (${e.message})`)),
+    ),
   ]);
   let leaf: X509Certificate;
   try {
     leaf = new X509Certificate(cert);
   } catch (e) {
-    throw new TlsPairError(`--tls-cert ${certPath}: not a PEM certificate (${(e as Error).message})`);
+    throw new TlsPairError(
+      `--tls-cert ${certPath}: not a PEM certificate (${(e as Error).message})`,
+    );
   }
   let privateKey;
   try {
@@ -41,7 +47,14 @@ export async function readTlsPair(certPath: string, keyPath: string): Promise<Tl
     throw new TlsPairError(`--tls-key ${keyPath}: not a PEM private key (${(e as Error).message})`);
   }
   if (!leaf.checkPrivateKey(privateKey)) {
-    throw new TlsPairError(`--tls-key ${keyPath}: not the private key of the certificate in ${certPath} (${leaf.subject})`);
+    throw new TlsPairError(
+      `--tls-key ${keyPath}: not the private key of the certificate in ${certPath} (${leaf.subject})`,
+    );
   }
-  return { cert, key, subject: leaf.subject.replace(/\n/g, ", "), notAfter: new Date(leaf.validTo).toISOString() };
+  return {
+    cert,
+    key,
+    subject: leaf.subject.replace(/\n/g, ", "),
+    notAfter: new Date(leaf.validTo).toISOString(),
+  };
 }

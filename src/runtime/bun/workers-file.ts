@@ -20,7 +20,12 @@ export const MAX_WORKERS_FILE_BYTES = 4 * 1024 * 1024;
 
 export function workersFileWatch(
   path: string | undefined,
-  deps: { provisioner: WorkerProvisioner; registry: WorkerRegistry; now: () => number; log: Logger },
+  deps: {
+    provisioner: WorkerProvisioner;
+    registry: WorkerRegistry;
+    now: () => number;
+    log: Logger;
+  },
 ): WorkersFileWatch | undefined {
   if (path === undefined) return undefined;
   return new WorkersFileWatch({
@@ -29,7 +34,11 @@ export function workersFileWatch(
     fileVersion,
     parseYaml: (t) => Bun.YAML.parse(t),
     parseFile: async (text, p) => {
-      const r = await parseOffLoop({ kind: "workers", text, path: p }, () => deps.log.warn("--workers-file: this binary has no embedded parse worker; the file is parsed on the event loop"));
+      const r = await parseOffLoop({ kind: "workers", text, path: p }, () =>
+        deps.log.warn(
+          "--workers-file: this binary has no embedded parse worker; the file is parsed on the event loop",
+        ),
+      );
       if (r.ok) return r.value as WantedWorker[];
       throw new Error(r.stage === "parse" ? `${p}: ${r.message}` : r.message);
     },

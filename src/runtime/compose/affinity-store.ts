@@ -7,7 +7,12 @@ import type { Logger } from "../../core/logger.ts";
 import type { Config } from "../../config/schema.ts";
 import type { RespOpener } from "../../sync/redis-client.ts";
 import { openRedisAffinityStore, type RedisStoreStats } from "../../sync/redis-store.ts";
-import { MemoryAffinityStore, type AffinityStore, type OnExpire, type StoreClock } from "../../router/index.ts";
+import {
+  MemoryAffinityStore,
+  type AffinityStore,
+  type OnExpire,
+  type StoreClock,
+} from "../../router/index.ts";
 
 /** The in-memory session store's clock: wall time, so /debug/sessions shows real expiries. */
 const wallClock: StoreClock = {
@@ -34,13 +39,19 @@ export interface BuiltStore {
 export async function buildAffinityStore(
   config: Config,
   choices: { readonly resp?: RespOpener },
-   log: Logger,
+  log: Logger,
   onExpire: OnExpire,
 ): Promise<BuiltStore> {
   const logger = { warn: (m: string, f?: Record<string, unknown>) => log.warn(m, f) };
   const reaperIntervalMs = config.sessionReaperInterval * 1000;
   if (config.redis === undefined) {
-    const store = new MemoryAffinityStore({ clock: wallClock, onExpire, reaperIntervalMs, logger, maxSessions: config.maxSessions });
+    const store = new MemoryAffinityStore({
+      clock: wallClock,
+      onExpire,
+      reaperIntervalMs,
+      logger,
+      maxSessions: config.maxSessions,
+    });
     return { store, memory: () => ({ held: store.size, evicted: store.evicted }) };
   }
   const store = await openRedisAffinityStore({
@@ -52,7 +63,10 @@ export async function buildAffinityStore(
     reaperIntervalMs,
     logger,
   });
-  log.info("sticky sessions: shared Redis store", { redis: redactUrl(config.redis), available: store.stats().available });
+  log.info("sticky sessions: shared Redis store", {
+    redis: redactUrl(config.redis),
+    available: store.stats().available,
+  });
   return { store, stats: () => store.stats() };
 }
 
@@ -66,4 +80,3 @@ function redactUrl(url: string): string {
     return "(unparseable URL)";
   }
 }
-

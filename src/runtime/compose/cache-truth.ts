@@ -49,14 +49,18 @@ export function cacheTruthParts(o: {
       distrusted: () => truth.distrusted,
       onLiveEvents: (events) => truth.eventsApplied(events),
       onRestart: (w, r) => {
-        o.log.info(`cache truth: worker ${w} dp rank ${r} restarted (its event ids went back)${o.canary ? "; canary" : ""}`, { worker_id: String(w), dp_rank: r });
+        o.log.info(
+          `cache truth: worker ${w} dp rank ${r} restarted (its event ids went back)${o.canary ? "; canary" : ""}`,
+          { worker_id: String(w), dp_rank: r },
+        );
         if (o.canary) void parts.canary?.(w, r);
       },
     },
     cacheCheck: {
       blockSize: o.blockSize,
       answer: (w: WorkerId, r: DpRank, f) => truth.answer(w, r, f),
-      indexedBlocks: (hashes, w, r) => o.index()?.findMatches(hashes).scores.get(workerKey(w, r)) ?? 0,
+      indexedBlocks: (hashes, w, r) =>
+        o.index()?.findMatches(hashes).scores.get(workerKey(w, r)) ?? 0,
     },
     canary: undefined,
     autoCanary: o.canary,
@@ -81,9 +85,14 @@ const CANARY_ANSWER_MAX_BYTES = 64 * 1024;
 export interface CanaryWiring {
   readonly truth: CacheTruth;
   readonly blockSize: number;
-  readonly router: { readonly routing: { prepare(tokens: Uint32Array, loraName: string | undefined): PromptHashes }; readonly index: Pick<KvIndex, "findMatches"> };
+  readonly router: {
+    readonly routing: { prepare(tokens: Uint32Array, loraName: string | undefined): PromptHashes };
+    readonly index: Pick<KvIndex, "findMatches">;
+  };
   readonly fleet: {
-    readonly registry: { get(id: WorkerId): { readonly url: string; readonly dpRanks: number } | undefined };
+    readonly registry: {
+      get(id: WorkerId): { readonly url: string; readonly dpRanks: number } | undefined;
+    };
     /** Adapters loaded on the worker (the canary runs once more with the first, for its salt). */
     readonly adapters: { loadedOn(id: WorkerId): readonly string[] };
     readonly toEngines: (url: string, init?: RequestInit) => Promise<Response>;
@@ -103,16 +112,31 @@ export interface CanaryWiring {
  * The canary for a worker's ranks (and its first adapter on rank 0), results to the tracker.
  * At most one run per worker at a time: a restart seen on every rank asks once.
  */
-export function canaries(w: CanaryWiring): (id: WorkerId, only?: DpRank) => Promise<CanaryResult[]> {
+export function canaries(
+  w: CanaryWiring,
+): (id: WorkerId, only?: DpRank) => Promise<CanaryResult[]> {
   const running = new Map<WorkerId, Promise<CanaryResult[]>>();
-  const callTimeoutMs = Math.min(CANARY_CALL_TIMEOUT_MS, ...(w.engineDeadlinesMs ?? []).filter((ms) => ms > 0));
+  const callTimeoutMs = Math.min(
+    CANARY_CALL_TIMEOUT_MS,
+    ...(w.engineDeadlinesMs ?? []).filter((ms) => ms > 0),
+  );
   const deps = {
     blockSize: w.blockSize,
-    complete: async (url: string, dpRank: DpRank, prompt: readonly number[], model: string | undefined): Promise<CanaryUsage | undefined> => {
+    complete: async (
+      url: string,
+      dpRank: DpRank,
+      prompt: readonly number[],
+      model: string | undefined,
+    ): Promise<CanaryUsage | undefined> => {
       const res = await w.fleet.toEngines(`${url}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json", [HEADER_ENGINE_DP_RANK]: String(dpRank) },
-        body: JSON.stringify({ ...(model !== undefined ? { model } : {}), prompt, max_tokens: 1, temperature: 0 }),
+        body: JSON.stringify({
+          ...(model !== undefined ? { model } : {}),
+          prompt,
+          max_tokens: 1,
+          temperature: 0,
+        }),
         signal: AbortSignal.timeout(callTimeoutMs),
       });
       if (!res.ok) {
@@ -120,13 +144,34 @@ export function canaries(w: CanaryWiring): (id: WorkerId, only?: DpRank) => Prom
         throw new Error(`the engine answered HTTP ${res.status}`);
       }
       // Bounded: one token's answer is a few hundred bytes; an engine must not make the router hold more.
-      const bytes = await readBodyLimited(res, CANARY_ANSWER_MAX_BYTES, "the canary's answer bound");
-      const u = (JSON.parse(new TextDecoder().decode(bytes)) as { usage?: { prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } }).usage;
+      const bytes = await readBodyLimited(
+        res,
+        CANARY_ANSWER_MAX_BYTES,
+        "the canary's answer bound",
+      );
+      const u = (
+        JSON.parse(new TextDecoder().decode(bytes)) as {
+          usage?: {
+            prompt_tokens?: number;
+            prompt_tokens_details?: { cached_tokens?: number } | null;
+          };
+        }
+      ).usage;
       if (u === undefined || typeof u.prompt_tokens !== "number") return undefined;
-      return { promptTokens: u.prompt_tokens, cachedTokens: u.prompt_tokens_details?.cached_tokens };
+      return {
+        promptTokens: u.prompt_tokens,
+        cachedTokens: u.prompt_tokens_details?.cached_tokens,
+      };
     },
-    indexedBlocks: (tokens: Uint32Array, id: WorkerId, dpRank: DpRank, loraName: string | undefined) =>
-      w.router.index.findMatches(w.router.routing.prepare(tokens, loraName).hashes).scores.get(workerKey(id, dpRank)) ?? 0,
+    indexedBlocks: (
+      tokens: Uint32Array,
+      id: WorkerId,
+      dpRank: DpRank,
+      loraName: string | undefined,
+    ) =>
+      w.router.index
+        .findMatches(w.router.routing.prepare(tokens, loraName).hashes)
+        .scores.get(workerKey(id, dpRank)) ?? 0,
     eventsSeen: (id: WorkerId, dpRank: DpRank) => w.truth.eventsSeen(id, dpRank),
     sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)),
     now: w.now,
@@ -137,16 +182,29 @@ export function canaries(w: CanaryWiring): (id: WorkerId, only?: DpRank) => Prom
     if (rec === undefined) return [];
     const out: CanaryResult[] = [];
     const ranks = only !== undefined ? [only] : Array.from({ length: rec.dpRanks }, (_, r) => r);
-    const targets = ranks.map((r) => ({ workerId: id, url: rec.url, dpRank: r }) as { workerId: WorkerId; url: string; dpRank: DpRank; model?: string; loraName?: string });
+    const targets = ranks.map(
+      (r) =>
+        ({ workerId: id, url: rec.url, dpRank: r }) as {
+          workerId: WorkerId;
+          url: string;
+          dpRank: DpRank;
+          model?: string;
+          loraName?: string;
+        },
+    );
     const lora = w.fleet.adapters.loadedOn(id)[0];
-    if (lora !== undefined) targets.push({ workerId: id, url: rec.url, dpRank: ranks[0]!, model: lora, loraName: lora });
+    if (lora !== undefined)
+      targets.push({ workerId: id, url: rec.url, dpRank: ranks[0]!, model: lora, loraName: lora });
     for (const t of targets) {
       try {
         const r = await runCanary(deps, t);
         w.truth.canaryResult(id, t.dpRank, r.ok, r.cause, r.evidence);
         out.push(r);
       } catch (e) {
-        w.log.warn(`cache truth: canary could not run on worker ${id} dp rank ${t.dpRank}: ${(e as Error).message}`, { worker_id: String(id) });
+        w.log.warn(
+          `cache truth: canary could not run on worker ${id} dp rank ${t.dpRank}: ${(e as Error).message}`,
+          { worker_id: String(id) },
+        );
       }
     }
     return out;

@@ -75,35 +75,75 @@ export interface ComposedRouter {
 }
 
 /** Builds everything runtime-free; serves nothing. Throws StartupError for a tokenizer that cannot load. */
-export async function composeRouter(config: Config, choices: RuntimeChoices, log: Logger): Promise<ComposedRouter> {
+export async function composeRouter(
+  config: Config,
+  choices: RuntimeChoices,
+  log: Logger,
+): Promise<ComposedRouter> {
   const now = () => performance.now();
   const metrics = new RouterMetrics();
   const fleet = await buildFleet(config, choices, log, metrics, now);
   // Who this router is, drawn once: its load-sync messages, its request ids and every /health
   // answer carry it (a URL that answers with a router id is refused as a worker).
-  const routerId: RouterId = (choices.randomValues ?? ((a) => crypto.getRandomValues(a)))(new BigUint64Array(1))[0]!;
+  const routerId: RouterId = (choices.randomValues ?? ((a) => crypto.getRandomValues(a)))(
+    new BigUint64Array(1),
+  )[0]!;
   let clusterMetrics: ClusterMetrics | undefined;
   // Shares this router's active load with the others through Redis (started below, once the router exists).
   let loadSync: LoadSync | undefined;
   // Every answer's cached tokens checked against the index (src/fleet/cache-truth).
   let routerIndex: KvIndex | undefined;
-  const cacheTruth = cacheTruthParts({ policy: config.policy, cacheCheck: config.cacheCheck, canary: config.canary, blockSize: config.blockSize, now, log, registry: metrics.registry, index: () => routerIndex });
-  const { router, admission, sessions, claimsConnection } = await buildRouter(config, choices, log, {
-    cacheTruth: cacheTruth?.routerPorts,
+  const cacheTruth = cacheTruthParts({
+    policy: config.policy,
+    cacheCheck: config.cacheCheck,
+    canary: config.canary,
+    blockSize: config.blockSize,
+    now,
+    log,
+    registry: metrics.registry,
+    index: () => routerIndex,
+  });
+  const { router, admission, sessions, claimsConnection } = await buildRouter(
+    config,
+    choices,
+    log,
+    {
+      cacheTruth: cacheTruth?.routerPorts,
+      metrics,
+      now,
+      routerId,
+      fleet,
+      clusterMetrics: () => clusterMetrics,
+      otherRouters: () => loadSync?.peerCount() ?? 0,
+    },
+  );
+  routerIndex = router.index;
+  if (cacheTruth !== undefined)
+    cacheTruth.canary = canaries({
+      truth: cacheTruth.truth,
+      blockSize: config.blockSize,
+      router,
+      fleet,
+      now,
+      log,
+      engineDeadlinesMs: [config.firstByteTimeout * 1000, config.streamIdleTimeout * 1000],
+    });
+  const members = buildMembership(config, choices, log, {
+    fleet,
+    router,
     metrics,
     now,
-    routerId,
-    fleet,
-    clusterMetrics: () => clusterMetrics,
-    otherRouters: () => loadSync?.peerCount() ?? 0,
+    cacheTruth,
   });
-  routerIndex = router.index;
-  if (cacheTruth !== undefined) cacheTruth.canary = canaries({ truth: cacheTruth.truth, blockSize: config.blockSize, router, fleet, now, log, engineDeadlinesMs: [config.firstByteTimeout * 1000, config.streamIdleTimeout * 1000] });
-  const members = buildMembership(config, choices, log, { fleet, router, metrics, now, cacheTruth });
   const loopLag = bindRouterMetrics(choices, { metrics, fleet, router, admission, now });
   loadSync = await startSync(config, choices, log, { tracker: router.tracker, routerId, now });
   const syncStats = loadSync && (() => loadSync!.stats());
-  clusterMetrics = bindClusterMetrics(metrics, { store: sessions.stats, loadSync: syncStats, lora: () => fleet.adapters.counters, memorySessions: sessions.memory });
+  clusterMetrics = bindClusterMetrics(metrics, {
+    store: sessions.stats,
+    loadSync: syncStats,
+    lora: () => fleet.adapters.counters,
+    memorySessions: sessions.memory,
+  });
   const tenants = await buildTenants(config, {
     keysFile: choices.keysFile,
     resp: choices.resp,
@@ -125,7 +165,24 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     peers: () => loadSync?.peers().map((p) => ({ ...p, routerId: routerIdHex(p.routerId) })),
   });
   const state: AccessState = { draining: false, unready: false, listeningPort: undefined };
-  const edgeDeps = edgeDepsBuilder(config, choices, log, { routerId, fleet, router, members, store: sessions.store, metrics, observation, tenants: tenants?.guard, cacheTruth, now }, state);
+  const edgeDeps = edgeDepsBuilder(
+    config,
+    choices,
+    log,
+    {
+      routerId,
+      fleet,
+      router,
+      members,
+      store: sessions.store,
+      metrics,
+      observation,
+      tenants: tenants?.guard,
+      cacheTruth,
+      now,
+    },
+    state,
+  );
   return {
     now,
     metrics,
@@ -139,15 +196,30 @@ export async function composeRouter(config: Config, choices: RuntimeChoices, log
     recent: observation.recent,
     edgeDeps,
     engineHeaders: fleet.engineHeaders,
-    ...lifecycle(config, log, state, { router, members, admission, loopLag, tenants, now }, async () => {
-      await loadSync?.stop();
-      await claimsConnection?.close();
-      await sessions.store.close();
-    }),
+    ...lifecycle(
+      config,
+      log,
+      state,
+      { router, members, admission, loopLag, tenants, now },
+      async () => {
+        await loadSync?.stop();
+        await claimsConnection?.close();
+        await sessions.store.close();
+      },
+    ),
   };
 }
 
-type Lifecycle = Pick<ComposedRouter, "listeningOn" | "stopReadiness" | "startDraining" | "registerAll" | "startChecks" | "stopWork" | "close">;
+type Lifecycle = Pick<
+  ComposedRouter,
+  | "listeningOn"
+  | "stopReadiness"
+  | "startDraining"
+  | "registerAll"
+  | "startChecks"
+  | "stopWork"
+  | "close"
+>;
 
 /** The entry's start and stop over the composed parts; `closeShared` closes what other routers share (load sync, claims, sessions). */
 function lifecycle(
@@ -180,14 +252,19 @@ function lifecycle(
     },
     async registerAll(workerUrls) {
       await Promise.all(
-        workerUrls.map((u) => membership.register({ url: u }).catch((e) => log.error(`cannot register worker ${u}: ${(e as Error).message}`))),
+        workerUrls.map((u) =>
+          membership
+            .register({ url: u })
+            .catch((e) => log.error(`cannot register worker ${u}: ${(e as Error).message}`)),
+        ),
       );
     },
     startChecks() {
       health.start();
       loopLag.start();
       timers.push(setInterval(() => router.expireLoad(now()), LOAD_EXPIRY_EVERY_MS));
-      if (config.policy === "approx" || router.approxIndex !== undefined) timers.push(setInterval(() => router.expireApprox(now()), APPROX_EXPIRE_EVERY_MS));
+      if (config.policy === "approx" || router.approxIndex !== undefined)
+        timers.push(setInterval(() => router.expireApprox(now()), APPROX_EXPIRE_EVERY_MS));
     },
     stopWork() {
       state.draining = true;

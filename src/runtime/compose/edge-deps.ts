@@ -49,7 +49,13 @@ export interface EdgeParts {
 }
 
 /** `edgeDeps(runtime)`: createApp's argument. */
-export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "localHosts">, log: Logger, p: EdgeParts, state: Readonly<AccessState>): (rt: RuntimeEdge) => EdgeDeps {
+export function edgeDepsBuilder(
+  config: Config,
+  choices: Pick<RuntimeChoices, "localHosts">,
+  log: Logger,
+  p: EdgeParts,
+  state: Readonly<AccessState>,
+): (rt: RuntimeEdge) => EdgeDeps {
   const { fleet, members, now } = p;
   // A URL that answers /health as a router (any router's id) is refused as a worker, as is
   // this router's own port on a local address.
@@ -68,11 +74,30 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
   const plainFetch = (url: string, init: RequestInit) => fetch(url, init);
   // Engine answers tried again elsewhere, within one fleet-wide budget (edge/proxy/retry-policy.ts)
   // that every app of this router (one per runtime entry) shares.
-  const retry = { statuses: new Set(config.retryOn), budget: new RetryBudget({ percent: config.retryBudget, minPerSecond: RETRY_FLOOR_PER_SECOND, now }) };
+  const retry = {
+    statuses: new Set(config.retryOn),
+    budget: new RetryBudget({
+      percent: config.retryBudget,
+      minPerSecond: RETRY_FLOOR_PER_SECOND,
+      now,
+    }),
+  };
   // One account of what streams keep to be moved, shared by every app of this router.
-  const migration = config.maxMigrations > 0 ? { maxMoves: config.maxMigrations, migrateAfterMs: config.migrateAfter * 1000, keepBytes: config.migrationKeepBytes, memory: new KeptMemory(config.migrationMemoryBytes) } : undefined;
+  const migration =
+    config.maxMigrations > 0
+      ? {
+          maxMoves: config.maxMigrations,
+          migrateAfterMs: config.migrateAfter * 1000,
+          keepBytes: config.migrationKeepBytes,
+          memory: new KeptMemory(config.migrationMemoryBytes),
+        }
+      : undefined;
   // An address is no identity once the router is exposed: without a token the admin API is closed then (edge/auth.ts).
-  const adminOpenness = adminOpennessOf({ adminToken: config.adminToken, apiKeys: config.apiKeys, host: config.host });
+  const adminOpenness = adminOpennessOf({
+    adminToken: config.adminToken,
+    apiKeys: config.apiKeys,
+    host: config.host,
+  });
   if (adminOpenness.kind === "closed") log.warn(adminClosedLine(adminOpenness.why));
   return (rt) => ({
     access: {
@@ -84,8 +109,19 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
       draining: () => state.draining,
       unready: () => state.unready,
     },
-    limits: { maxBodyBytes: config.maxBodyBytes, maxPromptChars: config.maxPromptChars, maxSessionIdLength: config.maxSessionIdLength, parseOffLoop: rt.parseOffLoop, bodyBudget: new BodyReadBudget(Math.max(BODY_READ_BUDGET_BYTES, config.maxBodyBytes)) },
-    fleet: { registry: fleet.registry, models: fleet.models, lora: fleet.adapters, tokenizers: fleet.tokenizers },
+    limits: {
+      maxBodyBytes: config.maxBodyBytes,
+      maxPromptChars: config.maxPromptChars,
+      maxSessionIdLength: config.maxSessionIdLength,
+      parseOffLoop: rt.parseOffLoop,
+      bodyBudget: new BodyReadBudget(Math.max(BODY_READ_BUDGET_BYTES, config.maxBodyBytes)),
+    },
+    fleet: {
+      registry: fleet.registry,
+      models: fleet.models,
+      lora: fleet.adapters,
+      tokenizers: fleet.tokenizers,
+    },
     router: p.router,
     upstream: {
       call: rt.upstream ?? fetchUpstream(plainFetch),
@@ -97,11 +133,31 @@ export function edgeDepsBuilder(config: Config, choices: Pick<RuntimeChoices, "l
       migration,
       directStreams: rt.directStreams,
       keepOpen: rt.keepOpen,
-      forwarding: { peer: rt.peer, trustForwarded: config.trustForwarded, forwardCookies: config.forwardCookies },
+      forwarding: {
+        peer: rt.peer,
+        trustForwarded: config.trustForwarded,
+        forwardCookies: config.forwardCookies,
+      },
     },
-    outcomes: { fence: (id, reason) => members.health.fence(id, reason), report: (id, failure) => members.health.report(id, failure) },
-    observe: { metrics: p.metrics, log, requests: p.observation.observe, status: p.observation.status },
-    admin: { membership: members.membership, provisioner: rt.provisioner, workerUrlPolicy, workerDetails: withCacheTruth(rt.workerDetails, p.cacheTruth?.truth), canary: p.cacheTruth?.canary, peekSession: (id) => p.store.peek(id), now },
+    outcomes: {
+      fence: (id, reason) => members.health.fence(id, reason),
+      report: (id, failure) => members.health.report(id, failure),
+    },
+    observe: {
+      metrics: p.metrics,
+      log,
+      requests: p.observation.observe,
+      status: p.observation.status,
+    },
+    admin: {
+      membership: members.membership,
+      provisioner: rt.provisioner,
+      workerUrlPolicy,
+      workerDetails: withCacheTruth(rt.workerDetails, p.cacheTruth?.truth),
+      canary: p.cacheTruth?.canary,
+      peekSession: (id) => p.store.peek(id),
+      now,
+    },
     disagg: rt.disagg,
     tenants: p.tenants,
     cacheCheck: p.cacheTruth?.cacheCheck,

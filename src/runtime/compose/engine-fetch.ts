@@ -7,7 +7,9 @@
  * to any host it named, with the engine token, and a redirected /health counted as healthy.
  * A 3xx is an answer like any other non-2xx: the call fails.
  */
-export function engineFetch(token: string | undefined): (url: string, init?: RequestInit) => Promise<Response> {
+export function engineFetch(
+  token: string | undefined,
+): (url: string, init?: RequestInit) => Promise<Response> {
   if (token === undefined) return ownFetch;
   return (url, init = {}) => {
     const headers = new Headers(init.headers);
@@ -20,4 +22,3 @@ export function engineFetch(token: string | undefined): (url: string, init?: Req
 export function ownFetch(url: string, init?: RequestInit): Promise<Response> {
   return fetch(url, { ...init, redirect: "manual" });
 }
-

@@ -34,14 +34,25 @@ export interface Fleet {
 }
 
 /** Throws StartupError for a tokenizer that cannot load (or a runtime that cannot read one). */
-export async function buildFleet(config: Config, choices: Pick<RuntimeChoices, "loadTokenizer">, log: Logger, metrics: RouterMetrics, now: () => number): Promise<Fleet> {
+export async function buildFleet(
+  config: Config,
+  choices: Pick<RuntimeChoices, "loadTokenizer">,
+  log: Logger,
+  metrics: RouterMetrics,
+  now: () => number,
+): Promise<Fleet> {
   const registry = new WorkerRegistry();
   // Which models each worker serves (GET /v1/models at registration and every health check).
   const models = new ModelDirectory();
   const tokenizers = await loadTokenizers(config, choices, log, metrics, models);
-  if (config.policy === "approx") log.info("policy approx: routing on this router's own decisions; ZMQ event streams (kv_events) are not subscribed to, and events posted to /v1/kv/events are dropped (switchyard_kv_events_dropped_total{reason=\"approx_policy\"})");
+  if (config.policy === "approx")
+    log.info(
+      'policy approx: routing on this router\'s own decisions; ZMQ event streams (kv_events) are not subscribed to, and events posted to /v1/kv/events are dropped (switchyard_kv_events_dropped_total{reason="approx_policy"})',
+    );
   const toEngines = engineFetch(config.engineToken);
-  const engineHeaders: Record<string, string> = config.engineToken ? { authorization: `Bearer ${config.engineToken}` } : {};
+  const engineHeaders: Record<string, string> = config.engineToken
+    ? { authorization: `Bearer ${config.engineToken}` }
+    : {};
   const lora = new LoraStateTracker({ logger: { warn: (m, f) => log.warn(m, f) } });
   const adapters = new AdapterLoader({
     tracker: lora,
@@ -62,9 +73,16 @@ export async function buildFleet(config: Config, choices: Pick<RuntimeChoices, "
  * The models' tokenizers, each loaded once here. Text the router cannot tokenize as the engine
  * does is routed on its own decisions, apart (src/tokens/README.md).
  */
-async function loadTokenizers(config: Config, choices: Pick<RuntimeChoices, "loadTokenizer">, log: Logger, metrics: RouterMetrics, models: ModelDirectory): Promise<RouterTokenizers> {
+async function loadTokenizers(
+  config: Config,
+  choices: Pick<RuntimeChoices, "loadTokenizer">,
+  log: Logger,
+  metrics: RouterMetrics,
+  models: ModelDirectory,
+): Promise<RouterTokenizers> {
   const load = choices.loadTokenizer;
-  if (config.tokenizers.length > 0 && load === undefined) throw new StartupError("--tokenizer: this runtime cannot read tokenizer files");
+  if (config.tokenizers.length > 0 && load === undefined)
+    throw new StartupError("--tokenizer: this runtime cannot read tokenizer files");
   const tokenizers = new RouterTokenizers({
     load: async (dir) => reportEncoderChoice(await load!(dir), metrics, log),
     parentOf: (m) => models.parentOf(m),
@@ -76,10 +94,17 @@ async function loadTokenizers(config: Config, choices: Pick<RuntimeChoices, "loa
     try {
       tok = await tokenizers.add(t.model, t.path);
     } catch (e) {
-      throw new StartupError(`--tokenizer ${t.model !== undefined ? `${t.model}=` : ""}${t.path}: ${(e as Error).message}`);
+      throw new StartupError(
+        `--tokenizer ${t.model !== undefined ? `${t.model}=` : ""}${t.path}: ${(e as Error).message}`,
+      );
     }
-    log.info(`tokenizer for ${t.model ?? "every model"}: ${tok.source}`, { implementation: tok.implementation });
+    log.info(`tokenizer for ${t.model ?? "every model"}: ${tok.source}`, {
+      implementation: tok.implementation,
+    });
   }
-  if (config.tokenizers.length === 0) log.info("no --tokenizer: token-id prompts are routed exactly, text approximately (on the router's own decisions)");
+  if (config.tokenizers.length === 0)
+    log.info(
+      "no --tokenizer: token-id prompts are routed exactly, text approximately (on the router's own decisions)",
+    );
   return tokenizers;
 }

@@ -5,7 +5,11 @@
  */
 import { reachableHost } from "./choices.ts";
 
-export function listeningLine(host: string, port: number, scheme: "http" | "https" = "http"): string {
+export function listeningLine(
+  host: string,
+  port: number,
+  scheme: "http" | "https" = "http",
+): string {
   const local = `${scheme}://${reachableHost(host)}:${port}`;
   const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
   if (!wildcard) return `switchyard listening on ${local}`;

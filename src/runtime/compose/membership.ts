@@ -13,7 +13,11 @@ import { WorkerMembership } from "../../fleet/membership.ts";
 import { fetchServedModels } from "../../fleet/models.ts";
 import { tokenizerMismatchGauge } from "../../observe/fleet-metrics.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
-import { forgetWorkerSeries, zeroRouterSeries, zeroWorkerSeries } from "../../observe/zero-series.ts";
+import {
+  forgetWorkerSeries,
+  zeroRouterSeries,
+  zeroWorkerSeries,
+} from "../../observe/zero-series.ts";
 import type { createRouter } from "../../router/index.ts";
 import type { RuntimeChoices } from "./choices.ts";
 import { ownFetch } from "./engine-fetch.ts";
@@ -30,13 +34,27 @@ export function buildMembership(
   config: Config,
   choices: Pick<RuntimeChoices, "onEngineInfo" | "onWorkerRemoved">,
   log: Logger,
-  d: { readonly fleet: Fleet; readonly router: ReturnType<typeof createRouter>; readonly metrics: RouterMetrics; readonly now: () => number; readonly cacheTruth?: CacheTruthParts },
+  d: {
+    readonly fleet: Fleet;
+    readonly router: ReturnType<typeof createRouter>;
+    readonly metrics: RouterMetrics;
+    readonly now: () => number;
+    readonly cacheTruth?: CacheTruthParts;
+  },
 ): Members {
   const { fleet, router, metrics } = d;
   const { registry, models, tokenizers, toEngines } = fleet;
   const tokenizerMismatch = tokenizerMismatchGauge(metrics.registry);
   zeroRouterSeries(metrics, { burstClaims: config.burstClaims && config.redis !== undefined });
-  const { health, restarts, outliers } = workerHealth(config, { registry, models, members: router.members, metrics, toEngines, now: d.now, log });
+  const { health, restarts, outliers } = workerHealth(config, {
+    registry,
+    models,
+    members: router.members,
+    metrics,
+    toEngines,
+    now: d.now,
+    log,
+  });
   const membership = new WorkerMembership({
     registry,
     blockSize: config.blockSize,
@@ -50,10 +68,23 @@ export function buildMembership(
       return info;
     },
     // vLLM and SGLang say their capacity elsewhere: asked once here, so it is known without --engine-metrics-interval.
-    kvCapacity: (url) => probeKvCapacity(url, { blockSize: config.blockSize, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, fetch: toEngines }),
-    models: { directory: models, fetch: (url) => fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), ownFetch) },
+    kvCapacity: (url) =>
+      probeKvCapacity(url, {
+        blockSize: config.blockSize,
+        timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
+        fetch: toEngines,
+      }),
+    models: {
+      directory: models,
+      fetch: (url) =>
+        fetchServedModels(url, AbortSignal.timeout(ENGINE_QUERY_TIMEOUT_MS), ownFetch),
+    },
     onAdded: (w) => {
-      log.info(`worker ${w.id} registered`, { url: w.url, dp_ranks: w.dpRanks, healthy: w.healthy });
+      log.info(`worker ${w.id} registered`, {
+        url: w.url,
+        dp_ranks: w.dpRanks,
+        healthy: w.healthy,
+      });
       zeroWorkerSeries(metrics, w.id, tokenizerMismatch);
       void restarts.check(w.id, w.url, AbortSignal.timeout(config.healthTimeout * 1000)); // the instance to compare with
       if (!w.healthy) void health.check(w.id);
@@ -61,8 +92,10 @@ export function buildMembership(
       // Where the engine serves /tokenize, check that it tokenizes like our tokenizer.
       const base = models.of(w.id)?.find((m) => m.parent === null)?.id ?? w.model;
       void tokenizers.check(w.id, w.url, base).then((c) => {
-        if (c?.status === "mismatch") log.warn(`worker ${w.id}: tokenizer_mismatch`, { url: w.url, detail: c.detail });
-        if (c !== undefined && registry.has(w.id)) tokenizerMismatch.set([String(w.id)], c.status === "mismatch" ? 1 : 0);
+        if (c?.status === "mismatch")
+          log.warn(`worker ${w.id}: tokenizer_mismatch`, { url: w.url, detail: c.detail });
+        if (c !== undefined && registry.has(w.id))
+          tokenizerMismatch.set([String(w.id)], c.status === "mismatch" ? 1 : 0);
       });
     },
     onRemoved: (w) => {

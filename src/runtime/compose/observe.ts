@@ -27,17 +27,39 @@ type Router = ReturnType<typeof createRouter>;
 /** Binds the router's collectors to `metrics`; the event-loop lag probe is returned unstarted. */
 export function bindRouterMetrics(
   choices: Pick<RuntimeChoices, "roleOf" | "processProbe">,
-  d: { readonly metrics: RouterMetrics; readonly fleet: Pick<Fleet, "registry" | "models">; readonly router: Router; readonly admission: AdmissionGate; readonly now: () => number },
+  d: {
+    readonly metrics: RouterMetrics;
+    readonly fleet: Pick<Fleet, "registry" | "models">;
+    readonly router: Router;
+    readonly admission: AdmissionGate;
+    readonly now: () => number;
+  },
 ): EventLoopLag {
   const { metrics, router, now } = d;
   const { registry, models } = d.fleet;
   metrics.admissionQueueLength.onCollect((g) => g.set([], d.admission.size));
-  bindCollectors(metrics, { index: router.index, tracker: router.tracker, workers: () => registry.list(), now });
-  bindWorkerInfo(metrics.registry, { workers: () => registry.list(), modelsOf: (id) => models.of(id), roleOf: choices.roleOf });
+  bindCollectors(metrics, {
+    index: router.index,
+    tracker: router.tracker,
+    workers: () => registry.list(),
+    now,
+  });
+  bindWorkerInfo(metrics.registry, {
+    workers: () => registry.list(),
+    modelsOf: (id) => models.of(id),
+    roleOf: choices.roleOf,
+  });
   bindBuildInfo(metrics.registry, buildInfo());
-  bindRecoveryMetrics(metrics.registry, () => router.recovery.stats() as unknown as Record<string, number>);
-  if (choices.processProbe !== undefined) bindProcessMetrics(metrics.registry, choices.processProbe);
-  const loopLag = new EventLoopLag(now, { every: (fn, ms) => setInterval(fn, ms), stop: (h) => clearInterval(h as ReturnType<typeof setInterval>) });
+  bindRecoveryMetrics(
+    metrics.registry,
+    () => router.recovery.stats() as unknown as Record<string, number>,
+  );
+  if (choices.processProbe !== undefined)
+    bindProcessMetrics(metrics.registry, choices.processProbe);
+  const loopLag = new EventLoopLag(now, {
+    every: (fn, ms) => setInterval(fn, ms),
+    stop: (h) => clearInterval(h as ReturnType<typeof setInterval>),
+  });
   loopLag.bind(metrics.registry);
   return loopLag;
 }
@@ -64,7 +86,9 @@ export function buildObservation(
     readonly now: () => number;
     /** This router's id on the wire (hex) and the routers sharing its Redis (undefined: no --redis). */
     readonly routerId: string;
-    readonly peers: () => { routerId: string; heardMsAgo: number; requests: number; complete: boolean }[] | undefined;
+    readonly peers: () =>
+      | { routerId: string; heardMsAgo: number; requests: number; complete: boolean }[]
+      | undefined;
   },
 ): Observation {
   const { registry } = d.fleet;
@@ -105,7 +129,13 @@ export function buildObservation(
       router_id: d.routerId,
       host: choices.localHosts()[0] ?? "unknown",
       started_at: startedAt,
-      peers: d.peers()?.map((p) => ({ router_id: p.routerId, heard_s_ago: Math.round(p.heardMsAgo / 100) / 10, requests: p.requests, complete: p.complete })) ?? null,
+      peers:
+        d.peers()?.map((p) => ({
+          router_id: p.routerId,
+          heard_s_ago: Math.round(p.heardMsAgo / 100) / 10,
+          requests: p.requests,
+          complete: p.complete,
+        })) ?? null,
     }),
     alerts: alertsOf(config.alertmanagerUrl, clock),
   };
@@ -125,5 +155,7 @@ function alertsOf(url: string | undefined, clock: () => number): StatusSource["a
  */
 function epochClock(): () => number {
   const origin = performance.timeOrigin ?? 0;
-  return Math.abs(origin + performance.now() - Date.now()) < 60_000 ? () => origin + performance.now() : () => Date.now();
+  return Math.abs(origin + performance.now() - Date.now()) < 60_000
+    ? () => origin + performance.now()
+    : () => Date.now();
 }

@@ -41,7 +41,12 @@ export interface RouterInputs {
   readonly cacheTruth?: CacheTruthParts["routerPorts"];
 }
 
-export async function buildRouter(config: Config, choices: RuntimeChoices, log: Logger, d: RouterInputs): Promise<RouterParts> {
+export async function buildRouter(
+  config: Config,
+  choices: RuntimeChoices,
+  log: Logger,
+  d: RouterInputs,
+): Promise<RouterParts> {
   const { metrics, now, fleet } = d;
   const { registry } = fleet;
   const engineSessionCalls = engineSessions({
@@ -49,7 +54,8 @@ export async function buildRouter(config: Config, choices: RuntimeChoices, log: 
     urlOf: (id) => registry.get(id)?.url,
     timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
     warn: (m) => log.warn(m),
-    onResult: (action, ok) => d.clusterMetrics()?.engineSessionCalls.inc([action, ok ? "ok" : "error"]),
+    onResult: (action, ok) =>
+      d.clusterMetrics()?.engineSessionCalls.inc([action, ok ? "ok" : "error"]),
   });
   const sessions = await buildAffinityStore(config, choices, log, (sessionId, binding) => {
     // Exactly one router gets here per expired engine-backed session (Redis claim).
@@ -57,7 +63,9 @@ export async function buildRouter(config: Config, choices: RuntimeChoices, log: 
     log.info(`session ${sessionId} expired; closing it on worker ${binding.worker.workerId}`);
     engineSessionCalls.close(binding.worker.workerId, sessionId);
   });
-  const sticky = new StickyRouter(sessions.store, { maxSessionIdLength: config.maxSessionIdLength });
+  const sticky = new StickyRouter(sessions.store, {
+    maxSessionIdLength: config.maxSessionIdLength,
+  });
   const admission = admissionGate(config, metrics, now);
   const { claims, connection } = await burstClaims(config, choices, log);
   // The router core (src/router): index, load, scheduler, routing, recovery, bookings.
@@ -78,7 +86,12 @@ export async function buildRouter(config: Config, choices: RuntimeChoices, log: 
       workers: registry,
       sticky,
       metrics,
-      query: kvQueryClient({ urlOf: (id) => registry.get(id)?.url, timeoutMs: ENGINE_QUERY_TIMEOUT_MS, headers: fleet.engineHeaders, fetch: ownFetch }),
+      query: kvQueryClient({
+        urlOf: (id) => registry.get(id)?.url,
+        timeoutMs: ENGINE_QUERY_TIMEOUT_MS,
+        headers: fleet.engineHeaders,
+        fetch: ownFetch,
+      }),
       sleep: choices.sleep,
       warn: (m) => log.warn(m),
       engineSessions: engineSessionCalls,
@@ -97,13 +110,20 @@ export async function buildRouter(config: Config, choices: RuntimeChoices, log: 
 }
 
 /** When every candidate is busy (the engines' own load, where the runtime scrapes it), requests wait here (routing.routeOrWait). */
-export function admissionGate(config: Config, metrics: RouterMetrics, now: () => number): AdmissionGate {
+export function admissionGate(
+  config: Config,
+  metrics: RouterMetrics,
+  now: () => number,
+): AdmissionGate {
   const admissionWait = metrics.admissionWait.series([]);
   return new AdmissionGate({
     maxQueue: config.maxQueue,
     timeoutMs: config.queueTimeout * 1000,
     now,
-    timers: { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
+    timers: {
+      set: (fn, ms) => setTimeout(fn, ms),
+      clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+    },
     onAdmitted: (ms) => admissionWait.observe(ms / 1000),
     onRejected: (reason) => metrics.admissionRejections.inc([reason]),
     // Tenants exist only with --api-keys; without them every request is one tenant, in arrival order.
@@ -115,11 +135,22 @@ export function admissionGate(config: Config, metrics: RouterMetrics, now: () =>
 async function burstClaims(config: Config, choices: Pick<RuntimeChoices, "resp">, log: Logger) {
   const connection =
     config.redis !== undefined && config.burstClaims && config.policy === "kv"
-      ? await openRedisConnection(config.redis, { resp: choices.resp, token: config.redisToken, commandTimeoutMs: config.redisTimeout * 1000 })
+      ? await openRedisConnection(config.redis, {
+          resp: choices.resp,
+          token: config.redisToken,
+          commandTimeoutMs: config.redisTimeout * 1000,
+        })
       : undefined;
-  const claims = connection && new RedisBurstClaims(connection, { windowMs: config.burstClaimWindow * 1000 });
-  if (claims !== undefined) log.info("burst claims: kv decisions are claimed in Redis first", { window_ms: config.burstClaimWindow * 1000 });
-  else if (config.burstClaims) log.warn(`--burst-claims has no effect ${config.redis === undefined ? "without --redis" : `with --policy ${config.policy} (kv only)`}`);
+  const claims =
+    connection && new RedisBurstClaims(connection, { windowMs: config.burstClaimWindow * 1000 });
+  if (claims !== undefined)
+    log.info("burst claims: kv decisions are claimed in Redis first", {
+      window_ms: config.burstClaimWindow * 1000,
+    });
+  else if (config.burstClaims)
+    log.warn(
+      `--burst-claims has no effect ${config.redis === undefined ? "without --redis" : `with --policy ${config.policy} (kv only)`}`,
+    );
   return { claims, connection };
 }
 
@@ -134,6 +165,7 @@ function pumpOnFreedLoad(router: ReturnType<typeof createRouter>, admission: Adm
   const previous = tracker.onLocalEvent;
   tracker.onLocalEvent = (ev) => {
     previous?.(ev);
-    if (ev.data.type !== "add_request" && admission.size > 0) queueMicrotask(() => admission.pump());
+    if (ev.data.type !== "add_request" && admission.size > 0)
+      queueMicrotask(() => admission.pump());
   };
 }

@@ -66,18 +66,27 @@ export interface BuiltTenants {
   close(): Promise<void>;
 }
 
-export async function buildTenants(config: Config, d: TenantsDeps): Promise<BuiltTenants | undefined> {
+export async function buildTenants(
+  config: Config,
+  d: TenantsDeps,
+): Promise<BuiltTenants | undefined> {
   const path = config.apiKeys;
   if (path === undefined) {
     // --admin-token makes the router listen on every interface by default: say that the client routes stay open.
-    if (config.host === "0.0.0.0" || config.host === "::") d.log.warn(`listening on ${config.host} without --api-keys: every OpenAI and engine-native route answers anyone who reaches the port`);
+    if (config.host === "0.0.0.0" || config.host === "::")
+      d.log.warn(
+        `listening on ${config.host} without --api-keys: every OpenAI and engine-native route answers anyone who reaches the port`,
+      );
     return undefined;
   }
-  if (d.keysFile === undefined) throw new StartupError("--api-keys: this runtime cannot read the keys file");
+  if (d.keysFile === undefined)
+    throw new StartupError("--api-keys: this runtime cannot read the keys file");
   const fair = config.fairAdmission;
   // The watch is started before the limiter exists; a change then reaches it once it does.
   const holder: { limiter?: TenantLimiter } = {};
-  const watch = await startKeysWatch(path, d.keysFile, d.log, (names) => holder.limiter?.retain(names));
+  const watch = await startKeysWatch(path, d.keysFile, d.log, (names) =>
+    holder.limiter?.retain(names),
+  );
   const shared = await openSharedCounters(config, d);
   const routers = countRouters(config, d, shared);
   const m = bindTenantMetrics(d.metrics, {
@@ -113,7 +122,12 @@ export async function buildTenants(config: Config, d: TenantsDeps): Promise<Buil
 }
 
 /** The keys file read once (a bad one stops the start, naming what is wrong) and watched; `onTenants` hears each change's tenant names. */
-async function startKeysWatch(path: string, source: KeysFileSource, log: Logger, onTenants: (names: Set<string>) => void): Promise<KeysWatch> {
+async function startKeysWatch(
+  path: string,
+  source: KeysFileSource,
+  log: Logger,
+  onTenants: (names: Set<string>) => void,
+): Promise<KeysWatch> {
   const watch = new KeysWatch({
     path,
     source,
@@ -135,7 +149,10 @@ async function startKeysWatch(path: string, source: KeysFileSource, log: Logger,
 }
 
 /** With --redis: the limits' counters shared by every router, saying once when Redis answers again after an outage. */
-async function openSharedCounters(config: Config, d: TenantsDeps): Promise<RedisLimitCounters | undefined> {
+async function openSharedCounters(
+  config: Config,
+  d: TenantsDeps,
+): Promise<RedisLimitCounters | undefined> {
   if (config.redis === undefined) return undefined;
   let outage = false;
   return openRedisLimitCounters({
@@ -144,7 +161,8 @@ async function openSharedCounters(config: Config, d: TenantsDeps): Promise<Redis
     resp: d.resp,
     commandTimeoutMs: config.redisTimeout * 1000,
     onAvailabilityChange: (up) => {
-      if (up && outage) d.log.warn("tenant limits: Redis answers again; limits are shared by every router again");
+      if (up && outage)
+        d.log.warn("tenant limits: Redis answers again; limits are shared by every router again");
       outage = !up;
     },
   });
@@ -154,7 +172,11 @@ async function openSharedCounters(config: Config, d: TenantsDeps): Promise<Redis
  * How many routers share the limits (--limits-routers, else counted through Redis every
  * second while it answers: RouterCount); `stop` ends the counting.
  */
-function countRouters(config: Config, d: TenantsDeps, shared: RedisLimitCounters | undefined): { value: () => number; stop: () => void } {
+function countRouters(
+  config: Config,
+  d: TenantsDeps,
+  shared: RedisLimitCounters | undefined,
+): { value: () => number; stop: () => void } {
   const count = new RouterCount();
   const others = d.otherRouters;
   let counting: ReturnType<typeof setInterval> | undefined;
@@ -191,7 +213,9 @@ function buildLimiter(
     onSharedError: (e) => {
       if (warned) return;
       warned = true;
-      d.log.warn(`tenant limits: Redis does not answer (${(e as Error).message}); --limits-fallback ${config.limitsFallback} until it does`);
+      d.log.warn(
+        `tenant limits: Redis does not answer (${(e as Error).message}); --limits-fallback ${config.limitsFallback} until it does`,
+      );
     },
   });
 }

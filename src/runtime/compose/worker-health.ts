@@ -55,14 +55,20 @@ export function workerHealth(
     now,
     onEject: (e) => {
       metrics.workerEjections.inc([String(e.workerId)]);
-      log.warn(`worker ${e.workerId} ejected for ${(e.untilMs - now()) / 1000} s`, { reason: e.reason, ejection: e.multiplier });
+      log.warn(`worker ${e.workerId} ejected for ${(e.untilMs - now()) / 1000} s`, {
+        reason: e.reason,
+        ejection: e.multiplier,
+      });
     },
     onChange: (id, healthy, reason) =>
-      healthy ? log.info(`worker ${id} is healthy`) : log.warn(`worker ${id} is unhealthy`, { reason }),
+      healthy
+        ? log.info(`worker ${id} is healthy`)
+        : log.warn(`worker ${id} is unhealthy`, { reason }),
     afterHealthy: async (id, url, signal) => {
       const readModels = async () => {
         const served = await fetchServedModels(url, signal, ownFetch);
-        if (registry.has(id) && models.set(id, served)) log.info(`worker ${id} serves ${served.map((m) => m.id).join(", ")}`);
+        if (registry.has(id) && models.set(id, served))
+          log.info(`worker ${id} serves ${served.map((m) => m.id).join(", ")}`);
       };
       // Before the worker is marked healthy: a restarted engine's old blocks leave the index first.
       await Promise.all([readModels(), restarts.check(id, url, signal)]);
@@ -70,11 +76,14 @@ export function workerHealth(
   });
   // An engine restarted while idle sends no event: its instance id changing tells us.
   const restarts = new RestartDetector({
-    probe: async (url) => (await fetchEngineInfo(url, config.healthTimeout * 1000, d.toEngines)).instanceId,
+    probe: async (url) =>
+      (await fetchEngineInfo(url, config.healthTimeout * 1000, d.toEngines)).instanceId,
     onRestart: (id, previous, current) => {
       const w = registry.get(id);
       if (w === undefined) return;
-      log.warn(`worker ${id} restarted (engine instance ${previous} -> ${current}); its blocks leave the index until restored`);
+      log.warn(
+        `worker ${id} restarted (engine instance ${previous} -> ${current}); its blocks leave the index until restored`,
+      );
       for (let r = 0; r < w.dpRanks; r++) d.members.addRank(id, r, true);
     },
   });

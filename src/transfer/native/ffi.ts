@@ -68,7 +68,10 @@ export const SY_SYMBOLS = {
   sy_capabilities: { args: [], returns: "u32" },
   sy_runtime_status: { args: [], returns: "cstring" },
   // (tokens, n_tokens, block_size, seed, out, out_cap) -> blocks, or SIZE_MAX on error
-  sy_hash_blocks: { args: ["buffer", "u64", "u32", "u64", "buffer", "u64"], returns: FFIType.u64_fast },
+  sy_hash_blocks: {
+    args: ["buffer", "u64", "u32", "u64", "buffer", "u64"],
+    returns: FFIType.u64_fast,
+  },
   // (kind, backend, layout, layout_bytes, num_blocks, path, path_len, flags) -> handle | status
   sy_pool_create: {
     args: ["u32", "u32", "buffer", "buffer_length", "u64", "buffer", "buffer_length", "u32"],
@@ -83,7 +86,10 @@ export const SY_SYMBOLS = {
   sy_transfer_submit: { args: ["i32", "i32", "buffer", "buffer_length"], returns: "i32" },
   sy_job_wait: { args: ["i32", "i64"], returns: "i32" },
   // (name, name_len, rank, world, timeout_ms, flags) -> handle | status
-  sy_group_create: { args: ["buffer", "buffer_length", "i32", "i32", "i64", "u32"], returns: "i32" },
+  sy_group_create: {
+    args: ["buffer", "buffer_length", "i32", "i32", "i64", "u32"],
+    returns: "i32",
+  },
   sy_group_destroy: { args: ["i32"], returns: "i32" },
   sy_group_uses_nccl: { args: ["i32"], returns: "i32" },
   sy_group_barrier: { args: ["i32"], returns: "i32" },
@@ -107,12 +113,21 @@ export const SY_SEQ_SYMBOLS = {
  */
 export const SY_SHM_SYMBOLS = {
   // (name, name_len, layout, layout_bytes, num_blocks) -> handle | status (the one writer)
-  sy_shm_pool_create: { args: ["buffer", "buffer_length", "buffer", "buffer_length", "u64"], returns: "i32" },
+  sy_shm_pool_create: {
+    args: ["buffer", "buffer_length", "buffer", "buffer_length", "u64"],
+    returns: "i32",
+  },
   // (name, name_len, layout, layout_bytes) -> handle | status (read-only)
-  sy_shm_pool_open: { args: ["buffer", "buffer_length", "buffer", "buffer_length"], returns: "i32" },
+  sy_shm_pool_open: {
+    args: ["buffer", "buffer_length", "buffer", "buffer_length"],
+    returns: "i32",
+  },
   sy_shm_unlink: { args: ["buffer", "buffer_length"], returns: "i32" },
   sy_pool_ipc_handle: { args: ["i32", "buffer", "buffer_length"], returns: "i32" },
-  sy_pool_open_ipc: { args: ["buffer", "buffer_length", "buffer", "buffer_length", "u64"], returns: "i32" },
+  sy_pool_open_ipc: {
+    args: ["buffer", "buffer_length", "buffer", "buffer_length", "u64"],
+    returns: "i32",
+  },
 } as const satisfies Record<string, FFIFunction>;
 export type SwitchyardShmSymbols = Library<typeof SY_SHM_SYMBOLS>["symbols"];
 

@@ -54,7 +54,9 @@ export type NativeLoadFailure = {
   readonly message: string;
   readonly path?: string;
 };
-export type NativeLoadResult = { readonly ok: true; readonly library: NativeLibrary } | NativeLoadFailure;
+export type NativeLoadResult =
+  | { readonly ok: true; readonly library: NativeLibrary }
+  | NativeLoadFailure;
 
 export interface LoadOptions {
   /** Use this file instead of searching. */
@@ -64,7 +66,9 @@ export interface LoadOptions {
 }
 
 /** Where the library may be, in lookup order (the env override alone when set). */
-export function libraryCandidates(env: Readonly<Record<string, string | undefined>> = process.env): string[] {
+export function libraryCandidates(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string[] {
   const override = env[FFI_LIB_ENV];
   if (override) return [resolve(override)];
   const rel = join("ffi", "build", LIBRARY_FILE);
@@ -113,7 +117,12 @@ function open(path: string): NativeLoadResult {
     version = probe.symbols.sy_abi_version();
     probe.close();
   } catch (e) {
-    return { ok: false, reason: "load-failed", path, message: `cannot load ${path}: ${(e as Error).message}` };
+    return {
+      ok: false,
+      reason: "load-failed",
+      path,
+      message: `cannot load ${path}: ${(e as Error).message}`,
+    };
   }
   if (version !== SY_ABI_VERSION) {
     return {
@@ -128,7 +137,12 @@ function open(path: string): NativeLoadResult {
     // Never closed: the library's worker threads live as long as the process.
     symbols = dlopen(path, SY_SYMBOLS).symbols;
   } catch (e) {
-    return { ok: false, reason: "load-failed", path, message: `cannot bind ${path}: ${(e as Error).message}` };
+    return {
+      ok: false,
+      reason: "load-failed",
+      path,
+      message: `cannot bind ${path}: ${(e as Error).message}`,
+    };
   }
   let shm: SwitchyardShmSymbols | null = null;
   try {

@@ -7,8 +7,20 @@ const panel = (over: Partial<BarPanel> = {}): BarPanel => ({
   yLabel: "ms",
   series: ["p50", "p99"],
   groups: [
-    { label: "a", bars: [{ series: "p50", value: 1, runs: [0.9, 1.1, 1] }, { series: "p99", value: 4 }] },
-    { label: "b", bars: [{ series: "p50", value: 10 }, { series: "p99", value: 40, runs: [30, null, 50] }] },
+    {
+      label: "a",
+      bars: [
+        { series: "p50", value: 1, runs: [0.9, 1.1, 1] },
+        { series: "p99", value: 4 },
+      ],
+    },
+    {
+      label: "b",
+      bars: [
+        { series: "p50", value: 10 },
+        { series: "p99", value: 40, runs: [30, null, 50] },
+      ],
+    },
   ],
   targets: [{ y: 2, label: "target p99 ≤ 2 ms" }],
   ...over,
@@ -29,7 +41,8 @@ describe("bar chart", () => {
   test("a taller bar for a larger value, on a log axis as on a linear one", () => {
     for (const yLog of [false, true]) {
       const b = bars(barChartsSvg("t", [panel({ yLog })]));
-      const height = (group: string, series: string) => b.find((x) => x.group === group && x.series === series)!.height;
+      const height = (group: string, series: string) =>
+        b.find((x) => x.group === group && x.series === series)!.height;
       expect(height("b", "p99")).toBeGreaterThan(height("b", "p50"));
       expect(height("b", "p50")).toBeGreaterThan(height("a", "p50"));
       expect(height("a", "p50")).toBeGreaterThan(0);
@@ -37,13 +50,30 @@ describe("bar chart", () => {
   });
 
   test("missing values are skipped: no bar, no empty group, no NaN; a target without a value is not drawn", () => {
-    const svg = barChartsSvg("t", [panel({
-      groups: [
-        { label: "a", bars: [{ series: "p50", value: 1 }, { series: "p99", value: null }] },
-        { label: "gone", bars: [{ series: "p50", value: undefined }, { series: "p99", value: NaN }] },
-      ],
-      targets: [{ y: null, label: "no reference" }, { y: 3, label: "kept" }],
-    })]);
+    const svg = barChartsSvg("t", [
+      panel({
+        groups: [
+          {
+            label: "a",
+            bars: [
+              { series: "p50", value: 1 },
+              { series: "p99", value: null },
+            ],
+          },
+          {
+            label: "gone",
+            bars: [
+              { series: "p50", value: undefined },
+              { series: "p99", value: NaN },
+            ],
+          },
+        ],
+        targets: [
+          { y: null, label: "no reference" },
+          { y: 3, label: "kept" },
+        ],
+      }),
+    ]);
     expect(bars(svg).length).toBe(1);
     expect(svg).not.toContain("gone");
     expect(targetLabels(svg)).toEqual(["kept"]);
@@ -51,13 +81,28 @@ describe("bar chart", () => {
   });
 
   test("a value of 0 has no place on a log axis and is skipped there, drawn on a linear one", () => {
-    const groups = [{ label: "a", bars: [{ series: "p50", value: 0 }, { series: "p99", value: 5 }] }];
+    const groups = [
+      {
+        label: "a",
+        bars: [
+          { series: "p50", value: 0 },
+          { series: "p99", value: 5 },
+        ],
+      },
+    ];
     expect(bars(barChartsSvg("t", [panel({ groups, yLog: true })])).length).toBe(1);
     expect(bars(barChartsSvg("t", [panel({ groups })])).length).toBe(2);
   });
 
   test("a group's target spans that group's bars only; one for a group not drawn is dropped", () => {
-    const svg = barChartsSvg("t", [panel({ targets: [{ y: 5, label: "b only", group: "b" }, { y: 5, label: "absent", group: "zzz" }] })]);
+    const svg = barChartsSvg("t", [
+      panel({
+        targets: [
+          { y: 5, label: "b only", group: "b" },
+          { y: 5, label: "absent", group: "zzz" },
+        ],
+      }),
+    ]);
     const [line] = targetLines(svg);
     const b = bars(svg).filter((x) => x.group === "b");
     const a = bars(svg).filter((x) => x.group === "a");
@@ -68,7 +113,9 @@ describe("bar chart", () => {
   });
 
   test("a panel with nothing to draw says so instead of an empty axis", () => {
-    const svg = barChartsSvg("t", [panel({ groups: [{ label: "a", bars: [{ series: "p50", value: undefined }] }] })]);
+    const svg = barChartsSvg("t", [
+      panel({ groups: [{ label: "a", bars: [{ series: "p50", value: undefined }] }] }),
+    ]);
     expect(bars(svg).length).toBe(0);
     expect(svg).toContain("no data");
   });

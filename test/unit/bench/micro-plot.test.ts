@@ -10,11 +10,26 @@ const report = (): MicroReport => ({
   "find-best-match": {
     workers: 64,
     indexed_entries: 1_000_448,
-    latency_us: { "8k/native": total(22, 57), "8k/portable": total(68, 90), "128k/native": total(188, 2552), "128k/portable": total(1129, 5595) },
+    latency_us: {
+      "8k/native": total(22, 57),
+      "8k/portable": total(68, 90),
+      "128k/native": total(188, 2552),
+      "128k/portable": total(1129, 5595),
+    },
   },
   index: {
-    apply: { blocksPerSec: 2_449_068, typedArraysBlocksPerSec: 2_456_099, churnBlocksPerSec: 3_076_945, targetBlocksPerSec: 5_000_000 },
-    memory: { bytesPerEntryHeap: 57.3, bytesPerEntryTypedArrays: 58.5, bytesPerEntryRss: 105.2, targetBytesPerEntry: 100 },
+    apply: {
+      blocksPerSec: 2_449_068,
+      typedArraysBlocksPerSec: 2_456_099,
+      churnBlocksPerSec: 3_076_945,
+      targetBlocksPerSec: 5_000_000,
+    },
+    memory: {
+      bytesPerEntryHeap: 57.3,
+      bytesPerEntryTypedArrays: 58.5,
+      bytesPerEntryRss: 105.2,
+      targetBytesPerEntry: 100,
+    },
   },
 });
 
@@ -23,7 +38,11 @@ describe("bench:micro plot", () => {
     const svg = microSvg(report());
     expect(groupsOf(svg, "p50")).toEqual(["8k native", "8k portable", "128k native"]);
     expect(bars(svg).filter((b) => b.series === "p99").length).toBe(3);
-    expect(groupsOf(svg, "blocks/s")).toEqual(["events", "typed arrays", "store + evict\n(steady churn)"]);
+    expect(groupsOf(svg, "blocks/s")).toEqual([
+      "events",
+      "typed arrays",
+      "store + evict\n(steady churn)",
+    ]);
     expect(bars(svg).filter((b) => b.series === "bytes").length).toBe(3);
     expect(svg).not.toContain("NaN");
   });
@@ -48,7 +67,10 @@ describe("bench:micro plot", () => {
 
   test("a case the run lacks is skipped with its target; a part not run (--only) has no panel", () => {
     const r = report();
-    const only = microSvg({ load_average: null, "find-best-match": { ...r["find-best-match"], latency_us: { "8k/native": total(22, 57) } } });
+    const only = microSvg({
+      load_average: null,
+      "find-best-match": { ...r["find-best-match"], latency_us: { "8k/native": total(22, 57) } },
+    });
     expect(groupsOf(only)).toEqual(["8k native"]);
     expect(targetLabels(only)).toEqual(["p99 ≤ 25 µs, missed"]);
     expect(only).not.toContain("event apply");
@@ -59,12 +81,17 @@ describe("bench:micro plot", () => {
     const svg = microSvg({ ...report(), "find-best-match": { error: "Error: no C library" } });
     expect(groupsOf(svg, "p50")).toEqual([]);
     expect(groupsOf(svg, "blocks/s").length).toBe(3);
-    expect(() => microSvg({ load_average: [1, 1, 1] })).toThrow(/no find-best-match or index figures/);
+    expect(() => microSvg({ load_average: [1, 1, 1] })).toThrow(
+      /no find-best-match or index figures/,
+    );
   });
 
   test("a figure written as null is skipped, and its verdict left out", () => {
     const r = report();
-    const svg = microSvg({ ...r, index: { ...r.index, apply: { ...r.index!.apply, blocksPerSec: null } } });
+    const svg = microSvg({
+      ...r,
+      index: { ...r.index, apply: { ...r.index!.apply, blocksPerSec: null } },
+    });
     expect(groupsOf(svg, "blocks/s")).toEqual(["typed arrays", "store + evict\n(steady churn)"]);
     expect(targetLabels(svg)).toContain("events ≥ 5 M blocks/s");
   });

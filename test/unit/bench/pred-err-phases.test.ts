@@ -22,7 +22,11 @@ describe("pred-err-phases", () => {
   });
 
   test("errors are |predicted ÷ observed − 1|, with the median ratio and the count beyond 0.3", () => {
-    const s = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => ({ at: k, predictedMs: k === 10 ? 300 : 100 + k, observedMs: 100 }));
+    const s = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => ({
+      at: k,
+      predictedMs: k === 10 ? 300 : 100 + k,
+      observedMs: 100,
+    }));
     const r = summarize(s);
     expect(r.n).toBe(10);
     expect(r.p50).toBeCloseTo(0.05, 9);

@@ -1,11 +1,39 @@
 import { describe, expect, test } from "bun:test";
-import { classes, decisionsOf, engineRequestsOf, joinRequests, raceBucket, routerOf, summarizeClass } from "../../../bench/replay/race-misses.ts";
+import {
+  classes,
+  decisionsOf,
+  engineRequestsOf,
+  joinRequests,
+  raceBucket,
+  routerOf,
+  summarizeClass,
+} from "../../../bench/replay/race-misses.ts";
 import { replayRequestId } from "../../../bench/replay/replay.ts";
 
 const access = (id: string, predicted: number, observed: number, worker = "9") =>
-  JSON.stringify({ time: "2026-12-06T00:00:00.000Z", level: "info", msg: "request", request_id: id, worker, dp_rank: 0, predicted_ttft_ms: predicted, ttft_ms: observed, duration_ms: observed + 5 });
+  JSON.stringify({
+    time: "2026-12-06T00:00:00.000Z",
+    level: "info",
+    msg: "request",
+    request_id: id,
+    worker,
+    dp_rank: 0,
+    predicted_ttft_ms: predicted,
+    ttft_ms: observed,
+    duration_ms: observed + 5,
+  });
 const engine = (id: string, arrived: number, lane: number, first: number, worker = "9") =>
-  JSON.stringify({ request_id: id, worker, dp_rank: 0, arrived_at: arrived, prefill_started_at: lane, first_token_at: first, prompt_tokens: 100, cached_tokens: 0, computed_tokens: 100 });
+  JSON.stringify({
+    request_id: id,
+    worker,
+    dp_rank: 0,
+    arrived_at: arrived,
+    prefill_started_at: lane,
+    first_token_at: first,
+    prompt_tokens: 100,
+    cached_tokens: 0,
+    computed_tokens: 100,
+  });
 
 describe("race-misses (bench/replay/race-misses.ts)", () => {
   test("the replay's request ids name the router; others name none", () => {
@@ -23,7 +51,14 @@ describe("race-misses (bench/replay/race-misses.ts)", () => {
       access(r0, 100, 100),
       access(r1, 100, 300), // waited 200 ms behind r0, which its router (1) could not have counted
       access(r0b, 500, 200), // predicted too high: nothing was ahead of it
-      JSON.stringify({ msg: "request", request_id: "no-prediction", worker: "9", dp_rank: 0, predicted_ttft_ms: null, ttft_ms: 5 }),
+      JSON.stringify({
+        msg: "request",
+        request_id: "no-prediction",
+        worker: "9",
+        dp_rank: 0,
+        predicted_ttft_ms: null,
+        ttft_ms: 5,
+      }),
       access(r2, 50, 40, "8"), // another engine: nothing ahead
     ].join("\n");
     const engineLog = [
@@ -55,7 +90,10 @@ describe("race-misses (bench/replay/race-misses.ts)", () => {
   test("a request ahead from the same router counts as its own, however close", () => {
     const a = replayRequestId(1, 0, 0);
     const b = replayRequestId(1, 0, 4);
-    const joined = joinRequests(decisionsOf([access(a, 10, 10), access(b, 10, 50)].join("\n")), engineRequestsOf([engine(a, 0, 0, 40), engine(b, 0.5, 40, 50)].join("\n")));
+    const joined = joinRequests(
+      decisionsOf([access(a, 10, 10), access(b, 10, 50)].join("\n")),
+      engineRequestsOf([engine(a, 0, 0, 40), engine(b, 0.5, 40, 50)].join("\n")),
+    );
     const m = joined.find((x) => x.decision.requestId === b)!;
     expect(m).toMatchObject({ othersAhead: 0, ownAhead: 1, youngestOtherMs: undefined });
   });

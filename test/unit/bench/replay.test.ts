@@ -3,8 +3,16 @@ import { idealHitRate, simulateOffline } from "../../../bench/replay/oracle.ts";
 import { histogramQuantile, percentile } from "../../../bench/replay/stats.ts";
 import { promptTokens, type TraceRequest } from "../../../bench/replay/trace.ts";
 
-const req = (index: number, hashIds: number[], inputLength = hashIds.length * 512): TraceRequest => ({
-  index, timestamp: index, inputLength, outputLength: 4, hashIds,
+const req = (
+  index: number,
+  hashIds: number[],
+  inputLength = hashIds.length * 512,
+): TraceRequest => ({
+  index,
+  timestamp: index,
+  inputLength,
+  outputLength: 4,
+  hashIds,
 });
 
 describe("trace tokens", () => {
@@ -20,7 +28,13 @@ describe("trace tokens", () => {
 });
 
 describe("offline bounds", () => {
-  const trace = [req(0, [1, 2, 3]), req(1, [1, 2, 4]), req(2, [5, 6]), req(3, [1, 2, 3]), req(4, [5, 6, 7])];
+  const trace = [
+    req(0, [1, 2, 3]),
+    req(1, [1, 2, 4]),
+    req(2, [5, 6]),
+    req(3, [1, 2, 3]),
+    req(4, [5, 6, 7]),
+  ];
   test("ideal counts leading blocks seen before", () => {
     // hits: 0 + 2 + 0 + 3 + 2 = 7 of 3+3+2+3+3 = 14
     expect(idealHitRate(trace)).toBeCloseTo(7 / 14, 10);
@@ -41,7 +55,14 @@ describe("stats", () => {
   test("percentile and histogram quantile", () => {
     expect(percentile([1, 2, 3, 4], 50)).toBe(2);
     expect(percentile([1, 2, 3, 4], 99)).toBe(4);
-    const q = histogramQuantile([{ le: 10, count: 50 }, { le: 20, count: 100 }, { le: Infinity, count: 100 }], 0.75);
+    const q = histogramQuantile(
+      [
+        { le: 10, count: 50 },
+        { le: 20, count: 100 },
+        { le: Infinity, count: 100 },
+      ],
+      0.75,
+    );
     expect(q).toBeCloseTo(15, 10);
   });
 });

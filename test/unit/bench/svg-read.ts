@@ -4,10 +4,17 @@
  * rather than on the raw string, so a change of number formatting does not break them.
  */
 
-const attr = (tag: string, name: string): string | undefined => tag.match(new RegExp(`\\s${name}="([^"]*)"`))?.[1];
+const attr = (tag: string, name: string): string | undefined =>
+  tag.match(new RegExp(`\\s${name}="([^"]*)"`))?.[1];
 const num = (tag: string, name: string): number => Number(attr(tag, name));
-const unescape = (s: string) => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&amp;/g, "&");
-const tags = (svg: string, element: string, cls: string): string[] => svg.match(new RegExp(`<${element} class="${cls}"[^>]*>`, "g")) ?? [];
+const unescape = (s: string) =>
+  s
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&amp;/g, "&");
+const tags = (svg: string, element: string, cls: string): string[] =>
+  svg.match(new RegExp(`<${element} class="${cls}"[^>]*>`, "g")) ?? [];
 
 export interface ReadBar {
   series: string;
@@ -32,14 +39,26 @@ export function dots(svg: string): { series: string }[] {
 }
 
 export function targetLines(svg: string): { x1: number; x2: number; y: number }[] {
-  return tags(svg, "line", "target").map((t) => ({ x1: num(t, "x1"), x2: num(t, "x2"), y: num(t, "y1") }));
+  return tags(svg, "line", "target").map((t) => ({
+    x1: num(t, "x1"),
+    x2: num(t, "x2"),
+    y: num(t, "y1"),
+  }));
 }
 
 export function targetLabels(svg: string): string[] {
-  return [...svg.matchAll(/<text class="target-label"[^>]*>([^<]*)<\/text>/g)].map((m) => unescape(m[1]!));
+  return [...svg.matchAll(/<text class="target-label"[^>]*>([^<]*)<\/text>/g)].map((m) =>
+    unescape(m[1]!),
+  );
 }
 
 /** Every bar's group (x-axis label), in drawing order, each once. */
 export function groupsOf(svg: string, series?: string): string[] {
-  return [...new Set(bars(svg).filter((b) => series === undefined || b.series === series).map((b) => b.group))];
+  return [
+    ...new Set(
+      bars(svg)
+        .filter((b) => series === undefined || b.series === series)
+        .map((b) => b.group),
+    ),
+  ];
 }

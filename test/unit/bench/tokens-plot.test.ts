@@ -20,8 +20,16 @@ const report = (): TokensReport => ({
   workers: 64,
   block_size: 16,
   results: {
-    default: [round([1.3, 1.9], [24, 43], 6e6, 8e6), round([1.4, 2.8], [25, 31], 7e6, 8.2e6), round([1.2, 1.8], [23, 40], 6.8e6, 8.1e6)],
-    "hf-js": [round([7, 20], [120, 190], 5e5, 1.2e6), round([8, 21], [122, 195], 4.9e5, 1.1e6), round([7.5, 22], [130, 200], 4.8e5, 1.3e6)],
+    default: [
+      round([1.3, 1.9], [24, 43], 6e6, 8e6),
+      round([1.4, 2.8], [25, 31], 7e6, 8.2e6),
+      round([1.2, 1.8], [23, 40], 6.8e6, 8.1e6),
+    ],
+    "hf-js": [
+      round([7, 20], [120, 190], 5e5, 1.2e6),
+      round([8, 21], [122, 195], 4.9e5, 1.1e6),
+      round([7.5, 22], [130, 200], 4.8e5, 1.3e6),
+    ],
   },
   rust: [rust(4.6e5, 5e5), rust(4.8e5, 4.4e5), "no Rust reference (python3 exited 1)"],
 });
@@ -32,7 +40,12 @@ describe("bench:tokens plot", () => {
     expect(groupsOf(svg, "p50")).toEqual(["default", "hf-js"]);
     expect(bars(svg).filter((b) => b.series === "p50").length).toBe(4);
     expect(bars(svg).filter((b) => b.series === "p99").length).toBe(4);
-    expect(groupsOf(svg, "cold")).toEqual(["default", "hf-js", "HF Rust\nencode()", "HF Rust\nencode_batch"]);
+    expect(groupsOf(svg, "cold")).toEqual([
+      "default",
+      "hf-js",
+      "HF Rust\nencode()",
+      "HF Rust\nencode_batch",
+    ]);
     expect(bars(svg).filter((b) => b.series === "warm").length).toBe(4);
     // A dot per round: 3 rounds × 2 encoders × 6 bars, and the 2 Rust rounds that ran × 4 bars.
     expect(dots(svg).length).toBe(3 * 2 * 6 + 2 * 4);

@@ -11,8 +11,16 @@ import { histogramQuantile } from "../../../bench/replay/stats.ts";
 import { promptTokens, type TraceRequest } from "../../../bench/replay/trace.ts";
 import { warmUp, warmUpPrompt } from "../../../bench/replay/warmup.ts";
 
-const req = (index: number, hashIds: number[], inputLength = hashIds.length * 512): TraceRequest => ({
-  index, timestamp: index, inputLength, outputLength: 4, hashIds,
+const req = (
+  index: number,
+  hashIds: number[],
+  inputLength = hashIds.length * 512,
+): TraceRequest => ({
+  index,
+  timestamp: index,
+  inputLength,
+  outputLength: 4,
+  hashIds,
 });
 
 interface Seen {
@@ -42,7 +50,10 @@ function fakeRouter(status = 200): { url: string; seen: Seen } {
       // Hold the answer a little, so that requests overlap when the client sends them together.
       await Bun.sleep(5);
       inFlight--;
-      return new Response(status === 200 ? 'data: {"choices":[{"text":"x"}]}\n\ndata: [DONE]\n\n' : "engine down", { status });
+      return new Response(
+        status === 200 ? 'data: {"choices":[{"text":"x"}]}\n\ndata: [DONE]\n\n' : "engine down",
+        { status },
+      );
     },
   });
   servers.push(server);
@@ -63,7 +74,13 @@ describe("warm-up prompts", () => {
 
   test("no warm-up block matches one of the trace's (its first block differs from every trace block)", () => {
     const trace = Array.from({ length: 50 }, (_, i) => req(i, [i, i + 1, i + 2]));
-    const traceBlocks = new Set(trace.flatMap((r) => [0, 1, 2].map((b) => Array.from(promptTokens(r).subarray(b * 512, (b + 1) * 512)).join(","))));
+    const traceBlocks = new Set(
+      trace.flatMap((r) =>
+        [0, 1, 2].map((b) =>
+          Array.from(promptTokens(r).subarray(b * 512, (b + 1) * 512)).join(","),
+        ),
+      ),
+    );
     const rand = mulberry32(7);
     for (let i = 0; i < 50; i++) {
       const p = warmUpPrompt(512, rand, "tokens") as number[];
@@ -77,7 +94,12 @@ describe("warmUp", () => {
     const r1 = fakeRouter();
     const r2 = fakeRouter();
     const trace = [req(0, [1], 300), req(1, [2], 500), req(2, [3], 700)];
-    await warmUp(trace, { routerUrls: [r1.url, r2.url], perRouter: 7, promptFormat: "tokens", seed: 1 });
+    await warmUp(trace, {
+      routerUrls: [r1.url, r2.url],
+      perRouter: 7,
+      promptFormat: "tokens",
+      seed: 1,
+    });
     for (const { seen } of [r1, r2]) {
       expect(seen.lengths.length).toBe(7);
       // Lanes take prompts in order, so the lengths arrive in the trace's cycle, at most a lane out of step.
@@ -90,32 +112,73 @@ describe("warmUp", () => {
 
   test("perRouter 0 sends nothing; a count that is not a whole number ≥ 0 is refused with what is wrong", async () => {
     const r = fakeRouter();
-    await warmUp([req(0, [1])], { routerUrls: [r.url], perRouter: 0, promptFormat: "tokens", seed: 1 });
+    await warmUp([req(0, [1])], {
+      routerUrls: [r.url],
+      perRouter: 0,
+      promptFormat: "tokens",
+      seed: 1,
+    });
     expect(r.seen.lengths).toEqual([]);
-    await expect(warmUp([req(0, [1])], { routerUrls: [r.url], perRouter: 2.5, promptFormat: "tokens", seed: 1 })).rejects.toThrow(
-      "warm-up requests per router must be a whole number >= 0, got 2.5",
-    );
+    await expect(
+      warmUp([req(0, [1])], {
+        routerUrls: [r.url],
+        perRouter: 2.5,
+        promptFormat: "tokens",
+        seed: 1,
+      }),
+    ).rejects.toThrow("warm-up requests per router must be a whole number >= 0, got 2.5");
   });
 
   test("a router that answers with an error fails the warm-up, naming the router and the status", async () => {
     const bad = fakeRouter(503);
-    await expect(warmUp([req(0, [1])], { routerUrls: [bad.url], perRouter: 2, promptFormat: "tokens", seed: 1 })).rejects.toThrow(
-      `warm-up request to ${bad.url}: HTTP 503: engine down`,
-    );
+    await expect(
+      warmUp([req(0, [1])], {
+        routerUrls: [bad.url],
+        perRouter: 2,
+        promptFormat: "tokens",
+        seed: 1,
+      }),
+    ).rejects.toThrow(`warm-up request to ${bad.url}: HTTP 503: engine down`);
   });
 });
 
 describe("histogramSince", () => {
   const text = (counts: [string, number][], sum: number) =>
-    counts.map(([le, c]) => `switchyard_ttft_prediction_error_ratio_bucket{le="${le}"} ${c}`).join("\n") +
+    counts
+      .map(([le, c]) => `switchyard_ttft_prediction_error_ratio_bucket{le="${le}"} ${c}`)
+      .join("\n") +
     `\nswitchyard_ttft_prediction_error_ratio_sum ${sum}\nswitchyard_ttft_prediction_error_ratio_count ${counts.at(-1)![1]}\n`;
 
   test("only what was observed between the two readings: the warm-up's bad predictions leave the quantiles", () => {
     // Warm-up: 10 first tokens, all off by more than 1. Replay: 20 more, all within 0.1.
-    const before = readHistogram(text([["0.1", 0], ["1", 0], ["+Inf", 10]], 30), "switchyard_ttft_prediction_error_ratio")!;
-    const after = readHistogram(text([["0.1", 20], ["1", 20], ["+Inf", 30]], 31), "switchyard_ttft_prediction_error_ratio")!;
+    const before = readHistogram(
+      text(
+        [
+          ["0.1", 0],
+          ["1", 0],
+          ["+Inf", 10],
+        ],
+        30,
+      ),
+      "switchyard_ttft_prediction_error_ratio",
+    )!;
+    const after = readHistogram(
+      text(
+        [
+          ["0.1", 20],
+          ["1", 20],
+          ["+Inf", 30],
+        ],
+        31,
+      ),
+      "switchyard_ttft_prediction_error_ratio",
+    )!;
     const since = histogramSince(after, before);
-    expect(since.buckets).toEqual([{ le: 0.1, count: 20 }, { le: 1, count: 20 }, { le: Infinity, count: 20 }]);
+    expect(since.buckets).toEqual([
+      { le: 0.1, count: 20 },
+      { le: 1, count: 20 },
+      { le: Infinity, count: 20 },
+    ]);
     expect(since.count).toBe(20);
     expect(since.sum).toBeCloseTo(1, 10);
     expect(histogramQuantile(since.buckets, 0.9)).toBeLessThanOrEqual(0.1);
@@ -124,7 +187,16 @@ describe("histogramSince", () => {
   });
 
   test("no earlier reading: everything counts", () => {
-    const after = readHistogram(text([["1", 3], ["+Inf", 4]], 5), "switchyard_ttft_prediction_error_ratio")!;
+    const after = readHistogram(
+      text(
+        [
+          ["1", 3],
+          ["+Inf", 4],
+        ],
+        5,
+      ),
+      "switchyard_ttft_prediction_error_ratio",
+    )!;
     expect(histogramSince(after, undefined)).toEqual(after);
   });
 });

@@ -14,7 +14,9 @@ describe("scanFlags", () => {
   });
 
   test("a switch alone is true, an explicit true/false after it or after '=' is its value", () => {
-    expect(scanFlags(["--on", "--on", "FALSE", "--on=false", "--on", "true", "--on"], isSwitch)).toEqual([
+    expect(
+      scanFlags(["--on", "--on", "FALSE", "--on=false", "--on", "true", "--on"], isSwitch),
+    ).toEqual([
       { flag: "--on", value: "true" },
       { flag: "--on", value: "false" },
       { flag: "--on", value: "false" },
@@ -22,7 +24,10 @@ describe("scanFlags", () => {
       { flag: "--on", value: "true" },
     ]);
     // Anything else after a switch is not its value.
-    expect(scanFlags(["--on", "x"], isSwitch)).toEqual([{ flag: "--on", value: "true" }, { problem: 'unexpected argument "x"' }]);
+    expect(scanFlags(["--on", "x"], isSwitch)).toEqual([
+      { flag: "--on", value: "true" },
+      { problem: 'unexpected argument "x"' },
+    ]);
   });
 
   test("every problem is reported, in order, and scanning goes on after each", () => {
@@ -46,8 +51,18 @@ describe("node:util parseArgs does not fit these rules", () => {
   });
 
   test("loose mode takes a following flag as a value and leaves an unknown flag's value behind", () => {
-    const { tokens } = parseArgs({ args: ["--seed", "--port", "5", "--nope", "1"], options, strict: false, allowPositionals: true, tokens: true });
-    expect(tokens.find((t) => t.kind === "option" && t.name === "seed")).toMatchObject({ value: "--port" });
-    expect(tokens.filter((t) => t.kind === "positional").map((t) => (t as { value: string }).value)).toEqual(["5", "1"]);
+    const { tokens } = parseArgs({
+      args: ["--seed", "--port", "5", "--nope", "1"],
+      options,
+      strict: false,
+      allowPositionals: true,
+      tokens: true,
+    });
+    expect(tokens.find((t) => t.kind === "option" && t.name === "seed")).toMatchObject({
+      value: "--port",
+    });
+    expect(
+      tokens.filter((t) => t.kind === "positional").map((t) => (t as { value: string }).value),
+    ).toEqual(["5", "1"]);
   });
 });

@@ -31,7 +31,10 @@ describe("spec §2.6 vectors", () => {
     expect([...computeSeqHashes(blocks)]).toEqual([9143094415614847814n, 9510318385840434533n]);
   });
   test("tokens 0..9, bs=4: the partial block is dropped", () => {
-    expect([...computeBlockHashes(range(9), 4)]).toEqual([9143094415614847814n, 12124091508212882195n]);
+    expect([...computeBlockHashes(range(9), 4)]).toEqual([
+      9143094415614847814n,
+      12124091508212882195n,
+    ]);
     expect(computeBlockHashes(range(3), 4).length).toBe(0);
   });
   test("LoRA seed and LoRA block", () => {
@@ -39,20 +42,27 @@ describe("spec §2.6 vectors", () => {
     expect(loraSeed("adapter-a")).toBe(8842669519798868182n);
     expect(loraSeed("")).toBe(1337n);
     expect(loraSeed()).toBe(1337n);
-    expect([...computeBlockHashes(range(4), 4, { loraName: "adapter-a" })]).toEqual([6665157333201000639n]);
+    expect([...computeBlockHashes(range(4), 4, { loraName: "adapter-a" })]).toEqual([
+      6665157333201000639n,
+    ]);
     expect([...computeBlockHashes(range(4), 4, { loraName: "" })]).toEqual([9143094415614847814n]);
   });
   test("cache namespace [newer]", () => {
     expect(blockHashSeed(undefined, "tenant-a")).toBe(1948188790972764086n);
-    expect([...computeBlockHashes(range(4), 4, { cacheNamespace: "tenant-a" })]).toEqual([17009624042690211646n]);
-    expect(blockHashSeed("adapter-a", "tenant-a")).toBe(10790858310771630931n);
-    expect([...computeBlockHashes(range(4), 4, { loraName: "adapter-a", cacheNamespace: "tenant-a" })]).toEqual([
-      8269515957840517240n,
+    expect([...computeBlockHashes(range(4), 4, { cacheNamespace: "tenant-a" })]).toEqual([
+      17009624042690211646n,
     ]);
+    expect(blockHashSeed("adapter-a", "tenant-a")).toBe(10790858310771630931n);
+    expect([
+      ...computeBlockHashes(range(4), 4, { loraName: "adapter-a", cacheNamespace: "tenant-a" }),
+    ]).toEqual([8269515957840517240n]);
   });
   test("mm block: tokens [0,1,2,3], bs=2, block 0 has mm_hash 42", () => {
     const mmInfos = [{ mmObjects: [{ mmHash: 42n, offsets: [[0, 2]] as const }] }, null];
-    expect([...computeBlockHashes([0, 1, 2, 3], 2, { mmInfos })]).toEqual([6100948656312251355n, 10731123482949079648n]);
+    expect([...computeBlockHashes([0, 1, 2, 3], 2, { mmInfos })]).toEqual([
+      6100948656312251355n,
+      10731123482949079648n,
+    ]);
   });
 });
 
@@ -63,10 +73,24 @@ describe("computeBlockHashes", () => {
   test("mm hashes are sorted ascending (unsigned) and offsets are ignored", () => {
     const toks = range(32);
     const a = computeBlockHashes(toks, 16, {
-      mmInfos: [{ mmObjects: [{ mmHash: 2n ** 63n + 5n, offsets: [[0, 1]] }, { mmHash: 7n, offsets: [] }] }],
+      mmInfos: [
+        {
+          mmObjects: [
+            { mmHash: 2n ** 63n + 5n, offsets: [[0, 1]] },
+            { mmHash: 7n, offsets: [] },
+          ],
+        },
+      ],
     });
     const b = computeBlockHashes(toks, 16, {
-      mmInfos: [{ mmObjects: [{ mmHash: 7n, offsets: [[3, 9]] }, { mmHash: 2n ** 63n + 5n, offsets: [] }] }],
+      mmInfos: [
+        {
+          mmObjects: [
+            { mmHash: 7n, offsets: [[3, 9]] },
+            { mmHash: 2n ** 63n + 5n, offsets: [] },
+          ],
+        },
+      ],
     });
     expect([...a]).toEqual([...b]);
     // Bytes = 16 tokens (u32 LE) then 7 and 2^63+5 (u64 LE); block 1 untouched.
@@ -81,11 +105,15 @@ describe("computeBlockHashes", () => {
   test("an MM entry with no objects hashes like no MM at all", () => {
     const toks = range(600);
     const plain = computeBlockHashes(toks, 512);
-    expect([...computeBlockHashes(toks, 512, { mmInfos: [{ mmObjects: [] }] })]).toEqual([...plain]);
+    expect([...computeBlockHashes(toks, 512, { mmInfos: [{ mmObjects: [] }] })]).toEqual([
+      ...plain,
+    ]);
   });
   test("large blocks with MM go through the long path", () => {
     const toks = range(512);
-    const h = computeBlockHashes(toks, 512, { mmInfos: [{ mmObjects: [{ mmHash: 1n, offsets: [] }] }] });
+    const h = computeBlockHashes(toks, 512, {
+      mmInfos: [{ mmObjects: [{ mmHash: 1n, offsets: [] }] }],
+    });
     const bytes = new Uint8Array(2048 + 8);
     const dv = new DataView(bytes.buffer);
     for (let i = 0; i < 512; i++) dv.setUint32(4 * i, i, true);
@@ -94,11 +122,15 @@ describe("computeBlockHashes", () => {
   });
   test("number[] and Uint32Array inputs agree", () => {
     const toks = range(100).map((i) => (i * 2654435761) >>> 0);
-    expect([...computeBlockHashes(toks, 16)]).toEqual([...computeBlockHashes(Uint32Array.from(toks), 16)]);
+    expect([...computeBlockHashes(toks, 16)]).toEqual([
+      ...computeBlockHashes(Uint32Array.from(toks), 16),
+    ]);
   });
   test("every block equals xxh3 of its u32 LE bytes, for many block sizes", () => {
     const toks = Uint32Array.from(range(2100), (i) => (i * 2246822519) >>> 0);
-    for (const bs of [1, 2, 3, 4, 5, 8, 15, 16, 17, 31, 32, 33, 60, 61, 64, 100, 256, 257, 512, 1000]) {
+    for (const bs of [
+      1, 2, 3, 4, 5, 8, 15, 16, 17, 31, 32, 33, 60, 61, 64, 100, 256, 257, 512, 1000,
+    ]) {
       const got = computeBlockHashes(toks, bs, { loraName: "x" });
       expect(got.length).toBe(Math.floor(2100 / bs));
       const seed = loraSeed("x");
@@ -118,7 +150,9 @@ describe("computeBlockHashes", () => {
     const direct = computeBlockHashesWith(fake, toks, 16, { loraName: "adapter-a" });
     expect(calls).toEqual([[40, 16, 8842669519798868182n]]);
     expect([...direct]).toEqual([...computeBlockHashes(toks, 16, { loraName: "adapter-a" })]);
-    computeBlockHashesWith(fake, toks, 16, { mmInfos: [{ mmObjects: [{ mmHash: 3n, offsets: [] }] }] });
+    computeBlockHashesWith(fake, toks, 16, {
+      mmInfos: [{ mmObjects: [{ mmHash: 3n, offsets: [] }] }],
+    });
     expect(calls.length).toBe(1);
   });
 });
@@ -141,7 +175,9 @@ describe("computeSeqHashes", () => {
   });
   test("works on a subarray view", () => {
     const all = BigUint64Array.from([9n, 8n, 7n, 6n]);
-    expect([...computeSeqHashes(all.subarray(1))]).toEqual([...computeSeqHashes(BigUint64Array.from([8n, 7n, 6n]))]);
+    expect([...computeSeqHashes(all.subarray(1))]).toEqual([
+      ...computeSeqHashes(BigUint64Array.from([8n, 7n, 6n])),
+    ]);
   });
 });
 
@@ -149,9 +185,12 @@ describe("sequence hasher injection", () => {
   test("seqHasherOf: a block hasher's own sequence hasher, else the portable one", () => {
     expect(seqHasherOf(portableBatchHasher)).toBe(computeSeqHashes);
     const own: SeqHasher = (b) => b.map((x) => x + 1n);
-    const withOwn: BatchBlockHasher = Object.assign((t: Uint32Array, bs: number, seed: bigint) => portableBatchHasher(t, bs, seed), {
-      seqHasher: own,
-    });
+    const withOwn: BatchBlockHasher = Object.assign(
+      (t: Uint32Array, bs: number, seed: bigint) => portableBatchHasher(t, bs, seed),
+      {
+        seqHasher: own,
+      },
+    );
     expect(seqHasherOf(withOwn)).toBe(own);
     expect([...computeSeqHashesWith(own, BigUint64Array.from([1n, 2n]))]).toEqual([2n, 3n]);
     expect([...computeSeqHashesWith(computeSeqHashes, BigUint64Array.from([5n]))]).toEqual([5n]);
@@ -161,7 +200,9 @@ describe("sequence hasher injection", () => {
     expect(a.length).toBe(3);
     expect(a.buffer.byteLength).toBe(24);
     expect(computeSeqHashes(BigUint64Array.from([1n, 2n])).buffer.byteLength).toBe(16);
-    expect(portableBatchHasher(Uint32Array.from(range(8)), 4, XXH3_SEED).buffer.byteLength).toBe(16);
+    expect(portableBatchHasher(Uint32Array.from(range(8)), 4, XXH3_SEED).buffer.byteLength).toBe(
+      16,
+    );
   });
 });
 
@@ -170,7 +211,12 @@ describe("U64Slab", () => {
     const slab = new U64Slab(256, 64);
     const pieces = Array.from({ length: 20 }, (_, i) => slab.alloc(1 + (i % 8)));
     pieces.forEach((p, i) => p.fill(BigInt(i)));
-    pieces.forEach((p, i) => expect([...p].every((x) => x === BigInt(i)), `piece ${i}`).toBe(true));
+    pieces.forEach((p, i) =>
+      expect(
+        [...p].every((x) => x === BigInt(i)),
+        `piece ${i}`,
+      ).toBe(true),
+    );
     expect(new Set(pieces.map((p) => p.buffer)).size).toBeGreaterThan(1);
     for (const p of pieces) expect(p.buffer.byteLength).toBe(256);
     const big = slab.alloc(9); // 72 bytes > 64

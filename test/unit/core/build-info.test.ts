@@ -8,7 +8,11 @@ import { buildInfo, runtimeName, versionLine } from "../../../src/core/build-inf
 
 describe("buildInfo", () => {
   test("from source: package.json's version, commit unknown, this Bun's user agent", () => {
-    expect(buildInfo()).toEqual({ version: pkg.version, commit: "unknown", runtime: `Bun/${Bun.version}` });
+    expect(buildInfo()).toEqual({
+      version: pkg.version,
+      commit: "unknown",
+      runtime: `Bun/${Bun.version}`,
+    });
   });
 
   test("the runtime from each runtime's user agent", () => {
@@ -19,6 +23,8 @@ describe("buildInfo", () => {
   });
 
   test("the --version line", () => {
-    expect(versionLine({ version: "1.2.3", commit: "abc1234", runtime: "Bun/1.4.5" })).toBe("switchyard 1.2.3 (abc1234, bun 1.4.5)");
+    expect(versionLine({ version: "1.2.3", commit: "abc1234", runtime: "Bun/1.4.5" })).toBe(
+      "switchyard 1.2.3 (abc1234, bun 1.4.5)",
+    );
   });
 });

@@ -19,9 +19,14 @@ function agree(json: unknown): "fast" | "fallback" {
   return "fast";
 }
 
-const stored = (blocks: unknown[], extra: Record<string, unknown> = {}) => ({ stored: { parent_hash: "123", blocks, ...extra } });
+const stored = (blocks: unknown[], extra: Record<string, unknown> = {}) => ({
+  stored: { parent_hash: "123", blocks, ...extra },
+});
 const block = (b: unknown, t: unknown) => ({ block_hash: b, tokens_hash: t });
-const ev = (data: unknown, extra: Record<string, unknown> = {}) => ({ worker_id: "18446744073709551615", event: { event_id: 7, data, ...extra } });
+const ev = (data: unknown, extra: Record<string, unknown> = {}) => ({
+  worker_id: "18446744073709551615",
+  event: { event_id: 7, data, ...extra },
+});
 
 describe("fastRouterEventBatch", () => {
   test("the batches engines send take the fast path and equal the schema's output", () => {
@@ -67,17 +72,48 @@ describe("fastRouterEventBatch", () => {
   test("seeded random batches: the fast path never disagrees with the schema (seed 24)", () => {
     const rng = mulberry32(24);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)]!;
-    const u64s = ["0", "1", "-1", "18446744073709551615", "18446744073709551616", "9223372036854775807", "-9223372036854775808", "-9223372036854775809", "12a", "", 0, 7, -3, 2 ** 53, 1.5, null, true, {}];
+    const u64s = [
+      "0",
+      "1",
+      "-1",
+      "18446744073709551615",
+      "18446744073709551616",
+      "9223372036854775807",
+      "-9223372036854775808",
+      "-9223372036854775809",
+      "12a",
+      "",
+      0,
+      7,
+      -3,
+      2 ** 53,
+      1.5,
+      null,
+      true,
+      {},
+    ];
     const hash = () => (rng() < 0.9 ? String(Math.floor(rng() * 2 ** 52)) : pick(u64s));
     let fast = 0;
     for (let i = 0; i < 2000; i++) {
       const batch = Array.from({ length: 1 + Math.floor(rng() * 3) }, () => {
         const r = rng();
         const data =
-          r < 0.6 ? { stored: { ...(rng() < 0.5 ? { parent_hash: rng() < 0.8 ? hash() : null } : {}), blocks: Array.from({ length: Math.floor(rng() * 5) }, () => block(hash(), hash())) } }
-          : r < 0.85 ? { removed: { block_hashes: Array.from({ length: Math.floor(rng() * 5) }, hash) } }
-          : pick(["cleared", "x", null, { other: 1 }]);
-        const event: Record<string, unknown> = { event_id: rng() < 0.95 ? hash() : pick(u64s), data };
+          r < 0.6
+            ? {
+                stored: {
+                  ...(rng() < 0.5 ? { parent_hash: rng() < 0.8 ? hash() : null } : {}),
+                  blocks: Array.from({ length: Math.floor(rng() * 5) }, () =>
+                    block(hash(), hash()),
+                  ),
+                },
+              }
+            : r < 0.85
+              ? { removed: { block_hashes: Array.from({ length: Math.floor(rng() * 5) }, hash) } }
+              : pick(["cleared", "x", null, { other: 1 }]);
+        const event: Record<string, unknown> = {
+          event_id: rng() < 0.95 ? hash() : pick(u64s),
+          data,
+        };
         if (rng() < 0.5) event.dp_rank = pick([0, 1, 3, -1, 0.5, 2 ** 32, "1"]);
         return { worker_id: hash(), event };
       });

@@ -1,21 +1,32 @@
 import { describe, expect, test } from "bun:test";
-import { parseJsonBigintSafe, quoteLongIntegers, stringifyBigint, type ScanStats } from "../../../src/core/json.ts";
+import {
+  parseJsonBigintSafe,
+  quoteLongIntegers,
+  stringifyBigint,
+  type ScanStats,
+} from "../../../src/core/json.ts";
 
 describe("parseJsonBigintSafe", () => {
   test("keeps every bit of integers above 2^53", () => {
-    const v = parseJsonBigintSafe('{"h": 18446744073709551615, "s": "12345678901234567890", "n": 5}') as Record<string, unknown>;
+    const v = parseJsonBigintSafe(
+      '{"h": 18446744073709551615, "s": "12345678901234567890", "n": 5}',
+    ) as Record<string, unknown>;
     expect(BigInt(v.h as string)).toBe(18446744073709551615n);
     expect(v.s).toBe("12345678901234567890");
     expect(v.n).toBe(5);
   });
   test("does not touch digits inside strings or floats", () => {
-    const v = parseJsonBigintSafe('["a\\"1234567890123456789", 1234567890123456.5, 1.0e20]') as unknown[];
+    const v = parseJsonBigintSafe(
+      '["a\\"1234567890123456789", 1234567890123456.5, 1.0e20]',
+    ) as unknown[];
     expect(v[0]).toBe('a"1234567890123456789');
     expect(v[1]).toBe(1234567890123456.5);
     expect(v[2]).toBe(1e20);
   });
   test("stringifyBigint writes bigints as exact bare integers", () => {
-    expect(stringifyBigint({ a: 18446744073709551615n, b: [1n, "x"] })).toBe('{"a":18446744073709551615,"b":[1,"x"]}');
+    expect(stringifyBigint({ a: 18446744073709551615n, b: [1n, "x"] })).toBe(
+      '{"a":18446744073709551615,"b":[1,"x"]}',
+    );
   });
 });
 
@@ -48,12 +59,16 @@ describe("parseJsonBigintSafe on hostile input (issue 12: the old regex backtrac
     expect(parseJsonBigintSafe(`[-${digits}]`)).toEqual([`-${digits}`]);
   });
   test("a 60k-digit number with a fraction stays a number", () => {
-    expect((parseJsonBigintSafe(`{"n":${"9".repeat(60_000)}.5}`) as { n: unknown }).n).toBe(Infinity);
+    expect((parseJsonBigintSafe(`{"n":${"9".repeat(60_000)}.5}`) as { n: unknown }).n).toBe(
+      Infinity,
+    );
   });
   test("floats whose fraction or exponent has 16+ digits stay numbers", () => {
-    expect(parseJsonBigintSafe("[0.12345678901234567890, 1e1234567890123456789, -1.5E-12345678901234567]")).toEqual([
-      0.12345678901234568, Infinity, -0,
-    ]);
+    expect(
+      parseJsonBigintSafe(
+        "[0.12345678901234567890, 1e1234567890123456789, -1.5E-12345678901234567]",
+      ),
+    ).toEqual([0.12345678901234568, Infinity, -0]);
   });
   test("a long integer with a leading zero is invalid JSON, as JSON.parse says", () => {
     expect(() => parseJsonBigintSafe("[01234567890123456789]")).toThrow();
@@ -66,11 +81,16 @@ describe("parseJsonBigintSafe on hostile input (issue 12: the old regex backtrac
 
 describe("stringifyBigint", () => {
   test("a string that looks like the old bigint sentinel stays a string", () => {
-    expect(stringifyBigint({ id: "\u0000n5", h: 18446744073709551615n })).toBe('{"id":"\\u0000n5","h":18446744073709551615}');
+    expect(stringifyBigint({ id: "\u0000n5", h: 18446744073709551615n })).toBe(
+      '{"id":"\\u0000n5","h":18446744073709551615}',
+    );
   });
   test("negative and nested bigints, round trip through the parser", () => {
     const text = stringifyBigint({ a: [-(2n ** 63n), { b: 2n ** 64n - 1n }], c: "x" });
     expect(text).toBe('{"a":[-9223372036854775808,{"b":18446744073709551615}],"c":"x"}');
-    expect(parseJsonBigintSafe(text)).toEqual({ a: ["-9223372036854775808", { b: "18446744073709551615" }], c: "x" });
+    expect(parseJsonBigintSafe(text)).toEqual({
+      a: ["-9223372036854775808", { b: "18446744073709551615" }],
+      c: "x",
+    });
   });
 });

@@ -2,8 +2,10 @@ import { describe, expect, test } from "bun:test";
 import { xxh3_64, xxh3_64Chain, xxh3_64Chunks, xxh3_64Words } from "../../../src/core/xxh3.ts";
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
-const wordsOf = (n: number, f: (i: number) => number) => Int32Array.from({ length: n }, (_, i) => f(i) | 0);
-const bytesOf = (w: Int32Array, from: number, len: number) => new Uint8Array(w.buffer.slice(from, from + len));
+const wordsOf = (n: number, f: (i: number) => number) =>
+  Int32Array.from({ length: n }, (_, i) => f(i) | 0);
+const bytesOf = (w: Int32Array, from: number, len: number) =>
+  new Uint8Array(w.buffer.slice(from, from + len));
 
 describe("spec §2.6 vector", () => {
   test("XXH3_64(b'test data', 1337)", () => {
@@ -19,7 +21,9 @@ describe("word input", () => {
     }
   });
   test("xxh3_64Chunks hashes each chunk on its own, for every chunk size class", () => {
-    for (const chunkWords of [1, 2, 3, 4, 5, 8, 15, 16, 17, 31, 32, 33, 60, 61, 64, 100, 256, 257, 512, 1000]) {
+    for (const chunkWords of [
+      1, 2, 3, 4, 5, 8, 15, 16, 17, 31, 32, 33, 60, 61, 64, 100, 256, 257, 512, 1000,
+    ]) {
       const out = new BigUint64Array(Math.floor(words.length / chunkWords));
       xxh3_64Chunks(words, 4 * chunkWords, 1337n, out);
       for (const j of [0, 1, out.length - 1]) {
@@ -32,7 +36,8 @@ describe("word input", () => {
     xxh3_64Chunks(words, 64, 0n, backing.subarray(1, 4));
     expect(backing[0]).toBe(9n);
     expect(backing[4]).toBe(9n);
-    for (let j = 0; j < 3; j++) expect(backing[1 + j]).toBe(xxh3_64(bytesOf(words, 64 * j, 64), 0n));
+    for (let j = 0; j < 3; j++)
+      expect(backing[1 + j]).toBe(xxh3_64(bytesOf(words, 64 * j, 64), 0n));
   });
 });
 
@@ -54,14 +59,18 @@ describe("xxh3_64Chain", () => {
   });
   test("empty in, empty out; a mismatched out is refused", () => {
     xxh3_64Chain(new BigUint64Array(0), 1n, new BigUint64Array(0));
-    expect(() => xxh3_64Chain(new BigUint64Array(2), 1n, new BigUint64Array(1))).toThrow(RangeError);
+    expect(() => xxh3_64Chain(new BigUint64Array(2), 1n, new BigUint64Array(1))).toThrow(
+      RangeError,
+    );
   });
 });
 
 describe("reference XXH3 (libxxhash) vectors", () => {
   const buf = Uint8Array.from({ length: 10000 }, (_, i) => (i * 151 + (i >> 8) * 7 + 13) & 255);
   const seeds = [0n, 1337n, 0xfedcba9876543210n];
-  const rows = BYTE_VECTORS.trim().split("\n").map((l) => l.split(" "));
+  const rows = BYTE_VECTORS.trim()
+    .split("\n")
+    .map((l) => l.split(" "));
   test(`all length classes, ${rows.length} lengths x 3 seeds`, () => {
     expect(rows.length).toBe(307);
     for (const [len, ...hex] of rows) {
@@ -81,8 +90,13 @@ describe("reference XXH3 (libxxhash) vectors", () => {
     }
   });
   test("chunks of 16, 32, 60, 64, 100, 512 words (token blocks) with base and LoRA seeds", () => {
-    const toks = Uint32Array.from({ length: 1024 }, (_, i) => (Math.imul(i, 2654435761) ^ (i >> 3)) >>> 0);
-    const blockRows = BLOCK_VECTORS.trim().split("\n").map((l) => l.split(" "));
+    const toks = Uint32Array.from(
+      { length: 1024 },
+      (_, i) => (Math.imul(i, 2654435761) ^ (i >> 3)) >>> 0,
+    );
+    const blockRows = BLOCK_VECTORS.trim()
+      .split("\n")
+      .map((l) => l.split(" "));
     expect(blockRows.length).toBe(12);
     const words = new Int32Array(toks.buffer);
     for (const [bs, seed, ...want] of blockRows) {

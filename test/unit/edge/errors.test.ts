@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { classify, describeError, STATUS_BY_CODE, toErrorResponse } from "../../../src/edge/errors.ts";
+import {
+  classify,
+  describeError,
+  STATUS_BY_CODE,
+  toErrorResponse,
+} from "../../../src/edge/errors.ts";
 import { RouterError } from "../../../src/core/errors.ts";
 
 describe("errors", () => {
@@ -14,16 +19,27 @@ describe("errors", () => {
   });
 
   test("the body has OpenAI's shape and names the field", async () => {
-    const r = toErrorResponse(new RouterError("invalid_request", "prompt: must not be empty", "prompt"));
+    const r = toErrorResponse(
+      new RouterError("invalid_request", "prompt: must not be empty", "prompt"),
+    );
     expect(r.status).toBe(400);
     expect(await r.json()).toEqual({
-      error: { message: "prompt: must not be empty", type: "invalid_request_error", code: "invalid_request", param: "prompt" },
+      error: {
+        message: "prompt: must not be empty",
+        type: "invalid_request_error",
+        code: "invalid_request",
+        param: "prompt",
+      },
     });
   });
 
   test("anything else is a 500 whose message stays in the log (it may name an engine's URL)", () => {
     const c = classify(new Error("connect ECONNREFUSED http://10.0.0.5:8000\nstack line"));
-    expect(c).toEqual({ status: 500, code: "internal", message: "internal error (the router's log has the details)" });
+    expect(c).toEqual({
+      status: 500,
+      code: "internal",
+      message: "internal error (the router's log has the details)",
+    });
   });
 
   test("describeError never gives an empty line (Bun's DOMException has an empty stack)", () => {

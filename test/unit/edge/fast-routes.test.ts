@@ -22,24 +22,39 @@ describe("fast routes", () => {
   test("the only app middleware on the completion paths is the one the fast path honours", () => {
     const h = harness({ workers: [], fetch: async () => new Response("") });
     const app = createApp({ ...h.deps, access: { ...h.deps.access, draining: () => false } });
-    const middleware = app.routes.filter((r) => r.method === "ALL" && FAST_PATHS.some((p) => applies(r.path, p))).map((r) => r.path);
+    const middleware = app.routes
+      .filter((r) => r.method === "ALL" && FAST_PATHS.some((p) => applies(r.path, p)))
+      .map((r) => r.path);
     expect(middleware).toEqual(HONOURED_BY_FAST_PATH);
   });
 
   test("they refuse new requests while draining, like the app", async () => {
     let draining = true;
-    const h = harness({ workers: [{ id: 1n, url: "http://w1:1" }], fetch: async () => new Response("{}") });
-    const fast = createFastRoutes({ ...h.deps, access: { ...h.deps.access, draining: () => draining } });
-    const res = await fast["/v1/completions"]!.POST(new Request("http://r/v1/completions", { method: "POST", body: "{}" }));
+    const h = harness({
+      workers: [{ id: 1n, url: "http://w1:1" }],
+      fetch: async () => new Response("{}"),
+    });
+    const fast = createFastRoutes({
+      ...h.deps,
+      access: { ...h.deps.access, draining: () => draining },
+    });
+    const res = await fast["/v1/completions"]!.POST(
+      new Request("http://r/v1/completions", { method: "POST", body: "{}" }),
+    );
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("1");
     draining = false;
   });
 
   test("their errors are the app's errors: OpenAI's shape and status", async () => {
-    const h = harness({ workers: [{ id: 1n, url: "http://w1:1" }], fetch: async () => new Response("{}") });
+    const h = harness({
+      workers: [{ id: 1n, url: "http://w1:1" }],
+      fetch: async () => new Response("{}"),
+    });
     const fast = createFastRoutes(h.deps);
-    const viaFast = await fast["/v1/chat/completions"]!.POST(new Request("http://r/v1/chat/completions", { method: "POST", body: "{" }));
+    const viaFast = await fast["/v1/chat/completions"]!.POST(
+      new Request("http://r/v1/chat/completions", { method: "POST", body: "{" }),
+    );
     const viaApp = await h.request("/v1/chat/completions", { method: "POST", body: "{" });
     expect(viaFast.status).toBe(400);
     expect(viaFast.status).toBe(viaApp.status);

@@ -38,7 +38,11 @@ describe("guards", () => {
       { paths: ["*"], guard: recorder("draining", seen, true) },
       { paths: ["*"], guard: recorder("keys", seen) },
     ];
-    const res = await guarded(list, "/v1/completions", async () => new Response("handler"))(new Request("http://r/"));
+    const res = await guarded(
+      list,
+      "/v1/completions",
+      async () => new Response("handler"),
+    )(new Request("http://r/"));
     expect(res.status).toBe(403);
     expect(seen).toEqual(["draining in"]);
   });
@@ -54,7 +58,10 @@ describe("guards", () => {
     const h = harness({ workers: [], fetch: async () => new Response("") });
     const plain = requestGuards(h.deps);
     expect(plain.map((g) => g.paths[0])).toEqual(["/v1/workers"]); // admin only: no observation, no draining, no keys
-    const draining = requestGuards({ ...h.deps, access: { ...h.deps.access, draining: () => false } });
+    const draining = requestGuards({
+      ...h.deps,
+      access: { ...h.deps.access, draining: () => false },
+    });
     expect(draining.map((g) => g.paths[0])).toEqual(["*", "/v1/workers"]);
   });
 
@@ -62,7 +69,12 @@ describe("guards", () => {
     const h = harness({ workers: [], fetch: async () => new Response("") });
     const guards = requestGuards({ ...h.deps, access: { ...h.deps.access, draining: () => true } });
     const answer = async () => new Response("served");
-    expect((await guarded(guards, "/v1/completions", answer)(new Request("http://r/v1/completions"))).status).toBe(503);
-    expect(await (await guarded(guards, "/health", answer)(new Request("http://r/health"))).text()).toBe("served");
+    expect(
+      (await guarded(guards, "/v1/completions", answer)(new Request("http://r/v1/completions")))
+        .status,
+    ).toBe(503);
+    expect(
+      await (await guarded(guards, "/health", answer)(new Request("http://r/health"))).text(),
+    ).toBe("served");
   });
 });

@@ -69,7 +69,12 @@ export interface HarnessOptions {
   /** Where the app logs (default: nowhere). */
   readonly log?: Logger;
   /** Access lines, request metrics and spans (src/observe), built from the harness's parts; default none. */
-  readonly observe?: (parts: { metrics: RouterMetrics; registry: WorkerRegistry; blockSize: number; router: ReturnType<typeof createRouter> }) => RequestObservers;
+  readonly observe?: (parts: {
+    metrics: RouterMetrics;
+    registry: WorkerRegistry;
+    blockSize: number;
+    router: ReturnType<typeof createRouter>;
+  }) => RequestObservers;
 }
 
 export function harness(o: HarnessOptions): Harness {
@@ -93,14 +98,25 @@ export function harness(o: HarnessOptions): Harness {
   const router = createRouter(
     { policy, scheduler: { blockSize }, sessionTtlMs: 60_000, inexactIndex: false },
     {
-      hasher: portableBatchHasher, now, rng: () => 0.5, workers: registry, sticky, metrics, engineSessions: sessions,
+      hasher: portableBatchHasher,
+      now,
+      rng: () => 0.5,
+      workers: registry,
+      sticky,
+      metrics,
+      engineSessions: sessions,
       query: async () => ({ kind: "error", message: "no recovery query in the harness" }),
       sleep: async () => {},
       onDropped: (reason, n) => metrics.eventDropped(reason, n),
     },
   );
   const { index, tracker } = router;
-  const health = new HealthChecker({ registry, intervalMs: 1e9, timeoutMs: 1000, fetch: async () => new Response("ok") });
+  const health = new HealthChecker({
+    registry,
+    intervalMs: 1e9,
+    timeoutMs: 1000,
+    fetch: async () => new Response("ok"),
+  });
   const membership = new WorkerMembership({
     registry,
     blockSize,
@@ -121,9 +137,15 @@ export function harness(o: HarnessOptions): Harness {
   });
   for (const w of o.workers) registry.add(w.id, w.url, w.dpRanks ?? 1, true, "base");
   if (o.maxLoras !== undefined) {
-    for (const w of o.workers) for (let r = 0; r < (w.dpRanks ?? 1); r++) lora.setWorkerCapacity({ workerId: w.id, dpRank: r }, o.maxLoras);
+    for (const w of o.workers)
+      for (let r = 0; r < (w.dpRanks ?? 1); r++)
+        lora.setWorkerCapacity({ workerId: w.id, dpRank: r }, o.maxLoras);
   }
-  tracker.updateWorkers(o.workers.flatMap((w) => Array.from({ length: w.dpRanks ?? 1 }, (_, r) => ({ workerId: w.id, dpRank: r }))));
+  tracker.updateWorkers(
+    o.workers.flatMap((w) =>
+      Array.from({ length: w.dpRanks ?? 1 }, (_, r) => ({ workerId: w.id, dpRank: r })),
+    ),
+  );
   const deps: EdgeDeps = {
     access: { adminToken: o.adminToken, peer: () => o.peer ?? "127.0.0.1" },
     limits: { maxBodyBytes: o.maxBodyBytes ?? 1 << 20, maxPromptChars: o.maxPromptChars },
@@ -131,19 +153,44 @@ export function harness(o: HarnessOptions): Harness {
     router,
     upstream: { call: fetchUpstream(fetch), fetch, maxRetries: o.maxRetries ?? 2 },
     outcomes: { fence: (id, reason) => health.fence(id, reason) },
-    observe: { metrics, log: o.log ?? silentLogger, requests: o.observe?.({ metrics, registry, blockSize, router }) },
+    observe: {
+      metrics,
+      log: o.log ?? silentLogger,
+      requests: o.observe?.({ metrics, registry, blockSize, router }),
+    },
     admin: { membership, peekSession: (id) => store.peek(id), now },
   };
   const app = createApp(deps);
   return {
-    app, deps, registry, tracker, index, metrics, lora, loader, sticky, health, calls, models,
+    app,
+    deps,
+    registry,
+    tracker,
+    index,
+    metrics,
+    lora,
+    loader,
+    sticky,
+    health,
+    calls,
+    models,
     request(path, init = {}) {
       const { json, ...rest } = init;
       const body = json === undefined ? rest.body : JSON.stringify(json);
-      return Promise.resolve(app.fetch(new Request(`http://router${path}`, { method: json === undefined ? (rest.method ?? "GET") : "POST", ...rest, body })));
+      return Promise.resolve(
+        app.fetch(
+          new Request(`http://router${path}`, {
+            method: json === undefined ? (rest.method ?? "GET") : "POST",
+            ...rest,
+            body,
+          }),
+        ),
+      );
     },
     activeLoad() {
-      return tracker.loads(clock).reduce((a, l) => a + l.activePrefillTokens + l.activeDecodeBlocks, 0);
+      return tracker
+        .loads(clock)
+        .reduce((a, l) => a + l.activePrefillTokens + l.activeDecodeBlocks, 0);
     },
   };
 }
@@ -166,5 +213,8 @@ export function sseResponse(n: number, headers: Record<string, string> = {}): Re
 }
 
 export function jsonResponse(value: unknown, status = 200): Response {
-  return new Response(JSON.stringify(value), { status, headers: { "content-type": "application/json" } });
+  return new Response(JSON.stringify(value), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
 }

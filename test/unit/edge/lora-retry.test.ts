@@ -13,14 +13,20 @@ test("a LoRA 404 retry reuses the prompt's hashes and knows the answering worker
   const loaded: string[] = [];
   const f: FakeFetch = async (url, init) => {
     const path = new URL(url).pathname;
-    const raw = typeof init.body === "string" ? init.body : init.body ? new TextDecoder().decode(init.body as Uint8Array) : "{}";
+    const raw =
+      typeof init.body === "string"
+        ? init.body
+        : init.body
+          ? new TextDecoder().decode(init.body as Uint8Array)
+          : "{}";
     const body = JSON.parse(raw) as Record<string, unknown>;
     if (path === "/v1/load_lora_adapter") {
       loaded.push(String(body.lora_name));
       return new Response("ok");
     }
     if (path === "/v1/engine/info") return jsonResponse({ loras: loaded, max_loras: 2 });
-    if (body.model === "sql" && !loaded.includes("sql")) return jsonResponse({ error: { message: "model does not exist" } }, 404);
+    if (body.model === "sql" && !loaded.includes("sql"))
+      return jsonResponse({ error: { message: "model does not exist" } }, 404);
     return sseResponse(2);
   };
   const h = harness({ workers: [W1], fetch: f, loraLoadOnDemand: true, maxLoras: 2 });

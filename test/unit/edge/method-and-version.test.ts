@@ -27,7 +27,12 @@ describe("wrong method on a known path", () => {
     expect(r.status).toBe(405);
     expect(r.headers.get("allow")).toBe(allow);
     expect(await r.json()).toEqual({
-      error: { message: `${method} is not allowed on ${path}; use ${allow}`, type: "invalid_request_error", param: null, code: "method_not_allowed" },
+      error: {
+        message: `${method} is not allowed on ${path}; use ${allow}`,
+        type: "invalid_request_error",
+        param: null,
+        code: "method_not_allowed",
+      },
     });
   });
 
@@ -48,6 +53,10 @@ describe("GET /version", () => {
   test("the package version, the build's commit (none given: unknown) and the runtime", async () => {
     const r = await app().request("/version");
     expect(r.status).toBe(200);
-    expect(await r.json()).toEqual({ version: pkg.version, commit: "unknown", runtime: `Bun/${Bun.version}` });
+    expect(await r.json()).toEqual({
+      version: pkg.version,
+      commit: "unknown",
+      runtime: `Bun/${Bun.version}`,
+    });
   });
 });

@@ -29,7 +29,12 @@ async function readAll(s: ReadableStream<Uint8Array>): Promise<Uint8Array[]> {
 
 describe("observeStream", () => {
   test("passes every chunk through unchanged, in order, and reports token counts and the end once", async () => {
-    const chunks = ["data: {\"choices\":[{\"text\":\"a\"}]}\n\n", "data: {\"choices\":[{\"text\":\"b\"}]}\n", "\n", "data: [DONE]\n\n"];
+    const chunks = [
+      'data: {"choices":[{"text":"a"}]}\n\n',
+      'data: {"choices":[{"text":"b"}]}\n',
+      "\n",
+      "data: [DONE]\n\n",
+    ];
     const totals: number[] = [];
     const ends: [StreamEnd, number][] = [];
     const upstream = source(chunks).getReader();
@@ -46,7 +51,9 @@ describe("observeStream", () => {
 
   test("an upstream error mid-stream reaches the reader and ends the stream as error", async () => {
     const ends: StreamEnd[] = [];
-    const out = observeStream(undefined, source(["data: {}\n\n"], 1).getReader(), { onEnd: (how) => ends.push(how) });
+    const out = observeStream(undefined, source(["data: {}\n\n"], 1).getReader(), {
+      onEnd: (how) => ends.push(how),
+    });
     await expect(readAll(out)).rejects.toThrow("upstream reset");
     expect(ends).toEqual(["error"]);
   });
@@ -73,13 +80,22 @@ describe("observeStream", () => {
 });
 
 describe("observeStream, Bun direct flavour (served through Bun.serve)", () => {
-  async function serveObserved(upstream: ReadableStream<Uint8Array>, ends: StreamEnd[], totals: number[]) {
+  async function serveObserved(
+    upstream: ReadableStream<Uint8Array>,
+    ends: StreamEnd[],
+    totals: number[],
+  ) {
     const server = Bun.serve({
       port: 0,
       hostname: "127.0.0.1",
       fetch: () =>
         new Response(
-          observeStream(undefined, upstream.getReader(), { onTokens: (n) => totals.push(n), onEnd: (how) => ends.push(how) }, true),
+          observeStream(
+            undefined,
+            upstream.getReader(),
+            { onTokens: (n) => totals.push(n), onEnd: (how) => ends.push(how) },
+            true,
+          ),
         ),
     });
     return server;
@@ -88,7 +104,11 @@ describe("observeStream, Bun direct flavour (served through Bun.serve)", () => {
   test("bytes arrive unchanged and the end is reported once as done", async () => {
     const ends: StreamEnd[] = [];
     const totals: number[] = [];
-    const chunks = ['data: {"choices":[{"text":"a"}]}\n\n', 'data: {"choices":[{"text":"b"}]}\n\n', "data: [DONE]\n\n"];
+    const chunks = [
+      'data: {"choices":[{"text":"a"}]}\n\n',
+      'data: {"choices":[{"text":"b"}]}\n\n',
+      "data: [DONE]\n\n",
+    ];
     const server = await serveObserved(source(chunks), ends, totals);
     try {
       const text = await (await fetch(`http://127.0.0.1:${server.port}/`)).text();
@@ -104,7 +124,9 @@ describe("observeStream, Bun direct flavour (served through Bun.serve)", () => {
     const ends: StreamEnd[] = [];
     const server = await serveObserved(source(["data: {}\n\n"], 1), ends, []);
     try {
-      await expect(fetch(`http://127.0.0.1:${server.port}/`).then((r) => r.text())).rejects.toThrow();
+      await expect(
+        fetch(`http://127.0.0.1:${server.port}/`).then((r) => r.text()),
+      ).rejects.toThrow();
       expect(ends).toEqual(["error"]);
     } finally {
       server.stop(true);
@@ -129,7 +151,10 @@ function drainingReader(chunks: string[]) {
 }
 
 describe("observeStream with a reader that knows it is drained", () => {
-  const chunks = ['data: {"choices":[{"text":"a"}]}\n\n', 'data: {"choices":[{"text":"b"}]}\n\ndata: [DONE]\n\n'];
+  const chunks = [
+    'data: {"choices":[{"text":"a"}]}\n\n',
+    'data: {"choices":[{"text":"b"}]}\n\ndata: [DONE]\n\n',
+  ];
 
   test("pull flavour: ends right after the last chunk, without another read", async () => {
     const reader = drainingReader(chunks);
@@ -150,10 +175,15 @@ describe("observeStream with a reader that knows it is drained", () => {
       const server = Bun.serve({
         port: 0,
         hostname: "127.0.0.1",
-        fetch: () => new Response(observeStream(first.value, reader, { onEnd: (how, n) => ends.push([how, n]) }, true)),
+        fetch: () =>
+          new Response(
+            observeStream(first.value, reader, { onEnd: (how, n) => ends.push([how, n]) }, true),
+          ),
       });
       try {
-        expect(await (await fetch(`http://127.0.0.1:${server.port}/`)).text()).toBe(chunks.join(""));
+        expect(await (await fetch(`http://127.0.0.1:${server.port}/`)).text()).toBe(
+          chunks.join(""),
+        );
         expect(reader.reads).toBe(parts.length);
         expect(ends).toEqual([["done", 2]]);
       } finally {

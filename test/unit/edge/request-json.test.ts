@@ -16,13 +16,19 @@ import { rejectionOf } from "../../support/errors.ts";
 const enc = new TextEncoder();
 
 /** A chunked request whose body is `head`, then `filler` repeated `times` (64 KiB pieces), then `tail`; `pulled` counts the bytes taken. */
-function chunked(head: string, filler: string, times: number, tail: string): { req: Request; pulled: () => number } {
+function chunked(
+  head: string,
+  filler: string,
+  times: number,
+  tail: string,
+): { req: Request; pulled: () => number } {
   let sent = 0;
   let i = -1;
   const piece = enc.encode(filler);
   const stream = new ReadableStream<Uint8Array>({
     pull(c) {
-      const part = i < 0 ? enc.encode(head) : i < times ? piece : i === times ? enc.encode(tail) : undefined;
+      const part =
+        i < 0 ? enc.encode(head) : i < times ? piece : i === times ? enc.encode(tail) : undefined;
       i++;
       if (part === undefined) c.close();
       else {
@@ -31,7 +37,11 @@ function chunked(head: string, filler: string, times: number, tail: string): { r
       }
     },
   });
-  const req = new Request("http://x/v1/completions", { method: "POST", body: stream, duplex: "half" } as RequestInit);
+  const req = new Request("http://x/v1/completions", {
+    method: "POST",
+    body: stream,
+    duplex: "half",
+  } as RequestInit);
   return { req, pulled: () => sent };
 }
 
@@ -41,7 +51,12 @@ function limits(maxPromptChars: number, budget?: BodyReadBudget): RequestLimits 
 
 describe("readJsonRequest", () => {
   test("a chunked body within the limits comes back byte for byte, parsed", async () => {
-    const text = JSON.stringify({ model: "m", prompt: "p".repeat(200_000), max_tokens: 1, extra: "é😀" });
+    const text = JSON.stringify({
+      model: "m",
+      prompt: "p".repeat(200_000),
+      max_tokens: 1,
+      extra: "é😀",
+    });
     const { req } = chunked(text.slice(0, 10), "", 0, text.slice(10));
     const { body, json } = await readJsonRequest(req, limits(1_000_000), ["prompt"]);
     expect(new TextDecoder().decode(body)).toBe(text);
@@ -51,7 +66,11 @@ describe("readJsonRequest", () => {
   test("a large Content-Length body comes back byte for byte", async () => {
     const text = JSON.stringify({ model: "m", prompt: "q".repeat(1_500_000) });
     const bytes = enc.encode(text);
-    const req = new Request("http://x/v1/completions", { method: "POST", body: bytes, headers: { "content-length": String(bytes.length) } });
+    const req = new Request("http://x/v1/completions", {
+      method: "POST",
+      body: bytes,
+      headers: { "content-length": String(bytes.length) },
+    });
     const { body, json } = await readJsonRequest(req, limits(2_000_000), ["prompt"]);
     expect(Buffer.from(body).equals(Buffer.from(bytes))).toBe(true);
     expect((json.prompt as string).length).toBe(1_500_000);
@@ -71,7 +90,10 @@ describe("readJsonRequest", () => {
   test("the budget: a streamed body past it is a 503 with Retry-After; the hold is given back either way", async () => {
     const budget = new BodyReadBudget(1 << 20);
     const big = chunked(`{"model":"m","prompt":"`, "y".repeat(65536), 20, `"}`);
-    const e = await rejectionOf(RouterError, readJsonRequest(big.req, limits(10_000_000, budget), ["prompt"]));
+    const e = await rejectionOf(
+      RouterError,
+      readJsonRequest(big.req, limits(10_000_000, budget), ["prompt"]),
+    );
     expect(e.code).toBe("unavailable");
     const answer = toErrorResponse(e);
     expect(answer.status).toBe(503);
@@ -80,7 +102,12 @@ describe("readJsonRequest", () => {
     expect(answer.headers.get("connection")).toBe("close");
     expect(budget.held).toBe(0);
     const small = chunked(`{"model":"m","prompt":"`, "z".repeat(1000), 3, `"}`);
-    expect(((await readJsonRequest(small.req, limits(10_000_000, budget), ["prompt"])).json.prompt as string).length).toBe(3000);
+    expect(
+      (
+        (await readJsonRequest(small.req, limits(10_000_000, budget), ["prompt"])).json
+          .prompt as string
+      ).length,
+    ).toBe(3000);
     expect(budget.held).toBe(0);
     const tooLong = chunked(`{"prompt":"`, "w".repeat(1000), 3, `"}`);
     await rejectionOf(RouterError, readJsonRequest(tooLong.req, limits(100, budget), ["prompt"]));
@@ -92,8 +119,15 @@ describe("readJsonRequest", () => {
     const holder = budget.hold();
     holder.take(2 << 20);
     const bytes = enc.encode(JSON.stringify({ prompt: "v".repeat(1_200_000) }));
-    const req = new Request("http://x/v1/completions", { method: "POST", body: bytes, headers: { "content-length": String(bytes.length) } });
-    expect((await rejectionOf(RouterError, readJsonRequest(req, limits(2_000_000, budget), ["prompt"]))).code).toBe("unavailable");
+    const req = new Request("http://x/v1/completions", {
+      method: "POST",
+      body: bytes,
+      headers: { "content-length": String(bytes.length) },
+    });
+    expect(
+      (await rejectionOf(RouterError, readJsonRequest(req, limits(2_000_000, budget), ["prompt"])))
+        .code,
+    ).toBe("unavailable");
     expect(req.bodyUsed).toBe(false);
     holder.release();
     expect(budget.held).toBe(0);

@@ -11,7 +11,8 @@ describe("SseDataCounter", () => {
   });
 
   test("lines split across chunks at every byte are counted once", () => {
-    const text = 'data: {"text":"x"}\r\n\r\n: comment\n\ndata:[DONE]\n\nevent: x\ndata: {"text":"y"}\n\n';
+    const text =
+      'data: {"text":"x"}\r\n\r\n: comment\n\ndata:[DONE]\n\nevent: x\ndata: {"text":"y"}\n\n';
     const bytes = enc(text);
     const c = new SseDataCounter();
     for (let i = 0; i < bytes.length; i++) c.push(bytes.subarray(i, i + 1));
@@ -42,9 +43,12 @@ describe("SseDataCounter", () => {
 });
 
 /** vLLM-shaped events (vllm/entrypoints/openai/{completion,chat_completion}/serving.py). */
-const cmpl = (t: string, extra = "") => `data: {"id":"c","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":${JSON.stringify(t)},"logprobs":null,"finish_reason":null}]${extra}}\n\n`;
-const chat = (t: string, extra = "") => `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":${JSON.stringify(t)}},"logprobs":null,"finish_reason":null}]${extra}}\n\n`;
-const ROLE = 'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n';
+const cmpl = (t: string, extra = "") =>
+  `data: {"id":"c","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":${JSON.stringify(t)},"logprobs":null,"finish_reason":null}]${extra}}\n\n`;
+const chat = (t: string, extra = "") =>
+  `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":${JSON.stringify(t)}},"logprobs":null,"finish_reason":null}]${extra}}\n\n`;
+const ROLE =
+  'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n';
 const usageChunk = (n: number, object = "text_completion") =>
   `data: {"id":"c","object":"${object}","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":7,"total_tokens":${7 + n},"completion_tokens":${n},"prompt_tokens_details":{"cached_tokens":0}}}\n\n`;
 const DONE_LINE = "data: [DONE]\n\n";
@@ -83,13 +87,24 @@ describe("SseDataCounter: output tokens as the engine counts them", () => {
   });
 
   test("continuous_usage_stats: the running usage of every chunk, the last one counting", () => {
-    const u = (n: number) => `,"usage":{"prompt_tokens":7,"completion_tokens":${n},"total_tokens":${7 + n}}`;
-    const c = count(ROLE.replace("]}\n\n", `]${u(0)}}\n\n`) + chat("x", u(1)) + chat("y", u(2)) + usageChunk(2, "chat.completion.chunk") + DONE_LINE);
+    const u = (n: number) =>
+      `,"usage":{"prompt_tokens":7,"completion_tokens":${n},"total_tokens":${7 + n}}`;
+    const c = count(
+      ROLE.replace("]}\n\n", `]${u(0)}}\n\n`) +
+        chat("x", u(1)) +
+        chat("y", u(2)) +
+        usageChunk(2, "chat.completion.chunk") +
+        DONE_LINE,
+    );
     expect(c.tokens).toBe(2);
   });
 
   test("split at every byte and every 7 bytes: the same counts", () => {
-    const text = ROLE + toks.map((t) => chat(t)).join("") + usageChunk(32, "chat.completion.chunk") + DONE_LINE;
+    const text =
+      ROLE +
+      toks.map((t) => chat(t)).join("") +
+      usageChunk(32, "chat.completion.chunk") +
+      DONE_LINE;
     for (const split of [1, 7]) {
       const c = count(text, split);
       expect([c.events, c.contentEvents, c.tokens, c.done]).toEqual([34, 32, 32, true]);
@@ -107,14 +122,16 @@ describe("SseDataCounter: output tokens as the engine counts them", () => {
 
   test("reasoning and tool calls are output; spaces around the colon are read; an escaped key inside a string is not a key", () => {
     const reasoning = 'data: {"choices": [{"delta": {"reasoning_content" : "hmm"}}]}\n\n';
-    const tool = 'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}\n\n';
+    const tool =
+      'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}\n\n';
     const tricky = 'data: {"choices":[{"delta":{"content":""}}],"note":"\\"text\\": \\"x\\""}\n\n';
     const c = count(reasoning + tool + tricky);
     expect(c.tokens).toBe(2);
   });
 
   test("SGLang's /generate stream: meta_info.completion_tokens is the count", () => {
-    const line = (text: string, n: number) => `data: {"text":${JSON.stringify(text)},"meta_info":{"prompt_tokens":4,"completion_tokens":${n}}}\n\n`;
+    const line = (text: string, n: number) =>
+      `data: {"text":${JSON.stringify(text)},"meta_info":{"prompt_tokens":4,"completion_tokens":${n}}}\n\n`;
     expect(count(line("a", 1) + line("ab", 2) + line("abc", 3) + DONE_LINE).tokens).toBe(3);
   });
 

@@ -20,7 +20,11 @@ import { harness, jsonResponse, sseResponse, type FakeFetch } from "./harness.ts
 const KEY_A = "sk-team-a-0123456789abcdef";
 const KEY_B = "sk-team-b-fedcba9876543210";
 
-async function guarded(fetch: FakeFetch, keys: Record<string, unknown>[], o: { engineToken?: string } = {}) {
+async function guarded(
+  fetch: FakeFetch,
+  keys: Record<string, unknown>[],
+  o: { engineToken?: string } = {},
+) {
   const h = harness({ workers: [{ id: 1n, url: "http://w1:1" }], fetch });
   const set = new KeySet(parseKeysDocument(keys, "keys"));
   const settled: { share: TenantShare; out: number }[] = [];
@@ -39,7 +43,10 @@ async function guarded(fetch: FakeFetch, keys: Record<string, unknown>[], o: { e
       app.fetch(
         new Request(`http://router${path}`, {
           method,
-          headers: { "content-type": "application/json", ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}) },
+          headers: {
+            "content-type": "application/json",
+            ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}),
+          },
           body: json === undefined ? undefined : JSON.stringify(json),
         }),
       ),
@@ -81,7 +88,11 @@ describe("client API keys", () => {
   });
 
   test("a configured key passes; the engine gets the engine token, never the client's key", async () => {
-    const g = await guarded(async () => jsonResponse({ usage: { completion_tokens: 2 } }), await keysOf(), { engineToken: "engine-secret" });
+    const g = await guarded(
+      async () => jsonResponse({ usage: { completion_tokens: 2 } }),
+      await keysOf(),
+      { engineToken: "engine-secret" },
+    );
     const res = await g.request("/v1/completions", KEY_A, completion);
     expect(res.status).toBe(200);
     await res.text();
@@ -101,23 +112,38 @@ describe("client API keys", () => {
     const fast = createFastRoutes(g.deps);
     const post = (key?: string) =>
       fast["/v1/completions"]!.POST(
-        new Request("http://r/v1/completions", { method: "POST", headers: key ? { authorization: `Bearer ${key}` } : {}, body: JSON.stringify(completion) }),
+        new Request("http://r/v1/completions", {
+          method: "POST",
+          headers: key ? { authorization: `Bearer ${key}` } : {},
+          body: JSON.stringify(completion),
+        }),
       );
     const refused = await post("sk-nope");
     expect(refused.status).toBe(401);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe(
+      "invalid_api_key",
+    );
     const ok = await post(KEY_A);
     expect(ok.status).toBe(200);
     await ok.text();
     // Errors keep the rate-limit headers too (the request was authenticated).
-    const bad = await fast["/v1/completions"]!.POST(new Request("http://r/v1/completions", { method: "POST", headers: { authorization: `Bearer ${KEY_A}` }, body: "{" }));
+    const bad = await fast["/v1/completions"]!.POST(
+      new Request("http://r/v1/completions", {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY_A}` },
+        body: "{",
+      }),
+    );
     expect(bad.status).toBe(400);
   });
 });
 
 describe("models a key may use", () => {
   test("another model is 404 as OpenAI answers it; no model named is 400; /v1/models lists only the allowed", async () => {
-    const g = await guarded(async (url) => (url.endsWith("/v1/models") ? jsonResponse({ data: [] }) : jsonResponse({})), await keysOf({ models: ["m", "team-a-*"] }));
+    const g = await guarded(
+      async (url) => (url.endsWith("/v1/models") ? jsonResponse({ data: [] }) : jsonResponse({})),
+      await keysOf({ models: ["m", "team-a-*"] }),
+    );
     g.h.models.set(1n, [
       { id: "m", parent: null },
       { id: "other", parent: null },
@@ -125,21 +151,30 @@ describe("models a key may use", () => {
     ]);
     const denied = await g.request("/v1/completions", KEY_A, { ...completion, model: "other" });
     expect(denied.status).toBe(404);
-    expect(((await denied.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "model_not_found" });
+    expect(
+      ((await denied.json()) as { error: { code: string; message: string } }).error,
+    ).toMatchObject({ code: "model_not_found" });
     expect((await g.request("/v1/completions", KEY_A, { prompt: "x" })).status).toBe(400);
     const ok = await g.request("/v1/completions", KEY_A, completion);
     expect(ok.status).toBe(200);
     await ok.text();
-    const listed = (await (await g.request("/v1/models", KEY_A, undefined, "GET")).json()) as { data: { id: string }[] };
+    const listed = (await (await g.request("/v1/models", KEY_A, undefined, "GET")).json()) as {
+      data: { id: string }[];
+    };
     expect(listed.data.map((m) => m.id).sort()).toEqual(["m", "team-a-lora"]);
-    const all = (await (await g.request("/v1/models", KEY_B, undefined, "GET")).json()) as { data: { id: string }[] };
+    const all = (await (await g.request("/v1/models", KEY_B, undefined, "GET")).json()) as {
+      data: { id: string }[];
+    };
     expect(all.data.map((m) => m.id).sort()).toEqual(["m", "other", "team-a-lora"]);
   });
 });
 
 describe("limits per tenant", () => {
   test("requests per minute: 429 with Retry-After past the limit, headers on every answer, tenants apart", async () => {
-    const g = await guarded(async () => jsonResponse({}), await keysOf({ limits: { requests_per_minute: 2 } }));
+    const g = await guarded(
+      async () => jsonResponse({}),
+      await keysOf({ limits: { requests_per_minute: 2 } }),
+    );
     for (let i = 0; i < 2; i++) {
       const r = await g.request("/v1/completions", KEY_A, completion);
       expect(r.status).toBe(200);
@@ -151,7 +186,9 @@ describe("limits per tenant", () => {
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("30");
     expect(refused.headers.get("x-ratelimit-reset-requests")).toBe("1m0s");
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("rate_limit_exceeded");
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe(
+      "rate_limit_exceeded",
+    );
     // An answer that took nothing still says where the tenant stands.
     const models = await g.request("/v1/models", KEY_A, undefined, "GET");
     expect(models.headers.get("x-ratelimit-remaining-requests")).toBe("0");
@@ -168,10 +205,15 @@ describe("limits per tenant", () => {
   });
 
   test("concurrency: the slot is held while the answer streams and given back when it ends or the client leaves", async () => {
-    const g = await guarded(async () => sseResponse(3), await keysOf({ limits: { concurrent_requests: 1 } }));
+    const g = await guarded(
+      async () => sseResponse(3),
+      await keysOf({ limits: { concurrent_requests: 1 } }),
+    );
     const first = await g.request("/v1/completions", KEY_A, { ...completion, stream: true });
     expect(first.status).toBe(200);
-    expect((await g.request("/v1/completions", KEY_A, { ...completion, stream: true })).status).toBe(429);
+    expect(
+      (await g.request("/v1/completions", KEY_A, { ...completion, stream: true })).status,
+    ).toBe(429);
     await first.text();
     const second = await g.request("/v1/completions", KEY_A, { ...completion, stream: true });
     expect(second.status).toBe(200);
@@ -184,8 +226,12 @@ describe("limits per tenant", () => {
   });
 
   test("output tokens: booked from max_tokens, settled from the answer's usage (or its SSE events)", async () => {
-    let answer: () => Response = () => jsonResponse({ usage: { prompt_tokens: 3, completion_tokens: 3 } });
-    const g = await guarded(async () => answer(), await keysOf({ limits: { output_tokens_per_minute: 10 } }));
+    let answer: () => Response = () =>
+      jsonResponse({ usage: { prompt_tokens: 3, completion_tokens: 3 } });
+    const g = await guarded(
+      async () => answer(),
+      await keysOf({ limits: { output_tokens_per_minute: 10 } }),
+    );
     const r1 = await g.request("/v1/completions", KEY_A, { ...completion, max_tokens: 8 });
     expect(r1.headers.get("x-ratelimit-remaining-output-tokens")).toBe("2");
     await r1.text();
@@ -198,17 +244,37 @@ describe("limits per tenant", () => {
       ["team-a", 7, 3],
     ]);
     answer = () => sseResponse(2);
-    const r3 = await g.request("/v1/completions", KEY_B, { ...completion, max_tokens: 50, stream: true });
+    const r3 = await g.request("/v1/completions", KEY_B, {
+      ...completion,
+      max_tokens: 50,
+      stream: true,
+    });
     await r3.text();
-    expect(g.settled.at(-1)).toMatchObject({ out: 2, share: { tenant: "team-b", outputTokens: 50 } });
+    expect(g.settled.at(-1)).toMatchObject({
+      out: 2,
+      share: { tenant: "team-b", outputTokens: 50 },
+    });
   });
 
   test("an engine error settles at zero output; the request's share reaches the gate with its band", async () => {
-    const g = await guarded(async () => jsonResponse({ error: "boom" }, 500), await keysOf({ priority: 3, weight: 2 }));
+    const g = await guarded(
+      async () => jsonResponse({ error: "boom" }, 500),
+      await keysOf({ priority: 3, weight: 2 }),
+    );
     const r = await g.request("/v1/completions", KEY_A, { ...completion, priority: 0 });
     expect(r.status).toBe(500);
     await r.text();
     // No tokenizer: the prompt's UTF-8 bytes and its special tokens' allowance (prompt-charge.ts).
-    expect(g.settled).toEqual([{ share: { tenant: "team-a", weight: 2, promptTokens: completion.prompt.length + SPECIAL_PER_SEQUENCE, outputTokens: 4 }, out: 0 }]);
+    expect(g.settled).toEqual([
+      {
+        share: {
+          tenant: "team-a",
+          weight: 2,
+          promptTokens: completion.prompt.length + SPECIAL_PER_SEQUENCE,
+          outputTokens: 4,
+        },
+        out: 0,
+      },
+    ]);
   });
 });

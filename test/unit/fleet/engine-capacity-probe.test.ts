@@ -24,32 +24,54 @@ function engine(pages: Record<string, () => Response>) {
 describe("probeKvCapacity", () => {
   test("vLLM: its /metrics gauge; SGLang's routes answer 404", async () => {
     const e = engine({ "/metrics": () => new Response(VLLM_PAGE) });
-    const r = await probeKvCapacity("http://v:8000", { blockSize: 16, timeoutMs: 1000, fetch: e.fetch });
+    const r = await probeKvCapacity("http://v:8000", {
+      blockSize: 16,
+      timeoutMs: 1000,
+      fetch: e.fetch,
+    });
     expect(r?.source).toContain("vllm:cache_config_info");
     expect(capacityOfRank(r!, 0)).toBe(1234);
     expect(e.asked.sort()).toEqual(["/get_server_info", "/metrics", "/server_info"]);
   });
 
   test("SGLang: /server_info where it is, else the older /get_server_info", async () => {
-    const info = () => Response.json({ max_total_num_tokens: 160_000, page_size: 1, version: "0.5.4" });
-    const newer = engine({ "/server_info": info, "/metrics": () => new Response("sglang:num_running_reqs 0\n") });
-    const r = await probeKvCapacity("http://s:30000", { blockSize: 16, timeoutMs: 1000, fetch: newer.fetch });
+    const info = () =>
+      Response.json({ max_total_num_tokens: 160_000, page_size: 1, version: "0.5.4" });
+    const newer = engine({
+      "/server_info": info,
+      "/metrics": () => new Response("sglang:num_running_reqs 0\n"),
+    });
+    const r = await probeKvCapacity("http://s:30000", {
+      blockSize: 16,
+      timeoutMs: 1000,
+      fetch: newer.fetch,
+    });
     expect(capacityOfRank(r!, 0)).toBe(10_000);
     expect(newer.asked).not.toContain("/get_server_info");
 
     const older = engine({ "/get_server_info": info });
-    const o = await probeKvCapacity("http://s:30000", { blockSize: 32, timeoutMs: 1000, fetch: older.fetch });
+    const o = await probeKvCapacity("http://s:30000", {
+      blockSize: 32,
+      timeoutMs: 1000,
+      fetch: older.fetch,
+    });
     expect(capacityOfRank(o!, 0)).toBe(5_000);
   });
 
   test("an engine that says nothing, answers garbage or fails: undefined", async () => {
     const silent = engine({ "/metrics": () => new Response("process_cpu_seconds_total 1\n") });
-    expect(await probeKvCapacity("http://x", { blockSize: 16, timeoutMs: 1000, fetch: silent.fetch })).toBeUndefined();
+    expect(
+      await probeKvCapacity("http://x", { blockSize: 16, timeoutMs: 1000, fetch: silent.fetch }),
+    ).toBeUndefined();
     const garbage = engine({ "/server_info": () => new Response("{not json") });
-    expect(await probeKvCapacity("http://x", { blockSize: 16, timeoutMs: 1000, fetch: garbage.fetch })).toBeUndefined();
+    expect(
+      await probeKvCapacity("http://x", { blockSize: 16, timeoutMs: 1000, fetch: garbage.fetch }),
+    ).toBeUndefined();
     const down = async () => {
       throw new Error("ECONNREFUSED");
     };
-    expect(await probeKvCapacity("http://x", { blockSize: 16, timeoutMs: 1000, fetch: down })).toBeUndefined();
+    expect(
+      await probeKvCapacity("http://x", { blockSize: 16, timeoutMs: 1000, fetch: down }),
+    ).toBeUndefined();
   });
 });

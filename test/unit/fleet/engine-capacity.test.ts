@@ -24,27 +24,36 @@ const HEAD = `# HELP vllm:cache_config_info Information of the LLMEngine CacheCo
  * API server's num_gpu_blocks, the sum of the two engines' 16,608 blocks of 16 tokens.
  */
 function vllmDp(engines: readonly string[], numGpuBlocks: string, blockSize = "16"): string {
-  return HEAD + engines.map((e) =>
-    `vllm:cache_config_info{block_size="${blockSize}",cache_dtype="auto",calculate_kv_scales="False",cpu_kvcache_space_bytes="None",` +
-    `cpu_offload_gb="0",enable_prefix_caching="True",engine="${e}",gpu_memory_utilization="0.9",is_attention_free="False",` +
-    `kv_cache_memory_bytes="None",kv_offloading_backend="None",kv_offloading_size="None",kv_sharing_fast_prefill="False",` +
-    `mamba_cache_dtype="auto",mamba_page_size_padded="None",mamba_ssm_cache_dtype="auto",num_cpu_blocks="None",` +
-    `num_gpu_blocks="${numGpuBlocks}",num_gpu_blocks_override="None",prefix_caching_hash_algo="sha256",sliding_window="None",` +
-    `swap_space="4",swap_space_bytes="4294967296"} 1.0\n`).join("") +
+  return (
+    HEAD +
+    engines
+      .map(
+        (e) =>
+          `vllm:cache_config_info{block_size="${blockSize}",cache_dtype="auto",calculate_kv_scales="False",cpu_kvcache_space_bytes="None",` +
+          `cpu_offload_gb="0",enable_prefix_caching="True",engine="${e}",gpu_memory_utilization="0.9",is_attention_free="False",` +
+          `kv_cache_memory_bytes="None",kv_offloading_backend="None",kv_offloading_size="None",kv_sharing_fast_prefill="False",` +
+          `mamba_cache_dtype="auto",mamba_page_size_padded="None",mamba_ssm_cache_dtype="auto",num_cpu_blocks="None",` +
+          `num_gpu_blocks="${numGpuBlocks}",num_gpu_blocks_override="None",prefix_caching_hash_algo="sha256",sliding_window="None",` +
+          `swap_space="4",swap_space_bytes="4294967296"} 1.0\n`,
+      )
+      .join("") +
     `# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
-`;
+`
+  );
 }
 
 /** Newer vLLM: CacheConfig also carries kv_cache_size_tokens, one engine's capacity (not summed over DP). */
-const VLLM_WITH_TOKENS = HEAD +
+const VLLM_WITH_TOKENS =
+  HEAD +
   `vllm:cache_config_info{_block_size_resolved="True",block_size="32",cache_dtype="auto",effective_attention_block_size="32",` +
   `enable_prefix_caching="True",engine="0",gpu_memory_utilization="0.92",kv_cache_dtype_skip_layers="[]",kv_cache_max_concurrency="3.97",` +
   `kv_cache_size_tokens="520000",num_cpu_blocks="None",num_gpu_blocks="16250",prefix_caching_hash_algo="sha256"} 1.0\n`;
 
 /** vLLM 0.8 (V1, before DP metrics): one series, no engine label. */
-const VLLM_NO_ENGINE = HEAD +
+const VLLM_NO_ENGINE =
+  HEAD +
   `vllm:cache_config_info{block_size="16",cache_dtype="auto",calculate_kv_scales="False",cpu_offload_gb="0",enable_prefix_caching="True",` +
   `gpu_memory_utilization="0.9",is_attention_free="False",num_cpu_blocks="None",num_gpu_blocks="2048",num_gpu_blocks_override="None",` +
   `prefix_caching_hash_algo="builtin",sliding_window="None",swap_space="4",swap_space_bytes="4294967296"} 1.0\n`;
@@ -80,7 +89,12 @@ describe("vLLM: vllm:cache_config_info", () => {
   });
 
   test("a page without the gauge says nothing", () => {
-    expect(readVllmKvCapacity(`# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine="0",model_name="m"} 1.0\n`, 16)).toBeUndefined();
+    expect(
+      readVllmKvCapacity(
+        `# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine="0",model_name="m"} 1.0\n`,
+        16,
+      ),
+    ).toBeUndefined();
     expect(readVllmKvCapacity("", 16)).toBeUndefined();
   });
 
@@ -94,7 +108,10 @@ describe("vLLM: vllm:cache_config_info", () => {
       [vllmDp(["0"], String(2 ** 40)), /more than any engine's KV cache holds/],
       [vllmDp(["0"], "100", "0"), /block_size 0 is not a block size/],
       [vllmDp(["x"], "100"), /engine label "x" is not a DP rank/],
-      [HEAD + `vllm:cache_config_info{num_gpu_blocks="100",block_size="16} 1.0\n`, /unreadable line/],
+      [
+        HEAD + `vllm:cache_config_info{num_gpu_blocks="100",block_size="16} 1.0\n`,
+        /unreadable line/,
+      ],
     ];
     for (const [text, why] of cases) {
       const r = readVllmKvCapacity(text, 16);
@@ -105,7 +122,9 @@ describe("vLLM: vllm:cache_config_info", () => {
   });
 
   test("one bad engine does not spoil the others", () => {
-    const text = vllmDp(["0"], "2000") + `vllm:cache_config_info{block_size="16",engine="1",num_gpu_blocks="None"} 1.0\n`;
+    const text =
+      vllmDp(["0"], "2000") +
+      `vllm:cache_config_info{block_size="16",engine="1",num_gpu_blocks="None"} 1.0\n`;
     const r = readVllmKvCapacity(text, 16);
     expect(ranks(r, 2)).toEqual([1000, undefined]);
     expect(r!.problems).toEqual(["engine 1: num_gpu_blocks is not set"]);
@@ -120,7 +139,12 @@ describe("SGLang: server info max_total_num_tokens", () => {
     dp_size: 1,
     max_total_num_tokens: maxTotal,
     max_req_input_len: 40954,
-    internal_states: [{ last_gen_throughput: 0, memory_usage: { weight: 15.3, kvcache: 52.1, token_capacity: maxTotal } }],
+    internal_states: [
+      {
+        last_gen_throughput: 0,
+        memory_usage: { weight: 15.3, kvcache: 52.1, token_capacity: maxTotal },
+      },
+    ],
     version: "0.5.4",
   });
 
@@ -134,7 +158,14 @@ describe("SGLang: server info max_total_num_tokens", () => {
     expect(readSglangKvCapacity({ model_path: "m" }, 16)).toBeUndefined();
     expect(readSglangKvCapacity("not an object", 16)).toBeUndefined();
     expect(readSglangKvCapacity(null, 16)).toBeUndefined();
-    for (const [bad, why] of [[0, /less than one/], [-1, /negative/], [12.5, /not a whole number/], ["800000", /not a whole number/], [null, /null is not/], [1e15, /more than any/]] as const) {
+    for (const [bad, why] of [
+      [0, /less than one/],
+      [-1, /negative/],
+      [12.5, /not a whole number/],
+      ["800000", /not a whole number/],
+      [null, /null is not/],
+      [1e15, /more than any/],
+    ] as const) {
       const r = readSglangKvCapacity(info(bad), 16);
       expect(ranks(r, 1)).toEqual([undefined]);
       expect(r!.problems.join()).toMatch(why);

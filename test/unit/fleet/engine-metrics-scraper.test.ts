@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { EngineMetricsScraper } from "../../../src/fleet/engine-metrics-scraper.ts";
 
-const VLLM = (waiting: number) => `vllm:num_requests_waiting{engine="0",model_name="m"} ${waiting}\nvllm:num_requests_running{engine="0",model_name="m"} 1\n`;
+const VLLM = (waiting: number) =>
+  `vllm:num_requests_waiting{engine="0",model_name="m"} ${waiting}\nvllm:num_requests_running{engine="0",model_name="m"} 1\n`;
 
 describe("EngineMetricsScraper", () => {
   test("one report per worker; failures keep the last load beside the error; stale loads stop counting; removed workers are forgotten", async () => {
@@ -10,7 +11,10 @@ describe("EngineMetricsScraper", () => {
       ["http://a/metrics", () => new Response(VLLM(3))],
       ["http://b/metrics", () => new Response("nope", { status: 500 })],
     ]);
-    let workers = [{ id: 1n, url: "http://a", dpRanks: 1 }, { id: 2n, url: "http://b", dpRanks: 1 }];
+    let workers = [
+      { id: 1n, url: "http://a", dpRanks: 1 },
+      { id: 2n, url: "http://b", dpRanks: 1 },
+    ];
     const asked: string[] = [];
     const s = new EngineMetricsScraper({
       workers: () => workers,
@@ -27,7 +31,9 @@ describe("EngineMetricsScraper", () => {
     expect(s.report(2n)).toEqual({ error: "HTTP 500" });
     expect([...s.freshLoads()].map(([id]) => id)).toEqual([1n]);
 
-    pages.set("http://a/metrics", () => { throw new Error("connection refused"); });
+    pages.set("http://a/metrics", () => {
+      throw new Error("connection refused");
+    });
     now = 50;
     await s.scrapeAll();
     expect(s.report(1n)).toMatchObject({ error: "connection refused", at: 0 });
@@ -64,7 +70,12 @@ describe("EngineMetricsScraper", () => {
     page = VLLM(0) + info("-1");
     await s.scrapeAll();
     await s.scrapeAll();
-    expect(handed.slice(2)).toEqual(["7:0=undefined", "7:1=undefined", "7:0=undefined", "7:1=undefined"]);
+    expect(handed.slice(2)).toEqual([
+      "7:0=undefined",
+      "7:1=undefined",
+      "7:0=undefined",
+      "7:1=undefined",
+    ]);
     expect(warned.filter((w) => w.includes("KV capacity"))).toEqual([
       "worker 7 (http://a): KV capacity: vLLM's vllm:cache_config_info not taken: engine 0: num_gpu_blocks -1 is negative",
       "worker 7 (http://a): KV capacity: vLLM's vllm:cache_config_info not taken: engine 1: num_gpu_blocks -1 is negative",
@@ -85,7 +96,10 @@ describe("EngineMetricsScraper", () => {
     const s = new EngineMetricsScraper({
       workers: () => [{ id: 1n, url: "http://a", dpRanks: 1 }],
       intervalMs: 100,
-      fetch: async () => new Response(VLLM(0) + 'vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="64"} 1.0\n'),
+      fetch: async () =>
+        new Response(
+          VLLM(0) + 'vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="64"} 1.0\n',
+        ),
       now: () => 0,
     });
     await s.scrapeAll();

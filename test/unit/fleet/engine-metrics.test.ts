@@ -1,5 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { busyEngineRanks, isEngineBusy, readEngineLoad } from "../../../src/fleet/engine-metrics.ts";
+import {
+  busyEngineRanks,
+  isEngineBusy,
+  readEngineLoad,
+} from "../../../src/fleet/engine-metrics.ts";
 import { readSamples } from "../../../src/fleet/prometheus-text.ts";
 
 /** The shape vLLM V1's PrometheusStatLogger exposes with two DP engines behind one API server (labels engine, model_name). */
@@ -65,7 +69,10 @@ describe("readSamples (Prometheus text, strict, only what is asked)", () => {
   });
 
   test("a malformed line of a wanted metric is reported, not guessed", () => {
-    const { samples, errors } = readSamples('m{x=1} 3\nm{x="1"} abc\nm{x="1" 3\nm 1 2 3\nm 4\n', new Set(["m"]));
+    const { samples, errors } = readSamples(
+      'm{x=1} 3\nm{x="1"} abc\nm{x="1" 3\nm 1 2 3\nm 4\n',
+      new Set(["m"]),
+    );
     expect(samples.map((s) => s.value)).toEqual([4]);
     expect(errors).toHaveLength(4);
     expect(errors[0]).toContain("must be quoted");
@@ -84,7 +91,9 @@ describe("readEngineLoad", () => {
   });
 
   test("old vLLM names are read; an unlabelled series counts for every rank", () => {
-    expect(readEngineLoad(VLLM_OLD, 1).ranks).toEqual([{ dpRank: 0, running: 2, waiting: 1, kvUsage: 0.5 }]);
+    expect(readEngineLoad(VLLM_OLD, 1).ranks).toEqual([
+      { dpRank: 0, running: 2, waiting: 1, kvUsage: 0.5 },
+    ]);
     expect(readEngineLoad(VLLM_OLD, 2).ranks.map((r) => r.waiting)).toEqual([1, 1]);
     // Both usage names: the current one wins.
     const both = VLLM_OLD + 'vllm:kv_cache_usage_perc{model_name="m"} 0.25\n';
@@ -95,7 +104,10 @@ describe("readEngineLoad", () => {
     const l = readEngineLoad(SGLANG, 1);
     expect(l.engine).toBe("sglang");
     expect(l.ranks).toEqual([{ dpRank: 0, running: 8, waiting: 4, kvUsage: 0.52 }]);
-    const ranked = readEngineLoad('sglang:num_queue_reqs{dp_rank="1"} 5\nsglang:num_queue_reqs{dp_rank="0"} 2\n', 2);
+    const ranked = readEngineLoad(
+      'sglang:num_queue_reqs{dp_rank="1"} 5\nsglang:num_queue_reqs{dp_rank="0"} 2\n',
+      2,
+    );
     expect(ranked.ranks.map((r) => r.waiting)).toEqual([2, 5]);
   });
 
@@ -103,7 +115,9 @@ describe("readEngineLoad", () => {
     const l = readEngineLoad("process_cpu_seconds_total 3\n", 1);
     expect(l.engine).toBeUndefined();
     expect(l.ranks).toEqual([{ dpRank: 0 }]);
-    expect(readEngineLoad(VLLM_DP2, 1).ranks).toEqual([{ dpRank: 0, running: 3, waiting: 7, kvUsage: 0.92 }]);
+    expect(readEngineLoad(VLLM_DP2, 1).ranks).toEqual([
+      { dpRank: 0, running: 3, waiting: 7, kvUsage: 0.92 },
+    ]);
   });
 });
 
@@ -119,7 +133,12 @@ vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching=
     expect(l.ranks).toEqual(readEngineLoad(VLLM_DP2, 2).ranks);
     expect(l.errors).toEqual([]);
     // 4,096 blocks of 16 tokens summed over 2 engines = 1,024 blocks of 32 tokens each.
-    expect(l.kvCapacity?.byRank).toEqual(new Map([[0, 1024], [1, 1024]]));
+    expect(l.kvCapacity?.byRank).toEqual(
+      new Map([
+        [0, 1024],
+        [1, 1024],
+      ]),
+    );
   });
 
   test("without a block size, or on a page without the gauge, there is no capacity", () => {
@@ -129,7 +148,11 @@ vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching=
   });
 
   test("a malformed capacity line is the capacity's problem, not the load's error", () => {
-    const l = readEngineLoad(VLLM_DP2 + 'vllm:cache_config_info{num_gpu_blocks="4096" 1.0\n', 2, 16);
+    const l = readEngineLoad(
+      VLLM_DP2 + 'vllm:cache_config_info{num_gpu_blocks="4096" 1.0\n',
+      2,
+      16,
+    );
     expect(l.errors).toEqual([]);
     expect(l.kvCapacity?.problems[0]).toContain("unreadable line");
   });

@@ -15,7 +15,15 @@ function setup() {
   registry.add(2n, "http://b:2", 1);
   let t = 0;
   const outliers = new OutlierDetector(
-    { consecutiveFailures: 2, failurePercent: 0, requestVolume: 1, intervalMs: 1_000, baseEjectionMs: 5_000, maxEjectionMs: 60_000, maxEjectionPercent: 50 },
+    {
+      consecutiveFailures: 2,
+      failurePercent: 0,
+      requestVolume: 1,
+      intervalMs: 1_000,
+      baseEjectionMs: 5_000,
+      maxEjectionMs: 60_000,
+      maxEjectionPercent: 50,
+    },
     () => registry.size,
   );
   const ejections: Ejection[] = [];
@@ -38,7 +46,9 @@ describe("HealthChecker with outlier ejection", () => {
     expect(registry.get(1n)!.healthy).toBe(true);
     health.report(1n, "stream cut mid-answer");
     expect(registry.get(1n)!.healthy).toBe(false);
-    expect(registry.get(1n)!.reason).toMatch(/^ejected for 5 s: 2 failures in a row \(last: stream cut mid-answer\)/);
+    expect(registry.get(1n)!.reason).toMatch(
+      /^ejected for 5 s: 2 failures in a row \(last: stream cut mid-answer\)/,
+    );
     expect(ejections.map((e) => [e.workerId, e.untilMs])).toEqual([[1n, 5_000]]);
 
     at(4_999);

@@ -7,7 +7,13 @@ function setup(answer: (url: string) => Promise<Response>) {
   registry.add(1n, "http://a:1", 1);
   registry.add(2n, "http://b:2", 2);
   const changes: [bigint, boolean][] = [];
-  const health = new HealthChecker({ registry, intervalMs: 1e9, timeoutMs: 1000, fetch: (url) => answer(url), onChange: (id, h) => changes.push([id, h]) });
+  const health = new HealthChecker({
+    registry,
+    intervalMs: 1e9,
+    timeoutMs: 1000,
+    fetch: (url) => answer(url),
+    onChange: (id, h) => changes.push([id, h]),
+  });
   return { registry, health, changes };
 }
 
@@ -21,11 +27,17 @@ describe("HealthChecker", () => {
     await health.checkAll();
     expect(registry.get(1n)!.healthy).toBe(false);
     expect(registry.get(1n)!.reason).toContain("connection refused");
-    expect(registry.healthyTargets().map((t) => `${t.workerId}:${t.dpRank}`)).toEqual(["2:0", "2:1"]);
+    expect(registry.healthyTargets().map((t) => `${t.workerId}:${t.dpRank}`)).toEqual([
+      "2:0",
+      "2:1",
+    ]);
     down = false;
     await health.checkAll();
     expect(registry.get(1n)!.healthy).toBe(true);
-    expect(changes).toEqual([[1n, false], [1n, true]]);
+    expect(changes).toEqual([
+      [1n, false],
+      [1n, true],
+    ]);
   });
 
   test("a non-2xx answer is a failure", async () => {

@@ -32,7 +32,9 @@ describe("the same engine URL twice", () => {
       expect(e.message).toContain("already registered as worker 5");
     }
     // Its URL-derived id is another id too: refused the same way.
-    expect((await rejectionOf(RouterError, s.m.register({ url: "http://engine:8000" }))).field).toBe("url");
+    expect(
+      (await rejectionOf(RouterError, s.m.register({ url: "http://engine:8000" }))).field,
+    ).toBe("url");
     expect(s.registry.size).toBe(1);
   });
 
@@ -60,11 +62,17 @@ describe("two engines claiming one worker id", () => {
   test("an engine claiming the id another engine is registered under is refused", async () => {
     const s = setup({ "http://engine-2:8000": 5n });
     await s.m.register({ url: "http://engine-1:8000", id: 5n });
-    expect((await rejectionOf(RouterError, s.m.register({ url: "http://engine-2:8000" }))).message).toContain("worker id clash");
+    expect(
+      (await rejectionOf(RouterError, s.m.register({ url: "http://engine-2:8000" }))).message,
+    ).toContain("worker id clash");
   });
 
   test("once the first is removed its claim goes with it; distinct claims never clash", async () => {
-    const s = setup({ "http://engine-1:8000": 7n, "http://engine-2:8000": 7n, "http://engine-3:8000": 8n });
+    const s = setup({
+      "http://engine-1:8000": 7n,
+      "http://engine-2:8000": 7n,
+      "http://engine-3:8000": 8n,
+    });
     const first = await s.m.register({ url: "http://engine-1:8000" });
     expect((await s.m.register({ url: "http://engine-3:8000" })).created).toBe(true);
     s.m.remove(first.worker.id);

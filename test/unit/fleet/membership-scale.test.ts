@@ -44,7 +44,9 @@ describe("worker limit", () => {
 
   test("concurrent registrations past the limit: exactly the limit gets in", async () => {
     const s = setup(5);
-    const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => s.m.register({ url: `http://c${i}:1` })));
+    const results = await Promise.allSettled(
+      Array.from({ length: 12 }, (_, i) => s.m.register({ url: `http://c${i}:1` })),
+    );
     expect(results.filter((r) => r.status === "fulfilled").length).toBe(5);
     expect(s.registry.size).toBe(5);
   });
@@ -94,4 +96,3 @@ describe("dp ranks cap", () => {
     expect(e.message).toContain("the registration says 5000");
   });
 });
-

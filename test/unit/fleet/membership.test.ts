@@ -16,7 +16,10 @@ function setup(info: (url: string) => Promise<EngineInfo>) {
     registry,
     blockSize: 16,
     load: { updateWorkers: (t) => void (slots = [...t]) },
-    recovery: { addRank: (w, r) => log.push(`addRank ${w}:${r}`), removeWorker: (w) => log.push(`removeWorker ${w}`) },
+    recovery: {
+      addRank: (w, r) => log.push(`addRank ${w}:${r}`),
+      removeWorker: (w) => log.push(`removeWorker ${w}`),
+    },
     lora: {
       handleMdcAddition: (w, i) => loras.push(`${w.workerId}:${w.dpRank}:${i.name}`),
       handleWorkerRemoval: (w) => loras.push(`-${w.workerId}:${w.dpRank}`),
@@ -48,9 +51,13 @@ describe("WorkerMembership", () => {
     const m = new WorkerMembership({
       registry,
       blockSize: 16,
-      load: { updateWorkers: () => {}, setKvCapacity: (w, blocks) => capacities.push(`${w.workerId}:${w.dpRank}=${blocks}`) },
+      load: {
+        updateWorkers: () => {},
+        setKvCapacity: (w, blocks) => capacities.push(`${w.workerId}:${w.dpRank}=${blocks}`),
+      },
       recovery: { addRank: () => {}, removeWorker: () => {} },
-      engineInfo: async (url) => (url.endsWith(":1") ? { dpRanks: 2, kvBlocks: 512, loras: [] } : { loras: [] }),
+      engineInfo: async (url) =>
+        url.endsWith(":1") ? { dpRanks: 2, kvBlocks: 512, loras: [] } : { loras: [] },
     });
     await m.register({ url: "http://e:1", id: 7n });
     await m.register({ url: "http://e:2", id: 8n });
@@ -64,7 +71,10 @@ describe("WorkerMembership", () => {
     const m = new WorkerMembership({
       registry: new WorkerRegistry(),
       blockSize: 16,
-      load: { updateWorkers: () => {}, setKvCapacity: (w, blocks) => capacities.push(`${w.workerId}:${w.dpRank}=${blocks}`) },
+      load: {
+        updateWorkers: () => {},
+        setKvCapacity: (w, blocks) => capacities.push(`${w.workerId}:${w.dpRank}=${blocks}`),
+      },
       recovery: { addRank: () => {}, removeWorker: () => {} },
       engineInfo: async (url) => {
         if (url.endsWith(":1")) return { kvBlocks: 512, loras: [] };
@@ -73,8 +83,21 @@ describe("WorkerMembership", () => {
       },
       kvCapacity: async (url) => {
         asked.push(url);
-        if (url.endsWith(":2")) return { source: "vLLM's vllm:cache_config_info", byRank: new Map([[0, 700], [1, 800]]), problems: [] };
-        if (url.endsWith(":3")) return { source: "SGLang's server info max_total_num_tokens", byRank: new Map(), problems: ["0 tokens is less than one 16-token block"] };
+        if (url.endsWith(":2"))
+          return {
+            source: "vLLM's vllm:cache_config_info",
+            byRank: new Map([
+              [0, 700],
+              [1, 800],
+            ]),
+            problems: [],
+          };
+        if (url.endsWith(":3"))
+          return {
+            source: "SGLang's server info max_total_num_tokens",
+            byRank: new Map(),
+            problems: ["0 tokens is less than one 16-token block"],
+          };
         if (url.endsWith(":4")) throw new Error("probe failed");
         return undefined;
       },
@@ -87,7 +110,16 @@ describe("WorkerMembership", () => {
     await m.register({ url: "http://e:5", id: 5n });
     await m.register({ url: "http://e:6", id: 6n });
     expect(asked).toEqual(["http://e:2", "http://e:3", "http://e:4", "http://e:6"]);
-    expect(capacities).toEqual(["1:0=512", "2:0=700", "2:1=800", "2:2=undefined", "3:0=undefined", "4:0=undefined", "5:0=undefined", "6:0=undefined"]);
+    expect(capacities).toEqual([
+      "1:0=512",
+      "2:0=700",
+      "2:1=800",
+      "2:2=undefined",
+      "3:0=undefined",
+      "4:0=undefined",
+      "5:0=undefined",
+      "6:0=undefined",
+    ]);
     expect(warned.filter((w) => w.includes("KV capacity"))).toEqual([
       "worker 3 (http://e:3): KV capacity: SGLang's server info max_total_num_tokens not taken: 0 tokens is less than one 16-token block",
       "worker 5 (http://e:5): KV capacity unknown: its /v1/engine/info kv_blocks 0 is not a positive number of blocks",
@@ -171,7 +203,13 @@ describe("WorkerMembership: registration options", () => {
       },
       engineInfo: async () => ({ loras: ["from-info"], maxLoras: 8, model: "info-model" }),
     });
-    const a = await m.register({ url: "http://a:1", loras: ["mine"], maxLoras: 2, model: "base-a", dpRanks: 2 });
+    const a = await m.register({
+      url: "http://a:1",
+      loras: ["mine"],
+      maxLoras: 2,
+      model: "base-a",
+      dpRanks: 2,
+    });
     expect(caps).toEqual(["0:2", "1:2"]);
     expect(loras).toEqual(["0:mine:2", "1:mine:2"]);
     expect(a.worker.model).toBe("base-a");

@@ -6,7 +6,14 @@ import { HealthChecker } from "../../../src/fleet/health.ts";
 
 describe("parseModelList", () => {
   test("vLLM's list: base models with parent null, adapters with their parent", () => {
-    const body = { object: "list", data: [{ id: "llama", object: "model", root: "/m/llama", parent: null }, { id: "sql", root: "/l/sql", parent: "llama" }, { id: "old" }] };
+    const body = {
+      object: "list",
+      data: [
+        { id: "llama", object: "model", root: "/m/llama", parent: null },
+        { id: "sql", root: "/l/sql", parent: "llama" },
+        { id: "old" },
+      ],
+    };
     expect(parseModelList(body)).toEqual([
       { id: "llama", parent: null, fields: { root: "/m/llama" } },
       { id: "sql", parent: "llama", fields: { root: "/l/sql" } },
@@ -15,23 +22,35 @@ describe("parseModelList", () => {
   });
 
   test("anything else is not a model list", () => {
-    for (const b of [null, {}, { data: "x" }, { data: [{ id: "" }] }, { data: [{ id: 3 }] }]) expect(parseModelList(b)).toBeUndefined();
+    for (const b of [null, {}, { data: "x" }, { data: [{ id: "" }] }, { data: [{ id: 3 }] }])
+      expect(parseModelList(b)).toBeUndefined();
   });
 
   test("fetchServedModels names the URL and the problem", async () => {
     const f = (status: number, text: string) => async () => new Response(text, { status });
     const signal = AbortSignal.timeout(1000);
-    await expect(fetchServedModels("http://w", signal, f(404, "no"))).rejects.toThrow("GET http://w/v1/models answered HTTP 404");
+    await expect(fetchServedModels("http://w", signal, f(404, "no"))).rejects.toThrow(
+      "GET http://w/v1/models answered HTTP 404",
+    );
     await expect(fetchServedModels("http://w", signal, f(200, "{"))).rejects.toThrow("not JSON");
-    await expect(fetchServedModels("http://w", signal, f(200, "{}"))).rejects.toThrow("not an OpenAI model list");
-    expect(await fetchServedModels("http://w", signal, f(200, '{"data":[{"id":"m"}]}'))).toEqual([{ id: "m", parent: null }]);
+    await expect(fetchServedModels("http://w", signal, f(200, "{}"))).rejects.toThrow(
+      "not an OpenAI model list",
+    );
+    expect(await fetchServedModels("http://w", signal, f(200, '{"data":[{"id":"m"}]}'))).toEqual([
+      { id: "m", parent: null },
+    ]);
   });
 });
 
 describe("ModelDirectory", () => {
   test("servedBy, isBase and parentOf follow every worker's list; union lists each name once", () => {
     const d = new ModelDirectory();
-    expect(d.set(1n, [{ id: "a", parent: null }, { id: "a-lora", parent: "a" }])).toBe(true);
+    expect(
+      d.set(1n, [
+        { id: "a", parent: null },
+        { id: "a-lora", parent: "a" },
+      ]),
+    ).toBe(true);
     expect(d.set(2n, [{ id: "a", parent: null }])).toBe(true);
     expect(d.set(3n, [{ id: "b", parent: null }])).toBe(true);
     expect(d.set(3n, [{ id: "b", parent: null }])).toBe(false); // unchanged
@@ -50,9 +69,15 @@ describe("ModelDirectory", () => {
 
   test("an engine's other fields are kept as they change, without counting as a new list (vLLM makes up permission ids per answer)", () => {
     const d = new ModelDirectory();
-    expect(d.set(1n, [{ id: "a", parent: null, fields: { permission: [{ id: "modelperm-1" }] } }])).toBe(true);
-    expect(d.set(1n, [{ id: "a", parent: null, fields: { permission: [{ id: "modelperm-2" }] } }])).toBe(false);
-    expect(d.of(1n)).toEqual([{ id: "a", parent: null, fields: { permission: [{ id: "modelperm-2" }] } }]);
+    expect(
+      d.set(1n, [{ id: "a", parent: null, fields: { permission: [{ id: "modelperm-1" }] } }]),
+    ).toBe(true);
+    expect(
+      d.set(1n, [{ id: "a", parent: null, fields: { permission: [{ id: "modelperm-2" }] } }]),
+    ).toBe(false);
+    expect(d.of(1n)).toEqual([
+      { id: "a", parent: null, fields: { permission: [{ id: "modelperm-2" }] } },
+    ]);
   });
 });
 
@@ -62,14 +87,20 @@ describe("models at registration and on health checks", () => {
     const directory = new ModelDirectory();
     const asked: string[] = [];
     const m = new WorkerMembership({
-      registry, blockSize: 16, load: { updateWorkers() {} }, recovery: { addRank() {}, removeWorker() {} },
+      registry,
+      blockSize: 16,
+      load: { updateWorkers() {} },
+      recovery: { addRank() {}, removeWorker() {} },
       engineInfo: async () => ({ loras: [] }),
       models: { directory, fetch: async (url) => (asked.push(url), [{ id: "m1", parent: null }]) },
     });
     const a = await m.register({ url: "http://a:1" });
     expect(directory.of(a.worker.id)).toEqual([{ id: "m1", parent: null }]);
     const b = await m.register({ url: "http://b:1", models: ["x", "y"] });
-    expect(directory.of(b.worker.id)).toEqual([{ id: "x", parent: null }, { id: "y", parent: null }]);
+    expect(directory.of(b.worker.id)).toEqual([
+      { id: "x", parent: null },
+      { id: "y", parent: null },
+    ]);
     expect(asked).toEqual(["http://a:1"]);
     m.remove(a.worker.id);
     expect(directory.of(a.worker.id)).toBeUndefined();
@@ -79,7 +110,10 @@ describe("models at registration and on health checks", () => {
     const registry = new WorkerRegistry();
     const directory = new ModelDirectory();
     const m = new WorkerMembership({
-      registry, blockSize: 16, load: { updateWorkers() {} }, recovery: { addRank() {}, removeWorker() {} },
+      registry,
+      blockSize: 16,
+      load: { updateWorkers() {} },
+      recovery: { addRank() {}, removeWorker() {} },
       engineInfo: async () => ({ loras: [] }),
       models: { directory, fetch: async () => Promise.reject(new Error("HTTP 404")) },
     });
@@ -93,7 +127,10 @@ describe("models at registration and on health checks", () => {
     registry.add(7n, "http://w:1", 1, false);
     const seen: string[] = [];
     const h = new HealthChecker({
-      registry, intervalMs: 1e9, timeoutMs: 500, fetch: async () => new Response("ok"),
+      registry,
+      intervalMs: 1e9,
+      timeoutMs: 500,
+      fetch: async () => new Response("ok"),
       afterHealthy: async (id, url, signal) => {
         seen.push(`${id} ${url} ${signal.aborted}`);
         throw new Error("models down");

@@ -36,7 +36,11 @@ describe("PrefillSpeeds", () => {
     expect(s.update(2n, 0, { seconds: 0.2, tokens: 5_000 })).toBeCloseTo(0.04, 12);
     s.keepOnly(new Set([2n]));
     expect(s.update(1n, 0, { seconds: 0.2, tokens: 10_000 })).toBeCloseTo(0.02, 12); // from zero, not from 5,000
-    for (const bad of [{ seconds: Number.NaN, tokens: 9_000 }, { seconds: -1, tokens: 9_000 }, { seconds: 1, tokens: Number.POSITIVE_INFINITY }]) {
+    for (const bad of [
+      { seconds: Number.NaN, tokens: 9_000 },
+      { seconds: -1, tokens: 9_000 },
+      { seconds: 1, tokens: Number.POSITIVE_INFINITY },
+    ]) {
       expect(s.update(3n, 0, bad)).toBeUndefined();
     }
     expect(s.update(3n, 0, { seconds: 0, tokens: 9_000 })).toBeUndefined(); // no time at all: not a speed
@@ -83,9 +87,13 @@ describe("EngineMetricsScraper: prefill speeds", () => {
     let page = VLLM_PREFILL;
     const speeds: [string, number][] = [];
     const s = new EngineMetricsScraper({
-      workers: () => [{ id: 7n, url: "http://a", dpRanks: 2 }, { id: 8n, url: "http://b", dpRanks: 1 }],
+      workers: () => [
+        { id: 7n, url: "http://a", dpRanks: 2 },
+        { id: 8n, url: "http://b", dpRanks: 1 },
+      ],
       intervalMs: 100,
-      fetch: async (u) => new Response(u === "http://a/metrics" ? page : 'sglang:num_queue_reqs{model_name="m"} 2\n'),
+      fetch: async (u) =>
+        new Response(u === "http://a/metrics" ? page : 'sglang:num_queue_reqs{model_name="m"} 2\n'),
       now: () => 0,
       onPrefillSpeed: (w, ms) => speeds.push([`${w.workerId}:${w.dpRank}`, ms]),
     });
@@ -94,7 +102,9 @@ describe("EngineMetricsScraper: prefill speeds", () => {
     expect(speeds[0]![1]).toBeCloseTo(0.03, 12);
     expect(speeds[1]![1]).toBeCloseTo(0.1, 12);
     // Rank 0 prefills 5,000 more tokens in 0.25 s; rank 1 nothing.
-    page = page.replace('engine="0",model_name="m"} 0.75', 'engine="0",model_name="m"} 1.0').replace('engine="0",model_name="m"} 25000.0', 'engine="0",model_name="m"} 30000.0');
+    page = page
+      .replace('engine="0",model_name="m"} 0.75', 'engine="0",model_name="m"} 1.0')
+      .replace('engine="0",model_name="m"} 25000.0', 'engine="0",model_name="m"} 30000.0');
     speeds.length = 0;
     await s.scrapeAll();
     expect(speeds).toHaveLength(1);

@@ -9,7 +9,11 @@ describe("WorkerRegistry", () => {
     r.add(2n, "http://b:2", 1);
     expect(r.get(1n)!.url).toBe("http://a:1");
     const first = r.healthyTargets();
-    expect(first).toEqual([{ workerId: 1n, dpRank: 0 }, { workerId: 1n, dpRank: 1 }, { workerId: 2n, dpRank: 0 }]);
+    expect(first).toEqual([
+      { workerId: 1n, dpRank: 0 },
+      { workerId: 1n, dpRank: 1 },
+      { workerId: 2n, dpRank: 0 },
+    ]);
     expect(r.healthyTargets()).toBe(first); // cached
     expect(r.setHealthy(1n, false, "down")).toBe(true);
     expect(r.setHealthy(1n, false, "still down")).toBe(false);

@@ -14,7 +14,11 @@ describe("a worker's role in a workers-file entry", () => {
       membership: {
         register: async (input: RegisterInput) => {
           order.push(`register ${input.url} ${"role" in input}`);
-          return { worker: { id: 1n, url: input.url, dpRanks: 1, healthy: true, reason: undefined }, created: true, warnings: [] };
+          return {
+            worker: { id: 1n, url: input.url, dpRanks: 1, healthy: true, reason: undefined },
+            created: true,
+            warnings: [],
+          };
         },
         remove: () => ({ id: 1n, url: "", dpRanks: 1, healthy: true, reason: undefined }),
       },

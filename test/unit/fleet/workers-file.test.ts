@@ -22,24 +22,63 @@ function problem(f: () => unknown): string {
 
 describe("parseWorkersFile", () => {
   test("JSON list or {workers}, YAML by extension; strings are URLs; kv_events carries its rank count", () => {
-    const json = parseWorkersFile(JSON.stringify([A, { url: B, kv_events: { endpoint: "tcp://10.0.0.2:5557", dp_ranks: 2 } }]), "/etc/w.json", yaml);
+    const json = parseWorkersFile(
+      JSON.stringify([A, { url: B, kv_events: { endpoint: "tcp://10.0.0.2:5557", dp_ranks: 2 } }]),
+      "/etc/w.json",
+      yaml,
+    );
     expect(json.map((w) => w.id)).toEqual([workerIdFromUrl(A), workerIdFromUrl(B)]);
     expect(json[1]!.spec.dpRanks).toBe(2);
-    expect(json[1]!.spec.kvEvents).toEqual({ endpoint: "tcp://10.0.0.2:5557", replayEndpoint: undefined, dpRanks: 2, topic: "" });
-    const y = parseWorkersFile(`workers:\n  - url: ${A}\n    id: "42"\n  - ${B}\n`, "/etc/w.yaml", yaml);
+    expect(json[1]!.spec.kvEvents).toEqual({
+      endpoint: "tcp://10.0.0.2:5557",
+      replayEndpoint: undefined,
+      dpRanks: 2,
+      topic: "",
+    });
+    const y = parseWorkersFile(
+      `workers:\n  - url: ${A}\n    id: "42"\n  - ${B}\n`,
+      "/etc/w.yaml",
+      yaml,
+    );
     expect(y.map((w) => w.id)).toEqual([42n, workerIdFromUrl(B)]);
   });
 
   test("bad files name what is wrong: syntax, shape, the entry and field, duplicates", () => {
-    expect(problem(() => parseWorkersFile("[", "w.json", yaml))).toContain("w.json: not valid JSON");
+    expect(problem(() => parseWorkersFile("[", "w.json", yaml))).toContain(
+      "w.json: not valid JSON",
+    );
     expect(problem(() => parseWorkersFile("a: [", "w.yml", yaml))).toContain("not valid YAML");
-    expect(problem(() => parseWorkersFile("workers:\n  - url: http://e:1\n   url: http://e:2\n", "w.yml", yaml))).toContain("w.yml: not valid YAML at line 3, column");
-    expect(problem(() => parseWorkersFile('{"x": 1}', "w.json", yaml))).toContain('expected a list of workers, or {"workers": [...]}');
-    expect(problem(() => parseWorkersFile(JSON.stringify([A, { url: B, dp_ranks: 0 }]), "w.json", yaml))).toContain("workers[1]: dp_ranks: must be >= 1");
-    expect(problem(() => parseWorkersFile(JSON.stringify([{ url: A, kv_events: { endpoint: "tcp://h" } }]), "w.json", yaml))).toContain("kv_events.endpoint");
-    expect(problem(() => parseWorkersFile(JSON.stringify([A, `${A}/`]), "w.json", yaml))).toContain("workers[1] is the same worker as workers[0]");
-    expect(problem(() => parseWorkersFile(JSON.stringify(["ftp://x"]), "w.json", yaml))).toContain("workers[0].url");
-    expect(problem(() => parseWorkersFile(JSON.stringify([{ url: A, tokenizer: "/m" }]), "w.json", yaml))).toContain("tokenizer: unknown field");
+    expect(
+      problem(() =>
+        parseWorkersFile("workers:\n  - url: http://e:1\n   url: http://e:2\n", "w.yml", yaml),
+      ),
+    ).toContain("w.yml: not valid YAML at line 3, column");
+    expect(problem(() => parseWorkersFile('{"x": 1}', "w.json", yaml))).toContain(
+      'expected a list of workers, or {"workers": [...]}',
+    );
+    expect(
+      problem(() => parseWorkersFile(JSON.stringify([A, { url: B, dp_ranks: 0 }]), "w.json", yaml)),
+    ).toContain("workers[1]: dp_ranks: must be >= 1");
+    expect(
+      problem(() =>
+        parseWorkersFile(
+          JSON.stringify([{ url: A, kv_events: { endpoint: "tcp://h" } }]),
+          "w.json",
+          yaml,
+        ),
+      ),
+    ).toContain("kv_events.endpoint");
+    expect(problem(() => parseWorkersFile(JSON.stringify([A, `${A}/`]), "w.json", yaml))).toContain(
+      "workers[1] is the same worker as workers[0]",
+    );
+    expect(problem(() => parseWorkersFile(JSON.stringify(["ftp://x"]), "w.json", yaml))).toContain(
+      "workers[0].url",
+    );
+    expect(
+      problem(() =>
+        parseWorkersFile(JSON.stringify([{ url: A, tokenizer: "/m" }]), "w.json", yaml),
+      ),
+    ).toContain("tokenizer: unknown field");
   });
 });
 
@@ -48,8 +87,19 @@ describe("diffWorkers", () => {
     const [a, b] = parseWorkersFile(JSON.stringify([A, B]), "w.json", yaml);
     const [b2] = parseWorkersFile(JSON.stringify([{ url: B, dp_ranks: 2 }]), "w.json", yaml);
     expect(diffWorkers(new Map(), [a!, b!])).toEqual({ remove: [], add: [a!, b!] });
-    expect(diffWorkers(new Map([[a!.id, a!.fingerprint], [b!.id, b!.fingerprint]]), [b!])).toEqual({ remove: [a!.id], add: [] });
-    expect(diffWorkers(new Map([[b!.id, b!.fingerprint]]), [b2!])).toEqual({ remove: [b!.id], add: [b2!] });
+    expect(
+      diffWorkers(
+        new Map([
+          [a!.id, a!.fingerprint],
+          [b!.id, b!.fingerprint],
+        ]),
+        [b!],
+      ),
+    ).toEqual({ remove: [a!.id], add: [] });
+    expect(diffWorkers(new Map([[b!.id, b!.fingerprint]]), [b2!])).toEqual({
+      remove: [b!.id],
+      add: [b2!],
+    });
   });
 });
 
@@ -190,4 +240,3 @@ describe("WorkersFileWatch polling", () => {
     }
   });
 });
-

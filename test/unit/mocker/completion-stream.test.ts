@@ -5,7 +5,12 @@
  */
 import { describe, expect, test } from "bun:test";
 import { streamCompletion } from "../../../src/mocker/completion-stream.ts";
-import type { GenerateRequest, GenerateResult, MockEngine, TokenSink } from "../../../src/mocker/engine.ts";
+import type {
+  GenerateRequest,
+  GenerateResult,
+  MockEngine,
+  TokenSink,
+} from "../../../src/mocker/engine.ts";
 
 /** An engine that starts the request at once and emits tokens only when the test says so. */
 function heldEngine() {
@@ -21,7 +26,16 @@ function heldEngine() {
   return {
     engine,
     token: (text: string, i: number) => sink!.token(text, i),
-    finish: () => finish({ dpRank: 0, cachedTokens: 0, promptTokens: 4, completionTokens: 2, text: "ab", transferredBlocks: 0, transferredBytes: 0 }),
+    finish: () =>
+      finish({
+        dpRank: 0,
+        cachedTokens: 0,
+        promptTokens: 4,
+        completionTokens: 2,
+        text: "ab",
+        transferredBlocks: 0,
+        transferredBytes: 0,
+      }),
   };
 }
 
@@ -62,7 +76,10 @@ async function firstEventsOf(kind: "chat" | "completions") {
     if (r.done) break;
     events.push(dec.decode(r.value));
   }
-  return events.join("").split("\n\n").filter((e) => e !== "");
+  return events
+    .join("")
+    .split("\n\n")
+    .filter((e) => e !== "");
 }
 
 describe("streamed answers: the first data event is the first token", () => {

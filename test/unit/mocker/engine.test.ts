@@ -36,18 +36,25 @@ function setup(opts: MockerOptions = {}) {
 const prompt = (n: number, base = 0) => Uint32Array.from({ length: n }, (_, i) => base + i);
 
 /** Run a request, recording when it started prefill and when each token came out. */
-function track(engine: MockEngine, clock: VirtualClock, req: Partial<GenerateRequest> & { tokens: Uint32Array }) {
+function track(
+  engine: MockEngine,
+  clock: VirtualClock,
+  req: Partial<GenerateRequest> & { tokens: Uint32Array },
+) {
   const rec = { startAt: NaN, cached: NaN, tokenAt: [] as number[], text: "" };
-  const done = engine.generate({ maxTokens: 3, dpRank: 0, ...req }, {
-    start: (s) => {
-      rec.startAt = clock.now();
-      rec.cached = s.cachedTokens;
+  const done = engine.generate(
+    { maxTokens: 3, dpRank: 0, ...req },
+    {
+      start: (s) => {
+        rec.startAt = clock.now();
+        rec.cached = s.cachedTokens;
+      },
+      token: (t) => {
+        rec.tokenAt.push(clock.now());
+        rec.text += t;
+      },
     },
-    token: (t) => {
-      rec.tokenAt.push(clock.now());
-      rec.text += t;
-    },
-  });
+  );
   done.catch(() => {}); // tests inspect rejections themselves; keep them from being unhandled
   return { rec, done };
 }
@@ -73,7 +80,12 @@ describe("MockEngine", () => {
     await clock.run();
     expect(b.rec.cached).toBe(8); // two full blocks; the partial block is never cached
     expect(b.rec.tokenAt[0]! - t0).toBe(2); // only the 2 uncached tokens
-    expect(engine.counters).toMatchObject({ requests: 2, promptTokens: 20, cachedTokens: 8, completionTokens: 6 });
+    expect(engine.counters).toMatchObject({
+      requests: 2,
+      promptTokens: 20,
+      cachedTokens: 8,
+      completionTokens: 6,
+    });
   });
 
   test("prefills on one rank run one at a time, so uncached load queues", async () => {
@@ -156,7 +168,9 @@ describe("MockEngine", () => {
     expect(l.rec.cached).toBe(0);
     const stored = events[1]!.event.data;
     if (stored.type !== "stored") throw new Error("expected a Stored event");
-    expect(stored.blocks.map((b) => b.tokensHash)).toEqual([...computeBlockHashes(tokens, 4, { loraName: "adapter-a" })]);
+    expect(stored.blocks.map((b) => b.tokensHash)).toEqual([
+      ...computeBlockHashes(tokens, 4, { loraName: "adapter-a" }),
+    ]);
   });
 
   test("an abort while queued leaves the queue and releases nothing it did not take", async () => {
@@ -220,7 +234,9 @@ describe("MockEngine", () => {
 
   test("ranks are picked round-robin unless the router names one", () => {
     const { engine } = setup({ dpRanks: 3 });
-    expect([engine.pickRank(), engine.pickRank(), engine.pickRank(), engine.pickRank()]).toEqual([0, 1, 2, 0]);
+    expect([engine.pickRank(), engine.pickRank(), engine.pickRank(), engine.pickRank()]).toEqual([
+      0, 1, 2, 0,
+    ]);
     expect(engine.pickRank(2)).toBe(2);
   });
 

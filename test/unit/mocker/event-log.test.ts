@@ -2,7 +2,10 @@ import { describe, expect, test } from "bun:test";
 import { clearedEvent } from "../../../src/core/events.ts";
 import { stringifyBigint } from "../../../src/core/json.ts";
 import { RankEventLog } from "../../../src/mocker/event-log.ts";
-import { parseWorkerKvQueryResponse, workerKvQueryResponseToWire } from "../../../src/protocol/kv-query-wire.ts";
+import {
+  parseWorkerKvQueryResponse,
+  workerKvQueryResponseToWire,
+} from "../../../src/protocol/kv-query-wire.ts";
 
 const DUMP = [clearedEvent(7n, 0n)]; // a recognizable stand-in for the tree dump
 
@@ -20,7 +23,10 @@ describe("RankEventLog", () => {
     expect(log.lastEventId).toBe(2n);
     expect(log.nextEventId).toBe(3n);
     const e = log.append({ type: "cleared" });
-    expect(e).toEqual({ workerId: 7n, event: { eventId: 3n, dpRank: 2, data: { type: "cleared" } } });
+    expect(e).toEqual({
+      workerId: 7n,
+      event: { eventId: 3n, dpRank: 2, data: { type: "cleared" } },
+    });
   });
   test("reset restarts ids at 0 with an empty buffer", () => {
     const log = logWith(5);
@@ -42,8 +48,18 @@ describe("RankEventLog.query (the recovery query's answers)", () => {
     expect(logWith(0).query(0n)).toEqual({ kind: "tree_dump", events: DUMP, lastEventId: null });
   });
   test("a start past the newest id is too new", () => {
-    expect(logWith(3).query(5n)).toEqual({ kind: "too_new", requestedStart: 5n, requestedEnd: 2n, newestAvailable: 2n });
-    expect(logWith(3).query(5n, 9n)).toEqual({ kind: "too_new", requestedStart: 5n, requestedEnd: 9n, newestAvailable: 2n });
+    expect(logWith(3).query(5n)).toEqual({
+      kind: "too_new",
+      requestedStart: 5n,
+      requestedEnd: 2n,
+      newestAvailable: 2n,
+    });
+    expect(logWith(3).query(5n, 9n)).toEqual({
+      kind: "too_new",
+      requestedStart: 5n,
+      requestedEnd: 9n,
+      newestAvailable: 2n,
+    });
   });
   test("a start older than the buffer falls back to a dump", () => {
     expect(logWith(10).query(3n).kind).toBe("tree_dump"); // buffer holds 6..9
@@ -64,7 +80,9 @@ describe("RankEventLog.query (the recovery query's answers)", () => {
   test("answers round-trip through the router's wire decoder", () => {
     const log = logWith(6);
     for (const r of [log.query(3n), log.query(), log.query(9n), log.query(4n, 1n)]) {
-      expect(parseWorkerKvQueryResponse(stringifyBigint(workerKvQueryResponseToWire(r)))).toEqual(r);
+      expect(parseWorkerKvQueryResponse(stringifyBigint(workerKvQueryResponseToWire(r)))).toEqual(
+        r,
+      );
     }
   });
 });

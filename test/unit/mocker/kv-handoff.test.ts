@@ -9,7 +9,15 @@ const lib = nativeLibrary();
 const BYTES = 4096;
 const hashes = BigUint64Array.from({ length: 40 }, (_, i) => 0x1234_0000_0000n + BigInt(i) * 7919n);
 const lines: string[] = [];
-const make = (hex: string) => new KvHandoff({ lib, workerIdHex: hex, blockBytes: BYTES, poolBlocks: 16, leaseMs: 60_000, log: (l) => lines.push(l) });
+const make = (hex: string) =>
+  new KvHandoff({
+    lib,
+    workerIdHex: hex,
+    blockBytes: BYTES,
+    poolBlocks: 16,
+    leaseMs: 60_000,
+    log: (l) => lines.push(l),
+  });
 
 describe("KvHandoff", () => {
   test("export then import: every block arrives and is checked, in rounds of the pool's size; the segment is removed", async () => {

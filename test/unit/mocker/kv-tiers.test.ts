@@ -16,7 +16,11 @@ import { VirtualClock } from "./virtual-clock.ts";
 
 const lib = nativeLibrary();
 const BYTES = 4096;
-const block = (h: bigint, parent: bigint | null = null) => ({ blockHash: h, parentHash: parent, tokensHash: h + 1000n });
+const block = (h: bigint, parent: bigint | null = null) => ({
+  blockHash: h,
+  parentHash: parent,
+  tokensHash: h + 1000n,
+});
 
 describe("TierIndex", () => {
   test("free slots first, then the least recently used unpinned block is evicted (with its slot)", () => {
@@ -59,7 +63,12 @@ describe("RankTiers (native pools)", () => {
     const dir = mkdtempSync(join(tmpdir(), "sy-tiers-"));
     dirs.push(dir);
     const t = new RankTiers({
-      lib, blockBytes: BYTES, gpuBlocks: 8, hostBlocks, diskBlocks, diskPath: join(dir, "disk.bin"),
+      lib,
+      blockBytes: BYTES,
+      gpuBlocks: 8,
+      hostBlocks,
+      diskBlocks,
+      diskPath: join(dir, "disk.bin"),
       record: (data, medium) => events.push({ data, medium }),
     });
     made.push(t);
@@ -69,7 +78,11 @@ describe("RankTiers (native pools)", () => {
   const hashes = BigUint64Array.from({ length: 6 }, (_, i) => 0xabc0_0000n + BigInt(i) * 31n);
   const slots = Int32Array.from([3, 1, 4, 0, 5, 2]);
   const evicted = (idx: number[]): EvictedBlock[] =>
-    idx.map((i) => ({ ...block(hashes[i]!, i > 0 ? hashes[i - 1]! : null), depth: i, slot: slots[i]! }));
+    idx.map((i) => ({
+      ...block(hashes[i]!, i > 0 ? hashes[i - 1]! : null),
+      depth: i,
+      slot: slots[i]!,
+    }));
 
   test("evicted GPU blocks are copied to the host tier (CPU Stored per chain) and load back byte-exact", async () => {
     const { t, events } = tiers(8);
@@ -82,7 +95,10 @@ describe("RankTiers (native pools)", () => {
         data: {
           type: "stored",
           parentHash: null,
-          blocks: [0, 1, 2, 3].map((i) => ({ blockHash: hashes[i]!, tokensHash: hashes[i]! + 1000n })),
+          blocks: [0, 1, 2, 3].map((i) => ({
+            blockHash: hashes[i]!,
+            tokensHash: hashes[i]! + 1000n,
+          })),
         },
       },
     ]);
@@ -112,7 +128,12 @@ describe("RankTiers (native pools)", () => {
     await t.offload(evicted([1, 0]));
     await t.offload(evicted([3, 2])); // the host holds 2: blocks 1 and 0 go down
     expect(t.stats.spilledBlocks).toBe(2);
-    expect(events.map((e) => `${e.medium}:${e.data.type}`)).toEqual(["cpu:stored", "cpu:removed", "disk:stored", "cpu:stored"]);
+    expect(events.map((e) => `${e.medium}:${e.data.type}`)).toEqual([
+      "cpu:stored",
+      "cpu:removed",
+      "disk:stored",
+      "cpu:stored",
+    ]);
     const hits = t.match(hashes, 0);
     expect(hits.map((h) => h.medium)).toEqual(["disk", "disk", "cpu", "cpu"]);
     expect(await t.load(hashes, 0, hits, Int32Array.from([7, 6, 5, 4]))).toBe(4);
@@ -122,7 +143,11 @@ describe("RankTiers (native pools)", () => {
     plain.t.writeComputed(hashes, [0, 1, 2, 3], slots);
     await plain.t.offload(evicted([1, 0]));
     await plain.t.offload(evicted([3, 2]));
-    expect(plain.events.map((e) => `${e.medium}:${e.data.type}`)).toEqual(["cpu:stored", "cpu:removed", "cpu:stored"]);
+    expect(plain.events.map((e) => `${e.medium}:${e.data.type}`)).toEqual([
+      "cpu:stored",
+      "cpu:removed",
+      "cpu:stored",
+    ]);
     expect(plain.t.match(hashes, 0)).toEqual([]);
   });
 
@@ -138,7 +163,9 @@ describe("RankTiers (native pools)", () => {
 describe("tier options and files", () => {
   test("no tiers by default; a disk tier needs a host tier", () => {
     expect(resolveMockerOptions({}).kvHostBlocks).toBe(0);
-    expect(() => resolveMockerOptions({ kvDiskBlocks: 8 })).toThrow(/--kv-disk-blocks: needs --kv-host-blocks/);
+    expect(() => resolveMockerOptions({ kvDiskBlocks: 8 })).toThrow(
+      /--kv-disk-blocks: needs --kv-host-blocks/,
+    );
   });
 
   test("a killed engine's disk-tier files are swept by its next start; other engines' and live ones' stay", () => {
@@ -158,74 +185,111 @@ describe("tier options and files", () => {
   });
 });
 
-describe.each(["v1", "fifo"] as const)("MockEngine with a host tier (--scheduler %s)", (scheduler) => {
-  /** 1 ms per computed token, 4-token blocks, a 4-block GPU cache. */
-  const BASE: MockerOptions = {
-    blockSize: 4, kvBlocks: 4, prefillUsPerToken: 1000, prefillOverheadMs: 0, decodeMsPerStep: 10, decodeBatchFactor: 0,
-    kvBlockBytes: BYTES, kvHostBlocks: 16, kvHostGbps: 1, kvBytesPerToken: 1_000_000, scheduler,
-  };
+describe.each(["v1", "fifo"] as const)(
+  "MockEngine with a host tier (--scheduler %s)",
+  (scheduler) => {
+    /** 1 ms per computed token, 4-token blocks, a 4-block GPU cache. */
+    const BASE: MockerOptions = {
+      blockSize: 4,
+      kvBlocks: 4,
+      prefillUsPerToken: 1000,
+      prefillOverheadMs: 0,
+      decodeMsPerStep: 10,
+      decodeBatchFactor: 0,
+      kvBlockBytes: BYTES,
+      kvHostBlocks: 16,
+      kvHostGbps: 1,
+      kvBytesPerToken: 1_000_000,
+      scheduler,
+    };
 
-  function setup(opts: MockerOptions = {}) {
-    const clock = new VirtualClock();
-    const events: RouterEvent[] = [];
-    const config = resolveMockerOptions({ ...BASE, ...opts });
-    const engine = new MockEngine({
-      config, workerId: 7n, clock, emit: (e) => events.push(e),
-      makeTiers: (_r, record) => new RankTiers({ lib, blockBytes: BYTES, gpuBlocks: config.kvBlocks, hostBlocks: config.kvHostBlocks, diskBlocks: 0, record }),
+    function setup(opts: MockerOptions = {}) {
+      const clock = new VirtualClock();
+      const events: RouterEvent[] = [];
+      const config = resolveMockerOptions({ ...BASE, ...opts });
+      const engine = new MockEngine({
+        config,
+        workerId: 7n,
+        clock,
+        emit: (e) => events.push(e),
+        makeTiers: (_r, record) =>
+          new RankTiers({
+            lib,
+            blockBytes: BYTES,
+            gpuBlocks: config.kvBlocks,
+            hostBlocks: config.kvHostBlocks,
+            diskBlocks: 0,
+            record,
+          }),
+      });
+      return { clock, engine, events, config };
+    }
+    const prompt = (n: number, base: number) => Uint32Array.from({ length: n }, (_, i) => base + i);
+
+    /** One request alone; its TTFT from when the engine got it. */
+    async function run(engine: MockEngine, clock: VirtualClock, tokens: Uint32Array) {
+      const t0 = clock.now();
+      let firstAt = NaN;
+      const done = engine.generate(
+        { tokens, maxTokens: 1, dpRank: 0 },
+        { start: () => {}, token: () => (firstAt = clock.now()) },
+      );
+      await clock.run();
+      const r = await done;
+      return { ...r, ttft: firstAt - t0 };
+    }
+
+    test("an evicted prefix comes back from the host tier: CPU events, cached tokens, its load time in place of its prefill", async () => {
+      const { clock, engine, events, config } = setup();
+      const a = prompt(17, 0); // 4 blocks (and a token): fills the GPU cache
+      const b = prompt(17, 500); // evicts all of a's blocks
+      const computed = await run(engine, clock, a);
+      const gpuHit = await run(engine, clock, a);
+      expect(gpuHit.cachedTokens).toBe(16);
+      await run(engine, clock, b);
+      const aHashes = engineBlockHashes(computeBlockHashes(a, 4, {}));
+      const cpuStored = events.filter(
+        (e) => e.event.medium === "cpu" && e.event.data.type === "stored",
+      );
+      expect(
+        cpuStored.flatMap((e) =>
+          e.event.data.type === "stored" ? e.event.data.blocks.map((x) => x.blockHash) : [],
+        ),
+      ).toEqual([...aHashes]);
+      // GPU events carry no medium, as an engine without tiers sends them.
+      expect(
+        events.filter((e) => e.event.medium === undefined).map((e) => e.event.data.type),
+      ).toEqual(["stored", "removed", "stored"]);
+
+      const again = await run(engine, clock, a);
+      expect(again.cachedTokens).toBe(16);
+      // A GPU hit's time plus 16 tokens x 1 MB at 1 GB/s of load.
+      expect(again.ttft).toBe(gpuHit.ttft + tierLoadMs(16, config.kvHostGbps, config));
+      expect(computed.ttft).toBeGreaterThan(gpuHit.ttft);
+      const tiers = engine.ranks[0]!.tiers!;
+      expect(tiers.stats).toMatchObject({ loadedFromHost: 4, mismatchedBlocks: 0, failures: 0 });
+      // A tree dump lists the GPU blocks, then the host tier's with their medium.
+      const dump = engine.ranks[0]!.kv.dump();
+      expect(dump.filter((e) => e.event.medium === undefined)).toHaveLength(4);
+      expect(
+        dump
+          .filter((e) => e.event.medium === "cpu")
+          .map((e) => (e.event.data.type === "stored" ? e.event.data.blocks[0]!.blockHash : 0n))
+          .sort(),
+      ).toEqual([...aHashes, ...engineBlockHashes(computeBlockHashes(b, 4, {}))].sort());
+      expect(dump.map((e) => e.event.eventId)).toEqual(dump.map((_, i) => BigInt(i)));
+      engine.close();
     });
-    return { clock, engine, events, config };
-  }
-  const prompt = (n: number, base: number) => Uint32Array.from({ length: n }, (_, i) => base + i);
 
-  /** One request alone; its TTFT from when the engine got it. */
-  async function run(engine: MockEngine, clock: VirtualClock, tokens: Uint32Array) {
-    const t0 = clock.now();
-    let firstAt = NaN;
-    const done = engine.generate({ tokens, maxTokens: 1, dpRank: 0 }, { start: () => {}, token: () => (firstAt = clock.now()) });
-    await clock.run();
-    const r = await done;
-    return { ...r, ttft: firstAt - t0 };
-  }
-
-  test("an evicted prefix comes back from the host tier: CPU events, cached tokens, its load time in place of its prefill", async () => {
-    const { clock, engine, events, config } = setup();
-    const a = prompt(17, 0); // 4 blocks (and a token): fills the GPU cache
-    const b = prompt(17, 500); // evicts all of a's blocks
-    const computed = await run(engine, clock, a);
-    const gpuHit = await run(engine, clock, a);
-    expect(gpuHit.cachedTokens).toBe(16);
-    await run(engine, clock, b);
-    const aHashes = engineBlockHashes(computeBlockHashes(a, 4, {}));
-    const cpuStored = events.filter((e) => e.event.medium === "cpu" && e.event.data.type === "stored");
-    expect(cpuStored.flatMap((e) => (e.event.data.type === "stored" ? e.event.data.blocks.map((x) => x.blockHash) : []))).toEqual([...aHashes]);
-    // GPU events carry no medium, as an engine without tiers sends them.
-    expect(events.filter((e) => e.event.medium === undefined).map((e) => e.event.data.type)).toEqual(["stored", "removed", "stored"]);
-
-    const again = await run(engine, clock, a);
-    expect(again.cachedTokens).toBe(16);
-    // A GPU hit's time plus 16 tokens x 1 MB at 1 GB/s of load.
-    expect(again.ttft).toBe(gpuHit.ttft + tierLoadMs(16, config.kvHostGbps, config));
-    expect(computed.ttft).toBeGreaterThan(gpuHit.ttft);
-    const tiers = engine.ranks[0]!.tiers!;
-    expect(tiers.stats).toMatchObject({ loadedFromHost: 4, mismatchedBlocks: 0, failures: 0 });
-    // A tree dump lists the GPU blocks, then the host tier's with their medium.
-    const dump = engine.ranks[0]!.kv.dump();
-    expect(dump.filter((e) => e.event.medium === undefined)).toHaveLength(4);
-    expect(dump.filter((e) => e.event.medium === "cpu").map((e) => (e.event.data.type === "stored" ? e.event.data.blocks[0]!.blockHash : 0n)).sort()).toEqual(
-      [...aHashes, ...engineBlockHashes(computeBlockHashes(b, 4, {}))].sort(),
-    );
-    expect(dump.map((e) => e.event.eventId)).toEqual(dump.map((_, i) => BigInt(i)));
-    engine.close();
-  });
-
-  test("at an H100's host link the reload is faster than recomputing", async () => {
-    const { clock, engine } = setup({ kvHostGbps: 50, kvBytesPerToken: 131_072 });
-    const a = prompt(17, 0);
-    const first = await run(engine, clock, a);
-    await run(engine, clock, prompt(17, 500));
-    const again = await run(engine, clock, a);
-    expect(again.cachedTokens).toBe(16);
-    expect(again.ttft).toBeLessThan(first.ttft);
-    engine.close();
-  });
-});
+    test("at an H100's host link the reload is faster than recomputing", async () => {
+      const { clock, engine } = setup({ kvHostGbps: 50, kvBytesPerToken: 131_072 });
+      const a = prompt(17, 0);
+      const first = await run(engine, clock, a);
+      await run(engine, clock, prompt(17, 500));
+      const again = await run(engine, clock, a);
+      expect(again.cachedTokens).toBe(16);
+      expect(again.ttft).toBeLessThan(first.ttft);
+      engine.close();
+    });
+  },
+);

@@ -15,7 +15,15 @@ import { VirtualClock } from "./virtual-clock.ts";
 
 const lib = nativeLibrary();
 const BYTES = 4096;
-const config = resolveMockerOptions({ blockSize: 4, kvBlocks: 64, kvBlockBytes: BYTES, prefillUsPerToken: 0, prefillOverheadMs: 0, kvPeerGbps: 1e6, kvPullDeadlineMs: 300 });
+const config = resolveMockerOptions({
+  blockSize: 4,
+  kvBlocks: 64,
+  kvBlockBytes: BYTES,
+  prefillUsPerToken: 0,
+  prefillOverheadMs: 0,
+  kvPeerGbps: 1e6,
+  kvPullDeadlineMs: 300,
+});
 const tokens = Uint32Array.from({ length: 26 }, (_, i) => 100 + i); // 6 full blocks
 const hashes = engineBlockHashes(computeBlockHashes(tokens, 4, {}));
 const handoffs: KvHandoff[] = [];
@@ -31,10 +39,22 @@ function side(fetchFn: typeof fetch = fetch) {
   const peer = new PeerKv({
     engine,
     handoff: () => {
-      if (h === null) handoffs.push((h = new KvHandoff({ lib, workerIdHex: "9", blockBytes: BYTES, poolBlocks: 16, leaseMs: 60_000, log: (l) => lines.push(l) })));
+      if (h === null)
+        handoffs.push(
+          (h = new KvHandoff({
+            lib,
+            workerIdHex: "9",
+            blockBytes: BYTES,
+            poolBlocks: 16,
+            leaseMs: 60_000,
+            log: (l) => lines.push(l),
+          })),
+        );
       return h;
     },
-    config, fetch: fetchFn, log: (l) => lines.push(l),
+    config,
+    fetch: fetchFn,
+    log: (l) => lines.push(l),
   });
   return { clock, engine, peer };
 }
@@ -43,11 +63,21 @@ function side(fetchFn: typeof fetch = fetch) {
 const served = (peer: PeerKv): typeof fetch => {
   const route = peerRoutes(peer).routes[0]!;
   return (async (_url: string, init: RequestInit) =>
-    route.handle({ req: { raw: new Request("http://peer/v1/kv/p2p/export", { method: "POST", body: init.body as string }) } } as never)) as unknown as typeof fetch;
+    route.handle({
+      req: {
+        raw: new Request("http://peer/v1/kv/p2p/export", {
+          method: "POST",
+          body: init.body as string,
+        }),
+      },
+    } as never)) as unknown as typeof fetch;
 };
 
 async function warm(s: ReturnType<typeof side>) {
-  const done = s.engine.generate({ tokens, maxTokens: 1, dpRank: 0 }, { start: () => {}, token: () => {} });
+  const done = s.engine.generate(
+    { tokens, maxTokens: 1, dpRank: 0 },
+    { start: () => {}, token: () => {} },
+  );
   await s.clock.run();
   await done;
 }
@@ -61,7 +91,12 @@ describe("PeerKv", () => {
     const puller = side(served(peer.peer));
     const got = await puller.peer.importer(src("u-1"))(hashes, 2, 6);
     expect(got).toEqual({ blocks: 4, bytes: 4 * BYTES });
-    expect(puller.peer.stats).toMatchObject({ pulls: 1, pulledBlocks: 4, pullFailures: 0, mismatchedBlocks: 0 });
+    expect(puller.peer.stats).toMatchObject({
+      pulls: 1,
+      pulledBlocks: 4,
+      pullFailures: 0,
+      mismatchedBlocks: 0,
+    });
     expect(peer.peer.stats).toMatchObject({ exports: 1, exportedBlocks: 4 });
     expect(existsSync("/dev/shm/sy-p2p-u-1")).toBe(false);
   });
@@ -77,7 +112,8 @@ describe("PeerKv", () => {
     const err = side((async () => new Response("{}", { status: 500 })) as unknown as typeof fetch);
     expect(await err.peer.importer(src("u-3"))(hashes, 0, 6)).toEqual({ blocks: 0, bytes: 0 });
     expect(err.peer.stats.pullFailures).toBe(1);
-    const other = side((async () => Response.json({ segment: "sy-p2p-someone-else", blocks: 6 })) as unknown as typeof fetch);
+    const other = side((async () =>
+      Response.json({ segment: "sy-p2p-someone-else", blocks: 6 })) as unknown as typeof fetch);
     expect(await other.peer.importer(src("u-4"))(hashes, 0, 6)).toEqual({ blocks: 0, bytes: 0 });
     expect(lines.some((l) => l.includes("sy-p2p-someone-else"))).toBe(true);
   });
@@ -85,9 +121,15 @@ describe("PeerKv", () => {
   test("a peer that never answers: the deadline gives 0 blocks (a timeout), and the segment it may have made is removed", async () => {
     const hang = side(((_u: string, init: RequestInit) => {
       // The peer made the segment and then hung: the puller knows its name and removes it.
-      const w = NativePool.createShared(lib, { name: "sy-p2p-u-5", numBlocks: 1, layout: handoffLayout(BYTES) });
+      const w = NativePool.createShared(lib, {
+        name: "sy-p2p-u-5",
+        numBlocks: 1,
+        layout: handoffLayout(BYTES),
+      });
       w.close();
-      return new Promise((_, reject) => init.signal!.addEventListener("abort", () => reject(init.signal!.reason)));
+      return new Promise((_, reject) =>
+        init.signal!.addEventListener("abort", () => reject(init.signal!.reason)),
+      );
     }) as unknown as typeof fetch);
     expect(await hang.peer.importer(src("u-5"))(hashes, 0, 6)).toEqual({ blocks: 0, bytes: 0 });
     expect(hang.peer.stats).toMatchObject({ pullTimeouts: 1, pullFailures: 1 });
@@ -96,7 +138,11 @@ describe("PeerKv", () => {
 
   test("a segment with a wrong block: the blocks before it count, the mismatch is counted", async () => {
     const bad = side((async () => {
-      const w = NativePool.createShared(lib, { name: "sy-p2p-u-6", numBlocks: 4, layout: handoffLayout(BYTES) });
+      const w = NativePool.createShared(lib, {
+        name: "sy-p2p-u-6",
+        numBlocks: 4,
+        layout: handoffLayout(BYTES),
+      });
       const buf = new Uint8Array(BYTES);
       for (let k = 0; k < 4; k++) {
         fillBlock(hashes[2 + k]!, buf);
@@ -116,8 +162,20 @@ describe("parseRemoteKvSource (llm-d's kv_transfer_params.remote_kv_source)", ()
   test("absent is null; present is read", () => {
     expect(parseRemoteKvSource({})).toBeNull();
     expect(parseRemoteKvSource({ kv_transfer_params: { do_remote_decode: true } })).toBeNull();
-    expect(parseRemoteKvSource({ kv_transfer_params: { remote_kv_source: { kv_request_id: "3f0c-aa", remote_host: "10.0.0.7", remote_port: 7777 } } })).toEqual({
-      kvRequestId: "3f0c-aa", host: "10.0.0.7", port: 7777,
+    expect(
+      parseRemoteKvSource({
+        kv_transfer_params: {
+          remote_kv_source: {
+            kv_request_id: "3f0c-aa",
+            remote_host: "10.0.0.7",
+            remote_port: 7777,
+          },
+        },
+      }),
+    ).toEqual({
+      kvRequestId: "3f0c-aa",
+      host: "10.0.0.7",
+      port: 7777,
     });
   });
 

@@ -87,7 +87,10 @@ describe("RankKv events", () => {
     a.run(seq(1));
     a.run(seq(2));
     b.run(seq(3));
-    expect(a.events.map((e) => [e.event.eventId, e.event.dpRank])).toEqual([[0n, 0], [1n, 0]]);
+    expect(a.events.map((e) => [e.event.eventId, e.event.dpRank])).toEqual([
+      [0n, 0],
+      [1n, 0],
+    ]);
     expect(b.events.map((e) => [e.event.eventId, e.event.dpRank])).toEqual([[0n, 1]]);
   });
 

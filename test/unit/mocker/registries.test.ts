@@ -30,8 +30,17 @@ describe("SessionRegistry", () => {
     s.close("s1", 2000);
     s.close("s1", 3000);
     s.close("never-opened", 3000);
-    expect(s.get("s1", 3000)).toMatchObject({ open: false, opened_count: 1, closed_count: 2, timeout: 60 });
-    expect(s.get("never-opened", 3000)).toMatchObject({ open: false, opened_count: 0, closed_count: 1 });
+    expect(s.get("s1", 3000)).toMatchObject({
+      open: false,
+      opened_count: 1,
+      closed_count: 2,
+      timeout: 60,
+    });
+    expect(s.get("never-opened", 3000)).toMatchObject({
+      open: false,
+      opened_count: 0,
+      closed_count: 1,
+    });
     expect(s.openCount).toBe(0);
   });
   test("an open session unused past its timeout is reported expired; use keeps it alive", () => {

@@ -24,7 +24,10 @@ describe("seeded fake text: a continuation goes on with the same characters", ()
     const messages = [{ role: "user", content: "hello there" }];
     const whole = write(chatPromptTokens(messages), 30, 42);
     for (const k of [1, 12, 29]) {
-      const cont = chatPromptTokens([...messages, { role: "assistant", content: whole.slice(0, k) }], true);
+      const cont = chatPromptTokens(
+        [...messages, { role: "assistant", content: whole.slice(0, k) }],
+        true,
+      );
       expect(whole.slice(0, k) + write(cont, 30 - k, 42)).toBe(whole);
     }
   });
@@ -37,6 +40,8 @@ describe("seeded fake text: a continuation goes on with the same characters", ()
   });
 
   test("without a request seed the text still depends on the prompt's tokens", () => {
-    expect(write(completionPromptTokens("abcd"), 30)).not.toBe(write(completionPromptTokens("abce"), 30));
+    expect(write(completionPromptTokens("abcd"), 30)).not.toBe(
+      write(completionPromptTokens("abce"), 30),
+    );
   });
 });

@@ -1,7 +1,19 @@
 import { describe, expect, test } from "bun:test";
-import { DEFAULT_TIMING, decodeStepMs, isolatedRequestMs, prefillMs, type TimingModel } from "../../../src/mocker/timing.ts";
+import {
+  DEFAULT_TIMING,
+  decodeStepMs,
+  isolatedRequestMs,
+  prefillMs,
+  type TimingModel,
+} from "../../../src/mocker/timing.ts";
 
-const m: TimingModel = { prefillUsPerToken: 40, prefillOverheadMs: 1, decodeMsPerStep: 10, decodeBatchFactor: 0.5, speedup: 1 };
+const m: TimingModel = {
+  prefillUsPerToken: 40,
+  prefillOverheadMs: 1,
+  decodeMsPerStep: 10,
+  decodeBatchFactor: 0.5,
+  speedup: 1,
+};
 
 describe("timing model", () => {
   test("prefill is the overhead plus uncached tokens × µs per token", () => {

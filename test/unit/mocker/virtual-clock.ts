@@ -20,7 +20,9 @@ export class VirtualClock implements Clock {
   }
 
   sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => this.timers.push({ at: this.t + Math.max(0, ms), seq: this.seq++, resolve }));
+    return new Promise((resolve) =>
+      this.timers.push({ at: this.t + Math.max(0, ms), seq: this.seq++, resolve }),
+    );
   }
 
   /** Fire timers until none is left (or `until` is reached); returns the final time. */

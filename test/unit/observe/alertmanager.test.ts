@@ -20,19 +20,35 @@ const alert = (name: string, severity: string, startsAt: string, state = "active
 function setup(answer: () => Response | Promise<Response>) {
   const asked: string[] = [];
   let t = 1_000_000;
-  const r = new AlertmanagerReader({ url: "http://user:pw@am:9093/", fetch: async (u) => (asked.push(u), answer()), now: () => t, cacheMs: 5_000 });
+  const r = new AlertmanagerReader({
+    url: "http://user:pw@am:9093/",
+    fetch: async (u) => (asked.push(u), answer()),
+    now: () => t,
+    cacheMs: 5_000,
+  });
   return { r, asked, tick: (ms: number) => (t += ms) };
 }
 
 describe("AlertmanagerReader", () => {
   test("asks for active, unsilenced, uninhibited alerts; critical first; credentials not shown", async () => {
-    const s = setup(() => Response.json([alert("SwitchyardTtftBurn", "warning", "2026-12-07T20:01:00Z"), alert("SwitchyardDown", "critical", "2026-12-07T20:05:00Z"), alert("Old", "info", "2026-12-07T19:00:00Z", "suppressed")]));
+    const s = setup(() =>
+      Response.json([
+        alert("SwitchyardTtftBurn", "warning", "2026-12-07T20:01:00Z"),
+        alert("SwitchyardDown", "critical", "2026-12-07T20:05:00Z"),
+        alert("Old", "info", "2026-12-07T19:00:00Z", "suppressed"),
+      ]),
+    );
     const v = await s.r.read();
-    expect(s.asked).toEqual(["http://user:pw@am:9093/api/v2/alerts?active=true&silenced=false&inhibited=false"]);
+    expect(s.asked).toEqual([
+      "http://user:pw@am:9093/api/v2/alerts?active=true&silenced=false&inhibited=false",
+    ]);
     expect(v.source).toBe("http://am:9093");
     expect(v.error).toBeNull();
     expect(v.total).toBe(2);
-    expect(v.firing.map((a) => [a.name, a.severity])).toEqual([["SwitchyardDown", "critical"], ["SwitchyardTtftBurn", "warning"]]);
+    expect(v.firing.map((a) => [a.name, a.severity])).toEqual([
+      ["SwitchyardDown", "critical"],
+      ["SwitchyardTtftBurn", "warning"],
+    ]);
     expect(v.firing[0]!.summary).toBe("SwitchyardDown summary");
     expect(v.firing[0]!.runbook_url).toBe("https://example.test/runbooks/SwitchyardDown");
   });
@@ -48,7 +64,8 @@ describe("AlertmanagerReader", () => {
   });
 
   test("a failing or malformed Alertmanager is an error naming it; the last alerts read are kept", async () => {
-    let answer: () => Response = () => Response.json([alert("A", "critical", "2026-12-07T20:00:00Z")]);
+    let answer: () => Response = () =>
+      Response.json([alert("A", "critical", "2026-12-07T20:00:00Z")]);
     const s = setup(() => answer());
     await s.r.read();
     answer = () => new Response("down", { status: 503 });

@@ -8,10 +8,21 @@ test("vLLM's and SGLang's whole answers: usage.completion_tokens", () => {
   const vllm = JSON.stringify({
     id: "cmpl-1",
     choices: [{ index: 0, text: "x".repeat(2000), finish_reason: "length" }],
-    usage: { prompt_tokens: 12, total_tokens: 29, completion_tokens: 17, prompt_tokens_details: null },
+    usage: {
+      prompt_tokens: 12,
+      total_tokens: 29,
+      completion_tokens: 17,
+      prompt_tokens_details: null,
+    },
   });
   expect(completionTokensOf(bytes(vllm))).toBe(17);
-  expect(completionTokensOf(bytes('{"usage": {"completion_tokens" :\n 1234 , "completion_tokens_details": {"reasoning_tokens": 3}}}'))).toBe(1234);
+  expect(
+    completionTokensOf(
+      bytes(
+        '{"usage": {"completion_tokens" :\n 1234 , "completion_tokens_details": {"reasoning_tokens": 3}}}',
+      ),
+    ),
+  ).toBe(1234);
 });
 
 test("absent, cut off, or only inside the text (escaped): 0", () => {

@@ -19,7 +19,10 @@ describe("the decision log's arithmetic", () => {
   test("the time-based kv: the predicted TTFT is its own term, the delay to others the remainder; they add up to the cost", () => {
     const log = new DecisionLog({
       policy: "kv",
-      costs: [{ term: { type: "predicted-ttft" }, weight: 1 }, { term: { type: "delay-to-others" }, weight: 1 }],
+      costs: [
+        { term: { type: "predicted-ttft" }, weight: 1 },
+        { term: { type: "delay-to-others" }, weight: 1 },
+      ],
       blockSize: 16,
       overlapWeight: 1,
     });
@@ -36,12 +39,22 @@ describe("the decision log's arithmetic", () => {
   test("two terms it cannot recompute share one line with their weighted sum, never one of them taking the other's part", () => {
     const log = new DecisionLog({
       policy: "kv",
-      costs: [{ term: { type: "predicted-ttft" }, weight: 1 }, { term: { type: "delay-to-others" }, weight: 1 }],
+      costs: [
+        { term: { type: "predicted-ttft" }, weight: 1 },
+        { term: { type: "delay-to-others" }, weight: 1 },
+      ],
       blockSize: 16,
       overlapWeight: 1,
     });
     // No prediction recorded (a pipeline that got none): both are remainders.
     const terms = log.terms(candidate(7n, { cost: 9 }));
-    expect(terms).toEqual([{ term: "1×predicted-ttft + 1×delay-to-others", weight: 1, value: 9, detail: "read at decision time" }]);
+    expect(terms).toEqual([
+      {
+        term: "1×predicted-ttft + 1×delay-to-others",
+        weight: 1,
+        value: 9,
+        detail: "read at decision time",
+      },
+    ]);
   });
 });

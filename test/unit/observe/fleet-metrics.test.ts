@@ -1,5 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { bindBuildInfo, bindRecoveryMetrics, bindStreamMetrics, bindWorkerInfo, type StreamState } from "../../../src/observe/fleet-metrics.ts";
+import {
+  bindBuildInfo,
+  bindRecoveryMetrics,
+  bindStreamMetrics,
+  bindWorkerInfo,
+  type StreamState,
+} from "../../../src/observe/fleet-metrics.ts";
 import { MetricsRegistry } from "../../../src/observe/registry.ts";
 
 describe("metrics that make the others readable", () => {
@@ -9,12 +15,24 @@ describe("metrics that make the others readable", () => {
       { id: 18446744073709551615n, url: "http://a:8000", model: "base-a" },
       { id: 7n, url: "http://b:8000" },
     ];
-    const served = new Map<bigint, { id: string }[]>([[7n, [{ id: "llama" }, { id: "llama-lora" }]]]);
-    bindWorkerInfo(r, { workers: () => workers, modelsOf: (id) => served.get(id), roleOf: (u) => (u.includes("a:") ? "prefill" : "both") });
+    const served = new Map<bigint, { id: string }[]>([
+      [7n, [{ id: "llama" }, { id: "llama-lora" }]],
+    ]);
+    bindWorkerInfo(r, {
+      workers: () => workers,
+      modelsOf: (id) => served.get(id),
+      roleOf: (u) => (u.includes("a:") ? "prefill" : "both"),
+    });
     let text = r.render();
-    expect(text).toContain('switchyard_worker_info{worker="18446744073709551615",url="http://a:8000",model="base-a",role="prefill"} 1');
-    expect(text).toContain('switchyard_worker_info{worker="7",url="http://b:8000",model="llama",role="both"} 1');
-    expect(text).toContain('switchyard_worker_info{worker="7",url="http://b:8000",model="llama-lora",role="both"} 1');
+    expect(text).toContain(
+      'switchyard_worker_info{worker="18446744073709551615",url="http://a:8000",model="base-a",role="prefill"} 1',
+    );
+    expect(text).toContain(
+      'switchyard_worker_info{worker="7",url="http://b:8000",model="llama",role="both"} 1',
+    );
+    expect(text).toContain(
+      'switchyard_worker_info{worker="7",url="http://b:8000",model="llama-lora",role="both"} 1',
+    );
     workers.pop();
     text = r.render();
     expect(text).not.toContain('worker="7"');
@@ -23,7 +41,9 @@ describe("metrics that make the others readable", () => {
   test("build_info names version, commit and runtime", () => {
     const r = new MetricsRegistry();
     bindBuildInfo(r, { version: "1.2.3", commit: "abc123", runtime: "Bun/1.4.5" });
-    expect(r.render()).toContain('switchyard_build_info{version="1.2.3",commit="abc123",runtime="Bun/1.4.5"} 1');
+    expect(r.render()).toContain(
+      'switchyard_build_info{version="1.2.3",commit="abc123",runtime="Bun/1.4.5"} 1',
+    );
   });
 
   test("recovery counters by kind, read at scrape time", () => {

@@ -12,10 +12,28 @@ describe("--log-format, --otlp-endpoint, --otlp-sample-ratio", () => {
   });
 
   test("flags, SWITCHYARD_* and OpenTelemetry's own variables set them", () => {
-    const c = loadConfig({ argv: ["--log-format", "json", "--otlp-endpoint", "http://collector:4318"], env: { SWITCHYARD_OTLP_SAMPLE_RATIO: "0.25" } });
-    expect([c.logFormat, c.otlpEndpoint, c.otlpSampleRatio]).toEqual(["json", "http://collector:4318", 0.25]);
-    const o = loadConfig({ argv: [], env: { OTEL_EXPORTER_OTLP_ENDPOINT: "https://otel.example", OTEL_TRACES_SAMPLER_ARG: "0.1", SWITCHYARD_LOG_FORMAT: "json" } });
-    expect([o.logFormat, o.otlpEndpoint, o.otlpSampleRatio]).toEqual(["json", "https://otel.example", 0.1]);
+    const c = loadConfig({
+      argv: ["--log-format", "json", "--otlp-endpoint", "http://collector:4318"],
+      env: { SWITCHYARD_OTLP_SAMPLE_RATIO: "0.25" },
+    });
+    expect([c.logFormat, c.otlpEndpoint, c.otlpSampleRatio]).toEqual([
+      "json",
+      "http://collector:4318",
+      0.25,
+    ]);
+    const o = loadConfig({
+      argv: [],
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: "https://otel.example",
+        OTEL_TRACES_SAMPLER_ARG: "0.1",
+        SWITCHYARD_LOG_FORMAT: "json",
+      },
+    });
+    expect([o.logFormat, o.otlpEndpoint, o.otlpSampleRatio]).toEqual([
+      "json",
+      "https://otel.example",
+      0.1,
+    ]);
   });
 
   test("bad values are named", () => {
@@ -26,9 +44,17 @@ describe("--log-format, --otlp-endpoint, --otlp-sample-ratio", () => {
   });
 
   test("Deno and workerd refuse span export by name, from a flag or the environment, but take the default and the other two", () => {
-    expect(problems(["--otlp-endpoint", "http://c:4318"], {}, "deno")).toEqual([expect.stringMatching(/^--otlp-endpoint: not available on Deno \(the OpenTelemetry exporter/)]);
-    expect(problems([], { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" }, "workerd")).toEqual([expect.stringMatching(/^--otlp-endpoint: not available on workerd/)]);
-    expect(problems(["--log-format", "json", "--otlp-sample-ratio", "0.5"], {}, "deno")).toEqual([]);
-    expect(problems(["--log-format", "json", "--otlp-sample-ratio", "0.5"], {}, "workerd")).toEqual([]);
+    expect(problems(["--otlp-endpoint", "http://c:4318"], {}, "deno")).toEqual([
+      expect.stringMatching(/^--otlp-endpoint: not available on Deno \(the OpenTelemetry exporter/),
+    ]);
+    expect(problems([], { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" }, "workerd")).toEqual([
+      expect.stringMatching(/^--otlp-endpoint: not available on workerd/),
+    ]);
+    expect(problems(["--log-format", "json", "--otlp-sample-ratio", "0.5"], {}, "deno")).toEqual(
+      [],
+    );
+    expect(problems(["--log-format", "json", "--otlp-sample-ratio", "0.5"], {}, "workerd")).toEqual(
+      [],
+    );
   });
 });

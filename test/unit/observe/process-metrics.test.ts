@@ -1,11 +1,20 @@
 import { describe, expect, test } from "bun:test";
-import { bindProcessMetrics, EventLoopLag, LAG_SAMPLE_MS } from "../../../src/observe/process-metrics.ts";
+import {
+  bindProcessMetrics,
+  EventLoopLag,
+  LAG_SAMPLE_MS,
+} from "../../../src/observe/process-metrics.ts";
 import { MetricsRegistry } from "../../../src/observe/registry.ts";
 
 describe("process metrics", () => {
   test("the standard names from the probe; what the probe cannot tell is left out, not 0", () => {
     const r = new MetricsRegistry();
-    bindProcessMetrics(r, { cpuSeconds: () => 1.5, residentBytes: () => 1024, startTimeSeconds: () => 1700000000, openFds: () => undefined });
+    bindProcessMetrics(r, {
+      cpuSeconds: () => 1.5,
+      residentBytes: () => 1024,
+      startTimeSeconds: () => 1700000000,
+      openFds: () => undefined,
+    });
     const text = r.render();
     expect(text).toContain("# TYPE process_cpu_seconds_total counter");
     expect(text).toContain("process_cpu_seconds_total 1.5");

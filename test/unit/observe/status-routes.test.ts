@@ -1,13 +1,25 @@
 import { describe, expect, test } from "bun:test";
 import { DecisionLog } from "../../../src/observe/decision-log.ts";
 import { BUCKETS, RecentStats } from "../../../src/observe/recent-stats.ts";
-import { statusRoutes, workerState, type StatusSource } from "../../../src/observe/status-routes.ts";
+import {
+  statusRoutes,
+  workerState,
+  type StatusSource,
+} from "../../../src/observe/status-routes.ts";
 import { adminRefusal, ADMIN_CHALLENGE } from "../../../src/protocol/admin-access.ts";
 
 function source(over: Partial<StatusSource> = {}): StatusSource {
   const now = 1_000_000;
   return {
-    decisions: new DecisionLog({ policy: "kv", costs: [{ term: { type: "dynamo-kv" }, weight: 1 }, { term: { type: "overlap-credit" }, weight: 16 }], blockSize: 16, overlapWeight: 1 }),
+    decisions: new DecisionLog({
+      policy: "kv",
+      costs: [
+        { term: { type: "dynamo-kv" }, weight: 1 },
+        { term: { type: "overlap-credit" }, weight: 16 },
+      ],
+      blockSize: 16,
+      overlapWeight: 1,
+    }),
     recent: new RecentStats(() => 1_700_000_000_000),
     build: { version: "9.9.9", commit: "c0ffee", runtime: "Bun/1.4.5" },
     policy: "kv",
@@ -21,7 +33,12 @@ function source(over: Partial<StatusSource> = {}): StatusSource {
     now: () => now,
     admissionQueue: () => 4,
     sessions: () => 12,
-    replica: () => ({ router_id: "00000000000000aa", host: "router-0", started_at: "2026-12-07T20:00:00.000Z", peers: [{ router_id: "00000000000000bb", heard_s_ago: 0.4, requests: 3, complete: true }] }),
+    replica: () => ({
+      router_id: "00000000000000aa",
+      host: "router-0",
+      started_at: "2026-12-07T20:00:00.000Z",
+      peers: [{ router_id: "00000000000000bb", heard_s_ago: 0.4, requests: 3, complete: true }],
+    }),
     ...over,
   };
 }
@@ -37,18 +54,36 @@ describe("the status page's endpoints", () => {
   test("GET /debug/status: the router, each worker's state and why, the queue, sessions and the last minutes", async () => {
     const res = await statusRoutes(source()).request("/debug/status");
     const s = (await res.json()) as Record<string, unknown>;
-    expect(s.router).toEqual({ version: "9.9.9", commit: "c0ffee", runtime: "Bun/1.4.5", policy: "kv", block_size: 16 });
+    expect(s.router).toEqual({
+      version: "9.9.9",
+      commit: "c0ffee",
+      runtime: "Bun/1.4.5",
+      policy: "kv",
+      block_size: 16,
+    });
     expect(s.workers).toEqual([
       { id: "1", state: "healthy", reason: null, ejected_for_s: null },
       { id: "2", state: "unhealthy", reason: "fenced: connection refused", ejected_for_s: null },
-      { id: "3", state: "ejected", reason: "ejected for 30 s: 5 failures in a row", ejected_for_s: 30 },
+      {
+        id: "3",
+        state: "ejected",
+        reason: "ejected for 30 s: 5 failures in a row",
+        ejected_for_s: 30,
+      },
     ]);
     expect(s.admission_queue).toBe(4);
     expect(s.sessions).toBe(12);
     expect((s.recent as unknown[]).length).toBe(BUCKETS);
-    const shared = (await (await statusRoutes(source({ sessions: () => undefined })).request("/debug/status")).json()) as { sessions: unknown };
+    const shared = (await (
+      await statusRoutes(source({ sessions: () => undefined })).request("/debug/status")
+    ).json()) as { sessions: unknown };
     expect(shared.sessions).toBeNull();
-    expect(s.replica).toEqual({ router_id: "00000000000000aa", host: "router-0", started_at: "2026-12-07T20:00:00.000Z", peers: [{ router_id: "00000000000000bb", heard_s_ago: 0.4, requests: 3, complete: true }] });
+    expect(s.replica).toEqual({
+      router_id: "00000000000000aa",
+      host: "router-0",
+      started_at: "2026-12-07T20:00:00.000Z",
+      peers: [{ router_id: "00000000000000bb", heard_s_ago: 0.4, requests: 3, complete: true }],
+    });
     expect(s.alerts).toBeNull(); // no --alertmanager-url
   });
 
@@ -59,11 +94,16 @@ describe("the status page's endpoints", () => {
     recent.add({ status: 503 }); // refused before routing: no worker
     t += 4 * 60_000;
     recent.add({ status: 200, worker: "2" });
-    const s = (await (await statusRoutes(source({ recent })).request("/debug/status")).json()) as { worker_requests: unknown; share_seconds: number };
+    const s = (await (await statusRoutes(source({ recent })).request("/debug/status")).json()) as {
+      worker_requests: unknown;
+      share_seconds: number;
+    };
     expect(s.share_seconds).toBe(300);
     expect(s.worker_requests).toEqual({ "1": 2, "2": 2 });
     t += 2 * 60_000; // the first three are now older than five minutes
-    const later = (await (await statusRoutes(source({ recent })).request("/debug/status")).json()) as { worker_requests: unknown };
+    const later = (await (
+      await statusRoutes(source({ recent })).request("/debug/status")
+    ).json()) as { worker_requests: unknown };
     expect(later.worker_requests).toEqual({ "2": 1 });
   });
 
@@ -72,9 +112,13 @@ describe("the status page's endpoints", () => {
     expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
     const html = await res.text();
     expect(html.startsWith("<!doctype html>")).toBe(true);
-    for (const path of ["/v1/workers", "/debug/status", "/debug/decisions"]) expect(html).toContain(`get("${path}")`);
+    for (const path of ["/v1/workers", "/debug/status", "/debug/decisions"])
+      expect(html).toContain(`get("${path}")`);
     expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+stylesheet/); // nothing to fetch besides the JSON
-    const d = (await (await statusRoutes(source()).request("/debug/decisions")).json()) as { formula: string; decisions: unknown[] };
+    const d = (await (await statusRoutes(source()).request("/debug/decisions")).json()) as {
+      formula: string;
+      decisions: unknown[];
+    };
     expect(d).toEqual({ formula: "1×dynamo-kv + 16×overlap-credit", decisions: [] });
   });
 });

@@ -51,7 +51,8 @@ function setup(initial: string) {
   };
 }
 
-const doc = (...keys: [string, string][]) => JSON.stringify({ keys: keys.map(([tenant, key_sha256]) => ({ tenant, key_sha256 })) });
+const doc = (...keys: [string, string][]) =>
+  JSON.stringify({ keys: keys.map(([tenant, key_sha256]) => ({ tenant, key_sha256 })) });
 
 describe("KeysWatch", () => {
   test("start reads and applies; a change is picked up on notification or poll", async () => {
@@ -73,7 +74,14 @@ describe("KeysWatch", () => {
   test("a bad file later keeps the last good keys, logs the entry and field once", async () => {
     const s = setup(doc(["a", H1]));
     await s.watch.start();
-    s.set(JSON.stringify({ keys: [{ tenant: "a", key_sha256: H1 }, { tenant: "b", key_sha256: "nope" }] }));
+    s.set(
+      JSON.stringify({
+        keys: [
+          { tenant: "a", key_sha256: H1 },
+          { tenant: "b", key_sha256: "nope" },
+        ],
+      }),
+    );
     await s.watch.check();
     await s.watch.check();
     expect((await s.watch.keys!.lookup("sk-one"))?.name).toBe("a");
@@ -87,8 +95,12 @@ describe("KeysWatch", () => {
   });
 
   test("a bad file at start stops the start, naming the problem", async () => {
-    await expect(setup("{not json").watch.start()).rejects.toThrow(/--api-keys \/etc\/switchyard\/keys.json: cannot parse/);
-    await expect(setup(JSON.stringify([{ tenant: "a" }])).watch.start()).rejects.toThrow(/keys\[0\]\.key_sha256/);
+    await expect(setup("{not json").watch.start()).rejects.toThrow(
+      /--api-keys \/etc\/switchyard\/keys.json: cannot parse/,
+    );
+    await expect(setup(JSON.stringify([{ tenant: "a" }])).watch.start()).rejects.toThrow(
+      /keys\[0\]\.key_sha256/,
+    );
     await expect(setup("<gone>").watch.start()).rejects.toThrow(/cannot read/);
   });
 

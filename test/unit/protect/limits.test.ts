@@ -7,8 +7,16 @@
 import { describe, expect, test } from "bun:test";
 import { RouterError } from "../../../src/core/errors.ts";
 import { LocalLimitCounters } from "../../../src/protect/limits/local-counters.ts";
-import { TenantLimiter, type LimitBackend, type SharedLimitCounters } from "../../../src/protect/limits/limiter.ts";
-import { formatReset, rateLimitedResponse, rateLimitHeaders } from "../../../src/protect/limits/ratelimit-headers.ts";
+import {
+  TenantLimiter,
+  type LimitBackend,
+  type SharedLimitCounters,
+} from "../../../src/protect/limits/limiter.ts";
+import {
+  formatReset,
+  rateLimitedResponse,
+  rateLimitHeaders,
+} from "../../../src/protect/limits/ratelimit-headers.ts";
 import { shareOf } from "../../../src/protect/limits/verdict.ts";
 import type { Tenant } from "../../../src/protect/tenant.ts";
 
@@ -47,7 +55,11 @@ describe("LocalLimitCounters", () => {
   test("output: more than a minute's worth is refused as too large; the whole ask is booked, corrected when the answer ends", () => {
     const c = new LocalLimitCounters();
     const lim = { outputTokensPerMinute: 100 };
-    expect(c.acquire("t", lim, ask(0, 500), "huge", 0)).toMatchObject({ allowed: false, refused: "output_tokens", tooLarge: true });
+    expect(c.acquire("t", lim, ask(0, 500), "huge", 0)).toMatchObject({
+      allowed: false,
+      refused: "output_tokens",
+      tooLarge: true,
+    });
     expect(c.acquire("t", lim, ask(0, 100), "big", 0).allowed).toBe(true); // the whole bucket
     expect(c.acquire("t", lim, ask(0, 1), "next", 0).allowed).toBe(false);
     c.release("t", lim, "big", 20, 0); // only 20 generated: 80 back
@@ -65,15 +77,25 @@ describe("LocalLimitCounters", () => {
     const lim = { concurrentRequests: 2 };
     expect(c.acquire("t", lim, ask(), "a", 0).allowed).toBe(true);
     expect(c.acquire("t", lim, ask(), "b", 0).allowed).toBe(true);
-    expect(c.acquire("t", lim, ask(), "c", 0)).toMatchObject({ allowed: false, refused: "concurrent", retryAfterMs: 1000 });
+    expect(c.acquire("t", lim, ask(), "c", 0)).toMatchObject({
+      allowed: false,
+      refused: "concurrent",
+      retryAfterMs: 1000,
+    });
     c.release("t", lim, "a", 0, 1);
     c.release("t", lim, "a", 0, 1);
-    expect(c.acquire("t", lim, ask(), "d", 1).states.concurrent).toEqual({ limit: 2, remaining: 0, resetMs: 0 });
+    expect(c.acquire("t", lim, ask(), "d", 1).states.concurrent).toEqual({
+      limit: 2,
+      remaining: 0,
+      resetMs: 0,
+    });
     expect(c.acquire("t", lim, ask(), "e", 1).allowed).toBe(false);
   });
 
   test("shareOf divides every limit among N routers, at least 1 each", () => {
-    expect(shareOf({ requestsPerMinute: 100, concurrentRequests: 2, promptTokensPerMinute: 1000 }, 3)).toEqual({
+    expect(
+      shareOf({ requestsPerMinute: 100, concurrentRequests: 2, promptTokensPerMinute: 1000 }, 3),
+    ).toEqual({
       requestsPerMinute: 33,
       promptTokensPerMinute: 333,
       outputTokensPerMinute: undefined,
@@ -84,7 +106,12 @@ describe("LocalLimitCounters", () => {
   });
 });
 
-const tenant = (limits: Tenant["limits"]): Tenant => ({ name: "team", limits, weight: 1, defaultOutputTokens: 16 });
+const tenant = (limits: Tenant["limits"]): Tenant => ({
+  name: "team",
+  limits,
+  weight: 1,
+  defaultOutputTokens: 16,
+});
 
 function hungShared(): SharedLimitCounters & { calls: number } {
   const s = {
@@ -108,7 +135,13 @@ describe("TenantLimiter", () => {
 
   test("Redis down, fallback local: this router keeps limit / N", async () => {
     const backends: LimitBackend[] = [];
-    const l = new TenantLimiter({ shared: hungShared(), fallback: "local", routers: () => 3, now: () => 0, onCheck: (b) => backends.push(b) });
+    const l = new TenantLimiter({
+      shared: hungShared(),
+      fallback: "local",
+      routers: () => 3,
+      now: () => 0,
+      onCheck: (b) => backends.push(b),
+    });
     const t = tenant({ requestsPerMinute: 30 });
     let ok = 0;
     for (let i = 0; i < 30; i++) if ((await l.acquire(t, ask(), `r${i}`)).allowed) ok++;
@@ -118,9 +151,19 @@ describe("TenantLimiter", () => {
 
   test("Redis down, fallback open: no limit; closed: 503 unavailable with Retry-After", async () => {
     const t = tenant({ requestsPerMinute: 1 });
-    const open = new TenantLimiter({ shared: hungShared(), fallback: "open", routers: () => 1, now: () => 0 });
+    const open = new TenantLimiter({
+      shared: hungShared(),
+      fallback: "open",
+      routers: () => 1,
+      now: () => 0,
+    });
     for (let i = 0; i < 5; i++) expect((await open.acquire(t, ask(), `r${i}`)).allowed).toBe(true);
-    const closed = new TenantLimiter({ shared: hungShared(), fallback: "closed", routers: () => 1, now: () => 0 });
+    const closed = new TenantLimiter({
+      shared: hungShared(),
+      fallback: "closed",
+      routers: () => 1,
+      now: () => 0,
+    });
     const e = await closed.acquire(t, ask(), "x").catch((x: unknown) => x);
     expect(e).toBeInstanceOf(RouterError);
     expect((e as RouterError).code).toBe("unavailable");
@@ -191,16 +234,29 @@ describe("OpenAI's rate-limit headers and 429", () => {
   });
 
   test("the 429 is OpenAI's rate_limit_exceeded with Retry-After; too large has none", async () => {
-    const r = rateLimitedResponse("team", { allowed: false, refused: "output_tokens", retryAfterMs: 2500, states: { output_tokens: { limit: 100, remaining: 0, resetMs: 60_000 } } });
+    const r = rateLimitedResponse("team", {
+      allowed: false,
+      refused: "output_tokens",
+      retryAfterMs: 2500,
+      states: { output_tokens: { limit: 100, remaining: 0, resetMs: 60_000 } },
+    });
     expect(r.status).toBe(429);
     expect(r.headers.get("retry-after")).toBe("3");
     expect(r.headers.get("x-ratelimit-remaining-tokens")).toBe("0");
     const body = (await r.json()) as { error: Record<string, unknown> };
     expect(body.error).toMatchObject({ code: "rate_limit_exceeded", type: "tokens" });
     expect(String(body.error.message)).toContain("output tokens per minute: limit 100");
-    const big = rateLimitedResponse("team", { allowed: false, refused: "prompt_tokens", tooLarge: true, retryAfterMs: 0, states: { prompt_tokens: { limit: 10, remaining: 10, resetMs: 0 } } });
+    const big = rateLimitedResponse("team", {
+      allowed: false,
+      refused: "prompt_tokens",
+      tooLarge: true,
+      retryAfterMs: 0,
+      states: { prompt_tokens: { limit: 10, remaining: 10, resetMs: 0 } },
+    });
     expect(big.headers.get("retry-after")).toBeNull();
-    expect(((await big.json()) as { error: { message: string } }).error.message).toContain("can never pass");
+    expect(((await big.json()) as { error: { message: string } }).error.message).toContain(
+      "can never pass",
+    );
   });
 });
 
@@ -211,7 +267,12 @@ describe("TenantLimiter fallback seeding", () => {
     const shared: SharedLimitCounters = {
       acquire: async () => {
         if (!up) throw new Error("down");
-        return { allowed: true, retryAfterMs: 0, states: { requests: { limit: 60, remaining: 6, resetMs: 54_000 } }, bookedOutput: 0 };
+        return {
+          allowed: true,
+          retryAfterMs: 0,
+          states: { requests: { limit: 60, remaining: 6, resetMs: 54_000 } },
+          bookedOutput: 0,
+        };
       },
       release: async () => {},
     };

@@ -17,10 +17,27 @@ describe("outputBooking", () => {
 
 describe("withOutputCap", () => {
   test("every field the route's engine reads its cap from", () => {
-    expect(withOutputCap("/v1/chat/completions", { max_completion_tokens: 9000, x: 1 }, 7)).toEqual({ max_completion_tokens: 7, max_tokens: 7, x: 1 });
-    expect(withOutputCap("/v1/completions", { prompt: "p" }, 7)).toEqual({ prompt: "p", max_tokens: 7 });
-    expect(withOutputCap("/v1/responses", { input: "p", max_output_tokens: 1e6 }, 7)).toEqual({ input: "p", max_output_tokens: 7 });
-    expect(withOutputCap("/generate", { text: "p", sampling_params: { temperature: 0, max_new_tokens: 1e6 } }, 7)).toEqual({ text: "p", sampling_params: { temperature: 0, max_new_tokens: 7 } });
-    expect(withOutputCap("/generate", { text: "p" }, 7)).toEqual({ text: "p", sampling_params: { max_new_tokens: 7 } });
+    expect(withOutputCap("/v1/chat/completions", { max_completion_tokens: 9000, x: 1 }, 7)).toEqual(
+      { max_completion_tokens: 7, max_tokens: 7, x: 1 },
+    );
+    expect(withOutputCap("/v1/completions", { prompt: "p" }, 7)).toEqual({
+      prompt: "p",
+      max_tokens: 7,
+    });
+    expect(withOutputCap("/v1/responses", { input: "p", max_output_tokens: 1e6 }, 7)).toEqual({
+      input: "p",
+      max_output_tokens: 7,
+    });
+    expect(
+      withOutputCap(
+        "/generate",
+        { text: "p", sampling_params: { temperature: 0, max_new_tokens: 1e6 } },
+        7,
+      ),
+    ).toEqual({ text: "p", sampling_params: { temperature: 0, max_new_tokens: 7 } });
+    expect(withOutputCap("/generate", { text: "p" }, 7)).toEqual({
+      text: "p",
+      sampling_params: { max_new_tokens: 7 },
+    });
   });
 });

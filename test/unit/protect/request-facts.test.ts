@@ -11,7 +11,9 @@ describe("outputTokensAsked", () => {
   test("each API's own field, times n", () => {
     expect(outputTokensAsked("/v1/completions", { max_tokens: 20 })).toBe(20);
     expect(outputTokensAsked("/v1/completions", { max_tokens: 20, n: 3 })).toBe(60);
-    expect(outputTokensAsked("/v1/chat/completions", { max_completion_tokens: 7, max_tokens: 99 })).toBe(7);
+    expect(
+      outputTokensAsked("/v1/chat/completions", { max_completion_tokens: 7, max_tokens: 99 }),
+    ).toBe(7);
     expect(outputTokensAsked("/v1/chat/completions", { max_tokens: 9 })).toBe(9);
     expect(outputTokensAsked("/v1/responses", { max_output_tokens: 11 })).toBe(11);
     expect(outputTokensAsked("/generate", { sampling_params: { max_new_tokens: 5 } })).toBe(5);
@@ -24,7 +26,8 @@ describe("outputTokensAsked", () => {
 describe("UsageSniffer", () => {
   test("reads prompt_tokens too (not prompt_tokens_details), and no count from inside a generated string", () => {
     const s = new UsageSniffer();
-    const text = '{"choices":[{"text":"say \\"prompt_tokens\\": 1"}],"usage":{"prompt_tokens":512,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens":2}}';
+    const text =
+      '{"choices":[{"text":"say \\"prompt_tokens\\": 1"}],"usage":{"prompt_tokens":512,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens":2}}';
     for (let cut = 0; cut <= text.length; cut += 7) {
       const t = new UsageSniffer();
       t.push(enc.encode(text.slice(0, cut)));
@@ -38,11 +41,19 @@ describe("UsageSniffer", () => {
 
   test("reads completion_tokens from a whole answer and from a stream's last usage chunk", () => {
     const s = new UsageSniffer();
-    s.push(enc.encode('{"id":"x","usage":{"prompt_tokens":12,"completion_tokens": 34,"total_tokens":46}}'));
+    s.push(
+      enc.encode(
+        '{"id":"x","usage":{"prompt_tokens":12,"completion_tokens": 34,"total_tokens":46}}',
+      ),
+    );
     expect(s.completionTokens).toBe(34);
     const t = new UsageSniffer();
     t.push(enc.encode('data: {"usage":{"completion_tokens":1}}\n\n'));
-    t.push(enc.encode('data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":8}}\n\ndata: [DONE]\n\n'));
+    t.push(
+      enc.encode(
+        'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":8}}\n\ndata: [DONE]\n\n',
+      ),
+    );
     expect(t.completionTokens).toBe(8);
   });
 
@@ -61,7 +72,13 @@ describe("UsageSniffer", () => {
 });
 
 describe("tenant helpers", () => {
-  const t = (o: Partial<Tenant>): Tenant => ({ name: "t", limits: {}, weight: 1, defaultOutputTokens: 16, ...o });
+  const t = (o: Partial<Tenant>): Tenant => ({
+    name: "t",
+    limits: {},
+    weight: 1,
+    defaultOutputTokens: 16,
+    ...o,
+  });
 
   test("a request's priority never goes below its tenant's band", () => {
     expect(effectivePriority(t({ priority: 5 }), 0)).toBe(5);

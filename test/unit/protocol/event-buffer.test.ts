@@ -12,32 +12,56 @@ function bufferWith(idList: number[], capacity?: number): EventBuffer {
 
 describe("EventBuffer.getEventsInIdRange (spec §3.8)", () => {
   test("end before start is an invalid range", () => {
-    expect(bufferWith([1, 2]).getEventsInIdRange(5n, 4n)).toEqual({ kind: "invalid_range", startId: 5n, endId: 4n });
+    expect(bufferWith([1, 2]).getEventsInIdRange(5n, 4n)).toEqual({
+      kind: "invalid_range",
+      startId: 5n,
+      endId: 4n,
+    });
   });
 
   test("no start asks for a tree dump as of the newest event", () => {
-    expect(bufferWith([1, 2, 3]).getEventsInIdRange()).toEqual({ kind: "tree_dump", events: DUMP, lastEventId: 3n });
+    expect(bufferWith([1, 2, 3]).getEventsInIdRange()).toEqual({
+      kind: "tree_dump",
+      events: DUMP,
+      lastEventId: 3n,
+    });
   });
 
   test("an empty buffer answers with a dump whose last id is null", () => {
-    expect(bufferWith([]).getEventsInIdRange(0n)).toEqual({ kind: "tree_dump", events: DUMP, lastEventId: null });
+    expect(bufferWith([]).getEventsInIdRange(0n)).toEqual({
+      kind: "tree_dump",
+      events: DUMP,
+      lastEventId: null,
+    });
   });
 
   test("a start past the newest event is too new", () => {
     expect(bufferWith([1, 2, 3]).getEventsInIdRange(5n)).toEqual({
-      kind: "too_new", requestedStart: 5n, requestedEnd: 3n, newestAvailable: 3n,
+      kind: "too_new",
+      requestedStart: 5n,
+      requestedEnd: 3n,
+      newestAvailable: 3n,
     });
-    expect(bufferWith([1, 2, 3]).getEventsInIdRange(5n, 9n)).toMatchObject({ kind: "too_new", requestedEnd: 9n });
+    expect(bufferWith([1, 2, 3]).getEventsInIdRange(5n, 9n)).toMatchObject({
+      kind: "too_new",
+      requestedEnd: 9n,
+    });
   });
 
   test("a start older than the ring holds falls back to a dump", () => {
-    const b = bufferWith(Array.from({ length: 10 }, (_, i) => i), 4);
+    const b = bufferWith(
+      Array.from({ length: 10 }, (_, i) => i),
+      4,
+    );
     expect(b.size).toBe(4);
     expect(b.getEventsInIdRange(5n)).toEqual({ kind: "tree_dump", events: DUMP, lastEventId: 9n });
   });
 
   test("a range inside the ring returns those events with their own ids", () => {
-    const b = bufferWith(Array.from({ length: 10 }, (_, i) => i), 6);
+    const b = bufferWith(
+      Array.from({ length: 10 }, (_, i) => i),
+      6,
+    );
     const r = b.getEventsInIdRange(5n, 7n);
     expect(r.kind).toBe("events");
     if (r.kind !== "events") return;
@@ -51,10 +75,15 @@ describe("EventBuffer.getEventsInIdRange (spec §3.8)", () => {
   });
 
   test("binary search finds ranges across the ring's wrap point", () => {
-    const b = bufferWith(Array.from({ length: 1000 }, (_, i) => i), 7);
+    const b = bufferWith(
+      Array.from({ length: 1000 }, (_, i) => i),
+      7,
+    );
     for (let s = 993; s <= 999; s++) {
       const r = b.getEventsInIdRange(BigInt(s));
-      expect(r.kind === "events" && ids(r.events)).toEqual(Array.from({ length: 1000 - s }, (_, i) => s + i));
+      expect(r.kind === "events" && ids(r.events)).toEqual(
+        Array.from({ length: 1000 - s }, (_, i) => s + i),
+      );
     }
   });
 

@@ -2,9 +2,15 @@ import { describe, expect, test } from "bun:test";
 import { stringifyBigint } from "../../../src/core/json.ts";
 import type { WorkerKvQueryResponse } from "../../../src/protocol/kv-query.ts";
 import {
-  decodeWorkerKvQueryResponse, parseWorkerKvQueryResponse, workerKvQueryResponseToWire,
+  decodeWorkerKvQueryResponse,
+  parseWorkerKvQueryResponse,
+  workerKvQueryResponseToWire,
 } from "../../../src/protocol/kv-query-wire.ts";
-import { makeClearEvent, makeRemoveEvent, makeStoreEvent } from "../router/recovery/support/events.ts";
+import {
+  makeClearEvent,
+  makeRemoveEvent,
+  makeStoreEvent,
+} from "../router/recovery/support/events.ts";
 
 const BIG = 18446744073709551615n;
 
@@ -26,9 +32,13 @@ describe("worker query response wire form (spec §1.8)", () => {
 
   test("decodes a tree dump, including one from a worker that emitted nothing yet", () => {
     expect(parseWorkerKvQueryResponse('{"tree_dump":{"events":[],"last_event_id":null}}')).toEqual({
-      kind: "tree_dump", events: [], lastEventId: null,
+      kind: "tree_dump",
+      events: [],
+      lastEventId: null,
     });
-    expect(parseWorkerKvQueryResponse('{"tree_dump":{"events":[]}}')).toMatchObject({ lastEventId: null });
+    expect(parseWorkerKvQueryResponse('{"tree_dump":{"events":[]}}')).toMatchObject({
+      lastEventId: null,
+    });
   });
 
   test("older workers' bare event lists end at their last event", () => {
@@ -39,11 +49,20 @@ describe("worker query response wire form (spec §1.8)", () => {
   });
 
   test("decodes too_new, invalid_range and error", () => {
-    expect(parseWorkerKvQueryResponse('{"too_new":{"requested_start":9,"requested_end":"18446744073709551615","newest_available":3}}'))
-      .toEqual({ kind: "too_new", requestedStart: 9n, requestedEnd: BIG, newestAvailable: 3n });
-    expect(parseWorkerKvQueryResponse('{"invalid_range":{"start_id":5,"end_id":4}}'))
-      .toEqual({ kind: "invalid_range", startId: 5n, endId: 4n });
-    expect(parseWorkerKvQueryResponse('{"error":"worker id mismatch"}')).toEqual({ kind: "error", message: "worker id mismatch" });
+    expect(
+      parseWorkerKvQueryResponse(
+        '{"too_new":{"requested_start":9,"requested_end":"18446744073709551615","newest_available":3}}',
+      ),
+    ).toEqual({ kind: "too_new", requestedStart: 9n, requestedEnd: BIG, newestAvailable: 3n });
+    expect(parseWorkerKvQueryResponse('{"invalid_range":{"start_id":5,"end_id":4}}')).toEqual({
+      kind: "invalid_range",
+      startId: 5n,
+      endId: 4n,
+    });
+    expect(parseWorkerKvQueryResponse('{"error":"worker id mismatch"}')).toEqual({
+      kind: "error",
+      message: "worker id mismatch",
+    });
   });
 
   test("malformed bodies become error responses naming the problem", () => {
@@ -55,7 +74,11 @@ describe("worker query response wire form (spec §1.8)", () => {
 
   test("every response kind survives encode -> JSON text -> decode", () => {
     const cases: WorkerKvQueryResponse[] = [
-      { kind: "events", events: [makeStoreEvent(3, 1, BIG), makeRemoveEvent(4, [BIG]), makeClearEvent(5)], lastEventId: 5n },
+      {
+        kind: "events",
+        events: [makeStoreEvent(3, 1, BIG), makeRemoveEvent(4, [BIG]), makeClearEvent(5)],
+        lastEventId: 5n,
+      },
       { kind: "tree_dump", events: [makeStoreEvent(0)], lastEventId: 99n },
       { kind: "tree_dump", events: [], lastEventId: null },
       { kind: "too_new", requestedStart: 10n, requestedEnd: 12n, newestAvailable: 9n },
@@ -63,7 +86,9 @@ describe("worker query response wire form (spec §1.8)", () => {
       { kind: "error", message: "boom" },
     ];
     for (const c of cases) {
-      expect(parseWorkerKvQueryResponse(stringifyBigint(workerKvQueryResponseToWire(c)))).toEqual(c);
+      expect(parseWorkerKvQueryResponse(stringifyBigint(workerKvQueryResponseToWire(c)))).toEqual(
+        c,
+      );
     }
   });
 });

@@ -4,19 +4,44 @@
  * HTTP status), whole or as the SSE event that ends a started stream.
  */
 import { describe, expect, test } from "bun:test";
-import { errorResponse, openAiError, openAiErrorEvent, openAiErrorType } from "../../../src/protocol/openai-error.ts";
+import {
+  errorResponse,
+  openAiError,
+  openAiErrorEvent,
+  openAiErrorType,
+} from "../../../src/protocol/openai-error.ts";
 
 describe("OpenAI error body", () => {
   test("OpenAI's shape: message, type from the status, param and code null unless given", () => {
-    expect(openAiError(404, "no such model")).toEqual({ error: { message: "no such model", type: "not_found_error", param: null, code: null } });
-    expect(openAiError(400, "prompt: is required", { code: "invalid_request", param: "prompt" })).toEqual({
-      error: { message: "prompt: is required", type: "invalid_request_error", param: "prompt", code: "invalid_request" },
+    expect(openAiError(404, "no such model")).toEqual({
+      error: { message: "no such model", type: "not_found_error", param: null, code: null },
+    });
+    expect(
+      openAiError(400, "prompt: is required", { code: "invalid_request", param: "prompt" }),
+    ).toEqual({
+      error: {
+        message: "prompt: is required",
+        type: "invalid_request_error",
+        param: "prompt",
+        code: "invalid_request",
+      },
     });
   });
 
   test("vLLM's shape: code is the HTTP status as an int, type as the engine names it", () => {
-    expect(openAiError(404, "The model `x` does not exist.", { type: "NotFoundError", codeIsStatus: true, code: "ignored" })).toEqual({
-      error: { message: "The model `x` does not exist.", type: "NotFoundError", param: null, code: 404 },
+    expect(
+      openAiError(404, "The model `x` does not exist.", {
+        type: "NotFoundError",
+        codeIsStatus: true,
+        code: "ignored",
+      }),
+    ).toEqual({
+      error: {
+        message: "The model `x` does not exist.",
+        type: "NotFoundError",
+        param: null,
+        code: 404,
+      },
     });
   });
 
@@ -39,13 +64,24 @@ describe("OpenAI error body", () => {
     const r = errorResponse(503, "draining", "shutting down");
     expect(r.status).toBe(503);
     expect(r.headers.get("content-type")).toBe("application/json");
-    expect(await r.json()).toEqual({ error: { message: "shutting down", type: "service_unavailable", param: null, code: "draining" } });
+    expect(await r.json()).toEqual({
+      error: {
+        message: "shutting down",
+        type: "service_unavailable",
+        param: null,
+        code: "draining",
+      },
+    });
   });
 
   test("an SSE error event is one `data:` line holding the same body", () => {
-    const text = new TextDecoder().decode(openAiErrorEvent(504, "idle", { code: "stream_idle_timeout" }));
+    const text = new TextDecoder().decode(
+      openAiErrorEvent(504, "idle", { code: "stream_idle_timeout" }),
+    );
     expect(text.startsWith("data: ")).toBe(true);
     expect(text.endsWith("\n\n")).toBe(true);
-    expect(JSON.parse(text.slice(6))).toEqual({ error: { message: "idle", type: "server_error", param: null, code: "stream_idle_timeout" } });
+    expect(JSON.parse(text.slice(6))).toEqual({
+      error: { message: "idle", type: "server_error", param: null, code: "stream_idle_timeout" },
+    });
   });
 });

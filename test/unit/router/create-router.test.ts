@@ -25,7 +25,9 @@ function build(opts: { rng?: () => number; otherRouters?: () => number } = {}) {
       now: () => clock++,
       rng: opts.rng ?? (() => 0.5),
       workers: registry,
-      sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } })),
+      sticky: new StickyRouter(
+        new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } }),
+      ),
       metrics: new RouterMetrics(),
       query: async () => ({ kind: "error", message: "none" }),
       sleep: async () => {},
@@ -47,7 +49,11 @@ describe("createRouter", () => {
   test("events of registered ranks go in; others are dropped and counted", () => {
     const { router, dropped } = build();
     const r = router.ingest(
-      [storedEvent(1n, 0n, block(7n), null, 0), storedEvent(1n, 0n, block(8n), null, 2), storedEvent(9n, 0n, block(9n), null, 0)],
+      [
+        storedEvent(1n, 0n, block(7n), null, 0),
+        storedEvent(1n, 0n, block(8n), null, 2),
+        storedEvent(9n, 0n, block(9n), null, 0),
+      ],
       "admin",
     );
     expect(r).toEqual({ accepted: 1, dropped: 2 });
@@ -57,7 +63,10 @@ describe("createRouter", () => {
 
   test("Cleared clears the (worker, dp rank) it names, not the worker's other ranks", () => {
     const { router } = build();
-    router.ingest([storedEvent(1n, 0n, block(7n), null, 0), storedEvent(1n, 0n, block(7n), null, 1)], "admin");
+    router.ingest(
+      [storedEvent(1n, 0n, block(7n), null, 0), storedEvent(1n, 0n, block(7n), null, 1)],
+      "admin",
+    );
     expect(router.index.findMatches(new BigUint64Array([7n])).scores.size).toBe(2);
     router.ingest([clearedEvent(1n, 1n, 1)], "admin");
     expect([...router.index.findMatches(new BigUint64Array([7n])).scores.values()]).toEqual([1]);
@@ -68,7 +77,11 @@ describe("createRouter", () => {
     const { router } = build();
     const tokens = new Uint32Array([1, 2, 3, 4, 5, 6, 7, 8]);
     // The decode half: its first token comes after another worker's prefill and the KV transfer.
-    const decode = await router.routing.route({ tokens, requestId: "decode-half", prefilledElsewhere: true });
+    const decode = await router.routing.route({
+      tokens,
+      requestId: "decode-half",
+      prefilledElsewhere: true,
+    });
     decode.lease.firstToken();
     decode.lease.free();
     expect(router.ttft.speed("1:0").source).toBe("prior");
@@ -89,7 +102,13 @@ describe("createRouter", () => {
     };
     // Three 4,000-token prompts with nothing in common on two ranks: the third waits behind one of the first two.
     const ds = [];
-    for (let i = 0; i < 3; i++) ds.push(await router.routing.route({ tokens: new Uint32Array(4000).fill(10 * (i + 1)), requestId: `q${i}` }));
+    for (let i = 0; i < 3; i++)
+      ds.push(
+        await router.routing.route({
+          tokens: new Uint32Array(4000).fill(10 * (i + 1)),
+          requestId: `q${i}`,
+        }),
+      );
     for (const d of ds) d.lease.firstToken();
     expect(seen.map((s) => s.ownTokens)).toEqual([4000, 4000, 4000]);
     expect(seen[2]!.tokens).toBeGreaterThan(7000);
@@ -112,7 +131,9 @@ describe("createRouter", () => {
     const tokens = new Uint32Array([1, 2, 3, 4]);
     const d = await router.routing.route({ tokens, requestId: "same" });
     expect(router.tracker.hasRequest("same")).toBe(true);
-    await expect(router.routing.route({ tokens, requestId: "same" })).rejects.toMatchObject({ code: "duplicate_request" });
+    await expect(router.routing.route({ tokens, requestId: "same" })).rejects.toMatchObject({
+      code: "duplicate_request",
+    });
     d.lease.free();
     expect(router.tracker.hasRequest("same")).toBe(false);
   });
@@ -123,11 +144,32 @@ describe("createRouter", () => {
       for (let seed = 1; seed <= 40; seed++) {
         const { router } = build({ rng: seededRng(seed), otherRouters });
         // Rank 0 last booked well before rank 1, both idle since (the router's clock starts at 0).
-        router.tracker.addRequest({ requestId: "old", worker: { workerId: 1n, dpRank: 0 }, seqHashes: null, isl: 8, overlap: 0 }, -900);
-        router.tracker.addRequest({ requestId: "new", worker: { workerId: 1n, dpRank: 1 }, seqHashes: null, isl: 8, overlap: 0 }, -100);
+        router.tracker.addRequest(
+          {
+            requestId: "old",
+            worker: { workerId: 1n, dpRank: 0 },
+            seqHashes: null,
+            isl: 8,
+            overlap: 0,
+          },
+          -900,
+        );
+        router.tracker.addRequest(
+          {
+            requestId: "new",
+            worker: { workerId: 1n, dpRank: 1 },
+            seqHashes: null,
+            isl: 8,
+            overlap: 0,
+          },
+          -100,
+        );
         router.tracker.free("old", -50);
         router.tracker.free("new", -50);
-        const d = await router.routing.route({ tokens: new Uint32Array(8).fill(seed), requestId: "x" });
+        const d = await router.routing.route({
+          tokens: new Uint32Array(8).fill(seed),
+          requestId: "x",
+        });
         const key = keyOf(d.worker);
         counts.set(key, (counts.get(key) ?? 0) + 1);
       }
@@ -143,7 +185,10 @@ describe("createRouter", () => {
 
   test("expireLoad forgets POST /v1/route bookings whose load the tracker no longer holds", async () => {
     const { router } = build();
-    const d = await router.routing.route({ tokens: new Uint32Array([1, 2, 3, 4]), requestId: "ext-1" });
+    const d = await router.routing.route({
+      tokens: new Uint32Array([1, 2, 3, 4]),
+      requestId: "ext-1",
+    });
     router.leases.add(d.lease);
     expect(router.leases.size).toBe(1);
     router.tracker.removeWorker(1n);
@@ -156,7 +201,11 @@ describe("createRouter.ingestLossy (vLLM ZMQ: no replay)", () => {
   test("an id gap wipes the rank before the next event; Cleared clears its rank; unknown workers are dropped", () => {
     const { router, dropped } = build();
     const has = (h: bigint) => router.index.findMatches(new BigUint64Array([h])).scores.size;
-    router.ingestLossy([storedEvent(1n, 0n, block(7n), null, 0), storedEvent(1n, 1n, block(8n), null, 0), storedEvent(1n, 0n, block(7n), null, 1)]);
+    router.ingestLossy([
+      storedEvent(1n, 0n, block(7n), null, 0),
+      storedEvent(1n, 1n, block(8n), null, 0),
+      storedEvent(1n, 0n, block(7n), null, 1),
+    ]);
     expect(has(7n)).toBe(2);
     // Ids 2..4 lost for good on rank 0: its blocks (7, 8) go before id 5 applies.
     router.ingestLossy([storedEvent(1n, 5n, block(9n), null, 0)]);
@@ -166,7 +215,10 @@ describe("createRouter.ingestLossy (vLLM ZMQ: no replay)", () => {
     router.ingestLossy([clearedEvent(1n, 1n, 1)]);
     expect(has(7n)).toBe(0);
     expect(has(9n)).toBe(1); // rank 0 untouched by rank 1's Cleared
-    expect(router.ingestLossy([storedEvent(5n, 0n, block(1n), null, 0)])).toEqual({ accepted: 0, dropped: 1 });
+    expect(router.ingestLossy([storedEvent(5n, 0n, block(1n), null, 0)])).toEqual({
+      accepted: 0,
+      dropped: 1,
+    });
     expect(dropped).toEqual([1]);
   });
 });
@@ -176,7 +228,11 @@ describe("createRouter.members (worker registration's hooks)", () => {
     const { router } = build();
     router.ingest([storedEvent(1n, 0n, block(7n), null, 0)], "admin");
     // A decision on an inexact prompt lands in the approximate index.
-    await router.routing.route({ tokens: new Uint32Array([1, 2, 3, 4]), requestId: "a", approximate: true });
+    await router.routing.route({
+      tokens: new Uint32Array([1, 2, 3, 4]),
+      requestId: "a",
+      approximate: true,
+    });
     expect(router.approxIndex!.size()).toBeGreaterThan(0);
     router.members.updateWorkers([]);
     router.members.removeWorker(1n);

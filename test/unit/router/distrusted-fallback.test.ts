@@ -22,7 +22,9 @@ function build(distrusted: Set<string> | undefined) {
       now: () => clock++,
       rng: () => 0.5,
       workers: registry,
-      sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } })),
+      sticky: new StickyRouter(
+        new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } }),
+      ),
       metrics: new RouterMetrics(),
       query: async () => ({ kind: "error", message: "none" }),
       sleep: async () => {},
@@ -30,7 +32,10 @@ function build(distrusted: Set<string> | undefined) {
     },
   );
   for (const id of [1n, 2n]) registry.add(id, `http://w${id}:1`, 1, true, "base");
-  router.tracker.updateWorkers([{ workerId: 1n, dpRank: 0 }, { workerId: 2n, dpRank: 0 }]);
+  router.tracker.updateWorkers([
+    { workerId: 1n, dpRank: 0 },
+    { workerId: 2n, dpRank: 0 },
+  ]);
   return router;
 }
 
@@ -39,7 +44,15 @@ const only1 = new Set([1n]);
 
 function indexOnWorker1(router: ReturnType<typeof build>): void {
   const { hashes } = router.routing.prepare(tokens, undefined);
-  router.index.applyEvent(storedEvent(1n, 0n, [...hashes].map((h, i) => ({ blockHash: 100n + BigInt(i), tokensHash: h })), null, 0));
+  router.index.applyEvent(
+    storedEvent(
+      1n,
+      0n,
+      [...hashes].map((h, i) => ({ blockHash: 100n + BigInt(i), tokensHash: h })),
+      null,
+      0,
+    ),
+  );
 }
 
 describe("distrusted ranks are scored from the router's own decisions", () => {
@@ -69,14 +82,30 @@ describe("distrusted ranks are scored from the router's own decisions", () => {
     // worker 1 has its own decisions (2 blocks), worker 2 nothing; and a prompt it never sent there scores 0.
     const other = new Uint32Array([9, 9, 9, 9, 8, 8, 8, 8, 1]);
     const { hashes } = router.routing.prepare(other, undefined);
-    router.index.applyEvent(storedEvent(1n, 1n, [...hashes].map((h, i) => ({ blockHash: 200n + BigInt(i), tokensHash: h })), null, 0));
-    const third = await router.routing.route({ tokens: other, requestId: "c", allowedWorkerIds: only1 });
+    router.index.applyEvent(
+      storedEvent(
+        1n,
+        1n,
+        [...hashes].map((h, i) => ({ blockHash: 200n + BigInt(i), tokensHash: h })),
+        null,
+        0,
+      ),
+    );
+    const third = await router.routing.route({
+      tokens: other,
+      requestId: "c",
+      allowedWorkerIds: only1,
+    });
     expect(third.overlapBlocks).toBe(0);
     expect(third.check?.indexBlocks).toBe(2);
     third.lease.free();
     // Trusted again: the events' index scores it again.
     distrusted.clear();
-    const back = await router.routing.route({ tokens: other, requestId: "d", allowedWorkerIds: only1 });
+    const back = await router.routing.route({
+      tokens: other,
+      requestId: "d",
+      allowedWorkerIds: only1,
+    });
     expect(back.overlapBlocks).toBe(2);
     back.lease.free();
   });

@@ -10,7 +10,8 @@ import { portableBatchHasher } from "../../../src/core/block-hash.ts";
 
 afterEach(() => setSystemTime());
 
-const service = (routerId: bigint) => new RoutingService({ hasher: portableBatchHasher, routerId } as unknown as RoutingDeps);
+const service = (routerId: bigint) =>
+  new RoutingService({ hasher: portableBatchHasher, routerId } as unknown as RoutingDeps);
 
 test("two routers built in the same millisecond never share a request id", () => {
   setSystemTime(new Date("2026-11-24T00:00:00Z"));

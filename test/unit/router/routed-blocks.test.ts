@@ -23,7 +23,9 @@ function build() {
       now: () => clock++,
       rng: () => 0.5,
       workers: registry,
-      sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } })),
+      sticky: new StickyRouter(
+        new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } }),
+      ),
       metrics: new RouterMetrics(),
       query: async () => ({ kind: "error", message: "none" }),
       sleep: async () => {},

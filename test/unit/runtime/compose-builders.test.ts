@@ -28,7 +28,13 @@ function capture() {
 describe("buildFleet", () => {
   test("--tokenizer on a runtime without a loader: StartupError before anything else", async () => {
     const { log } = capture();
-    const err = await buildFleet(loadConfig({ argv: ["--tokenizer", "/t"], env: {} }), {}, log, new RouterMetrics(), now).catch((e: unknown) => e);
+    const err = await buildFleet(
+      loadConfig({ argv: ["--tokenizer", "/t"], env: {} }),
+      {},
+      log,
+      new RouterMetrics(),
+      now,
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StartupError);
   });
 
@@ -37,9 +43,17 @@ describe("buildFleet", () => {
     const loaded: string[] = [];
     const loadTokenizer = async (dir: string) => {
       loaded.push(dir);
-      return { source: dir, implementation: "test", encodeText: async () => Uint32Array.of(1), encodeChat: async () => Uint32Array.of(1) } as never;
+      return {
+        source: dir,
+        implementation: "test",
+        encodeText: async () => Uint32Array.of(1),
+        encodeChat: async () => Uint32Array.of(1),
+      } as never;
     };
-    const config = loadConfig({ argv: ["--tokenizer", "m=/tok", "--engine-token", "sekret"], env: {} });
+    const config = loadConfig({
+      argv: ["--tokenizer", "m=/tok", "--engine-token", "sekret"],
+      env: {},
+    });
     const fleet = await buildFleet(config, { loadTokenizer }, log, new RouterMetrics(), now);
     expect(loaded).toEqual(["/tok"]);
     expect(lines.some((l) => l.includes("tokenizer for m: /tok"))).toBe(true);
@@ -49,7 +63,13 @@ describe("buildFleet", () => {
 
   test("no --tokenizer: said once, and the fleet is empty", async () => {
     const { lines, log } = capture();
-    const fleet = await buildFleet(loadConfig({ argv: [], env: {} }), {}, log, new RouterMetrics(), now);
+    const fleet = await buildFleet(
+      loadConfig({ argv: [], env: {} }),
+      {},
+      log,
+      new RouterMetrics(),
+      now,
+    );
     expect(lines.filter((l) => l.includes("no --tokenizer"))).toHaveLength(1);
     expect(fleet.engineHeaders).toEqual({});
   });
@@ -60,13 +80,53 @@ describe("edgeDepsBuilder", () => {
     const { log } = capture();
     const config = loadConfig({ argv, env: {} });
     const metrics = new RouterMetrics();
-    const choices: RuntimeChoices = { hasher: portableBatchHasher, sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)), localHosts: () => ["127.0.0.1"] };
+    const choices: RuntimeChoices = {
+      hasher: portableBatchHasher,
+      sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)),
+      localHosts: () => ["127.0.0.1"],
+    };
     const fleet = await buildFleet(config, choices, log, metrics, now);
-    const built = await buildRouter(config, choices, log, { metrics, now, routerId: 0x2an, fleet, clusterMetrics: () => undefined, otherRouters: () => 0 });
-    const members = buildMembership(config, choices, log, { fleet, router: built.router, metrics, now });
-    const observation = buildObservation(config, choices, log, { metrics, fleet, router: built.router, admission: built.admission, outliers: members.outliers, now, routerId: "00000000000000aa", peers: () => undefined });
+    const built = await buildRouter(config, choices, log, {
+      metrics,
+      now,
+      routerId: 0x2an,
+      fleet,
+      clusterMetrics: () => undefined,
+      otherRouters: () => 0,
+    });
+    const members = buildMembership(config, choices, log, {
+      fleet,
+      router: built.router,
+      metrics,
+      now,
+    });
+    const observation = buildObservation(config, choices, log, {
+      metrics,
+      fleet,
+      router: built.router,
+      admission: built.admission,
+      outliers: members.outliers,
+      now,
+      routerId: "00000000000000aa",
+      peers: () => undefined,
+    });
     const state: AccessState = { draining: false, unready: false, listeningPort: undefined };
-    const edgeDeps = edgeDepsBuilder(config, choices, log, { routerId: 0x2an, fleet, router: built.router, members, store: built.sessions.store, metrics, observation, now }, state);
+    const edgeDeps = edgeDepsBuilder(
+      config,
+      choices,
+      log,
+      {
+        routerId: 0x2an,
+        fleet,
+        router: built.router,
+        members,
+        store: built.sessions.store,
+        metrics,
+        observation,
+        now,
+      },
+      state,
+    );
     const stop = async () => {
       built.admission.close();
       members.health.stop();
@@ -76,7 +136,16 @@ describe("edgeDepsBuilder", () => {
   }
 
   test("deadlines in milliseconds, the retry statuses and retries from the flags", async () => {
-    const p = await parts(["--connect-timeout", "2", "--first-byte-timeout", "7", "--retry-on", "500,503", "--max-retries", "3"]);
+    const p = await parts([
+      "--connect-timeout",
+      "2",
+      "--first-byte-timeout",
+      "7",
+      "--retry-on",
+      "500,503",
+      "--max-retries",
+      "3",
+    ]);
     const d = p.edgeDeps({ peer: () => undefined });
     expect(d.upstream.deadlines).toMatchObject({ connectMs: 2000, firstByteMs: 7000 });
     expect([...d.upstream.retry!.statuses!].sort()).toEqual([500, 503]);

@@ -10,7 +10,12 @@ import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../../src/observe/logger.ts";
 import { loadConfig } from "../../../src/config/load.ts";
 import { portableBatchHasher } from "../../../src/core/block-hash.ts";
-import { composeRouter, reachableHost, StartupError, type RuntimeChoices } from "../../../src/runtime/compose/index.ts";
+import {
+  composeRouter,
+  reachableHost,
+  StartupError,
+  type RuntimeChoices,
+} from "../../../src/runtime/compose/index.ts";
 
 const choices: RuntimeChoices = {
   hasher: portableBatchHasher,
@@ -36,7 +41,9 @@ describe("composeRouter", () => {
     const config = loadConfig({ argv: ["--tokenizer", "m=/nowhere/tok"], env: {} });
     const { log } = capture();
     const loadTokenizer = () => Promise.reject(new Error("no tokenizer.json"));
-    const err = await composeRouter(config, { ...choices, loadTokenizer }, log).catch((e: unknown) => e);
+    const err = await composeRouter(config, { ...choices, loadTokenizer }, log).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(StartupError);
     expect((err as Error).message).toBe("--tokenizer m=/nowhere/tok: no tokenizer.json");
   });
@@ -45,7 +52,11 @@ describe("composeRouter", () => {
     const config = loadConfig({ argv: ["--health-interval", "60"], env: {} });
     const { lines, log } = capture();
     const removed: bigint[] = [];
-    const c = await composeRouter(config, { ...choices, onWorkerRemoved: (id) => void removed.push(id) }, log);
+    const c = await composeRouter(
+      config,
+      { ...choices, onWorkerRemoved: (id) => void removed.push(id) },
+      log,
+    );
     const access = c.edgeDeps({ peer: () => undefined }).access;
     expect(access.draining!()).toBe(false);
     await c.registerAll(["http://127.0.0.1:1"]);

@@ -12,7 +12,13 @@ import type { RedisConnection } from "../../../src/sync/redis-connection.ts";
 import { openSyncTransport } from "../../../src/sync/open-transport.ts";
 import type { SyncTransport, SyncTransportOptions } from "../../../src/sync/transport.ts";
 
-const SYNC: SyncTransportOptions = { url: "redis://127.0.0.1:1", channel: "c", commandTimeoutMs: 50, pollMs: 5, streamMaxLen: 10 };
+const SYNC: SyncTransportOptions = {
+  url: "redis://127.0.0.1:1",
+  channel: "c",
+  commandTimeoutMs: 50,
+  pollMs: 5,
+  streamMaxLen: 10,
+};
 
 /** What a portable runtime refuses of these options: the problems loadConfig throws for it. */
 function refusedOn(runtime: "deno" | "workerd", argv: string[]): readonly string[] {
@@ -30,8 +36,19 @@ describe("values the portable runtimes refuse", () => {
     expect(refusedOn("deno", ["--redis", "redis://h:6379"])).toEqual([
       "--redis: redis:// is not available on Deno (RESP needs Bun's RedisClient over TCP; use Upstash REST: --redis https://… --redis-token …)",
     ]);
-    expect(refusedOn("workerd", ["--redis", "REDISS://h:6380"])[0]).toStartWith("--redis: rediss:// is not available on workerd");
-    expect(refusedOn("deno", ["--redis", "https://db.upstash.io", "--redis-token", "t", "--tokenizer-library", "bpe"])).toEqual([]);
+    expect(refusedOn("workerd", ["--redis", "REDISS://h:6380"])[0]).toStartWith(
+      "--redis: rediss:// is not available on workerd",
+    );
+    expect(
+      refusedOn("deno", [
+        "--redis",
+        "https://db.upstash.io",
+        "--redis-token",
+        "t",
+        "--tokenizer-library",
+        "bpe",
+      ]),
+    ).toEqual([]);
     expect(refusedOn("workerd", ["--tokenizer-library", "hf"])).toEqual([]);
   });
 
@@ -45,7 +62,9 @@ describe("values the portable runtimes refuse", () => {
 
 describe("openRedisConnection without a RESP opener", () => {
   test("redis:// is refused, naming Bun and the REST alternative", async () => {
-    await expect(openRedisConnection("redis://127.0.0.1:1")).rejects.toThrow("redis:// needs a RESP client, which runs on Bun only (use an Upstash REST https:// URL here)");
+    await expect(openRedisConnection("redis://127.0.0.1:1")).rejects.toThrow(
+      "redis:// needs a RESP client, which runs on Bun only (use an Upstash REST https:// URL here)",
+    );
   });
 
   test("an injected opener is what opens redis://, with the probe deadline", async () => {
@@ -57,7 +76,10 @@ describe("openRedisConnection without a RESP opener", () => {
       command: async () => "PONG",
       close: async () => {},
     };
-    const conn = await openRedisConnection("rediss://h:1", { resp: async (url, ms) => (seen.push([url, ms]), fake), probeTimeoutMs: 700 });
+    const conn = await openRedisConnection("rediss://h:1", {
+      resp: async (url, ms) => (seen.push([url, ms]), fake),
+      probeTimeoutMs: 700,
+    });
     expect(seen).toEqual([["rediss://h:1", 700]]);
     expect(await conn.command(["PING"])).toBe("PONG");
     await conn.close();
@@ -66,7 +88,9 @@ describe("openRedisConnection without a RESP opener", () => {
 
 describe("openSyncTransport without a pub/sub opener", () => {
   test("redis:// is refused, naming Bun and the REST alternative", async () => {
-    await expect(openSyncTransport(SYNC)).rejects.toThrow("redis:// load sync needs RESP pub/sub, which runs on Bun only");
+    await expect(openSyncTransport(SYNC)).rejects.toThrow(
+      "redis:// load sync needs RESP pub/sub, which runs on Bun only",
+    );
   });
 
   test("an injected opener gets the options", async () => {

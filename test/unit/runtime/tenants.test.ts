@@ -12,12 +12,24 @@ import { AdmissionGate } from "../../../src/router/admission/admission-gate.ts";
 import { StartupError } from "../../../src/runtime/compose/startup-error.ts";
 import { buildTenants, RouterCount } from "../../../src/runtime/compose/tenants.ts";
 
-const timers = { set: (fn: () => void, ms: number) => setTimeout(fn, ms), clear: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>) };
+const timers = {
+  set: (fn: () => void, ms: number) => setTimeout(fn, ms),
+  clear: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
 
 function deps(text: string | undefined) {
   return {
-    keysFile: text === undefined ? undefined : { read: async () => text, parse: (t: string) => JSON.parse(t) },
-    admission: new AdmissionGate({ maxQueue: 1, timeoutMs: 1000, now: () => 0, timers, fair: true }),
+    keysFile:
+      text === undefined
+        ? undefined
+        : { read: async () => text, parse: (t: string) => JSON.parse(t) },
+    admission: new AdmissionGate({
+      maxQueue: 1,
+      timeoutMs: 1000,
+      now: () => 0,
+      timers,
+      fair: true,
+    }),
     metrics: new RouterMetrics(),
     log: silentLogger,
     now: () => 0,
@@ -32,13 +44,23 @@ describe("buildTenants", () => {
   test("a keys file that cannot be used, or no reader, refuses the start naming the problem", async () => {
     const config = loadConfig({ argv: ["--api-keys", "/k.json"], env: {} });
     await expect(buildTenants(config, deps('[{"tenant":"a"}]'))).rejects.toThrow(StartupError);
-    await expect(buildTenants(config, deps('[{"tenant":"a"}]'))).rejects.toThrow(/keys\[0\]\.key_sha256/);
-    await expect(buildTenants(config, deps(undefined))).rejects.toThrow(/this runtime cannot read the keys file/);
+    await expect(buildTenants(config, deps('[{"tenant":"a"}]'))).rejects.toThrow(
+      /keys\[0\]\.key_sha256/,
+    );
+    await expect(buildTenants(config, deps(undefined))).rejects.toThrow(
+      /this runtime cannot read the keys file/,
+    );
   });
 
   test("a good file: a guard whose keys find their tenant; the engine token replaces the client's key", async () => {
-    const config = loadConfig({ argv: ["--api-keys", "/k.json", "--engine-token", "eng-tok"], env: {} });
-    const built = await buildTenants(config, deps(JSON.stringify([{ tenant: "a", key_sha256: await sha256Hex("sk-a") }])));
+    const config = loadConfig({
+      argv: ["--api-keys", "/k.json", "--engine-token", "eng-tok"],
+      env: {},
+    });
+    const built = await buildTenants(
+      config,
+      deps(JSON.stringify([{ tenant: "a", key_sha256: await sha256Hex("sk-a") }])),
+    );
     try {
       expect((await built!.guard.keys().lookup("sk-a"))?.name).toBe("a");
       expect(built!.guard.engineAuthorization).toBe("Bearer eng-tok");

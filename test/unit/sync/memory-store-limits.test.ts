@@ -29,7 +29,8 @@ describe("MemoryAffinityStore: --max-sessions", () => {
   test("a flood of new ids keeps the size at the cap and counts every drop", async () => {
     const clock = new FakeClock();
     const store = new MemoryAffinityStore({ clock, reaperIntervalMs: 0, maxSessions: 100 });
-    for (let i = 0; i < 10_000; i++) await store.put(`flood-${i}`, worker(1), 300_000, "router-only");
+    for (let i = 0; i < 10_000; i++)
+      await store.put(`flood-${i}`, worker(1), 300_000, "router-only");
     expect(store.size).toBe(100);
     expect(store.evicted).toBe(9_900);
     expect(await store.peek("flood-9999")).toBeDefined();
@@ -37,7 +38,11 @@ describe("MemoryAffinityStore: --max-sessions", () => {
   });
 
   test("overwriting a binding is not an eviction", async () => {
-    const store = new MemoryAffinityStore({ clock: new FakeClock(), reaperIntervalMs: 0, maxSessions: 2 });
+    const store = new MemoryAffinityStore({
+      clock: new FakeClock(),
+      reaperIntervalMs: 0,
+      maxSessions: 2,
+    });
     await store.put("a", worker(1), 1_000, "router-only");
     await store.put("b", worker(1), 1_000, "router-only");
     await store.put("a", worker(2), 1_000, "router-only");
@@ -47,7 +52,12 @@ describe("MemoryAffinityStore: --max-sessions", () => {
 
   test("a dropped engine-backed binding is reported so its engine session is closed", async () => {
     const closed: string[] = [];
-    const store = new MemoryAffinityStore({ clock: new FakeClock(), reaperIntervalMs: 0, maxSessions: 1, onExpire: (id) => closed.push(id) });
+    const store = new MemoryAffinityStore({
+      clock: new FakeClock(),
+      reaperIntervalMs: 0,
+      maxSessions: 1,
+      onExpire: (id) => closed.push(id),
+    });
     await store.put("engine", worker(1), 60_000, "engine-backed");
     await store.put("router", worker(1), 60_000, "router-only");
     await store.put("next", worker(1), 60_000, "router-only");
@@ -55,7 +65,10 @@ describe("MemoryAffinityStore: --max-sessions", () => {
   });
 
   test("a cap below 1 is refused", () => {
-    expect(() => new MemoryAffinityStore({ clock: new FakeClock(), reaperIntervalMs: 0, maxSessions: 0 })).toThrow(RangeError);
+    expect(
+      () =>
+        new MemoryAffinityStore({ clock: new FakeClock(), reaperIntervalMs: 0, maxSessions: 0 }),
+    ).toThrow(RangeError);
   });
 });
 
@@ -75,8 +88,13 @@ describe("StickyRouter: --max-session-id-length", () => {
       () => router.resolve("123456789"),
       () => router.peek("123456789"),
     ]) {
-      const e = await call().then(() => undefined, (x: unknown) => x);
-      expect(isRouterError(e) && e.code === "invalid_request" && e.field === "session_id").toBe(true);
+      const e = await call().then(
+        () => undefined,
+        (x: unknown) => x,
+      );
+      expect(isRouterError(e) && e.code === "invalid_request" && e.field === "session_id").toBe(
+        true,
+      );
       expect(String((e as Error).message)).toContain("--max-session-id-length");
     }
     expect(store.size).toBe(1);
@@ -91,10 +109,14 @@ describe("StickyRouter: --max-session-id-length", () => {
       caught = e;
     }
     expect(isRouterError(caught) && caught.field === "x-session-id").toBe(true);
-    expect((caught as Error).message).toBe("x-session-id: session id is 15000 characters; the limit is 4 (--max-session-id-length)");
+    expect((caught as Error).message).toBe(
+      "x-session-id: session id is 15000 characters; the limit is 4 (--max-session-id-length)",
+    );
   });
 
   test("the default limit is 256 characters", () => {
-    expect(make(256).router.maxSessionIdLength).toBe(new StickyRouter(make(1).store).maxSessionIdLength);
+    expect(make(256).router.maxSessionIdLength).toBe(
+      new StickyRouter(make(1).store).maxSessionIdLength,
+    );
   });
 });

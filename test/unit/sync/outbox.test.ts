@@ -10,7 +10,13 @@ function add(requestId: string): ActiveSequenceEvent {
   return {
     requestId,
     worker: { workerId: 1n, dpRank: 0 },
-    data: { type: "add_request", tokenSequence: BigUint64Array.of(7n, 8n), isl: 32, overlap: 0, expectedOutputTokens: null },
+    data: {
+      type: "add_request",
+      tokenSequence: BigUint64Array.of(7n, 8n),
+      isl: 32,
+      overlap: 0,
+      expectedOutputTokens: null,
+    },
     routerId: origin.routerId,
     loraName: null,
   };
@@ -20,7 +26,9 @@ function add(requestId: string): ActiveSequenceEvent {
 function manualPublisher() {
   const sent: { payload: string; settle: (ok: boolean) => void }[] = [];
   const publish = (payload: string) =>
-    new Promise<void>((resolve, reject) => sent.push({ payload, settle: (ok) => (ok ? resolve() : reject(new Error("redis down"))) }));
+    new Promise<void>((resolve, reject) =>
+      sent.push({ payload, settle: (ok) => (ok ? resolve() : reject(new Error("redis down"))) }),
+    );
   const decoded = (i: number): SyncMessage => decodeMessage(sent[i]!.payload)!.message;
   return { sent, publish, decoded };
 }
@@ -38,7 +46,8 @@ function outbox(publish: OutboxOptions["publish"], over: Partial<OutboxOptions> 
   });
 }
 
-const eventCount = (m: SyncMessage) => (m.kind === "events" || m.kind === "snapshot" ? m.events.length : 0);
+const eventCount = (m: SyncMessage) =>
+  m.kind === "events" || m.kind === "snapshot" ? m.events.length : 0;
 
 describe("Outbox", () => {
   test("a full batch of 256 leaves without waiting for the timer; the rest wait for the message in flight, then go in order", async () => {
@@ -123,7 +132,13 @@ describe("Outbox", () => {
     box.requestSnapshot();
     await box.drain();
     const msgs = sent.map((s) => decodeMessage(s)!.message);
-    expect(msgs.map((m) => m.kind)).toEqual(["events", "resync", "snapshot", "snapshot", "snapshot"]);
+    expect(msgs.map((m) => m.kind)).toEqual([
+      "events",
+      "resync",
+      "snapshot",
+      "snapshot",
+      "snapshot",
+    ]);
     const parts = msgs.filter((m) => m.kind === "snapshot");
     expect(parts.map((m) => [m.seq, m.part, m.last, m.events.length])).toEqual([
       [2, 0, false, 256],
@@ -155,7 +170,15 @@ describe("Outbox", () => {
     empty.requestSnapshot();
     await empty.drain();
     expect(sent.map((x) => decodeMessage(x)!.message)).toEqual([
-      { kind: "snapshot", routerId: origin.routerId, epoch: origin.epoch, seq: 1, part: 0, last: true, events: [] },
+      {
+        kind: "snapshot",
+        routerId: origin.routerId,
+        epoch: origin.epoch,
+        seq: 1,
+        part: 0,
+        last: true,
+        events: [],
+      },
     ]);
   });
 });

@@ -1,7 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { keyOf, worker } from "../../../src/core/ids.ts";
 import { LoadTracker } from "../../../src/router/books/load-tracker.ts";
-import type { ActiveSequenceEvent, ActiveSequenceEventData } from "../../../src/router/books/sequence-events.ts";
+import type {
+  ActiveSequenceEvent,
+  ActiveSequenceEventData,
+} from "../../../src/router/books/sequence-events.ts";
 import { PeerTable } from "../../../src/sync/peers.ts";
 import type { SyncMessage } from "../../../src/sync/wire.ts";
 
@@ -19,14 +22,33 @@ function ev(requestId: string, data: ActiveSequenceEventData, routerId = A): Act
   return { requestId, worker: W, data, routerId, loraName: null };
 }
 const add = (id: string, blocks = 2) =>
-  ev(id, { type: "add_request", tokenSequence: BigUint64Array.from({ length: blocks }, (_, i) => BigInt(id.charCodeAt(0)) * 1000n + BigInt(i)), isl: blocks * 16, overlap: 0, expectedOutputTokens: null });
+  ev(id, {
+    type: "add_request",
+    tokenSequence: BigUint64Array.from(
+      { length: blocks },
+      (_, i) => BigInt(id.charCodeAt(0)) * 1000n + BigInt(i),
+    ),
+    isl: blocks * 16,
+    overlap: 0,
+    expectedOutputTokens: null,
+  });
 const free = (id: string) => ev(id, { type: "free" });
 const prefilled = (id: string) => ev(id, { type: "mark_prefill_completed" });
 
-function events(seq: number, evs: ActiveSequenceEvent[], epoch = "e1"): Exclude<SyncMessage, { kind: "resync" }> {
+function events(
+  seq: number,
+  evs: ActiveSequenceEvent[],
+  epoch = "e1",
+): Exclude<SyncMessage, { kind: "resync" }> {
   return { kind: "events", routerId: A, epoch, seq, events: evs };
 }
-function snapshot(seq: number, part: number, last: boolean, evs: ActiveSequenceEvent[], epoch = "e1"): Exclude<SyncMessage, { kind: "resync" }> {
+function snapshot(
+  seq: number,
+  part: number,
+  last: boolean,
+  evs: ActiveSequenceEvent[],
+  epoch = "e1",
+): Exclude<SyncMessage, { kind: "resync" }> {
   return { kind: "snapshot", routerId: A, epoch, seq, part, last, events: evs };
 }
 function heartbeat(seq: number, epoch = "e1"): Exclude<SyncMessage, { kind: "resync" }> {

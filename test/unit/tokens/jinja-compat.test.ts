@@ -15,7 +15,9 @@ interface JinjaCase {
   output: string | null;
 }
 
-const cases: JinjaCase[] = JSON.parse(readFileSync(`${import.meta.dir}/../../vectors/tokens/jinja.json`, "utf8"));
+const cases: JinjaCase[] = JSON.parse(
+  readFileSync(`${import.meta.dir}/../../vectors/tokens/jinja.json`, "utf8"),
+);
 
 function render(c: JinjaCase): string | null {
   const { messages, ...rest } = c.context as { messages?: Record<string, unknown>[] };
@@ -28,7 +30,10 @@ function render(c: JinjaCase): string | null {
 }
 
 /** Constructs @huggingface/jinja lacks (jinja-compat.ts lists them): they fail with a clear 400, never a wrong prompt. */
-const KNOWN_GAPS = new Set(["{{ '%s-%d' | format('x', 3) }}", "{{ 7 // 2 }} {{ 7 % 3 }} {{ 2 ** 5 }} {{ 'ab' * 2 }}"]);
+const KNOWN_GAPS = new Set([
+  "{{ '%s-%d' | format('x', 3) }}",
+  "{{ 7 // 2 }} {{ 7 % 3 }} {{ 2 ** 5 }} {{ 'ab' * 2 }}",
+]);
 
 describe("chat templates render like Python jinja2 in transformers", () => {
   for (const c of cases) {
@@ -50,6 +55,8 @@ describe("jinja-compat helpers", () => {
   test("strftime: the codes chat templates use, in UTC", () => {
     const t = Date.UTC(2026, 10, 4, 15, 7, 9);
     expect(strftime(t, "%d %b %Y")).toBe("04 Nov 2026");
-    expect(strftime(t, "%A %B %-d %H:%M:%S %I%p %%")).toBe("Wednesday November %-d 15:07:09 03PM %");
+    expect(strftime(t, "%A %B %-d %H:%M:%S %I%p %%")).toBe(
+      "Wednesday November %-d 15:07:09 03PM %",
+    );
   });
 });

@@ -79,7 +79,8 @@ describe("PieceCache", () => {
         const got = lookup(c, w);
         if (got !== undefined) {
           hits++;
-          if (JSON.stringify(got) !== JSON.stringify(truth.get(w))) throw new Error(`seed ${seed}: ${w} -> ${got} (stored ${truth.get(w)})`);
+          if (JSON.stringify(got) !== JSON.stringify(truth.get(w)))
+            throw new Error(`seed ${seed}: ${w} -> ${got} (stored ${truth.get(w)})`);
         } else {
           const ids = [Math.floor(rng() * 1000), i];
           truth.set(w, ids);

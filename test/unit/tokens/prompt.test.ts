@@ -42,7 +42,17 @@ describe("promptTokens for chat", () => {
     expect(promptTokens({ messages })).toEqual(tokenizeChat(messages));
   });
   test("text content parts are concatenated and null content is empty", () => {
-    const parts = { messages: [{ role: "user", content: [{ type: "text", text: "h" }, { type: "text", text: "i" }] }] };
+    const parts = {
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "h" },
+            { type: "text", text: "i" },
+          ],
+        },
+      ],
+    };
     expect(promptTokens(parts)).toEqual(tokenizeChat([{ role: "user", content: "hi" }]));
     expect(promptTokens({ messages: [{ role: "assistant", content: null }] })).toEqual(
       tokenizeChat([{ role: "assistant", content: "" }]),
@@ -50,9 +60,13 @@ describe("promptTokens for chat", () => {
   });
   test("bad messages are rejected with the field path", () => {
     expect(errorOf(() => promptTokens({ messages: [] })).field).toBe("messages");
-    expect(errorOf(() => promptTokens({ messages: [{ content: "x" }] })).field).toBe("messages[0].role");
-    expect(errorOf(() => promptTokens({ messages: [{ role: "user", content: [{ type: "image_url" }] }] })).field).toBe(
-      "messages[0].content[0]",
+    expect(errorOf(() => promptTokens({ messages: [{ content: "x" }] })).field).toBe(
+      "messages[0].role",
     );
+    expect(
+      errorOf(() =>
+        promptTokens({ messages: [{ role: "user", content: [{ type: "image_url" }] }] }),
+      ).field,
+    ).toBe("messages[0].content[0]");
   });
 });

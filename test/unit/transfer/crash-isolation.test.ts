@@ -27,7 +27,9 @@ function scenario(name: string): Record<string, unknown> {
   return parsed.results;
 }
 
-const SY_E_INVALID = -1, SY_E_HANDLE = -2, SY_E_RANGE = -3;
+const SY_E_INVALID = -1,
+  SY_E_HANDLE = -2,
+  SY_E_RANGE = -3;
 
 describe("hostile calls fail with a status and leave the process alive", () => {
   test("forged handles of every kind are 'not open'", () => {
@@ -39,7 +41,12 @@ describe("hostile calls fail with a status and leave the process alive", () => {
   test("a closed pool is refused by the binding and by the library", () => {
     const r = scenario("closed-pool");
     expect(r.raw).toEqual([SY_E_HANDLE, SY_E_HANDLE, SY_E_HANDLE]);
-    expect([r.read, r.copyFrom, r.copyTo, r.closeAgain]).toEqual(["closed", "closed", "closed", "ok"]);
+    expect([r.read, r.copyFrom, r.copyTo, r.closeAgain]).toEqual([
+      "closed",
+      "closed",
+      "closed",
+      "ok",
+    ]);
   });
 
   test("out-of-range indices are refused", () => {
@@ -70,7 +77,13 @@ describe("hostile calls fail with a status and leave the process alive", () => {
 
   test("absurd sizes are refused, not allocated", () => {
     const r = scenario("huge-values");
-    expect(r.statuses).toEqual([SY_E_INVALID, SY_E_INVALID, SY_E_INVALID, SY_E_INVALID, SY_E_HANDLE]);
+    expect(r.statuses).toEqual([
+      SY_E_INVALID,
+      SY_E_INVALID,
+      SY_E_INVALID,
+      SY_E_INVALID,
+      SY_E_HANDLE,
+    ]);
     expect(r.big).toBe("invalid-argument");
   });
 });

@@ -13,7 +13,11 @@ describe("sharded mode", () => {
   test("a request above the max batch size is split into full batches plus a remainder", async () => {
     const rec = new Recorder();
     const h = new BlockTransferHandler({ ...fakePools(rec), maxBatchSize: 16 });
-    const summary = await h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: pairsOf(40) });
+    const summary = await h.executeTransfer({
+      fromPool: "host",
+      toPool: "disk",
+      blocks: pairsOf(40),
+    });
     expect(summary).toEqual({ blocks: 40, batches: 3, mode: "sharded" });
     expect(rec.copies.map((c) => c.pairs.length / 2)).toEqual([16, 16, 8]);
     // in order, nothing lost or duplicated
@@ -35,8 +39,13 @@ describe("sharded mode", () => {
   test("a request at or below the max batch size is one call", async () => {
     const rec = new Recorder();
     const h = new BlockTransferHandler({ ...fakePools(rec), maxBatchSize: 16 });
-    expect((await h.executeTransfer({ fromPool: "disk", toPool: "device", blocks: pairsOf(16) })).batches).toBe(1);
-    expect((await h.executeTransfer({ fromPool: "disk", toPool: "device", blocks: [] })).blocks).toBe(0);
+    expect(
+      (await h.executeTransfer({ fromPool: "disk", toPool: "device", blocks: pairsOf(16) }))
+        .batches,
+    ).toBe(1);
+    expect(
+      (await h.executeTransfer({ fromPool: "disk", toPool: "device", blocks: [] })).blocks,
+    ).toBe(0);
     expect(rec.copies.length).toBe(2);
   });
 
@@ -44,7 +53,9 @@ describe("sharded mode", () => {
     const rec = new Recorder();
     rec.failOn = (c) => (c.pairs[0] === 16 ? boom("disk full") : undefined);
     const h = new BlockTransferHandler({ ...fakePools(rec), maxBatchSize: 16 });
-    const e = await rejection(h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: pairsOf(40) }));
+    const e = await rejection(
+      h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: pairsOf(40) }),
+    );
     expect(e.message).toBe("disk full");
   });
 
@@ -72,10 +83,18 @@ describe("sharded mode", () => {
   test("a missing pool is a 'not initialized' error naming the side", async () => {
     const rec = new Recorder();
     const h = new BlockTransferHandler(fakePools(rec, ["device", "host"]));
-    const e1 = await rejection(h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: [[0, 0]] }));
+    const e1 = await rejection(
+      h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: [[0, 0]] }),
+    );
     expect(e1.code).toBe("pool-not-initialized");
     expect(e1.message).toContain("Target pool manager not initialized");
-    const e2 = await rejection(new BlockTransferHandler(fakePools(rec, ["device"])).executeTransfer({ fromPool: "host", toPool: "device", blocks: [[0, 0]] }));
+    const e2 = await rejection(
+      new BlockTransferHandler(fakePools(rec, ["device"])).executeTransfer({
+        fromPool: "host",
+        toPool: "device",
+        blocks: [[0, 0]],
+      }),
+    );
     expect(e2.message).toContain("Source pool manager not initialized");
   });
 
@@ -83,7 +102,16 @@ describe("sharded mode", () => {
     const rec = new Recorder();
     const h = new BlockTransferHandler(fakePools(rec));
     for (const bad of [-1, 1.5, 2 ** 32, Number.NaN]) {
-      const e = await rejection(h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: [[0, 0], [bad, 1]] }));
+      const e = await rejection(
+        h.executeTransfer({
+          fromPool: "host",
+          toPool: "disk",
+          blocks: [
+            [0, 0],
+            [bad, 1],
+          ],
+        }),
+      );
       expect(e.code).toBe("invalid-argument");
     }
     expect(rec.copies).toEqual([]);
@@ -96,13 +124,27 @@ describe("sharded mode", () => {
 
 describe("replicated mode", () => {
   const make = (rank: number, rec: Recorder, kinds?: PoolKind[]) =>
-    new BlockTransferHandler({ ...fakePools(rec, kinds), maxBatchSize: 4, replication: new FakeGroup(rank, 3, rec) });
+    new BlockTransferHandler({
+      ...fakePools(rec, kinds),
+      maxBatchSize: 4,
+      replication: new FakeGroup(rank, 3, rec),
+    });
 
   test("rank 0 copies everything in one call (no batching), then broadcasts the destination blocks", async () => {
     const rec = new Recorder();
     const h = make(0, rec);
     expect(h.transferMode).toBe("replicated");
-    const summary = await h.executeTransfer({ fromPool: "host", toPool: "device", blocks: [[1, 10], [2, 11], [3, 12], [4, 13], [5, 14]] });
+    const summary = await h.executeTransfer({
+      fromPool: "host",
+      toPool: "device",
+      blocks: [
+        [1, 10],
+        [2, 11],
+        [3, 12],
+        [4, 13],
+        [5, 14],
+      ],
+    });
     expect(summary).toEqual({ blocks: 5, batches: 1, mode: "replicated" });
     expect(rec.events).toEqual(["copy host->device 5", "bcast device [10,11,12,13,14]"]);
   });
@@ -125,7 +167,9 @@ describe("replicated mode", () => {
   test("device -> device stays local on every rank (and is refused like sharded mode), with no broadcast", async () => {
     for (const rank of [0, 1]) {
       const rec = new Recorder();
-      const e = await rejection(make(rank, rec).executeTransfer({ fromPool: "device", toPool: "device", blocks: [[0, 1]] }));
+      const e = await rejection(
+        make(rank, rec).executeTransfer({ fromPool: "device", toPool: "device", blocks: [[0, 1]] }),
+      );
       expect(e.code).toBe("invalid-direction");
       expect(rec.events).toEqual([]);
     }
@@ -133,21 +177,36 @@ describe("replicated mode", () => {
 
   test("a rank without a device pool cannot receive a broadcast", async () => {
     const rec = new Recorder();
-    const e = await rejection(make(1, rec, ["host", "disk"]).executeTransfer({ fromPool: "host", toPool: "device", blocks: [[0, 0]] }));
+    const e = await rejection(
+      make(1, rec, ["host", "disk"]).executeTransfer({
+        fromPool: "host",
+        toPool: "device",
+        blocks: [[0, 0]],
+      }),
+    );
     expect(e.message).toContain("Device blocks required for broadcast");
   });
 
   test("rank 0's failed copy is not broadcast", async () => {
     const rec = new Recorder();
     rec.failOn = () => boom("read error");
-    await rejection(make(0, rec).executeTransfer({ fromPool: "disk", toPool: "device", blocks: [[0, 0]] }));
+    await rejection(
+      make(0, rec).executeTransfer({ fromPool: "disk", toPool: "device", blocks: [[0, 0]] }),
+    );
     expect(rec.events).toEqual(["copy disk->device 1"]);
   });
 
   test("rank and world size must satisfy 0 <= rank < world", () => {
     const rec = new Recorder();
-    for (const [rank, world] of [[3, 3], [-1, 3], [0, 0], [0.5, 2]]) {
-      expect(() => new BlockTransferHandler({ replication: new FakeGroup(rank!, world!, rec) })).toThrow(/0 <= rank < world/);
+    for (const [rank, world] of [
+      [3, 3],
+      [-1, 3],
+      [0, 0],
+      [0.5, 2],
+    ]) {
+      expect(
+        () => new BlockTransferHandler({ replication: new FakeGroup(rank!, world!, rec) }),
+      ).toThrow(/0 <= rank < world/);
     }
   });
 });
@@ -157,7 +216,14 @@ describe("handling leader messages", () => {
   function message(data: Uint8Array[], acks: { n: number }): TransferMessage {
     return { data, ack: async () => void acks.n++ };
   }
-  const wire = { from_pool: "Host", to_pool: "Disk", blocks: [[0, 1], [2, 3]] };
+  const wire = {
+    from_pool: "Host",
+    to_pool: "Disk",
+    blocks: [
+      [0, 1],
+      [2, 3],
+    ],
+  };
 
   test("a plain request runs and is acknowledged", async () => {
     const rec = new Recorder();
@@ -171,7 +237,9 @@ describe("handling leader messages", () => {
     const rec = new Recorder();
     rec.failOn = () => boom("no space");
     const acks = { n: 0 };
-    await expect(new BlockTransferHandler(fakePools(rec)).handle(message([enc(wire)], acks))).rejects.toThrow("no space");
+    await expect(
+      new BlockTransferHandler(fakePools(rec)).handle(message([enc(wire)], acks)),
+    ).rejects.toThrow("no space");
     expect(acks.n).toBe(1);
   });
 
@@ -181,11 +249,23 @@ describe("handling leader messages", () => {
       if (fail) rec.failOn = () => boom("bad sector");
       const acks = { n: 0 };
       const completions: unknown[] = [];
-      const scheduled: ScheduledTransfer = { decision: "execute", markComplete: async (r) => void completions.push(r.ok ? "ok" : r.error.message) };
+      const scheduled: ScheduledTransfer = {
+        decision: "execute",
+        markComplete: async (r) => void completions.push(r.ok ? "ok" : r.error.message),
+      };
       const seen: string[] = [];
-      const scheduler = { scheduleTransfer: async (req: { requestId: string }) => (seen.push(req.requestId), scheduled) };
+      const scheduler = {
+        scheduleTransfer: async (req: { requestId: string }) => (
+          seen.push(req.requestId), scheduled
+        ),
+      };
       const h = new BlockTransferHandler({ ...fakePools(rec), scheduler });
-      const run = h.handle(message([enc({ ...wire, connector_req: { request_id: "r-1", uuid: "u-1", requirement: null } })], acks));
+      const run = h.handle(
+        message(
+          [enc({ ...wire, connector_req: { request_id: "r-1", uuid: "u-1", requirement: null } })],
+          acks,
+        ),
+      );
       if (fail) await expect(run).rejects.toThrow("bad sector");
       else await run;
       expect(seen).toEqual(["r-1"]);
@@ -199,10 +279,15 @@ describe("handling leader messages", () => {
     const acks = { n: 0 };
     const completions: string[] = [];
     const scheduler = {
-      scheduleTransfer: async () => ({ decision: "cancel" as const, markComplete: async (r: { ok: boolean }) => void completions.push(String(r.ok)) }),
+      scheduleTransfer: async () => ({
+        decision: "cancel" as const,
+        markComplete: async (r: { ok: boolean }) => void completions.push(String(r.ok)),
+      }),
     };
     const h = new BlockTransferHandler({ ...fakePools(rec), scheduler });
-    const e = await rejection(h.handle(message([enc({ ...wire, connector_req: { request_id: "r", uuid: "u" } })], acks)));
+    const e = await rejection(
+      h.handle(message([enc({ ...wire, connector_req: { request_id: "r", uuid: "u" } })], acks)),
+    );
     expect(e.code).toBe("unsupported");
     expect(completions).toEqual(["false"]);
     expect(rec.copies).toEqual([]);
@@ -214,12 +299,18 @@ describe("handling leader messages", () => {
     const h = new BlockTransferHandler(fakePools(rec));
     const acks = { n: 0 };
     await expect(h.handle(message([], acks))).rejects.toThrow("exactly one data element");
-    await expect(h.handle(message([enc(wire), enc(wire)], acks))).rejects.toThrow("exactly one data element");
-    await expect(h.handle(message([new TextEncoder().encode("{nope")], acks))).rejects.toThrow("not JSON");
-    await expect(h.handle(message([enc({ ...wire, from_pool: "Object" })], acks))).rejects.toThrow("from_pool");
-    await expect(h.handle(message([enc({ ...wire, connector_req: { request_id: "r", uuid: "u" } })], acks))).rejects.toThrow(
-      "scheduler client is required",
+    await expect(h.handle(message([enc(wire), enc(wire)], acks))).rejects.toThrow(
+      "exactly one data element",
     );
+    await expect(h.handle(message([new TextEncoder().encode("{nope")], acks))).rejects.toThrow(
+      "not JSON",
+    );
+    await expect(h.handle(message([enc({ ...wire, from_pool: "Object" })], acks))).rejects.toThrow(
+      "from_pool",
+    );
+    await expect(
+      h.handle(message([enc({ ...wire, connector_req: { request_id: "r", uuid: "u" } })], acks)),
+    ).rejects.toThrow("scheduler client is required");
     expect(acks.n).toBe(0);
     expect(rec.copies).toEqual([]);
   });
@@ -230,7 +321,11 @@ describe("sharded mode: native jobs in flight are bounded (issue 12)", () => {
     const rec = new Recorder();
     rec.hold();
     const h = new BlockTransferHandler({ ...fakePools(rec), maxBatchSize: 16, maxJobsInFlight: 8 });
-    const done = h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: pairsOf(70_000 / 100) });
+    const done = h.executeTransfer({
+      fromPool: "host",
+      toPool: "disk",
+      blocks: pairsOf(70_000 / 100),
+    });
     await Promise.resolve();
     expect(rec.active).toBe(8);
     rec.release();
@@ -256,7 +351,9 @@ describe("sharded mode: native jobs in flight are bounded (issue 12)", () => {
     const rec = new Recorder();
     rec.failOn = (c) => (c.pairs[0] === 0 ? boom("disk full") : undefined);
     const h = new BlockTransferHandler({ ...fakePools(rec), maxBatchSize: 16, maxJobsInFlight: 1 });
-    const e = await rejection(h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: pairsOf(160) }));
+    const e = await rejection(
+      h.executeTransfer({ fromPool: "host", toPool: "disk", blocks: pairsOf(160) }),
+    );
     expect(e.message).toBe("disk full");
     expect(rec.copies.length).toBe(1);
   });

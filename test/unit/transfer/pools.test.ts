@@ -9,7 +9,14 @@ import { equalBytes, nativeLibrary, pattern } from "./native/native-lib.ts";
 const lib = nativeLibrary();
 const dir = mkdtempSync(join(tmpdir(), "sy-pools-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const layout: BlockLayout = { kind: "fully-contiguous", numLayers: 2, outerDim: 2, pageSize: 16, innerDim: 64, elemBytes: 2 };
+const layout: BlockLayout = {
+  kind: "fully-contiguous",
+  numLayers: 2,
+  outerDim: 2,
+  pageSize: 16,
+  innerDim: 64,
+  elemBytes: 2,
+};
 
 describe("NativePool", () => {
   test("reports its geometry and the memory it really got", () => {
@@ -42,23 +49,46 @@ describe("NativePool", () => {
       d.writeBlock(2, bytes);
     }
     {
-      using d = NativePool.create(lib, { kind: "disk", numBlocks: 4, layout, diskPath: path, unlinkOnClose: true });
+      using d = NativePool.create(lib, {
+        kind: "disk",
+        numBlocks: 4,
+        layout,
+        diskPath: path,
+        unlinkOnClose: true,
+      });
       expect(equalBytes(d.readBlock(2), bytes), "seed 42").toBe(true);
     }
     expect(existsSync(path)).toBe(false);
   });
 
   test("the disk pool can be told not to use O_DIRECT", () => {
-    using d = NativePool.create(lib, { kind: "disk", numBlocks: 2, layout, diskPath: join(dir, "buffered.bin"), directIo: false, unlinkOnClose: true });
+    using d = NativePool.create(lib, {
+      kind: "disk",
+      numBlocks: 2,
+      layout,
+      diskPath: join(dir, "buffered.bin"),
+      directIo: false,
+      unlinkOnClose: true,
+    });
     expect(d.directIo).toBe(false);
   });
 
   test("bad specs are refused with the reason", () => {
-    expect(() => NativePool.create(lib, { kind: "disk", numBlocks: 2, layout })).toThrow(/disk path is empty/);
-    expect(() => NativePool.create(lib, { kind: "host", numBlocks: 0, layout })).toThrow(/num_blocks/);
-    expect(() => NativePool.create(lib, { kind: "host", numBlocks: 2, layout: { ...layout, numLayers: 0 } })).toThrow(/num_layers/);
-    expect(() => NativePool.create(lib, { kind: "host", numBlocks: 2, layout: { ...layout, elemBytes: -1 } })).toThrow(/not a uint32/);
-    expect(() => NativePool.create(lib, { kind: "disk", numBlocks: 2, layout, diskPath: dir })).toThrow(/not a regular file|cannot open/);
+    expect(() => NativePool.create(lib, { kind: "disk", numBlocks: 2, layout })).toThrow(
+      /disk path is empty/,
+    );
+    expect(() => NativePool.create(lib, { kind: "host", numBlocks: 0, layout })).toThrow(
+      /num_blocks/,
+    );
+    expect(() =>
+      NativePool.create(lib, { kind: "host", numBlocks: 2, layout: { ...layout, numLayers: 0 } }),
+    ).toThrow(/num_layers/);
+    expect(() =>
+      NativePool.create(lib, { kind: "host", numBlocks: 2, layout: { ...layout, elemBytes: -1 } }),
+    ).toThrow(/not a uint32/);
+    expect(() =>
+      NativePool.create(lib, { kind: "disk", numBlocks: 2, layout, diskPath: dir }),
+    ).toThrow(/not a regular file|cannot open/);
   });
 
   test("readBlock fills a caller's buffer and checks its size", () => {

@@ -25,16 +25,29 @@ test("three ranks: rank 0 loads, every rank ends with rank 0's bytes", async () 
   const group = `t${process.pid}-${Date.now().toString(36)}`;
   const world = 3;
   const procs = Array.from({ length: world }, (_, rank) =>
-    Bun.spawn(["bun", join(import.meta.dir, "fixtures", "replicated-rank.ts"), group, String(rank), String(world)], {
-      env: { ...process.env, SY_TEST_LIB: LIBRARY_PATH, SY_TEST_DIR: dir },
-      stdout: "pipe",
-      stderr: "pipe",
-    }),
+    Bun.spawn(
+      [
+        "bun",
+        join(import.meta.dir, "fixtures", "replicated-rank.ts"),
+        group,
+        String(rank),
+        String(world),
+      ],
+      {
+        env: { ...process.env, SY_TEST_LIB: LIBRARY_PATH, SY_TEST_DIR: dir },
+        stdout: "pipe",
+        stderr: "pipe",
+      },
+    ),
   );
   try {
     const outs = await Promise.all(
       procs.map(async (p) => {
-        const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+        const [stdout, stderr, code] = await Promise.all([
+          new Response(p.stdout).text(),
+          new Response(p.stderr).text(),
+          p.exited,
+        ]);
         expect(code, `rank exited ${code}:\n${stdout}\n${stderr}`).toBe(0);
         return JSON.parse(stdout.trim().split("\n").pop()!) as RankReport;
       }),

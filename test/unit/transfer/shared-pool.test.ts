@@ -7,7 +7,14 @@ import type { BlockLayout } from "../../../src/transfer/types.ts";
 import { equalBytes, nativeLibrary, pattern } from "./native/native-lib.ts";
 
 const lib = nativeLibrary();
-const layout: BlockLayout = { kind: "fully-contiguous", numLayers: 2, outerDim: 2, pageSize: 16, innerDim: 64, elemBytes: 2 };
+const layout: BlockLayout = {
+  kind: "fully-contiguous",
+  numLayers: 2,
+  outerDim: 2,
+  pageSize: 16,
+  innerDim: 64,
+  elemBytes: 2,
+};
 const name = (tag: string) => `sy-unit-${process.pid}-${tag}`;
 
 describe("NativePool shared memory", () => {
@@ -26,7 +33,8 @@ describe("NativePool shared memory", () => {
     const blocks = Array.from({ length: 40 }, (_, i) => [i, 63 - i] as const);
     const summary = await handler.executeTransfer({ fromPool: "host", toPool: "device", blocks });
     expect(summary.batches).toBe(3); // 16 + 16 + 8
-    for (let i = 0; i < 40; i++) expect(equalBytes(dev.readBlock(63 - i), pattern(dev.blockBytes, i + 1))).toBe(true);
+    for (let i = 0; i < 40; i++)
+      expect(equalBytes(dev.readBlock(63 - i), pattern(dev.blockBytes, i + 1))).toBe(true);
     expect(NativePool.unlinkShared(lib, seg)).toBe(true);
     expect(NativePool.unlinkShared(lib, seg)).toBe(false);
     expect(existsSync(`/dev/shm/${seg}`)).toBe(false);
@@ -36,19 +44,29 @@ describe("NativePool shared memory", () => {
     if (lib.gpuUsable) return;
     using dev = NativePool.create(lib, { kind: "device", numBlocks: 2, layout, backend: "cpu" });
     expect(() => dev.ipcHandle()).toThrow(expect.objectContaining({ code: "unavailable" }));
-    expect(() => NativePool.openIpc(lib, { handle: new Uint8Array(64), numBlocks: 2, layout })).toThrow(expect.objectContaining({ code: "unavailable" }));
-    expect(() => NativePool.openIpc(lib, { handle: new Uint8Array(8), numBlocks: 2, layout })).toThrow(expect.objectContaining({ code: "invalid-argument" }));
+    expect(() =>
+      NativePool.openIpc(lib, { handle: new Uint8Array(64), numBlocks: 2, layout }),
+    ).toThrow(expect.objectContaining({ code: "unavailable" }));
+    expect(() =>
+      NativePool.openIpc(lib, { handle: new Uint8Array(8), numBlocks: 2, layout }),
+    ).toThrow(expect.objectContaining({ code: "invalid-argument" }));
   });
 
   test("a missing segment is not-found, a second writer and a wrong layout are refused", () => {
     const seg = name("bad");
-    expect(() => NativePool.openShared(lib, { name: seg, layout })).toThrow(expect.objectContaining({ code: "not-found" }));
-    using w = NativePool.createShared(lib, { name: seg, numBlocks: 2, layout });
-    expect(() => NativePool.createShared(lib, { name: seg, numBlocks: 2, layout })).toThrow(/already exists/);
-    expect(() => NativePool.openShared(lib, { name: seg, layout: { ...layout, pageSize: 8 } })).toThrow(
-      expect.objectContaining({ code: "layout-mismatch" }),
+    expect(() => NativePool.openShared(lib, { name: seg, layout })).toThrow(
+      expect.objectContaining({ code: "not-found" }),
     );
-    expect(() => NativePool.createShared(lib, { name: "../etc", numBlocks: 1, layout })).toThrow(expect.objectContaining({ code: "invalid-argument" }));
+    using w = NativePool.createShared(lib, { name: seg, numBlocks: 2, layout });
+    expect(() => NativePool.createShared(lib, { name: seg, numBlocks: 2, layout })).toThrow(
+      /already exists/,
+    );
+    expect(() =>
+      NativePool.openShared(lib, { name: seg, layout: { ...layout, pageSize: 8 } }),
+    ).toThrow(expect.objectContaining({ code: "layout-mismatch" }));
+    expect(() => NativePool.createShared(lib, { name: "../etc", numBlocks: 1, layout })).toThrow(
+      expect.objectContaining({ code: "invalid-argument" }),
+    );
     w.close();
     NativePool.unlinkShared(lib, seg);
   });

@@ -31,7 +31,16 @@ export type ContinuationPlan =
   | { readonly kind: "refused"; readonly why: string };
 
 /** Guided-decoding fields of vLLM and SGLang: a grammar's state cannot be rebuilt from text. */
-const GUIDED = ["guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs", "regex", "ebnf", "json_schema"] as const;
+const GUIDED = [
+  "guided_json",
+  "guided_regex",
+  "guided_choice",
+  "guided_grammar",
+  "structured_outputs",
+  "regex",
+  "ebnf",
+  "json_schema",
+] as const;
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
@@ -50,16 +59,22 @@ export function refusedByBody(b: Record<string, unknown>): string | undefined {
   if (b.echo === true) return "echo";
   for (const f of GUIDED) if (b[f] !== undefined && b[f] !== null) return `guided decoding (${f})`;
   const rf = b.response_format as { type?: unknown } | undefined;
-  if (rf !== undefined && rf !== null && rf.type !== "text") return "guided decoding (response_format)";
+  if (rf !== undefined && rf !== null && rf.type !== "text")
+    return "guided decoding (response_format)";
   return undefined;
 }
 
-export function planContinuation(kind: ApiKind, original: Uint8Array, t: Transcript): ContinuationPlan {
+export function planContinuation(
+  kind: ApiKind,
+  original: Uint8Array,
+  t: Transcript,
+): ContinuationPlan {
   if (t.refused !== undefined) return { kind: "refused", why: t.refused };
   let b: Record<string, unknown>;
   try {
     const parsed: unknown = JSON.parse(decoder.decode(original));
-    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return { kind: "refused", why: "the body is not an object" };
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+      return { kind: "refused", why: "the body is not an object" };
     b = { ...(parsed as Record<string, unknown>) };
   } catch {
     return { kind: "refused", why: "the body is not JSON" };
@@ -68,11 +83,15 @@ export function planContinuation(kind: ApiKind, original: Uint8Array, t: Transcr
   if (byBody !== undefined) return { kind: "refused", why: byBody };
   if (t.choices.size > 1) return { kind: "refused", why: "more than one choice" };
   const choice = t.choices.get(0);
-  if (choice !== undefined && choice.toolCalls) return { kind: "refused", why: "a tool call was half-sent" };
+  if (choice !== undefined && choice.toolCalls)
+    return { kind: "refused", why: "a tool call was half-sent" };
   const text = choice !== undefined ? textOf(choice) : "";
   const produced = choice === undefined ? 0 : (choice.tokenIds?.length ?? choice.outputChunks);
 
-  const maxField = kind === "chat" && typeof b.max_completion_tokens === "number" ? "max_completion_tokens" : "max_tokens";
+  const maxField =
+    kind === "chat" && typeof b.max_completion_tokens === "number"
+      ? "max_completion_tokens"
+      : "max_tokens";
   const max = b[maxField];
   if (typeof max === "number") {
     if (max - produced <= 0) return { kind: "finished", produced };
@@ -83,13 +102,20 @@ export function planContinuation(kind: ApiKind, original: Uint8Array, t: Transcr
   if (text !== "" || (choice?.tokenIds?.length ?? 0) > 0) {
     if (kind === "completions") {
       const prompt = continuedPrompt(b.prompt, text, choice?.tokenIds);
-      if (typeof prompt === "string" && prompt.startsWith("!")) return { kind: "refused", why: prompt.slice(1) };
+      if (typeof prompt === "string" && prompt.startsWith("!"))
+        return { kind: "refused", why: prompt.slice(1) };
       b.prompt = prompt;
     } else {
       if (!Array.isArray(b.messages)) return { kind: "refused", why: "messages is not a list" };
       const messages = [...(b.messages as unknown[])];
-      const last = messages[messages.length - 1] as { role?: unknown; content?: unknown } | undefined;
-      if (b.continue_final_message === true && last?.role === "assistant" && typeof last.content === "string") {
+      const last = messages[messages.length - 1] as
+        | { role?: unknown; content?: unknown }
+        | undefined;
+      if (
+        b.continue_final_message === true &&
+        last?.role === "assistant" &&
+        typeof last.content === "string"
+      ) {
         // The client asked to continue its own final message: the text so far extends it.
         messages[messages.length - 1] = { ...last, content: last.content + text };
       } else {
@@ -104,12 +130,17 @@ export function planContinuation(kind: ApiKind, original: Uint8Array, t: Transcr
 }
 
 /** The prompt plus the text so far; a string starting with "!" says why it cannot be built. */
-function continuedPrompt(prompt: unknown, text: string, ids: readonly number[] | undefined): unknown {
+function continuedPrompt(
+  prompt: unknown,
+  text: string,
+  ids: readonly number[] | undefined,
+): unknown {
   if (typeof prompt === "string") return prompt + text;
   if (Array.isArray(prompt)) {
     if (prompt.length === 1 && typeof prompt[0] === "string") return [prompt[0] + text];
     if (prompt.every((x) => typeof x === "number")) {
-      if (ids === undefined) return "!a token-id prompt, and the engine did not return its output's token ids";
+      if (ids === undefined)
+        return "!a token-id prompt, and the engine did not return its output's token ids";
       return [...(prompt as number[]), ...ids];
     }
   }

@@ -41,14 +41,23 @@ export interface MovingContext {
 }
 
 /** Whether this request's stream may move: the flag, the path and the client's header. */
-export function movable(input: ForwardInput, options: MigrationOptions | undefined): options is MigrationOptions {
+export function movable(
+  input: ForwardInput,
+  options: MigrationOptions | undefined,
+): options is MigrationOptions {
   if (options === undefined || options.maxMoves <= 0 || input.stream !== true) return false;
   const h = input.request.headers.get(HEADER_MIGRATE);
   return h === null || !/^(off|false|0|no)$/i.test(h.trim());
 }
 
 /** The body and hooks of a stream that can move, starting on the try `s` settles. */
-export function movingStream(ctx: MovingContext, first: Uint8Array | undefined, reader: UpstreamBody, s: Settlement, status: number): { reader: MovingReader; hooks: StreamHooks } {
+export function movingStream(
+  ctx: MovingContext,
+  first: Uint8Array | undefined,
+  reader: UpstreamBody,
+  s: Settlement,
+  status: number,
+): { reader: MovingReader; hooks: StreamHooks } {
   const relay = new Relay(s, s.stream(status, true));
   const host = new Host(ctx, relay);
   const moving = new MovingReader(first, reader, host, {
@@ -93,7 +102,8 @@ class Relay implements StreamHooks {
 
   onEnd(how: StreamEnd, tokens: number, bytes: number): void {
     this.reader?.release();
-    const end = how === "done" && this.reader?.failedEnd !== undefined ? this.reader.failedEnd : how;
+    const end =
+      how === "done" && this.reader?.failedEnd !== undefined ? this.reader.failedEnd : how;
     if (this.current !== undefined) this.current.end({ how: "stream", end, tokens, bytes });
     else this.track?.end(end, tokens, bytes);
     if (this.current !== this.first) this.first.movedStreamEnded();
@@ -141,10 +151,18 @@ class Host implements MoveHost {
   gaveUp(outcome: "refused" | "failed", why: string): void {
     this.ctx.d.observe.metrics.streamMigrations.inc([outcome]);
     const id = this.ctx.obs?.id;
-    this.ctx.d.observe.log.warn(`a stream that failed mid-answer was not moved (${outcome}): ${why}`, id !== undefined ? { request_id: id } : undefined);
+    this.ctx.d.observe.log.warn(
+      `a stream that failed mid-answer was not moved (${outcome}): ${why}`,
+      id !== undefined ? { request_id: id } : undefined,
+    );
   }
 
-  async move(body: Uint8Array, why: string, fence: boolean, planned: boolean): Promise<Continuation | undefined> {
+  async move(
+    body: Uint8Array,
+    why: string,
+    fence: boolean,
+    planned: boolean,
+  ): Promise<Continuation | undefined> {
     const { ctx } = this;
     const { d, input } = ctx;
     const old = this.relay.current!;
@@ -166,7 +184,12 @@ class Host implements MoveHost {
         ctx.exclude.add(id);
         continue;
       }
-      const headers = upstreamRequestHeaders(input.request, decision.worker.dpRank, input.upstreamAuthorization, d.upstream.forwarding);
+      const headers = upstreamRequestHeaders(
+        input.request,
+        decision.worker.dpRank,
+        input.upstreamAuthorization,
+        d.upstream.forwarding,
+      );
       s.sent(headers, rec.url, input.path);
       const a = await attemptUpstream({
         call: d.upstream.call,
@@ -182,7 +205,12 @@ class Host implements MoveHost {
         watchWorker: (onDown) => d.registry.onUnavailable(id, onDown),
       });
       if (a.kind === "answer") {
-        const ok = a.res.status === 200 && a.reader !== undefined && a.first !== undefined && !a.first.done && a.first.value !== undefined;
+        const ok =
+          a.res.status === 200 &&
+          a.reader !== undefined &&
+          a.first !== undefined &&
+          !a.first.done &&
+          a.first.value !== undefined;
         if (ok) {
           s.continues(a.res.status, track);
           s.firstToken();
@@ -194,7 +222,11 @@ class Host implements MoveHost {
         // Not a stream to splice on (an error status, an empty answer): this worker failed the continuation.
         void a.reader?.cancel().catch(() => {});
         ctx.exclude.add(id);
-        s.retry({ kind: "failed", reason: `continuation answered HTTP ${a.res.status}${a.res.status === 200 ? " with no stream" : ""}`, status: a.res.status === 200 ? undefined : a.res.status });
+        s.retry({
+          kind: "failed",
+          reason: `continuation answered HTTP ${a.res.status}${a.res.status === 200 ? " with no stream" : ""}`,
+          status: a.res.status === 200 ? undefined : a.res.status,
+        });
         if (attempt < d.upstream.maxRetries && !ctx.budget()) break;
         continue;
       }

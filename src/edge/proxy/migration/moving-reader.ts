@@ -50,7 +50,12 @@ export interface MoveHost {
   /** May one more move be spent (the fleet-wide retry budget)? */
   budget(): boolean;
   /** End the current try as failed (`why`, fenced when `fence`; a `planned` move blames nobody) and start `body` on another worker; undefined: none took it. */
-  move(body: Uint8Array, why: string, fence: boolean, planned: boolean): Promise<Continuation | undefined>;
+  move(
+    body: Uint8Array,
+    why: string,
+    fence: boolean,
+    planned: boolean,
+  ): Promise<Continuation | undefined>;
   /** The stream could not be moved: `outcome` says why, for the metric. */
   gaveUp(outcome: "refused" | "failed", why: string): void;
 }
@@ -118,11 +123,24 @@ export class MovingReader implements ChunkReader {
     this.#up = upstream;
     this.#pending = first;
     this.#workerId = host.workerId;
-    this.#unwatch = host.watch((reason, planned) => this.#interruptWith({ why: planned ? `planned move (${reason})` : `worker left rotation (${reason})`, fence: false, planned }));
+    this.#unwatch = host.watch((reason, planned) =>
+      this.#interruptWith({
+        why: planned ? `planned move (${reason})` : `worker left rotation (${reason})`,
+        fence: false,
+        planned,
+      }),
+    );
   }
 
   get drained(): boolean | undefined {
-    return this.#queue.length === 0 && this.#pending === undefined && this.#carry === undefined && this.#failure === undefined && this.#sawDone && this.#up.drained === true;
+    return (
+      this.#queue.length === 0 &&
+      this.#pending === undefined &&
+      this.#carry === undefined &&
+      this.#failure === undefined &&
+      this.#sawDone &&
+      this.#up.drained === true
+    );
   }
 
   /** Moves so far. */
@@ -143,7 +161,15 @@ export class MovingReader implements ChunkReader {
    * move under way) goes the slow way.
    */
   read(): Promise<{ done: boolean; value?: Uint8Array | undefined }> {
-    if (this.#queue.length > 0 || this.#failure !== undefined || this.#finished || this.#pending !== undefined || this.#splicer !== undefined || this.#interrupt !== undefined || this.#got !== undefined) {
+    if (
+      this.#queue.length > 0 ||
+      this.#failure !== undefined ||
+      this.#finished ||
+      this.#pending !== undefined ||
+      this.#splicer !== undefined ||
+      this.#interrupt !== undefined ||
+      this.#got !== undefined
+    ) {
       return this.#slow();
     }
     return this.#up.read().then(
@@ -186,7 +212,11 @@ export class MovingReader implements ChunkReader {
           if (got !== undefined && "error" in got) throw got.error;
           r = got ?? (await this.#up.read());
         } catch (e) {
-          this.#failure = this.#interrupt ?? { why: `stream cut: ${(e as Error)?.message ?? String(e)}`, fence: true, error: e };
+          this.#failure = this.#interrupt ?? {
+            why: `stream cut: ${(e as Error)?.message ?? String(e)}`,
+            fence: true,
+            error: e,
+          };
           this.#interrupt = undefined;
           continue;
         }
@@ -209,7 +239,11 @@ export class MovingReader implements ChunkReader {
         this.#failure = this.#interrupt;
         this.#interrupt = undefined;
       }
-      const out = this.#off ? r.value : this.#splicer !== undefined ? this.#spliced(r.value) : this.#accept(r.value);
+      const out = this.#off
+        ? r.value
+        : this.#splicer !== undefined
+          ? this.#spliced(r.value)
+          : this.#accept(r.value);
       if (out !== undefined && out.byteLength > 0) return { done: false, value: out };
     }
   }
@@ -259,7 +293,14 @@ export class MovingReader implements ChunkReader {
       let le = e;
       if (le > i && buf[le - 1] === CR) le--;
       // "data:" lines only; comments, `event:` and `id:` lines pass (an id is read when folding).
-      if (le - i >= 5 && buf[i] === 100 && buf[i + 1] === 97 && buf[i + 2] === 116 && buf[i + 3] === 97 && buf[i + 4] === 58) {
+      if (
+        le - i >= 5 &&
+        buf[i] === 100 &&
+        buf[i + 1] === 97 &&
+        buf[i + 2] === 116 &&
+        buf[i + 3] === 97 &&
+        buf[i + 4] === 58
+      ) {
         let p = i + 5;
         if (buf[p] === 32) p++;
         if (dataLines === 0) first = p;
@@ -278,7 +319,12 @@ export class MovingReader implements ChunkReader {
     }
     if (n < 2 || buf[first] !== 123 || buf[last - 1] !== 125) return "not a JSON object";
     // {"error" or {"object":"error": the engine failed mid-answer (vLLM, SGLang).
-    if (startsWith(buf, first, ERROR_KEY) || startsWith(buf, first, OBJECT_ERROR) || startsWith(buf, first, OBJECT_ERROR_SPACED)) return "an error event";
+    if (
+      startsWith(buf, first, ERROR_KEY) ||
+      startsWith(buf, first, OBJECT_ERROR) ||
+      startsWith(buf, first, OBJECT_ERROR_SPACED)
+    )
+      return "an error event";
     return undefined;
   }
 
@@ -309,9 +355,11 @@ export class MovingReader implements ChunkReader {
         if (line.startsWith("data:")) {
           const v = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
           data = data === undefined ? v : `${data}\n${v}`;
-        } else if (line.startsWith("id:")) this.#t.eventId(line.charCodeAt(3) === 32 ? line.slice(4) : line.slice(3));
+        } else if (line.startsWith("id:"))
+          this.#t.eventId(line.charCodeAt(3) === 32 ? line.slice(4) : line.slice(3));
       }
-      if (data !== undefined && !this.#t.data(data)) this.#t.refuse("an event the router could not read was sent");
+      if (data !== undefined && !this.#t.data(data))
+        this.#t.refuse("an event the router could not read was sent");
     }
     // The raw bytes go; the text kept (2 bytes a UTF-16 unit) stays accounted.
     const textBytes = 2 * (this.#t.chars - before);
@@ -356,7 +404,15 @@ export class MovingReader implements ChunkReader {
     this.#unwatch = undefined;
     const wasOff = this.#off;
     if (!wasOff) this.#fold();
-    if (!this.#movable()) return this.#giveUp(f, "refused", this.#off ? (this.#t.refused ?? "not kept") : `the limit of ${this.limits.maxMoves} moves was reached`, wasOff);
+    if (!this.#movable())
+      return this.#giveUp(
+        f,
+        "refused",
+        this.#off
+          ? (this.#t.refused ?? "not kept")
+          : `the limit of ${this.limits.maxMoves} moves was reached`,
+        wasOff,
+      );
     const plan = planContinuation(this.limits.kind, this.limits.body, this.#t);
     if (plan.kind === "refused") return this.#giveUp(f, "refused", plan.why, false);
     if (plan.kind === "finished") {
@@ -375,7 +431,13 @@ export class MovingReader implements ChunkReader {
     if (c === undefined) {
       this.failedEnd = "error";
       this.host.gaveUp("failed", f.why);
-      this.#queue.push(openAiErrorEvent(502, "the engine failed mid-answer and no other worker could continue it", { code: "upstream_failed" }));
+      this.#queue.push(
+        openAiErrorEvent(
+          502,
+          "the engine failed mid-answer and no other worker could continue it",
+          { code: "upstream_failed" },
+        ),
+      );
       this.#end();
       this.#finished = true;
       return;
@@ -385,8 +447,18 @@ export class MovingReader implements ChunkReader {
     this.#workerId = c.workerId;
     this.#splicer = new Splicer(this.#t, plan.produced);
     // An SSE comment: clients skip it; a person reading the raw stream sees the move.
-    this.#queue.push(encoder.encode(`: switchyard moved this stream from worker ${from} to worker ${c.workerId} (${oneLine(f.why)})\n\n`));
-    this.#unwatch = this.host.watch((reason, planned) => this.#interruptWith({ why: planned ? `planned move (${reason})` : `worker left rotation (${reason})`, fence: false, planned }));
+    this.#queue.push(
+      encoder.encode(
+        `: switchyard moved this stream from worker ${from} to worker ${c.workerId} (${oneLine(f.why)})\n\n`,
+      ),
+    );
+    this.#unwatch = this.host.watch((reason, planned) =>
+      this.#interruptWith({
+        why: planned ? `planned move (${reason})` : `worker left rotation (${reason})`,
+        fence: false,
+        planned,
+      }),
+    );
   }
 
   /** No move: the stream ends the way it would have without migration. */
@@ -404,7 +476,13 @@ export class MovingReader implements ChunkReader {
     if (f.error !== undefined) throw f.error;
     if (f.idle === true) {
       this.failedEnd = "timeout";
-      this.#queue.push(openAiErrorEvent(504, "the engine sent nothing for the stream idle deadline; the answer is incomplete", { code: "stream_idle_timeout" }));
+      this.#queue.push(
+        openAiErrorEvent(
+          504,
+          "the engine sent nothing for the stream idle deadline; the answer is incomplete",
+          { code: "stream_idle_timeout" },
+        ),
+      );
       return;
     }
     throw new Error(f.why);
@@ -433,7 +511,8 @@ export class MovingReader implements ChunkReader {
         if (line.startsWith("data:")) {
           const v = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
           data = data === undefined ? v : `${data}\n${v}`;
-        } else if (line.startsWith("id:")) id = line.charCodeAt(3) === 32 ? line.slice(4) : line.slice(3);
+        } else if (line.startsWith("id:"))
+          id = line.charCodeAt(3) === 32 ? line.slice(4) : line.slice(3);
       }
       if (data === undefined) continue;
       const r = this.#splicer!.data(data);
@@ -456,8 +535,17 @@ export class MovingReader implements ChunkReader {
     const out: Uint8Array[] = [];
     const c = t.choices.get(0);
     if (c === undefined || c.finish === null) {
-      const choice = this.limits.kind === "chat" ? { index: 0, delta: {}, logprobs: null, finish_reason: "length" } : { index: 0, text: "", logprobs: null, finish_reason: "length" };
-      const chunk = { id: t.id, object: this.limits.kind === "chat" ? "chat.completion.chunk" : "text_completion", created: t.created, model: t.model, choices: [choice] };
+      const choice =
+        this.limits.kind === "chat"
+          ? { index: 0, delta: {}, logprobs: null, finish_reason: "length" }
+          : { index: 0, text: "", logprobs: null, finish_reason: "length" };
+      const chunk = {
+        id: t.id,
+        object: this.limits.kind === "chat" ? "chat.completion.chunk" : "text_completion",
+        created: t.created,
+        model: t.model,
+        choices: [choice],
+      };
       out.push(encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`));
     }
     out.push(encoder.encode("data: [DONE]\n\n"));

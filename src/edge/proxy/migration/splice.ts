@@ -30,34 +30,48 @@ export class Splicer {
     let chunk: Record<string, unknown>;
     try {
       const parsed: unknown = JSON.parse(payload);
-      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return { ok: false, why: "a chunk that is not an object" };
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+        return { ok: false, why: "a chunk that is not an object" };
       chunk = parsed as Record<string, unknown>;
     } catch {
       return { ok: false, why: "a chunk that is not JSON" };
     }
-    if (chunk.error !== undefined || chunk.object === "error") return { ok: false, why: "an error event" };
+    if (chunk.error !== undefined || chunk.object === "error")
+      return { ok: false, why: "an error event" };
     const t = this.t;
     if (t.id !== undefined) chunk.id = t.id;
     if (t.created !== undefined) chunk.created = t.created;
     if (t.model !== undefined) chunk.model = t.model;
     if (Array.isArray(chunk.choices)) {
       const kept = (chunk.choices as Record<string, unknown>[]).filter((c) => keepChoice(c));
-      if (kept.length === 0 && chunk.usage == null && (chunk.choices as unknown[]).length > 0) return DROP;
+      if (kept.length === 0 && chunk.usage == null && (chunk.choices as unknown[]).length > 0)
+        return DROP;
       chunk.choices = kept;
     }
-    if (chunk.usage !== undefined && chunk.usage !== null && typeof chunk.usage === "object") chunk.usage = this.#usage(chunk.usage as WireUsage);
+    if (chunk.usage !== undefined && chunk.usage !== null && typeof chunk.usage === "object")
+      chunk.usage = this.#usage(chunk.usage as WireUsage);
     if (!t.chunk(chunk)) return { ok: false, why: "a chunk that is not an OpenAI chunk" };
     return { ok: true, payload: JSON.stringify(chunk) };
   }
 
   #usage(u: WireUsage): WireUsage {
     const out: WireUsage = { ...u };
-    if (typeof u.prompt_tokens === "number") out.prompt_tokens = Math.max(0, u.prompt_tokens - this.produced);
-    if (typeof u.completion_tokens === "number") out.completion_tokens = u.completion_tokens + this.produced;
-    if (typeof out.prompt_tokens === "number" && typeof out.completion_tokens === "number") out.total_tokens = out.prompt_tokens + out.completion_tokens;
+    if (typeof u.prompt_tokens === "number")
+      out.prompt_tokens = Math.max(0, u.prompt_tokens - this.produced);
+    if (typeof u.completion_tokens === "number")
+      out.completion_tokens = u.completion_tokens + this.produced;
+    if (typeof out.prompt_tokens === "number" && typeof out.completion_tokens === "number")
+      out.total_tokens = out.prompt_tokens + out.completion_tokens;
     const details = u.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined;
-    if (details && typeof details.cached_tokens === "number" && typeof out.prompt_tokens === "number") {
-      out.prompt_tokens_details = { ...details, cached_tokens: Math.min(details.cached_tokens, out.prompt_tokens) };
+    if (
+      details &&
+      typeof details.cached_tokens === "number" &&
+      typeof out.prompt_tokens === "number"
+    ) {
+      out.prompt_tokens_details = {
+        ...details,
+        cached_tokens: Math.min(details.cached_tokens, out.prompt_tokens),
+      };
     }
     return out;
   }
@@ -68,6 +82,9 @@ function keepChoice(c: Record<string, unknown>): boolean {
   const delta = c.delta as Record<string, unknown> | undefined | null;
   if (delta === undefined || delta === null || delta.role === undefined) return true;
   delete delta.role;
-  const empty = (delta.content === undefined || delta.content === "" || delta.content === null) && delta.tool_calls == null && delta.reasoning_content == null;
+  const empty =
+    (delta.content === undefined || delta.content === "" || delta.content === null) &&
+    delta.tool_calls == null &&
+    delta.reasoning_content == null;
   return !(empty && c.finish_reason == null && c.logprobs == null);
 }

@@ -66,7 +66,13 @@ export class Transcript {
   /** One parsed chunk that went to the client. */
   chunk(chunk: unknown): boolean {
     if (chunk === null || typeof chunk !== "object" || Array.isArray(chunk)) return false;
-    const c = chunk as { id?: unknown; created?: unknown; model?: unknown; choices?: unknown; error?: unknown };
+    const c = chunk as {
+      id?: unknown;
+      created?: unknown;
+      model?: unknown;
+      choices?: unknown;
+      error?: unknown;
+    };
     if (c.error !== undefined) return false;
     if (this.id === undefined && typeof c.id === "string") this.id = c.id;
     if (this.created === undefined && typeof c.created === "number") this.created = c.created;
@@ -75,13 +81,26 @@ export class Transcript {
     if (!Array.isArray(c.choices)) return false;
     for (const raw of c.choices) {
       if (raw === null || typeof raw !== "object") return false;
-      const ch = raw as { index?: unknown; text?: unknown; delta?: { content?: unknown; tool_calls?: unknown; reasoning_content?: unknown } | null; finish_reason?: unknown; token_ids?: unknown; logprobs?: unknown };
+      const ch = raw as {
+        index?: unknown;
+        text?: unknown;
+        delta?: { content?: unknown; tool_calls?: unknown; reasoning_content?: unknown } | null;
+        finish_reason?: unknown;
+        token_ids?: unknown;
+        logprobs?: unknown;
+      };
       const index = typeof ch.index === "number" ? ch.index : 0;
       const s = this.#choice(index);
-      const text = typeof ch.text === "string" ? ch.text : typeof ch.delta?.content === "string" ? ch.delta.content : "";
+      const text =
+        typeof ch.text === "string"
+          ? ch.text
+          : typeof ch.delta?.content === "string"
+            ? ch.delta.content
+            : "";
       if (ch.delta?.tool_calls !== undefined && ch.delta.tool_calls !== null) s.toolCalls = true;
       // Reasoning text is not part of the message a continuation could send back.
-      if (typeof ch.delta?.reasoning_content === "string" && ch.delta.reasoning_content !== "") this.refuse("reasoning deltas were sent");
+      if (typeof ch.delta?.reasoning_content === "string" && ch.delta.reasoning_content !== "")
+        this.refuse("reasoning deltas were sent");
       if (ch.logprobs !== undefined && ch.logprobs !== null) s.logprobs = true;
       const ids = Array.isArray(ch.token_ids) ? (ch.token_ids as number[]) : undefined;
       if (text !== "") {
@@ -91,7 +110,8 @@ export class Transcript {
       }
       if (ids !== undefined && s.tokenIds !== undefined) for (const t of ids) s.tokenIds.push(t);
       else if (text !== "") s.tokenIds = undefined;
-      if (text !== "" || (ids !== undefined && ids.length > 0)) s.outputChunks += ids !== undefined ? ids.length : 1;
+      if (text !== "" || (ids !== undefined && ids.length > 0))
+        s.outputChunks += ids !== undefined ? ids.length : 1;
       if (typeof ch.finish_reason === "string") s.finish = ch.finish_reason;
     }
     return true;
@@ -116,7 +136,15 @@ export class Transcript {
   #choice(index: number): ChoiceSent {
     let s = this.choices.get(index);
     if (s === undefined) {
-      s = { parts: [], chars: 0, tokenIds: [], outputChunks: 0, finish: null, toolCalls: false, logprobs: false };
+      s = {
+        parts: [],
+        chars: 0,
+        tokenIds: [],
+        outputChunks: 0,
+        finish: null,
+        toolCalls: false,
+        logprobs: false,
+      };
       this.choices.set(index, s);
     }
     return s;

@@ -39,7 +39,9 @@ export interface DelayToOthers extends CostTerm {
 /** M/M/1's mean queue length at utilisation ρ. */
 export const meanQueueLength = (r: number): number => (r * r) / (1 - r);
 
-export function delayToOthersCost(weightAt: (rho: number) => number = meanQueueLength): DelayToOthers {
+export function delayToOthersCost(
+  weightAt: (rho: number) => number = meanQueueLength,
+): DelayToOthers {
   let rho = 0;
   let weight = 0;
   const group = groupDecodesCost();
@@ -61,7 +63,10 @@ export function delayToOthersCost(weightAt: (rho: number) => number = meanQueueL
     },
     cost(ctx: SchedulingContext, c: Candidate): number {
       if (ctx.ttft === undefined) return 0;
-      const queued = weight === 0 ? 0 : weight * (c.msPerToken ?? ctx.ttft.msPerTokenOf(c.key)) * (c.uncachedTokens ?? 0);
+      const queued =
+        weight === 0
+          ? 0
+          : weight * (c.msPerToken ?? ctx.ttft.msPerTokenOf(c.key)) * (c.uncachedTokens ?? 0);
       return queued + group.cost(ctx, c);
     },
   };

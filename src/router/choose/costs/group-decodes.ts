@@ -20,7 +20,10 @@
 import type { Candidate, CostTerm, SchedulingContext } from "../types.ts";
 
 /** The depth (blocks) of the longest prefix of the prompt any candidate holds or is computing, and its sequence hash; undefined when none. */
-export function groupOf(seqHashes: BigUint64Array | null, candidates: readonly Candidate[]): { key: bigint; depth: number } | undefined {
+export function groupOf(
+  seqHashes: BigUint64Array | null,
+  candidates: readonly Candidate[],
+): { key: bigint; depth: number } | undefined {
   if (seqHashes === null) return undefined;
   let depth = 0;
   for (const c of candidates) if (c.overlapBlocks > depth) depth = c.overlapBlocks;
@@ -57,7 +60,11 @@ export function groupDecodesCost(): GroupDecodes {
       const depth = ctx.groupDepth ?? 0;
       const holds = depth > 0 && c.overlapBlocks >= depth;
       const share = running / (holds ? holders : holders + 1);
-      return share * ctx.ttft.decodeWeight * ctx.ttft.steps.stepMs(c.key, holds ? decodes : decodes + share);
+      return (
+        share *
+        ctx.ttft.decodeWeight *
+        ctx.ttft.steps.stepMs(c.key, holds ? decodes : decodes + share)
+      );
     },
   };
 }

@@ -4,7 +4,9 @@ import type { Candidate, Filter, SchedulingContext } from "../types.ts";
 export const healthy = {
   type: "healthy",
   filter(_ctx: SchedulingContext, candidates: readonly Candidate[]): readonly Candidate[] {
-    for (const c of candidates) if (c.endpoint.healthy === false) return candidates.filter((x) => x.endpoint.healthy !== false);
+    for (const c of candidates)
+      if (c.endpoint.healthy === false)
+        return candidates.filter((x) => x.endpoint.healthy !== false);
     return candidates;
   },
 } satisfies Filter;

@@ -19,12 +19,16 @@ export type LoadMetric = (typeof LOAD_METRICS)[number];
 
 /** The candidate's load now. */
 export function activeLoad(c: Candidate, blockSize: number, metric: LoadMetric): number {
-  return metric === "requests" ? c.activeRequests : c.activePrefillTokens / blockSize + c.activeDecodeBlocks;
+  return metric === "requests"
+    ? c.activeRequests
+    : c.activePrefillTokens / blockSize + c.activeDecodeBlocks;
 }
 
 /** The candidate's load if this request went there. */
 export function loadAfter(c: Candidate, blockSize: number, metric: LoadMetric): number {
-  return metric === "requests" ? c.activeRequests + 1 : c.prefillTokens / blockSize + c.decodeBlocks;
+  return metric === "requests"
+    ? c.activeRequests + 1
+    : c.prefillTokens / blockSize + c.decodeBlocks;
 }
 
 export function loadGuard(factor: number, metric: LoadMetric = "requests"): Filter {

@@ -19,7 +19,8 @@ import type { Candidate, Filter, SchedulingContext } from "../types.ts";
 
 export function prefillWaitBound(factor: number, queueShare: number): Filter {
   if (!(factor >= 1)) throw new Error(`prefill wait factor must be >= 1, got ${factor}`);
-  if (!(queueShare >= 0)) throw new Error(`prefill wait queue share must be >= 0, got ${queueShare}`);
+  if (!(queueShare >= 0))
+    throw new Error(`prefill wait queue share must be >= 0, got ${queueShare}`);
   return {
     type: "prefill-wait-bound",
     filter(_ctx: SchedulingContext, candidates: readonly Candidate[]): readonly Candidate[] {
@@ -31,7 +32,8 @@ export function prefillWaitBound(factor: number, queueShare: number): Filter {
         queued += c.activePrefillTokens;
       }
       const limit = factor * best + (queueShare * queued) / candidates.length;
-      for (const c of candidates) if (c.prefillTokens > limit) return candidates.filter((x) => x.prefillTokens <= limit);
+      for (const c of candidates)
+        if (c.prefillTokens > limit) return candidates.filter((x) => x.prefillTokens <= limit);
       return candidates;
     },
   };

@@ -56,7 +56,8 @@ export function fastestThenCachePicker(tolerance: Tolerance): Picker {
       }
       // No history to weigh, or a rank never booked (-Infinity): the emptiest of those first.
       if (untracked) return emptiestThenUniform(ctx, candidates, limit, lead, undefined);
-      if (coldest === -Infinity || (ctx.otherRouters ?? 0) === 0) return emptiestThenUniform(ctx, candidates, limit, lead, coldest);
+      if (coldest === -Infinity || (ctx.otherRouters ?? 0) === 0)
+        return emptiestThenUniform(ctx, candidates, limit, lead, coldest);
       // With other routers: a draw weighted by idle time (a reservoir: each rank kept with
       // probability its weight ÷ the total so far), since theirs reach these books late.
       let pick: Candidate | undefined;
@@ -78,7 +79,13 @@ export function fastestThenCachePicker(tolerance: Tolerance): Picker {
  * Among the candidates within `limit` that tie with `lead` on work (and, when `bookedAt` is
  * given, were last booked then): the fewest blocks in the index, then a uniform draw.
  */
-function emptiestThenUniform(ctx: SchedulingContext, candidates: readonly Candidate[], limit: number, lead: Candidate, bookedAt: number | undefined): Candidate {
+function emptiestThenUniform(
+  ctx: SchedulingContext,
+  candidates: readonly Candidate[],
+  limit: number,
+  lead: Candidate,
+  bookedAt: number | undefined,
+): Candidate {
   let pick: Candidate | undefined;
   let pickBlocks = 0;
   let ties = 0;

@@ -17,7 +17,11 @@ export function minCostPicker(opts: MinCostOptions = { treeSizeTieBreak: true })
   };
 }
 
-export function pickMinCost(ctx: SchedulingContext, candidates: readonly Candidate[], treeSizeTieBreak: boolean): Candidate {
+export function pickMinCost(
+  ctx: SchedulingContext,
+  candidates: readonly Candidate[],
+  treeSizeTieBreak: boolean,
+): Candidate {
   let min = Infinity;
   let ties = 0;
   for (const c of candidates) {

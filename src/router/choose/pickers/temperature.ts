@@ -9,6 +9,8 @@ import { softmaxPicker } from "./softmax.ts";
 export const temperaturePicker = {
   type: "temperature",
   pick(ctx: SchedulingContext, candidates: readonly Candidate[]): Candidate {
-    return ctx.temperature > 0 ? softmaxPicker.pick(ctx, candidates) : pickMinCost(ctx, candidates, true);
+    return ctx.temperature > 0
+      ? softmaxPicker.pick(ctx, candidates)
+      : pickMinCost(ctx, candidates, true);
   },
 } satisfies Picker;

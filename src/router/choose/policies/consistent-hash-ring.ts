@@ -31,10 +31,12 @@ export class HashRing {
   /** Rebuild only when the node set changed (order-insensitive). */
   setNodes(nodes: readonly string[]): void {
     const sorted = [...new Set(nodes)].sort();
-    if (sorted.length === this.#nodes.length && sorted.every((n, i) => n === this.#nodes[i])) return;
+    if (sorted.length === this.#nodes.length && sorted.every((n, i) => n === this.#nodes[i]))
+      return;
     this.#nodes = sorted;
     const pts: [number, string][] = [];
-    for (const n of sorted) for (let i = 0; i < POINTS_PER_NODE; i++) pts.push([hash32(`${n}-${i}`), n]);
+    for (const n of sorted)
+      for (let i = 0; i < POINTS_PER_NODE; i++) pts.push([hash32(`${n}-${i}`), n]);
     pts.sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
     this.#points = Uint32Array.from(pts.map((p) => p[0]));
     this.#owners = pts.map((p) => p[1]);

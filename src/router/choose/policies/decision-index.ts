@@ -15,7 +15,8 @@ export class DecisionIndex {
 
   /** @param capacityPerEndpoint most hashes kept per endpoint (least recently recorded dropped first). */
   constructor(readonly capacityPerEndpoint: number) {
-    if (!(capacityPerEndpoint >= 1)) throw new Error(`capacity must be >= 1, got ${capacityPerEndpoint}`);
+    if (!(capacityPerEndpoint >= 1))
+      throw new Error(`capacity must be >= 1, got ${capacityPerEndpoint}`);
   }
 
   /** Leading blocks of `seqHashes` this endpoint is believed to hold. */

@@ -14,5 +14,11 @@ import { temperaturePicker } from "../pickers/temperature.ts";
 import type { Filter, Pipeline } from "../types.ts";
 
 export function dynamoPipeline(eligibility: Filter[], _config: SchedulerConfig): Pipeline {
-  return { name: "dynamo", filters: eligibility, costs: [{ term: dynamoKvCost, weight: 1 }], picker: temperaturePicker, inflightOverlap: false };
+  return {
+    name: "dynamo",
+    filters: eligibility,
+    costs: [{ term: dynamoKvCost, weight: 1 }],
+    picker: temperaturePicker,
+    inflightOverlap: false,
+  };
 }

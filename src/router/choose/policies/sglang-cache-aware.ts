@@ -30,7 +30,10 @@ export const SGLANG_DEFAULTS: SglangCacheAwareOptions = {
   maxTreeSize: 67_108_864,
 };
 
-export function sglangCacheAwarePicker(blockSize: number, o: SglangCacheAwareOptions = SGLANG_DEFAULTS): Picker & { readonly tree: DecisionIndex } {
+export function sglangCacheAwarePicker(
+  blockSize: number,
+  o: SglangCacheAwareOptions = SGLANG_DEFAULTS,
+): Picker & { readonly tree: DecisionIndex } {
   const tree = new DecisionIndex(Math.max(1, Math.ceil(o.maxTreeSize / blockSize)));
   return {
     type: "sglang-cache-aware",
@@ -43,7 +46,12 @@ export function sglangCacheAwarePicker(blockSize: number, o: SglangCacheAwareOpt
   };
 }
 
-function choose(ctx: SchedulingContext, candidates: readonly Candidate[], tree: DecisionIndex, o: SglangCacheAwareOptions): Candidate {
+function choose(
+  ctx: SchedulingContext,
+  candidates: readonly Candidate[],
+  tree: DecisionIndex,
+  o: SglangCacheAwareOptions,
+): Candidate {
   let min = Infinity;
   let max = 0;
   let least = candidates[0]!;

@@ -31,7 +31,11 @@ export interface EncodePoolOptions {
   workerUrl?: string;
 }
 
-export const ENCODE_POOL_DEFAULTS = { minChars: 32 * 1024, maxQueuedChars: 16 * 1024 * 1024, timeoutMs: 30_000 } as const;
+export const ENCODE_POOL_DEFAULTS = {
+  minChars: 32 * 1024,
+  maxQueuedChars: 16 * 1024 * 1024,
+  timeoutMs: 30_000,
+} as const;
 
 export function defaultEncodeWorkers(): number {
   const cores = typeof navigator !== "undefined" ? navigator.hardwareConcurrency : 2;
@@ -39,7 +43,11 @@ export function defaultEncodeWorkers(): number {
 }
 
 /** Compiled binary: the worker embedded at its path under the build root (see runtime/bun/zmq/worker-url.ts). */
-const COMPILED_PATHS = ["runtime/bun/tokens/encode-worker.js", "src/runtime/bun/tokens/encode-worker.js", "encode-worker.js"];
+const COMPILED_PATHS = [
+  "runtime/bun/tokens/encode-worker.js",
+  "src/runtime/bun/tokens/encode-worker.js",
+  "encode-worker.js",
+];
 
 export function defaultEncodeWorkerUrl(metaUrl: string = import.meta.url): string {
   const beside = new URL("./encode-worker.ts", metaUrl);
@@ -100,7 +108,8 @@ export class EncodePool {
     this.timeoutMs = opts.timeoutMs ?? ENCODE_POOL_DEFAULTS.timeoutMs;
     this.url = opts.workerUrl ?? defaultEncodeWorkerUrl();
     const n = opts.workers ?? defaultEncodeWorkers();
-    if (!(Number.isInteger(n) && n >= 1)) throw new Error(`encode pool: workers must be an integer >= 1 (got ${n})`);
+    if (!(Number.isInteger(n) && n >= 1))
+      throw new Error(`encode pool: workers must be an integer >= 1 (got ${n})`);
     const loads: Promise<void>[] = [];
     for (let i = 0; i < n; i++) loads.push(this.spawn(i));
     this.ready = Promise.all(loads).then(() => undefined);
@@ -111,7 +120,12 @@ export class EncodePool {
   }
 
   stats(): EncodePoolStats {
-    return { workers: this.slots.length, queuedJobs: this.queue.length, heldChars: this.heldChars, ...this.counts };
+    return {
+      workers: this.slots.length,
+      queuedJobs: this.queue.length,
+      heldChars: this.heldChars,
+      ...this.counts,
+    };
   }
 
   /** Encode `texts` in a worker; rejects with RouterError "unavailable" when the pool is full or the deadline passes. */
@@ -131,13 +145,28 @@ export class EncodePool {
       );
     }
     return new Promise((resolve, reject) => {
-      const p: Pending = { job: { type: "encode", id: this.nextId++, texts, addSpecialTokens }, chars, resolve, reject, timer: undefined, settled: false };
+      const p: Pending = {
+        job: { type: "encode", id: this.nextId++, texts, addSpecialTokens },
+        chars,
+        resolve,
+        reject,
+        timer: undefined,
+        settled: false,
+      };
       this.heldChars += chars;
       p.timer = setTimeout(() => {
         this.counts.timedOut++;
         const at = this.queue.indexOf(p);
         if (at >= 0) this.queue.splice(at, 1);
-        this.settle(p, new RouterError("unavailable", `the tokenizer did not finish a prompt of ${chars} characters within ${this.timeoutMs} ms; retry shortly`, undefined, 1));
+        this.settle(
+          p,
+          new RouterError(
+            "unavailable",
+            `the tokenizer did not finish a prompt of ${chars} characters within ${this.timeoutMs} ms; retry shortly`,
+            undefined,
+            1,
+          ),
+        );
       }, this.timeoutMs);
       this.queue.push(p);
       this.dispatch();
@@ -186,7 +215,10 @@ export class EncodePool {
       worker.onmessage = (e: MessageEvent<WorkerReply>) => {
         const m = e.data;
         if (m.type === "ready") resolve();
-        else if (m.type === "init-failed") reject(new Error(`${this.dir}: an encode worker could not load the tokenizer (${m.message})`));
+        else if (m.type === "init-failed")
+          reject(
+            new Error(`${this.dir}: an encode worker could not load the tokenizer (${m.message})`),
+          );
         else {
           const p = slot.busy;
           slot.busy = undefined;
@@ -208,7 +240,11 @@ export class EncodePool {
           this.dispatch();
         }
       };
-      const init: WorkerInit = { type: "init", dir: this.dir, byteLevelBpe: this.opts.byteLevelBpe === true };
+      const init: WorkerInit = {
+        type: "init",
+        dir: this.dir,
+        byteLevelBpe: this.opts.byteLevelBpe === true,
+      };
       worker.postMessage(init);
     });
   }
@@ -218,16 +254,24 @@ export class EncodePool {
  * `inner` with encodes of at least `minChars` characters (one text, or the pieces of one
  * request together) run in `pool`; smaller ones stay in this thread.
  */
-export function offloadLargeEncodes(inner: TokenizerLibrary, pool: EncodePool, minChars: number = ENCODE_POOL_DEFAULTS.minChars): TokenizerLibrary {
+export function offloadLargeEncodes(
+  inner: TokenizerLibrary,
+  pool: EncodePool,
+  minChars: number = ENCODE_POOL_DEFAULTS.minChars,
+): TokenizerLibrary {
   return {
     implementation: `${inner.implementation}; encodes of ${minChars}+ characters in ${pool.size} worker(s)`,
     encode: async (text, addSpecialTokens) =>
-      text.length >= minChars ? (await pool.run([text], addSpecialTokens))[0]! : await inner.encode(text, addSpecialTokens),
+      text.length >= minChars
+        ? (await pool.run([text], addSpecialTokens))[0]!
+        : await inner.encode(text, addSpecialTokens),
     encodeMany: async (texts) => {
       let chars = 0;
       for (const t of texts) chars += t.length;
       if (chars >= minChars) return await pool.run(texts, false);
-      return inner.encodeMany !== undefined ? await inner.encodeMany(texts) : await Promise.all(texts.map((t) => inner.encode(t, false)));
+      return inner.encodeMany !== undefined
+        ? await inner.encodeMany(texts)
+        : await Promise.all(texts.map((t) => inner.encode(t, false)));
     },
     decode: (ids) => inner.decode(ids),
   };

@@ -22,7 +22,10 @@ async function run(job: EncodeJob): Promise<void> {
   try {
     const ids: Uint32Array[] = [];
     for (const text of job.texts) ids.push(await library!.encode(text, job.addSpecialTokens));
-    post({ type: "done", id: job.id, ids }, ids.map((a) => a.buffer as ArrayBuffer));
+    post(
+      { type: "done", id: job.id, ids },
+      ids.map((a) => a.buffer as ArrayBuffer),
+    );
   } catch (e) {
     post({ type: "failed", id: job.id, message: (e as Error).message });
   }
@@ -32,7 +35,10 @@ self.onmessage = (e: MessageEvent<WorkerInit | EncodeJob>) => {
   const m = e.data;
   if (m.type === "init") {
     // Bun's reader here rather than ./bun.ts's, which would load the native addon into the worker too.
-    loadPureLibrary(m.dir, { readText: (path) => Bun.file(path).text(), byteLevelBpe: m.byteLevelBpe })
+    loadPureLibrary(m.dir, {
+      readText: (path) => Bun.file(path).text(),
+      byteLevelBpe: m.byteLevelBpe,
+    })
       .then(async (lib) => {
         library = lib;
         post({ type: "ready", implementation: lib.implementation });

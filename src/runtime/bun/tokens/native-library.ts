@@ -5,7 +5,10 @@
  * Calls are async (the addon encodes on its thread pool); batches go in one call.
  */
 import { Tokenizer } from "tokenizers";
-import type { TokenizerLibrary, TokenizerLibraryFactory } from "../../../tokens/engine-tokenizer.ts";
+import type {
+  TokenizerLibrary,
+  TokenizerLibraryFactory,
+} from "../../../tokens/engine-tokenizer.ts";
 
 function toU32(ids: readonly number[]): Uint32Array {
   const out = new Uint32Array(ids.length);
@@ -17,9 +20,12 @@ export const createNativeLibrary: TokenizerLibraryFactory = (tokenizerJson): Tok
   const tok = Tokenizer.fromString(tokenizerJson);
   return {
     implementation: "tokenizers (HF Rust, native)",
-    encode: async (text, addSpecialTokens) => toU32((await tok.encode(text, null, { addSpecialTokens })).getIds()),
+    encode: async (text, addSpecialTokens) =>
+      toU32((await tok.encode(text, null, { addSpecialTokens })).getIds()),
     encodeMany: async (texts) =>
-      (await tok.encodeBatch(texts as string[], { addSpecialTokens: false })).map((e) => toU32(e.getIds())),
+      (await tok.encodeBatch(texts as string[], { addSpecialTokens: false })).map((e) =>
+        toU32(e.getIds()),
+      ),
     decode: (ids) => tok.decode(Array.from(ids), false),
   };
 };

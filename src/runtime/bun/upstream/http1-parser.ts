@@ -104,7 +104,11 @@ export class Http1ResponseParser {
     if (b === undefined) return;
     this.#outBuf = undefined;
     if (this.#outEnd > this.#outStart) {
-      this.sink.body(this.#outStart === 0 && this.#outEnd === b.length ? b : b.subarray(this.#outStart, this.#outEnd));
+      this.sink.body(
+        this.#outStart === 0 && this.#outEnd === b.length
+          ? b
+          : b.subarray(this.#outStart, this.#outEnd),
+      );
     }
   }
 
@@ -116,7 +120,8 @@ export class Http1ResponseParser {
         case State.Head: {
           const end = headEnd(buf, i);
           if (end < 0) return this.#keep(buf, i, "response head");
-          if (end - i > MAX_HEAD_BYTES) throw new Http1ParseError(`response head longer than ${MAX_HEAD_BYTES} bytes`);
+          if (end - i > MAX_HEAD_BYTES)
+            throw new Http1ParseError(`response head longer than ${MAX_HEAD_BYTES} bytes`);
           const next = end + 4;
           this.#onHead(parseHead(buf, i, end));
           i = next;
@@ -197,13 +202,16 @@ export class Http1ResponseParser {
       return;
     }
     throw new Http1ParseError(
-      this.#bytesSeen === 0 ? "connection closed before any response byte" : "connection closed before the response was complete",
+      this.#bytesSeen === 0
+        ? "connection closed before any response byte"
+        : "connection closed before the response was complete",
     );
   }
 
   /** Keep the unfinished tail for the next push (gathered payload before it is unaffected). */
   #keep(buf: Uint8Array, i: number, what: string): void {
-    if (buf.length - i > MAX_HEAD_BYTES) throw new Http1ParseError(`${what} longer than ${MAX_HEAD_BYTES} bytes`);
+    if (buf.length - i > MAX_HEAD_BYTES)
+      throw new Http1ParseError(`${what} longer than ${MAX_HEAD_BYTES} bytes`);
     this.#carry = buf.slice(i);
   }
 
@@ -215,7 +223,8 @@ export class Http1ResponseParser {
     }
     let framing: State;
     if (h.status === 204 || h.status === 304) framing = State.Done;
-    else if (h.transferEncoding !== "") framing = lastCodingIsChunked(h.transferEncoding) ? State.ChunkSize : State.UntilClose;
+    else if (h.transferEncoding !== "")
+      framing = lastCodingIsChunked(h.transferEncoding) ? State.ChunkSize : State.UntilClose;
     else if (h.contentLength >= 0) framing = h.contentLength === 0 ? State.Done : State.Fixed;
     else framing = State.UntilClose;
     const keepAlive = h.keepAlive && framing !== State.UntilClose;
@@ -281,7 +290,10 @@ function isOws(c: number): boolean {
 
 function digit(s: string, k: number): number {
   const d = s.charCodeAt(k) - 48;
-  if (!(d >= 0 && d <= 9)) throw new Http1ParseError(`bad status line: ${JSON.stringify(s.slice(0, Math.min(80, s.indexOf("\r") >>> 0)))}`);
+  if (!(d >= 0 && d <= 9))
+    throw new Http1ParseError(
+      `bad status line: ${JSON.stringify(s.slice(0, Math.min(80, s.indexOf("\r") >>> 0)))}`,
+    );
   return d;
 }
 
@@ -291,13 +303,22 @@ function parseHead(b: Uint8Array, start: number, end: number): ParsedHead {
   let eol = text.indexOf("\r\n");
   if (eol < 0) eol = len;
   // "HTTP/1.x SSS[ reason]"
-  if (eol < 12 || !text.startsWith("HTTP/1.") || text.charCodeAt(8) !== 32 || (eol > 12 && text.charCodeAt(12) !== 32)) {
-    throw new Http1ParseError(`bad status line: ${JSON.stringify(text.slice(0, Math.min(eol, 80)))}`);
+  if (
+    eol < 12 ||
+    !text.startsWith("HTTP/1.") ||
+    text.charCodeAt(8) !== 32 ||
+    (eol > 12 && text.charCodeAt(12) !== 32)
+  ) {
+    throw new Http1ParseError(
+      `bad status line: ${JSON.stringify(text.slice(0, Math.min(eol, 80)))}`,
+    );
   }
   const minor = text.charCodeAt(7) - 48;
-  if (minor !== 0 && minor !== 1) throw new Http1ParseError(`unsupported HTTP version in ${JSON.stringify(text.slice(0, 12))}`);
+  if (minor !== 0 && minor !== 1)
+    throw new Http1ParseError(`unsupported HTTP version in ${JSON.stringify(text.slice(0, 12))}`);
   const status = digit(text, 9) * 100 + digit(text, 10) * 10 + digit(text, 11);
-  if (status < 100 || status > 599) throw new Http1ParseError(`bad status ${status} (must be 100-599)`);
+  if (status < 100 || status > 599)
+    throw new Http1ParseError(`bad status ${status} (must be 100-599)`);
   const statusText = eol > 13 ? text.slice(13, eol) : "";
   // Names are compared and handed on in lower case; lowering the whole head once is far
   // cheaper than lowering each name (values are taken from `text`, case kept).
@@ -312,7 +333,9 @@ function parseHead(b: Uint8Array, start: number, end: number): ParsedHead {
     if (e < 0) e = len;
     const colon = text.indexOf(":", pos);
     if (colon <= pos || colon > e || isOws(text.charCodeAt(pos))) {
-      throw new Http1ParseError(`bad header line: ${JSON.stringify(text.slice(pos, Math.min(e, pos + 80)))}`);
+      throw new Http1ParseError(
+        `bad header line: ${JSON.stringify(text.slice(pos, Math.min(e, pos + 80)))}`,
+      );
     }
     let vs = colon + 1;
     while (vs < e && isOws(text.charCodeAt(vs))) vs++;
@@ -320,23 +343,30 @@ function parseHead(b: Uint8Array, start: number, end: number): ParsedHead {
     while (ve > vs && isOws(text.charCodeAt(ve - 1))) ve--;
     const name = lower.slice(pos, colon);
     const value = text.slice(vs, ve);
-    if (!TOKEN.test(name)) throw new Http1ParseError(`bad header name ${JSON.stringify(name.slice(0, 80))}`);
-    if (CONTROL.test(value)) throw new Http1ParseError(`header ${JSON.stringify(name.slice(0, 80))} has a control character in its value`);
+    if (!TOKEN.test(name))
+      throw new Http1ParseError(`bad header name ${JSON.stringify(name.slice(0, 80))}`);
+    if (CONTROL.test(value))
+      throw new Http1ParseError(
+        `header ${JSON.stringify(name.slice(0, 80))} has a control character in its value`,
+      );
     switch (name.length) {
       case 14:
         if (name === "content-length") contentLength = parseContentLength(value, contentLength);
         break;
       case 17:
-        if (name === "transfer-encoding") transferEncoding += (transferEncoding === "" ? "" : ",") + lower.slice(vs, ve);
+        if (name === "transfer-encoding")
+          transferEncoding += (transferEncoding === "" ? "" : ",") + lower.slice(vs, ve);
         break;
       case 10:
-        if (name === "connection") connection += (connection === "" ? "" : ",") + lower.slice(vs, ve);
+        if (name === "connection")
+          connection += (connection === "" ? "" : ",") + lower.slice(vs, ve);
         break;
     }
     headers.push(name, value);
     pos = e + 2;
   }
-  const keepAlive = minor === 1 ? !hasToken(connection, "close") : hasToken(connection, "keep-alive");
+  const keepAlive =
+    minor === 1 ? !hasToken(connection, "close") : hasToken(connection, "keep-alive");
   return { status, statusText, headers, keepAlive, transferEncoding, contentLength };
 }
 
@@ -346,9 +376,11 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
 const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 
 function parseContentLength(value: string, previous: number): number {
-  if (!/^\d{1,15}$/.test(value)) throw new Http1ParseError(`bad content-length: ${JSON.stringify(value)}`);
+  if (!/^\d{1,15}$/.test(value))
+    throw new Http1ParseError(`bad content-length: ${JSON.stringify(value)}`);
   const n = Number(value);
-  if (previous >= 0 && n !== previous) throw new Http1ParseError("conflicting content-length values");
+  if (previous >= 0 && n !== previous)
+    throw new Http1ParseError("conflicting content-length values");
   return n;
 }
 
@@ -370,7 +402,8 @@ function chunkSize(b: Uint8Array, start: number, nl: number): number {
   let k = start;
   for (; k < nl; k++) {
     const c = b[k]!;
-    const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
+    const d =
+      c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
     if (d < 0) {
       // the size ends at an extension (;), whitespace or the line's CR
       if (c !== 59 && c !== 32 && c !== 9 && c !== CR) throw new Http1ParseError("bad chunk size");

@@ -19,8 +19,18 @@
  */
 import type { Socket, SocketHandler } from "bun";
 import { ClientGoneError, DeadlineMissedError } from "../../../edge/proxy/deadlines.ts";
-import type { UpstreamBody, UpstreamCall, UpstreamRequestInit, UpstreamResponse } from "../../../edge/proxy/upstream.ts";
-import { Http1ParseError, Http1ResponseParser, type ParserSink, type ResponseHead } from "./http1-parser.ts";
+import type {
+  UpstreamBody,
+  UpstreamCall,
+  UpstreamRequestInit,
+  UpstreamResponse,
+} from "../../../edge/proxy/upstream.ts";
+import {
+  Http1ParseError,
+  Http1ResponseParser,
+  type ParserSink,
+  type ResponseHead,
+} from "./http1-parser.ts";
 
 export interface SocketClientOptions {
   /** Idle connections kept per origin (default 256); more are closed when released. */
@@ -108,7 +118,11 @@ export class SocketHttpClient {
   /** The client as an UpstreamCall. */
   readonly call: UpstreamCall = (baseUrl, path, init) => this.request(baseUrl, path, init);
 
-  async request(baseUrl: string, path: string, init: UpstreamRequestInit): Promise<UpstreamResponse> {
+  async request(
+    baseUrl: string,
+    path: string,
+    init: UpstreamRequestInit,
+  ): Promise<UpstreamResponse> {
     const origin = this.#origin(baseUrl);
     if (origin === null) {
       if (this.#fallback) return this.#fallback(baseUrl, path, init);
@@ -177,14 +191,28 @@ export class SocketHttpClient {
    * is closed at once.
    */
   async #connect(origin: Origin, signal: AbortSignal | undefined): Promise<Conn> {
-    const conn: Conn = { origin, client: this, socket: undefined, exchange: undefined, pending: [], idleSince: 0, closed: false };
-    const connecting = Bun.connect<Conn>({ hostname: origin.hostname, port: origin.port, data: conn, socket: HANDLERS as unknown as SocketHandler<Conn> });
+    const conn: Conn = {
+      origin,
+      client: this,
+      socket: undefined,
+      exchange: undefined,
+      pending: [],
+      idleSince: 0,
+      closed: false,
+    };
+    const connecting = Bun.connect<Conn>({
+      hostname: origin.hostname,
+      port: origin.port,
+      data: conn,
+      socket: HANDLERS as unknown as SocketHandler<Conn>,
+    });
     const limit = this.#connectTimeoutMs;
     if (limit <= 0 && signal === undefined) return opened(conn, await connecting);
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
     const lost = new Promise<never>((_, reject) => {
-      if (limit > 0) timer = setTimeout(() => reject(new DeadlineMissedError("connect", limit)), limit);
+      if (limit > 0)
+        timer = setTimeout(() => reject(new DeadlineMissedError("connect", limit)), limit);
       if (signal !== undefined) {
         onAbort = () => reject(signal.reason);
         signal.addEventListener("abort", onAbort, { once: true });
@@ -193,7 +221,10 @@ export class SocketHttpClient {
     try {
       return opened(conn, await Promise.race([connecting, lost]));
     } catch (e) {
-      connecting.then((s) => s.terminate(), () => {});
+      connecting.then(
+        (s) => s.terminate(),
+        () => {},
+      );
       throw e;
     } finally {
       if (timer !== undefined) clearTimeout(timer);
@@ -226,9 +257,15 @@ function opened(conn: Conn, socket: Socket<Conn>): Conn {
 }
 
 /** Start one request on a connection; resolves at the answer's head. */
-function send(conn: Conn, origin: Origin, path: string, init: UpstreamRequestInit): Promise<UpstreamResponse> {
+function send(
+  conn: Conn,
+  origin: Origin,
+  path: string,
+  init: UpstreamRequestInit,
+): Promise<UpstreamResponse> {
   const socket = conn.socket;
-  if (conn.closed || socket === undefined) return Promise.reject(new StaleConnectionError("connection closed"));
+  if (conn.closed || socket === undefined)
+    return Promise.reject(new StaleConnectionError("connection closed"));
   const ex = new Exchange(conn);
   conn.exchange = ex;
   if (init.signal !== undefined) ex.abortHeadOn(init.signal);
@@ -236,7 +273,10 @@ function send(conn: Conn, origin: Origin, path: string, init: UpstreamRequestIni
   // (rare: a full send buffer) is copied aside for the drain.
   const bytes = encodeRequest(origin.host, path, init);
   const n = socket.write(bytes);
-  if (n < bytes.length) conn.pending.push(bytes === scratch ? bytes.slice(Math.max(n, 0)) : bytes.subarray(Math.max(n, 0)));
+  if (n < bytes.length)
+    conn.pending.push(
+      bytes === scratch ? bytes.slice(Math.max(n, 0)) : bytes.subarray(Math.max(n, 0)),
+    );
   else ex.requestSent();
   return ex.headPromise;
 }
@@ -297,7 +337,9 @@ class Exchange implements UpstreamBody, ParserSink {
   #queue: Uint8Array[] = [];
   #queuedBytes = 0;
   #paused = false;
-  #waiter: { resolve: (r: { done: boolean; value?: Uint8Array }) => void; reject: (e: unknown) => void } | undefined;
+  #waiter:
+    | { resolve: (r: { done: boolean; value?: Uint8Array }) => void; reject: (e: unknown) => void }
+    | undefined;
 
   constructor(conn: Conn) {
     this.#conn = conn;
@@ -346,7 +388,9 @@ class Exchange implements UpstreamBody, ParserSink {
     if (this.#ended || this.#cancelled) return;
     if (!this.#parser.started) {
       const why = error ? `: ${error.message}` : "";
-      this.#fail(new StaleConnectionError(`upstream connection closed before any answer byte${why}`));
+      this.#fail(
+        new StaleConnectionError(`upstream connection closed before any answer byte${why}`),
+      );
       return;
     }
     try {
@@ -366,7 +410,12 @@ class Exchange implements UpstreamBody, ParserSink {
   head(h: ResponseHead): void {
     this.#headSeen = true;
     this.#keepAlive = h.keepAlive;
-    this.#resolveHead({ status: h.status, statusText: h.statusText, headers: h.headers, body: this });
+    this.#resolveHead({
+      status: h.status,
+      statusText: h.statusText,
+      headers: h.headers,
+      body: this,
+    });
   }
 
   body(chunk: Uint8Array): void {
@@ -458,7 +507,11 @@ class Exchange implements UpstreamBody, ParserSink {
     if (this.#ended || this.#cancelled || this.#error !== undefined) return;
     if (!this.#headSeen) {
       this.#error = e;
-      const keep = e instanceof Http1ParseError || e instanceof StaleConnectionError || e instanceof DeadlineMissedError || e instanceof ClientGoneError;
+      const keep =
+        e instanceof Http1ParseError ||
+        e instanceof StaleConnectionError ||
+        e instanceof DeadlineMissedError ||
+        e instanceof ClientGoneError;
       this.#rejectHead(keep ? e : new Error(e.message));
       return;
     }
@@ -481,7 +534,13 @@ class Exchange implements UpstreamBody, ParserSink {
 
 const encoder = new TextEncoder();
 /** Request headers the client writes itself. */
-const OWN_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive"]);
+const OWN_HEADERS = new Set([
+  "host",
+  "content-length",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+]);
 
 /** Requests up to this size are encoded into one reused buffer (the socket copies what it takes). */
 const SCRATCH_MAX = 256 * 1024;
@@ -515,7 +574,8 @@ function encodeRequest(host: string, path: string, init: UpstreamRequestInit): U
 /** Refuse header names or values that would break the request's framing. */
 function checkHeaders(headers: Readonly<Record<string, string>>): void {
   for (const name in headers) {
-    if (LINE_BREAK.test(headers[name]!) || LINE_BREAK.test(name)) throw new Error(`header ${JSON.stringify(name)} contains a line break`);
+    if (LINE_BREAK.test(headers[name]!) || LINE_BREAK.test(name))
+      throw new Error(`header ${JSON.stringify(name)} contains a line break`);
   }
 }
 

@@ -42,7 +42,10 @@ export const LIBZMQ_SYMBOLS = {
   zmq_ctx_term: { args: [FFIType.ptr], returns: FFIType.i32 },
   zmq_socket: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.ptr },
   zmq_close: { args: [FFIType.ptr], returns: FFIType.i32 },
-  zmq_setsockopt: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i32 },
+  zmq_setsockopt: {
+    args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.u64],
+    returns: FFIType.i32,
+  },
   zmq_connect: { args: [FFIType.ptr, FFIType.cstring], returns: FFIType.i32 },
   zmq_socket_monitor: { args: [FFIType.ptr, FFIType.cstring, FFIType.i32], returns: FFIType.i32 },
   zmq_send: { args: [FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
@@ -92,7 +95,12 @@ export function loadLibzmq(path: string = libzmqPath()): LoadedLibzmq {
     lib.close();
     throw new LibzmqUnavailableError(`${path} is ZeroMQ ${v[0]}.${v[1]}.${v[2]}; 4.x is required`);
   }
-  return { symbols: lib.symbols, version: `${v[0]}.${v[1]}.${v[2]}`, path, close: () => lib.close() };
+  return {
+    symbols: lib.symbols,
+    version: `${v[0]}.${v[1]}.${v[2]}`,
+    path,
+    close: () => lib.close(),
+  };
 }
 
 /** "Resource temporarily unavailable (errno 11)" */

@@ -35,7 +35,16 @@ export type MsgpackValue =
   | MsgpackExt;
 
 /** The family of the next value, from its first byte. */
-export type MsgpackKind = "nil" | "bool" | "int" | "float" | "str" | "bin" | "array" | "map" | "ext";
+export type MsgpackKind =
+  | "nil"
+  | "bool"
+  | "int"
+  | "float"
+  | "str"
+  | "bin"
+  | "array"
+  | "map"
+  | "ext";
 
 const KIND = buildKindTable();
 
@@ -147,18 +156,26 @@ export class MsgpackReader {
     if (b <= 0x7f) return b;
     if (b >= 0xe0) return b - 0x100;
     switch (b) {
-      case 0xcc: return this.byte();
-      case 0xcd: return this.u16();
-      case 0xce: return this.u32();
+      case 0xcc:
+        return this.byte();
+      case 0xcd:
+        return this.u16();
+      case 0xce:
+        return this.u32();
       case 0xcf: {
-        const hi = this.u32(), lo = this.u32();
+        const hi = this.u32(),
+          lo = this.u32();
         return hi < 0x200000 ? hi * TWO32 + lo : (BigInt(hi) << 32n) | BigInt(lo);
       }
-      case 0xd0: return this.i8();
-      case 0xd1: return this.i16();
-      case 0xd2: return this.i32();
+      case 0xd0:
+        return this.i8();
+      case 0xd1:
+        return this.i16();
+      case 0xd2:
+        return this.i32();
       case 0xd3: {
-        const hi = this.i32(), lo = this.u32();
+        const hi = this.i32(),
+          lo = this.u32();
         // Safe when -(2^53 - 1) <= value <= 2^53 - 1.
         const safe = hi < 0x200000 && (hi > -0x200000 || (hi === -0x200000 && lo > 0));
         return safe ? hi * TWO32 + lo : (BigInt(hi) << 32n) + BigInt(lo);
@@ -180,14 +197,22 @@ export class MsgpackReader {
     if (b <= 0x7f) return BigInt(b);
     if (b >= 0xe0) return BigInt.asUintN(64, BigInt(b - 0x100));
     switch (b) {
-      case 0xcc: return BigInt(this.byte());
-      case 0xcd: return BigInt(this.u16());
-      case 0xce: return BigInt(this.u32());
+      case 0xcc:
+        return BigInt(this.byte());
+      case 0xcd:
+        return BigInt(this.u16());
+      case 0xce:
+        return BigInt(this.u32());
       // int64 has the same bits as its u64 reinterpretation.
-      case 0xcf: case 0xd3: return this.view.getBigUint64(this.take(8));
-      case 0xd0: return BigInt.asUintN(64, BigInt(this.i8()));
-      case 0xd1: return BigInt.asUintN(64, BigInt(this.i16()));
-      case 0xd2: return BigInt.asUintN(64, BigInt(this.i32()));
+      case 0xcf:
+      case 0xd3:
+        return this.view.getBigUint64(this.take(8));
+      case 0xd0:
+        return BigInt.asUintN(64, BigInt(this.i8()));
+      case 0xd1:
+        return BigInt.asUintN(64, BigInt(this.i16()));
+      case 0xd2:
+        return BigInt.asUintN(64, BigInt(this.i32()));
     }
     throw this.unexpected(b, "int");
   }
@@ -271,15 +296,20 @@ export class MsgpackReader {
   readValue(): MsgpackValue {
     const b = this.peekByte();
     switch (KIND[b]) {
-      case "int": return this.readInt();
+      case "int":
+        return this.readInt();
       case "nil":
         if (b === 0xc1) throw new MsgpackError(`reserved byte 0xc1 at offset ${this.pos}`);
         this.pos++;
         return null;
-      case "bool": return this.readBool();
-      case "float": return this.readFloat();
-      case "str": return this.readStr();
-      case "bin": return this.readBin();
+      case "bool":
+        return this.readBool();
+      case "float":
+        return this.readFloat();
+      case "str":
+        return this.readStr();
+      case "bin":
+        return this.readBin();
       case "array": {
         const n = this.readArrayHeader();
         const out = new Array<MsgpackValue>(n);
@@ -295,7 +325,8 @@ export class MsgpackReader {
         }
         return out;
       }
-      case "ext": return this.readExt();
+      case "ext":
+        return this.readExt();
     }
     throw new MsgpackError(`unknown byte 0x${b.toString(16)} at offset ${this.pos}`);
   }
@@ -307,32 +338,91 @@ export class MsgpackReader {
       pending--;
       const b = this.byte();
       if (b <= 0x7f || b >= 0xe0 || b === 0xc0 || b === 0xc2 || b === 0xc3) continue;
-      if (b <= 0x8f) { pending += 2 * (b & 0x0f); continue; }
-      if (b <= 0x9f) { pending += b & 0x0f; continue; }
-      if (b <= 0xbf) { this.take(b & 0x1f); continue; }
+      if (b <= 0x8f) {
+        pending += 2 * (b & 0x0f);
+        continue;
+      }
+      if (b <= 0x9f) {
+        pending += b & 0x0f;
+        continue;
+      }
+      if (b <= 0xbf) {
+        this.take(b & 0x1f);
+        continue;
+      }
       switch (b) {
-        case 0xc4: case 0xd9: this.take(this.byte()); break;
-        case 0xc5: case 0xda: this.take(this.u16()); break;
-        case 0xc6: case 0xdb: this.take(this.u32()); break;
-        case 0xc7: this.take(this.byte() + 1); break;
-        case 0xc8: this.take(this.u16() + 1); break;
-        case 0xc9: this.take(this.u32() + 1); break;
-        case 0xca: this.take(4); break;
-        case 0xcb: this.take(8); break;
-        case 0xcc: case 0xd0: this.take(1); break;
-        case 0xcd: case 0xd1: this.take(2); break;
-        case 0xce: case 0xd2: this.take(4); break;
-        case 0xcf: case 0xd3: this.take(8); break;
-        case 0xd4: this.take(2); break;
-        case 0xd5: this.take(3); break;
-        case 0xd6: this.take(5); break;
-        case 0xd7: this.take(9); break;
-        case 0xd8: this.take(17); break;
-        case 0xdc: pending += this.u16(); break;
-        case 0xdd: pending += this.u32(); break;
-        case 0xde: pending += 2 * this.u16(); break;
-        case 0xdf: pending += 2 * this.u32(); break;
-        default: throw new MsgpackError(`reserved byte 0x${b.toString(16)} at offset ${this.pos - 1}`);
+        case 0xc4:
+        case 0xd9:
+          this.take(this.byte());
+          break;
+        case 0xc5:
+        case 0xda:
+          this.take(this.u16());
+          break;
+        case 0xc6:
+        case 0xdb:
+          this.take(this.u32());
+          break;
+        case 0xc7:
+          this.take(this.byte() + 1);
+          break;
+        case 0xc8:
+          this.take(this.u16() + 1);
+          break;
+        case 0xc9:
+          this.take(this.u32() + 1);
+          break;
+        case 0xca:
+          this.take(4);
+          break;
+        case 0xcb:
+          this.take(8);
+          break;
+        case 0xcc:
+        case 0xd0:
+          this.take(1);
+          break;
+        case 0xcd:
+        case 0xd1:
+          this.take(2);
+          break;
+        case 0xce:
+        case 0xd2:
+          this.take(4);
+          break;
+        case 0xcf:
+        case 0xd3:
+          this.take(8);
+          break;
+        case 0xd4:
+          this.take(2);
+          break;
+        case 0xd5:
+          this.take(3);
+          break;
+        case 0xd6:
+          this.take(5);
+          break;
+        case 0xd7:
+          this.take(9);
+          break;
+        case 0xd8:
+          this.take(17);
+          break;
+        case 0xdc:
+          pending += this.u16();
+          break;
+        case 0xdd:
+          pending += this.u32();
+          break;
+        case 0xde:
+          pending += 2 * this.u16();
+          break;
+        case 0xdf:
+          pending += 2 * this.u32();
+          break;
+        default:
+          throw new MsgpackError(`reserved byte 0x${b.toString(16)} at offset ${this.pos - 1}`);
       }
     }
   }
@@ -341,15 +431,32 @@ export class MsgpackReader {
     const b = this.byte();
     let n: number;
     switch (b) {
-      case 0xd4: n = 1; break;
-      case 0xd5: n = 2; break;
-      case 0xd6: n = 4; break;
-      case 0xd7: n = 8; break;
-      case 0xd8: n = 16; break;
-      case 0xc7: n = this.byte(); break;
-      case 0xc8: n = this.u16(); break;
-      case 0xc9: n = this.u32(); break;
-      default: throw this.unexpected(b, "ext");
+      case 0xd4:
+        n = 1;
+        break;
+      case 0xd5:
+        n = 2;
+        break;
+      case 0xd6:
+        n = 4;
+        break;
+      case 0xd7:
+        n = 8;
+        break;
+      case 0xd8:
+        n = 16;
+        break;
+      case 0xc7:
+        n = this.byte();
+        break;
+      case 0xc8:
+        n = this.u16();
+        break;
+      case 0xc9:
+        n = this.u32();
+        break;
+      default:
+        throw this.unexpected(b, "ext");
     }
     const type = this.i8();
     const at = this.take(n);
@@ -383,7 +490,9 @@ export class MsgpackReader {
 
   private need(n: number): void {
     if (this.pos + n > this.end) {
-      throw new MsgpackError(`truncated input: need ${n} byte(s) at offset ${this.pos}, have ${this.end - this.pos}`);
+      throw new MsgpackError(
+        `truncated input: need ${n} byte(s) at offset ${this.pos}, have ${this.end - this.pos}`,
+      );
     }
   }
 
@@ -427,7 +536,9 @@ export class MsgpackReader {
   }
 
   private unexpected(b: number, want: string): MsgpackError {
-    return new MsgpackError(`expected ${want}, found ${KIND[b] ?? "?"} (0x${b.toString(16)}) at offset ${this.pos - 1}`);
+    return new MsgpackError(
+      `expected ${want}, found ${KIND[b] ?? "?"} (0x${b.toString(16)}) at offset ${this.pos - 1}`,
+    );
   }
 }
 

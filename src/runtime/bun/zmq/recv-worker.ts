@@ -20,12 +20,28 @@
  * is replaced by a new socket, with backoff. Batches missed meanwhile are a seq gap, replayed
  * like any other.
  */
-import { loadLibzmq, ZMQ_DEALER, ZMQ_DONTWAIT, ZMQ_MAXMSGSIZE, ZMQ_PAIR, ZMQ_RCVHWM, ZMQ_RCVTIMEO, ZMQ_SUB, ZMQ_SUBSCRIBE } from "./libzmq.ts";
+import {
+  loadLibzmq,
+  ZMQ_DEALER,
+  ZMQ_DONTWAIT,
+  ZMQ_MAXMSGSIZE,
+  ZMQ_PAIR,
+  ZMQ_RCVHWM,
+  ZMQ_RCVTIMEO,
+  ZMQ_SUB,
+  ZMQ_SUBSCRIBE,
+} from "./libzmq.ts";
 import { SessionWatch, WATCHED_EVENTS } from "./session-watch.ts";
 import { Sequencer, type SeqMessage, type SequencedMessage } from "./sequencer.ts";
 import {
-  CONTROL_INFLIGHT, CONTROL_STOP, FLAG_REPLAYED, FLAG_RESTART,
-  type WorkerBatch, type WorkerCounters, type WorkerStart, type WorkerToMain,
+  CONTROL_INFLIGHT,
+  CONTROL_STOP,
+  FLAG_REPLAYED,
+  FLAG_RESTART,
+  type WorkerBatch,
+  type WorkerCounters,
+  type WorkerStart,
+  type WorkerToMain,
 } from "./worker-protocol.ts";
 import { stagedMessage, ZmqContext, type StagedMessage, type ZmqSocket } from "./zmq-socket.ts";
 
@@ -107,8 +123,16 @@ class HandOff {
   flush(): void {
     if (this.count === 0) return;
     // Backpressure: wait (bounded) while the main thread is maxInflight hand-offs behind.
-    while (Atomics.load(this.control, CONTROL_INFLIGHT) >= this.maxInflight && Atomics.load(this.control, CONTROL_STOP) === 0) {
-      Atomics.wait(this.control, CONTROL_INFLIGHT, Atomics.load(this.control, CONTROL_INFLIGHT), 50);
+    while (
+      Atomics.load(this.control, CONTROL_INFLIGHT) >= this.maxInflight &&
+      Atomics.load(this.control, CONTROL_STOP) === 0
+    ) {
+      Atomics.wait(
+        this.control,
+        CONTROL_INFLIGHT,
+        Atomics.load(this.control, CONTROL_INFLIGHT),
+        50,
+      );
     }
     Atomics.add(this.control, CONTROL_INFLIGHT, 1);
     const c = this.count;
@@ -135,8 +159,13 @@ function run(cfg: WorkerStart): void {
   const ctx = new ZmqContext(lib.symbols);
   const session = new LiveSession(ctx, cfg);
   let malformedFrames = 0;
-  const replay = cfg.replayEndpoint === undefined ? undefined : new ReplayClient(ctx, cfg, cfg.replayEndpoint, control, () => malformedFrames++);
-  const sequencer = new Sequencer(replay === undefined ? undefined : (start) => replay.replay(start));
+  const replay =
+    cfg.replayEndpoint === undefined
+      ? undefined
+      : new ReplayClient(ctx, cfg, cfg.replayEndpoint, control, () => malformedFrames++);
+  const sequencer = new Sequencer(
+    replay === undefined ? undefined : (start) => replay.replay(start),
+  );
   const counters = (): WorkerCounters => ({ ...sequencer.stats, malformedFrames });
   const out = new HandOff(cfg.maxBatch, control, cfg.maxInflight, counters);
   const deliver = (m: SequencedMessage) => out.add(m);
@@ -148,7 +177,10 @@ function run(cfg: WorkerStart): void {
       return;
     }
     const at = m.offsets[2]!;
-    sequencer.push({ seq: seqOf(m.bytes, m.offsets[1]!), payload: m.bytes.subarray(at, at + m.lengths[2]!) }, deliver);
+    sequencer.push(
+      { seq: seqOf(m.bytes, m.offsets[1]!), payload: m.bytes.subarray(at, at + m.lengths[2]!) },
+      deliver,
+    );
   };
 
   post({ type: "ready", version: lib.version });
@@ -219,7 +251,11 @@ class LiveSession {
     }
     const now = performance.now();
     if (watch.dead(now)) {
-      post({ type: "log", level: "warn", message: `KV event session ended for good (${watch.lastProblem ?? "no answer"}; a frame over ${this.cfg.maxMessageBytes} bytes ends it too): subscribing again` });
+      post({
+        type: "log",
+        level: "warn",
+        message: `KV event session ended for good (${watch.lastProblem ?? "no answer"}; a frame over ${this.cfg.maxMessageBytes} bytes ends it too): subscribing again`,
+      });
       this.close();
       ({ sub: this.sub, mon: this.#mon } = this.#open());
       watch.resubscribed(now);
@@ -267,7 +303,11 @@ class ReplayClient {
       for (;;) {
         if (Atomics.load(this.control, CONTROL_STOP) !== 0) return;
         if (!d.recvMessage(this.#staged, 0)) {
-          post({ type: "log", level: "warn", message: `replay from seq ${start}: no answer within ${cfg.replayTimeoutMs} ms` });
+          post({
+            type: "log",
+            level: "warn",
+            message: `replay from seq ${start}: no answer within ${cfg.replayTimeoutMs} ms`,
+          });
           return;
         }
         const m = this.#staged;
@@ -279,7 +319,10 @@ class ReplayClient {
           finished = true;
           return;
         }
-        yield { seq: seqOf(m.bytes, m.offsets[1]!), payload: m.bytes.subarray(m.offsets[2]!, m.offsets[2]! + m.lengths[2]!) };
+        yield {
+          seq: seqOf(m.bytes, m.offsets[1]!),
+          payload: m.bytes.subarray(m.offsets[2]!, m.offsets[2]! + m.lengths[2]!),
+        };
       }
     } finally {
       // An unfinished answer would be read by the next request: drop the socket instead.

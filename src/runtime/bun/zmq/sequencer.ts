@@ -52,7 +52,14 @@ export class Sequencer {
   private last: number | undefined;
   private restartPending = false;
   readonly stats: SequencerStats = {
-    live: 0, replayed: 0, gaps: 0, lostBatches: 0, restarts: 0, replayRequests: 0, replayFailures: 0, lastSeq: -1,
+    live: 0,
+    replayed: 0,
+    gaps: 0,
+    lostBatches: 0,
+    restarts: 0,
+    replayRequests: 0,
+    replayFailures: 0,
+    lastSeq: -1,
   };
 
   constructor(private readonly replay?: ReplayFn) {}

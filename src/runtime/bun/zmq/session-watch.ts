@@ -24,8 +24,15 @@ export const ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL = 0x2000;
 export const ZMQ_EVENT_HANDSHAKE_FAILED_AUTH = 0x4000;
 /** Every event above. */
 export const WATCHED_EVENTS =
-  ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_DELAYED | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_CLOSED | ZMQ_EVENT_DISCONNECTED |
-  ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+  ZMQ_EVENT_CONNECTED |
+  ZMQ_EVENT_CONNECT_DELAYED |
+  ZMQ_EVENT_CONNECT_RETRIED |
+  ZMQ_EVENT_CLOSED |
+  ZMQ_EVENT_DISCONNECTED |
+  ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+  ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+  ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+  ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
 
 export type SessionState = "connecting" | "connected" | "disconnected";
 
@@ -100,7 +107,11 @@ export class SessionWatch {
    * caller closes the socket, opens a new one and calls `resubscribed(now)`.
    */
   dead(now: number): boolean {
-    return this.state === "disconnected" && now - this.#lastSign >= this.#silentMs && now >= this.#notBefore;
+    return (
+      this.state === "disconnected" &&
+      now - this.#lastSign >= this.#silentMs &&
+      now >= this.#notBefore
+    );
   }
 
   /** A new socket was opened: wait for its handshake, and back off if it dies again. */

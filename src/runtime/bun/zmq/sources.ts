@@ -12,7 +12,11 @@ import type { WorkerId } from "../../../core/ids.ts";
 import type { KvEventSources } from "../../../fleet/provisioner.ts";
 import type { KvEventsSpec } from "../../../fleet/worker-spec.ts";
 import { endpointForDpRank } from "./endpoints.ts";
-import { startVllmKvSubscriber, type VllmKvSubscriber, type VllmKvSubscriberOptions } from "./subscriber.ts";
+import {
+  startVllmKvSubscriber,
+  type VllmKvSubscriber,
+  type VllmKvSubscriberOptions,
+} from "./subscriber.ts";
 
 export interface ZmqSourcesOptions {
   readonly blockSize: number;
@@ -60,7 +64,10 @@ export class ZmqEventSources implements KvEventSources {
         ranks.push(
           await start({
             endpoint: endpointForDpRank(spec.endpoint, r),
-            replayEndpoint: spec.replayEndpoint !== undefined ? endpointForDpRank(spec.replayEndpoint, r) : undefined,
+            replayEndpoint:
+              spec.replayEndpoint !== undefined
+                ? endpointForDpRank(spec.replayEndpoint, r)
+                : undefined,
             topic: spec.topic,
             workerId,
             blockSize: this.o.blockSize,
@@ -77,7 +84,10 @@ export class ZmqEventSources implements KvEventSources {
     }
     this.#subs.set(workerId, { spec, ranks });
     this.o.log?.info(`worker ${workerId}: KV events over ZMQ`, {
-      endpoint: spec.endpoint, replay: spec.replayEndpoint ?? null, dp_ranks: spec.dpRanks, topic: spec.topic,
+      endpoint: spec.endpoint,
+      replay: spec.replayEndpoint ?? null,
+      dp_ranks: spec.dpRanks,
+      topic: spec.topic,
     });
   }
 

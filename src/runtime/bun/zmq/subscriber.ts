@@ -21,10 +21,21 @@ import type { RouterEvent } from "../../../core/events.ts";
 import type { BatchBlockHasher } from "../../../core/block-hash.ts";
 import type { DpRank, EventId, WorkerId } from "../../../core/ids.ts";
 import { libzmqPath } from "./libzmq.ts";
-import { decodeVllmBatch, newVllmDecodeCounters, VllmDecodeError, type VllmDecodeCounters } from "./vllm-decode.ts";
 import {
-  CONTROL_INFLIGHT, CONTROL_STOP, CONTROL_WORDS, FLAG_RESTART,
-  type WorkerBatch, type WorkerCounters, type WorkerStart, type WorkerToMain,
+  decodeVllmBatch,
+  newVllmDecodeCounters,
+  VllmDecodeError,
+  type VllmDecodeCounters,
+} from "./vllm-decode.ts";
+import {
+  CONTROL_INFLIGHT,
+  CONTROL_STOP,
+  CONTROL_WORDS,
+  FLAG_RESTART,
+  type WorkerBatch,
+  type WorkerCounters,
+  type WorkerStart,
+  type WorkerToMain,
 } from "./worker-protocol.ts";
 import { defaultRecvWorkerUrl } from "./worker-url.ts";
 
@@ -89,7 +100,10 @@ export interface VllmKvSubscriber {
   /** The receive worker runs (started, not stopped, no fatal error). */
   running(): boolean;
   /** The live socket's session as libzmq's monitor last told it, and how often it was subscribed again. */
-  session(): { readonly state: "connecting" | "connected" | "disconnected"; readonly resubscribes: number };
+  session(): {
+    readonly state: "connecting" | "connected" | "disconnected";
+    readonly resubscribes: number;
+  };
   readonly libzmqVersion: string;
 }
 
@@ -98,14 +112,22 @@ export interface VllmKvSubscriber {
  * block size 16 is ~1 MB of msgpack) and bounds what one frame can make the router allocate.
  */
 const DEFAULTS = {
-  startTimeoutMs: 5_000, pollMs: 100, replayTimeoutMs: 2_000, maxBatch: 512, maxInflight: 8, rcvHwm: 100_000,
-  maxMessageBytes: 64 * 1024 * 1024, deadSessionMs: 2_000,
+  startTimeoutMs: 5_000,
+  pollMs: 100,
+  replayTimeoutMs: 2_000,
+  maxBatch: 512,
+  maxInflight: 8,
+  rcvHwm: 100_000,
+  maxMessageBytes: 64 * 1024 * 1024,
+  deadSessionMs: 2_000,
 };
 
 /** Log at most one decode error per this many, so a broken engine cannot flood the log. */
 const DECODE_ERROR_LOG_EVERY = 1000;
 
-export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Promise<VllmKvSubscriber> {
+export async function startVllmKvSubscriber(
+  opts: VllmKvSubscriberOptions,
+): Promise<VllmKvSubscriber> {
   if (!(opts.blockSize > 0)) throw new Error(`blockSize must be > 0, got ${opts.blockSize}`);
   const control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4));
   const worker = new Worker(String(opts.recvWorkerUrl ?? defaultRecvWorkerUrl()));
@@ -127,7 +149,10 @@ export async function startVllmKvSubscriber(opts: VllmKvSubscriberOptions): Prom
 
   const version = await readyWithin(link, opts, stop);
   opts.log?.info("subscribed to vLLM KV events", {
-    endpoint: opts.endpoint, replay: opts.replayEndpoint ?? null, worker_id: String(opts.workerId), libzmq: version,
+    endpoint: opts.endpoint,
+    replay: opts.replayEndpoint ?? null,
+    worker_id: String(opts.workerId),
+    libzmq: version,
   });
 
   return {
@@ -165,12 +190,22 @@ class BatchDecoder {
     for (let i = 0; i < b.count; i++) {
       this.#batches++;
       if ((b.flags[i]! & FLAG_RESTART) !== 0) {
-        opts.log?.warn("vLLM KV publisher restarted (seq went back): clearing its blocks", { endpoint: opts.endpoint, seq: b.seqs[i] });
-        out.push({ workerId: opts.workerId, event: { eventId: this.#nextId++, dpRank: this.#lastRank, data: { type: "cleared" } } });
+        opts.log?.warn("vLLM KV publisher restarted (seq went back): clearing its blocks", {
+          endpoint: opts.endpoint,
+          seq: b.seqs[i],
+        });
+        out.push({
+          workerId: opts.workerId,
+          event: { eventId: this.#nextId++, dpRank: this.#lastRank, data: { type: "cleared" } },
+        });
       }
       const lost = b.lost[i]!;
       if (lost > 0) {
-        opts.log?.warn("vLLM KV batches lost (not replayable)", { endpoint: opts.endpoint, lost, before_seq: b.seqs[i] });
+        opts.log?.warn("vLLM KV batches lost (not replayable)", {
+          endpoint: opts.endpoint,
+          lost,
+          before_seq: b.seqs[i],
+        });
         this.#nextId += BigInt(lost);
       }
       this.#decodeOne(b.bytes.subarray(b.offsets[i]!, b.offsets[i + 1]!), b.seqs[i], out);
@@ -180,7 +215,9 @@ class BatchDecoder {
       try {
         opts.onEvents(out);
       } catch (e) {
-        opts.log?.warn(`KV event handler threw: ${(e as Error).message}`, { endpoint: opts.endpoint });
+        opts.log?.warn(`KV event handler threw: ${(e as Error).message}`, {
+          endpoint: opts.endpoint,
+        });
       }
     }
   }
@@ -191,7 +228,13 @@ class BatchDecoder {
     try {
       const d = decodeVllmBatch(
         payload,
-        { workerId: opts.workerId, blockSize: opts.blockSize, dpRank: opts.dpRank, firstEventId: this.#nextId, hasher: opts.hasher },
+        {
+          workerId: opts.workerId,
+          blockSize: opts.blockSize,
+          dpRank: opts.dpRank,
+          firstEventId: this.#nextId,
+          hasher: opts.hasher,
+        },
         this.#decode,
       );
       this.#lastRank = d.dpRank;
@@ -200,7 +243,11 @@ class BatchDecoder {
     } catch (e) {
       if (!(e instanceof VllmDecodeError)) throw e;
       if (this.#decodeErrors++ % DECODE_ERROR_LOG_EVERY === 0) {
-        opts.log?.warn(`undecodable vLLM KV batch: ${e.message}`, { endpoint: opts.endpoint, seq, errors: this.#decodeErrors });
+        opts.log?.warn(`undecodable vLLM KV batch: ${e.message}`, {
+          endpoint: opts.endpoint,
+          seq,
+          errors: this.#decodeErrors,
+        });
       }
       this.#nextId += 1n;
     }
@@ -208,8 +255,12 @@ class BatchDecoder {
 
   stats(): Omit<VllmKvSubscriberStats, keyof WorkerCounters> {
     return {
-      batches: this.#batches, events: this.#events, decodeErrors: this.#decodeErrors, handoffs: this.#handoffs,
-      nextEventId: this.#nextId, decode: { ...this.#decode },
+      batches: this.#batches,
+      events: this.#events,
+      decodeErrors: this.#decodeErrors,
+      handoffs: this.#handoffs,
+      nextEventId: this.#nextId,
+      decode: { ...this.#decode },
     };
   }
 }
@@ -228,12 +279,27 @@ interface WorkerLink {
 }
 
 /** The worker's messages handled: batches decoded (then the in-flight slot given back), readiness, logs, session, end. */
-function listen(worker: Worker, control: Int32Array, decoder: BatchDecoder, opts: VllmKvSubscriberOptions): WorkerLink {
+function listen(
+  worker: Worker,
+  control: Int32Array,
+  decoder: BatchDecoder,
+  opts: VllmKvSubscriberOptions,
+): WorkerLink {
   let resolveWorkerGone!: () => void;
   let started: WorkerLink["started"];
   const whenReady = new Promise<string>((resolve, reject) => (started = { resolve, reject }));
   const link: WorkerLink = {
-    counters: { live: 0, replayed: 0, gaps: 0, lostBatches: 0, restarts: 0, replayRequests: 0, replayFailures: 0, lastSeq: -1, malformedFrames: 0 },
+    counters: {
+      live: 0,
+      replayed: 0,
+      gaps: 0,
+      lostBatches: 0,
+      restarts: 0,
+      replayRequests: 0,
+      replayFailures: 0,
+      lastSeq: -1,
+      malformedFrames: 0,
+    },
     session: { state: "connecting", resubscribes: 0 },
     gone: false,
     workerGone: new Promise<void>((r) => (resolveWorkerGone = r)),
@@ -304,14 +370,26 @@ function startMessage(opts: VllmKvSubscriberOptions, control: Int32Array): Worke
 }
 
 /** The worker's libzmq version once it is ready, within the start deadline; else stopped and the reason thrown. */
-async function readyWithin(link: WorkerLink, opts: VllmKvSubscriberOptions, stop: () => Promise<void>): Promise<string> {
+async function readyWithin(
+  link: WorkerLink,
+  opts: VllmKvSubscriberOptions,
+  stop: () => Promise<void>,
+): Promise<string> {
   const startTimeoutMs = opts.startTimeoutMs ?? DEFAULTS.startTimeoutMs;
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const version = await Promise.race([
       link.whenReady,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`vLLM KV subscriber for ${opts.endpoint} did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `vLLM KV subscriber for ${opts.endpoint} did not start within ${startTimeoutMs} ms`,
+              ),
+            ),
+          startTimeoutMs,
+        );
       }),
     ]);
     link.started = undefined;

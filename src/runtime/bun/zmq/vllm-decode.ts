@@ -46,8 +46,20 @@
  * Throws VllmDecodeError only when the batch itself cannot be read (truncated msgpack, not
  * an array/map); one bad event is counted as malformed and skipped.
  */
-import { computeBlockHashesWith, hashMmIdentifier, portableBatchHasher, type BatchBlockHasher, type BlockExtraInfo } from "../../../core/block-hash.ts";
-import type { KvCacheEvent, KvCacheEventData, KvMedium, RouterEvent, StoredBlock } from "../../../core/events.ts";
+import {
+  computeBlockHashesWith,
+  hashMmIdentifier,
+  portableBatchHasher,
+  type BatchBlockHasher,
+  type BlockExtraInfo,
+} from "../../../core/block-hash.ts";
+import type {
+  KvCacheEvent,
+  KvCacheEventData,
+  KvMedium,
+  RouterEvent,
+  StoredBlock,
+} from "../../../core/events.ts";
 import type { DpRank, EventId, WorkerId } from "../../../core/ids.ts";
 import { MsgpackError, MsgpackReader, type MsgpackValue } from "./msgpack.ts";
 
@@ -110,8 +122,23 @@ export interface VllmDecodeCounters {
 
 export function newVllmDecodeCounters(): VllmDecodeCounters {
   return {
-    batches: 0, seen: 0, stored: 0, removed: 0, cleared: 0, unknownTag: 0, unknownTags: [],
-    otherMedium: 0, tier: 0, placeholder: 0, chunkRefs: 0, otherGroup: 0, blockSizeMismatch: 0, duplicateHash: 0, empty: 0, truncated: 0, malformed: 0,
+    batches: 0,
+    seen: 0,
+    stored: 0,
+    removed: 0,
+    cleared: 0,
+    unknownTag: 0,
+    unknownTags: [],
+    otherMedium: 0,
+    tier: 0,
+    placeholder: 0,
+    chunkRefs: 0,
+    otherGroup: 0,
+    blockSizeMismatch: 0,
+    duplicateHash: 0,
+    empty: 0,
+    truncated: 0,
+    malformed: 0,
   };
 }
 
@@ -119,9 +146,16 @@ export function newVllmDecodeCounters(): VllmDecodeCounters {
 const INDEXED_SPEC_KINDS = new Set(["full_attention", "mla_attention", "sink_full_attention"]);
 /** Medium strings (upper-cased) → the holder's medium; Dynamo's StorageTier mapping plus vLLM's "FS". */
 const MEDIA = new Map<string, KvMedium>([
-  ["GPU", "gpu"], ["DEVICE", "gpu"],
-  ["CPU", "cpu"], ["CPU_PINNED", "cpu"], ["CPU_TIER1", "cpu"],
-  ["CPU_TIER2", "disk"], ["DISK", "disk"], ["NVME", "disk"], ["STORAGE", "disk"], ["FS", "disk"],
+  ["GPU", "gpu"],
+  ["DEVICE", "gpu"],
+  ["CPU", "cpu"],
+  ["CPU_PINNED", "cpu"],
+  ["CPU_TIER1", "cpu"],
+  ["CPU_TIER2", "disk"],
+  ["DISK", "disk"],
+  ["NVME", "disk"],
+  ["STORAGE", "disk"],
+  ["FS", "disk"],
 ]);
 
 /**
@@ -130,13 +164,36 @@ const MEDIA = new Map<string, KvMedium>([
  * is fine; later versions send maps, read by key).
  */
 const STORED_FIELDS = [
-  "block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name",
-  "extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window", "locality", "ownership",
+  "block_hashes",
+  "parent_block_hash",
+  "token_ids",
+  "block_size",
+  "lora_id",
+  "medium",
+  "lora_name",
+  "extra_keys",
+  "group_idx",
+  "kv_cache_spec_kind",
+  "kv_cache_spec_sliding_window",
+  "locality",
+  "ownership",
 ] as const;
 /** The newest vLLM declares event_version between lora_name and extra_keys. */
 const STORED_FIELDS_VERSIONED = [
-  "block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name",
-  "event_version", "extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window", "locality", "ownership",
+  "block_hashes",
+  "parent_block_hash",
+  "token_ids",
+  "block_size",
+  "lora_id",
+  "medium",
+  "lora_name",
+  "event_version",
+  "extra_keys",
+  "group_idx",
+  "kv_cache_spec_kind",
+  "kv_cache_spec_sliding_window",
+  "locality",
+  "ownership",
 ] as const;
 const REMOVED_FIELDS = ["block_hashes", "medium", "group_idx", "locality", "ownership"] as const;
 const NO_FIELDS: readonly string[] = [];
@@ -160,8 +217,18 @@ interface RawEvent {
 
 function rawEvent(): RawEvent {
   return {
-    tag: undefined, blockHashes: undefined, parent: null, tokens: undefined, blockSize: undefined,
-    medium: null, locality: null, loraName: null, extraKeys: null, groupIdx: null, specKind: null, bad: false,
+    tag: undefined,
+    blockHashes: undefined,
+    parent: null,
+    tokens: undefined,
+    blockSize: undefined,
+    medium: null,
+    locality: null,
+    loraName: null,
+    extraKeys: null,
+    groupIdx: null,
+    specKind: null,
+    bad: false,
   };
 }
 
@@ -178,7 +245,10 @@ export function decodeVllmBatch(
     const kind = r.peekKind();
     if (kind === "array") {
       const n = r.readArrayHeader();
-      if (n < 2) throw new VllmDecodeError(`event batch array has ${n} element(s), expected [ts, events, dp_rank?]`);
+      if (n < 2)
+        throw new VllmDecodeError(
+          `event batch array has ${n} element(s), expected [ts, events, dp_rank?]`,
+        );
       ts = readNumberOr(r, 0);
       raws = readEvents(r);
       if (n >= 3) dpRank = readRank(r);
@@ -195,11 +265,12 @@ export function decodeVllmBatch(
         } else if (key === "data_parallel_rank" || key === "dp_rank") dpRank = readRank(r);
         else r.skip();
       }
-      if (!sawEvents) throw new VllmDecodeError("event batch map has no \"events\"");
+      if (!sawEvents) throw new VllmDecodeError('event batch map has no "events"');
     } else {
       throw new VllmDecodeError(`event batch is a msgpack ${kind}, expected an array or a map`);
     }
-    if (!r.done) throw new VllmDecodeError(`${payload.length - r.pos} trailing byte(s) after the event batch`);
+    if (!r.done)
+      throw new VllmDecodeError(`${payload.length - r.pos} trailing byte(s) after the event batch`);
   } catch (e) {
     if (e instanceof MsgpackError) throw new VllmDecodeError(`malformed event batch: ${e.message}`);
     throw e;
@@ -215,7 +286,10 @@ export function decodeVllmBatch(
     if (data === undefined) continue;
     // GPU events carry no medium: an engine without tiers yields exactly what it always did.
     const medium = data.type === "cleared" ? "gpu" : mediumOf(raw);
-    const event: KvCacheEvent = medium === "gpu" ? { eventId: id, dpRank: rank, data } : { eventId: id, dpRank: rank, data, medium: medium! };
+    const event: KvCacheEvent =
+      medium === "gpu"
+        ? { eventId: id, dpRank: rank, data }
+        : { eventId: id, dpRank: rank, data, medium: medium! };
     events.push({ workerId: opts.workerId, event });
     id++;
   }
@@ -249,7 +323,8 @@ function readEvent(r: MsgpackReader): RawEvent {
     let names: readonly string[] = fieldsOf(ev.tag);
     for (let i = 1; i < n; i++) {
       const pos = i - 1;
-      if (names === STORED_FIELDS && pos === EVENT_VERSION_POSITION && r.peekKind() === "int") names = STORED_FIELDS_VERSIONED;
+      if (names === STORED_FIELDS && pos === EVENT_VERSION_POSITION && r.peekKind() === "int")
+        names = STORED_FIELDS_VERSIONED;
       const name = names[pos];
       if (name === undefined) r.skip();
       else readField(r, name, ev);
@@ -355,7 +430,8 @@ function readHash(r: MsgpackReader): bigint | undefined {
 
 /** `int.from_bytes(b, "big") & (2^64 − 1)`: the last 8 bytes, big-endian. */
 export function bytesToU64(b: Uint8Array): bigint {
-  let hi = 0, lo = 0;
+  let hi = 0,
+    lo = 0;
   const start = Math.max(0, b.length - 8);
   for (let i = start; i < b.length; i++) {
     hi = ((hi << 8) | (lo >>> 24)) >>> 0;
@@ -422,7 +498,11 @@ function readRank(r: MsgpackReader): DpRank | undefined {
 
 // ---------------------------------------------------------------- converting
 
-function toEventData(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounters): KvCacheEventData | undefined {
+function toEventData(
+  raw: RawEvent,
+  opts: VllmDecodeOptions,
+  c: VllmDecodeCounters,
+): KvCacheEventData | undefined {
   if (raw.bad || raw.tag === undefined) {
     c.malformed++;
     return undefined;
@@ -449,7 +529,8 @@ function toEventData(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounte
       return { type: "cleared" };
     default:
       c.unknownTag++;
-      if (c.unknownTags.length < 16 && !c.unknownTags.includes(raw.tag)) c.unknownTags.push(raw.tag);
+      if (c.unknownTags.length < 16 && !c.unknownTags.includes(raw.tag))
+        c.unknownTags.push(raw.tag);
       return undefined;
   }
 }
@@ -463,11 +544,17 @@ function mediumOf(raw: RawEvent): KvMedium | undefined {
 /** This engine's GPU, CPU or disk, KV group 0 / an indexed attention kind; counts what it rejects. */
 function onIndexedMedium(raw: RawEvent, c: VllmDecodeCounters): boolean {
   const medium = mediumOf(raw);
-  if (medium === undefined || (medium !== "gpu" && raw.locality !== null && raw.locality.toUpperCase() === "REMOTE")) {
+  if (
+    medium === undefined ||
+    (medium !== "gpu" && raw.locality !== null && raw.locality.toUpperCase() === "REMOTE")
+  ) {
     c.otherMedium++;
     return false;
   }
-  const groupOk = raw.specKind !== null ? INDEXED_SPEC_KINDS.has(raw.specKind) : raw.groupIdx === null || raw.groupIdx === 0;
+  const groupOk =
+    raw.specKind !== null
+      ? INDEXED_SPEC_KINDS.has(raw.specKind)
+      : raw.groupIdx === null || raw.groupIdx === 0;
   if (!groupOk) {
     c.otherGroup++;
     return false;
@@ -475,7 +562,11 @@ function onIndexedMedium(raw: RawEvent, c: VllmDecodeCounters): boolean {
   return true;
 }
 
-function toStored(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounters): KvCacheEventData | undefined {
+function toStored(
+  raw: RawEvent,
+  opts: VllmDecodeOptions,
+  c: VllmDecodeCounters,
+): KvCacheEventData | undefined {
   const hashes = raw.blockHashes;
   const tokens = raw.tokens;
   if (hashes === undefined || tokens === undefined || raw.blockSize === undefined) {
@@ -490,7 +581,12 @@ function toStored(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounters)
       c.chunkRefs++;
       c.stored++;
       c.tier++;
-      return { type: "stored", parentHash: null, blocks: [], chunks: { tailHashes: hashes, span: raw.blockSize / bs } };
+      return {
+        type: "stored",
+        parentHash: null,
+        blocks: [],
+        chunks: { tailHashes: hashes, span: raw.blockSize / bs },
+      };
     }
     c.placeholder++;
     return undefined;
@@ -509,10 +605,15 @@ function toStored(raw: RawEvent, opts: VllmDecodeOptions, c: VllmDecodeCounters)
     c.duplicateHash++;
     return undefined;
   }
-  const local = computeBlockHashesWith(opts.hasher ?? portableBatchHasher, tokens.length === n * bs ? tokens : tokens.subarray(0, n * bs), bs, {
-    loraName: raw.loraName ?? undefined,
-    mmInfos: mmInfosOf(raw.extraKeys, n),
-  });
+  const local = computeBlockHashesWith(
+    opts.hasher ?? portableBatchHasher,
+    tokens.length === n * bs ? tokens : tokens.subarray(0, n * bs),
+    bs,
+    {
+      loraName: raw.loraName ?? undefined,
+      mmInfos: mmInfosOf(raw.extraKeys, n),
+    },
+  );
   const blocks = new Array<StoredBlock>(n);
   for (let i = 0; i < n; i++) blocks[i] = { blockHash: hashes[i]!, tokensHash: local[i]! };
   c.stored++;

@@ -63,6 +63,10 @@ export type WorkerToMain =
   | { readonly type: "fatal"; readonly message: string }
   | { readonly type: "log"; readonly level: "warn" | "info"; readonly message: string }
   /** The live socket's connection as libzmq's monitor tells it, and subscriptions started again. */
-  | { readonly type: "session"; readonly state: "connecting" | "connected" | "disconnected"; readonly resubscribes: number }
+  | {
+      readonly type: "session";
+      readonly state: "connecting" | "connected" | "disconnected";
+      readonly resubscribes: number;
+    }
   | WorkerBatch
   | { readonly type: "stopped"; readonly counters: WorkerCounters };

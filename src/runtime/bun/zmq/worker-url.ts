@@ -10,7 +10,11 @@
 import { existsSync } from "node:fs";
 
 /** The worker's path relative to the compiled binary's root, for each build root we support. */
-export const COMPILED_WORKER_PATHS = ["runtime/bun/zmq/recv-worker.js", "src/runtime/bun/zmq/recv-worker.js", "recv-worker.js"] as const;
+export const COMPILED_WORKER_PATHS = [
+  "runtime/bun/zmq/recv-worker.js",
+  "src/runtime/bun/zmq/recv-worker.js",
+  "recv-worker.js",
+] as const;
 
 /** Bun's virtual folder of a compiled binary's embedded files. */
 const BUNFS_MARK = "/$bunfs/";
@@ -20,7 +24,10 @@ const BUNFS_MARK = "/$bunfs/";
  * file path (injected for tests). In a compiled binary without the worker embedded, throws
  * an error naming the build command, rather than letting the Worker fail obscurely.
  */
-export function recvWorkerUrlFor(metaUrl: string, exists: (path: string) => boolean = existsSync): string {
+export function recvWorkerUrlFor(
+  metaUrl: string,
+  exists: (path: string) => boolean = existsSync,
+): string {
   const beside = new URL("./recv-worker.ts", metaUrl);
   if (!decodeURIComponent(beside.pathname).includes(BUNFS_MARK)) return beside.href;
   const root = new URL(".", metaUrl);

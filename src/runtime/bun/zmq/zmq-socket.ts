@@ -4,7 +4,16 @@
  * use it from a Worker only (recv-worker.ts). Not thread-safe, like ZeroMQ sockets.
  */
 import { read, toArrayBuffer, type Pointer } from "bun:ffi";
-import { EAGAIN, EINTR, ZMQ_DONTWAIT, ZMQ_LINGER, ZMQ_MSG_T_SIZE, ZMQ_SNDMORE, zmqError, type LibZmq } from "./libzmq.ts";
+import {
+  EAGAIN,
+  EINTR,
+  ZMQ_DONTWAIT,
+  ZMQ_LINGER,
+  ZMQ_MSG_T_SIZE,
+  ZMQ_SNDMORE,
+  zmqError,
+  type LibZmq,
+} from "./libzmq.ts";
 
 /** Frames of one message, staged in `bytes` at `offsets[i]`, `lengths[i]`. */
 export interface StagedMessage {
@@ -65,29 +74,34 @@ export class ZmqSocket {
 
   setInt(option: number, value: number): void {
     this.#int[0] = value;
-    if (this.#lib.zmq_setsockopt(this.sock, option, this.#int, 4) !== 0) throw zmqError(this.#lib, `zmq_setsockopt(${option})`);
+    if (this.#lib.zmq_setsockopt(this.sock, option, this.#int, 4) !== 0)
+      throw zmqError(this.#lib, `zmq_setsockopt(${option})`);
   }
 
   setInt64(option: number, value: number): void {
     const v = new BigInt64Array([BigInt(value)]);
-    if (this.#lib.zmq_setsockopt(this.sock, option, v, 8) !== 0) throw zmqError(this.#lib, `zmq_setsockopt(${option})`);
+    if (this.#lib.zmq_setsockopt(this.sock, option, v, 8) !== 0)
+      throw zmqError(this.#lib, `zmq_setsockopt(${option})`);
   }
 
   /** Publish this socket's monitor events (`events` mask) on an inproc PAIR endpoint. */
   monitor(endpoint: string, events: number): void {
     const c = this.#enc.encode(endpoint + "\0");
-    if (this.#lib.zmq_socket_monitor(this.sock, c, events) !== 0) throw zmqError(this.#lib, `zmq_socket_monitor(${endpoint})`);
+    if (this.#lib.zmq_socket_monitor(this.sock, c, events) !== 0)
+      throw zmqError(this.#lib, `zmq_socket_monitor(${endpoint})`);
   }
 
   setBytes(option: number, value: Uint8Array): void {
     // A zero-length view still needs a valid pointer: pass a 1-byte buffer with length 0.
     const buf = value.length > 0 ? value : new Uint8Array(1);
-    if (this.#lib.zmq_setsockopt(this.sock, option, buf, value.length) !== 0) throw zmqError(this.#lib, `zmq_setsockopt(${option})`);
+    if (this.#lib.zmq_setsockopt(this.sock, option, buf, value.length) !== 0)
+      throw zmqError(this.#lib, `zmq_setsockopt(${option})`);
   }
 
   connect(endpoint: string): void {
     const c = this.#enc.encode(endpoint + "\0");
-    if (this.#lib.zmq_connect(this.sock, c) !== 0) throw zmqError(this.#lib, `zmq_connect(${endpoint})`);
+    if (this.#lib.zmq_connect(this.sock, c) !== 0)
+      throw zmqError(this.#lib, `zmq_connect(${endpoint})`);
   }
 
   /**
@@ -132,7 +146,8 @@ export class ZmqSocket {
       const f = frames[i]!;
       const buf = f.length > 0 ? f : new Uint8Array(1);
       const flags = i < frames.length - 1 ? ZMQ_SNDMORE : 0;
-      if (this.#lib.zmq_send(this.sock, buf, f.length, flags | ZMQ_DONTWAIT) < 0) throw zmqError(this.#lib, "zmq_send");
+      if (this.#lib.zmq_send(this.sock, buf, f.length, flags | ZMQ_DONTWAIT) < 0)
+        throw zmqError(this.#lib, "zmq_send");
     }
   }
 

@@ -12,7 +12,8 @@ function size(v: unknown): number {
   if (typeof v === "string") return v.length;
   if (typeof v === "number") return 1;
   if (Array.isArray(v)) return v.reduce((n: number, x) => n + size(x), 0);
-  if (v !== null && typeof v === "object") return Object.values(v).reduce((n: number, x) => n + size(x), 0);
+  if (v !== null && typeof v === "object")
+    return Object.values(v).reduce((n: number, x) => n + size(x), 0);
   return 0;
 }
 
@@ -38,7 +39,11 @@ function splits(bytes: Uint8Array, seed: number): Uint8Array[][] {
   return [[bytes], Array.from(bytes, (_, i) => bytes.subarray(i, i + 1)), random];
 }
 
-function scan(chunks: readonly Uint8Array[], fields: readonly string[], limit: number): string | undefined {
+function scan(
+  chunks: readonly Uint8Array[],
+  fields: readonly string[],
+  limit: number,
+): string | undefined {
   const s = new PromptScanner(fields, limit);
   for (const c of chunks) {
     const over = s.push(c);
@@ -48,15 +53,49 @@ function scan(chunks: readonly Uint8Array[], fields: readonly string[], limit: n
 }
 
 const BODIES: { text: string; fields: string[] }[] = [
-  { text: JSON.stringify({ model: "m", prompt: "hello world", max_tokens: 3 }), fields: ["prompt"] },
+  {
+    text: JSON.stringify({ model: "m", prompt: "hello world", max_tokens: 3 }),
+    fields: ["prompt"],
+  },
   { text: JSON.stringify({ prompt: [1, 2, 300, -4, 5.5e3], model: "m" }), fields: ["prompt"] },
   { text: JSON.stringify({ prompt: ["ab", "cdé", "😀x"], n: 2 }), fields: ["prompt"] },
-  { text: `{ "model" : "m" , "prompt" : "a\\"b\\\\c\\n\\u00e9\\ud83d\\ude00" }`, fields: ["prompt"] },
-  { text: JSON.stringify({ messages: [{ role: "user", content: [{ type: "text", text: "abc" }, { type: "image_url", image_url: { url: "data:x" } }] }, { role: "assistant", content: "ok", name: "n" }], tools: [{ a: "b" }] }), fields: ["messages"] },
-  { text: JSON.stringify({ input: "x".repeat(40), instructions: "yy" }), fields: ["input", "instructions"] },
-  { text: JSON.stringify({ other: { prompt: "not the field" }, prompt: "top", list: ["prompt", "p"] }), fields: ["prompt"] },
+  {
+    text: `{ "model" : "m" , "prompt" : "a\\"b\\\\c\\n\\u00e9\\ud83d\\ude00" }`,
+    fields: ["prompt"],
+  },
+  {
+    text: JSON.stringify({
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "abc" },
+            { type: "image_url", image_url: { url: "data:x" } },
+          ],
+        },
+        { role: "assistant", content: "ok", name: "n" },
+      ],
+      tools: [{ a: "b" }],
+    }),
+    fields: ["messages"],
+  },
+  {
+    text: JSON.stringify({ input: "x".repeat(40), instructions: "yy" }),
+    fields: ["input", "instructions"],
+  },
+  {
+    text: JSON.stringify({
+      other: { prompt: "not the field" },
+      prompt: "top",
+      list: ["prompt", "p"],
+    }),
+    fields: ["prompt"],
+  },
   { text: `{"\\u0070rompt": "escaped key", "x": [true, false, null, 12]}`, fields: ["prompt"] },
-  { text: JSON.stringify({ prompt: [[1, 2], [3]], stop: ["\n"], temperature: 0.7 }), fields: ["prompt"] },
+  {
+    text: JSON.stringify({ prompt: [[1, 2], [3]], stop: ["\n"], temperature: 0.7 }),
+    fields: ["prompt"],
+  },
   { text: JSON.stringify({ text: null, prompt: {}, x: 1 }), fields: ["text", "prompt"] },
 ];
 
@@ -80,7 +119,9 @@ describe("streaming prompt count", () => {
 
   test("a huge prompt is named after a limit's worth of bytes, not at the body's end", () => {
     const s = new PromptScanner(["prompt"], 1000);
-    expect(s.push(new TextEncoder().encode(`{"model":"m","prompt":"${"x".repeat(1000)}`))).toBeUndefined();
+    expect(
+      s.push(new TextEncoder().encode(`{"model":"m","prompt":"${"x".repeat(1000)}`)),
+    ).toBeUndefined();
     expect(s.push(new TextEncoder().encode("x"))).toBe("prompt");
   });
 

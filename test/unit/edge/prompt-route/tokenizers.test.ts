@@ -6,8 +6,13 @@ import type { EngineTokenizer } from "../../../../src/tokens/index.ts";
 function fakeTokenizer(source: string, shift = 0): EngineTokenizer {
   const ids = (t: string) => Uint32Array.from([...t].map((c) => c.codePointAt(0)! + shift));
   return {
-    source, implementation: "fake", segmentCache: false,
-    encodeText: async (t) => ids(t), renderChat: () => "", encodeChat: async () => new Uint32Array(0), decode: async () => "",
+    source,
+    implementation: "fake",
+    segmentCache: false,
+    encodeText: async (t) => ids(t),
+    renderChat: () => "",
+    encodeChat: async () => new Uint32Array(0),
+    decode: async () => "",
   };
 }
 
@@ -40,7 +45,8 @@ describe("RouterTokenizers", () => {
   });
 
   test("the probe: same tokens = match (and max_model_len learned), different = mismatch naming the position, no /tokenize = unchecked", async () => {
-    let reply: (b: { prompt: string }) => Response = (b) => Response.json({ count: 1, max_model_len: 4096, tokens: ids(b.prompt) });
+    let reply: (b: { prompt: string }) => Response = (b) =>
+      Response.json({ count: 1, max_model_len: 4096, tokens: ids(b.prompt) });
     const { t } = setup((b) => reply(b));
     await t.add("m", "/tok");
     expect(await t.check(1n, "http://w", "m")).toEqual({ status: "match" });

@@ -8,7 +8,11 @@ import { describe, expect, test } from "bun:test";
 import type { UpstreamDeadlines } from "../../../../src/edge/proxy/deadlines.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
 import { silentLogger } from "../../../../src/core/logger.ts";
-import type { UpstreamBody, UpstreamCall, UpstreamRequestInit } from "../../../../src/edge/proxy/upstream.ts";
+import type {
+  UpstreamBody,
+  UpstreamCall,
+  UpstreamRequestInit,
+} from "../../../../src/edge/proxy/upstream.ts";
 import { tokenizeText } from "../../../../src/tokens/index.ts";
 import { harness } from "../harness.ts";
 import { okBody } from "./bodies.ts";
@@ -20,7 +24,9 @@ const SSE_HEADERS = ["content-type", "text/event-stream"];
 
 /** A promise that settles only when the call's signal aborts (a hung engine). */
 function hang<T>(init: UpstreamRequestInit): Promise<T> {
-  return new Promise<T>((_, reject) => init.signal?.addEventListener("abort", () => reject(init.signal!.reason)));
+  return new Promise<T>((_, reject) =>
+    init.signal?.addEventListener("abort", () => reject(init.signal!.reason)),
+  );
 }
 
 /** A body that gives `chunks`, then never another byte until cancelled. */
@@ -41,14 +47,21 @@ function stallingBody(chunks: string[]): UpstreamBody & { cancelled: number } {
 }
 
 function setup(upstream: UpstreamCall, deadlines: Partial<UpstreamDeadlines> = {}) {
-  const h = harness({ workers: [W1, W2], fetch: () => Promise.reject(new Error("fetch must not be used")), blockSize: 4 });
+  const h = harness({
+    workers: [W1, W2],
+    fetch: () => Promise.reject(new Error("fetch must not be used")),
+    blockSize: 4,
+  });
   const fenced: [bigint, string][] = [];
   const reports: [bigint, string | undefined][] = [];
   const warnings: string[] = [];
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
-    outcomes: { fence: (id, why) => fenced.push([id, why]), report: (id, failure) => reports.push([id, failure]) },
+    outcomes: {
+      fence: (id, why) => fenced.push([id, why]),
+      report: (id, failure) => reports.push([id, failure]),
+    },
     observe: { metrics: h.metrics, log: { ...silentLogger, warn: (m) => warnings.push(m) } },
     upstream: {
       call: upstream,
@@ -75,11 +88,19 @@ describe("deadlines and cancellation on the upstream path", () => {
   test("no answer head within the first-byte deadline: the next worker serves, the first is fenced and its call aborted", async () => {
     const signals: AbortSignal[] = [];
     let n = 0;
-    const { h, call, fenced, reports } = setup(async (base, _path, init) => {
-      signals.push(init.signal!);
-      if (n++ === 0) return hang(init);
-      return { status: 200, statusText: "OK", headers: ["content-type", "application/json"], body: okBody(`{"from":"${base}"}`) };
-    }, { firstByteMs: 30 });
+    const { h, call, fenced, reports } = setup(
+      async (base, _path, init) => {
+        signals.push(init.signal!);
+        if (n++ === 0) return hang(init);
+        return {
+          status: 200,
+          statusText: "OK",
+          headers: ["content-type", "application/json"],
+          body: okBody(`{"from":"${base}"}`),
+        };
+      },
+      { firstByteMs: 30 },
+    );
     const t0 = performance.now();
     const r = await call();
     expect(performance.now() - t0).toBeLessThan(1_000);
@@ -88,20 +109,31 @@ describe("deadlines and cancellation on the upstream path", () => {
     expect(fenced).toEqual([[slow, "first byte deadline of 0.03 s missed"]]);
     expect(signals[0]!.aborted).toBe(true);
     expect(h.metrics.deadlineMisses.get([String(slow), "first_byte"])).toBe(1);
-    expect(reports).toEqual([[slow, "first byte deadline of 0.03 s missed"], [slow === W1.id ? W2.id : W1.id, undefined]]);
+    expect(reports).toEqual([
+      [slow, "first byte deadline of 0.03 s missed"],
+      [slow === W1.id ? W2.id : W1.id, undefined],
+    ]);
     expect(h.activeLoad()).toBe(0);
   });
 
   test("a request that is not streamed waits up to the response deadline, not the first-byte one (its first byte is the whole answer)", async () => {
     let n = 0;
-    const { h, call, fenced } = setup(async (_b, _p, init) => {
-      if (n++ === 0) {
-        // The whole answer after 80 ms: past the first-byte deadline, inside the response one.
-        await Bun.sleep(80);
-        return { status: 200, statusText: "OK", headers: ["content-type", "application/json"], body: okBody("{}") };
-      }
-      return hang(init);
-    }, { firstByteMs: 30, responseMs: 200 });
+    const { h, call, fenced } = setup(
+      async (_b, _p, init) => {
+        if (n++ === 0) {
+          // The whole answer after 80 ms: past the first-byte deadline, inside the response one.
+          await Bun.sleep(80);
+          return {
+            status: 200,
+            statusText: "OK",
+            headers: ["content-type", "application/json"],
+            body: okBody("{}"),
+          };
+        }
+        return hang(init);
+      },
+      { firstByteMs: 30, responseMs: 200 },
+    );
     const r = await call(undefined, false);
     expect(r.status).toBe(200);
     expect(fenced).toEqual([]);
@@ -109,17 +141,29 @@ describe("deadlines and cancellation on the upstream path", () => {
     const second = await call(undefined, false).catch((e: unknown) => e);
     expect(second).toBeDefined();
     expect(fenced.map((f) => f[1])).toContain("response deadline of 0.2 s missed");
-    expect(h.metrics.deadlineMisses.get(["11", "response"]) + h.metrics.deadlineMisses.get(["22", "response"])).toBeGreaterThanOrEqual(1);
+    expect(
+      h.metrics.deadlineMisses.get(["11", "response"]) +
+        h.metrics.deadlineMisses.get(["22", "response"]),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   test("a head but no first body byte within the deadline also fails over, and that body is cancelled", async () => {
     const bodies: ReturnType<typeof stallingBody>[] = [];
-    const { h, call, fenced } = setup(async () => {
-      const b = stallingBody([]);
-      bodies.push(b);
-      if (bodies.length === 1) return { status: 200, statusText: "OK", headers: SSE_HEADERS, body: b };
-      return { status: 200, statusText: "OK", headers: ["content-type", "application/json"], body: okBody("{}") };
-    }, { firstByteMs: 30 });
+    const { h, call, fenced } = setup(
+      async () => {
+        const b = stallingBody([]);
+        bodies.push(b);
+        if (bodies.length === 1)
+          return { status: 200, statusText: "OK", headers: SSE_HEADERS, body: b };
+        return {
+          status: 200,
+          statusText: "OK",
+          headers: ["content-type", "application/json"],
+          body: okBody("{}"),
+        };
+      },
+      { firstByteMs: 30 },
+    );
     const r = await call();
     expect(r.status).toBe(200);
     expect(fenced.length).toBe(1);
@@ -130,8 +174,14 @@ describe("deadlines and cancellation on the upstream path", () => {
   test("every worker missing the deadline: upstream_failed (502), each miss counted and fenced", async () => {
     const { h, call, fenced } = setup(async (_b, _p, init) => hang(init), { firstByteMs: 20 });
     await expect(call()).rejects.toMatchObject({ code: "upstream_failed" });
-    expect(fenced.map((f) => f[1])).toEqual(["first byte deadline of 0.02 s missed", "first byte deadline of 0.02 s missed"]);
-    expect(h.metrics.deadlineMisses.get(["11", "first_byte"]) + h.metrics.deadlineMisses.get(["22", "first_byte"])).toBe(2);
+    expect(fenced.map((f) => f[1])).toEqual([
+      "first byte deadline of 0.02 s missed",
+      "first byte deadline of 0.02 s missed",
+    ]);
+    expect(
+      h.metrics.deadlineMisses.get(["11", "first_byte"]) +
+        h.metrics.deadlineMisses.get(["22", "first_byte"]),
+    ).toBe(2);
     expect(h.activeLoad()).toBe(0);
   });
 
@@ -153,18 +203,26 @@ describe("deadlines and cancellation on the upstream path", () => {
     expect(h.activeLoad()).toBe(0);
     expect(fenced).toEqual([]);
     expect(reports).toEqual([]);
-    expect(h.metrics.requests.get(["11", "client_cancelled"]) + h.metrics.requests.get(["22", "client_cancelled"])).toBe(1);
+    expect(
+      h.metrics.requests.get(["11", "client_cancelled"]) +
+        h.metrics.requests.get(["22", "client_cancelled"]),
+    ).toBe(1);
   });
 
   test("a stream that stalls past the idle deadline ends with an OpenAI-shaped error event; the engine body is cancelled", async () => {
     const b = stallingBody(['data: {"t":1}\n\n']);
-    const { h, call, reports } = setup(async () => ({ status: 200, statusText: "OK", headers: SSE_HEADERS, body: b }), { streamIdleMs: 40 });
+    const { h, call, reports } = setup(
+      async () => ({ status: 200, statusText: "OK", headers: SSE_HEADERS, body: b }),
+      { streamIdleMs: 40 },
+    );
     const r = await call();
     expect(r.status).toBe(200);
     const text = await r.text();
     const events = text.split("\n\n").filter((e) => e !== "");
     expect(events[0]).toBe('data: {"t":1}');
-    const last = JSON.parse(events[1]!.slice("data: ".length)) as { error: { code: string; type: string; message: string } };
+    const last = JSON.parse(events[1]!.slice("data: ".length)) as {
+      error: { code: string; type: string; message: string };
+    };
     expect(last.error.code).toBe("stream_idle_timeout");
     expect(last.error.message).toContain("0.04 s");
     expect(b.cancelled).toBeGreaterThan(0);
@@ -189,7 +247,10 @@ describe("deadlines and cancellation on the upstream path", () => {
       },
       async cancel() {},
     };
-    const { call, reports } = setup(async () => ({ status: 200, statusText: "OK", headers: SSE_HEADERS, body }), { streamIdleMs: idleMs });
+    const { call, reports } = setup(
+      async () => ({ status: 200, statusText: "OK", headers: SSE_HEADERS, body }),
+      { streamIdleMs: idleMs },
+    );
     const started = performance.now();
     const text = await (await call()).text();
     expect(performance.now() - started).toBeGreaterThan(idleMs);
@@ -200,14 +261,27 @@ describe("deadlines and cancellation on the upstream path", () => {
 
   test("a non-SSE answer that stalls is cut (an error, not a clean end)", async () => {
     const b = stallingBody(['{"partial":']);
-    const { call } = setup(async () => ({ status: 200, statusText: "OK", headers: ["content-type", "application/json"], body: b }), { streamIdleMs: 30 });
+    const { call } = setup(
+      async () => ({
+        status: 200,
+        statusText: "OK",
+        headers: ["content-type", "application/json"],
+        body: b,
+      }),
+      { streamIdleMs: 30 },
+    );
     const r = await call();
     await expect(r.text()).rejects.toThrow("stream idle deadline of 0.03 s missed");
   });
 
   test("a 500 the engine answers is passed on and reported as a failure; a 200 as a success", async () => {
     let status = 500;
-    const { call, reports } = setup(async () => ({ status, statusText: "", headers: ["content-type", "application/json"], body: okBody("{}") }));
+    const { call, reports } = setup(async () => ({
+      status,
+      statusText: "",
+      headers: ["content-type", "application/json"],
+      body: okBody("{}"),
+    }));
     expect((await call()).status).toBe(500);
     status = 200;
     expect((await call()).status).toBe(200);
@@ -215,8 +289,14 @@ describe("deadlines and cancellation on the upstream path", () => {
   });
 
   test("a 5xx body never reaches the client: it is logged, the client gets the status in OpenAI's shape with the worker id", async () => {
-    const secret = '{"detail":"Traceback: connect http://10.0.0.5:8000/internal failed at /opt/vllm/engine.py"}';
-    const { call, warnings } = setup(async () => ({ status: 500, statusText: "", headers: ["content-type", "application/json"], body: okBody(secret) }));
+    const secret =
+      '{"detail":"Traceback: connect http://10.0.0.5:8000/internal failed at /opt/vllm/engine.py"}';
+    const { call, warnings } = setup(async () => ({
+      status: 500,
+      statusText: "",
+      headers: ["content-type", "application/json"],
+      body: okBody(secret),
+    }));
     const res = await call();
     expect(res.status).toBe(500);
     const text = await res.text();
@@ -227,6 +307,8 @@ describe("deadlines and cancellation on the upstream path", () => {
     const worker = res.headers.get("x-switchyard-worker");
     expect(worker === "11" || worker === "22").toBe(true);
     expect(body.error.message).toContain(`worker ${worker}`);
-    expect(warnings.some((w) => w.includes("10.0.0.5") && w.includes(`worker ${worker}`))).toBe(true);
+    expect(warnings.some((w) => w.includes("10.0.0.5") && w.includes(`worker ${worker}`))).toBe(
+      true,
+    );
   });
 });

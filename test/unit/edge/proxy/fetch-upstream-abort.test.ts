@@ -27,7 +27,11 @@ afterAll(() => server.stop(true));
 test("an abort before the head rejects with its reason and closes the engine connection", async () => {
   const call = fetchUpstream((u, init) => fetch(u, init));
   const ctl = new AbortController();
-  const pending = call(`http://127.0.0.1:${server.port}`, "/v1/completions", { headers: {}, body: new Uint8Array([123, 125]), signal: ctl.signal });
+  const pending = call(`http://127.0.0.1:${server.port}`, "/v1/completions", {
+    headers: {},
+    body: new Uint8Array([123, 125]),
+    signal: ctl.signal,
+  });
   await until(() => state.opened === 1, "the request's connection");
   ctl.abort(new DeadlineMissedError("first_byte", 10));
   await expect(pending).rejects.toBeInstanceOf(DeadlineMissedError);

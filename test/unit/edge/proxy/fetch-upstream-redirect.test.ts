@@ -18,7 +18,11 @@ const elsewhere = Bun.serve({
 const engine = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
-  fetch: () => new Response(null, { status: 307, headers: { location: `http://127.0.0.1:${elsewhere.port}/steal` } }),
+  fetch: () =>
+    new Response(null, {
+      status: 307,
+      headers: { location: `http://127.0.0.1:${elsewhere.port}/steal` },
+    }),
 });
 afterAll(() => {
   engine.stop(true);
@@ -27,7 +31,10 @@ afterAll(() => {
 
 test("an engine's 307 comes back as the answer; Location is not followed", async () => {
   const call = fetchUpstream((u, init) => fetch(u, init));
-  const res = await call(`http://127.0.0.1:${engine.port}`, "/v1/completions", { headers: {}, body: new TextEncoder().encode("{}") });
+  const res = await call(`http://127.0.0.1:${engine.port}`, "/v1/completions", {
+    headers: {},
+    body: new TextEncoder().encode("{}"),
+  });
   expect(res.status).toBe(307);
   const flat = res.headers;
   expect(flat[flat.indexOf("location") + 1]).toBe(`http://127.0.0.1:${elsewhere.port}/steal`);

@@ -33,7 +33,11 @@ function body(chunks: string[], tellsDrained: boolean): UpstreamBody & { cancell
 }
 
 function setup(upstream: UpstreamCall) {
-  const h = harness({ workers: [W1], fetch: () => Promise.reject(new Error("fetch must not be used")), blockSize: 4 });
+  const h = harness({
+    workers: [W1],
+    fetch: () => Promise.reject(new Error("fetch must not be used")),
+    blockSize: 4,
+  });
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
@@ -44,7 +48,10 @@ function setup(upstream: UpstreamCall) {
   const call = (prompt: string) =>
     forward(
       {
-        request: new Request("http://router/v1/completions", { method: "POST", headers: { "x-custom": "kept" } }),
+        request: new Request("http://router/v1/completions", {
+          method: "POST",
+          headers: { "x-custom": "kept" },
+        }),
         path: "/v1/completions",
         body: enc.encode(JSON.stringify({ prompt })),
         tokens: tokenizeText(prompt),
@@ -54,7 +61,14 @@ function setup(upstream: UpstreamCall) {
   return { h, call };
 }
 
-const headers = ["content-type", "text/event-stream", "transfer-encoding", "chunked", "x-engine", "e1"];
+const headers = [
+  "content-type",
+  "text/event-stream",
+  "transfer-encoding",
+  "chunked",
+  "x-engine",
+  "e1",
+];
 
 describe("forward through an UpstreamCall", () => {
   test("a complete answer: the bytes at once, routing headers, no hop-by-hop, booking released before the client reads", async () => {
@@ -71,12 +85,23 @@ describe("forward through an UpstreamCall", () => {
     expect(r.headers.get("x-engine")).toBe("e1");
     expect(r.headers.get("transfer-encoding")).toBeNull();
     expect(await r.text()).toBe(SSE);
-    expect(seen).toEqual([{ base: W1.url, path: "/v1/completions", headers: expect.objectContaining({ "x-custom": "kept", "x-switchyard-dp-rank": "0" }) }]);
+    expect(seen).toEqual([
+      {
+        base: W1.url,
+        path: "/v1/completions",
+        headers: expect.objectContaining({ "x-custom": "kept", "x-switchyard-dp-rank": "0" }),
+      },
+    ]);
   });
 
   test("an answer still arriving is streamed: booked until the end, same bytes", async () => {
     const parts = ['data: {"t":1}\n\n', 'data: {"t":2}\n\ndata: [DONE]\n\n'];
-    const { h, call } = setup(async () => ({ status: 200, statusText: "OK", headers, body: body(parts, true) }));
+    const { h, call } = setup(async () => ({
+      status: 200,
+      statusText: "OK",
+      headers,
+      body: body(parts, true),
+    }));
     const r = await call("abcdefghijkl");
     expect(h.activeLoad()).toBeGreaterThan(0);
     expect(await r.text()).toBe(parts.join(""));
@@ -85,7 +110,12 @@ describe("forward through an UpstreamCall", () => {
   });
 
   test("a reader that cannot tell whether it is drained is always streamed", async () => {
-    const { h, call } = setup(async () => ({ status: 200, statusText: "OK", headers, body: body([SSE], false) }));
+    const { h, call } = setup(async () => ({
+      status: 200,
+      statusText: "OK",
+      headers,
+      body: body([SSE], false),
+    }));
     const r = await call("abcdefghijkl");
     expect(h.activeLoad()).toBeGreaterThan(0);
     expect(await r.text()).toBe(SSE);
@@ -94,7 +124,12 @@ describe("forward through an UpstreamCall", () => {
 
   test("a complete non-streamed JSON answer passes unchanged", async () => {
     const json = JSON.stringify({ choices: [{ text: "hi" }] });
-    const { h, call } = setup(async () => ({ status: 200, statusText: "OK", headers: ["content-type", "application/json"], body: body([json], true) }));
+    const { h, call } = setup(async () => ({
+      status: 200,
+      statusText: "OK",
+      headers: ["content-type", "application/json"],
+      body: body([json], true),
+    }));
     const r = await call("abcdefgh");
     expect(h.activeLoad()).toBe(0);
     expect(r.headers.get("content-type")).toBe("application/json");

@@ -6,7 +6,11 @@
  * read stops while it takes nothing (backpressure) and its body is cancelled.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { observeStream, type ChunkReader, type StreamEnd } from "../../../../src/edge/proxy/observe-stream.ts";
+import {
+  observeStream,
+  type ChunkReader,
+  type StreamEnd,
+} from "../../../../src/edge/proxy/observe-stream.ts";
 import { until } from "../../../support/processes.ts";
 import { stalledClient } from "../../../support/stalled-client.ts";
 
@@ -95,7 +99,10 @@ for (const direct of [false, true]) {
       const ends: StreamEnd[] = [];
       const reader = silentAfter(['data: {"t":0}\n\n']);
       const first = await reader.read();
-      const out = observeStream(first.value, reader, { onEnd: (how) => ends.push(how) }, direct, { idleMs: 40, sse: true });
+      const out = observeStream(first.value, reader, { onEnd: (how) => ends.push(how) }, direct, {
+        idleMs: 40,
+        sse: true,
+      });
       const text = direct ? await (await serveDirect(out)).text() : await new Response(out).text();
       expect(text.startsWith('data: {"t":0}\n\n')).toBe(true);
       expect(text).toContain('"code":"stream_idle_timeout"');
@@ -106,7 +113,10 @@ for (const direct of [false, true]) {
 
     test("a client that reads slowly is not cut: only time waiting on the engine counts", async () => {
       const ends: StreamEnd[] = [];
-      const out = observeStream(undefined, eager(5), { onEnd: (how) => ends.push(how) }, direct, { idleMs: 30, sse: true });
+      const out = observeStream(undefined, eager(5), { onEnd: (how) => ends.push(how) }, direct, {
+        idleMs: 30,
+        sse: true,
+      });
       // Through a real server, as proxied answers go: the socket takes each small chunk at
       // once, however slowly the client reads it from there.
       const res = await serveDirect(out);
@@ -126,7 +136,10 @@ for (const direct of [false, true]) {
     test("a client that takes nothing: the engine is read no further than the sockets hold, then both are cut at the deadline", async () => {
       const ends: StreamEnd[] = [];
       const engine = endless(64 * 1024);
-      const out = observeStream(undefined, engine, { onEnd: (how) => ends.push(how) }, direct, { idleMs: 300, sse: false });
+      const out = observeStream(undefined, engine, { onEnd: (how) => ends.push(how) }, direct, {
+        idleMs: 300,
+        sse: false,
+      });
       const server = serveStream(out, "application/octet-stream");
       const client = await stalledClient(server.port!, "GET / HTTP/1.1\r\nhost: test\r\n\r\n");
       const t0 = performance.now();
@@ -154,7 +167,10 @@ for (const direct of [false, true]) {
 describe("a direct stream read by JavaScript, not written to a socket", () => {
   test("every chunk passes and the end is done (flush has no socket to wait for)", async () => {
     const ends: StreamEnd[] = [];
-    const out = observeStream(undefined, eager(50), { onEnd: (how) => ends.push(how) }, true, { idleMs: 1_000, sse: true });
+    const out = observeStream(undefined, eager(50), { onEnd: (how) => ends.push(how) }, true, {
+      idleMs: 1_000,
+      sse: true,
+    });
     const text = await new Response(out).text();
     expect(text.split("\n\n").filter((e) => e.startsWith("data:")).length).toBe(50);
     expect(ends).toEqual(["done"]);

@@ -29,7 +29,11 @@ function body(): UpstreamBody & { cancelled: boolean } {
 }
 
 function run(res: Omit<UpstreamResponse, "body">, stream: boolean) {
-  const h = harness({ workers: [W1], fetch: () => Promise.reject(new Error("no fetch")), blockSize: 4 });
+  const h = harness({
+    workers: [W1],
+    fetch: () => Promise.reject(new Error("no fetch")),
+    blockSize: 4,
+  });
   const reports: [bigint, string | undefined][] = [];
   const b = body();
   const deps: ForwardDeps = {
@@ -37,10 +41,20 @@ function run(res: Omit<UpstreamResponse, "body">, stream: boolean) {
     registry: h.registry,
     outcomes: { fence: () => {}, report: (id, f) => reports.push([id, f]) },
     observe: { metrics: h.metrics, log: silentLogger },
-    upstream: { call: async () => ({ ...res, body: b }), fetch: h.deps.upstream.fetch, maxRetries: 0 },
+    upstream: {
+      call: async () => ({ ...res, body: b }),
+      fetch: h.deps.upstream.fetch,
+      maxRetries: 0,
+    },
   };
   const answer = forward(
-    { request: new Request("http://router/v1/completions", { method: "POST" }), path: "/v1/completions", body: enc.encode("{}"), tokens: tokenizeText("abcdefgh"), stream },
+    {
+      request: new Request("http://router/v1/completions", { method: "POST" }),
+      path: "/v1/completions",
+      body: enc.encode("{}"),
+      tokens: tokenizeText("abcdefgh"),
+      stream,
+    },
     deps,
   );
   return { h, reports, b, answer };
@@ -49,8 +63,18 @@ function run(res: Omit<UpstreamResponse, "body">, stream: boolean) {
 describe("an answer the runtime cannot pass on", () => {
   const cases: [string, Omit<UpstreamResponse, "body">][] = [
     ["status 700", { status: 700, statusText: "", headers: ["content-type", "text/event-stream"] }],
-    ["status 150 as a final answer", { status: 150, statusText: "", headers: ["content-type", "text/event-stream"] }],
-    ["a header Response refuses", { status: 200, statusText: "OK", headers: ["content-type", "text/event-stream", "x bad", "v"] }],
+    [
+      "status 150 as a final answer",
+      { status: 150, statusText: "", headers: ["content-type", "text/event-stream"] },
+    ],
+    [
+      "a header Response refuses",
+      {
+        status: 200,
+        statusText: "OK",
+        headers: ["content-type", "text/event-stream", "x bad", "v"],
+      },
+    ],
   ];
   for (const [what, res] of cases) {
     for (const stream of [true, false]) {
@@ -58,7 +82,9 @@ describe("an answer the runtime cannot pass on", () => {
         const { h, reports, b, answer } = run(res, stream);
         const r = await answer;
         expect(r.status).toBe(502);
-        expect(((await r.json()) as { error: { message: string } }).error.message).toContain("worker 11");
+        expect(((await r.json()) as { error: { message: string } }).error.message).toContain(
+          "worker 11",
+        );
         expect(h.activeLoad()).toBe(0);
         expect(b.cancelled).toBe(true);
         expect(reports.length).toBe(1);

@@ -35,8 +35,17 @@ function slowBody(first: string): UpstreamBody & { finish(): void } {
 
 function setup(contentType: string, first: string) {
   const b = slowBody(first);
-  const upstream: UpstreamCall = async () => ({ status: 200, statusText: "OK", headers: ["content-type", contentType], body: b });
-  const h = harness({ workers: [W1], fetch: () => Promise.reject(new Error("no fetch")), blockSize: 4 });
+  const upstream: UpstreamCall = async () => ({
+    status: 200,
+    statusText: "OK",
+    headers: ["content-type", contentType],
+    body: b,
+  });
+  const h = harness({
+    workers: [W1],
+    fetch: () => Promise.reject(new Error("no fetch")),
+    blockSize: 4,
+  });
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
@@ -46,7 +55,12 @@ function setup(contentType: string, first: string) {
   };
   const prompt = "abcdefghijklmnop"; // 16 tokens
   const res = forward(
-    { request: new Request("http://router/v1/completions", { method: "POST" }), path: "/v1/completions", body: enc.encode(JSON.stringify({ prompt })), tokens: tokenizeText(prompt) },
+    {
+      request: new Request("http://router/v1/completions", { method: "POST" }),
+      path: "/v1/completions",
+      body: enc.encode(JSON.stringify({ prompt })),
+      tokens: tokenizeText(prompt),
+    },
     deps,
   );
   const prefill = () => h.tracker.activeTokens(workerKey(W1.id, 0), 0);

@@ -20,14 +20,22 @@ const sinks = { outcomes: { fence() {}, report() {} }, metrics: new RouterMetric
 
 function decision(id: bigint): RouteDecision {
   const lease = { free() {}, prefillDone() {}, firstToken() {}, outputTokens() {} };
-  return { worker: { workerId: id, dpRank: 0 }, overlapBlocks: 0, lease } as unknown as RouteDecision;
+  return {
+    worker: { workerId: id, dpRank: 0 },
+    overlapBlocks: 0,
+    lease,
+  } as unknown as RouteDecision;
 }
 
 function charged(booked: number) {
   const request = new RequestSettlement(booked);
   const ends: [number, number | undefined][] = [];
   request.onEnd((out, prompt) => ends.push([out, prompt]));
-  return { request, ends, settle: (id: bigint) => new Settlement(decision(id), sinks, undefined, undefined, request) };
+  return {
+    request,
+    ends,
+    settle: (id: bigint) => new Settlement(decision(id), sinks, undefined, undefined, request),
+  };
 }
 
 /** A reader whose chunks the test hands over one at a time; `end` finishes it. */
@@ -40,10 +48,15 @@ function engine() {
     else waiting.push(r);
   };
   const reader: ChunkReader = {
-    read: () => (waiting.length > 0 ? Promise.resolve(waiting.shift()!) : new Promise((r) => queue.push(r))),
+    read: () =>
+      waiting.length > 0 ? Promise.resolve(waiting.shift()!) : new Promise((r) => queue.push(r)),
     cancel: async () => give({ done: true }),
   };
-  return { reader, chunk: (s: string) => give({ done: false, value: enc.encode(s) }), end: () => give({ done: true }) };
+  return {
+    reader,
+    chunk: (s: string) => give({ done: false, value: enc.encode(s) }),
+    end: () => give({ done: true }),
+  };
 }
 
 describe("the request's one end", () => {
@@ -55,12 +68,18 @@ describe("the request's one end", () => {
     first.end({ how: "whole", status: 404, body: enc.encode("{}") });
     const second = settle(2n);
     const e = engine();
-    const body = observeStream(enc.encode('data: {"choices":[{"text":"a"}]}\n\n'), e.reader, second.stream(200, true));
+    const body = observeStream(
+      enc.encode('data: {"choices":[{"text":"a"}]}\n\n'),
+      e.reader,
+      second.stream(200, true),
+    );
     const res = new Response(body, { status: 200 });
     request.made(res, second);
     request.answered(res);
     expect(ends).toEqual([]);
-    e.chunk('data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4}}\n\ndata: [DONE]\n\n');
+    e.chunk(
+      'data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4}}\n\ndata: [DONE]\n\n',
+    );
     e.end();
     await res.text();
     expect(ends).toEqual([[4, 9]]);
@@ -73,7 +92,11 @@ describe("the request's one end", () => {
     const s = a.settle(1n);
     const res = new Response("{}");
     a.request.made(res, s);
-    s.end({ how: "whole", status: 200, body: enc.encode('{"usage":{"prompt_tokens":5,"completion_tokens":3}}') });
+    s.end({
+      how: "whole",
+      status: 200,
+      body: enc.encode('{"usage":{"prompt_tokens":5,"completion_tokens":3}}'),
+    });
     a.request.answered(res);
     expect(a.ends).toEqual([[3, 5]]);
     const b = charged(8);
@@ -100,7 +123,10 @@ describe("the request's one end", () => {
     const s = settle(1n);
     const e = engine();
     // The proxy gives up on a client that took nothing (its stalled-client cut): nobody reads.
-    const body = observeStream(enc.encode("{"), e.reader, s.stream(200, false), false, { idleMs: 20, sse: false });
+    const body = observeStream(enc.encode("{"), e.reader, s.stream(200, false), false, {
+      idleMs: 20,
+      sse: false,
+    });
     const res = new Response(body, { status: 200 });
     request.made(res, s);
     request.answered(res);
@@ -108,7 +134,12 @@ describe("the request's one end", () => {
     await reader.read();
     await until(() => ends.length === 1, "the answer's end to be settled", 5_000, 1);
     expect(ends).toEqual([[7, undefined]]);
-    expect(await reader.read().then(() => "read", (err: Error) => err.message)).toContain("took nothing");
+    expect(
+      await reader.read().then(
+        () => "read",
+        (err: Error) => err.message,
+      ),
+    ).toContain("took nothing");
     expect(ends).toEqual([[7, undefined]]);
   });
 
@@ -116,7 +147,10 @@ describe("the request's one end", () => {
     const { request, ends, settle } = charged(7);
     const s = settle(1n);
     const e = engine();
-    const body = observeStream(undefined, e.reader, s.stream(200, true), false, { idleMs: 20, sse: true });
+    const body = observeStream(undefined, e.reader, s.stream(200, true), false, {
+      idleMs: 20,
+      sse: true,
+    });
     const res = new Response(body, { status: 200 });
     request.made(res, s);
     request.answered(res);

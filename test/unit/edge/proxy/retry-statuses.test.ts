@@ -22,14 +22,23 @@ const W3 = { id: 33n, url: "http://w3:3" };
 
 /** The n-th engine call (from 0) answers `statusOf(n)` with a small JSON body. */
 function setup(statusOf: (n: number) => number, retry?: RetryPolicy, workers = [W1, W2]) {
-  const h = harness({ workers, fetch: () => Promise.reject(new Error("fetch must not be used")), blockSize: 4 });
+  const h = harness({
+    workers,
+    fetch: () => Promise.reject(new Error("fetch must not be used")),
+    blockSize: 4,
+  });
   const calls: string[] = [];
   const fenced: bigint[] = [];
   const reports: [bigint, string | undefined][] = [];
   const upstream: UpstreamCall = async (base) => {
     const status = statusOf(calls.length);
     calls.push(base);
-    return { status, statusText: "", headers: ["content-type", "application/json"], body: okBody(`{"status":${status}}`) };
+    return {
+      status,
+      statusText: "",
+      headers: ["content-type", "application/json"],
+      body: okBody(`{"status":${status}}`),
+    };
   };
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
@@ -53,12 +62,19 @@ function setup(statusOf: (n: number) => number, retry?: RetryPolicy, workers = [
 }
 
 const idOf = (url: string) => [W1, W2, W3].find((w) => w.url === url)!.id;
-const defaults = (budget?: RetryBudget): RetryPolicy => ({ statuses: new Set(DEFAULT_RETRY_STATUSES), budget });
+const defaults = (budget?: RetryBudget): RetryPolicy => ({
+  statuses: new Set(DEFAULT_RETRY_STATUSES),
+  budget,
+});
 
 describe("engine answers retried on another worker", () => {
   for (const status of [500, 429]) {
     test(`${status}: the next worker answers; the first is not fenced${status === 500 ? ", its 500 counts towards ejection" : " nor blamed"}`, async () => {
-      const { h, call, calls, fenced, reports } = setup((n) => (n === 0 ? status : 200), defaults(), [W1, W2]);
+      const { h, call, calls, fenced, reports } = setup(
+        (n) => (n === 0 ? status : 200),
+        defaults(),
+        [W1, W2],
+      );
       const r = await call();
       expect(calls.length).toBe(2);
       const [first, second] = calls.map(idOf) as [bigint, bigint];
@@ -66,7 +82,14 @@ describe("engine answers retried on another worker", () => {
       expect(r.status).toBe(200);
       expect(await r.text()).toBe('{"status":200}');
       expect(fenced).toEqual([]);
-      expect(reports).toEqual(status === 500 ? [[first, "HTTP 500"], [second, undefined]] : [[second, undefined]]);
+      expect(reports).toEqual(
+        status === 500
+          ? [
+              [first, "HTTP 500"],
+              [second, undefined],
+            ]
+          : [[second, undefined]],
+      );
       expect(h.registry.get(first)!.healthy).toBe(true);
     });
   }
@@ -78,7 +101,9 @@ describe("engine answers retried on another worker", () => {
   });
 
   test("a status left out of --retry-on goes to the client as before", async () => {
-    const { call, calls } = setup((n) => (n === 0 ? 500 : 200), { statuses: new Set([502, 503, 504]) });
+    const { call, calls } = setup((n) => (n === 0 ? 500 : 200), {
+      statuses: new Set([502, 503, 504]),
+    });
     const r = await call();
     expect(calls.length).toBe(1);
     expect(r.status).toBe(500);
@@ -89,7 +114,9 @@ describe("engine answers retried on another worker", () => {
     const r = await call();
     expect(calls.length).toBe(3);
     expect(r.status).toBe(500);
-    expect(((await r.json()) as { error: { message: string } }).error.message).toContain(`worker ${idOf(calls[2]!)}`);
+    expect(((await r.json()) as { error: { message: string } }).error.message).toContain(
+      `worker ${idOf(calls[2]!)}`,
+    );
   });
 
   for (const status of [500, 429]) {

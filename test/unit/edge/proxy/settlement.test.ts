@@ -21,13 +21,28 @@ function setup(o: { observed?: boolean; prefill?: boolean } = {}) {
     firstToken: () => void calls.push("lease.firstToken"),
     outputTokens: (n: number) => void calls.push(`lease.outputTokens ${n}`),
   };
-  const decision = { worker: { workerId: W, dpRank: 0 }, overlapBlocks: 2, sticky: false, lease, candidates: [], candidatesTotal: 1, bestOverlapBlocks: 2 } as unknown as RouteDecision;
+  const decision = {
+    worker: { workerId: W, dpRank: 0 },
+    overlapBlocks: 2,
+    sticky: false,
+    lease,
+    candidates: [],
+    candidatesTotal: 1,
+    bestOverlapBlocks: 2,
+  } as unknown as RouteDecision;
   const fenced: [bigint, string][] = [];
   const reported: [bigint, string | undefined][] = [];
   const warnings: string[] = [];
-  const log = { debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error() {} } as unknown as Logger;
+  const log = {
+    debug() {},
+    info() {},
+    warn: (m: string) => void warnings.push(m),
+    error() {},
+  } as unknown as Logger;
   const metrics = new RouterMetrics();
-  const prefillFailures = metrics.registry.counter("test_prefill_failures_total", "test", ["worker"]);
+  const prefillFailures = metrics.registry.counter("test_prefill_failures_total", "test", [
+    "worker",
+  ]);
   const seen: string[] = [];
   const obs =
     o.observed === false
@@ -42,21 +57,43 @@ function setup(o: { observed?: boolean; prefill?: boolean } = {}) {
           firstByte: (s: number) => void seen.push(`firstByte ${s}`),
           attemptFailed: (_w: bigint, r: string) => void seen.push(`attemptFailed ${r}`),
           clientGone: () => void seen.push("clientGone"),
-          answered: (s: number, _b: unknown, e: number | undefined) => void seen.push(`answered ${s} ${e}`),
+          answered: (s: number, _b: unknown, e: number | undefined) =>
+            void seen.push(`answered ${s} ${e}`),
           streaming: (s: number, sse: boolean) => {
             seen.push(`streaming ${s} ${sse}`);
             return {
               tokens: (n: number) => void seen.push(`track.tokens ${n}`),
               chunk: () => void seen.push("track.chunk"),
-              end: (how: string, n: number, b: number) => void seen.push(`track.end ${how} ${n} ${b}`),
+              end: (how: string, n: number, b: number) =>
+                void seen.push(`track.end ${how} ${n} ${b}`),
             };
           },
         } as unknown as RequestObservation);
-  const outcomes = { fence: (id: bigint, r: string) => void fenced.push([id, r]), report: (id: bigint, f: string | undefined) => void reported.push([id, f]) };
-  const s = new Settlement(decision, { outcomes, metrics, log }, obs, o.prefill ? { failures: prefillFailures } : undefined);
+  const outcomes = {
+    fence: (id: bigint, r: string) => void fenced.push([id, r]),
+    report: (id: bigint, f: string | undefined) => void reported.push([id, f]),
+  };
+  const s = new Settlement(
+    decision,
+    { outcomes, metrics, log },
+    obs,
+    o.prefill ? { failures: prefillFailures } : undefined,
+  );
   const frees = () => calls.filter((c) => c === "lease.free").length;
   const requests = (status: string) => metrics.requests.get([String(W), status]);
-  return { s, decision, calls, fenced, reported, warnings, metrics, prefillFailures, seen, frees, requests };
+  return {
+    s,
+    decision,
+    calls,
+    fenced,
+    reported,
+    warnings,
+    metrics,
+    prefillFailures,
+    seen,
+    frees,
+    requests,
+  };
 }
 
 describe("each way out touches its sinks", () => {
@@ -104,8 +141,16 @@ describe("each way out touches its sinks", () => {
   test("a stream: tokens reach the booking and the track; its end decides report and label", () => {
     const cases: [SettleEnd & { how: "stream" }, string | undefined | null, string][] = [
       [{ how: "stream", end: "done", tokens: 4, bytes: 10 }, undefined, "200"],
-      [{ how: "stream", end: "error", tokens: 4, bytes: 10 }, "stream cut mid-answer", "stream_error"],
-      [{ how: "stream", end: "timeout", tokens: 4, bytes: 10 }, "stream idle deadline missed", "stream_timeout"],
+      [
+        { how: "stream", end: "error", tokens: 4, bytes: 10 },
+        "stream cut mid-answer",
+        "stream_error",
+      ],
+      [
+        { how: "stream", end: "timeout", tokens: 4, bytes: 10 },
+        "stream idle deadline missed",
+        "stream_timeout",
+      ],
       [{ how: "stream", end: "cancelled", tokens: 4, bytes: 10 }, null, "client_cancelled"],
       [{ how: "stream", end: "client_timeout", tokens: 4, bytes: 10 }, null, "client_stalled"],
     ];
@@ -119,8 +164,36 @@ describe("each way out touches its sinks", () => {
       expect(t.seen).toEqual(["streaming 200 true", "track.tokens 2", `track.end ${end.end} 4 10`]);
       expect(t.reported).toEqual(report === null ? [] : [[W, report]]);
       expect(t.requests(label)).toBe(1);
-      expect(t.metrics.deadlineMisses.get([String(W), "stream_idle"])).toBe(end.end === "timeout" ? 1 : 0);
+      expect(t.metrics.deadlineMisses.get([String(W), "stream_idle"])).toBe(
+        end.end === "timeout" ? 1 : 0,
+      );
     }
+  });
+
+  test("the engine's usage taken out of the client's stream: its output count wins over the events counted, in the booking, the track and a whole answer", () => {
+    const t = setup();
+    const hooks = t.s.stream(200, true);
+    hooks.onTokens?.(2);
+    t.s.engineUsage(7);
+    hooks.onTokens?.(3); // the counter, downstream of the tap, saw fewer
+    hooks.onEnd("done", 3, 10);
+    expect(t.calls).toEqual([
+      "lease.outputTokens 2",
+      "lease.outputTokens 7",
+      "lease.outputTokens 7",
+      "lease.free",
+    ]);
+    expect(t.seen).toEqual([
+      "streaming 200 true",
+      "track.tokens 2",
+      "track.tokens 7",
+      "track.tokens 7",
+      "track.end done 7 10",
+    ]);
+    const w = setup();
+    w.s.engineUsage(5);
+    w.s.end({ how: "whole", status: 200, sseEvents: 4 });
+    expect(w.seen).toEqual(["answered 200 5"]);
   });
 
   test("a stream that is not SSE hands its chunks to the observation (its usage is in the tail)", () => {

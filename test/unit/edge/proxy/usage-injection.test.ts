@@ -1,11 +1,17 @@
 import { describe, expect, test } from "bun:test";
-import { prepareBody, tappedReader, UsageTap, usageOfTail } from "../../../../src/edge/proxy/usage-injection.ts";
+import {
+  prepareBody,
+  tappedReader,
+  UsageTap,
+  usageOfTail,
+} from "../../../../src/edge/proxy/usage-injection.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 const json = (b: Uint8Array) => JSON.parse(dec.decode(b)) as Record<string, unknown>;
 
-const HEAD = 'data: {"id":"cmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[';
+const HEAD =
+  'data: {"id":"cmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[';
 const EVENTS = [
   `${HEAD}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n`,
   `${HEAD}{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":"length"}]}\n\n`,
@@ -29,7 +35,10 @@ function readerOf(chunks: Uint8Array[]) {
   };
 }
 
-async function drain(first: Uint8Array | undefined, r: { read(): Promise<{ done: boolean; value?: Uint8Array }> }): Promise<string> {
+async function drain(
+  first: Uint8Array | undefined,
+  r: { read(): Promise<{ done: boolean; value?: Uint8Array }> },
+): Promise<string> {
   let out = first !== undefined ? dec.decode(first, { stream: true }) : "";
   for (;;) {
     const x = await r.read();
@@ -41,10 +50,14 @@ async function drain(first: Uint8Array | undefined, r: { read(): Promise<{ done:
 
 describe("prepareBody", () => {
   test("a stream without stream_options gets include_usage spliced in, the rest byte for byte", () => {
-    const body = enc.encode('{"model":"m","stream":true,"messages":[{"role":"user","content":"\\"stream_options\\""}]}');
+    const body = enc.encode(
+      '{"model":"m","stream":true,"messages":[{"role":"user","content":"\\"stream_options\\""}]}',
+    );
     const p = prepareBody(body, true);
     expect(p.strip).toBe(true);
-    expect(dec.decode(p.body)).toBe('{"stream_options":{"include_usage":true},"model":"m","stream":true,"messages":[{"role":"user","content":"\\"stream_options\\""}]}');
+    expect(dec.decode(p.body)).toBe(
+      '{"stream_options":{"include_usage":true},"model":"m","stream":true,"messages":[{"role":"user","content":"\\"stream_options\\""}]}',
+    );
   });
   test("a client that asked keeps its body and its usage chunk", () => {
     const body = enc.encode('{"stream":true,"stream_options":{"include_usage":true}}');
@@ -52,7 +65,10 @@ describe("prepareBody", () => {
     expect(p).toEqual({ body, strip: false, checked: true });
   });
   test("other stream_options are kept and include_usage added", () => {
-    const p = prepareBody(enc.encode('{"stream":true,"stream_options":{"include_usage":false}}'), true);
+    const p = prepareBody(
+      enc.encode('{"stream":true,"stream_options":{"include_usage":false}}'),
+      true,
+    );
     expect(p.strip).toBe(true);
     expect(json(p.body).stream_options).toEqual({ include_usage: true });
   });
@@ -76,26 +92,69 @@ describe("the usage tap", () => {
       let usage: unknown;
       const t = tappedReader(chunks[0], r, new UsageTap(true), (u) => (usage = u));
       expect(await drain(t.first, t.reader)).toBe(without);
-      expect(usage).toEqual({ promptTokens: 40, cachedTokens: 32 });
+      expect(usage).toEqual({ promptTokens: 40, cachedTokens: 32, completionTokens: 1 });
     });
   }
   test("observe mode passes everything and reads the usage from the tail", async () => {
     const bytes = enc.encode(withUsage);
     let usage: unknown;
-    const t = tappedReader(bytes.slice(0, 100), readerOf([bytes.slice(100)]), new UsageTap(false), (u) => (usage = u));
+    const t = tappedReader(
+      bytes.slice(0, 100),
+      readerOf([bytes.slice(100)]),
+      new UsageTap(false),
+      (u) => (usage = u),
+    );
     expect(await drain(t.first, t.reader)).toBe(withUsage);
-    expect(usage).toEqual({ promptTokens: 40, cachedTokens: 32 });
+    expect(usage).toEqual({ promptTokens: 40, cachedTokens: 32, completionTokens: 1 });
   });
   test("a whole answer in the first chunk (drained) ends at once", async () => {
     let usage: unknown;
-    const body = enc.encode('{"id":"x","usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}');
+    const body = enc.encode(
+      '{"id":"x","usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}',
+    );
     const t = tappedReader(body, readerOf([]), new UsageTap(false), (u) => (usage = u));
     expect(t.reader.drained).toBe(true);
     expect(dec.decode(t.first)).toBe(dec.decode(body));
-    expect(usage).toEqual({ promptTokens: 9, cachedTokens: undefined });
+    expect(usage).toEqual({ promptTokens: 9, cachedTokens: undefined, completionTokens: 2 });
+  });
+  test("strip mode: one event a chunk, the usage event and [DONE] apart or together, CRLF-free SSE of a chat stream", async () => {
+    for (const chunks of [
+      [...EVENTS, USAGE, DONE],
+      [...EVENTS, USAGE + DONE],
+      [EVENTS.join(""), USAGE, DONE],
+      [EVENTS.join("") + USAGE.slice(0, 30), USAGE.slice(30) + DONE],
+    ]) {
+      const bytes = chunks.map((c) => enc.encode(c));
+      let usage: unknown;
+      const t = tappedReader(
+        bytes[0],
+        readerOf(bytes.slice(1)),
+        new UsageTap(true),
+        (u) => (usage = u),
+      );
+      expect(await drain(t.first, t.reader)).toBe(without);
+      expect(usage).toEqual({ promptTokens: 40, cachedTokens: 32, completionTokens: 1 });
+    }
+  });
+  test("strip mode: a stream without a usage event passes unchanged (a content chunk that mentions choices or usage is no usage event)", async () => {
+    const tricky = `${HEAD}{"index":0,"delta":{"content":"\\"usage\\": \\"choices\\":[]"},"finish_reason":null}]}\n\n`;
+    const bytes = enc.encode(EVENTS.join("") + tricky + DONE);
+    let usage: unknown = "unset";
+    const t = tappedReader(
+      bytes.slice(0, 5),
+      readerOf([bytes.slice(5)]),
+      new UsageTap(true),
+      (u) => (usage = u),
+    );
+    expect(await drain(t.first, t.reader)).toBe(EVENTS.join("") + tricky + DONE);
+    expect(usage).toBeUndefined();
   });
   test("usageOfTail reads the last usage", () => {
-    expect(usageOfTail(enc.encode(USAGE + DONE))).toEqual({ promptTokens: 40, cachedTokens: 32 });
+    expect(usageOfTail(enc.encode(USAGE + DONE))).toEqual({
+      promptTokens: 40,
+      cachedTokens: 32,
+      completionTokens: 1,
+    });
     expect(usageOfTail(enc.encode(DONE))).toBeUndefined();
   });
 });

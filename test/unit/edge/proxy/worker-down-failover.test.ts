@@ -18,11 +18,17 @@ const W1 = { id: 11n, url: "http://w1:1" };
 const W2 = { id: 22n, url: "http://w2:2" };
 
 function hang<T>(init: UpstreamRequestInit): Promise<T> {
-  return new Promise<T>((_, reject) => init.signal?.addEventListener("abort", () => reject(init.signal!.reason)));
+  return new Promise<T>((_, reject) =>
+    init.signal?.addEventListener("abort", () => reject(init.signal!.reason)),
+  );
 }
 
 function setup(hangFirst = true) {
-  const h = harness({ workers: [W1, W2], fetch: () => Promise.reject(new Error("fetch must not be used")), blockSize: 4 });
+  const h = harness({
+    workers: [W1, W2],
+    fetch: () => Promise.reject(new Error("fetch must not be used")),
+    blockSize: 4,
+  });
   const calls: { base: string; signal: AbortSignal }[] = [];
   const fenced: bigint[] = [];
   const reports: [bigint, string | undefined][] = [];
@@ -30,7 +36,12 @@ function setup(hangFirst = true) {
   const upstream: UpstreamCall = async (base, _path, init) => {
     calls.push({ base, signal: init.signal! });
     if (hangFirst && calls.length === 1) return hang(init);
-    return { status: 200, statusText: "OK", headers: ["content-type", "application/json"], body: okBody(`{"from":"${base}"}`) };
+    return {
+      status: 200,
+      statusText: "OK",
+      headers: ["content-type", "application/json"],
+      body: okBody(`{"from":"${base}"}`),
+    };
   };
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
@@ -42,7 +53,12 @@ function setup(hangFirst = true) {
       fetch: h.deps.upstream.fetch,
       maxRetries: 2,
       // The production defaults: a whole answer may take 600 s.
-      deadlines: { connectMs: 5_000, firstByteMs: 120_000, responseMs: 600_000, streamIdleMs: 60_000 },
+      deadlines: {
+        connectMs: 5_000,
+        firstByteMs: 120_000,
+        responseMs: 600_000,
+        streamIdleMs: 60_000,
+      },
     },
   };
   const call = () =>
@@ -61,15 +77,21 @@ function setup(hangFirst = true) {
 }
 
 describe("a worker taken out of rotation while a request waits for its first byte", () => {
-  for (const how of ["declared unhealthy by a health check", "fenced by another request", "removed"] as const) {
+  for (const how of [
+    "declared unhealthy by a health check",
+    "fenced by another request",
+    "removed",
+  ] as const) {
     test(`${how}: the request goes to the next worker at once, the engine call is closed, the booking freed`, async () => {
       const { h, call, calls, fenced, reports, idOf } = setup();
       const t0 = performance.now();
       const pending = call();
       await until(() => calls.length === 1, "the first worker to be called", 2_000, 1);
       const stuck = idOf(calls[0]!.base);
-      if (how === "declared unhealthy by a health check") h.registry.setHealthy(stuck, false, "health check failed: timeout");
-      else if (how === "fenced by another request") h.health.fence(stuck, "first byte deadline of 2 s missed");
+      if (how === "declared unhealthy by a health check")
+        h.registry.setHealthy(stuck, false, "health check failed: timeout");
+      else if (how === "fenced by another request")
+        h.health.fence(stuck, "first byte deadline of 2 s missed");
       else h.deps.admin.membership.remove(stuck);
       const r = await pending;
       expect(performance.now() - t0).toBeLessThan(1_000);

@@ -1,7 +1,20 @@
 import { describe, expect, test } from "bun:test";
-import { checkAnswer, expectedCachedTokens, type AnswerFacts } from "../../../../src/fleet/cache-truth/answer-check.ts";
+import {
+  checkAnswer,
+  expectedCachedTokens,
+  type AnswerFacts,
+} from "../../../../src/fleet/cache-truth/answer-check.ts";
 
-const base: AnswerFacts = { routerTokens: 100, predictedBlocks: 4, inFlightBlocks: 0, routedBlocks: 6, blockSize: 16, promptTokens: 100, cachedTokens: 64, speaksCached: true };
+const base: AnswerFacts = {
+  routerTokens: 100,
+  predictedBlocks: 4,
+  inFlightBlocks: 0,
+  routedBlocks: 6,
+  blockSize: 16,
+  promptTokens: 100,
+  cachedTokens: 64,
+  speaksCached: true,
+};
 
 describe("expectedCachedTokens (vLLM's count)", () => {
   test("whole blocks only; a prompt cached whole recomputes its last token, so its last block", () => {
@@ -13,19 +26,43 @@ describe("expectedCachedTokens (vLLM's count)", () => {
 });
 
 describe("checkAnswer", () => {
-  test("agree when served what was predicted", () => expect(checkAnswer(base).verdict).toBe("agree"));
-  test("another prompt length: tokens_differ", () => expect(checkAnswer({ ...base, promptTokens: 103 }).verdict).toBe("tokens_differ"));
-  test("a hit that is not whole blocks: block_size", () => expect(checkAnswer({ ...base, cachedTokens: 40 }).verdict).toBe("block_size"));
-  test("less than predicted: missed_hits", () => expect(checkAnswer({ ...base, cachedTokens: 32 }).verdict).toBe("missed_hits"));
-  test("more than predicted: unexpected_hits", () => expect(checkAnswer({ ...base, cachedTokens: 96 }).verdict).toBe("unexpected_hits"));
-  test("more than the index, explained by a request in flight: agree", () => expect(checkAnswer({ ...base, cachedTokens: 96, inFlightBlocks: 6 }).verdict).toBe("agree"));
+  test("agree when served what was predicted", () =>
+    expect(checkAnswer(base).verdict).toBe("agree"));
+  test("another prompt length: tokens_differ", () =>
+    expect(checkAnswer({ ...base, promptTokens: 103 }).verdict).toBe("tokens_differ"));
+  test("a hit that is not whole blocks: block_size", () =>
+    expect(checkAnswer({ ...base, cachedTokens: 40 }).verdict).toBe("block_size"));
+  test("less than predicted: missed_hits", () =>
+    expect(checkAnswer({ ...base, cachedTokens: 32 }).verdict).toBe("missed_hits"));
+  test("more than predicted: unexpected_hits", () =>
+    expect(checkAnswer({ ...base, cachedTokens: 96 }).verdict).toBe("unexpected_hits"));
+  test("more than the index, explained by a request in flight: agree", () =>
+    expect(checkAnswer({ ...base, cachedTokens: 96, inFlightBlocks: 6 }).verdict).toBe("agree"));
   test("more than predicted, but the index holds it by the answer's end (events were on their way): agree; still not: unexpected", () => {
-    expect(checkAnswer({ ...base, cachedTokens: 96, indexBlocksNow: () => 6 }).verdict).toBe("agree");
-    expect(checkAnswer({ ...base, cachedTokens: 96, indexBlocksNow: () => 4 }).verdict).toBe("unexpected_hits");
+    expect(checkAnswer({ ...base, cachedTokens: 96, indexBlocksNow: () => 6 }).verdict).toBe(
+      "agree",
+    );
+    expect(checkAnswer({ ...base, cachedTokens: 96, indexBlocksNow: () => 4 }).verdict).toBe(
+      "unexpected_hits",
+    );
   });
-  test("deeper than the router hashed: agree", () => expect(checkAnswer({ ...base, predictedBlocks: 6, routedBlocks: 6, routerTokens: 200, promptTokens: 200, cachedTokens: 160 }).verdict).toBe("agree"));
+  test("deeper than the router hashed: agree", () =>
+    expect(
+      checkAnswer({
+        ...base,
+        predictedBlocks: 6,
+        routedBlocks: 6,
+        routerTokens: 200,
+        promptTokens: 200,
+        cachedTokens: 160,
+      }).verdict,
+    ).toBe("agree"));
   test("no count from an engine that never reported one: unchecked; from one that did: 0", () => {
-    expect(checkAnswer({ ...base, cachedTokens: undefined, speaksCached: false }).verdict).toBe("unchecked");
-    expect(checkAnswer({ ...base, cachedTokens: undefined, speaksCached: true }).verdict).toBe("missed_hits");
+    expect(checkAnswer({ ...base, cachedTokens: undefined, speaksCached: false }).verdict).toBe(
+      "unchecked",
+    );
+    expect(checkAnswer({ ...base, cachedTokens: undefined, speaksCached: true }).verdict).toBe(
+      "missed_hits",
+    );
   });
 });

@@ -1,8 +1,18 @@
 import { describe, expect, test } from "bun:test";
-import { CANARY_TOKENS, runCanary, type CanaryDeps, type CanaryUsage } from "../../../../src/fleet/cache-truth/canary.ts";
+import {
+  CANARY_TOKENS,
+  runCanary,
+  type CanaryDeps,
+  type CanaryUsage,
+} from "../../../../src/fleet/cache-truth/canary.ts";
 
 /** An engine and an index as the canary sees them: what each send reports, what the index holds after the first. */
-function deps(o: { engineBs?: number; indexed?: number; events?: number; promptTokens?: number }): CanaryDeps & { sends: number } {
+function deps(o: {
+  engineBs?: number;
+  indexed?: number;
+  events?: number;
+  promptTokens?: number;
+}): CanaryDeps & { sends: number } {
   let t = 0;
   let sends = 0;
   let events = 0;
@@ -18,7 +28,7 @@ function deps(o: { engineBs?: number; indexed?: number; events?: number; promptT
       const cached = sends === 1 ? 0 : Math.floor((CANARY_TOKENS - 1) / engineBs) * engineBs;
       return { promptTokens: o.promptTokens ?? CANARY_TOKENS, cachedTokens: cached };
     },
-    indexedBlocks: () => (sends === 0 ? 0 : o.indexed ?? 16),
+    indexedBlocks: () => (sends === 0 ? 0 : (o.indexed ?? 16)),
     eventsSeen: () => events,
     sleep: async (ms: number) => {
       t += ms;
@@ -42,13 +52,24 @@ describe("the canary", () => {
     expect(r.evidence).toContain("whole blocks of 32");
   });
   test("events come but do not match the router's hashes: block_hashes; with an adapter: lora_salt", async () => {
-    expect(await runCanary(deps({ indexed: 0 }), target)).toMatchObject({ ok: false, cause: "block_hashes" });
-    expect(await runCanary(deps({ indexed: 0 }), { ...target, model: "a", loraName: "a" })).toMatchObject({ ok: false, cause: "lora_salt" });
+    expect(await runCanary(deps({ indexed: 0 }), target)).toMatchObject({
+      ok: false,
+      cause: "block_hashes",
+    });
+    expect(
+      await runCanary(deps({ indexed: 0 }), { ...target, model: "a", loraName: "a" }),
+    ).toMatchObject({ ok: false, cause: "lora_salt" });
   });
   test("no event at all within the wait: no_events", async () => {
-    expect(await runCanary(deps({ indexed: 0, events: 0 }), target)).toMatchObject({ ok: false, cause: "no_events" });
+    expect(await runCanary(deps({ indexed: 0, events: 0 }), target)).toMatchObject({
+      ok: false,
+      cause: "no_events",
+    });
   });
   test("another prompt length for the same ids: template_or_tokenizer", async () => {
-    expect(await runCanary(deps({ promptTokens: 260 }), target)).toMatchObject({ ok: false, cause: "template_or_tokenizer" });
+    expect(await runCanary(deps({ promptTokens: 260 }), target)).toMatchObject({
+      ok: false,
+      cause: "template_or_tokenizer",
+    });
   });
 });

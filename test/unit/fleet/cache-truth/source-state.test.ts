@@ -1,5 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { SourceTruth, type CheckedAnswer, type EventFacts } from "../../../../src/fleet/cache-truth/source-state.ts";
+import {
+  SourceTruth,
+  type CheckedAnswer,
+  type EventFacts,
+} from "../../../../src/fleet/cache-truth/source-state.ts";
 
 const agreeHit: CheckedAnswer = { verdict: "agree", expected: 64, cached: 64 };
 const agreeMiss: CheckedAnswer = { verdict: "agree", expected: 0, cached: 0 };
@@ -13,7 +17,11 @@ describe("SourceTruth", () => {
     for (let i = 0; i < 200; i++) {
       const now = i * 100;
       // One answer in ten disagrees, the way an eviction or an event in flight can.
-      const t = s.observe(i % 10 === 0 ? (i % 20 === 0 ? missed : unexpected) : i % 2 ? agreeHit : agreeMiss, talking(now), now);
+      const t = s.observe(
+        i % 10 === 0 ? (i % 20 === 0 ? missed : unexpected) : i % 2 ? agreeHit : agreeMiss,
+        talking(now),
+        now,
+      );
       expect(t).toBeUndefined();
     }
     expect(s.state).toBe("exact");
@@ -30,21 +38,32 @@ describe("SourceTruth", () => {
   test("hits never heard of, no live event -> blind (no_events); events come but nothing matches -> block_hashes; some match -> events_missing", () => {
     const quiet = new SourceTruth(0);
     for (let i = 0; i < 3; i++) quiet.observe(unexpected, { seen: 0, lastAt: undefined }, 40_000);
-    expect(quiet.observe(unexpected, { seen: 0, lastAt: undefined }, 40_000)).toMatchObject({ to: "blind", cause: "no_events" });
+    expect(quiet.observe(unexpected, { seen: 0, lastAt: undefined }, 40_000)).toMatchObject({
+      to: "blind",
+      cause: "no_events",
+    });
 
     const hashes = new SourceTruth(0);
     for (let i = 0; i < 3; i++) hashes.observe(unexpected, talking(10), 10);
-    expect(hashes.observe(unexpected, talking(10), 10)).toMatchObject({ to: "blind", cause: "block_hashes" });
+    expect(hashes.observe(unexpected, talking(10), 10)).toMatchObject({
+      to: "blind",
+      cause: "block_hashes",
+    });
 
     const dropped = new SourceTruth(0);
     dropped.observe(agreeHit, talking(10), 10);
     for (let i = 0; i < 3; i++) dropped.observe(unexpected, talking(10), 10);
-    expect(dropped.observe(unexpected, talking(10), 10)).toMatchObject({ to: "blind", cause: "events_missing" });
+    expect(dropped.observe(unexpected, talking(10), 10)).toMatchObject({
+      to: "blind",
+      cause: "events_missing",
+    });
   });
 
   test("another template: degraded at the third answer of another length", () => {
     const s = new SourceTruth(0);
-    const t = [1, 2, 3].map((i) => s.observe({ verdict: "tokens_differ", expected: 0, cached: 0 }, talking(i), i));
+    const t = [1, 2, 3].map((i) =>
+      s.observe({ verdict: "tokens_differ", expected: 0, cached: 0 }, talking(i), i),
+    );
     expect(t.slice(0, 2)).toEqual([undefined, undefined]);
     expect(t[2]).toMatchObject({ to: "degraded", cause: "template_or_tokenizer" });
   });
@@ -65,7 +84,8 @@ describe("SourceTruth", () => {
     // Ten agreeing answers in a row, but too soon after entering: still degraded.
     const fresh = new SourceTruth(0);
     for (let i = 0; i < 3; i++) fresh.observe(missed, talking(i), i);
-    for (let i = 0; i < 10; i++) expect(fresh.observe(agreeHit, talking(100 + i), 100 + i)).toBeUndefined();
+    for (let i = 0; i < 10; i++)
+      expect(fresh.observe(agreeHit, talking(100 + i), 100 + i)).toBeUndefined();
     expect(fresh.state).toBe("degraded");
     // Agreement without hits proves nothing about the index: still degraded after the dwell time.
     const late = new SourceTruth(0);
@@ -75,7 +95,9 @@ describe("SourceTruth", () => {
     // A clean run with hits after the dwell time: exact, once.
     const back = [];
     for (let i = 0; i < 10; i++) back.push(late.observe(agreeHit, talking(50_000 + i), 50_000 + i));
-    expect(back.filter((t) => t !== undefined)).toEqual([expect.objectContaining({ from: "degraded", to: "exact" })]);
+    expect(back.filter((t) => t !== undefined)).toEqual([
+      expect.objectContaining({ from: "degraded", to: "exact" }),
+    ]);
     // And the old evidence does not send it straight back.
     expect(late.observe(missed, talking(60_000), 60_000)).toBeUndefined();
     expect(late.state).toBe("exact");
@@ -83,7 +105,11 @@ describe("SourceTruth", () => {
 
   test("a canary mismatch degrades at once", () => {
     const s = new SourceTruth(0);
-    expect(s.canaryFailed("block_size", "cached 224 tokens, expected 240", 5)).toMatchObject({ from: "exact", to: "degraded", cause: "block_size" });
+    expect(s.canaryFailed("block_size", "cached 224 tokens, expected 240", 5)).toMatchObject({
+      from: "exact",
+      to: "degraded",
+      cause: "block_size",
+    });
     expect(s.canaryFailed("block_size", "again", 6)).toBeUndefined();
   });
 });

@@ -9,7 +9,9 @@ test("forget drops every field's series of that pod and only that pod's", () => 
   m.rejected("ml/a-1", "role");
   m.rejected("ml/a-1", "tokenizer");
   m.rejected("ml/b-1", "role");
-  expect(registry.render()).toContain('switchyard_discovery_rejected_total{pod="ml/a-1",field="tokenizer"} 1');
+  expect(registry.render()).toContain(
+    'switchyard_discovery_rejected_total{pod="ml/a-1",field="tokenizer"} 1',
+  );
   m.forget("ml/a-1");
   const text = registry.render();
   expect(text).not.toContain('pod="ml/a-1"');

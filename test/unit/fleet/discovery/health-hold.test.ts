@@ -47,7 +47,12 @@ describe("HealthChecker holds", () => {
     registry.add(1n, "http://a:1", 1);
     let answer!: () => void;
     const gate = new Promise<void>((r) => (answer = r));
-    const health = new HealthChecker({ registry, intervalMs: 1e9, timeoutMs: 1000, fetch: async () => (await gate, new Response("ok")) });
+    const health = new HealthChecker({
+      registry,
+      intervalMs: 1e9,
+      timeoutMs: 1000,
+      fetch: async () => (await gate, new Response("ok")),
+    });
     const inflight = health.check(1n);
     health.hold(1n, "draining: pod terminating");
     answer();

@@ -46,10 +46,29 @@ function setup(maxWorkers: number) {
     },
     retryMs: 5_000,
     now: () => t,
-    log: { info: () => {}, warn: (m) => logs.push(`warn ${m}`), error: (m) => logs.push(`error ${m}`) },
-    metrics: { rejected() {}, forget() {}, registrationFailed: () => failures++, apiUp() {}, relisted() {}, watchRestarted() {}, countPods() {} },
+    log: {
+      info: () => {},
+      warn: (m) => logs.push(`warn ${m}`),
+      error: (m) => logs.push(`error ${m}`),
+    },
+    metrics: {
+      rejected() {},
+      forget() {},
+      registrationFailed: () => failures++,
+      apiUp() {},
+      relisted() {},
+      watchRestarted() {},
+      countPods() {},
+    },
   });
-  return { registry, membership, fleet, logs, failures: () => failures, advance: (ms: number) => (t += ms) };
+  return {
+    registry,
+    membership,
+    fleet,
+    logs,
+    failures: () => failures,
+    advance: (ms: number) => (t += ms),
+  };
 }
 
 describe("discovery within membership's bounds", () => {

@@ -14,9 +14,18 @@ interface P {
 
 function pod(p: P): unknown {
   return {
-    metadata: { name: p.name, namespace: "ml", ...(p.annotations ? { annotations: p.annotations } : {}), ...(p.terminating ? { deletionTimestamp: "x" } : {}) },
+    metadata: {
+      name: p.name,
+      namespace: "ml",
+      ...(p.annotations ? { annotations: p.annotations } : {}),
+      ...(p.terminating ? { deletionTimestamp: "x" } : {}),
+    },
     spec: { containers: [{ name: "e", ports: [{ name: "http", containerPort: 8000 }] }] },
-    status: { phase: "Running", podIP: p.ip ?? "10.0.0.1", conditions: [{ type: "Ready", status: (p.ready ?? true) ? "True" : "False" }] },
+    status: {
+      phase: "Running",
+      podIP: p.ip ?? "10.0.0.1",
+      conditions: [{ type: "Ready", status: (p.ready ?? true) ? "True" : "False" }],
+    },
   };
 }
 
@@ -75,7 +84,11 @@ function setup() {
   const logs: string[] = [];
   const rejected: string[] = [];
   const forgotten: string[] = [];
-  const log = { info: (m: string) => logs.push(`info ${m}`), warn: (m: string) => logs.push(`warn ${m}`), error: (m: string) => logs.push(`error ${m}`) };
+  const log = {
+    info: (m: string) => logs.push(`info ${m}`),
+    warn: (m: string) => logs.push(`warn ${m}`),
+    error: (m: string) => logs.push(`error ${m}`),
+  };
   const metrics = {
     rejected: (pod: string, field: string) => rejected.push(`${pod} ${field}`),
     forget: (pod: string) => forgotten.push(pod),
@@ -85,7 +98,14 @@ function setup() {
     watchRestarted() {},
     countPods() {},
   };
-  const fleet = new PodFleet({ portName: "http", actions: r.actions, retryMs: 5_000, now: () => t, log, metrics });
+  const fleet = new PodFleet({
+    portName: "http",
+    actions: r.actions,
+    retryMs: 5_000,
+    now: () => t,
+    log,
+    metrics,
+  });
   return { ...r, fleet, logs, rejected, forgotten, advance: (ms: number) => (t += ms) };
 }
 
@@ -134,9 +154,13 @@ describe("PodFleet", () => {
     const f = setup();
     f.fleet.upsert(pod({ name: "a", ip: "10.0.0.1" }));
     await f.fleet.settled();
-    f.fleet.upsert(pod({ name: "a", ip: "10.0.0.1", annotations: { "switchyard.dev/role": "decode" } }));
+    f.fleet.upsert(
+      pod({ name: "a", ip: "10.0.0.1", annotations: { "switchyard.dev/role": "decode" } }),
+    );
     await f.fleet.settled();
-    f.fleet.upsert(pod({ name: "a", ip: "10.0.0.9", annotations: { "switchyard.dev/role": "decode" } }));
+    f.fleet.upsert(
+      pod({ name: "a", ip: "10.0.0.9", annotations: { "switchyard.dev/role": "decode" } }),
+    );
     await f.fleet.settled();
     expect(f.calls).toEqual([
       "register http://10.0.0.1:8000",
@@ -149,15 +173,28 @@ describe("PodFleet", () => {
 
   test("a bad annotation: skipped with one log line and one count per version; the others work", async () => {
     const f = setup();
-    f.fleet.upsert(pod({ name: "bad", ip: "10.0.0.5", annotations: { "switchyard.dev/lora-slots": "lots" } }));
-    f.fleet.upsert(pod({ name: "bad", ip: "10.0.0.5", annotations: { "switchyard.dev/lora-slots": "lots" }, ready: false }));
+    f.fleet.upsert(
+      pod({ name: "bad", ip: "10.0.0.5", annotations: { "switchyard.dev/lora-slots": "lots" } }),
+    );
+    f.fleet.upsert(
+      pod({
+        name: "bad",
+        ip: "10.0.0.5",
+        annotations: { "switchyard.dev/lora-slots": "lots" },
+        ready: false,
+      }),
+    );
     f.fleet.upsert(pod({ name: "good", ip: "10.0.0.6" }));
     await f.fleet.settled();
     expect(f.calls).toEqual(["register http://10.0.0.6:8000"]);
     expect(f.rejected).toEqual(["ml/bad lora-slots"]);
-    expect(f.logs.filter((l) => l.startsWith("warn"))).toEqual(["warn discovery: pod ml/bad skipped: switchyard.dev/lora-slots: must be a number"]);
+    expect(f.logs.filter((l) => l.startsWith("warn"))).toEqual([
+      "warn discovery: pod ml/bad skipped: switchyard.dev/lora-slots: must be a number",
+    ]);
     // Fixed: registered.
-    f.fleet.upsert(pod({ name: "bad", ip: "10.0.0.5", annotations: { "switchyard.dev/lora-slots": "4" } }));
+    f.fleet.upsert(
+      pod({ name: "bad", ip: "10.0.0.5", annotations: { "switchyard.dev/lora-slots": "4" } }),
+    );
     await f.fleet.settled();
     expect(f.calls.at(-1)).toBe("register http://10.0.0.5:8000");
     expect(f.fleet.counts()).toEqual({ routable: 2, held: 0, waiting: 0, rejected: 0 });
@@ -165,7 +202,9 @@ describe("PodFleet", () => {
 
   test("a deleted pod's rejected series are forgotten (rollouts make new names); a live one's are kept", async () => {
     const f = setup();
-    f.fleet.upsert(pod({ name: "bad", ip: "10.0.0.5", annotations: { "switchyard.dev/lora-slots": "lots" } }));
+    f.fleet.upsert(
+      pod({ name: "bad", ip: "10.0.0.5", annotations: { "switchyard.dev/lora-slots": "lots" } }),
+    );
     f.fleet.upsert(pod({ name: "good", ip: "10.0.0.6" }));
     await f.fleet.settled();
     expect(f.forgotten).toEqual([]);
@@ -202,7 +241,13 @@ describe("PodFleet", () => {
     f.fleet.tick();
     await f.fleet.settled();
     expect(f.calls.at(-1)).toBe("register http://10.0.0.1:8000");
-    expect(f.logs.some((l) => l.startsWith("error discovery: pod ml/a: cannot register http://10.0.0.1:8000: engine info: connection refused"))).toBe(true);
+    expect(
+      f.logs.some((l) =>
+        l.startsWith(
+          "error discovery: pod ml/a: cannot register http://10.0.0.1:8000: engine info: connection refused",
+        ),
+      ),
+    ).toBe(true);
   });
 
   test("a worker removed behind the pod's back (DELETE /v1/workers) comes back at a tick", async () => {
@@ -212,7 +257,11 @@ describe("PodFleet", () => {
     f.actions.remove(idOf("10.0.0.1"));
     f.fleet.tick();
     await f.fleet.settled();
-    expect(f.calls).toEqual(["register http://10.0.0.1:8000", `remove ${idOf("10.0.0.1")}`, "register http://10.0.0.1:8000"]);
+    expect(f.calls).toEqual([
+      "register http://10.0.0.1:8000",
+      `remove ${idOf("10.0.0.1")}`,
+      "register http://10.0.0.1:8000",
+    ]);
   });
 
   test("a list replaces what was known: pods missing from it are removed", async () => {
@@ -221,7 +270,9 @@ describe("PodFleet", () => {
     await f.fleet.settled();
     f.fleet.replaceAll([pod({ name: "b", ip: "10.0.0.2" }), pod({ name: "c", ip: "10.0.0.3" })]);
     await f.fleet.settled();
-    expect(f.calls.slice(2).sort()).toEqual([`remove ${idOf("10.0.0.1")}`, "register http://10.0.0.3:8000"].sort());
+    expect(f.calls.slice(2).sort()).toEqual(
+      [`remove ${idOf("10.0.0.1")}`, "register http://10.0.0.3:8000"].sort(),
+    );
     expect([...f.registered].sort()).toEqual([idOf("10.0.0.2"), idOf("10.0.0.3")].sort());
   });
 
@@ -246,7 +297,11 @@ describe("PodFleet", () => {
     expect(f.logs.some((l) => l.includes("pod ml/new has the address of pod ml/old"))).toBe(true);
     f.fleet.delete(pod({ name: "old", ip: "10.0.0.7" }));
     await f.fleet.settled();
-    expect(f.calls).toEqual(["register http://10.0.0.7:8000", `remove ${idOf("10.0.0.7")}`, "register http://10.0.0.7:8000"]);
+    expect(f.calls).toEqual([
+      "register http://10.0.0.7:8000",
+      `remove ${idOf("10.0.0.7")}`,
+      "register http://10.0.0.7:8000",
+    ]);
     expect(f.fleet.workerOf("ml/new")).toBe(idOf("10.0.0.7"));
   });
 
@@ -254,6 +309,9 @@ describe("PodFleet", () => {
     const f = setup();
     f.fleet.upsert(pod({ name: "a", annotations: { "switchyard.dev/tokenizer": "/tok" } }));
     await f.fleet.settled();
-    expect(f.calls).toEqual(["register http://10.0.0.1:8000", `tokenizer ${idOf("10.0.0.1")} /tok`]);
+    expect(f.calls).toEqual([
+      "register http://10.0.0.1:8000",
+      `tokenizer ${idOf("10.0.0.1")} /tok`,
+    ]);
   });
 });

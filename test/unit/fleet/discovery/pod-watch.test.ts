@@ -7,7 +7,11 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { DiscoveryMetrics } from "../../../../src/fleet/discovery/discovery-metrics.ts";
 import { KubeApi } from "../../../../src/fleet/discovery/kube-api.ts";
-import { PodWatch, type PodSink, type PodWatchOptions } from "../../../../src/fleet/discovery/pod-watch.ts";
+import {
+  PodWatch,
+  type PodSink,
+  type PodWatchOptions,
+} from "../../../../src/fleet/discovery/pod-watch.ts";
 import { until } from "../../../support/processes.ts";
 import { StandInKubeApiserver } from "../../../support/stand-in-kube-apiserver.ts";
 
@@ -21,7 +25,10 @@ function recordingSink() {
   const pods = new Map<string, string>();
   const calls: string[] = [];
   const nameOf = (p: unknown) => (p as { metadata: { name: string } }).metadata.name;
-  const readyOf = (p: unknown) => ((p as { status: { conditions: { status: string }[] } }).status.conditions[0]!.status === "True" ? "ready" : "not-ready");
+  const readyOf = (p: unknown) =>
+    (p as { status: { conditions: { status: string }[] } }).status.conditions[0]!.status === "True"
+      ? "ready"
+      : "not-ready";
   const sink: PodSink = {
     replaceAll(list) {
       calls.push(`list ${list.map(nameOf).join(",")}`);
@@ -60,7 +67,11 @@ function start(api: StandInKubeApiserver, o: Partial<PodWatchOptions> = {}) {
   const delays: number[] = [];
   const logs: string[] = [];
   const w = new PodWatch({
-    api: new KubeApi({ server: api.url, fetch: (u, i) => fetch(u, i), token: async () => undefined }),
+    api: new KubeApi({
+      server: api.url,
+      fetch: (u, i) => fetch(u, i),
+      token: async () => undefined,
+    }),
     namespace: "default",
     selector: "app=vllm",
     sink: rec.sink,
@@ -85,14 +96,17 @@ function start(api: StandInKubeApiserver, o: Partial<PodWatchOptions> = {}) {
   return { w, ...rec, c, delays, logs };
 }
 
-function standIn(o: ConstructorParameters<typeof StandInKubeApiserver>[0] = {}): StandInKubeApiserver {
+function standIn(
+  o: ConstructorParameters<typeof StandInKubeApiserver>[0] = {},
+): StandInKubeApiserver {
   const s = StandInKubeApiserver.start({ bookmarkEveryMs: 0, ...o });
   running.push({ stop: () => s.kill() });
   return s;
 }
 
 const watches = (api: StandInKubeApiserver) => api.requests.filter((r) => r.query.watch === "1");
-const lists = (api: StandInKubeApiserver) => api.requests.filter((r) => r.query.watch === undefined);
+const lists = (api: StandInKubeApiserver) =>
+  api.requests.filter((r) => r.query.watch === undefined);
 
 describe("PodWatch", () => {
   test("list, then watch from the list's version: every change reaches the sink", async () => {
@@ -108,7 +122,10 @@ describe("PodWatch", () => {
     api.createPod({ name: "b", labels: { app: "vllm" }, ip: "10.0.0.2" });
     api.setReady("a", false);
     api.removePod("b");
-    await until(() => t.calls.length === 4, () => `4 calls, got ${t.calls}`);
+    await until(
+      () => t.calls.length === 4,
+      () => `4 calls, got ${t.calls}`,
+    );
     expect(t.calls).toEqual(["list a", "upsert b", "upsert a", "delete b"]);
     expect(t.pods).toEqual(new Map([["a", "not-ready"]]));
     expect(t.w.resourceVersion).toBe(api.resourceVersion);
@@ -132,7 +149,8 @@ describe("PodWatch", () => {
     await t.w.start();
     await until(() => api.openWatches === 1, "the watch to open");
     // Changes the selector hides still move the store's version; a bookmark carries it.
-    for (let i = 0; i < 5; i++) api.createPod({ name: `other-${i}`, labels: { app: "other" }, ip: `10.0.1.${i}` });
+    for (let i = 0; i < 5; i++)
+      api.createPod({ name: `other-${i}`, labels: { app: "other" }, ip: `10.0.1.${i}` });
     const bookmarked = api.resourceVersion;
     api.bookmark();
     await until(() => t.w.resourceVersion === bookmarked, "the bookmark's version");
@@ -157,7 +175,10 @@ describe("PodWatch", () => {
       api.createPod({ name: "c", labels: { app: "vllm" }, ip: "10.0.0.3" });
       api.compact();
       api.restart();
-      await until(() => t.pods.has("c") && !t.pods.has("b"), () => `a relist (calls ${t.calls})`);
+      await until(
+        () => t.pods.has("c") && !t.pods.has("b"),
+        () => `a relist (calls ${t.calls})`,
+      );
       expect(t.calls.at(-1)).toBe("list a,c");
       expect(t.c.relists).toEqual(["start", "expired"]);
       expect(t.logs.some((l) => l.includes("(410); listing again"))).toBe(true);
@@ -193,7 +214,9 @@ describe("PodWatch", () => {
     const api = standIn();
     const url = api.url;
     api.kill(); // nothing listens: every list fails at once
-    const t = start(api, { api: new KubeApi({ server: url, fetch: (u, i) => fetch(u, i), token: async () => undefined }) });
+    const t = start(api, {
+      api: new KubeApi({ server: url, fetch: (u, i) => fetch(u, i), token: async () => undefined }),
+    });
     await t.w.start();
     await until(() => t.delays.length >= 6, "six backoffs");
     expect(t.delays.slice(0, 6)).toEqual([4, 8, 16, 32, 32, 32]);

@@ -1,6 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { RouterError } from "../../../../src/core/errors.ts";
-import { AdapterLoader, type EngineAnswer, type LoraEngineClient, type LoraWorker } from "../../../../src/fleet/lora/adapter-loader.ts";
+import {
+  AdapterLoader,
+  type EngineAnswer,
+  type LoraEngineClient,
+  type LoraWorker,
+} from "../../../../src/fleet/lora/adapter-loader.ts";
 import { rankWorkers } from "../../../../src/fleet/lora/placement.ts";
 import { LoraStateTracker } from "../../../../src/fleet/lora/state-tracker.ts";
 import { rejectionOf } from "../../../support/errors.ts";
@@ -23,8 +28,14 @@ class FakeEngines implements LoraEngineClient {
     this.calls.push(`load ${url} ${name} ${path}`);
     await this.gate;
     const l = this.loaded.get(url)!;
-    if (l.includes(name)) return { ok: false, status: 400, message: `The lora adapter '${name}' has already been loaded.` };
-    if (l.length >= this.maxLoras) return { ok: false, status: 400, message: "all LoRA slots are in use" };
+    if (l.includes(name))
+      return {
+        ok: false,
+        status: 400,
+        message: `The lora adapter '${name}' has already been loaded.`,
+      };
+    if (l.length >= this.maxLoras)
+      return { ok: false, status: 400, message: "all LoRA slots are in use" };
     l.push(name);
     return { ok: true };
   }
@@ -44,12 +55,29 @@ class FakeEngines implements LoraEngineClient {
   }
 }
 
-function setup(o: { n?: number; maxLoras?: number; evict?: boolean; loadOnDemand?: boolean; dpRanks?: number } = {}) {
+function setup(
+  o: {
+    n?: number;
+    maxLoras?: number;
+    evict?: boolean;
+    loadOnDemand?: boolean;
+    dpRanks?: number;
+  } = {},
+) {
   const n = o.n ?? 3;
-  const workers: LoraWorker[] = Array.from({ length: n }, (_, i) => ({ id: BigInt(100 + i), url: `http://w${i}`, dpRanks: o.dpRanks ?? 1 }));
-  const engines = new FakeEngines(workers.map((w) => w.url), o.maxLoras ?? 2);
+  const workers: LoraWorker[] = Array.from({ length: n }, (_, i) => ({
+    id: BigInt(100 + i),
+    url: `http://w${i}`,
+    dpRanks: o.dpRanks ?? 1,
+  }));
+  const engines = new FakeEngines(
+    workers.map((w) => w.url),
+    o.maxLoras ?? 2,
+  );
   const tracker = new LoraStateTracker();
-  for (const w of workers) for (let r = 0; r < w.dpRanks; r++) tracker.setWorkerCapacity({ workerId: w.id, dpRank: r }, o.maxLoras ?? 2);
+  for (const w of workers)
+    for (let r = 0; r < w.dpRanks; r++)
+      tracker.setWorkerCapacity({ workerId: w.id, dpRank: r }, o.maxLoras ?? 2);
   let clock = 1000;
   const loader = new AdapterLoader({
     tracker,
@@ -82,7 +110,10 @@ describe("AdapterLoader", () => {
   test("a first request loads the adapter on the HRW-first worker with a free slot, with the path template; later ones reuse it", async () => {
     const s = setup({ dpRanks: 2 });
     const held = await s.loader.ensure("sql");
-    const expected = rankWorkers("sql", s.workers.map((w) => ({ workerId: w.id, dpRank: 0 })))[0]!.workerId;
+    const expected = rankWorkers(
+      "sql",
+      s.workers.map((w) => ({ workerId: w.id, dpRank: 0 })),
+    )[0]!.workerId;
     expect([...held]).toEqual([expected]);
     const url = s.workers.find((w) => w.id === expected)!.url;
     expect(s.engines.calls).toEqual([`load ${url} sql /loras/sql`]);
@@ -108,8 +139,14 @@ describe("AdapterLoader", () => {
     const tracker2 = new LoraStateTracker();
     for (const w of a.workers) tracker2.setWorkerCapacity({ workerId: w.id, dpRank: 0 }, 2);
     const loader2 = new AdapterLoader({
-      tracker: tracker2, engine: a.engines, workers: () => a.workers, loadOnDemand: true, isBaseModel: () => false,
-      pathTemplate: "{name}", evict: false, now: () => 0,
+      tracker: tracker2,
+      engine: a.engines,
+      workers: () => a.workers,
+      loadOnDemand: true,
+      isBaseModel: () => false,
+      pathTemplate: "{name}",
+      evict: false,
+      now: () => 0,
     });
     const first = await a.loader.ensure("x");
     const second = await loader2.ensure("x");
@@ -120,7 +157,10 @@ describe("AdapterLoader", () => {
 
   test("a refusal for full slots (another router filled them) re-reads the engine and places elsewhere", async () => {
     const s = setup({ maxLoras: 1 });
-    const preferred = rankWorkers("y", s.workers.map((w) => ({ workerId: w.id, dpRank: 0 })))[0]!.workerId;
+    const preferred = rankWorkers(
+      "y",
+      s.workers.map((w) => ({ workerId: w.id, dpRank: 0 })),
+    )[0]!.workerId;
     const url = s.workers.find((w) => w.id === preferred)!.url;
     s.engines.loaded.get(url)!.push("someone-elses"); // loaded by another router; this tracker does not know
     const held = await s.loader.ensure("y");
@@ -158,7 +198,11 @@ describe("AdapterLoader", () => {
 
   test("an engine with room that refuses the adapter: not_found naming the worker; the engine's answer is logged, not shown", async () => {
     const s = setup();
-    s.engines.load = async (_u, name) => ({ ok: false, status: 400, message: `cannot find adapter ${name} at /srv/secret/path` });
+    s.engines.load = async (_u, name) => ({
+      ok: false,
+      status: 400,
+      message: `cannot find adapter ${name} at /srv/secret/path`,
+    });
     const e = await refusal(s.loader.ensure("ghost"));
     expect(e.code).toBe("not_found");
     expect(e.message).toContain('LoRA adapter "ghost" could not be loaded on worker');

@@ -5,33 +5,72 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { RouterError } from "../../../../src/core/errors.ts";
-import { AdapterAllowlist, adapterNameProblem, globToRegExp, MAX_ADAPTER_NAME_LENGTH } from "../../../../src/fleet/lora/adapter-name.ts";
-import { AdapterLoader, type EngineAnswer, type LoraEngineClient, type LoraWorker } from "../../../../src/fleet/lora/adapter-loader.ts";
+import {
+  AdapterAllowlist,
+  adapterNameProblem,
+  globToRegExp,
+  MAX_ADAPTER_NAME_LENGTH,
+} from "../../../../src/fleet/lora/adapter-name.ts";
+import {
+  AdapterLoader,
+  type EngineAnswer,
+  type LoraEngineClient,
+  type LoraWorker,
+} from "../../../../src/fleet/lora/adapter-loader.ts";
 import { LoraStateTracker } from "../../../../src/fleet/lora/state-tracker.ts";
 import { thrownBy, rejectionOf } from "../../../support/errors.ts";
 
 describe("adapterNameProblem", () => {
   test("ordinary and Hugging Face style names are valid", () => {
-    for (const n of ["sql-lora", "team_a.v2", "org/adapter-1", "a", "A9/b/c", "x".repeat(MAX_ADAPTER_NAME_LENGTH)]) {
+    for (const n of [
+      "sql-lora",
+      "team_a.v2",
+      "org/adapter-1",
+      "a",
+      "A9/b/c",
+      "x".repeat(MAX_ADAPTER_NAME_LENGTH),
+    ]) {
       expect(adapterNameProblem(n)).toBeUndefined();
     }
   });
   test("paths that climb, absolute paths and odd characters are refused", () => {
     for (const n of [
-      "../../../../root/.ssh/id_rsa", "..", ".", "a/../b", "a/./b", "/etc/passwd", "a//b", "a/", ".hidden",
-      "a\\..\\b", "C:/x", "a b", "a%2e%2e", "a\u0000b", "a\nb", "~root", "", "x".repeat(MAX_ADAPTER_NAME_LENGTH + 1),
+      "../../../../root/.ssh/id_rsa",
+      "..",
+      ".",
+      "a/../b",
+      "a/./b",
+      "/etc/passwd",
+      "a//b",
+      "a/",
+      ".hidden",
+      "a\\..\\b",
+      "C:/x",
+      "a b",
+      "a%2e%2e",
+      "a\u0000b",
+      "a\nb",
+      "~root",
+      "",
+      "x".repeat(MAX_ADAPTER_NAME_LENGTH + 1),
     ]) {
       expect(adapterNameProblem(n)).toBeString();
     }
   });
   test("fuzz (seed 12005): no valid name, put into a path template, climbs or is absolute", () => {
     fc.assert(
-      fc.property(fc.string({ maxLength: 40, unit: fc.constantFrom("a", "0", ".", "/", "-", "_", "\\", "%", "~", ":", " ") }), (name) => {
-        if (adapterNameProblem(name) !== undefined) return;
-        const parts = `/loras/${name}`.split("/");
-        expect(parts.includes("..") || parts.includes(".") || name.startsWith("/")).toBe(false);
-        expect(/[\\%~: ]/.test(name)).toBe(false);
-      }),
+      fc.property(
+        fc.string({
+          maxLength: 40,
+          unit: fc.constantFrom("a", "0", ".", "/", "-", "_", "\\", "%", "~", ":", " "),
+        }),
+        (name) => {
+          if (adapterNameProblem(name) !== undefined) return;
+          const parts = `/loras/${name}`.split("/");
+          expect(parts.includes("..") || parts.includes(".") || name.startsWith("/")).toBe(false);
+          expect(/[\\%~: ]/.test(name)).toBe(false);
+        },
+      ),
       { seed: 12_005, numRuns: 3000 },
     );
   });
@@ -54,7 +93,10 @@ describe("AdapterAllowlist", () => {
 class Engines implements LoraEngineClient {
   readonly loaded = new Map<string, string[]>();
   readonly calls: string[] = [];
-  constructor(urls: readonly string[], readonly maxLoras: number) {
+  constructor(
+    urls: readonly string[],
+    readonly maxLoras: number,
+  ) {
     for (const u of urls) this.loaded.set(u, []);
   }
   async load(url: string, name: string, path: string): Promise<EngineAnswer> {
@@ -86,8 +128,15 @@ function setup(allow: string[], preloaded: string[] = []) {
   }
   let clock = 0;
   const loader = new AdapterLoader({
-    tracker, engine: engines, workers: () => workers, loadOnDemand: true, isBaseModel: (m) => m === "base",
-    pathTemplate: "/loras/{name}", evict: true, now: () => clock++, allow: new AdapterAllowlist(allow),
+    tracker,
+    engine: engines,
+    workers: () => workers,
+    loadOnDemand: true,
+    isBaseModel: (m) => m === "base",
+    pathTemplate: "/loras/{name}",
+    evict: true,
+    now: () => clock++,
+    allow: new AdapterAllowlist(allow),
   });
   return { engines, loader };
 }

@@ -139,14 +139,21 @@ describe("lruEvictionCandidate", () => {
   const ab = eight.slice(0, 2);
 
   test("evicts the least recently used adapter on any candidate", () => {
-    expect(lruEvictionCandidate("new", full(), ab)).toEqual({ worker: eight[1]!, evict: "b1", lastUsedMs: 30 });
+    expect(lruEvictionCandidate("new", full(), ab)).toEqual({
+      worker: eight[1]!,
+      evict: "b1",
+      lastUsedMs: 30,
+    });
   });
 
   test("an adapter never used since it was loaded goes first", () => {
     const tracker = full();
     tracker.handleMdcRemoval(eight[0]!, "a2");
     tracker.handleMdcAddition(eight[0]!, { name: "a3", maxGpuLoraCount: 2 });
-    expect(lruEvictionCandidate("new", tracker, ab)).toMatchObject({ evict: "a3", lastUsedMs: undefined });
+    expect(lruEvictionCandidate("new", tracker, ab)).toMatchObject({
+      evict: "a3",
+      lastUsedMs: undefined,
+    });
   });
 
   test("pinned adapters and workers already holding the adapter are left alone", () => {
@@ -154,13 +161,17 @@ describe("lruEvictionCandidate", () => {
     const pinned = lruEvictionCandidate("new", tracker, ab, { isPinned: (name) => name === "b1" });
     expect(pinned).toMatchObject({ evict: "a2", lastUsedMs: 40 });
     // Worker b holds "b2": asking to place "b2" considers only worker a.
-    expect(lruEvictionCandidate("b2", tracker, ab)).toMatchObject({ worker: eight[0]!, evict: "a2" });
+    expect(lruEvictionCandidate("b2", tracker, ab)).toMatchObject({
+      worker: eight[0]!,
+      evict: "a2",
+    });
     expect(lruEvictionCandidate("new", tracker, ab, { isPinned: () => true })).toBeUndefined();
   });
 
   test("equal ages go to the requested adapter's preferred worker", () => {
     const tracker = new LoraStateTracker();
-    for (const w of eight) tracker.handleMdcAddition(w, { name: `on-${w.workerId}`, maxGpuLoraCount: 1 });
+    for (const w of eight)
+      tracker.handleMdcAddition(w, { name: `on-${w.workerId}`, maxGpuLoraCount: 1 });
     const preferred = rankWorkers("wanted", eight)[0]!;
     expect(lruEvictionCandidate("wanted", tracker, eight)).toEqual({
       worker: preferred,

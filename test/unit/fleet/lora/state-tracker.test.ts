@@ -1,6 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { keyOf, worker, type WorkerWithDpRank } from "../../../../src/core/ids.ts";
-import { DEFAULT_MAX_GPU_LORA_COUNT, LoraStateTracker, type LoraInfo } from "../../../../src/fleet/lora/state-tracker.ts";
+import {
+  DEFAULT_MAX_GPU_LORA_COUNT,
+  LoraStateTracker,
+  type LoraInfo,
+} from "../../../../src/fleet/lora/state-tracker.ts";
 import { lcgAnsiC } from "../../../support/prng.ts";
 
 const lora = (name: string, maxGpuLoraCount?: number): LoraInfo => ({ name, maxGpuLoraCount });
@@ -167,7 +171,13 @@ describe("LoraStateTracker capacity", () => {
     expect(tracker.capacity(w)).toBe(2);
     expect(tracker.freeSlots(w)).toBe(0); // 3 loaded, 2 slots: saturates at 0
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatchObject({ workerId: 7n, dpRank: 1, previousCapacity: 4, newCapacity: 2, loraName: "c" });
+    expect(warnings[0]).toMatchObject({
+      workerId: 7n,
+      dpRank: 1,
+      previousCapacity: 4,
+      newCapacity: 2,
+      loraName: "c",
+    });
   });
 
   test("re-publishing the same pair is idempotent and updates the stored info", () => {

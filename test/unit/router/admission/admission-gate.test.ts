@@ -4,7 +4,10 @@ import { toErrorResponse } from "../../../../src/edge/errors.ts";
 import { AdmissionGate } from "../../../../src/router/admission/admission-gate.ts";
 
 /** The runtime's timers (the tick is 1e9 ms here: passes are driven by pump()). */
-const timers = { set: (fn: () => void, ms: number) => setTimeout(fn, ms), clear: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>) };
+const timers = {
+  set: (fn: () => void, ms: number) => setTimeout(fn, ms),
+  clear: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
 
 const busy = () => new RouterError("all_workers_busy", "all busy");
 
@@ -118,7 +121,11 @@ describe("AdmissionGate", () => {
     c.state.free = 1;
     g.pump();
     expect(await stays).toBe("stays");
-    await expect(g.admit(async () => { throw new RouterError("no_endpoints", "none"); })).rejects.toThrow("none");
+    await expect(
+      g.admit(async () => {
+        throw new RouterError("no_endpoints", "none");
+      }),
+    ).rejects.toThrow("none");
     g.close();
   });
 
@@ -131,7 +138,13 @@ describe("AdmissionGate", () => {
 describe("AdmissionGate: no head-of-line blocking across candidate sets", () => {
   test("a waiter whose workers are busy does not hold up one whose workers are free; order kept within a set", async () => {
     const now = 0;
-    const g = new AdmissionGate({ maxQueue: 10, timeoutMs: 1e9, tickMs: 1e9, now: () => now, timers });
+    const g = new AdmissionGate({
+      maxQueue: 10,
+      timeoutMs: 1e9,
+      tickMs: 1e9,
+      now: () => now,
+      timers,
+    });
     const free = { a: 0, b: 0 };
     const order: string[] = [];
     const on = (pool: "a" | "b", name: string) => async () => {

@@ -20,7 +20,9 @@ describe("AdmissionQueue", () => {
     expect(q.enqueue(2, 0, 0).queued).toBe(true);
     expect(q.enqueue(3, -5, 0)).toEqual({ queued: false, reason: "queue_full" });
     expect(q.size).toBe(2);
-    expect(new AdmissionQueue<number>({ maxSize: 0, timeoutMs: 1 }).enqueue(1, 0, 0).queued).toBe(false);
+    expect(new AdmissionQueue<number>({ maxSize: 0, timeoutMs: 1 }).enqueue(1, 0, 0).queued).toBe(
+      false,
+    );
   });
 
   test("expire takes out exactly the entries that waited timeoutMs, whatever their place", () => {
@@ -49,7 +51,7 @@ describe("AdmissionQueue", () => {
 
   test("random interleavings keep (priority, arrival) order (seeded)", () => {
     let s = 12345;
-    const rnd = () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    const rnd = () => (s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32;
     for (let round = 0; round < 50; round++) {
       const q = new AdmissionQueue<number>({ maxSize: 100, timeoutMs: 1e9 });
       const items: { p: number; i: number }[] = [];

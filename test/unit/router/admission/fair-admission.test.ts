@@ -7,10 +7,23 @@ import { describe, expect, test } from "bun:test";
 import { RouterError } from "../../../../src/core/errors.ts";
 import { AdmissionGate } from "../../../../src/router/admission/admission-gate.ts";
 import { AdmissionQueue } from "../../../../src/router/admission/admission-queue.ts";
-import { OUTPUT_TOKEN_WEIGHT, serviceTokens, VirtualTokenCounters, type TenantShare } from "../../../../src/router/admission/virtual-token-counter.ts";
+import {
+  OUTPUT_TOKEN_WEIGHT,
+  serviceTokens,
+  VirtualTokenCounters,
+  type TenantShare,
+} from "../../../../src/router/admission/virtual-token-counter.ts";
 
-const share = (tenant: string, promptTokens = 100, outputTokens = 0, weight = 1): TenantShare => ({ tenant, weight, promptTokens, outputTokens });
-const timers = { set: (fn: () => void, ms: number) => setTimeout(fn, ms), clear: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>) };
+const share = (tenant: string, promptTokens = 100, outputTokens = 0, weight = 1): TenantShare => ({
+  tenant,
+  weight,
+  promptTokens,
+  outputTokens,
+});
+const timers = {
+  set: (fn: () => void, ms: number) => setTimeout(fn, ms),
+  clear: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
 const settle = () => new Promise((r) => setImmediate(r));
 
 describe("VirtualTokenCounters", () => {
@@ -93,7 +106,11 @@ describe("AdmissionQueue with fair admission", () => {
   });
 
   test("without tenant shares the order is (priority, arrival), fair counters or not", () => {
-    const q = new AdmissionQueue<string>({ maxSize: 10, timeoutMs: 1e9, fair: new VirtualTokenCounters() });
+    const q = new AdmissionQueue<string>({
+      maxSize: 10,
+      timeoutMs: 1e9,
+      fair: new VirtualTokenCounters(),
+    });
     q.enqueue("a0", 0, 0);
     q.enqueue("b5", 5, 1);
     q.enqueue("c0", 0, 2);
@@ -133,9 +150,18 @@ describe("AdmissionGate with fair admission", () => {
   }
 
   test("a quiet tenant's request waiting behind a noisy tenant's backlog is admitted next", async () => {
-    const g = new AdmissionGate({ maxQueue: 100, timeoutMs: 1e9, tickMs: 1e9, now: () => 0, timers, fair: true });
+    const g = new AdmissionGate({
+      maxQueue: 100,
+      timeoutMs: 1e9,
+      tickMs: 1e9,
+      now: () => 0,
+      timers,
+      fair: true,
+    });
     const { s, attempt } = slots();
-    const noisy = Array.from({ length: 10 }, (_, i) => g.admit(attempt(`n${i}`), { share: share("noisy") }));
+    const noisy = Array.from({ length: 10 }, (_, i) =>
+      g.admit(attempt(`n${i}`), { share: share("noisy") }),
+    );
     await settle();
     const quiet = g.admit(attempt("q0"), { share: share("quiet") });
     await settle();
@@ -150,9 +176,19 @@ describe("AdmissionGate with fair admission", () => {
   });
 
   test("arrival order when fair admission is off, shares or not", async () => {
-    const g = new AdmissionGate({ maxQueue: 100, timeoutMs: 1e9, tickMs: 1e9, now: () => 0, timers, fair: false });
+    const g = new AdmissionGate({
+      maxQueue: 100,
+      timeoutMs: 1e9,
+      tickMs: 1e9,
+      now: () => 0,
+      timers,
+      fair: false,
+    });
     const { s, attempt } = slots();
-    const all = [...Array.from({ length: 3 }, (_, i) => g.admit(attempt(`n${i}`), { share: share("noisy") })), g.admit(attempt("q0"), { share: share("quiet") })];
+    const all = [
+      ...Array.from({ length: 3 }, (_, i) => g.admit(attempt(`n${i}`), { share: share("noisy") })),
+      g.admit(attempt("q0"), { share: share("quiet") }),
+    ];
     await settle();
     s.free = 4;
     g.pump();
@@ -162,7 +198,14 @@ describe("AdmissionGate with fair admission", () => {
   });
 
   test("every admission charges once (retries of one request included); settle corrects to the real output", async () => {
-    const g = new AdmissionGate({ maxQueue: 10, timeoutMs: 1e9, tickMs: 1e9, now: () => 0, timers, fair: true });
+    const g = new AdmissionGate({
+      maxQueue: 10,
+      timeoutMs: 1e9,
+      tickMs: 1e9,
+      now: () => 0,
+      timers,
+      fair: true,
+    });
     const s = share("a", 50, 20);
     await g.admit(async () => "x", { share: s });
     expect(g.serviceOf("a")).toBe(serviceTokens(50, 20));
@@ -175,11 +218,23 @@ describe("AdmissionGate with fair admission", () => {
   });
 
   test("a request refused (queue full) is never charged, and settling it changes nothing", async () => {
-    const g = new AdmissionGate({ maxQueue: 0, timeoutMs: 1e9, tickMs: 1e9, now: () => 0, timers, fair: true });
+    const g = new AdmissionGate({
+      maxQueue: 0,
+      timeoutMs: 1e9,
+      tickMs: 1e9,
+      now: () => 0,
+      timers,
+      fair: true,
+    });
     const s = share("a", 50, 20);
-    await expect(g.admit(async () => {
-      throw busy();
-    }, { share: s })).rejects.toThrow(/queue is full/);
+    await expect(
+      g.admit(
+        async () => {
+          throw busy();
+        },
+        { share: s },
+      ),
+    ).rejects.toThrow(/queue is full/);
     g.settle(s, 0);
     expect(g.serviceOf("a")).toBe(0);
   });

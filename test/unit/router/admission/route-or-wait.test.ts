@@ -15,7 +15,10 @@ import { StickyRouter } from "../../../../src/router/sessions/sticky.ts";
 import { WorkerRegistry } from "../../../../src/fleet/registry.ts";
 
 /** The runtime's timers; the tick is far away, so the test drives the gate with pump(). */
-const timers = { set: (fn: () => void, ms: number) => setTimeout(fn, ms), clear: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>) };
+const timers = {
+  set: (fn: () => void, ms: number) => setTimeout(fn, ms),
+  clear: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
 
 function build(withGate: boolean) {
   let clock = 0;
@@ -23,7 +26,9 @@ function build(withGate: boolean) {
   // The engines' own load says the one rank is busy while `busy` holds.
   const state = { busy: true };
   const all: ReadonlySet<WorkerKey> = new Set([workerKey(1n, 0)]);
-  const gate = withGate ? new AdmissionGate({ maxQueue: 4, timeoutMs: 1e9, tickMs: 1e9, now: () => clock, timers }) : undefined;
+  const gate = withGate
+    ? new AdmissionGate({ maxQueue: 4, timeoutMs: 1e9, tickMs: 1e9, now: () => clock, timers })
+    : undefined;
   const router = createRouter(
     { policy: "kv", scheduler: { blockSize: 4 }, sessionTtlMs: 60_000 },
     {
@@ -31,7 +36,9 @@ function build(withGate: boolean) {
       now: () => clock++,
       rng: () => 0.5,
       workers: registry,
-      sticky: new StickyRouter(new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } })),
+      sticky: new StickyRouter(
+        new MemoryAffinityStore({ clock: { now: () => clock, every: () => () => {} } }),
+      ),
       metrics: new RouterMetrics(),
       query: async () => ({ kind: "error", message: "none" }),
       sleep: async () => {},
@@ -52,7 +59,9 @@ describe("routing.routeOrWait", () => {
   test("every worker busy: the request waits in the router's gate and is routed once one frees up", async () => {
     const { router, gate, state, input } = build(true);
     let decided = false;
-    const pending = router.routing.routeOrWait(input, { priority: 0 }).then((d) => ((decided = true), d));
+    const pending = router.routing
+      .routeOrWait(input, { priority: 0 })
+      .then((d) => ((decided = true), d));
     await settle();
     expect(decided).toBe(false);
     expect(gate!.size).toBe(1);
@@ -72,7 +81,9 @@ describe("routing.routeOrWait", () => {
     await settle();
     expect(gate!.size).toBe(1);
     client.abort();
-    await expect(pending).rejects.toThrow("the client closed the request while it waited for a worker");
+    await expect(pending).rejects.toThrow(
+      "the client closed the request while it waited for a worker",
+    );
     expect(gate!.size).toBe(0);
     gate!.close();
   });
@@ -102,7 +113,9 @@ describe("routing.routeOrWait", () => {
         gate!.pump();
       }
       const d = await pending;
-      expect(tries).toEqual(withGate ? ["all_workers_busy", "all_workers_busy", "decided"] : ["decided"]);
+      expect(tries).toEqual(
+        withGate ? ["all_workers_busy", "all_workers_busy", "decided"] : ["decided"],
+      );
       d.lease.free();
       gate?.close();
     }
@@ -110,7 +123,9 @@ describe("routing.routeOrWait", () => {
 
   test("without a gate: all_workers_busy at once; a free worker is routed at once either way", async () => {
     const { router, state, input } = build(false);
-    await expect(router.routing.routeOrWait(input)).rejects.toMatchObject({ code: "all_workers_busy" });
+    await expect(router.routing.routeOrWait(input)).rejects.toMatchObject({
+      code: "all_workers_busy",
+    });
     state.busy = false;
     const d = await router.routing.routeOrWait(input);
     expect(d.worker.workerId).toBe(1n);

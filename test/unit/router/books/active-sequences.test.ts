@@ -3,13 +3,27 @@
  * (shared blocks, fractional output decay, prefill completion, idempotent cleanup, expiry).
  */
 import { describe, expect, test } from "bun:test";
-import { ActiveSequences, CHECK_EXPIRY_EVERY_MS, EXPIRY_MS } from "../../../../src/router/books/active-sequences.ts";
+import {
+  ActiveSequences,
+  CHECK_EXPIRY_EVERY_MS,
+  EXPIRY_MS,
+} from "../../../../src/router/books/active-sequences.ts";
 import { seededRng, seq } from "../choose/helpers.ts";
 
 const rng = seededRng(7);
 
-function add(s: ActiveSequences, id: string, hashes: number[], tokens: number, now = 0, extra = {}) {
-  return s.add({ requestId: id, seqHashes: seq(...hashes), isl: tokens, overlap: 0, ...extra }, now);
+function add(
+  s: ActiveSequences,
+  id: string,
+  hashes: number[],
+  tokens: number,
+  now = 0,
+  extra = {},
+) {
+  return s.add(
+    { requestId: id, seqHashes: seq(...hashes), isl: tokens, overlap: 0, ...extra },
+    now,
+  );
 }
 
 describe("ActiveSequences: ported from Dynamo single.rs", () => {
@@ -176,7 +190,6 @@ describe("ActiveSequences: the prefill lane as the TTFT predictor reads it", () 
     expect(s.prefillingRequests).toBe(0);
   });
 });
-
 
 describe("ActiveSequences: the prefix an engine of known capacity still holds when the next request starts", () => {
   test("unknown capacity: the credited prefix, whole", () => {

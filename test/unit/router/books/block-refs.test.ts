@@ -123,10 +123,14 @@ describe("BlockRefs", () => {
       // Prefix-shaped holdings: a shared head (0..7) and per-slot tails.
       const len = 1 + Math.floor(rng() * 12);
       const nodes: number[] = [];
-      for (let h = 0; h < len; h++) nodes.push(r.acquire(slot, h < 8 ? h : 100 + Math.floor(rng() * 40), 0));
+      for (let h = 0; h < len; h++)
+        nodes.push(r.acquire(slot, h < 8 ? h : 100 + Math.floor(rng() * 40), 0));
       held.push(nodes);
-      if (rng() < 0.3) for (const n of held.splice(Math.floor(rng() * held.length), 1)[0]!) r.release(n);
-      const query = Array.from({ length: 16 }, (_, i) => (i < 8 ? i : 100 + Math.floor(rng() * 40)));
+      if (rng() < 0.3)
+        for (const n of held.splice(Math.floor(rng() * held.length), 1)[0]!) r.release(n);
+      const query = Array.from({ length: 16 }, (_, i) =>
+        i < 8 ? i : 100 + Math.floor(rng() * 40),
+      );
       const q = seq(...query);
       const out = new Int32Array(r.slotCapacity);
       r.countHeld(u32Halves(q), q.length, out);
@@ -148,7 +152,11 @@ describe("BlockRefs", () => {
       // Shared heads, duplicates inside one request, fresh tails; hashes with high bits set.
       const len = 1 + Math.floor(rng() * 20);
       const hashes = Array.from({ length: len }, (_, i) =>
-        i < 6 ? BigInt(i) : rng() < 0.2 ? 3n : (BigInt(Math.floor(rng() * 60)) << 33n) | 0x8000_0000n,
+        i < 6
+          ? BigInt(i)
+          : rng() < 0.2
+            ? 3n
+            : (BigInt(Math.floor(rng() * 60)) << 33n) | 0x8000_0000n,
       );
       const q = seq(...hashes);
       const want = hashes.map((h) => one.acquire(slot, Number(h & 0xffff_ffffn), Number(h >> 32n)));

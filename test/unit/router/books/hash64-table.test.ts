@@ -36,7 +36,8 @@ describe("Hash64Table", () => {
       }
     }
     expect(t.size).toBe(ref.size);
-    for (let lo = 0; lo < 3000; lo++) for (let hi = 0; hi < 3; hi++) expect(t.get(lo, hi)).toBe(ref.get(`${lo}:${hi}`) ?? -1);
+    for (let lo = 0; lo < 3000; lo++)
+      for (let hi = 0; hi < 3; hi++) expect(t.get(lo, hi)).toBe(ref.get(`${lo}:${hi}`) ?? -1);
   });
 
   test("u32Halves reads a BigUint64Array as low then high halves", () => {

@@ -43,7 +43,16 @@ describe("RequestLease", () => {
     tracker.updateWorkers([w]);
     let clock = 0;
     const heard: number[] = [];
-    const book = (id: string) => RequestLease.book(tracker, { requestId: id, worker: w, seqHashes: null, isl: 8, overlap: 0 }, 0, 4, () => clock, () => 0.5, (at) => heard.push(at));
+    const book = (id: string) =>
+      RequestLease.book(
+        tracker,
+        { requestId: id, worker: w, seqHashes: null, isl: 8, overlap: 0 },
+        0,
+        4,
+        () => clock,
+        () => 0.5,
+        (at) => heard.push(at),
+      );
     const a = book("a");
     clock = 7;
     a.firstToken();

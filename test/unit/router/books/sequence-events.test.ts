@@ -10,7 +10,10 @@ import {
 const big = 18446744073709551615n;
 
 function roundTrip(e: ActiveSequenceEvent): ActiveSequenceEvent {
-  return v.parse(ActiveSequenceEventSchema, parseJsonBigintSafe(stringifyBigint(activeSequenceEventToWire(e))));
+  return v.parse(
+    ActiveSequenceEventSchema,
+    parseJsonBigintSafe(stringifyBigint(activeSequenceEventToWire(e))),
+  );
 }
 
 describe("active sequence events wire form (§1.6)", () => {
@@ -18,7 +21,13 @@ describe("active sequence events wire form (§1.6)", () => {
     const e: ActiveSequenceEvent = {
       requestId: "r1",
       worker: { workerId: big, dpRank: 2 },
-      data: { type: "add_request", tokenSequence: BigUint64Array.of(1n, big), isl: 64, overlap: 3, expectedOutputTokens: null },
+      data: {
+        type: "add_request",
+        tokenSequence: BigUint64Array.of(1n, big),
+        isl: 64,
+        overlap: 3,
+        expectedOutputTokens: null,
+      },
       routerId: 7n,
       loraName: "adapter-a",
     };
@@ -34,7 +43,13 @@ describe("active sequence events wire form (§1.6)", () => {
       ["free", "Free"],
       ["mark_prefill_completed", "MarkPrefillCompleted"],
     ] as const) {
-      const e: ActiveSequenceEvent = { requestId: "r", worker: { workerId: 1n, dpRank: 0 }, data: { type }, routerId: 1n, loraName: null };
+      const e: ActiveSequenceEvent = {
+        requestId: "r",
+        worker: { workerId: 1n, dpRank: 0 },
+        data: { type },
+        routerId: 1n,
+        loraName: null,
+      };
       expect((activeSequenceEventToWire(e) as { data: unknown }).data).toBe(tag);
       expect(roundTrip(e)).toEqual(e);
     }
@@ -49,7 +64,20 @@ describe("active sequence events wire form (§1.6)", () => {
     });
     expect(ok.worker).toEqual({ workerId: 3n, dpRank: 0 });
     expect(ok.loraName).toBeNull();
-    expect(ok.data).toEqual({ type: "add_request", tokenSequence: null, isl: 5, overlap: 0, expectedOutputTokens: null });
-    expect(v.safeParse(ActiveSequenceEventSchema, { request_id: "r", worker: { worker_id: 3 }, data: "Oops", router_id: 1 }).success).toBe(false);
+    expect(ok.data).toEqual({
+      type: "add_request",
+      tokenSequence: null,
+      isl: 5,
+      overlap: 0,
+      expectedOutputTokens: null,
+    });
+    expect(
+      v.safeParse(ActiveSequenceEventSchema, {
+        request_id: "r",
+        worker: { worker_id: 3 },
+        data: "Oops",
+        router_id: 1,
+      }).success,
+    ).toBe(false);
   });
 });

@@ -35,7 +35,11 @@ describe("StepTimes", () => {
     const C = keyOf({ workerId: 3n, dpRank: 0 });
     for (let i = 0; i < 48; i++) {
       const d = 1 + (i % 30);
-      s.observe({ key: i % 3 === 0 ? C : i % 3 === 1 ? A : B, gapMs: (i % 3 === 0 ? 2 : 1) * (10 + 0.2 * d), decodes: d });
+      s.observe({
+        key: i % 3 === 0 ? C : i % 3 === 1 ? A : B,
+        gapMs: (i % 3 === 0 ? 2 : 1) * (10 + 0.2 * d),
+        decodes: d,
+      });
     }
     expect(s.stepMs(C, 20) / s.stepMs(A, 20)).toBeGreaterThan(1.6);
     expect(s.stepMs(A, 20)).toBe(s.stepMs(B, 20));
@@ -53,13 +57,30 @@ describe("the lease's end and the decode sampler", () => {
     let now = 0;
     const ends: LeaseEnd[] = [];
     // Three other requests already decoding there.
-    for (const id of ["x", "y", "z"]) RequestLease.book(tracker, { requestId: id, worker: w, seqHashes: null, isl: 32, overlap: 0 }, 0, 16, () => now, seededRng(1)).firstToken();
+    for (const id of ["x", "y", "z"])
+      RequestLease.book(
+        tracker,
+        { requestId: id, worker: w, seqHashes: null, isl: 32, overlap: 0 },
+        0,
+        16,
+        () => now,
+        seededRng(1),
+      ).firstToken();
     const predictor = new TtftPredictor({ blockSize: 16 });
     const sampler = decodeSampler(predictor, keyOf(w), 0, tracker.slotOf(keyOf(w)));
-    const lease = RequestLease.book(tracker, { requestId: "r", worker: w, seqHashes: null, isl: 32, overlap: 0 }, 0, 16, () => now, seededRng(1), undefined, (e) => {
-      ends.push(e);
-      sampler(e);
-    });
+    const lease = RequestLease.book(
+      tracker,
+      { requestId: "r", worker: w, seqHashes: null, isl: 32, overlap: 0 },
+      0,
+      16,
+      () => now,
+      seededRng(1),
+      undefined,
+      (e) => {
+        ends.push(e);
+        sampler(e);
+      },
+    );
     now = 50;
     lease.firstToken();
     lease.outputTokens(1);
@@ -83,7 +104,16 @@ describe("the lease's end and the decode sampler", () => {
     tracker.updateWorkers([w]);
     let now = 0;
     const predictor = new TtftPredictor({ blockSize: 16 });
-    const lease = RequestLease.book(tracker, { requestId: "r", worker: w, seqHashes: null, isl: 32, overlap: 0 }, 0, 16, () => now, seededRng(1), undefined, decodeSampler(predictor, keyOf(w), 0, tracker.slotOf(keyOf(w))));
+    const lease = RequestLease.book(
+      tracker,
+      { requestId: "r", worker: w, seqHashes: null, isl: 32, overlap: 0 },
+      0,
+      16,
+      () => now,
+      seededRng(1),
+      undefined,
+      decodeSampler(predictor, keyOf(w), 0, tracker.slotOf(keyOf(w))),
+    );
     lease.prefillDone();
     now = 80;
     lease.free();

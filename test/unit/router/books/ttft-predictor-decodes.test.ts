@@ -41,7 +41,8 @@ describe("the decode weight", () => {
 
   test("the prediction adds the weight × the rank's step at the decodes its books hold running", () => {
     const p = taught(1);
-    for (let d = 1; d <= 40; d++) p.steps.observe({ key: keys[0]!, gapMs: 10 + 0.2 * d, decodes: d });
+    for (let d = 1; d <= 40; d++)
+      p.steps.observe({ key: keys[0]!, gapMs: 10 + 0.2 * d, decodes: d });
     const seqs = new ActiveSequences(16);
     for (let i = 0; i < 30; i++) {
       seqs.add({ requestId: `d${i}`, seqHashes: null, isl: 32, overlap: 0 }, 0);

@@ -22,7 +22,14 @@ import { seededRng } from "../choose/helpers.ts";
 const BS = 16;
 
 /** Feed `n` first tokens on `key` from an engine whose TTFT is latency + msPerToken × tokens (× (1 ± jitter)). */
-function feed(p: TtftPredictor, key: string, n: number, msPerToken: number, latencyMs: number, { jitter = 0, seed = 1, from = 0 } = {}) {
+function feed(
+  p: TtftPredictor,
+  key: string,
+  n: number,
+  msPerToken: number,
+  latencyMs: number,
+  { jitter = 0, seed = 1, from = 0 } = {},
+) {
   const rng = seededRng(seed);
   for (let i = 0; i < n; i++) {
     const tokens = 64 + Math.floor(rng() * 4000);
@@ -35,7 +42,10 @@ describe("TtftPredictor: what it predicts", () => {
   test("before any first token: the prior speed, by tokens alone (no latency)", () => {
     const p = new TtftPredictor({ blockSize: BS });
     expect(p.speed("1:0")).toEqual(PRIOR);
-    expect(p.predict(undefined, "1:0", 1000, 0)).toEqual({ ms: PRIOR.msPerToken * 1000, tokens: 1000 });
+    expect(p.predict(undefined, "1:0", 1000, 0)).toEqual({
+      ms: PRIOR.msPerToken * 1000,
+      tokens: 1000,
+    });
   });
 
   test("an idle rank: latency + its own uncached tokens; a busy one adds the prefill queued ahead, less the oldest one's progress", () => {
@@ -61,16 +71,21 @@ describe("TtftPredictor: what it predicts", () => {
 
   test("observe returns |predicted ÷ observed − 1|, nothing without a prediction or for a negative time", () => {
     const p = new TtftPredictor({ blockSize: BS });
-    expect(p.observe({ key: "1:0", bookedAt: 0, at: 100, tokens: 1000, predictedMs: 80 })).toBeCloseTo(0.2, 10);
+    expect(
+      p.observe({ key: "1:0", bookedAt: 0, at: 100, tokens: 1000, predictedMs: 80 }),
+    ).toBeCloseTo(0.2, 10);
     expect(p.observe({ key: "1:0", bookedAt: 0, at: 100, tokens: 1000 })).toBeUndefined();
-    expect(p.observe({ key: "1:0", bookedAt: 100, at: 50, tokens: 1000, predictedMs: 10 })).toBeUndefined();
+    expect(
+      p.observe({ key: "1:0", bookedAt: 100, at: 50, tokens: 1000, predictedMs: 10 }),
+    ).toBeUndefined();
   });
 });
 
 describe("TtftPredictor: what it learns", () => {
   test("the fleet's line from noisy first tokens (±20%): within 10% for every rank, seen or not", () => {
     const p = new TtftPredictor({ blockSize: BS });
-    for (let k = 1; k <= 4; k++) feed(p, `${k}:0`, 12, 0.01, 5, { jitter: 0.2, seed: k, from: k * 1e6 });
+    for (let k = 1; k <= 4; k++)
+      feed(p, `${k}:0`, 12, 0.01, 5, { jitter: 0.2, seed: k, from: k * 1e6 });
     const sp = p.speed("9:0"); // a rank never seen runs at the fleet's speed
     expect(sp.source).toBe("fleet");
     expect(Math.abs(sp.msPerToken / 0.01 - 1)).toBeLessThan(0.1);
@@ -83,7 +98,12 @@ describe("TtftPredictor: what it learns", () => {
     for (let i = 0; i < FLEET_WINDOW; i++) {
       const tokens = 64 + Math.floor(rng() * 4000);
       const wild = i % 3 === 0;
-      p.observe({ key: `${1 + (i % 4)}:0`, bookedAt: 0, at: wild ? 2000 * rng() : 2 + 0.01 * tokens, tokens });
+      p.observe({
+        key: `${1 + (i % 4)}:0`,
+        bookedAt: 0,
+        at: wild ? 2000 * rng() : 2 + 0.01 * tokens,
+        tokens,
+      });
     }
     expect(Math.abs(p.speed("1:0").msPerToken / 0.01 - 1)).toBeLessThan(0.15);
   });
@@ -96,7 +116,12 @@ describe("TtftPredictor: what it learns", () => {
     for (let i = 0; i < FLEET_WINDOW; i++) {
       const hit = i % 4 === 0;
       const tokens = hit ? Math.floor(rng() * 100) : 2000 + Math.floor(rng() * 2000);
-      p.observe({ key: `${1 + (i % 3)}:0`, bookedAt: 0, at: 5 + 0.01 * tokens - (hit ? 0 : 3), tokens });
+      p.observe({
+        key: `${1 + (i % 3)}:0`,
+        bookedAt: 0,
+        at: 5 + 0.01 * tokens - (hit ? 0 : 3),
+        tokens,
+      });
     }
     expect(p.speed("1:0").msPerToken).toBeCloseTo(0.01, 3);
     // A median over the whole window would say 2 ms, and a hit would be predicted at 2 / 5 of its time.
@@ -110,7 +135,9 @@ describe("TtftPredictor: what it learns", () => {
     feed(p, "4:0", 16, 0.02, 0, { seed: 4 });
     expect(p.speed("4:0").factor).toBeGreaterThan(1.8);
     expect(p.speed("1:0").factor).toBe(1);
-    expect(p.predict(undefined, "4:0", 1000, 0).ms / p.predict(undefined, "1:0", 1000, 0).ms).toBeGreaterThan(1.8);
+    expect(
+      p.predict(undefined, "4:0", 1000, 0).ms / p.predict(undefined, "1:0", 1000, 0).ms,
+    ).toBeGreaterThan(1.8);
   });
 
   test("identical engines a little apart, or far apart only in some samples (noise), all count as the fleet: no engine looks faster by luck", () => {
@@ -134,7 +161,12 @@ describe("TtftPredictor: what it learns", () => {
     expect(p.speed("1:0").factor).toBe(1);
     // From now on engine 1 takes three times as long; the others answer as before, in turn.
     const after = (n: number) => {
-      for (let i = 0; i < n; i++) for (let k = 1; k <= 4; k++) feed(p, `${k}:0`, 1, k === 1 ? 0.03 : 0.01, 0, { seed: 100 * k + i, from: 1e6 + i * 1e4 });
+      for (let i = 0; i < n; i++)
+        for (let k = 1; k <= 4; k++)
+          feed(p, `${k}:0`, 1, k === 1 ? 0.03 : 0.01, 0, {
+            seed: 100 * k + i,
+            from: 1e6 + i * 1e4,
+          });
     };
     after(20);
     expect(p.speed("1:0").factor).toBe(1);
@@ -181,8 +213,20 @@ describe("firstTokenSampler with a lease", () => {
     const p = new TtftPredictor({ blockSize: BS });
     let clock = 0;
     const errors: number[] = [];
-    const sample = firstTokenSampler(p, { key: "1:0", bookedAt: 0, tokens: 1000, predictedMs: 40 }, (e) => errors.push(e));
-    const lease = RequestLease.book(tracker, { requestId: "r", worker: w, seqHashes: null, isl: 1000, overlap: 0 }, 0, BS, () => clock, () => 0.5, sample);
+    const sample = firstTokenSampler(
+      p,
+      { key: "1:0", bookedAt: 0, tokens: 1000, predictedMs: 40 },
+      (e) => errors.push(e),
+    );
+    const lease = RequestLease.book(
+      tracker,
+      { requestId: "r", worker: w, seqHashes: null, isl: 1000, overlap: 0 },
+      0,
+      BS,
+      () => clock,
+      () => 0.5,
+      sample,
+    );
     clock = 50;
     lease.firstToken();
     lease.firstToken();
@@ -203,11 +247,36 @@ describe("a sample counts in hindsight the prompts that went ahead unseen", () =
     tracker.addRequest({ requestId: "a", worker: w, seqHashes: null, isl: 1000, overlap: 0 }, 0);
     const queue = queueAtBooking(tracker.slotOf("1:0"))!;
     tracker.addRequest({ requestId: "r", worker: w, seqHashes: null, isl: 500, overlap: 0 }, 0);
-    const booking = { key: "1:0", bookedAt: 0, tokens: 1500, ownTokens: 500, predictedMs: 150, queue };
+    const booking = {
+      key: "1:0",
+      bookedAt: 0,
+      tokens: 1500,
+      ownTokens: 500,
+      predictedMs: 150,
+      queue,
+    };
     return { tracker, booking };
   }
-  const remoteAdd = (id: string, isl: number) => ({ requestId: id, worker: w, routerId: 2n, loraName: null, data: { type: "add_request" as const, tokenSequence: null, isl, overlap: 0, expectedOutputTokens: null } });
-  const remoteDone = (id: string) => ({ requestId: id, worker: w, routerId: 2n, loraName: null, data: { type: "mark_prefill_completed" as const } });
+  const remoteAdd = (id: string, isl: number) => ({
+    requestId: id,
+    worker: w,
+    routerId: 2n,
+    loraName: null,
+    data: {
+      type: "add_request" as const,
+      tokenSequence: null,
+      isl,
+      overlap: 0,
+      expectedOutputTokens: null,
+    },
+  });
+  const remoteDone = (id: string) => ({
+    requestId: id,
+    worker: w,
+    routerId: 2n,
+    loraName: null,
+    data: { type: "mark_prefill_completed" as const },
+  });
 
   test("another router's prompt, booked here only after this decision, that the engine finished first: counted", () => {
     const { tracker, booking } = rank();
@@ -236,7 +305,14 @@ describe("a sample counts in hindsight the prompts that went ahead unseen", () =
     const queue = queueAtBooking(tracker.slotOf("1:0"), 700)!;
     expect(queue.queuedTokens).toBe(1700);
     tracker.addRequest({ requestId: "r", worker: w, seqHashes: null, isl: 500, overlap: 0 }, 0);
-    const booking = { key: "1:0", bookedAt: 0, tokens: 2200, ownTokens: 500, predictedMs: 220, queue };
+    const booking = {
+      key: "1:0",
+      bookedAt: 0,
+      tokens: 2200,
+      ownTokens: 500,
+      predictedMs: 220,
+      queue,
+    };
     tracker.markPrefillCompleted("a", 10);
     tracker.applyRemote(remoteAdd("x", 700), 5);
     tracker.applyRemote(remoteDone("x"), 20);
@@ -268,7 +344,9 @@ describe("a sample counts in hindsight the prompts that went ahead unseen", () =
     tracker.applyRemote(remoteAdd("x", 700), 5);
     tracker.applyRemote(remoteDone("x"), 20);
     sample(300);
-    expect(seen).toEqual([{ key: "1:0", bookedAt: 0, at: 300, tokens: 2200, ownTokens: 500, predictedMs: 150 }]);
+    expect(seen).toEqual([
+      { key: "1:0", bookedAt: 0, at: 300, tokens: 2200, ownTokens: 500, predictedMs: 150 },
+    ]);
     expect(errors).toEqual([0.5]);
   });
 });
@@ -287,7 +365,14 @@ describe("TtftPredictor: what a factor measures", () => {
 
 describe("TtftPredictor: a factor at overload", () => {
   /** `n` first tokens on `key` taking `factor` × 0.01 ms per token, `own` of the counted tokens the request's own. */
-  function feedOwn(p: TtftPredictor, key: string, n: number, factor: number, own: number, seed: number) {
+  function feedOwn(
+    p: TtftPredictor,
+    key: string,
+    n: number,
+    factor: number,
+    own: number,
+    seed: number,
+  ) {
     const rng = seededRng(seed);
     for (let i = 0; i < n; i++) {
       const tokens = 64 + Math.floor(rng() * 4000);
@@ -319,7 +404,10 @@ describe("TtftPredictor: a factor at overload", () => {
     // ahead of its requests are not in its books), as well as a faster GPU.
     feedOwn(p, "4:0", 32, 0.5, 0.9, 4);
     expect(p.speed("4:0")).toMatchObject({ factor: 1, source: "own" });
-    expect(p.predict(undefined, "4:0", 1000, 0).ms).toBeCloseTo(p.predict(undefined, "1:0", 1000, 0).ms, 6);
+    expect(p.predict(undefined, "4:0", 1000, 0).ms).toBeCloseTo(
+      p.predict(undefined, "1:0", 1000, 0).ms,
+      6,
+    );
     // A slower engine among them is still found, against the typical one.
     feedOwn(p, "5:0", 32, 3, 0.9, 5);
     expect(p.speed("5:0").factor).toBeGreaterThan(2.5);
@@ -356,7 +444,13 @@ describe("TtftPredictor: the engines' own reported speed (vLLM's prefill counter
     // The router has seen first tokens from engine 1 only; 2, 3 and 4 have just joined.
     feed(p, "1:0", 16, 0.02, 2);
     const line = p.speed("1:0").msPerToken;
-    for (const [key, ms] of [["1:0", 0.02], ["2:0", 0.023], ["3:0", 0.012], ["4:0", 0.06]] as const) p.reportEngineSpeed(key, ms);
+    for (const [key, ms] of [
+      ["1:0", 0.02],
+      ["2:0", 0.023],
+      ["3:0", 0.012],
+      ["4:0", 0.06],
+    ] as const)
+      p.reportEngineSpeed(key, ms);
     // Fitted on the router's own samples: the reports do not move the line, only the factors.
     expect(p.speed("1:0")).toMatchObject({ msPerToken: line, source: "own" });
     expect(p.speed("4:0").msPerToken / line).toBeCloseTo(3, 6);
@@ -385,7 +479,8 @@ describe("TtftPredictor: the engines' own reported speed (vLLM's prefill counter
     p.reportEngineSpeed("3:0", 1);
     expect(p.speed("3:0").factor).toBe(4);
     const before = p.speed("1:0");
-    for (const bad of [0, -0.01, Number.NaN, Number.POSITIVE_INFINITY]) expect(p.reportEngineSpeed("1:0", bad)).toBe(false);
+    for (const bad of [0, -0.01, Number.NaN, Number.POSITIVE_INFINITY])
+      expect(p.reportEngineSpeed("1:0", bad)).toBe(false);
     expect(p.speed("1:0")).toEqual(before);
   });
 

@@ -20,7 +20,11 @@ import { schedulerConfig } from "../../../../src/router/choose/config.ts";
 import { endpoint, endpointsOf } from "../../../../src/router/choose/endpoints.ts";
 import { runPipeline } from "../../../../src/router/choose/pipeline.ts";
 import { createPipeline, type PolicyName } from "../../../../src/router/choose/registry.ts";
-import type { Candidate, Endpoint, SchedulingContext } from "../../../../src/router/choose/types.ts";
+import type {
+  Candidate,
+  Endpoint,
+  SchedulingContext,
+} from "../../../../src/router/choose/types.ts";
 import { chain, seededRng } from "./helpers.ts";
 import { referenceCandidates } from "./reference-candidates.ts";
 
@@ -61,7 +65,12 @@ function runSeed(seed: number): string[] {
   const int = (n: number) => Math.floor(rng() * n);
   const bs = [1, 4, 16][int(3)]!;
   const workers = 1 + int(24);
-  const listed: Endpoint[] = endpointsOf(Array.from({ length: workers }, (_, i) => ({ workerId: BigInt(i + 1), dpSize: rng() < 0.25 ? 1 + int(3) : 1 })));
+  const listed: Endpoint[] = endpointsOf(
+    Array.from({ length: workers }, (_, i) => ({
+      workerId: BigInt(i + 1),
+      dpSize: rng() < 0.25 ? 1 + int(3) : 1,
+    })),
+  );
   // The same rank listed twice (a fresh object under the same key) takes the per-endpoint lookups.
   if (rng() < 0.1) listed.push(endpoint(listed[0]!.worker.workerId, listed[0]!.worker.dpRank));
   const tracker = new LoadTracker({ blockSize: bs });
@@ -79,10 +88,16 @@ function runSeed(seed: number): string[] {
     for (let k = 0; k < 200; k++) {
       const e = listed[int(listed.length)]!;
       const tokens = 50 + int(4000);
-      ttft.observe({ key: e.key, bookedAt: 0, at: 1 + tokens * (slow.has(e.key) ? 0.04 : 0.01) * (0.9 + 0.2 * rng()), tokens });
+      ttft.observe({
+        key: e.key,
+        bookedAt: 0,
+        at: 1 + tokens * (slow.has(e.key) ? 0.04 : 0.01) * (0.9 + 0.2 * rng()),
+        tokens,
+      });
     }
   }
-  const keysOf = (ws: typeof trackedKeys) => ws.map((w) => `${w.workerId}:${w.dpRank}` as WorkerKey);
+  const keysOf = (ws: typeof trackedKeys) =>
+    ws.map((w) => `${w.workerId}:${w.dpRank}` as WorkerKey);
   let trackedList = keysOf(trackedKeys);
   let booked: Booked[] = [];
   const families = Array.from({ length: 4 }, (_, f) => chain(100 + f, 8 + int(40)));
@@ -97,7 +112,13 @@ function runSeed(seed: number): string[] {
   };
   const pipelines = POLICIES.map((name) => {
     const config = schedulerConfig({ blockSize: bs });
-    return { name, config, reference: createPipeline(name, config), fast: createPipeline(name, config), rngSeed: seed * 7 + 1 };
+    return {
+      name,
+      config,
+      reference: createPipeline(name, config),
+      fast: createPipeline(name, config),
+      rngSeed: seed * 7 + 1,
+    };
   });
   const rngsOf = pipelines.map((p) => [seededRng(p.rngSeed), seededRng(p.rngSeed)] as const);
   const pool = new CandidatePool();
@@ -122,8 +143,23 @@ function runSeed(seed: number): string[] {
       const overlap = int((hashes?.length ?? 0) + 1);
       const id = `r${nextId++}`;
       const [workerId, rank] = key.split(":");
-      tracker.addRequest({ requestId: id, worker: { workerId: BigInt(workerId!), dpRank: Number(rank) }, seqHashes: hashes, isl, overlap }, now);
-      booked.push({ id, key, tokens: Math.max(0, isl - overlap * bs), bookedAt: now, prefilling: Math.max(0, isl - overlap * bs) > 0 });
+      tracker.addRequest(
+        {
+          requestId: id,
+          worker: { workerId: BigInt(workerId!), dpRank: Number(rank) },
+          seqHashes: hashes,
+          isl,
+          overlap,
+        },
+        now,
+      );
+      booked.push({
+        id,
+        key,
+        tokens: Math.max(0, isl - overlap * bs),
+        bookedAt: now,
+        prefilling: Math.max(0, isl - overlap * bs) > 0,
+      });
       now += rng() * 5;
     }
     for (const b of booked) {
@@ -142,8 +178,12 @@ function runSeed(seed: number): string[] {
     for (const key of trackedList) {
       const head = booked.find((b) => b.key === key && b.prefilling);
       const got = tracker.slotOf(key)!.prefillHead();
-      const want = head === undefined ? undefined : { tokens: head.tokens, bookedAt: head.bookedAt };
-      if (JSON.stringify(got) !== JSON.stringify(want)) diffs.push(`${where}: prefill head of ${key} ${JSON.stringify(got)} vs ${JSON.stringify(want)}`);
+      const want =
+        head === undefined ? undefined : { tokens: head.tokens, bookedAt: head.bookedAt };
+      if (JSON.stringify(got) !== JSON.stringify(want))
+        diffs.push(
+          `${where}: prefill head of ${key} ${JSON.stringify(got)} vs ${JSON.stringify(want)}`,
+        );
     }
     const hashes = rng() < 0.1 ? null : promptOf();
     const isl = Math.max(1, (hashes?.length ?? 1 + int(20)) * bs - int(bs));
@@ -153,7 +193,11 @@ function runSeed(seed: number): string[] {
     for (const e of listed) if (rng() < 0.5) treeSizes.set(e.key, int(5000));
     if (rng() < 0.3) scores.set("4242:0" as WorkerKey, 3); // a rank the list does not have
     const overlaps: OverlapScores = { scores, treeSizes, frequencies: [] };
-    const ctxOf = (inflightOverlap: boolean, creditKeptPrefix: boolean, r: () => number): SchedulingContext => ({
+    const ctxOf = (
+      inflightOverlap: boolean,
+      creditKeptPrefix: boolean,
+      r: () => number,
+    ): SchedulingContext => ({
       request: { isl, seqHashes: hashes, overlaps },
       blockSize: bs,
       overlapScoreWeight: 1,
@@ -170,12 +214,23 @@ function runSeed(seed: number): string[] {
     const fresh = buildCandidates(ctxOf(inflight, kept, rng), listed, tracker);
     // Reused objects last held another decision's values (another policy's, too): none may leak.
     const reused = buildCandidates(ctxOf(inflight, kept, rng), listed, tracker, pool);
-    for (const [how, got] of [["fresh", fresh], ["pooled", reused]] as const) {
-      if (ref.length !== got.length) diffs.push(`${where} ${how}: ${got.length} candidates vs ${ref.length}`);
+    for (const [how, got] of [
+      ["fresh", fresh],
+      ["pooled", reused],
+    ] as const) {
+      if (ref.length !== got.length)
+        diffs.push(`${where} ${how}: ${got.length} candidates vs ${ref.length}`);
       for (let i = 0; i < ref.length && i < got.length; i++) {
-        for (const f of FIELDS) if (!Object.is(got[i]![f], ref[i]![f])) diffs.push(`${where} ${how} candidate ${i} ${f}: ${String(got[i]![f])} vs ${String(ref[i]![f])}`);
+        for (const f of FIELDS)
+          if (!Object.is(got[i]![f], ref[i]![f]))
+            diffs.push(
+              `${where} ${how} candidate ${i} ${f}: ${String(got[i]![f])} vs ${String(ref[i]![f])}`,
+            );
         const speed = ttft === undefined ? undefined : ttft.speed(ref[i]!.key).msPerToken;
-        if (!Object.is(got[i]!.msPerToken, speed)) diffs.push(`${where} ${how} candidate ${i} msPerToken: ${got[i]!.msPerToken} vs ${speed}`);
+        if (!Object.is(got[i]!.msPerToken, speed))
+          diffs.push(
+            `${where} ${how} candidate ${i} msPerToken: ${got[i]!.msPerToken} vs ${speed}`,
+          );
       }
     }
     // Whole decisions: each policy over each builder's candidates, fresh candidates per policy.
@@ -187,9 +242,13 @@ function runSeed(seed: number): string[] {
       const ctxFast = ctxOf(flag, credit, rngFast);
       const a = runPipeline(p.reference, ctxRef, referenceCandidates(ctxRef, listed, tracker));
       const b = runPipeline(p.fast, ctxFast, buildCandidates(ctxFast, listed, tracker, pool));
-      if (a.chosen.key !== b.chosen.key) diffs.push(`${where} ${p.name}: chose ${b.chosen.key} vs ${a.chosen.key}`);
+      if (a.chosen.key !== b.chosen.key)
+        diffs.push(`${where} ${p.name}: chose ${b.chosen.key} vs ${a.chosen.key}`);
       a.candidates.forEach((c, i) => {
-        if (!Object.is(b.candidates[i]?.cost, c.cost)) diffs.push(`${where} ${p.name} candidate ${i} cost: ${b.candidates[i]?.cost} vs ${c.cost}`);
+        if (!Object.is(b.candidates[i]?.cost, c.cost))
+          diffs.push(
+            `${where} ${p.name} candidate ${i} cost: ${b.candidates[i]?.cost} vs ${c.cost}`,
+          );
       });
     });
     now += 1 + rng() * 50;

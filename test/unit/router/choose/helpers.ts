@@ -1,9 +1,17 @@
 /** Test helpers for the scheduler suites: seeded rng, hash sequences, overlaps, contexts, choose-and-book. */
 import { keyOf, type WorkerKey } from "../../../../src/core/ids.ts";
 import type { OverlapScores } from "../../../../src/core/overlap.ts";
-import type { Candidate, Endpoint, SchedulingContext, SchedulingRequest } from "../../../../src/router/choose/types.ts";
+import type {
+  Candidate,
+  Endpoint,
+  SchedulingContext,
+  SchedulingRequest,
+} from "../../../../src/router/choose/types.ts";
 import { endpoint } from "../../../../src/router/choose/endpoints.ts";
-import { findBestMatch, type FindBestMatchInput } from "../../../../src/router/choose/find-best-match.ts";
+import {
+  findBestMatch,
+  type FindBestMatchInput,
+} from "../../../../src/router/choose/find-best-match.ts";
 import { RequestLease } from "../../../../src/router/books/request-lease.ts";
 import { mulberry32 as seededRng } from "../../../support/prng.ts";
 
@@ -17,12 +25,23 @@ export function seq(...hashes: (number | bigint)[]): BigUint64Array {
 /** A chain of n pseudo-random 64-bit hashes derived from `base` (like real sequence hashes). */
 export function chain(base: number, n: number, from = 0): BigUint64Array {
   const out = new BigUint64Array(n);
-  for (let i = 0; i < n; i++) out[i] = BigInt.asUintN(64, BigInt(base) * 0x9e3779b97f4a7c15n + BigInt(from + i) * 0xbf58476d1ce4e5b9n + 1n);
+  for (let i = 0; i < n; i++)
+    out[i] = BigInt.asUintN(
+      64,
+      BigInt(base) * 0x9e3779b97f4a7c15n + BigInt(from + i) * 0xbf58476d1ce4e5b9n + 1n,
+    );
   return out;
 }
 
-export function overlapsOf(scores: Record<WorkerKey, number> = {}, treeSizes: Record<WorkerKey, number> = {}): OverlapScores {
-  return { scores: new Map(Object.entries(scores)), treeSizes: new Map(Object.entries(treeSizes)), frequencies: [] };
+export function overlapsOf(
+  scores: Record<WorkerKey, number> = {},
+  treeSizes: Record<WorkerKey, number> = {},
+): OverlapScores {
+  return {
+    scores: new Map(Object.entries(scores)),
+    treeSizes: new Map(Object.entries(treeSizes)),
+    frequencies: [],
+  };
 }
 
 export function request(partial: Partial<SchedulingRequest> = {}): SchedulingRequest {
@@ -43,7 +62,10 @@ export function context(partial: Partial<SchedulingContext> = {}): SchedulingCon
 }
 
 /** A candidate with the given facts (untracked defaults are zero load). */
-export function candidate(workerId: number, partial: Partial<Omit<Candidate, "endpoint" | "key">> & { endpoint?: Endpoint } = {}): Candidate {
+export function candidate(
+  workerId: number,
+  partial: Partial<Omit<Candidate, "endpoint" | "key">> & { endpoint?: Endpoint } = {},
+): Candidate {
   const e = partial.endpoint ?? endpoint(workerId);
   return {
     overlapBlocks: 0,
@@ -67,7 +89,21 @@ export function candidate(workerId: number, partial: Partial<Omit<Candidate, "en
  */
 export function chooseAndBook(input: FindBestMatchInput, requestId: string, loraName?: string) {
   const selection = findBestMatch(input);
-  const booking = { requestId, worker: selection.worker, seqHashes: input.seqHashes, isl: input.isl, overlap: selection.overlapBlocks, loraName };
-  const lease = RequestLease.book(input.tracker, booking, input.now, input.config.blockSize, () => input.now, input.rng);
+  const booking = {
+    requestId,
+    worker: selection.worker,
+    seqHashes: input.seqHashes,
+    isl: input.isl,
+    overlap: selection.overlapBlocks,
+    loraName,
+  };
+  const lease = RequestLease.book(
+    input.tracker,
+    booking,
+    input.now,
+    input.config.blockSize,
+    () => input.now,
+    input.rng,
+  );
   return { selection, lease };
 }

@@ -26,13 +26,22 @@ describe("keepCandidates", () => {
     for (let seed = 1; seed <= 1000; seed++) {
       const rng = seededRng(seed);
       const n = 1 + Math.floor(rng() * 40);
-      const cands = Array.from({ length: n }, (_, i) => candidate(i + 1, { cost: Math.floor(rng() * 6) / 2, overlapBlocks: Math.floor(rng() * 9) }));
+      const cands = Array.from({ length: n }, (_, i) =>
+        candidate(i + 1, { cost: Math.floor(rng() * 6) / 2, overlapBlocks: Math.floor(rng() * 9) }),
+      );
       const chosenKey = cands[Math.floor(rng() * n)]!.key;
       const kept = keepCandidates(cands, chosenKey);
       const best = cands.reduce((m, c) => Math.max(m, c.overlapBlocks), 0);
-      if (shown(kept.candidates, chosenKey).join() !== shown(cands, chosenKey).join()) diffs.push(`seed ${seed}: shown ${shown(kept.candidates, chosenKey)} vs ${shown(cands, chosenKey)}`);
-      if (kept.total !== n || kept.bestOverlapBlocks !== best) diffs.push(`seed ${seed}: total ${kept.total}/${n}, best ${kept.bestOverlapBlocks}/${best}`);
-      if (kept.candidates.length > CANDIDATES_KEPT + 1) diffs.push(`seed ${seed}: kept ${kept.candidates.length}`);
+      if (shown(kept.candidates, chosenKey).join() !== shown(cands, chosenKey).join())
+        diffs.push(
+          `seed ${seed}: shown ${shown(kept.candidates, chosenKey)} vs ${shown(cands, chosenKey)}`,
+        );
+      if (kept.total !== n || kept.bestOverlapBlocks !== best)
+        diffs.push(
+          `seed ${seed}: total ${kept.total}/${n}, best ${kept.bestOverlapBlocks}/${best}`,
+        );
+      if (kept.candidates.length > CANDIDATES_KEPT + 1)
+        diffs.push(`seed ${seed}: kept ${kept.candidates.length}`);
     }
     expect(diffs).toEqual([]);
   });

@@ -20,8 +20,16 @@
 import type { WorkerKey } from "../../../../src/core/ids.ts";
 import type { ActiveSequences } from "../../../../src/router/books/active-sequences.ts";
 import type { LoadTracker } from "../../../../src/router/books/load-tracker.ts";
-import type { EngineSpeed, TtftPrediction, TtftPredictor } from "../../../../src/router/books/ttft-predictor.ts";
-import type { Candidate, Endpoint, SchedulingContext } from "../../../../src/router/choose/types.ts";
+import type {
+  EngineSpeed,
+  TtftPrediction,
+  TtftPredictor,
+} from "../../../../src/router/books/ttft-predictor.ts";
+import type {
+  Candidate,
+  Endpoint,
+  SchedulingContext,
+} from "../../../../src/router/choose/types.ts";
 
 interface SlotList {
   readonly tracker: LoadTracker;
@@ -35,15 +43,23 @@ interface SlotList {
  */
 const slotLists = new WeakMap<readonly Endpoint[], SlotList>();
 
-function slotsOf(endpoints: readonly Endpoint[], tracker: LoadTracker): readonly (ActiveSequences | undefined)[] {
+function slotsOf(
+  endpoints: readonly Endpoint[],
+  tracker: LoadTracker,
+): readonly (ActiveSequences | undefined)[] {
   const cached = slotLists.get(endpoints);
-  if (cached !== undefined && cached.tracker === tracker && cached.version === tracker.slotsVersion) return cached.seqs;
+  if (cached !== undefined && cached.tracker === tracker && cached.version === tracker.slotsVersion)
+    return cached.seqs;
   const seqs = endpoints.map((e) => tracker.slotOf(e.key));
   slotLists.set(endpoints, { tracker, version: tracker.slotsVersion, seqs });
   return seqs;
 }
 
-export function referenceCandidates(ctx: SchedulingContext, endpoints: readonly Endpoint[], tracker: LoadTracker): Candidate[] {
+export function referenceCandidates(
+  ctx: SchedulingContext,
+  endpoints: readonly Endpoint[],
+  tracker: LoadTracker,
+): Candidate[] {
   const { isl, seqHashes, overlaps } = ctx.request;
   const bs = ctx.blockSize;
   // Sequence hashes chain the prefix: the blocks of it a slot holds are a leading run.
@@ -110,7 +126,13 @@ export function referenceCandidates(ctx: SchedulingContext, endpoints: readonly 
 }
 
 /** TtftPredictor.predict as it was: speed(key) and prefillHead() objects, read per candidate. */
-function referencePredict(ttft: TtftPredictor | undefined, seqs: ActiveSequences | undefined, key: WorkerKey, uncachedTokens: number, now: number): TtftPrediction | undefined {
+function referencePredict(
+  ttft: TtftPredictor | undefined,
+  seqs: ActiveSequences | undefined,
+  key: WorkerKey,
+  uncachedTokens: number,
+  now: number,
+): TtftPrediction | undefined {
   if (ttft === undefined) return undefined;
   const sp = ttft.speed(key);
   const tokens = (seqs === undefined ? 0 : tokensAhead(seqs, sp, now)) + uncachedTokens;

@@ -3,7 +3,12 @@ import { worker } from "../../../../src/core/ids.ts";
 import { schedulerConfig } from "../../../../src/router/choose/config.ts";
 import { endpointsOf } from "../../../../src/router/choose/endpoints.ts";
 import { LoadTracker } from "../../../../src/router/books/load-tracker.ts";
-import { POLICY_NAMES, createPipeline, isPolicyName, type PolicyName } from "../../../../src/router/choose/registry.ts";
+import {
+  POLICY_NAMES,
+  createPipeline,
+  isPolicyName,
+  type PolicyName,
+} from "../../../../src/router/choose/registry.ts";
 import { chain, chooseAndBook, overlapsOf, seededRng } from "./helpers.ts";
 
 const N = 4;
@@ -34,7 +39,20 @@ function placeHotPrefix(
     const hashes = new BigUint64Array(32);
     hashes.set(chain(7, shared));
     hashes.set(chain(100 + i, 32 - shared, shared), shared);
-    chooseAndBook({ overlaps, seqHashes: hashes, isl: 32 * BS, endpoints, tracker, pipeline, config, now: 0, rng }, `r${i}`);
+    chooseAndBook(
+      {
+        overlaps,
+        seqHashes: hashes,
+        isl: 32 * BS,
+        endpoints,
+        tracker,
+        pipeline,
+        config,
+        now: 0,
+        rng,
+      },
+      `r${i}`,
+    );
   }
   return endpoints.map((e) => tracker.activeRequests(e.key));
 }
@@ -42,15 +60,27 @@ function placeHotPrefix(
 describe("policy registry", () => {
   test("knows our six policies and the five peers'", () => {
     expect([...POLICY_NAMES]).toEqual([
-      "kv", "kv-blocks", "approx", "round-robin", "random", "least-loaded",
-      "dynamo", "sglang", "llm-d", "prodstack-prefix", "prodstack-session",
+      "kv",
+      "kv-blocks",
+      "approx",
+      "round-robin",
+      "random",
+      "least-loaded",
+      "dynamo",
+      "sglang",
+      "llm-d",
+      "prodstack-prefix",
+      "prodstack-session",
     ]);
     expect(isPolicyName("kv")).toBe(true);
     expect(isPolicyName("fastest")).toBe(false);
   });
 
   test("kv prices predicted TTFT plus the delay to others, fastest-then-cache, in-flight prefixes always on", () => {
-    const p = createPipeline("kv", schedulerConfig({ inflightOverlap: false, overlapCredit: 32, prefillWaitFactor: 2 }));
+    const p = createPipeline(
+      "kv",
+      schedulerConfig({ inflightOverlap: false, overlapCredit: 32, prefillWaitFactor: 2 }),
+    );
     expect(p.costs.map((c) => [c.term.type, c.weight])).toEqual([
       ["predicted-ttft", 1],
       ["delay-to-others", 1],
@@ -66,13 +96,26 @@ describe("policy registry", () => {
       const p = createPipeline(name, schedulerConfig());
       expect(p.costs.map((c) => c.term.type)).toEqual(["dynamo-kv"]);
       expect(p.picker.type).toBe("temperature");
-      expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "engine-busy"]);
+      expect(p.filters.map((f) => f.type)).toEqual([
+        "allowed-worker-ids",
+        "healthy",
+        "engine-busy",
+      ]);
     }
   });
 
   test("optional parts are enabled by config only", () => {
-    const p = createPipeline("kv-blocks", schedulerConfig({ busyThreshold: 2, loadGuardFactor: 1.25, activeRequestWeight: 0.5 }));
-    expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "engine-busy", "busy-threshold", "load-guard"]);
+    const p = createPipeline(
+      "kv-blocks",
+      schedulerConfig({ busyThreshold: 2, loadGuardFactor: 1.25, activeRequestWeight: 0.5 }),
+    );
+    expect(p.filters.map((f) => f.type)).toEqual([
+      "allowed-worker-ids",
+      "healthy",
+      "engine-busy",
+      "busy-threshold",
+      "load-guard",
+    ]);
     expect(p.costs.map((c) => [c.term.type, c.weight])).toEqual([
       ["dynamo-kv", 1],
       ["active-requests", 0.5],
@@ -98,7 +141,10 @@ describe("policy registry", () => {
   });
 
   test("kv with the load guard (requests) keeps max/mean ≤ 1.25 on the same workload", () => {
-    const counts = placeHotPrefix("kv-blocks", 20, { loadGuardFactor: 1.25, loadGuardMetric: "requests" });
+    const counts = placeHotPrefix("kv-blocks", 20, {
+      loadGuardFactor: 1.25,
+      loadGuardMetric: "requests",
+    });
     expect(Math.max(...counts) / (20 / N)).toBeLessThanOrEqual(1.25);
   });
 
@@ -107,7 +153,12 @@ describe("policy registry", () => {
     // block loads stay within 10%; only a request-count guard changes that.
     const pure = placeHotPrefix("kv-blocks", 40, {}, { shared: 28 });
     expect(pure[0]).toBeGreaterThan(3 * pure[1]!);
-    const guarded = placeHotPrefix("kv-blocks", 40, { loadGuardFactor: 1.25, loadGuardMetric: "requests" }, { shared: 28 });
+    const guarded = placeHotPrefix(
+      "kv-blocks",
+      40,
+      { loadGuardFactor: 1.25, loadGuardMetric: "requests" },
+      { shared: 28 },
+    );
     expect(Math.max(...guarded) / 10).toBeLessThanOrEqual(1.25);
     expect(guarded[0]).toBe(Math.max(...guarded)); // the cached worker still gets the most
   });

@@ -12,7 +12,13 @@ function hashes(tokens: number[]): { local: BigUint64Array; seq: BigUint64Array 
   return { local, seq: computeSeqHashes(local) };
 }
 
-function record(index: ApproxIndex, tokens: number[], workerId: number, now: number, dpRank = 0): void {
+function record(
+  index: ApproxIndex,
+  tokens: number[],
+  workerId: number,
+  now: number,
+  dpRank = 0,
+): void {
   const { local, seq } = hashes(tokens);
   index.recordDecision(local, seq, worker(workerId, dpRank), now);
 }
@@ -129,7 +135,11 @@ describe("PruneManager (Dynamo approx.rs cases)", () => {
 
 describe("ApproxIndex (Dynamo approx.rs end-to-end cases, with explicit time)", () => {
   test("test_approx_kv_indexer_basic_flow: no match, match after the decision, none after the TTL", () => {
-    const index = new ApproxIndex({ ttlMs: 200, maxTreeSize: Number.MAX_SAFE_INTEGER, pruneTargetRatio: 0.5 });
+    const index = new ApproxIndex({
+      ttlMs: 200,
+      maxTreeSize: Number.MAX_SAFE_INTEGER,
+      pruneTargetRatio: 0.5,
+    });
     const tokens = [1, 2, 3, 4];
     expect(match(index, tokens, 0)).toEqual({});
     record(index, tokens, 0, 0);
@@ -217,7 +227,9 @@ describe("ApproxIndex (Dynamo approx.rs end-to-end cases, with explicit time)", 
     index.recordDecision(local, seq, worker(4, 1), 0);
     const dump = index.dump();
     expect(dump).toHaveLength(2);
-    const blocks = dump.map((e) => (e.event.data.type === "stored" ? e.event.data.blocks[0]! : null));
+    const blocks = dump.map((e) =>
+      e.event.data.type === "stored" ? e.event.data.blocks[0]! : null,
+    );
     expect(blocks).toEqual([
       { tokensHash: local[0]!, blockHash: seq[0]! },
       { tokensHash: local[1]!, blockHash: seq[1]! },
@@ -227,7 +239,11 @@ describe("ApproxIndex (Dynamo approx.rs end-to-end cases, with explicit time)", 
   });
 
   test("defaults: 120 s TTL, 2^20 entries, ratio 0.8", () => {
-    expect(new ApproxIndex().config).toEqual({ ttlMs: 120_000, maxTreeSize: 1_048_576, pruneTargetRatio: 0.8 });
+    expect(new ApproxIndex().config).toEqual({
+      ttlMs: 120_000,
+      maxTreeSize: 1_048_576,
+      pruneTargetRatio: 0.8,
+    });
     expect(() => new ApproxIndex({ ttlMs: 0 })).toThrow(RangeError);
     expect(() => new ApproxIndex({ pruneTargetRatio: 2 })).toThrow(RangeError);
   });
@@ -249,10 +265,16 @@ describe("ApproxIndex (Dynamo approx.rs end-to-end cases, with explicit time)", 
     expect(index.applyEvent(createStoreEvent(6, 0, [1, 2]))).toBe("ok");
     expect(scoresOf(index.findMatches(BigUint64Array.from([1n, 2n])))).toEqual({ "6:0": 2 });
     expect(index.timerCount()).toBe(2);
-    index.applyEvent({ workerId: 5n, event: { eventId: 1n, dpRank: 0, data: { type: "cleared" } } });
+    index.applyEvent({
+      workerId: 5n,
+      event: { eventId: 1n, dpRank: 0, data: { type: "cleared" } },
+    });
     expect(index.timerCount()).toBe(1);
     expect(match(index, [1, 2, 3, 4], 1)).toEqual({ "5:1": 1 });
-    index.applyEvent({ workerId: 5n, event: { eventId: 1n, dpRank: 1, data: { type: "cleared" } } });
+    index.applyEvent({
+      workerId: 5n,
+      event: { eventId: 1n, dpRank: 1, data: { type: "cleared" } },
+    });
     expect(index.timerCount()).toBe(0);
     expect(match(index, [1, 2, 3, 4], 1)).toEqual({});
     expect(index.counters().stored.ok).toBe(1);
@@ -260,6 +282,8 @@ describe("ApproxIndex (Dynamo approx.rs end-to-end cases, with explicit time)", 
 
   test("mismatched hash arrays are a programming error", () => {
     const index = new ApproxIndex();
-    expect(() => index.recordDecision(new BigUint64Array(2), new BigUint64Array(1), worker(0), 0)).toThrow(RangeError);
+    expect(() =>
+      index.recordDecision(new BigUint64Array(2), new BigUint64Array(1), worker(0), 0),
+    ).toThrow(RangeError);
   });
 });

@@ -8,7 +8,13 @@ import { clearedEvent, removedEvent, storedEvent } from "../../../../src/core/ev
 import { computeSeqHashes } from "../../../../src/core/block-hash.ts";
 import type { OverlapScores } from "../../../../src/core/overlap.ts";
 
-export function createStoreEvent(worker: number | bigint, id: number, locals: readonly number[], parent: number | null = null, dpRank = 0): RouterEvent {
+export function createStoreEvent(
+  worker: number | bigint,
+  id: number,
+  locals: readonly number[],
+  parent: number | null = null,
+  dpRank = 0,
+): RouterEvent {
   return storedEvent(
     BigInt(worker),
     BigInt(id),
@@ -18,8 +24,18 @@ export function createStoreEvent(worker: number | bigint, id: number, locals: re
   );
 }
 
-export function createRemoveEvent(worker: number | bigint, id: number, locals: readonly number[], dpRank = 0): RouterEvent {
-  return removedEvent(BigInt(worker), BigInt(id), locals.map((l) => BigInt(l) * 100n), dpRank);
+export function createRemoveEvent(
+  worker: number | bigint,
+  id: number,
+  locals: readonly number[],
+  dpRank = 0,
+): RouterEvent {
+  return removedEvent(
+    BigInt(worker),
+    BigInt(id),
+    locals.map((l) => BigInt(l) * 100n),
+    dpRank,
+  );
 }
 
 export function seqHashes(locals: readonly number[]): bigint[] {
@@ -28,18 +44,35 @@ export function seqHashes(locals: readonly number[]): bigint[] {
 
 export function makeStoreEvent(worker: number, locals: readonly number[], dpRank = 0): RouterEvent {
   const seq = seqHashes(locals);
-  return storedEvent(BigInt(worker), 0n, locals.map((l, i) => ({ tokensHash: BigInt(l), blockHash: seq[i]! })), null, dpRank);
+  return storedEvent(
+    BigInt(worker),
+    0n,
+    locals.map((l, i) => ({ tokensHash: BigInt(l), blockHash: seq[i]! })),
+    null,
+    dpRank,
+  );
 }
 
 /** Store `locals` as the continuation of `prefix` (parent = seq hash of the prefix). */
-export function makeStoreEventWithParent(worker: number, prefix: readonly number[], locals: readonly number[]): RouterEvent {
+export function makeStoreEventWithParent(
+  worker: number,
+  prefix: readonly number[],
+  locals: readonly number[],
+): RouterEvent {
   const full = seqHashes([...prefix, ...locals]);
   const parent = full[prefix.length - 1]!;
-  const blocks = locals.map((l, i) => ({ tokensHash: BigInt(l), blockHash: full[prefix.length + i]! }));
+  const blocks = locals.map((l, i) => ({
+    tokensHash: BigInt(l),
+    blockHash: full[prefix.length + i]!,
+  }));
   return storedEvent(BigInt(worker), 0n, blocks, parent, 0);
 }
 
-export function makeRemoveEvent(worker: number, locals: readonly number[], dpRank = 0): RouterEvent {
+export function makeRemoveEvent(
+  worker: number,
+  locals: readonly number[],
+  dpRank = 0,
+): RouterEvent {
   return removedEvent(BigInt(worker), 0n, seqHashes(locals), dpRank);
 }
 

@@ -15,7 +15,8 @@ function chain(worker: number, tag: number, len: number, from = 0): RouterEvent 
     const t = BigInt(tag * 1_000_000 + from + i);
     return { tokensHash: t, blockHash: (t << 8n) | BigInt(worker & 0xff) };
   });
-  const parent = from === 0 ? null : (BigInt(tag * 1_000_000 + from - 1) << 8n) | BigInt(worker & 0xff);
+  const parent =
+    from === 0 ? null : (BigInt(tag * 1_000_000 + from - 1) << 8n) | BigInt(worker & 0xff);
   return storedEvent(BigInt(worker), 0n, blocks, parent, 0);
 }
 
@@ -25,7 +26,13 @@ function query(tag: number, len: number): BigUint64Array {
 
 /** Events as sorted JSON lines (bigints as strings, dump-numbered ids left out), to compare dumps whatever their order. */
 function canonical(events: readonly RouterEvent[]): string[] {
-  return events.map((e) => JSON.stringify({ ...e, event: { ...e.event, eventId: 0n } }, (_k, v) => (typeof v === "bigint" ? v.toString() : v))).sort();
+  return events
+    .map((e) =>
+      JSON.stringify({ ...e, event: { ...e.event, eventId: 0n } }, (_k, v) =>
+        typeof v === "bigint" ? v.toString() : v,
+      ),
+    )
+    .sort();
 }
 
 function nodeBytes(tree: RadixTree): number {
@@ -37,7 +44,8 @@ describe("index memory", () => {
     const wide = new RadixTree();
     const narrow = new RadixTree();
     for (let w = 0; w < 2_000; w++) wide.applyEvent(chain(w, 0, 1)); // every worker holds the root block
-    for (const tree of [wide, narrow]) for (let c = 1; c <= 100; c++) tree.applyEvent(chain(7, c, 1_000));
+    for (const tree of [wide, narrow])
+      for (let c = 1; c <= 100; c++) tree.applyEvent(chain(7, c, 1_000));
     expect(wide.nodeCount()).toBe(100_001);
     // Before: a 2,000-slot bitset in every record, 280 bytes a node (28 MB here).
     expect(nodeBytes(wide)).toBeLessThan(nodeBytes(narrow) + 64 * 1024);
@@ -54,12 +62,16 @@ describe("index memory", () => {
       tree.applyEvent(chain(3, c, 60)); // shared prefixes: nodes held by two workers
     }
     const peak = nodeBytes(tree);
-    const before = Array.from({ length: 10 }, (_, i) => scoresOf(tree.findMatches(query(1_000 + i, 120))));
+    const before = Array.from({ length: 10 }, (_, i) =>
+      scoresOf(tree.findMatches(query(1_000 + i, 120))),
+    );
     const dumpBefore = canonical(tree.dump().filter((e) => e.workerId !== 1n));
     tree.removeWorker(1n);
     expect(tree.nodeCount()).toBe(10 * 100);
     expect(nodeBytes(tree)).toBeLessThan(peak / 20); // before: the 100k-node peak, kept
-    expect(Array.from({ length: 10 }, (_, i) => scoresOf(tree.findMatches(query(1_000 + i, 120))))).toEqual(before);
+    expect(
+      Array.from({ length: 10 }, (_, i) => scoresOf(tree.findMatches(query(1_000 + i, 120)))),
+    ).toEqual(before);
     expect(before[0]).toEqual({ "2:0": 100, "3:0": 60 });
     expect(canonical(tree.dump())).toEqual(dumpBefore);
     // Still a working tree: extend a chain, remove a worker, everything adds up.

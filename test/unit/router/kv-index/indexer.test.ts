@@ -52,7 +52,8 @@ describe("createIndexer", () => {
 for (const mode of ["precise", "approximate"] as const) {
   describe(`KvIndex contract (${mode}), Dynamo indexer_template cases`, () => {
     const make = (): KvIndex => createIndexer(mode);
-    const score = (index: KvIndex, locals: number[], key = "0:0") => index.findMatches(q(...locals)).scores.get(key);
+    const score = (index: KvIndex, locals: number[], key = "0:0") =>
+      index.findMatches(q(...locals)).scores.get(key);
 
     test("test_store_and_find", () => {
       const index = make();
@@ -92,7 +93,13 @@ for (const mode of ["precise", "approximate"] as const) {
 
     test("test_large_stores", () => {
       const index = make();
-      for (let i = 0; i < 10; i++) index.applyEvent(makeStoreEvent(i, range(1, 1 << i).map((x) => x + i * 10000)));
+      for (let i = 0; i < 10; i++)
+        index.applyEvent(
+          makeStoreEvent(
+            i,
+            range(1, 1 << i).map((x) => x + i * 10000),
+          ),
+        );
       const last = range(1, 512).map((x) => x + 9 * 10000);
       expect(scoresOf(index.findMatches(q(...last)))).toEqual({ "9:0": 512 });
     });
@@ -235,12 +242,25 @@ for (const mode of ["precise", "approximate"] as const) {
     test("test_long_sequence_interleaved_workers", () => {
       const index = make();
       [100, 75, 50, 25].forEach((len, w) => index.applyEvent(makeStoreEvent(w, range(1, len))));
-      expect(scoresOf(index.findMatches(q(...range(1, 60))))).toEqual({ "0:0": 60, "1:0": 60, "2:0": 50, "3:0": 25 });
+      expect(scoresOf(index.findMatches(q(...range(1, 60))))).toEqual({
+        "0:0": 60,
+        "1:0": 60,
+        "2:0": 50,
+        "3:0": 25,
+      });
     });
 
     test("test_long_sequence_exact_and_off_by_one_jump_boundaries", () => {
       const index = make();
-      const seqs = [range(1, 32), range(1001, 1064), range(2001, 2096), range(3001, 3031), range(3101, 3133), range(3201, 3263), range(3301, 3365)];
+      const seqs = [
+        range(1, 32),
+        range(1001, 1064),
+        range(2001, 2096),
+        range(3001, 3031),
+        range(3101, 3133),
+        range(3201, 3263),
+        range(3301, 3365),
+      ];
       seqs.forEach((s, w) => index.applyEvent(makeStoreEvent(w, s)));
       seqs.forEach((s, w) => expect(score(index, s, `${w}:0`)).toBe(s.length));
     });
@@ -260,7 +280,11 @@ for (const mode of ["precise", "approximate"] as const) {
       const prefix: number[] = [];
       for (let c = 0; c < 20; c++) {
         const chunk = range(c * 10 + 1, c * 10 + 10);
-        expect(index.applyEvent(c === 0 ? makeStoreEvent(0, chunk) : makeStoreEventWithParent(0, prefix, chunk))).toBe("ok");
+        expect(
+          index.applyEvent(
+            c === 0 ? makeStoreEvent(0, chunk) : makeStoreEventWithParent(0, prefix, chunk),
+          ),
+        ).toBe("ok");
         prefix.push(...chunk);
       }
       expect(score(index, range(1, 200))).toBe(200);
@@ -285,14 +309,24 @@ for (const mode of ["precise", "approximate"] as const) {
       index.applyEvent(makeStoreEventWithParent(1, shared, range(141, 180)));
       index.applyEvent(makeStoreEvent(2, shared));
       index.applyEvent(makeStoreEventWithParent(2, shared, range(241, 300)));
-      expect(scoresOf(index.findMatches(q(...range(1, 100))))).toEqual({ "0:0": 100, "1:0": 40, "2:0": 40 });
+      expect(scoresOf(index.findMatches(q(...range(1, 100))))).toEqual({
+        "0:0": 100,
+        "1:0": 40,
+        "2:0": 40,
+      });
     });
 
     test("test_long_sequence_staggered_lengths", () => {
       const index = make();
       const lens = [10, 20, 35, 64, 100];
       lens.forEach((len, w) => index.applyEvent(makeStoreEvent(w, range(1, len))));
-      expect(scoresOf(index.findMatches(q(...range(1, 100))))).toEqual({ "0:0": 10, "1:0": 20, "2:0": 35, "3:0": 64, "4:0": 100 });
+      expect(scoresOf(index.findMatches(q(...range(1, 100))))).toEqual({
+        "0:0": 10,
+        "1:0": 20,
+        "2:0": 35,
+        "3:0": 64,
+        "4:0": 100,
+      });
     });
 
     test("test_very_long_sequence", () => {

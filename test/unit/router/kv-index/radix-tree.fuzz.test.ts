@@ -55,13 +55,17 @@ function runStream(seed: number, steps: number, workers = 5): void {
         const t = pick(tokens);
         path = `${path}/${t}`;
         // Now and then a chain that names a block twice (self-reference): invalid_block.
-        const repeat: bigint | null = rnd() < 0.04 ? (blocks.length > 0 ? blocks[0]!.blockHash : parent) : null;
+        const repeat: bigint | null =
+          rnd() < 0.04 ? (blocks.length > 0 ? blocks[0]!.blockHash : parent) : null;
         blocks.push({ tokensHash: t, blockHash: repeat ?? engineHash(worker, path) });
       }
       ev = storedEvent(BigInt(worker), eventId++, blocks, parent, dpRank);
     } else if (r < 0.75) {
       const hashes: bigint[] = [];
-      for (let n = 1 + Math.floor(rnd() * 3); n > 0; n--) hashes.push(held.length > 0 && rnd() < 0.75 ? pick(held)[0] : BigInt(Math.floor(rnd() * 12)));
+      for (let n = 1 + Math.floor(rnd() * 3); n > 0; n--)
+        hashes.push(
+          held.length > 0 && rnd() < 0.75 ? pick(held)[0] : BigInt(Math.floor(rnd() * 12)),
+        );
       ev = removedEvent(BigInt(worker), eventId++, hashes, dpRank);
     } else if (r < 0.79) {
       ev = clearedEvent(BigInt(worker), eventId++, dpRank);
@@ -76,15 +80,23 @@ function runStream(seed: number, steps: number, workers = 5): void {
 
     expect(tree.size(), `size at step ${step}`).toBe(ref.size());
     expect(tree.nodeCount(), `nodeCount at step ${step}`).toBe(ref.nodeCount());
-    expect(tree.knownWorkers().map((w) => `${w.workerId}:${w.dpRank}`).sort()).toEqual([...ref.workers.keys()].sort());
+    expect(
+      tree
+        .knownWorkers()
+        .map((w) => `${w.workerId}:${w.dpRank}`)
+        .sort(),
+    ).toEqual([...ref.workers.keys()].sort());
     const paths = ref.heldPaths();
-    const queries: bigint[][] = [Array.from({ length: 1 + Math.floor(rnd() * 6) }, () => pick(tokens))];
+    const queries: bigint[][] = [
+      Array.from({ length: 1 + Math.floor(rnd() * 6) }, () => pick(tokens)),
+    ];
     if (paths.length > 0) queries.push([...pick(paths), pick(tokens)]);
     for (const query of queries) {
       const got = tree.findMatches(BigUint64Array.from(query));
       const want = ref.findMatches(query);
       expect(scoresOf(got), `query ${query} at step ${step}`).toEqual(want);
-      for (const k of got.scores.keys()) expect(got.treeSizes.get(k)).toBe(ref.workers.get(k)!.size);
+      for (const k of got.scores.keys())
+        expect(got.treeSizes.get(k)).toBe(ref.workers.get(k)!.size);
     }
 
     if (step % 40 === 39) {
@@ -103,7 +115,8 @@ function runStream(seed: number, steps: number, workers = 5): void {
   }
   // The stream exercised every outcome.
   const c = tree.counters();
-  for (const status of ["ok", "parent_block_not_found", "invalid_block"] as const) expect(c.stored[status]).toBeGreaterThan(0);
+  for (const status of ["ok", "parent_block_not_found", "invalid_block"] as const)
+    expect(c.stored[status]).toBeGreaterThan(0);
   expect(c.removed.block_not_found).toBeGreaterThan(0);
   // Forget everyone: nothing may be left behind.
   for (let w = 0; w < workers; w++) tree.removeWorker(BigInt(w));
@@ -116,5 +129,7 @@ describe("RadixTree vs reference model", () => {
   test.each(seeds)("random stream, seed %d", (seed) => runStream(seed, 400));
   // Past 32 worker slots a node held by several workers keeps them in a multi-word row; most
   // nodes keep their one holder inline. Both, and the moves between them, against the model.
-  test.each(seeds.slice(0, 6))("random stream over 70 workers (140 slots), seed %d", (seed) => runStream(seed, 1_500, 70));
+  test.each(seeds.slice(0, 6))("random stream over 70 workers (140 slots), seed %d", (seed) =>
+    runStream(seed, 1_500, 70),
+  );
 });

@@ -44,7 +44,9 @@ describe("RadixTree (Dynamo radix_tree.rs cases)", () => {
 
   test("test_radix_tree_apply_event_errors: unknown parent, unknown block, self reference", () => {
     const trie = new RadixTree();
-    expect(trie.applyEvent(createStoreEvent(0, 0, [1, 2, 3], 12345))).toBe("parent_block_not_found");
+    expect(trie.applyEvent(createStoreEvent(0, 0, [1, 2, 3], 12345))).toBe(
+      "parent_block_not_found",
+    );
     expect(trie.nodeCount()).toBe(0);
     expect(trie.applyEvent(createRemoveEvent(0, 0, [1, 2, 3]))).toBe("block_not_found");
     expect(trie.applyEvent(createStoreEvent(0, 4, [1]))).toBe("ok");
@@ -53,8 +55,18 @@ describe("RadixTree (Dynamo radix_tree.rs cases)", () => {
     expect(trie.nodeCount()).toBe(1);
     expect(trie.workerSize("0:0")).toBe(1);
     const c = trie.counters();
-    expect(c.stored).toEqual({ ok: 1, parent_block_not_found: 1, block_not_found: 0, invalid_block: 1 });
-    expect(c.removed).toEqual({ ok: 0, parent_block_not_found: 0, block_not_found: 1, invalid_block: 0 });
+    expect(c.stored).toEqual({
+      ok: 1,
+      parent_block_not_found: 1,
+      block_not_found: 0,
+      invalid_block: 1,
+    });
+    expect(c.removed).toEqual({
+      ok: 0,
+      parent_block_not_found: 0,
+      block_not_found: 1,
+      invalid_block: 0,
+    });
   });
 
   test("test_clear_all_blocks: Cleared keeps worker keys, other workers untouched", () => {
@@ -139,7 +151,10 @@ describe("RadixTree statuses", () => {
 
   test("duplicate check also holds for long events (hash-set path)", () => {
     const t = new RadixTree();
-    const blocks = Array.from({ length: 100 }, (_, i) => ({ tokensHash: BigInt(i + 1), blockHash: BigInt(i + 1) * 100n }));
+    const blocks = Array.from({ length: 100 }, (_, i) => ({
+      tokensHash: BigInt(i + 1),
+      blockHash: BigInt(i + 1) * 100n,
+    }));
     blocks.push({ tokensHash: 999n, blockHash: 5000n });
     expect(t.applyEvent(storedEvent(0n, 0n, blocks))).toBe("invalid_block");
     blocks.pop();
@@ -188,13 +203,20 @@ describe("RadixTree statuses", () => {
 describe("RadixTree per-worker engine hashes", () => {
   test("workers may name the same block with different engine hashes", () => {
     const t = new RadixTree();
-    t.applyEvent(storedEvent(0n, 0n, [{ tokensHash: 1n, blockHash: 11n }, { tokensHash: 2n, blockHash: 12n }]));
+    t.applyEvent(
+      storedEvent(0n, 0n, [
+        { tokensHash: 1n, blockHash: 11n },
+        { tokensHash: 2n, blockHash: 12n },
+      ]),
+    );
     t.applyEvent(storedEvent(1n, 0n, [{ tokensHash: 1n, blockHash: 21n }]));
     expect(t.applyEvent(storedEvent(1n, 1n, [{ tokensHash: 2n, blockHash: 22n }], 21n))).toBe("ok");
     expect(t.nodeCount()).toBe(2);
     expect(scoresOf(t.findMatches(q(1, 2)))).toEqual({ "0:0": 2, "1:0": 2 });
     // Worker 1 cannot name worker 0's hash as a parent.
-    expect(t.applyEvent(storedEvent(1n, 2n, [{ tokensHash: 3n, blockHash: 23n }], 12n))).toBe("parent_block_not_found");
+    expect(t.applyEvent(storedEvent(1n, 2n, [{ tokensHash: 3n, blockHash: 23n }], 12n))).toBe(
+      "parent_block_not_found",
+    );
     // Removing by the other worker's hash is unknown for this worker.
     expect(t.applyEvent(removedEvent(1n, 3n, [11n]))).toBe("block_not_found");
     expect(t.applyEvent(removedEvent(1n, 4n, [22n]))).toBe("ok");
@@ -225,7 +247,9 @@ describe("RadixTree per-worker engine hashes", () => {
     const t = new RadixTree();
     t.applyEvent(createStoreEvent(0, 0, [1, 2])); // 100 -> 200
     // Block hash 100 again, now as tokens 3 under 200: Dynamo would graft node 1 under 2.
-    expect(t.applyEvent(storedEvent(0n, 1n, [{ tokensHash: 3n, blockHash: 100n }], 200n))).toBe("ok");
+    expect(t.applyEvent(storedEvent(0n, 1n, [{ tokensHash: 3n, blockHash: 100n }], 200n))).toBe(
+      "ok",
+    );
     expect(t.size()).toBe(2);
     // Worker 0 no longer holds block 1, so nothing matches from the root...
     expect(t.findMatches(q(1, 2, 3)).scores.size).toBe(0);
@@ -291,7 +315,11 @@ describe("RadixTree dump (§3.5)", () => {
     const rows = dump.map((e) => {
       const d = e.event.data;
       if (d.type !== "stored") throw new Error("stored expected");
-      return [`${e.workerId}:${e.event.dpRank}`, d.parentHash, d.blocks.map((b) => [b.tokensHash, b.blockHash])];
+      return [
+        `${e.workerId}:${e.event.dpRank}`,
+        d.parentHash,
+        d.blocks.map((b) => [b.tokensHash, b.blockHash]),
+      ];
     });
     expect(rows).toEqual([
       ["0:0", null, [[5n, 500n]]],
@@ -340,7 +368,10 @@ describe("RadixTree memory", () => {
         const w = Math.floor(rnd() * 8);
         const len = 1 + Math.floor(rnd() * 20);
         const first = 1 + Math.floor(rnd() * 50);
-        const locals = Array.from({ length: len }, (_, k) => first * 1000 + k + Math.floor(rnd() * 3));
+        const locals = Array.from(
+          { length: len },
+          (_, k) => first * 1000 + k + Math.floor(rnd() * 3),
+        );
         t.applyEvent(createStoreEvent(w, i, locals));
         live.push([w, locals]);
         if (rnd() < 0.45 && live.length > 0) {
@@ -364,7 +395,8 @@ describe("RadixTree memory", () => {
 
   test("more than 32 and more than 64 workers (bitset grows)", () => {
     const t = new RadixTree();
-    for (let w = 0; w < 130; w++) t.applyEvent(createStoreEvent(w, 0, w % 2 === 0 ? [1, 2, 3] : [1, 2]));
+    for (let w = 0; w < 130; w++)
+      t.applyEvent(createStoreEvent(w, 0, w % 2 === 0 ? [1, 2, 3] : [1, 2]));
     const s = t.findMatches(q(1, 2, 3));
     expect(s.scores.size).toBe(130);
     for (let w = 0; w < 130; w++) expect(s.scores.get(`${w}:0`)).toBe(w % 2 === 0 ? 3 : 2);

@@ -21,7 +21,8 @@ export class ReferenceIndex {
     }
     if (d.type === "removed") {
       let status: KvEventStatus = "ok";
-      for (const h of d.blockHashes) if (!map.delete(BigInt.asUintN(64, h))) status = "block_not_found";
+      for (const h of d.blockHashes)
+        if (!map.delete(BigInt.asUintN(64, h))) status = "block_not_found";
       return status;
     }
     let path = "";
@@ -31,7 +32,11 @@ export class ReferenceIndex {
       path = p;
     }
     const hashes = d.blocks.map((b) => b.blockHash);
-    if (new Set(hashes).size !== hashes.length || (d.parentHash !== null && hashes.includes(d.parentHash))) return "invalid_block";
+    if (
+      new Set(hashes).size !== hashes.length ||
+      (d.parentHash !== null && hashes.includes(d.parentHash))
+    )
+      return "invalid_block";
     for (const b of d.blocks) {
       path = `${path}/${b.tokensHash}`;
       map.set(b.blockHash, path);
@@ -40,7 +45,8 @@ export class ReferenceIndex {
   }
 
   removeWorker(workerId: bigint): void {
-    for (const k of [...this.workers.keys()]) if (k.startsWith(`${workerId}:`)) this.workers.delete(k);
+    for (const k of [...this.workers.keys()])
+      if (k.startsWith(`${workerId}:`)) this.workers.delete(k);
   }
 
   removeWorkerDpRank(workerId: bigint, dpRank: number): void {

@@ -19,7 +19,13 @@ import { lcgAnsiC, randInt } from "../../../support/prng.ts";
 import { q, scoresOf } from "./helpers.ts";
 
 /** tokens_hash = l, block_hash = l * 100 (Dynamo's test convention), on a medium. */
-function store(worker: number, locals: readonly number[], parent: number | null, medium?: KvMedium, dpRank = 0): RouterEvent {
+function store(
+  worker: number,
+  locals: readonly number[],
+  parent: number | null,
+  medium?: KvMedium,
+  dpRank = 0,
+): RouterEvent {
   return storedEvent(
     BigInt(worker),
     0n,
@@ -29,8 +35,19 @@ function store(worker: number, locals: readonly number[], parent: number | null,
     medium,
   );
 }
-function remove(worker: number, locals: readonly number[], medium?: KvMedium, dpRank = 0): RouterEvent {
-  return removedEvent(BigInt(worker), 0n, locals.map((l) => BigInt(l) * 100n), dpRank, medium);
+function remove(
+  worker: number,
+  locals: readonly number[],
+  medium?: KvMedium,
+  dpRank = 0,
+): RouterEvent {
+  return removedEvent(
+    BigInt(worker),
+    0n,
+    locals.map((l) => BigInt(l) * 100n),
+    dpRank,
+    medium,
+  );
 }
 function tiersOf(s: OverlapScores): Record<string, Record<string, number>> {
   const out: Record<string, Record<string, number>> = {};
@@ -41,7 +58,12 @@ function tiersOf(s: OverlapScores): Record<string, Record<string, number>> {
 /** Dumped events as a sorted list, without their ids. */
 function eventSet(events: RouterEvent[]): string[] {
   return events
-    .map((e) => JSON.stringify({ ...(routerEventToWire({ ...e, event: { ...e.event, eventId: 0n } }) as object) }, (_k, x) => (typeof x === "bigint" ? x.toString() : x)))
+    .map((e) =>
+      JSON.stringify(
+        { ...(routerEventToWire({ ...e, event: { ...e.event, eventId: 0n } }) as object) },
+        (_k, x) => (typeof x === "bigint" ? x.toString() : x),
+      ),
+    )
     .sort();
 }
 
@@ -110,7 +132,10 @@ describe("RadixTree tiers", () => {
       t.applyEvent(store(1, [1, 2], null, m, 1));
     }
     t.applyEvent(clearedEvent(1n, 0n, 0, "cpu"));
-    expect(tiersOf(t.findMatches(q(1, 2)))).toEqual({ cpu: { "1:1": 2 }, disk: { "1:0": 2, "1:1": 2 } });
+    expect(tiersOf(t.findMatches(q(1, 2)))).toEqual({
+      cpu: { "1:1": 2 },
+      disk: { "1:0": 2, "1:1": 2 },
+    });
     expect(scoresOf(t.findMatches(q(1, 2)))).toEqual({ "1:0": 2, "1:1": 2 });
     t.applyEvent(clearedEvent(1n, 0n, 0, "gpu"));
     expect(scoresOf(t.findMatches(q(1, 2)))).toEqual({ "1:1": 2 });
@@ -118,7 +143,10 @@ describe("RadixTree tiers", () => {
     const s = t.findMatches(q(1, 2));
     expect(scoresOf(s)).toEqual({});
     expect(tiersOf(s)).toEqual({ disk: { "1:0": 2 } });
-    expect(t.knownWorkers()).toEqual([{ workerId: 1n, dpRank: 0 }, { workerId: 1n, dpRank: 1 }]);
+    expect(t.knownWorkers()).toEqual([
+      { workerId: 1n, dpRank: 0 },
+      { workerId: 1n, dpRank: 1 },
+    ]);
   });
 
   test("removing a rank or a worker drops every medium and frees the tree", () => {
@@ -141,8 +169,8 @@ describe("RadixTree tiers", () => {
     for (let i = 0; i < 400; i++) {
       const w = randInt(rng, 3);
       const m = media[randInt(rng, 3)];
-      const len = 1 + (randInt(rng, 5));
-      const locals = Array.from({ length: len }, (_, k) => 1 + k + (randInt(rng, 3)) * 10);
+      const len = 1 + randInt(rng, 5);
+      const locals = Array.from({ length: len }, (_, k) => 1 + k + randInt(rng, 3) * 10);
       if (randInt(rng, 4) === 0) t.applyEvent(remove(w, [locals[randInt(rng, len)]!], m));
       else t.applyEvent(store(w, locals, null, m));
     }
@@ -151,7 +179,7 @@ describe("RadixTree tiers", () => {
     expect(copy.size()).toBe(t.size());
     expect(copy.nodeCount()).toBe(t.nodeCount());
     for (let i = 0; i < 50; i++) {
-      const query = q(...Array.from({ length: 5 }, (_, k) => 1 + k + (randInt(rng, 3)) * 10));
+      const query = q(...Array.from({ length: 5 }, (_, k) => 1 + k + randInt(rng, 3) * 10));
       expect(scoresOf(copy.findMatches(query))).toEqual(scoresOf(t.findMatches(query)));
       expect(tiersOf(copy.findMatches(query))).toEqual(tiersOf(t.findMatches(query)));
     }
@@ -162,9 +190,19 @@ describe("RadixTree tiers", () => {
 });
 
 describe("RadixTree chunks by reference (vLLM's offloading placeholders)", () => {
-  function chunks(worker: number, tails: number[], span: number, medium: KvMedium = "cpu"): RouterEvent {
+  function chunks(
+    worker: number,
+    tails: number[],
+    span: number,
+    medium: KvMedium = "cpu",
+  ): RouterEvent {
     const e = storedEvent(BigInt(worker), 0n, [], null, 0, medium);
-    const data = { type: "stored" as const, parentHash: null, blocks: [], chunks: { tailHashes: tails.map((l) => BigInt(l) * 100n), span } };
+    const data = {
+      type: "stored" as const,
+      parentHash: null,
+      blocks: [],
+      chunks: { tailHashes: tails.map((l) => BigInt(l) * 100n), span },
+    };
     return { ...e, event: { ...e.event, data } };
   }
 
@@ -206,15 +244,27 @@ describe("storage_tier on the wire (Dynamo's RouterEvent.storage_tier)", () => {
   ];
 
   test("round-trips through the writer, the schema and the fast path alike", () => {
-    const wire = JSON.parse(JSON.stringify(events.map(routerEventToWire), (_k, x) => (typeof x === "bigint" ? x.toString() : x)));
-    expect(wire.map((e: { storage_tier?: string }) => e.storage_tier)).toEqual([undefined, "host_pinned", "disk", "host_pinned", undefined]);
+    const wire = JSON.parse(
+      JSON.stringify(events.map(routerEventToWire), (_k, x) =>
+        typeof x === "bigint" ? x.toString() : x,
+      ),
+    );
+    expect(wire.map((e: { storage_tier?: string }) => e.storage_tier)).toEqual([
+      undefined,
+      "host_pinned",
+      "disk",
+      "host_pinned",
+      undefined,
+    ]);
     const parsed = v.parse(RouterEventBatchSchema, wire);
     expect(parsed).toEqual(events);
     expect(fastRouterEventBatch(wire)).toEqual(parsed);
   });
 
   test("an external tier is refused by name; the fast path leaves it to the schema", () => {
-    const wire = [{ worker_id: 1, storage_tier: "external", event: { event_id: 0, data: "cleared" } }];
+    const wire = [
+      { worker_id: 1, storage_tier: "external", event: { event_id: 0, data: "cleared" } },
+    ];
     expect(fastRouterEventBatch(wire)).toBeUndefined();
     const r = v.safeParse(RouterEventBatchSchema, wire);
     expect(r.success).toBe(false);

@@ -18,7 +18,9 @@ function metas(m: U64BucketMap): number[] {
 describe("U64BucketMap", () => {
   test.each([1, 2, 3])("matches a Map under random churn (seed %d)", (seed) => {
     const m = churnAgainstMap(new U64BucketMap(), seed, (t, ref) => {
-      expect([...t.values()].sort((a, b) => a - b)).toEqual([...ref.values()].sort((a, b) => a - b));
+      expect([...t.values()].sort((a, b) => a - b)).toEqual(
+        [...ref.values()].sort((a, b) => a - b),
+      );
     });
     expect(m.capacity).toBe(10); // shrank back to two buckets
     expect(metas(m)).toEqual([0, 0]); // no count and no overflow left behind
@@ -29,12 +31,14 @@ describe("U64BucketMap", () => {
     const capacity = m.capacity;
     const buckets = capacity / 5;
     const home = m.home(1, 1);
-    const near = (h: number) => [home, (home + 16) % (buckets * 16), (home + 32) % (buckets * 16)].includes(h);
+    const near = (h: number) =>
+      [home, (home + 16) % (buckets * 16), (home + 32) % (buckets * 16)].includes(h);
     // Keys elsewhere, a sixth of the room: the deletes below never shrink the table (at an
     // eighth), nor do the inserts grow it.
     const FILLERS = Math.ceil(capacity / 6);
     let fillers = 0;
-    for (let lo = 1; fillers < FILLERS; lo++) if (!near(m.home(lo, 8))) m.set(lo, 8, 1000 + fillers++);
+    for (let lo = 1; fillers < FILLERS; lo++)
+      if (!near(m.home(lo, 8))) m.set(lo, 8, 1000 + fillers++);
     // 13 keys with the same home bucket: 5 fill it, 5 the next, 3 the one after.
     const keys: [number, number][] = [];
     for (let lo = 1; keys.length < 13; lo++) if (m.home(lo, 7) === home) keys.push([lo, 7]);
@@ -61,11 +65,14 @@ describe("U64BucketMap", () => {
     expect(m.size).toBe(FILLERS + 11);
     expect(m.capacity).toBe(capacity);
 
-    for (const [i, [lo, hi]] of keys.entries()) if (![0, 7, 12].includes(i)) expect(m.delete(lo, hi)).toBe(i);
+    for (const [i, [lo, hi]] of keys.entries())
+      if (![0, 7, 12].includes(i)) expect(m.delete(lo, hi)).toBe(i);
     expect(m.delete(extra, 7)).toBe(100);
     expect(m.size).toBe(FILLERS);
     // Nothing of the run is left: its buckets are empty and count no overflow.
-    expect([metas(m)[b], metas(m)[(b + 1) % buckets], metas(m)[(b + 2) % buckets]]).toEqual([0, 0, 0]);
+    expect([metas(m)[b], metas(m)[(b + 1) % buckets], metas(m)[(b + 2) % buckets]]).toEqual([
+      0, 0, 0,
+    ]);
   });
 
   test("grows to 100k entries and shrinks back as they leave; remapValues renumbers every value", () => {
@@ -87,6 +94,7 @@ describe("U64BucketMap", () => {
     for (let i = 0; i < 99_990; i++) m.delete(keys[i]![0], keys[i]![1]);
     expect(m.size).toBe(10);
     expect(m.capacity).toBeLessThanOrEqual(80);
-    for (let i = 99_990; i < 100_000; i++) expect(m.get(keys[i]![0], keys[i]![1])).toBe(100_000 - i);
+    for (let i = 99_990; i < 100_000; i++)
+      expect(m.get(keys[i]![0], keys[i]![1])).toBe(100_000 - i);
   });
 });

@@ -15,10 +15,17 @@ export interface U64IntTable {
   readonly size: number;
 }
 
-export function churnAgainstMap<T extends U64IntTable>(table: T, seed: number, afterChurn?: (table: T, ref: Map<string, number>) => void): T {
+export function churnAgainstMap<T extends U64IntTable>(
+  table: T,
+  seed: number,
+  afterChurn?: (table: T, ref: Map<string, number>) => void,
+): T {
   const rnd = lcg(seed);
   const ref = new Map<string, number>();
-  const key = (): [number, number] => [Math.floor(rnd() * 300) * 0x10001, rnd() < 0.5 ? 0 : 0xffffffff];
+  const key = (): [number, number] => [
+    Math.floor(rnd() * 300) * 0x10001,
+    rnd() < 0.5 ? 0 : 0xffffffff,
+  ];
   for (let i = 0; i < 20000; i++) {
     const [lo, hi] = key();
     const k = `${lo >>> 0}:${hi >>> 0}`;

@@ -79,7 +79,8 @@ describe("WorkerSlots", () => {
     const ws = new WorkerSlots();
     const id = (i: number) => (BigInt(i) << 40n) | 0x1234n;
     for (let i = 0; i < 1000; i++) for (const r of [0, 1]) ws.intern(id(i), r);
-    for (let i = 0; i < 1000; i++) for (const r of [0, 1]) expect(ws.find(id(i), r)?.workerId).toBe(id(i));
+    for (let i = 0; i < 1000; i++)
+      for (const r of [0, 1]) expect(ws.find(id(i), r)?.workerId).toBe(id(i));
     for (let i = 0; i < 1000; i += 2) for (const s of ws.ranksOf(id(i))) ws.release(s);
     for (let i = 0; i < 1000; i++) expect(ws.find(id(i), 1) !== undefined).toBe(i % 2 === 1);
     for (let i = 1; i < 1000; i += 2) for (const s of ws.ranksOf(id(i))) ws.release(s);

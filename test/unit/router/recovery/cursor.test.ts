@@ -1,6 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import {
-  INITIAL_CURSOR, advanceTo, applyBarrier, isEngineRestart, lastAppliedId, live, observe,
+  INITIAL_CURSOR,
+  advanceTo,
+  applyBarrier,
+  isEngineRestart,
+  lastAppliedId,
+  live,
+  observe,
 } from "../../../../src/router/recovery/cursor.ts";
 
 describe("cursor observe (spec §5.1)", () => {

@@ -138,7 +138,9 @@ describe("RecoveryDriver: gaps", () => {
     const e = h.engine(W);
     h.driver.addRank(W, 0);
     await h.settle();
-    const evs = Array.from({ length: 6 }, (_, i) => e.store(i === 0 ? null : BigInt(i), [BigInt(i + 1)]));
+    const evs = Array.from({ length: 6 }, (_, i) =>
+      e.store(i === 0 ? null : BigInt(i), [BigInt(i + 1)]),
+    );
     // The worker's first answer stops at 2 (as if asked with an end).
     let first = true;
     h.answer = (c) => {
@@ -164,7 +166,12 @@ describe("RecoveryDriver: retries and failures", () => {
     const script = [
       () => ({ kind: "error" as const, message: "busy" }),
       () => Promise.reject(new Error("connection reset")),
-      () => ({ kind: "too_new" as const, requestedStart: 0n, requestedEnd: 0n, newestAvailable: 0n }),
+      () => ({
+        kind: "too_new" as const,
+        requestedStart: 0n,
+        requestedEnd: 0n,
+        newestAvailable: 0n,
+      }),
     ];
     h.answer = (c) => (script.shift() ?? (() => e.query(c.start, c.end)))();
     h.driver.addRank(W, 0);
@@ -364,7 +371,11 @@ describe("RecoveryDriver: a worker that answers from a stale state", () => {
     e.store(1n, [2n]); // lost
     const third = e.store(2n, [3n]);
     // The worker keeps answering "nothing new" for every replay.
-    h.answer = (c) => ({ kind: "events", events: [], lastEventId: c.start === undefined ? null : c.start - 1n });
+    h.answer = (c) => ({
+      kind: "events",
+      events: [],
+      lastEventId: c.start === undefined ? null : c.start - 1n,
+    });
     h.deliver(third);
     await h.settle();
     expect(h.calls.filter((c) => c.start === 1n)).toHaveLength(4);

@@ -42,7 +42,10 @@ describe("events lost for good", () => {
     h.deliver(e.store(null, [1n, 2n]));
     await h.settle();
     e.remove([2n]); // lost
-    h.answer = (c) => (c.start !== undefined ? { kind: "invalid_range", startId: c.start, endId: c.start } : e.query());
+    h.answer = (c) =>
+      c.start !== undefined
+        ? { kind: "invalid_range", startId: c.start, endId: c.start }
+        : e.query();
     h.deliver(e.store(1n, [3n]));
     await h.settle();
     expect(h.index.of(W, 0)).toEqual([1n, 3n]);
@@ -60,7 +63,11 @@ describe("admin events", () => {
 
     const forged: RouterEvent = {
       workerId: W,
-      event: { eventId: e.nextId, dpRank: 0, data: { type: "stored", parentHash: null, blocks: [{ blockHash: 99n, tokensHash: 99n }] } },
+      event: {
+        eventId: e.nextId,
+        dpRank: 0,
+        data: { type: "stored", parentHash: null, blocks: [{ blockHash: 99n, tokensHash: 99n }] },
+      },
     };
     h.driver.ingest(forged, "admin");
     h.driver.ingest(e.store(1n, [2n, 3n]), "engine"); // the engine's own event with that id
@@ -76,7 +83,10 @@ describe("admin events", () => {
     h.driver.addRank(W, 0);
     h.deliver(e.store(null, [1n]));
     await h.settle();
-    h.driver.ingest({ workerId: W, event: { eventId: 0n, dpRank: 0, data: { type: "cleared" } } }, "admin");
+    h.driver.ingest(
+      { workerId: W, event: { eventId: 0n, dpRank: 0, data: { type: "cleared" } } },
+      "admin",
+    );
     expect(h.index.of(W, 0)).toEqual([]);
     h.driver.ingest(e.store(null, [2n]), "engine");
     await h.settle();

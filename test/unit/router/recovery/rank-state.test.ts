@@ -1,6 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { live } from "../../../../src/router/recovery/cursor.ts";
-import { RECOVERY_PENDING_LIVE_EVENT_LIMIT, RankState } from "../../../../src/router/recovery/rank-state.ts";
+import {
+  RECOVERY_PENDING_LIVE_EVENT_LIMIT,
+  RankState,
+} from "../../../../src/router/recovery/rank-state.ts";
 import { ids, makeStoreEvent } from "./support/events.ts";
 
 function rankWith(cursorAt: bigint, pending: number[]): RankState {
@@ -13,7 +16,10 @@ function rankWith(cursorAt: bigint, pending: number[]): RankState {
 
 describe("RankState drain (ported from seed 002)", () => {
   test("test_pending_fast_prune_keeps_margin_before_normal_drain", () => {
-    const r = rankWith(35n, Array.from({ length: 40 }, (_, i) => i + 1));
+    const r = rankWith(
+      35n,
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    );
     const a = r.nextPendingDrainAction();
     expect(a.kind).toBe("apply");
     if (a.kind === "apply") expect(a.event.event.eventId).toBe(36n);

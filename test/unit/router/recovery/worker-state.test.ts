@@ -11,7 +11,10 @@ function liveRank(ws: WorkerState, dpRank: number, at: bigint): void {
 describe("WorkerState live events", () => {
   test("first event of an unknown rank buffers it and spawns a full restore", () => {
     const ws = new WorkerState();
-    expect(ws.observeLiveEvent(makeStoreEvent(5))).toEqual({ kind: "spawn_full_restore", epoch: 0 });
+    expect(ws.observeLiveEvent(makeStoreEvent(5))).toEqual({
+      kind: "spawn_full_restore",
+      epoch: 0,
+    });
     expect(ids(ws.rank(0).pendingLiveEvents)).toEqual([5]);
     expect(ws.rank(0).recoveryInflight).toBe(true);
   });
@@ -27,7 +30,11 @@ describe("WorkerState live events", () => {
   test("a gap buffers the event and spawns an incremental recovery from the first missing id", () => {
     const ws = new WorkerState();
     liveRank(ws, 0, 4n);
-    expect(ws.observeLiveEvent(makeStoreEvent(8))).toEqual({ kind: "spawn_incremental", epoch: 0, startEventId: 5n });
+    expect(ws.observeLiveEvent(makeStoreEvent(8))).toEqual({
+      kind: "spawn_incremental",
+      epoch: 0,
+      startEventId: 5n,
+    });
     expect(ws.rank(0).maxSeenLiveId).toBe(8n);
   });
 
@@ -46,7 +53,8 @@ describe("WorkerState live events", () => {
     const stats = emptyRecoveryStats();
     const ws = new WorkerState({ stats, restartIdMargin: 10n });
     liveRank(ws, 0, 30n);
-    for (const id of [30, 25, 20]) expect(ws.observeLiveEvent(makeStoreEvent(id))).toEqual({ kind: "ignore", reason: "stale" });
+    for (const id of [30, 25, 20])
+      expect(ws.observeLiveEvent(makeStoreEvent(id))).toEqual({ kind: "ignore", reason: "stale" });
     expect(ws.rankCursor(0)).toEqual(live(30n));
   });
 
@@ -134,7 +142,10 @@ describe("WorkerState discovery and failures", () => {
   test("a discovered rank with nothing applied gets one full restore", () => {
     const ws = new WorkerState();
     expect(ws.handleDiscoveredRank(0, false)).toEqual({ resetRank: false, restoreEpoch: 0 });
-    expect(ws.handleDiscoveredRank(0, false)).toEqual({ resetRank: false, restoreEpoch: undefined });
+    expect(ws.handleDiscoveredRank(0, false)).toEqual({
+      resetRank: false,
+      restoreEpoch: undefined,
+    });
   });
 
   test("a reset starts the rank over in a new epoch and restores it", () => {
@@ -170,11 +181,21 @@ describe("WorkerState and tiers", () => {
   test("a Cleared of one tier is an ordinary event: in id order, no barrier, a gap before it still recovered", () => {
     const ws = new WorkerState();
     liveRank(ws, 0, 4n);
-    const tierClear = { ...makeClearEvent(5), event: { ...makeClearEvent(5).event, medium: "cpu" as const } };
+    const tierClear = {
+      ...makeClearEvent(5),
+      event: { ...makeClearEvent(5).event, medium: "cpu" as const },
+    };
     expect(ws.observeLiveEvent(tierClear)).toEqual({ kind: "apply", event: tierClear });
     expect(ws.rankCursor(0)).toEqual(live(5n));
-    const later = { ...makeClearEvent(9), event: { ...makeClearEvent(9).event, medium: "disk" as const } };
-    expect(ws.observeLiveEvent(later)).toEqual({ kind: "spawn_incremental", epoch: 0, startEventId: 6n });
+    const later = {
+      ...makeClearEvent(9),
+      event: { ...makeClearEvent(9).event, medium: "disk" as const },
+    };
+    expect(ws.observeLiveEvent(later)).toEqual({
+      kind: "spawn_incremental",
+      epoch: 0,
+      startEventId: 6n,
+    });
     // The whole rank's Cleared is still the barrier it was.
     const ws2 = new WorkerState();
     liveRank(ws2, 0, 4n);

@@ -10,11 +10,20 @@ describe("MemoryAffinityStore", () => {
   test("an expired lookup does not remove a newer binding (seed: expired_lookup_does_not_remove_newer_binding)", async () => {
     const clock = new FakeClock();
     const closed: string[] = [];
-    const store = new MemoryAffinityStore({ clock, onExpire: (id) => closed.push(id), reaperIntervalMs: 0 });
+    const store = new MemoryAffinityStore({
+      clock,
+      onExpire: (id) => closed.push(id),
+      reaperIntervalMs: 0,
+    });
     const t0 = clock.now();
     await store.put("sess-race", worker(1, 0), 1_000, "engine-backed");
     // What a lookup read just before a newer put landed: the old, expired binding.
-    const staleBinding: Binding = { worker: worker(1, 0), ttlMs: 1_000, kind: "engine-backed", expiresAt: t0 + 1_000 };
+    const staleBinding: Binding = {
+      worker: worker(1, 0),
+      ttlMs: 1_000,
+      kind: "engine-backed",
+      expiresAt: t0 + 1_000,
+    };
     clock.advance(2_000);
 
     await store.put("sess-race", worker(2, 1), 300_000, "engine-backed");
@@ -26,7 +35,11 @@ describe("MemoryAffinityStore", () => {
   test("compare-and-delete removes the binding it was given once it has expired", async () => {
     const clock = new FakeClock();
     const closed: string[] = [];
-    const store = new MemoryAffinityStore({ clock, onExpire: (id) => closed.push(id), reaperIntervalMs: 0 });
+    const store = new MemoryAffinityStore({
+      clock,
+      onExpire: (id) => closed.push(id),
+      reaperIntervalMs: 0,
+    });
     await store.put("s", worker(3), 1_000, "engine-backed");
     const binding = (await store.peek("s"))!;
     expect(store.removeExpiredIfCurrent("s", binding)).toBe(false); // not expired yet
@@ -74,7 +87,9 @@ describe("MemoryAffinityStore", () => {
     await store.put("e", worker(1), 1_000, "engine-backed");
     clock.advance(1_000);
     expect(await store.get("e")).toBeUndefined();
-    expect(warnings).toEqual([["session on-expire callback threw", { sessionId: "e", error: "Error: engine unreachable" }]]);
+    expect(warnings).toEqual([
+      ["session on-expire callback threw", { sessionId: "e", error: "Error: engine unreachable" }],
+    ]);
   });
 
   test("reaperIntervalMs 0 starts no timer", () => {

@@ -5,7 +5,12 @@
  * never expires. The binding failing after an open closes the engine session again.
  */
 import { describe, expect, test } from "bun:test";
-import { applySessionTurn, MAX_SESSION_TIMEOUT_S, sessionControlOf, type EngineSessionOps } from "../../../../src/router/sessions/session-control.ts";
+import {
+  applySessionTurn,
+  MAX_SESSION_TIMEOUT_S,
+  sessionControlOf,
+  type EngineSessionOps,
+} from "../../../../src/router/sessions/session-control.ts";
 import { RouterError } from "../../../../src/core/errors.ts";
 import { worker } from "../../../../src/core/ids.ts";
 import type { RequestLease } from "../../../../src/router/books/request-lease.ts";
@@ -14,7 +19,10 @@ import { harness, jsonResponse, sseResponse, type FakeFetch } from "../../edge/h
 
 const W1 = { id: 11n, url: "http://w1:1" };
 
-const body = (timeout: unknown) => ({ prompt: "abcdefgh", nvext: { session_control: { session_id: "s", action: "open", timeout } } });
+const body = (timeout: unknown) => ({
+  prompt: "abcdefgh",
+  nvext: { session_control: { session_id: "s", action: "open", timeout } },
+});
 
 function fieldOf(fn: () => unknown): string | undefined {
   try {
@@ -35,7 +43,9 @@ describe("session_control.timeout bounds", () => {
 
   test("through the app: timeout 1e308 is a 400 and the engine is never asked to open", async () => {
     const engine: FakeFetch = async (url) =>
-      new URL(url).pathname.startsWith("/v1/sessions/") ? jsonResponse({ status: "ok" }) : sseResponse(3);
+      new URL(url).pathname.startsWith("/v1/sessions/")
+        ? jsonResponse({ status: "ok" })
+        : sseResponse(3);
     const h = harness({ workers: [W1], fetch: engine });
     const r = await h.request("/v1/completions", { json: body(1e308) });
     expect(r.status).toBe(400);
@@ -55,9 +65,13 @@ describe("applySessionTurn", () => {
     };
     let freed = 0;
     const lease = { free: () => void freed++, afterFree: () => {} } as unknown as RequestLease;
-    const sticky = { bindEngineSession: async () => Promise.reject(new Error("store refused")) } as unknown as StickyRouter;
+    const sticky = {
+      bindEngineSession: async () => Promise.reject(new Error("store refused")),
+    } as unknown as StickyRouter;
     const sc = { sessionId: "s", action: "open" as const, timeoutS: 10 };
-    await expect(applySessionTurn(sc, worker(1, 0), lease, sticky, engine)).rejects.toThrow("store refused");
+    await expect(applySessionTurn(sc, worker(1, 0), lease, sticky, engine)).rejects.toThrow(
+      "store refused",
+    );
     expect(calls).toEqual(["open s", "close s"]);
     expect(freed).toBe(1);
   });

@@ -6,7 +6,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileRefusedError, fileVersion, readBoundedText } from "../../../../src/runtime/bun/bounded-file.ts";
+import {
+  FileRefusedError,
+  fileVersion,
+  readBoundedText,
+} from "../../../../src/runtime/bun/bounded-file.ts";
 import { rejectionOf } from "../../../support/errors.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "switchyard-bounded-"));

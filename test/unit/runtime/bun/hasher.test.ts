@@ -9,7 +9,11 @@ import {
   seqHasherOf,
   XXH3_SEED,
 } from "../../../../src/core/block-hash.ts";
-import { createNativeBlockHasher, createNativeSeqHasher, loadNativeSeqHasher } from "../../../../src/runtime/bun/ffi-hasher.ts";
+import {
+  createNativeBlockHasher,
+  createNativeSeqHasher,
+  loadNativeSeqHasher,
+} from "../../../../src/runtime/bun/ffi-hasher.ts";
 import { nativeLibrary } from "../../transfer/native/native-lib.ts";
 
 const native = createNativeBlockHasher(nativeLibrary());
@@ -17,12 +21,17 @@ const range = (n: number) => Uint32Array.from({ length: n }, (_, i) => i);
 
 describe("the native batch hasher", () => {
   test("matches the spec §2.6 vectors (no multimodal)", () => {
-    expect([...native(range(8), 4, XXH3_SEED)]).toEqual([9143094415614847814n, 12124091508212882195n]);
+    expect([...native(range(8), 4, XXH3_SEED)]).toEqual([
+      9143094415614847814n,
+      12124091508212882195n,
+    ]);
     expect(native(range(9), 4, XXH3_SEED).length).toBe(2); // the partial block is dropped
     expect(loraSeed("adapter-a")).toBe(8842669519798868182n);
     expect([...native(range(4), 4, loraSeed("adapter-a"))]).toEqual([6665157333201000639n]);
     const opts = { loraName: "adapter-a" };
-    expect(computeBlockHashesWith(native, range(4), 4, opts)).toEqual(computeBlockHashes(range(4), 4, opts));
+    expect(computeBlockHashesWith(native, range(4), 4, opts)).toEqual(
+      computeBlockHashes(range(4), 4, opts),
+    );
   });
 
   test("block size 0 and prompts shorter than a block give no hashes", () => {
@@ -61,7 +70,9 @@ describe("the native batch hasher", () => {
   });
 
   test("results kept side by side stay intact (small ones share buffers)", () => {
-    const prompts = Array.from({ length: 300 }, (_, k) => Uint32Array.from({ length: 16 * (1 + (k % 40)) }, (_, i) => i * 7 + k));
+    const prompts = Array.from({ length: 300 }, (_, k) =>
+      Uint32Array.from({ length: 16 * (1 + (k % 40)) }, (_, i) => i * 7 + k),
+    );
     const got = prompts.map((t) => native(t, 16, XXH3_SEED));
     const seqs = got.map((b) => native.seqHasher!(b));
     prompts.forEach((t, k) => {
@@ -90,7 +101,10 @@ describe("the native sequence hasher", () => {
 
   test("matches the spec §2.6 vectors; empty and single-block inputs", () => {
     const blocks = native(range(8), 4, XXH3_SEED);
-    expect([...computeSeqHashesWith(seq, blocks)]).toEqual([9143094415614847814n, 9510318385840434533n]);
+    expect([...computeSeqHashesWith(seq, blocks)]).toEqual([
+      9143094415614847814n,
+      9510318385840434533n,
+    ]);
     expect(seq(new BigUint64Array(0)).length).toBe(0);
     expect([...seq(new BigUint64Array([42n]))]).toEqual([42n]);
     // the input is not modified
@@ -113,7 +127,7 @@ describe("the native sequence hasher", () => {
       const blocks = new BigUint64Array(n);
       for (let i = 0; i < n; i++) blocks[i] = (BigInt(rnd32()) << 32n) | BigInt(rnd32());
       // edge words: all ones, zero, sign bits
-      if (n > 2) blocks[1] = (1n << 64n) - 1n, blocks[2] = 0n;
+      if (n > 2) (blocks[1] = (1n << 64n) - 1n), (blocks[2] = 0n);
       expect(seq(blocks), `seed ${SEED}, n ${n}`).toEqual(computeSeqHashes(blocks));
     }
   });

@@ -9,7 +9,9 @@ import { parseJsonObject } from "../../../../src/edge/body.ts";
 import { checkPromptSize } from "../../../../src/edge/prompt-route/prompt-size.ts";
 import { JsonParsePool } from "../../../../src/runtime/bun/json-parse-pool.ts";
 
-const pool = new JsonParsePool(new URL("../../../../src/runtime/bun/json-parse-worker.ts", import.meta.url).href);
+const pool = new JsonParsePool(
+  new URL("../../../../src/runtime/bun/json-parse-worker.ts", import.meta.url).href,
+);
 afterAll(() => pool.close());
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -60,9 +62,14 @@ describe("JSON parsed off the event loop", () => {
   });
 
   test("past its bound the pool answers 503 at once, naming the bound", async () => {
-    const small = new JsonParsePool(new URL("../../../../src/runtime/bun/json-parse-worker.ts", import.meta.url).href, { maxHeldBytes: 10, timeoutMs: 10_000 });
+    const small = new JsonParsePool(
+      new URL("../../../../src/runtime/bun/json-parse-worker.ts", import.meta.url).href,
+      { maxHeldBytes: 10, timeoutMs: 10_000 },
+    );
     try {
-      const e = await small.parse(enc(JSON.stringify({ prompt: "way more than ten bytes" })), ["prompt"], undefined).catch((x: unknown) => x);
+      const e = await small
+        .parse(enc(JSON.stringify({ prompt: "way more than ten bytes" })), ["prompt"], undefined)
+        .catch((x: unknown) => x);
       expect(e).toBeInstanceOf(RouterError);
       expect((e as RouterError).code).toBe("unavailable");
       expect((e as Error).message).toContain("at most 10");

@@ -3,7 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SY_ABI_VERSION } from "../../../../src/transfer/native/ffi.ts";
-import { FFI_LIB_ENV, libraryCandidates, loadNativeLibrary } from "../../../../src/transfer/native/library.ts";
+import {
+  FFI_LIB_ENV,
+  libraryCandidates,
+  loadNativeLibrary,
+} from "../../../../src/transfer/native/library.ts";
 import { LIBRARY_PATH, nativeLibrary, REPO_ROOT } from "./native-lib.ts";
 
 describe("loading the native library", () => {
@@ -36,7 +40,11 @@ describe("loading the native library", () => {
 
   test("importing the binding with no library anywhere does not throw", () => {
     const code = `const m = await import(${JSON.stringify(join(REPO_ROOT, "src/runtime/bun/ffi-hasher.ts"))}); console.log(String(m.loadNativeBlockHasher()));`;
-    const r = Bun.spawnSync(["bun", "-e", code], { env: { ...process.env, [FFI_LIB_ENV]: "/nonexistent/x.so" }, stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawnSync(["bun", "-e", code], {
+      env: { ...process.env, [FFI_LIB_ENV]: "/nonexistent/x.so" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     expect(r.stderr.toString()).toBe("");
     expect(r.stdout.toString().trim()).toBe("undefined");
     expect(r.exitCode).toBe(0);

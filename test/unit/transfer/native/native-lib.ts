@@ -14,8 +14,12 @@ let built: NativeLibrary | undefined;
 
 export function nativeLibrary(): NativeLibrary {
   if (built) return built;
-  const r = Bun.spawnSync(["bash", join(REPO_ROOT, "ffi", "build.sh")], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`ffi/build.sh failed:\n${r.stdout.toString()}${r.stderr.toString()}`);
+  const r = Bun.spawnSync(["bash", join(REPO_ROOT, "ffi", "build.sh")], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  if (r.exitCode !== 0)
+    throw new Error(`ffi/build.sh failed:\n${r.stdout.toString()}${r.stderr.toString()}`);
   const lib = loadNativeLibrary({ path: LIBRARY_PATH });
   if (!lib.ok) throw new Error(lib.message);
   built = lib.library;

@@ -7,7 +7,10 @@ import { join } from "node:path";
 import { REPO_ROOT } from "./native-lib.ts";
 
 test("the C tests pass under AddressSanitizer and UBSan", () => {
-  const r = Bun.spawnSync(["bash", join(REPO_ROOT, "ffi/test/run-sanitized.sh")], { stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync(["bash", join(REPO_ROOT, "ffi/test/run-sanitized.sh")], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const out = r.stdout.toString();
   const summary = /native tests: (\d+) passed, (\d+) failed/.exec(out);
   const detail = `${out}\n${r.stderr.toString()}`;

@@ -6,7 +6,11 @@
  */
 import { describe, expect, test } from "bun:test";
 import { KeptMemory } from "../../../../../src/edge/proxy/migration/kept-memory.ts";
-import { MovingReader, type Continuation, type MoveHost } from "../../../../../src/edge/proxy/migration/moving-reader.ts";
+import {
+  MovingReader,
+  type Continuation,
+  type MoveHost,
+} from "../../../../../src/edge/proxy/migration/moving-reader.ts";
 import type { ChunkReader } from "../../../../../src/edge/proxy/observe-stream.ts";
 
 const enc = new TextEncoder();
@@ -29,8 +33,10 @@ function scripted(chunks: readonly string[], fail?: Error): ChunkReader & { canc
   return r;
 }
 
-const ev = (text: string) => `data: {"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"${text}","logprobs":null,"finish_reason":null}]}\n\n`;
-const last = (text: string) => `data: {"id":"cmpl-2","object":"text_completion","created":2,"model":"m","choices":[{"index":0,"text":"${text}","logprobs":null,"finish_reason":"length"}]}\n\n`;
+const ev = (text: string) =>
+  `data: {"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"${text}","logprobs":null,"finish_reason":null}]}\n\n`;
+const last = (text: string) =>
+  `data: {"id":"cmpl-2","object":"text_completion","created":2,"model":"m","choices":[{"index":0,"text":"${text}","logprobs":null,"finish_reason":"length"}]}\n\n`;
 
 function host(next?: ChunkReader, firstChunk?: string) {
   const moves: { body: Record<string, unknown>; why: string; fence: boolean }[] = [];
@@ -41,7 +47,13 @@ function host(next?: ChunkReader, firstChunk?: string) {
     budget: () => true,
     async move(body, why, fence): Promise<Continuation | undefined> {
       moves.push({ body: JSON.parse(dec.decode(body)), why, fence });
-      return next === undefined ? undefined : { reader: next, first: firstChunk !== undefined ? enc.encode(firstChunk) : undefined, workerId: 2n };
+      return next === undefined
+        ? undefined
+        : {
+            reader: next,
+            first: firstChunk !== undefined ? enc.encode(firstChunk) : undefined,
+            workerId: 2n,
+          };
     },
     gaveUp: (o, why) => void gaveUp.push(`${o}: ${why}`),
   };
@@ -62,7 +74,13 @@ async function readAll(r: ChunkReader): Promise<{ chunks: string[]; error?: stri
 }
 
 const BODY = enc.encode(JSON.stringify({ prompt: "p", max_tokens: 5, seed: 3, stream: true }));
-const limits = (memory = new KeptMemory(1 << 20), maxMoves = 2) => ({ kind: "completions" as const, body: BODY, maxMoves, keepBytes: 1 << 20, memory });
+const limits = (memory = new KeptMemory(1 << 20), maxMoves = 2) => ({
+  kind: "completions" as const,
+  body: BODY,
+  maxMoves,
+  keepBytes: 1 << 20,
+  memory,
+});
 
 describe("the moving reader", () => {
   test("no failure: the same bytes in the same order, an event split across chunks passed whole, memory given back", async () => {
@@ -86,7 +104,13 @@ describe("the moving reader", () => {
     const r = new MovingReader(undefined, scripted([ev("a")], new Error("reset")), h, limits());
     const out = await readAll(r);
     expect(out.error).toBeUndefined();
-    expect(moves).toEqual([{ body: { prompt: "pa", max_tokens: 4, seed: 3, stream: true }, why: "stream cut: reset", fence: true }]);
+    expect(moves).toEqual([
+      {
+        body: { prompt: "pa", max_tokens: 4, seed: 3, stream: true },
+        why: "stream cut: reset",
+        fence: true,
+      },
+    ]);
     const text = out.chunks.join("");
     expect(text.match(/data: \[DONE\]/g)?.length).toBe(1);
     expect(text).toContain(": switchyard moved this stream from worker 1 to worker 2");
@@ -98,7 +122,12 @@ describe("the moving reader", () => {
   test("a malformed event: what came before passes, the event does not, the stream moves", async () => {
     const next = scripted([last("z"), "data: [DONE]\n\n"]);
     const { h, moves } = host(next);
-    const r = new MovingReader(undefined, scripted([ev("a") + 'data: {"error":{"message":"boom"}}\n\n']), h, limits());
+    const r = new MovingReader(
+      undefined,
+      scripted([ev("a") + 'data: {"error":{"message":"boom"}}\n\n']),
+      h,
+      limits(),
+    );
     const out = await readAll(r);
     expect(moves[0]!.why).toBe("malformed event: an error event");
     expect(out.chunks.join("")).not.toContain("boom");
@@ -106,10 +135,14 @@ describe("the moving reader", () => {
 
   test("no move allowed (limit 0): a broken connection breaks the client's stream as before; a malformed event is passed on as before", async () => {
     const { h, moves } = host();
-    const broken = await readAll(new MovingReader(undefined, scripted([ev("a")], new Error("reset")), h, limits(undefined, 0)));
+    const broken = await readAll(
+      new MovingReader(undefined, scripted([ev("a")], new Error("reset")), h, limits(undefined, 0)),
+    );
     expect(broken.error).toBe("reset");
     const bad = ev("a") + 'data: {"error":{"message":"boom"}}\n\n';
-    const passed = await readAll(new MovingReader(undefined, scripted([bad]), h, limits(undefined, 0)));
+    const passed = await readAll(
+      new MovingReader(undefined, scripted([bad]), h, limits(undefined, 0)),
+    );
     expect(passed.chunks.join("")).toBe(bad);
     expect(moves).toEqual([]);
   });
@@ -117,7 +150,10 @@ describe("the moving reader", () => {
   test("the body rules a move out (n > 1): the stream ends as before and the refusal is reported", async () => {
     const { h, moves, gaveUp } = host();
     const body = enc.encode(JSON.stringify({ prompt: "p", n: 2 }));
-    const r = new MovingReader(undefined, scripted([ev("a")], new Error("reset")), h, { ...limits(), body });
+    const r = new MovingReader(undefined, scripted([ev("a")], new Error("reset")), h, {
+      ...limits(),
+      body,
+    });
     expect((await readAll(r)).error).toBe("reset");
     expect(moves).toEqual([]);
     expect(gaveUp).toEqual(["refused: n > 1"]);
@@ -134,7 +170,10 @@ describe("the moving reader", () => {
   test("past the per-request bound nothing is kept and the stream is not moved", async () => {
     const memory = new KeptMemory(1 << 20);
     const { h, moves } = host();
-    const r = new MovingReader(undefined, scripted([ev("a"), ev("b")], new Error("reset")), h, { ...limits(memory), keepBytes: 100 });
+    const r = new MovingReader(undefined, scripted([ev("a"), ev("b")], new Error("reset")), h, {
+      ...limits(memory),
+      keepBytes: 100,
+    });
     expect((await readAll(r)).error).toBe("reset");
     expect(moves).toEqual([]);
     expect(memory.held).toBe(0);
@@ -143,7 +182,12 @@ describe("the moving reader", () => {
   test("the router-wide account: a stream that finds it full keeps nothing", async () => {
     const memory = new KeptMemory(10);
     const { h, moves } = host();
-    const r = new MovingReader(undefined, scripted([ev("a")], new Error("reset")), h, limits(memory));
+    const r = new MovingReader(
+      undefined,
+      scripted([ev("a")], new Error("reset")),
+      h,
+      limits(memory),
+    );
     expect((await readAll(r)).error).toBe("reset");
     expect(moves).toEqual([]);
     expect(memory.held).toBe(0);

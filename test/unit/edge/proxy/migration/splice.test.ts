@@ -9,8 +9,18 @@ import { Transcript, textOf } from "../../../../../src/edge/proxy/migration/tran
 
 function first(): Transcript {
   const t = new Transcript();
-  t.chunk({ id: "chatcmpl-first", created: 100, model: "m", choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] });
-  t.chunk({ id: "chatcmpl-first", created: 100, model: "m", choices: [{ index: 0, delta: { content: "ab" }, finish_reason: null }] });
+  t.chunk({
+    id: "chatcmpl-first",
+    created: 100,
+    model: "m",
+    choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }],
+  });
+  t.chunk({
+    id: "chatcmpl-first",
+    created: 100,
+    model: "m",
+    choices: [{ index: 0, delta: { content: "ab" }, finish_reason: null }],
+  });
   return t;
 }
 
@@ -18,24 +28,75 @@ describe("splicing a continuation onto the first stream", () => {
   test("the role chunk is dropped, id, created and model are the first stream's, the text is added", () => {
     const t = first();
     const s = new Splicer(t, 2);
-    expect(s.data(JSON.stringify({ id: "chatcmpl-2", created: 200, model: "m2", choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] }))).toEqual({ ok: true, payload: undefined });
-    const r = s.data(JSON.stringify({ id: "chatcmpl-2", created: 200, model: "m2", choices: [{ index: 0, delta: { content: "c" }, logprobs: null, finish_reason: "length" }] }));
+    expect(
+      s.data(
+        JSON.stringify({
+          id: "chatcmpl-2",
+          created: 200,
+          model: "m2",
+          choices: [
+            {
+              index: 0,
+              delta: { role: "assistant", content: "" },
+              logprobs: null,
+              finish_reason: null,
+            },
+          ],
+        }),
+      ),
+    ).toEqual({ ok: true, payload: undefined });
+    const r = s.data(
+      JSON.stringify({
+        id: "chatcmpl-2",
+        created: 200,
+        model: "m2",
+        choices: [{ index: 0, delta: { content: "c" }, logprobs: null, finish_reason: "length" }],
+      }),
+    );
     expect(r.ok).toBe(true);
-    expect(JSON.parse((r as { payload: string }).payload)).toEqual({ id: "chatcmpl-first", created: 100, model: "m", choices: [{ index: 0, delta: { content: "c" }, logprobs: null, finish_reason: "length" }] });
+    expect(JSON.parse((r as { payload: string }).payload)).toEqual({
+      id: "chatcmpl-first",
+      created: 100,
+      model: "m",
+      choices: [{ index: 0, delta: { content: "c" }, logprobs: null, finish_reason: "length" }],
+    });
     expect(textOf(t.choices.get(0)!)).toBe("abc");
     expect(t.finished).toBe(true);
   });
 
   test("a role chunk that carries text keeps the text, not the role", () => {
     const s = new Splicer(first(), 2);
-    const r = s.data(JSON.stringify({ id: "x", choices: [{ index: 0, delta: { role: "assistant", content: "z" }, finish_reason: null }] }));
-    expect(JSON.parse((r as { payload: string }).payload).choices[0].delta).toEqual({ content: "z" });
+    const r = s.data(
+      JSON.stringify({
+        id: "x",
+        choices: [{ index: 0, delta: { role: "assistant", content: "z" }, finish_reason: null }],
+      }),
+    );
+    expect(JSON.parse((r as { payload: string }).payload).choices[0].delta).toEqual({
+      content: "z",
+    });
   });
 
   test("usage: the produced tokens move from the continuation's prompt to the completion, total adds up, cached capped", () => {
     const s = new Splicer(first(), 2);
-    const r = s.data(JSON.stringify({ id: "x", choices: [], usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15, prompt_tokens_details: { cached_tokens: 12 } } }));
-    expect(JSON.parse((r as { payload: string }).payload).usage).toEqual({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, prompt_tokens_details: { cached_tokens: 10 } });
+    const r = s.data(
+      JSON.stringify({
+        id: "x",
+        choices: [],
+        usage: {
+          prompt_tokens: 12,
+          completion_tokens: 3,
+          total_tokens: 15,
+          prompt_tokens_details: { cached_tokens: 12 },
+        },
+      }),
+    );
+    expect(JSON.parse((r as { payload: string }).payload).usage).toEqual({
+      prompt_tokens: 10,
+      completion_tokens: 5,
+      total_tokens: 15,
+      prompt_tokens_details: { cached_tokens: 10 },
+    });
   });
 
   test("[DONE] passes and marks the answer whole; an error event or broken JSON is refused", () => {

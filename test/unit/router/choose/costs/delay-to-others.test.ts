@@ -1,6 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { TtftPredictor } from "../../../../../src/router/books/ttft-predictor.ts";
-import { delayToOthersCost, meanQueueLength } from "../../../../../src/router/choose/costs/delay-to-others.ts";
+import {
+  delayToOthersCost,
+  meanQueueLength,
+} from "../../../../../src/router/choose/costs/delay-to-others.ts";
 import { predictedTtftCost } from "../../../../../src/router/choose/costs/predicted-ttft.ts";
 import { candidate, context } from "../helpers.ts";
 
@@ -15,16 +18,21 @@ describe("delay-to-others cost (kv)", () => {
     expect(cost.queueWeight).toBeCloseTo(meanQueueLength(0.5), 3);
     expect(meanQueueLength(0.5)).toBe(0.5);
     // Every engine busy for long: held below 1 (the queue would be infinite).
-    for (let i = 0; i < 5000; i++) cost.prepare!(context(), [candidate(1, { prefillingRequests: 1 })]);
+    for (let i = 0; i < 5000; i++)
+      cost.prepare!(context(), [candidate(1, { prefillingRequests: 1 })]);
     expect(cost.queueWeight).toBeCloseTo(meanQueueLength(0.98), 3);
   });
 
   test("the cost is the weight × the candidate's own uncached tokens at its engine's speed; nothing without a predictor", () => {
     const cost = delayToOthersCost();
-    for (let i = 0; i < 2000; i++) cost.prepare!(context(), [candidate(1, { prefillingRequests: 1 }), candidate(2)]);
+    for (let i = 0; i < 2000; i++)
+      cost.prepare!(context(), [candidate(1, { prefillingRequests: 1 }), candidate(2)]);
     const ttft = new TtftPredictor({ blockSize: 16 });
     const c = candidate(1, { uncachedTokens: 1000 });
-    expect(cost.cost(context({ ttft }), c)).toBeCloseTo(cost.queueWeight * ttft.speed("1:0").msPerToken * 1000, 6);
+    expect(cost.cost(context({ ttft }), c)).toBeCloseTo(
+      cost.queueWeight * ttft.speed("1:0").msPerToken * 1000,
+      6,
+    );
     expect(cost.cost(context(), c)).toBe(0);
   });
 });

@@ -17,21 +17,34 @@ describe("engine-waiting cost", () => {
   });
 
   test("in the kv pipeline only with a weight; then it moves a tie away from the queued engine", () => {
-    expect(createPipeline("kv-blocks", schedulerConfig()).costs.map((c) => c.term.type)).not.toContain("engine-waiting");
+    expect(
+      createPipeline("kv-blocks", schedulerConfig()).costs.map((c) => c.term.type),
+    ).not.toContain("engine-waiting");
     const config = schedulerConfig({ engineWaitingWeight: 4 });
     const p = createPipeline("kv-blocks", config);
     expect(p.costs.find((c) => c.term.type === "engine-waiting")?.weight).toBe(4);
     for (let seed = 1; seed <= 20; seed++) {
       const sel = findBestMatch({
-        overlaps: overlapsOf(), seqHashes: null, isl: 64, endpoints: [endpoint(1), endpoint(2)], tracker: new LoadTracker({ blockSize: 16 }),
-        pipeline: p, config, now: 0, rng: seededRng(seed), engineWaiting: new Map([["1:0", 2]]),
+        overlaps: overlapsOf(),
+        seqHashes: null,
+        isl: 64,
+        endpoints: [endpoint(1), endpoint(2)],
+        tracker: new LoadTracker({ blockSize: 16 }),
+        pipeline: p,
+        config,
+        now: 0,
+        rng: seededRng(seed),
+        engineWaiting: new Map([["1:0", 2]]),
       });
       expect(sel.worker.workerId, `seed ${seed}`).toBe(2n);
     }
   });
 
   test("waitingByRank keeps ranks with a queue, keyed by (worker, rank)", () => {
-    const load = readEngineLoad('vllm:num_requests_waiting{engine="0"} 0\nvllm:num_requests_waiting{engine="1"} 5\n', 2);
+    const load = readEngineLoad(
+      'vllm:num_requests_waiting{engine="0"} 0\nvllm:num_requests_waiting{engine="1"} 5\n',
+      2,
+    );
     expect([...waitingByRank([[9n, load]])]).toEqual([["9:1", 5]]);
   });
 });

@@ -2,7 +2,10 @@ import { describe, expect, test } from "bun:test";
 import { worker } from "../../../../../src/core/ids.ts";
 import { DEFAULT_MAX_BATCHED_TOKENS } from "../../../../../src/router/choose/config.ts";
 import { endpoint } from "../../../../../src/router/choose/endpoints.ts";
-import { allWorkersBusy, busyThreshold } from "../../../../../src/router/choose/filters/busy-threshold.ts";
+import {
+  allWorkersBusy,
+  busyThreshold,
+} from "../../../../../src/router/choose/filters/busy-threshold.ts";
 import { LoadTracker } from "../../../../../src/router/books/load-tracker.ts";
 import { candidate, context } from "../helpers.ts";
 
@@ -21,14 +24,19 @@ describe("busy-threshold filter (§4.3)", () => {
   test("engines that report no batch size use 10M tokens", () => {
     expect(DEFAULT_MAX_BATCHED_TOKENS).toBe(10_000_000);
     const f = busyThreshold(1);
-    const cs = [candidate(1, { activePrefillTokens: 10_000_000 }), candidate(2, { activePrefillTokens: 10_000_001 })];
+    const cs = [
+      candidate(1, { activePrefillTokens: 10_000_000 }),
+      candidate(2, { activePrefillTokens: 10_000_001 }),
+    ];
     expect(f.filter(context(), cs).map((c) => c.key)).toEqual(["1:0"]);
   });
 
   test("when every rank is busy the filter empties and names all_workers_busy", () => {
     const f = busyThreshold(1);
     expect(f.whenEmpty).toBe("all_workers_busy");
-    expect(f.filter(context(), [candidate(1, { endpoint: e(1), activePrefillTokens: 5000 })])).toEqual([]);
+    expect(
+      f.filter(context(), [candidate(1, { endpoint: e(1), activePrefillTokens: 5000 })]),
+    ).toEqual([]);
   });
 
   test("allWorkersBusy: true only if every eligible rank is busy, false when none was checked", () => {

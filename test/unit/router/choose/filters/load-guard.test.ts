@@ -14,9 +14,18 @@ describe("load-guard filter", () => {
   test("in blocks it uses the candidate's potential load for 'after'", () => {
     // active blocks 10, 10, 10, 30 (bs 16); the request would add 8 blocks anywhere.
     const c = (id: number, active: number) =>
-      candidate(id, { activeDecodeBlocks: active, activePrefillTokens: 0, decodeBlocks: active + 4, prefillTokens: 64 });
+      candidate(id, {
+        activeDecodeBlocks: active,
+        activePrefillTokens: 0,
+        decodeBlocks: active + 4,
+        prefillTokens: 64,
+      });
     const cs = [c(1, 10), c(2, 10), c(3, 10), c(4, 30)];
-    expect(keys(loadGuard(1.25, "blocks").filter(context({ blockSize: 16 }), cs))).toEqual(["1:0", "2:0", "3:0"]);
+    expect(keys(loadGuard(1.25, "blocks").filter(context({ blockSize: 16 }), cs))).toEqual([
+      "1:0",
+      "2:0",
+      "3:0",
+    ]);
   });
 
   test("when nobody stays within the bound the least loaded are kept; all idle passes untouched", () => {

@@ -15,9 +15,20 @@ describe("prefill-wait bound", () => {
   });
 
   test("a busy cluster loosens the bound: the warm worker's queue is tolerated", () => {
-    const idle = [candidate(1, { prefillTokens: 4000, activePrefillTokens: 0 }), candidate(2, { prefillTokens: 9000, activePrefillTokens: 8800 })];
-    expect(prefillWaitBound(1.2, 1).filter(context(), idle).map((c) => c.key)).toEqual(["1:0", "2:0"]); // 4800 + 4400 >= 9000
-    expect(prefillWaitBound(1.2, 0).filter(context(), idle).map((c) => c.key)).toEqual(["1:0"]);
+    const idle = [
+      candidate(1, { prefillTokens: 4000, activePrefillTokens: 0 }),
+      candidate(2, { prefillTokens: 9000, activePrefillTokens: 8800 }),
+    ];
+    expect(
+      prefillWaitBound(1.2, 1)
+        .filter(context(), idle)
+        .map((c) => c.key),
+    ).toEqual(["1:0", "2:0"]); // 4800 + 4400 >= 9000
+    expect(
+      prefillWaitBound(1.2, 0)
+        .filter(context(), idle)
+        .map((c) => c.key),
+    ).toEqual(["1:0"]);
   });
 
   test("returns the same array when nothing is dropped, never empties the set", () => {

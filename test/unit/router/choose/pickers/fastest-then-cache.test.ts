@@ -6,12 +6,19 @@ const oneMs = fastestThenCachePicker(() => 1);
 
 describe("fastest-then-cache picker (kv)", () => {
   test("the cheapest wins when no other is within the tolerance", () => {
-    const cs = [candidate(1, { cost: 10, uncachedTokens: 0 }), candidate(2, { cost: 8, uncachedTokens: 500 })];
+    const cs = [
+      candidate(1, { cost: 10, uncachedTokens: 0 }),
+      candidate(2, { cost: 8, uncachedTokens: 500 }),
+    ];
     expect(oneMs.pick(context(), cs).key).toBe("2:0");
   });
 
   test("within the tolerance, the one with the most of the prompt cached (fewest uncached tokens)", () => {
-    const cs = [candidate(1, { cost: 8.5, uncachedTokens: 100 }), candidate(2, { cost: 8, uncachedTokens: 500 }), candidate(3, { cost: 9.5, uncachedTokens: 0 })];
+    const cs = [
+      candidate(1, { cost: 8.5, uncachedTokens: 100 }),
+      candidate(2, { cost: 8, uncachedTokens: 500 }),
+      candidate(3, { cost: 9.5, uncachedTokens: 0 }),
+    ];
     expect(oneMs.pick(context(), cs).key).toBe("1:0");
   });
 
@@ -32,7 +39,10 @@ describe("fastest-then-cache picker (kv)", () => {
       for (const otherRouters of [undefined, 0]) {
         const ctx = context({ now: 1000, rng: seededRng(seed), otherRouters });
         expect({ seed, key: oneMs.pick(ctx, [hot, cold]).key }).toEqual({ seed, key: "2:0" });
-        expect({ seed, key: oneMs.pick(ctx, [hot, colder, cold, alsoColder]).key }).toEqual({ seed, key: "4:0" });
+        expect({ seed, key: oneMs.pick(ctx, [hot, colder, cold, alsoColder]).key }).toEqual({
+          seed,
+          key: "4:0",
+        });
       }
     }
   });
@@ -52,13 +62,29 @@ describe("fastest-then-cache picker (kv)", () => {
   test("a rank never booked comes before every booked one, the emptier index first among them", () => {
     const hot = candidate(1, { cost: 8, uncachedTokens: 0, lastBookedAt: 900, treeSize: 1 });
     const cold = candidate(2, { cost: 8, uncachedTokens: 0, lastBookedAt: -5000, treeSize: 1 });
-    const never = candidate(3, { cost: 8, uncachedTokens: 0, lastBookedAt: -Infinity, treeSize: 5 });
-    const neverEmpty = candidate(4, { cost: 8, uncachedTokens: 0, lastBookedAt: -Infinity, treeSize: 2 });
+    const never = candidate(3, {
+      cost: 8,
+      uncachedTokens: 0,
+      lastBookedAt: -Infinity,
+      treeSize: 5,
+    });
+    const neverEmpty = candidate(4, {
+      cost: 8,
+      uncachedTokens: 0,
+      lastBookedAt: -Infinity,
+      treeSize: 2,
+    });
     for (let seed = 1; seed <= 20; seed++) {
       for (const otherRouters of [0, 3]) {
         const ctx = context({ now: 1000, rng: seededRng(seed), otherRouters });
-        expect({ seed, key: oneMs.pick(ctx, [hot, cold, never]).key }).toEqual({ seed, key: "3:0" });
-        expect({ seed, key: oneMs.pick(ctx, [hot, never, cold, neverEmpty]).key }).toEqual({ seed, key: "4:0" });
+        expect({ seed, key: oneMs.pick(ctx, [hot, cold, never]).key }).toEqual({
+          seed,
+          key: "3:0",
+        });
+        expect({ seed, key: oneMs.pick(ctx, [hot, never, cold, neverEmpty]).key }).toEqual({
+          seed,
+          key: "4:0",
+        });
       }
     }
   });
@@ -75,10 +101,27 @@ describe("fastest-then-cache picker (kv)", () => {
 
   test("the draw is only among the equals on work: a colder rank with more to compute or more running is never taken", () => {
     const warm = candidate(1, { cost: 8, uncachedTokens: 0, decodeBlocks: 4, lastBookedAt: 999 });
-    const coldMoreToDo = candidate(2, { cost: 8, uncachedTokens: 16, decodeBlocks: 4, lastBookedAt: -9e9 });
-    const coldBusier = candidate(3, { cost: 8, uncachedTokens: 0, decodeBlocks: 5, lastBookedAt: -9e9 });
+    const coldMoreToDo = candidate(2, {
+      cost: 8,
+      uncachedTokens: 16,
+      decodeBlocks: 4,
+      lastBookedAt: -9e9,
+    });
+    const coldBusier = candidate(3, {
+      cost: 8,
+      uncachedTokens: 0,
+      decodeBlocks: 5,
+      lastBookedAt: -9e9,
+    });
     for (let seed = 1; seed <= 20; seed++) {
-      for (const otherRouters of [0, 3]) expect(oneMs.pick(context({ now: 1000, rng: seededRng(seed), otherRouters }), [coldMoreToDo, warm, coldBusier]).key).toBe("1:0");
+      for (const otherRouters of [0, 3])
+        expect(
+          oneMs.pick(context({ now: 1000, rng: seededRng(seed), otherRouters }), [
+            coldMoreToDo,
+            warm,
+            coldBusier,
+          ]).key,
+        ).toBe("1:0");
     }
   });
 

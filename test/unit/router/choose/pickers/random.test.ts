@@ -3,7 +3,12 @@ import { randomPicker } from "../../../../../src/router/choose/pickers/random.ts
 import { candidate, context, seededRng } from "../helpers.ts";
 
 describe("random picker", () => {
-  const cs = [candidate(1, { cost: 0 }), candidate(2, { cost: 9 }), candidate(3, { cost: 9 }), candidate(4, { cost: 9 })];
+  const cs = [
+    candidate(1, { cost: 0 }),
+    candidate(2, { cost: 9 }),
+    candidate(3, { cost: 9 }),
+    candidate(4, { cost: 9 }),
+  ];
 
   test("draws uniformly with the injected rng, ignoring costs (seed 77)", () => {
     const ctx = context({ rng: seededRng(77) });
@@ -12,12 +17,15 @@ describe("random picker", () => {
       const k = randomPicker.pick(ctx, cs).key;
       counts.set(k, (counts.get(k) ?? 0) + 1);
     }
-    for (const k of ["1:0", "2:0", "3:0", "4:0"]) expect(Math.abs(counts.get(k)! - 1000)).toBeLessThan(120);
+    for (const k of ["1:0", "2:0", "3:0", "4:0"])
+      expect(Math.abs(counts.get(k)! - 1000)).toBeLessThan(120);
   });
 
   test("the same seed gives the same choices", () => {
     const a = context({ rng: seededRng(3) });
     const b = context({ rng: seededRng(3) });
-    expect(Array.from({ length: 8 }, () => randomPicker.pick(a, cs).key)).toEqual(Array.from({ length: 8 }, () => randomPicker.pick(b, cs).key));
+    expect(Array.from({ length: 8 }, () => randomPicker.pick(a, cs).key)).toEqual(
+      Array.from({ length: 8 }, () => randomPicker.pick(b, cs).key),
+    );
   });
 });

@@ -1,5 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { sampleIndex, softmaxPicker, softmaxProbabilities } from "../../../../../src/router/choose/pickers/softmax.ts";
+import {
+  sampleIndex,
+  softmaxPicker,
+  softmaxProbabilities,
+} from "../../../../../src/router/choose/pickers/softmax.ts";
 import { candidate, context, seededRng } from "../helpers.ts";
 
 describe("softmax sampling (§4.4 step 4)", () => {

@@ -8,9 +8,15 @@ import { chain, chooseAndBook, overlapsOf, seededRng } from "../helpers.ts";
 
 describe("dynamo policy", () => {
   test("Dynamo's cost alone, whatever kv's credit / in-flight / wait-bound settings", () => {
-    const config = schedulerConfig({ overlapCredit: 32, inflightOverlap: true, prefillWaitFactor: 2 });
+    const config = schedulerConfig({
+      overlapCredit: 32,
+      inflightOverlap: true,
+      prefillWaitFactor: 2,
+    });
     const p = createPipeline("dynamo", config);
-    expect(p.costs.map((c) => `${c.term.type}x${c.weight}`)).toEqual(["dynamo-kv x1".replace(" ", "")]);
+    expect(p.costs.map((c) => `${c.term.type}x${c.weight}`)).toEqual([
+      "dynamo-kv x1".replace(" ", ""),
+    ]);
     expect(p.inflightOverlap).toBe(false);
     expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "engine-busy"]);
   });
@@ -24,9 +30,32 @@ describe("dynamo policy", () => {
       tracker.updateWorkers(endpoints.map((e) => e.worker));
       const pipeline = createPipeline(policy, config);
       // worker 1 is busy with an unrelated 64-block prompt
-      chooseAndBook({ overlaps: overlapsOf(), seqHashes: chain(50, 64), isl: 64 * BS, endpoints: [endpoints[0]!], tracker, pipeline, config, now: 0, rng: seededRng(1) }, "busy");
+      chooseAndBook(
+        {
+          overlaps: overlapsOf(),
+          seqHashes: chain(50, 64),
+          isl: 64 * BS,
+          endpoints: [endpoints[0]!],
+          tracker,
+          pipeline,
+          config,
+          now: 0,
+          rng: seededRng(1),
+        },
+        "busy",
+      );
       // the new prompt has 16 of 20 blocks cached on worker 1
-      return findBestMatch({ overlaps: overlapsOf({ "1:0": 16 }), seqHashes: chain(1, 20), isl: 20 * BS, endpoints, tracker, pipeline, config, now: 0, rng: seededRng(1) }).key;
+      return findBestMatch({
+        overlaps: overlapsOf({ "1:0": 16 }),
+        seqHashes: chain(1, 20),
+        isl: 20 * BS,
+        endpoints,
+        tracker,
+        pipeline,
+        config,
+        now: 0,
+        rng: seededRng(1),
+      }).key;
     };
     expect(pick("dynamo")).toBe("2:0");
     expect(pick("kv-blocks")).toBe("1:0");

@@ -24,17 +24,38 @@ function burst(config: SchedulerConfig, seed = 1): number[] {
     hashes.set(chain(7, PREFIX));
     hashes.set(chain(1000 + i, 4, PREFIX), PREFIX);
     // Nothing is indexed yet (no prefill finished): only in-flight prefixes are known.
-    chooseAndBook({ overlaps: overlapsOf(), seqHashes: hashes, isl: hashes.length * BS, endpoints, tracker, pipeline, config, now: 0, rng }, `r${i}`);
+    chooseAndBook(
+      {
+        overlaps: overlapsOf(),
+        seqHashes: hashes,
+        isl: hashes.length * BS,
+        endpoints,
+        tracker,
+        pipeline,
+        config,
+        now: 0,
+        rng,
+      },
+      `r${i}`,
+    );
   }
   return endpoints.map((e) => tracker.activeRequests(e.key));
 }
 
 // The router's defaults (src/config/schema.ts).
-const DEFAULTS = { blockSize: BS, overlapCredit: 16, inflightOverlap: true, prefillWaitFactor: 1.05, prefillWaitQueueShare: 0.75 };
+const DEFAULTS = {
+  blockSize: BS,
+  overlapCredit: 16,
+  inflightOverlap: true,
+  prefillWaitFactor: 1.05,
+  prefillWaitQueueShare: 0.75,
+};
 
 describe("kv-blocks (the old kv default) on a burst sharing one prefix", () => {
   test("credit alone (old default, no bound): the burst piles onto one worker", () => {
-    const counts = burst(schedulerConfig({ ...DEFAULTS, overlapCredit: 32, prefillWaitFactor: null }));
+    const counts = burst(
+      schedulerConfig({ ...DEFAULTS, overlapCredit: 32, prefillWaitFactor: null }),
+    );
     expect(Math.max(...counts)).toBeGreaterThan(200);
     expect(counts.filter((c) => c === 0).length).toBeGreaterThanOrEqual(2);
   });

@@ -11,7 +11,10 @@ import { storedEvent } from "../../../../../src/core/events.ts";
 import type { OverlapScores } from "../../../../../src/core/overlap.ts";
 import { LoadTracker } from "../../../../../src/router/books/load-tracker.ts";
 import { RequestLease } from "../../../../../src/router/books/request-lease.ts";
-import { firstTokenSampler, TtftPredictor } from "../../../../../src/router/books/ttft-predictor.ts";
+import {
+  firstTokenSampler,
+  TtftPredictor,
+} from "../../../../../src/router/books/ttft-predictor.ts";
 import { schedulerConfig } from "../../../../../src/router/choose/config.ts";
 import type { DelayToOthers } from "../../../../../src/router/choose/costs/delay-to-others.ts";
 import { endpointsOf } from "../../../../../src/router/choose/endpoints.ts";
@@ -24,7 +27,9 @@ const BS = 16;
 const MS_PER_TOKEN = 0.01;
 
 function world(engines: number, speeds: Record<string, number> = {}) {
-  const endpoints = endpointsOf(Array.from({ length: engines }, (_, i) => ({ workerId: BigInt(i + 1) })));
+  const endpoints = endpointsOf(
+    Array.from({ length: engines }, (_, i) => ({ workerId: BigInt(i + 1) })),
+  );
   const config = schedulerConfig({ blockSize: BS });
   const tracker = new LoadTracker({ blockSize: BS });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
@@ -34,18 +39,54 @@ function world(engines: number, speeds: Record<string, number> = {}) {
   for (let round = 0; round < 12; round++) {
     for (const e of endpoints) {
       const tokens = 100 + Math.floor(rng() * 3000);
-      ttft.observe({ key: e.key, bookedAt: -1e6, at: -1e6 + 1 + (speeds[e.key] ?? MS_PER_TOKEN) * tokens, tokens });
+      ttft.observe({
+        key: e.key,
+        bookedAt: -1e6,
+        at: -1e6 + 1 + (speeds[e.key] ?? MS_PER_TOKEN) * tokens,
+        tokens,
+      });
     }
   }
   const pipeline = createPipeline("kv", config);
   const rngPick = seededRng(1);
   const leases = new Map<string, RequestLease>();
   /** Choose and book as the router does; returns the chosen key. */
-  const route = (id: string, hashes: BigUint64Array, now: number, overlaps: OverlapScores = overlapsOf(), isl = hashes.length * BS) => {
-    const sel = findBestMatch({ overlaps, seqHashes: hashes, isl, endpoints, tracker, pipeline, config, now, rng: rngPick, ttft });
-    const sample = firstTokenSampler(ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens!, predictedMs: sel.predictedTtftMs });
-    const booking = { requestId: id, worker: sel.worker, seqHashes: hashes, isl, overlap: sel.overlapBlocks };
-    leases.set(id, RequestLease.book(tracker, booking, now, BS, () => now, rngPick, sample));
+  const route = (
+    id: string,
+    hashes: BigUint64Array,
+    now: number,
+    overlaps: OverlapScores = overlapsOf(),
+    isl = hashes.length * BS,
+  ) => {
+    const sel = findBestMatch({
+      overlaps,
+      seqHashes: hashes,
+      isl,
+      endpoints,
+      tracker,
+      pipeline,
+      config,
+      now,
+      rng: rngPick,
+      ttft,
+    });
+    const sample = firstTokenSampler(ttft, {
+      key: sel.key,
+      bookedAt: now,
+      tokens: sel.ttftTokens!,
+      predictedMs: sel.predictedTtftMs,
+    });
+    const booking = {
+      requestId: id,
+      worker: sel.worker,
+      seqHashes: hashes,
+      isl,
+      overlap: sel.overlapBlocks,
+    };
+    leases.set(
+      id,
+      RequestLease.book(tracker, booking, now, BS, () => now, rngPick, sample),
+    );
     return sel;
   };
   return { endpoints, tracker, ttft, pipeline, route, leases, config };
@@ -89,7 +130,14 @@ describe("kv (predicted TTFT): engines whose cache is smaller than one prompt", 
     const [e1, e2] = w.endpoints as [(typeof w.endpoints)[0], (typeof w.endpoints)[0]];
     for (const e of w.endpoints) w.tracker.setKvCapacity(e.worker, capacity);
     const book = (id: string, worker: typeof e1.worker, hashes: BigUint64Array) =>
-      RequestLease.book(w.tracker, { requestId: id, worker, seqHashes: hashes, isl: hashes.length * BS, overlap: 0 }, 0, BS, () => 0, seededRng(2));
+      RequestLease.book(
+        w.tracker,
+        { requestId: id, worker, seqHashes: hashes, isl: hashes.length * BS, overlap: 0 },
+        0,
+        BS,
+        () => 0,
+        seededRng(2),
+      );
     book("x1", e1.worker, prompt(6, 1, 7, 1000));
     book("y1", e1.worker, prompt(6, 1, 8, 2000));
     for (let i = 0; i < 4; i++) book(`z${i}`, e2.worker, prompt(3, 0, 100 + i));
@@ -115,7 +163,17 @@ describe("kv (predicted TTFT): engines whose cache is smaller than one prompt", 
     const hashes = prompt(6, 1, 7, 1002);
     const config = schedulerConfig({ blockSize: BS, inflightOverlap: true }); // kv-blocks as the CLI sets it
     const pipeline = createPipeline("kv-blocks", config);
-    const sel = findBestMatch({ overlaps: overlapsOf(), seqHashes: hashes, isl: hashes.length * BS, endpoints: w.endpoints, tracker: w.tracker, pipeline, config, now: 0, rng: seededRng(3) });
+    const sel = findBestMatch({
+      overlaps: overlapsOf(),
+      seqHashes: hashes,
+      isl: hashes.length * BS,
+      endpoints: w.endpoints,
+      tracker: w.tracker,
+      pipeline,
+      config,
+      now: 0,
+      rng: seededRng(3),
+    });
     expect(sel.candidates.find((c) => c.key === e1.key)!.overlapBlocks).toBe(6);
   });
 });
@@ -125,7 +183,10 @@ describe("kv (predicted TTFT): engine speeds", () => {
     const w = world(2, { "2:0": 2 * MS_PER_TOKEN });
     // The fleet's line runs through both engines' samples: against it the slow one is ~1.8 x.
     expect(w.ttft.speed("2:0").factor).toBeGreaterThan(1.5);
-    const chosen = Array.from({ length: 12 }, (_, i) => w.route(`r${i}`, prompt(0, 64, 7, 100 + i), 0).key);
+    const chosen = Array.from(
+      { length: 12 },
+      (_, i) => w.route(`r${i}`, prompt(0, 64, 7, 100 + i), 0).key,
+    );
     expect(chosen.filter((k) => k === "1:0").length).toBe(8);
     expect(chosen.filter((k) => k === "2:0").length).toBe(4);
   });
@@ -143,7 +204,10 @@ describe("kv (predicted TTFT): engine speeds", () => {
     w.ttft.observe({ key: "1:0", bookedAt: 0, at: 30_000, tokens: 800 });
     expect(w.ttft.speed("1:0").factor).toBe(1);
     // Nothing is cached anywhere now and both are idle: they are equal, and each gets half of a burst.
-    const chosen = Array.from({ length: 8 }, (_, i) => w.route(`c${i}`, prompt(0, 40, 11, 200 + i), 100).key);
+    const chosen = Array.from(
+      { length: 8 },
+      (_, i) => w.route(`c${i}`, prompt(0, 40, 11, 200 + i), 100).key,
+    );
     expect(chosen.filter((k) => k === "1:0").length).toBe(4);
   });
 });
@@ -156,13 +220,17 @@ describe("kv (predicted TTFT): a warm cache behind a long queue", () => {
     const costs = w.pipeline.costs.map((c) => c.term);
     // The busy share the delay-to-others weight is read from, as a loaded cluster shows it.
     for (let i = 0; i < warmUp; i++) {
-      for (const c of costs) c.prepare?.({} as never, [{ prefillingRequests: 1 }, { prefillingRequests: 1 }] as never);
+      for (const c of costs)
+        c.prepare?.({} as never, [{ prefillingRequests: 1 }, { prefillingRequests: 1 }] as never);
     }
     if (queued > 0) w.route("q", prompt(0, queued / BS, 9, 9), 0, overlapsOf({}), queued);
     const hot = prompt(80, 20, 7, 5000);
     if (queued > 0) expect(w.tracker.activeTokens("1:0")).toBe(queued);
     const sel = w.route("r", hot, 0, overlapsOf({ "1:0": 80 }));
-    return { key: sel.key, weight: (costs.find((c) => c.type === "delay-to-others") as DelayToOthers).queueWeight };
+    return {
+      key: sel.key,
+      weight: (costs.find((c) => c.type === "delay-to-others") as DelayToOthers).queueWeight,
+    };
   };
 
   test("a short queue: the warm engine, sooner by the cached 1280 tokens less the queue", () => {
@@ -186,7 +254,13 @@ describe("kv (predicted TTFT): a new prompt on an idle fleet", () => {
   /** Engine `workerId` stores `n` blocks of a prompt of its own (chain `base`), as its KV events say. */
   const fill = (index: RadixTree, workerId: bigint, base: number, n: number) => {
     const hashes = chain(base, n);
-    index.applyEvent(storedEvent(workerId, 0n, [...hashes].map((t, i) => ({ blockHash: BigInt(base * 1000 + i), tokensHash: t }))));
+    index.applyEvent(
+      storedEvent(
+        workerId,
+        0n,
+        [...hashes].map((t, i) => ({ blockHash: BigInt(base * 1000 + i), tokensHash: t })),
+      ),
+    );
   };
 
   /** Engines 1-3 hold 40, 8 and 24 blocks of other prompts in a real index; engine 4 is empty. */
@@ -205,10 +279,23 @@ describe("kv (predicted TTFT): a new prompt on an idle fleet", () => {
     // Nothing matches, so Dynamo's tree sizes name no engine; the tie-break reads every engine's.
     expect(overlaps.scores.size).toBe(0);
     expect(overlaps.treeSizes.size).toBe(0);
-    expect([1, 2, 3, 4].map((w) => overlaps.indexBlocksOf?.({ workerId: BigInt(w), dpRank: 0 }))).toEqual([40, 8, 24, 0]);
+    expect(
+      [1, 2, 3, 4].map((w) => overlaps.indexBlocksOf?.({ workerId: BigInt(w), dpRank: 0 })),
+    ).toEqual([40, 8, 24, 0]);
     for (let seed = 1; seed <= 20; seed++) {
       const w = world(4);
-      const sel = findBestMatch({ overlaps, seqHashes: cold, isl: cold.length * BS, endpoints: w.endpoints, tracker: w.tracker, pipeline: w.pipeline, config: w.config, now: 0, rng: seededRng(seed), ttft: w.ttft });
+      const sel = findBestMatch({
+        overlaps,
+        seqHashes: cold,
+        isl: cold.length * BS,
+        endpoints: w.endpoints,
+        tracker: w.tracker,
+        pipeline: w.pipeline,
+        config: w.config,
+        now: 0,
+        rng: seededRng(seed),
+        ttft: w.ttft,
+      });
       expect({ seed, key: sel.key }).toEqual({ seed, key: "4:0" });
     }
   });
@@ -232,21 +319,43 @@ describe("kv (predicted TTFT): a new prompt on an idle fleet", () => {
     const index = new RadixTree();
     for (let w = 1; w <= 4; w++) fill(index, BigInt(w), 100 * w, 24);
     const cold = prompt(0, 30, 7, 9000);
-    expect([1, 2, 3, 4].map((w) => index.findMatches(cold).indexBlocksOf?.({ workerId: BigInt(w), dpRank: 0 }))).toEqual([24, 24, 24, 24]);
+    expect(
+      [1, 2, 3, 4].map((w) =>
+        index.findMatches(cold).indexBlocksOf?.({ workerId: BigInt(w), dpRank: 0 }),
+      ),
+    ).toEqual([24, 24, 24, 24]);
     const w = world(4);
-    const last: [string, number][] = [["4:0", 100], ["2:0", 500], ["3:0", 1000], ["1:0", 2000]];
+    const last: [string, number][] = [
+      ["4:0", 100],
+      ["2:0", 500],
+      ["3:0", 1000],
+      ["1:0", 2000],
+    ];
     for (const [key, at] of last) {
       const own = prompt(0, 30, 50 + at, 50_000 + at);
       expect(w.route(`at${at}`, own, at, overlapsOf({ [key]: 30 })).key).toBe(key);
       w.leases.get(`at${at}`)!.free();
     }
     return (seed: number, otherRouters?: number) =>
-      findBestMatch({ overlaps: index.findMatches(cold), seqHashes: cold, isl: cold.length * BS, endpoints: w.endpoints, tracker: w.tracker, pipeline: w.pipeline, config: w.config, now: 3000, rng: seededRng(seed), ttft: w.ttft, otherRouters }).key;
+      findBestMatch({
+        overlaps: index.findMatches(cold),
+        seqHashes: cold,
+        isl: cold.length * BS,
+        endpoints: w.endpoints,
+        tracker: w.tracker,
+        pipeline: w.pipeline,
+        config: w.config,
+        now: 3000,
+        rng: seededRng(seed),
+        ttft: w.ttft,
+        otherRouters,
+      }).key;
   }
 
   test("with every cache full (as in service), a router alone goes to the engine untouched longest, not beside another prompt family's traffic, whatever the draw", () => {
     const decide = fullFleet();
-    for (let seed = 1; seed <= 20; seed++) expect({ seed, key: decide(seed) }).toEqual({ seed, key: "4:0" });
+    for (let seed = 1; seed <= 20; seed++)
+      expect({ seed, key: decide(seed) }).toEqual({ seed, key: "4:0" });
   });
 
   test("with every cache full and other routers deciding on the same books, drawn by how long each engine has gone untouched: the one untouched longest most often, the latest prompt family's least, rarely all four routers on one", () => {
@@ -270,7 +379,8 @@ describe("kv (predicted TTFT): a new prompt on an idle fleet", () => {
     expect(Math.abs(share("1:0") - 1 / 8.4)).toBeLessThan(0.04);
     // Four routers at one instant (seeds 1-4, 5-8, ...): all four on one engine in under 5 of 50 such instants (chance 0.026 each; taking the coldest, all 50).
     let herded = 0;
-    for (let i = 0; i < 50; i++) if (new Set([1, 2, 3, 4].map((k) => decide(4 * i + k))).size === 1) herded++;
+    for (let i = 0; i < 50; i++)
+      if (new Set([1, 2, 3, 4].map((k) => decide(4 * i + k))).size === 1) herded++;
     expect(herded).toBeLessThan(5);
   });
 });

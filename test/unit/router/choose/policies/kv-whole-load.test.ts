@@ -11,7 +11,12 @@ import type { WorkerKey } from "../../../../../src/core/ids.ts";
 import type { OverlapScores } from "../../../../../src/core/overlap.ts";
 import { LoadTracker } from "../../../../../src/router/books/load-tracker.ts";
 import { RequestLease } from "../../../../../src/router/books/request-lease.ts";
-import { decodeSampler, firstTokenSampler, queueAtBooking, TtftPredictor } from "../../../../../src/router/books/ttft-predictor.ts";
+import {
+  decodeSampler,
+  firstTokenSampler,
+  queueAtBooking,
+  TtftPredictor,
+} from "../../../../../src/router/books/ttft-predictor.ts";
 import { schedulerConfig } from "../../../../../src/router/choose/config.ts";
 import { endpointsOf } from "../../../../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../../../../src/router/choose/find-best-match.ts";
@@ -23,7 +28,9 @@ const step = (decodes: number) => 10 + 0.2 * decodes;
 
 /** `waits`: how many decode steps a first token waits for on these engines (1: vLLM V1; 0: a separate prefill lane). */
 function world(engines: number, waits = 1) {
-  const endpoints = endpointsOf(Array.from({ length: engines }, (_, i) => ({ workerId: BigInt(i + 1) })));
+  const endpoints = endpointsOf(
+    Array.from({ length: engines }, (_, i) => ({ workerId: BigInt(i + 1) })),
+  );
   const config = schedulerConfig({ blockSize: BS });
   const tracker = new LoadTracker({ blockSize: BS });
   tracker.updateWorkers(endpoints.map((e) => e.worker));
@@ -38,35 +45,112 @@ function world(engines: number, waits = 1) {
     const e = endpoints[i % engines]!;
     const tokens = 100 + Math.floor(rng() * 3000);
     const stepMs = step(1 + Math.floor(rng() * 60));
-    ttft.observe({ key: e.key, bookedAt: -1e6, at: -1e6 + 1 + 0.01 * tokens + waits * stepMs, tokens, stepMs });
+    ttft.observe({
+      key: e.key,
+      bookedAt: -1e6,
+      at: -1e6 + 1 + 0.01 * tokens + waits * stepMs,
+      tokens,
+      stepMs,
+    });
   }
   const pipeline = createPipeline("kv", config);
   const rngPick = seededRng(1);
   const clock = { now: 0 };
   const leases = new Map<string, RequestLease>();
   /** Choose, count the group's arrival and book, as the routing service does; returns the selection. */
-  const route = (id: string, hashes: BigUint64Array | null, isl: number, overlaps: OverlapScores = overlapsOf()) => {
+  const route = (
+    id: string,
+    hashes: BigUint64Array | null,
+    isl: number,
+    overlaps: OverlapScores = overlapsOf(),
+  ) => {
     const now = clock.now;
-    const sel = findBestMatch({ overlaps, seqHashes: hashes, isl, endpoints, tracker, pipeline, config, now, rng: rngPick, ttft });
+    const sel = findBestMatch({
+      overlaps,
+      seqHashes: hashes,
+      isl,
+      endpoints,
+      tracker,
+      pipeline,
+      config,
+      now,
+      rng: rngPick,
+      ttft,
+    });
     if (sel.groupKey !== undefined) ttft.traffic.arrive(sel.groupKey, now);
-    const sample = firstTokenSampler(ttft, { key: sel.key, bookedAt: now, tokens: sel.ttftTokens!, predictedMs: sel.predictedTtftMs, stepMs: sel.stepMs, queue: queueAtBooking(tracker.slotOf(sel.key)) });
-    const booking = { requestId: id, worker: sel.worker, seqHashes: hashes, isl, overlap: sel.overlapBlocks };
-    leases.set(id, RequestLease.book(tracker, booking, now, BS, () => clock.now, rngPick, sample, decodeSampler(ttft, sel.key, now, tracker.slotOf(sel.key))));
+    const sample = firstTokenSampler(ttft, {
+      key: sel.key,
+      bookedAt: now,
+      tokens: sel.ttftTokens!,
+      predictedMs: sel.predictedTtftMs,
+      stepMs: sel.stepMs,
+      queue: queueAtBooking(tracker.slotOf(sel.key)),
+    });
+    const booking = {
+      requestId: id,
+      worker: sel.worker,
+      seqHashes: hashes,
+      isl,
+      overlap: sel.overlapBlocks,
+    };
+    leases.set(
+      id,
+      RequestLease.book(
+        tracker,
+        booking,
+        now,
+        BS,
+        () => clock.now,
+        rngPick,
+        sample,
+        decodeSampler(ttft, sel.key, now, tracker.slotOf(sel.key)),
+      ),
+    );
     return sel;
   };
   /** `n` requests decoding on engine `i` (booked there, their first tokens seen). */
   const decoding = (i: number, n: number) => {
     const worker = endpoints[i]!.worker;
     for (let k = 0; k < n; k++) {
-      const lease = RequestLease.book(tracker, { requestId: `dec-${i}-${k}`, worker, seqHashes: null, isl: 32, overlap: 0 }, clock.now, BS, () => clock.now, rngPick);
+      const lease = RequestLease.book(
+        tracker,
+        { requestId: `dec-${i}-${k}`, worker, seqHashes: null, isl: 32, overlap: 0 },
+        clock.now,
+        BS,
+        () => clock.now,
+        rngPick,
+      );
       lease.firstToken();
     }
   };
   /** A prefill of `tokens` booked on engine `i` and not done yet. */
   const queued = (i: number, tokens: number) => {
-    RequestLease.book(tracker, { requestId: `q-${i}-${tokens}`, worker: endpoints[i]!.worker, seqHashes: null, isl: tokens, overlap: 0 }, clock.now, BS, () => clock.now, rngPick);
+    RequestLease.book(
+      tracker,
+      {
+        requestId: `q-${i}-${tokens}`,
+        worker: endpoints[i]!.worker,
+        seqHashes: null,
+        isl: tokens,
+        overlap: 0,
+      },
+      clock.now,
+      BS,
+      () => clock.now,
+      rngPick,
+    );
   };
-  return { endpoints, keys: endpoints.map((e) => e.key), tracker, ttft, route, leases, clock, decoding, queued };
+  return {
+    endpoints,
+    keys: endpoints.map((e) => e.key),
+    tracker,
+    ttft,
+    route,
+    leases,
+    clock,
+    decoding,
+    queued,
+  };
 }
 
 /** A group's prompt: its 128-block (2,048-token) system prompt, then `own` blocks of question. */
@@ -154,7 +238,8 @@ describe("kv sees the whole load: a group's traffic", () => {
     w.decoding(2, 40);
     w.queued(2, 20_000);
     const prompt = groupPrompt(1, 99);
-    for (let t = now - 30 * msBetweenSiblings; t < now; t += msBetweenSiblings) w.ttft.traffic.arrive(prompt[127]!, t);
+    for (let t = now - 30 * msBetweenSiblings; t < now; t += msBetweenSiblings)
+      w.ttft.traffic.arrive(prompt[127]!, t);
     // A request stays on its engine 2 s (prefill and decode).
     w.ttft.traffic.finished(2000);
     const sel = w.route("r", prompt, 136 * BS, overlapsOf({ [w.keys[2]!]: 128 }));
@@ -164,7 +249,9 @@ describe("kv sees the whole load: a group's traffic", () => {
 
   test("siblings every 50 ms (40 of them running at once): the group goes where the batch it brings makes the smallest steps, not to the engine that is fastest for this one request", () => {
     const { w, sel, byKey } = placed(50);
-    expect(byKey.get(w.keys[0]!)!.predictedTtftMs!).toBeLessThan(byKey.get(w.keys[1]!)!.predictedTtftMs!);
+    expect(byKey.get(w.keys[0]!)!.predictedTtftMs!).toBeLessThan(
+      byKey.get(w.keys[1]!)!.predictedTtftMs!,
+    );
     expect(sel.key).toBe(w.keys[1]!);
   });
 

@@ -1,10 +1,19 @@
 import { describe, expect, test } from "bun:test";
-import { LLMD_WEIGHTS, llmdPicker, prefixScore, queueScore } from "../../../../../src/router/choose/policies/llm-d.ts";
+import {
+  LLMD_WEIGHTS,
+  llmdPicker,
+  prefixScore,
+  queueScore,
+} from "../../../../../src/router/choose/policies/llm-d.ts";
 import { candidate, chain, context, request, seededRng } from "../helpers.ts";
 
 const BS = 64;
 const ctxFor = (seqHashes: BigUint64Array, seed = 1) =>
-  context({ blockSize: BS, rng: seededRng(seed), request: request({ isl: seqHashes.length * BS, seqHashes }) });
+  context({
+    blockSize: BS,
+    rng: seededRng(seed),
+    request: request({ isl: seqHashes.length * BS, seqHashes }),
+  });
 
 describe("llm-d default profile", () => {
   test("weights: prefix 3, queue 2, kv utilisation 2", () => {
@@ -41,7 +50,11 @@ describe("llm-d default profile", () => {
 
   test("ties are broken at random, reproducibly for a seed", () => {
     const picks = new Set<string>();
-    for (let seed = 1; seed <= 20; seed++) picks.add(llmdPicker(BS).pick(ctxFor(chain(1, 2), seed), [candidate(1), candidate(2), candidate(3)]).key);
+    for (let seed = 1; seed <= 20; seed++)
+      picks.add(
+        llmdPicker(BS).pick(ctxFor(chain(1, 2), seed), [candidate(1), candidate(2), candidate(3)])
+          .key,
+      );
     expect(picks.size).toBe(3);
   });
 });

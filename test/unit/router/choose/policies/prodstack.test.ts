@@ -1,6 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { HashRing } from "../../../../../src/router/choose/policies/consistent-hash-ring.ts";
-import { prodstackPrefixPicker, prodstackSessionPicker } from "../../../../../src/router/choose/policies/prodstack.ts";
+import {
+  prodstackPrefixPicker,
+  prodstackSessionPicker,
+} from "../../../../../src/router/choose/policies/prodstack.ts";
 import { candidate, chain, context, request, seededRng } from "../helpers.ts";
 
 const BS = 16;
@@ -11,7 +14,9 @@ describe("production-stack prefixaware", () => {
     const counts = new Map<string, number>();
     const rng = seededRng(3);
     for (let i = 0; i < 50; i++) {
-      const cs = [1, 2, 3, 4].map((w) => candidate(w, { activeRequests: counts.get(`${w}:0`) ?? 0 }));
+      const cs = [1, 2, 3, 4].map((w) =>
+        candidate(w, { activeRequests: counts.get(`${w}:0`) ?? 0 }),
+      );
       const prompt = new BigUint64Array(4);
       prompt.set(chain(1, 1));
       prompt.set(chain(100 + i, 3, 1), 1);
@@ -26,9 +31,17 @@ describe("production-stack prefixaware", () => {
     const cs = [candidate(1), candidate(2), candidate(3)];
     p.trie.record(cs[0]!.key, chain(1, 2));
     p.trie.record(cs[2]!.key, chain(1, 5));
-    expect(p.pick(context({ request: request({ seqHashes: chain(1, 6) }) }), cs).key).toBe(cs[2]!.key);
+    expect(p.pick(context({ request: request({ seqHashes: chain(1, 6) }) }), cs).key).toBe(
+      cs[2]!.key,
+    );
     const seen = new Set<string>();
-    for (let s = 1; s <= 30; s++) seen.add(prodstackPrefixPicker().pick(context({ rng: seededRng(s), request: request({ seqHashes: chain(9, 3) }) }), cs).key);
+    for (let s = 1; s <= 30; s++)
+      seen.add(
+        prodstackPrefixPicker().pick(
+          context({ rng: seededRng(s), request: request({ seqHashes: chain(9, 3) }) }),
+          cs,
+        ).key,
+      );
     expect(seen.size).toBe(3);
   });
 });
@@ -36,10 +49,18 @@ describe("production-stack prefixaware", () => {
 describe("production-stack session", () => {
   test("a session id always maps to the same endpoint, whatever the load", () => {
     const p = prodstackSessionPicker();
-    const first = p.pick(context({ request: request({ sessionId: "chat-42" }) }), [candidate(1), candidate(2), candidate(3)]);
+    const first = p.pick(context({ request: request({ sessionId: "chat-42" }) }), [
+      candidate(1),
+      candidate(2),
+      candidate(3),
+    ]);
     for (let i = 0; i < 10; i++) {
-      const cs = [1, 2, 3].map((w) => candidate(w, { activeRequests: w === Number(first.key.split(":")[0]) ? 100 : 0 }));
-      expect(p.pick(context({ now: i * 1000, request: request({ sessionId: "chat-42" }) }), cs).key).toBe(first.key);
+      const cs = [1, 2, 3].map((w) =>
+        candidate(w, { activeRequests: w === Number(first.key.split(":")[0]) ? 100 : 0 }),
+      );
+      expect(
+        p.pick(context({ now: i * 1000, request: request({ sessionId: "chat-42" }) }), cs).key,
+      ).toBe(first.key);
     }
   });
 

@@ -1,13 +1,21 @@
 import { describe, expect, test } from "bun:test";
-import { sglangCacheAwarePicker, SGLANG_DEFAULTS } from "../../../../../src/router/choose/policies/sglang-cache-aware.ts";
+import {
+  sglangCacheAwarePicker,
+  SGLANG_DEFAULTS,
+} from "../../../../../src/router/choose/policies/sglang-cache-aware.ts";
 import { candidate, chain, context, request } from "../helpers.ts";
 
 const BS = 16;
-const ctxFor = (seqHashes: BigUint64Array, isl = seqHashes.length * BS) => context({ blockSize: BS, request: request({ isl, seqHashes }) });
+const ctxFor = (seqHashes: BigUint64Array, isl = seqHashes.length * BS) =>
+  context({ blockSize: BS, request: request({ isl, seqHashes }) });
 
 describe("sglang cache_aware (sgl-model-gateway defaults)", () => {
   test("published defaults: threshold 0.3, balance 64 / 1.5", () => {
-    expect(SGLANG_DEFAULTS).toMatchObject({ cacheThreshold: 0.3, balanceAbsThreshold: 64, balanceRelThreshold: 1.5 });
+    expect(SGLANG_DEFAULTS).toMatchObject({
+      cacheThreshold: 0.3,
+      balanceAbsThreshold: 64,
+      balanceRelThreshold: 1.5,
+    });
   });
 
   test("a prompt matching more than 30% of a worker's tree goes back to that worker", () => {
@@ -36,7 +44,11 @@ describe("sglang cache_aware (sgl-model-gateway defaults)", () => {
 
   test("imbalanced (max-min > 64 and max > 1.5 min): shortest queue, cache ignored", () => {
     const p = sglangCacheAwarePicker(BS);
-    const cs = [candidate(1, { activeRequests: 100 }), candidate(2, { activeRequests: 30 }), candidate(3, { activeRequests: 50 })];
+    const cs = [
+      candidate(1, { activeRequests: 100 }),
+      candidate(2, { activeRequests: 30 }),
+      candidate(3, { activeRequests: 50 }),
+    ];
     p.tree.record(cs[0]!.key, chain(1, 10));
     expect(p.pick(ctxFor(chain(1, 10)), cs).key).toBe(cs[1]!.key);
   });

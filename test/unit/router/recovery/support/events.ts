@@ -1,5 +1,10 @@
 /** Event builders for the recovery tests (the seed's `make_store_event` and friends). */
-import { clearedEvent, removedEvent, storedEvent, type RouterEvent } from "../../../../../src/core/events.ts";
+import {
+  clearedEvent,
+  removedEvent,
+  storedEvent,
+  type RouterEvent,
+} from "../../../../../src/core/events.ts";
 
 /** Seed helper: worker 1, one block whose hashes equal the event id. */
 export function makeStoreEvent(eventId: number | bigint, dpRank = 0, workerId = 1n): RouterEvent {
@@ -7,7 +12,12 @@ export function makeStoreEvent(eventId: number | bigint, dpRank = 0, workerId = 
   return storedEvent(workerId, id, [{ blockHash: id, tokensHash: id }], null, dpRank);
 }
 
-export function makeRemoveEvent(eventId: number | bigint, hashes: bigint[], dpRank = 0, workerId = 1n): RouterEvent {
+export function makeRemoveEvent(
+  eventId: number | bigint,
+  hashes: bigint[],
+  dpRank = 0,
+  workerId = 1n,
+): RouterEvent {
   return removedEvent(workerId, BigInt(eventId), hashes, dpRank);
 }
 

@@ -15,12 +15,17 @@ export class FakeEngineRank {
   private readonly children = new Map<bigint, number>();
   readonly buffer: EventBuffer;
 
-  constructor(readonly workerId: WorkerId, readonly dpRank: DpRank, capacity?: number) {
+  constructor(
+    readonly workerId: WorkerId,
+    readonly dpRank: DpRank,
+    capacity?: number,
+  ) {
     this.buffer = new EventBuffer({ capacity, dump: () => this.dump() });
   }
 
   store(parent: bigint | null, hashes: readonly bigint[]): RouterEvent {
-    if (parent !== null && !this.parentOf.has(parent)) throw new Error(`engine has no block ${parent}`);
+    if (parent !== null && !this.parentOf.has(parent))
+      throw new Error(`engine has no block ${parent}`);
     let p = parent;
     for (const h of hashes) {
       this.parentOf.set(h, p);
@@ -28,7 +33,11 @@ export class FakeEngineRank {
       if (p !== null) this.children.set(p, this.children.get(p)! + 1);
       p = h;
     }
-    return this.emit({ type: "stored", parentHash: parent, blocks: hashes.map((h) => ({ blockHash: h, tokensHash: h })) });
+    return this.emit({
+      type: "stored",
+      parentHash: parent,
+      blocks: hashes.map((h) => ({ blockHash: h, tokensHash: h })),
+    });
   }
 
   /** Evict blocks that have no children (engines evict leaves). */
@@ -74,7 +83,11 @@ export class FakeEngineRank {
     for (const [h, p] of this.parentOf) {
       out.push({
         workerId: this.workerId,
-        event: { eventId: i++, dpRank: this.dpRank, data: { type: "stored", parentHash: p, blocks: [{ blockHash: h, tokensHash: h }] } },
+        event: {
+          eventId: i++,
+          dpRank: this.dpRank,
+          data: { type: "stored", parentHash: p, blocks: [{ blockHash: h, tokensHash: h }] },
+        },
       });
     }
     return out;
@@ -85,7 +98,10 @@ export class FakeEngineRank {
   }
 
   private emit(data: KvCacheEventData): RouterEvent {
-    const ev: RouterEvent = { workerId: this.workerId, event: { eventId: this.nextId, dpRank: this.dpRank, data } };
+    const ev: RouterEvent = {
+      workerId: this.workerId,
+      event: { eventId: this.nextId, dpRank: this.dpRank, data },
+    };
     this.nextId += 1n;
     this.buffer.push(ev);
     return ev;

@@ -4,7 +4,10 @@
  */
 import type { RouterEvent } from "../../../../../src/core/events.ts";
 import { workerKey, type DpRank, type WorkerId } from "../../../../../src/core/ids.ts";
-import { RecoveryDriver, type RecoveryDriverOptions } from "../../../../../src/router/recovery/driver.ts";
+import {
+  RecoveryDriver,
+  type RecoveryDriverOptions,
+} from "../../../../../src/router/recovery/driver.ts";
 import type { WorkerKvQueryResponse } from "../../../../../src/router/recovery/types.ts";
 import { FakeEngineRank } from "./fake-engine.ts";
 import { ModelIndex } from "./model-index.ts";
@@ -29,7 +32,11 @@ export class Harness {
   hold = false;
   /** Replaces the engine's answer (scripted failures). */
   answer: Answer | undefined;
-  private held: { call: QueryCall; resolve: (r: WorkerKvQueryResponse) => void; reject: (e: unknown) => void }[] = [];
+  private held: {
+    call: QueryCall;
+    resolve: (r: WorkerKvQueryResponse) => void;
+    reject: (e: unknown) => void;
+  }[] = [];
 
   constructor(opts: Partial<RecoveryDriverOptions> = {}) {
     this.driver = new RecoveryDriver({

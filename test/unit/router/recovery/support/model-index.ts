@@ -48,7 +48,8 @@ export class ModelIndex implements IndexSink {
 
   removeWorker(workerId: WorkerId): void {
     this.log.push(`removeWorker:${workerId}`);
-    for (const key of [...this.blocks.keys()]) if (key.startsWith(`${workerId}:`)) this.blocks.delete(key);
+    for (const key of [...this.blocks.keys()])
+      if (key.startsWith(`${workerId}:`)) this.blocks.delete(key);
   }
 
   /** Sorted hashes of one rank (empty when unknown). */
@@ -59,7 +60,8 @@ export class ModelIndex implements IndexSink {
   /** Non-empty ranks only, hashes sorted: comparable with toEqual. */
   snapshot(): Map<string, bigint[]> {
     const out = new Map<string, bigint[]>();
-    for (const [k, s] of [...this.blocks].sort(([a], [b]) => (a < b ? -1 : 1))) if (s.size > 0) out.set(k, sorted(s));
+    for (const [k, s] of [...this.blocks].sort(([a], [b]) => (a < b ? -1 : 1)))
+      if (s.size > 0) out.set(k, sorted(s));
     return out;
   }
 }

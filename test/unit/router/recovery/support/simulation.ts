@@ -18,7 +18,11 @@
 import type { RouterEvent } from "../../../../../src/core/events.ts";
 import { workerKey, type DpRank, type WorkerId } from "../../../../../src/core/ids.ts";
 import { RecoveryDriver } from "../../../../../src/router/recovery/driver.ts";
-import type { IndexSink, RecoveryStats, WorkerKvQueryResponse } from "../../../../../src/router/recovery/types.ts";
+import type {
+  IndexSink,
+  RecoveryStats,
+  WorkerKvQueryResponse,
+} from "../../../../../src/router/recovery/types.ts";
 import { FakeEngineRank } from "./fake-engine.ts";
 import { sorted } from "./model-index.ts";
 import { mulberry32, pick, randInt } from "../../../../support/prng.ts";
@@ -65,12 +69,17 @@ export function paramsFor(seed: number): SimParams {
 }
 
 /** Run one seed; the sink is the index under test. */
-export async function simulate(seed: number, sink: IndexSink, params = paramsFor(seed)): Promise<SimResult> {
+export async function simulate(
+  seed: number,
+  sink: IndexSink,
+  params = paramsFor(seed),
+): Promise<SimResult> {
   const rng = mulberry32(seed);
   const p = params;
   const engines: FakeEngineRank[] = [];
   for (let w = 0; w < p.workers; w++) {
-    for (let r = 0; r < p.ranks; r++) engines.push(new FakeEngineRank(BigInt(1000 + w), r, p.engineBufferCapacity));
+    for (let r = 0; r < p.ranks; r++)
+      engines.push(new FakeEngineRank(BigInt(1000 + w), r, p.engineBufferCapacity));
   }
   const byKey = new Map(engines.map((e) => [workerKey(e.workerId, e.dpRank), e]));
   const fence = new Map<FakeEngineRank, number>(engines.map((e) => [e, 0]));
@@ -112,13 +121,15 @@ export async function simulate(seed: number, sink: IndexSink, params = paramsFor
     new Promise<WorkerKvQueryResponse>((resolve) => {
       const answer = () => {
         const e = byKey.get(workerKey(w, r));
-        const resp: WorkerKvQueryResponse = e === undefined ? { kind: "error", message: "unknown rank" } : e.query(start, end);
+        const resp: WorkerKvQueryResponse =
+          e === undefined ? { kind: "error", message: "unknown rank" } : e.query(start, end);
         timer(1 + randInt(rng, 3), () => resolve(resp));
       };
       if (rng() < 0.5) answer();
       else timer(1, answer);
     });
-  const sleep = (ms: number) => new Promise<void>((resolve) => timer(Math.max(1, Math.round(ms / 100)), resolve));
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => timer(Math.max(1, Math.round(ms / 100)), resolve));
 
   const driver = new RecoveryDriver({ sink, query, sleep, pendingLimit: p.pendingLimit });
   for (const e of engines) if (rng() < 0.5) driver.addRank(e.workerId, e.dpRank);

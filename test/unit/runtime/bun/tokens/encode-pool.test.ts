@@ -7,7 +7,10 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { RouterError } from "../../../../../src/core/errors.ts";
 import { readTextWithBun } from "../../../../../src/runtime/bun/tokens/load-on-bun.ts";
-import { EncodePool, offloadLargeEncodes } from "../../../../../src/runtime/bun/tokens/encode-pool.ts";
+import {
+  EncodePool,
+  offloadLargeEncodes,
+} from "../../../../../src/runtime/bun/tokens/encode-pool.ts";
 import { loadPureLibrary } from "../../../../../src/tokens/load.ts";
 import { mulberry32 } from "../../../../support/prng.ts";
 
@@ -25,7 +28,18 @@ const pool = (opts: ConstructorParameters<typeof EncodePool>[1] = {}) => {
 const SEED = 5;
 function text(chars: number): string {
   const rng = mulberry32(SEED);
-  const words = ["the", " router", "你好", " 123", "\n", " café", "😀", "<|im_start|>", " def f(x):", "  "];
+  const words = [
+    "the",
+    " router",
+    "你好",
+    " 123",
+    "\n",
+    " café",
+    "😀",
+    "<|im_start|>",
+    " def f(x):",
+    "  ",
+  ];
   let s = "";
   while (s.length < chars) s += words[Math.floor(rng() * words.length)];
   return s;
@@ -38,10 +52,13 @@ describe("encode pool", () => {
     await p.ready;
     const lib = offloadLargeEncodes(inner, p, 10_000);
     const big = text(200_000);
-    for (const add of [false, true]) expect([...(await lib.encode(big, add))]).toEqual([...(await inner.encode(big, add))]);
+    for (const add of [false, true])
+      expect([...(await lib.encode(big, add))]).toEqual([...(await inner.encode(big, add))]);
     const pieces = [text(6_000), text(7_000).slice(3)];
     const many = await lib.encodeMany!(pieces);
-    expect(many.map((a) => [...a])).toEqual(await Promise.all(pieces.map(async (t) => [...(await inner.encode(t, false))])));
+    expect(many.map((a) => [...a])).toEqual(
+      await Promise.all(pieces.map(async (t) => [...(await inner.encode(t, false))])),
+    );
     expect(p.stats().done).toBe(3);
     await lib.encode(text(500), false);
     await lib.encodeMany!([text(100), text(200)]);
@@ -66,7 +83,10 @@ describe("encode pool", () => {
   test("jobs past their deadline fail with 503, the running one and the queued one", async () => {
     const p = pool({ timeoutMs: 1 });
     await p.ready;
-    const results = await Promise.allSettled([p.run([text(400_000)], false), p.run([text(400_000)], false)]);
+    const results = await Promise.allSettled([
+      p.run([text(400_000)], false),
+      p.run([text(400_000)], false),
+    ]);
     for (const r of results) {
       expect(r.status).toBe("rejected");
       const e = (r as PromiseRejectedResult).reason as RouterError;
@@ -77,7 +97,10 @@ describe("encode pool", () => {
   }, 60_000);
 
   test("a Worker that dies fails its job (not a hang) and is replaced: the next job reaches a new one", async () => {
-    const p = pool({ workerUrl: new URL("../../../tokens/fixtures/crashing-encode-worker.ts", import.meta.url).href });
+    const p = pool({
+      workerUrl: new URL("../../../tokens/fixtures/crashing-encode-worker.ts", import.meta.url)
+        .href,
+    });
     await p.ready;
     for (let i = 0; i < 2; i++) {
       const e = await p.run(["x"], false).catch((x: Error) => x);

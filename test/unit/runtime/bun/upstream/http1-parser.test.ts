@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { Http1ParseError, Http1ResponseParser, MAX_HEAD_BYTES, type ResponseHead } from "../../../../../src/runtime/bun/upstream/http1-parser.ts";
+import {
+  Http1ParseError,
+  Http1ResponseParser,
+  MAX_HEAD_BYTES,
+  type ResponseHead,
+} from "../../../../../src/runtime/bun/upstream/http1-parser.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -25,7 +30,8 @@ function parser(): Parsed {
 function feed(text: string | Uint8Array, step = Infinity): Parsed {
   const p = parser();
   const bytes = typeof text === "string" ? enc.encode(text) : text;
-  for (let i = 0; i < bytes.length; i += step) p.parser.push(bytes.subarray(i, Math.min(bytes.length, i + step)));
+  for (let i = 0; i < bytes.length; i += step)
+    p.parser.push(bytes.subarray(i, Math.min(bytes.length, i + step)));
   return p;
 }
 
@@ -42,7 +48,14 @@ describe("chunked answers", () => {
       {
         status: 200,
         statusText: "OK",
-        headers: ["content-type", "text/event-stream", "x-case", "MiXeD Value", "transfer-encoding", "chunked"],
+        headers: [
+          "content-type",
+          "text/event-stream",
+          "x-case",
+          "MiXeD Value",
+          "transfer-encoding",
+          "chunked",
+        ],
         keepAlive: true,
       },
     ]);
@@ -61,7 +74,9 @@ describe("chunked answers", () => {
   });
 
   test("payload is handed on as views of the pushed bytes, not copies", () => {
-    const bytes = enc.encode("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+    const bytes = enc.encode(
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    );
     const views: Uint8Array[] = [];
     new Http1ResponseParser({ head() {}, body: (c) => views.push(c), end() {} }).push(bytes);
     expect(views.length).toBe(1);
@@ -70,11 +85,18 @@ describe("chunked answers", () => {
 
   test("the chunks of one push come out as one view (payload moved together in place)", () => {
     const events = Array.from({ length: 9 }, (_, i) => `data: {"t":${i}}\n\n`);
-    const wire = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + events.map((e) => `${e.length.toString(16)}\r\n${e}\r\n`).join("") + "0\r\n\r\n";
+    const wire =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      events.map((e) => `${e.length.toString(16)}\r\n${e}\r\n`).join("") +
+      "0\r\n\r\n";
     const bytes = enc.encode(wire);
     const views: Uint8Array[] = [];
     let ended = false;
-    new Http1ResponseParser({ head() {}, body: (c) => views.push(c), end: () => (ended = true) }).push(bytes);
+    new Http1ResponseParser({
+      head() {},
+      body: (c) => views.push(c),
+      end: () => (ended = true),
+    }).push(bytes);
     expect(views.length).toBe(1);
     expect(views[0]!.buffer).toBe(bytes.buffer);
     expect(dec.decode(views[0])).toBe(events.join(""));
@@ -82,7 +104,9 @@ describe("chunked answers", () => {
   });
 
   test("the last transfer coding decides: gzip then chunked is chunked; chunked then gzip runs until close", () => {
-    const a = feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n");
+    const a = feed(
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n",
+    );
     expect(a.body).toBe("ab");
     expect(a.ended).toBe(1);
     const b = feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\nraw bytes");
@@ -129,7 +153,9 @@ describe("other framings", () => {
   });
 
   test("1xx interim answers are skipped", () => {
-    const p = feed("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    const p = feed(
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    );
     expect(p.heads.map((h) => h.status)).toEqual([200]);
     expect(p.body).toBe("ok");
   });
@@ -144,7 +170,11 @@ describe("other framings", () => {
   });
 
   test("a status line without a reason phrase; latin-1 header bytes kept one char per byte", () => {
-    const bytes = new Uint8Array([...enc.encode("HTTP/1.1 404\r\nX-Name: caf"), 0xe9, ...enc.encode("\r\nContent-Length: 0\r\n\r\n")]);
+    const bytes = new Uint8Array([
+      ...enc.encode("HTTP/1.1 404\r\nX-Name: caf"),
+      0xe9,
+      ...enc.encode("\r\nContent-Length: 0\r\n\r\n"),
+    ]);
     const p = feed(bytes);
     expect(p.heads[0]!.status).toBe(404);
     expect(p.heads[0]!.statusText).toBe("");
@@ -159,9 +189,15 @@ describe("broken answers", () => {
     ["a header line without a colon", "HTTP/1.1 200 OK\r\nno colon here\r\n\r\n"],
     ["obsolete line folding", "HTTP/1.1 200 OK\r\nA: b\r\n  folded\r\n\r\n"],
     ["a bad content-length", "HTTP/1.1 200 OK\r\nContent-Length: 1e3\r\n\r\n"],
-    ["conflicting content-lengths", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"],
+    [
+      "conflicting content-lengths",
+      "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+    ],
     ["a bad chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"],
-    ["chunk data without its CRLF", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n"],
+    [
+      "chunk data without its CRLF",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n",
+    ],
     ["bytes after the end", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nab"],
     ["a protocol switch", "HTTP/1.1 101 Switching Protocols\r\n\r\n"],
     // Not passable to a client: before, 600-999 ended as unhandled 500s and < 100 waited as an interim answer.
@@ -169,8 +205,14 @@ describe("broken answers", () => {
     ["a status of 999", "HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n"],
     ["a status below 100", "HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n"],
     ["a status of 000", "HTTP/1.1 000 Odd\r\nContent-Length: 0\r\n\r\n"],
-    ["a header name that is not a token", "HTTP/1.1 200 OK\r\nX Bad: v\r\nContent-Length: 0\r\n\r\n"],
-    ["a control character in a header value", "HTTP/1.1 200 OK\r\nX-Bad: a\x01b\r\nContent-Length: 0\r\n\r\n"],
+    [
+      "a header name that is not a token",
+      "HTTP/1.1 200 OK\r\nX Bad: v\r\nContent-Length: 0\r\n\r\n",
+    ],
+    [
+      "a control character in a header value",
+      "HTTP/1.1 200 OK\r\nX-Bad: a\x01b\r\nContent-Length: 0\r\n\r\n",
+    ],
   ];
   for (const [what, text] of bad) {
     test(`${what} throws Http1ParseError`, () => {
@@ -180,7 +222,9 @@ describe("broken answers", () => {
 
   test("bytes after a complete answer: the end is reported first, then the error", () => {
     const p = parser();
-    expect(() => p.parser.push(enc.encode("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA"))).toThrow(/after the end/);
+    expect(() =>
+      p.parser.push(enc.encode("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA")),
+    ).toThrow(/after the end/);
     expect(p.body).toBe("ok");
     expect(p.ended).toBe(1);
   });

@@ -14,12 +14,19 @@ afterAll(() => {
   for (const s of stops) s();
 });
 
-const INIT = { headers: { "content-type": "application/json" }, body: new TextEncoder().encode("{}") };
+const INIT = {
+  headers: { "content-type": "application/json" },
+  body: new TextEncoder().encode("{}"),
+};
 
 /** A port whose accept queue is full: new connections hang in SYN_SENT. */
 async function fullBacklogPort(): Promise<number> {
   const py = Bun.spawn({
-    cmd: ["/usr/bin/python3", "-c", "import socket,time\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen(0)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(60)"],
+    cmd: [
+      "/usr/bin/python3",
+      "-c",
+      "import socket,time\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen(0)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(60)",
+    ],
     stdout: "pipe",
     stderr: "ignore",
   });
@@ -57,7 +64,9 @@ describe("SocketHttpClient deadlines", () => {
     const port = await fullBacklogPort();
     const client = new SocketHttpClient({ connectTimeoutMs: 100 });
     const t0 = performance.now();
-    const err = await client.request(`http://127.0.0.1:${port}`, "/v1/completions", INIT).catch((e: unknown) => e);
+    const err = await client
+      .request(`http://127.0.0.1:${port}`, "/v1/completions", INIT)
+      .catch((e: unknown) => e);
     const waited = performance.now() - t0;
     expect(err).toBeInstanceOf(DeadlineMissedError);
     expect((err as DeadlineMissedError).kind).toBe("connect");
@@ -81,7 +90,10 @@ describe("SocketHttpClient deadlines", () => {
     const port = await fullBacklogPort();
     const client = new SocketHttpClient();
     const ctl = new AbortController();
-    const pending = client.request(`http://127.0.0.1:${port}`, "/", { ...INIT, signal: ctl.signal });
+    const pending = client.request(`http://127.0.0.1:${port}`, "/", {
+      ...INIT,
+      signal: ctl.signal,
+    });
     setTimeout(() => ctl.abort(new DeadlineMissedError("first_byte", 50)), 50);
     const err = await pending.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DeadlineMissedError);

@@ -28,7 +28,8 @@ async function readAll(reader: ChunkReader | null): Promise<string> {
 }
 
 function headerOf(res: UpstreamResponse, name: string): string | undefined {
-  for (let i = 0; i < res.headers.length; i += 2) if (res.headers[i] === name) return res.headers[i + 1];
+  for (let i = 0; i < res.headers.length; i += 2)
+    if (res.headers[i] === name) return res.headers[i + 1];
   return undefined;
 }
 
@@ -56,7 +57,13 @@ function echoServer() {
         );
       }
       return Response.json(
-        { path: url.pathname, body, host: req.headers.get("host"), length: req.headers.get("content-length"), x: req.headers.get("x-test") },
+        {
+          path: url.pathname,
+          body,
+          host: req.headers.get("host"),
+          length: req.headers.get("content-length"),
+          x: req.headers.get("x-test"),
+        },
         { status: url.pathname === "/created" ? 201 : 200, headers: { "X-Upstream": "Yes" } },
       );
     },
@@ -66,7 +73,10 @@ function echoServer() {
 }
 
 /** A raw server: `onRequest` gets the socket once a whole request head (and body) arrived. */
-function rawServer(onRequest: (s: Socket<{ buf: string; n: number }>, n: number) => void): { url: string; listener: TCPSocketListener<{ buf: string; n: number }> } {
+function rawServer(onRequest: (s: Socket<{ buf: string; n: number }>, n: number) => void): {
+  url: string;
+  listener: TCPSocketListener<{ buf: string; n: number }>;
+} {
   let conns = 0;
   const listener = Bun.listen<{ buf: string; n: number }>({
     hostname: "127.0.0.1",
@@ -90,22 +100,39 @@ function rawServer(onRequest: (s: Socket<{ buf: string; n: number }>, n: number)
   return { url: `http://127.0.0.1:${listener.port}`, listener };
 }
 
-const post = (body = "{}", headers: Record<string, string> = {}) => ({ headers, body: enc.encode(body) });
+const post = (body = "{}", headers: Record<string, string> = {}) => ({
+  headers,
+  body: enc.encode(body),
+});
 
 describe("answers", () => {
   test("POST with headers and body; status, lower-case headers and body come back", async () => {
     const s = echoServer();
     const client = new SocketHttpClient();
-    const res = await client.request(s.url, "/created", post('{"a":1}', { "x-test": "v", "content-type": "application/json" }));
+    const res = await client.request(
+      s.url,
+      "/created",
+      post('{"a":1}', { "x-test": "v", "content-type": "application/json" }),
+    );
     expect(res.status).toBe(201);
     expect(headerOf(res, "x-upstream")).toBe("Yes");
     const got = JSON.parse(await readAll(res.body));
-    expect(got).toEqual({ path: "/created", body: '{"a":1}', host: s.url.slice("http://".length), length: "7", x: "v" });
+    expect(got).toEqual({
+      path: "/created",
+      body: '{"a":1}',
+      host: s.url.slice("http://".length),
+      length: "7",
+      x: "v",
+    });
   });
 
   test("the client's own framing headers win over given ones", async () => {
     const s = echoServer();
-    const res = await new SocketHttpClient().request(s.url, "/", post("abc", { host: "evil", "content-length": "999", connection: "close" }));
+    const res = await new SocketHttpClient().request(
+      s.url,
+      "/",
+      post("abc", { host: "evil", "content-length": "999", connection: "close" }),
+    );
     const got = JSON.parse(await readAll(res.body));
     expect(got.host).toBe(s.url.slice("http://".length));
     expect(got.length).toBe("3");
@@ -157,10 +184,17 @@ describe("answers", () => {
   });
 
   test("a large request body is written whole (partial writes continue on drain)", async () => {
-    const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: async (req) => new Response(String((await req.arrayBuffer()).byteLength)) });
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: async (req) => new Response(String((await req.arrayBuffer()).byteLength)),
+    });
     stops.push(() => server.stop(true));
     const big = new Uint8Array(12 << 20).fill(120);
-    const res = await new SocketHttpClient().request(`http://127.0.0.1:${server.port}`, "/", { headers: {}, body: big });
+    const res = await new SocketHttpClient().request(`http://127.0.0.1:${server.port}`, "/", {
+      headers: {},
+      body: big,
+    });
     expect(await readAll(res.body)).toBe(String(big.length));
   });
 
@@ -185,7 +219,8 @@ describe("connections", () => {
   test("kept alive: sequential requests share one connection", async () => {
     const s = echoServer();
     const client = new SocketHttpClient();
-    for (let i = 0; i < 5; i++) await readAll((await client.request(s.url, "/", post(String(i)))).body);
+    for (let i = 0; i < 5; i++)
+      await readAll((await client.request(s.url, "/", post(String(i)))).body);
     expect(s.peers.size).toBe(1);
     expect(client.idleCount(s.url)).toBe(1);
   });
@@ -193,13 +228,19 @@ describe("connections", () => {
   test("concurrent requests each get a connection, all pooled afterwards", async () => {
     const s = echoServer();
     const client = new SocketHttpClient();
-    const bodies = await Promise.all(Array.from({ length: 4 }, (_, i) => client.request(s.url, "/", post(String(i))).then((r) => readAll(r.body))));
+    const bodies = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        client.request(s.url, "/", post(String(i))).then((r) => readAll(r.body)),
+      ),
+    );
     expect(bodies.map((b) => JSON.parse(b).body)).toEqual(["0", "1", "2", "3"]);
     expect(client.idleCount(s.url)).toBe(4);
   });
 
   test("connection: close answers are not pooled", async () => {
-    const s = rawServer((sock) => sock.write("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"));
+    const s = rawServer((sock) =>
+      sock.write("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"),
+    );
     const client = new SocketHttpClient();
     expect(await readAll((await client.request(s.url, "/", post())).body)).toBe("ok");
     expect(client.idleCount(s.url)).toBe(0);
@@ -227,7 +268,8 @@ describe("connections", () => {
     const seen: number[] = [];
     const s = rawServer((sock, n) => {
       seen.push(n);
-      if (n === 1 && seen.length === 2) sock.terminate(); // 2nd request on connection 1: dropped unanswered
+      if (n === 1 && seen.length === 2)
+        sock.terminate(); // 2nd request on connection 1: dropped unanswered
       else sock.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
     });
     const client = new SocketHttpClient();
@@ -261,17 +303,23 @@ describe("failures", () => {
     const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     const port = probe.port;
     probe.stop(true);
-    await expect(new SocketHttpClient().request(`http://127.0.0.1:${port}`, "/", post())).rejects.toThrow();
+    await expect(
+      new SocketHttpClient().request(`http://127.0.0.1:${port}`, "/", post()),
+    ).rejects.toThrow();
   });
 
   test("a new connection closed before any answer byte rejects", async () => {
     const s = rawServer((sock) => sock.end());
-    await expect(new SocketHttpClient().request(s.url, "/", post())).rejects.toThrow(/before any answer byte/);
+    await expect(new SocketHttpClient().request(s.url, "/", post())).rejects.toThrow(
+      /before any answer byte/,
+    );
   });
 
   test("garbage instead of an answer rejects", async () => {
     const s = rawServer((sock) => sock.write("SSH-2.0-OpenSSH\r\n\r\n"));
-    await expect(new SocketHttpClient().request(s.url, "/", post())).rejects.toThrow(/bad status line/);
+    await expect(new SocketHttpClient().request(s.url, "/", post())).rejects.toThrow(
+      /bad status line/,
+    );
   });
 
   test("a connection broken mid-answer makes the next read reject; it is not pooled", async () => {
@@ -287,7 +335,9 @@ describe("failures", () => {
   });
 
   test("bytes after a complete answer: the answer stands, the connection is dropped", async () => {
-    const s = rawServer((sock) => sock.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA"));
+    const s = rawServer((sock) =>
+      sock.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA"),
+    );
     const client = new SocketHttpClient();
     const res = await client.request(s.url, "/", post());
     expect(await readAll(res.body)).toBe("ok");
@@ -322,7 +372,9 @@ describe("failures", () => {
 
   test("a header value with a line break is refused before anything is sent", async () => {
     const s = echoServer();
-    await expect(new SocketHttpClient().request(s.url, "/", post("{}", { "x-evil": "a\r\nx-injected: 1" }))).rejects.toThrow(/line break/);
+    await expect(
+      new SocketHttpClient().request(s.url, "/", post("{}", { "x-evil": "a\r\nx-injected: 1" })),
+    ).rejects.toThrow(/line break/);
   });
 
   test("URLs other than http:// go to the fallback; without one they reject", async () => {
@@ -331,9 +383,15 @@ describe("failures", () => {
       calls.push(base + path);
       return { status: 200, statusText: "OK", headers: [], body: null };
     };
-    const res = await new SocketHttpClient({ fallback }).request("https://example.invalid", "/v1/x", post());
+    const res = await new SocketHttpClient({ fallback }).request(
+      "https://example.invalid",
+      "/v1/x",
+      post(),
+    );
     expect(res.status).toBe(200);
     expect(calls).toEqual(["https://example.invalid/v1/x"]);
-    await expect(new SocketHttpClient().request("https://example.invalid", "/", post())).rejects.toThrow(/unsupported upstream URL/);
+    await expect(
+      new SocketHttpClient().request("https://example.invalid", "/", post()),
+    ).rejects.toThrow(/unsupported upstream URL/);
   });
 });

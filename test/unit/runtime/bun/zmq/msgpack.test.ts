@@ -3,7 +3,12 @@
  * use_bin_type=True)`), pasted here as hex so the test needs no Python.
  */
 import { describe, expect, test } from "bun:test";
-import { decode, MsgpackError, MsgpackReader, type MsgpackValue } from "../../../../../src/runtime/bun/zmq/msgpack.ts";
+import {
+  decode,
+  MsgpackError,
+  MsgpackReader,
+  type MsgpackValue,
+} from "../../../../../src/runtime/bun/zmq/msgpack.ts";
 
 function hex(s: string): Uint8Array {
   return Uint8Array.from(s.match(/../g) ?? [], (b) => parseInt(b, 16));
@@ -40,14 +45,31 @@ const VECTORS: readonly [string, string, MsgpackValue][] = [
   ["str16", "da012c" + "79".repeat(300), "y".repeat(300)],
   ["utf8", "a968c3a96c6c6fe29c93", "héllo✓"],
   ["bin8", "c4030001ff", Uint8Array.of(0, 1, 255)],
-  ["bin16", "c5012c" + Array.from(bytes300, (b) => b.toString(16).padStart(2, "0")).join(""), bytes300],
+  [
+    "bin16",
+    "c5012c" + Array.from(bytes300, (b) => b.toString(16).padStart(2, "0")).join(""),
+    bytes300,
+  ],
   ["fixarray", "9301a161c0", [1, "a", null]],
-  ["array16", "dc0014000102030405060708090a0b0c0d0e0f10111213", Array.from({ length: 20 }, (_, i) => i)],
-  ["fixmap with mixed keys", "82a1610102a162", new Map<MsgpackValue, MsgpackValue>([["a", 1], [2, "b"]])],
+  [
+    "array16",
+    "dc0014000102030405060708090a0b0c0d0e0f10111213",
+    Array.from({ length: 20 }, (_, i) => i),
+  ],
+  [
+    "fixmap with mixed keys",
+    "82a1610102a162",
+    new Map<MsgpackValue, MsgpackValue>([
+      ["a", 1],
+      [2, "b"],
+    ]),
+  ],
   [
     "map16",
     "de0014a26b3000a26b3101a26b3202a26b3303a26b3404a26b3505a26b3606a26b3707a26b3808a26b3909a36b31300aa36b31310ba36b31320ca36b31330da36b31340ea36b31350fa36b313610a36b313711a36b313812a36b313913",
-    new Map<MsgpackValue, MsgpackValue>(Array.from({ length: 20 }, (_, i) => [`k${i}`, i] as [string, number])),
+    new Map<MsgpackValue, MsgpackValue>(
+      Array.from({ length: 20 }, (_, i) => [`k${i}`, i] as [string, number]),
+    ),
   ],
   [
     "nested",
@@ -119,7 +141,9 @@ describe("MsgpackReader", () => {
   });
 
   test("readSafeInt refuses values a number cannot hold", () => {
-    expect(new MsgpackReader(hex("cf001fffffffffffff")).readSafeInt()).toBe(Number.MAX_SAFE_INTEGER);
+    expect(new MsgpackReader(hex("cf001fffffffffffff")).readSafeInt()).toBe(
+      Number.MAX_SAFE_INTEGER,
+    );
     expect(() => new MsgpackReader(hex("cf0020000000000000")).readSafeInt()).toThrow(MsgpackError);
   });
 
@@ -138,7 +162,9 @@ describe("MsgpackReader", () => {
   });
 
   test("a type mismatch names what was expected and where", () => {
-    expect(() => new MsgpackReader(hex("a3616263")).readArrayHeader()).toThrow("expected array, found str (0xa3) at offset 0");
+    expect(() => new MsgpackReader(hex("a3616263")).readArrayHeader()).toThrow(
+      "expected array, found str (0xa3) at offset 0",
+    );
   });
 
   test("bin is a view into the input, not a copy", () => {

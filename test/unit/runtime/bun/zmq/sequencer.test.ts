@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { Sequencer, type ReplayFn, type SeqMessage, type SequencedMessage } from "../../../../../src/runtime/bun/zmq/sequencer.ts";
+import {
+  Sequencer,
+  type ReplayFn,
+  type SeqMessage,
+  type SequencedMessage,
+} from "../../../../../src/runtime/bun/zmq/sequencer.ts";
 
 const msg = (seq: number): SeqMessage => ({ seq, payload: Uint8Array.of(seq & 0xff) });
 
@@ -17,7 +22,11 @@ function run(seq: Sequencer, live: readonly number[]): SequencedMessage[] {
   return out;
 }
 
-const brief = (ms: SequencedMessage[]) => ms.map((m) => `${m.seq}${m.replayed ? "r" : ""}${m.lostBefore ? `-${m.lostBefore}` : ""}${m.restart ? "!" : ""}`);
+const brief = (ms: SequencedMessage[]) =>
+  ms.map(
+    (m) =>
+      `${m.seq}${m.replayed ? "r" : ""}${m.lostBefore ? `-${m.lostBefore}` : ""}${m.restart ? "!" : ""}`,
+  );
 
 describe("Sequencer", () => {
   test("contiguous live batches pass straight through without a replay", () => {

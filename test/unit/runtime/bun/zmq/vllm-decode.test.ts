@@ -9,7 +9,11 @@ import { describe, expect, test } from "bun:test";
 import { computeBlockHashes } from "../../../../../src/core/block-hash.ts";
 import type { RouterEvent } from "../../../../../src/core/events.ts";
 import {
-  bytesToU64, decodeVllmBatch, newVllmDecodeCounters, VllmDecodeError, type VllmDecodeOptions,
+  bytesToU64,
+  decodeVllmBatch,
+  newVllmDecodeCounters,
+  VllmDecodeError,
+  type VllmDecodeOptions,
 } from "../../../../../src/runtime/bun/zmq/vllm-decode.ts";
 
 function hex(s: string): Uint8Array {
@@ -41,7 +45,8 @@ const V2_MAP =
 const IMAGE_HEX = "6105d6cc76af400325e94d588ce511be5bfdbb73b437dc51eca43917d7a43e3d";
 
 /** The original vLLM form: EventBatch without dp rank, BlockStored(block_hashes, parent, token_ids, block_size, lora_id). bs 4. */
-const V3_ORIGINAL = "92cb40080000000000009196ab426c6f636b53746f726564920102c098000102030405060704c0";
+const V3_ORIGINAL =
+  "92cb40080000000000009196ab426c6f636b53746f726564920102c098000102030405060704c0";
 
 /**
  * Positional with the newest declaration order (event_version=1 before extra_keys), ts=4:
@@ -52,7 +57,8 @@ const V4_EDGES =
   "93cb4010000000000000939fab426c6f636b53746f7265649133c0dc0020000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20c0a3475055c001c0c0c0c0c0c09fab426c6f636b53746f726564933d3e3fc0dc0028000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262710c0a3475055c001c0c0c0c0c0c09fab426c6f636b53746f72656492474847dc0020000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f10c0a3475055c001c0c0c0c0c0c0c0";
 
 /** BlockStored([1], None, [0,1,2,3], 4, None, "GPU", "adapter-a"). */
-const V5_LORA = "93cb4014000000000000919cab426c6f636b53746f7265649101c0940001020304c0a3475055a9616461707465722d61c0c0c0c0c0";
+const V5_LORA =
+  "93cb4014000000000000919cab426c6f636b53746f7265649101c0940001020304c0a3475055a9616461707465722d61c0c0c0c0c0";
 /** BlockStored([2,3], None, [0,1,2,3], 2, …, extra_keys=[[("000000000000002a"+"0"*48, 0)], None]). */
 const V6_MM =
   "93cb4018000000000000919cab426c6f636b53746f726564920203c0940001020302c0a3475055c0929192d9403030303030303030303030303030326130303030303030303030303030303030303030303030303030303030303030303030303030303030303030303030303000c0c0c0c0c0";
@@ -73,7 +79,10 @@ describe("decodeVllmBatch, positional form (vLLM ≈0.10)", () => {
   test("every event becomes a RouterEvent with dense ids from firstEventId", () => {
     expect(out.ts).toBe(1757500000.25);
     expect(out.events.map((e) => [e.workerId, e.event.eventId, e.event.data.type])).toEqual([
-      [W, 1000n, "stored"], [W, 1001n, "stored"], [W, 1002n, "removed"], [W, 1003n, "cleared"],
+      [W, 1000n, "stored"],
+      [W, 1001n, "stored"],
+      [W, 1002n, "removed"],
+      [W, 1003n, "cleared"],
     ]);
   });
 
@@ -97,7 +106,9 @@ describe("decodeVllmBatch, positional form (vLLM ≈0.10)", () => {
     const s = storedOf(out.events[1]!);
     expect(s.parentHash).toBe(123n);
     expect(s.blocks[0]!.blockHash).toBe(SHA_BLOCK_U64);
-    expect(s.blocks[0]!.tokensHash).toBe(computeBlockHashes(range(100, 116), 16, { loraName: "adapter-a" })[0]!);
+    expect(s.blocks[0]!.tokensHash).toBe(
+      computeBlockHashes(range(100, 116), 16, { loraName: "adapter-a" })[0]!,
+    );
     expect(s.blocks[0]!.tokensHash).not.toBe(computeBlockHashes(range(100, 116), 16)[0]!);
   });
 
@@ -107,8 +118,18 @@ describe("decodeVllmBatch, positional form (vLLM ≈0.10)", () => {
   });
 
   test("counters", () => {
-    expect({ batches: c.batches, seen: c.seen, stored: c.stored, removed: c.removed, cleared: c.cleared }).toEqual({
-      batches: 1, seen: 4, stored: 2, removed: 1, cleared: 1,
+    expect({
+      batches: c.batches,
+      seen: c.seen,
+      stored: c.stored,
+      removed: c.removed,
+      cleared: c.cleared,
+    }).toEqual({
+      batches: 1,
+      seen: 4,
+      stored: 2,
+      removed: 1,
+      cleared: 1,
     });
   });
 });
@@ -124,11 +145,25 @@ describe("decodeVllmBatch, map form (newer vLLM)", () => {
 
   test("a CPU placement is kept with its medium (GPU events carry none); other KV groups and unknown tags are counted and skipped; ids stay dense", () => {
     expect(out.events.map((e) => [e.event.eventId, e.event.data.type, e.event.medium])).toEqual([
-      [0n, "stored", undefined], [1n, "stored", "cpu"], [2n, "removed", undefined],
+      [0n, "stored", undefined],
+      [1n, "stored", "cpu"],
+      [2n, "removed", undefined],
     ]);
-    expect(storedOf(out.events[1]!).blocks).toEqual([{ blockHash: 21n, tokensHash: computeBlockHashes(range(0, 16), 16)[0]! }]);
-    expect({ otherMedium: c.otherMedium, tier: c.tier, otherGroup: c.otherGroup, unknownTag: c.unknownTag, tags: c.unknownTags }).toEqual({
-      otherMedium: 0, tier: 1, otherGroup: 1, unknownTag: 1, tags: ["BlockMigrated"],
+    expect(storedOf(out.events[1]!).blocks).toEqual([
+      { blockHash: 21n, tokensHash: computeBlockHashes(range(0, 16), 16)[0]! },
+    ]);
+    expect({
+      otherMedium: c.otherMedium,
+      tier: c.tier,
+      otherGroup: c.otherGroup,
+      unknownTag: c.unknownTag,
+      tags: c.unknownTags,
+    }).toEqual({
+      otherMedium: 0,
+      tier: 1,
+      otherGroup: 1,
+      unknownTag: 1,
+      tags: ["BlockMigrated"],
     });
   });
 
@@ -137,7 +172,9 @@ describe("decodeVllmBatch, map form (newer vLLM)", () => {
     expect(s.parentHash).toBe(10n);
     expect(s.blocks.map((b) => b.blockHash)).toEqual([11n, 12n]);
     const mmHash = BigInt("0x" + IMAGE_HEX.slice(0, 16));
-    const want = computeBlockHashes(range(200, 232), 16, { mmInfos: [{ mmObjects: [{ mmHash, offsets: [] }] }, null] });
+    const want = computeBlockHashes(range(200, 232), 16, {
+      mmInfos: [{ mmObjects: [{ mmHash, offsets: [] }] }, null],
+    });
     expect(s.blocks.map((b) => b.tokensHash)).toEqual([...want]);
     expect(s.blocks[0]!.tokensHash).not.toBe(computeBlockHashes(range(200, 216), 16)[0]!);
   });
@@ -155,12 +192,17 @@ describe("decodeVllmBatch, other versions and edge cases", () => {
 
   test("lora_name seeds the hash exactly as spec §2.6 says", () => {
     const out = decodeVllmBatch(hex(V5_LORA), opts(4));
-    expect(storedOf(out.events[0]!).blocks).toEqual([{ blockHash: 1n, tokensHash: 6665157333201000639n }]);
+    expect(storedOf(out.events[0]!).blocks).toEqual([
+      { blockHash: 1n, tokensHash: 6665157333201000639n },
+    ]);
   });
 
   test("an (identifier, offset) pair in extra_keys gives the spec §2.6 multimodal vector", () => {
     const out = decodeVllmBatch(hex(V6_MM), opts(2));
-    expect(storedOf(out.events[0]!).blocks.map((b) => b.tokensHash)).toEqual([6100948656312251355n, 10731123482949079648n]);
+    expect(storedOf(out.events[0]!).blocks.map((b) => b.tokensHash)).toEqual([
+      6100948656312251355n,
+      10731123482949079648n,
+    ]);
   });
 
   test("block size mismatch drops the event, token shortage truncates, a repeated hash drops; event_version is skipped", () => {
@@ -170,15 +212,29 @@ describe("decodeVllmBatch, other versions and edge cases", () => {
     const s = storedOf(out.events[0]!);
     expect(s.blocks.map((b) => b.blockHash)).toEqual([61n, 62n]);
     expect(s.blocks.map((b) => b.tokensHash)).toEqual([...computeBlockHashes(range(0, 32), 16)]);
-    expect({ mismatch: c.blockSizeMismatch, truncated: c.truncated, dup: c.duplicateHash, stored: c.stored }).toEqual({
-      mismatch: 1, truncated: 1, dup: 1, stored: 1,
+    expect({
+      mismatch: c.blockSizeMismatch,
+      truncated: c.truncated,
+      dup: c.duplicateHash,
+      stored: c.stored,
+    }).toEqual({
+      mismatch: 1,
+      truncated: 1,
+      dup: 1,
+      stored: 1,
     });
   });
 
   test("a malformed event is skipped and counted; the rest of the batch still decodes", () => {
     // [1.0, [["BlockRemoved", "oops", "GPU"], ["AllBlocksCleared"]]]
     const c = newVllmDecodeCounters();
-    const out = decodeVllmBatch(hex("92cb3ff00000000000009293ac426c6f636b52656d6f766564a46f6f7073a347505591b0416c6c426c6f636b73436c6561726564"), opts(16), c);
+    const out = decodeVllmBatch(
+      hex(
+        "92cb3ff00000000000009293ac426c6f636b52656d6f766564a46f6f7073a347505591b0416c6c426c6f636b73436c6561726564",
+      ),
+      opts(16),
+      c,
+    );
     expect(out.events.map((e) => e.event.data.type)).toEqual(["cleared"]);
     expect(c.malformed).toBe(1);
   });
@@ -192,14 +248,21 @@ describe("decodeVllmBatch, other versions and edge cases", () => {
 
   test("a batch encoded as a map (one 2026 vLLM version) is accepted, with the dp_rank alias", () => {
     // {"ts": 1.0, "events": [["AllBlocksCleared"]], "dp_rank": 2}
-    const out = decodeVllmBatch(hex("83a27473cb3ff0000000000000a66576656e74739191b0416c6c426c6f636b73436c6561726564a764705f72616e6b02"), opts(16));
+    const out = decodeVllmBatch(
+      hex(
+        "83a27473cb3ff0000000000000a66576656e74739191b0416c6c426c6f636b73436c6561726564a764705f72616e6b02",
+      ),
+      opts(16),
+    );
     expect([out.dpRank, out.events.map((e) => e.event.data.type)]).toEqual([2, ["cleared"]]);
   });
 });
 
 describe("bytesToU64", () => {
   test("keeps the last 8 bytes big-endian, like int.from_bytes(b, 'big') & (2^64-1)", () => {
-    expect(bytesToU64(hex("496aca80e4d8f29fb8e8cd816c3afb48d3f103970b3a2ee1600c08ca67326dee"))).toBe(SHA_BLOCK_U64);
+    expect(
+      bytesToU64(hex("496aca80e4d8f29fb8e8cd816c3afb48d3f103970b3a2ee1600c08ca67326dee")),
+    ).toBe(SHA_BLOCK_U64);
     expect(bytesToU64(hex("0102"))).toBe(0x0102n);
     expect(bytesToU64(hex("ffffffffffffffff"))).toBe(U64_MAX);
     expect(bytesToU64(new Uint8Array(0))).toBe(0n);

@@ -1,7 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { COMPILED_WORKER_PATHS, defaultRecvWorkerUrl, recvWorkerUrlFor } from "../../../../../src/runtime/bun/zmq/worker-url.ts";
+import {
+  COMPILED_WORKER_PATHS,
+  defaultRecvWorkerUrl,
+  recvWorkerUrlFor,
+} from "../../../../../src/runtime/bun/zmq/worker-url.ts";
 
 describe("recvWorkerUrlFor", () => {
   test("from source: recv-worker.ts beside the module, and it exists", () => {
@@ -21,6 +25,8 @@ describe("recvWorkerUrlFor", () => {
   });
 
   test("in a compiled binary without the worker: an error naming the build command", () => {
-    expect(() => recvWorkerUrlFor("file:///$bunfs/root/switchyard", () => false)).toThrow("src/runtime/bun/zmq/recv-worker.ts");
+    expect(() => recvWorkerUrlFor("file:///$bunfs/root/switchyard", () => false)).toThrow(
+      "src/runtime/bun/zmq/recv-worker.ts",
+    );
   });
 });
