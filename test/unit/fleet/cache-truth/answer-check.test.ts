@@ -34,6 +34,22 @@ describe("checkAnswer", () => {
     expect(checkAnswer({ ...base, cachedTokens: 40 }).verdict).toBe("block_size"));
   test("less than predicted: missed_hits", () =>
     expect(checkAnswer({ ...base, cachedTokens: 32 }).verdict).toBe("missed_hits"));
+  test("less than predicted, and the index still claims the blocks at the answer's end: missed_hits", () =>
+    expect(checkAnswer({ ...base, cachedTokens: 32, indexBlocksNow: () => 4 }).verdict).toBe(
+      "missed_hits",
+    ));
+  test("less than predicted because they were evicted meanwhile (the removals came by the answer's end): agree", () => {
+    expect(checkAnswer({ ...base, cachedTokens: 32, indexBlocksNow: () => 2 }).verdict).toBe(
+      "agree",
+    );
+    expect(checkAnswer({ ...base, cachedTokens: 0, indexBlocksNow: () => 0 }).verdict).toBe(
+      "agree",
+    );
+    // Only part of the eviction seen: the index still holds more than was served.
+    expect(checkAnswer({ ...base, cachedTokens: 0, indexBlocksNow: () => 1 }).verdict).toBe(
+      "missed_hits",
+    );
+  });
   test("more than predicted: unexpected_hits", () =>
     expect(checkAnswer({ ...base, cachedTokens: 96 }).verdict).toBe("unexpected_hits"));
   test("more than the index, explained by a request in flight: agree", () =>
