@@ -85,12 +85,19 @@ async function complete(url: string, body: Record<string, unknown>) {
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 }
 
-async function engineEvents(p: Proc): Promise<number> {
+/** The events an engine has published on rank 0 (its /kv/query log). */
+async function engineEventList(p: Proc): Promise<{ storage_tier?: string }[]> {
   const r = await fetch(`${p.info.url}/kv/query?dp_rank=0&start_id=0&end_id=100000`);
   return (
-    ((await r.json()) as { events?: { events: { storage_tier?: string }[] } }).events?.events
-      .length ?? 0
+    ((await r.json()) as { events?: { events: { storage_tier?: string }[] } }).events?.events ?? []
   );
+}
+
+/** The router has applied at least as many events as these engines published. */
+async function allEventsApplied(engines: readonly Proc[]): Promise<boolean> {
+  let sent = 0;
+  for (const e of engines) sent += (await engineEventList(e)).length;
+  return (await metric(routerUrl, "switchyard_kv_events_applied_total")) >= sent;
 }
 
 /** Both engines spill to their host tier (so they report one) and the router has applied every event they sent. */
@@ -106,23 +113,13 @@ async function tiersReported(engines: readonly Proc[], seed: number): Promise<vo
         200,
       );
   }
-  let sent = 0;
   await until(async () => {
-    sent = 0;
-    for (const e of engines) sent += await engineEvents(e);
     const cpu = await Promise.all(
       engines.map(async (e) =>
-        (
-          (await (
-            await fetch(`${e.info.url}/kv/query?dp_rank=0&start_id=0&end_id=100000`)
-          ).json()) as { events?: { events: { storage_tier?: string }[] } }
-        ).events?.events.some((x) => x.storage_tier === "host_pinned"),
+        (await engineEventList(e)).some((x) => x.storage_tier === "host_pinned"),
       ),
     );
-    return cpu.every(Boolean) &&
-      (await metric(routerUrl, "switchyard_kv_events_applied_total")) >= sent
-      ? true
-      : null;
+    return cpu.every(Boolean) && (await allEventsApplied(engines)) ? true : null;
   }, "both engines' host-tier events applied by the router");
 }
 
@@ -179,11 +176,7 @@ describe("kv plan (a real router and simulated engines with host tiers)", () => 
     const x = prompt(6, 1);
     expect((await complete(String(source.info.url), { model: "ma", prompt: x })).status).toBe(200);
     await until(
-      async () =>
-        (await metric(routerUrl, "switchyard_kv_events_applied_total")) >=
-        (await engineEvents(source)) + (await engineEvents(puller)) + (await engineEvents(slow))
-          ? true
-          : null,
+      async () => ((await allEventsApplied([source, puller, slow])) ? true : null),
       "x indexed",
     );
     const r = await streamed({ model: "mb", prompt: x }, "it-plan-pull");
@@ -220,11 +213,7 @@ describe("kv plan (a real router and simulated engines with host tiers)", () => 
       "x offloaded",
     );
     await until(
-      async () =>
-        (await metric(routerUrl, "switchyard_kv_events_applied_total")) >=
-        (await engineEvents(source)) + (await engineEvents(puller)) + (await engineEvents(slow))
-          ? true
-          : null,
+      async () => ((await allEventsApplied([source, puller, slow])) ? true : null),
       "x indexed on the CPU tier",
     );
     const loadedBefore = await metric(url, "mocker_kv_tier_loaded_blocks_total");
@@ -243,11 +232,7 @@ describe("kv plan (a real router and simulated engines with host tiers)", () => 
     const x = prompt(6, 2);
     expect((await complete(String(source.info.url), { model: "ma", prompt: x })).status).toBe(200);
     await until(
-      async () =>
-        (await metric(routerUrl, "switchyard_kv_events_applied_total")) >=
-        (await engineEvents(source)) + (await engineEvents(puller)) + (await engineEvents(slow))
-          ? true
-          : null,
+      async () => ((await allEventsApplied([source, puller, slow])) ? true : null),
       "x indexed",
     );
     const r = await streamed({ model: "mc", prompt: x }, "it-plan-fail");
