@@ -222,3 +222,53 @@ describe("kv-plan: where the shared prefix comes from", () => {
     expect(tree.hasTiers()).toBe(false);
   });
 });
+
+/** A prompt of `n` blocks as the index names them (tokens hash = l, as kv-index's tests). */
+const locals = (n: number) => BigUint64Array.from({ length: n }, (_, i) => BigInt(i + 1));
+function stored(worker: number, from: number, to: number, medium?: KvMedium) {
+  const blocks = [];
+  for (let l = from; l <= to; l++) blocks.push({ tokensHash: BigInt(l), blockHash: BigInt(l) * 100n });
+  return storedEvent(BigInt(worker), 0n, blocks, from === 1 ? null : BigInt(from - 1) * 100n, 0, medium);
+}
+
+describe("kv-plan: the prompt priced range by range, from the index", () => {
+  test("GPU head, CPU tail on the same engine: the tail is loaded after the GPU prefix", () => {
+    const w = world();
+    const tree = new RadixTree();
+    tree.applyEvent(stored(1, 1, 40));
+    tree.applyEvent(stored(1, 41, 100, "cpu")); // offloaded, then evicted from the GPU
+    const sel = w.choose(PROMPT, tree.findMatches(locals(104)));
+    expect(sel.key).toBe(K1);
+    expect(sel.kvPlan?.kind).toBe("load");
+    expect(sel.kvPlan?.media).toEqual(["cpu"]);
+    expect(sel.kvPlan?.fromBlock).toBe(40);
+    expect(sel.kvPlan?.blocks).toBe(60);
+    expect(sel.uncachedTokens).toBe(64);
+  });
+
+  test("CPU only: the whole prefix is loaded from block 0", () => {
+    const w = world();
+    const tree = new RadixTree();
+    tree.applyEvent(stored(2, 1, 100, "cpu"));
+    const sel = w.choose(PROMPT, tree.findMatches(locals(104)));
+    expect(sel.key).toBe(K2);
+    expect(sel.kvPlan?.kind).toBe("load");
+    expect(sel.kvPlan?.fromBlock).toBe(0);
+    expect(sel.kvPlan?.blocks).toBe(100);
+  });
+
+  test("GPU head here, the rest on a busy peer's GPU: the tail is pulled from the peer", () => {
+    const w = world();
+    w.busy(K2, 8000);
+    const tree = new RadixTree();
+    tree.applyEvent(stored(1, 1, 40));
+    tree.applyEvent(stored(1, 1, 10, "cpu")); // engine 1 reports a tier: it can pull
+    tree.applyEvent(stored(2, 1, 100));
+    const sel = w.choose(PROMPT, tree.findMatches(locals(104)));
+    expect(sel.key).toBe(K1);
+    expect(sel.kvPlan?.kind).toBe("pull");
+    expect(sel.kvPlan?.fromKey).toBe(K2);
+    expect(sel.kvPlan?.fromBlock).toBe(40);
+    expect(sel.kvPlan?.blocks).toBe(60);
+  });
+});
