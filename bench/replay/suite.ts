@@ -234,9 +234,11 @@ export function tierCells(n: number): CellSpec[] {
       {
         name: "fan-out 32K x 16 engines",
         trace: () => generate("fan-out", 1),
-        // 160 blocks of 512: two and a half such prompts per GPU, so the warm-up spills to the host tier.
+        // 100 blocks of 512: one such prompt and a half per GPU, so the warm-up's two or three
+        // prompts an engine spill to its host tier: the router knows an engine can pull only
+        // once it has reported a tier.
         kvFraction: 0,
-        kvBlocks: 160,
+        kvBlocks: 100,
         engines: 16,
         // Slower than the other cells: a pull is ~1/80 of recomputing here, and at 10x its few
         // ms of wall time drown in this machine's scheduling noise (and teach the router so).
