@@ -12,7 +12,18 @@ import type { DpRank, WorkerId } from "../../core/ids.ts";
 import { expectedCachedTokens } from "./answer-check.ts";
 import type { TruthCause } from "./source-state.ts";
 
-export const CANARY_TOKENS = 256;
+/** The canary's length where the block size asks no more (16-token blocks: 15 whole blocks checked). */
+export const CANARY_MIN_TOKENS = 256;
+
+/**
+ * The canary's length at a block size: at least two whole blocks must be published after the first
+ * send and reported cached by the second, and vLLM caps a whole-prompt hit at length - 1 tokens
+ * (answer-check.ts), so 2 x block size + 1 at least. A prompt shorter than one block would publish
+ * nothing and pass while checking nothing. Large blocks cost more: 1,025 tokens a send at 512.
+ */
+export function canaryTokens(blockSize: number): number {
+  return Math.max(CANARY_MIN_TOKENS, 2 * blockSize + 1);
+}
 /**
  * How long the first send's events may take to reach the index: a rank's live events wait while
  * its registration restore runs, which a loaded machine can make take seconds.
@@ -65,27 +76,28 @@ export interface CanaryResult {
 }
 
 /** The canary's prompt: a nonce, then a fixed pattern (token ids well inside any vocabulary). */
-export function canaryPrompt(nonce: number): number[] {
-  const out = new Array<number>(CANARY_TOKENS);
+export function canaryPrompt(nonce: number, length = CANARY_MIN_TOKENS): number[] {
+  const out = new Array<number>(length);
   out[0] = 1000 + (nonce % 20_000);
-  for (let i = 1; i < CANARY_TOKENS; i++) out[i] = 1000 + ((nonce * 7919 + i * 104_729) % 20_000);
+  for (let i = 1; i < length; i++) out[i] = 1000 + ((nonce * 7919 + i * 104_729) % 20_000);
   return out;
 }
 
 /** Other block sizes an engine may run with, to name the one whose hit we saw. */
-const BLOCK_SIZES = [1, 8, 16, 32, 64, 128];
+const BLOCK_SIZES = [1, 8, 16, 32, 64, 128, 256, 512];
 
 export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryResult> {
-  const prompt = canaryPrompt(Math.floor(d.random() * 1e9));
+  const length = canaryTokens(d.blockSize);
+  const prompt = canaryPrompt(Math.floor(d.random() * 1e9), length);
   const tokens = Uint32Array.from(prompt);
-  const full = Math.floor(CANARY_TOKENS / d.blockSize);
+  const full = Math.floor(length / d.blockSize);
   const before = d.eventsSeen(t.workerId, t.dpRank);
   const first = await d.complete(t.url, t.dpRank, prompt, t.model);
-  if (first !== undefined && first.promptTokens !== CANARY_TOKENS) {
+  if (first !== undefined && first.promptTokens !== length) {
     return {
       ok: false,
       cause: "template_or_tokenizer",
-      evidence: `the engine counted ${first.promptTokens} prompt tokens for ${CANARY_TOKENS} token ids`,
+      evidence: `the engine counted ${first.promptTokens} prompt tokens for ${length} token ids`,
     };
   }
   const deadline = d.now() + CANARY_EVENT_WAIT_MS;
@@ -96,7 +108,7 @@ export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryR
   }
   const heard = d.eventsSeen(t.workerId, t.dpRank) - before;
   const second = await d.complete(t.url, t.dpRank, prompt, t.model);
-  const expected = expectedCachedTokens(full, CANARY_TOKENS, d.blockSize);
+  const expected = expectedCachedTokens(full, length, d.blockSize);
   const cached = second?.cachedTokens ?? 0;
   if (second === undefined)
     return { ok: false, cause: "cached_tokens", evidence: "the engine's answer carries no usage" };
@@ -105,13 +117,13 @@ export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryR
       (b) =>
         b !== d.blockSize &&
         cached > 0 &&
-        cached === expectedCachedTokens(Math.floor(CANARY_TOKENS / b), CANARY_TOKENS, b),
+        cached === expectedCachedTokens(Math.floor(length / b), length, b),
     );
     if (other !== undefined)
       return {
         ok: false,
         cause: "block_size",
-        evidence: `the engine served ${cached} of ${CANARY_TOKENS} cached tokens, whole blocks of ${other}; the router hashes blocks of ${d.blockSize} (expected ${expected})`,
+        evidence: `the engine served ${cached} of ${length} cached tokens, whole blocks of ${other}; the router hashes blocks of ${d.blockSize} (expected ${expected})`,
       };
   }
   if (indexed < full) {

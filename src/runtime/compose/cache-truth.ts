@@ -77,7 +77,7 @@ export function withCacheTruth(
   return (id) => ({ ...details?.(id), cache_truth: truth.view(id) });
 }
 
-/** The longest one canary call to an engine may take (a prompt of a few hundred tokens, one token out). */
+/** The longest one canary call to an engine may take (a prompt of 256 tokens, 1,025 at 512-token blocks; one token out). */
 const CANARY_CALL_TIMEOUT_MS = 10_000;
 /** The most of a canary's answer read (a one-token completion with usage is well under 1 KiB). */
 const CANARY_ANSWER_MAX_BYTES = 64 * 1024;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import {
-  CANARY_TOKENS,
+  canaryTokens,
   runCanary,
   type CanaryDeps,
   type CanaryUsage,
@@ -8,6 +8,7 @@ import {
 
 /** An engine and an index as the canary sees them: what each send reports, what the index holds after the first. */
 function deps(o: {
+  routerBs?: number;
   engineBs?: number;
   indexed?: number;
   events?: number;
@@ -16,19 +17,29 @@ function deps(o: {
   let t = 0;
   let sends = 0;
   let events = 0;
-  const engineBs = o.engineBs ?? 16;
+  const routerBs = o.routerBs ?? 16;
+  const engineBs = o.engineBs ?? routerBs;
+  const prompts: number[] = [];
   const d = {
-    blockSize: 16,
+    blockSize: routerBs,
     get sends() {
       return sends;
     },
-    complete: async (): Promise<CanaryUsage> => {
+    prompts,
+    complete: async (
+      _url: string,
+      _rank: number,
+      prompt: readonly number[],
+    ): Promise<CanaryUsage> => {
       sends++;
+      prompts.push(prompt.length);
       if (sends === 1) events += o.events ?? 1;
-      const cached = sends === 1 ? 0 : Math.floor((CANARY_TOKENS - 1) / engineBs) * engineBs;
-      return { promptTokens: o.promptTokens ?? CANARY_TOKENS, cachedTokens: cached };
+      // As vLLM: whole blocks only, and a prompt cached whole recomputes its last token.
+      const cached = sends === 1 ? 0 : Math.floor((prompt.length - 1) / engineBs) * engineBs;
+      return { promptTokens: o.promptTokens ?? prompt.length, cachedTokens: cached };
     },
-    indexedBlocks: () => (sends === 0 ? 0 : (o.indexed ?? 16)),
+    indexedBlocks: (tokens: Uint32Array) =>
+      sends === 0 ? 0 : (o.indexed ?? Math.floor(tokens.length / routerBs)),
     eventsSeen: () => events,
     sleep: async (ms: number) => {
       t += ms;
@@ -64,6 +75,24 @@ describe("the canary", () => {
     expect(await runCanary(deps({ indexed: 0, events: 0 }), target)).toMatchObject({
       ok: false,
       cause: "no_events",
+    });
+  });
+  test("its length covers two whole blocks and a token at any block size, 256 at least", () => {
+    expect(canaryTokens(16)).toBe(256);
+    expect(canaryTokens(128)).toBe(257);
+    expect(canaryTokens(512)).toBe(1025);
+  });
+  test("at 512-token blocks: two blocks checked; a true engine passes, another hash seed is found", async () => {
+    const ok = deps({ routerBs: 512 });
+    const r = await runCanary(ok, target);
+    expect(r).toMatchObject({ ok: true });
+    expect(r.evidence).toContain("2 blocks indexed");
+    expect(r.evidence).toContain("1024 cached tokens");
+    expect(ok.prompts).toEqual([1025, 1025]);
+    // Another hash seed: the engine's events come, none is under the router's hashes.
+    expect(await runCanary(deps({ routerBs: 512, indexed: 0 }), target)).toMatchObject({
+      ok: false,
+      cause: "block_hashes",
     });
   });
   test("another prompt length for the same ids: template_or_tokenizer", async () => {
