@@ -13,7 +13,7 @@ function deps(o: {
   indexed?: number;
   events?: number;
   promptTokens?: number;
-}): CanaryDeps & { sends: number } {
+}): CanaryDeps & { sends: number; prompts: number[] } {
   let t = 0;
   let sends = 0;
   let events = 0;
