@@ -22,6 +22,10 @@
  * pipe this process drains and drops, as a container's log shipper would), so both are judged
  * in the same run. Targets: router ≥ 0.9 × nginx's requests/s and router CPU per request ≤ 2 ×
  * nginx's, judged on the medians (the plain router runs with `--log-level warn`: no access log).
+ * `--targets router,nocheck --token-ids true` measures the cache check: "nocheck" is the router
+ * with `--cache-check=false`; the check's cost is router − nocheck per round (both in the same
+ * round, the order rotated), reported as the median of the rounds' differences (token ids: routed
+ * exactly, so every answer is checked; a text prompt is routed approximately and not checked).
  * `--svg FILE` draws the run (plot.ts: req/s and CPU per request per target, with the targets);
  * `bun bench/proxy/plot.ts RUN.json OUT.svg` re-draws a saved `--json`.
  */
@@ -66,7 +70,7 @@ function cpuSeconds(pid: number): number | undefined {
 /** USER_HZ: 100 on every Linux we run on. */
 const CLOCK_TICKS = 100;
 
-const TARGETS = ["direct", "router", "nginx", "floor", "baseline", "observed"] as const;
+const TARGETS = ["direct", "router", "nginx", "floor", "baseline", "observed", "nocheck"] as const;
 type Target = (typeof TARGETS)[number];
 
 interface Run extends WrkResult {
@@ -246,6 +250,7 @@ async function main(): Promise<void> {
   let baseline: Proc | undefined;
   let floor: Proc | undefined;
   let observed: Proc | undefined;
+  let nocheck: Proc | undefined;
   let sink: OtlpSink | undefined;
   let baselineDir: string | undefined;
   try {
@@ -319,6 +324,11 @@ async function main(): Promise<void> {
       cmd[cmd.indexOf("--port") + 1] = String(freePort());
       observed = await startLoggingRouter(cmd);
     }
+    if (o.targets.includes("nocheck")) {
+      const cmd = [...routerCommand, "--cache-check=false"];
+      cmd[cmd.indexOf("--port") + 1] = String(freePort());
+      nocheck = await startMain(cmd);
+    }
     const urls: Record<Target, string> = {
       floor: floor ? `${floor.info.url}/v1/completions` : "",
       direct: `${engineUrl}/v1/completions`,
@@ -326,6 +336,7 @@ async function main(): Promise<void> {
       nginx: nginx !== undefined ? `${nginx.url}/v1/completions` : "",
       baseline: baseline ? `${baseline.info.url}/v1/completions` : "",
       observed: observed ? `${observed.info.url}/v1/completions` : "",
+      nocheck: nocheck ? `${nocheck.info.url}/v1/completions` : "",
     };
     const proxyPid: Record<Target, number | undefined> = {
       direct: undefined,
@@ -334,6 +345,7 @@ async function main(): Promise<void> {
       floor: floor?.pid,
       baseline: baseline?.pid,
       observed: observed?.pid,
+      nocheck: nocheck?.pid,
     };
     const enginePid = engine.pid;
     const load = async (t: Target, seconds: number): Promise<Run> => {
@@ -367,6 +379,7 @@ async function main(): Promise<void> {
       floor: [],
       baseline: [],
       observed: [],
+      nocheck: [],
     };
     for (let run = 0; run < o.runs; run++) {
       // Rotate the order so no target always runs on a warmer (or hotter) machine.
@@ -426,10 +439,16 @@ async function main(): Promise<void> {
         nginxAddedP50Ms: s.nginx.p50Ms - s.direct.p50Ms,
         nginxAddedP99Ms: s.nginx.p99Ms - s.direct.p99Ms,
       },
+      cacheCheck: checkCost(results.router, results.nocheck),
       otlpSink: sink ? { exports: sink.exports(), bytes: sink.bytes() } : undefined,
       runs: results,
     };
     printTable(report.summary, report.ratios, o);
+    const c = report.cacheCheck;
+    if (c !== undefined)
+      console.log(
+        `cache check (router − nocheck, paired per round): ${c.us.toFixed(1)} µs/req median = ${(100 * c.share).toFixed(1)}% of nocheck's median CPU per request (target ≤ 5%: ${c.share <= 0.05 ? "met" : "missed"}); rounds: ${c.rounds.map((x) => x.toFixed(1)).join(" ")} µs`,
+      );
     if (o.json) {
       writeFileSync(o.json, JSON.stringify(report, null, 2));
       console.log(`wrote ${o.json}`);
@@ -440,7 +459,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await nginx?.stop();
-    await stopAll([router, engine, baseline, floor, observed]);
+    await stopAll([router, engine, baseline, floor, observed, nocheck]);
     sink?.stop();
     if (baselineDir !== undefined) rmSync(baselineDir, { recursive: true, force: true });
   }
@@ -495,6 +514,27 @@ async function startLoggingRouter(args: readonly string[]): Promise<Proc> {
     await proc.exited;
   };
   return { proc: proc as unknown as Proc["proc"], pid: proc.pid, info, output: () => "", stop };
+}
+
+/**
+ * The cache check's CPU per request: router (check on) − nocheck (off), paired per round (both ran
+ * in it, a few seconds apart: on a shared machine the load drifts more between rounds than this
+ * cost), the median of the rounds, and that as a share of nocheck's median. Undefined without both.
+ */
+function checkCost(
+  on: readonly Run[],
+  off: readonly Run[],
+): { us: number; share: number; rounds: number[] } | undefined {
+  const rounds: number[] = [];
+  for (let i = 0; i < Math.min(on.length, off.length); i++) {
+    const a = on[i]!.proxyCpuUs;
+    const b = off[i]!.proxyCpuUs;
+    if (a !== undefined && b !== undefined) rounds.push(a - b);
+  }
+  const offCpu = off.map((r) => r.proxyCpuUs).filter((x): x is number => x !== undefined);
+  if (rounds.length === 0 || offCpu.length === 0) return undefined;
+  const us = median(rounds);
+  return { us, share: us / median(offCpu), rounds };
 }
 
 function fmtUs(x: number | undefined): string {

@@ -37,8 +37,8 @@ export interface AnswerFacts {
   /** The engine's usage. */
   readonly promptTokens: number;
   readonly cachedTokens: number | undefined;
-  /** This source has reported cached tokens before: a missing count means 0. */
-  readonly speaksCached: boolean;
+  /** This source has reported cached tokens before: a missing count means 0 (checkAnswer's second argument wins). */
+  readonly speaksCached?: boolean;
 }
 
 export type AnswerVerdict =
@@ -61,12 +61,15 @@ export function expectedCachedTokens(blocks: number, tokens: number, blockSize: 
   return Math.min(blocks, Math.floor((tokens - 1) / blockSize)) * blockSize;
 }
 
-export function checkAnswer(f: AnswerFacts): {
+export function checkAnswer(
+  f: AnswerFacts,
+  speaksCached = f.speaksCached === true,
+): {
   verdict: AnswerVerdict;
   expected: number;
   cached: number;
 } {
-  const cached = f.cachedTokens ?? (f.speaksCached ? 0 : undefined);
+  const cached = f.cachedTokens ?? (speaksCached ? 0 : undefined);
   if (f.promptTokens !== f.routerTokens)
     return { verdict: "tokens_differ", expected: 0, cached: cached ?? 0 };
   if (cached === undefined) return { verdict: "unchecked", expected: 0, cached: 0 };

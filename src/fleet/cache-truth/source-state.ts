@@ -97,7 +97,7 @@ export class SourceTruth {
   /** Answers checked since registration, and those that agreed. */
   checked = 0;
   agreed = 0;
-  #window: CheckedAnswer[] = [];
+  #window = new AnswerWindow();
   #run = 0;
   #runHits = 0;
 
@@ -112,11 +112,11 @@ export class SourceTruth {
   get agreement(): number {
     let n = 0;
     let ok = 0;
-    for (const a of this.#window) {
-      if (a.verdict === "unchecked") continue;
+    this.#window.each((a) => {
+      if (a.verdict === "unchecked") return;
       n++;
       if (a.verdict === "agree") ok++;
-    }
+    });
     return n === 0 ? 1 : ok / n;
   }
 
@@ -124,8 +124,7 @@ export class SourceTruth {
     if (a.verdict === "unchecked") return undefined;
     this.checked++;
     if (a.verdict === "agree") this.agreed++;
-    this.#window.push(a);
-    if (this.#window.length > this.rules.window) this.#window.shift();
+    this.#window.push(a, this.rules.window);
     if (this.state !== "exact") {
       if (a.verdict === "agree") {
         this.#run++;
@@ -140,7 +139,7 @@ export class SourceTruth {
         now - this.since >= this.rules.minDwellMs
       ) {
         const evidence = `${this.#run} answers in a row served what the index predicted (${this.#runHits} with hits) after ${Math.round((now - this.since) / 1000)} s ${this.state}`;
-        this.#window = [];
+        this.#window.clear();
         return this.#move("exact", undefined, evidence, now);
       }
     }
@@ -174,22 +173,7 @@ export class SourceTruth {
     now: number,
   ): { state: TruthState; cause: TruthCause; evidence: string } | undefined {
     const r = this.rules;
-    let tokens = 0;
-    let blocks = 0;
-    let missed = 0;
-    let predicted = 0;
-    let unexpected = 0;
-    let hits = 0;
-    let predictedServed = 0;
-    for (const a of this.#window) {
-      if (a.verdict === "tokens_differ") tokens++;
-      else if (a.verdict === "block_size") blocks++;
-      else if (a.verdict === "missed_hits") missed++;
-      else if (a.verdict === "unexpected_hits") unexpected++;
-      if (a.expected > 0) predicted++;
-      if (a.cached > 0) hits++;
-      if (a.expected > 0 && a.cached >= a.expected) predictedServed++;
-    }
+    const { tokens, blocks, missed, predicted, unexpected, hits, predictedServed } = this.#window;
     const n = this.#window.length;
     if (tokens >= r.tokensDiffer)
       return {
@@ -232,5 +216,58 @@ export class SourceTruth {
       };
     }
     return undefined;
+  }
+}
+
+/**
+ * The last checked answers (a ring) and the counts the rules read, kept as answers come and go:
+ * each answer costs the same whatever the window's size, and allocates nothing.
+ */
+class AnswerWindow {
+  #ring: CheckedAnswer[] = [];
+  #head = 0;
+  length = 0;
+  tokens = 0;
+  blocks = 0;
+  missed = 0;
+  unexpected = 0;
+  predicted = 0;
+  hits = 0;
+  predictedServed = 0;
+
+  push(a: CheckedAnswer, size: number): void {
+    if (this.length < size) {
+      this.#ring[(this.#head + this.length) % size] = a;
+      this.length++;
+    } else {
+      this.#count(this.#ring[this.#head]!, -1);
+      this.#ring[this.#head] = a;
+      this.#head = (this.#head + 1) % size;
+    }
+    this.#count(a, 1);
+  }
+
+  clear(): void {
+    this.#ring = [];
+    this.#head = 0;
+    this.length = 0;
+    this.tokens = this.blocks = this.missed = this.unexpected = 0;
+    this.predicted = this.hits = this.predictedServed = 0;
+  }
+
+  /** Oldest first. */
+  each(f: (a: CheckedAnswer) => void): void {
+    const size = this.#ring.length;
+    for (let i = 0; i < this.length; i++) f(this.#ring[(this.#head + i) % size]!);
+  }
+
+  #count(a: CheckedAnswer, by: 1 | -1): void {
+    if (a.verdict === "tokens_differ") this.tokens += by;
+    else if (a.verdict === "block_size") this.blocks += by;
+    else if (a.verdict === "missed_hits") this.missed += by;
+    else if (a.verdict === "unexpected_hits") this.unexpected += by;
+    if (a.expected > 0) this.predicted += by;
+    if (a.cached > 0) this.hits += by;
+    if (a.expected > 0 && a.cached >= a.expected) this.predictedServed += by;
   }
 }

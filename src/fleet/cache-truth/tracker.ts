@@ -88,7 +88,7 @@ export class CacheTruth {
   answer(workerId: WorkerId, dpRank: DpRank, f: AnswerInput): void {
     const s = this.#source(workerId, dpRank);
     if (f.cachedTokens !== undefined) s.speaksCached = true;
-    const c = checkAnswer({ ...f, speaksCached: s.speaksCached });
+    const c = checkAnswer(f, s.speaksCached);
     const now = this.#o.now();
     const t = s.truth.observe(c, { seen: s.eventsSeen, lastAt: s.lastEventAt }, now);
     if (t !== undefined) this.#moved(s, t);

@@ -27,6 +27,23 @@ describe("SourceTruth", () => {
     expect(s.state).toBe("exact");
   });
 
+  test("the window's counts follow answers out of it: a predicted hit leaving can tip the share", () => {
+    const s = new SourceTruth(0);
+    const seq = [
+      ...Array(4).fill(agreeHit),
+      ...Array(3).fill(missed), // 3 of 7 predicted: under half
+      ...Array(13).fill(agreeMiss), // the window is full (20)
+    ];
+    seq.forEach((a, i) => expect(s.observe(a, talking(i), i)).toBeUndefined());
+    // One more answer with no prediction pushes the oldest predicted hit out: 3 of 6 now.
+    expect(s.observe(agreeMiss, talking(20), 20)).toMatchObject({
+      to: "degraded",
+      cause: "stale_index",
+      evidence: "3 of 6 answers with a predicted hit served less than the index holds",
+    });
+    expect(s.agreement).toBeCloseTo(17 / 20);
+  });
+
   test("predicted hits not served -> degraded (stale_index)", () => {
     const s = new SourceTruth(0);
     s.observe(missed, talking(1), 1);
