@@ -39,6 +39,13 @@ export interface AnswerFacts {
   readonly cachedTokens: number | undefined;
   /** This source has reported cached tokens before: a missing count means 0 (checkAnswer's second argument wins). */
   readonly speaksCached?: boolean;
+  /**
+   * The source sent removal events between this request's routing and its answer's end (checkAnswer's
+   * third argument wins): the engine evicted meanwhile, so blocks the index held may have gone before
+   * this request was served, and may be stored again (recomputed) by its end, where the index
+   * cannot tell it from a false view.
+   */
+  readonly evictedMeanwhile?: boolean;
 }
 
 export type AnswerVerdict =
@@ -64,6 +71,7 @@ export function expectedCachedTokens(blocks: number, tokens: number, blockSize: 
 export function checkAnswer(
   f: AnswerFacts,
   speaksCached = f.speaksCached === true,
+  evictedMeanwhile = f.evictedMeanwhile === true,
 ): {
   verdict: AnswerVerdict;
   expected: number;
@@ -77,9 +85,14 @@ export function checkAnswer(
   if (cached % f.blockSize !== 0) return { verdict: "block_size", expected, cached };
   if (cached === expected) return { verdict: "agree", expected, cached };
   if (cached < expected) {
-    // Evicted between the routing and the serving (a small cache under load): the removal events
-    // were sent before the engine served the request, so by the answer's end the index holds no
-    // more than was served. A false view still claims the blocks then.
+    // Evicted between the routing and the serving (a small cache under load): the engine said so
+    // with removal events. On a cache smaller than a prompt the blocks come back (recomputed,
+    // stored again) before the answer ends, so the index asked then holds them again: the
+    // removals are the evidence. A false view (a restart missed, another engine's events)
+    // claims blocks nothing removed.
+    if (evictedMeanwhile) return { verdict: "agree", expected, cached };
+    // Removal events sent before the engine served the request are in by the answer's end, so the
+    // index then holds no more than was served. A false view still claims the blocks then.
     if (
       f.indexBlocksNow !== undefined &&
       expectedCachedTokens(f.indexBlocksNow(), f.routerTokens, f.blockSize) <= cached

@@ -31,6 +31,8 @@ interface Source {
   readonly truth: SourceTruth;
   speaksCached: boolean;
   eventsSeen: number;
+  /** Removal events (removed, cleared) among them: an eviction between an answer's routing and its end. */
+  removals: number;
   lastEventAt: number | undefined;
   canary: { ok: boolean; at: number; evidence: string } | undefined;
 }
@@ -52,7 +54,10 @@ export interface SourceView {
   } | null;
 }
 
-export type AnswerInput = Omit<AnswerFacts, "speaksCached">;
+export type AnswerInput = Omit<AnswerFacts, "speaksCached" | "evictedMeanwhile"> & {
+  /** The source's removalsSeen() when the request was routed (undefined: not known). */
+  readonly removalsAtRoute?: number;
+};
 
 export class CacheTruth {
   readonly #o: CacheTruthOptions;
@@ -76,6 +81,7 @@ export class CacheTruth {
         truth: new SourceTruth(this.#o.now(), this.#o.rules ?? DEFAULT_TRUTH_RULES),
         speaksCached: false,
         eventsSeen: 0,
+        removals: 0,
         lastEventAt: undefined,
         canary: undefined,
       };
@@ -88,7 +94,11 @@ export class CacheTruth {
   answer(workerId: WorkerId, dpRank: DpRank, f: AnswerInput): void {
     const s = this.#source(workerId, dpRank);
     if (f.cachedTokens !== undefined) s.speaksCached = true;
-    const c = checkAnswer(f, s.speaksCached);
+    const c = checkAnswer(
+      f,
+      s.speaksCached,
+      f.removalsAtRoute !== undefined && s.removals > f.removalsAtRoute,
+    );
     const now = this.#o.now();
     const t = s.truth.observe(c, { seen: s.eventsSeen, lastAt: s.lastEventAt }, now);
     if (t !== undefined) this.#moved(s, t);
@@ -104,6 +114,8 @@ export class CacheTruth {
         last = this.#source(e.workerId, e.event.dpRank);
       last.eventsSeen++;
       last.lastEventAt = now;
+      const type = e.event.data.type;
+      if (type === "removed" || type === "cleared") last.removals++;
     }
   }
 
@@ -136,6 +148,11 @@ export class CacheTruth {
       this.#sources.delete(key);
       this.distrusted.delete(key);
     }
+  }
+
+  /** Removal events (removed, cleared) heard from the rank since it was first seen. */
+  removalsSeen(workerId: WorkerId, dpRank: DpRank): number {
+    return this.#sources.get(workerKey(workerId, dpRank))?.removals ?? 0;
   }
 
   /** Live events heard from the rank since it was first seen. */

@@ -61,6 +61,7 @@ export function cacheTruthParts(o: {
       answer: (w: WorkerId, r: DpRank, f) => truth.answer(w, r, f),
       indexedBlocks: (hashes, w, r) =>
         o.index()?.findMatches(hashes).scores.get(workerKey(w, r)) ?? 0,
+      removalsSeen: (w, r) => truth.removalsSeen(w, r),
     },
     canary: undefined,
     autoCanary: o.canary,
