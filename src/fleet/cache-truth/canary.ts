@@ -25,10 +25,22 @@ export function canaryTokens(blockSize: number): number {
   return Math.max(CANARY_MIN_TOKENS, 2 * blockSize + 1);
 }
 /**
+ * Tries before a canary the engine's evictions spoiled each time is given up as inconclusive: a
+ * cache that evicts while the canary runs (a full cache under load, after a restart) may drop its
+ * blocks between the sends, which proves nothing about the router's view.
+ */
+export const CANARY_TRIES = 3;
+/**
  * How long the first send's events may take to reach the index: a rank's live events wait while
  * its registration restore runs, which a loaded machine can make take seconds.
  */
 export const CANARY_EVENT_WAIT_MS = 8_000;
+/**
+ * How long the canary waits for the rank's index restore (registration, restart) to end before its
+ * first send: the rank's live events are held until it ends, so the event wait would measure the
+ * restore (seconds on a loaded machine with several routers restoring at once), not the events.
+ */
+export const CANARY_RESTORE_WAIT_MS = 30_000;
 
 /** What an engine's answer says of its prompt (its `usage`). */
 export interface CanaryUsage {
@@ -54,6 +66,10 @@ export interface CanaryDeps {
   ) => number;
   /** Live events heard from the rank so far. */
   readonly eventsSeen: (workerId: WorkerId, dpRank: DpRank) => number;
+  /** The rank's index is being restored (its live events are held until then); undefined: never. */
+  readonly restoring?: (workerId: WorkerId, dpRank: DpRank) => boolean;
+  /** Removal events (removed, cleared) heard from the rank so far: it evicted. */
+  readonly removalsSeen: (workerId: WorkerId, dpRank: DpRank) => number;
   readonly sleep: (ms: number) => Promise<void>;
   readonly now: () => number;
   readonly random: () => number;
@@ -71,6 +87,8 @@ export interface CanaryTarget {
 
 export interface CanaryResult {
   readonly ok: boolean;
+  /** Every try was spoiled by the engine's evictions: nothing found either way (`ok` is true). */
+  readonly inconclusive?: boolean;
   readonly cause?: TruthCause;
   readonly evidence: string;
 }
@@ -86,7 +104,36 @@ export function canaryPrompt(nonce: number, length = CANARY_MIN_TOKENS): number[
 /** Other block sizes an engine may run with, to name the one whose hit we saw. */
 const BLOCK_SIZES = [1, 8, 16, 32, 64, 128, 256, 512];
 
+/**
+ * The canary, tried again while the engine evicted during a try that failed (its removal events
+ * say so): up to CANARY_TRIES, then inconclusive. A wrong prompt length is not an eviction's doing.
+ */
 export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryResult> {
+  const restoreDeadline = d.now() + CANARY_RESTORE_WAIT_MS;
+  while (d.restoring?.(t.workerId, t.dpRank) === true) {
+    if (d.now() >= restoreDeadline)
+      return {
+        ok: true,
+        inconclusive: true,
+        evidence: `inconclusive: the rank's index restore did not end within ${CANARY_RESTORE_WAIT_MS} ms`,
+      };
+    await d.sleep(50);
+  }
+  let last: CanaryResult | undefined;
+  for (let i = 0; i < CANARY_TRIES; i++) {
+    const removals = d.removalsSeen(t.workerId, t.dpRank);
+    last = await canaryOnce(d, t);
+    if (last.ok || last.cause === "template_or_tokenizer") return last;
+    if (d.removalsSeen(t.workerId, t.dpRank) === removals) return last;
+  }
+  return {
+    ok: true,
+    inconclusive: true,
+    evidence: `inconclusive: the engine evicted during each of ${CANARY_TRIES} tries (the last: ${last!.evidence})`,
+  };
+}
+
+async function canaryOnce(d: CanaryDeps, t: CanaryTarget): Promise<CanaryResult> {
   const length = canaryTokens(d.blockSize);
   const prompt = canaryPrompt(Math.floor(d.random() * 1e9), length);
   const tokens = Uint32Array.from(prompt);

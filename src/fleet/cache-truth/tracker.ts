@@ -126,13 +126,14 @@ export class CacheTruth {
     ok: boolean,
     cause: TruthCause | undefined,
     evidence: string,
+    inconclusive = false,
   ): void {
     const s = this.#source(workerId, dpRank);
     const now = this.#o.now();
     s.canary = { ok, at: now, evidence };
     if (ok) {
       this.#o.log.info(
-        `cache truth: canary passed on worker ${workerId} dp rank ${dpRank}: ${evidence}`,
+        `cache truth: canary ${inconclusive ? "inconclusive" : "passed"} on worker ${workerId} dp rank ${dpRank}: ${evidence}`,
         { worker_id: String(workerId), dp_rank: dpRank },
       );
       return;

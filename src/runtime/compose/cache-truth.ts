@@ -89,6 +89,8 @@ export interface CanaryWiring {
   readonly router: {
     readonly routing: { prepare(tokens: Uint32Array, loraName: string | undefined): PromptHashes };
     readonly index: Pick<KvIndex, "findMatches">;
+    /** The recovery driver: whether a rank's index restore runs (its live events held until it ends). */
+    readonly recovery?: { isRecovering(id: WorkerId, dpRank: DpRank): boolean };
   };
   readonly fleet: {
     readonly registry: {
@@ -174,6 +176,9 @@ export function canaries(
         .findMatches(w.router.routing.prepare(tokens, loraName).hashes)
         .scores.get(workerKey(id, dpRank)) ?? 0,
     eventsSeen: (id: WorkerId, dpRank: DpRank) => w.truth.eventsSeen(id, dpRank),
+    removalsSeen: (id: WorkerId, dpRank: DpRank) => w.truth.removalsSeen(id, dpRank),
+    restoring: (id: WorkerId, dpRank: DpRank) =>
+      w.router.recovery?.isRecovering(id, dpRank) === true,
     sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)),
     now: w.now,
     random: Math.random,
@@ -199,7 +204,7 @@ export function canaries(
     for (const t of targets) {
       try {
         const r = await runCanary(deps, t);
-        w.truth.canaryResult(id, t.dpRank, r.ok, r.cause, r.evidence);
+        w.truth.canaryResult(id, t.dpRank, r.ok, r.cause, r.evidence, r.inconclusive === true);
         out.push(r);
       } catch (e) {
         w.log.warn(

@@ -12,11 +12,16 @@ function deps(o: {
   engineBs?: number;
   indexed?: number;
   events?: number;
+  /** Tries whose blocks the engine evicts between the sends (with a removal event): cached 0. */
+  evictedTries?: number;
+  /** The rank's index restore runs until this time (ms). */
+  restoringUntil?: number;
   promptTokens?: number;
 }): CanaryDeps & { sends: number; prompts: number[] } {
   let t = 0;
   let sends = 0;
   let events = 0;
+  let removals = 0;
   const routerBs = o.routerBs ?? 16;
   const engineBs = o.engineBs ?? routerBs;
   const prompts: number[] = [];
@@ -33,14 +38,20 @@ function deps(o: {
     ): Promise<CanaryUsage> => {
       sends++;
       prompts.push(prompt.length);
+      const first = sends % 2 === 1;
       if (sends === 1) events += o.events ?? 1;
+      const evicted = Math.ceil(sends / 2) <= (o.evictedTries ?? 0);
+      if (first && evicted) removals++;
       // As vLLM: whole blocks only, and a prompt cached whole recomputes its last token.
-      const cached = sends === 1 ? 0 : Math.floor((prompt.length - 1) / engineBs) * engineBs;
+      const cached =
+        first || evicted ? 0 : Math.floor((prompt.length - 1) / engineBs) * engineBs;
       return { promptTokens: o.promptTokens ?? prompt.length, cachedTokens: cached };
     },
     indexedBlocks: (tokens: Uint32Array) =>
       sends === 0 ? 0 : (o.indexed ?? Math.floor(tokens.length / routerBs)),
     eventsSeen: () => events,
+    removalsSeen: () => removals,
+    restoring: () => t < (o.restoringUntil ?? 0),
     sleep: async (ms: number) => {
       t += ms;
     },
@@ -94,6 +105,30 @@ describe("the canary", () => {
       ok: false,
       cause: "block_hashes",
     });
+  });
+  test("an engine that evicts the canary's blocks between the sends: tried again, inconclusive after every try spoiled", async () => {
+    const once = deps({ evictedTries: 1 });
+    expect(await runCanary(once, target)).toMatchObject({ ok: true });
+    expect(once.sends).toBe(4);
+    const always = deps({ evictedTries: 99 });
+    const r = await runCanary(always, target);
+    expect(r).toMatchObject({ ok: true, inconclusive: true });
+    expect(r.evidence).toContain("the engine evicted during each of 3 tries");
+    expect(always.sends).toBe(6);
+    // A view that is false, with no eviction: found at the first try.
+    const falseView = deps({ indexed: 0 });
+    expect(await runCanary(falseView, target)).toMatchObject({ ok: false, cause: "block_hashes" });
+    expect(falseView.sends).toBe(2);
+  });
+  test("waits for the rank's index restore before its first send; inconclusive when it does not end", async () => {
+    const d = deps({ restoringUntil: 500 });
+    expect(await runCanary(d, target)).toMatchObject({ ok: true });
+    expect(d.now()).toBeGreaterThanOrEqual(500);
+    expect(d.sends).toBe(2);
+    const stuck = deps({ restoringUntil: Infinity });
+    const r = await runCanary(stuck, target);
+    expect(r).toMatchObject({ ok: true, inconclusive: true });
+    expect(stuck.sends).toBe(0);
   });
   test("another prompt length for the same ids: template_or_tokenizer", async () => {
     expect(await runCanary(deps({ promptTokens: 260 }), target)).toMatchObject({
