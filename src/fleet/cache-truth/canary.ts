@@ -41,6 +41,12 @@ export const CANARY_EVENT_WAIT_MS = 8_000;
  * restore (seconds on a loaded machine with several routers restoring at once), not the events.
  */
 export const CANARY_RESTORE_WAIT_MS = 30_000;
+/**
+ * How long a canary whose second send served less than expected waits for removal events: the
+ * engine published them when it evicted, before it served the send, but they may be batched behind
+ * the answer.
+ */
+export const CANARY_REMOVAL_WAIT_MS = 2_000;
 
 /** What an engine's answer says of its prompt (its `usage`). */
 export interface CanaryUsage {
@@ -124,6 +130,11 @@ export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryR
     const removals = d.removalsSeen(t.workerId, t.dpRank);
     last = await canaryOnce(d, t);
     if (last.ok || last.cause === "template_or_tokenizer") return last;
+    if (last.cause === "cached_tokens") {
+      const deadline = d.now() + CANARY_REMOVAL_WAIT_MS;
+      while (d.removalsSeen(t.workerId, t.dpRank) === removals && d.now() < deadline)
+        await d.sleep(50);
+    }
     if (d.removalsSeen(t.workerId, t.dpRank) === removals) return last;
   }
   return {

@@ -16,6 +16,8 @@ function deps(o: {
   evictedTries?: number;
   /** The rank's index restore runs until this time (ms). */
   restoringUntil?: number;
+  /** The engine reports no cached tokens, evicting nothing (its count is false). */
+  reportsNoHits?: boolean;
   promptTokens?: number;
 }): CanaryDeps & { sends: number; prompts: number[] } {
   let t = 0;
@@ -44,7 +46,7 @@ function deps(o: {
       if (first && evicted) removals++;
       // As vLLM: whole blocks only, and a prompt cached whole recomputes its last token.
       const cached =
-        first || evicted ? 0 : Math.floor((prompt.length - 1) / engineBs) * engineBs;
+        first || evicted || o.reportsNoHits === true ? 0 : Math.floor((prompt.length - 1) / engineBs) * engineBs;
       return { promptTokens: o.promptTokens ?? prompt.length, cachedTokens: cached };
     },
     indexedBlocks: (tokens: Uint32Array) =>
@@ -115,6 +117,10 @@ describe("the canary", () => {
     expect(r).toMatchObject({ ok: true, inconclusive: true });
     expect(r.evidence).toContain("the engine evicted during each of 3 tries");
     expect(always.sends).toBe(6);
+    // Cached tokens that are false, with no eviction: found at the first try.
+    const noHits = deps({ reportsNoHits: true });
+    expect(await runCanary(noHits, target)).toMatchObject({ ok: false, cause: "cached_tokens" });
+    expect(noHits.sends).toBe(2);
     // A view that is false, with no eviction: found at the first try.
     const falseView = deps({ indexed: 0 });
     expect(await runCanary(falseView, target)).toMatchObject({ ok: false, cause: "block_hashes" });
