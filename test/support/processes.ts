@@ -133,14 +133,15 @@ const TRUTH_TRANSITION = /cache truth: worker \S+ dp rank \d+ (exact|degraded|bl
 
 /**
  * With SWITCHYARD_TEST_TRUTH_LOG=FILE, every stopped process's cache-check transitions are appended
- * to FILE (one line each, with the test file and the command): a run of the integration tests
- * says whether the check raised an alarm where no fault was injected, without reading every log.
+ * to FILE (one line each, with the time it stopped and its command; `bun test` runs many files in
+ * one process, so the file is not known here): a run of the integration tests says whether the
+ * check raised an alarm where no fault was injected, without reading every log.
  */
 function noteTruthTransitions(cmd: readonly string[], output: string): void {
   const file = process.env.SWITCHYARD_TEST_TRUTH_LOG;
   if (file === undefined || file === "" || !output.includes("cache truth: worker")) return;
   const lines = [...output.matchAll(TRUTH_TRANSITION)].map(
-    (m) => `${Bun.main} | ${cmd.slice(1, 4).join(" ")} | ${m[0].slice(0, 400)}`,
+    (m) => `${new Date().toISOString()} | ${cmd.slice(2, 5).join(" ")} | ${m[0].slice(0, 400)}`,
   );
   if (lines.length > 0) appendFileSync(file, `${lines.join("\n")}\n`);
 }
