@@ -18,7 +18,9 @@
  *   explain, and at least `unexpectedShare` of those with a hit (a prompt's shared system prefix
  *   makes nearly every answer a hit, so a lost event shows in a few of them) -> blind, with the cause read from the event stream:
  *   no_events (no live event since `quietMs`), block_hashes (events come, but no prediction of
- *   the window ever hit: their hashes are not the router's), else events_missing;
+ *   the window ever hit: their hashes are not the router's), else events_missing; once a
+ *   prediction is served, blind (block_hashes) becomes blind (events_missing), the only change of
+ *   cause within a state;
  * - a canary that fails -> degraded at once, with the canary's cause.
  * Back to exact (hysteresis): `recoverAgree` agreeing answers in a row, `recoverHits` of them with
  * a predicted hit the engine served, and at least `minDwellMs` since the state was entered. Entering
@@ -79,6 +81,11 @@ export interface EventFacts {
   readonly seen: number;
   /** When the last one came (ms), if any. */
   readonly lastAt: number | undefined;
+  /**
+   * Stored events whose parent block the router never got (the index's parent_block_not_found):
+   * an earlier event of this source was lost. Events hashed another way still chain to each other.
+   */
+  readonly orphans?: number;
 }
 
 export interface Transition {
@@ -145,8 +152,16 @@ export class SourceTruth {
     }
     const found = this.#rule(events, now);
     if (found === undefined) return undefined;
-    // Only a move to another state: a new cause within the same state is not news.
-    if (found.state === this.state) return undefined;
+    // Only a move to another state: a new cause within the same state is not news, except one:
+    // block_hashes is named while no prediction in the window was served, which is also how a
+    // source looks before enough of its dropped events' neighbours arrived; a prediction served
+    // later proves the hashes are the router's, so the cause is events_missing after all. Never
+    // back the other way: that needs a whole window without a served prediction, not new evidence.
+    if (
+      found.state === this.state &&
+      !(this.cause === "block_hashes" && found.cause === "events_missing")
+    )
+      return undefined;
     if (this.state !== "exact" && found.state === "degraded" && this.state === "blind")
       return undefined;
     return this.#move(found.state, found.cause, found.evidence, now);
@@ -191,7 +206,7 @@ export class SourceTruth {
       const quiet = events.lastAt === undefined || now - events.lastAt >= r.quietMs;
       const cause: TruthCause = quiet
         ? "no_events"
-        : predictedServed === 0
+        : predictedServed === 0 && (events.orphans ?? 0) === 0
           ? "block_hashes"
           : "events_missing";
       const why =
@@ -201,7 +216,9 @@ export class SourceTruth {
             : `no live event for ${Math.round((now - events.lastAt!) / 1000)} s`
           : cause === "block_hashes"
             ? `${events.seen} events came, but no predicted hit in the window was served: their block hashes are not the router's`
-            : "events come, but not all of them";
+            : predictedServed === 0
+              ? `events come, but ${events.orphans} of them named a parent block the router never got: earlier ones were lost`
+              : "events come, but not all of them";
       return {
         state: "blind",
         cause,

@@ -33,6 +33,8 @@ interface Source {
   eventsSeen: number;
   /** Removal events (removed, cleared) among them: an eviction between an answer's routing and its end. */
   removals: number;
+  /** Stored events whose parent the index never got (parent_block_not_found): one before was lost. */
+  orphans: number;
   lastEventAt: number | undefined;
   canary: { ok: boolean; at: number; evidence: string } | undefined;
 }
@@ -82,6 +84,7 @@ export class CacheTruth {
         speaksCached: false,
         eventsSeen: 0,
         removals: 0,
+        orphans: 0,
         lastEventAt: undefined,
         canary: undefined,
       };
@@ -100,7 +103,11 @@ export class CacheTruth {
       f.removalsAtRoute !== undefined && s.removals > f.removalsAtRoute,
     );
     const now = this.#o.now();
-    const t = s.truth.observe(c, { seen: s.eventsSeen, lastAt: s.lastEventAt }, now);
+    const t = s.truth.observe(
+      c,
+      { seen: s.eventsSeen, lastAt: s.lastEventAt, orphans: s.orphans },
+      now,
+    );
     if (t !== undefined) this.#moved(s, t);
   }
 
@@ -117,6 +124,11 @@ export class CacheTruth {
       const type = e.event.data.type;
       if (type === "removed" || type === "cleared") last.removals++;
     }
+  }
+
+  /** A stored event of the rank named a parent block the index never got: an earlier event was lost. */
+  orphanEvent(workerId: WorkerId, dpRank: DpRank): void {
+    this.#source(workerId, dpRank).orphans++;
   }
 
   /** A canary's result (canary.ts). A failure degrades the source at once. */

@@ -21,6 +21,7 @@ export interface CacheTruthParts {
     readonly distrusted: () => ReadonlySet<WorkerKey>;
     readonly onLiveEvents: (events: readonly RouterEvent[]) => void;
     readonly onRestart: (workerId: WorkerId, dpRank: DpRank) => void;
+    readonly onOrphanEvent: (workerId: WorkerId, dpRank: DpRank) => void;
   };
   readonly cacheCheck: CacheCheck;
   /** Set once the router exists (canaries()): run at registration and after a restart (with --canary), on demand. */
@@ -48,6 +49,7 @@ export function cacheTruthParts(o: {
     routerPorts: {
       distrusted: () => truth.distrusted,
       onLiveEvents: (events) => truth.eventsApplied(events),
+      onOrphanEvent: (w, r) => truth.orphanEvent(w, r),
       onRestart: (w, r) => {
         o.log.info(
           `cache truth: worker ${w} dp rank ${r} restarted (its event ids went back)${o.canary ? "; canary" : ""}`,

@@ -67,6 +67,14 @@ describe("SourceTruth", () => {
       cause: "block_hashes",
     });
 
+    // No prediction served yet, but stored events came whose parents were never heard: lost events.
+    const orphaned = new SourceTruth(0);
+    for (let i = 0; i < 3; i++) orphaned.observe(unexpected, { ...talking(10), orphans: 1 }, 10);
+    expect(orphaned.observe(unexpected, { ...talking(10), orphans: 1 }, 10)).toMatchObject({
+      to: "blind",
+      cause: "events_missing",
+    });
+
     const dropped = new SourceTruth(0);
     dropped.observe(agreeHit, talking(10), 10);
     for (let i = 0; i < 3; i++) dropped.observe(unexpected, talking(10), 10);
@@ -74,6 +82,22 @@ describe("SourceTruth", () => {
       to: "blind",
       cause: "events_missing",
     });
+  });
+
+  test("blind (block_hashes) named before any prediction was served becomes events_missing once one is, and never back", () => {
+    const s = new SourceTruth(0);
+    for (let i = 0; i < 3; i++) s.observe(unexpected, talking(10), 10);
+    expect(s.observe(unexpected, talking(10), 10)).toMatchObject({ cause: "block_hashes" });
+    // A predicted hit served: the hashes are the router's; events are what is missing.
+    expect(s.observe(agreeHit, talking(20), 20)).toMatchObject({
+      from: "blind",
+      to: "blind",
+      cause: "events_missing",
+    });
+    // A whole window of unexplained hits later, the cause stays.
+    for (let i = 0; i < 25; i++) expect(s.observe(unexpected, talking(30 + i), 30 + i)).toBeUndefined();
+    expect(s.state).toBe("blind");
+    expect(s.cause).toBe("events_missing");
   });
 
   test("another template: degraded at the third answer of another length", () => {
