@@ -209,7 +209,7 @@ describe("deadlines and cancellation on the upstream path", () => {
     ).toBe(1);
   });
 
-  test("a stream that stalls past the idle deadline ends with an OpenAI-shaped error event; the engine body is cancelled", async () => {
+  test("a stream that stalls past the idle deadline ends as vLLM ends a failed stream (its error chunk, then [DONE]); the engine body is cancelled", async () => {
     const b = stallingBody(['data: {"t":1}\n\n']);
     const { h, call, reports } = setup(
       async () => ({ status: 200, statusText: "OK", headers: SSE_HEADERS, body: b }),
@@ -220,11 +220,16 @@ describe("deadlines and cancellation on the upstream path", () => {
     const text = await r.text();
     const events = text.split("\n\n").filter((e) => e !== "");
     expect(events[0]).toBe('data: {"t":1}');
+    // vLLM's end of a failed stream: its error chunk (code the status, an int), then [DONE].
     const last = JSON.parse(events[1]!.slice("data: ".length)) as {
-      error: { code: string; type: string; message: string };
+      error: { code: number; type: string; message: string; param: null };
     };
-    expect(last.error.code).toBe("stream_idle_timeout");
+    expect(last.error.code).toBe(500);
+    expect(last.error.type).toBe("InternalServerError");
+    expect(last.error.param).toBeNull();
     expect(last.error.message).toContain("0.04 s");
+    expect(events[2]).toBe("data: [DONE]");
+    expect(events.length).toBe(3);
     expect(b.cancelled).toBeGreaterThan(0);
     expect(h.activeLoad()).toBe(0);
     const w = reports[0]![0];
