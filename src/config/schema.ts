@@ -439,6 +439,12 @@ export const SERVE_OPTIONS = {
     help: "a trusted proxy in front sets X-Forwarded-For and Forwarded: append the peer to them (default: replace the client's with the peer)",
     runtimes: EVERYWHERE,
   }),
+  trustKvTransferParams: row({
+    schema: v.optional(bool, false),
+    switch: true,
+    help: "pass a client's kv_transfer_params (and SGLang's bootstrap_*, kv_router_hint) on to engines, for a trusted P/D proxy in front (default: 400 naming the field; only the router sets them)",
+    runtimes: EVERYWHERE,
+  }),
   forwardCookies: row({
     schema: v.optional(bool, false),
     switch: true,

@@ -22,6 +22,7 @@
  * prefill's here, the decode's in forward().
  */
 import { RouterError } from "../../core/errors.ts";
+import { KV_STEERING_FIELDS } from "../../protect/kv-steering.ts";
 import type { WorkerId } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
 import type { Counter } from "../../observe/registry.ts";
@@ -54,13 +55,11 @@ export type PairForward = (
 
 const encoder = new TextEncoder();
 
-/** The fields of both P/D protocols; only the router sets them under --disagg. */
-const PD_FIELDS = [
-  "kv_transfer_params",
-  "bootstrap_host",
-  "bootstrap_port",
-  "bootstrap_room",
-] as const;
+/**
+ * The fields of both P/D protocols (and every other KV-steering field): only the router sets
+ * them under --disagg, also where --trust-kv-transfer-params lets a client's through the edge.
+ */
+const PD_FIELDS = KV_STEERING_FIELDS;
 
 function withoutPdFields(json: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...json };
