@@ -139,8 +139,8 @@ export interface Upstream {
 
 /** What the proxy tells worker health about each answer. */
 export interface WorkerOutcomes {
-  /** Mark a worker unhealthy until its next good health check. */
-  readonly fence: (workerId: WorkerId, reason: string) => void;
+  /** Mark a worker unhealthy until its next good health check; false: the fence cap kept it in rotation (HealthChecker.fence). */
+  readonly fence: (workerId: WorkerId, reason: string) => boolean | undefined;
   /** How a worker's answer went (undefined: well), for outlier ejection (HealthChecker.report). */
   readonly report?: (workerId: WorkerId, failure: string | undefined) => void;
 }

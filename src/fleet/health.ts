@@ -9,7 +9,7 @@
  * requests finish, and a passing check must not send it new ones.
  */
 import type { WorkerId } from "../core/ids.ts";
-import type { Ejection, OutlierDetector } from "./outlier-detector.ts";
+import { type Ejection, mayTakeOut, type OutlierDetector } from "./outlier-detector.ts";
 import type { WorkerRegistry } from "./registry.ts";
 
 export interface HealthCheckerOptions {
@@ -23,6 +23,14 @@ export interface HealthCheckerOptions {
   readonly outliers?: OutlierDetector;
   /** Called once per ejection (logging, metrics). */
   readonly onEject?: (e: Ejection) => void;
+  /**
+   * Most workers out of rotation at once (failed checks, fences, ejections, holds) that a fence
+   * may bring about, percent of the registered ones (--max-fenced-percent); one always may be
+   * fenced of two or more, the only worker never. Undefined: fences are not capped.
+   */
+  readonly maxFencedPercent?: number;
+  /** A fence the cap refused (logging, metrics): the worker stays in rotation. */
+  readonly onFenceRefused?: (id: WorkerId, reason: string, out: number, registered: number) => void;
   /** Milliseconds, monotonic (default performance.now); the outlier detector's clock. */
   readonly now?: () => number;
   /**
@@ -151,10 +159,27 @@ export class HealthChecker {
     return ok;
   }
 
-  /** A request to this worker failed before its first byte: no new requests until a check passes. */
-  fence(id: WorkerId, reason: string): void {
+  /**
+   * A request to this worker failed before its first byte: no new requests until a check passes.
+   * Unless the fence cap says too many are out already: then it stays in rotation (false). A fence
+   * is one request's word; on a starved router or a shared network fault every engine can fail one
+   * request, and fencing them all turns a slow fleet into one that answers nothing. The health
+   * checks, which ask each engine itself, still take out any that are really down.
+   */
+  fence(id: WorkerId, reason: string): boolean {
+    const pct = this.#o.maxFencedPercent;
+    if (pct !== undefined && this.#o.registry.get(id)?.healthy === true) {
+      const all = this.#o.registry.list();
+      let out = 0;
+      for (const w of all) if (!w.healthy) out++;
+      if (!mayTakeOut(out, all.length, pct)) {
+        this.#o.onFenceRefused?.(id, reason, out, all.length);
+        return false;
+      }
+    }
     this.#fences.set(id, (this.#fences.get(id) ?? 0) + 1);
     this.#set(id, false, `fenced: ${reason}`);
+    return true;
   }
 
   #set(id: WorkerId, healthy: boolean, reason: string | undefined, finishInFlight = false): void {

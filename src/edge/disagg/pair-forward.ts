@@ -259,7 +259,7 @@ async function vllmPair(
     }
     if (r.kind === "failed") {
       exclude.add(id);
-      s.retry({ kind: "failed", reason: r.reason });
+      s.retry({ kind: "failed", reason: r.reason, routerLagged: r.routerLagged });
       continue;
     }
     s.end({ how: r.kind === "client_gone" ? "client_gone" : "released" });
@@ -325,7 +325,7 @@ async function sglangPair(
     void prefillOnce(up, input, s, rec.url, body, { keep: false, firstTokenIsAnswer: false })
       .then((r) => {
         if (r.kind === "failed") {
-          s.retry({ kind: "failed", reason: r.reason });
+          s.retry({ kind: "failed", reason: r.reason, routerLagged: r.routerLagged });
           if (!decodeAnswered) pair.abort();
         } else if (r.kind === "ok") s.end({ how: "prefilled" });
       })

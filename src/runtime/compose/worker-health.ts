@@ -53,6 +53,14 @@ export function workerHealth(
     timeoutMs: config.healthTimeout * 1000,
     outliers,
     now,
+    maxFencedPercent: config.maxFencedPercent < 100 ? config.maxFencedPercent : undefined,
+    onFenceRefused: (id, reason, out, registered) => {
+      metrics.fencesRefused.inc([String(id)]);
+      log.warn(
+        `worker ${id} not fenced: ${out} of ${registered} workers are out of rotation already (--max-fenced-percent ${config.maxFencedPercent}); its health checks decide`,
+        { reason },
+      );
+    },
     onEject: (e) => {
       metrics.workerEjections.inc([String(e.workerId)]);
       log.warn(`worker ${e.workerId} ejected for ${(e.untilMs - now()) / 1000} s`, {
