@@ -55,35 +55,6 @@ export class DeadlineMissedError extends Error {
   }
 }
 
-/**
- * A wait's deadline is stretched for the router's own lag up to this many times its length;
- * past that it ends, excused, so every wait keeps a bound.
- */
-export const LAG_STRETCH_LIMIT = 3;
-
-export type DeadlineVerdict =
-  /** The engine had the whole deadline of time the router could watch: a miss, the engine's. */
-  | { readonly kind: "missed" }
-  /** The router's event loop was held for part of the wait: wait `ms` more, then judge again. */
-  | { readonly kind: "wait"; readonly ms: number }
-  /** Stretched to the limit and still short of a whole deadline of watched time: ended, not the engine's fault. */
-  | { readonly kind: "excused"; readonly lagMs: number };
-
-/**
- * A deadline's timer fired after `elapsedMs` of waiting, `lagMs` of which the router's event loop
- * was held (a starved CPU, a long task): time the router could not see the engine's answer in,
- * so it does not count. An engine that answers on loopback in microseconds looks like one that
- * missed a 5 s connect deadline when the router itself could not run for 5 s; fencing it then
- * sends its requests to the others, on the same starved router, and they go the same way.
- * Pure: the clock and the lag are the caller's.
- */
-export function judgeDeadline(limitMs: number, elapsedMs: number, lagMs: number): DeadlineVerdict {
-  const watched = elapsedMs - Math.max(0, lagMs);
-  if (watched >= limitMs) return { kind: "missed" };
-  const more = Math.max(1, Math.ceil(limitMs - watched));
-  if (elapsedMs + more <= limitMs * LAG_STRETCH_LIMIT) return { kind: "wait", ms: more };
-  return { kind: "excused", lagMs };
-}
 
 /**
  * The client took no byte of the answer for the stream-idle deadline (its socket stayed full):

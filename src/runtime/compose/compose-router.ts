@@ -137,6 +137,8 @@ export async function composeRouter(
     metrics,
     now,
     cacheTruth,
+    // Made just below; health checks start after it.
+    loopLag: () => loopLag,
   });
   const loopLag = bindRouterMetrics(choices, { metrics, fleet, router, admission, now });
   loadSync = await startSync(config, choices, log, { tracker: router.tracker, routerId, now });

@@ -156,3 +156,45 @@ describe("the fence cap (--max-fenced-percent)", () => {
     expect(inRotation()).toBe(0);
   });
 });
+
+describe("a health check the router's own stall timed out", () => {
+  /** A /health that answers only when its signal aborts (a hung engine, or an answer the router cannot read). */
+  const hung = (_url: string, init: RequestInit) =>
+    new Promise<Response>((_, reject) =>
+      init.signal!.addEventListener("abort", () => reject(init.signal!.reason), { once: true }),
+    );
+
+  function checker(lagHeld: boolean) {
+    const registry = new WorkerRegistry();
+    registry.add(1n, "http://a:1", 1);
+    registry.add(2n, "http://b:2", 1);
+    // A lag meter that says the loop was held the whole time since the mark (or never).
+    const lag = {
+      mark: () => performance.now(),
+      lagSince: (m: number) => (lagHeld ? performance.now() - m : 0),
+    };
+    const health = new HealthChecker({
+      registry,
+      intervalMs: 1e9,
+      timeoutMs: 40,
+      fetch: hung,
+      loopLag: () => lag,
+    });
+    return { registry, health };
+  }
+
+  test("the loop held for the whole wait: the check is inconclusive, the worker keeps its state", async () => {
+    const { registry, health } = checker(true);
+    const t0 = performance.now();
+    expect(await health.check(1n)).toBe(true);
+    expect(registry.get(1n)!.healthy).toBe(true);
+    // Stretched up to three timeouts before it gave up.
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(80);
+  });
+
+  test("the loop running: the same hang makes the worker unhealthy, the reason naming the timeout", async () => {
+    const { registry, health } = checker(false);
+    expect(await health.check(1n)).toBe(false);
+    expect(registry.get(1n)!.reason).toBe("health check failed: health check timed out after 0.04 s");
+  });
+});

@@ -18,11 +18,8 @@
  * const res = await client.request("http://127.0.0.1:8000", "/v1/completions", { headers, body });
  */
 import type { Socket, SocketHandler } from "bun";
-import {
-  ClientGoneError,
-  DeadlineMissedError,
-  judgeDeadline,
-} from "../../../edge/proxy/deadlines.ts";
+import { judgeDeadline } from "../../../core/lagged-deadline.ts";
+import { ClientGoneError, DeadlineMissedError } from "../../../edge/proxy/deadlines.ts";
 import type { LoopLagMeter } from "../../../observe/process-metrics.ts";
 import type {
   UpstreamBody,

@@ -3,7 +3,7 @@
  * was held during the wait (judgeDeadline: pure).
  */
 import { describe, expect, test } from "bun:test";
-import { judgeDeadline, LAG_STRETCH_LIMIT } from "../../../../src/edge/proxy/deadlines.ts";
+import { judgeDeadline, LAG_STRETCH_LIMIT } from "../../../src/core/lagged-deadline.ts";
 
 describe("judgeDeadline", () => {
   test("no lag: a deadline that fired is missed", () => {
