@@ -8,7 +8,9 @@
  * `code` differs between the two families we speak: OpenAI's is a short string or null,
  * vLLM's (ErrorInfo in vllm/entrypoints/openai/protocol.py) is the HTTP status as an int.
  * The router and the agent answer OpenAI's; the simulated engine imitates vLLM, so a client
- * behind the router sees what a real vLLM fleet would send (`codeIsStatus`).
+ * behind the router sees what a real vLLM fleet would send (`codeIsStatus`). A stream the router
+ * relays and must end itself (the engine silent or gone mid-answer) ends as vLLM ends one
+ * (`vllmStreamFailure`), since the client is reading an engine's stream.
  */
 
 /** The object under `error`. */
