@@ -26,6 +26,9 @@
  * with `--cache-check=false`; the check's cost is router − nocheck per round (both in the same
  * round, the order rotated), reported as the median of the rounds' differences (token ids: routed
  * exactly, so every answer is checked; a text prompt is routed approximately and not checked).
+ * With nocheck among the targets the engine pushes its KV events to every router, so the check
+ * sees a true view (without events it finds the view missing and routes that engine from the
+ * router's own decisions: its verdict, not its cost).
  * `--svg FILE` draws the run (plot.ts: req/s and CPU per request per target, with the targets);
  * `bun bench/proxy/plot.ts RUN.json OUT.svg` re-draws a saved `--json`.
  */
@@ -254,6 +257,23 @@ async function main(): Promise<void> {
   let sink: OtlpSink | undefined;
   let baselineDir: string | undefined;
   try {
+    // Every router's port, known before the engine starts: with "nocheck" among the targets, the
+    // engine pushes its KV events to each router (--router-url), as a fleet's engines do. Without
+    // events the cache check rightly finds the engine's view missing (blind, no_events) and routes
+    // it from the router's own decisions, which is not the check's cost but its verdict.
+    const ports = {
+      router: freePort(),
+      baseline: freePort(),
+      observed: freePort(),
+      nocheck: freePort(),
+    };
+    const pushTo = o.targets.includes("nocheck")
+      ? (["router", "baseline", "observed", "nocheck"] as const)
+          .filter((t) => o.targets.includes(t))
+          .flatMap((t) => ["--router-url", `http://127.0.0.1:${ports[t]}`])
+      : [];
+    // The routers take pushed events only with the credential they share with the engines.
+    const eventsToken = pushTo.length > 0 ? ["--events-token", "bench-proxy-events"] : [];
     engine = await startMain([
       "mocker",
       "--port",
@@ -268,9 +288,11 @@ async function main(): Promise<void> {
       "4096",
       "--kv-blocks",
       "65536",
+      ...pushTo,
+      ...eventsToken,
     ]);
     const engineUrl = String(engine.info.url);
-    const routerPort = freePort();
+    const routerPort = ports.router;
     const routerCommand = [
       "serve",
       "--port",
@@ -283,6 +305,7 @@ async function main(): Promise<void> {
       "warn",
       "--health-interval",
       "10",
+      ...eventsToken,
       ...o.routerArgs,
     ];
     router =
@@ -297,7 +320,7 @@ async function main(): Promise<void> {
     if (o.baselineRef !== undefined) {
       baselineDir = extractRef(o.baselineRef);
       const cmd = [...routerCommand];
-      cmd[cmd.indexOf("--port") + 1] = String(freePort());
+      cmd[cmd.indexOf("--port") + 1] = String(ports.baseline);
       baseline = await startCommand(
         [process.execPath, join(baselineDir, "src", "main.ts"), ...cmd],
         `router at ${o.baselineRef}`,
@@ -321,12 +344,12 @@ async function main(): Promise<void> {
         "--otlp-sample-ratio",
         "1",
       ];
-      cmd[cmd.indexOf("--port") + 1] = String(freePort());
+      cmd[cmd.indexOf("--port") + 1] = String(ports.observed);
       observed = await startLoggingRouter(cmd);
     }
     if (o.targets.includes("nocheck")) {
       const cmd = [...routerCommand, "--cache-check=false"];
-      cmd[cmd.indexOf("--port") + 1] = String(freePort());
+      cmd[cmd.indexOf("--port") + 1] = String(ports.nocheck);
       nocheck = await startMain(cmd);
     }
     const urls: Record<Target, string> = {
