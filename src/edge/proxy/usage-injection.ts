@@ -55,9 +55,9 @@ export function prepareBody(
     let j = i + 1;
     while (j < body.length && isSpace(body[j]!)) j++;
     const comma = body[j] === 0x7d /* } */ ? 0 : 1;
-    // Every byte is written below: no zeroing first (Buffer.allocUnsafe).
-    const out = Buffer.allocUnsafe(body.length + INSERT.length + comma);
-    out.set(body.subarray(0, i + 1));
+    const out = new Uint8Array(body.length + INSERT.length + comma);
+    // The opening brace and the blanks before it (one byte as a rule): no view made for them.
+    for (let k = 0; k <= i; k++) out[k] = body[k]!;
     out.set(INSERT, i + 1);
     if (comma) out[i + 1 + INSERT.length] = 0x2c;
     out.set(body.subarray(i + 1), i + 1 + INSERT.length + comma);
