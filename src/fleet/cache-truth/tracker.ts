@@ -64,6 +64,8 @@ export type AnswerInput = Omit<AnswerFacts, "speaksCached" | "evictedMeanwhile">
 export class CacheTruth {
   readonly #o: CacheTruthOptions;
   readonly #sources = new Map<WorkerKey, Source>();
+  /** The same sources by worker, then dp rank: found per answer without making a key string. */
+  readonly #byWorker = new Map<WorkerId, Source[]>();
   /** Keys whose state is not exact: the router scores them from the approximate index. */
   readonly distrusted = new Set<WorkerKey>();
   readonly transitions: { to: TruthState; cause: string; workerId: WorkerId }[] = [];
@@ -73,9 +75,12 @@ export class CacheTruth {
     this.#o = o;
   }
 
+  #find(workerId: WorkerId, dpRank: DpRank): Source | undefined {
+    return this.#byWorker.get(workerId)?.[dpRank];
+  }
+
   #source(workerId: WorkerId, dpRank: DpRank): Source {
-    const key = workerKey(workerId, dpRank);
-    let s = this.#sources.get(key);
+    let s = this.#find(workerId, dpRank);
     if (s === undefined) {
       s = {
         workerId,
@@ -88,7 +93,10 @@ export class CacheTruth {
         lastEventAt: undefined,
         canary: undefined,
       };
-      this.#sources.set(key, s);
+      this.#sources.set(workerKey(workerId, dpRank), s);
+      const ranks = this.#byWorker.get(workerId) ?? [];
+      ranks[dpRank] = s;
+      this.#byWorker.set(workerId, ranks);
     }
     return s;
   }
@@ -161,24 +169,25 @@ export class CacheTruth {
       this.#sources.delete(key);
       this.distrusted.delete(key);
     }
+    this.#byWorker.delete(workerId);
   }
 
   /** Removal events (removed, cleared) heard from the rank since it was first seen. */
   removalsSeen(workerId: WorkerId, dpRank: DpRank): number {
-    return this.#sources.get(workerKey(workerId, dpRank))?.removals ?? 0;
+    return this.#find(workerId, dpRank)?.removals ?? 0;
   }
 
   /** Live events heard from the rank since it was first seen. */
   eventsSeen(workerId: WorkerId, dpRank: DpRank): number {
-    return this.#sources.get(workerKey(workerId, dpRank))?.eventsSeen ?? 0;
+    return this.#find(workerId, dpRank)?.eventsSeen ?? 0;
   }
 
   state(workerId: WorkerId, dpRank: DpRank): TruthState {
-    return this.#sources.get(workerKey(workerId, dpRank))?.truth.state ?? "exact";
+    return this.#find(workerId, dpRank)?.truth.state ?? "exact";
   }
 
   causeOf(workerId: WorkerId, dpRank: DpRank): TruthCause | undefined {
-    return this.#sources.get(workerKey(workerId, dpRank))?.truth.cause;
+    return this.#find(workerId, dpRank)?.truth.cause;
   }
 
   /** The worker's sources, rank order (none before its first answer or event). */
