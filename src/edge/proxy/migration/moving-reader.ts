@@ -445,7 +445,7 @@ export class MovingReader implements ChunkReader {
     this.#up = c.reader;
     this.#pending = c.first;
     this.#workerId = c.workerId;
-    this.#splicer = new Splicer(this.#t, plan.produced);
+    this.#splicer = new Splicer(this.#t, plan.produced, plan.sentChars);
     // An SSE comment: clients skip it; a person reading the raw stream sees the move.
     this.#queue.push(
       encoder.encode(
