@@ -180,6 +180,12 @@ export class MovingReader implements ChunkReader {
           if (out !== undefined && out.byteLength > 0) return { done: false, value: out };
           return this.#slow();
         }
+        if (r.done && this.#sawDone && this.#carry === undefined && this.#interrupt === undefined) {
+          // The engine ended after [DONE]: the end, without the slow path's async step.
+          this.#end();
+          this.#finished = true;
+          return r;
+        }
         this.#got = r;
         return this.#slow();
       },
@@ -188,6 +194,18 @@ export class MovingReader implements ChunkReader {
         return this.#slow();
       },
     );
+  }
+
+  /**
+   * The first chunk's whole events, checked and kept now, for the caller to pass before its
+   * first read (one async step fewer per stream); undefined: read() gives what there is.
+   */
+  takeFirst(): Uint8Array | undefined {
+    const first = this.#pending;
+    if (first === undefined || this.#splicer !== undefined) return undefined;
+    this.#pending = undefined;
+    const out = this.#accept(first);
+    return out !== undefined && out.byteLength > 0 ? out : undefined;
   }
 
   async #slow(): Promise<{ done: boolean; value?: Uint8Array | undefined }> {
