@@ -244,3 +244,14 @@ export async function busiest(
   return { proc: engines.find((e) => urlOf(e) === u)!, on };
 }
 
+
+/** The whole request's logprobs, asked of one engine directly, not streamed. */
+export async function wholeLogprobs(engineUrl: string, kind: Kind, body: Record<string, unknown>) {
+  const r = await fetch(`${engineUrl}${path(kind)}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ...body, stream: false, stream_options: undefined }),
+  });
+  const j = (await r.json()) as { choices: { logprobs: unknown }[] };
+  return j.choices[0]!.logprobs;
+}

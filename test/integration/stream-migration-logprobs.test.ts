@@ -13,11 +13,11 @@ import {
   busiest,
   cluster,
   openStream,
-  path,
   received,
   requestBody,
   type Kind,
   type Live,
+  wholeLogprobs,
 } from "./migration-support.ts";
 import { urlOf } from "./multi-router-cluster.ts";
 
@@ -53,17 +53,6 @@ function streamedLogprobs(kind: Kind, raw: string): unknown {
     }
   }
   return kind === "chat" ? { content } : lists;
-}
-
-/** The whole request's logprobs, asked of one engine directly, not streamed. */
-async function wholeLogprobs(engineUrl: string, kind: Kind, body: Record<string, unknown>) {
-  const r = await fetch(`${engineUrl}${path(kind)}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ ...body, stream: false, stream_options: undefined }),
-  });
-  const j = (await r.json()) as { choices: { logprobs: unknown }[] };
-  return j.choices[0]!.logprobs;
 }
 
 describe("logprobs across a migration", () => {
