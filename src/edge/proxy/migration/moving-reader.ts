@@ -177,6 +177,7 @@ export class MovingReader implements ChunkReader {
         if (this.#off && !r.done) return r;
         if (!r.done && r.value !== undefined && this.#interrupt === undefined) {
           const out = this.#accept(r.value);
+          if (out === r.value) return r; // whole events, as they came
           if (out !== undefined && out.byteLength > 0) return { done: false, value: out };
           return this.#slow();
         }
