@@ -113,6 +113,7 @@ export function edgeDepsBuilder(
       maxBodyBytes: config.maxBodyBytes,
       maxPromptChars: config.maxPromptChars,
       maxSessionIdLength: config.maxSessionIdLength,
+      trustKvTransferParams: config.trustKvTransferParams,
       parseOffLoop: rt.parseOffLoop,
       bodyBudget: new BodyReadBudget(Math.max(BODY_READ_BUDGET_BYTES, config.maxBodyBytes)),
     },

@@ -18,7 +18,7 @@
  * without migration: a broken connection breaks the client's, a malformed event is passed on, a
  * silent engine ends with the idle deadline's error event.
  */
-import { openAiErrorEvent } from "../../../protocol/openai-error.ts";
+import { vllmStreamFailure } from "../../../protocol/openai-error.ts";
 import type { ChunkReader } from "../observe-stream.ts";
 import { planContinuation, type ApiKind } from "./continuation.ts";
 import type { KeptMemory } from "./kept-memory.ts";
@@ -451,11 +451,7 @@ export class MovingReader implements ChunkReader {
       this.failedEnd = "error";
       this.host.gaveUp("failed", f.why);
       this.#queue.push(
-        openAiErrorEvent(
-          502,
-          "the engine failed mid-answer and no other worker could continue it",
-          { code: "upstream_failed" },
-        ),
+        vllmStreamFailure("the engine failed mid-answer and no other worker could continue it"),
       );
       this.#end();
       this.#finished = true;
@@ -496,10 +492,8 @@ export class MovingReader implements ChunkReader {
     if (f.idle === true) {
       this.failedEnd = "timeout";
       this.#queue.push(
-        openAiErrorEvent(
-          504,
-          "the engine sent nothing for the stream idle deadline; the answer is incomplete",
-          { code: "stream_idle_timeout" },
+        vllmStreamFailure(
+          "stream idle deadline missed: the engine sent nothing; the answer is incomplete",
         ),
       );
       return;

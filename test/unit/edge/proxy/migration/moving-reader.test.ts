@@ -183,7 +183,9 @@ describe("the moving reader", () => {
     const { h } = host(undefined);
     const r = new MovingReader(undefined, scripted([ev("a")], new Error("reset")), h, limits());
     const out = await readAll(r);
-    expect(out.chunks.join("")).toContain('"code":"upstream_failed"');
+    const text = out.chunks.join("");
+    expect(text).toContain('"type": "InternalServerError", "param": null, "code": 500}}\n\n');
+    expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
     expect(r.failedEnd).toBe("error");
   });
 
