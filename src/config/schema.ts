@@ -418,7 +418,7 @@ export const SERVE_OPTIONS = {
   migrateAfter: row({
     schema: v.optional(nonNegative("a number of seconds >= 0"), 30),
     meta: "S",
-    help: "seconds a stream may go on on a worker taken out of rotation to drain (a pod not ready or terminating) before it moves to another worker (--max-migrations); 0 = at once",
+    help: "seconds a stream may go on on a worker taken out of rotation to drain (a pod not ready or terminating, or POST /v1/workers/:id/drain) before it moves to another worker (--max-migrations); 0 = at once",
     runtimes: EVERYWHERE,
   }),
   migrationKeepBytes: row({

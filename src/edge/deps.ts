@@ -169,10 +169,22 @@ export interface AdminDeps {
   ) => Promise<
     readonly { readonly ok: boolean; readonly cause?: string; readonly evidence: string }[]
   >;
+  /** Holds that take a worker out of rotation to drain (POST/DELETE /v1/workers/:id/drain): the health checker's. */
+  readonly drain?: WorkerDrain;
   /** Read a session binding without sliding its TTL (GET /debug/sessions/:id). */
   readonly peekSession?: (sessionId: string) => Promise<Binding | undefined>;
   /** Milliseconds (load decay in GET /v1/workers). */
   readonly now: () => number;
+}
+
+/** Taking one worker out of rotation to drain, and back (fleet/health.ts's HealthChecker is one). */
+export interface WorkerDrain {
+  /** No new requests; in-flight ones finish, streams past --migrate-after move. */
+  hold(id: WorkerId, reason: string): void;
+  /** Ends the hold; a health check decides whether the worker takes requests again. */
+  release(id: WorkerId): Promise<boolean | undefined>;
+  /** Why it is held (an admin's drain, a pod not ready or terminating); undefined: not held. */
+  heldFor(id: WorkerId): string | undefined;
 }
 
 /** LoRA adapters for the request path (lora/adapter-loader.ts's AdapterLoader is one). */

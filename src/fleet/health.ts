@@ -91,6 +91,11 @@ export class HealthChecker {
     return this.#held.has(id);
   }
 
+  /** Why this worker is held; undefined when it is not. */
+  heldFor(id: WorkerId): string | undefined {
+    return this.#held.get(id);
+  }
+
   /**
    * How an answer of this worker went: `failure` says what failed (5xx, cut stream, missed
    * deadline, refused connection), undefined means it went well. Client cancels are not reported.

@@ -156,6 +156,7 @@ export function edgeDepsBuilder(
       workerUrlPolicy,
       workerDetails: withCacheTruth(rt.workerDetails, p.cacheTruth?.truth),
       canary: p.cacheTruth?.canary,
+      drain: members.health,
       peekSession: (id) => p.store.peek(id),
       now,
     },

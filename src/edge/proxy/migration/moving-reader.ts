@@ -177,8 +177,15 @@ export class MovingReader implements ChunkReader {
         if (this.#off && !r.done) return r;
         if (!r.done && r.value !== undefined && this.#interrupt === undefined) {
           const out = this.#accept(r.value);
+          if (out === r.value) return r; // whole events, as they came
           if (out !== undefined && out.byteLength > 0) return { done: false, value: out };
           return this.#slow();
+        }
+        if (r.done && this.#sawDone && this.#carry === undefined && this.#interrupt === undefined) {
+          // The engine ended after [DONE]: the end, without the slow path's async step.
+          this.#end();
+          this.#finished = true;
+          return r;
         }
         this.#got = r;
         return this.#slow();
@@ -188,6 +195,18 @@ export class MovingReader implements ChunkReader {
         return this.#slow();
       },
     );
+  }
+
+  /**
+   * The first chunk's whole events, checked and kept now, for the caller to pass before its
+   * first read (one async step fewer per stream); undefined: read() gives what there is.
+   */
+  takeFirst(): Uint8Array | undefined {
+    const first = this.#pending;
+    if (first === undefined || this.#splicer !== undefined) return undefined;
+    this.#pending = undefined;
+    const out = this.#accept(first);
+    return out !== undefined && out.byteLength > 0 ? out : undefined;
   }
 
   async #slow(): Promise<{ done: boolean; value?: Uint8Array | undefined }> {
@@ -441,7 +460,7 @@ export class MovingReader implements ChunkReader {
     this.#up = c.reader;
     this.#pending = c.first;
     this.#workerId = c.workerId;
-    this.#splicer = new Splicer(this.#t, plan.produced);
+    this.#splicer = new Splicer(this.#t, plan.produced, plan.sentChars);
     // An SSE comment: clients skip it; a person reading the raw stream sees the move.
     this.#queue.push(
       encoder.encode(
