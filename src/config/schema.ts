@@ -399,7 +399,7 @@ export const SERVE_OPTIONS = {
   canary: row({
     schema: v.optional(bool, true),
     switch: true,
-    help: "with --cache-check: a known 256-token prompt sent twice straight to each engine at registration and after a restart seen in its events (never billed to a tenant); --canary=false: only on demand (POST /v1/workers/:id/canary)",
+    help: "with --cache-check: a known prompt (256 tokens, or 2 blocks + 1 token at blocks over 127) sent twice straight to each engine at registration and after a restart seen in its events (never billed to a tenant); --canary=false: only on demand (POST /v1/workers/:id/canary)",
     runtimes: EVERYWHERE,
   }),
   maxRetries: row({
