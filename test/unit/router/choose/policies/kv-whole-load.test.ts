@@ -346,3 +346,47 @@ describe("kv sees the whole load: a prompt sent twice", () => {
     expect(w.route("sibling-2", groupPrompt(1, 2), 136 * BS).key).toBe(home);
   });
 });
+
+describe("kv sees the whole load: a sibling while its group's first prompt is still computed", () => {
+  /**
+   * Two engines. Engine 2 holds a group whose siblings come every 100 ms. A new group's first
+   * request went to engine 1 a millisecond ago and is still prefilling its 2,176 tokens there; its
+   * sibling now predicts a little faster computed again on engine 2 than waiting for that prefill.
+   */
+  function sibling(counted: boolean) {
+    const w = world(2);
+    const now = 10_000;
+    if (counted) {
+      w.ttft.traffic.startedPrefix(w.keys[1]!, now - 3000);
+      for (let t = now - 2900; t < now; t += 100)
+        w.ttft.traffic.arrive(1n, t, w.keys[1]!, w.ttft.traffic.knows(1n) ? undefined : [w.keys[1]!]);
+    }
+    w.clock.now = now;
+    // Engine 2 is the coldest cache, so the new group goes to engine 1.
+    RequestLease.book(
+      w.tracker,
+      { requestId: "old", worker: w.endpoints[0]!.worker, seqHashes: null, isl: 32, overlap: 0 },
+      now - 1,
+      BS,
+      () => w.clock.now,
+      seededRng(3),
+    ).free();
+    const first = w.route("first", groupPrompt(7, 0), 136 * BS);
+    w.clock.now = now + 1;
+    const second = w.route("second", groupPrompt(7, 1), 136 * BS);
+    return { w, first, second };
+  }
+
+  test("counted: it waits on the group's home, where the next step will find the prefix, rather than place the group a second time where others' traffic would queue behind it", () => {
+    const { first, second } = sibling(true);
+    expect(second.key).toBe(first.key);
+    const away = second.candidates.find((c) => c.key !== first.key)!;
+    const home = second.candidates.find((c) => c.key === first.key)!;
+    expect(away.predictedTtftMs!).toBeLessThan(home.predictedTtftMs!);
+  });
+
+  test("no traffic known anywhere: computed again where it is predicted fastest, as before", () => {
+    const { first, second } = sibling(false);
+    expect(second.key).not.toBe(first.key);
+  });
+});
