@@ -20,7 +20,10 @@
  * access log and tracing on ("observed": `--log-level info --log-format json`, every request
  * traced to an OTLP/HTTP sink in this process that reads and drops each export; its stderr is a
  * pipe this process drains and drops, as a container's log shipper would), so both are judged
- * in the same run. Targets: router ≥ 0.9 × nginx's requests/s and router CPU per request ≤ 2 ×
+ * in the same run. `--targets router,nomigrate` adds the same router with stream migration off
+ * (`--max-migrations 0`: nothing kept, nothing checked per event), so migration's cost on the
+ * no-failure path is measured in the same run (issue target: router CPU per request ≤ 1.05 ×
+ * nomigrate's). Targets: router ≥ 0.9 × nginx's requests/s and router CPU per request ≤ 2 ×
  * nginx's, judged on the medians (the plain router runs with `--log-level warn`: no access log).
  * `--svg FILE` draws the run (plot.ts: req/s and CPU per request per target, with the targets);
  * `bun bench/proxy/plot.ts RUN.json OUT.svg` re-draws a saved `--json`.
@@ -66,7 +69,7 @@ function cpuSeconds(pid: number): number | undefined {
 /** USER_HZ: 100 on every Linux we run on. */
 const CLOCK_TICKS = 100;
 
-const TARGETS = ["direct", "router", "nginx", "floor", "baseline", "observed"] as const;
+const TARGETS = ["direct", "router", "nginx", "floor", "baseline", "observed", "nomigrate"] as const;
 type Target = (typeof TARGETS)[number];
 
 interface Run extends WrkResult {
@@ -246,6 +249,7 @@ async function main(): Promise<void> {
   let baseline: Proc | undefined;
   let floor: Proc | undefined;
   let observed: Proc | undefined;
+  let nomigrate: Proc | undefined;
   let sink: OtlpSink | undefined;
   let baselineDir: string | undefined;
   try {
@@ -319,6 +323,11 @@ async function main(): Promise<void> {
       cmd[cmd.indexOf("--port") + 1] = String(freePort());
       observed = await startLoggingRouter(cmd);
     }
+    if (o.targets.includes("nomigrate")) {
+      const cmd = [...routerCommand, "--max-migrations", "0"];
+      cmd[cmd.indexOf("--port") + 1] = String(freePort());
+      nomigrate = await startMain(cmd);
+    }
     const urls: Record<Target, string> = {
       floor: floor ? `${floor.info.url}/v1/completions` : "",
       direct: `${engineUrl}/v1/completions`,
@@ -326,6 +335,7 @@ async function main(): Promise<void> {
       nginx: nginx !== undefined ? `${nginx.url}/v1/completions` : "",
       baseline: baseline ? `${baseline.info.url}/v1/completions` : "",
       observed: observed ? `${observed.info.url}/v1/completions` : "",
+      nomigrate: nomigrate ? `${nomigrate.info.url}/v1/completions` : "",
     };
     const proxyPid: Record<Target, number | undefined> = {
       direct: undefined,
@@ -334,6 +344,7 @@ async function main(): Promise<void> {
       floor: floor?.pid,
       baseline: baseline?.pid,
       observed: observed?.pid,
+      nomigrate: nomigrate?.pid,
     };
     const enginePid = engine.pid;
     const load = async (t: Target, seconds: number): Promise<Run> => {
@@ -367,6 +378,7 @@ async function main(): Promise<void> {
       floor: [],
       baseline: [],
       observed: [],
+      nomigrate: [],
     };
     for (let run = 0; run < o.runs; run++) {
       // Rotate the order so no target always runs on a warmer (or hotter) machine.
@@ -421,6 +433,11 @@ async function main(): Promise<void> {
           s.observed.proxyCpuUs !== undefined && s.nginx.proxyCpuUs !== undefined
             ? s.observed.proxyCpuUs / s.nginx.proxyCpuUs
             : NaN,
+        routerVsNoMigrateThroughput: s.router.rps / s.nomigrate.rps,
+        routerVsNoMigrateCpu:
+          s.router.proxyCpuUs !== undefined && s.nomigrate.proxyCpuUs !== undefined
+            ? s.router.proxyCpuUs / s.nomigrate.proxyCpuUs
+            : NaN,
         routerAddedP50Ms: s.router.p50Ms - s.direct.p50Ms,
         routerAddedP99Ms: s.router.p99Ms - s.direct.p99Ms,
         nginxAddedP50Ms: s.nginx.p50Ms - s.direct.p50Ms,
@@ -440,7 +457,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await nginx?.stop();
-    await stopAll([router, engine, baseline, floor, observed]);
+    await stopAll([router, engine, baseline, floor, observed, nomigrate]);
     sink?.stop();
     if (baselineDir !== undefined) rmSync(baselineDir, { recursive: true, force: true });
   }
@@ -540,6 +557,12 @@ function printTable(
     const cpu = Number.isFinite(r.observedVsNginxCpu) ? r.observedVsNginxCpu!.toFixed(2) : "n/a";
     console.log(
       `observed (access log + every request traced) / nginx: throughput ${r.observedVsNginxThroughput!.toFixed(2)} (≥ 0.9: ${verdict(r.observedVsNginxThroughput! >= 0.9)}), CPU per request ${cpu} (≤ 2: ${verdict(r.observedVsNginxCpu! <= 2)})`,
+    );
+  }
+  if (Number.isFinite(r.routerVsNoMigrateThroughput)) {
+    const cpu = r.routerVsNoMigrateCpu!;
+    console.log(
+      `router / nomigrate (--max-migrations 0): throughput ${r.routerVsNoMigrateThroughput!.toFixed(3)}, CPU per request ${Number.isFinite(cpu) ? cpu.toFixed(3) : "n/a"} (≤ 1.05: ${verdict(cpu <= 1.05)})`,
     );
   }
   if (Number.isFinite(r.routerVsBaselineThroughput)) {

@@ -366,7 +366,10 @@ function respond(
   if (moving !== undefined && sse && res.status === 200) {
     const m = movingStream(moving, first.value, reader, s, res.status);
     return new Response(
-      observeStream(undefined, m.reader, m.hooks, d.upstream.directStreams, { idleMs, sse }),
+      observeStream(m.reader.takeFirst(), m.reader, m.hooks, d.upstream.directStreams, {
+        idleMs,
+        sse,
+      }),
       init,
     );
   }
