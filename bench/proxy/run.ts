@@ -20,8 +20,18 @@
  * access log and tracing on ("observed": `--log-level info --log-format json`, every request
  * traced to an OTLP/HTTP sink in this process that reads and drops each export; its stderr is a
  * pipe this process drains and drops, as a container's log shipper would), so both are judged
- * in the same run. Targets: router ≥ 0.9 × nginx's requests/s and router CPU per request ≤ 2 ×
+ * in the same run. `--targets router,nomigrate` adds the same router with stream migration off
+ * (`--max-migrations 0`: nothing kept, nothing checked per event), so migration's cost on the
+ * no-failure path is measured in the same run (issue target: router CPU per request ≤ 1.05 ×
+ * nomigrate's). Targets: router ≥ 0.9 × nginx's requests/s and router CPU per request ≤ 2 ×
  * nginx's, judged on the medians (the plain router runs with `--log-level warn`: no access log).
+ * `--targets router,nocheck --token-ids true` measures the cache check: "nocheck" is the router
+ * with `--cache-check=false`; the check's cost is router − nocheck per round (both in the same
+ * round, the order rotated), reported as the median of the rounds' differences (token ids: routed
+ * exactly, so every answer is checked; a text prompt is routed approximately and not checked).
+ * With nocheck among the targets the engine pushes its KV events to every router, so the check
+ * sees a true view (without events it finds the view missing and routes that engine from the
+ * router's own decisions: its verdict, not its cost).
  * `--svg FILE` draws the run (plot.ts: req/s and CPU per request per target, with the targets);
  * `bun bench/proxy/plot.ts RUN.json OUT.svg` re-draws a saved `--json`.
  */
@@ -66,7 +76,16 @@ function cpuSeconds(pid: number): number | undefined {
 /** USER_HZ: 100 on every Linux we run on. */
 const CLOCK_TICKS = 100;
 
-const TARGETS = ["direct", "router", "nginx", "floor", "baseline", "observed"] as const;
+const TARGETS = [
+  "direct",
+  "router",
+  "nginx",
+  "floor",
+  "baseline",
+  "observed",
+  "nocheck",
+  "nomigrate",
+] as const;
 type Target = (typeof TARGETS)[number];
 
 interface Run extends WrkResult {
@@ -246,9 +265,29 @@ async function main(): Promise<void> {
   let baseline: Proc | undefined;
   let floor: Proc | undefined;
   let observed: Proc | undefined;
+  let nocheck: Proc | undefined;
+  let nomigrate: Proc | undefined;
   let sink: OtlpSink | undefined;
   let baselineDir: string | undefined;
   try {
+    // Every router's port, known before the engine starts: with "nocheck" among the targets, the
+    // engine pushes its KV events to each router (--router-url), as a fleet's engines do. Without
+    // events the cache check rightly finds the engine's view missing (blind, no_events) and routes
+    // it from the router's own decisions, which is not the check's cost but its verdict.
+    const ports = {
+      router: freePort(),
+      baseline: freePort(),
+      observed: freePort(),
+      nocheck: freePort(),
+      nomigrate: freePort(),
+    };
+    const pushTo = o.targets.includes("nocheck")
+      ? (["router", "baseline", "observed", "nocheck", "nomigrate"] as const)
+          .filter((t) => o.targets.includes(t))
+          .flatMap((t) => ["--router-url", `http://127.0.0.1:${ports[t]}`])
+      : [];
+    // The routers take pushed events only with the credential they share with the engines.
+    const eventsToken = pushTo.length > 0 ? ["--events-token", "bench-proxy-events"] : [];
     engine = await startMain([
       "mocker",
       "--port",
@@ -263,9 +302,11 @@ async function main(): Promise<void> {
       "4096",
       "--kv-blocks",
       "65536",
+      ...pushTo,
+      ...eventsToken,
     ]);
     const engineUrl = String(engine.info.url);
-    const routerPort = freePort();
+    const routerPort = ports.router;
     const routerCommand = [
       "serve",
       "--port",
@@ -278,6 +319,7 @@ async function main(): Promise<void> {
       "warn",
       "--health-interval",
       "10",
+      ...eventsToken,
       ...o.routerArgs,
     ];
     router =
@@ -292,7 +334,7 @@ async function main(): Promise<void> {
     if (o.baselineRef !== undefined) {
       baselineDir = extractRef(o.baselineRef);
       const cmd = [...routerCommand];
-      cmd[cmd.indexOf("--port") + 1] = String(freePort());
+      cmd[cmd.indexOf("--port") + 1] = String(ports.baseline);
       baseline = await startCommand(
         [process.execPath, join(baselineDir, "src", "main.ts"), ...cmd],
         `router at ${o.baselineRef}`,
@@ -316,8 +358,18 @@ async function main(): Promise<void> {
         "--otlp-sample-ratio",
         "1",
       ];
-      cmd[cmd.indexOf("--port") + 1] = String(freePort());
+      cmd[cmd.indexOf("--port") + 1] = String(ports.observed);
       observed = await startLoggingRouter(cmd);
+    }
+    if (o.targets.includes("nocheck")) {
+      const cmd = [...routerCommand, "--cache-check=false"];
+      cmd[cmd.indexOf("--port") + 1] = String(ports.nocheck);
+      nocheck = await startMain(cmd);
+    }
+    if (o.targets.includes("nomigrate")) {
+      const cmd = [...routerCommand, "--max-migrations", "0"];
+      cmd[cmd.indexOf("--port") + 1] = String(ports.nomigrate);
+      nomigrate = await startMain(cmd);
     }
     const urls: Record<Target, string> = {
       floor: floor ? `${floor.info.url}/v1/completions` : "",
@@ -326,6 +378,8 @@ async function main(): Promise<void> {
       nginx: nginx !== undefined ? `${nginx.url}/v1/completions` : "",
       baseline: baseline ? `${baseline.info.url}/v1/completions` : "",
       observed: observed ? `${observed.info.url}/v1/completions` : "",
+      nocheck: nocheck ? `${nocheck.info.url}/v1/completions` : "",
+      nomigrate: nomigrate ? `${nomigrate.info.url}/v1/completions` : "",
     };
     const proxyPid: Record<Target, number | undefined> = {
       direct: undefined,
@@ -334,6 +388,8 @@ async function main(): Promise<void> {
       floor: floor?.pid,
       baseline: baseline?.pid,
       observed: observed?.pid,
+      nocheck: nocheck?.pid,
+      nomigrate: nomigrate?.pid,
     };
     const enginePid = engine.pid;
     const load = async (t: Target, seconds: number): Promise<Run> => {
@@ -367,6 +423,8 @@ async function main(): Promise<void> {
       floor: [],
       baseline: [],
       observed: [],
+      nocheck: [],
+      nomigrate: [],
     };
     for (let run = 0; run < o.runs; run++) {
       // Rotate the order so no target always runs on a warmer (or hotter) machine.
@@ -421,15 +479,26 @@ async function main(): Promise<void> {
           s.observed.proxyCpuUs !== undefined && s.nginx.proxyCpuUs !== undefined
             ? s.observed.proxyCpuUs / s.nginx.proxyCpuUs
             : NaN,
+        routerVsNoMigrateThroughput: s.router.rps / s.nomigrate.rps,
+        routerVsNoMigrateCpu:
+          s.router.proxyCpuUs !== undefined && s.nomigrate.proxyCpuUs !== undefined
+            ? s.router.proxyCpuUs / s.nomigrate.proxyCpuUs
+            : NaN,
         routerAddedP50Ms: s.router.p50Ms - s.direct.p50Ms,
         routerAddedP99Ms: s.router.p99Ms - s.direct.p99Ms,
         nginxAddedP50Ms: s.nginx.p50Ms - s.direct.p50Ms,
         nginxAddedP99Ms: s.nginx.p99Ms - s.direct.p99Ms,
       },
+      cacheCheck: checkCost(results.router, results.nocheck),
       otlpSink: sink ? { exports: sink.exports(), bytes: sink.bytes() } : undefined,
       runs: results,
     };
     printTable(report.summary, report.ratios, o);
+    const c = report.cacheCheck;
+    if (c !== undefined)
+      console.log(
+        `cache check (router − nocheck, paired per round): ${c.us.toFixed(1)} µs/req median = ${(100 * c.share).toFixed(1)}% of nocheck's median CPU per request (target ≤ 5%: ${c.share <= 0.05 ? "met" : "missed"}); rounds: ${c.rounds.map((x) => x.toFixed(1)).join(" ")} µs`,
+      );
     if (o.json) {
       writeFileSync(o.json, JSON.stringify(report, null, 2));
       console.log(`wrote ${o.json}`);
@@ -440,7 +509,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await nginx?.stop();
-    await stopAll([router, engine, baseline, floor, observed]);
+    await stopAll([router, engine, baseline, floor, observed, nocheck, nomigrate]);
     sink?.stop();
     if (baselineDir !== undefined) rmSync(baselineDir, { recursive: true, force: true });
   }
@@ -497,6 +566,27 @@ async function startLoggingRouter(args: readonly string[]): Promise<Proc> {
   return { proc: proc as unknown as Proc["proc"], pid: proc.pid, info, output: () => "", stop };
 }
 
+/**
+ * The cache check's CPU per request: router (check on) − nocheck (off), paired per round (both ran
+ * in it, a few seconds apart: on a shared machine the load drifts more between rounds than this
+ * cost), the median of the rounds, and that as a share of nocheck's median. Undefined without both.
+ */
+function checkCost(
+  on: readonly Run[],
+  off: readonly Run[],
+): { us: number; share: number; rounds: number[] } | undefined {
+  const rounds: number[] = [];
+  for (let i = 0; i < Math.min(on.length, off.length); i++) {
+    const a = on[i]!.proxyCpuUs;
+    const b = off[i]!.proxyCpuUs;
+    if (a !== undefined && b !== undefined) rounds.push(a - b);
+  }
+  const offCpu = off.map((r) => r.proxyCpuUs).filter((x): x is number => x !== undefined);
+  if (rounds.length === 0 || offCpu.length === 0) return undefined;
+  const us = median(rounds);
+  return { us, share: us / median(offCpu), rounds };
+}
+
 function fmtUs(x: number | undefined): string {
   return x === undefined ? "n/a" : `${x.toFixed(0)} µs/req`;
 }
@@ -540,6 +630,12 @@ function printTable(
     const cpu = Number.isFinite(r.observedVsNginxCpu) ? r.observedVsNginxCpu!.toFixed(2) : "n/a";
     console.log(
       `observed (access log + every request traced) / nginx: throughput ${r.observedVsNginxThroughput!.toFixed(2)} (≥ 0.9: ${verdict(r.observedVsNginxThroughput! >= 0.9)}), CPU per request ${cpu} (≤ 2: ${verdict(r.observedVsNginxCpu! <= 2)})`,
+    );
+  }
+  if (Number.isFinite(r.routerVsNoMigrateThroughput)) {
+    const cpu = r.routerVsNoMigrateCpu!;
+    console.log(
+      `router / nomigrate (--max-migrations 0): throughput ${r.routerVsNoMigrateThroughput!.toFixed(3)}, CPU per request ${Number.isFinite(cpu) ? cpu.toFixed(3) : "n/a"} (≤ 1.05: ${verdict(cpu <= 1.05)})`,
     );
   }
   if (Number.isFinite(r.routerVsBaselineThroughput)) {

@@ -30,6 +30,7 @@ import {
   TtftPredictor,
 } from "../../src/router/books/ttft-predictor.ts";
 import type { Pipeline } from "../../src/router/choose/types.ts";
+import { countTraffic } from "../../src/router/routing-service.ts";
 import { createIndexer } from "../../src/router/kv-index/indexer.ts";
 import { createPipeline, isPolicyName } from "../../src/router/choose/registry.ts";
 import { mulberry32 } from "../../test/support/prng.ts";
@@ -85,6 +86,12 @@ export interface SimOptions {
    * first tokens alone, as before running decodes and prefix groups were priced (the kv of 99be34e).
    */
   learnDecodes?: boolean;
+  /**
+   * Count each decision's prefix traffic as the router does (routing-service.ts countTraffic: the
+   * group's arrivals and homes, new prefixes pending): default on; off with learnDecodes off is
+   * the kv of 99be34e.
+   */
+  countTraffic?: boolean;
   /**
    * Count each answer's output tokens on its lease at its first token and at its end, as the
    * router's proxy does (its output blocks then hold KV in the books). Always on with
@@ -359,7 +366,9 @@ export function simulate(
         },
         (e) => errors.push(e),
       );
-      if (learn && sel.groupKey !== undefined) predictor.traffic.arrive(sel.groupKey, arrival);
+      // As the router does (routing-service.ts): the group's arrival, or a new prefix started.
+      if (learn || o.countTraffic !== false)
+        countTraffic(predictor.traffic, sel, arrival, seqHashes.length);
       const ended = learn
         ? decodeSampler(predictor, sel.key, arrival, tracker.slotOf(sel.key))
         : undefined;

@@ -399,7 +399,7 @@ export const SERVE_OPTIONS = {
   canary: row({
     schema: v.optional(bool, true),
     switch: true,
-    help: "with --cache-check: a known 256-token prompt sent twice straight to each engine at registration and after a restart seen in its events (never billed to a tenant); --canary=false: only on demand (POST /v1/workers/:id/canary)",
+    help: "with --cache-check: a known prompt (256 tokens, or 2 blocks + 1 token at blocks over 127) sent twice straight to each engine at registration and after a restart seen in its events (never billed to a tenant); --canary=false: only on demand (POST /v1/workers/:id/canary)",
     runtimes: EVERYWHERE,
   }),
   maxRetries: row({
@@ -418,7 +418,7 @@ export const SERVE_OPTIONS = {
   migrateAfter: row({
     schema: v.optional(nonNegative("a number of seconds >= 0"), 30),
     meta: "S",
-    help: "seconds a stream may go on on a worker taken out of rotation to drain (a pod not ready or terminating) before it moves to another worker (--max-migrations); 0 = at once",
+    help: "seconds a stream may go on on a worker taken out of rotation to drain (a pod not ready or terminating, or POST /v1/workers/:id/drain) before it moves to another worker (--max-migrations); 0 = at once",
     runtimes: EVERYWHERE,
   }),
   migrationKeepBytes: row({
@@ -437,6 +437,12 @@ export const SERVE_OPTIONS = {
     schema: v.optional(bool, false),
     switch: true,
     help: "a trusted proxy in front sets X-Forwarded-For and Forwarded: append the peer to them (default: replace the client's with the peer)",
+    runtimes: EVERYWHERE,
+  }),
+  trustKvTransferParams: row({
+    schema: v.optional(bool, false),
+    switch: true,
+    help: "pass a client's kv_transfer_params (and SGLang's bootstrap_*, kv_router_hint) on to engines, for a trusted P/D proxy in front (default: 400 naming the field; only the router sets them)",
     runtimes: EVERYWHERE,
   }),
   forwardCookies: row({
@@ -513,6 +519,17 @@ export const SERVE_OPTIONS = {
     meta: "S",
     help: "on SIGTERM/SIGINT: seconds /health answers 503 while requests are still served, so load balancers stop sending here before the drain (--drain-timeout) begins",
     runtimes: notOnWorkerd(DRAIN_WHY),
+  }),
+  // A fence is one request's word about an engine; capped like ejections so a starved router
+  // or a shared network fault cannot fence the whole fleet (src/fleet/health.ts).
+  maxFencedPercent: row({
+    schema: v.optional(
+      v.pipe(nonNegative("a percentage"), v.maxValue(100, "must be <= 100")),
+      50,
+    ),
+    meta: "P",
+    help: "most workers out of rotation at once that a fence (a failure before the first byte) may bring about, percent (one always may be fenced, the only worker never; health checks still take out any that are down); 100 = no cap",
+    runtimes: EVERYWHERE,
   }),
   outlier: group(
     {

@@ -82,6 +82,8 @@ export interface RequestLimits {
   readonly maxPromptChars?: number;
   /** Longest session id a header may carry (--max-session-id-length); longer: 400 naming the header. */
   readonly maxSessionIdLength?: number;
+  /** A client's KV-steering fields (kv_transfer_params, SGLang's bootstrap_*) pass on to engines (--trust-kv-transfer-params); without it: 400 naming the field (protect/kv-steering.ts). */
+  readonly trustKvTransferParams?: boolean;
   /** Large client bodies parsed (and their prompt size checked) off the event loop (request-json.ts); without it, in-thread. */
   readonly parseOffLoop?: OffLoopJsonParser;
   /** Bytes of large bodies being read at once, router-wide (body-budget.ts); without it, unbounded. */
@@ -137,8 +139,8 @@ export interface Upstream {
 
 /** What the proxy tells worker health about each answer. */
 export interface WorkerOutcomes {
-  /** Mark a worker unhealthy until its next good health check. */
-  readonly fence: (workerId: WorkerId, reason: string) => void;
+  /** Mark a worker unhealthy until its next good health check; false: the fence cap kept it in rotation (HealthChecker.fence). */
+  readonly fence: (workerId: WorkerId, reason: string) => boolean | undefined;
   /** How a worker's answer went (undefined: well), for outlier ejection (HealthChecker.report). */
   readonly report?: (workerId: WorkerId, failure: string | undefined) => void;
 }
@@ -167,10 +169,22 @@ export interface AdminDeps {
   ) => Promise<
     readonly { readonly ok: boolean; readonly cause?: string; readonly evidence: string }[]
   >;
+  /** Holds that take a worker out of rotation to drain (POST/DELETE /v1/workers/:id/drain): the health checker's. */
+  readonly drain?: WorkerDrain;
   /** Read a session binding without sliding its TTL (GET /debug/sessions/:id). */
   readonly peekSession?: (sessionId: string) => Promise<Binding | undefined>;
   /** Milliseconds (load decay in GET /v1/workers). */
   readonly now: () => number;
+}
+
+/** Taking one worker out of rotation to drain, and back (fleet/health.ts's HealthChecker is one). */
+export interface WorkerDrain {
+  /** No new requests; in-flight ones finish, streams past --migrate-after move. */
+  hold(id: WorkerId, reason: string): void;
+  /** Ends the hold; a health check decides whether the worker takes requests again. */
+  release(id: WorkerId): Promise<boolean | undefined>;
+  /** Why it is held (an admin's drain, a pod not ready or terminating); undefined: not held. */
+  heldFor(id: WorkerId): string | undefined;
 }
 
 /** LoRA adapters for the request path (lora/adapter-loader.ts's AdapterLoader is one). */

@@ -9,7 +9,8 @@
  * requests finish, and a passing check must not send it new ones.
  */
 import type { WorkerId } from "../core/ids.ts";
-import type { Ejection, OutlierDetector } from "./outlier-detector.ts";
+import { judgeDeadline } from "../core/lagged-deadline.ts";
+import { type Ejection, mayTakeOut, type OutlierDetector } from "./outlier-detector.ts";
 import type { WorkerRegistry } from "./registry.ts";
 
 export interface HealthCheckerOptions {
@@ -23,6 +24,20 @@ export interface HealthCheckerOptions {
   readonly outliers?: OutlierDetector;
   /** Called once per ejection (logging, metrics). */
   readonly onEject?: (e: Ejection) => void;
+  /**
+   * Most workers out of rotation at once (failed checks, fences, ejections, holds) that a fence
+   * may bring about, percent of the registered ones (--max-fenced-percent); one always may be
+   * fenced of two or more, the only worker never. Undefined: fences are not capped.
+   */
+  readonly maxFencedPercent?: number;
+  /**
+   * The router's event-loop lag (src/observe/process-metrics.ts), once it runs: a check that timed
+   * out while the loop was held for part of its wait is inconclusive (the worker keeps its state),
+   * since the router, not the engine, could not read the answer in time.
+   */
+  readonly loopLag?: () => { mark(): number; lagSince(mark: number): number } | undefined;
+  /** A fence the cap refused (logging, metrics): the worker stays in rotation. */
+  readonly onFenceRefused?: (id: WorkerId, reason: string, out: number, registered: number) => void;
   /** Milliseconds, monotonic (default performance.now); the outlier detector's clock. */
   readonly now?: () => number;
   /**
@@ -76,6 +91,11 @@ export class HealthChecker {
     return this.#held.has(id);
   }
 
+  /** Why this worker is held; undefined when it is not. */
+  heldFor(id: WorkerId): string | undefined {
+    return this.#held.get(id);
+  }
+
   /**
    * How an answer of this worker went: `failure` says what failed (5xx, cut stream, missed
    * deadline, refused connection), undefined means it went well. Client cancels are not reported.
@@ -116,12 +136,13 @@ export class HealthChecker {
     if (this.#held.has(id)) return false;
     this.#inflight.add(id);
     const fenceAtStart = this.#fences.get(id) ?? 0;
+    const timeout = this.#timeout();
     let ok = false;
     let reason: string | undefined;
     try {
       // Never followed: a /health that redirects (to another host, say) is not this engine healthy.
       const res = await this.#fetch(`${rec.url}/health`, {
-        signal: AbortSignal.timeout(this.#o.timeoutMs),
+        signal: timeout.signal,
         redirect: "manual",
       });
       ok = res.ok;
@@ -131,7 +152,12 @@ export class HealthChecker {
       reason = `health check failed: ${(e as Error).message}`;
     } finally {
       this.#inflight.delete(id);
+      timeout.clear();
     }
+    // Timed out while the router's own loop was held for most of the wait: the check says nothing
+    // about the engine, and the worker keeps its state (on a starved router every check would
+    // otherwise fail at once and take the whole fleet out).
+    if (timeout.excused()) return this.#o.registry.get(id)?.healthy;
     if (this.#held.has(id) || (ok && (this.#fences.get(id) ?? 0) !== fenceAtStart)) return false;
     const od = this.#o.outliers;
     if (ok && od !== undefined && od.ejectedUntil(id) !== undefined) {
@@ -151,10 +177,58 @@ export class HealthChecker {
     return ok;
   }
 
-  /** A request to this worker failed before its first byte: no new requests until a check passes. */
-  fence(id: WorkerId, reason: string): void {
+  /**
+   * The check's timeout: --health-timeout of time the router could watch (core/lagged-deadline.ts)
+   * when the lag meter runs, else wall time. `excused()`: it ran out mostly while the loop was held.
+   */
+  #timeout(): { signal: AbortSignal; clear(): void; excused(): boolean } {
+    const limit = this.#o.timeoutMs;
+    const lag = this.#o.loopLag?.();
+    if (lag === undefined)
+      return { signal: AbortSignal.timeout(limit), clear: () => {}, excused: () => false };
+    const ctl = new AbortController();
+    const startedAt = this.#now();
+    const mark = lag.mark();
+    let excused = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const judge = () => {
+      const v = judgeDeadline(limit, this.#now() - startedAt, lag.lagSince(mark));
+      if (v.kind === "wait") {
+        timer = setTimeout(judge, v.ms);
+        return;
+      }
+      excused = v.kind === "excused";
+      ctl.abort(new DOMException(`health check timed out after ${limit / 1000} s`, "TimeoutError"));
+    };
+    timer = setTimeout(judge, limit);
+    return {
+      signal: ctl.signal,
+      clear: () => clearTimeout(timer),
+      excused: () => excused,
+    };
+  }
+
+  /**
+   * A request to this worker failed before its first byte: no new requests until a check passes.
+   * Unless the fence cap says too many are out already: then it stays in rotation (false). A fence
+   * is one request's word; on a starved router or a shared network fault every engine can fail one
+   * request, and fencing them all turns a slow fleet into one that answers nothing. The health
+   * checks, which ask each engine itself, still take out any that are really down.
+   */
+  fence(id: WorkerId, reason: string): boolean {
+    const pct = this.#o.maxFencedPercent;
+    if (pct !== undefined && this.#o.registry.get(id)?.healthy === true) {
+      const all = this.#o.registry.list();
+      let out = 0;
+      for (const w of all) if (!w.healthy) out++;
+      if (!mayTakeOut(out, all.length, pct)) {
+        this.#o.onFenceRefused?.(id, reason, out, all.length);
+        return false;
+      }
+    }
     this.#fences.set(id, (this.#fences.get(id) ?? 0) + 1);
     this.#set(id, false, `fenced: ${reason}`);
+    return true;
   }
 
   #set(id: WorkerId, healthy: boolean, reason: string | undefined, finishInFlight = false): void {

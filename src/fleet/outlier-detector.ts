@@ -158,13 +158,10 @@ export class OutlierDetector {
   }
 
   #mayEject(nowMs: number): boolean {
-    const n = this.#population();
-    if (n < 2) return false;
     let ejected = 0;
     for (const s of this.#workers.values())
       if (s.ejectedUntil !== undefined && nowMs < s.ejectedUntil) ejected++;
-    if (ejected === 0) return true;
-    return (100 * (ejected + 1)) / n <= this.#c.maxEjectionPercent;
+    return mayTakeOut(ejected, this.#population(), this.#c.maxEjectionPercent);
   }
 
   #eject(id: WorkerId, s: WorkerState, nowMs: number, reason: string): Ejection {
@@ -180,4 +177,16 @@ export class OutlierDetector {
     s.consecutive = 0;
     return { workerId: id, untilMs: s.ejectedUntil, multiplier: s.backoff, reason };
   }
+}
+
+/**
+ * Whether one more of `population` workers may be taken out of rotation while `out` already are,
+ * with at most `maxPercent` out at once (Envoy's `max_ejection_percent`): one always may be of two
+ * or more (`always_eject_one_host`), the only worker never (its failures reach clients either way;
+ * taking it out turns some failed requests into all of them). Used for ejections and for fences.
+ */
+export function mayTakeOut(out: number, population: number, maxPercent: number): boolean {
+  if (population < 2) return false;
+  if (out === 0) return true;
+  return (100 * (out + 1)) / population <= maxPercent;
 }

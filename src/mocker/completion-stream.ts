@@ -12,6 +12,8 @@ import { answerHeaders } from "./headers.ts";
 import { error } from "./http.ts";
 import { type ApiKind, type ResponseMeta, SseWriter } from "./openai.ts";
 import type { StreamUsage } from "./requests.ts";
+import { logprobsJson, type LogprobsAsk } from "./fake-logprobs.ts";
+import { fakeTextOffset } from "./fake-text.ts";
 
 export interface StreamDeps {
   readonly engine: MockEngine;
@@ -31,12 +33,14 @@ export function streamCompletion(
   abort: AbortController,
   zero: Record<string, string>,
   usage: StreamUsage = { include: false, continuous: false },
+  logprobs?: LogprobsAsk,
 ): Promise<Response> {
   const { engine: eng, workerId, log } = deps;
   const w = new SseWriter(
     kind,
     m,
     usage.continuous ? { promptTokens: genReq.tokens.length } : undefined,
+    logprobs === undefined ? undefined : tokenLogprobs(kind, eng.config.seed, genReq, logprobs),
   );
   return new Promise<Response>((resolve, reject) => {
     let controller!: ReadableStreamDefaultController<Uint8Array>;
@@ -107,4 +111,15 @@ export function streamCompletion(
         },
       );
   });
+}
+
+/** Each token's logprobs for a stream that asked (fake-logprobs.ts). */
+function tokenLogprobs(
+  kind: ApiKind,
+  seed: number,
+  genReq: GenerateRequest,
+  ask: LogprobsAsk,
+): (text: string, index: number, textOffset: number) => string {
+  const offset = fakeTextOffset(seed, genReq.tokens, genReq.seed);
+  return (t, i, sent) => logprobsJson(kind, seed, ask, offset, i, [t], sent);
 }

@@ -38,3 +38,8 @@ export function fakeTextOffset(seed: number, prompt: Uint32Array, requestSeed?: 
 export function fakeToken(offset: number, i: number): string {
   return TEXT[(offset + i) % TEXT.length]!;
 }
+
+/** The place in the text of the i-th output token (what its logprobs depend on: fake-logprobs.ts). */
+export function fakePlace(offset: number, i: number): number {
+  return (offset + i) % TEXT.length;
+}

@@ -18,6 +18,8 @@ import { answerHeaders, CACHED_TOKENS_HEADER, requestedRank } from "./headers.ts
 import { error, HttpError, json, readJson, type Route } from "./http.ts";
 import { completionResponse, type ApiKind, type ResponseMeta } from "./openai.ts";
 import { maxModelLen } from "./options.ts";
+import { logprobsJson } from "./fake-logprobs.ts";
+import { fakeTextOffset } from "./fake-text.ts";
 import { parseCompletionRequest, type CompletionRequest } from "./requests.ts";
 import type { MockerTokenizer } from "./tokenizer.ts";
 
@@ -109,7 +111,19 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
     if (!parsed.stream) {
       try {
         const r = await eng.generate(genReq, { start: () => {}, token: () => {} });
-        return new Response(completionResponse(kind, m, r.text, r), {
+        const lp =
+          parsed.logprobs === undefined
+            ? undefined
+            : logprobsJson(
+                kind,
+                config.seed,
+                parsed.logprobs,
+                fakeTextOffset(config.seed, genReq.tokens, genReq.seed),
+                0,
+                [...r.text],
+                0,
+              );
+        return new Response(completionResponse(kind, m, r.text, r, lp), {
           headers: answerHeaders(r, false, workerId),
         });
       } catch (e) {
@@ -118,7 +132,7 @@ export function openAiRoutes(deps: OpenAiRouteDeps): Route[] {
         throw e;
       }
     }
-    return streamCompletion(deps, kind, m, genReq, abort, zero, parsed.usage);
+    return streamCompletion(deps, kind, m, genReq, abort, zero, parsed.usage, parsed.logprobs);
   }
 
   /** A completions batch (several prompts): each one through the engine, one answer with a choice per prompt. */

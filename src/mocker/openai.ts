@@ -49,16 +49,19 @@ export function completionResponse(
   m: ResponseMeta,
   text: string,
   usage: Usage,
+  /** The answer's `logprobs` object as JSON (fake-logprobs.ts), when the request asked. */
+  logprobs?: string,
 ): string {
+  const lp: unknown = logprobs === undefined ? null : JSON.parse(logprobs);
   const choice =
     kind === "chat"
       ? {
           index: 0,
           message: { role: "assistant", content: text },
-          logprobs: null,
+          logprobs: lp,
           finish_reason: "length",
         }
-      : { index: 0, text, logprobs: null, finish_reason: "length" };
+      : { index: 0, text, logprobs: lp, finish_reason: "length" };
   return JSON.stringify({
     id: m.id,
     object: kind === "chat" ? "chat.completion" : "text_completion",
@@ -97,6 +100,8 @@ export class SseWriter {
     m: ResponseMeta,
     /** Every chunk carries the usage so far (`continuous_usage_stats`); needs the prompt's length. */
     private readonly continuous?: { readonly promptTokens: number },
+    /** Each token's `logprobs` (JSON), when the request asked: `index` and the characters before it. */
+    private readonly logprobs?: (text: string, index: number, textOffset: number) => string,
   ) {
     const object = kind === "chat" ? "chat.completion.chunk" : "text_completion";
     this.head = `data: {"id":${JSON.stringify(m.id)},"object":"${object}","created":${m.created},"model":${JSON.stringify(m.model)},"choices":[`;
@@ -126,14 +131,17 @@ export class SseWriter {
     );
   }
 
+  /** Characters of text sent (vLLM's `previous_text_lens`: a stream's text_offset starts there). */
+  private sentChars = 0;
+
   /** Token `index` (0-based) of the answer; `last`: it ends the answer. */
   token(text: string, index: number, last: boolean): Uint8Array {
-    return encoder.encode(
-      this.tokenOpen +
-        JSON.stringify(text) +
-        (last ? this.tokenCloseLast : this.tokenClose) +
-        this.tail(index + 1),
-    );
+    let close = last ? this.tokenCloseLast : this.tokenClose;
+    if (this.logprobs !== undefined) {
+      close = close.replace('"logprobs":null', `"logprobs":${this.logprobs(text, index, this.sentChars)}`);
+      this.sentChars += [...text].length;
+    }
+    return encoder.encode(this.tokenOpen + JSON.stringify(text) + close + this.tail(index + 1));
   }
 
   /** The closing usage chunk (`stream_options.include_usage`): no choices, the whole usage. */

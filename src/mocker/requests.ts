@@ -4,6 +4,7 @@
  */
 import { RouterError } from "../core/errors.ts";
 import { chatPromptTokens, completionPromptTokens } from "../tokens/prompt.ts";
+import type { LogprobsAsk } from "./fake-logprobs.ts";
 import type { ApiKind } from "./openai.ts";
 
 export const DEFAULT_MAX_TOKENS = 16;
@@ -24,6 +25,8 @@ export interface CompletionRequest {
   readonly sessionId: string | undefined;
   /** A stream's usage reporting, read as vLLM reads `stream_options` (see streamOptionsOf). */
   readonly usage: StreamUsage;
+  /** Logprobs asked for (completions `logprobs: N`; chat `logprobs: true` + `top_logprobs`). */
+  readonly logprobs: LogprobsAsk | undefined;
 }
 
 /** Where a stream reports usage: a last chunk with `choices: []`, and/or every chunk. */
@@ -90,6 +93,31 @@ function maxTokensOf(b: Record<string, unknown>, kind: ApiKind): number {
   return v;
 }
 
+/** vLLM's default `--max-logprobs`. */
+const MAX_LOGPROBS = 20;
+
+function topOf(b: Record<string, unknown>, field: string): number | undefined {
+  const v = b[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > MAX_LOGPROBS)
+    bad(field, `must be an integer in [0, ${MAX_LOGPROBS}]`);
+  return v;
+}
+
+/** Completions: `logprobs: N`. Chat: `logprobs: true`, with `top_logprobs: N` (which needs it). */
+function logprobsOf(b: Record<string, unknown>, kind: ApiKind): LogprobsAsk | undefined {
+  if (kind === "completions") {
+    const n = topOf(b, "logprobs");
+    return n === undefined ? undefined : { top: n };
+  }
+  const on = b.logprobs;
+  if (on !== undefined && on !== null && typeof on !== "boolean") bad("logprobs", "must be a boolean");
+  const top = topOf(b, "top_logprobs");
+  if (top !== undefined && top > 0 && on !== true)
+    bad("top_logprobs", "when using `top_logprobs`, `logprobs` must be set to true");
+  return on === true ? { top: top ?? 0 } : undefined;
+}
+
 function seedOf(b: Record<string, unknown>): number | undefined {
   const v = b.seed;
   if (v === undefined || v === null) return undefined;
@@ -130,6 +158,7 @@ export function parseCompletionRequest(
     seed: seedOf(b),
     sessionId: typeof sc?.session_id === "string" ? sc.session_id : undefined,
     usage: streamOptionsOf(b, stream === true),
+    logprobs: logprobsOf(b, kind),
   };
 }
 

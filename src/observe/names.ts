@@ -138,6 +138,16 @@ export class RouterMetrics {
     "Workers ejected by outlier detection (answers kept failing)",
     ["worker"],
   );
+  readonly fencesRefused: Counter = this.registry.counter(
+    `${METRIC_PREFIX}worker_fences_refused_total`,
+    "Fences not made because too many workers were out of rotation already (--max-fenced-percent), by worker",
+    ["worker"],
+  );
+  readonly deadlinesExcused: Counter = this.registry.counter(
+    `${METRIC_PREFIX}upstream_deadlines_excused_total`,
+    "Upstream deadlines that ran out while the router's own event loop was held, not counted against the worker, by deadline",
+    ["deadline"],
+  );
   readonly admissionQueueLength: Gauge = this.registry.gauge(
     `${METRIC_PREFIX}admission_queue_length`,
     "Requests waiting because every worker is busy",

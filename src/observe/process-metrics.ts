@@ -54,14 +54,35 @@ export function bindProcessMetrics(r: MetricsRegistry, probe: ProcessProbe): voi
 export const LAG_SAMPLE_MS = 100;
 
 /**
+ * Lateness of one tick up to this is the timers' own jitter, not a loop that was held: it is not
+ * added to the running total a wait is judged by (below).
+ */
+export const LAG_JITTER_MS = 10;
+
+/** A point on the lag meter's running total (`LoopLagMeter.mark`), to ask how much lag came since. */
+export type LagMark = number;
+
+/** What a wait asks of the event-loop lag: how long the loop was held since a mark. */
+export interface LoopLagMeter {
+  /** Now, on the running total of lag. */
+  mark(): LagMark;
+  /** Milliseconds the event loop was held (could run no callback) since `m`, the hold in progress included. */
+  lagSince(m: LagMark): number;
+}
+
+/**
  * Event-loop lag: a timer asks to run every LAG_SAMPLE_MS and notes how late it ran. The
  * gauge shows the worst delay since the previous scrape (then starts over), so a stall
- * between two scrapes is not averaged away.
+ * between two scrapes is not averaged away. It also keeps the running total of lateness
+ * (LoopLagMeter): a deadline on an engine asks how much of its wait the router itself could not
+ * run, so a wait the router's own stall stretched is not held against the engine.
  */
-export class EventLoopLag {
+export class EventLoopLag implements LoopLagMeter {
   #worstMs = 0;
   #expected = 0;
   #timer: unknown;
+  /** Sum of every tick's lateness past LAG_JITTER_MS, milliseconds. */
+  #totalMs = 0;
 
   constructor(
     private readonly now: () => number,
@@ -87,7 +108,21 @@ export class EventLoopLag {
     const t = this.now();
     const late = t - this.#expected;
     if (late > this.#worstMs) this.#worstMs = late;
+    this.#totalMs += held(late);
     this.#expected = t + LAG_SAMPLE_MS;
+  }
+
+  mark(): LagMark {
+    return this.#totalMs + this.#pending();
+  }
+
+  lagSince(m: LagMark): number {
+    return Math.max(0, this.#totalMs + this.#pending() - m);
+  }
+
+  /** The hold in progress: how late the next tick already is (it has not run yet). 0 while stopped. */
+  #pending(): number {
+    return this.#timer === undefined ? 0 : held(this.now() - this.#expected);
   }
 
   /** Seconds; resets the worst seen. */
@@ -103,4 +138,9 @@ export class EventLoopLag {
       "Longest delay of a timer on the router's event loop since the previous scrape",
     ).onCollect((g) => g.set([], this.takeWorstSeconds()));
   }
+}
+
+/** A tick's lateness counted as the loop held: past the timers' jitter, all of it. */
+function held(lateMs: number): number {
+  return lateMs > LAG_JITTER_MS ? lateMs : 0;
 }

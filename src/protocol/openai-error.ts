@@ -8,7 +8,9 @@
  * `code` differs between the two families we speak: OpenAI's is a short string or null,
  * vLLM's (ErrorInfo in vllm/entrypoints/openai/protocol.py) is the HTTP status as an int.
  * The router and the agent answer OpenAI's; the simulated engine imitates vLLM, so a client
- * behind the router sees what a real vLLM fleet would send (`codeIsStatus`).
+ * behind the router sees what a real vLLM fleet would send (`codeIsStatus`). A stream the router
+ * relays and must end itself (the engine silent or gone mid-answer) ends as vLLM ends one
+ * (`vllmStreamFailure`), since the client is reading an engine's stream.
  */
 
 /** The object under `error`. */
@@ -75,6 +77,32 @@ export function openAiErrorEvent(
   o?: OpenAiErrorOptions,
 ): Uint8Array {
   return encoder.encode(`data: ${openAiErrorJson(status, message, o)}\n\n`);
+}
+
+/**
+ * How a stream the router relays ends when it fails after its first event, byte for byte as
+ * vLLM ends its own (vllm-project/vllm @030ea52e, vllm/entrypoints/openai/completion/serving.py
+ * `completion_stream_generator`, and chat_completion/serving.py the same: `except Exception as
+ * e: data = self.create_streaming_error_response(e); yield f"data: {data}\n\n"`, then `yield
+ * "data: [DONE]\n\n"`). The data is `json.dumps(ErrorResponse(error=ErrorInfo(...)).model_dump())`:
+ * fields in ErrorInfo's order (message, type, param, code), Python's separators (", ", ": ") and
+ * ASCII escapes, `type` "InternalServerError" and `code` 500 (an exception that is not a
+ * validation error, in `create_error_response`). A client written against vLLM therefore meets
+ * nothing new behind the router: one that reads `choices` from every event fails on this one
+ * exactly as it does on vLLM's, and one that checks `error` sees it.
+ */
+export function vllmStreamFailure(message: string): Uint8Array {
+  return encoder.encode(
+    `data: {"error": {"message": ${pythonJsonString(message)}, "type": "InternalServerError", "param": null, "code": 500}}\n\ndata: [DONE]\n\n`,
+  );
+}
+
+/** A string as Python's json.dumps writes it (ensure_ascii): every character outside space..~ escaped. */
+export function pythonJsonString(s: string): string {
+  return JSON.stringify(s).replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 
 /** An error response in OpenAI's shape; `code` is OpenAI's string code. */

@@ -96,6 +96,8 @@ export interface RouterPorts {
   readonly onLiveEvents?: (events: readonly RouterEvent[]) => void;
   /** A rank's events showed its engine restarted (ids went back). */
   readonly onRestart?: (workerId: WorkerId, dpRank: DpRank) => void;
+  /** A stored event named a parent block the index never got (parent_block_not_found): the cache check hears of lost events. */
+  readonly onOrphanEvent?: (workerId: WorkerId, dpRank: DpRank) => void;
 }
 
 export interface IngestResult {
@@ -197,8 +199,20 @@ export function createRouter(config: RouterConfig, ports: RouterPorts): Router {
     otherRouters: ports.otherRouters,
     kvPlanner,
   });
+  const onOrphan = ports.onOrphanEvent;
   const recovery = new RecoveryDriver({
-    sink: index,
+    sink:
+      onOrphan === undefined
+        ? index
+        : {
+            applyEvent: (e: RouterEvent) => {
+              const status = index.applyEvent(e);
+              if (status === "parent_block_not_found") onOrphan(e.workerId, e.event.dpRank);
+              return status;
+            },
+            removeWorkerDpRank: (w: WorkerId, r: DpRank) => index.removeWorkerDpRank(w, r),
+            removeWorker: (w: WorkerId) => index.removeWorker(w),
+          },
     query: ports.query,
     sleep: ports.sleep,
     onWarning: ports.warn,

@@ -41,6 +41,7 @@ import {
 import type { StickyRouter } from "./sessions/sticky.ts";
 import type { RoutableWorkers, RoutingObserver } from "./ports.ts";
 import { RequestLease } from "./books/request-lease.ts";
+import type { PrefixTraffic } from "./books/prefix-traffic.ts";
 import { learnFromFirstToken, type KvPlan, type KvPlanner } from "./kv-plan/plan.ts";
 import type { FirstTokenHook } from "./books/request-lease.ts";
 import {
@@ -351,7 +352,7 @@ export class RoutingService {
     if (plan?.kind === "pull")
       d.kvPlanner?.rates.startPull(plan.fromKey!, now, plan.transferMs - plan.queuedMs);
     // The prefix group's arrival and, when the booking goes, the request's time there and its decode gaps: the group's traffic and the rank's step time.
-    if (d.ttft && sel.groupKey !== undefined) d.ttft.traffic.arrive(sel.groupKey, now);
+    if (d.ttft) countTraffic(d.ttft.traffic, sel, now, seqHashes?.length ?? 0);
     const ended =
       d.ttft && input.prefilledElsewhere !== true
         ? decodeSampler(d.ttft, sel.key, now, d.tracker.slotOf(sel.key))
@@ -543,4 +544,31 @@ function inFlightBlocks(
   const slot = tracker.slotOf(key);
   if (slot === undefined || seqHashes === null || seqHashes.length === 0) return 0;
   return tracker.heldPrefixCounts(seqHashes)[slot.slot] ?? 0;
+}
+
+/**
+ * The prefix traffic of one decision (`blocks`: the prompt's full blocks): its group's arrival on
+ * the chosen rank, named on its first arrival by the ranks that hold its prefix; a request no
+ * engine held any of starts a new prefix. A prompt sent again whole (a client's warm-up, a retry)
+ * names no group: its siblings, if any, will name the part they share, and a second name for the
+ * same traffic would read its engine as holding two groups.
+ */
+export function countTraffic(
+  traffic: PrefixTraffic,
+  sel: Selection,
+  now: number,
+  blocks: number,
+): void {
+  if (sel.groupKey === undefined) {
+    traffic.startedPrefix(sel.key, now);
+    return;
+  }
+  let holders: WorkerKey[] | undefined;
+  if (!traffic.knows(sel.groupKey)) {
+    if ((sel.groupDepth ?? 0) >= blocks) return;
+    holders = [];
+    const depth = sel.groupDepth ?? 0;
+    for (const c of sel.candidates) if (c.overlapBlocks >= depth) holders.push(c.key);
+  }
+  traffic.arrive(sel.groupKey, now, sel.key, holders);
 }

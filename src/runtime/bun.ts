@@ -135,6 +135,8 @@ export async function serve(config: Config, log: Logger): Promise<RunningRouter>
   const upstreamClient = new SocketHttpClient({
     fallback: fetchUpstream((u, init) => fetch(u, init)),
     connectTimeoutMs: config.connectTimeout * 1000,
+    // A connect the router's own stalled loop could not see in time is not the engine's miss.
+    loopLag: c.loopLag,
   });
   const eventsToken = await eventsTokenOf(config);
   const deps = c.edgeDeps(

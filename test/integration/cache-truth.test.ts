@@ -32,7 +32,7 @@ interface Fleet {
 
 async function startFleet(
   engineFlags: readonly (readonly string[])[],
-  o: { tokenizer?: boolean; routerBs?: number } = {},
+  o: { tokenizer?: boolean; routerBs?: number; bs?: number } = {},
 ): Promise<Fleet> {
   const port = freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -52,7 +52,7 @@ async function startFleet(
         "--event-batch-ms",
         "2",
         "--block-size",
-        String(BS),
+        String(o.bs ?? BS),
         "--seed",
         String(i + 1),
         "--decode-ms-per-step",
@@ -75,7 +75,7 @@ async function startFleet(
     "--events-token",
     EVENTS_TOKEN,
     "--block-size",
-    String(o.routerBs ?? BS),
+    String(o.routerBs ?? o.bs ?? BS),
     "--health-interval",
     "30",
     ...(o.tokenizer === true ? ["--tokenizer", `${MODEL}=${QWEN}`] : []),
@@ -224,6 +224,29 @@ describe("cache truth: each fault is found and named", () => {
     detections.hash_seed = d;
     expect(d.view.cause).toBe("block_hashes");
     expect(logged(f, "block_hashes")).toBe(true);
+  });
+
+  test("at 512-token blocks the canary still checks two whole blocks: another hash seed -> block_hashes", async () => {
+    const f = await startFleet([["--fault-hash-seed", "pythonhashseed-42"], []], { bs: 512 });
+    const canaryOf = async (e: Proc) =>
+      await until(
+        async () => {
+          const t = await truthOf(f, e);
+          return t?.canary !== null && t?.canary !== undefined ? t : undefined;
+        },
+        () => `the registration canary\n${f.router.output()}`,
+        20_000,
+      );
+    const faulty = await canaryOf(f.engines[0]!);
+    expect(faulty.canary?.ok).toBe(false);
+    expect(faulty.cause).toBe("block_hashes");
+    expect(faulty.state).toBe("degraded");
+    expect(logged(f, "block_hashes")).toBe(true);
+    // The healthy engine's canary passed on blocks it really checked, not on none.
+    const healthy = await canaryOf(f.engines[1]!);
+    expect(healthy.canary?.ok).toBe(true);
+    expect(healthy.canary?.evidence).toContain("2 blocks indexed under the router's hashes, 1024 cached tokens");
+    expect(healthy.state).toBe("exact");
   });
 
   test("events to the wrong port: nothing arrives -> no_events; the healthy engine beside it stays exact", async () => {

@@ -137,13 +137,23 @@ describe("--disagg vllm", () => {
   test("conditional disaggregation: a short prompt, or one cached on the decode engine, is prefilled there", async () => {
     const before = await sumOver(c.prefill, "mocker_requests_total");
     const importsBefore = await sumOver(c.decode, "mocker_kv_transfer_imports_total");
-    // A client's own P/D fields never reach an engine: only the router sets them.
-    const short = await complete(c, {
+    // A client's own P/D fields never reach an engine: only the router sets them (a 400 naming the field).
+    const decodeBefore = await sumOver(c.decode, "mocker_requests_total");
+    const refused = await complete(c, {
       prompt: tokens(4, 3),
-      max_tokens: 2, // 67 tokens < 128
+      max_tokens: 2,
       kv_transfer_params: { do_remote_prefill: true, switchyard_shm: "sy-kv-1-1-1" },
       bootstrap_host: "10.255.255.1",
       bootstrap_room: 1,
+    });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { param: string } }).error.param).toBe(
+      "kv_transfer_params",
+    );
+    expect(await sumOver(c.decode, "mocker_requests_total")).toBe(decodeBefore);
+    const short = await complete(c, {
+      prompt: tokens(4, 3),
+      max_tokens: 2, // 67 tokens < 128
     });
     expect(short.status).toBe(200);
     expect(short.headers.get("x-switchyard-prefill-worker")).toBeNull();

@@ -4,7 +4,8 @@
  * each (text, role chunks, [DONE], usage, errors), and the reference answer the same seeded
  * engine writes for the whole request.
  */
-import { startMain, type Proc } from "../support/processes.ts";
+import { startMain, until, type Proc } from "../support/processes.ts";
+import { startRouter, urlOf } from "./multi-router-cluster.ts";
 
 export type Kind = "completions" | "chat";
 
@@ -169,4 +170,88 @@ export function startSameEngines(n: number, extra: readonly string[] = []): Prom
       ]),
     ),
   );
+}
+
+/**
+ * 4 same-seeded engines and a router with short health checks and deadlines; the processes go
+ * into `procs` (the caller stops them).
+ */
+export async function cluster(procs: Proc[], extra: readonly string[] = [], adminHeaders: Record<string, string> = {}) {
+  const engines = await startSameEngines(4);
+  procs.push(...engines);
+  const router = await startRouter(engines, 0, [
+    "--log-level",
+    "error",
+    "--health-interval",
+    "0.2",
+    "--health-timeout",
+    "0.3",
+    "--stream-idle-timeout",
+    "2",
+    "--first-byte-timeout",
+    "5",
+    ...extra,
+  ]);
+  procs.push(router);
+  const url = urlOf(router);
+  await until(
+    async () => (await adminWorkers(url, adminHeaders)).every((w) => w.healthy),
+    "every engine to be healthy",
+  );
+  return { url, engines };
+}
+
+/** GET /v1/workers with the admin's headers (--api-keys closes the admin API to anyone without its token). */
+export async function adminWorkers(
+  url: string,
+  headers: Record<string, string>,
+): Promise<
+  {
+    id: string;
+    url: string;
+    healthy: boolean;
+    active_prefill_tokens: number;
+    active_decode_blocks: number;
+  }[]
+> {
+  const r = await fetch(`${url}/v1/workers`, { headers });
+  if (r.status !== 200) throw new Error(`GET /v1/workers: HTTP ${r.status}`);
+  return (
+    (await r.json()) as {
+      workers: {
+        id: string;
+        url: string;
+        healthy: boolean;
+        active_prefill_tokens: number;
+        active_decode_blocks: number;
+      }[];
+    }
+  ).workers;
+}
+
+/** The engine serving the most streams (by the router's x-switchyard-worker), as a process. */
+export async function busiest(
+  url: string,
+  engines: readonly Proc[],
+  streams: { live: Live }[],
+  adminHeaders: Record<string, string> = {},
+): Promise<{ proc: Proc; on: number }> {
+  const ws = await adminWorkers(url, adminHeaders);
+  const count = new Map<string, number>();
+  for (const s of streams) count.set(s.live.worker, (count.get(s.live.worker) ?? 0) + 1);
+  const [id, on] = [...count.entries()].sort((a, b) => b[1] - a[1])[0]!;
+  const u = ws.find((w) => w.id === id)!.url;
+  return { proc: engines.find((e) => urlOf(e) === u)!, on };
+}
+
+
+/** The whole request's logprobs, asked of one engine directly, not streamed. */
+export async function wholeLogprobs(engineUrl: string, kind: Kind, body: Record<string, unknown>) {
+  const r = await fetch(`${engineUrl}${path(kind)}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ...body, stream: false, stream_options: undefined }),
+  });
+  const j = (await r.json()) as { choices: { logprobs: unknown }[] };
+  return j.choices[0]!.logprobs;
 }

@@ -12,16 +12,18 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sha256Hex } from "../../src/protect/key-set.ts";
-import { startRouter, urlOf } from "./multi-router-cluster.ts";
+import { urlOf } from "./multi-router-cluster.ts";
 import { stopAll, until, type Proc } from "../support/processes.ts";
 import { bookedLoad, metric } from "../chaos/faults.ts";
 import {
+  adminWorkers,
   assemble,
+  busiest,
+  cluster,
   openStream,
   received,
   reference,
   requestBody,
-  startSameEngines,
   type Kind,
   type Live,
 } from "./migration-support.ts";
@@ -35,59 +37,6 @@ afterAll(async () => {
 const MAX_TOKENS = 60;
 /** Streams in the kill test; MIGRATION_STREAMS=200 for the issue's one-off figure (docs/chaos.md). */
 const STREAMS = Number(process.env.MIGRATION_STREAMS ?? 16);
-
-async function cluster(extra: readonly string[] = [], adminHeaders: Record<string, string> = {}) {
-  const engines = await startSameEngines(4);
-  procs.push(...engines);
-  const router = await startRouter(engines, 0, [
-    "--log-level",
-    "error",
-    "--health-interval",
-    "0.2",
-    "--health-timeout",
-    "0.3",
-    "--stream-idle-timeout",
-    "2",
-    "--first-byte-timeout",
-    "5",
-    ...extra,
-  ]);
-  procs.push(router);
-  const url = urlOf(router);
-  await until(
-    async () => (await adminWorkers(url, adminHeaders)).every((w) => w.healthy),
-    "every engine to be healthy",
-  );
-  return { url, engines };
-}
-
-/** GET /v1/workers with the admin's headers (--api-keys closes the admin API to anyone without its token). */
-async function adminWorkers(
-  url: string,
-  headers: Record<string, string>,
-): Promise<
-  {
-    id: string;
-    url: string;
-    healthy: boolean;
-    active_prefill_tokens: number;
-    active_decode_blocks: number;
-  }[]
-> {
-  const r = await fetch(`${url}/v1/workers`, { headers });
-  if (r.status !== 200) throw new Error(`GET /v1/workers: HTTP ${r.status}`);
-  return (
-    (await r.json()) as {
-      workers: {
-        id: string;
-        url: string;
-        healthy: boolean;
-        active_prefill_tokens: number;
-        active_decode_blocks: number;
-      }[];
-    }
-  ).workers;
-}
 
 /** Streams of both kinds, read as they arrive; resolves once each has received a few tokens. */
 async function startStreams(url: string, n: number) {
@@ -103,21 +52,6 @@ async function startStreams(url: string, n: number) {
     20_000,
   );
   return streams;
-}
-
-/** The engine serving the most streams (by the router's x-switchyard-worker), as a process. */
-async function busiest(
-  url: string,
-  engines: readonly Proc[],
-  streams: { live: Live }[],
-  adminHeaders: Record<string, string> = {},
-): Promise<{ proc: Proc; on: number }> {
-  const ws = await adminWorkers(url, adminHeaders);
-  const count = new Map<string, number>();
-  for (const s of streams) count.set(s.live.worker, (count.get(s.live.worker) ?? 0) + 1);
-  const [id, on] = [...count.entries()].sort((a, b) => b[1] - a[1])[0]!;
-  const u = ws.find((w) => w.id === id)!.url;
-  return { proc: engines.find((e) => urlOf(e) === u)!, on };
 }
 
 async function expectExact(
@@ -145,7 +79,7 @@ async function expectExact(
 
 describe("a stream survives its engine", () => {
   test("SIGKILL of one of 4 engines while streams run: 0 client-visible failures, exact text and usage, no booking left", async () => {
-    const { url, engines } = await cluster();
+    const { url, engines } = await cluster(procs);
     const streams = await startStreams(url, STREAMS);
     const victim = await busiest(url, engines, streams);
     const movedBefore = await metric(
@@ -174,7 +108,7 @@ describe("a stream survives its engine", () => {
   }, 60_000);
 
   test("SIGSTOP of one engine while streams run: its streams move once it is out of rotation, exact text", async () => {
-    const { url, engines } = await cluster();
+    const { url, engines } = await cluster(procs);
     const streams = await startStreams(url, 8);
     const victim = await busiest(url, engines, streams);
     victim.proc.proc.kill("SIGSTOP");
@@ -190,7 +124,7 @@ describe("a stream survives its engine", () => {
   }, 60_000);
 
   test("the official npm openai client reads every migrated stream without an error, and the text it assembles is exact", async () => {
-    const { url, engines } = await cluster();
+    const { url, engines } = await cluster(procs);
     const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
     const runs = Array.from({ length: 8 }, (_, i) => {
       const kind: Kind = i % 2 === 0 ? "completions" : "chat";
@@ -270,6 +204,7 @@ describe("a stream survives its engine", () => {
     );
     const admin = { authorization: "Bearer admin-token-for-this-test" };
     const { url, engines } = await cluster(
+      procs,
       ["--api-keys", file, "--admin-token", "admin-token-for-this-test"],
       admin,
     );

@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, ROOT, startMain, stopAll, until, type Proc } from "../support/processes.ts";
+import { pythonOpenai } from "../support/python-openai.ts";
 
 setDefaultTimeout(120_000);
 
@@ -25,24 +26,7 @@ const STARTUP_MS = 45_000;
 const node = Bun.which("node");
 const dir = mkdtempSync(join(tmpdir(), "switchyard-usage-clients-"));
 
-/** Python's openai in a venv from the local wheel index, or why not (as tls.test.ts). */
-function pythonOpenai(): { python: string } | { missing: string } {
-  const sh = (cmd: string[]) => {
-    const p = Bun.spawnSync({ cmd, cwd: dir, stdout: "pipe", stderr: "pipe" });
-    return { code: p.exitCode, out: `${p.stdout.toString()}${p.stderr.toString()}` };
-  };
-  const venv = join(dir, "venv");
-  const made = sh(["python3", "-m", "venv", venv]);
-  if (made.code !== 0)
-    return { missing: `python3 -m venv failed: ${made.out.trim().split("\n").pop()}` };
-  const pip = sh([join(venv, "bin/pip"), "install", "--retries", "0", "--timeout", "2", "openai"]);
-  if (pip.code !== 0)
-    return {
-      missing: `pip install openai failed (no wheel index?): ${pip.out.trim().split("\n").pop()}`,
-    };
-  return { python: join(venv, "bin/python") };
-}
-const py = pythonOpenai();
+const py = pythonOpenai(dir);
 const procs: Proc[] = [];
 let checked = "";
 let unchecked = "";

@@ -2,8 +2,10 @@
  * Real processes for integration tests: `bun src/main.ts <command> …` started from this
  * checkout, its first stdout JSON line read as its address, stdout/stderr kept for failure
  * messages, and every process stopped by PID. Also: a free port, and polling with a deadline.
+ * With SWITCHYARD_TEST_TRUTH_LOG=FILE, the cache check's state changes of each stopped process go to FILE.
  */
 import type { Subprocess } from "bun";
+import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 
 export const ROOT = join(import.meta.dir, "..", "..");
@@ -103,6 +105,7 @@ export async function startCommand(
       proc.kill("SIGKILL");
       await proc.exited;
     }
+    noteTruthTransitions(cmd, `${out}\n${err}`);
   };
   const end = performance.now() + deadlineMs;
   for (;;) {
@@ -123,6 +126,24 @@ export async function startCommand(
     }
     await Bun.sleep(10);
   }
+}
+
+/** A router's cache-check state change, as its log writes it (src/fleet/cache-truth/tracker.ts). */
+const TRUTH_TRANSITION = /cache truth: worker \S+ dp rank \d+ (exact|degraded|blind) -> (exact|degraded|blind)[^\n]*/g;
+
+/**
+ * With SWITCHYARD_TEST_TRUTH_LOG=FILE, every stopped process's cache-check transitions are appended
+ * to FILE (one line each, with the time it stopped and its command; `bun test` runs many files in
+ * one process, so the file is not known here): a run of the integration tests says whether the
+ * check raised an alarm where no fault was injected, without reading every log.
+ */
+function noteTruthTransitions(cmd: readonly string[], output: string): void {
+  const file = process.env.SWITCHYARD_TEST_TRUTH_LOG;
+  if (file === undefined || file === "" || !output.includes("cache truth: worker")) return;
+  const lines = [...output.matchAll(TRUTH_TRANSITION)].map(
+    (m) => `${new Date().toISOString()} | ${cmd.slice(2, 5).join(" ")} | ${m[0].slice(0, 400)}`,
+  );
+  if (lines.length > 0) appendFileSync(file, `${lines.join("\n")}\n`);
 }
 
 /** Stop every process (in parallel); never throws. */

@@ -22,6 +22,7 @@
  * prefill's here, the decode's in forward().
  */
 import { RouterError } from "../../core/errors.ts";
+import { KV_STEERING_FIELDS } from "../../protect/kv-steering.ts";
 import type { WorkerId } from "../../core/ids.ts";
 import type { RouterMetrics } from "../../observe/names.ts";
 import type { Counter } from "../../observe/registry.ts";
@@ -54,13 +55,11 @@ export type PairForward = (
 
 const encoder = new TextEncoder();
 
-/** The fields of both P/D protocols; only the router sets them under --disagg. */
-const PD_FIELDS = [
-  "kv_transfer_params",
-  "bootstrap_host",
-  "bootstrap_port",
-  "bootstrap_room",
-] as const;
+/**
+ * The fields of both P/D protocols (and every other KV-steering field): only the router sets
+ * them under --disagg, also where --trust-kv-transfer-params lets a client's through the edge.
+ */
+const PD_FIELDS = KV_STEERING_FIELDS;
 
 function withoutPdFields(json: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...json };
@@ -260,7 +259,7 @@ async function vllmPair(
     }
     if (r.kind === "failed") {
       exclude.add(id);
-      s.retry({ kind: "failed", reason: r.reason });
+      s.retry({ kind: "failed", reason: r.reason, routerLagged: r.routerLagged });
       continue;
     }
     s.end({ how: r.kind === "client_gone" ? "client_gone" : "released" });
@@ -326,7 +325,7 @@ async function sglangPair(
     void prefillOnce(up, input, s, rec.url, body, { keep: false, firstTokenIsAnswer: false })
       .then((r) => {
         if (r.kind === "failed") {
-          s.retry({ kind: "failed", reason: r.reason });
+          s.retry({ kind: "failed", reason: r.reason, routerLagged: r.routerLagged });
           if (!decodeAnswered) pair.abort();
         } else if (r.kind === "ok") s.end({ how: "prefilled" });
       })

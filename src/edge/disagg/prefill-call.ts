@@ -25,7 +25,7 @@ class AnswerTooLarge extends Error {}
 export type PrefillResult =
   | { kind: "ok"; json: unknown }
   /** Another worker may prefill it. */
-  | { kind: "failed"; reason: string }
+  | { kind: "failed"; reason: string; routerLagged?: boolean }
   /** Not the engine's fault (no fence): the answer is larger than MAX_PREFILL_ANSWER_BYTES. */
   | { kind: "too_large" }
   | { kind: "client_gone" }

@@ -34,6 +34,8 @@ export type AttemptResult =
       readonly reason: string;
       readonly deadline?: DeadlineKind;
       readonly status?: number;
+      /** The deadline ran out while the router's own loop was held: not the worker's fault. */
+      readonly routerLagged?: boolean;
     }
   /** The client left before the first byte. */
   | { readonly kind: "client_gone" }
@@ -133,7 +135,9 @@ export async function attemptUpstream(a: AttemptInput): Promise<AttemptResult> {
     const why = ctl.signal.aborted ? ctl.signal.reason : e;
     if (why instanceof ClientGoneError) return { kind: "client_gone" };
     if (why instanceof DeadlineMissedError)
-      return { kind: "failed", reason: why.message, deadline: why.kind };
+      return why.routerLagMs === undefined
+        ? { kind: "failed", reason: why.message, deadline: why.kind }
+        : { kind: "failed", reason: why.message, deadline: why.kind, routerLagged: true };
     if (why instanceof WorkerDownError) return { kind: "worker_down", reason: why.message };
     return { kind: "failed", reason: (why as Error).message };
   } finally {

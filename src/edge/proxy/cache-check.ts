@@ -21,6 +21,8 @@ export interface CacheCheck {
   answer(workerId: WorkerId, dpRank: DpRank, facts: AnswerInput): void;
   /** Leading blocks of these prompt hashes the index holds for the rank now. */
   indexedBlocks(hashes: BigUint64Array, workerId: WorkerId, dpRank: DpRank): number;
+  /** Removal events (removed or cleared) heard from the rank so far: read when it is chosen. */
+  removalsSeen(workerId: WorkerId, dpRank: DpRank): number;
 }
 
 /** The body for the engine: usage asked for where it can be; undefined: this request is not checked. */
@@ -51,6 +53,7 @@ export function watchAnswer(
   first: Uint8Array | undefined,
   reader: TapReader,
   engineTokens: (completionTokens: number) => void = () => {},
+  removalsAtRoute?: number,
 ): { first: Uint8Array | undefined; reader: TapReader } {
   const facts = decision.check;
   const tap = new UsageTap(prepared.strip && sse);
@@ -63,6 +66,7 @@ export function watchAnswer(
       predictedBlocks: facts.indexBlocks,
       inFlightBlocks: facts.inFlightBlocks,
       routedBlocks: facts.routedBlocks,
+      removalsAtRoute,
       indexBlocksNow: () =>
         check.indexedBlocks(hashes, decision.worker.workerId, decision.worker.dpRank),
       blockSize: check.blockSize,

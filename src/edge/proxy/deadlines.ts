@@ -35,16 +35,26 @@ export const NO_DEADLINES: UpstreamDeadlines = {
   streamIdleMs: 0,
 };
 
-/** A deadline passed before the engine answered (or while it streamed). */
+/**
+ * A deadline passed before the engine answered (or while it streamed). With `routerLagMs`, the
+ * wait ran out mostly while the router's own event loop was held (judgeDeadline's "excused"):
+ * the engine is not blamed for it (no fence, no failure towards ejection).
+ */
 export class DeadlineMissedError extends Error {
   override readonly name = "DeadlineMissedError";
   constructor(
     readonly kind: DeadlineKind,
     readonly ms: number,
+    readonly routerLagMs?: number,
   ) {
-    super(`${kind.replace("_", " ")} deadline of ${ms / 1000} s missed`);
+    super(
+      routerLagMs === undefined
+        ? `${kind.replace("_", " ")} deadline of ${ms / 1000} s missed`
+        : `${kind.replace("_", " ")} deadline of ${ms / 1000} s ran out while the router's event loop was held for ${Math.round(routerLagMs)} ms of the wait; not counted against the worker`,
+    );
   }
 }
+
 
 /**
  * The client took no byte of the answer for the stream-idle deadline (its socket stayed full):

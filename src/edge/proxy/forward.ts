@@ -122,6 +122,9 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
     }
     const s = new Settlement(decision, sinks, obs, undefined, input.settlement);
     const { worker } = decision;
+    // The rank's removal events heard so far, read as it was chosen (no event is applied between).
+    const removalsAtRoute =
+      checked !== undefined ? d.cacheCheck!.removalsSeen(worker.workerId, worker.dpRank) : 0;
     const rec = d.registry.get(worker.workerId);
     if (!rec) {
       s.retry({ kind: "unlisted" });
@@ -156,7 +159,7 @@ export async function forward(input: ForwardInput, d: ForwardDeps): Promise<Resp
       watchWorker: (onDown) => d.registry.onUnavailable(worker.workerId, onDown),
     });
     if (a.kind === "answer") {
-      const answer = answerOf(a, s, input, d, checked, prepared, moving);
+      const answer = answerOf(a, s, input, d, checked, prepared, moving, removalsAtRoute);
       routedWorkers.set(answer, worker.workerId);
       input.settlement?.made(answer, s);
       return answer;
@@ -188,6 +191,7 @@ function answerOf(
   checked: PreparedBody | undefined,
   prepared: PromptHashes,
   moving: MovingContext | undefined,
+  removalsAtRoute: number,
 ): Response {
   s.firstByte(a.res.status);
   try {
@@ -211,6 +215,7 @@ function answerOf(
         first.value,
         reader,
         (n) => s.engineUsage(n),
+        removalsAtRoute,
       );
       first = { done: false, value: t.first };
       reader = t.reader as UpstreamBody;
@@ -366,7 +371,10 @@ function respond(
   if (moving !== undefined && sse && res.status === 200) {
     const m = movingStream(moving, first.value, reader, s, res.status);
     return new Response(
-      observeStream(undefined, m.reader, m.hooks, d.upstream.directStreams, { idleMs, sse }),
+      observeStream(m.reader.takeFirst(), m.reader, m.hooks, d.upstream.directStreams, {
+        idleMs,
+        sse,
+      }),
       init,
     );
   }

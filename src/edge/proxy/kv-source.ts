@@ -8,7 +8,8 @@
  * fails is the engine's to fall back from (it computes the prefix); nothing here waits for it.
  *
  * The client's own header is always dropped: only the router's decision names a pull source. A
- * body that carries `kv_transfer_params` already (a P/D half, a client's own) is left as it is.
+ * body that carries `kv_transfer_params` already (a P/D half, or a client's own where
+ * --trust-kv-transfer-params lets it through the edge: src/protect/kv-steering.ts) is left as it is.
  */
 export const HEADER_KV_SOURCE = "x-kv-cache-source-host-port";
 

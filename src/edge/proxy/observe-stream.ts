@@ -16,7 +16,7 @@
  * Two stream flavours with the same behaviour: a standard pull stream (any runtime), and
  * Bun's "direct" stream (write + flush straight into the socket; less per-chunk work).
  */
-import { openAiErrorEvent } from "../../protocol/openai-error.ts";
+import { vllmStreamFailure } from "../../protocol/openai-error.ts";
 import { ClientStalledError, DeadlineMissedError } from "./deadlines.ts";
 import { SseDataCounter } from "./sse-counter.ts";
 
@@ -138,12 +138,11 @@ class Passage {
   /** The idle deadline passed: what the client gets last (an SSE error event, or a cut). */
   timedOut(): Uint8Array | undefined {
     const e = this.watchdog!.error;
-    // 504: the engine, not the client, timed out (the stream's own status is already sent).
+    // vLLM's own end of a failed stream (the stream's 200 is already sent), so a client written
+    // against vLLM meets nothing new; the message says which deadline.
     const tail = this.limits.sse
-      ? openAiErrorEvent(
-          504,
-          `the engine sent nothing for ${e.ms / 1000} s; the answer is incomplete`,
-          { code: "stream_idle_timeout" },
+      ? vllmStreamFailure(
+          `stream idle deadline of ${e.ms / 1000} s missed: the engine sent nothing; the answer is incomplete`,
         )
       : undefined;
     // Before the end: what reads the client's bytes at the end has read this too.

@@ -44,6 +44,8 @@ export type AttemptFailure =
       readonly reason: string;
       readonly status?: number;
       readonly deadline?: DeadlineKind;
+      /** The deadline ran out while the router's own event loop was held (deadlines.ts judgeDeadline): not the worker's fault. */
+      readonly routerLagged?: boolean;
     };
 
 /** How the answer to the client ended. */
@@ -256,6 +258,16 @@ export class Settlement {
       );
       return;
     }
+    if (f.routerLagged === true) {
+      if (f.deadline !== undefined) metrics.deadlinesExcused.inc([f.deadline]);
+      // The router could not watch the engine for most of the wait: blaming the engine would
+      // fence healthy engines one after another on a starved router, each re-send adding load.
+      log.warn(
+        `worker ${id} (${this.#url}) not fenced; trying another worker: ${f.reason}`,
+        this.#requestIdField(),
+      );
+      return;
+    }
     if (f.deadline !== undefined) metrics.deadlineMisses.inc([this.#label, f.deadline]);
     if (this.#prefill === undefined && f.status !== undefined && !fencesWorker(f.status)) {
       // Not fenced: one bad prompt must not fence the fleet; a server error counts towards ejection.
@@ -267,7 +279,7 @@ export class Settlement {
       );
       return;
     }
-    this.#d.outcomes.fence(id, f.reason);
+    const fenced = this.#d.outcomes.fence(id, f.reason) !== false;
     // After the fence: an ejection this failure causes is what /v1/workers shows as the reason.
     this.#d.outcomes.report?.(id, f.reason);
     metrics.upstreamFailures.inc([this.#label]);
@@ -277,7 +289,7 @@ export class Settlement {
     } else {
       // The client sees worker ids only; the URL and the engine's answer go to the log.
       log.warn(
-        `upstream failure before the first byte, worker ${id} (${this.#url}) fenced: ${f.reason}`,
+        `upstream failure before the first byte, worker ${id} (${this.#url}) ${fenced ? "fenced" : "not fenced (too many workers out of rotation: --max-fenced-percent)"}: ${f.reason}`,
         this.#requestIdField(),
       );
     }

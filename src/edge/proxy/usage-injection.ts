@@ -56,7 +56,8 @@ export function prepareBody(
     while (j < body.length && isSpace(body[j]!)) j++;
     const comma = body[j] === 0x7d /* } */ ? 0 : 1;
     const out = new Uint8Array(body.length + INSERT.length + comma);
-    out.set(body.subarray(0, i + 1));
+    // The opening brace and the blanks before it (one byte as a rule): no view made for them.
+    for (let k = 0; k <= i; k++) out[k] = body[k]!;
     out.set(INSERT, i + 1);
     if (comma) out[i + 1 + INSERT.length] = 0x2c;
     out.set(body.subarray(i + 1), i + 1 + INSERT.length + comma);
@@ -185,7 +186,10 @@ export class UsageTap {
     const after = to + EVENT_END.length;
     if (from === 0 && after === whole) return EMPTY;
     if (after === whole) return buf.subarray(0, from);
-    return concat(buf.subarray(0, from), buf.subarray(after, whole));
+    // What follows it ([DONE]) moves up over it, in place: these bytes are the tap's alone (the
+    // reader's chunk, or the tap's own carry), and nothing is allocated for the common last chunk.
+    buf.copyWithin(from, after, whole);
+    return buf.subarray(0, from + whole - after);
   }
 
   /** The end of the answer: bytes still held, and the usage read from the tail. */

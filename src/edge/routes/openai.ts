@@ -19,6 +19,7 @@ import { modelField } from "../prompt-route/model-routing.ts";
 import { sessionControlOf } from "../../router/index.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
 import { promptCharge } from "../../protect/prompt-charge.ts";
+import { refuseKvSteering } from "../../protect/kv-steering.ts";
 import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 
@@ -63,6 +64,8 @@ export function completionHandlers(d: CompletionDeps): {
 
   const handle = (path: string, kind: "completions" | "chat") => async (req: Request) => {
     const { body, json } = await readJsonRequest(req, d.limits, promptFieldsOf(kind));
+    // Where an engine fetches KV from is the router's to say (protect/kv-steering.ts).
+    refuseKvSteering(json, d.limits.trustKvTransferParams === true);
     const model = modelField(json.model, false);
     if (json.stream !== undefined && typeof json.stream !== "boolean") {
       throw new RouterError("invalid_request", "stream: must be a boolean", "stream");

@@ -14,6 +14,7 @@ import { promptFieldsOf, readPrompt, type PromptKind } from "../prompt-route/pro
 import { modelField } from "../prompt-route/model-routing.ts";
 import { outputTokensAsked } from "../../protect/output-budget.ts";
 import { promptCharge } from "../../protect/prompt-charge.ts";
+import { refuseKvSteering } from "../../protect/kv-steering.ts";
 import type { ModelForward } from "../proxy/model-forward.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 import { tokenizeHandler } from "./tokenize.ts";
@@ -47,6 +48,8 @@ export const PASSTHROUGH_ROUTES: Readonly<Record<string, PromptKind>> = {
 export function proxyJson(d: PassthroughDeps, path: string, kind: PromptKind) {
   return async (req: Request): Promise<Response> => {
     const { body, json } = await readJsonRequest(req, d.limits, promptFieldsOf(kind));
+    // Where an engine fetches KV from is the router's to say (protect/kv-steering.ts).
+    refuseKvSteering(json, d.limits.trustKvTransferParams === true);
     const obs = d.requests?.of(req);
     const prompt = await (obs !== undefined
       ? obs.tokenize(() => readPrompt(d.fleet.tokenizers, json, kind, d.limits.maxPromptChars))

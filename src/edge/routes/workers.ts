@@ -1,6 +1,8 @@
 /**
  * Admin: GET /v1/workers (state and load of each worker), POST /v1/workers (register;
- * the index is restored from the worker's /kv/query dump), DELETE /v1/workers/:id.
+ * the index is restored from the worker's /kv/query dump), DELETE /v1/workers/:id,
+ * POST /v1/workers/:id/canary, POST and DELETE /v1/workers/:id/drain (take one worker out of
+ * rotation to drain, and back).
  * Ids are u64: accepted as JSON numbers or decimal strings, always written as strings.
  */
 import { Hono } from "hono";
@@ -9,7 +11,7 @@ import { RouterError } from "../../core/errors.ts";
 import { describeIssues, U64Schema } from "../../core/events.ts";
 import { workerKey } from "../../core/ids.ts";
 import { parseJsonExact, readBodyLimited } from "../body.ts";
-import type { AdminDeps, FleetView, RequestLimits } from "../deps.ts";
+import type { AdminDeps, FleetView, RequestLimits, WorkerDrain } from "../deps.ts";
 import type { WorkerRoles } from "../disagg/roles.ts";
 import type { RouterApi } from "../../router/index.ts";
 import { WorkerSpecSchema, workerSpecOf } from "../../fleet/worker-spec.ts";
@@ -30,6 +32,15 @@ export interface WorkerRouteDeps {
   readonly admin: AdminDeps;
   /** --disagg: each worker's role, shown and set at registration. */
   readonly roles?: WorkerRoles;
+}
+
+/** The reason an admin's drain shows in GET /v1/workers. */
+const ADMIN_DRAIN = "draining: admin";
+
+function drainOf(admin: AdminDeps): WorkerDrain {
+  if (admin.drain === undefined)
+    throw new RouterError("invalid_request", "this router cannot drain workers (no health checker)");
+  return admin.drain;
 }
 
 function parseId(raw: string): bigint {
@@ -144,6 +155,32 @@ export function workerRoutes(d: WorkerRouteDeps): Hono {
       ok: results.length > 0 && results.every((r) => r.ok),
       results,
     });
+  });
+
+  // Drain: no new requests for this worker; its in-flight ones finish, and its streams still
+  // running after --migrate-after move to another worker (edge/proxy/migration) without blaming it.
+  app.post("/v1/workers/:id/drain", (c) => {
+    const id = parseId(c.req.param("id"));
+    const drain = drainOf(admin);
+    if (!fleet.registry.has(id)) throw new RouterError("not_found", `no worker ${id}`);
+    const held = drain.heldFor(id);
+    if (held === undefined) drain.hold(id, ADMIN_DRAIN);
+    return c.json({ id: id.toString(), draining: true, reason: held ?? ADMIN_DRAIN });
+  });
+
+  app.delete("/v1/workers/:id/drain", async (c) => {
+    const id = parseId(c.req.param("id"));
+    const drain = drainOf(admin);
+    if (!fleet.registry.has(id)) throw new RouterError("not_found", `no worker ${id}`);
+    const held = drain.heldFor(id);
+    if (held !== undefined && held !== ADMIN_DRAIN)
+      throw new RouterError(
+        "invalid_request",
+        `worker ${id} is held by discovery (${held}), not by an admin's drain: its pod's readiness lifts it`,
+        "id",
+      );
+    const healthy = held === undefined ? fleet.registry.get(id)?.healthy : await drain.release(id);
+    return c.json({ id: id.toString(), draining: false, healthy: healthy === true });
   });
 
   app.delete("/v1/workers/:id", (c) => {

@@ -37,8 +37,15 @@ export interface AnswerFacts {
   /** The engine's usage. */
   readonly promptTokens: number;
   readonly cachedTokens: number | undefined;
-  /** This source has reported cached tokens before: a missing count means 0. */
-  readonly speaksCached: boolean;
+  /** This source has reported cached tokens before: a missing count means 0 (checkAnswer's second argument wins). */
+  readonly speaksCached?: boolean;
+  /**
+   * The source sent removal events between this request's routing and its answer's end (checkAnswer's
+   * third argument wins): the engine evicted meanwhile, so blocks the index held may have gone before
+   * this request was served, and may be stored again (recomputed) by its end, where the index
+   * cannot tell it from a false view.
+   */
+  readonly evictedMeanwhile?: boolean;
 }
 
 export type AnswerVerdict =
@@ -61,12 +68,16 @@ export function expectedCachedTokens(blocks: number, tokens: number, blockSize: 
   return Math.min(blocks, Math.floor((tokens - 1) / blockSize)) * blockSize;
 }
 
-export function checkAnswer(f: AnswerFacts): {
+export function checkAnswer(
+  f: AnswerFacts,
+  speaksCached = f.speaksCached === true,
+  evictedMeanwhile = f.evictedMeanwhile === true,
+): {
   verdict: AnswerVerdict;
   expected: number;
   cached: number;
 } {
-  const cached = f.cachedTokens ?? (f.speaksCached ? 0 : undefined);
+  const cached = f.cachedTokens ?? (speaksCached ? 0 : undefined);
   if (f.promptTokens !== f.routerTokens)
     return { verdict: "tokens_differ", expected: 0, cached: cached ?? 0 };
   if (cached === undefined) return { verdict: "unchecked", expected: 0, cached: 0 };
@@ -74,9 +85,14 @@ export function checkAnswer(f: AnswerFacts): {
   if (cached % f.blockSize !== 0) return { verdict: "block_size", expected, cached };
   if (cached === expected) return { verdict: "agree", expected, cached };
   if (cached < expected) {
-    // Evicted between the routing and the serving (a small cache under load): the removal events
-    // were sent before the engine served the request, so by the answer's end the index holds no
-    // more than was served. A false view still claims the blocks then.
+    // Evicted between the routing and the serving (a small cache under load): the engine said so
+    // with removal events. On a cache smaller than a prompt the blocks come back (recomputed,
+    // stored again) before the answer ends, so the index asked then holds them again: the
+    // removals are the evidence. A false view (a restart missed, another engine's events)
+    // claims blocks nothing removed.
+    if (evictedMeanwhile) return { verdict: "agree", expected, cached };
+    // Removal events sent before the engine served the request are in by the answer's end, so the
+    // index then holds no more than was served. A false view still claims the blocks then.
     if (
       f.indexBlocksNow !== undefined &&
       expectedCachedTokens(f.indexBlocksNow(), f.routerTokens, f.blockSize) <= cached

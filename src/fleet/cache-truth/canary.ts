@@ -12,12 +12,41 @@ import type { DpRank, WorkerId } from "../../core/ids.ts";
 import { expectedCachedTokens } from "./answer-check.ts";
 import type { TruthCause } from "./source-state.ts";
 
-export const CANARY_TOKENS = 256;
+/** The canary's length where the block size asks no more (16-token blocks: 15 whole blocks checked). */
+export const CANARY_MIN_TOKENS = 256;
+
+/**
+ * The canary's length at a block size: at least two whole blocks must be published after the first
+ * send and reported cached by the second, and vLLM caps a whole-prompt hit at length - 1 tokens
+ * (answer-check.ts), so 2 x block size + 1 at least. A prompt shorter than one block would publish
+ * nothing and pass while checking nothing. Large blocks cost more: 1,025 tokens a send at 512.
+ */
+export function canaryTokens(blockSize: number): number {
+  return Math.max(CANARY_MIN_TOKENS, 2 * blockSize + 1);
+}
+/**
+ * Tries before a canary the engine's evictions spoiled each time is given up as inconclusive: a
+ * cache that evicts while the canary runs (a full cache under load, after a restart) may drop its
+ * blocks between the sends, which proves nothing about the router's view.
+ */
+export const CANARY_TRIES = 3;
 /**
  * How long the first send's events may take to reach the index: a rank's live events wait while
  * its registration restore runs, which a loaded machine can make take seconds.
  */
 export const CANARY_EVENT_WAIT_MS = 8_000;
+/**
+ * How long the canary waits for the rank's index restore (registration, restart) to end before its
+ * first send: the rank's live events are held until it ends, so the event wait would measure the
+ * restore (seconds on a loaded machine with several routers restoring at once), not the events.
+ */
+export const CANARY_RESTORE_WAIT_MS = 30_000;
+/**
+ * How long a canary whose second send served less than expected waits for removal events: the
+ * engine published them when it evicted, before it served the send, but they may be batched behind
+ * the answer.
+ */
+export const CANARY_REMOVAL_WAIT_MS = 2_000;
 
 /** What an engine's answer says of its prompt (its `usage`). */
 export interface CanaryUsage {
@@ -43,6 +72,10 @@ export interface CanaryDeps {
   ) => number;
   /** Live events heard from the rank so far. */
   readonly eventsSeen: (workerId: WorkerId, dpRank: DpRank) => number;
+  /** The rank's index is being restored (its live events are held until then); undefined: never. */
+  readonly restoring?: (workerId: WorkerId, dpRank: DpRank) => boolean;
+  /** Removal events (removed, cleared) heard from the rank so far: it evicted. */
+  readonly removalsSeen: (workerId: WorkerId, dpRank: DpRank) => number;
   readonly sleep: (ms: number) => Promise<void>;
   readonly now: () => number;
   readonly random: () => number;
@@ -60,32 +93,69 @@ export interface CanaryTarget {
 
 export interface CanaryResult {
   readonly ok: boolean;
+  /** Every try was spoiled by the engine's evictions: nothing found either way (`ok` is true). */
+  readonly inconclusive?: boolean;
   readonly cause?: TruthCause;
   readonly evidence: string;
 }
 
 /** The canary's prompt: a nonce, then a fixed pattern (token ids well inside any vocabulary). */
-export function canaryPrompt(nonce: number): number[] {
-  const out = new Array<number>(CANARY_TOKENS);
+export function canaryPrompt(nonce: number, length = CANARY_MIN_TOKENS): number[] {
+  const out = new Array<number>(length);
   out[0] = 1000 + (nonce % 20_000);
-  for (let i = 1; i < CANARY_TOKENS; i++) out[i] = 1000 + ((nonce * 7919 + i * 104_729) % 20_000);
+  for (let i = 1; i < length; i++) out[i] = 1000 + ((nonce * 7919 + i * 104_729) % 20_000);
   return out;
 }
 
 /** Other block sizes an engine may run with, to name the one whose hit we saw. */
-const BLOCK_SIZES = [1, 8, 16, 32, 64, 128];
+const BLOCK_SIZES = [1, 8, 16, 32, 64, 128, 256, 512];
 
+/**
+ * The canary, tried again while the engine evicted during a try that failed (its removal events
+ * say so): up to CANARY_TRIES, then inconclusive. A wrong prompt length is not an eviction's doing.
+ */
 export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryResult> {
-  const prompt = canaryPrompt(Math.floor(d.random() * 1e9));
+  const restoreDeadline = d.now() + CANARY_RESTORE_WAIT_MS;
+  while (d.restoring?.(t.workerId, t.dpRank) === true) {
+    if (d.now() >= restoreDeadline)
+      return {
+        ok: true,
+        inconclusive: true,
+        evidence: `inconclusive: the rank's index restore did not end within ${CANARY_RESTORE_WAIT_MS} ms`,
+      };
+    await d.sleep(50);
+  }
+  let last: CanaryResult | undefined;
+  for (let i = 0; i < CANARY_TRIES; i++) {
+    const removals = d.removalsSeen(t.workerId, t.dpRank);
+    last = await canaryOnce(d, t);
+    if (last.ok || last.cause === "template_or_tokenizer") return last;
+    if (last.cause === "cached_tokens") {
+      const deadline = d.now() + CANARY_REMOVAL_WAIT_MS;
+      while (d.removalsSeen(t.workerId, t.dpRank) === removals && d.now() < deadline)
+        await d.sleep(50);
+    }
+    if (d.removalsSeen(t.workerId, t.dpRank) === removals) return last;
+  }
+  return {
+    ok: true,
+    inconclusive: true,
+    evidence: `inconclusive: the engine evicted during each of ${CANARY_TRIES} tries (the last: ${last!.evidence})`,
+  };
+}
+
+async function canaryOnce(d: CanaryDeps, t: CanaryTarget): Promise<CanaryResult> {
+  const length = canaryTokens(d.blockSize);
+  const prompt = canaryPrompt(Math.floor(d.random() * 1e9), length);
   const tokens = Uint32Array.from(prompt);
-  const full = Math.floor(CANARY_TOKENS / d.blockSize);
+  const full = Math.floor(length / d.blockSize);
   const before = d.eventsSeen(t.workerId, t.dpRank);
   const first = await d.complete(t.url, t.dpRank, prompt, t.model);
-  if (first !== undefined && first.promptTokens !== CANARY_TOKENS) {
+  if (first !== undefined && first.promptTokens !== length) {
     return {
       ok: false,
       cause: "template_or_tokenizer",
-      evidence: `the engine counted ${first.promptTokens} prompt tokens for ${CANARY_TOKENS} token ids`,
+      evidence: `the engine counted ${first.promptTokens} prompt tokens for ${length} token ids`,
     };
   }
   const deadline = d.now() + CANARY_EVENT_WAIT_MS;
@@ -96,7 +166,7 @@ export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryR
   }
   const heard = d.eventsSeen(t.workerId, t.dpRank) - before;
   const second = await d.complete(t.url, t.dpRank, prompt, t.model);
-  const expected = expectedCachedTokens(full, CANARY_TOKENS, d.blockSize);
+  const expected = expectedCachedTokens(full, length, d.blockSize);
   const cached = second?.cachedTokens ?? 0;
   if (second === undefined)
     return { ok: false, cause: "cached_tokens", evidence: "the engine's answer carries no usage" };
@@ -105,13 +175,13 @@ export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryR
       (b) =>
         b !== d.blockSize &&
         cached > 0 &&
-        cached === expectedCachedTokens(Math.floor(CANARY_TOKENS / b), CANARY_TOKENS, b),
+        cached === expectedCachedTokens(Math.floor(length / b), length, b),
     );
     if (other !== undefined)
       return {
         ok: false,
         cause: "block_size",
-        evidence: `the engine served ${cached} of ${CANARY_TOKENS} cached tokens, whole blocks of ${other}; the router hashes blocks of ${d.blockSize} (expected ${expected})`,
+        evidence: `the engine served ${cached} of ${length} cached tokens, whole blocks of ${other}; the router hashes blocks of ${d.blockSize} (expected ${expected})`,
       };
   }
   if (indexed < full) {

@@ -18,7 +18,9 @@
  *   explain, and at least `unexpectedShare` of those with a hit (a prompt's shared system prefix
  *   makes nearly every answer a hit, so a lost event shows in a few of them) -> blind, with the cause read from the event stream:
  *   no_events (no live event since `quietMs`), block_hashes (events come, but no prediction of
- *   the window ever hit: their hashes are not the router's), else events_missing;
+ *   the window ever hit: their hashes are not the router's), else events_missing; once a
+ *   prediction is served, blind (block_hashes) becomes blind (events_missing), the only change of
+ *   cause within a state;
  * - a canary that fails -> degraded at once, with the canary's cause.
  * Back to exact (hysteresis): `recoverAgree` agreeing answers in a row, `recoverHits` of them with
  * a predicted hit the engine served, and at least `minDwellMs` since the state was entered. Entering
@@ -79,6 +81,11 @@ export interface EventFacts {
   readonly seen: number;
   /** When the last one came (ms), if any. */
   readonly lastAt: number | undefined;
+  /**
+   * Stored events whose parent block the router never got (the index's parent_block_not_found):
+   * an earlier event of this source was lost. Events hashed another way still chain to each other.
+   */
+  readonly orphans?: number;
 }
 
 export interface Transition {
@@ -97,7 +104,7 @@ export class SourceTruth {
   /** Answers checked since registration, and those that agreed. */
   checked = 0;
   agreed = 0;
-  #window: CheckedAnswer[] = [];
+  #window = new AnswerWindow();
   #run = 0;
   #runHits = 0;
 
@@ -112,11 +119,11 @@ export class SourceTruth {
   get agreement(): number {
     let n = 0;
     let ok = 0;
-    for (const a of this.#window) {
-      if (a.verdict === "unchecked") continue;
+    this.#window.each((a) => {
+      if (a.verdict === "unchecked") return;
       n++;
       if (a.verdict === "agree") ok++;
-    }
+    });
     return n === 0 ? 1 : ok / n;
   }
 
@@ -124,8 +131,7 @@ export class SourceTruth {
     if (a.verdict === "unchecked") return undefined;
     this.checked++;
     if (a.verdict === "agree") this.agreed++;
-    this.#window.push(a);
-    if (this.#window.length > this.rules.window) this.#window.shift();
+    this.#window.push(a, this.rules.window);
     if (this.state !== "exact") {
       if (a.verdict === "agree") {
         this.#run++;
@@ -140,14 +146,22 @@ export class SourceTruth {
         now - this.since >= this.rules.minDwellMs
       ) {
         const evidence = `${this.#run} answers in a row served what the index predicted (${this.#runHits} with hits) after ${Math.round((now - this.since) / 1000)} s ${this.state}`;
-        this.#window = [];
+        this.#window.clear();
         return this.#move("exact", undefined, evidence, now);
       }
     }
     const found = this.#rule(events, now);
     if (found === undefined) return undefined;
-    // Only a move to another state: a new cause within the same state is not news.
-    if (found.state === this.state) return undefined;
+    // Only a move to another state: a new cause within the same state is not news, except one:
+    // block_hashes is named while no prediction in the window was served, which is also how a
+    // source looks before enough of its dropped events' neighbours arrived; a prediction served
+    // later proves the hashes are the router's, so the cause is events_missing after all. Never
+    // back the other way: that needs a whole window without a served prediction, not new evidence.
+    if (
+      found.state === this.state &&
+      !(this.cause === "block_hashes" && found.cause === "events_missing")
+    )
+      return undefined;
     if (this.state !== "exact" && found.state === "degraded" && this.state === "blind")
       return undefined;
     return this.#move(found.state, found.cause, found.evidence, now);
@@ -174,22 +188,7 @@ export class SourceTruth {
     now: number,
   ): { state: TruthState; cause: TruthCause; evidence: string } | undefined {
     const r = this.rules;
-    let tokens = 0;
-    let blocks = 0;
-    let missed = 0;
-    let predicted = 0;
-    let unexpected = 0;
-    let hits = 0;
-    let predictedServed = 0;
-    for (const a of this.#window) {
-      if (a.verdict === "tokens_differ") tokens++;
-      else if (a.verdict === "block_size") blocks++;
-      else if (a.verdict === "missed_hits") missed++;
-      else if (a.verdict === "unexpected_hits") unexpected++;
-      if (a.expected > 0) predicted++;
-      if (a.cached > 0) hits++;
-      if (a.expected > 0 && a.cached >= a.expected) predictedServed++;
-    }
+    const { tokens, blocks, missed, predicted, unexpected, hits, predictedServed } = this.#window;
     const n = this.#window.length;
     if (tokens >= r.tokensDiffer)
       return {
@@ -207,7 +206,7 @@ export class SourceTruth {
       const quiet = events.lastAt === undefined || now - events.lastAt >= r.quietMs;
       const cause: TruthCause = quiet
         ? "no_events"
-        : predictedServed === 0
+        : predictedServed === 0 && (events.orphans ?? 0) === 0
           ? "block_hashes"
           : "events_missing";
       const why =
@@ -217,7 +216,9 @@ export class SourceTruth {
             : `no live event for ${Math.round((now - events.lastAt!) / 1000)} s`
           : cause === "block_hashes"
             ? `${events.seen} events came, but no predicted hit in the window was served: their block hashes are not the router's`
-            : "events come, but not all of them";
+            : predictedServed === 0
+              ? `events come, but ${events.orphans} of them named a parent block the router never got: earlier ones were lost`
+              : "events come, but not all of them";
       return {
         state: "blind",
         cause,
@@ -232,5 +233,58 @@ export class SourceTruth {
       };
     }
     return undefined;
+  }
+}
+
+/**
+ * The last checked answers (a ring) and the counts the rules read, kept as answers come and go:
+ * each answer costs the same whatever the window's size, and allocates nothing.
+ */
+class AnswerWindow {
+  #ring: CheckedAnswer[] = [];
+  #head = 0;
+  length = 0;
+  tokens = 0;
+  blocks = 0;
+  missed = 0;
+  unexpected = 0;
+  predicted = 0;
+  hits = 0;
+  predictedServed = 0;
+
+  push(a: CheckedAnswer, size: number): void {
+    if (this.length < size) {
+      this.#ring[(this.#head + this.length) % size] = a;
+      this.length++;
+    } else {
+      this.#count(this.#ring[this.#head]!, -1);
+      this.#ring[this.#head] = a;
+      this.#head = (this.#head + 1) % size;
+    }
+    this.#count(a, 1);
+  }
+
+  clear(): void {
+    this.#ring = [];
+    this.#head = 0;
+    this.length = 0;
+    this.tokens = this.blocks = this.missed = this.unexpected = 0;
+    this.predicted = this.hits = this.predictedServed = 0;
+  }
+
+  /** Oldest first. */
+  each(f: (a: CheckedAnswer) => void): void {
+    const size = this.#ring.length;
+    for (let i = 0; i < this.length; i++) f(this.#ring[(this.#head + i) % size]!);
+  }
+
+  #count(a: CheckedAnswer, by: 1 | -1): void {
+    if (a.verdict === "tokens_differ") this.tokens += by;
+    else if (a.verdict === "block_size") this.blocks += by;
+    else if (a.verdict === "missed_hits") this.missed += by;
+    else if (a.verdict === "unexpected_hits") this.unexpected += by;
+    if (a.expected > 0) this.predicted += by;
+    if (a.cached > 0) this.hits += by;
+    if (a.expected > 0 && a.cached >= a.expected) this.predictedServed += by;
   }
 }

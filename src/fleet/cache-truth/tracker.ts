@@ -31,6 +31,10 @@ interface Source {
   readonly truth: SourceTruth;
   speaksCached: boolean;
   eventsSeen: number;
+  /** Removal events (removed, cleared) among them: an eviction between an answer's routing and its end. */
+  removals: number;
+  /** Stored events whose parent the index never got (parent_block_not_found): one before was lost. */
+  orphans: number;
   lastEventAt: number | undefined;
   canary: { ok: boolean; at: number; evidence: string } | undefined;
 }
@@ -52,11 +56,16 @@ export interface SourceView {
   } | null;
 }
 
-export type AnswerInput = Omit<AnswerFacts, "speaksCached">;
+export type AnswerInput = Omit<AnswerFacts, "speaksCached" | "evictedMeanwhile"> & {
+  /** The source's removalsSeen() when the request was routed (undefined: not known). */
+  readonly removalsAtRoute?: number;
+};
 
 export class CacheTruth {
   readonly #o: CacheTruthOptions;
   readonly #sources = new Map<WorkerKey, Source>();
+  /** The same sources by worker, then dp rank: found per answer without making a key string. */
+  readonly #byWorker = new Map<WorkerId, Source[]>();
   /** Keys whose state is not exact: the router scores them from the approximate index. */
   readonly distrusted = new Set<WorkerKey>();
   readonly transitions: { to: TruthState; cause: string; workerId: WorkerId }[] = [];
@@ -66,9 +75,12 @@ export class CacheTruth {
     this.#o = o;
   }
 
+  #find(workerId: WorkerId, dpRank: DpRank): Source | undefined {
+    return this.#byWorker.get(workerId)?.[dpRank];
+  }
+
   #source(workerId: WorkerId, dpRank: DpRank): Source {
-    const key = workerKey(workerId, dpRank);
-    let s = this.#sources.get(key);
+    let s = this.#find(workerId, dpRank);
     if (s === undefined) {
       s = {
         workerId,
@@ -76,10 +88,15 @@ export class CacheTruth {
         truth: new SourceTruth(this.#o.now(), this.#o.rules ?? DEFAULT_TRUTH_RULES),
         speaksCached: false,
         eventsSeen: 0,
+        removals: 0,
+        orphans: 0,
         lastEventAt: undefined,
         canary: undefined,
       };
-      this.#sources.set(key, s);
+      this.#sources.set(workerKey(workerId, dpRank), s);
+      const ranks = this.#byWorker.get(workerId) ?? [];
+      ranks[dpRank] = s;
+      this.#byWorker.set(workerId, ranks);
     }
     return s;
   }
@@ -88,9 +105,17 @@ export class CacheTruth {
   answer(workerId: WorkerId, dpRank: DpRank, f: AnswerInput): void {
     const s = this.#source(workerId, dpRank);
     if (f.cachedTokens !== undefined) s.speaksCached = true;
-    const c = checkAnswer({ ...f, speaksCached: s.speaksCached });
+    const c = checkAnswer(
+      f,
+      s.speaksCached,
+      f.removalsAtRoute !== undefined && s.removals > f.removalsAtRoute,
+    );
     const now = this.#o.now();
-    const t = s.truth.observe(c, { seen: s.eventsSeen, lastAt: s.lastEventAt }, now);
+    const t = s.truth.observe(
+      c,
+      { seen: s.eventsSeen, lastAt: s.lastEventAt, orphans: s.orphans },
+      now,
+    );
     if (t !== undefined) this.#moved(s, t);
   }
 
@@ -104,7 +129,14 @@ export class CacheTruth {
         last = this.#source(e.workerId, e.event.dpRank);
       last.eventsSeen++;
       last.lastEventAt = now;
+      const type = e.event.data.type;
+      if (type === "removed" || type === "cleared") last.removals++;
     }
+  }
+
+  /** A stored event of the rank named a parent block the index never got: an earlier event was lost. */
+  orphanEvent(workerId: WorkerId, dpRank: DpRank): void {
+    this.#source(workerId, dpRank).orphans++;
   }
 
   /** A canary's result (canary.ts). A failure degrades the source at once. */
@@ -114,13 +146,14 @@ export class CacheTruth {
     ok: boolean,
     cause: TruthCause | undefined,
     evidence: string,
+    inconclusive = false,
   ): void {
     const s = this.#source(workerId, dpRank);
     const now = this.#o.now();
     s.canary = { ok, at: now, evidence };
     if (ok) {
       this.#o.log.info(
-        `cache truth: canary passed on worker ${workerId} dp rank ${dpRank}: ${evidence}`,
+        `cache truth: canary ${inconclusive ? "inconclusive" : "passed"} on worker ${workerId} dp rank ${dpRank}: ${evidence}`,
         { worker_id: String(workerId), dp_rank: dpRank },
       );
       return;
@@ -136,19 +169,25 @@ export class CacheTruth {
       this.#sources.delete(key);
       this.distrusted.delete(key);
     }
+    this.#byWorker.delete(workerId);
+  }
+
+  /** Removal events (removed, cleared) heard from the rank since it was first seen. */
+  removalsSeen(workerId: WorkerId, dpRank: DpRank): number {
+    return this.#find(workerId, dpRank)?.removals ?? 0;
   }
 
   /** Live events heard from the rank since it was first seen. */
   eventsSeen(workerId: WorkerId, dpRank: DpRank): number {
-    return this.#sources.get(workerKey(workerId, dpRank))?.eventsSeen ?? 0;
+    return this.#find(workerId, dpRank)?.eventsSeen ?? 0;
   }
 
   state(workerId: WorkerId, dpRank: DpRank): TruthState {
-    return this.#sources.get(workerKey(workerId, dpRank))?.truth.state ?? "exact";
+    return this.#find(workerId, dpRank)?.truth.state ?? "exact";
   }
 
   causeOf(workerId: WorkerId, dpRank: DpRank): TruthCause | undefined {
-    return this.#sources.get(workerKey(workerId, dpRank))?.truth.cause;
+    return this.#find(workerId, dpRank)?.truth.cause;
   }
 
   /** The worker's sources, rank order (none before its first answer or event). */

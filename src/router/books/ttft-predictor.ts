@@ -371,6 +371,7 @@ export class TtftPredictor {
       this.#ranks.delete(key);
       this.#factors.delete(key);
       this.steps.forget(key);
+      this.traffic.forgetRank(key);
     }
     for (const key of [...this.#reported.keys()]) {
       if (parseWorkerKey(key).workerId !== workerId) continue;

@@ -127,6 +127,7 @@ export function findBestMatch(input: FindBestMatchInput): Selection {
     uncachedTokens: chosen.uncachedTokens,
     stepMs: chosen.stepMs,
     groupKey: ctx.groupKey,
+    groupDepth: ctx.groupDepth,
     kvPlan: chosen.kvPlan,
     candidates,
   };

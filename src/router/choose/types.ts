@@ -185,6 +185,8 @@ export interface Selection {
    * or is computing (undefined: none, a new group). The routing service counts the arrival under it.
    */
   readonly groupKey?: bigint;
+  /** That prefix's depth in blocks (0: none). */
+  readonly groupDepth?: number;
   /** The chosen candidate's transfer plan, if any. */
   readonly kvPlan?: KvPlan;
   /** The candidates that survived the filters, with their costs. */

@@ -21,6 +21,7 @@ export interface CacheTruthParts {
     readonly distrusted: () => ReadonlySet<WorkerKey>;
     readonly onLiveEvents: (events: readonly RouterEvent[]) => void;
     readonly onRestart: (workerId: WorkerId, dpRank: DpRank) => void;
+    readonly onOrphanEvent: (workerId: WorkerId, dpRank: DpRank) => void;
   };
   readonly cacheCheck: CacheCheck;
   /** Set once the router exists (canaries()): run at registration and after a restart (with --canary), on demand. */
@@ -48,6 +49,7 @@ export function cacheTruthParts(o: {
     routerPorts: {
       distrusted: () => truth.distrusted,
       onLiveEvents: (events) => truth.eventsApplied(events),
+      onOrphanEvent: (w, r) => truth.orphanEvent(w, r),
       onRestart: (w, r) => {
         o.log.info(
           `cache truth: worker ${w} dp rank ${r} restarted (its event ids went back)${o.canary ? "; canary" : ""}`,
@@ -61,6 +63,7 @@ export function cacheTruthParts(o: {
       answer: (w: WorkerId, r: DpRank, f) => truth.answer(w, r, f),
       indexedBlocks: (hashes, w, r) =>
         o.index()?.findMatches(hashes).scores.get(workerKey(w, r)) ?? 0,
+      removalsSeen: (w, r) => truth.removalsSeen(w, r),
     },
     canary: undefined,
     autoCanary: o.canary,
@@ -77,7 +80,7 @@ export function withCacheTruth(
   return (id) => ({ ...details?.(id), cache_truth: truth.view(id) });
 }
 
-/** The longest one canary call to an engine may take (a prompt of a few hundred tokens, one token out). */
+/** The longest one canary call to an engine may take (a prompt of 256 tokens, 1,025 at 512-token blocks; one token out). */
 const CANARY_CALL_TIMEOUT_MS = 10_000;
 /** The most of a canary's answer read (a one-token completion with usage is well under 1 KiB). */
 const CANARY_ANSWER_MAX_BYTES = 64 * 1024;
@@ -88,6 +91,8 @@ export interface CanaryWiring {
   readonly router: {
     readonly routing: { prepare(tokens: Uint32Array, loraName: string | undefined): PromptHashes };
     readonly index: Pick<KvIndex, "findMatches">;
+    /** The recovery driver: whether a rank's index restore runs (its live events held until it ends). */
+    readonly recovery?: { isRecovering(id: WorkerId, dpRank: DpRank): boolean };
   };
   readonly fleet: {
     readonly registry: {
@@ -173,6 +178,9 @@ export function canaries(
         .findMatches(w.router.routing.prepare(tokens, loraName).hashes)
         .scores.get(workerKey(id, dpRank)) ?? 0,
     eventsSeen: (id: WorkerId, dpRank: DpRank) => w.truth.eventsSeen(id, dpRank),
+    removalsSeen: (id: WorkerId, dpRank: DpRank) => w.truth.removalsSeen(id, dpRank),
+    restoring: (id: WorkerId, dpRank: DpRank) =>
+      w.router.recovery?.isRecovering(id, dpRank) === true,
     sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)),
     now: w.now,
     random: Math.random,
@@ -198,7 +206,7 @@ export function canaries(
     for (const t of targets) {
       try {
         const r = await runCanary(deps, t);
-        w.truth.canaryResult(id, t.dpRank, r.ok, r.cause, r.evidence);
+        w.truth.canaryResult(id, t.dpRank, r.ok, r.cause, r.evidence, r.inconclusive === true);
         out.push(r);
       } catch (e) {
         w.log.warn(

@@ -19,6 +19,7 @@ import type { WorkerMembership } from "../../fleet/membership.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
 import { RouterMetrics } from "../../observe/names.ts";
 import type { DecisionLog } from "../../observe/decision-log.ts";
+import type { LoopLagMeter } from "../../observe/process-metrics.ts";
 import type { RecentStats } from "../../observe/recent-stats.ts";
 import type { RequestObservers } from "../../observe/request-observers.ts";
 import type { AdmissionGate, createRouter, KvIndex } from "../../router/index.ts";
@@ -46,6 +47,8 @@ export interface ComposedRouter {
   readonly membership: WorkerMembership;
   /** Health checks, fences and holds (discovery holds a terminating pod's worker). */
   readonly health: HealthChecker;
+  /** The event loop's lag (running once checks start): the upstream client's connect deadline counts only time the loop could run. */
+  readonly loopLag: LoopLagMeter;
   readonly admission: AdmissionGate;
   /** Each request's access line, metrics and spans, and what the status page reads (last decisions, recent minutes). */
   readonly observe: RequestObservers;
@@ -134,6 +137,8 @@ export async function composeRouter(
     metrics,
     now,
     cacheTruth,
+    // Made just below; health checks start after it.
+    loopLag: () => loopLag,
   });
   const loopLag = bindRouterMetrics(choices, { metrics, fleet, router, admission, now });
   loadSync = await startSync(config, choices, log, { tracker: router.tracker, routerId, now });
@@ -190,6 +195,7 @@ export async function composeRouter(
     router,
     membership: members.membership,
     health: members.health,
+    loopLag,
     admission,
     observe: observation.observe,
     decisions: observation.decisions,

@@ -22,6 +22,7 @@ import type { createRouter } from "../../router/index.ts";
 import type { RuntimeChoices } from "./choices.ts";
 import { ownFetch } from "./engine-fetch.ts";
 import { ENGINE_QUERY_TIMEOUT_MS, type Fleet } from "./fleet.ts";
+import type { LoopLagMeter } from "../../observe/process-metrics.ts";
 import { workerHealth } from "./worker-health.ts";
 
 export interface Members {
@@ -40,6 +41,8 @@ export function buildMembership(
     readonly metrics: RouterMetrics;
     readonly now: () => number;
     readonly cacheTruth?: CacheTruthParts;
+    /** The event loop's lag meter, once it exists: a health check the router's own stall timed out is not the engine's failure. */
+    readonly loopLag?: () => LoopLagMeter | undefined;
   },
 ): Members {
   const { fleet, router, metrics } = d;
@@ -54,6 +57,7 @@ export function buildMembership(
     toEngines,
     now: d.now,
     log,
+    loopLag: d.loopLag,
   });
   const membership = new WorkerMembership({
     registry,

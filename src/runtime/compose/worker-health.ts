@@ -12,6 +12,7 @@ import type { createRouter } from "../../router/index.ts";
 import { fetchEngineInfo } from "../../fleet/engine-info.ts";
 import { ownFetch } from "./engine-fetch.ts";
 import { HealthChecker } from "../../fleet/health.ts";
+import type { LoopLagMeter } from "../../observe/process-metrics.ts";
 import { fetchServedModels, type ModelDirectory } from "../../fleet/models.ts";
 import { OutlierDetector } from "../../fleet/outlier-detector.ts";
 import type { WorkerRegistry } from "../../fleet/registry.ts";
@@ -31,6 +32,7 @@ export function workerHealth(
     toEngines: (url: string, init?: RequestInit) => Promise<Response>;
     now: () => number;
     log: Logger;
+    loopLag?: () => LoopLagMeter | undefined;
   },
 ): { health: HealthChecker; restarts: RestartDetector; outliers: OutlierDetector } {
   const { registry, models, metrics, now, log } = d;
@@ -53,6 +55,15 @@ export function workerHealth(
     timeoutMs: config.healthTimeout * 1000,
     outliers,
     now,
+    loopLag: d.loopLag,
+    maxFencedPercent: config.maxFencedPercent < 100 ? config.maxFencedPercent : undefined,
+    onFenceRefused: (id, reason, out, registered) => {
+      metrics.fencesRefused.inc([String(id)]);
+      log.warn(
+        `worker ${id} not fenced: ${out} of ${registered} workers are out of rotation already (--max-fenced-percent ${config.maxFencedPercent}); its health checks decide`,
+        { reason },
+      );
+    },
     onEject: (e) => {
       metrics.workerEjections.inc([String(e.workerId)]);
       log.warn(`worker ${e.workerId} ejected for ${(e.untilMs - now()) / 1000} s`, {

@@ -6,7 +6,7 @@
  * answers an error (these tests post admin events, applied as they say).
  */
 import { createApp } from "../../../src/edge/app.ts";
-import type { EdgeDeps } from "../../../src/edge/deps.ts";
+import type { EdgeDeps, MigrationOptions } from "../../../src/edge/deps.ts";
 import { fetchUpstream } from "../../../src/edge/proxy/upstream.ts";
 import { silentLogger, type Logger } from "../../../src/core/logger.ts";
 import { createRouter } from "../../../src/router/create-router.ts";
@@ -68,6 +68,8 @@ export interface HarnessOptions {
   readonly maxLoras?: number;
   /** Where the app logs (default: nowhere). */
   readonly log?: Logger;
+  /** Stream migration (--max-migrations and its bounds); default off. */
+  readonly migration?: MigrationOptions;
   /** Access lines, request metrics and spans (src/observe), built from the harness's parts; default none. */
   readonly observe?: (parts: {
     metrics: RouterMetrics;
@@ -151,7 +153,12 @@ export function harness(o: HarnessOptions): Harness {
     limits: { maxBodyBytes: o.maxBodyBytes ?? 1 << 20, maxPromptChars: o.maxPromptChars },
     fleet: { registry, lora: loader, models },
     router,
-    upstream: { call: fetchUpstream(fetch), fetch, maxRetries: o.maxRetries ?? 2 },
+    upstream: {
+      call: fetchUpstream(fetch),
+      fetch,
+      maxRetries: o.maxRetries ?? 2,
+      migration: o.migration,
+    },
     outcomes: { fence: (id, reason) => health.fence(id, reason) },
     observe: {
       metrics,

@@ -103,5 +103,23 @@ describe("parseCompletionRequest", () => {
     expect(field("completions", { prompt: "x", model: 3 })).toBe("model");
     expect(field("completions", { messages: [] })).toBe("prompt");
     expect(field("chat", { prompt: "x" })).toBe("messages");
+    expect(field("completions", { prompt: "x", logprobs: 21 })).toBe("logprobs");
+    expect(field("completions", { prompt: "x", logprobs: true })).toBe("logprobs");
+    const m = [{ role: "user", content: "x" }];
+    expect(field("chat", { messages: m, logprobs: 1 })).toBe("logprobs");
+    expect(field("chat", { messages: m, top_logprobs: 2 })).toBe("top_logprobs");
+  });
+  test("logprobs: completions `logprobs: N`, chat `logprobs: true` with `top_logprobs`", () => {
+    expect(parseCompletionRequest("completions", { prompt: "x", logprobs: 0 }).logprobs).toEqual({
+      top: 0,
+    });
+    expect(parseCompletionRequest("completions", { prompt: "x" }).logprobs).toBeUndefined();
+    const msgs = [{ role: "user", content: "x" }];
+    expect(
+      parseCompletionRequest("chat", { messages: msgs, logprobs: true, top_logprobs: 3 }).logprobs,
+    ).toEqual({ top: 3 });
+    expect(parseCompletionRequest("chat", { messages: msgs, logprobs: false }).logprobs).toBe(
+      undefined,
+    );
   });
 });

@@ -9,6 +9,8 @@ import {
   openAiError,
   openAiErrorEvent,
   openAiErrorType,
+  pythonJsonString,
+  vllmStreamFailure,
 } from "../../../src/protocol/openai-error.ts";
 
 describe("OpenAI error body", () => {
@@ -83,5 +85,24 @@ describe("OpenAI error body", () => {
     expect(JSON.parse(text.slice(6))).toEqual({
       error: { message: "idle", type: "server_error", param: null, code: "stream_idle_timeout" },
     });
+  });
+});
+
+describe("a relayed stream that fails mid-way ends as vLLM ends one", () => {
+  test("vLLM's bytes: the error chunk as Python's json.dumps writes ErrorResponse, then [DONE]", () => {
+    const text = new TextDecoder().decode(vllmStreamFailure("the engine failed"));
+    // What vLLM @030ea52e yields from `create_streaming_error_response(e)` for an exception
+    // that is not a validation error, then its `data: [DONE]`.
+    expect(text).toBe(
+      'data: {"error": {"message": "the engine failed", "type": "InternalServerError", "param": null, "code": 500}}\n\ndata: [DONE]\n\n',
+    );
+    const data = JSON.parse(text.split("\n\n")[0]!.slice("data: ".length));
+    expect(Object.keys(data.error)).toEqual(["message", "type", "param", "code"]);
+  });
+
+  test("the message escaped as Python's json.dumps does (ensure_ascii): quotes, controls, DEL, non-ASCII, astral", () => {
+    expect(pythonJsonString('a"b\\c\n\t\u0001')).toBe('"a\\"b\\\\c\\n\\t\\u0001"');
+    expect(pythonJsonString("\u007fé€😀")).toBe('"\\u007f\\u00e9\\u20ac\\ud83d\\ude00"');
+    expect(pythonJsonString("plain ~ text")).toBe('"plain ~ text"');
   });
 });

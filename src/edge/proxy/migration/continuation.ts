@@ -15,7 +15,11 @@
  * - `max_tokens` (`max_completion_tokens`) less the tokens produced, `min_tokens` likewise; seed,
  *   stop sequences and every sampling parameter as the client sent them.
  *
+ * Logprobs go on (one entry per token; a completions stream's `text_offset` continued by the
+ * splice, splice.ts); `prompt_logprobs` cannot (the continuation's prompt is not the client's).
+ *
  * Not continued (the stream ends as it would without migration): n > 1, best_of > 1, echo,
+ * prompt_logprobs,
  * guided decoding (its grammar state cannot be resumed from text), a tool call half-sent, and a
  * prompt that is not one text or one list of token ids.
  */
@@ -25,7 +29,13 @@ export type ApiKind = "completions" | "chat";
 
 export type ContinuationPlan =
   /** The body to send, and the output tokens produced before it (usage adds them back). */
-  | { readonly kind: "continue"; readonly body: Uint8Array; readonly produced: number }
+  | {
+      readonly kind: "continue";
+      readonly body: Uint8Array;
+      readonly produced: number;
+      /** Characters (code points) of text sent: a completions stream's logprobs `text_offset` goes on from here. */
+      readonly sentChars: number;
+    }
   /** Nothing is left to write (the budget of output tokens is spent): the stream ends here. */
   | { readonly kind: "finished"; readonly produced: number }
   | { readonly kind: "refused"; readonly why: string };
@@ -57,6 +67,8 @@ export function refusedByBody(b: Record<string, unknown>): string | undefined {
   if (typeof b.n === "number" && b.n > 1) return "n > 1";
   if (typeof b.best_of === "number" && b.best_of > 1) return "best_of > 1";
   if (b.echo === true) return "echo";
+  // The continuation's prompt holds the text so far: its prompt logprobs would not be the client's prompt's.
+  if (b.prompt_logprobs !== undefined && b.prompt_logprobs !== null) return "prompt_logprobs";
   for (const f of GUIDED) if (b[f] !== undefined && b[f] !== null) return `guided decoding (${f})`;
   const rf = b.response_format as { type?: unknown } | undefined;
   if (rf !== undefined && rf !== null && rf.type !== "text")
@@ -126,7 +138,9 @@ export function planContinuation(
       b.add_generation_prompt = false;
     }
   }
-  return { kind: "continue", body: encoder.encode(JSON.stringify(b)), produced };
+  let sentChars = 0;
+  for (const _ of text) sentChars++;
+  return { kind: "continue", body: encoder.encode(JSON.stringify(b)), produced, sentChars };
 }
 
 /** The prompt plus the text so far; a string starting with "!" says why it cannot be built. */

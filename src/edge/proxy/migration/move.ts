@@ -133,10 +133,17 @@ class Host implements MoveHost {
     const after = this.ctx.options.migrateAfterMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const offDown = registry.onUnavailable(s.workerId, (reason) => onDown(reason, false));
-    // Taken out to drain: its engine still serves, so the stream stays until --migrate-after.
-    const offDrain = registry.onDraining(s.workerId, (reason) => {
-      timer = setTimeout(() => onDown(reason, true), after);
-    });
+    // Taken out to drain: its engine still serves, so the stream stays until --migrate-after;
+    // a worker put back in rotation meanwhile (an admin's undrain) keeps it, watched again.
+    let offDrain = () => {};
+    const onDrain = (reason: string) => {
+      timer = setTimeout(() => {
+        timer = undefined;
+        if (registry.get(s.workerId)?.healthy === true) offDrain = registry.onDraining(s.workerId, onDrain);
+        else onDown(reason, true);
+      }, after);
+    };
+    offDrain = registry.onDraining(s.workerId, onDrain);
     return () => {
       offDown();
       offDrain();

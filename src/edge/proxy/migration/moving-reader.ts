@@ -18,7 +18,7 @@
  * without migration: a broken connection breaks the client's, a malformed event is passed on, a
  * silent engine ends with the idle deadline's error event.
  */
-import { openAiErrorEvent } from "../../../protocol/openai-error.ts";
+import { vllmStreamFailure } from "../../../protocol/openai-error.ts";
 import type { ChunkReader } from "../observe-stream.ts";
 import { planContinuation, type ApiKind } from "./continuation.ts";
 import type { KeptMemory } from "./kept-memory.ts";
@@ -177,8 +177,15 @@ export class MovingReader implements ChunkReader {
         if (this.#off && !r.done) return r;
         if (!r.done && r.value !== undefined && this.#interrupt === undefined) {
           const out = this.#accept(r.value);
+          if (out === r.value) return r; // whole events, as they came
           if (out !== undefined && out.byteLength > 0) return { done: false, value: out };
           return this.#slow();
+        }
+        if (r.done && this.#sawDone && this.#carry === undefined && this.#interrupt === undefined) {
+          // The engine ended after [DONE]: the end, without the slow path's async step.
+          this.#end();
+          this.#finished = true;
+          return r;
         }
         this.#got = r;
         return this.#slow();
@@ -188,6 +195,18 @@ export class MovingReader implements ChunkReader {
         return this.#slow();
       },
     );
+  }
+
+  /**
+   * The first chunk's whole events, checked and kept now, for the caller to pass before its
+   * first read (one async step fewer per stream); undefined: read() gives what there is.
+   */
+  takeFirst(): Uint8Array | undefined {
+    const first = this.#pending;
+    if (first === undefined || this.#splicer !== undefined) return undefined;
+    this.#pending = undefined;
+    const out = this.#accept(first);
+    return out !== undefined && out.byteLength > 0 ? out : undefined;
   }
 
   async #slow(): Promise<{ done: boolean; value?: Uint8Array | undefined }> {
@@ -432,11 +451,7 @@ export class MovingReader implements ChunkReader {
       this.failedEnd = "error";
       this.host.gaveUp("failed", f.why);
       this.#queue.push(
-        openAiErrorEvent(
-          502,
-          "the engine failed mid-answer and no other worker could continue it",
-          { code: "upstream_failed" },
-        ),
+        vllmStreamFailure("the engine failed mid-answer and no other worker could continue it"),
       );
       this.#end();
       this.#finished = true;
@@ -445,7 +460,7 @@ export class MovingReader implements ChunkReader {
     this.#up = c.reader;
     this.#pending = c.first;
     this.#workerId = c.workerId;
-    this.#splicer = new Splicer(this.#t, plan.produced);
+    this.#splicer = new Splicer(this.#t, plan.produced, plan.sentChars);
     // An SSE comment: clients skip it; a person reading the raw stream sees the move.
     this.#queue.push(
       encoder.encode(
@@ -477,10 +492,8 @@ export class MovingReader implements ChunkReader {
     if (f.idle === true) {
       this.failedEnd = "timeout";
       this.#queue.push(
-        openAiErrorEvent(
-          504,
-          "the engine sent nothing for the stream idle deadline; the answer is incomplete",
-          { code: "stream_idle_timeout" },
+        vllmStreamFailure(
+          "stream idle deadline missed: the engine sent nothing; the answer is incomplete",
         ),
       );
       return;

@@ -2,7 +2,8 @@
  * Rewrites a continuation's chunks so the client reads one OpenAI stream: the first stream's
  * `id`, `created` and `model`; no second role chunk (chat); usage summed with the prompt counted
  * once (the continuation's prompt is the first prompt plus the `produced` tokens already sent,
- * so those move from prompt_tokens to completion_tokens); `[DONE]` passed once, from the
+ * so those move from prompt_tokens to completion_tokens); a completions choice's logprobs
+ * `text_offset` continued from the text already sent; `[DONE]` passed once, from the
  * engine that ends the answer. Every chunk it passes is also added to the transcript, so a
  * second move builds on all that was sent. Pure.
  */
@@ -20,6 +21,13 @@ export class Splicer {
     private readonly t: Transcript,
     /** Output tokens sent before this continuation started. */
     private readonly produced: number,
+    /**
+     * Characters of text sent before it (code points, as vLLM's `len(delta_text)`): an engine
+     * starts a stream's completions logprobs `text_offset` at 0 (`initial_text_offset=
+     * previous_text_lens[i]`, vllm/entrypoints/openai/completion/serving.py at
+     * 030ea52effcb05071543c8c42b8f0145e94cee43), the client's stream goes on from here.
+     */
+    private readonly sentChars = 0,
   ) {}
 
   data(payload: string): SpliceResult {
@@ -44,6 +52,7 @@ export class Splicer {
     if (t.model !== undefined) chunk.model = t.model;
     if (Array.isArray(chunk.choices)) {
       const kept = (chunk.choices as Record<string, unknown>[]).filter((c) => keepChoice(c));
+      if (this.sentChars > 0) for (const c of kept) shiftTextOffset(c, this.sentChars);
       if (kept.length === 0 && chunk.usage == null && (chunk.choices as unknown[]).length > 0)
         return DROP;
       chunk.choices = kept;
@@ -87,4 +96,11 @@ function keepChoice(c: Record<string, unknown>): boolean {
     delta.tool_calls == null &&
     delta.reasoning_content == null;
   return !(empty && c.finish_reason == null && c.logprobs == null);
+}
+
+/** A completions choice's logprobs `text_offset`, moved on by the text sent before the continuation. */
+function shiftTextOffset(c: Record<string, unknown>, by: number): void {
+  const lp = c.logprobs as { text_offset?: unknown } | null | undefined;
+  if (lp === null || typeof lp !== "object" || !Array.isArray(lp.text_offset)) return;
+  lp.text_offset = (lp.text_offset as unknown[]).map((o) => (typeof o === "number" ? o + by : o));
 }

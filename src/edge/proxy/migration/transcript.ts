@@ -17,7 +17,7 @@ export interface ChoiceSent {
   chars: number;
   /** Token ids the engine returned for that text; undefined once a chunk came without them. */
   tokenIds: number[] | undefined;
-  /** Chunks that carried output (text or token ids): the output tokens when the engine sends one per chunk. */
+  /** Output tokens: token ids, or logprobs entries, where the engine sends them; else chunks that carried text (one token each). */
   outputChunks: number;
   finish: string | null;
   /** A tool-call delta went out: a half-sent call cannot be continued by another engine. */
@@ -111,7 +111,7 @@ export class Transcript {
       if (ids !== undefined && s.tokenIds !== undefined) for (const t of ids) s.tokenIds.push(t);
       else if (text !== "") s.tokenIds = undefined;
       if (text !== "" || (ids !== undefined && ids.length > 0))
-        s.outputChunks += ids !== undefined ? ids.length : 1;
+        s.outputChunks += ids !== undefined ? ids.length : (logprobEntries(ch.logprobs) ?? 1);
       if (typeof ch.finish_reason === "string") s.finish = ch.finish_reason;
     }
     return true;
@@ -155,4 +155,12 @@ export class Transcript {
 export function textOf(c: ChoiceSent): string {
   if (c.parts.length > 1) c.parts.splice(0, c.parts.length, c.parts.join(""));
   return c.parts[0] ?? "";
+}
+
+/** Tokens a chunk's logprobs describe (completions: `tokens`; chat: `content`), when it has them. */
+function logprobEntries(lp: unknown): number | undefined {
+  if (lp === null || typeof lp !== "object") return undefined;
+  const l = lp as { tokens?: unknown; content?: unknown };
+  const list = Array.isArray(l.tokens) ? l.tokens : Array.isArray(l.content) ? l.content : undefined;
+  return list !== undefined && list.length > 0 ? list.length : undefined;
 }

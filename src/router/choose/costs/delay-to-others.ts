@@ -17,9 +17,12 @@
  *
  * The others a placement delays also include its prefix group's coming requests, which follow the
  * cached prefix wherever this one puts it: the decode steps they will meet there are added
- * (costs/group-decodes.ts; 0 where decodes do not delay first tokens).
+ * (costs/group-decodes.ts; 0 where decodes do not delay first tokens). And the requests the
+ * candidate's own rank will draw while this prefill holds it (costs/arrivals-behind.ts), which
+ * tells apart engines the cluster-wide weight prices alike.
  */
 import type { Candidate, CostTerm, SchedulingContext } from "../types.ts";
+import { arrivalsBehindMs } from "./arrivals-behind.ts";
 import { groupDecodesCost, type GroupDecodes } from "./group-decodes.ts";
 
 /** Weight of the newest decision in the busy share: about the last hundred decisions count. */
@@ -67,7 +70,7 @@ export function delayToOthersCost(
         weight === 0
           ? 0
           : weight * (c.msPerToken ?? ctx.ttft.msPerTokenOf(c.key)) * (c.uncachedTokens ?? 0);
-      return queued + group.cost(ctx, c);
+      return queued + arrivalsBehindMs(ctx, c) + group.cost(ctx, c);
     },
   };
 }

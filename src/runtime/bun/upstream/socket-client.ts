@@ -18,7 +18,9 @@
  * const res = await client.request("http://127.0.0.1:8000", "/v1/completions", { headers, body });
  */
 import type { Socket, SocketHandler } from "bun";
+import { judgeDeadline } from "../../../core/lagged-deadline.ts";
 import { ClientGoneError, DeadlineMissedError } from "../../../edge/proxy/deadlines.ts";
+import type { LoopLagMeter } from "../../../observe/process-metrics.ts";
 import type {
   UpstreamBody,
   UpstreamCall,
@@ -45,6 +47,12 @@ export interface SocketClientOptions {
   readonly now?: () => number;
   /** A new connection not established within this many ms fails with DeadlineMissedError("connect"); 0 = no deadline (default). */
   readonly connectTimeoutMs?: number;
+  /**
+   * The router's event-loop lag: the connect deadline counts only time the loop could run
+   * (judgeDeadline), so a connect the router itself was too busy to see is not a miss of the
+   * engine. Without it, the deadline is plain wall time.
+   */
+  readonly loopLag?: LoopLagMeter;
 }
 
 /** A request failed before any answer byte on a connection that may have been closed while idle. */
@@ -105,6 +113,7 @@ export class SocketHttpClient {
   readonly #fallback: UpstreamCall | undefined;
   readonly #now: () => number;
   readonly #connectTimeoutMs: number;
+  readonly #loopLag: LoopLagMeter | undefined;
 
   constructor(opts: SocketClientOptions = {}) {
     this.#maxIdle = opts.maxIdlePerOrigin ?? 256;
@@ -113,6 +122,7 @@ export class SocketHttpClient {
     this.#fallback = opts.fallback;
     this.#now = opts.now ?? (() => performance.now());
     this.#connectTimeoutMs = opts.connectTimeoutMs ?? 0;
+    this.#loopLag = opts.loopLag;
   }
 
   /** The client as an UpstreamCall. */
@@ -211,8 +221,29 @@ export class SocketHttpClient {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
     const lost = new Promise<never>((_, reject) => {
-      if (limit > 0)
-        timer = setTimeout(() => reject(new DeadlineMissedError("connect", limit)), limit);
+      if (limit > 0) {
+        const start = this.#now();
+        const lag = this.#loopLag;
+        const mark = lag?.mark();
+        // The deadline counts the time the router could watch: stretched while its loop was
+        // held (judgeDeadline), ended without blame past the stretch limit.
+        const judge = () => {
+          const v =
+            lag === undefined
+              ? ({ kind: "missed" } as const)
+              : judgeDeadline(limit, this.#now() - start, lag.lagSince(mark!));
+          if (v.kind === "wait") timer = setTimeout(judge, v.ms);
+          else
+            reject(
+              new DeadlineMissedError(
+                "connect",
+                limit,
+                v.kind === "excused" ? v.lagMs : undefined,
+              ),
+            );
+        };
+        timer = setTimeout(judge, limit);
+      }
       if (signal !== undefined) {
         onAbort = () => reject(signal.reason);
         signal.addEventListener("abort", onAbort, { once: true });

@@ -47,6 +47,7 @@ function run(body: object) {
         predictedBlocks: f.predictedBlocks,
       }),
     indexedBlocks: () => 0,
+    removalsSeen: () => 0,
   };
   const decision = {
     worker: { workerId: 3n, dpRank: 0 },

@@ -5,7 +5,10 @@
  * blaming the worker, and a stream that stalls ends with an OpenAI-shaped error event.
  */
 import { describe, expect, test } from "bun:test";
-import type { UpstreamDeadlines } from "../../../../src/edge/proxy/deadlines.ts";
+import {
+  DeadlineMissedError,
+  type UpstreamDeadlines,
+} from "../../../../src/edge/proxy/deadlines.ts";
 import { forward, type ForwardDeps } from "../../../../src/edge/proxy/forward.ts";
 import { silentLogger } from "../../../../src/core/logger.ts";
 import type {
@@ -59,7 +62,9 @@ function setup(upstream: UpstreamCall, deadlines: Partial<UpstreamDeadlines> = {
     routing: h.deps.router.routing,
     registry: h.registry,
     outcomes: {
-      fence: (id, why) => fenced.push([id, why]),
+      fence: (id, why) => {
+        fenced.push([id, why]);
+      },
       report: (id, failure) => reports.push([id, failure]),
     },
     observe: { metrics: h.metrics, log: { ...silentLogger, warn: (m) => warnings.push(m) } },
@@ -85,6 +90,29 @@ function setup(upstream: UpstreamCall, deadlines: Partial<UpstreamDeadlines> = {
 }
 
 describe("deadlines and cancellation on the upstream path", () => {
+  test("a connect deadline that ran out while the router's loop was held: the next worker serves, the first is neither fenced nor reported", async () => {
+    let n = 0;
+    const { h, call, fenced, reports, warnings } = setup(async (base) => {
+      // What the socket client rejects with when judgeDeadline excuses the wait.
+      if (n++ === 0) throw new DeadlineMissedError("connect", 5000, 14_200);
+      return {
+        status: 200,
+        statusText: "OK",
+        headers: ["content-type", "application/json"],
+        body: okBody(`{"from":"${base}"}`),
+      };
+    });
+    const r = await call();
+    expect(r.status).toBe(200);
+    await r.text();
+    expect(fenced).toEqual([]);
+    expect(reports.filter(([, f]) => f !== undefined)).toEqual([]);
+    expect(h.metrics.deadlinesExcused.get(["connect"])).toBe(1);
+    expect(h.metrics.deadlineMisses.get(["11", "connect"]) + h.metrics.deadlineMisses.get(["22", "connect"])).toBe(0);
+    expect(warnings.some((w) => w.includes("not fenced") && w.includes("event loop was held for 14200 ms"))).toBe(true);
+    expect(h.activeLoad()).toBe(0);
+  });
+
   test("no answer head within the first-byte deadline: the next worker serves, the first is fenced and its call aborted", async () => {
     const signals: AbortSignal[] = [];
     let n = 0;
@@ -209,7 +237,7 @@ describe("deadlines and cancellation on the upstream path", () => {
     ).toBe(1);
   });
 
-  test("a stream that stalls past the idle deadline ends with an OpenAI-shaped error event; the engine body is cancelled", async () => {
+  test("a stream that stalls past the idle deadline ends as vLLM ends a failed stream (its error chunk, then [DONE]); the engine body is cancelled", async () => {
     const b = stallingBody(['data: {"t":1}\n\n']);
     const { h, call, reports } = setup(
       async () => ({ status: 200, statusText: "OK", headers: SSE_HEADERS, body: b }),
@@ -220,11 +248,16 @@ describe("deadlines and cancellation on the upstream path", () => {
     const text = await r.text();
     const events = text.split("\n\n").filter((e) => e !== "");
     expect(events[0]).toBe('data: {"t":1}');
+    // vLLM's end of a failed stream: its error chunk (code the status, an int), then [DONE].
     const last = JSON.parse(events[1]!.slice("data: ".length)) as {
-      error: { code: string; type: string; message: string };
+      error: { code: number; type: string; message: string; param: null };
     };
-    expect(last.error.code).toBe("stream_idle_timeout");
+    expect(last.error.code).toBe(500);
+    expect(last.error.type).toBe("InternalServerError");
+    expect(last.error.param).toBeNull();
     expect(last.error.message).toContain("0.04 s");
+    expect(events[2]).toBe("data: [DONE]");
+    expect(events.length).toBe(3);
     expect(b.cancelled).toBeGreaterThan(0);
     expect(h.activeLoad()).toBe(0);
     const w = reports[0]![0];

@@ -16,7 +16,7 @@ import { until } from "../../../support/processes.ts";
 
 const enc = new TextEncoder();
 const log = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger;
-const sinks = { outcomes: { fence() {}, report() {} }, metrics: new RouterMetrics(), log };
+const sinks = { outcomes: { fence: () => undefined, report() {} }, metrics: new RouterMetrics(), log };
 
 function decision(id: bigint): RouteDecision {
   const lease = { free() {}, prefillDone() {}, firstToken() {}, outputTokens() {} };
@@ -154,7 +154,7 @@ describe("the request's one end", () => {
     const res = new Response(body, { status: 200 });
     request.made(res, s);
     request.answered(res);
-    expect(await res.text()).toContain("stream_idle_timeout");
+    expect(await res.text()).toContain("stream idle deadline of 0.02 s missed");
     expect(ends).toEqual([[0, undefined]]);
   });
 });

@@ -46,7 +46,9 @@ function setup(hangFirst = true) {
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
-    outcomes: { fence: (id) => fenced.push(id), report: (id, f) => reports.push([id, f]) },
+    outcomes: { fence: (id) => {
+        fenced.push(id);
+      }, report: (id, f) => reports.push([id, f]) },
     observe: { metrics: h.metrics, log: silentLogger },
     upstream: {
       call: upstream,

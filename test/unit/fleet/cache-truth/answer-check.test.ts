@@ -50,6 +50,20 @@ describe("checkAnswer", () => {
       "missed_hits",
     );
   });
+  test("less than predicted on a rank that sent removal events meanwhile (evicted, maybe recomputed and stored again by the end): agree", () => {
+    // The index holds the blocks again at the answer's end: without the removals, missed_hits.
+    expect(
+      checkAnswer({ ...base, cachedTokens: 0, indexBlocksNow: () => 4, evictedMeanwhile: true })
+        .verdict,
+    ).toBe("agree");
+    expect(checkAnswer({ ...base, cachedTokens: 0, indexBlocksNow: () => 4 }, true, true).verdict).toBe(
+      "agree",
+    );
+    // Removals explain less served, never more.
+    expect(checkAnswer({ ...base, cachedTokens: 96, evictedMeanwhile: true }).verdict).toBe(
+      "unexpected_hits",
+    );
+  });
   test("more than predicted: unexpected_hits", () =>
     expect(checkAnswer({ ...base, cachedTokens: 96 }).verdict).toBe("unexpected_hits"));
   test("more than the index, explained by a request in flight: agree", () =>

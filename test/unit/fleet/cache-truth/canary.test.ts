@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import {
-  CANARY_TOKENS,
+  canaryTokens,
   runCanary,
   type CanaryDeps,
   type CanaryUsage,
@@ -8,28 +8,52 @@ import {
 
 /** An engine and an index as the canary sees them: what each send reports, what the index holds after the first. */
 function deps(o: {
+  routerBs?: number;
   engineBs?: number;
   indexed?: number;
   events?: number;
+  /** Tries whose blocks the engine evicts between the sends (with a removal event): cached 0. */
+  evictedTries?: number;
+  /** The rank's index restore runs until this time (ms). */
+  restoringUntil?: number;
+  /** The engine reports no cached tokens, evicting nothing (its count is false). */
+  reportsNoHits?: boolean;
   promptTokens?: number;
-}): CanaryDeps & { sends: number } {
+}): CanaryDeps & { sends: number; prompts: number[] } {
   let t = 0;
   let sends = 0;
   let events = 0;
-  const engineBs = o.engineBs ?? 16;
+  let removals = 0;
+  const routerBs = o.routerBs ?? 16;
+  const engineBs = o.engineBs ?? routerBs;
+  const prompts: number[] = [];
   const d = {
-    blockSize: 16,
+    blockSize: routerBs,
     get sends() {
       return sends;
     },
-    complete: async (): Promise<CanaryUsage> => {
+    prompts,
+    complete: async (
+      _url: string,
+      _rank: number,
+      prompt: readonly number[],
+    ): Promise<CanaryUsage> => {
       sends++;
+      prompts.push(prompt.length);
+      const first = sends % 2 === 1;
       if (sends === 1) events += o.events ?? 1;
-      const cached = sends === 1 ? 0 : Math.floor((CANARY_TOKENS - 1) / engineBs) * engineBs;
-      return { promptTokens: o.promptTokens ?? CANARY_TOKENS, cachedTokens: cached };
+      const evicted = Math.ceil(sends / 2) <= (o.evictedTries ?? 0);
+      if (first && evicted) removals++;
+      // As vLLM: whole blocks only, and a prompt cached whole recomputes its last token.
+      const cached =
+        first || evicted || o.reportsNoHits === true ? 0 : Math.floor((prompt.length - 1) / engineBs) * engineBs;
+      return { promptTokens: o.promptTokens ?? prompt.length, cachedTokens: cached };
     },
-    indexedBlocks: () => (sends === 0 ? 0 : (o.indexed ?? 16)),
+    indexedBlocks: (tokens: Uint32Array) =>
+      sends === 0 ? 0 : (o.indexed ?? Math.floor(tokens.length / routerBs)),
     eventsSeen: () => events,
+    removalsSeen: () => removals,
+    restoring: () => t < (o.restoringUntil ?? 0),
     sleep: async (ms: number) => {
       t += ms;
     },
@@ -65,6 +89,52 @@ describe("the canary", () => {
       ok: false,
       cause: "no_events",
     });
+  });
+  test("its length covers two whole blocks and a token at any block size, 256 at least", () => {
+    expect(canaryTokens(16)).toBe(256);
+    expect(canaryTokens(128)).toBe(257);
+    expect(canaryTokens(512)).toBe(1025);
+  });
+  test("at 512-token blocks: two blocks checked; a true engine passes, another hash seed is found", async () => {
+    const ok = deps({ routerBs: 512 });
+    const r = await runCanary(ok, target);
+    expect(r).toMatchObject({ ok: true });
+    expect(r.evidence).toContain("2 blocks indexed");
+    expect(r.evidence).toContain("1024 cached tokens");
+    expect(ok.prompts).toEqual([1025, 1025]);
+    // Another hash seed: the engine's events come, none is under the router's hashes.
+    expect(await runCanary(deps({ routerBs: 512, indexed: 0 }), target)).toMatchObject({
+      ok: false,
+      cause: "block_hashes",
+    });
+  });
+  test("an engine that evicts the canary's blocks between the sends: tried again, inconclusive after every try spoiled", async () => {
+    const once = deps({ evictedTries: 1 });
+    expect(await runCanary(once, target)).toMatchObject({ ok: true });
+    expect(once.sends).toBe(4);
+    const always = deps({ evictedTries: 99 });
+    const r = await runCanary(always, target);
+    expect(r).toMatchObject({ ok: true, inconclusive: true });
+    expect(r.evidence).toContain("the engine evicted during each of 3 tries");
+    expect(always.sends).toBe(6);
+    // Cached tokens that are false, with no eviction: found at the first try.
+    const noHits = deps({ reportsNoHits: true });
+    expect(await runCanary(noHits, target)).toMatchObject({ ok: false, cause: "cached_tokens" });
+    expect(noHits.sends).toBe(2);
+    // A view that is false, with no eviction: found at the first try.
+    const falseView = deps({ indexed: 0 });
+    expect(await runCanary(falseView, target)).toMatchObject({ ok: false, cause: "block_hashes" });
+    expect(falseView.sends).toBe(2);
+  });
+  test("waits for the rank's index restore before its first send; inconclusive when it does not end", async () => {
+    const d = deps({ restoringUntil: 500 });
+    expect(await runCanary(d, target)).toMatchObject({ ok: true });
+    expect(d.now()).toBeGreaterThanOrEqual(500);
+    expect(d.sends).toBe(2);
+    const stuck = deps({ restoringUntil: Infinity });
+    const r = await runCanary(stuck, target);
+    expect(r).toMatchObject({ ok: true, inconclusive: true });
+    expect(stuck.sends).toBe(0);
   });
   test("another prompt length for the same ids: template_or_tokenizer", async () => {
     expect(await runCanary(deps({ promptTokens: 260 }), target)).toMatchObject({

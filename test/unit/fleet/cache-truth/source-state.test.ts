@@ -27,6 +27,23 @@ describe("SourceTruth", () => {
     expect(s.state).toBe("exact");
   });
 
+  test("the window's counts follow answers out of it: a predicted hit leaving can tip the share", () => {
+    const s = new SourceTruth(0);
+    const seq = [
+      ...Array(4).fill(agreeHit),
+      ...Array(3).fill(missed), // 3 of 7 predicted: under half
+      ...Array(13).fill(agreeMiss), // the window is full (20)
+    ];
+    seq.forEach((a, i) => expect(s.observe(a, talking(i), i)).toBeUndefined());
+    // One more answer with no prediction pushes the oldest predicted hit out: 3 of 6 now.
+    expect(s.observe(agreeMiss, talking(20), 20)).toMatchObject({
+      to: "degraded",
+      cause: "stale_index",
+      evidence: "3 of 6 answers with a predicted hit served less than the index holds",
+    });
+    expect(s.agreement).toBeCloseTo(17 / 20);
+  });
+
   test("predicted hits not served -> degraded (stale_index)", () => {
     const s = new SourceTruth(0);
     s.observe(missed, talking(1), 1);
@@ -50,6 +67,14 @@ describe("SourceTruth", () => {
       cause: "block_hashes",
     });
 
+    // No prediction served yet, but stored events came whose parents were never heard: lost events.
+    const orphaned = new SourceTruth(0);
+    for (let i = 0; i < 3; i++) orphaned.observe(unexpected, { ...talking(10), orphans: 1 }, 10);
+    expect(orphaned.observe(unexpected, { ...talking(10), orphans: 1 }, 10)).toMatchObject({
+      to: "blind",
+      cause: "events_missing",
+    });
+
     const dropped = new SourceTruth(0);
     dropped.observe(agreeHit, talking(10), 10);
     for (let i = 0; i < 3; i++) dropped.observe(unexpected, talking(10), 10);
@@ -57,6 +82,22 @@ describe("SourceTruth", () => {
       to: "blind",
       cause: "events_missing",
     });
+  });
+
+  test("blind (block_hashes) named before any prediction was served becomes events_missing once one is, and never back", () => {
+    const s = new SourceTruth(0);
+    for (let i = 0; i < 3; i++) s.observe(unexpected, talking(10), 10);
+    expect(s.observe(unexpected, talking(10), 10)).toMatchObject({ cause: "block_hashes" });
+    // A predicted hit served: the hashes are the router's; events are what is missing.
+    expect(s.observe(agreeHit, talking(20), 20)).toMatchObject({
+      from: "blind",
+      to: "blind",
+      cause: "events_missing",
+    });
+    // A whole window of unexplained hits later, the cause stays.
+    for (let i = 0; i < 25; i++) expect(s.observe(unexpected, talking(30 + i), 30 + i)).toBeUndefined();
+    expect(s.state).toBe("blind");
+    expect(s.cause).toBe("events_missing");
   });
 
   test("another template: degraded at the third answer of another length", () => {

@@ -168,3 +168,35 @@ describe("the continuation of a stream", () => {
     );
   });
 });
+
+describe("logprobs across a move", () => {
+  test("the text sent is counted in code points for the next text_offset; tokens from logprobs entries", () => {
+    const lp = (tokens: string[]) => ({
+      logprobs: {
+        text_offset: [0],
+        token_logprobs: tokens.map(() => -1),
+        tokens,
+        top_logprobs: tokens.map((t) => ({ [t]: -1 })),
+      },
+    });
+    const t = new Transcript();
+    // Two tokens in one chunk (an engine batching its output): both counted as produced.
+    t.chunk({ choices: [{ index: 0, text: "é😀", finish_reason: null, ...lp(["é", "😀"]) }] });
+    t.chunk({ choices: [{ index: 0, text: "x", finish_reason: null, ...lp(["x"]) }] });
+    const { p, body } = plan("completions", { prompt: "p", max_tokens: 10, logprobs: 2 }, t);
+    expect(p.kind).toBe("continue");
+    expect((p as { sentChars: number }).sentChars).toBe(3);
+    expect((p as { produced: number }).produced).toBe(3);
+    expect(body!.max_tokens).toBe(7);
+    expect(body!.logprobs).toBe(2);
+  });
+
+  test("prompt_logprobs: not continued (the continuation's prompt is not the client's)", () => {
+    const p = planContinuation(
+      "completions",
+      enc.encode(JSON.stringify({ prompt: "p", prompt_logprobs: 1 })),
+      sent("completions", ["a"]),
+    );
+    expect(p).toEqual({ kind: "refused", why: "prompt_logprobs" });
+  });
+});

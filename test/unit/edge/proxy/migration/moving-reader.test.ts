@@ -98,6 +98,26 @@ describe("the moving reader", () => {
     expect(memory.held).toBe(0);
   });
 
+  test("the first chunk taken before the first read: its whole events now, a partial one held for the next read", async () => {
+    const memory = new KeptMemory(1 << 20);
+    const whole = ev("a") + ev("b") + last("c") + "data: [DONE]\n\n";
+    const cut = ev("a").length + 20;
+    const { h } = host();
+    const r = new MovingReader(
+      enc.encode(whole.slice(0, cut)),
+      scripted([whole.slice(cut)]),
+      h,
+      limits(memory),
+    );
+    const first = r.takeFirst();
+    expect(dec.decode(first)).toBe(ev("a"));
+    expect(r.takeFirst()).toBeUndefined();
+    const out = await readAll(r);
+    r.release();
+    expect(dec.decode(first) + out.chunks.join("")).toBe(whole);
+    expect(memory.held).toBe(0);
+  });
+
   test("the connection breaks: the stream moves with the text so far, the continuation spliced, one [DONE]", async () => {
     const next = scripted([ev("c"), last("d"), "data: [DONE]\n\n"]);
     const { h, moves } = host(next, ev("b"));
@@ -163,7 +183,9 @@ describe("the moving reader", () => {
     const { h } = host(undefined);
     const r = new MovingReader(undefined, scripted([ev("a")], new Error("reset")), h, limits());
     const out = await readAll(r);
-    expect(out.chunks.join("")).toContain('"code":"upstream_failed"');
+    const text = out.chunks.join("");
+    expect(text).toContain('"type": "InternalServerError", "param": null, "code": 500}}\n\n');
+    expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
     expect(r.failedEnd).toBe("error");
   });
 

@@ -109,3 +109,40 @@ describe("splicing a continuation onto the first stream", () => {
     expect(s.data("{not json").ok).toBe(false);
   });
 });
+
+describe("logprobs in a continuation", () => {
+  test("completions: text_offset goes on from the text sent; chat logprobs pass unchanged", () => {
+    const t = new Transcript();
+    t.chunk({ id: "cmpl-1", created: 1, model: "m", choices: [{ index: 0, text: "ab" }] });
+    const s = new Splicer(t, 2, 2);
+    const r = s.data(
+      JSON.stringify({
+        id: "cmpl-2",
+        choices: [
+          {
+            index: 0,
+            text: "cd",
+            logprobs: {
+              text_offset: [0, 1],
+              token_logprobs: [-1, -2],
+              tokens: ["c", "d"],
+              top_logprobs: [{ c: -1 }, { d: -2 }],
+            },
+            finish_reason: null,
+          },
+        ],
+      }),
+    );
+    const out = JSON.parse((r as { payload: string }).payload);
+    expect(out.choices[0].logprobs.text_offset).toEqual([2, 3]);
+    expect(out.choices[0].logprobs.tokens).toEqual(["c", "d"]);
+    const chat = new Splicer(first(), 2, 2);
+    const content = [{ token: "c", logprob: -1, bytes: [99], top_logprobs: [] }];
+    const c = chat.data(
+      JSON.stringify({ choices: [{ index: 0, delta: { content: "c" }, logprobs: { content } }] }),
+    );
+    expect(JSON.parse((c as { payload: string }).payload).choices[0].logprobs).toEqual({
+      content,
+    });
+  });
+});

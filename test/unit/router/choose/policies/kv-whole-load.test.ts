@@ -21,6 +21,7 @@ import { schedulerConfig } from "../../../../../src/router/choose/config.ts";
 import { endpointsOf } from "../../../../../src/router/choose/endpoints.ts";
 import { findBestMatch } from "../../../../../src/router/choose/find-best-match.ts";
 import { createPipeline } from "../../../../../src/router/choose/registry.ts";
+import { countTraffic } from "../../../../../src/router/routing-service.ts";
 import { chain, overlapsOf, seededRng } from "../helpers.ts";
 
 const BS = 16;
@@ -77,7 +78,7 @@ function world(engines: number, waits = 1) {
       rng: rngPick,
       ttft,
     });
-    if (sel.groupKey !== undefined) ttft.traffic.arrive(sel.groupKey, now);
+    countTraffic(ttft.traffic, sel, now, hashes?.length ?? 0);
     const sample = firstTokenSampler(ttft, {
       key: sel.key,
       bookedAt: now,
@@ -258,5 +259,134 @@ describe("kv sees the whole load: a group's traffic", () => {
   test("siblings every 10 s: priced as one request, the fastest engine", () => {
     const { w, sel } = placed(10_000);
     expect(sel.key).toBe(w.keys[0]!);
+  });
+});
+
+describe("kv sees the whole load: a new group placed for the traffic it will meet", () => {
+  /**
+   * Eight idle engines (nothing queued, nothing decoding). Engines 1-4 each hold two groups whose
+   * siblings come every 100 ms, engines 5-8 one; engines 5-8 were booked last, so the coldest
+   * cache is on 1-4. A new group's prompt costs the same prefill everywhere, but the requests
+   * that arrive behind it differ: twice as many on engines 1-4.
+   */
+  function warm(counted: boolean) {
+    const w = world(8);
+    const now = 10_000;
+    let key = 1n;
+    const homes: number[] = [0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 7];
+    for (const e of homes) {
+      const k = w.keys[e]!;
+      const group = key++;
+      if (counted) {
+        w.ttft.traffic.startedPrefix(k, now - 3000);
+        for (let t = now - 2900; t < now; t += 100)
+          w.ttft.traffic.arrive(group, t + e, k, w.ttft.traffic.knows(group) ? undefined : [k]);
+      }
+    }
+    // Engines 5-8 booked most recently (a request each, done): the coldest are 1-4.
+    for (let e = 0; e < 8; e++) {
+      w.clock.now = now - 100 + (e >= 4 ? 50 : 0) + e;
+      const id = `last-${e}`;
+      RequestLease.book(
+        w.tracker,
+        { requestId: id, worker: w.endpoints[e]!.worker, seqHashes: null, isl: 32, overlap: 0 },
+        w.clock.now,
+        BS,
+        () => w.clock.now,
+        seededRng(3),
+      ).free();
+    }
+    w.clock.now = now;
+    return w;
+  }
+
+  test("counted: the new group goes to an engine whose groups draw the least traffic, priced above the prediction by the requests that will queue behind its prompt", () => {
+    const w = warm(true);
+    const sel = w.route("new", groupPrompt(99, 0), 136 * BS);
+    expect(w.keys.indexOf(sel.key)).toBeGreaterThanOrEqual(4);
+    const busy = sel.candidates.find((c) => c.key === w.keys[0])!;
+    const chosen = sel.candidates.find((c) => c.key === sel.key)!;
+    expect(busy.predictedTtftMs).toBeCloseTo(chosen.predictedTtftMs!, 6);
+    expect(busy.cost - chosen.cost).toBeGreaterThan(0.5);
+  });
+
+  test("a burst: four new groups, each prefilled before the next, go to engines 5-8, one each", () => {
+    const w = warm(true);
+    const placed: number[] = [];
+    for (let g = 0; g < 4; g++) {
+      const sel = w.route(`new-${g}`, groupPrompt(200 + g, 0), 136 * BS);
+      placed.push(w.keys.indexOf(sel.key));
+      w.clock.now += 40;
+      w.leases.get(`new-${g}`)!.firstToken();
+    }
+    expect(placed.sort()).toEqual([4, 5, 6, 7]);
+  });
+
+  test("not counted (no traffic known): the coldest cache, one of engines 1-4, as before", () => {
+    const w = warm(false);
+    const sel = w.route("new", groupPrompt(99, 0), 136 * BS);
+    expect(w.keys.indexOf(sel.key)).toBeLessThan(4);
+  });
+});
+
+describe("kv sees the whole load: a prompt sent twice", () => {
+  test("a client's warm-up sent again whole names no group (its engine would read two groups' traffic for one); the first sibling names the system prompt's", () => {
+    const w = world(2);
+    const warmup = groupPrompt(1, 0);
+    w.route("warm", warmup, 136 * BS);
+    w.clock.now = 30;
+    w.leases.get("warm")!.firstToken();
+    const home = w.route("again", warmup, 136 * BS, overlapsOf({})).key;
+    expect(w.ttft.traffic.size).toBe(0);
+    // A sibling names the system prompt's group, homed where the warm-up went.
+    w.clock.now = 60;
+    w.route("sibling", groupPrompt(1, 1), 136 * BS);
+    expect(w.ttft.traffic.size).toBe(1);
+    expect(w.ttft.traffic.knows(warmup[127]!)).toBe(true);
+    expect(w.route("sibling-2", groupPrompt(1, 2), 136 * BS).key).toBe(home);
+  });
+});
+
+describe("kv sees the whole load: a sibling while its group's first prompt is still computed", () => {
+  /**
+   * Two engines. Engine 2 holds a group whose siblings come every 100 ms. A new group's first
+   * request went to engine 1 a millisecond ago and is still prefilling its 2,176 tokens there; its
+   * sibling now predicts a little faster computed again on engine 2 than waiting for that prefill.
+   */
+  function sibling(counted: boolean) {
+    const w = world(2);
+    const now = 10_000;
+    if (counted) {
+      w.ttft.traffic.startedPrefix(w.keys[1]!, now - 3000);
+      for (let t = now - 2900; t < now; t += 100)
+        w.ttft.traffic.arrive(1n, t, w.keys[1]!, w.ttft.traffic.knows(1n) ? undefined : [w.keys[1]!]);
+    }
+    w.clock.now = now;
+    // Engine 2 is the coldest cache, so the new group goes to engine 1.
+    RequestLease.book(
+      w.tracker,
+      { requestId: "old", worker: w.endpoints[0]!.worker, seqHashes: null, isl: 32, overlap: 0 },
+      now - 1,
+      BS,
+      () => w.clock.now,
+      seededRng(3),
+    ).free();
+    const first = w.route("first", groupPrompt(7, 0), 136 * BS);
+    w.clock.now = now + 1;
+    const second = w.route("second", groupPrompt(7, 1), 136 * BS);
+    return { w, first, second };
+  }
+
+  test("counted: it waits on the group's home, where the next step will find the prefix, rather than place the group a second time where others' traffic would queue behind it", () => {
+    const { first, second } = sibling(true);
+    expect(second.key).toBe(first.key);
+    const away = second.candidates.find((c) => c.key !== first.key)!;
+    const home = second.candidates.find((c) => c.key === first.key)!;
+    expect(away.predictedTtftMs!).toBeLessThan(home.predictedTtftMs!);
+  });
+
+  test("no traffic known anywhere: computed again where it is predicted fastest, as before", () => {
+    const { first, second } = sibling(false);
+    expect(second.key).not.toBe(first.key);
   });
 });

@@ -6,6 +6,7 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { ClientGoneError, DeadlineMissedError } from "../../../../../src/edge/proxy/deadlines.ts";
+import { EventLoopLag } from "../../../../../src/observe/process-metrics.ts";
 import { SocketHttpClient } from "../../../../../src/runtime/bun/upstream/socket-client.ts";
 import { until } from "../../../../support/processes.ts";
 
@@ -98,5 +99,73 @@ describe("SocketHttpClient deadlines", () => {
     const err = await pending.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DeadlineMissedError);
     expect((err as DeadlineMissedError).kind).toBe("first_byte");
+  });
+});
+
+/** Holds this process's event loop for `ms`, as a starved CPU or a long task does. */
+function holdLoop(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // busy: no callback runs meanwhile
+  }
+}
+
+/** The router's lag meter, running (its first ticks taken). */
+async function runningLag(): Promise<EventLoopLag> {
+  const lag = new EventLoopLag(() => performance.now(), {
+    every: (fn, ms) => setInterval(fn, ms),
+    stop: (h) => clearInterval(h as ReturnType<typeof setInterval>),
+  });
+  lag.start();
+  stops.push(() => lag.stop());
+  await Bun.sleep(150);
+  return lag;
+}
+
+describe("the connect deadline counts only time the router could watch", () => {
+  test("the loop held for part of the wait: the deadline is stretched by the hold, then missed as the engine's", async () => {
+    const port = await fullBacklogPort();
+    const client = new SocketHttpClient({ connectTimeoutMs: 400, loopLag: await runningLag() });
+    const t0 = performance.now();
+    const pending = client
+      .request(`http://127.0.0.1:${port}`, "/v1/completions", INIT)
+      .catch((e: unknown) => e);
+    await Bun.sleep(10); // the connect is under way, its deadline armed
+    holdLoop(600);
+    const err = await pending;
+    const waited = performance.now() - t0;
+    expect(err).toBeInstanceOf(DeadlineMissedError);
+    expect((err as DeadlineMissedError).kind).toBe("connect");
+    // Without the meter the deadline fires right after the hold (600 ms); with it the engine
+    // gets 400 ms the router could watch: at least 200 ms after the hold.
+    expect(waited).toBeGreaterThanOrEqual(800);
+  });
+
+  test("held past the stretch limit (3x the deadline): the wait ends excused, naming the hold, not the engine's miss", async () => {
+    const port = await fullBacklogPort();
+    const client = new SocketHttpClient({ connectTimeoutMs: 200, loopLag: await runningLag() });
+    const pending = client
+      .request(`http://127.0.0.1:${port}`, "/v1/completions", INIT)
+      .catch((e: unknown) => e);
+    await Bun.sleep(10);
+    holdLoop(700);
+    const err = (await pending) as DeadlineMissedError;
+    expect(err).toBeInstanceOf(DeadlineMissedError);
+    expect(err.kind).toBe("connect");
+    expect(err.routerLagMs).toBeGreaterThanOrEqual(500);
+    expect(err.message).toContain("not counted against the worker");
+  });
+
+  test("without a lag meter the same hold is a plain miss (what fenced engines on a starved router)", async () => {
+    const port = await fullBacklogPort();
+    const client = new SocketHttpClient({ connectTimeoutMs: 200 });
+    const pending = client
+      .request(`http://127.0.0.1:${port}`, "/v1/completions", INIT)
+      .catch((e: unknown) => e);
+    await Bun.sleep(10);
+    holdLoop(700);
+    const err = (await pending) as DeadlineMissedError;
+    expect(err).toBeInstanceOf(DeadlineMissedError);
+    expect(err.routerLagMs).toBeUndefined();
   });
 });
