@@ -182,13 +182,13 @@ export class PeerKv {
           throw new Error(
             `peer answered segment ${JSON.stringify(ans.segment)?.slice(0, 80)}, not ${name}`,
           );
-        // The wire time of the modelled model's KV over the peer's link (the peer says when its
-        // shared link delivers them; an older peer does not: this pull's own wire time), then the
-        // bytes land.
+        // The wire time of the modelled model's KV, then the bytes land: at this engine's link
+        // speed, or later when the peer's shared link delivers them later (its `wire_ms`).
+        const own = tierLoadMs(blocks * c.blockSize, c.kvPeerGbps, c);
         const wire =
           typeof ans.wire_ms === "number" && Number.isFinite(ans.wire_ms) && ans.wire_ms >= 0
-            ? Math.min(ans.wire_ms, c.kvPullDeadlineMs)
-            : tierLoadMs(blocks * c.blockSize, c.kvPeerGbps, c);
+            ? Math.max(own, Math.min(ans.wire_ms, c.kvPullDeadlineMs))
+            : own;
         await sleepUnlessAborted(wire, deadline);
         const wrongBefore = handoff.stats.mismatchedBlocks;
         const got = await handoff.importBlocks(name, hashes, from, from + blocks, from);
