@@ -4,8 +4,14 @@
  * A policy entry may carry router flags: `kv+overlap-credit=8+prefill-wait-factor=2` runs
  * `--policy kv --overlap-credit=8 --prefill-wait-factor=2` under that name (what --sweep uses).
  */
+import { loadavg } from "node:os";
 import { restartEngine, startCluster, type EngineTiming } from "./cluster.ts";
-import { processCpuMs, readEngineCounters, summarizeWork } from "./engine-counters.ts";
+import {
+  processCpuMs,
+  readEngineCounters,
+  summarizeWork,
+  tierHits,
+} from "./engine-counters.ts";
 import { placementTtfts } from "./placement.ts";
 import { idealHitRate, simulateOffline } from "./oracle.ts";
 import { histogramSince, readHistogram, type HistogramBuckets } from "./prometheus.ts";
@@ -37,6 +43,10 @@ export interface CellOptions {
   routerArgs: readonly string[];
   /** Extra arguments for every simulated engine (e.g. --request-log FILE). */
   engineArgs?: readonly string[];
+  /** Requests whose TTFT is also reported alone (`subset_ttft_ms`), e.g. the fan-out's branches. */
+  measured?: (r: TraceRequest) => boolean;
+  /** A host (CPU) tier on every engine of this many times its GPU blocks (--kv-host-blocks); absent: none. */
+  hostTierFactor?: number;
   /**
    * Drive an already running router instead (its engines' URLs for their counters; its process
    * ids, if given, for its CPU time; sessionHeader: send X-Session-ID, as for prodstack-session).
@@ -113,7 +123,12 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
         policy,
         timing: o.timing,
         routerArgs: [...o.routerArgs, ...args],
-        engineArgs: [...(o.engineArgs ?? [])],
+        engineArgs: [
+          ...(o.hostTierFactor === undefined
+            ? []
+            : ["--kv-host-blocks", String(Math.ceil(kvBlocks * o.hostTierFactor))]),
+          ...(o.engineArgs ?? []),
+        ],
         routers: o.routers,
         quiet: !o.verbose,
       });
@@ -184,6 +199,7 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
       result.ttft_prediction_error = predictionError(metricsAfter, metricsBefore);
       if (cluster.engineUrls.length > 0) {
         const w = summarizeWork(before, after);
+        if (o.hostTierFactor !== undefined) result.tier_hits = tierHits(before, after, o.blockSize);
         result.work_max_over_mean = w.workMaxOverMean;
         result.engine_request_max_over_mean = w.requestMaxOverMean;
         result.idle_engines = w.idleEngines;
@@ -194,6 +210,7 @@ export async function runCell(o: CellOptions): Promise<ReplayReport> {
       result.router_cpu_us_per_request = cluster.routerPids.length
         ? (cpuMs * 1000) / outcomes.length
         : NaN;
+      result.load_avg = loadavg()[0];
       report.policies[entry] = result;
       const firstError = outcomes.find((x) => !x.ok);
       if (firstError) o.onError?.(entry, firstError.error ?? "error");
@@ -280,6 +297,16 @@ function resultOf(
   const mean = ok.length / o.engines;
   const ttfts = ok.map((x) => x.ttftMs).filter((x) => Number.isFinite(x));
   const t = summarize(ttfts);
+  const measured = o.measured;
+  const subset =
+    measured === undefined
+      ? undefined
+      : summarize(
+          ok
+            .filter((x) => measured(o.trace[x.index]!))
+            .map((x) => x.ttftMs)
+            .filter((x) => Number.isFinite(x)),
+        );
   const e = summarize(ok.map((x) => x.e2eMs));
   const placed = summarize(
     placementTtfts(o.trace, outcomes, {
@@ -292,6 +319,9 @@ function resultOf(
     hit_rate: hit,
     hit_rate_vs_ideal: ideal ? hit / ideal : 0,
     ttft_ms: { p50: t.p50, p90: t.p90, p99: t.p99 },
+    ...(subset === undefined
+      ? {}
+      : { subset_ttft_ms: { p50: subset.p50, p90: subset.p90, p99: subset.p99 } }),
     ttft_placement_ms: { p50: placed.p50, p90: placed.p90, p99: placed.p99 },
     e2e_ms: { p50: e.p50, p90: e.p90, p99: e.p99 },
     output_tokens_per_s: ok.reduce((s, x) => s + x.outputTokens, 0) / (wallMs / 1000),

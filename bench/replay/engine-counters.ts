@@ -11,6 +11,10 @@ export interface EngineCounters {
   readonly requests: number;
   readonly promptTokens: number;
   readonly cachedTokens: number;
+  /** Blocks loaded from the engine's host / disk tier, and pulled from peers (the simulated engine's; 0 elsewhere). */
+  readonly cpuLoadedBlocks?: number;
+  readonly diskLoadedBlocks?: number;
+  readonly pulledBlocks?: number;
 }
 
 /** Σ of every sample of a counter family (all label sets); NaN when the engine has none. */
@@ -19,6 +23,40 @@ function total(text: string, name: string): number {
   let sum = NaN;
   for (const m of text.matchAll(re)) sum = (Number.isNaN(sum) ? 0 : sum) + Number(m[1]);
   return sum;
+}
+
+const zeroIfNaN = (x: number) => (Number.isNaN(x) ? 0 : x);
+
+/**
+ * Where the replay's prompt tokens came from, as shares of them (engines' own counters): the GPU
+ * cache, the host and disk tiers, peers' pulls; the rest was computed. The simulated engine
+ * counts tier loads in its cached tokens and pulls apart from them.
+ */
+export function tierHits(
+  before: readonly EngineCounters[],
+  after: readonly EngineCounters[],
+  blockSize: number,
+): { gpu: number; cpu: number; disk: number; peer: number } {
+  let prompt = 0;
+  let cached = 0;
+  let cpu = 0;
+  let disk = 0;
+  let peer = 0;
+  for (const [i, a] of after.entries()) {
+    const b = before[i]!;
+    prompt += a.promptTokens - b.promptTokens;
+    cached += a.cachedTokens - b.cachedTokens;
+    cpu += ((a.cpuLoadedBlocks ?? 0) - (b.cpuLoadedBlocks ?? 0)) * blockSize;
+    disk += ((a.diskLoadedBlocks ?? 0) - (b.diskLoadedBlocks ?? 0)) * blockSize;
+    peer += ((a.pulledBlocks ?? 0) - (b.pulledBlocks ?? 0)) * blockSize;
+  }
+  if (!(prompt > 0)) return { gpu: NaN, cpu: NaN, disk: NaN, peer: NaN };
+  return {
+    gpu: (cached - cpu - disk) / prompt,
+    cpu: cpu / prompt,
+    disk: disk / prompt,
+    peer: peer / prompt,
+  };
 }
 
 /** The simulated engine's counters, else vLLM V1's (prompt tokens, prefix-cache hits in tokens, finished requests). */
@@ -32,6 +70,9 @@ export async function readEngineCounters(engineUrl: string): Promise<EngineCount
     requests: first("mocker_requests_total", "vllm:request_success_total"),
     promptTokens: first("mocker_prompt_tokens_total", "vllm:prompt_tokens_total"),
     cachedTokens: first("mocker_cached_tokens_total", "vllm:prefix_cache_hits_total"),
+    cpuLoadedBlocks: zeroIfNaN(total(text, "mocker_kv_tier_loaded_blocks_total")),
+    diskLoadedBlocks: zeroIfNaN(total(text, "mocker_kv_tier_disk_loaded_blocks_total")),
+    pulledBlocks: zeroIfNaN(total(text, "mocker_kv_p2p_pulled_blocks_total")),
   };
 }
 

@@ -32,6 +32,12 @@ export interface PolicyResult {
   ttft_placement_ms?: { p50: number; p90: number; p99: number };
   /** |predicted ÷ observed TTFT − 1| over the requests the routers predicted (their switchyard_ttft_prediction_error_ratio, all routers). */
   ttft_prediction_error?: { p50: number; p90: number };
+  /** The machine's 1-minute load average when the row's replay ended (a shared machine's noise, said beside its figures). */
+  load_avg?: number;
+  /** TTFT of the cell's measured requests alone (CellOptions.measured: the fan-out's branches). */
+  subset_ttft_ms?: { p50: number; p90: number; p99: number };
+  /** Shares of the prompt tokens served from each place (engines' counters; tier-cells.ts prints them). */
+  tier_hits?: { gpu: number; cpu: number; disk: number; peer: number };
   /** Raw TTFTs (ms), for the plot; not written to JSON. */
   ttfts?: number[];
 }

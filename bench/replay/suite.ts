@@ -11,12 +11,13 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { runCell, type CellOptions } from "./cell.ts";
+import { isBranch } from "./gen/fan-out.ts";
 import { generate, type Shape } from "./gen/shapes.ts";
 import { formatTable, toJson, type PolicyResult, type ReplayReport } from "./report.ts";
 import { textTable } from "../support/text-table.ts";
 import { loadTrace, type TraceRequest } from "./trace.ts";
 
-export const SUITES = ["quick", "full", "smoke"] as const;
+export const SUITES = ["quick", "full", "smoke", "tiers"] as const;
 export type SuiteName = (typeof SUITES)[number];
 
 export const PEERS = [
@@ -40,6 +41,14 @@ export interface Workload {
    * would saturate this 2-core machine (client, router and 8 engines on it), so they replay slower.
    */
   speedup: number;
+  /** Engines (default 8; smoke 4). */
+  engines?: number;
+  /** GPU blocks per engine, instead of kvFraction's share. */
+  kvBlocks?: number;
+  /** A host tier of this many times the GPU blocks on every engine (runCell's hostTierFactor). */
+  hostTierFactor?: number;
+  /** Requests whose TTFT the cell also reports alone (the fan-out's branches). */
+  measured?: (r: TraceRequest) => boolean;
 }
 
 export interface CellSpec {
@@ -96,6 +105,7 @@ export function suiteWorkloads(n: number): Workload[] {
 }
 
 export function cells(suite: SuiteName, requests: number | undefined): CellSpec[] {
+  if (suite === "tiers") return tierCells(requests ?? 300);
   if (suite === "smoke") {
     const w: Workload = {
       name: "gen-chat (80)",
@@ -154,10 +164,92 @@ export function cells(suite: SuiteName, requests: number | undefined): CellSpec[
         });
     }
   }
+  if (suite === "full") out.push(...tierCells(requests ?? 2000));
   return out;
 }
 
 const quick = (s: SuiteName) => s === "quick";
+
+/** The peers beside kv in the tiered cells: their tier policies as their sources define them. */
+export const TIER_POLICIES = ["kv", "dynamo", "llm-d-p2p", "sglang"];
+/** A host tier of 3x the GPU blocks: a DGX H100's 2 TB of DRAM for 640 GB of HBM (src/mocker/options.ts). */
+const HOST_FACTOR = 3;
+
+/**
+ * Issue 45's cells (`--suite tiers`, and at the end of `full`): every engine with a host tier;
+ * a Mooncake trace and gen-chat on small GPU caches (an eighth of the unique blocks), the two
+ * target cells of the issue (gen-agentic and gen-chat at half) with tiers, and a 32K-token
+ * prefix fanned out to 16 engines. least-loaded is the recompute reference where it runs.
+ */
+export function tierCells(n: number): CellSpec[] {
+  const one = (workload: Workload, policies: string[]): CellSpec => ({
+    workload,
+    policies,
+    routers: 1,
+    restarts: 0,
+    arrivalScale: 1,
+  });
+  return [
+    one(
+      {
+        name: "conversation, GPU 1/8 + host",
+        trace: mooncake("conversation_trace.jsonl", n),
+        kvFraction: 0.125,
+        speedup: MOONCAKE_SPEEDUP,
+        hostTierFactor: HOST_FACTOR,
+      },
+      [...TIER_POLICIES, "least-loaded"],
+    ),
+    one(
+      {
+        name: "gen-chat, GPU 1/8 + host",
+        trace: gen("chat", n),
+        kvFraction: 0.125,
+        speedup: GEN_SPEEDUP,
+        hostTierFactor: HOST_FACTOR,
+      },
+      TIER_POLICIES,
+    ),
+    one(
+      {
+        name: "gen-agentic, half + host",
+        trace: gen("agentic", n),
+        kvFraction: 0.5,
+        speedup: GEN_SPEEDUP,
+        hostTierFactor: HOST_FACTOR,
+      },
+      TIER_POLICIES,
+    ),
+    one(
+      {
+        name: "gen-chat, half + host",
+        trace: gen("chat", n),
+        kvFraction: 0.5,
+        speedup: GEN_SPEEDUP,
+        hostTierFactor: HOST_FACTOR,
+      },
+      TIER_POLICIES,
+    ),
+    one(
+      {
+        name: "fan-out 32K x 16 engines",
+        trace: () => generate("fan-out", 1),
+        // 100 blocks of 512: one such prompt and a half per GPU, so the warm-up's two or three
+        // prompts an engine spill to its host tier: the router knows an engine can pull only
+        // once it has reported a tier.
+        kvFraction: 0,
+        kvBlocks: 100,
+        engines: 16,
+        // Slower than the other cells: a pull is ~1/80 of recomputing here, and at 10x its few
+        // ms of wall time drown in this machine's scheduling noise (and teach the router so).
+        speedup: 2,
+        hostTierFactor: HOST_FACTOR,
+        measured: isBranch,
+      },
+      [...TIER_POLICIES, "least-loaded"],
+    ),
+  ];
+}
 
 /** `--suite-cells A-B` (or `A`): 1-based, inclusive. */
 export function parseCellRange(text: string): { from: number; to: number } {
@@ -238,8 +330,11 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
     const report = await runCell({
       trace: c.workload.trace(),
       traceName: c.workload.name,
-      engines: suite === "smoke" ? 4 : 8,
+      engines: c.workload.engines ?? (suite === "smoke" ? 4 : 8),
       kvFraction: c.workload.kvFraction,
+      kvBlocks: c.workload.kvBlocks,
+      hostTierFactor: c.workload.hostTierFactor,
+      measured: c.workload.measured,
       blockSize: 512,
       speedup: o.speedup ?? c.workload.speedup,
       timing: SUITE_TIMING,
@@ -271,6 +366,14 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
       `cell ${i}/${all.length}: ${c.workload.name}, ${c.routers} router(s), ${c.restarts} restart(s), load ×${1 / c.arrivalScale}\n${formatTable(report)}\n`,
     );
     if (o.json) writeSuiteJson(o.json, results);
+  }
+  if (suite === "tiers") {
+    const { tierRows, tierTable, tierTargets } = await import("./tier-cells.ts");
+    const rows = tierRows([results]);
+    console.log(tierTable(rows));
+    console.log(tierTargets(rows, [results]));
+    console.log(`suite tiers: ${results.length} cells in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return results;
   }
   // The time-based kv's targets (ttft-targets.ts, loaded here: it reads this module's workloads).
   const { ttftSummaryTable, ttftTallyTable } = await import("./ttft-targets.ts");

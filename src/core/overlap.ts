@@ -19,10 +19,13 @@ export interface OverlapScores {
    */
   readonly indexBlocksOf?: (worker: WorkerWithDpRank) => number;
   /**
-   * Per medium other than GPU (an engine's CPU or disk tier): the leading blocks of the request
-   * each (worker, dp_rank) holds there, counted like `scores` (contiguous from the first block,
-   * that medium alone; workers with 0 absent). `scores` stays the GPU's. Absent when no tier
-   * holds any leading block (always, for engines that report only GPU).
+   * Per medium other than GPU (an engine's CPU or disk tier): how far into the request each
+   * (worker, dp_rank) reaches through its own media, as its engine loads them: "cpu" is its GPU
+   * prefix then the CPU-held blocks right after it, "disk" goes on over blocks on CPU or disk.
+   * Cumulative, so gpu <= cpu <= disk (Dynamo's per-tier query shape), and a GPU head with a
+   * CPU-only tail counts. Reported where the medium adds blocks or holds the first one.
+   * `scores` stays the GPU's. Absent when no tier reaches any block (always, for engines that
+   * report only GPU).
    */
   readonly tierScores?: ReadonlyMap<KvMedium, ReadonlyMap<WorkerKey, number>>;
 }

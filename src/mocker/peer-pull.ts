@@ -13,7 +13,8 @@
  * hashes it lacks to `http://remote_host:remote_port/v1/kv/p2p/export`; the peer writes the
  * leading ones it holds (GPU cache or host tier) into shared-memory segment
  * `sy-p2p-<kv_request_id>` and answers its name; the puller waits the modelled wire time, copies
- * host -> device with the block handler, checks every block and removes the segment.
+ * host -> device with the block handler, checks every block and removes the segment. The
+ * peer's exports share its one link: it answers when its link delivers this one (`wire_ms`).
  *
  * Nothing is left behind: the puller removes the segment whatever happens (it knows the name
  * before the peer answers, so a peer killed mid-export leaves nothing either); a puller killed
@@ -75,6 +76,11 @@ export class PeerKv {
     mismatchedBlocks: 0,
   };
   readonly #o: PeerKvOptions;
+  /**
+   * When this engine's peer link is free again (engine clock, ms): the exports it serves share
+   * one NIC, so a burst of pulls from it queues on the wire instead of each getting the link alone.
+   */
+  #linkFreeAt = -Infinity;
 
   constructor(o: PeerKvOptions) {
     this.#o = o;
@@ -88,7 +94,7 @@ export class PeerKv {
     kvRequestId: string,
     hashes: BigUint64Array,
     signal: AbortSignal,
-  ): Promise<{ segment: string | null; blocks: number }> {
+  ): Promise<{ segment: string | null; blocks: number; wire_ms?: number }> {
     const name = peerSegmentName(kvRequestId);
     if (name === null) throw new RangeError("kv_request_id: 1 to 64 letters, digits or '-'");
     const eng = this.#o.engine;
@@ -119,7 +125,12 @@ export class PeerKv {
       }
       this.stats.exports++;
       this.stats.exportedBlocks += n;
-      return { segment: exported.segment, blocks: n };
+      // The bytes leave once the link has sent what earlier exports put on it.
+      const c = this.#o.config;
+      const now = eng.now();
+      const start = Math.max(now, this.#linkFreeAt);
+      this.#linkFreeAt = start + tierLoadMs(n * c.blockSize, c.kvPeerGbps, c);
+      return { segment: exported.segment, blocks: n, wire_ms: this.#linkFreeAt - now };
     };
     // The host tier is read on its lane (never mid-copy); on the FIFO scheduler the export
     // also waits for the rank's prefill lane, as a transfer competes with its compute.
@@ -161,7 +172,7 @@ export class PeerKv {
           signal: deadline,
         });
         if (!res.ok) throw new Error(`peer ${host}:${src.port} answered ${res.status}`);
-        const ans = (await res.json()) as { segment?: unknown; blocks?: unknown };
+        const ans = (await res.json()) as { segment?: unknown; blocks?: unknown; wire_ms?: unknown };
         const blocks =
           typeof ans.blocks === "number" && Number.isInteger(ans.blocks)
             ? Math.min(ans.blocks, to - from)
@@ -171,8 +182,14 @@ export class PeerKv {
           throw new Error(
             `peer answered segment ${JSON.stringify(ans.segment)?.slice(0, 80)}, not ${name}`,
           );
-        // The wire time of the modelled model's KV over the peer link, then the bytes land.
-        await sleepUnlessAborted(tierLoadMs(blocks * c.blockSize, c.kvPeerGbps, c), deadline);
+        // The wire time of the modelled model's KV, then the bytes land: at this engine's link
+        // speed, or later when the peer's shared link delivers them later (its `wire_ms`).
+        const own = tierLoadMs(blocks * c.blockSize, c.kvPeerGbps, c);
+        const wire =
+          typeof ans.wire_ms === "number" && Number.isFinite(ans.wire_ms) && ans.wire_ms >= 0
+            ? Math.max(own, Math.min(ans.wire_ms, c.kvPullDeadlineMs))
+            : own;
+        await sleepUnlessAborted(wire, deadline);
         const wrongBefore = handoff.stats.mismatchedBlocks;
         const got = await handoff.importBlocks(name, hashes, from, from + blocks, from);
         this.stats.mismatchedBlocks += handoff.stats.mismatchedBlocks - wrongBefore;

@@ -97,8 +97,23 @@ function expectHeld(
   expect(new Map([...got].sort())).toEqual(new Map([...expected].sort()));
 }
 
-/** Overlap of a request per medium: GPU from `scores`, tiers from `tierScores`. */
+/**
+ * What each medium alone holds of a request, from block 0: the index's tierScores are reaches
+ * through the rank's GPU prefix first (gpu <= cpu <= disk), so each medium is read from a copy
+ * of the index holding that medium only (its dump's events for it). `reach` is the index's own.
+ */
 function overlap(tree: RadixTree, tokens: number[]): Record<KvMedium, number> {
+  const hashes = computeBlockHashes(tokens, BS);
+  const key = `${W}:0`;
+  const alone = (m: KvMedium) => {
+    const copy = new RadixTree();
+    for (const e of tree.dump()) if ((e.event.medium ?? "gpu") === m) copy.applyEvent(e);
+    const s = copy.findMatches(hashes);
+    return m === "gpu" ? (s.scores.get(key) ?? 0) : (s.tierScores?.get(m)?.get(key) ?? 0);
+  };
+  return { gpu: alone("gpu"), cpu: alone("cpu"), disk: alone("disk") };
+}
+function reach(tree: RadixTree, tokens: number[]): Record<KvMedium, number> {
   const s = tree.findMatches(computeBlockHashes(tokens, BS));
   const key = `${W}:0`;
   return {
@@ -158,6 +173,8 @@ describe("vLLM OffloadingConnector events into the index (16-token GPU blocks, 4
     ]);
     expectHeld(h.disk, [[A, TOKENS_A, [0, 1, 2]]]);
     expect(overlap(tree, TOKENS_A)).toEqual({ gpu: 5, cpu: 6, disk: 3 });
+    // Through the rank's media, as its engine loads: GPU 5, CPU to 6, CPU or disk to 6.
+    expect(reach(tree, TOKENS_A)).toEqual({ gpu: 5, cpu: 6, disk: 6 });
     expect(overlap(tree, TOKENS_B)).toEqual({ gpu: 6, cpu: 6, disk: 3 });
     expect(tree.mediumSize({ workerId: W, dpRank: 0 }, "cpu")).toBe(8);
     expect(tree.workerSize(`${W}:0`)).toBe(7); // GPU blocks only, as before tiers

@@ -8,10 +8,11 @@
  */
 import { mulberry32, type Rng } from "../../../test/support/prng.ts";
 import { TRACE_BLOCK_TOKENS, type TraceRequest } from "../trace.ts";
+import { fanOut } from "./fan-out.ts";
 
 const B = TRACE_BLOCK_TOKENS;
 
-export const SHAPES = ["chat", "agentic", "rag", "shared-prefix"] as const;
+export const SHAPES = ["chat", "agentic", "rag", "shared-prefix", "fan-out"] as const;
 export type Shape = (typeof SHAPES)[number];
 
 const exp = (rng: Rng, mean: number) => -Math.log(1 - rng()) * mean;
@@ -288,6 +289,8 @@ export function generate(shape: Shape, seed: number): TraceRequest[] {
       return agentic(seed);
     case "rag":
       return rag(seed);
+    case "fan-out":
+      return fanOut(seed);
   }
 }
 

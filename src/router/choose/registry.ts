@@ -14,6 +14,8 @@
  *   dynamo             Dynamo's KV router: the kv cost alone, weight 1, temperature 0, no credit
  *   sglang             SGLang gateway cache_aware (own approximate tree, balance thresholds)
  *   llm-d              llm-d default profile (prefix 3, queue 2, KV utilisation 2, max score)
+ *   llm-d-p2p          the same on the precise index with llm-d's tier weights (GPU 1, CPU 0.8)
+ *                      and its P2P source producer (static minCachedTokenDelta)
  *   prodstack-prefix   production-stack prefixaware (hash trie of its own decisions, no load term)
  *   prodstack-session  production-stack session (consistent hash of X-Session-ID, else lowest rate)
  */
@@ -32,6 +34,7 @@ import { prefillWaitBound } from "./filters/prefill-wait-bound.ts";
 import { dynamoPipeline } from "./policies/dynamo.ts";
 import { kvTtftPipeline } from "./policies/kv-ttft.ts";
 import { llmdPicker } from "./policies/llm-d.ts";
+import { llmdP2pPicker } from "./policies/llm-d-p2p.ts";
 import { prodstackPrefixPicker, prodstackSessionPicker } from "./policies/prodstack.ts";
 import { sglangCacheAwarePicker } from "./policies/sglang-cache-aware.ts";
 import { minCostPicker } from "./pickers/min-cost.ts";
@@ -50,6 +53,7 @@ export const POLICY_NAMES = [
   "dynamo",
   "sglang",
   "llm-d",
+  "llm-d-p2p",
   "prodstack-prefix",
   "prodstack-session",
 ] as const;
@@ -117,6 +121,8 @@ export function createPipeline(name: PolicyName, config: SchedulerConfig): Pipel
         costs: [],
         picker: llmdPicker(config.blockSize),
       };
+    case "llm-d-p2p":
+      return { name, filters: eligibility(config), costs: [], picker: llmdP2pPicker() };
     case "prodstack-prefix":
       return { name, filters: eligibility(config), costs: [], picker: prodstackPrefixPicker() };
     case "prodstack-session":

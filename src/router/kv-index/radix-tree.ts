@@ -11,7 +11,8 @@
  * (random misses overlap instead of queueing), which is most of the speed at 1M+ blocks.
  *
  * Semantics, and where they differ from Dynamo's classic RadixTree:
- * - Stored: parent found through the worker's own lookup; unknown parent rejects the whole
+ * - Stored: parent found through the worker's own lookup (for a medium, then the rank's other
+ *   media: one hash names a block on every medium); unknown parent rejects the whole
  *   event (parent_block_not_found). A parent hash repeated among the blocks, or a block hash
  *   repeated inside the event, is a self-referencing chain: rejected whole (invalid_block),
  *   nothing applied (Dynamo's newer up-front check; the classic tree half-applied it).
@@ -122,8 +123,8 @@ export class RadixTree implements KvIndex {
   private scored = new Int32Array(64);
   /** Sum of pre-loaded words, kept so the loads cannot be optimised away. */
   private sink = 0;
-  /** The current findMatches call's per-medium scores of tier slots (made when a tier slot scores). */
-  private tierOut: Map<KvMedium, Map<WorkerKey, number>> | undefined;
+  /** tierReach's scratch: the prompt's path nodes. */
+  private tierPath = new Int32Array(64);
 
   // ------------------------------------------------------------------ events
 
@@ -207,7 +208,6 @@ export class RadixTree implements KvIndex {
     };
     const n = localHashes.length;
     if (n === 0) return result;
-    this.tierOut = undefined;
     const v = wordsOf(localHashes);
     const nodes = this.nodes;
     const rec = nodes.rec;
@@ -328,10 +328,105 @@ export class RadixTree implements KvIndex {
       const slot = this.slots.bySlot[this.scored[j]!]!;
       treeSizes.set(slot.key, slot.blocks.size);
     }
-    if (this.tierOut === undefined) return result;
-    const tierScores = this.tierOut;
-    this.tierOut = undefined;
-    return { ...result, tierScores };
+    if (this.slots.tierSlots === 0) return result;
+    const tierScores = this.tierReach(v, n, scores);
+    return tierScores === undefined ? result : { ...result, tierScores };
+  }
+
+  /**
+   * Per (worker, rank) with a lower tier, how far its own media take the prompt, counted as
+   * its engine loads it: the GPU prefix, then the blocks right after it on CPU (the "cpu"
+   * reach), then those on CPU or disk (the "disk" reach). So gpu <= cpu <= disk, Dynamo's
+   * cumulative per-tier shape (ai-dynamo/dynamo lib/kv-router indexer /query: host and disk
+   * "extension" blocks beyond the device match), and a GPU head with a CPU-only tail counts as
+   * loadable. A medium is reported where it adds blocks or holds the first one.
+   * One more walk of the prompt's path, only when some engine reports a tier.
+   */
+  private tierReach(
+    v: Uint32Array,
+    n: number,
+    gpu: ReadonlyMap<WorkerKey, number>,
+  ): Map<KvMedium, Map<WorkerKey, number>> | undefined {
+    let len = 0;
+    let cur = ROOT;
+    let lo = ROOT_PATH_LO;
+    let hi = ROOT_PATH_HI;
+    for (let i = 0; i < n; i++) {
+      childPath(lo, hi, v[2 * i]!, v[2 * i + 1]!);
+      lo = PATH_OUT[0]!;
+      hi = PATH_OUT[1]!;
+      const c = this.findChild(cur, lo, hi);
+      if (c < 0) break;
+      if (len === this.tierPath.length) {
+        const grown = new Int32Array(len * 2);
+        grown.set(this.tierPath);
+        this.tierPath = grown;
+      }
+      this.tierPath[len++] = c;
+      cur = c;
+    }
+    if (len === 0) return undefined;
+    const nodes = this.nodes;
+    const steps = this.tierPath;
+    let out: Map<KvMedium, Map<WorkerKey, number>> | undefined;
+    const seen = new Set<WorkerKey>();
+    // Every rank that can reach a block holds the first one on some medium.
+    for (const index of this.holdersOf(steps[0]!)) {
+      const first = this.slots.bySlot[index]!;
+      if (seen.has(first.key)) continue;
+      seen.add(first.key);
+      const media = this.slots.mediaOf(first.workerId, first.dpRank);
+      let cpu = -1;
+      let disk = -1;
+      for (const m of media)
+        if (m.medium === "cpu") cpu = m.index;
+        else if (m.medium === "disk") disk = m.index;
+      if (cpu < 0 && disk < 0) continue;
+      const g = gpu.get(first.key) ?? 0;
+      let i = g;
+      if (cpu >= 0) while (i < len && nodes.hasHolder(steps[i]!, cpu)) i++;
+      const cpuReach = i;
+      while (
+        i < len &&
+        ((cpu >= 0 && nodes.hasHolder(steps[i]!, cpu)) ||
+          (disk >= 0 && nodes.hasHolder(steps[i]!, disk)))
+      )
+        i++;
+      const diskReach = i;
+      const put = (medium: KvMedium, slot: number, reach: number) => {
+        if (slot < 0 || reach === 0 || (reach === g && !nodes.hasHolder(steps[0]!, slot))) return;
+        out ??= new Map();
+        let m = out.get(medium);
+        if (m === undefined) out.set(medium, (m = new Map()));
+        m.set(first.key, reach);
+      };
+      put("cpu", cpu, cpuReach);
+      put("disk", disk, diskReach);
+    }
+    return out;
+  }
+
+  /** The slots holding node n. */
+  private holdersOf(n: number): number[] {
+    const rec = this.nodes.rec;
+    const at = n * this.nodes.stride;
+    const holders = rec[at + HOLDERS]!;
+    if (holders <= 0) return [];
+    if (holders === 1) return [rec[at + SOLE]!];
+    if (holders === 2) return [rec[at + SOLE]!, pairSecond(rec[at + ROW]!)];
+    const out: number[] = [];
+    const words = this.nodes.rows.words;
+    const row = rec[at + ROW]! * words;
+    const bits = this.nodes.rows.bits;
+    for (let k = 0; k < words; k++) {
+      let b = bits[row + k]!;
+      while (b !== 0) {
+        const low = b & -b;
+        out.push(k * 32 + 31 - Math.clz32(low));
+        b ^= low;
+      }
+    }
+    return out;
   }
 
   /** Score every slot still in `active` at `depth`, and empty it. */
@@ -500,6 +595,7 @@ export class RadixTree implements KvIndex {
     let cur = ROOT;
     if (hasParent) {
       cur = map.get(pLo, pHi);
+      if (cur < 0) cur = this.parentOnOtherMedium(slot, pLo, pHi);
       if (cur < 0) return "parent_block_not_found";
     }
     if (!distinctChain(hasParent, pLo, pHi, hash, n)) return "invalid_block";
@@ -550,6 +646,22 @@ export class RadixTree implements KvIndex {
       pHi = this.parentWords[1]!;
     }
     return this.storeChain(slot, parentHash !== null, pLo, pHi, tok, hash, n);
+  }
+
+  /**
+   * A Stored's parent that this medium does not hold, found through the rank's other media (an
+   * engine names a block by one hash on every medium): a GPU head whose tail was offloaded and
+   * evicted is the CPU tier's parent without being on the CPU (the simulated engine names the
+   * block before the run as the parent, as its GPU events do). -1 when none holds it.
+   */
+  private parentOnOtherMedium(slot: WorkerSlot, lo: number, hi: number): number {
+    if (this.slots.tierSlots === 0) return -1;
+    for (const s of this.slots.mediaOf(slot.workerId, slot.dpRank)) {
+      if (s === slot) continue;
+      const n = s.blocks.get(lo, hi);
+      if (n >= 0) return n;
+    }
+    return -1;
   }
 
   /**
@@ -833,14 +945,8 @@ export class RadixTree implements KvIndex {
       const index = word * 32 + 31 - Math.clz32(low);
       const slot = this.slots.bySlot[index]!;
       bits ^= low;
-      if (slot.medium !== "gpu") {
-        // A tier's overlap goes beside the GPU's, never into it: GPU scores stay what they were.
-        const out = (this.tierOut ??= new Map());
-        let m = out.get(slot.medium);
-        if (m === undefined) out.set(slot.medium, (m = new Map()));
-        m.set(slot.key, depth);
-        continue;
-      }
+      // A tier's overlap goes beside the GPU's, never into it (tierReach, after the walk).
+      if (slot.medium !== "gpu") continue;
       scores.set(slot.key, depth);
       if (nScored === this.scored.length) {
         const grown = new Int32Array(nScored * 2);

@@ -99,7 +99,8 @@ export class KvPlanner {
     this.#sources = [];
     // A fleet whose engines report no tier pays nothing more per decision.
     if (tiers === undefined && !this.anyTier()) return false;
-    // A source's depth: the leading blocks it can export, from its GPU cache or its host tier.
+    // A source's depth: the leading blocks it can export, from its GPU cache then its host tier
+    // (the "cpu" reach; an engine exports blocks held on either, so this is never too deep).
     // Only the deepest few are kept (one pass, a short sorted list), then those that can export.
     const top: { key: WorkerKey; depth: number }[] = [];
     const consider = (key: WorkerKey, d: number) => {
@@ -136,6 +137,11 @@ export class KvPlanner {
     return best !== undefined && saves(best) > 0 ? best : undefined;
   }
 
+  /**
+   * The candidate's own media, range by range: its credited GPU prefix, then up to its "cpu"
+   * reach from the CPU tier, then up to its "disk" reach (blocks there on CPU or disk, priced at
+   * disk speed). The reaches are cumulative from block 0 (OverlapScores.tierScores).
+   */
   #load(c: PlanInput, room: number): KvPlan | undefined {
     const bs = this.#bs;
     const cpu = this.#cpu?.get(c.key) ?? 0;

@@ -2,7 +2,8 @@
  * The learned speeds of moving KV instead of computing it, in ms per token: per engine rank and
  * lower tier (its CPU or disk loads) and per link (a peer's blocks pulled to a rank). Each is the
  * median of the last samples a first token gave (plan.ts attributes to the transfer what the
- * first token took beyond the prediction's computed part); before the first sample a prior,
+ * first token took beyond the prediction's computed part); before its own first sample, the
+ * fleet's recent median of its kind where that is faster than the prior; else a prior,
  * as a fraction of the rank's learned compute speed, so a faster or slower engine keeps the
  * same proportion.
  *
@@ -36,13 +37,17 @@ export type TransferKind = Exclude<KvMedium, "gpu"> | "link";
 
 export interface RateReading {
   readonly msPerToken: number;
-  /** "learned" (median of first tokens) or "prior". */
-  readonly source: "learned" | "prior";
+  /** "learned" (median of its own first tokens), "fleet" (of the fleet's, same kind) or "prior". */
+  readonly source: "learned" | "fleet" | "prior";
   readonly samples: number;
 }
 
+/** Samples kept per kind across the fleet: what a rate not sampled yet is taken to be. */
+const FLEET_SAMPLES = 33;
+
 export class TransferRates {
   readonly #rates = new Map<string, number[]>();
+  readonly #fleet = new Map<TransferKind, number[]>();
   readonly #pulls = new Map<string, { endsAt: number; ms: number }[]>();
 
   /** `to` is the rank's key; `from` the source worker's key for a link, unused for a tier. */
@@ -50,22 +55,41 @@ export class TransferRates {
     return kind === "link" ? `${from}>${to}` : `${to}|${kind}`;
   }
 
+  /**
+   * Its own median once sampled. Before that, the prior, or the median of the fleet's recent
+   * samples of its kind where that is faster: a fan-out pulls over many links, each used once
+   * or twice, so a link's own samples come late, and one fleet's links run at about one speed.
+   * Only faster: a slow or broken link must not make the others look slow before they are tried
+   * (the prior is already on the slow side, see above).
+   */
   msPerToken(kind: TransferKind, key: string, computeMsPerToken: number): number {
     const s = this.#rates.get(key);
-    return s === undefined || s.length === 0 ? computeMsPerToken * PRIOR_SHARE[kind] : median(s);
+    if (s !== undefined && s.length > 0) return median(s);
+    const prior = computeMsPerToken * PRIOR_SHARE[kind];
+    const fleet = this.#fleet.get(kind);
+    return fleet !== undefined && fleet.length > 0 ? Math.min(prior, median(fleet)) : prior;
   }
 
   reading(kind: TransferKind, key: string, computeMsPerToken: number): RateReading {
     const s = this.#rates.get(key);
+    const fleet = this.#fleet.get(kind);
+    const ms = this.msPerToken(kind, key, computeMsPerToken);
+    const own = s !== undefined && s.length > 0;
+    const fromFleet = !own && fleet !== undefined && fleet.length > 0 && ms === median(fleet);
     return {
-      msPerToken: this.msPerToken(kind, key, computeMsPerToken),
-      source: s && s.length > 0 ? "learned" : "prior",
-      samples: s?.length ?? 0,
+      msPerToken: ms,
+      source: own ? "learned" : fromFleet ? "fleet" : "prior",
+      samples: own ? s.length : fromFleet ? fleet.length : 0,
     };
   }
 
   observe(key: string, msPerToken: number): void {
     if (!Number.isFinite(msPerToken) || msPerToken < 0) return;
+    const kind = kindOf(key);
+    let fleet = this.#fleet.get(kind);
+    if (fleet === undefined) this.#fleet.set(kind, (fleet = []));
+    fleet.push(msPerToken);
+    if (fleet.length > FLEET_SAMPLES) fleet.shift();
     let s = this.#rates.get(key);
     if (s === undefined) {
       if (this.#rates.size >= MAX_RATES) this.#rates.delete(this.#rates.keys().next().value!);
@@ -110,6 +134,12 @@ export class TransferRates {
     for (const k of [...this.#rates.keys()]) if (mine(k)) this.#rates.delete(k);
     for (const k of [...this.#pulls.keys()]) if (mine(k)) this.#pulls.delete(k);
   }
+}
+
+/** The kind of a key made by keyOf. */
+function kindOf(key: string): TransferKind {
+  if (key.includes(">")) return "link";
+  return key.endsWith("|disk") ? "disk" : "cpu";
 }
 
 function median(s: readonly number[]): number {

@@ -276,9 +276,10 @@ describe("the TTFT floor (ttft-floor.ts)", () => {
 });
 
 describe("the suite's cells", () => {
-  test("full: 42 cells, six per workload (N = 1, 2, 4, restarts, loads ×2 and ×0.5); quick is a subset of the same workloads", () => {
+  test("full: 42 cells, six per workload (N = 1, 2, 4, restarts, loads ×2 and ×0.5), then the 5 tier cells; quick is a subset of the same workloads", () => {
     const full = cells("full", 2000);
-    expect(full).toHaveLength(42);
+    expect(full).toHaveLength(42 + 5);
+    expect(full.slice(42).every((c) => c.workload.hostTierFactor !== undefined)).toBe(true);
     expect(full[24]!.workload.name).toBe("gen-chat, half");
     expect(full.slice(24, 30).map((c) => [c.routers, c.restarts, c.arrivalScale])).toEqual([
       [1, 0, 1],

@@ -101,6 +101,20 @@ describe("PeerKv", () => {
     expect(existsSync("/dev/shm/sy-p2p-u-1")).toBe(false);
   });
 
+  test("a peer's exports share its link: a second export at the same instant is delivered after the first", async () => {
+    const peer = side();
+    await warm(peer);
+    const signal = new AbortController().signal;
+    const a = await peer.peer.export("w-1", hashes, signal);
+    const b = await peer.peer.export("w-2", hashes, signal);
+    expect(a.blocks).toBe(6);
+    expect(a.wire_ms!).toBeGreaterThan(0);
+    expect(b.wire_ms! / a.wire_ms!).toBeCloseTo(2, 6);
+    handoffs.at(-1)!.discard("sy-p2p-w-1");
+    handoffs.at(-1)!.discard("sy-p2p-w-2");
+    expect(existsSync("/dev/shm/sy-p2p-w-2")).toBe(false);
+  });
+
   test("a peer that holds nothing: 0 blocks, no segment, not a failure", async () => {
     const peer = side();
     const puller = side(served(peer.peer));

@@ -58,7 +58,7 @@ function placeHotPrefix(
 }
 
 describe("policy registry", () => {
-  test("knows our six policies and the five peers'", () => {
+  test("knows our six policies and the peers' (llm-d in two profiles)", () => {
     expect([...POLICY_NAMES]).toEqual([
       "kv",
       "kv-blocks",
@@ -69,6 +69,7 @@ describe("policy registry", () => {
       "dynamo",
       "sglang",
       "llm-d",
+      "llm-d-p2p",
       "prodstack-prefix",
       "prodstack-session",
     ]);

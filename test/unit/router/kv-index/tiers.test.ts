@@ -110,6 +110,34 @@ describe("RadixTree tiers", () => {
     expect(scoresOf(t.findMatches(q(1, 2, 3)))).toEqual({ "1:0": 2 });
   });
 
+  test("a tier's reach counts from the GPU prefix, as the engine loads: GPU head, CPU tail, disk after", () => {
+    const t = new RadixTree();
+    // Worker 1: blocks 1-2 on GPU only, 3-4 on CPU only, 5-6 on disk only.
+    t.applyEvent(store(1, [1, 2], null));
+    // Their parents are on another medium of the same rank: found there (one hash, every medium).
+    expect(t.applyEvent(store(1, [3, 4], 2, "cpu"))).toBe("ok");
+    expect(t.applyEvent(store(1, [5, 6], 4, "disk"))).toBe("ok");
+    expect(t.applyEvent(store(2, [8], 7, "cpu"))).toBe("parent_block_not_found");
+    // Worker 2: the whole prompt on CPU only. Worker 3: GPU only.
+    t.applyEvent(store(2, [1, 2, 3, 4, 5, 6], null, "cpu"));
+    t.applyEvent(store(3, [1, 2, 3], null));
+    const s = t.findMatches(q(1, 2, 3, 4, 5, 6, 7));
+    expect(scoresOf(s)).toEqual({ "1:0": 2, "3:0": 3 });
+    expect(tiersOf(s)).toEqual({ cpu: { "1:0": 4, "2:0": 6 }, disk: { "1:0": 6 } });
+    // A block the CPU lacks ends the run: the engine computes from there.
+    t.applyEvent(remove(1, [3], "cpu"));
+    expect(tiersOf(t.findMatches(q(1, 2, 3, 4, 5, 6, 7)))).toEqual({ cpu: { "2:0": 6 } });
+  });
+
+  test("GPU blocks after a gap the lower tiers do not fill are not reachable", () => {
+    const t = new RadixTree();
+    t.applyEvent(store(1, [1, 2, 3, 4], null));
+    t.applyEvent(store(1, [1, 2], null, "cpu"));
+    t.applyEvent(remove(1, [2])); // GPU 1, 3, 4 (3-4 kept as path descendants); CPU 1-2
+    expect(scoresOf(t.findMatches(q(1, 2, 3, 4)))).toEqual({ "1:0": 1 });
+    expect(tiersOf(t.findMatches(q(1, 2, 3, 4)))).toEqual({ cpu: { "1:0": 2 } });
+  });
+
   test("a tier reference-counts repeated announcements; the GPU does not", () => {
     const t = new RadixTree();
     // Two offloaded chunks that share block 2 each announce it (vLLM offloading/events.py).
@@ -120,9 +148,11 @@ describe("RadixTree tiers", () => {
     expect(t.applyEvent(remove(1, [2], "cpu"))).toBe("ok");
     expect(tiersOf(t.findMatches(q(1, 2, 3)))).toEqual({ cpu: { "1:0": 3 } }); // still held once
     expect(t.applyEvent(remove(1, [2], "cpu"))).toBe("ok");
-    expect(tiersOf(t.findMatches(q(1, 2, 3)))).toEqual({ cpu: { "1:0": 1 } });
+    // Block 2 is gone from the CPU but still on the GPU: GPU 1-2, then CPU 3, reach 3.
+    expect(tiersOf(t.findMatches(q(1, 2, 3)))).toEqual({ cpu: { "1:0": 3 } });
     expect(t.applyEvent(remove(1, [2]))).toBe("ok"); // one GPU removal is enough
     expect(scoresOf(t.findMatches(q(1, 2, 3)))).toEqual({ "1:0": 1 });
+    expect(tiersOf(t.findMatches(q(1, 2, 3)))).toEqual({ cpu: { "1:0": 1 } });
   });
 
   test("Cleared with a medium empties that medium; without one, every medium of the rank only", () => {
@@ -215,7 +245,8 @@ describe("RadixTree chunks by reference (vLLM's offloading placeholders)", () =>
     expect(t.applyEvent(remove(1, [6], "cpu"))).toBe("ok");
     expect(tiersOf(t.findMatches(q(1, 2, 3, 4, 5, 6)))).toEqual({ cpu: { "1:0": 6 } });
     expect(t.applyEvent(remove(1, [6], "cpu"))).toBe("ok");
-    expect(tiersOf(t.findMatches(q(1, 2, 3, 4, 5, 6)))).toEqual({ cpu: { "1:0": 3 } });
+    // The GPU still holds all six, so the reach stays 6; the CPU's own blocks are 1-3.
+    expect(tiersOf(t.findMatches(q(1, 2, 3, 4, 5, 6)))).toEqual({ cpu: { "1:0": 6 } });
     expect(t.mediumSize({ workerId: 1n, dpRank: 0 }, "cpu")).toBe(3);
     expect(t.applyEvent(remove(1, [3], "cpu"))).toBe("ok");
     expect(t.mediumSize({ workerId: 1n, dpRank: 0 }, "cpu")).toBe(0);

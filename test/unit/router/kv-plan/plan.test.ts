@@ -180,8 +180,11 @@ describe("kv-plan: where the shared prefix comes from", () => {
     const rates = new TransferRates();
     for (let i = 0; i < 9; i++) rates.observe("1:0|cpu", 0.0005);
     expect(rates.msPerToken("cpu", "1:0|cpu", MS_PER_TOKEN)).toBeCloseTo(0.0005, 9);
-    expect(rates.msPerToken("cpu", "2:0|cpu", MS_PER_TOKEN)).toBeCloseTo(
-      MS_PER_TOKEN * PRIOR_SHARE.cpu,
+    // An engine whose CPU tier was not used yet takes the fleet's, being faster than the prior.
+    expect(rates.msPerToken("cpu", "2:0|cpu", MS_PER_TOKEN)).toBeCloseTo(0.0005, 9);
+    // A disk tier is another kind: its prior stands.
+    expect(rates.msPerToken("disk", "2:0|disk", MS_PER_TOKEN)).toBeCloseTo(
+      MS_PER_TOKEN * PRIOR_SHARE.disk,
       9,
     );
   });
@@ -220,5 +223,79 @@ describe("kv-plan: where the shared prefix comes from", () => {
     expect(tree.hasTiers()).toBe(true);
     tree.removeWorker(1n);
     expect(tree.hasTiers()).toBe(false);
+  });
+});
+
+/** A prompt of `n` blocks as the index names them (tokens hash = l, as kv-index's tests). */
+const locals = (n: number) => BigUint64Array.from({ length: n }, (_, i) => BigInt(i + 1));
+function stored(worker: number, from: number, to: number, medium?: KvMedium) {
+  const blocks = [];
+  for (let l = from; l <= to; l++) blocks.push({ tokensHash: BigInt(l), blockHash: BigInt(l) * 100n });
+  return storedEvent(BigInt(worker), 0n, blocks, from === 1 ? null : BigInt(from - 1) * 100n, 0, medium);
+}
+
+describe("kv-plan: the prompt priced range by range, from the index", () => {
+  test("GPU head, CPU tail on the same engine: the tail is loaded after the GPU prefix", () => {
+    const w = world();
+    const tree = new RadixTree();
+    tree.applyEvent(stored(1, 1, 40));
+    tree.applyEvent(stored(1, 41, 100, "cpu")); // offloaded, then evicted from the GPU
+    const sel = w.choose(PROMPT, tree.findMatches(locals(104)));
+    expect(sel.key).toBe(K1);
+    expect(sel.kvPlan?.kind).toBe("load");
+    expect(sel.kvPlan?.media).toEqual(["cpu"]);
+    expect(sel.kvPlan?.fromBlock).toBe(40);
+    expect(sel.kvPlan?.blocks).toBe(60);
+    expect(sel.uncachedTokens).toBe(64);
+  });
+
+  test("CPU only: the whole prefix is loaded from block 0", () => {
+    const w = world();
+    const tree = new RadixTree();
+    tree.applyEvent(stored(2, 1, 100, "cpu"));
+    const sel = w.choose(PROMPT, tree.findMatches(locals(104)));
+    expect(sel.key).toBe(K2);
+    expect(sel.kvPlan?.kind).toBe("load");
+    expect(sel.kvPlan?.fromBlock).toBe(0);
+    expect(sel.kvPlan?.blocks).toBe(100);
+  });
+
+  test("GPU head here, the rest on a busy peer's GPU: the tail is pulled from the peer", () => {
+    const w = world();
+    w.busy(K2, 8000);
+    const tree = new RadixTree();
+    tree.applyEvent(stored(1, 1, 40));
+    tree.applyEvent(stored(1, 1, 10, "cpu")); // engine 1 reports a tier: it can pull
+    tree.applyEvent(stored(2, 1, 100));
+    const sel = w.choose(PROMPT, tree.findMatches(locals(104)));
+    expect(sel.key).toBe(K1);
+    expect(sel.kvPlan?.kind).toBe("pull");
+    expect(sel.kvPlan?.fromKey).toBe(K2);
+    expect(sel.kvPlan?.fromBlock).toBe(40);
+    expect(sel.kvPlan?.blocks).toBe(60);
+  });
+});
+
+describe("transfer rates: a link not used yet takes the fleet's", () => {
+  test("its own samples first, then the fleet's median of its kind where faster, then the prior", () => {
+    const r = new TransferRates();
+    const link = (from: string, to: string) => TransferRates.keyOf("link", to, from);
+    expect(r.reading("link", link(K1, K2), 0.08)).toEqual({
+      msPerToken: 0.08 * PRIOR_SHARE.link,
+      source: "prior",
+      samples: 0,
+    });
+    for (const x of [0.001, 0.002, 0.003]) r.observe(link(K1, K2), x);
+    // (a fleet median slower than the prior would leave the prior: see the slow-link test above)
+    // Another link of the fleet, never used: the fleet's median; a tier is another kind.
+    expect(r.reading("link", link(K3, K2), 0.08)).toEqual({
+      msPerToken: 0.002,
+      source: "fleet",
+      samples: 3,
+    });
+    expect(r.msPerToken("cpu", TransferRates.keyOf("cpu", K2), 0.08)).toBe(0.08 * PRIOR_SHARE.cpu);
+    r.observe(link(K3, K2), 0.01);
+    expect(r.reading("link", link(K3, K2), 0.08).source).toBe("learned");
+    expect(r.msPerToken("link", link(K3, K2), 0.08)).toBe(0.01);
   });
 });

@@ -15,7 +15,7 @@ describe("dynamo policy", () => {
     });
     const p = createPipeline("dynamo", config);
     expect(p.costs.map((c) => `${c.term.type}x${c.weight}`)).toEqual([
-      "dynamo-kv x1".replace(" ", ""),
+      "dynamo-tiered-kvx1",
     ]);
     expect(p.inflightOverlap).toBe(false);
     expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "engine-busy"]);
