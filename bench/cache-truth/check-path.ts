@@ -9,7 +9,12 @@
  *
  * bun bench/cache-truth/check-path.ts [--answers 200000]
  */
-import { prepareBody, tappedReader, UsageTap, type TapReader } from "../../src/edge/proxy/usage-injection.ts";
+import {
+  prepareBody,
+  tappedReader,
+  UsageTap,
+  type TapReader,
+} from "../../src/edge/proxy/usage-injection.ts";
 import { CacheTruth } from "../../src/fleet/cache-truth/tracker.ts";
 import type { WorkerId } from "../../src/core/ids.ts";
 
@@ -60,7 +65,10 @@ async function drain(first: Uint8Array | undefined, r: TapReader): Promise<numbe
   }
 }
 
-const truth = new CacheTruth({ now: () => 0, log: { debug() {}, info() {}, warn() {}, error() {} } as never });
+const truth = new CacheTruth({
+  now: () => 0,
+  log: { debug() {}, info() {}, warn() {}, error() {} } as never,
+});
 const W = 42n as WorkerId;
 const facts = {
   routerTokens: 1024,

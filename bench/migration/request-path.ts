@@ -58,7 +58,12 @@ const make = (on: boolean) => {
     blockSize: 16,
     fetch: async () => sse(),
     migration: on
-      ? { maxMoves: 2, migrateAfterMs: 30_000, keepBytes: 4 << 20, memory: new KeptMemory(256 << 20) }
+      ? {
+          maxMoves: 2,
+          migrateAfterMs: 30_000,
+          keepBytes: 4 << 20,
+          memory: new KeptMemory(256 << 20),
+        }
       : undefined,
   });
   return async () => {
@@ -66,12 +71,16 @@ const make = (on: boolean) => {
       json: { model: "base", prompt, max_tokens: 16, stream: true },
     });
     const text = await r.text();
-    if (!text.endsWith("data: [DONE]\n\n")) throw new Error(`incomplete answer: ${text.slice(-80)}`);
+    if (!text.endsWith("data: [DONE]\n\n"))
+      throw new Error(`incomplete answer: ${text.slice(-80)}`);
   };
 };
 const configs = [
   { name: "migration off (--max-migrations 0)", run: make(false) },
-  { name: AA ? "migration off again (--aa: the noise floor)" : "migration on (defaults)", run: make(!AA) },
+  {
+    name: AA ? "migration off again (--aa: the noise floor)" : "migration on (defaults)",
+    run: make(!AA),
+  },
 ];
 const cpu = () => {
   const u = process.cpuUsage();

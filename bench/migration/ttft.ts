@@ -151,7 +151,17 @@ async function round(k: number): Promise<{ moved: Moved[]; fresh: number[]; fail
   try {
     const engines = await Promise.all(
       Array.from({ length: ENGINES }, () =>
-        startMain(["mocker", "--port", "0", "--block-size", "16", "--seed", "3", "--event-batch-ms", "2"]),
+        startMain([
+          "mocker",
+          "--port",
+          "0",
+          "--block-size",
+          "16",
+          "--seed",
+          "3",
+          "--event-batch-ms",
+          "2",
+        ]),
       ),
     );
     procs.push(...engines);
@@ -185,7 +195,10 @@ async function round(k: number): Promise<{ moved: Moved[]; fresh: number[]; fail
         prompt,
       );
     });
-    await until(() => streams.every((s) => s.chars >= BEFORE_KILL || s.error !== undefined), "every stream under way");
+    await until(
+      () => streams.every((s) => s.chars >= BEFORE_KILL || s.error !== undefined),
+      "every stream under way",
+    );
     const { workers } = (await (await fetch(`${url}/v1/workers`)).json()) as {
       workers: { id: string; url: string }[];
     };
@@ -251,7 +264,10 @@ while (gaps.length < MIN_MIGRATIONS && rounds < MAX_ROUNDS) {
   fresh.push(...r.fresh);
   failed += r.failed;
   console.error(
-    `round ${rounds}: ${r.moved.length} moved, gap p50 ${pct(r.moved.map((m) => m.gapMs), 50)?.toFixed(0)} ms, fresh TTFT p50 ${pct(r.fresh, 50)?.toFixed(0)} ms, ${r.failed} failed`,
+    `round ${rounds}: ${r.moved.length} moved, gap p50 ${pct(
+      r.moved.map((m) => m.gapMs),
+      50,
+    )?.toFixed(0)} ms, fresh TTFT p50 ${pct(r.fresh, 50)?.toFixed(0)} ms, ${r.failed} failed`,
   );
 }
 const load1 = loadavg()[0]!;

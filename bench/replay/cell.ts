@@ -6,12 +6,7 @@
  */
 import { loadavg } from "node:os";
 import { restartEngine, startCluster, type EngineTiming } from "./cluster.ts";
-import {
-  processCpuMs,
-  readEngineCounters,
-  summarizeWork,
-  tierHits,
-} from "./engine-counters.ts";
+import { processCpuMs, readEngineCounters, summarizeWork, tierHits } from "./engine-counters.ts";
 import { placementTtfts } from "./placement.ts";
 import { idealHitRate, simulateOffline } from "./oracle.ts";
 import { histogramSince, readHistogram, type HistogramBuckets } from "./prometheus.ts";

@@ -372,7 +372,9 @@ export async function runSuite(suite: SuiteName, o: SuiteOptions): Promise<Suite
     const rows = tierRows([results]);
     console.log(tierTable(rows));
     console.log(tierTargets(rows, [results]));
-    console.log(`suite tiers: ${results.length} cells in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    console.log(
+      `suite tiers: ${results.length} cells in ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
     return results;
   }
   // The time-based kv's targets (ttft-targets.ts, loaded here: it reads this module's workloads).

@@ -122,7 +122,9 @@ function pooledP90(cell: string, c: SuiteCell): number {
     arrivalScale: c.arrival_scale,
     prefillUsPerToken: SUITE_TIMING.prefillUsPerToken,
     prefillOverheadMs: DEFAULT_TIMING.prefillOverheadMs,
-    kvBlocks: Math.floor((c.report.kv_blocks_per_engine * c.report.block_size) / TRACE_BLOCK_TOKENS),
+    kvBlocks: Math.floor(
+      (c.report.kv_blocks_per_engine * c.report.block_size) / TRACE_BLOCK_TOKENS,
+    ),
   }).pooled.p90;
 }
 
@@ -137,7 +139,9 @@ export function tierTargets(
   for (const cell of [...new Set(rows.map((r) => r.cell))]) {
     const kv = get(cell, "kv");
     if (kv === undefined) continue;
-    const peers = rows.filter((r) => r.cell === cell && r.policy !== "kv" && r.policy !== "least-loaded");
+    const peers = rows.filter(
+      (r) => r.cell === cell && r.policy !== "kv" && r.policy !== "least-loaded",
+    );
     if (cell.includes("1/8")) {
       const worst90 = peers.reduce((m, p) => Math.min(m, p.p90), Infinity);
       const worst99 = peers.reduce((m, p) => Math.min(m, p.p99), Infinity);
@@ -194,7 +198,8 @@ export function tierTargets(
 
 if (import.meta.main) {
   const files = process.argv.slice(2);
-  if (files.length === 0) throw new Error("usage: bun bench/replay/tier-cells.ts RUN.json [RUN2.json ...]");
+  if (files.length === 0)
+    throw new Error("usage: bun bench/replay/tier-cells.ts RUN.json [RUN2.json ...]");
   const runs = files.map((p) => JSON.parse(readFileSync(p, "utf8")) as SuiteCell[]);
   const rows = tierRows(runs);
   console.log(tierTable(rows));

@@ -523,10 +523,7 @@ export const SERVE_OPTIONS = {
   // A fence is one request's word about an engine; capped like ejections so a starved router
   // or a shared network fault cannot fence the whole fleet (src/fleet/health.ts).
   maxFencedPercent: row({
-    schema: v.optional(
-      v.pipe(nonNegative("a percentage"), v.maxValue(100, "must be <= 100")),
-      50,
-    ),
+    schema: v.optional(v.pipe(nonNegative("a percentage"), v.maxValue(100, "must be <= 100")), 50),
     meta: "P",
     help: "most workers out of rotation at once that a fence (a failure before the first byte) may bring about, percent (one always may be fenced, the only worker never; health checks still take out any that are down); 100 = no cap",
     runtimes: EVERYWHERE,

@@ -138,7 +138,10 @@ export class SseWriter {
   token(text: string, index: number, last: boolean): Uint8Array {
     let close = last ? this.tokenCloseLast : this.tokenClose;
     if (this.logprobs !== undefined) {
-      close = close.replace('"logprobs":null', `"logprobs":${this.logprobs(text, index, this.sentChars)}`);
+      close = close.replace(
+        '"logprobs":null',
+        `"logprobs":${this.logprobs(text, index, this.sentChars)}`,
+      );
       this.sentChars += [...text].length;
     }
     return encoder.encode(this.tokenOpen + JSON.stringify(text) + close + this.tail(index + 1));

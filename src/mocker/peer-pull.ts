@@ -172,7 +172,11 @@ export class PeerKv {
           signal: deadline,
         });
         if (!res.ok) throw new Error(`peer ${host}:${src.port} answered ${res.status}`);
-        const ans = (await res.json()) as { segment?: unknown; blocks?: unknown; wire_ms?: unknown };
+        const ans = (await res.json()) as {
+          segment?: unknown;
+          blocks?: unknown;
+          wire_ms?: unknown;
+        };
         const blocks =
           typeof ans.blocks === "number" && Number.isInteger(ans.blocks)
             ? Math.min(ans.blocks, to - from)

@@ -111,7 +111,8 @@ function logprobsOf(b: Record<string, unknown>, kind: ApiKind): LogprobsAsk | un
     return n === undefined ? undefined : { top: n };
   }
   const on = b.logprobs;
-  if (on !== undefined && on !== null && typeof on !== "boolean") bad("logprobs", "must be a boolean");
+  if (on !== undefined && on !== null && typeof on !== "boolean")
+    bad("logprobs", "must be a boolean");
   const top = topOf(b, "top_logprobs");
   if (top !== undefined && top > 0 && on !== true)
     bad("top_logprobs", "when using `top_logprobs`, `logprobs` must be set to true");

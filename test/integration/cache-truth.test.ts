@@ -245,7 +245,9 @@ describe("cache truth: each fault is found and named", () => {
     // The healthy engine's canary passed on blocks it really checked, not on none.
     const healthy = await canaryOf(f.engines[1]!);
     expect(healthy.canary?.ok).toBe(true);
-    expect(healthy.canary?.evidence).toContain("2 blocks indexed under the router's hashes, 1024 cached tokens");
+    expect(healthy.canary?.evidence).toContain(
+      "2 blocks indexed under the router's hashes, 1024 cached tokens",
+    );
     expect(healthy.state).toBe("exact");
   });
 

@@ -143,7 +143,12 @@ describe("a client's KV-steering fields (real router and simulated engine)", () 
       },
       {
         path: "/generate",
-        body: { text: "hi", bootstrap_host: "127.0.0.1", bootstrap_port: bait.port, bootstrap_room: 7 },
+        body: {
+          text: "hi",
+          bootstrap_host: "127.0.0.1",
+          bootstrap_port: bait.port,
+          bootstrap_room: 7,
+        },
         field: "bootstrap_host",
       },
       {

@@ -60,4 +60,3 @@ export async function runPython(
   if (code !== 0) throw new Error(`python client: exit ${code}\n${await errText}`);
   return results;
 }
-

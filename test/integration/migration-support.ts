@@ -176,7 +176,11 @@ export function startSameEngines(n: number, extra: readonly string[] = []): Prom
  * 4 same-seeded engines and a router with short health checks and deadlines; the processes go
  * into `procs` (the caller stops them).
  */
-export async function cluster(procs: Proc[], extra: readonly string[] = [], adminHeaders: Record<string, string> = {}) {
+export async function cluster(
+  procs: Proc[],
+  extra: readonly string[] = [],
+  adminHeaders: Record<string, string> = {},
+) {
   const engines = await startSameEngines(4);
   procs.push(...engines);
   const router = await startRouter(engines, 0, [
@@ -243,7 +247,6 @@ export async function busiest(
   const u = ws.find((w) => w.id === id)!.url;
   return { proc: engines.find((e) => urlOf(e) === u)!, on };
 }
-
 
 /** The whole request's logprobs, asked of one engine directly, not streamed. */
 export async function wholeLogprobs(engineUrl: string, kind: Kind, body: Record<string, unknown>) {

@@ -102,9 +102,9 @@ describe("an admin drains one worker", () => {
     expect(a.dones).toBe(1);
     expect(a.text).toBe(ref.text);
     expect(a.usage?.completion_tokens).toBe(150);
-    expect(a.notes.some((n) => n.includes(`from worker ${on} to worker ${other} (planned move`))).toBe(
-      true,
-    );
+    expect(
+      a.notes.some((n) => n.includes(`from worker ${on} to worker ${other} (planned move`)),
+    ).toBe(true);
     expect(await metric(url, "switchyard_worker_ejections_total", `{worker="${on}"}`)).toBe(0);
 
     const u = await drain(url, on, "DELETE");

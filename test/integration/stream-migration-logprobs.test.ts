@@ -68,7 +68,11 @@ describe("logprobs across a migration", () => {
       "every stream to be under way",
       20_000,
     );
-    const movedBefore = await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}');
+    const movedBefore = await metric(
+      url,
+      "switchyard_stream_migrations_total",
+      '{outcome="moved"}',
+    );
     const victim = await busiest(url, engines, streams);
     victim.proc.proc.kill("SIGKILL");
     await Promise.all(streams.map((s) => s.live.done));

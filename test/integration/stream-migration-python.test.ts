@@ -48,10 +48,18 @@ describe("the official Python openai client across a migration", () => {
           model: "switchyard-sim",
         };
         // Half of them ask for logprobs: the client assembles them across the move too.
-        if (i >= 4) Object.assign(body, kind === "chat" ? { logprobs: true, top_logprobs: 2 } : { logprobs: 2 });
+        if (i >= 4)
+          Object.assign(
+            body,
+            kind === "chat" ? { logprobs: true, top_logprobs: 2 } : { logprobs: 2 },
+          );
         return { kind, body };
       });
-      const movedBefore = await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}');
+      const movedBefore = await metric(
+        url,
+        "switchyard_stream_migrations_total",
+        '{outcome="moved"}',
+      );
       let victim: Proc | undefined;
       let on = 0;
       const results = await runPython(python, `${url}/v1`, requests, dir, async (workers) => {
@@ -66,9 +74,12 @@ describe("the official Python openai client across a migration", () => {
       });
       expect(victim).toBeDefined();
       const moved =
-        (await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}')) - movedBefore;
+        (await metric(url, "switchyard_stream_migrations_total", '{outcome="moved"}')) -
+        movedBefore;
       expect(moved).toBeGreaterThanOrEqual(on);
-      console.log(`migration, python openai: ${requests.length} streams, ${on} on the killed engine`);
+      console.log(
+        `migration, python openai: ${requests.length} streams, ${on} on the killed engine`,
+      );
       const survivor = engines.find((e) => e !== victim)!;
       const refs = await Promise.all(
         requests.map((r) => reference(urlOf(survivor), r.kind, r.body)),

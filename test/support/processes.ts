@@ -129,7 +129,8 @@ export async function startCommand(
 }
 
 /** A router's cache-check state change, as its log writes it (src/fleet/cache-truth/tracker.ts). */
-const TRUTH_TRANSITION = /cache truth: worker \S+ dp rank \d+ (exact|degraded|blind) -> (exact|degraded|blind)[^\n]*/g;
+const TRUTH_TRANSITION =
+  /cache truth: worker \S+ dp rank \d+ (exact|degraded|blind) -> (exact|degraded|blind)[^\n]*/g;
 
 /**
  * With SWITCHYARD_TEST_TRUTH_LOG=FILE, every stopped process's cache-check transitions are appended

@@ -55,7 +55,6 @@ export class DeadlineMissedError extends Error {
   }
 }
 
-
 /**
  * The client took no byte of the answer for the stream-idle deadline (its socket stayed full):
  * its connection is cut, so a client that stops reading cannot hold the engine's answer.

@@ -39,7 +39,10 @@ const ADMIN_DRAIN = "draining: admin";
 
 function drainOf(admin: AdminDeps): WorkerDrain {
   if (admin.drain === undefined)
-    throw new RouterError("invalid_request", "this router cannot drain workers (no health checker)");
+    throw new RouterError(
+      "invalid_request",
+      "this router cannot drain workers (no health checker)",
+    );
   return admin.drain;
 }
 

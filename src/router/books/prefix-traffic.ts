@@ -241,7 +241,8 @@ export class PrefixTraffic {
   #sharePerPrefix(now: number): number {
     const n = Math.min(this.#decisions, DECISIONS_KEPT);
     if (n < 2) return 0;
-    const oldest = this.#decidedAt[this.#decisions < DECISIONS_KEPT ? 0 : this.#decisions % DECISIONS_KEPT]!;
+    const oldest =
+      this.#decidedAt[this.#decisions < DECISIONS_KEPT ? 0 : this.#decisions % DECISIONS_KEPT]!;
     let prefixes = 0;
     for (const p of this.#pending.values()) for (const at of p) if (at >= oldest) prefixes++;
     if (prefixes === 0) return 0;

@@ -77,7 +77,11 @@ describe("the tiers suite", () => {
     expect(fan.workload.measured?.(fan.workload.trace()[0]!)).toBe(false);
     // The quick suite is unchanged by them; the full one ends with them.
     expect(cells("quick", 50).some((x) => x.workload.hostTierFactor !== undefined)).toBe(false);
-    expect(cells("full", 50).slice(-5).map((x) => x.workload.name)).toEqual(cs.map((x) => x.workload.name));
+    expect(
+      cells("full", 50)
+        .slice(-5)
+        .map((x) => x.workload.name),
+    ).toEqual(cs.map((x) => x.workload.name));
   });
 
   test("the table takes each figure's median over runs", () => {

@@ -195,6 +195,8 @@ describe("a health check the router's own stall timed out", () => {
   test("the loop running: the same hang makes the worker unhealthy, the reason naming the timeout", async () => {
     const { registry, health } = checker(false);
     expect(await health.check(1n)).toBe(false);
-    expect(registry.get(1n)!.reason).toBe("health check failed: health check timed out after 0.04 s");
+    expect(registry.get(1n)!.reason).toBe(
+      "health check failed: health check timed out after 0.04 s",
+    );
   });
 });

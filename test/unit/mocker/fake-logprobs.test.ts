@@ -12,7 +12,9 @@ const tokens = (offset: number, from: number, n: number) =>
 
 describe("fake logprobs", () => {
   test("completions: parallel lists, max(N, 1) alternatives, the sampled token first; a continuation writes the whole's tail", () => {
-    const whole = JSON.parse(logprobsJson("completions", 3, { top: 3 }, 40, 0, tokens(40, 0, 6), 0));
+    const whole = JSON.parse(
+      logprobsJson("completions", 3, { top: 3 }, 40, 0, tokens(40, 0, 6), 0),
+    );
     expect(whole.text_offset).toEqual([0, 1, 2, 3, 4, 5]);
     expect(whole.tokens).toEqual(tokens(40, 0, 6));
     expect(whole.top_logprobs.map((m: object) => Object.keys(m).length)).toEqual(Array(6).fill(3));
@@ -24,7 +26,9 @@ describe("fake logprobs", () => {
     expect(tail.top_logprobs).toEqual(whole.top_logprobs.slice(2));
     expect(tail.text_offset).toEqual([2, 3, 4, 5]);
     // Another engine seed: other logprobs.
-    const other = JSON.parse(logprobsJson("completions", 4, { top: 3 }, 40, 0, tokens(40, 0, 6), 0));
+    const other = JSON.parse(
+      logprobsJson("completions", 4, { top: 3 }, 40, 0, tokens(40, 0, 6), 0),
+    );
     expect(other.token_logprobs).not.toEqual(whole.token_logprobs);
     const none = JSON.parse(logprobsJson("completions", 3, { top: 0 }, 40, 0, tokens(40, 0, 1), 0));
     expect(Object.keys(none.top_logprobs[0])).toEqual([none.tokens[0]]);
@@ -37,6 +41,8 @@ describe("fake logprobs", () => {
     expect(lp.content[0].bytes).toEqual([...new TextEncoder().encode(fakeToken(7, 0))]);
     expect(lp.content[0].top_logprobs).toHaveLength(2);
     expect(lp.content[0].top_logprobs[0].logprob).toBe(lp.content[0].logprob);
-    expect(JSON.parse(logprobsJson("chat", 3, { top: 0 }, 7, 0, ["a"], 0)).content[0].top_logprobs).toEqual([]);
+    expect(
+      JSON.parse(logprobsJson("chat", 3, { top: 0 }, 7, 0, ["a"], 0)).content[0].top_logprobs,
+    ).toEqual([]);
   });
 });

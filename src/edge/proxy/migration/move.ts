@@ -139,7 +139,8 @@ class Host implements MoveHost {
     const onDrain = (reason: string) => {
       timer = setTimeout(() => {
         timer = undefined;
-        if (registry.get(s.workerId)?.healthy === true) offDrain = registry.onDraining(s.workerId, onDrain);
+        if (registry.get(s.workerId)?.healthy === true)
+          offDrain = registry.onDraining(s.workerId, onDrain);
         else onDown(reason, true);
       }, after);
     };

@@ -161,6 +161,10 @@ export function textOf(c: ChoiceSent): string {
 function logprobEntries(lp: unknown): number | undefined {
   if (lp === null || typeof lp !== "object") return undefined;
   const l = lp as { tokens?: unknown; content?: unknown };
-  const list = Array.isArray(l.tokens) ? l.tokens : Array.isArray(l.content) ? l.content : undefined;
+  const list = Array.isArray(l.tokens)
+    ? l.tokens
+    : Array.isArray(l.content)
+      ? l.content
+      : undefined;
   return list !== undefined && list.length > 0 ? list.length : undefined;
 }

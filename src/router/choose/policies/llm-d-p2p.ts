@@ -33,7 +33,10 @@ export function tieredMatch(
   const o = ctx.request.overlaps;
   const gpu = o.scores.get(c.key) ?? 0;
   const cpu = Math.max(gpu, o.tierScores?.get("cpu")?.get(c.key) ?? 0);
-  return { blocks: cpu, weighted: gpu * LLMD_TIER_WEIGHTS.gpu + (cpu - gpu) * LLMD_TIER_WEIGHTS.cpu };
+  return {
+    blocks: cpu,
+    weighted: gpu * LLMD_TIER_WEIGHTS.gpu + (cpu - gpu) * LLMD_TIER_WEIGHTS.cpu,
+  };
 }
 
 export function llmdP2pPicker(minDelta = LLMD_MIN_CACHED_TOKEN_DELTA): Picker {

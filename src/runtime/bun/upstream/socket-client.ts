@@ -235,11 +235,7 @@ export class SocketHttpClient {
           if (v.kind === "wait") timer = setTimeout(judge, v.ms);
           else
             reject(
-              new DeadlineMissedError(
-                "connect",
-                limit,
-                v.kind === "excused" ? v.lagMs : undefined,
-              ),
+              new DeadlineMissedError("connect", limit, v.kind === "excused" ? v.lagMs : undefined),
             );
         };
         timer = setTimeout(judge, limit);

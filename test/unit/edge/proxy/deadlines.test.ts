@@ -108,8 +108,15 @@ describe("deadlines and cancellation on the upstream path", () => {
     expect(fenced).toEqual([]);
     expect(reports.filter(([, f]) => f !== undefined)).toEqual([]);
     expect(h.metrics.deadlinesExcused.get(["connect"])).toBe(1);
-    expect(h.metrics.deadlineMisses.get(["11", "connect"]) + h.metrics.deadlineMisses.get(["22", "connect"])).toBe(0);
-    expect(warnings.some((w) => w.includes("not fenced") && w.includes("event loop was held for 14200 ms"))).toBe(true);
+    expect(
+      h.metrics.deadlineMisses.get(["11", "connect"]) +
+        h.metrics.deadlineMisses.get(["22", "connect"]),
+    ).toBe(0);
+    expect(
+      warnings.some(
+        (w) => w.includes("not fenced") && w.includes("event loop was held for 14200 ms"),
+      ),
+    ).toBe(true);
     expect(h.activeLoad()).toBe(0);
   });
 

@@ -105,7 +105,9 @@ for (const direct of [false, true]) {
       });
       const text = direct ? await (await serveDirect(out)).text() : await new Response(out).text();
       expect(text.startsWith('data: {"t":0}\n\n')).toBe(true);
-      expect(text).toContain('"type": "InternalServerError", "param": null, "code": 500}}\n\ndata: [DONE]\n\n');
+      expect(text).toContain(
+        '"type": "InternalServerError", "param": null, "code": 500}}\n\ndata: [DONE]\n\n',
+      );
       expect(text.endsWith("\n\n")).toBe(true);
       expect(reader.cancels).toBe(1);
       expect(ends).toEqual(["timeout"]);

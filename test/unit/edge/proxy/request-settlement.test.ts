@@ -16,7 +16,11 @@ import { until } from "../../../support/processes.ts";
 
 const enc = new TextEncoder();
 const log = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger;
-const sinks = { outcomes: { fence: () => undefined, report() {} }, metrics: new RouterMetrics(), log };
+const sinks = {
+  outcomes: { fence: () => undefined, report() {} },
+  metrics: new RouterMetrics(),
+  log,
+};
 
 function decision(id: bigint): RouteDecision {
   const lease = { free() {}, prefillDone() {}, firstToken() {}, outputTokens() {} };

@@ -43,9 +43,12 @@ function setup(statusOf: (n: number) => number, retry?: RetryPolicy, workers = [
   const deps: ForwardDeps = {
     routing: h.deps.router.routing,
     registry: h.registry,
-    outcomes: { fence: (id) => {
+    outcomes: {
+      fence: (id) => {
         fenced.push(id);
-      }, report: (id, f) => reports.push([id, f]) },
+      },
+      report: (id, f) => reports.push([id, f]),
+    },
     observe: { metrics: h.metrics, log: silentLogger },
     upstream: { call: upstream, fetch: h.deps.upstream.fetch, maxRetries: 2, retry },
   };

@@ -56,9 +56,9 @@ describe("checkAnswer", () => {
       checkAnswer({ ...base, cachedTokens: 0, indexBlocksNow: () => 4, evictedMeanwhile: true })
         .verdict,
     ).toBe("agree");
-    expect(checkAnswer({ ...base, cachedTokens: 0, indexBlocksNow: () => 4 }, true, true).verdict).toBe(
-      "agree",
-    );
+    expect(
+      checkAnswer({ ...base, cachedTokens: 0, indexBlocksNow: () => 4 }, true, true).verdict,
+    ).toBe("agree");
     // Removals explain less served, never more.
     expect(checkAnswer({ ...base, cachedTokens: 96, evictedMeanwhile: true }).verdict).toBe(
       "unexpected_hits",

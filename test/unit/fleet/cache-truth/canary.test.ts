@@ -46,7 +46,9 @@ function deps(o: {
       if (first && evicted) removals++;
       // As vLLM: whole blocks only, and a prompt cached whole recomputes its last token.
       const cached =
-        first || evicted || o.reportsNoHits === true ? 0 : Math.floor((prompt.length - 1) / engineBs) * engineBs;
+        first || evicted || o.reportsNoHits === true
+          ? 0
+          : Math.floor((prompt.length - 1) / engineBs) * engineBs;
       return { promptTokens: o.promptTokens ?? prompt.length, cachedTokens: cached };
     },
     indexedBlocks: (tokens: Uint32Array) =>

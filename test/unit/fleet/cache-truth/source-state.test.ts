@@ -95,7 +95,8 @@ describe("SourceTruth", () => {
       cause: "events_missing",
     });
     // A whole window of unexplained hits later, the cause stays.
-    for (let i = 0; i < 25; i++) expect(s.observe(unexpected, talking(30 + i), 30 + i)).toBeUndefined();
+    for (let i = 0; i < 25; i++)
+      expect(s.observe(unexpected, talking(30 + i), 30 + i)).toBeUndefined();
     expect(s.state).toBe("blind");
     expect(s.cause).toBe("events_missing");
   });

@@ -22,7 +22,10 @@ const missed = (removalsAtRoute: number | undefined): AnswerInput => ({
 describe("CacheTruth", () => {
   test("removal events from a rank between routing and the answer's end excuse a shallower hit there, and only there", () => {
     const warned: string[] = [];
-    const t = new CacheTruth({ now: () => 1000, log: { ...quiet, warn: (m: string) => warned.push(m) } as never });
+    const t = new CacheTruth({
+      now: () => 1000,
+      log: { ...quiet, warn: (m: string) => warned.push(m) } as never,
+    });
     t.eventsApplied([storedEvent(W, 1n, [])]);
     expect(t.removalsSeen(W, 0)).toBe(0);
     // Each answer was routed before an eviction on its rank: no evidence against the index.

@@ -67,12 +67,21 @@ describe("PrefixTraffic: the group traffic each rank draws", () => {
       for (let ms = every; ms <= until; ms += every) events.push([ms, key, rank]);
     events.sort((a, b) => a[0] - b[0]);
     for (const [, rank] of groups) t.startedPrefix(rank, 0);
-    for (const [ms, key, rank] of events) t.arrive(key, ms, rank, t.knows(key) ? undefined : [rank]);
+    for (const [ms, key, rank] of events)
+      t.arrive(key, ms, rank, t.knows(key) ? undefined : [rank]);
   }
 
   test("a rank reads the sum of its groups' rates; a group with two homes counts half on each", () => {
     const t = new PrefixTraffic();
-    run(t, [[1n, r(1), 100], [2n, r(1), 100], [3n, r(2), 100]], 2000);
+    run(
+      t,
+      [
+        [1n, r(1), 100],
+        [2n, r(1), 100],
+        [3n, r(2), 100],
+      ],
+      2000,
+    );
     expect(t.hostedPerMs(r(1), 2000)).toBeCloseTo(2 / 100, 3);
     expect(t.hostedPerMs(r(2), 2000)).toBeCloseTo(1 / 100, 3);
     // A sibling of group 3 is computed on rank 3 too: the group's rate is shared by its homes.
@@ -85,7 +94,17 @@ describe("PrefixTraffic: the group traffic each rank draws", () => {
   test("a group whose siblings arrive fast weighs more than one whose siblings come slowly, once its rate shows", () => {
     const t = new PrefixTraffic();
     // Rank 1: one group every 20 ms; rank 2: one every 400 ms; rank 3: three typical ones, every 100 ms.
-    run(t, [[1n, r(1), 20], [2n, r(2), 400], [3n, r(3), 100], [4n, r(3), 100], [5n, r(3), 100]], 4000);
+    run(
+      t,
+      [
+        [1n, r(1), 20],
+        [2n, r(2), 400],
+        [3n, r(3), 100],
+        [4n, r(3), 100],
+        [5n, r(3), 100],
+      ],
+      4000,
+    );
     const fast = t.hostedPerMs(r(1), 4000);
     const slow = t.hostedPerMs(r(2), 4000);
     expect(fast).toBeGreaterThan(0.04);
@@ -95,7 +114,14 @@ describe("PrefixTraffic: the group traffic each rank draws", () => {
 
   test("a new prefix counts at the typical group's rate where it was booked until a sibling names it, and not after PENDING_GAPS typical gaps without one", () => {
     const t = new PrefixTraffic();
-    run(t, [[1n, r(1), 100], [2n, r(1), 100]], 2000); // typical: about 1/100 per ms
+    run(
+      t,
+      [
+        [1n, r(1), 100],
+        [2n, r(1), 100],
+      ],
+      2000,
+    ); // typical: about 1/100 per ms
     t.startedPrefix(r(2), 2000);
     const one = t.hostedPerMs(r(2), 2000);
     expect(one).toBeCloseTo(1 / 100, 2);
@@ -124,7 +150,14 @@ describe("PrefixTraffic: the group traffic each rank draws", () => {
 
   test("forgetRank: a worker that left is no group's home and has nothing pending", () => {
     const t = new PrefixTraffic();
-    run(t, [[1n, r(1), 100], [2n, r(3), 100]], 2000);
+    run(
+      t,
+      [
+        [1n, r(1), 100],
+        [2n, r(3), 100],
+      ],
+      2000,
+    );
     t.arrive(1n, 2000, r(2));
     t.forgetRank(r(1));
     expect(t.hostedPerMs(r(1), 2000)).toBe(0);

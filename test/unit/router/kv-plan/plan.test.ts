@@ -230,8 +230,16 @@ describe("kv-plan: where the shared prefix comes from", () => {
 const locals = (n: number) => BigUint64Array.from({ length: n }, (_, i) => BigInt(i + 1));
 function stored(worker: number, from: number, to: number, medium?: KvMedium) {
   const blocks = [];
-  for (let l = from; l <= to; l++) blocks.push({ tokensHash: BigInt(l), blockHash: BigInt(l) * 100n });
-  return storedEvent(BigInt(worker), 0n, blocks, from === 1 ? null : BigInt(from - 1) * 100n, 0, medium);
+  for (let l = from; l <= to; l++)
+    blocks.push({ tokensHash: BigInt(l), blockHash: BigInt(l) * 100n });
+  return storedEvent(
+    BigInt(worker),
+    0n,
+    blocks,
+    from === 1 ? null : BigInt(from - 1) * 100n,
+    0,
+    medium,
+  );
 }
 
 describe("kv-plan: the prompt priced range by range, from the index", () => {

@@ -14,9 +14,7 @@ describe("dynamo policy", () => {
       prefillWaitFactor: 2,
     });
     const p = createPipeline("dynamo", config);
-    expect(p.costs.map((c) => `${c.term.type}x${c.weight}`)).toEqual([
-      "dynamo-tiered-kvx1",
-    ]);
+    expect(p.costs.map((c) => `${c.term.type}x${c.weight}`)).toEqual(["dynamo-tiered-kvx1"]);
     expect(p.inflightOverlap).toBe(false);
     expect(p.filters.map((f) => f.type)).toEqual(["allowed-worker-ids", "healthy", "engine-busy"]);
   });

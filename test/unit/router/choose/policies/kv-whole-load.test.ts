@@ -359,7 +359,12 @@ describe("kv sees the whole load: a sibling while its group's first prompt is st
     if (counted) {
       w.ttft.traffic.startedPrefix(w.keys[1]!, now - 3000);
       for (let t = now - 2900; t < now; t += 100)
-        w.ttft.traffic.arrive(1n, t, w.keys[1]!, w.ttft.traffic.knows(1n) ? undefined : [w.keys[1]!]);
+        w.ttft.traffic.arrive(
+          1n,
+          t,
+          w.keys[1]!,
+          w.ttft.traffic.knows(1n) ? undefined : [w.keys[1]!],
+        );
     }
     w.clock.now = now;
     // Engine 2 is the coldest cache, so the new group goes to engine 1.

@@ -35,7 +35,11 @@ function overlaps(
   };
 }
 const ctxOf = (o: OverlapScores, blocks = 20) =>
-  context({ blockSize: BS, rng: seededRng(3), request: request({ isl: blocks * BS, overlaps: o }) });
+  context({
+    blockSize: BS,
+    rng: seededRng(3),
+    request: request({ isl: blocks * BS, overlaps: o }),
+  });
 
 describe("dynamo: fixed tier credits", () => {
   test("the weights are Dynamo's defaults", () => {
