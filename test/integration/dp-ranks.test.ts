@@ -175,4 +175,24 @@ describe("a two-rank vLLM engine over ZMQ", () => {
       expect(rankSeen.get(tokensOf(r)[0]!)).toBe(String(r));
     }
   });
+
+  test("the registration canary on each rank: the stand-in's answers carry no usage, so it proves nothing and no rank leaves exact", async () => {
+    type Rank = { dp_rank: number; state: string; canary: { ok: boolean; evidence: string } | null };
+    const ranks = await until(
+      async () => {
+        const { workers } = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as {
+          workers: { cache_truth?: Rank[] }[];
+        };
+        const view = workers[0]?.cache_truth ?? [];
+        return view.length === RANKS && view.every((r) => r.canary !== null) ? view : null;
+      },
+      "a canary result on every rank",
+      15_000,
+    );
+    for (const r of ranks) {
+      expect(r.state).toBe("exact");
+      expect(r.canary!.ok).toBe(true);
+      expect(r.canary!.evidence).toContain("inconclusive: the engine's answer carries no usage");
+    }
+  });
 });

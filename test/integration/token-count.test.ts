@@ -17,7 +17,6 @@ let router: Proc | undefined;
 let url = "";
 
 beforeAll(async () => {
-  engine = await startMain(["mocker", "--port", "0", "--block-size", "16", "--speedup", "20"]);
   router = await startMain([
     "serve",
     "--port",
@@ -30,21 +29,43 @@ beforeAll(async () => {
     "json",
     "--health-interval",
     "30",
-    "--worker",
-    String(engine.info.url),
   ]);
   url = String(router.info.url);
+  // The engine pushes its KV events to the router, as a kv-routed engine must: one that publishes
+  // none is routed blind, and the registration canary rightly says so (no_events).
+  engine = await startMain([
+    "mocker",
+    "--port",
+    "0",
+    "--block-size",
+    "16",
+    "--speedup",
+    "20",
+    "--router-url",
+    url,
+    "--event-batch-ms",
+    "2",
+  ]);
+  const reg = await fetch(`${url}/v1/workers`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ url: String(engine.info.url) }),
+  });
+  expect(reg.status).toBe(201);
   // The canary (a known prompt sent twice at registration) makes tokens on the engine too: done before the counts start.
-  await until(
+  const canary = await until(
     async () => {
       const { workers } = (await (await fetch(`${url}/v1/workers`)).json()) as {
-        workers: { cache_truth?: { canary: unknown }[] }[];
+        workers: { cache_truth?: { state: string; canary: { ok: boolean } | null }[] }[];
       };
-      return workers.length === 1 && (workers[0]!.cache_truth ?? []).some((r) => r.canary !== null);
+      const rank = workers.length === 1 ? workers[0]!.cache_truth?.[0] : undefined;
+      return rank?.canary != null ? rank : null;
     },
     "the registration canary to finish",
     10_000,
   );
+  // An engine whose events reach the router passes it: no false alarm from this fleet.
+  expect(canary).toMatchObject({ state: "exact", canary: { ok: true } });
 });
 
 afterAll(async () => {

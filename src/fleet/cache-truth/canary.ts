@@ -7,6 +7,16 @@
  * checks the block size, the hash algorithm and seed, the LoRA salt (with an adapter) and that the
  * events reach this router. Each run's prompt starts with a fresh nonce, so it is never cached yet.
  * Runtime-free: the engine call, the index, the clock and the sleep come in.
+ *
+ * What the engine does not say is no evidence. vLLM always answers a completion with `usage`, but
+ * writes `usage.prompt_tokens_details` only with `--enable-prompt-tokens-details` and a count that is
+ * not 0 (`UsageInfo.prompt_tokens_details: PromptTokenUsageInfo | None = None` in
+ * vllm/entrypoints/openai/engine/protocol.py at d7e5252; `if self.enable_prompt_tokens_details and
+ * last_final_res and last_final_res.num_cached_tokens` in
+ * vllm/entrypoints/openai/completion/serving.py at cc139d8). So a missing `cached_tokens` is 0 only
+ * from a source that has reported cached tokens before; otherwise the cached tokens are not judged
+ * and the events still are. An answer with no `usage` at all does not even say the engine ran the
+ * prompt, so missing events prove nothing either: the canary is inconclusive and changes no state.
  */
 import type { DpRank, WorkerId } from "../../core/ids.ts";
 import { expectedCachedTokens } from "./answer-check.ts";
@@ -76,6 +86,8 @@ export interface CanaryDeps {
   readonly restoring?: (workerId: WorkerId, dpRank: DpRank) => boolean;
   /** Removal events (removed, cleared) heard from the rank so far: it evicted. */
   readonly removalsSeen: (workerId: WorkerId, dpRank: DpRank) => number;
+  /** The rank has reported cached tokens in an answer before: a missing count is then 0. Undefined: never. */
+  readonly speaksCached?: (workerId: WorkerId, dpRank: DpRank) => boolean;
   readonly sleep: (ms: number) => Promise<void>;
   readonly now: () => number;
   readonly random: () => number;
@@ -144,6 +156,14 @@ export async function runCanary(d: CanaryDeps, t: CanaryTarget): Promise<CanaryR
   };
 }
 
+/** An engine whose answers carry no usage: nothing says it ran the prompt (no state changes). */
+const NO_USAGE: CanaryResult = {
+  ok: true,
+  inconclusive: true,
+  evidence:
+    "inconclusive: the engine's answer carries no usage, so nothing says it ran the prompt; neither its events nor its cached tokens can be judged",
+};
+
 async function canaryOnce(d: CanaryDeps, t: CanaryTarget): Promise<CanaryResult> {
   const length = canaryTokens(d.blockSize);
   const prompt = canaryPrompt(Math.floor(d.random() * 1e9), length);
@@ -151,7 +171,8 @@ async function canaryOnce(d: CanaryDeps, t: CanaryTarget): Promise<CanaryResult>
   const full = Math.floor(length / d.blockSize);
   const before = d.eventsSeen(t.workerId, t.dpRank);
   const first = await d.complete(t.url, t.dpRank, prompt, t.model);
-  if (first !== undefined && first.promptTokens !== length) {
+  if (first === undefined) return NO_USAGE;
+  if (first.promptTokens !== length) {
     return {
       ok: false,
       cause: "template_or_tokenizer",
@@ -166,11 +187,13 @@ async function canaryOnce(d: CanaryDeps, t: CanaryTarget): Promise<CanaryResult>
   }
   const heard = d.eventsSeen(t.workerId, t.dpRank) - before;
   const second = await d.complete(t.url, t.dpRank, prompt, t.model);
+  if (second === undefined) return NO_USAGE;
   const expected = expectedCachedTokens(full, length, d.blockSize);
-  const cached = second?.cachedTokens ?? 0;
-  if (second === undefined)
-    return { ok: false, cause: "cached_tokens", evidence: "the engine's answer carries no usage" };
-  if (cached !== expected) {
+  // The first send's count is 0 (a fresh prompt): an engine that writes it shows it reports them.
+  const speaks =
+    first.cachedTokens !== undefined || d.speaksCached?.(t.workerId, t.dpRank) === true;
+  const cached = second.cachedTokens ?? (speaks ? 0 : undefined);
+  if (cached !== undefined && cached !== expected) {
     const other = BLOCK_SIZES.find(
       (b) =>
         b !== d.blockSize &&
@@ -198,6 +221,11 @@ async function canaryOnce(d: CanaryDeps, t: CanaryTarget): Promise<CanaryResult>
       evidence: `${heard} events came after the first send, but the index holds ${indexed} of its ${full} blocks under the router's hashes${t.loraName !== undefined ? ` (adapter ${t.loraName}: its salt is not the router's)` : ""}`,
     };
   }
+  if (cached === undefined)
+    return {
+      ok: true,
+      evidence: `${full} blocks indexed under the router's hashes; cached tokens not checked: the answer has no prompt_tokens_details.cached_tokens (vLLM writes it only with --enable-prompt-tokens-details, and not when it is 0)${t.loraName !== undefined ? ` (adapter ${t.loraName})` : ""}`,
+    };
   if (cached !== expected)
     return {
       ok: false,

@@ -177,6 +177,11 @@ export class CacheTruth {
     return this.#find(workerId, dpRank)?.removals ?? 0;
   }
 
+  /** The rank has reported cached tokens in an answer (its missing count then means 0). */
+  speaksCached(workerId: WorkerId, dpRank: DpRank): boolean {
+    return this.#find(workerId, dpRank)?.speaksCached === true;
+  }
+
   /** Live events heard from the rank since it was first seen. */
   eventsSeen(workerId: WorkerId, dpRank: DpRank): number {
     return this.#find(workerId, dpRank)?.eventsSeen ?? 0;

@@ -179,6 +179,7 @@ export function canaries(
         .scores.get(workerKey(id, dpRank)) ?? 0,
     eventsSeen: (id: WorkerId, dpRank: DpRank) => w.truth.eventsSeen(id, dpRank),
     removalsSeen: (id: WorkerId, dpRank: DpRank) => w.truth.removalsSeen(id, dpRank),
+    speaksCached: (id: WorkerId, dpRank: DpRank) => w.truth.speaksCached(id, dpRank),
     restoring: (id: WorkerId, dpRank: DpRank) =>
       w.router.recovery?.isRecovering(id, dpRank) === true,
     sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)),

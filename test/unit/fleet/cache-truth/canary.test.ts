@@ -19,6 +19,12 @@ function deps(o: {
   /** The engine reports no cached tokens, evicting nothing (its count is false). */
   reportsNoHits?: boolean;
   promptTokens?: number;
+  /** The engine's answers carry no usage at all (not vLLM's or SGLang's contract). */
+  noUsage?: boolean;
+  /** Cached tokens left out of the usage: always (vLLM without --enable-prompt-tokens-details), or when 0 (vLLM with it). */
+  omitsCached?: "always" | "zero";
+  /** The tracker has seen this rank report cached tokens in an answer before. */
+  speaksCached?: boolean;
 }): CanaryDeps & { sends: number; prompts: number[] } {
   let t = 0;
   let sends = 0;
@@ -37,7 +43,7 @@ function deps(o: {
       _url: string,
       _rank: number,
       prompt: readonly number[],
-    ): Promise<CanaryUsage> => {
+    ): Promise<CanaryUsage | undefined> => {
       sends++;
       prompts.push(prompt.length);
       const first = sends % 2 === 1;
@@ -49,12 +55,18 @@ function deps(o: {
         first || evicted || o.reportsNoHits === true
           ? 0
           : Math.floor((prompt.length - 1) / engineBs) * engineBs;
-      return { promptTokens: o.promptTokens ?? prompt.length, cachedTokens: cached };
+      if (o.noUsage === true) return undefined;
+      const omitted = o.omitsCached === "always" || (o.omitsCached === "zero" && cached === 0);
+      return {
+        promptTokens: o.promptTokens ?? prompt.length,
+        cachedTokens: omitted ? undefined : cached,
+      };
     },
     indexedBlocks: (tokens: Uint32Array) =>
       sends === 0 ? 0 : (o.indexed ?? Math.floor(tokens.length / routerBs)),
     eventsSeen: () => events,
     removalsSeen: () => removals,
+    speaksCached: () => o.speaksCached === true,
     restoring: () => t < (o.restoringUntil ?? 0),
     sleep: async (ms: number) => {
       t += ms;
@@ -137,6 +149,43 @@ describe("the canary", () => {
     const r = await runCanary(stuck, target);
     expect(r).toMatchObject({ ok: true, inconclusive: true });
     expect(stuck.sends).toBe(0);
+  });
+  test("an answer with no usage at all: inconclusive at the first send, whatever the events (nothing says the engine ran the prompt)", async () => {
+    const d = deps({ noUsage: true, indexed: 0, events: 0 });
+    const r = await runCanary(d, target);
+    expect(r).toMatchObject({ ok: true, inconclusive: true });
+    expect(r.evidence).toContain("carries no usage");
+    expect(d.sends).toBe(1);
+  });
+  test("no cached_tokens in the usage (vLLM without --enable-prompt-tokens-details): no evidence, the events still judged", async () => {
+    // A true engine that never writes the count: passes on its events, the count not judged as 0.
+    const quiet = await runCanary(deps({ omitsCached: "always" }), target);
+    expect(quiet).toMatchObject({ ok: true });
+    expect(quiet.inconclusive).toBeUndefined();
+    expect(quiet.evidence).toContain("cached tokens not checked");
+    // Its events are still checked: none at all, or under other hashes.
+    expect(
+      await runCanary(deps({ omitsCached: "always", indexed: 0, events: 0 }), target),
+    ).toMatchObject({ ok: false, cause: "no_events" });
+    expect(await runCanary(deps({ omitsCached: "always", indexed: 0 }), target)).toMatchObject({
+      ok: false,
+      cause: "block_hashes",
+    });
+    // vLLM with the flag leaves a 0 out: a true engine passes with its count checked.
+    const zero = await runCanary(deps({ omitsCached: "zero" }), target);
+    expect(zero).toMatchObject({ ok: true });
+    expect(zero.evidence).toContain("240 cached tokens");
+    // A count left out where the rank has reported counts before is 0: a false count is found.
+    expect(
+      await runCanary(
+        deps({ omitsCached: "zero", reportsNoHits: true, speaksCached: true }),
+        target,
+      ),
+    ).toMatchObject({ ok: false, cause: "cached_tokens" });
+    // ...but not from a rank that never did (it may only be running without the flag).
+    expect(
+      await runCanary(deps({ omitsCached: "zero", reportsNoHits: true }), target),
+    ).toMatchObject({ ok: true });
   });
   test("another prompt length for the same ids: template_or_tokenizer", async () => {
     expect(await runCanary(deps({ promptTokens: 260 }), target)).toMatchObject({

@@ -44,4 +44,13 @@ describe("CacheTruth", () => {
     expect(t.causeOf(W, 0)).toBe("stale_index");
     expect(warned.length).toBe(1);
   });
+  test("a rank speaks cached tokens once one of its answers carried a count (the canary then reads a missing one as 0)", () => {
+    const t = new CacheTruth({ now: () => 1000, log: quiet as never });
+    t.answer(W, 0, { ...missed(undefined), predictedBlocks: 0, cachedTokens: undefined });
+    expect(t.speaksCached(W, 0)).toBe(false);
+    t.answer(W, 0, { ...missed(undefined), predictedBlocks: 0 });
+    expect(t.speaksCached(W, 0)).toBe(true);
+    expect(t.speaksCached(W, 1)).toBe(false);
+    expect(t.state(W, 0)).toBe("exact");
+  });
 });
