@@ -177,7 +177,11 @@ describe("a two-rank vLLM engine over ZMQ", () => {
   });
 
   test("the registration canary on each rank: the stand-in's answers carry no usage, so it proves nothing and no rank leaves exact", async () => {
-    type Rank = { dp_rank: number; state: string; canary: { ok: boolean; evidence: string } | null };
+    type Rank = {
+      dp_rank: number;
+      state: string;
+      canary: { ok: boolean; evidence: string } | null;
+    };
     const ranks = await until(
       async () => {
         const { workers } = (await (await fetch(`${routerUrl}/v1/workers`)).json()) as {
