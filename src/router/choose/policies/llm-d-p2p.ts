@@ -19,7 +19,7 @@
  */
 import type { KvPlan } from "../../kv-plan/plan.ts";
 import type { Candidate, Picker, SchedulingContext } from "../types.ts";
-import { LLMD_WEIGHTS, prefixScore, queueScore } from "./llm-d.ts";
+import { maxScorePick, prefixScore } from "./llm-d.ts";
 
 export const LLMD_TIER_WEIGHTS = { gpu: 1.0, cpu: 0.8 } as const;
 /** The P2P guide's recommended threshold (tokens). */
@@ -44,38 +44,21 @@ export function llmdP2pPicker(minDelta = LLMD_MIN_CACHED_TOKEN_DELTA): Picker {
     type: "llm-d-p2p",
     pick(ctx: SchedulingContext, candidates: readonly Candidate[]): Candidate {
       const total = Math.ceil(ctx.request.isl / ctx.blockSize);
-      let minQ = Infinity;
-      let maxQ = -Infinity;
-      let maxBlocksHeld = 0;
-      for (const c of candidates) {
-        minQ = Math.min(minQ, c.activeRequests);
-        maxQ = Math.max(maxQ, c.activeRequests);
-        maxBlocksHeld = Math.max(maxBlocksHeld, c.activeDecodeBlocks);
-      }
-      let best = -Infinity;
-      let tied: Candidate[] = [];
+      const matches = new Map(candidates.map((c) => [c.key, tieredMatch(ctx, c)]));
       let source: Candidate | undefined;
       let sourceBlocks = 0;
       for (const c of candidates) {
-        const m = tieredMatch(ctx, c);
-        if (m.blocks > sourceBlocks) {
+        const blocks = matches.get(c.key)!.blocks;
+        if (blocks > sourceBlocks) {
           source = c;
-          sourceBlocks = m.blocks;
+          sourceBlocks = blocks;
         }
-        const usage = maxBlocksHeld === 0 ? 0 : c.activeDecodeBlocks / maxBlocksHeld;
-        const score =
-          LLMD_WEIGHTS.prefix * prefixScore(m.weighted, total) +
-          LLMD_WEIGHTS.queue * queueScore(c.activeRequests, minQ, maxQ) +
-          LLMD_WEIGHTS.kvUtilization * (1 - usage);
-        c.cost = -score;
-        if (score > best) {
-          best = score;
-          tied = [c];
-        } else if (score === best) tied.push(c);
       }
-      const chosen = tied[Math.floor(ctx.rng() * tied.length)]!;
+      const chosen = maxScorePick(ctx, candidates, (c) =>
+        prefixScore(matches.get(c.key)!.weighted, total),
+      );
       if (source === undefined || source.key === chosen.key) return chosen;
-      const have = tieredMatch(ctx, chosen).blocks;
+      const have = matches.get(chosen.key)!.blocks;
       if ((sourceBlocks - have) * ctx.blockSize < minDelta) return chosen;
       return { ...chosen, kvPlan: pullFrom(source, have, sourceBlocks, ctx.blockSize) };
     },

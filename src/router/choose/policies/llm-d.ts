@@ -41,31 +41,45 @@ export function llmdPicker(blockSize: number): Picker & { readonly index: Decisi
       const all = ctx.request.seqHashes;
       const hashes = all && all.length > maxBlocks ? all.subarray(0, maxBlocks) : all;
       const total = hashes?.length ?? 0;
-      let minQ = Infinity;
-      let maxQ = -Infinity;
-      let maxBlocksHeld = 0;
-      for (const c of candidates) {
-        minQ = Math.min(minQ, c.activeRequests);
-        maxQ = Math.max(maxQ, c.activeRequests);
-        maxBlocksHeld = Math.max(maxBlocksHeld, c.activeDecodeBlocks);
-      }
-      let best = -Infinity;
-      let tied: Candidate[] = [];
-      for (const c of candidates) {
-        const usage = maxBlocksHeld === 0 ? 0 : c.activeDecodeBlocks / maxBlocksHeld;
-        const score =
-          LLMD_WEIGHTS.prefix * prefixScore(index.matchDepth(c.key, hashes), total) +
-          LLMD_WEIGHTS.queue * queueScore(c.activeRequests, minQ, maxQ) +
-          LLMD_WEIGHTS.kvUtilization * (1 - usage);
-        c.cost = -score; // visible in the debug candidates list like every other policy's cost
-        if (score > best) {
-          best = score;
-          tied = [c];
-        } else if (score === best) tied.push(c);
-      }
-      const chosen = tied[Math.floor(ctx.rng() * tied.length)]!;
+      const chosen = maxScorePick(ctx, candidates, (c) =>
+        prefixScore(index.matchDepth(c.key, hashes), total),
+      );
       index.record(chosen.key, hashes);
       return chosen;
     },
   };
+}
+
+/**
+ * The default profile's scoring and max-score picker over the candidates, given each one's
+ * prefix score (the prefix scorers differ between the profiles; queue and KV utilisation do not).
+ */
+export function maxScorePick(
+  ctx: SchedulingContext,
+  candidates: readonly Candidate[],
+  prefixScoreOf: (c: Candidate) => number,
+): Candidate {
+  let minQ = Infinity;
+  let maxQ = -Infinity;
+  let maxBlocksHeld = 0;
+  for (const c of candidates) {
+    minQ = Math.min(minQ, c.activeRequests);
+    maxQ = Math.max(maxQ, c.activeRequests);
+    maxBlocksHeld = Math.max(maxBlocksHeld, c.activeDecodeBlocks);
+  }
+  let best = -Infinity;
+  let tied: Candidate[] = [];
+  for (const c of candidates) {
+    const usage = maxBlocksHeld === 0 ? 0 : c.activeDecodeBlocks / maxBlocksHeld;
+    const score =
+      LLMD_WEIGHTS.prefix * prefixScoreOf(c) +
+      LLMD_WEIGHTS.queue * queueScore(c.activeRequests, minQ, maxQ) +
+      LLMD_WEIGHTS.kvUtilization * (1 - usage);
+    c.cost = -score; // visible in the debug candidates list like every other policy's cost
+    if (score > best) {
+      best = score;
+      tied = [c];
+    } else if (score === best) tied.push(c);
+  }
+  return tied[Math.floor(ctx.rng() * tied.length)]!;
 }
