@@ -115,6 +115,18 @@ export async function startCluster(
     const ws = await workers(c);
     return ws.length === opts.prefill + opts.decode && ws.every((w) => w.healthy);
   }, "every worker registered and healthy");
+  // The registration canary sends a known prompt twice straight to each engine: tests that count
+  // an engine's requests must start after it, or its second send lands inside their count.
+  await until(
+    async () =>
+      (await workers(c)).every(
+        (w) =>
+          w.cache_truth === undefined ||
+          (w.cache_truth.length > 0 && w.cache_truth.every((r) => r.canary != null)),
+      ),
+    "every engine's registration canary finished",
+    30_000,
+  );
   return c;
 }
 

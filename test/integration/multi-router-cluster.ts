@@ -173,6 +173,8 @@ export interface WorkerView {
   active_decode_blocks: number;
   cached_blocks: number;
   loras: string[];
+  /** Per dp rank, the cache check's view (absent when the check is off); `canary` null until one ran. */
+  cache_truth?: { state: string; canary: { ok: boolean } | null }[];
 }
 
 /** `adminToken`: for a router whose admin API is closed to addresses (--api-keys, a non-loopback --host). */
